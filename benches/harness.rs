@@ -1,0 +1,48 @@
+//! Shared benchmark helpers: timing, thread pinning, ratio rows.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// Pin the calling thread to `cpu` (best effort; ignored where not allowed).
+pub fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it;
+    // sched_setaffinity reads it. Failure is ignored (best effort).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Number of CPUs this process may use.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Run `f` `reps` times and return the best (minimum) wall time.
+pub fn best_of(reps: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    (0..reps).map(|_| f()).min().unwrap_or_default()
+}
+
+/// Time one call of `f`.
+pub fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+/// Print one row: name, per-op time, ops/s.
+pub fn row(name: &str, ops: u64, d: Duration) {
+    let ns = d.as_nanos() as f64 / ops.max(1) as f64;
+    let mops = ops as f64 / d.as_secs_f64() / 1e6;
+    println!("  {name:<44} {ns:>9.2} ns/op {mops:>9.2} Mop/s");
+}
+
+/// Print a ratio line: `ours` against `peer` as peer_time / our_time
+/// (> 1.0 means ours is faster) and the target it is held to.
+pub fn ratio(label: &str, ours: Duration, peer: Duration, target: &str) -> f64 {
+    let r = peer.as_secs_f64() / ours.as_secs_f64();
+    println!("  RATIO {label:<40} {r:>6.2}x  (target {target})");
+    r
+}

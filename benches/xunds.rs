@@ -1,0 +1,21 @@
+//! The one benchmark harness: xunds against its peers, in the same run.
+//!
+//! `cargo bench --bench xunds [-- FILTER]` runs every group whose name
+//! contains FILTER. Each group prints its own rows and the ratio against its
+//! peer; the README copies the table and this command.
+
+mod harness;
+
+fn main() {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .unwrap_or_default();
+    let groups: &[(&str, fn())] = &[];
+    for (name, run) in groups {
+        if name.contains(filter.as_str()) {
+            println!("## {name}");
+            run();
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! `xunds`: the command line. Subcommands: `layout`, `nds dump`, `run`,
+//! `replay`. Command-line-only code (argument parsing, JSON and table output,
+//! the progress bar) lives here, outside the library.
+
+mod json;
+mod layout;
+mod nds;
+mod replay;
+mod run;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
+    match args.first().map(String::as_str) {
+        Some("layout") => layout::main(rest),
+        Some("nds") => nds::main(rest),
+        Some("run") => run::main(rest),
+        Some("replay") => replay::main(rest),
+        Some("--help") | Some("-h") | Some("help") | None => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("xunds: unknown command {other:?}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Print a usage error and return exit code 2.
+pub(crate) fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("xunds: {msg}\n\n{USAGE}");
+    ExitCode::from(2)
+}
+
+const USAGE: &str = "\
+usage: xunds <command> [options]
+
+commands:
+  layout [--json]        every ABI block and the NDS region map
+  nds dump PATH [--json] read a datastore slab (read-only)
+  run [flags]            the main job on the simulated device
+                         (--executions N --vncs V --models M --seed S --slab PATH
+                          --deterministic --trace FILE --faults SPEC --json)
+  replay FILE            re-run a recorded deterministic trace";

@@ -1,0 +1,42 @@
+//! # xunds
+//!
+//! A byte-exact, hardware-free reimplementation of two ABIs of the AWS Neuron
+//! runtime (libnrt 2.31): the **XU execution queue** (seed 000) and the **NDS
+//! datastore** (seed 004), built as an embedded-style actor system whose device
+//! side is simulated, so the whole pipeline runs and is tested on an ordinary
+//! machine.
+//!
+//! ## A tour of the layers
+//!
+//! Dependencies point one way, from bytes up to actors (see `docs/design.md`):
+//!
+//! | layer | module | owns |
+//! |---|---|---|
+//! | bytes | [`wire`] | every ABI block as a checked byte view / padding-free `repr(C)` type; no unsafe, no I/O |
+//! | state | [`fsm`] | pure, table-driven state machines (slot lifecycle, record commit, ...) |
+//! | concurrency shim | [`sync`] | `std` atomics normally, `loom` atomics under `--cfg loom` |
+//! | protocols | [`ring`], [`nds`] | the three-cursor XU ring and the NDS record/counter protocols, generic over where their words live |
+//! | platform | [`hal`] | mmaps, eventfds, volatile/atomic access to shared and device memory, tracer and fault injector |
+//! | device | [`device`] | the simulated device: UDMA descriptor rings, request staging, the sequencer and its engines |
+//! | actors | [`actors`] | Producer, Worker, Device-sequencer-proxy and NDS-publisher actors with non-blocking `poll` |
+//! | system | [`system`] | the public async API, threaded and deterministic runners, trace and replay |
+//!
+//! Support modules: [`error`] (the top-level error), [`prng`] (a small seeded
+//! generator used by deterministic runs, fault injection and tests).
+#![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod actors;
+pub mod device;
+pub mod error;
+pub mod fsm;
+pub mod hal;
+pub mod nds;
+pub mod prng;
+pub mod ring;
+pub mod sync;
+pub mod system;
+pub mod wire;
+
+pub use error::Error;
+pub use wire::status::NrtStatus;

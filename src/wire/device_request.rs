@@ -1,0 +1,1 @@
+//! `device_request`: filled in by the wire-layer issue.

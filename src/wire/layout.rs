@@ -1,0 +1,173 @@
+//! Layout descriptors and the annotated hex dump.
+//!
+//! Every wire module exports a `LAYOUT: Block` naming its fields with the
+//! seed's C names. The descriptors drive `xunds layout` (table and `--json`),
+//! the annotated dumps used in snapshots and error messages, and compile-time
+//! cross-checks against `offset_of!`. A field is marked [`Origin::Ours`] when
+//! the seed gives only the enclosing size and xunds chose the inside.
+
+use core::fmt::Write as _;
+
+/// Where a field's name and position come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Stated by a seed (or SPEC-NOTES.md): an ABI fact.
+    Seed,
+    /// Chosen by xunds where the sources give only the enclosing size.
+    Ours,
+}
+
+/// One named field of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The C field name (array fields keep their C name, e.g. `eng_addresses_lo`).
+    pub name: &'static str,
+    /// Byte offset from the start of the block.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+    /// Seed fact or our choice.
+    pub origin: Origin,
+}
+
+impl Field {
+    /// A field the seed states.
+    pub const fn seed(name: &'static str, offset: usize, size: usize) -> Self {
+        Self {
+            name,
+            offset,
+            size,
+            origin: Origin::Seed,
+        }
+    }
+    /// A field that is ours to define.
+    pub const fn ours(name: &'static str, offset: usize, size: usize) -> Self {
+        Self {
+            name,
+            offset,
+            size,
+            origin: Origin::Ours,
+        }
+    }
+    /// One past the field's last byte.
+    pub const fn end(&self) -> usize {
+        self.offset + self.size
+    }
+}
+
+/// One ABI block: its C name, total size and fields in offset order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// The seed's C name (`xu_queue_t`, `nds_header`, ...).
+    pub name: &'static str,
+    /// Total size in bytes.
+    pub size: usize,
+    /// Fields in ascending offset order; gaps are padding.
+    pub fields: &'static [Field],
+}
+
+impl Block {
+    /// The field called `name`, if any.
+    pub fn field(&self, name: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// `true` when fields are sorted, non-overlapping and inside the block.
+    pub const fn is_well_formed(&self) -> bool {
+        let mut i = 0;
+        let mut end = 0;
+        while i < self.fields.len() {
+            let f = &self.fields[i];
+            if f.offset < end || f.end() > self.size {
+                return false;
+            }
+            end = f.end();
+            i += 1;
+        }
+        true
+    }
+}
+
+/// Annotated hex dump of `bytes` as `block`: one line per field (offset, C
+/// name, raw bytes, and the little-endian value for 1/2/4/8-byte fields), and
+/// one line per padding gap. Bytes past `bytes.len()` are shown as `--`.
+pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{} ({} bytes)", block.name, block.size);
+    let mut cursor = 0usize;
+    for f in block.fields {
+        if f.offset > cursor {
+            dump_range(&mut out, "(padding)", cursor, f.offset - cursor, bytes, false);
+        }
+        let name = if f.origin == Origin::Ours {
+            format!("{} [ours]", f.name)
+        } else {
+            f.name.to_string()
+        };
+        dump_range(&mut out, &name, f.offset, f.size, bytes, true);
+        cursor = f.end();
+    }
+    if cursor < block.size {
+        dump_range(&mut out, "(padding)", cursor, block.size - cursor, bytes, false);
+    }
+    out
+}
+
+fn dump_range(out: &mut String, name: &str, off: usize, len: usize, bytes: &[u8], value: bool) {
+    const PER_LINE: usize = 16;
+    let mut first = true;
+    let mut o = off;
+    while o < off + len {
+        let n = PER_LINE.min(off + len - o);
+        let mut hex = String::new();
+        for i in o..o + n {
+            match bytes.get(i) {
+                Some(b) => {
+                    let _ = write!(hex, "{b:02x} ");
+                }
+                None => hex.push_str("-- "),
+            }
+        }
+        let label = if first { name } else { "" };
+        let _ = write!(out, "  +0x{o:04x} {label:<28} {hex}");
+        if first && value && matches!(len, 1 | 2 | 4 | 8) && off + len <= bytes.len() {
+            let mut v = [0u8; 8];
+            v[..len].copy_from_slice(&bytes[off..off + len]);
+            let _ = write!(out, "= {:#x}", u64::from_le_bytes(v));
+        }
+        // Trim the trailing space left by the hex column.
+        while out.ends_with(' ') {
+            out.pop();
+        }
+        out.push('\n');
+        first = false;
+        o += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEMO: Block = Block {
+        name: "demo_t",
+        size: 12,
+        fields: &[Field::seed("a", 0, 4), Field::ours("b", 8, 4)],
+    };
+    const _: () = assert!(DEMO.is_well_formed());
+
+    #[test]
+    fn dump_marks_padding_and_ours() {
+        let bytes = [1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0];
+        let d = annotated_dump(&DEMO, &bytes);
+        assert!(d.contains("(padding)"));
+        assert!(d.contains("b [ours]"));
+        assert!(d.contains("= 0x2"));
+    }
+
+    #[test]
+    fn dump_of_short_input_does_not_panic() {
+        let d = annotated_dump(&DEMO, &[1]);
+        assert!(d.contains("--"));
+    }
+}

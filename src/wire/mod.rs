@@ -1,0 +1,125 @@
+//! The byte layer: every block the two seeds define, as checked byte views or
+//! padding-free `#[repr(C)]` types.
+//!
+//! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
+//! ABI block has its own module with a `LAYOUT` descriptor (the seed's C field
+//! names, offsets and sizes), a compile-time assert for every size and offset
+//! the seed states, checked parsing that returns [`WireError`] instead of
+//! panicking on untrusted bytes, emit, and an annotated hex dump
+//! ([`layout::annotated_dump`]) used by snapshots and error messages.
+//!
+//! Seed 000 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
+//! [`device_request`], [`work_item`]. Device side: [`udma`] (from
+//! SPEC-NOTES.md) and [`nq`] (ours). Seed 004: [`nds`]. Status codes:
+//! [`status`].
+#![forbid(unsafe_code)]
+
+pub mod device_request;
+pub mod exec_slot;
+pub mod layout;
+pub mod nds;
+pub mod nq;
+pub mod seq_id;
+pub mod status;
+pub mod udma;
+pub mod work_item;
+pub mod xu_queue;
+
+use core::fmt;
+
+/// Why a byte string was refused by a wire decoder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// The input is shorter than the block.
+    Truncated {
+        /// The block's C name.
+        block: &'static str,
+        /// Bytes the block needs.
+        need: usize,
+        /// Bytes that were given.
+        got: usize,
+    },
+    /// A field holds a value the ABI does not allow.
+    InvalidField {
+        /// The block's C name.
+        block: &'static str,
+        /// The field's C name.
+        field: &'static str,
+        /// The offending raw value.
+        value: u64,
+    },
+    /// An index (counter, core, slot, ...) is outside its range.
+    OutOfRange {
+        /// What was being indexed.
+        what: &'static str,
+        /// The offending value.
+        value: u64,
+        /// The exclusive upper bound (or the band size) it violated.
+        limit: u64,
+    },
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireError::Truncated { block, need, got } => {
+                write!(f, "{block}: need {need} bytes, got {got}")
+            }
+            WireError::InvalidField { block, field, value } => {
+                write!(f, "{block}.{field}: invalid value {value:#x}")
+            }
+            WireError::OutOfRange { what, value, limit } => {
+                write!(f, "{what} {value} out of range (limit {limit})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+/// Check that `bytes` holds at least `need` bytes for `block`.
+#[allow(dead_code)] // used by the block modules as they land
+pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {
+    if bytes.len() < need {
+        Err(WireError::Truncated {
+            block,
+            need,
+            got: bytes.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// Little-endian readers over a slice already length-checked by [`need`].
+#[allow(dead_code)] // used by the block modules as they land
+pub(crate) mod le {
+    /// Read a little-endian `u16` at `off`.
+    pub fn u16_at(b: &[u8], off: usize) -> u16 {
+        u16::from_le_bytes([b[off], b[off + 1]])
+    }
+    /// Read a little-endian `u32` at `off`.
+    pub fn u32_at(b: &[u8], off: usize) -> u32 {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(&b[off..off + 4]);
+        u32::from_le_bytes(a)
+    }
+    /// Read a little-endian `u64` at `off`.
+    pub fn u64_at(b: &[u8], off: usize) -> u64 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[off..off + 8]);
+        u64::from_le_bytes(a)
+    }
+    /// Write a little-endian `u16` at `off`.
+    pub fn put_u16(b: &mut [u8], off: usize, v: u16) {
+        b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    /// Write a little-endian `u32` at `off`.
+    pub fn put_u32(b: &mut [u8], off: usize, v: u32) {
+        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    /// Write a little-endian `u64` at `off`.
+    pub fn put_u64(b: &mut [u8], off: usize, v: u64) {
+        b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+    }
+}

@@ -1,0 +1,1 @@
+//! `nq`: filled in by the wire-layer issue.

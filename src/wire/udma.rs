@@ -1,0 +1,1 @@
+//! `udma`: filled in by the wire-layer issue.

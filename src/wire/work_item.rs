@@ -1,0 +1,1 @@
+//! `work_item`: filled in by the wire-layer issue.
