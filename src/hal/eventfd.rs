@@ -33,9 +33,8 @@ impl EventFd {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` was just returned by eventfd and is owned by nobody else.
-        Ok(EventFd {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(EventFd { fd })
     }
 
     /// The raw descriptor (what a ring slot's `mark_comp_efd` stores).
@@ -113,7 +112,10 @@ mod tests {
         assert_eq!(e.wait(Duration::from_millis(1)).unwrap(), Wait::TimedOut);
         e.signal(1).unwrap();
         e.signal(2).unwrap();
-        assert_eq!(e.wait(Duration::from_millis(1)).unwrap(), Wait::Signalled(3));
+        assert_eq!(
+            e.wait(Duration::from_millis(1)).unwrap(),
+            Wait::Signalled(3)
+        );
         assert_eq!(e.try_read().unwrap(), 0);
     }
 

@@ -97,7 +97,14 @@ pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
     let mut cursor = 0usize;
     for f in block.fields {
         if f.offset > cursor {
-            dump_range(&mut out, "(padding)", cursor, f.offset - cursor, bytes, false);
+            dump_range(
+                &mut out,
+                "(padding)",
+                cursor,
+                f.offset - cursor,
+                bytes,
+                false,
+            );
         }
         let name = if f.origin == Origin::Ours {
             format!("{} [ours]", f.name)
@@ -108,7 +115,14 @@ pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
         cursor = f.end();
     }
     if cursor < block.size {
-        dump_range(&mut out, "(padding)", cursor, block.size - cursor, bytes, false);
+        dump_range(
+            &mut out,
+            "(padding)",
+            cursor,
+            block.size - cursor,
+            bytes,
+            false,
+        );
     }
     out
 }

@@ -65,7 +65,11 @@ impl fmt::Display for WireError {
             WireError::Truncated { block, need, got } => {
                 write!(f, "{block}: need {need} bytes, got {got}")
             }
-            WireError::InvalidField { block, field, value } => {
+            WireError::InvalidField {
+                block,
+                field,
+                value,
+            } => {
                 write!(f, "{block}.{field}: invalid value {value:#x}")
             }
             WireError::OutOfRange { what, value, limit } => {

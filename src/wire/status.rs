@@ -132,8 +132,14 @@ mod tests {
     #[test]
     fn display_and_lookup() {
         assert_eq!(NrtStatus::TIMEOUT.to_string(), "NRT_TIMEOUT (5)");
-        assert_eq!(NrtStatus::from_name("NRT_HW_ERROR"), Some(NrtStatus::HW_ERROR));
-        assert_eq!(NrtStatus::from_name("QUEUE_FULL"), Some(NrtStatus::QUEUE_FULL));
+        assert_eq!(
+            NrtStatus::from_name("NRT_HW_ERROR"),
+            Some(NrtStatus::HW_ERROR)
+        );
+        assert_eq!(
+            NrtStatus::from_name("QUEUE_FULL"),
+            Some(NrtStatus::QUEUE_FULL)
+        );
         assert_eq!(NrtStatus::from_name("NOPE"), None);
     }
 }
