@@ -88,6 +88,17 @@ impl Block {
     }
 }
 
+/// A named byte range of a larger map (the NDS region map rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The region name (seed 004 §1 naming).
+    pub name: &'static str,
+    /// Byte offset from the start of the map.
+    pub offset: usize,
+    /// Size in bytes.
+    pub size: usize,
+}
+
 /// Annotated hex dump of `bytes` as `block`: one line per field (offset, C
 /// name, raw bytes, and the little-endian value for 1/2/4/8-byte fields), and
 /// one line per padding gap. Bytes past `bytes.len()` are shown as `--`.
