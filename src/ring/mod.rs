@@ -5,3 +5,177 @@
 //! cursors and slots live: owned atomics through [`crate::sync`] (unit tests,
 //! loom, deterministic runs) and the byte-exact `xu_queue_t` header and slot
 //! array inside mapped memory (production, through [`crate::hal::mem`]).
+//!
+//! - [`storage`]: the sealed [`Storage`] trait, [`OwnedStorage`],
+//!   [`MappedStorage`] and the C-style comparison storage.
+//! - [`queue`]: [`XuQueue`] (shared query side), [`Producer`] (submit,
+//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread).
+//! - [`waiter`]: completion waiters: the [`CompletionSink`] the worker signals
+//!   through, the [`Waitable`] a waiter blocks on, the pool, wait modes.
+//! - [`status`]: the caller-owned [`StatusCell`] a slot's `exec_status` points at.
+//! - [`payload`]: the [`Payload`] trait that moves a work item through a
+//!   slot's 8-byte `exec_info` word.
+//!
+//! Cursor ownership (one writer each; the full table is in docs/design.md):
+//!
+//! | cursor | writer | readers | publish | observe |
+//! |---|---|---|---|---|
+//! | `scheduled_tail` | producer (submit) | queries (in_flight) | Release store | Acquire |
+//! | `scheduled_head` | producer (trigger) | worker (peek) | Release store | Acquire |
+//! | `exec_head` | worker (pop, under the mark-completion lock) | producer (full check), waiters, queries | Release store | Acquire |
+
+use core::fmt;
+
+use crate::fsm::slot::{SlotEvent, SlotState};
+use crate::fsm::InvalidEvent;
+use crate::hal::mem::MemError;
+use crate::wire::seq_id::{SeqId, XuId};
+use crate::wire::status::NrtStatus;
+
+mod lock;
+pub mod payload;
+pub mod queue;
+pub mod status;
+pub mod storage;
+pub mod waiter;
+
+pub use payload::Payload;
+pub use queue::{
+    Handles, Popped, Producer, QueueConfig, Signal, SlotView, SubmitError, Worker, XuQueue,
+};
+pub use status::StatusCell;
+pub use storage::{CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
+pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
+
+/// Why a ring operation was refused. Every refusal leaves the ring unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RingError {
+    /// Capacity 0, or too large for this implementation (> 2^32 slots).
+    BadCapacity(u64),
+    /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
+    BadStart(u64),
+    /// The region is too small or misaligned for the header and slots.
+    Mem(MemError),
+    /// `scheduled_tail - exec_head >= capacity` (seed 000 §6): `NRT_QUEUE_FULL`.
+    Full,
+    /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
+    /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
+    CursorExhausted {
+        /// The current `scheduled_tail`.
+        tail: u64,
+    },
+    /// `exec_head == scheduled_head`: nothing for the worker.
+    Empty,
+    /// Trigger with `scheduled_head == scheduled_tail`.
+    NothingToTrigger,
+    /// The seq_id's xu_id is not this queue's (checked before any slot is indexed).
+    ForeignXu {
+        /// The refused handle.
+        seq: SeqId,
+        /// This queue's XU.
+        ours: XuId,
+    },
+    /// A seq_id this queue has not issued yet.
+    NotSubmitted {
+        /// The refused handle.
+        seq: SeqId,
+    },
+    /// The slot at `exec_head` does not hold `exec_head`'s seq_id (§6 NOTE:
+    /// the peek-time assert, here an error value).
+    SlotMismatch {
+        /// The seq_id the cursor says the slot must hold.
+        expected: SeqId,
+        /// The raw `seq_id` word found in the slot.
+        found: u64,
+    },
+    /// An illegal slot lifecycle transition.
+    Lifecycle(InvalidEvent<SlotState, SlotEvent>),
+    /// Another waiter already installed an eventfd into this slot.
+    AlreadyWaiting {
+        /// The handle.
+        seq: SeqId,
+    },
+    /// An OS call for a waiter failed (errno).
+    Os(i32),
+}
+
+impl RingError {
+    /// The `NRT_STATUS` a C caller would see.
+    pub fn status(&self) -> NrtStatus {
+        match self {
+            RingError::Full => NrtStatus::QUEUE_FULL,
+            RingError::Empty | RingError::NothingToTrigger => NrtStatus::QUEUE_EMPTY,
+            RingError::ForeignXu { .. } | RingError::NotSubmitted { .. } => {
+                NrtStatus::INVALID_HANDLE
+            }
+            RingError::BadCapacity(_) | RingError::BadStart(_) | RingError::Mem(_) => {
+                NrtStatus::INVALID
+            }
+            RingError::AlreadyWaiting { .. } => NrtStatus::INVALID,
+            RingError::CursorExhausted { .. }
+            | RingError::SlotMismatch { .. }
+            | RingError::Lifecycle(_)
+            | RingError::Os(_) => NrtStatus::FAILURE,
+        }
+    }
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::BadCapacity(c) => write!(f, "bad ring capacity {c}"),
+            RingError::BadStart(s) => write!(f, "bad start cursor {s:#x}"),
+            RingError::Mem(e) => write!(f, "ring memory: {e}"),
+            RingError::Full => f.write_str("queue full"),
+            RingError::CursorExhausted { tail } => {
+                write!(f, "scheduled_tail {tail:#x} would reach the 48-bit limit")
+            }
+            RingError::Empty => f.write_str("queue empty"),
+            RingError::NothingToTrigger => f.write_str("nothing submitted to trigger"),
+            RingError::ForeignXu { seq, ours } => write!(
+                f,
+                "seq_id {:#x} belongs to xu {:#06x}, not {:#06x}",
+                seq.0,
+                seq.xu_id().0,
+                ours.0
+            ),
+            RingError::NotSubmitted { seq } => write!(f, "seq_id {:#x} not submitted", seq.0),
+            RingError::SlotMismatch { expected, found } => write!(
+                f,
+                "slot holds seq_id {found:#x}, cursor expects {:#x}",
+                expected.0
+            ),
+            RingError::Lifecycle(e) => write!(f, "{e}"),
+            RingError::AlreadyWaiting { seq } => {
+                write!(f, "a waiter is already installed for {:#x}", seq.0)
+            }
+            RingError::Os(e) => write!(f, "os error {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+impl From<MemError> for RingError {
+    fn from(e: MemError) -> Self {
+        RingError::Mem(e)
+    }
+}
+
+impl From<InvalidEvent<SlotState, SlotEvent>> for RingError {
+    fn from(e: InvalidEvent<SlotState, SlotEvent>) -> Self {
+        RingError::Lifecycle(e)
+    }
+}
+
+impl From<std::io::Error> for RingError {
+    fn from(e: std::io::Error) -> Self {
+        RingError::Os(e.raw_os_error().unwrap_or(0))
+    }
+}
+
+impl From<RingError> for crate::Error {
+    fn from(e: RingError) -> Self {
+        crate::Error::status_with(e.status(), e.to_string())
+    }
+}

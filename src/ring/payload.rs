@@ -1,0 +1,76 @@
+//! Moving a work item through a slot's 8-byte `exec_info` word (seed 000 §4
+//! QUIRK: the work item crosses the SPSC boundary by pointer and changes
+//! owning thread at the slot).
+//!
+//! [`Payload::into_word`] gives up ownership into the word at submit;
+//! [`Payload::from_word`] takes it back exactly once, at pop (or when the
+//! queue is dropped with the item still in flight). Plain integers (`u64`,
+//! `()`) cost nothing and are what the benchmarks and loom models carry;
+//! `Box<U>` and `Arc<U>` carry real work items.
+
+use std::sync::Arc;
+
+/// A value that can travel through a slot's `exec_info` word.
+///
+/// # Safety
+/// `from_word(into_word(x))` must give back `x` (ownership included), and
+/// `into_word` must not rely on anything but the word to be reconstructed.
+pub unsafe trait Payload: Send + Sized + 'static {
+    /// Give up ownership into a word.
+    fn into_word(self) -> u64;
+    /// Take ownership back.
+    ///
+    /// # Safety
+    /// `w` came from `into_word` of this type and is consumed at most once.
+    unsafe fn from_word(w: u64) -> Self;
+}
+
+// SAFETY: a plain integer is its own word; nothing is owned.
+unsafe impl Payload for u64 {
+    #[inline]
+    fn into_word(self) -> u64 {
+        self
+    }
+    #[inline]
+    unsafe fn from_word(w: u64) -> Self {
+        w
+    }
+}
+
+// SAFETY: nothing is owned; the word is 0.
+unsafe impl Payload for () {
+    #[inline]
+    fn into_word(self) -> u64 {
+        0
+    }
+    #[inline]
+    unsafe fn from_word(_w: u64) -> Self {}
+}
+
+// SAFETY: `Box::into_raw`/`Box::from_raw` round-trip the allocation.
+unsafe impl<U: Send + 'static> Payload for Box<U> {
+    #[inline]
+    fn into_word(self) -> u64 {
+        Box::into_raw(self) as u64
+    }
+    #[inline]
+    unsafe fn from_word(w: u64) -> Self {
+        // SAFETY: the caller guarantees `w` came from `into_word` (so from
+        // `Box::into_raw`) and is consumed once.
+        unsafe { Box::from_raw(w as usize as *mut U) }
+    }
+}
+
+// SAFETY: `Arc::into_raw`/`Arc::from_raw` round-trip one strong count.
+unsafe impl<U: Send + Sync + 'static> Payload for Arc<U> {
+    #[inline]
+    fn into_word(self) -> u64 {
+        Arc::into_raw(self) as u64
+    }
+    #[inline]
+    unsafe fn from_word(w: u64) -> Self {
+        // SAFETY: the caller guarantees `w` came from `Arc::into_raw` and the
+        // strong count it carries is taken back once.
+        unsafe { Arc::from_raw(w as usize as *const U) }
+    }
+}

@@ -1,0 +1,1063 @@
+//! The three-cursor protocol (seed 000 §1, §2, §5, §6) over any [`Storage`].
+//!
+//! [`XuQueue`] is the shared, clonable query side (last_completed,
+//! is_completed, in_flight, waits). [`Producer`] owns `scheduled_tail` and
+//! `scheduled_head` (one thread: the funnel); [`Worker`] owns `exec_head`
+//! (one thread). Each handle keeps a cached copy of the cursor the other side
+//! publishes (rtrb style) and re-reads it only when the cached value says
+//! full / empty.
+//!
+//! Producer (§6 "producer stages, then publishes"): check space, write the
+//! whole 32-byte body with Relaxed stores, then publish `scheduled_tail`
+//! (Release); later `trigger_next` publishes `scheduled_head` (Release): the
+//! release to the worker. Worker (§6 "consumer captures, then advances"):
+//! observe `scheduled_head` (Acquire), check the slot's seq_id, write the
+//! status, take the mark-completion lock, capture `mark_comp_efd`,
+//! `efd_from_pool` and `exec_info`, advance `exec_head` (Release), unlock,
+//! then signal.
+
+use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
+use core::ops::Deref;
+use std::time::{Duration, Instant};
+
+use crate::fsm::slot::{derive, SlotEvent, SlotFsm, SlotState};
+use crate::fsm::{self, Transition};
+use crate::hal::eventfd::Wait;
+use crate::hal::mem::Region;
+use crate::sync::atomic::Ordering::Relaxed;
+use crate::wire::exec_slot::NO_EFD;
+use crate::wire::seq_id::{SeqId, XuId};
+use crate::wire::status::NrtStatus;
+use crate::wire::xu_queue::{CURSOR_LIMIT, CURSOR_START};
+
+use super::lock::MarkCompLock;
+use super::storage::{CStyleStorage, Cursor, MappedStorage, OwnedStorage, SlotAccess, Storage};
+use super::waiter::{
+    eventfd_factory, Armed, CompletionSink, EventFdSink, Pool, SignalError, WaitMode, Waitable,
+    WaitableFactory, Waited,
+};
+use super::{Payload, RingError, StatusCell};
+
+/// The status cell handle a submit hands to the ring (std `Arc`: it is only
+/// memory management; the cell's atomic is the loom-visible part).
+pub type StatusArc = std::sync::Arc<StatusCell>;
+
+/// The two single-thread handles a constructor returns.
+pub type Handles<T, S> = (Producer<T, S>, Worker<T, S>);
+
+/// How to build a queue.
+#[derive(Clone)]
+pub struct QueueConfig {
+    /// The XU this queue serves (the high 16 bits of every seq_id, §2).
+    pub xu: XuId,
+    /// Number of 32-byte slots (any value >= 1; powers of two index by mask).
+    pub capacity: u64,
+    /// First cursor value (1 in the ABI; tests start near the 48-bit limit).
+    pub start: u64,
+    /// Longest single block of a waiter before it re-checks `last_completed`.
+    pub recheck: Duration,
+    /// How the worker signals and closes captured handles.
+    pub sink: std::sync::Arc<dyn CompletionSink>,
+    /// How the pool makes a new event.
+    pub pool_factory: WaitableFactory,
+}
+
+impl QueueConfig {
+    /// Defaults: cursors at 1, 10 ms re-check, real eventfds.
+    pub fn new(xu: XuId, capacity: u64) -> Self {
+        QueueConfig {
+            xu,
+            capacity,
+            start: CURSOR_START,
+            recheck: Duration::from_millis(10),
+            sink: std::sync::Arc::new(EventFdSink),
+            pool_factory: eventfd_factory(),
+        }
+    }
+
+    /// Start every cursor at `start` instead of 1.
+    pub fn start_at(mut self, start: u64) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Set the waiters' re-check interval.
+    pub fn recheck(mut self, d: Duration) -> Self {
+        self.recheck = d;
+        self
+    }
+
+    /// Use another signalling backend (loom models, fault injection).
+    pub fn signals(
+        mut self,
+        sink: std::sync::Arc<dyn CompletionSink>,
+        pool_factory: WaitableFactory,
+    ) -> Self {
+        self.sink = sink;
+        self.pool_factory = pool_factory;
+        self
+    }
+}
+
+impl core::fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueueConfig")
+            .field("xu", &self.xu)
+            .field("capacity", &self.capacity)
+            .field("start", &self.start)
+            .field("recheck", &self.recheck)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared<T: Payload, S: Storage> {
+    storage: S,
+    xu: XuId,
+    cap: u64,
+    /// `cap - 1` when `cap` is a power of two.
+    mask: Option<u64>,
+    lock: MarkCompLock,
+    sink: std::sync::Arc<dyn CompletionSink>,
+    pool: Pool,
+    recheck: Duration,
+    _items: PhantomData<fn(T) -> T>,
+}
+
+impl<T: Payload, S: Storage> Shared<T, S> {
+    #[inline]
+    fn idx(&self, cursor: u64) -> usize {
+        match self.mask {
+            Some(m) => (cursor & m) as usize,
+            None => (cursor % self.cap) as usize,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, cursor: u64) -> S::Slot<'_> {
+        // SAFETY: `idx` reduces modulo the capacity, so it is < capacity().
+        unsafe { self.storage.slot(self.idx(cursor)) }
+    }
+}
+
+impl<T: Payload, S: Storage> Drop for Shared<T, S> {
+    fn drop(&mut self) {
+        // Every handle is gone: take back what in-flight slots own.
+        let head = self.storage.load(Cursor::ExecHead, Relaxed);
+        let tail = self.storage.load(Cursor::ScheduledTail, Relaxed);
+        for c in head..tail {
+            let slot = self.slot(c);
+            // SAFETY: slots in [exec_head, scheduled_tail) hold an exec_info
+            // word from `T::into_word` that no pop consumed.
+            drop(unsafe { T::from_word(slot.exec_info(Relaxed)) });
+            let st = slot.exec_status(Relaxed);
+            if st != 0 {
+                // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
+                // submit's status cell; its strong count was never taken back.
+                drop(unsafe { StatusArc::from_raw(st as usize as *const StatusCell) });
+            }
+            let efd = slot.efd(Relaxed);
+            if efd != NO_EFD && !slot.efd_from_pool(Relaxed) {
+                // The slot owned this dup (waiter module docs).
+                self.sink.close(efd);
+            }
+        }
+    }
+}
+
+/// The shared side of one XU queue: queries and waits. Cheap to clone.
+pub struct XuQueue<T: Payload, S: Storage> {
+    sh: crate::sync::Arc<Shared<T, S>>,
+}
+
+impl<T: Payload, S: Storage> Clone for XuQueue<T, S> {
+    fn clone(&self) -> Self {
+        XuQueue {
+            sh: self.sh.clone(),
+        }
+    }
+}
+
+impl<T: Payload, S: Storage> core::fmt::Debug for XuQueue<T, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (h, sh, t) = self.cursors();
+        f.debug_struct("XuQueue")
+            .field("xu", &self.sh.xu)
+            .field("capacity", &self.sh.cap)
+            .field("exec_head", &h)
+            .field("scheduled_head", &sh)
+            .field("scheduled_tail", &t)
+            .finish()
+    }
+}
+
+impl<T: Payload> XuQueue<T, OwnedStorage> {
+    /// A queue over heap atomics with default settings.
+    pub fn new_owned(xu: XuId, capacity: u64) -> Result<Handles<T, OwnedStorage>, RingError> {
+        Self::owned(QueueConfig::new(xu, capacity))
+    }
+
+    /// A queue over heap atomics.
+    pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage>, RingError> {
+        let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
+        Ok(Self::from_storage(s, cfg))
+    }
+}
+
+impl<T: Payload> XuQueue<T, CStyleStorage> {
+    /// The comparison ring: SeqCst `fetch_add` on every cursor (benchmarks).
+    pub fn c_style(cfg: QueueConfig) -> Result<Handles<T, CStyleStorage>, RingError> {
+        let s = CStyleStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
+        Ok(Self::from_storage(s, cfg))
+    }
+}
+
+impl<T: Payload> XuQueue<T, MappedStorage> {
+    /// A queue laid into `region` (the byte-exact header at offset 0, slots
+    /// right after), with default settings.
+    ///
+    /// # Safety
+    /// See [`XuQueue::mapped`].
+    pub unsafe fn new_mapped(
+        region: Region,
+        xu: XuId,
+        capacity: u64,
+    ) -> Result<Handles<T, MappedStorage>, RingError> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::mapped(region, QueueConfig::new(xu, capacity)) }
+    }
+
+    /// A queue laid into `region`.
+    ///
+    /// # Safety
+    /// While the queue lives, nothing but this queue writes the first
+    /// `mapped_len(capacity)` bytes of `region` (reading them, e.g. for a
+    /// snapshot, is fine). The slot words carry owned pointers (`exec_info`,
+    /// `exec_status`) that pop turns back into owned values.
+    pub unsafe fn mapped(
+        region: Region,
+        cfg: QueueConfig,
+    ) -> Result<Handles<T, MappedStorage>, RingError> {
+        let s = MappedStorage::init(region, cfg.xu, cfg.capacity, cfg.start)?;
+        Ok(Self::from_storage(s, cfg))
+    }
+}
+
+impl<T: Payload, S: Storage> XuQueue<T, S> {
+    fn from_storage(storage: S, cfg: QueueConfig) -> (Producer<T, S>, Worker<T, S>) {
+        let cap = storage.capacity();
+        let start = storage.load(Cursor::ScheduledTail, Relaxed);
+        let q = XuQueue {
+            sh: crate::sync::Arc::new(Shared {
+                storage,
+                xu: cfg.xu,
+                cap,
+                mask: cap.is_power_of_two().then(|| cap - 1),
+                lock: MarkCompLock::new(),
+                sink: cfg.sink,
+                pool: Pool::new(cfg.pool_factory),
+                recheck: cfg.recheck,
+                _items: PhantomData,
+            }),
+        };
+        let p = Producer {
+            q: q.clone(),
+            tail: start,
+            sched_head: start,
+            cached_exec_head: start,
+            trace: None,
+        };
+        let w = Worker {
+            q,
+            head: start,
+            cached_sched_head: start,
+            trace: None,
+        };
+        (p, w)
+    }
+
+    /// This queue's XU.
+    pub fn xu(&self) -> XuId {
+        self.sh.xu
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> u64 {
+        self.sh.cap
+    }
+
+    /// `(exec_head, scheduled_head, scheduled_tail)`, each loaded Acquire.
+    pub fn cursors(&self) -> (u64, u64, u64) {
+        let s = &self.sh.storage;
+        (
+            s.observe(Cursor::ExecHead),
+            s.observe(Cursor::ScheduledHead),
+            s.observe(Cursor::ScheduledTail),
+        )
+    }
+
+    /// `xuq_get_last_completed` (seed 000 §5):
+    /// `((exec_head - 1) & 0xFFFFFFFFFFFF) | xu_id << 48`.
+    pub fn last_completed(&self) -> SeqId {
+        // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
+        // exec_head (§6), so the status written before it is visible.
+        SeqId::from_cursor(self.sh.storage.observe(Cursor::ExecHead) - 1, self.sh.xu)
+    }
+
+    /// The newest handle submitted (`scheduled_tail - 1`).
+    pub fn last_submitted(&self) -> SeqId {
+        // Ordering (in `observe`): Acquire; pairs with submit's Release.
+        SeqId::from_cursor(
+            self.sh.storage.observe(Cursor::ScheduledTail) - 1,
+            self.sh.xu,
+        )
+    }
+
+    /// Submitted but not completed: `last_submitted - last_completed`.
+    pub fn in_flight(&self) -> u64 {
+        let (head, _, tail) = self.cursors();
+        tail.saturating_sub(head)
+    }
+
+    /// `nrta_is_completed`: `seq <= last_completed` for this XU. A foreign
+    /// XU is an error, checked before anything else.
+    pub fn is_completed(&self, seq: SeqId) -> Result<bool, RingError> {
+        self.check_xu(seq)?;
+        Ok(self.done(seq))
+    }
+
+    /// The ABI image (header + slots) as bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        self.sh.storage.snapshot()
+    }
+
+    /// (free, retired) pooled events; for tests and diagnostics.
+    pub fn pool_counts(&self) -> (usize, usize) {
+        self.sh.pool.counts()
+    }
+
+    #[inline]
+    fn check_xu(&self, seq: SeqId) -> Result<(), RingError> {
+        if seq.xu_id() != self.sh.xu {
+            return Err(RingError::ForeignXu {
+                seq,
+                ours: self.sh.xu,
+            });
+        }
+        Ok(())
+    }
+
+    /// Foreign XU first, then "issued by this queue".
+    fn check_handle(&self, seq: SeqId) -> Result<(), RingError> {
+        self.check_xu(seq)?;
+        // Ordering (in `observe`): Acquire; pairs with submit's Release of
+        // scheduled_tail, so the slot body of `seq` is visible to the install.
+        if seq.seq_num() >= self.sh.storage.observe(Cursor::ScheduledTail) {
+            return Err(RingError::NotSubmitted { seq });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn done(&self, seq: SeqId) -> bool {
+        // Ordering (in `observe`): Acquire; pairs with pop's Release advance.
+        seq.seq_num() < self.sh.storage.observe(Cursor::ExecHead)
+    }
+
+    /// Install `fd` for `seq` under the mark-completion lock, re-checking
+    /// completion first (§1 QUIRK; the `waiter_no_recheck` mutant skips it).
+    fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, RingError> {
+        let _g = self.sh.lock.lock();
+        #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
+        if self.done(seq) {
+            return Ok(Armed::AlreadyComplete);
+        }
+        let slot = self.sh.slot(seq.seq_num());
+        let found = slot.seq_id(Relaxed);
+        if found != seq.0 {
+            return Err(RingError::SlotMismatch {
+                expected: seq,
+                found,
+            });
+        }
+        if slot.efd(Relaxed) != NO_EFD {
+            return Err(RingError::AlreadyWaiting { seq });
+        }
+        // Relaxed: the lock orders these before pop's capture (pop takes the
+        // same lock), and pop cannot have captured yet (not done, above).
+        slot.set_efd(fd, Relaxed);
+        slot.set_efd_from_pool(from_pool, Relaxed);
+        Ok(Armed::Installed)
+    }
+
+    /// Remove our install unless pop captured it already. `true` = removed.
+    fn uninstall(&self, seq: SeqId) -> bool {
+        let _g = self.sh.lock.lock();
+        if self.done(seq) {
+            return false;
+        }
+        let slot = self.sh.slot(seq.seq_num());
+        slot.set_efd(NO_EFD, Relaxed);
+        slot.set_efd_from_pool(false, Relaxed);
+        true
+    }
+
+    /// Explicit-async completion by fd: install a dup of `ev` for `seq`; the
+    /// worker signals and closes the dup at pop. `AlreadyComplete` installs
+    /// nothing.
+    pub fn arm(&self, seq: SeqId, ev: &dyn Waitable) -> Result<Armed, RingError> {
+        self.check_handle(seq)?;
+        if self.done(seq) {
+            return Ok(Armed::AlreadyComplete);
+        }
+        let dup = ev.dup_handle()?;
+        let r = self.install(seq, dup, false);
+        if !matches!(r, Ok(Armed::Installed)) {
+            ev.close_handle(dup);
+        }
+        r
+    }
+
+    /// Wait for `seq` using a pooled event (`efd_from_pool = true`).
+    pub fn wait(&self, seq: SeqId, mode: WaitMode, timeout: Duration) -> Result<Waited, RingError> {
+        self.wait_impl(seq, mode, None, timeout)
+    }
+
+    /// Wait for `seq` on a caller-owned event (a dup of it is installed).
+    pub fn wait_on(
+        &self,
+        seq: SeqId,
+        mode: WaitMode,
+        ev: &dyn Waitable,
+        timeout: Duration,
+    ) -> Result<Waited, RingError> {
+        self.wait_impl(seq, mode, Some(ev), timeout)
+    }
+
+    fn wait_impl(
+        &self,
+        seq: SeqId,
+        mode: WaitMode,
+        own: Option<&dyn Waitable>,
+        timeout: Duration,
+    ) -> Result<Waited, RingError> {
+        self.check_handle(seq)?;
+        if self.done(seq) {
+            return Ok(Waited::Completed { wakeups: 0 });
+        }
+        match mode {
+            WaitMode::Poll => return Ok(Waited::Pending),
+            WaitMode::SpinThenBlock { spins } => {
+                for _ in 0..spins {
+                    crate::sync::spin_hint();
+                    if self.done(seq) {
+                        return Ok(Waited::Completed { wakeups: 0 });
+                    }
+                }
+            }
+            WaitMode::Block => {}
+        }
+        let deadline = Instant::now() + timeout;
+        // A pooled event, or (below) a dup of the caller's.
+        let pooled: Option<Box<dyn Waitable>> = match own {
+            Some(_) => None,
+            None => Some(self.sh.pool.take()?),
+        };
+        let (result, fate) = match (&pooled, own) {
+            (Some(p), _) => self.block(seq, p.as_ref(), false, deadline),
+            (None, Some(o)) => self.block(seq, o, true, deadline),
+            (None, None) => (Err(RingError::Os(libc::EINVAL)), Fate::Idle),
+        };
+        if let Some(p) = pooled {
+            match fate {
+                Fate::Idle | Fate::Consumed => self.sh.pool.give_back(p),
+                Fate::MaybePending => self.sh.pool.retire(p),
+            }
+        }
+        result
+    }
+
+    /// Install a handle onto `ev` (a dup when `dup`, else `ev`'s own pooled
+    /// handle) and block until completion or `deadline`. Closes the dup on
+    /// every path where the worker did not get it; says what became of a
+    /// pooled handle.
+    fn block(
+        &self,
+        seq: SeqId,
+        ev: &dyn Waitable,
+        dup: bool,
+        deadline: Instant,
+    ) -> (Result<Waited, RingError>, Fate) {
+        let fd = if dup {
+            match ev.dup_handle() {
+                Ok(fd) => fd,
+                Err(e) => return (Err(e.into()), Fate::Idle),
+            }
+        } else {
+            ev.raw_handle()
+        };
+        let close_dup = || {
+            if dup {
+                ev.close_handle(fd);
+            }
+        };
+        match self.install(seq, fd, !dup) {
+            Ok(Armed::Installed) => {}
+            Ok(Armed::AlreadyComplete) => {
+                close_dup();
+                return (Ok(Waited::Completed { wakeups: 0 }), Fate::Idle);
+            }
+            Err(e) => {
+                close_dup();
+                return (Err(e), Fate::Idle);
+            }
+        }
+        // Installed: the slot owns the handle until pop captures it.
+        let mut wakeups = 0u32;
+        loop {
+            let slice = deadline
+                .saturating_duration_since(Instant::now())
+                .min(self.sh.recheck);
+            match ev.wait(slice) {
+                Ok(Wait::Signalled(_)) => wakeups += 1,
+                Ok(Wait::TimedOut) => {}
+                // A broken wait still ends bounded: fall through to the
+                // re-check and the deadline.
+                Err(_) => {}
+            }
+            if self.done(seq) {
+                if wakeups == 0 {
+                    // Completion seen before the signal: pop captured our
+                    // handle before advancing, so exactly one write is on its
+                    // way (or failed). Give it one re-check interval.
+                    if let Ok(Wait::Signalled(_)) = ev.wait(self.sh.recheck) {
+                        wakeups += 1;
+                    }
+                }
+                let fate = if wakeups > 0 {
+                    Fate::Consumed
+                } else {
+                    Fate::MaybePending
+                };
+                // A dup went to the worker, which closes it.
+                return (Ok(Waited::Completed { wakeups }), fate);
+            }
+            // If pop captured it meanwhile, uninstall refuses and the next
+            // round sees completion.
+            if Instant::now() >= deadline && self.uninstall(seq) {
+                close_dup();
+                return (Ok(Waited::TimedOut), Fate::Idle);
+            }
+        }
+    }
+}
+
+/// What became of a waiter's handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Never reached the worker (or was taken back): no signal can come.
+    Idle,
+    /// Its one signal was consumed: nothing more can come.
+    Consumed,
+    /// Completion seen, signal not (yet) seen: it may still arrive.
+    MaybePending,
+}
+
+/// A submit refused; gives the item and status cell back.
+#[derive(Debug)]
+pub struct SubmitError<T> {
+    /// Why (`Full` is `NRT_QUEUE_FULL`).
+    pub error: RingError,
+    /// The item, unchanged.
+    pub item: T,
+    /// The status cell, unchanged.
+    pub status: Option<StatusArc>,
+}
+
+/// Record a transition when tracing is on; check it either way.
+#[inline]
+fn step(
+    trace: &mut Option<Vec<Transition>>,
+    state: SlotState,
+    event: SlotEvent,
+    id: u64,
+) -> Result<SlotState, RingError> {
+    Ok(match trace {
+        None => fsm::step::<SlotFsm>(state, event)?,
+        Some(t) => fsm::step_traced::<SlotFsm, _>(state, event, id, t)?,
+    })
+}
+
+/// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
+pub struct Producer<T: Payload, S: Storage> {
+    q: XuQueue<T, S>,
+    /// Our own `scheduled_tail` (we are its only writer).
+    tail: u64,
+    /// Our own `scheduled_head` (we are its only writer).
+    sched_head: u64,
+    /// Last `exec_head` we observed (only grows).
+    cached_exec_head: u64,
+    trace: Option<Vec<Transition>>,
+}
+
+impl<T: Payload, S: Storage> core::fmt::Debug for Producer<T, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Producer")
+            .field("tail", &self.tail)
+            .field("sched_head", &self.sched_head)
+            .field("cached_exec_head", &self.cached_exec_head)
+            .finish()
+    }
+}
+
+impl<T: Payload, S: Storage> Producer<T, S> {
+    /// The shared query side.
+    pub fn queue(&self) -> &XuQueue<T, S> {
+        &self.q
+    }
+
+    /// Record every slot transition from now on (see [`take_trace`](Self::take_trace)).
+    pub fn trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The transitions recorded so far.
+    pub fn take_trace(&mut self) -> Vec<Transition> {
+        self.trace.as_mut().map(core::mem::take).unwrap_or_default()
+    }
+
+    /// Free slots, refreshing the cached `exec_head`.
+    pub fn free_space(&mut self) -> u64 {
+        self.refresh();
+        self.q.sh.cap - (self.tail - self.cached_exec_head)
+    }
+
+    /// `true` when a submit would not be refused for space.
+    pub fn has_space(&mut self) -> bool {
+        self.tail - self.cached_exec_head < self.q.sh.cap || self.free_space() > 0
+    }
+
+    /// Submitted, not yet triggered.
+    pub fn untriggered(&self) -> u64 {
+        self.tail - self.sched_head
+    }
+
+    #[inline]
+    fn refresh(&mut self) {
+        // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
+        // exec_head (§6): the worker's capture of a slot happens-before our
+        // overwrite of it.
+        self.cached_exec_head = self.q.sh.storage.observe(Cursor::ExecHead);
+    }
+
+    /// Refuse (changing nothing) unless `n` more slots fit.
+    #[inline]
+    fn reserve(&mut self, n: u64) -> Result<(), RingError> {
+        if self.tail + n >= CURSOR_LIMIT {
+            return Err(RingError::CursorExhausted { tail: self.tail });
+        }
+        // depth = tail - head (§6): refuse when depth + n > capacity.
+        if self.tail - self.cached_exec_head + n > self.q.sh.cap {
+            self.refresh();
+            if self.tail - self.cached_exec_head + n > self.q.sh.cap {
+                return Err(RingError::Full);
+            }
+        }
+        Ok(())
+    }
+
+    /// The lifecycle check for a submit at cursor `c`: the physical slot's
+    /// previous occupant (one lap back) must be FREE.
+    #[inline]
+    fn check_submit(&mut self, c: u64) -> Result<(), RingError> {
+        let occupant = c.saturating_sub(self.q.sh.cap);
+        let st = derive(occupant, self.cached_exec_head, self.sched_head, self.tail);
+        step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
+    }
+
+    /// Write the whole body of the slot for cursor `c` (Relaxed; published by
+    /// the Release on scheduled_tail / scheduled_head that follows).
+    #[inline]
+    fn write_slot(&self, c: u64, item: T, status: Option<StatusArc>) -> SeqId {
+        let sh = &*self.q.sh;
+        let seq = SeqId::from_cursor(c, sh.xu);
+        let slot = sh.slot(c);
+        slot.set_seq_id(seq.0, Relaxed); //              +0x00
+        let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
+        slot.set_exec_status(st_word, Relaxed); //       +0x08
+        slot.set_exec_info(item.into_word(), Relaxed); // +0x18
+        slot.set_efd(NO_EFD, Relaxed); //                +0x10 (no waiter yet, §1 QUIRK)
+        slot.set_efd_from_pool(false, Relaxed); //           +0x14
+        seq
+    }
+
+    /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
+    /// `scheduled_tail - exec_head >= capacity`, else write the body and
+    /// publish `scheduled_tail`.
+    pub fn submit(&mut self, item: T, status: Option<StatusArc>) -> Result<SeqId, SubmitError<T>> {
+        if let Err(error) = self.reserve(1).and_then(|()| self.check_submit(self.tail)) {
+            return Err(SubmitError {
+                error,
+                item,
+                status,
+            });
+        }
+        let seq = self.write_slot(self.tail, item, status);
+        // Ordering (in `publish`): Release; the body stores above happen-before
+        // any Acquire observer of the new scheduled_tail (§6 producer).
+        self.q
+            .sh
+            .storage
+            .publish(Cursor::ScheduledTail, self.tail, 1);
+        self.tail += 1;
+        Ok(seq)
+    }
+
+    /// Submit `n` items with one publish of `scheduled_tail`. `make(seq)`
+    /// produces each item and status cell. All or nothing: a refusal changes
+    /// no byte and calls `make` not at all. Returns the first seq_id.
+    pub fn submit_burst(
+        &mut self,
+        n: u64,
+        mut make: impl FnMut(SeqId) -> (T, Option<StatusArc>),
+    ) -> Result<SeqId, RingError> {
+        self.reserve(n)?;
+        let first = SeqId::from_cursor(self.tail, self.q.sh.xu);
+        for c in self.tail..self.tail + n {
+            self.check_submit(c)?;
+        }
+        for c in self.tail..self.tail + n {
+            let (item, status) = make(SeqId::from_cursor(c, self.q.sh.xu));
+            self.write_slot(c, item, status);
+        }
+        // Ordering (in `publish`): Release; publishes all n bodies (§6).
+        self.q
+            .sh
+            .storage
+            .publish(Cursor::ScheduledTail, self.tail, n);
+        self.tail += n;
+        Ok(first)
+    }
+
+    /// `xuq_client_trigger_next`: publish `scheduled_head` (the release to
+    /// the worker). Returns the triggered seq_id.
+    pub fn trigger_next(&mut self) -> Result<SeqId, RingError> {
+        self.trigger_burst(1)
+    }
+
+    /// Trigger `n` submitted items with one publish of `scheduled_head`.
+    /// Returns the last triggered seq_id.
+    pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, RingError> {
+        if n == 0 || self.tail - self.sched_head < n {
+            return Err(RingError::NothingToTrigger);
+        }
+        for c in self.sched_head..self.sched_head + n {
+            let st = derive(c, self.cached_exec_head, self.sched_head, self.tail);
+            step(&mut self.trace, st, SlotEvent::Trigger, c)?;
+        }
+        // Ordering (in `publish`): Release; pairs with the worker's Acquire of
+        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        self.q
+            .sh
+            .storage
+            .publish(Cursor::ScheduledHead, self.sched_head, n);
+        self.sched_head += n;
+        Ok(SeqId::from_cursor(self.sched_head - 1, self.q.sh.xu))
+    }
+}
+
+/// What a pop did about the waiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// `mark_comp_efd` was -1.
+    NoWaiter,
+    /// Signalled the captured handle (closed it too unless pooled).
+    Signalled {
+        /// The captured handle.
+        fd: i32,
+        /// `efd_from_pool`.
+        pooled: bool,
+    },
+    /// The write failed: completion is published anyway; a waiter finds it on
+    /// its bounded re-check. `pop` reports `NRT_FAILURE`.
+    Failed(SignalError),
+}
+
+/// One popped execution.
+#[derive(Debug)]
+pub struct Popped<T> {
+    /// Its seq_id.
+    pub seq: SeqId,
+    /// The work item, back in the worker's hands.
+    pub item: T,
+    /// What happened to the waiter signal.
+    pub signal: Signal,
+}
+
+impl<T> Popped<T> {
+    /// `NRT_SUCCESS`, or `NRT_FAILURE` when the signal write failed (§6).
+    pub fn status(&self) -> NrtStatus {
+        match self.signal {
+            Signal::Failed(_) => NrtStatus::FAILURE,
+            _ => NrtStatus::SUCCESS,
+        }
+    }
+}
+
+/// The slot at `exec_head`, seen by the worker before pop. Derefs to the item
+/// (still owned by the slot).
+pub struct SlotView<'a, T> {
+    /// The slot's seq_id (checked against exec_head and the xu_id).
+    pub seq: SeqId,
+    /// The raw `exec_status` word (the status cell's address, or 0).
+    pub exec_status: u64,
+    /// The raw `exec_info` word.
+    pub exec_info: u64,
+    item: ManuallyDrop<T>,
+    _worker: PhantomData<&'a mut ()>,
+}
+
+impl<T> Deref for SlotView<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.item
+    }
+}
+
+/// The worker: owns `exec_head`. One thread.
+pub struct Worker<T: Payload, S: Storage> {
+    q: XuQueue<T, S>,
+    /// Our own `exec_head` (we are its only writer).
+    head: u64,
+    /// Last `scheduled_head` we observed.
+    cached_sched_head: u64,
+    trace: Option<Vec<Transition>>,
+}
+
+impl<T: Payload, S: Storage> core::fmt::Debug for Worker<T, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Worker")
+            .field("head", &self.head)
+            .field("cached_sched_head", &self.cached_sched_head)
+            .finish()
+    }
+}
+
+/// Captured under the lock for one slot (§6 consumer).
+#[derive(Clone, Copy)]
+struct Capture {
+    efd: i32,
+    pooled: bool,
+    info: u64,
+}
+
+impl<T: Payload, S: Storage> Worker<T, S> {
+    /// The shared query side.
+    pub fn queue(&self) -> &XuQueue<T, S> {
+        &self.q
+    }
+
+    /// Record every slot transition from now on.
+    pub fn trace(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The transitions recorded so far.
+    pub fn take_trace(&mut self) -> Vec<Transition> {
+        self.trace.as_mut().map(core::mem::take).unwrap_or_default()
+    }
+
+    /// Triggered items not yet popped (refreshes the cached `scheduled_head`
+    /// when it says none).
+    #[inline]
+    pub fn available(&mut self) -> u64 {
+        if self.head == self.cached_sched_head {
+            // Ordering (in `observe`): Acquire; pairs with trigger's Release of
+            // scheduled_head (§6 NOTE: the pair that matters), so the slot
+            // body written before it is visible here.
+            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+        }
+        self.cached_sched_head - self.head
+    }
+
+    /// Check the slot at cursor `c`: its seq_id must be `c`'s, with our xu_id.
+    #[inline]
+    fn checked(sh: &Shared<T, S>, c: u64) -> Result<(S::Slot<'_>, SeqId), RingError> {
+        let slot = sh.slot(c);
+        let expected = SeqId::from_cursor(c, sh.xu);
+        let found = slot.seq_id(Relaxed);
+        if found != expected.0 {
+            return Err(RingError::SlotMismatch { expected, found });
+        }
+        Ok((slot, expected))
+    }
+
+    /// `xuq_worker_peek_current_exec`: `Ok(None)` when
+    /// `exec_head == scheduled_head`.
+    pub fn peek(&mut self) -> Result<Option<SlotView<'_, T>>, RingError> {
+        if self.available() == 0 {
+            return Ok(None);
+        }
+        let (slot, seq) = Self::checked(&self.q.sh, self.head)?;
+        let exec_status = slot.exec_status(Relaxed);
+        let exec_info = slot.exec_info(Relaxed);
+        Ok(Some(SlotView {
+            seq,
+            exec_status,
+            exec_info,
+            // SAFETY: the word came from `T::into_word` at submit (checked slot
+            // of this queue); ManuallyDrop means this view never drops it, so
+            // the slot keeps sole ownership until pop.
+            item: ManuallyDrop::new(unsafe { T::from_word(exec_info) }),
+            _worker: PhantomData,
+        }))
+    }
+
+    /// Write `status` through the slot's `exec_status` word (if any).
+    #[inline]
+    fn write_status(word: u64, status: NrtStatus) {
+        if word != 0 {
+            // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
+            // submitter's cell; the slot owned that strong count and gives it
+            // to us here, exactly once (this slot is popped once).
+            let cell = unsafe { StatusArc::from_raw(word as usize as *const StatusCell) };
+            cell.set(status);
+        }
+    }
+
+    /// Signal a captured handle (§6: write, then close a fresh one).
+    #[inline]
+    fn signal(&self, seq: SeqId, c: Capture) -> Signal {
+        if c.efd == NO_EFD {
+            return Signal::NoWaiter;
+        }
+        let r = self.q.sh.sink.signal(c.efd);
+        if !c.pooled {
+            self.q.sh.sink.close(c.efd);
+        }
+        match r {
+            Ok(()) => Signal::Signalled {
+                fd: c.efd,
+                pooled: c.pooled,
+            },
+            Err(errno) => Signal::Failed(SignalError { seq, errno }),
+        }
+    }
+
+    /// `xuq_worker_pop_current_exec` with the worker's status write: write
+    /// `status` through `exec_status`, then under the mark-completion lock
+    /// capture `mark_comp_efd`, `efd_from_pool` and `exec_info` and advance
+    /// `exec_head` (Release), then signal. `Ok(None)` when empty.
+    pub fn pop(&mut self, status: NrtStatus) -> Result<Option<Popped<T>>, RingError> {
+        if self.available() == 0 {
+            return Ok(None);
+        }
+        let head = self.head;
+        let st = derive(head, head, self.cached_sched_head, self.cached_sched_head);
+        let done = step(&mut self.trace, st, SlotEvent::Complete, head)?;
+        let sh: &Shared<T, S> = &self.q.sh;
+        let (slot, seq) = Self::checked(sh, head)?;
+        let status_word = slot.exec_status(Relaxed);
+        #[cfg(not(xunds_mutant = "status_after_completion"))]
+        Self::write_status(status_word, status);
+        let cap = {
+            let _g = sh.lock.lock();
+            #[cfg(xunds_mutant = "advance_before_capture")]
+            sh.storage.publish(Cursor::ExecHead, head, 1);
+            let cap = Capture {
+                efd: slot.efd(Relaxed),
+                pooled: slot.efd_from_pool(Relaxed),
+                info: slot.exec_info(Relaxed),
+            };
+            // Ordering (in `publish`): Release; pairs with the producer's
+            // Acquire of exec_head (slot reuse) and every waiter's/query's
+            // Acquire (completion + status visible), seed 000 §5, §6.
+            #[cfg(not(xunds_mutant = "advance_before_capture"))]
+            sh.storage.publish(Cursor::ExecHead, head, 1);
+            cap
+        };
+        #[cfg(xunds_mutant = "status_after_completion")]
+        Self::write_status(status_word, status);
+        self.head += 1;
+        let trace = &mut self.trace;
+        step(trace, done, SlotEvent::Reclaim, head)?;
+        // SAFETY: `info` is the exec_info word submit stored from
+        // `T::into_word`; this pop is its single consumer (exec_head has moved
+        // past it).
+        let item = unsafe { T::from_word(cap.info) };
+        let signal = self.signal(seq, cap);
+        Ok(Some(Popped { seq, item, signal }))
+    }
+
+    /// Pop up to `max` (at most 64) triggered items with one lock and one
+    /// `exec_head` publish. `status(seq)` gives each item's status; `out`
+    /// receives each popped item in FIFO order. Returns how many.
+    pub fn pop_burst(
+        &mut self,
+        max: usize,
+        mut status: impl FnMut(SeqId) -> NrtStatus,
+        mut out: impl FnMut(Popped<T>),
+    ) -> Result<usize, RingError> {
+        const BURST: usize = 64;
+        let n = (self.available().min(max as u64) as usize).min(BURST);
+        if n == 0 {
+            return Ok(0);
+        }
+        let head = self.head;
+        let sched = self.cached_sched_head;
+        for c in head..head + n as u64 {
+            step(
+                &mut self.trace,
+                derive(c, c, sched, sched),
+                SlotEvent::Complete,
+                c,
+            )?;
+            let (slot, seq) = Self::checked(&self.q.sh, c)?;
+            #[cfg(not(xunds_mutant = "status_after_completion"))]
+            Self::write_status(slot.exec_status(Relaxed), status(seq));
+            #[cfg(xunds_mutant = "status_after_completion")]
+            let _ = (slot, seq);
+        }
+        let mut caps = [Capture {
+            efd: NO_EFD,
+            pooled: false,
+            info: 0,
+        }; BURST];
+        {
+            let sh = &*self.q.sh;
+            let _g = sh.lock.lock();
+            #[cfg(xunds_mutant = "advance_before_capture")]
+            sh.storage.publish(Cursor::ExecHead, head, n as u64);
+            for (i, cap) in caps.iter_mut().enumerate().take(n) {
+                let slot = sh.slot(head + i as u64);
+                *cap = Capture {
+                    efd: slot.efd(Relaxed),
+                    pooled: slot.efd_from_pool(Relaxed),
+                    info: slot.exec_info(Relaxed),
+                };
+            }
+            // Ordering (in `publish`): Release; as in `pop` (§5, §6).
+            #[cfg(not(xunds_mutant = "advance_before_capture"))]
+            sh.storage.publish(Cursor::ExecHead, head, n as u64);
+        }
+        #[cfg(xunds_mutant = "status_after_completion")]
+        for c in head..head + n as u64 {
+            let slot = self.q.sh.slot(c);
+            Self::write_status(
+                slot.exec_status(Relaxed),
+                status(SeqId::from_cursor(c, self.q.sh.xu)),
+            );
+        }
+        self.head += n as u64;
+        for (i, cap) in caps.iter().enumerate().take(n) {
+            let c = head + i as u64;
+            step(&mut self.trace, SlotState::Done, SlotEvent::Reclaim, c)?;
+            let seq = SeqId::from_cursor(c, self.q.sh.xu);
+            // SAFETY: as in `pop`: the word is from `T::into_word`, consumed once.
+            let item = unsafe { T::from_word(cap.info) };
+            let signal = self.signal(seq, *cap);
+            out(Popped { seq, item, signal });
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,61 @@
+//! The caller-owned status cell (seed 000 §5 QUIRK: the coarse result travels
+//! through the slot's `exec_status` out-pointer, a single `NRT_STATUS`).
+//!
+//! The submitter creates an `Arc<StatusCell>`, keeps a clone and hands one
+//! strong count to the ring with the submit: the slot's `exec_status` word is
+//! `Arc::into_raw` of it, i.e. the address of the 4-byte status. The worker
+//! takes that count back at pop (`Arc::from_raw`), writes the status, and only
+//! then publishes completion (`exec_head`, Release). So the address in the
+//! slot is used only while the slot owns a strong count: memory-safe by
+//! construction. The status is never stored in anything indexed by slot.
+//!
+//! Ordering: the cell's own accesses are Relaxed. The write is ordered before
+//! completion by the worker's `exec_head` Release; a reader who observed
+//! completion through an Acquire load of `exec_head` (every query and wait in
+//! [`super::queue`]) sees it.
+
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wire::status::NrtStatus;
+
+/// One `NRT_STATUS`, written once per execution by the worker.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct StatusCell(AtomicU32);
+
+impl StatusCell {
+    /// The raw value of a cell no worker has written yet (not an NRT code).
+    pub const PENDING: u32 = u32::MAX;
+
+    /// A pending cell.
+    pub fn new() -> StatusCell {
+        StatusCell(AtomicU32::new(Self::PENDING))
+    }
+
+    /// The status, or `None` while pending. Read it after observing
+    /// completion (`is_completed`/`wait`), which orders the worker's write
+    /// before this load.
+    #[inline]
+    pub fn get(&self) -> Option<NrtStatus> {
+        match self.0.load(Ordering::Relaxed) {
+            Self::PENDING => None,
+            v => Some(NrtStatus(v)),
+        }
+    }
+
+    /// Make the cell pending again (to reuse it for another submit).
+    pub fn reset(&self) {
+        self.0.store(Self::PENDING, Ordering::Relaxed);
+    }
+
+    /// The worker's write; the `exec_head` Release that follows publishes it.
+    #[inline]
+    pub(crate) fn set(&self, s: NrtStatus) {
+        self.0.store(s.0, Ordering::Relaxed);
+    }
+}
+
+impl Default for StatusCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}

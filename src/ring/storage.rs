@@ -1,0 +1,576 @@
+//! Where the ring's cursors and slots live (STYLE.md practice 7).
+//!
+//! The protocol in [`super::queue`] is generic over a [`Storage`]:
+//!
+//! - [`OwnedStorage`]: heap atomics from [`crate::sync`], each cursor on its own
+//!   64-byte line. Loom sees these under `--cfg loom`; unit tests and the
+//!   deterministic runner use them too. `OwnedStorage<true>` ([`CStyleStorage`])
+//!   is the same ring with the C original's `LOCK XADD` (SeqCst `fetch_add`) on
+//!   every cursor move and SeqCst cursor loads, kept for the comparison
+//!   benchmark only.
+//! - [`MappedStorage`]: the byte-exact 256-byte `xu_queue_t` header (seed 000
+//!   §1, §7 item 1) followed by the array of 32-byte `xuq_exec_info_t` slots
+//!   (§7 item 2) inside a [`Region`]. Raw pointers are validated once at
+//!   construction; every access is a `std` atomic created with `from_ptr`.
+//!   Loom atomics never live here.
+//!
+//! The trait is sealed: the queue trusts the words a storage hands back (a
+//! slot's `exec_info` word becomes an owned payload again at pop), so only the
+//! two storages in this module may implement it.
+
+use core::marker::PhantomData;
+
+use crate::hal::mem::{MemError, Region};
+use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::wire::exec_slot;
+use crate::wire::seq_id::XuId;
+use crate::wire::xu_queue;
+
+use super::RingError;
+
+/// One of the three `xu_queue_t` cursors (seed 000 §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cursor {
+    /// `exec_head` (+0x40): written by the worker only.
+    ExecHead,
+    /// `scheduled_head` (+0x80): written by the producer only (trigger).
+    ScheduledHead,
+    /// `scheduled_tail` (+0xC0): written by the producer only (submit).
+    ScheduledTail,
+}
+
+impl Cursor {
+    /// The cursor's byte offset in `xu_queue_t`.
+    pub const fn offset(self) -> usize {
+        match self {
+            Cursor::ExecHead => xu_queue::off::EXEC_HEAD,
+            Cursor::ScheduledHead => xu_queue::off::SCHEDULED_HEAD,
+            Cursor::ScheduledTail => xu_queue::off::SCHEDULED_TAIL,
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2).
+///
+/// All slot fields are accessed with the ordering the caller passes; the
+/// queue uses `Relaxed` everywhere and orders the body through the cursors
+/// (§6) and `mark_comp_efd`/`efd_from_pool` through the mark-completion lock
+/// (§1 QUIRK).
+pub trait SlotAccess {
+    /// `seq_id` (+0x00).
+    fn seq_id(&self, o: Ordering) -> u64;
+    /// Store `seq_id`.
+    fn set_seq_id(&self, v: u64, o: Ordering);
+    /// `exec_status` (+0x08): the status cell's address.
+    fn exec_status(&self, o: Ordering) -> u64;
+    /// Store `exec_status`.
+    fn set_exec_status(&self, v: u64, o: Ordering);
+    /// `mark_comp_efd` (+0x10).
+    fn efd(&self, o: Ordering) -> i32;
+    /// Store `mark_comp_efd`.
+    fn set_efd(&self, v: i32, o: Ordering);
+    /// `efd_from_pool` (+0x14).
+    fn efd_from_pool(&self, o: Ordering) -> bool;
+    /// Store `efd_from_pool`.
+    fn set_efd_from_pool(&self, v: bool, o: Ordering);
+    /// `exec_info` (+0x18): the work item's address.
+    fn exec_info(&self, o: Ordering) -> u64;
+    /// Store `exec_info`.
+    fn set_exec_info(&self, v: u64, o: Ordering);
+}
+
+/// Where a queue's cursors and slots live. Sealed; see the module docs.
+pub trait Storage: sealed::Sealed + Send + Sync + 'static {
+    /// Access to one slot.
+    type Slot<'a>: SlotAccess
+    where
+        Self: 'a;
+
+    /// Number of slots (`xu_queue_t.capacity`).
+    fn capacity(&self) -> u64;
+
+    /// The XU id written in the header.
+    fn xu(&self) -> XuId;
+
+    /// Load a cursor with `o`.
+    fn load(&self, c: Cursor, o: Ordering) -> u64;
+
+    /// Publish cursor `c` (single writer) from `old` to `old + n`. Ours is a
+    /// `Release` store; [`CStyleStorage`] does the C original's SeqCst
+    /// `fetch_add`.
+    fn publish(&self, c: Cursor, old: u64, n: u64);
+
+    /// Observe a cursor another thread publishes: `Acquire` (SeqCst for
+    /// [`CStyleStorage`]).
+    fn observe(&self, c: Cursor) -> u64;
+
+    /// The slot at `idx`.
+    ///
+    /// # Safety
+    /// `idx < self.capacity()`.
+    unsafe fn slot(&self, idx: usize) -> Self::Slot<'_>;
+
+    /// The ABI image: the 256-byte header followed by `capacity` 32-byte
+    /// slots, read word by word (atomically) from wherever they live.
+    fn snapshot(&self) -> Vec<u8>;
+}
+
+/// Check a capacity / start pair (shared by both storages).
+pub(crate) fn check_config(capacity: u64, start: u64) -> Result<(), RingError> {
+    if capacity == 0 || capacity > (1 << 32) {
+        return Err(RingError::BadCapacity(capacity));
+    }
+    if start == 0 || start >= xu_queue::CURSOR_LIMIT {
+        return Err(RingError::BadStart(start));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Owned storage
+// ---------------------------------------------------------------------------
+
+/// One cursor on its own 64-byte cache line (the §1 layout invariant, kept
+/// for owned storage too so both measure the same sharing pattern).
+#[repr(align(64))]
+#[derive(Debug)]
+struct Line(AtomicU64);
+
+/// One owned slot: the five `xuq_exec_info_t` fields as atomics.
+#[derive(Debug)]
+pub struct OwnedSlot {
+    seq_id: AtomicU64,
+    exec_status: AtomicU64,
+    efd: AtomicU32,
+    from_pool: AtomicBool,
+    exec_info: AtomicU64,
+}
+
+impl SlotAccess for &OwnedSlot {
+    #[inline]
+    fn seq_id(&self, o: Ordering) -> u64 {
+        self.seq_id.load(o)
+    }
+    #[inline]
+    fn set_seq_id(&self, v: u64, o: Ordering) {
+        self.seq_id.store(v, o)
+    }
+    #[inline]
+    fn exec_status(&self, o: Ordering) -> u64 {
+        self.exec_status.load(o)
+    }
+    #[inline]
+    fn set_exec_status(&self, v: u64, o: Ordering) {
+        self.exec_status.store(v, o)
+    }
+    #[inline]
+    fn efd(&self, o: Ordering) -> i32 {
+        self.efd.load(o) as i32
+    }
+    #[inline]
+    fn set_efd(&self, v: i32, o: Ordering) {
+        self.efd.store(v as u32, o)
+    }
+    #[inline]
+    fn efd_from_pool(&self, o: Ordering) -> bool {
+        self.from_pool.load(o)
+    }
+    #[inline]
+    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
+        self.from_pool.store(v, o)
+    }
+    #[inline]
+    fn exec_info(&self, o: Ordering) -> u64 {
+        self.exec_info.load(o)
+    }
+    #[inline]
+    fn set_exec_info(&self, v: u64, o: Ordering) {
+        self.exec_info.store(v, o)
+    }
+}
+
+/// Cursors and slots as heap atomics through [`crate::sync`].
+///
+/// `SEQCST = false` is our ring (Release publish, Acquire observe);
+/// `SEQCST = true` is [`CStyleStorage`].
+#[derive(Debug)]
+pub struct OwnedStorage<const SEQCST: bool = false> {
+    xu: XuId,
+    cap: u64,
+    exec_head: Line,
+    scheduled_head: Line,
+    scheduled_tail: Line,
+    slots: Box<[OwnedSlot]>,
+}
+
+/// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
+/// cursor loads: the C original's `_InterlockedAdd64` (seed 000 §6). For the
+/// comparison benchmark.
+pub type CStyleStorage = OwnedStorage<true>;
+
+impl<const SEQCST: bool> OwnedStorage<SEQCST> {
+    /// Zeroed slots, every cursor at `start`.
+    pub fn new(xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
+        check_config(capacity, start)?;
+        let slots = (0..capacity)
+            .map(|_| OwnedSlot {
+                seq_id: AtomicU64::new(0),
+                exec_status: AtomicU64::new(0),
+                efd: AtomicU32::new(0),
+                from_pool: AtomicBool::new(false),
+                exec_info: AtomicU64::new(0),
+            })
+            .collect();
+        Ok(OwnedStorage {
+            xu,
+            cap: capacity,
+            exec_head: Line(AtomicU64::new(start)),
+            scheduled_head: Line(AtomicU64::new(start)),
+            scheduled_tail: Line(AtomicU64::new(start)),
+            slots,
+        })
+    }
+
+    #[inline]
+    fn cursor(&self, c: Cursor) -> &AtomicU64 {
+        match c {
+            Cursor::ExecHead => &self.exec_head.0,
+            Cursor::ScheduledHead => &self.scheduled_head.0,
+            Cursor::ScheduledTail => &self.scheduled_tail.0,
+        }
+    }
+}
+
+impl<const SEQCST: bool> sealed::Sealed for OwnedStorage<SEQCST> {}
+
+impl<const SEQCST: bool> Storage for OwnedStorage<SEQCST> {
+    type Slot<'a> = &'a OwnedSlot;
+
+    #[inline]
+    fn capacity(&self) -> u64 {
+        self.cap
+    }
+
+    #[inline]
+    fn xu(&self) -> XuId {
+        self.xu
+    }
+
+    #[inline]
+    fn load(&self, c: Cursor, o: Ordering) -> u64 {
+        self.cursor(c).load(o)
+    }
+
+    #[inline]
+    fn publish(&self, c: Cursor, old: u64, n: u64) {
+        if SEQCST {
+            // Ordering: SeqCst RMW, the C original's LOCK XADD (seed 000 §6);
+            // pairs with the SeqCst loads in `observe`.
+            self.cursor(c).fetch_add(n, Ordering::SeqCst);
+        } else {
+            // Ordering: Release; pairs with the Acquire in `observe` on the
+            // other side (seed 000 §6 NOTE: store-release on the publish).
+            self.cursor(c).store(old + n, PUBLISH);
+        }
+    }
+
+    #[inline]
+    fn observe(&self, c: Cursor) -> u64 {
+        if SEQCST {
+            // Ordering: SeqCst, as every access in the C original.
+            self.cursor(c).load(Ordering::SeqCst)
+        } else {
+            // Ordering: Acquire; pairs with the Release in `publish` (§6).
+            self.cursor(c).load(Ordering::Acquire)
+        }
+    }
+
+    #[inline]
+    unsafe fn slot(&self, idx: usize) -> &OwnedSlot {
+        // Indexing is bounds-checked anyway; the precondition makes the check
+        // always pass.
+        &self.slots[idx]
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = vec![0u8; xu_queue::SIZE + self.slots.len() * exec_slot::SIZE];
+        let put = |out: &mut Vec<u8>, off: usize, b: &[u8]| {
+            out[off..off + b.len()].copy_from_slice(b);
+        };
+        put(&mut out, xu_queue::off::XU_ID, &self.xu.0.to_le_bytes());
+        put(
+            &mut out,
+            xu_queue::off::BUFFER,
+            &(self.slots.as_ptr() as u64).to_le_bytes(),
+        );
+        put(&mut out, xu_queue::off::CAPACITY, &self.cap.to_le_bytes());
+        for c in [
+            Cursor::ExecHead,
+            Cursor::ScheduledHead,
+            Cursor::ScheduledTail,
+        ] {
+            let v = self.cursor(c).load(Ordering::Relaxed);
+            put(&mut out, c.offset(), &v.to_le_bytes());
+        }
+        for (i, s) in self.slots.iter().enumerate() {
+            let b = xu_queue::SIZE + i * exec_slot::SIZE;
+            let r = Ordering::Relaxed;
+            put(
+                &mut out,
+                b + exec_slot::off::SEQ_ID,
+                &s.seq_id.load(r).to_le_bytes(),
+            );
+            put(
+                &mut out,
+                b + exec_slot::off::EXEC_STATUS,
+                &s.exec_status.load(r).to_le_bytes(),
+            );
+            put(
+                &mut out,
+                b + exec_slot::off::MARK_COMP_EFD,
+                &s.efd.load(r).to_le_bytes(),
+            );
+            out[b + exec_slot::off::EFD_FROM_POOL] = u8::from(s.from_pool.load(r));
+            put(
+                &mut out,
+                b + exec_slot::off::EXEC_INFO,
+                &s.exec_info.load(r).to_le_bytes(),
+            );
+        }
+        out
+    }
+}
+
+/// The publish ordering (the `relaxed_publish` mutant weakens it; the loom
+/// suite must kill that).
+#[cfg(not(xunds_mutant = "relaxed_publish"))]
+const PUBLISH: Ordering = Ordering::Release;
+#[cfg(xunds_mutant = "relaxed_publish")]
+const PUBLISH: Ordering = Ordering::Relaxed;
+
+// ---------------------------------------------------------------------------
+// Mapped storage
+// ---------------------------------------------------------------------------
+
+type StdAtomicU64 = std::sync::atomic::AtomicU64;
+type StdAtomicU32 = std::sync::atomic::AtomicU32;
+type StdAtomicU8 = std::sync::atomic::AtomicU8;
+
+/// The byte-exact `xu_queue_t` header at region offset 0 and the slot array
+/// right after it (region offset [`xu_queue::SIZE`]); `buffer` (+0x08) holds
+/// the slot array's address.
+#[derive(Debug)]
+pub struct MappedStorage {
+    region: Region,
+    xu: XuId,
+    cap: u64,
+    exec_head: *const StdAtomicU64,
+    scheduled_head: *const StdAtomicU64,
+    scheduled_tail: *const StdAtomicU64,
+    slots: *mut u8,
+}
+
+// SAFETY: the raw pointers point into `region`'s mapping, which `self` keeps
+// alive; every access through them is atomic, so sharing across threads is
+// sound (the same argument as `Mapping`'s Send/Sync).
+unsafe impl Send for MappedStorage {}
+// SAFETY: as above; no `&T`/`&[u8]` over the mapped bytes is ever created.
+unsafe impl Sync for MappedStorage {}
+
+/// Bytes a mapped queue of `capacity` slots needs.
+pub const fn mapped_len(capacity: u64) -> usize {
+    xu_queue::SIZE + capacity as usize * exec_slot::SIZE
+}
+
+impl MappedStorage {
+    /// Lay a fresh queue into `region`: header fields `xu_id`, `buffer`,
+    /// `capacity` and the three cursors (= `start`) written, slots zeroed
+    /// (calloc semantics), header padding untouched. The region must be
+    /// 64-byte aligned and at least [`mapped_len`]`(capacity)` bytes.
+    pub fn init(region: Region, xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
+        check_config(capacity, start)?;
+        let len = mapped_len(capacity);
+        // Alignment and bounds of the whole block, checked once.
+        region.ptr_at(0, len, xu_queue::CACHE_LINE)?;
+        let cur = |off: usize| -> Result<*const StdAtomicU64, MemError> {
+            Ok(region.ptr_at(off, 8, 8)?.cast_const().cast())
+        };
+        let exec_head = cur(xu_queue::off::EXEC_HEAD)?;
+        let scheduled_head = cur(xu_queue::off::SCHEDULED_HEAD)?;
+        let scheduled_tail = cur(xu_queue::off::SCHEDULED_TAIL)?;
+        let slots = region.ptr_at(xu_queue::SIZE, len - xu_queue::SIZE, 8)?;
+        let r = Ordering::Relaxed;
+        region.write_bytes(xu_queue::off::XU_ID, &xu.0.to_le_bytes())?;
+        region.store_u64(xu_queue::off::BUFFER, slots as u64, r)?;
+        region.store_u64(xu_queue::off::CAPACITY, capacity, r)?;
+        region.fill(xu_queue::SIZE, len - xu_queue::SIZE, 0)?;
+        for off in [
+            xu_queue::off::EXEC_HEAD,
+            xu_queue::off::SCHEDULED_HEAD,
+            xu_queue::off::SCHEDULED_TAIL,
+        ] {
+            region.store_u64(off, start, r)?;
+        }
+        Ok(MappedStorage {
+            region,
+            xu,
+            cap: capacity,
+            exec_head,
+            scheduled_head,
+            scheduled_tail,
+            slots,
+        })
+    }
+
+    /// The region holding the header and slots.
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    #[inline]
+    fn cursor(&self, c: Cursor) -> &StdAtomicU64 {
+        let p = match c {
+            Cursor::ExecHead => self.exec_head,
+            Cursor::ScheduledHead => self.scheduled_head,
+            Cursor::ScheduledTail => self.scheduled_tail,
+        };
+        // SAFETY: `p` was bounds- and alignment-checked by `Region::ptr_at` in
+        // `init`; the mapping lives as long as `self.region`, which outlives
+        // the returned borrow; every access to these 8 bytes is atomic.
+        unsafe { &*p }
+    }
+}
+
+/// One slot inside mapped memory: a validated base pointer to 32 bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct MappedSlot<'a> {
+    base: *mut u8,
+    _region: PhantomData<&'a Region>,
+}
+
+impl MappedSlot<'_> {
+    #[inline]
+    fn u64_at(&self, off: usize) -> &StdAtomicU64 {
+        // SAFETY: `base` is 8-aligned and 32 valid bytes long (built by
+        // `MappedStorage::slot` from the range checked in `init`); `off` is a
+        // field offset < 32 that is a multiple of 8; the region outlives 'a;
+        // every access to these bytes is atomic.
+        unsafe { StdAtomicU64::from_ptr(self.base.add(off).cast()) }
+    }
+}
+
+impl SlotAccess for MappedSlot<'_> {
+    #[inline]
+    fn seq_id(&self, o: Ordering) -> u64 {
+        self.u64_at(exec_slot::off::SEQ_ID).load(o)
+    }
+    #[inline]
+    fn set_seq_id(&self, v: u64, o: Ordering) {
+        self.u64_at(exec_slot::off::SEQ_ID).store(v, o)
+    }
+    #[inline]
+    fn exec_status(&self, o: Ordering) -> u64 {
+        self.u64_at(exec_slot::off::EXEC_STATUS).load(o)
+    }
+    #[inline]
+    fn set_exec_status(&self, v: u64, o: Ordering) {
+        self.u64_at(exec_slot::off::EXEC_STATUS).store(v, o)
+    }
+    #[inline]
+    fn efd(&self, o: Ordering) -> i32 {
+        // SAFETY: +0x10 is 4-aligned inside the validated 32-byte slot; the
+        // region outlives 'a; accesses are atomic.
+        let a =
+            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
+        a.load(o) as i32
+    }
+    #[inline]
+    fn set_efd(&self, v: i32, o: Ordering) {
+        // SAFETY: as in `efd`.
+        let a =
+            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
+        a.store(v as u32, o)
+    }
+    #[inline]
+    fn efd_from_pool(&self, o: Ordering) -> bool {
+        // SAFETY: +0x14 is inside the validated 32-byte slot; a byte needs no
+        // alignment; the region outlives 'a; accesses are atomic.
+        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
+        a.load(o) != 0
+    }
+    #[inline]
+    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
+        // SAFETY: as in `from_pool`.
+        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
+        a.store(u8::from(v), o)
+    }
+    #[inline]
+    fn exec_info(&self, o: Ordering) -> u64 {
+        self.u64_at(exec_slot::off::EXEC_INFO).load(o)
+    }
+    #[inline]
+    fn set_exec_info(&self, v: u64, o: Ordering) {
+        self.u64_at(exec_slot::off::EXEC_INFO).store(v, o)
+    }
+}
+
+impl sealed::Sealed for MappedStorage {}
+
+impl Storage for MappedStorage {
+    type Slot<'a> = MappedSlot<'a>;
+
+    #[inline]
+    fn capacity(&self) -> u64 {
+        self.cap
+    }
+
+    #[inline]
+    fn xu(&self) -> XuId {
+        self.xu
+    }
+
+    #[inline]
+    fn load(&self, c: Cursor, o: Ordering) -> u64 {
+        self.cursor(c).load(o)
+    }
+
+    #[inline]
+    fn publish(&self, c: Cursor, old: u64, n: u64) {
+        // Ordering: Release; pairs with the Acquire in `observe` on the other
+        // side (seed 000 §6 NOTE: store-release on the publish).
+        self.cursor(c).store(old + n, PUBLISH);
+    }
+
+    #[inline]
+    fn observe(&self, c: Cursor) -> u64 {
+        // Ordering: Acquire; pairs with the Release in `publish` (§6).
+        self.cursor(c).load(Ordering::Acquire)
+    }
+
+    #[inline]
+    unsafe fn slot(&self, idx: usize) -> MappedSlot<'_> {
+        debug_assert!((idx as u64) < self.cap);
+        MappedSlot {
+            // SAFETY: the caller guarantees `idx < capacity`, so
+            // `idx * 32 + 32 <= capacity * 32`, the slot range checked in `init`.
+            base: unsafe { self.slots.add(idx * exec_slot::SIZE) },
+            _region: PhantomData,
+        }
+    }
+
+    fn snapshot(&self) -> Vec<u8> {
+        let mut out = vec![0u8; mapped_len(self.cap)];
+        // Word-wise atomic copy (STYLE.md practice 4); the range was checked
+        // at init so this cannot fail.
+        for (i, chunk) in out.chunks_mut(8).enumerate() {
+            if let Ok(v) = self.region.load_u64(i * 8, Ordering::Relaxed) {
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        out
+    }
+}
