@@ -5,13 +5,19 @@
 //! peer; the README copies the table and this command.
 
 mod harness;
+mod ring;
 
 fn main() {
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
-    let groups: &[(&str, fn())] = &[];
+    let groups: &[(&str, fn())] = &[
+        ("ring_throughput", ring::throughput),
+        ("ring_batched", ring::batched),
+        ("ring_roundtrip", ring::roundtrip),
+        ("ring_blocking", ring::blocking),
+    ];
     for (name, run) in groups {
         if name.contains(filter.as_str()) {
             println!("## {name}");

@@ -5,7 +5,7 @@
 //! It lives beside the queue, never in the ABI header (the C lock is part of
 //! the XU object, not of `xu_queue_t`). A spin lock rather than a futex mutex
 //! because pop takes it once per execution and the critical sections are a
-//! handful of loads and stores: uncontended it costs one atomic swap and a
+//! handful of loads and stores: uncontended it costs one compare-exchange and a
 //! plain store. Contended holders are short, so the spinner backs off with
 //! `yield_now` after a few rounds (and under loom `spin_hint` is a yield).
 
@@ -33,19 +33,24 @@ impl MarkCompLock {
     pub(crate) fn lock(&self) -> Guard<'_> {
         let mut spins = 0u32;
         loop {
-            // Ordering: Acquire; pairs with the Release in `Guard::drop`, so
-            // the previous holder's slot writes (install / capture) and its
-            // exec_head advance are visible inside this critical section.
-            if !self.locked.swap(true, Ordering::Acquire) {
+            // Ordering: Acquire on success; pairs with the Release in
+            // `Guard::drop`, so the previous holder's slot writes (install /
+            // capture) and its exec_head advance are visible inside this
+            // critical section. A failed CAS writes nothing (unlike `swap`),
+            // so spinners never reorder against the unlock store.
+            if self
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
                 return Guard { lock: self };
             }
-            while self.locked.load(Ordering::Relaxed) {
-                spins += 1;
-                if spins < 64 {
-                    crate::sync::spin_hint();
-                } else {
-                    crate::sync::thread::yield_now();
-                }
+            // Back off: a few spin hints, then yields.
+            spins += 1;
+            if spins < 64 {
+                crate::sync::spin_hint();
+            } else {
+                crate::sync::thread::yield_now();
             }
         }
     }

@@ -999,7 +999,12 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         mut out: impl FnMut(Popped<T>),
     ) -> Result<usize, RingError> {
         const BURST: usize = 64;
-        let n = (self.available().min(max as u64) as usize).min(BURST);
+        let want = (max as u64).min(BURST as u64);
+        if self.cached_sched_head - self.head < want {
+            // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
+            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+        }
+        let n = (self.cached_sched_head - self.head).min(want) as usize;
         if n == 0 {
             return Ok(0);
         }

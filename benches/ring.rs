@@ -1,0 +1,334 @@
+//! XU ring benchmarks (issue "The XU queue", benchmarks): our ring against
+//! rtrb 0.4 and against the same ring with the C original's SeqCst
+//! `fetch_add` cursors, plus submit-to-completion round trips.
+//!
+//! Iterations: `XUNDS_RING_N` (default 10^7 executions for throughput; round
+//! trips use N/100, blocking round trips N/1000). Producer on CPU 0, worker on
+//! CPU 1 (best effort). Each measurement is the best of `XUNDS_RING_REPS`
+//! (default 3) runs.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xunds::ring::{
+    CStyleStorage, OwnedStorage, Producer, QueueConfig, Storage, WaitMode, Waited, Worker, XuQueue,
+};
+use xunds::wire::seq_id::XuId;
+use xunds::wire::status::NrtStatus;
+
+use crate::harness::{best_of, pin, ratio, row};
+
+const XU: XuId = XuId::new(0, 0, 1);
+const CAP: usize = 1024;
+const BURST: usize = 32;
+
+fn n() -> u64 {
+    std::env::var("XUNDS_RING_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000_000)
+}
+
+fn reps() -> usize {
+    std::env::var("XUNDS_RING_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// Run `prod` on CPU 0 and `cons` on CPU 1; time from both ready to both done.
+fn two_threads(
+    prod: impl FnOnce() + Send + 'static,
+    cons: impl FnOnce() + Send + 'static,
+) -> Duration {
+    let go = Arc::new(std::sync::Barrier::new(3));
+    let (g1, g2) = (go.clone(), go.clone());
+    let a = thread::spawn(move || {
+        pin(0);
+        g1.wait();
+        prod();
+    });
+    let b = thread::spawn(move || {
+        pin(1);
+        g2.wait();
+        cons();
+    });
+    go.wait();
+    let t = Instant::now();
+    a.join().unwrap();
+    b.join().unwrap();
+    t.elapsed()
+}
+
+fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: u64) -> Duration {
+    two_threads(
+        move || {
+            for i in 0..n {
+                while p.submit(i, None).is_err() {
+                    std::hint::spin_loop();
+                }
+                let _ = p.trigger_next();
+            }
+        },
+        move || {
+            let mut got = 0u64;
+            let mut sum = 0u64;
+            while got < n {
+                match w.pop(NrtStatus::SUCCESS) {
+                    Ok(Some(pp)) => {
+                        sum = sum.wrapping_add(pp.item);
+                        got += 1;
+                    }
+                    _ => std::hint::spin_loop(),
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+fn ours_burst(n: u64) -> Duration {
+    let (mut p, mut w) =
+        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    two_threads(
+        move || {
+            let mut i = 0u64;
+            while i < n {
+                let b = (n - i).min(BURST as u64);
+                if p.submit_burst(b, |s| (s.seq_num(), None)).is_ok() {
+                    let _ = p.trigger_burst(b);
+                    i += b;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move || {
+            let mut got = 0u64;
+            let mut sum = 0u64;
+            while got < n {
+                match w.pop_burst(
+                    64,
+                    |_| NrtStatus::SUCCESS,
+                    |pp| sum = sum.wrapping_add(pp.item),
+                ) {
+                    Ok(0) | Err(_) => std::hint::spin_loop(),
+                    Ok(k) => got += k as u64,
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+fn rtrb_per_item(n: u64) -> Duration {
+    let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+    two_threads(
+        move || {
+            for i in 0..n {
+                let mut v = [i, 0, u64::MAX, i];
+                loop {
+                    match p.push(v) {
+                        Ok(()) => break,
+                        Err(rtrb::PushError::Full(back)) => {
+                            v = back;
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
+        },
+        move || {
+            let mut got = 0u64;
+            let mut sum = 0u64;
+            while got < n {
+                match c.pop() {
+                    Ok(v) => {
+                        sum = sum.wrapping_add(v[3]);
+                        got += 1;
+                    }
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+fn rtrb_chunks(n: u64) -> Duration {
+    let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+    two_threads(
+        move || {
+            let mut i = 0u64;
+            while i < n {
+                let b = (n - i).min(BURST as u64) as usize;
+                match p.write_chunk_uninit(b) {
+                    Ok(chunk) => {
+                        let base = i;
+                        chunk.fill_from_iter(
+                            (0..b as u64).map(|k| [base + k, 0, u64::MAX, base + k]),
+                        );
+                        i += b as u64;
+                    }
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+        },
+        move || {
+            let mut got = 0u64;
+            let mut sum = 0u64;
+            while got < n {
+                let k = c.slots().min(64);
+                if k == 0 {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                if let Ok(chunk) = c.read_chunk(k) {
+                    let (a, b) = chunk.as_slices();
+                    for v in a.iter().chain(b) {
+                        sum = sum.wrapping_add(v[3]);
+                    }
+                    chunk.commit_all();
+                    got += k as u64;
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+/// Ring throughput: 32-byte slots, producer thread -> worker thread.
+pub fn throughput() {
+    let n = n();
+    println!("  {n} executions, capacity {CAP}, 32-byte slots / rtrb items");
+    let ours = best_of(reps(), || {
+        let (p, w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+        ours_per_item(p, w, n)
+    });
+    row("xunds ring (submit+trigger / pop)", n, ours);
+    let peer = best_of(reps(), || rtrb_per_item(n));
+    row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
+    let cstyle = best_of(reps(), || {
+        let (p, w) =
+            XuQueue::<u64, CStyleStorage>::c_style(QueueConfig::new(XU, CAP as u64)).unwrap();
+        ours_per_item(p, w, n)
+    });
+    row("same ring, SeqCst fetch_add cursors (C)", n, cstyle);
+    ratio("ours vs rtrb per item", ours, peer, ">= 1.0x");
+    ratio("ours vs SeqCst fetch_add ring", ours, cstyle, ">= 4.0x");
+}
+
+/// The batched form against rtrb's chunk API.
+pub fn batched() {
+    let n = n();
+    println!("  {n} executions, bursts of {BURST} (worker takes up to 64)");
+    let ours = best_of(reps(), || ours_burst(n));
+    row("xunds submit_burst+trigger_burst / pop_burst", n, ours);
+    let peer = best_of(reps(), || rtrb_chunks(n));
+    row("rtrb 0.4 write_chunk_uninit / read_chunk", n, peer);
+    ratio("ours vs rtrb chunks", ours, peer, ">= 1.0x");
+}
+
+/// Submit-to-completion round trip with a spinning waiter, against a bare
+/// atomic ping-pong between the same two threads.
+pub fn roundtrip() {
+    let m = (n() / 100).max(1000);
+    println!("  {m} round trips, spinning waiter and spinning worker");
+    let ours = best_of(reps(), || {
+        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+        let q = p.queue().clone();
+        two_threads(
+            move || {
+                for i in 0..m {
+                    let s = p.submit(i, None).unwrap();
+                    p.trigger_next().unwrap();
+                    while !q.is_completed(s).unwrap() {
+                        std::hint::spin_loop();
+                    }
+                }
+            },
+            move || {
+                let mut got = 0;
+                while got < m {
+                    match w.pop(NrtStatus::SUCCESS) {
+                        Ok(Some(_)) => got += 1,
+                        _ => std::hint::spin_loop(),
+                    }
+                }
+            },
+        )
+    });
+    row("xunds submit -> pop -> is_completed", m, ours);
+    let peer = best_of(reps(), || {
+        let ping = Arc::new(AtomicU64::new(0));
+        let pong = Arc::new(AtomicU64::new(0));
+        let (a1, b1) = (ping.clone(), pong.clone());
+        two_threads(
+            move || {
+                for i in 1..=m {
+                    a1.store(i, Ordering::Release);
+                    while b1.load(Ordering::Acquire) != i {
+                        std::hint::spin_loop();
+                    }
+                }
+            },
+            move || {
+                for i in 1..=m {
+                    while ping.load(Ordering::Acquire) != i {
+                        std::hint::spin_loop();
+                    }
+                    pong.store(i, Ordering::Release);
+                }
+            },
+        )
+    });
+    row("bare atomic ping-pong", m, peer);
+    let r = ours.as_secs_f64() / peer.as_secs_f64();
+    println!(
+        "  RATIO {:<40} {r:>6.2}x  (target <= 2.0x of ping-pong)",
+        "round trip vs ping-pong"
+    );
+}
+
+/// Round trips with a blocking waiter (pooled eventfd): eventfd wake-ups per
+/// execution (at most one).
+pub fn blocking() {
+    let m = (n() / 1000).max(1000);
+    println!("  {m} round trips, blocking waiter (pooled eventfd)");
+    let wakeups = Arc::new(AtomicU64::new(0));
+    let wk = wakeups.clone();
+    let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+    let q = p.queue().clone();
+    let d = two_threads(
+        move || {
+            for i in 0..m {
+                let s = p.submit(i, None).unwrap();
+                p.trigger_next().unwrap();
+                match q.wait(s, WaitMode::Block, Duration::from_secs(5)).unwrap() {
+                    Waited::Completed { wakeups } => {
+                        wk.fetch_add(u64::from(wakeups), Ordering::Relaxed);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        },
+        move || {
+            let mut got = 0;
+            while got < m {
+                match w.pop(NrtStatus::SUCCESS) {
+                    Ok(Some(_)) => got += 1,
+                    _ => std::hint::spin_loop(),
+                }
+            }
+        },
+    );
+    row("xunds submit -> pop -> wait(Block)", m, d);
+    let per = wakeups.load(Ordering::Relaxed) as f64 / m as f64;
+    println!(
+        "  RATIO {:<40} {per:>6.2}   (target <= 1 per execution)",
+        "eventfd wake-ups per execution"
+    );
+}
