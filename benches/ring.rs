@@ -14,7 +14,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use xunds::ring::{
-    CStyleStorage, OwnedStorage, Producer, QueueConfig, Storage, WaitMode, Waited, Worker, XuQueue,
+    COriginalStorage, CStyleStorage, OwnedStorage, Producer, QueueConfig, Storage, WaitMode,
+    Waited, Worker, XuQueue,
 };
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
@@ -213,12 +214,24 @@ pub fn throughput() {
     row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
     let cstyle = best_of(reps(), || {
         let (p, w) =
-            XuQueue::<u64, CStyleStorage>::c_style(QueueConfig::new(XU, CAP as u64)).unwrap();
+            XuQueue::<u64, CStyleStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
         ours_per_item(p, w, n)
     });
-    row("same ring, SeqCst fetch_add cursors (C)", n, cstyle);
+    row("same ring, SeqCst fetch_add cursors", n, cstyle);
+    let corig = best_of(reps(), || {
+        let (p, w) =
+            XuQueue::<u64, COriginalStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+        ours_per_item(p, w, n)
+    });
+    row("C original: SeqCst fetch_add, no caching", n, corig);
     ratio("ours vs rtrb per item", ours, peer, ">= 1.0x");
     ratio("ours vs SeqCst fetch_add ring", ours, cstyle, ">= 4.0x");
+    ratio(
+        "ours vs C original (fetch_add, uncached)",
+        ours,
+        corig,
+        ">= 4.0x",
+    );
 }
 
 /// The batched form against rtrb's chunk API.
@@ -331,4 +344,52 @@ pub fn blocking() {
         "  RATIO {:<40} {per:>6.2}   (target <= 1 per execution)",
         "eventfd wake-ups per execution"
     );
+}
+
+/// Per-operation cost without cross-core traffic: one thread fills up to 64
+/// items and drains them, over and over (robust on a busy machine; not one of
+/// the targets, it shows where per-item time goes).
+pub fn overhead() {
+    let n = n();
+    println!("  {n} executions, one thread, 64 in flight");
+    let ours = best_of(reps(), || {
+        let (mut p, mut w) =
+            XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+        crate::harness::time(|| {
+            let mut sum = 0u64;
+            for i in 0..n / 64 {
+                for k in 0..64 {
+                    let _ = p.submit(i * 64 + k, None);
+                    let _ = p.trigger_next();
+                }
+                for _ in 0..64 {
+                    if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+                        sum = sum.wrapping_add(pp.item);
+                    }
+                }
+            }
+            black_box(sum);
+        })
+    });
+    row("xunds submit+trigger / pop", n, ours);
+    let peer = best_of(reps(), || {
+        let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+        crate::harness::time(|| {
+            let mut sum = 0u64;
+            for i in 0..n / 64 {
+                for k in 0..64 {
+                    let v = i * 64 + k;
+                    let _ = p.push([v, 0, u64::MAX, v]);
+                }
+                for _ in 0..64 {
+                    if let Ok(v) = c.pop() {
+                        sum = sum.wrapping_add(v[3]);
+                    }
+                }
+            }
+            black_box(sum);
+        })
+    });
+    row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
+    ratio("ours vs rtrb, single thread", ours, peer, "info");
 }

@@ -17,6 +17,7 @@ fn main() {
         ("ring_batched", ring::batched),
         ("ring_roundtrip", ring::roundtrip),
         ("ring_blocking", ring::blocking),
+        ("ring_overhead", ring::overhead),
     ];
     for (name, run) in groups {
         if name.contains(filter.as_str()) {

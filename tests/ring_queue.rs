@@ -245,7 +245,7 @@ trait MakeChecked {
 impl<B: Backend> MakeChecked for B {
     fn make_checked(c: QueueConfig) -> Result<(), RingError> {
         match B::NAME {
-            "owned" => xunds::ring::XuQueue::<u64, _>::owned(c).map(|_| ()),
+            "owned" => xunds::ring::XuQueue::<u64, xunds::ring::OwnedStorage>::owned(c).map(|_| ()),
             _ => {
                 let r = Mapped::region(c.capacity.clamp(1, 64));
                 // SAFETY: fresh private mapping.

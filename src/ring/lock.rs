@@ -1,65 +1,225 @@
-//! The mark-completion lock (`mark_comp_lock`, seed 000 §1 QUIRK, §6): a tiny
-//! spin lock that serialises a waiter's install of `mark_comp_efd` with the
+//! The mark-completion lock (`mark_comp_lock`, seed 000 §1 QUIRK, §6): it
+//! serialises a waiter's re-check-and-install of `mark_comp_efd` with the
 //! worker's capture-then-advance in pop.
 //!
 //! It lives beside the queue, never in the ABI header (the C lock is part of
-//! the XU object, not of `xu_queue_t`). A spin lock rather than a futex mutex
-//! because pop takes it once per execution and the critical sections are a
-//! handful of loads and stores: uncontended it costs one compare-exchange and a
-//! plain store. Contended holders are short, so the spinner backs off with
-//! `yield_now` after a few rounds (and under loom `spin_hint` is a yield).
+//! the XU object, not of `xu_queue_t`). Pop takes it once per execution and
+//! waiters take it rarely, so it is a **biased** (asymmetric Dekker) lock:
+//!
+//! - The worker (pop side) enters by storing `worker_busy = true`, a *light*
+//!   fence, and loading `waiters`. If no waiter wants the lock it is in: two
+//!   plain stores and a load, no locked instruction. If a waiter is around it
+//!   backs out and queues on the `slow` compare-exchange lock like a waiter.
+//! - A waiter announces itself (`waiters += 1`), issues a *heavy* fence, takes
+//!   `slow`, then waits until `worker_busy` is false.
+//!
+//! Dekker's argument: the worker stores `worker_busy` then loads `waiters`;
+//! the waiter stores `waiters` then loads `worker_busy`, each with a fence in
+//! between, so at least one of them sees the other. With `membarrier(2)`
+//! (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`) the heavy fence forces a full barrier
+//! on every running thread of the process, which lets the light fence be a
+//! compiler fence only. Where membarrier is unavailable (and under loom) both
+//! fences are `fence(SeqCst)`.
 
-use crate::sync::atomic::{AtomicBool, Ordering};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
-/// The lock word.
+/// One value on its own cache line (the worker writes `worker_busy` on every
+/// pop; it must not share a line with what the producer or waiters write).
+#[derive(Debug)]
+#[repr(align(64))]
+struct Padded<T>(T);
+
+/// The lock.
 #[derive(Debug)]
 pub(crate) struct MarkCompLock {
-    locked: AtomicBool,
+    /// The worker is inside its fast-path critical section.
+    worker_busy: Padded<AtomicBool>,
+    /// Waiters that want or hold the lock.
+    waiters: Padded<AtomicU32>,
+    /// The compare-exchange lock waiters (and a worker that met one) share.
+    slow: Padded<AtomicBool>,
+    /// `membarrier` registered: the worker's fence may be a compiler fence.
+    asym: bool,
 }
 
 /// Held while alive.
 pub(crate) struct Guard<'a> {
     lock: &'a MarkCompLock,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    WorkerFast,
+    WorkerSlow,
+    Waiter,
 }
 
 impl MarkCompLock {
     pub(crate) fn new() -> Self {
         MarkCompLock {
-            locked: AtomicBool::new(false),
+            worker_busy: Padded(AtomicBool::new(false)),
+            waiters: Padded(AtomicU32::new(0)),
+            slow: Padded(AtomicBool::new(false)),
+            asym: membarrier::available(),
         }
     }
 
     #[inline]
-    pub(crate) fn lock(&self) -> Guard<'_> {
-        let mut spins = 0u32;
-        loop {
-            // Ordering: Acquire on success; pairs with the Release in
-            // `Guard::drop`, so the previous holder's slot writes (install /
-            // capture) and its exec_head advance are visible inside this
-            // critical section. A failed CAS writes nothing (unlike `swap`),
-            // so spinners never reorder against the unlock store.
-            if self
-                .locked
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Guard { lock: self };
-            }
-            // Back off: a few spin hints, then yields.
-            spins += 1;
-            if spins < 64 {
-                crate::sync::spin_hint();
-            } else {
-                crate::sync::thread::yield_now();
-            }
+    fn light_fence(&self) {
+        if self.asym {
+            // Paired with `membarrier` in `heavy_fence` (see module docs).
+            core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            // Ordering: SeqCst fence; pairs with the SeqCst fence in
+            // `heavy_fence` (Dekker: worker_busy store / waiters load).
+            fence(Ordering::SeqCst);
         }
+    }
+
+    fn heavy_fence(&self) {
+        if !(self.asym && membarrier::barrier()) {
+            // Ordering: SeqCst fence; pairs with the SeqCst fence in
+            // `light_fence` (Dekker: waiters store / worker_busy load).
+            fence(Ordering::SeqCst);
+        }
+    }
+
+    fn lock_slow(&self) {
+        let mut spins = 0u32;
+        // Ordering: Acquire on success; pairs with the Release stores of
+        // `slow` in `Guard::drop`. A failed CAS writes nothing (unlike
+        // `swap`), so spinners never reorder against the unlock store.
+        while self
+            .slow
+            .0
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            backoff(&mut spins);
+        }
+    }
+
+    /// The worker's entry (pop and pop_burst).
+    #[inline]
+    pub(crate) fn lock_worker(&self) -> Guard<'_> {
+        self.worker_busy.0.store(true, Ordering::Relaxed);
+        self.light_fence();
+        // Ordering: Acquire; pairs with the Release decrement in a waiter's
+        // `Guard::drop`, so its install is visible to our capture.
+        if self.waiters.0.load(Ordering::Acquire) == 0 {
+            return Guard {
+                lock: self,
+                kind: Kind::WorkerFast,
+            };
+        }
+        // A waiter wants the lock: back out and queue on `slow`.
+        // Ordering: Release; pairs with the waiter's Acquire load of
+        // worker_busy (nothing of ours to publish yet, but keep the pair).
+        self.worker_busy.0.store(false, Ordering::Release);
+        self.lock_slow();
+        Guard {
+            lock: self,
+            kind: Kind::WorkerSlow,
+        }
+    }
+
+    /// A waiter's entry (install, uninstall).
+    pub(crate) fn lock_waiter(&self) -> Guard<'_> {
+        self.waiters.0.fetch_add(1, Ordering::Relaxed);
+        self.heavy_fence();
+        self.lock_slow();
+        let mut spins = 0u32;
+        // Ordering: Acquire; pairs with the worker's Release store of
+        // worker_busy = false, so its capture and exec_head advance happen
+        // before our re-check.
+        while self.worker_busy.0.load(Ordering::Acquire) {
+            backoff(&mut spins);
+        }
+        Guard {
+            lock: self,
+            kind: Kind::Waiter,
+        }
+    }
+}
+
+#[inline]
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        crate::sync::spin_hint();
+    } else {
+        crate::sync::thread::yield_now();
     }
 }
 
 impl Drop for Guard<'_> {
     #[inline]
     fn drop(&mut self) {
-        // Ordering: Release; pairs with the Acquire swap in `lock`.
-        self.lock.locked.store(false, Ordering::Release);
+        match self.kind {
+            // Ordering: Release; pairs with the Acquire load of worker_busy in
+            // `lock_waiter`: our capture and advance happen-before its
+            // critical section.
+            Kind::WorkerFast => self.lock.worker_busy.0.store(false, Ordering::Release),
+            // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
+            Kind::WorkerSlow => self.lock.slow.0.store(false, Ordering::Release),
+            Kind::Waiter => {
+                // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
+                self.lock.slow.0.store(false, Ordering::Release);
+                // Ordering: Release; pairs with the Acquire load of `waiters`
+                // in `lock_worker`: our install happens-before its capture.
+                self.lock.waiters.0.fetch_sub(1, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// `membarrier(2)`: the heavy side of the asymmetric fence (Linux >= 4.14).
+#[cfg(not(loom))]
+mod membarrier {
+    use std::sync::OnceLock;
+
+    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+
+    /// Register once per process; `false` when the kernel refuses.
+    pub(super) fn available() -> bool {
+        static OK: OnceLock<bool> = OnceLock::new();
+        *OK.get_or_init(|| {
+            // SAFETY: a plain syscall with integer arguments; no memory is
+            // passed. Failure (ENOSYS, EINVAL, EPERM) is reported as `false`.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_membarrier,
+                    CMD_REGISTER_PRIVATE_EXPEDITED,
+                    0 as libc::c_long,
+                )
+            };
+            r == 0
+        })
+    }
+
+    /// Force a full barrier on every running thread of this process.
+    pub(super) fn barrier() -> bool {
+        // SAFETY: as above; registration happened in `available`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                CMD_PRIVATE_EXPEDITED,
+                0 as libc::c_long,
+            )
+        };
+        r == 0
+    }
+}
+
+/// Under loom both fences are `fence(SeqCst)` (loom cannot model membarrier).
+#[cfg(loom)]
+mod membarrier {
+    pub(super) fn available() -> bool {
+        false
+    }
+    pub(super) fn barrier() -> bool {
+        false
     }
 }

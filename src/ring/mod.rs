@@ -44,7 +44,7 @@ pub use queue::{
     Handles, Popped, Producer, QueueConfig, Signal, SlotView, SubmitError, Worker, XuQueue,
 };
 pub use status::StatusCell;
-pub use storage::{CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
+pub use storage::{COriginalStorage, CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
 pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
 
 /// Why a ring operation was refused. Every refusal leaves the ring unchanged.
@@ -56,6 +56,8 @@ pub enum RingError {
     BadStart(u64),
     /// The region is too small or misaligned for the header and slots.
     Mem(MemError),
+    /// The region is mapped read-only.
+    ReadOnly,
     /// `scheduled_tail - exec_head >= capacity` (seed 000 §6): `NRT_QUEUE_FULL`.
     Full,
     /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
@@ -108,9 +110,10 @@ impl RingError {
             RingError::ForeignXu { .. } | RingError::NotSubmitted { .. } => {
                 NrtStatus::INVALID_HANDLE
             }
-            RingError::BadCapacity(_) | RingError::BadStart(_) | RingError::Mem(_) => {
-                NrtStatus::INVALID
-            }
+            RingError::BadCapacity(_)
+            | RingError::BadStart(_)
+            | RingError::Mem(_)
+            | RingError::ReadOnly => NrtStatus::INVALID,
             RingError::AlreadyWaiting { .. } => NrtStatus::INVALID,
             RingError::CursorExhausted { .. }
             | RingError::SlotMismatch { .. }
@@ -126,6 +129,7 @@ impl fmt::Display for RingError {
             RingError::BadCapacity(c) => write!(f, "bad ring capacity {c}"),
             RingError::BadStart(s) => write!(f, "bad start cursor {s:#x}"),
             RingError::Mem(e) => write!(f, "ring memory: {e}"),
+            RingError::ReadOnly => f.write_str("ring memory is mapped read-only"),
             RingError::Full => f.write_str("queue full"),
             RingError::CursorExhausted { tail } => {
                 write!(f, "scheduled_tail {tail:#x} would reach the 48-bit limit")

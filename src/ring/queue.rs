@@ -32,7 +32,9 @@ use crate::wire::status::NrtStatus;
 use crate::wire::xu_queue::{CURSOR_LIMIT, CURSOR_START};
 
 use super::lock::MarkCompLock;
-use super::storage::{CStyleStorage, Cursor, MappedStorage, OwnedStorage, SlotAccess, Storage};
+#[cfg(doc)]
+use super::storage::{COriginalStorage, CStyleStorage};
+use super::storage::{Cursor, MappedStorage, OwnedStorage, SlotAccess, Storage};
 use super::waiter::{
     eventfd_factory, Armed, CompletionSink, EventFdSink, Pool, SignalError, WaitMode, Waitable,
     WaitableFactory, Waited,
@@ -196,18 +198,13 @@ impl<T: Payload> XuQueue<T, OwnedStorage> {
     pub fn new_owned(xu: XuId, capacity: u64) -> Result<Handles<T, OwnedStorage>, RingError> {
         Self::owned(QueueConfig::new(xu, capacity))
     }
-
-    /// A queue over heap atomics.
-    pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage>, RingError> {
-        let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
-        Ok(Self::from_storage(s, cfg))
-    }
 }
 
-impl<T: Payload> XuQueue<T, CStyleStorage> {
-    /// The comparison ring: SeqCst `fetch_add` on every cursor (benchmarks).
-    pub fn c_style(cfg: QueueConfig) -> Result<Handles<T, CStyleStorage>, RingError> {
-        let s = CStyleStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
+impl<T: Payload, const SEQCST: bool, const CACHED: bool> XuQueue<T, OwnedStorage<SEQCST, CACHED>> {
+    /// A queue over heap atomics ([`OwnedStorage`]; the comparison variants
+    /// [`CStyleStorage`] and [`COriginalStorage`] are built the same way).
+    pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage<SEQCST, CACHED>>, RingError> {
+        let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
         Ok(Self::from_storage(s, cfg))
     }
 }
@@ -367,7 +364,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     /// Install `fd` for `seq` under the mark-completion lock, re-checking
     /// completion first (§1 QUIRK; the `waiter_no_recheck` mutant skips it).
     fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, RingError> {
-        let _g = self.sh.lock.lock();
+        let _g = self.sh.lock.lock_waiter();
         #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
         if self.done(seq) {
             return Ok(Armed::AlreadyComplete);
@@ -392,7 +389,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
 
     /// Remove our install unless pop captured it already. `true` = removed.
     fn uninstall(&self, seq: SeqId) -> bool {
-        let _g = self.sh.lock.lock();
+        let _g = self.sh.lock.lock_waiter();
         if self.done(seq) {
             return false;
         }
@@ -657,7 +654,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             return Err(RingError::CursorExhausted { tail: self.tail });
         }
         // depth = tail - head (§6): refuse when depth + n > capacity.
-        if self.tail - self.cached_exec_head + n > self.q.sh.cap {
+        if !S::CACHE_REMOTE || self.tail - self.cached_exec_head + n > self.q.sh.cap {
             self.refresh();
             if self.tail - self.cached_exec_head + n > self.q.sh.cap {
                 return Err(RingError::Full);
@@ -694,6 +691,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
     /// `scheduled_tail - exec_head >= capacity`, else write the body and
     /// publish `scheduled_tail`.
+    #[inline]
     pub fn submit(&mut self, item: T, status: Option<StatusArc>) -> Result<SeqId, SubmitError<T>> {
         if let Err(error) = self.reserve(1).and_then(|()| self.check_submit(self.tail)) {
             return Err(SubmitError {
@@ -741,8 +739,19 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// `xuq_client_trigger_next`: publish `scheduled_head` (the release to
     /// the worker). Returns the triggered seq_id.
+    #[inline]
     pub fn trigger_next(&mut self) -> Result<SeqId, RingError> {
-        self.trigger_burst(1)
+        let c = self.sched_head;
+        if c == self.tail {
+            return Err(RingError::NothingToTrigger);
+        }
+        let st = derive(c, self.cached_exec_head, c, self.tail);
+        step(&mut self.trace, st, SlotEvent::Trigger, c)?;
+        // Ordering (in `publish`): Release; pairs with the worker's Acquire of
+        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        self.q.sh.storage.publish(Cursor::ScheduledHead, c, 1);
+        self.sched_head = c + 1;
+        Ok(SeqId::from_cursor(c, self.q.sh.xu))
     }
 
     /// Trigger `n` submitted items with one publish of `scheduled_head`.
@@ -871,7 +880,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     /// when it says none).
     #[inline]
     pub fn available(&mut self) -> u64 {
-        if self.head == self.cached_sched_head {
+        if !S::CACHE_REMOTE || self.head == self.cached_sched_head {
             // Ordering (in `observe`): Acquire; pairs with trigger's Release of
             // scheduled_head (§6 NOTE: the pair that matters), so the slot
             // body written before it is visible here.
@@ -961,7 +970,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         #[cfg(not(xunds_mutant = "status_after_completion"))]
         Self::write_status(status_word, status);
         let cap = {
-            let _g = sh.lock.lock();
+            let _g = sh.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
             sh.storage.publish(Cursor::ExecHead, head, 1);
             let cap = Capture {
@@ -1000,7 +1009,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     ) -> Result<usize, RingError> {
         const BURST: usize = 64;
         let want = (max as u64).min(BURST as u64);
-        if self.cached_sched_head - self.head < want {
+        if !S::CACHE_REMOTE || self.cached_sched_head - self.head < want {
             // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
             self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
         }
@@ -1010,6 +1019,13 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
         let head = self.head;
         let sched = self.cached_sched_head;
+        let mut caps = [Capture {
+            efd: NO_EFD,
+            pooled: false,
+            info: 0,
+        }; BURST];
+        // Validate every slot first, so an error leaves nothing half-done
+        // (a status write consumes the slot's status count).
         for c in head..head + n as u64 {
             step(
                 &mut self.trace,
@@ -1017,24 +1033,23 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                 SlotEvent::Complete,
                 c,
             )?;
-            let (slot, seq) = Self::checked(&self.q.sh, c)?;
-            #[cfg(not(xunds_mutant = "status_after_completion"))]
-            Self::write_status(slot.exec_status(Relaxed), status(seq));
-            #[cfg(xunds_mutant = "status_after_completion")]
-            let _ = (slot, seq);
+            Self::checked(&self.q.sh, c)?;
         }
-        let mut caps = [Capture {
-            efd: NO_EFD,
-            pooled: false,
-            info: 0,
-        }; BURST];
         {
-            let sh = &*self.q.sh;
-            let _g = sh.lock.lock();
+            let sh: &Shared<T, S> = &self.q.sh;
+            // One pass under the lock: write the status, capture. The status
+            // writes still precede the exec_head Release below.
+            let _g = sh.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
             for (i, cap) in caps.iter_mut().enumerate().take(n) {
-                let slot = sh.slot(head + i as u64);
+                let c = head + i as u64;
+                let slot = sh.slot(c);
+                #[cfg(not(xunds_mutant = "status_after_completion"))]
+                Self::write_status(
+                    slot.exec_status(Relaxed),
+                    status(SeqId::from_cursor(c, sh.xu)),
+                );
                 *cap = Capture {
                     efd: slot.efd(Relaxed),
                     pooled: slot.efd_from_pool(Relaxed),

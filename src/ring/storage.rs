@@ -90,6 +90,11 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     where
         Self: 'a;
 
+    /// Whether the handles may cache the cursor the other side publishes
+    /// (rtrb style) and re-read it only when the cache says full / empty.
+    /// `false` re-reads it on every operation, as the C original does.
+    const CACHE_REMOTE: bool = true;
+
     /// Number of slots (`xu_queue_t.capacity`).
     fn capacity(&self) -> u64;
 
@@ -196,9 +201,10 @@ impl SlotAccess for &OwnedSlot {
 /// Cursors and slots as heap atomics through [`crate::sync`].
 ///
 /// `SEQCST = false` is our ring (Release publish, Acquire observe);
-/// `SEQCST = true` is [`CStyleStorage`].
+/// `SEQCST = true` is [`CStyleStorage`]. `CACHED = false` makes the handles
+/// re-read the remote cursor on every operation ([`COriginalStorage`]).
 #[derive(Debug)]
-pub struct OwnedStorage<const SEQCST: bool = false> {
+pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
     xu: XuId,
     cap: u64,
     exec_head: Line,
@@ -210,9 +216,15 @@ pub struct OwnedStorage<const SEQCST: bool = false> {
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
 /// cursor loads: the C original's `_InterlockedAdd64` (seed 000 §6). For the
 /// comparison benchmark.
-pub type CStyleStorage = OwnedStorage<true>;
+pub type CStyleStorage = OwnedStorage<true, true>;
 
-impl<const SEQCST: bool> OwnedStorage<SEQCST> {
+/// The C original as the seed shows it (§6): SeqCst `fetch_add` on every
+/// cursor move and no cached remote cursors (`xuq_client_submit` reads
+/// `exec_head`, the peek reads `scheduled_head`, on every call). For the
+/// comparison benchmark.
+pub type COriginalStorage = OwnedStorage<true, false>;
+
+impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
     /// Zeroed slots, every cursor at `start`.
     pub fn new(xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
         check_config(capacity, start)?;
@@ -245,10 +257,12 @@ impl<const SEQCST: bool> OwnedStorage<SEQCST> {
     }
 }
 
-impl<const SEQCST: bool> sealed::Sealed for OwnedStorage<SEQCST> {}
+impl<const SEQCST: bool, const CACHED: bool> sealed::Sealed for OwnedStorage<SEQCST, CACHED> {}
 
-impl<const SEQCST: bool> Storage for OwnedStorage<SEQCST> {
+impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CACHED> {
     type Slot<'a> = &'a OwnedSlot;
+
+    const CACHE_REMOTE: bool = CACHED;
 
     #[inline]
     fn capacity(&self) -> u64 {
@@ -393,6 +407,9 @@ impl MappedStorage {
     /// 64-byte aligned and at least [`mapped_len`]`(capacity)` bytes.
     pub fn init(region: Region, xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
         check_config(capacity, start)?;
+        if !region.is_writable() {
+            return Err(RingError::ReadOnly);
+        }
         let len = mapped_len(capacity);
         // Alignment and bounds of the whole block, checked once.
         region.ptr_at(0, len, xu_queue::CACHE_LINE)?;
