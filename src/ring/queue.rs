@@ -17,7 +17,7 @@
 //! then signal.
 
 use core::marker::PhantomData;
-use core::mem::ManuallyDrop;
+use core::mem::{ManuallyDrop, MaybeUninit};
 use core::ops::Deref;
 use std::time::{Duration, Instant};
 
@@ -585,6 +585,33 @@ fn step(
     })
 }
 
+/// Check (and trace) `event` for every cursor in `range`. A contiguous range
+/// lies inside one cursor region, so its derived states are all equal:
+/// without a trace the first and the last are checked; with one, each is
+/// checked and recorded.
+#[inline]
+fn step_range(
+    trace: &mut Option<Vec<Transition>>,
+    range: core::ops::Range<u64>,
+    state_of: impl Fn(u64) -> SlotState,
+    event: SlotEvent,
+) -> Result<(), RingError> {
+    match trace {
+        Some(t) => {
+            for c in range {
+                fsm::step_traced::<SlotFsm, _>(state_of(c), event, c, t)?;
+            }
+        }
+        None => {
+            if !range.is_empty() {
+                fsm::step::<SlotFsm>(state_of(range.start), event)?;
+                fsm::step::<SlotFsm>(state_of(range.end - 1), event)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
 pub struct Producer<T: Payload, S: Storage> {
     q: XuQueue<T, S>,
@@ -721,9 +748,19 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     ) -> Result<SeqId, RingError> {
         self.reserve(n)?;
         let first = SeqId::from_cursor(self.tail, self.q.sh.xu);
-        for c in self.tail..self.tail + n {
-            self.check_submit(c)?;
-        }
+        let (cap, exec, sched, tail) = (
+            self.q.sh.cap,
+            self.cached_exec_head,
+            self.sched_head,
+            self.tail,
+        );
+        // The physical slots' previous occupants (one lap back) must be FREE.
+        step_range(
+            &mut self.trace,
+            tail..tail + n,
+            |c| derive(c.saturating_sub(cap), exec, sched, tail),
+            SlotEvent::Submit,
+        )?;
         for c in self.tail..self.tail + n {
             let (item, status) = make(SeqId::from_cursor(c, self.q.sh.xu));
             self.write_slot(c, item, status);
@@ -760,10 +797,13 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         if n == 0 || self.tail - self.sched_head < n {
             return Err(RingError::NothingToTrigger);
         }
-        for c in self.sched_head..self.sched_head + n {
-            let st = derive(c, self.cached_exec_head, self.sched_head, self.tail);
-            step(&mut self.trace, st, SlotEvent::Trigger, c)?;
-        }
+        let (exec, sched, tail) = (self.cached_exec_head, self.sched_head, self.tail);
+        step_range(
+            &mut self.trace,
+            sched..sched + n,
+            |c| derive(c, exec, sched, tail),
+            SlotEvent::Trigger,
+        )?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
         // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
         self.q
@@ -1019,63 +1059,87 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
         let head = self.head;
         let sched = self.cached_sched_head;
-        let mut caps = [Capture {
-            efd: NO_EFD,
-            pooled: false,
-            info: 0,
-        }; BURST];
-        // Validate every slot first, so an error leaves nothing half-done
-        // (a status write consumes the slot's status count).
-        for c in head..head + n as u64 {
-            step(
-                &mut self.trace,
-                derive(c, c, sched, sched),
-                SlotEvent::Complete,
-                c,
-            )?;
-            Self::checked(&self.q.sh, c)?;
-        }
+        step_range(
+            &mut self.trace,
+            head..head + n as u64,
+            |c| derive(c, c, sched, sched),
+            SlotEvent::Complete,
+        )?;
+        // Captured under the lock: every exec_info word, and the (rare)
+        // installed handles as (index, efd, pooled).
+        let mut infos: [MaybeUninit<u64>; BURST] = [const { MaybeUninit::uninit() }; BURST];
+        let mut handles: [MaybeUninit<(usize, i32, bool)>; BURST] =
+            [const { MaybeUninit::uninit() }; BURST];
+        let mut n_handles = 0usize;
+        let mut any_status = false;
         {
             let sh: &Shared<T, S> = &self.q.sh;
-            // One pass under the lock: write the status, capture. The status
-            // writes still precede the exec_head Release below.
             let _g = sh.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
-            for (i, cap) in caps.iter_mut().enumerate().take(n) {
-                let c = head + i as u64;
-                let slot = sh.slot(c);
-                #[cfg(not(xunds_mutant = "status_after_completion"))]
-                Self::write_status(
-                    slot.exec_status(Relaxed),
-                    status(SeqId::from_cursor(c, sh.xu)),
-                );
-                *cap = Capture {
-                    efd: slot.efd(Relaxed),
-                    pooled: slot.efd_from_pool(Relaxed),
-                    info: slot.exec_info(Relaxed),
-                };
+            // Check every slot and capture it; no side effect yet, so an
+            // error leaves nothing half-done.
+            for (i, info) in infos.iter_mut().enumerate().take(n) {
+                let (slot, _) = Self::checked(sh, head + i as u64)?;
+                any_status |= slot.exec_status(Relaxed) != 0;
+                info.write(slot.exec_info(Relaxed));
+                let efd = slot.efd(Relaxed);
+                if efd != NO_EFD {
+                    handles[n_handles].write((i, efd, slot.efd_from_pool(Relaxed)));
+                    n_handles += 1;
+                }
+            }
+            // Status writes, still before the exec_head Release below (the
+            // slots cannot change until it).
+            #[cfg(not(xunds_mutant = "status_after_completion"))]
+            if any_status {
+                for c in head..head + n as u64 {
+                    let word = sh.slot(c).exec_status(Relaxed);
+                    Self::write_status(word, status(SeqId::from_cursor(c, sh.xu)));
+                }
             }
             // Ordering (in `publish`): Release; as in `pop` (§5, §6).
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
         }
         #[cfg(xunds_mutant = "status_after_completion")]
-        for c in head..head + n as u64 {
-            let slot = self.q.sh.slot(c);
-            Self::write_status(
-                slot.exec_status(Relaxed),
-                status(SeqId::from_cursor(c, self.q.sh.xu)),
-            );
+        if any_status {
+            // (Mutant: status written after completion is published; the
+            // slots may already be reused, so this reads stale words: the
+            // loom model's point is the ordering of `pop`, which it drives.)
+            for c in head..head + n as u64 {
+                let word = self.q.sh.slot(c).exec_status(Relaxed);
+                Self::write_status(word, status(SeqId::from_cursor(c, self.q.sh.xu)));
+            }
         }
         self.head += n as u64;
-        for (i, cap) in caps.iter().enumerate().take(n) {
-            let c = head + i as u64;
-            step(&mut self.trace, SlotState::Done, SlotEvent::Reclaim, c)?;
-            let seq = SeqId::from_cursor(c, self.q.sh.xu);
+        step_range(
+            &mut self.trace,
+            head..head + n as u64,
+            |_| SlotState::Done,
+            SlotEvent::Reclaim,
+        )?;
+        let mut next_handle = 0usize;
+        for (i, info) in infos.iter().enumerate().take(n) {
+            // SAFETY: written for every i < n in the locked loop above.
+            let info = unsafe { info.assume_init_read() };
+            let seq = SeqId::from_cursor(head + i as u64, self.q.sh.xu);
             // SAFETY: as in `pop`: the word is from `T::into_word`, consumed once.
-            let item = unsafe { T::from_word(cap.info) };
-            let signal = self.signal(seq, *cap);
+            let item = unsafe { T::from_word(info) };
+            let mut cap = Capture {
+                efd: NO_EFD,
+                pooled: false,
+                info,
+            };
+            if next_handle < n_handles {
+                // SAFETY: entries below `n_handles` were written above.
+                let (at, efd, pooled) = unsafe { handles[next_handle].assume_init() };
+                if at == i {
+                    (cap.efd, cap.pooled) = (efd, pooled);
+                    next_handle += 1;
+                }
+            }
+            let signal = self.signal(seq, cap);
             out(Popped { seq, item, signal });
         }
         Ok(n)
