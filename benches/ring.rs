@@ -287,6 +287,8 @@ pub fn roundtrip() {
         two_threads(
             move || {
                 for i in 1..=m {
+                    // Ordering: Release/Acquire pair with the other thread's
+                    // load/store, the minimum a real hand-off needs.
                     a1.store(i, Ordering::Release);
                     while b1.load(Ordering::Acquire) != i {
                         std::hint::spin_loop();
@@ -295,6 +297,7 @@ pub fn roundtrip() {
             },
             move || {
                 for i in 1..=m {
+                    // Ordering: pairs with the first thread's Release / Acquire.
                     while ping.load(Ordering::Acquire) != i {
                         std::hint::spin_loop();
                     }
