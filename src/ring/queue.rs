@@ -127,7 +127,7 @@ struct Shared<T: Payload, S: Storage> {
 }
 
 impl<T: Payload, S: Storage> Shared<T, S> {
-    #[inline]
+    #[inline(always)]
     fn idx(&self, cursor: u64) -> usize {
         match self.mask {
             Some(m) => (cursor & m) as usize,
@@ -135,7 +135,7 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, cursor: u64) -> S::Slot<'_> {
         // SAFETY: `idx` reduces modulo the capacity, so it is < capacity().
         unsafe { self.storage.slot(self.idx(cursor)) }
@@ -572,7 +572,7 @@ pub struct SubmitError<T> {
 }
 
 /// Record a transition when tracing is on; check it either way.
-#[inline]
+#[inline(always)]
 fn step(
     trace: &mut Option<Vec<Transition>>,
     state: SlotState,
@@ -675,7 +675,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     }
 
     /// Refuse (changing nothing) unless `n` more slots fit.
-    #[inline]
+    #[inline(always)]
     fn reserve(&mut self, n: u64) -> Result<(), RingError> {
         if self.tail + n >= CURSOR_LIMIT {
             return Err(RingError::CursorExhausted { tail: self.tail });
@@ -692,7 +692,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// The lifecycle check for a submit at cursor `c`: the physical slot's
     /// previous occupant (one lap back) must be FREE.
-    #[inline]
+    #[inline(always)]
     fn check_submit(&mut self, c: u64) -> Result<(), RingError> {
         let occupant = c.saturating_sub(self.q.sh.cap);
         let st = derive(occupant, self.cached_exec_head, self.sched_head, self.tail);
@@ -701,7 +701,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// Write the whole body of the slot for cursor `c` (Relaxed; published by
     /// the Release on scheduled_tail / scheduled_head that follows).
-    #[inline]
+    #[inline(always)]
     fn write_slot(&self, c: u64, item: T, status: Option<StatusArc>) -> SeqId {
         let sh = &*self.q.sh;
         let seq = SeqId::from_cursor(c, sh.xu);
@@ -930,7 +930,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// Check the slot at cursor `c`: its seq_id must be `c`'s, with our xu_id.
-    #[inline]
+    #[inline(always)]
     fn checked(sh: &Shared<T, S>, c: u64) -> Result<(S::Slot<'_>, SeqId), RingError> {
         let slot = sh.slot(c);
         let expected = SeqId::from_cursor(c, sh.xu);
@@ -963,7 +963,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// Write `status` through the slot's `exec_status` word (if any).
-    #[inline]
+    #[inline(always)]
     fn write_status(word: u64, status: NrtStatus) {
         if word != 0 {
             // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
@@ -975,7 +975,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// Signal a captured handle (§6: write, then close a fresh one).
-    #[inline]
+    #[inline(always)]
     fn signal(&self, seq: SeqId, c: Capture) -> Signal {
         if c.efd == NO_EFD {
             return Signal::NoWaiter;
