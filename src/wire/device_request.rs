@@ -264,9 +264,19 @@ impl DeviceExecRequest {
         Ok((Self::parse(bytes)?, le::u32_at(bytes, CC_DMA_INCREMENT_OFF)))
     }
 
-    /// Annotated hex dump of the body.
+    /// Annotated hex dump of the body, followed by each engine's joined
+    /// 64-bit address (the arrays dump as raw words).
     pub fn dump(&self) -> String {
-        annotated_dump(&LAYOUT, &self.encode())
+        let mut out = annotated_dump(&LAYOUT, &self.encode());
+        for e in Engine::ALL {
+            out.push_str(&format!(
+                "  engine {:<4} (lo[{i}], hi[{i}]) = {:#018x}\n",
+                e.name(),
+                self.engine_address(e),
+                i = e.index()
+            ));
+        }
+        out
     }
 }
 
