@@ -13,6 +13,7 @@ use xunds::prng::SplitMix64;
 use xunds::wire::device_request::{self, DeviceExecRequest, Engine, RequestView};
 use xunds::wire::exec_slot::{self, ExecSlot};
 use xunds::wire::layout::annotated_dump;
+use xunds::wire::nq::ErrorClass;
 use xunds::wire::seq_id::{self, SeqId, XuId};
 use xunds::wire::work_item::{self, InferResp, Timespec, TpbExecutionInfo, WorkType};
 use xunds::wire::xu_queue::{self, XuQueueHeader, CURSOR_LIMIT};
@@ -175,7 +176,10 @@ fn rand_ts(rng: &mut SplitMix64) -> Timespec {
 fn rand_resp(rng: &mut SplitMix64) -> InferResp {
     InferResp {
         status: NrtStatus(rng.next_u32()),
-        err_class: rng.below(work_item::ERR_CLASS_MAX as u64 + 1) as u32,
+        err_class: match rng.below(ErrorClass::ALL.len() as u64 + 1) {
+            0 => None,
+            k => Some(ErrorClass::ALL[k as usize - 1]),
+        },
         nq_errors: rng.next_u32(),
         nq_records: rng.next_u32(),
         ts_start: rand_ts(rng),

@@ -7,6 +7,7 @@ use xunds::wire::device_request::{
 };
 use xunds::wire::exec_slot::{self, ExecSlot, NO_EFD};
 use xunds::wire::layout::Origin;
+use xunds::wire::nq::ErrorClass;
 use xunds::wire::seq_id::{self, SeqId, XuId};
 use xunds::wire::work_item::{self, InferResp, Timespec, TpbExecutionInfo, WorkType};
 use xunds::wire::xu_queue::{self, XuQueueHeader, CURSOR_START};
@@ -260,7 +261,7 @@ fn populated_work_item() -> TpbExecutionInfo {
     w.sync_point_cpu_timestamp = 0x0102_0304_0506_0708;
     w.resp = InferResp {
         status: NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
-        err_class: 2,
+        err_class: Some(ErrorClass::Numerical),
         nq_errors: 1,
         nq_records: 6,
         ts_start: Timespec {
@@ -351,5 +352,7 @@ fn seed000_s5_result_splits_across_status_and_infer_resp() {
     let r = populated_work_item().resp;
     assert_eq!(r.latency_total_ns(), 1_000_000_000 - 123_456_789 + 5);
     assert_eq!(r.latency_device_ns(), 8000);
-    assert_eq!(r.error_class(), Some(1)); // numerical = ERR_GENERIC + 1
+    // Numerical is class 1 (NC counter ERR_GENERIC + 1), stored as 1 + 1.
+    assert_eq!(r.err_class_raw(), 2);
+    assert_eq!(u32_at(&populated_work_item().encode(), 0x28 + 0x04), 2);
 }

@@ -75,7 +75,7 @@ fn work_item() -> TpbExecutionInfo {
     w.sync_point_cpu_timestamp = 0x0000_0001_0000_0000;
     w.resp = InferResp {
         status: NrtStatus::SUCCESS,
-        err_class: 0,
+        err_class: None,
         nq_errors: 0,
         nq_records: 5,
         ts_start: Timespec {

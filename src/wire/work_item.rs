@@ -31,6 +31,7 @@
 use core::mem::{offset_of, size_of};
 
 use super::layout::{annotated_dump, Block, Field};
+use super::nq::ErrorClass;
 use super::status::NrtStatus;
 use super::{le, need, WireError};
 
@@ -100,11 +101,13 @@ pub const INFER_RESP_SIZE: usize = 112;
 pub const WAIT_EVENT_DATA_LEN: usize = off::SYNC_EXEC - off::WAIT_EVENT_DATA;
 /// Size of a `struct timespec` (two `i64`).
 pub const TIMESPEC_SIZE: usize = 16;
-/// `err_class` value meaning "no error".
+/// Raw `err_class` meaning "no error" (class `k` is stored as `k + 1`).
 pub const ERR_CLASS_NONE: u32 = 0;
-/// The largest `err_class` value: 1 + the last class (RT, NC counter
-/// `ERR_RT` = `ERR_GENERIC` + 5).
-pub const ERR_CLASS_MAX: u32 = 6;
+/// The largest raw `err_class`: 1 + the last [`ErrorClass`] (`Runtime`).
+pub const ERR_CLASS_MAX: u32 = ErrorClass::ALL.len() as u32;
+
+const _: () = assert!(ERR_CLASS_MAX == 6);
+const _: () = assert!(ErrorClass::ALL[ErrorClass::ALL.len() - 1] as u32 + 1 == ERR_CLASS_MAX);
 
 // Seed 000 §4 / §7 item 5, every number the seed states.
 const _: () = assert!(SIZE == 0xD0);
@@ -389,10 +392,10 @@ impl Timespec {
 pub struct InferResp {
     /// The execution's status (ours; resp+0x00).
     pub status: NrtStatus,
-    /// 0 = no error, else 1 + the error class, where class `k` is NC
-    /// counter `ERR_GENERIC + k` (generic, numerical, model, transient, hw,
-    /// rt). Ours; resp+0x04; at most [`ERR_CLASS_MAX`].
-    pub err_class: u32,
+    /// The first error's class, if any (ours; resp+0x04). Stored as a `u32`:
+    /// 0 = none, else 1 + the [`ErrorClass`] code (whose NC counter is
+    /// `ERR_GENERIC` + code), so a zeroed response means "no error".
+    pub err_class: Option<ErrorClass>,
     /// Error records harvested from the NQs (ours; resp+0x08).
     pub nq_errors: u32,
     /// NQ records harvested in total (ours; resp+0x0C).
@@ -421,7 +424,7 @@ impl Default for InferResp {
     fn default() -> Self {
         InferResp {
             status: NrtStatus::SUCCESS,
-            err_class: ERR_CLASS_NONE,
+            err_class: None,
             nq_errors: 0,
             nq_records: 0,
             ts_start: Timespec::default(),
@@ -438,12 +441,11 @@ impl Default for InferResp {
 }
 
 impl InferResp {
-    /// The error class index (`ERR_GENERIC + k` is its NC counter), if any.
-    pub const fn error_class(&self) -> Option<u32> {
-        if self.err_class == ERR_CLASS_NONE {
-            None
-        } else {
-            Some(self.err_class - 1)
+    /// The raw `err_class` word: 0 for none, else 1 + the class code.
+    pub const fn err_class_raw(&self) -> u32 {
+        match self.err_class {
+            None => ERR_CLASS_NONE,
+            Some(c) => c as u32 + 1,
         }
     }
 
@@ -473,7 +475,7 @@ impl InferResp {
 
     fn put(&self, b: &mut [u8], at: usize) {
         le::put_u32(b, at + resp_off::STATUS, self.status.code());
-        le::put_u32(b, at + resp_off::ERR_CLASS, self.err_class);
+        le::put_u32(b, at + resp_off::ERR_CLASS, self.err_class_raw());
         le::put_u32(b, at + resp_off::NQ_ERRORS, self.nq_errors);
         le::put_u32(b, at + resp_off::NQ_RECORDS, self.nq_records);
         self.ts_start.write(b, at + resp_off::TS_START);
@@ -495,14 +497,18 @@ impl InferResp {
     }
 
     fn get(b: &[u8], at: usize) -> Result<Self, WireError> {
-        let err_class = le::u32_at(b, at + resp_off::ERR_CLASS);
-        if err_class > ERR_CLASS_MAX {
-            return Err(WireError::InvalidField {
-                block: INFER_RESP_LAYOUT.name,
-                field: "err_class",
-                value: u64::from(err_class),
-            });
-        }
+        let raw = le::u32_at(b, at + resp_off::ERR_CLASS);
+        let err_class = match raw {
+            ERR_CLASS_NONE => None,
+            1..=ERR_CLASS_MAX => ErrorClass::from_u8((raw - 1) as u8),
+            _ => {
+                return Err(WireError::InvalidField {
+                    block: INFER_RESP_LAYOUT.name,
+                    field: "err_class",
+                    value: u64::from(raw),
+                })
+            }
+        };
         Ok(InferResp {
             status: NrtStatus(le::u32_at(b, at + resp_off::STATUS)),
             err_class,
@@ -726,11 +732,12 @@ mod tests {
             ts_end: Timespec::from_nanos(2_000_000_100),
             device_start_ns: 10,
             device_end_ns: 25,
-            err_class: 3,
+            err_class: Some(ErrorClass::Model),
             ..InferResp::default()
         };
         assert_eq!(r.latency_total_ns(), 500_000_100);
         assert_eq!(r.latency_device_ns(), 15);
-        assert_eq!(r.error_class(), Some(2));
+        assert_eq!(r.err_class_raw(), 3);
+        assert_eq!(InferResp::parse(&r.encode()), Ok(r));
     }
 }
