@@ -372,3 +372,39 @@ fn round_trips() {
         assert_eq!(back.hash, fnv::record_hash(&s));
     }
 }
+
+#[test]
+fn emit_into_buffers_of_any_length() {
+    let mut rng = SplitMix64::new(0x004_000e);
+    for _ in 0..ROUND_TRIPS {
+        let m = rand_model(&mut rng);
+        let mut buf = vec![0xa5u8; rng.below(2 * model::RECORD_SIZE as u64) as usize];
+        match m.emit(&mut buf) {
+            Ok(()) => {
+                assert!(buf.len() >= model::RECORD_SIZE);
+                assert_eq!(ModelRecord::parse(&buf), Ok(m));
+                assert!(buf[model::RECORD_SIZE..].iter().all(|&b| b == 0xa5));
+            }
+            Err(e) => {
+                assert!(matches!(e, WireError::Truncated { need: 672, .. }));
+                assert!(buf.iter().all(|&b| b == 0xa5), "short emit wrote bytes");
+            }
+        }
+        let p = rand_process(&mut rng);
+        let mut buf = vec![0u8; rng.below(130) as usize];
+        assert_eq!(p.emit(&mut buf).is_ok(), buf.len() >= 64);
+        let e = ProcessInfoExt {
+            hash: rng.next_u32(),
+            tag: rand_arr(&mut rng),
+        };
+        let mut buf = vec![0u8; rng.below(530) as usize];
+        assert_eq!(e.emit(&mut buf).is_ok(), buf.len() >= 260);
+        let mut buf = vec![0u8; rng.below(17) as usize];
+        assert_eq!(Header::COMMITTED.emit(&mut buf).is_ok(), buf.len() >= 8);
+        assert_eq!(
+            rand_version(&mut rng).emit(&mut buf).is_ok(),
+            buf.len() >= 8
+        );
+        assert_eq!(rand_usage(&mut rng).emit(&mut buf).is_ok(), buf.len() >= 16);
+    }
+}

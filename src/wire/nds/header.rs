@@ -131,6 +131,12 @@ impl Header {
         check(self.to_word())
     }
 
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(LAYOUT.name, buf, &self.encode())
+    }
+
     /// Annotated hex dump of the encoding.
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())

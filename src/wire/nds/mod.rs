@@ -89,6 +89,7 @@ pub mod region;
 pub mod version;
 
 use super::layout::{Block, Span};
+use super::WireError;
 use std::borrow::Cow;
 
 /// Every NDS block layout, in region-map order, with the sub-structs after
@@ -107,6 +108,21 @@ pub const BLOCKS: &[Block] = &[
 /// The region map rows (seed 004 §1), in offset order, contiguous from 0 to
 /// [`region::REQUIRED_SIZE`].
 pub const REGIONS: &[Span] = &region::MAP;
+
+/// Copy an encoding into the head of `buf`, refusing a short buffer.
+fn emit_into(block: &'static str, buf: &mut [u8], bytes: &[u8]) -> Result<(), WireError> {
+    match buf.get_mut(..bytes.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(bytes);
+            Ok(())
+        }
+        None => Err(WireError::Truncated {
+            block,
+            need: bytes.len(),
+            got: buf.len(),
+        }),
+    }
+}
 
 /// The text of a fixed-size C `char` array: the bytes up to the first NUL (or
 /// all of them when there is none), with invalid UTF-8 replaced.

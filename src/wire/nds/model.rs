@@ -302,6 +302,12 @@ impl MemUsageInfo {
         b
     }
 
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(MEM_USAGE_LAYOUT.name, buf, &self.encode())
+    }
+
     /// Annotated hex dump of the encoding.
     pub fn dump(&self) -> String {
         annotated_dump(&MEM_USAGE_LAYOUT, &self.encode())
@@ -414,6 +420,12 @@ impl ModelRecord {
     /// A mutable reference to the cell `mem_usage[loc][slot]`.
     pub fn usage_mut(&mut self, loc: MemLocation, slot: MemSlot) -> &mut MemUsageInfo {
         &mut self.mem_usage[loc as usize][slot as usize]
+    }
+
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(LAYOUT.name, buf, &self.encode())
     }
 
     /// Annotated hex dump of the encoding.

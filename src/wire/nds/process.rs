@@ -226,6 +226,12 @@ impl VersionInfo {
         }
     }
 
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(VERSION_INFO_LAYOUT.name, buf, &self.encode())
+    }
+
     /// Annotated hex dump of the encoding.
     pub fn dump(&self) -> String {
         annotated_dump(&VERSION_INFO_LAYOUT, &self.encode())
@@ -294,6 +300,12 @@ impl ProcessInfo {
         c_str_lossy(&self.tag)
     }
 
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(PROCESS_INFO_LAYOUT.name, buf, &self.encode())
+    }
+
     /// Annotated hex dump of the encoding.
     pub fn dump(&self) -> String {
         annotated_dump(&PROCESS_INFO_LAYOUT, &self.encode())
@@ -348,6 +360,12 @@ impl ProcessInfoExt {
     /// The tag up to its NUL, lossy.
     pub fn tag_str(&self) -> Cow<'_, str> {
         c_str_lossy(&self.tag)
+    }
+
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(PROCESS_INFO_EXT_LAYOUT.name, buf, &self.encode())
     }
 
     /// Annotated hex dump of the encoding.
