@@ -5,13 +5,14 @@
 //! peer; the README copies the table and this command.
 
 mod harness;
+mod nds;
 
 fn main() {
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
-    let groups: &[(&str, fn())] = &[];
+    let groups: &[(&str, fn())] = &[("nds_counter", nds::counter), ("nds_record", nds::record)];
     for (name, run) in groups {
         if name.contains(filter.as_str()) {
             println!("## {name}");

@@ -40,7 +40,8 @@ use crate::wire::nds::region;
 use crate::wire::WireError;
 
 use super::index::{Counter, ModelSlot, CORES, NC_COUNTERS, ND_COUNTERS};
-use super::record::{self, RecordSpan, TornReason, Verdict};
+pub use super::record::Verdict;
+use super::record::{self, RecordSpan, TornReason};
 use super::slab::{ReadOnlySlab, Slab};
 use super::{NdsError, REQUIRED_SIZE};
 
@@ -269,6 +270,18 @@ impl<S: Slab> Reader<S> {
     /// Read the process-info-ext record (seed 004 §6, §7).
     pub fn process_info_ext(&self) -> Result<RecordRead<ProcessInfoExt>, NdsError> {
         self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO_EXT))?
+    }
+
+    /// The verified copy of the record at `span` into `out`
+    /// (`out.len() == span.len()`), without parsing: the seed §7 read with
+    /// its typed verdict. `out` holds the fresh record, or the stale copy
+    /// when the verdict is Torn. For monitors that forward raw records.
+    ///
+    /// # Panics
+    /// If `out.len() != span.len()` (a caller bug).
+    pub fn record_bytes(&self, span: RecordSpan, out: &mut [u8]) -> Result<Verdict, NdsError> {
+        let pause = self.pause;
+        self.bracketed(|s| record::read(s, span, out, || pause(RECORD_RETRY)))
     }
 
     /// Everything at once, between two header checks.

@@ -60,6 +60,16 @@ pub trait Slab: Send + Sync {
     /// A memory fence in the atomics family this backing uses (`std`, or
     /// loom's for the heap backing under `--cfg loom`).
     fn fence(&self, order: Ordering);
+
+    /// Load the `out.len() / 8` consecutive 8-byte words at 8-aligned `off`
+    /// into `out` (little-endian bytes; `out.len()` a multiple of 8), one
+    /// Relaxed atomic load per word. Backings may override this to check
+    /// the range once instead of per word.
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (i, w) in out.chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&self.load_u64(off + i * 8, Ordering::Relaxed).to_le_bytes());
+        }
+    }
 }
 
 /// Word-sized atomic writes of a slab (the publisher's side).
@@ -79,6 +89,22 @@ pub trait SlabMut: Slab {
     /// Atomic bitwise OR (`LOCK OR`, seed 004 §3 FEATURE_BITMAP); returns the
     /// old value.
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+
+    /// Store `data` (little-endian, `data.len()` a multiple of 8) as
+    /// consecutive 8-byte words at 8-aligned `off`, one Relaxed atomic store
+    /// per word. Backings may override this to check the range once.
+    fn store_words(&self, off: usize, data: &[u8]) {
+        for (i, w) in data.chunks_exact(8).enumerate() {
+            self.store_u64(off + i * 8, le64(w), Ordering::Relaxed);
+        }
+    }
+}
+
+#[inline(always)]
+fn le64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    u64::from_le_bytes(a)
 }
 
 impl<S: Slab + ?Sized> Slab for &S {
@@ -93,6 +119,9 @@ impl<S: Slab + ?Sized> Slab for &S {
     }
     fn fence(&self, order: Ordering) {
         (**self).fence(order)
+    }
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        (**self).load_words(off, out)
     }
 }
 
@@ -112,6 +141,9 @@ impl<S: SlabMut + ?Sized> SlabMut for &S {
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         (**self).fetch_or_u64(off, v, order)
     }
+    fn store_words(&self, off: usize, data: &[u8]) {
+        (**self).store_words(off, data)
+    }
 }
 
 impl<S: Slab + ?Sized> Slab for std::sync::Arc<S> {
@@ -126,6 +158,9 @@ impl<S: Slab + ?Sized> Slab for std::sync::Arc<S> {
     }
     fn fence(&self, order: Ordering) {
         (**self).fence(order)
+    }
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        (**self).load_words(off, out)
     }
 }
 
@@ -145,13 +180,17 @@ impl<S: SlabMut + ?Sized> SlabMut for std::sync::Arc<S> {
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         (**self).fetch_or_u64(off, v, order)
     }
+    fn store_words(&self, off: usize, data: &[u8]) {
+        (**self).store_words(off, data)
+    }
 }
 
 /// Panic unless `[off, off + size)` is inside `len` and `off` is
-/// `size`-aligned. Cold path: a caller bug, never slab content.
+/// `size`-aligned (`size` a power of two). Cold path: a caller bug, never
+/// slab content.
 #[inline(always)]
 fn check(off: usize, size: usize, len: usize) {
-    if off % size != 0 || off > len.saturating_sub(size) || len < size {
+    if (off & (size - 1)) != 0 || len < size || off > len - size {
         out_of_bounds(off, size, len)
     }
 }
@@ -168,6 +207,10 @@ struct Raw {
     region: Region,
     base: NonNull<u8>,
     len: usize,
+    /// `len - 8` and `len - 4`: the last valid 8- and 4-byte word offsets
+    /// (`len >= REQUIRED_SIZE`), so a word access checks one bound.
+    last8: usize,
+    last4: usize,
 }
 
 // SAFETY: `Raw` only ever turns `base` into `AtomicU64/AtomicU32::from_ptr`
@@ -184,13 +227,22 @@ impl Raw {
             .ptr_at(0, len, 8)
             .map_err(|_| NdsError::TooSmall { len })?;
         let base = NonNull::new(base).ok_or(NdsError::TooSmall { len })?;
-        Ok(Raw { region, base, len })
+        require_size(len)?;
+        Ok(Raw {
+            region,
+            base,
+            len,
+            last8: len - 8,
+            last4: len - 4,
+        })
     }
 
     #[inline(always)]
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        check(off, 8, self.len);
-        // SAFETY: `off` is 8-aligned and `off + 8 <= len` (checked above), the
+        if (off & 7) != 0 || off > self.last8 {
+            out_of_bounds(off, 8, self.len)
+        }
+        // SAFETY: `off` is 8-aligned and `off <= len - 8` (checked above), the
         // base is 8-aligned (checked by `ptr_at` in `new`), so the pointer is
         // an aligned, in-bounds word of the mapping, which `self.region` keeps
         // mapped for the lifetime of `&self`. Every access to slab bytes in
@@ -199,9 +251,31 @@ impl Raw {
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast()) }
     }
 
+    /// The words of `[off, off + len)` after one range check (`len` a
+    /// multiple of 8).
+    #[inline(always)]
+    fn words(&self, off: usize, len: usize) -> impl Iterator<Item = &AtomicU64> + '_ {
+        if len % 8 != 0 || len > self.len {
+            out_of_bounds(off, len, self.len)
+        }
+        if len > 0 {
+            check(off, 8, self.len - (len - 8));
+        }
+        (0..len / 8).map(move |i| {
+            // SAFETY: `off` is 8-aligned and `off + len <= self.len` (both
+            // checked above: `off <= self.len - len`), so word `i < len / 8`
+            // is an aligned, in-bounds word of the mapping, kept mapped by
+            // `self.region` for the lifetime of `&self`; all access to it is
+            // atomic (see `u64_at`).
+            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off + i * 8).cast()) }
+        })
+    }
+
     #[inline(always)]
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        check(off, 4, self.len);
+        if (off & 3) != 0 || off > self.last4 {
+            out_of_bounds(off, 4, self.len)
+        }
         // SAFETY: as for `u64_at`, with 4-byte alignment and size.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(off).cast()) }
     }
@@ -294,6 +368,12 @@ impl Slab for MappedSlab {
     fn fence(&self, order: Ordering) {
         std::sync::atomic::fence(order)
     }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
+            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
 }
 
 impl SlabMut for MappedSlab {
@@ -316,6 +396,12 @@ impl SlabMut for MappedSlab {
     #[inline]
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         self.raw.u64_at(off).fetch_or(v, order)
+    }
+    #[inline]
+    fn store_words(&self, off: usize, data: &[u8]) {
+        for (a, w) in self.raw.words(off, data.len()).zip(data.chunks_exact(8)) {
+            a.store(le64(w), Ordering::Relaxed);
+        }
     }
 }
 
@@ -370,6 +456,12 @@ impl Slab for ReadOnlySlab {
     #[inline]
     fn fence(&self, order: Ordering) {
         std::sync::atomic::fence(order)
+    }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
+            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
+        }
     }
 }
 

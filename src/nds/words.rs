@@ -37,12 +37,10 @@ pub fn copy_out<S: Slab + ?Sized>(slab: &S, off: usize, out: &mut [u8]) {
         at += 4;
         rest = tail;
     }
-    let mut words = rest.chunks_exact_mut(8);
-    for w in &mut words {
-        w.copy_from_slice(&slab.load_u64(at, Ordering::Relaxed).to_le_bytes());
-        at += 8;
-    }
-    let tail = words.into_remainder();
+    let whole = rest.len() & !7;
+    let (body, tail) = rest.split_at_mut(whole);
+    slab.load_words(at, body);
+    at += whole;
     if !tail.is_empty() {
         tail.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes());
     }
@@ -60,12 +58,10 @@ pub fn copy_in<S: SlabMut + ?Sized>(slab: &S, off: usize, data: &[u8]) {
         at += 4;
         rest = tail;
     }
-    let mut words = rest.chunks_exact(8);
-    for w in &mut words {
-        slab.store_u64(at, le64(w), Ordering::Relaxed);
-        at += 8;
-    }
-    let tail = words.remainder();
+    let whole = rest.len() & !7;
+    let (body, tail) = rest.split_at(whole);
+    slab.store_words(at, body);
+    at += whole;
     if !tail.is_empty() {
         slab.store_u32(at, le32(tail), Ordering::Relaxed);
     }
@@ -92,13 +88,6 @@ pub fn zero<S: SlabMut + ?Sized>(slab: &S, off: usize, len: usize) {
 }
 
 #[inline(always)]
-fn le64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(b);
-    u64::from_le_bytes(a)
-}
-
-#[inline(always)]
 fn le32(b: &[u8]) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(b);
@@ -112,31 +101,48 @@ mod tests {
 
     #[test]
     fn round_trips_at_every_4_aligned_shape() {
-        let s = HeapSlab::new(512);
+        round_trips(&HeapSlab::new(512));
+        // The mapped backing's bulk path (one range check per copy).
+        round_trips(&crate::nds::MappedSlab::anonymous().unwrap());
+    }
+
+    fn round_trips<S: SlabMut>(s: &S) {
+        zero(s, 0, 512);
         for off in (0..64).step_by(4) {
             for len in (0..=84).step_by(4) {
                 let data: Vec<u8> = (0..len).map(|i| (i * 7 + off + 1) as u8).collect();
-                zero(&s, 0, 512);
-                copy_in(&s, off, &data);
+                zero(s, 0, 512);
+                copy_in(s, off, &data);
                 let mut back = vec![0u8; len];
-                copy_out(&s, off, &mut back);
+                copy_out(s, off, &mut back);
                 assert_eq!(back, data, "off {off} len {len}");
                 // Nothing outside [off, off + len) was touched.
                 let mut all = vec![0u8; 512];
-                copy_out(&s, 0, &mut all);
+                copy_out(s, 0, &mut all);
                 assert!(all[..off].iter().all(|&b| b == 0));
                 assert!(all[off + len..].iter().all(|&b| b == 0));
-                zero(&s, off, len);
-                copy_out(&s, 0, &mut all);
+                zero(s, off, len);
+                copy_out(s, 0, &mut all);
                 assert!(all.iter().all(|&b| b == 0));
             }
         }
     }
 
     #[test]
-    fn misaligned_copy_is_refused() {
+    fn misaligned_or_out_of_bounds_copy_is_refused() {
         let s = HeapSlab::new(64);
         let mut b = [0u8; 6];
         assert!(std::panic::catch_unwind(move || copy_out(&s, 0, &mut b)).is_err());
+        let m = crate::nds::MappedSlab::anonymous().unwrap();
+        let len = crate::nds::SLAB_SIZE;
+        let mut big = vec![0u8; 16];
+        assert!(std::panic::catch_unwind(|| {
+            let mut b = [0u8; 16];
+            copy_out(&m, len - 8, &mut b)
+        })
+        .is_err());
+        assert!(std::panic::catch_unwind(|| copy_in(&m, len - 8, &[0u8; 16])).is_err());
+        assert!(std::panic::catch_unwind(|| copy_in(&m, usize::MAX - 7, &[0u8; 16])).is_err());
+        copy_out(&m, len - 16, &mut big);
     }
 }

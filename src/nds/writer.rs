@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use crate::fsm::record::{RecordEvent, RecordFsm, RecordState};
-use crate::fsm::{step_traced, NoHook, TransitionHook};
+use crate::fsm::{step as fsm_step, step_traced, TransitionHook};
 use crate::sync::{Mutex, MutexGuard};
 use crate::wire::nds::counters::{Features, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
@@ -50,7 +50,8 @@ struct Books {
     models: [RecordState; MODEL_SLOTS],
     process_info: RecordState,
     process_info_ext: RecordState,
-    hook: Box<dyn TransitionHook + Send>,
+    /// Where transitions are traced; `None` skips building the trace.
+    hook: Option<Box<dyn TransitionHook + Send>>,
 }
 
 /// The publisher's handle on one slab.
@@ -161,7 +162,7 @@ impl<S: SlabMut> Writer<S> {
                 models,
                 process_info,
                 process_info_ext,
-                hook: Box::new(NoHook),
+                hook: None,
             }),
         }
     }
@@ -193,7 +194,7 @@ impl<S: SlabMut> Writer<S> {
 
     /// Install the hook every record transition is reported to (a trace).
     pub fn set_hook(&self, hook: Box<dyn TransitionHook + Send>) {
-        self.lock().hook = hook;
+        self.lock().hook = Some(hook);
     }
 
     /// The lifecycle state of model slot `slot` as this writer's books have it.
@@ -273,7 +274,12 @@ impl<S: SlabMut> Writer<S> {
         let mut staged = r.encode();
         let b = &mut *books;
         let mut state = b.models[index];
-        step(&mut state, RecordEvent::Stage, index as u64, &mut *b.hook)?;
+        step(
+            &mut state,
+            RecordEvent::Stage,
+            index as u64,
+            b.hook.as_deref_mut(),
+        )?;
         b.bitmap |= slot.bit();
         // Relaxed: the bitmap only tells readers where to look; each record
         // carries its own publish protocol (seed 004 §5 marks the bit, then
@@ -284,7 +290,7 @@ impl<S: SlabMut> Writer<S> {
         self.stamp_and_publish(
             &mut b.models[index],
             index as u64,
-            &mut *b.hook,
+            b.hook.as_deref_mut(),
             span,
             &mut staged,
         )?;
@@ -302,7 +308,7 @@ impl<S: SlabMut> Writer<S> {
         self.rewrite(
             &mut b.models[slot.index()],
             slot.index() as u64,
-            &mut *b.hook,
+            b.hook.as_deref_mut(),
             span,
             &mut staged,
         )
@@ -317,9 +323,9 @@ impl<S: SlabMut> Writer<S> {
         let b = &mut *books;
         let id = slot.index() as u64;
         let state = &mut b.models[slot.index()];
-        step(state, RecordEvent::Delete, id, &mut *b.hook)?;
+        step(state, RecordEvent::Delete, id, b.hook.as_deref_mut())?;
         record::erase(&self.slab, span);
-        step(state, RecordEvent::Reclaim, id, &mut *b.hook)?;
+        step(state, RecordEvent::Reclaim, id, b.hook.as_deref_mut())?;
         b.bitmap &= !slot.bit();
         // Relaxed: see `commit_model`.
         self.slab
@@ -336,7 +342,7 @@ impl<S: SlabMut> Writer<S> {
         self.commit_or_rewrite(
             &mut b.process_info,
             PROCESS_INFO_ID,
-            &mut *b.hook,
+            b.hook.as_deref_mut(),
             RecordSpan::PROCESS_INFO,
             &mut staged,
         )
@@ -351,7 +357,7 @@ impl<S: SlabMut> Writer<S> {
         self.commit_or_rewrite(
             &mut b.process_info_ext,
             PROCESS_INFO_EXT_ID,
-            &mut *b.hook,
+            b.hook.as_deref_mut(),
             RecordSpan::PROCESS_INFO_EXT,
             &mut staged,
         )
@@ -361,12 +367,12 @@ impl<S: SlabMut> Writer<S> {
         &self,
         state: &mut RecordState,
         id: u64,
-        hook: &mut dyn TransitionHook,
+        mut hook: Hook<'_>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
         if *state == RecordState::Free {
-            step(state, RecordEvent::Stage, id, hook)?;
+            step(state, RecordEvent::Stage, id, hook.as_deref_mut())?;
             self.stamp_and_publish(state, id, hook, span, staged)
         } else {
             self.rewrite(state, id, hook, span, staged)
@@ -378,11 +384,11 @@ impl<S: SlabMut> Writer<S> {
         &self,
         state: &mut RecordState,
         id: u64,
-        hook: &mut dyn TransitionHook,
+        mut hook: Hook<'_>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
-        step(state, RecordEvent::Stamp, id, hook)?;
+        step(state, RecordEvent::Stamp, id, hook.as_deref_mut())?;
         fnv::stamp(staged);
         // A free record is all zero already; invalidating anyway makes a
         // slot left dirty by a crashed writer safe to reuse.
@@ -396,12 +402,12 @@ impl<S: SlabMut> Writer<S> {
         &self,
         state: &mut RecordState,
         id: u64,
-        hook: &mut dyn TransitionHook,
+        mut hook: Hook<'_>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
         // The lifecycle check comes before any byte of the slab changes.
-        step(state, RecordEvent::BeginUpdate, id, hook)?;
+        step(state, RecordEvent::BeginUpdate, id, hook.as_deref_mut())?;
         fnv::stamp(staged);
         record::invalidate(&self.slab, span);
         record::publish(&self.slab, span, staged);
@@ -409,13 +415,21 @@ impl<S: SlabMut> Writer<S> {
     }
 }
 
+/// The optional trace hook, borrowed from the books.
+type Hook<'a> = Option<&'a mut (dyn TransitionHook + Send + 'static)>;
+
+/// One lifecycle step of record `id`, traced when a hook is installed.
+#[inline]
 fn step(
     state: &mut RecordState,
     event: RecordEvent,
     id: u64,
-    hook: &mut dyn TransitionHook,
+    hook: Hook<'_>,
 ) -> Result<(), NdsError> {
-    *state = step_traced::<RecordFsm, _>(*state, event, id, hook)?;
+    *state = match hook {
+        Some(h) => step_traced::<RecordFsm, _>(*state, event, id, h)?,
+        None => fsm_step::<RecordFsm>(*state, event)?,
+    };
     Ok(())
 }
 
