@@ -236,7 +236,7 @@ impl<S: Slab> Reader<S> {
             return Err(NdsError::Detached);
         }
         let out = f(&self.slab);
-        // Ordering: Acquire fence, partner: the Release fence in
+        // Ordering: Acquire fence (seed 004 §2 header gate), partner: the Release fence in
         // `Writer::release` after it zeroes the header: if `f` saw any word
         // the release zeroed, the re-load below sees the zero header.
         self.slab.fence(Ordering::Acquire);

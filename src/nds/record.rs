@@ -199,7 +199,7 @@ pub fn copy_once<S: Slab + ?Sized>(slab: &S, span: RecordSpan, out: &mut [u8]) -
         return Attempt::Unpublished;
     }
     words::copy_out(slab, span.off + 8, &mut out[8..]);
-    // Ordering: Acquire fence, partner: the Release fence in `invalidate`: if
+    // Ordering: Acquire fence (seed 004 §7 read), partner: the Release fence in `invalidate`: if
     // any body load above returned a store made after an update started, the
     // update's zeroing of word 0 happens-before the re-load below.
     #[cfg(not(xunds_mutant = "record_plain_copy"))]
@@ -250,7 +250,7 @@ pub fn read<S: Slab + ?Sized>(
 /// stores that follow.
 fn zero_word0<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     slab.store_u64(span.off, 0, Ordering::Relaxed);
-    // Ordering: Release fence, partner: the Acquire fence in `copy_once`
+    // Ordering: Release fence (seed 004 §7 publish), partner: the Acquire fence in `copy_once`
     // before its re-load of word 0: a reader whose body loads see any store
     // after this fence re-loads 0 (or later) and rejects the copy.
     slab.fence(Ordering::Release);

@@ -173,7 +173,7 @@ impl<S: SlabMut> Writer<S> {
     pub fn release(self) -> S {
         self.slab
             .store_u64(region::HEADER_OFF, 0, Ordering::Relaxed);
-        // Ordering: Release fence, partner: the Acquire fence a reader runs
+        // Ordering: Release fence (seed 004 §2 header), partner: the Acquire fence a reader runs
         // before re-checking the header after each read: a reader that saw
         // any of the zeroing below re-loads a zero header and reports
         // Detached instead of mixing the two lives of the slab.
