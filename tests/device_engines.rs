@@ -4,8 +4,9 @@
 //! and a property test of >= 100,000 random blocks.
 
 use xunds::device::engine::{
-    execute_blocks, read_f32s, write_f32s, DeviceMemory, EngineFault, EngineFsm, EngineStatus,
-    ExecReport, Executor, Limits, MemFault, TraceWhat, VecMemory, NUM_ENGINES,
+    execute_blocks, execute_request, read_f32s, write_f32s, DeviceExecRequest, DeviceMemory,
+    Engine, EngineFault, EngineFsm, EngineStatus, ExecReport, Executor, Limits, MemFault,
+    TraceWhat, VecMemory, NUM_ENGINES,
 };
 use xunds::device::isa::{
     self, op, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
@@ -729,6 +730,32 @@ fn delay_spends_exactly_its_cycles() {
     assert_eq!(r.end_cycle, 0x1_0000_0001);
 }
 
+#[test]
+fn execute_request_reads_each_engines_lo_and_hi_words() {
+    // Memory above 4 GiB, so the high words matter (seed 000 §3: addr =
+    // hi << 32 | lo).
+    let base = 0x2_0000_0000u64;
+    let m = VecMemory::new(base, 0x1000);
+    store_block(&m, base + 0x100, &[Insn::Nop, Insn::End]);
+    store_block(&m, base + 0x200, &[Insn::End]);
+    let mut req = DeviceExecRequest::default();
+    req.set_engine_address(Engine::Act, base + 0x100);
+    req.set_engine_address(Engine::Sp, base + 0x200);
+    assert_eq!(req.eng_addresses_hi[Engine::Act.index()], 2);
+    let r = execute_request(&m, &req, 10);
+    assert_done(&r);
+    assert_eq!(r.engine(Engine::Act).status, EngineStatus::Done);
+    assert_eq!(r.engine(Engine::Act).end_cycle, 12);
+    assert_eq!(r.engine(Engine::Sp).end_cycle, 11);
+    for e in [Engine::Pe, Engine::Pool, Engine::Dve] {
+        assert_eq!(r.engine(e).status, EngineStatus::Idle);
+    }
+    // The same with the high word lost: the block is not there.
+    req.eng_addresses_hi[Engine::Act.index()] = 0;
+    let r = execute_request(&m, &req, 10);
+    assert_eq!(r.first_error, Some((Engine::Act, ErrorClass::Hw)));
+}
+
 // ------------------------------------------------------------- wait/signal
 
 #[test]
@@ -817,7 +844,7 @@ fn only_error(r: &ExecReport, engine: usize) -> EngineFault {
     let e = r.engines[engine];
     let f = e.fault.expect("a fault");
     assert_eq!(e.status, EngineStatus::Error(f.class()));
-    assert_eq!(r.first_error, Some((engine, f.class())));
+    assert_eq!(r.first_error, Some((Engine::ALL[engine], f.class())));
     f
 }
 
@@ -891,7 +918,7 @@ fn block_addresses_outside_memory_or_misaligned_are_hw() {
     for e in &r.engines[..3] {
         assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
     }
-    assert_eq!(r.first_error, Some((0, ErrorClass::Hw)));
+    assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Hw)));
 }
 
 #[test]
@@ -988,7 +1015,7 @@ fn a_deadlocked_wait_is_a_runtime_error_not_a_hang() {
             })
         );
     }
-    assert_eq!(r.first_error, Some((0, ErrorClass::Runtime)));
+    assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Runtime)));
 }
 
 #[test]
@@ -1017,7 +1044,7 @@ fn the_root_cause_comes_first_when_a_fault_starves_a_waiter() {
         r.engines[1].status,
         EngineStatus::Error(ErrorClass::Transient)
     );
-    assert_eq!(r.first_error, Some((1, ErrorClass::Transient)));
+    assert_eq!(r.first_error, Some((Engine::Act, ErrorClass::Transient)));
 }
 
 #[test]
@@ -1399,7 +1426,7 @@ fn random_blocks_never_panic_never_hang_and_fail_with_typed_errors() {
                     let f = e.fault.expect("an error carries its fault");
                     assert_eq!(f.class(), class);
                     seen[class as usize] += 1;
-                    if r.first_error == Some((i, class)) {
+                    if r.first_error == Some((Engine::ALL[i], class)) {
                         first_seen = true;
                     }
                 }

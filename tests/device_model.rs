@@ -3,13 +3,11 @@
 //! deterministic and hand-checked, and planted faults give their class.
 
 use xunds::device::engine::{
-    execute_blocks, read_f32s, EngineFault, EngineStatus, ExecReport, Executor, VecMemory,
-    NUM_ENGINES,
+    execute_blocks, execute_request, read_f32s, Engine, EngineFault, EngineStatus, ExecReport,
+    Executor, VecMemory, NUM_ENGINES,
 };
 use xunds::device::isa::{ActFn, Insn};
-use xunds::device::model::{
-    Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage, ACT, DVE, PE, POOL, SP,
-};
+use xunds::device::model::{Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage};
 use xunds::wire::nq::ErrorClass;
 
 const LOAD_PA: u64 = 0x10_0000;
@@ -24,9 +22,10 @@ fn setup(spec: &MlpSpec) -> (VecMemory, ModelImage) {
     (m, img)
 }
 
+/// Write the input, execute the image's request, read the outputs.
 fn run(m: &VecMemory, img: &ModelImage, input: &[f32], start: u64) -> (ExecReport, Vec<f32>) {
     img.write_input(m, input).unwrap();
-    let r = execute_blocks(m, img.engine_addresses(), start);
+    let r = execute_request(m, &img.request(), start);
     (r, img.read_output(m).unwrap())
 }
 
@@ -237,7 +236,7 @@ fn linking_elsewhere_moves_only_the_prologues() {
 
 #[test]
 fn a_raise_of_each_class_on_each_engine_is_the_root_cause() {
-    for engine in [PE, ACT, POOL, DVE, SP] {
+    for engine in Engine::ALL {
         for class in ErrorClass::ALL {
             let spec = MlpSpec {
                 inject: Some(Inject::Raise { engine, class }),
@@ -246,10 +245,10 @@ fn a_raise_of_each_class_on_each_engine_is_the_root_cause() {
             let (m, img) = setup(&spec);
             let (r, _) = run(&m, &img, &spec.example_input(0), 0);
             assert_eq!(r.first_error, Some((engine, class)), "{engine} {class:?}");
-            assert_eq!(r.engines[engine].status, EngineStatus::Error(class));
+            assert_eq!(r.engine(engine).status, EngineStatus::Error(class));
             // Everyone downstream starves: Runtime (deadlock), never a hang.
             for (i, e) in r.engines.iter().enumerate() {
-                if i != engine {
+                if i != engine.index() {
                     assert!(
                         matches!(
                             e.status,
@@ -269,7 +268,7 @@ fn a_delay_moves_the_timing_but_not_the_outputs() {
     let x = MlpSpec::EXAMPLE.example_input(4);
     let (m0, img0) = setup(&MlpSpec::EXAMPLE);
     let (base, y0) = run(&m0, &img0, &x, 0);
-    for engine in [PE, ACT, POOL, DVE, SP] {
+    for engine in Engine::ALL {
         let spec = MlpSpec {
             inject: Some(Inject::Delay {
                 engine,
@@ -284,13 +283,13 @@ fn a_delay_moves_the_timing_but_not_the_outputs() {
         assert_eq!(r.macs, base.macs);
         // The delay overlaps the engine's own waiting, so it moves the end
         // by at most its length.
-        assert!(r.engines[engine].end_cycle > 1_000_000);
+        assert!(r.engine(engine).end_cycle > 1_000_000);
         assert!(r.end_cycle > 1_000_000 && r.end_cycle <= base.end_cycle + 1_000_000);
     }
     // On SP, the head of the chain, the delay shifts the end exactly.
     let spec = MlpSpec {
         inject: Some(Inject::Delay {
-            engine: SP,
+            engine: Engine::Sp,
             cycles: 5000,
         }),
         ..MlpSpec::EXAMPLE
@@ -308,9 +307,9 @@ fn a_non_finite_input_is_a_numerical_error() {
         let mut x = spec.example_input(0);
         x[17] = bad;
         let (r, _) = run(&m, &img, &x, 0);
-        assert_eq!(r.first_error, Some((PE, ErrorClass::Numerical)));
+        assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Numerical)));
         assert!(matches!(
-            r.engines[PE].fault,
+            r.engine(Engine::Pe).fault,
             Some(EngineFault::NonFinite { .. })
         ));
         // The first MATMUL faulted before counting.
@@ -342,7 +341,7 @@ fn a_model_loaded_outside_device_memory_faults_as_hw() {
     let img = MlpSpec::EXAMPLE.link(LOAD_PA, 0x4000_0000).unwrap();
     img.load(&m).unwrap();
     let r = execute_blocks(&m, img.engine_addresses(), 0);
-    assert_eq!(r.first_error, Some((SP, ErrorClass::Hw)));
+    assert_eq!(r.first_error, Some((Engine::Sp, ErrorClass::Hw)));
 }
 
 #[test]
@@ -363,31 +362,14 @@ fn builder_refuses_bad_input() {
         Err(ModelError::BadShape { what: "hidden", .. })
     ));
     assert!(matches!(
-        MlpSpec {
-            inject: Some(Inject::Delay {
-                engine: 5,
-                cycles: 1
-            }),
-            ..MlpSpec::EXAMPLE
-        }
-        .link(LOAD_PA, IO_PA),
-        Err(ModelError::BadEngine { engine: 5 })
-    ));
-    assert!(matches!(
         MlpSpec::EXAMPLE.link(u64::MAX - 63, IO_PA),
         Err(ModelError::TooLarge { .. })
     ));
     let mut b = ModelBuilder::new("t");
-    assert_eq!(
-        b.push(NUM_ENGINES, Insn::Nop),
-        Err(ModelError::BadEngine {
-            engine: NUM_ENGINES
-        })
-    );
     assert!(matches!(
-        b.push(PE, Insn::Wait { sem: 16, value: 1 }),
+        b.push(Engine::Pe, Insn::Wait { sem: 16, value: 1 }),
         Err(ModelError::BadInsn {
-            engine: PE,
+            engine: Engine::Pe,
             index: 0,
             ..
         })
@@ -405,7 +387,7 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     let x = b.input("x", &[4]);
     let y = b.output("y", &[4]);
     b.push(
-        DVE,
+        Engine::Dve,
         Insn::Affine {
             dst: y.operand(),
             src: x.operand(),
@@ -426,7 +408,7 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     assert!(r.is_ok());
     assert_eq!(y, [4.0, 7.0, -2.0, 2.5]);
     assert_eq!(y, img.reference(&[1.0, 2.0, -1.0, 0.5]));
-    assert_eq!(r.engines[PE].status, EngineStatus::Idle);
+    assert_eq!(r.engine(Engine::Pe).status, EngineStatus::Idle);
     // No reference: an empty vector.
     let img = ModelBuilder::new("empty").link(LOAD_PA, IO_PA).unwrap();
     assert!(!img.has_reference());

@@ -23,12 +23,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
 use crate::fsm::{self, Fsm, Row};
+pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 use crate::wire::nq::ErrorClass;
-
-/// Number of engines.
-pub const NUM_ENGINES: usize = 5;
-/// Engine names in request order (seed 000 §3: PE, ACT, POOL, DVE, SP).
-pub const ENGINE_NAMES: [&str; NUM_ENGINES] = ["PE", "ACT", "POOL", "DVE", "SP"];
 
 /// Word access to device memory by physical address. Implemented by the HAL
 /// over mapped device DRAM and by [`VecMemory`]. `pa` is 4-byte aligned
@@ -362,7 +358,7 @@ pub struct EngineReport {
 /// One execution's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExecReport {
-    /// Per engine, in request order (PE, ACT, POOL, DVE, SP).
+    /// Per engine, indexed by [`Engine::index`] (PE, ACT, POOL, DVE, SP).
     pub engines: [EngineReport; NUM_ENGINES],
     /// MACs of every completed `MATMUL` (the NDS `MAC_COUNT` increment).
     pub macs: u64,
@@ -371,10 +367,15 @@ pub struct ExecReport {
     /// The first engine to fault, in the order faults happened, with its
     /// class: the root cause when one fault starves other engines into a
     /// deadlock.
-    pub first_error: Option<(usize, ErrorClass)>,
+    pub first_error: Option<(Engine, ErrorClass)>,
 }
 
 impl ExecReport {
+    /// One engine's report.
+    pub fn engine(&self, engine: Engine) -> &EngineReport {
+        &self.engines[engine.index()]
+    }
+
     /// The root-cause error class, if any engine failed.
     pub fn error(&self) -> Option<ErrorClass> {
         self.first_error.map(|(_, c)| c)
@@ -537,8 +538,8 @@ impl Fsm for EngineFsm {
 /// One line of an instruction trace ([`Executor::with_trace`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceLine {
-    /// Engine index.
-    pub engine: usize,
+    /// The engine.
+    pub engine: Engine,
     /// The cycle the event happened (an instruction's issue cycle).
     pub cycle: u64,
     /// Instruction address.
@@ -568,8 +569,13 @@ pub enum TraceWhat {
 
 impl fmt::Display for TraceLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = ENGINE_NAMES.get(self.engine).copied().unwrap_or("?");
-        write!(f, "{:>8} {:<4} {:#08x}  ", self.cycle, name, self.pc)?;
+        write!(
+            f,
+            "{:>8} {:<4} {:#08x}  ",
+            self.cycle,
+            self.engine.name(),
+            self.pc
+        )?;
         match &self.what {
             TraceWhat::Done { insn, end } => write!(f, "{insn}  -> {end}"),
             TraceWhat::Blocked { insn } => write!(f, "{insn}  (blocked)"),
@@ -635,7 +641,7 @@ impl Executor {
     fn log(&mut self, engine: usize, cycle: u64, pc: u64, what: TraceWhat) {
         if let Some(t) = &mut self.trace {
             t.push(TraceLine {
-                engine,
+                engine: Engine::ALL[engine],
                 cycle,
                 pc,
                 what,
@@ -643,8 +649,19 @@ impl Executor {
         }
     }
 
-    /// Run one execution: engine `i` starts at `blocks[i]` (0 = idle) at
-    /// `start_cycle`.
+    /// Run the execution `req` describes: each engine starts at
+    /// `req.engine_address(engine)` (0 = idle) at `start_cycle`.
+    pub fn run_request(
+        &mut self,
+        mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
+        start_cycle: u64,
+    ) -> ExecReport {
+        self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
+    }
+
+    /// Run one execution: engine `i` ([`Engine::ALL`] order) starts at
+    /// `blocks[i]` (0 = idle) at `start_cycle`.
     pub fn run(
         &mut self,
         mem: &dyn DeviceMemory,
@@ -682,7 +699,7 @@ impl Executor {
             let issue = engs[i].cycle;
             if total_steps >= self.limits.max_steps {
                 self.fail(&mut engs[i], i, EngineFault::StepBudget { pc });
-                first_error.get_or_insert((i, ErrorClass::Runtime));
+                first_error.get_or_insert((Engine::ALL[i], ErrorClass::Runtime));
                 continue;
             }
             total_steps += 1;
@@ -691,7 +708,7 @@ impl Executor {
                 Ok(insn) => insn,
                 Err(f) => {
                     self.fail(&mut engs[i], i, f);
-                    first_error.get_or_insert((i, f.class()));
+                    first_error.get_or_insert((Engine::ALL[i], f.class()));
                     continue;
                 }
             };
@@ -699,7 +716,7 @@ impl Executor {
             if end > limit_cycle {
                 let f = EngineFault::CycleBudget { pc };
                 self.fail(&mut engs[i], i, f);
-                first_error.get_or_insert((i, f.class()));
+                first_error.get_or_insert((Engine::ALL[i], f.class()));
                 continue;
             }
             let result = match insn {
@@ -755,7 +772,7 @@ impl Executor {
                 }
                 Err(f) => {
                     self.fail(&mut engs[i], i, f);
-                    first_error.get_or_insert((i, f.class()));
+                    first_error.get_or_insert((Engine::ALL[i], f.class()));
                 }
             }
             if let Insn::Signal { sem, .. } = insn {
@@ -776,7 +793,7 @@ impl Executor {
                 have: sems[usize::from(sem)],
             };
             self.fail(e, i, f);
-            first_error.get_or_insert((i, f.class()));
+            first_error.get_or_insert((Engine::ALL[i], f.class()));
         }
 
         let engines = core::array::from_fn(|i| {
@@ -1107,8 +1124,19 @@ impl Access<'_> {
     }
 }
 
-/// Run one execution with default [`Limits`]: engine `i` starts at
-/// `blocks[i]` (0 = idle) at `start_cycle`.
+/// Run the execution `req` describes with default [`Limits`]: engine `e`'s
+/// block is at `req.engine_address(e)` (0 = idle); all start at
+/// `start_cycle`.
+pub fn execute_request(
+    mem: &dyn DeviceMemory,
+    req: &DeviceExecRequest,
+    start_cycle: u64,
+) -> ExecReport {
+    Executor::new(Limits::DEFAULT).run_request(mem, req, start_cycle)
+}
+
+/// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]
+/// order) starts at `blocks[i]` (0 = idle) at `start_cycle`.
 pub fn execute_blocks(
     mem: &dyn DeviceMemory,
     blocks: [u64; NUM_ENGINES],

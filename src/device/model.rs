@@ -19,24 +19,13 @@ use core::fmt;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use super::engine::{self, DeviceMemory, MemFault, ENGINE_NAMES, NUM_ENGINES};
+use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
 use super::isa::{self, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
 use crate::prng::SplitMix64;
 use crate::wire::nq::ErrorClass;
 
 /// Alignment of every block, section and tensor.
 pub const ALIGN: u64 = 64;
-
-/// Engine index of PE (request order, seed 000 §3).
-pub const PE: usize = 0;
-/// Engine index of ACT.
-pub const ACT: usize = 1;
-/// Engine index of POOL.
-pub const POOL: usize = 2;
-/// Engine index of DVE.
-pub const DVE: usize = 3;
-/// Engine index of SP.
-pub const SP: usize = 4;
 
 /// Where a tensor lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,15 +117,10 @@ impl MemUsage {
 /// Why a model could not be built or linked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelError {
-    /// An engine index is not below 5.
-    BadEngine {
-        /// The index.
-        engine: usize,
-    },
     /// An instruction does not validate.
     BadInsn {
-        /// Engine index.
-        engine: usize,
+        /// The engine.
+        engine: Engine,
         /// Position in the engine's block (before the prologue).
         index: usize,
         /// Why.
@@ -176,7 +160,6 @@ pub enum ModelError {
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ModelError::BadEngine { engine } => write!(f, "engine index {engine} out of range"),
             ModelError::BadInsn { engine, index, err } => {
                 write!(f, "engine {engine} instruction {index}: {err}")
             }
@@ -296,13 +279,10 @@ impl ModelBuilder {
         self.reference = Some(Arc::new(f));
     }
 
-    /// Append `insn` to engine `engine`'s block. The linker adds the base
-    /// prologue before and `END` after.
-    pub fn push(&mut self, engine: usize, insn: Insn) -> Result<(), ModelError> {
-        let block = self
-            .blocks
-            .get_mut(engine)
-            .ok_or(ModelError::BadEngine { engine })?;
+    /// Append `insn` to `engine`'s block. The linker adds the base prologue
+    /// before and `END` after.
+    pub fn push(&mut self, engine: Engine, insn: Insn) -> Result<(), ModelError> {
+        let block = &mut self.blocks[engine.index()];
         insn.validate().map_err(|err| ModelError::BadInsn {
             engine,
             index: block.len(),
@@ -415,8 +395,8 @@ pub struct ModelImage {
     pub io_pa: u64,
     /// Code blocks then constants; copy to `load_pa`.
     pub bytes: Vec<u8>,
-    /// Per engine (PE, ACT, POOL, DVE, SP): its block's byte offset within
-    /// `bytes`, `None` when idle.
+    /// Per engine ([`Engine::index`] order: PE, ACT, POOL, DVE, SP): its
+    /// block's byte offset within `bytes`, `None` when idle.
     pub blocks: [Option<u64>; NUM_ENGINES],
     /// Offset of the constants section within `bytes`.
     pub const_offset: u64,
@@ -461,10 +441,22 @@ impl ModelImage {
         self.scratch_offset + self.scratch_bytes
     }
 
-    /// Engine `i`'s block address (`load_pa + offset`, 0 when idle), in
-    /// request order: what goes into `eng_addresses_lo/hi`.
+    /// Each engine's block address (`load_pa + offset`, 0 when idle), in
+    /// [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
     pub fn engine_addresses(&self) -> [u64; NUM_ENGINES] {
         self.blocks.map(|o| o.map_or(0, |o| self.load_pa + o))
+    }
+
+    /// One engine's block address (0 when idle).
+    pub fn engine_address(&self, engine: Engine) -> u64 {
+        self.engine_addresses()[engine.index()]
+    }
+
+    /// A request naming this image's blocks, every flag clear.
+    pub fn request(&self) -> crate::wire::device_request::DeviceExecRequest {
+        crate::wire::device_request::DeviceExecRequest::with_engine_addresses(
+            self.engine_addresses(),
+        )
     }
 
     /// The physical address of a tensor of this image.
@@ -574,17 +566,12 @@ impl ModelImage {
                 );
             }
         }
-        for (i, off) in self.blocks.iter().enumerate() {
+        for (e, off) in Engine::ALL.iter().zip(&self.blocks) {
             let Some(off) = *off else {
-                let _ = writeln!(s, "{}: idle", ENGINE_NAMES[i]);
+                let _ = writeln!(s, "{e}: idle");
                 continue;
             };
-            let _ = writeln!(
-                s,
-                "{}: block at +{off:#x} (pa {:#x})",
-                ENGINE_NAMES[i],
-                self.load_pa + off
-            );
+            let _ = writeln!(s, "{e}: block at +{off:#x} (pa {:#x})", self.load_pa + off);
             let (insns, err) = isa::disassemble(self.bytes.get(off as usize..).unwrap_or(&[]));
             for (o, insn) in insns {
                 let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + o);
@@ -603,16 +590,16 @@ impl ModelImage {
 pub enum Inject {
     /// `RAISE class` at the top of `engine`'s block (after the prologue).
     Raise {
-        /// Engine index.
-        engine: usize,
+        /// The engine.
+        engine: Engine,
         /// The class raised.
         class: ErrorClass,
     },
     /// `DELAY cycles` at the top of `engine`'s block; the outputs are
     /// unchanged, only the timing moves.
     Delay {
-        /// Engine index.
-        engine: usize,
+        /// The engine.
+        engine: Engine,
         /// Cycles.
         cycles: u64,
     },
@@ -727,11 +714,6 @@ impl MlpSpec {
                 });
             }
         }
-        if let Some(Inject::Raise { engine, .. } | Inject::Delay { engine, .. }) = self.inject {
-            if engine >= NUM_ENGINES {
-                return Err(ModelError::BadEngine { engine });
-            }
-        }
         Ok(())
     }
 
@@ -772,18 +754,18 @@ impl MlpSpec {
         };
         // SP: stage the input.
         mb.push(
-            SP,
+            Engine::Sp,
             Insn::Copy {
                 dst: xs.operand(),
                 src: x.operand(),
                 n: bt * i,
             },
         )?;
-        mb.push(SP, signal(0))?;
+        mb.push(Engine::Sp, signal(0))?;
         // PE: both matrix multiplies.
-        mb.push(PE, wait(0))?;
+        mb.push(Engine::Pe, wait(0))?;
         mb.push(
-            PE,
+            Engine::Pe,
             Insn::MatMul {
                 dst: hs.operand(),
                 a: xs.operand(),
@@ -795,10 +777,10 @@ impl MlpSpec {
                 check,
             },
         )?;
-        mb.push(PE, signal(1))?;
-        mb.push(PE, wait(3))?;
+        mb.push(Engine::Pe, signal(1))?;
+        mb.push(Engine::Pe, wait(3))?;
         mb.push(
-            PE,
+            Engine::Pe,
             Insn::MatMul {
                 dst: y.operand(),
                 a: hs.operand(),
@@ -810,18 +792,18 @@ impl MlpSpec {
                 check,
             },
         )?;
-        mb.push(PE, signal(4))?;
+        mb.push(Engine::Pe, signal(4))?;
         // DVE: both bias adds.
-        mb.push(DVE, wait(1))?;
-        mb.push(DVE, binary(&hs, &hs, &b1))?;
-        mb.push(DVE, signal(2))?;
-        mb.push(DVE, wait(4))?;
-        mb.push(DVE, binary(&y, &y, &b2))?;
-        mb.push(DVE, signal(5))?;
+        mb.push(Engine::Dve, wait(1))?;
+        mb.push(Engine::Dve, binary(&hs, &hs, &b1))?;
+        mb.push(Engine::Dve, signal(2))?;
+        mb.push(Engine::Dve, wait(4))?;
+        mb.push(Engine::Dve, binary(&y, &y, &b2))?;
+        mb.push(Engine::Dve, signal(5))?;
         // ACT: the activation, in place.
-        mb.push(ACT, wait(2))?;
+        mb.push(Engine::Act, wait(2))?;
         mb.push(
-            ACT,
+            Engine::Act,
             Insn::Act {
                 func: self.act,
                 dst: hs.operand(),
@@ -830,11 +812,11 @@ impl MlpSpec {
                 check,
             },
         )?;
-        mb.push(ACT, signal(3))?;
+        mb.push(Engine::Act, signal(3))?;
         // POOL: the row max.
-        mb.push(POOL, wait(5))?;
+        mb.push(Engine::Pool, wait(5))?;
         mb.push(
-            POOL,
+            Engine::Pool,
             Insn::Reduce {
                 op: ReduceOp::Max,
                 dst: m.operand(),
