@@ -1122,7 +1122,7 @@ fn step_and_cycle_budgets_end_the_execution() {
     store_block(&m, code_at(0), &block);
     let limits = Limits {
         max_steps: 5,
-        max_cycles: 1 << 40,
+        ..Limits::DEFAULT
     };
     let r = Executor::new(limits).run(&m, [code_at(0), 0, 0, 0, 0], 0);
     let f = only_error(&r, 0);
@@ -1147,6 +1147,36 @@ fn step_and_cycle_budgets_end_the_execution() {
         only_error(&r, 0),
         EngineFault::CycleBudget { pc: code_at(0) }
     );
+
+    // Work: a 64x64x64 MATMUL (8 + 262144) against a budget of 100000;
+    // a long DELAY costs no work.
+    let mm = Insn::MatMul {
+        dst: at(DATA),
+        a: at(DATA),
+        b: at(DATA),
+        m: 64,
+        k: 64,
+        n: 64,
+        acc: false,
+        check: false,
+    };
+    let limits = Limits {
+        max_work: 100_000,
+        ..Limits::DEFAULT
+    };
+    store_block(
+        &m,
+        code_at(0),
+        &[Insn::Delay { cycles: 1 << 30 }, mm, Insn::End],
+    );
+    let r = Executor::new(limits).run(&m, [code_at(0), 0, 0, 0, 0], 0);
+    assert_eq!(
+        only_error(&r, 0),
+        EngineFault::WorkBudget {
+            pc: code_at(0) + INSN_BYTES as u64
+        }
+    );
+    assert_eq!(r.macs, 0);
 }
 
 #[test]
@@ -1396,6 +1426,7 @@ fn random_blocks_never_panic_never_hang_and_fail_with_typed_errors() {
             Limits {
                 max_steps: g.below(12),
                 max_cycles: g.below(5000),
+                max_work: g.below(200),
             }
         } else {
             Limits::DEFAULT

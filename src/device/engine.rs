@@ -8,10 +8,10 @@
 //! time order and the same memory + the same start cycle give the same
 //! report, cycle for cycle. Every way a block can go wrong (memory fault,
 //! undecodable word, deadlocked `WAIT`, `RAISE`, a non-finite result under
-//! `.chk`, an exhausted step or cycle budget) stops that engine with a typed
+//! `.chk`, an exhausted budget) stops that engine with a typed
 //! [`EngineFault`] and an [`ErrorClass`]; nothing panics and nothing loops:
-//! blocks are straight-line (no branch instruction) and every request has a
-//! step budget ([`Limits`]).
+//! blocks are straight-line (no branch instruction) and every request has
+//! step, cycle and work budgets ([`Limits`]).
 //!
 //! Device memory is reached only through [`DeviceMemory`] (the HAL
 //! implements it over mapped device DRAM; [`VecMemory`] is a heap-backed one
@@ -269,6 +269,12 @@ pub enum EngineFault {
         /// Instruction address.
         pc: u64,
     },
+    /// The instruction would take the request past [`Limits::max_work`].
+    /// Class `Runtime`.
+    WorkBudget {
+        /// Instruction address.
+        pc: u64,
+    },
     /// The engine state machine refused a transition (a bug; kept as an
     /// error value instead of a panic). Class `Runtime`.
     Internal {
@@ -292,6 +298,7 @@ impl EngineFault {
             | EngineFault::SemaphoreOverflow { .. }
             | EngineFault::StepBudget { .. }
             | EngineFault::CycleBudget { .. }
+            | EngineFault::WorkBudget { .. }
             | EngineFault::Internal { .. } => ErrorClass::Runtime,
         }
     }
@@ -309,6 +316,7 @@ impl EngineFault {
             | EngineFault::SemaphoreOverflow { pc, .. }
             | EngineFault::StepBudget { pc }
             | EngineFault::CycleBudget { pc }
+            | EngineFault::WorkBudget { pc }
             | EngineFault::Internal { pc } => pc,
         }
     }
@@ -332,6 +340,7 @@ impl fmt::Display for EngineFault {
             EngineFault::SemaphoreOverflow { sem, .. } => write!(f, "semaphore s{sem} overflow"),
             EngineFault::StepBudget { .. } => f.write_str("step budget exhausted"),
             EngineFault::CycleBudget { .. } => f.write_str("cycle budget exhausted"),
+            EngineFault::WorkBudget { .. } => f.write_str("work budget exhausted"),
             EngineFault::Internal { .. } => f.write_str("internal state-machine error"),
         }
     }
@@ -392,20 +401,27 @@ impl ExecReport {
     }
 }
 
-/// Per-request budgets that bound an execution.
+/// Per-request budgets that bound an execution, in virtual time and in the
+/// host time the interpreter spends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Instructions issued by all engines together.
     pub max_steps: u64,
     /// Virtual cycles any engine may run past the start cycle.
     pub max_cycles: u64,
+    /// Work of all engines together: the sum of the cycle costs of every
+    /// instruction except `DELAY` (whose cycles cost the host nothing), so
+    /// it bounds the elements and MACs the interpreter computes.
+    pub max_work: u64,
 }
 
 impl Limits {
-    /// The defaults: 2^20 instructions, 2^40 cycles.
+    /// The defaults: 2^20 instructions, 2^40 cycles, 2^26 work (at worst
+    /// about a quarter second of host time).
     pub const DEFAULT: Limits = Limits {
         max_steps: 1 << 20,
         max_cycles: 1 << 40,
+        max_work: 1 << 26,
     };
 }
 
@@ -688,6 +704,7 @@ impl Executor {
         let mut ready_at = [start_cycle; NUM_SEMAPHORES];
         let mut macs = 0u64;
         let mut total_steps = 0u64;
+        let mut total_work = 0u64;
         let mut first_error = None;
 
         // Issue instructions in virtual-time order until no engine is ready.
@@ -713,12 +730,23 @@ impl Executor {
                 }
             };
             let end = issue.saturating_add(insn.cycles());
-            if end > limit_cycle {
-                let f = EngineFault::CycleBudget { pc };
+            let work = match insn {
+                Insn::Delay { .. } => 0,
+                _ => insn.cycles(),
+            };
+            let over = if end > limit_cycle {
+                Some(EngineFault::CycleBudget { pc })
+            } else if total_work + work > self.limits.max_work {
+                Some(EngineFault::WorkBudget { pc })
+            } else {
+                None
+            };
+            if let Some(f) = over {
                 self.fail(&mut engs[i], i, f);
                 first_error.get_or_insert((Engine::ALL[i], f.class()));
                 continue;
             }
+            total_work += work;
             let result = match insn {
                 Insn::Wait { sem, value } => {
                     let s = usize::from(sem);
