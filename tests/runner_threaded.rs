@@ -126,3 +126,14 @@ fn the_wall_bound_turns_a_hang_into_an_error() {
         other => panic!("expected a wall timeout, got {other:?}"),
     }
 }
+
+#[test]
+fn an_empty_runner_ends_at_once() {
+    let r: ThreadedRunner<Box<dyn Actor + Send>> = ThreadedRunner::new(ThreadedConfig {
+        idle_timeout: Duration::from_millis(5),
+        max_wall: Some(Duration::from_secs(60)),
+    })
+    .unwrap();
+    let rep = r.run().unwrap();
+    assert!(rep.actors.is_empty());
+}

@@ -76,9 +76,9 @@ pub enum WorkerEvent {
     SignalWaiter,
 }
 
-/// The worker machine.
+/// The worker cycle machine (named so it is not confused with the Worker actor).
 #[derive(Clone, Copy, Debug)]
-pub struct Worker;
+pub struct WorkerCycle;
 
 use WorkerEvent as E;
 use WorkerState as S;
@@ -87,7 +87,7 @@ const fn row(from: S, event: E, to: S) -> Row<S, E> {
     Row { from, event, to }
 }
 
-impl Fsm for Worker {
+impl Fsm for WorkerCycle {
     type State = WorkerState;
     type Event = WorkerEvent;
     const NAME: &'static str = "worker";
@@ -202,18 +202,18 @@ mod tests {
 
     #[test]
     fn table_and_function_agree() {
-        check_table::<Worker>().unwrap();
+        check_table::<WorkerCycle>().unwrap();
     }
 
     #[test]
     fn table_snapshot() {
-        insta::assert_snapshot!(render_table::<Worker>());
+        insta::assert_snapshot!(render_table::<WorkerCycle>());
     }
 
     fn run(events: &[WorkerEvent]) -> Result<WorkerState, (usize, WorkerState)> {
         let mut s = S::Idle;
         for (i, e) in events.iter().enumerate() {
-            s = step::<Worker>(s, *e).map_err(|err| (i, err.state))?;
+            s = step::<WorkerCycle>(s, *e).map_err(|err| (i, err.state))?;
         }
         Ok(s)
     }
@@ -248,11 +248,11 @@ mod tests {
         }
         // Popping before the item is returned (use-after-free, seed 000 §4
         // QUIRK) and signalling before the pop (seed 000 §6) are refused.
-        assert!(step::<Worker>(S::CountersReported, E::Pop).is_err());
-        assert!(step::<Worker>(S::ItemReturned, E::SignalWaiter).is_err());
+        assert!(step::<WorkerCycle>(S::CountersReported, E::Pop).is_err());
+        assert!(step::<WorkerCycle>(S::ItemReturned, E::SignalWaiter).is_err());
         // No harvest without a peeked slot; no sleeping mid-execution.
-        assert!(step::<Worker>(S::Idle, E::HarvestRecord).is_err());
-        assert!(step::<Worker>(S::Current, E::Sleep).is_err());
-        assert!(step::<Worker>(S::Sleeping, E::Peek).is_err());
+        assert!(step::<WorkerCycle>(S::Idle, E::HarvestRecord).is_err());
+        assert!(step::<WorkerCycle>(S::Current, E::Sleep).is_err());
+        assert!(step::<WorkerCycle>(S::Sleeping, E::Peek).is_err());
     }
 }

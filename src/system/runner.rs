@@ -706,6 +706,10 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             remaining: AtomicUsize::new(non_daemons),
             clock: MonotonicClock::start(),
         });
+        if self.actors.is_empty() {
+            // Nothing will ever call stop: the run is over before it starts.
+            self.stop.stop();
+        }
         let mut threads = Vec::with_capacity(self.actors.len());
         for (actor, daemon) in self.actors {
             let name = actor.name().to_string();
