@@ -654,6 +654,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri isolation forbids the file system")]
     fn diff_files_reads_from_disk() {
         let dir = std::env::temp_dir().join(format!("xunds-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
