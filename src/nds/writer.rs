@@ -29,7 +29,7 @@ use crate::sync::{Mutex, MutexGuard};
 use crate::wire::nds::counters::{Features, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
 use crate::wire::nds::model::{self, ModelRecord};
-use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt};
+use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
 use crate::wire::nds::{fnv, region};
 
 use super::index::{Counter, ModelSlot};
@@ -258,6 +258,22 @@ impl<S: SlabMut> Writer<S> {
     /// OR feature bits into `FEATURE_BITMAP` (ND 3); returns the old bits.
     pub fn set_features(&self, f: Features) -> Features {
         Features::from_bits_retain(self.or(Counter::nd(NdCounter::FeatureBitmap), f.bits()))
+    }
+
+    /// Publish the runtime, framework and FAL versions as the packed ND
+    /// counter words 0..=2 (SPEC-NOTES.md packing). Seed 004 §6 note: the
+    /// producer publishes the same triples in the process-info record too
+    /// ([`Writer::publish_process_info`]).
+    pub fn set_versions(&self, runtime: VersionInfo, framework: VersionInfo, fal: VersionInfo) {
+        for (c, v) in [
+            (NdCounter::RuntimeVersion, runtime),
+            (NdCounter::FrameworkVersion, framework),
+            (NdCounter::FalVersion, fal),
+        ] {
+            // Relaxed: see `add`.
+            self.slab
+                .store_u64(Counter::nd(c).offset(), v.packed(), Ordering::Relaxed);
+        }
     }
 
     // ---- records (seed 004 §5-§7) ----
@@ -568,6 +584,28 @@ mod tests {
                 "reclaim>FREE"
             ]
         );
+    }
+
+    #[test]
+    fn handles_are_send_and_sync_and_versions_pack() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Writer<MappedSlab>>();
+        send_sync::<Writer<Arc<HeapSlab>>>();
+        send_sync::<crate::nds::Reader>();
+        let w = Writer::new(HeapSlab::zeroed()).unwrap();
+        let v = |major, minor, build| VersionInfo {
+            major,
+            minor,
+            build,
+        };
+        w.set_versions(v(2, 31, 24), v(2, 1, 0), v(1, 0, 7));
+        let word = |c: NdCounter| {
+            w.slab()
+                .load_u64(Counter::nd(c).offset(), Ordering::Relaxed)
+        };
+        assert_eq!(word(NdCounter::RuntimeVersion), 2 << 40 | 31 << 32 | 24);
+        assert_eq!(word(NdCounter::FrameworkVersion), 2 << 40 | 1 << 32);
+        assert_eq!(word(NdCounter::FalVersion), 1 << 40 | 7);
     }
 
     #[test]
