@@ -9,6 +9,8 @@
 //!   engine that validates and performs copies.
 //! - [`staging`]: the submit path's device half (`stage_and_doorbell`).
 //! - [`sequencer`]: the device-sequencer-proxy's core logic (`poll`).
+//! - [`isa`], [`engine`], [`model`]: the instruction format, the engine
+//!   interpreter and the model builder (see their own docs).
 //! - [`nq`]: NQ ring writer/reader with phase bits, and the worker's
 //!   [`nq::Harvester`].
 //!
@@ -18,7 +20,10 @@
 //! core to the worker.
 
 pub mod dma;
+pub mod engine;
+pub mod isa;
 pub mod memmap;
+pub mod model;
 pub mod nq;
 pub mod sequencer;
 pub mod staging;
