@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, NqError, Source};
+use crate::wire::status::NrtStatus;
 
 use super::memmap::{reg, MemMap};
 
@@ -243,6 +244,29 @@ impl ExecCompletion {
     pub const fn device_cycles(&self) -> u32 {
         self.end_cycle.wrapping_sub(self.start_cycle)
     }
+
+    /// The status this completion suggests for the caller (the worker owns
+    /// the final mapping): SUCCESS; a DMA abort is `EXEC_HW_ERR_DMA_ABORT`;
+    /// a numerical error `EXEC_COMPLETED_WITH_NUM_ERR`; a hardware error
+    /// `HW_ERROR`; any other class `EXEC_COMPLETED_WITH_ERR`.
+    pub const fn suggested_status(&self) -> NrtStatus {
+        match self.status {
+            ExecStatus::Done => NrtStatus::SUCCESS,
+            ExecStatus::Error {
+                source: Source::Dma,
+                ..
+            } => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
+            ExecStatus::Error {
+                class: ErrorClass::Numerical,
+                ..
+            } => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
+            ExecStatus::Error {
+                class: ErrorClass::Hw,
+                ..
+            } => NrtStatus::HW_ERROR,
+            ExecStatus::Error { .. } => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+        }
+    }
 }
 
 /// Why the harvester could not complete an execution normally. Each maps to
@@ -265,6 +289,18 @@ pub enum HarvestError {
     },
     /// A record did not decode (skipped).
     Corrupt(NqReadError),
+}
+
+impl HarvestError {
+    /// The status this error suggests: `TIMEOUT`, `EXEC_SW_NQ_OVERFLOW`, or
+    /// `HW_ERROR` for a corrupt record.
+    pub const fn suggested_status(&self) -> NrtStatus {
+        match self {
+            HarvestError::Timeout { .. } => NrtStatus::TIMEOUT,
+            HarvestError::Overflow { .. } => NrtStatus::EXEC_SW_NQ_OVERFLOW,
+            HarvestError::Corrupt(_) => NrtStatus::HW_ERROR,
+        }
+    }
 }
 
 impl fmt::Display for HarvestError {
@@ -291,6 +327,9 @@ struct Pending {
     deadline: u64,
     got: EngineMask,
     error: Option<ExecStatus>,
+    error_end: u32,
+    /// A DMA or sequencer error: the only record this execution will get.
+    terminal: bool,
     start: Option<u32>,
     end: u32,
 }
@@ -350,6 +389,8 @@ impl<H: Hal> Harvester<H> {
             deadline,
             got: 0,
             error: None,
+            error_end: 0,
+            terminal: false,
             start: None,
             end: 0,
         });
@@ -372,8 +413,11 @@ impl<H: Hal> Harvester<H> {
     }
 
     /// Read every available record, then return the oldest execution if it
-    /// is complete (all expected engines DONE, or any error record), timed
-    /// out (`now >= deadline`), or an overflow/corrupt-record error.
+    /// is complete (every expected engine reported; or a DMA or sequencer
+    /// error record arrived, which is the only record such an execution
+    /// gets), timed out (`now >= deadline`), or an overflow/corrupt-record
+    /// error. With several engine errors, the status is the one that
+    /// happened first in device time.
     /// Call again until it returns `None`.
     pub fn poll(&mut self, now: u64) -> Result<Option<Harvest>, HalError> {
         let hal = Arc::clone(&self.hal);
@@ -397,7 +441,7 @@ impl<H: Hal> Harvester<H> {
         let Some(front) = self.pending.front().copied() else {
             return Ok(None);
         };
-        let complete = front.error.is_some() || front.got & front.expect == front.expect;
+        let complete = front.terminal || front.got & front.expect == front.expect;
         if complete {
             self.pending.pop_front();
             return Ok(Some(Ok(ExecCompletion {
@@ -440,12 +484,27 @@ impl<H: Hal> Harvester<H> {
             p.end = rec.end_cycle;
         }
         if let Kind::Error(class) = rec.kind {
-            if p.error.is_none() {
+            // The root cause is the error that happened first in device time
+            // (a RAISE on one engine starves the others into a later
+            // deadlock error); ties go to the lower engine index.
+            let earlier = match p.error {
+                None => true,
+                Some(ExecStatus::Error { engine, .. }) => {
+                    let d = rec.end_cycle.wrapping_sub(p.error_end) as i32;
+                    d < 0 || (d == 0 && rec.engine < engine)
+                }
+                Some(ExecStatus::Done) => true,
+            };
+            if earlier {
                 p.error = Some(ExecStatus::Error {
                     class,
                     source: rec.source,
                     engine: rec.engine,
                 });
+                p.error_end = rec.end_cycle;
+            }
+            if rec.source != Source::Engine {
+                p.terminal = true;
             }
         }
     }

@@ -11,7 +11,8 @@
 //! 2. when a copy bumps the sequencer's request tail (the third trigger
 //!    pair), reads the request from DMEM, checks the request-load event,
 //!    charges the model switch, and executes it through a
-//!    [`RequestExecutor`] (the engines) on device DRAM;
+//!    [`RequestExecutor`] (the engines, [`engine::Executor`]) on device DRAM
+//!    reached through the HAL ([`DramMemory`]);
 //! 3. writes one 16-byte NQ record per engine that had a block (DONE, or
 //!    ERROR with the class) with phase bits into that engine's NQ ring, bumps
 //!    `SEQ_HEAD`, the MAC and cycle registers, and notifies the core's NQ
@@ -30,16 +31,9 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
+use super::engine::{self, DeviceMemory, EngineReport, EngineStatus, ExecReport, MemFault};
 use super::memmap::{dmem, reg, BadPa, MemMap, Window};
 use super::nq::{NqWriter, Overflow};
-
-/// Word access to device memory by physical address: what the engines see.
-pub trait WordMemory {
-    /// Read the little-endian word at `pa` (4-aligned).
-    fn read_u32(&self, pa: u64) -> Result<u32, BadPa>;
-    /// Write the little-endian word `v` at `pa` (4-aligned).
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), BadPa>;
-}
 
 /// Device DRAM through the HAL, by physical address. Addresses outside DRAM
 /// (or misaligned) are refused with [`BadPa`], never followed.
@@ -93,67 +87,47 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     }
 }
 
-impl<H: Hal + ?Sized> WordMemory for DramMemory<'_, H> {
-    fn read_u32(&self, pa: u64) -> Result<u32, BadPa> {
-        let off = self.off(pa)?;
+impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
+    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
+        let off = self.off(pa).map_err(|_| MemFault { pa })?;
         self.hal
             .load_u32(self.map.dram, off, Ordering::Relaxed)
-            .map_err(|_| BadPa { pa, len: 4 })
+            .map_err(|_| MemFault { pa })
     }
 
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), BadPa> {
-        let off = self.off(pa)?;
+    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
+        let off = self.off(pa).map_err(|_| MemFault { pa })?;
         self.hal
             .store_u32(self.map.dram, off, v, Ordering::Relaxed)
-            .map_err(|_| BadPa { pa, len: 4 })
+            .map_err(|_| MemFault { pa })
     }
 }
 
-/// How one engine ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// No block.
-    Idle,
-    /// Finished its block.
-    Done,
-    /// Failed with this class.
-    Error(ErrorClass),
-}
-
-/// One engine's outcome and its virtual-cycle span.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EngineOutcome {
-    /// How it ended.
-    pub status: Outcome,
-    /// Cycle it started.
-    pub start_cycle: u64,
-    /// Cycle it stopped.
-    pub end_cycle: u64,
-}
-
-/// One request's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RequestOutcome {
-    /// Per engine, in request order.
-    pub engines: [EngineOutcome; device_request::NUM_ENGINES],
-    /// MACs performed (the NDS `MAC_COUNT` increment).
-    pub macs: u64,
-    /// The latest end cycle.
-    pub end_cycle: u64,
-}
-
-/// The engines, as the sequencer drives them: run one request whose engine
-/// `i` starts at `addrs[i]` (0 = idle) at `start_cycle`. Implementations must
-/// not panic on bad addresses: an access outside device memory is an engine
-/// error.
+/// The engines, as the sequencer drives them: run the request in DMEM,
+/// engine `e` starting at `req.engine_address(e)` (0 = idle) at
+/// `start_cycle`. Implementations must not panic on bad addresses: an access
+/// outside device memory is an engine error ([`engine::execute_request`]'s
+/// contract).
 pub trait RequestExecutor: Send {
     /// Execute one request.
     fn execute(
         &mut self,
-        mem: &dyn WordMemory,
-        addrs: [u64; device_request::NUM_ENGINES],
+        mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
         start_cycle: u64,
-    ) -> RequestOutcome;
+    ) -> ExecReport;
+}
+
+/// The real engines ([`engine::Executor`], reused across requests).
+impl RequestExecutor for engine::Executor {
+    fn execute(
+        &mut self,
+        mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
+        start_cycle: u64,
+    ) -> ExecReport {
+        self.run_request(mem, req, start_cycle)
+    }
 }
 
 /// An executor that completes every engine with a block after a fixed
@@ -168,28 +142,34 @@ pub struct NullExecutor {
 impl RequestExecutor for NullExecutor {
     fn execute(
         &mut self,
-        _mem: &dyn WordMemory,
-        addrs: [u64; device_request::NUM_ENGINES],
+        _mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
         start_cycle: u64,
-    ) -> RequestOutcome {
-        let engines = addrs.map(|a| EngineOutcome {
-            status: if a == 0 { Outcome::Idle } else { Outcome::Done },
-            start_cycle,
-            end_cycle: if a == 0 {
-                start_cycle
-            } else {
-                start_cycle + self.cycles
-            },
+    ) -> ExecReport {
+        let engines = Engine::ALL.map(|e| {
+            let busy = req.engine_address(e) != 0;
+            EngineReport {
+                status: if busy {
+                    EngineStatus::Done
+                } else {
+                    EngineStatus::Idle
+                },
+                start_cycle,
+                end_cycle: start_cycle + if busy { self.cycles } else { 0 },
+                steps: u64::from(busy),
+                fault: None,
+            }
         });
         let end_cycle = engines
             .iter()
             .map(|e| e.end_cycle)
             .max()
             .unwrap_or(start_cycle);
-        RequestOutcome {
+        ExecReport {
             engines,
             macs: 0,
             end_cycle,
+            first_error: None,
         }
     }
 }
@@ -478,23 +458,22 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             return Ok(p);
         }
 
-        let addrs = Engine::ALL.map(|e| req.engine_address(e));
         let out = {
             let mem = DramMemory::new(&*hal, &map);
-            self.exec.execute(&mem, addrs, start)
+            self.exec.execute(&mem, &req, start)
         };
         let mut any = false;
         for e in Engine::ALL {
-            if addrs[e.index()] == 0 {
+            if req.engine_address(e) == 0 {
                 continue;
             }
             any = true;
             let o = out.engines[e.index()];
             let (kind, source) = match o.status {
-                Outcome::Done => (Kind::Done, Source::Engine),
-                Outcome::Error(class) => (Kind::Error(class), Source::Engine),
+                EngineStatus::Done => (Kind::Done, Source::Engine),
+                EngineStatus::Error(class) => (Kind::Error(class), Source::Engine),
                 // A block that the engines did not run: the sequencer's error.
-                Outcome::Idle => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
+                EngineStatus::Idle => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
             };
             self.record(
                 c,
