@@ -62,6 +62,18 @@ impl NqWriter {
         }
     }
 
+    /// Free slots: the ring length minus records written and not yet
+    /// consumed by the worker (per its `NQ_HEAD` register).
+    pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
+        // Ordering: Acquire pairs with the reader's Release store of its head.
+        let head = hal.load_u32(
+            self.regs,
+            reg::NQ_HEAD + 4 * usize::from(self.engine),
+            Ordering::Acquire,
+        )?;
+        Ok(self.len.saturating_sub(self.written.wrapping_sub(head)))
+    }
+
     /// Write `entry` (its phase is replaced by the ring's current phase).
     /// A full ring drops the record, counts it in `NQ_OVERFLOWS` and returns
     /// [`Overflow`].
