@@ -621,6 +621,8 @@ impl DmaEngine {
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
+                    // Ordering: Release pairs with the sequencer's Acquire
+                    // load of SEQ_EVENT.
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(false)

@@ -416,6 +416,8 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             return Ok(Progress::default());
         }
         // The request-load event: set by the second trigger pair.
+        // Ordering: Acquire pairs with the DMA engine's Release store of
+        // SEQ_EVENT (same device thread here; kept for a split device).
         let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
         hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
         let mut body = [0u8; device_request::SIZE];
