@@ -43,7 +43,12 @@ pub const SEED000_BLOCKS: &[&Block] = &[
 ];
 
 /// The device-side blocks: the UDMA descriptor (SPEC-NOTES.md) and our NQ record.
-pub const DEVICE_BLOCKS: &[&Block] = &[&udma::LAYOUT, &nq::LAYOUT];
+pub const DEVICE_BLOCKS: &[&Block] = &[
+    &udma::LAYOUT,
+    &udma::LAYOUT_M2S_META,
+    &udma::LAYOUT_S2M,
+    &nq::LAYOUT,
+];
 
 /// Every ABI block xunds defines, in the order `xunds layout` prints them:
 /// [`SEED000_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (seed 004).
