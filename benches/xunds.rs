@@ -5,6 +5,7 @@
 //! peer; the README copies the table and this command.
 
 mod harness;
+mod nds;
 mod ring;
 
 fn main() {
@@ -13,6 +14,8 @@ fn main() {
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
     let groups: &[(&str, fn())] = &[
+        ("nds_counter", nds::counter),
+        ("nds_record", nds::record),
         ("ring_throughput", ring::throughput),
         ("ring_batched", ring::batched),
         ("ring_roundtrip", ring::roundtrip),

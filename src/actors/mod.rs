@@ -2,3 +2,392 @@
 //! Each is a plain struct owning its typed state machine and ring endpoints,
 //! with a non-blocking `poll` that reports progress; actors never spawn
 //! threads. Mailboxes are bounded rtrb rings (an in-crate SPSC under loom).
+//!
+//! This module owns the vocabulary every actor shares (STYLE.md practice 10):
+//!
+//! - [`Actor`]: `poll(&mut self, cx) -> Progress`, a name, an idle-wait hook
+//!   ([`Idle`]) for the threaded runner and an optional timer
+//!   ([`Actor::next_deadline`]) for the deterministic runner's virtual clock.
+//!   A poll never blocks and never sleeps: waiting is the runner's job.
+//! - [`Cx`]: what a poll gets from its runner: the current time ([`Nanos`],
+//!   virtual or monotonic, never read from a global clock inside an actor),
+//!   the actor's name and a trace sink. [`Cx`] is a
+//!   [`TransitionHook`], so an actor steps its
+//!   machines with `fsm::step_traced::<M>(state, event, id, cx)` and every
+//!   transition lands in the trace.
+//! - [`TraceSink`] / [`TraceEvent`]: the trace interface (a kind and a stable
+//!   text per event). The file format lives in `crate::system::trace`.
+//! - [`mailbox`]: the bounded SPSC mailbox (`push` gives the item back as
+//!   [`mailbox::Full`] when the mailbox is full).
+//!
+//! ## The deadlock rule for paired bounded queues
+//!
+//! Stated in full in docs/design.md ("Actors and the system"). In short:
+//! (R1) a poll never blocks; a push that finds the mailbox full keeps the
+//! item (at most one kept item per outbound mailbox) and retries on a later
+//! poll; (R2) an actor pops from an inbound mailbox only when it can keep
+//! whatever that message makes it send; (R3) the "handling a message from
+//! queue *q* may push to queue *q'*" relation is acyclic (requests one way,
+//! replies that emit nothing the other). Under R1-R3 two actors whose
+//! mailboxes toward each other are both full still drain.
+
+pub mod mailbox;
+
+use core::fmt;
+use std::os::fd::RawFd;
+
+use crate::fsm::{Transition, TransitionHook};
+
+/// A time in nanoseconds: virtual (deterministic runner) or since the
+/// runner started (threaded runner). Actors receive it in [`Cx`]; they never
+/// read a clock themselves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    /// Time zero.
+    pub const ZERO: Nanos = Nanos(0);
+    /// The largest representable time.
+    pub const MAX: Nanos = Nanos(u64::MAX);
+
+    /// `us` microseconds.
+    pub const fn from_micros(us: u64) -> Nanos {
+        Nanos(us.saturating_mul(1_000))
+    }
+
+    /// `ms` milliseconds.
+    pub const fn from_millis(ms: u64) -> Nanos {
+        Nanos(ms.saturating_mul(1_000_000))
+    }
+
+    /// The raw nanosecond count.
+    pub const fn as_u64(self) -> u64 {
+        self.0
+    }
+
+    /// `self + d`, saturating at [`Nanos::MAX`].
+    pub const fn saturating_add(self, d: Nanos) -> Nanos {
+        Nanos(self.0.saturating_add(d.0))
+    }
+
+    /// `self - earlier`, or zero when `earlier` is later.
+    pub const fn saturating_sub(self, earlier: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+/// What one [`Actor::poll`] achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Progress {
+    /// Something changed (a message moved, a state machine stepped). The
+    /// runner polls again soon, and the deterministic runner resets its
+    /// livelock guard.
+    Made,
+    /// Nothing to do right now. The threaded runner waits per [`Actor::idle`];
+    /// the deterministic runner polls others or advances its clock.
+    Idle,
+    /// The actor is done and must not be polled again.
+    Finished,
+}
+
+/// How the threaded runner waits after a poll returned [`Progress::Idle`].
+/// The deterministic runner never waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Idle {
+    /// Spin-loop hint, then poll again (lowest latency, burns a core).
+    Spin,
+    /// `thread::yield_now`, then poll again.
+    Yield,
+    /// Sleep until this non-blocking eventfd is readable (bounded by the
+    /// runner's idle timeout and woken by a stop request). The runner reads
+    /// the counter (resets it) before polling again, so whoever gives this
+    /// actor work must publish the work first and signal the fd second, and
+    /// the actor itself must not read the fd.
+    Fd(RawFd),
+}
+
+/// One trace record as an actor, the HAL tracer or a runner hands it over:
+/// a kind (`fsm`, `hal`, `msg`, `run`, ...) and a stable, single-line text.
+/// The text is formatted only if the sink is enabled, straight into the
+/// sink's preallocated line buffer.
+#[derive(Clone, Copy)]
+pub struct TraceEvent<'a> {
+    /// Short lower-case kind tag; a stable part of the trace format.
+    pub kind: &'static str,
+    /// The event text. It must not depend on addresses, wall time or hash
+    /// seeds (the same seed must give byte-identical traces); newlines are
+    /// escaped by the sink.
+    pub text: &'a dyn fmt::Display,
+}
+
+impl fmt::Debug for TraceEvent<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TraceEvent({} {})", self.kind, self.text)
+    }
+}
+
+/// Where trace events go. Implemented by `crate::system::trace::Trace` (the
+/// file format) and [`NullTrace`] (discard).
+pub trait TraceSink {
+    /// `false` when records are discarded; callers skip formatting then.
+    fn enabled(&self) -> bool;
+    /// Record `event`, stamped with `now` and the name of the acting `actor`.
+    fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>);
+}
+
+/// A sink that discards everything (tracing off).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NullTrace;
+
+impl TraceSink for NullTrace {
+    #[inline]
+    fn enabled(&self) -> bool {
+        false
+    }
+    #[inline]
+    fn record(&mut self, _now: Nanos, _actor: &str, _event: TraceEvent<'_>) {}
+}
+
+/// The context of one poll: the time, the actor's name and the trace.
+pub struct Cx<'a> {
+    now: Nanos,
+    actor: &'a str,
+    tracing: bool,
+    trace: &'a mut dyn TraceSink,
+}
+
+impl<'a> Cx<'a> {
+    /// A context for one poll of `actor` at `now`, tracing into `trace`.
+    pub fn new(now: Nanos, actor: &'a str, trace: &'a mut dyn TraceSink) -> Cx<'a> {
+        let tracing = trace.enabled();
+        Cx {
+            now,
+            actor,
+            tracing,
+            trace,
+        }
+    }
+
+    /// The time of this poll.
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The polled actor's name (as the runner recorded it).
+    #[inline]
+    pub fn actor(&self) -> &str {
+        self.actor
+    }
+
+    /// Whether trace records are kept (skip building expensive texts if not).
+    #[inline]
+    pub fn tracing(&self) -> bool {
+        self.tracing
+    }
+
+    /// Record `event` (for example a HAL tracer record) if tracing is on.
+    #[inline]
+    pub fn trace(&mut self, event: TraceEvent<'_>) {
+        if self.tracing {
+            self.trace.record(self.now, self.actor, event);
+        }
+    }
+
+    /// Record an event of `kind` whose text is `args`
+    /// (`cx.event("msg", format_args!("send ping {n}"))`); `args` is only
+    /// formatted when tracing is on.
+    #[inline]
+    pub fn event(&mut self, kind: &'static str, args: fmt::Arguments<'_>) {
+        if self.tracing {
+            self.trace
+                .record(self.now, self.actor, TraceEvent { kind, text: &args });
+        }
+    }
+}
+
+impl fmt::Debug for Cx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cx")
+            .field("now", &self.now)
+            .field("actor", &self.actor)
+            .field("tracing", &self.tracing)
+            .finish()
+    }
+}
+
+/// The trace text of a state-machine transition:
+/// `<machine>#<id> <FROM> --<event>--> <TO>` (the arrow of
+/// [`crate::fsm::render_table`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TransitionText(pub Transition);
+
+impl fmt::Display for TransitionText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.0;
+        write!(
+            f,
+            "{}#{} {} --{}--> {}",
+            t.machine, t.id, t.from, t.event, t.to
+        )
+    }
+}
+
+impl TransitionHook for Cx<'_> {
+    #[inline]
+    fn on_transition(&mut self, t: Transition) {
+        if self.tracing {
+            self.trace.record(
+                self.now,
+                self.actor,
+                TraceEvent {
+                    kind: "fsm",
+                    text: &TransitionText(t),
+                },
+            );
+        }
+    }
+}
+
+/// An actor: a plain struct with a non-blocking poll. Actors never spawn
+/// threads and never block; the runners (`crate::system::runner`) decide
+/// on which thread and in which order they run.
+pub trait Actor {
+    /// A stable name, unique within one system (used in traces and errors).
+    fn name(&self) -> &str;
+
+    /// Do a bounded amount of work without blocking and report it.
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress;
+
+    /// How the threaded runner should wait after [`Progress::Idle`].
+    fn idle(&self) -> Idle {
+        Idle::Yield
+    }
+
+    /// The earliest time at which this actor has something to do even if no
+    /// message arrives (a timeout). The deterministic runner jumps its
+    /// virtual clock straight there when every actor is idle.
+    fn next_deadline(&self) -> Option<Nanos> {
+        None
+    }
+}
+
+impl<A: Actor + ?Sized> Actor for Box<A> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+        (**self).poll(cx)
+    }
+    fn idle(&self) -> Idle {
+        (**self).idle()
+    }
+    fn next_deadline(&self) -> Option<Nanos> {
+        (**self).next_deadline()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::{Fsm, Row};
+
+    /// A sink that keeps formatted lines, for these tests.
+    #[derive(Default)]
+    struct Lines(Vec<String>, bool);
+
+    impl TraceSink for Lines {
+        fn enabled(&self) -> bool {
+            !self.1
+        }
+        fn record(&mut self, now: Nanos, actor: &str, e: TraceEvent<'_>) {
+            self.0.push(format!("{now} {actor} {} {}", e.kind, e.text));
+        }
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum S {
+        A,
+        B,
+    }
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum E {
+        Go,
+    }
+    struct M;
+    impl Fsm for M {
+        type State = S;
+        type Event = E;
+        const NAME: &'static str = "toy";
+        const TABLE: &'static [Row<S, E>] = &[Row {
+            from: S::A,
+            event: E::Go,
+            to: S::B,
+        }];
+        const STATES: &'static [S] = &[S::A, S::B];
+        const EVENTS: &'static [E] = &[E::Go];
+        fn transition(s: S, e: E) -> Option<S> {
+            match (s, e) {
+                (S::A, E::Go) => Some(S::B),
+                _ => None,
+            }
+        }
+        fn state_name(s: S) -> &'static str {
+            match s {
+                S::A => "A",
+                S::B => "B",
+            }
+        }
+        fn event_name(_: E) -> &'static str {
+            "go"
+        }
+    }
+
+    #[test]
+    fn cx_traces_transitions_and_events() {
+        let mut sink = Lines::default();
+        let mut cx = Cx::new(Nanos(42), "toy0", &mut sink);
+        let s = crate::fsm::step_traced::<M, _>(S::A, E::Go, 7, &mut cx).unwrap();
+        assert_eq!(s, S::B);
+        assert!(crate::fsm::step_traced::<M, _>(s, E::Go, 7, &mut cx).is_err());
+        cx.event("msg", format_args!("send {}", 3));
+        assert_eq!(
+            sink.0,
+            ["42 toy0 fsm toy#7 A --go--> B", "42 toy0 msg send 3"]
+        );
+    }
+
+    #[test]
+    fn disabled_sink_skips_formatting() {
+        struct Bomb;
+        impl fmt::Display for Bomb {
+            fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+                panic!("formatted while tracing is off")
+            }
+        }
+        let mut sink = Lines(Vec::new(), true);
+        let mut cx = Cx::new(Nanos(1), "a", &mut sink);
+        assert!(!cx.tracing());
+        cx.event("msg", format_args!("{}", Bomb));
+        cx.trace(TraceEvent {
+            kind: "hal",
+            text: &Bomb,
+        });
+        assert!(sink.0.is_empty());
+    }
+
+    #[test]
+    fn nanos_arithmetic_saturates() {
+        assert_eq!(Nanos::from_micros(3), Nanos(3_000));
+        assert_eq!(Nanos::from_millis(2), Nanos(2_000_000));
+        assert_eq!(Nanos::MAX.saturating_add(Nanos(1)), Nanos::MAX);
+        assert_eq!(Nanos(1).saturating_sub(Nanos(5)), Nanos::ZERO);
+        assert_eq!(Nanos(5).to_string(), "5");
+    }
+}

@@ -2,3 +2,212 @@
 //! staging, the sequencer and its engines executing our small instruction
 //! format on device memory, and the NQ records it writes back. Its own folder
 //! because it is the far side of the HAL: it plays the hardware.
+//!
+//! - [`memmap`]: physical windows, layouts, registers, and mapping them all
+//!   through a [`Hal`].
+//! - [`dma`]: descriptor-ring producer/consumer with ring ids, and the DMA
+//!   engine that validates and performs copies.
+//! - [`staging`]: the submit path's device half (`stage_and_doorbell`).
+//! - [`sequencer`]: the device-sequencer-proxy's core logic (`poll`).
+//! - [`isa`], [`engine`], [`model`]: the instruction format, the engine
+//!   interpreter and the model builder (see their own docs).
+//! - [`nq`]: NQ ring writer/reader with phase bits, and the worker's
+//!   [`nq::Harvester`].
+//!
+//! [`Device`] ties them together: build it with any HAL backend, then hand
+//! out a [`staging::Stager`] per core to the producer, a
+//! [`sequencer::Sequencer`] to the device proxy, and a [`nq::Harvester`] per
+//! core to the worker.
+
+pub mod dma;
+pub mod engine;
+pub mod isa;
+pub mod memmap;
+pub mod model;
+pub mod nq;
+pub mod sequencer;
+pub mod staging;
+
+use core::fmt;
+use std::sync::{Arc, Mutex};
+
+use crate::hal::Hal;
+use crate::wire::device_request::NUM_ENGINES;
+
+use memmap::{BadPa, ConfigError, DeviceConfig, MemMap, HEAP_ALIGN};
+use nq::Harvester;
+use sequencer::{DramMemory, RequestExecutor, Sequencer};
+use staging::{IbAddr, LoadedModel, ModelId, Stager};
+
+/// A DRAM allocation from the model heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DramAlloc {
+    /// The allocation's physical base (`base->_pa`).
+    pub base_pa: u64,
+    /// Bytes from the base to the aligned start (`base->align_offset`).
+    pub align_offset: u64,
+    /// Usable bytes from the aligned start.
+    pub len: u64,
+}
+
+impl DramAlloc {
+    /// The aligned start: where an image is placed and linked.
+    pub const fn pa(&self) -> u64 {
+        self.base_pa + self.align_offset
+    }
+}
+
+/// A loading failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// The heap cannot hold the allocation.
+    OutOfMemory {
+        /// Bytes asked for.
+        len: u64,
+        /// Bytes left.
+        free: u64,
+    },
+    /// Alignment not a power of two.
+    BadAlign(u64),
+    /// The image does not fit its allocation, or a block offset lies outside it.
+    BadImage(&'static str),
+    /// A DRAM range outside device memory.
+    Pa(BadPa),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::OutOfMemory { len, free } => {
+                write!(f, "device DRAM: need {len} bytes, {free} free")
+            }
+            LoadError::BadAlign(a) => write!(f, "alignment {a} is not a power of two"),
+            LoadError::BadImage(why) => write!(f, "model image: {why}"),
+            LoadError::Pa(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A built device: its HAL, memory map and model heap.
+pub struct Device<H> {
+    hal: Arc<H>,
+    map: Arc<MemMap>,
+    heap: Mutex<(u64, u32)>,
+}
+
+impl<H> fmt::Debug for Device<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("config", &self.map.config)
+            .finish()
+    }
+}
+
+impl<H: Hal> Device<H> {
+    /// Map every region of a device sized by `config` through `hal`.
+    pub fn new(mut hal: H, config: DeviceConfig) -> Result<Device<H>, ConfigError> {
+        let map = MemMap::build(&mut hal, config)?;
+        Ok(Device {
+            hal: Arc::new(hal),
+            heap: Mutex::new((config.heap_start(), 0)),
+            map: Arc::new(map),
+        })
+    }
+
+    /// The HAL (shared).
+    pub fn hal(&self) -> &Arc<H> {
+        &self.hal
+    }
+
+    /// The memory map (shared).
+    pub fn map(&self) -> &Arc<MemMap> {
+        &self.map
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> DeviceConfig {
+        self.map.config
+    }
+
+    /// The stager of `core` (the producer's; make one per core).
+    pub fn stager(&self, core: u8) -> Stager<H> {
+        Stager::new(Arc::clone(&self.hal), Arc::clone(&self.map), core)
+    }
+
+    /// The device side, executing with `exec` (make one per device).
+    pub fn sequencer<X: RequestExecutor>(&self, exec: X) -> Sequencer<H, X> {
+        Sequencer::new(Arc::clone(&self.hal), Arc::clone(&self.map), exec)
+    }
+
+    /// The NQ harvester of `core` (the worker's; make one per core).
+    pub fn harvester(&self, core: u8) -> Harvester<H> {
+        Harvester::new(Arc::clone(&self.hal), &self.map, core)
+    }
+
+    /// DRAM by physical address, for loading images and tensors.
+    pub fn memory(&self) -> DramMemory<'_, H> {
+        DramMemory::new(&*self.hal, &self.map)
+    }
+
+    /// Allocate `len` bytes aligned to `align` from the model heap (never
+    /// freed). The returned base may precede the aligned start by
+    /// `align_offset` bytes, as the runtime's allocations do.
+    pub fn alloc(&self, len: u64, align: u64) -> Result<DramAlloc, LoadError> {
+        if !align.is_power_of_two() {
+            return Err(LoadError::BadAlign(align));
+        }
+        let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+        let base_off = heap.0;
+        let base_pa = self.map.dram_pa(base_off);
+        let aligned = base_pa.next_multiple_of(align);
+        let align_offset = aligned - base_pa;
+        let total = align_offset + len;
+        let free = self.map.config.dram_size - base_off;
+        if total > free {
+            return Err(LoadError::OutOfMemory { len: total, free });
+        }
+        heap.0 = (base_off + total).next_multiple_of(HEAP_ALIGN);
+        Ok(DramAlloc {
+            base_pa,
+            align_offset,
+            len,
+        })
+    }
+
+    /// Copy a model image into `alloc` and register its per-engine block
+    /// offsets (`None` = the engine is idle). Returns the loaded model with a
+    /// fresh [`ModelId`].
+    pub fn load_model(
+        &self,
+        alloc: DramAlloc,
+        image: &[u8],
+        blocks: [Option<u64>; NUM_ENGINES],
+    ) -> Result<LoadedModel, LoadError> {
+        if image.len() as u64 > alloc.len {
+            return Err(LoadError::BadImage("larger than its allocation"));
+        }
+        if blocks.iter().flatten().any(|&o| o >= alloc.len) {
+            return Err(LoadError::BadImage("block offset outside the allocation"));
+        }
+        self.memory()
+            .write_bytes(alloc.pa(), image)
+            .map_err(LoadError::Pa)?;
+        let id = {
+            let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
+            heap.1 += 1;
+            ModelId(heap.1)
+        };
+        Ok(LoadedModel {
+            id,
+            ib: blocks.map(|b| {
+                b.map(|offset| IbAddr {
+                    base_pa: alloc.base_pa,
+                    align_offset: alloc.align_offset,
+                    offset,
+                })
+            }),
+        })
+    }
+}

@@ -6,11 +6,15 @@
 //! every transition can be passed through a [`TransitionHook`] (the trace).
 //! Machines: [`slot`] (XU ring slot FREE -> SUBMITTED -> TRIGGERED -> DONE ->
 //! FREE), [`record`] (NDS record commit lifecycle), and the others the actors
-//! need, each in its own module.
+//! need, each in its own module: [`funnel`] (the Producer's submit funnel),
+//! [`worker`] (the Worker's cycle), [`xu_health`] (Healthy -> Degraded).
 #![forbid(unsafe_code)]
 
+pub mod funnel;
 pub mod record;
 pub mod slot;
+pub mod worker;
+pub mod xu_health;
 
 use core::fmt;
 

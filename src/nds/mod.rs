@@ -3,3 +3,202 @@
 //! protocol. Its own folder because, like the ring, the protocol is generic
 //! over where its words live (a real `MAP_SHARED` slab or a heap backing for
 //! loom and Miri).
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`slab`] | [`Slab`]/[`SlabMut`] (word-atomic access) and the backings [`MappedSlab`], [`ReadOnlySlab`], [`HeapSlab`] |
+//! | [`index`] | [`Counter`] (a resolved counter word) and [`ModelSlot`]: typed, checked indices |
+//! | [`words`] | word-sized atomic copies between a slab and private buffers (never a `memcpy`) |
+//! | [`record`] | the torn-read-proof record protocol: invalidate, body, hash word last; stable copy + FNV verify |
+//! | [`writer`] | [`Writer`]: lays out and commits the header, counters, model records, process-info records |
+//! | [`stress`] | self-checking records for cross-process torn-read tests (`xunds nds stress-writer`) |
+//! | [`reader`] | [`Reader`]: header gate with retry, counters, typed record reads, snapshots; no mutating method |
+//!
+//! The bytes and offsets all come from [`crate::wire::nds`]; the record
+//! lifecycle is [`crate::fsm::record::RecordFsm`].
+//!
+//! ```
+//! use xunds::nds::{Counter, HeapSlab, RecordRead, Reader, Writer};
+//! use xunds::wire::nds::counters::NcCounter;
+//! use xunds::wire::nds::model::ModelRecord;
+//! use std::sync::Arc;
+//!
+//! let slab = Arc::new(HeapSlab::zeroed());
+//! let writer = Writer::new(slab.clone()).unwrap();
+//! writer.add(Counter::nc(2, NcCounter::InferCompleted).unwrap(), 1).unwrap();
+//! let slot = writer.commit_model(&ModelRecord { model_id: 7, ..ModelRecord::EMPTY }).unwrap();
+//!
+//! let reader = Reader::attach(slab).unwrap();
+//! assert_eq!(reader.counter(Counter::nc(2, NcCounter::InferCompleted).unwrap()).unwrap(), 1);
+//! match reader.model(slot).unwrap() {
+//!     RecordRead::Fresh(m) => assert_eq!(m.model_id, 7),
+//!     other => panic!("{other:?}"),
+//! }
+//! ```
+
+use core::fmt;
+use std::io;
+
+use crate::fsm::record::{RecordEvent, RecordState};
+use crate::fsm::InvalidEvent;
+use crate::wire::nds::counters::NdCounter;
+use crate::wire::WireError;
+
+pub mod index;
+pub mod reader;
+pub mod record;
+pub mod slab;
+pub mod stress;
+pub mod words;
+pub mod writer;
+
+pub use index::{Counter, CounterId, CounterName, ModelSlot};
+pub use reader::{Reader, RecordRead, Snapshot, Stale};
+pub use record::{RecordSpan, TornReason};
+pub use slab::{HeapSlab, MappedSlab, ReadOnlySlab, Slab, SlabMut};
+pub use writer::Writer;
+
+pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
+
+/// `EINVAL`: what the seed's accessors return for a bad index or header.
+pub const EINVAL: i32 = 22;
+/// `ENOSPC`: all 64 model slots are taken (seed 004 §5).
+pub const ENOSPC: i32 = 28;
+
+/// Why a datastore operation was refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NdsError {
+    /// An operating-system call (open, mmap, ...) failed.
+    Io(io::Error),
+    /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes); seed 004
+    /// §1: `nds_open` refuses `<= 0x1067f`.
+    TooSmall {
+        /// The mapping's length.
+        len: usize,
+    },
+    /// The header is still zero after the one retry (seed 004 §2): the
+    /// producer has not committed, or the slab was released.
+    NotCommitted,
+    /// The header's signature is not `"nds\0"`: not an NDS slab.
+    BadMagic {
+        /// The header word found.
+        word: u64,
+    },
+    /// The signature matches but the layout version is not 100000; the
+    /// regions must not be parsed (seed 004 §2).
+    BadVersion {
+        /// The version found.
+        version: i32,
+    },
+    /// A writer was asked to lay out a slab whose header is already
+    /// committed (another publisher owns it); use [`Writer::attach`].
+    AlreadyCommitted,
+    /// The header went back to zero (or changed) around a read: the slab was
+    /// released. Nothing read across the change is returned.
+    Detached,
+    /// An index (core, counter, slot) outside its band, or bytes the wire
+    /// layer refused: `EINVAL`.
+    Invalid(WireError),
+    /// `FEATURE_BITMAP` is written only with OR (seed 004 §3): `EINVAL`.
+    OrOnly(NdCounter),
+    /// All 64 model slots are live (seed 004 §5): `ENOSPC`.
+    NoSpace,
+    /// The record lifecycle refused the operation (update or delete of a
+    /// free slot, ...): `EINVAL`.
+    Lifecycle(InvalidEvent<RecordState, RecordEvent>),
+}
+
+impl NdsError {
+    /// The errno a C caller of libnds would see (positive; the C functions
+    /// return its negation). I/O errors give their OS code (or `EIO`).
+    pub fn errno(&self) -> i32 {
+        match self {
+            NdsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
+            NdsError::NoSpace => ENOSPC,
+            NdsError::TooSmall { .. }
+            | NdsError::NotCommitted
+            | NdsError::BadMagic { .. }
+            | NdsError::BadVersion { .. }
+            | NdsError::AlreadyCommitted
+            | NdsError::Detached
+            | NdsError::Invalid(_)
+            | NdsError::OrOnly(_)
+            | NdsError::Lifecycle(_) => EINVAL,
+        }
+    }
+}
+
+impl fmt::Display for NdsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NdsError::Io(e) => write!(f, "nds: {e}"),
+            NdsError::TooSmall { len } => write!(
+                f,
+                "nds: mapping too small: {len} bytes, the region map needs {REQUIRED_SIZE}"
+            ),
+            NdsError::NotCommitted => {
+                f.write_str("nds: header not committed (still zero after one retry)")
+            }
+            NdsError::BadMagic { word } => {
+                write!(
+                    f,
+                    "nds: bad magic: header word {word:#018x} is not \"nds\\0\""
+                )
+            }
+            NdsError::BadVersion { version } => write!(
+                f,
+                "nds: bad version {version} (this layout is version {})",
+                crate::wire::nds::header::VERSION
+            ),
+            NdsError::AlreadyCommitted => {
+                f.write_str("nds: slab header already committed by another publisher")
+            }
+            NdsError::Detached => f.write_str("nds: slab detached (header went back to zero)"),
+            NdsError::Invalid(e) => write!(f, "nds: EINVAL: {e}"),
+            NdsError::OrOnly(c) => write!(f, "nds: EINVAL: {c} is written only with OR"),
+            NdsError::NoSpace => f.write_str("nds: ENOSPC: all 64 model slots are live"),
+            NdsError::Lifecycle(e) => write!(f, "nds: EINVAL: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NdsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NdsError::Io(e) => Some(e),
+            NdsError::Invalid(e) => Some(e),
+            NdsError::Lifecycle(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for NdsError {
+    fn from(e: io::Error) -> Self {
+        NdsError::Io(e)
+    }
+}
+
+impl From<WireError> for NdsError {
+    fn from(e: WireError) -> Self {
+        NdsError::Invalid(e)
+    }
+}
+
+impl From<InvalidEvent<RecordState, RecordEvent>> for NdsError {
+    fn from(e: InvalidEvent<RecordState, RecordEvent>) -> Self {
+        NdsError::Lifecycle(e)
+    }
+}
+
+impl From<NdsError> for crate::Error {
+    fn from(e: NdsError) -> Self {
+        use crate::wire::status::NrtStatus;
+        match e {
+            NdsError::Io(e) => crate::Error::Io(e),
+            NdsError::NoSpace => crate::Error::status_with(NrtStatus::RESOURCE, e.to_string()),
+            other => crate::Error::status_with(NrtStatus::INVALID, other.to_string()),
+        }
+    }
+}

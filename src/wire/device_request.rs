@@ -1,1 +1,414 @@
-//! `device_request`: filled in by the wire-layer issue.
+//! `device_exec_request_t` (seed 000 §3, §7 item 4): the 52-byte block the
+//! submit path stages into device DRAM, and the 0x38-byte request buffer the
+//! sequencer fetches (body + the 4-byte `cc_dma_increment` trailer at 0x34).
+//!
+//! Every field is a `uint32_t` (CORRECTION (ABI-1) in §3): a flag word, five
+//! engine-address low words, five engine-address high words (two arrays, not
+//! interleaved `{lo,hi}` pairs), then two more flag words. A `#[repr(C)]`
+//! struct of thirteen `u32` is padding-free at exactly 52 bytes, so
+//! [`DeviceExecRequest`] is that struct, pinned with `offset_of!`; the bytes
+//! are produced by [`DeviceExecRequest::encode`] (little-endian, field by
+//! field, never by transmute). [`RequestView`] is a checked byte view for
+//! reading or patching single words of a body or buffer in place.
+//!
+//! `cc_dma_increment` is **not** a struct field: it is a second, separate
+//! 4-byte copy to buffer offset [`CC_DMA_INCREMENT_OFF`], right past the body
+//! ([`DeviceExecRequest::encode_buffer`], [`BUFFER_LAYOUT`]). The seed warns
+//! that folding it into the struct as a sixth field would shift
+//! `reload_seq_config`/`load_act_dve_tables`; keeping it out of the type makes
+//! that mistake unrepresentable, and [`SIZE`] stays the body-copy length.
+//!
+//! Seed discrepancy: §3's pseudo-code loops `for i in 0..4` while its comment,
+//! the prose and the byte offsets (five low words at 0x04..0x18, five high
+//! words at 0x18..0x2C) all say five engines PE, ACT, POOL, DVE, SP. The bytes
+//! win: [`DeviceExecRequest::with_engine_addresses`] fills all five.
+
+use core::mem::{offset_of, size_of};
+
+use super::layout::{annotated_dump, Block, Field};
+use super::{le, need, WireError};
+
+/// Byte offsets of the `device_exec_request_t` fields (seed 000 §7 item 4).
+pub mod off {
+    /// `uint32_t do_model_switch`.
+    pub const DO_MODEL_SWITCH: usize = 0x00;
+    /// `uint32_t eng_addresses_lo[5]` (one low word per engine, [`super::Engine`] order).
+    pub const ENG_ADDRESSES_LO: usize = 0x04;
+    /// `uint32_t eng_addresses_hi[5]` (one high word per engine).
+    pub const ENG_ADDRESSES_HI: usize = 0x18;
+    /// `uint32_t reload_seq_config`.
+    pub const RELOAD_SEQ_CONFIG: usize = 0x2C;
+    /// `uint32_t load_act_dve_tables`.
+    pub const LOAD_ACT_DVE_TABLES: usize = 0x30;
+}
+
+/// `sizeof(device_exec_request_t)`: the length of the body copy (0x34).
+pub const SIZE: usize = 0x34;
+/// The request buffer the device fetches: body + 4-byte trailer (0x38).
+pub const BUFFER_SIZE: usize = 0x38;
+/// Buffer offset of the separately copied `cc_dma_increment` trailer.
+pub const CC_DMA_INCREMENT_OFF: usize = 0x34;
+/// Number of TPB engines with an instruction-block address in the request.
+pub const NUM_ENGINES: usize = 5;
+
+const _: () = assert!(SIZE == 52);
+const _: () = assert!(CC_DMA_INCREMENT_OFF == SIZE);
+const _: () = assert!(BUFFER_SIZE == CC_DMA_INCREMENT_OFF + 4);
+const _: () = assert!(off::ENG_ADDRESSES_LO + 4 * NUM_ENGINES == off::ENG_ADDRESSES_HI);
+const _: () = assert!(off::ENG_ADDRESSES_HI + 4 * NUM_ENGINES == off::RELOAD_SEQ_CONFIG);
+const _: () = assert!(off::LOAD_ACT_DVE_TABLES + 4 == SIZE);
+
+/// A TPB engine, in the index order of the address arrays (seed 000 §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Engine {
+    /// Processing engine (index 0).
+    Pe = 0,
+    /// Activation engine (index 1).
+    Act = 1,
+    /// Pooling engine (index 2).
+    Pool = 2,
+    /// Vector engine (index 3).
+    Dve = 3,
+    /// Sync/scalar processor (index 4).
+    Sp = 4,
+}
+
+impl Engine {
+    /// Every engine, in array-index order.
+    pub const ALL: [Engine; NUM_ENGINES] = [
+        Engine::Pe,
+        Engine::Act,
+        Engine::Pool,
+        Engine::Dve,
+        Engine::Sp,
+    ];
+
+    /// The engine's index in `eng_addresses_lo` / `eng_addresses_hi`.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The engine at `index`, if `index < 5`.
+    pub const fn from_index(index: usize) -> Option<Engine> {
+        if index < NUM_ENGINES {
+            Some(Self::ALL[index])
+        } else {
+            None
+        }
+    }
+
+    /// The seed's name (`PE`, `ACT`, `POOL`, `DVE`, `SP`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Engine::Pe => "PE",
+            Engine::Act => "ACT",
+            Engine::Pool => "POOL",
+            Engine::Dve => "DVE",
+            Engine::Sp => "SP",
+        }
+    }
+}
+
+impl core::fmt::Display for Engine {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `device_exec_request_t`: thirteen `u32` words, padding-free at 52 bytes.
+///
+/// The flag words are full `u32` values; the seed gives them no narrower
+/// range, so any value round-trips (the device treats non-zero as set).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DeviceExecRequest {
+    /// `do_model_switch` (+0x00).
+    pub do_model_switch: u32,
+    /// `eng_addresses_lo[5]` (+0x04): low 32 bits of each engine's address.
+    pub eng_addresses_lo: [u32; NUM_ENGINES],
+    /// `eng_addresses_hi[5]` (+0x18): high 32 bits of each engine's address.
+    pub eng_addresses_hi: [u32; NUM_ENGINES],
+    /// `reload_seq_config` (+0x2C).
+    pub reload_seq_config: u32,
+    /// `load_act_dve_tables` (+0x30).
+    pub load_act_dve_tables: u32,
+}
+
+const _: () = assert!(size_of::<DeviceExecRequest>() == SIZE);
+const _: () = assert!(offset_of!(DeviceExecRequest, do_model_switch) == off::DO_MODEL_SWITCH);
+const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_lo) == off::ENG_ADDRESSES_LO);
+const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_hi) == off::ENG_ADDRESSES_HI);
+const _: () = assert!(offset_of!(DeviceExecRequest, reload_seq_config) == off::RELOAD_SEQ_CONFIG);
+const _: () =
+    assert!(offset_of!(DeviceExecRequest, load_act_dve_tables) == off::LOAD_ACT_DVE_TABLES);
+// Seed numbers, spelled out (§7 item 4).
+const _: () = assert!(off::ENG_ADDRESSES_LO == 0x04);
+const _: () = assert!(off::ENG_ADDRESSES_HI == 0x18);
+const _: () = assert!(off::RELOAD_SEQ_CONFIG == 0x2C);
+const _: () = assert!(off::LOAD_ACT_DVE_TABLES == 0x30);
+
+/// Layout of `device_exec_request_t` (all fields seed-stated).
+pub const LAYOUT: Block = Block {
+    name: "device_exec_request_t",
+    size: SIZE,
+    fields: &[
+        Field::seed("do_model_switch", off::DO_MODEL_SWITCH, 4),
+        Field::seed("eng_addresses_lo", off::ENG_ADDRESSES_LO, 4 * NUM_ENGINES),
+        Field::seed("eng_addresses_hi", off::ENG_ADDRESSES_HI, 4 * NUM_ENGINES),
+        Field::seed("reload_seq_config", off::RELOAD_SEQ_CONFIG, 4),
+        Field::seed("load_act_dve_tables", off::LOAD_ACT_DVE_TABLES, 4),
+    ],
+};
+const _: () = assert!(LAYOUT.is_well_formed());
+const _: () = assert!(LAYOUT.fields[0].offset == offset_of!(DeviceExecRequest, do_model_switch));
+const _: () = assert!(LAYOUT.fields[1].offset == offset_of!(DeviceExecRequest, eng_addresses_lo));
+const _: () = assert!(LAYOUT.fields[2].offset == offset_of!(DeviceExecRequest, eng_addresses_hi));
+const _: () = assert!(LAYOUT.fields[3].offset == offset_of!(DeviceExecRequest, reload_seq_config));
+const _: () =
+    assert!(LAYOUT.fields[4].offset == offset_of!(DeviceExecRequest, load_act_dve_tables));
+const _: () = assert!(LAYOUT.fields[4].end() == SIZE);
+
+/// Layout of the 0x38-byte request buffer the sequencer fetches: the body
+/// (copy 1, 52 bytes at 0) and the `cc_dma_increment` trailer (copy 2, 4
+/// bytes at 0x34). The block name is ours (the seed calls it `req_buf`).
+pub const BUFFER_LAYOUT: Block = Block {
+    name: "device_exec_request_buf",
+    size: BUFFER_SIZE,
+    fields: &[
+        Field::seed("device_exec_request_t", 0, SIZE),
+        Field::seed("cc_dma_increment", CC_DMA_INCREMENT_OFF, 4),
+    ],
+};
+const _: () = assert!(BUFFER_LAYOUT.is_well_formed());
+const _: () = assert!(BUFFER_LAYOUT.fields[1].end() == BUFFER_SIZE);
+
+impl DeviceExecRequest {
+    /// A request with the given per-engine addresses (all five, [`Engine`]
+    /// order) and every flag clear.
+    pub const fn with_engine_addresses(addrs: [u64; NUM_ENGINES]) -> Self {
+        let mut r = DeviceExecRequest {
+            do_model_switch: 0,
+            eng_addresses_lo: [0; NUM_ENGINES],
+            eng_addresses_hi: [0; NUM_ENGINES],
+            reload_seq_config: 0,
+            load_act_dve_tables: 0,
+        };
+        let mut i = 0;
+        while i < NUM_ENGINES {
+            r.eng_addresses_lo[i] = addrs[i] as u32;
+            r.eng_addresses_hi[i] = (addrs[i] >> 32) as u32;
+            i += 1;
+        }
+        r
+    }
+
+    /// Split `addr` into the engine's low and high words (seed 000 §3:
+    /// `lo = addr & 0xFFFFFFFF`, `hi = addr >> 32`).
+    pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
+        self.eng_addresses_lo[engine.index()] = addr as u32;
+        self.eng_addresses_hi[engine.index()] = (addr >> 32) as u32;
+    }
+
+    /// The engine's 64-bit instruction-block address (`hi << 32 | lo`).
+    pub const fn engine_address(&self, engine: Engine) -> u64 {
+        ((self.eng_addresses_hi[engine.index()] as u64) << 32)
+            | self.eng_addresses_lo[engine.index()] as u64
+    }
+
+    /// The 52 body bytes, little-endian.
+    pub fn encode(&self) -> [u8; SIZE] {
+        let mut b = [0u8; SIZE];
+        self.emit(&mut b);
+        b
+    }
+
+    /// The whole 0x38-byte request buffer: body, then the trailer.
+    pub fn encode_buffer(&self, cc_dma_increment: u32) -> [u8; BUFFER_SIZE] {
+        let mut b = [0u8; BUFFER_SIZE];
+        self.emit(&mut b[..SIZE]);
+        le::put_u32(&mut b, CC_DMA_INCREMENT_OFF, cc_dma_increment);
+        b
+    }
+
+    fn emit(&self, b: &mut [u8]) {
+        le::put_u32(b, off::DO_MODEL_SWITCH, self.do_model_switch);
+        for i in 0..NUM_ENGINES {
+            le::put_u32(b, off::ENG_ADDRESSES_LO + 4 * i, self.eng_addresses_lo[i]);
+            le::put_u32(b, off::ENG_ADDRESSES_HI + 4 * i, self.eng_addresses_hi[i]);
+        }
+        le::put_u32(b, off::RELOAD_SEQ_CONFIG, self.reload_seq_config);
+        le::put_u32(b, off::LOAD_ACT_DVE_TABLES, self.load_act_dve_tables);
+    }
+
+    /// Decode the first 52 bytes of `bytes` (a body or a whole buffer; bytes
+    /// past the body are ignored). Every bit pattern is a valid request.
+    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        need(LAYOUT.name, bytes, SIZE)?;
+        let mut r = DeviceExecRequest {
+            do_model_switch: le::u32_at(bytes, off::DO_MODEL_SWITCH),
+            reload_seq_config: le::u32_at(bytes, off::RELOAD_SEQ_CONFIG),
+            load_act_dve_tables: le::u32_at(bytes, off::LOAD_ACT_DVE_TABLES),
+            ..Default::default()
+        };
+        for i in 0..NUM_ENGINES {
+            r.eng_addresses_lo[i] = le::u32_at(bytes, off::ENG_ADDRESSES_LO + 4 * i);
+            r.eng_addresses_hi[i] = le::u32_at(bytes, off::ENG_ADDRESSES_HI + 4 * i);
+        }
+        Ok(r)
+    }
+
+    /// Decode a whole 0x38-byte request buffer into (body, `cc_dma_increment`).
+    pub fn parse_buffer(bytes: &[u8]) -> Result<(Self, u32), WireError> {
+        need(BUFFER_LAYOUT.name, bytes, BUFFER_SIZE)?;
+        Ok((Self::parse(bytes)?, le::u32_at(bytes, CC_DMA_INCREMENT_OFF)))
+    }
+
+    /// Annotated hex dump of the body, followed by each engine's joined
+    /// 64-bit address (the arrays dump as raw words).
+    pub fn dump(&self) -> String {
+        let mut out = annotated_dump(&LAYOUT, &self.encode());
+        for e in Engine::ALL {
+            out.push_str(&format!(
+                "  engine {:<4} (lo[{i}], hi[{i}]) = {:#018x}\n",
+                e.name(),
+                self.engine_address(e),
+                i = e.index()
+            ));
+        }
+        out
+    }
+}
+
+/// A checked byte view over a request body (52 bytes) or buffer (56 bytes),
+/// for reading or patching single words in place (smoltcp-style `Packet`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestView<T> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> RequestView<T> {
+    /// Wrap `buf` after checking it holds at least the 52-byte body.
+    pub fn new_checked(buf: T) -> Result<Self, WireError> {
+        need(LAYOUT.name, buf.as_ref(), SIZE)?;
+        Ok(RequestView { buf })
+    }
+
+    /// Give the buffer back.
+    pub fn into_inner(self) -> T {
+        self.buf
+    }
+
+    /// `do_model_switch`.
+    pub fn do_model_switch(&self) -> u32 {
+        le::u32_at(self.buf.as_ref(), off::DO_MODEL_SWITCH)
+    }
+
+    /// The engine's 64-bit address, from its low and high words.
+    pub fn engine_address(&self, engine: Engine) -> u64 {
+        let b = self.buf.as_ref();
+        let lo = le::u32_at(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
+        let hi = le::u32_at(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+
+    /// `reload_seq_config`.
+    pub fn reload_seq_config(&self) -> u32 {
+        le::u32_at(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
+    }
+
+    /// `load_act_dve_tables`.
+    pub fn load_act_dve_tables(&self) -> u32 {
+        le::u32_at(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
+    }
+
+    /// The trailer, when the view covers the whole 0x38-byte buffer.
+    pub fn cc_dma_increment(&self) -> Option<u32> {
+        let b = self.buf.as_ref();
+        (b.len() >= BUFFER_SIZE).then(|| le::u32_at(b, CC_DMA_INCREMENT_OFF))
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
+    /// Set `do_model_switch`.
+    pub fn set_do_model_switch(&mut self, v: u32) {
+        le::put_u32(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
+    }
+
+    /// Set one engine's low and high words.
+    pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
+        let b = self.buf.as_mut();
+        le::put_u32(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
+        le::put_u32(
+            b,
+            off::ENG_ADDRESSES_HI + 4 * engine.index(),
+            (addr >> 32) as u32,
+        );
+    }
+
+    /// Set `reload_seq_config`.
+    pub fn set_reload_seq_config(&mut self, v: u32) {
+        le::put_u32(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
+    }
+
+    /// Set `load_act_dve_tables`.
+    pub fn set_load_act_dve_tables(&mut self, v: u32) {
+        le::put_u32(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
+    }
+
+    /// Set the trailer; refused when the view holds only the 52-byte body.
+    pub fn set_cc_dma_increment(&mut self, v: u32) -> Result<(), WireError> {
+        need(BUFFER_LAYOUT.name, self.buf.as_ref(), BUFFER_SIZE)?;
+        le::put_u32(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_split_and_join() {
+        let mut r = DeviceExecRequest::default();
+        r.set_engine_address(Engine::Sp, 0x1234_5678_9ABC_DEF0);
+        assert_eq!(r.eng_addresses_lo[4], 0x9ABC_DEF0);
+        assert_eq!(r.eng_addresses_hi[4], 0x1234_5678);
+        assert_eq!(r.engine_address(Engine::Sp), 0x1234_5678_9ABC_DEF0);
+        let b = r.encode();
+        assert_eq!(&b[0x14..0x18], &0x9ABC_DEF0u32.to_le_bytes());
+        assert_eq!(&b[0x28..0x2C], &0x1234_5678u32.to_le_bytes());
+    }
+
+    #[test]
+    fn view_matches_value() {
+        let r = DeviceExecRequest::with_engine_addresses([1, 2 << 32, 3, 4, 5 | (6 << 32)]);
+        let mut buf = r.encode_buffer(0xAA);
+        let mut v = RequestView::new_checked(&mut buf[..]).unwrap();
+        assert_eq!(v.engine_address(Engine::Act), 2 << 32);
+        assert_eq!(v.cc_dma_increment(), Some(0xAA));
+        v.set_reload_seq_config(1);
+        v.set_cc_dma_increment(7).unwrap();
+        let (back, cc) = DeviceExecRequest::parse_buffer(&buf).unwrap();
+        assert_eq!(back.reload_seq_config, 1);
+        assert_eq!(cc, 7);
+        let mut body = r.encode();
+        let mut v = RequestView::new_checked(&mut body[..]).unwrap();
+        assert_eq!(v.cc_dma_increment(), None);
+        assert!(v.set_cc_dma_increment(1).is_err());
+    }
+
+    #[test]
+    fn short_input_is_truncated_error() {
+        assert_eq!(
+            DeviceExecRequest::parse(&[0; 51]),
+            Err(WireError::Truncated {
+                block: "device_exec_request_t",
+                need: 52,
+                got: 51
+            })
+        );
+        assert!(DeviceExecRequest::parse_buffer(&[0; 55]).is_err());
+        assert!(RequestView::new_checked(&[0u8; 3][..]).is_err());
+    }
+}

@@ -1,6 +1,25 @@
 //! `xuq_exec_info_t` (seed 000 §1, §7 item 2): one 32-byte ring slot.
 //!
-//! (The wire-layer issue completes this module: typed view, parse/emit, dump.)
+//! The producer writes `seq_id`, `exec_status`, `exec_info` and
+//! `mark_comp_efd = -1` (§6); a waiter later installs a real eventfd and
+//! `efd_from_pool` under `mark_comp_lock`; the consumer captures `seq_id`,
+//! `mark_comp_efd` and `efd_from_pool` before advancing `exec_head`. The
+//! 3-byte hole at +0x15..+0x18 is alignment padding: [`ExecSlot::emit`] never
+//! writes it and [`ExecSlot::parse`] never reads it.
+//!
+//! `exec_status` and `exec_info` are 8-byte pointer words; xunds stores
+//! opaque handles there (an index into the caller's status cells, a work-item
+//! handle), never host addresses it dereferences.
+//!
+//! Parsing is strict where the C types allow less than their bytes can say:
+//! `efd_from_pool` is a C `bool` (0 or 1) and `mark_comp_efd` is an fd or the
+//! `-1` sentinel, so any other negative value is refused.
+
+use core::mem::{offset_of, size_of};
+
+use super::layout::{annotated_dump, Block, Field};
+use super::seq_id::SeqId;
+use super::{le, need, WireError};
 
 /// Byte offsets of the `xuq_exec_info_t` fields (seed 000 §7 item 2).
 pub mod off {
@@ -22,3 +41,169 @@ pub const SIZE: usize = 32;
 pub const NO_EFD: i32 = -1;
 
 const _: () = assert!(off::EXEC_INFO + 8 == SIZE);
+
+/// One ring slot. `#[repr(C)]` so `offset_of!` proves the seed offsets (the
+/// value is still encoded field by field; its padding is never exposed).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExecSlot {
+    /// `seq_id` (+0x00).
+    pub seq_id: SeqId,
+    /// `exec_status` (+0x08): where the worker writes the `NRT_STATUS`.
+    pub exec_status: u64,
+    /// `mark_comp_efd` (+0x10): completion eventfd, or [`NO_EFD`].
+    pub mark_comp_efd: i32,
+    /// `efd_from_pool` (+0x14): the fd is runtime-pooled (keep it open).
+    pub efd_from_pool: bool,
+    /// `exec_info` (+0x18): the `tpb_execution_info_t` work item.
+    pub exec_info: u64,
+}
+
+// Seed 000 §7 item 2.
+const _: () = assert!(size_of::<ExecSlot>() == SIZE);
+const _: () = assert!(offset_of!(ExecSlot, seq_id) == off::SEQ_ID && off::SEQ_ID == 0x00);
+const _: () =
+    assert!(offset_of!(ExecSlot, exec_status) == off::EXEC_STATUS && off::EXEC_STATUS == 0x08);
+const _: () = assert!(
+    offset_of!(ExecSlot, mark_comp_efd) == off::MARK_COMP_EFD && off::MARK_COMP_EFD == 0x10
+);
+const _: () = assert!(
+    offset_of!(ExecSlot, efd_from_pool) == off::EFD_FROM_POOL && off::EFD_FROM_POOL == 0x14
+);
+const _: () = assert!(offset_of!(ExecSlot, exec_info) == off::EXEC_INFO && off::EXEC_INFO == 0x18);
+
+/// Layout of `xuq_exec_info_t` (all fields seed-stated).
+pub const LAYOUT: Block = Block {
+    name: "xuq_exec_info_t",
+    size: SIZE,
+    fields: &[
+        Field::seed("seq_id", off::SEQ_ID, 8),
+        Field::seed("exec_status", off::EXEC_STATUS, 8),
+        Field::seed("mark_comp_efd", off::MARK_COMP_EFD, 4),
+        Field::seed("efd_from_pool", off::EFD_FROM_POOL, 1),
+        Field::seed("exec_info", off::EXEC_INFO, 8),
+    ],
+};
+const _: () = assert!(LAYOUT.is_well_formed());
+const _: () = assert!(LAYOUT.fields[0].offset == offset_of!(ExecSlot, seq_id));
+const _: () = assert!(LAYOUT.fields[1].offset == offset_of!(ExecSlot, exec_status));
+const _: () = assert!(LAYOUT.fields[2].offset == offset_of!(ExecSlot, mark_comp_efd));
+const _: () = assert!(LAYOUT.fields[3].offset == offset_of!(ExecSlot, efd_from_pool));
+const _: () = assert!(LAYOUT.fields[4].offset == offset_of!(ExecSlot, exec_info));
+// The hole: efd_from_pool ends at 0x15, exec_info starts at 0x18.
+const _: () = assert!(LAYOUT.fields[4].offset - LAYOUT.fields[3].end() == 3);
+
+impl ExecSlot {
+    /// What `xuq_client_submit` writes (§6): the body with `mark_comp_efd = -1`.
+    pub const fn submitted(seq_id: SeqId, exec_status: u64, exec_info: u64) -> ExecSlot {
+        ExecSlot {
+            seq_id,
+            exec_status,
+            mark_comp_efd: NO_EFD,
+            efd_from_pool: false,
+            exec_info,
+        }
+    }
+
+    /// `true` when a waiter has installed an eventfd.
+    pub const fn has_waiter(&self) -> bool {
+        self.mark_comp_efd != NO_EFD
+    }
+
+    /// The 32 bytes, little-endian, padding zero.
+    pub fn encode(&self) -> [u8; SIZE] {
+        let mut b = [0u8; SIZE];
+        self.put(&mut b);
+        b
+    }
+
+    /// Write the field bytes into `buf[..32]`; the padding is left as it is.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        need(LAYOUT.name, buf, SIZE)?;
+        self.put(buf);
+        Ok(())
+    }
+
+    fn put(&self, b: &mut [u8]) {
+        le::put_u64(b, off::SEQ_ID, self.seq_id.0);
+        le::put_u64(b, off::EXEC_STATUS, self.exec_status);
+        le::put_u32(b, off::MARK_COMP_EFD, self.mark_comp_efd as u32);
+        b[off::EFD_FROM_POOL] = u8::from(self.efd_from_pool);
+        le::put_u64(b, off::EXEC_INFO, self.exec_info);
+    }
+
+    /// Decode the first 32 bytes. Refuses an `efd_from_pool` byte other than
+    /// 0/1 and a `mark_comp_efd` below -1. The padding is ignored.
+    pub fn parse(bytes: &[u8]) -> Result<ExecSlot, WireError> {
+        need(LAYOUT.name, bytes, SIZE)?;
+        let efd = le::u32_at(bytes, off::MARK_COMP_EFD) as i32;
+        if efd < NO_EFD {
+            return Err(WireError::InvalidField {
+                block: LAYOUT.name,
+                field: "mark_comp_efd",
+                value: u64::from(efd as u32),
+            });
+        }
+        let efd_from_pool = match bytes[off::EFD_FROM_POOL] {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(WireError::InvalidField {
+                    block: LAYOUT.name,
+                    field: "efd_from_pool",
+                    value: u64::from(other),
+                })
+            }
+        };
+        Ok(ExecSlot {
+            seq_id: SeqId(le::u64_at(bytes, off::SEQ_ID)),
+            exec_status: le::u64_at(bytes, off::EXEC_STATUS),
+            mark_comp_efd: efd,
+            efd_from_pool,
+            exec_info: le::u64_at(bytes, off::EXEC_INFO),
+        })
+    }
+
+    /// Annotated hex dump.
+    pub fn dump(&self) -> String {
+        annotated_dump(&LAYOUT, &self.encode())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emit_leaves_the_hole_alone() {
+        let mut b = [0xEEu8; SIZE];
+        let s = ExecSlot::submitted(SeqId(7), 8, 9);
+        s.emit(&mut b).unwrap();
+        assert_eq!(&b[0x15..0x18], &[0xEE; 3]);
+        assert_eq!(&b[0x10..0x14], &[0xFF; 4]); // -1
+        assert_eq!(ExecSlot::parse(&b), Ok(s));
+    }
+
+    #[test]
+    fn strict_fields() {
+        let mut b = ExecSlot::submitted(SeqId(1), 0, 0).encode();
+        b[off::EFD_FROM_POOL] = 2;
+        assert_eq!(
+            ExecSlot::parse(&b),
+            Err(WireError::InvalidField {
+                block: "xuq_exec_info_t",
+                field: "efd_from_pool",
+                value: 2
+            })
+        );
+        let mut b = ExecSlot::submitted(SeqId(1), 0, 0).encode();
+        le::put_u32(&mut b, off::MARK_COMP_EFD, (-2i32) as u32);
+        assert!(matches!(
+            ExecSlot::parse(&b),
+            Err(WireError::InvalidField {
+                field: "mark_comp_efd",
+                ..
+            })
+        ));
+    }
+}

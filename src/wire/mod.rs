@@ -27,6 +27,41 @@ pub mod xu_queue;
 
 use core::fmt;
 
+use layout::Block;
+
+/// The seed-000 blocks, in the seed's order: ring header, slot, seq_id,
+/// device request (body, then the 0x38-byte buffer), work item and its
+/// completion-response area.
+pub const SEED000_BLOCKS: &[&Block] = &[
+    &xu_queue::LAYOUT,
+    &exec_slot::LAYOUT,
+    &seq_id::LAYOUT,
+    &device_request::LAYOUT,
+    &device_request::BUFFER_LAYOUT,
+    &work_item::LAYOUT,
+    &work_item::INFER_RESP_LAYOUT,
+];
+
+/// The device-side blocks: the UDMA descriptor (SPEC-NOTES.md) and our NQ record.
+pub const DEVICE_BLOCKS: &[&Block] = &[
+    &udma::LAYOUT,
+    &udma::LAYOUT_M2S_META,
+    &udma::LAYOUT_S2M,
+    &nq::LAYOUT,
+];
+
+/// Every ABI block xunds defines, in the order `xunds layout` prints them:
+/// [`SEED000_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (seed 004).
+pub fn all_blocks() -> impl Iterator<Item = &'static Block> {
+    SEED000_BLOCKS
+        .iter()
+        .copied()
+        .chain(DEVICE_BLOCKS.iter().copied())
+        // Deref coercion keeps this compiling whether `nds::BLOCKS` lists
+        // `Block`s or `&Block`s.
+        .chain(nds::BLOCKS.iter().map(|b| -> &'static Block { b }))
+}
+
 /// Why a byte string was refused by a wire decoder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireError {
@@ -82,7 +117,6 @@ impl fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 /// Check that `bytes` holds at least `need` bytes for `block`.
-#[allow(dead_code)] // used by the block modules as they land
 pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {
     if bytes.len() < need {
         Err(WireError::Truncated {
@@ -96,7 +130,6 @@ pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(),
 }
 
 /// Little-endian readers over a slice already length-checked by [`need`].
-#[allow(dead_code)] // used by the block modules as they land
 pub(crate) mod le {
     /// Read a little-endian `u16` at `off`.
     pub fn u16_at(b: &[u8], off: usize) -> u16 {

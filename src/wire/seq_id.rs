@@ -2,12 +2,58 @@
 //!
 //! `seq_id = (cursor & 0xFFFFFFFFFFFF) | (xu_id << 48)`;
 //! `xu_id = {type:4 @[3:0], queue:4 @[7:4], vnc_id:8 @[15:8]}`, so the vNC id
-//! is the seq_id's high byte.
+//! is the seq_id's high byte (`HIBYTE(seq_id.raw)`, what `tpb_xu_get` indexes
+//! by). In memory a `seq_id_t` is 8 little-endian bytes: `seq_num` in bytes
+//! 0..6, `xu_id` in bytes 6..8 (`vnc_id` is byte 7).
 //!
-//! (The wire-layer issue completes this module: accessors, parse/emit, dump.)
+//! The same materialisation serves submit (`cursor = scheduled_tail`) and
+//! "last completed" (`cursor = exec_head - 1`, seed 000 §5):
+//! [`SeqId::from_cursor`] and [`SeqId::last_completed`].
+
+use core::fmt;
+use core::mem::size_of;
+
+use super::layout::{annotated_dump, Block, Field};
+use super::{le, need, WireError};
 
 /// Mask of the 48-bit `seq_num` field.
 pub const SEQ_NUM_MASK: u64 = 0xFFFF_FFFF_FFFF;
+/// Bit position of `xu_id` inside a `seq_id_t`.
+pub const XU_ID_SHIFT: u32 = 48;
+/// `sizeof(seq_id_t)`.
+pub const SIZE: usize = 8;
+/// `sizeof(xu_id_t)`.
+pub const XU_ID_SIZE: usize = 2;
+
+/// Byte offsets inside a `seq_id_t` (little-endian storage of the bitfield).
+pub mod off {
+    /// `seq_num:48`, bytes 0..6.
+    pub const SEQ_NUM: usize = 0;
+    /// `xu_id:16`, bytes 6..8.
+    pub const XU_ID: usize = 6;
+}
+
+const _: () = assert!(SEQ_NUM_MASK == (1u64 << XU_ID_SHIFT) - 1);
+const _: () = assert!(off::XU_ID * 8 == XU_ID_SHIFT as usize);
+const _: () = assert!(size_of::<SeqId>() == SIZE && size_of::<XuId>() == XU_ID_SIZE);
+// §2 bit positions: type @[3:0], queue @[7:4], vnc_id @[15:8].
+const _: () = assert!(XuId::new(0xF, 0, 0).0 == 0x000F);
+const _: () = assert!(XuId::new(0, 0xF, 0).0 == 0x00F0);
+const _: () = assert!(XuId::new(0, 0, 0xFF).0 == 0xFF00);
+// HIBYTE(seq_id) is the vNC (§2 GOTCHA).
+const _: () = assert!(SeqId::from_cursor(0, XuId::new(0, 0, 0xAB)).0 >> 56 == 0xAB);
+
+/// Layout of `seq_id_t` (8 bytes): the 48-bit counter, then the XU id.
+pub const LAYOUT: Block = Block {
+    name: "seq_id_t",
+    size: SIZE,
+    fields: &[
+        Field::seed("seq_num", off::SEQ_NUM, 6),
+        Field::seed("xu_id", off::XU_ID, XU_ID_SIZE),
+    ],
+};
+const _: () = assert!(LAYOUT.is_well_formed());
+const _: () = assert!(LAYOUT.fields[1].offset == off::XU_ID && LAYOUT.fields[1].end() == SIZE);
 
 /// A 16-bit XU id: `{type:4, queue:4, vnc_id:8}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -31,6 +77,29 @@ impl XuId {
     pub const fn vnc_id(self) -> u8 {
         (self.0 >> 8) as u8
     }
+    /// The 2 little-endian bytes of an `xu_id_t`.
+    pub const fn encode(self) -> [u8; XU_ID_SIZE] {
+        self.0.to_le_bytes()
+    }
+    /// Decode the first 2 bytes (every bit pattern is an XU id).
+    pub fn parse(bytes: &[u8]) -> Result<XuId, WireError> {
+        need("xu_id_t", bytes, XU_ID_SIZE)?;
+        Ok(XuId(le::u16_at(bytes, 0)))
+    }
+}
+
+impl fmt::Display for XuId {
+    /// `0x0753{type 3, queue 5, vnc 7}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:#06x}{{type {}, queue {}, vnc {}}}",
+            self.0,
+            self.ty(),
+            self.queue(),
+            self.vnc_id()
+        )
+    }
 }
 
 /// A 64-bit sequence handle: xu_id in bits 63:48, seq_num in 47:0.
@@ -41,7 +110,12 @@ pub struct SeqId(pub u64);
 impl SeqId {
     /// The materialisation shared by submit and last-completed (seed 000 §2).
     pub const fn from_cursor(cursor: u64, xu: XuId) -> SeqId {
-        SeqId((cursor & SEQ_NUM_MASK) | ((xu.0 as u64) << 48))
+        SeqId((cursor & SEQ_NUM_MASK) | ((xu.0 as u64) << XU_ID_SHIFT))
+    }
+    /// `xuq_get_last_completed` (seed 000 §5): `(exec_head - 1) | xu_id << 48`.
+    /// With `exec_head` at its start value 1 this is seq_num 0: nothing yet.
+    pub const fn last_completed(exec_head: u64, xu: XuId) -> SeqId {
+        SeqId::from_cursor(exec_head.wrapping_sub(1), xu)
     }
     /// The 48-bit per-XU counter.
     pub const fn seq_num(self) -> u64 {
@@ -49,10 +123,66 @@ impl SeqId {
     }
     /// The owning XU.
     pub const fn xu_id(self) -> XuId {
-        XuId((self.0 >> 48) as u16)
+        XuId((self.0 >> XU_ID_SHIFT) as u16)
     }
     /// The vNC id (`HIBYTE(seq_id.raw)`).
     pub const fn vnc_id(self) -> u8 {
         (self.0 >> 56) as u8
+    }
+    /// The completion test (seed 000 §5): `self <= last_completed` as one
+    /// `u64` comparison, meaningful only for the same XU (`false` otherwise).
+    pub const fn is_completed_by(self, last_completed: SeqId) -> bool {
+        self.xu_id().0 == last_completed.xu_id().0 && self.0 <= last_completed.0
+    }
+    /// The 8 little-endian bytes of a `seq_id_t`.
+    pub const fn encode(self) -> [u8; SIZE] {
+        self.0.to_le_bytes()
+    }
+    /// Decode the first 8 bytes (every bit pattern is a seq_id).
+    pub fn parse(bytes: &[u8]) -> Result<SeqId, WireError> {
+        need(LAYOUT.name, bytes, SIZE)?;
+        Ok(SeqId(le::u64_at(bytes, 0)))
+    }
+    /// Annotated hex dump.
+    pub fn dump(self) -> String {
+        annotated_dump(&LAYOUT, &self.encode())
+    }
+}
+
+impl fmt::Display for SeqId {
+    /// `0x0753000000000005{xu 0x0753{type 3, queue 5, vnc 7}, seq 5}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:#018x}{{xu {}, seq {}}}",
+            self.0,
+            self.xu_id(),
+            self.seq_num()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display() {
+        let s = SeqId::from_cursor(5, XuId::new(3, 5, 7));
+        assert_eq!(
+            s.to_string(),
+            "0x0753000000000005{xu 0x0753{type 3, queue 5, vnc 7}, seq 5}"
+        );
+    }
+
+    #[test]
+    fn completion_is_per_xu() {
+        // b's raw handles are all below a's: a bare u64 compare would say "done".
+        let a = XuId::new(0, 0, 2);
+        let b = XuId::new(0, 0, 1);
+        let last = SeqId::last_completed(4, a);
+        assert!(SeqId::from_cursor(3, a).is_completed_by(last));
+        assert!(!SeqId::from_cursor(4, a).is_completed_by(last));
+        assert!(!SeqId::from_cursor(1, b).is_completed_by(last));
     }
 }

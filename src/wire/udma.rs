@@ -1,14 +1,44 @@
 //! `udma_desc`: the 16-byte UDMA descriptor (SPEC-NOTES.md "UDMA descriptors").
 //!
-//! (The HAL issue completes this module; until then only the layout name and
-//! size exist so `xunds layout` can list it.)
+//! One 16-byte, 16-byte-aligned union with three views:
+//!
+//! | view | +0 | +4 | +8 |
+//! |---|---|---|---|
+//! | M2S ("TX", source side) | `len_ctrl` u32 | `meta_ctrl` u32 | `buf_ptr` u64 (source pa) |
+//! | M2S meta | `len_ctrl` u32 | `meta_ctrl` u32 | `meta1` u32, `meta2` u32 at +12 |
+//! | S2M ("RX", destination side) | `len_ctrl` u32 | `buf2_ptr_lo` u32 | `buf1_ptr` u64 (destination pa) |
+//!
+//! `len_ctrl` (all views): bits 15:0 length (65536 encoded as 0), 25:24 ring id
+//! (the "phase"), 26 FIRST, 27 LAST, 28 INT_EN, 29 STRONG_ORDER_WR (S2M only),
+//! 30 DMB (M2S only: wait for earlier transfers). Bits 23:16 and 31 are
+//! reserved: a decoder refuses them.
+//!
+//! M2S `meta_ctrl`: bit 0 is_last_block, bit 1 is_first_block, bit 19
+//! copy_source_data, bits 22:20 op_type, bits 25:23 op, bit 26 write barrier;
+//! the usual copy value is `0x0108_0003` ([`MetaCtrl::COPY`]).
+//!
+//! Every decoder here takes untrusted bytes and returns a typed
+//! [`UdmaError`], never panics.
 
-use super::layout::{Block, Field};
+use core::fmt;
+
+use bitflags::bitflags;
+
+use super::layout::{annotated_dump, Block, Field};
+use super::{le, WireError};
 
 /// `sizeof(udma_desc)`.
 pub const SIZE: usize = 16;
+/// Required alignment of a descriptor in its ring.
+pub const ALIGN: usize = 16;
+/// Largest transfer one descriptor can carry (encoded as length 0).
+pub const MAX_LEN: u32 = 65536;
+/// Number of distinct ring ids (2 bits).
+pub const RING_IDS: u8 = 4;
+/// The ring id a fresh ring starts with (SPEC-NOTES.md: "starts at 1").
+pub const FIRST_RING_ID: u8 = 1;
 
-/// Layout of the M2S view (placeholder until the HAL issue lands the views).
+/// Layout of the M2S view (the name the `layout` command lists).
 pub const LAYOUT: Block = Block {
     name: "udma_desc",
     size: SIZE,
@@ -18,3 +48,643 @@ pub const LAYOUT: Block = Block {
         Field::seed("buf_ptr", 8, 8),
     ],
 };
+
+/// Layout of the M2S meta view.
+pub const LAYOUT_M2S_META: Block = Block {
+    name: "udma_desc (m2s meta)",
+    size: SIZE,
+    fields: &[
+        Field::seed("len_ctrl", 0, 4),
+        Field::seed("meta_ctrl", 4, 4),
+        Field::seed("meta1", 8, 4),
+        Field::seed("meta2", 12, 4),
+    ],
+};
+
+/// Layout of the S2M view.
+pub const LAYOUT_S2M: Block = Block {
+    name: "udma_desc (s2m)",
+    size: SIZE,
+    fields: &[
+        Field::seed("len_ctrl", 0, 4),
+        Field::seed("buf2_ptr_lo", 4, 4),
+        Field::seed("buf1_ptr", 8, 8),
+    ],
+};
+
+const _: () = assert!(LAYOUT.is_well_formed() && LAYOUT.fields[2].end() == SIZE);
+const _: () = assert!(LAYOUT_M2S_META.is_well_formed() && LAYOUT_M2S_META.fields[3].end() == SIZE);
+const _: () = assert!(LAYOUT_S2M.is_well_formed() && LAYOUT_S2M.fields[2].end() == SIZE);
+const _: () = assert!(SIZE == 16 && ALIGN == 16);
+
+/// Byte offsets of the fields (shared by all views where they coincide).
+pub mod field {
+    /// `len_ctrl` (every view).
+    pub const LEN_CTRL: usize = 0;
+    /// `meta_ctrl` (M2S, M2S meta) / `buf2_ptr_lo` (S2M).
+    pub const WORD1: usize = 4;
+    /// `buf_ptr` (M2S) / `buf1_ptr` (S2M) / `meta1` (M2S meta).
+    pub const PTR: usize = 8;
+    /// `meta2` (M2S meta).
+    pub const META2: usize = 12;
+}
+
+const _: () = assert!(field::LEN_CTRL == LAYOUT.fields[0].offset);
+const _: () = assert!(field::WORD1 == LAYOUT.fields[1].offset);
+const _: () = assert!(field::PTR == LAYOUT.fields[2].offset);
+const _: () = assert!(field::META2 == LAYOUT_M2S_META.fields[3].offset);
+
+/// `len_ctrl` bits 15:0: the length.
+pub const LEN_MASK: u32 = 0x0000_FFFF;
+/// `len_ctrl` bits 25:24: the ring id.
+pub const RING_ID_SHIFT: u32 = 24;
+/// Mask of the ring id after shifting.
+pub const RING_ID_MASK: u32 = 0b11;
+/// `len_ctrl` bits that must be zero (23:16 and 31).
+pub const LEN_CTRL_RESERVED: u32 = 0x00FF_0000 | 0x8000_0000;
+
+bitflags! {
+    /// The flag bits of `len_ctrl` (26..=30).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct DescFlags: u32 {
+        /// Bit 26: first descriptor of a packet.
+        const FIRST = 1 << 26;
+        /// Bit 27: last descriptor of a packet.
+        const LAST = 1 << 27;
+        /// Bit 28: raise an interrupt when done.
+        const INT_EN = 1 << 28;
+        /// Bit 29: strongly ordered write (S2M only).
+        const STRONG_ORDER_WR = 1 << 29;
+        /// Bit 30: data memory barrier, wait for earlier transfers (M2S only).
+        const DMB = 1 << 30;
+    }
+}
+
+const _: () = assert!(DescFlags::all().bits() & (LEN_CTRL_RESERVED | LEN_MASK) == 0);
+const _: () = assert!(DescFlags::all().bits() & (RING_ID_MASK << RING_ID_SHIFT) == 0);
+const _: () = assert!(
+    DescFlags::all().bits() | LEN_CTRL_RESERVED | LEN_MASK | (RING_ID_MASK << RING_ID_SHIFT)
+        == u32::MAX
+);
+
+/// Which of the three views a descriptor is read as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum View {
+    /// Source side ("TX").
+    M2s,
+    /// Source side, metadata form.
+    M2sMeta,
+    /// Destination side ("RX").
+    S2m,
+}
+
+impl View {
+    /// Short name (`m2s`, `m2s-meta`, `s2m`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            View::M2s => "m2s",
+            View::M2sMeta => "m2s-meta",
+            View::S2m => "s2m",
+        }
+    }
+
+    /// The layout descriptor of this view.
+    pub const fn layout(self) -> &'static Block {
+        match self {
+            View::M2s => &LAYOUT,
+            View::M2sMeta => &LAYOUT_M2S_META,
+            View::S2m => &LAYOUT_S2M,
+        }
+    }
+
+    /// The flag that this view must never carry.
+    const fn forbidden_flag(self) -> DescFlags {
+        match self {
+            View::M2s | View::M2sMeta => DescFlags::STRONG_ORDER_WR,
+            View::S2m => DescFlags::DMB,
+        }
+    }
+}
+
+/// Why a descriptor could not be encoded or decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UdmaError {
+    /// Fewer than 16 bytes.
+    Truncated {
+        /// Bytes given.
+        got: usize,
+    },
+    /// A length outside `1..=65536` (encode side).
+    BadLength {
+        /// The length asked for.
+        len: u32,
+    },
+    /// A ring id outside `0..=3` (encode side).
+    BadRingId {
+        /// The ring id asked for.
+        ring_id: u8,
+    },
+    /// Reserved bits set in a control word.
+    ReservedBits {
+        /// `len_ctrl` or `meta_ctrl`.
+        field: &'static str,
+        /// The offending bits.
+        bits: u32,
+    },
+    /// A flag that the view does not allow (DMB on S2M, STRONG_ORDER_WR on M2S).
+    FlagNotAllowed {
+        /// The view decoded or encoded.
+        view: View,
+        /// The offending flag bits.
+        flag: u32,
+    },
+    /// A `meta_ctrl` sub-field out of its bit range (encode side).
+    BadMetaField {
+        /// `op_type` or `op`.
+        field: &'static str,
+        /// The value asked for.
+        value: u8,
+    },
+}
+
+impl fmt::Display for UdmaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UdmaError::Truncated { got } => write!(f, "udma_desc: need 16 bytes, got {got}"),
+            UdmaError::BadLength { len } => {
+                write!(f, "udma_desc: length {len} outside 1..=65536")
+            }
+            UdmaError::BadRingId { ring_id } => {
+                write!(f, "udma_desc: ring id {ring_id} outside 0..=3")
+            }
+            UdmaError::ReservedBits { field, bits } => {
+                write!(f, "udma_desc.{field}: reserved bits {bits:#010x} set")
+            }
+            UdmaError::FlagNotAllowed { view, flag } => {
+                write!(
+                    f,
+                    "udma_desc ({}): flag {flag:#010x} not allowed",
+                    view.name()
+                )
+            }
+            UdmaError::BadMetaField { field, value } => {
+                write!(f, "udma_desc.meta_ctrl.{field}: value {value} does not fit")
+            }
+        }
+    }
+}
+
+impl std::error::Error for UdmaError {}
+
+impl From<UdmaError> for WireError {
+    fn from(e: UdmaError) -> Self {
+        match e {
+            UdmaError::Truncated { got } => WireError::Truncated {
+                block: "udma_desc",
+                need: SIZE,
+                got,
+            },
+            UdmaError::BadLength { len } => WireError::InvalidField {
+                block: "udma_desc",
+                field: "len_ctrl",
+                value: u64::from(len),
+            },
+            UdmaError::BadRingId { ring_id } => WireError::InvalidField {
+                block: "udma_desc",
+                field: "len_ctrl",
+                value: u64::from(ring_id),
+            },
+            UdmaError::ReservedBits { field, bits } => WireError::InvalidField {
+                block: "udma_desc",
+                field,
+                value: u64::from(bits),
+            },
+            UdmaError::FlagNotAllowed { flag, .. } => WireError::InvalidField {
+                block: "udma_desc",
+                field: "len_ctrl",
+                value: u64::from(flag),
+            },
+            UdmaError::BadMetaField { field, value } => WireError::InvalidField {
+                block: "udma_desc",
+                field,
+                value: u64::from(value),
+            },
+        }
+    }
+}
+
+/// The decoded `len_ctrl` word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LenCtrl {
+    /// Transfer length in bytes, `1..=65536`.
+    pub len: u32,
+    /// The 2-bit ring id ("phase") the producer stamped.
+    pub ring_id: u8,
+    /// FIRST / LAST / INT_EN / STRONG_ORDER_WR / DMB.
+    pub flags: DescFlags,
+}
+
+impl LenCtrl {
+    /// Encode; refuses a length outside `1..=65536` or a ring id above 3.
+    pub const fn encode(&self) -> Result<u32, UdmaError> {
+        if self.len == 0 || self.len > MAX_LEN {
+            return Err(UdmaError::BadLength { len: self.len });
+        }
+        if self.ring_id >= RING_IDS {
+            return Err(UdmaError::BadRingId {
+                ring_id: self.ring_id,
+            });
+        }
+        // 65536 is encoded as 0 (SPEC-NOTES.md).
+        let len = self.len & LEN_MASK;
+        Ok(len | ((self.ring_id as u32) << RING_ID_SHIFT) | self.flags.bits())
+    }
+
+    /// Decode; refuses reserved bits (23:16, 31).
+    pub const fn decode(w: u32) -> Result<LenCtrl, UdmaError> {
+        if w & LEN_CTRL_RESERVED != 0 {
+            return Err(UdmaError::ReservedBits {
+                field: "len_ctrl",
+                bits: w & LEN_CTRL_RESERVED,
+            });
+        }
+        let raw_len = w & LEN_MASK;
+        Ok(LenCtrl {
+            len: if raw_len == 0 { MAX_LEN } else { raw_len },
+            ring_id: ((w >> RING_ID_SHIFT) & RING_ID_MASK) as u8,
+            flags: DescFlags::from_bits_truncate(w),
+        })
+    }
+
+    /// The ring id bits of a raw `len_ctrl` word, without any other check
+    /// (what a consumer compares first: a wrong ring id means "not yet written").
+    pub const fn ring_id_of(w: u32) -> u8 {
+        ((w >> RING_ID_SHIFT) & RING_ID_MASK) as u8
+    }
+
+    fn check_view(&self, view: View) -> Result<(), UdmaError> {
+        let bad = self.flags.intersection(view.forbidden_flag());
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(UdmaError::FlagNotAllowed {
+                view,
+                flag: bad.bits(),
+            })
+        }
+    }
+}
+
+/// The next ring id after a wrap: steps by 1 mod 4 (SPEC-NOTES.md).
+pub const fn next_ring_id(id: u8) -> u8 {
+    (id + 1) % RING_IDS
+}
+
+/// M2S `meta_ctrl` bits 22:20.
+pub const OP_TYPE_SHIFT: u32 = 20;
+/// M2S `meta_ctrl` bits 25:23.
+pub const OP_SHIFT: u32 = 23;
+/// Width mask of `op_type` and `op`.
+pub const OP_MASK: u32 = 0b111;
+/// M2S `meta_ctrl` bit 0.
+pub const META_IS_LAST_BLOCK: u32 = 1 << 0;
+/// M2S `meta_ctrl` bit 1.
+pub const META_IS_FIRST_BLOCK: u32 = 1 << 1;
+/// M2S `meta_ctrl` bit 19.
+pub const META_COPY_SOURCE_DATA: u32 = 1 << 19;
+/// M2S `meta_ctrl` bit 26.
+pub const META_WRITE_BARRIER: u32 = 1 << 26;
+/// Every defined `meta_ctrl` bit; the rest are reserved.
+pub const META_DEFINED: u32 = META_IS_LAST_BLOCK
+    | META_IS_FIRST_BLOCK
+    | META_COPY_SOURCE_DATA
+    | (OP_MASK << OP_TYPE_SHIFT)
+    | (OP_MASK << OP_SHIFT)
+    | META_WRITE_BARRIER;
+
+/// The decoded M2S `meta_ctrl` word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MetaCtrl {
+    /// Bit 0.
+    pub is_last_block: bool,
+    /// Bit 1.
+    pub is_first_block: bool,
+    /// Bit 19.
+    pub copy_source_data: bool,
+    /// Bits 22:20.
+    pub op_type: u8,
+    /// Bits 25:23.
+    pub op: u8,
+    /// Bit 26.
+    pub write_barrier: bool,
+}
+
+impl MetaCtrl {
+    /// The usual plain copy (`0x0108_0003`): first and last block, copy
+    /// source data, op 2, op_type 0.
+    pub const COPY: MetaCtrl = MetaCtrl {
+        is_last_block: true,
+        is_first_block: true,
+        copy_source_data: true,
+        op_type: 0,
+        op: 2,
+        write_barrier: false,
+    };
+
+    /// Encode; refuses an `op_type` or `op` above 7.
+    pub const fn encode(&self) -> Result<u32, UdmaError> {
+        if self.op_type as u32 > OP_MASK {
+            return Err(UdmaError::BadMetaField {
+                field: "op_type",
+                value: self.op_type,
+            });
+        }
+        if self.op as u32 > OP_MASK {
+            return Err(UdmaError::BadMetaField {
+                field: "op",
+                value: self.op,
+            });
+        }
+        let mut w = 0;
+        if self.is_last_block {
+            w |= META_IS_LAST_BLOCK;
+        }
+        if self.is_first_block {
+            w |= META_IS_FIRST_BLOCK;
+        }
+        if self.copy_source_data {
+            w |= META_COPY_SOURCE_DATA;
+        }
+        if self.write_barrier {
+            w |= META_WRITE_BARRIER;
+        }
+        w |= (self.op_type as u32) << OP_TYPE_SHIFT;
+        w |= (self.op as u32) << OP_SHIFT;
+        Ok(w)
+    }
+
+    /// Decode; refuses reserved bits.
+    pub const fn decode(w: u32) -> Result<MetaCtrl, UdmaError> {
+        if w & !META_DEFINED != 0 {
+            return Err(UdmaError::ReservedBits {
+                field: "meta_ctrl",
+                bits: w & !META_DEFINED,
+            });
+        }
+        Ok(MetaCtrl {
+            is_last_block: w & META_IS_LAST_BLOCK != 0,
+            is_first_block: w & META_IS_FIRST_BLOCK != 0,
+            copy_source_data: w & META_COPY_SOURCE_DATA != 0,
+            op_type: ((w >> OP_TYPE_SHIFT) & OP_MASK) as u8,
+            op: ((w >> OP_SHIFT) & OP_MASK) as u8,
+            write_barrier: w & META_WRITE_BARRIER != 0,
+        })
+    }
+}
+
+// SPEC-NOTES.md "UDMA descriptors": the usual copy value is 0x01080003.
+const _: () = assert!(matches!(MetaCtrl::COPY.encode(), Ok(0x0108_0003)));
+
+/// The M2S (source) view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct M2sDesc {
+    /// `len_ctrl`.
+    pub ctrl: LenCtrl,
+    /// `meta_ctrl`.
+    pub meta: MetaCtrl,
+    /// `buf_ptr`: the source device physical address.
+    pub src: u64,
+}
+
+/// The M2S meta view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct M2sMetaDesc {
+    /// `len_ctrl`.
+    pub ctrl: LenCtrl,
+    /// `meta_ctrl`.
+    pub meta: MetaCtrl,
+    /// `meta1` (+8).
+    pub meta1: u32,
+    /// `meta2` (+12).
+    pub meta2: u32,
+}
+
+/// The S2M (destination) view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct S2mDesc {
+    /// `len_ctrl`.
+    pub ctrl: LenCtrl,
+    /// `buf2_ptr_lo` (+4): unused by our device; must round-trip.
+    pub buf2_ptr_lo: u32,
+    /// `buf1_ptr`: the destination device physical address.
+    pub dst: u64,
+}
+
+fn take16(bytes: &[u8]) -> Result<&[u8], UdmaError> {
+    if bytes.len() < SIZE {
+        return Err(UdmaError::Truncated { got: bytes.len() });
+    }
+    Ok(&bytes[..SIZE])
+}
+
+fn decode_ctrl(b: &[u8], view: View) -> Result<LenCtrl, UdmaError> {
+    let ctrl = LenCtrl::decode(le::u32_at(b, field::LEN_CTRL))?;
+    ctrl.check_view(view)?;
+    Ok(ctrl)
+}
+
+impl M2sDesc {
+    /// A plain copy of `len` bytes from `src`, FIRST|LAST, meta [`MetaCtrl::COPY`].
+    pub const fn copy(len: u32, ring_id: u8, src: u64) -> M2sDesc {
+        M2sDesc {
+            ctrl: LenCtrl {
+                len,
+                ring_id,
+                flags: DescFlags::FIRST.union(DescFlags::LAST),
+            },
+            meta: MetaCtrl::COPY,
+            src,
+        }
+    }
+
+    /// Encode to 16 bytes.
+    pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
+        self.ctrl.check_view(View::M2s)?;
+        let mut b = [0u8; SIZE];
+        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
+        le::put_u32(&mut b, field::WORD1, self.meta.encode()?);
+        le::put_u64(&mut b, field::PTR, self.src);
+        Ok(b)
+    }
+
+    /// Decode the first 16 bytes of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<M2sDesc, UdmaError> {
+        let b = take16(bytes)?;
+        Ok(M2sDesc {
+            ctrl: decode_ctrl(b, View::M2s)?,
+            meta: MetaCtrl::decode(le::u32_at(b, field::WORD1))?,
+            src: le::u64_at(b, field::PTR),
+        })
+    }
+}
+
+impl M2sMetaDesc {
+    /// Encode to 16 bytes.
+    pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
+        self.ctrl.check_view(View::M2sMeta)?;
+        let mut b = [0u8; SIZE];
+        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
+        le::put_u32(&mut b, field::WORD1, self.meta.encode()?);
+        le::put_u32(&mut b, field::PTR, self.meta1);
+        le::put_u32(&mut b, field::META2, self.meta2);
+        Ok(b)
+    }
+
+    /// Decode the first 16 bytes of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<M2sMetaDesc, UdmaError> {
+        let b = take16(bytes)?;
+        Ok(M2sMetaDesc {
+            ctrl: decode_ctrl(b, View::M2sMeta)?,
+            meta: MetaCtrl::decode(le::u32_at(b, field::WORD1))?,
+            meta1: le::u32_at(b, field::PTR),
+            meta2: le::u32_at(b, field::META2),
+        })
+    }
+}
+
+impl S2mDesc {
+    /// A plain write of `len` bytes to `dst`, FIRST|LAST.
+    pub const fn copy(len: u32, ring_id: u8, dst: u64) -> S2mDesc {
+        S2mDesc {
+            ctrl: LenCtrl {
+                len,
+                ring_id,
+                flags: DescFlags::FIRST.union(DescFlags::LAST),
+            },
+            buf2_ptr_lo: 0,
+            dst,
+        }
+    }
+
+    /// Encode to 16 bytes.
+    pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
+        self.ctrl.check_view(View::S2m)?;
+        let mut b = [0u8; SIZE];
+        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
+        le::put_u32(&mut b, field::WORD1, self.buf2_ptr_lo);
+        le::put_u64(&mut b, field::PTR, self.dst);
+        Ok(b)
+    }
+
+    /// Decode the first 16 bytes of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<S2mDesc, UdmaError> {
+        let b = take16(bytes)?;
+        Ok(S2mDesc {
+            ctrl: decode_ctrl(b, View::S2m)?,
+            buf2_ptr_lo: le::u32_at(b, field::WORD1),
+            dst: le::u64_at(b, field::PTR),
+        })
+    }
+}
+
+fn flag_names(flags: DescFlags) -> String {
+    let mut names: Vec<&str> = flags.iter_names().map(|(n, _)| n).collect();
+    if names.is_empty() {
+        names.push("-");
+    }
+    names.join("|")
+}
+
+fn describe_ctrl(out: &mut String, w: u32) {
+    use core::fmt::Write as _;
+    match LenCtrl::decode(w) {
+        Ok(c) => {
+            let _ = writeln!(
+                out,
+                "  len_ctrl: len={} ring_id={} flags={}",
+                c.len,
+                c.ring_id,
+                flag_names(c.flags)
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  len_ctrl: {e}");
+        }
+    }
+}
+
+fn describe_meta(out: &mut String, w: u32) {
+    use core::fmt::Write as _;
+    match MetaCtrl::decode(w) {
+        Ok(m) => {
+            let _ = writeln!(
+                out,
+                "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",
+                m.is_first_block, m.is_last_block, m.copy_source_data, m.op_type, m.op, m.write_barrier
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  meta_ctrl: {e}");
+        }
+    }
+}
+
+/// Annotated dump of `bytes` read as `view`: the field-by-field hex dump, then
+/// the decoded control words and the verdict of the checked decoder. Never
+/// panics, whatever the input.
+pub fn dump(view: View, bytes: &[u8]) -> String {
+    use core::fmt::Write as _;
+    let mut out = annotated_dump(view.layout(), bytes);
+    if bytes.len() < SIZE {
+        let _ = writeln!(out, "  {}", UdmaError::Truncated { got: bytes.len() });
+        return out;
+    }
+    describe_ctrl(&mut out, le::u32_at(bytes, field::LEN_CTRL));
+    let verdict = match view {
+        View::M2s => {
+            describe_meta(&mut out, le::u32_at(bytes, field::WORD1));
+            M2sDesc::decode(bytes)
+                .map(|d| format!("m2s copy of {} bytes from pa {:#x}", d.ctrl.len, d.src))
+        }
+        View::M2sMeta => {
+            describe_meta(&mut out, le::u32_at(bytes, field::WORD1));
+            M2sMetaDesc::decode(bytes)
+                .map(|d| format!("m2s meta meta1={:#x} meta2={:#x}", d.meta1, d.meta2))
+        }
+        View::S2m => S2mDesc::decode(bytes)
+            .map(|d| format!("s2m write of {} bytes to pa {:#x}", d.ctrl.len, d.dst)),
+    };
+    match verdict {
+        Ok(s) => {
+            let _ = writeln!(out, "  => {s}");
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  => refused: {e}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn len_65536_is_encoded_as_zero() {
+        let c = LenCtrl {
+            len: 65536,
+            ring_id: 1,
+            flags: DescFlags::empty(),
+        };
+        let w = c.encode().unwrap();
+        assert_eq!(w & LEN_MASK, 0);
+        assert_eq!(LenCtrl::decode(w).unwrap().len, 65536);
+    }
+
+    #[test]
+    fn ring_id_steps_mod_4() {
+        assert_eq!(next_ring_id(1), 2);
+        assert_eq!(next_ring_id(3), 0);
+        assert_eq!(next_ring_id(0), 1);
+    }
+}

@@ -1,7 +1,155 @@
-//! `xunds layout`.
+//! `xunds layout [--json]`: every ABI block (seed 000, device side, seed 004)
+//! and the NDS region map, as a readable table or as the reference JSON a
+//! reimplementer in another language checks against:
+//! `{"blocks":[{"name","size","fields":[{"name","offset","size"}]}],
+//! "nds_regions":[{"name","offset","size"}]}` (no other keys; fields and
+//! regions in offset order).
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
-pub fn main(_args: &[String]) -> ExitCode {
-    crate::usage_error("`layout` is not implemented yet")
+use xunds::wire::layout::{Block, Origin, Span};
+use xunds::wire::{all_blocks, nds};
+
+use crate::json::Json;
+
+pub fn main(args: &[String]) -> ExitCode {
+    let mut as_json = false;
+    for a in args {
+        match a.as_str() {
+            "--json" => as_json = true,
+            other => return crate::usage_error(&format!("layout: unknown option {other:?}")),
+        }
+    }
+    let blocks: Vec<&Block> = all_blocks().collect();
+    let regions = nds::REGIONS;
+    if as_json {
+        println!("{}", to_json(&blocks, regions).render());
+    } else {
+        print!("{}", to_table(&blocks, regions));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Fields of `b` in offset order (the layouts are already sorted; sorting
+/// again keeps the JSON contract independent of that).
+fn sorted_fields(b: &Block) -> Vec<&xunds::wire::layout::Field> {
+    let mut f: Vec<_> = b.fields.iter().collect();
+    f.sort_by_key(|f| f.offset);
+    f
+}
+
+fn span_json(name: &str, offset: usize, size: usize) -> Json {
+    Json::obj()
+        .with("name", name)
+        .with("offset", offset)
+        .with("size", size)
+}
+
+/// The reference JSON document.
+fn to_json(blocks: &[&Block], regions: &[Span]) -> Json {
+    let blocks: Vec<Json> = blocks
+        .iter()
+        .map(|b| {
+            let fields: Vec<Json> = sorted_fields(b)
+                .into_iter()
+                .map(|f| span_json(f.name, f.offset, f.size))
+                .collect();
+            Json::obj()
+                .with("name", b.name)
+                .with("size", b.size)
+                .with("fields", fields)
+        })
+        .collect();
+    let mut regions: Vec<&Span> = regions.iter().collect();
+    regions.sort_by_key(|r| r.offset);
+    let regions: Vec<Json> = regions
+        .into_iter()
+        .map(|r| span_json(r.name, r.offset, r.size))
+        .collect();
+    Json::obj()
+        .with("blocks", blocks)
+        .with("nds_regions", regions)
+}
+
+/// The readable table: one section per block (padding gaps shown), then the
+/// NDS region map.
+fn to_table(blocks: &[&Block], regions: &[Span]) -> String {
+    let mut out = String::new();
+    for b in blocks {
+        let _ = writeln!(out, "{} ({} bytes, {:#x})", b.name, b.size, b.size);
+        let _ = writeln!(
+            out,
+            "  {:>8}  {:>5}  {:<36} origin",
+            "offset", "size", "field"
+        );
+        let mut cursor = 0;
+        for f in sorted_fields(b) {
+            if f.offset > cursor {
+                pad_row(&mut out, cursor, f.offset - cursor);
+            }
+            let origin = match f.origin {
+                Origin::Seed => "seed",
+                Origin::Ours => "ours",
+            };
+            let _ = writeln!(
+                out,
+                "  {:>#8x}  {:>5}  {:<36} {origin}",
+                f.offset, f.size, f.name
+            );
+            cursor = cursor.max(f.end());
+        }
+        if cursor < b.size {
+            pad_row(&mut out, cursor, b.size - cursor);
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "NDS region map");
+    let _ = writeln!(out, "  {:>8}  {:>8}  region", "offset", "size");
+    if regions.is_empty() {
+        let _ = writeln!(out, "  (no regions defined)");
+    }
+    let mut regions: Vec<&Span> = regions.iter().collect();
+    regions.sort_by_key(|r| r.offset);
+    for r in regions {
+        let _ = writeln!(out, "  {:>#8x}  {:>8}  {}", r.offset, r.size, r.name);
+    }
+    out
+}
+
+fn pad_row(out: &mut String, offset: usize, size: usize) {
+    let _ = writeln!(out, "  {offset:>#8x}  {size:>5}  {:<36} -", "(padding)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xunds::wire::layout::Field;
+
+    const DEMO: Block = Block {
+        name: "demo_t",
+        size: 16,
+        fields: &[Field::seed("a", 0, 4), Field::ours("b", 8, 4)],
+    };
+
+    #[test]
+    fn json_shape() {
+        let regions = [Span {
+            name: "header",
+            offset: 0,
+            size: 8,
+        }];
+        assert_eq!(
+            to_json(&[&DEMO], &regions).render(),
+            r#"{"blocks":[{"name":"demo_t","size":16,"fields":[{"name":"a","offset":0,"size":4},{"name":"b","offset":8,"size":4}]}],"nds_regions":[{"name":"header","offset":0,"size":8}]}"#
+        );
+    }
+
+    #[test]
+    fn table_shows_padding_and_origin() {
+        let t = to_table(&[&DEMO], &[]);
+        assert!(t.contains("(padding)"), "{t}");
+        assert!(t.contains("ours"), "{t}");
+        assert!(t.contains("(no regions defined)"), "{t}");
+    }
 }

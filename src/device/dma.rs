@@ -1,0 +1,633 @@
+//! UDMA descriptor rings (SPEC-NOTES.md "UDMA descriptors").
+//!
+//! A core's request queue is a pair of rings of equal length, M2S (source)
+//! and S2M (destination). One copy is one M2S descriptor plus one S2M
+//! descriptor of equal length at the same slot of each ring.
+//!
+//! - [`RingProducer`] (host side) stamps each descriptor with the current
+//!   2-bit ring id, which starts at 1 and steps by 1 mod 4 each time the
+//!   producer index wraps to 0, and appends it through [`Hal::write_desc`].
+//! - [`QueueProducer`] pairs the two rings, knows the free space from the
+//!   device's head registers, and rings the doorbell: the S2M tail increment
+//!   first, then the M2S one.
+//! - [`RingConsumer`] (device side) reads the slot at its head and treats a
+//!   descriptor with the wrong ring id as not yet written.
+//! - [`DmaEngine`] is the device's copy engine for one queue: it consumes
+//!   pairs below the published tails, validates them (decode, equal lengths,
+//!   both addresses inside device memory, register targets) and performs the
+//!   copy. A corrupt pair is a sticky [`DmaFault`], never a panic and never a
+//!   wild access.
+//!
+//! Cursor ownership (one writer each):
+//!
+//! | cursor | writer | readers | publish | observe |
+//! |---|---|---|---|---|
+//! | descriptor slot | host (producer) | device | `write_desc`: len_ctrl half last, release | `read_desc`: acquire |
+//! | `M2S_TAIL_INC`, `S2M_TAIL_INC` | host (doorbell) | device | `tail_inc`: fetch_add release | load acquire |
+//! | `M2S_HEAD`, `S2M_HEAD` | device | host | store release | load acquire |
+
+use core::fmt;
+
+use crate::hal::{Hal, HalError, Ordering, RegionHandle};
+use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
+
+use super::memmap::{reg, BadPa, MemMap, Window};
+
+/// The producer half of one ring.
+#[derive(Clone, Copy, Debug)]
+pub struct RingProducer {
+    ring: RegionHandle,
+    len: u32,
+    index: u32,
+    ring_id: u8,
+    written: u32,
+}
+
+impl RingProducer {
+    /// A fresh producer on `ring` of `len` slots (ring id 1, index 0).
+    pub fn new(ring: RegionHandle, len: u32) -> RingProducer {
+        RingProducer {
+            ring,
+            len,
+            index: 0,
+            ring_id: udma::FIRST_RING_ID,
+            written: 0,
+        }
+    }
+
+    /// The ring id the next descriptor gets.
+    pub fn ring_id(&self) -> u8 {
+        self.ring_id
+    }
+
+    /// The slot the next descriptor goes to.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Descriptors appended so far (wrapping).
+    pub fn written(&self) -> u32 {
+        self.written
+    }
+
+    /// Encode with the current ring id (the closure receives it), write it,
+    /// and advance; on wrap the ring id steps mod 4.
+    pub fn append<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        encode: impl FnOnce(u8) -> Result<[u8; udma::SIZE], UdmaError>,
+    ) -> Result<(), DmaError> {
+        let bytes = encode(self.ring_id).map_err(DmaError::Encode)?;
+        hal.write_desc(self.ring, self.index, &bytes)?;
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.ring_id = udma::next_ring_id(self.ring_id);
+        }
+        self.written = self.written.wrapping_add(1);
+        Ok(())
+    }
+}
+
+/// A host-side error while appending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DmaError {
+    /// The descriptor did not encode (length or ring id out of range).
+    Encode(UdmaError),
+    /// Not enough free slots.
+    Full {
+        /// Slots needed.
+        need: u32,
+        /// Slots free.
+        free: u32,
+    },
+    /// The HAL refused an access.
+    Hal(HalError),
+}
+
+impl fmt::Display for DmaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DmaError::Encode(e) => write!(f, "descriptor: {e}"),
+            DmaError::Full { need, free } => {
+                write!(f, "descriptor ring full: need {need} slots, {free} free")
+            }
+            DmaError::Hal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for DmaError {}
+
+impl From<HalError> for DmaError {
+    fn from(e: HalError) -> Self {
+        DmaError::Hal(e)
+    }
+}
+
+/// The host side of one core's request queue: both rings and the doorbell.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueProducer {
+    m2s: RingProducer,
+    s2m: RingProducer,
+    regs: RegionHandle,
+    len: u32,
+}
+
+impl QueueProducer {
+    /// The producer for `core` of `map`.
+    pub fn new(map: &MemMap, core: u8) -> QueueProducer {
+        let c = usize::from(core);
+        QueueProducer {
+            m2s: RingProducer::new(map.m2s[c], map.config.ring_len),
+            s2m: RingProducer::new(map.s2m[c], map.config.ring_len),
+            regs: map.regs[c],
+            len: map.config.ring_len,
+        }
+    }
+
+    /// Free slots (same in both rings): ring length minus descriptors
+    /// appended and not yet consumed by the device.
+    pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
+        // Ordering: Acquire pairs with the device's Release store of the head
+        // after it finished reading the slots, so they may be overwritten.
+        let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
+        let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
+        let used = self
+            .m2s
+            .written
+            .wrapping_sub(m2s_head)
+            .max(self.s2m.written.wrapping_sub(s2m_head));
+        Ok(self.len.saturating_sub(used))
+    }
+
+    /// Append one copy: an M2S descriptor reading `len` bytes at `src` and an
+    /// S2M descriptor writing them at `dst`, both FIRST|LAST.
+    pub fn push_copy<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        len: u32,
+        src: u64,
+        dst: u64,
+    ) -> Result<(), DmaError> {
+        self.m2s
+            .append(hal, |id| M2sDesc::copy(len, id, src).encode())?;
+        self.s2m
+            .append(hal, |id| S2mDesc::copy(len, id, dst).encode())
+    }
+
+    /// Ring the doorbell for `n` appended pairs: add `n` to the S2M tail
+    /// increment, then to the M2S one (SPEC-NOTES.md: S2M before M2S).
+    pub fn doorbell<H: Hal + ?Sized>(&self, hal: &H, n: u32) -> Result<(), DmaError> {
+        hal.tail_inc(self.regs, reg::S2M_TAIL_INC, n)?;
+        hal.tail_inc(self.regs, reg::M2S_TAIL_INC, n)?;
+        Ok(())
+    }
+
+    /// The M2S ring's producer (for inspection).
+    pub fn m2s(&self) -> &RingProducer {
+        &self.m2s
+    }
+
+    /// The S2M ring's producer (for inspection).
+    pub fn s2m(&self) -> &RingProducer {
+        &self.s2m
+    }
+}
+
+/// What the consumer found at its head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peek {
+    /// A descriptor stamped with the expected ring id.
+    Ready([u8; udma::SIZE]),
+    /// The ring id is not the expected one: not yet written (this lap).
+    NotYetWritten {
+        /// The ring id found.
+        found: u8,
+        /// The ring id expected.
+        expected: u8,
+    },
+}
+
+/// The consumer half of one ring.
+#[derive(Clone, Copy, Debug)]
+pub struct RingConsumer {
+    ring: RegionHandle,
+    len: u32,
+    index: u32,
+    ring_id: u8,
+    consumed: u32,
+}
+
+impl RingConsumer {
+    /// A fresh consumer (expects ring id 1 at slot 0).
+    pub fn new(ring: RegionHandle, len: u32) -> RingConsumer {
+        RingConsumer {
+            ring,
+            len,
+            index: 0,
+            ring_id: udma::FIRST_RING_ID,
+            consumed: 0,
+        }
+    }
+
+    /// Read the slot at the head; a wrong ring id is "not yet written".
+    pub fn peek<H: Hal + ?Sized>(&self, hal: &H) -> Result<Peek, HalError> {
+        let d = hal.read_desc(self.ring, self.index)?;
+        let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
+        if found == self.ring_id {
+            Ok(Peek::Ready(d))
+        } else {
+            Ok(Peek::NotYetWritten {
+                found,
+                expected: self.ring_id,
+            })
+        }
+    }
+
+    /// Move past the head slot.
+    pub fn advance(&mut self) {
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.ring_id = udma::next_ring_id(self.ring_id);
+        }
+        self.consumed = self.consumed.wrapping_add(1);
+    }
+
+    /// Descriptors consumed so far (wrapping).
+    pub fn consumed(&self) -> u32 {
+        self.consumed
+    }
+
+    /// The slot of the head.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+/// Why the DMA engine stopped a queue. Sticky: a faulted queue consumes
+/// nothing more. The sequencer turns it into an error NQ record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaFault {
+    /// A descriptor below the published tail kept the wrong ring id past the
+    /// grace period.
+    RingIdMismatch {
+        /// Which ring.
+        dir: crate::hal::Dir,
+        /// Slot.
+        index: u32,
+        /// Ring id found.
+        found: u8,
+        /// Ring id expected.
+        expected: u8,
+    },
+    /// A descriptor did not decode.
+    Undecodable {
+        /// Which ring.
+        dir: crate::hal::Dir,
+        /// Slot.
+        index: u32,
+        /// The decoder's error.
+        err: UdmaError,
+    },
+    /// The M2S and S2M halves of a pair disagree on the length.
+    LengthMismatch {
+        /// Slot.
+        index: u32,
+        /// M2S length.
+        m2s: u32,
+        /// S2M length.
+        s2m: u32,
+    },
+    /// A source or destination outside device memory (refused, not followed).
+    AddressOutOfRange {
+        /// Which ring's address.
+        dir: crate::hal::Dir,
+        /// The range.
+        bad: BadPa,
+    },
+    /// A destination in the register window that is not DMA-writable
+    /// (only `SEQ_TAIL_INC` and `SEQ_EVENT`, 4 bytes, are), or a register
+    /// source.
+    BadRegisterAccess {
+        /// Which ring's address.
+        dir: crate::hal::Dir,
+        /// The physical address.
+        pa: u64,
+        /// The length.
+        len: u32,
+    },
+    /// The HAL refused an access the window check allowed (a bug).
+    Hal,
+}
+
+impl DmaFault {
+    /// The code stored in the `DMA_FAULT` register.
+    pub const fn code(&self) -> u32 {
+        match self {
+            DmaFault::RingIdMismatch { .. } => 1,
+            DmaFault::Undecodable { .. } => 2,
+            DmaFault::LengthMismatch { .. } => 3,
+            DmaFault::AddressOutOfRange { .. } => 4,
+            DmaFault::BadRegisterAccess { .. } => 5,
+            DmaFault::Hal => 6,
+        }
+    }
+}
+
+impl fmt::Display for DmaFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DmaFault::RingIdMismatch {
+                dir,
+                index,
+                found,
+                expected,
+            } => write!(
+                f,
+                "{}[{index}]: ring id {found}, expected {expected}, below the published tail",
+                dir.name()
+            ),
+            DmaFault::Undecodable { dir, index, err } => {
+                write!(f, "{}[{index}]: {err}", dir.name())
+            }
+            DmaFault::LengthMismatch { index, m2s, s2m } => {
+                write!(f, "pair {index}: m2s length {m2s} != s2m length {s2m}")
+            }
+            DmaFault::AddressOutOfRange { dir, bad } => write!(f, "{}: {bad}", dir.name()),
+            DmaFault::BadRegisterAccess { dir, pa, len } => write!(
+                f,
+                "{}: {len}-byte access to register pa {pa:#x} is not allowed",
+                dir.name()
+            ),
+            DmaFault::Hal => f.write_str("device memory access refused by the HAL"),
+        }
+    }
+}
+
+impl std::error::Error for DmaFault {}
+
+/// What one [`DmaEngine::step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaStep {
+    /// Nothing published beyond the head.
+    Idle,
+    /// A published descriptor is not written yet (wrong ring id); waiting.
+    Waiting,
+    /// One pair copied; `published` is true when it wrote `SEQ_TAIL_INC`
+    /// (a request is now published to the sequencer).
+    Copied {
+        /// Bytes moved.
+        len: u32,
+        /// The copy bumped the sequencer's request tail.
+        published: bool,
+    },
+    /// The queue faulted (now, or earlier).
+    Faulted(DmaFault),
+}
+
+/// Virtual cycles a copy of `len` bytes costs.
+pub const fn copy_cycles(len: u32) -> u64 {
+    16 + (len as u64).div_ceil(64)
+}
+
+/// The device's copy engine for one core's request queue.
+#[derive(Clone, Debug)]
+pub struct DmaEngine {
+    core: u8,
+    m2s: RingConsumer,
+    s2m: RingConsumer,
+    fault: Option<DmaFault>,
+    stalled_since: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl DmaEngine {
+    /// The engine for `core` of `map`.
+    pub fn new(map: &MemMap, core: u8) -> DmaEngine {
+        let c = usize::from(core);
+        DmaEngine {
+            core,
+            m2s: RingConsumer::new(map.m2s[c], map.config.ring_len),
+            s2m: RingConsumer::new(map.s2m[c], map.config.ring_len),
+            fault: None,
+            stalled_since: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The sticky fault, if any.
+    pub fn fault(&self) -> Option<DmaFault> {
+        self.fault
+    }
+
+    /// Pairs consumed so far.
+    pub fn consumed(&self) -> u32 {
+        self.m2s.consumed()
+    }
+
+    fn fail<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, f: DmaFault) -> DmaStep {
+        self.fault = Some(f);
+        let _ = hal.store_u32(
+            map.regs[usize::from(self.core)],
+            reg::DMA_FAULT,
+            f.code(),
+            Ordering::Relaxed,
+        );
+        DmaStep::Faulted(f)
+    }
+
+    /// A published slot still carries the wrong ring id: wait, up to the
+    /// grace period, then fault.
+    fn stall<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        map: &MemMap,
+        now: u64,
+        dir: crate::hal::Dir,
+        found: u8,
+        expected: u8,
+    ) -> DmaStep {
+        let since = *self.stalled_since.get_or_insert(now);
+        if now.saturating_sub(since) >= map.config.ring_id_grace_ns {
+            let index = self.m2s.index();
+            return self.fail(
+                hal,
+                map,
+                DmaFault::RingIdMismatch {
+                    dir,
+                    index,
+                    found,
+                    expected,
+                },
+            );
+        }
+        DmaStep::Waiting
+    }
+
+    /// Consume and perform at most one published pair. `now` (host
+    /// nanoseconds) only bounds how long a wrong ring id below the tail is
+    /// tolerated ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
+    pub fn step<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, now: u64) -> DmaStep {
+        if let Some(f) = self.fault {
+            return DmaStep::Faulted(f);
+        }
+        let regs = map.regs[usize::from(self.core)];
+        // Ordering: Acquire pairs with the host's Release `tail_inc` (the
+        // doorbell): every descriptor appended before it is visible.
+        let tails = (
+            hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
+            hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
+        );
+        let (Ok(m2s_tail), Ok(s2m_tail)) = tails else {
+            return self.fail(hal, map, DmaFault::Hal);
+        };
+        let avail = m2s_tail
+            .wrapping_sub(self.m2s.consumed())
+            .min(s2m_tail.wrapping_sub(self.s2m.consumed()));
+        if avail == 0 || avail > map.config.ring_len {
+            // Nothing published (or a tail that claims more than the ring
+            // holds, which a later, sane tail may still fix: wait).
+            return DmaStep::Idle;
+        }
+        let index = self.m2s.index();
+        let (pm, ps) = match (self.m2s.peek(hal), self.s2m.peek(hal)) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => return self.fail(hal, map, DmaFault::Hal),
+        };
+        let (m2s_bytes, s2m_bytes) = match (pm, ps) {
+            (Peek::Ready(a), Peek::Ready(b)) => (a, b),
+            (Peek::NotYetWritten { found, expected }, _) => {
+                return self.stall(hal, map, now, crate::hal::Dir::M2s, found, expected)
+            }
+            (_, Peek::NotYetWritten { found, expected }) => {
+                return self.stall(hal, map, now, crate::hal::Dir::S2m, found, expected)
+            }
+        };
+        self.stalled_since = None;
+        let m = match M2sDesc::decode(&m2s_bytes) {
+            Ok(m) => m,
+            Err(err) => {
+                let f = DmaFault::Undecodable {
+                    dir: crate::hal::Dir::M2s,
+                    index,
+                    err,
+                };
+                return self.fail(hal, map, f);
+            }
+        };
+        let s = match S2mDesc::decode(&s2m_bytes) {
+            Ok(s) => s,
+            Err(err) => {
+                let f = DmaFault::Undecodable {
+                    dir: crate::hal::Dir::S2m,
+                    index,
+                    err,
+                };
+                return self.fail(hal, map, f);
+            }
+        };
+        if m.ctrl.len != s.ctrl.len {
+            let f = DmaFault::LengthMismatch {
+                index,
+                m2s: m.ctrl.len,
+                s2m: s.ctrl.len,
+            };
+            return self.fail(hal, map, f);
+        }
+        let len = m.ctrl.len;
+        match self.copy(hal, map, m.src, s.dst, len) {
+            Ok(published) => {
+                self.m2s.advance();
+                self.s2m.advance();
+                // Ordering: Release pairs with the host's Acquire load in
+                // `QueueProducer::free`: the slots are read, reuse is safe.
+                let ok = hal
+                    .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
+                    .and_then(|()| {
+                        hal.store_u32(regs, reg::S2M_HEAD, self.s2m.consumed(), Ordering::Release)
+                    });
+                if ok.is_err() {
+                    return self.fail(hal, map, DmaFault::Hal);
+                }
+                DmaStep::Copied { len, published }
+            }
+            Err(f) => self.fail(hal, map, f),
+        }
+    }
+
+    /// Validate both ends and move the bytes. Returns whether the copy wrote
+    /// the sequencer's request tail.
+    fn copy<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        map: &MemMap,
+        src: u64,
+        dst: u64,
+        len: u32,
+    ) -> Result<bool, DmaFault> {
+        use crate::hal::Dir;
+        let n = u64::from(len);
+        let from = map
+            .translate(src, n)
+            .map_err(|bad| DmaFault::AddressOutOfRange { dir: Dir::M2s, bad })?;
+        let to = map
+            .translate(dst, n)
+            .map_err(|bad| DmaFault::AddressOutOfRange { dir: Dir::S2m, bad })?;
+        // Resolve the source to a region and offset (registers are not a source).
+        let (src_region, src_off) = match from {
+            Window::Dram { off } => (map.dram, off),
+            Window::Dmem { core, off } => (map.dmem[usize::from(core)], off),
+            Window::Regs { .. } => {
+                return Err(DmaFault::BadRegisterAccess {
+                    dir: Dir::M2s,
+                    pa: src,
+                    len,
+                })
+            }
+        };
+        self.buf.resize(len as usize, 0);
+        hal.copy_out(src_region, src_off as usize, &mut self.buf)
+            .map_err(|_| DmaFault::Hal)?;
+        match to {
+            Window::Dram { off } => {
+                hal.copy_in(map.dram, off as usize, &self.buf)
+                    .map_err(|_| DmaFault::Hal)?;
+                Ok(false)
+            }
+            Window::Dmem { core, off } => {
+                hal.copy_in(map.dmem[usize::from(core)], off as usize, &self.buf)
+                    .map_err(|_| DmaFault::Hal)?;
+                Ok(false)
+            }
+            Window::Regs { core, off } => {
+                let off = off as usize;
+                let regs = map.regs[usize::from(core)];
+                let writable = len == 4 && (off == reg::SEQ_TAIL_INC || off == reg::SEQ_EVENT);
+                if !writable {
+                    return Err(DmaFault::BadRegisterAccess {
+                        dir: Dir::S2m,
+                        pa: dst,
+                        len,
+                    });
+                }
+                let v = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+                if off == reg::SEQ_TAIL_INC {
+                    // A tail-increment register adds what is written to it.
+                    // Ordering: Release pairs with the sequencer's Acquire
+                    // load: the request copied by the earlier pair is visible.
+                    hal.fetch_add_u32(regs, off, v, Ordering::Release)
+                        .map_err(|_| DmaFault::Hal)?;
+                    Ok(true)
+                } else {
+                    // Ordering: Release pairs with the sequencer's Acquire
+                    // load of SEQ_EVENT.
+                    hal.store_u32(regs, off, v, Ordering::Release)
+                        .map_err(|_| DmaFault::Hal)?;
+                    Ok(false)
+                }
+            }
+        }
+    }
+}

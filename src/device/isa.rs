@@ -1,0 +1,1108 @@
+//! The engines' instruction format (ours: the real TPB instruction set is not
+//! public; docs/design.md "Instruction format").
+//!
+//! Every instruction is [`INSN_BYTES`] = 32 bytes: eight little-endian `u32`
+//! words. Word 0 is the header (opcode, flags, base selects, a reserved byte);
+//! words 1..3 are the byte offsets of the operands `d`, `a`, `b`; words 4..7
+//! are the parameters `p0..p3`. An operand address is `R[sel] + offset`, where
+//! `R0..R3` are the engine's four 64-bit base registers, set by `SETBASE`.
+//!
+//! Decoding is strict, so that [`Insn::decode`] and [`Insn::encode`] are
+//! inverse bijections on valid words: an unknown opcode, a flag the opcode
+//! does not take, a non-zero reserved bit, a base select or word the opcode
+//! does not use, or a parameter outside its range is a typed
+//! [`DecodeError`], never a panic.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use crate::wire::layout::{Block, Field};
+use crate::wire::nq::ErrorClass;
+
+/// Bytes per instruction.
+pub const INSN_BYTES: usize = 32;
+/// `u32` words per instruction.
+pub const INSN_WORDS: usize = 8;
+const _: () = assert!(INSN_BYTES == INSN_WORDS * 4);
+
+/// Number of base registers per engine.
+pub const NUM_BASES: usize = 4;
+/// Number of semaphores shared by the five engines of one execution.
+pub const NUM_SEMAPHORES: usize = 16;
+/// Largest element count of one operand (`n`, `rows * cols`, each matrix of
+/// a `MATMUL`): 2^20 elements = 4 MiB.
+pub const MAX_ELEMS: u64 = 1 << 20;
+/// Largest `m * k * n` of one `MATMUL`.
+pub const MAX_MACS_PER_INSN: u64 = 1 << 24;
+
+/// Header flag: raise [`ErrorClass::Numerical`] if any result is NaN or ±Inf.
+pub const FLAG_CHECK: u8 = 1 << 0;
+/// Header flag (`MATMUL` only): accumulate into `d` instead of overwriting.
+pub const FLAG_ACC: u8 = 1 << 1;
+
+/// The instruction's layout, for `xunds layout` and annotated dumps. Every
+/// field is ours.
+pub const LAYOUT: Block = Block {
+    name: "xunds_insn",
+    size: INSN_BYTES,
+    fields: &[
+        Field::ours("opcode", 0, 1),
+        Field::ours("flags", 1, 1),
+        Field::ours("base_sel", 2, 1),
+        Field::ours("reserved", 3, 1),
+        Field::ours("d", 4, 4),
+        Field::ours("a", 8, 4),
+        Field::ours("b", 12, 4),
+        Field::ours("p0", 16, 4),
+        Field::ours("p1", 20, 4),
+        Field::ours("p2", 24, 4),
+        Field::ours("p3", 28, 4),
+    ],
+};
+const _: () = assert!(LAYOUT.is_well_formed());
+
+/// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
+/// zeroed memory is never a program.
+pub mod op {
+    /// Stop: the engine is done.
+    pub const END: u8 = 0x01;
+    /// Do nothing for one cycle.
+    pub const NOP: u8 = 0x02;
+    /// `R[p0] = p1 | p2 << 32`.
+    pub const SETBASE: u8 = 0x03;
+    /// Copy `p0` words from `a` to `d`.
+    pub const COPY: u8 = 0x10;
+    /// Store the word `p1` into `p0` words at `d`.
+    pub const FILL: u8 = 0x11;
+    /// `d[i] = a[i] + b[i mod b_len]`.
+    pub const ADD: u8 = 0x20;
+    /// `d[i] = a[i] - b[i mod b_len]`.
+    pub const SUB: u8 = 0x21;
+    /// `d[i] = a[i] * b[i mod b_len]`.
+    pub const MUL: u8 = 0x22;
+    /// `d[i] = max(a[i], b[i mod b_len])`.
+    pub const MAX: u8 = 0x23;
+    /// `d[i] = a[i] * scale + bias`.
+    pub const AFFINE: u8 = 0x24;
+    /// `d[m x n] (+)= a[m x k] . b[k x n]`.
+    pub const MATMUL: u8 = 0x30;
+    /// `d[i] = f(a[i])`.
+    pub const ACT: u8 = 0x40;
+    /// `d[r] = fold(a[r, 0..cols])`.
+    pub const REDUCE: u8 = 0x50;
+    /// Block until `S[p0] >= p1`, then `S[p0] -= p1`.
+    pub const WAIT: u8 = 0x60;
+    /// `S[p0] += p1`.
+    pub const SIGNAL: u8 = 0x61;
+    /// Spend `p0 | p1 << 32` cycles.
+    pub const DELAY: u8 = 0x70;
+    /// Stop with an error of class `p0`.
+    pub const RAISE: u8 = 0x7F;
+}
+
+/// A base register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Base {
+    /// `R0`.
+    R0 = 0,
+    /// `R1`.
+    R1 = 1,
+    /// `R2`.
+    R2 = 2,
+    /// `R3`.
+    R3 = 3,
+}
+
+impl Base {
+    /// Every register, in index order.
+    pub const ALL: [Base; NUM_BASES] = [Base::R0, Base::R1, Base::R2, Base::R3];
+
+    /// The register with index `v & 3`.
+    const fn from_bits(v: u32) -> Base {
+        Base::ALL[(v & 3) as usize]
+    }
+
+    /// Its index.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// An operand: a byte offset from a base register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Operand {
+    /// The base register.
+    pub base: Base,
+    /// The byte offset added to it.
+    pub off: u32,
+}
+
+impl Operand {
+    /// `base + off`.
+    pub const fn new(base: Base, off: u32) -> Self {
+        Self { base, off }
+    }
+}
+
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[r{}+{:#x}]", self.base.index(), self.off)
+    }
+}
+
+/// An elementwise binary operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// [`fmax`]`(a, b)`.
+    Max,
+}
+
+impl BinOp {
+    /// Apply it in f32.
+    #[inline]
+    pub fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Max => fmax(a, b),
+        }
+    }
+    const fn opcode(self) -> u8 {
+        match self {
+            BinOp::Add => op::ADD,
+            BinOp::Sub => op::SUB,
+            BinOp::Mul => op::MUL,
+            BinOp::Max => op::MAX,
+        }
+    }
+}
+
+/// The engines' maximum: `b` if `b > a` or `a` is NaN, else `a`. Ties
+/// (including `-0.0` vs `+0.0`) keep `a`, and NaN loses unless both are NaN,
+/// so the result is a pure function of the two bit patterns.
+#[inline]
+pub fn fmax(a: f32, b: f32) -> f32 {
+    if b > a || a.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// An activation function (`ACT` parameter `p1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ActFn {
+    /// `x`.
+    Identity = 0,
+    /// `x < 0 ? 0 : x` (NaN and `-0.0` pass through).
+    Relu = 1,
+    /// `1 / (1 + exp(-x))`.
+    Sigmoid = 2,
+    /// `tanh(x)`.
+    Tanh = 3,
+}
+
+impl ActFn {
+    /// Every function, in code order.
+    pub const ALL: [ActFn; 4] = [ActFn::Identity, ActFn::Relu, ActFn::Sigmoid, ActFn::Tanh];
+
+    /// Decode a code.
+    pub const fn from_u32(v: u32) -> Option<ActFn> {
+        match v {
+            0 => Some(ActFn::Identity),
+            1 => Some(ActFn::Relu),
+            2 => Some(ActFn::Sigmoid),
+            3 => Some(ActFn::Tanh),
+            _ => None,
+        }
+    }
+
+    /// Apply it in f32.
+    #[inline]
+    pub fn apply(self, x: f32) -> f32 {
+        match self {
+            ActFn::Identity => x,
+            ActFn::Relu => {
+                if x < 0.0 {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            ActFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            ActFn::Tanh => x.tanh(),
+        }
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ActFn::Identity => "identity",
+            ActFn::Relu => "relu",
+            ActFn::Sigmoid => "sigmoid",
+            ActFn::Tanh => "tanh",
+        }
+    }
+}
+
+/// A reduction (`REDUCE` parameter `p2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ReduceOp {
+    /// Left-to-right f32 sum, starting from the first element.
+    Sum = 0,
+    /// Left-to-right [`fmax`], starting from the first element.
+    Max = 1,
+}
+
+impl ReduceOp {
+    /// Decode a code.
+    pub const fn from_u32(v: u32) -> Option<ReduceOp> {
+        match v {
+            0 => Some(ReduceOp::Sum),
+            1 => Some(ReduceOp::Max),
+            _ => None,
+        }
+    }
+
+    /// Fold one row, left to right, starting from `row[0]` (an empty row
+    /// gives `0.0`; decoding refuses `cols == 0`).
+    #[inline]
+    pub fn fold(self, row: &[f32]) -> f32 {
+        let Some((&first, rest)) = row.split_first() else {
+            return 0.0;
+        };
+        match self {
+            ReduceOp::Sum => rest.iter().fold(first, |acc, &x| acc + x),
+            ReduceOp::Max => rest.iter().fold(first, |acc, &x| fmax(acc, x)),
+        }
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+        }
+    }
+}
+
+/// One decoded instruction. Element counts are in 4-byte elements (f32 or
+/// raw words); float immediates are kept as bit patterns so that decode and
+/// encode round-trip every NaN payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Insn {
+    /// `END`: the engine is done.
+    End,
+    /// `NOP`.
+    Nop,
+    /// `SETBASE`: `R[reg] = value`.
+    SetBase {
+        /// The register.
+        reg: Base,
+        /// Its new value.
+        value: u64,
+    },
+    /// `COPY`: `n` raw words from `src` to `dst`.
+    Copy {
+        /// Destination (`d`).
+        dst: Operand,
+        /// Source (`a`).
+        src: Operand,
+        /// Word count.
+        n: u32,
+    },
+    /// `FILL`: `n` copies of the word `value` at `dst`.
+    Fill {
+        /// Destination (`d`).
+        dst: Operand,
+        /// Word count.
+        n: u32,
+        /// The word stored.
+        value: u32,
+    },
+    /// `ADD`/`SUB`/`MUL`/`MAX`: `dst[i] = a[i] op b[i mod b_len]`.
+    Binary {
+        /// The operator.
+        op: BinOp,
+        /// Destination (`d`).
+        dst: Operand,
+        /// Left input (`a`), `n` elements.
+        a: Operand,
+        /// Right input (`b`), `b_len` elements.
+        b: Operand,
+        /// Element count.
+        n: u32,
+        /// Elements of `b`, broadcast cyclically; 0 means `n`. Must divide `n`.
+        b_len: u32,
+        /// [`FLAG_CHECK`].
+        check: bool,
+    },
+    /// `AFFINE`: `dst[i] = src[i] * scale + bias` (two f32 roundings).
+    Affine {
+        /// Destination (`d`).
+        dst: Operand,
+        /// Input (`a`).
+        src: Operand,
+        /// Element count.
+        n: u32,
+        /// `scale` as f32 bits.
+        scale_bits: u32,
+        /// `bias` as f32 bits.
+        bias_bits: u32,
+        /// [`FLAG_CHECK`].
+        check: bool,
+    },
+    /// `MATMUL`: `dst[m x n] (+)= a[m x k] . b[k x n]`, row-major.
+    MatMul {
+        /// Destination (`d`), `m x n`.
+        dst: Operand,
+        /// Left matrix (`a`), `m x k`.
+        a: Operand,
+        /// Right matrix (`b`), `k x n`.
+        b: Operand,
+        /// Rows of `a` and `dst`.
+        m: u32,
+        /// Columns of `a`, rows of `b`.
+        k: u32,
+        /// Columns of `b` and `dst`.
+        n: u32,
+        /// [`FLAG_ACC`]: start each sum from `dst` instead of `+0.0`.
+        acc: bool,
+        /// [`FLAG_CHECK`].
+        check: bool,
+    },
+    /// `ACT`: `dst[i] = func(src[i])`.
+    Act {
+        /// The function.
+        func: ActFn,
+        /// Destination (`d`).
+        dst: Operand,
+        /// Input (`a`).
+        src: Operand,
+        /// Element count.
+        n: u32,
+        /// [`FLAG_CHECK`].
+        check: bool,
+    },
+    /// `REDUCE`: `dst[r] = op-fold of src[r, 0..cols]`, row-major.
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// Destination (`d`), `rows` elements.
+        dst: Operand,
+        /// Input (`a`), `rows x cols`.
+        src: Operand,
+        /// Rows.
+        rows: u32,
+        /// Columns.
+        cols: u32,
+        /// [`FLAG_CHECK`].
+        check: bool,
+    },
+    /// `WAIT`: block until `S[sem] >= value`, then `S[sem] -= value`.
+    Wait {
+        /// Semaphore index (< [`NUM_SEMAPHORES`]).
+        sem: u8,
+        /// Amount consumed.
+        value: u32,
+    },
+    /// `SIGNAL`: `S[sem] += value`.
+    Signal {
+        /// Semaphore index (< [`NUM_SEMAPHORES`]).
+        sem: u8,
+        /// Amount added.
+        value: u32,
+    },
+    /// `DELAY`: spend `cycles` device cycles.
+    Delay {
+        /// Cycles.
+        cycles: u64,
+    },
+    /// `RAISE`: stop with an error of this class.
+    Raise {
+        /// The class reported.
+        class: ErrorClass,
+    },
+}
+
+/// Why 32 bytes are not an instruction. Each variant carries the opcode byte
+/// (or the length) so a fault report says exactly what was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer than [`INSN_BYTES`] bytes.
+    Truncated {
+        /// Bytes given.
+        got: usize,
+    },
+    /// The opcode byte is not assigned.
+    BadOpcode {
+        /// The byte.
+        opcode: u8,
+    },
+    /// A flag bit this opcode does not take.
+    BadFlags {
+        /// The opcode.
+        opcode: u8,
+        /// The whole flags byte.
+        flags: u8,
+    },
+    /// A reserved bit, an unused base select or an unused word is non-zero.
+    Reserved {
+        /// The opcode.
+        opcode: u8,
+        /// Word index (0 = header: base selects or reserved byte).
+        word: u8,
+        /// The offending word.
+        value: u32,
+    },
+    /// A parameter is outside its range (size 0 or over a limit, unknown
+    /// function/reduction/class, semaphore or register index, `b_len` not
+    /// dividing `n`).
+    BadParam {
+        /// The opcode.
+        opcode: u8,
+        /// Which parameter.
+        what: &'static str,
+        /// The offending value.
+        value: u64,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DecodeError::Truncated { got } => {
+                write!(f, "instruction needs {INSN_BYTES} bytes, got {got}")
+            }
+            DecodeError::BadOpcode { opcode } => write!(f, "bad opcode {opcode:#04x}"),
+            DecodeError::BadFlags { opcode, flags } => {
+                write!(f, "opcode {opcode:#04x}: flags {flags:#04x} not allowed")
+            }
+            DecodeError::Reserved {
+                opcode,
+                word,
+                value,
+            } => write!(
+                f,
+                "opcode {opcode:#04x}: reserved bits set in word {word} ({value:#010x})"
+            ),
+            DecodeError::BadParam {
+                opcode,
+                what,
+                value,
+            } => write!(f, "opcode {opcode:#04x}: {what} = {value} out of range"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+// Which of the operand slots d, a, b an opcode uses, and its flags.
+const USE_D: u8 = 1;
+const USE_A: u8 = 2;
+const USE_B: u8 = 4;
+
+/// (operand slots used, parameter words used, allowed flags) per opcode.
+const fn shape(opcode: u8) -> Option<(u8, usize, u8)> {
+    Some(match opcode {
+        op::END | op::NOP => (0, 0, 0),
+        op::SETBASE => (0, 3, 0),
+        op::COPY => (USE_D | USE_A, 1, 0),
+        op::FILL => (USE_D, 2, 0),
+        op::ADD | op::SUB | op::MUL | op::MAX => (USE_D | USE_A | USE_B, 2, FLAG_CHECK),
+        op::AFFINE => (USE_D | USE_A, 3, FLAG_CHECK),
+        op::MATMUL => (USE_D | USE_A | USE_B, 3, FLAG_CHECK | FLAG_ACC),
+        op::ACT => (USE_D | USE_A, 2, FLAG_CHECK),
+        op::REDUCE => (USE_D | USE_A, 3, FLAG_CHECK),
+        op::WAIT | op::SIGNAL => (0, 2, 0),
+        op::DELAY => (0, 2, 0),
+        op::RAISE => (0, 1, 0),
+        _ => return None,
+    })
+}
+
+fn param(opcode: u8, what: &'static str, value: u64) -> DecodeError {
+    DecodeError::BadParam {
+        opcode,
+        what,
+        value,
+    }
+}
+
+/// Check an element count: `1..=MAX_ELEMS`.
+fn count(opcode: u8, what: &'static str, v: u64) -> Result<(), DecodeError> {
+    if v == 0 || v > MAX_ELEMS {
+        Err(param(opcode, what, v))
+    } else {
+        Ok(())
+    }
+}
+
+impl Insn {
+    /// The opcode byte.
+    pub const fn opcode(&self) -> u8 {
+        match self {
+            Insn::End => op::END,
+            Insn::Nop => op::NOP,
+            Insn::SetBase { .. } => op::SETBASE,
+            Insn::Copy { .. } => op::COPY,
+            Insn::Fill { .. } => op::FILL,
+            Insn::Binary { op, .. } => op.opcode(),
+            Insn::Affine { .. } => op::AFFINE,
+            Insn::MatMul { .. } => op::MATMUL,
+            Insn::Act { .. } => op::ACT,
+            Insn::Reduce { .. } => op::REDUCE,
+            Insn::Wait { .. } => op::WAIT,
+            Insn::Signal { .. } => op::SIGNAL,
+            Insn::Delay { .. } => op::DELAY,
+            Insn::Raise { .. } => op::RAISE,
+        }
+    }
+
+    /// The mnemonic (`MATMUL`, ...).
+    pub const fn mnemonic(&self) -> &'static str {
+        match self {
+            Insn::End => "END",
+            Insn::Nop => "NOP",
+            Insn::SetBase { .. } => "SETBASE",
+            Insn::Copy { .. } => "COPY",
+            Insn::Fill { .. } => "FILL",
+            Insn::Binary { op, .. } => match op {
+                BinOp::Add => "ADD",
+                BinOp::Sub => "SUB",
+                BinOp::Mul => "MUL",
+                BinOp::Max => "MAX",
+            },
+            Insn::Affine { .. } => "AFFINE",
+            Insn::MatMul { .. } => "MATMUL",
+            Insn::Act { .. } => "ACT",
+            Insn::Reduce { .. } => "REDUCE",
+            Insn::Wait { .. } => "WAIT",
+            Insn::Signal { .. } => "SIGNAL",
+            Insn::Delay { .. } => "DELAY",
+            Insn::Raise { .. } => "RAISE",
+        }
+    }
+
+    /// Encode to eight words. Total: any `Insn` encodes; [`Insn::validate`]
+    /// says whether the words will decode back to it.
+    pub fn encode(&self) -> [u32; INSN_WORDS] {
+        let mut w = [0u32; INSN_WORDS];
+        let mut flags = 0u8;
+        let mut ops: [Option<Operand>; 3] = [None; 3];
+        let mut p = [0u32; 4];
+        match *self {
+            Insn::End | Insn::Nop => {}
+            Insn::SetBase { reg, value } => {
+                p[0] = reg as u32;
+                p[1] = value as u32;
+                p[2] = (value >> 32) as u32;
+            }
+            Insn::Copy { dst, src, n } => {
+                ops = [Some(dst), Some(src), None];
+                p[0] = n;
+            }
+            Insn::Fill { dst, n, value } => {
+                ops[0] = Some(dst);
+                p[0] = n;
+                p[1] = value;
+            }
+            Insn::Binary {
+                dst,
+                a,
+                b,
+                n,
+                b_len,
+                check,
+                ..
+            } => {
+                ops = [Some(dst), Some(a), Some(b)];
+                p[0] = n;
+                p[1] = b_len;
+                flags = check_flag(check);
+            }
+            Insn::Affine {
+                dst,
+                src,
+                n,
+                scale_bits,
+                bias_bits,
+                check,
+            } => {
+                ops = [Some(dst), Some(src), None];
+                p[0] = n;
+                p[1] = scale_bits;
+                p[2] = bias_bits;
+                flags = check_flag(check);
+            }
+            Insn::MatMul {
+                dst,
+                a,
+                b,
+                m,
+                k,
+                n,
+                acc,
+                check,
+            } => {
+                ops = [Some(dst), Some(a), Some(b)];
+                p[0] = m;
+                p[1] = k;
+                p[2] = n;
+                flags = check_flag(check) | if acc { FLAG_ACC } else { 0 };
+            }
+            Insn::Act {
+                func,
+                dst,
+                src,
+                n,
+                check,
+            } => {
+                ops = [Some(dst), Some(src), None];
+                p[0] = n;
+                p[1] = func as u32;
+                flags = check_flag(check);
+            }
+            Insn::Reduce {
+                op,
+                dst,
+                src,
+                rows,
+                cols,
+                check,
+            } => {
+                ops = [Some(dst), Some(src), None];
+                p[0] = rows;
+                p[1] = cols;
+                p[2] = op as u32;
+                flags = check_flag(check);
+            }
+            Insn::Wait { sem, value } | Insn::Signal { sem, value } => {
+                p[0] = u32::from(sem);
+                p[1] = value;
+            }
+            Insn::Delay { cycles } => {
+                p[0] = cycles as u32;
+                p[1] = (cycles >> 32) as u32;
+            }
+            Insn::Raise { class } => p[0] = class as u32,
+        }
+        let mut sel = 0u32;
+        for (i, o) in ops.iter().enumerate() {
+            if let Some(o) = o {
+                sel |= (o.base as u32) << (2 * i);
+                w[1 + i] = o.off;
+            }
+        }
+        w[0] = u32::from(self.opcode()) | u32::from(flags) << 8 | sel << 16;
+        w[4..].copy_from_slice(&p);
+        w
+    }
+
+    /// Encode to 32 little-endian bytes.
+    pub fn to_bytes(&self) -> [u8; INSN_BYTES] {
+        let mut b = [0u8; INSN_BYTES];
+        for (chunk, w) in b.chunks_exact_mut(4).zip(self.encode()) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    /// Decode 32 little-endian bytes (the first [`INSN_BYTES`] of `bytes`).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
+        let Some(b) = bytes.get(..INSN_BYTES) else {
+            return Err(DecodeError::Truncated { got: bytes.len() });
+        };
+        let mut w = [0u32; INSN_WORDS];
+        for (wi, chunk) in w.iter_mut().zip(b.chunks_exact(4)) {
+            *wi = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        }
+        Insn::decode(&w)
+    }
+
+    /// Decode eight words. Never panics; refuses anything [`Insn::encode`]
+    /// would not produce from a valid instruction.
+    pub fn decode(w: &[u32; INSN_WORDS]) -> Result<Insn, DecodeError> {
+        let opcode = w[0] as u8;
+        let flags = (w[0] >> 8) as u8;
+        let sel = (w[0] >> 16) as u8;
+        let (uses, nparams, allowed) = shape(opcode).ok_or(DecodeError::BadOpcode { opcode })?;
+        if flags & !allowed != 0 {
+            return Err(DecodeError::BadFlags { opcode, flags });
+        }
+        // Reserved byte, and the base selects of unused slots (bits 7:6 are
+        // never used).
+        let mut sel_mask = 0u32;
+        for slot in 0..3 {
+            if uses & (1 << slot) != 0 {
+                sel_mask |= 3 << (2 * slot);
+            }
+        }
+        if (w[0] >> 24) != 0 || u32::from(sel) & !sel_mask != 0 {
+            return Err(DecodeError::Reserved {
+                opcode,
+                word: 0,
+                value: w[0],
+            });
+        }
+        for slot in 0..3 {
+            if uses & (1 << slot) == 0 && w[1 + slot] != 0 {
+                return Err(DecodeError::Reserved {
+                    opcode,
+                    word: 1 + slot as u8,
+                    value: w[1 + slot],
+                });
+            }
+        }
+        for (i, &v) in w.iter().enumerate().skip(4 + nparams) {
+            if v != 0 {
+                return Err(DecodeError::Reserved {
+                    opcode,
+                    word: i as u8,
+                    value: v,
+                });
+            }
+        }
+        let operand = |slot: usize| Operand {
+            base: Base::from_bits(u32::from(sel) >> (2 * slot)),
+            off: w[1 + slot],
+        };
+        let (d, a, b) = (operand(0), operand(1), operand(2));
+        let p = [w[4], w[5], w[6], w[7]];
+        let check = flags & FLAG_CHECK != 0;
+        let insn = match opcode {
+            op::END => Insn::End,
+            op::NOP => Insn::Nop,
+            op::SETBASE => {
+                if p[0] as usize >= NUM_BASES {
+                    return Err(param(opcode, "reg", u64::from(p[0])));
+                }
+                Insn::SetBase {
+                    reg: Base::from_bits(p[0]),
+                    value: u64::from(p[1]) | u64::from(p[2]) << 32,
+                }
+            }
+            op::COPY => Insn::Copy {
+                dst: d,
+                src: a,
+                n: p[0],
+            },
+            op::FILL => Insn::Fill {
+                dst: d,
+                n: p[0],
+                value: p[1],
+            },
+            op::ADD | op::SUB | op::MUL | op::MAX => Insn::Binary {
+                op: match opcode {
+                    op::ADD => BinOp::Add,
+                    op::SUB => BinOp::Sub,
+                    op::MUL => BinOp::Mul,
+                    _ => BinOp::Max,
+                },
+                dst: d,
+                a,
+                b,
+                n: p[0],
+                b_len: p[1],
+                check,
+            },
+            op::AFFINE => Insn::Affine {
+                dst: d,
+                src: a,
+                n: p[0],
+                scale_bits: p[1],
+                bias_bits: p[2],
+                check,
+            },
+            op::MATMUL => Insn::MatMul {
+                dst: d,
+                a,
+                b,
+                m: p[0],
+                k: p[1],
+                n: p[2],
+                acc: flags & FLAG_ACC != 0,
+                check,
+            },
+            op::ACT => Insn::Act {
+                func: ActFn::from_u32(p[1]).ok_or(param(opcode, "func", u64::from(p[1])))?,
+                dst: d,
+                src: a,
+                n: p[0],
+                check,
+            },
+            op::REDUCE => Insn::Reduce {
+                op: ReduceOp::from_u32(p[2]).ok_or(param(opcode, "op", u64::from(p[2])))?,
+                dst: d,
+                src: a,
+                rows: p[0],
+                cols: p[1],
+                check,
+            },
+            op::WAIT | op::SIGNAL => {
+                if p[0] as usize >= NUM_SEMAPHORES {
+                    return Err(param(opcode, "sem", u64::from(p[0])));
+                }
+                let sem = p[0] as u8;
+                if opcode == op::WAIT {
+                    Insn::Wait { sem, value: p[1] }
+                } else {
+                    Insn::Signal { sem, value: p[1] }
+                }
+            }
+            op::DELAY => Insn::Delay {
+                cycles: u64::from(p[0]) | u64::from(p[1]) << 32,
+            },
+            _ => Insn::Raise {
+                class: u8::try_from(p[0])
+                    .ok()
+                    .and_then(ErrorClass::from_u8)
+                    .ok_or(param(opcode, "class", u64::from(p[0])))?,
+            },
+        };
+        insn.validate()?;
+        Ok(insn)
+    }
+
+    /// Check the sizes and indices [`Insn::decode`] checks: every size is in
+    /// `1..=`[`MAX_ELEMS`], `b_len` divides `n`, a `MATMUL` has at most
+    /// [`MAX_MACS_PER_INSN`] MACs, semaphores are below [`NUM_SEMAPHORES`].
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        let opcode = self.opcode();
+        match *self {
+            Insn::End
+            | Insn::Nop
+            | Insn::SetBase { .. }
+            | Insn::Delay { .. }
+            | Insn::Raise { .. } => Ok(()),
+            Insn::Copy { n, .. } | Insn::Fill { n, .. } => count(opcode, "n", u64::from(n)),
+            Insn::Affine { n, .. } | Insn::Act { n, .. } => count(opcode, "n", u64::from(n)),
+            Insn::Binary { n, b_len, .. } => {
+                count(opcode, "n", u64::from(n))?;
+                if b_len != 0 && n % b_len != 0 {
+                    return Err(param(opcode, "b_len", u64::from(b_len)));
+                }
+                Ok(())
+            }
+            Insn::MatMul { m, k, n, .. } => {
+                let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
+                count(opcode, "m", m)?;
+                count(opcode, "k", k)?;
+                count(opcode, "n", n)?;
+                count(opcode, "m*k", m * k)?;
+                count(opcode, "k*n", k * n)?;
+                count(opcode, "m*n", m * n)?;
+                if m * k * n > MAX_MACS_PER_INSN {
+                    return Err(param(opcode, "m*k*n", m * k * n));
+                }
+                Ok(())
+            }
+            Insn::Reduce { rows, cols, .. } => {
+                count(opcode, "rows", u64::from(rows))?;
+                count(opcode, "cols", u64::from(cols))?;
+                count(opcode, "rows*cols", u64::from(rows) * u64::from(cols))
+            }
+            Insn::Wait { sem, .. } | Insn::Signal { sem, .. } => {
+                if usize::from(sem) >= NUM_SEMAPHORES {
+                    Err(param(opcode, "sem", u64::from(sem)))
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// The cycles the instruction costs when it completes (docs/design.md
+    /// "Instruction format": 1 for control, 4 + elements for vector ops,
+    /// 8 + m*k*n for `MATMUL`, the count for `DELAY`; time spent blocked in
+    /// `WAIT` comes on top).
+    pub fn cycles(&self) -> u64 {
+        match *self {
+            Insn::End
+            | Insn::Nop
+            | Insn::SetBase { .. }
+            | Insn::Wait { .. }
+            | Insn::Signal { .. }
+            | Insn::Raise { .. } => 1,
+            Insn::Copy { n, .. }
+            | Insn::Fill { n, .. }
+            | Insn::Binary { n, .. }
+            | Insn::Affine { n, .. }
+            | Insn::Act { n, .. } => 4 + u64::from(n),
+            Insn::Reduce { rows, cols, .. } => 4 + u64::from(rows) * u64::from(cols),
+            Insn::MatMul { .. } => 8 + self.macs(),
+            Insn::Delay { cycles } => cycles,
+        }
+    }
+
+    /// Multiply-accumulates performed (non-zero only for `MATMUL`).
+    pub fn macs(&self) -> u64 {
+        match *self {
+            Insn::MatMul { m, k, n, .. } => u64::from(m) * u64::from(k) * u64::from(n),
+            _ => 0,
+        }
+    }
+}
+
+const fn check_flag(check: bool) -> u8 {
+    if check {
+        FLAG_CHECK
+    } else {
+        0
+    }
+}
+
+fn chk(check: bool) -> &'static str {
+    if check {
+        ".chk"
+    } else {
+        ""
+    }
+}
+
+/// Disassembly: `MATMUL.acc.chk [r1+0x0], [r0+0x40], [r0+0x440], m=4 k=16 n=32`.
+impl fmt::Display for Insn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.mnemonic();
+        match *self {
+            Insn::End | Insn::Nop => f.write_str(m),
+            Insn::SetBase { reg, value } => write!(f, "{m} r{}, {value:#x}", reg.index()),
+            Insn::Copy { dst, src, n } => write!(f, "{m} {dst}, {src}, n={n}"),
+            Insn::Fill { dst, n, value } => write!(f, "{m} {dst}, n={n}, value={value:#x}"),
+            Insn::Binary {
+                dst,
+                a,
+                b,
+                n,
+                b_len,
+                check,
+                ..
+            } => write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check)),
+            Insn::Affine {
+                dst,
+                src,
+                n,
+                scale_bits,
+                bias_bits,
+                check,
+            } => write!(
+                f,
+                "{m}{} {dst}, {src}, n={n}, scale={:?}, bias={:?}",
+                chk(check),
+                f32::from_bits(scale_bits),
+                f32::from_bits(bias_bits)
+            ),
+            Insn::MatMul {
+                dst,
+                a,
+                b,
+                m: rows,
+                k,
+                n,
+                acc,
+                check,
+            } => write!(
+                f,
+                "{m}{}{} {dst}, {a}, {b}, m={rows} k={k} n={n}",
+                if acc { ".acc" } else { "" },
+                chk(check)
+            ),
+            Insn::Act {
+                func,
+                dst,
+                src,
+                n,
+                check,
+            } => write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check)),
+            Insn::Reduce {
+                op,
+                dst,
+                src,
+                rows,
+                cols,
+                check,
+            } => write!(
+                f,
+                "{m}.{}{} {dst}, {src}, rows={rows} cols={cols}",
+                op.name(),
+                chk(check)
+            ),
+            Insn::Wait { sem, value } | Insn::Signal { sem, value } => {
+                write!(f, "{m} s{sem}, {value}")
+            }
+            Insn::Delay { cycles } => write!(f, "{m} {cycles}"),
+            Insn::Raise { class } => write!(f, "{m} {}", class.name()),
+        }
+    }
+}
+
+/// Decode a block of instructions from bytes until `END` or the end of
+/// `bytes` (a listing helper; the engines fetch from device memory).
+/// Returns each instruction with its byte offset, and the error that stopped
+/// decoding, if any.
+pub fn disassemble(bytes: &[u8]) -> (Vec<(usize, Insn)>, Option<DecodeError>) {
+    let mut out = Vec::new();
+    let mut off = 0;
+    while off < bytes.len() {
+        match Insn::from_bytes(&bytes[off..]) {
+            Ok(i) => {
+                out.push((off, i));
+                if i == Insn::End {
+                    return (out, None);
+                }
+            }
+            Err(e) => return (out, Some(e)),
+        }
+        off += INSN_BYTES;
+    }
+    (out, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_packs_opcode_flags_and_selects() {
+        let i = Insn::MatMul {
+            dst: Operand::new(Base::R2, 0x10),
+            a: Operand::new(Base::R1, 0x20),
+            b: Operand::new(Base::R0, 0x30),
+            m: 2,
+            k: 3,
+            n: 4,
+            acc: true,
+            check: true,
+        };
+        let w = i.encode();
+        assert_eq!(w, [0x0006_0330, 0x10, 0x20, 0x30, 2, 3, 4, 0]);
+        assert_eq!(Insn::decode(&w), Ok(i));
+    }
+
+    #[test]
+    fn zero_words_are_not_an_instruction() {
+        assert_eq!(
+            Insn::decode(&[0; INSN_WORDS]),
+            Err(DecodeError::BadOpcode { opcode: 0 })
+        );
+    }
+
+    #[test]
+    fn fmax_is_a_function_of_bits() {
+        assert_eq!(fmax(-0.0, 0.0).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(fmax(0.0, -0.0).to_bits(), 0.0f32.to_bits());
+        assert_eq!(fmax(f32::NAN, 1.0), 1.0);
+        assert_eq!(fmax(1.0, f32::NAN), 1.0);
+        assert!(fmax(f32::NAN, f32::NAN).is_nan());
+    }
+}

@@ -1,0 +1,444 @@
+//! The simulated device's memory map: physical address windows, the layout
+//! inside each window, the register block, and the mapping of all of it
+//! through a [`Hal`].
+//!
+//! | window | physical base | size | contents |
+//! |---|---|---|---|
+//! | DRAM | [`DRAM_BASE`] (32 GiB, above 4 GiB so `eng_addresses_hi` is non-zero) | configured | per-core areas (request buffers, trigger constants), then the model heap |
+//! | DMEM, core c | [`DMEM_BASE`] + c * [`WINDOW_STRIDE`] | [`DMEM_SIZE`] | the request the sequencer executes ([`dmem::REQUEST`], 0x38 bytes) |
+//! | registers, core c | [`REGS_BASE`] + c * [`WINDOW_STRIDE`] | [`REGS_SIZE`] | see [`reg`] |
+//!
+//! Descriptor rings and NQ rings are host-side regions with no physical
+//! window: the device reaches them through its ring state, never through a
+//! descriptor's address. Every physical address a descriptor carries is
+//! translated by [`MemMap::translate`]; an address outside every window is
+//! refused, never followed.
+
+use core::fmt;
+
+use crate::hal::{Dir, EventHandle, EventId, Hal, HalError, RegionHandle, RegionId};
+use crate::wire::device_request;
+use crate::wire::nq;
+
+/// Physical base of device DRAM (32 GiB: every DRAM address has a non-zero
+/// high word, so the `eng_addresses_hi` array is exercised).
+pub const DRAM_BASE: u64 = 0x8_0000_0000;
+/// Physical base of core 0's sequencer DMEM.
+pub const DMEM_BASE: u64 = 0x1000_0000;
+/// Physical base of core 0's register block.
+pub const REGS_BASE: u64 = 0x2000_0000;
+/// Distance between two cores' DMEM (or register) windows.
+pub const WINDOW_STRIDE: u64 = 0x1_0000;
+/// Size of a DMEM window.
+pub const DMEM_SIZE: usize = 0x100;
+/// Size of a register window.
+pub const REGS_SIZE: usize = 0x100;
+/// Most cores a device may have.
+pub const MAX_CORES: u8 = 16;
+/// Bytes of DRAM reserved per core at the start of DRAM.
+pub const CORE_AREA: u64 = 0x1000;
+/// Stride of request buffers inside a core area (0x38 used, 16-aligned).
+pub const REQUEST_STRIDE: u64 = 0x40;
+/// Most request buffers per core.
+pub const MAX_REQUEST_SLOTS: u32 = 32;
+/// Alignment of the model heap.
+pub const HEAP_ALIGN: u64 = 64;
+
+const _: () = assert!(DRAM_BASE >> 32 != 0);
+const _: () = assert!(REQUEST_STRIDE as usize >= device_request::BUFFER_SIZE);
+const _: () = assert!(MAX_REQUEST_SLOTS as u64 * REQUEST_STRIDE <= core_area::CONSTANTS);
+const _: () = assert!(DMEM_BASE + MAX_CORES as u64 * WINDOW_STRIDE <= REGS_BASE);
+const _: () = assert!(REGS_BASE + (MAX_CORES as u64) * WINDOW_STRIDE <= DRAM_BASE);
+
+/// Layout of a core's area at the start of DRAM (offsets inside the area).
+pub mod core_area {
+    /// Request buffer `k` (0x38 bytes: 52-byte body, then the
+    /// `cc_dma_increment` trailer at 0x34) is at `k * REQUEST_STRIDE`.
+    pub const REQUESTS: u64 = 0;
+    /// The constants the trigger descriptors copy from.
+    pub const CONSTANTS: u64 = 0xF00;
+    /// The word the event-poke pair copies into `SEQ_EVENT` (value 1).
+    pub const EVENT_VALUE: u64 = CONSTANTS;
+    /// The word the tail-increment pair copies into `SEQ_TAIL_INC` (value 1).
+    pub const TAIL_INC_VALUE: u64 = CONSTANTS + 4;
+}
+
+/// Layout of a core's DMEM.
+pub mod dmem {
+    /// The request the sequencer executes: the req-copy pair writes the
+    /// 52-byte body here; 0x38 bytes are reserved (the buffer's size).
+    pub const REQUEST: usize = 0;
+}
+
+const _: () = assert!(dmem::REQUEST + device_request::BUFFER_SIZE <= DMEM_SIZE);
+
+/// The register block of one core (byte offsets; every register is a u32
+/// unless noted). "Host" is the staging side, "worker" the NQ harvest.
+pub mod reg {
+    /// Tail increment of the request queue's M2S ring: the host adds the
+    /// number of descriptors it appended (the doorbell); the device reads the
+    /// running total with acquire ordering.
+    pub const M2S_TAIL_INC: usize = 0x00;
+    /// Tail increment of the S2M ring (bumped before the M2S one).
+    pub const S2M_TAIL_INC: usize = 0x04;
+    /// Descriptors the device has consumed from the M2S ring (device writes
+    /// with release; the host reads to know the free space).
+    pub const M2S_HEAD: usize = 0x08;
+    /// Descriptors consumed from the S2M ring.
+    pub const S2M_HEAD: usize = 0x0C;
+    /// The sequencer's request tail increment: the third trigger pair's S2M
+    /// half writes 1 here, which adds 1 (the publish, seed 000 §3).
+    pub const SEQ_TAIL_INC: usize = 0x10;
+    /// The request-load event: the second trigger pair writes 1 here.
+    pub const SEQ_EVENT: usize = 0x14;
+    /// Requests the sequencer has executed (device, release); staging reads
+    /// it before reusing a request buffer.
+    pub const SEQ_HEAD: usize = 0x18;
+    /// Sticky DMA fault code (0 none; see `device::dma::DmaFault::code`).
+    pub const DMA_FAULT: usize = 0x1C;
+    /// Model switches the sequencer performed.
+    pub const MODEL_SWITCHES: usize = 0x20;
+    /// NQ records dropped because a ring was full (NQ overflow).
+    pub const NQ_OVERFLOWS: usize = 0x24;
+    /// u64: the device clock (virtual cycles) after the last request.
+    pub const CYCLE: usize = 0x28;
+    /// u64: MACs performed by every request so far (monotone).
+    pub const MAC_COUNT: usize = 0x30;
+    /// Records the worker has consumed from engine `e`'s NQ ring: at
+    /// `NQ_HEAD + 4 * e` (worker writes with release; the device reads
+    /// before writing, to detect overflow).
+    pub const NQ_HEAD: usize = 0x40;
+
+    /// The name of the register at `off`, for traces.
+    pub const fn name(off: usize) -> Option<&'static str> {
+        Some(match off {
+            M2S_TAIL_INC => "M2S_TAIL_INC",
+            S2M_TAIL_INC => "S2M_TAIL_INC",
+            M2S_HEAD => "M2S_HEAD",
+            S2M_HEAD => "S2M_HEAD",
+            SEQ_TAIL_INC => "SEQ_TAIL_INC",
+            SEQ_EVENT => "SEQ_EVENT",
+            SEQ_HEAD => "SEQ_HEAD",
+            DMA_FAULT => "DMA_FAULT",
+            MODEL_SWITCHES => "MODEL_SWITCHES",
+            NQ_OVERFLOWS => "NQ_OVERFLOWS",
+            CYCLE => "CYCLE",
+            MAC_COUNT => "MAC_COUNT",
+            0x40 => "NQ_HEAD[PE]",
+            0x44 => "NQ_HEAD[ACT]",
+            0x48 => "NQ_HEAD[POOL]",
+            0x4C => "NQ_HEAD[DVE]",
+            0x50 => "NQ_HEAD[SP]",
+            _ => return None,
+        })
+    }
+}
+
+const _: () = assert!(reg::NQ_HEAD + 4 * nq::ENGINES as usize <= REGS_SIZE);
+const _: () = assert!(reg::CYCLE % 8 == 0 && reg::MAC_COUNT % 8 == 0);
+
+/// Register and DRAM-area names for [`crate::hal::tracer`] rendering.
+pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
+    match region {
+        RegionId::Regs { .. } => reg::name(off),
+        RegionId::Dmem { .. } if off == dmem::REQUEST => Some("REQUEST"),
+        RegionId::Dram => {
+            let in_area = off as u64 % CORE_AREA;
+            if in_area == core_area::EVENT_VALUE {
+                Some("EVENT_VALUE")
+            } else if in_area == core_area::TAIL_INC_VALUE {
+                Some("TAIL_INC_VALUE")
+            } else if in_area < core_area::CONSTANTS && in_area % REQUEST_STRIDE == 0 {
+                Some("REQUEST_BUF")
+            } else if in_area % REQUEST_STRIDE == device_request::CC_DMA_INCREMENT_OFF as u64 {
+                Some("CC_DMA_INCREMENT")
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// How the device is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceConfig {
+    /// Number of NeuronCores (1..=16).
+    pub cores: u8,
+    /// Bytes of DRAM (at least the per-core areas; the rest is model heap).
+    pub dram_size: u64,
+    /// Descriptors per ring (each request uses 3 slots of each ring; at least 3).
+    pub ring_len: u32,
+    /// Entries per NQ ring (a power of two, at least 2).
+    pub nq_len: u32,
+    /// Request buffers per core (1..=32): requests in flight on a core.
+    pub request_slots: u32,
+    /// How long (host nanoseconds, as passed to `poll`) the device waits on a
+    /// descriptor below the published tail whose ring id is wrong before it
+    /// declares the descriptor corrupt.
+    pub ring_id_grace_ns: u64,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            cores: 2,
+            dram_size: 4 << 20,
+            ring_len: 64,
+            nq_len: 64,
+            request_slots: 8,
+            ring_id_grace_ns: 1_000_000,
+        }
+    }
+}
+
+/// A configuration the device cannot be built with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A field out of range.
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        why: &'static str,
+    },
+    /// Mapping failed.
+    Hal(HalError),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Invalid { field, why } => write!(f, "device config: {field}: {why}"),
+            ConfigError::Hal(e) => write!(f, "device config: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl From<HalError> for ConfigError {
+    fn from(e: HalError) -> Self {
+        ConfigError::Hal(e)
+    }
+}
+
+impl DeviceConfig {
+    /// Check every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, why| Err(ConfigError::Invalid { field, why });
+        if self.cores == 0 || self.cores > MAX_CORES {
+            return bad("cores", "must be 1..=16");
+        }
+        if self.ring_len < 3 || self.ring_len > 1 << 16 {
+            return bad("ring_len", "must be 3..=65536 (a request takes 3 slots)");
+        }
+        if !self.nq_len.is_power_of_two() || self.nq_len < 2 || self.nq_len > 1 << 16 {
+            return bad("nq_len", "must be a power of two in 2..=65536");
+        }
+        if self.request_slots == 0 || self.request_slots > MAX_REQUEST_SLOTS {
+            return bad("request_slots", "must be 1..=32");
+        }
+        if self.dram_size < u64::from(self.cores) * CORE_AREA || self.dram_size > 1 << 34 {
+            return bad(
+                "dram_size",
+                "must hold the per-core areas and be at most 16 GiB",
+            );
+        }
+        Ok(())
+    }
+
+    /// First byte of the model heap (DRAM offset).
+    pub fn heap_start(&self) -> u64 {
+        u64::from(self.cores) * CORE_AREA
+    }
+}
+
+/// Which window a physical range fell in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Device DRAM at this offset.
+    Dram {
+        /// Offset from [`DRAM_BASE`].
+        off: u64,
+    },
+    /// A core's DMEM at this offset.
+    Dmem {
+        /// Core.
+        core: u8,
+        /// Offset in the window.
+        off: u64,
+    },
+    /// A core's register block at this offset.
+    Regs {
+        /// Core.
+        core: u8,
+        /// Offset in the window.
+        off: u64,
+    },
+}
+
+/// A physical range outside every window (or straddling two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadPa {
+    /// First byte.
+    pub pa: u64,
+    /// Length.
+    pub len: u64,
+}
+
+impl fmt::Display for BadPa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} bytes at pa {:#x} are outside device memory",
+            self.len, self.pa
+        )
+    }
+}
+
+impl std::error::Error for BadPa {}
+
+/// Every region of a built device, by handle.
+#[derive(Clone, Debug)]
+pub struct MemMap {
+    /// The configuration it was built from.
+    pub config: DeviceConfig,
+    /// Device DRAM.
+    pub dram: RegionHandle,
+    /// Per core: DMEM.
+    pub dmem: Vec<RegionHandle>,
+    /// Per core: registers.
+    pub regs: Vec<RegionHandle>,
+    /// Per core: the request queue's M2S ring.
+    pub m2s: Vec<RegionHandle>,
+    /// Per core: the request queue's S2M ring.
+    pub s2m: Vec<RegionHandle>,
+    /// Per core, per engine: the NQ ring.
+    pub nq: Vec<[RegionHandle; nq::ENGINES as usize]>,
+    /// Per core: the NQ interrupt event.
+    pub nq_irq: Vec<EventHandle>,
+}
+
+impl MemMap {
+    /// Map every region of a device with `config` through `hal`, and write
+    /// the per-core trigger constants.
+    pub fn build<H: Hal>(hal: &mut H, config: DeviceConfig) -> Result<MemMap, ConfigError> {
+        config.validate()?;
+        let dram_len = usize::try_from(config.dram_size).map_err(|_| ConfigError::Invalid {
+            field: "dram_size",
+            why: "does not fit the host address space",
+        })?;
+        let dram = hal.map(RegionId::Dram, dram_len)?;
+        let mut m = MemMap {
+            config,
+            dram,
+            dmem: Vec::new(),
+            regs: Vec::new(),
+            m2s: Vec::new(),
+            s2m: Vec::new(),
+            nq: Vec::new(),
+            nq_irq: Vec::new(),
+        };
+        let ring_bytes = config.ring_len as usize * crate::hal::RECORD;
+        let nq_bytes = config.nq_len as usize * crate::hal::RECORD;
+        for core in 0..config.cores {
+            m.dmem.push(hal.map(RegionId::Dmem { core }, DMEM_SIZE)?);
+            m.regs.push(hal.map(RegionId::Regs { core }, REGS_SIZE)?);
+            m.m2s.push(hal.map(
+                RegionId::DescRing {
+                    core,
+                    dir: Dir::M2s,
+                },
+                ring_bytes,
+            )?);
+            m.s2m.push(hal.map(
+                RegionId::DescRing {
+                    core,
+                    dir: Dir::S2m,
+                },
+                ring_bytes,
+            )?);
+            let mut rings = Vec::new();
+            for engine in 0..nq::ENGINES {
+                rings.push(hal.map(RegionId::NqRing { core, engine }, nq_bytes)?);
+            }
+            let rings: [RegionHandle; nq::ENGINES as usize] =
+                rings.try_into().map_err(|_| HalError::BadHandle)?;
+            m.nq.push(rings);
+            m.nq_irq.push(hal.event(EventId::NqIrq { core })?);
+            let area = m.core_area_off(core) as usize;
+            hal.copy_in(
+                dram,
+                area + core_area::EVENT_VALUE as usize,
+                &1u32.to_le_bytes(),
+            )?;
+            hal.copy_in(
+                dram,
+                area + core_area::TAIL_INC_VALUE as usize,
+                &1u32.to_le_bytes(),
+            )?;
+        }
+        Ok(m)
+    }
+
+    /// Number of cores.
+    pub fn cores(&self) -> u8 {
+        self.config.cores
+    }
+
+    /// DRAM offset of a core's area.
+    pub fn core_area_off(&self, core: u8) -> u64 {
+        u64::from(core) * CORE_AREA
+    }
+
+    /// DRAM offset of request buffer `slot` of `core`.
+    pub fn request_buf_off(&self, core: u8, slot: u32) -> u64 {
+        self.core_area_off(core) + core_area::REQUESTS + u64::from(slot) * REQUEST_STRIDE
+    }
+
+    /// Physical address of a DRAM offset.
+    pub fn dram_pa(&self, off: u64) -> u64 {
+        DRAM_BASE + off
+    }
+
+    /// Physical address of a core's DMEM byte `off`.
+    pub fn dmem_pa(&self, core: u8, off: usize) -> u64 {
+        DMEM_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
+    }
+
+    /// Physical address of a core's register `off`.
+    pub fn reg_pa(&self, core: u8, off: usize) -> u64 {
+        REGS_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
+    }
+
+    /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].
+    pub fn translate(&self, pa: u64, len: u64) -> Result<Window, BadPa> {
+        let bad = BadPa { pa, len };
+        let end = pa.checked_add(len).ok_or(bad)?;
+        if pa >= DRAM_BASE && end <= DRAM_BASE + self.config.dram_size {
+            return Ok(Window::Dram {
+                off: pa - DRAM_BASE,
+            });
+        }
+        let cores = u64::from(self.config.cores);
+        for (base, size, is_dmem) in [
+            (DMEM_BASE, DMEM_SIZE as u64, true),
+            (REGS_BASE, REGS_SIZE as u64, false),
+        ] {
+            if pa >= base && pa < base + cores * WINDOW_STRIDE {
+                let core = (pa - base) / WINDOW_STRIDE;
+                let off = (pa - base) % WINDOW_STRIDE;
+                if off + len <= size {
+                    let core = core as u8;
+                    return Ok(if is_dmem {
+                        Window::Dmem { core, off }
+                    } else {
+                        Window::Regs { core, off }
+                    });
+                }
+            }
+        }
+        Err(bad)
+    }
+}

@@ -1,0 +1,879 @@
+//! The model builder: instruction blocks, tensor layout and constants linked
+//! into a [`ModelImage`] for a given load address and IO address, and the
+//! example model (a two-layer MLP, [`MlpSpec`]) with its plain CPU reference.
+//!
+//! An image has three sections, each reached through one base register that
+//! a linker-written prologue sets at the top of every block:
+//!
+//! | section | base | where | what |
+//! |---|---|---|---|
+//! | constants | `R0` | load area, after the code | weights and biases (in `bytes`) |
+//! | scratch | `R1` | load area, after the constants | intermediates (not in `bytes`; zeroed by [`ModelImage::load`]) |
+//! | IO | `R2` | the IO area at `io_pa` | inputs, then outputs |
+//!
+//! The load area is `[code blocks][constants][scratch]`, each 64-byte
+//! aligned; `R3` is free for the program.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
+use super::isa::{self, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
+use crate::prng::SplitMix64;
+use crate::wire::nq::ErrorClass;
+
+/// Alignment of every block, section and tensor.
+pub const ALIGN: u64 = 64;
+
+/// Where a tensor lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Section {
+    /// Constants (base `R0`), part of the image bytes.
+    Constants,
+    /// Scratch (base `R1`), reserved after the image bytes.
+    Scratch,
+    /// The IO area (base `R2`).
+    Io,
+}
+
+impl Section {
+    /// The base register that points at the section.
+    pub const fn base(self) -> Base {
+        match self {
+            Section::Constants => Base::R0,
+            Section::Scratch => Base::R1,
+            Section::Io => Base::R2,
+        }
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Section::Constants => "const",
+            Section::Scratch => "scratch",
+            Section::Io => "io",
+        }
+    }
+}
+
+/// An f32 tensor: row-major, at a byte offset within its section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorDesc {
+    /// Name (for listings).
+    pub name: &'static str,
+    /// Its section.
+    pub section: Section,
+    /// Byte offset within the section (64-byte aligned).
+    pub offset: u64,
+    /// Shape, outermost first.
+    pub shape: Vec<u32>,
+}
+
+impl TensorDesc {
+    /// Element count.
+    pub fn elems(&self) -> u64 {
+        self.shape.iter().map(|&d| u64::from(d)).product()
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.elems() * 4
+    }
+
+    /// The operand addressing its first element.
+    pub fn operand(&self) -> Operand {
+        Operand::new(self.section.base(), self.offset as u32)
+    }
+}
+
+/// The per-model memory usage the NDS mem-usage grid reports (bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemUsage {
+    /// Instruction blocks (including alignment padding).
+    pub code: u64,
+    /// The IO area (inputs and outputs).
+    pub tensors: u64,
+    /// Weights and other constants.
+    pub constants: u64,
+    /// Scratch for intermediates.
+    pub scratchpad: u64,
+}
+
+impl MemUsage {
+    /// In NDS mem-usage slot order: CODE, TENSORS, CONSTANTS, SCRATCHPAD
+    /// (SPEC-NOTES.md "Model-record mem-usage slots").
+    pub const fn as_array(&self) -> [u64; 4] {
+        [self.code, self.tensors, self.constants, self.scratchpad]
+    }
+
+    /// Sum of all four.
+    pub const fn total(&self) -> u64 {
+        self.code + self.tensors + self.constants + self.scratchpad
+    }
+}
+
+/// Why a model could not be built or linked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelError {
+    /// An instruction does not validate.
+    BadInsn {
+        /// The engine.
+        engine: Engine,
+        /// Position in the engine's block (before the prologue).
+        index: usize,
+        /// Why.
+        err: DecodeError,
+    },
+    /// A load or IO address is not 64-byte aligned.
+    Misaligned {
+        /// Which address.
+        what: &'static str,
+        /// Its value.
+        pa: u64,
+    },
+    /// A section outgrows the 32-bit operand offsets, or an area overflows
+    /// the 64-bit address space.
+    TooLarge {
+        /// Which section.
+        what: &'static str,
+    },
+    /// A model dimension is 0 or too large.
+    BadShape {
+        /// Which dimension.
+        what: &'static str,
+        /// Its value.
+        value: u64,
+    },
+    /// An input of the wrong length was given.
+    InputLength {
+        /// Expected elements.
+        need: usize,
+        /// Given.
+        got: usize,
+    },
+    /// Device memory refused an access.
+    Memory(MemFault),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::BadInsn { engine, index, err } => {
+                write!(f, "engine {engine} instruction {index}: {err}")
+            }
+            ModelError::Misaligned { what, pa } => {
+                write!(f, "{what} {pa:#x} is not {ALIGN}-byte aligned")
+            }
+            ModelError::TooLarge { what } => write!(f, "{what} too large"),
+            ModelError::BadShape { what, value } => write!(f, "bad dimension {what} = {value}"),
+            ModelError::InputLength { need, got } => {
+                write!(f, "input has {got} elements, model needs {need}")
+            }
+            ModelError::Memory(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl From<MemFault> for ModelError {
+    fn from(m: MemFault) -> Self {
+        ModelError::Memory(m)
+    }
+}
+
+/// A CPU reference: the concatenated inputs to the concatenated outputs.
+pub type ReferenceFn = dyn Fn(&[f32]) -> Vec<f32> + Send + Sync;
+
+/// Assembles instruction blocks and a tensor layout; [`ModelBuilder::link`]
+/// places them for a load address and an IO address.
+#[derive(Clone, Default)]
+pub struct ModelBuilder {
+    name: &'static str,
+    blocks: [Vec<Insn>; NUM_ENGINES],
+    consts: Vec<u8>,
+    scratch_len: u64,
+    io_len: u64,
+    inputs: Vec<TensorDesc>,
+    outputs: Vec<TensorDesc>,
+    constants: Vec<TensorDesc>,
+    scratch: Vec<TensorDesc>,
+    reference: Option<Arc<ReferenceFn>>,
+}
+
+fn alloc(len: &mut u64, shape: &[u32]) -> u64 {
+    let off = len.next_multiple_of(ALIGN);
+    let bytes: u64 = shape.iter().map(|&d| u64::from(d)).product::<u64>() * 4;
+    *len = off + bytes;
+    off
+}
+
+impl ModelBuilder {
+    /// An empty model called `name`.
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            ..Self::default()
+        }
+    }
+
+    /// A constant tensor holding `data` (row-major, `shape`'s product long;
+    /// padded or truncated to it).
+    pub fn constant(&mut self, name: &'static str, shape: &[u32], data: &[f32]) -> TensorDesc {
+        let mut len = self.consts.len() as u64;
+        let offset = alloc(&mut len, shape);
+        let t = TensorDesc {
+            name,
+            section: Section::Constants,
+            offset,
+            shape: shape.to_vec(),
+        };
+        self.consts.resize(offset as usize, 0);
+        for i in 0..t.elems() as usize {
+            let v = data.get(i).copied().unwrap_or(0.0);
+            self.consts.extend_from_slice(&v.to_le_bytes());
+        }
+        self.constants.push(t.clone());
+        t
+    }
+
+    /// A scratch tensor.
+    pub fn scratch(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
+        let t = TensorDesc {
+            name,
+            section: Section::Scratch,
+            offset: alloc(&mut self.scratch_len, shape),
+            shape: shape.to_vec(),
+        };
+        self.scratch.push(t.clone());
+        t
+    }
+
+    /// An input tensor in the IO area.
+    pub fn input(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
+        let t = self.io(name, shape);
+        self.inputs.push(t.clone());
+        t
+    }
+
+    /// An output tensor in the IO area.
+    pub fn output(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
+        let t = self.io(name, shape);
+        self.outputs.push(t.clone());
+        t
+    }
+
+    fn io(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
+        TensorDesc {
+            name,
+            section: Section::Io,
+            offset: alloc(&mut self.io_len, shape),
+            shape: shape.to_vec(),
+        }
+    }
+
+    /// The CPU reference for the linked image.
+    pub fn reference(&mut self, f: impl Fn(&[f32]) -> Vec<f32> + Send + Sync + 'static) {
+        self.reference = Some(Arc::new(f));
+    }
+
+    /// Append `insn` to `engine`'s block. The linker adds the base prologue
+    /// before and `END` after.
+    pub fn push(&mut self, engine: Engine, insn: Insn) -> Result<(), ModelError> {
+        let block = &mut self.blocks[engine.index()];
+        insn.validate().map_err(|err| ModelError::BadInsn {
+            engine,
+            index: block.len(),
+            err,
+        })?;
+        block.push(insn);
+        Ok(())
+    }
+
+    /// Link for a load area at `load_pa` and an IO area at `io_pa` (both
+    /// 64-byte aligned). An engine with no instructions is idle.
+    pub fn link(&self, load_pa: u64, io_pa: u64) -> Result<ModelImage, ModelError> {
+        for (what, pa) in [("load_pa", load_pa), ("io_pa", io_pa)] {
+            if pa % ALIGN != 0 {
+                return Err(ModelError::Misaligned { what, pa });
+            }
+        }
+        // Code: one block per busy engine, each 64-byte aligned.
+        let prologue_len = 3;
+        let mut offsets = [None; NUM_ENGINES];
+        let mut code_len = 0u64;
+        for (i, b) in self.blocks.iter().enumerate() {
+            if !b.is_empty() {
+                offsets[i] = Some(code_len);
+                let n = (prologue_len + b.len() + 1) as u64;
+                code_len = (code_len + n * INSN_BYTES as u64).next_multiple_of(ALIGN);
+            }
+        }
+        let const_off = code_len;
+        let const_len = (self.consts.len() as u64).next_multiple_of(ALIGN);
+        let scratch_off = const_off + const_len;
+        let scratch_len = self.scratch_len.next_multiple_of(ALIGN);
+        let io_len = self.io_len.next_multiple_of(ALIGN);
+        for (what, len) in [
+            ("constants", const_len),
+            ("scratch", scratch_len),
+            ("io area", io_len),
+        ] {
+            if len > u64::from(u32::MAX) {
+                return Err(ModelError::TooLarge { what });
+            }
+        }
+        let too_large = |what| ModelError::TooLarge { what };
+        load_pa
+            .checked_add(scratch_off + scratch_len)
+            .ok_or(too_large("load area"))?;
+        io_pa.checked_add(io_len).ok_or(too_large("io area"))?;
+
+        let mut bytes = vec![0u8; scratch_off as usize];
+        for (i, b) in self.blocks.iter().enumerate() {
+            let Some(off) = offsets[i] else { continue };
+            let prologue = [
+                Insn::SetBase {
+                    reg: Base::R0,
+                    value: load_pa + const_off,
+                },
+                Insn::SetBase {
+                    reg: Base::R1,
+                    value: load_pa + scratch_off,
+                },
+                Insn::SetBase {
+                    reg: Base::R2,
+                    value: io_pa,
+                },
+            ];
+            let all = prologue.iter().chain(b).chain([&Insn::End]);
+            for (j, insn) in all.enumerate() {
+                let at = off as usize + j * INSN_BYTES;
+                bytes[at..at + INSN_BYTES].copy_from_slice(&insn.to_bytes());
+            }
+        }
+        bytes[const_off as usize..const_off as usize + self.consts.len()]
+            .copy_from_slice(&self.consts);
+
+        Ok(ModelImage {
+            name: self.name,
+            load_pa,
+            io_pa,
+            bytes,
+            blocks: offsets,
+            const_offset: const_off,
+            scratch_offset: scratch_off,
+            scratch_bytes: scratch_len,
+            io_bytes: io_len,
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            constants: self.constants.clone(),
+            scratch: self.scratch.clone(),
+            macs: self.blocks.iter().flatten().map(Insn::macs).sum(),
+            mem: MemUsage {
+                code: code_len,
+                tensors: io_len,
+                constants: const_len,
+                scratchpad: scratch_len,
+            },
+            reference: self.reference.clone(),
+        })
+    }
+}
+
+/// A linked model: what a loader copies to the device and what a caller
+/// needs to run it and check it.
+#[derive(Clone)]
+pub struct ModelImage {
+    /// Model name.
+    pub name: &'static str,
+    /// Where the image was linked to load.
+    pub load_pa: u64,
+    /// Where its IO area was linked.
+    pub io_pa: u64,
+    /// Code blocks then constants; copy to `load_pa`.
+    pub bytes: Vec<u8>,
+    /// Per engine ([`Engine::index`] order: PE, ACT, POOL, DVE, SP): its
+    /// block's byte offset within `bytes`, `None` when idle.
+    pub blocks: [Option<u64>; NUM_ENGINES],
+    /// Offset of the constants section within `bytes`.
+    pub const_offset: u64,
+    /// Offset of the scratch section from `load_pa` (= `bytes.len()`).
+    pub scratch_offset: u64,
+    /// Size of the scratch section.
+    pub scratch_bytes: u64,
+    /// Size of the IO area at `io_pa`.
+    pub io_bytes: u64,
+    /// Input tensors (IO area), in reference order.
+    pub inputs: Vec<TensorDesc>,
+    /// Output tensors (IO area), in reference order.
+    pub outputs: Vec<TensorDesc>,
+    /// Constant tensors (weights).
+    pub constants: Vec<TensorDesc>,
+    /// Scratch tensors.
+    pub scratch: Vec<TensorDesc>,
+    /// MACs per execution (every `MATMUL` of every block).
+    pub macs: u64,
+    /// Memory usage by NDS category.
+    pub mem: MemUsage,
+    reference: Option<Arc<ReferenceFn>>,
+}
+
+impl fmt::Debug for ModelImage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelImage")
+            .field("name", &self.name)
+            .field("load_pa", &format_args!("{:#x}", self.load_pa))
+            .field("io_pa", &format_args!("{:#x}", self.io_pa))
+            .field("bytes", &self.bytes.len())
+            .field("blocks", &self.blocks)
+            .field("macs", &self.macs)
+            .field("mem", &self.mem)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelImage {
+    /// Bytes to reserve at `load_pa`: the image plus its scratch.
+    pub fn footprint(&self) -> u64 {
+        self.scratch_offset + self.scratch_bytes
+    }
+
+    /// Each engine's block address (`load_pa + offset`, 0 when idle), in
+    /// [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
+    pub fn engine_addresses(&self) -> [u64; NUM_ENGINES] {
+        self.blocks.map(|o| o.map_or(0, |o| self.load_pa + o))
+    }
+
+    /// One engine's block address (0 when idle).
+    pub fn engine_address(&self, engine: Engine) -> u64 {
+        self.engine_addresses()[engine.index()]
+    }
+
+    /// A request naming this image's blocks, every flag clear.
+    pub fn request(&self) -> crate::wire::device_request::DeviceExecRequest {
+        crate::wire::device_request::DeviceExecRequest::with_engine_addresses(
+            self.engine_addresses(),
+        )
+    }
+
+    /// The physical address of a tensor of this image.
+    pub fn tensor_pa(&self, t: &TensorDesc) -> u64 {
+        t.offset
+            + match t.section {
+                Section::Constants => self.load_pa + self.const_offset,
+                Section::Scratch => self.load_pa + self.scratch_offset,
+                Section::Io => self.io_pa,
+            }
+    }
+
+    /// Elements of all inputs together.
+    pub fn input_len(&self) -> usize {
+        self.inputs.iter().map(|t| t.elems() as usize).sum()
+    }
+
+    /// Elements of all outputs together.
+    pub fn output_len(&self) -> usize {
+        self.outputs.iter().map(|t| t.elems() as usize).sum()
+    }
+
+    /// Copy the image to `load_pa` and zero its scratch.
+    pub fn load(&self, mem: &dyn DeviceMemory) -> Result<(), MemFault> {
+        engine::write_bytes(mem, self.load_pa, &self.bytes)?;
+        let zeros = vec![0u8; self.scratch_bytes as usize];
+        engine::write_bytes(mem, self.load_pa + self.scratch_offset, &zeros)
+    }
+
+    /// Write the concatenated inputs into the IO area.
+    pub fn write_input(&self, mem: &dyn DeviceMemory, input: &[f32]) -> Result<(), ModelError> {
+        if input.len() != self.input_len() {
+            return Err(ModelError::InputLength {
+                need: self.input_len(),
+                got: input.len(),
+            });
+        }
+        let mut rest = input;
+        for t in &self.inputs {
+            let (now, later) = rest.split_at(t.elems() as usize);
+            engine::write_f32s(mem, self.tensor_pa(t), now)?;
+            rest = later;
+        }
+        Ok(())
+    }
+
+    /// Read the concatenated outputs from the IO area.
+    pub fn read_output(&self, mem: &dyn DeviceMemory) -> Result<Vec<f32>, MemFault> {
+        let mut out = Vec::with_capacity(self.output_len());
+        for t in &self.outputs {
+            out.extend(engine::read_f32s(
+                mem,
+                self.tensor_pa(t),
+                t.elems() as usize,
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// `true` when the image carries a CPU reference.
+    pub fn has_reference(&self) -> bool {
+        self.reference.is_some()
+    }
+
+    /// The CPU reference: the outputs the device must produce for `input`
+    /// (concatenated, like [`ModelImage::read_output`]). Empty when the
+    /// image was built without a reference.
+    pub fn reference(&self, input: &[f32]) -> Vec<f32> {
+        self.reference.as_ref().map_or_else(Vec::new, |f| f(input))
+    }
+
+    /// A human-readable listing: memory map, tensors and each engine's
+    /// disassembled block (used by snapshots).
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "model {}: load {:#x} (+{:#x} bytes, scratch at +{:#x}), io {:#x} (+{:#x})",
+            self.name,
+            self.load_pa,
+            self.footprint(),
+            self.scratch_offset,
+            self.io_pa,
+            self.io_bytes
+        );
+        let m = self.mem;
+        let _ = writeln!(
+            s,
+            "mem: code {} tensors {} constants {} scratchpad {}; macs {}",
+            m.code, m.tensors, m.constants, m.scratchpad, self.macs
+        );
+        for (kind, ts) in [
+            ("input", &self.inputs),
+            ("output", &self.outputs),
+            ("const", &self.constants),
+            ("scratch", &self.scratch),
+        ] {
+            for t in ts {
+                let _ = writeln!(
+                    s,
+                    "{kind:<7} {:<8} {:?} at {}+{:#x} (pa {:#x})",
+                    t.name,
+                    t.shape,
+                    t.section.name(),
+                    t.offset,
+                    self.tensor_pa(t)
+                );
+            }
+        }
+        for (e, off) in Engine::ALL.iter().zip(&self.blocks) {
+            let Some(off) = *off else {
+                let _ = writeln!(s, "{e}: idle");
+                continue;
+            };
+            let _ = writeln!(s, "{e}: block at +{off:#x} (pa {:#x})", self.load_pa + off);
+            let (insns, err) = isa::disassemble(self.bytes.get(off as usize..).unwrap_or(&[]));
+            for (o, insn) in insns {
+                let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + o);
+            }
+            if let Some(e) = err {
+                let _ = writeln!(s, "  <{e}>");
+            }
+        }
+        s
+    }
+}
+
+/// A fault planted in the example model, for fault tests (docs/design.md
+/// "Instruction format", fault injection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inject {
+    /// `RAISE class` at the top of `engine`'s block (after the prologue).
+    Raise {
+        /// The engine.
+        engine: Engine,
+        /// The class raised.
+        class: ErrorClass,
+    },
+    /// `DELAY cycles` at the top of `engine`'s block; the outputs are
+    /// unchanged, only the timing moves.
+    Delay {
+        /// The engine.
+        engine: Engine,
+        /// Cycles.
+        cycles: u64,
+    },
+}
+
+/// The example model: `y = act(x . W1 + b1) . W2 + b2`, `m = rowmax(y)`, for
+/// a batch of `batch` rows, with weights drawn from `seed`.
+///
+/// Engines hand off through semaphores: SP copies the input to scratch (s0)
+/// -> PE `MATMUL` (s1) -> DVE bias add (s2) -> ACT activation (s3) -> PE
+/// `MATMUL` (s4) -> DVE bias add (s5) -> POOL row max. Every arithmetic
+/// instruction carries `.chk` when `check` is set, so a NaN or Inf in the
+/// input ends the execution with a `Numerical` error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MlpSpec {
+    /// Rows per execution.
+    pub batch: u32,
+    /// Input features.
+    pub input: u32,
+    /// Hidden units.
+    pub hidden: u32,
+    /// Output features.
+    pub output: u32,
+    /// The hidden activation.
+    pub act: ActFn,
+    /// Weight seed.
+    pub seed: u64,
+    /// Set `.chk` on every arithmetic instruction.
+    pub check: bool,
+    /// A planted fault, if any.
+    pub inject: Option<Inject>,
+}
+
+/// Weights of an [`MlpSpec`], row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MlpWeights {
+    /// `input x hidden`.
+    pub w1: Vec<f32>,
+    /// `hidden`.
+    pub b1: Vec<f32>,
+    /// `hidden x output`.
+    pub w2: Vec<f32>,
+    /// `output`.
+    pub b2: Vec<f32>,
+}
+
+/// A uniform f32 in `[-scale, scale)` with 24 random bits (exact in f32).
+fn uniform(rng: &mut SplitMix64, scale: f32) -> f32 {
+    let u = (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32;
+    (u * 2.0 - 1.0) * scale
+}
+
+impl MlpSpec {
+    /// The shipped example: batch 4, 16 -> 32 -> 8, ReLU, checked.
+    pub const EXAMPLE: MlpSpec = MlpSpec {
+        batch: 4,
+        input: 16,
+        hidden: 32,
+        output: 8,
+        act: ActFn::Relu,
+        seed: 0x5EED_0001,
+        check: true,
+        inject: None,
+    };
+
+    /// MACs per execution: `batch * (input * hidden + hidden * output)`.
+    pub fn macs(&self) -> u64 {
+        u64::from(self.batch)
+            * (u64::from(self.input) * u64::from(self.hidden)
+                + u64::from(self.hidden) * u64::from(self.output))
+    }
+
+    /// The weights drawn from `seed`: W1, b1, W2, b2 in that order, each
+    /// uniform in `[-1/sqrt(fan_in), 1/sqrt(fan_in))`.
+    pub fn weights(&self) -> MlpWeights {
+        let mut rng = SplitMix64::new(self.seed);
+        let (i, h, o) = (
+            self.input as usize,
+            self.hidden as usize,
+            self.output as usize,
+        );
+        let s1 = 1.0 / (self.input as f32).sqrt();
+        let s2 = 1.0 / (self.hidden as f32).sqrt();
+        let mut draw = |n: usize, s: f32| (0..n).map(|_| uniform(&mut rng, s)).collect();
+        MlpWeights {
+            w1: draw(i * h, s1),
+            b1: draw(h, s1),
+            w2: draw(h * o, s2),
+            b2: draw(o, s2),
+        }
+    }
+
+    /// A deterministic input batch (`batch * input` values in `[-1, 1)`).
+    pub fn example_input(&self, seed: u64) -> Vec<f32> {
+        let mut rng = SplitMix64::new(seed);
+        (0..self.batch as usize * self.input as usize)
+            .map(|_| uniform(&mut rng, 1.0))
+            .collect()
+    }
+
+    fn check_shape(&self) -> Result<(), ModelError> {
+        for (what, v) in [
+            ("batch", self.batch),
+            ("input", self.input),
+            ("hidden", self.hidden),
+            ("output", self.output),
+        ] {
+            if v == 0 || u64::from(v) > 4096 {
+                return Err(ModelError::BadShape {
+                    what,
+                    value: u64::from(v),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The builder with the MLP's blocks, layout and reference.
+    pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
+        self.check_shape()?;
+        let (bt, i, h, o) = (self.batch, self.input, self.hidden, self.output);
+        let w = self.weights();
+        let mut mb = ModelBuilder::new("mlp");
+        let x = mb.input("x", &[bt, i]);
+        let y = mb.output("y", &[bt, o]);
+        let m = mb.output("m", &[bt]);
+        let w1 = mb.constant("w1", &[i, h], &w.w1);
+        let b1 = mb.constant("b1", &[h], &w.b1);
+        let w2 = mb.constant("w2", &[h, o], &w.w2);
+        let b2 = mb.constant("b2", &[o], &w.b2);
+        let xs = mb.scratch("x_s", &[bt, i]);
+        let hs = mb.scratch("h", &[bt, h]);
+        let check = self.check;
+
+        if let Some(inj) = self.inject {
+            let (engine, insn) = match inj {
+                Inject::Raise { engine, class } => (engine, Insn::Raise { class }),
+                Inject::Delay { engine, cycles } => (engine, Insn::Delay { cycles }),
+            };
+            mb.push(engine, insn)?;
+        }
+        let wait = |sem| Insn::Wait { sem, value: 1 };
+        let signal = |sem| Insn::Signal { sem, value: 1 };
+        let binary = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc| Insn::Binary {
+            op: BinOp::Add,
+            dst: dst.operand(),
+            a: a.operand(),
+            b: b.operand(),
+            n: dst.elems() as u32,
+            b_len: b.elems() as u32,
+            check,
+        };
+        // SP: stage the input.
+        mb.push(
+            Engine::Sp,
+            Insn::Copy {
+                dst: xs.operand(),
+                src: x.operand(),
+                n: bt * i,
+            },
+        )?;
+        mb.push(Engine::Sp, signal(0))?;
+        // PE: both matrix multiplies.
+        mb.push(Engine::Pe, wait(0))?;
+        mb.push(
+            Engine::Pe,
+            Insn::MatMul {
+                dst: hs.operand(),
+                a: xs.operand(),
+                b: w1.operand(),
+                m: bt,
+                k: i,
+                n: h,
+                acc: false,
+                check,
+            },
+        )?;
+        mb.push(Engine::Pe, signal(1))?;
+        mb.push(Engine::Pe, wait(3))?;
+        mb.push(
+            Engine::Pe,
+            Insn::MatMul {
+                dst: y.operand(),
+                a: hs.operand(),
+                b: w2.operand(),
+                m: bt,
+                k: h,
+                n: o,
+                acc: false,
+                check,
+            },
+        )?;
+        mb.push(Engine::Pe, signal(4))?;
+        // DVE: both bias adds.
+        mb.push(Engine::Dve, wait(1))?;
+        mb.push(Engine::Dve, binary(&hs, &hs, &b1))?;
+        mb.push(Engine::Dve, signal(2))?;
+        mb.push(Engine::Dve, wait(4))?;
+        mb.push(Engine::Dve, binary(&y, &y, &b2))?;
+        mb.push(Engine::Dve, signal(5))?;
+        // ACT: the activation, in place.
+        mb.push(Engine::Act, wait(2))?;
+        mb.push(
+            Engine::Act,
+            Insn::Act {
+                func: self.act,
+                dst: hs.operand(),
+                src: hs.operand(),
+                n: bt * h,
+                check,
+            },
+        )?;
+        mb.push(Engine::Act, signal(3))?;
+        // POOL: the row max.
+        mb.push(Engine::Pool, wait(5))?;
+        mb.push(
+            Engine::Pool,
+            Insn::Reduce {
+                op: ReduceOp::Max,
+                dst: m.operand(),
+                src: y.operand(),
+                rows: bt,
+                cols: o,
+                check,
+            },
+        )?;
+        let spec = *self;
+        mb.reference(move |x| spec.reference_with(&w, x));
+        Ok(mb)
+    }
+
+    /// Build and link for `load_pa` / `io_pa` (64-byte aligned).
+    pub fn link(&self, load_pa: u64, io_pa: u64) -> Result<ModelImage, ModelError> {
+        self.builder()?.link(load_pa, io_pa)
+    }
+
+    /// The CPU reference with the spec's own weights: `y` (batch x output)
+    /// then `m` (batch). Plain loops, in the engines' order of accumulation
+    /// (see [`engine::matmul_into`]), so the device matches bit for bit.
+    /// An input of the wrong length is zero-padded or truncated.
+    pub fn reference(&self, x: &[f32]) -> Vec<f32> {
+        self.reference_with(&self.weights(), x)
+    }
+
+    fn reference_with(&self, w: &MlpWeights, x: &[f32]) -> Vec<f32> {
+        let (bt, i, h, o) = (
+            self.batch as usize,
+            self.input as usize,
+            self.hidden as usize,
+            self.output as usize,
+        );
+        let mut hid = vec![0f32; bt * h];
+        let mut y = vec![0f32; bt * o];
+        for r in 0..bt {
+            for j in 0..h {
+                let mut s = 0.0f32;
+                for k in 0..i {
+                    s += x.get(r * i + k).copied().unwrap_or(0.0) * w.w1[k * h + j];
+                }
+                hid[r * h + j] = self.act.apply(s + w.b1[j]);
+            }
+            for j in 0..o {
+                let mut s = 0.0f32;
+                for k in 0..h {
+                    s += hid[r * h + k] * w.w2[k * o + j];
+                }
+                y[r * o + j] = s + w.b2[j];
+            }
+        }
+        let m: Vec<f32> = y
+            .chunks_exact(o)
+            .map(|row| ReduceOp::Max.fold(row))
+            .collect();
+        y.extend(m);
+        y
+    }
+}

@@ -1,0 +1,523 @@
+//! Notification-queue rings (SPEC-NOTES.md "Notification queues"; the entry
+//! format is ours, [`crate::wire::nq`]).
+//!
+//! Each core has one NQ ring per engine. The device writes 16-byte records
+//! with [`NqWriter`], stamping a phase bit that starts at 1 and flips each
+//! time the writer wraps, so a zeroed or stale slot never looks written. The
+//! worker reads with [`NqReader`] (or the per-core [`Harvester`], which groups
+//! the records of one execution) and publishes how far it has read in the
+//! core's `NQ_HEAD[engine]` register, so the writer can tell a full ring: a
+//! record that does not fit is dropped and counted in `NQ_OVERFLOWS` (an NQ
+//! overflow, reported to the worker as an error, never a silent hang).
+//!
+//! | cursor | writer | readers | publish | observe |
+//! |---|---|---|---|---|
+//! | NQ slot | device | worker | `write_nq`: phase half last, release | `read_nq`: acquire |
+//! | `NQ_HEAD[e]` | worker | device | store release | load acquire |
+//! | `NQ_OVERFLOWS` | device | worker | fetch_add release | load acquire |
+
+use core::fmt;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::hal::{Hal, HalError, Ordering, RegionHandle};
+use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, NqError, Source};
+use crate::wire::status::NrtStatus;
+
+use super::memmap::{reg, MemMap};
+
+/// The writer of one NQ ring (device side).
+#[derive(Clone, Copy, Debug)]
+pub struct NqWriter {
+    ring: RegionHandle,
+    regs: RegionHandle,
+    engine: u8,
+    len: u32,
+    index: u32,
+    phase: bool,
+    written: u32,
+}
+
+/// A record the writer had to drop because the ring was full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overflow {
+    /// The engine ring.
+    pub engine: u8,
+    /// The dropped record's execution.
+    pub exec_id: u32,
+}
+
+impl NqWriter {
+    /// The writer for `engine` of `core`.
+    pub fn new(map: &MemMap, core: u8, engine: u8) -> NqWriter {
+        let c = usize::from(core);
+        NqWriter {
+            ring: map.nq[c][usize::from(engine)],
+            regs: map.regs[c],
+            engine,
+            len: map.config.nq_len,
+            index: 0,
+            phase: true,
+            written: 0,
+        }
+    }
+
+    /// Free slots: the ring length minus records written and not yet
+    /// consumed by the worker (per its `NQ_HEAD` register).
+    pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
+        // Ordering: Acquire pairs with the reader's Release store of its head.
+        let head = hal.load_u32(
+            self.regs,
+            reg::NQ_HEAD + 4 * usize::from(self.engine),
+            Ordering::Acquire,
+        )?;
+        Ok(self.len.saturating_sub(self.written.wrapping_sub(head)))
+    }
+
+    /// Write `entry` (its phase is replaced by the ring's current phase).
+    /// A full ring drops the record, counts it in `NQ_OVERFLOWS` and returns
+    /// [`Overflow`].
+    pub fn push<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        mut entry: NqEntry,
+    ) -> Result<Result<(), Overflow>, HalError> {
+        // Ordering: Acquire pairs with the worker's Release store of its head
+        // after it read the slots: they may be overwritten.
+        let head = hal.load_u32(
+            self.regs,
+            reg::NQ_HEAD + 4 * usize::from(self.engine),
+            Ordering::Acquire,
+        )?;
+        if self.written.wrapping_sub(head) >= self.len {
+            // Ordering: Release pairs with the harvester's Acquire load, which
+            // then reports the overflow.
+            hal.fetch_add_u32(self.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
+            return Ok(Err(Overflow {
+                engine: self.engine,
+                exec_id: entry.exec_id,
+            }));
+        }
+        entry.engine = self.engine;
+        entry.phase = self.phase;
+        let bytes = entry.encode().map_err(|_| HalError::BadHandle)?;
+        hal.write_nq(self.ring, self.index, &bytes)?;
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.phase = !self.phase;
+        }
+        self.written = self.written.wrapping_add(1);
+        Ok(Ok(()))
+    }
+}
+
+/// A record the reader could not use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NqReadError {
+    /// A slot with the expected phase did not decode; it was skipped.
+    Corrupt {
+        /// The engine ring.
+        engine: u8,
+        /// The slot.
+        index: u32,
+        /// The decoder's error.
+        err: NqError,
+    },
+    /// The HAL refused the access.
+    Hal(HalError),
+}
+
+impl fmt::Display for NqReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NqReadError::Corrupt { engine, index, err } => write!(
+                f,
+                "NQ ring {}[{index}]: {err}",
+                nq::ENGINE_NAMES[usize::from(*engine) % 5]
+            ),
+            NqReadError::Hal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for NqReadError {}
+
+impl From<HalError> for NqReadError {
+    fn from(e: HalError) -> Self {
+        NqReadError::Hal(e)
+    }
+}
+
+/// The reader of one NQ ring (worker side).
+#[derive(Clone, Copy, Debug)]
+pub struct NqReader {
+    ring: RegionHandle,
+    regs: RegionHandle,
+    engine: u8,
+    len: u32,
+    index: u32,
+    phase: bool,
+    consumed: u32,
+}
+
+impl NqReader {
+    /// The reader for `engine` of `core`.
+    pub fn new(map: &MemMap, core: u8, engine: u8) -> NqReader {
+        let c = usize::from(core);
+        NqReader {
+            ring: map.nq[c][usize::from(engine)],
+            regs: map.regs[c],
+            engine,
+            len: map.config.nq_len,
+            index: 0,
+            phase: true,
+            consumed: 0,
+        }
+    }
+
+    /// The next record, if the slot at the head carries the expected phase.
+    /// A slot with the expected phase that does not decode is skipped and
+    /// reported, so one bad record cannot wedge the ring.
+    pub fn poll<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<Option<NqEntry>, NqReadError> {
+        let bytes = hal.read_nq(self.ring, self.index)?;
+        let word = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        if NqEntry::phase_of_word(word) != self.phase {
+            return Ok(None);
+        }
+        let index = self.index;
+        let res = NqEntry::decode(&bytes);
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.phase = !self.phase;
+        }
+        self.consumed = self.consumed.wrapping_add(1);
+        // Ordering: Release pairs with the writer's Acquire load of the head:
+        // the slot has been read and may be reused.
+        hal.store_u32(
+            self.regs,
+            reg::NQ_HEAD + 4 * usize::from(self.engine),
+            self.consumed,
+            Ordering::Release,
+        )?;
+        match res {
+            Ok(e) => Ok(Some(e)),
+            Err(err) => Err(NqReadError::Corrupt {
+                engine: self.engine,
+                index,
+                err,
+            }),
+        }
+    }
+
+    /// Records consumed so far.
+    pub fn consumed(&self) -> u32 {
+        self.consumed
+    }
+}
+
+/// A bit mask of engines (bit i = engine i: PE, ACT, POOL, DVE, SP).
+pub type EngineMask = u8;
+
+/// How an execution ended, per its NQ records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecStatus {
+    /// Every expected engine reported DONE.
+    Done,
+    /// The first error record seen.
+    Error {
+        /// The error class.
+        class: ErrorClass,
+        /// Who raised it (engine, DMA, sequencer).
+        source: Source,
+        /// The engine ring it arrived on.
+        engine: u8,
+    },
+}
+
+/// One execution's completion, assembled from its NQ records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExecCompletion {
+    /// The per-core request number (as staging returned it).
+    pub exec_id: u32,
+    /// Done or the error.
+    pub status: ExecStatus,
+    /// Earliest start cycle among its records (low 32 bits).
+    pub start_cycle: u32,
+    /// Latest end cycle among its records (low 32 bits).
+    pub end_cycle: u32,
+    /// Engines that reported.
+    pub reported: EngineMask,
+}
+
+impl ExecCompletion {
+    /// Device latency in cycles (`end - start`, wrapping).
+    pub const fn device_cycles(&self) -> u32 {
+        self.end_cycle.wrapping_sub(self.start_cycle)
+    }
+
+    /// The status this completion suggests for the caller (the worker owns
+    /// the final mapping): SUCCESS; a DMA abort is `EXEC_HW_ERR_DMA_ABORT`;
+    /// a numerical error `EXEC_COMPLETED_WITH_NUM_ERR`; a hardware error
+    /// `HW_ERROR`; any other class `EXEC_COMPLETED_WITH_ERR`.
+    pub const fn suggested_status(&self) -> NrtStatus {
+        match self.status {
+            ExecStatus::Done => NrtStatus::SUCCESS,
+            ExecStatus::Error {
+                source: Source::Dma,
+                ..
+            } => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
+            ExecStatus::Error {
+                class: ErrorClass::Numerical,
+                ..
+            } => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
+            ExecStatus::Error {
+                class: ErrorClass::Hw,
+                ..
+            } => NrtStatus::HW_ERROR,
+            ExecStatus::Error { .. } => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+        }
+    }
+}
+
+/// Why the harvester could not complete an execution normally. Each maps to
+/// a status for the worker (see `docs/design.md`, "The HAL and the simulated
+/// device").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HarvestError {
+    /// No complete set of records before the deadline (a device that never
+    /// completes, a lost doorbell): `NRT_TIMEOUT`.
+    Timeout {
+        /// The execution.
+        exec_id: u32,
+        /// Engines that did report.
+        reported: EngineMask,
+    },
+    /// The device dropped records because a ring was full (`EXEC_SW_NQ_OVERFLOW`).
+    Overflow {
+        /// Records dropped so far on this core.
+        dropped: u32,
+    },
+    /// A record did not decode (skipped).
+    Corrupt(NqReadError),
+}
+
+impl HarvestError {
+    /// The status this error suggests: `TIMEOUT`, `EXEC_SW_NQ_OVERFLOW`, or
+    /// `HW_ERROR` for a corrupt record.
+    pub const fn suggested_status(&self) -> NrtStatus {
+        match self {
+            HarvestError::Timeout { .. } => NrtStatus::TIMEOUT,
+            HarvestError::Overflow { .. } => NrtStatus::EXEC_SW_NQ_OVERFLOW,
+            HarvestError::Corrupt(_) => NrtStatus::HW_ERROR,
+        }
+    }
+}
+
+impl fmt::Display for HarvestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HarvestError::Timeout { exec_id, reported } => write!(
+                f,
+                "execution {exec_id} timed out (engines reported: {reported:#07b})"
+            ),
+            HarvestError::Overflow { dropped } => {
+                write!(f, "NQ overflow: the device dropped {dropped} record(s)")
+            }
+            HarvestError::Corrupt(e) => write!(f, "corrupt NQ record: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HarvestError {}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    exec_id: u32,
+    expect: EngineMask,
+    deadline: u64,
+    got: EngineMask,
+    error: Option<ExecStatus>,
+    error_end: u32,
+    /// A DMA or sequencer error: the only record this execution will get.
+    terminal: bool,
+    start: Option<u32>,
+    end: u32,
+}
+
+/// The worker's view of one core's NQ rings: it reads all five rings and
+/// groups records by execution, in staging order.
+pub struct Harvester<H> {
+    hal: Arc<H>,
+    readers: [NqReader; nq::ENGINES as usize],
+    regs: RegionHandle,
+    pending: VecDeque<Pending>,
+    /// Records of executions not expected yet (the device may finish before
+    /// the worker learns of the execution: seed 000 §6 publishes to the
+    /// device first).
+    early: VecDeque<NqEntry>,
+    early_cap: usize,
+    last_expected: u32,
+    overflows_seen: u32,
+    stray: u64,
+}
+
+impl<H> fmt::Debug for Harvester<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Harvester")
+            .field("pending", &self.pending.len())
+            .field("early", &self.early.len())
+            .field("stray", &self.stray)
+            .finish()
+    }
+}
+
+/// Outcome of one [`Harvester::poll`].
+pub type Harvest = Result<ExecCompletion, HarvestError>;
+
+impl<H: Hal> Harvester<H> {
+    /// The harvester for `core`.
+    pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Harvester<H> {
+        Harvester {
+            hal,
+            readers: core::array::from_fn(|e| NqReader::new(map, core, e as u8)),
+            regs: map.regs[usize::from(core)],
+            pending: VecDeque::new(),
+            early: VecDeque::new(),
+            early_cap: map.config.nq_len as usize * nq::ENGINES as usize,
+            last_expected: 0,
+            overflows_seen: 0,
+            stray: 0,
+        }
+    }
+
+    /// Expect execution `exec_id` with records from the engines in `engines`,
+    /// completing by `deadline` (host nanoseconds, compared with `poll`'s `now`).
+    pub fn expect(&mut self, exec_id: u32, engines: EngineMask, deadline: u64) {
+        self.pending.push_back(Pending {
+            exec_id,
+            expect: engines,
+            deadline,
+            got: 0,
+            error: None,
+            error_end: 0,
+            terminal: false,
+            start: None,
+            end: 0,
+        });
+        self.last_expected = exec_id;
+        let early = std::mem::take(&mut self.early);
+        for rec in early {
+            self.absorb(rec);
+        }
+    }
+
+    /// Executions expected and not yet returned.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Records that matched no expected execution (for example the rest of
+    /// an execution already completed with an error) and were dropped.
+    pub fn stray_records(&self) -> u64 {
+        self.stray
+    }
+
+    /// Read every available record, then return the oldest execution if it
+    /// is complete (every expected engine reported; or a DMA or sequencer
+    /// error record arrived, which is the only record such an execution
+    /// gets), timed out (`now >= deadline`), or an overflow/corrupt-record
+    /// error. With several engine errors, the status is the one that
+    /// happened first in device time.
+    /// Call again until it returns `None`.
+    pub fn poll(&mut self, now: u64) -> Result<Option<Harvest>, HalError> {
+        let hal = Arc::clone(&self.hal);
+        let hal = &*hal;
+        for e in 0..self.readers.len() {
+            loop {
+                match self.readers[e].poll(hal) {
+                    Ok(Some(rec)) => self.absorb(rec),
+                    Ok(None) => break,
+                    Err(NqReadError::Hal(h)) => return Err(h),
+                    Err(err) => return Ok(Some(Err(HarvestError::Corrupt(err)))),
+                }
+            }
+        }
+        // Ordering: Acquire pairs with the writer's Release fetch_add.
+        let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
+        if overflows != self.overflows_seen {
+            self.overflows_seen = overflows;
+            return Ok(Some(Err(HarvestError::Overflow { dropped: overflows })));
+        }
+        let Some(front) = self.pending.front().copied() else {
+            return Ok(None);
+        };
+        let complete = front.terminal || front.got & front.expect == front.expect;
+        if complete {
+            self.pending.pop_front();
+            return Ok(Some(Ok(ExecCompletion {
+                exec_id: front.exec_id,
+                status: front.error.unwrap_or(ExecStatus::Done),
+                start_cycle: front.start.unwrap_or(front.end),
+                end_cycle: front.end,
+                reported: front.got,
+            })));
+        }
+        if now >= front.deadline {
+            self.pending.pop_front();
+            return Ok(Some(Err(HarvestError::Timeout {
+                exec_id: front.exec_id,
+                reported: front.got,
+            })));
+        }
+        Ok(None)
+    }
+
+    fn absorb(&mut self, rec: NqEntry) {
+        let Some(p) = self.pending.iter_mut().find(|p| p.exec_id == rec.exec_id) else {
+            // Ahead of the last expected execution (wrapping): keep it for
+            // `expect`; behind it: the rest of an execution already returned.
+            let ahead = (rec.exec_id.wrapping_sub(self.last_expected) as i32) > 0;
+            if ahead && self.early.len() < self.early_cap {
+                self.early.push_back(rec);
+            } else {
+                self.stray += 1;
+            }
+            return;
+        };
+        p.got |= 1 << rec.engine;
+        if p.start
+            .is_none_or(|s| (rec.start_cycle.wrapping_sub(s) as i32) < 0)
+        {
+            p.start = Some(rec.start_cycle);
+        }
+        if p.got == 1 << rec.engine || (rec.end_cycle.wrapping_sub(p.end) as i32) > 0 {
+            p.end = rec.end_cycle;
+        }
+        if let Kind::Error(class) = rec.kind {
+            // The root cause is the error that happened first in device time
+            // (a RAISE on one engine starves the others into a later
+            // deadlock error); ties go to the lower engine index.
+            let earlier = match p.error {
+                None => true,
+                Some(ExecStatus::Error { engine, .. }) => {
+                    let d = rec.end_cycle.wrapping_sub(p.error_end) as i32;
+                    d < 0 || (d == 0 && rec.engine < engine)
+                }
+                Some(ExecStatus::Done) => true,
+            };
+            if earlier {
+                p.error = Some(ExecStatus::Error {
+                    class,
+                    source: rec.source,
+                    engine: rec.engine,
+                });
+                p.error_end = rec.end_cycle;
+            }
+            if rec.source != Source::Engine {
+                p.terminal = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! The device-sequencer-proxy's core logic: it plays the device on the same
+//! regions the host stages into.
+//!
+//! [`Sequencer::poll`] is non-blocking and returns the [`Progress`] it made;
+//! the actor wrapper (in `src/actors/`) calls it in its loop. Per core it
+//!
+//! 1. runs the DMA engine ([`DmaEngine`]) over the descriptor pairs below
+//!    the published tails: a wrong ring id is "not yet written", a corrupt
+//!    pair is a sticky fault reported as an error NQ record (source DMA,
+//!    class `Hw`);
+//! 2. when a copy bumps the sequencer's request tail (the third trigger
+//!    pair), reads the request from DMEM, checks the request-load event,
+//!    charges the model switch, and executes it through a
+//!    [`RequestExecutor`] (the engines, [`engine::Executor`]) on device DRAM
+//!    reached through the HAL ([`DramMemory`]);
+//! 3. writes one 16-byte NQ record per engine that had a block (DONE, or
+//!    ERROR with the class) with phase bits into that engine's NQ ring, bumps
+//!    `SEQ_HEAD`, the MAC and cycle registers, and notifies the core's NQ
+//!    interrupt event.
+//!
+//! Device time is virtual cycles, advanced only by the work done (copies,
+//! dispatch, model switches, the engines' own cycle counts), so a run is
+//! reproducible. The `now` passed to `poll` is host time and only bounds how
+//! long a wrong ring id below the tail is tolerated.
+
+use core::fmt;
+use std::sync::Arc;
+
+use crate::hal::{Hal, HalError, Ordering};
+use crate::wire::device_request::{self, DeviceExecRequest, Engine};
+use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
+
+use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
+use super::engine::{self, DeviceMemory, EngineReport, EngineStatus, ExecReport, MemFault};
+use super::memmap::{dmem, reg, BadPa, MemMap, Window};
+use super::nq::{NqWriter, Overflow};
+
+/// Device DRAM through the HAL, by physical address. Addresses outside DRAM
+/// (or misaligned) are refused with [`BadPa`], never followed.
+pub struct DramMemory<'a, H: ?Sized> {
+    hal: &'a H,
+    map: &'a MemMap,
+}
+
+impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
+    /// DRAM of the device described by `map`.
+    pub fn new(hal: &'a H, map: &'a MemMap) -> Self {
+        DramMemory { hal, map }
+    }
+
+    fn off(&self, pa: u64) -> Result<usize, BadPa> {
+        let bad = BadPa { pa, len: 4 };
+        match self.map.translate(pa, 4) {
+            Ok(Window::Dram { off }) if off % 4 == 0 => Ok(off as usize),
+            _ => Err(bad),
+        }
+    }
+
+    /// Copy `data` to DRAM at `pa` (model images, inputs).
+    pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
+        let bad = BadPa {
+            pa,
+            len: data.len() as u64,
+        };
+        match self.map.translate(pa, data.len() as u64) {
+            Ok(Window::Dram { off }) => self
+                .hal
+                .copy_in(self.map.dram, off as usize, data)
+                .map_err(|_| bad),
+            _ => Err(bad),
+        }
+    }
+
+    /// Copy DRAM at `pa` into `out` (outputs).
+    pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
+        let bad = BadPa {
+            pa,
+            len: out.len() as u64,
+        };
+        match self.map.translate(pa, out.len() as u64) {
+            Ok(Window::Dram { off }) => self
+                .hal
+                .copy_out(self.map.dram, off as usize, out)
+                .map_err(|_| bad),
+            _ => Err(bad),
+        }
+    }
+}
+
+impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
+    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
+        let off = self.off(pa).map_err(|_| MemFault { pa })?;
+        self.hal
+            .load_u32(self.map.dram, off, Ordering::Relaxed)
+            .map_err(|_| MemFault { pa })
+    }
+
+    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
+        let off = self.off(pa).map_err(|_| MemFault { pa })?;
+        self.hal
+            .store_u32(self.map.dram, off, v, Ordering::Relaxed)
+            .map_err(|_| MemFault { pa })
+    }
+}
+
+/// The engines, as the sequencer drives them: run the request in DMEM,
+/// engine `e` starting at `req.engine_address(e)` (0 = idle) at
+/// `start_cycle`. Implementations must not panic on bad addresses: an access
+/// outside device memory is an engine error ([`engine::execute_request`]'s
+/// contract).
+pub trait RequestExecutor: Send {
+    /// Execute one request.
+    fn execute(
+        &mut self,
+        mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
+        start_cycle: u64,
+    ) -> ExecReport;
+}
+
+/// The real engines ([`engine::Executor`], reused across requests).
+impl RequestExecutor for engine::Executor {
+    fn execute(
+        &mut self,
+        mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
+        start_cycle: u64,
+    ) -> ExecReport {
+        self.run_request(mem, req, start_cycle)
+    }
+}
+
+/// An executor that completes every engine with a block after a fixed
+/// number of cycles, touching no memory (tests, loom models, benches of the
+/// staging path alone).
+#[derive(Clone, Copy, Debug)]
+pub struct NullExecutor {
+    /// Cycles every non-idle engine takes.
+    pub cycles: u64,
+}
+
+impl RequestExecutor for NullExecutor {
+    fn execute(
+        &mut self,
+        _mem: &dyn DeviceMemory,
+        req: &DeviceExecRequest,
+        start_cycle: u64,
+    ) -> ExecReport {
+        let engines = Engine::ALL.map(|e| {
+            let busy = req.engine_address(e) != 0;
+            EngineReport {
+                status: if busy {
+                    EngineStatus::Done
+                } else {
+                    EngineStatus::Idle
+                },
+                start_cycle,
+                end_cycle: start_cycle + if busy { self.cycles } else { 0 },
+                steps: u64::from(busy),
+                fault: None,
+            }
+        });
+        let end_cycle = engines
+            .iter()
+            .map(|e| e.end_cycle)
+            .max()
+            .unwrap_or(start_cycle);
+        ExecReport {
+            engines,
+            macs: 0,
+            end_cycle,
+            first_error: None,
+        }
+    }
+}
+
+/// Virtual cycles the sequencer spends dispatching a request.
+pub const DISPATCH_CYCLES: u64 = 32;
+/// Extra cycles for a model switch (`do_model_switch`).
+pub const MODEL_SWITCH_CYCLES: u64 = 1000;
+/// Extra cycles for each reload flag (`reload_seq_config`, `load_act_dve_tables`).
+pub const RELOAD_CYCLES: u64 = 200;
+/// Most descriptor pairs one core's DMA engine handles per `poll`.
+pub const PAIRS_PER_POLL: u32 = 64;
+
+/// What one [`Sequencer::poll`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Descriptor pairs copied.
+    pub copies: u32,
+    /// Requests executed.
+    pub executed: u32,
+    /// NQ records written.
+    pub records: u32,
+    /// New faults reported (DMA faults, NQ overflows, sequencer errors).
+    pub faults: u32,
+}
+
+impl Progress {
+    /// Whether anything happened (the actor may sleep when not).
+    pub fn made_progress(&self) -> bool {
+        self.copies + self.executed + self.records + self.faults > 0
+    }
+
+    fn add(&mut self, o: Progress) {
+        self.copies += o.copies;
+        self.executed += o.executed;
+        self.records += o.records;
+        self.faults += o.faults;
+    }
+}
+
+/// The sequencer's own errors (HAL failures on device regions, which a
+/// correctly built device never produces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SequencerError {
+    /// The core.
+    pub core: u8,
+    /// The HAL error.
+    pub error: HalError,
+}
+
+impl fmt::Display for SequencerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sequencer core {}: {}", self.core, self.error)
+    }
+}
+
+impl std::error::Error for SequencerError {}
+
+/// One core's device state.
+#[derive(Clone, Debug)]
+struct Core {
+    dma: DmaEngine,
+    writers: [NqWriter; nq::ENGINES as usize],
+    executed: u32,
+    cycle: u64,
+    macs: u64,
+    switches: u32,
+    fault_reported: bool,
+    overflows: Vec<Overflow>,
+}
+
+/// The device: every core's DMA engine and sequencer.
+pub struct Sequencer<H, X> {
+    hal: Arc<H>,
+    map: Arc<MemMap>,
+    exec: X,
+    cores: Vec<Core>,
+}
+
+impl<H, X> fmt::Debug for Sequencer<H, X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sequencer")
+            .field("cores", &self.cores.len())
+            .finish()
+    }
+}
+
+impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
+    /// The device side of `map`, executing requests with `exec`.
+    pub fn new(hal: Arc<H>, map: Arc<MemMap>, exec: X) -> Sequencer<H, X> {
+        let cores = (0..map.cores())
+            .map(|c| Core {
+                dma: DmaEngine::new(&map, c),
+                writers: core::array::from_fn(|e| NqWriter::new(&map, c, e as u8)),
+                executed: 0,
+                cycle: 0,
+                macs: 0,
+                switches: 0,
+                fault_reported: false,
+                overflows: Vec::new(),
+            })
+            .collect();
+        Sequencer {
+            hal,
+            map,
+            exec,
+            cores,
+        }
+    }
+
+    /// The executor (to read its statistics).
+    pub fn executor(&self) -> &X {
+        &self.exec
+    }
+
+    /// A core's sticky DMA fault.
+    pub fn dma_fault(&self, core: u8) -> Option<DmaFault> {
+        self.cores
+            .get(usize::from(core))
+            .and_then(|c| c.dma.fault())
+    }
+
+    /// A core's device clock (virtual cycles).
+    pub fn cycle(&self, core: u8) -> u64 {
+        self.cores.get(usize::from(core)).map_or(0, |c| c.cycle)
+    }
+
+    /// Requests a core has executed.
+    pub fn executed(&self, core: u8) -> u32 {
+        self.cores.get(usize::from(core)).map_or(0, |c| c.executed)
+    }
+
+    /// Records a core dropped because an NQ ring was full.
+    pub fn overflows(&self, core: u8) -> &[Overflow] {
+        self.cores
+            .get(usize::from(core))
+            .map_or(&[], |c| c.overflows.as_slice())
+    }
+
+    /// Do all the work available now on every core, without blocking.
+    pub fn poll(&mut self, now: u64) -> Result<Progress, SequencerError> {
+        let mut total = Progress::default();
+        for core in 0..self.cores.len() {
+            let p = self.poll_core(core, now).map_err(|error| SequencerError {
+                core: core as u8,
+                error,
+            })?;
+            total.add(p);
+        }
+        Ok(total)
+    }
+
+    fn poll_core(&mut self, c: usize, now: u64) -> Result<Progress, HalError> {
+        let mut p = Progress::default();
+        for _ in 0..PAIRS_PER_POLL {
+            let step = self.cores[c].dma.step(&*self.hal, &self.map, now);
+            match step {
+                DmaStep::Idle | DmaStep::Waiting => break,
+                DmaStep::Copied { len, published } => {
+                    p.copies += 1;
+                    self.cores[c].cycle += copy_cycles(len);
+                    if published {
+                        p.add(self.execute(c)?);
+                    }
+                }
+                DmaStep::Faulted(f) => {
+                    if !self.cores[c].fault_reported {
+                        self.cores[c].fault_reported = true;
+                        p.faults += 1;
+                        p.add(self.report_dma_fault(c, f)?);
+                    }
+                    break;
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// A corrupt descriptor aborted the request being assembled: one error
+    /// record (source DMA, class `Hw`) on the SP ring for it.
+    fn report_dma_fault(&mut self, c: usize, _f: DmaFault) -> Result<Progress, HalError> {
+        let exec_id = self.cores[c].executed.wrapping_add(1);
+        let cycle = self.cores[c].cycle;
+        let mut p = Progress::default();
+        self.record(
+            c,
+            Engine::Sp,
+            exec_id,
+            Kind::Error(ErrorClass::Hw),
+            Source::Dma,
+            cycle,
+            cycle,
+            &mut p,
+        )?;
+        self.hal.notify(self.map.nq_irq[c], 1)?;
+        Ok(p)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        c: usize,
+        engine: Engine,
+        exec_id: u32,
+        kind: Kind,
+        source: Source,
+        start: u64,
+        end: u64,
+        p: &mut Progress,
+    ) -> Result<(), HalError> {
+        let entry = NqEntry {
+            exec_id,
+            engine: engine.index() as u8,
+            kind,
+            source,
+            phase: false,
+            start_cycle: start as u32,
+            end_cycle: end as u32,
+        };
+        match self.cores[c].writers[engine.index()].push(&*self.hal, entry)? {
+            Ok(()) => p.records += 1,
+            Err(o) => {
+                p.faults += 1;
+                self.cores[c].overflows.push(o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Execute the request now published in DMEM.
+    fn execute(&mut self, c: usize) -> Result<Progress, HalError> {
+        let hal = Arc::clone(&self.hal);
+        let map = Arc::clone(&self.map);
+        let regs = map.regs[c];
+        let mut p = Progress {
+            executed: 1,
+            ..Progress::default()
+        };
+        // Ordering: Acquire pairs with the DMA engine's Release add on
+        // SEQ_TAIL_INC (the publish, seed 000 §3).
+        let tail = hal.load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
+        let exec_id = self.cores[c].executed.wrapping_add(1);
+        if tail == self.cores[c].executed {
+            return Ok(Progress::default());
+        }
+        // The request-load event: set by the second trigger pair.
+        // Ordering: Acquire pairs with the DMA engine's Release store of
+        // SEQ_EVENT (same device thread here; kept for a split device).
+        let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
+        hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
+        let mut body = [0u8; device_request::SIZE];
+        hal.copy_out(map.dmem[c], dmem::REQUEST, &mut body)?;
+        let req = DeviceExecRequest::parse(&body).unwrap_or_default();
+
+        let mut start = self.cores[c].cycle + DISPATCH_CYCLES;
+        if req.do_model_switch != 0 {
+            start += MODEL_SWITCH_CYCLES;
+            self.cores[c].switches += 1;
+            hal.store_u32(
+                regs,
+                reg::MODEL_SWITCHES,
+                self.cores[c].switches,
+                Ordering::Relaxed,
+            )?;
+        }
+        if req.reload_seq_config != 0 {
+            start += RELOAD_CYCLES;
+        }
+        if req.load_act_dve_tables != 0 {
+            start += RELOAD_CYCLES;
+        }
+
+        if event == 0 {
+            // Published without the event poke: the sequencer cannot trust
+            // DMEM. One sequencer error record, nothing executed.
+            self.record(
+                c,
+                Engine::Sp,
+                exec_id,
+                Kind::Error(ErrorClass::Runtime),
+                Source::Sequencer,
+                start,
+                start,
+                &mut p,
+            )?;
+            p.faults += 1;
+            self.finish(c, exec_id, start, 0)?;
+            return Ok(p);
+        }
+
+        let out = {
+            let mem = DramMemory::new(&*hal, &map);
+            self.exec.execute(&mem, &req, start)
+        };
+        let mut any = false;
+        for e in Engine::ALL {
+            if req.engine_address(e) == 0 {
+                continue;
+            }
+            any = true;
+            let o = out.engines[e.index()];
+            let (kind, source) = match o.status {
+                EngineStatus::Done => (Kind::Done, Source::Engine),
+                EngineStatus::Error(class) => (Kind::Error(class), Source::Engine),
+                // A block that the engines did not run: the sequencer's error.
+                EngineStatus::Idle => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
+            };
+            self.record(
+                c,
+                e,
+                exec_id,
+                kind,
+                source,
+                o.start_cycle,
+                o.end_cycle,
+                &mut p,
+            )?;
+        }
+        if !any {
+            // No engine had a block: one DONE record from the sequencer.
+            self.record(
+                c,
+                Engine::Sp,
+                exec_id,
+                Kind::Done,
+                Source::Sequencer,
+                start,
+                start,
+                &mut p,
+            )?;
+        }
+        self.finish(c, exec_id, out.end_cycle.max(start), out.macs)?;
+        Ok(p)
+    }
+
+    /// Bookkeeping after a request: clocks, counters, `SEQ_HEAD`, interrupt.
+    fn finish(&mut self, c: usize, exec_id: u32, end: u64, macs: u64) -> Result<(), HalError> {
+        let regs = self.map.regs[c];
+        let core = &mut self.cores[c];
+        core.executed = exec_id;
+        core.cycle = end;
+        core.macs = core.macs.wrapping_add(macs);
+        self.hal
+            .store_u64(regs, reg::CYCLE, core.cycle, Ordering::Relaxed)?;
+        // Ordering: Release: a reader that sees the new total (Acquire) also
+        // sees this request's NQ records.
+        self.hal
+            .store_u64(regs, reg::MAC_COUNT, core.macs, Ordering::Release)?;
+        // Ordering: Release pairs with staging's Acquire load of SEQ_HEAD:
+        // this request's buffer may be reused.
+        self.hal
+            .store_u32(regs, reg::SEQ_HEAD, exec_id, Ordering::Release)?;
+        self.hal.notify(self.map.nq_irq[c], 1)
+    }
+}

@@ -1,0 +1,399 @@
+//! The seeded fault injector middleware: wraps any [`Hal`] and, following a
+//! [`FaultPlan`], corrupts appended descriptors (bad length, bad ring id,
+//! address outside device memory), drops doorbells, drops NQ records (a
+//! device that never completes) or rewrites them into error records of a
+//! given class. Randomness comes only from [`SplitMix64`] seeded by the plan,
+//! so a run with the same seed injects the same faults at the same places.
+//!
+//! Every injection is logged ([`FaultInjector::injected`]) so a test can show
+//! which fault produced which error.
+
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::prng::SplitMix64;
+use crate::wire::nq::{self, ErrorClass};
+use crate::wire::udma;
+
+use super::{
+    Dir, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+};
+
+/// A physical address no device window contains (used for "address outside
+/// device memory"): far above any DRAM, DMEM or register window.
+pub const WILD_PA: u64 = 0xDEAD_0000_0000;
+
+/// How a descriptor is corrupted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DescCorruption {
+    /// The length is changed (by +4, or to 8 for a 64 KiB descriptor), so the
+    /// M2S and S2M halves of the pair disagree.
+    BadLength,
+    /// The ring id is advanced by 2 (never the expected one).
+    BadRingId,
+    /// The buffer pointer is set to [`WILD_PA`], outside device memory.
+    BadAddress,
+}
+
+/// One kind of fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Corrupt a descriptor written to a ring of direction `dir` (`None`: any).
+    CorruptDesc {
+        /// What to corrupt.
+        what: DescCorruption,
+        /// Which ring direction.
+        dir: Option<Dir>,
+    },
+    /// Swallow a `tail_inc` (the doorbell never rings).
+    DropDoorbell,
+    /// Swallow an NQ record write: the device never completes that engine.
+    DropNq,
+    /// Rewrite a DONE NQ record into an ERROR record of this class.
+    NqError(ErrorClass),
+}
+
+impl Fault {
+    fn name(&self) -> String {
+        match self {
+            Fault::CorruptDesc { what, dir } => format!(
+                "corrupt_desc({what:?}{})",
+                dir.map(|d| format!(", {}", d.name())).unwrap_or_default()
+            ),
+            Fault::DropDoorbell => "drop_doorbell".to_string(),
+            Fault::DropNq => "drop_nq".to_string(),
+            Fault::NqError(c) => format!("nq_error({})", c.name()),
+        }
+    }
+}
+
+/// When a rule fires, counted over the operations it applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Trigger {
+    /// Only the n-th eligible operation (1-based).
+    Nth(u64),
+    /// Every eligible operation from the n-th on (1-based).
+    From(u64),
+    /// Each eligible operation with probability `num / den` (seeded).
+    Chance {
+        /// Numerator.
+        num: u64,
+        /// Denominator.
+        den: u64,
+    },
+}
+
+/// One rule of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FaultRule {
+    /// What to inject.
+    pub fault: Fault,
+    /// When.
+    pub trigger: Trigger,
+    /// Only on this core's regions (`None`: every core).
+    pub core: Option<u8>,
+}
+
+impl FaultRule {
+    /// `fault` on the n-th eligible operation, any core.
+    pub const fn nth(fault: Fault, n: u64) -> FaultRule {
+        FaultRule {
+            fault,
+            trigger: Trigger::Nth(n),
+            core: None,
+        }
+    }
+}
+
+/// A seeded list of rules.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FaultPlan {
+    /// Seed of the generator behind [`Trigger::Chance`].
+    pub seed: u64,
+    /// The rules; each counts its own eligible operations.
+    pub rules: Vec<FaultRule>,
+}
+
+impl FaultPlan {
+    /// A plan with one rule.
+    pub fn one(rule: FaultRule) -> FaultPlan {
+        FaultPlan {
+            seed: 0,
+            rules: vec![rule],
+        }
+    }
+}
+
+/// One injection that happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    /// Index of the rule in the plan.
+    pub rule: usize,
+    /// The fault's name.
+    pub fault: String,
+    /// Where (`m2s0[3]`, `regs0+0x4`, `nq0.PE[0]`).
+    pub at: String,
+}
+
+#[derive(Debug)]
+struct State {
+    rng: SplitMix64,
+    rules: Vec<(FaultRule, u64)>,
+    injected: Vec<Injected>,
+}
+
+/// The fault injector middleware. Clones share the plan's state.
+#[derive(Clone, Debug)]
+pub struct FaultInjector<H> {
+    inner: H,
+    state: Arc<Mutex<State>>,
+}
+
+fn core_of(id: RegionId) -> Option<u8> {
+    match id {
+        RegionId::Dmem { core }
+        | RegionId::Regs { core }
+        | RegionId::DescRing { core, .. }
+        | RegionId::NqRing { core, .. } => Some(core),
+        RegionId::Dram | RegionId::Other { .. } => None,
+    }
+}
+
+impl<H: Hal> FaultInjector<H> {
+    /// Wrap `inner` with `plan`.
+    pub fn new(inner: H, plan: FaultPlan) -> FaultInjector<H> {
+        FaultInjector {
+            inner,
+            state: Arc::new(Mutex::new(State {
+                rng: SplitMix64::new(plan.seed),
+                rules: plan.rules.into_iter().map(|r| (r, 0)).collect(),
+                injected: Vec::new(),
+            })),
+        }
+    }
+
+    /// The wrapped backend.
+    pub fn inner(&self) -> &H {
+        &self.inner
+    }
+
+    /// Every injection so far.
+    pub fn injected(&self) -> Vec<Injected> {
+        self.lock().injected.clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The first rule that applies to this operation and fires now.
+    fn fire(
+        &self,
+        region: RegionId,
+        at: impl Fn() -> String,
+        applies: impl Fn(&Fault) -> bool,
+    ) -> Option<Fault> {
+        let mut st = self.lock();
+        let st = &mut *st;
+        let core = core_of(region);
+        let mut fired = None;
+        for i in 0..st.rules.len() {
+            let (rule, count) = &mut st.rules[i];
+            if !applies(&rule.fault) || rule.core.is_some_and(|c| Some(c) != core) {
+                continue;
+            }
+            // Every applicable rule counts the operation, even when an
+            // earlier rule fires on it; the first rule that fires wins.
+            *count += 1;
+            let fires = match rule.trigger {
+                Trigger::Nth(n) => *count == n,
+                Trigger::From(n) => *count >= n,
+                Trigger::Chance { num, den } => st.rng.chance(num, den),
+            };
+            if fires && fired.is_none() {
+                fired = Some((i, rule.fault));
+            }
+        }
+        let (i, fault) = fired?;
+        st.injected.push(Injected {
+            rule: i,
+            fault: fault.name(),
+            at: at(),
+        });
+        Some(fault)
+    }
+}
+
+/// Apply a descriptor corruption to raw bytes (ring id and pointer keep
+/// their positions in all views).
+pub fn corrupt_desc(desc: &[u8; RECORD], what: DescCorruption) -> [u8; RECORD] {
+    let mut d = *desc;
+    let mut w = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+    match what {
+        DescCorruption::BadLength => {
+            let len = w & udma::LEN_MASK;
+            let new = if len == 0 {
+                8
+            } else {
+                (len + 4) & udma::LEN_MASK
+            };
+            w = (w & !udma::LEN_MASK) | new;
+        }
+        DescCorruption::BadRingId => {
+            let id = udma::LenCtrl::ring_id_of(w);
+            let bad = u32::from((id + 2) % udma::RING_IDS);
+            w = (w & !(udma::RING_ID_MASK << udma::RING_ID_SHIFT)) | (bad << udma::RING_ID_SHIFT);
+        }
+        DescCorruption::BadAddress => {
+            d[udma::field::PTR..udma::field::PTR + 8].copy_from_slice(&WILD_PA.to_le_bytes());
+        }
+    }
+    d[0..4].copy_from_slice(&w.to_le_bytes());
+    d
+}
+
+/// Rewrite an encoded NQ record into an ERROR record of `class` (same
+/// execution, engine, phase and timestamps). Undecodable input is returned
+/// unchanged.
+pub fn error_nq(entry: &[u8; RECORD], class: ErrorClass) -> [u8; RECORD] {
+    match nq::NqEntry::decode(entry) {
+        Ok(mut e) => {
+            e.kind = nq::Kind::Error(class);
+            e.encode().unwrap_or(*entry)
+        }
+        Err(_) => *entry,
+    }
+}
+
+impl<H: Hal> Hal for FaultInjector<H> {
+    fn name(&self) -> String {
+        format!("faults({})", self.inner.name())
+    }
+    fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
+        self.inner.map(id, len)
+    }
+    fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
+        self.inner.event(id)
+    }
+    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
+        self.inner.copy_in(r, off, data)
+    }
+    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
+        self.inner.copy_out(r, off, out)
+    }
+    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
+        self.inner.load_u32(r, off, order)
+    }
+    fn store_u32(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u32,
+        order: Ordering,
+    ) -> Result<(), HalError> {
+        self.inner.store_u32(r, off, v, order)
+    }
+    fn fetch_add_u32(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u32,
+        order: Ordering,
+    ) -> Result<u32, HalError> {
+        self.inner.fetch_add_u32(r, off, v, order)
+    }
+    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
+        self.inner.load_u64(r, off, order)
+    }
+    fn store_u64(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u64,
+        order: Ordering,
+    ) -> Result<(), HalError> {
+        self.inner.store_u64(r, off, v, order)
+    }
+    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
+        self.inner.write16(r, off, rec)
+    }
+    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
+        self.inner.read16(r, off)
+    }
+
+    fn write_desc(
+        &self,
+        ring: RegionHandle,
+        index: u32,
+        desc: &[u8; RECORD],
+    ) -> Result<(), HalError> {
+        let dir = match ring.id() {
+            RegionId::DescRing { dir, .. } => Some(dir),
+            _ => None,
+        };
+        let fault = self.fire(
+            ring.id(),
+            || format!("{}[{index}]", ring.id()),
+            |f| matches!(f, Fault::CorruptDesc { dir: d, .. } if dir.is_some() && (d.is_none() || *d == dir)),
+        );
+        match fault {
+            Some(Fault::CorruptDesc { what, .. }) => {
+                self.inner
+                    .write_desc(ring, index, &corrupt_desc(desc, what))
+            }
+            _ => self.inner.write_desc(ring, index, desc),
+        }
+    }
+
+    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
+        self.inner.read_desc(ring, index)
+    }
+
+    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
+        let fault = self.fire(
+            regs.id(),
+            || format!("{}+{off:#x}", regs.id()),
+            |f| matches!(f, Fault::DropDoorbell),
+        );
+        if fault.is_some() {
+            // Dropped: report the unchanged total, as if the write was lost
+            // on the bus.
+            return self.inner.load_u32(regs, off, Ordering::Relaxed);
+        }
+        self.inner.tail_inc(regs, off, n)
+    }
+
+    fn write_nq(
+        &self,
+        ring: RegionHandle,
+        index: u32,
+        entry: &[u8; RECORD],
+    ) -> Result<(), HalError> {
+        let is_done = nq::NqEntry::decode(entry).is_ok_and(|e| e.kind == nq::Kind::Done);
+        let fault = self.fire(
+            ring.id(),
+            || format!("{}[{index}]", ring.id()),
+            |f| matches!(f, Fault::DropNq) || (is_done && matches!(f, Fault::NqError(_))),
+        );
+        match fault {
+            Some(Fault::DropNq) => Ok(()),
+            Some(Fault::NqError(class)) => {
+                self.inner.write_nq(ring, index, &error_nq(entry, class))
+            }
+            _ => self.inner.write_nq(ring, index, entry),
+        }
+    }
+
+    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
+        self.inner.read_nq(ring, index)
+    }
+    fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
+        self.inner.notify(ev, n)
+    }
+    fn wait(&self, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
+        self.inner.wait(ev, timeout_ns)
+    }
+    fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
+        self.inner.event_fd(ev)
+    }
+}

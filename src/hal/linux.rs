@@ -1,0 +1,257 @@
+//! The Linux backend: every region is a real `MAP_SHARED` mapping
+//! ([`Mapping`]: anonymous, or a file in a directory such as `/dev/shm` so
+//! another process can map the same device), every event a real eventfd.
+//!
+//! All access goes through [`Region`]: atomic `from_ptr` words or volatile
+//! bytes at checked offsets; this file has no `unsafe` of its own.
+
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering as StdOrdering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::eventfd::EventFd;
+use super::mem::{Mapping, Region};
+use super::{
+    check, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+};
+
+/// Real mappings and eventfds. Clone to share (the tables are `Arc`ed once the
+/// device is built; mapping after a clone affects only that clone).
+#[derive(Clone, Debug, Default)]
+pub struct LinuxHal {
+    dir: Option<PathBuf>,
+    regions: Vec<(RegionId, Region)>,
+    events: Vec<(EventId, Arc<EventFd>)>,
+}
+
+impl LinuxHal {
+    /// Anonymous `MAP_SHARED` mappings.
+    pub fn new() -> LinuxHal {
+        LinuxHal::default()
+    }
+
+    /// File-backed `MAP_SHARED` mappings, one file per region in `dir`
+    /// (named after the region: `dram`, `dmem0`, `m2s0`, ...).
+    pub fn in_dir(dir: impl Into<PathBuf>) -> LinuxHal {
+        LinuxHal {
+            dir: Some(dir.into()),
+            ..LinuxHal::default()
+        }
+    }
+
+    fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
+        match self.regions.get(r.index()) {
+            Some((id, reg)) if *id == r.id() && reg.len() == r.len() => Ok(reg),
+            _ => Err(HalError::BadHandle),
+        }
+    }
+
+    fn efd(&self, ev: EventHandle) -> Result<&EventFd, HalError> {
+        match self.events.get(ev.index()) {
+            Some((id, e)) if *id == ev.id() => Ok(e),
+            _ => Err(HalError::BadHandle),
+        }
+    }
+}
+
+fn mem_err(r: RegionHandle, e: super::mem::MemError) -> HalError {
+    if e.offset
+        .checked_add(e.len)
+        .is_none_or(|end| end > e.region_len)
+    {
+        HalError::OutOfBounds {
+            region: r.id(),
+            off: e.offset,
+            len: e.len,
+            region_len: e.region_len,
+        }
+    } else {
+        HalError::Misaligned {
+            region: r.id(),
+            off: e.offset,
+            align: e.align,
+        }
+    }
+}
+
+impl Hal for LinuxHal {
+    fn name(&self) -> String {
+        "linux".to_string()
+    }
+
+    fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
+        if len == 0 {
+            return Err(HalError::ZeroLength(id));
+        }
+        if self.regions.iter().any(|(i, _)| *i == id) {
+            return Err(HalError::AlreadyMapped(id.to_string()));
+        }
+        let mapping = match &self.dir {
+            None => Mapping::anonymous(len),
+            Some(d) => Mapping::create_file(&d.join(id.to_string()), len),
+        }
+        .map_err(|e| HalError::os("mmap", &e))?;
+        let index = u32::try_from(self.regions.len()).map_err(|_| HalError::BadHandle)?;
+        self.regions.push((id, mapping.into_region()));
+        Ok(RegionHandle::new(index, id, len))
+    }
+
+    fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
+        if self.events.iter().any(|(i, _)| *i == id) {
+            return Err(HalError::AlreadyMapped(id.to_string()));
+        }
+        let e = EventFd::new().map_err(|e| HalError::os("eventfd", &e))?;
+        let index = u32::try_from(self.events.len()).map_err(|_| HalError::BadHandle)?;
+        self.events.push((id, Arc::new(e)));
+        Ok(EventHandle::new(index, id))
+    }
+
+    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
+        check(r, off, data.len(), 1)?;
+        let reg = self.region(r)?;
+        // Whole aligned words go as relaxed atomic stores (so a concurrent
+        // reader never races a plain write), the ragged edges as volatile bytes.
+        let mut i = 0;
+        while i < data.len() {
+            let o = off + i;
+            let rest = data.len() - i;
+            if o % 4 == 0 && rest >= 4 {
+                let w = u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+                reg.store_u32(o, w, StdOrdering::Relaxed)
+                    .map_err(|e| mem_err(r, e))?;
+                i += 4;
+            } else {
+                reg.write_bytes(o, &data[i..i + 1])
+                    .map_err(|e| mem_err(r, e))?;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
+        check(r, off, out.len(), 1)?;
+        let reg = self.region(r)?;
+        let mut i = 0;
+        while i < out.len() {
+            let o = off + i;
+            let rest = out.len() - i;
+            if o % 4 == 0 && rest >= 4 {
+                let w = reg
+                    .load_u32(o, StdOrdering::Relaxed)
+                    .map_err(|e| mem_err(r, e))?;
+                out[i..i + 4].copy_from_slice(&w.to_le_bytes());
+                i += 4;
+            } else {
+                reg.read_bytes(o, &mut out[i..i + 1])
+                    .map_err(|e| mem_err(r, e))?;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
+        check(r, off, 4, 4)?;
+        self.region(r)?
+            .load_u32(off, order)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn store_u32(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u32,
+        order: Ordering,
+    ) -> Result<(), HalError> {
+        check(r, off, 4, 4)?;
+        self.region(r)?
+            .store_u32(off, v, order)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn fetch_add_u32(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u32,
+        order: Ordering,
+    ) -> Result<u32, HalError> {
+        check(r, off, 4, 4)?;
+        Ok(self
+            .region(r)?
+            .atomic_u32(off)
+            .map_err(|e| mem_err(r, e))?
+            .fetch_add(v, order))
+    }
+
+    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
+        check(r, off, 8, 8)?;
+        self.region(r)?
+            .load_u64(off, order)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn store_u64(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u64,
+        order: Ordering,
+    ) -> Result<(), HalError> {
+        check(r, off, 8, 8)?;
+        self.region(r)?
+            .store_u64(off, v, order)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
+        check(r, off, RECORD, RECORD)?;
+        let reg = self.region(r)?;
+        let lo = u64::from_le_bytes(rec[0..8].try_into().unwrap_or([0; 8]));
+        let hi = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
+        reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
+            .map_err(|e| mem_err(r, e))?;
+        // Ordering: Release publishes the record; pairs with the Acquire
+        // load of the same half in `read16` (the consumer's ring-id / phase
+        // check). SPEC-NOTES.md "UDMA descriptors", "Notification queues".
+        reg.store_u64(off, lo, StdOrdering::Release)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
+        check(r, off, RECORD, RECORD)?;
+        let reg = self.region(r)?;
+        // Ordering: Acquire pairs with the Release store of this half in
+        // `write16`: if the mark is the expected one, the other half is too.
+        let lo = reg
+            .load_u64(off, StdOrdering::Acquire)
+            .map_err(|e| mem_err(r, e))?;
+        let hi = reg
+            .load_u64(off + 8, StdOrdering::Relaxed)
+            .map_err(|e| mem_err(r, e))?;
+        let mut out = [0u8; RECORD];
+        out[0..8].copy_from_slice(&lo.to_le_bytes());
+        out[8..16].copy_from_slice(&hi.to_le_bytes());
+        Ok(out)
+    }
+
+    fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
+        self.efd(ev)?
+            .signal(n)
+            .map_err(|e| HalError::os("eventfd write", &e))
+    }
+
+    fn wait(&self, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
+        self.efd(ev)?
+            .wait(Duration::from_nanos(timeout_ns))
+            .map_err(|e| HalError::os("eventfd wait", &e))
+    }
+
+    fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
+        self.efd(ev).ok().map(EventFd::raw)
+    }
+}

@@ -1,0 +1,466 @@
+//! The monitor's side of a slab (libnds `nds_check_header` /
+//! `nds_read_*`, seed 004 §2, §3, §7): a [`Reader`] has no mutating method.
+//!
+//! The seed's read-only gate (§4: every counter writer returns `-EPERM` when
+//! the instance belongs to another pid) is a run-time check a caller can get
+//! wrong. Here it is a type: `Reader` has only `&self` methods that load, and
+//! opened by path it sits on a [`ReadOnlySlab`] (mapped `PROT_READ`), which
+//! does not implement [`SlabMut`](super::SlabMut) at all:
+//!
+//! ```compile_fail,E0599
+//! # use xunds::nds::{Counter, Reader};
+//! # use xunds::wire::nds::counters::NdCounter;
+//! # fn f(r: &Reader) {
+//! r.add(Counter::nd(NdCounter::AggNeffId), 1); // no such method
+//! # }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! # use xunds::nds::{ReadOnlySlab, SlabMut};
+//! # fn f(s: &ReadOnlySlab) {
+//! s.store_u64(8, 1, std::sync::atomic::Ordering::Relaxed); // not SlabMut
+//! # }
+//! ```
+//!
+//! Every read is bracketed by the header: it must be committed before (an
+//! Acquire load, partner of the writer's Release commit) and still committed
+//! after (an Acquire fence, then a re-load, partner of the Release fence in
+//! [`Writer::release`](super::Writer::release)). A slab released in between is
+//! reported as [`NdsError::Detached`] and nothing read across the release is
+//! returned.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
+use crate::wire::nds::model::{self, ModelRecord};
+use crate::wire::nds::process::{self, ProcessInfo, ProcessInfoExt};
+use crate::wire::nds::region;
+use crate::wire::WireError;
+
+use super::index::{Counter, ModelSlot, CORES, NC_COUNTERS, ND_COUNTERS};
+pub use super::record::Verdict;
+use super::record::{self, RecordSpan, TornReason};
+use super::slab::{ReadOnlySlab, Slab};
+use super::{NdsError, REQUIRED_SIZE};
+
+/// The header check's pause before its one retry (seed 004 §2: `usleep(500)`).
+pub const HEADER_RETRY: Duration = Duration::from_micros(500);
+/// The pause between record read attempts (seed 004 §7: `usleep(200)`).
+pub const RECORD_RETRY: Duration = Duration::from_micros(record::READ_RETRY_US);
+
+/// A record a [`Reader`] can read: one of the three hashed wire records.
+pub trait WireRecord: Sized {
+    /// Record length in bytes.
+    const SIZE: usize;
+    /// Parse a copy of exactly [`Self::SIZE`] bytes.
+    fn parse(bytes: &[u8]) -> Result<Self, WireError>;
+}
+
+impl WireRecord for ModelRecord {
+    const SIZE: usize = model::RECORD_SIZE;
+    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        ModelRecord::parse(bytes)
+    }
+}
+
+impl WireRecord for ProcessInfo {
+    const SIZE: usize = process::PROCESS_INFO_SIZE;
+    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        ProcessInfo::parse(bytes)
+    }
+}
+
+impl WireRecord for ProcessInfoExt {
+    const SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
+    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        ProcessInfoExt::parse(bytes)
+    }
+}
+
+/// The largest record (the model record) bounds the stack copy buffer.
+const MAX_RECORD: usize = model::RECORD_SIZE;
+const _: () = assert!(process::PROCESS_INFO_SIZE <= MAX_RECORD);
+const _: () = assert!(process::PROCESS_INFO_EXT_SIZE <= MAX_RECORD);
+
+/// A record read's typed result (seed 004 §7 with the verdict made explicit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RecordRead<R> {
+    /// A consistent copy whose hash matches its body.
+    Fresh(R),
+    /// The hash word was zero on the last attempt: not published (or being
+    /// rewritten or deleted).
+    Unpublished,
+    /// Both attempts were torn; the stale last copy, never to be trusted as
+    /// current.
+    Torn(Stale<R>),
+}
+
+/// The stale copy a torn read hands back, with why it was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stale<R> {
+    /// Why the copy was refused.
+    pub reason: TornReason,
+    /// The last copy, parsed as is (it may mix two versions).
+    pub copy: R,
+}
+
+impl<R> RecordRead<R> {
+    /// The record if it is fresh.
+    pub fn fresh(self) -> Option<R> {
+        match self {
+            RecordRead::Fresh(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// `true` for a fresh record.
+    pub fn is_fresh(&self) -> bool {
+        matches!(self, RecordRead::Fresh(_))
+    }
+
+    /// `"fresh"`, `"unpublished"` or `"torn"` (the dump's `state`).
+    pub fn state_name(&self) -> &'static str {
+        match self {
+            RecordRead::Fresh(_) => "fresh",
+            RecordRead::Unpublished => "unpublished",
+            RecordRead::Torn(_) => "torn",
+        }
+    }
+
+    /// The record's fields whatever the verdict: the fresh record, the stale
+    /// copy, or `None` when unpublished.
+    pub fn any_copy(&self) -> Option<&R> {
+        match self {
+            RecordRead::Fresh(r) => Some(r),
+            RecordRead::Torn(s) => Some(&s.copy),
+            RecordRead::Unpublished => None,
+        }
+    }
+}
+
+/// Everything a monitor reads in one go, taken between two header checks:
+/// if the slab is released during the snapshot the whole snapshot is refused
+/// ([`NdsError::Detached`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The 31 ND counter words (seed 004 §3).
+    pub nd: [u64; ND_COUNTERS],
+    /// Per core 0..=15, the 95 counter words 0..=94 (seed 004 §4).
+    pub nc: [[u64; NC_COUNTERS]; CORES],
+    /// The model slot bitmap (seed 004 §5).
+    pub model_bitmap: u64,
+    /// The process-info record.
+    pub process_info: RecordRead<ProcessInfo>,
+    /// The process-info-ext record.
+    pub process_info_ext: RecordRead<ProcessInfoExt>,
+    /// Model slots whose bitmap bit is set or whose hash word is non-zero,
+    /// ascending.
+    pub models: Vec<(ModelSlot, RecordRead<ModelRecord>)>,
+}
+
+/// Map a header word to the attach verdict (seed 004 §2).
+pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {
+    match header::check(word) {
+        HeaderState::Committed => Ok(()),
+        HeaderState::Zero => Err(NdsError::NotCommitted),
+        HeaderState::BadMagic => Err(NdsError::BadMagic { word }),
+        HeaderState::BadVersion { version } => Err(NdsError::BadVersion { version }),
+    }
+}
+
+fn sleep(d: Duration) {
+    std::thread::sleep(d)
+}
+
+/// A read-only handle on a committed slab.
+#[derive(Clone, Debug)]
+pub struct Reader<S: Slab = ReadOnlySlab> {
+    slab: S,
+    pause: fn(Duration),
+}
+
+impl Reader<ReadOnlySlab> {
+    /// Map the slab file at `path` read-only (`PROT_READ`) and attach
+    /// ([`Reader::attach`]).
+    pub fn open(path: &Path) -> Result<Self, NdsError> {
+        Self::attach(ReadOnlySlab::open(path)?)
+    }
+}
+
+impl<S: Slab> Reader<S> {
+    /// Attach to `slab` (`nds_open` + `nds_check_header`): refuse one shorter
+    /// than 67,200 bytes (§1); check the header, and if it is not committed,
+    /// sleep 500 us and check once more (§2). The refusal says what was
+    /// wrong: [`NdsError::TooSmall`], [`NdsError::NotCommitted`],
+    /// [`NdsError::BadMagic`] or [`NdsError::BadVersion`].
+    pub fn attach(slab: S) -> Result<Self, NdsError> {
+        Self::attach_with_pause(slab, sleep)
+    }
+
+    /// [`Reader::attach`] with `pause` instead of `thread::sleep` for the
+    /// header and record retries (deterministic tests, fuzzing).
+    pub fn attach_with_pause(slab: S, pause: fn(Duration)) -> Result<Self, NdsError> {
+        if slab.len() < REQUIRED_SIZE {
+            return Err(NdsError::TooSmall { len: slab.len() });
+        }
+        let reader = Reader { slab, pause };
+        if reader.header_word() != HEADER_PROTO {
+            (reader.pause)(HEADER_RETRY);
+            header_verdict(reader.header_word())?;
+        }
+        Ok(reader)
+    }
+
+    fn header_word(&self) -> u64 {
+        // Ordering: Acquire, partner: the Release header commit in
+        // `Writer::new` (seed 004 §2): the laid-out regions are visible.
+        self.slab.load_u64(region::HEADER_OFF, Ordering::Acquire)
+    }
+
+    /// The header's state right now (no retry).
+    pub fn header(&self) -> HeaderState {
+        header::check(self.header_word())
+    }
+
+    /// `true` while the header is committed.
+    pub fn is_attached(&self) -> bool {
+        self.header_word() == HEADER_PROTO
+    }
+
+    /// Run `f` between two header checks: committed before, still committed
+    /// after; otherwise [`NdsError::Detached`] and `f`'s result is dropped.
+    fn bracketed<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
+        if self.header_word() != HEADER_PROTO {
+            return Err(NdsError::Detached);
+        }
+        let out = f(&self.slab);
+        // Ordering: Acquire fence (seed 004 §2 header gate), partner: the Release fence in
+        // `Writer::release` after it zeroes the header: if `f` saw any word
+        // the release zeroed, the re-load below sees the zero header.
+        self.slab.fence(Ordering::Acquire);
+        if self.slab.load_u64(region::HEADER_OFF, Ordering::Relaxed) != HEADER_PROTO {
+            return Err(NdsError::Detached);
+        }
+        Ok(out)
+    }
+
+    /// Read counter `c` (a plain 8-byte load, seed 004 §3).
+    pub fn counter(&self, c: Counter) -> Result<u64, NdsError> {
+        self.bracketed(|s| s.load_u64(c.offset(), Ordering::Relaxed))
+    }
+
+    /// The model slot bitmap (seed 004 §5).
+    pub fn model_bitmap(&self) -> Result<u64, NdsError> {
+        self.bracketed(|s| s.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed))
+    }
+
+    /// Read model slot `slot`'s record (seed 004 §7).
+    pub fn model(&self, slot: ModelSlot) -> Result<RecordRead<ModelRecord>, NdsError> {
+        let span = RecordSpan::model(slot.index())?;
+        self.bracketed(|s| self.read_record(s, span))?
+    }
+
+    /// Read the process-info record (seed 004 §6, §7).
+    pub fn process_info(&self) -> Result<RecordRead<ProcessInfo>, NdsError> {
+        self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO))?
+    }
+
+    /// Read the process-info-ext record (seed 004 §6, §7).
+    pub fn process_info_ext(&self) -> Result<RecordRead<ProcessInfoExt>, NdsError> {
+        self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO_EXT))?
+    }
+
+    /// The verified copy of the record at `span` into `out`
+    /// (`out.len() == span.len()`), without parsing: the seed §7 read with
+    /// its typed verdict. `out` holds the fresh record, or the stale copy
+    /// when the verdict is Torn. For monitors that forward raw records.
+    ///
+    /// # Panics
+    /// If `out.len() != span.len()` (a caller bug).
+    pub fn record_bytes(&self, span: RecordSpan, out: &mut [u8]) -> Result<Verdict, NdsError> {
+        let pause = self.pause;
+        self.bracketed(|s| record::read(s, span, out, || pause(RECORD_RETRY)))
+    }
+
+    /// Everything at once, between two header checks.
+    pub fn snapshot(&self) -> Result<Snapshot, NdsError> {
+        self.bracketed(|s| -> Result<Snapshot, NdsError> {
+            let mut nd = [0u64; ND_COUNTERS];
+            for (i, v) in nd.iter_mut().enumerate() {
+                *v = s.load_u64(Counter::nd_index(i as u32)?.offset(), Ordering::Relaxed);
+            }
+            let mut nc = [[0u64; NC_COUNTERS]; CORES];
+            for (core, row) in nc.iter_mut().enumerate() {
+                for (i, v) in row.iter_mut().enumerate() {
+                    let c = Counter::nc_index(core as u32, i as u32)?;
+                    *v = s.load_u64(c.offset(), Ordering::Relaxed);
+                }
+            }
+            let model_bitmap = s.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
+            let mut models = Vec::new();
+            for slot in ModelSlot::all() {
+                let span = RecordSpan::model(slot.index())?;
+                let hashed = s.load_u32(span.off(), Ordering::Relaxed) != 0;
+                if model_bitmap & slot.bit() != 0 || hashed {
+                    models.push((slot, self.read_record(s, span)?));
+                }
+            }
+            Ok(Snapshot {
+                nd,
+                nc,
+                model_bitmap,
+                process_info: self.read_record(s, RecordSpan::PROCESS_INFO)?,
+                process_info_ext: self.read_record(s, RecordSpan::PROCESS_INFO_EXT)?,
+                models,
+            })
+        })?
+    }
+
+    fn read_record<R: WireRecord>(
+        &self,
+        slab: &S,
+        span: RecordSpan,
+    ) -> Result<RecordRead<R>, NdsError> {
+        debug_assert_eq!(span.len(), R::SIZE);
+        let mut buf = [0u8; MAX_RECORD];
+        let out = &mut buf[..span.len()];
+        let pause = self.pause;
+        Ok(
+            match record::read(slab, span, out, || pause(RECORD_RETRY)) {
+                Verdict::Fresh => RecordRead::Fresh(R::parse(out)?),
+                Verdict::Unpublished => RecordRead::Unpublished,
+                Verdict::Torn(reason) => RecordRead::Torn(Stale {
+                    reason,
+                    copy: R::parse(out)?,
+                }),
+            },
+        )
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::nds::{HeapSlab, SlabMut, Writer};
+    use crate::wire::nds::counters::{NcCounter, NdCounter};
+    use crate::wire::nds::header::Header;
+    use std::sync::Arc;
+
+    fn no_pause(_: Duration) {}
+
+    #[test]
+    fn attach_refusals_say_what_was_wrong() {
+        let r = Reader::attach_with_pause(HeapSlab::new(REQUIRED_SIZE - 8), no_pause);
+        assert!(matches!(r, Err(NdsError::TooSmall { .. })));
+        let s = HeapSlab::zeroed();
+        assert!(matches!(
+            Reader::attach_with_pause(&s, no_pause),
+            Err(NdsError::NotCommitted)
+        ));
+        s.store_u64(0, 0x1122_3344_5566_7788, Ordering::Relaxed);
+        assert!(matches!(
+            Reader::attach_with_pause(&s, no_pause),
+            Err(NdsError::BadMagic {
+                word: 0x1122_3344_5566_7788
+            })
+        ));
+        let v2 = Header {
+            magic: *b"nds\0",
+            version: 100_001,
+        };
+        s.store_u64(0, v2.to_word(), Ordering::Relaxed);
+        let e = Reader::attach_with_pause(&s, no_pause).unwrap_err();
+        assert!(matches!(e, NdsError::BadVersion { version: 100_001 }));
+        assert_eq!(e.errno(), 22);
+        s.store_u64(0, HEADER_PROTO, Ordering::Relaxed);
+        assert!(Reader::attach_with_pause(&s, no_pause).is_ok());
+    }
+
+    #[test]
+    fn header_retry_sees_a_late_commit() {
+        // The pause is where the producer commits (seed 004 §2's window
+        // between mmap and nds_commit_header).
+        static SLAB: std::sync::OnceLock<HeapSlab> = std::sync::OnceLock::new();
+        let s = SLAB.get_or_init(HeapSlab::zeroed);
+        fn commit_during_pause(d: Duration) {
+            assert_eq!(d, HEADER_RETRY);
+            SLAB.get()
+                .unwrap()
+                .store_u64(0, HEADER_PROTO, Ordering::Release);
+        }
+        let r = Reader::attach_with_pause(s, commit_during_pause).unwrap();
+        assert!(r.is_attached());
+    }
+
+    #[test]
+    fn release_is_detached_not_zero() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        let c = Counter::nc(0, NcCounter::InferCompleted).unwrap();
+        w.add(c, 3).unwrap();
+        let s = w.commit_model(&ModelRecord::EMPTY).unwrap();
+        let r = Reader::attach_with_pause(slab.clone(), no_pause).unwrap();
+        assert_eq!(r.counter(c).unwrap(), 3);
+        assert!(r.model(s).unwrap().is_fresh());
+        let _slab = w.release();
+        assert!(matches!(r.counter(c), Err(NdsError::Detached)));
+        assert!(matches!(r.model(s), Err(NdsError::Detached)));
+        assert!(matches!(r.snapshot(), Err(NdsError::Detached)));
+        assert_eq!(r.header(), HeaderState::Zero);
+    }
+
+    #[test]
+    fn snapshot_reads_everything() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        w.add(Counter::nd(NdCounter::AggNeffId), 9).unwrap();
+        w.add(Counter::nc(15, NcCounter::Oob).unwrap(), 2).unwrap();
+        w.add(Counter::nc(3, NcCounter::HwErrNcUe).unwrap(), 4)
+            .unwrap();
+        w.commit_model(&ModelRecord::EMPTY).unwrap();
+        let s1 = w
+            .commit_model(&ModelRecord {
+                model_id: 5,
+                ..ModelRecord::EMPTY
+            })
+            .unwrap();
+        w.delete_model(ModelSlot::new(0).unwrap()).unwrap();
+        let r = Reader::attach_with_pause(slab, no_pause).unwrap();
+        let snap = r.snapshot().unwrap();
+        assert_eq!(snap.nd[13], 9);
+        assert_eq!(snap.nc[15][30], 2);
+        assert_eq!(snap.nc[3][33], 4);
+        assert_eq!(snap.model_bitmap, 0b10);
+        assert_eq!(snap.models.len(), 1);
+        assert_eq!(snap.models[0].0, s1);
+        assert_eq!(snap.models[0].1.clone().fresh().unwrap().model_id, 5);
+        assert_eq!(snap.process_info, RecordRead::Unpublished);
+    }
+
+    #[test]
+    fn torn_records_come_back_stale_not_fresh() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        let s = w
+            .commit_model(&ModelRecord {
+                model_id: 1,
+                ..ModelRecord::EMPTY
+            })
+            .unwrap();
+        // Flip one body byte behind the protocol's back (a foreign writer's
+        // torn memcpy looks the same).
+        let off = RecordSpan::model(s.index()).unwrap().off() + 0x100;
+        let v = slab.load_u64(off, Ordering::Relaxed);
+        slab.store_u64(off, v ^ 0x100, Ordering::Relaxed);
+        let r = Reader::attach_with_pause(slab, no_pause).unwrap();
+        match r.model(s).unwrap() {
+            RecordRead::Torn(stale) => {
+                assert!(matches!(stale.reason, TornReason::Mismatch { .. }));
+                assert_eq!(stale.copy.model_id, 1);
+            }
+            other => panic!("accepted a torn record: {other:?}"),
+        }
+    }
+}

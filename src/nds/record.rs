@@ -1,0 +1,372 @@
+//! The record hash protocol over word atomics (seed 004 §5-§7), made
+//! torn-read-proof.
+//!
+//! ## What the seed does, and why it is not enough
+//!
+//! The producer builds a record privately, stamps its FNV-1a-32 hash into the
+//! 4-byte word at +0 and publishes with one `memcpy` ("hash word stored first,
+//! then payload"). The reader `memcpy`s the record out and accepts it when the
+//! hash matches the body. During an update in place a reader can copy the new
+//! hash with an old body, or half of each; only the hash catches it, and a
+//! 32-bit hash catches a mix only with high probability.
+//!
+//! ## Our protocol
+//!
+//! A record starts 8-aligned (0x4e0, 0x528 + 672 n, 0xad28), so its first
+//! 8-byte word, **word 0**, holds the hash (low half) and the first 4 body
+//! bytes. Word 0 works as the sequence word of a seqlock whose "writer
+//! active" value has a zero hash:
+//!
+//! | step | writer ([`invalidate`], [`publish`]) | reader ([`copy_once`]) |
+//! |---|---|---|
+//! | 1 | word 0 := 0 (Relaxed), then a Release fence | `first` := word 0 (Acquire); hash 0 → Unpublished |
+//! | 2 | body words, Relaxed, in order | body words, Relaxed |
+//! | 3 | word 0 := hash \| body[0..4] (Release) | Acquire fence, then `second` := word 0 |
+//!
+//! The reader accepts a copy only when `first == second`, its hash is not 0,
+//! and the FNV-1a-32 of the copy (hash word as zero) equals that hash.
+//!
+//! Why a torn copy is never accepted from our writer:
+//!
+//! * **Old hash, new body.** If any body load saw a store from an update
+//!   that started after `first` was published, that store follows the
+//!   update's Release fence, which therefore synchronizes with the reader's
+//!   Acquire fence; the update's zeroing of word 0 then happens-before
+//!   `second`, so `second` is 0 or a later value, not `first`. Rejected
+//!   without consulting the hash.
+//! * **New hash, old or missing body.** `first` was read with Acquire from
+//!   the Release store that ended the publish, so every body store of that
+//!   version happens-before the copy: no load can return an older word.
+//! * **A body mid-update whose hash happens to match.** Mid-update word 0's
+//!   hash is 0, so `first` or `second` is 0 or differs: rejected before the
+//!   hash is even computed.
+//! * **ABA** (`first == second` although updates ran in between). That
+//!   needs the writer to run at least one complete update that stores the
+//!   exact same 64-bit word 0 again, i.e. the same hash and model id, while
+//!   the reader is still copying. If the body is the same the copy is that
+//!   body (not torn); if it differs, the torn mix must also hash to the
+//!   stored value. This is the sequence-wrap case every seqlock with a finite
+//!   sequence word has; the ABI has no spare bytes for a counter, so the FNV
+//!   check is the last line, as in the seed.
+//!
+//! Against a foreign writer that follows the seed (hash first, then the body,
+//! no zeroing), the stable-copy check cannot help and the FNV check is the
+//! detector, exactly as in libnrt.
+//!
+//! Reads make at most two attempts with a pause between them (the seed's
+//! `usleep(200)`) and end with a typed verdict ([`Verdict`]); after two failed
+//! attempts the caller gets the stale copy marked Torn, never as good.
+//!
+//! Mutants (`--cfg xunds_mutant=...`, killed by `loom-tests/tests/nds_record.rs`):
+//! `record_plain_copy` makes [`copy_once`] an unordered copy (Relaxed hash
+//! load, no fence), as a `memcpy` is; `record_hash_after_body` makes
+//! [`invalidate`] a no-op, so an update writes the body under a live hash and
+//! stores the new hash only after it.
+
+use std::sync::atomic::Ordering;
+
+use crate::wire::nds::fnv::{self, HashState};
+use crate::wire::nds::{model, process, region};
+use crate::wire::WireError;
+
+use super::slab::{Slab, SlabMut};
+use super::words;
+
+/// Attempts a record read makes (seed 004 §7: `attempt < 2`).
+pub const READ_ATTEMPTS: usize = 2;
+/// The pause between record read attempts (seed 004 §7: `usleep(200)`).
+pub const READ_RETRY_US: u64 = 200;
+
+/// Where one hashed record lives in a slab: an 8-aligned offset and a length
+/// that is a multiple of 4 and at least 8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RecordSpan {
+    off: usize,
+    len: usize,
+}
+
+impl RecordSpan {
+    /// A span at `off` of `len` bytes, or `None` when `off` is not 8-aligned
+    /// or `len` is not a multiple of 4 of at least 8.
+    pub const fn new(off: usize, len: usize) -> Option<RecordSpan> {
+        if off % 8 == 0 && len % 4 == 0 && len >= 8 && off.checked_add(len).is_some() {
+            Some(RecordSpan { off, len })
+        } else {
+            None
+        }
+    }
+
+    /// `nds_process_info_internal` at 0x4e0, 64 bytes (seed 004 §6).
+    pub const PROCESS_INFO: RecordSpan =
+        match RecordSpan::new(region::PROCESS_INFO_OFF, process::PROCESS_INFO_SIZE) {
+            Some(s) => s,
+            None => panic!("process-info span"),
+        };
+
+    /// `nds_process_info_ext_internal` at 0xad28, 260 bytes (seed 004 §6).
+    pub const PROCESS_INFO_EXT: RecordSpan =
+        match RecordSpan::new(region::PROCESS_INFO_EXT_OFF, process::PROCESS_INFO_EXT_SIZE) {
+            Some(s) => s,
+            None => panic!("process-info-ext span"),
+        };
+
+    /// Model slot `slot`'s record at 0x528 + 672 * slot (seed 004 §5).
+    pub fn model(slot: usize) -> Result<RecordSpan, WireError> {
+        let off = region::model_record_off(slot)?;
+        Ok(RecordSpan {
+            off,
+            len: model::RECORD_SIZE,
+        })
+    }
+
+    /// Byte offset of word 0 (the hash word).
+    pub const fn off(&self) -> usize {
+        self.off
+    }
+
+    /// Record length in bytes.
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true (a span is at least 8 bytes).
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+// Seed 004 §5/§6: every hashed record starts 8-aligned, so word 0 is one
+// naturally aligned u64 holding the hash word (low half, little-endian).
+const _: () = assert!(region::PROCESS_INFO_OFF % 8 == 0);
+const _: () = assert!(region::MODEL_RECORDS_OFF % 8 == 0 && model::RECORD_SIZE % 8 == 0);
+const _: () = assert!(region::PROCESS_INFO_EXT_OFF % 8 == 0);
+const _: () = assert!(process::PROCESS_INFO_EXT_SIZE % 8 == 4); // a 4-byte tail word
+const _: () = assert!(fnv::HASH_SIZE == 4);
+
+/// The outcome of one copy attempt, before the hash is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// The hash word was 0: not published (or an update/delete is running).
+    Unpublished,
+    /// Word 0 changed while the body was copied: an update overlapped.
+    Changed,
+    /// Word 0 was non-zero and identical before and after the copy.
+    Stable,
+}
+
+/// Why a record copy was not accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TornReason {
+    /// Word 0 (hash and first body bytes) changed during the copy.
+    Changed,
+    /// The copy was stable but its hash does not match its body (a foreign
+    /// writer's torn publish, or corruption).
+    Mismatch {
+        /// The hash word found.
+        stored: u32,
+        /// The FNV-1a-32 of the copied body.
+        computed: u32,
+    },
+}
+
+/// The verdict of a full record read (up to [`READ_ATTEMPTS`] attempts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// A consistent copy whose hash matches: the buffer holds it.
+    Fresh,
+    /// The last attempt saw a zero hash word.
+    Unpublished,
+    /// The last attempt was torn; the buffer holds that stale copy.
+    Torn(TornReason),
+}
+
+/// Copy the record at `span` into `out` once (`out.len() == span.len()`),
+/// and say whether the copy is stable. Does not check the hash.
+///
+/// # Panics
+/// If `out.len() != span.len()` (a caller bug).
+pub fn copy_once<S: Slab + ?Sized>(slab: &S, span: RecordSpan, out: &mut [u8]) -> Attempt {
+    assert_eq!(out.len(), span.len, "record buffer length");
+    #[cfg(not(xunds_mutant = "record_plain_copy"))]
+    // Ordering: Acquire, partner: the Release store of word 0 that ends
+    // `publish` (seed 004 §7): every body store of the version whose hash we
+    // see happens-before the copy below.
+    let first = slab.load_u64(span.off, Ordering::Acquire);
+    #[cfg(xunds_mutant = "record_plain_copy")]
+    let first = slab.load_u64(span.off, Ordering::Relaxed);
+    out[..8].copy_from_slice(&first.to_le_bytes());
+    if first as u32 == 0 {
+        return Attempt::Unpublished;
+    }
+    words::copy_out(slab, span.off + 8, &mut out[8..]);
+    // Ordering: Acquire fence (seed 004 §7 read), partner: the Release fence in `invalidate`: if
+    // any body load above returned a store made after an update started, the
+    // update's zeroing of word 0 happens-before the re-load below.
+    #[cfg(not(xunds_mutant = "record_plain_copy"))]
+    slab.fence(Ordering::Acquire);
+    let second = slab.load_u64(span.off, Ordering::Relaxed);
+    if second == first {
+        Attempt::Stable
+    } else {
+        Attempt::Changed
+    }
+}
+
+/// Read the record at `span` into `out` following seed 004 §7: at most
+/// [`READ_ATTEMPTS`] attempts, calling `pause` between them (the seed's
+/// `usleep(200)`). Only a stable copy whose hash matches is [`Verdict::Fresh`].
+///
+/// # Panics
+/// If `out.len() != span.len()` (a caller bug).
+pub fn read<S: Slab + ?Sized>(
+    slab: &S,
+    span: RecordSpan,
+    out: &mut [u8],
+    mut pause: impl FnMut(),
+) -> Verdict {
+    let mut verdict = Verdict::Unpublished;
+    for attempt in 0..READ_ATTEMPTS {
+        if attempt > 0 {
+            pause();
+        }
+        verdict = match copy_once(slab, span, out) {
+            Attempt::Unpublished => Verdict::Unpublished,
+            Attempt::Changed => Verdict::Torn(TornReason::Changed),
+            Attempt::Stable => match fnv::verify(out) {
+                HashState::Valid => return Verdict::Fresh,
+                HashState::Mismatch { stored, computed } => {
+                    Verdict::Torn(TornReason::Mismatch { stored, computed })
+                }
+                // `first` had a non-zero hash, so this cannot happen; map it
+                // to the honest answer anyway.
+                HashState::Unpublished => Verdict::Unpublished,
+            },
+        };
+    }
+    verdict
+}
+
+/// Zero word 0 and fence, so no reader accepts a copy that overlaps the
+/// stores that follow.
+fn zero_word0<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
+    slab.store_u64(span.off, 0, Ordering::Relaxed);
+    // Ordering: Release fence (seed 004 §7 publish), partner: the Acquire fence in `copy_once`
+    // before its re-load of word 0: a reader whose body loads see any store
+    // after this fence re-loads 0 (or later) and rejects the copy.
+    slab.fence(Ordering::Release);
+}
+
+/// Start rewriting a published record: its hash word becomes 0 (readers see
+/// Unpublished) before any body word changes. Call before [`publish`] on a
+/// record that may be live.
+pub fn invalidate<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
+    #[cfg(not(xunds_mutant = "record_hash_after_body"))]
+    zero_word0(slab, span);
+    #[cfg(xunds_mutant = "record_hash_after_body")]
+    let _ = (slab, span);
+}
+
+/// Publish the stamped record `stamped` (`stamped.len() == span.len()`, hash
+/// at +0) at `span`: the body words (Relaxed), then word 0 with Release. The
+/// record must be invalidated (or never published) first.
+///
+/// # Panics
+/// If `stamped.len() != span.len()` (a caller bug).
+pub fn publish<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan, stamped: &[u8]) {
+    assert_eq!(stamped.len(), span.len, "record buffer length");
+    words::copy_in(slab, span.off + 8, &stamped[8..]);
+    let mut w0 = [0u8; 8];
+    w0.copy_from_slice(&stamped[..8]);
+    // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
+    // (seed 004 §7): a reader that sees this hash sees the whole body.
+    slab.store_u64(span.off, u64::from_le_bytes(w0), Ordering::Release);
+}
+
+/// Delete a record (seed 004 §5 `nds_delete_model_node_info`): zero the hash
+/// word first (readers see Unpublished), then every other word.
+pub fn erase<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
+    zero_word0(slab, span);
+    words::zero(slab, span.off + 8, span.len - 8);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::nds::slab::HeapSlab;
+
+    fn stamped(len: usize, seed: u8) -> Vec<u8> {
+        let mut b: Vec<u8> = (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect();
+        fnv::stamp(&mut b);
+        b
+    }
+
+    #[test]
+    fn spans_match_the_seed() {
+        assert_eq!(RecordSpan::PROCESS_INFO.off(), 0x4e0);
+        assert_eq!(RecordSpan::PROCESS_INFO.len(), 64);
+        assert_eq!(RecordSpan::PROCESS_INFO_EXT.off(), 0xad28);
+        assert_eq!(RecordSpan::PROCESS_INFO_EXT.len(), 260);
+        assert_eq!(RecordSpan::model(5).unwrap().off(), 0x1248);
+        assert!(RecordSpan::model(64).is_err());
+        assert!(RecordSpan::new(4, 8).is_none());
+        assert!(RecordSpan::new(8, 6).is_none());
+        assert!(RecordSpan::new(8, 4).is_none());
+        assert!(RecordSpan::new(usize::MAX - 7, 8).is_none());
+    }
+
+    #[test]
+    fn publish_read_update_erase() {
+        let slab = HeapSlab::zeroed();
+        for span in [
+            RecordSpan::PROCESS_INFO,
+            RecordSpan::PROCESS_INFO_EXT,
+            RecordSpan::model(63).unwrap(),
+        ] {
+            let mut out = vec![0u8; span.len()];
+            let mut pauses = 0;
+            assert_eq!(
+                read(&slab, span, &mut out, || pauses += 1),
+                Verdict::Unpublished
+            );
+            assert_eq!(pauses, 1, "one retry after an unpublished attempt");
+            let a = stamped(span.len(), 1);
+            invalidate(&slab, span);
+            publish(&slab, span, &a);
+            assert_eq!(read(&slab, span, &mut out, || {}), Verdict::Fresh);
+            assert_eq!(out, a);
+            let b = stamped(span.len(), 2);
+            invalidate(&slab, span);
+            assert_eq!(copy_once(&slab, span, &mut out), Attempt::Unpublished);
+            publish(&slab, span, &b);
+            assert_eq!(read(&slab, span, &mut out, || {}), Verdict::Fresh);
+            assert_eq!(out, b);
+            erase(&slab, span);
+            let mut all = vec![0u8; span.len()];
+            words::copy_out(&slab, span.off(), &mut all);
+            assert!(all.iter().all(|&x| x == 0));
+        }
+    }
+
+    #[test]
+    fn a_body_without_its_hash_is_torn_with_the_stale_copy() {
+        // A foreign writer's torn publish: hash of A, body of B.
+        let slab = HeapSlab::zeroed();
+        let span = RecordSpan::model(0).unwrap();
+        let a = stamped(span.len(), 1);
+        let mut b = stamped(span.len(), 2);
+        b[..4].copy_from_slice(&a[..4]);
+        b[4..8].copy_from_slice(&a[4..8]);
+        publish(&slab, span, &b);
+        let mut out = vec![0u8; span.len()];
+        let mut pauses = 0;
+        let v = read(&slab, span, &mut out, || pauses += 1);
+        assert!(matches!(
+            v,
+            Verdict::Torn(TornReason::Mismatch { stored, .. }) if stored == fnv::stored_hash(&a)
+        ));
+        assert_eq!(pauses, 1);
+        assert_eq!(out, b, "the stale copy is handed back, marked torn");
+    }
+}

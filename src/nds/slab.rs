@@ -1,0 +1,653 @@
+//! The slab's memory: one pair of traits, three backings.
+//!
+//! [`Slab`] is word-sized atomic *reads* of a slab; [`SlabMut`] adds the
+//! stores and read-modify-writes a publisher needs. Every byte of a slab is
+//! reached through these methods (STYLE.md practice 4): never a `&[u8]`,
+//! never a plain `memcpy`, never a reference to anything but an atomic.
+//!
+//! | backing | traits | memory | used by |
+//! |---|---|---|---|
+//! | [`MappedSlab`] | `Slab + SlabMut` | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
+//! | [`ReadOnlySlab`] | `Slab` only | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
+//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
+//!
+//! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
+//! gate (seed 004 §4: `nds_is_read_only`) as a type: a monitor cannot even
+//! name a store.
+//!
+//! Offsets are byte offsets from the start of the slab. An offset must be
+//! aligned to the access size and in bounds; all offsets xunds passes come
+//! from the checked constructors of [`crate::wire::nds`], which are all below
+//! `REQUIRED_SIZE`, and every slab a [`Reader`](super::Reader) or
+//! [`Writer`](super::Writer) accepts is at least that long. A violation is a
+//! bug in the caller and panics (like slice indexing); it is never caused by
+//! the slab's contents.
+//!
+//! The backings take the memory ordering from the caller and apply it to one
+//! atomic operation; the `// Ordering:` reasoning lives at the call sites
+//! (`record.rs`, `writer.rs`, `reader.rs`), which name the partner operation.
+
+use std::io;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::hal::mem::{Mapping, Region};
+use crate::sync::atomic as satomic;
+
+use super::{NdsError, REQUIRED_SIZE, SLAB_SIZE};
+
+// The slab is the x86/ARM little-endian ABI: a word's bytes in memory are its
+// little-endian encoding.
+const _: () = assert!(cfg!(target_endian = "little"));
+
+/// Word-sized atomic reads of a slab.
+pub trait Slab: Send + Sync {
+    /// Length of the slab in bytes.
+    fn len(&self) -> usize;
+
+    /// `true` for an empty slab (never the case for an accepted one).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Atomically load the 8-byte word at `off` (8-aligned, in bounds).
+    fn load_u64(&self, off: usize, order: Ordering) -> u64;
+
+    /// Atomically load the 4-byte word at `off` (4-aligned, in bounds).
+    fn load_u32(&self, off: usize, order: Ordering) -> u32;
+
+    /// A memory fence in the atomics family this backing uses (`std`, or
+    /// loom's for the heap backing under `--cfg loom`).
+    fn fence(&self, order: Ordering);
+
+    /// Load the `out.len() / 8` consecutive 8-byte words at 8-aligned `off`
+    /// into `out` (little-endian bytes; `out.len()` a multiple of 8), one
+    /// Relaxed atomic load per word. Backings may override this to check
+    /// the range once instead of per word.
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (i, w) in out.chunks_exact_mut(8).enumerate() {
+            w.copy_from_slice(&self.load_u64(off + i * 8, Ordering::Relaxed).to_le_bytes());
+        }
+    }
+}
+
+/// Word-sized atomic writes of a slab (the publisher's side).
+pub trait SlabMut: Slab {
+    /// Atomically store the 8-byte word at `off`.
+    fn store_u64(&self, off: usize, v: u64, order: Ordering);
+
+    /// Atomically store the 4-byte word at `off`.
+    fn store_u32(&self, off: usize, v: u32, order: Ordering);
+
+    /// Atomic wrapping add (`LOCK ADD`, seed 004 §3); returns the old value.
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+
+    /// Atomic wrapping subtract (`LOCK SUB`); returns the old value.
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+
+    /// Atomic bitwise OR (`LOCK OR`, seed 004 §3 FEATURE_BITMAP); returns the
+    /// old value.
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+
+    /// Store `data` (little-endian, `data.len()` a multiple of 8) as
+    /// consecutive 8-byte words at 8-aligned `off`, one Relaxed atomic store
+    /// per word. Backings may override this to check the range once.
+    fn store_words(&self, off: usize, data: &[u8]) {
+        for (i, w) in data.chunks_exact(8).enumerate() {
+            self.store_u64(off + i * 8, le64(w), Ordering::Relaxed);
+        }
+    }
+}
+
+#[inline(always)]
+fn le64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    u64::from_le_bytes(a)
+}
+
+impl<S: Slab + ?Sized> Slab for &S {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        (**self).load_u64(off, order)
+    }
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        (**self).load_u32(off, order)
+    }
+    fn fence(&self, order: Ordering) {
+        (**self).fence(order)
+    }
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        (**self).load_words(off, out)
+    }
+}
+
+impl<S: SlabMut + ?Sized> SlabMut for &S {
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        (**self).store_u64(off, v, order)
+    }
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        (**self).store_u32(off, v, order)
+    }
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_add_u64(off, v, order)
+    }
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_sub_u64(off, v, order)
+    }
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_or_u64(off, v, order)
+    }
+    fn store_words(&self, off: usize, data: &[u8]) {
+        (**self).store_words(off, data)
+    }
+}
+
+impl<S: Slab + ?Sized> Slab for std::sync::Arc<S> {
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        (**self).load_u64(off, order)
+    }
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        (**self).load_u32(off, order)
+    }
+    fn fence(&self, order: Ordering) {
+        (**self).fence(order)
+    }
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        (**self).load_words(off, out)
+    }
+}
+
+impl<S: SlabMut + ?Sized> SlabMut for std::sync::Arc<S> {
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        (**self).store_u64(off, v, order)
+    }
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        (**self).store_u32(off, v, order)
+    }
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_add_u64(off, v, order)
+    }
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_sub_u64(off, v, order)
+    }
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        (**self).fetch_or_u64(off, v, order)
+    }
+    fn store_words(&self, off: usize, data: &[u8]) {
+        (**self).store_words(off, data)
+    }
+}
+
+/// Panic unless `[off, off + size)` is inside `len` and `off` is
+/// `size`-aligned (`size` a power of two). Cold path: a caller bug, never
+/// slab content.
+#[inline(always)]
+fn check(off: usize, size: usize, len: usize) {
+    if (off & (size - 1)) != 0 || len < size || off > len - size {
+        out_of_bounds(off, size, len)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_bounds(off: usize, size: usize, len: usize) -> ! {
+    panic!("slab access of {size} bytes at {off:#x} misaligned or outside {len} bytes")
+}
+
+/// A raw, validated base pointer into a [`Region`] (kept alive alongside).
+#[derive(Clone, Debug)]
+struct Raw {
+    region: Region,
+    base: NonNull<u8>,
+    len: usize,
+    /// `len - 8` and `len - 4`: the last valid 8- and 4-byte word offsets
+    /// (`len >= REQUIRED_SIZE`), so a word access checks one bound.
+    last8: usize,
+    last4: usize,
+}
+
+// SAFETY: `Raw` only ever turns `base` into `AtomicU64/AtomicU32::from_ptr`
+// handles at checked offsets; atomics are safe to use from any thread, and the
+// `Region` keeps the mapping alive for as long as `Raw` exists.
+unsafe impl Send for Raw {}
+// SAFETY: as above; no `&T` to a non-atomic byte is ever created.
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    fn new(region: Region) -> Result<Raw, NdsError> {
+        let len = region.len();
+        let base = region
+            .ptr_at(0, len, 8)
+            .map_err(|_| NdsError::TooSmall { len })?;
+        let base = NonNull::new(base).ok_or(NdsError::TooSmall { len })?;
+        require_size(len)?;
+        Ok(Raw {
+            region,
+            base,
+            len,
+            last8: len - 8,
+            last4: len - 4,
+        })
+    }
+
+    #[inline(always)]
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        if (off & 7) != 0 || off > self.last8 {
+            out_of_bounds(off, 8, self.len)
+        }
+        // SAFETY: `off` is 8-aligned and `off <= len - 8` (checked above), the
+        // base is 8-aligned (checked by `ptr_at` in `new`), so the pointer is
+        // an aligned, in-bounds word of the mapping, which `self.region` keeps
+        // mapped for the lifetime of `&self`. Every access to slab bytes in
+        // xunds is atomic (this module); another process may write the same
+        // word, which is exactly what an atomic is for.
+        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast()) }
+    }
+
+    /// The words of `[off, off + len)` after one range check (`len` a
+    /// multiple of 8).
+    #[inline(always)]
+    fn words(&self, off: usize, len: usize) -> impl Iterator<Item = &AtomicU64> + '_ {
+        if len % 8 != 0 || len > self.len {
+            out_of_bounds(off, len, self.len)
+        }
+        if len > 0 {
+            check(off, 8, self.len - (len - 8));
+        }
+        (0..len / 8).map(move |i| {
+            // SAFETY: `off` is 8-aligned and `off + len <= self.len` (both
+            // checked above: `off <= self.len - len`), so word `i < len / 8`
+            // is an aligned, in-bounds word of the mapping, kept mapped by
+            // `self.region` for the lifetime of `&self`; all access to it is
+            // atomic (see `u64_at`).
+            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off + i * 8).cast()) }
+        })
+    }
+
+    #[inline(always)]
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        if (off & 3) != 0 || off > self.last4 {
+            out_of_bounds(off, 4, self.len)
+        }
+        // SAFETY: as for `u64_at`, with 4-byte alignment and size.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(off).cast()) }
+    }
+}
+
+fn file_len(path: &Path) -> Result<usize, NdsError> {
+    let meta = std::fs::metadata(path)?;
+    usize::try_from(meta.len())
+        .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))
+}
+
+fn require_size(len: usize) -> Result<(), NdsError> {
+    // Seed 004 §1: nds_open refuses a mapping of <= 0x1067f bytes.
+    if len < REQUIRED_SIZE {
+        Err(NdsError::TooSmall { len })
+    } else {
+        Ok(())
+    }
+}
+
+/// A read-write `MAP_SHARED` slab: the publisher's memory.
+#[derive(Clone, Debug)]
+pub struct MappedSlab {
+    raw: Raw,
+}
+
+impl MappedSlab {
+    /// Create (or truncate) the file at `path` as a zero-filled
+    /// `SLAB_SIZE`-byte (262,144) slab and map it read-write, `MAP_SHARED`.
+    pub fn create(path: &Path) -> Result<MappedSlab, NdsError> {
+        let map = Mapping::create_file(path, SLAB_SIZE)?;
+        Self::from_region(map.into_region())
+    }
+
+    /// Map an existing slab file read-write. Refuses a file shorter than
+    /// `REQUIRED_SIZE` (67,200 bytes, seed 004 §1).
+    pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
+        require_size(file_len(path)?)?;
+        Self::from_region(Mapping::open_file(path, true)?.into_region())
+    }
+
+    /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
+    /// (shared with children across `fork`; used by benchmarks and tests).
+    pub fn anonymous() -> Result<MappedSlab, NdsError> {
+        Self::from_region(Mapping::anonymous(SLAB_SIZE)?.into_region())
+    }
+
+    /// Wrap a writable region. Refuses a read-only mapping or one shorter
+    /// than `REQUIRED_SIZE`.
+    pub fn from_region(region: Region) -> Result<MappedSlab, NdsError> {
+        if !region.is_writable() {
+            return Err(NdsError::Io(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a publisher slab needs a writable mapping",
+            )));
+        }
+        require_size(region.len())?;
+        Ok(MappedSlab {
+            raw: Raw::new(region)?,
+        })
+    }
+
+    /// The same mapping as a [`ReadOnlySlab`] (a reader in this process).
+    pub fn read_only(&self) -> ReadOnlySlab {
+        ReadOnlySlab {
+            raw: self.raw.clone(),
+        }
+    }
+
+    /// The underlying region.
+    pub fn region(&self) -> &Region {
+        &self.raw.region
+    }
+}
+
+impl Slab for MappedSlab {
+    #[inline]
+    fn len(&self) -> usize {
+        self.raw.len
+    }
+    #[inline]
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        self.raw.u64_at(off).load(order)
+    }
+    #[inline]
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        self.raw.u32_at(off).load(order)
+    }
+    #[inline]
+    fn fence(&self, order: Ordering) {
+        std::sync::atomic::fence(order)
+    }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
+            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
+}
+
+impl SlabMut for MappedSlab {
+    #[inline]
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        self.raw.u64_at(off).store(v, order)
+    }
+    #[inline]
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        self.raw.u32_at(off).store(v, order)
+    }
+    #[inline]
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.raw.u64_at(off).fetch_add(v, order)
+    }
+    #[inline]
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.raw.u64_at(off).fetch_sub(v, order)
+    }
+    #[inline]
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.raw.u64_at(off).fetch_or(v, order)
+    }
+    #[inline]
+    fn store_words(&self, off: usize, data: &[u8]) {
+        for (a, w) in self.raw.words(off, data.len()).zip(data.chunks_exact(8)) {
+            a.store(le64(w), Ordering::Relaxed);
+        }
+    }
+}
+
+/// A read-only view of a `MAP_SHARED` slab: implements [`Slab`] and nothing
+/// else. Opened by path it is mapped `PROT_READ`, so even a bug could not
+/// write through it.
+#[derive(Clone, Debug)]
+pub struct ReadOnlySlab {
+    raw: Raw,
+}
+
+impl ReadOnlySlab {
+    /// Map the slab file at `path` read-only (`PROT_READ`, `MAP_SHARED`).
+    /// Refuses a file shorter than `REQUIRED_SIZE` (seed 004 §1).
+    pub fn open(path: &Path) -> Result<ReadOnlySlab, NdsError> {
+        require_size(file_len(path)?)?;
+        // `open_file(.., false)` opens the fd O_RDONLY and maps PROT_READ.
+        Self::from_region(Mapping::open_file(path, false)?.into_region())
+    }
+
+    /// Wrap any region (writable or not) as a read-only slab. Refuses one
+    /// shorter than `REQUIRED_SIZE`.
+    pub fn from_region(region: Region) -> Result<ReadOnlySlab, NdsError> {
+        require_size(region.len())?;
+        Ok(ReadOnlySlab {
+            raw: Raw::new(region)?,
+        })
+    }
+
+    /// Whether the underlying mapping is `PROT_READ` only.
+    pub fn is_mapped_read_only(&self) -> bool {
+        !self.raw.region.is_writable()
+    }
+}
+
+impl Slab for ReadOnlySlab {
+    #[inline]
+    fn len(&self) -> usize {
+        self.raw.len
+    }
+    #[inline]
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        // A lock-free 8-byte atomic load is a plain load on x86-64 and
+        // aarch64, so it is fine on PROT_READ pages (std::sync::atomic docs,
+        // "Atomic accesses to read-only memory").
+        self.raw.u64_at(off).load(order)
+    }
+    #[inline]
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        self.raw.u32_at(off).load(order)
+    }
+    #[inline]
+    fn fence(&self, order: Ordering) {
+        std::sync::atomic::fence(order)
+    }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
+            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
+}
+
+/// A slab on the heap, built from [`crate::sync`] atomics: loom checks every
+/// access under `--cfg loom`, and Miri can run it (no `mmap`).
+///
+/// Its length may be any multiple of 8, so loom models can use a few words;
+/// a [`Reader`](super::Reader) or [`Writer`](super::Writer) still refuses one
+/// shorter than `REQUIRED_SIZE`. 4-byte accesses are done on the containing
+/// 8-byte atomic (a load and shift, or a compare-exchange loop that keeps the
+/// other half), so loom sees one atomic object per word.
+#[derive(Debug)]
+pub struct HeapSlab {
+    words: Box<[satomic::AtomicU64]>,
+}
+
+impl HeapSlab {
+    /// A zero-filled heap slab of `len` bytes (`len` is rounded up to a
+    /// multiple of 8).
+    pub fn new(len: usize) -> HeapSlab {
+        let n = len.div_ceil(8);
+        HeapSlab {
+            words: (0..n).map(|_| satomic::AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// A zero-filled heap slab of `SLAB_SIZE` bytes.
+    pub fn zeroed() -> HeapSlab {
+        Self::new(SLAB_SIZE)
+    }
+
+    /// A heap slab holding a copy of `bytes` (zero-padded to a multiple of 8);
+    /// used to feed random or foreign bytes to a reader.
+    pub fn from_bytes(bytes: &[u8]) -> HeapSlab {
+        HeapSlab {
+            words: bytes
+                .chunks(8)
+                .map(|c| {
+                    let mut w = [0u8; 8];
+                    w[..c.len()].copy_from_slice(c);
+                    satomic::AtomicU64::new(u64::from_le_bytes(w))
+                })
+                .collect(),
+        }
+    }
+
+    #[inline(always)]
+    fn word(&self, off: usize, size: usize) -> &satomic::AtomicU64 {
+        check(off, size, self.words.len() * 8);
+        &self.words[off / 8]
+    }
+}
+
+/// Split a 4-aligned offset into (shift within its 8-byte word).
+#[inline(always)]
+fn half_shift(off: usize) -> u32 {
+    // Little-endian: the 4 bytes at a word's +4 are its high half.
+    if off % 8 == 0 {
+        0
+    } else {
+        32
+    }
+}
+
+impl Slab for HeapSlab {
+    fn len(&self) -> usize {
+        self.words.len() * 8
+    }
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        self.word(off, 8).load(order)
+    }
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        (self.word(off, 4).load(order) >> half_shift(off)) as u32
+    }
+    fn fence(&self, order: Ordering) {
+        satomic::fence(order)
+    }
+}
+
+impl SlabMut for HeapSlab {
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        self.word(off, 8).store(v, order)
+    }
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        let w = self.word(off, 4);
+        let shift = half_shift(off);
+        let mask = 0xffff_ffffu64 << shift;
+        let load = match order {
+            Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
+            _ => Ordering::Acquire,
+        };
+        let mut cur = w.load(Ordering::Relaxed);
+        loop {
+            let new = (cur & !mask) | (u64::from(v) << shift);
+            // Ordering: the caller's store ordering is applied to the
+            // successful exchange (it is the store); a failed exchange only
+            // re-reads, so Relaxed/Acquire suffices. Partner: whatever load
+            // the caller's protocol pairs its store with.
+            match w.compare_exchange_weak(cur, new, order, load) {
+                Ok(_) => return,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.word(off, 8).fetch_add(v, order)
+    }
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.word(off, 8).fetch_sub(v, order)
+    }
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.word(off, 8).fetch_or(v, order)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn exercise<S: SlabMut>(s: &S) {
+        s.store_u64(8, 0x1122_3344_5566_7788, Ordering::Relaxed);
+        assert_eq!(s.load_u32(8, Ordering::Relaxed), 0x5566_7788);
+        assert_eq!(s.load_u32(12, Ordering::Relaxed), 0x1122_3344);
+        s.store_u32(12, 0xaabb_ccdd, Ordering::Release);
+        assert_eq!(s.load_u64(8, Ordering::Acquire), 0xaabb_ccdd_5566_7788);
+        s.store_u32(8, 1, Ordering::Relaxed);
+        assert_eq!(s.load_u64(8, Ordering::Relaxed), 0xaabb_ccdd_0000_0001);
+        assert_eq!(s.fetch_add_u64(16, 5, Ordering::Relaxed), 0);
+        assert_eq!(s.fetch_sub_u64(16, 7, Ordering::Relaxed), 5);
+        assert_eq!(s.load_u64(16, Ordering::Relaxed), u64::MAX - 1);
+        assert_eq!(s.fetch_or_u64(24, 0b10, Ordering::Relaxed), 0);
+        assert_eq!(s.fetch_or_u64(24, 0b01, Ordering::Relaxed), 0b10);
+        assert_eq!(s.load_u64(24, Ordering::Relaxed), 0b11);
+        let last = s.len() - 8;
+        s.store_u64(last, 9, Ordering::Relaxed);
+        assert_eq!(s.load_u64(last, Ordering::Relaxed), 9);
+    }
+
+    #[test]
+    fn heap_and_mapped_backings_agree() {
+        exercise(&HeapSlab::zeroed());
+        let m = MappedSlab::anonymous().unwrap();
+        exercise(&m);
+        let ro = m.read_only();
+        assert_eq!(ro.load_u64(24, Ordering::Relaxed), 0b11);
+        assert!(!ro.is_mapped_read_only(), "a view of a writable mapping");
+    }
+
+    #[test]
+    fn misaligned_or_out_of_bounds_access_panics_not_ub() {
+        let s = HeapSlab::new(64);
+        assert!(std::panic::catch_unwind(|| s.load_u64(4, Ordering::Relaxed)).is_err());
+        assert!(std::panic::catch_unwind(|| s.load_u64(64, Ordering::Relaxed)).is_err());
+        assert!(std::panic::catch_unwind(|| s.load_u32(62, Ordering::Relaxed)).is_err());
+        assert!(
+            std::panic::catch_unwind(|| s.load_u64(usize::MAX - 7, Ordering::Relaxed)).is_err()
+        );
+        let m = MappedSlab::anonymous().unwrap();
+        assert!(std::panic::catch_unwind(|| m.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
+    }
+
+    #[test]
+    fn heap_from_bytes_is_little_endian() {
+        let s = HeapSlab::from_bytes(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(s.len(), 16);
+        assert_eq!(s.load_u64(0, Ordering::Relaxed), 0x0807_0605_0403_0201);
+        assert_eq!(s.load_u32(8, Ordering::Relaxed), 9);
+    }
+
+    #[test]
+    fn size_gate_refuses_short_files() {
+        let dir = std::env::temp_dir();
+        let p = dir.join(format!("xunds-slab-short-{}", std::process::id()));
+        std::fs::write(&p, vec![0u8; REQUIRED_SIZE - 1]).unwrap();
+        assert!(matches!(
+            ReadOnlySlab::open(&p),
+            Err(NdsError::TooSmall { len }) if len == REQUIRED_SIZE - 1
+        ));
+        assert!(matches!(
+            MappedSlab::open(&p),
+            Err(NdsError::TooSmall { .. })
+        ));
+        std::fs::write(&p, vec![0u8; REQUIRED_SIZE]).unwrap();
+        let ro = ReadOnlySlab::open(&p).unwrap();
+        assert!(ro.is_mapped_read_only());
+        assert_eq!(ro.len(), REQUIRED_SIZE);
+        std::fs::remove_file(&p).unwrap();
+    }
+}

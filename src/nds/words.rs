@@ -1,0 +1,148 @@
+//! Word-sized atomic copies between a slab and private byte buffers.
+//!
+//! The seed's producer and reader move records with `memcpy` (seed 004 §5,
+//! §7). Over memory another process writes at the same time that is a data
+//! race; here every byte crosses the boundary inside an 8-byte (or, for a
+//! 4-aligned head or tail, 4-byte) atomic load or store through
+//! [`Slab`]/[`SlabMut`]. The copies themselves are `Relaxed`: the record
+//! protocol in [`super::record`] puts the fences and the Acquire/Release hash
+//! word around them.
+//!
+//! Offsets and lengths must be multiples of 4 (every NDS record is: 64, 260
+//! and 672 bytes at 8-aligned starts). A misaligned request is a caller bug
+//! and panics.
+
+use std::sync::atomic::Ordering;
+
+use super::slab::{Slab, SlabMut};
+
+#[inline(always)]
+fn check4(off: usize, len: usize) {
+    assert!(
+        off % 4 == 0 && len % 4 == 0,
+        "word copy of {len} bytes at {off:#x} is not 4-aligned"
+    );
+}
+
+/// Copy `out.len()` bytes starting at slab offset `off` into `out`, one
+/// atomic load per word (`Relaxed`).
+#[inline]
+pub fn copy_out<S: Slab + ?Sized>(slab: &S, off: usize, out: &mut [u8]) {
+    check4(off, out.len());
+    let mut at = off;
+    let mut rest: &mut [u8] = out;
+    if at % 8 == 4 && rest.len() >= 4 {
+        let (head, tail) = rest.split_at_mut(4);
+        head.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes());
+        at += 4;
+        rest = tail;
+    }
+    let whole = rest.len() & !7;
+    let (body, tail) = rest.split_at_mut(whole);
+    slab.load_words(at, body);
+    at += whole;
+    if !tail.is_empty() {
+        tail.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes());
+    }
+}
+
+/// Copy `data` to slab offset `off`, one atomic store per word (`Relaxed`).
+#[inline]
+pub fn copy_in<S: SlabMut + ?Sized>(slab: &S, off: usize, data: &[u8]) {
+    check4(off, data.len());
+    let mut at = off;
+    let mut rest = data;
+    if at % 8 == 4 && rest.len() >= 4 {
+        let (head, tail) = rest.split_at(4);
+        slab.store_u32(at, le32(head), Ordering::Relaxed);
+        at += 4;
+        rest = tail;
+    }
+    let whole = rest.len() & !7;
+    let (body, tail) = rest.split_at(whole);
+    slab.store_words(at, body);
+    at += whole;
+    if !tail.is_empty() {
+        slab.store_u32(at, le32(tail), Ordering::Relaxed);
+    }
+}
+
+/// Zero `len` bytes at slab offset `off`, one atomic store per word
+/// (`Relaxed`).
+#[inline]
+pub fn zero<S: SlabMut + ?Sized>(slab: &S, off: usize, len: usize) {
+    check4(off, len);
+    let mut at = off;
+    let end = off + len;
+    if at % 8 == 4 && at < end {
+        slab.store_u32(at, 0, Ordering::Relaxed);
+        at += 4;
+    }
+    while at + 8 <= end {
+        slab.store_u64(at, 0, Ordering::Relaxed);
+        at += 8;
+    }
+    if at < end {
+        slab.store_u32(at, 0, Ordering::Relaxed);
+    }
+}
+
+#[inline(always)]
+fn le32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b);
+    u32::from_le_bytes(a)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::nds::slab::HeapSlab;
+
+    #[test]
+    fn round_trips_at_every_4_aligned_shape() {
+        round_trips(&HeapSlab::new(512));
+        // The mapped backing's bulk path (one range check per copy).
+        round_trips(&crate::nds::MappedSlab::anonymous().unwrap());
+    }
+
+    fn round_trips<S: SlabMut>(s: &S) {
+        zero(s, 0, 512);
+        for off in (0..64).step_by(4) {
+            for len in (0..=84).step_by(4) {
+                let data: Vec<u8> = (0..len).map(|i| (i * 7 + off + 1) as u8).collect();
+                zero(s, 0, 512);
+                copy_in(s, off, &data);
+                let mut back = vec![0u8; len];
+                copy_out(s, off, &mut back);
+                assert_eq!(back, data, "off {off} len {len}");
+                // Nothing outside [off, off + len) was touched.
+                let mut all = vec![0u8; 512];
+                copy_out(s, 0, &mut all);
+                assert!(all[..off].iter().all(|&b| b == 0));
+                assert!(all[off + len..].iter().all(|&b| b == 0));
+                zero(s, off, len);
+                copy_out(s, 0, &mut all);
+                assert!(all.iter().all(|&b| b == 0));
+            }
+        }
+    }
+
+    #[test]
+    fn misaligned_or_out_of_bounds_copy_is_refused() {
+        let s = HeapSlab::new(64);
+        let mut b = [0u8; 6];
+        assert!(std::panic::catch_unwind(move || copy_out(&s, 0, &mut b)).is_err());
+        let m = crate::nds::MappedSlab::anonymous().unwrap();
+        let len = crate::nds::SLAB_SIZE;
+        let mut big = vec![0u8; 16];
+        assert!(std::panic::catch_unwind(|| {
+            let mut b = [0u8; 16];
+            copy_out(&m, len - 8, &mut b)
+        })
+        .is_err());
+        assert!(std::panic::catch_unwind(|| copy_in(&m, len - 8, &[0u8; 16])).is_err());
+        assert!(std::panic::catch_unwind(|| copy_in(&m, usize::MAX - 7, &[0u8; 16])).is_err());
+        copy_out(&m, len - 16, &mut big);
+    }
+}

@@ -1,0 +1,629 @@
+//! The publisher's side of a slab (libnds `nds_open` / `nds_commit_*` /
+//! `nds_increment_*`, seed 004 §2-§7).
+//!
+//! One [`Writer`] owns the record-writing side of one slab: it lays out the
+//! regions, commits the header, updates counters, and commits, updates and
+//! deletes the self-describing records through the record protocol
+//! ([`super::record`]) and the record lifecycle machine
+//! ([`RecordFsm`]). The model bitmap and the record
+//! states are guarded by a process-local mutex, as in the seed (§5: the
+//! `nds_instance_t` mutex is same-process only): one process writes records
+//! into a slab. Counters are single atomic read-modify-writes and may be
+//! updated from any number of threads and processes.
+//!
+//! Ownership of the slab's words (STYLE.md practice 6):
+//!
+//! | words | writer | readers | publish ordering | observe ordering |
+//! |---|---|---|---|---|
+//! | header (+0) | `Writer::new` / `release` | every `Reader` read | Release store after the layout; `release`: store 0 then Release fence | Acquire load before, Acquire fence + re-load after each read |
+//! | counters | any `Writer` (any process) | `Reader` | Relaxed `LOCK` RMW (no data hangs off a counter) | Relaxed load |
+//! | model bitmap | `Writer` under its mutex | `Reader` (slot discovery) | Relaxed store (records carry their own hash protocol) | Relaxed load |
+//! | records | `Writer` under its mutex | `Reader` | zero word 0 + Release fence, body, word 0 Release | word 0 Acquire, body, Acquire fence, word 0 again |
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use crate::fsm::record::{RecordEvent, RecordFsm, RecordState};
+use crate::fsm::{step as fsm_step, step_traced, TransitionHook};
+use crate::sync::{Mutex, MutexGuard};
+use crate::wire::nds::counters::{Features, NdCounter};
+use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
+use crate::wire::nds::model::{self, ModelRecord};
+use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
+use crate::wire::nds::{fnv, region};
+
+use super::index::{Counter, ModelSlot};
+use super::record::{self, RecordSpan};
+use super::slab::{MappedSlab, SlabMut};
+use super::{words, NdsError, MODEL_SLOTS, REQUIRED_SIZE};
+
+/// Trace id of the process-info record (model slots use 0..=63).
+pub const PROCESS_INFO_ID: u64 = 64;
+/// Trace id of the process-info-ext record.
+pub const PROCESS_INFO_EXT_ID: u64 = 65;
+
+/// The writer's books: what it believes about every record. Guarded by the
+/// process-local mutex (seed 004 §5).
+struct Books {
+    /// Mirror of the slab's model bitmap (this writer is its only writer).
+    bitmap: u64,
+    models: [RecordState; MODEL_SLOTS],
+    process_info: RecordState,
+    process_info_ext: RecordState,
+    /// Where transitions are traced; `None` skips building the trace.
+    hook: Option<Box<dyn TransitionHook + Send>>,
+}
+
+/// The publisher's handle on one slab.
+pub struct Writer<S: SlabMut = MappedSlab> {
+    slab: S,
+    books: Mutex<Books>,
+}
+
+impl<S: SlabMut> core::fmt::Debug for Writer<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Writer")
+            .field("len", &self.slab.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Writer<MappedSlab> {
+    /// Create the slab file at `path` (262,144 zero bytes, `MAP_SHARED`),
+    /// lay it out and commit the header: `nds_open` for a fresh slab.
+    pub fn create(path: &Path) -> Result<Self, NdsError> {
+        Self::new(MappedSlab::create(path)?)
+    }
+}
+
+impl<S: SlabMut> Writer<S> {
+    /// Lay out the regions of `slab` and commit its header (seed 004 §2).
+    ///
+    /// Refuses a slab shorter than 67,200 bytes (§1) and one whose header is
+    /// already committed (another publisher owns it: see [`Writer::attach`]).
+    pub fn new(slab: S) -> Result<Self, NdsError> {
+        if slab.len() < REQUIRED_SIZE {
+            return Err(NdsError::TooSmall { len: slab.len() });
+        }
+        // Ordering: Acquire, partner: a previous publisher's Release commit
+        // below (§2); only used to refuse a live slab.
+        if header::check(slab.load_u64(region::HEADER_OFF, Ordering::Acquire))
+            == HeaderState::Committed
+        {
+            return Err(NdsError::AlreadyCommitted);
+        }
+        // Lay out: every region of the map starts zero: counters 0, an empty
+        // model bitmap, every record unpublished (hash word 0).
+        words::zero(
+            &slab,
+            region::ND_COUNTERS_OFF,
+            REQUIRED_SIZE - region::ND_COUNTERS_OFF,
+        );
+        // Ordering: Release, partner: the Acquire header load in
+        // `Reader::attach` and before every reader read (seed 004 §2,
+        // `nds_commit_header` / `nds_check_header`): a reader that sees the
+        // committed header sees the laid-out regions.
+        slab.store_u64(region::HEADER_OFF, HEADER_PROTO, Ordering::Release);
+        Ok(Self::with_books(
+            slab,
+            0,
+            [RecordState::Free; MODEL_SLOTS],
+            RecordState::Free,
+            RecordState::Free,
+        ))
+    }
+
+    /// Attach to a slab another `Writer` (possibly in another process, now
+    /// gone or only counting) already committed, adopting its records: model
+    /// slots with their bitmap bit set and records with a non-zero hash word
+    /// count as published. No retry: the header must be committed.
+    ///
+    /// Records are written by one process per slab (seed 004 §5); counters
+    /// may be updated through any number of attached writers.
+    pub fn attach(slab: S) -> Result<Self, NdsError> {
+        if slab.len() < REQUIRED_SIZE {
+            return Err(NdsError::TooSmall { len: slab.len() });
+        }
+        // Ordering: Acquire, partner: the Release header commit in
+        // `Writer::new` (§2): the layout and everything published before
+        // the commit is visible to the adoption below.
+        let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
+        super::reader::header_verdict(word)?;
+        let bitmap = slab.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
+        let mut models = [RecordState::Free; MODEL_SLOTS];
+        for slot in ModelSlot::all() {
+            if bitmap & slot.bit() != 0 {
+                models[slot.index()] = RecordState::Published;
+            }
+        }
+        let live = |span: RecordSpan| {
+            if slab.load_u32(span.off(), Ordering::Relaxed) != 0 {
+                RecordState::Published
+            } else {
+                RecordState::Free
+            }
+        };
+        let pi = live(RecordSpan::PROCESS_INFO);
+        let pie = live(RecordSpan::PROCESS_INFO_EXT);
+        Ok(Self::with_books(slab, bitmap, models, pi, pie))
+    }
+
+    fn with_books(
+        slab: S,
+        bitmap: u64,
+        models: [RecordState; MODEL_SLOTS],
+        process_info: RecordState,
+        process_info_ext: RecordState,
+    ) -> Self {
+        Writer {
+            slab,
+            books: Mutex::new(Books {
+                bitmap,
+                models,
+                process_info,
+                process_info_ext,
+                hook: None,
+            }),
+        }
+    }
+
+    /// Release the slab as the kernel does when the producer goes away: the
+    /// header goes back to zero first (readers report Detached), then every
+    /// region is zeroed. Returns the slab.
+    pub fn release(self) -> S {
+        self.slab
+            .store_u64(region::HEADER_OFF, 0, Ordering::Relaxed);
+        // Ordering: Release fence (seed 004 §2 header), partner: the Acquire fence a reader runs
+        // before re-checking the header after each read: a reader that saw
+        // any of the zeroing below re-loads a zero header and reports
+        // Detached instead of mixing the two lives of the slab.
+        self.slab.fence(Ordering::Release);
+        words::zero(
+            &self.slab,
+            region::ND_COUNTERS_OFF,
+            REQUIRED_SIZE - region::ND_COUNTERS_OFF,
+        );
+        self.slab
+    }
+
+    /// The slab (for building a same-process reader, e.g.
+    /// `MappedSlab::read_only`).
+    pub fn slab(&self) -> &S {
+        &self.slab
+    }
+
+    /// Install the hook every record transition is reported to (a trace).
+    pub fn set_hook(&self, hook: Box<dyn TransitionHook + Send>) {
+        self.lock().hook = Some(hook);
+    }
+
+    /// The lifecycle state of model slot `slot` as this writer's books have it.
+    pub fn model_state(&self, slot: ModelSlot) -> RecordState {
+        self.lock().models[slot.index()]
+    }
+
+    /// The number of live model records.
+    pub fn live_models(&self) -> u32 {
+        self.lock().bitmap.count_ones()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Books> {
+        // A panic while holding the lock cannot leave the books torn (every
+        // state change is one assignment), so a poisoned lock is still good.
+        self.books.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ---- counters (seed 004 §3, §4) ----
+
+    /// Add `v` (wrapping, `LOCK ADD`) to counter `c`; returns the old value.
+    /// `FEATURE_BITMAP` is `EINVAL` (it is written only with OR).
+    #[inline]
+    pub fn add(&self, c: Counter, v: u64) -> Result<u64, NdsError> {
+        if c.is_feature_bitmap() {
+            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
+        }
+        // Relaxed: a counter publishes nothing else; readers use a plain
+        // 8-byte load (seed 004 §3), and the RMW is atomic across processes.
+        Ok(self.slab.fetch_add_u64(c.offset(), v, Ordering::Relaxed))
+    }
+
+    /// Subtract `v` (wrapping, `LOCK SUB`) from counter `c`; returns the old
+    /// value. `FEATURE_BITMAP` is `EINVAL`.
+    #[inline]
+    pub fn sub(&self, c: Counter, v: u64) -> Result<u64, NdsError> {
+        if c.is_feature_bitmap() {
+            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
+        }
+        Ok(self.slab.fetch_sub_u64(c.offset(), v, Ordering::Relaxed))
+    }
+
+    /// Set counter `c` to `v` (one 8-byte atomic store). `FEATURE_BITMAP` is
+    /// `EINVAL`.
+    #[inline]
+    pub fn set(&self, c: Counter, v: u64) -> Result<(), NdsError> {
+        if c.is_feature_bitmap() {
+            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
+        }
+        self.slab.store_u64(c.offset(), v, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// OR `bits` into counter `c` (`LOCK OR`, seed 004 §3
+    /// `nds_or_nd_counter`); returns the old value. Allowed on every counter.
+    #[inline]
+    pub fn or(&self, c: Counter, bits: u64) -> u64 {
+        self.slab.fetch_or_u64(c.offset(), bits, Ordering::Relaxed)
+    }
+
+    /// OR feature bits into `FEATURE_BITMAP` (ND 3); returns the old bits.
+    pub fn set_features(&self, f: Features) -> Features {
+        Features::from_bits_retain(self.or(Counter::nd(NdCounter::FeatureBitmap), f.bits()))
+    }
+
+    /// Publish the runtime, framework and FAL versions as the packed ND
+    /// counter words 0..=2 (SPEC-NOTES.md packing). Seed 004 §6 note: the
+    /// producer publishes the same triples in the process-info record too
+    /// ([`Writer::publish_process_info`]).
+    pub fn set_versions(&self, runtime: VersionInfo, framework: VersionInfo, fal: VersionInfo) {
+        for (c, v) in [
+            (NdCounter::RuntimeVersion, runtime),
+            (NdCounter::FrameworkVersion, framework),
+            (NdCounter::FalVersion, fal),
+        ] {
+            // Relaxed: see `add`.
+            self.slab
+                .store_u64(Counter::nd(c).offset(), v.packed(), Ordering::Relaxed);
+        }
+    }
+
+    // ---- records (seed 004 §5-§7) ----
+
+    /// Commit `r` into the first free model slot (`nds_commit_model_node_info`):
+    /// take the slot and set its bitmap bit, build and stamp the record
+    /// privately, publish it. `r.hash` is ignored. The 65th live record is
+    /// `ENOSPC`.
+    pub fn commit_model(&self, r: &ModelRecord) -> Result<ModelSlot, NdsError> {
+        let mut books = self.lock();
+        let index = model::first_free_slot(books.bitmap).ok_or(NdsError::NoSpace)?;
+        let slot = ModelSlot::new(index)?;
+        let span = RecordSpan::model(index)?;
+        let mut staged = r.encode();
+        let b = &mut *books;
+        let mut state = b.models[index];
+        step(
+            &mut state,
+            RecordEvent::Stage,
+            index as u64,
+            b.hook.as_deref_mut(),
+        )?;
+        b.bitmap |= slot.bit();
+        // Relaxed: the bitmap only tells readers where to look; each record
+        // carries its own publish protocol (seed 004 §5 marks the bit, then
+        // copies the record).
+        self.slab
+            .store_u64(region::MODEL_BITMAP_OFF, b.bitmap, Ordering::Relaxed);
+        b.models[index] = state;
+        self.stamp_and_publish(
+            &mut b.models[index],
+            index as u64,
+            b.hook.as_deref_mut(),
+            span,
+            &mut staged,
+        )?;
+        Ok(slot)
+    }
+
+    /// Update the published record in `slot` in place: the slab's hash word
+    /// goes to zero, the body is rewritten, the new hash is stored last.
+    /// `EINVAL` when the slot is not published.
+    pub fn update_model(&self, slot: ModelSlot, r: &ModelRecord) -> Result<(), NdsError> {
+        let span = RecordSpan::model(slot.index())?;
+        let mut staged = r.encode();
+        let mut books = self.lock();
+        let b = &mut *books;
+        self.rewrite(
+            &mut b.models[slot.index()],
+            slot.index() as u64,
+            b.hook.as_deref_mut(),
+            span,
+            &mut staged,
+        )
+    }
+
+    /// Delete the record in `slot` (`nds_delete_model_node_info`): zero the
+    /// record (hash word first), then clear its bitmap bit. `EINVAL` when the
+    /// slot is not published.
+    pub fn delete_model(&self, slot: ModelSlot) -> Result<(), NdsError> {
+        let span = RecordSpan::model(slot.index())?;
+        let mut books = self.lock();
+        let b = &mut *books;
+        let id = slot.index() as u64;
+        let state = &mut b.models[slot.index()];
+        step(state, RecordEvent::Delete, id, b.hook.as_deref_mut())?;
+        record::erase(&self.slab, span);
+        step(state, RecordEvent::Reclaim, id, b.hook.as_deref_mut())?;
+        b.bitmap &= !slot.bit();
+        // Relaxed: see `commit_model`.
+        self.slab
+            .store_u64(region::MODEL_BITMAP_OFF, b.bitmap, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Publish (first time) or update (afterwards) the process-info record
+    /// (seed 004 §6, `nds_commit_generic_obj`). `p.hash` is ignored.
+    pub fn publish_process_info(&self, p: &ProcessInfo) -> Result<(), NdsError> {
+        let mut staged = p.encode();
+        let mut books = self.lock();
+        let b = &mut *books;
+        self.commit_or_rewrite(
+            &mut b.process_info,
+            PROCESS_INFO_ID,
+            b.hook.as_deref_mut(),
+            RecordSpan::PROCESS_INFO,
+            &mut staged,
+        )
+    }
+
+    /// Publish or update the process-info-ext record (seed 004 §6).
+    /// `p.hash` is ignored.
+    pub fn publish_process_info_ext(&self, p: &ProcessInfoExt) -> Result<(), NdsError> {
+        let mut staged = p.encode();
+        let mut books = self.lock();
+        let b = &mut *books;
+        self.commit_or_rewrite(
+            &mut b.process_info_ext,
+            PROCESS_INFO_EXT_ID,
+            b.hook.as_deref_mut(),
+            RecordSpan::PROCESS_INFO_EXT,
+            &mut staged,
+        )
+    }
+
+    fn commit_or_rewrite(
+        &self,
+        state: &mut RecordState,
+        id: u64,
+        mut hook: Hook<'_>,
+        span: RecordSpan,
+        staged: &mut [u8],
+    ) -> Result<(), NdsError> {
+        if *state == RecordState::Free {
+            step(state, RecordEvent::Stage, id, hook.as_deref_mut())?;
+            self.stamp_and_publish(state, id, hook, span, staged)
+        } else {
+            self.rewrite(state, id, hook, span, staged)
+        }
+    }
+
+    /// Staged -> Stamped -> Published for a record nobody has published.
+    fn stamp_and_publish(
+        &self,
+        state: &mut RecordState,
+        id: u64,
+        mut hook: Hook<'_>,
+        span: RecordSpan,
+        staged: &mut [u8],
+    ) -> Result<(), NdsError> {
+        step(state, RecordEvent::Stamp, id, hook.as_deref_mut())?;
+        fnv::stamp(staged);
+        // A free record is all zero already; invalidating anyway makes a
+        // slot left dirty by a crashed writer safe to reuse.
+        record::invalidate(&self.slab, span);
+        record::publish(&self.slab, span, staged);
+        step(state, RecordEvent::Publish, id, hook)
+    }
+
+    /// Published -> Updating -> Published: update in place.
+    fn rewrite(
+        &self,
+        state: &mut RecordState,
+        id: u64,
+        mut hook: Hook<'_>,
+        span: RecordSpan,
+        staged: &mut [u8],
+    ) -> Result<(), NdsError> {
+        // The lifecycle check comes before any byte of the slab changes.
+        step(state, RecordEvent::BeginUpdate, id, hook.as_deref_mut())?;
+        fnv::stamp(staged);
+        record::invalidate(&self.slab, span);
+        record::publish(&self.slab, span, staged);
+        step(state, RecordEvent::Publish, id, hook)
+    }
+}
+
+/// The optional trace hook, borrowed from the books.
+type Hook<'a> = Option<&'a mut (dyn TransitionHook + Send + 'static)>;
+
+/// One lifecycle step of record `id`, traced when a hook is installed.
+#[inline]
+fn step(
+    state: &mut RecordState,
+    event: RecordEvent,
+    id: u64,
+    hook: Hook<'_>,
+) -> Result<(), NdsError> {
+    *state = match hook {
+        Some(h) => step_traced::<RecordFsm, _>(*state, event, id, h)?,
+        None => fsm_step::<RecordFsm>(*state, event)?,
+    };
+    Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::fsm::Transition;
+    use crate::nds::{HeapSlab, Slab};
+    use crate::wire::nds::counters::NcCounter;
+    use std::sync::{Arc, Mutex as StdMutex};
+
+    fn model(id: u32) -> ModelRecord {
+        ModelRecord {
+            model_id: id,
+            model_node_id: id * 10,
+            ..ModelRecord::EMPTY
+        }
+    }
+
+    struct Shared(Arc<StdMutex<Vec<Transition>>>);
+    impl TransitionHook for Shared {
+        fn on_transition(&mut self, t: Transition) {
+            self.0.lock().unwrap().push(t);
+        }
+    }
+
+    #[test]
+    fn new_lays_out_then_commits_and_refuses_a_live_slab() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        slab.store_u64(0x100, 77, Ordering::Relaxed); // junk from before
+        let w = Writer::new(slab.clone()).unwrap();
+        assert_eq!(slab.load_u64(0, Ordering::Relaxed), HEADER_PROTO);
+        assert_eq!(slab.load_u64(0x100, Ordering::Relaxed), 0, "laid out");
+        assert!(matches!(
+            Writer::new(slab.clone()),
+            Err(NdsError::AlreadyCommitted)
+        ));
+        let s = w.release();
+        assert_eq!(s.load_u64(0, Ordering::Relaxed), 0);
+        assert!(
+            Writer::new(s).is_ok(),
+            "a released slab can be laid out again"
+        );
+        assert!(matches!(
+            Writer::new(HeapSlab::new(REQUIRED_SIZE - 8)),
+            Err(NdsError::TooSmall { len }) if len == REQUIRED_SIZE - 8
+        ));
+    }
+
+    #[test]
+    fn counters_add_sub_set_or_and_the_feature_bitmap_gate() {
+        let w = Writer::new(HeapSlab::zeroed()).unwrap();
+        let c = Counter::nc(9, NcCounter::InferCompleted).unwrap();
+        assert_eq!(w.add(c, 5).unwrap(), 0);
+        assert_eq!(w.sub(c, 2).unwrap(), 5);
+        assert_eq!(w.slab().load_u64(c.offset(), Ordering::Relaxed), 3);
+        w.set(c, 100).unwrap();
+        assert_eq!(w.or(c, 1), 100);
+        assert_eq!(w.slab().load_u64(c.offset(), Ordering::Relaxed), 101);
+        let fb = Counter::nd(NdCounter::FeatureBitmap);
+        for e in [
+            w.add(fb, 1).unwrap_err(),
+            w.sub(fb, 1).unwrap_err(),
+            w.set(fb, 1).unwrap_err(),
+        ] {
+            assert!(matches!(e, NdsError::OrOnly(NdCounter::FeatureBitmap)));
+            assert_eq!(e.errno(), 22);
+        }
+        assert_eq!(w.set_features(Features::MULTICORE), Features::empty());
+        assert_eq!(w.set_features(Features::TEST), Features::MULTICORE);
+        assert_eq!(w.slab().load_u64(0x20, Ordering::Relaxed), 0b11);
+    }
+
+    #[test]
+    fn sixty_five_models_is_enospc_and_slots_are_reused_first_free() {
+        let w = Writer::new(HeapSlab::zeroed()).unwrap();
+        for i in 0..64 {
+            assert_eq!(w.commit_model(&model(i)).unwrap().index(), i as usize);
+        }
+        let e = w.commit_model(&model(64)).unwrap_err();
+        assert!(matches!(e, NdsError::NoSpace));
+        assert_eq!(e.errno(), 28);
+        assert_eq!(w.live_models(), 64);
+        assert_eq!(
+            w.slab()
+                .load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed),
+            u64::MAX
+        );
+        w.delete_model(ModelSlot::new(40).unwrap()).unwrap();
+        w.delete_model(ModelSlot::new(3).unwrap()).unwrap();
+        assert_eq!(w.commit_model(&model(100)).unwrap().index(), 3);
+        assert_eq!(w.commit_model(&model(101)).unwrap().index(), 40);
+        assert!(matches!(
+            w.commit_model(&model(102)),
+            Err(NdsError::NoSpace)
+        ));
+    }
+
+    #[test]
+    fn update_and_delete_go_through_the_lifecycle() {
+        let w = Writer::new(HeapSlab::zeroed()).unwrap();
+        let trace = Arc::new(StdMutex::new(Vec::new()));
+        w.set_hook(Box::new(Shared(trace.clone())));
+        let s = w.commit_model(&model(1)).unwrap();
+        assert_eq!(w.model_state(s), RecordState::Published);
+        w.update_model(s, &model(2)).unwrap();
+        w.delete_model(s).unwrap();
+        assert_eq!(w.model_state(s), RecordState::Free);
+        let span = RecordSpan::model(s.index()).unwrap();
+        let mut all = vec![0xffu8; span.len()];
+        words::copy_out(w.slab(), span.off(), &mut all);
+        assert!(all.iter().all(|&b| b == 0), "delete zeroes the record");
+        // Update or delete of a free slot is refused before any byte moves.
+        for e in [
+            w.update_model(s, &model(3)).unwrap_err(),
+            w.delete_model(s).unwrap_err(),
+        ] {
+            assert!(matches!(e, NdsError::Lifecycle(_)), "{e}");
+            assert_eq!(e.errno(), 22);
+        }
+        let names: Vec<String> = trace
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|t| format!("{}>{}", t.event, t.to))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "stage>STAGED",
+                "stamp>STAMPED",
+                "publish>PUBLISHED",
+                "begin_update>UPDATING",
+                "publish>PUBLISHED",
+                "delete>DELETED",
+                "reclaim>FREE"
+            ]
+        );
+    }
+
+    #[test]
+    fn handles_are_send_and_sync_and_versions_pack() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Writer<MappedSlab>>();
+        send_sync::<Writer<Arc<HeapSlab>>>();
+        send_sync::<crate::nds::Reader>();
+        let w = Writer::new(HeapSlab::zeroed()).unwrap();
+        let v = |major, minor, build| VersionInfo {
+            major,
+            minor,
+            build,
+        };
+        w.set_versions(v(2, 31, 24), v(2, 1, 0), v(1, 0, 7));
+        let word = |c: NdCounter| {
+            w.slab()
+                .load_u64(Counter::nd(c).offset(), Ordering::Relaxed)
+        };
+        assert_eq!(word(NdCounter::RuntimeVersion), 2 << 40 | 31 << 32 | 24);
+        assert_eq!(word(NdCounter::FrameworkVersion), 2 << 40 | 1 << 32);
+        assert_eq!(word(NdCounter::FalVersion), 1 << 40 | 7);
+    }
+
+    #[test]
+    fn attach_adopts_published_records() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        assert!(matches!(
+            Writer::attach(slab.clone()),
+            Err(NdsError::NotCommitted)
+        ));
+        let w = Writer::new(slab.clone()).unwrap();
+        let s = w.commit_model(&model(1)).unwrap();
+        w.publish_process_info(&ProcessInfo::default()).unwrap();
+        drop(w);
+        let w2 = Writer::attach(slab).unwrap();
+        assert_eq!(w2.model_state(s), RecordState::Published);
+        assert_eq!(w2.live_models(), 1);
+        w2.update_model(s, &model(5)).unwrap();
+        w2.publish_process_info(&ProcessInfo::default()).unwrap();
+        assert_eq!(w2.commit_model(&model(2)).unwrap().index(), 1);
+    }
+}

@@ -1,0 +1,991 @@
+//! The two runners that drive the same actors (STYLE.md practice 10).
+//!
+//! - [`ThreadedRunner`]: one OS thread per actor. After an idle poll a thread
+//!   waits as the actor asks ([`Idle`]): spin, yield, or sleep on an eventfd
+//!   (bounded by [`ThreadedConfig::idle_timeout`] and woken by a stop
+//!   request). Time is a [`MonotonicClock`] since start.
+//! - [`DetRunner`]: one thread, no waiting. A seeded
+//!   [`SplitMix64`] picks the next actor among the runnable ones; a
+//!   [`VirtualClock`] advances by a fixed quantum per poll and, when every
+//!   live actor has reported idle since the last progress, jumps to the
+//!   earliest [`Actor::next_deadline`] (or by [`DetConfig::idle_jump`]). The
+//!   same seed and the same actors give the same schedule, the same virtual
+//!   times and so a byte-identical trace. A livelock guard turns "N polls in
+//!   a row without progress" into [`RunError::Livelock`] instead of a hang.
+//!
+//! ## Stopping
+//!
+//! Actors added with `add` must finish ([`Progress::Finished`]); actors added
+//! with `add_daemon` (workers, the device proxy, the publisher) run until
+//! every non-daemon actor has finished, then they are stopped. The threaded
+//! runner can also be stopped from outside ([`StopHandle`]), and it stops
+//! every actor as soon as one panics, reporting [`RunError::ActorPanicked`].
+//! The deterministic runner can stop on any predicate
+//! ([`DetRunner::run_until`]).
+
+use core::fmt;
+use std::any::Any;
+use std::io;
+use std::os::fd::RawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::clock::{MonotonicClock, VirtualClock};
+use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
+use crate::hal::eventfd::EventFd;
+use crate::prng::SplitMix64;
+
+/// The name runner events carry in the trace.
+pub const RUNNER_NAME: &str = "runner";
+
+/// Why a run did not complete.
+#[derive(Debug)]
+pub enum RunError {
+    /// The deterministic runner polled `polls` times in a row without any
+    /// actor making progress (livelock or deadlock).
+    Livelock {
+        /// Consecutive polls without progress.
+        polls: u64,
+        /// Virtual time when the guard fired.
+        now: Nanos,
+        /// Actors not finished at that point.
+        waiting: Vec<String>,
+    },
+    /// The deterministic runner reached [`DetConfig::max_polls`].
+    PollBudget {
+        /// Polls done.
+        polls: u64,
+        /// Virtual time.
+        now: Nanos,
+    },
+    /// The threaded run passed [`ThreadedConfig::max_wall`].
+    WallTimeout {
+        /// The bound that passed.
+        after: Duration,
+    },
+    /// An actor panicked inside `poll`; the others were stopped.
+    ActorPanicked {
+        /// The actor's name.
+        actor: String,
+        /// The panic message (when it was a string).
+        message: String,
+        /// The time of the poll that panicked.
+        now: Nanos,
+    },
+    /// A thread could not be spawned (or the stop eventfd created).
+    Spawn(io::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Livelock {
+                polls,
+                now,
+                waiting,
+            } => write!(
+                f,
+                "livelock: {polls} polls without progress at t={now} ns; waiting: {}",
+                waiting.join(", ")
+            ),
+            RunError::PollBudget { polls, now } => {
+                write!(f, "poll budget of {polls} exhausted at t={now} ns")
+            }
+            RunError::WallTimeout { after } => {
+                write!(f, "threaded run still going after {after:?}; stopped")
+            }
+            RunError::ActorPanicked {
+                actor,
+                message,
+                now,
+            } => write!(f, "actor {actor} panicked at t={now} ns: {message}"),
+            RunError::Spawn(e) => write!(f, "could not start the runner: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
+
+/// Poll one actor, turning a panic into an error message.
+fn poll_guarded<A: Actor + ?Sized>(
+    actor: &mut A,
+    now: Nanos,
+    name: &str,
+    trace: &mut dyn TraceSink,
+) -> Result<Progress, String> {
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut cx = Cx::new(now, name, trace);
+        actor.poll(&mut cx)
+    }))
+    .map_err(|p| panic_message(&*p))
+}
+
+// ---------------------------------------------------------------------------
+// Deterministic runner
+// ---------------------------------------------------------------------------
+
+/// Configuration of a [`DetRunner`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DetConfig {
+    /// Seeds the scheduling PRNG.
+    pub seed: u64,
+    /// Virtual time added after every poll.
+    pub quantum: Nanos,
+    /// Virtual time jumped when every live actor is idle and none has a
+    /// deadline ahead.
+    pub idle_jump: Nanos,
+    /// The livelock guard: error after this many polls in a row without
+    /// progress.
+    pub max_polls_without_progress: u64,
+    /// Error after this many polls in total (`None`: unbounded).
+    pub max_polls: Option<u64>,
+}
+
+impl DetConfig {
+    /// Defaults: quantum 100 ns, idle jump 10 us, livelock after 100 000
+    /// idle polls, no total budget.
+    pub const fn new(seed: u64) -> DetConfig {
+        DetConfig {
+            seed,
+            quantum: Nanos(100),
+            idle_jump: Nanos(10_000),
+            max_polls_without_progress: 100_000,
+            max_polls: None,
+        }
+    }
+
+    /// The runner part of a trace header's config
+    /// (`quantum=100 idle_jump=10000 livelock=100000`).
+    pub fn config_text(&self) -> String {
+        format!(
+            "quantum={} idle_jump={} livelock={}",
+            self.quantum, self.idle_jump, self.max_polls_without_progress
+        )
+    }
+}
+
+/// Counters of a deterministic run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DetStats {
+    /// Polls done.
+    pub polls: u64,
+    /// Polls that returned [`Progress::Made`] or [`Progress::Finished`].
+    pub progress: u64,
+    /// Clock jumps (rounds in which every live actor was idle).
+    pub jumps: u64,
+    /// The virtual time.
+    pub now: Nanos,
+}
+
+/// What one [`DetRunner::step`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Actor `actor` was polled with this result.
+    Polled {
+        /// Index returned by `add`/`add_daemon`.
+        actor: usize,
+        /// The poll's result.
+        progress: Progress,
+    },
+    /// Every non-daemon actor has finished (or every actor has); nothing
+    /// was polled.
+    Done,
+}
+
+struct DetSlot<A> {
+    actor: A,
+    name: String,
+    daemon: bool,
+    finished: bool,
+    /// Reported idle since the last progress by anyone (or the last jump).
+    idle: bool,
+}
+
+/// The deterministic single-thread runner.
+pub struct DetRunner<A = Box<dyn Actor>> {
+    cfg: DetConfig,
+    rng: SplitMix64,
+    clock: VirtualClock,
+    slots: Vec<DetSlot<A>>,
+    /// Scratch list of pickable actors (no allocation per step).
+    runnable: Vec<usize>,
+    stats: DetStats,
+    no_progress: u64,
+    started: bool,
+}
+
+impl<A> fmt::Debug for DetRunner<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DetRunner")
+            .field("cfg", &self.cfg)
+            .field("actors", &self.slots.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// The actor names, comma-separated (for the `start` line).
+struct Names<'a, A>(&'a [DetSlot<A>]);
+
+impl<A> fmt::Display for Names<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, s) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(&s.name)?;
+            if s.daemon {
+                f.write_str("(daemon)")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Record a runner event (`kind` `run`) at `now`.
+fn trace_runner(trace: &mut dyn TraceSink, now: Nanos, args: fmt::Arguments<'_>) {
+    if trace.enabled() {
+        trace.record(
+            now,
+            RUNNER_NAME,
+            TraceEvent {
+                kind: "run",
+                text: &args,
+            },
+        );
+    }
+}
+
+impl<A: Actor> DetRunner<A> {
+    /// An empty runner.
+    pub fn new(cfg: DetConfig) -> DetRunner<A> {
+        DetRunner {
+            cfg,
+            rng: SplitMix64::new(cfg.seed),
+            clock: VirtualClock::new(cfg.quantum),
+            slots: Vec::new(),
+            runnable: Vec::new(),
+            stats: DetStats::default(),
+            no_progress: 0,
+            started: false,
+        }
+    }
+
+    fn push(&mut self, actor: A, daemon: bool) -> usize {
+        let name = actor.name().to_string();
+        self.slots.push(DetSlot {
+            actor,
+            name,
+            daemon,
+            finished: false,
+            idle: false,
+        });
+        self.runnable.reserve(self.slots.len());
+        self.slots.len() - 1
+    }
+
+    /// Add an actor that must finish; returns its index.
+    pub fn add(&mut self, actor: A) -> usize {
+        self.push(actor, false)
+    }
+
+    /// Add a daemon: it is not waited for, and is simply no longer polled
+    /// once every non-daemon actor has finished.
+    pub fn add_daemon(&mut self, actor: A) -> usize {
+        self.push(actor, true)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DetConfig {
+        &self.cfg
+    }
+
+    /// The virtual time.
+    pub fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> DetStats {
+        DetStats {
+            now: self.clock.now(),
+            ..self.stats
+        }
+    }
+
+    /// Number of actors.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// `true` with no actors.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Actor `i`.
+    pub fn actor(&self, i: usize) -> &A {
+        &self.slots[i].actor
+    }
+
+    /// Actor `i`, mutably (between steps).
+    pub fn actor_mut(&mut self, i: usize) -> &mut A {
+        &mut self.slots[i].actor
+    }
+
+    /// Whether actor `i` has finished.
+    pub fn is_finished(&self, i: usize) -> bool {
+        self.slots[i].finished
+    }
+
+    /// The actors, in `add` order.
+    pub fn into_actors(self) -> Vec<A> {
+        self.slots.into_iter().map(|s| s.actor).collect()
+    }
+
+    /// `true` when every non-daemon actor has finished (and there is at
+    /// least one), or when every actor has.
+    pub fn is_done(&self) -> bool {
+        let mut any_non_daemon = false;
+        let mut all_done = true;
+        let mut non_daemons_done = true;
+        for s in &self.slots {
+            all_done &= s.finished;
+            if !s.daemon {
+                any_non_daemon = true;
+                non_daemons_done &= s.finished;
+            }
+        }
+        all_done || (any_non_daemon && non_daemons_done)
+    }
+
+    /// Poll one actor (jumping the clock first if every live actor is idle).
+    pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
+        if !self.started {
+            self.started = true;
+            trace_runner(
+                trace,
+                self.clock.now(),
+                format_args!("start seed={} actors={}", self.cfg.seed, Names(&self.slots)),
+            );
+        }
+        if self.is_done() {
+            return Ok(Step::Done);
+        }
+        self.collect_runnable();
+        if self.runnable.is_empty() {
+            // Nobody can make progress at this time: jump to the earliest
+            // deadline ahead, or by the idle jump.
+            let now = self.clock.now();
+            let target = self
+                .slots
+                .iter()
+                .filter(|s| !s.finished)
+                .filter_map(|s| s.actor.next_deadline())
+                .filter(|&d| d > now)
+                .min()
+                .unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
+            let to = self.clock.jump_to(target);
+            self.stats.jumps += 1;
+            for s in &mut self.slots {
+                s.idle = false;
+            }
+            trace_runner(trace, now, format_args!("jump to={to}"));
+            self.collect_runnable();
+        }
+        let k = self.rng.below(self.runnable.len() as u64) as usize;
+        let i = self.runnable[k];
+        let now = self.clock.now();
+        let slot = &mut self.slots[i];
+        let polled = poll_guarded(&mut slot.actor, now, &slot.name, trace);
+        self.clock.tick();
+        self.stats.polls += 1;
+        let progress = match polled {
+            Ok(p) => p,
+            Err(message) => {
+                slot.finished = true;
+                return Err(RunError::ActorPanicked {
+                    actor: slot.name.clone(),
+                    message,
+                    now,
+                });
+            }
+        };
+        match progress {
+            Progress::Made => self.progressed(),
+            Progress::Finished => {
+                slot.finished = true;
+                self.progressed();
+                let name = self.slots[i].name.as_str();
+                trace_runner(trace, now, format_args!("finished {name}"));
+            }
+            Progress::Idle => {
+                slot.idle = true;
+                self.no_progress += 1;
+                if self.no_progress >= self.cfg.max_polls_without_progress {
+                    return Err(RunError::Livelock {
+                        polls: self.no_progress,
+                        now: self.clock.now(),
+                        waiting: self
+                            .slots
+                            .iter()
+                            .filter(|s| !s.finished)
+                            .map(|s| s.name.clone())
+                            .collect(),
+                    });
+                }
+            }
+        }
+        if let Some(max) = self.cfg.max_polls {
+            if self.stats.polls >= max && !self.is_done() {
+                return Err(RunError::PollBudget {
+                    polls: self.stats.polls,
+                    now: self.clock.now(),
+                });
+            }
+        }
+        Ok(Step::Polled { actor: i, progress })
+    }
+
+    fn progressed(&mut self) {
+        self.stats.progress += 1;
+        self.no_progress = 0;
+        for s in &mut self.slots {
+            s.idle = false;
+        }
+    }
+
+    fn collect_runnable(&mut self) {
+        self.runnable.clear();
+        for (i, s) in self.slots.iter().enumerate() {
+            if !s.finished && !s.idle {
+                self.runnable.push(i);
+            }
+        }
+    }
+
+    /// Run until [`DetRunner::is_done`].
+    pub fn run(&mut self, trace: &mut dyn TraceSink) -> Result<DetStats, RunError> {
+        self.run_until(trace, |_| false)
+    }
+
+    /// Run until done or until `stop` (checked before every step) says so.
+    pub fn run_until(
+        &mut self,
+        trace: &mut dyn TraceSink,
+        mut stop: impl FnMut(&Self) -> bool,
+    ) -> Result<DetStats, RunError> {
+        while !stop(self) {
+            if self.step(trace)? == Step::Done {
+                break;
+            }
+        }
+        Ok(self.stats())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Threaded runner
+// ---------------------------------------------------------------------------
+
+/// Configuration of a [`ThreadedRunner`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadedConfig {
+    /// Longest single sleep of an [`Idle::Fd`] actor before it is polled
+    /// again (a lost wake-up costs at most this).
+    pub idle_timeout: Duration,
+    /// Stop everything and fail with [`RunError::WallTimeout`] if the run is
+    /// still going after this long (`None`: no bound).
+    pub max_wall: Option<Duration>,
+}
+
+impl Default for ThreadedConfig {
+    fn default() -> Self {
+        ThreadedConfig {
+            idle_timeout: Duration::from_millis(10),
+            max_wall: None,
+        }
+    }
+}
+
+struct StopInner {
+    flag: AtomicBool,
+    /// Signalled once by `stop` and never read, so it stays readable and
+    /// wakes every thread sleeping in `poll(2)` on it.
+    efd: EventFd,
+}
+
+/// Stops a threaded run from anywhere. Cheap to clone.
+#[derive(Clone)]
+pub struct StopHandle(Arc<StopInner>);
+
+impl fmt::Debug for StopHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("StopHandle")
+            .field(&self.is_stopped())
+            .finish()
+    }
+}
+
+impl StopHandle {
+    fn new() -> io::Result<StopHandle> {
+        Ok(StopHandle(Arc::new(StopInner {
+            flag: AtomicBool::new(false),
+            efd: EventFd::new()?,
+        })))
+    }
+
+    /// Ask every actor thread to return after its current poll.
+    pub fn stop(&self) {
+        // Ordering: Release pairs with the Acquire load in `is_stopped`:
+        // whatever the stopper did before (e.g. recording results) is visible
+        // to a thread that sees the flag.
+        self.0.flag.store(true, Ordering::Release);
+        // Wakes sleepers; failure (counter overflow) is impossible for one
+        // write of 1 and would only cost one idle timeout.
+        let _ = self.0.efd.signal(1);
+    }
+
+    /// Whether [`StopHandle::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        // Ordering: Acquire pairs with the Release store in `stop`.
+        self.0.flag.load(Ordering::Acquire)
+    }
+
+    fn fd(&self) -> RawFd {
+        self.0.efd.raw()
+    }
+}
+
+/// Sleep until `fd` or `stop_fd` is readable or `timeout` passes, then reset
+/// `fd`'s eventfd counter if it fired.
+fn wait_fd(fd: RawFd, stop_fd: RawFd, timeout: Duration) {
+    let mut pfd = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // Round up so a sub-millisecond timeout does not become a busy poll.
+    let ms = timeout
+        .as_micros()
+        .div_ceil(1000)
+        .clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: two initialised pollfd structs on our stack, length 2; poll
+    // only writes their `revents`. A bad fd is reported in `revents`
+    // (POLLNVAL), not undefined behaviour.
+    let r = unsafe { libc::poll(pfd.as_mut_ptr(), 2, ms) };
+    if r > 0 && pfd[0].revents & libc::POLLIN != 0 {
+        let mut v = 0u64;
+        // SAFETY: reads at most 8 bytes into a local u64. The actor promised
+        // a non-blocking eventfd; any other fd makes this return an error or
+        // fewer bytes, never undefined behaviour. The value is discarded: the
+        // read only resets the counter.
+        let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    }
+}
+
+/// Per-actor counters of a threaded run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ActorStats {
+    /// The actor's name.
+    pub name: String,
+    /// Polls done.
+    pub polls: u64,
+    /// Polls that returned [`Progress::Made`].
+    pub progress: u64,
+    /// Idle waits done.
+    pub idle_waits: u64,
+    /// `true` if the actor returned [`Progress::Finished`] (as opposed to
+    /// being stopped).
+    pub finished: bool,
+}
+
+/// The outcome of a threaded run.
+pub struct ThreadedReport<A> {
+    /// The actors, in `add` order, as they ended.
+    pub actors: Vec<A>,
+    /// Their counters, same order.
+    pub stats: Vec<ActorStats>,
+    /// Wall time from start to the last join.
+    pub elapsed: Duration,
+}
+
+impl<A> fmt::Debug for ThreadedReport<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadedReport")
+            .field("stats", &self.stats)
+            .field("elapsed", &self.elapsed)
+            .finish_non_exhaustive()
+    }
+}
+
+struct ThreadShared {
+    stop: StopHandle,
+    /// Non-daemon actors not finished yet; the one that takes it to zero
+    /// stops the daemons.
+    remaining: AtomicUsize,
+    clock: MonotonicClock,
+}
+
+/// The threaded runner: one thread per actor.
+pub struct ThreadedRunner<A> {
+    cfg: ThreadedConfig,
+    actors: Vec<(A, bool)>,
+    stop: StopHandle,
+}
+
+impl<A> fmt::Debug for ThreadedRunner<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadedRunner")
+            .field("cfg", &self.cfg)
+            .field("actors", &self.actors.len())
+            .finish()
+    }
+}
+
+impl<A: Actor + Send + 'static> ThreadedRunner<A> {
+    /// An empty runner (creates the stop eventfd).
+    pub fn new(cfg: ThreadedConfig) -> Result<ThreadedRunner<A>, RunError> {
+        Ok(ThreadedRunner {
+            cfg,
+            actors: Vec::new(),
+            stop: StopHandle::new().map_err(RunError::Spawn)?,
+        })
+    }
+
+    /// Add an actor that must finish; returns its index.
+    pub fn add(&mut self, actor: A) -> usize {
+        self.actors.push((actor, false));
+        self.actors.len() - 1
+    }
+
+    /// Add a daemon, stopped once every non-daemon actor has finished.
+    pub fn add_daemon(&mut self, actor: A) -> usize {
+        self.actors.push((actor, true));
+        self.actors.len() - 1
+    }
+
+    /// A handle that stops the run (usable before and after `start`).
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Spawn one thread per actor (named `xunds-<actor>`).
+    pub fn start(self) -> Result<Running<A>, RunError> {
+        let started = Instant::now();
+        let non_daemons = self.actors.iter().filter(|(_, d)| !d).count();
+        let shared = Arc::new(ThreadShared {
+            stop: self.stop.clone(),
+            remaining: AtomicUsize::new(non_daemons),
+            clock: MonotonicClock::start(),
+        });
+        if self.actors.is_empty() {
+            // Nothing will ever call stop: the run is over before it starts.
+            self.stop.stop();
+        }
+        let mut threads = Vec::with_capacity(self.actors.len());
+        for (actor, daemon) in self.actors {
+            let name = actor.name().to_string();
+            let sh = shared.clone();
+            let cfg = self.cfg;
+            let spawned = thread::Builder::new()
+                .name(format!("xunds-{name}"))
+                .spawn(move || actor_thread(actor, daemon, &sh, cfg));
+            match spawned {
+                Ok(h) => threads.push((name, h)),
+                Err(e) => {
+                    shared.stop.stop();
+                    for (_, h) in threads {
+                        let _ = h.join();
+                    }
+                    return Err(RunError::Spawn(e));
+                }
+            }
+        }
+        Ok(Running {
+            stop: self.stop,
+            threads,
+            started,
+            max_wall: self.cfg.max_wall,
+        })
+    }
+
+    /// Start, then [`Running::join`]: returns when every non-daemon actor
+    /// has finished (or on a stop request, a panic or the wall bound).
+    pub fn run(self) -> Result<ThreadedReport<A>, RunError> {
+        self.start()?.join()
+    }
+}
+
+type ThreadResult<A> = Result<(A, ActorStats), RunError>;
+
+fn actor_thread<A: Actor>(
+    mut actor: A,
+    daemon: bool,
+    sh: &ThreadShared,
+    cfg: ThreadedConfig,
+) -> ThreadResult<A> {
+    let mut st = ActorStats {
+        name: actor.name().to_string(),
+        ..ActorStats::default()
+    };
+    let mut trace = NullTrace;
+    loop {
+        if sh.stop.is_stopped() {
+            break;
+        }
+        let now = sh.clock.now();
+        st.polls += 1;
+        match poll_guarded(&mut actor, now, &st.name, &mut trace) {
+            Err(message) => {
+                sh.stop.stop();
+                return Err(RunError::ActorPanicked {
+                    actor: st.name,
+                    message,
+                    now,
+                });
+            }
+            Ok(Progress::Made) => st.progress += 1,
+            Ok(Progress::Finished) => {
+                st.finished = true;
+                break;
+            }
+            Ok(Progress::Idle) => {
+                st.idle_waits += 1;
+                match actor.idle() {
+                    Idle::Spin => std::hint::spin_loop(),
+                    Idle::Yield => thread::yield_now(),
+                    Idle::Fd(fd) => wait_fd(fd, sh.stop.fd(), cfg.idle_timeout),
+                }
+            }
+        }
+    }
+    // Ordering: AcqRel: the Release half publishes this actor's work to the
+    // thread that sees the count reach zero; its Acquire half makes every
+    // other finisher's work visible to the one that stops the daemons.
+    if st.finished && !daemon && sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        sh.stop.stop();
+    }
+    Ok((actor, st))
+}
+
+/// A threaded run in progress.
+pub struct Running<A> {
+    stop: StopHandle,
+    threads: Vec<(String, JoinHandle<ThreadResult<A>>)>,
+    started: Instant,
+    max_wall: Option<Duration>,
+}
+
+impl<A> fmt::Debug for Running<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Running")
+            .field("threads", &self.threads.len())
+            .field("stopped", &self.stop.is_stopped())
+            .finish()
+    }
+}
+
+impl<A> Running<A> {
+    /// A handle that stops the run.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Ask every actor to return after its current poll.
+    pub fn stop(&self) {
+        self.stop.stop();
+    }
+
+    /// Wait for every thread. Returns the actors and their counters, or the
+    /// first error (a panic, or the wall bound).
+    pub fn join(self) -> Result<ThreadedReport<A>, RunError> {
+        let mut timed_out = None;
+        if let Some(max) = self.max_wall {
+            let deadline = self.started + max;
+            while !self.stop.is_stopped() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    timed_out = Some(max);
+                    self.stop.stop();
+                    break;
+                }
+                // Sleep on the stop eventfd itself (it never gets reset).
+                let mut pfd = libc::pollfd {
+                    fd: self.stop.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let ms = left.as_millis().clamp(1, 100) as libc::c_int;
+                // SAFETY: one initialised pollfd on our stack; poll only
+                // writes its `revents`.
+                unsafe { libc::poll(&mut pfd, 1, ms) };
+            }
+        }
+        let mut actors = Vec::with_capacity(self.threads.len());
+        let mut stats = Vec::with_capacity(self.threads.len());
+        let mut first_err = None;
+        for (name, h) in self.threads {
+            match h.join() {
+                Ok(Ok((a, st))) => {
+                    actors.push(a);
+                    stats.push(st);
+                }
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                // A panic outside `poll` (in `idle` or `name`).
+                Err(p) => {
+                    first_err.get_or_insert(RunError::ActorPanicked {
+                        actor: name,
+                        message: panic_message(&*p),
+                        now: Nanos::ZERO,
+                    });
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if let Some(after) = timed_out {
+            return Err(RunError::WallTimeout { after });
+        }
+        Ok(ThreadedReport {
+            actors,
+            stats,
+            elapsed: self.started.elapsed(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts down, reporting idle every other poll.
+    struct Countdown {
+        name: &'static str,
+        left: u32,
+        flip: bool,
+    }
+
+    impl Actor for Countdown {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+            if self.left == 0 {
+                return Progress::Finished;
+            }
+            self.flip = !self.flip;
+            if self.flip {
+                return Progress::Idle;
+            }
+            self.left -= 1;
+            cx.event("msg", format_args!("left {}", self.left));
+            Progress::Made
+        }
+    }
+
+    #[test]
+    fn det_runner_finishes_and_counts() {
+        let mut r: DetRunner<Countdown> = DetRunner::new(DetConfig::new(1));
+        r.add(Countdown {
+            name: "a",
+            left: 5,
+            flip: false,
+        });
+        r.add(Countdown {
+            name: "b",
+            left: 3,
+            flip: false,
+        });
+        let st = r.run(&mut NullTrace).unwrap();
+        assert!(r.is_done());
+        assert_eq!(st.progress, 5 + 3 + 2);
+        assert_eq!(
+            st.now,
+            Nanos(st.polls * 100 + st.jumps * 10_000).max(st.now)
+        );
+        assert_eq!(r.step(&mut NullTrace).unwrap(), Step::Done);
+    }
+
+    #[test]
+    fn det_runner_with_only_daemons_needs_a_stop_predicate() {
+        let mut r: DetRunner<Countdown> = DetRunner::new(DetConfig::new(2));
+        r.add_daemon(Countdown {
+            name: "d",
+            left: u32::MAX,
+            flip: false,
+        });
+        let st = r
+            .run_until(&mut NullTrace, |r| r.stats().polls >= 50)
+            .unwrap();
+        assert_eq!(st.polls, 50);
+        assert!(!r.is_done());
+    }
+
+    #[test]
+    fn threaded_runner_stops_daemons_when_the_rest_finish() {
+        let mut r = ThreadedRunner::new(ThreadedConfig {
+            max_wall: Some(Duration::from_secs(60)),
+            ..ThreadedConfig::default()
+        })
+        .unwrap();
+        r.add(Countdown {
+            name: "a",
+            left: 100,
+            flip: false,
+        });
+        r.add_daemon(Countdown {
+            name: "d",
+            left: u32::MAX,
+            flip: false,
+        });
+        let rep = r.run().unwrap();
+        assert_eq!(rep.actors[0].left, 0);
+        assert!(rep.stats[0].finished);
+        assert!(!rep.stats[1].finished);
+        assert_eq!(rep.stats[0].progress, 100);
+    }
+
+    #[test]
+    fn wait_fd_returns_on_signal_and_resets_the_counter() {
+        let work = EventFd::new().unwrap();
+        let stop = EventFd::new().unwrap();
+        work.signal(3).unwrap();
+        wait_fd(work.raw(), stop.raw(), Duration::from_secs(30));
+        assert_eq!(work.try_read().unwrap(), 0);
+        // The stop fd wakes the wait without touching the work fd.
+        stop.signal(1).unwrap();
+        wait_fd(work.raw(), stop.raw(), Duration::from_secs(30));
+        assert_eq!(stop.try_read().unwrap(), 1);
+    }
+}

@@ -1,0 +1,401 @@
+//! The counter arrays (seed 004 §3) and their resolvers (§4): indices as typed
+//! enums with the names in SPEC-NOTES.md, the feature bits of ND counter 3,
+//! the order-locked error-class block, and index -> byte offset.
+//!
+//! Counters are naturally aligned little-endian u64s with no hash; the
+//! datastore protocol updates them atomically at the offsets computed here.
+//!
+//! | band | region | holds | element index |
+//! |---|---|---|---|
+//! | ND | `nd_counters` @0x8 | 31 counters | `1 + i` |
+//! | NC | `nc_counters` @0x100 | cores 0-3, counters 0..=30 | `32 + core*31 + c` |
+//! | EXT NC | `ext_nc_counters` @0xda80 | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
+//! | EXT NC-data | `ext_nc_data` @0xe280 | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
+//!
+//! Byte offset = element index * 8. One deliberate tightening of §4: the
+//! seed's pseudo-code bounds `counter_index` only for cores 4-15; for cores
+//! 0-3 an index above 94 would run into the next core's EXT row (or, for core
+//! 3, into the EXT NC-data band). [`nc_counter_off`] refuses a counter above 94
+//! for every core.
+
+use super::super::layout::Span;
+use super::super::WireError;
+use super::region;
+
+/// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
+pub const ND_COUNTER_COUNT: usize = 31;
+/// `NDS_ND_COUNTER_LAST`: the named ND counters.
+pub const ND_COUNTER_NAMED: usize = 14;
+/// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
+pub const NC_COUNTER_COUNT: usize = 31;
+/// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
+pub const EXT_NC_COUNTER_COUNT: usize = 64;
+/// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
+pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
+/// Named EXT NC counters (31..=40).
+pub const EXT_NC_COUNTER_NAMED: usize = 10;
+/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
+pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
+/// NeuronCores with a row in the ND/NC/EXT bands.
+pub const MAX_CORES: usize = 16;
+/// `NDS_MAX_NEURONCORE_COUNT`: cores 0-3 use the original band.
+pub const BASE_CORES: usize = 4;
+/// `NDS_EXT_MAX_NEURONCORE_COUNT`: cores 4-15 use the EXT NC-data band.
+pub const EXT_CORES: usize = MAX_CORES - BASE_CORES;
+
+/// `BIT_INDEX_TEST_FEATURE` (neuron_ds.h:96).
+pub const FEATURE_TEST: u32 = 0;
+/// `BIT_INDEX_MULTICORE_FEATURE` (neuron_ds.h:97).
+pub const FEATURE_MULTICORE: u32 = 1;
+
+/// u64 element index of ND counter 0 (the header is element 0).
+pub const ND_BASE_ELEM: usize = 1;
+/// u64 element index of the NC band (`32 = 0x100 / 8`).
+pub const NC_BASE_ELEM: usize = 32;
+/// u64 element index of the EXT NC band (`6992 = 0xda80 / 8`).
+pub const EXT_NC_BASE_ELEM: usize = 6992;
+/// u64 element index of the EXT NC-data band (`7248 = 0xe280 / 8`).
+pub const EXT_NC_DATA_BASE_ELEM: usize = 7248;
+
+// §4: the resolver constants are the region starts in u64 units.
+const _: () = assert!(ND_BASE_ELEM * 8 == region::ND_COUNTERS_OFF);
+const _: () = assert!(NC_BASE_ELEM * 8 == region::NC_COUNTERS_OFF);
+const _: () = assert!(EXT_NC_BASE_ELEM * 8 == region::EXT_NC_COUNTERS_OFF);
+const _: () = assert!(EXT_NC_DATA_BASE_ELEM * 8 == region::EXT_NC_DATA_OFF);
+const _: () = assert!(TOTAL_NC_COUNTER_COUNT == 95 && EXT_NC_DATA_COUNT == 96);
+const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
+const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
+const _: () = assert!(EXT_CORES == 12);
+
+named_index_enum! {
+    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (§3).
+    /// Indices 14..=30 are reserved headroom.
+    pub enum NdCounter {
+        RuntimeVersion = 0 => "RUNTIME_VERSION",
+        FrameworkVersion = 1 => "FRAMEWORK_VERSION",
+        FalVersion = 2 => "FAL_VERSION",
+        FeatureBitmap = 3 => "FEATURE_BITMAP",
+        MinNeffVersion = 4 => "MIN_NEFF_VERSION",
+        MaxNeffVersion = 5 => "MAX_NEFF_VERSION",
+        MemUsageCodeHost = 6 => "MEM_USAGE_CODE_HOST",
+        MemUsageTensorsHost = 7 => "MEM_USAGE_TENSORS_HOST",
+        MemUsageConstantsHost = 8 => "MEM_USAGE_CONSTANTS_HOST",
+        MemUsageScratchpadHost = 9 => "MEM_USAGE_SCRATCHPAD_HOST",
+        MemUsageMiscHost = 10 => "MEM_USAGE_MISC_HOST",
+        DynamicSysfsMetricBitmap = 11 => "DYNAMIC_SYSFS_METRIC_BITMAP",
+        DeviceClusterId = 12 => "DEVICE_CLUSTER_ID",
+        AggNeffId = 13 => "AGG_NEFF_ID",
+    }
+}
+
+named_index_enum! {
+    /// NC (per-NeuronCore) counter indices: 0..=30 in the original band,
+    /// 31..=40 the named EXT counters (41..=94 reserved) (§3).
+    pub enum NcCounter {
+        TimeInUse = 0 => "TIME_IN_USE",
+        InferCompleted = 1 => "INFER_COMPLETED",
+        InferCompletedWithErr = 2 => "INFER_COMPLETED_WITH_ERR",
+        InferCompletedWithNumErr = 3 => "INFER_COMPLETED_WITH_NUM_ERR",
+        InferTimedOut = 4 => "INFER_TIMED_OUT",
+        InferIncorrectInput = 5 => "INFER_INCORRECT_INPUT",
+        InferFailedToQueue = 6 => "INFER_FAILED_TO_QUEUE",
+        ErrGeneric = 7 => "ERR_GENERIC",
+        ErrNumerical = 8 => "ERR_NUMERICAL",
+        ErrModel = 9 => "ERR_MODEL",
+        ErrTransient = 10 => "ERR_TRANSIENT",
+        ErrHw = 11 => "ERR_HW",
+        ErrRt = 12 => "ERR_RT",
+        LatencyDevice = 13 => "LATENCY_DEVICE",
+        LatencyTotal = 14 => "LATENCY_TOTAL",
+        NcTime = 15 => "NC_TIME",
+        GenericFail = 16 => "GENERIC_FAIL",
+        ErrResource = 17 => "ERR_RESOURCE",
+        ErrResourceNc = 18 => "ERR_RESOURCE_NC",
+        ErrInvalid = 19 => "ERR_INVALID",
+        ErrUnsupportedNeffVersion = 20 => "ERR_UNSUPPORTED_NEFF_VERSION",
+        CcTime = 21 => "CC_TIME",
+        MemUsageCodeDevice = 22 => "MEM_USAGE_CODE_DEVICE",
+        MemUsageTensorsDevice = 23 => "MEM_USAGE_TENSORS_DEVICE",
+        MemUsageConstantsDevice = 24 => "MEM_USAGE_CONSTANTS_DEVICE",
+        MemUsageScratchpadDevice = 25 => "MEM_USAGE_SCRATCHPAD_DEVICE",
+        MemUsageMiscDevice = 26 => "MEM_USAGE_MISC_DEVICE",
+        ModelLoadCount = 27 => "MODEL_LOAD_COUNT",
+        InferenceCount = 28 => "INFERENCE_COUNT",
+        MacCount = 29 => "MAC_COUNT",
+        Oob = 30 => "OOB",
+        HwErrCollectives = 31 => "HW_ERR_COLLECTIVES",
+        HwErrHbmUe = 32 => "HW_ERR_HBM_UE",
+        HwErrNcUe = 33 => "HW_ERR_NC_UE",
+        HwErrDmaAbort = 34 => "HW_ERR_DMA_ABORT",
+        ErrSwNqOverflow = 35 => "ERR_SW_NQ_OVERFLOW",
+        ErrSwSemaphoreError = 36 => "ERR_SW_SEMAPHORE_ERROR",
+        ErrSwEventError = 37 => "ERR_SW_EVENT_ERROR",
+        ErrSwPsumCollision = 38 => "ERR_SW_PSUM_COLLISION",
+        ErrSwSequencerFatal = 39 => "ERR_SW_SEQUENCER_FATAL",
+        HwErrRepairableHbmUe = 40 => "HW_ERR_REPAIRABLE_HBM_UE",
+    }
+}
+
+named_index_enum! {
+    /// Error classes, in the order that locks NC counters 7..=12
+    /// (`index = ERR_GENERIC + class`, §3 GOTCHA).
+    pub enum ErrorClass {
+        Generic = 0 => "GENERIC",
+        Numerical = 1 => "NUMERICAL",
+        Model = 2 => "MODEL",
+        Transient = 3 => "TRANSIENT",
+        Hw = 4 => "HW",
+        Rt = 5 => "RT",
+    }
+}
+
+const _: () = assert!(NdCounter::AggNeffId as usize + 1 == ND_COUNTER_NAMED);
+const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
+const _: () = assert!(
+    NcCounter::HwErrRepairableHbmUe as usize + 1 == NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
+);
+// §3: the error block is order-locked at 7..=12.
+const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
+const _: () = assert!(NcCounter::ErrGeneric as u8 + ErrorClass::Rt as u8 == NcCounter::ErrRt as u8);
+
+impl NdCounter {
+    /// Byte offset of this counter in the slab (`8 + 8 * index`).
+    pub const fn off(self) -> usize {
+        (ND_BASE_ELEM + self as usize) * 8
+    }
+}
+
+impl NcCounter {
+    /// `true` for the EXT counters (index >= 31), which live in the EXT NC
+    /// band for cores 0-3.
+    pub const fn is_ext(self) -> bool {
+        self as usize >= NC_COUNTER_COUNT
+    }
+
+    /// Byte offset of this counter for NeuronCore `core` ([`nc_counter_off`]).
+    pub fn off(self, core: u32) -> Result<usize, WireError> {
+        nc_counter_off(core, self.index())
+    }
+}
+
+impl ErrorClass {
+    /// The NC counter this class is tallied in (`ERR_GENERIC + class`).
+    pub const fn counter(self) -> NcCounter {
+        match self {
+            ErrorClass::Generic => NcCounter::ErrGeneric,
+            ErrorClass::Numerical => NcCounter::ErrNumerical,
+            ErrorClass::Model => NcCounter::ErrModel,
+            ErrorClass::Transient => NcCounter::ErrTransient,
+            ErrorClass::Hw => NcCounter::ErrHw,
+            ErrorClass::Rt => NcCounter::ErrRt,
+        }
+    }
+}
+
+bitflags::bitflags! {
+    /// The `FEATURE_BITMAP` ND counter (index 3), written with OR, never ADD
+    /// (§3 QUIRK). Unknown bits are kept.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Features: u64 {
+        /// Bit [`FEATURE_TEST`].
+        const TEST = 1 << FEATURE_TEST;
+        /// Bit [`FEATURE_MULTICORE`].
+        const MULTICORE = 1 << FEATURE_MULTICORE;
+        // Other bits survive a round trip.
+        const _ = !0;
+    }
+}
+
+/// The NC counter for error class `class` (`ERR_GENERIC + class`, §3): class
+/// 0..=5 maps to counters 7..=12; anything else is out of range.
+pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
+    let limit = ErrorClass::ALL.len() as u32;
+    match ErrorClass::from_index(u32::from(class)) {
+        Some(c) => Ok(c.counter()),
+        None => Err(WireError::OutOfRange {
+            what: "error class",
+            value: u64::from(class),
+            limit: u64::from(limit),
+        }),
+    }
+}
+
+/// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, §4).
+pub fn nd_counter_off(index: u32) -> Result<usize, WireError> {
+    let i = index as usize;
+    if i < ND_COUNTER_COUNT {
+        Ok((ND_BASE_ELEM + i) * 8)
+    } else {
+        Err(WireError::OutOfRange {
+            what: "nd counter",
+            value: u64::from(index),
+            limit: ND_COUNTER_COUNT as u64,
+        })
+    }
+}
+
+/// Which of the three NC bands a (core, counter) pair lives in (§3 QUIRK).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NcBand {
+    /// `nc_counters` @0x100: cores 0-3, counters 0..=30.
+    Base,
+    /// `ext_nc_counters` @0xda80: cores 0-3, counters 31..=94.
+    ExtCounters,
+    /// `ext_nc_data` @0xe280: cores 4-15, counters 0..=94.
+    ExtData,
+}
+
+impl NcBand {
+    /// The region-map row of this band.
+    pub const fn span(self) -> Span {
+        match self {
+            NcBand::Base => region::NC_COUNTERS,
+            NcBand::ExtCounters => region::EXT_NC_COUNTERS,
+            NcBand::ExtData => region::EXT_NC_DATA,
+        }
+    }
+}
+
+/// A resolved NC counter: its band and u64 element index from the slab base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NcSlot {
+    /// The band the counter lives in.
+    pub band: NcBand,
+    /// u64 element index (byte offset / 8), as the seed's pseudo-code computes.
+    pub elem: usize,
+}
+
+impl NcSlot {
+    /// Byte offset from the slab base.
+    pub const fn off(&self) -> usize {
+        self.elem * 8
+    }
+}
+
+/// The three-band dispatch of §4 (`nds_*_nc_counter` @0x507220, kernel
+/// `get_neuroncore_counter_value`), returning the band and element index.
+/// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
+pub fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
+    let (pnc, c) = (core as usize, counter as usize);
+    if pnc >= MAX_CORES {
+        return Err(WireError::OutOfRange {
+            what: "nc core",
+            value: u64::from(core),
+            limit: MAX_CORES as u64,
+        });
+    }
+    if c >= TOTAL_NC_COUNTER_COUNT {
+        return Err(WireError::OutOfRange {
+            what: "nc counter",
+            value: u64::from(counter),
+            limit: TOTAL_NC_COUNTER_COUNT as u64,
+        });
+    }
+    Ok(if pnc < BASE_CORES {
+        if c < NC_COUNTER_COUNT {
+            NcSlot {
+                band: NcBand::Base,
+                elem: NC_BASE_ELEM + pnc * NC_COUNTER_COUNT + c,
+            }
+        } else {
+            NcSlot {
+                band: NcBand::ExtCounters,
+                elem: EXT_NC_BASE_ELEM + pnc * EXT_NC_COUNTER_COUNT + (c - NC_COUNTER_COUNT),
+            }
+        }
+    } else {
+        NcSlot {
+            band: NcBand::ExtData,
+            elem: EXT_NC_DATA_BASE_ELEM + (pnc - BASE_CORES) * EXT_NC_DATA_COUNT + c,
+        }
+    })
+}
+
+/// Byte offset of NC counter `counter` of NeuronCore `core` (§4; see
+/// [`nc_counter_slot`]).
+pub fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
+    nc_counter_slot(core, counter).map(|s| s.off())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enums_round_trip() {
+        assert_eq!(NdCounter::ALL.len(), ND_COUNTER_NAMED);
+        assert_eq!(
+            NcCounter::ALL.len(),
+            NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
+        );
+        for (i, c) in NdCounter::ALL.iter().enumerate() {
+            assert_eq!(c.index() as usize, i);
+            assert_eq!(NdCounter::from_index(c.index()), Some(*c));
+            assert_eq!(NdCounter::from_name(c.name()), Some(*c));
+        }
+        for (i, c) in NcCounter::ALL.iter().enumerate() {
+            assert_eq!(c.index() as usize, i);
+            assert_eq!(NcCounter::from_index(c.index()), Some(*c));
+            assert_eq!(NcCounter::from_name(c.name()), Some(*c));
+            assert_eq!(c.is_ext(), i >= 31);
+        }
+        assert_eq!(NdCounter::from_index(14), None);
+        assert_eq!(NcCounter::from_index(41), None);
+        assert_eq!(NcCounter::from_name("NOPE"), None);
+        assert_eq!(NcCounter::MacCount.to_string(), "MAC_COUNT");
+    }
+
+    #[test]
+    fn error_classes_are_order_locked() {
+        for class in 0..=5u8 {
+            let c = error_class_counter(class).unwrap();
+            assert_eq!(c.index(), 7 + u32::from(class));
+        }
+        assert_eq!(error_class_counter(1), Ok(NcCounter::ErrNumerical));
+        assert_eq!(error_class_counter(5), Ok(NcCounter::ErrRt));
+        assert!(matches!(
+            error_class_counter(6),
+            Err(WireError::OutOfRange { limit: 6, .. })
+        ));
+    }
+
+    #[test]
+    fn features_keep_unknown_bits() {
+        let f = Features::from_bits_retain(0b1011);
+        assert!(f.contains(Features::TEST | Features::MULTICORE));
+        assert_eq!(f.bits(), 0b1011);
+        assert_eq!(Features::MULTICORE.bits(), 2);
+    }
+
+    #[test]
+    fn resolver_edges() {
+        assert_eq!(nd_counter_off(0), Ok(8));
+        assert_eq!(nd_counter_off(30), Ok(8 + 30 * 8));
+        assert!(nd_counter_off(31).is_err());
+        assert_eq!(nc_counter_off(0, 0), Ok(0x100));
+        assert_eq!(nc_counter_off(3, 30), Ok(0x100 + (3 * 31 + 30) * 8));
+        assert_eq!(nc_counter_off(0, 31), Ok(0xda80));
+        assert_eq!(nc_counter_off(3, 94), Ok(0xda80 + (3 * 64 + 63) * 8));
+        assert_eq!(nc_counter_off(4, 0), Ok(0xe280));
+        assert_eq!(nc_counter_off(15, 94), Ok(0xe280 + (11 * 96 + 94) * 8));
+        assert!(matches!(
+            nc_counter_off(16, 0),
+            Err(WireError::OutOfRange {
+                what: "nc core",
+                ..
+            })
+        ));
+        // The seed leaves counter unbounded for cores 0-3; we refuse it.
+        assert!(matches!(
+            nc_counter_off(0, 95),
+            Err(WireError::OutOfRange {
+                what: "nc counter",
+                limit: 95,
+                ..
+            })
+        ));
+        assert!(nc_counter_off(4, 95).is_err());
+        assert_eq!(NdCounter::FeatureBitmap.off(), 0x20);
+        assert_eq!(NcCounter::HwErrHbmUe.off(1), Ok(0xdc88));
+    }
+}

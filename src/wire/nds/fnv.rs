@@ -1,0 +1,134 @@
+//! The record hash (seed 004 §7): canonical 32-bit FNV-1a (`nds_hash`
+//! @0x5080c0) over a whole record with its 4-byte hash word at +0 treated as
+//! zero, stored little-endian at +0.
+//!
+//! Process-info (64 B), process-info-ext (260 B) and the model records
+//! (672 B) carry it; the counter arrays and the header do not. A stored hash of
+//! 0 means "not published" (the kernel's memset). These are the pure byte
+//! functions; the publish/read retry protocol lives in [`crate::nds`].
+
+/// FNV-1a 32-bit offset basis (`mov $0x811c9dc5,%eax`).
+pub const FNV_BASIS: u32 = 0x811c_9dc5;
+/// FNV 32-bit prime (`imul $0x1000193`).
+pub const FNV_PRIME: u32 = 0x0100_0193;
+/// Size of the hash word at record +0.
+pub const HASH_SIZE: usize = 4;
+
+/// Fold `bytes` into the FNV-1a state `h`.
+const fn fold(mut h: u32, bytes: &[u8]) -> u32 {
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u32;
+        h = h.wrapping_mul(FNV_PRIME);
+        i += 1;
+    }
+    h
+}
+
+/// FNV-1a-32 of `bytes`.
+pub const fn fnv1a32(bytes: &[u8]) -> u32 {
+    fold(FNV_BASIS, bytes)
+}
+
+/// The record hash: FNV-1a-32 of `record` with its first 4 bytes read as
+/// zero, without copying the record. (A slice shorter than 4 bytes is hashed
+/// as that many zero bytes.)
+pub fn record_hash(record: &[u8]) -> u32 {
+    let head = record.len().min(HASH_SIZE);
+    let h = fold(FNV_BASIS, &[0u8; HASH_SIZE][..head]);
+    fold(h, &record[head..])
+}
+
+/// The hash word stored at record +0 (0 when the slice is shorter than 4 bytes).
+pub fn stored_hash(record: &[u8]) -> u32 {
+    match record.first_chunk::<HASH_SIZE>() {
+        Some(w) => u32::from_le_bytes(*w),
+        None => 0,
+    }
+}
+
+/// Stamp `record` as the producer does: zero the hash word, hash the whole
+/// record, store the hash little-endian at +0. Returns the hash. A slice
+/// shorter than 4 bytes has no hash word and is left unchanged.
+pub fn stamp(record: &mut [u8]) -> u32 {
+    let h = record_hash(record);
+    if let Some(w) = record.first_chunk_mut::<HASH_SIZE>() {
+        *w = h.to_le_bytes();
+    }
+    h
+}
+
+/// A reader's verdict on a record copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HashState {
+    /// The stored hash is 0: the producer has not published this record.
+    Unpublished,
+    /// The stored hash matches the body: a consistent snapshot.
+    Valid,
+    /// The stored hash does not match: a torn read (or corruption).
+    Mismatch {
+        /// The hash word at +0.
+        stored: u32,
+        /// The hash of the body.
+        computed: u32,
+    },
+}
+
+/// Verify a private copy of a record (`nds_read_generic_obj`, §7).
+pub fn verify(record: &[u8]) -> HashState {
+    let stored = stored_hash(record);
+    if stored == 0 {
+        return HashState::Unpublished;
+    }
+    let computed = record_hash(record);
+    if computed == stored {
+        HashState::Valid
+    } else {
+        HashState::Mismatch { stored, computed }
+    }
+}
+
+// The standard FNV-1a-32 test vectors (Fowler/Noll/Vo reference).
+const _: () = assert!(fnv1a32(b"") == 0x811c_9dc5);
+const _: () = assert!(fnv1a32(b"a") == 0xe40c_292c);
+const _: () = assert!(fnv1a32(b"foobar") == 0xbf9c_f968);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_vectors() {
+        assert_eq!(fnv1a32(b""), 0x811c9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c292c);
+        assert_eq!(fnv1a32(b"foobar"), 0xbf9cf968);
+    }
+
+    #[test]
+    fn record_hash_ignores_the_hash_word() {
+        let mut r = [7u8; 64];
+        let h = record_hash(&r);
+        let mut z = r;
+        z[..4].fill(0);
+        assert_eq!(h, fnv1a32(&z));
+        assert_eq!(stamp(&mut r), h);
+        assert_eq!(stored_hash(&r), h);
+        assert_eq!(verify(&r), HashState::Valid);
+        r[10] ^= 1;
+        assert!(matches!(verify(&r), HashState::Mismatch { stored, .. } if stored == h));
+    }
+
+    #[test]
+    fn short_and_unpublished() {
+        assert_eq!(verify(&[]), HashState::Unpublished);
+        assert_eq!(verify(&[0u8; 672]), HashState::Unpublished);
+        // §7: the hash of an all-zero record is not zero, so a published
+        // record never looks unpublished.
+        assert_ne!(record_hash(&[0u8; 672]), 0);
+        assert_ne!(record_hash(&[0u8; 64]), 0);
+        assert_ne!(record_hash(&[0u8; 260]), 0);
+        let mut s = [1u8, 2];
+        assert_eq!(stamp(&mut s), fnv1a32(&[0, 0]));
+        assert_eq!(s, [1, 2]);
+    }
+}

@@ -1,0 +1,215 @@
+//! `nds_header` (seed 004 §2): the first 8 bytes of the slab, `"nds\0"` then
+//! the `int` format version 100000, written and checked as one u64.
+//!
+//! The producer commits the header with a single 8-byte store of
+//! [`HEADER_PROTO`]; readers compare the whole word ([`check`]). The kernel
+//! only zeroes the slab, so a word of 0 means "not committed yet" (or released).
+//!
+//! Seed discrepancy (bytes win): §2's prose gives the committed word as
+//! `0x000186a06e6473`, but the bytes it quotes from `header_proto` @0xc0c820,
+//! `6e 64 73 00 a0 86 01 00` (also §8 and §9), read as a little-endian u64 are
+//! `0x000186a0_0073646e`. The prose number is the version (0x186a0) followed
+//! by the magic's characters in reading order (6e 64 73) with the NUL dropped;
+//! stored little-endian it would be `73 64 6e a0 86 01 00 00`, which is not
+//! what the binary holds.
+//! [`HEADER_PROTO`] is derived from the bytes.
+
+use super::super::layout::{annotated_dump, Block, Field};
+use super::super::{need, WireError};
+
+/// `sizeof(nds_header_t)`.
+pub const SIZE: usize = 8;
+/// The 4-byte signature, `"nds\0"`.
+pub const MAGIC: [u8; 4] = *b"nds\0";
+/// The layout's format version (`int`, 100000 = 0x186a0).
+pub const VERSION: i32 = 100_000;
+/// The committed header as bytes (`header_proto` @0xc0c820, §2, §8, §9).
+pub const PROTO_BYTES: [u8; SIZE] = [0x6e, 0x64, 0x73, 0x00, 0xa0, 0x86, 0x01, 0x00];
+/// The committed header as the single little-endian u64 the producer stores
+/// and readers compare: `0x000186a0_0073646e` (from [`PROTO_BYTES`]; see the
+/// module doc for the prose discrepancy).
+pub const HEADER_PROTO: u64 = u64::from_le_bytes(PROTO_BYTES);
+
+/// Byte offsets inside `nds_header`.
+pub mod off {
+    /// `char signature[4]`.
+    pub const SIGNATURE: usize = 0;
+    /// `int version`.
+    pub const VERSION: usize = 4;
+}
+
+/// Layout of `nds_header`.
+pub const LAYOUT: Block = Block {
+    name: "nds_header",
+    size: SIZE,
+    fields: &[
+        Field::seed("signature", off::SIGNATURE, 4),
+        Field::seed("version", off::VERSION, 4),
+    ],
+};
+
+const _: () = assert!(HEADER_PROTO == 0x0001_86a0_0073_646e);
+const _: () = assert!(VERSION == 0x186a0);
+const _: () = assert!(LAYOUT.is_well_formed());
+const _: () = assert!(Header::COMMITTED.to_word() == HEADER_PROTO);
+const _: () = {
+    let b = PROTO_BYTES;
+    assert!(b[0] == MAGIC[0] && b[1] == MAGIC[1] && b[2] == MAGIC[2] && b[3] == MAGIC[3]);
+    assert!(i32::from_le_bytes([b[4], b[5], b[6], b[7]]) == VERSION);
+};
+
+#[cfg(target_pointer_width = "64")]
+mod c_mirror {
+    //! `struct nds_header` under C layout rules (compile-time check only).
+    use core::mem::{offset_of, size_of};
+    #[allow(dead_code)]
+    #[repr(C)]
+    struct NdsHeader {
+        signature: [u8; 4],
+        version: i32,
+    }
+    const _: () = assert!(size_of::<NdsHeader>() == super::SIZE);
+    const _: () = assert!(offset_of!(NdsHeader, signature) == super::off::SIGNATURE);
+    const _: () = assert!(offset_of!(NdsHeader, version) == super::off::VERSION);
+}
+
+/// The header's two fields, raw (any bytes parse; [`check`] judges them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// `signature`: `"nds\0"` when committed.
+    pub magic: [u8; 4],
+    /// `version`: 100000 when committed.
+    pub version: i32,
+}
+
+impl Header {
+    /// The header the producer commits.
+    pub const COMMITTED: Self = Self {
+        magic: MAGIC,
+        version: VERSION,
+    };
+
+    /// Parse the first 8 bytes of `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+        need(LAYOUT.name, bytes, SIZE)?;
+        let mut w = [0u8; SIZE];
+        w.copy_from_slice(&bytes[..SIZE]);
+        Ok(Self::from_word(u64::from_le_bytes(w)))
+    }
+
+    /// The 8 wire bytes.
+    pub const fn encode(&self) -> [u8; SIZE] {
+        self.to_word().to_le_bytes()
+    }
+
+    /// The header as the single little-endian u64 at slab +0.
+    pub const fn to_word(&self) -> u64 {
+        let v = self.version.to_le_bytes();
+        u64::from_le_bytes([
+            self.magic[0],
+            self.magic[1],
+            self.magic[2],
+            self.magic[3],
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+        ])
+    }
+
+    /// The header held by the little-endian u64 `word`.
+    pub const fn from_word(word: u64) -> Self {
+        let b = word.to_le_bytes();
+        Self {
+            magic: [b[0], b[1], b[2], b[3]],
+            version: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        }
+    }
+
+    /// What a reader should make of this header.
+    pub const fn state(&self) -> HeaderState {
+        check(self.to_word())
+    }
+
+    /// Write the encoding into the head of `buf` (`Truncated` if it is
+    /// shorter than the block; bytes past the block are left alone).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        super::emit_into(LAYOUT.name, buf, &self.encode())
+    }
+
+    /// Annotated hex dump of the encoding.
+    pub fn dump(&self) -> String {
+        annotated_dump(&LAYOUT, &self.encode())
+    }
+}
+
+/// A reader's verdict on the header word (`nds_check_header`, §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeaderState {
+    /// The word equals [`HEADER_PROTO`]: a committed NDS of this layout.
+    Committed,
+    /// All zero: the kernel's memset, not committed yet (the reader retries
+    /// once after 500 us) or released.
+    Zero,
+    /// Non-zero and the signature is not `"nds\0"`: not an NDS.
+    BadMagic,
+    /// The signature matches but the version is not 100000: an unknown
+    /// layout; a reader must not parse the regions (§2 GOTCHA).
+    BadVersion {
+        /// The version found.
+        version: i32,
+    },
+}
+
+/// Judge the header word read from slab +0.
+pub const fn check(word: u64) -> HeaderState {
+    if word == HEADER_PROTO {
+        return HeaderState::Committed;
+    }
+    if word == 0 {
+        return HeaderState::Zero;
+    }
+    let h = Header::from_word(word);
+    let m = h.magic;
+    if m[0] != MAGIC[0] || m[1] != MAGIC[1] || m[2] != MAGIC[2] || m[3] != MAGIC[3] {
+        HeaderState::BadMagic
+    } else {
+        HeaderState::BadVersion { version: h.version }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_classifies() {
+        assert_eq!(check(HEADER_PROTO), HeaderState::Committed);
+        assert_eq!(check(0), HeaderState::Zero);
+        assert_eq!(check(u64::MAX), HeaderState::BadMagic);
+        // The prose's value (NUL dropped) is not a committed header.
+        assert_eq!(check(0x0000_0186_a06e_6473), HeaderState::BadMagic);
+        let v2 = Header {
+            magic: MAGIC,
+            version: 100_001,
+        };
+        assert_eq!(
+            check(v2.to_word()),
+            HeaderState::BadVersion { version: 100_001 }
+        );
+        assert_eq!(v2.state(), HeaderState::BadVersion { version: 100_001 });
+    }
+
+    #[test]
+    fn parse_short_is_truncated() {
+        assert_eq!(
+            Header::parse(&PROTO_BYTES[..7]),
+            Err(WireError::Truncated {
+                block: "nds_header",
+                need: 8,
+                got: 7
+            })
+        );
+        assert_eq!(Header::parse(&PROTO_BYTES), Ok(Header::COMMITTED));
+    }
+}

@@ -1,0 +1,413 @@
+//! Every device fault becomes a clear error value the worker can map to a
+//! status, never a hang or a panic: an error NQ record of each class (from
+//! the HAL fault injector and from the engines' own RAISE), a device that
+//! never completes (timeout), a lost doorbell, corrupt descriptors (bad
+//! length, bad ring id, address outside device memory: refused, not
+//! followed), a DMA write to a read-only register, a publish without the
+//! event poke, an NQ overflow and a corrupt NQ record.
+
+use xunds::device::dma::{DmaFault, QueueProducer};
+use xunds::device::engine::{Executor, Limits};
+use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
+use xunds::device::model::{Inject, MlpSpec};
+use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError};
+use xunds::device::sequencer::NullExecutor;
+use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
+use xunds::device::Device;
+use xunds::hal::fake::FakeHal;
+use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
+use xunds::hal::{Dir, Hal, Ordering};
+use xunds::wire::device_request::Engine;
+use xunds::wire::nq::{ErrorClass, Source};
+use xunds::NrtStatus;
+
+type Dev = Device<FaultInjector<FakeHal>>;
+
+fn cfg() -> DeviceConfig {
+    DeviceConfig {
+        cores: 1,
+        dram_size: 256 << 10,
+        ring_len: 16,
+        nq_len: 8,
+        request_slots: 4,
+        ring_id_grace_ns: 0,
+    }
+}
+
+fn device(rules: Vec<FaultRule>, config: DeviceConfig) -> Dev {
+    let hal = FaultInjector::new(FakeHal::new(), FaultPlan { seed: 3, rules });
+    Device::new(hal, config).unwrap()
+}
+
+fn pe_act_model() -> LoadedModel {
+    let ib = |offset| {
+        Some(IbAddr {
+            base_pa: DRAM_BASE + 0x4000,
+            align_offset: 0,
+            offset,
+        })
+    };
+    LoadedModel {
+        id: ModelId(1),
+        ib: [ib(0), ib(0x40), None, None, None],
+    }
+}
+
+/// Stage one request, run the device, harvest with `deadline` at `now`.
+fn run_one(
+    dev: &Dev,
+    now: u64,
+    deadline: u64,
+) -> (
+    Harvest,
+    xunds::device::sequencer::Sequencer<FaultInjector<FakeHal>, NullExecutor>,
+) {
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
+    let mut h = dev.harvester(0);
+    let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    h.expect(s.exec_id, s.engines, deadline);
+    seq.poll(now).unwrap();
+    let r = h.poll(now).unwrap().expect("an answer by the deadline");
+    (r, seq)
+}
+
+fn error_of(r: &Harvest) -> (ErrorClass, Source) {
+    match r {
+        Ok(ExecCompletion {
+            status: ExecStatus::Error { class, source, .. },
+            ..
+        }) => (*class, *source),
+        other => panic!("expected an error completion, got {other:?}"),
+    }
+}
+
+#[test]
+fn injected_error_record_of_each_class() {
+    for class in ErrorClass::ALL {
+        let dev = device(vec![FaultRule::nth(Fault::NqError(class), 2)], cfg());
+        let (r, _) = run_one(&dev, 0, u64::MAX);
+        assert_eq!(error_of(&r), (class, Source::Engine));
+        let c = r.unwrap();
+        assert_eq!(c.exec_id, 1);
+        let want = match class {
+            ErrorClass::Numerical => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
+            ErrorClass::Hw => NrtStatus::HW_ERROR,
+            _ => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+        };
+        assert_eq!(c.suggested_status(), want);
+    }
+}
+
+/// The real engines raising each class (the model's RAISE instruction).
+#[test]
+fn engine_raise_of_each_class() {
+    for class in ErrorClass::ALL {
+        let dev = Device::new(FakeHal::new(), DeviceConfig::default()).unwrap();
+        let spec = MlpSpec {
+            inject: Some(Inject::Raise {
+                engine: Engine::Act,
+                class,
+            }),
+            ..MlpSpec::EXAMPLE
+        };
+        let probe = spec.link(DRAM_BASE, DRAM_BASE).unwrap();
+        let code = dev.alloc(probe.footprint(), 64).unwrap();
+        let io = dev.alloc(probe.io_bytes, 64).unwrap();
+        let image = spec.link(code.pa(), io.pa()).unwrap();
+        let model = dev.load_model(code, &image.bytes, image.blocks).unwrap();
+        image
+            .write_input(&dev.memory(), &spec.example_input(1))
+            .unwrap();
+        let mut st = dev.stager(0);
+        let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
+        let mut h = dev.harvester(0);
+        let s = st.stage_and_doorbell(&model, 0).unwrap();
+        h.expect(s.exec_id, s.engines, u64::MAX);
+        seq.poll(0).unwrap();
+        let r = h.poll(0).unwrap().unwrap();
+        let (got, source) = error_of(&r);
+        assert_eq!((got, source), (class, Source::Engine), "class {class:?}");
+        assert!(
+            matches!(
+                r,
+                Ok(ExecCompletion {
+                    status: ExecStatus::Error { engine: 1, .. },
+                    ..
+                })
+            ),
+            "the root cause is ACT (engine 1): {r:?}"
+        );
+    }
+}
+
+/// A device that never completes: no NQ record, so the harvester answers
+/// with a timeout at the deadline, and not before.
+#[test]
+fn device_that_never_completes_times_out() {
+    let dev = device(
+        vec![FaultRule {
+            fault: Fault::DropNq,
+            trigger: xunds::hal::fault::Trigger::From(1),
+            core: None,
+        }],
+        cfg(),
+    );
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
+    let mut h = dev.harvester(0);
+    let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    h.expect(s.exec_id, s.engines, 5_000);
+    seq.poll(0).unwrap();
+    assert_eq!(
+        h.poll(4_999).unwrap(),
+        None,
+        "still waiting before the deadline"
+    );
+    let r = h.poll(5_000).unwrap().unwrap();
+    assert_eq!(
+        r,
+        Err(HarvestError::Timeout {
+            exec_id: 1,
+            reported: 0
+        })
+    );
+    assert_eq!(r.unwrap_err().suggested_status(), NrtStatus::TIMEOUT);
+    assert_eq!(dev.hal().injected().len(), 2, "both engine records dropped");
+}
+
+#[test]
+fn lost_doorbell_times_out() {
+    let dev = device(vec![FaultRule::nth(Fault::DropDoorbell, 1)], cfg());
+    let (r, seq) = run_one(&dev, 10, 10);
+    assert!(matches!(r, Err(HarvestError::Timeout { exec_id: 1, .. })));
+    assert_eq!(seq.executed(0), 0);
+}
+
+fn corrupt(what: DescCorruption, dir: Dir, nth: u64) -> (Harvest, Option<DmaFault>, Dev) {
+    let dev = device(
+        vec![FaultRule::nth(
+            Fault::CorruptDesc {
+                what,
+                dir: Some(dir),
+            },
+            nth,
+        )],
+        cfg(),
+    );
+    let (r, seq) = run_one(&dev, 0, u64::MAX);
+    let f = seq.dma_fault(0);
+    (r, f, dev)
+}
+
+#[test]
+fn corrupt_descriptor_bad_length() {
+    let (r, f, dev) = corrupt(DescCorruption::BadLength, Dir::M2s, 1);
+    assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    assert_eq!(
+        r.unwrap().suggested_status(),
+        NrtStatus::EXEC_HW_ERR_DMA_ABORT
+    );
+    assert_eq!(
+        f,
+        Some(DmaFault::LengthMismatch {
+            index: 0,
+            m2s: 56,
+            s2m: 52
+        })
+    );
+    let code = dev
+        .hal()
+        .load_u32(dev.map().regs[0], reg::DMA_FAULT, Ordering::Acquire)
+        .unwrap();
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn corrupt_descriptor_bad_ring_id() {
+    let (r, f, _) = corrupt(DescCorruption::BadRingId, Dir::S2m, 2);
+    assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    assert_eq!(
+        f,
+        Some(DmaFault::RingIdMismatch {
+            dir: Dir::S2m,
+            index: 1,
+            found: 3,
+            expected: 1
+        })
+    );
+}
+
+/// A wrong ring id below the tail is first "not yet written": the device
+/// waits for the grace period (host time passed in) before calling it corrupt.
+#[test]
+fn wrong_ring_id_waits_for_the_grace_period() {
+    let mut c = cfg();
+    c.ring_id_grace_ns = 1_000;
+    let dev = device(
+        vec![FaultRule::nth(
+            Fault::CorruptDesc {
+                what: DescCorruption::BadRingId,
+                dir: Some(Dir::M2s),
+            },
+            1,
+        )],
+        c,
+    );
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    assert!(!seq.poll(100).unwrap().made_progress());
+    assert!(!seq.poll(1_099).unwrap().made_progress());
+    assert_eq!(seq.dma_fault(0), None);
+    let p = seq.poll(1_100).unwrap();
+    assert_eq!(p.faults, 1);
+    assert!(matches!(
+        seq.dma_fault(0),
+        Some(DmaFault::RingIdMismatch { .. })
+    ));
+    // Sticky: nothing more happens, and no second report.
+    assert!(!seq.poll(5_000).unwrap().made_progress());
+}
+
+/// An address outside device memory is refused, not followed: the
+/// destination is never written, the source never read.
+#[test]
+fn corrupt_descriptor_address_outside_device_memory() {
+    for dir in [Dir::M2s, Dir::S2m] {
+        let (r, f, dev) = corrupt(DescCorruption::BadAddress, dir, 1);
+        assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+        match f {
+            Some(DmaFault::AddressOutOfRange { dir: d, bad }) => {
+                assert_eq!((d, bad.pa), (dir, WILD_PA));
+            }
+            other => panic!("{other:?}"),
+        }
+        // DMEM untouched: the request copy never happened.
+        let mut dmem = [0u8; 52];
+        dev.hal().copy_out(dev.map().dmem[0], 0, &mut dmem).unwrap();
+        assert_eq!(dmem, [0u8; 52]);
+    }
+}
+
+/// A DMA write to a register that is not DMA-writable is refused.
+#[test]
+fn dma_to_a_read_only_register_is_refused() {
+    let dev = device(vec![], cfg());
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0);
+    q.push_copy(
+        &**dev.hal(),
+        4,
+        map.dram_pa(0xF00),
+        map.reg_pa(0, reg::SEQ_HEAD),
+    )
+    .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0);
+    h.expect(1, 1, u64::MAX);
+    seq.poll(0).unwrap();
+    assert!(matches!(
+        seq.dma_fault(0),
+        Some(DmaFault::BadRegisterAccess { dir: Dir::S2m, .. })
+    ));
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    let head = dev
+        .hal()
+        .load_u32(map.regs[0], reg::SEQ_HEAD, Ordering::Acquire)
+        .unwrap();
+    assert_eq!(head, 0, "the register was not written");
+}
+
+/// A request published without the event poke: the sequencer refuses to
+/// trust DMEM and reports a runtime error.
+#[test]
+fn publish_without_event_poke_is_a_sequencer_error() {
+    let dev = device(vec![], cfg());
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0);
+    q.push_copy(
+        &**dev.hal(),
+        4,
+        map.dram_pa(0xF04),
+        map.reg_pa(0, reg::SEQ_TAIL_INC),
+    )
+    .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0);
+    h.expect(1, 0b11, u64::MAX);
+    seq.poll(0).unwrap();
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(error_of(&r), (ErrorClass::Runtime, Source::Sequencer));
+}
+
+/// The worker does not harvest: the device fills the 8-entry NQ rings, then
+/// drops records and counts them; the harvester reports the overflow.
+#[test]
+fn nq_overflow_is_reported() {
+    let dev = device(vec![], cfg());
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let m = pe_act_model();
+    for _ in 0..9 {
+        st.stage_and_doorbell(&m, 0).unwrap();
+        seq.poll(0).unwrap();
+    }
+    assert_eq!(seq.overflows(0).len(), 2, "PE and ACT records of request 9");
+    let mut h = dev.harvester(0);
+    for i in 1..=9 {
+        h.expect(i, 0b11, u64::MAX);
+    }
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(r, Err(HarvestError::Overflow { dropped: 2 }));
+    assert_eq!(
+        r.unwrap_err().suggested_status(),
+        NrtStatus::EXEC_SW_NQ_OVERFLOW
+    );
+    // The eight complete executions still come out, then request 9 times out.
+    for i in 1..=8 {
+        assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, i);
+    }
+    assert!(matches!(
+        h.poll(u64::MAX).unwrap().unwrap(),
+        Err(HarvestError::Timeout { exec_id: 9, .. })
+    ));
+}
+
+/// A record with the right phase that does not decode is skipped and
+/// reported; the ring keeps going.
+#[test]
+fn corrupt_nq_record_is_reported_and_skipped() {
+    let dev = device(vec![], cfg());
+    let ring = dev.map().nq[0][0];
+    let mut junk = [0u8; 16];
+    junk[4] = 7; // engine 7
+    junk[7] = 1; // phase 1
+    dev.hal().write_nq(ring, 0, &junk).unwrap();
+    let mut h = dev.harvester(0);
+    let r = h.poll(0).unwrap().unwrap();
+    assert!(matches!(r, Err(HarvestError::Corrupt(_))), "{r:?}");
+    assert_eq!(h.poll(0).unwrap(), None);
+}
+
+/// Records that arrive before the worker expects the execution (the device
+/// is doorbelled first, seed 000 §6) are kept, not lost.
+#[test]
+fn early_records_are_kept_until_expected() {
+    let dev = device(vec![], cfg());
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0);
+    let s1 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    let s2 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    seq.poll(0).unwrap();
+    assert_eq!(h.poll(0).unwrap(), None);
+    h.expect(s1.exec_id, s1.engines, u64::MAX);
+    h.expect(s2.exec_id, s2.engines, u64::MAX);
+    assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, 1);
+    assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, 2);
+    assert_eq!(h.stray_records(), 0);
+}

@@ -1,0 +1,195 @@
+//! Cross-process tests of the NDS datastore on a real `MAP_SHARED` file: a
+//! writer process (`xunds nds stress-writer` / `xunds nds add`) and this test
+//! process as the reader (mapped `PROT_READ`).
+//!
+//! The records the stress writer publishes are self-checking
+//! (`xunds::nds::stress`): every byte is a function of the version in
+//! `model_id`, so a torn copy that the reader accepted as Fresh would fail
+//! `is_consistent` even if its FNV hash happened to match.
+
+mod nds_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use nds_support::{xunds, TempSlab};
+use xunds::nds::record::{self, Attempt};
+use xunds::nds::{stress, Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
+use xunds::prng::SplitMix64;
+use xunds::wire::nds::counters::NcCounter;
+use xunds::wire::nds::fnv;
+use xunds::wire::nds::model::ModelRecord;
+
+/// What a reader saw, by verdict.
+#[derive(Debug, Default)]
+struct Tally {
+    fresh: u64,
+    unpublished: u64,
+    torn: u64,
+    /// Fresh but inconsistent: a torn record accepted. Must stay 0.
+    torn_accepted: u64,
+}
+
+impl Tally {
+    fn model(&mut self, r: &RecordRead<xunds::wire::nds::model::ModelRecord>) {
+        match r {
+            RecordRead::Fresh(m) => {
+                self.fresh += 1;
+                if !stress::is_consistent(m) {
+                    self.torn_accepted += 1;
+                }
+            }
+            RecordRead::Unpublished => self.unpublished += 1,
+            RecordRead::Torn(_) => self.torn += 1,
+        }
+    }
+
+    fn snapshot(&mut self, s: &Snapshot) {
+        for (_, m) in &s.models {
+            self.model(m);
+        }
+        match &s.process_info {
+            RecordRead::Fresh(p) => {
+                self.fresh += 1;
+                if !stress::process_info_is_consistent(p) {
+                    self.torn_accepted += 1;
+                }
+            }
+            RecordRead::Unpublished => self.unpublished += 1,
+            RecordRead::Torn(_) => self.torn += 1,
+        }
+        match &s.process_info_ext {
+            RecordRead::Fresh(p) => {
+                self.fresh += 1;
+                if !stress::process_info_ext_is_consistent(p) {
+                    self.torn_accepted += 1;
+                }
+            }
+            RecordRead::Unpublished => self.unpublished += 1,
+            RecordRead::Torn(_) => self.torn += 1,
+        }
+    }
+}
+
+/// Start a stress writer and wait until it says the slab is committed.
+fn start_writer(slab: &TempSlab, create: bool, seed: u64) -> Child {
+    let mut args = vec![
+        "nds".to_string(),
+        "stress-writer".into(),
+        slab.path().display().to_string(),
+        "--seed".into(),
+        seed.to_string(),
+    ];
+    if create {
+        args.push("--create".into());
+    }
+    let mut child = xunds(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn xunds nds stress-writer");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready", "stress writer did not start");
+    child
+}
+
+#[test]
+fn a_reader_process_never_accepts_a_torn_record_from_a_live_writer() {
+    let slab = TempSlab::new("live");
+    let mut writer = start_writer(&slab, true, 7);
+    let reader = Reader::open(slab.path()).unwrap();
+    let mut tally = Tally::default();
+    for round in 0..3000 {
+        // Mostly hammer a few slots the writer keeps rewriting; now and then
+        // take a whole snapshot.
+        if round % 100 == 0 {
+            tally.snapshot(&reader.snapshot().unwrap());
+        } else {
+            let slot = ModelSlot::new(round % 6).unwrap();
+            tally.model(&reader.model(slot).unwrap());
+        }
+    }
+    // Single attempts, no retry: the protocol's stable-copy check alone must
+    // never hand back a mix, whatever the hash says.
+    let slab_ro = xunds::nds::ReadOnlySlab::open(slab.path()).unwrap();
+    let (mut stable, mut changed, mut unpublished) = (0u64, 0u64, 0u64);
+    let mut buf = [0u8; xunds::wire::nds::model::RECORD_SIZE];
+    for i in 0..200_000usize {
+        let span = RecordSpan::model(i % 6).unwrap();
+        match record::copy_once(&slab_ro, span, &mut buf) {
+            Attempt::Stable => {
+                stable += 1;
+                let m = ModelRecord::parse(&buf).unwrap();
+                assert!(stress::is_consistent(&m), "stable copy is torn");
+                assert_eq!(fnv::verify(&buf), fnv::HashState::Valid);
+            }
+            Attempt::Changed => changed += 1,
+            Attempt::Unpublished => unpublished += 1,
+        }
+    }
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    eprintln!("live writer: {tally:?}");
+    eprintln!("single attempts: stable {stable} changed {changed} unpublished {unpublished}");
+    assert_eq!(tally.torn_accepted, 0, "{tally:?}");
+    assert!(
+        tally.fresh > 0,
+        "the reader saw nothing published: {tally:?}"
+    );
+}
+
+#[test]
+fn a_writer_killed_at_random_points_leaves_only_fresh_unpublished_or_torn() {
+    const ROUNDS: u64 = 200;
+    let slab = TempSlab::new("sigkill");
+    let mut rng = SplitMix64::new(0x5167_6b11);
+    let mut tally = Tally::default();
+    for round in 0..ROUNDS {
+        // Round 0 creates the slab; later rounds adopt whatever the killed
+        // writer left (records mid-update included) and carry on.
+        let mut writer = start_writer(&slab, round == 0, round + 1);
+        std::thread::sleep(Duration::from_micros(rng.below(1500)));
+        writer.kill().unwrap(); // SIGKILL
+        writer.wait().unwrap();
+        let reader = Reader::open(slab.path()).unwrap();
+        tally.snapshot(&reader.snapshot().unwrap());
+    }
+    eprintln!("{ROUNDS} SIGKILL rounds: {tally:?}");
+    assert_eq!(tally.torn_accepted, 0, "{tally:?}");
+    assert!(tally.fresh > 0, "{tally:?}");
+}
+
+#[test]
+fn two_processes_adding_one_a_million_times_each_end_at_two_million() {
+    const TIMES: u64 = 1_000_000;
+    let slab = TempSlab::new("counters");
+    let w = xunds::nds::Writer::create(slab.path()).unwrap();
+    let c = Counter::nc(5, NcCounter::InferCompleted).unwrap();
+    let spawn = || {
+        xunds([
+            "nds",
+            "add",
+            &slab.path().display().to_string(),
+            "--core",
+            "5",
+            "--counter",
+            &NcCounter::InferCompleted.index().to_string(),
+            "--times",
+            &TIMES.to_string(),
+        ])
+        .spawn()
+        .expect("spawn xunds nds add")
+    };
+    let (mut a, mut b) = (spawn(), spawn());
+    assert!(a.wait().unwrap().success());
+    assert!(b.wait().unwrap().success());
+    let reader = Reader::open(slab.path()).unwrap();
+    assert_eq!(reader.counter(c).unwrap(), 2 * TIMES);
+    // Released by its publisher, the slab reads as detached.
+    drop(w.release());
+    assert!(matches!(reader.counter(c), Err(NdsError::Detached)));
+}

@@ -1,0 +1,49 @@
+//! Shared helpers for the `tests/nds_*.rs` suites: slab files that clean up
+//! after themselves, and the `xunds` binary used as a second process.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A slab file path under `/dev/shm` (or the temp dir), removed on drop.
+pub struct TempSlab(PathBuf);
+
+impl TempSlab {
+    /// A fresh, unique path for test `name` (the file is not created).
+    pub fn new(name: &str) -> TempSlab {
+        let dir = Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let p = dir.join(format!("xunds-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        TempSlab(p)
+    }
+
+    /// The path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempSlab {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `xunds <args>` as a command (the binary cargo built for this test run).
+pub fn xunds<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xunds"));
+    c.args(args);
+    c
+}
+
+/// A reader pause that does not sleep (deterministic single-process tests).
+pub fn no_pause(_: std::time::Duration) {}
