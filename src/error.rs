@@ -24,6 +24,8 @@ pub enum Error {
         /// What was being done.
         context: String,
     },
+    /// A run of the actor system failed (livelock, panic, wall bound).
+    Run(crate::system::runner::RunError),
     /// Anything else, described.
     Other(String),
 }
@@ -36,6 +38,7 @@ impl Error {
             Error::Wire(_) => NrtStatus::INVALID,
             Error::Mem(_) => NrtStatus::INVALID,
             Error::Io(_) => NrtStatus::FAILURE,
+            Error::Run(_) => NrtStatus::FAILURE,
             Error::Other(_) => NrtStatus::FAILURE,
         }
     }
@@ -56,6 +59,7 @@ impl fmt::Display for Error {
             Error::Mem(e) => write!(f, "memory: {e}"),
             Error::Io(e) => write!(f, "io: {e}"),
             Error::Status { status, context } => write!(f, "{status}: {context}"),
+            Error::Run(e) => write!(f, "run: {e}"),
             Error::Other(s) => f.write_str(s),
         }
     }
@@ -67,6 +71,7 @@ impl std::error::Error for Error {
             Error::Wire(e) => Some(e),
             Error::Mem(e) => Some(e),
             Error::Io(e) => Some(e),
+            Error::Run(e) => Some(e),
             _ => None,
         }
     }
@@ -87,5 +92,11 @@ impl From<MemError> for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         Error::Io(e)
+    }
+}
+
+impl From<crate::system::runner::RunError> for Error {
+    fn from(e: crate::system::runner::RunError) -> Self {
+        Error::Run(e)
     }
 }

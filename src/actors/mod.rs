@@ -20,6 +20,19 @@
 //! - [`mailbox`]: the bounded SPSC mailbox (`push` gives the item back as
 //!   [`mailbox::Full`] when the mailbox is full).
 //!
+//! The system's four actors:
+//!
+//! | actor | module | owns | sleeps on |
+//! |---|---|---|---|
+//! | Producer | [`producer`] | per XU a [`producer::Lane`]: ring producer, stager, work-item free list (the funnel, also called synchronously by the public API) and the workload driver | its own eventfd (armed completions) |
+//! | Worker (one per core) | [`worker`] | ring worker, NQ harvester, the XU's health | has-work [`wake::Waker`], or the core's NQ interrupt while harvesting |
+//! | Device-sequencer-proxy | [`sequencer`] | the simulated device's sequencer | the doorbell [`wake::Waker`] |
+//! | NDS-publisher | [`publisher`] | the datastore writer | its [`wake::Waker`] |
+//!
+//! [`work`] holds what travels between them (work items, resident models,
+//! publisher messages, the health cell), [`stats`] the allocation-free
+//! latency histogram.
+//!
 //! ## The deadlock rule for paired bounded queues
 //!
 //! Stated in full in docs/design.md ("Actors and the system"). In short:
@@ -32,11 +45,19 @@
 //! mailboxes toward each other are both full still drain.
 
 pub mod mailbox;
+pub mod producer;
+pub mod publisher;
+pub mod sequencer;
+pub mod stats;
+pub mod wake;
+pub mod work;
+pub mod worker;
 
 use core::fmt;
 use std::os::fd::RawFd;
 
 use crate::fsm::{Transition, TransitionHook};
+use crate::hal::tracer::TraceLog;
 
 /// A time in nanoseconds: virtual (deterministic runner) or since the
 /// runner started (threaded runner). Actors receive it in [`Cx`]; they never
@@ -251,6 +272,36 @@ impl TransitionHook for Cx<'_> {
                     text: &TransitionText(t),
                 },
             );
+        }
+    }
+}
+
+/// Forwards the HAL tracer's records to the run's trace as `hal` events,
+/// attributed to the actor whose poll made them (deterministic runs: one
+/// thread, so the log's order is the operations' order). Without a log
+/// (threaded runs) it does nothing.
+#[derive(Clone, Debug, Default)]
+pub struct HalTap {
+    log: Option<TraceLog>,
+}
+
+impl HalTap {
+    /// A tap on `log` (`None`: off).
+    pub fn new(log: Option<TraceLog>) -> HalTap {
+        HalTap { log }
+    }
+
+    /// Move every record so far into `cx`'s trace.
+    pub fn drain(&self, cx: &mut Cx<'_>) {
+        let Some(log) = &self.log else { return };
+        if log.is_empty() {
+            return;
+        }
+        for r in log.take() {
+            cx.trace(TraceEvent {
+                kind: "hal",
+                text: &crate::hal::tracer::show(&r.op, Some(crate::device::memmap::trace_names)),
+            });
         }
     }
 }

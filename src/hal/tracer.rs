@@ -276,6 +276,13 @@ pub fn render(records: &[TraceRecord], names: Option<Namer>) -> String {
     out
 }
 
+/// One operation rendered as `render` prints it (without the sequence
+/// number), for callers that forward records one at a time (the actors hand
+/// them to the system trace as `hal` events).
+pub fn show(op: &TraceOp, names: Option<Namer>) -> impl fmt::Display + '_ {
+    Show(op, names)
+}
+
 /// Short ordering name.
 pub const fn order_name(o: Ordering) -> &'static str {
     match o {

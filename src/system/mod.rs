@@ -14,7 +14,11 @@
 //! - [`alloc`]: a counting global allocator for tests and benchmarks.
 
 pub mod alloc;
+pub mod api;
+pub mod builder;
 pub mod clock;
+pub mod faults;
+pub mod job;
 pub mod runner;
 pub mod sha256;
 pub mod trace;

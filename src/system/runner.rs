@@ -659,6 +659,7 @@ pub struct ThreadedRunner<A> {
     cfg: ThreadedConfig,
     actors: Vec<(A, bool)>,
     stop: StopHandle,
+    clock: Option<MonotonicClock>,
 }
 
 impl<A> fmt::Debug for ThreadedRunner<A> {
@@ -677,7 +678,15 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             cfg,
             actors: Vec::new(),
             stop: StopHandle::new().map_err(RunError::Spawn)?,
+            clock: None,
         })
+    }
+
+    /// Hand the actors this clock's time instead of one started by
+    /// [`ThreadedRunner::start`] (so code outside the actors, e.g. the public
+    /// API's schedule on a caller's thread, stamps times on the same base).
+    pub fn set_clock(&mut self, clock: MonotonicClock) {
+        self.clock = Some(clock);
     }
 
     /// Add an actor that must finish; returns its index.
@@ -704,7 +713,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         let shared = Arc::new(ThreadShared {
             stop: self.stop.clone(),
             remaining: AtomicUsize::new(non_daemons),
-            clock: MonotonicClock::start(),
+            clock: self.clock.unwrap_or_else(MonotonicClock::start),
         });
         if self.actors.is_empty() {
             // Nothing will ever call stop: the run is over before it starts.

@@ -1,7 +1,68 @@
-//! `xunds replay`.
+//! `xunds replay FILE`: re-run a recorded deterministic run from its trace
+//! header and compare the new trace with the recorded one line by line.
+//! Exit 0 when identical, 1 with the first differing line, 2 on a usage or
+//! header error.
 
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn main(_args: &[String]) -> ExitCode {
-    crate::usage_error("`replay` is not implemented yet")
+use xunds::system::job::{self, JobConfig};
+use xunds::system::trace::{diff_files, TraceHeader};
+
+pub const HELP: &str = "\
+usage: xunds replay FILE
+
+Reads the header of a trace written by `xunds run --deterministic --trace FILE`
+(seed and configuration), runs the same deterministic job again into a new
+trace, and compares the two line by line: exit 0 when they are identical,
+exit 1 with the first line where they differ.";
+
+/// Replay `file`: the diff outcome.
+fn replay(file: &Path) -> Result<(xunds::system::trace::TraceDiff, PathBuf), String> {
+    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let header = TraceHeader::read(&mut BufReader::new(f)).map_err(|e| e.to_string())?;
+    let mut cfg = JobConfig::from_header(&header).map_err(|e| e.to_string())?;
+    let dir = std::env::temp_dir();
+    let tag = format!("xunds-replay-{}", std::process::id());
+    let new_trace = dir.join(format!("{tag}.trace"));
+    let slab = dir.join(format!("{tag}.nds"));
+    cfg.trace = Some(new_trace.clone());
+    cfg.slab = Some(slab.clone());
+    let r = job::run(&cfg, &mut |_, _| {});
+    let _ = std::fs::remove_file(&slab);
+    r.map_err(|e| e.to_string())?;
+    let d = diff_files(file, &new_trace).map_err(|e| e.to_string())?;
+    Ok((d, new_trace))
+}
+
+pub fn main(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let [file] = args else {
+        eprintln!("xunds replay: expected one trace FILE\n\n{HELP}");
+        return ExitCode::from(2);
+    };
+    match replay(Path::new(file)) {
+        Ok((d, new_trace)) => {
+            let same = d.is_identical();
+            if same {
+                println!("replay: {d}");
+                let _ = std::fs::remove_file(&new_trace);
+                ExitCode::SUCCESS
+            } else {
+                println!(
+                    "replay: {d}\n  (replayed trace kept at {})",
+                    new_trace.display()
+                );
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("xunds replay: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

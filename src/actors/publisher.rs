@@ -1,0 +1,462 @@
+//! The NDS-publisher: the one actor that owns the datastore [`Writer`].
+//!
+//! On its first poll it publishes the process info (and its ext record), the
+//! versions and the feature bits. It then applies, in arrival order, every
+//! message from the workers (one per completed execution), the producer
+//! lanes (aggregated refusal counts) and the control channel (model loads
+//! and unloads from the public API, host memory of the system itself).
+//!
+//! Counter mapping (docs/design.md "Actors and the system"; the NC counters of
+//! the message's core):
+//!
+//! | message | counters |
+//! |---|---|
+//! | every completion | `INFERENCE_COUNT` +1, `LATENCY_TOTAL` + host ns, `LATENCY_DEVICE` + device ns (1 cycle = 1 ns), `MAC_COUNT` + the MAC_COUNT register delta |
+//! | status `SUCCESS` | `INFER_COMPLETED` |
+//! | status `TIMEOUT` | `INFER_TIMED_OUT` |
+//! | status `EXEC_COMPLETED_WITH_NUM_ERR` | `INFER_COMPLETED_WITH_NUM_ERR` |
+//! | any other status | `INFER_COMPLETED_WITH_ERR` |
+//! | an error class k | `ERR_GENERIC + k` (the order-locked block 7..=12) |
+//! | a DMA abort / an NQ overflow | EXT `HW_ERR_DMA_ABORT` / `ERR_SW_NQ_OVERFLOW` |
+//! | refused schedule (queue full or 101) | `INFER_FAILED_TO_QUEUE` |
+//! | model loaded on a core | a model record (`nc_index` = core, mem-usage grid), `MODEL_LOAD_COUNT` +1, `MEM_USAGE_*_DEVICE` + its device bytes; ND `MEM_USAGE_*_HOST` + its host bytes (once per model) |
+//! | model unloaded | the record deleted, the memory counters decremented |
+//!
+//! Its inbound mailboxes are terminal (handling a message emits nothing), so
+//! it drains them unconditionally (deadlock rule R2/R3); senders keep what a
+//! full mailbox refuses (R1).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use crate::actors::mailbox::Receiver;
+use crate::actors::producer::PubStats;
+use crate::actors::wake::Waker;
+use crate::actors::work::{Completion, ModelLoad, PubMsg};
+use crate::actors::{Actor, Cx, Idle, Progress};
+use crate::device::model::MemUsage;
+use crate::fsm::{Transition, TransitionHook};
+use crate::nds::{Counter, ModelSlot, SlabMut, Writer};
+use crate::wire::nds::counters::{error_class_counter, Features, NcCounter, NdCounter};
+use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
+use crate::wire::nds::{c_string, counters};
+use crate::wire::status::NrtStatus;
+
+/// The runtime version xunds reports (the ABIs it reimplements: libnrt 2.31).
+pub const RUNTIME_VERSION: VersionInfo = VersionInfo {
+    major: 2,
+    minor: 31,
+    build: 0,
+};
+
+/// Everything a publisher is built from.
+pub struct PublisherParts<S: SlabMut> {
+    /// The datastore writer (the header is committed).
+    pub writer: Writer<S>,
+    /// Number of cores.
+    pub cores: u8,
+    /// One mailbox per worker.
+    pub from_workers: Vec<Receiver<PubMsg>>,
+    /// One mailbox per producer lane.
+    pub from_lanes: Vec<Receiver<PubMsg>>,
+    /// The control channel (API callers, any thread).
+    pub control: crossbeam_channel::Receiver<PubMsg>,
+    /// This publisher's waker.
+    pub wake: Arc<Waker>,
+    /// What it has applied (shared).
+    pub stats: Arc<PubStats>,
+    /// Trace the record lifecycle transitions.
+    pub trace_records: bool,
+}
+
+/// Record transitions from the writer's hook, drained into the trace.
+#[derive(Clone, Default)]
+struct SharedTransitions(Arc<Mutex<Vec<Transition>>>);
+
+impl TransitionHook for SharedTransitions {
+    fn on_transition(&mut self, t: Transition) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+    }
+}
+
+/// The writer and what the publisher knows (apart from its mailboxes).
+struct Books<S: SlabMut> {
+    writer: Writer<S>,
+    /// Per core, every named NC counter (0..=40), resolved once.
+    nc: Vec<Vec<Counter>>,
+    /// (model handle, core, slot) of every live record.
+    records: Vec<(u32, u8, ModelSlot)>,
+    completions: u64,
+    refusals: u64,
+    models: u64,
+    errors: u64,
+    last_error: Option<String>,
+}
+
+impl<S: SlabMut> Books<S> {
+    fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
+        self.nc
+            .get(usize::from(core))
+            .and_then(|v| v.get(c as usize))
+            .copied()
+    }
+
+    fn add(&mut self, core: u8, c: NcCounter, v: u64) {
+        if v == 0 {
+            return;
+        }
+        match self.nc(core, c) {
+            Some(k) => {
+                if let Err(e) = self.writer.add(k, v) {
+                    self.fail(format!("{}: {e}", c.name()));
+                }
+            }
+            None => self.fail(format!("core {core} has no counter {}", c.name())),
+        }
+    }
+
+    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
+        if v == 0 {
+            return;
+        }
+        let k = Counter::nd(c);
+        let r = if sub {
+            self.writer.sub(k, v)
+        } else {
+            self.writer.add(k, v)
+        };
+        if let Err(e) = r {
+            self.fail(format!("{}: {e}", c.name()));
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        self.errors += 1;
+        self.last_error = Some(why);
+    }
+
+    fn device_mem(&mut self, core: u8, m: &MemUsage, sub: bool) {
+        for (c, v) in [
+            (NcCounter::MemUsageCodeDevice, m.code),
+            (NcCounter::MemUsageTensorsDevice, m.tensors),
+            (NcCounter::MemUsageConstantsDevice, m.constants),
+            (NcCounter::MemUsageScratchpadDevice, m.scratchpad),
+        ] {
+            if v == 0 {
+                continue;
+            }
+            let Some(k) = self.nc(core, c) else { continue };
+            let r = if sub {
+                self.writer.sub(k, v)
+            } else {
+                self.writer.add(k, v)
+            };
+            if let Err(e) = r {
+                self.fail(format!("{}: {e}", c.name()));
+            }
+        }
+    }
+
+    fn host_mem(&mut self, m: &MemUsage, sub: bool) {
+        self.nd_add(NdCounter::MemUsageCodeHost, m.code, sub);
+        self.nd_add(NdCounter::MemUsageTensorsHost, m.tensors, sub);
+        self.nd_add(NdCounter::MemUsageConstantsHost, m.constants, sub);
+        self.nd_add(NdCounter::MemUsageScratchpadHost, m.scratchpad, sub);
+    }
+
+    fn completed(&mut self, c: &Completion) {
+        let core = c.core;
+        self.add(core, NcCounter::InferenceCount, 1);
+        self.add(core, NcCounter::LatencyTotal, c.latency_total_ns);
+        self.add(core, NcCounter::LatencyDevice, c.latency_device_ns);
+        self.add(core, NcCounter::MacCount, c.macs);
+        let outcome = match c.status {
+            NrtStatus::SUCCESS => NcCounter::InferCompleted,
+            NrtStatus::TIMEOUT => NcCounter::InferTimedOut,
+            NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR => NcCounter::InferCompletedWithNumErr,
+            _ => NcCounter::InferCompletedWithErr,
+        };
+        self.add(core, outcome, 1);
+        if let Some(class) = c.class {
+            match error_class_counter(class as u8) {
+                Ok(k) => self.add(core, k, 1),
+                Err(e) => self.fail(format!("error class {class:?}: {e}")),
+            }
+        }
+        if let Some(ext) = c.ext {
+            self.add(core, ext, 1);
+        }
+        self.completions += 1;
+    }
+
+    fn loaded(&mut self, m: &ModelLoad) {
+        match self.writer.commit_model(&m.record) {
+            Ok(slot) => {
+                self.records.push((m.handle, m.core, slot));
+                self.models += 1;
+            }
+            Err(e) => self.fail(format!("commit model {} core {}: {e}", m.handle, m.core)),
+        }
+        self.add(m.core, NcCounter::ModelLoadCount, 1);
+        self.device_mem(m.core, &m.device, false);
+        self.host_mem(&m.host, false);
+    }
+
+    fn unloaded(&mut self, handle: u32, core: u8, device: &MemUsage, host: &MemUsage) {
+        if let Some(i) = self
+            .records
+            .iter()
+            .position(|&(h, c, _)| h == handle && c == core)
+        {
+            let (_, _, slot) = self.records.swap_remove(i);
+            if let Err(e) = self.writer.delete_model(slot) {
+                self.fail(format!("delete model {handle} core {core}: {e}"));
+            }
+        }
+        self.device_mem(core, device, true);
+        self.host_mem(host, true);
+    }
+
+    fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {
+        match m {
+            PubMsg::Completed(c) => self.completed(&c),
+            PubMsg::Refused {
+                core,
+                full,
+                unrecoverable,
+            } => {
+                let n = u64::from(full) + u64::from(unrecoverable);
+                self.add(core, NcCounter::InferFailedToQueue, n);
+                self.refusals += n;
+            }
+            PubMsg::ModelLoaded(m) => {
+                cx.event(
+                    "msg",
+                    format_args!("model {} loaded on core {}", m.handle, m.core),
+                );
+                self.loaded(&m);
+            }
+            PubMsg::ModelUnloaded {
+                handle,
+                core,
+                device,
+                host,
+            } => {
+                cx.event(
+                    "msg",
+                    format_args!("model {handle} unloaded from core {core}"),
+                );
+                self.unloaded(handle, core, &device, &host);
+            }
+            PubMsg::HostMisc { bytes } => self.nd_add(NdCounter::MemUsageMiscHost, bytes, false),
+        }
+    }
+}
+
+/// The NDS-publisher actor.
+pub struct PublisherActor<S: SlabMut> {
+    name: String,
+    books: Books<S>,
+    cores: u8,
+    inbound: Vec<Receiver<PubMsg>>,
+    control: crossbeam_channel::Receiver<PubMsg>,
+    wake: Arc<Waker>,
+    stats: Arc<PubStats>,
+    hook: Option<SharedTransitions>,
+    started: bool,
+    reported_errors: u64,
+}
+
+impl<S: SlabMut> core::fmt::Debug for PublisherActor<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PublisherActor")
+            .field("completions", &self.books.completions)
+            .field("refusals", &self.books.refusals)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Messages drained from one mailbox per poll (bounded work per poll).
+const DRAIN: usize = 256;
+
+impl<S: SlabMut> PublisherActor<S> {
+    /// A publisher over `p.writer`.
+    pub fn new(p: PublisherParts<S>) -> PublisherActor<S> {
+        let nc = (0..u32::from(p.cores))
+            .map(|core| {
+                (0..=NcCounter::HwErrRepairableHbmUe as u32)
+                    .filter_map(|i| Counter::nc_index(core, i).ok())
+                    .collect()
+            })
+            .collect();
+        let hook = p.trace_records.then(SharedTransitions::default);
+        if let Some(h) = &hook {
+            p.writer.set_hook(Box::new(h.clone()));
+        }
+        let mut inbound = p.from_workers;
+        inbound.extend(p.from_lanes);
+        PublisherActor {
+            name: "publisher".to_string(),
+            books: Books {
+                writer: p.writer,
+                nc,
+                records: Vec::with_capacity(crate::nds::MODEL_SLOTS),
+                completions: 0,
+                refusals: 0,
+                models: 0,
+                errors: 0,
+                last_error: None,
+            },
+            cores: p.cores,
+            inbound,
+            control: p.control,
+            wake: p.wake,
+            stats: p.stats,
+            hook,
+            started: false,
+            reported_errors: 0,
+        }
+    }
+
+    /// The writer (for a final read-back through its own mapping).
+    pub fn writer(&self) -> &Writer<S> {
+        &self.books.writer
+    }
+
+    /// The last NDS error, if any (the count is in `PubStats::errors`).
+    pub fn last_error(&self) -> Option<&str> {
+        self.books.last_error.as_deref()
+    }
+
+    fn start(&mut self, cx: &mut Cx<'_>) {
+        let w = &self.books.writer;
+        let none = VersionInfo {
+            major: 0,
+            minor: 0,
+            build: 0,
+        };
+        w.set_versions(RUNTIME_VERSION, none, none);
+        let mut f = Features::empty();
+        if self.cores > 1 {
+            f |= Features::MULTICORE;
+        }
+        w.set_features(f);
+        let info = ProcessInfo {
+            hash: 0,
+            framework_type: 0,
+            tag: c_string("xunds"),
+            framework_version: none,
+            fal_version: none,
+            runtime_version: RUNTIME_VERSION,
+        };
+        let r1 = w.publish_process_info(&info);
+        let ext = ProcessInfoExt {
+            hash: 0,
+            tag: c_string("xunds: libnrt 2.31 XU queue and NDS datastore on a simulated device"),
+        };
+        let r2 = w.publish_process_info_ext(&ext);
+        if let Err(e) = r1 {
+            self.books.fail(format!("process info: {e}"));
+        }
+        if let Err(e) = r2 {
+            self.books.fail(format!("process info ext: {e}"));
+        }
+        cx.event(
+            "msg",
+            format_args!(
+                "process info published cores={} counters/core={}",
+                self.cores,
+                counters::NC_COUNTER_COUNT
+            ),
+        );
+    }
+
+    fn publish_stats(&self) {
+        // Ordering: Release pairs with the Acquire loads in
+        // `PubStats::applied`: the slab updates behind a count are done.
+        self.stats
+            .completions
+            .store(self.books.completions, Ordering::Release);
+        self.stats
+            .refusals
+            .store(self.books.refusals, Ordering::Release);
+        self.stats
+            .models_committed
+            .store(self.books.models, Ordering::Release);
+        self.stats
+            .errors
+            .store(self.books.errors, Ordering::Release);
+    }
+
+    fn anything_waiting(&self) -> bool {
+        !self.control.is_empty() || self.inbound.iter().any(|r| !r.is_empty())
+    }
+
+    fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
+        let mut n = 0;
+        for _ in 0..DRAIN {
+            match self.control.try_recv() {
+                Ok(m) => {
+                    self.books.apply(m, cx);
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        let books = &mut self.books;
+        for r in &mut self.inbound {
+            n += r.drain(DRAIN, |m| books.apply(m, cx));
+        }
+        n > 0
+    }
+
+    fn trace_records(&mut self, cx: &mut Cx<'_>) {
+        if let Some(h) = &self.hook {
+            let ts: Vec<Transition> =
+                core::mem::take(&mut *h.0.lock().unwrap_or_else(|p| p.into_inner()));
+            for t in ts {
+                cx.on_transition(t);
+            }
+        }
+    }
+}
+
+impl<S: SlabMut + Send> Actor for PublisherActor<S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+        self.wake.awake();
+        let mut made = false;
+        if !self.started {
+            self.started = true;
+            self.start(cx);
+            made = true;
+        }
+        made |= self.drain_all(cx);
+        if !made {
+            self.wake.prepare_sleep();
+            if self.anything_waiting() {
+                self.wake.awake();
+                made = self.drain_all(cx);
+            }
+        }
+        if self.books.errors > self.reported_errors {
+            self.reported_errors = self.books.errors;
+            let why = self.books.last_error.clone().unwrap_or_default();
+            cx.event("msg", format_args!("nds error: {why}"));
+        }
+        self.publish_stats();
+        self.trace_records(cx);
+        if made {
+            Progress::Made
+        } else {
+            Progress::Idle
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        Idle::Fd(self.wake.fd())
+    }
+}

@@ -1,0 +1,123 @@
+//! The Device-sequencer-proxy: the actor that plays the device. It wraps
+//! [`Sequencer`] (every core's DMA
+//! engine, request execution on the engines, NQ records) and polls it with
+//! the runner's time; it sleeps on a doorbell waker that the producer lanes
+//! write after ringing a core's doorbell (only when the proxy announced it
+//! sleeps, see [`Waker`]).
+
+use std::sync::Arc;
+
+use crate::actors::wake::Waker;
+use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
+use crate::device::sequencer::{RequestExecutor, Sequencer};
+use crate::hal::Hal;
+
+/// What the device did over a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// Descriptor pairs copied.
+    pub copies: u64,
+    /// Requests executed.
+    pub executed: u64,
+    /// NQ records written.
+    pub records: u64,
+    /// Faults reported (DMA faults, NQ overflows, sequencer errors).
+    pub faults: u64,
+    /// HAL errors of the device's own regions (a bug; should stay 0).
+    pub errors: u64,
+}
+
+/// The device proxy actor.
+pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
+    name: String,
+    seq: Sequencer<H, X>,
+    wake: Arc<Waker>,
+    tap: HalTap,
+    stats: DeviceStats,
+}
+
+impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeviceProxy")
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
+    /// A proxy for `seq`, woken through `wake`.
+    pub fn new(seq: Sequencer<H, X>, wake: Arc<Waker>, tap: HalTap) -> Self {
+        DeviceProxy {
+            name: "device".to_string(),
+            seq,
+            wake,
+            tap,
+            stats: DeviceStats::default(),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> DeviceStats {
+        self.stats
+    }
+
+    /// The sequencer (its per-core state).
+    pub fn sequencer(&self) -> &Sequencer<H, X> {
+        &self.seq
+    }
+
+    fn poll_device(&mut self, cx: &mut Cx<'_>) -> bool {
+        match self.seq.poll(cx.now().as_u64()) {
+            Ok(p) => {
+                self.stats.copies += u64::from(p.copies);
+                self.stats.executed += u64::from(p.executed);
+                self.stats.records += u64::from(p.records);
+                self.stats.faults += u64::from(p.faults);
+                if p.executed > 0 || p.faults > 0 {
+                    cx.event(
+                        "msg",
+                        format_args!(
+                            "device copies={} executed={} records={} faults={}",
+                            p.copies, p.executed, p.records, p.faults
+                        ),
+                    );
+                }
+                p.made_progress()
+            }
+            Err(e) => {
+                self.stats.errors += 1;
+                cx.event("msg", format_args!("device error: {e}"));
+                false
+            }
+        }
+    }
+}
+
+impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+        self.wake.awake();
+        let mut made = self.poll_device(cx);
+        if !made {
+            // Announce sleep, then look once more (see `Waker`).
+            self.wake.prepare_sleep();
+            made = self.poll_device(cx);
+            if made {
+                self.wake.awake();
+            }
+        }
+        self.tap.drain(cx);
+        if made {
+            Progress::Made
+        } else {
+            Progress::Idle
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        Idle::Fd(self.wake.fd())
+    }
+}

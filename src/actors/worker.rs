@@ -1,0 +1,666 @@
+//! The Worker: one per core (seed 000 §4 QUIRK, §5, §6; `fsm::worker`).
+//!
+//! It sleeps on its has-work eventfd when nothing is triggered (it never
+//! spins), peeks the slot at `exec_head`, harvests the NQ records of that
+//! execution with a deadline (submission time + the configured timeout, in
+//! the runner's time: virtual in deterministic runs), then, in the seed's
+//! order: fills `infer_resp_t` in the work item (timings, status, device
+//! times, MACs) and copies/checks the outputs, fixes the status, reports the
+//! counter updates to the NDS publisher, returns the work item to the pool,
+//! pops the slot (the ring writes the caller's status through `exec_status`
+//! before it advances `exec_head`) and signals the waiter (the ring signals
+//! a captured `mark_comp_efd` right after the advance).
+//!
+//! Status mapping (docs/design.md "Actors and the system"):
+//!
+//! | harvest | status | fatal (XU degraded) |
+//! |---|---|---|
+//! | every engine DONE | `SUCCESS` | no |
+//! | engine error, class numerical | `EXEC_COMPLETED_WITH_NUM_ERR` (1003) | no |
+//! | engine error, class hw | `HW_ERROR` (6) | yes |
+//! | engine error, other class (generic, model, transient, runtime) | `EXEC_COMPLETED_WITH_ERR` (1004) | no |
+//! | sequencer error (published without the event poke) | `EXEC_COMPLETED_WITH_ERR` (1004) | no |
+//! | corrupt descriptor (DMA abort) | `EXEC_HW_ERR_DMA_ABORT` (1203) | yes |
+//! | no records by the deadline | `TIMEOUT` (5) | yes |
+//! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) (if the execution then fails) | yes |
+//! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) (if the execution then fails) | yes |
+//!
+//! Counter reports never block the worker (deadlock rule): a report the
+//! publisher's mailbox refuses is kept (R1) and retried first on the next
+//! poll, and the worker starts no new execution while it keeps one (R2).
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use crate::actors::mailbox::Sender;
+use crate::actors::stats::{LatencyHist, StatusCounts};
+use crate::actors::wake::Waker;
+use crate::actors::work::{Completion, Expectations, HealthCell, ItemPool, PubMsg, NO_EXPECT};
+use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::device::memmap::{reg, MemMap};
+use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
+use crate::device::sequencer::DramMemory;
+use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
+use crate::fsm::xu_health::XuHealthEvent;
+use crate::fsm::{step_traced, TransitionHook};
+use crate::hal::{Hal, Ordering};
+use crate::wire::nds::counters::NcCounter;
+use crate::wire::nq::{ErrorClass, Source};
+use crate::wire::seq_id::SeqId;
+use crate::wire::status::NrtStatus;
+use crate::wire::work_item::{self, InferResp, Timespec};
+
+use super::producer::RingWorker;
+
+/// Everything a worker is built from.
+pub struct WorkerParts<H: Hal> {
+    /// The core (= XU index).
+    pub core: u8,
+    /// The ring's worker handle.
+    pub ring: RingWorker,
+    /// The core's NQ harvester.
+    pub harvester: Harvester<H>,
+    /// The HAL.
+    pub hal: Arc<H>,
+    /// The memory map.
+    pub map: Arc<MemMap>,
+    /// The core's work items.
+    pub pool: Arc<ItemPool>,
+    /// Items back to the producer lane.
+    pub returns: Sender<u16>,
+    /// Counter reports to the NDS publisher.
+    pub to_pub: Sender<PubMsg>,
+    /// The publisher's waker.
+    pub pub_wake: Arc<Waker>,
+    /// This worker's has-work waker.
+    pub has_work: Arc<Waker>,
+    /// The XU's health.
+    pub health: Arc<HealthCell>,
+    /// Execution timeout (from submission).
+    pub timeout: Nanos,
+    /// Expected outputs by `WorkItem::expect`.
+    pub expected: Arc<Expectations>,
+    /// HAL trace forwarding.
+    pub tap: HalTap,
+    /// Record slot transitions (deterministic traced runs).
+    pub trace_slots: bool,
+    /// Keep the tag of every completion (tests: exactly-once checks).
+    pub record_tags: bool,
+}
+
+/// What a worker saw.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerStats {
+    /// Executions completed (popped).
+    pub completed: u64,
+    /// Completed with `SUCCESS`.
+    pub ok: u64,
+    /// Completed with another status (timeouts included).
+    pub err: u64,
+    /// Completed with `TIMEOUT`.
+    pub timed_out: u64,
+    /// Outputs compared with the expected ones.
+    pub outputs_checked: u64,
+    /// Outputs that differed (bit for bit).
+    pub outputs_wrong: u64,
+    /// Peeked seq_ids that were not the previous one + 1 (FIFO per XU).
+    pub fifo_violations: u64,
+    /// Failed completion signals (`Popped::status() == NRT_FAILURE`).
+    pub signal_failures: u64,
+    /// Counter reports kept because the publisher's mailbox was full.
+    pub kept_reports: u64,
+    /// Completions by status.
+    pub by_status: StatusCounts,
+    /// Submission-to-completion latency (host ns; virtual in deterministic runs).
+    pub latency: LatencyHist,
+    /// Tags of completed items in completion order (when enabled).
+    pub tags: Vec<u64>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Outcome {
+    Done(ExecCompletion),
+    TimedOut,
+    Failed(NrtStatus),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Current {
+    seq: SeqId,
+    idx: u16,
+    exec_id: u32,
+    /// An overflow or corrupt record seen while harvesting: the status and
+    /// EXT counter to report if the execution then fails.
+    note: Option<(NrtStatus, Option<NcCounter>)>,
+    status: NrtStatus,
+    deadline: Nanos,
+}
+
+/// One core's worker actor.
+pub struct WorkerActor<H: Hal> {
+    name: String,
+    core: u8,
+    ring: RingWorker,
+    harvester: Harvester<H>,
+    hal: Arc<H>,
+    map: Arc<MemMap>,
+    pool: Arc<ItemPool>,
+    returns: Sender<u16>,
+    to_pub: Sender<PubMsg>,
+    pub_wake: Arc<Waker>,
+    has_work: Arc<Waker>,
+    health: Arc<HealthCell>,
+    timeout: Nanos,
+    expected: Arc<Expectations>,
+    tap: HalTap,
+    trace_slots: bool,
+    record_tags: bool,
+    nq_fd: Option<RawFd>,
+    state: WorkerState,
+    cur: Option<Current>,
+    kept: Option<PubMsg>,
+    kept_return: Option<u16>,
+    last_seq: Option<u64>,
+    last_macs: u64,
+    bytes: Vec<u8>,
+    vals: Vec<f32>,
+    stats: WorkerStats,
+}
+
+impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WorkerActor")
+            .field("core", &self.core)
+            .field("state", &self.state)
+            .field("completed", &self.stats.completed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a status makes the XU unrecoverable, and through which event.
+fn fatal(status: NrtStatus) -> Option<XuHealthEvent> {
+    match status.code() {
+        5 => Some(XuHealthEvent::Timeout),
+        6 | 1200..=1205 => Some(XuHealthEvent::FatalError),
+        _ => None,
+    }
+}
+
+impl<H: Hal> WorkerActor<H> {
+    /// A worker; `tags_capacity` preallocates the tag log (when enabled).
+    pub fn new(p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
+        let nq_fd = p.hal.event_fd(p.map.nq_irq[usize::from(p.core)]);
+        let mut ring = p.ring;
+        ring.trace(p.trace_slots);
+        let stats = WorkerStats {
+            tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
+            ..WorkerStats::default()
+        };
+        WorkerActor {
+            name: format!("worker{}", p.core),
+            core: p.core,
+            ring,
+            harvester: p.harvester,
+            hal: p.hal,
+            map: p.map,
+            pool: p.pool,
+            returns: p.returns,
+            to_pub: p.to_pub,
+            pub_wake: p.pub_wake,
+            has_work: p.has_work,
+            health: p.health,
+            timeout: p.timeout,
+            expected: p.expected,
+            tap: p.tap,
+            trace_slots: p.trace_slots,
+            record_tags: p.record_tags,
+            nq_fd,
+            state: WorkerState::Idle,
+            cur: None,
+            kept: None,
+            kept_return: None,
+            last_seq: None,
+            last_macs: 0,
+            bytes: Vec::with_capacity(4096),
+            vals: Vec::with_capacity(1024),
+            stats,
+        }
+    }
+
+    /// What this worker saw.
+    pub fn stats(&self) -> &WorkerStats {
+        &self.stats
+    }
+
+    /// The core.
+    pub fn core(&self) -> u8 {
+        self.core
+    }
+
+    fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
+        // Driven only in the table's order below; an illegal step (a bug)
+        // leaves the state as it is.
+        if let Ok(s) = step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
+            self.state = s;
+        }
+    }
+
+    fn slot_trace(&mut self, cx: &mut Cx<'_>) {
+        if self.trace_slots {
+            for t in self.ring.take_trace() {
+                cx.on_transition(t);
+            }
+        }
+    }
+
+    /// Deliver a kept counter report (R1). `true` when none is kept.
+    fn flush_kept(&mut self) -> bool {
+        match self.kept.take() {
+            None => true,
+            Some(m) => match self.to_pub.push(m) {
+                Ok(()) => {
+                    self.pub_wake.wake();
+                    true
+                }
+                Err(full) => {
+                    self.kept = Some(full.into_inner());
+                    false
+                }
+            },
+        }
+    }
+
+    /// Peek the next triggered slot and start harvesting it. `false` when
+    /// nothing is triggered (after announcing sleep and looking again).
+    fn start_next(&mut self, cx: &mut Cx<'_>) -> bool {
+        let (seq, word) = match self.ring.peek() {
+            Ok(Some(v)) => (v.seq, v.exec_info),
+            Ok(None) => {
+                if self.state == WorkerState::Idle {
+                    self.step(WorkerEvent::Sleep, cx);
+                }
+                self.has_work.prepare_sleep();
+                if self.ring.available() == 0 {
+                    return false;
+                }
+                self.has_work.awake();
+                return true; // look again on the next round
+            }
+            Err(e) => {
+                cx.event("msg", format_args!("peek refused: {e}"));
+                return false;
+            }
+        };
+        if self.state == WorkerState::Sleeping {
+            self.step(WorkerEvent::Wake, cx);
+        }
+        self.step(WorkerEvent::Peek, cx);
+        if let Some(prev) = self.last_seq {
+            if seq.seq_num() != prev + 1 {
+                self.stats.fifo_violations += 1;
+            }
+        }
+        self.last_seq = Some(seq.seq_num());
+        let Some(idx) = self.pool.index_of(word) else {
+            // Not one of our items: complete it as a failure (nothing to
+            // harvest, no item to return).
+            cx.event(
+                "msg",
+                format_args!("seq={:#x}: exec_info is not a work item", seq.0),
+            );
+            self.cur = Some(Current {
+                seq,
+                idx: u16::MAX,
+                exec_id: 0,
+                note: None,
+                status: NrtStatus::FAILURE,
+                deadline: Nanos::MAX,
+            });
+            self.complete(Outcome::Failed(NrtStatus::FAILURE), cx);
+            return true;
+        };
+        let (exec_id, engines, submitted) = {
+            let it = self.pool.lock(idx);
+            (it.exec_id, it.engines, it.submitted)
+        };
+        let deadline = submitted.saturating_add(self.timeout);
+        self.harvester.expect(exec_id, engines, deadline.as_u64());
+        self.cur = Some(Current {
+            seq,
+            idx,
+            exec_id,
+            note: None,
+            status: NrtStatus::SUCCESS,
+            deadline,
+        });
+        true
+    }
+
+    /// Harvest until the current execution ends (`Some`) or nothing more is
+    /// available now (`None`).
+    fn harvest(&mut self, cx: &mut Cx<'_>) -> Option<Outcome> {
+        let now = cx.now().as_u64();
+        let cur_id = self.cur.map(|c| c.exec_id)?;
+        loop {
+            match self.harvester.poll(now) {
+                Ok(None) => return None,
+                Ok(Some(Ok(c))) if c.exec_id == cur_id => return Some(Outcome::Done(c)),
+                Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) if exec_id == cur_id => {
+                    return Some(Outcome::TimedOut)
+                }
+                Ok(Some(Ok(c))) => {
+                    cx.event(
+                        "msg",
+                        format_args!("stray completion exec_id={}", c.exec_id),
+                    );
+                }
+                Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) => {
+                    cx.event("msg", format_args!("stray timeout exec_id={exec_id}"));
+                }
+                Ok(Some(Err(e))) => {
+                    let ext = match e {
+                        HarvestError::Overflow { .. } => Some(NcCounter::ErrSwNqOverflow),
+                        _ => None,
+                    };
+                    let status = e.suggested_status();
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
+                    if let Some(c) = self.cur.as_mut() {
+                        c.note.get_or_insert((status, ext));
+                    }
+                    self.health
+                        .degrade(XuHealthEvent::FatalError, self.core, cx);
+                }
+                Err(e) => {
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
+                    return Some(Outcome::Failed(NrtStatus::HW_ERROR));
+                }
+            }
+        }
+    }
+
+    /// Everything after the harvest, in the seed's order.
+    fn complete(&mut self, outcome: Outcome, cx: &mut Cx<'_>) {
+        let Some(mut cur) = self.cur else { return };
+        let now = cx.now();
+        let note = cur.note;
+        let (mut status, mut class, mut ext, event) = match outcome {
+            Outcome::Done(c) => {
+                let (class, ext) = match c.status {
+                    ExecStatus::Done => (None, None),
+                    ExecStatus::Error { class, source, .. } => (
+                        Some(class),
+                        (source == Source::Dma).then_some(NcCounter::HwErrDmaAbort),
+                    ),
+                };
+                (c.suggested_status(), class, ext, WorkerEvent::ExecDone)
+            }
+            Outcome::TimedOut => (NrtStatus::TIMEOUT, None, None, WorkerEvent::TimedOut),
+            Outcome::Failed(s) => (s, None, None, WorkerEvent::TimedOut),
+        };
+        if status != NrtStatus::SUCCESS {
+            if let Some((s, e)) = note {
+                status = s;
+                ext = e.or(ext);
+                if s == NrtStatus::HW_ERROR {
+                    class = Some(ErrorClass::Hw);
+                }
+            }
+        }
+        self.step(event, cx);
+        if let Some(ev) = fatal(status) {
+            self.health.degrade(ev, self.core, cx);
+        }
+        // MACs: the core's monotone MAC_COUNT register; the deltas add up to
+        // the register's final value exactly.
+        // Ordering: Acquire pairs with the sequencer's Release store of
+        // MAC_COUNT (its records are visible before, and so is the count).
+        let macs_now = self
+            .hal
+            .load_u64(
+                self.map.regs[usize::from(self.core)],
+                reg::MAC_COUNT,
+                Ordering::Acquire,
+            )
+            .unwrap_or(self.last_macs);
+        let macs = macs_now.wrapping_sub(self.last_macs);
+        self.last_macs = macs_now;
+        let (dev_start, dev_cycles, records) = match outcome {
+            Outcome::Done(c) => (
+                u64::from(c.start_cycle),
+                u64::from(c.device_cycles()),
+                c.reported.count_ones(),
+            ),
+            _ => (0, 0, 0),
+        };
+
+        // fill_resp: infer_resp_t in the work item, outputs.
+        let mut latency_total = 0;
+        if cur.idx != u16::MAX {
+            let mut item = self.pool.lock(cur.idx);
+            let ts_start = Timespec {
+                tv_sec: i64::from_le_bytes(
+                    item.info[work_item::off::SUBMISSION_TS..work_item::off::SUBMISSION_TS + 8]
+                        .try_into()
+                        .unwrap_or_default(),
+                ),
+                tv_nsec: i64::from_le_bytes(
+                    item.info
+                        [work_item::off::SUBMISSION_TS + 8..work_item::off::SUBMISSION_TS + 16]
+                        .try_into()
+                        .unwrap_or_default(),
+                ),
+            };
+            latency_total = now.saturating_sub(item.submitted).as_u64();
+            let mut num_outputs = 0;
+            if status == NrtStatus::SUCCESS {
+                if let Some(model) = item.model.as_ref() {
+                    let io = model.per_core[usize::from(self.core)].io_pa[usize::from(cur.idx)];
+                    let mem = DramMemory::new(&*self.hal, &self.map);
+                    self.vals.clear();
+                    for t in &model.outputs {
+                        self.bytes.clear();
+                        self.bytes.resize(t.elems as usize * 4, 0);
+                        if mem.read_bytes(io + t.offset, &mut self.bytes).is_err() {
+                            status = NrtStatus::HW_ERROR;
+                            break;
+                        }
+                        num_outputs += 1;
+                        for w in self.bytes.chunks_exact(4) {
+                            let b: [u8; 4] = w.try_into().unwrap_or_default();
+                            self.vals.push(f32::from_le_bytes(b));
+                        }
+                    }
+                }
+                if status == NrtStatus::SUCCESS {
+                    if let Some(out) = item.out.as_ref() {
+                        for (i, v) in self.vals.iter().enumerate() {
+                            out.store(i, *v);
+                        }
+                    }
+                    if item.expect != NO_EXPECT {
+                        self.stats.outputs_checked += 1;
+                        let want = self.expected.outputs.get(item.expect as usize);
+                        let same = want.is_some_and(|w| {
+                            w.len() == self.vals.len()
+                                && w.iter()
+                                    .zip(&self.vals)
+                                    .all(|(a, b)| a.to_bits() == b.to_bits())
+                        });
+                        if !same {
+                            self.stats.outputs_wrong += 1;
+                        }
+                    }
+                }
+            }
+            let resp = InferResp {
+                status,
+                err_class: class,
+                nq_errors: u32::from(class.is_some()),
+                nq_records: records,
+                ts_start,
+                ts_end: Timespec::from_nanos(now.as_u64()),
+                device_start_ns: dev_start,
+                device_end_ns: dev_start + dev_cycles,
+                mac_count: macs,
+                cc_time_ns: 0,
+                num_outputs,
+                device_id: 0,
+                device_tpb_idx: u16::from(self.core),
+            };
+            // The slice is exactly `INFER_RESP_SIZE` bytes: emit cannot fail.
+            let _ = resp.emit(
+                &mut item.info
+                    [work_item::off::RESP..work_item::off::RESP + work_item::INFER_RESP_SIZE],
+            );
+            if self.record_tags {
+                let tag = item.tag;
+                self.stats.tags.push(tag);
+            }
+            // The item's last reads are done: drop its references now.
+            item.model = None;
+            item.out = None;
+        }
+        self.step(WorkerEvent::FillResp, cx);
+        // write_status: fixed here and in infer_resp_t; the ring writes it
+        // through the slot's exec_status inside `pop`, before exec_head moves.
+        cur.status = status;
+        self.cur = Some(cur);
+        self.step(WorkerEvent::WriteStatus, cx);
+        // report_counters (R1: keep it if the mailbox is full).
+        let msg = PubMsg::Completed(Completion {
+            core: self.core,
+            status,
+            class,
+            ext,
+            latency_total_ns: latency_total,
+            latency_device_ns: dev_cycles,
+            macs,
+        });
+        match self.to_pub.push(msg) {
+            Ok(()) => {
+                self.pub_wake.wake();
+            }
+            Err(full) => {
+                self.kept = Some(full.into_inner());
+                self.stats.kept_reports += 1;
+            }
+        }
+        self.step(WorkerEvent::ReportCounters, cx);
+        self.stats.by_status.add(status, 1);
+        if status == NrtStatus::SUCCESS {
+            self.stats.ok += 1;
+        } else {
+            self.stats.err += 1;
+        }
+        if status == NrtStatus::TIMEOUT {
+            self.stats.timed_out += 1;
+        }
+        self.stats.latency.record(latency_total);
+        cx.event(
+            "msg",
+            format_args!(
+                "completed xu={} seq={:#x} exec_id={} status={} macs={macs} device_ns={dev_cycles}",
+                self.core, cur.seq.0, cur.exec_id, status
+            ),
+        );
+        if cur.idx != u16::MAX {
+            self.kept_return = Some(cur.idx);
+        }
+        self.finish_cycle(cx);
+    }
+
+    /// return_item, pop, signal_waiter. `false` while the return is refused
+    /// (the pool's mailbox is sized so that it never is).
+    fn finish_cycle(&mut self, cx: &mut Cx<'_>) -> bool {
+        if let Some(idx) = self.kept_return.take() {
+            if let Err(full) = self.returns.push(idx) {
+                self.kept_return = Some(full.into_inner());
+                return false;
+            }
+        }
+        self.step(WorkerEvent::ReturnItem, cx);
+        let Some(cur) = self.cur.take() else {
+            return true;
+        };
+        match self.ring.pop(cur.status) {
+            Ok(Some(p)) => {
+                if p.seq != cur.seq {
+                    self.stats.fifo_violations += 1;
+                }
+                self.step(WorkerEvent::Pop, cx);
+                if p.status() != NrtStatus::SUCCESS {
+                    self.stats.signal_failures += 1;
+                    cx.event("msg", format_args!("{:?}", p.signal));
+                }
+                self.step(WorkerEvent::SignalWaiter, cx);
+            }
+            Ok(None) | Err(_) => {
+                cx.event("msg", format_args!("pop of seq={:#x} refused", cur.seq.0));
+                self.state = WorkerState::Idle;
+            }
+        }
+        self.stats.completed += 1;
+        self.slot_trace(cx);
+        true
+    }
+}
+
+impl<H: Hal> Actor for WorkerActor<H> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+        self.has_work.awake();
+        let mut made = false;
+        if self.kept.is_some() {
+            made |= self.flush_kept();
+        }
+        for _ in 0..64 {
+            match self.state {
+                WorkerState::Idle | WorkerState::Sleeping => {
+                    // R2: start nothing new while a report is kept.
+                    if self.kept.is_some() || !self.start_next(cx) {
+                        break;
+                    }
+                    made = true;
+                }
+                WorkerState::Current | WorkerState::Harvesting => match self.harvest(cx) {
+                    Some(outcome) => {
+                        self.complete(outcome, cx);
+                        made = true;
+                    }
+                    None => break,
+                },
+                WorkerState::CountersReported => {
+                    if !self.finish_cycle(cx) {
+                        break;
+                    }
+                    made = true;
+                }
+                // The remaining states are passed through inside `complete`.
+                _ => break,
+            }
+        }
+        self.tap.drain(cx);
+        if made {
+            Progress::Made
+        } else {
+            Progress::Idle
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        match self.state {
+            _ if self.kept.is_some() || self.kept_return.is_some() => Idle::Yield,
+            WorkerState::Current | WorkerState::Harvesting => {
+                self.nq_fd.map_or(Idle::Yield, Idle::Fd)
+            }
+            _ => Idle::Fd(self.has_work.fd()),
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Nanos> {
+        self.cur.map(|c| c.deadline).filter(|&d| d != Nanos::MAX)
+    }
+}

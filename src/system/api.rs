@@ -1,0 +1,399 @@
+//! The public API, mirroring the runtime's async API (SPEC-NOTES.md "The
+//! public async API our surface mirrors"):
+//!
+//! | call | runtime | what it does |
+//! |---|---|---|
+//! | [`System::load_model`] / [`System::load_mlp`] | `nrt_load` | link and load the model on every core, one NDS record per core |
+//! | [`System::unload_model`] | `nrt_unload` | delete the records, decrement the memory counters |
+//! | [`System::schedule`] | `nrta_schedule` | the producer funnel on the caller's thread under the XU's submit lock; a `SeqId`, or `NRT_QUEUE_FULL` / 101; never blocks |
+//! | [`System::is_completed`] | `nrta_is_completed` | `seq <= last_completed` for the handle's XU |
+//! | [`System::last_completed`] | `nrta_get_last_completed` | `(exec_head - 1) \| xu_id << 48` |
+//! | [`System::arm`] | completion fd (caller-owned eventfd) | installs a dup of the caller's eventfd; the worker signals it at completion |
+//! | [`System::wait`] | completion fd (runtime-pooled eventfd) | blocks on a pooled eventfd (`efd_from_pool`) |
+//! | [`System::execute`] | `nrt_execute` | schedule + wait + the outputs |
+//!
+//! Statuses are [`NrtStatus`] values with their C names (`status.name()`).
+//! A timeout or a fatal device error degrades the XU: every later schedule on
+//! it returns `NRT_EXEC_UNIT_UNRECOVERABLE` (101).
+//!
+//! [`System::start`] runs the workers, the device proxy and the NDS
+//! publisher on their own threads (the threaded runner); the caller's
+//! threads are the producers. [`System::shutdown`] waits until everything
+//! in flight has completed and the slab agrees with it, then stops them.
+//!
+//! ```no_run
+//! use xunds::system::api::{System, ScheduleOpts};
+//! use xunds::system::builder::SystemConfig;
+//! use xunds::device::model::MlpSpec;
+//! use xunds::hal::linux::LinuxHal;
+//! use std::time::Duration;
+//!
+//! let sys = System::start(LinuxHal::new(), SystemConfig::new(2)).unwrap();
+//! let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+//! let x = MlpSpec::EXAMPLE.example_input(1);
+//! let done = sys.execute(0, &model, &x, Duration::from_secs(5)).unwrap();
+//! assert_eq!(done.status.name(), Some("SUCCESS"));
+//! assert_eq!(done.outputs, model.reference(&x));
+//! sys.shutdown().unwrap();
+//! ```
+
+use std::path::Path;
+use std::sync::{Arc, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::actors::producer::{Lane, Request};
+use crate::actors::sequencer::DeviceStats;
+use crate::actors::work::{OutputBuf, ResidentModel, NO_EXPECT};
+use crate::actors::worker::WorkerStats;
+use crate::actors::{Cx, Nanos, NullTrace};
+use crate::device::model::{MlpSpec, ModelBuilder};
+use crate::error::Error;
+use crate::hal::eventfd::EventFd;
+use crate::hal::Hal;
+use crate::ring::queue::StatusArc;
+use crate::ring::{Armed, StatusCell, WaitMode, Waited};
+use crate::wire::seq_id::SeqId;
+use crate::wire::status::NrtStatus;
+
+use super::builder::{build, Shared, SysActor, SystemConfig};
+use super::clock::MonotonicClock;
+use super::runner::{Running, ThreadedConfig, ThreadedRunner};
+
+/// A model loaded on every core.
+#[derive(Clone, Debug)]
+pub struct ModelHandle(Arc<ResidentModel>);
+
+impl ModelHandle {
+    /// The handle number (the NDS records' `model_id`).
+    pub fn id(&self) -> u32 {
+        self.0.handle
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Input values per execution.
+    pub fn input_len(&self) -> usize {
+        self.0.input_len()
+    }
+
+    /// Output values per execution.
+    pub fn output_len(&self) -> usize {
+        self.0.output_len()
+    }
+
+    /// The CPU reference outputs for `input`.
+    pub fn reference(&self, input: &[f32]) -> Vec<f32> {
+        self.0.image.reference(input)
+    }
+
+    /// MACs per execution.
+    pub fn macs(&self) -> u64 {
+        self.0.image.macs
+    }
+
+    /// The resident model.
+    pub fn resident(&self) -> &Arc<ResidentModel> {
+        &self.0
+    }
+}
+
+/// Optional outputs of a schedule call.
+#[derive(Clone, Debug, Default)]
+pub struct ScheduleOpts {
+    /// The status cell the worker writes before completion is observable.
+    pub status: Option<StatusArc>,
+    /// Where the worker copies the outputs.
+    pub out: Option<Arc<OutputBuf>>,
+}
+
+impl ScheduleOpts {
+    /// A fresh status cell and output buffer for `model`.
+    pub fn for_model(model: &ModelHandle) -> ScheduleOpts {
+        ScheduleOpts {
+            status: Some(Arc::new(StatusCell::new())),
+            out: Some(Arc::new(OutputBuf::new(model.output_len()))),
+        }
+    }
+}
+
+/// A finished blocking execution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Execution {
+    /// Its handle.
+    pub seq: SeqId,
+    /// Its status.
+    pub status: NrtStatus,
+    /// Its outputs (meaningful when `status` is `SUCCESS`).
+    pub outputs: Vec<f32>,
+}
+
+/// What a system did, when it is shut down.
+#[derive(Clone, Debug)]
+pub struct SystemReport {
+    /// Per worker (core order).
+    pub workers: Vec<WorkerStats>,
+    /// The device proxy.
+    pub device: DeviceStats,
+    /// Per lane: (accepted, refused queue-full, refused 101).
+    pub lanes: Vec<(u64, u64, u64)>,
+    /// NDS updates the slab refused (0 unless something is wrong).
+    pub nds_errors: u64,
+}
+
+/// A running system driven through the public API.
+pub struct System<H: Hal + 'static> {
+    shared: Arc<Shared<H>>,
+    clock: MonotonicClock,
+    running: Option<Running<SysActor<H>>>,
+}
+
+impl<H: Hal + 'static> core::fmt::Debug for System<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("System")
+            .field("cores", &self.shared.cfg.cores)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Hal + 'static> System<H> {
+    /// Build the system on `hal` and start its daemons (one thread per
+    /// worker, one for the device proxy, one for the publisher).
+    pub fn start(hal: H, cfg: SystemConfig) -> Result<System<H>, Error> {
+        let (shared, daemons) = build(hal, cfg, None)?.into_daemons();
+        let mut r = ThreadedRunner::new(ThreadedConfig::default())?;
+        let clock = MonotonicClock::start();
+        r.set_clock(clock);
+        for a in daemons {
+            r.add_daemon(a);
+        }
+        let running = r.start()?;
+        Ok(System {
+            shared,
+            clock,
+            running: Some(running),
+        })
+    }
+
+    /// Number of XUs (cores).
+    pub fn cores(&self) -> u8 {
+        self.shared.cfg.cores
+    }
+
+    /// The system's time (the runner's clock).
+    pub fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    /// The slab file, when the system writes one.
+    pub fn slab_path(&self) -> Option<&Path> {
+        self.shared.slab_path.as_deref()
+    }
+
+    /// The shared internals (queues, lanes, device).
+    pub fn shared(&self) -> &Arc<Shared<H>> {
+        &self.shared
+    }
+
+    /// Load a model built by `builder` on every core.
+    pub fn load_model(&self, builder: &ModelBuilder, name: &str) -> Result<ModelHandle, Error> {
+        self.shared.load_model(builder, name).map(ModelHandle)
+    }
+
+    /// Load an MLP.
+    pub fn load_mlp(&self, spec: &MlpSpec, name: &str) -> Result<ModelHandle, Error> {
+        let b = spec
+            .builder()
+            .map_err(|e| Error::Other(format!("model: {e}")))?;
+        self.load_model(&b, name)
+    }
+
+    /// Unload a model (executions in flight finish normally).
+    pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
+        self.shared.unload_model(&model.0)
+    }
+
+    fn lane(&self, xu: u8) -> Result<MutexGuard<'_, Lane<H>>, NrtStatus> {
+        let l = self
+            .shared
+            .lanes
+            .get(usize::from(xu))
+            .ok_or(NrtStatus::INVALID)?;
+        Ok(l.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Schedule one execution of `model` on XU `xu`: a `SeqId`, or the
+    /// refusal (`NRT_QUEUE_FULL`, 101, `NRT_INVALID`). Never blocks (the
+    /// XU's submit lock is held only for the funnel itself).
+    pub fn schedule(
+        &self,
+        xu: u8,
+        model: &ModelHandle,
+        input: &[f32],
+        opts: ScheduleOpts,
+    ) -> Result<SeqId, NrtStatus> {
+        let mut lane = self.lane(xu)?;
+        let mut trace = NullTrace;
+        let mut cx = Cx::new(self.now(), "api", &mut trace);
+        lane.schedule(
+            Request {
+                model: &model.0,
+                input,
+                status: opts.status,
+                out: opts.out,
+                expect: NO_EXPECT,
+                tag: 0,
+            },
+            &mut cx,
+        )
+    }
+
+    fn queue_of(&self, seq: SeqId) -> Result<&crate::actors::producer::RingQueue, NrtStatus> {
+        self.shared
+            .queues
+            .get(usize::from(seq.vnc_id()))
+            .filter(|q| q.xu() == seq.xu_id())
+            .ok_or(NrtStatus::INVALID_HANDLE)
+    }
+
+    /// Whether `seq` has completed (its status is then readable).
+    pub fn is_completed(&self, seq: SeqId) -> Result<bool, NrtStatus> {
+        self.queue_of(seq)?
+            .is_completed(seq)
+            .map_err(|e| e.status())
+    }
+
+    /// The newest completed handle of XU `xu`.
+    pub fn last_completed(&self, xu: u8) -> Result<SeqId, NrtStatus> {
+        self.shared
+            .queues
+            .get(usize::from(xu))
+            .map(|q| q.last_completed())
+            .ok_or(NrtStatus::INVALID)
+    }
+
+    /// Completion by fd (caller-owned): the worker signals `ev` when `seq`
+    /// completes (`Installed`), or nothing is installed because it already
+    /// has (`AlreadyComplete`).
+    pub fn arm(&self, seq: SeqId, ev: &EventFd) -> Result<Armed, NrtStatus> {
+        self.queue_of(seq)?.arm(seq, ev).map_err(|e| e.status())
+    }
+
+    /// Block until `seq` completes (a pooled eventfd) or `timeout` passes.
+    pub fn wait(&self, seq: SeqId, timeout: Duration) -> Result<Waited, NrtStatus> {
+        self.queue_of(seq)?
+            .wait(seq, WaitMode::SpinThenBlock { spins: 64 }, timeout)
+            .map_err(|e| e.status())
+    }
+
+    /// Schedule, wait, and return the status and outputs. A full queue is
+    /// retried until `timeout`.
+    pub fn execute(
+        &self,
+        xu: u8,
+        model: &ModelHandle,
+        input: &[f32],
+        timeout: Duration,
+    ) -> Result<Execution, NrtStatus> {
+        let deadline = Instant::now() + timeout;
+        let opts = ScheduleOpts::for_model(model);
+        let (status, out) = (opts.status.clone(), opts.out.clone());
+        let seq = loop {
+            match self.schedule(xu, model, input, opts.clone()) {
+                Ok(seq) => break seq,
+                Err(NrtStatus::QUEUE_FULL) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        match self.wait(seq, deadline.saturating_duration_since(Instant::now()))? {
+            Waited::Completed { .. } => {}
+            _ => return Err(NrtStatus::TIMEOUT),
+        }
+        Ok(Execution {
+            seq,
+            status: status.and_then(|s| s.get()).unwrap_or(NrtStatus::FAILURE),
+            outputs: out.map(|o| o.to_vec()).unwrap_or_default(),
+        })
+    }
+
+    /// Wait until every XU is drained and the publisher has applied every
+    /// outcome (so the slab agrees with everything scheduled so far).
+    /// `false` if `timeout` passed first.
+    pub fn quiesce(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let drained = self.shared.queues.iter().all(|q| q.in_flight() == 0);
+            let mut flushed = true;
+            let (mut accepted, mut refused) = (0, 0);
+            for l in self.shared.lanes.iter() {
+                let mut l = l.lock().unwrap_or_else(|p| p.into_inner());
+                flushed &= l.flush();
+                let (a, f, u) = l.stats().get();
+                accepted += a;
+                refused += f + u;
+            }
+            let (c, r) = self.shared.pub_stats.applied();
+            let control_done = self.shared.control.is_empty();
+            if drained && flushed && control_done && c >= accepted && r >= refused {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            self.shared.pub_wake.wake();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Quiesce (up to 30 s), stop the daemons and report what they did.
+    pub fn shutdown(mut self) -> Result<SystemReport, Error> {
+        let quiet = self.quiesce(Duration::from_secs(30));
+        let running = self
+            .running
+            .take()
+            .ok_or_else(|| Error::Other("not running".into()))?;
+        running.stop();
+        let rep = running.join()?;
+        if !quiet {
+            return Err(Error::Other(
+                "shutdown: executions still in flight after 30 s".into(),
+            ));
+        }
+        let mut workers = Vec::new();
+        let mut device = DeviceStats::default();
+        let mut nds_errors = 0;
+        for a in rep.actors {
+            match a {
+                SysActor::Worker(w) => workers.push(w.stats().clone()),
+                SysActor::Device(d) => device = d.stats(),
+                SysActor::Publisher(_) => {}
+                SysActor::Producer(_) => {}
+            }
+        }
+        nds_errors += self
+            .shared
+            .pub_stats
+            .errors
+            .load(std::sync::atomic::Ordering::Acquire);
+        let lanes = self.shared.lane_stats.iter().map(|s| s.get()).collect();
+        Ok(SystemReport {
+            workers,
+            device,
+            lanes,
+            nds_errors,
+        })
+    }
+}
+
+impl<H: Hal + 'static> Drop for System<H> {
+    fn drop(&mut self) {
+        if let Some(r) = self.running.take() {
+            r.stop();
+            let _ = r.join();
+        }
+    }
+}

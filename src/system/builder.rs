@@ -1,0 +1,540 @@
+//! The system builder: wires the device, one XU ring per core (the byte-exact
+//! `xu_queue_t` in its own mapping), the work-item pools, every mailbox and
+//! waker, and the four actors; and loads models onto every core.
+//!
+//! | queue | from -> to | kind | capacity | full means |
+//! |---|---|---|---|---|
+//! | XU ring (per core) | lane -> worker | `xu_queue_t` (seed 000) | `ring_capacity` | `NRT_QUEUE_FULL` to the caller |
+//! | item returns (per core) | worker -> lane | mailbox of `u16` | the pool size | never (there are only that many items) |
+//! | counter reports (per core) | worker -> publisher | mailbox of [`PubMsg`] | `report_capacity` | kept by the worker (R1), which starts nothing new until it is delivered (R2) |
+//! | refusal counts (per core) | lane -> publisher | mailbox of [`PubMsg`] | 64 | aggregated in the lane, sent with the next call |
+//! | control | API callers -> publisher | `crossbeam_channel` (MPSC) | 1024 | the API call (load, unload) waits; never an actor |
+//!
+//! Every edge is request -> terminal: the publisher and the lane's return
+//! drain emit nothing, the worker emits only toward them. The emits relation
+//! is acyclic (R3), so filling every queue at once still drains
+//! (`tests/e2e_deadlock.rs`).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
+
+use crate::actors::mailbox;
+use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, PubStats, RingQueue};
+use crate::actors::publisher::{PublisherActor, PublisherParts};
+use crate::actors::sequencer::DeviceProxy;
+use crate::actors::wake::Waker;
+use crate::actors::work::{
+    CoreModel, Expectations, HealthCell, ItemPool, ModelLoad, PubMsg, ResidentModel,
+};
+use crate::actors::worker::{WorkerActor, WorkerParts};
+use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::device::engine::{Executor, Limits};
+use crate::device::memmap::{DeviceConfig, CORE_AREA};
+use crate::device::model::{MemUsage, ModelBuilder};
+use crate::device::staging::LoadedModel;
+use crate::device::Device;
+use crate::error::Error;
+use crate::hal::mem::Mapping;
+use crate::hal::tracer::TraceLog;
+use crate::hal::Hal;
+use crate::nds::{MappedSlab, Writer};
+use crate::ring::storage::mapped_len;
+use crate::ring::{MappedStorage, QueueConfig, XuQueue};
+use crate::wire::nds::c_string;
+use crate::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
+use crate::wire::seq_id::XuId;
+
+/// Where the datastore slab lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SlabTarget {
+    /// A file (created or truncated), e.g. under `/dev/shm`: other processes
+    /// can read it (`xunds nds dump`).
+    Path(PathBuf),
+    /// An anonymous mapping (tests that only read back in-process).
+    Anonymous,
+}
+
+/// How to build a system.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    /// NeuronCores (= XUs, one worker each), 1..=16.
+    pub cores: u8,
+    /// Slots per XU ring (= work items per core), 1..=32 (at most the
+    /// device's request buffers, so staging is never busy while the ring has
+    /// room).
+    pub ring_capacity: u32,
+    /// Execution timeout, counted from submission (runner time).
+    pub timeout: Nanos,
+    /// Device DRAM bytes (models and IO areas come out of it).
+    pub dram_size: u64,
+    /// The device's wait before a wrong ring id is a corrupt descriptor.
+    pub ring_id_grace_ns: u64,
+    /// The datastore.
+    pub slab: SlabTarget,
+    /// Worker -> publisher mailbox capacity.
+    pub report_capacity: usize,
+    /// Trace slot and record transitions (deterministic traced runs).
+    pub trace_transitions: bool,
+    /// Keep every completion's tag (tests), with this much room per worker.
+    pub record_tags: Option<usize>,
+    /// Expected outputs the workers check (`WorkItem::expect`).
+    pub expected: Arc<Expectations>,
+}
+
+impl SystemConfig {
+    /// Defaults for `cores` cores: ring 32, timeout 1 s, 16 MiB DRAM, an
+    /// anonymous slab.
+    pub fn new(cores: u8) -> SystemConfig {
+        SystemConfig {
+            cores,
+            ring_capacity: 32,
+            timeout: Nanos::from_millis(1000),
+            dram_size: 16 << 20,
+            ring_id_grace_ns: 1_000_000,
+            slab: SlabTarget::Anonymous,
+            report_capacity: 1024,
+            trace_transitions: false,
+            record_tags: None,
+            expected: Arc::new(Expectations::default()),
+        }
+    }
+
+    /// The device configuration this system uses.
+    pub fn device_config(&self) -> DeviceConfig {
+        DeviceConfig {
+            cores: self.cores,
+            dram_size: self.dram_size,
+            ring_len: 128,
+            nq_len: 256,
+            request_slots: 32,
+            ring_id_grace_ns: self.ring_id_grace_ns,
+        }
+    }
+
+    /// DRAM bytes that hold `models` copies of a model like `probe` per core
+    /// (its shared load area, then one code variant and one IO area per work
+    /// item), plus the per-core areas and some slack.
+    pub fn dram_for(&self, probe: &crate::device::model::ModelImage, models: u64) -> u64 {
+        let items = u64::from(self.ring_capacity);
+        let per = probe.footprint()
+            + items * (probe.const_offset + probe.io_bytes)
+            + (1 + 2 * items) * 128;
+        let total = u64::from(self.cores) * (CORE_AREA + models * per) + (1 << 20);
+        total.next_multiple_of(1 << 20)
+    }
+}
+
+/// What every part of the system shares: the device, the lanes (behind
+/// their submit locks), the query side of each ring, the control channel.
+pub struct Shared<H: Hal> {
+    /// The device.
+    pub dev: Device<H>,
+    /// One producer lane per XU, each behind its submit lock.
+    pub lanes: Arc<[Mutex<Lane<H>>]>,
+    /// The query side of each XU's ring.
+    pub queues: Vec<RingQueue>,
+    /// Each lane's counters.
+    pub lane_stats: Vec<Arc<LaneStats>>,
+    /// To the publisher (model loads, unloads).
+    pub control: crossbeam_channel::Sender<PubMsg>,
+    /// The publisher's waker.
+    pub pub_wake: Arc<Waker>,
+    /// What the publisher applied.
+    pub pub_stats: Arc<PubStats>,
+    /// The configuration.
+    pub cfg: SystemConfig,
+    /// The slab's path (when it is a file).
+    pub slab_path: Option<PathBuf>,
+    /// HAL trace forwarding (deterministic runs).
+    pub tap: HalTap,
+    next_handle: AtomicU32,
+}
+
+impl<H: Hal> core::fmt::Debug for Shared<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Shared")
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The system's actors in one type, so both runners can drive them without
+/// boxing and hand them back typed. (A handful of long-lived values: the
+/// size difference between variants costs nothing worth a box per poll.)
+#[allow(clippy::large_enum_variant)]
+pub enum SysActor<H: Hal> {
+    /// The workload driver.
+    Producer(ProducerActor<H>),
+    /// A core's worker.
+    Worker(WorkerActor<H>),
+    /// The device proxy.
+    Device(DeviceProxy<H, Executor>),
+    /// The NDS publisher.
+    Publisher(PublisherActor<MappedSlab>),
+}
+
+impl<H: Hal> core::fmt::Debug for SysActor<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl<H: Hal> Actor for SysActor<H> {
+    fn name(&self) -> &str {
+        match self {
+            SysActor::Producer(a) => a.name(),
+            SysActor::Worker(a) => a.name(),
+            SysActor::Device(a) => a.name(),
+            SysActor::Publisher(a) => a.name(),
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+        match self {
+            SysActor::Producer(a) => a.poll(cx),
+            SysActor::Worker(a) => a.poll(cx),
+            SysActor::Device(a) => a.poll(cx),
+            SysActor::Publisher(a) => a.poll(cx),
+        }
+    }
+
+    fn idle(&self) -> Idle {
+        match self {
+            SysActor::Producer(a) => a.idle(),
+            SysActor::Worker(a) => a.idle(),
+            SysActor::Device(a) => a.idle(),
+            SysActor::Publisher(a) => a.idle(),
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Nanos> {
+        match self {
+            SysActor::Producer(a) => a.next_deadline(),
+            SysActor::Worker(a) => a.next_deadline(),
+            SysActor::Device(a) => a.next_deadline(),
+            SysActor::Publisher(a) => a.next_deadline(),
+        }
+    }
+}
+
+/// A built system: the shared part and the daemon actors (workers, device
+/// proxy, publisher), not yet running.
+pub struct Built<H: Hal> {
+    /// Shared by the API, the producer actor and the daemons.
+    pub shared: Arc<Shared<H>>,
+    /// One worker per core.
+    pub workers: Vec<WorkerActor<H>>,
+    /// The device proxy.
+    pub device: DeviceProxy<H, Executor>,
+    /// The publisher.
+    pub publisher: PublisherActor<MappedSlab>,
+}
+
+impl<H: Hal> core::fmt::Debug for Built<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Built")
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Hal> Built<H> {
+    /// The daemons as [`SysActor`]s (workers first, then device, publisher).
+    pub fn into_daemons(self) -> (Arc<Shared<H>>, Vec<SysActor<H>>) {
+        let mut v: Vec<SysActor<H>> = self.workers.into_iter().map(SysActor::Worker).collect();
+        v.push(SysActor::Device(self.device));
+        v.push(SysActor::Publisher(self.publisher));
+        (self.shared, v)
+    }
+}
+
+fn err(what: &str, e: impl core::fmt::Display) -> Error {
+    Error::Other(format!("{what}: {e}"))
+}
+
+/// Build a system on `hal` (`log`: the HAL tracer's log, for deterministic
+/// traced runs).
+pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result<Built<H>, Error> {
+    if !(1..=32).contains(&cfg.ring_capacity) {
+        return Err(Error::Other(format!(
+            "ring capacity {} (must be 1..=32)",
+            cfg.ring_capacity
+        )));
+    }
+    let dev = Device::new(hal, cfg.device_config()).map_err(|e| err("device", e))?;
+    let (slab, slab_path) = match &cfg.slab {
+        SlabTarget::Path(p) => (
+            MappedSlab::create(p).map_err(|e| err("slab", e))?,
+            Some(p.clone()),
+        ),
+        SlabTarget::Anonymous => (MappedSlab::anonymous().map_err(|e| err("slab", e))?, None),
+    };
+    let writer = Writer::new(slab).map_err(|e| err("slab", e))?;
+    let tap = HalTap::new(log);
+    let pub_wake = Arc::new(Waker::new()?);
+    let device_wake = Arc::new(Waker::new()?);
+    let pub_stats = Arc::new(PubStats::default());
+    let (control, control_rx) = crossbeam_channel::bounded(1024);
+    let cap = cfg.ring_capacity as usize;
+    let mut lanes = Vec::new();
+    let mut queues = Vec::new();
+    let mut lane_stats = Vec::new();
+    let mut workers = Vec::new();
+    let mut from_workers = Vec::new();
+    let mut from_lanes = Vec::new();
+    for core in 0..cfg.cores {
+        let map = Mapping::anonymous(mapped_len(u64::from(cfg.ring_capacity)))?;
+        let qcfg = QueueConfig::new(XuId::new(0, 0, core), u64::from(cfg.ring_capacity));
+        // SAFETY: the mapping is fresh and anonymous; only this queue ever
+        // writes it (the region moves into the queue's storage).
+        let (rp, rw) = unsafe { XuQueue::<u64, MappedStorage>::mapped(map.into_region(), qcfg) }
+            .map_err(|e| err("xu ring", e))?;
+        let pool = Arc::new(ItemPool::new(cap));
+        let (ret_tx, ret_rx) = mailbox::bounded::<u16>(cap);
+        let (rep_tx, rep_rx) = mailbox::bounded::<PubMsg>(cfg.report_capacity.max(1));
+        let (ref_tx, ref_rx) = mailbox::bounded::<PubMsg>(64);
+        from_workers.push(rep_rx);
+        from_lanes.push(ref_rx);
+        let has_work = Arc::new(Waker::new()?);
+        let health = Arc::new(HealthCell::new());
+        queues.push(rp.queue().clone());
+        let lane = Lane::new(LaneParts {
+            core,
+            ring: rp,
+            stager: dev.stager(core),
+            hal: Arc::clone(dev.hal()),
+            map: Arc::clone(dev.map()),
+            pool: Arc::clone(&pool),
+            returns: ret_rx,
+            worker_wake: Arc::clone(&has_work),
+            device_wake: Arc::clone(&device_wake),
+            health: Arc::clone(&health),
+            to_pub: ref_tx,
+            pub_wake: Arc::clone(&pub_wake),
+            trace_slots: cfg.trace_transitions,
+        });
+        lane_stats.push(lane.stats());
+        lanes.push(Mutex::new(lane));
+        workers.push(WorkerActor::new(
+            WorkerParts {
+                core,
+                ring: rw,
+                harvester: dev.harvester(core),
+                hal: Arc::clone(dev.hal()),
+                map: Arc::clone(dev.map()),
+                pool,
+                returns: ret_tx,
+                to_pub: rep_tx,
+                pub_wake: Arc::clone(&pub_wake),
+                has_work,
+                health,
+                timeout: cfg.timeout,
+                expected: Arc::clone(&cfg.expected),
+                tap: tap.clone(),
+                trace_slots: cfg.trace_transitions,
+                record_tags: cfg.record_tags.is_some(),
+            },
+            cfg.record_tags.unwrap_or(0),
+        ));
+    }
+    let device = DeviceProxy::new(
+        dev.sequencer(Executor::new(Limits::DEFAULT)),
+        device_wake,
+        tap.clone(),
+    );
+    let publisher = PublisherActor::new(PublisherParts {
+        writer,
+        cores: cfg.cores,
+        from_workers,
+        from_lanes,
+        control: control_rx,
+        wake: Arc::clone(&pub_wake),
+        stats: Arc::clone(&pub_stats),
+        trace_records: cfg.trace_transitions,
+    });
+    // The system's own host memory: work items and rings.
+    let misc = u64::from(cfg.cores)
+        * (cap as u64 * core::mem::size_of::<Mutex<crate::actors::work::WorkItem>>() as u64
+            + mapped_len(u64::from(cfg.ring_capacity)) as u64);
+    let _ = control.try_send(PubMsg::HostMisc { bytes: misc });
+    let shared = Arc::new(Shared {
+        dev,
+        lanes: lanes.into(),
+        queues,
+        lane_stats,
+        control,
+        pub_wake,
+        pub_stats,
+        cfg,
+        slab_path,
+        tap,
+        next_handle: AtomicU32::new(1),
+    });
+    Ok(Built {
+        shared,
+        workers,
+        device,
+        publisher,
+    })
+}
+
+impl<H: Hal> Shared<H> {
+    /// Load a model onto every core (module docs of `actors::work`: one
+    /// shared load area per core, one code variant and one IO area per work
+    /// item) and tell the publisher (one record per core). Runs on the
+    /// caller's thread; only the control-channel send may wait.
+    pub fn load_model(
+        &self,
+        builder: &ModelBuilder,
+        name: &str,
+    ) -> Result<Arc<ResidentModel>, Error> {
+        let dev = &self.dev;
+        let items = self.cfg.ring_capacity as usize;
+        let probe = builder
+            .link(
+                crate::device::memmap::DRAM_BASE,
+                crate::device::memmap::DRAM_BASE,
+            )
+            .map_err(|e| err("link", e))?;
+        let handle = self
+            .next_handle
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut per_core = Vec::with_capacity(usize::from(self.cfg.cores));
+        let mut image0 = None;
+        for _core in 0..self.cfg.cores {
+            let base = dev
+                .alloc(probe.footprint(), 64)
+                .map_err(|e| err("load", e))?;
+            let mut io_pa = Vec::with_capacity(items);
+            for _ in 0..items {
+                io_pa.push(
+                    dev.alloc(probe.io_bytes.max(64), 64)
+                        .map_err(|e| err("load", e))?
+                        .pa(),
+                );
+            }
+            let mut variants: Vec<LoadedModel> = Vec::with_capacity(items);
+            for (i, &io) in io_pa.iter().enumerate() {
+                let img = builder.link(base.pa(), io).map_err(|e| err("link", e))?;
+                if i == 0 {
+                    let lm = dev
+                        .load_model(base, &img.bytes, img.blocks)
+                        .map_err(|e| err("load", e))?;
+                    variants.push(lm);
+                    if image0.is_none() {
+                        image0 = Some(img);
+                    }
+                } else {
+                    let code_len = img.const_offset;
+                    let code = dev
+                        .alloc(code_len.max(64), 64)
+                        .map_err(|e| err("load", e))?;
+                    let lm = dev
+                        .load_model(code, &img.bytes[..code_len as usize], img.blocks)
+                        .map_err(|e| err("load", e))?;
+                    variants.push(LoadedModel {
+                        id: variants[0].id,
+                        ib: lm.ib,
+                    });
+                }
+            }
+            let n = items as u64;
+            per_core.push(CoreModel {
+                variants,
+                io_pa,
+                device: MemUsage {
+                    code: probe.mem.code * n,
+                    tensors: probe.mem.tensors * n,
+                    constants: probe.mem.constants,
+                    scratchpad: probe.mem.scratchpad,
+                },
+                chunks: 2 * items as u32,
+            });
+        }
+        let image = image0.ok_or_else(|| Error::Other("no cores".into()))?;
+        let (inputs, outputs) = ResidentModel::io_tensors(&image);
+        let host = MemUsage {
+            code: image.mem.code,
+            tensors: 0,
+            constants: image.mem.constants,
+            scratchpad: 0,
+        };
+        let model = Arc::new(ResidentModel {
+            handle,
+            name: name.to_string(),
+            image,
+            per_core,
+            inputs,
+            outputs,
+            host,
+        });
+        for (core, cm) in model.per_core.iter().enumerate() {
+            let host = if core == 0 { host } else { MemUsage::default() };
+            let load = ModelLoad {
+                handle,
+                core: core as u8,
+                record: model_record(&model, core as u8, cm),
+                device: cm.device,
+                host,
+            };
+            self.control
+                .send(PubMsg::ModelLoaded(Box::new(load)))
+                .map_err(|_| Error::Other("the publisher is gone".into()))?;
+        }
+        self.pub_wake.wake();
+        Ok(model)
+    }
+
+    /// Forget a model: its records are deleted and its memory counters
+    /// decremented. Executions in flight keep it alive until they complete;
+    /// its device memory is not reused (the heap never frees).
+    pub fn unload_model(&self, model: &ResidentModel) -> Result<(), Error> {
+        for (core, cm) in model.per_core.iter().enumerate() {
+            let host = if core == 0 {
+                model.host
+            } else {
+                MemUsage::default()
+            };
+            self.control
+                .send(PubMsg::ModelUnloaded {
+                    handle: model.handle,
+                    core: core as u8,
+                    device: cm.device,
+                    host,
+                })
+                .map_err(|_| Error::Other("the publisher is gone".into()))?;
+        }
+        self.pub_wake.wake();
+        Ok(())
+    }
+}
+
+/// The NDS record of `model` on `core`, with its mem-usage grid.
+pub fn model_record(model: &ResidentModel, core: u8, cm: &CoreModel) -> ModelRecord {
+    let mut r = ModelRecord {
+        model_id: model.handle,
+        model_node_id: 0,
+        name: c_string(&model.name),
+        nc_index: core,
+        sg_index: 0,
+        ..ModelRecord::EMPTY
+    };
+    r.uuid[..4].copy_from_slice(&model.handle.to_le_bytes());
+    r.uuid[4] = core;
+    r.uuid[8..].copy_from_slice(b"xunds\0\0\0");
+    let cell = |total_size: u64, chunk_count: u32| MemUsageInfo {
+        total_size,
+        chunk_count: if total_size == 0 { 0 } else { chunk_count },
+    };
+    let items = cm.io_pa.len() as u32;
+    let h = MemLocation::Host as usize;
+    let d = MemLocation::Device as usize;
+    r.mem_usage[h][MemSlot::Code as usize] = cell(model.host.code, 1);
+    r.mem_usage[h][MemSlot::Constants as usize] = cell(model.host.constants, 1);
+    r.mem_usage[d][MemSlot::Code as usize] = cell(cm.device.code, items);
+    r.mem_usage[d][MemSlot::Tensors as usize] = cell(cm.device.tensors, items);
+    r.mem_usage[d][MemSlot::Constants as usize] = cell(cm.device.constants, 1);
+    r.mem_usage[d][MemSlot::Scratchpad as usize] = cell(cm.device.scratchpad, 1);
+    r
+}

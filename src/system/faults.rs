@@ -1,0 +1,283 @@
+//! The `--faults SPEC` language of `xunds run`: a comma-separated list of
+//! `KIND@TRIGGER[/coreN]` items, each one rule of the HAL's seeded
+//! [`FaultInjector`](crate::hal::fault::FaultInjector) plan.
+//!
+//! | KIND | fault | what the caller sees |
+//! |---|---|---|
+//! | `error:CLASS` (`generic`, `numerical`, `model`, `transient`, `hw`, `runtime`) | an engine's DONE NQ record becomes an ERROR of CLASS | 1003 (numerical), 6 `HW_ERROR` (hw, XU degraded), else 1004 |
+//! | `timeout` | an NQ record write is dropped (the device never completes; that ring stays stuck) | 5 `TIMEOUT`, XU degraded, later schedules 101 |
+//! | `doorbell` | a doorbell (`tail_inc`) is dropped | 5 `TIMEOUT`, XU degraded |
+//! | `corrupt:len`, `corrupt:ring_id`, `corrupt:addr` | a descriptor is corrupted (length, ring id, address outside device memory) | 1203 `EXEC_HW_ERR_DMA_ABORT`, XU degraded; what was queued behind it times out |
+//!
+//! | TRIGGER | fires on |
+//! |---|---|
+//! | `P` (a decimal in 0..=1, e.g. `0.001`) or `N/D` | each eligible operation with that probability (seeded by `--seed`) |
+//! | `#N` | only the N-th eligible operation |
+//! | `N+` | every eligible operation from the N-th on |
+//!
+//! Eligible operations: NQ record writes (`error`, `timeout`; one per engine,
+//! five per execution of the example model), doorbells (two per execution),
+//! descriptor writes (`corrupt`; six per execution). `/coreN` restricts a
+//! rule to one core. Example: `error:hw@0.01,timeout@0.001,corrupt:ring_id@#40/core1`.
+//! Queue-full refusals are not a device fault: they happen when a client
+//! outpaces the device (the workload driver backs off and retries).
+
+use core::fmt;
+
+use crate::hal::fault::{DescCorruption, Fault, FaultPlan, FaultRule, Trigger};
+use crate::wire::nq::ErrorClass;
+
+/// A parsed `--faults` spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultSpec {
+    /// The rules, in spec order.
+    pub rules: Vec<FaultRule>,
+}
+
+/// Why a spec did not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSpecError {
+    /// The offending item.
+    pub item: String,
+    /// What is wrong.
+    pub why: &'static str,
+}
+
+impl fmt::Display for FaultSpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad fault {:?}: {}", self.item, self.why)
+    }
+}
+
+impl std::error::Error for FaultSpecError {}
+
+const CLASSES: [(&str, ErrorClass); 6] = [
+    ("generic", ErrorClass::Generic),
+    ("numerical", ErrorClass::Numerical),
+    ("model", ErrorClass::Model),
+    ("transient", ErrorClass::Transient),
+    ("hw", ErrorClass::Hw),
+    ("runtime", ErrorClass::Runtime),
+];
+
+const CORRUPTIONS: [(&str, DescCorruption); 3] = [
+    ("len", DescCorruption::BadLength),
+    ("ring_id", DescCorruption::BadRingId),
+    ("addr", DescCorruption::BadAddress),
+];
+
+/// A decimal probability `0.001` or a fraction `1/1000` as `(num, den)`.
+fn parse_chance(s: &str) -> Option<(u64, u64)> {
+    if let Some((n, d)) = s.split_once('/') {
+        let (n, d) = (n.parse::<u64>().ok()?, d.parse::<u64>().ok()?);
+        return (d > 0 && n <= d).then_some((n, d));
+    }
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 12 {
+        return None;
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let den = 10u64.pow(frac.len() as u32);
+    let int: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let frac_v: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
+    let num = int.checked_mul(den)?.checked_add(frac_v)?;
+    (num <= den).then_some((num, den))
+}
+
+fn trigger_text(t: &Trigger) -> String {
+    match *t {
+        Trigger::Nth(n) => format!("#{n}"),
+        Trigger::From(n) => format!("{n}+"),
+        Trigger::Chance { num, den } => format!("{num}/{den}"),
+    }
+}
+
+impl FaultSpec {
+    /// No faults.
+    pub fn none() -> FaultSpec {
+        FaultSpec::default()
+    }
+
+    /// `true` without rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Parse a spec (the empty string and `none` are no faults).
+    pub fn parse(spec: &str) -> Result<FaultSpec, FaultSpecError> {
+        let mut rules = Vec::new();
+        let spec = spec.trim();
+        if spec.is_empty() || spec == "none" {
+            return Ok(FaultSpec { rules });
+        }
+        for item in spec.split(',') {
+            let item = item.trim();
+            let bad = |why| FaultSpecError {
+                item: item.to_string(),
+                why,
+            };
+            let (kind, rest) = item
+                .split_once('@')
+                .ok_or_else(|| bad("expected KIND@TRIGGER"))?;
+            let (trig, core) = match rest.split_once('/') {
+                Some((t, c)) if c.starts_with("core") => {
+                    let n = c[4..].parse::<u8>().map_err(|_| bad("bad /coreN"))?;
+                    (t, Some(n))
+                }
+                _ => (rest, None),
+            };
+            let fault = match kind.split_once(':') {
+                Some(("error", c)) => Fault::NqError(
+                    CLASSES
+                        .iter()
+                        .find(|(n, _)| *n == c)
+                        .map(|&(_, k)| k)
+                        .ok_or_else(|| {
+                            bad("unknown class (generic, numerical, model, transient, hw, runtime)")
+                        })?,
+                ),
+                Some(("corrupt", c)) => Fault::CorruptDesc {
+                    what: CORRUPTIONS
+                        .iter()
+                        .find(|(n, _)| *n == c)
+                        .map(|&(_, k)| k)
+                        .ok_or_else(|| bad("unknown corruption (len, ring_id, addr)"))?,
+                    dir: None,
+                },
+                None if kind == "timeout" => Fault::DropNq,
+                None if kind == "doorbell" => Fault::DropDoorbell,
+                _ => {
+                    return Err(bad(
+                        "unknown kind (error:CLASS, timeout, doorbell, corrupt:WHAT)",
+                    ))
+                }
+            };
+            let trigger = if let Some(n) = trig.strip_prefix('#') {
+                Trigger::Nth(
+                    n.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| bad("bad #N"))?,
+                )
+            } else if let Some(n) = trig.strip_suffix('+') {
+                Trigger::From(
+                    n.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| bad("bad N+"))?,
+                )
+            } else {
+                let (num, den) = parse_chance(trig).ok_or_else(|| bad("bad probability"))?;
+                Trigger::Chance { num, den }
+            };
+            rules.push(FaultRule {
+                fault,
+                trigger,
+                core,
+            });
+        }
+        Ok(FaultSpec { rules })
+    }
+
+    /// The canonical text (parses back to the same spec; no spaces, so it
+    /// fits a trace header token). `none` without rules.
+    pub fn text(&self) -> String {
+        if self.rules.is_empty() {
+            return "none".to_string();
+        }
+        let items: Vec<String> = self
+            .rules
+            .iter()
+            .map(|r| {
+                let kind = match r.fault {
+                    Fault::NqError(c) => format!(
+                        "error:{}",
+                        CLASSES
+                            .iter()
+                            .find(|(_, k)| *k == c)
+                            .map_or("generic", |p| p.0)
+                    ),
+                    Fault::CorruptDesc { what, .. } => format!(
+                        "corrupt:{}",
+                        CORRUPTIONS
+                            .iter()
+                            .find(|(_, k)| *k == what)
+                            .map_or("len", |p| p.0)
+                    ),
+                    Fault::DropNq => "timeout".to_string(),
+                    Fault::DropDoorbell => "doorbell".to_string(),
+                };
+                let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
+                format!("{kind}@{}{core}", trigger_text(&r.trigger))
+            })
+            .collect();
+        items.join(",")
+    }
+
+    /// The injector's plan, seeded.
+    pub fn plan(&self, seed: u64) -> FaultPlan {
+        FaultPlan {
+            seed,
+            rules: self.rules.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_and_trigger() {
+        let s = FaultSpec::parse(
+            "error:hw@0.01, timeout@0.001,corrupt:ring_id@#40/core1,doorbell@3+,error:numerical@1/8",
+        )
+        .unwrap();
+        assert_eq!(s.rules.len(), 5);
+        assert_eq!(s.rules[0].fault, Fault::NqError(ErrorClass::Hw));
+        assert_eq!(s.rules[0].trigger, Trigger::Chance { num: 1, den: 100 });
+        assert_eq!(s.rules[1].fault, Fault::DropNq);
+        assert_eq!(s.rules[1].trigger, Trigger::Chance { num: 1, den: 1000 });
+        assert_eq!(s.rules[2].trigger, Trigger::Nth(40));
+        assert_eq!(s.rules[2].core, Some(1));
+        assert_eq!(s.rules[3].fault, Fault::DropDoorbell);
+        assert_eq!(s.rules[3].trigger, Trigger::From(3));
+        assert_eq!(s.rules[4].trigger, Trigger::Chance { num: 1, den: 8 });
+        let text = s.text();
+        assert_eq!(
+            text,
+            "error:hw@1/100,timeout@1/1000,corrupt:ring_id@#40/core1,doorbell@3+,error:numerical@1/8"
+        );
+        assert_eq!(FaultSpec::parse(&text).unwrap(), s);
+    }
+
+    #[test]
+    fn refuses_nonsense() {
+        for bad in [
+            "error@0.1",
+            "error:bogus@0.1",
+            "timeout",
+            "timeout@2",
+            "timeout@-1",
+            "timeout@#0",
+            "corrupt:x@0.1",
+            "fire@0.1",
+            "timeout@0.1/cpu1",
+            "timeout@1/0",
+        ] {
+            assert!(FaultSpec::parse(bad).is_err(), "{bad}");
+        }
+        assert!(FaultSpec::parse("").unwrap().is_empty());
+        assert!(FaultSpec::parse("none").unwrap().is_empty());
+        assert_eq!(FaultSpec::none().text(), "none");
+        assert_eq!(parse_chance("1"), Some((1, 1)));
+        assert_eq!(parse_chance("0.5"), Some((5, 10)));
+        assert_eq!(parse_chance("."), None);
+    }
+}

@@ -1,0 +1,594 @@
+//! The main job (`xunds run`) as a library function, so the command line,
+//! the end-to-end tests, replay and the benchmark share one code path.
+//!
+//! [`run`] builds the system, loads `models` variants of the example MLP on
+//! every one of `vncs` cores, and drives `executions` executions through the
+//! whole pipeline (producer funnel, XU ring, device staging and doorbell,
+//! sequencer and engines, NQ harvest, worker, NDS publisher). Every output
+//! is checked against the CPU reference bit for bit. Then it reads the
+//! per-core counters back through the read-only [`Reader`].
+//!
+//! - **Threaded** (default): one thread per actor, one worker per core, on
+//!   [`LinuxHal`] (real `MAP_SHARED` mappings and eventfds), or
+//!   `FaultInjector<LinuxHal>` when faults are asked for; times are host
+//!   nanoseconds since start.
+//! - **Deterministic**: one thread, [`DetRunner`] seeded with `seed`, a
+//!   virtual clock, on `FaultInjector<Tracer<FakeHal>>` (the tracer keeps the
+//!   protocol operations, not the engines' tensor words). Every state-machine
+//!   transition and HAL operation goes to the trace, whose header carries
+//!   everything [`JobConfig::from_header`] needs to run it again: the same
+//!   seed gives a byte-identical trace file (`trace_sha256`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::actors::producer::{ProducerActor, ProducerStats, Workload};
+use crate::actors::sequencer::DeviceStats;
+use crate::actors::stats::{LatencyHist, StatusCounts};
+use crate::actors::work::Expectations;
+use crate::actors::worker::WorkerStats;
+use crate::actors::{Cx, Nanos};
+use crate::device::model::{MlpSpec, ModelBuilder};
+use crate::error::Error;
+use crate::hal::fake::FakeHal;
+use crate::hal::fault::FaultInjector;
+use crate::hal::linux::LinuxHal;
+use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
+use crate::hal::Hal;
+use crate::nds::{Reader, RecordRead};
+use crate::wire::nds::counters::NcCounter;
+use crate::wire::status::NrtStatus;
+
+use super::builder::{build, SlabTarget, SysActor, SystemConfig};
+use super::faults::FaultSpec;
+use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
+use super::trace::{Trace, TraceHeader};
+
+/// Named NC counters read back per core (0..=40).
+pub const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct JobConfig {
+    /// Executions to run.
+    pub executions: u64,
+    /// Cores (XUs), 1..=16.
+    pub vncs: u8,
+    /// Models (variants of the example MLP with different weights), 1..=64
+    /// with `vncs * models <= 64` (one NDS record per model and core).
+    pub models: u8,
+    /// Seeds the deterministic schedule, the fault injector and the inputs.
+    pub seed: u64,
+    /// Where the slab goes (`None`: `/dev/shm/xunds-<pid>.nds`, or the
+    /// temporary directory without `/dev/shm`).
+    pub slab: Option<PathBuf>,
+    /// One thread, virtual clock, trace.
+    pub deterministic: bool,
+    /// Write the deterministic trace here (else only its digest is kept).
+    pub trace: Option<PathBuf>,
+    /// Faults to inject.
+    pub faults: FaultSpec,
+    /// Execution timeout from submission (`None`: 1 s threaded, 2 ms
+    /// virtual in deterministic runs).
+    pub timeout_ns: Option<u64>,
+    /// XU ring slots per core (1..=32).
+    pub ring: u32,
+    /// Distinct inputs (outputs are checked against their references).
+    pub inputs: u32,
+    /// Keep every completion's tag (exactly-once checks in tests).
+    pub record_tags: bool,
+    /// Stop a threaded run that takes longer than this.
+    pub max_wall: Option<Duration>,
+}
+
+impl Default for JobConfig {
+    fn default() -> Self {
+        JobConfig {
+            executions: 100_000,
+            vncs: 4,
+            models: 2,
+            seed: 1,
+            slab: None,
+            deterministic: false,
+            trace: None,
+            faults: FaultSpec::none(),
+            timeout_ns: None,
+            ring: 32,
+            inputs: 16,
+            record_tags: false,
+            max_wall: None,
+        }
+    }
+}
+
+/// The deterministic device's grace before a wrong ring id is corrupt
+/// (virtual ns).
+const DET_GRACE_NS: u64 = 20_000;
+
+fn bad(what: impl Into<String>) -> Error {
+    Error::Other(what.into())
+}
+
+impl JobConfig {
+    /// The timeout in force.
+    pub fn timeout(&self) -> Nanos {
+        Nanos(self.timeout_ns.unwrap_or(if self.deterministic {
+            2_000_000
+        } else {
+            1_000_000_000
+        }))
+    }
+
+    /// The runner configuration of a deterministic run.
+    pub fn det_config(&self) -> DetConfig {
+        DetConfig::new(self.seed)
+    }
+
+    /// The trace header's config tokens (everything replay needs).
+    pub fn header_config(&self) -> String {
+        format!(
+            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS} {}",
+            self.executions,
+            self.vncs,
+            self.models,
+            self.ring,
+            self.inputs,
+            self.timeout().as_u64(),
+            self.faults.text(),
+            self.det_config().config_text()
+        )
+    }
+
+    /// Rebuild a deterministic job from a trace header.
+    pub fn from_header(h: &TraceHeader) -> Result<JobConfig, Error> {
+        if h.config_value("mode") != Some("deterministic") {
+            return Err(bad("the trace is not of a deterministic xunds run"));
+        }
+        fn num<T: std::str::FromStr>(h: &TraceHeader, k: &str) -> Result<T, Error> {
+            h.config_value(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad(format!("trace header: missing or bad {k}")))
+        }
+        let faults = FaultSpec::parse(h.config_value("faults").unwrap_or("none"))
+            .map_err(|e| bad(format!("trace header: {e}")))?;
+        let cfg = JobConfig {
+            executions: num(h, "executions")?,
+            vncs: num(h, "vncs")?,
+            models: num(h, "models")?,
+            seed: h.seed,
+            deterministic: true,
+            faults,
+            timeout_ns: Some(num(h, "timeout_ns")?),
+            ring: num(h, "ring")?,
+            inputs: num(h, "inputs")?,
+            ..JobConfig::default()
+        };
+        if cfg.header_config() != h.config {
+            return Err(bad(
+                "trace header: this build would write another config line (different runner defaults?)",
+            ));
+        }
+        Ok(cfg)
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if !(1..=16).contains(&self.vncs) {
+            return Err(bad("--vncs must be 1..=16"));
+        }
+        if self.models == 0 || u32::from(self.vncs) * u32::from(self.models) > 64 {
+            return Err(bad(
+                "--models must be >= 1 with vncs * models <= 64 (one NDS record per model and core)",
+            ));
+        }
+        if !(1..=32).contains(&self.ring) {
+            return Err(bad("ring must be 1..=32"));
+        }
+        if self.inputs == 0 {
+            return Err(bad("inputs must be >= 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The default slab path: `/dev/shm/xunds-<pid>.nds` (or the temporary
+/// directory).
+pub fn default_slab_path() -> PathBuf {
+    let dir = Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    dir.join(format!("xunds-{}.nds", std::process::id()))
+}
+
+/// One core's counters as the read-only reader sees them after the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoreCounters {
+    /// The core.
+    pub core: u8,
+    /// NC counters 0..=40 by index.
+    pub nc: [u64; NC_NAMED],
+}
+
+impl CoreCounters {
+    /// One counter.
+    pub fn get(&self, c: NcCounter) -> u64 {
+        self.nc[c as usize]
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug)]
+pub struct JobReport {
+    /// Executions asked for.
+    pub executions: u64,
+    /// Schedule calls made (`completed_ok + completed_err + refused_full +
+    /// refused_unrecoverable + failed`).
+    pub submitted: u64,
+    /// Schedule calls accepted.
+    pub accepted: u64,
+    /// Completed with `SUCCESS`.
+    pub completed_ok: u64,
+    /// Completed with any other status (timeouts included).
+    pub completed_err: u64,
+    /// Completed with `TIMEOUT`.
+    pub timed_out: u64,
+    /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
+    pub refused_full: u64,
+    /// Refused with 101 (the execution was given up).
+    pub refused_unrecoverable: u64,
+    /// Refused otherwise (given up).
+    pub failed: u64,
+    /// Outputs compared with the CPU reference.
+    pub outputs_checked: u64,
+    /// Outputs that differed.
+    pub outputs_wrong: u64,
+    /// Completions out of FIFO order on their XU.
+    pub fifo_violations: u64,
+    /// Completions by status.
+    pub by_status: Vec<(NrtStatus, u64)>,
+    /// Submission-to-completion latency (ns; virtual when deterministic).
+    pub latency: LatencyHist,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Accepted executions per second of wall time.
+    pub exec_per_sec: f64,
+    /// The virtual time at the end (deterministic runs).
+    pub virtual_ns: Option<u64>,
+    /// Per core, read back through the read-only reader.
+    pub per_core: Vec<CoreCounters>,
+    /// The named ND counters (0..=13), read back.
+    pub nd: [u64; 14],
+    /// Fresh model records in the slab.
+    pub model_records: usize,
+    /// Sum of the device mem-usage cells over every fresh model record.
+    pub record_device_bytes: u64,
+    /// The slab file.
+    pub slab: PathBuf,
+    /// The trace digest (deterministic runs).
+    pub trace_sha256: Option<String>,
+    /// Lines in the trace (deterministic runs).
+    pub trace_lines: Option<u64>,
+    /// The run was deterministic.
+    pub deterministic: bool,
+    /// Cores.
+    pub vncs: u8,
+    /// Models.
+    pub models: u8,
+    /// The fault spec (canonical text).
+    pub faults: String,
+    /// Faults the injector applied.
+    pub faults_injected: usize,
+    /// The device's counters.
+    pub device: DeviceStats,
+    /// The producer's counters.
+    pub producer: ProducerStats,
+    /// Per worker.
+    pub workers: Vec<WorkerStats>,
+    /// NDS updates the slab refused (0 unless something is wrong).
+    pub nds_errors: u64,
+}
+
+/// Counts injected faults, whatever the HAL stack.
+pub trait InjectedCount {
+    /// Faults applied so far.
+    fn injected_count(&self) -> usize {
+        0
+    }
+}
+
+impl InjectedCount for LinuxHal {}
+impl<H: Hal> InjectedCount for FaultInjector<H> {
+    fn injected_count(&self) -> usize {
+        self.injected().len()
+    }
+}
+
+/// The parts of a job that do not depend on the HAL.
+struct Prepared {
+    builders: Vec<ModelBuilder>,
+    inputs: Arc<Vec<Vec<f32>>>,
+    sys: SystemConfig,
+    slab: PathBuf,
+}
+
+fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
+    cfg.check()?;
+    let specs: Vec<MlpSpec> = (0..u64::from(cfg.models))
+        .map(|m| MlpSpec {
+            seed: MlpSpec::EXAMPLE.seed.wrapping_add(m),
+            ..MlpSpec::EXAMPLE
+        })
+        .collect();
+    let builders = specs
+        .iter()
+        .map(|s| s.builder())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("model: {e}")))?;
+    let base = crate::device::memmap::DRAM_BASE;
+    let probe = builders[0]
+        .link(base, base)
+        .map_err(|e| bad(format!("link: {e}")))?;
+    let inputs: Vec<Vec<f32>> = (0..u64::from(cfg.inputs))
+        .map(|k| MlpSpec::EXAMPLE.example_input(cfg.seed.wrapping_mul(1000).wrapping_add(k)))
+        .collect();
+    let mut expected = Expectations::default();
+    for b in &builders {
+        let img = b.link(base, base).map_err(|e| bad(format!("link: {e}")))?;
+        for x in &inputs {
+            expected.outputs.push(img.reference(x));
+        }
+    }
+    let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
+    let mut sys = SystemConfig::new(cfg.vncs);
+    sys.ring_capacity = cfg.ring;
+    sys.timeout = cfg.timeout();
+    sys.slab = SlabTarget::Path(slab.clone());
+    sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
+    sys.expected = Arc::new(expected);
+    sys.trace_transitions = cfg.deterministic;
+    if cfg.deterministic {
+        sys.ring_id_grace_ns = DET_GRACE_NS;
+    }
+    if cfg.record_tags {
+        sys.record_tags = Some(
+            usize::try_from(cfg.executions)
+                .unwrap_or(usize::MAX)
+                .min(1 << 24),
+        );
+    }
+    Ok(Prepared {
+        builders,
+        inputs: Arc::new(inputs),
+        sys,
+        slab,
+    })
+}
+
+/// Per-run outcome independent of the HAL type.
+struct Outcome {
+    producer: ProducerStats,
+    workers: Vec<WorkerStats>,
+    device: DeviceStats,
+    elapsed: Duration,
+    virtual_ns: Option<u64>,
+    trace_sha256: Option<String>,
+    trace_lines: Option<u64>,
+    injected: usize,
+    nds_errors: u64,
+}
+
+fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
+    for a in actors {
+        match a {
+            SysActor::Producer(p) => o.producer = p.stats(),
+            SysActor::Worker(w) => o.workers.push(w.stats().clone()),
+            SysActor::Device(d) => o.device = d.stats(),
+            SysActor::Publisher(_) => {}
+        }
+    }
+}
+
+fn execute<H: Hal + InjectedCount + 'static>(
+    hal: H,
+    log: Option<TraceLog>,
+    cfg: &JobConfig,
+    p: &Prepared,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Outcome, Error> {
+    let built = build(hal, p.sys.clone(), log)?;
+    let shared = Arc::clone(&built.shared);
+    let mut models = Vec::new();
+    for (m, b) in p.builders.iter().enumerate() {
+        models.push(shared.load_model(b, &format!("mlp{m}"))?);
+    }
+    let work = Workload {
+        executions: cfg.executions,
+        models,
+        inputs: Arc::clone(&p.inputs),
+    };
+    let producer = ProducerActor::new(
+        Arc::clone(&shared.lanes),
+        work,
+        Arc::clone(&shared.pub_stats),
+        shared.tap.clone(),
+    )?;
+    let (_, daemons) = built.into_daemons();
+    let done = |shared: &super::builder::Shared<H>| {
+        let (c, _) = shared.pub_stats.applied();
+        c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
+    };
+    let mut out = Outcome {
+        producer: ProducerStats::default(),
+        workers: Vec::new(),
+        device: DeviceStats::default(),
+        elapsed: Duration::ZERO,
+        virtual_ns: None,
+        trace_sha256: None,
+        trace_lines: None,
+        injected: 0,
+        nds_errors: 0,
+    };
+    if cfg.deterministic {
+        let header = TraceHeader::new(cfg.seed, cfg.header_config());
+        let mut trace = match &cfg.trace {
+            Some(path) => Trace::create(&header, path)?,
+            None => Trace::digest_only(&header),
+        };
+        {
+            // The setup's HAL operations (mapping, model loads).
+            let mut cx = Cx::new(Nanos::ZERO, "setup", &mut trace);
+            shared.tap.drain(&mut cx);
+        }
+        let mut r: DetRunner<SysActor<H>> = DetRunner::new(cfg.det_config());
+        r.add(SysActor::Producer(producer));
+        for d in daemons {
+            r.add_daemon(d);
+        }
+        let t0 = Instant::now();
+        let mut n = 0u64;
+        let total = cfg.executions;
+        r.run_until(&mut trace, |_| {
+            n += 1;
+            if n % 16_384 == 0 {
+                progress(done(&shared), total);
+            }
+            false
+        })?;
+        out.elapsed = t0.elapsed();
+        out.virtual_ns = Some(r.now().as_u64());
+        let summary = trace.finish()?;
+        out.trace_sha256 = Some(summary.sha256_hex());
+        out.trace_lines = Some(summary.lines);
+        collect(r.into_actors(), &mut out);
+    } else {
+        let mut r = ThreadedRunner::new(ThreadedConfig {
+            max_wall: cfg.max_wall,
+            ..ThreadedConfig::default()
+        })?;
+        r.add(SysActor::Producer(producer));
+        for d in daemons {
+            r.add_daemon(d);
+        }
+        let running = r.start()?;
+        let stop = running.stop_handle();
+        while !stop.is_stopped() {
+            progress(done(&shared), cfg.executions);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let rep = running.join()?;
+        out.elapsed = rep.elapsed;
+        collect(rep.actors, &mut out);
+    }
+    progress(done(&shared), cfg.executions);
+    out.injected = shared.dev.hal().injected_count();
+    out.nds_errors = shared
+        .pub_stats
+        .errors
+        .load(std::sync::atomic::Ordering::Acquire);
+    Ok(out)
+}
+
+/// Run a job (module docs). `progress(done, total)` is called now and then.
+pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobReport, Error> {
+    let p = prepare(cfg)?;
+    let plan = cfg.faults.plan(cfg.seed);
+    let out = if cfg.deterministic {
+        let tracer = Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol);
+        let log = tracer.log();
+        execute(
+            FaultInjector::new(tracer, plan),
+            Some(log),
+            cfg,
+            &p,
+            progress,
+        )?
+    } else if cfg.faults.is_empty() {
+        execute(LinuxHal::new(), None, cfg, &p, progress)?
+    } else {
+        execute(
+            FaultInjector::new(LinuxHal::new(), plan),
+            None,
+            cfg,
+            &p,
+            progress,
+        )?
+    };
+    report(cfg, &p, out)
+}
+
+fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error> {
+    let mut latency = LatencyHist::new();
+    let mut by_status = StatusCounts::default();
+    let (mut ok, mut err, mut timed_out, mut checked, mut wrong, mut fifo) = (0, 0, 0, 0, 0, 0);
+    for w in &o.workers {
+        latency.merge(&w.latency);
+        by_status.merge(&w.by_status);
+        ok += w.ok;
+        err += w.err;
+        timed_out += w.timed_out;
+        checked += w.outputs_checked;
+        wrong += w.outputs_wrong;
+        fifo += w.fifo_violations;
+    }
+    let reader = Reader::open(&p.slab).map_err(|e| bad(format!("reading the slab back: {e}")))?;
+    let snap = reader
+        .snapshot()
+        .map_err(|e| bad(format!("reading the slab back: {e}")))?;
+    let per_core = (0..cfg.vncs)
+        .map(|core| {
+            let mut nc = [0u64; NC_NAMED];
+            nc.copy_from_slice(&snap.nc[usize::from(core)][..NC_NAMED]);
+            CoreCounters { core, nc }
+        })
+        .collect();
+    let mut nd = [0u64; 14];
+    nd.copy_from_slice(&snap.nd[..14]);
+    let mut model_records = 0;
+    let mut record_device_bytes = 0;
+    for (_, r) in &snap.models {
+        if let RecordRead::Fresh(m) = r {
+            model_records += 1;
+            record_device_bytes += m.mem_usage[1].iter().map(|c| c.total_size).sum::<u64>();
+        }
+    }
+    let secs = o.elapsed.as_secs_f64().max(1e-9);
+    let pr = o.producer;
+    Ok(JobReport {
+        executions: cfg.executions,
+        submitted: pr.attempts,
+        accepted: pr.accepted,
+        completed_ok: ok,
+        completed_err: err,
+        timed_out,
+        refused_full: pr.refused_full,
+        refused_unrecoverable: pr.refused_unrecoverable,
+        failed: pr.failed,
+        outputs_checked: checked,
+        outputs_wrong: wrong,
+        fifo_violations: fifo,
+        by_status: by_status.sorted(),
+        latency,
+        elapsed: o.elapsed,
+        exec_per_sec: pr.accepted as f64 / secs,
+        virtual_ns: o.virtual_ns,
+        per_core,
+        nd,
+        model_records,
+        record_device_bytes,
+        slab: p.slab.clone(),
+        trace_sha256: o.trace_sha256,
+        trace_lines: o.trace_lines,
+        deterministic: cfg.deterministic,
+        vncs: cfg.vncs,
+        models: cfg.models,
+        faults: cfg.faults.text(),
+        faults_injected: o.injected,
+        device: o.device,
+        producer: pr,
+        workers: o.workers,
+        nds_errors: o.nds_errors,
+    })
+}
