@@ -87,6 +87,11 @@ impl LatencyHist {
         self.max
     }
 
+    /// The sum of every value (exact).
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+
     /// The mean (0 when empty).
     pub fn mean(&self) -> u64 {
         if self.count == 0 {

@@ -111,6 +111,16 @@ pub struct WorkerStats {
     pub kept_reports: u64,
     /// Completions by status.
     pub by_status: StatusCounts,
+    /// Completions by reported error class (index = class code).
+    pub classes: [u64; 6],
+    /// Completions that reported a DMA abort (EXT `HW_ERR_DMA_ABORT`).
+    pub dma_aborts: u64,
+    /// Completions that reported an NQ overflow (EXT `ERR_SW_NQ_OVERFLOW`).
+    pub nq_overflows: u64,
+    /// Sum of the reported MAC deltas.
+    pub macs: u64,
+    /// Sum of the reported device latencies (ns).
+    pub device_ns: u64,
     /// Submission-to-completion latency (host ns; virtual in deterministic runs).
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
@@ -547,6 +557,16 @@ impl<H: Hal> WorkerActor<H> {
         }
         self.step(WorkerEvent::ReportCounters, cx);
         self.stats.by_status.add(status, 1);
+        if let Some(c) = class {
+            self.stats.classes[c as usize] += 1;
+        }
+        match ext {
+            Some(NcCounter::HwErrDmaAbort) => self.stats.dma_aborts += 1,
+            Some(NcCounter::ErrSwNqOverflow) => self.stats.nq_overflows += 1,
+            _ => {}
+        }
+        self.stats.macs += macs;
+        self.stats.device_ns += dev_cycles;
         if status == NrtStatus::SUCCESS {
             self.stats.ok += 1;
         } else {

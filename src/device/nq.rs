@@ -357,6 +357,8 @@ pub struct Harvester<H> {
     /// the worker learns of the execution: seed 000 §6 publishes to the
     /// device first).
     early: VecDeque<NqEntry>,
+    /// Scratch for `expect` (swapped with `early`).
+    spare: VecDeque<NqEntry>,
     early_cap: usize,
     last_expected: u32,
     overflows_seen: u32,
@@ -385,6 +387,7 @@ impl<H: Hal> Harvester<H> {
             regs: map.regs[usize::from(core)],
             pending: VecDeque::new(),
             early: VecDeque::new(),
+            spare: VecDeque::new(),
             early_cap: map.config.nq_len as usize * nq::ENGINES as usize,
             last_expected: 0,
             overflows_seen: 0,
@@ -407,8 +410,10 @@ impl<H: Hal> Harvester<H> {
             end: 0,
         });
         self.last_expected = exec_id;
-        let early = std::mem::take(&mut self.early);
-        for rec in early {
+        // Re-absorb the early records through a spare queue, so both keep
+        // their capacity (no allocation per execution in steady state).
+        core::mem::swap(&mut self.early, &mut self.spare);
+        while let Some(rec) = self.spare.pop_front() {
             self.absorb(rec);
         }
     }

@@ -289,6 +289,8 @@ pub struct JobReport {
     pub workers: Vec<WorkerStats>,
     /// NDS updates the slab refused (0 unless something is wrong).
     pub nds_errors: u64,
+    /// Per lane (core order): (accepted, refused queue-full, refused 101).
+    pub lanes: Vec<(u64, u64, u64)>,
 }
 
 /// Counts injected faults, whatever the HAL stack.
@@ -378,6 +380,7 @@ struct Outcome {
     trace_lines: Option<u64>,
     injected: usize,
     nds_errors: u64,
+    lanes: Vec<(u64, u64, u64)>,
 }
 
 fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
@@ -430,6 +433,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         trace_lines: None,
         injected: 0,
         nds_errors: 0,
+        lanes: Vec::new(),
     };
     if cfg.deterministic {
         let header = TraceHeader::new(cfg.seed, cfg.header_config());
@@ -484,6 +488,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
     }
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
+    out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.nds_errors = shared
         .pub_stats
         .errors
@@ -590,5 +595,6 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         producer: pr,
         workers: o.workers,
         nds_errors: o.nds_errors,
+        lanes: o.lanes,
     })
 }

@@ -1,0 +1,137 @@
+//! Shared checks of the end-to-end suites: conservation and exact counters
+//! (the slab, read back through the read-only reader, against what the
+//! workers and lanes saw and against the model's own numbers).
+
+#![allow(dead_code)]
+
+use xunds::device::model::{MlpSpec, ModelImage};
+use xunds::system::job::JobReport;
+use xunds::wire::nds::counters::{NcCounter, NdCounter};
+use xunds::NrtStatus;
+
+/// The example model's image (sizes, MACs).
+pub fn probe() -> ModelImage {
+    MlpSpec::EXAMPLE.link(0x8_0000_0000, 0x8_0000_0000).unwrap()
+}
+
+/// Device cycles of one clean execution of the example model.
+pub const EXAMPLE_DEVICE_CYCLES: u64 = 3508;
+
+/// Conservation and exact counters for any run.
+pub fn check_counters(r: &JobReport, ring: u64) {
+    // Every schedule call is accounted for exactly once.
+    assert_eq!(
+        r.submitted,
+        r.completed_ok + r.completed_err + r.refused_full + r.refused_unrecoverable + r.failed,
+        "conservation: {r:#?}"
+    );
+    assert_eq!(r.accepted, r.completed_ok + r.completed_err);
+    assert_eq!(
+        r.executions,
+        r.accepted + r.refused_unrecoverable + r.failed
+    );
+    assert_eq!(r.fifo_violations, 0);
+    assert_eq!(r.nds_errors, 0);
+    assert_eq!(
+        r.outputs_checked, r.completed_ok,
+        "every good output checked"
+    );
+    assert_eq!(r.outputs_wrong, 0);
+    assert_eq!(r.workers.len(), usize::from(r.vncs));
+    let models = u64::from(r.models);
+    let img = probe();
+    for (c, (w, k)) in r.workers.iter().zip(&r.per_core).enumerate() {
+        let (acc, full, unrec) = r.lanes[c];
+        let ok = w.by_status.get(NrtStatus::SUCCESS);
+        let to = w.by_status.get(NrtStatus::TIMEOUT);
+        let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
+        let g = |n: NcCounter| k.get(n);
+        assert_eq!(
+            w.completed, acc,
+            "core {c}: every accepted execution completed once"
+        );
+        assert_eq!(g(NcCounter::InferCompleted), ok, "core {c}");
+        assert_eq!(g(NcCounter::InferTimedOut), to, "core {c}");
+        assert_eq!(g(NcCounter::InferCompletedWithNumErr), num, "core {c}");
+        assert_eq!(
+            g(NcCounter::InferCompletedWithErr),
+            w.completed - ok - to - num,
+            "core {c}"
+        );
+        assert_eq!(g(NcCounter::InferenceCount), w.completed, "core {c}");
+        assert_eq!(g(NcCounter::InferFailedToQueue), full + unrec, "core {c}");
+        assert_eq!(
+            u128::from(g(NcCounter::LatencyTotal)),
+            w.latency.sum(),
+            "core {c}"
+        );
+        assert_eq!(g(NcCounter::LatencyDevice), w.device_ns, "core {c}");
+        assert_eq!(g(NcCounter::MacCount), w.macs, "core {c}");
+        for (i, name) in [
+            NcCounter::ErrGeneric,
+            NcCounter::ErrNumerical,
+            NcCounter::ErrModel,
+            NcCounter::ErrTransient,
+            NcCounter::ErrHw,
+            NcCounter::ErrRt,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(g(name), w.classes[i], "core {c} {}", name.name());
+        }
+        assert_eq!(g(NcCounter::HwErrDmaAbort), w.dma_aborts, "core {c}");
+        assert_eq!(g(NcCounter::ErrSwNqOverflow), w.nq_overflows, "core {c}");
+        assert_eq!(g(NcCounter::ModelLoadCount), models, "core {c}");
+        // Memory: per core, each model holds its shared load area and one
+        // code variant and IO area per work item.
+        assert_eq!(
+            g(NcCounter::MemUsageCodeDevice),
+            models * ring * img.mem.code
+        );
+        assert_eq!(
+            g(NcCounter::MemUsageTensorsDevice),
+            models * ring * img.mem.tensors
+        );
+        assert_eq!(
+            g(NcCounter::MemUsageConstantsDevice),
+            models * img.mem.constants
+        );
+        assert_eq!(
+            g(NcCounter::MemUsageScratchpadDevice),
+            models * img.mem.scratchpad
+        );
+        // Independent of the workers' own numbers: a clean execution is
+        // 3072 MACs and 3508 device cycles.
+        if w.completed == ok {
+            assert_eq!(g(NcCounter::MacCount), ok * img.macs, "core {c}");
+            assert_eq!(
+                g(NcCounter::LatencyDevice),
+                ok * EXAMPLE_DEVICE_CYCLES,
+                "core {c}"
+            );
+        }
+    }
+    assert_eq!(
+        r.nd[NdCounter::MemUsageCodeHost as usize],
+        models * img.mem.code
+    );
+    assert_eq!(
+        r.nd[NdCounter::MemUsageConstantsHost as usize],
+        models * img.mem.constants
+    );
+    assert_eq!(r.model_records, usize::from(r.vncs) * r.models as usize);
+    let per_model_core =
+        ring * (img.mem.code + img.mem.tensors) + img.mem.constants + img.mem.scratchpad;
+    assert_eq!(
+        r.record_device_bytes,
+        u64::from(r.vncs) * models * per_model_core
+    );
+    let by_status_total: u64 = r.by_status.iter().map(|e| e.1).sum();
+    assert_eq!(by_status_total, r.accepted);
+}
+
+/// A slab path for a test.
+pub fn slab(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("xunds-test-{}-{name}.nds", std::process::id()))
+}
