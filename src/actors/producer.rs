@@ -123,6 +123,9 @@ pub struct LaneParts<H: Hal> {
     pub pub_wake: Arc<Waker>,
     /// Record slot transitions (deterministic traced runs).
     pub trace_slots: bool,
+    /// HAL trace forwarding (each funnel step is preceded by the HAL
+    /// operations it made).
+    pub tap: HalTap,
 }
 
 /// One XU's producer side.
@@ -146,6 +149,7 @@ pub struct Lane<H: Hal> {
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     trace_slots: bool,
+    tap: HalTap,
 }
 
 impl<H: Hal> core::fmt::Debug for Lane<H> {
@@ -184,6 +188,7 @@ impl<H: Hal> Lane<H> {
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
             trace_slots: p.trace_slots,
+            tap: p.tap,
         }
     }
 
@@ -208,6 +213,8 @@ impl<H: Hal> Lane<H> {
     }
 
     fn step(&mut self, e: FunnelEvent, cx: &mut Cx<'_>) {
+        self.tap.drain(cx);
+        self.slot_trace(cx);
         // The funnel is driven only by this function in the seed's order; an
         // illegal step would be a bug here, and it leaves the state as is.
         if let Ok(s) = step_traced::<Funnel, _>(self.funnel, e, u64::from(self.core), cx) {

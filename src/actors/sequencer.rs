@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::actors::wake::Waker;
-use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
+use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::sequencer::{RequestExecutor, Sequencer};
 use crate::hal::Hal;
 
@@ -34,6 +34,8 @@ pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
     wake: Arc<Waker>,
     tap: HalTap,
     stats: DeviceStats,
+    grace: Nanos,
+    idle_since: Option<Nanos>,
 }
 
 impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
@@ -45,14 +47,19 @@ impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
 }
 
 impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
-    /// A proxy for `seq`, woken through `wake`.
-    pub fn new(seq: Sequencer<H, X>, wake: Arc<Waker>, tap: HalTap) -> Self {
+    /// A proxy for `seq`, woken through `wake`. `grace` is the device's
+    /// `ring_id_grace_ns`: while the proxy is idle it reports a deadline that
+    /// far ahead, so a deterministic run's clock reaches the moment a wrong
+    /// ring id turns into a corrupt descriptor before any later timeout.
+    pub fn new(seq: Sequencer<H, X>, wake: Arc<Waker>, tap: HalTap, grace: Nanos) -> Self {
         DeviceProxy {
             name: "device".to_string(),
             seq,
             wake,
             tap,
             stats: DeviceStats::default(),
+            grace,
+            idle_since: None,
         }
     }
 
@@ -69,6 +76,7 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     fn poll_device(&mut self, cx: &mut Cx<'_>) -> bool {
         match self.seq.poll(cx.now().as_u64()) {
             Ok(p) => {
+                self.tap.drain(cx);
                 self.stats.copies += u64::from(p.copies);
                 self.stats.executed += u64::from(p.executed);
                 self.stats.records += u64::from(p.records);
@@ -111,13 +119,22 @@ impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
         }
         self.tap.drain(cx);
         if made {
+            self.idle_since = None;
             Progress::Made
         } else {
+            self.idle_since.get_or_insert(cx.now());
             Progress::Idle
         }
     }
 
     fn idle(&self) -> Idle {
         Idle::Fd(self.wake.fd())
+    }
+
+    fn next_deadline(&self) -> Option<Nanos> {
+        // A descriptor with a wrong ring id is waited on for `grace` (time
+        // passed to `poll`) before it is a fault.
+        self.idle_since
+            .map(|t| t.saturating_add(self.grace).saturating_add(Nanos(1)))
     }
 }

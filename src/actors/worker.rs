@@ -248,6 +248,8 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
+        self.tap.drain(cx);
+        self.slot_trace(cx);
         // Driven only in the table's order below; an illegal step (a bug)
         // leaves the state as it is.
         if let Ok(s) = step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {

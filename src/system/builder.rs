@@ -136,6 +136,8 @@ pub struct Shared<H: Hal> {
     pub queues: Vec<RingQueue>,
     /// Each lane's counters.
     pub lane_stats: Vec<Arc<LaneStats>>,
+    /// Each XU's health.
+    pub healths: Vec<Arc<HealthCell>>,
     /// To the publisher (model loads, unloads).
     pub control: crossbeam_channel::Sender<PubMsg>,
     /// The publisher's waker.
@@ -280,6 +282,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let mut lanes = Vec::new();
     let mut queues = Vec::new();
     let mut lane_stats = Vec::new();
+    let mut healths = Vec::new();
     let mut workers = Vec::new();
     let mut from_workers = Vec::new();
     let mut from_lanes = Vec::new();
@@ -298,6 +301,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         from_lanes.push(ref_rx);
         let has_work = Arc::new(Waker::new()?);
         let health = Arc::new(HealthCell::new());
+        healths.push(Arc::clone(&health));
         queues.push(rp.queue().clone());
         let lane = Lane::new(LaneParts {
             core,
@@ -313,6 +317,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             to_pub: ref_tx,
             pub_wake: Arc::clone(&pub_wake),
             trace_slots: cfg.trace_transitions,
+            tap: tap.clone(),
         });
         lane_stats.push(lane.stats());
         lanes.push(Mutex::new(lane));
@@ -342,6 +347,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         dev.sequencer(Executor::new(Limits::DEFAULT)),
         device_wake,
         tap.clone(),
+        Nanos(cfg.ring_id_grace_ns),
     );
     let publisher = PublisherActor::new(PublisherParts {
         writer,
@@ -363,6 +369,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         lanes: lanes.into(),
         queues,
         lane_stats,
+        healths,
         control,
         pub_wake,
         pub_stats,

@@ -291,6 +291,8 @@ pub struct JobReport {
     pub nds_errors: u64,
     /// Per lane (core order): (accepted, refused queue-full, refused 101).
     pub lanes: Vec<(u64, u64, u64)>,
+    /// Per XU: degraded (unrecoverable) at the end.
+    pub degraded: Vec<bool>,
 }
 
 /// Counts injected faults, whatever the HAL stack.
@@ -381,6 +383,7 @@ struct Outcome {
     injected: usize,
     nds_errors: u64,
     lanes: Vec<(u64, u64, u64)>,
+    degraded: Vec<bool>,
 }
 
 fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
@@ -434,6 +437,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         injected: 0,
         nds_errors: 0,
         lanes: Vec::new(),
+        degraded: Vec::new(),
     };
     if cfg.deterministic {
         let header = TraceHeader::new(cfg.seed, cfg.header_config());
@@ -489,6 +493,11 @@ fn execute<H: Hal + InjectedCount + 'static>(
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
+    out.degraded = shared
+        .healths
+        .iter()
+        .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
+        .collect();
     out.nds_errors = shared
         .pub_stats
         .errors
@@ -596,5 +605,6 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         workers: o.workers,
         nds_errors: o.nds_errors,
         lanes: o.lanes,
+        degraded: o.degraded,
     })
 }
