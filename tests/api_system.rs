@@ -1,0 +1,266 @@
+//! The public API on a running threaded system over real mappings: load and
+//! unload, schedule / is_completed / last_completed, completion by a
+//! caller-owned eventfd and by a pooled one, the blocking execute, statuses
+//! with names, concurrent callers on one XU, and 101 after a timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use xunds::actors::Nanos;
+use xunds::device::model::MlpSpec;
+use xunds::hal::eventfd::{EventFd, Wait};
+use xunds::hal::fault::{Fault, FaultInjector, FaultPlan, FaultRule, Trigger};
+use xunds::hal::linux::LinuxHal;
+use xunds::nds::{Counter, Reader, RecordRead};
+use xunds::ring::{Armed, Waited};
+use xunds::system::api::{ScheduleOpts, System};
+use xunds::system::builder::{SlabTarget, SystemConfig};
+use xunds::wire::nds::counters::NcCounter;
+use xunds::wire::seq_id::{SeqId, XuId};
+use xunds::NrtStatus;
+
+const T: Duration = Duration::from_secs(20);
+
+fn slab(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("xunds-api-{}-{name}.nds", std::process::id()))
+}
+
+fn cfg(cores: u8, name: &str) -> SystemConfig {
+    let mut c = SystemConfig::new(cores);
+    c.slab = SlabTarget::Path(slab(name));
+    c
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn schedule_complete_and_read_back() {
+    let sys = System::start(LinuxHal::new(), cfg(2, "basic")).unwrap();
+    let spec = MlpSpec::EXAMPLE;
+    let model = sys.load_mlp(&spec, "mlp").unwrap();
+    assert_eq!(model.input_len(), 64);
+    assert_eq!(model.output_len(), 36);
+
+    // Blocking execute on every XU: bit-exact against the CPU reference.
+    for xu in 0..2 {
+        let x = spec.example_input(10 + u64::from(xu));
+        let e = sys.execute(xu, &model, &x, T).unwrap();
+        assert_eq!(e.status, NrtStatus::SUCCESS);
+        assert_eq!(e.status.name(), Some("SUCCESS"));
+        assert_eq!(bits(&e.outputs), bits(&model.reference(&x)));
+        assert_eq!(e.seq.vnc_id(), xu);
+        assert!(sys.is_completed(e.seq).unwrap());
+        assert!(sys.last_completed(xu).unwrap().seq_num() >= e.seq.seq_num());
+    }
+
+    // Async: schedule with a status cell and an output buffer, then poll.
+    let x = spec.example_input(77);
+    let opts = ScheduleOpts::for_model(&model);
+    let (st, out) = (opts.status.clone().unwrap(), opts.out.clone().unwrap());
+    let seq = sys.schedule(1, &model, &x, opts).unwrap();
+    assert_eq!(seq.xu_id(), XuId::new(0, 0, 1));
+    while !sys.is_completed(seq).unwrap() {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        st.get(),
+        Some(NrtStatus::SUCCESS),
+        "status before completion"
+    );
+    assert_eq!(bits(&out.to_vec()), bits(&model.reference(&x)));
+
+    // Completion by a caller-owned eventfd.
+    let ev = EventFd::new().unwrap();
+    let seq = sys
+        .schedule(0, &model, &x, ScheduleOpts::default())
+        .unwrap();
+    match sys.arm(seq, &ev).unwrap() {
+        Armed::Installed => assert!(matches!(ev.wait(T).unwrap(), Wait::Signalled(_))),
+        Armed::AlreadyComplete => {}
+    }
+    assert!(sys.is_completed(seq).unwrap());
+
+    // Completion by a pooled eventfd.
+    let seq = sys
+        .schedule(0, &model, &x, ScheduleOpts::default())
+        .unwrap();
+    assert!(matches!(
+        sys.wait(seq, T).unwrap(),
+        Waited::Completed { .. }
+    ));
+
+    // Handles of an XU that does not exist, and bad requests.
+    let foreign = SeqId::from_cursor(1, XuId::new(0, 0, 9));
+    assert_eq!(sys.is_completed(foreign), Err(NrtStatus::INVALID_HANDLE));
+    assert_eq!(
+        sys.schedule(7, &model, &x, ScheduleOpts::default()),
+        Err(NrtStatus::INVALID)
+    );
+    assert_eq!(
+        sys.schedule(0, &model, &x[..10], ScheduleOpts::default()),
+        Err(NrtStatus::INVALID)
+    );
+
+    assert!(sys.quiesce(T));
+    let path = sys.slab_path().unwrap().to_path_buf();
+    let r = Reader::open(&path).unwrap();
+    let get = |core: u32, c: NcCounter| r.counter(Counter::nc(core, c).unwrap()).unwrap();
+    assert_eq!(
+        get(0, NcCounter::InferCompleted) + get(1, NcCounter::InferCompleted),
+        5
+    );
+    assert_eq!(get(0, NcCounter::MacCount), 3 * model.macs());
+    assert_eq!(get(1, NcCounter::ModelLoadCount), 1);
+    let rep = sys.shutdown().unwrap();
+    assert_eq!(rep.workers.iter().map(|w| w.completed).sum::<u64>(), 5);
+    assert_eq!(rep.nds_errors, 0);
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn concurrent_callers_share_one_xu() {
+    let sys = Arc::new(System::start(LinuxHal::new(), cfg(1, "concurrent")).unwrap());
+    let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+    let per = if cfg!(debug_assertions) { 50 } else { 400 };
+    let threads: Vec<_> = (0..3u64)
+        .map(|t| {
+            let (sys, model) = (Arc::clone(&sys), model.clone());
+            std::thread::spawn(move || {
+                let x = MlpSpec::EXAMPLE.example_input(t);
+                let want = bits(&model.reference(&x));
+                let mut seqs = Vec::new();
+                for _ in 0..per {
+                    let e = sys.execute(0, &model, &x, T).unwrap();
+                    assert_eq!(e.status, NrtStatus::SUCCESS);
+                    assert_eq!(bits(&e.outputs), want);
+                    seqs.push(e.seq.seq_num());
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 3 * per, "every handle distinct");
+    assert!(sys.quiesce(T));
+    let sys = Arc::try_unwrap(sys).unwrap();
+    let path = sys.slab_path().unwrap().to_path_buf();
+    let rep = sys.shutdown().unwrap();
+    assert_eq!(rep.workers[0].completed, 3 * per as u64);
+    assert_eq!(rep.workers[0].fifo_violations, 0);
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn a_timeout_makes_the_xu_unrecoverable() {
+    let plan = FaultPlan {
+        seed: 1,
+        rules: vec![FaultRule {
+            fault: Fault::DropNq,
+            trigger: Trigger::Nth(1),
+            core: Some(0),
+        }],
+    };
+    let mut c = cfg(2, "timeout");
+    c.timeout = Nanos::from_millis(50);
+    let sys = System::start(FaultInjector::new(LinuxHal::new(), plan), c).unwrap();
+    let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+    let x = MlpSpec::EXAMPLE.example_input(1);
+    let e = sys.execute(0, &model, &x, T).unwrap();
+    assert_eq!(e.status, NrtStatus::TIMEOUT);
+    assert_eq!(e.status.name(), Some("TIMEOUT"));
+    let refused = sys.schedule(0, &model, &x, ScheduleOpts::default());
+    assert_eq!(refused, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
+    assert_eq!(NrtStatus::EXEC_UNIT_UNRECOVERABLE.code(), 101);
+    // The other XU is healthy.
+    assert_eq!(
+        sys.execute(1, &model, &x, T).unwrap().status,
+        NrtStatus::SUCCESS
+    );
+    assert!(sys.quiesce(T));
+    let path = sys.slab_path().unwrap().to_path_buf();
+    let r = Reader::open(&path).unwrap();
+    let get = |core: u32, c: NcCounter| r.counter(Counter::nc(core, c).unwrap()).unwrap();
+    assert_eq!(get(0, NcCounter::InferTimedOut), 1);
+    assert_eq!(get(0, NcCounter::InferFailedToQueue), 1);
+    assert_eq!(get(1, NcCounter::InferCompleted), 1);
+    sys.shutdown().unwrap();
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn load_and_unload_keep_the_records_and_memory_counters() {
+    let sys = System::start(LinuxHal::new(), cfg(2, "models")).unwrap();
+    let a = sys.load_mlp(&MlpSpec::EXAMPLE, "first").unwrap();
+    let b = sys
+        .load_mlp(
+            &MlpSpec {
+                seed: 99,
+                ..MlpSpec::EXAMPLE
+            },
+            "second",
+        )
+        .unwrap();
+    assert_ne!(a.id(), b.id());
+    assert!(sys.quiesce(T));
+    let path = sys.slab_path().unwrap().to_path_buf();
+    let r = Reader::open(&path).unwrap();
+    let records = |r: &Reader| {
+        let snap = r.snapshot().unwrap();
+        let mut v: Vec<(u32, u8, String)> = snap
+            .models
+            .into_iter()
+            .filter_map(|(_, m)| match m {
+                RecordRead::Fresh(m) => Some((
+                    m.model_id,
+                    m.nc_index,
+                    xunds::wire::nds::c_str_lossy(&m.name).into_owned(),
+                )),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        records(&r),
+        vec![
+            (a.id(), 0, "first".into()),
+            (a.id(), 1, "first".into()),
+            (b.id(), 0, "second".into()),
+            (b.id(), 1, "second".into()),
+        ]
+    );
+    let code = |core: u32| {
+        r.counter(Counter::nc(core, NcCounter::MemUsageCodeDevice).unwrap())
+            .unwrap()
+    };
+    let before = code(1);
+    sys.unload_model(b).unwrap();
+    assert!(sys.quiesce(T));
+    assert_eq!(
+        records(&r),
+        vec![(a.id(), 0, "first".into()), (a.id(), 1, "first".into())]
+    );
+    assert_eq!(code(1), before / 2);
+    assert_eq!(
+        r.counter(Counter::nc(1, NcCounter::ModelLoadCount).unwrap())
+            .unwrap(),
+        2,
+        "MODEL_LOAD_COUNT counts loads"
+    );
+    // The remaining model still runs.
+    let x = MlpSpec::EXAMPLE.example_input(2);
+    assert_eq!(
+        sys.execute(1, &a, &x, T).unwrap().status,
+        NrtStatus::SUCCESS
+    );
+    sys.shutdown().unwrap();
+    let _ = std::fs::remove_file(path);
+}
