@@ -6,7 +6,13 @@
 
 mod harness;
 mod nds;
+mod pipeline;
 mod ring;
+
+/// Counts heap allocations (the pipeline group reports them per execution;
+/// the other groups' hot loops do not allocate, so it costs them nothing).
+#[global_allocator]
+static ALLOC: xunds::system::alloc::CountingAlloc = xunds::system::alloc::CountingAlloc::new();
 
 fn main() {
     let filter = std::env::args()
@@ -21,6 +27,7 @@ fn main() {
         ("ring_roundtrip", ring::roundtrip),
         ("ring_blocking", ring::blocking),
         ("ring_overhead", ring::overhead),
+        ("pipeline", pipeline::pipeline),
     ];
     for (name, run) in groups {
         if name.contains(filter.as_str()) {

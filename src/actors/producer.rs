@@ -685,7 +685,14 @@ impl<H: Hal> Actor for ProducerActor<H> {
     }
 
     fn idle(&self) -> Idle {
-        Idle::Fd(self.fd())
+        if self.next >= self.work.executions {
+            // The last phase (waiting for the XUs to drain and the publisher
+            // to catch up) is short: poll it rather than sleep a whole idle
+            // timeout on an fd nobody may write.
+            Idle::Yield
+        } else {
+            Idle::Fd(self.fd())
+        }
     }
 }
 

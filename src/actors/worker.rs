@@ -175,6 +175,10 @@ pub struct WorkerActor<H: Hal> {
     bytes: Vec<u8>,
     vals: Vec<f32>,
     stats: WorkerStats,
+    /// Reports pushed since the publisher was last woken.
+    pub_owed: bool,
+    /// Idle polls in a row while an execution is on the device.
+    idle_polls: u32,
 }
 
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
@@ -186,6 +190,11 @@ impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
             .finish_non_exhaustive()
     }
 }
+
+/// Idle polls (each followed by a `yield`) a worker spends waiting for the
+/// records of the execution on the device before it sleeps on the NQ
+/// interrupt.
+const HARVEST_YIELDS: u32 = 200;
 
 /// Whether a status makes the XU unrecoverable, and through which event.
 fn fatal(status: NrtStatus) -> Option<XuHealthEvent> {
@@ -234,6 +243,8 @@ impl<H: Hal> WorkerActor<H> {
             bytes: Vec::with_capacity(4096),
             vals: Vec::with_capacity(1024),
             stats,
+            pub_owed: false,
+            idle_polls: 0,
         }
     }
 
@@ -245,6 +256,11 @@ impl<H: Hal> WorkerActor<H> {
     /// The core.
     pub fn core(&self) -> u8 {
         self.core
+    }
+
+    fn wake_publisher(&mut self) {
+        self.pub_owed = false;
+        self.pub_wake.wake();
     }
 
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
@@ -290,6 +306,9 @@ impl<H: Hal> WorkerActor<H> {
             Ok(None) => {
                 if self.state == WorkerState::Idle {
                     self.step(WorkerEvent::Sleep, cx);
+                }
+                if self.pub_owed {
+                    self.wake_publisher();
                 }
                 self.has_work.prepare_sleep();
                 if self.ring.available() == 0 {
@@ -550,7 +569,13 @@ impl<H: Hal> WorkerActor<H> {
         });
         match self.to_pub.push(msg) {
             Ok(()) => {
-                self.pub_wake.wake();
+                // Wake the publisher only when its mailbox fills up; the
+                // rest is flushed when this worker runs out of work (it
+                // needs the counters timely only then).
+                self.pub_owed = true;
+                if self.to_pub.slots() < self.to_pub.capacity() / 2 {
+                    self.wake_publisher();
+                }
             }
             Err(full) => {
                 self.kept = Some(full.into_inner());
@@ -666,8 +691,10 @@ impl<H: Hal> Actor for WorkerActor<H> {
         }
         self.tap.drain(cx);
         if made {
+            self.idle_polls = 0;
             Progress::Made
         } else {
+            self.idle_polls = self.idle_polls.saturating_add(1);
             Progress::Idle
         }
     }
@@ -675,6 +702,13 @@ impl<H: Hal> Actor for WorkerActor<H> {
     fn idle(&self) -> Idle {
         match self.state {
             _ if self.kept.is_some() || self.kept_return.is_some() => Idle::Yield,
+            // An execution is on the device: its records come within one
+            // execution time, so yield a while before sleeping on the NQ
+            // interrupt (a sleep and wake-up per execution would cost more
+            // than the wait).
+            WorkerState::Current | WorkerState::Harvesting if self.idle_polls < HARVEST_YIELDS => {
+                Idle::Yield
+            }
             WorkerState::Current | WorkerState::Harvesting => {
                 self.nq_fd.map_or(Idle::Yield, Idle::Fd)
             }

@@ -1,0 +1,330 @@
+//! The whole pipeline (`xunds run`, threaded, on real mappings) against the
+//! same four stages built from plain rtrb rings and threads, in the same run.
+//!
+//! Both sides do the same work per execution on the same simulated device:
+//! write the input into the execution's own IO area, run the example MLP on
+//! the engines (`engine::Executor` over device DRAM through the HAL), read
+//! the outputs back and compare them with the CPU reference, and count the
+//! outcome in an NDS slab through `nds::Writer`. The peer hands requests
+//! stage to stage through `rtrb` rings (producer -> device -> worker ->
+//! publisher, free IO areas back to the producer) and waits by spinning then
+//! yielding; it has none of the XU ring, descriptors, doorbells, NQ records,
+//! status cells, eventfds or health tracking. Ours is `system::job::run`
+//! with one core (so both sides run four threads) and with four.
+//!
+//! `XUNDS_PIPELINE_N` sets the executions (default 20 000),
+//! `XUNDS_PIPELINE_REPS` the best-of count (default 3). Heap allocations per
+//! execution in our steady state are the difference of two runs (N and N/2
+//! executions) under the counting allocator, divided by N/2.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xunds::actors::work::{Expectations, ResidentModel};
+use xunds::device::engine::{Executor, Limits};
+use xunds::device::model::MlpSpec;
+use xunds::device::sequencer::{DramMemory, RequestExecutor};
+use xunds::device::staging::build_request;
+use xunds::hal::linux::LinuxHal;
+use xunds::nds::{Counter, MappedSlab, Writer};
+use xunds::system::alloc;
+use xunds::system::builder::{build, SystemConfig};
+use xunds::system::job::{self, JobConfig};
+use xunds::wire::nds::counters::NcCounter;
+
+use crate::harness::{best_of, ratio};
+use crate::ALLOC;
+
+fn n() -> u64 {
+    std::env::var("XUNDS_PIPELINE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
+
+fn reps() -> usize {
+    std::env::var("XUNDS_PIPELINE_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+fn slab() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("xunds-bench-{}.nds", std::process::id()))
+}
+
+/// Ours: the job, threaded. Returns the wall time of the run proper.
+fn ours(n: u64, vncs: u8) -> Duration {
+    let cfg = JobConfig {
+        executions: n,
+        vncs,
+        models: 1,
+        slab: Some(slab()),
+        ..JobConfig::default()
+    };
+    let r = job::run(&cfg, &mut |_, _| {}).expect("job");
+    assert_eq!(r.completed_ok, n);
+    assert_eq!(r.outputs_wrong, 0);
+    let _ = std::fs::remove_file(&r.slab);
+    r.elapsed
+}
+
+/// Wait for a ring to have an item / a slot: spin a little, then yield.
+fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        thread::yield_now();
+    }
+}
+
+struct Req {
+    slot: u16,
+    input: u16,
+}
+
+struct Done {
+    slot: u16,
+    input: u16,
+    ok: bool,
+    cycles: u64,
+}
+
+/// The peer: four threads and plain rtrb rings, on the same device and the
+/// same loaded model (one IO area per slot, like ours).
+fn peer(n: u64) -> Duration {
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let inputs: Arc<Vec<Vec<f32>>> = Arc::new((0..16).map(|k| spec.example_input(k)).collect());
+    let expected: Arc<Vec<Vec<f32>>> =
+        Arc::new(inputs.iter().map(|x| probe.reference(x)).collect());
+    let mut cfg = SystemConfig::new(1);
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    cfg.expected = Arc::new(Expectations::default());
+    // The same device layout as ours (IO areas, code variants); the actors
+    // are not run.
+    let built = build(LinuxHal::new(), cfg, None).unwrap();
+    let shared = Arc::clone(&built.shared);
+    let model: Arc<ResidentModel> = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    let slots = model.per_core[0].variants.len();
+    let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
+    let (mut to_dev, mut dev_rx) = rtrb::RingBuffer::<Req>::new(slots);
+    let (mut to_work, mut work_rx) = rtrb::RingBuffer::<Done>::new(slots);
+    let (mut to_pub, mut pub_rx) = rtrb::RingBuffer::<(bool, u64)>::new(1024);
+    let (mut free_tx, mut free_rx) = rtrb::RingBuffer::<u16>::new(slots);
+    for s in 0..slots as u16 {
+        free_tx.push(s).unwrap();
+    }
+    let go = Arc::new(std::sync::Barrier::new(4));
+    let t0 = Instant::now();
+    let producer = {
+        let (shared, model, inputs, go) =
+            (shared.clone(), model.clone(), inputs.clone(), go.clone());
+        thread::spawn(move || {
+            go.wait();
+            let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
+            let mut bytes = Vec::with_capacity(1024);
+            for i in 0..n {
+                let mut spins = 0;
+                let slot = loop {
+                    if let Ok(s) = free_rx.pop() {
+                        break s;
+                    }
+                    backoff(&mut spins);
+                };
+                let k = (i % inputs.len() as u64) as u16;
+                let io = model.per_core[0].io_pa[usize::from(slot)];
+                let mut rest = &inputs[usize::from(k)][..];
+                for t in &model.inputs {
+                    let (now, later) = rest.split_at(t.elems as usize);
+                    rest = later;
+                    bytes.clear();
+                    for v in now {
+                        bytes.extend_from_slice(&v.to_bits().to_le_bytes());
+                    }
+                    mem.write_bytes(io + t.offset, &bytes).unwrap();
+                }
+                let mut req = Req { slot, input: k };
+                let mut spins = 0;
+                loop {
+                    match to_dev.push(req) {
+                        Ok(()) => break,
+                        Err(rtrb::PushError::Full(r)) => req = r,
+                    }
+                    backoff(&mut spins);
+                }
+            }
+        })
+    };
+    let device = {
+        let (shared, model, go) = (shared.clone(), model.clone(), go.clone());
+        thread::spawn(move || {
+            go.wait();
+            let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
+            let mut exec = Executor::new(Limits::DEFAULT);
+            let mut cycle = 0u64;
+            for i in 0..n {
+                let mut spins = 0;
+                let r = loop {
+                    if let Ok(r) = dev_rx.pop() {
+                        break r;
+                    }
+                    backoff(&mut spins);
+                };
+                let req = build_request(&model.per_core[0].variants[usize::from(r.slot)], i == 0);
+                let rep = exec.execute(&mem, &req, cycle);
+                let ok = rep.first_error.is_none();
+                cycle = rep.end_cycle;
+                let mut d = Done {
+                    slot: r.slot,
+                    input: r.input,
+                    ok,
+                    cycles: rep.end_cycle,
+                };
+                let mut spins = 0;
+                loop {
+                    match to_work.push(d) {
+                        Ok(()) => break,
+                        Err(rtrb::PushError::Full(x)) => d = x,
+                    }
+                    backoff(&mut spins);
+                }
+            }
+        })
+    };
+    let worker = {
+        let (shared, model, expected, go) =
+            (shared.clone(), model.clone(), expected.clone(), go.clone());
+        thread::spawn(move || {
+            go.wait();
+            let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
+            let mut bytes = vec![0u8; 1024];
+            let mut vals: Vec<f32> = Vec::with_capacity(256);
+            let mut wrong = 0u64;
+            for _ in 0..n {
+                let mut spins = 0;
+                let d = loop {
+                    if let Ok(d) = work_rx.pop() {
+                        break d;
+                    }
+                    backoff(&mut spins);
+                };
+                let io = model.per_core[0].io_pa[usize::from(d.slot)];
+                vals.clear();
+                for t in &model.outputs {
+                    let b = &mut bytes[..t.elems as usize * 4];
+                    mem.read_bytes(io + t.offset, b).unwrap();
+                    vals.extend(
+                        b.chunks_exact(4)
+                            .map(|w| f32::from_le_bytes(w.try_into().unwrap())),
+                    );
+                }
+                let want = &expected[usize::from(d.input)];
+                let same = d.ok
+                    && want
+                        .iter()
+                        .zip(&vals)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                wrong += u64::from(!same);
+                let mut m = (same, d.cycles);
+                let mut spins = 0;
+                loop {
+                    match to_pub.push(m) {
+                        Ok(()) => break,
+                        Err(rtrb::PushError::Full(x)) => m = x,
+                    }
+                    backoff(&mut spins);
+                }
+                let mut s = d.slot;
+                let mut spins = 0;
+                loop {
+                    match free_tx.push(s) {
+                        Ok(()) => break,
+                        Err(rtrb::PushError::Full(x)) => s = x,
+                    }
+                    backoff(&mut spins);
+                }
+            }
+            wrong
+        })
+    };
+    let publisher = thread::spawn(move || {
+        go.wait();
+        let completed = Counter::nc(0, NcCounter::InferCompleted).unwrap();
+        let count = Counter::nc(0, NcCounter::InferenceCount).unwrap();
+        let macs = Counter::nc(0, NcCounter::MacCount).unwrap();
+        let lat = Counter::nc(0, NcCounter::LatencyDevice).unwrap();
+        let errs = Counter::nc(0, NcCounter::InferCompletedWithErr).unwrap();
+        for _ in 0..n {
+            let mut spins = 0;
+            let (ok, cycles) = loop {
+                if let Ok(m) = pub_rx.pop() {
+                    break m;
+                }
+                backoff(&mut spins);
+            };
+            writer.add(count, 1).unwrap();
+            writer.add(if ok { completed } else { errs }, 1).unwrap();
+            writer.add(macs, 3072).unwrap();
+            writer.add(lat, cycles & 0xFFF).unwrap();
+        }
+        black_box(writer.slab());
+    });
+    producer.join().unwrap();
+    device.join().unwrap();
+    let wrong = worker.join().unwrap();
+    publisher.join().unwrap();
+    let d = t0.elapsed();
+    assert_eq!(wrong, 0, "the peer's outputs must be right too");
+    d
+}
+
+fn line(name: &str, n: u64, d: Duration) {
+    println!(
+        "  {name:<44} {:>9.2} us/exec {:>10.0} exec/s",
+        d.as_secs_f64() * 1e6 / n as f64,
+        n as f64 / d.as_secs_f64()
+    );
+}
+
+/// `pipeline`: ours (1 and 4 cores) against the plain peer.
+pub fn pipeline() {
+    let n = n();
+    let reps = reps();
+    // Interleaved (ours, peer, ours, peer, ...) so both see the same machine
+    // load; best of each.
+    let (mut ours1, mut peer_t) = (Duration::MAX, Duration::MAX);
+    for _ in 0..reps {
+        ours1 = ours1.min(ours(n, 1));
+        peer_t = peer_t.min(peer(n));
+    }
+    let ours4 = best_of(reps, || ours(n, 4));
+    line("xunds run, 1 core (4 threads)", n, ours1);
+    line("plain rtrb + threads, same 4 stages", n, peer_t);
+    line("xunds run, 4 cores (7 threads)", n, ours4);
+    ratio(
+        "xunds 1 core vs plain stages",
+        ours1,
+        peer_t,
+        ">= 1.0x exec/s",
+    );
+    // Allocations per execution in our steady state: the marginal cost of
+    // N/2 more executions.
+    let before = ALLOC.stats();
+    ours(n / 2, 1);
+    let mid = ALLOC.stats();
+    ours(n, 1);
+    let after = ALLOC.stats();
+    let small = mid.since(&before).allocations() as f64;
+    let big = after.since(&mid).allocations() as f64;
+    let per = (big - small) / (n - n / 2) as f64;
+    println!(
+        "  heap allocations per execution (steady state): {per:.4}  (run of {}: {big:.0}, run of {}: {small:.0}; counting allocator {})",
+        n,
+        n / 2,
+        if alloc::is_active() { "on" } else { "OFF" }
+    );
+}
