@@ -10,7 +10,8 @@
 //! publisher, free IO areas back to the producer) and waits by spinning then
 //! yielding; it has none of the XU ring, descriptors, doorbells, NQ records,
 //! status cells, eventfds or health tracking. Ours is `system::job::run`
-//! with one core (so both sides run four threads) and with four.
+//! with one core (so both sides run four threads) and with four (one
+//! device proxy per core; the peer then runs one device thread per core).
 //!
 //! `XUNDS_PIPELINE_N` sets the executions (default 20 000),
 //! `XUNDS_PIPELINE_REPS` the best-of count (default 3). Heap allocations per
@@ -34,7 +35,7 @@ use xunds::system::builder::{build, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::wire::nds::counters::NcCounter;
 
-use crate::harness::{best_of, ratio};
+use crate::harness::ratio;
 use crate::ALLOC;
 
 fn n() -> u64 {
@@ -93,15 +94,16 @@ struct Done {
     cycles: u64,
 }
 
-/// The peer: four threads and plain rtrb rings, on the same device and the
-/// same loaded model (one IO area per slot, like ours).
-fn peer(n: u64) -> Duration {
+/// The peer: plain rtrb rings and threads, on the same device and the same
+/// loaded model (one IO area per slot, like ours): a producer, one device
+/// thread per core (`lanes`), a worker and a publisher.
+fn peer(n: u64, lanes: u8) -> Duration {
     let spec = MlpSpec::EXAMPLE;
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
     let inputs: Arc<Vec<Vec<f32>>> = Arc::new((0..16).map(|k| spec.example_input(k)).collect());
     let expected: Arc<Vec<Vec<f32>>> =
         Arc::new(inputs.iter().map(|x| probe.reference(x)).collect());
-    let mut cfg = SystemConfig::new(1);
+    let mut cfg = SystemConfig::new(lanes);
     cfg.dram_size = cfg.dram_for(&probe, 1);
     cfg.expected = Arc::new(Expectations::default());
     // The same device layout as ours (IO areas, code variants); the actors
@@ -111,14 +113,26 @@ fn peer(n: u64) -> Duration {
     let model: Arc<ResidentModel> = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
     let slots = model.per_core[0].variants.len();
     let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
-    let (mut to_dev, mut dev_rx) = rtrb::RingBuffer::<Req>::new(slots);
-    let (mut to_work, mut work_rx) = rtrb::RingBuffer::<Done>::new(slots);
-    let (mut to_pub, mut pub_rx) = rtrb::RingBuffer::<(bool, u64)>::new(1024);
-    let (mut free_tx, mut free_rx) = rtrb::RingBuffer::<u16>::new(slots);
-    for s in 0..slots as u16 {
-        free_tx.push(s).unwrap();
+    let l = usize::from(lanes);
+    let (mut to_dev, mut dev_rx) = (Vec::new(), Vec::new());
+    let (mut to_work, mut work_rx) = (Vec::new(), Vec::new());
+    let (mut free_tx, mut free_rx) = (Vec::new(), Vec::new());
+    for _ in 0..l {
+        let (a, b) = rtrb::RingBuffer::<Req>::new(slots);
+        to_dev.push(a);
+        dev_rx.push(b);
+        let (a, b) = rtrb::RingBuffer::<Done>::new(slots);
+        to_work.push(a);
+        work_rx.push(b);
+        let (mut a, b) = rtrb::RingBuffer::<u16>::new(slots);
+        for s in 0..slots as u16 {
+            a.push(s).unwrap();
+        }
+        free_tx.push(a);
+        free_rx.push(b);
     }
-    let go = Arc::new(std::sync::Barrier::new(4));
+    let (mut to_pub, mut pub_rx) = rtrb::RingBuffer::<(bool, u64)>::new(1024);
+    let go = Arc::new(std::sync::Barrier::new(3 + l));
     let t0 = Instant::now();
     let producer = {
         let (shared, model, inputs, go) =
@@ -128,15 +142,16 @@ fn peer(n: u64) -> Duration {
             let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
             let mut bytes = Vec::with_capacity(1024);
             for i in 0..n {
+                let lane = (i % l as u64) as usize;
                 let mut spins = 0;
                 let slot = loop {
-                    if let Ok(s) = free_rx.pop() {
+                    if let Ok(s) = free_rx[lane].pop() {
                         break s;
                     }
                     backoff(&mut spins);
                 };
                 let k = (i % inputs.len() as u64) as u16;
-                let io = model.per_core[0].io_pa[usize::from(slot)];
+                let io = model.per_core[lane].io_pa[usize::from(slot)];
                 let mut rest = &inputs[usize::from(k)][..];
                 for t in &model.inputs {
                     let (now, later) = rest.split_at(t.elems as usize);
@@ -150,7 +165,7 @@ fn peer(n: u64) -> Duration {
                 let mut req = Req { slot, input: k };
                 let mut spins = 0;
                 loop {
-                    match to_dev.push(req) {
+                    match to_dev[lane].push(req) {
                         Ok(()) => break,
                         Err(rtrb::PushError::Full(r)) => req = r,
                     }
@@ -159,22 +174,25 @@ fn peer(n: u64) -> Duration {
             }
         })
     };
-    let device = {
+    let mut devices = Vec::new();
+    for (lane, (mut rx, mut tx)) in dev_rx.into_iter().zip(to_work).enumerate() {
         let (shared, model, go) = (shared.clone(), model.clone(), go.clone());
-        thread::spawn(move || {
+        let count = n / l as u64 + u64::from((lane as u64) < n % l as u64);
+        devices.push(thread::spawn(move || {
             go.wait();
             let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
             let mut exec = Executor::new(Limits::DEFAULT);
             let mut cycle = 0u64;
-            for i in 0..n {
+            for i in 0..count {
                 let mut spins = 0;
                 let r = loop {
-                    if let Ok(r) = dev_rx.pop() {
+                    if let Ok(r) = rx.pop() {
                         break r;
                     }
                     backoff(&mut spins);
                 };
-                let req = build_request(&model.per_core[0].variants[usize::from(r.slot)], i == 0);
+                let req =
+                    build_request(&model.per_core[lane].variants[usize::from(r.slot)], i == 0);
                 let rep = exec.execute(&mem, &req, cycle);
                 let ok = rep.first_error.is_none();
                 cycle = rep.end_cycle;
@@ -186,15 +204,15 @@ fn peer(n: u64) -> Duration {
                 };
                 let mut spins = 0;
                 loop {
-                    match to_work.push(d) {
+                    match tx.push(d) {
                         Ok(()) => break,
                         Err(rtrb::PushError::Full(x)) => d = x,
                     }
                     backoff(&mut spins);
                 }
             }
-        })
-    };
+        }));
+    }
     let worker = {
         let (shared, model, expected, go) =
             (shared.clone(), model.clone(), expected.clone(), go.clone());
@@ -204,15 +222,17 @@ fn peer(n: u64) -> Duration {
             let mut bytes = vec![0u8; 1024];
             let mut vals: Vec<f32> = Vec::with_capacity(256);
             let mut wrong = 0u64;
+            let mut lane = 0usize;
             for _ in 0..n {
                 let mut spins = 0;
                 let d = loop {
-                    if let Ok(d) = work_rx.pop() {
+                    if let Ok(d) = work_rx[lane].pop() {
                         break d;
                     }
+                    lane = (lane + 1) % l;
                     backoff(&mut spins);
                 };
-                let io = model.per_core[0].io_pa[usize::from(d.slot)];
+                let io = model.per_core[lane].io_pa[usize::from(d.slot)];
                 vals.clear();
                 for t in &model.outputs {
                     let b = &mut bytes[..t.elems as usize * 4];
@@ -241,12 +261,13 @@ fn peer(n: u64) -> Duration {
                 let mut s = d.slot;
                 let mut spins = 0;
                 loop {
-                    match free_tx.push(s) {
+                    match free_tx[lane].push(s) {
                         Ok(()) => break,
                         Err(rtrb::PushError::Full(x)) => s = x,
                     }
                     backoff(&mut spins);
                 }
+                lane = (lane + 1) % l;
             }
             wrong
         })
@@ -274,7 +295,9 @@ fn peer(n: u64) -> Duration {
         black_box(writer.slab());
     });
     producer.join().unwrap();
-    device.join().unwrap();
+    for d in devices {
+        d.join().unwrap();
+    }
     let wrong = worker.join().unwrap();
     publisher.join().unwrap();
     let d = t0.elapsed();
@@ -296,19 +319,28 @@ pub fn pipeline() {
     let reps = reps();
     // Interleaved (ours, peer, ours, peer, ...) so both see the same machine
     // load; best of each.
-    let (mut ours1, mut peer_t) = (Duration::MAX, Duration::MAX);
+    let (mut ours1, mut peer1, mut ours4, mut peer4) =
+        (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
     for _ in 0..reps {
         ours1 = ours1.min(ours(n, 1));
-        peer_t = peer_t.min(peer(n));
+        peer1 = peer1.min(peer(n, 1));
+        ours4 = ours4.min(ours(n, 4));
+        peer4 = peer4.min(peer(n, 4));
     }
-    let ours4 = best_of(reps, || ours(n, 4));
     line("xunds run, 1 core (4 threads)", n, ours1);
-    line("plain rtrb + threads, same 4 stages", n, peer_t);
-    line("xunds run, 4 cores (7 threads)", n, ours4);
+    line("plain rtrb stages, 1 device lane (4 threads)", n, peer1);
+    line("xunds run, 4 cores (10 threads)", n, ours4);
+    line("plain rtrb stages, 4 device lanes (7 threads)", n, peer4);
     ratio(
-        "xunds 1 core vs plain stages",
+        "xunds vs plain stages, 1 core",
         ours1,
-        peer_t,
+        peer1,
+        ">= 1.0x exec/s",
+    );
+    ratio(
+        "xunds vs plain stages, 4 cores",
+        ours4,
+        peer4,
         ">= 1.0x exec/s",
     );
     // Allocations per execution in our steady state: the marginal cost of

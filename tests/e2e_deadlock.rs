@@ -103,7 +103,7 @@ fn fill<H: Hal>(hal: H) -> Filled<H> {
     let mut now = 0u64;
     loop {
         let mut any = false;
-        for a in daemons.iter_mut().take(usize::from(CORES) + 1) {
+        for a in daemons.iter_mut().take(2 * usize::from(CORES)) {
             now += 100;
             let mut cx = Cx::new(Nanos(now), "test", &mut trace);
             any |= a.poll(&mut cx) == Progress::Made;

@@ -1,9 +1,11 @@
 //! The Device-sequencer-proxy: the actor that plays the device. It wraps
-//! [`Sequencer`] (every core's DMA
-//! engine, request execution on the engines, NQ records) and polls it with
-//! the runner's time; it sleeps on a doorbell waker that the producer lanes
-//! write after ringing a core's doorbell (only when the proxy announced it
-//! sleeps, see [`Waker`]).
+//! [`Sequencer`] (a core's DMA engine, request execution on the engines, NQ
+//! records) and polls it with the runner's time; it sleeps on a doorbell
+//! waker that the producer lanes write after ringing a doorbell (only when
+//! the proxy announced it sleeps, see [`Waker`]). The system runs one proxy
+//! per core (the cores of a device are independent, so a threaded run
+//! executes them in parallel); a proxy built with [`DeviceProxy::new`]
+//! without a core serves every core.
 
 use std::sync::Arc;
 
@@ -27,6 +29,17 @@ pub struct DeviceStats {
     pub errors: u64,
 }
 
+impl DeviceStats {
+    /// Add another proxy's counters.
+    pub fn merge(&mut self, o: &DeviceStats) {
+        self.copies += o.copies;
+        self.executed += o.executed;
+        self.records += o.records;
+        self.faults += o.faults;
+        self.errors += o.errors;
+    }
+}
+
 /// The device proxy actor.
 pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
     name: String,
@@ -36,6 +49,7 @@ pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
     stats: DeviceStats,
     grace: Nanos,
     idle_since: Option<Nanos>,
+    core: Option<u8>,
 }
 
 impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
@@ -60,7 +74,15 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
             stats: DeviceStats::default(),
             grace,
             idle_since: None,
+            core: None,
         }
+    }
+
+    /// Serve only `core` (named `device<core>`).
+    pub fn for_core(mut self, core: u8) -> Self {
+        self.core = Some(core);
+        self.name = format!("device{core}");
+        self
     }
 
     /// Counters so far.
@@ -74,7 +96,12 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     }
 
     fn poll_device(&mut self, cx: &mut Cx<'_>) -> bool {
-        match self.seq.poll(cx.now().as_u64()) {
+        let now = cx.now().as_u64();
+        let polled = match self.core {
+            Some(c) => self.seq.poll_one(c, now),
+            None => self.seq.poll(now),
+        };
+        match polled {
             Ok(p) => {
                 self.tap.drain(cx);
                 self.stats.copies += u64::from(p.copies);

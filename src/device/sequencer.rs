@@ -322,6 +322,18 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         Ok(total)
     }
 
+    /// Do the work available now on `core` only (one device proxy per core:
+    /// cores are independent, and a sequencer touches only the state of the
+    /// cores it polls).
+    pub fn poll_one(&mut self, core: u8, now: u64) -> Result<Progress, SequencerError> {
+        let c = usize::from(core);
+        if c >= self.cores.len() {
+            return Ok(Progress::default());
+        }
+        self.poll_core(c, now)
+            .map_err(|error| SequencerError { core, error })
+    }
+
     fn poll_core(&mut self, c: usize, now: u64) -> Result<Progress, HalError> {
         let mut p = Progress::default();
         for _ in 0..PAIRS_PER_POLL {

@@ -135,7 +135,7 @@ pub struct Execution {
 pub struct SystemReport {
     /// Per worker (core order).
     pub workers: Vec<WorkerStats>,
-    /// The device proxy.
+    /// The device proxies (summed).
     pub device: DeviceStats,
     /// Per lane: (accepted, refused queue-full, refused 101).
     pub lanes: Vec<(u64, u64, u64)>,
@@ -369,7 +369,7 @@ impl<H: Hal + 'static> System<H> {
         for a in rep.actors {
             match a {
                 SysActor::Worker(w) => workers.push(w.stats().clone()),
-                SysActor::Device(d) => device = d.stats(),
+                SysActor::Device(d) => device.merge(&d.stats()),
                 SysActor::Publisher(_) => {}
                 SysActor::Producer(_) => {}
             }

@@ -170,7 +170,7 @@ pub enum SysActor<H: Hal> {
     Producer(ProducerActor<H>),
     /// A core's worker.
     Worker(WorkerActor<H>),
-    /// The device proxy.
+    /// A device proxy (one per core).
     Device(DeviceProxy<H, Executor>),
     /// The NDS publisher.
     Publisher(PublisherActor<MappedSlab>),
@@ -227,8 +227,8 @@ pub struct Built<H: Hal> {
     pub shared: Arc<Shared<H>>,
     /// One worker per core.
     pub workers: Vec<WorkerActor<H>>,
-    /// The device proxy.
-    pub device: DeviceProxy<H, Executor>,
+    /// One device proxy per core.
+    pub devices: Vec<DeviceProxy<H, Executor>>,
     /// The publisher.
     pub publisher: PublisherActor<MappedSlab>,
 }
@@ -242,10 +242,11 @@ impl<H: Hal> core::fmt::Debug for Built<H> {
 }
 
 impl<H: Hal> Built<H> {
-    /// The daemons as [`SysActor`]s (workers first, then device, publisher).
+    /// The daemons as [`SysActor`]s (workers first, then the device
+    /// proxies, then the publisher).
     pub fn into_daemons(self) -> (Arc<Shared<H>>, Vec<SysActor<H>>) {
         let mut v: Vec<SysActor<H>> = self.workers.into_iter().map(SysActor::Worker).collect();
-        v.push(SysActor::Device(self.device));
+        v.extend(self.devices.into_iter().map(SysActor::Device));
         v.push(SysActor::Publisher(self.publisher));
         (self.shared, v)
     }
@@ -275,7 +276,6 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let writer = Writer::new(slab).map_err(|e| err("slab", e))?;
     let tap = HalTap::new(log);
     let pub_wake = Arc::new(Waker::new()?);
-    let device_wake = Arc::new(Waker::new()?);
     let pub_stats = Arc::new(PubStats::default());
     let (control, control_rx) = crossbeam_channel::bounded(1024);
     let cap = cfg.ring_capacity as usize;
@@ -283,6 +283,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let mut queues = Vec::new();
     let mut lane_stats = Vec::new();
     let mut healths = Vec::new();
+    let mut device_wakes = Vec::new();
     let mut workers = Vec::new();
     let mut from_workers = Vec::new();
     let mut from_lanes = Vec::new();
@@ -300,6 +301,8 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         from_workers.push(rep_rx);
         from_lanes.push(ref_rx);
         let has_work = Arc::new(Waker::new()?);
+        let device_wake = Arc::new(Waker::new()?);
+        device_wakes.push(Arc::clone(&device_wake));
         let health = Arc::new(HealthCell::new());
         healths.push(Arc::clone(&health));
         queues.push(rp.queue().clone());
@@ -343,12 +346,19 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             cfg.record_tags.unwrap_or(0),
         ));
     }
-    let device = DeviceProxy::new(
-        dev.sequencer(Executor::new(Limits::DEFAULT)),
-        device_wake,
-        tap.clone(),
-        Nanos(cfg.ring_id_grace_ns),
-    );
+    let devices = device_wakes
+        .into_iter()
+        .enumerate()
+        .map(|(core, wake)| {
+            DeviceProxy::new(
+                dev.sequencer(Executor::new(Limits::DEFAULT)),
+                wake,
+                tap.clone(),
+                Nanos(cfg.ring_id_grace_ns),
+            )
+            .for_core(core as u8)
+        })
+        .collect();
     let publisher = PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,
@@ -381,7 +391,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     Ok(Built {
         shared,
         workers,
-        device,
+        devices,
         publisher,
     })
 }

@@ -391,7 +391,7 @@ fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
         match a {
             SysActor::Producer(p) => o.producer = p.stats(),
             SysActor::Worker(w) => o.workers.push(w.stats().clone()),
-            SysActor::Device(d) => o.device = d.stats(),
+            SysActor::Device(d) => o.device.merge(&d.stats()),
             SysActor::Publisher(_) => {}
         }
     }
