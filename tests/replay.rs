@@ -149,6 +149,9 @@ fn one_seed_one_trace_and_replay_agrees() {
         text.contains("recorded:") && text.contains("replayed:"),
         "{text}"
     );
+    if let Some(kept) = text.split("replayed trace kept at ").nth(1) {
+        let _ = std::fs::remove_file(kept.trim().trim_end_matches(')'));
+    }
 
     // A file that is not a trace is a usage error (exit 2).
     let junk = tmp("junk.trace");
