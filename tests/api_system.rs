@@ -28,6 +28,9 @@ fn slab(name: &str) -> std::path::PathBuf {
 fn cfg(cores: u8, name: &str) -> SystemConfig {
     let mut c = SystemConfig::new(cores);
     c.slab = SlabTarget::Path(slab(name));
+    // Generous: a loaded CI machine must not turn a slow execution into a
+    // timeout (the timeout test sets its own).
+    c.timeout = Nanos::from_millis(10_000);
     c
 }
 
@@ -168,7 +171,7 @@ fn a_timeout_makes_the_xu_unrecoverable() {
         }],
     };
     let mut c = cfg(2, "timeout");
-    c.timeout = Nanos::from_millis(50);
+    c.timeout = Nanos::from_millis(1_000);
     let sys = System::start(FaultInjector::new(LinuxHal::new(), plan), c).unwrap();
     let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
     let x = MlpSpec::EXAMPLE.example_input(1);

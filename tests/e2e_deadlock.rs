@@ -68,6 +68,7 @@ fn fill<H: Hal>(hal: H) -> Filled<H> {
     let mut cfg = SystemConfig::new(CORES);
     cfg.ring_capacity = RING;
     cfg.report_capacity = 2;
+    cfg.timeout = Nanos::from_millis(10_000);
     cfg.dram_size = cfg.dram_for(&probe, 1);
     cfg.expected = Arc::new(Expectations {
         outputs: vec![probe.reference(&x)],

@@ -24,6 +24,9 @@ fn hundred_thousand_executions_over_four_cores() {
         models: 2,
         slab: Some(slab.clone()),
         record_tags: true,
+        // Generous: a loaded CI machine must not turn a slow execution into
+        // a timeout.
+        timeout_ns: Some(10_000_000_000),
         max_wall: Some(Duration::from_secs(300)),
         ..JobConfig::default()
     };
