@@ -57,6 +57,14 @@ impl LinuxHal {
 }
 
 fn mem_err(r: RegionHandle, e: super::mem::MemError) -> HalError {
+    if e.read_only {
+        // Not reachable today: this backend maps every region read-write.
+        return HalError::Os {
+            op: "write",
+            errno: Some(libc::EACCES),
+            text: e.to_string(),
+        };
+    }
     if e.offset
         .checked_add(e.len)
         .is_none_or(|end| end > e.region_len)
