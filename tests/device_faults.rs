@@ -216,6 +216,8 @@ fn corrupt_descriptor_bad_length() {
             s2m: 52
         })
     );
+    // Ordering: Acquire, as a monitor would read it; the device ran on this
+    // thread, so the store (Relaxed, `DmaEngine::fail`) is visible anyway.
     let code = dev
         .hal()
         .load_u32(dev.map().regs[0], reg::DMA_FAULT, Ordering::Acquire)
@@ -314,6 +316,8 @@ fn dma_to_a_read_only_register_is_refused() {
     ));
     let r = h.poll(0).unwrap().unwrap();
     assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    // Ordering: Acquire, as staging reads it (partner: `Sequencer::finish`'s
+    // Release store; same thread here).
     let head = dev
         .hal()
         .load_u32(map.regs[0], reg::SEQ_HEAD, Ordering::Acquire)

@@ -58,6 +58,8 @@ fn full_loop<H: Hal>(hal: H) {
     // The first request paid for the model switch; the others did not.
     assert!(latencies[1] == latencies[2], "{latencies:?}");
     let regs = dev.map().regs[1];
+    // Ordering: Acquire, partner: `Sequencer::finish`'s Release store of
+    // MAC_COUNT (same thread here; the pairing a monitor would rely on).
     let macs = dev.hal().load_u64(regs, 0x30, Ordering::Acquire).unwrap();
     assert_eq!(macs, 3 * spec.macs());
     assert_eq!(seq.executed(1), 3);

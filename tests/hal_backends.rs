@@ -60,7 +60,8 @@ fn contract<H: Hal>(mut hal: H) {
         hal.write16(r, 8, &[0; 16]),
         Err(HalError::Misaligned { align: 16, .. })
     ));
-    // Words.
+    // Words. Ordering: every ordering is passed through to the backend once
+    // (one thread: no partner is needed, the values are what is checked).
     hal.store_u32(r, 36, 0xAABB_CCDD, Ordering::Release)
         .unwrap();
     hal.store_u32(r, 32, 0x1122_3344, Ordering::Relaxed)
@@ -169,6 +170,8 @@ fn tracer_is_deterministic_across_backends() {
         };
         t.write_nq(nqr, 0, &e.encode().unwrap()).unwrap();
         let _ = t.read_nq(nqr, 1).unwrap();
+        // Ordering: Acquire only so the trace shows the ordering name
+        // (`acq`); a misaligned load fails before any access.
         let _ = t.load_u32(regs, 3, Ordering::Acquire);
         tracer::render(&log.records(), None)
     }

@@ -149,8 +149,10 @@ impl QueueProducer {
     /// Free slots (same in both rings): ring length minus descriptors
     /// appended and not yet consumed by the device.
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
-        // Ordering: Acquire pairs with the device's Release store of the head
-        // after it finished reading the slots, so they may be overwritten.
+        // Ordering: Acquire pairs with the DMA engine's Release stores of
+        // M2S_HEAD/S2M_HEAD in `DmaEngine::step` after it read the slots, so
+        // they may be overwritten (SPEC-NOTES.md "UDMA descriptors": the ring
+        // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
         let used = self
@@ -474,8 +476,10 @@ impl DmaEngine {
             return DmaStep::Faulted(f);
         }
         let regs = map.regs[usize::from(self.core)];
-        // Ordering: Acquire pairs with the host's Release `tail_inc` (the
-        // doorbell): every descriptor appended before it is visible.
+        // Ordering: Acquire pairs with the host's Release fetch_add in
+        // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
+        // descriptor appended before it is visible (seed 000 §3 "device
+        // publish boundary"; SPEC-NOTES.md "UDMA descriptors", tail increment).
         let tails = (
             hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
             hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
@@ -541,8 +545,9 @@ impl DmaEngine {
             Ok(published) => {
                 self.m2s.advance();
                 self.s2m.advance();
-                // Ordering: Release pairs with the host's Acquire load in
-                // `QueueProducer::free`: the slots are read, reuse is safe.
+                // Ordering: Release pairs with the host's Acquire loads in
+                // `QueueProducer::free`: the slots are read, reuse is safe
+                // (SPEC-NOTES.md "UDMA descriptors").
                 let ok = hal
                     .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
                     .and_then(|()| {
@@ -616,13 +621,16 @@ impl DmaEngine {
                 if off == reg::SEQ_TAIL_INC {
                     // A tail-increment register adds what is written to it.
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load: the request copied by the earlier pair is visible.
+                    // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
+                    // body copied into DMEM by the earlier pair is visible
+                    // (seed 000 §3: the tail-inc pair is the publish).
                     hal.fetch_add_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT.
+                    // load of SEQ_EVENT in `Sequencer::execute` (seed 000 §3:
+                    // the evt-poke pair, "new config is ready").
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(false)

@@ -65,7 +65,9 @@ impl NqWriter {
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
-        // Ordering: Acquire pairs with the reader's Release store of its head.
+        // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
+        // NQ_HEAD (SPEC-NOTES.md "Notification queues"; the head register is
+        // ours).
         let head = hal.load_u32(
             self.regs,
             reg::NQ_HEAD + 4 * usize::from(self.engine),
@@ -82,16 +84,18 @@ impl NqWriter {
         hal: &H,
         mut entry: NqEntry,
     ) -> Result<Result<(), Overflow>, HalError> {
-        // Ordering: Acquire pairs with the worker's Release store of its head
-        // after it read the slots: they may be overwritten.
+        // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
+        // NQ_HEAD after it read the slots: they may be overwritten
+        // (SPEC-NOTES.md "Notification queues").
         let head = hal.load_u32(
             self.regs,
             reg::NQ_HEAD + 4 * usize::from(self.engine),
             Ordering::Acquire,
         )?;
         if self.written.wrapping_sub(head) >= self.len {
-            // Ordering: Release pairs with the harvester's Acquire load, which
-            // then reports the overflow.
+            // Ordering: Release pairs with `Harvester::poll`'s Acquire load
+            // of NQ_OVERFLOWS, which then reports the overflow (ours: the
+            // EXEC_SW_NQ_OVERFLOW path, SPEC-NOTES.md status table).
             hal.fetch_add_u32(self.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
             return Ok(Err(Overflow {
                 engine: self.engine,
@@ -193,8 +197,9 @@ impl NqReader {
             self.phase = !self.phase;
         }
         self.consumed = self.consumed.wrapping_add(1);
-        // Ordering: Release pairs with the writer's Acquire load of the head:
-        // the slot has been read and may be reused.
+        // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
+        // `NqWriter::push`/`free`: the slot has been read and may be reused
+        // (SPEC-NOTES.md "Notification queues").
         hal.store_u32(
             self.regs,
             reg::NQ_HEAD + 4 * usize::from(self.engine),
@@ -444,7 +449,8 @@ impl<H: Hal> Harvester<H> {
                 }
             }
         }
-        // Ordering: Acquire pairs with the writer's Release fetch_add.
+        // Ordering: Acquire pairs with `NqWriter::push`'s Release fetch_add
+        // of NQ_OVERFLOWS (SPEC-NOTES.md status table: EXEC_SW_NQ_OVERFLOW).
         let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
         if overflows != self.overflows_seen {
             self.overflows_seen = overflows;

@@ -417,7 +417,8 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The request-load event: set by the second trigger pair.
         // Ordering: Acquire pairs with the DMA engine's Release store of
-        // SEQ_EVENT (same device thread here; kept for a split device).
+        // SEQ_EVENT in `DmaEngine::copy` (seed 000 §3, the evt-poke pair;
+        // same device thread here, kept for a split device).
         let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
         hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
         let mut body = [0u8; device_request::SIZE];
@@ -514,12 +515,15 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         core.macs = core.macs.wrapping_add(macs);
         self.hal
             .store_u64(regs, reg::CYCLE, core.cycle, Ordering::Relaxed)?;
-        // Ordering: Release: a reader that sees the new total (Acquire) also
-        // sees this request's NQ records.
+        // Ordering: Release: a monitor that loads the new total with Acquire
+        // also sees this request's NQ records (the register is ours, the
+        // source of the NDS MAC_COUNT counter, seed 004 §3; no library code
+        // reads it, tests/device_loop.rs does, with Acquire).
         self.hal
             .store_u64(regs, reg::MAC_COUNT, core.macs, Ordering::Release)?;
-        // Ordering: Release pairs with staging's Acquire load of SEQ_HEAD:
-        // this request's buffer may be reused.
+        // Ordering: Release pairs with `Stager::stage_and_doorbell`'s Acquire
+        // load of SEQ_HEAD: this request's buffer may be reused (ours: flow
+        // control over the seed 000 §3 request buffers).
         self.hal
             .store_u32(regs, reg::SEQ_HEAD, exec_id, Ordering::Release)?;
         self.hal.notify(self.map.nq_irq[c], 1)

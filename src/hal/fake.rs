@@ -78,8 +78,9 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
     let mut cur = w.load(Ordering::Relaxed);
     loop {
         let new = (cur & !mask) | val;
-        // Ordering: the caller's ordering applies to the successful store;
-        // a failed exchange only re-reads the word.
+        // Ordering: the caller's ordering applies to the successful store
+        // (its partner and seed section are named at the caller); a failed
+        // exchange only re-reads the word.
         match w.compare_exchange_weak(cur, new, order, load_for(order)) {
             Ok(_) => return,
             Err(now) => cur = now,
@@ -87,7 +88,9 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
     }
 }
 
-/// A failure ordering valid for `compare_exchange` (no Release/AcqRel).
+/// A failure ordering valid for `compare_exchange` (no Release/AcqRel): the
+/// load half of the caller's ordering (whose `// Ordering:` reasoning is at
+/// the caller).
 fn load_for(o: Ordering) -> Ordering {
     match o {
         Ordering::SeqCst => Ordering::SeqCst,
@@ -185,7 +188,9 @@ impl Hal for FakeHal {
         loop {
             let old = (cur >> sh) as u32;
             let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
-            // Ordering: the caller's ordering applies to the read-modify-write.
+            // Ordering: the caller's ordering applies to the read-modify-write
+            // (partner and seed section named at the caller, e.g.
+            // `Hal::tail_inc`).
             match w.compare_exchange_weak(cur, new, order, load_for(order)) {
                 Ok(_) => return Ok(old),
                 Err(now) => cur = now,
@@ -217,7 +222,8 @@ impl Hal for FakeHal {
         let hi = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
         words[off / 8 + 1].store(hi, Ordering::Relaxed);
         // Ordering: Release publishes the record; pairs with the Acquire load
-        // of the same word in `read16` (ring-id / phase check).
+        // of the same word in `read16` (the consumer's ring-id / phase check:
+        // SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         words[off / 8].store(lo, Ordering::Release);
         Ok(())
     }
@@ -225,7 +231,8 @@ impl Hal for FakeHal {
     fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
         check(r, off, RECORD, RECORD)?;
         let words = self.words(r)?;
-        // Ordering: Acquire pairs with the Release store in `write16`.
+        // Ordering: Acquire pairs with the Release store in `write16`
+        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         let lo = words[off / 8].load(Ordering::Acquire);
         let hi = words[off / 8 + 1].load(Ordering::Relaxed);
         let mut out = [0u8; RECORD];
@@ -236,13 +243,16 @@ impl Hal for FakeHal {
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
         // Ordering: Release pairs with the AcqRel swap in `wait`, like an
-        // eventfd write/read pair.
+        // eventfd write/read pair (seed 000 §5: the eventfd write is the
+        // completion signal; here the NQ interrupt event).
         self.counter(ev)?.fetch_add(n, Ordering::Release);
         Ok(())
     }
 
     fn wait(&self, ev: EventHandle, _timeout_ns: u64) -> Result<Wait, HalError> {
-        // Ordering: AcqRel: acquire pairs with `notify`'s release.
+        // Ordering: AcqRel: acquire pairs with `notify`'s Release fetch_add
+        // (seed 000 §5 eventfd signal); release keeps a later notify's
+        // counter ordered after this reset.
         match self.counter(ev)?.swap(0, Ordering::AcqRel) {
             0 => Ok(Wait::TimedOut),
             v => Ok(Wait::Signalled(v)),

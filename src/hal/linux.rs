@@ -234,7 +234,8 @@ impl Hal for LinuxHal {
         check(r, off, RECORD, RECORD)?;
         let reg = self.region(r)?;
         // Ordering: Acquire pairs with the Release store of this half in
-        // `write16`: if the mark is the expected one, the other half is too.
+        // `write16`: if the mark is the expected one, the other half is too
+        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         let lo = reg
             .load_u64(off, StdOrdering::Acquire)
             .map_err(|e| mem_err(r, e))?;

@@ -380,11 +380,12 @@ impl Region {
 pub(crate) fn fence_after_relaxed_load(order: Ordering) {
     match order {
         Ordering::Relaxed => {}
-        // Ordering: SeqCst fence; its partner is whatever SeqCst or Release
-        // operation the caller's protocol pairs its SeqCst load with.
+        // Ordering: SeqCst fence; its partner (and seed section) is whatever
+        // the caller's protocol pairs its SeqCst load with.
         Ordering::SeqCst => std::sync::atomic::fence(Ordering::SeqCst),
-        // Ordering: Acquire fence; partner: the Release store (or fence) the
-        // caller's protocol pairs its Acquire load with.
+        // Ordering: Acquire fence; partner (and seed section): the Release
+        // store or fence the caller's protocol pairs its Acquire load with
+        // (e.g. the seed 004 §2 header commit for `nds::Reader`).
         _ => std::sync::atomic::fence(Ordering::Acquire),
     }
 }
@@ -420,6 +421,8 @@ mod tests {
         }
         let r = Mapping::open_file(&p, false).unwrap().into_region();
         assert!(!r.is_writable());
+        // Ordering: each load ordering once, on one thread (the value is
+        // what is checked; the read-only path turns them into fences).
         assert_eq!(
             r.load_u64(8, Ordering::Acquire).unwrap(),
             0x1122_3344_5566_7788

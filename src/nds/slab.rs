@@ -626,8 +626,9 @@ impl SlabMut for HeapSlab {
             let new = (cur & !mask) | (u64::from(v) << shift);
             // Ordering: the caller's store ordering is applied to the
             // successful exchange (it is the store); a failed exchange only
-            // re-reads, so Relaxed/Acquire suffices. Partner: whatever load
-            // the caller's protocol pairs its store with.
+            // re-reads, so Relaxed/Acquire suffices. Partner and seed section:
+            // whatever the caller names (seed 004 §7 record protocol in
+            // `record.rs`, §2 header in `writer.rs`).
             match w.compare_exchange_weak(cur, new, order, load) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,
@@ -704,6 +705,7 @@ mod tests {
         let p = std::env::temp_dir().join(format!("xunds-slab-ro-{}", std::process::id()));
         {
             let w = MappedSlab::create(&p).unwrap();
+            // Ordering: one thread; every load ordering is exercised below.
             w.store_u64(0x520, 0x0102_0304_0506_0708, Ordering::Release);
             w.store_u64(SLAB_SIZE - 8, 7, Ordering::Relaxed);
         }
