@@ -415,3 +415,22 @@ fn early_records_are_kept_until_expected() {
     assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, 2);
     assert_eq!(h.stray_records(), 0);
 }
+
+/// A program can run the device clock to the end of u64 (a `DELAY` costs no
+/// host time); the clock saturates instead of overflowing (which used to
+/// panic in debug builds on the next request's copy/dispatch cycles).
+#[test]
+fn a_saturated_device_clock_keeps_working() {
+    let dev = device(Vec::new(), cfg());
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: u64::MAX });
+    let mut h = dev.harvester(0);
+    for round in 1..=3u32 {
+        let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+        h.expect(s.exec_id, s.engines, u64::MAX);
+        assert_eq!(seq.poll(0).unwrap().executed, 1, "round {round}");
+        let c = h.poll(0).unwrap().expect("completed").unwrap();
+        assert_eq!((c.exec_id, c.status), (round, ExecStatus::Done));
+        assert_eq!(seq.cycle(0), u64::MAX);
+    }
+}

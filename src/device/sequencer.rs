@@ -155,7 +155,7 @@ impl RequestExecutor for NullExecutor {
                     EngineStatus::Idle
                 },
                 start_cycle,
-                end_cycle: start_cycle + if busy { self.cycles } else { 0 },
+                end_cycle: start_cycle.saturating_add(if busy { self.cycles } else { 0 }),
                 steps: u64::from(busy),
                 fault: None,
             }
@@ -330,7 +330,9 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                 DmaStep::Idle | DmaStep::Waiting => break,
                 DmaStep::Copied { len, published } => {
                     p.copies += 1;
-                    self.cores[c].cycle += copy_cycles(len);
+                    // The device clock saturates like the engines' clocks (it is
+                    // advanced by program-controlled DELAYs).
+                    self.cores[c].cycle = self.cores[c].cycle.saturating_add(copy_cycles(len));
                     if published {
                         p.add(self.execute(c)?);
                     }
@@ -425,10 +427,10 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         hal.copy_out(map.dmem[c], dmem::REQUEST, &mut body)?;
         let req = DeviceExecRequest::parse(&body).unwrap_or_default();
 
-        let mut start = self.cores[c].cycle + DISPATCH_CYCLES;
+        let mut start = self.cores[c].cycle.saturating_add(DISPATCH_CYCLES);
         if req.do_model_switch != 0 {
-            start += MODEL_SWITCH_CYCLES;
-            self.cores[c].switches += 1;
+            start = start.saturating_add(MODEL_SWITCH_CYCLES);
+            self.cores[c].switches = self.cores[c].switches.wrapping_add(1);
             hal.store_u32(
                 regs,
                 reg::MODEL_SWITCHES,
@@ -437,10 +439,10 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             )?;
         }
         if req.reload_seq_config != 0 {
-            start += RELOAD_CYCLES;
+            start = start.saturating_add(RELOAD_CYCLES);
         }
         if req.load_act_dve_tables != 0 {
-            start += RELOAD_CYCLES;
+            start = start.saturating_add(RELOAD_CYCLES);
         }
 
         if event == 0 {
