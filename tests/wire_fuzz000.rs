@@ -1,6 +1,6 @@
-//! Property tests for every seed-000 decoder (issue "Done when": decoding any
-//! byte string never panics; at least 100,000 inputs per decoder get a value
-//! or a typed error), plus round trips of random valid values.
+//! Property tests for every seed-000 decoder: decoding any byte string never
+//! panics; at least 100,000 inputs per decoder get a value or a typed error;
+//! plus round trips of random valid values.
 //!
 //! Inputs per decoder: random bytes of random length (0..2*size), mutated
 //! valid encodings of random length, every truncation length of a valid

@@ -1,4 +1,4 @@
-//! The Producer's submit funnel (seed 000 §6 GOTCHA, §7 item 7; issue 6).
+//! The Producer's submit funnel (seed 000 §6 GOTCHA, §7 item 7).
 //!
 //! One schedule call walks the funnel in exactly this order:
 //!

@@ -1,4 +1,4 @@
-//! The Worker's cycle for one XU (seed 000 §4 QUIRK, §5, §6; issue 6).
+//! The Worker's cycle for one XU (seed 000 §4 QUIRK, §5, §6).
 //!
 //! ```text
 //! IDLE --sleep--> SLEEPING --wake--> IDLE

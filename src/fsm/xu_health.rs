@@ -1,4 +1,5 @@
-//! The health of one XU (SPEC-NOTES "public async API"; issue 6).
+//! The health of one XU (SPEC-NOTES.md "The public async API our
+//! surface mirrors").
 //!
 //! ```text
 //! HEALTHY --schedule--> HEALTHY

@@ -3,7 +3,7 @@
 //! The XU ring's completion signal (seed 000 §5: `write(mark_comp_efd, 1)`)
 //! and the worker's has-work wake-up both use it. Waits are always bounded so
 //! a lost signal can only cost one timeout, after which the caller re-checks
-//! the cursor (issue "completion and waiters").
+//! the cursor.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -57,9 +57,7 @@ pub fn all_blocks() -> impl Iterator<Item = &'static Block> {
         .iter()
         .copied()
         .chain(DEVICE_BLOCKS.iter().copied())
-        // Deref coercion keeps this compiling whether `nds::BLOCKS` lists
-        // `Block`s or `&Block`s.
-        .chain(nds::BLOCKS.iter().map(|b| -> &'static Block { b }))
+        .chain(nds::BLOCKS.iter())
 }
 
 /// Why a byte string was refused by a wire decoder.
