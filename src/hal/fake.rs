@@ -13,30 +13,25 @@ use std::sync::Arc;
 use crate::sync::atomic::AtomicU64;
 
 use super::{
-    check, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+    check, record_from_halves, record_halves, EventHandle, EventId, Hal, HalError, Ordering,
+    RegionHandle, RegionId, Table, Wait, RECORD,
 };
 
-/// One region: its id and its words.
+/// One region's words.
 type Words = Arc<[AtomicU64]>;
 
 /// In-memory regions and simulated events. Clone to share.
 #[derive(Clone, Default)]
 pub struct FakeHal {
-    regions: Vec<(RegionId, Words)>,
-    events: Vec<(EventId, Arc<AtomicU64>)>,
+    regions: Table<RegionId, Words>,
+    events: Table<EventId, Arc<AtomicU64>>,
 }
 
 impl core::fmt::Debug for FakeHal {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("FakeHal")
-            .field(
-                "regions",
-                &self.regions.iter().map(|r| r.0).collect::<Vec<_>>(),
-            )
-            .field(
-                "events",
-                &self.events.iter().map(|e| e.0).collect::<Vec<_>>(),
-            )
+            .field("regions", &self.regions.ids().collect::<Vec<_>>())
+            .field("events", &self.events.ids().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -48,17 +43,11 @@ impl FakeHal {
     }
 
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
-        match self.regions.get(r.index()) {
-            Some((id, w)) if *id == r.id() => Ok(w),
-            _ => Err(HalError::BadHandle),
-        }
+        self.regions.get(r.index(), r.id()).map(|w| &w[..])
     }
 
     fn counter(&self, ev: EventHandle) -> Result<&AtomicU64, HalError> {
-        match self.events.get(ev.index()) {
-            Some((id, c)) if *id == ev.id() => Ok(c),
-            _ => Err(HalError::BadHandle),
-        }
+        self.events.get(ev.index(), ev.id()).map(|c| &**c)
     }
 }
 
@@ -108,22 +97,14 @@ impl Hal for FakeHal {
         if len == 0 {
             return Err(HalError::ZeroLength(id));
         }
-        if self.regions.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let n = len.div_ceil(8);
-        let words: Words = (0..n).map(|_| AtomicU64::new(0)).collect();
-        let index = u32::try_from(self.regions.len()).map_err(|_| HalError::BadHandle)?;
-        self.regions.push((id, words));
+        let index = self.regions.insert(id, || {
+            Ok((0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect())
+        })?;
         Ok(RegionHandle::new(index, id, len))
     }
 
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
-        if self.events.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let index = u32::try_from(self.events.len()).map_err(|_| HalError::BadHandle)?;
-        self.events.push((id, Arc::new(AtomicU64::new(0))));
+        let index = self.events.insert(id, || Ok(Arc::new(AtomicU64::new(0))))?;
         Ok(EventHandle::new(index, id))
     }
 
@@ -218,8 +199,7 @@ impl Hal for FakeHal {
     fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
         check(r, off, RECORD, RECORD)?;
         let words = self.words(r)?;
-        let lo = u64::from_le_bytes(rec[0..8].try_into().unwrap_or([0; 8]));
-        let hi = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
+        let (lo, hi) = record_halves(rec);
         words[off / 8 + 1].store(hi, Ordering::Relaxed);
         // Ordering: Release publishes the record; pairs with the Acquire load
         // of the same word in `read16` (the consumer's ring-id / phase check:
@@ -235,10 +215,7 @@ impl Hal for FakeHal {
         // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         let lo = words[off / 8].load(Ordering::Acquire);
         let hi = words[off / 8 + 1].load(Ordering::Relaxed);
-        let mut out = [0u8; RECORD];
-        out[0..8].copy_from_slice(&lo.to_le_bytes());
-        out[8..16].copy_from_slice(&hi.to_le_bytes());
-        Ok(out)
+        Ok(record_from_halves(lo, hi))
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
