@@ -31,6 +31,7 @@
 //! (`record.rs`, `writer.rs`, `reader.rs`), which name the partner operation.
 
 use std::io;
+use std::ops::Deref;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -110,7 +111,13 @@ fn le64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-impl<S: Slab + ?Sized> Slab for &S {
+/// Any pointer to a slab is a slab (`&S`, `Arc<S>`, `Box<S>`): every method
+/// forwards to the pointee.
+impl<P> Slab for P
+where
+    P: Deref + Send + Sync,
+    P::Target: Slab,
+{
     fn len(&self) -> usize {
         (**self).len()
     }
@@ -128,46 +135,12 @@ impl<S: Slab + ?Sized> Slab for &S {
     }
 }
 
-impl<S: SlabMut + ?Sized> SlabMut for &S {
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        (**self).store_u64(off, v, order)
-    }
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        (**self).store_u32(off, v, order)
-    }
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_add_u64(off, v, order)
-    }
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_sub_u64(off, v, order)
-    }
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_or_u64(off, v, order)
-    }
-    fn store_words(&self, off: usize, data: &[u8]) {
-        (**self).store_words(off, data)
-    }
-}
-
-impl<S: Slab + ?Sized> Slab for std::sync::Arc<S> {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        (**self).load_u64(off, order)
-    }
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        (**self).load_u32(off, order)
-    }
-    fn fence(&self, order: Ordering) {
-        (**self).fence(order)
-    }
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        (**self).load_words(off, out)
-    }
-}
-
-impl<S: SlabMut + ?Sized> SlabMut for std::sync::Arc<S> {
+/// Any pointer to a writable slab is a writable slab.
+impl<P> SlabMut for P
+where
+    P: Deref + Send + Sync,
+    P::Target: SlabMut,
+{
     fn store_u64(&self, off: usize, v: u64, order: Ordering) {
         (**self).store_u64(off, v, order)
     }
