@@ -238,37 +238,18 @@ impl std::error::Error for UdmaError {}
 
 impl From<UdmaError> for WireError {
     fn from(e: UdmaError) -> Self {
+        const BLOCK: &str = "udma_desc";
         match e {
             UdmaError::Truncated { got } => WireError::Truncated {
-                block: "udma_desc",
+                block: BLOCK,
                 need: SIZE,
                 got,
             },
-            UdmaError::BadLength { len } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(len),
-            },
-            UdmaError::BadRingId { ring_id } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(ring_id),
-            },
-            UdmaError::ReservedBits { field, bits } => WireError::InvalidField {
-                block: "udma_desc",
-                field,
-                value: u64::from(bits),
-            },
-            UdmaError::FlagNotAllowed { flag, .. } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(flag),
-            },
-            UdmaError::BadMetaField { field, value } => WireError::InvalidField {
-                block: "udma_desc",
-                field,
-                value: u64::from(value),
-            },
+            UdmaError::BadLength { len } => WireError::invalid(BLOCK, "len_ctrl", len),
+            UdmaError::BadRingId { ring_id } => WireError::invalid(BLOCK, "len_ctrl", ring_id),
+            UdmaError::ReservedBits { field, bits } => WireError::invalid(BLOCK, field, bits),
+            UdmaError::FlagNotAllowed { flag, .. } => WireError::invalid(BLOCK, "len_ctrl", flag),
+            UdmaError::BadMetaField { field, value } => WireError::invalid(BLOCK, field, value),
         }
     }
 }
