@@ -405,11 +405,10 @@ impl<S: SlabMut> Writer<S> {
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
         step(state, RecordEvent::Stamp, id, hook.as_deref_mut())?;
-        fnv::stamp(staged);
-        // A free record is all zero already; invalidating anyway makes a
-        // slot left dirty by a crashed writer safe to reuse.
-        record::invalidate(&self.slab, span);
-        record::publish(&self.slab, span, staged);
+        // A free record is all zero already; invalidating anyway (in
+        // `store_record`) makes a slot left dirty by a crashed writer safe
+        // to reuse.
+        self.store_record(span, staged);
         step(state, RecordEvent::Publish, id, hook)
     }
 
@@ -424,10 +423,16 @@ impl<S: SlabMut> Writer<S> {
     ) -> Result<(), NdsError> {
         // The lifecycle check comes before any byte of the slab changes.
         step(state, RecordEvent::BeginUpdate, id, hook.as_deref_mut())?;
+        self.store_record(span, staged);
+        step(state, RecordEvent::Publish, id, hook)
+    }
+
+    /// Stamp the staged record's hash, then write it to the slab through the
+    /// record protocol: invalidate (hash word 0), body, hash word last.
+    fn store_record(&self, span: RecordSpan, staged: &mut [u8]) {
         fnv::stamp(staged);
         record::invalidate(&self.slab, span);
         record::publish(&self.slab, span, staged);
-        step(state, RecordEvent::Publish, id, hook)
     }
 }
 
