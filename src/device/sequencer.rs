@@ -48,42 +48,43 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
         DramMemory { hal, map }
     }
 
-    fn off(&self, pa: u64) -> Result<usize, BadPa> {
-        let bad = BadPa { pa, len: 4 };
-        match self.map.translate(pa, 4) {
-            Ok(Window::Dram { off }) if off % 4 == 0 => Ok(off as usize),
-            _ => Err(bad),
+    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
+    /// not all inside DRAM (or, with `align`, `pa` is not aligned to it).
+    fn dram_off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
+        match self.map.translate(pa, len as u64) {
+            Ok(Window::Dram { off }) if off % align == 0 => Ok(off as usize),
+            _ => Err(BadPa {
+                pa,
+                len: len as u64,
+            }),
         }
+    }
+
+    fn off(&self, pa: u64) -> Result<usize, BadPa> {
+        self.dram_off(pa, 4, 4)
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let bad = BadPa {
-            pa,
-            len: data.len() as u64,
-        };
-        match self.map.translate(pa, data.len() as u64) {
-            Ok(Window::Dram { off }) => self
-                .hal
-                .copy_in(self.map.dram, off as usize, data)
-                .map_err(|_| bad),
-            _ => Err(bad),
-        }
+        let off = self.dram_off(pa, data.len(), 1)?;
+        self.hal
+            .copy_in(self.map.dram, off, data)
+            .map_err(|_| BadPa {
+                pa,
+                len: data.len() as u64,
+            })
     }
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
-        let bad = BadPa {
-            pa,
-            len: out.len() as u64,
-        };
-        match self.map.translate(pa, out.len() as u64) {
-            Ok(Window::Dram { off }) => self
-                .hal
-                .copy_out(self.map.dram, off as usize, out)
-                .map_err(|_| bad),
-            _ => Err(bad),
-        }
+        let len = out.len();
+        let off = self.dram_off(pa, len, 1)?;
+        self.hal
+            .copy_out(self.map.dram, off, out)
+            .map_err(|_| BadPa {
+                pa,
+                len: len as u64,
+            })
     }
 }
 
