@@ -202,6 +202,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "insta reads the snapshot file (Miri isolation)")]
     fn table_snapshot() {
         insta::assert_snapshot!(render_table::<Funnel>());
     }

@@ -206,6 +206,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "insta reads the snapshot file (Miri isolation)")]
     fn table_snapshot() {
         insta::assert_snapshot!(render_table::<WorkerCycle>());
     }

@@ -107,6 +107,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no poll(2)")]
     fn signal_then_wait() {
         let e = EventFd::new().unwrap();
         assert_eq!(e.wait(Duration::from_millis(1)).unwrap(), Wait::TimedOut);

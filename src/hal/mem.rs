@@ -395,6 +395,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
     fn anonymous_mapping_is_zeroed_and_checked() {
         let r = Mapping::anonymous(4096).unwrap().into_region();
         assert_eq!(r.load_u64(0, Ordering::Relaxed).unwrap(), 0);
@@ -412,6 +413,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn read_only_mapping_loads_and_refuses_writes() {
         let p = std::env::temp_dir().join(format!("xunds-mem-ro-{}", std::process::id()));
         {

@@ -645,6 +645,9 @@ mod tests {
     #[test]
     fn heap_and_mapped_backings_agree() {
         exercise(&HeapSlab::zeroed());
+        if cfg!(miri) {
+            return; // mmap is not available under Miri
+        }
         let m = MappedSlab::anonymous().unwrap();
         exercise(&m);
         let ro = m.read_only();
@@ -661,6 +664,9 @@ mod tests {
         assert!(
             std::panic::catch_unwind(|| s.load_u64(usize::MAX - 7, Ordering::Relaxed)).is_err()
         );
+        if cfg!(miri) {
+            return; // mmap is not available under Miri
+        }
         let m = MappedSlab::anonymous().unwrap();
         assert!(std::panic::catch_unwind(|| m.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
     }
@@ -674,6 +680,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn read_only_mapping_serves_every_load_ordering() {
         let p = std::env::temp_dir().join(format!("xunds-slab-ro-{}", std::process::id()));
         {
@@ -703,6 +710,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn size_gate_refuses_short_files() {
         let dir = std::env::temp_dir();
         let p = dir.join(format!("xunds-slab-short-{}", std::process::id()));
