@@ -134,6 +134,21 @@ fn handles_from_another_backend_are_refused() {
     );
     let l = LinuxHal::new();
     assert_eq!(l.copy_in(r, 0, &[1]), Err(HalError::BadHandle));
+    // Same index and id, another length: a handle of a larger region must
+    // not index past the smaller region's words (the fake used to panic
+    // here, its lookup checked only the id).
+    fn same_id_other_len<H: Hal>(mut small: H, mut big: H) {
+        small.map(RegionId::Dram, 16).unwrap();
+        let r = big.map(RegionId::Dram, 4096).unwrap();
+        assert_eq!(
+            small.load_u64(r, 4000, Ordering::Relaxed),
+            Err(HalError::BadHandle)
+        );
+        assert_eq!(small.copy_in(r, 1000, &[1; 8]), Err(HalError::BadHandle));
+        assert_eq!(small.write16(r, 2048, &[0; 16]), Err(HalError::BadHandle));
+    }
+    same_id_other_len(FakeHal::new(), FakeHal::new());
+    same_id_other_len(LinuxHal::new(), LinuxHal::new());
 }
 
 /// The tracer records deterministic text: region names and offsets, never

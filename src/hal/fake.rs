@@ -17,8 +17,8 @@ use super::{
     RegionHandle, RegionId, Table, Wait, RECORD,
 };
 
-/// One region's words.
-type Words = Arc<[AtomicU64]>;
+/// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
+type Words = (usize, Arc<[AtomicU64]>);
 
 /// In-memory regions and simulated events. Clone to share.
 #[derive(Clone, Default)]
@@ -42,8 +42,14 @@ impl FakeHal {
         FakeHal::default()
     }
 
+    /// The words of the region `r` names. Checked against the handle's id
+    /// and length, so a handle from another backend (even one with the same
+    /// index and id) cannot index past this region's words.
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
-        self.regions.get(r.index(), r.id()).map(|w| &w[..])
+        match self.regions.get(r.index(), r.id()) {
+            Ok((len, words)) if *len == r.len() => Ok(words),
+            _ => Err(HalError::BadHandle),
+        }
     }
 
     fn counter(&self, ev: EventHandle) -> Result<&AtomicU64, HalError> {
@@ -98,7 +104,10 @@ impl Hal for FakeHal {
             return Err(HalError::ZeroLength(id));
         }
         let index = self.regions.insert(id, || {
-            Ok((0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect())
+            Ok((
+                len,
+                (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            ))
         })?;
         Ok(RegionHandle::new(index, id, len))
     }
