@@ -21,6 +21,10 @@
 //! | actors | [`actors`] | Producer, Worker, Device-sequencer-proxy and NDS-publisher actors with non-blocking `poll` |
 //! | system | [`system`] | the public async API, threaded and deterministic runners, trace and replay |
 //!
+//! One exception to the table's order: [`hal::mem`] (`Mapping`/`Region`, the
+//! only way to touch mapped memory) depends on nothing but `libc` and `std`,
+//! and the protocols build their mapped backings on it.
+//!
 //! Support modules: [`error`] (the top-level error), [`prng`] (a small seeded
 //! generator used by deterministic runs, fault injection and tests).
 #![warn(missing_docs)]

@@ -216,6 +216,8 @@ fn corrupt_descriptor_bad_length() {
             s2m: 52
         })
     );
+    // Ordering: Acquire, as a monitor would read it; the device ran on this
+    // thread, so the store (Relaxed, `DmaEngine::fail`) is visible anyway.
     let code = dev
         .hal()
         .load_u32(dev.map().regs[0], reg::DMA_FAULT, Ordering::Acquire)
@@ -314,6 +316,8 @@ fn dma_to_a_read_only_register_is_refused() {
     ));
     let r = h.poll(0).unwrap().unwrap();
     assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    // Ordering: Acquire, as staging reads it (partner: `Sequencer::finish`'s
+    // Release store; same thread here).
     let head = dev
         .hal()
         .load_u32(map.regs[0], reg::SEQ_HEAD, Ordering::Acquire)
@@ -410,4 +414,23 @@ fn early_records_are_kept_until_expected() {
     assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, 1);
     assert_eq!(h.poll(0).unwrap().unwrap().unwrap().exec_id, 2);
     assert_eq!(h.stray_records(), 0);
+}
+
+/// A program can run the device clock to the end of u64 (a `DELAY` costs no
+/// host time); the clock saturates instead of overflowing (which used to
+/// panic in debug builds on the next request's copy/dispatch cycles).
+#[test]
+fn a_saturated_device_clock_keeps_working() {
+    let dev = device(Vec::new(), cfg());
+    let mut st = dev.stager(0);
+    let mut seq = dev.sequencer(NullExecutor { cycles: u64::MAX });
+    let mut h = dev.harvester(0);
+    for round in 1..=3u32 {
+        let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+        h.expect(s.exec_id, s.engines, u64::MAX);
+        assert_eq!(seq.poll(0).unwrap().executed, 1, "round {round}");
+        let c = h.poll(0).unwrap().expect("completed").unwrap();
+        assert_eq!((c.exec_id, c.status), (round, ExecStatus::Done));
+        assert_eq!(seq.cycle(0), u64::MAX);
+    }
 }

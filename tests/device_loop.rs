@@ -58,6 +58,8 @@ fn full_loop<H: Hal>(hal: H) {
     // The first request paid for the model switch; the others did not.
     assert!(latencies[1] == latencies[2], "{latencies:?}");
     let regs = dev.map().regs[1];
+    // Ordering: Acquire, partner: `Sequencer::finish`'s Release store of
+    // MAC_COUNT (same thread here; the pairing a monitor would rely on).
     let macs = dev.hal().load_u64(regs, 0x30, Ordering::Acquire).unwrap();
     assert_eq!(macs, 3 * spec.macs());
     assert_eq!(seq.executed(1), 3);
@@ -145,4 +147,32 @@ fn threaded_producer_and_device() {
     assert_eq!(t.join().unwrap(), 50);
     let y = image.read_output(&dev.memory()).unwrap();
     assert_eq!(y, image.reference(&x));
+}
+
+#[test]
+fn alloc_refuses_what_cannot_fit_without_overflowing() {
+    use xunds::device::LoadError;
+    let dev = Device::new(FakeHal::new(), DeviceConfig::default()).unwrap();
+    // Leave the heap 64- but not 128-aligned, so a 128-aligned request has a
+    // non-zero align_offset: `align_offset + u64::MAX` used to overflow (a
+    // panic in debug builds, a wrapped, tiny "total" in release).
+    let first = dev.alloc(1, 64).unwrap();
+    assert_eq!((first.pa() + 64) % 128, 64, "heap left at an odd 64");
+    for (len, align) in [(u64::MAX, 128), (u64::MAX - 8, 4096), (8, 1 << 63)] {
+        assert!(
+            matches!(dev.alloc(len, align), Err(LoadError::OutOfMemory { .. })),
+            "alloc({len:#x}, {align:#x})"
+        );
+    }
+    assert_eq!(dev.alloc(8, 3), Err(LoadError::BadAlign(3)));
+    // A refusal changes nothing: the heap still serves the next allocation
+    // right after the first one.
+    let a = dev.alloc(100, 64).unwrap();
+    assert_eq!(a.base_pa, first.pa() + 64);
+    assert_eq!(a.pa() % 64, 0);
+    let free = DeviceConfig::default().dram_size;
+    assert!(matches!(
+        dev.alloc(free, 64),
+        Err(LoadError::OutOfMemory { len, .. }) if len >= free
+    ));
 }

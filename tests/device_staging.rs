@@ -173,6 +173,8 @@ fn skip_config_diff() {
     );
     seq.poll(0).unwrap();
     let regs = dev.map().regs[0];
+    // Ordering: Acquire for a monitor's read; the Relaxed store in
+    // `Sequencer::execute` ran on this thread, so it is visible anyway.
     let switches = dev
         .hal()
         .load_u32(

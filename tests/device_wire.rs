@@ -167,6 +167,7 @@ fn property_udma_decoders_never_panic() {
     let mut g = SplitMix64::new(0x5EED_0002);
     let mut buf = [0u8; 20];
     let (mut ok, mut err) = (0usize, 0usize);
+    let (mut ok_meta, mut ok_s2m) = (0usize, 0usize);
     for i in 0..PROPERTY_CASES {
         let n = g.below(21) as usize;
         g.fill(&mut buf[..n]);
@@ -185,9 +186,11 @@ fn property_udma_decoders_never_panic() {
             Err(_) => err += 1,
         }
         if let Ok(d) = M2sMetaDesc::decode(b) {
+            ok_meta += 1;
             assert_eq!(&d.encode().unwrap()[..], &b[..16]);
         }
         if let Ok(d) = S2mDesc::decode(b) {
+            ok_s2m += 1;
             assert_eq!(&d.encode().unwrap()[..], &b[..16]);
         }
         if i % 64 == 0 {
@@ -196,7 +199,11 @@ fn property_udma_decoders_never_panic() {
             let _ = udma::dump(View::M2sMeta, b);
         }
     }
-    assert!(ok > 1000 && err > 1000, "ok={ok} err={err}");
+    // Every view's accepting path ran often, not just the refusals.
+    assert!(
+        ok > 1000 && err > 1000 && ok_meta > 1000 && ok_s2m > 1000,
+        "ok={ok} err={err} meta={ok_meta} s2m={ok_s2m}"
+    );
 }
 
 #[test]

@@ -60,7 +60,8 @@ fn contract<H: Hal>(mut hal: H) {
         hal.write16(r, 8, &[0; 16]),
         Err(HalError::Misaligned { align: 16, .. })
     ));
-    // Words.
+    // Words. Ordering: every ordering is passed through to the backend once
+    // (one thread: no partner is needed, the values are what is checked).
     hal.store_u32(r, 36, 0xAABB_CCDD, Ordering::Release)
         .unwrap();
     hal.store_u32(r, 32, 0x1122_3344, Ordering::Relaxed)
@@ -133,6 +134,21 @@ fn handles_from_another_backend_are_refused() {
     );
     let l = LinuxHal::new();
     assert_eq!(l.copy_in(r, 0, &[1]), Err(HalError::BadHandle));
+    // Same index and id, another length: a handle of a larger region must
+    // not index past the smaller region's words (the fake used to panic
+    // here, its lookup checked only the id).
+    fn same_id_other_len<H: Hal>(mut small: H, mut big: H) {
+        small.map(RegionId::Dram, 16).unwrap();
+        let r = big.map(RegionId::Dram, 4096).unwrap();
+        assert_eq!(
+            small.load_u64(r, 4000, Ordering::Relaxed),
+            Err(HalError::BadHandle)
+        );
+        assert_eq!(small.copy_in(r, 1000, &[1; 8]), Err(HalError::BadHandle));
+        assert_eq!(small.write16(r, 2048, &[0; 16]), Err(HalError::BadHandle));
+    }
+    same_id_other_len(FakeHal::new(), FakeHal::new());
+    same_id_other_len(LinuxHal::new(), LinuxHal::new());
 }
 
 /// The tracer records deterministic text: region names and offsets, never
@@ -169,6 +185,8 @@ fn tracer_is_deterministic_across_backends() {
         };
         t.write_nq(nqr, 0, &e.encode().unwrap()).unwrap();
         let _ = t.read_nq(nqr, 1).unwrap();
+        // Ordering: Acquire only so the trace shows the ordering name
+        // (`acq`); a misaligned load fails before any access.
         let _ = t.load_u32(regs, 3, Ordering::Acquire);
         tracer::render(&log.records(), None)
     }

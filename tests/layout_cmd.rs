@@ -1,4 +1,4 @@
-//! `xunds layout` and `xunds layout --json` (issue: the layout command).
+//! `xunds layout` and `xunds layout --json`.
 //!
 //! The JSON is the reference a reimplementer in another language checks
 //! against, so its exact text is pinned by an insta snapshot; the structural

@@ -111,7 +111,7 @@ fn json_dump_of_a_populated_slab() {
     let (code, out, err) = dump(&slab, true);
     assert_eq!(code, Some(0), "{err}");
     insta::assert_snapshot!("nds_dump_json", out);
-    // The issue's shape, key by key.
+    // The documented shape (`xunds nds dump` module doc), key by key.
     for key in [
         r#"{"header":{"magic_ok":true,"version":100000},"process_info":{"#,
         r#""process_info_ext":{"tag":"extended tag"}"#,

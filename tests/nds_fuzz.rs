@@ -1,7 +1,9 @@
 //! Random bytes as a slab and as records: the reader never panics, refuses
-//! what it must (too small, not committed, bad magic, bad version), and never
-//! calls a record Fresh unless its hash matches its bytes. `xunds nds dump`
-//! survives the same bytes in a real file.
+//! what it must (too small, not committed, bad magic, bad version; the
+//! generator produces every one of them), and never calls a record Fresh
+//! unless its hash matches its bytes, nor Torn unless it does not. `xunds nds
+//! dump` on the same bytes in a real file dumps a committed slab and refuses
+//! anything else with the cause, never panicking.
 
 mod nds_support;
 
@@ -14,12 +16,24 @@ use xunds::nds::{
 };
 use xunds::prng::SplitMix64;
 use xunds::wire::nds::fnv;
-use xunds::wire::nds::header::HEADER_PROTO;
+use xunds::wire::nds::header::{Header, HEADER_PROTO};
 
-/// A random slab: random length (sometimes too short), random bytes, and
-/// (most of the time) a committed header and some records with valid hashes
-/// so the reader goes past its gates.
-fn random_slab(rng: &mut SplitMix64) -> HeapSlab {
+/// The header a random slab gets, so every verdict of the header gate is
+/// generated (random bytes alone almost never start with `"nds\0"` or zero).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Head {
+    Committed,
+    Zero,
+    /// `"nds\0"` and a version other than 100000.
+    BadVersion,
+    /// Random bytes (not `"nds\0"`, not zero).
+    Random,
+}
+
+/// A random slab: random length (sometimes too short), random bytes, a
+/// header of each kind, and (when committed) some records with valid
+/// hashes so the reader goes past its gates and reads Fresh records.
+fn random_slab(rng: &mut SplitMix64) -> (HeapSlab, Head) {
     let len = match rng.below(8) {
         0 => rng.below(REQUIRED_SIZE as u64) as usize,
         1 => REQUIRED_SIZE,
@@ -27,8 +41,30 @@ fn random_slab(rng: &mut SplitMix64) -> HeapSlab {
     };
     let mut bytes = vec![0u8; len];
     rng.fill(&mut bytes);
-    if len >= REQUIRED_SIZE && rng.below(4) != 0 {
-        bytes[..8].copy_from_slice(&HEADER_PROTO.to_le_bytes());
+    let head = match rng.below(8) {
+        0 => Head::Zero,
+        1 => Head::BadVersion,
+        2 => Head::Random,
+        _ => Head::Committed,
+    };
+    if len >= 8 {
+        let word = match head {
+            Head::Committed => HEADER_PROTO,
+            Head::Zero => 0,
+            Head::BadVersion => {
+                let v = rng.next_u32() as i32;
+                let v = if v == 100_000 { 0 } else { v };
+                Header {
+                    magic: *b"nds\0",
+                    version: v,
+                }
+                .to_word()
+            }
+            Head::Random => u64::from_le_bytes(bytes[..8].try_into().unwrap()) | 0xff,
+        };
+        bytes[..8].copy_from_slice(&word.to_le_bytes());
+    }
+    if len >= REQUIRED_SIZE && head == Head::Committed {
         // Stamp a few records so some read Fresh.
         for slot in 0..64 {
             if rng.chance(1, 3) {
@@ -42,7 +78,7 @@ fn random_slab(rng: &mut SplitMix64) -> HeapSlab {
             }
         }
     }
-    HeapSlab::from_bytes(&bytes)
+    (HeapSlab::from_bytes(&bytes), head)
 }
 
 fn record_bytes(slab: &HeapSlab, span: RecordSpan) -> Vec<u8> {
@@ -54,32 +90,55 @@ fn record_bytes(slab: &HeapSlab, span: RecordSpan) -> Vec<u8> {
 #[test]
 fn random_slabs_never_panic_the_reader() {
     let mut rng = SplitMix64::new(0xf022);
-    let (mut attached, mut fresh) = (0, 0);
-    for _ in 0..300 {
-        let slab = random_slab(&mut rng);
+    let (mut attached, mut fresh, mut torn) = (0, 0, 0);
+    let (mut too_small, mut not_committed, mut bad_magic, mut bad_version) = (0, 0, 0, 0);
+    for _ in 0..400 {
+        let (slab, head) = random_slab(&mut rng);
         let len = slab.len();
         let reader = match Reader::attach_with_pause(&slab, no_pause) {
             Ok(r) => r,
             Err(NdsError::TooSmall { len: l }) => {
                 assert!(len < REQUIRED_SIZE && l == len);
+                too_small += 1;
                 continue;
             }
-            Err(e @ (NdsError::BadMagic { .. } | NdsError::BadVersion { .. })) => {
+            Err(e) => {
+                assert!(len >= REQUIRED_SIZE, "{e} on a short slab");
                 assert_eq!(e.errno(), 22);
+                // The refusal says exactly what the header was.
+                match (head, e) {
+                    (Head::Zero, NdsError::NotCommitted) => not_committed += 1,
+                    (Head::Random, NdsError::BadMagic { .. }) => bad_magic += 1,
+                    (Head::BadVersion, NdsError::BadVersion { version }) => {
+                        assert_ne!(version, 100_000);
+                        bad_version += 1;
+                    }
+                    (h, e) => panic!("header {h:?} refused as {e}"),
+                }
                 continue;
             }
-            Err(e) => panic!("unexpected refusal {e}"),
         };
+        assert_eq!(head, Head::Committed, "attached to a {head:?} header");
         attached += 1;
         let snap = reader.snapshot().unwrap();
         for (slot, m) in &snap.models {
             let span = RecordSpan::model(slot.index()).unwrap();
-            if let RecordRead::Fresh(_) = m {
-                fresh += 1;
-                assert_eq!(
-                    fnv::verify(&record_bytes(&slab, span)),
-                    fnv::HashState::Valid
-                );
+            match m {
+                RecordRead::Fresh(_) => {
+                    fresh += 1;
+                    assert_eq!(
+                        fnv::verify(&record_bytes(&slab, span)),
+                        fnv::HashState::Valid
+                    );
+                }
+                RecordRead::Torn(_) => {
+                    torn += 1;
+                    assert!(matches!(
+                        fnv::verify(&record_bytes(&slab, span)),
+                        fnv::HashState::Mismatch { .. }
+                    ));
+                }
+                RecordRead::Unpublished => {}
             }
         }
         for slot in ModelSlot::all() {
@@ -89,7 +148,19 @@ fn random_slabs_never_panic_the_reader() {
         let _ = reader.process_info_ext().unwrap();
         let _ = reader.model_bitmap().unwrap();
     }
-    assert!(attached > 100 && fresh > 100, "{attached} {fresh}");
+    // Every branch of the gate and both record verdicts were exercised.
+    assert!(
+        attached > 100 && fresh > 100 && torn > 100,
+        "{attached} {fresh} {torn}"
+    );
+    for (what, n) in [
+        ("too small", too_small),
+        ("not committed", not_committed),
+        ("bad magic", bad_magic),
+        ("bad version", bad_version),
+    ] {
+        assert!(n > 5, "{what}: only {n} cases");
+    }
 }
 
 #[test]
@@ -126,14 +197,16 @@ fn dump_survives_random_slab_files() {
     let mut rng = SplitMix64::new(0xd0);
     let f = TempSlab::new("fuzz-dump");
     for i in 0..12 {
-        let len = if i % 4 == 0 {
+        let short = i % 4 == 0;
+        let committed = i % 2 == 1;
+        let len = if short {
             rng.below(REQUIRED_SIZE as u64) as usize
         } else {
             SLAB_SIZE
         };
         let mut bytes = vec![0u8; len];
         rng.fill(&mut bytes);
-        if i % 2 == 1 {
+        if committed && len >= 8 {
             bytes[..8].copy_from_slice(&HEADER_PROTO.to_le_bytes());
         }
         std::fs::write(f.path(), &bytes).unwrap();
@@ -143,11 +216,20 @@ fn dump_survives_random_slab_files() {
                 cmd.arg("--json");
             }
             let out = cmd.output().unwrap();
-            // 0 = dumped, 1 = refused with a message; 101 would be a panic.
             let code = out.status.code();
-            assert!(matches!(code, Some(0) | Some(1)), "exit {code:?}");
-            if code == Some(1) {
-                assert!(!out.stderr.is_empty());
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if committed && !short {
+                // Random bytes behind a committed header: every record is
+                // torn or unpublished, every counter some number; the dump
+                // shows them and succeeds.
+                assert_eq!(code, Some(0), "case {i} json={json}: {stderr}");
+                assert!(!out.stdout.is_empty());
+            } else {
+                // Refused with a message naming the cause; 101 would be a
+                // panic.
+                assert_eq!(code, Some(1), "case {i} json={json}");
+                let why = if short { "too small" } else { "bad magic" };
+                assert!(stderr.contains(why), "case {i}: {stderr}");
             }
         }
     }

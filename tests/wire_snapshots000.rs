@@ -1,6 +1,6 @@
-//! Annotated hex dumps of one populated instance of every seed-000 block
-//! (issue "Done when": insta snapshots of every block's dump). Values are
-//! chosen so each field's bytes are recognisable in the dump.
+//! Annotated hex dumps of one populated instance of every seed-000 block,
+//! pinned as insta snapshots. Values are chosen so each field's bytes are
+//! recognisable in the dump.
 
 use xunds::wire::device_request::{self, DeviceExecRequest, Engine};
 use xunds::wire::exec_slot::ExecSlot;

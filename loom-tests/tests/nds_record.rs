@@ -37,120 +37,128 @@ fn commit(slab: &HeapSlab, span: RecordSpan, r: &[u8]) {
 /// 3 words: word 0 (hash | 4 body bytes) and two body words.
 const LEN: usize = 24;
 
+/// One model run: a `len`-byte record at offset 0 of a `slab_len`-byte slab,
+/// its versions A and B, and (when `live`) A already published. `writer`
+/// runs on a second thread while `reader` runs on this one; after the join
+/// the slab and span are returned for checks on the final state.
+fn race(
+    len: usize,
+    slab_len: usize,
+    live: bool,
+    writer: fn(&HeapSlab, RecordSpan, &[u8], &[u8]),
+    reader: impl FnOnce(&HeapSlab, RecordSpan, &[u8], &[u8]),
+) -> (Arc<HeapSlab>, RecordSpan) {
+    let span = RecordSpan::new(0, len).unwrap();
+    let slab = Arc::new(HeapSlab::new(slab_len));
+    let (a, b) = (version(len, 1), version(len, 2));
+    if live {
+        commit(&slab, span, &a);
+    }
+    let w = {
+        let (slab, a, b) = (slab.clone(), a.clone(), b.clone());
+        thread::spawn(move || writer(&slab, span, &a, &b))
+    };
+    reader(&slab, span, &a, &b);
+    w.join().unwrap();
+    (slab, span)
+}
+
+/// `out` is exactly version A or version B.
+fn assert_one_version(out: &[u8], a: &[u8], b: &[u8], what: &str) {
+    assert!(out == a || out == b, "{what} torn copy {out:?}");
+}
+
+/// The reader of the `stable_*` models: a copy `copy_once` calls stable is
+/// one version, without the hash.
+fn stable_copy_is_one_version(slab: &HeapSlab, span: RecordSpan, a: &[u8], b: &[u8]) {
+    let mut out = vec![0u8; span.len()];
+    if record::copy_once(slab, span, &mut out) == Attempt::Stable {
+        assert_one_version(&out, a, b, "stable");
+    }
+}
+
+/// The reader of the `read_*` models: a Fresh read is one version.
+fn fresh_read_is_one_version(slab: &HeapSlab, span: RecordSpan, a: &[u8], b: &[u8]) {
+    let mut out = vec![0u8; span.len()];
+    if record::read(slab, span, &mut out, thread::yield_now) == Verdict::Fresh {
+        assert_one_version(&out, a, b, "fresh");
+    }
+}
+
 #[test]
 fn stable_copy_during_commit_and_update_is_one_version() {
     loom::model(|| {
-        let span = RecordSpan::new(0, LEN).unwrap();
-        let slab = Arc::new(HeapSlab::new(LEN));
-        let (a, b) = (version(LEN, 1), version(LEN, 2));
-        let w = {
-            let (slab, a, b) = (slab.clone(), a.clone(), b.clone());
-            thread::spawn(move || {
-                commit(&slab, span, &a);
-                commit(&slab, span, &b);
-            })
-        };
-        let mut out = [0u8; LEN];
-        if copy_is_stable(&slab, span, &mut out) {
-            assert!(
-                out[..] == a[..] || out[..] == b[..],
-                "stable torn copy {out:?}"
-            );
-        }
-        w.join().unwrap();
+        race(
+            LEN,
+            LEN,
+            false,
+            |slab, span, a, b| {
+                commit(slab, span, a);
+                commit(slab, span, b);
+            },
+            stable_copy_is_one_version,
+        );
     });
 }
 
 #[test]
 fn stable_copy_during_update_of_a_live_record_is_one_version() {
     loom::model(|| {
-        let span = RecordSpan::new(0, LEN).unwrap();
-        let slab = Arc::new(HeapSlab::new(LEN));
-        let (a, b) = (version(LEN, 1), version(LEN, 2));
-        commit(&slab, span, &a);
-        let w = {
-            let (slab, b) = (slab.clone(), b.clone());
-            thread::spawn(move || commit(&slab, span, &b))
-        };
-        let mut out = [0u8; LEN];
-        if copy_is_stable(&slab, span, &mut out) {
-            assert!(
-                out[..] == a[..] || out[..] == b[..],
-                "stable torn copy {out:?}"
-            );
-        }
-        w.join().unwrap();
+        race(
+            LEN,
+            LEN,
+            true,
+            |slab, span, _, b| commit(slab, span, b),
+            stable_copy_is_one_version,
+        );
     });
 }
 
 #[test]
 fn stable_copy_with_a_4_byte_tail_is_one_version() {
     // The process-info-ext shape: 8-byte words then a 4-byte tail word.
-    const TAIL: usize = 20;
     loom::model(|| {
-        let span = RecordSpan::new(0, TAIL).unwrap();
-        let slab = Arc::new(HeapSlab::new(24));
-        let (a, b) = (version(TAIL, 1), version(TAIL, 2));
-        commit(&slab, span, &a);
-        let w = {
-            let (slab, b) = (slab.clone(), b.clone());
-            thread::spawn(move || commit(&slab, span, &b))
-        };
-        let mut out = [0u8; TAIL];
-        if copy_is_stable(&slab, span, &mut out) {
-            assert!(
-                out[..] == a[..] || out[..] == b[..],
-                "stable torn copy {out:?}"
-            );
-        }
-        w.join().unwrap();
+        race(
+            20,
+            24,
+            true,
+            |slab, span, _, b| commit(slab, span, b),
+            stable_copy_is_one_version,
+        );
     });
-}
-
-fn copy_is_stable(slab: &HeapSlab, span: RecordSpan, out: &mut [u8]) -> bool {
-    record::copy_once(slab, span, out) == Attempt::Stable
 }
 
 #[test]
 fn read_during_update_is_never_fresh_and_torn() {
     loom::model(|| {
-        let span = RecordSpan::new(0, LEN).unwrap();
-        let slab = Arc::new(HeapSlab::new(LEN));
-        let (a, b) = (version(LEN, 1), version(LEN, 2));
-        commit(&slab, span, &a);
-        let w = {
-            let (slab, b) = (slab.clone(), b.clone());
-            thread::spawn(move || commit(&slab, span, &b))
-        };
-        let mut out = [0u8; LEN];
-        if record::read(&*slab, span, &mut out, thread::yield_now) == Verdict::Fresh {
-            assert!(
-                out[..] == a[..] || out[..] == b[..],
-                "fresh torn copy {out:?}"
-            );
-        }
-        w.join().unwrap();
+        race(
+            LEN,
+            LEN,
+            true,
+            |slab, span, _, b| commit(slab, span, b),
+            fresh_read_is_one_version,
+        );
     });
 }
 
 #[test]
 fn read_during_delete_is_the_record_or_nothing() {
     loom::model(|| {
-        let span = RecordSpan::new(0, LEN).unwrap();
-        let slab = Arc::new(HeapSlab::new(LEN));
-        let a = version(LEN, 1);
-        commit(&slab, span, &a);
-        let w = {
-            let slab = slab.clone();
-            thread::spawn(move || record::erase(&*slab, span))
-        };
-        let mut out = [0u8; LEN];
-        match record::read(&*slab, span, &mut out, thread::yield_now) {
-            Verdict::Fresh => assert_eq!(out[..], a[..], "fresh torn copy"),
-            Verdict::Unpublished | Verdict::Torn(_) => {}
-        }
-        w.join().unwrap();
+        let (slab, span) = race(
+            LEN,
+            LEN,
+            true,
+            |slab, span, _, _| record::erase(slab, span),
+            |slab, span, a, _| {
+                let mut out = [0u8; LEN];
+                match record::read(slab, span, &mut out, thread::yield_now) {
+                    Verdict::Fresh => assert_eq!(out[..], a[..], "fresh torn copy"),
+                    Verdict::Unpublished | Verdict::Torn(_) => {}
+                }
+            },
+        );
         // After the delete the record reads as unpublished.
+        let mut out = [0u8; LEN];
         assert_eq!(
             record::read(&*slab, span, &mut out, || {}),
             Verdict::Unpublished
@@ -163,24 +171,15 @@ fn read_across_an_aba_double_update_is_never_fresh_and_torn() {
     // A -> B -> A can leave word 0 equal at both ends of a copy; the FNV
     // check is the last line there (record.rs "ABA").
     loom::model(|| {
-        let span = RecordSpan::new(0, 16).unwrap();
-        let slab = Arc::new(HeapSlab::new(16));
-        let (a, b) = (version(16, 1), version(16, 2));
-        commit(&slab, span, &a);
-        let w = {
-            let (slab, a, b) = (slab.clone(), a.clone(), b.clone());
-            thread::spawn(move || {
-                commit(&slab, span, &b);
-                commit(&slab, span, &a);
-            })
-        };
-        let mut out = [0u8; 16];
-        if record::read(&*slab, span, &mut out, thread::yield_now) == Verdict::Fresh {
-            assert!(
-                out[..] == a[..] || out[..] == b[..],
-                "fresh torn copy {out:?}"
-            );
-        }
-        w.join().unwrap();
+        race(
+            16,
+            16,
+            true,
+            |slab, span, a, b| {
+                commit(slab, span, b);
+                commit(slab, span, a);
+            },
+            fresh_read_is_one_version,
+        );
     });
 }

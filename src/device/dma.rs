@@ -33,41 +33,68 @@ use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
 use super::memmap::{reg, BadPa, MemMap, Window};
 
-/// The producer half of one ring.
+/// One side's position in a descriptor ring: the slot it is at, the ring id
+/// that slot carries on this lap (1 on the first, stepping by 1 mod 4 at
+/// each wrap; SPEC-NOTES.md) and how many descriptors it has passed
+/// (wrapping).
 #[derive(Clone, Copy, Debug)]
-pub struct RingProducer {
+struct Lap {
     ring: RegionHandle,
     len: u32,
     index: u32,
     ring_id: u8,
-    written: u32,
+    count: u32,
+}
+
+impl Lap {
+    fn new(ring: RegionHandle, len: u32) -> Lap {
+        Lap {
+            ring,
+            len,
+            index: 0,
+            ring_id: udma::FIRST_RING_ID,
+            count: 0,
+        }
+    }
+
+    /// Past the current slot; a wrap steps the ring id.
+    fn advance(&mut self) {
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.ring_id = udma::next_ring_id(self.ring_id);
+        }
+        self.count = self.count.wrapping_add(1);
+    }
+}
+
+/// The producer half of one ring.
+#[derive(Clone, Copy, Debug)]
+pub struct RingProducer {
+    lap: Lap,
 }
 
 impl RingProducer {
     /// A fresh producer on `ring` of `len` slots (ring id 1, index 0).
     pub fn new(ring: RegionHandle, len: u32) -> RingProducer {
         RingProducer {
-            ring,
-            len,
-            index: 0,
-            ring_id: udma::FIRST_RING_ID,
-            written: 0,
+            lap: Lap::new(ring, len),
         }
     }
 
     /// The ring id the next descriptor gets.
     pub fn ring_id(&self) -> u8 {
-        self.ring_id
+        self.lap.ring_id
     }
 
     /// The slot the next descriptor goes to.
     pub fn index(&self) -> u32 {
-        self.index
+        self.lap.index
     }
 
     /// Descriptors appended so far (wrapping).
     pub fn written(&self) -> u32 {
-        self.written
+        self.lap.count
     }
 
     /// Encode with the current ring id (the closure receives it), write it,
@@ -77,14 +104,9 @@ impl RingProducer {
         hal: &H,
         encode: impl FnOnce(u8) -> Result<[u8; udma::SIZE], UdmaError>,
     ) -> Result<(), DmaError> {
-        let bytes = encode(self.ring_id).map_err(DmaError::Encode)?;
-        hal.write_desc(self.ring, self.index, &bytes)?;
-        self.index += 1;
-        if self.index == self.len {
-            self.index = 0;
-            self.ring_id = udma::next_ring_id(self.ring_id);
-        }
-        self.written = self.written.wrapping_add(1);
+        let bytes = encode(self.lap.ring_id).map_err(DmaError::Encode)?;
+        hal.write_desc(self.lap.ring, self.lap.index, &bytes)?;
+        self.lap.advance();
         Ok(())
     }
 }
@@ -149,15 +171,17 @@ impl QueueProducer {
     /// Free slots (same in both rings): ring length minus descriptors
     /// appended and not yet consumed by the device.
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
-        // Ordering: Acquire pairs with the device's Release store of the head
-        // after it finished reading the slots, so they may be overwritten.
+        // Ordering: Acquire pairs with the DMA engine's Release stores of
+        // M2S_HEAD/S2M_HEAD in `DmaEngine::step` after it read the slots, so
+        // they may be overwritten (SPEC-NOTES.md "UDMA descriptors": the ring
+        // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
         let used = self
             .m2s
-            .written
+            .written()
             .wrapping_sub(m2s_head)
-            .max(self.s2m.written.wrapping_sub(s2m_head));
+            .max(self.s2m.written().wrapping_sub(s2m_head));
         Ok(self.len.saturating_sub(used))
     }
 
@@ -212,57 +236,44 @@ pub enum Peek {
 /// The consumer half of one ring.
 #[derive(Clone, Copy, Debug)]
 pub struct RingConsumer {
-    ring: RegionHandle,
-    len: u32,
-    index: u32,
-    ring_id: u8,
-    consumed: u32,
+    lap: Lap,
 }
 
 impl RingConsumer {
     /// A fresh consumer (expects ring id 1 at slot 0).
     pub fn new(ring: RegionHandle, len: u32) -> RingConsumer {
         RingConsumer {
-            ring,
-            len,
-            index: 0,
-            ring_id: udma::FIRST_RING_ID,
-            consumed: 0,
+            lap: Lap::new(ring, len),
         }
     }
 
     /// Read the slot at the head; a wrong ring id is "not yet written".
     pub fn peek<H: Hal + ?Sized>(&self, hal: &H) -> Result<Peek, HalError> {
-        let d = hal.read_desc(self.ring, self.index)?;
+        let d = hal.read_desc(self.lap.ring, self.lap.index)?;
         let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
-        if found == self.ring_id {
+        if found == self.lap.ring_id {
             Ok(Peek::Ready(d))
         } else {
             Ok(Peek::NotYetWritten {
                 found,
-                expected: self.ring_id,
+                expected: self.lap.ring_id,
             })
         }
     }
 
     /// Move past the head slot.
     pub fn advance(&mut self) {
-        self.index += 1;
-        if self.index == self.len {
-            self.index = 0;
-            self.ring_id = udma::next_ring_id(self.ring_id);
-        }
-        self.consumed = self.consumed.wrapping_add(1);
+        self.lap.advance()
     }
 
     /// Descriptors consumed so far (wrapping).
     pub fn consumed(&self) -> u32 {
-        self.consumed
+        self.lap.count
     }
 
     /// The slot of the head.
     pub fn index(&self) -> u32 {
-        self.index
+        self.lap.index
     }
 }
 
@@ -474,8 +485,10 @@ impl DmaEngine {
             return DmaStep::Faulted(f);
         }
         let regs = map.regs[usize::from(self.core)];
-        // Ordering: Acquire pairs with the host's Release `tail_inc` (the
-        // doorbell): every descriptor appended before it is visible.
+        // Ordering: Acquire pairs with the host's Release fetch_add in
+        // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
+        // descriptor appended before it is visible (seed 000 §3 "device
+        // publish boundary"; SPEC-NOTES.md "UDMA descriptors", tail increment).
         let tails = (
             hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
             hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
@@ -541,8 +554,9 @@ impl DmaEngine {
             Ok(published) => {
                 self.m2s.advance();
                 self.s2m.advance();
-                // Ordering: Release pairs with the host's Acquire load in
-                // `QueueProducer::free`: the slots are read, reuse is safe.
+                // Ordering: Release pairs with the host's Acquire loads in
+                // `QueueProducer::free`: the slots are read, reuse is safe
+                // (SPEC-NOTES.md "UDMA descriptors").
                 let ok = hal
                     .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
                     .and_then(|()| {
@@ -616,13 +630,16 @@ impl DmaEngine {
                 if off == reg::SEQ_TAIL_INC {
                     // A tail-increment register adds what is written to it.
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load: the request copied by the earlier pair is visible.
+                    // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
+                    // body copied into DMEM by the earlier pair is visible
+                    // (seed 000 §3: the tail-inc pair is the publish).
                     hal.fetch_add_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT.
+                    // load of SEQ_EVENT in `Sequencer::execute` (seed 000 §3:
+                    // the evt-poke pair, "new config is ready").
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(false)

@@ -1100,28 +1100,32 @@ impl Access<'_> {
         Ok(pa)
     }
 
-    fn read_words(&self, pa: u64, n: u64, out: &mut Vec<u32>) -> Result<(), EngineFault> {
+    /// Replace `out` with the `n` words at `pa` (a range `resolve` checked),
+    /// each converted by `conv`.
+    fn read_into<T>(
+        &self,
+        pa: u64,
+        n: u64,
+        out: &mut Vec<T>,
+        conv: impl Fn(u32) -> T,
+    ) -> Result<(), EngineFault> {
         out.clear();
         for i in 0..n {
             let v = self
                 .mem
                 .read_u32(pa + 4 * i)
                 .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })?;
-            out.push(v);
+            out.push(conv(v));
         }
         Ok(())
     }
 
+    fn read_words(&self, pa: u64, n: u64, out: &mut Vec<u32>) -> Result<(), EngineFault> {
+        self.read_into(pa, n, out, |w| w)
+    }
+
     fn read_f32s(&self, pa: u64, n: u64, out: &mut Vec<f32>) -> Result<(), EngineFault> {
-        out.clear();
-        for i in 0..n {
-            let v = self
-                .mem
-                .read_u32(pa + 4 * i)
-                .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })?;
-            out.push(f32::from_bits(v));
-        }
-        Ok(())
+        self.read_into(pa, n, out, f32::from_bits)
     }
 
     fn write_words(&self, pa: u64, vals: &[u32]) -> Result<(), EngineFault> {

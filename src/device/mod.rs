@@ -161,13 +161,22 @@ impl<H: Hal> Device<H> {
         let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
         let base_off = heap.0;
         let base_pa = self.map.dram_pa(base_off);
-        let aligned = base_pa.next_multiple_of(align);
+        let free = self.map.config.dram_size.saturating_sub(base_off);
+        // Checked: `len` and `align` come from the caller (a model size, an
+        // alignment); anything that overflows cannot fit in DRAM anyway.
+        let aligned = base_pa.checked_next_multiple_of(align);
+        let total = aligned.and_then(|a| (a - base_pa).checked_add(len));
+        let (Some(aligned), Some(total)) = (aligned, total) else {
+            return Err(LoadError::OutOfMemory {
+                len: u64::MAX,
+                free,
+            });
+        };
         let align_offset = aligned - base_pa;
-        let total = align_offset + len;
-        let free = self.map.config.dram_size - base_off;
         if total > free {
             return Err(LoadError::OutOfMemory { len: total, free });
         }
+        // `base_off + total <= dram_size <= 16 GiB`: no overflow below.
         heap.0 = (base_off + total).next_multiple_of(HEAP_ALIGN);
         Ok(DramAlloc {
             base_pa,

@@ -203,10 +203,22 @@ pub struct ModelBuilder {
     reference: Option<Arc<ReferenceFn>>,
 }
 
+/// `v` rounded up to a multiple of [`ALIGN`], saturating (a section that
+/// large is refused by [`ModelBuilder::link`] anyway).
+fn round_up(v: u64) -> u64 {
+    v.saturating_add(ALIGN - 1) / ALIGN * ALIGN
+}
+
+/// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary of
+/// a section `len` bytes long; returns its offset. Saturating, so an
+/// absurd shape makes [`ModelBuilder::link`] refuse the section as
+/// [`ModelError::TooLarge`] instead of overflowing.
 fn alloc(len: &mut u64, shape: &[u32]) -> u64 {
-    let off = len.next_multiple_of(ALIGN);
-    let bytes: u64 = shape.iter().map(|&d| u64::from(d)).product::<u64>() * 4;
-    *len = off + bytes;
+    let off = round_up(*len);
+    let bytes = shape
+        .iter()
+        .fold(4u64, |acc, &d| acc.saturating_mul(u64::from(d)));
+    *len = off.saturating_add(bytes);
     off
 }
 
@@ -312,10 +324,9 @@ impl ModelBuilder {
             }
         }
         let const_off = code_len;
-        let const_len = (self.consts.len() as u64).next_multiple_of(ALIGN);
-        let scratch_off = const_off + const_len;
-        let scratch_len = self.scratch_len.next_multiple_of(ALIGN);
-        let io_len = self.io_len.next_multiple_of(ALIGN);
+        let const_len = round_up(self.consts.len() as u64);
+        let scratch_len = round_up(self.scratch_len);
+        let io_len = round_up(self.io_len);
         for (what, len) in [
             ("constants", const_len),
             ("scratch", scratch_len),
@@ -325,6 +336,8 @@ impl ModelBuilder {
                 return Err(ModelError::TooLarge { what });
             }
         }
+        // Every section is below 4 GiB now: no overflow from here on.
+        let scratch_off = const_off + const_len;
         let too_large = |what| ModelError::TooLarge { what };
         load_pa
             .checked_add(scratch_off + scratch_len)

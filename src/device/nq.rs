@@ -26,16 +26,55 @@ use crate::wire::status::NrtStatus;
 
 use super::memmap::{reg, MemMap};
 
-/// The writer of one NQ ring (device side).
+/// One side's position in one engine's NQ ring of a core: the slot it is at,
+/// the phase it expects there (1 on the first lap, flipped at each wrap) and
+/// how many records it has passed (wrapping), which is what `NQ_HEAD`
+/// publishes.
 #[derive(Clone, Copy, Debug)]
-pub struct NqWriter {
+struct Lap {
     ring: RegionHandle,
     regs: RegionHandle,
     engine: u8,
     len: u32,
     index: u32,
     phase: bool,
-    written: u32,
+    count: u32,
+}
+
+impl Lap {
+    fn new(map: &MemMap, core: u8, engine: u8) -> Lap {
+        let c = usize::from(core);
+        Lap {
+            ring: map.nq[c][usize::from(engine)],
+            regs: map.regs[c],
+            engine,
+            len: map.config.nq_len,
+            index: 0,
+            phase: true,
+            count: 0,
+        }
+    }
+
+    /// This engine's `NQ_HEAD` register.
+    fn head_reg(&self) -> usize {
+        reg::NQ_HEAD + 4 * usize::from(self.engine)
+    }
+
+    /// Past the current slot; a wrap flips the phase.
+    fn advance(&mut self) {
+        self.index += 1;
+        if self.index == self.len {
+            self.index = 0;
+            self.phase = !self.phase;
+        }
+        self.count = self.count.wrapping_add(1);
+    }
+}
+
+/// The writer of one NQ ring (device side).
+#[derive(Clone, Copy, Debug)]
+pub struct NqWriter {
+    lap: Lap,
 }
 
 /// A record the writer had to drop because the ring was full.
@@ -50,28 +89,20 @@ pub struct Overflow {
 impl NqWriter {
     /// The writer for `engine` of `core`.
     pub fn new(map: &MemMap, core: u8, engine: u8) -> NqWriter {
-        let c = usize::from(core);
         NqWriter {
-            ring: map.nq[c][usize::from(engine)],
-            regs: map.regs[c],
-            engine,
-            len: map.config.nq_len,
-            index: 0,
-            phase: true,
-            written: 0,
+            lap: Lap::new(map, core, engine),
         }
     }
 
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
-        // Ordering: Acquire pairs with the reader's Release store of its head.
-        let head = hal.load_u32(
-            self.regs,
-            reg::NQ_HEAD + 4 * usize::from(self.engine),
-            Ordering::Acquire,
-        )?;
-        Ok(self.len.saturating_sub(self.written.wrapping_sub(head)))
+        let l = &self.lap;
+        // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
+        // NQ_HEAD (SPEC-NOTES.md "Notification queues"; the head register is
+        // ours).
+        let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
+        Ok(l.len.saturating_sub(l.count.wrapping_sub(head)))
     }
 
     /// Write `entry` (its phase is replaced by the ring's current phase).
@@ -82,32 +113,26 @@ impl NqWriter {
         hal: &H,
         mut entry: NqEntry,
     ) -> Result<Result<(), Overflow>, HalError> {
-        // Ordering: Acquire pairs with the worker's Release store of its head
-        // after it read the slots: they may be overwritten.
-        let head = hal.load_u32(
-            self.regs,
-            reg::NQ_HEAD + 4 * usize::from(self.engine),
-            Ordering::Acquire,
-        )?;
-        if self.written.wrapping_sub(head) >= self.len {
-            // Ordering: Release pairs with the harvester's Acquire load, which
-            // then reports the overflow.
-            hal.fetch_add_u32(self.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
+        let l = &mut self.lap;
+        // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
+        // NQ_HEAD after it read the slots: they may be overwritten
+        // (SPEC-NOTES.md "Notification queues").
+        let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
+        if l.count.wrapping_sub(head) >= l.len {
+            // Ordering: Release pairs with `Harvester::poll`'s Acquire load
+            // of NQ_OVERFLOWS, which then reports the overflow (ours: the
+            // EXEC_SW_NQ_OVERFLOW path, SPEC-NOTES.md status table).
+            hal.fetch_add_u32(l.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
             return Ok(Err(Overflow {
-                engine: self.engine,
+                engine: l.engine,
                 exec_id: entry.exec_id,
             }));
         }
-        entry.engine = self.engine;
-        entry.phase = self.phase;
+        entry.engine = l.engine;
+        entry.phase = l.phase;
         let bytes = entry.encode().map_err(|_| HalError::BadHandle)?;
-        hal.write_nq(self.ring, self.index, &bytes)?;
-        self.index += 1;
-        if self.index == self.len {
-            self.index = 0;
-            self.phase = !self.phase;
-        }
-        self.written = self.written.wrapping_add(1);
+        hal.write_nq(l.ring, l.index, &bytes)?;
+        l.advance();
         Ok(Ok(()))
     }
 }
@@ -152,27 +177,14 @@ impl From<HalError> for NqReadError {
 /// The reader of one NQ ring (worker side).
 #[derive(Clone, Copy, Debug)]
 pub struct NqReader {
-    ring: RegionHandle,
-    regs: RegionHandle,
-    engine: u8,
-    len: u32,
-    index: u32,
-    phase: bool,
-    consumed: u32,
+    lap: Lap,
 }
 
 impl NqReader {
     /// The reader for `engine` of `core`.
     pub fn new(map: &MemMap, core: u8, engine: u8) -> NqReader {
-        let c = usize::from(core);
         NqReader {
-            ring: map.nq[c][usize::from(engine)],
-            regs: map.regs[c],
-            engine,
-            len: map.config.nq_len,
-            index: 0,
-            phase: true,
-            consumed: 0,
+            lap: Lap::new(map, core, engine),
         }
     }
 
@@ -180,31 +192,23 @@ impl NqReader {
     /// A slot with the expected phase that does not decode is skipped and
     /// reported, so one bad record cannot wedge the ring.
     pub fn poll<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<Option<NqEntry>, NqReadError> {
-        let bytes = hal.read_nq(self.ring, self.index)?;
+        let l = &mut self.lap;
+        let bytes = hal.read_nq(l.ring, l.index)?;
         let word = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-        if NqEntry::phase_of_word(word) != self.phase {
+        if NqEntry::phase_of_word(word) != l.phase {
             return Ok(None);
         }
-        let index = self.index;
+        let index = l.index;
         let res = NqEntry::decode(&bytes);
-        self.index += 1;
-        if self.index == self.len {
-            self.index = 0;
-            self.phase = !self.phase;
-        }
-        self.consumed = self.consumed.wrapping_add(1);
-        // Ordering: Release pairs with the writer's Acquire load of the head:
-        // the slot has been read and may be reused.
-        hal.store_u32(
-            self.regs,
-            reg::NQ_HEAD + 4 * usize::from(self.engine),
-            self.consumed,
-            Ordering::Release,
-        )?;
+        l.advance();
+        // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
+        // `NqWriter::push`/`free`: the slot has been read and may be reused
+        // (SPEC-NOTES.md "Notification queues").
+        hal.store_u32(l.regs, l.head_reg(), l.count, Ordering::Release)?;
         match res {
             Ok(e) => Ok(Some(e)),
             Err(err) => Err(NqReadError::Corrupt {
-                engine: self.engine,
+                engine: l.engine,
                 index,
                 err,
             }),
@@ -213,7 +217,7 @@ impl NqReader {
 
     /// Records consumed so far.
     pub fn consumed(&self) -> u32 {
-        self.consumed
+        self.lap.count
     }
 }
 
@@ -449,7 +453,8 @@ impl<H: Hal> Harvester<H> {
                 }
             }
         }
-        // Ordering: Acquire pairs with the writer's Release fetch_add.
+        // Ordering: Acquire pairs with `NqWriter::push`'s Release fetch_add
+        // of NQ_OVERFLOWS (SPEC-NOTES.md status table: EXEC_SW_NQ_OVERFLOW).
         let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
         if overflows != self.overflows_seen {
             self.overflows_seen = overflows;

@@ -48,42 +48,43 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
         DramMemory { hal, map }
     }
 
-    fn off(&self, pa: u64) -> Result<usize, BadPa> {
-        let bad = BadPa { pa, len: 4 };
-        match self.map.translate(pa, 4) {
-            Ok(Window::Dram { off }) if off % 4 == 0 => Ok(off as usize),
-            _ => Err(bad),
+    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
+    /// not all inside DRAM (or, with `align`, `pa` is not aligned to it).
+    fn dram_off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
+        match self.map.translate(pa, len as u64) {
+            Ok(Window::Dram { off }) if off % align == 0 => Ok(off as usize),
+            _ => Err(BadPa {
+                pa,
+                len: len as u64,
+            }),
         }
+    }
+
+    fn off(&self, pa: u64) -> Result<usize, BadPa> {
+        self.dram_off(pa, 4, 4)
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let bad = BadPa {
-            pa,
-            len: data.len() as u64,
-        };
-        match self.map.translate(pa, data.len() as u64) {
-            Ok(Window::Dram { off }) => self
-                .hal
-                .copy_in(self.map.dram, off as usize, data)
-                .map_err(|_| bad),
-            _ => Err(bad),
-        }
+        let off = self.dram_off(pa, data.len(), 1)?;
+        self.hal
+            .copy_in(self.map.dram, off, data)
+            .map_err(|_| BadPa {
+                pa,
+                len: data.len() as u64,
+            })
     }
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
-        let bad = BadPa {
-            pa,
-            len: out.len() as u64,
-        };
-        match self.map.translate(pa, out.len() as u64) {
-            Ok(Window::Dram { off }) => self
-                .hal
-                .copy_out(self.map.dram, off as usize, out)
-                .map_err(|_| bad),
-            _ => Err(bad),
-        }
+        let len = out.len();
+        let off = self.dram_off(pa, len, 1)?;
+        self.hal
+            .copy_out(self.map.dram, off, out)
+            .map_err(|_| BadPa {
+                pa,
+                len: len as u64,
+            })
     }
 }
 
@@ -155,7 +156,7 @@ impl RequestExecutor for NullExecutor {
                     EngineStatus::Idle
                 },
                 start_cycle,
-                end_cycle: start_cycle + if busy { self.cycles } else { 0 },
+                end_cycle: start_cycle.saturating_add(if busy { self.cycles } else { 0 }),
                 steps: u64::from(busy),
                 fault: None,
             }
@@ -342,7 +343,9 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                 DmaStep::Idle | DmaStep::Waiting => break,
                 DmaStep::Copied { len, published } => {
                     p.copies += 1;
-                    self.cores[c].cycle += copy_cycles(len);
+                    // The device clock saturates like the engines' clocks (it is
+                    // advanced by program-controlled DELAYs).
+                    self.cores[c].cycle = self.cores[c].cycle.saturating_add(copy_cycles(len));
                     if published {
                         p.add(self.execute(c)?);
                     }
@@ -429,17 +432,18 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The request-load event: set by the second trigger pair.
         // Ordering: Acquire pairs with the DMA engine's Release store of
-        // SEQ_EVENT (same device thread here; kept for a split device).
+        // SEQ_EVENT in `DmaEngine::copy` (seed 000 §3, the evt-poke pair;
+        // same device thread here, kept for a split device).
         let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
         hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
         let mut body = [0u8; device_request::SIZE];
         hal.copy_out(map.dmem[c], dmem::REQUEST, &mut body)?;
         let req = DeviceExecRequest::parse(&body).unwrap_or_default();
 
-        let mut start = self.cores[c].cycle + DISPATCH_CYCLES;
+        let mut start = self.cores[c].cycle.saturating_add(DISPATCH_CYCLES);
         if req.do_model_switch != 0 {
-            start += MODEL_SWITCH_CYCLES;
-            self.cores[c].switches += 1;
+            start = start.saturating_add(MODEL_SWITCH_CYCLES);
+            self.cores[c].switches = self.cores[c].switches.wrapping_add(1);
             hal.store_u32(
                 regs,
                 reg::MODEL_SWITCHES,
@@ -448,10 +452,10 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             )?;
         }
         if req.reload_seq_config != 0 {
-            start += RELOAD_CYCLES;
+            start = start.saturating_add(RELOAD_CYCLES);
         }
         if req.load_act_dve_tables != 0 {
-            start += RELOAD_CYCLES;
+            start = start.saturating_add(RELOAD_CYCLES);
         }
 
         if event == 0 {
@@ -526,12 +530,15 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         core.macs = core.macs.wrapping_add(macs);
         self.hal
             .store_u64(regs, reg::CYCLE, core.cycle, Ordering::Relaxed)?;
-        // Ordering: Release: a reader that sees the new total (Acquire) also
-        // sees this request's NQ records.
+        // Ordering: Release: a monitor that loads the new total with Acquire
+        // also sees this request's NQ records (the register is ours, the
+        // source of the NDS MAC_COUNT counter, seed 004 §3; no library code
+        // reads it, tests/device_loop.rs does, with Acquire).
         self.hal
             .store_u64(regs, reg::MAC_COUNT, core.macs, Ordering::Release)?;
-        // Ordering: Release pairs with staging's Acquire load of SEQ_HEAD:
-        // this request's buffer may be reused.
+        // Ordering: Release pairs with `Stager::stage_and_doorbell`'s Acquire
+        // load of SEQ_HEAD: this request's buffer may be reused (ours: flow
+        // control over the seed 000 §3 request buffers).
         self.hal
             .store_u32(regs, reg::SEQ_HEAD, exec_id, Ordering::Release)?;
         self.hal.notify(self.map.nq_irq[c], 1)

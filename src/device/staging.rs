@@ -245,8 +245,9 @@ impl<H: Hal> Stager<H> {
         let slots = map.config.request_slots;
 
         // Flow control first, so a refusal changes nothing.
-        // Ordering: Acquire pairs with the sequencer's Release store of
-        // SEQ_HEAD: the request buffers of executed requests are free.
+        // Ordering: Acquire pairs with `Sequencer::finish`'s Release store of
+        // SEQ_HEAD: the request buffers of executed requests are free (ours:
+        // flow control over the seed 000 §3 request buffers).
         let executed = hal.load_u32(regs, reg::SEQ_HEAD, Ordering::Acquire)?;
         let in_flight = self.staged.wrapping_sub(executed);
         if in_flight >= slots {

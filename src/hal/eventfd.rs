@@ -3,7 +3,7 @@
 //! The XU ring's completion signal (seed 000 §5: `write(mark_comp_efd, 1)`)
 //! and the worker's has-work wake-up both use it. Waits are always bounded so
 //! a lost signal can only cost one timeout, after which the caller re-checks
-//! the cursor (issue "completion and waiters").
+//! the cursor.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -64,6 +64,9 @@ impl EventFd {
     }
 
     /// Wait up to `timeout` for the counter to become non-zero, then read it.
+    /// `poll(2)` counts whole milliseconds, so a non-zero `timeout` is rounded
+    /// up (a sub-millisecond wait blocks for one millisecond instead of
+    /// returning at once, which would make a caller's wait loop spin).
     pub fn wait(&self, timeout: Duration) -> io::Result<Wait> {
         let v = self.try_read()?;
         if v != 0 {
@@ -74,7 +77,7 @@ impl EventFd {
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        let ms = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
         // SAFETY: one valid pollfd on the stack.
         let r = unsafe { libc::poll(&mut pfd, 1, ms) };
         if r < 0 {
@@ -107,6 +110,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no poll(2)")]
     fn signal_then_wait() {
         let e = EventFd::new().unwrap();
         assert_eq!(e.wait(Duration::from_millis(1)).unwrap(), Wait::TimedOut);
@@ -117,6 +121,21 @@ mod tests {
             Wait::Signalled(3)
         );
         assert_eq!(e.try_read().unwrap(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri has no poll(2)")]
+    fn a_sub_millisecond_wait_still_blocks() {
+        // It used to truncate to poll(.., 0) and return at once.
+        let e = EventFd::new().unwrap();
+        let t = std::time::Instant::now();
+        assert_eq!(e.wait(Duration::from_micros(300)).unwrap(), Wait::TimedOut);
+        assert!(
+            t.elapsed() >= Duration::from_micros(300),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(e.wait(Duration::ZERO).unwrap(), Wait::TimedOut);
     }
 
     #[test]

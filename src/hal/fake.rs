@@ -13,30 +13,25 @@ use std::sync::Arc;
 use crate::sync::atomic::AtomicU64;
 
 use super::{
-    check, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+    check, record_from_halves, record_halves, EventHandle, EventId, Hal, HalError, Ordering,
+    RegionHandle, RegionId, Table, Wait, RECORD,
 };
 
-/// One region: its id and its words.
-type Words = Arc<[AtomicU64]>;
+/// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
+type Words = (usize, Arc<[AtomicU64]>);
 
 /// In-memory regions and simulated events. Clone to share.
 #[derive(Clone, Default)]
 pub struct FakeHal {
-    regions: Vec<(RegionId, Words)>,
-    events: Vec<(EventId, Arc<AtomicU64>)>,
+    regions: Table<RegionId, Words>,
+    events: Table<EventId, Arc<AtomicU64>>,
 }
 
 impl core::fmt::Debug for FakeHal {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("FakeHal")
-            .field(
-                "regions",
-                &self.regions.iter().map(|r| r.0).collect::<Vec<_>>(),
-            )
-            .field(
-                "events",
-                &self.events.iter().map(|e| e.0).collect::<Vec<_>>(),
-            )
+            .field("regions", &self.regions.ids().collect::<Vec<_>>())
+            .field("events", &self.events.ids().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -47,18 +42,18 @@ impl FakeHal {
         FakeHal::default()
     }
 
+    /// The words of the region `r` names. Checked against the handle's id
+    /// and length, so a handle from another backend (even one with the same
+    /// index and id) cannot index past this region's words.
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
-        match self.regions.get(r.index()) {
-            Some((id, w)) if *id == r.id() => Ok(w),
+        match self.regions.get(r.index(), r.id()) {
+            Ok((len, words)) if *len == r.len() => Ok(words),
             _ => Err(HalError::BadHandle),
         }
     }
 
     fn counter(&self, ev: EventHandle) -> Result<&AtomicU64, HalError> {
-        match self.events.get(ev.index()) {
-            Some((id, c)) if *id == ev.id() => Ok(c),
-            _ => Err(HalError::BadHandle),
-        }
+        self.events.get(ev.index(), ev.id()).map(|c| &**c)
     }
 }
 
@@ -78,8 +73,9 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
     let mut cur = w.load(Ordering::Relaxed);
     loop {
         let new = (cur & !mask) | val;
-        // Ordering: the caller's ordering applies to the successful store;
-        // a failed exchange only re-reads the word.
+        // Ordering: the caller's ordering applies to the successful store
+        // (its partner and seed section are named at the caller); a failed
+        // exchange only re-reads the word.
         match w.compare_exchange_weak(cur, new, order, load_for(order)) {
             Ok(_) => return,
             Err(now) => cur = now,
@@ -87,7 +83,9 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
     }
 }
 
-/// A failure ordering valid for `compare_exchange` (no Release/AcqRel).
+/// A failure ordering valid for `compare_exchange` (no Release/AcqRel): the
+/// load half of the caller's ordering (whose `// Ordering:` reasoning is at
+/// the caller).
 fn load_for(o: Ordering) -> Ordering {
     match o {
         Ordering::SeqCst => Ordering::SeqCst,
@@ -105,22 +103,17 @@ impl Hal for FakeHal {
         if len == 0 {
             return Err(HalError::ZeroLength(id));
         }
-        if self.regions.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let n = len.div_ceil(8);
-        let words: Words = (0..n).map(|_| AtomicU64::new(0)).collect();
-        let index = u32::try_from(self.regions.len()).map_err(|_| HalError::BadHandle)?;
-        self.regions.push((id, words));
+        let index = self.regions.insert(id, || {
+            Ok((
+                len,
+                (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            ))
+        })?;
         Ok(RegionHandle::new(index, id, len))
     }
 
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
-        if self.events.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let index = u32::try_from(self.events.len()).map_err(|_| HalError::BadHandle)?;
-        self.events.push((id, Arc::new(AtomicU64::new(0))));
+        let index = self.events.insert(id, || Ok(Arc::new(AtomicU64::new(0))))?;
         Ok(EventHandle::new(index, id))
     }
 
@@ -185,7 +178,9 @@ impl Hal for FakeHal {
         loop {
             let old = (cur >> sh) as u32;
             let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
-            // Ordering: the caller's ordering applies to the read-modify-write.
+            // Ordering: the caller's ordering applies to the read-modify-write
+            // (partner and seed section named at the caller, e.g.
+            // `Hal::tail_inc`).
             match w.compare_exchange_weak(cur, new, order, load_for(order)) {
                 Ok(_) => return Ok(old),
                 Err(now) => cur = now,
@@ -213,11 +208,11 @@ impl Hal for FakeHal {
     fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
         check(r, off, RECORD, RECORD)?;
         let words = self.words(r)?;
-        let lo = u64::from_le_bytes(rec[0..8].try_into().unwrap_or([0; 8]));
-        let hi = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
+        let (lo, hi) = record_halves(rec);
         words[off / 8 + 1].store(hi, Ordering::Relaxed);
         // Ordering: Release publishes the record; pairs with the Acquire load
-        // of the same word in `read16` (ring-id / phase check).
+        // of the same word in `read16` (the consumer's ring-id / phase check:
+        // SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         words[off / 8].store(lo, Ordering::Release);
         Ok(())
     }
@@ -225,24 +220,25 @@ impl Hal for FakeHal {
     fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
         check(r, off, RECORD, RECORD)?;
         let words = self.words(r)?;
-        // Ordering: Acquire pairs with the Release store in `write16`.
+        // Ordering: Acquire pairs with the Release store in `write16`
+        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         let lo = words[off / 8].load(Ordering::Acquire);
         let hi = words[off / 8 + 1].load(Ordering::Relaxed);
-        let mut out = [0u8; RECORD];
-        out[0..8].copy_from_slice(&lo.to_le_bytes());
-        out[8..16].copy_from_slice(&hi.to_le_bytes());
-        Ok(out)
+        Ok(record_from_halves(lo, hi))
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
         // Ordering: Release pairs with the AcqRel swap in `wait`, like an
-        // eventfd write/read pair.
+        // eventfd write/read pair (seed 000 §5: the eventfd write is the
+        // completion signal; here the NQ interrupt event).
         self.counter(ev)?.fetch_add(n, Ordering::Release);
         Ok(())
     }
 
     fn wait(&self, ev: EventHandle, _timeout_ns: u64) -> Result<Wait, HalError> {
-        // Ordering: AcqRel: acquire pairs with `notify`'s release.
+        // Ordering: AcqRel: acquire pairs with `notify`'s Release fetch_add
+        // (seed 000 §5 eventfd signal); release keeps a later notify's
+        // counter ordered after this reset.
         match self.counter(ev)?.swap(0, Ordering::AcqRel) {
             0 => Ok(Wait::TimedOut),
             v => Ok(Wait::Signalled(v)),

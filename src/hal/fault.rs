@@ -269,57 +269,9 @@ impl<H: Hal> Hal for FaultInjector<H> {
     fn name(&self) -> String {
         format!("faults({})", self.inner.name())
     }
-    fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
-        self.inner.map(id, len)
-    }
-    fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
-        self.inner.event(id)
-    }
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-        self.inner.copy_in(r, off, data)
-    }
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-        self.inner.copy_out(r, off, out)
-    }
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        self.inner.load_u32(r, off, order)
-    }
-    fn store_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        self.inner.store_u32(r, off, v, order)
-    }
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<u32, HalError> {
-        self.inner.fetch_add_u32(r, off, v, order)
-    }
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
-        self.inner.load_u64(r, off, order)
-    }
-    fn store_u64(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u64,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        self.inner.store_u64(r, off, v, order)
-    }
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        self.inner.write16(r, off, rec)
-    }
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        self.inner.read16(r, off)
-    }
+    super::forward_hal!(self => self.inner;
+        map, event, copy_in, copy_out, load_u32, store_u32, fetch_add_u32, load_u64, store_u64,
+        write16, read16, read_desc, read_nq, notify, wait, event_fd);
 
     fn write_desc(
         &self,
@@ -343,10 +295,6 @@ impl<H: Hal> Hal for FaultInjector<H> {
             }
             _ => self.inner.write_desc(ring, index, desc),
         }
-    }
-
-    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        self.inner.read_desc(ring, index)
     }
 
     fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
@@ -382,18 +330,5 @@ impl<H: Hal> Hal for FaultInjector<H> {
             }
             _ => self.inner.write_nq(ring, index, entry),
         }
-    }
-
-    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        self.inner.read_nq(ring, index)
-    }
-    fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
-        self.inner.notify(ev, n)
-    }
-    fn wait(&self, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
-        self.inner.wait(ev, timeout_ns)
-    }
-    fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
-        self.inner.event_fd(ev)
     }
 }

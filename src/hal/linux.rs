@@ -14,7 +14,8 @@ use std::time::Duration;
 use super::eventfd::EventFd;
 use super::mem::{Mapping, Region};
 use super::{
-    check, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+    check, record_from_halves, record_halves, EventHandle, EventId, Hal, HalError, Ordering,
+    RegionHandle, RegionId, Table, Wait, RECORD,
 };
 
 /// Real mappings and eventfds. Clone to share (the tables are `Arc`ed once the
@@ -22,8 +23,8 @@ use super::{
 #[derive(Clone, Debug, Default)]
 pub struct LinuxHal {
     dir: Option<PathBuf>,
-    regions: Vec<(RegionId, Region)>,
-    events: Vec<(EventId, Arc<EventFd>)>,
+    regions: Table<RegionId, Region>,
+    events: Table<EventId, Arc<EventFd>>,
 }
 
 impl LinuxHal {
@@ -42,21 +43,26 @@ impl LinuxHal {
     }
 
     fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
-        match self.regions.get(r.index()) {
-            Some((id, reg)) if *id == r.id() && reg.len() == r.len() => Ok(reg),
+        match self.regions.get(r.index(), r.id()) {
+            Ok(reg) if reg.len() == r.len() => Ok(reg),
             _ => Err(HalError::BadHandle),
         }
     }
 
     fn efd(&self, ev: EventHandle) -> Result<&EventFd, HalError> {
-        match self.events.get(ev.index()) {
-            Some((id, e)) if *id == ev.id() => Ok(e),
-            _ => Err(HalError::BadHandle),
-        }
+        self.events.get(ev.index(), ev.id()).map(|e| &**e)
     }
 }
 
 fn mem_err(r: RegionHandle, e: super::mem::MemError) -> HalError {
+    if e.read_only {
+        // Not reachable today: this backend maps every region read-write.
+        return HalError::Os {
+            op: "write",
+            errno: Some(libc::EACCES),
+            text: e.to_string(),
+        };
+    }
     if e.offset
         .checked_add(e.len)
         .is_none_or(|end| end > e.region_len)
@@ -85,26 +91,25 @@ impl Hal for LinuxHal {
         if len == 0 {
             return Err(HalError::ZeroLength(id));
         }
-        if self.regions.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let mapping = match &self.dir {
-            None => Mapping::anonymous(len),
-            Some(d) => Mapping::create_file(&d.join(id.to_string()), len),
-        }
-        .map_err(|e| HalError::os("mmap", &e))?;
-        let index = u32::try_from(self.regions.len()).map_err(|_| HalError::BadHandle)?;
-        self.regions.push((id, mapping.into_region()));
+        let dir = &self.dir;
+        let index = self.regions.insert(id, || {
+            let mapping = match dir {
+                None => Mapping::anonymous(len),
+                Some(d) => Mapping::create_file(&d.join(id.to_string()), len),
+            };
+            mapping
+                .map(Mapping::into_region)
+                .map_err(|e| HalError::os("mmap", &e))
+        })?;
         Ok(RegionHandle::new(index, id, len))
     }
 
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
-        if self.events.iter().any(|(i, _)| *i == id) {
-            return Err(HalError::AlreadyMapped(id.to_string()));
-        }
-        let e = EventFd::new().map_err(|e| HalError::os("eventfd", &e))?;
-        let index = u32::try_from(self.events.len()).map_err(|_| HalError::BadHandle)?;
-        self.events.push((id, Arc::new(e)));
+        let index = self.events.insert(id, || {
+            EventFd::new()
+                .map(Arc::new)
+                .map_err(|e| HalError::os("eventfd", &e))
+        })?;
         Ok(EventHandle::new(index, id))
     }
 
@@ -211,8 +216,7 @@ impl Hal for LinuxHal {
     fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
         check(r, off, RECORD, RECORD)?;
         let reg = self.region(r)?;
-        let lo = u64::from_le_bytes(rec[0..8].try_into().unwrap_or([0; 8]));
-        let hi = u64::from_le_bytes(rec[8..16].try_into().unwrap_or([0; 8]));
+        let (lo, hi) = record_halves(rec);
         reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
             .map_err(|e| mem_err(r, e))?;
         // Ordering: Release publishes the record; pairs with the Acquire
@@ -226,17 +230,15 @@ impl Hal for LinuxHal {
         check(r, off, RECORD, RECORD)?;
         let reg = self.region(r)?;
         // Ordering: Acquire pairs with the Release store of this half in
-        // `write16`: if the mark is the expected one, the other half is too.
+        // `write16`: if the mark is the expected one, the other half is too
+        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
         let lo = reg
             .load_u64(off, StdOrdering::Acquire)
             .map_err(|e| mem_err(r, e))?;
         let hi = reg
             .load_u64(off + 8, StdOrdering::Relaxed)
             .map_err(|e| mem_err(r, e))?;
-        let mut out = [0u8; RECORD];
-        out[0..8].copy_from_slice(&lo.to_le_bytes());
-        out[8..16].copy_from_slice(&hi.to_le_bytes());
-        Ok(out)
+        Ok(record_from_halves(lo, hi))
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {

@@ -4,9 +4,19 @@
 //! [`Mapping`] owns one `mmap` (anonymous `MAP_SHARED`, or a `MAP_SHARED` file
 //! such as a slab under `/dev/shm`). [`Region`] is a bounds-checked window into
 //! a mapping that keeps it alive (`Arc`). Nothing here ever hands out `&T` or
-//! `&[u8]` over the mapped bytes: every access is an `Atomic*::from_ptr`
-//! operation or a volatile byte copy at a checked offset, because another
-//! process (an NDS monitor) or the simulated device may write the same bytes.
+//! `&[u8]` over the mapped bytes: every access is an atomic operation or a
+//! volatile byte copy at a checked offset, because another process (an NDS
+//! monitor) or the simulated device may write the same bytes.
+//!
+//! A read-only mapping (`PROT_READ`, [`Mapping::open_file`] with
+//! `writable = false`) is only ever loaded from: every store, fill and
+//! [`Region::atomic_u64`]/[`Region::atomic_u32`] handle is refused with a
+//! [`MemError`] whose `read_only` is set (`AtomicU64::from_ptr` requires
+//! memory valid for writes, and a store would fault). Word loads on such a
+//! mapping are Relaxed atomic loads, the only atomic access the standard
+//! library promises works on read-only pages ("Atomic accesses to read-only
+//! memory" in `core::sync::atomic`), followed by a fence when the caller asked
+//! for more than Relaxed.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -18,7 +28,8 @@ use std::sync::Arc;
 
 use core::fmt;
 
-/// A bad offset, length or alignment for a [`Region`] access.
+/// A bad offset, length or alignment for a [`Region`] access, or a write to
+/// a read-only mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemError {
     /// Requested offset inside the region.
@@ -29,10 +40,20 @@ pub struct MemError {
     pub region_len: usize,
     /// Required alignment (1 for byte copies).
     pub align: usize,
+    /// The access was in bounds but would write (or hand out a writable
+    /// atomic handle to) a read-only mapping.
+    pub read_only: bool,
 }
 
 impl fmt::Display for MemError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.read_only {
+            return write!(
+                f,
+                "write of {} bytes at offset {:#x} to a read-only mapping",
+                self.len, self.offset
+            );
+        }
         write!(
             f,
             "access of {} bytes at offset {:#x} (align {}) outside region of {} bytes",
@@ -51,11 +72,13 @@ pub struct Mapping {
     _file: Option<File>,
 }
 
-// SAFETY: the mapping is plain shared memory; every access goes through
-// atomics or volatile copies on raw pointers, so sharing the base pointer
-// across threads is sound.
+// SAFETY: `Mapping` owns the mapping (unmapped once, in `Drop`) and holds
+// only its base pointer and length; the mapped bytes are reached only through
+// `Region`'s atomic or volatile accesses at checked offsets, which are sound
+// from any thread, so moving the owner to another thread is sound.
 unsafe impl Send for Mapping {}
-// SAFETY: as above; `Mapping` exposes no `&T` into the mapped bytes.
+// SAFETY: `&Mapping` gives no access to the mapped bytes at all (only `len`
+// and `is_writable`); `Region` does the accesses, each atomic or volatile.
 unsafe impl Sync for Mapping {}
 
 impl fmt::Debug for Mapping {
@@ -155,8 +178,10 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned, and no access can
-        // outlive `self` because every `Region` holds an `Arc<Mapping>`.
+        // SAFETY: `ptr`/`len` are exactly what mmap returned and nothing else
+        // unmaps them; no access can outlive `self` because every `Region`
+        // (and every atomic handle, borrowed from a `Region`) keeps an
+        // `Arc<Mapping>` alive.
         unsafe {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
@@ -198,19 +223,25 @@ impl Region {
         })
     }
 
-    fn check(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
-        let err = MemError {
+    fn err(&self, off: usize, len: usize, align: usize) -> MemError {
+        MemError {
             offset: off,
             len,
             region_len: self.len,
             align,
-        };
+            read_only: false,
+        }
+    }
+
+    fn check(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
+        let err = self.err(off, len, align);
         let end = off.checked_add(len).ok_or(err)?;
         if end > self.len {
             return Err(err);
         }
         // SAFETY: `self.off + off + len <= map.len` (Region invariant plus the
-        // check above), so the pointer stays inside the mapping.
+        // check above), so the offset pointer stays inside the one allocation
+        // mmap returned (`add` needs exactly that).
         let p = unsafe { self.map.ptr.as_ptr().add(self.off + off) };
         if (p as usize) % align != 0 {
             return Err(err);
@@ -218,46 +249,88 @@ impl Region {
         Ok(p)
     }
 
+    /// [`check`](Self::check), and refuse a read-only mapping.
+    fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
+        let p = self.check(off, len, align)?;
+        if !self.map.writable {
+            return Err(MemError {
+                read_only: true,
+                ..self.err(off, len, align)
+            });
+        }
+        Ok(p)
+    }
+
     /// The raw address of byte `off` after a bounds and alignment check. Only
     /// the ring and datastore memory modules use this, to build validated
     /// atomic handles once; the pointer is valid while this region lives.
+    /// On a read-only mapping ([`Region::is_writable`] false) the pointer
+    /// may only be loaded from, with Relaxed atomic loads.
     pub fn ptr_at(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         self.check(off, len, align)
     }
 
-    /// An atomic view of the 8-byte word at `off` (must be 8-aligned).
+    /// An atomic view of the 8-byte word at `off` (must be 8-aligned; the
+    /// mapping must be writable).
     pub fn atomic_u64(&self, off: usize) -> Result<&AtomicU64, MemError> {
-        let p = self.check(off, 8, 8)?;
-        // SAFETY: in bounds and aligned (checked); the mapping outlives `&self`;
-        // every access to these bytes anywhere in xunds is atomic.
+        let p = self.check_writable(off, 8, 8)?;
+        // SAFETY: `p` is in bounds and 8-aligned (checked), in a writable
+        // mapping (checked: `from_ptr` needs memory valid for reads and
+        // writes) that `self` keeps mapped for the returned lifetime. The
+        // memory-model rule (no unsynchronized mixing with non-atomic or
+        // other-sized accesses) is kept by the protocols: each word one
+        // agent shares with another is accessed with one width only (the
+        // ownership tables in docs/design.md).
         Ok(unsafe { AtomicU64::from_ptr(p.cast()) })
     }
 
-    /// An atomic view of the 4-byte word at `off` (must be 4-aligned).
+    /// An atomic view of the 4-byte word at `off` (must be 4-aligned; the
+    /// mapping must be writable).
     pub fn atomic_u32(&self, off: usize) -> Result<&AtomicU32, MemError> {
-        let p = self.check(off, 4, 4)?;
-        // SAFETY: in bounds and aligned (checked); the mapping outlives `&self`;
-        // every access to these bytes anywhere in xunds is atomic.
+        let p = self.check_writable(off, 4, 4)?;
+        // SAFETY: as in `atomic_u64`, for a 4-aligned 4-byte word.
         Ok(unsafe { AtomicU32::from_ptr(p.cast()) })
     }
 
-    /// Load the u64 at `off` with `order`.
+    /// Load the u64 at `off` with `order` (on a read-only mapping: a Relaxed
+    /// load, then a fence for a stronger `order`).
     pub fn load_u64(&self, off: usize, order: Ordering) -> Result<u64, MemError> {
-        Ok(self.atomic_u64(off)?.load(order))
+        if self.map.writable {
+            return Ok(self.atomic_u64(off)?.load(order));
+        }
+        let p = self.check(off, 8, 8)?;
+        // SAFETY: `p` is in bounds and 8-aligned (checked) in a mapping `self`
+        // keeps alive for this call. The mapping is read-only, so the
+        // reference is only used for one Relaxed 8-byte load, which
+        // `core::sync::atomic` ("Atomic accesses to read-only memory")
+        // guarantees works on read-only pages on 64-bit targets; nothing is
+        // ever stored through it.
+        let v = unsafe { &*p.cast_const().cast::<AtomicU64>() }.load(Ordering::Relaxed);
+        fence_after_relaxed_load(order);
+        Ok(v)
     }
 
-    /// Store `v` at `off` with `order`.
+    /// Store `v` at `off` with `order` (writable mappings only).
     pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
         self.atomic_u64(off)?.store(v, order);
         Ok(())
     }
 
-    /// Load the u32 at `off` with `order`.
+    /// Load the u32 at `off` with `order` (on a read-only mapping: a Relaxed
+    /// load, then a fence for a stronger `order`).
     pub fn load_u32(&self, off: usize, order: Ordering) -> Result<u32, MemError> {
-        Ok(self.atomic_u32(off)?.load(order))
+        if self.map.writable {
+            return Ok(self.atomic_u32(off)?.load(order));
+        }
+        let p = self.check(off, 4, 4)?;
+        // SAFETY: as in `load_u64`, for a 4-aligned 4-byte word (4 bytes is
+        // within the read-only load guarantee on every listed target).
+        let v = unsafe { &*p.cast_const().cast::<AtomicU32>() }.load(Ordering::Relaxed);
+        fence_after_relaxed_load(order);
+        Ok(v)
     }
 
-    /// Store `v` at `off` with `order`.
+    /// Store `v` at `off` with `order` (writable mappings only).
     pub fn store_u32(&self, off: usize, v: u32, order: Ordering) -> Result<(), MemError> {
         self.atomic_u32(off)?.store(v, order);
         Ok(())
@@ -267,30 +340,53 @@ impl Region {
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;
         for (i, b) in out.iter_mut().enumerate() {
-            // SAFETY: `p + i` is inside the checked range.
+            // SAFETY: `i < out.len()`, so `p + i` is inside the checked,
+            // mapped range; a byte needs no alignment, and a volatile read
+            // of mapped memory (even read-only) is always allowed.
             *b = unsafe { p.add(i).read_volatile() };
         }
         Ok(())
     }
 
-    /// Volatile copy of `data` to `off`.
+    /// Volatile copy of `data` to `off` (writable mappings only).
     pub fn write_bytes(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
-        let p = self.check(off, data.len(), 1)?;
+        let p = self.check_writable(off, data.len(), 1)?;
         for (i, b) in data.iter().enumerate() {
-            // SAFETY: `p + i` is inside the checked range.
+            // SAFETY: `i < data.len()`, so `p + i` is inside the checked
+            // range of a writable mapping (checked); a byte needs no alignment.
             unsafe { p.add(i).write_volatile(*b) };
         }
         Ok(())
     }
 
-    /// Volatile fill of `len` bytes at `off` with `byte`.
+    /// Volatile fill of `len` bytes at `off` with `byte` (writable mappings
+    /// only).
     pub fn fill(&self, off: usize, len: usize, byte: u8) -> Result<(), MemError> {
-        let p = self.check(off, len, 1)?;
+        let p = self.check_writable(off, len, 1)?;
         for i in 0..len {
-            // SAFETY: `p + i` is inside the checked range.
+            // SAFETY: `i < len`, so `p + i` is inside the checked range of a
+            // writable mapping (checked); a byte needs no alignment.
             unsafe { p.add(i).write_volatile(byte) };
         }
         Ok(())
+    }
+}
+
+/// After a Relaxed load standing in for a load with `order` (on read-only
+/// memory): the fence that gives the load `order`'s synchronization. An
+/// Acquire fence after the load synchronizes with the Release store the load
+/// read from, exactly as an Acquire load would (and orders every later access,
+/// which is at least as strong).
+pub(crate) fn fence_after_relaxed_load(order: Ordering) {
+    match order {
+        Ordering::Relaxed => {}
+        // Ordering: SeqCst fence; its partner (and seed section) is whatever
+        // the caller's protocol pairs its SeqCst load with.
+        Ordering::SeqCst => std::sync::atomic::fence(Ordering::SeqCst),
+        // Ordering: Acquire fence; partner (and seed section): the Release
+        // store or fence the caller's protocol pairs its Acquire load with
+        // (e.g. the seed 004 §2 header commit for `nds::Reader`).
+        _ => std::sync::atomic::fence(Ordering::Acquire),
     }
 }
 
@@ -299,6 +395,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
     fn anonymous_mapping_is_zeroed_and_checked() {
         let r = Mapping::anonymous(4096).unwrap().into_region();
         assert_eq!(r.load_u64(0, Ordering::Relaxed).unwrap(), 0);
@@ -313,5 +410,51 @@ mod tests {
         r.read_bytes(8, &mut b).unwrap();
         assert_eq!(b, [0xef, 0xbe, 0xad, 0xde]);
         assert!(r.read_bytes(usize::MAX, &mut b).is_err());
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
+    fn read_only_mapping_loads_and_refuses_writes() {
+        let p = std::env::temp_dir().join(format!("xunds-mem-ro-{}", std::process::id()));
+        {
+            let w = Mapping::create_file(&p, 64).unwrap().into_region();
+            w.store_u64(8, 0x1122_3344_5566_7788, Ordering::Relaxed)
+                .unwrap();
+        }
+        let r = Mapping::open_file(&p, false).unwrap().into_region();
+        assert!(!r.is_writable());
+        // Ordering: each load ordering once, on one thread (the value is
+        // what is checked; the read-only path turns them into fences).
+        assert_eq!(
+            r.load_u64(8, Ordering::Acquire).unwrap(),
+            0x1122_3344_5566_7788
+        );
+        assert_eq!(r.load_u32(12, Ordering::SeqCst).unwrap(), 0x1122_3344);
+        let mut b = [0u8; 2];
+        r.read_bytes(8, &mut b).unwrap();
+        assert_eq!(b, [0x88, 0x77]);
+        // Before: a store here hit a PROT_READ page (SIGSEGV); now every
+        // write path is refused in bounds, with `read_only` set.
+        for e in [
+            r.store_u64(8, 1, Ordering::Relaxed).unwrap_err(),
+            r.store_u32(8, 1, Ordering::Relaxed).unwrap_err(),
+            r.write_bytes(8, &[1]).unwrap_err(),
+            r.fill(0, 64, 0).unwrap_err(),
+            r.atomic_u64(8).map(|_| ()).unwrap_err(),
+            r.atomic_u32(8).map(|_| ()).unwrap_err(),
+        ] {
+            assert!(e.read_only, "{e}");
+            assert!(e.to_string().contains("read-only"), "{e}");
+        }
+        // Bounds still come first.
+        assert!(!r.load_u64(64, Ordering::Relaxed).unwrap_err().read_only);
+        assert!(!r.store_u64(64, 0, Ordering::Relaxed).unwrap_err().read_only);
+        assert_eq!(
+            r.load_u64(8, Ordering::Relaxed).unwrap(),
+            0x1122_3344_5566_7788,
+            "nothing was written"
+        );
+        drop(r);
+        std::fs::remove_file(&p).unwrap();
     }
 }

@@ -417,6 +417,72 @@ pub const fn slot_offset(index: u32) -> usize {
     index as usize * RECORD
 }
 
+/// A 16-byte record as its two little-endian 8-byte halves: (`PUBLISH_HALF`,
+/// the rest). Backends store the second half first and the first half last.
+pub(crate) fn record_halves(rec: &[u8; RECORD]) -> (u64, u64) {
+    let (lo, hi) = rec.split_at(8);
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    (word(lo), word(hi))
+}
+
+/// The inverse of [`record_halves`].
+pub(crate) fn record_from_halves(lo: u64, hi: u64) -> [u8; RECORD] {
+    let mut out = [0u8; RECORD];
+    out[..8].copy_from_slice(&lo.to_le_bytes());
+    out[8..].copy_from_slice(&hi.to_le_bytes());
+    out
+}
+
+/// A backend's table of regions or events: entries in creation order, each
+/// found by its handle's index and checked against the handle's id, so a
+/// handle from another backend (or another table) is `BadHandle`.
+#[derive(Clone, Debug)]
+pub(crate) struct Table<K, V> {
+    entries: Vec<(K, V)>,
+}
+
+impl<K, V> Default for Table<K, V> {
+    fn default() -> Self {
+        Table {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
+    /// Add `id` with the value `make` builds; `AlreadyMapped` when `id` is
+    /// taken (nothing is built then). Returns the new entry's index.
+    pub(crate) fn insert(
+        &mut self,
+        id: K,
+        make: impl FnOnce() -> Result<V, HalError>,
+    ) -> Result<u32, HalError> {
+        if self.entries.iter().any(|(k, _)| *k == id) {
+            return Err(HalError::AlreadyMapped(id.to_string()));
+        }
+        let index = u32::try_from(self.entries.len()).map_err(|_| HalError::BadHandle)?;
+        self.entries.push((id, make()?));
+        Ok(index)
+    }
+
+    /// The value at `index`, if its id is `id`.
+    pub(crate) fn get(&self, index: usize, id: K) -> Result<&V, HalError> {
+        match self.entries.get(index) {
+            Some((k, v)) if *k == id => Ok(v),
+            _ => Err(HalError::BadHandle),
+        }
+    }
+
+    /// Every id, in creation order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = K> + '_ {
+        self.entries.iter().map(|(k, _)| *k)
+    }
+}
+
 /// Check `[off, off + len)` against a region of `region_len` bytes and the
 /// alignment `align`; the common bounds rule of every backend.
 pub(crate) fn check(r: RegionHandle, off: usize, len: usize, align: usize) -> Result<(), HalError> {
@@ -439,71 +505,140 @@ pub(crate) fn check(r: RegionHandle, off: usize, len: usize, align: usize) -> Re
     Ok(())
 }
 
+/// Forward the listed [`Hal`] methods unchanged to another backend:
+/// `forward_hal!(self => <expr reaching the inner backend>; method, ...)`.
+/// Used by `Box<H>` and by middleware for the operations it does not touch;
+/// each method's signature is written here once. The types are named as the
+/// call site imports them (every `hal` module uses the same names); `self` is
+/// passed in so the generated methods and the forwarding expression share it.
+macro_rules! forward_hal {
+    ($s:tt => $inner:expr; $($method:ident),* $(,)?) => {
+        $( $crate::hal::forward_hal!(@ $method, $s, $inner); )*
+    };
+    (@ name, $s:tt, $inner:expr) => {
+        fn name(&$s) -> String {
+            $inner.name()
+        }
+    };
+    (@ map, $s:tt, $inner:expr) => {
+        fn map(&mut $s, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
+            $inner.map(id, len)
+        }
+    };
+    (@ event, $s:tt, $inner:expr) => {
+        fn event(&mut $s, id: EventId) -> Result<EventHandle, HalError> {
+            $inner.event(id)
+        }
+    };
+    (@ copy_in, $s:tt, $inner:expr) => {
+        fn copy_in(&$s, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
+            $inner.copy_in(r, off, data)
+        }
+    };
+    (@ copy_out, $s:tt, $inner:expr) => {
+        fn copy_out(&$s, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
+            $inner.copy_out(r, off, out)
+        }
+    };
+    (@ load_u32, $s:tt, $inner:expr) => {
+        fn load_u32(&$s, r: RegionHandle, off: usize, o: Ordering) -> Result<u32, HalError> {
+            $inner.load_u32(r, off, o)
+        }
+    };
+    (@ store_u32, $s:tt, $inner:expr) => {
+        fn store_u32(
+            &$s,
+            r: RegionHandle,
+            off: usize,
+            v: u32,
+            o: Ordering,
+        ) -> Result<(), HalError> {
+            $inner.store_u32(r, off, v, o)
+        }
+    };
+    (@ fetch_add_u32, $s:tt, $inner:expr) => {
+        fn fetch_add_u32(
+            &$s,
+            r: RegionHandle,
+            off: usize,
+            v: u32,
+            o: Ordering,
+        ) -> Result<u32, HalError> {
+            $inner.fetch_add_u32(r, off, v, o)
+        }
+    };
+    (@ load_u64, $s:tt, $inner:expr) => {
+        fn load_u64(&$s, r: RegionHandle, off: usize, o: Ordering) -> Result<u64, HalError> {
+            $inner.load_u64(r, off, o)
+        }
+    };
+    (@ store_u64, $s:tt, $inner:expr) => {
+        fn store_u64(
+            &$s,
+            r: RegionHandle,
+            off: usize,
+            v: u64,
+            o: Ordering,
+        ) -> Result<(), HalError> {
+            $inner.store_u64(r, off, v, o)
+        }
+    };
+    (@ write16, $s:tt, $inner:expr) => {
+        fn write16(&$s, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
+            $inner.write16(r, off, rec)
+        }
+    };
+    (@ read16, $s:tt, $inner:expr) => {
+        fn read16(&$s, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
+            $inner.read16(r, off)
+        }
+    };
+    (@ write_desc, $s:tt, $inner:expr) => {
+        fn write_desc(&$s, ring: RegionHandle, i: u32, d: &[u8; RECORD]) -> Result<(), HalError> {
+            $inner.write_desc(ring, i, d)
+        }
+    };
+    (@ read_desc, $s:tt, $inner:expr) => {
+        fn read_desc(&$s, ring: RegionHandle, i: u32) -> Result<[u8; RECORD], HalError> {
+            $inner.read_desc(ring, i)
+        }
+    };
+    (@ tail_inc, $s:tt, $inner:expr) => {
+        fn tail_inc(&$s, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
+            $inner.tail_inc(regs, off, n)
+        }
+    };
+    (@ write_nq, $s:tt, $inner:expr) => {
+        fn write_nq(&$s, ring: RegionHandle, i: u32, e: &[u8; RECORD]) -> Result<(), HalError> {
+            $inner.write_nq(ring, i, e)
+        }
+    };
+    (@ read_nq, $s:tt, $inner:expr) => {
+        fn read_nq(&$s, ring: RegionHandle, i: u32) -> Result<[u8; RECORD], HalError> {
+            $inner.read_nq(ring, i)
+        }
+    };
+    (@ notify, $s:tt, $inner:expr) => {
+        fn notify(&$s, ev: EventHandle, n: u64) -> Result<(), HalError> {
+            $inner.notify(ev, n)
+        }
+    };
+    (@ wait, $s:tt, $inner:expr) => {
+        fn wait(&$s, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
+            $inner.wait(ev, timeout_ns)
+        }
+    };
+    (@ event_fd, $s:tt, $inner:expr) => {
+        fn event_fd(&$s, ev: EventHandle) -> Option<RawFd> {
+            $inner.event_fd(ev)
+        }
+    };
+}
+pub(crate) use forward_hal;
+
 impl<H: Hal + ?Sized> Hal for Box<H> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
-        (**self).map(id, len)
-    }
-    fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
-        (**self).event(id)
-    }
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-        (**self).copy_in(r, off, data)
-    }
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-        (**self).copy_out(r, off, out)
-    }
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        (**self).load_u32(r, off, order)
-    }
-    fn store_u32(&self, r: RegionHandle, off: usize, v: u32, o: Ordering) -> Result<(), HalError> {
-        (**self).store_u32(r, off, v, o)
-    }
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        o: Ordering,
-    ) -> Result<u32, HalError> {
-        (**self).fetch_add_u32(r, off, v, o)
-    }
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
-        (**self).load_u64(r, off, order)
-    }
-    fn store_u64(&self, r: RegionHandle, off: usize, v: u64, o: Ordering) -> Result<(), HalError> {
-        (**self).store_u64(r, off, v, o)
-    }
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        (**self).write16(r, off, rec)
-    }
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        (**self).read16(r, off)
-    }
-    fn write_desc(&self, ring: RegionHandle, index: u32, d: &[u8; RECORD]) -> Result<(), HalError> {
-        (**self).write_desc(ring, index, d)
-    }
-    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        (**self).read_desc(ring, index)
-    }
-    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
-        (**self).tail_inc(regs, off, n)
-    }
-    fn write_nq(&self, ring: RegionHandle, index: u32, e: &[u8; RECORD]) -> Result<(), HalError> {
-        (**self).write_nq(ring, index, e)
-    }
-    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        (**self).read_nq(ring, index)
-    }
-    fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
-        (**self).notify(ev, n)
-    }
-    fn wait(&self, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
-        (**self).wait(ev, timeout_ns)
-    }
-    fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
-        (**self).event_fd(ev)
-    }
+    forward_hal!(self => **self;
+        name, map, event, copy_in, copy_out, load_u32, store_u32, fetch_add_u32, load_u64,
+        store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
+        wait, event_fd);
 }

@@ -400,22 +400,26 @@ impl fmt::Display for Show<'_> {
                 off,
                 order,
                 value,
-            } => write!(
+            } => word(
                 f,
-                "load32    {} {} = {value:#x}",
+                "load32",
                 At(*region, *off, n),
-                order_name(*order)
+                *order,
+                "= ",
+                (*value).into(),
             ),
             TraceOp::Store32 {
                 region,
                 off,
                 order,
                 value,
-            } => write!(
+            } => word(
                 f,
-                "store32   {} {} {value:#x}",
+                "store32",
                 At(*region, *off, n),
-                order_name(*order)
+                *order,
+                "",
+                (*value).into(),
             ),
             TraceOp::FetchAdd32 {
                 region,
@@ -434,23 +438,13 @@ impl fmt::Display for Show<'_> {
                 off,
                 order,
                 value,
-            } => write!(
-                f,
-                "load64    {} {} = {value:#x}",
-                At(*region, *off, n),
-                order_name(*order)
-            ),
+            } => word(f, "load64", At(*region, *off, n), *order, "= ", *value),
             TraceOp::Store64 {
                 region,
                 off,
                 order,
                 value,
-            } => write!(
-                f,
-                "store64   {} {} {value:#x}",
-                At(*region, *off, n),
-                order_name(*order)
-            ),
+            } => word(f, "store64", At(*region, *off, n), *order, "", *value),
             TraceOp::Write16 { region, off, rec } => {
                 write!(f, "write16   {} ", At(*region, *off, n))?;
                 hex_words(f, rec)
@@ -490,6 +484,18 @@ impl fmt::Display for Show<'_> {
             TraceOp::Failed { op, error } => write!(f, "FAILED    {op}: {error}"),
         }
     }
+}
+
+/// One word load or store: `load32    dram+0x0010 rlx = 0x2a`.
+fn word(
+    f: &mut fmt::Formatter<'_>,
+    op: &str,
+    at: At,
+    order: Ordering,
+    sep: &str,
+    value: u64,
+) -> fmt::Result {
+    write!(f, "{op:<9} {at} {} {sep}{value:#x}", order_name(order))
 }
 
 fn ring_dir(r: RegionId) -> Option<Dir> {
@@ -534,6 +540,21 @@ impl<H: Hal> Tracer<H> {
 
     fn keep_word(&self, r: RegionHandle) -> bool {
         !(self.filter == TraceFilter::Protocol && r.id() == RegionId::Dram)
+    }
+
+    /// [`rec`](Self::rec) for a plain word load or store, which the
+    /// [`TraceFilter::Protocol`] filter drops on DRAM (failures are kept).
+    fn rec_word<T>(
+        &self,
+        r: RegionHandle,
+        op: &'static str,
+        res: Result<T, HalError>,
+        ok: impl FnOnce(&T) -> TraceOp,
+    ) -> Result<T, HalError> {
+        if !self.keep_word(r) && res.is_ok() {
+            return res;
+        }
+        self.rec(op, res, ok)
     }
 
     fn rec<T>(
@@ -589,10 +610,7 @@ impl<H: Hal> Hal for Tracer<H> {
 
     fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
         let res = self.inner.load_u32(r, off, order);
-        if !self.keep_word(r) && res.is_ok() {
-            return res;
-        }
-        self.rec("load_u32", res, |v| TraceOp::Load32 {
+        self.rec_word(r, "load_u32", res, |v| TraceOp::Load32 {
             region: r.id(),
             off,
             order,
@@ -608,10 +626,7 @@ impl<H: Hal> Hal for Tracer<H> {
         order: Ordering,
     ) -> Result<(), HalError> {
         let res = self.inner.store_u32(r, off, v, order);
-        if !self.keep_word(r) && res.is_ok() {
-            return res;
-        }
-        self.rec("store_u32", res, |_| TraceOp::Store32 {
+        self.rec_word(r, "store_u32", res, |_| TraceOp::Store32 {
             region: r.id(),
             off,
             order,
@@ -638,10 +653,7 @@ impl<H: Hal> Hal for Tracer<H> {
 
     fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
         let res = self.inner.load_u64(r, off, order);
-        if !self.keep_word(r) && res.is_ok() {
-            return res;
-        }
-        self.rec("load_u64", res, |v| TraceOp::Load64 {
+        self.rec_word(r, "load_u64", res, |v| TraceOp::Load64 {
             region: r.id(),
             off,
             order,
@@ -657,10 +669,7 @@ impl<H: Hal> Hal for Tracer<H> {
         order: Ordering,
     ) -> Result<(), HalError> {
         let res = self.inner.store_u64(r, off, v, order);
-        if !self.keep_word(r) && res.is_ok() {
-            return res;
-        }
-        self.rec("store_u64", res, |_| TraceOp::Store64 {
+        self.rec_word(r, "store_u64", res, |_| TraceOp::Store64 {
             region: r.id(),
             off,
             order,

@@ -65,6 +65,9 @@ pub const EINVAL: i32 = 22;
 /// `ENOSPC`: all 64 model slots are taken (seed 004 §5).
 pub const ENOSPC: i32 = 28;
 
+// Seed 004 §4: the accessors return -EINVAL as `0xffffffea`.
+const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);
+
 /// Why a datastore operation was refused.
 #[derive(Debug)]
 #[non_exhaustive]

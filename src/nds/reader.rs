@@ -386,6 +386,8 @@ mod tests {
         let s = SLAB.get_or_init(HeapSlab::zeroed);
         fn commit_during_pause(d: Duration) {
             assert_eq!(d, HEADER_RETRY);
+            // Ordering: Release, partner: the Acquire header load of the
+            // retry in `Reader::attach_with_pause` (seed 004 §2).
             SLAB.get()
                 .unwrap()
                 .store_u64(0, HEADER_PROTO, Ordering::Release);

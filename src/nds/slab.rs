@@ -13,7 +13,10 @@
 //!
 //! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
 //! gate (seed 004 §4: `nds_is_read_only`) as a type: a monitor cannot even
-//! name a store.
+//! name a store. Its loads are Relaxed atomic loads followed by a fence when
+//! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
+//! only atomic access `core::sync::atomic` promises ("Atomic accesses to
+//! read-only memory"), and it synchronizes exactly as an Acquire load.
 //!
 //! Offsets are byte offsets from the start of the slab. An offset must be
 //! aligned to the access size and in bounds; all offsets xunds passes come
@@ -28,11 +31,12 @@
 //! (`record.rs`, `writer.rs`, `reader.rs`), which name the partner operation.
 
 use std::io;
+use std::ops::Deref;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::hal::mem::{Mapping, Region};
+use crate::hal::mem::{fence_after_relaxed_load, Mapping, Region};
 use crate::sync::atomic as satomic;
 
 use super::{NdsError, REQUIRED_SIZE, SLAB_SIZE};
@@ -107,7 +111,13 @@ fn le64(b: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
-impl<S: Slab + ?Sized> Slab for &S {
+/// Any pointer to a slab is a slab (`&S`, `Arc<S>`, `Box<S>`): every method
+/// forwards to the pointee.
+impl<P> Slab for P
+where
+    P: Deref + Send + Sync,
+    P::Target: Slab,
+{
     fn len(&self) -> usize {
         (**self).len()
     }
@@ -125,46 +135,12 @@ impl<S: Slab + ?Sized> Slab for &S {
     }
 }
 
-impl<S: SlabMut + ?Sized> SlabMut for &S {
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        (**self).store_u64(off, v, order)
-    }
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        (**self).store_u32(off, v, order)
-    }
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_add_u64(off, v, order)
-    }
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_sub_u64(off, v, order)
-    }
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_or_u64(off, v, order)
-    }
-    fn store_words(&self, off: usize, data: &[u8]) {
-        (**self).store_words(off, data)
-    }
-}
-
-impl<S: Slab + ?Sized> Slab for std::sync::Arc<S> {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        (**self).load_u64(off, order)
-    }
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        (**self).load_u32(off, order)
-    }
-    fn fence(&self, order: Ordering) {
-        (**self).fence(order)
-    }
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        (**self).load_words(off, out)
-    }
-}
-
-impl<S: SlabMut + ?Sized> SlabMut for std::sync::Arc<S> {
+/// Any pointer to a writable slab is a writable slab.
+impl<P> SlabMut for P
+where
+    P: Deref + Send + Sync,
+    P::Target: SlabMut,
+{
     fn store_u64(&self, off: usize, v: u64, order: Ordering) {
         (**self).store_u64(off, v, order)
     }
@@ -202,6 +178,8 @@ fn out_of_bounds(off: usize, size: usize, len: usize) -> ! {
 }
 
 /// A raw, validated base pointer into a [`Region`] (kept alive alongside).
+/// It only loads, with Relaxed atomic loads, so it is sound over a
+/// read-only (`PROT_READ`) mapping too; [`RawMut`] adds the writable handles.
 #[derive(Clone, Debug)]
 struct Raw {
     region: Region,
@@ -213,21 +191,22 @@ struct Raw {
     last4: usize,
 }
 
-// SAFETY: `Raw` only ever turns `base` into `AtomicU64/AtomicU32::from_ptr`
-// handles at checked offsets; atomics are safe to use from any thread, and the
-// `Region` keeps the mapping alive for as long as `Raw` exists.
+// SAFETY: `Raw` holds the mapping alive (`region`) and turns `base` only into
+// atomic accesses at checked offsets (Relaxed loads here, atomic handles in
+// `RawMut`); atomics may be used from any thread, so moving it is sound.
 unsafe impl Send for Raw {}
-// SAFETY: as above; no `&T` to a non-atomic byte is ever created.
+// SAFETY: `&Raw` gives only atomic accesses to the mapped words (never a
+// `&T` to a non-atomic byte), and atomics are `Sync`.
 unsafe impl Sync for Raw {}
 
 impl Raw {
     fn new(region: Region) -> Result<Raw, NdsError> {
         let len = region.len();
+        require_size(len)?;
         let base = region
             .ptr_at(0, len, 8)
             .map_err(|_| NdsError::TooSmall { len })?;
         let base = NonNull::new(base).ok_or(NdsError::TooSmall { len })?;
-        require_size(len)?;
         Ok(Raw {
             region,
             base,
@@ -237,47 +216,116 @@ impl Raw {
         })
     }
 
+    /// The address of the `size`-byte word at `off` (`size` 4 or 8), after
+    /// the alignment and bounds check; panics on a caller bug.
+    #[inline(always)]
+    fn word(&self, off: usize, size: usize) -> *mut u8 {
+        let last = if size == 8 { self.last8 } else { self.last4 };
+        if (off & (size - 1)) != 0 || off > last {
+            out_of_bounds(off, size, self.len)
+        }
+        self.base.as_ptr().wrapping_add(off)
+    }
+
+    /// The address of `[off, off + len)` (`len` a multiple of 8, `off`
+    /// 8-aligned), after one range check; panics on a caller bug.
+    #[inline(always)]
+    fn span(&self, off: usize, len: usize) -> *mut u8 {
+        if len % 8 != 0 || len > self.len {
+            out_of_bounds(off, len, self.len)
+        }
+        if len > 0 {
+            // `off <= self.len - len`, and 8-aligned.
+            check(off, 8, self.len - (len - 8));
+        }
+        self.base.as_ptr().wrapping_add(off)
+    }
+
+    /// A Relaxed atomic load of the 8-byte word at `off`.
+    #[inline(always)]
+    fn load_u64(&self, off: usize) -> u64 {
+        let p = self.word(off, 8);
+        // SAFETY: `p` is 8-aligned and in bounds (`word` checked `off`; the
+        // base is 8-aligned, checked by `ptr_at` in `new`), inside the mapping
+        // `self.region` keeps alive for this call. The reference is used for
+        // one Relaxed 8-byte load only, which works on a read-only mapping
+        // too (`core::sync::atomic`, "Atomic accesses to read-only memory");
+        // every access to slab words in xunds is an 8- or 4-byte atomic, and
+        // another process writing the word is what an atomic load allows.
+        unsafe { &*p.cast_const().cast::<AtomicU64>() }.load(Ordering::Relaxed)
+    }
+
+    /// A Relaxed atomic load of the 4-byte word at `off`.
+    #[inline(always)]
+    fn load_u32(&self, off: usize) -> u32 {
+        let p = self.word(off, 4);
+        // SAFETY: as in `load_u64`, for a 4-aligned, in-bounds 4-byte word.
+        unsafe { &*p.cast_const().cast::<AtomicU32>() }.load(Ordering::Relaxed)
+    }
+
+    /// Relaxed atomic loads of the words of `[off, off + out.len())` into
+    /// `out` (little-endian), after one range check.
+    #[inline(always)]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        let p = self.span(off, out.len());
+        for (i, w) in out.chunks_exact_mut(8).enumerate() {
+            // SAFETY: `span` checked that `off` is 8-aligned and
+            // `off + out.len() <= len`, so word `i < out.len() / 8` is an
+            // aligned, in-bounds word of the mapping; otherwise as in
+            // `load_u64` (one Relaxed load, fine on read-only pages).
+            let a = unsafe { &*p.wrapping_add(i * 8).cast_const().cast::<AtomicU64>() };
+            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
+        }
+    }
+}
+
+/// A [`Raw`] over a writable mapping: the only way to get atomic handles
+/// that may store (`from_ptr` requires memory valid for writes).
+#[derive(Clone, Debug)]
+struct RawMut(Raw);
+
+impl RawMut {
+    fn new(region: Region) -> Result<RawMut, NdsError> {
+        if !region.is_writable() {
+            return Err(NdsError::Io(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "a publisher slab needs a writable mapping",
+            )));
+        }
+        Ok(RawMut(Raw::new(region)?))
+    }
+
     #[inline(always)]
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        if (off & 7) != 0 || off > self.last8 {
-            out_of_bounds(off, 8, self.len)
-        }
-        // SAFETY: `off` is 8-aligned and `off <= len - 8` (checked above), the
-        // base is 8-aligned (checked by `ptr_at` in `new`), so the pointer is
-        // an aligned, in-bounds word of the mapping, which `self.region` keeps
-        // mapped for the lifetime of `&self`. Every access to slab bytes in
-        // xunds is atomic (this module); another process may write the same
-        // word, which is exactly what an atomic is for.
-        unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast()) }
+        let p = self.0.word(off, 8);
+        // SAFETY: `p` is an 8-aligned, in-bounds word (checked by `word`) of
+        // a writable mapping (checked in `new`) that `self.0.region` keeps
+        // mapped for the lifetime of `&self`. Every access to slab words in
+        // xunds is an atomic of the word's own width (the record and counter
+        // protocols never mix widths on one word while another agent runs),
+        // and another process may write the same word, which is what an
+        // atomic is for.
+        unsafe { AtomicU64::from_ptr(p.cast()) }
+    }
+
+    #[inline(always)]
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        let p = self.0.word(off, 4);
+        // SAFETY: as for `u64_at`, with 4-byte alignment and size.
+        unsafe { AtomicU32::from_ptr(p.cast()) }
     }
 
     /// The words of `[off, off + len)` after one range check (`len` a
     /// multiple of 8).
     #[inline(always)]
     fn words(&self, off: usize, len: usize) -> impl Iterator<Item = &AtomicU64> + '_ {
-        if len % 8 != 0 || len > self.len {
-            out_of_bounds(off, len, self.len)
-        }
-        if len > 0 {
-            check(off, 8, self.len - (len - 8));
-        }
+        let p = self.0.span(off, len);
         (0..len / 8).map(move |i| {
-            // SAFETY: `off` is 8-aligned and `off + len <= self.len` (both
-            // checked above: `off <= self.len - len`), so word `i < len / 8`
-            // is an aligned, in-bounds word of the mapping, kept mapped by
-            // `self.region` for the lifetime of `&self`; all access to it is
-            // atomic (see `u64_at`).
-            unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off + i * 8).cast()) }
+            // SAFETY: `span` checked that `off` is 8-aligned and
+            // `off + len <= self.len`, so word `i < len / 8` is an aligned,
+            // in-bounds word of the writable mapping; otherwise as `u64_at`.
+            unsafe { AtomicU64::from_ptr(p.wrapping_add(i * 8).cast()) }
         })
-    }
-
-    #[inline(always)]
-    fn u32_at(&self, off: usize) -> &AtomicU32 {
-        if (off & 3) != 0 || off > self.last4 {
-            out_of_bounds(off, 4, self.len)
-        }
-        // SAFETY: as for `u64_at`, with 4-byte alignment and size.
-        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(off).cast()) }
     }
 }
 
@@ -299,7 +347,7 @@ fn require_size(len: usize) -> Result<(), NdsError> {
 /// A read-write `MAP_SHARED` slab: the publisher's memory.
 #[derive(Clone, Debug)]
 pub struct MappedSlab {
-    raw: Raw,
+    raw: RawMut,
 }
 
 impl MappedSlab {
@@ -326,35 +374,28 @@ impl MappedSlab {
     /// Wrap a writable region. Refuses a read-only mapping or one shorter
     /// than `REQUIRED_SIZE`.
     pub fn from_region(region: Region) -> Result<MappedSlab, NdsError> {
-        if !region.is_writable() {
-            return Err(NdsError::Io(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                "a publisher slab needs a writable mapping",
-            )));
-        }
-        require_size(region.len())?;
         Ok(MappedSlab {
-            raw: Raw::new(region)?,
+            raw: RawMut::new(region)?,
         })
     }
 
     /// The same mapping as a [`ReadOnlySlab`] (a reader in this process).
     pub fn read_only(&self) -> ReadOnlySlab {
         ReadOnlySlab {
-            raw: self.raw.clone(),
+            raw: self.raw.0.clone(),
         }
     }
 
     /// The underlying region.
     pub fn region(&self) -> &Region {
-        &self.raw.region
+        &self.raw.0.region
     }
 }
 
 impl Slab for MappedSlab {
     #[inline]
     fn len(&self) -> usize {
-        self.raw.len
+        self.raw.0.len
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
@@ -425,7 +466,6 @@ impl ReadOnlySlab {
     /// Wrap any region (writable or not) as a read-only slab. Refuses one
     /// shorter than `REQUIRED_SIZE`.
     pub fn from_region(region: Region) -> Result<ReadOnlySlab, NdsError> {
-        require_size(region.len())?;
         Ok(ReadOnlySlab {
             raw: Raw::new(region)?,
         })
@@ -444,14 +484,17 @@ impl Slab for ReadOnlySlab {
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        // A lock-free 8-byte atomic load is a plain load on x86-64 and
-        // aarch64, so it is fine on PROT_READ pages (std::sync::atomic docs,
-        // "Atomic accesses to read-only memory").
-        self.raw.u64_at(off).load(order)
+        // A Relaxed load, then a fence for a stronger `order`: the only form
+        // `core::sync::atomic` promises works on PROT_READ pages.
+        let v = self.raw.load_u64(off);
+        fence_after_relaxed_load(order);
+        v
     }
     #[inline]
     fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        self.raw.u32_at(off).load(order)
+        let v = self.raw.load_u32(off);
+        fence_after_relaxed_load(order);
+        v
     }
     #[inline]
     fn fence(&self, order: Ordering) {
@@ -459,9 +502,7 @@ impl Slab for ReadOnlySlab {
     }
     #[inline]
     fn load_words(&self, off: usize, out: &mut [u8]) {
-        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
-            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
-        }
+        self.raw.load_words(off, out)
     }
 }
 
@@ -558,8 +599,9 @@ impl SlabMut for HeapSlab {
             let new = (cur & !mask) | (u64::from(v) << shift);
             // Ordering: the caller's store ordering is applied to the
             // successful exchange (it is the store); a failed exchange only
-            // re-reads, so Relaxed/Acquire suffices. Partner: whatever load
-            // the caller's protocol pairs its store with.
+            // re-reads, so Relaxed/Acquire suffices. Partner and seed section:
+            // whatever the caller names (seed 004 §7 record protocol in
+            // `record.rs`, §2 header in `writer.rs`).
             match w.compare_exchange_weak(cur, new, order, load) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,
@@ -603,6 +645,9 @@ mod tests {
     #[test]
     fn heap_and_mapped_backings_agree() {
         exercise(&HeapSlab::zeroed());
+        if cfg!(miri) {
+            return; // mmap is not available under Miri
+        }
         let m = MappedSlab::anonymous().unwrap();
         exercise(&m);
         let ro = m.read_only();
@@ -619,6 +664,9 @@ mod tests {
         assert!(
             std::panic::catch_unwind(|| s.load_u64(usize::MAX - 7, Ordering::Relaxed)).is_err()
         );
+        if cfg!(miri) {
+            return; // mmap is not available under Miri
+        }
         let m = MappedSlab::anonymous().unwrap();
         assert!(std::panic::catch_unwind(|| m.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
     }
@@ -632,6 +680,37 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
+    fn read_only_mapping_serves_every_load_ordering() {
+        let p = std::env::temp_dir().join(format!("xunds-slab-ro-{}", std::process::id()));
+        {
+            let w = MappedSlab::create(&p).unwrap();
+            // Ordering: one thread; every load ordering is exercised below.
+            w.store_u64(0x520, 0x0102_0304_0506_0708, Ordering::Release);
+            w.store_u64(SLAB_SIZE - 8, 7, Ordering::Relaxed);
+        }
+        let ro = ReadOnlySlab::open(&p).unwrap();
+        assert!(ro.is_mapped_read_only());
+        for order in [Ordering::Relaxed, Ordering::Acquire, Ordering::SeqCst] {
+            assert_eq!(ro.load_u64(0x520, order), 0x0102_0304_0506_0708);
+            assert_eq!(ro.load_u32(0x524, order), 0x0102_0304);
+            assert_eq!(ro.load_u64(SLAB_SIZE - 8, order), 7);
+        }
+        let mut w = [0u8; 16];
+        ro.load_words(0x518, &mut w);
+        assert_eq!(&w[8..], &0x0102_0304_0506_0708u64.to_le_bytes());
+        assert!(std::panic::catch_unwind(|| ro.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
+        // A read-only mapping is refused as a publisher's slab.
+        let region = Mapping::open_file(&p, false).unwrap().into_region();
+        assert!(matches!(
+            MappedSlab::from_region(region),
+            Err(NdsError::Io(e)) if e.kind() == io::ErrorKind::PermissionDenied
+        ));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn size_gate_refuses_short_files() {
         let dir = std::env::temp_dir();
         let p = dir.join(format!("xunds-slab-short-{}", std::process::id()));

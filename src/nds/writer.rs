@@ -303,7 +303,8 @@ impl<S: SlabMut> Writer<S> {
         self.slab
             .store_u64(region::MODEL_BITMAP_OFF, b.bitmap, Ordering::Relaxed);
         b.models[index] = state;
-        self.stamp_and_publish(
+        self.write_record(
+            RecordEvent::Stamp,
             &mut b.models[index],
             index as u64,
             b.hook.as_deref_mut(),
@@ -321,7 +322,8 @@ impl<S: SlabMut> Writer<S> {
         let mut staged = r.encode();
         let mut books = self.lock();
         let b = &mut *books;
-        self.rewrite(
+        self.write_record(
+            RecordEvent::BeginUpdate,
             &mut b.models[slot.index()],
             slot.index() as u64,
             b.hook.as_deref_mut(),
@@ -352,78 +354,61 @@ impl<S: SlabMut> Writer<S> {
     /// Publish (first time) or update (afterwards) the process-info record
     /// (seed 004 §6, `nds_commit_generic_obj`). `p.hash` is ignored.
     pub fn publish_process_info(&self, p: &ProcessInfo) -> Result<(), NdsError> {
-        let mut staged = p.encode();
-        let mut books = self.lock();
-        let b = &mut *books;
-        self.commit_or_rewrite(
-            &mut b.process_info,
+        self.publish_generic(
+            |b| (&mut b.process_info, b.hook.as_deref_mut()),
             PROCESS_INFO_ID,
-            b.hook.as_deref_mut(),
             RecordSpan::PROCESS_INFO,
-            &mut staged,
+            &mut p.encode(),
         )
     }
 
     /// Publish or update the process-info-ext record (seed 004 §6).
     /// `p.hash` is ignored.
     pub fn publish_process_info_ext(&self, p: &ProcessInfoExt) -> Result<(), NdsError> {
-        let mut staged = p.encode();
-        let mut books = self.lock();
-        let b = &mut *books;
-        self.commit_or_rewrite(
-            &mut b.process_info_ext,
+        self.publish_generic(
+            |b| (&mut b.process_info_ext, b.hook.as_deref_mut()),
             PROCESS_INFO_EXT_ID,
-            b.hook.as_deref_mut(),
             RecordSpan::PROCESS_INFO_EXT,
-            &mut staged,
+            &mut p.encode(),
         )
     }
 
-    fn commit_or_rewrite(
+    /// `nds_commit_generic_obj`: commit the record whose state (and the
+    /// books' hook) `pick` borrows if it is free, else update it in place.
+    fn publish_generic(
         &self,
-        state: &mut RecordState,
+        pick: for<'a> fn(&'a mut Books) -> (&'a mut RecordState, Hook<'a>),
         id: u64,
-        mut hook: Hook<'_>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
-        if *state == RecordState::Free {
+        let mut books = self.lock();
+        let (state, mut hook) = pick(&mut books);
+        let first = if *state == RecordState::Free {
             step(state, RecordEvent::Stage, id, hook.as_deref_mut())?;
-            self.stamp_and_publish(state, id, hook, span, staged)
+            RecordEvent::Stamp
         } else {
-            self.rewrite(state, id, hook, span, staged)
-        }
+            RecordEvent::BeginUpdate
+        };
+        self.write_record(first, state, id, hook, span, staged)
     }
 
-    /// Staged -> Stamped -> Published for a record nobody has published.
-    fn stamp_and_publish(
+    /// Write a staged record through its lifecycle: `first` (Stamp for a
+    /// staged record, BeginUpdate for a published one: either way the
+    /// lifecycle check comes before any byte of the slab changes), then the
+    /// hash stamp and the record protocol (invalidate, body, hash word last;
+    /// invalidating a never-published record too makes a slot left dirty by
+    /// a crashed writer safe to reuse), then Publish.
+    fn write_record(
         &self,
+        first: RecordEvent,
         state: &mut RecordState,
         id: u64,
         mut hook: Hook<'_>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
-        step(state, RecordEvent::Stamp, id, hook.as_deref_mut())?;
-        fnv::stamp(staged);
-        // A free record is all zero already; invalidating anyway makes a
-        // slot left dirty by a crashed writer safe to reuse.
-        record::invalidate(&self.slab, span);
-        record::publish(&self.slab, span, staged);
-        step(state, RecordEvent::Publish, id, hook)
-    }
-
-    /// Published -> Updating -> Published: update in place.
-    fn rewrite(
-        &self,
-        state: &mut RecordState,
-        id: u64,
-        mut hook: Hook<'_>,
-        span: RecordSpan,
-        staged: &mut [u8],
-    ) -> Result<(), NdsError> {
-        // The lifecycle check comes before any byte of the slab changes.
-        step(state, RecordEvent::BeginUpdate, id, hook.as_deref_mut())?;
+        step(state, first, id, hook.as_deref_mut())?;
         fnv::stamp(staged);
         record::invalidate(&self.slab, span);
         record::publish(&self.slab, span, staged);

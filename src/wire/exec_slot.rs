@@ -19,7 +19,7 @@ use core::mem::{offset_of, size_of};
 
 use super::layout::{annotated_dump, Block, Field};
 use super::seq_id::SeqId;
-use super::{le, need, WireError};
+use super::{emit_fields, encode_fields, le, need, WireError};
 
 /// Byte offsets of the `xuq_exec_info_t` fields (seed 000 §7 item 2).
 pub mod off {
@@ -112,16 +112,12 @@ impl ExecSlot {
 
     /// The 32 bytes, little-endian, padding zero.
     pub fn encode(&self) -> [u8; SIZE] {
-        let mut b = [0u8; SIZE];
-        self.put(&mut b);
-        b
+        encode_fields(|b| self.put(b))
     }
 
     /// Write the field bytes into `buf[..32]`; the padding is left as it is.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        need(LAYOUT.name, buf, SIZE)?;
-        self.put(buf);
-        Ok(())
+        emit_fields(&LAYOUT, buf, |b| self.put(b))
     }
 
     fn put(&self, b: &mut [u8]) {
@@ -138,22 +134,12 @@ impl ExecSlot {
         need(LAYOUT.name, bytes, SIZE)?;
         let efd = le::u32_at(bytes, off::MARK_COMP_EFD) as i32;
         if efd < NO_EFD {
-            return Err(WireError::InvalidField {
-                block: LAYOUT.name,
-                field: "mark_comp_efd",
-                value: u64::from(efd as u32),
-            });
+            return Err(WireError::invalid(LAYOUT.name, "mark_comp_efd", efd as u32));
         }
         let efd_from_pool = match bytes[off::EFD_FROM_POOL] {
             0 => false,
             1 => true,
-            other => {
-                return Err(WireError::InvalidField {
-                    block: LAYOUT.name,
-                    field: "efd_from_pool",
-                    value: u64::from(other),
-                })
-            }
+            other => return Err(WireError::invalid(LAYOUT.name, "efd_from_pool", other)),
         };
         Ok(ExecSlot {
             seq_id: SeqId(le::u64_at(bytes, off::SEQ_ID)),

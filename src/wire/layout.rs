@@ -99,6 +99,13 @@ pub struct Span {
     pub size: usize,
 }
 
+impl Span {
+    /// The row `name` at `offset`, `size` bytes long.
+    pub const fn new(name: &'static str, offset: usize, size: usize) -> Self {
+        Span { name, offset, size }
+    }
+}
+
 /// Annotated hex dump of `bytes` as `block`: one line per field (offset, C
 /// name, raw bytes, and the little-endian value for 1/2/4/8-byte fields), and
 /// one line per padding gap. Bytes past `bytes.len()` are shown as `--`.

@@ -57,9 +57,7 @@ pub fn all_blocks() -> impl Iterator<Item = &'static Block> {
         .iter()
         .copied()
         .chain(DEVICE_BLOCKS.iter().copied())
-        // Deref coercion keeps this compiling whether `nds::BLOCKS` lists
-        // `Block`s or `&Block`s.
-        .chain(nds::BLOCKS.iter().map(|b| -> &'static Block { b }))
+        .chain(nds::BLOCKS.iter())
 }
 
 /// Why a byte string was refused by a wire decoder.
@@ -115,6 +113,38 @@ impl fmt::Display for WireError {
 }
 
 impl std::error::Error for WireError {}
+
+impl WireError {
+    /// `InvalidField` for `block.field` holding `value`.
+    pub(crate) fn invalid(block: &'static str, field: &'static str, value: impl Into<u64>) -> Self {
+        WireError::InvalidField {
+            block,
+            field,
+            value: value.into(),
+        }
+    }
+}
+
+/// The `encode` of a block whose value writes only its field bytes (`put`):
+/// the fields over zero padding.
+pub(crate) fn encode_fields<const N: usize>(put: impl FnOnce(&mut [u8])) -> [u8; N] {
+    let mut b = [0u8; N];
+    put(&mut b);
+    b
+}
+
+/// The `emit` of such a block: refuse a `buf` shorter than `block`, then
+/// `put` the field bytes into it; padding (and anything past the block) is
+/// left as it is.
+pub(crate) fn emit_fields(
+    block: &layout::Block,
+    buf: &mut [u8],
+    put: impl FnOnce(&mut [u8]),
+) -> Result<(), WireError> {
+    need(block.name, buf, block.size)?;
+    put(buf);
+    Ok(())
+}
 
 /// Check that `bytes` holds at least `need` bytes for `block`.
 pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {

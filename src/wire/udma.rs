@@ -238,37 +238,18 @@ impl std::error::Error for UdmaError {}
 
 impl From<UdmaError> for WireError {
     fn from(e: UdmaError) -> Self {
+        const BLOCK: &str = "udma_desc";
         match e {
             UdmaError::Truncated { got } => WireError::Truncated {
-                block: "udma_desc",
+                block: BLOCK,
                 need: SIZE,
                 got,
             },
-            UdmaError::BadLength { len } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(len),
-            },
-            UdmaError::BadRingId { ring_id } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(ring_id),
-            },
-            UdmaError::ReservedBits { field, bits } => WireError::InvalidField {
-                block: "udma_desc",
-                field,
-                value: u64::from(bits),
-            },
-            UdmaError::FlagNotAllowed { flag, .. } => WireError::InvalidField {
-                block: "udma_desc",
-                field: "len_ctrl",
-                value: u64::from(flag),
-            },
-            UdmaError::BadMetaField { field, value } => WireError::InvalidField {
-                block: "udma_desc",
-                field,
-                value: u64::from(value),
-            },
+            UdmaError::BadLength { len } => WireError::invalid(BLOCK, "len_ctrl", len),
+            UdmaError::BadRingId { ring_id } => WireError::invalid(BLOCK, "len_ctrl", ring_id),
+            UdmaError::ReservedBits { field, bits } => WireError::invalid(BLOCK, field, bits),
+            UdmaError::FlagNotAllowed { flag, .. } => WireError::invalid(BLOCK, "len_ctrl", flag),
+            UdmaError::BadMetaField { field, value } => WireError::invalid(BLOCK, field, value),
         }
     }
 }
@@ -337,8 +318,27 @@ impl LenCtrl {
 
 /// The next ring id after a wrap: steps by 1 mod 4 (SPEC-NOTES.md).
 pub const fn next_ring_id(id: u8) -> u8 {
-    (id + 1) % RING_IDS
+    id.wrapping_add(1) % RING_IDS
 }
+
+// SPEC-NOTES.md "UDMA descriptors": the ring id starts at 1 and steps by 1
+// mod 4; a length of 65536 is encoded as 0 in len_ctrl bits 15:0 (and 0
+// decodes back to 65536); the ring id sits at bits 25:24.
+const _: () = assert!(FIRST_RING_ID == 1 && next_ring_id(1) == 2 && next_ring_id(3) == 0);
+const _: () = assert!(MAX_LEN == 1 << 16 && LEN_MASK == 0xFFFF);
+const _: () = assert!(matches!(
+    LenCtrl {
+        len: MAX_LEN,
+        ring_id: 2,
+        flags: DescFlags::empty()
+    }
+    .encode(),
+    Ok(0x0200_0000)
+));
+const _: () = assert!(matches!(
+    LenCtrl::decode(0),
+    Ok(LenCtrl { len: MAX_LEN, .. })
+));
 
 /// M2S `meta_ctrl` bits 22:20.
 pub const OP_TYPE_SHIFT: u32 = 20;

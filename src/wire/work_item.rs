@@ -33,7 +33,7 @@ use core::mem::{offset_of, size_of};
 use super::layout::{annotated_dump, Block, Field};
 use super::nq::ErrorClass;
 use super::status::NrtStatus;
-use super::{le, need, WireError};
+use super::{emit_fields, encode_fields, le, need, WireError};
 
 /// Absolute byte offsets of the `tpb_execution_info_t` fields (seed 000 §4).
 pub mod off {
@@ -371,11 +371,11 @@ impl Timespec {
         if t.is_valid() {
             Ok(t)
         } else {
-            Err(WireError::InvalidField {
-                block: INFER_RESP_LAYOUT.name,
+            Err(WireError::invalid(
+                INFER_RESP_LAYOUT.name,
                 field,
-                value: t.tv_nsec as u64,
-            })
+                t.tv_nsec as u64,
+            ))
         }
     }
 
@@ -461,16 +461,12 @@ impl InferResp {
 
     /// The 112 bytes, little-endian, reserved bytes zero.
     pub fn encode(&self) -> [u8; INFER_RESP_SIZE] {
-        let mut b = [0u8; INFER_RESP_SIZE];
-        self.put(&mut b, 0);
-        b
+        encode_fields(|b| self.put(b, 0))
     }
 
     /// Write the field bytes into `buf[..112]`, leaving reserved bytes as they are.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        need(INFER_RESP_LAYOUT.name, buf, INFER_RESP_SIZE)?;
-        self.put(buf, 0);
-        Ok(())
+        emit_fields(&INFER_RESP_LAYOUT, buf, |b| self.put(b, 0))
     }
 
     fn put(&self, b: &mut [u8], at: usize) {
@@ -501,13 +497,7 @@ impl InferResp {
         let err_class = match raw {
             ERR_CLASS_NONE => None,
             1..=ERR_CLASS_MAX => ErrorClass::from_u8((raw - 1) as u8),
-            _ => {
-                return Err(WireError::InvalidField {
-                    block: INFER_RESP_LAYOUT.name,
-                    field: "err_class",
-                    value: u64::from(raw),
-                })
-            }
+            _ => return Err(WireError::invalid(INFER_RESP_LAYOUT.name, "err_class", raw)),
         };
         Ok(InferResp {
             status: NrtStatus(le::u32_at(b, at + resp_off::STATUS)),
@@ -612,16 +602,12 @@ impl TpbExecutionInfo {
 
     /// The 208 bytes, little-endian, padding zero.
     pub fn encode(&self) -> [u8; SIZE] {
-        let mut b = [0u8; SIZE];
-        self.put(&mut b);
-        b
+        encode_fields(|b| self.put(b))
     }
 
     /// Write the field bytes into `buf[..208]`, leaving padding as it is.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        need(LAYOUT.name, buf, SIZE)?;
-        self.put(buf);
-        Ok(())
+        emit_fields(&LAYOUT, buf, |b| self.put(b))
     }
 
     fn put(&self, b: &mut [u8]) {
@@ -644,11 +630,7 @@ impl TpbExecutionInfo {
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
         let raw = le::u32_at(bytes, off::TYPE);
-        let ty = WorkType::from_u32(raw).ok_or(WireError::InvalidField {
-            block: LAYOUT.name,
-            field: "type",
-            value: u64::from(raw),
-        })?;
+        let ty = WorkType::from_u32(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
         let mut wait_event_data = [0u8; WAIT_EVENT_DATA_LEN];
         wait_event_data.copy_from_slice(&bytes[off::WAIT_EVENT_DATA..off::SYNC_EXEC]);
         Ok(TpbExecutionInfo {

@@ -14,7 +14,7 @@ use core::mem::{offset_of, size_of};
 
 use super::layout::{annotated_dump, Block, Field};
 use super::seq_id::{SeqId, XuId};
-use super::{le, need, WireError};
+use super::{emit_fields, encode_fields, le, need, WireError};
 
 /// Byte offsets of the `xu_queue_t` fields (seed 000 §7 item 1).
 pub mod off {
@@ -153,13 +153,7 @@ impl XuQueueHeader {
     /// only per-field rules, because a header read word by word while the
     /// ring runs need not satisfy these.)
     pub fn validate(&self) -> Result<(), WireError> {
-        let bad = |field, value| {
-            Err(WireError::InvalidField {
-                block: LAYOUT.name,
-                field,
-                value,
-            })
-        };
+        let bad = |field, value: u64| Err(WireError::invalid(LAYOUT.name, field, value));
         if self.capacity == 0 {
             return bad("capacity", 0);
         }
@@ -179,16 +173,12 @@ impl XuQueueHeader {
 
     /// The 256 bytes, little-endian, padding zero.
     pub fn encode(&self) -> [u8; SIZE] {
-        let mut b = [0u8; SIZE];
-        self.put(&mut b);
-        b
+        encode_fields(|b| self.put(b))
     }
 
     /// Write the six fields' bytes into `buf[..256]`; padding is not touched.
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        need(LAYOUT.name, buf, SIZE)?;
-        self.put(buf);
-        Ok(())
+        emit_fields(&LAYOUT, buf, |b| self.put(b))
     }
 
     fn put(&self, b: &mut [u8]) {
@@ -208,11 +198,7 @@ impl XuQueueHeader {
         let cursor = |field: &'static str, at: usize| {
             let v = le::u64_at(bytes, at);
             if v >= CURSOR_LIMIT {
-                Err(WireError::InvalidField {
-                    block: LAYOUT.name,
-                    field,
-                    value: v,
-                })
+                Err(WireError::invalid(LAYOUT.name, field, v))
             } else {
                 Ok(v)
             }

@@ -87,6 +87,12 @@ impl Opts<'_> {
                 .map_err(|_| format!("{name}: not a number: {v:?}")),
         }
     }
+    /// [`Opts::num`] for a `u32` option: a value past `u32::MAX` is refused,
+    /// not truncated.
+    fn num_u32(&self, name: &str, default: u32) -> Result<u32, String> {
+        let v = self.num(name, u64::from(default))?;
+        u32::try_from(v).map_err(|_| format!("{name}: {v} is out of range (at most {})", u32::MAX))
+    }
     fn path(&self, cmd: &str) -> Result<&Path, String> {
         match self.positional.as_slice() {
             [p] => Ok(Path::new(p)),
@@ -112,6 +118,8 @@ fn dump(args: &[String]) -> ExitCode {
         Err(e) => return fail(format!("{}: {e}", path.display())),
     };
     // The header word as found, for the report even when attach refuses.
+    // Ordering: Acquire, partner: the writer's Release header commit in
+    // `Writer::new` (seed 004 §2); the reader re-checks it anyway.
     let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
     let reader = match Reader::attach(slab) {
         Ok(r) => r,
@@ -389,7 +397,7 @@ fn stress_writer(args: &[String]) -> ExitCode {
         let path = o.path("nds stress-writer")?;
         let seed = o.num("--seed", 1)?;
         let ops = o.num("--ops", 0)?;
-        let live = o.num("--live", 6)? as u32;
+        let live = o.num_u32("--live", 6)?;
         let w = if o.flags.contains(&"--create") {
             Writer::create(path)
         } else {
@@ -400,6 +408,8 @@ fn stress_writer(args: &[String]) -> ExitCode {
         println!("ready");
         let _ = std::io::stdout().flush();
         let mut rng = SplitMix64::new(seed);
+        // Versions start from the seed's low bits (any value is fine: the
+        // records are self-checking for whatever version they carry).
         let mut next = (seed as u32).wrapping_mul(1 << 20);
         let mut done = 0u64;
         while ops == 0 || done < ops {
@@ -418,8 +428,8 @@ fn add(args: &[String]) -> ExitCode {
     let run = || -> Result<(), String> {
         let o = parse_opts(args, &[], &["--core", "--counter", "--times"])?;
         let path = o.path("nds add")?;
-        let core = o.num("--core", 0)? as u32;
-        let counter = o.num("--counter", NcCounter::InferCompleted.index().into())? as u32;
+        let core = o.num_u32("--core", 0)?;
+        let counter = o.num_u32("--counter", NcCounter::InferCompleted.index())?;
         let times = o.num("--times", 1)?;
         let c = Counter::nc_index(core, counter).map_err(|e| e.to_string())?;
         let w = xunds::nds::MappedSlab::open(path)
@@ -452,6 +462,20 @@ mod tests {
         assert_eq!(o.num("--seed", 9).unwrap(), 9);
         assert!(o.flags.contains(&"--create"));
         assert!(parse_opts(&args, &[], &["--ops"]).is_err());
+    }
+
+    #[test]
+    fn u32_options_are_range_checked_not_truncated() {
+        let args: Vec<String> = ["p", "--core", "4294967296", "--counter", "7"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let o = parse_opts(&args, &[], &["--core", "--counter"]).unwrap();
+        // 2^32 used to become core 0 (`as u32`), silently.
+        let e = o.num_u32("--core", 0).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert_eq!(o.num_u32("--counter", 1), Ok(7));
+        assert_eq!(o.num_u32("--live", 6), Ok(6));
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl NcCounter {
     }
 
     /// Byte offset of this counter for NeuronCore `core` ([`nc_counter_off`]).
-    pub fn off(self, core: u32) -> Result<usize, WireError> {
+    pub const fn off(self, core: u32) -> Result<usize, WireError> {
         nc_counter_off(core, self.index())
     }
 }
@@ -221,14 +221,14 @@ pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
 }
 
 /// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, §4).
-pub fn nd_counter_off(index: u32) -> Result<usize, WireError> {
+pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     let i = index as usize;
     if i < ND_COUNTER_COUNT {
         Ok((ND_BASE_ELEM + i) * 8)
     } else {
         Err(WireError::OutOfRange {
             what: "nd counter",
-            value: u64::from(index),
+            value: index as u64,
             limit: ND_COUNTER_COUNT as u64,
         })
     }
@@ -275,19 +275,19 @@ impl NcSlot {
 /// The three-band dispatch of §4 (`nds_*_nc_counter` @0x507220, kernel
 /// `get_neuroncore_counter_value`), returning the band and element index.
 /// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
-pub fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
+pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
     let (pnc, c) = (core as usize, counter as usize);
     if pnc >= MAX_CORES {
         return Err(WireError::OutOfRange {
             what: "nc core",
-            value: u64::from(core),
+            value: core as u64,
             limit: MAX_CORES as u64,
         });
     }
     if c >= TOTAL_NC_COUNTER_COUNT {
         return Err(WireError::OutOfRange {
             what: "nc counter",
-            value: u64::from(counter),
+            value: counter as u64,
             limit: TOTAL_NC_COUNTER_COUNT as u64,
         });
     }
@@ -313,9 +313,52 @@ pub fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
 
 /// Byte offset of NC counter `counter` of NeuronCore `core` (§4; see
 /// [`nc_counter_slot`]).
-pub fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
-    nc_counter_slot(core, counter).map(|s| s.off())
+pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
+    match nc_counter_slot(core, counter) {
+        Ok(s) => Ok(s.off()),
+        Err(e) => Err(e),
+    }
 }
+
+/// `Some(off)` of a resolved offset, for the compile-time checks below.
+const fn resolved(r: Result<usize, WireError>) -> Option<usize> {
+    match r {
+        Ok(off) => Some(off),
+        Err(_) => None,
+    }
+}
+
+const fn is(r: Result<usize, WireError>, off: usize) -> bool {
+    matches!(resolved(r), Some(o) if o == off)
+}
+
+// Seed 004 §8, the worked byte-layout examples, resolved at compile time:
+// FEATURE_BITMAP at base+0x020; core 2 INFER_COMPLETED at element 95
+// (0x2f8); core 1 HW_ERR_HBM_UE at element 7057 (0xdc88); core 7 MAC_COUNT
+// at element 7565 (0xec68).
+const _: () = assert!(is(nd_counter_off(NdCounter::FeatureBitmap.index()), 0x020));
+const _: () = assert!(is(
+    nc_counter_off(2, NcCounter::InferCompleted.index()),
+    95 * 8
+));
+const _: () = assert!(is(
+    nc_counter_off(2, NcCounter::InferCompleted.index()),
+    0x2f8
+));
+const _: () = assert!(is(
+    nc_counter_off(1, NcCounter::HwErrHbmUe.index()),
+    7057 * 8
+));
+const _: () = assert!(is(nc_counter_off(1, NcCounter::HwErrHbmUe.index()), 0xdc88));
+const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 7565 * 8));
+const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 0xec68));
+// §4: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
+const _: () =
+    assert!(is(nc_counter_off(0, 0), 0x100) && is(nc_counter_off(3, 30), 0x100 + 123 * 8));
+const _: () = assert!(is(nc_counter_off(0, 31), 0xda80) && is(nc_counter_off(4, 0), 0xe280));
+const _: () = assert!(is(nc_counter_off(15, 94), 0xe280 + (11 * 96 + 94) * 8));
+const _: () = assert!(nc_counter_off(16, 0).is_err() && nc_counter_off(4, 95).is_err());
+const _: () = assert!(nd_counter_off(30).is_ok() && nd_counter_off(31).is_err());
 
 #[cfg(test)]
 mod tests {

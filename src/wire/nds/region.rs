@@ -70,65 +70,30 @@ pub const EXT_NC_COUNTERS_SIZE: usize = counters::BASE_CORES * counters::EXT_NC_
 pub const EXT_NC_DATA_SIZE: usize = counters::EXT_CORES * counters::EXT_NC_DATA_COUNT * 8;
 
 /// The `header` row.
-pub const HEADER: Span = Span {
-    name: "header",
-    offset: HEADER_OFF,
-    size: HEADER_SIZE,
-};
+pub const HEADER: Span = Span::new("header", HEADER_OFF, HEADER_SIZE);
 /// The `nd_counters` row.
-pub const ND_COUNTERS: Span = Span {
-    name: "nd_counters",
-    offset: ND_COUNTERS_OFF,
-    size: ND_COUNTERS_SIZE,
-};
+pub const ND_COUNTERS: Span = Span::new("nd_counters", ND_COUNTERS_OFF, ND_COUNTERS_SIZE);
 /// The `nc_counters` row.
-pub const NC_COUNTERS: Span = Span {
-    name: "nc_counters",
-    offset: NC_COUNTERS_OFF,
-    size: NC_COUNTERS_SIZE,
-};
+pub const NC_COUNTERS: Span = Span::new("nc_counters", NC_COUNTERS_OFF, NC_COUNTERS_SIZE);
 /// The `process_info` row.
-pub const PROCESS_INFO: Span = Span {
-    name: "process_info",
-    offset: PROCESS_INFO_OFF,
-    size: PROCESS_INFO_SIZE,
-};
+pub const PROCESS_INFO: Span = Span::new("process_info", PROCESS_INFO_OFF, PROCESS_INFO_SIZE);
 /// The `model_bitmap` row.
-pub const MODEL_BITMAP: Span = Span {
-    name: "model_bitmap",
-    offset: MODEL_BITMAP_OFF,
-    size: MODEL_BITMAP_SIZE,
-};
+pub const MODEL_BITMAP: Span = Span::new("model_bitmap", MODEL_BITMAP_OFF, MODEL_BITMAP_SIZE);
 /// The `model_records` row.
-pub const MODEL_RECORDS: Span = Span {
-    name: "model_records",
-    offset: MODEL_RECORDS_OFF,
-    size: MODEL_RECORDS_SIZE,
-};
+pub const MODEL_RECORDS: Span = Span::new("model_records", MODEL_RECORDS_OFF, MODEL_RECORDS_SIZE);
 /// The `process_info_ext` row.
-pub const PROCESS_INFO_EXT: Span = Span {
-    name: "process_info_ext",
-    offset: PROCESS_INFO_EXT_OFF,
-    size: PROCESS_INFO_EXT_SIZE,
-};
+pub const PROCESS_INFO_EXT: Span = Span::new(
+    "process_info_ext",
+    PROCESS_INFO_EXT_OFF,
+    PROCESS_INFO_EXT_SIZE,
+);
 /// The `ext_pad` row (unused in this layout version).
-pub const EXT_PAD: Span = Span {
-    name: "ext_pad",
-    offset: EXT_PAD_OFF,
-    size: EXT_PAD_SIZE,
-};
+pub const EXT_PAD: Span = Span::new("ext_pad", EXT_PAD_OFF, EXT_PAD_SIZE);
 /// The `ext_nc_counters` row.
-pub const EXT_NC_COUNTERS: Span = Span {
-    name: "ext_nc_counters",
-    offset: EXT_NC_COUNTERS_OFF,
-    size: EXT_NC_COUNTERS_SIZE,
-};
+pub const EXT_NC_COUNTERS: Span =
+    Span::new("ext_nc_counters", EXT_NC_COUNTERS_OFF, EXT_NC_COUNTERS_SIZE);
 /// The `ext_nc_data` row.
-pub const EXT_NC_DATA: Span = Span {
-    name: "ext_nc_data",
-    offset: EXT_NC_DATA_OFF,
-    size: EXT_NC_DATA_SIZE,
-};
+pub const EXT_NC_DATA: Span = Span::new("ext_nc_data", EXT_NC_DATA_OFF, EXT_NC_DATA_SIZE);
 
 /// The region map (seed 004 §1) in offset order.
 pub const MAP: [Span; 10] = [

@@ -36,11 +36,11 @@ pub const fn unpack_version(word: u64) -> (u8, u8, u32) {
 /// Unpack `(major, minor, build)`, refusing a word with reserved bits set.
 pub fn unpack_version_strict(word: u64) -> Result<(u8, u8, u32), WireError> {
     if word & RESERVED_MASK != 0 {
-        return Err(WireError::InvalidField {
-            block: "nd version word",
-            field: "reserved[63:48]",
-            value: word,
-        });
+        return Err(WireError::invalid(
+            "nd version word",
+            "reserved[63:48]",
+            word,
+        ));
     }
     Ok(unpack_version(word))
 }
