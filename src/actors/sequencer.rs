@@ -27,6 +27,9 @@ pub struct DeviceStats {
     pub faults: u64,
     /// HAL errors of the device's own regions (a bug; should stay 0).
     pub errors: u64,
+    /// Doorbell eventfd writes that woke the proxy ([`Waker::signals`]):
+    /// how often it actually slept while requests came in.
+    pub doorbell_signals: u64,
 }
 
 impl DeviceStats {
@@ -37,6 +40,7 @@ impl DeviceStats {
         self.records += o.records;
         self.faults += o.faults;
         self.errors += o.errors;
+        self.doorbell_signals += o.doorbell_signals;
     }
 }
 
@@ -98,7 +102,10 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
 
     /// Counters so far.
     pub fn stats(&self) -> DeviceStats {
-        self.stats
+        DeviceStats {
+            doorbell_signals: self.wake.signals(),
+            ..self.stats
+        }
     }
 
     /// The sequencer (its per-core state).
