@@ -16,12 +16,24 @@
 //! extra poll; the threaded runner bounds every sleep anyway
 //! (`ThreadedConfig::idle_timeout`). The runner resets the eventfd after a
 //! wake-up; the actor itself never reads it.
+//!
+//! # Loom
+//!
+//! The flag and the statistics counter are [`crate::sync`] atomics, so a
+//! `--cfg loom` build checks the handshake (`loom-tests/tests/waker.rs`).
+//! Loom cannot see an eventfd, so under `cfg(loom)` only, `wake` also
+//! notifies a `loom::sync::Notify` right after the eventfd write and
+//! `Waker::wait_signal` blocks on it: a lost wake-up is then a loom
+//! deadlock. A normal build has no such field; its behaviour is unchanged.
+//! The mutant `cfg(xunds_mutant = "waker_no_fence")` drops the waker-side
+//! SeqCst fence (the half of the Dekker pair the argument needs from the
+//! publisher); the model must fail with it (`.ci/loom` checks that it does).
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 use crate::hal::eventfd::EventFd;
+use crate::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// An actor's wake-up eventfd with a sleeping flag.
 #[derive(Debug)]
@@ -29,6 +41,9 @@ pub struct Waker {
     efd: EventFd,
     sleeping: AtomicBool,
     signals: AtomicU64,
+    /// Loom's view of the eventfd write (see the module docs, "Loom").
+    #[cfg(loom)]
+    notify: loom::sync::Notify,
 }
 
 impl Waker {
@@ -38,6 +53,8 @@ impl Waker {
             efd: EventFd::new()?,
             sleeping: AtomicBool::new(false),
             signals: AtomicU64::new(0),
+            #[cfg(loom)]
+            notify: loom::sync::Notify::new(),
         })
     }
 
@@ -68,15 +85,26 @@ impl Waker {
     pub fn wake(&self) -> bool {
         // Ordering: SeqCst fence between the caller's publish of the work and
         // the flag load; pairs with the fence in `prepare_sleep` (Dekker).
+        #[cfg(not(xunds_mutant = "waker_no_fence"))]
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::Relaxed) && self.sleeping.swap(false, Ordering::Relaxed) {
             self.signals.fetch_add(1, Ordering::Relaxed);
             // A failed write (counter overflow, impossible for +1 here) costs
             // at most one idle timeout: the runner re-polls anyway.
             let _ = self.efd.signal(1);
+            #[cfg(loom)]
+            self.notify.notify();
             return true;
         }
         false
+    }
+
+    /// Loom only: block until a `wake` signals (what the runner's sleep on
+    /// [`Waker::fd`] does). A signal nobody waited for is kept, like the
+    /// eventfd counter, and ends the next wait at once.
+    #[cfg(loom)]
+    pub fn wait_signal(&self) {
+        self.notify.wait();
     }
 
     /// How many eventfd writes `wake` made (statistics).

@@ -672,7 +672,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
                     }
                     made = true;
                 }
-                WorkerState::Current | WorkerState::Harvesting => match self.harvest(cx) {
+                WorkerState::Current => match self.harvest(cx) {
                     Some(outcome) => {
                         self.complete(outcome, cx);
                         made = true;
@@ -706,12 +706,8 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // execution time, so yield a while before sleeping on the NQ
             // interrupt (a sleep and wake-up per execution would cost more
             // than the wait).
-            WorkerState::Current | WorkerState::Harvesting if self.idle_polls < HARVEST_YIELDS => {
-                Idle::Yield
-            }
-            WorkerState::Current | WorkerState::Harvesting => {
-                self.nq_fd.map_or(Idle::Yield, Idle::Fd)
-            }
+            WorkerState::Current if self.idle_polls < HARVEST_YIELDS => Idle::Yield,
+            WorkerState::Current => self.nq_fd.map_or(Idle::Yield, Idle::Fd),
             _ => Idle::Fd(self.has_work.fd()),
         }
     }

@@ -3,8 +3,7 @@
 //! ```text
 //! IDLE --sleep--> SLEEPING --wake--> IDLE
 //! IDLE --peek--> CURRENT                      (acquire on scheduled_head)
-//! CURRENT|HARVESTING --harvest_record--> HARVESTING   (a non-final NQ record)
-//! CURRENT|HARVESTING --exec_done|timed_out--> HARVESTED
+//! CURRENT --exec_done|timed_out--> HARVESTED  (the final NQ record, or the deadline)
 //! HARVESTED --fill_resp--> RESP_FILLED        (infer_resp_t: timings, status)
 //! RESP_FILLED --write_status--> STATUS_WRITTEN (the caller's exec_status)
 //! STATUS_WRITTEN --report_counters--> COUNTERS_REPORTED (to the NDS publisher)
@@ -19,6 +18,10 @@
 //! pop (seed 000 §4 QUIRK), and the waiter is signalled after `exec_head`
 //! moved (seed 000 §5, §6 consumer ordering). Every other order is an
 //! [`InvalidEvent`](super::InvalidEvent).
+//!
+//! There is no per-record step: the core's `Harvester` consumes the
+//! non-final NQ records itself and hands the worker only an execution's end
+//! (done, error or timeout), so the worker stays in `CURRENT` until then.
 
 use super::{Fsm, Row};
 
@@ -29,10 +32,8 @@ pub enum WorkerState {
     Idle,
     /// Waiting on the has-work eventfd.
     Sleeping,
-    /// Peeked a triggered slot; no NQ record harvested yet.
+    /// Peeked a triggered slot; harvesting its NQ records until it ends.
     Current,
-    /// Some NQ records of the current execution harvested; not done yet.
-    Harvesting,
     /// The execution ended (done record, or timeout).
     Harvested,
     /// `infer_resp_t` is filled.
@@ -56,8 +57,6 @@ pub enum WorkerEvent {
     Wake,
     /// A triggered slot is visible.
     Peek,
-    /// A non-final NQ record of the current execution was harvested.
-    HarvestRecord,
     /// The final (done or error) NQ record of the current execution.
     ExecDone,
     /// The execution's deadline passed without a final record.
@@ -95,12 +94,8 @@ impl Fsm for WorkerCycle {
         row(S::Idle, E::Sleep, S::Sleeping),
         row(S::Sleeping, E::Wake, S::Idle),
         row(S::Idle, E::Peek, S::Current),
-        row(S::Current, E::HarvestRecord, S::Harvesting),
-        row(S::Harvesting, E::HarvestRecord, S::Harvesting),
         row(S::Current, E::ExecDone, S::Harvested),
-        row(S::Harvesting, E::ExecDone, S::Harvested),
         row(S::Current, E::TimedOut, S::Harvested),
-        row(S::Harvesting, E::TimedOut, S::Harvested),
         row(S::Harvested, E::FillResp, S::RespFilled),
         row(S::RespFilled, E::WriteStatus, S::StatusWritten),
         row(S::StatusWritten, E::ReportCounters, S::CountersReported),
@@ -112,7 +107,6 @@ impl Fsm for WorkerCycle {
         S::Idle,
         S::Sleeping,
         S::Current,
-        S::Harvesting,
         S::Harvested,
         S::RespFilled,
         S::StatusWritten,
@@ -124,7 +118,6 @@ impl Fsm for WorkerCycle {
         E::Sleep,
         E::Wake,
         E::Peek,
-        E::HarvestRecord,
         E::ExecDone,
         E::TimedOut,
         E::FillResp,
@@ -140,8 +133,7 @@ impl Fsm for WorkerCycle {
             (S::Idle, E::Sleep) => Some(S::Sleeping),
             (S::Sleeping, E::Wake) => Some(S::Idle),
             (S::Idle, E::Peek) => Some(S::Current),
-            (S::Current | S::Harvesting, E::HarvestRecord) => Some(S::Harvesting),
-            (S::Current | S::Harvesting, E::ExecDone | E::TimedOut) => Some(S::Harvested),
+            (S::Current, E::ExecDone | E::TimedOut) => Some(S::Harvested),
             (S::Harvested, E::FillResp) => Some(S::RespFilled),
             (S::RespFilled, E::WriteStatus) => Some(S::StatusWritten),
             (S::StatusWritten, E::ReportCounters) => Some(S::CountersReported),
@@ -157,7 +149,6 @@ impl Fsm for WorkerCycle {
             S::Idle => "IDLE",
             S::Sleeping => "SLEEPING",
             S::Current => "CURRENT",
-            S::Harvesting => "HARVESTING",
             S::Harvested => "HARVESTED",
             S::RespFilled => "RESP_FILLED",
             S::StatusWritten => "STATUS_WRITTEN",
@@ -172,7 +163,6 @@ impl Fsm for WorkerCycle {
             E::Sleep => "sleep",
             E::Wake => "wake",
             E::Peek => "peek",
-            E::HarvestRecord => "harvest_record",
             E::ExecDone => "exec_done",
             E::TimedOut => "timed_out",
             E::FillResp => "fill_resp",
@@ -221,18 +211,11 @@ mod tests {
 
     #[test]
     fn full_cycles_return_to_idle() {
-        let mut ev = vec![
-            E::Sleep,
-            E::Wake,
-            E::Peek,
-            E::HarvestRecord,
-            E::HarvestRecord,
-        ];
-        ev.push(E::ExecDone);
+        let mut ev = vec![E::Sleep, E::Wake, E::Peek, E::ExecDone];
         ev.extend(COMPLETION);
         ev.extend([E::Peek, E::ExecDone]);
         ev.extend(COMPLETION);
-        ev.extend([E::Peek, E::HarvestRecord, E::TimedOut]);
+        ev.extend([E::Peek, E::TimedOut]);
         ev.extend(COMPLETION);
         assert_eq!(run(&ev), Ok(S::Idle));
     }
@@ -251,8 +234,9 @@ mod tests {
         // QUIRK) and signalling before the pop (seed 000 §6) are refused.
         assert!(step::<WorkerCycle>(S::CountersReported, E::Pop).is_err());
         assert!(step::<WorkerCycle>(S::ItemReturned, E::SignalWaiter).is_err());
-        // No harvest without a peeked slot; no sleeping mid-execution.
-        assert!(step::<WorkerCycle>(S::Idle, E::HarvestRecord).is_err());
+        // No execution end without a peeked slot; no sleeping mid-execution.
+        assert!(step::<WorkerCycle>(S::Idle, E::ExecDone).is_err());
+        assert!(step::<WorkerCycle>(S::Idle, E::TimedOut).is_err());
         assert!(step::<WorkerCycle>(S::Current, E::Sleep).is_err());
         assert!(step::<WorkerCycle>(S::Sleeping, E::Peek).is_err());
     }
