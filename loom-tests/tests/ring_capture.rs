@@ -1,8 +1,10 @@
 //! Loom: the worker captures the slot (mark_comp_efd, efd_from_pool,
 //! exec_info) before it advances exec_head (seed 000 §6 "consumer captures,
 //! then advances"): the instant exec_head moves, the producer may reuse the
-//! slot and write -1 / the next item over it. Capacity 1, two items.
-//! Kills `advance_before_capture`.
+//! slot and write -1 / the next item over it. Capacity 1 with two items and
+//! capacity 2 with three items (the last item reuses the first one's slot).
+//! Every model here is a slot-reuse model (`reuse` in its name: `.ci/loom`
+//! runs them at LOOM_MAX_PREEMPTIONS=3). Kills `advance_before_capture`.
 #![cfg(loom)]
 
 mod ring_support;
@@ -14,22 +16,24 @@ use ring_support::{Gate, Registry};
 use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
-/// Producer reuses the only slot as soon as exec_head moves; the worker must
-/// still hand back the first item.
-#[test]
-fn capture_before_advance_items() {
-    ring_support::model(|| {
+/// Items 1..=cap are submitted and triggered up front; the producer thread
+/// reuses slot 0 for item cap + 1 as soon as exec_head moves; the worker
+/// (main thread) must still hand back every item in order. Two threads.
+fn items(cap: u64) {
+    ring_support::model(move || {
         let reg = Registry::new(1, 0);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(1)).unwrap();
-        p.submit(100, None).unwrap();
-        p.trigger_next().unwrap();
+        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        for i in 0..cap {
+            p.submit(100 + i, None).unwrap();
+            p.trigger_next().unwrap();
+        }
         let prod = thread::spawn(move || {
-            while p.submit(101, None).is_err() {
+            while p.submit(100 + cap, None).is_err() {
                 thread::yield_now();
             }
             p.trigger_next().unwrap();
         });
-        for i in 0..2u64 {
+        for i in 0..=cap {
             loop {
                 if let Some(pp) = w.pop(NrtStatus::SUCCESS).expect("consistent slot") {
                     assert_eq!(pp.seq.seq_num(), i + 1);
@@ -44,15 +48,19 @@ fn capture_before_advance_items() {
 }
 
 /// A waiter blocked on item 1 must be signalled even though the producer
-/// overwrites mark_comp_efd with -1 for item 2 right after exec_head moves.
-#[test]
-fn capture_before_advance_waiter() {
-    ring_support::model(|| {
+/// overwrites mark_comp_efd with -1 for item cap + 1 (same slot) right after
+/// exec_head moves. Three threads (producer = main, waiter, worker).
+fn waiter(cap: u64) {
+    ring_support::model(move || {
         let reg = Registry::new(1, 1);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(1)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let s1 = p.submit(100, None).unwrap();
         p.trigger_next().unwrap();
+        for i in 1..cap {
+            p.submit(100 + i, None).unwrap();
+            p.trigger_next().unwrap();
+        }
         let ev = reg.event(0);
         let waiter = thread::spawn(move || {
             q.wait_on(s1, WaitMode::Block, &ev, Duration::from_secs(3600))
@@ -62,7 +70,7 @@ fn capture_before_advance_waiter() {
         let (sp, wk) = (space.clone(), work.clone());
         let worker = thread::spawn(move || {
             let mut n = 0u64;
-            while n < 2 {
+            while n <= cap {
                 match w.pop(NrtStatus::SUCCESS).unwrap() {
                     Some(pp) => {
                         assert_eq!(pp.item, 100 + n);
@@ -73,7 +81,7 @@ fn capture_before_advance_waiter() {
                 }
             }
         });
-        while p.submit(101, None).is_err() {
+        while p.submit(100 + cap, None).is_err() {
             space.wait();
         }
         p.trigger_next().unwrap();
@@ -82,4 +90,24 @@ fn capture_before_advance_waiter() {
         assert!(matches!(waiter.join().unwrap(), Waited::Completed { .. }));
         reg.assert_dups_closed_once();
     });
+}
+
+#[test]
+fn capture_reuse_cap1_two_items() {
+    items(1);
+}
+
+#[test]
+fn capture_reuse_cap2_three_items() {
+    items(2);
+}
+
+#[test]
+fn capture_reuse_cap1_two_items_waiter() {
+    waiter(1);
+}
+
+#[test]
+fn capture_reuse_cap2_three_items_waiter() {
+    waiter(2);
 }

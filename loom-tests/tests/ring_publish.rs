@@ -1,6 +1,10 @@
 //! Loom: the slot body is written before the cursor publish (seed 000 §6
 //! "producer stages, then publishes"; the scheduled_head Release / peek
-//! Acquire pair). Capacity 1 and 2 with capacity + 1 items force slot reuse.
+//! Acquire pair). Capacity 1 and 2 with capacity + 1 items force slot reuse;
+//! every model here is a slot-reuse model (`reuse` in its name: `.ci/loom`
+//! runs them at LOOM_MAX_PREEMPTIONS=3). Two threads each, so the retry
+//! loops yield instead of waiting on a gate (a gate would add a
+//! happens-before edge that hides the `relaxed_publish` mutant).
 //! Kills `relaxed_publish`: with a Relaxed publish the worker can see
 //! scheduled_head move and still read a stale seq_id / exec_info.
 #![cfg(loom)]
@@ -42,18 +46,18 @@ fn one_by_one(cap: u64) {
 }
 
 #[test]
-fn publish_cap1_two_items() {
+fn publish_reuse_cap1_two_items() {
     one_by_one(1);
 }
 
 #[test]
-fn publish_cap2_three_items() {
+fn publish_reuse_cap2_three_items() {
     one_by_one(2);
 }
 
 /// The batched form: one publish per burst on each side.
 #[test]
-fn publish_bursts_cap2() {
+fn publish_reuse_bursts_cap2() {
     ring_support::model(|| {
         let reg = Registry::new(1, 0);
         let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(2)).unwrap();

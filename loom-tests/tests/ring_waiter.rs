@@ -5,7 +5,13 @@
 //! returns (no lost wake-up), each dup is closed exactly once, and a pooled
 //! event is never closed. Kills `waiter_no_recheck` (the waiter installs
 //! after pop already captured -1, then blocks forever: loom reports the
-//! deadlock).
+//! deadlock; or, once the slot is reused, finds the next item's seq_id there).
+//!
+//! `race`: one item, capacity 2 (the three waiting modes, two threads).
+//! `reuse`: capacity 1 with two items and capacity 2 with three items; the
+//! waiter waits on item 1 while the producer reuses its slot for the last
+//! item, so an install can meet the slot of the next item (three threads).
+//! The `reuse` models run at LOOM_MAX_PREEMPTIONS=3 in `.ci/loom`.
 #![cfg(loom)]
 
 mod ring_support;
@@ -14,11 +20,24 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use loom::thread;
-use ring_support::Registry;
+use ring_support::{Gate, Registry};
 use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
 const LONG: Duration = Duration::from_secs(3600);
+
+fn check_pool(reg: &Registry, q_counts: (usize, usize)) {
+    assert_eq!(
+        reg.worker_closes.load(Ordering::Relaxed),
+        0,
+        "pooled events are never closed"
+    );
+    assert_eq!(
+        q_counts,
+        (reg.pool_made(), 0),
+        "a taken event is back in the pool, its signal consumed"
+    );
+}
 
 fn race(pooled: bool, mode: WaitMode) {
     ring_support::model(move || {
@@ -43,16 +62,62 @@ fn race(pooled: bool, mode: WaitMode) {
         assert!(q.is_completed(s).unwrap());
         reg.assert_dups_closed_once();
         if pooled {
-            assert_eq!(
-                reg.worker_closes.load(Ordering::Relaxed),
-                0,
-                "pooled events are never closed"
-            );
-            assert_eq!(
-                q.pool_counts(),
-                (reg.pool_made(), 0),
-                "a taken event is back in the pool, its signal consumed"
-            );
+            check_pool(&reg, q.pool_counts());
+        }
+    });
+}
+
+/// Items 1..=cap are submitted and triggered up front; a waiter thread waits
+/// on item 1 (Block); the worker pops all cap + 1 items; the producer (main)
+/// submits item cap + 1 into item 1's slot as soon as it frees. The waiter
+/// must return Completed (never a lost wake-up, never `SlotMismatch` from
+/// installing into the reused slot). Three threads.
+fn reuse(cap: u64, pooled: bool) {
+    ring_support::model(move || {
+        let reg = Registry::new(2, 1);
+        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let q = p.queue().clone();
+        let s1 = p.submit(100, None).unwrap();
+        p.trigger_next().unwrap();
+        for i in 1..cap {
+            p.submit(100 + i, None).unwrap();
+            p.trigger_next().unwrap();
+        }
+        let (q2, r2) = (q.clone(), reg.clone());
+        let waiter = thread::spawn(move || {
+            if pooled {
+                q2.wait(s1, WaitMode::Block, LONG).unwrap()
+            } else {
+                q2.wait_on(s1, WaitMode::Block, &r2.event(0), LONG).unwrap()
+            }
+        });
+        let (space, work) = (Gate::new(), Gate::new());
+        let (sp, wk) = (space.clone(), work.clone());
+        let worker = thread::spawn(move || {
+            let mut n = 0u64;
+            while n <= cap {
+                match w.pop(NrtStatus::SUCCESS).unwrap() {
+                    Some(pp) => {
+                        assert_eq!(pp.item, 100 + n);
+                        n += 1;
+                        sp.open();
+                    }
+                    None => wk.wait(),
+                }
+            }
+        });
+        while p.submit(100 + cap, None).is_err() {
+            space.wait();
+        }
+        p.trigger_next().unwrap();
+        work.open();
+        worker.join().unwrap();
+        let r = waiter.join().unwrap();
+        assert!(matches!(r, Waited::Completed { .. }), "{r:?}");
+        assert!(q.is_completed(s1).unwrap());
+        reg.assert_dups_closed_once();
+        if pooled {
+            check_pool(&reg, q.pool_counts());
         }
     });
 }
@@ -70,4 +135,19 @@ fn waiter_race_pooled_block() {
 #[test]
 fn waiter_race_caller_fd_spin_then_block() {
     race(false, WaitMode::SpinThenBlock { spins: 1 });
+}
+
+#[test]
+fn waiter_reuse_cap1_two_items_caller_fd() {
+    reuse(1, false);
+}
+
+#[test]
+fn waiter_reuse_cap1_two_items_pooled() {
+    reuse(1, true);
+}
+
+#[test]
+fn waiter_reuse_cap2_three_items_caller_fd() {
+    reuse(2, false);
 }
