@@ -122,6 +122,66 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     /// The ABI image: the 256-byte header followed by `capacity` 32-byte
     /// slots, read word by word (atomically) from wherever they live.
     fn snapshot(&self) -> Vec<u8>;
+
+    /// A hint that slots `idx..idx + n` (`idx + n <= capacity`) are about to
+    /// be written: start taking their cache lines for writing (`PREFETCHW`)
+    /// so the stores that follow do not wait for them one by one. Touches no
+    /// byte; a no-op where the CPU lacks the instruction and under loom.
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        let _ = (idx, n);
+    }
+}
+
+/// Whether the CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8, on AMD and
+/// Intel alike). Asked once per process.
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+fn has_prefetchw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        use core::arch::x86_64::{__cpuid, __get_cpuid_max};
+        // SAFETY: CPUID exists on every x86_64 CPU and only reads identification
+        // registers (the intrinsics are safe fns on newer toolchains).
+        #[allow(unused_unsafe)]
+        let (max, _) = unsafe { __get_cpuid_max(0x8000_0000) };
+        if max < 0x8000_0001 {
+            return false;
+        }
+        // SAFETY: as above; the leaf is within the range CPUID reported.
+        #[allow(unused_unsafe)]
+        let ecx = unsafe { __cpuid(0x8000_0001) }.ecx;
+        ecx & (1 << 8) != 0
+    })
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+fn has_prefetchw() -> bool {
+    false
+}
+
+/// `PREFETCHW` every 64-byte line of `[start, start + len)` when `enabled`
+/// (the storage asked [`has_prefetchw`] at construction).
+#[inline(always)]
+fn prefetch_write_lines(enabled: bool, start: usize, len: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    if enabled {
+        let mut line = start & !63;
+        while line < start + len {
+            // SAFETY: PREFETCHW (present: `enabled` comes from CPUID) is a hint:
+            // it never faults, reads or writes no byte the program can see,
+            // and touches no register but its address operand.
+            unsafe {
+                core::arch::asm!(
+                    "prefetchw [{0}]",
+                    in(reg) line,
+                    options(nostack, preserves_flags, readonly)
+                );
+            }
+            line += 64;
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = (enabled, start, len);
 }
 
 /// Check a capacity / start pair (shared by both storages).
@@ -146,7 +206,13 @@ pub(crate) fn check_config(capacity: u64, start: u64) -> Result<(), RingError> {
 struct Line(AtomicU64);
 
 /// One owned slot: the five `xuq_exec_info_t` fields as atomics.
+///
+/// Aligned to its 32-byte size (as the mapped slots are, behind the
+/// 64-byte-aligned header) so that no slot straddles two cache lines: a
+/// straddling slot makes one item's hand-off move two lines between the
+/// producer's and the worker's cores.
 #[derive(Debug)]
+#[cfg_attr(not(loom), repr(align(32)))]
 pub struct OwnedSlot {
     seq_id: AtomicU64,
     exec_status: AtomicU64,
@@ -154,6 +220,11 @@ pub struct OwnedSlot {
     from_pool: AtomicBool,
     exec_info: AtomicU64,
 }
+
+// The owned slot has the ABI slot's size (seed 000 §7 item 2), so the owned
+// ring has the same two-slots-per-line density as the mapped one.
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<OwnedSlot>() == exec_slot::SIZE);
 
 impl SlotAccess for &OwnedSlot {
     #[inline]
@@ -211,6 +282,8 @@ pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
     scheduled_head: Line,
     scheduled_tail: Line,
     slots: Box<[OwnedSlot]>,
+    /// The CPU has `PREFETCHW` ([`Storage::prefetch_write`]).
+    prefetchw: bool,
 }
 
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
@@ -244,6 +317,7 @@ impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
             scheduled_head: Line(AtomicU64::new(start)),
             scheduled_tail: Line(AtomicU64::new(start)),
             slots,
+            prefetchw: has_prefetchw(),
         })
     }
 
@@ -303,11 +377,19 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
         }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn slot(&self, idx: usize) -> &OwnedSlot {
-        // Indexing is bounds-checked anyway; the precondition makes the check
-        // always pass.
-        &self.slots[idx]
+        debug_assert!(idx < self.slots.len());
+        // SAFETY: the caller guarantees `idx < capacity()` and `slots` holds
+        // exactly `capacity` slots (built in `new`), so the index is in bounds.
+        unsafe { self.slots.get_unchecked(idx) }
+    }
+
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        debug_assert!(idx + n <= self.slots.len());
+        let start = self.slots.as_ptr() as usize + idx * core::mem::size_of::<OwnedSlot>();
+        prefetch_write_lines(self.prefetchw, start, n * core::mem::size_of::<OwnedSlot>());
     }
 
     fn snapshot(&self) -> Vec<u8> {
@@ -386,6 +468,8 @@ pub struct MappedStorage {
     scheduled_head: *const StdAtomicU64,
     scheduled_tail: *const StdAtomicU64,
     slots: *mut u8,
+    /// The CPU has `PREFETCHW` ([`Storage::prefetch_write`]).
+    prefetchw: bool,
 }
 
 // SAFETY: the raw pointers point into `region`'s mapping, which `self` keeps
@@ -440,6 +524,7 @@ impl MappedStorage {
             scheduled_head,
             scheduled_tail,
             slots,
+            prefetchw: has_prefetchw(),
         })
     }
 
@@ -568,7 +653,7 @@ impl Storage for MappedStorage {
         self.cursor(c).load(Ordering::Acquire)
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn slot(&self, idx: usize) -> MappedSlot<'_> {
         debug_assert!((idx as u64) < self.cap);
         MappedSlot {
@@ -577,6 +662,14 @@ impl Storage for MappedStorage {
             base: unsafe { self.slots.add(idx * exec_slot::SIZE) },
             _region: PhantomData,
         }
+    }
+
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        debug_assert!((idx + n) as u64 <= self.cap);
+        // Address arithmetic only (no pointer is formed or dereferenced).
+        let start = self.slots as usize + idx * exec_slot::SIZE;
+        prefetch_write_lines(self.prefetchw, start, n * exec_slot::SIZE);
     }
 
     fn snapshot(&self) -> Vec<u8> {
