@@ -171,9 +171,9 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         let (mut idx, mut i) = (first, 0);
         while i < n {
             let run = (n - i).min(cap - idx);
-            for k in 0..run {
-                // SAFETY: `idx + k < idx + run <= cap`.
-                f(i + k, unsafe { self.storage.slot(idx + k) })?;
+            // SAFETY: `idx + run <= cap`.
+            for (k, slot) in unsafe { self.storage.run(idx, run) }.enumerate() {
+                f(i + k, slot)?;
             }
             i += run;
             idx += run;
@@ -624,6 +624,18 @@ pub struct SubmitError<T> {
     pub status: Option<StatusArc>,
 }
 
+/// [`derive`] out of line, for a case the hot path has already ruled out.
+#[cold]
+#[inline(never)]
+fn derive_cold(
+    seq_num: u64,
+    exec_head: u64,
+    scheduled_head: u64,
+    scheduled_tail: u64,
+) -> SlotState {
+    derive(seq_num, exec_head, scheduled_head, scheduled_tail)
+}
+
 /// Record a transition when tracing is on; check it either way.
 #[inline(always)]
 fn step(
@@ -797,7 +809,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let st = if occupant < self.cached_exec_head {
             SlotState::Free
         } else {
-            derive(occupant, self.cached_exec_head, self.sched_head, self.tail)
+            derive_cold(occupant, self.cached_exec_head, self.sched_head, self.tail)
         };
         step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
     }
@@ -1195,6 +1207,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         mut out: impl FnMut(Popped<T>),
     ) -> Result<usize, RingError> {
         const BURST: usize = 64;
+        const _: () = assert!(BURST.is_power_of_two());
         let want = (max as u64).min(BURST as u64);
         if !S::CACHE_REMOTE || self.cached_sched_head - self.head < want {
             // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
@@ -1244,11 +1257,17 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                     });
                 }
                 status_words |= slot.exec_status(Relaxed);
-                infos[i].write(slot.exec_info(Relaxed));
+                // `i < n <= BURST` (a power of two): the mask changes nothing
+                // and proves the index in bounds.
+                infos[i & (BURST - 1)].write(slot.exec_info(Relaxed));
                 if scan_handles {
                     let efd = slot.efd(Relaxed);
                     if efd != NO_EFD {
-                        handles[n_handles].write((i, efd, slot.efd_from_pool(Relaxed)));
+                        handles[n_handles & (BURST - 1)].write((
+                            i,
+                            efd,
+                            slot.efd_from_pool(Relaxed),
+                        ));
                         n_handles += 1;
                     }
                 }

@@ -119,6 +119,17 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     /// `idx < self.capacity()`.
     unsafe fn slot(&self, idx: usize) -> Self::Slot<'_>;
 
+    /// The slots of one contiguous run, in index order.
+    type Run<'a>: Iterator<Item = Self::Slot<'a>>
+    where
+        Self: 'a;
+
+    /// The slots `idx..idx + n` (one contiguous run, no wrap).
+    ///
+    /// # Safety
+    /// `idx + n <= self.capacity()`.
+    unsafe fn run(&self, idx: usize, n: usize) -> Self::Run<'_>;
+
     /// The ABI image: the 256-byte header followed by `capacity` 32-byte
     /// slots, read word by word (atomically) from wherever they live.
     fn snapshot(&self) -> Vec<u8>;
@@ -385,6 +396,15 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
         unsafe { self.slots.get_unchecked(idx) }
     }
 
+    type Run<'a> = core::slice::Iter<'a, OwnedSlot>;
+
+    #[inline(always)]
+    unsafe fn run(&self, idx: usize, n: usize) -> core::slice::Iter<'_, OwnedSlot> {
+        debug_assert!(idx + n <= self.slots.len());
+        // SAFETY: the caller guarantees `idx + n <= capacity()` = `slots.len()`.
+        unsafe { self.slots.get_unchecked(idx..idx + n) }.iter()
+    }
+
     #[inline(always)]
     fn prefetch_write(&self, idx: usize, n: usize) {
         debug_assert!(idx + n <= self.slots.len());
@@ -620,6 +640,33 @@ impl SlotAccess for MappedSlot<'_> {
     }
 }
 
+/// A contiguous run of mapped slots ([`Storage::run`]).
+#[derive(Debug)]
+pub struct MappedRun<'a> {
+    next: *mut u8,
+    end: *mut u8,
+    _region: PhantomData<&'a Region>,
+}
+
+impl<'a> Iterator for MappedRun<'a> {
+    type Item = MappedSlot<'a>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<MappedSlot<'a>> {
+        if self.next == self.end {
+            return None;
+        }
+        let slot = MappedSlot {
+            base: self.next,
+            _region: PhantomData,
+        };
+        // SAFETY: `next < end`, both inside (or one past) the checked slot
+        // range (`MappedStorage::run`), and they differ by whole slots.
+        self.next = unsafe { self.next.add(exec_slot::SIZE) };
+        Some(slot)
+    }
+}
+
 impl sealed::Sealed for MappedStorage {}
 
 impl Storage for MappedStorage {
@@ -660,6 +707,26 @@ impl Storage for MappedStorage {
             // SAFETY: the caller guarantees `idx < capacity`, so
             // `idx * 32 + 32 <= capacity * 32`, the slot range checked in `init`.
             base: unsafe { self.slots.add(idx * exec_slot::SIZE) },
+            _region: PhantomData,
+        }
+    }
+
+    type Run<'a> = MappedRun<'a>;
+
+    #[inline(always)]
+    unsafe fn run(&self, idx: usize, n: usize) -> MappedRun<'_> {
+        debug_assert!((idx + n) as u64 <= self.cap);
+        // SAFETY: the caller guarantees `idx + n <= capacity`, so both ends lie
+        // inside (or one past) the slot range checked in `init`.
+        let (next, end) = unsafe {
+            (
+                self.slots.add(idx * exec_slot::SIZE),
+                self.slots.add((idx + n) * exec_slot::SIZE),
+            )
+        };
+        MappedRun {
+            next,
+            end,
             _region: PhantomData,
         }
     }
