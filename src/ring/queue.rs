@@ -156,6 +156,17 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         }
     }
 
+    /// The slot index `k` after `i` (`i < cap`, any `k <= cap`).
+    #[inline(always)]
+    fn idx_ahead(&self, i: usize, k: u64) -> usize {
+        let j = i + k as usize;
+        if j as u64 >= self.cap {
+            j - self.cap as usize
+        } else {
+            j
+        }
+    }
+
     /// Visit the `n <= cap` slots from index `first` in ring order as
     /// `(i, slot)`, in contiguous runs (no per-slot wrap check); stop at the
     /// first error. Returns the index after the last slot visited.
@@ -219,8 +230,8 @@ impl<T: Payload, S: Storage> Drop for Shared<T, S> {
                 // submit's status cell; its strong count was never taken back.
                 drop(unsafe { StatusArc::from_raw(st as usize as *const StatusCell) });
             }
-            let efd = slot.efd(Relaxed);
-            if efd != NO_EFD && !slot.efd_from_pool(Relaxed) {
+            let (efd, pooled) = slot.handle(Relaxed);
+            if efd != NO_EFD && !pooled {
                 // The slot owned this dup (waiter module docs).
                 self.sink.close(efd);
             }
@@ -431,8 +442,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         }
         // Relaxed: the lock orders these before pop's capture (pop takes the
         // same lock), and pop cannot have captured yet (not done, above).
-        slot.set_efd(fd, Relaxed);
-        slot.set_efd_from_pool(from_pool, Relaxed);
+        slot.set_handle(fd, from_pool, Relaxed);
         g.installed_one();
         Ok(Armed::Installed)
     }
@@ -447,8 +457,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         if slot.efd(Relaxed) != NO_EFD {
             g.removed(1);
         }
-        slot.set_efd(NO_EFD, Relaxed);
-        slot.set_efd_from_pool(false, Relaxed);
+        slot.set_handle(NO_EFD, false, Relaxed);
         true
     }
 
@@ -636,6 +645,9 @@ fn derive_cold(
     derive(seq_num, exec_head, scheduled_head, scheduled_tail)
 }
 
+/// How many slots ahead a per-item submit prefetches.
+const PREFETCH_AHEAD: u64 = 8;
+
 /// Record a transition when tracing is on; check it either way.
 #[inline(always)]
 fn step(
@@ -685,8 +697,9 @@ fn write_body<T: Payload>(slot: impl SlotAccess, seq: u64, item: T, status: Opti
     let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
     slot.set_exec_status(st_word, Relaxed); //        +0x08
     slot.set_exec_info(item.into_word(), Relaxed); // +0x18
-    slot.set_efd(NO_EFD, Relaxed); //                 +0x10 (no waiter yet, §1 QUIRK)
-    slot.set_efd_from_pool(false, Relaxed); //            +0x14
+                                                   // +0x10 mark_comp_efd = -1 (no waiter yet, §1 QUIRK), +0x14 efd_from_pool
+                                                   // = false, in one store.
+    slot.set_handle(NO_EFD, false, Relaxed);
 }
 
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
@@ -843,6 +856,12 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         sh.storage.publish(Cursor::ScheduledTail, self.tail, 1);
         self.tail += 1;
         self.tail_idx = sh.next_idx(self.tail_idx);
+        // Take the line of a slot a few ahead for writing while it is
+        // certainly free (below `limit`), so a later submit does not wait.
+        if self.tail + PREFETCH_AHEAD < self.limit {
+            sh.storage
+                .prefetch_write_slot(sh.idx_ahead(self.tail_idx, PREFETCH_AHEAD));
+        }
         Ok(seq)
     }
 
@@ -1167,10 +1186,8 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                 pooled: false,
             };
             if g.any_installed() {
-                cap = Capture {
-                    efd: slot.efd(Relaxed),
-                    pooled: slot.efd_from_pool(Relaxed),
-                };
+                let (efd, pooled) = slot.handle(Relaxed);
+                cap = Capture { efd, pooled };
                 if cap.efd != NO_EFD {
                     g.removed(1);
                 }
@@ -1261,13 +1278,9 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                 // and proves the index in bounds.
                 infos[i & (BURST - 1)].write(slot.exec_info(Relaxed));
                 if scan_handles {
-                    let efd = slot.efd(Relaxed);
+                    let (efd, pooled) = slot.handle(Relaxed);
                     if efd != NO_EFD {
-                        handles[n_handles & (BURST - 1)].write((
-                            i,
-                            efd,
-                            slot.efd_from_pool(Relaxed),
-                        ));
+                        handles[n_handles & (BURST - 1)].write((i, efd, pooled));
                         n_handles += 1;
                     }
                 }

@@ -21,7 +21,7 @@
 use core::marker::PhantomData;
 
 use crate::hal::mem::{MemError, Region};
-use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::wire::exec_slot;
 use crate::wire::seq_id::XuId;
 use crate::wire::xu_queue;
@@ -69,14 +69,20 @@ pub trait SlotAccess {
     fn exec_status(&self, o: Ordering) -> u64;
     /// Store `exec_status`.
     fn set_exec_status(&self, v: u64, o: Ordering);
-    /// `mark_comp_efd` (+0x10).
-    fn efd(&self, o: Ordering) -> i32;
-    /// Store `mark_comp_efd`.
-    fn set_efd(&self, v: i32, o: Ordering);
-    /// `efd_from_pool` (+0x14).
-    fn efd_from_pool(&self, o: Ordering) -> bool;
-    /// Store `efd_from_pool`.
-    fn set_efd_from_pool(&self, v: bool, o: Ordering);
+    /// `mark_comp_efd` (+0x10) and `efd_from_pool` (+0x14), read together
+    /// (one 8-byte load of +0x10..+0x18).
+    fn handle(&self, o: Ordering) -> (i32, bool);
+    /// Store `mark_comp_efd` and `efd_from_pool` together: one 8-byte store
+    /// of +0x10..+0x18 whose 3 padding bytes (+0x15..+0x17) are written as
+    /// the zeros they always hold (the slots are zeroed at init and nothing
+    /// else writes the hole), so the ABI image is the one two field stores
+    /// give.
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering);
+    /// `mark_comp_efd` alone.
+    #[inline(always)]
+    fn efd(&self, o: Ordering) -> i32 {
+        self.handle(o).0
+    }
     /// `exec_info` (+0x18): the work item's address.
     fn exec_info(&self, o: Ordering) -> u64;
     /// Store `exec_info`.
@@ -142,6 +148,13 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     fn prefetch_write(&self, idx: usize, n: usize) {
         let _ = (idx, n);
     }
+
+    /// [`prefetch_write`](Self::prefetch_write) of the one line holding slot
+    /// `idx` (`< capacity`).
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        let _ = idx;
+    }
 }
 
 /// Whether the CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8, on AMD and
@@ -168,6 +181,24 @@ fn has_prefetchw() -> bool {
 #[cfg(not(all(target_arch = "x86_64", not(loom))))]
 fn has_prefetchw() -> bool {
     false
+}
+
+/// `PREFETCHW` the line holding `addr` when `enabled`.
+#[inline(always)]
+fn prefetch_write_line(enabled: bool, addr: usize) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    if enabled {
+        // SAFETY: as in `prefetch_write_lines`.
+        unsafe {
+            core::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) addr,
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = (enabled, addr);
 }
 
 /// `PREFETCHW` every 64-byte line of `[start, start + len)` when `enabled`
@@ -227,10 +258,30 @@ struct Line(AtomicU64);
 pub struct OwnedSlot {
     seq_id: AtomicU64,
     exec_status: AtomicU64,
-    efd: AtomicU32,
-    from_pool: AtomicBool,
+    /// `mark_comp_efd` (low 4 bytes), `efd_from_pool` (byte 4) and the
+    /// always-zero padding, as one word ([`handle_word`]).
+    handle: AtomicU64,
     exec_info: AtomicU64,
 }
+
+/// The 8 bytes at slot +0x10 as a native word: `mark_comp_efd` (4 bytes LE),
+/// `efd_from_pool` (1 byte), 3 zero padding bytes (seed 000 §7 item 2).
+#[inline(always)]
+fn handle_word(efd: i32, from_pool: bool) -> u64 {
+    u64::from_le((efd as u32 as u64) | (u64::from(from_pool) << 32))
+}
+
+/// The inverse of [`handle_word`].
+#[inline(always)]
+fn handle_fields(w: u64) -> (i32, bool) {
+    let w = u64::from_le(w);
+    (w as u32 as i32, (w >> 32) as u8 != 0)
+}
+
+const _: () = assert!(
+    exec_slot::off::EFD_FROM_POOL == exec_slot::off::MARK_COMP_EFD + 4
+        && exec_slot::off::EXEC_INFO == exec_slot::off::MARK_COMP_EFD + 8
+);
 
 // The owned slot has the ABI slot's size (seed 000 §7 item 2), so the owned
 // ring has the same two-slots-per-line density as the mapped one.
@@ -255,20 +306,12 @@ impl SlotAccess for &OwnedSlot {
         self.exec_status.store(v, o)
     }
     #[inline]
-    fn efd(&self, o: Ordering) -> i32 {
-        self.efd.load(o) as i32
+    fn handle(&self, o: Ordering) -> (i32, bool) {
+        handle_fields(self.handle.load(o))
     }
     #[inline]
-    fn set_efd(&self, v: i32, o: Ordering) {
-        self.efd.store(v as u32, o)
-    }
-    #[inline]
-    fn efd_from_pool(&self, o: Ordering) -> bool {
-        self.from_pool.load(o)
-    }
-    #[inline]
-    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
-        self.from_pool.store(v, o)
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering) {
+        self.handle.store(handle_word(efd, from_pool), o)
     }
     #[inline]
     fn exec_info(&self, o: Ordering) -> u64 {
@@ -316,8 +359,7 @@ impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
             .map(|_| OwnedSlot {
                 seq_id: AtomicU64::new(0),
                 exec_status: AtomicU64::new(0),
-                efd: AtomicU32::new(0),
-                from_pool: AtomicBool::new(false),
+                handle: AtomicU64::new(0),
                 exec_info: AtomicU64::new(0),
             })
             .collect();
@@ -412,6 +454,15 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
         prefetch_write_lines(self.prefetchw, start, n * core::mem::size_of::<OwnedSlot>());
     }
 
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        debug_assert!(idx < self.slots.len());
+        prefetch_write_line(
+            self.prefetchw,
+            self.slots.as_ptr() as usize + idx * core::mem::size_of::<OwnedSlot>(),
+        );
+    }
+
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; xu_queue::SIZE + self.slots.len() * exec_slot::SIZE];
         let put = |out: &mut Vec<u8>, off: usize, b: &[u8]| {
@@ -445,12 +496,12 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
                 b + exec_slot::off::EXEC_STATUS,
                 &s.exec_status.load(r).to_le_bytes(),
             );
+            // mark_comp_efd, efd_from_pool and the zero padding.
             put(
                 &mut out,
                 b + exec_slot::off::MARK_COMP_EFD,
-                &s.efd.load(r).to_le_bytes(),
+                &s.handle.load(r).to_ne_bytes(),
             );
-            out[b + exec_slot::off::EFD_FROM_POOL] = u8::from(s.from_pool.load(r));
             put(
                 &mut out,
                 b + exec_slot::off::EXEC_INFO,
@@ -473,8 +524,6 @@ const PUBLISH: Ordering = Ordering::Relaxed;
 // ---------------------------------------------------------------------------
 
 type StdAtomicU64 = std::sync::atomic::AtomicU64;
-type StdAtomicU32 = std::sync::atomic::AtomicU32;
-type StdAtomicU8 = std::sync::atomic::AtomicU8;
 
 /// The byte-exact `xu_queue_t` header at region offset 0 and the slot array
 /// right after it (region offset [`xu_queue::SIZE`]); `buffer` (+0x08) holds
@@ -603,32 +652,13 @@ impl SlotAccess for MappedSlot<'_> {
         self.u64_at(exec_slot::off::EXEC_STATUS).store(v, o)
     }
     #[inline]
-    fn efd(&self, o: Ordering) -> i32 {
-        // SAFETY: +0x10 is 4-aligned inside the validated 32-byte slot; the
-        // region outlives 'a; accesses are atomic.
-        let a =
-            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
-        a.load(o) as i32
+    fn handle(&self, o: Ordering) -> (i32, bool) {
+        handle_fields(self.u64_at(exec_slot::off::MARK_COMP_EFD).load(o))
     }
     #[inline]
-    fn set_efd(&self, v: i32, o: Ordering) {
-        // SAFETY: as in `efd`.
-        let a =
-            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
-        a.store(v as u32, o)
-    }
-    #[inline]
-    fn efd_from_pool(&self, o: Ordering) -> bool {
-        // SAFETY: +0x14 is inside the validated 32-byte slot; a byte needs no
-        // alignment; the region outlives 'a; accesses are atomic.
-        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
-        a.load(o) != 0
-    }
-    #[inline]
-    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
-        // SAFETY: as in `from_pool`.
-        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
-        a.store(u8::from(v), o)
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering) {
+        self.u64_at(exec_slot::off::MARK_COMP_EFD)
+            .store(handle_word(efd, from_pool), o)
     }
     #[inline]
     fn exec_info(&self, o: Ordering) -> u64 {
@@ -737,6 +767,12 @@ impl Storage for MappedStorage {
         // Address arithmetic only (no pointer is formed or dereferenced).
         let start = self.slots as usize + idx * exec_slot::SIZE;
         prefetch_write_lines(self.prefetchw, start, n * exec_slot::SIZE);
+    }
+
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        debug_assert!((idx as u64) < self.cap);
+        prefetch_write_line(self.prefetchw, self.slots as usize + idx * exec_slot::SIZE);
     }
 
     fn snapshot(&self) -> Vec<u8> {
