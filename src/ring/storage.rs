@@ -143,7 +143,7 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     /// A hint that slots `idx..idx + n` (`idx + n <= capacity`) are about to
     /// be written: start taking their cache lines for writing (`PREFETCHW`)
     /// so the stores that follow do not wait for them one by one. Touches no
-    /// byte; a no-op where the CPU lacks the instruction and under loom.
+    /// byte; a no-op where the CPU lacks the instruction, under loom and under Miri.
     #[inline(always)]
     fn prefetch_write(&self, idx: usize, n: usize) {
         let _ = (idx, n);
@@ -159,7 +159,7 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
 
 /// Whether the CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8, on AMD and
 /// Intel alike). Asked once per process.
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
 fn has_prefetchw() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| {
@@ -178,7 +178,7 @@ fn has_prefetchw() -> bool {
     })
 }
 
-#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+#[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
 fn has_prefetchw() -> bool {
     false
 }
@@ -186,7 +186,7 @@ fn has_prefetchw() -> bool {
 /// `PREFETCHW` the line holding `addr` when `enabled`.
 #[inline(always)]
 fn prefetch_write_line(enabled: bool, addr: usize) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
     if enabled {
         // SAFETY: as in `prefetch_write_lines`.
         unsafe {
@@ -197,7 +197,7 @@ fn prefetch_write_line(enabled: bool, addr: usize) {
             );
         }
     }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
     let _ = (enabled, addr);
 }
 
@@ -205,7 +205,7 @@ fn prefetch_write_line(enabled: bool, addr: usize) {
 /// (the storage asked [`has_prefetchw`] at construction).
 #[inline(always)]
 fn prefetch_write_lines(enabled: bool, start: usize, len: usize) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
     if enabled {
         let mut line = start & !63;
         while line < start + len {
@@ -222,7 +222,7 @@ fn prefetch_write_lines(enabled: bool, start: usize, len: usize) {
             line += 64;
         }
     }
-    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    #[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
     let _ = (enabled, start, len);
 }
 
