@@ -223,7 +223,7 @@ impl Drop for Guard<'_> {
 }
 
 /// `membarrier(2)`: the heavy side of the asymmetric fence (Linux >= 4.14).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 mod membarrier {
     use std::sync::OnceLock;
 
@@ -261,8 +261,9 @@ mod membarrier {
     }
 }
 
-/// Under loom both fences are `fence(SeqCst)` (loom cannot model membarrier).
-#[cfg(loom)]
+/// Under loom (and Miri) both fences are `fence(SeqCst)` (neither can model
+/// membarrier).
+#[cfg(any(loom, miri))]
 mod membarrier {
     pub(super) fn available() -> bool {
         false

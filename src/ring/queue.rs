@@ -693,12 +693,15 @@ fn step_range(
 /// Release on scheduled_tail / scheduled_head that follows, §6 producer).
 #[inline(always)]
 fn write_body<T: Payload>(slot: impl SlotAccess, seq: u64, item: T, status: Option<StatusArc>) {
-    slot.set_seq_id(seq, Relaxed); //                 +0x00
+    // +0x00 seq_id
+    slot.set_seq_id(seq, Relaxed);
+    // +0x08 exec_status: the status cell's address, or 0
     let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
-    slot.set_exec_status(st_word, Relaxed); //        +0x08
-    slot.set_exec_info(item.into_word(), Relaxed); // +0x18
-                                                   // +0x10 mark_comp_efd = -1 (no waiter yet, §1 QUIRK), +0x14 efd_from_pool
-                                                   // = false, in one store.
+    slot.set_exec_status(st_word, Relaxed);
+    // +0x18 exec_info: the work item
+    slot.set_exec_info(item.into_word(), Relaxed);
+    // +0x10 mark_comp_efd = -1 (no waiter yet, §1 QUIRK) and +0x14
+    // efd_from_pool = false, in one store
     slot.set_handle(NO_EFD, false, Relaxed);
 }
 
@@ -1136,20 +1139,27 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// The rare half of [`signal`](Self::signal): a waiter installed a handle.
-    #[cold]
-    #[inline(never)]
+    /// The write and close are out of line; the `Signal` is built here, in
+    /// the caller, so the common path keeps it in registers.
+    #[inline(always)]
     fn signal_installed(&self, seq: SeqId, c: Capture) -> Signal {
-        let r = self.q.sh.sink.signal(c.efd);
-        if !c.pooled {
-            self.q.sh.sink.close(c.efd);
-        }
-        match r {
+        match self.write_and_close(c) {
             Ok(()) => Signal::Signalled {
                 fd: c.efd,
                 pooled: c.pooled,
             },
             Err(errno) => Signal::Failed(SignalError { seq, errno }),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_and_close(&self, c: Capture) -> Result<(), i32> {
+        let r = self.q.sh.sink.signal(c.efd);
+        if !c.pooled {
+            self.q.sh.sink.close(c.efd);
+        }
+        r
     }
 
     /// `xuq_worker_pop_current_exec` with the worker's status write: write

@@ -54,7 +54,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2).
+/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2);
+/// `mark_comp_efd` and `efd_from_pool` go together as one 8-byte word.
 ///
 /// All slot fields are accessed with the ordering the caller passes; the
 /// queue uses `Relaxed` everywhere and orders the body through the cursors
@@ -188,7 +189,9 @@ fn has_prefetchw() -> bool {
 fn prefetch_write_line(enabled: bool, addr: usize) {
     #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
     if enabled {
-        // SAFETY: as in `prefetch_write_lines`.
+        // SAFETY: PREFETCHW (present: `enabled` comes from CPUID) is a hint:
+        // it never faults, reads or writes no byte the program can see, and
+        // touches no register but its address operand.
         unsafe {
             core::arch::asm!(
                 "prefetchw [{0}]",
