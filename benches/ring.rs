@@ -5,7 +5,7 @@
 //! Iterations: `XUNDS_RING_N` (default 10^7 executions for throughput; round
 //! trips use N/100, blocking round trips N/1000). Producer on CPU 0, worker on
 //! CPU 1 (best effort). Each measurement is the best of `XUNDS_RING_REPS`
-//! (default 3) runs.
+//! (default 3) runs, with ours and its peers taking turns run by run.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +20,7 @@ use xunds::ring::{
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 
-use crate::harness::{best_of, pin, ratio, row};
+use crate::harness::{pin, ratio, row};
 
 const XU: XuId = XuId::new(0, 0, 1);
 const CAP: usize = 1024;
@@ -38,6 +38,23 @@ fn reps() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3)
+}
+
+/// The best (minimum) time of each variant over `reps` rounds. Every round
+/// runs each variant once, in turn, so a change in machine load over the
+/// measurement (other processes on a shared 2-core machine) falls on all of
+/// them alike instead of on whichever ran last.
+fn best_of_each<const K: usize>(
+    reps: usize,
+    mut fs: [&mut dyn FnMut() -> Duration; K],
+) -> [Duration; K] {
+    let mut best = [Duration::MAX; K];
+    for _ in 0..reps.max(1) {
+        for (b, f) in best.iter_mut().zip(fs.iter_mut()) {
+            *b = (*b).min(f());
+        }
+    }
+    best
 }
 
 /// Run `prod` on CPU 0 and `cons` on CPU 1; time from the first thread
@@ -210,24 +227,31 @@ fn rtrb_chunks(n: u64) -> Duration {
 pub fn throughput() {
     let n = n();
     println!("  {n} executions, capacity {CAP}, 32-byte slots / rtrb items");
-    let ours = best_of(reps(), || {
-        let (p, w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-        ours_per_item(p, w, n)
-    });
+    let [ours, peer, cstyle, corig] = best_of_each(
+        reps(),
+        [
+            &mut || {
+                let (p, w) =
+                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+                ours_per_item(p, w, n)
+            },
+            &mut || rtrb_per_item(n),
+            &mut || {
+                let (p, w) =
+                    XuQueue::<u64, CStyleStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+                ours_per_item(p, w, n)
+            },
+            &mut || {
+                let (p, w) =
+                    XuQueue::<u64, COriginalStorage>::owned(QueueConfig::new(XU, CAP as u64))
+                        .unwrap();
+                ours_per_item(p, w, n)
+            },
+        ],
+    );
     row("xunds ring (submit+trigger / pop)", n, ours);
-    let peer = best_of(reps(), || rtrb_per_item(n));
     row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
-    let cstyle = best_of(reps(), || {
-        let (p, w) =
-            XuQueue::<u64, CStyleStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-        ours_per_item(p, w, n)
-    });
     row("same ring, SeqCst fetch_add cursors", n, cstyle);
-    let corig = best_of(reps(), || {
-        let (p, w) =
-            XuQueue::<u64, COriginalStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-        ours_per_item(p, w, n)
-    });
     row("C original: SeqCst fetch_add, no caching", n, corig);
     ratio("ours vs rtrb per item", ours, peer, ">= 1.0x");
     ratio("ours vs SeqCst fetch_add ring", ours, cstyle, ">= 4.0x");
@@ -243,9 +267,8 @@ pub fn throughput() {
 pub fn batched() {
     let n = n();
     println!("  {n} executions, bursts of {BURST} (worker takes up to 64)");
-    let ours = best_of(reps(), || ours_burst(n));
+    let [ours, peer] = best_of_each(reps(), [&mut || ours_burst(n), &mut || rtrb_chunks(n)]);
     row("xunds submit_burst+trigger_burst / pop_burst", n, ours);
-    let peer = best_of(reps(), || rtrb_chunks(n));
     row("rtrb 0.4 write_chunk_uninit / read_chunk", n, peer);
     ratio("ours vs rtrb chunks", ours, peer, ">= 1.0x");
 }
@@ -255,57 +278,63 @@ pub fn batched() {
 pub fn roundtrip() {
     let m = (n() / 100).max(1000);
     println!("  {m} round trips, spinning waiter and spinning worker");
-    let ours = best_of(reps(), || {
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
-        let q = p.queue().clone();
-        two_threads(
-            move || {
-                for i in 0..m {
-                    let s = p.submit(i, None).unwrap();
-                    p.trigger_next().unwrap();
-                    while !q.is_completed(s).unwrap() {
-                        std::hint::spin_loop();
-                    }
-                }
+    let [ours, peer] = best_of_each(
+        reps(),
+        [
+            &mut || {
+                let (mut p, mut w) =
+                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+                let q = p.queue().clone();
+                two_threads(
+                    move || {
+                        for i in 0..m {
+                            let s = p.submit(i, None).unwrap();
+                            p.trigger_next().unwrap();
+                            while !q.is_completed(s).unwrap() {
+                                std::hint::spin_loop();
+                            }
+                        }
+                    },
+                    move || {
+                        let mut got = 0;
+                        while got < m {
+                            match w.pop(NrtStatus::SUCCESS) {
+                                Ok(Some(_)) => got += 1,
+                                _ => std::hint::spin_loop(),
+                            }
+                        }
+                    },
+                )
             },
-            move || {
-                let mut got = 0;
-                while got < m {
-                    match w.pop(NrtStatus::SUCCESS) {
-                        Ok(Some(_)) => got += 1,
-                        _ => std::hint::spin_loop(),
-                    }
-                }
+            &mut || {
+                let ping = Arc::new(AtomicU64::new(0));
+                let pong = Arc::new(AtomicU64::new(0));
+                let (a1, b1) = (ping.clone(), pong.clone());
+                two_threads(
+                    move || {
+                        for i in 1..=m {
+                            // Ordering: Release/Acquire pair with the other thread's
+                            // load/store, the minimum a real hand-off needs.
+                            a1.store(i, Ordering::Release);
+                            while b1.load(Ordering::Acquire) != i {
+                                std::hint::spin_loop();
+                            }
+                        }
+                    },
+                    move || {
+                        for i in 1..=m {
+                            // Ordering: pairs with the first thread's Release / Acquire.
+                            while ping.load(Ordering::Acquire) != i {
+                                std::hint::spin_loop();
+                            }
+                            pong.store(i, Ordering::Release);
+                        }
+                    },
+                )
             },
-        )
-    });
+        ],
+    );
     row("xunds submit -> pop -> is_completed", m, ours);
-    let peer = best_of(reps(), || {
-        let ping = Arc::new(AtomicU64::new(0));
-        let pong = Arc::new(AtomicU64::new(0));
-        let (a1, b1) = (ping.clone(), pong.clone());
-        two_threads(
-            move || {
-                for i in 1..=m {
-                    // Ordering: Release/Acquire pair with the other thread's
-                    // load/store, the minimum a real hand-off needs.
-                    a1.store(i, Ordering::Release);
-                    while b1.load(Ordering::Acquire) != i {
-                        std::hint::spin_loop();
-                    }
-                }
-            },
-            move || {
-                for i in 1..=m {
-                    // Ordering: pairs with the first thread's Release / Acquire.
-                    while ping.load(Ordering::Acquire) != i {
-                        std::hint::spin_loop();
-                    }
-                    pong.store(i, Ordering::Release);
-                }
-            },
-        )
-    });
     row("bare atomic ping-pong", m, peer);
     let r = ours.as_secs_f64() / peer.as_secs_f64();
     println!(
@@ -369,44 +398,49 @@ pub fn blocking() {
 pub fn overhead() {
     let n = n();
     println!("  {n} executions, one thread, 64 in flight");
-    let ours = best_of(reps(), || {
-        let (mut p, mut w) =
-            XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-        crate::harness::time(|| {
-            let mut sum = 0u64;
-            for i in 0..n / 64 {
-                for k in 0..64 {
-                    let _ = p.submit(i * 64 + k, None);
-                    let _ = p.trigger_next();
-                }
-                for _ in 0..64 {
-                    if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
-                        sum = sum.wrapping_add(pp.item);
+    let [ours, peer] = best_of_each(
+        reps(),
+        [
+            &mut || {
+                let (mut p, mut w) =
+                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+                crate::harness::time(|| {
+                    let mut sum = 0u64;
+                    for i in 0..n / 64 {
+                        for k in 0..64 {
+                            let _ = p.submit(i * 64 + k, None);
+                            let _ = p.trigger_next();
+                        }
+                        for _ in 0..64 {
+                            if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+                                sum = sum.wrapping_add(pp.item);
+                            }
+                        }
                     }
-                }
-            }
-            black_box(sum);
-        })
-    });
+                    black_box(sum);
+                })
+            },
+            &mut || {
+                let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+                crate::harness::time(|| {
+                    let mut sum = 0u64;
+                    for i in 0..n / 64 {
+                        for k in 0..64 {
+                            let v = i * 64 + k;
+                            let _ = p.push([v, 0, u64::MAX, v]);
+                        }
+                        for _ in 0..64 {
+                            if let Ok(v) = c.pop() {
+                                sum = sum.wrapping_add(v[3]);
+                            }
+                        }
+                    }
+                    black_box(sum);
+                })
+            },
+        ],
+    );
     row("xunds submit+trigger / pop", n, ours);
-    let peer = best_of(reps(), || {
-        let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
-        crate::harness::time(|| {
-            let mut sum = 0u64;
-            for i in 0..n / 64 {
-                for k in 0..64 {
-                    let v = i * 64 + k;
-                    let _ = p.push([v, 0, u64::MAX, v]);
-                }
-                for _ in 0..64 {
-                    if let Ok(v) = c.pop() {
-                        sum = sum.wrapping_add(v[3]);
-                    }
-                }
-            }
-            black_box(sum);
-        })
-    });
     row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
     ratio("ours vs rtrb, single thread", ours, peer, "info");
 }

@@ -1,7 +1,7 @@
 //! Loom: the waiter install race (seed 000 §1 QUIRK, §6). A waiter that is
 //! not yet complete installs its handle into the slot under the
-//! mark-completion lock, re-checking completion under that lock; pop
-//! captures under the same lock. Whatever the interleaving, the waiter
+//! mark-completion lock, re-checking completion under that lock; pop (and
+//! pop_burst) captures under the same lock. Whatever the interleaving, the waiter
 //! returns (no lost wake-up), each dup is closed exactly once, and a pooled
 //! event is never closed. Kills `waiter_no_recheck` (the waiter installs
 //! after pop already captured -1, then blocks forever: loom reports the
@@ -40,6 +40,12 @@ fn check_pool(reg: &Registry, q_counts: (usize, usize)) {
 }
 
 fn race(pooled: bool, mode: WaitMode) {
+    race_with(pooled, mode, false);
+}
+
+/// The same race with the worker popping through `pop_burst`, whose capture
+/// of `mark_comp_efd` is skipped while no handle is installed anywhere.
+fn race_with(pooled: bool, mode: WaitMode, burst: bool) {
     ring_support::model(move || {
         let reg = Registry::new(2, 1);
         let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(2)).unwrap();
@@ -47,7 +53,15 @@ fn race(pooled: bool, mode: WaitMode) {
         let s = p.submit(7, None).unwrap();
         p.trigger_next().unwrap();
         let worker = thread::spawn(move || loop {
-            if let Some(pp) = w.pop(NrtStatus::SUCCESS).unwrap() {
+            if burst {
+                let mut signal = None;
+                let n = w
+                    .pop_burst(4, |_| NrtStatus::SUCCESS, |pp| signal = Some(pp.signal))
+                    .unwrap();
+                if n == 1 {
+                    return signal.unwrap();
+                }
+            } else if let Some(pp) = w.pop(NrtStatus::SUCCESS).unwrap() {
                 return pp.signal;
             }
             thread::yield_now();
@@ -150,4 +164,14 @@ fn waiter_reuse_cap1_two_items_pooled() {
 #[test]
 fn waiter_reuse_cap2_three_items_caller_fd() {
     reuse(2, false);
+}
+
+#[test]
+fn waiter_race_caller_fd_block_burst() {
+    race_with(false, WaitMode::Block, true);
+}
+
+#[test]
+fn waiter_race_pooled_block_burst() {
+    race_with(true, WaitMode::Block, true);
 }

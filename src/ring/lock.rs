@@ -29,13 +29,27 @@ use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 #[repr(align(64))]
 struct Padded<T>(T);
 
+/// The line the worker reads on every entry: the waiter count it must see
+/// (Dekker) and, beside it, how many slots hold an installed handle.
+#[derive(Debug)]
+struct WaiterLine {
+    /// Waiters that want or hold the lock.
+    count: AtomicU32,
+    /// Slots whose `mark_comp_efd` holds a handle a waiter installed and the
+    /// worker has not captured yet. Changed only while holding the lock
+    /// (install +1, uninstall -1, capture -k), so a holder reads the exact
+    /// value; 0 means every triggered slot's `mark_comp_efd` is -1 and the
+    /// worker's capture of it may be skipped.
+    installed: AtomicU32,
+}
+
 /// The lock.
 #[derive(Debug)]
 pub(crate) struct MarkCompLock {
     /// The worker is inside its fast-path critical section.
     worker_busy: Padded<AtomicBool>,
-    /// Waiters that want or hold the lock.
-    waiters: Padded<AtomicU32>,
+    /// Waiters that want or hold the lock, and the installed-handle count.
+    waiters: Padded<WaiterLine>,
     /// The compare-exchange lock waiters (and a worker that met one) share.
     slow: Padded<AtomicBool>,
     /// `membarrier` registered: the worker's fence may be a compiler fence.
@@ -59,7 +73,10 @@ impl MarkCompLock {
     pub(crate) fn new() -> Self {
         MarkCompLock {
             worker_busy: Padded(AtomicBool::new(false)),
-            waiters: Padded(AtomicU32::new(0)),
+            waiters: Padded(WaiterLine {
+                count: AtomicU32::new(0),
+                installed: AtomicU32::new(0),
+            }),
             slow: Padded(AtomicBool::new(false)),
             asym: membarrier::available(),
         }
@@ -107,7 +124,7 @@ impl MarkCompLock {
         self.light_fence();
         // Ordering: Acquire; pairs with the Release decrement in a waiter's
         // `Guard::drop`, so its install is visible to our capture.
-        if self.waiters.0.load(Ordering::Acquire) == 0 {
+        if self.waiters.0.count.load(Ordering::Acquire) == 0 {
             return Guard {
                 lock: self,
                 kind: Kind::WorkerFast,
@@ -126,7 +143,7 @@ impl MarkCompLock {
 
     /// A waiter's entry (install, uninstall).
     pub(crate) fn lock_waiter(&self) -> Guard<'_> {
-        self.waiters.0.fetch_add(1, Ordering::Relaxed);
+        self.waiters.0.count.fetch_add(1, Ordering::Relaxed);
         self.heavy_fence();
         self.lock_slow();
         let mut spins = 0u32;
@@ -140,6 +157,37 @@ impl MarkCompLock {
             lock: self,
             kind: Kind::Waiter,
         }
+    }
+}
+
+impl Guard<'_> {
+    /// `true` when some slot may hold an installed handle (see
+    /// `WaiterLine::installed`). Relaxed: the lock this guard holds orders
+    /// every change before this read (the changes are made under the lock).
+    #[inline(always)]
+    pub(crate) fn any_installed(&self) -> bool {
+        self.lock.waiters.0.installed.load(Ordering::Relaxed) != 0
+    }
+
+    /// A waiter installed a handle into a slot (under this guard).
+    pub(crate) fn installed_one(&self) {
+        // Relaxed: ordered by the lock (see `any_installed`).
+        self.lock
+            .waiters
+            .0
+            .installed
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `k` installed handles left their slots: a waiter removed its own
+    /// (k = 1) or the worker captured k (under this guard).
+    pub(crate) fn removed(&self, k: u32) {
+        // Relaxed: ordered by the lock (see `any_installed`).
+        self.lock
+            .waiters
+            .0
+            .installed
+            .fetch_sub(k, Ordering::Relaxed);
     }
 }
 
@@ -168,14 +216,14 @@ impl Drop for Guard<'_> {
                 self.lock.slow.0.store(false, Ordering::Release);
                 // Ordering: Release; pairs with the Acquire load of `waiters`
                 // in `lock_worker`: our install happens-before its capture.
-                self.lock.waiters.0.fetch_sub(1, Ordering::Release);
+                self.lock.waiters.0.count.fetch_sub(1, Ordering::Release);
             }
         }
     }
 }
 
 /// `membarrier(2)`: the heavy side of the asymmetric fence (Linux >= 4.14).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 mod membarrier {
     use std::sync::OnceLock;
 
@@ -213,8 +261,9 @@ mod membarrier {
     }
 }
 
-/// Under loom both fences are `fence(SeqCst)` (loom cannot model membarrier).
-#[cfg(loom)]
+/// Under loom (and Miri) both fences are `fence(SeqCst)` (neither can model
+/// membarrier).
+#[cfg(any(loom, miri))]
 mod membarrier {
     pub(super) fn available() -> bool {
         false

@@ -27,7 +27,7 @@ use crate::hal::eventfd::Wait;
 use crate::hal::mem::Region;
 use crate::sync::atomic::Ordering::Relaxed;
 use crate::wire::exec_slot::NO_EFD;
-use crate::wire::seq_id::{SeqId, XuId};
+use crate::wire::seq_id::{SeqId, XuId, SEQ_NUM_MASK};
 use crate::wire::status::NrtStatus;
 use crate::wire::xu_queue::{CURSOR_LIMIT, CURSOR_START};
 
@@ -116,6 +116,8 @@ impl core::fmt::Debug for QueueConfig {
 struct Shared<T: Payload, S: Storage> {
     storage: S,
     xu: XuId,
+    /// `xu << 48`, the high half of every seq_id of this queue (§2).
+    xu_bits: u64,
     cap: u64,
     /// `cap - 1` when `cap` is a power of two.
     mask: Option<u64>,
@@ -132,6 +134,76 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         match self.mask {
             Some(m) => (cursor & m) as usize,
             None => (cursor % self.cap) as usize,
+        }
+    }
+
+    /// `SeqId::from_cursor(c, xu)` (§2) with the xu_id half precomputed.
+    #[inline(always)]
+    fn seq(&self, c: u64) -> SeqId {
+        let s = SeqId((c & SEQ_NUM_MASK) | self.xu_bits);
+        debug_assert_eq!(s, SeqId::from_cursor(c, self.xu));
+        s
+    }
+
+    /// The slot index after `i` (`i < cap`): a compare instead of a divide.
+    #[inline(always)]
+    fn next_idx(&self, i: usize) -> usize {
+        let j = i + 1;
+        if j as u64 == self.cap {
+            0
+        } else {
+            j
+        }
+    }
+
+    /// The slot index `k` after `i` (`i < cap`, any `k <= cap`).
+    #[inline(always)]
+    fn idx_ahead(&self, i: usize, k: u64) -> usize {
+        let j = i + k as usize;
+        if j as u64 >= self.cap {
+            j - self.cap as usize
+        } else {
+            j
+        }
+    }
+
+    /// Visit the `n <= cap` slots from index `first` in ring order as
+    /// `(i, slot)`, in contiguous runs (no per-slot wrap check); stop at the
+    /// first error. Returns the index after the last slot visited.
+    #[inline(always)]
+    fn try_each_slot<E>(
+        &self,
+        first: usize,
+        n: usize,
+        mut f: impl FnMut(usize, S::Slot<'_>) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let cap = self.cap as usize;
+        debug_assert!(first < cap && n <= cap);
+        let (mut idx, mut i) = (first, 0);
+        while i < n {
+            let run = (n - i).min(cap - idx);
+            // SAFETY: `idx + run <= cap`.
+            for (k, slot) in unsafe { self.storage.run(idx, run) }.enumerate() {
+                f(i + k, slot)?;
+            }
+            i += run;
+            idx += run;
+            if idx == cap {
+                idx = 0;
+            }
+        }
+        Ok(idx)
+    }
+
+    /// [`Storage::prefetch_write`] for the `n <= cap` slots from index
+    /// `first` in ring order (one or two contiguous runs).
+    #[inline(always)]
+    fn prefetch_write(&self, first: usize, n: usize) {
+        let cap = self.cap as usize;
+        let run = n.min(cap - first);
+        self.storage.prefetch_write(first, run);
+        if run < n {
+            self.storage.prefetch_write(0, n - run);
         }
     }
 
@@ -158,8 +230,8 @@ impl<T: Payload, S: Storage> Drop for Shared<T, S> {
                 // submit's status cell; its strong count was never taken back.
                 drop(unsafe { StatusArc::from_raw(st as usize as *const StatusCell) });
             }
-            let efd = slot.efd(Relaxed);
-            if efd != NO_EFD && !slot.efd_from_pool(Relaxed) {
+            let (efd, pooled) = slot.handle(Relaxed);
+            if efd != NO_EFD && !pooled {
                 // The slot owned this dup (waiter module docs).
                 self.sink.close(efd);
             }
@@ -248,6 +320,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
             sh: crate::sync::Arc::new(Shared {
                 storage,
                 xu: cfg.xu,
+                xu_bits: SeqId::from_cursor(0, cfg.xu).0,
                 cap,
                 mask: cap.is_power_of_two().then(|| cap - 1),
                 lock: MarkCompLock::new(),
@@ -257,20 +330,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
                 _items: PhantomData,
             }),
         };
-        let p = Producer {
-            q: q.clone(),
-            tail: start,
-            sched_head: start,
-            cached_exec_head: start,
-            trace: None,
-        };
-        let w = Worker {
-            q,
-            head: start,
-            cached_sched_head: start,
-            trace: None,
-        };
-        (p, w)
+        (Producer::new(q.clone(), start), Worker::new(q, start))
     }
 
     /// This queue's XU.
@@ -364,7 +424,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     /// Install `fd` for `seq` under the mark-completion lock, re-checking
     /// completion first (§1 QUIRK; the `waiter_no_recheck` mutant skips it).
     fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, RingError> {
-        let _g = self.sh.lock.lock_waiter();
+        let g = self.sh.lock.lock_waiter();
         #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
         if self.done(seq) {
             return Ok(Armed::AlreadyComplete);
@@ -382,20 +442,22 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         }
         // Relaxed: the lock orders these before pop's capture (pop takes the
         // same lock), and pop cannot have captured yet (not done, above).
-        slot.set_efd(fd, Relaxed);
-        slot.set_efd_from_pool(from_pool, Relaxed);
+        slot.set_handle(fd, from_pool, Relaxed);
+        g.installed_one();
         Ok(Armed::Installed)
     }
 
     /// Remove our install unless pop captured it already. `true` = removed.
     fn uninstall(&self, seq: SeqId) -> bool {
-        let _g = self.sh.lock.lock_waiter();
+        let g = self.sh.lock.lock_waiter();
         if self.done(seq) {
             return false;
         }
         let slot = self.sh.slot(seq.seq_num());
-        slot.set_efd(NO_EFD, Relaxed);
-        slot.set_efd_from_pool(false, Relaxed);
+        if slot.efd(Relaxed) != NO_EFD {
+            g.removed(1);
+        }
+        slot.set_handle(NO_EFD, false, Relaxed);
         true
     }
 
@@ -571,6 +633,21 @@ pub struct SubmitError<T> {
     pub status: Option<StatusArc>,
 }
 
+/// [`derive`] out of line, for a case the hot path has already ruled out.
+#[cold]
+#[inline(never)]
+fn derive_cold(
+    seq_num: u64,
+    exec_head: u64,
+    scheduled_head: u64,
+    scheduled_tail: u64,
+) -> SlotState {
+    derive(seq_num, exec_head, scheduled_head, scheduled_tail)
+}
+
+/// How many slots ahead a per-item submit prefetches.
+const PREFETCH_AHEAD: u64 = 8;
+
 /// Record a transition when tracing is on; check it either way.
 #[inline(always)]
 fn step(
@@ -612,15 +689,38 @@ fn step_range(
     Ok(())
 }
 
+/// Write the whole 32-byte body of one slot (Relaxed; published by the
+/// Release on scheduled_tail / scheduled_head that follows, §6 producer).
+#[inline(always)]
+fn write_body<T: Payload>(slot: impl SlotAccess, seq: u64, item: T, status: Option<StatusArc>) {
+    // +0x00 seq_id
+    slot.set_seq_id(seq, Relaxed);
+    // +0x08 exec_status: the status cell's address, or 0
+    let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
+    slot.set_exec_status(st_word, Relaxed);
+    // +0x18 exec_info: the work item
+    slot.set_exec_info(item.into_word(), Relaxed);
+    // +0x10 mark_comp_efd = -1 (no waiter yet, §1 QUIRK) and +0x14
+    // efd_from_pool = false, in one store
+    slot.set_handle(NO_EFD, false, Relaxed);
+}
+
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
 pub struct Producer<T: Payload, S: Storage> {
     q: XuQueue<T, S>,
     /// Our own `scheduled_tail` (we are its only writer).
     tail: u64,
+    /// The slot index of `tail` (`tail % capacity`), stepped along with it so
+    /// the hot path never divides.
+    tail_idx: usize,
     /// Our own `scheduled_head` (we are its only writer).
     sched_head: u64,
     /// Last `exec_head` we observed (only grows).
     cached_exec_head: u64,
+    /// `min(cached_exec_head + capacity, CURSOR_LIMIT - 1)`: the highest
+    /// `scheduled_tail` the cached `exec_head` and the cursor limit allow, so
+    /// a submit checks both with one comparison.
+    limit: u64,
     trace: Option<Vec<Transition>>,
 }
 
@@ -635,6 +735,20 @@ impl<T: Payload, S: Storage> core::fmt::Debug for Producer<T, S> {
 }
 
 impl<T: Payload, S: Storage> Producer<T, S> {
+    fn new(q: XuQueue<T, S>, start: u64) -> Self {
+        let mut p = Producer {
+            tail_idx: q.sh.idx(start),
+            q,
+            tail: start,
+            sched_head: start,
+            cached_exec_head: start,
+            limit: start,
+            trace: None,
+        };
+        p.set_limit();
+        p
+    }
+
     /// The shared query side.
     pub fn queue(&self) -> &XuQueue<T, S> {
         &self.q
@@ -666,25 +780,36 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         self.tail - self.sched_head
     }
 
+    #[inline(always)]
+    fn set_limit(&mut self) {
+        self.limit = (self.cached_exec_head + self.q.sh.cap).min(CURSOR_LIMIT - 1);
+    }
+
     #[inline]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
         // exec_head (§6): the worker's capture of a slot happens-before our
         // overwrite of it.
         self.cached_exec_head = self.q.sh.storage.observe(Cursor::ExecHead);
+        self.set_limit();
     }
 
-    /// Refuse (changing nothing) unless `n` more slots fit.
+    /// Refuse (changing nothing) unless `n` more slots fit: the cursor limit
+    /// (`tail + n >= CURSOR_LIMIT`: `CursorExhausted`, reported first) and the
+    /// depth (`tail - exec_head + n > capacity`: `Full`, §6). Both are folded
+    /// into `limit`; only a miss re-reads `exec_head`.
     #[inline(always)]
     fn reserve(&mut self, n: u64) -> Result<(), RingError> {
-        if self.tail + n >= CURSOR_LIMIT {
-            return Err(RingError::CursorExhausted { tail: self.tail });
-        }
-        // depth = tail - head (§6): refuse when depth + n > capacity.
-        if !S::CACHE_REMOTE || self.tail - self.cached_exec_head + n > self.q.sh.cap {
+        // `limit >= tail` always (tail never passes either bound), so the
+        // subtraction cannot wrap and a huge `n` cannot overflow.
+        if !S::CACHE_REMOTE || n > self.limit - self.tail {
             self.refresh();
-            if self.tail - self.cached_exec_head + n > self.q.sh.cap {
-                return Err(RingError::Full);
+            if n > self.limit - self.tail {
+                return Err(if n >= CURSOR_LIMIT - self.tail {
+                    RingError::CursorExhausted { tail: self.tail }
+                } else {
+                    RingError::Full
+                });
             }
         }
         Ok(())
@@ -695,24 +820,23 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     #[inline(always)]
     fn check_submit(&mut self, c: u64) -> Result<(), RingError> {
         let occupant = c.saturating_sub(self.q.sh.cap);
-        let st = derive(occupant, self.cached_exec_head, self.sched_head, self.tail);
+        // `derive`, with its first (and, after `reserve`, usual) case tested
+        // up front so the common path is one compare.
+        let st = if occupant < self.cached_exec_head {
+            SlotState::Free
+        } else {
+            derive_cold(occupant, self.cached_exec_head, self.sched_head, self.tail)
+        };
         step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
     }
 
-    /// Write the whole body of the slot for cursor `c` (Relaxed; published by
-    /// the Release on scheduled_tail / scheduled_head that follows).
+    /// Write the whole body of slot `idx` for seq_id `seq` (Relaxed; published
+    /// by the Release on scheduled_tail / scheduled_head that follows).
     #[inline(always)]
-    fn write_slot(&self, c: u64, item: T, status: Option<StatusArc>) -> SeqId {
-        let sh = &*self.q.sh;
-        let seq = SeqId::from_cursor(c, sh.xu);
-        let slot = sh.slot(c);
-        slot.set_seq_id(seq.0, Relaxed); //              +0x00
-        let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
-        slot.set_exec_status(st_word, Relaxed); //       +0x08
-        slot.set_exec_info(item.into_word(), Relaxed); // +0x18
-        slot.set_efd(NO_EFD, Relaxed); //                +0x10 (no waiter yet, §1 QUIRK)
-        slot.set_efd_from_pool(false, Relaxed); //           +0x14
-        seq
+    fn write_slot(sh: &Shared<T, S>, idx: usize, seq: u64, item: T, status: Option<StatusArc>) {
+        // SAFETY: every slot index a handle keeps or steps to is < capacity
+        // (`Shared::idx` / `Shared::next_idx`).
+        write_body(unsafe { sh.storage.slot(idx) }, seq, item, status);
     }
 
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
@@ -727,27 +851,33 @@ impl<T: Payload, S: Storage> Producer<T, S> {
                 status,
             });
         }
-        let seq = self.write_slot(self.tail, item, status);
+        let sh = &*self.q.sh;
+        let seq = sh.seq(self.tail);
+        Self::write_slot(sh, self.tail_idx, seq.0, item, status);
         // Ordering (in `publish`): Release; the body stores above happen-before
         // any Acquire observer of the new scheduled_tail (§6 producer).
-        self.q
-            .sh
-            .storage
-            .publish(Cursor::ScheduledTail, self.tail, 1);
+        sh.storage.publish(Cursor::ScheduledTail, self.tail, 1);
         self.tail += 1;
+        self.tail_idx = sh.next_idx(self.tail_idx);
+        // Take the line of a slot a few ahead for writing while it is
+        // certainly free (below `limit`), so a later submit does not wait.
+        if self.tail + PREFETCH_AHEAD < self.limit {
+            sh.storage
+                .prefetch_write_slot(sh.idx_ahead(self.tail_idx, PREFETCH_AHEAD));
+        }
         Ok(seq)
     }
 
     /// Submit `n` items with one publish of `scheduled_tail`. `make(seq)`
     /// produces each item and status cell. All or nothing: a refusal changes
     /// no byte and calls `make` not at all. Returns the first seq_id.
+    #[inline]
     pub fn submit_burst(
         &mut self,
         n: u64,
         mut make: impl FnMut(SeqId) -> (T, Option<StatusArc>),
     ) -> Result<SeqId, RingError> {
         self.reserve(n)?;
-        let first = SeqId::from_cursor(self.tail, self.q.sh.xu);
         let (cap, exec, sched, tail) = (
             self.q.sh.cap,
             self.cached_exec_head,
@@ -761,16 +891,25 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             |c| derive(c.saturating_sub(cap), exec, sched, tail),
             SlotEvent::Submit,
         )?;
-        for c in self.tail..self.tail + n {
-            let (item, status) = make(SeqId::from_cursor(c, self.q.sh.xu));
-            self.write_slot(c, item, status);
-        }
+        let sh = &*self.q.sh;
+        sh.prefetch_write(self.tail_idx, n as usize);
+        // `tail + n < CURSOR_LIMIT < 2^48` (reserve), so `first + i` never
+        // carries into the xu_id bits: it is `from_cursor(tail + i)`.
+        let first = sh.seq(tail);
+        let written = sh.try_each_slot(self.tail_idx, n as usize, |i, slot| {
+            let seq = first.0 + i as u64;
+            let (item, status) = make(SeqId(seq));
+            write_body(slot, seq, item, status);
+            Ok::<(), core::convert::Infallible>(())
+        });
+        let idx = match written {
+            Ok(idx) => idx,
+            Err(never) => match never {},
+        };
         // Ordering (in `publish`): Release; publishes all n bodies (§6).
-        self.q
-            .sh
-            .storage
-            .publish(Cursor::ScheduledTail, self.tail, n);
-        self.tail += n;
+        sh.storage.publish(Cursor::ScheduledTail, tail, n);
+        self.tail = tail + n;
+        self.tail_idx = idx;
         Ok(first)
     }
 
@@ -779,7 +918,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     #[inline]
     pub fn trigger_next(&mut self) -> Result<SeqId, RingError> {
         let c = self.sched_head;
-        if c == self.tail {
+        if c >= self.tail {
             return Err(RingError::NothingToTrigger);
         }
         let st = derive(c, self.cached_exec_head, c, self.tail);
@@ -788,11 +927,12 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
         self.q.sh.storage.publish(Cursor::ScheduledHead, c, 1);
         self.sched_head = c + 1;
-        Ok(SeqId::from_cursor(c, self.q.sh.xu))
+        Ok(self.q.sh.seq(c))
     }
 
     /// Trigger `n` submitted items with one publish of `scheduled_head`.
     /// Returns the last triggered seq_id.
+    #[inline]
     pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, RingError> {
         if n == 0 || self.tail - self.sched_head < n {
             return Err(RingError::NothingToTrigger);
@@ -811,7 +951,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             .storage
             .publish(Cursor::ScheduledHead, self.sched_head, n);
         self.sched_head += n;
-        Ok(SeqId::from_cursor(self.sched_head - 1, self.q.sh.xu))
+        Ok(self.q.sh.seq(self.sched_head - 1))
     }
 }
 
@@ -878,6 +1018,8 @@ pub struct Worker<T: Payload, S: Storage> {
     q: XuQueue<T, S>,
     /// Our own `exec_head` (we are its only writer).
     head: u64,
+    /// The slot index of `head` (`head % capacity`), stepped along with it.
+    head_idx: usize,
     /// Last `scheduled_head` we observed.
     cached_sched_head: u64,
     trace: Option<Vec<Transition>>,
@@ -897,10 +1039,19 @@ impl<T: Payload, S: Storage> core::fmt::Debug for Worker<T, S> {
 struct Capture {
     efd: i32,
     pooled: bool,
-    info: u64,
 }
 
 impl<T: Payload, S: Storage> Worker<T, S> {
+    fn new(q: XuQueue<T, S>, start: u64) -> Self {
+        Worker {
+            head_idx: q.sh.idx(start),
+            q,
+            head: start,
+            cached_sched_head: start,
+            trace: None,
+        }
+    }
+
     /// The shared query side.
     pub fn queue(&self) -> &XuQueue<T, S> {
         &self.q
@@ -920,7 +1071,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     /// when it says none).
     #[inline]
     pub fn available(&mut self) -> u64 {
-        if !S::CACHE_REMOTE || self.head == self.cached_sched_head {
+        if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
             // Ordering (in `observe`): Acquire; pairs with trigger's Release of
             // scheduled_head (§6 NOTE: the pair that matters), so the slot
             // body written before it is visible here.
@@ -929,11 +1080,15 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         self.cached_sched_head - self.head
     }
 
-    /// Check the slot at cursor `c`: its seq_id must be `c`'s, with our xu_id.
+    /// The slot for cursor `c` at index `idx` (the worker's `head` and
+    /// `head_idx`): its seq_id must be `c`'s, with our xu_id (§6 NOTE: the
+    /// peek-time check, an error value here).
     #[inline(always)]
-    fn checked(sh: &Shared<T, S>, c: u64) -> Result<(S::Slot<'_>, SeqId), RingError> {
-        let slot = sh.slot(c);
-        let expected = SeqId::from_cursor(c, sh.xu);
+    fn checked(sh: &Shared<T, S>, c: u64, idx: usize) -> Result<(S::Slot<'_>, SeqId), RingError> {
+        debug_assert_eq!(idx, sh.idx(c));
+        // SAFETY: `head_idx < capacity` (stepped with `Shared::next_idx`).
+        let slot = unsafe { sh.storage.slot(idx) };
+        let expected = sh.seq(c);
         let found = slot.seq_id(Relaxed);
         if found != expected.0 {
             return Err(RingError::SlotMismatch { expected, found });
@@ -947,7 +1102,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         if self.available() == 0 {
             return Ok(None);
         }
-        let (slot, seq) = Self::checked(&self.q.sh, self.head)?;
+        let (slot, seq) = Self::checked(&self.q.sh, self.head, self.head_idx)?;
         let exec_status = slot.exec_status(Relaxed);
         let exec_info = slot.exec_info(Relaxed);
         Ok(Some(SlotView {
@@ -980,11 +1135,15 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         if c.efd == NO_EFD {
             return Signal::NoWaiter;
         }
-        let r = self.q.sh.sink.signal(c.efd);
-        if !c.pooled {
-            self.q.sh.sink.close(c.efd);
-        }
-        match r {
+        self.signal_installed(seq, c)
+    }
+
+    /// The rare half of [`signal`](Self::signal): a waiter installed a handle.
+    /// The write and close are out of line; the `Signal` is built here, in
+    /// the caller, so the common path keeps it in registers.
+    #[inline(always)]
+    fn signal_installed(&self, seq: SeqId, c: Capture) -> Signal {
+        match self.write_and_close(c) {
             Ok(()) => Signal::Signalled {
                 fd: c.efd,
                 pooled: c.pooled,
@@ -993,47 +1152,73 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn write_and_close(&self, c: Capture) -> Result<(), i32> {
+        let r = self.q.sh.sink.signal(c.efd);
+        if !c.pooled {
+            self.q.sh.sink.close(c.efd);
+        }
+        r
+    }
+
     /// `xuq_worker_pop_current_exec` with the worker's status write: write
     /// `status` through `exec_status`, then under the mark-completion lock
     /// capture `mark_comp_efd`, `efd_from_pool` and `exec_info` and advance
     /// `exec_head` (Release), then signal. `Ok(None)` when empty.
+    #[inline]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Option<Popped<T>>, RingError> {
-        if self.available() == 0 {
-            return Ok(None);
+        if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
+            // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
+            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
         }
         let head = self.head;
-        let st = derive(head, head, self.cached_sched_head, self.cached_sched_head);
+        let sched = self.cached_sched_head;
+        if head >= sched {
+            return Ok(None);
+        }
+        let st = derive(head, head, sched, sched);
         let done = step(&mut self.trace, st, SlotEvent::Complete, head)?;
         let sh: &Shared<T, S> = &self.q.sh;
-        let (slot, seq) = Self::checked(sh, head)?;
+        let idx = self.head_idx;
+        let (slot, seq) = Self::checked(sh, head, idx)?;
         let status_word = slot.exec_status(Relaxed);
         #[cfg(not(xunds_mutant = "status_after_completion"))]
         Self::write_status(status_word, status);
-        let cap = {
-            let _g = sh.lock.lock_worker();
+        let (cap, info) = {
+            let g = sh.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
             sh.storage.publish(Cursor::ExecHead, head, 1);
-            let cap = Capture {
-                efd: slot.efd(Relaxed),
-                pooled: slot.efd_from_pool(Relaxed),
-                info: slot.exec_info(Relaxed),
+            // With no handle installed anywhere, mark_comp_efd is -1 in every
+            // triggered slot: the capture is that value without the loads.
+            let mut cap = Capture {
+                efd: NO_EFD,
+                pooled: false,
             };
+            if g.any_installed() {
+                let (efd, pooled) = slot.handle(Relaxed);
+                cap = Capture { efd, pooled };
+                if cap.efd != NO_EFD {
+                    g.removed(1);
+                }
+            }
+            let info = slot.exec_info(Relaxed);
             // Ordering (in `publish`): Release; pairs with the producer's
             // Acquire of exec_head (slot reuse) and every waiter's/query's
             // Acquire (completion + status visible), seed 000 §5, §6.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, 1);
-            cap
+            (cap, info)
         };
         #[cfg(xunds_mutant = "status_after_completion")]
         Self::write_status(status_word, status);
-        self.head += 1;
-        let trace = &mut self.trace;
-        step(trace, done, SlotEvent::Reclaim, head)?;
+        self.head = head + 1;
+        self.head_idx = sh.next_idx(idx);
+        step(&mut self.trace, done, SlotEvent::Reclaim, head)?;
         // SAFETY: `info` is the exec_info word submit stored from
         // `T::into_word`; this pop is its single consumer (exec_head has moved
         // past it).
-        let item = unsafe { T::from_word(cap.info) };
+        let item = unsafe { T::from_word(info) };
         let signal = self.signal(seq, cap);
         Ok(Some(Popped { seq, item, signal }))
     }
@@ -1041,6 +1226,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     /// Pop up to `max` (at most 64) triggered items with one lock and one
     /// `exec_head` publish. `status(seq)` gives each item's status; `out`
     /// receives each popped item in FIFO order. Returns how many.
+    #[inline]
     pub fn pop_burst(
         &mut self,
         max: usize,
@@ -1048,6 +1234,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         mut out: impl FnMut(Popped<T>),
     ) -> Result<usize, RingError> {
         const BURST: usize = 64;
+        const _: () = assert!(BURST.is_power_of_two());
         let want = (max as u64).min(BURST as u64);
         if !S::CACHE_REMOTE || self.cached_sched_head - self.head < want {
             // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
@@ -1065,81 +1252,117 @@ impl<T: Payload, S: Storage> Worker<T, S> {
             |c| derive(c, c, sched, sched),
             SlotEvent::Complete,
         )?;
+        let sh: &Shared<T, S> = &self.q.sh;
+        // `head + n <= scheduled_head < CURSOR_LIMIT < 2^48`, so `base + i`
+        // never carries into the xu_id bits: it is `from_cursor(head + i)`.
+        let base = sh.seq(head).0;
+        let first_idx = self.head_idx;
         // Captured under the lock: every exec_info word, and the (rare)
         // installed handles as (index, efd, pooled).
         let mut infos: [MaybeUninit<u64>; BURST] = [const { MaybeUninit::uninit() }; BURST];
         let mut handles: [MaybeUninit<(usize, i32, bool)>; BURST] =
             [const { MaybeUninit::uninit() }; BURST];
         let mut n_handles = 0usize;
-        let mut any_status = false;
-        {
-            let sh: &Shared<T, S> = &self.q.sh;
-            let _g = sh.lock.lock_worker();
+        // OR of every exec_status word: 0 when no item carries a status cell.
+        let mut status_words = 0u64;
+        let end_idx = {
+            let g = sh.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
-            // Check every slot and capture it; no side effect yet, so an
-            // error leaves nothing half-done.
-            for (i, info) in infos.iter_mut().enumerate().take(n) {
-                let (slot, _) = Self::checked(sh, head + i as u64)?;
-                any_status |= slot.exec_status(Relaxed) != 0;
-                info.write(slot.exec_info(Relaxed));
-                let efd = slot.efd(Relaxed);
-                if efd != NO_EFD {
-                    handles[n_handles].write((i, efd, slot.efd_from_pool(Relaxed)));
-                    n_handles += 1;
+            // As in `pop`: no handle installed anywhere means every
+            // mark_comp_efd in the burst is -1.
+            let scan_handles = g.any_installed();
+            // Check every slot's seq_id as we capture it; no side effect yet,
+            // so an error leaves nothing half-done.
+            let end_idx = sh.try_each_slot(first_idx, n, |i, slot| {
+                let expected = base + i as u64;
+                let found = slot.seq_id(Relaxed);
+                if found != expected {
+                    return Err(RingError::SlotMismatch {
+                        expected: SeqId(expected),
+                        found,
+                    });
                 }
+                status_words |= slot.exec_status(Relaxed);
+                // `i < n <= BURST` (a power of two): the mask changes nothing
+                // and proves the index in bounds.
+                infos[i & (BURST - 1)].write(slot.exec_info(Relaxed));
+                if scan_handles {
+                    let (efd, pooled) = slot.handle(Relaxed);
+                    if efd != NO_EFD {
+                        handles[n_handles & (BURST - 1)].write((i, efd, pooled));
+                        n_handles += 1;
+                    }
+                }
+                Ok(())
+            })?;
+            if n_handles != 0 {
+                g.removed(n_handles as u32);
             }
             // Status writes, still before the exec_head Release below (the
             // slots cannot change until it).
             #[cfg(not(xunds_mutant = "status_after_completion"))]
-            if any_status {
-                for c in head..head + n as u64 {
-                    let word = sh.slot(c).exec_status(Relaxed);
-                    Self::write_status(word, status(SeqId::from_cursor(c, sh.xu)));
-                }
+            if status_words != 0 {
+                let _ = sh.try_each_slot(first_idx, n, |i, slot| {
+                    let word = slot.exec_status(Relaxed);
+                    Self::write_status(word, status(SeqId(base + i as u64)));
+                    Ok::<(), core::convert::Infallible>(())
+                });
             }
             // Ordering (in `publish`): Release; as in `pop` (§5, §6).
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
-        }
+            end_idx
+        };
         #[cfg(xunds_mutant = "status_after_completion")]
-        if any_status {
+        if status_words != 0 {
             // (Mutant: status written after completion is published; the
             // slots may already be reused, so this reads stale words: the
             // loom model's point is the ordering of `pop`, which it drives.)
             for c in head..head + n as u64 {
-                let word = self.q.sh.slot(c).exec_status(Relaxed);
-                Self::write_status(word, status(SeqId::from_cursor(c, self.q.sh.xu)));
+                let word = sh.slot(c).exec_status(Relaxed);
+                Self::write_status(word, status(SeqId::from_cursor(c, sh.xu)));
             }
         }
-        self.head += n as u64;
+        self.head = head + n as u64;
+        self.head_idx = end_idx;
         step_range(
             &mut self.trace,
             head..head + n as u64,
             |_| SlotState::Done,
             SlotEvent::Reclaim,
         )?;
+        if n_handles == 0 {
+            // The common case: no waiter installed a handle in this burst.
+            for (i, info) in infos[..n].iter().enumerate() {
+                // SAFETY: written for every i < n in the locked loop above.
+                let info = unsafe { info.assume_init_read() };
+                // SAFETY: as in `pop`: the word is from `T::into_word`, consumed once.
+                let item = unsafe { T::from_word(info) };
+                out(Popped {
+                    seq: SeqId(base + i as u64),
+                    item,
+                    signal: Signal::NoWaiter,
+                });
+            }
+            return Ok(n);
+        }
         let mut next_handle = 0usize;
         for (i, info) in infos.iter().enumerate().take(n) {
             // SAFETY: written for every i < n in the locked loop above.
             let info = unsafe { info.assume_init_read() };
-            let seq = SeqId::from_cursor(head + i as u64, self.q.sh.xu);
+            let seq = SeqId(base + i as u64);
             // SAFETY: as in `pop`: the word is from `T::into_word`, consumed once.
             let item = unsafe { T::from_word(info) };
-            let mut cap = Capture {
-                efd: NO_EFD,
-                pooled: false,
-                info,
-            };
+            let mut signal = Signal::NoWaiter;
             if next_handle < n_handles {
                 // SAFETY: entries below `n_handles` were written above.
                 let (at, efd, pooled) = unsafe { handles[next_handle].assume_init() };
                 if at == i {
-                    (cap.efd, cap.pooled) = (efd, pooled);
+                    signal = self.signal_installed(seq, Capture { efd, pooled });
                     next_handle += 1;
                 }
             }
-            let signal = self.signal(seq, cap);
             out(Popped { seq, item, signal });
         }
         Ok(n)

@@ -21,7 +21,7 @@
 use core::marker::PhantomData;
 
 use crate::hal::mem::{MemError, Region};
-use crate::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::atomic::{AtomicU64, Ordering};
 use crate::wire::exec_slot;
 use crate::wire::seq_id::XuId;
 use crate::wire::xu_queue;
@@ -54,7 +54,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2).
+/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2);
+/// `mark_comp_efd` and `efd_from_pool` go together as one 8-byte word.
 ///
 /// All slot fields are accessed with the ordering the caller passes; the
 /// queue uses `Relaxed` everywhere and orders the body through the cursors
@@ -69,14 +70,20 @@ pub trait SlotAccess {
     fn exec_status(&self, o: Ordering) -> u64;
     /// Store `exec_status`.
     fn set_exec_status(&self, v: u64, o: Ordering);
-    /// `mark_comp_efd` (+0x10).
-    fn efd(&self, o: Ordering) -> i32;
-    /// Store `mark_comp_efd`.
-    fn set_efd(&self, v: i32, o: Ordering);
-    /// `efd_from_pool` (+0x14).
-    fn efd_from_pool(&self, o: Ordering) -> bool;
-    /// Store `efd_from_pool`.
-    fn set_efd_from_pool(&self, v: bool, o: Ordering);
+    /// `mark_comp_efd` (+0x10) and `efd_from_pool` (+0x14), read together
+    /// (one 8-byte load of +0x10..+0x18).
+    fn handle(&self, o: Ordering) -> (i32, bool);
+    /// Store `mark_comp_efd` and `efd_from_pool` together: one 8-byte store
+    /// of +0x10..+0x18 whose 3 padding bytes (+0x15..+0x17) are written as
+    /// the zeros they always hold (the slots are zeroed at init and nothing
+    /// else writes the hole), so the ABI image is the one two field stores
+    /// give.
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering);
+    /// `mark_comp_efd` alone.
+    #[inline(always)]
+    fn efd(&self, o: Ordering) -> i32 {
+        self.handle(o).0
+    }
     /// `exec_info` (+0x18): the work item's address.
     fn exec_info(&self, o: Ordering) -> u64;
     /// Store `exec_info`.
@@ -119,9 +126,107 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     /// `idx < self.capacity()`.
     unsafe fn slot(&self, idx: usize) -> Self::Slot<'_>;
 
+    /// The slots of one contiguous run, in index order.
+    type Run<'a>: Iterator<Item = Self::Slot<'a>>
+    where
+        Self: 'a;
+
+    /// The slots `idx..idx + n` (one contiguous run, no wrap).
+    ///
+    /// # Safety
+    /// `idx + n <= self.capacity()`.
+    unsafe fn run(&self, idx: usize, n: usize) -> Self::Run<'_>;
+
     /// The ABI image: the 256-byte header followed by `capacity` 32-byte
     /// slots, read word by word (atomically) from wherever they live.
     fn snapshot(&self) -> Vec<u8>;
+
+    /// A hint that slots `idx..idx + n` (`idx + n <= capacity`) are about to
+    /// be written: start taking their cache lines for writing (`PREFETCHW`)
+    /// so the stores that follow do not wait for them one by one. Touches no
+    /// byte; a no-op where the CPU lacks the instruction, under loom and under Miri.
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        let _ = (idx, n);
+    }
+
+    /// [`prefetch_write`](Self::prefetch_write) of the one line holding slot
+    /// `idx` (`< capacity`).
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        let _ = idx;
+    }
+}
+
+/// Whether the CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8, on AMD and
+/// Intel alike). Asked once per process.
+#[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
+fn has_prefetchw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        use core::arch::x86_64::{__cpuid, __get_cpuid_max};
+        // SAFETY: CPUID exists on every x86_64 CPU and only reads identification
+        // registers (the intrinsics are safe fns on newer toolchains).
+        #[allow(unused_unsafe)]
+        let (max, _) = unsafe { __get_cpuid_max(0x8000_0000) };
+        if max < 0x8000_0001 {
+            return false;
+        }
+        // SAFETY: as above; the leaf is within the range CPUID reported.
+        #[allow(unused_unsafe)]
+        let ecx = unsafe { __cpuid(0x8000_0001) }.ecx;
+        ecx & (1 << 8) != 0
+    })
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
+fn has_prefetchw() -> bool {
+    false
+}
+
+/// `PREFETCHW` the line holding `addr` when `enabled`.
+#[inline(always)]
+fn prefetch_write_line(enabled: bool, addr: usize) {
+    #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
+    if enabled {
+        // SAFETY: PREFETCHW (present: `enabled` comes from CPUID) is a hint:
+        // it never faults, reads or writes no byte the program can see, and
+        // touches no register but its address operand.
+        unsafe {
+            core::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) addr,
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
+    let _ = (enabled, addr);
+}
+
+/// `PREFETCHW` every 64-byte line of `[start, start + len)` when `enabled`
+/// (the storage asked [`has_prefetchw`] at construction).
+#[inline(always)]
+fn prefetch_write_lines(enabled: bool, start: usize, len: usize) {
+    #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
+    if enabled {
+        let mut line = start & !63;
+        while line < start + len {
+            // SAFETY: PREFETCHW (present: `enabled` comes from CPUID) is a hint:
+            // it never faults, reads or writes no byte the program can see,
+            // and touches no register but its address operand.
+            unsafe {
+                core::arch::asm!(
+                    "prefetchw [{0}]",
+                    in(reg) line,
+                    options(nostack, preserves_flags, readonly)
+                );
+            }
+            line += 64;
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
+    let _ = (enabled, start, len);
 }
 
 /// Check a capacity / start pair (shared by both storages).
@@ -146,14 +251,45 @@ pub(crate) fn check_config(capacity: u64, start: u64) -> Result<(), RingError> {
 struct Line(AtomicU64);
 
 /// One owned slot: the five `xuq_exec_info_t` fields as atomics.
+///
+/// Aligned to its 32-byte size (as the mapped slots are, behind the
+/// 64-byte-aligned header) so that no slot straddles two cache lines: a
+/// straddling slot makes one item's hand-off move two lines between the
+/// producer's and the worker's cores.
 #[derive(Debug)]
+#[cfg_attr(not(loom), repr(align(32)))]
 pub struct OwnedSlot {
     seq_id: AtomicU64,
     exec_status: AtomicU64,
-    efd: AtomicU32,
-    from_pool: AtomicBool,
+    /// `mark_comp_efd` (low 4 bytes), `efd_from_pool` (byte 4) and the
+    /// always-zero padding, as one word ([`handle_word`]).
+    handle: AtomicU64,
     exec_info: AtomicU64,
 }
+
+/// The 8 bytes at slot +0x10 as a native word: `mark_comp_efd` (4 bytes LE),
+/// `efd_from_pool` (1 byte), 3 zero padding bytes (seed 000 §7 item 2).
+#[inline(always)]
+fn handle_word(efd: i32, from_pool: bool) -> u64 {
+    u64::from_le((efd as u32 as u64) | (u64::from(from_pool) << 32))
+}
+
+/// The inverse of [`handle_word`].
+#[inline(always)]
+fn handle_fields(w: u64) -> (i32, bool) {
+    let w = u64::from_le(w);
+    (w as u32 as i32, (w >> 32) as u8 != 0)
+}
+
+const _: () = assert!(
+    exec_slot::off::EFD_FROM_POOL == exec_slot::off::MARK_COMP_EFD + 4
+        && exec_slot::off::EXEC_INFO == exec_slot::off::MARK_COMP_EFD + 8
+);
+
+// The owned slot has the ABI slot's size (seed 000 §7 item 2), so the owned
+// ring has the same two-slots-per-line density as the mapped one.
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<OwnedSlot>() == exec_slot::SIZE);
 
 impl SlotAccess for &OwnedSlot {
     #[inline]
@@ -173,20 +309,12 @@ impl SlotAccess for &OwnedSlot {
         self.exec_status.store(v, o)
     }
     #[inline]
-    fn efd(&self, o: Ordering) -> i32 {
-        self.efd.load(o) as i32
+    fn handle(&self, o: Ordering) -> (i32, bool) {
+        handle_fields(self.handle.load(o))
     }
     #[inline]
-    fn set_efd(&self, v: i32, o: Ordering) {
-        self.efd.store(v as u32, o)
-    }
-    #[inline]
-    fn efd_from_pool(&self, o: Ordering) -> bool {
-        self.from_pool.load(o)
-    }
-    #[inline]
-    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
-        self.from_pool.store(v, o)
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering) {
+        self.handle.store(handle_word(efd, from_pool), o)
     }
     #[inline]
     fn exec_info(&self, o: Ordering) -> u64 {
@@ -211,6 +339,8 @@ pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
     scheduled_head: Line,
     scheduled_tail: Line,
     slots: Box<[OwnedSlot]>,
+    /// The CPU has `PREFETCHW` ([`Storage::prefetch_write`]).
+    prefetchw: bool,
 }
 
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
@@ -232,8 +362,7 @@ impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
             .map(|_| OwnedSlot {
                 seq_id: AtomicU64::new(0),
                 exec_status: AtomicU64::new(0),
-                efd: AtomicU32::new(0),
-                from_pool: AtomicBool::new(false),
+                handle: AtomicU64::new(0),
                 exec_info: AtomicU64::new(0),
             })
             .collect();
@@ -244,6 +373,7 @@ impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
             scheduled_head: Line(AtomicU64::new(start)),
             scheduled_tail: Line(AtomicU64::new(start)),
             slots,
+            prefetchw: has_prefetchw(),
         })
     }
 
@@ -303,11 +433,37 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
         }
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn slot(&self, idx: usize) -> &OwnedSlot {
-        // Indexing is bounds-checked anyway; the precondition makes the check
-        // always pass.
-        &self.slots[idx]
+        debug_assert!(idx < self.slots.len());
+        // SAFETY: the caller guarantees `idx < capacity()` and `slots` holds
+        // exactly `capacity` slots (built in `new`), so the index is in bounds.
+        unsafe { self.slots.get_unchecked(idx) }
+    }
+
+    type Run<'a> = core::slice::Iter<'a, OwnedSlot>;
+
+    #[inline(always)]
+    unsafe fn run(&self, idx: usize, n: usize) -> core::slice::Iter<'_, OwnedSlot> {
+        debug_assert!(idx + n <= self.slots.len());
+        // SAFETY: the caller guarantees `idx + n <= capacity()` = `slots.len()`.
+        unsafe { self.slots.get_unchecked(idx..idx + n) }.iter()
+    }
+
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        debug_assert!(idx + n <= self.slots.len());
+        let start = self.slots.as_ptr() as usize + idx * core::mem::size_of::<OwnedSlot>();
+        prefetch_write_lines(self.prefetchw, start, n * core::mem::size_of::<OwnedSlot>());
+    }
+
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        debug_assert!(idx < self.slots.len());
+        prefetch_write_line(
+            self.prefetchw,
+            self.slots.as_ptr() as usize + idx * core::mem::size_of::<OwnedSlot>(),
+        );
     }
 
     fn snapshot(&self) -> Vec<u8> {
@@ -343,12 +499,12 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
                 b + exec_slot::off::EXEC_STATUS,
                 &s.exec_status.load(r).to_le_bytes(),
             );
+            // mark_comp_efd, efd_from_pool and the zero padding.
             put(
                 &mut out,
                 b + exec_slot::off::MARK_COMP_EFD,
-                &s.efd.load(r).to_le_bytes(),
+                &s.handle.load(r).to_ne_bytes(),
             );
-            out[b + exec_slot::off::EFD_FROM_POOL] = u8::from(s.from_pool.load(r));
             put(
                 &mut out,
                 b + exec_slot::off::EXEC_INFO,
@@ -371,8 +527,6 @@ const PUBLISH: Ordering = Ordering::Relaxed;
 // ---------------------------------------------------------------------------
 
 type StdAtomicU64 = std::sync::atomic::AtomicU64;
-type StdAtomicU32 = std::sync::atomic::AtomicU32;
-type StdAtomicU8 = std::sync::atomic::AtomicU8;
 
 /// The byte-exact `xu_queue_t` header at region offset 0 and the slot array
 /// right after it (region offset [`xu_queue::SIZE`]); `buffer` (+0x08) holds
@@ -386,6 +540,8 @@ pub struct MappedStorage {
     scheduled_head: *const StdAtomicU64,
     scheduled_tail: *const StdAtomicU64,
     slots: *mut u8,
+    /// The CPU has `PREFETCHW` ([`Storage::prefetch_write`]).
+    prefetchw: bool,
 }
 
 // SAFETY: the raw pointers point into `region`'s mapping, which `self` keeps
@@ -440,6 +596,7 @@ impl MappedStorage {
             scheduled_head,
             scheduled_tail,
             slots,
+            prefetchw: has_prefetchw(),
         })
     }
 
@@ -498,32 +655,13 @@ impl SlotAccess for MappedSlot<'_> {
         self.u64_at(exec_slot::off::EXEC_STATUS).store(v, o)
     }
     #[inline]
-    fn efd(&self, o: Ordering) -> i32 {
-        // SAFETY: +0x10 is 4-aligned inside the validated 32-byte slot; the
-        // region outlives 'a; accesses are atomic.
-        let a =
-            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
-        a.load(o) as i32
+    fn handle(&self, o: Ordering) -> (i32, bool) {
+        handle_fields(self.u64_at(exec_slot::off::MARK_COMP_EFD).load(o))
     }
     #[inline]
-    fn set_efd(&self, v: i32, o: Ordering) {
-        // SAFETY: as in `efd`.
-        let a =
-            unsafe { StdAtomicU32::from_ptr(self.base.add(exec_slot::off::MARK_COMP_EFD).cast()) };
-        a.store(v as u32, o)
-    }
-    #[inline]
-    fn efd_from_pool(&self, o: Ordering) -> bool {
-        // SAFETY: +0x14 is inside the validated 32-byte slot; a byte needs no
-        // alignment; the region outlives 'a; accesses are atomic.
-        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
-        a.load(o) != 0
-    }
-    #[inline]
-    fn set_efd_from_pool(&self, v: bool, o: Ordering) {
-        // SAFETY: as in `from_pool`.
-        let a = unsafe { StdAtomicU8::from_ptr(self.base.add(exec_slot::off::EFD_FROM_POOL)) };
-        a.store(u8::from(v), o)
+    fn set_handle(&self, efd: i32, from_pool: bool, o: Ordering) {
+        self.u64_at(exec_slot::off::MARK_COMP_EFD)
+            .store(handle_word(efd, from_pool), o)
     }
     #[inline]
     fn exec_info(&self, o: Ordering) -> u64 {
@@ -532,6 +670,33 @@ impl SlotAccess for MappedSlot<'_> {
     #[inline]
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.u64_at(exec_slot::off::EXEC_INFO).store(v, o)
+    }
+}
+
+/// A contiguous run of mapped slots ([`Storage::run`]).
+#[derive(Debug)]
+pub struct MappedRun<'a> {
+    next: *mut u8,
+    end: *mut u8,
+    _region: PhantomData<&'a Region>,
+}
+
+impl<'a> Iterator for MappedRun<'a> {
+    type Item = MappedSlot<'a>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<MappedSlot<'a>> {
+        if self.next == self.end {
+            return None;
+        }
+        let slot = MappedSlot {
+            base: self.next,
+            _region: PhantomData,
+        };
+        // SAFETY: `next < end`, both inside (or one past) the checked slot
+        // range (`MappedStorage::run`), and they differ by whole slots.
+        self.next = unsafe { self.next.add(exec_slot::SIZE) };
+        Some(slot)
     }
 }
 
@@ -568,7 +733,7 @@ impl Storage for MappedStorage {
         self.cursor(c).load(Ordering::Acquire)
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn slot(&self, idx: usize) -> MappedSlot<'_> {
         debug_assert!((idx as u64) < self.cap);
         MappedSlot {
@@ -577,6 +742,40 @@ impl Storage for MappedStorage {
             base: unsafe { self.slots.add(idx * exec_slot::SIZE) },
             _region: PhantomData,
         }
+    }
+
+    type Run<'a> = MappedRun<'a>;
+
+    #[inline(always)]
+    unsafe fn run(&self, idx: usize, n: usize) -> MappedRun<'_> {
+        debug_assert!((idx + n) as u64 <= self.cap);
+        // SAFETY: the caller guarantees `idx + n <= capacity`, so both ends lie
+        // inside (or one past) the slot range checked in `init`.
+        let (next, end) = unsafe {
+            (
+                self.slots.add(idx * exec_slot::SIZE),
+                self.slots.add((idx + n) * exec_slot::SIZE),
+            )
+        };
+        MappedRun {
+            next,
+            end,
+            _region: PhantomData,
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch_write(&self, idx: usize, n: usize) {
+        debug_assert!((idx + n) as u64 <= self.cap);
+        // Address arithmetic only (no pointer is formed or dereferenced).
+        let start = self.slots as usize + idx * exec_slot::SIZE;
+        prefetch_write_lines(self.prefetchw, start, n * exec_slot::SIZE);
+    }
+
+    #[inline(always)]
+    fn prefetch_write_slot(&self, idx: usize) {
+        debug_assert!((idx as u64) < self.cap);
+        prefetch_write_line(self.prefetchw, self.slots as usize + idx * exec_slot::SIZE);
     }
 
     fn snapshot(&self) -> Vec<u8> {
