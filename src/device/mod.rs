@@ -18,6 +18,7 @@
 //! out a [`staging::Stager`] per core to the producer, a
 //! [`sequencer::Sequencer`] to the device proxy, and a [`nq::Harvester`] per
 //! core to the worker.
+#![forbid(unsafe_code)]
 
 pub mod dma;
 pub mod engine;

@@ -6,6 +6,7 @@
 //! Sub-word stores (`copy_in` edges, `store_u32`) are compare-and-swap loops
 //! on the containing word, so two agents writing different bytes of one word
 //! never lose each other's bytes.
+#![forbid(unsafe_code)]
 
 use std::os::fd::RawFd;
 use std::sync::Arc;

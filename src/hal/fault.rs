@@ -7,6 +7,7 @@
 //!
 //! Every injection is logged ([`FaultInjector::injected`]) so a test can show
 //! which fault produced which error.
+#![forbid(unsafe_code)]
 
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};

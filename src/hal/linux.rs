@@ -4,6 +4,7 @@
 //!
 //! All access goes through [`Region`]: atomic `from_ptr` words or volatile
 //! bytes at checked offsets; this file has no `unsafe` of its own.
+#![forbid(unsafe_code)]
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;

@@ -6,6 +6,7 @@
 //! actually reached memory, outermost to record what the caller asked for.
 //! Records from several threads interleave in one log in the order the
 //! operations completed; with the deterministic runner that order is fixed.
+#![forbid(unsafe_code)]
 
 use core::fmt::{self, Write as _};
 use std::collections::HashMap;

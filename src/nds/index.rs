@@ -5,6 +5,7 @@
 //! reads, so the hot path is one atomic instruction. A [`ModelSlot`] is a
 //! model record slot 0..=63 (§5). Out-of-range indices are
 //! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in the seed's accessors.
+#![forbid(unsafe_code)]
 
 use core::fmt;
 

@@ -28,6 +28,7 @@
 //! [`Writer::release`](super::Writer::release)). A slab released in between is
 //! reported as [`NdsError::Detached`] and nothing read across the release is
 //! returned.
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 use std::sync::atomic::Ordering;

@@ -62,6 +62,7 @@
 //! load, no fence), as a `memcpy` is; `record_hash_after_body` makes
 //! [`invalidate`] a no-op, so an update writes the body under a live hash and
 //! stores the new hash only after it.
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::Ordering;
 

@@ -8,6 +8,7 @@
 //! record it gets back as [`Fresh`](super::RecordRead::Fresh) is consistent.
 //! The check does not use the FNV hash, so it also catches a torn copy whose
 //! hash happened to match.
+#![forbid(unsafe_code)]
 
 use crate::prng::SplitMix64;
 use crate::wire::nds::model::{

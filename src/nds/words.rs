@@ -11,6 +11,7 @@
 //! Offsets and lengths must be multiples of 4 (every NDS record is: 64, 260
 //! and 672 bytes at 8-aligned starts). A misaligned request is a caller bug
 //! and panics.
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::Ordering;
 

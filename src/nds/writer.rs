@@ -19,6 +19,7 @@
 //! | counters | any `Writer` (any process) | `Reader` | Relaxed `LOCK` RMW (no data hangs off a counter) | Relaxed load |
 //! | model bitmap | `Writer` under its mutex | `Reader` (slot discovery) | Relaxed store (records carry their own hash protocol) | Relaxed load |
 //! | records | `Writer` under its mutex | `Reader` | zero word 0 + Release fence, body, word 0 Release | word 0 Acquire, body, Acquire fence, word 0 again |
+#![forbid(unsafe_code)]
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
