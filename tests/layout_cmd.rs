@@ -121,3 +121,21 @@ fn layout_refuses_unknown_options() {
     assert!(stdout.is_empty());
     assert!(stderr.contains("--yaml"), "{stderr}");
 }
+
+/// A reader that goes away (`xunds layout | head -1`) ends the command quietly:
+/// no `println!` panic (exit 101) on the broken pipe.
+#[test]
+fn a_closed_stdout_pipe_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .arg("layout")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xunds");
+    drop(child.stdout.take()); // close the read end before the child writes
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "panicked: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

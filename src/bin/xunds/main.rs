@@ -11,6 +11,13 @@ mod run;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // SAFETY: restores the default SIGPIPE disposition before any thread is
+    // started; no Rust state depends on it. A closed pipe (`xunds nds dump
+    // ... | head`) then ends the process quietly, as other Unix tools do,
+    // instead of making `println!` panic.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or(&[]);
     match args.first().map(String::as_str) {
