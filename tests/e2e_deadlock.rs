@@ -185,6 +185,8 @@ fn check<H: Hal>(f: &Filled<H>, actors: Vec<SysActor<H>>) {
     }
     let misc = r.counter(Counter::nd(NdCounter::MemUsageMiscHost)).unwrap();
     assert!(misc >= f.control_msgs, "every control message applied");
+    // Ordering: Acquire; pairs with the publisher's Release store of
+    // `errors` (the run has ended).
     assert_eq!(
         f.shared
             .pub_stats

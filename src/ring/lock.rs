@@ -85,7 +85,10 @@ impl MarkCompLock {
     #[inline]
     fn light_fence(&self) {
         if self.asym {
-            // Paired with `membarrier` in `heavy_fence` (see module docs).
+            // Ordering: compiler-only SeqCst fence; pairs with the
+            // `membarrier(PRIVATE_EXPEDITED)` in `heavy_fence`, which makes this
+            // thread's program order act as a full barrier (Dekker on
+            // worker_busy / waiters; the mark-completion lock of seed 000 §6).
             core::sync::atomic::compiler_fence(Ordering::SeqCst);
         } else {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in

@@ -374,6 +374,8 @@ impl<H: Hal + 'static> System<H> {
                 SysActor::Producer(_) => {}
             }
         }
+        // Ordering: Acquire; pairs with the publisher's Release store of
+        // `errors` after its thread has run (report read after join).
         nds_errors += self
             .shared
             .pub_stats

@@ -498,6 +498,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         .iter()
         .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
         .collect();
+    // Ordering: Acquire; pairs with the publisher's Release store of
+    // `errors` (read once the run has ended).
     out.nds_errors = shared
         .pub_stats
         .errors
