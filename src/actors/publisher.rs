@@ -37,7 +37,7 @@ use crate::actors::{Actor, Cx, Idle, Progress};
 use crate::device::model::MemUsage;
 use crate::fsm::{Transition, TransitionHook};
 use crate::nds::{Counter, ModelSlot, SlabMut, Writer};
-use crate::wire::nds::counters::{error_class_counter, Features, NcCounter, NdCounter};
+use crate::wire::nds::counters::{Features, NcCounter, NdCounter};
 use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
 use crate::wire::nds::{c_string, counters};
 use crate::wire::status::NrtStatus;
@@ -178,10 +178,8 @@ impl<S: SlabMut> Books<S> {
         };
         self.add(core, outcome, 1);
         if let Some(class) = c.class {
-            match error_class_counter(class as u8) {
-                Ok(k) => self.add(core, k, 1),
-                Err(e) => self.fail(format!("error class {class:?}: {e}")),
-            }
+            // One enum for NQ classes and counters: the mapping is total.
+            self.add(core, class.counter(), 1);
         }
         if let Some(ext) = c.ext {
             self.add(core, ext, 1);

@@ -136,18 +136,10 @@ named_index_enum! {
     }
 }
 
-named_index_enum! {
-    /// Error classes, in the order that locks NC counters 7..=12
-    /// (`index = ERR_GENERIC + class`, §3 GOTCHA).
-    pub enum ErrorClass {
-        Generic = 0 => "GENERIC",
-        Numerical = 1 => "NUMERICAL",
-        Model = 2 => "MODEL",
-        Transient = 3 => "TRANSIENT",
-        Hw = 4 => "HW",
-        Rt = 5 => "RT",
-    }
-}
+/// The error classes, order-locked to NC counters 7..=12 (`index =
+/// ERR_GENERIC + class`, §3 GOTCHA). One enum serves the device's NQ records
+/// and the counters: [`crate::wire::nq::ErrorClass`].
+pub use crate::wire::nq::ErrorClass;
 
 const _: () = assert!(NdCounter::AggNeffId as usize + 1 == ND_COUNTER_NAMED);
 const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
@@ -156,7 +148,8 @@ const _: () = assert!(
 );
 // §3: the error block is order-locked at 7..=12.
 const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
-const _: () = assert!(NcCounter::ErrGeneric as u8 + ErrorClass::Rt as u8 == NcCounter::ErrRt as u8);
+const _: () =
+    assert!(NcCounter::ErrGeneric as u8 + ErrorClass::Runtime as u8 == NcCounter::ErrRt as u8);
 
 impl NdCounter {
     /// Byte offset of this counter in the slab (`8 + 8 * index`).
@@ -187,7 +180,7 @@ impl ErrorClass {
             ErrorClass::Model => NcCounter::ErrModel,
             ErrorClass::Transient => NcCounter::ErrTransient,
             ErrorClass::Hw => NcCounter::ErrHw,
-            ErrorClass::Rt => NcCounter::ErrRt,
+            ErrorClass::Runtime => NcCounter::ErrRt,
         }
     }
 }
@@ -210,7 +203,7 @@ bitflags::bitflags! {
 /// 0..=5 maps to counters 7..=12; anything else is out of range.
 pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
     let limit = ErrorClass::ALL.len() as u32;
-    match ErrorClass::from_index(u32::from(class)) {
+    match ErrorClass::from_u8(class) {
         Some(c) => Ok(c.counter()),
         None => Err(WireError::OutOfRange {
             what: "error class",
