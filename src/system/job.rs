@@ -482,9 +482,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
         }
         let running = r.start()?;
         let stop = running.stop_handle();
+        // Show progress every 50 ms; the stop ends the wait at once.
         while !stop.is_stopped() {
             progress(done(&shared), cfg.executions);
-            std::thread::sleep(Duration::from_millis(50));
+            stop.wait(Duration::from_millis(50));
         }
         let rep = running.join()?;
         out.elapsed = rep.elapsed;

@@ -29,7 +29,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -572,6 +572,25 @@ impl StopHandle {
         self.0.flag.load(Ordering::Acquire)
     }
 
+    /// Sleep until the run is stopped or `timeout` passes (at most
+    /// `i32::MAX` ms); returns [`StopHandle::is_stopped`]. For a caller that
+    /// shows progress while a run goes on: it wakes at once on the stop.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        if !self.is_stopped() {
+            let mut pfd = libc::pollfd {
+                fd: self.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+            // SAFETY: one initialised pollfd on our stack, length 1; poll
+            // only writes its `revents`. The eventfd is never reset, so it
+            // stays readable once stopped.
+            unsafe { libc::poll(&mut pfd, 1, ms) };
+        }
+        self.is_stopped()
+    }
+
     fn fd(&self) -> RawFd {
         self.0.efd.raw()
     }
@@ -633,7 +652,8 @@ pub struct ThreadedReport<A> {
     pub actors: Vec<A>,
     /// Their counters, same order.
     pub stats: Vec<ActorStats>,
-    /// Wall time from start to the last join.
+    /// Wall time from start until the last non-daemon actor finished (when
+    /// the run was stopped instead, or had none: until the join).
     pub elapsed: Duration,
 }
 
@@ -652,6 +672,9 @@ struct ThreadShared {
     /// stops the daemons.
     remaining: AtomicUsize,
     clock: MonotonicClock,
+    /// When the last non-daemon actor finished: the end of the run proper,
+    /// whenever the caller gets round to joining.
+    ended: OnceLock<Instant>,
 }
 
 /// The threaded runner: one thread per actor.
@@ -714,6 +737,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             stop: self.stop.clone(),
             remaining: AtomicUsize::new(non_daemons),
             clock: self.clock.unwrap_or_else(MonotonicClock::start),
+            ended: OnceLock::new(),
         });
         if self.actors.is_empty() {
             // Nothing will ever call stop: the run is over before it starts.
@@ -743,6 +767,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             threads,
             started,
             max_wall: self.cfg.max_wall,
+            shared,
         })
     }
 
@@ -800,6 +825,8 @@ fn actor_thread<A: Actor>(
     // thread that sees the count reach zero; its Acquire half makes every
     // other finisher's work visible to the one that stops the daemons.
     if st.finished && !daemon && sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // Before the stop, so whoever sees the stop also sees the end time.
+        let _ = sh.ended.set(Instant::now());
         sh.stop.stop();
     }
     Ok((actor, st))
@@ -811,6 +838,7 @@ pub struct Running<A> {
     threads: Vec<(String, JoinHandle<ThreadResult<A>>)>,
     started: Instant,
     max_wall: Option<Duration>,
+    shared: Arc<ThreadShared>,
 }
 
 impl<A> fmt::Debug for Running<A> {
@@ -889,7 +917,12 @@ impl<A> Running<A> {
         Ok(ThreadedReport {
             actors,
             stats,
-            elapsed: self.started.elapsed(),
+            // The run proper ends when its last non-daemon actor finishes,
+            // not when the caller joins (it may have been asleep).
+            elapsed: match self.shared.ended.get() {
+                Some(t) => t.saturating_duration_since(self.started),
+                None => self.started.elapsed(),
+            },
         })
     }
 }
@@ -983,6 +1016,52 @@ mod tests {
         assert!(rep.stats[0].finished);
         assert!(!rep.stats[1].finished);
         assert_eq!(rep.stats[0].progress, 100);
+    }
+
+    /// `elapsed` is the run proper: it ends when the last non-daemon actor
+    /// finishes, not when a caller that was busy (or asleep) gets round to
+    /// joining. (It used to include the caller's sleep, which quantised the
+    /// exec/s of `xunds run` to its 50 ms progress interval.)
+    #[test]
+    fn threaded_elapsed_ends_when_the_last_actor_finishes_not_at_join() {
+        let mut r = ThreadedRunner::new(ThreadedConfig::default()).unwrap();
+        r.add(Countdown {
+            name: "a",
+            left: 10,
+            flip: false,
+        });
+        r.add_daemon(Countdown {
+            name: "d",
+            left: u32::MAX,
+            flip: false,
+        });
+        let t0 = Instant::now();
+        let running = r.start().unwrap();
+        let stop = running.stop_handle();
+        while !stop.wait(Duration::from_secs(60)) {}
+        // The end time is recorded before the stop, so it is no later than
+        // this moment.
+        let seen_stopped = t0.elapsed();
+        std::thread::sleep(Duration::from_millis(300));
+        let rep = running.join().unwrap();
+        assert!(rep.stats[0].finished);
+        assert!(
+            rep.elapsed <= seen_stopped,
+            "elapsed {:?} includes the caller's sleep (stop seen after {:?})",
+            rep.elapsed,
+            seen_stopped
+        );
+    }
+
+    #[test]
+    fn stop_handle_wait_times_out_then_sees_the_stop() {
+        let h = StopHandle::new().unwrap();
+        assert!(!h.wait(Duration::from_millis(1)));
+        h.stop();
+        assert!(
+            h.wait(Duration::from_secs(60)),
+            "returns at once when stopped"
+        );
     }
 
     #[test]
