@@ -37,6 +37,7 @@ use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, Expectations, HealthCell, ItemPool, PubMsg, NO_EXPECT};
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::device::irq;
 use crate::device::memmap::{reg, MemMap};
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
@@ -179,6 +180,9 @@ pub struct WorkerActor<H: Hal> {
     pub_owed: bool,
     /// Idle polls in a row while an execution is on the device.
     idle_polls: u32,
+    /// The NQ interrupt is armed and the NQ was looked at after arming:
+    /// the runner may sleep on it.
+    nq_armed: bool,
 }
 
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
@@ -245,7 +249,19 @@ impl<H: Hal> WorkerActor<H> {
             stats,
             pub_owed: false,
             idle_polls: 0,
+            nq_armed: false,
         }
+    }
+
+    /// Whether this idle poll is one after which the runner sleeps on the
+    /// NQ interrupt (an execution on the device, nothing kept, the yields
+    /// spent, and an fd to sleep on): the interrupt must be armed first.
+    fn wants_nq_sleep(&self) -> bool {
+        self.state == WorkerState::Current
+            && self.kept.is_none()
+            && self.kept_return.is_none()
+            && self.nq_fd.is_some()
+            && self.idle_polls.saturating_add(1) >= HARVEST_YIELDS
     }
 
     /// What this worker saw.
@@ -689,6 +705,20 @@ impl<H: Hal> Actor for WorkerActor<H> {
                 _ => break,
             }
         }
+        self.nq_armed = false;
+        if !made && self.wants_nq_sleep() {
+            // About to sleep on the NQ interrupt: arm it, then look once
+            // more (device::irq). A failed arm means no sleep: keep yielding.
+            let regs = self.map.regs[usize::from(self.core)];
+            self.nq_armed = irq::arm(&*self.hal, regs).is_ok();
+            if self.nq_armed {
+                if let Some(outcome) = self.harvest(cx) {
+                    self.complete(outcome, cx);
+                    made = true;
+                    self.nq_armed = false;
+                }
+            }
+        }
         self.tap.drain(cx);
         if made {
             self.idle_polls = 0;
@@ -706,8 +736,8 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // execution time, so yield a while before sleeping on the NQ
             // interrupt (a sleep and wake-up per execution would cost more
             // than the wait).
-            WorkerState::Current if self.idle_polls < HARVEST_YIELDS => Idle::Yield,
-            WorkerState::Current => self.nq_fd.map_or(Idle::Yield, Idle::Fd),
+            WorkerState::Current if self.nq_armed => self.nq_fd.map_or(Idle::Yield, Idle::Fd),
+            WorkerState::Current => Idle::Yield,
             _ => Idle::Fd(self.has_work.fd()),
         }
     }

@@ -104,6 +104,10 @@ pub mod reg {
     pub const CYCLE: usize = 0x28;
     /// u64: MACs performed by every request so far (monotone).
     pub const MAC_COUNT: usize = 0x30;
+    /// The NQ interrupt's arm bit (ours): the worker writes 1 before it
+    /// sleeps on the core's NQ event; the device notifies the event only
+    /// when it finds 1 here, and writes 0 (see `device::irq`).
+    pub const NQ_IRQ_ARM: usize = 0x38;
     /// Records the worker has consumed from engine `e`'s NQ ring: at
     /// `NQ_HEAD + 4 * e` (worker writes with release; the device reads
     /// before writing, to detect overflow).
@@ -124,6 +128,7 @@ pub mod reg {
             NQ_OVERFLOWS => "NQ_OVERFLOWS",
             CYCLE => "CYCLE",
             MAC_COUNT => "MAC_COUNT",
+            NQ_IRQ_ARM => "NQ_IRQ_ARM",
             0x40 => "NQ_HEAD[PE]",
             0x44 => "NQ_HEAD[ACT]",
             0x48 => "NQ_HEAD[POOL]",

@@ -11,6 +11,7 @@
 //! - [`sequencer`]: the device-sequencer-proxy's core logic (`poll`).
 //! - [`isa`], [`engine`], [`model`]: the instruction format, the engine
 //!   interpreter and the model builder (see their own docs).
+//! - [`irq`]: the NQ interrupt and its arm register.
 //! - [`nq`]: NQ ring writer/reader with phase bits, and the worker's
 //!   [`nq::Harvester`].
 //!
@@ -22,6 +23,7 @@
 
 pub mod dma;
 pub mod engine;
+pub mod irq;
 pub mod isa;
 pub mod memmap;
 pub mod model;

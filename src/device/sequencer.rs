@@ -15,8 +15,8 @@
 //!    reached through the HAL ([`DramMemory`]);
 //! 3. writes one 16-byte NQ record per engine that had a block (DONE, or
 //!    ERROR with the class) with phase bits into that engine's NQ ring, bumps
-//!    `SEQ_HEAD`, the MAC and cycle registers, and notifies the core's NQ
-//!    interrupt event.
+//!    `SEQ_HEAD`, the MAC and cycle registers, and raises the core's NQ
+//!    interrupt if the worker armed it ([`super::irq`]).
 //!
 //! Device time is virtual cycles, advanced only by the work done (copies,
 //! dispatch, model switches, the engines' own cycle counts), so a run is
@@ -31,6 +31,7 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
+use super::irq;
 use super::engine::{self, DeviceMemory, EngineReport, EngineStatus, ExecReport, MemFault};
 use super::memmap::{dmem, reg, BadPa, MemMap, Window};
 use super::nq::{NqWriter, Overflow};
@@ -379,7 +380,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             cycle,
             &mut p,
         )?;
-        self.hal.notify(self.map.nq_irq[c], 1)?;
+        self.raise_irq(c)?;
         Ok(p)
     }
 
@@ -541,6 +542,11 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         // control over the seed 000 §3 request buffers).
         self.hal
             .store_u32(regs, reg::SEQ_HEAD, exec_id, Ordering::Release)?;
-        self.hal.notify(self.map.nq_irq[c], 1)
+        self.raise_irq(c)
+    }
+
+    /// The core's NQ interrupt, if the worker armed it ([`irq::raise`]).
+    fn raise_irq(&self, c: usize) -> Result<(), HalError> {
+        irq::raise(&*self.hal, self.map.regs[c], self.map.nq_irq[c]).map(drop)
     }
 }
