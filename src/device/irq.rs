@@ -71,7 +71,8 @@ mod tests {
                 cores: 1,
                 ..DeviceConfig::default()
             },
-        ).unwrap();
+        )
+        .unwrap();
         let (hal, map) = (dev.hal(), dev.map());
         let (regs, ev) = (map.regs[0], map.nq_irq[0]);
         assert!(!raise(&**hal, regs, ev).unwrap(), "not armed: no event");

@@ -31,8 +31,8 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
-use super::irq;
 use super::engine::{self, DeviceMemory, EngineReport, EngineStatus, ExecReport, MemFault};
+use super::irq;
 use super::memmap::{dmem, reg, BadPa, MemMap, Window};
 use super::nq::{NqWriter, Overflow};
 
