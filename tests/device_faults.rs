@@ -62,9 +62,9 @@ fn run_one(
     Harvest,
     xunds::device::sequencer::Sequencer<FaultInjector<FakeHal>, NullExecutor>,
 ) {
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     h.expect(s.exec_id, s.engines, deadline);
     seq.poll(now).unwrap();
@@ -119,9 +119,9 @@ fn engine_raise_of_each_class() {
         image
             .write_input(&dev.memory(), &spec.example_input(1))
             .unwrap();
-        let mut st = dev.stager(0);
+        let mut st = dev.stager(0).unwrap();
         let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
-        let mut h = dev.harvester(0);
+        let mut h = dev.harvester(0).unwrap();
         let s = st.stage_and_doorbell(&model, 0).unwrap();
         h.expect(s.exec_id, s.engines, u64::MAX);
         seq.poll(0).unwrap();
@@ -153,9 +153,9 @@ fn device_that_never_completes_times_out() {
         }],
         cfg(),
     );
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     h.expect(s.exec_id, s.engines, 5_000);
     seq.poll(0).unwrap();
@@ -256,7 +256,7 @@ fn wrong_ring_id_waits_for_the_grace_period() {
         )],
         c,
     );
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     assert!(!seq.poll(100).unwrap().made_progress());
@@ -297,7 +297,7 @@ fn corrupt_descriptor_address_outside_device_memory() {
 fn dma_to_a_read_only_register_is_refused() {
     let dev = device(vec![], cfg());
     let map = dev.map();
-    let mut q = QueueProducer::new(map, 0);
+    let mut q = QueueProducer::new(map, 0).unwrap();
     q.push_copy(
         &**dev.hal(),
         4,
@@ -307,7 +307,7 @@ fn dma_to_a_read_only_register_is_refused() {
     .unwrap();
     q.doorbell(&**dev.hal(), 1).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     h.expect(1, 1, u64::MAX);
     seq.poll(0).unwrap();
     assert!(matches!(
@@ -331,7 +331,7 @@ fn dma_to_a_read_only_register_is_refused() {
 fn publish_without_event_poke_is_a_sequencer_error() {
     let dev = device(vec![], cfg());
     let map = dev.map();
-    let mut q = QueueProducer::new(map, 0);
+    let mut q = QueueProducer::new(map, 0).unwrap();
     q.push_copy(
         &**dev.hal(),
         4,
@@ -341,7 +341,7 @@ fn publish_without_event_poke_is_a_sequencer_error() {
     .unwrap();
     q.doorbell(&**dev.hal(), 1).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     h.expect(1, 0b11, u64::MAX);
     seq.poll(0).unwrap();
     let r = h.poll(0).unwrap().unwrap();
@@ -353,7 +353,7 @@ fn publish_without_event_poke_is_a_sequencer_error() {
 #[test]
 fn nq_overflow_is_reported() {
     let dev = device(vec![], cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     let m = pe_act_model();
     for _ in 0..9 {
@@ -361,7 +361,7 @@ fn nq_overflow_is_reported() {
         seq.poll(0).unwrap();
     }
     assert_eq!(seq.overflows(0).len(), 2, "PE and ACT records of request 9");
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     for i in 1..=9 {
         h.expect(i, 0b11, u64::MAX);
     }
@@ -391,7 +391,7 @@ fn corrupt_nq_record_is_reported_and_skipped() {
     junk[4] = 7; // engine 7
     junk[7] = 1; // phase 1
     dev.hal().write_nq(ring, 0, &junk).unwrap();
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let r = h.poll(0).unwrap().unwrap();
     assert!(matches!(r, Err(HarvestError::Corrupt(_))), "{r:?}");
     assert_eq!(h.poll(0).unwrap(), None);
@@ -402,9 +402,9 @@ fn corrupt_nq_record_is_reported_and_skipped() {
 #[test]
 fn early_records_are_kept_until_expected() {
     let dev = device(vec![], cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s1 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     let s2 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     seq.poll(0).unwrap();
@@ -422,9 +422,9 @@ fn early_records_are_kept_until_expected() {
 #[test]
 fn a_saturated_device_clock_keeps_working() {
     let dev = device(Vec::new(), cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: u64::MAX });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     for round in 1..=3u32 {
         let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
         h.expect(s.exec_id, s.engines, u64::MAX);
