@@ -4,19 +4,21 @@
 //! never completes (timeout), a lost doorbell, corrupt descriptors (bad
 //! length, bad ring id, address outside device memory: refused, not
 //! followed), a DMA write to a read-only register, a publish without the
-//! event poke, an NQ overflow and a corrupt NQ record.
+//! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
+//! corrupt NQ record.
 
 use xunds::device::dma::{DmaFault, QueueProducer};
 use xunds::device::engine::{Executor, Limits};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
-use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError};
+use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overflow};
 use xunds::device::sequencer::NullExecutor;
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
 use xunds::hal::fake::FakeHal;
 use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::hal::{Dir, Hal, Ordering};
+use xunds::system::faults::NQ_OVERFLOW;
 use xunds::wire::device_request::Engine;
 use xunds::wire::nq::{ErrorClass, Source};
 use xunds::NrtStatus;
@@ -379,6 +381,60 @@ fn nq_overflow_is_reported() {
         h.poll(u64::MAX).unwrap().unwrap(),
         Err(HarvestError::Timeout { exec_id: 9, .. })
     ));
+}
+
+/// `xunds run --faults nq_overflow` (the HAL's stale read of an NQ head):
+/// the device takes its own overflow path on a ring that is not really
+/// full: the record is dropped and counted, the harvester reports the
+/// overflow, the execution that lost it times out, and the ring is not
+/// stuck (the next request completes).
+#[test]
+fn injected_nq_overflow_takes_the_device_overflow_path() {
+    // The 2nd NQ head read of the core: request 1's ACT record (PE first).
+    let dev = device(vec![FaultRule::nth(NQ_OVERFLOW, 2)], cfg());
+    let mut st = dev.stager(0).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0).unwrap();
+    let m = pe_act_model();
+    let s1 = st.stage_and_doorbell(&m, 0).unwrap();
+    h.expect(s1.exec_id, s1.engines, 1_000);
+    seq.poll(0).unwrap();
+    assert_eq!(
+        seq.overflows(0),
+        [Overflow {
+            engine: Engine::Act.index() as u8,
+            exec_id: 1
+        }]
+    );
+    let regs = dev.map().regs[0];
+    // Ordering: Acquire, as the harvester reads it (partner: the writer's
+    // Release fetch_add; same thread here).
+    let dropped = dev
+        .hal()
+        .inner()
+        .load_u32(regs, reg::NQ_OVERFLOWS, Ordering::Acquire);
+    assert_eq!(dropped, Ok(1));
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(r, Err(HarvestError::Overflow { dropped: 1 }));
+    assert_eq!(
+        r.unwrap_err().suggested_status(),
+        NrtStatus::EXEC_SW_NQ_OVERFLOW
+    );
+    assert_eq!(h.poll(999).unwrap(), None, "PE reported, ACT never will");
+    assert!(matches!(
+        h.poll(1_000).unwrap().unwrap(),
+        Err(HarvestError::Timeout {
+            exec_id: 1,
+            reported: 0b01
+        })
+    ));
+    let s2 = st.stage_and_doorbell(&m, 0).unwrap();
+    h.expect(s2.exec_id, s2.engines, u64::MAX);
+    seq.poll(0).unwrap();
+    let c = h.poll(0).unwrap().unwrap().unwrap();
+    assert_eq!((c.exec_id, c.status), (2, ExecStatus::Done));
+    assert_eq!(seq.overflows(0).len(), 1);
+    assert_eq!(dev.hal().injected().len(), 1);
 }
 
 /// A record with the right phase that does not decode is skipped and

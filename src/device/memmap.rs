@@ -43,6 +43,8 @@ pub const REQUEST_STRIDE: u64 = 0x40;
 pub const MAX_REQUEST_SLOTS: u32 = 32;
 /// Alignment of the model heap.
 pub const HEAP_ALIGN: u64 = 64;
+/// Most entries an NQ ring may have ([`DeviceConfig::nq_len`]).
+pub const MAX_NQ_LEN: u32 = 1 << 16;
 
 const _: () = assert!(DRAM_BASE >> 32 != 0);
 const _: () = assert!(REQUEST_STRIDE as usize >= device_request::BUFFER_SIZE);
@@ -233,7 +235,7 @@ impl DeviceConfig {
         if self.ring_len < 3 || self.ring_len > 1 << 16 {
             return bad("ring_len", "must be 3..=65536 (a request takes 3 slots)");
         }
-        if !self.nq_len.is_power_of_two() || self.nq_len < 2 || self.nq_len > 1 << 16 {
+        if !self.nq_len.is_power_of_two() || self.nq_len < 2 || self.nq_len > MAX_NQ_LEN {
             return bad("nq_len", "must be a power of two in 2..=65536");
         }
         if self.request_slots == 0 || self.request_slots > MAX_REQUEST_SLOTS {
