@@ -307,4 +307,17 @@ fn nq_overflow_is_reported_and_degrades() {
     check_nq_overflow(&r, "#1, one core");
     assert_eq!(r.degraded, [true]);
     assert_eq!(r.refused_unrecoverable, N - r.accepted);
+    // Two cores, a record of a later execution: the worker may see the
+    // overflow while it still harvests an earlier (healthy) execution; the
+    // status and the counter still go to the one that lost the record.
+    for nth in [12, 23, 37] {
+        let r = run(&format!("nq_overflow@#{nth}/core0"));
+        check_nq_overflow(&r, &format!("#{nth}, two cores"));
+        assert_eq!(r.degraded, [true, false]);
+        assert_eq!(r.per_core[1].get(NcCounter::ErrSwNqOverflow), 0);
+        assert_eq!(
+            r.per_core[1].get(NcCounter::InferCompleted),
+            r.workers[1].completed
+        );
+    }
 }
