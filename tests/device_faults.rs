@@ -4,19 +4,21 @@
 //! never completes (timeout), a lost doorbell, corrupt descriptors (bad
 //! length, bad ring id, address outside device memory: refused, not
 //! followed), a DMA write to a read-only register, a publish without the
-//! event poke, an NQ overflow and a corrupt NQ record.
+//! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
+//! corrupt NQ record.
 
 use xunds::device::dma::{DmaFault, QueueProducer};
 use xunds::device::engine::{Executor, Limits};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
-use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError};
+use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overflow};
 use xunds::device::sequencer::NullExecutor;
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
 use xunds::hal::fake::FakeHal;
 use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::hal::{Dir, Hal, Ordering};
+use xunds::system::faults::NQ_OVERFLOW;
 use xunds::wire::device_request::Engine;
 use xunds::wire::nq::{ErrorClass, Source};
 use xunds::NrtStatus;
@@ -62,9 +64,9 @@ fn run_one(
     Harvest,
     xunds::device::sequencer::Sequencer<FaultInjector<FakeHal>, NullExecutor>,
 ) {
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     h.expect(s.exec_id, s.engines, deadline);
     seq.poll(now).unwrap();
@@ -119,9 +121,9 @@ fn engine_raise_of_each_class() {
         image
             .write_input(&dev.memory(), &spec.example_input(1))
             .unwrap();
-        let mut st = dev.stager(0);
+        let mut st = dev.stager(0).unwrap();
         let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
-        let mut h = dev.harvester(0);
+        let mut h = dev.harvester(0).unwrap();
         let s = st.stage_and_doorbell(&model, 0).unwrap();
         h.expect(s.exec_id, s.engines, u64::MAX);
         seq.poll(0).unwrap();
@@ -153,9 +155,9 @@ fn device_that_never_completes_times_out() {
         }],
         cfg(),
     );
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 100 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     h.expect(s.exec_id, s.engines, 5_000);
     seq.poll(0).unwrap();
@@ -256,7 +258,7 @@ fn wrong_ring_id_waits_for_the_grace_period() {
         )],
         c,
     );
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     assert!(!seq.poll(100).unwrap().made_progress());
@@ -297,7 +299,7 @@ fn corrupt_descriptor_address_outside_device_memory() {
 fn dma_to_a_read_only_register_is_refused() {
     let dev = device(vec![], cfg());
     let map = dev.map();
-    let mut q = QueueProducer::new(map, 0);
+    let mut q = QueueProducer::new(map, 0).unwrap();
     q.push_copy(
         &**dev.hal(),
         4,
@@ -307,7 +309,7 @@ fn dma_to_a_read_only_register_is_refused() {
     .unwrap();
     q.doorbell(&**dev.hal(), 1).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     h.expect(1, 1, u64::MAX);
     seq.poll(0).unwrap();
     assert!(matches!(
@@ -331,7 +333,7 @@ fn dma_to_a_read_only_register_is_refused() {
 fn publish_without_event_poke_is_a_sequencer_error() {
     let dev = device(vec![], cfg());
     let map = dev.map();
-    let mut q = QueueProducer::new(map, 0);
+    let mut q = QueueProducer::new(map, 0).unwrap();
     q.push_copy(
         &**dev.hal(),
         4,
@@ -341,7 +343,7 @@ fn publish_without_event_poke_is_a_sequencer_error() {
     .unwrap();
     q.doorbell(&**dev.hal(), 1).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     h.expect(1, 0b11, u64::MAX);
     seq.poll(0).unwrap();
     let r = h.poll(0).unwrap().unwrap();
@@ -353,7 +355,7 @@ fn publish_without_event_poke_is_a_sequencer_error() {
 #[test]
 fn nq_overflow_is_reported() {
     let dev = device(vec![], cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     let m = pe_act_model();
     for _ in 0..9 {
@@ -361,7 +363,7 @@ fn nq_overflow_is_reported() {
         seq.poll(0).unwrap();
     }
     assert_eq!(seq.overflows(0).len(), 2, "PE and ACT records of request 9");
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     for i in 1..=9 {
         h.expect(i, 0b11, u64::MAX);
     }
@@ -381,6 +383,60 @@ fn nq_overflow_is_reported() {
     ));
 }
 
+/// `xunds run --faults nq_overflow` (the HAL's stale read of an NQ head):
+/// the device takes its own overflow path on a ring that is not really
+/// full: the record is dropped and counted, the harvester reports the
+/// overflow, the execution that lost it times out, and the ring is not
+/// stuck (the next request completes).
+#[test]
+fn injected_nq_overflow_takes_the_device_overflow_path() {
+    // The 2nd NQ head read of the core: request 1's ACT record (PE first).
+    let dev = device(vec![FaultRule::nth(NQ_OVERFLOW, 2)], cfg());
+    let mut st = dev.stager(0).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0).unwrap();
+    let m = pe_act_model();
+    let s1 = st.stage_and_doorbell(&m, 0).unwrap();
+    h.expect(s1.exec_id, s1.engines, 1_000);
+    seq.poll(0).unwrap();
+    assert_eq!(
+        seq.overflows(0),
+        [Overflow {
+            engine: Engine::Act.index() as u8,
+            exec_id: 1
+        }]
+    );
+    let regs = dev.map().regs[0];
+    // Ordering: Acquire, as the harvester reads it (partner: the writer's
+    // Release fetch_add; same thread here).
+    let dropped = dev
+        .hal()
+        .inner()
+        .load_u32(regs, reg::NQ_OVERFLOWS, Ordering::Acquire);
+    assert_eq!(dropped, Ok(1));
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(r, Err(HarvestError::Overflow { dropped: 1 }));
+    assert_eq!(
+        r.unwrap_err().suggested_status(),
+        NrtStatus::EXEC_SW_NQ_OVERFLOW
+    );
+    assert_eq!(h.poll(999).unwrap(), None, "PE reported, ACT never will");
+    assert!(matches!(
+        h.poll(1_000).unwrap().unwrap(),
+        Err(HarvestError::Timeout {
+            exec_id: 1,
+            reported: 0b01
+        })
+    ));
+    let s2 = st.stage_and_doorbell(&m, 0).unwrap();
+    h.expect(s2.exec_id, s2.engines, u64::MAX);
+    seq.poll(0).unwrap();
+    let c = h.poll(0).unwrap().unwrap().unwrap();
+    assert_eq!((c.exec_id, c.status), (2, ExecStatus::Done));
+    assert_eq!(seq.overflows(0).len(), 1);
+    assert_eq!(dev.hal().injected().len(), 1);
+}
+
 /// A record with the right phase that does not decode is skipped and
 /// reported; the ring keeps going.
 #[test]
@@ -391,7 +447,7 @@ fn corrupt_nq_record_is_reported_and_skipped() {
     junk[4] = 7; // engine 7
     junk[7] = 1; // phase 1
     dev.hal().write_nq(ring, 0, &junk).unwrap();
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let r = h.poll(0).unwrap().unwrap();
     assert!(matches!(r, Err(HarvestError::Corrupt(_))), "{r:?}");
     assert_eq!(h.poll(0).unwrap(), None);
@@ -402,9 +458,9 @@ fn corrupt_nq_record_is_reported_and_skipped() {
 #[test]
 fn early_records_are_kept_until_expected() {
     let dev = device(vec![], cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let s1 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     let s2 = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
     seq.poll(0).unwrap();
@@ -422,9 +478,9 @@ fn early_records_are_kept_until_expected() {
 #[test]
 fn a_saturated_device_clock_keeps_working() {
     let dev = device(Vec::new(), cfg());
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: u64::MAX });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     for round in 1..=3u32 {
         let s = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
         h.expect(s.exec_id, s.engines, u64::MAX);

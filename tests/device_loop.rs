@@ -31,9 +31,9 @@ fn full_loop<H: Hal>(hal: H) {
     let dev = Device::new(hal, DeviceConfig::default()).unwrap();
     let spec = MlpSpec::EXAMPLE;
     let (image, model) = load(&dev, &spec);
-    let mut stager = dev.stager(1);
+    let mut stager = dev.stager(1).unwrap();
     let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
-    let mut harvest = dev.harvester(1);
+    let mut harvest = dev.harvester(1).unwrap();
     let mut latencies = Vec::new();
     for round in 0..3u64 {
         let x = spec.example_input(round);
@@ -82,9 +82,9 @@ fn device_time_is_reproducible() {
     let run = || {
         let dev = Device::new(FakeHal::new(), DeviceConfig::default()).unwrap();
         let (image, model) = load(&dev, &MlpSpec::EXAMPLE);
-        let mut st = dev.stager(0);
+        let mut st = dev.stager(0).unwrap();
         let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
-        let mut h = dev.harvester(0);
+        let mut h = dev.harvester(0).unwrap();
         let mut v = Vec::new();
         for i in 0..4 {
             image
@@ -123,8 +123,8 @@ fn threaded_producer_and_device() {
         }
         seq.executed(0)
     });
-    let mut st = dev.stager(0);
-    let mut h = dev.harvester(0);
+    let mut st = dev.stager(0).unwrap();
+    let mut h = dev.harvester(0).unwrap();
     let x = spec.example_input(9);
     image.write_input(&dev.memory(), &x).unwrap();
     for _ in 0..50 {

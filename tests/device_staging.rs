@@ -92,7 +92,7 @@ fn snapshot_staging_order() {
     let dev = Device::new(Tracer::new(FakeHal::new()), small()).unwrap();
     let log = dev.hal().log();
     let start = log.len();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let m = model(7, DRAM_BASE + 0x1000);
     let staged = st.stage_and_doorbell(&m, 0xCC).unwrap();
     assert_eq!(staged.exec_id, 1);
@@ -140,7 +140,7 @@ fn snapshot_staging_order() {
 #[test]
 fn skip_config_diff() {
     let dev = Device::new(FakeHal::new(), small()).unwrap();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 10 });
     let a = model(1, DRAM_BASE + 0x1000);
     let b = model(2, DRAM_BASE + 0x2000);
@@ -191,7 +191,7 @@ fn skip_config_diff() {
 #[test]
 fn sequencer_reads_the_staged_request() {
     let dev = Device::new(FakeHal::new(), small()).unwrap();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 10 });
     let m = model(3, DRAM_BASE + 0x4000);
     let staged = st.stage_and_doorbell(&m, 0xABCD_0123).unwrap();
@@ -212,7 +212,7 @@ fn sequencer_reads_the_staged_request() {
 #[test]
 fn busy_and_ring_full_change_nothing() {
     let dev = Device::new(FakeHal::new(), small()).unwrap();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let m = model(1, DRAM_BASE + 0x1000);
     st.stage_and_doorbell(&m, 0).unwrap();
     st.stage_and_doorbell(&m, 0).unwrap();
@@ -228,7 +228,7 @@ fn busy_and_ring_full_change_nothing() {
     cfg.request_slots = 4;
     cfg.ring_len = 5;
     let dev = Device::new(FakeHal::new(), cfg).unwrap();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     st.stage_and_doorbell(&m, 0).unwrap();
     assert_eq!(
         st.stage_and_doorbell(&m, 0),
@@ -249,9 +249,9 @@ fn ring_id_wraps_through_many_requests() {
     )
     .unwrap();
     let log = dev.hal().log();
-    let mut st = dev.stager(0);
+    let mut st = dev.stager(0).unwrap();
     let mut seq = dev.sequencer(NullExecutor { cycles: 5 });
-    let mut h = dev.harvester(0);
+    let mut h = dev.harvester(0).unwrap();
     let m = model(1, DRAM_BASE + 0x1000);
     for i in 1..=20u32 {
         let s = st.stage_and_doorbell(&m, i).unwrap();

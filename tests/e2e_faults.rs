@@ -259,3 +259,65 @@ fn queue_full_is_refused_and_counted() {
     assert_eq!(get(NcCounter::InferCompleted), 4);
     assert_eq!(get(NcCounter::InferenceCount), 4);
 }
+
+/// Asserts the `nq_overflow` row of `system::faults`: the execution that lost
+/// a record gets 1204 with EXT `ERR_SW_NQ_OVERFLOW` and no error class, the
+/// XU is degraded, and the ring is not stuck (nothing else fails).
+fn check_nq_overflow(r: &JobReport, what: &str) {
+    assert_eq!(
+        count(r, NrtStatus::EXEC_SW_NQ_OVERFLOW),
+        1,
+        "{what}: {:?}",
+        r.by_status
+    );
+    assert_eq!(
+        r.completed_err, 1,
+        "{what}: only the execution that lost a record"
+    );
+    assert_eq!(
+        r.timed_out, 0,
+        "{what}: reported as the overflow, not a timeout"
+    );
+    assert_eq!(core0(r, NcCounter::ErrSwNqOverflow), 1, "{what}");
+    assert_eq!(core0(r, NcCounter::InferCompletedWithErr), 1, "{what}");
+    assert_eq!(core0(r, NcCounter::InferTimedOut), 0, "{what}");
+    for c in [
+        NcCounter::ErrGeneric,
+        NcCounter::ErrNumerical,
+        NcCounter::ErrModel,
+        NcCounter::ErrTransient,
+        NcCounter::ErrHw,
+        NcCounter::ErrRt,
+        NcCounter::HwErrDmaAbort,
+    ] {
+        assert_eq!(core0(r, c), 0, "{what}: {}", c.name());
+    }
+    assert!(r.degraded[0], "{what}");
+    assert_eq!(
+        core0(r, NcCounter::InferCompleted),
+        r.workers[0].completed - 1,
+        "{what}: what was queued behind it completed"
+    );
+}
+
+#[test]
+fn nq_overflow_is_reported_and_degrades() {
+    // One core: the first NQ record of the first execution is dropped.
+    let r = run_on("nq_overflow@#1/core0", 1);
+    check_nq_overflow(&r, "#1, one core");
+    assert_eq!(r.degraded, [true]);
+    assert_eq!(r.refused_unrecoverable, N - r.accepted);
+    // Two cores, a record of a later execution: the worker may see the
+    // overflow while it still harvests an earlier (healthy) execution; the
+    // status and the counter still go to the one that lost the record.
+    for nth in [12, 23, 37] {
+        let r = run(&format!("nq_overflow@#{nth}/core0"));
+        check_nq_overflow(&r, &format!("#{nth}, two cores"));
+        assert_eq!(r.degraded, [true, false]);
+        assert_eq!(r.per_core[1].get(NcCounter::ErrSwNqOverflow), 0);
+        assert_eq!(
+            r.per_core[1].get(NcCounter::InferCompleted),
+            r.workers[1].completed
+        );
+    }
+}

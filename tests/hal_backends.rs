@@ -355,3 +355,47 @@ fn fault_injector_nq_faults_and_chance_is_seeded() {
     assert_ne!(pattern(7), pattern(8));
     assert!(*pattern(7).last().unwrap() < 64, "some doorbells dropped");
 }
+
+/// `StaleRead` lags only u32 loads of register blocks inside its offset
+/// range, counts only those loads, and leaves the stored value alone.
+#[test]
+fn fault_injector_stale_read_lags_only_its_registers() {
+    let plan = FaultPlan::one(FaultRule {
+        fault: Fault::StaleRead {
+            off: 0x40,
+            span: 8,
+            lag: 100,
+        },
+        trigger: Trigger::From(2),
+        core: Some(1),
+    });
+    let mut f = FaultInjector::new(FakeHal::new(), plan);
+    let regs0 = f.map(RegionId::Regs { core: 0 }, 0x100).unwrap();
+    let regs1 = f.map(RegionId::Regs { core: 1 }, 0x100).unwrap();
+    let dram = f.map(RegionId::Dram, 0x100).unwrap();
+    for r in [regs0, regs1, dram] {
+        for off in [0x3C, 0x40, 0x44, 0x48] {
+            f.store_u32(r, off, 7, Ordering::Relaxed).unwrap();
+        }
+    }
+    let load = |r, off| f.load_u32(r, off, Ordering::Acquire).unwrap();
+    // Not eligible: another core, DRAM, offsets outside [0x40, 0x48).
+    for off in [0x3C, 0x40, 0x44, 0x48] {
+        assert_eq!(load(regs0, off), 7);
+        assert_eq!(load(dram, off), 7);
+    }
+    assert_eq!(load(regs1, 0x3C), 7);
+    assert_eq!(load(regs1, 0x48), 7);
+    // Eligible: the first is spared (`From(2)`), then every one lags.
+    assert_eq!(load(regs1, 0x40), 7);
+    assert_eq!(load(regs1, 0x44), 7u32.wrapping_sub(100));
+    assert_eq!(load(regs1, 0x40), 7u32.wrapping_sub(100));
+    let inj = f.injected();
+    assert_eq!(inj.len(), 2, "{inj:?}");
+    assert_eq!(inj[0].at, "regs1+0x44");
+    // The register itself is untouched.
+    assert_eq!(
+        f.inner().load_u32(regs1, 0x44, Ordering::Relaxed).unwrap(),
+        7
+    );
+}

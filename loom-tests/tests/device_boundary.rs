@@ -83,7 +83,7 @@ fn sequencer_never_reads_a_half_written_request() {
         let a = model(1, DRAM_BASE + 0x7_0000_0000);
         let b = model(2, DRAM_BASE + 0x1_2340_0000);
         let expected = vec![build_request(&a, true), build_request(&b, true)];
-        let mut stager = dev.stager(0);
+        let mut stager = dev.stager(0).unwrap();
         let producer = thread::spawn(move || {
             for (m, cc) in [(a, 0x11), (b, 0x22)] {
                 loop {

@@ -55,13 +55,13 @@ fn an_armed_worker_is_never_left_asleep() {
         let dev = device();
         let (regs, ev) = (dev.map().regs[0], dev.map().nq_irq[0]);
         let hal = dev.hal().clone();
-        let mut w = NqWriter::new(dev.map(), 0, 0);
+        let mut w = NqWriter::new(dev.map(), 0, 0).unwrap();
         let device = thread::spawn(move || {
             w.push(&*hal, entry(1)).unwrap().unwrap();
             irq::raise(&*hal, regs, ev).unwrap()
         });
         let hal = dev.hal();
-        let mut r = NqReader::new(dev.map(), 0, 0);
+        let mut r = NqReader::new(dev.map(), 0, 0).unwrap();
         let mut seen = r.poll(&**hal).unwrap();
         let mut sleeps = false;
         if seen.is_none() {
@@ -94,7 +94,7 @@ fn a_rearm_is_not_lost_to_the_clear() {
         let hal = dev.hal().clone();
         let done = Arc::new(AtomicBool::new(false));
         let done2 = done.clone();
-        let mut w = NqWriter::new(dev.map(), 0, 0);
+        let mut w = NqWriter::new(dev.map(), 0, 0).unwrap();
         let device = thread::spawn(move || {
             for i in 1..=2 {
                 w.push(&*hal, entry(i)).unwrap().unwrap();
@@ -105,7 +105,7 @@ fn a_rearm_is_not_lost_to_the_clear() {
             done2.store(true, Ordering::Release);
         });
         let hal = dev.hal();
-        let mut r = NqReader::new(dev.map(), 0, 0);
+        let mut r = NqReader::new(dev.map(), 0, 0).unwrap();
         let mut got = 0u32;
         while got < 2 {
             if r.poll(&**hal).unwrap().is_some() {

@@ -42,7 +42,7 @@ fn nq_records_arrive_once_in_order_untorn() {
         };
         let dev = Device::new(FakeHal::new(), cfg).unwrap();
         let hal = dev.hal().clone();
-        let mut w = NqWriter::new(dev.map(), 0, 2);
+        let mut w = NqWriter::new(dev.map(), 0, 2).unwrap();
         let writer = thread::spawn(move || {
             for i in 1..=3 {
                 while w.free(&*hal).unwrap() == 0 {
@@ -51,7 +51,7 @@ fn nq_records_arrive_once_in_order_untorn() {
                 w.push(&*hal, entry(i)).unwrap().unwrap();
             }
         });
-        let mut r = NqReader::new(dev.map(), 0, 2);
+        let mut r = NqReader::new(dev.map(), 0, 2).unwrap();
         let mut got = Vec::new();
         while got.len() < 3 {
             match r.poll(&**dev.hal()).unwrap() {

@@ -22,8 +22,13 @@
 //! | sequencer error (published without the event poke) | `EXEC_COMPLETED_WITH_ERR` (1004) | no |
 //! | corrupt descriptor (DMA abort) | `EXEC_HW_ERR_DMA_ABORT` (1203) | yes |
 //! | no records by the deadline | `TIMEOUT` (5) | yes |
-//! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) (if the execution then fails) | yes |
-//! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) (if the execution then fails) | yes |
+//! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) for the next execution that times out (the one that lost its record) | yes, when seen |
+//! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) for the next execution that times out (the one whose record it was) | yes, when seen |
+//!
+//! An overflow or a corrupt record may show up while the worker still
+//! harvests an earlier, healthy execution (the device runs ahead), so the
+//! worker keeps it as a note until an execution times out: a dropped or
+//! skipped record always leaves its execution incomplete, so that is the one.
 //!
 //! Counter reports never block the worker (deadlock rule): a report the
 //! publisher's mailbox refuses is kept (R1) and retried first on the next
@@ -140,9 +145,6 @@ struct Current {
     seq: SeqId,
     idx: u16,
     exec_id: u32,
-    /// An overflow or corrupt record seen while harvesting: the status and
-    /// EXT counter to report if the execution then fails.
-    note: Option<(NrtStatus, Option<NcCounter>)>,
     status: NrtStatus,
     deadline: Nanos,
 }
@@ -183,6 +185,9 @@ pub struct WorkerActor<H: Hal> {
     /// The NQ interrupt is armed and the NQ was looked at after arming:
     /// the runner may sleep on it.
     nq_armed: bool,
+    /// An overflow or corrupt record seen while harvesting: the status and
+    /// EXT counter for the next execution that times out (module docs).
+    note: Option<(NrtStatus, Option<NcCounter>)>,
 }
 
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
@@ -250,6 +255,7 @@ impl<H: Hal> WorkerActor<H> {
             pub_owed: false,
             idle_polls: 0,
             nq_armed: false,
+            note: None,
         }
     }
 
@@ -359,7 +365,6 @@ impl<H: Hal> WorkerActor<H> {
                 seq,
                 idx: u16::MAX,
                 exec_id: 0,
-                note: None,
                 status: NrtStatus::FAILURE,
                 deadline: Nanos::MAX,
             });
@@ -376,7 +381,6 @@ impl<H: Hal> WorkerActor<H> {
             seq,
             idx,
             exec_id,
-            note: None,
             status: NrtStatus::SUCCESS,
             deadline,
         });
@@ -411,9 +415,7 @@ impl<H: Hal> WorkerActor<H> {
                     };
                     let status = e.suggested_status();
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
-                    if let Some(c) = self.cur.as_mut() {
-                        c.note.get_or_insert((status, ext));
-                    }
+                    self.note.get_or_insert((status, ext));
                     self.health
                         .degrade(XuHealthEvent::FatalError, self.core, cx);
                 }
@@ -429,7 +431,6 @@ impl<H: Hal> WorkerActor<H> {
     fn complete(&mut self, outcome: Outcome, cx: &mut Cx<'_>) {
         let Some(mut cur) = self.cur else { return };
         let now = cx.now();
-        let note = cur.note;
         let (mut status, mut class, mut ext, event) = match outcome {
             Outcome::Done(c) => {
                 let (class, ext) = match c.status {
@@ -444,8 +445,8 @@ impl<H: Hal> WorkerActor<H> {
             Outcome::TimedOut => (NrtStatus::TIMEOUT, None, None, WorkerEvent::TimedOut),
             Outcome::Failed(s) => (s, None, None, WorkerEvent::TimedOut),
         };
-        if status != NrtStatus::SUCCESS {
-            if let Some((s, e)) = note {
+        if matches!(outcome, Outcome::TimedOut) {
+            if let Some((s, e)) = self.note.take() {
                 status = s;
                 ext = e.or(ext);
                 if s == NrtStatus::HW_ERROR {

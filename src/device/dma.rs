@@ -31,7 +31,7 @@ use core::fmt;
 use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
-use super::memmap::{reg, BadPa, MemMap, Window};
+use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
 
 /// One side's position in a descriptor ring: the slot it is at, the ring id
 /// that slot carries on this lap (1 on the first, stepping by 1 mod 4 at
@@ -157,15 +157,16 @@ pub struct QueueProducer {
 }
 
 impl QueueProducer {
-    /// The producer for `core` of `map`.
-    pub fn new(map: &MemMap, core: u8) -> QueueProducer {
-        let c = usize::from(core);
-        QueueProducer {
-            m2s: RingProducer::new(map.m2s[c], map.config.ring_len),
-            s2m: RingProducer::new(map.s2m[c], map.config.ring_len),
-            regs: map.regs[c],
+    /// The producer for `core` of `map`, or [`UnitError`] for a core `map`
+    /// does not have.
+    pub fn new(map: &MemMap, core: u8) -> Result<QueueProducer, UnitError> {
+        let (m2s, s2m) = map.desc_rings_of(core)?;
+        Ok(QueueProducer {
+            m2s: RingProducer::new(m2s, map.config.ring_len),
+            s2m: RingProducer::new(s2m, map.config.ring_len),
+            regs: map.regs_of(core)?,
             len: map.config.ring_len,
-        }
+        })
     }
 
     /// Free slots (same in both rings): ring length minus descriptors
@@ -415,17 +416,18 @@ pub struct DmaEngine {
 }
 
 impl DmaEngine {
-    /// The engine for `core` of `map`.
-    pub fn new(map: &MemMap, core: u8) -> DmaEngine {
-        let c = usize::from(core);
-        DmaEngine {
+    /// The engine for `core` of `map`, or [`UnitError`] for a core `map`
+    /// does not have.
+    pub fn new(map: &MemMap, core: u8) -> Result<DmaEngine, UnitError> {
+        let (m2s, s2m) = map.desc_rings_of(core)?;
+        Ok(DmaEngine {
             core,
-            m2s: RingConsumer::new(map.m2s[c], map.config.ring_len),
-            s2m: RingConsumer::new(map.s2m[c], map.config.ring_len),
+            m2s: RingConsumer::new(m2s, map.config.ring_len),
+            s2m: RingConsumer::new(s2m, map.config.ring_len),
             fault: None,
             stalled_since: None,
             buf: Vec::new(),
-        }
+        })
     }
 
     /// The sticky fault, if any.

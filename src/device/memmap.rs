@@ -43,6 +43,8 @@ pub const REQUEST_STRIDE: u64 = 0x40;
 pub const MAX_REQUEST_SLOTS: u32 = 32;
 /// Alignment of the model heap.
 pub const HEAP_ALIGN: u64 = 64;
+/// Most entries an NQ ring may have ([`DeviceConfig::nq_len`]).
+pub const MAX_NQ_LEN: u32 = 1 << 16;
 
 const _: () = assert!(DRAM_BASE >> 32 != 0);
 const _: () = assert!(REQUEST_STRIDE as usize >= device_request::BUFFER_SIZE);
@@ -238,7 +240,7 @@ impl DeviceConfig {
         if self.ring_len < 3 || self.ring_len > 1 << 16 {
             return bad("ring_len", "must be 3..=65536 (a request takes 3 slots)");
         }
-        if !self.nq_len.is_power_of_two() || self.nq_len < 2 || self.nq_len > 1 << 16 {
+        if !self.nq_len.is_power_of_two() || self.nq_len < 2 || self.nq_len > MAX_NQ_LEN {
             return bad("nq_len", "must be a power of two in 2..=65536");
         }
         if self.request_slots == 0 || self.request_slots > MAX_REQUEST_SLOTS {
@@ -258,6 +260,43 @@ impl DeviceConfig {
         u64::from(self.cores) * CORE_AREA
     }
 }
+
+/// A core or engine the device does not have (asked of a constructor that
+/// picks one core's or one engine's registers and rings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitError {
+    /// `core` is not below the device's core count.
+    Core {
+        /// The core asked for.
+        core: u8,
+        /// The device's cores (valid: `0..cores`).
+        cores: u8,
+    },
+    /// `engine` is not below the number of NQ engine rings per core.
+    Engine {
+        /// The engine asked for.
+        engine: u8,
+        /// Engine rings per core (valid: `0..engines`).
+        engines: u8,
+    },
+}
+
+impl fmt::Display for UnitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnitError::Core { core, cores } => write!(
+                f,
+                "core {core} is out of range: the device has {cores} core(s), numbered 0..{cores}"
+            ),
+            UnitError::Engine { engine, engines } => write!(
+                f,
+                "engine {engine} is out of range: a core has {engines} NQ engine rings, numbered 0..{engines}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnitError {}
 
 /// Which window a physical range fell in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -390,6 +429,56 @@ impl MemMap {
     /// Number of cores.
     pub fn cores(&self) -> u8 {
         self.config.cores
+    }
+
+    /// `core`'s index into the per-core tables, or [`UnitError::Core`].
+    fn core_index(&self, core: u8) -> Result<usize, UnitError> {
+        let c = usize::from(core);
+        // Also below every per-core table's length (a map built by `build`
+        // has `cores` of each; a hand-made one may not).
+        let tables = [
+            self.dmem.len(),
+            self.regs.len(),
+            self.m2s.len(),
+            self.s2m.len(),
+            self.nq.len(),
+            self.nq_irq.len(),
+        ];
+        if core < self.config.cores && tables.iter().all(|&n| c < n) {
+            Ok(c)
+        } else {
+            Err(UnitError::Core {
+                core,
+                cores: self.config.cores,
+            })
+        }
+    }
+
+    /// `core`'s register block.
+    pub fn regs_of(&self, core: u8) -> Result<RegionHandle, UnitError> {
+        Ok(self.regs[self.core_index(core)?])
+    }
+
+    /// `core`'s request-queue rings (M2S, S2M).
+    pub fn desc_rings_of(&self, core: u8) -> Result<(RegionHandle, RegionHandle), UnitError> {
+        let c = self.core_index(core)?;
+        Ok((self.m2s[c], self.s2m[c]))
+    }
+
+    /// `core`'s NQ rings, by engine.
+    pub fn nq_rings_of(&self, core: u8) -> Result<[RegionHandle; nq::ENGINES as usize], UnitError> {
+        Ok(self.nq[self.core_index(core)?])
+    }
+
+    /// The NQ ring of `engine` of `core`.
+    pub fn nq_ring_of(&self, core: u8, engine: u8) -> Result<RegionHandle, UnitError> {
+        self.nq_rings_of(core)?
+            .get(usize::from(engine))
+            .copied()
+            .ok_or(UnitError::Engine {
+                engine,
+                engines: nq::ENGINES,
+            })
     }
 
     /// DRAM offset of a core's area.

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use crate::hal::Hal;
 use crate::wire::device_request::NUM_ENGINES;
 
-use memmap::{BadPa, ConfigError, DeviceConfig, MemMap, HEAP_ALIGN};
+use memmap::{BadPa, ConfigError, DeviceConfig, MemMap, UnitError, HEAP_ALIGN};
 use nq::Harvester;
 use sequencer::{DramMemory, RequestExecutor, Sequencer};
 use staging::{IbAddr, LoadedModel, ModelId, Stager};
@@ -134,8 +134,9 @@ impl<H: Hal> Device<H> {
         self.map.config
     }
 
-    /// The stager of `core` (the producer's; make one per core).
-    pub fn stager(&self, core: u8) -> Stager<H> {
+    /// The stager of `core` (the producer's; make one per core), or
+    /// [`UnitError::Core`] when the device has no such core.
+    pub fn stager(&self, core: u8) -> Result<Stager<H>, UnitError> {
         Stager::new(Arc::clone(&self.hal), Arc::clone(&self.map), core)
     }
 
@@ -144,8 +145,9 @@ impl<H: Hal> Device<H> {
         Sequencer::new(Arc::clone(&self.hal), Arc::clone(&self.map), exec)
     }
 
-    /// The NQ harvester of `core` (the worker's; make one per core).
-    pub fn harvester(&self, core: u8) -> Harvester<H> {
+    /// The NQ harvester of `core` (the worker's; make one per core), or
+    /// [`UnitError::Core`] when the device has no such core.
+    pub fn harvester(&self, core: u8) -> Result<Harvester<H>, UnitError> {
         Harvester::new(Arc::clone(&self.hal), &self.map, core)
     }
 
@@ -221,5 +223,96 @@ impl<H: Hal> Device<H> {
                 })
             }),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dma::{DmaEngine, QueueProducer};
+    use super::nq::{NqReader, NqWriter};
+    use super::*;
+    use crate::hal::fake::FakeHal;
+    use crate::wire::nq::ENGINES;
+
+    fn two_cores() -> Device<FakeHal> {
+        let config = DeviceConfig {
+            cores: 2,
+            ..DeviceConfig::default()
+        };
+        Device::new(FakeHal::new(), config).unwrap()
+    }
+
+    #[test]
+    fn out_of_range_core_is_an_error_not_a_panic() {
+        let dev = two_cores();
+        let map = dev.map();
+        for core in [2u8, 3, 16, 255] {
+            let want = UnitError::Core { core, cores: 2 };
+            assert_eq!(dev.stager(core).err(), Some(want), "stager({core})");
+            assert_eq!(dev.harvester(core).err(), Some(want), "harvester({core})");
+            let hal = Arc::clone(dev.hal());
+            assert_eq!(Stager::new(hal, Arc::clone(map), core).err(), Some(want));
+            let hal = Arc::clone(dev.hal());
+            assert_eq!(Harvester::new(hal, map, core).err(), Some(want));
+            assert_eq!(QueueProducer::new(map, core).err(), Some(want));
+            assert_eq!(DmaEngine::new(map, core).err(), Some(want));
+            for engine in [0u8, 4, 5, 255] {
+                // The core is checked first: a bad core names the core.
+                assert_eq!(NqWriter::new(map, core, engine).err(), Some(want));
+                assert_eq!(NqReader::new(map, core, engine).err(), Some(want));
+            }
+        }
+        // The last core is fine.
+        assert_eq!(dev.stager(1).map(|s| s.core()).ok(), Some(1));
+        assert!(dev.harvester(1).is_ok());
+        assert!(DmaEngine::new(map, 1).is_ok());
+        let e = UnitError::Core {
+            core: 255,
+            cores: 2,
+        }
+        .to_string();
+        assert!(e.contains("core 255") && e.contains("2 core"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_engine_is_an_error_not_a_panic() {
+        let dev = two_cores();
+        let map = dev.map();
+        for core in [0u8, 1] {
+            for engine in [ENGINES, 6, 255] {
+                let want = UnitError::Engine {
+                    engine,
+                    engines: ENGINES,
+                };
+                assert_eq!(NqWriter::new(map, core, engine).err(), Some(want));
+                assert_eq!(NqReader::new(map, core, engine).err(), Some(want));
+            }
+            for engine in 0..ENGINES {
+                assert!(NqWriter::new(map, core, engine).is_ok());
+                assert!(NqReader::new(map, core, engine).is_ok());
+            }
+        }
+        let e = UnitError::Engine {
+            engine: 5,
+            engines: 5,
+        }
+        .to_string();
+        assert!(
+            e.contains("engine 5") && e.contains("5 NQ engine rings"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_hand_made_map_short_of_a_core_is_refused() {
+        // `MemMap`'s tables are public: one that lists fewer cores' regions
+        // than its config claims must not index past them.
+        let dev = two_cores();
+        let mut map = (**dev.map()).clone();
+        map.nq.truncate(1);
+        let want = Some(UnitError::Core { core: 1, cores: 2 });
+        assert_eq!(NqReader::new(&map, 1, 0).err(), want);
+        assert_eq!(Harvester::new(Arc::clone(dev.hal()), &map, 1).err(), want);
+        assert!(Harvester::new(Arc::clone(dev.hal()), &map, 0).is_ok());
     }
 }

@@ -24,7 +24,7 @@ use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, NqError, Source};
 use crate::wire::status::NrtStatus;
 
-use super::memmap::{reg, MemMap};
+use super::memmap::{reg, MemMap, UnitError};
 
 /// One side's position in one engine's NQ ring of a core: the slot it is at,
 /// the phase it expects there (1 on the first lap, flipped at each wrap) and
@@ -42,13 +42,25 @@ struct Lap {
 }
 
 impl Lap {
-    fn new(map: &MemMap, core: u8, engine: u8) -> Lap {
-        let c = usize::from(core);
-        Lap {
-            ring: map.nq[c][usize::from(engine)],
-            regs: map.regs[c],
+    /// At the start of `engine`'s ring of `core`, or [`UnitError`] for a core
+    /// or engine the device does not have.
+    fn new(map: &MemMap, core: u8, engine: u8) -> Result<Lap, UnitError> {
+        Ok(Lap::at(
+            map.nq_ring_of(core, engine)?,
+            map.regs_of(core)?,
             engine,
-            len: map.config.nq_len,
+            map.config.nq_len,
+        ))
+    }
+
+    /// At the start of `ring` (engine `engine`), whose core's registers are
+    /// `regs`.
+    const fn at(ring: RegionHandle, regs: RegionHandle, engine: u8, len: u32) -> Lap {
+        Lap {
+            ring,
+            regs,
+            engine,
+            len,
             index: 0,
             phase: true,
             count: 0,
@@ -87,11 +99,28 @@ pub struct Overflow {
 }
 
 impl NqWriter {
-    /// The writer for `engine` of `core`.
-    pub fn new(map: &MemMap, core: u8, engine: u8) -> NqWriter {
-        NqWriter {
-            lap: Lap::new(map, core, engine),
-        }
+    /// The writer for `engine` of `core`, or [`UnitError`] for a core or
+    /// engine `map` does not have.
+    pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
+        Ok(NqWriter {
+            lap: Lap::new(map, core, engine)?,
+        })
+    }
+
+    /// The writers of every engine of every core of `map`, core by core
+    /// (the sequencer's; cannot name a missing core or engine).
+    pub(crate) fn for_device(map: &MemMap) -> Vec<[NqWriter; nq::ENGINES as usize]> {
+        let len = map.config.nq_len;
+        map.nq
+            .iter()
+            .zip(&map.regs)
+            .take(usize::from(map.cores()))
+            .map(|(rings, &regs)| {
+                core::array::from_fn(|e| NqWriter {
+                    lap: Lap::at(rings[e], regs, e as u8, len),
+                })
+            })
+            .collect()
     }
 
     /// Free slots: the ring length minus records written and not yet
@@ -181,11 +210,12 @@ pub struct NqReader {
 }
 
 impl NqReader {
-    /// The reader for `engine` of `core`.
-    pub fn new(map: &MemMap, core: u8, engine: u8) -> NqReader {
-        NqReader {
-            lap: Lap::new(map, core, engine),
-        }
+    /// The reader for `engine` of `core`, or [`UnitError`] for a core or
+    /// engine `map` does not have.
+    pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
+        Ok(NqReader {
+            lap: Lap::new(map, core, engine)?,
+        })
     }
 
     /// The next record, if the slot at the head carries the expected phase.
@@ -383,12 +413,19 @@ impl<H> fmt::Debug for Harvester<H> {
 pub type Harvest = Result<ExecCompletion, HarvestError>;
 
 impl<H: Hal> Harvester<H> {
-    /// The harvester for `core`.
-    pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Harvester<H> {
-        Harvester {
+    /// The harvester for `core`, or [`UnitError::Core`] for a core `map`
+    /// does not have.
+    pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Result<Harvester<H>, UnitError> {
+        let regs = map.regs_of(core)?;
+        let rings = map.nq_rings_of(core)?;
+        let len = map.config.nq_len;
+        let readers = core::array::from_fn(|e| NqReader {
+            lap: Lap::at(rings[e], regs, e as u8, len),
+        });
+        Ok(Harvester {
             hal,
-            readers: core::array::from_fn(|e| NqReader::new(map, core, e as u8)),
-            regs: map.regs[usize::from(core)],
+            readers,
+            regs,
             pending: VecDeque::new(),
             early: VecDeque::new(),
             spare: VecDeque::new(),
@@ -396,7 +433,7 @@ impl<H: Hal> Harvester<H> {
             last_expected: 0,
             overflows_seen: 0,
             stray: 0,
-        }
+        })
     }
 
     /// Expect execution `exec_id` with records from the engines in `engines`,

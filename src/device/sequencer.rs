@@ -262,16 +262,21 @@ impl<H, X> fmt::Debug for Sequencer<H, X> {
 impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// The device side of `map`, executing requests with `exec`.
     pub fn new(hal: Arc<H>, map: Arc<MemMap>, exec: X) -> Sequencer<H, X> {
+        // Every core of the map: `DmaEngine::new` cannot refuse one (the
+        // map has every core's rings), and `for_device` names no other.
         let cores = (0..map.cores())
-            .map(|c| Core {
-                dma: DmaEngine::new(&map, c),
-                writers: core::array::from_fn(|e| NqWriter::new(&map, c, e as u8)),
-                executed: 0,
-                cycle: 0,
-                macs: 0,
-                switches: 0,
-                fault_reported: false,
-                overflows: Vec::new(),
+            .zip(NqWriter::for_device(&map))
+            .filter_map(|(c, writers)| {
+                Some(Core {
+                    dma: DmaEngine::new(&map, c).ok()?,
+                    writers,
+                    executed: 0,
+                    cycle: 0,
+                    macs: 0,
+                    switches: 0,
+                    fault_reported: false,
+                    overflows: Vec::new(),
+                })
             })
             .collect();
         Sequencer {

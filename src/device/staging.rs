@@ -30,7 +30,7 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::udma::UdmaError;
 
 use super::dma::{DmaError, QueueProducer};
-use super::memmap::{core_area, dmem, reg, MemMap};
+use super::memmap::{core_area, dmem, reg, MemMap, UnitError};
 use super::nq::EngineMask;
 
 /// A loaded model's identity (assigned by the loader; the skip-config diff
@@ -197,17 +197,18 @@ pub struct Stager<H> {
 }
 
 impl<H: Hal> Stager<H> {
-    /// The stager of `core` (fresh device: no model loaded on the core yet).
-    pub fn new(hal: Arc<H>, map: Arc<MemMap>, core: u8) -> Stager<H> {
-        let queue = QueueProducer::new(&map, core);
-        Stager {
+    /// The stager of `core` (fresh device: no model loaded on the core yet),
+    /// or [`UnitError::Core`] for a core `map` does not have.
+    pub fn new(hal: Arc<H>, map: Arc<MemMap>, core: u8) -> Result<Stager<H>, UnitError> {
+        let queue = QueueProducer::new(&map, core)?;
+        Ok(Stager {
             hal,
             map,
             core,
             queue,
             staged: 0,
             current: None,
-        }
+        })
     }
 
     /// The core.

@@ -1,8 +1,9 @@
 //! The seeded fault injector middleware: wraps any [`Hal`] and, following a
 //! [`FaultPlan`], corrupts appended descriptors (bad length, bad ring id,
 //! address outside device memory), drops doorbells, drops NQ records (a
-//! device that never completes) or rewrites them into error records of a
-//! given class. Randomness comes only from [`SplitMix64`] seeded by the plan,
+//! device that never completes), rewrites them into error records of a
+//! given class, or makes register reads stale (pointed at the NQ head
+//! registers, the device sees a full NQ ring and overflows). Randomness comes only from [`SplitMix64`] seeded by the plan,
 //! so a run with the same seed injects the same faults at the same places.
 //!
 //! Every injection is logged ([`FaultInjector::injected`]) so a test can show
@@ -52,6 +53,20 @@ pub enum Fault {
     DropNq,
     /// Rewrite a DONE NQ record into an ERROR record of this class.
     NqError(ErrorClass),
+    /// A `load_u32` of a register at `off..off + span` of any core's
+    /// register block returns the stored value minus `lag` (wrapping): a
+    /// stale read, as if the last `lag` updates of a counter had not arrived.
+    /// The register layout is the device's: the injector only matches
+    /// offsets (`xunds run --faults nq_overflow` points it at the NQ head
+    /// registers, see `system::faults`).
+    StaleRead {
+        /// First register offset.
+        off: usize,
+        /// Bytes of registers from `off`.
+        span: usize,
+        /// How far behind the read is.
+        lag: u32,
+    },
 }
 
 impl Fault {
@@ -64,6 +79,12 @@ impl Fault {
             Fault::DropDoorbell => "drop_doorbell".to_string(),
             Fault::DropNq => "drop_nq".to_string(),
             Fault::NqError(c) => format!("nq_error({})", c.name()),
+            Fault::StaleRead { off, span, lag } => {
+                format!(
+                    "stale_read(+{off:#x}..+{:#x}, -{lag})",
+                    off.saturating_add(*span)
+                )
+            }
         }
     }
 }
@@ -148,6 +169,9 @@ struct State {
 pub struct FaultInjector<H> {
     inner: H,
     state: Arc<Mutex<State>>,
+    /// Whether any rule is a [`Fault::StaleRead`] (register loads skip the
+    /// plan's lock otherwise).
+    stale_reads: bool,
 }
 
 fn core_of(id: RegionId) -> Option<u8> {
@@ -163,8 +187,13 @@ fn core_of(id: RegionId) -> Option<u8> {
 impl<H: Hal> FaultInjector<H> {
     /// Wrap `inner` with `plan`.
     pub fn new(inner: H, plan: FaultPlan) -> FaultInjector<H> {
+        let stale_reads = plan
+            .rules
+            .iter()
+            .any(|r| matches!(r.fault, Fault::StaleRead { .. }));
         FaultInjector {
             inner,
+            stale_reads,
             state: Arc::new(Mutex::new(State {
                 rng: SplitMix64::new(plan.seed),
                 rules: plan.rules.into_iter().map(|r| (r, 0)).collect(),
@@ -271,8 +300,24 @@ impl<H: Hal> Hal for FaultInjector<H> {
         format!("faults({})", self.inner.name())
     }
     super::forward_hal!(self => self.inner;
-        map, event, copy_in, copy_out, load_u32, store_u32, fetch_add_u32, load_u64, store_u64,
+        map, event, copy_in, copy_out, store_u32, fetch_add_u32, load_u64, store_u64,
         write16, read16, read_desc, read_nq, notify, wait, event_fd);
+
+    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
+        let v = self.inner.load_u32(r, off, order)?;
+        if !self.stale_reads || !matches!(r.id(), RegionId::Regs { .. }) {
+            return Ok(v);
+        }
+        let fault = self.fire(
+            r.id(),
+            || format!("{}+{off:#x}", r.id()),
+            |f| matches!(*f, Fault::StaleRead { off: o, span, .. } if off >= o && off - o < span),
+        );
+        match fault {
+            Some(Fault::StaleRead { lag, .. }) => Ok(v.wrapping_sub(lag)),
+            _ => Ok(v),
+        }
+    }
 
     fn write_desc(
         &self,

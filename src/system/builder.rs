@@ -309,7 +309,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         let lane = Lane::new(LaneParts {
             core,
             ring: rp,
-            stager: dev.stager(core),
+            stager: dev.stager(core).map_err(|e| err("device", e))?,
             hal: Arc::clone(dev.hal()),
             map: Arc::clone(dev.map()),
             pool: Arc::clone(&pool),
@@ -328,7 +328,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             WorkerParts {
                 core,
                 ring: rw,
-                harvester: dev.harvester(core),
+                harvester: dev.harvester(core).map_err(|e| err("device", e))?,
                 hal: Arc::clone(dev.hal()),
                 map: Arc::clone(dev.map()),
                 pool,

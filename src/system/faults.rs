@@ -8,6 +8,7 @@
 //! | `timeout` | an NQ record write is dropped (the device never completes; that ring stays stuck) | 5 `TIMEOUT`, XU degraded, later schedules 101 |
 //! | `doorbell` | a doorbell (`tail_inc`) is dropped | 5 `TIMEOUT`, XU degraded |
 //! | `corrupt:len`, `corrupt:ring_id`, `corrupt:addr` | a descriptor is corrupted (length, ring id, address outside device memory) | 1203 `EXEC_HW_ERR_DMA_ABORT`, XU degraded; what was queued behind it times out |
+//! | `nq_overflow` | the device reads an NQ ring's head register (`NQ_HEAD[engine]`) a full ring behind, so the ring looks full: the device drops the record and counts it in the core's `NQ_OVERFLOWS` register (its own overflow path, [`NQ_OVERFLOW`]) | 1204 `EXEC_SW_NQ_OVERFLOW` for the execution that lost the record, once its deadline passes (the record never comes); `INFER_COMPLETED_WITH_ERR` and EXT `ERR_SW_NQ_OVERFLOW` +1, no error class; XU degraded as soon as the worker sees the overflow (later schedules 101); the ring is not stuck: what is queued behind completes |
 //!
 //! | TRIGGER | fires on |
 //! |---|---|
@@ -16,16 +17,31 @@
 //! | `N+` | every eligible operation from the N-th on |
 //!
 //! Eligible operations: NQ record writes (`error`, `timeout`; one per engine,
-//! five per execution of the example model), doorbells (two per execution),
-//! descriptor writes (`corrupt`; six per execution). `/coreN` restricts a
+//! five per execution of the example model), the device's reads of an NQ
+//! head before each NQ record write (`nq_overflow`; the same five), doorbells
+//! (two per execution), descriptor writes (`corrupt`; six per execution).
+//! `/coreN` restricts a
 //! rule to one core. Example: `error:hw@0.01,timeout@0.001,corrupt:ring_id@#40/core1`.
 //! Queue-full refusals are not a device fault: they happen when a client
 //! outpaces the device (the workload driver backs off and retries).
 
 use core::fmt;
 
+use crate::device::memmap::{reg, MAX_NQ_LEN};
 use crate::hal::fault::{DescCorruption, Fault, FaultPlan, FaultRule, Trigger};
-use crate::wire::nq::ErrorClass;
+use crate::wire::nq::{self, ErrorClass};
+
+/// The HAL fault behind `nq_overflow`: reads of the `NQ_HEAD[engine]`
+/// registers lag by the longest NQ ring there is, so any ring looks full to
+/// the device's NQ writer (`count - head >= len`), which then drops the
+/// record and bumps `NQ_OVERFLOWS`; the harvester reports
+/// `HarvestError::Overflow` (`EXEC_SW_NQ_OVERFLOW`). A stale head never
+/// lets the writer overwrite an unread slot: it can only make it drop.
+pub const NQ_OVERFLOW: Fault = Fault::StaleRead {
+    off: reg::NQ_HEAD,
+    span: 4 * nq::ENGINES as usize,
+    lag: MAX_NQ_LEN,
+};
 
 /// A parsed `--faults` spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,9 +168,10 @@ impl FaultSpec {
                 },
                 None if kind == "timeout" => Fault::DropNq,
                 None if kind == "doorbell" => Fault::DropDoorbell,
+                None if kind == "nq_overflow" => NQ_OVERFLOW,
                 _ => {
                     return Err(bad(
-                        "unknown kind (error:CLASS, timeout, doorbell, corrupt:WHAT)",
+                        "unknown kind (error:CLASS, timeout, doorbell, corrupt:WHAT, nq_overflow)",
                     ))
                 }
             };
@@ -212,6 +229,15 @@ impl FaultSpec {
                     ),
                     Fault::DropNq => "timeout".to_string(),
                     Fault::DropDoorbell => "doorbell".to_string(),
+                    f if f == NQ_OVERFLOW => "nq_overflow".to_string(),
+                    // Not expressible in the spec language (a rule built by
+                    // hand): named without spaces, but it does not parse back.
+                    Fault::StaleRead { off, span, lag } => {
+                        format!(
+                            "stale_read(+{off:#x}..+{:#x},-{lag})",
+                            off.saturating_add(span)
+                        )
+                    }
                 };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
                 format!("{kind}@{}{core}", trigger_text(&r.trigger))
@@ -270,6 +296,9 @@ mod tests {
             "fire@0.1",
             "timeout@0.1/cpu1",
             "timeout@1/0",
+            "nq_overflow:pe@#1",
+            "nq_overflow",
+            "overflow@#1",
         ] {
             assert!(FaultSpec::parse(bad).is_err(), "{bad}");
         }
@@ -279,5 +308,41 @@ mod tests {
         assert_eq!(parse_chance("1"), Some((1, 1)));
         assert_eq!(parse_chance("0.5"), Some((5, 10)));
         assert_eq!(parse_chance("."), None);
+    }
+
+    #[test]
+    fn nq_overflow_is_a_stale_nq_head() {
+        let s = FaultSpec::parse("nq_overflow@#3/core1,nq_overflow@0.5").unwrap();
+        assert_eq!(s.rules[0].fault, NQ_OVERFLOW);
+        assert_eq!(
+            (s.rules[0].trigger, s.rules[0].core),
+            (Trigger::Nth(3), Some(1))
+        );
+        assert_eq!(s.text(), "nq_overflow@#3/core1,nq_overflow@5/10");
+        assert_eq!(FaultSpec::parse(&s.text()).unwrap(), s);
+        // It covers exactly the five NQ_HEAD registers, and lags by at least
+        // any ring's length, so every valid ring looks full to the writer.
+        let Fault::StaleRead { off, span, lag } = NQ_OVERFLOW else {
+            panic!("{NQ_OVERFLOW:?}");
+        };
+        assert_eq!(reg::name(off), Some("NQ_HEAD[PE]"));
+        assert_eq!(reg::name(off + span - 4), Some("NQ_HEAD[SP]"));
+        assert_eq!(reg::name(off + span), None);
+        assert!(lag >= MAX_NQ_LEN);
+        // A hand-made stale read has a name without spaces, which does not
+        // parse back (the spec language has no such kind).
+        let odd = FaultSpec {
+            rules: vec![FaultRule {
+                fault: Fault::StaleRead {
+                    off: 0x18,
+                    span: 4,
+                    lag: 1,
+                },
+                trigger: Trigger::Nth(1),
+                core: None,
+            }],
+        };
+        assert_eq!(odd.text(), "stale_read(+0x18..+0x1c,-1)@#1");
+        assert!(FaultSpec::parse(&odd.text()).is_err());
     }
 }

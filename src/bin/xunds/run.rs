@@ -46,6 +46,8 @@ flags:
            doorbell          a doorbell is dropped: status 5, XU degraded
            corrupt:WHAT      a descriptor is corrupted (len|ring_id|addr):
                              status 1203 DMA abort, XU degraded
+           nq_overflow       the device sees an NQ ring full and drops a record:
+                             status 1204 NQ overflow (at the deadline), XU degraded
   TRIGGER  P or N/D          each eligible operation with probability P (0..1)
            #N                only the N-th eligible operation
            N+                every eligible operation from the N-th on
