@@ -29,9 +29,14 @@ fn version(len: usize, v: u8) -> Vec<u8> {
     b
 }
 
+/// The writer's path (`Writer::write_record`): invalidate, then stamp and
+/// publish in one pass. `r` is already stamped; the pass recomputes the
+/// same hash.
 fn commit(slab: &HeapSlab, span: RecordSpan, r: &[u8]) {
     record::invalidate(slab, span);
-    record::publish(slab, span, r);
+    let mut staged = r.to_vec();
+    let h = record::stamp_and_publish(slab, span, &mut staged);
+    assert_eq!(h, fnv::stored_hash(r));
 }
 
 /// 3 words: word 0 (hash | 4 body bytes) and two body words.

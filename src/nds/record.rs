@@ -66,7 +66,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::wire::nds::fnv::{self, HashState};
+use crate::wire::nds::fnv::{self, RecordHasher};
 use crate::wire::nds::{model, process, region};
 use crate::wire::WireError;
 
@@ -187,6 +187,17 @@ pub enum Verdict {
 /// # Panics
 /// If `out.len() != span.len()` (a caller bug).
 pub fn copy_once<S: Slab + ?Sized>(slab: &S, span: RecordSpan, out: &mut [u8]) -> Attempt {
+    copy_once_hashed(slab, span, out).0
+}
+
+/// [`copy_once`], also returning the FNV-1a-32 of the copy (hash word as
+/// zero; meaningful for a [`Attempt::Stable`] copy), folded word by word as
+/// the words are loaded: the copy costs nothing next to FNV's multiply chain.
+fn copy_once_hashed<S: Slab + ?Sized>(
+    slab: &S,
+    span: RecordSpan,
+    out: &mut [u8],
+) -> (Attempt, u32) {
     assert_eq!(out.len(), span.len, "record buffer length");
     #[cfg(not(xunds_mutant = "record_plain_copy"))]
     // Ordering: Acquire, partner: the Release store of word 0 that ends
@@ -197,9 +208,24 @@ pub fn copy_once<S: Slab + ?Sized>(slab: &S, span: RecordSpan, out: &mut [u8]) -
     let first = slab.load_u64(span.off, Ordering::Relaxed);
     out[..8].copy_from_slice(&first.to_le_bytes());
     if first as u32 == 0 {
-        return Attempt::Unpublished;
+        return (Attempt::Unpublished, 0);
     }
-    words::copy_out(slab, span.off + 8, &mut out[8..]);
+    // The body, one Relaxed load per word (the span is 8-aligned, its length
+    // a multiple of 4: whole words, then at most one 4-byte tail word).
+    let mut h = RecordHasher::new().word32((first >> 32) as u32);
+    let (words8, tail) = out[8..].split_at_mut((span.len - 8) & !7);
+    let mut at = span.off + 8;
+    for w in words8.chunks_exact_mut(8) {
+        let v = slab.load_u64(at, Ordering::Relaxed);
+        w.copy_from_slice(&v.to_le_bytes());
+        h = h.word64(v);
+        at += 8;
+    }
+    if !tail.is_empty() {
+        let v = slab.load_u32(at, Ordering::Relaxed);
+        tail.copy_from_slice(&v.to_le_bytes());
+        h = h.word32(v);
+    }
     // Ordering: Acquire fence (seed 004 §7 read), partner: the Release fence in `invalidate`: if
     // any body load above returned a store made after an update started, the
     // update's zeroing of word 0 happens-before the re-load below.
@@ -207,9 +233,9 @@ pub fn copy_once<S: Slab + ?Sized>(slab: &S, span: RecordSpan, out: &mut [u8]) -
     slab.fence(Ordering::Acquire);
     let second = slab.load_u64(span.off, Ordering::Relaxed);
     if second == first {
-        Attempt::Stable
+        (Attempt::Stable, h.finish())
     } else {
-        Attempt::Changed
+        (Attempt::Changed, h.finish())
     }
 }
 
@@ -230,17 +256,14 @@ pub fn read<S: Slab + ?Sized>(
         if attempt > 0 {
             pause();
         }
-        verdict = match copy_once(slab, span, out) {
-            Attempt::Unpublished => Verdict::Unpublished,
-            Attempt::Changed => Verdict::Torn(TornReason::Changed),
-            Attempt::Stable => match fnv::verify(out) {
-                HashState::Valid => return Verdict::Fresh,
-                HashState::Mismatch { stored, computed } => {
-                    Verdict::Torn(TornReason::Mismatch { stored, computed })
-                }
-                // `first` had a non-zero hash, so this cannot happen; map it
-                // to the honest answer anyway.
-                HashState::Unpublished => Verdict::Unpublished,
+        verdict = match copy_once_hashed(slab, span, out) {
+            (Attempt::Unpublished, _) => Verdict::Unpublished,
+            (Attempt::Changed, _) => Verdict::Torn(TornReason::Changed),
+            // The stored hash is the copy's own word 0 (non-zero: Stable);
+            // `computed` is `fnv::record_hash(out)`, folded during the copy.
+            (Attempt::Stable, computed) => match fnv::stored_hash(out) {
+                stored if stored == computed => return Verdict::Fresh,
+                stored => Verdict::Torn(TornReason::Mismatch { stored, computed }),
             },
         };
     }
@@ -265,6 +288,58 @@ pub fn invalidate<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     zero_word0(slab, span);
     #[cfg(xunds_mutant = "record_hash_after_body")]
     let _ = (slab, span);
+}
+
+/// Stamp and publish in one pass: store the body words of `staged`
+/// (`staged.len() == span.len()`) at `span` (Relaxed), folding each into the
+/// FNV-1a-32 record hash as it goes, then write the hash into `staged` at +0
+/// and store word 0 with Release. Returns the hash. Same bytes and the same
+/// publish order as [`fnv::stamp`] then [`publish`], but the copy runs in
+/// the shadow of the hash's multiply chain (the slab's update window grows
+/// from the copy to the hash, about half a microsecond for a model record).
+/// The record must be invalidated (or never published) first.
+///
+/// # Panics
+/// If `staged.len() != span.len()` (a caller bug).
+pub fn stamp_and_publish<S: SlabMut + ?Sized>(
+    slab: &S,
+    span: RecordSpan,
+    staged: &mut [u8],
+) -> u32 {
+    assert_eq!(staged.len(), span.len, "record buffer length");
+    let (w0, body) = staged.split_at_mut(8);
+    let mut h = RecordHasher::new().word32(le32(&w0[4..]));
+    let (words8, tail) = body.split_at(body.len() & !7);
+    let mut at = span.off + 8;
+    for w in words8.chunks_exact(8) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        let v = u64::from_le_bytes(b);
+        slab.store_u64(at, v, Ordering::Relaxed);
+        h = h.word64(v);
+        at += 8;
+    }
+    if !tail.is_empty() {
+        let v = le32(tail);
+        slab.store_u32(at, v, Ordering::Relaxed);
+        h = h.word32(v);
+    }
+    let hash = h.finish();
+    w0[..4].copy_from_slice(&hash.to_le_bytes());
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w0);
+    // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
+    // (seed 004 §7): a reader that sees this hash sees the whole body.
+    slab.store_u64(span.off, u64::from_le_bytes(b), Ordering::Release);
+    hash
+}
+
+/// Little-endian u32 of a 4-byte slice.
+#[inline(always)]
+fn le32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(b);
+    u32::from_le_bytes(a)
 }
 
 /// Publish the stamped record `stamped` (`stamped.len() == span.len()`, hash

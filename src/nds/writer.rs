@@ -31,7 +31,7 @@ use crate::wire::nds::counters::{Features, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
 use crate::wire::nds::model::{self, ModelRecord};
 use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
-use crate::wire::nds::{fnv, region};
+use crate::wire::nds::region;
 
 use super::index::{Counter, ModelSlot};
 use super::record::{self, RecordSpan};
@@ -410,9 +410,8 @@ impl<S: SlabMut> Writer<S> {
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
         step(state, first, id, hook.as_deref_mut())?;
-        fnv::stamp(staged);
         record::invalidate(&self.slab, span);
-        record::publish(&self.slab, span, staged);
+        record::stamp_and_publish(&self.slab, span, staged);
         step(state, RecordEvent::Publish, id, hook)
     }
 }
