@@ -207,6 +207,11 @@ impl<H: Hal> Lane<H> {
         Arc::clone(&self.stats)
     }
 
+    /// Wake the publisher (it may sleep on reports pushed without a wake-up).
+    pub fn wake_publisher(&self) {
+        self.pub_wake.wake();
+    }
+
     /// Refusal counts not yet handed to the publisher.
     pub fn pending_refusals(&self) -> u32 {
         self.pending_full + self.pending_unrecoverable
@@ -230,9 +235,24 @@ impl<H: Hal> Lane<H> {
         }
     }
 
-    /// Hand aggregated refusal counts to the publisher; keeps them when its
-    /// mailbox is full (R1). Returns `true` when nothing is pending.
+    /// Hand aggregated refusal counts to the publisher and wake it; keeps
+    /// them when its mailbox is full (R1). Returns `true` when nothing is
+    /// pending.
     pub fn flush(&mut self) -> bool {
+        let pending = self.pending_refusals() != 0;
+        let flushed = self.push_refusals();
+        if pending && flushed {
+            self.pub_wake.wake();
+        }
+        flushed
+    }
+
+    /// [`flush`](Self::flush) without the wake-up: a refusal is not urgent
+    /// (the publisher applies it with the next completion it is woken for,
+    /// or within its bounded idle sleep; `quiesce` and the job's end wake
+    /// it). Waking it on every queue-full refusal cost a wake-up, and often
+    /// a rescheduling interrupt on the device's CPU, per refusal.
+    fn push_refusals(&mut self) -> bool {
         if self.pending_full == 0 && self.pending_unrecoverable == 0 {
             return true;
         }
@@ -244,7 +264,6 @@ impl<H: Hal> Lane<H> {
         if self.to_pub.push(msg).is_ok() {
             self.pending_full = 0;
             self.pending_unrecoverable = 0;
-            self.pub_wake.wake();
             true
         } else {
             false
@@ -261,7 +280,7 @@ impl<H: Hal> Lane<H> {
             self.pending_full += 1;
             self.stats.refused_full.fetch_add(1, Ordering::Relaxed);
         }
-        self.flush();
+        self.push_refusals();
         Err(status)
     }
 
@@ -593,6 +612,11 @@ impl<H: Hal> ProducerActor<H> {
             refused += f + u;
         }
         if !flushed || completions < accepted || refusals < refused {
+            // Refusals are pushed without a wake-up (`Lane::push_refusals`):
+            // make sure the publisher is not asleep on what is left.
+            if let Some(l) = self.lanes.first() {
+                lock(l).wake_publisher();
+            }
             return false;
         }
         cx.event(
