@@ -1,17 +1,31 @@
 //! The whole pipeline (`xunds run`, threaded, on real mappings) against the
 //! same four stages built from plain rtrb rings and threads, in the same run.
 //!
-//! Both sides do the same work per execution on the same simulated device:
-//! write the input into the execution's own IO area, run the example MLP on
-//! the engines (`engine::Executor` over device DRAM through the HAL), read
-//! the outputs back and compare them with the CPU reference, and count the
-//! outcome in an NDS slab through `nds::Writer`. The peer hands requests
-//! stage to stage through `rtrb` rings (producer -> device -> worker ->
-//! publisher, free IO areas back to the producer) and waits by spinning then
-//! yielding; it has none of the XU ring, descriptors, doorbells, NQ records,
-//! status cells, eventfds or health tracking. Ours is `system::job::run`
-//! with one core (so both sides run four threads) and with four (one
-//! device proxy per core; the peer then runs one device thread per core).
+//! Ours is `system::job::run` with one core (four threads: producer, worker,
+//! device proxy, publisher) and with four (one worker and one device proxy
+//! per core: ten threads). Two peers run on a device built exactly as ours
+//! builds it (`system::builder::build`: the same memory map, per-core IO
+//! areas and code variants of the loaded model; its actors are never run).
+//! Both hand work stage to stage through `rtrb` rings and wait by spinning a
+//! little, then yielding; neither has our XU ring, work items, actors,
+//! wakers, runner, mailboxes, eventfds or health tracking.
+//!
+//! - **Same stages** (`peer_same_stages`, the target): our stage work on the
+//!   real device objects. The producer takes a free IO slot, writes the input
+//!   into its IO area and stages the request and rings the doorbell through
+//!   the real `Stager` (descriptors, request buffer, flow control); one
+//!   device thread per core runs the real `Sequencer` on its core
+//!   (`poll_one`, as our per-core device proxies: DMA copies, execution on
+//!   the engines, NQ records); one worker thread harvests each core's NQ
+//!   rings with the real `Harvester` (`expect`, `poll`), reads MAC_COUNT,
+//!   reads the outputs back and checks them against the CPU reference; the
+//!   publisher adds the same five counters per completion to an NDS slab
+//!   through `nds::Writer`. This is what our system's plumbing must match.
+//! - **Engines only** (`peer`, informational): the device thread calls
+//!   `engine::Executor::execute` directly: no descriptors, DMA, doorbell or
+//!   NQ records. With the device thread the bottleneck on one core, it does
+//!   less work per execution than ours by construction, so it does not set
+//!   the target; it shows what the device model's protocol costs.
 //!
 //! `XUNDS_PIPELINE_N` sets the executions (default 20 000),
 //! `XUNDS_PIPELINE_REPS` the best-of count (default 3). Heap allocations per
@@ -25,13 +39,16 @@ use std::time::{Duration, Instant};
 
 use xunds::actors::work::{Expectations, ResidentModel};
 use xunds::device::engine::{Executor, Limits};
+use xunds::device::memmap::reg;
 use xunds::device::model::MlpSpec;
+use xunds::device::nq::{EngineMask, ExecStatus, HarvestError, Harvester};
 use xunds::device::sequencer::{DramMemory, RequestExecutor};
-use xunds::device::staging::build_request;
+use xunds::device::staging::{build_request, StageError};
 use xunds::hal::linux::LinuxHal;
+use xunds::hal::{Hal, Ordering as HalOrdering};
 use xunds::nds::{Counter, MappedSlab, Writer};
 use xunds::system::alloc;
-use xunds::system::builder::{build, SystemConfig};
+use xunds::system::builder::{build, Shared, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::wire::nds::counters::NcCounter;
 
@@ -95,10 +112,18 @@ struct Done {
     cycles: u64,
 }
 
-/// The peer: plain rtrb rings and threads, on the same device and the same
-/// loaded model (one IO area per slot, like ours): a producer, one device
-/// thread per core (`lanes`), a worker and a publisher.
-fn peer(n: u64, lanes: u8) -> Duration {
+/// What both peers start from: a system built exactly as ours builds it
+/// (`system::builder::build`: the device, its memory map, the per-core IO
+/// areas and code variants of the loaded model), whose actors are never
+/// run; the inputs and their CPU-reference outputs.
+struct Setup {
+    shared: Arc<Shared<LinuxHal>>,
+    model: Arc<ResidentModel>,
+    inputs: Arc<Vec<Vec<f32>>>,
+    expected: Arc<Vec<Vec<f32>>>,
+}
+
+fn setup(lanes: u8) -> Setup {
     let spec = MlpSpec::EXAMPLE;
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
     let inputs: Arc<Vec<Vec<f32>>> = Arc::new((0..16).map(|k| spec.example_input(k)).collect());
@@ -107,11 +132,27 @@ fn peer(n: u64, lanes: u8) -> Duration {
     let mut cfg = SystemConfig::new(lanes);
     cfg.dram_size = cfg.dram_for(&probe, 1);
     cfg.expected = Arc::new(Expectations::default());
-    // The same device layout as ours (IO areas, code variants); the actors
-    // are not run.
     let built = build(LinuxHal::new(), cfg, None).unwrap();
     let shared = Arc::clone(&built.shared);
-    let model: Arc<ResidentModel> = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    Setup {
+        shared,
+        model,
+        inputs,
+        expected,
+    }
+}
+
+/// The stripped peer: plain rtrb rings and threads, on the same device and the same
+/// loaded model (one IO area per slot, like ours): a producer, one device
+/// thread per core (`lanes`), a worker and a publisher.
+fn peer(n: u64, lanes: u8) -> Duration {
+    let Setup {
+        shared,
+        model,
+        inputs,
+        expected,
+    } = setup(lanes);
     let slots = model.per_core[0].variants.len();
     let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
     let l = usize::from(lanes);
@@ -306,46 +347,362 @@ fn peer(n: u64, lanes: u8) -> Duration {
     d
 }
 
+/// A request handed from the producer to a lane's worker in the
+/// same-stages peer: what ours keeps in the work item for the worker.
+#[derive(Clone, Copy)]
+struct Staged {
+    slot: u16,
+    input: u16,
+    exec_id: u32,
+    engines: EngineMask,
+    submitted: u64,
+}
+
+/// One completion's counter update (ours: `PubMsg::Completed`).
+struct Report {
+    core: u8,
+    ok: bool,
+    latency_total: u64,
+    latency_device: u64,
+    macs: u64,
+}
+
+/// One lane of the same-stages peer's worker thread.
+struct WorkerLane {
+    harvester: Harvester<LinuxHal>,
+    rx: rtrb::Consumer<Staged>,
+    free: rtrb::Producer<u16>,
+    cur: Option<Staged>,
+    last_macs: u64,
+}
+
+fn push_spin<T>(tx: &mut rtrb::Producer<T>, mut v: T) {
+    let mut spins = 0;
+    loop {
+        match tx.push(v) {
+            Ok(()) => return,
+            Err(rtrb::PushError::Full(x)) => v = x,
+        }
+        backoff(&mut spins);
+    }
+}
+
+fn pop_spin<T>(rx: &mut rtrb::Consumer<T>) -> T {
+    let mut spins = 0;
+    loop {
+        if let Ok(v) = rx.pop() {
+            return v;
+        }
+        backoff(&mut spins);
+    }
+}
+
+/// The same-stages peer: our four stages' work on the real device objects
+/// (`Stager`, `Sequencer`, `Harvester`, `nds::Writer`), joined by plain
+/// rtrb rings and plain threads that spin a little, then yield. A producer
+/// (free IO slot, input into the IO area, `stage_and_doorbell`), one device
+/// thread per core running a `Sequencer` on its core (`poll_one`, as our
+/// per-core device proxies), one worker thread with a `Harvester` per core
+/// (`expect`, `poll` until the execution's NQ records are in, MAC_COUNT,
+/// outputs read back and checked) and a publisher.
+fn peer_same_stages(n: u64, lanes: u8) -> Duration {
+    let Setup {
+        shared,
+        model,
+        inputs,
+        expected,
+    } = setup(lanes);
+    let dev = &shared.dev;
+    let slots = model.per_core[0].variants.len();
+    let timeout = shared.cfg.timeout.as_u64();
+    let l = usize::from(lanes);
+    let mut stagers = Vec::new();
+    let mut seqs = Vec::new();
+    let mut to_work = Vec::new();
+    let mut free_rx = Vec::new();
+    let mut wlanes = Vec::new();
+    for core in 0..lanes {
+        stagers.push(dev.stager(core).unwrap());
+        seqs.push(dev.sequencer(Executor::new(Limits::DEFAULT)));
+        let (tx, rx) = rtrb::RingBuffer::<Staged>::new(slots);
+        to_work.push(tx);
+        let (mut ftx, frx) = rtrb::RingBuffer::<u16>::new(slots);
+        for s in 0..slots as u16 {
+            ftx.push(s).unwrap();
+        }
+        free_rx.push(frx);
+        wlanes.push(WorkerLane {
+            harvester: dev.harvester(core).unwrap(),
+            rx,
+            free: ftx,
+            cur: None,
+            last_macs: 0,
+        });
+    }
+    let (mut to_pub, mut pub_rx) = rtrb::RingBuffer::<Report>::new(1024);
+    let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
+    let go = Arc::new(std::sync::Barrier::new(3 + l));
+    let t0 = Instant::now();
+    let now = move || t0.elapsed().as_nanos() as u64;
+    let producer = {
+        let (shared, model, inputs, go) =
+            (shared.clone(), model.clone(), inputs.clone(), go.clone());
+        thread::spawn(move || {
+            go.wait();
+            let mem = DramMemory::new(&**shared.dev.hal(), shared.dev.map());
+            let mut bytes = Vec::with_capacity(1024);
+            for i in 0..n {
+                let lane = (i % l as u64) as usize;
+                let slot = pop_spin(&mut free_rx[lane]);
+                let k = (i % inputs.len() as u64) as u16;
+                let cm = &model.per_core[lane];
+                let io = cm.io_pa[usize::from(slot)];
+                let mut rest = &inputs[usize::from(k)][..];
+                for t in &model.inputs {
+                    let (now, later) = rest.split_at(t.elems as usize);
+                    rest = later;
+                    bytes.clear();
+                    for v in now {
+                        bytes.extend_from_slice(&v.to_bits().to_le_bytes());
+                    }
+                    mem.write_bytes(io + t.offset, &bytes).unwrap();
+                }
+                let submitted = now();
+                // Flow control as ours: a busy request buffer or a full
+                // descriptor ring changes nothing; retry.
+                let mut spins = 0;
+                let staged = loop {
+                    match stagers[lane].stage_and_doorbell(&cm.variants[usize::from(slot)], 0) {
+                        Ok(s) => break s,
+                        Err(StageError::Busy { .. } | StageError::RingFull { .. }) => {
+                            backoff(&mut spins)
+                        }
+                        Err(e) => panic!("stage: {e}"),
+                    }
+                };
+                push_spin(
+                    &mut to_work[lane],
+                    Staged {
+                        slot,
+                        input: k,
+                        exec_id: staged.exec_id,
+                        engines: staged.engines,
+                        submitted,
+                    },
+                );
+            }
+        })
+    };
+    let mut devices = Vec::new();
+    for (lane, mut seq) in seqs.into_iter().enumerate() {
+        let go = go.clone();
+        let count = n / l as u64 + u64::from((lane as u64) < n % l as u64);
+        devices.push(thread::spawn(move || {
+            go.wait();
+            let core = lane as u8;
+            let mut spins = 0;
+            while u64::from(seq.executed(core)) < count {
+                let p = seq.poll_one(core, now()).expect("device");
+                assert_eq!(p.faults, 0, "device faults");
+                if p.made_progress() {
+                    spins = 0;
+                } else {
+                    backoff(&mut spins);
+                }
+            }
+        }));
+    }
+    let worker = {
+        let (shared, model, expected, go) =
+            (shared.clone(), model.clone(), expected.clone(), go.clone());
+        thread::spawn(move || {
+            go.wait();
+            let hal = &**shared.dev.hal();
+            let map = shared.dev.map();
+            let mem = DramMemory::new(hal, map);
+            let mut bytes = vec![0u8; 1024];
+            let mut vals: Vec<f32> = Vec::with_capacity(256);
+            let (mut done, mut wrong) = (0u64, 0u64);
+            let mut spins = 0;
+            while done < n {
+                let mut progress = false;
+                for (lane, w) in wlanes.iter_mut().enumerate() {
+                    let cur = match w.cur {
+                        Some(c) => c,
+                        None => {
+                            let Ok(c) = w.rx.pop() else { continue };
+                            w.harvester
+                                .expect(c.exec_id, c.engines, c.submitted + timeout);
+                            w.cur = Some(c);
+                            progress = true;
+                            c
+                        }
+                    };
+                    // A stray completion, an overflow or a corrupt record
+                    // cannot happen on this fault-free run: fail loudly.
+                    let got = match w.harvester.poll(now()).expect("harvest") {
+                        None => None,
+                        Some(Ok(c)) if c.exec_id == cur.exec_id => {
+                            Some((c.status == ExecStatus::Done, u64::from(c.device_cycles())))
+                        }
+                        Some(Err(HarvestError::Timeout { exec_id, .. }))
+                            if exec_id == cur.exec_id =>
+                        {
+                            Some((false, 0))
+                        }
+                        Some(other) => panic!("lane {lane}: unexpected harvest {other:?}"),
+                    };
+                    let Some((ok, latency_device)) = got else {
+                        continue;
+                    };
+                    progress = true;
+                    // Ordering: Acquire pairs with the sequencer's Release
+                    // store of MAC_COUNT (as our worker reads it).
+                    let macs_now = hal
+                        .load_u64(map.regs[lane], reg::MAC_COUNT, HalOrdering::Acquire)
+                        .unwrap();
+                    let macs = macs_now.wrapping_sub(w.last_macs);
+                    w.last_macs = macs_now;
+                    let io = model.per_core[lane].io_pa[usize::from(cur.slot)];
+                    vals.clear();
+                    for t in &model.outputs {
+                        let b = &mut bytes[..t.elems as usize * 4];
+                        mem.read_bytes(io + t.offset, b).unwrap();
+                        vals.extend(
+                            b.chunks_exact(4)
+                                .map(|w| f32::from_le_bytes(w.try_into().unwrap())),
+                        );
+                    }
+                    let want = &expected[usize::from(cur.input)];
+                    let same = ok
+                        && want.len() == vals.len()
+                        && want
+                            .iter()
+                            .zip(&vals)
+                            .all(|(a, b)| a.to_bits() == b.to_bits());
+                    wrong += u64::from(!same);
+                    push_spin(
+                        &mut to_pub,
+                        Report {
+                            core: lane as u8,
+                            ok: same,
+                            latency_total: now().saturating_sub(cur.submitted),
+                            latency_device,
+                            macs,
+                        },
+                    );
+                    push_spin(&mut w.free, cur.slot);
+                    w.cur = None;
+                    done += 1;
+                }
+                if progress {
+                    spins = 0;
+                } else {
+                    backoff(&mut spins);
+                }
+            }
+            wrong
+        })
+    };
+    let publisher = thread::spawn(move || {
+        go.wait();
+        let nc = |core: u8, c: NcCounter| Counter::nc(u32::from(core), c).unwrap();
+        let books: Vec<[Counter; 6]> = (0..lanes)
+            .map(|c| {
+                [
+                    nc(c, NcCounter::InferenceCount),
+                    nc(c, NcCounter::LatencyTotal),
+                    nc(c, NcCounter::LatencyDevice),
+                    nc(c, NcCounter::MacCount),
+                    nc(c, NcCounter::InferCompleted),
+                    nc(c, NcCounter::InferCompletedWithErr),
+                ]
+            })
+            .collect();
+        for _ in 0..n {
+            let r = pop_spin(&mut pub_rx);
+            let [count, total, device, macs, completed, errs] = &books[usize::from(r.core)];
+            writer.add(*count, 1).unwrap();
+            writer.add(*total, r.latency_total).unwrap();
+            writer.add(*device, r.latency_device).unwrap();
+            writer.add(*macs, r.macs).unwrap();
+            writer
+                .add(if r.ok { *completed } else { *errs }, 1)
+                .unwrap();
+        }
+        black_box(writer.slab());
+    });
+    producer.join().unwrap();
+    for d in devices {
+        d.join().unwrap();
+    }
+    let wrong = worker.join().unwrap();
+    publisher.join().unwrap();
+    let d = t0.elapsed();
+    assert_eq!(wrong, 0, "the same-stages peer's outputs must be right too");
+    d
+}
+
 fn line(name: &str, n: u64, d: Duration) {
     println!(
-        "  {name:<44} {:>9.2} us/exec {:>10.0} exec/s",
+        "  {name:<50} {:>9.2} us/exec {:>10.0} exec/s",
         d.as_secs_f64() * 1e6 / n as f64,
         n as f64 / d.as_secs_f64()
     );
 }
 
-/// `pipeline`: ours (1 and 4 cores) against the plain peer.
+/// `pipeline`: ours (1 and 4 cores) against both peers.
 pub fn pipeline() {
     let n = n();
     let reps = reps();
-    // Interleaved (ours, peer, ours, peer, ...) so both see the same machine
-    // load; best of each.
-    let (mut ours1, mut peer1, mut ours4, mut peer4) =
-        (Duration::MAX, Duration::MAX, Duration::MAX, Duration::MAX);
+    // Interleaved (ours, stripped peer, same-stages peer, ...) so all see
+    // the same machine load; best of each.
+    let mut best = [Duration::MAX; 6];
     let (mut wakes1, mut wakes4) = (0.0f64, 0.0f64);
     for _ in 0..reps {
         let (d, w) = ours(n, 1);
-        (ours1, wakes1) = (ours1.min(d), wakes1.max(w));
-        peer1 = peer1.min(peer(n, 1));
+        (best[0], wakes1) = (best[0].min(d), wakes1.max(w));
+        best[1] = best[1].min(peer(n, 1));
+        best[2] = best[2].min(peer_same_stages(n, 1));
         let (d, w) = ours(n, 4);
-        (ours4, wakes4) = (ours4.min(d), wakes4.max(w));
-        peer4 = peer4.min(peer(n, 4));
+        (best[3], wakes4) = (best[3].min(d), wakes4.max(w));
+        best[4] = best[4].min(peer(n, 4));
+        best[5] = best[5].min(peer_same_stages(n, 4));
     }
+    let [ours1, strip1, same1, ours4, strip4, same4] = best;
     line("xunds run, 1 core (4 threads)", n, ours1);
-    line("plain rtrb stages, 1 device lane (4 threads)", n, peer1);
+    line("plain rtrb, same stages, 1 lane (4 threads)", n, same1);
+    line("plain rtrb, engines only (no descr./NQ), 1 lane", n, strip1);
     line("xunds run, 4 cores (10 threads)", n, ours4);
-    line("plain rtrb stages, 4 device lanes (7 threads)", n, peer4);
+    line("plain rtrb, same stages, 4 lanes (7 threads)", n, same4);
+    line(
+        "plain rtrb, engines only (no descr./NQ), 4 lanes",
+        n,
+        strip4,
+    );
     ratio(
-        "xunds vs plain stages, 1 core",
+        "xunds vs plain same stages, 1 core",
         ours1,
-        peer1,
+        same1,
         ">= 1.0x exec/s",
     );
     ratio(
-        "xunds vs plain stages, 4 cores",
+        "xunds vs plain same stages, 4 cores",
         ours4,
-        peer4,
+        same4,
         ">= 1.0x exec/s",
+    );
+    ratio(
+        "xunds vs engines-only stages, 1 core",
+        ours1,
+        strip1,
+        "informational",
+    );
+    ratio(
+        "xunds vs engines-only stages, 4 cores",
+        ours4,
+        strip4,
+        "informational",
     );
     println!(
         "  device doorbell wake-ups per execution (worst rep): 1 core {wakes1:.4}, 4 cores {wakes4:.4}"
