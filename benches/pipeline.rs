@@ -669,15 +669,29 @@ pub fn pipeline() {
     // the same machine load; best of each.
     let mut best = [Duration::MAX; 6];
     let (mut wakes1, mut wakes4) = (0.0f64, 0.0f64);
-    for _ in 0..reps {
-        let (d, w) = ours(n, 1);
-        (best[0], wakes1) = (best[0].min(d), wakes1.max(w));
-        best[1] = best[1].min(peer(n, 1));
-        best[2] = best[2].min(peer_same_stages(n, 1));
-        let (d, w) = ours(n, 4);
-        (best[3], wakes4) = (best[3].min(d), wakes4.max(w));
-        best[4] = best[4].min(peer(n, 4));
-        best[5] = best[5].min(peer_same_stages(n, 4));
+    // `XUNDS_PIPELINE_VERBOSE=1` prints every rep (us/exec), to see the spread.
+    let verbose = std::env::var_os("XUNDS_PIPELINE_VERBOSE").is_some();
+    for rep in 0..reps {
+        let (o1, w) = ours(n, 1);
+        wakes1 = wakes1.max(w);
+        let (s1, p1) = (peer(n, 1), peer_same_stages(n, 1));
+        let (o4, w) = ours(n, 4);
+        wakes4 = wakes4.max(w);
+        let (s4, p4) = (peer(n, 4), peer_same_stages(n, 4));
+        let this = [o1, s1, p1, o4, s4, p4];
+        if verbose {
+            let us: Vec<String> = this
+                .iter()
+                .map(|d| format!("{:.2}", d.as_secs_f64() * 1e6 / n as f64))
+                .collect();
+            println!(
+                "  rep {rep}: ours1 strip1 same1 ours4 strip4 same4 = {}",
+                us.join(" ")
+            );
+        }
+        for (b, d) in best.iter_mut().zip(this) {
+            *b = (*b).min(d);
+        }
     }
     let [ours1, strip1, same1, ours4, strip4, same4] = best;
     line("xunds run, 1 core (4 threads)", n, ours1);
