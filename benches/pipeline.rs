@@ -284,41 +284,15 @@ fn peer(n: u64, lanes: u8) -> Duration {
                     lane = (lane + 1) % l;
                     backoff(&mut spins);
                 };
-                let io = model.per_core[lane].io_pa[usize::from(d.slot)];
-                vals.clear();
-                for t in &model.outputs {
-                    let b = &mut bytes[..t.elems as usize * 4];
-                    mem.read_bytes(io + t.offset, b).unwrap();
-                    vals.extend(
-                        b.chunks_exact(4)
-                            .map(|w| f32::from_le_bytes(w.try_into().unwrap())),
-                    );
-                }
-                let want = &expected[usize::from(d.input)];
-                let same = d.ok
-                    && want
-                        .iter()
-                        .zip(&vals)
-                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                let out = Outputs {
+                    mem: &mem,
+                    model: &model,
+                    expected: &expected,
+                };
+                let same = d.ok && out.check(lane, d.slot, d.input, &mut bytes, &mut vals);
                 wrong += u64::from(!same);
-                let mut m = (same, d.cycles);
-                let mut spins = 0;
-                loop {
-                    match to_pub.push(m) {
-                        Ok(()) => break,
-                        Err(rtrb::PushError::Full(x)) => m = x,
-                    }
-                    backoff(&mut spins);
-                }
-                let mut s = d.slot;
-                let mut spins = 0;
-                loop {
-                    match free_tx[lane].push(s) {
-                        Ok(()) => break,
-                        Err(rtrb::PushError::Full(x)) => s = x,
-                    }
-                    backoff(&mut spins);
-                }
+                push_spin(&mut to_pub, (same, d.cycles));
+                push_spin(&mut free_tx[lane], d.slot);
                 lane = (lane + 1) % l;
             }
             wrong
@@ -384,6 +358,42 @@ struct WorkerLane {
     free: rtrb::Producer<u16>,
     cur: Option<Staged>,
     last_macs: u64,
+}
+
+/// Both peers' output check: read the execution's outputs back from its IO
+/// area and compare them bit for bit with the CPU reference.
+struct Outputs<'a> {
+    mem: &'a DramMemory<'a, LinuxHal>,
+    model: &'a ResidentModel,
+    expected: &'a [Vec<f32>],
+}
+
+impl Outputs<'_> {
+    fn check(
+        &self,
+        lane: usize,
+        slot: u16,
+        input: u16,
+        bytes: &mut [u8],
+        vals: &mut Vec<f32>,
+    ) -> bool {
+        let io = self.model.per_core[lane].io_pa[usize::from(slot)];
+        vals.clear();
+        for t in &self.model.outputs {
+            let b = &mut bytes[..t.elems as usize * 4];
+            self.mem.read_bytes(io + t.offset, b).unwrap();
+            vals.extend(
+                b.chunks_exact(4)
+                    .map(|w| f32::from_le_bytes(w.try_into().unwrap())),
+            );
+        }
+        let want = &self.expected[usize::from(input)];
+        want.len() == vals.len()
+            && want
+                .iter()
+                .zip(vals.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
 }
 
 fn push_spin<T>(tx: &mut rtrb::Producer<T>, mut v: T) {
@@ -573,23 +583,12 @@ fn peer_same_stages(n: u64, lanes: u8) -> Duration {
                         .unwrap();
                     let macs = macs_now.wrapping_sub(w.last_macs);
                     w.last_macs = macs_now;
-                    let io = model.per_core[lane].io_pa[usize::from(cur.slot)];
-                    vals.clear();
-                    for t in &model.outputs {
-                        let b = &mut bytes[..t.elems as usize * 4];
-                        mem.read_bytes(io + t.offset, b).unwrap();
-                        vals.extend(
-                            b.chunks_exact(4)
-                                .map(|w| f32::from_le_bytes(w.try_into().unwrap())),
-                        );
-                    }
-                    let want = &expected[usize::from(cur.input)];
-                    let same = ok
-                        && want.len() == vals.len()
-                        && want
-                            .iter()
-                            .zip(&vals)
-                            .all(|(a, b)| a.to_bits() == b.to_bits());
+                    let out = Outputs {
+                        mem: &mem,
+                        model: &model,
+                        expected: &expected,
+                    };
+                    let same = ok && out.check(lane, cur.slot, cur.input, &mut bytes, &mut vals);
                     wrong += u64::from(!same);
                     push_spin(
                         &mut to_pub,
