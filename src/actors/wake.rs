@@ -35,8 +35,11 @@ use std::os::fd::RawFd;
 use crate::hal::eventfd::EventFd;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
-/// An actor's wake-up eventfd with a sleeping flag.
+/// An actor's wake-up eventfd with a sleeping flag. On its own cache line:
+/// the sleeper and every waker touch the flag, and a neighbour's hot word
+/// sharing the line would make each of them pay for the other's stores.
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct Waker {
     efd: EventFd,
     sleeping: AtomicBool,
@@ -73,10 +76,15 @@ impl Waker {
         fence(Ordering::SeqCst);
     }
 
-    /// The sleeper is awake (found work, or starts a poll).
+    /// The sleeper is awake (found work, or starts a poll). Stores only when
+    /// the flag is set: actors call this at the start of every poll, and an
+    /// unconditional store would take the flag's line from the wakers (who
+    /// load it after every hand-off) once per poll.
     #[inline]
     pub fn awake(&self) {
-        self.sleeping.store(false, Ordering::Relaxed);
+        if self.sleeping.load(Ordering::Relaxed) {
+            self.sleeping.store(false, Ordering::Relaxed);
+        }
     }
 
     /// After publishing work: write the eventfd if the sleeper may be asleep.

@@ -528,6 +528,9 @@ impl Default for ThreadedConfig {
     }
 }
 
+/// On its own cache line: every actor thread loads the flag on every poll,
+/// so a hot neighbour would turn those loads into misses.
+#[repr(align(64))]
 struct StopInner {
     flag: AtomicBool,
     /// Signalled once by `stop` and never read, so it stays readable and
