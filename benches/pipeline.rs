@@ -195,13 +195,7 @@ fn peer(n: u64, lanes: u8) -> Duration {
             let mut bytes = Vec::with_capacity(1024);
             for i in 0..n {
                 let lane = (i % l as u64) as usize;
-                let mut spins = 0;
-                let slot = loop {
-                    if let Ok(s) = free_rx[lane].pop() {
-                        break s;
-                    }
-                    backoff(&mut spins);
-                };
+                let slot = pop_spin(&mut free_rx[lane]);
                 let k = (i % inputs.len() as u64) as u16;
                 let io = model.per_core[lane].io_pa[usize::from(slot)];
                 let mut rest = &inputs[usize::from(k)][..];
@@ -214,15 +208,7 @@ fn peer(n: u64, lanes: u8) -> Duration {
                     }
                     mem.write_bytes(io + t.offset, &bytes).unwrap();
                 }
-                let mut req = Req { slot, input: k };
-                let mut spins = 0;
-                loop {
-                    match to_dev[lane].push(req) {
-                        Ok(()) => break,
-                        Err(rtrb::PushError::Full(r)) => req = r,
-                    }
-                    backoff(&mut spins);
-                }
+                push_spin(&mut to_dev[lane], Req { slot, input: k });
             }
         })
     };
@@ -236,32 +222,21 @@ fn peer(n: u64, lanes: u8) -> Duration {
             let mut exec = Executor::new(Limits::DEFAULT);
             let mut cycle = 0u64;
             for i in 0..count {
-                let mut spins = 0;
-                let r = loop {
-                    if let Ok(r) = rx.pop() {
-                        break r;
-                    }
-                    backoff(&mut spins);
-                };
+                let r = pop_spin(&mut rx);
                 let req =
                     build_request(&model.per_core[lane].variants[usize::from(r.slot)], i == 0);
                 let rep = exec.execute(&mem, &req, cycle);
                 let ok = rep.first_error.is_none();
                 cycle = rep.end_cycle;
-                let mut d = Done {
-                    slot: r.slot,
-                    input: r.input,
-                    ok,
-                    cycles: rep.end_cycle,
-                };
-                let mut spins = 0;
-                loop {
-                    match tx.push(d) {
-                        Ok(()) => break,
-                        Err(rtrb::PushError::Full(x)) => d = x,
-                    }
-                    backoff(&mut spins);
-                }
+                push_spin(
+                    &mut tx,
+                    Done {
+                        slot: r.slot,
+                        input: r.input,
+                        ok,
+                        cycles: rep.end_cycle,
+                    },
+                );
             }
         }));
     }
@@ -306,13 +281,7 @@ fn peer(n: u64, lanes: u8) -> Duration {
         let lat = Counter::nc(0, NcCounter::LatencyDevice).unwrap();
         let errs = Counter::nc(0, NcCounter::InferCompletedWithErr).unwrap();
         for _ in 0..n {
-            let mut spins = 0;
-            let (ok, cycles) = loop {
-                if let Ok(m) = pub_rx.pop() {
-                    break m;
-                }
-                backoff(&mut spins);
-            };
+            let (ok, cycles) = pop_spin(&mut pub_rx);
             writer.add(count, 1).unwrap();
             writer.add(if ok { completed } else { errs }, 1).unwrap();
             writer.add(macs, 3072).unwrap();
