@@ -197,17 +197,14 @@ fn peer(n: u64, lanes: u8) -> Duration {
                 let lane = (i % l as u64) as usize;
                 let slot = pop_spin(&mut free_rx[lane]);
                 let k = (i % inputs.len() as u64) as u16;
-                let io = model.per_core[lane].io_pa[usize::from(slot)];
-                let mut rest = &inputs[usize::from(k)][..];
-                for t in &model.inputs {
-                    let (now, later) = rest.split_at(t.elems as usize);
-                    rest = later;
-                    bytes.clear();
-                    for v in now {
-                        bytes.extend_from_slice(&v.to_bits().to_le_bytes());
-                    }
-                    mem.write_bytes(io + t.offset, &bytes).unwrap();
-                }
+                write_input(
+                    &mem,
+                    &model,
+                    lane,
+                    slot,
+                    &inputs[usize::from(k)],
+                    &mut bytes,
+                );
                 push_spin(&mut to_dev[lane], Req { slot, input: k });
             }
         })
@@ -329,6 +326,28 @@ struct WorkerLane {
     last_macs: u64,
 }
 
+/// Both peers' producer: write `input` into the IO area of (`lane`, `slot`).
+fn write_input(
+    mem: &DramMemory<'_, LinuxHal>,
+    model: &ResidentModel,
+    lane: usize,
+    slot: u16,
+    input: &[f32],
+    bytes: &mut Vec<u8>,
+) {
+    let io = model.per_core[lane].io_pa[usize::from(slot)];
+    let mut rest = input;
+    for t in &model.inputs {
+        let (now, later) = rest.split_at(t.elems as usize);
+        rest = later;
+        bytes.clear();
+        for v in now {
+            bytes.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        mem.write_bytes(io + t.offset, bytes).unwrap();
+    }
+}
+
 /// Both peers' output check: read the execution's outputs back from its IO
 /// area and compare them bit for bit with the CPU reference.
 struct Outputs<'a> {
@@ -445,17 +464,14 @@ fn peer_same_stages(n: u64, lanes: u8) -> Duration {
                 let slot = pop_spin(&mut free_rx[lane]);
                 let k = (i % inputs.len() as u64) as u16;
                 let cm = &model.per_core[lane];
-                let io = cm.io_pa[usize::from(slot)];
-                let mut rest = &inputs[usize::from(k)][..];
-                for t in &model.inputs {
-                    let (now, later) = rest.split_at(t.elems as usize);
-                    rest = later;
-                    bytes.clear();
-                    for v in now {
-                        bytes.extend_from_slice(&v.to_bits().to_le_bytes());
-                    }
-                    mem.write_bytes(io + t.offset, &bytes).unwrap();
-                }
+                write_input(
+                    &mem,
+                    &model,
+                    lane,
+                    slot,
+                    &inputs[usize::from(k)],
+                    &mut bytes,
+                );
                 let submitted = now();
                 // Flow control as ours: a busy request buffer or a full
                 // descriptor ring changes nothing; retry.
