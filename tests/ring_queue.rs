@@ -339,7 +339,7 @@ fn waiter_caller_owned_fd_across_threads<B: Backend>() {
     // Wait until the install is visible in the slot, then pop.
     let mut installed = false;
     for _ in 0..10_000 {
-        if q.snapshot()[slot_off(1) + 0x10..slot_off(1) + 0x14] != [0xFF; 4] {
+        if p.snapshot()[slot_off(1) + 0x10..slot_off(1) + 0x14] != [0xFF; 4] {
             installed = true;
             break;
         }

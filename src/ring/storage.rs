@@ -88,6 +88,62 @@ pub trait SlotAccess {
     fn exec_info(&self, o: Ordering) -> u64;
     /// Store `exec_info`.
     fn set_exec_info(&self, v: u64, o: Ordering);
+
+    /// Write the whole body a submit writes (§6 producer): `seq_id`,
+    /// `exec_status`, `mark_comp_efd` / `efd_from_pool` and `exec_info`,
+    /// unordered among themselves (the Release on `scheduled_tail` that
+    /// follows publishes them).
+    ///
+    /// Four Relaxed atomic stores by default, and always under loom. The
+    /// owned and mapped slots override it on x86_64 with two 16-byte
+    /// volatile stores (`write_body_wide`): every store a producer queues
+    /// waits, in order, behind the one store to a line the worker holds, so
+    /// fewer stores per item is what lets the producer run ahead. That is
+    /// sound because no other thread touches a slot's bytes while its body
+    /// is written: the worker reads them only after its Acquire of the
+    /// cursor published after them, the previous occupant was captured
+    /// before the `exec_head` Release the producer acquired before reusing
+    /// the slot, waiters touch only slots whose body they acquired through
+    /// `scheduled_tail`, and [`crate::ring::XuQueue::snapshot`] is `unsafe`
+    /// with that condition (see docs/design.md, "The XU ring").
+    #[inline(always)]
+    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+        self.set_seq_id(seq_id, Ordering::Relaxed);
+        self.set_exec_status(exec_status, Ordering::Relaxed);
+        self.set_exec_info(exec_info, Ordering::Relaxed);
+        self.set_handle(efd, from_pool, Ordering::Relaxed);
+    }
+}
+
+/// The 32-byte body `w` (the four words in ABI order) as two 16-byte
+/// volatile stores at `p`.
+///
+/// # Safety
+/// `p` is valid for writes of 32 bytes and 16-byte aligned, and no other
+/// thread accesses those bytes until an ordering edge that follows this
+/// write (the protocol's cursor Release/Acquire; see
+/// [`SlotAccess::set_body`]).
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+#[inline(always)]
+unsafe fn write_body_wide(p: *mut u8, w: [u64; 4]) {
+    use core::arch::x86_64::__m128i;
+    // SAFETY: `[u64; 2]` and `__m128i` are both 16 plain bytes (no invalid
+    // values); the vector type makes each volatile store one 16-byte
+    // instruction (SSE2, part of the x86_64 baseline).
+    let (lo, hi) = unsafe {
+        (
+            core::mem::transmute::<[u64; 2], __m128i>([w[0], w[1]]),
+            core::mem::transmute::<[u64; 2], __m128i>([w[2], w[3]]),
+        )
+    };
+    let p = p.cast::<__m128i>();
+    // SAFETY: the caller's contract: `p` (hence `p.add(1)`, 16 bytes on) is
+    // valid for 16-byte aligned writes, and nothing else accesses the bytes
+    // concurrently.
+    unsafe {
+        core::ptr::write_volatile(p, lo);
+        core::ptr::write_volatile(p.add(1), hi);
+    }
 }
 
 /// Where a queue's cursors and slots live. Sealed; see the module docs.
@@ -257,7 +313,8 @@ struct Line(AtomicU64);
 /// straddling slot makes one item's hand-off move two lines between the
 /// producer's and the worker's cores.
 #[derive(Debug)]
-#[cfg_attr(not(loom), repr(align(32)))]
+#[cfg_attr(not(loom), repr(C, align(32)))]
+#[cfg_attr(loom, repr(C))]
 pub struct OwnedSlot {
     seq_id: AtomicU64,
     exec_status: AtomicU64,
@@ -290,6 +347,16 @@ const _: () = assert!(
 // ring has the same two-slots-per-line density as the mapped one.
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<OwnedSlot>() == exec_slot::SIZE);
+// ... and its fields at the ABI offsets, so `set_body` can write it as the
+// mapped slot's 32-byte image.
+#[cfg(not(loom))]
+const _: () = assert!(
+    core::mem::offset_of!(OwnedSlot, seq_id) == exec_slot::off::SEQ_ID
+        && core::mem::offset_of!(OwnedSlot, exec_status) == exec_slot::off::EXEC_STATUS
+        && core::mem::offset_of!(OwnedSlot, handle) == exec_slot::off::MARK_COMP_EFD
+        && core::mem::offset_of!(OwnedSlot, exec_info) == exec_slot::off::EXEC_INFO
+        && core::mem::align_of::<OwnedSlot>() >= 16
+);
 
 impl SlotAccess for &OwnedSlot {
     #[inline]
@@ -323,6 +390,23 @@ impl SlotAccess for &OwnedSlot {
     #[inline]
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.exec_info.store(v, o)
+    }
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[inline(always)]
+    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+        let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
+        // A pointer to the whole slot (not to one field: its provenance must
+        // cover all 32 bytes). Every byte of the slot is inside an atomic's
+        // `UnsafeCell` (four u64 atomics, no padding), so writing through a
+        // pointer derived from `&OwnedSlot` is allowed.
+        let p = core::ptr::from_ref::<OwnedSlot>(self)
+            .cast_mut()
+            .cast::<u8>();
+        // SAFETY: the slot is 32 bytes, 32-aligned, its fields at the ABI
+        // offsets (const asserts above), all interior-mutable; nothing
+        // accesses the slot while its body is written (the contract of
+        // `SlotAccess::set_body`).
+        unsafe { write_body_wide(p, w) }
     }
 }
 
@@ -670,6 +754,17 @@ impl SlotAccess for MappedSlot<'_> {
     #[inline]
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.u64_at(exec_slot::off::EXEC_INFO).store(v, o)
+    }
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[inline(always)]
+    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+        let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
+        // SAFETY: `base` is a slot of the mapping: 32 valid bytes at a
+        // 32-aligned offset behind the 256-byte header of a page-aligned
+        // mapping (checked in `init`), so 16-aligned; nothing accesses the
+        // slot while its body is written (the contract of
+        // `SlotAccess::set_body`).
+        unsafe { write_body_wide(self.base, w) }
     }
 }
 
