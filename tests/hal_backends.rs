@@ -378,6 +378,8 @@ fn fault_injector_stale_read_lags_only_its_registers() {
             f.store_u32(r, off, 7, Ordering::Relaxed).unwrap();
         }
     }
+    // Ordering: Acquire only to exercise the injector's load path with a
+    // non-Relaxed order; the stores above are on this thread.
     let load = |r, off| f.load_u32(r, off, Ordering::Acquire).unwrap();
     // Not eligible: another core, DRAM, offsets outside [0x40, 0x48).
     for off in [0x3C, 0x40, 0x44, 0x48] {

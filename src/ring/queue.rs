@@ -8,7 +8,8 @@
 //! full / empty.
 //!
 //! Producer (§6 "producer stages, then publishes"): check space, write the
-//! whole 32-byte body with Relaxed stores, then publish `scheduled_tail`
+//! whole 32-byte body (two plain 16-byte stores on x86_64, Relaxed atomic
+//! stores elsewhere: [`SlotAccess::set_body`]), then publish `scheduled_tail`
 //! (Release); later `trigger_next` publishes `scheduled_head` (Release): the
 //! release to the worker. Worker (§6 "consumer captures, then advances"):
 //! observe `scheduled_head` (Acquire), check the slot's seq_id, write the
@@ -300,8 +301,10 @@ impl<T: Payload> XuQueue<T, MappedStorage> {
     ///
     /// # Safety
     /// While the queue lives, nothing but this queue writes the first
-    /// `mapped_len(capacity)` bytes of `region` (reading them, e.g. for a
-    /// snapshot, is fine). The slot words carry owned pointers (`exec_info`,
+    /// `mapped_len(capacity)` bytes of `region`, and nothing reads them
+    /// concurrently with a submit (a submit writes the slot body with plain
+    /// stores on x86_64: read them on the producer's thread, or otherwise
+    /// ordered with its submits, as [`Producer::snapshot`] does). The slot words carry owned pointers (`exec_info`,
     /// `exec_status`) that pop turns back into owned values.
     pub unsafe fn mapped(
         region: Region,
@@ -386,10 +389,11 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     /// The ABI image (header + slots) as bytes.
     ///
     /// # Safety
-    /// No submit may run on this queue while it copies: the producer writes
-    /// a slot's body with plain (non-atomic) stores on x86_64
-    /// ([`SlotAccess::set_body`]),
-    /// so a concurrent copy would race with them. Call it on the producer's
+    /// Every submit on this queue happens before this call or after it (in
+    /// the memory model's sense: same thread, or through a lock, a channel,
+    /// a join), never concurrently: the producer writes a slot's body with
+    /// plain (non-atomic) stores on x86_64 ([`SlotAccess::set_body`]), so a
+    /// concurrent copy would race with them. Call it on the producer's
     /// thread, or use [`Producer::snapshot`], which the borrow checker keeps
     /// apart from `submit`.
     pub unsafe fn snapshot(&self) -> Vec<u8> {
@@ -697,16 +701,29 @@ fn step_range(
     Ok(())
 }
 
-/// Write the whole 32-byte body of one slot (Relaxed; published by the
-/// Release on scheduled_tail / scheduled_head that follows, §6 producer).
+/// Write the whole 32-byte body of one slot (published by the Release on
+/// scheduled_tail / scheduled_head that follows, §6 producer).
+///
+/// # Safety
+/// [`SlotAccess::set_body`]'s: no access to the slot is concurrent with
+/// this write. The producer meets it for a slot it may submit into: FREE by
+/// the lifecycle check (its previous occupant captured before an
+/// `exec_head` Release this producer acquired), not yet published, and
+/// waiters touch a slot only for a seq they acquired as submitted.
 #[inline(always)]
-fn write_body<T: Payload>(slot: impl SlotAccess, seq: u64, item: T, status: Option<StatusArc>) {
+unsafe fn write_body<T: Payload>(
+    slot: impl SlotAccess,
+    seq: u64,
+    item: T,
+    status: Option<StatusArc>,
+) {
     // +0x08 exec_status: the status cell's address, or 0
     let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
     // +0x00 seq_id, +0x08 exec_status, +0x10 mark_comp_efd = -1 (no waiter
     // yet, §1 QUIRK) with +0x14 efd_from_pool = false, +0x18 exec_info (the
     // work item): the whole body at once (`SlotAccess::set_body`).
-    slot.set_body(seq, st_word, NO_EFD, false, item.into_word());
+    // SAFETY: our caller's condition, passed on.
+    unsafe { slot.set_body(seq, st_word, NO_EFD, false, item.into_word()) };
 }
 
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
@@ -843,13 +860,15 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
     }
 
-    /// Write the whole body of slot `idx` for seq_id `seq` (Relaxed; published
-    /// by the Release on scheduled_tail / scheduled_head that follows).
+    /// Write the whole body of slot `idx` for seq_id `seq` (published by the
+    /// Release on scheduled_tail / scheduled_head that follows). Called only
+    /// by `submit`, after `reserve` and `check_submit` passed for `idx`.
     #[inline(always)]
     fn write_slot(sh: &Shared<T, S>, idx: usize, seq: u64, item: T, status: Option<StatusArc>) {
         // SAFETY: every slot index a handle keeps or steps to is < capacity
-        // (`Shared::idx` / `Shared::next_idx`).
-        write_body(unsafe { sh.storage.slot(idx) }, seq, item, status);
+        // (`Shared::idx` / `Shared::next_idx`); the slot is FREE and
+        // unpublished (`reserve` + `check_submit`, `write_body`'s condition).
+        unsafe { write_body(sh.storage.slot(idx), seq, item, status) };
     }
 
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
@@ -912,7 +931,9 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let written = sh.try_each_slot(self.tail_idx, n as usize, |i, slot| {
             let seq = first.0 + i as u64;
             let (item, status) = make(SeqId(seq));
-            write_body(slot, seq, item, status);
+            // SAFETY: the n slots are FREE and unpublished (`reserve` and the
+            // lifecycle check above): `write_body`'s condition.
+            unsafe { write_body(slot, seq, item, status) };
             Ok::<(), core::convert::Infallible>(())
         });
         let idx = match written {

@@ -11,7 +11,10 @@
 //! - [`MappedStorage`]: the byte-exact 256-byte `xu_queue_t` header (seed 000
 //!   §1, §7 item 1) followed by the array of 32-byte `xuq_exec_info_t` slots
 //!   (§7 item 2) inside a [`Region`]. Raw pointers are validated once at
-//!   construction; every access is a `std` atomic created with `from_ptr`.
+//!   construction; every access is a `std` atomic created with `from_ptr`,
+//!   except the body a submit writes on x86_64 (two 16-byte volatile stores,
+//!   [`SlotAccess::set_body`], ordered against every other access by the
+//!   protocol).
 //!   Loom atomics never live here.
 //!
 //! The trait is sealed: the queue trusts the words a storage hands back (a
@@ -98,16 +101,30 @@ pub trait SlotAccess {
     /// owned and mapped slots override it on x86_64 with two 16-byte
     /// volatile stores (`write_body_wide`): every store a producer queues
     /// waits, in order, behind the one store to a line the worker holds, so
-    /// fewer stores per item is what lets the producer run ahead. That is
-    /// sound because no other thread touches a slot's bytes while its body
-    /// is written: the worker reads them only after its Acquire of the
-    /// cursor published after them, the previous occupant was captured
-    /// before the `exec_head` Release the producer acquired before reusing
-    /// the slot, waiters touch only slots whose body they acquired through
-    /// `scheduled_tail`, and [`crate::ring::XuQueue::snapshot`] is `unsafe`
-    /// with that condition (see docs/design.md, "The XU ring").
+    /// fewer stores per item is what lets the producer run ahead. The queue
+    /// meets the safety condition below by its protocol: the worker reads a
+    /// body only after its Acquire of the cursor published after it, the
+    /// previous occupant was captured before the `exec_head` Release the
+    /// producer acquired before reusing the slot, waiters touch only slots
+    /// whose body they acquired through `scheduled_tail` and only under the
+    /// lock while the slot cannot be reused, and
+    /// [`crate::ring::XuQueue::snapshot`] is `unsafe` with the same
+    /// condition (docs/design.md, "The slot body in two stores").
+    ///
+    /// # Safety
+    /// Every other access to this slot's bytes, on any thread, happens
+    /// before this call or after it (in the memory model's sense: through a
+    /// Release/Acquire edge, a lock, a join), never concurrently: on x86_64
+    /// the stores are plain, and a concurrent access would be a data race.
     #[inline(always)]
-    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+    unsafe fn set_body(
+        &self,
+        seq_id: u64,
+        exec_status: u64,
+        efd: i32,
+        from_pool: bool,
+        exec_info: u64,
+    ) {
         self.set_seq_id(seq_id, Ordering::Relaxed);
         self.set_exec_status(exec_status, Ordering::Relaxed);
         self.set_exec_info(exec_info, Ordering::Relaxed);
@@ -393,7 +410,14 @@ impl SlotAccess for &OwnedSlot {
     }
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     #[inline(always)]
-    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+    unsafe fn set_body(
+        &self,
+        seq_id: u64,
+        exec_status: u64,
+        efd: i32,
+        from_pool: bool,
+        exec_info: u64,
+    ) {
         let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
         // A pointer to the whole slot (not to one field: its provenance must
         // cover all 32 bytes). Every byte of the slot is inside an atomic's
@@ -403,9 +427,9 @@ impl SlotAccess for &OwnedSlot {
             .cast_mut()
             .cast::<u8>();
         // SAFETY: the slot is 32 bytes, 32-aligned, its fields at the ABI
-        // offsets (const asserts above), all interior-mutable; nothing
-        // accesses the slot while its body is written (the contract of
-        // `SlotAccess::set_body`).
+        // offsets (const asserts above), all interior-mutable; no access to
+        // it is concurrent with this one (our caller's `# Safety`
+        // condition).
         unsafe { write_body_wide(p, w) }
     }
 }
@@ -629,8 +653,10 @@ pub struct MappedStorage {
 }
 
 // SAFETY: the raw pointers point into `region`'s mapping, which `self` keeps
-// alive; every access through them is atomic, so sharing across threads is
-// sound (the same argument as `Mapping`'s Send/Sync).
+// alive; every access through them is atomic, except a slot body written by
+// `SlotAccess::set_body`, an `unsafe fn` whose caller orders it against
+// every other access; so sharing across threads is sound (the same argument
+// as `Mapping`'s Send/Sync).
 unsafe impl Send for MappedStorage {}
 // SAFETY: as above; no `&T`/`&[u8]` over the mapped bytes is ever created.
 unsafe impl Sync for MappedStorage {}
@@ -716,7 +742,8 @@ impl MappedSlot<'_> {
         // SAFETY: `base` is 8-aligned and 32 valid bytes long (built by
         // `MappedStorage::slot` from the range checked in `init`); `off` is a
         // field offset < 32 that is a multiple of 8; the region outlives 'a;
-        // every access to these bytes is atomic.
+        // every access to these bytes is atomic, or (a `set_body` write)
+        // ordered before or after every atomic one, as `from_ptr` requires.
         unsafe { StdAtomicU64::from_ptr(self.base.add(off).cast()) }
     }
 }
@@ -757,13 +784,19 @@ impl SlotAccess for MappedSlot<'_> {
     }
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     #[inline(always)]
-    fn set_body(&self, seq_id: u64, exec_status: u64, efd: i32, from_pool: bool, exec_info: u64) {
+    unsafe fn set_body(
+        &self,
+        seq_id: u64,
+        exec_status: u64,
+        efd: i32,
+        from_pool: bool,
+        exec_info: u64,
+    ) {
         let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
         // SAFETY: `base` is a slot of the mapping: 32 valid bytes at a
-        // 32-aligned offset behind the 256-byte header of a page-aligned
-        // mapping (checked in `init`), so 16-aligned; nothing accesses the
-        // slot while its body is written (the contract of
-        // `SlotAccess::set_body`).
+        // multiple of 32 behind the 256-byte header of a region whose base
+        // `init` checked to be 64-aligned, so 16-aligned; no access to it is
+        // concurrent with this one (our caller's `# Safety` condition).
         unsafe { write_body_wide(self.base, w) }
     }
 }
