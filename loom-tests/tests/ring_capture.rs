@@ -12,7 +12,7 @@ mod ring_support;
 use std::time::Duration;
 
 use loom::thread;
-use ring_support::{Gate, Registry};
+use ring_support::Registry;
 use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
@@ -53,7 +53,7 @@ fn items(cap: u64) {
 fn waiter(cap: u64) {
     ring_support::model(move || {
         let reg = Registry::new(1, 1);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let s1 = p.submit(100, None).unwrap();
         p.trigger_next().unwrap();
@@ -66,27 +66,7 @@ fn waiter(cap: u64) {
             q.wait_on(s1, WaitMode::Block, &ev, Duration::from_secs(3600))
                 .unwrap()
         });
-        let (space, work) = (Gate::new(), Gate::new());
-        let (sp, wk) = (space.clone(), work.clone());
-        let worker = thread::spawn(move || {
-            let mut n = 0u64;
-            while n <= cap {
-                match w.pop(NrtStatus::SUCCESS).unwrap() {
-                    Some(pp) => {
-                        assert_eq!(pp.item, 100 + n);
-                        n += 1;
-                        sp.open();
-                    }
-                    None => wk.wait(),
-                }
-            }
-        });
-        while p.submit(100 + cap, None).is_err() {
-            space.wait();
-        }
-        p.trigger_next().unwrap();
-        work.open();
-        worker.join().unwrap();
+        ring_support::submit_last_while_worker_drains(&mut p, w, cap);
         assert!(matches!(waiter.join().unwrap(), Waited::Completed { .. }));
         reg.assert_dups_closed_once();
     });

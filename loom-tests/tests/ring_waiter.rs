@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use loom::thread;
-use ring_support::{Gate, Registry};
+use ring_support::Registry;
 use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
@@ -89,7 +89,7 @@ fn race_with(pooled: bool, mode: WaitMode, burst: bool) {
 fn reuse(cap: u64, pooled: bool) {
     ring_support::model(move || {
         let reg = Registry::new(2, 1);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let s1 = p.submit(100, None).unwrap();
         p.trigger_next().unwrap();
@@ -105,27 +105,7 @@ fn reuse(cap: u64, pooled: bool) {
                 q2.wait_on(s1, WaitMode::Block, &r2.event(0), LONG).unwrap()
             }
         });
-        let (space, work) = (Gate::new(), Gate::new());
-        let (sp, wk) = (space.clone(), work.clone());
-        let worker = thread::spawn(move || {
-            let mut n = 0u64;
-            while n <= cap {
-                match w.pop(NrtStatus::SUCCESS).unwrap() {
-                    Some(pp) => {
-                        assert_eq!(pp.item, 100 + n);
-                        n += 1;
-                        sp.open();
-                    }
-                    None => wk.wait(),
-                }
-            }
-        });
-        while p.submit(100 + cap, None).is_err() {
-            space.wait();
-        }
-        p.trigger_next().unwrap();
-        work.open();
-        worker.join().unwrap();
+        ring_support::submit_last_while_worker_drains(&mut p, w, cap);
         let r = waiter.join().unwrap();
         assert!(matches!(r, Waited::Completed { .. }), "{r:?}");
         assert!(q.is_completed(s1).unwrap());

@@ -17,7 +17,7 @@
 //! bytes. Word 0 works as the sequence word of a seqlock whose "writer
 //! active" value has a zero hash:
 //!
-//! | step | writer ([`invalidate`], [`publish`]) | reader ([`copy_once`]) |
+//! | step | writer ([`invalidate`], then [`stamp_and_publish`]; [`publish`] stores an already stamped record as given) | reader ([`copy_once`]) |
 //! |---|---|---|
 //! | 1 | word 0 := 0 (Relaxed), then a Release fence | `first` := word 0 (Acquire); hash 0 → Unpublished |
 //! | 2 | body words, Relaxed, in order | body words, Relaxed |

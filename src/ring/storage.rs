@@ -132,8 +132,8 @@ pub trait SlotAccess {
     }
 }
 
-/// The 32-byte body `w` (the four words in ABI order) as two 16-byte
-/// volatile stores at `p`.
+/// The slot body (`seq_id`, `exec_status`, the handle word, `exec_info`:
+/// ABI order) as two 16-byte volatile stores at `p`.
 ///
 /// # Safety
 /// `p` is valid for writes of 32 bytes and 16-byte aligned, and no other
@@ -142,7 +142,15 @@ pub trait SlotAccess {
 /// [`SlotAccess::set_body`]).
 #[cfg(all(target_arch = "x86_64", not(loom)))]
 #[inline(always)]
-unsafe fn write_body_wide(p: *mut u8, w: [u64; 4]) {
+unsafe fn write_body_wide(
+    p: *mut u8,
+    seq_id: u64,
+    exec_status: u64,
+    efd: i32,
+    from_pool: bool,
+    exec_info: u64,
+) {
+    let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
     use core::arch::x86_64::__m128i;
     // SAFETY: `[u64; 2]` and `__m128i` are both 16 plain bytes (no invalid
     // values); the vector type makes each volatile store one 16-byte
@@ -418,7 +426,6 @@ impl SlotAccess for &OwnedSlot {
         from_pool: bool,
         exec_info: u64,
     ) {
-        let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
         // A pointer to the whole slot (not to one field: its provenance must
         // cover all 32 bytes). Every byte of the slot is inside an atomic's
         // `UnsafeCell` (four u64 atomics, no padding), so writing through a
@@ -430,7 +437,7 @@ impl SlotAccess for &OwnedSlot {
         // offsets (const asserts above), all interior-mutable; no access to
         // it is concurrent with this one (our caller's `# Safety`
         // condition).
-        unsafe { write_body_wide(p, w) }
+        unsafe { write_body_wide(p, seq_id, exec_status, efd, from_pool, exec_info) }
     }
 }
 
@@ -792,12 +799,11 @@ impl SlotAccess for MappedSlot<'_> {
         from_pool: bool,
         exec_info: u64,
     ) {
-        let w = [seq_id, exec_status, handle_word(efd, from_pool), exec_info];
         // SAFETY: `base` is a slot of the mapping: 32 valid bytes at a
         // multiple of 32 behind the 256-byte header of a region whose base
         // `init` checked to be 64-aligned, so 16-aligned; no access to it is
         // concurrent with this one (our caller's `# Safety` condition).
-        unsafe { write_body_wide(self.base, w) }
+        unsafe { write_body_wide(self.base, seq_id, exec_status, efd, from_pool, exec_info) }
     }
 }
 

@@ -179,3 +179,36 @@ impl CompletionSink for Sink {
         self.0.worker_closes.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+/// The slot-reuse hand-off the capture and waiter models share: a worker
+/// thread pops `cap + 1` items (`100 + k` in order, each must be exactly
+/// that) while this thread submits item `100 + cap` as soon as a slot frees
+/// (it reuses the first item's slot), triggers it, and waits for the worker.
+/// Items `100..100 + cap` must already be submitted and triggered.
+pub fn submit_last_while_worker_drains(
+    p: &mut xunds::ring::Producer<u64, xunds::ring::OwnedStorage>,
+    mut w: xunds::ring::Worker<u64, xunds::ring::OwnedStorage>,
+    cap: u64,
+) {
+    let (space, work) = (Gate::new(), Gate::new());
+    let (sp, wk) = (space.clone(), work.clone());
+    let worker = loom::thread::spawn(move || {
+        let mut n = 0u64;
+        while n <= cap {
+            match w.pop(xunds::wire::status::NrtStatus::SUCCESS).unwrap() {
+                Some(pp) => {
+                    assert_eq!(pp.item, 100 + n);
+                    n += 1;
+                    sp.open();
+                }
+                None => wk.wait(),
+            }
+        }
+    });
+    while p.submit(100 + cap, None).is_err() {
+        space.wait();
+    }
+    p.trigger_next().unwrap();
+    work.open();
+    worker.join().unwrap();
+}
