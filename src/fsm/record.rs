@@ -26,160 +26,61 @@
 //! slot all-zero (Unpublished to readers). In `Updating` and during `Delete`
 //! the slab's hash word is 0, which every reader treats as "not published".
 
-use super::{Fsm, Row};
-
-/// Where one record is in its commit lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RecordState {
-    /// Nothing published; for a model slot its bitmap bit is clear.
-    Free,
-    /// Reserved (bitmap bit set for a model slot); the record is built in a
-    /// private staging copy with a zero hash word.
-    Staged,
-    /// The staging copy carries its FNV-1a-32 hash (seed 004 §7).
-    Stamped,
-    /// The slab holds the record with a valid hash; readers see it Fresh.
-    Published,
-    /// An update in place is running: the slab's hash word is zero while the
-    /// body is rewritten.
-    Updating,
-    /// The record is zeroed in the slab; the bitmap bit is still set.
-    Deleted,
-}
-
-/// What the writer does to a record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RecordEvent {
-    /// Take the slot and build the record in private staging memory.
-    Stage,
-    /// Stamp the staging copy with its hash.
-    Stamp,
-    /// Copy the body into the slab word by word, then store the hash word
-    /// with Release.
-    Publish,
-    /// Start an update in place: stage and stamp the new copy, zero the slab's
-    /// hash word.
-    BeginUpdate,
-    /// Zero the hash word, then the whole record.
-    Delete,
-    /// Clear the bitmap bit: the slot may be reused.
-    Reclaim,
-}
-
-/// The NDS record commit machine.
-#[derive(Clone, Copy, Debug)]
-pub struct RecordFsm;
-
-impl Fsm for RecordFsm {
-    type State = RecordState;
-    type Event = RecordEvent;
-
-    const NAME: &'static str = "nds_record";
-
-    const TABLE: &'static [Row<RecordState, RecordEvent>] = {
-        use RecordEvent as E;
-        use RecordState as S;
-        &[
-            Row {
-                from: S::Free,
-                event: E::Stage,
-                to: S::Staged,
-            },
-            Row {
-                from: S::Staged,
-                event: E::Stamp,
-                to: S::Stamped,
-            },
-            Row {
-                from: S::Stamped,
-                event: E::Publish,
-                to: S::Published,
-            },
-            Row {
-                from: S::Published,
-                event: E::BeginUpdate,
-                to: S::Updating,
-            },
-            Row {
-                from: S::Updating,
-                event: E::Publish,
-                to: S::Published,
-            },
-            Row {
-                from: S::Published,
-                event: E::Delete,
-                to: S::Deleted,
-            },
-            Row {
-                from: S::Deleted,
-                event: E::Reclaim,
-                to: S::Free,
-            },
-        ]
-    };
-
-    const STATES: &'static [RecordState] = &[
-        RecordState::Free,
-        RecordState::Staged,
-        RecordState::Stamped,
-        RecordState::Published,
-        RecordState::Updating,
-        RecordState::Deleted,
-    ];
-
-    const EVENTS: &'static [RecordEvent] = &[
-        RecordEvent::Stage,
-        RecordEvent::Stamp,
-        RecordEvent::Publish,
-        RecordEvent::BeginUpdate,
-        RecordEvent::Delete,
-        RecordEvent::Reclaim,
-    ];
-
-    fn transition(state: RecordState, event: RecordEvent) -> Option<RecordState> {
-        use RecordEvent as E;
-        use RecordState as S;
-        match (state, event) {
-            (S::Free, E::Stage) => Some(S::Staged),
-            (S::Staged, E::Stamp) => Some(S::Stamped),
-            (S::Stamped, E::Publish) | (S::Updating, E::Publish) => Some(S::Published),
-            (S::Published, E::BeginUpdate) => Some(S::Updating),
-            (S::Published, E::Delete) => Some(S::Deleted),
-            (S::Deleted, E::Reclaim) => Some(S::Free),
-            _ => None,
-        }
+super::machine! {
+    /// The NDS record commit machine.
+    pub struct RecordFsm = "nds_record";
+    /// Where one record is in its commit lifecycle.
+    pub enum RecordState {
+        /// Nothing published; for a model slot its bitmap bit is clear.
+        Free = "FREE",
+        /// Reserved (bitmap bit set for a model slot); the record is built in a
+        /// private staging copy with a zero hash word.
+        Staged = "STAGED",
+        /// The staging copy carries its FNV-1a-32 hash (docs/abi.md, record hash).
+        Stamped = "STAMPED",
+        /// The slab holds the record with a valid hash; readers see it Fresh.
+        Published = "PUBLISHED",
+        /// An update in place is running: the slab's hash word is zero while the
+        /// body is rewritten.
+        Updating = "UPDATING",
+        /// The record is zeroed in the slab; the bitmap bit is still set.
+        Deleted = "DELETED",
     }
-
-    fn state_name(state: RecordState) -> &'static str {
-        match state {
-            RecordState::Free => "FREE",
-            RecordState::Staged => "STAGED",
-            RecordState::Stamped => "STAMPED",
-            RecordState::Published => "PUBLISHED",
-            RecordState::Updating => "UPDATING",
-            RecordState::Deleted => "DELETED",
-        }
+    /// What the writer does to a record.
+    pub enum RecordEvent {
+        /// Take the slot and build the record in private staging memory.
+        Stage = "stage",
+        /// Stamp the staging copy with its hash.
+        Stamp = "stamp",
+        /// Copy the body into the slab word by word, then store the hash word
+        /// with Release.
+        Publish = "publish",
+        /// Start an update in place: stage and stamp the new copy, zero the slab's
+        /// hash word.
+        BeginUpdate = "begin_update",
+        /// Zero the hash word, then the whole record.
+        Delete = "delete",
+        /// Clear the bitmap bit: the slot may be reused.
+        Reclaim = "reclaim",
     }
-
-    fn event_name(event: RecordEvent) -> &'static str {
-        match event {
-            RecordEvent::Stage => "stage",
-            RecordEvent::Stamp => "stamp",
-            RecordEvent::Publish => "publish",
-            RecordEvent::BeginUpdate => "begin_update",
-            RecordEvent::Delete => "delete",
-            RecordEvent::Reclaim => "reclaim",
-        }
+    rows {
+        Free + Stage => Staged,
+        Staged + Stamp => Stamped,
+        Stamped + Publish => Published,
+        Published + BeginUpdate => Updating,
+        Updating + Publish => Published,
+        Published + Delete => Deleted,
+        Deleted + Reclaim => Free,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{check_table, render_table, step, step_traced, Transition};
+    use crate::fsm::{check_table, render_table, step, step_traced, Fsm, Transition};
 
     #[test]
-    fn table_and_function_agree() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<RecordFsm>().unwrap();
     }
 

@@ -141,8 +141,14 @@ pub fn main(args: &[String]) -> ExitCode {
     } else {
         print!("{}", summary(&rep));
     }
-    if rep.outputs_wrong > 0 || rep.fifo_violations > 0 || rep.nds_errors > 0 {
-        eprintln!("xunds run: wrong outputs, FIFO violations or NDS errors (see above)");
+    if rep.outputs_wrong > 0
+        || rep.fifo_violations > 0
+        || rep.nds_errors > 0
+        || rep.fsm_violations.total() > 0
+    {
+        eprintln!(
+            "xunds run: wrong outputs, FIFO violations, NDS errors or state-machine violations (see above)"
+        );
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -174,7 +180,14 @@ pub fn to_json(r: &JobReport) -> Json {
         .with("deterministic", r.deterministic)
         .with("faults", r.faults.as_str())
         .with("faults_injected", r.faults_injected)
-        .with("elapsed_s", r.elapsed.as_secs_f64());
+        .with("elapsed_s", r.elapsed.as_secs_f64())
+        .with(
+            "fsm_violations",
+            Json::obj()
+                .with("worker", r.fsm_violations.worker)
+                .with("device_proxy", r.fsm_violations.device_proxy)
+                .with("publisher", r.fsm_violations.publisher),
+        );
     let mut st = Json::obj();
     for (s, n) in &r.by_status {
         st.push(&status_name(*s), *n);
@@ -255,6 +268,12 @@ pub fn summary(r: &JobReport) -> String {
         s,
         "  outputs checked against the CPU reference: {} ({} wrong)",
         r.outputs_checked, r.outputs_wrong
+    );
+    let v = r.fsm_violations;
+    let _ = writeln!(
+        s,
+        "  fsm_violations: worker {}, device proxy {}, publisher {}",
+        v.worker, v.device_proxy, v.publisher
     );
     let _ = writeln!(s, "  outcomes by status:");
     for (st, n) in &r.by_status {
