@@ -37,7 +37,7 @@ use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
-use crate::fsm::funnel;
+use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::xu_health::{XuHealth, XuHealthEvent};
 use crate::fsm::{step_traced, TransitionHook};
 use crate::hal::eventfd::EventFd;
@@ -148,6 +148,7 @@ pub struct Lane<H: Hal> {
     pending_full: u32,
     pending_unrecoverable: u32,
     corrupt_word: Option<fn(u64) -> u64>,
+    inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     trace_slots: bool,
@@ -186,6 +187,7 @@ impl<H: Hal> Lane<H> {
             pending_full: 0,
             pending_unrecoverable: 0,
             corrupt_word: None,
+            inject: None,
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
             trace_slots: p.trace_slots,
@@ -345,7 +347,8 @@ impl<H: Hal> Lane<H> {
         info.resp.device_tpb_idx = u16::from(core);
         wrote &= self.pool.write(&*self.hal, idx, &info).is_ok();
         // 4. stage_and_doorbell.
-        let staged = if wrote {
+        let inject = self.inject.take();
+        let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
             self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
         } else {
             None
@@ -373,26 +376,37 @@ impl<H: Hal> Lane<H> {
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
         let word = self.exec_info_word(idx);
-        let submitted = self.ring.submit(word, req.status);
+        let submitted = match inject {
+            Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
+            _ => self
+                .ring
+                .submit(word, req.status)
+                .map_err(|e| e.error.to_string()),
+        };
         self.pre(cx);
         let (seq, call) = match submitted {
-            Ok(seq) => (seq, call.submit(cx)),
+            Ok(seq) => {
+                self.pool.side(idx).seq = seq.0;
+                (seq, call.submit(cx))
+            }
             Err(e) => {
-                cx.event(
-                    "msg",
-                    format_args!("submit failed after the doorbell: {}", e.error),
-                );
+                cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
                 let idx = call.submit_failed(cx);
                 self.free.push(idx);
                 return Err(NrtStatus::FAILURE);
             }
         };
         // 6. trigger.
-        let triggered = self.ring.trigger_next();
+        let triggered = match inject {
+            Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
+            _ => self.ring.trigger_next().map_err(|e| e.to_string()),
+        };
         self.pre(cx);
         let call = match triggered {
             Ok(_) => call.trigger(cx),
             Err(e) => {
+                // Unreachable but for injection (this lane just submitted
+                // and is the ring's only producer); the slot stays submitted.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 let idx = call.trigger_failed(cx);
                 self.free.push(idx);
@@ -421,6 +435,14 @@ impl<H: Hal> Lane<H> {
         self.corrupt_word
             .take()
             .map_or_else(|| self.pool.word(idx), |f| f(self.pool.word(idx)))
+    }
+
+    /// Fault injection for tests: the next schedule call fails at `at`
+    /// (`StageFailed`, `SubmitFailed` or `TriggerFailed`; others are
+    /// ignored), so each failure exit can be driven through the lane.
+    #[doc(hidden)]
+    pub fn fail_next(&mut self, at: FunnelEvent) {
+        self.inject = Some(at);
     }
 
     /// Fault injection for tests: the next accepted schedule call puts

@@ -203,11 +203,15 @@ pub struct HostSide {
     pub out: Option<Arc<OutputBuf>>,
     /// The caller's tag (e.g. the execution number of a workload).
     pub tag: u64,
+    /// The seq_id the lane submitted the item under (0: not yet): lets the
+    /// worker return an item whose slot's `exec_info` was spoiled.
+    pub seq: u64,
 }
 
 impl HostSide {
     const fn empty() -> HostSide {
         HostSide {
+            seq: 0,
             exec_id: 0,
             engines: 0,
             expect: NO_EXPECT,
@@ -464,6 +468,14 @@ impl ItemPool {
         self.side[usize::from(i)]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The item submitted under `seq` (a slow search: the error path of a
+    /// spoiled `exec_info` word only).
+    pub fn find_seq(&self, seq: u64) -> Option<u16> {
+        (0..self.len())
+            .find(|&i| self.side(i as u16).seq == seq && seq != 0)
+            .map(|i| i as u16)
     }
 
     /// Write item `i`'s 208 bytes (the producer, before the slot is

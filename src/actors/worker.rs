@@ -384,28 +384,15 @@ impl<H: Hal> WorkerActor<H> {
         }
         self.last_seq = Some(seq.seq_num());
         let now = cx.now();
-        let idx = match self.pool.index_of(word) {
-            Ok(idx) => idx,
-            Err(bad) => {
-                // Not one of our items: complete it with the bad item's
-                // status (nothing staged, nothing to harvest or return).
-                cx.event(
-                    "msg",
-                    format_args!("seq={:#x}: exec_info {word:#x}: {bad:?}", seq.0),
-                );
-                self.cur = Some(Current {
-                    seq,
-                    idx: None,
-                    exec_id: 0,
-                    status: bad.status(),
-                    deadline: Nanos::MAX,
-                    ts_start: Timespec::from_nanos(now.as_u64()),
-                    model: None,
-                    bad: Some(bad),
-                });
-                self.complete(Outcome::Failed(bad.status()), cx);
-                return true;
-            }
+        let (idx, word_bad) = match self.pool.index_of(word) {
+            Ok(idx) => (idx, None),
+            // A word that names no item: the item the lane submitted under
+            // this seq_id (the side table knows it) still completes, with
+            // the word's status, and goes back to the pool.
+            Err(bad) => match self.pool.find_seq(seq.0) {
+                Some(idx) => (idx, Some(bad)),
+                None => return self.complete_foreign(seq, word, bad, cx),
+            },
         };
         let (exec_id, engines) = {
             let side = self.pool.side(idx);
@@ -413,17 +400,23 @@ impl<H: Hal> WorkerActor<H> {
         };
         // Every decision the ABI has a field for comes from the item's bytes.
         self.tap.drain(cx);
-        let checked = self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
-            match self.models.get(info.mod_ref) {
-                Some(m) if m.per_core.len() > usize::from(self.core) => Ok((info, m)),
-                _ => Err(BadItem::UnknownModRef(info.mod_ref)),
-            }
-        });
+        let checked = match word_bad {
+            Some(bad) => Err(bad),
+            None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
+                match self.models.get(info.mod_ref) {
+                    Some(m) if m.per_core.len() > usize::from(self.core) => Ok((info, m)),
+                    _ => Err(BadItem::UnknownModRef(info.mod_ref)),
+                }
+            }),
+        };
         self.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
-                cx.event("msg", format_args!("seq={:#x} item={idx}: {bad:?}", seq.0));
+                cx.event(
+                    "msg",
+                    format_args!("seq={:#x} exec_info={word:#x} item={idx}: {bad:?}", seq.0),
+                );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
         };
@@ -445,6 +438,27 @@ impl<H: Hal> WorkerActor<H> {
             model,
             bad,
         });
+        true
+    }
+
+    /// Complete a slot whose `exec_info` names no item and that no item was
+    /// submitted under: nothing staged, nothing to harvest or return.
+    fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
+        cx.event(
+            "msg",
+            format_args!("seq={:#x}: exec_info {word:#x}: {bad:?}, no item", seq.0),
+        );
+        self.cur = Some(Current {
+            seq,
+            idx: None,
+            exec_id: 0,
+            status: bad.status(),
+            deadline: Nanos::MAX,
+            ts_start: Timespec::from_nanos(cx.now().as_u64()),
+            model: None,
+            bad: Some(bad),
+        });
+        self.complete(Outcome::Failed(bad.status()), cx);
         true
     }
 
@@ -595,13 +609,17 @@ impl<H: Hal> WorkerActor<H> {
                 }
             }
         }
+        // The runner reads its clock once per poll: a submission picked up in
+        // the same poll can be stamped later than that; a completion is never
+        // stamped before its submission.
+        let ts_end = Timespec::from_nanos(now.as_u64()).max(cur.ts_start);
         let resp = InferResp {
             status,
             err_class: class,
             nq_errors: u32::from(class.is_some()),
             nq_records: records,
             ts_start: cur.ts_start,
-            ts_end: Timespec::from_nanos(now.as_u64()),
+            ts_end,
             device_start_ns: dev_start,
             device_end_ns: dev_start + dev_cycles,
             mac_count: macs,
