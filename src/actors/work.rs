@@ -2,24 +2,30 @@
 //! models resident on the device, caller-owned output buffers, the XU health
 //! cell, and the NDS publisher's messages.
 //!
-//! ## Work items (seed 000 §4)
+//! ## Work items (docs/abi.md, work item)
 //!
-//! Each core has a preallocated [`ItemPool`]: one [`WorkItem`] per ring slot,
-//! each holding the 208-byte `tpb_execution_info_t` bytes plus host-side
-//! bookkeeping (the model, the execution id staging returned, the submission
-//! time, what to check the output against, the caller's output buffer). The
-//! slot's `exec_info` word carries the **address of the item's cell**, as the
-//! C runtime's pointer does; the worker resolves it back to an index with a
-//! range and stride check ([`ItemPool::index_of`]), never by dereferencing.
+//! Each core has an [`ItemPool`]: a region the HAL maps
+//! ([`RegionId::WorkItems`]) of one 208-byte `tpb_execution_info_t` per
+//! ring slot, in the ABI's layout, and a side table ([`HostSide`]) of what
+//! the host keeps that the ABI has no field for (the request number staging
+//! returned, the engines, the expected output, the caller's output buffer,
+//! the tag, the seq_id). The slot's `exec_info` word is the **address of the
+//! item's first byte**; the worker resolves it back to an index with a range
+//! and stride check ([`ItemPool::index_of`]), never by dereferencing, loads
+//! each field it decides on through the HAL ([`ItemPool::load`]: `type`,
+//! `mod_ref`, `compute_idx`, `ts_start`), parses them with the wire view, and
+//! writes `infer_resp_t` back field by field ([`ItemPool::store_resp`]). A
+//! bad item ([`BadItem`]) completes with a defined status.
 //!
 //! Ownership moves with the item's index: the producer takes a free index
-//! (its free list, refilled from the worker's return mailbox), fills the
-//! item, and publishes it through the ring (`scheduled_head` Release); the
-//! worker uses it between `peek` and `return_item` and pushes the index back
-//! (mailbox Release) **before** it pops the slot (seed 000 §4 QUIRK: the item
-//! is released after its last read and before the pop; the slot keeps a stale
-//! word that nobody reads again). Each cell is a `Mutex` that is therefore
-//! never contended; it makes the hand-over safe without `unsafe`.
+//! (its free list, refilled from the worker's return mailbox), writes the
+//! item, and publishes it through the ring (`scheduled_head` Release, which
+//! also orders the item's bytes before the worker's loads); the worker uses
+//! it between `peek` and `return_item` and pushes the index back (mailbox
+//! Release) **before** it pops the slot (the item is released after its last
+//! read and before the pop; the slot keeps a stale word that nobody reads
+//! again). The side table's cells are `Mutex`es that are therefore never
+//! contended.
 //!
 //! ## IO areas
 //!

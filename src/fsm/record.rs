@@ -3,7 +3,7 @@
 //! One machine per self-describing record the writer owns (the 64 model
 //! slots, process-info and process-info-ext). Every commit, update and delete
 //! in [`crate::nds::Writer`] steps through it, so an update of a free slot or a
-//! double delete is an [`InvalidEvent`](super::InvalidEvent) value instead of
+//! double delete is an [`InvalidEvent`] value instead of
 //! corrupted shared memory.
 //!
 //! ```text
@@ -25,6 +25,8 @@
 //! `Staged`/`Stamped` touch only private memory, so a crash there leaves the
 //! slot all-zero (Unpublished to readers). In `Updating` and during `Delete`
 //! the slab's hash word is 0, which every reader treats as "not published".
+
+use super::{step, step_traced, InvalidEvent, TransitionHook};
 
 super::machine! {
     /// The NDS record commit machine.
@@ -74,10 +76,106 @@ super::machine! {
     }
 }
 
+/// One lifecycle step of record `id`, traced when a hook is given.
+fn go(
+    state: &mut RecordState,
+    event: RecordEvent,
+    id: u64,
+    hook: Option<&mut dyn TransitionHook>,
+) -> Result<(), InvalidEvent<RecordState, RecordEvent>> {
+    *state = match hook {
+        Some(h) => step_traced::<RecordFsm, dyn TransitionHook>(*state, event, id, h)?,
+        None => step::<RecordFsm>(*state, event)?,
+    };
+    Ok(())
+}
+
+/// A record this call staged (a free record, built privately): the commit's
+/// typed steps start here. A record's state outlives a call, so entering is
+/// checked against it; the steps after that are ordered by type.
+///
+/// Publishing a record before stamping it does not compile:
+///
+/// ```compile_fail
+/// use xunds::fsm::record::{RecordState, Staged};
+/// let mut s = RecordState::Free;
+/// let staged = Staged::stage(&mut s, 0, None).unwrap();
+/// staged.publish(None); // no `publish` on Staged
+/// ```
+///
+/// The order the compiler accepts:
+///
+/// ```
+/// use xunds::fsm::record::{RecordState, Staged};
+/// let mut s = RecordState::Free;
+/// Staged::stage(&mut s, 0, None).unwrap().stamp(None).unwrap().publish(None).unwrap();
+/// assert_eq!(s, RecordState::Published);
+/// ```
+#[must_use]
+#[derive(Debug)]
+pub struct Staged<'a> {
+    state: &'a mut RecordState,
+    id: u64,
+}
+
+/// A record whose new copy is stamped (or whose update began): next, its
+/// bytes go to the slab and [`Stamped::publish`] ends the commit.
+#[must_use]
+#[derive(Debug)]
+pub struct Stamped<'a> {
+    state: &'a mut RecordState,
+    id: u64,
+}
+
+impl<'a> Staged<'a> {
+    /// Stage a free record (`FREE --stage--> STAGED`).
+    pub fn stage(
+        state: &'a mut RecordState,
+        id: u64,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Staged<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(state, RecordEvent::Stage, id, hook)?;
+        Ok(Staged { state, id })
+    }
+
+    /// The private copy carries its hash (`STAGED --stamp--> STAMPED`).
+    pub fn stamp(
+        self,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Stamped<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(self.state, RecordEvent::Stamp, self.id, hook)?;
+        Ok(Stamped {
+            state: self.state,
+            id: self.id,
+        })
+    }
+}
+
+impl<'a> Stamped<'a> {
+    /// Begin the in-place update of a published record (`PUBLISHED
+    /// --begin_update--> UPDATING`): its new copy is stamped already.
+    pub fn begin_update(
+        state: &'a mut RecordState,
+        id: u64,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Stamped<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(state, RecordEvent::BeginUpdate, id, hook)?;
+        Ok(Stamped { state, id })
+    }
+
+    /// The slab holds the record, hash word last (`--publish--> PUBLISHED`).
+    pub fn publish(
+        self,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<(), InvalidEvent<RecordState, RecordEvent>> {
+        go(self.state, RecordEvent::Publish, self.id, hook)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{check_table, render_table, step, step_traced, Fsm, Transition};
+    use crate::fsm::{check_table, render_table, Fsm, Transition};
 
     #[test]
     fn every_state_and_event_is_in_a_row() {
