@@ -29,7 +29,7 @@
 //!
 //! Submitting before the doorbell does not compile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0599
 //! use xunds::fsm::{funnel::Begun, NoHook};
 //! let item = Begun::new(0).check_space(&mut NoHook).take_item(3, &mut NoHook);
 //! let _ = item.submit(&mut NoHook); // no `submit` on ItemTaken
@@ -37,7 +37,7 @@
 //!
 //! Waking the worker before the trigger does not compile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0599
 //! use xunds::fsm::{funnel::Begun, NoHook};
 //! let d = Begun::new(0)
 //!     .check_space(&mut NoHook)
@@ -48,14 +48,14 @@
 //!
 //! Taking an item without checking for space does not compile:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0599
 //! use xunds::fsm::{funnel::Begun, NoHook};
 //! let _ = Begun::new(0).take_item(3, &mut NoHook); // no `take_item` on Begun
 //! ```
 //!
 //! A step cannot be walked twice (each consumes its value):
 //!
-//! ```compile_fail
+//! ```compile_fail,E0382
 //! use xunds::fsm::{funnel::Begun, NoHook};
 //! let s = Begun::new(0).check_space(&mut NoHook);
 //! let _a = s.take_item(1, &mut NoHook);

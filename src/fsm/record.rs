@@ -96,7 +96,7 @@ fn go(
 ///
 /// Publishing a record before stamping it does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0599
 /// use xunds::fsm::record::{RecordState, Staged};
 /// let mut s = RecordState::Free;
 /// let staged = Staged::stage(&mut s, 0, None).unwrap();
