@@ -741,7 +741,14 @@ impl<H: Hal> WorkerActor<H> {
                 self.step(WorkerEvent::SignalWaiter, cx);
             }
             Ok(None) | Err(_) => {
-                cx.event("msg", format_args!("pop of seq={:#x} refused", cur.seq.0));
+                // The ring's slot machine refused the pop: counted and traced
+                // like any refused event; the worker goes back to IDLE (the
+                // slot is not its to retry).
+                self.stats.fsm_violations += 1;
+                cx.event(
+                    "fsm_violation",
+                    format_args!("pop of seq={:#x} refused", cur.seq.0),
+                );
                 self.state = WorkerState::Idle;
             }
         }
