@@ -110,8 +110,9 @@ pub fn main(c: Command) -> ExitCode {
     }
 }
 
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("xunds: {e}");
+/// A failure while running: one line `xunds nds <command>: <what>`, exit 1.
+fn fail(command: &str, e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("xunds nds {command}: {e}");
     ExitCode::FAILURE
 }
 
@@ -120,7 +121,7 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 fn dump(path: &Path, json: bool) -> ExitCode {
     let slab = match ReadOnlySlab::open(path) {
         Ok(s) => s,
-        Err(e) => return fail(format!("{}: {e}", path.display())),
+        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
     };
     // The header word as found, for the report even when attach refuses.
     // Ordering: Acquire, partner: the writer's Release header commit in
@@ -134,12 +135,12 @@ fn dump(path: &Path, json: bool) -> ExitCode {
             } else {
                 print!("{}", header_text(word));
             }
-            return fail(format!("{}: {e}", path.display()));
+            return fail("dump", format!("{}: {e}", path.display()));
         }
     };
     let snap = match reader.snapshot() {
         Ok(s) => s,
-        Err(e) => return fail(format!("{}: {e}", path.display())),
+        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
     };
     if json {
         crate::print_json(&snapshot_json(word, &snap));
@@ -475,7 +476,7 @@ fn stress_writer(path: &Path, create: bool, seed: u64, ops: u64, live: u32) -> E
     };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(format!("nds stress-writer: {e}")),
+        Err(e) => fail("stress-writer", e),
     }
 }
 
@@ -492,7 +493,7 @@ fn add(path: &Path, core: u32, counter: u32, times: u64) -> ExitCode {
     };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(format!("nds add: {e}")),
+        Err(e) => fail("add", e),
     }
 }
 
