@@ -17,8 +17,8 @@ usage: xunds run [flags]
 
 Runs N executions of the example MLP (batch 4, 16 -> 32 -> 8, row max) through
 the whole pipeline on a simulated device with V cores: producer funnel, XU ring
-(seed 000), device staging and doorbell, sequencer and engines, NQ harvest,
-worker, NDS publisher (seed 004). Every output is checked bit for bit against
+(docs/abi.md §1), device staging and doorbell, sequencer and engines, NQ harvest,
+worker, NDS publisher (docs/abi.md §2). Every output is checked bit for bit against
 the CPU reference; the per-core counters are read back through the read-only
 NDS reader. The slab is left at --slab for `xunds nds dump` (another process).
 
