@@ -1,4 +1,4 @@
-//! `xunds layout [--json]`: every ABI block (seed 000, device side, seed 004)
+//! `xunds layout [--json]`: every ABI block (docs/abi.md §1, device side, docs/abi.md §2)
 //! and the NDS region map, as a readable table or as the reference JSON a
 //! reimplementer in another language checks against:
 //! `{"blocks":[{"name","size","fields":[{"name","offset","size"}]}],

@@ -125,7 +125,7 @@ fn dump(path: &Path, json: bool) -> ExitCode {
     };
     // The header word as found, for the report even when attach refuses.
     // Ordering: Acquire, partner: the writer's Release header commit in
-    // `Writer::new` (seed 004 §2); the reader re-checks it anyway.
+    // `Writer::new` (docs/abi.md §2.3); the reader re-checks it anyway.
     let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
     let reader = match Reader::attach(slab) {
         Ok(r) => r,
