@@ -1,4 +1,4 @@
-//! The ABI carries every execution (docs/abi.md, work item and completion):
+//! The ABI carries every execution (docs/abi.md §1.6-§1.8):
 //! the worker reads each work item from the mapped item region and writes
 //! `infer_resp_t` back into it; bad items complete with defined statuses;
 //! failure exits give back what they took; the producer and consumer
@@ -321,7 +321,7 @@ fn trace_of(name: &str, executions: u64, vncs: u8) -> (String, xunds::system::jo
 
 /// `xunds run --deterministic --trace`: for every execution the worker
 /// loads the work item's fields from the mapped item region, by C name, and
-/// stores the response fields into it (docs/abi.md, work item).
+/// stores the response fields into it (docs/abi.md §1.6, §1.7).
 #[test]
 fn trace_shows_item_loads_and_response_stores_for_every_execution() {
     let n = 40;
@@ -359,7 +359,7 @@ fn find(lines: &[&str], from: usize, needles: &[&str]) -> usize {
         .unwrap_or_else(|| panic!("{needles:?} not found after line {from}"))
 }
 
-/// docs/abi.md, producer ordering (checklist item 7): the 52-byte request
+/// docs/abi.md §1.14 item 7 (producer ordering, §1.9 rule 1 and §1.10): the 52-byte request
 /// body, then its 4-byte trailer, then the tail-increment doorbell; then the
 /// slot is submitted (`scheduled_tail`), then triggered (`scheduled_head`),
 /// then the worker is woken. Checked for every execution of a trace.
@@ -398,7 +398,7 @@ fn abi_producer_ordering_body_trailer_doorbell_submit_trigger_wake() {
     }
 }
 
-/// docs/abi.md, consumer ordering (checklist item 8): peek, then the work
+/// docs/abi.md §1.14 item 8 (consumer ordering, §1.9 rule 2): peek, then the work
 /// item's fields, then `infer_resp_t`, then the item back, then the slot
 /// completes and is reclaimed (`exec_head` moves), then the waiter is
 /// signalled. Checked for every execution of a trace.
@@ -431,7 +431,7 @@ fn abi_consumer_ordering_peek_item_response_pop_signal() {
     }
 }
 
-/// docs/abi.md, completion model (checklist item 6): completion is the
+/// docs/abi.md §1.14 item 6 (the completion model, §1.8): completion is the
 /// `exec_head` bump plus a write to the caller's eventfd; the last
 /// completed handle is `(exec_head - 1) | xu_id << 48`; the result splits
 /// across `exec_status` (the status) and `infer_resp_t` (the timings).

@@ -1,4 +1,4 @@
-//! The Producer: the submit funnel (seed 000 §6 GOTCHA, `fsm::funnel`) and
+//! The Producer: the submit funnel (docs/abi.md §1.10, `fsm::funnel`) and
 //! the workload driver of `xunds run`.
 //!
 //! [`Lane`] is one XU's producer side: its ring `Producer` (owner of
@@ -328,7 +328,7 @@ impl<H: Hal> Lane<H> {
         let i = usize::from(idx);
         let io = cm.io_pa[i];
         // The input into the item's IO area, then the 208-byte work item
-        // into the mapped item region (docs/abi.md, work item).
+        // into the mapped item region (docs/abi.md §1.6).
         let mem = DramMemory::new(&*self.hal, &self.map);
         let mut rest = req.input;
         let mut wrote = true;

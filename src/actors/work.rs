@@ -2,7 +2,7 @@
 //! models resident on the device, caller-owned output buffers, the XU health
 //! cell, and the NDS publisher's messages.
 //!
-//! ## Work items (docs/abi.md, work item)
+//! ## Work items (docs/abi.md §1.6)
 //!
 //! Each core has an [`ItemPool`]: a region the HAL maps
 //! ([`RegionId::WorkItems`]) of one 208-byte `tpb_execution_info_t` per
@@ -22,9 +22,9 @@
 //! item, and publishes it through the ring (`scheduled_head` Release, which
 //! also orders the item's bytes before the worker's loads); the worker uses
 //! it between `peek` and `return_item` and pushes the index back (mailbox
-//! Release) **before** it pops the slot (the item is released after its last
-//! read and before the pop; the slot keeps a stale word that nobody reads
-//! again). The side table's cells are `Mutex`es that are therefore never
+//! Release) **before** it pops the slot (docs/abi.md §1.6: the item is
+//! released after its last read and before the pop; the slot keeps a stale
+//! word that nobody reads again). The side table's cells are `Mutex`es that are therefore never
 //! contended.
 //!
 //! ## IO areas
@@ -395,8 +395,8 @@ pub fn item_field_name(off: usize) -> Option<&'static str> {
 }
 
 /// A core's work items: a HAL-mapped region of `n` 208-byte
-/// `tpb_execution_info_t` items in the ABI's layout (docs/abi.md "work
-/// item"), and the host side table ([`HostSide`]) by item index.
+/// `tpb_execution_info_t` items in the ABI's layout (docs/abi.md §1.6), and
+/// the host side table ([`HostSide`]) by item index.
 pub struct ItemPool {
     region: RegionHandle,
     base: u64,
@@ -726,7 +726,7 @@ mod tests {
     use super::*;
     use crate::hal::fake::FakeHal;
 
-    /// docs/abi.md, work item: the slot's `exec_info` is the address of the
+    /// docs/abi.md §1.6: the slot's `exec_info` is the address of the
     /// item's first byte; a word outside the region or off the 208-byte
     /// stride names no item.
     #[test]

@@ -1,6 +1,6 @@
 //! The device proxy's cycle: it polls the simulated device while requests
 //! come in, yields a while when none do, then announces sleep on its
-//! doorbell eventfd (docs/abi.md, doorbell) and sleeps until rung.
+//! doorbell eventfd (docs/abi.md §1.10) and sleeps until rung.
 //!
 //! ```text
 //! RUNNING --work--> RUNNING      IDLING --work--> RUNNING

@@ -40,7 +40,7 @@ use std::os::fd::RawFd;
 pub use crate::sync::atomic::Ordering;
 pub use eventfd::Wait;
 
-/// Direction of a UDMA ring (SPEC-NOTES.md: each queue pairs an M2S and an
+/// Direction of a UDMA ring (docs/abi.md §1.11: each queue pairs an M2S and an
 /// S2M ring of the same length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dir {
@@ -91,7 +91,7 @@ pub enum RegionId {
         engine: u8,
     },
     /// A core's host region of 208-byte work items (`tpb_execution_info_t`,
-    /// docs/abi.md "work item"): the XU slots' `exec_info` words point into it.
+    /// docs/abi.md §1.6): the XU slots' `exec_info` words point into it.
     WorkItems {
         /// Core index.
         core: u8,
@@ -319,7 +319,7 @@ pub trait Hal: Send + Sync {
 
     /// The host address of the region's first byte: what a pointer word
     /// into the region holds (a slot's `exec_info` names a work item by it,
-    /// docs/abi.md "work item"). Never dereferenced above the HAL: users turn
+    /// docs/abi.md §1.6). Never dereferenced above the HAL: users turn
     /// such a word back into an offset with a range and stride check.
     fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError>;
 
@@ -393,7 +393,7 @@ pub trait Hal: Send + Sync {
     /// device once it sees the new tail). Returns the new running total.
     fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
         // Ordering: Release pairs with the device's Acquire load of the same
-        // tail register (seed 000 §3 "device publish boundary", §6 GOTCHA).
+        // tail register (docs/abi.md §1.10 "device publish boundary").
         Ok(self
             .fetch_add_u32(regs, off, n, Ordering::Release)?
             .wrapping_add(n))

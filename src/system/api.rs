@@ -1,4 +1,4 @@
-//! The public API, mirroring the runtime's async API (SPEC-NOTES.md "The
+//! The public API, mirroring the runtime's async API (docs/abi.md §4 "The
 //! public async API our surface mirrors"):
 //!
 //! | call | runtime | what it does |
@@ -131,8 +131,7 @@ pub struct Execution {
     pub outputs: Vec<f32>,
     /// Its `infer_resp_t`, parsed from the bytes the worker wrote into the
     /// work item: `ts_start`, `ts_end`, `device_start_ns`, `device_end_ns`,
-    /// `mac_count`, `status`, `err_class`, `nq_records` (docs/abi.md, work
-    /// item).
+    /// `mac_count`, `status`, `err_class`, `nq_records` (docs/abi.md §1.7).
     pub response: InferResp,
 }
 
