@@ -1,9 +1,10 @@
 //! `xunds`: the command line. Subcommands: `layout`, `nds dump`, `run`,
-//! `replay`. Command-line-only code (argument parsing, JSON and table output,
+//! `replay`, `monitor`, `top`. Command-line-only code (argument parsing, JSON and table output,
 //! the progress bar) lives here, outside the library.
 
 mod json;
 mod layout;
+mod monitor;
 mod nds;
 mod replay;
 mod run;
@@ -25,6 +26,8 @@ fn main() -> ExitCode {
         Some("nds") => nds::main(rest),
         Some("run") => run::main(rest),
         Some("replay") => replay::main(rest),
+        Some("monitor") => monitor::main_from(rest),
+        Some("top") => monitor::top::main_from(rest),
         Some("--help") | Some("-h") | Some("help") | None => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -51,4 +54,7 @@ commands:
   run [flags]            the main job on the simulated device
                          (--executions N --vncs V --models M --seed S --slab PATH
                           --deterministic --trace FILE --faults SPEC --json)
-  replay FILE            re-run a recorded deterministic trace";
+  replay FILE            re-run a recorded deterministic trace
+  monitor [SLAB...]      neuron-monitor JSON per period (--period, --once, -c FILE,
+                          --prometheus ADDR for /metrics; --help for all)
+  top [SLAB...]          live terminal view of running xunds processes";
