@@ -63,7 +63,11 @@ pub enum SysGroup {
 
 impl SysGroup {
     /// All, in report order.
-    pub const ALL: [SysGroup; 3] = [SysGroup::VcpuUsage, SysGroup::MemoryInfo, SysGroup::HwCounters];
+    pub const ALL: [SysGroup; 3] = [
+        SysGroup::VcpuUsage,
+        SysGroup::MemoryInfo,
+        SysGroup::HwCounters,
+    ];
 
     fn from_name(s: &str) -> Option<SysGroup> {
         Some(match s {
@@ -131,7 +135,11 @@ impl Config {
 
     /// Parse a neuron-monitor configuration; `default` is the period of
     /// groups that name none. Warnings (ignored types) go to `warn`.
-    pub fn parse(text: &str, default: Duration, warn: &mut dyn FnMut(String)) -> Result<Config, String> {
+    pub fn parse(
+        text: &str,
+        default: Duration,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
         let root = match &raw.period {
             Some(p) => parse_period(p).map_err(|e| format!("config: period: {e}"))?,
@@ -140,7 +148,8 @@ impl Config {
         let mut rules = Vec::new();
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
             let period = match &r.period {
-                Some(p) => parse_period(p).map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
+                Some(p) => parse_period(p)
+                    .map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
                 None => root,
             };
             let tag_filter = match &r.tag_filter {
@@ -153,8 +162,9 @@ impl Config {
             let mut groups = Vec::new();
             for (j, m) in r.metrics.iter().enumerate() {
                 let p = match &m.period {
-                    Some(p) => parse_period(p)
-                        .map_err(|e| format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}"))?,
+                    Some(p) => parse_period(p).map_err(|e| {
+                        format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}")
+                    })?,
                     None => period,
                 };
                 match RtGroup::from_name(&m.kind) {
@@ -172,12 +182,16 @@ impl Config {
         let mut system = Vec::new();
         for (j, m) in raw.system_metrics.iter().enumerate() {
             let p = match &m.period {
-                Some(p) => parse_period(p).map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
+                Some(p) => parse_period(p)
+                    .map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
                 None => root,
             };
             match SysGroup::from_name(&m.kind) {
                 Some(g) => system.push((g, p)),
-                None => warn(format!("config: system_metrics[{j}]: unknown type {:?} ignored", m.kind)),
+                None => warn(format!(
+                    "config: system_metrics[{j}]: unknown type {:?} ignored",
+                    m.kind
+                )),
             }
         }
         system.sort_by_key(|(g, _)| *g);
@@ -277,7 +291,10 @@ mod tests {
         let mut warns = Vec::new();
         let c = Config::parse(text, Duration::from_secs(5), &mut |w| warns.push(w)).unwrap();
         assert_eq!(warns.len(), 1, "{warns:?}");
-        assert_eq!(c.rule_for("training").unwrap().groups[0].0, RtGroup::MemoryUsed);
+        assert_eq!(
+            c.rule_for("training").unwrap().groups[0].0,
+            RtGroup::MemoryUsed
+        );
         assert_eq!(
             c.rule_for("xunds").unwrap().groups,
             vec![(RtGroup::ExecutionStats, Duration::from_secs(3))]
@@ -294,7 +311,12 @@ mod tests {
         assert!(e.starts_with("config:"), "{e}");
         let e = Config::parse(r#"{"period": "soon"}"#, d, &mut |_| {}).unwrap_err();
         assert!(e.contains("period"), "{e}");
-        let e = Config::parse(r#"{"neuron_runtimes": [{"tag_filter": "("}]}"#, d, &mut |_| {}).unwrap_err();
+        let e = Config::parse(
+            r#"{"neuron_runtimes": [{"tag_filter": "("}]}"#,
+            d,
+            &mut |_| {},
+        )
+        .unwrap_err();
         assert!(e.contains("tag_filter"), "{e}");
     }
 }

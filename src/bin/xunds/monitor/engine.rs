@@ -20,6 +20,10 @@ use super::report::{self, Document, HardwareInfo, InstanceInfo, Report, RuntimeE
 use super::sys;
 use super::watch::{self, Counters, Owner, Sample, Watch};
 
+/// How long a discovered runtime that exited stays in the Prometheus
+/// scrapes (it leaves the JSON documents after its final report).
+pub const LINGER: Duration = Duration::from_secs(60);
+
 /// Where the monitor finds slabs.
 #[derive(Clone, Debug)]
 pub enum Sources {
@@ -50,10 +54,12 @@ pub struct Runtime {
     tag: String,
     bases: [Option<Base>; 4],
     report: Report,
-    /// The exit was seen and its final deltas reported.
-    exit_reported: bool,
+    /// When the exit was seen and its final deltas reported.
+    exit_reported: Option<Instant>,
     /// Tell the groups to report now (exit, restart).
     force: bool,
+    /// The mean total latency of the last period that had executions.
+    last_mean: Option<f64>,
 }
 
 impl Runtime {
@@ -68,8 +74,9 @@ impl Runtime {
             tag: String::new(),
             bases: [None, None, None, None],
             report: Report::default(),
-            exit_reported: false,
+            exit_reported: None,
             force: false,
+            last_mean: None,
         }
     }
 
@@ -101,9 +108,16 @@ impl Runtime {
         }
         parts.extend(self.notes.iter().cloned());
         if let Owner::Exited { pid } = self.owner() {
-            parts.push(format!("process {pid} has exited; these are its final counters"));
+            parts.push(format!(
+                "process {pid} has exited; these are its final counters"
+            ));
         }
         parts.join("; ")
+    }
+
+    /// The mean total latency (seconds) of the last period with executions.
+    pub fn last_mean_latency(&self) -> Option<f64> {
+        self.last_mean
     }
 
     /// The last computed groups.
@@ -127,8 +141,9 @@ impl Runtime {
                     .as_ref()
                     .is_some_and(|l| s.counters.went_back(&l.counters))
                 {
-                    self.notes
-                        .push("counters went back (slab re-created): counting from zero again".into());
+                    self.notes.push(
+                        "counters went back (slab re-created): counting from zero again".into(),
+                    );
                     self.bases = [None, None, None, None];
                     self.started = None;
                 }
@@ -176,9 +191,14 @@ impl Runtime {
                 continue;
             };
             if self.read_error.is_some() {
-                // Not read this time: keep the baseline (no count is lost),
-                // keep the last values, say why.
-                self.set_error(*g, &err);
+                // Not read this time: keep the baseline (the next good read
+                // reports what grew meanwhile, so no count is lost), report
+                // no growth now (none is counted twice), keep the last
+                // memory values, say why.
+                match g {
+                    RtGroup::MemoryUsed => self.set_error(*g, &err),
+                    _ => self.set_empty(*g, &err),
+                }
                 continue;
             }
             let started = self.started.unwrap_or(now);
@@ -196,6 +216,9 @@ impl Runtime {
                 RtGroup::ExecutionStats => {
                     let mut e = report::execution_stats(&s.counters, was, secs);
                     e.error = err.clone();
+                    if let Some(m) = e.latency_stats.mean.total_latency {
+                        self.last_mean = Some(m);
+                    }
                     self.report.execution_stats = Some(e);
                 }
                 RtGroup::NeuroncoreCounters => {
@@ -206,6 +229,11 @@ impl Runtime {
                 RtGroup::MemoryUsed => {
                     let mut m = report::memory_used(s, was, secs);
                     m.error = join(&m.error, &err);
+                    if !matches!(self.owner(), Owner::Alive { .. }) {
+                        m.loaded_models
+                            .iter_mut()
+                            .for_each(|x| x.is_running = false);
+                    }
                     self.report.memory_used = Some(m);
                 }
                 RtGroup::VcpuUsage => {
@@ -217,7 +245,9 @@ impl Runtime {
                             }
                             Err(e) => with_error(secs, e),
                         },
-                        Owner::Exited { pid } => with_error(secs, format!("process {pid} has exited")),
+                        Owner::Exited { pid } => {
+                            with_error(secs, format!("process {pid} has exited"))
+                        }
                         Owner::Unknown => with_error(secs, "no process maps this slab".into()),
                     };
                     self.report.neuron_runtime_vcpu_usage = Some(v);
@@ -359,7 +389,9 @@ impl Monitor {
         &self.system.data
     }
 
-    /// The runtimes currently reported (tag filter applied).
+    /// The runtimes currently reported (tag filter applied), including
+    /// discovered ones whose exit was reported within [`LINGER`] (so a
+    /// Prometheus scrape after a short run still sees its final counters).
     pub fn runtimes(&mut self) -> impl Iterator<Item = &mut Runtime> + '_ {
         let config = &self.config;
         self.runtimes
@@ -391,23 +423,32 @@ impl Monitor {
     /// One tick: read every slab, recompute the due groups, and return the
     /// document.
     pub fn tick(&mut self) -> Document {
-        // Discovered runtimes whose exit was reported last tick go now.
-        self.runtimes.retain(|r| r.explicit || !r.exit_reported);
+        // Discovered runtimes whose exit was reported leave the documents at
+        // once and the scrapes after LINGER.
+        self.runtimes
+            .retain(|r| r.explicit || r.exit_reported.is_none_or(|t| t.elapsed() < LINGER));
         self.discover();
         let now = Instant::now();
         for r in &mut self.runtimes {
-            r.read();
+            if r.exit_reported.is_none() || r.explicit {
+                r.read();
+            }
         }
         let mut entries = Vec::new();
         for r in &mut self.runtimes {
+            if r.exit_reported.is_some() && !r.explicit {
+                continue;
+            }
             let groups = match self.config.rule_for(&r.tag) {
                 Some(rule) => rule.groups.clone(),
-                None if r.latest.is_none() => RtGroup::ALL.iter().map(|g| (*g, Duration::MAX)).collect(),
+                None if r.latest.is_none() => {
+                    RtGroup::ALL.iter().map(|g| (*g, Duration::MAX)).collect()
+                }
                 None => continue,
             };
             r.update(now, &groups, self.tck);
-            if matches!(r.owner(), Owner::Exited { .. }) {
-                r.exit_reported = true;
+            if matches!(r.owner(), Owner::Exited { .. }) && r.exit_reported.is_none() {
+                r.exit_reported = Some(now);
             }
             entries.push(RuntimeEntry {
                 pid: r.owner().pid(),
@@ -429,7 +470,9 @@ impl Monitor {
     fn update_system(&mut self, now: Instant) {
         let groups = self.config.system.clone();
         let st = &mut self.system;
-        let due = |at: Option<Instant>, p: Duration| at.is_none_or(|a| now.duration_since(a) + p / 20 >= p);
+        let due = |at: Option<Instant>, p: Duration| {
+            at.is_none_or(|a| now.duration_since(a) + p / 20 >= p)
+        };
         let on = |g: SysGroup| groups.iter().any(|(x, _)| *x == g);
         for (g, p) in &groups {
             match g {

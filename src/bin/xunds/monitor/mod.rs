@@ -65,7 +65,10 @@ pub struct MonitorArgs {
 }
 
 #[derive(clap::Parser, Debug)]
-#[command(name = "xunds monitor", about = "neuron-monitor-compatible reports of live xunds slabs")]
+#[command(
+    name = "xunds monitor",
+    about = "neuron-monitor-compatible reports of live xunds slabs"
+)]
 struct MonitorCmd {
     #[command(flatten)]
     args: MonitorArgs,
@@ -157,7 +160,12 @@ pub fn build(
 /// Run `xunds monitor`.
 pub fn main(args: MonitorArgs) -> ExitCode {
     install_signals();
-    let monitor = match build(&args.slabs, args.dir.as_ref(), args.config.as_ref(), args.period) {
+    let monitor = match build(
+        &args.slabs,
+        args.dir.as_ref(),
+        args.config.as_ref(),
+        args.period,
+    ) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("xunds monitor: {e}");

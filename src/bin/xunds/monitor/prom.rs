@@ -9,7 +9,8 @@
 //! - runtime series carry a `pid` label next to `runtime_tag`, so two
 //!   processes with the same tag stay two series;
 //! - `execution_latency_seconds` has one sample, `percentile="mean"` (the
-//!   last period's mean; the datastore keeps no distribution).
+//!   mean of the last period that had executions; the datastore keeps no
+//!   distribution).
 //!
 //! Gauges that are rates over a period (utilization, vCPU use, the latency
 //! mean) come from the monitor's last period.
@@ -83,7 +84,12 @@ fn gauge(r: &Registry, name: &str, help: &str, l: &[&str]) -> Result<GaugeVec, p
     Ok(g)
 }
 
-fn counter(r: &Registry, name: &str, help: &str, l: &[&str]) -> Result<IntCounterVec, prometheus::Error> {
+fn counter(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    l: &[&str],
+) -> Result<IntCounterVec, prometheus::Error> {
     let c = IntCounterVec::new(Opts::new(name, help), l)?;
     r.register(Box::new(c.clone()))?;
     Ok(c)
@@ -92,7 +98,13 @@ fn counter(r: &Registry, name: &str, help: &str, l: &[&str]) -> Result<IntCounte
 impl Families {
     fn new(r: &Registry) -> Result<Families, prometheus::Error> {
         let mut core_mem = Vec::new();
-        for kind in ["constants", "model_code", "model_shared_scratchpad", "runtime_memory", "tensors"] {
+        for kind in [
+            "constants",
+            "model_code",
+            "model_shared_scratchpad",
+            "runtime_memory",
+            "tensors",
+        ] {
             core_mem.push((
                 kind,
                 gauge(
@@ -104,10 +116,30 @@ impl Families {
             ));
         }
         Ok(Families {
-            status: counter(r, "execution_status_total", "Execution status total", &labels(&["status_type"]))?,
-            errors: counter(r, "execution_errors_total", "Execution errors total", &labels(&["error_type"]))?,
-            latency: gauge(r, "execution_latency_seconds", "Execution latency in seconds", &labels(&["percentile"]))?,
-            util: gauge(r, "neuroncore_utilization_ratio", "NeuronCore utilization ratio", &labels(&["neuroncore"]))?,
+            status: counter(
+                r,
+                "execution_status_total",
+                "Execution status total",
+                &labels(&["status_type"]),
+            )?,
+            errors: counter(
+                r,
+                "execution_errors_total",
+                "Execution errors total",
+                &labels(&["error_type"]),
+            )?,
+            latency: gauge(
+                r,
+                "execution_latency_seconds",
+                "Execution latency in seconds",
+                &labels(&["percentile"]),
+            )?,
+            util: gauge(
+                r,
+                "neuroncore_utilization_ratio",
+                "NeuronCore utilization ratio",
+                &labels(&["neuroncore"]),
+            )?,
             mem: gauge(
                 r,
                 "neuron_runtime_memory_used_bytes",
@@ -153,22 +185,33 @@ pub fn render(monitor: &mut Monitor) -> Result<String, String> {
         let (exec, errs) = report::cumulative_summary(&counters);
         for (name, v) in exec.pairs() {
             let l = with(&[name]);
-            f.status.get_metric_with_label_values(&refs(&l)).map_err(e)?.inc_by(v);
+            f.status
+                .get_metric_with_label_values(&refs(&l))
+                .map_err(e)?
+                .inc_by(v);
         }
         for (name, v) in errs.pairs() {
             let l = with(&[name]);
-            f.errors.get_metric_with_label_values(&refs(&l)).map_err(e)?.inc_by(v);
+            f.errors
+                .get_metric_with_label_values(&refs(&l))
+                .map_err(e)?
+                .inc_by(v);
         }
         let used = report::used_bytes(&counters);
         for (loc, v) in [("host", used.host), ("neuron_device", used.neuron_device)] {
             let l = with(&[loc]);
-            f.mem.get_metric_with_label_values(&refs(&l)).map_err(e)?.set(v as f64);
+            f.mem
+                .get_metric_with_label_values(&refs(&l))
+                .map_err(e)?
+                .set(v as f64);
         }
         for (core, m) in &used.usage_breakdown.neuroncore_memory_usage.0 {
             // `pairs()` and `core_mem` are in the same order.
             for ((_, v), (_, g)) in m.pairs().iter().zip(&f.core_mem) {
                 let l = with(&["None", core]);
-                g.get_metric_with_label_values(&refs(&l)).map_err(e)?.set(*v as f64);
+                g.get_metric_with_label_values(&refs(&l))
+                    .map_err(e)?
+                    .set(*v as f64);
             }
         }
         let rep = rt.report();
@@ -181,24 +224,32 @@ pub fn render(monitor: &mut Monitor) -> Result<String, String> {
                     .set(u.neuroncore_utilization / 100.0);
             }
         }
-        if let Some(mean) = rep
-            .execution_stats
-            .as_ref()
-            .and_then(|x| x.latency_stats.mean.total_latency)
-        {
+        if let Some(mean) = rt.last_mean_latency() {
             let l = with(&["mean"]);
-            f.latency.get_metric_with_label_values(&refs(&l)).map_err(e)?.set(mean);
+            f.latency
+                .get_metric_with_label_values(&refs(&l))
+                .map_err(e)?
+                .set(mean);
         }
-        if let Some(v) = rep.neuron_runtime_vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
+        if let Some(v) = rep
+            .neuron_runtime_vcpu_usage
+            .as_ref()
+            .filter(|v| v.error.is_empty())
+        {
             for (t, x) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
                 let l = with(&[t]);
-                f.rt_vcpu.get_metric_with_label_values(&refs(&l)).map_err(e)?.set(x / 100.0);
+                f.rt_vcpu
+                    .get_metric_with_label_values(&refs(&l))
+                    .map_err(e)?
+                    .set(x / 100.0);
             }
         }
     }
     system_families(&reg, monitor, &iv).map_err(e)?;
     let mut out = Vec::new();
-    TextEncoder::new().encode(&reg.gather(), &mut out).map_err(e)?;
+    TextEncoder::new()
+        .encode(&reg.gather(), &mut out)
+        .map_err(e)?;
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
@@ -206,14 +257,34 @@ fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn system_families(reg: &Registry, monitor: &Monitor, iv: &[&str; 6]) -> Result<(), prometheus::Error> {
+fn system_families(
+    reg: &Registry,
+    monitor: &Monitor,
+    iv: &[&str; 6],
+) -> Result<(), prometheus::Error> {
     let sys = monitor.system_data();
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
         for (name, help, v) in [
-            ("system_memory_total_bytes", "System memory total_bytes bytes", m.memory_total_bytes),
-            ("system_memory_used_bytes", "System memory used_bytes bytes", m.memory_used_bytes),
-            ("system_swap_total_bytes", "System swap total_bytes bytes", m.swap_total_bytes),
-            ("system_swap_used_bytes", "System swap used_bytes bytes", m.swap_used_bytes),
+            (
+                "system_memory_total_bytes",
+                "System memory total_bytes bytes",
+                m.memory_total_bytes,
+            ),
+            (
+                "system_memory_used_bytes",
+                "System memory used_bytes bytes",
+                m.memory_used_bytes,
+            ),
+            (
+                "system_swap_total_bytes",
+                "System swap total_bytes bytes",
+                m.swap_total_bytes,
+            ),
+            (
+                "system_swap_used_bytes",
+                "System swap used_bytes bytes",
+                m.swap_used_bytes,
+            ),
         ] {
             gauge(reg, name, help, &INSTANCE_LABELS)?
                 .get_metric_with_label_values(iv)?
@@ -221,12 +292,22 @@ fn system_families(reg: &Registry, monitor: &Monitor, iv: &[&str; 6]) -> Result<
         }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        gauge(reg, "system_vcpu_count", "System vCPU count", &INSTANCE_LABELS)?
-            .get_metric_with_label_values(iv)?
-            .set(v.usage_data.0.len() as f64);
+        gauge(
+            reg,
+            "system_vcpu_count",
+            "System vCPU count",
+            &INSTANCE_LABELS,
+        )?
+        .get_metric_with_label_values(iv)?
+        .set(v.usage_data.0.len() as f64);
         let mut l = INSTANCE_LABELS.to_vec();
         l.push("usage_type");
-        let g = gauge(reg, "system_vcpu_usage_ratio", "System CPU utilization ratio", &l)?;
+        let g = gauge(
+            reg,
+            "system_vcpu_usage_ratio",
+            "System CPU utilization ratio",
+            &l,
+        )?;
         let a = &v.average_usage;
         for (t, x) in [
             ("user", a.user + a.nice),
@@ -234,12 +315,18 @@ fn system_families(reg: &Registry, monitor: &Monitor, iv: &[&str; 6]) -> Result<
         ] {
             let mut lv = iv.to_vec();
             lv.push(t);
-            g.get_metric_with_label_values(&lv)?.set(x.min(100.0) / 100.0);
+            g.get_metric_with_label_values(&lv)?
+                .set(x.min(100.0) / 100.0);
         }
     }
-    gauge(reg, "instance_info", "EC2 instance information", &INSTANCE_LABELS)?
-        .get_metric_with_label_values(iv)?
-        .set(1.0);
+    gauge(
+        reg,
+        "instance_info",
+        "EC2 instance information",
+        &INSTANCE_LABELS,
+    )?
+    .get_metric_with_label_values(iv)?
+    .set(1.0);
     let hw = report::HardwareInfo::offline();
     let mut l = vec!["neuron_device_count", "neuroncore_per_device_count"];
     l.extend_from_slice(&INSTANCE_LABELS);
@@ -249,9 +336,14 @@ fn system_families(reg: &Registry, monitor: &Monitor, iv: &[&str; 6]) -> Result<
     );
     let mut lv = vec![dc.as_str(), cc.as_str()];
     lv.extend_from_slice(iv);
-    gauge(reg, "neuron_hardware_info", "Neuron Hardware Information", &l)?
-        .get_metric_with_label_values(&lv)?
-        .set(1.0);
+    gauge(
+        reg,
+        "neuron_hardware_info",
+        "Neuron Hardware Information",
+        &l,
+    )?
+    .get_metric_with_label_values(&lv)?
+    .set(1.0);
     Ok(())
 }
 
@@ -307,7 +399,10 @@ mod tests {
     fn addresses_default_to_loopback() {
         assert_eq!(parse_addr("9100").unwrap().to_string(), "127.0.0.1:9100");
         assert_eq!(parse_addr(":0").unwrap().to_string(), "127.0.0.1:0");
-        assert_eq!(parse_addr("0.0.0.0:9100").unwrap().to_string(), "0.0.0.0:9100");
+        assert_eq!(
+            parse_addr("0.0.0.0:9100").unwrap().to_string(),
+            "0.0.0.0:9100"
+        );
         assert!(parse_addr("nowhere").is_err());
         assert!(parse_addr("").is_err());
     }

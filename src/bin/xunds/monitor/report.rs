@@ -583,7 +583,9 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
     let u = |loc, slot| r.usage(loc, slot).total_size;
     use MemLocation::{Device, Host};
     let host = HostBreakdown {
-        application_memory: u(Host, MemSlot::Code) + u(Host, MemSlot::Scratchpad) + u(Host, MemSlot::Misc),
+        application_memory: u(Host, MemSlot::Code)
+            + u(Host, MemSlot::Scratchpad)
+            + u(Host, MemSlot::Misc),
         constants: u(Host, MemSlot::Constants),
         dma_buffers: 0,
         tensors: u(Host, MemSlot::Tensors),
@@ -728,7 +730,11 @@ pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> VcpuUsage {
             now.cpus
                 .iter()
                 .map(|(i, t)| {
-                    let e = was.cpus.iter().find(|(j, _)| j == i).map_or(&zero, |(_, e)| e);
+                    let e = was
+                        .cpus
+                        .iter()
+                        .find(|(j, _)| j == i)
+                        .map_or(&zero, |(_, e)| e);
                     (i.to_string(), CpuPercent::between(t, e))
                 })
                 .collect(),

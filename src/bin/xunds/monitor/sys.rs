@@ -186,7 +186,12 @@ pub fn proc_stat() -> Result<ProcStat, String> {
 pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
     let kb = |key: &str| -> Option<u64> {
         let line = s.lines().find(|l| l.starts_with(key))?;
-        let v: u64 = line.get(key.len()..)?.split_ascii_whitespace().next()?.parse().ok()?;
+        let v: u64 = line
+            .get(key.len()..)?
+            .split_ascii_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
         v.checked_mul(1024)
     };
     let total = kb("MemTotal:")?;
@@ -203,8 +208,7 @@ pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
 
 /// Read `/proc/meminfo`.
 pub fn meminfo() -> Result<(u64, u64, u64, u64), String> {
-    let s =
-        std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    let s = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
     parse_meminfo(&s).ok_or_else(|| "/proc/meminfo: unexpected format".to_string())
 }
 
@@ -220,7 +224,7 @@ mod tests {
     #[test]
     fn stat_fields_survive_odd_comm() {
         // comm with spaces and a ')' inside.
-        let s = "123 (a b) c) S 1 2 3 4 5 6 7 8 9 10 11 250 30 0 0 20 0 1 0 5000 1 2";
+        let s = "123 (a b) c) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 1 0 5000 1 2";
         assert_eq!(parse_cpu_ticks(s), Some((250, 30)));
         assert_eq!(parse_cpu_ticks("garbage"), None);
         assert_eq!(parse_cpu_ticks("1 (x) S 1"), None);

@@ -38,7 +38,10 @@ pub struct TopArgs {
 }
 
 #[derive(clap::Parser, Debug)]
-#[command(name = "xunds top", about = "live terminal view of running xunds processes")]
+#[command(
+    name = "xunds top",
+    about = "live terminal view of running xunds processes"
+)]
 struct TopCmd {
     #[command(flatten)]
     args: TopArgs,
@@ -137,7 +140,11 @@ fn failed(c: &Counters, core: usize) -> u64 {
 
 /// Build the view from the monitor after a tick; `prev` keeps each slab's
 /// previous counters for the per-core rates.
-pub fn view(monitor: &mut Monitor, prev: &mut HashMap<PathBuf, (Instant, Counters)>, selected: usize) -> View {
+pub fn view(
+    monitor: &mut Monitor,
+    prev: &mut HashMap<PathBuf, (Instant, Counters)>,
+    selected: usize,
+) -> View {
     let mut tabs = Vec::new();
     for rt in monitor.runtimes() {
         let mut tab = Tab {
@@ -169,7 +176,9 @@ pub fn view(monitor: &mut Monitor, prev: &mut HashMap<PathBuf, (Instant, Counter
         for core in now.cores_in_use() {
             let done = now.nc(core, NcCounter::InferCompleted);
             let rate = match was {
-                Some(w) if secs > 0.0 => done.saturating_sub(w.nc(core, NcCounter::InferCompleted)) as f64 / secs,
+                Some(w) if secs > 0.0 => {
+                    done.saturating_sub(w.nc(core, NcCounter::InferCompleted)) as f64 / secs
+                }
                 _ => 0.0,
             };
             tab.cores.push(CoreRow {
@@ -242,7 +251,11 @@ pub fn draw(f: &mut Frame, v: &View) {
     let tabs = Tabs::new(titles)
         .block(Block::default().borders(Borders::ALL).title(" xunds top "))
         .select(v.selected)
-        .highlight_style(Style::default().add_modifier(Modifier::BOLD).fg(Color::Yellow));
+        .highlight_style(
+            Style::default()
+                .add_modifier(Modifier::BOLD)
+                .fg(Color::Yellow),
+        );
     f.render_widget(tabs, rows[0]);
     let Some(tab) = v.tabs.get(v.selected) else {
         let p = Paragraph::new("no running xunds process (no slab found); waiting...")
@@ -260,9 +273,23 @@ pub fn draw(f: &mut Frame, v: &View) {
         .iter()
         .map(|(n, total, last)| Row::new(vec![n.to_string(), total.to_string(), last.to_string()]))
         .collect();
-    let errs = Table::new(err_rows, [Constraint::Length(10), Constraint::Length(10), Constraint::Length(8)])
-        .header(Row::new(vec!["class", "total", "period"]).style(Style::default().add_modifier(Modifier::BOLD)))
-        .block(Block::default().borders(Borders::ALL).title(" errors by class "));
+    let errs = Table::new(
+        err_rows,
+        [
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(8),
+        ],
+    )
+    .header(
+        Row::new(vec!["class", "total", "period"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+    .block(
+        Block::default()
+            .borders(Borders::ALL)
+            .title(" errors by class "),
+    );
     f.render_widget(errs, bottom[0]);
     let model_rows: Vec<Row> = tab
         .models
@@ -288,7 +315,8 @@ pub fn draw(f: &mut Frame, v: &View) {
         ],
     )
     .header(
-        Row::new(vec!["model", "id", "core", "host", "device"]).style(Style::default().add_modifier(Modifier::BOLD)),
+        Row::new(vec!["model", "id", "core", "host", "device"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
     )
     .block(Block::default().borders(Borders::ALL).title(format!(
         " memory by model (host {}, device {}) ",
@@ -305,7 +333,9 @@ pub fn draw(f: &mut Frame, v: &View) {
 }
 
 fn draw_cores(f: &mut Frame, area: Rect, tab: &Tab) {
-    let block = Block::default().borders(Borders::ALL).title(" neuroncores ");
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(" neuroncores ");
     let inner = block.inner(area);
     f.render_widget(block, area);
     if inner.height == 0 {
@@ -325,19 +355,36 @@ fn draw_cores(f: &mut Frame, area: Rect, tab: &Tab) {
         if y >= inner.y + inner.height {
             break;
         }
-        let line = Rect { y, height: 1, ..inner };
+        let line = Rect {
+            y,
+            height: 1,
+            ..inner
+        };
         let cols = Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Length(6), Constraint::Length(30), Constraint::Min(10)])
+            .constraints([
+                Constraint::Length(6),
+                Constraint::Length(30),
+                Constraint::Min(10),
+            ])
             .split(line);
         f.render_widget(Paragraph::new(format!("nc{}", c.core)), cols[0]);
         let g = Gauge::default()
             .gauge_style(Style::default().fg(Color::Green))
             .ratio((c.util / 100.0).clamp(0.0, 1.0))
             .label(format!("{:5.1}%", c.util));
-        f.render_widget(g, Rect { width: cols[1].width.saturating_sub(2), ..cols[1] });
         f.render_widget(
-            Paragraph::new(format!("{:>12.0}{:>14}{:>10}", c.exec_per_s, c.completed, c.failed)),
+            g,
+            Rect {
+                width: cols[1].width.saturating_sub(2),
+                ..cols[1]
+            },
+        );
+        f.render_widget(
+            Paragraph::new(format!(
+                "{:>12.0}{:>14}{:>10}",
+                c.exec_per_s, c.completed, c.failed
+            )),
             cols[2],
         );
     }
@@ -373,7 +420,9 @@ pub fn main(args: TopArgs) -> ExitCode {
             Ok(true) => match event::read() {
                 Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
                     KeyCode::Char('q') | KeyCode::Esc => break Ok(()),
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => break Ok(()),
+                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
+                        break Ok(())
+                    }
                     KeyCode::Right | KeyCode::Tab => {
                         selected = (selected + 1) % v.tabs.len().max(1);
                     }
