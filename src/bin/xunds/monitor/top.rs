@@ -243,7 +243,7 @@ pub fn draw(f: &mut Frame, v: &View) {
         .constraints([
             Constraint::Length(3),
             Constraint::Min(6),
-            Constraint::Length(8),
+            Constraint::Length(9),
             Constraint::Length(2),
         ])
         .split(area);
