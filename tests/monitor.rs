@@ -259,6 +259,46 @@ fn per_period_completed_deltas_add_up_to_the_runs_count() {
     assert_eq!(*completed.last().unwrap(), 0, "deltas {completed:?}");
 }
 
+#[test]
+fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
+    let slab = TempSlab::new("monitor-rerun");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "200ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    let completed = |d: &Value| {
+        runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut docs = vec![next_doc(&rx)];
+    let first = run_json(slab.path(), "30000");
+    // Counts a slab holds when it is re-created are gone; let the monitor
+    // read the first run's final counters before the second run starts.
+    let want1 = first["completed_ok"].as_u64().unwrap();
+    let t = Instant::now();
+    while docs.iter().map(completed).sum::<u64>() < want1 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the first run's count never showed up"
+        );
+        docs.push(next_doc(&rx));
+    }
+    // The second run is smaller, so its counters are below the first's
+    // whenever the monitor looks: the restart is always visible.
+    let second = run_json(slab.path(), "10000");
+    let done = Instant::now();
+    while done.elapsed() < Duration::from_millis(900) {
+        docs.push(next_doc(&rx));
+    }
+    stop(mon);
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        docs.push(serde_json::from_str(&l).unwrap());
+    }
+    let sum: u64 = docs.iter().map(completed).sum();
+    let want = want1 + second["completed_ok"].as_u64().unwrap();
+    assert_eq!(sum, want);
+}
+
 fn scrape(url_line: &str) -> String {
     let addr = url_line
         .split("http://")

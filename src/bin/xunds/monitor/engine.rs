@@ -133,16 +133,19 @@ impl Runtime {
     fn read(&mut self) {
         self.notes.clear();
         let was_exited = matches!(self.owner(), Owner::Exited { .. });
+        let generation = self.watch.generation();
         match self.watch.sample() {
             Ok((s, note)) => {
                 self.notes.extend(note);
-                if self
-                    .latest
-                    .as_ref()
-                    .is_some_and(|l| s.counters.went_back(&l.counters))
+                let new_writer = self.watch.generation() != generation;
+                if new_writer
+                    || self
+                        .latest
+                        .as_ref()
+                        .is_some_and(|l| s.counters.went_back(&l.counters))
                 {
                     self.notes.push(
-                        "counters went back (slab re-created): counting from zero again".into(),
+                        "slab re-created (counters went back or a new writer): counting from zero again".into(),
                     );
                     self.bases = [None, None, None, None];
                     self.started = None;

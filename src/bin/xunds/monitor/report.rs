@@ -494,12 +494,15 @@ impl HardwareInfo {
 
 // ---- computing the groups ----
 
+// Growth of a counter; a counter below its baseline (a slab re-created
+// under us before the monitor noticed) counts as no growth, never as a
+// wrapped-around huge one.
 fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
-    now.nc(core, c).wrapping_sub(was.nc(core, c))
+    now.nc(core, c).saturating_sub(was.nc(core, c))
 }
 
 fn dsum(now: &Counters, was: &Counters, c: NcCounter) -> u64 {
-    now.sum(c).wrapping_sub(was.sum(c))
+    now.sum(c).saturating_sub(was.sum(c))
 }
 
 /// `execution_stats` from the counter growth between `was` and `now`

@@ -129,6 +129,8 @@ pub struct Watch {
     attached: Option<Attached>,
     owner: Owner,
     last_scan: Option<Instant>,
+    generation: u64,
+    attaches: u64,
 }
 
 impl Watch {
@@ -139,6 +141,8 @@ impl Watch {
             attached: None,
             owner: Owner::Unknown,
             last_scan: None,
+            generation: 0,
+            attaches: 0,
         }
     }
 
@@ -150,6 +154,13 @@ impl Watch {
     /// The writing process.
     pub fn owner(&self) -> Owner {
         self.owner
+    }
+
+    /// Grows each time the slab became a new instance whose counters start
+    /// afresh: re-attached after a detach, or taken over by a new writer
+    /// process after the previous one exited.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Read the slab now. `Ok` carries the sample and a non-fatal note
@@ -183,6 +194,13 @@ impl Watch {
         }
         if self.attached.is_none() {
             self.attached = Some(attach(&self.path)?);
+            // A slab that was detached (released, truncated, replaced) and
+            // is committed again is a new instance: its counters start at
+            // zero.
+            if self.attaches > 0 {
+                self.generation += 1;
+            }
+            self.attaches += 1;
         }
         let a = self.attached.as_ref().expect("attached above");
         // Truncation check on our own descriptor: a mapping past the end of
@@ -237,7 +255,22 @@ impl Watch {
                 }
                 return;
             }
-            Owner::Exited { .. } => return,
+            // A new writer may re-create the same path (same name, same
+            // inode: `xunds run --slab P` again); look once a second.
+            Owner::Exited { .. } => {
+                if self
+                    .last_scan
+                    .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+                {
+                    return;
+                }
+                self.last_scan = Some(Instant::now());
+                if let Some(pid) = sys::find_mapper(dev, ino) {
+                    self.owner = Owner::Alive { pid };
+                    self.generation += 1;
+                }
+                return;
+            }
             Owner::Unknown => {}
         }
         if let Some(pid) = pid_from_name(&self.path) {
