@@ -585,3 +585,63 @@ fn a_config_file_selects_groups_and_runtimes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("period"));
 }
+
+/// `xunds top` in a real terminal (tmux), when tmux is installed: it shows
+/// the process's tab and its cores, and `q` ends it.
+#[test]
+fn top_runs_in_a_terminal_and_shows_the_cores() {
+    let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).output();
+    if tmux(&["-V"]).map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let slab = TempSlab::new("monitor-top");
+    let _w = populated(&slab);
+    let session = format!("xunds-top-{}", std::process::id());
+    let cmd = format!(
+        "{} top --period 200ms {}",
+        env!("CARGO_BIN_EXE_xunds"),
+        slab.path().display()
+    );
+    let ok = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ])
+    .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let t = Instant::now();
+    let screen = loop {
+        let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
+        let s = String::from_utf8_lossy(&out.stdout).to_string();
+        if s.contains("nc2") || t.elapsed() > Duration::from_secs(10) {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = tmux(&["send-keys", "-t", &session, "q"]);
+    let t = Instant::now();
+    while tmux(&["has-session", "-t", &session])
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    {
+        if t.elapsed() > Duration::from_secs(5) {
+            let _ = tmux(&["kill-session", "-t", &session]);
+            panic!("top did not quit on q");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(screen.contains("monitor-test"), "{screen}");
+    assert!(screen.contains("nc0") && screen.contains("nc2"), "{screen}");
+    assert!(screen.contains("mlp-x"), "{screen}");
+}
