@@ -296,7 +296,8 @@ fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
     }
     let sum: u64 = docs.iter().map(completed).sum();
     let want = want1 + second["completed_ok"].as_u64().unwrap();
-    assert_eq!(sum, want);
+    let trail: Vec<(u64, String)> = docs.iter().map(|d| (completed(d), error_of(d))).collect();
+    assert_eq!(sum, want, "per document (completed, error): {trail:#?}");
 }
 
 fn scrape(url_line: &str) -> String {

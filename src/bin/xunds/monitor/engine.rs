@@ -137,15 +137,15 @@ impl Runtime {
         match self.watch.sample() {
             Ok((s, note)) => {
                 self.notes.extend(note);
-                let new_writer = self.watch.generation() != generation;
-                if new_writer
+                let reattached = self.watch.generation() != generation;
+                if reattached
                     || self
                         .latest
                         .as_ref()
                         .is_some_and(|l| s.counters.went_back(&l.counters))
                 {
                     self.notes.push(
-                        "slab re-created (counters went back or a new writer): counting from zero again".into(),
+                        "slab re-created (counters went back or it was re-attached): counting from zero again".into(),
                     );
                     self.bases = [None, None, None, None];
                     self.started = None;

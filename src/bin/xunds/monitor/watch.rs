@@ -157,8 +157,7 @@ impl Watch {
     }
 
     /// Grows each time the slab became a new instance whose counters start
-    /// afresh: re-attached after a detach, or taken over by a new writer
-    /// process after the previous one exited.
+    /// afresh: re-attached after a detach (released, truncated, replaced).
     pub fn generation(&self) -> u64 {
         self.generation
     }
@@ -256,7 +255,10 @@ impl Watch {
                 return;
             }
             // A new writer may re-create the same path (same name, same
-            // inode: `xunds run --slab P` again); look once a second.
+            // inode: `xunds run --slab P` again); look once a second. Its
+            // counters restarting is seen by the engine (they go back, or
+            // the header went to zero and the slab was re-attached), not
+            // here: a late scan must not restart the count a second time.
             Owner::Exited { .. } => {
                 if self
                     .last_scan
@@ -267,7 +269,6 @@ impl Watch {
                 self.last_scan = Some(Instant::now());
                 if let Some(pid) = sys::find_mapper(dev, ino) {
                     self.owner = Owner::Alive { pid };
-                    self.generation += 1;
                 }
                 return;
             }
