@@ -250,10 +250,11 @@ fn per_period_completed_deltas_add_up_to_the_runs_count() {
         })
         .collect();
     let sum: u64 = completed.iter().sum();
+    let errors: Vec<String> = docs.iter().map(error_of).collect();
     assert_eq!(
         sum,
         run["completed_ok"].as_u64().unwrap(),
-        "deltas {completed:?}"
+        "deltas {completed:?}, errors {errors:#?}"
     );
     // After the run every period adds nothing.
     assert_eq!(*completed.last().unwrap(), 0, "deltas {completed:?}");
