@@ -1,8 +1,11 @@
 //! The monitor's state between periods: the watched runtimes, each metric
 //! group's baseline, and the last value of every group, consolidated into one
 //! [`Document`] per tick (neuron-monitor's execution model: a group is
-//! recomputed when its own period has elapsed; every document carries the
-//! latest value of every enabled group).
+//! recomputed when its own period is due, see [`Clock`]; every document
+//! carries the latest value of every enabled group). With one period for
+//! every group (no `-c`, or a configuration with one period) every document
+//! recomputes every group; a group with a longer period than the tick repeats
+//! its last values, unchanged, in the documents between its updates.
 //!
 //! Counts are per-period deltas of the slab's monotone counters. A runtime's
 //! first report counts from zero (its period runs from the process's start),
@@ -38,6 +41,8 @@ pub enum Sources {
 #[derive(Clone, Debug)]
 struct Base {
     at: Instant,
+    /// The monitor tick it was taken at.
+    tick: u64,
     counters: Counters,
     cpu: Option<(u64, u64)>,
 }
@@ -176,15 +181,12 @@ impl Runtime {
     }
 
     /// Recompute the groups that are due (all when forced).
-    fn update(&mut self, now: Instant, groups: &[(RtGroup, Duration)], tck: u64) {
+    fn update(&mut self, now: Instant, clock: &Clock, groups: &[(RtGroup, Duration)], tck: u64) {
         let force = std::mem::take(&mut self.force);
         let err = self.error();
         for (g, period) in groups {
             let i = *g as usize;
-            let due = force
-                || self.bases[i]
-                    .as_ref()
-                    .is_none_or(|b| now.duration_since(b.at) + *period / 20 >= *period);
+            let due = force || clock.due(self.bases[i].as_ref().map(|b| b.tick), *period);
             if !due {
                 continue;
             }
@@ -258,6 +260,7 @@ impl Runtime {
             }
             self.bases[i] = Some(Base {
                 at: now,
+                tick: clock.n,
                 counters: s.counters.clone(),
                 cpu: cpu_now,
             });
@@ -339,11 +342,33 @@ fn join(a: &str, b: &str) -> String {
     }
 }
 
+/// Ticks, and which group is due at which: a group of period `p` is
+/// recomputed every `round(p / tick)` ticks (at least every tick), counted in
+/// ticks rather than measured time so that a late tick never makes a group
+/// skip a document (its `period` field still says the measured time).
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    /// The tick.
+    pub tick: Duration,
+    /// Ticks so far (the current one included).
+    pub n: u64,
+}
+
+impl Clock {
+    /// Is a group of `period`, last computed at tick `last`, due now?
+    pub fn due(&self, last: Option<u64>, period: Duration) -> bool {
+        let every = (period.as_secs_f64() / self.tick.as_secs_f64())
+            .round()
+            .max(1.0) as u64;
+        last.is_none_or(|l| self.n.saturating_sub(l) >= every)
+    }
+}
+
 /// The system groups' state.
 #[derive(Default)]
 struct SystemState {
-    stat_base: Option<(Instant, sys::ProcStat)>,
-    mem_at: Option<Instant>,
+    stat_base: Option<(Instant, u64, sys::ProcStat)>,
+    mem_at: Option<(Instant, u64)>,
     data: SystemData,
 }
 
@@ -357,11 +382,13 @@ pub struct Monitor {
     system: SystemState,
     tck: u64,
     boot: Instant,
+    clock: Clock,
 }
 
 impl Monitor {
-    /// A monitor over `sources` with `config`.
-    pub fn new(sources: Sources, config: Config) -> Monitor {
+    /// A monitor over `sources` with `config`; `default` is the tick when
+    /// the configuration enables no group.
+    pub fn new(sources: Sources, config: Config, default: Duration) -> Monitor {
         let runtimes = match &sources {
             Sources::Paths(ps) => ps.iter().map(|p| Runtime::new(p.clone(), true)).collect(),
             Sources::Dir(_) => Vec::new(),
@@ -371,6 +398,7 @@ impl Monitor {
             .and_then(|s| s.split_ascii_whitespace().next()?.parse::<f64>().ok())
             .unwrap_or(0.0);
         let now = Instant::now();
+        let config_tick = config.tick(default);
         Monitor {
             sources,
             config,
@@ -379,12 +407,16 @@ impl Monitor {
             system: SystemState::default(),
             tck: sys::clk_tck(),
             boot: now.checked_sub(Duration::from_secs_f64(up)).unwrap_or(now),
+            clock: Clock {
+                tick: config_tick,
+                n: 0,
+            },
         }
     }
 
     /// The loop's tick (the shortest enabled period).
-    pub fn tick_period(&self, default: Duration) -> Duration {
-        self.config.tick(default)
+    pub fn tick_period(&self) -> Duration {
+        self.clock.tick
     }
 
     /// The system groups' last values.
@@ -431,6 +463,7 @@ impl Monitor {
         self.runtimes
             .retain(|r| r.explicit || r.exit_reported.is_none_or(|t| t.elapsed() < LINGER));
         self.discover();
+        self.clock.n += 1;
         let now = Instant::now();
         for r in &mut self.runtimes {
             if r.exit_reported.is_none() || r.explicit {
@@ -449,7 +482,7 @@ impl Monitor {
                 }
                 None => continue,
             };
-            r.update(now, &groups, self.tck);
+            r.update(now, &self.clock, &groups, self.tck);
             if matches!(r.owner(), Owner::Exited { .. }) && r.exit_reported.is_none() {
                 r.exit_reported = Some(now);
             }
@@ -473,26 +506,24 @@ impl Monitor {
     fn update_system(&mut self, now: Instant) {
         let groups = self.config.system.clone();
         let st = &mut self.system;
-        let due = |at: Option<Instant>, p: Duration| {
-            at.is_none_or(|a| now.duration_since(a) + p / 20 >= p)
-        };
+        let clock = self.clock;
         let on = |g: SysGroup| groups.iter().any(|(x, _)| *x == g);
         for (g, p) in &groups {
             match g {
                 SysGroup::HwCounters => st.data.neuron_hw_counters = Some(serde_json::Value::Null),
                 SysGroup::VcpuUsage => {
-                    if !due(st.stat_base.as_ref().map(|b| b.0), *p) {
+                    if !clock.due(st.stat_base.as_ref().map(|b| b.1), *p) {
                         continue;
                     }
-                    let (was_at, was) = st
-                        .stat_base
-                        .clone()
-                        .unwrap_or((self.boot, sys::ProcStat::default()));
+                    let (was_at, _, was) =
+                        st.stat_base
+                            .clone()
+                            .unwrap_or((self.boot, 0, sys::ProcStat::default()));
                     let secs = now.duration_since(was_at).as_secs_f64();
                     st.data.vcpu_usage = Some(match sys::proc_stat() {
                         Ok(s) => {
                             let v = report::vcpu_usage(&s, &was, secs);
-                            st.stat_base = Some((now, s));
+                            st.stat_base = Some((now, clock.n, s));
                             v
                         }
                         Err(e) => report::VcpuUsage {
@@ -503,11 +534,13 @@ impl Monitor {
                     });
                 }
                 SysGroup::MemoryInfo => {
-                    if !due(st.mem_at, *p) {
+                    if !clock.due(st.mem_at.map(|m| m.1), *p) {
                         continue;
                     }
-                    let secs = now.duration_since(st.mem_at.unwrap_or(now)).as_secs_f64();
-                    st.mem_at = Some(now);
+                    let secs = now
+                        .duration_since(st.mem_at.map_or(now, |m| m.0))
+                        .as_secs_f64();
+                    st.mem_at = Some((now, clock.n));
                     let mut m = report::MemoryInfo {
                         period: secs,
                         ..Default::default()
@@ -534,5 +567,31 @@ impl Monitor {
         if !on(SysGroup::MemoryInfo) {
             st.data.memory_info = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_due_by_ticks_not_by_time() {
+        let mut c = Clock {
+            tick: Duration::from_millis(200),
+            n: 1,
+        };
+        let p = Duration::from_millis(200);
+        assert!(c.due(None, p));
+        // The next tick is due however early it runs.
+        c.n = 2;
+        assert!(c.due(Some(1), p));
+        assert!(!c.due(Some(2), p));
+        // A 1 s group every fifth tick.
+        let slow = Duration::from_secs(1);
+        assert!(!c.due(Some(1), slow));
+        c.n = 6;
+        assert!(c.due(Some(1), slow));
+        // A period shorter than the tick is every tick.
+        assert!(c.due(Some(5), Duration::from_millis(1)));
     }
 }

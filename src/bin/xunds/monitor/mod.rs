@@ -154,7 +154,7 @@ pub fn build(
     } else {
         Sources::Paths(slabs.to_vec())
     };
-    Ok(Monitor::new(sources, cfg))
+    Ok(Monitor::new(sources, cfg, period))
 }
 
 /// Run `xunds monitor`.
@@ -172,7 +172,7 @@ pub fn main(args: MonitorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let tick = monitor.tick_period(args.period);
+    let tick = monitor.tick_period();
     let monitor = Arc::new(Mutex::new(monitor));
     if let Some(a) = &args.prometheus {
         let addr = match prom::parse_addr(a) {
