@@ -31,7 +31,16 @@ use std::time::{Duration, Instant};
 
 pub use engine::{Monitor, Sources};
 
-/// `xunds monitor` options.
+/// Report live slabs as neuron-monitor does: one JSON document per period.
+///
+/// Reads slabs read-only from another process and prints one complete JSON
+/// document per period in neuron-monitor's shape (neuron_runtime_data with
+/// execution_stats, memory_used, neuroncore_counters and
+/// neuron_runtime_vcpu_usage; system_data; instance_info;
+/// neuron_hardware_info). Execution counts are per-period deltas; a
+/// runtime's first report counts from zero. What cannot be read is the
+/// `error` of its entry or group; the monitor keeps running. --prometheus
+/// serves /metrics with the names of neuron-monitor's Prometheus companion.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MonitorArgs {
     /// Slab files to watch. Default: every slab `xunds run` leaves in its
@@ -62,29 +71,6 @@ pub struct MonitorArgs {
     /// No JSON on stdout (with --prometheus).
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-#[derive(clap::Parser, Debug)]
-#[command(
-    name = "xunds monitor",
-    about = "neuron-monitor-compatible reports of live xunds slabs"
-)]
-struct MonitorCmd {
-    #[command(flatten)]
-    args: MonitorArgs,
-}
-
-/// Parse `xunds monitor` arguments (after the subcommand) and run.
-pub fn main_from(args: &[String]) -> ExitCode {
-    use clap::Parser as _;
-    let argv = std::iter::once("xunds monitor".to_string()).chain(args.iter().cloned());
-    match MonitorCmd::try_parse_from(argv) {
-        Ok(c) => main(c.args),
-        Err(e) => {
-            let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 2 } else { 0 })
-        }
-    }
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);

@@ -24,7 +24,11 @@ use xunds::wire::nds::counters::NcCounter;
 use super::engine::Monitor;
 use super::watch::Counters;
 
-/// `xunds top` options.
+/// A live terminal view of running xunds processes, as neuron-top.
+///
+/// One tab per process (left/right or Tab to switch), per-core utilisation
+/// and executions per second, errors by class, memory by model; q, Esc or
+/// Ctrl-C quits.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopArgs {
     /// Slab files to watch. Default: every running `xunds run`'s slab in --dir.
@@ -35,29 +39,6 @@ pub struct TopArgs {
     /// Refresh period (e.g. 1s, 500ms).
     #[arg(long, default_value = "1s", value_parser = super::config::parse_period)]
     pub period: Duration,
-}
-
-#[derive(clap::Parser, Debug)]
-#[command(
-    name = "xunds top",
-    about = "live terminal view of running xunds processes"
-)]
-struct TopCmd {
-    #[command(flatten)]
-    args: TopArgs,
-}
-
-/// Parse `xunds top` arguments (after the subcommand) and run.
-pub fn main_from(args: &[String]) -> ExitCode {
-    use clap::Parser as _;
-    let argv = std::iter::once("xunds top".to_string()).chain(args.iter().cloned());
-    match TopCmd::try_parse_from(argv) {
-        Ok(c) => main(c.args),
-        Err(e) => {
-            let _ = e.print();
-            ExitCode::from(if e.use_stderr() { 2 } else { 0 })
-        }
-    }
 }
 
 /// One core's row.
