@@ -114,73 +114,48 @@ impl MemUsage {
     }
 }
 
-/// Why a model could not be built or linked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ModelError {
-    /// An instruction does not validate.
-    BadInsn {
-        /// The engine.
-        engine: Engine,
-        /// Position in the engine's block (before the prologue).
-        index: usize,
-        /// Why.
-        err: DecodeError,
-    },
-    /// A load or IO address is not 64-byte aligned.
-    Misaligned {
-        /// Which address.
-        what: &'static str,
-        /// Its value.
-        pa: u64,
-    },
-    /// A section outgrows the 32-bit operand offsets, or an area overflows
-    /// the 64-bit address space.
-    TooLarge {
-        /// Which section.
-        what: &'static str,
-    },
-    /// A model dimension is 0 or too large.
-    BadShape {
-        /// Which dimension.
-        what: &'static str,
-        /// Its value.
-        value: u64,
-    },
-    /// An input of the wrong length was given.
-    InputLength {
-        /// Expected elements.
-        need: usize,
-        /// Given.
-        got: usize,
-    },
-    /// Device memory refused an access.
-    Memory(MemFault),
-}
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ModelError::BadInsn { engine, index, err } => {
-                write!(f, "engine {engine} instruction {index}: {err}")
-            }
-            ModelError::Misaligned { what, pa } => {
-                write!(f, "{what} {pa:#x} is not {ALIGN}-byte aligned")
-            }
-            ModelError::TooLarge { what } => write!(f, "{what} too large"),
-            ModelError::BadShape { what, value } => write!(f, "bad dimension {what} = {value}"),
-            ModelError::InputLength { need, got } => {
-                write!(f, "input has {got} elements, model needs {need}")
-            }
-            ModelError::Memory(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl std::error::Error for ModelError {}
-
-impl From<MemFault> for ModelError {
-    fn from(m: MemFault) -> Self {
-        ModelError::Memory(m)
+error_enum! {
+    /// Why a model could not be built or linked.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum ModelError {
+        /// An instruction does not validate.
+        BadInsn {
+            /// The engine.
+            engine: Engine,
+            /// Position in the engine's block (before the prologue).
+            index: usize,
+            /// Why.
+            err: DecodeError,
+        } => "engine {engine} instruction {index}: {err}",
+        /// A load or IO address is not 64-byte aligned.
+        Misaligned {
+            /// Which address.
+            what: &'static str,
+            /// Its value.
+            pa: u64,
+        } => "{what} {pa:#x} is not {ALIGN}-byte aligned",
+        /// A section outgrows the 32-bit operand offsets, or an area overflows
+        /// the 64-bit address space.
+        TooLarge {
+            /// Which section.
+            what: &'static str,
+        } => "{what} too large",
+        /// A model dimension is 0 or too large.
+        BadShape {
+            /// Which dimension.
+            what: &'static str,
+            /// Its value.
+            value: u64,
+        } => "bad dimension {what} = {value}",
+        /// An input of the wrong length was given.
+        InputLength {
+            /// Expected elements.
+            need: usize,
+            /// Given.
+            got: usize,
+        } => "input has {got} elements, model needs {need}",
+        /// Device memory refused an access.
+        Memory(#[from] MemFault) => "{0}",
     }
 }
 

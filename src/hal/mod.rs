@@ -104,14 +104,9 @@ impl fmt::Display for RegionId {
             RegionId::Dmem { core } => write!(f, "dmem{core}"),
             RegionId::Regs { core } => write!(f, "regs{core}"),
             RegionId::DescRing { core, dir } => write!(f, "{}{core}", dir.name()),
-            RegionId::NqRing { core, engine } => write!(
-                f,
-                "nq{core}.{}",
-                crate::wire::nq::ENGINE_NAMES
-                    .get(usize::from(engine))
-                    .copied()
-                    .unwrap_or("?")
-            ),
+            RegionId::NqRing { core, engine } => {
+                write!(f, "nq{core}.{}", crate::wire::nq::engine_name(engine))
+            }
             RegionId::Other { tag } => write!(f, "other{tag}"),
         }
     }

@@ -189,7 +189,7 @@ fn mem_usage_json(r: &ModelRecord) -> Json {
     for loc in MemLocation::ALL {
         let mut entries = Json::obj();
         for slot in MemSlot::ALL {
-            let u = r.usage(*loc, *slot);
+            let u = r.usage(loc, slot);
             if u.total_size != 0 || u.chunk_count != 0 {
                 entries.push(
                     slot.name(),
@@ -370,7 +370,7 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
             );
             for loc in MemLocation::ALL {
                 for ms in MemSlot::ALL {
-                    let u = r.usage(*loc, *ms);
+                    let u = r.usage(loc, ms);
                     if u.total_size != 0 || u.chunk_count != 0 {
                         let _ = writeln!(
                             out,

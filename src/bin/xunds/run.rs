@@ -184,7 +184,7 @@ pub fn to_json(r: &JobReport) -> Json {
     for c in &r.per_core {
         let mut o = Json::obj();
         for k in NcCounter::ALL {
-            let v = c.get(*k);
+            let v = c.get(k);
             if v != 0 {
                 o.push(k.name(), v);
             }

@@ -67,10 +67,10 @@ const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
 const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
 const _: () = assert!(EXT_CORES == 12);
 
-named_index_enum! {
+wire_enum! {
     /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (§3).
     /// Indices 14..=30 are reserved headroom.
-    pub enum NdCounter {
+    pub enum NdCounter(u32) {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
         FrameworkVersion = 1 => "FRAMEWORK_VERSION",
         FalVersion = 2 => "FAL_VERSION",
@@ -88,10 +88,10 @@ named_index_enum! {
     }
 }
 
-named_index_enum! {
+wire_enum! {
     /// NC (per-NeuronCore) counter indices: 0..=30 in the original band,
     /// 31..=40 the named EXT counters (41..=94 reserved) (§3).
-    pub enum NcCounter {
+    pub enum NcCounter(u32) {
         TimeInUse = 0 => "TIME_IN_USE",
         InferCompleted = 1 => "INFER_COMPLETED",
         InferCompletedWithErr = 2 => "INFER_COMPLETED_WITH_ERR",
@@ -174,16 +174,22 @@ impl NcCounter {
 impl ErrorClass {
     /// The NC counter this class is tallied in (`ERR_GENERIC + class`).
     pub const fn counter(self) -> NcCounter {
-        match self {
-            ErrorClass::Generic => NcCounter::ErrGeneric,
-            ErrorClass::Numerical => NcCounter::ErrNumerical,
-            ErrorClass::Model => NcCounter::ErrModel,
-            ErrorClass::Transient => NcCounter::ErrTransient,
-            ErrorClass::Hw => NcCounter::ErrHw,
-            ErrorClass::Runtime => NcCounter::ErrRt,
+        match NcCounter::from_u8(NcCounter::ErrGeneric as u8 + self as u8) {
+            Some(c) => c,
+            None => unreachable!(),
         }
     }
 }
+
+// Every class lands in the order-locked block `ERR_GENERIC..=ERR_RT`.
+const _: () = {
+    let mut i = 0;
+    while i < ErrorClass::ALL.len() {
+        let c = ErrorClass::ALL[i].counter() as u8;
+        assert!(c >= NcCounter::ErrGeneric as u8 && c <= NcCounter::ErrRt as u8);
+        i += 1;
+    }
+};
 
 bitflags::bitflags! {
     /// The `FEATURE_BITMAP` ND counter (index 3), written with OR, never ADD
