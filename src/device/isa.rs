@@ -377,77 +377,50 @@ pub enum Insn {
     },
 }
 
-/// Why 32 bytes are not an instruction. Each variant carries the opcode byte
-/// (or the length) so a fault report says exactly what was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecodeError {
-    /// Fewer than [`INSN_BYTES`] bytes.
-    Truncated {
-        /// Bytes given.
-        got: usize,
-    },
-    /// The opcode byte is not assigned.
-    BadOpcode {
-        /// The byte.
-        opcode: u8,
-    },
-    /// A flag bit this opcode does not take.
-    BadFlags {
-        /// The opcode.
-        opcode: u8,
-        /// The whole flags byte.
-        flags: u8,
-    },
-    /// A reserved bit, an unused base select or an unused word is non-zero.
-    Reserved {
-        /// The opcode.
-        opcode: u8,
-        /// Word index (0 = header: base selects or reserved byte).
-        word: u8,
-        /// The offending word.
-        value: u32,
-    },
-    /// A parameter is outside its range (size 0 or over a limit, unknown
-    /// function/reduction/class, semaphore or register index, `b_len` not
-    /// dividing `n`).
-    BadParam {
-        /// The opcode.
-        opcode: u8,
-        /// Which parameter.
-        what: &'static str,
-        /// The offending value.
-        value: u64,
-    },
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            DecodeError::Truncated { got } => {
-                write!(f, "instruction needs {INSN_BYTES} bytes, got {got}")
-            }
-            DecodeError::BadOpcode { opcode } => write!(f, "bad opcode {opcode:#04x}"),
-            DecodeError::BadFlags { opcode, flags } => {
-                write!(f, "opcode {opcode:#04x}: flags {flags:#04x} not allowed")
-            }
-            DecodeError::Reserved {
-                opcode,
-                word,
-                value,
-            } => write!(
-                f,
-                "opcode {opcode:#04x}: reserved bits set in word {word} ({value:#010x})"
-            ),
-            DecodeError::BadParam {
-                opcode,
-                what,
-                value,
-            } => write!(f, "opcode {opcode:#04x}: {what} = {value} out of range"),
-        }
+error_enum! {
+    /// Why 32 bytes are not an instruction. Each variant carries the opcode byte
+    /// (or the length) so a fault report says exactly what was refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DecodeError {
+        /// Fewer than [`INSN_BYTES`] bytes.
+        Truncated {
+            /// Bytes given.
+            got: usize,
+        } => "instruction needs {INSN_BYTES} bytes, got {got}",
+        /// The opcode byte is not assigned.
+        BadOpcode {
+            /// The byte.
+            opcode: u8,
+        } => "bad opcode {opcode:#04x}",
+        /// A flag bit this opcode does not take.
+        BadFlags {
+            /// The opcode.
+            opcode: u8,
+            /// The whole flags byte.
+            flags: u8,
+        } => "opcode {opcode:#04x}: flags {flags:#04x} not allowed",
+        /// A reserved bit, an unused base select or an unused word is non-zero.
+        Reserved {
+            /// The opcode.
+            opcode: u8,
+            /// Word index (0 = header: base selects or reserved byte).
+            word: u8,
+            /// The offending word.
+            value: u32,
+        } => "opcode {opcode:#04x}: reserved bits set in word {word} ({value:#010x})",
+        /// A parameter is outside its range (size 0 or over a limit, unknown
+        /// function/reduction/class, semaphore or register index, `b_len` not
+        /// dividing `n`).
+        BadParam {
+            /// The opcode.
+            opcode: u8,
+            /// Which parameter.
+            what: &'static str,
+            /// The offending value.
+            value: u64,
+        } => "opcode {opcode:#04x}: {what} = {value} out of range",
     }
 }
-
-impl std::error::Error for DecodeError {}
 
 // Which of the operand slots d, a, b an opcode uses, and its flags.
 const USE_D: u8 = 1;

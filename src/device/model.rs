@@ -27,15 +27,16 @@ use crate::wire::nq::ErrorClass;
 /// Alignment of every block, section and tensor.
 pub const ALIGN: u64 = 64;
 
-/// Where a tensor lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Section {
-    /// Constants (base `R0`), part of the image bytes.
-    Constants,
-    /// Scratch (base `R1`), reserved after the image bytes.
-    Scratch,
-    /// The IO area (base `R2`).
-    Io,
+wire_enum! {
+    /// Where a tensor lives, by its lower-case name.
+    pub enum Section(u8) {
+        /// Constants (base `R0`), part of the image bytes.
+        Constants = 0 => "const",
+        /// Scratch (base `R1`), reserved after the image bytes.
+        Scratch = 1 => "scratch",
+        /// The IO area (base `R2`).
+        Io = 2 => "io",
+    }
 }
 
 impl Section {
@@ -45,15 +46,6 @@ impl Section {
             Section::Constants => Base::R0,
             Section::Scratch => Base::R1,
             Section::Io => Base::R2,
-        }
-    }
-
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Section::Constants => "const",
-            Section::Scratch => "scratch",
-            Section::Io => "io",
         }
     }
 }

@@ -68,18 +68,12 @@ impl fmt::Display for FaultSpecError {
 impl std::error::Error for FaultSpecError {}
 
 /// The kinds without a parameter, by name (`error:CLASS` takes its names
-/// from [`ErrorClass`], `corrupt:WHAT` from [`CORRUPTIONS`]). A new kind is
+/// from [`ErrorClass`], `corrupt:WHAT` from [`DescCorruption`]). A new kind is
 /// one row here.
 const KINDS: [(&str, Fault); 3] = [
     ("timeout", Fault::DropNq),
     ("doorbell", Fault::DropDoorbell),
     ("nq_overflow", NQ_OVERFLOW),
-];
-
-const CORRUPTIONS: [(&str, DescCorruption); 3] = [
-    ("len", DescCorruption::BadLength),
-    ("ring_id", DescCorruption::BadRingId),
-    ("addr", DescCorruption::BadAddress),
 ];
 
 /// A decimal probability `0.001` or a fraction `1/1000` as `(num, den)`.
@@ -156,11 +150,10 @@ impl FaultSpec {
                     })?)
                 }
                 Some(("corrupt", c)) => Fault::CorruptDesc {
-                    what: CORRUPTIONS
-                        .iter()
-                        .find(|(n, _)| *n == c)
-                        .map(|&(_, k)| k)
-                        .ok_or_else(|| bad("unknown corruption (len, ring_id, addr)"))?,
+                    what: DescCorruption::from_name(c).ok_or_else(|| {
+                        let names = DescCorruption::ALL.map(DescCorruption::name);
+                        bad(&format!("unknown corruption ({})", names.join(", ")))
+                    })?,
                     dir: None,
                 },
                 None => match KINDS.iter().find(|(n, _)| *n == kind) {
@@ -212,30 +205,21 @@ impl FaultSpec {
             .rules
             .iter()
             .map(|r| {
-                let kind = match r.fault {
-                    f if KINDS.iter().any(|k| k.1 == f) => KINDS
-                        .iter()
-                        .find(|k| k.1 == f)
-                        .map_or("", |k| k.0)
-                        .to_string(),
-                    Fault::NqError(c) => format!("error:{c}"),
-                    Fault::CorruptDesc { what, .. } => format!(
-                        "corrupt:{}",
-                        CORRUPTIONS
-                            .iter()
-                            .find(|(_, k)| *k == what)
-                            .map_or("len", |p| p.0)
-                    ),
+                let named = KINDS.iter().find(|k| k.1 == r.fault);
+                let kind = match (named, r.fault) {
+                    (Some(k), _) => k.0.to_string(),
+                    (None, Fault::NqError(c)) => format!("error:{c}"),
+                    (None, Fault::CorruptDesc { what, .. }) => format!("corrupt:{what}"),
                     // Not expressible in the spec language (a rule built by
                     // hand): named without spaces, but it does not parse back.
-                    // (The kinds in KINDS were matched above.)
-                    Fault::DropNq | Fault::DropDoorbell => "?".to_string(),
-                    Fault::StaleRead { off, span, lag } => {
+                    (None, Fault::StaleRead { off, span, lag }) => {
                         format!(
                             "stale_read(+{off:#x}..+{:#x},-{lag})",
                             off.saturating_add(span)
                         )
                     }
+                    // DropNq and DropDoorbell have a KINDS row.
+                    (None, f) => format!("{f:?}"),
                 };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
                 format!("{kind}@{}{core}", trigger_text(&r.trigger))

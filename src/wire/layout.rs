@@ -318,6 +318,26 @@ mod tests {
     }
 
     #[test]
+    fn declared_rows_must_follow_each_other() {
+        const ROWS: &[Row] = &[Row::seed("a", 0, 4), Row::pad(4, 4), Row::ours("b", 8, 4)];
+        assert!(row_follows(ROWS, 0, 4) && row_follows(ROWS, 4, 4) && row_follows(ROWS, 8, 4));
+        assert_eq!(rows_end(ROWS), 12);
+        assert_eq!(field_count(ROWS), 2);
+        assert_eq!(
+            fields::<2>(ROWS),
+            [Field::seed("a", 0, 4), Field::ours("b", 8, 4)]
+        );
+        // A gap, a wrong size or a wrong first offset is refused.
+        assert!(!row_follows(
+            &[Row::seed("a", 0, 4), Row::seed("b", 6, 2)],
+            6,
+            2
+        ));
+        assert!(!row_follows(ROWS, 8, 2));
+        assert!(!row_follows(&[Row::seed("a", 1, 4)], 1, 4));
+    }
+
+    #[test]
     fn dump_of_short_input_does_not_panic() {
         let d = annotated_dump(&DEMO, &[1]);
         assert!(d.contains("--"));

@@ -2,10 +2,11 @@
 //! padding-free `#[repr(C)]` types.
 //!
 //! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
-//! ABI block has its own module with a `LAYOUT` descriptor (the seed's C field
-//! names, offsets and sizes), a compile-time assert for every size and offset
-//! the seed states, checked parsing that returns [`WireError`] instead of
-//! panicking on untrusted bytes, emit, and an annotated hex dump
+//! ABI block is declared once, with `wire_block!` (`src/macros.rs`): the C
+//! field names with the spec's literal offsets and sizes give the `LAYOUT`
+//! descriptor, the offset consts and a compile-time assert per row. Each
+//! module adds checked parsing that returns [`WireError`] instead of panicking
+//! on untrusted bytes, emit, and an annotated hex dump
 //! ([`layout::annotated_dump`]) used by snapshots and error messages.
 //!
 //! Seed 000 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],

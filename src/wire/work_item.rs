@@ -407,26 +407,15 @@ impl InferResp {
     }
 }
 
-/// The work item's `type` discriminant (values ours: the seed names the
-/// EXECUTE arm and a stop request, not their numbers). 0 is deliberately not
-/// a type, so a zeroed, never-filled item is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum WorkType {
-    /// Run a model (the union's EXECUTE arm is meaningful).
-    Execute = 1,
-    /// Stop the worker (`tpb_xu_schedule_stop`); the union is all zero.
-    Stop = 2,
-}
-
-impl WorkType {
-    /// The type for a raw discriminant, if it is one.
-    pub const fn from_u32(v: u32) -> Option<WorkType> {
-        match v {
-            1 => Some(WorkType::Execute),
-            2 => Some(WorkType::Stop),
-            _ => None,
-        }
+wire_enum! {
+    /// The work item's `type` discriminant (values ours: the seed names the
+    /// EXECUTE arm and a stop request, not their numbers). 0 is deliberately
+    /// not a type, so a zeroed, never-filled item is refused.
+    pub enum WorkType(u32) {
+        /// Run a model (the union's EXECUTE arm is meaningful).
+        Execute = 1 => "EXECUTE",
+        /// Stop the worker (`tpb_xu_schedule_stop`); the union is all zero.
+        Stop = 2 => "STOP",
     }
 }
 
@@ -515,7 +504,7 @@ impl TpbExecutionInfo {
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
         let raw = le::u32_at(bytes, off::TYPE);
-        let ty = WorkType::from_u32(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
+        let ty = WorkType::from_index(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
         let mut wait_event_data = [0u8; WAIT_EVENT_DATA_LEN];
         wait_event_data.copy_from_slice(&bytes[off::WAIT_EVENT_DATA..off::SYNC_EXEC]);
         Ok(TpbExecutionInfo {

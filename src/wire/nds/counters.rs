@@ -24,16 +24,16 @@ use super::region;
 
 /// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
 pub const ND_COUNTER_COUNT: usize = 31;
-/// `NDS_ND_COUNTER_LAST`: the named ND counters.
-pub const ND_COUNTER_NAMED: usize = 14;
+/// `NDS_ND_COUNTER_LAST`: the named ND counters ([`NdCounter`]; 14 in 2.31).
+pub const ND_COUNTER_NAMED: usize = NdCounter::ALL.len();
 /// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
 pub const NC_COUNTER_COUNT: usize = 31;
 /// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
 pub const EXT_NC_COUNTER_COUNT: usize = 64;
 /// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
 pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
-/// Named EXT NC counters (31..=40).
-pub const EXT_NC_COUNTER_NAMED: usize = 10;
+/// Named EXT NC counters ([`NcCounter`] from 31 on; 31..=40 in 2.31).
+pub const EXT_NC_COUNTER_NAMED: usize = NcCounter::ALL.len() - NC_COUNTER_COUNT;
 /// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
 pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
 /// NeuronCores with a row in the ND/NC/EXT bands.
@@ -64,7 +64,6 @@ const _: () = assert!(EXT_NC_BASE_ELEM * 8 == region::EXT_NC_COUNTERS_OFF);
 const _: () = assert!(EXT_NC_DATA_BASE_ELEM * 8 == region::EXT_NC_DATA_OFF);
 const _: () = assert!(TOTAL_NC_COUNTER_COUNT == 95 && EXT_NC_DATA_COUNT == 96);
 const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
-const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
 const _: () = assert!(EXT_CORES == 12);
 
 wire_enum! {
@@ -141,11 +140,14 @@ wire_enum! {
 /// and the counters: [`crate::wire::nq::ErrorClass`].
 pub use crate::wire::nq::ErrorClass;
 
-const _: () = assert!(NdCounter::AggNeffId as usize + 1 == ND_COUNTER_NAMED);
+// The named counters are numbered densely from 0 and fit their bands; the
+// base NC band (31) is fully named.
+const _: () = assert!(NdCounter::ALL[ND_COUNTER_NAMED - 1] as usize + 1 == ND_COUNTER_NAMED);
+const _: () = assert!(ND_COUNTER_NAMED <= ND_COUNTER_COUNT);
 const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
-const _: () = assert!(
-    NcCounter::HwErrRepairableHbmUe as usize + 1 == NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
-);
+const _: () =
+    assert!(NcCounter::ALL[NcCounter::ALL.len() - 1] as usize + 1 == NcCounter::ALL.len());
+const _: () = assert!(EXT_NC_COUNTER_NAMED <= EXT_NC_COUNTER_COUNT);
 // §3: the error block is order-locked at 7..=12.
 const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
 const _: () =
