@@ -125,7 +125,6 @@ const _: () = assert!(region::MODEL_RECORDS_OFF + 5 * RECORD_SIZE == 0x1248);
 const _: () = assert!(
     mem_usage_off(MemLocation::Device, MemSlot::Scratchpad) + mem_off::CHUNK_COUNT == 0x218
 );
-const _: () = assert!(region::MODEL_RECORDS_SIZE == 43_008);
 
 #[cfg(target_pointer_width = "64")]
 mod c_mirror {
