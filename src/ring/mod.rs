@@ -1,4 +1,4 @@
-//! The XU execution queue protocol (seed 000 §1, §2, §5, §6): the three-cursor
+//! The XU execution queue protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9): the three-cursor
 //! SPSC ring, seq_id handles and completion waiters.
 //!
 //! `ring` is its own folder because the protocol is generic over where its
@@ -57,7 +57,7 @@ error_enum! {
         Mem(#[from] MemError) => "ring memory: {0}",
         /// The region is mapped read-only.
         ReadOnly => "ring memory is mapped read-only",
-        /// `scheduled_tail - exec_head >= capacity` (seed 000 §6): `NRT_QUEUE_FULL`.
+        /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
         Full => "queue full",
         /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
         /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
@@ -86,7 +86,7 @@ error_enum! {
             /// The refused handle.
             seq: SeqId,
         } => ("seq_id {:#x} not submitted", seq.0),
-        /// The slot at `exec_head` does not hold `exec_head`'s seq_id (§6 NOTE:
+        /// The slot at `exec_head` does not hold `exec_head`'s seq_id (docs/abi.md §1.9:
         /// the peek-time assert, here an error value).
         SlotMismatch {
             /// The seq_id the cursor says the slot must hold.

@@ -1,8 +1,8 @@
-//! `device_exec_request_t` (seed 000 §3, §7 item 4): the 52-byte block the
+//! `device_exec_request_t` (docs/abi.md §1.5): the 52-byte block the
 //! submit path stages into device DRAM, and the 0x38-byte request buffer the
 //! sequencer fetches (body + the 4-byte `cc_dma_increment` trailer at 0x34).
 //!
-//! Every field is a `uint32_t` (CORRECTION (ABI-1) in §3): a flag word, five
+//! Every field is a `uint32_t` (CORRECTION (ABI-1) in docs/abi.md §1.5): a flag word, five
 //! engine-address low words, five engine-address high words (two arrays, not
 //! interleaved `{lo,hi}` pairs), then two more flag words. A `#[repr(C)]`
 //! struct of thirteen `u32` is padding-free at exactly 52 bytes, so
@@ -18,7 +18,7 @@
 //! `reload_seq_config`/`load_act_dve_tables`; keeping it out of the type makes
 //! that mistake unrepresentable, and [`SIZE`] stays the body-copy length.
 //!
-//! Seed discrepancy: §3's pseudo-code loops `for i in 0..4` while its comment,
+//! Seed discrepancy: docs/abi.md §1.5's pseudo-code loops `for i in 0..4` while its comment,
 //! the prose and the byte offsets (five low words at 0x04..0x18, five high
 //! words at 0x18..0x2C) all say five engines PE, ACT, POOL, DVE, SP. The bytes
 //! win: [`DeviceExecRequest::with_engine_addresses`] fills all five.
@@ -29,7 +29,7 @@ use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
 wire_block! {
-    /// Layout of `device_exec_request_t` (seed 000 §7 item 4; all fields seed-stated).
+    /// Layout of `device_exec_request_t` (docs/abi.md §1.5; all fields seed-stated).
     pub LAYOUT: "device_exec_request_t", SIZE = 0x34, off {
         seed DO_MODEL_SWITCH "do_model_switch" = 0x00, 4;
         /// One low word per engine, [`super::Engine`] order.
@@ -61,7 +61,7 @@ const _: () = assert!(SIZE == 52 && CC_DMA_INCREMENT_OFF == SIZE);
 const _: () = assert!(off::ENG_ADDRESSES_HI - off::ENG_ADDRESSES_LO == 4 * NUM_ENGINES);
 
 wire_enum! {
-    /// A TPB engine, in the index order of the address arrays (seed 000 §3).
+    /// A TPB engine, in the index order of the address arrays (docs/abi.md §1.5).
     pub enum Engine(usize) {
         /// Processing engine.
         Pe = 0 => "PE",
@@ -124,7 +124,7 @@ impl DeviceExecRequest {
         r
     }
 
-    /// Split `addr` into the engine's low and high words (seed 000 §3:
+    /// Split `addr` into the engine's low and high words (docs/abi.md §1.5:
     /// `lo = addr & 0xFFFFFFFF`, `hi = addr >> 32`).
     pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
         self.eng_addresses_lo[engine.index()] = addr as u32;

@@ -1,7 +1,7 @@
-//! `xuq_exec_info_t` (seed 000 §1, §7 item 2): one 32-byte ring slot.
+//! `xuq_exec_info_t` (docs/abi.md §1.2, §1.3): one 32-byte ring slot.
 //!
 //! The producer writes `seq_id`, `exec_status`, `exec_info` and
-//! `mark_comp_efd = -1` (§6); a waiter later installs a real eventfd and
+//! `mark_comp_efd = -1` (docs/abi.md §1.9); a waiter later installs a real eventfd and
 //! `efd_from_pool` under `mark_comp_lock`; the consumer captures `seq_id`,
 //! `mark_comp_efd` and `efd_from_pool` before advancing `exec_head`. The
 //! 3-byte hole at +0x15..+0x18 is alignment padding: [`ExecSlot::emit`] never
@@ -22,7 +22,7 @@ use super::seq_id::SeqId;
 use super::{emit_fields, encode_fields, le, need, WireError};
 
 wire_block! {
-    /// Layout of `xuq_exec_info_t` (seed 000 §7 item 2; all fields seed-stated).
+    /// Layout of `xuq_exec_info_t` (docs/abi.md §1.3; all fields seed-stated).
     pub LAYOUT: "xuq_exec_info_t", SIZE = 32, off {
         seed SEQ_ID "seq_id" = 0x00, 8;
         /// `NRT_STATUS *` (8-byte pointer).
@@ -37,7 +37,7 @@ wire_block! {
     }
 }
 
-/// The "no waiter yet" sentinel for `mark_comp_efd` (seed 000 §1 QUIRK).
+/// The "no waiter yet" sentinel for `mark_comp_efd` (docs/abi.md §1.3).
 pub const NO_EFD: i32 = -1;
 
 /// One ring slot. `#[repr(C)]` so `offset_of!` proves the seed offsets (the
@@ -66,7 +66,7 @@ const _: () = assert!(offset_of!(ExecSlot, efd_from_pool) == off::EFD_FROM_POOL)
 const _: () = assert!(offset_of!(ExecSlot, exec_info) == off::EXEC_INFO);
 
 impl ExecSlot {
-    /// What `xuq_client_submit` writes (§6): the body with `mark_comp_efd = -1`.
+    /// What `xuq_client_submit` writes (docs/abi.md §1.9): the body with `mark_comp_efd = -1`.
     pub const fn submitted(seq_id: SeqId, exec_status: u64, exec_info: u64) -> ExecSlot {
         ExecSlot {
             seq_id,

@@ -1,4 +1,4 @@
-//! `tpb_execution_info_t` (seed 000 §4, §7 item 5): the 208-byte work item a
+//! `tpb_execution_info_t` (docs/abi.md §1.6): the 208-byte work item a
 //! slot's `exec_info` points at, and its 112-byte `infer_resp_t`
 //! completion-response area at +0x28.
 //!
@@ -73,7 +73,7 @@ wire_block! {
 }
 
 wire_block! {
-    /// Layout of `tpb_execution_info_t` (208 bytes, seed 000 §4 / §7 item 5),
+    /// Layout of `tpb_execution_info_t` (208 bytes, docs/abi.md §1.6 / §1.6),
     /// with `exec.resp` flattened so every absolute offset the seed states
     /// (+0x38, +0x90, +0x92) is a row. `type` is followed by 4 bytes of
     /// alignment, then the 200-byte union whose EXECUTE arm is `exec`.
@@ -130,7 +130,7 @@ pub const ERR_CLASS_MAX: u32 = ErrorClass::ALL.len() as u32;
 
 const _: () = assert!(ERR_CLASS_MAX == 6);
 const _: () = assert!(SIZE - EXEC == 200); // the union
-                                           // Our reading of the §4 discrepancy: resp is the 112 bytes from +0x28, it
+                                           // Our reading of the docs/abi.md §1.6 discrepancy: resp is the 112 bytes from +0x28, it
                                            // ends where wait_event_data starts, and the +0x90/+0x92 stores fall inside.
 const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
 const _: () = assert!(off::RESP + resp_off::TS_START == off::SUBMISSION_TS);
@@ -271,7 +271,7 @@ impl Timespec {
 }
 
 /// `infer_resp_t`: the per-execution result the worker fills at DONE
-/// (seed 000 §4 and §5: the fine-grained half of the result; the coarse
+/// (docs/abi.md §1.6 and §1.8: the fine-grained half of the result; the coarse
 /// status also travels through the slot's `exec_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct InferResp {

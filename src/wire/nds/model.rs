@@ -1,4 +1,4 @@
-//! The model record (seed 004 §5): `nds_model_node_data_internal`, 672 B,
+//! The model record (docs/abi.md §2.6): `nds_model_node_data_internal`, 672 B,
 //! `{hash, node_info (284 B), mem_usage[2][12] (384 B)}`, one per slot at
 //! `0x528 + slot * 672`, allocated through the u64 `model_bitmap` at 0x520.
 //!
@@ -26,7 +26,7 @@ use std::borrow::Cow;
 
 wire_block! {
     /// `nds_model_node_data_internal` with the mem-usage grid as one row
-    /// (seed 004 §5, §8 "MODEL slot 5 record"; member names as §8 prints
+    /// (docs/abi.md §2.6, §2.10 "MODEL slot 5 record"; member names as docs/abi.md §2.10 prints
     /// them, the `node_info.` prefix dropped). [`LAYOUT`] expands the grid.
     pub RECORD_HEAD_LAYOUT: "nds_model_node_data_internal", RECORD_SIZE = 0x2a0, off {
         seed HASH "hash" = 0x000, 4;
@@ -114,7 +114,7 @@ pub const fn mem_usage_off(loc: MemLocation, slot: MemSlot) -> usize {
     MEM_USAGE_OFF + (loc as usize * MEM_USAGE_SLOTS + slot as usize) * MEM_USAGE_INFO_SIZE
 }
 
-// Seed 004 §5: the record's composition; §8: slot 5 at 0x1248 and
+// docs/abi.md §2.6: the record's composition; docs/abi.md §2.10: slot 5 at 0x1248 and
 // mem_usage[1][3].chunk_count at record +0x218.
 const _: () = assert!(MEM_USAGE_LOCATIONS == 2 && MEM_USAGE_SLOTS == 12);
 const _: () = assert!(NODE_INFO_OFF + NODE_INFO_SIZE == MEM_USAGE_OFF);
@@ -221,7 +221,7 @@ const GRID_FIELDS: [Field; 2 * GRID_ELEMS] = with_grid(&[], 0);
 // The head's eighth row is the grid that RECORD_FIELDS expands.
 const _: () = assert!(RECORD_HEAD_LAYOUT.fields[7].offset == MEM_USAGE_OFF);
 
-/// Layout of `nds_model_node_data_internal` (member names as seed 004 §8
+/// Layout of `nds_model_node_data_internal` (member names as docs/abi.md §2.10
 /// prints them, the `node_info.` prefix dropped; the grid expanded).
 pub const LAYOUT: Block = Block {
     name: "nds_model_node_data_internal",
@@ -237,7 +237,7 @@ pub const MEM_USAGE_GRID_LAYOUT: Block = Block {
 };
 
 const _: () = assert!(LAYOUT.is_well_formed() && MEM_USAGE_GRID_LAYOUT.is_well_formed());
-// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (§8).
+// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (docs/abi.md §2.10).
 const _: () = assert!(RECORD_FIELDS[7 + 2 * 15 + 1].offset == 0x218);
 
 /// `nds_mem_usage_info`: one (location, slot) cell of the grid (16 B).

@@ -1,10 +1,10 @@
-//! The process-info records (seed 004 §6): `nds_process_info_internal`
+//! The process-info records (docs/abi.md §2.7): `nds_process_info_internal`
 //! (64 B at 0x4e0) with its three `nds_version_info` triples, and
 //! `nds_process_info_ext_internal` (260 B at 0xad28). Both begin with the
 //! FNV-1a-32 record hash ([`super::fnv`]).
 //!
 //! `framework_type` is a 4-byte field at record +4 with `tag[32]` at +8, as
-//! the seed's 2.31 debug info (DWARF) and its §8 example give. An older public
+//! the seed's 2.31 debug info (DWARF) and its docs/abi.md §2.10 example give. An older public
 //! runtime header declared a 1-byte `framework_type` with `tag` at +5; we
 //! follow the seed.
 //!
@@ -37,8 +37,8 @@ wire_block! {
 }
 
 wire_block! {
-    /// Layout of `nds_process_info_internal` (seed 004 §6, §8: the record at
-    /// 0x4e0; member names as §8 prints them, the `proc_info.` prefix dropped).
+    /// Layout of `nds_process_info_internal` (docs/abi.md §2.7, §2.10: the record at
+    /// 0x4e0; member names as docs/abi.md §2.10 prints them, the `proc_info.` prefix dropped).
     pub PROCESS_INFO_LAYOUT: "nds_process_info_internal", PROCESS_INFO_SIZE = 64, off {
         seed HASH "hash" = 0x00, 4;
         /// 4 bytes, per the 2.31 DWARF.
@@ -60,7 +60,7 @@ wire_block! {
 }
 
 wire_block! {
-    /// Layout of `nds_process_info_ext_internal` (seed 004 §6, §8: the
+    /// Layout of `nds_process_info_ext_internal` (docs/abi.md §2.7, §2.10: the
     /// record at 0xad28).
     pub PROCESS_INFO_EXT_LAYOUT: "nds_process_info_ext_internal", PROCESS_INFO_EXT_SIZE = 260, ext_off {
         seed HASH "hash" = 0x00, 4;

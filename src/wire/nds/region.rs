@@ -1,4 +1,4 @@
-//! The NDS region map (seed 004 §1, §9): ten contiguous rows from the header
+//! The NDS region map (docs/abi.md §2.2): ten contiguous rows from the header
 //! at 0 to the end of the EXT NC-data band at 67,200 (0x10680), at the head of
 //! a 262,144-byte slab whose tail this layout version leaves unused.
 //!
@@ -11,7 +11,7 @@
 //! The EXT section does not follow the running sum: it starts at
 //! `NDS_ALIGN(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD)` = 55,936, a
 //! position computed from a frozen legacy geometry (the `_OLD` constants),
-//! while its contents use the current counts (§1 "The EXT alignment hinge").
+//! while its contents use the current counts (docs/abi.md §2.2 "The EXT alignment hinge").
 //! The 11,348 bytes between the end of process-info-ext (44,588) and 55,936
 //! are the `ext_pad` row: unused by this layout version.
 
@@ -25,30 +25,30 @@ pub const SLAB_SIZE: usize = 262_144;
 pub const MODEL_SLOTS: usize = 64;
 
 wire_block! {
-    /// The region map (seed 004 §1) as a block: every row's start and size,
+    /// The region map (docs/abi.md §2.2) as a block: every row's start and size,
     /// contiguous from 0 to `NDS_REQUIRED_SIZE` (0x10680; `nds_open` refuses
     /// a mapping of `<= 0x1067f` bytes). The start consts are re-exported
     /// here (`region::HEADER_OFF`, ...).
     pub MAP_LAYOUT: "nds region map", REQUIRED_SIZE = 67_200, map_off {
-        /// `nds_header` (§2).
+        /// `nds_header` (docs/abi.md §2.3).
         seed HEADER_OFF "header" = 0x0, 8;
-        /// 31 x u64 per-NeuronDevice counters (§3).
+        /// 31 x u64 per-NeuronDevice counters (docs/abi.md §2.4).
         seed ND_COUNTERS_OFF "nd_counters" = 0x8, 248;
-        /// 4 cores x 31 x u64 (§3).
+        /// 4 cores x 31 x u64 (docs/abi.md §2.4).
         seed NC_COUNTERS_OFF "nc_counters" = 0x100, 992;
-        /// `nds_process_info_internal` (§6).
+        /// `nds_process_info_internal` (docs/abi.md §2.7).
         seed PROCESS_INFO_OFF "process_info" = 0x4e0, 64;
-        /// The u64 slot occupancy bitmap (§5).
+        /// The u64 slot occupancy bitmap (docs/abi.md §2.6).
         seed MODEL_BITMAP_OFF "model_bitmap" = 0x520, 8;
-        /// 64 x 672-byte `nds_model_node_data_internal` (§5).
+        /// 64 x 672-byte `nds_model_node_data_internal` (docs/abi.md §2.6).
         seed MODEL_RECORDS_OFF "model_records" = 0x528, 43_008;
-        /// `nds_process_info_ext_internal` (§6).
+        /// `nds_process_info_ext_internal` (docs/abi.md §2.7).
         seed PROCESS_INFO_EXT_OFF "process_info_ext" = 0xad28, 260;
         /// The gap up to the EXT section, unused in this layout version.
         seed EXT_PAD_OFF "ext_pad" = 0xae2c, 11_348;
-        /// Cores 0-3, counters 31..=94, 4 x 64 x u64 (§3).
+        /// Cores 0-3, counters 31..=94, 4 x 64 x u64 (docs/abi.md §2.4).
         seed EXT_NC_COUNTERS_OFF "ext_nc_counters" = 0xda80, 2048;
-        /// Cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (§3).
+        /// Cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (docs/abi.md §2.4).
         seed EXT_NC_DATA_OFF "ext_nc_data" = 0xe280, 9216;
     }
 }
@@ -58,7 +58,7 @@ pub use map_off::{
     MODEL_RECORDS_OFF, NC_COUNTERS_OFF, ND_COUNTERS_OFF, PROCESS_INFO_EXT_OFF, PROCESS_INFO_OFF,
 };
 
-/// The region map (seed 004 §1) in offset order.
+/// The region map (docs/abi.md §2.2) in offset order.
 pub const MAP: [Span; 10] = spans(&MAP_LAYOUT);
 /// The `nd_counters` row.
 pub const ND_COUNTERS: Span = MAP[1];
@@ -84,7 +84,7 @@ const fn spans<const N: usize>(block: &Block) -> [Span; N] {
 }
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
-/// seed 004 §1 "The macro chain"), re-evaluated from the block sizes.
+/// docs/abi.md §2.2 "The macro chain"), re-evaluated from the block sizes.
 ///
 /// Names the seed prints are kept verbatim. The seed's tables with the
 /// process-info/model macro names were lost, so those names
@@ -129,7 +129,7 @@ pub mod chain {
     /// Size of `nds_process_info_ext_internal` (name ours).
     pub const NDS_PROCESS_INFO_EXT_SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
     /// End of process-info-ext by the running sum; must equal
-    /// [`NDS_EXT_OFFSET_OLD`] (§1: "44588 == 44588").
+    /// [`NDS_EXT_OFFSET_OLD`] (docs/abi.md §2.2: "44588 == 44588").
     pub const NDS_PROCESS_INFO_EXT_END: usize =
         NDS_PROCESS_INFO_EXT_START + NDS_PROCESS_INFO_EXT_SIZE;
 
@@ -168,7 +168,7 @@ pub mod chain {
     pub const NDS_REQUIRED_SIZE: usize =
         NDS_EXT_NEURONCORE_NC_DATA_START + NDS_EXT_NEURONCORE_NC_DATA_SIZE;
 
-    // Seed 004 §1: the intermediate values the seed prints.
+    // docs/abi.md §2.2: the intermediate values the seed prints.
     const _: () = assert!(NDS_ND_COUNTERS_SIZE == 248);
     const _: () = assert!(NDS_NEURONCORE_COUNTERS_SIZE == 992);
     const _: () = assert!(NDS_PROCESS_INFO_EXT_END == NDS_EXT_OFFSET_OLD);
@@ -187,7 +187,7 @@ pub mod chain {
     const _: () = assert!(nds_align(55_884) == 55_936 && nds_align(57_984) == 57_984);
 }
 
-// Every start and size equals the macro chain (§1, §9 three-way agreement:
+// Every start and size equals the macro chain (docs/abi.md §2.2 three-way agreement:
 // the literal rows above, the chain, the block sizes the chain sums).
 const _: () = assert!(HEADER_OFF == chain::NDS_HEADER_START);
 const _: () = assert!(ND_COUNTERS_OFF == chain::NDS_ND_COUNTERS_START);
@@ -213,12 +213,12 @@ const _: () = assert!(EXT_NC_DATA.size == chain::NDS_EXT_NEURONCORE_NC_DATA_SIZE
 const _: () = assert!(REQUIRED_SIZE == 0x10680);
 const _: () = assert!(SLAB_SIZE == 0x40000 && REQUIRED_SIZE <= SLAB_SIZE);
 const _: () = assert!(MODEL_SLOTS == u64::BITS as usize);
-// The u64 regions are naturally aligned (§3: plain aligned 8-byte loads).
+// The u64 regions are naturally aligned (docs/abi.md §2.4: plain aligned 8-byte loads).
 const _: () = assert!(ND_COUNTERS_OFF % 8 == 0 && NC_COUNTERS_OFF % 8 == 0);
 const _: () = assert!(MODEL_BITMAP_OFF % 8 == 0);
 const _: () = assert!(EXT_NC_COUNTERS_OFF % 64 == 0 && EXT_NC_DATA_OFF % 64 == 0);
 
-/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (§5).
+/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (docs/abi.md §2.6).
 pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
     if slot < MODEL_SLOTS {
         Ok(MODEL_RECORDS_OFF + slot * model::RECORD_SIZE)
