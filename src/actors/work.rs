@@ -529,7 +529,7 @@ impl ItemPool {
             Ok(info) => info,
             Err(_) => {
                 let ty = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                return Err(if WorkType::from_u32(ty).is_none() {
+                return Err(if WorkType::from_index(ty).is_none() {
                     BadItem::UnknownType(ty)
                 } else {
                     BadItem::Unparsable
