@@ -595,8 +595,11 @@ fn run_to(built: xunds::system::builder::Built<FakeHal>, completions: u64, refus
     for d in daemons {
         r.add_daemon(d);
     }
+    let mut steps = 0u32;
     r.run_until(&mut NullTrace, |_| {
+        steps += 1;
         let (c, f) = shared.pub_stats.applied();
+        assert!(steps < 1_000_000, "stuck at ({c}, {f}) applied");
         c >= completions && f >= refusals
     })
     .unwrap();
@@ -614,7 +617,11 @@ fn run_to(built: xunds::system::builder::Built<FakeHal>, completions: u64, refus
 /// free list, no staging slot (request buffer) is taken.
 fn assert_whole(shared: &xunds::system::builder::Shared<FakeHal>, what: &str) {
     let mut lane = shared.lanes[0].lock().unwrap();
-    assert_eq!(lane.free_items(), lane.pool().len(), "{what}: item free list");
+    assert_eq!(
+        lane.free_items(),
+        lane.pool().len(),
+        "{what}: item free list"
+    );
     assert_eq!(lane.stager().in_flight(), Ok(0), "{what}: staging slots");
 }
 
@@ -667,7 +674,11 @@ fn funnel_failure_exits_return_the_item() {
             lane.fail_next(at);
             let r = lane.schedule(request(&model, &x, None), &mut cx);
             assert_eq!(r, Err(refused), "{at:?}");
-            assert_eq!(lane.free_items(), pool - held, "{at:?}: items after the exit");
+            assert_eq!(
+                lane.free_items(),
+                pool - held,
+                "{at:?}: items after the exit"
+            );
             let staged = u32::from(at != FunnelEvent::StageFailed);
             assert_eq!(lane.stager().in_flight(), Ok(staged), "{at:?}: staged");
             lane.schedule(request(&model, &x, Some(Arc::clone(&cell))), &mut cx)
@@ -686,7 +697,11 @@ fn funnel_failure_exits_return_the_item() {
         assert_whole(&shared, &format!("{at:?}"));
         // The submit-failed request ran on the device (one NQ record per
         // engine of the model), its records matched nothing.
-        assert_eq!(stray > 0, at == FunnelEvent::SubmitFailed, "{at:?}: {stray}");
+        assert_eq!(
+            stray > 0,
+            at == FunnelEvent::SubmitFailed,
+            "{at:?}: {stray}"
+        );
         assert_eq!(shared.queues[0].in_flight(), 0, "{at:?}: drained");
     }
 }
