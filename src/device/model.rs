@@ -564,8 +564,8 @@ impl ModelImage {
     }
 }
 
-/// A fault planted in the example model, for fault tests (docs/design.md
-/// "Instruction format", fault injection).
+/// A fault planted in the example model, for fault tests (docs/abi.md
+/// §1.15, fault injection).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inject {
     /// `RAISE class` at the top of `engine`'s block (after the prologue).
