@@ -2,7 +2,8 @@
 //!
 //! `cargo bench --bench xunds [-- FILTER]` runs every group whose name
 //! contains FILTER. Each group prints its own rows and the ratio against its
-//! peer; the README copies the table and this command.
+//! peer, under a line naming the host (CPU model, family/model, CPUs) and the
+//! load average; the README copies the table and this command, per host.
 
 mod harness;
 mod nds;
@@ -29,9 +30,15 @@ fn main() {
         ("ring_overhead", ring::overhead),
         ("pipeline", pipeline::pipeline),
     ];
+    println!("host: {}", harness::host());
     for (name, run) in groups {
         if name.contains(filter.as_str()) {
             println!("## {name}");
+            println!(
+                "  host: {}; load average (1 min) at start: {}",
+                harness::host(),
+                harness::load1()
+            );
             run();
         }
     }
