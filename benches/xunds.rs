@@ -5,6 +5,7 @@
 //! peer, under a line naming the host (CPU model, family/model, CPUs) and the
 //! load average; the README copies the table and this command, per host.
 
+mod engine;
 mod harness;
 mod nds;
 mod pipeline;
@@ -28,6 +29,7 @@ fn main() {
         ("ring_roundtrip", ring::roundtrip),
         ("ring_blocking", ring::blocking),
         ("ring_overhead", ring::overhead),
+        ("engine_matmul", engine::engine),
         ("pipeline", pipeline::pipeline),
     ];
     println!("host: {}", harness::host());

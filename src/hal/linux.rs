@@ -159,6 +159,20 @@ impl Hal for LinuxHal {
         Ok(())
     }
 
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        check(r, off, out.len() * 4, 4)?;
+        self.region(r)?
+            .load_u32s(off, out)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        check(r, off, vals.len() * 4, 4)?;
+        self.region(r)?
+            .store_u32s(off, vals)
+            .map_err(|e| mem_err(r, e))
+    }
+
     fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
         check(r, off, 4, 4)?;
         self.region(r)?

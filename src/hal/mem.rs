@@ -336,6 +336,41 @@ impl Region {
         Ok(())
     }
 
+    /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
+    /// a Relaxed atomic load; the range is checked once.
+    pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
+        let p = self
+            .check(off, out.len() * 4, 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, w) in out.iter_mut().enumerate() {
+            // SAFETY: `i < out.len()`, so word `i` is inside the checked,
+            // 4-aligned range, mapped while `self` lives. Only Relaxed atomic
+            // loads go through the reference (allowed on read-only pages too,
+            // as in `load_u32`); the protocols access each shared word with
+            // one width only (as in `atomic_u64`).
+            *w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Store `vals` as consecutive u32 words at `off` (4-aligned), each a
+    /// Relaxed atomic store (writable mappings only); the range is checked
+    /// once.
+    pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
+        let p = self
+            .check_writable(off, vals.len() * 4, 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, &v) in vals.iter().enumerate() {
+            // SAFETY: `i < vals.len()`: word `i` is inside the checked,
+            // 4-aligned range of a writable mapping (checked) that `self`
+            // keeps mapped; accessed atomically only (as in `atomic_u32`).
+            unsafe { &*p.add(i) }.store(v, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;
