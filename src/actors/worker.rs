@@ -498,7 +498,9 @@ impl<H: Hal> WorkerActor<H> {
                         .unwrap_or_default(),
                 ),
             };
-            latency_total = now.saturating_sub(item.submitted).as_u64();
+            let ts_end = Timespec::from_nanos(now.as_u64());
+            // The response's two timestamps (below) give the latency.
+            latency_total = response_latency_ns(ts_start, ts_end);
             let mut num_outputs = 0;
             if status == NrtStatus::SUCCESS {
                 if let Some(model) = item.model.as_ref() {
@@ -546,7 +548,7 @@ impl<H: Hal> WorkerActor<H> {
                 nq_errors: u32::from(class.is_some()),
                 nq_records: records,
                 ts_start,
-                ts_end: Timespec::from_nanos(now.as_u64()),
+                ts_end,
                 device_start_ns: dev_start,
                 device_end_ns: dev_start + dev_cycles,
                 mac_count: macs,
@@ -746,4 +748,13 @@ impl<H: Hal> Actor for WorkerActor<H> {
     fn next_deadline(&self) -> Option<Nanos> {
         self.cur.map(|c| c.deadline).filter(|&d| d != Nanos::MAX)
     }
+}
+
+/// An execution's submission-to-completion latency from its response's
+/// timestamps (`infer_resp_t` `ts_end - ts_start`, docs/abi.md, work item):
+/// the one place the worker's latency histogram, the NDS `LATENCY_TOTAL`
+/// counter and `xunds run`'s p50/p99/p999/max come from. A response whose
+/// end precedes its start (a corrupt item) counts 0.
+pub fn response_latency_ns(ts_start: Timespec, ts_end: Timespec) -> u64 {
+    u64::try_from(ts_end.as_nanos() - ts_start.as_nanos()).unwrap_or(0)
 }

@@ -36,6 +36,10 @@ flags:
   --timeout-ms T     execution timeout from submission (default 1000; 2 ms
                      virtual when deterministic)
   --ring R           XU ring slots per core (default 32; 1..=32)
+  --model KIND       mlp (the example MLP, default) or null (one instruction,
+                     no MACs: the host path alone)
+  --rate R           open loop: R executions per second, Poisson arrivals from
+                     --seed (default: closed loop, as fast as the rings allow)
   --json             print one JSON object instead of the summary
 
 --faults SPEC: comma-separated KIND@TRIGGER[/coreN]
@@ -85,6 +89,18 @@ fn parse(args: &[String]) -> Result<(JobConfig, bool), String> {
             "--faults" => {
                 cfg.faults = FaultSpec::parse(it.next().ok_or("--faults needs a spec")?)
                     .map_err(|e| e.to_string())?
+            }
+            "--model" => {
+                cfg.model = job::ModelKind::parse(it.next().ok_or("--model needs mlp or null")?)
+                    .map_err(|e| e.to_string())?
+            }
+            "--rate" => {
+                cfg.rate = Some(
+                    it.next()
+                        .ok_or("--rate needs a value")?
+                        .parse::<f64>()
+                        .map_err(|_| "--rate: not a number")?,
+                )
             }
             "--deterministic" => cfg.deterministic = true,
             "--json" => json = true,
@@ -166,8 +182,11 @@ pub fn to_json(r: &JobReport) -> Json {
             Json::obj()
                 .with("p50", r.latency.quantile(0.5))
                 .with("p99", r.latency.quantile(0.99))
+                .with("p999", r.latency.quantile(0.999))
                 .with("max", r.latency.max()),
         )
+        .with("model", r.model.name())
+        .with("rate", r.rate.map_or(Json::Null, Json::from))
         .with("slab", r.slab.display().to_string())
         .with("vncs", r.vncs)
         .with("models", r.models)
@@ -229,8 +248,15 @@ pub fn summary(r: &JobReport) -> String {
     };
     let _ = writeln!(
         s,
-        "xunds run: {} executions, {} cores, {} models, {mode}, faults: {}",
-        r.executions, r.vncs, r.models, r.faults
+        "xunds run: {} executions, {} cores, {} models ({}), {mode}, {}, faults: {}",
+        r.executions,
+        r.vncs,
+        r.models,
+        r.model.name(),
+        r.rate.map_or("closed loop".to_string(), |x| format!(
+            "open loop at {x} exec/s (Poisson)"
+        )),
+        r.faults
     );
     let _ = writeln!(
         s,
@@ -241,9 +267,10 @@ pub fn summary(r: &JobReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  latency (submit -> completion): p50 {}  p99 {}  max {}",
+        "  latency (response ts_end - ts_start): p50 {}  p99 {}  p999 {}  max {}",
         ms(r.latency.quantile(0.5)),
         ms(r.latency.quantile(0.99)),
+        ms(r.latency.quantile(0.999)),
         ms(r.latency.max())
     );
     let _ = writeln!(
