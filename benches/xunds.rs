@@ -31,6 +31,8 @@ fn main() {
         ("ring_overhead", ring::overhead),
         ("engine_matmul", engine::engine),
         ("pipeline", pipeline::pipeline),
+        ("pipeline_null", pipeline::pipeline_null),
+        ("host_stages", pipeline::host_stages),
     ];
     println!("host: {}", harness::host());
     for (name, run) in groups {

@@ -371,6 +371,40 @@ impl Region {
         Ok(())
     }
 
+    /// Copy whole words out as little-endian bytes: `out.len()` (a
+    /// multiple of 4) bytes from `off` (4-aligned), one Relaxed atomic load
+    /// per word; the range is checked once.
+    pub fn copy_out_words(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
+        let p = self
+            .check(off, out.len(), 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+            // SAFETY: as in `load_u32s`: word `i` lies inside the checked,
+            // 4-aligned range (`chunks_exact` yields `out.len() / 4` words).
+            let w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    /// Copy whole words in from little-endian bytes: `data.len()` (a
+    /// multiple of 4) bytes to `off` (4-aligned), one Relaxed atomic store
+    /// per word (writable mappings only); the range is checked once.
+    pub fn copy_in_words(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
+        let p = self
+            .check_writable(off, data.len(), 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, chunk) in data.chunks_exact(4).enumerate() {
+            let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            // SAFETY: as in `store_u32s`: word `i` lies inside the checked,
+            // 4-aligned range of a writable mapping.
+            unsafe { &*p.add(i) }.store(w, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;
