@@ -1152,15 +1152,13 @@ fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     if pc % 4 != 0 {
         return Err(EngineFault::Misaligned { pc, pa: pc });
     }
+    // The last word's address must not overflow; then one range read (its
+    // fault names the first refused word, as word-by-word reads would).
+    pc.checked_add(4 * (INSN_WORDS as u64 - 1))
+        .ok_or(EngineFault::AddressOverflow { pc })?;
     let mut w = [0u32; INSN_WORDS];
-    for (i, wi) in w.iter_mut().enumerate() {
-        let pa = pc
-            .checked_add(4 * i as u64)
-            .ok_or(EngineFault::AddressOverflow { pc })?;
-        *wi = mem
-            .read_u32(pa)
-            .map_err(|fault| EngineFault::Memory { pc, fault })?;
-    }
+    mem.read_u32s(pc, &mut w)
+        .map_err(|fault| EngineFault::Memory { pc, fault })?;
     Insn::decode(&w).map_err(|err| EngineFault::Decode { pc, err })
 }
 
