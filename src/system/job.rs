@@ -95,7 +95,7 @@ pub enum ModelKind {
     #[default]
     Mlp,
     /// The null model: one instruction, no MACs
-    /// ([`null_model`](crate::device::model::null_model)); measures the
+    /// ([`null_model`]); measures the
     /// host path.
     Null,
 }
