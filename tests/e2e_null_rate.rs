@@ -78,3 +78,15 @@ fn bad_rates_are_refused() {
     assert!(ModelKind::parse("resnet").is_err());
     assert_eq!(ModelKind::parse("null").unwrap(), ModelKind::Null);
 }
+
+#[test]
+fn a_deterministic_null_run_names_its_model_in_the_trace_header() {
+    let null = JobConfig {
+        model: ModelKind::Null,
+        deterministic: true,
+        ..JobConfig::default()
+    };
+    assert!(null.header_config().contains(" model=null "));
+    // The default model writes no token: MLP traces keep their bytes.
+    assert!(!JobConfig::default().header_config().contains("model="));
+}

@@ -166,8 +166,13 @@ impl JobConfig {
 
     /// The trace header's config tokens (everything replay needs).
     pub fn header_config(&self) -> String {
+        // The model only when not the default, so MLP traces keep their bytes.
+        let model = match self.model {
+            ModelKind::Mlp => String::new(),
+            other => format!(" model={}", other.name()),
+        };
         format!(
-            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS} {}",
+            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS}{model} {}",
             self.executions,
             self.vncs,
             self.models,
@@ -201,6 +206,11 @@ impl JobConfig {
             timeout_ns: Some(num(h, "timeout_ns")?),
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
+            model: h
+                .config_value("model")
+                .map(ModelKind::parse)
+                .transpose()?
+                .unwrap_or_default(),
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {
