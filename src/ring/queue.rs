@@ -657,8 +657,8 @@ fn derive_cold(
     derive(seq_num, exec_head, scheduled_head, scheduled_tail)
 }
 
-/// Refreshes in a row finding one or two items (and never an empty ring)
-/// after which the worker slips ([`Worker::refresh`]).
+/// Refreshes in a row finding one or two items, each after a few empty
+/// polls, after which the worker slips ([`Worker::refresh`]).
 const LOCKSTEP_STREAK: u32 = 8;
 
 /// Empty refreshes before an item that still count as lockstep (a lone
@@ -1067,8 +1067,8 @@ pub struct Worker<T: Payload, S: Storage> {
     head_idx: usize,
     /// Last `scheduled_head` we observed.
     cached_sched_head: u64,
-    /// Refreshes in a row that found only one or two new items and no empty
-    /// ring in between: the sign of lockstep ([`Worker::refresh`]).
+    /// Refreshes in a row that found only one or two new items after a few
+    /// empty polls: the sign of lockstep ([`Worker::refresh`]).
     streak: u32,
     /// Refreshes in a row that found the ring empty.
     empties: u32,
@@ -1113,8 +1113,10 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     /// (the worker's read, then the producer's next write to the same
     /// line): both sides stall on every item (~100 ns on a 2-vCPU EPYC)
     /// instead of running ahead (~5 ns). After [`LOCKSTEP_STREAK`] such
-    /// refreshes in a row, with no empty ring in between (a lone round trip
-    /// always sees one, so its latency is untouched), the worker stays off
+    /// refreshes in a row, each after one to [`LOCKSTEP_EMPTIES`] empty
+    /// polls (a lone round trip waits far longer, so its latency is
+    /// untouched; a worker that finds an item without polling at all was
+    /// busy elsewhere and is not counted), the worker stays off
     /// the shared lines for [`SLIP_SPINS`] spin hints, letting the producer
     /// get whole lines ahead, and reads again.
     #[inline(always)]
@@ -1132,6 +1134,12 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         let waited = core::mem::take(&mut self.empties);
         if fresh > 2 || waited > LOCKSTEP_EMPTIES {
             self.streak = 0;
+            return;
+        }
+        if waited == 0 {
+            // Came back from other work and found an item waiting: a busy
+            // worker (the pipeline's, harvesting between pops), not one
+            // spinning on the producer's lines. No evidence either way.
             return;
         }
         self.streak += 1;
