@@ -1,4 +1,4 @@
-//! Exhaustive counter addressing at the writer level (seed 004 §3, §4): every
+//! Exhaustive counter addressing at the writer level (docs/abi.md §2.4, §2.5): every
 //! (core, counter) pair in 0..=255 x 0..=255 and every ND index in 0..=255.
 //! A valid pair lands inside its band (the 0x100 band for cores 0-3 and
 //! counters 0-30, the 0xda80 EXT band for cores 0-3 and counters 31-94, the
@@ -107,7 +107,7 @@ fn every_nd_index_lands_in_the_nd_band_or_is_einval() {
                 assert!(off >= ND_COUNTERS_OFF && off + 8 <= ND_COUNTERS_OFF + ND_COUNTERS_SIZE);
                 assert!(seen.insert(off));
                 if i == 3 {
-                    // FEATURE_BITMAP: OR only (seed 004 §3).
+                    // FEATURE_BITMAP: OR only (docs/abi.md §2.4).
                     assert_eq!(w.add(c, 1).unwrap_err().errno(), 22);
                     w.or(c, 1);
                 } else {

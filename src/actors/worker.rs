@@ -1,4 +1,4 @@
-//! The Worker: one per core (seed 000 §4 QUIRK, §5, §6; `fsm::worker`).
+//! The Worker: one per core (docs/abi.md §1.6, §1.8, §1.9; `fsm::worker`).
 //!
 //! It sleeps on its has-work eventfd when nothing is triggered (it never
 //! spins), peeks the slot at `exec_head`, harvests the NQ records of that
@@ -751,7 +751,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
 }
 
 /// An execution's submission-to-completion latency from its response's
-/// timestamps (`infer_resp_t` `ts_end - ts_start`, docs/abi.md, work item):
+/// timestamps (`infer_resp_t` `ts_end - ts_start`, docs/abi.md §1.7):
 /// the one place the worker's latency histogram, the NDS `LATENCY_TOTAL`
 /// counter and `xunds run`'s p50/p99/p999/max come from. A response whose
 /// end precedes its start (a corrupt item) counts 0.

@@ -1,4 +1,4 @@
-//! UDMA descriptor rings (SPEC-NOTES.md "UDMA descriptors").
+//! UDMA descriptor rings (docs/abi.md §1.11).
 //!
 //! A core's request queue is a pair of rings of equal length, M2S (source)
 //! and S2M (destination). One copy is one M2S descriptor plus one S2M
@@ -35,7 +35,7 @@ use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
 
 /// One side's position in a descriptor ring: the slot it is at, the ring id
 /// that slot carries on this lap (1 on the first, stepping by 1 mod 4 at
-/// each wrap; SPEC-NOTES.md) and how many descriptors it has passed
+/// each wrap; docs/abi.md §1.11) and how many descriptors it has passed
 /// (wrapping).
 #[derive(Clone, Copy, Debug)]
 struct Lap {
@@ -174,7 +174,7 @@ impl QueueProducer {
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
         // Ordering: Acquire pairs with the DMA engine's Release stores of
         // M2S_HEAD/S2M_HEAD in `DmaEngine::step` after it read the slots, so
-        // they may be overwritten (SPEC-NOTES.md "UDMA descriptors": the ring
+        // they may be overwritten (docs/abi.md §1.11: the ring
         // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
@@ -202,7 +202,7 @@ impl QueueProducer {
     }
 
     /// Ring the doorbell for `n` appended pairs: add `n` to the S2M tail
-    /// increment, then to the M2S one (SPEC-NOTES.md: S2M before M2S).
+    /// increment, then to the M2S one (docs/abi.md §1.11: S2M before M2S).
     pub fn doorbell<H: Hal + ?Sized>(&self, hal: &H, n: u32) -> Result<(), DmaError> {
         hal.tail_inc(self.regs, reg::S2M_TAIL_INC, n)?;
         hal.tail_inc(self.regs, reg::M2S_TAIL_INC, n)?;
@@ -489,8 +489,8 @@ impl DmaEngine {
         let regs = map.regs[usize::from(self.core)];
         // Ordering: Acquire pairs with the host's Release fetch_add in
         // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
-        // descriptor appended before it is visible (seed 000 §3 "device
-        // publish boundary"; SPEC-NOTES.md "UDMA descriptors", tail increment).
+        // descriptor appended before it is visible (docs/abi.md §1.5 "device
+        // publish boundary"; docs/abi.md §1.11, tail increment).
         let tails = (
             hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
             hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
@@ -558,7 +558,7 @@ impl DmaEngine {
                 self.s2m.advance();
                 // Ordering: Release pairs with the host's Acquire loads in
                 // `QueueProducer::free`: the slots are read, reuse is safe
-                // (SPEC-NOTES.md "UDMA descriptors").
+                // (docs/abi.md §1.11).
                 let ok = hal
                     .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
                     .and_then(|()| {
@@ -634,13 +634,13 @@ impl DmaEngine {
                     // Ordering: Release pairs with the sequencer's Acquire
                     // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
                     // body copied into DMEM by the earlier pair is visible
-                    // (seed 000 §3: the tail-inc pair is the publish).
+                    // (docs/abi.md §1.5: the tail-inc pair is the publish).
                     hal.fetch_add_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT in `Sequencer::execute` (seed 000 §3:
+                    // load of SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.5:
                     // the evt-poke pair, "new config is ready").
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;

@@ -1,5 +1,5 @@
 //! The engines' instruction format (ours: the real TPB instruction set is not
-//! public; docs/design.md "Instruction format").
+//! public; docs/abi.md §1.15).
 //!
 //! Every instruction is [`INSN_BYTES`] = 32 bytes: eight little-endian `u32`
 //! words. Word 0 is the header (opcode, flags, base selects, a reserved byte);

@@ -89,7 +89,7 @@ pub mod reg {
     /// Descriptors consumed from the S2M ring.
     pub const S2M_HEAD: usize = 0x0C;
     /// The sequencer's request tail increment: the third trigger pair's S2M
-    /// half writes 1 here, which adds 1 (the publish, seed 000 §3).
+    /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.5).
     pub const SEQ_TAIL_INC: usize = 0x10;
     /// The request-load event: the second trigger pair writes 1 here.
     pub const SEQ_EVENT: usize = 0x14;

@@ -1,4 +1,4 @@
-//! The simulated device (seed 000 §3, §6): UDMA descriptor rings, request
+//! The simulated device (docs/abi.md §1.5, §1.9): UDMA descriptor rings, request
 //! staging, the sequencer and its engines executing our small instruction
 //! format on device memory, and the NQ records it writes back. Its own folder
 //! because it is the far side of the HAL: it plays the hardware.

@@ -103,7 +103,7 @@ pub struct MemUsage {
 
 impl MemUsage {
     /// In NDS mem-usage slot order: CODE, TENSORS, CONSTANTS, SCRATCHPAD
-    /// (SPEC-NOTES.md "Model-record mem-usage slots").
+    /// (docs/abi.md §2.6).
     pub const fn as_array(&self) -> [u64; 4] {
         [self.code, self.tensors, self.constants, self.scratchpad]
     }

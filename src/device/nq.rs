@@ -1,4 +1,4 @@
-//! Notification-queue rings (SPEC-NOTES.md "Notification queues"; the entry
+//! Notification-queue rings (docs/abi.md §1.13; the entry
 //! format is ours, [`crate::wire::nq`]).
 //!
 //! Each core has one NQ ring per engine. The device writes 16-byte records
@@ -128,7 +128,7 @@ impl NqWriter {
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
         let l = &self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
-        // NQ_HEAD (SPEC-NOTES.md "Notification queues"; the head register is
+        // NQ_HEAD (docs/abi.md §1.13; the head register is
         // ours).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
         Ok(l.len.saturating_sub(l.count.wrapping_sub(head)))
@@ -145,12 +145,12 @@ impl NqWriter {
         let l = &mut self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD after it read the slots: they may be overwritten
-        // (SPEC-NOTES.md "Notification queues").
+        // (docs/abi.md §1.13).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
         if l.count.wrapping_sub(head) >= l.len {
             // Ordering: Release pairs with `Harvester::poll`'s Acquire load
             // of NQ_OVERFLOWS, which then reports the overflow (ours: the
-            // EXEC_SW_NQ_OVERFLOW path, SPEC-NOTES.md status table).
+            // EXEC_SW_NQ_OVERFLOW path, docs/abi.md §3 status table).
             hal.fetch_add_u32(l.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
             return Ok(Err(Overflow {
                 engine: l.engine,
@@ -233,7 +233,7 @@ impl NqReader {
         l.advance();
         // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
         // `NqWriter::push`/`free`: the slot has been read and may be reused
-        // (SPEC-NOTES.md "Notification queues").
+        // (docs/abi.md §1.13).
         hal.store_u32(l.regs, l.head_reg(), l.count, Ordering::Release)?;
         match res {
             Ok(e) => Ok(Some(e)),
@@ -388,7 +388,7 @@ pub struct Harvester<H> {
     regs: RegionHandle,
     pending: VecDeque<Pending>,
     /// Records of executions not expected yet (the device may finish before
-    /// the worker learns of the execution: seed 000 §6 publishes to the
+    /// the worker learns of the execution: docs/abi.md §1.9 publishes to the
     /// device first).
     early: VecDeque<NqEntry>,
     /// Scratch for `expect` (swapped with `early`).
@@ -491,7 +491,7 @@ impl<H: Hal> Harvester<H> {
             }
         }
         // Ordering: Acquire pairs with `NqWriter::push`'s Release fetch_add
-        // of NQ_OVERFLOWS (SPEC-NOTES.md status table: EXEC_SW_NQ_OVERFLOW).
+        // of NQ_OVERFLOWS (docs/abi.md §3 status table: EXEC_SW_NQ_OVERFLOW).
         let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
         if overflows != self.overflows_seen {
             self.overflows_seen = overflows;

@@ -40,7 +40,7 @@ use std::os::fd::RawFd;
 pub use crate::sync::atomic::Ordering;
 pub use eventfd::Wait;
 
-/// Direction of a UDMA ring (SPEC-NOTES.md: each queue pairs an M2S and an
+/// Direction of a UDMA ring (docs/abi.md §1.11: each queue pairs an M2S and an
 /// S2M ring of the same length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dir {
@@ -402,7 +402,7 @@ pub trait Hal: Send + Sync {
     /// device once it sees the new tail). Returns the new running total.
     fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
         // Ordering: Release pairs with the device's Acquire load of the same
-        // tail register (seed 000 §3 "device publish boundary", §6 GOTCHA).
+        // tail register (docs/abi.md §1.10 "device publish boundary").
         Ok(self
             .fetch_add_u32(regs, off, n, Ordering::Release)?
             .wrapping_add(n))

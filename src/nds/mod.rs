@@ -1,4 +1,4 @@
-//! The NDS datastore protocol (seed 004): slab memory backings, the
+//! The NDS datastore protocol (docs/abi.md §2): slab memory backings, the
 //! publisher-side writer and the read-only reader with the FNV-1a record hash
 //! protocol. Its own folder because, like the ring, the protocol is generic
 //! over where its words live (a real `MAP_SHARED` slab or a heap backing for
@@ -62,10 +62,10 @@ pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
 
 /// `EINVAL`: what the seed's accessors return for a bad index or header.
 pub const EINVAL: i32 = 22;
-/// `ENOSPC`: all 64 model slots are taken (seed 004 §5).
+/// `ENOSPC`: all 64 model slots are taken (docs/abi.md §2.6).
 pub const ENOSPC: i32 = 28;
 
-// Seed 004 §4: the accessors return -EINVAL as `0xffffffea`.
+// docs/abi.md §2.5: the accessors return -EINVAL as `0xffffffea`.
 const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);
 
 /// Why a datastore operation was refused.
@@ -74,13 +74,13 @@ const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);
 pub enum NdsError {
     /// An operating-system call (open, mmap, ...) failed.
     Io(io::Error),
-    /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes); seed 004
-    /// §1: `nds_open` refuses `<= 0x1067f`.
+    /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes);
+    /// docs/abi.md §2.2: `nds_open` refuses `<= 0x1067f`.
     TooSmall {
         /// The mapping's length.
         len: usize,
     },
-    /// The header is still zero after the one retry (seed 004 §2): the
+    /// The header is still zero after the one retry (docs/abi.md §2.3): the
     /// producer has not committed, or the slab was released.
     NotCommitted,
     /// The header's signature is not `"nds\0"`: not an NDS slab.
@@ -89,7 +89,7 @@ pub enum NdsError {
         word: u64,
     },
     /// The signature matches but the layout version is not 100000; the
-    /// regions must not be parsed (seed 004 §2).
+    /// regions must not be parsed (docs/abi.md §2.3).
     BadVersion {
         /// The version found.
         version: i32,
@@ -103,9 +103,9 @@ pub enum NdsError {
     /// An index (core, counter, slot) outside its band, or bytes the wire
     /// layer refused: `EINVAL`.
     Invalid(WireError),
-    /// `FEATURE_BITMAP` is written only with OR (seed 004 §3): `EINVAL`.
+    /// `FEATURE_BITMAP` is written only with OR (docs/abi.md §2.4): `EINVAL`.
     OrOnly(NdCounter),
-    /// All 64 model slots are live (seed 004 §5): `ENOSPC`.
+    /// All 64 model slots are live (docs/abi.md §2.6): `ENOSPC`.
     NoSpace,
     /// The record lifecycle refused the operation (update or delete of a
     /// free slot, ...): `EINVAL`.

@@ -12,7 +12,7 @@
 //! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
 //!
 //! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
-//! gate (seed 004 §4: `nds_is_read_only`) as a type: a monitor cannot even
+//! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
 //! name a store. Its loads are Relaxed atomic loads followed by a fence when
 //! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
 //! only atomic access `core::sync::atomic` promises ("Atomic accesses to
@@ -84,13 +84,13 @@ pub trait SlabMut: Slab {
     /// Atomically store the 4-byte word at `off`.
     fn store_u32(&self, off: usize, v: u32, order: Ordering);
 
-    /// Atomic wrapping add (`LOCK ADD`, seed 004 §3); returns the old value.
+    /// Atomic wrapping add (`LOCK ADD`, docs/abi.md §2.4); returns the old value.
     fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
     /// Atomic wrapping subtract (`LOCK SUB`); returns the old value.
     fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
-    /// Atomic bitwise OR (`LOCK OR`, seed 004 §3 FEATURE_BITMAP); returns the
+    /// Atomic bitwise OR (`LOCK OR`, docs/abi.md §2.4 FEATURE_BITMAP); returns the
     /// old value.
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
@@ -336,7 +336,7 @@ fn file_len(path: &Path) -> Result<usize, NdsError> {
 }
 
 fn require_size(len: usize) -> Result<(), NdsError> {
-    // Seed 004 §1: nds_open refuses a mapping of <= 0x1067f bytes.
+    // docs/abi.md §2.2: nds_open refuses a mapping of <= 0x1067f bytes.
     if len < REQUIRED_SIZE {
         Err(NdsError::TooSmall { len })
     } else {
@@ -359,7 +359,7 @@ impl MappedSlab {
     }
 
     /// Map an existing slab file read-write. Refuses a file shorter than
-    /// `REQUIRED_SIZE` (67,200 bytes, seed 004 §1).
+    /// `REQUIRED_SIZE` (67,200 bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
         require_size(file_len(path)?)?;
         Self::from_region(Mapping::open_file(path, true)?.into_region())
@@ -456,7 +456,7 @@ pub struct ReadOnlySlab {
 
 impl ReadOnlySlab {
     /// Map the slab file at `path` read-only (`PROT_READ`, `MAP_SHARED`).
-    /// Refuses a file shorter than `REQUIRED_SIZE` (seed 004 §1).
+    /// Refuses a file shorter than `REQUIRED_SIZE` (docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<ReadOnlySlab, NdsError> {
         require_size(file_len(path)?)?;
         // `open_file(.., false)` opens the fd O_RDONLY and maps PROT_READ.
@@ -600,8 +600,8 @@ impl SlabMut for HeapSlab {
             // Ordering: the caller's store ordering is applied to the
             // successful exchange (it is the store); a failed exchange only
             // re-reads, so Relaxed/Acquire suffices. Partner and seed section:
-            // whatever the caller names (seed 004 §7 record protocol in
-            // `record.rs`, §2 header in `writer.rs`).
+            // whatever the caller names (docs/abi.md §2.8 record protocol in
+            // `record.rs`, docs/abi.md §2.3 header in `writer.rs`).
             match w.compare_exchange_weak(cur, new, order, load) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,

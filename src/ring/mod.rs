@@ -1,4 +1,4 @@
-//! The XU execution queue protocol (seed 000 §1, §2, §5, §6): the three-cursor
+//! The XU execution queue protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9): the three-cursor
 //! SPSC ring, seq_id handles and completion waiters.
 //!
 //! `ring` is its own folder because the protocol is generic over where its
@@ -58,7 +58,7 @@ pub enum RingError {
     Mem(MemError),
     /// The region is mapped read-only.
     ReadOnly,
-    /// `scheduled_tail - exec_head >= capacity` (seed 000 §6): `NRT_QUEUE_FULL`.
+    /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
     Full,
     /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
     /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
@@ -82,7 +82,7 @@ pub enum RingError {
         /// The refused handle.
         seq: SeqId,
     },
-    /// The slot at `exec_head` does not hold `exec_head`'s seq_id (§6 NOTE:
+    /// The slot at `exec_head` does not hold `exec_head`'s seq_id (docs/abi.md §1.9:
     /// the peek-time assert, here an error value).
     SlotMismatch {
         /// The seq_id the cursor says the slot must hold.

@@ -1,4 +1,4 @@
-//! The three-cursor protocol (seed 000 §1, §2, §5, §6) over any [`Storage`].
+//! The three-cursor protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9) over any [`Storage`].
 //!
 //! [`XuQueue`] is the shared, clonable query side (last_completed,
 //! is_completed, in_flight, waits). [`Producer`] owns `scheduled_tail` and
@@ -7,11 +7,11 @@
 //! publishes (rtrb style) and re-reads it only when the cached value says
 //! full / empty.
 //!
-//! Producer (§6 "producer stages, then publishes"): check space, write the
+//! Producer (docs/abi.md §1.9 "producer stages, then publishes"): check space, write the
 //! whole 32-byte body (two plain 16-byte stores on x86_64, Relaxed atomic
 //! stores elsewhere: [`SlotAccess::set_body`]), then publish `scheduled_tail`
 //! (Release); later `trigger_next` publishes `scheduled_head` (Release): the
-//! release to the worker. Worker (§6 "consumer captures, then advances"):
+//! release to the worker. Worker (docs/abi.md §1.9 "consumer captures, then advances"):
 //! observe `scheduled_head` (Acquire), check the slot's seq_id, write the
 //! status, take the mark-completion lock, capture `mark_comp_efd`,
 //! `efd_from_pool` and `exec_info`, advance `exec_head` (Release), unlock,
@@ -52,7 +52,7 @@ pub type Handles<T, S> = (Producer<T, S>, Worker<T, S>);
 /// How to build a queue.
 #[derive(Clone)]
 pub struct QueueConfig {
-    /// The XU this queue serves (the high 16 bits of every seq_id, §2).
+    /// The XU this queue serves (the high 16 bits of every seq_id, docs/abi.md §1.4).
     pub xu: XuId,
     /// Number of 32-byte slots (any value >= 1; powers of two index by mask).
     pub capacity: u64,
@@ -117,7 +117,7 @@ impl core::fmt::Debug for QueueConfig {
 struct Shared<T: Payload, S: Storage> {
     storage: S,
     xu: XuId,
-    /// `xu << 48`, the high half of every seq_id of this queue (§2).
+    /// `xu << 48`, the high half of every seq_id of this queue (docs/abi.md §1.4).
     xu_bits: u64,
     cap: u64,
     /// `cap - 1` when `cap` is a power of two.
@@ -138,7 +138,7 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         }
     }
 
-    /// `SeqId::from_cursor(c, xu)` (§2) with the xu_id half precomputed.
+    /// `SeqId::from_cursor(c, xu)` (docs/abi.md §1.4) with the xu_id half precomputed.
     #[inline(always)]
     fn seq(&self, c: u64) -> SeqId {
         let s = SeqId((c & SEQ_NUM_MASK) | self.xu_bits);
@@ -356,11 +356,11 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         )
     }
 
-    /// `xuq_get_last_completed` (seed 000 §5):
+    /// `xuq_get_last_completed` (docs/abi.md §1.8):
     /// `((exec_head - 1) & 0xFFFFFFFFFFFF) | xu_id << 48`.
     pub fn last_completed(&self) -> SeqId {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
-        // exec_head (§6), so the status written before it is visible.
+        // exec_head (docs/abi.md §1.9), so the status written before it is visible.
         SeqId::from_cursor(self.sh.storage.observe(Cursor::ExecHead) - 1, self.sh.xu)
     }
 
@@ -434,7 +434,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     }
 
     /// Install `fd` for `seq` under the mark-completion lock, re-checking
-    /// completion first (§1 QUIRK; the `waiter_no_recheck` mutant skips it).
+    /// completion first (docs/abi.md §1.3; the `waiter_no_recheck` mutant skips it).
     fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, RingError> {
         let g = self.sh.lock.lock_waiter();
         #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
@@ -713,7 +713,7 @@ fn step_range(
 }
 
 /// Write the whole 32-byte body of one slot (published by the Release on
-/// scheduled_tail / scheduled_head that follows, §6 producer).
+/// scheduled_tail / scheduled_head that follows, docs/abi.md §1.9 producer).
 ///
 /// # Safety
 /// [`SlotAccess::set_body`]'s: no access to the slot is concurrent with
@@ -731,7 +731,7 @@ unsafe fn write_body<T: Payload>(
     // +0x08 exec_status: the status cell's address, or 0
     let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
     // +0x00 seq_id, +0x08 exec_status, +0x10 mark_comp_efd = -1 (no waiter
-    // yet, §1 QUIRK) with +0x14 efd_from_pool = false, +0x18 exec_info (the
+    // yet, docs/abi.md §1.3) with +0x14 efd_from_pool = false, +0x18 exec_info (the
     // work item): the whole body at once (`SlotAccess::set_body`).
     // SAFETY: our caller's condition, passed on.
     unsafe { slot.set_body(seq, st_word, NO_EFD, false, item.into_word()) };
@@ -829,7 +829,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     #[inline]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
-        // exec_head (§6): the worker's capture of a slot happens-before our
+        // exec_head (docs/abi.md §1.9): the worker's capture of a slot happens-before our
         // overwrite of it.
         self.cached_exec_head = self.q.sh.storage.observe(Cursor::ExecHead);
         self.set_limit();
@@ -837,7 +837,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// Refuse (changing nothing) unless `n` more slots fit: the cursor limit
     /// (`tail + n >= CURSOR_LIMIT`: `CursorExhausted`, reported first) and the
-    /// depth (`tail - exec_head + n > capacity`: `Full`, §6). Both are folded
+    /// depth (`tail - exec_head + n > capacity`: `Full`, docs/abi.md §1.9). Both are folded
     /// into `limit`; only a miss re-reads `exec_head`.
     #[inline(always)]
     fn reserve(&mut self, n: u64) -> Result<(), RingError> {
@@ -898,7 +898,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let seq = sh.seq(self.tail);
         Self::write_slot(sh, self.tail_idx, seq.0, item, status);
         // Ordering (in `publish`): Release; the body stores above happen-before
-        // any Acquire observer of the new scheduled_tail (§6 producer).
+        // any Acquire observer of the new scheduled_tail (docs/abi.md §1.9 producer).
         sh.storage.publish(Cursor::ScheduledTail, self.tail, 1);
         self.tail += 1;
         self.tail_idx = sh.next_idx(self.tail_idx);
@@ -951,7 +951,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             Ok(idx) => idx,
             Err(never) => match never {},
         };
-        // Ordering (in `publish`): Release; publishes all n bodies (§6).
+        // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
         sh.storage.publish(Cursor::ScheduledTail, tail, n);
         self.tail = tail + n;
         self.tail_idx = idx;
@@ -969,7 +969,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let st = derive(c, self.cached_exec_head, c, self.tail);
         step(&mut self.trace, st, SlotEvent::Trigger, c)?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
-        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
         self.q.sh.storage.publish(Cursor::ScheduledHead, c, 1);
         self.sched_head = c + 1;
         Ok(self.q.sh.seq(c))
@@ -990,7 +990,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             SlotEvent::Trigger,
         )?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
-        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
         self.q
             .sh
             .storage
@@ -1029,7 +1029,7 @@ pub struct Popped<T> {
 }
 
 impl<T> Popped<T> {
-    /// `NRT_SUCCESS`, or `NRT_FAILURE` when the signal write failed (§6).
+    /// `NRT_SUCCESS`, or `NRT_FAILURE` when the signal write failed (docs/abi.md §1.9).
     pub fn status(&self) -> NrtStatus {
         match self.signal {
             Signal::Failed(_) => NrtStatus::FAILURE,
@@ -1084,7 +1084,7 @@ impl<T: Payload, S: Storage> core::fmt::Debug for Worker<T, S> {
     }
 }
 
-/// Captured under the lock for one slot (§6 consumer).
+/// Captured under the lock for one slot (docs/abi.md §1.9 consumer).
 #[derive(Clone, Copy)]
 struct Capture {
     efd: i32,
@@ -1106,24 +1106,23 @@ impl<T: Payload, S: Storage> Worker<T, S> {
 
     /// Re-read `scheduled_head` into the cache (the cache said empty).
     ///
-    /// Lockstep guard (docs/abi.md, XU queue ordering; docs/perf.md, "The
-    /// two regimes"): when the producer submits back to back and the worker
-    /// keeps up, every refresh finds one new item, and each item moves the
-    /// slot's line and `scheduled_head`'s line between the two cores twice
-    /// (the worker's read, then the producer's next write to the same
-    /// line): both sides stall on every item (~100 ns on a 2-vCPU EPYC)
-    /// instead of running ahead (~5 ns). After [`LOCKSTEP_STREAK`] such
-    /// refreshes in a row, each after one to [`LOCKSTEP_EMPTIES`] empty
-    /// polls (a lone round trip waits far longer, so its latency is
-    /// untouched; a worker that finds an item without polling at all was
-    /// busy elsewhere and is not counted), the worker stays off
-    /// the shared lines for [`SLIP_SPINS`] spin hints, letting the producer
-    /// get whole lines ahead, and reads again.
+    /// Lockstep guard (docs/perf.md, "The ring: two regimes"): when the
+    /// producer submits back to back and the worker keeps up, every refresh
+    /// finds one new item, and each item moves the slot's line and
+    /// `scheduled_head`'s line between the two cores twice (the worker's
+    /// read, then the producer's next write to the same line): both sides
+    /// stall on every item (~100 ns on a 2-vCPU EPYC) instead of running
+    /// ahead (~5 ns). After [`LOCKSTEP_STREAK`] such refreshes in a row,
+    /// each after one to [`LOCKSTEP_EMPTIES`] empty polls (a lone round trip
+    /// waits far longer, so its latency is untouched; a worker that finds an
+    /// item without polling at all was busy elsewhere and is not counted),
+    /// the worker stays off the shared lines for [`SLIP_SPINS`] spin hints,
+    /// letting the producer get whole lines ahead, and reads again.
     #[inline(always)]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with trigger's Release of
-        // scheduled_head (§6 NOTE: the pair that matters), so the slot
-        // bodies written before it are visible here.
+        // scheduled_head (docs/abi.md §1.9: the pair that matters), so the
+        // slot bodies written before it are visible here.
         let seen = self.q.sh.storage.observe(Cursor::ScheduledHead);
         let fresh = seen - self.head;
         self.cached_sched_head = seen;
@@ -1187,7 +1186,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// The slot for cursor `c` at index `idx` (the worker's `head` and
-    /// `head_idx`): its seq_id must be `c`'s, with our xu_id (§6 NOTE: the
+    /// `head_idx`): its seq_id must be `c`'s, with our xu_id (docs/abi.md §1.9: the
     /// peek-time check, an error value here).
     #[inline(always)]
     fn checked(sh: &Shared<T, S>, c: u64, idx: usize) -> Result<(S::Slot<'_>, SeqId), RingError> {
@@ -1235,7 +1234,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
     }
 
-    /// Signal a captured handle (§6: write, then close a fresh one).
+    /// Signal a captured handle (docs/abi.md §1.9: write, then close a fresh one).
     #[inline(always)]
     fn signal(&self, seq: SeqId, c: Capture) -> Signal {
         if c.efd == NO_EFD {
@@ -1310,7 +1309,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
             let info = slot.exec_info(Relaxed);
             // Ordering (in `publish`): Release; pairs with the producer's
             // Acquire of exec_head (slot reuse) and every waiter's/query's
-            // Acquire (completion + status visible), seed 000 §5, §6.
+            // Acquire (completion + status visible), docs/abi.md §1.8, §1.9.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, 1);
             (cap, info)
@@ -1413,7 +1412,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                     Ok::<(), core::convert::Infallible>(())
                 });
             }
-            // Ordering (in `publish`): Release; as in `pop` (§5, §6).
+            // Ordering (in `publish`): Release; as in `pop` (docs/abi.md §1.8, §1.9).
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
             end_idx

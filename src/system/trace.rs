@@ -24,8 +24,8 @@
 //!   UTF-8 when every text is.
 //! - Nothing in a line may depend on addresses, wall-clock time or
 //!   per-process hash seeds: the same seed and configuration give a
-//!   byte-identical file, and its SHA-256 ([`TraceSummary::sha256`]) names
-//!   the run.
+//!   byte-identical file, and its SHA-256 (`TraceSummary::sha256`, with
+//!   the `trace-digest` feature) names the run.
 //!
 //! ## Cost
 //!
@@ -41,8 +41,9 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
-use super::sha256::{self, Digest, Sha256};
 use crate::actors::{Nanos, TraceEvent, TraceSink};
+#[cfg(feature = "trace-digest")]
+use sha2::Digest as _;
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -174,6 +175,28 @@ impl TraceHeader {
     }
 }
 
+/// A SHA-256 digest (`trace_sha256`).
+pub type Digest = [u8; 32];
+
+/// The running digest of the bytes recorded: SHA-256 (the `sha2` crate) with
+/// the `trace-digest` feature, nothing without it.
+#[derive(Clone, Default)]
+struct Hasher(#[cfg(feature = "trace-digest")] sha2::Sha256);
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        #[cfg(feature = "trace-digest")]
+        self.0.update(bytes);
+        #[cfg(not(feature = "trace-digest"))]
+        let _ = bytes;
+    }
+
+    #[cfg(feature = "trace-digest")]
+    fn finalize(self) -> Digest {
+        self.0.finalize().into()
+    }
+}
+
 /// Where an enabled trace's bytes go.
 enum Out {
     Memory(Vec<u8>),
@@ -187,7 +210,7 @@ pub struct Trace {
     /// Scratch for one line; cleared, never shrunk.
     line: Vec<u8>,
     out: Out,
-    hasher: Sha256,
+    hasher: Hasher,
     lines: u64,
     bytes: u64,
     /// The first write error (later events are dropped; [`Trace::finish`]
@@ -213,6 +236,7 @@ pub struct TraceSummary {
     /// Bytes written.
     pub bytes: u64,
     /// SHA-256 of exactly those bytes.
+    #[cfg(feature = "trace-digest")]
     pub sha256: Digest,
     /// The bytes, for an in-memory trace.
     pub memory: Option<Vec<u8>>,
@@ -220,8 +244,9 @@ pub struct TraceSummary {
 
 impl TraceSummary {
     /// The digest in lower-case hex (`trace_sha256`).
+    #[cfg(feature = "trace-digest")]
     pub fn sha256_hex(&self) -> String {
-        sha256::hex(&self.sha256)
+        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -234,7 +259,7 @@ impl Trace {
             enabled: true,
             line: Vec::with_capacity(LINE_CAPACITY),
             out,
-            hasher: Sha256::new(),
+            hasher: Hasher::default(),
             lines: 0,
             bytes: 0,
             error: None,
@@ -251,7 +276,7 @@ impl Trace {
             enabled: false,
             line: Vec::new(),
             out: Out::DigestOnly,
-            hasher: Sha256::new(),
+            hasher: Hasher::default(),
             lines: 0,
             bytes: 0,
             error: None,
@@ -303,6 +328,7 @@ impl Trace {
     }
 
     /// The digest of the bytes so far (the trace keeps recording).
+    #[cfg(feature = "trace-digest")]
     pub fn digest_so_far(&self) -> Digest {
         self.hasher.clone().finalize()
     }
@@ -323,6 +349,7 @@ impl Trace {
         Ok(TraceSummary {
             lines: self.lines,
             bytes: self.bytes,
+            #[cfg(feature = "trace-digest")]
             sha256: self.hasher.finalize(),
             memory,
         })
@@ -494,6 +521,13 @@ pub fn diff_files(a: &Path, b: &Path) -> io::Result<TraceDiff> {
 mod tests {
     use super::*;
 
+    /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
+    /// pieces).
+    #[cfg(feature = "trace-digest")]
+    fn sha256(bytes: &[u8]) -> Digest {
+        sha2::Sha256::digest(bytes).into()
+    }
+
     fn ev<'a>(kind: &'static str, text: &'a dyn fmt::Display) -> TraceEvent<'a> {
         TraceEvent { kind, text }
     }
@@ -555,10 +589,12 @@ mod tests {
              t=150 worker0 hal two\\nlines\\r\n"
         );
         assert_eq!(s.bytes, text.len() as u64);
-        assert_eq!(s.sha256, Sha256::digest(text.as_bytes()));
+        #[cfg(feature = "trace-digest")]
+        assert_eq!(s.sha256, sha256(text.as_bytes()));
     }
 
     #[test]
+    #[cfg(feature = "trace-digest")]
     fn every_output_has_the_same_digest() {
         let h = TraceHeader::new(1, "a=b");
         let feed = |t: &mut Trace| {
@@ -592,7 +628,8 @@ mod tests {
         t.record(Nanos(1), "a", ev("msg", &"x"));
         let s = t.finish().unwrap();
         assert_eq!((s.lines, s.bytes), (0, 0));
-        assert_eq!(s.sha256, Sha256::digest(b""));
+        #[cfg(feature = "trace-digest")]
+        assert_eq!(s.sha256, sha256(b""));
     }
 
     #[test]

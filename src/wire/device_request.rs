@@ -1,8 +1,8 @@
-//! `device_exec_request_t` (seed 000 §3, §7 item 4): the 52-byte block the
+//! `device_exec_request_t` (docs/abi.md §1.5): the 52-byte block the
 //! submit path stages into device DRAM, and the 0x38-byte request buffer the
 //! sequencer fetches (body + the 4-byte `cc_dma_increment` trailer at 0x34).
 //!
-//! Every field is a `uint32_t` (CORRECTION (ABI-1) in §3): a flag word, five
+//! Every field is a `uint32_t` (CORRECTION (ABI-1) in docs/abi.md §1.5): a flag word, five
 //! engine-address low words, five engine-address high words (two arrays, not
 //! interleaved `{lo,hi}` pairs), then two more flag words. A `#[repr(C)]`
 //! struct of thirteen `u32` is padding-free at exactly 52 bytes, so
@@ -18,7 +18,7 @@
 //! `reload_seq_config`/`load_act_dve_tables`; keeping it out of the type makes
 //! that mistake unrepresentable, and [`SIZE`] stays the body-copy length.
 //!
-//! Seed discrepancy: §3's pseudo-code loops `for i in 0..4` while its comment,
+//! Seed discrepancy: docs/abi.md §1.5's pseudo-code loops `for i in 0..4` while its comment,
 //! the prose and the byte offsets (five low words at 0x04..0x18, five high
 //! words at 0x18..0x2C) all say five engines PE, ACT, POOL, DVE, SP. The bytes
 //! win: [`DeviceExecRequest::with_engine_addresses`] fills all five.
@@ -28,7 +28,7 @@ use core::mem::{offset_of, size_of};
 use super::layout::{annotated_dump, Block, Field};
 use super::{le, need, WireError};
 
-/// Byte offsets of the `device_exec_request_t` fields (seed 000 §7 item 4).
+/// Byte offsets of the `device_exec_request_t` fields (docs/abi.md §1.5).
 pub mod off {
     /// `uint32_t do_model_switch`.
     pub const DO_MODEL_SWITCH: usize = 0x00;
@@ -58,7 +58,7 @@ const _: () = assert!(off::ENG_ADDRESSES_LO + 4 * NUM_ENGINES == off::ENG_ADDRES
 const _: () = assert!(off::ENG_ADDRESSES_HI + 4 * NUM_ENGINES == off::RELOAD_SEQ_CONFIG);
 const _: () = assert!(off::LOAD_ACT_DVE_TABLES + 4 == SIZE);
 
-/// A TPB engine, in the index order of the address arrays (seed 000 §3).
+/// A TPB engine, in the index order of the address arrays (docs/abi.md §1.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Engine {
@@ -142,7 +142,7 @@ const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_hi) == off::EN
 const _: () = assert!(offset_of!(DeviceExecRequest, reload_seq_config) == off::RELOAD_SEQ_CONFIG);
 const _: () =
     assert!(offset_of!(DeviceExecRequest, load_act_dve_tables) == off::LOAD_ACT_DVE_TABLES);
-// Seed numbers, spelled out (§7 item 4).
+// Seed numbers, spelled out (docs/abi.md §1.5).
 const _: () = assert!(off::ENG_ADDRESSES_LO == 0x04);
 const _: () = assert!(off::ENG_ADDRESSES_HI == 0x18);
 const _: () = assert!(off::RELOAD_SEQ_CONFIG == 0x2C);
@@ -203,7 +203,7 @@ impl DeviceExecRequest {
         r
     }
 
-    /// Split `addr` into the engine's low and high words (seed 000 §3:
+    /// Split `addr` into the engine's low and high words (docs/abi.md §1.5:
     /// `lo = addr & 0xFFFFFFFF`, `hi = addr >> 32`).
     pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
         self.eng_addresses_lo[engine.index()] = addr as u32;

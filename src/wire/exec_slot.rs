@@ -1,7 +1,7 @@
-//! `xuq_exec_info_t` (seed 000 §1, §7 item 2): one 32-byte ring slot.
+//! `xuq_exec_info_t` (docs/abi.md §1.2, §1.3): one 32-byte ring slot.
 //!
 //! The producer writes `seq_id`, `exec_status`, `exec_info` and
-//! `mark_comp_efd = -1` (§6); a waiter later installs a real eventfd and
+//! `mark_comp_efd = -1` (docs/abi.md §1.9); a waiter later installs a real eventfd and
 //! `efd_from_pool` under `mark_comp_lock`; the consumer captures `seq_id`,
 //! `mark_comp_efd` and `efd_from_pool` before advancing `exec_head`. The
 //! 3-byte hole at +0x15..+0x18 is alignment padding: [`ExecSlot::emit`] never
@@ -21,7 +21,7 @@ use super::layout::{annotated_dump, Block, Field};
 use super::seq_id::SeqId;
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Byte offsets of the `xuq_exec_info_t` fields (seed 000 §7 item 2).
+/// Byte offsets of the `xuq_exec_info_t` fields (docs/abi.md §1.3).
 pub mod off {
     /// `seq_id_t seq_id` (8 bytes).
     pub const SEQ_ID: usize = 0x00;
@@ -37,7 +37,7 @@ pub mod off {
 
 /// `sizeof(xuq_exec_info_t)`.
 pub const SIZE: usize = 32;
-/// The "no waiter yet" sentinel for `mark_comp_efd` (seed 000 §1 QUIRK).
+/// The "no waiter yet" sentinel for `mark_comp_efd` (docs/abi.md §1.3).
 pub const NO_EFD: i32 = -1;
 
 const _: () = assert!(off::EXEC_INFO + 8 == SIZE);
@@ -59,7 +59,7 @@ pub struct ExecSlot {
     pub exec_info: u64,
 }
 
-// Seed 000 §7 item 2.
+// docs/abi.md §1.3.
 const _: () = assert!(size_of::<ExecSlot>() == SIZE);
 const _: () = assert!(offset_of!(ExecSlot, seq_id) == off::SEQ_ID && off::SEQ_ID == 0x00);
 const _: () =
@@ -94,7 +94,7 @@ const _: () = assert!(LAYOUT.fields[4].offset == offset_of!(ExecSlot, exec_info)
 const _: () = assert!(LAYOUT.fields[4].offset - LAYOUT.fields[3].end() == 3);
 
 impl ExecSlot {
-    /// What `xuq_client_submit` writes (§6): the body with `mark_comp_efd = -1`.
+    /// What `xuq_client_submit` writes (docs/abi.md §1.9): the body with `mark_comp_efd = -1`.
     pub const fn submitted(seq_id: SeqId, exec_status: u64, exec_info: u64) -> ExecSlot {
         ExecSlot {
             seq_id,

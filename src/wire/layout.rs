@@ -11,7 +11,7 @@ use core::fmt::Write as _;
 /// Where a field's name and position come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// Stated by a seed (or SPEC-NOTES.md): an ABI fact.
+    /// Stated by the ABI (docs/abi.md): an ABI fact.
     Seed,
     /// Chosen by xunds where the sources give only the enclosing size.
     Ours,
@@ -91,7 +91,7 @@ impl Block {
 /// A named byte range of a larger map (the NDS region map rows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
-    /// The region name (seed 004 §1 naming).
+    /// The region name (docs/abi.md §2.2 naming).
     pub name: &'static str,
     /// Byte offset from the start of the map.
     pub offset: usize,

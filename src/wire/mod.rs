@@ -8,9 +8,9 @@
 //! panicking on untrusted bytes, emit, and an annotated hex dump
 //! ([`layout::annotated_dump`]) used by snapshots and error messages.
 //!
-//! Seed 000 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
+//! docs/abi.md §1 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
 //! [`device_request`], [`work_item`]. Device side: [`udma`] (from
-//! SPEC-NOTES.md) and [`nq`] (ours). Seed 004: [`nds`]. Status codes:
+//! docs/abi.md §3) and [`nq`] (ours). docs/abi.md §2: [`nds`]. Status codes:
 //! [`status`].
 #![forbid(unsafe_code)]
 
@@ -32,7 +32,7 @@ use layout::Block;
 /// The seed-000 blocks, in the seed's order: ring header, slot, seq_id,
 /// device request (body, then the 0x38-byte buffer), work item and its
 /// completion-response area.
-pub const SEED000_BLOCKS: &[&Block] = &[
+pub const XU_BLOCKS: &[&Block] = &[
     &xu_queue::LAYOUT,
     &exec_slot::LAYOUT,
     &seq_id::LAYOUT,
@@ -42,7 +42,7 @@ pub const SEED000_BLOCKS: &[&Block] = &[
     &work_item::INFER_RESP_LAYOUT,
 ];
 
-/// The device-side blocks: the UDMA descriptor (SPEC-NOTES.md) and our NQ record.
+/// The device-side blocks: the UDMA descriptor (docs/abi.md §1.13) and our NQ record.
 pub const DEVICE_BLOCKS: &[&Block] = &[
     &udma::LAYOUT,
     &udma::LAYOUT_M2S_META,
@@ -51,9 +51,9 @@ pub const DEVICE_BLOCKS: &[&Block] = &[
 ];
 
 /// Every ABI block xunds defines, in the order `xunds layout` prints them:
-/// [`SEED000_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (seed 004).
+/// [`XU_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (docs/abi.md §2).
 pub fn all_blocks() -> impl Iterator<Item = &'static Block> {
-    SEED000_BLOCKS
+    XU_BLOCKS
         .iter()
         .copied()
         .chain(DEVICE_BLOCKS.iter().copied())

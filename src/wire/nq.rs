@@ -1,4 +1,4 @@
-//! `nq_entry`: our 16-byte notification-queue record (SPEC-NOTES.md
+//! `nq_entry`: our 16-byte notification-queue record (docs/abi.md §1.13
 //! "Notification queues": the public driver fixes only the ring, so the entry
 //! format is **ours**; every field below is marked `[ours]` in the layout).
 //!
@@ -8,7 +8,7 @@
 //! | offset | field | meaning |
 //! |---|---|---|
 //! | +0x00 | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
-//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (seed 000 §3 engine order) |
+//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
 //! | +0x05 | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
 //! | +0x06 | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
 //! | +0x07 | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
@@ -21,7 +21,7 @@
 //! acquire ordering (`device::nq`). Timestamps wrap after 2^32 cycles; a
 //! latency is `end_cycle.wrapping_sub(start_cycle)`.
 //!
-//! Ring ids for reference (SPEC-NOTES.md): queue id = type * 16 + engine, with
+//! Ring ids for reference (docs/abi.md §1.13): queue id = type * 16 + engine, with
 //! [`NqType`]; our per-engine completion rings are NOTIFY queues.
 
 use core::fmt;
@@ -32,7 +32,7 @@ use super::{le, WireError};
 /// `sizeof(nq_entry)`.
 pub const SIZE: usize = 16;
 
-/// Layout (ours, SPEC-NOTES.md: the NQ entry format is not public).
+/// Layout (ours, docs/abi.md §1.13: the NQ entry format is not public).
 pub const LAYOUT: Block = Block {
     name: "nq_entry",
     size: SIZE,
@@ -100,7 +100,7 @@ pub const FLAGS_RESERVED: u8 = 0xF0;
 
 const _: () = assert!(PHASE_WORD_BIT == 1 << 24);
 
-/// The NQ type of a queue id (SPEC-NOTES.md: queue id = type * 16 + engine).
+/// The NQ type of a queue id (docs/abi.md §1.13: queue id = type * 16 + engine).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum NqType {
@@ -334,7 +334,7 @@ impl NqEntry {
     }
 }
 
-/// Engine names in record order (seed 000 §3: PE, ACT, POOL, DVE, SP).
+/// Engine names in record order (docs/abi.md §1.5: PE, ACT, POOL, DVE, SP).
 pub const ENGINE_NAMES: [&str; 5] = ["PE", "ACT", "POOL", "DVE", "SP"];
 
 /// Annotated dump of `bytes` as an `nq_entry`: the field-by-field hex dump,
@@ -370,7 +370,7 @@ pub fn dump(bytes: &[u8]) -> String {
 
 /// The error class a device engine reports. The numbering is order-locked to
 /// the NDS `ERR_*` counters: counter index = `ERR_GENERIC` (7) + class
-/// (seed 004 §3 GOTCHA; SPEC-NOTES.md NC counters 7..12).
+/// (docs/abi.md §2.4 NC counters 7..12).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum ErrorClass {

@@ -1,4 +1,4 @@
-//! `seq_id_t` / `xu_id_t` packing (seed 000 §2, §7 item 3).
+//! `seq_id_t` / `xu_id_t` packing (docs/abi.md §1.4).
 //!
 //! `seq_id = (cursor & 0xFFFFFFFFFFFF) | (xu_id << 48)`;
 //! `xu_id = {type:4 @[3:0], queue:4 @[7:4], vnc_id:8 @[15:8]}`, so the vNC id
@@ -7,7 +7,7 @@
 //! 0..6, `xu_id` in bytes 6..8 (`vnc_id` is byte 7).
 //!
 //! The same materialisation serves submit (`cursor = scheduled_tail`) and
-//! "last completed" (`cursor = exec_head - 1`, seed 000 §5):
+//! "last completed" (`cursor = exec_head - 1`, docs/abi.md §1.8):
 //! [`SeqId::from_cursor`] and [`SeqId::last_completed`].
 
 use core::fmt;
@@ -36,11 +36,11 @@ pub mod off {
 const _: () = assert!(SEQ_NUM_MASK == (1u64 << XU_ID_SHIFT) - 1);
 const _: () = assert!(off::XU_ID * 8 == XU_ID_SHIFT as usize);
 const _: () = assert!(size_of::<SeqId>() == SIZE && size_of::<XuId>() == XU_ID_SIZE);
-// §2 bit positions: type @[3:0], queue @[7:4], vnc_id @[15:8].
+// docs/abi.md §1.4 bit positions: type @[3:0], queue @[7:4], vnc_id @[15:8].
 const _: () = assert!(XuId::new(0xF, 0, 0).0 == 0x000F);
 const _: () = assert!(XuId::new(0, 0xF, 0).0 == 0x00F0);
 const _: () = assert!(XuId::new(0, 0, 0xFF).0 == 0xFF00);
-// HIBYTE(seq_id) is the vNC (§2 GOTCHA).
+// HIBYTE(seq_id) is the vNC (docs/abi.md §1.4).
 const _: () = assert!(SeqId::from_cursor(0, XuId::new(0, 0, 0xAB)).0 >> 56 == 0xAB);
 
 /// Layout of `seq_id_t` (8 bytes): the 48-bit counter, then the XU id.
@@ -108,11 +108,11 @@ impl fmt::Display for XuId {
 pub struct SeqId(pub u64);
 
 impl SeqId {
-    /// The materialisation shared by submit and last-completed (seed 000 §2).
+    /// The materialisation shared by submit and last-completed (docs/abi.md §1.4).
     pub const fn from_cursor(cursor: u64, xu: XuId) -> SeqId {
         SeqId((cursor & SEQ_NUM_MASK) | ((xu.0 as u64) << XU_ID_SHIFT))
     }
-    /// `xuq_get_last_completed` (seed 000 §5): `(exec_head - 1) | xu_id << 48`.
+    /// `xuq_get_last_completed` (docs/abi.md §1.8): `(exec_head - 1) | xu_id << 48`.
     /// With `exec_head` at its start value 1 this is seq_num 0: nothing yet.
     pub const fn last_completed(exec_head: u64, xu: XuId) -> SeqId {
         SeqId::from_cursor(exec_head.wrapping_sub(1), xu)
@@ -129,7 +129,7 @@ impl SeqId {
     pub const fn vnc_id(self) -> u8 {
         (self.0 >> 56) as u8
     }
-    /// The completion test (seed 000 §5): `self <= last_completed` as one
+    /// The completion test (docs/abi.md §1.8): `self <= last_completed` as one
     /// `u64` comparison, meaningful only for the same XU (`false` otherwise).
     pub const fn is_completed_by(self, last_completed: SeqId) -> bool {
         self.xu_id().0 == last_completed.xu_id().0 && self.0 <= last_completed.0

@@ -1,4 +1,4 @@
-//! `udma_desc`: the 16-byte UDMA descriptor (SPEC-NOTES.md "UDMA descriptors").
+//! `udma_desc`: the 16-byte UDMA descriptor (docs/abi.md §1.11).
 //!
 //! One 16-byte, 16-byte-aligned union with three views:
 //!
@@ -35,7 +35,7 @@ pub const ALIGN: usize = 16;
 pub const MAX_LEN: u32 = 65536;
 /// Number of distinct ring ids (2 bits).
 pub const RING_IDS: u8 = 4;
-/// The ring id a fresh ring starts with (SPEC-NOTES.md: "starts at 1").
+/// The ring id a fresh ring starts with (docs/abi.md §1.11: "starts at 1").
 pub const FIRST_RING_ID: u8 = 1;
 
 /// Layout of the M2S view (the name the `layout` command lists).
@@ -276,7 +276,7 @@ impl LenCtrl {
                 ring_id: self.ring_id,
             });
         }
-        // 65536 is encoded as 0 (SPEC-NOTES.md).
+        // 65536 is encoded as 0 (docs/abi.md §1.11).
         let len = self.len & LEN_MASK;
         Ok(len | ((self.ring_id as u32) << RING_ID_SHIFT) | self.flags.bits())
     }
@@ -316,12 +316,12 @@ impl LenCtrl {
     }
 }
 
-/// The next ring id after a wrap: steps by 1 mod 4 (SPEC-NOTES.md).
+/// The next ring id after a wrap: steps by 1 mod 4 (docs/abi.md §1.11).
 pub const fn next_ring_id(id: u8) -> u8 {
     id.wrapping_add(1) % RING_IDS
 }
 
-// SPEC-NOTES.md "UDMA descriptors": the ring id starts at 1 and steps by 1
+// docs/abi.md §1.11: the ring id starts at 1 and steps by 1
 // mod 4; a length of 65536 is encoded as 0 in len_ctrl bits 15:0 (and 0
 // decodes back to 65536); the ring id sits at bits 25:24.
 const _: () = assert!(FIRST_RING_ID == 1 && next_ring_id(1) == 2 && next_ring_id(3) == 0);
@@ -442,7 +442,7 @@ impl MetaCtrl {
     }
 }
 
-// SPEC-NOTES.md "UDMA descriptors": the usual copy value is 0x01080003.
+// docs/abi.md §1.11: the usual copy value is 0x01080003.
 const _: () = assert!(matches!(MetaCtrl::COPY.encode(), Ok(0x0108_0003)));
 
 /// The M2S (source) view.

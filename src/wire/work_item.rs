@@ -1,4 +1,4 @@
-//! `tpb_execution_info_t` (seed 000 §4, §7 item 5): the 208-byte work item a
+//! `tpb_execution_info_t` (docs/abi.md §1.6): the 208-byte work item a
 //! slot's `exec_info` points at, and its 112-byte `infer_resp_t`
 //! completion-response area at +0x28.
 //!
@@ -35,7 +35,7 @@ use super::nq::ErrorClass;
 use super::status::NrtStatus;
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Absolute byte offsets of the `tpb_execution_info_t` fields (seed 000 §4).
+/// Absolute byte offsets of the `tpb_execution_info_t` fields (docs/abi.md §1.6).
 pub mod off {
     /// `type` discriminant (4 bytes).
     pub const TYPE: usize = 0x00;
@@ -109,7 +109,7 @@ pub const ERR_CLASS_MAX: u32 = ErrorClass::ALL.len() as u32;
 const _: () = assert!(ERR_CLASS_MAX == 6);
 const _: () = assert!(ErrorClass::ALL[ErrorClass::ALL.len() - 1] as u32 + 1 == ERR_CLASS_MAX);
 
-// Seed 000 §4 / §7 item 5, every number the seed states.
+// docs/abi.md §1.6 / §1.6, every number the seed states.
 const _: () = assert!(SIZE == 0xD0);
 const _: () = assert!(INFER_RESP_SIZE == 112);
 const _: () = assert!(off::EXEC == 0x08 && off::MOD_REF == off::EXEC);
@@ -124,7 +124,7 @@ const _: () = assert!(off::RESP + resp_off::DEVICE_ID == off::DEVICE_ID);
 const _: () = assert!(off::RESP + resp_off::DEVICE_TPB_IDX == off::DEVICE_TPB_IDX);
 const _: () = assert!(off::SYNC_EXEC == 0xC8 && off::SYNC_EXEC + 8 == SIZE);
 const _: () = assert!(SIZE - off::EXEC == 200); // the union
-                                                // Our reading of the §4 discrepancy: resp ends where wait_event_data starts,
+                                                // Our reading of the docs/abi.md §1.6 discrepancy: resp ends where wait_event_data starts,
                                                 // and the +0x90/+0x92 stores fall inside resp.
 const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
 const _: () = assert!(off::DEVICE_TPB_IDX + 2 <= off::RESP + INFER_RESP_SIZE);
@@ -386,7 +386,7 @@ impl Timespec {
 }
 
 /// `infer_resp_t`: the per-execution result the worker fills at DONE
-/// (seed 000 §4 and §5: the fine-grained half of the result; the coarse
+/// (docs/abi.md §1.6 and §1.8: the fine-grained half of the result; the coarse
 /// status also travels through the slot's `exec_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct InferResp {

@@ -1,10 +1,10 @@
-//! `xu_queue_t` (seed 000 §1, §7 item 1): the 256-byte ring header.
+//! `xu_queue_t` (docs/abi.md §1.2): the 256-byte ring header.
 //!
 //! `xu_id`, `buffer` and `capacity` share the first cache line; the three
 //! cursors each own a 64-byte line at +0x40/+0x80/+0xC0. The gaps are padding
 //! that xunds never reads or writes ([`XuQueueHeader::emit`] writes only field
 //! bytes). The cursors are clean 48-bit counters (top 16 bits zero); the xu_id
-//! is OR'd in only when a seq_id is built (§2).
+//! is OR'd in only when a seq_id is built (docs/abi.md §1.4).
 //!
 //! [`XuQueueHeader`] is a *value*: a snapshot for parsing, dumps and tests.
 //! The live header in shared memory is read and written word by word through
@@ -16,7 +16,7 @@ use super::layout::{annotated_dump, Block, Field};
 use super::seq_id::{SeqId, XuId};
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Byte offsets of the `xu_queue_t` fields (seed 000 §7 item 1).
+/// Byte offsets of the `xu_queue_t` fields (docs/abi.md §1.2).
 pub mod off {
     /// `xu_id_t xu_id` (2 bytes, padded to 8).
     pub const XU_ID: usize = 0x00;
@@ -37,16 +37,16 @@ pub const SIZE: usize = 256;
 /// The 64-byte line each cursor owns.
 pub const CACHE_LINE: usize = 64;
 /// A cursor must stay below this (`xuq_client_submit` asserts
-/// `scheduled_tail < 0xFFFFFFFFFFFE`, seed 000 §6).
+/// `scheduled_tail < 0xFFFFFFFFFFFE`, docs/abi.md §1.9).
 pub const CURSOR_LIMIT: u64 = 0xFFFF_FFFF_FFFE;
-/// Cursors start at 1 (seed 000 §1, xu-workers convention).
+/// Cursors start at 1 (docs/abi.md §1.2, xu-workers convention).
 pub const CURSOR_START: u64 = 1;
 
 const _: () = assert!(off::EXEC_HEAD % CACHE_LINE == 0);
 const _: () = assert!(off::SCHEDULED_HEAD - off::EXEC_HEAD == CACHE_LINE);
 const _: () = assert!(off::SCHEDULED_TAIL - off::SCHEDULED_HEAD == CACHE_LINE);
 const _: () = assert!(off::SCHEDULED_TAIL + CACHE_LINE == SIZE);
-// Seed numbers, spelled out (§7 item 1).
+// Seed numbers, spelled out (docs/abi.md §1.2).
 const _: () = assert!(SIZE == 256);
 const _: () = assert!(off::XU_ID == 0x00 && off::BUFFER == 0x08 && off::CAPACITY == 0x10);
 const _: () = assert!(off::EXEC_HEAD == 0x40);
@@ -141,7 +141,7 @@ impl XuQueueHeader {
         SeqId::from_cursor(self.scheduled_tail, self.xu_id)
     }
 
-    /// `xuq_get_last_completed` (seed 000 §5).
+    /// `xuq_get_last_completed` (docs/abi.md §1.8).
     pub const fn last_completed(&self) -> SeqId {
         SeqId::last_completed(self.exec_head, self.xu_id)
     }
@@ -192,7 +192,7 @@ impl XuQueueHeader {
 
     /// Decode the first 256 bytes; padding is not read. Refuses a cursor at
     /// or above [`CURSOR_LIMIT`] (which includes any cursor with its top 16
-    /// bits set: cursors are clean 48-bit counters, §1 NOTE).
+    /// bits set: cursors are clean 48-bit counters, docs/abi.md §1.2).
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
         let cursor = |field: &'static str, at: usize| {

@@ -1,5 +1,5 @@
-//! The counter arrays (seed 004 §3) and their resolvers (§4): indices as typed
-//! enums with the names in SPEC-NOTES.md, the feature bits of ND counter 3,
+//! The counter arrays (docs/abi.md §2.4) and their resolvers (docs/abi.md §2.5): indices as typed
+//! enums with the names in docs/abi.md §2.4, the feature bits of ND counter 3,
 //! the order-locked error-class block, and index -> byte offset.
 //!
 //! Counters are naturally aligned little-endian u64s with no hash; the
@@ -12,7 +12,7 @@
 //! | EXT NC | `ext_nc_counters` @0xda80 | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
 //! | EXT NC-data | `ext_nc_data` @0xe280 | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
 //!
-//! Byte offset = element index * 8. One deliberate tightening of §4: the
+//! Byte offset = element index * 8. One deliberate tightening of docs/abi.md §2.5: the
 //! seed's pseudo-code bounds `counter_index` only for cores 4-15; for cores
 //! 0-3 an index above 94 would run into the next core's EXT row (or, for core
 //! 3, into the EXT NC-data band). [`nc_counter_off`] refuses a counter above 94
@@ -57,7 +57,7 @@ pub const EXT_NC_BASE_ELEM: usize = 6992;
 /// u64 element index of the EXT NC-data band (`7248 = 0xe280 / 8`).
 pub const EXT_NC_DATA_BASE_ELEM: usize = 7248;
 
-// §4: the resolver constants are the region starts in u64 units.
+// docs/abi.md §2.5: the resolver constants are the region starts in u64 units.
 const _: () = assert!(ND_BASE_ELEM * 8 == region::ND_COUNTERS_OFF);
 const _: () = assert!(NC_BASE_ELEM * 8 == region::NC_COUNTERS_OFF);
 const _: () = assert!(EXT_NC_BASE_ELEM * 8 == region::EXT_NC_COUNTERS_OFF);
@@ -68,7 +68,7 @@ const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
 const _: () = assert!(EXT_CORES == 12);
 
 named_index_enum! {
-    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (§3).
+    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (docs/abi.md §2.4).
     /// Indices 14..=30 are reserved headroom.
     pub enum NdCounter {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
@@ -90,7 +90,7 @@ named_index_enum! {
 
 named_index_enum! {
     /// NC (per-NeuronCore) counter indices: 0..=30 in the original band,
-    /// 31..=40 the named EXT counters (41..=94 reserved) (§3).
+    /// 31..=40 the named EXT counters (41..=94 reserved) (docs/abi.md §2.4).
     pub enum NcCounter {
         TimeInUse = 0 => "TIME_IN_USE",
         InferCompleted = 1 => "INFER_COMPLETED",
@@ -137,7 +137,7 @@ named_index_enum! {
 }
 
 /// The error classes, order-locked to NC counters 7..=12 (`index =
-/// ERR_GENERIC + class`, §3 GOTCHA). One enum serves the device's NQ records
+/// ERR_GENERIC + class`, docs/abi.md §2.4). One enum serves the device's NQ records
 /// and the counters: [`crate::wire::nq::ErrorClass`].
 pub use crate::wire::nq::ErrorClass;
 
@@ -146,7 +146,7 @@ const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
 const _: () = assert!(
     NcCounter::HwErrRepairableHbmUe as usize + 1 == NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
 );
-// §3: the error block is order-locked at 7..=12.
+// docs/abi.md §2.4: the error block is order-locked at 7..=12.
 const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
 const _: () =
     assert!(NcCounter::ErrGeneric as u8 + ErrorClass::Runtime as u8 == NcCounter::ErrRt as u8);
@@ -187,7 +187,7 @@ impl ErrorClass {
 
 bitflags::bitflags! {
     /// The `FEATURE_BITMAP` ND counter (index 3), written with OR, never ADD
-    /// (§3 QUIRK). Unknown bits are kept.
+    /// (docs/abi.md §2.4). Unknown bits are kept.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub struct Features: u64 {
         /// Bit [`FEATURE_TEST`].
@@ -199,7 +199,7 @@ bitflags::bitflags! {
     }
 }
 
-/// The NC counter for error class `class` (`ERR_GENERIC + class`, §3): class
+/// The NC counter for error class `class` (`ERR_GENERIC + class`, docs/abi.md §2.4): class
 /// 0..=5 maps to counters 7..=12; anything else is out of range.
 pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
     let limit = ErrorClass::ALL.len() as u32;
@@ -213,7 +213,7 @@ pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
     }
 }
 
-/// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, §4).
+/// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, docs/abi.md §2.5).
 pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     let i = index as usize;
     if i < ND_COUNTER_COUNT {
@@ -227,7 +227,7 @@ pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     }
 }
 
-/// Which of the three NC bands a (core, counter) pair lives in (§3 QUIRK).
+/// Which of the three NC bands a (core, counter) pair lives in (docs/abi.md §2.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcBand {
     /// `nc_counters` @0x100: cores 0-3, counters 0..=30.
@@ -265,7 +265,7 @@ impl NcSlot {
     }
 }
 
-/// The three-band dispatch of §4 (`nds_*_nc_counter` @0x507220, kernel
+/// The three-band dispatch of docs/abi.md §2.5 (`nds_*_nc_counter` @0x507220, kernel
 /// `get_neuroncore_counter_value`), returning the band and element index.
 /// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
 pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
@@ -304,7 +304,7 @@ pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireErro
     })
 }
 
-/// Byte offset of NC counter `counter` of NeuronCore `core` (§4; see
+/// Byte offset of NC counter `counter` of NeuronCore `core` (docs/abi.md §2.5; see
 /// [`nc_counter_slot`]).
 pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
     match nc_counter_slot(core, counter) {
@@ -325,7 +325,7 @@ const fn is(r: Result<usize, WireError>, off: usize) -> bool {
     matches!(resolved(r), Some(o) if o == off)
 }
 
-// Seed 004 §8, the worked byte-layout examples, resolved at compile time:
+// docs/abi.md §2.10, the worked byte-layout examples, resolved at compile time:
 // FEATURE_BITMAP at base+0x020; core 2 INFER_COMPLETED at element 95
 // (0x2f8); core 1 HW_ERR_HBM_UE at element 7057 (0xdc88); core 7 MAC_COUNT
 // at element 7565 (0xec68).
@@ -345,7 +345,7 @@ const _: () = assert!(is(
 const _: () = assert!(is(nc_counter_off(1, NcCounter::HwErrHbmUe.index()), 0xdc88));
 const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 7565 * 8));
 const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 0xec68));
-// §4: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
+// docs/abi.md §2.5: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
 const _: () =
     assert!(is(nc_counter_off(0, 0), 0x100) && is(nc_counter_off(3, 30), 0x100 + 123 * 8));
 const _: () = assert!(is(nc_counter_off(0, 31), 0xda80) && is(nc_counter_off(4, 0), 0xe280));

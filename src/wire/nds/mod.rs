@@ -1,16 +1,16 @@
-//! Seed 004, the NDS wire format: one fixed 67,200-byte region map at the head
+//! docs/abi.md §2, the NDS wire format: one fixed 67,200-byte region map at the head
 //! of a 256 KiB slab, shared by the kernel, the producing runtime and
 //! read-only monitors.
 //!
-//! | module | what it owns | seed 004 |
+//! | module | what it owns | docs/abi.md §2 |
 //! |---|---|---|
-//! | [`region`] | the region map: every start and size, the `#define` chain and the EXT alignment hinge, model slot offsets | §1, §9 |
-//! | [`header`] | `nds_header` (`"nds\0"` + version 100000) and the single-u64 commit/check proto | §2 |
-//! | [`counters`] | ND/NC/EXT counter indices as typed enums, feature bits, the ND resolver and the three-band NC resolver | §3, §4 |
-//! | [`model`] | the 672-byte `nds_model_node_data_internal` record and its 2 x 12 mem-usage grid | §5 |
-//! | [`process`] | `nds_process_info_internal` (64 B), `nds_version_info` (8 B), `nds_process_info_ext_internal` (260 B) | §6 |
-//! | [`version`] | the packed version word of ND counters 0..2 (SPEC-NOTES.md) | §6 note |
-//! | [`fnv`] | FNV-1a-32 and the record hash stamp/verify scheme | §7 |
+//! | [`region`] | the region map: every start and size, the `#define` chain and the EXT alignment hinge, model slot offsets | docs/abi.md §2.2 |
+//! | [`header`] | `nds_header` (`"nds\0"` + version 100000) and the single-u64 commit/check proto | docs/abi.md §2.3 |
+//! | [`counters`] | ND/NC/EXT counter indices as typed enums, feature bits, the ND resolver and the three-band NC resolver | docs/abi.md §2.4, §2.5 |
+//! | [`model`] | the 672-byte `nds_model_node_data_internal` record and its 2 x 12 mem-usage grid | docs/abi.md §2.6 |
+//! | [`process`] | `nds_process_info_internal` (64 B), `nds_version_info` (8 B), `nds_process_info_ext_internal` (260 B) | docs/abi.md §2.7 |
+//! | [`version`] | the packed version word of ND counters 0..2 (docs/abi.md §2.4) | docs/abi.md §2.7 |
+//! | [`fnv`] | FNV-1a-32 and the record hash stamp/verify scheme | docs/abi.md §2.8 |
 //!
 //! Like the rest of [`crate::wire`], nothing here touches shared memory: the
 //! types encode to and parse from byte buffers the caller owns (a private
@@ -45,7 +45,7 @@ macro_rules! named_index_enum {
             /// Every named index, ascending.
             pub const ALL: &'static [Self] = &[$(Self::$Variant,)*];
 
-            /// The C name (as in SPEC-NOTES.md / the seed).
+            /// The C name (as in docs/abi.md §2.4 / the seed).
             pub const fn name(self) -> &'static str {
                 match self {
                     $(Self::$Variant => $cname,)*
@@ -105,7 +105,7 @@ pub const BLOCKS: &[Block] = &[
     process::PROCESS_INFO_EXT_LAYOUT,
 ];
 
-/// The region map rows (seed 004 §1), in offset order, contiguous from 0 to
+/// The region map rows (docs/abi.md §2.2), in offset order, contiguous from 0 to
 /// [`region::REQUIRED_SIZE`].
 pub const REGIONS: &[Span] = &region::MAP;
 

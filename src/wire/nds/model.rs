@@ -1,4 +1,4 @@
-//! The model record (seed 004 §5): `nds_model_node_data_internal`, 672 B,
+//! The model record (docs/abi.md §2.6): `nds_model_node_data_internal`, 672 B,
 //! `{hash, node_info (284 B), mem_usage[2][12] (384 B)}`, one per slot at
 //! `0x528 + slot * 672`, allocated through the u64 `model_bitmap` at 0x520.
 //!
@@ -45,7 +45,7 @@ pub const NAME_LEN: usize = 256;
 /// Length of `node_info.uuid`.
 pub const UUID_LEN: usize = 16;
 
-/// Byte offsets inside the record (seed 004 §8 "MODEL slot 5 record").
+/// Byte offsets inside the record (docs/abi.md §2.10 "MODEL slot 5 record").
 pub mod off {
     /// `uint32_t hash`.
     pub const HASH: usize = 0x000;
@@ -107,14 +107,14 @@ pub const fn mem_usage_off(loc: MemLocation, slot: MemSlot) -> usize {
 
 const _: () = assert!(MemLocation::Device as usize + 1 == MEM_USAGE_LOCATIONS);
 const _: () = assert!(MemSlot::Reserved11 as usize + 1 == MEM_USAGE_SLOTS);
-// Seed 004 §5: sizes and the record's composition.
+// docs/abi.md §2.6: sizes and the record's composition.
 const _: () = assert!(RECORD_SIZE == 0x2a0);
 const _: () = assert!(NODE_INFO_OFF + NODE_INFO_SIZE == MEM_USAGE_OFF);
 const _: () = assert!(MEM_USAGE_OFF == 288);
 const _: () =
     assert!(MEM_USAGE_LOCATIONS * MEM_USAGE_SLOTS * MEM_USAGE_INFO_SIZE == MEM_USAGE_SIZE);
 const _: () = assert!(4 + NODE_INFO_SIZE + MEM_USAGE_SIZE == RECORD_SIZE);
-// Seed 004 §8: slot 5 at 0x1248 and its field offsets.
+// docs/abi.md §2.10: slot 5 at 0x1248 and its field offsets.
 const _: () = assert!(region::MODEL_RECORDS_OFF + 5 * RECORD_SIZE == 0x1248);
 const _: () = assert!(off::MODEL_ID == 0x004 && off::MODEL_NODE_ID == 0x008);
 const _: () = assert!(off::NAME == 0x00c && off::UUID == 0x10c);
@@ -253,7 +253,7 @@ const RECORD_HEAD: [Field; 7] = [
 const RECORD_FIELDS: [Field; 7 + 2 * GRID_ELEMS] = with_grid(RECORD_HEAD, MEM_USAGE_OFF);
 const GRID_FIELDS: [Field; 2 * GRID_ELEMS] = with_grid([], 0);
 
-/// Layout of `nds_model_node_data_internal` (member names as seed 004 §8
+/// Layout of `nds_model_node_data_internal` (member names as docs/abi.md §2.10
 /// prints them, the `node_info.` prefix dropped; the grid expanded).
 pub const LAYOUT: Block = Block {
     name: "nds_model_node_data_internal",
@@ -272,7 +272,7 @@ const _: () = assert!(LAYOUT.is_well_formed());
 const _: () = assert!(NODE_INFO_LAYOUT.is_well_formed());
 const _: () = assert!(MEM_USAGE_GRID_LAYOUT.is_well_formed());
 const _: () = assert!(MEM_USAGE_LAYOUT.is_well_formed());
-// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (§8).
+// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (docs/abi.md §2.10).
 const _: () = assert!(RECORD_FIELDS[7 + 2 * 15 + 1].offset == 0x218);
 
 /// `nds_mem_usage_info`: one (location, slot) cell of the grid (16 B).

@@ -1,10 +1,10 @@
-//! The process-info records (seed 004 §6): `nds_process_info_internal`
+//! The process-info records (docs/abi.md §2.7): `nds_process_info_internal`
 //! (64 B at 0x4e0) with its three `nds_version_info` triples, and
 //! `nds_process_info_ext_internal` (260 B at 0xad28). Both begin with the
 //! FNV-1a-32 record hash ([`super::fnv`]).
 //!
 //! `framework_type` is a 4-byte field at record +4 with `tag[32]` at +8, as
-//! the seed's 2.31 debug info (DWARF) and its §8 example give. An older public
+//! the seed's 2.31 debug info (DWARF) and its docs/abi.md §2.10 example give. An older public
 //! runtime header declared a 1-byte `framework_type` with `tag` at +5; we
 //! follow the seed.
 //!
@@ -42,7 +42,7 @@ pub mod version_off {
     pub const BUILD: usize = 4;
 }
 
-/// Byte offsets inside `nds_process_info_internal` (record-relative, §8).
+/// Byte offsets inside `nds_process_info_internal` (record-relative, docs/abi.md §2.10).
 pub mod off {
     /// `uint32_t hash`.
     pub const HASH: usize = 0x00;
@@ -77,7 +77,7 @@ pub const VERSION_INFO_LAYOUT: Block = Block {
     ],
 };
 
-/// Layout of `nds_process_info_internal` (member names as seed 004 §8
+/// Layout of `nds_process_info_internal` (member names as docs/abi.md §2.10
 /// prints them, the `proc_info.` prefix dropped).
 pub const PROCESS_INFO_LAYOUT: Block = Block {
     name: "nds_process_info_internal",
@@ -111,7 +111,7 @@ pub const PROCESS_INFO_EXT_LAYOUT: Block = Block {
 const _: () = assert!(VERSION_INFO_LAYOUT.is_well_formed());
 const _: () = assert!(PROCESS_INFO_LAYOUT.is_well_formed());
 const _: () = assert!(PROCESS_INFO_EXT_LAYOUT.is_well_formed());
-// Seed 004 §6 and §8 (process-info at 0x4e0: hash, +0x4e4, +0x4e8, +0x508,
+// docs/abi.md §2.7 and §2.10 (process-info at 0x4e0: hash, +0x4e4, +0x4e8, +0x508,
 // +0x510, +0x518).
 const _: () = assert!(off::FRAMEWORK_TYPE == 0x4e4 - 0x4e0);
 const _: () = assert!(off::TAG == 0x4e8 - 0x4e0);
@@ -121,7 +121,7 @@ const _: () = assert!(off::RUNTIME_VERSION == 0x518 - 0x4e0);
 const _: () = assert!(off::RUNTIME_VERSION + VERSION_INFO_SIZE == PROCESS_INFO_SIZE);
 const _: () = assert!(4 + PROCESS_INFO_PAYLOAD_SIZE == PROCESS_INFO_SIZE);
 const _: () = assert!(off::TAG + TAG_LEN == off::FRAMEWORK_VERSION);
-// Seed 004 §6 and §8 (process-info-ext at 0xad28, tag at +0xad2c, ends 0xae2c).
+// docs/abi.md §2.7 and §2.10 (process-info-ext at 0xad28, tag at +0xad2c, ends 0xae2c).
 const _: () = assert!(ext_off::TAG == 0xad2c - 0xad28);
 const _: () = assert!(0xad28 + PROCESS_INFO_EXT_SIZE == 0xae2c);
 const _: () = assert!(ext_off::TAG + EXT_TAG_LEN == PROCESS_INFO_EXT_SIZE);

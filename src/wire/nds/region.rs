@@ -1,4 +1,4 @@
-//! The NDS region map (seed 004 §1, §9): ten contiguous rows from the header
+//! The NDS region map (docs/abi.md §2.2): ten contiguous rows from the header
 //! at 0 to the end of the EXT NC-data band at 67,200 (0x10680), at the head of
 //! a 262,144-byte slab whose tail this layout version leaves unused.
 //!
@@ -11,7 +11,7 @@
 //! The EXT section does not follow the running sum: it starts at
 //! `NDS_ALIGN(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD)` = 55,936, a
 //! position computed from a frozen legacy geometry (the `_OLD` constants),
-//! while its contents use the current counts (§1 "The EXT alignment hinge").
+//! while its contents use the current counts (docs/abi.md §2.2 "The EXT alignment hinge").
 //! The 11,348 bytes between the end of process-info-ext (44,588) and 55,936
 //! are the `ext_pad` row: unused by this layout version.
 
@@ -27,25 +27,25 @@ pub const REQUIRED_SIZE: usize = 67_200;
 /// Model record slots (one bit each in the `model_bitmap` u64).
 pub const MODEL_SLOTS: usize = 64;
 
-/// `header`: `nds_header` (§2).
+/// `header`: `nds_header` (docs/abi.md §2.3).
 pub const HEADER_OFF: usize = 0;
-/// `nd_counters`: 31 x u64 per-NeuronDevice counters (§3).
+/// `nd_counters`: 31 x u64 per-NeuronDevice counters (docs/abi.md §2.4).
 pub const ND_COUNTERS_OFF: usize = 0x8;
-/// `nc_counters`: 4 cores x 31 x u64 (§3).
+/// `nc_counters`: 4 cores x 31 x u64 (docs/abi.md §2.4).
 pub const NC_COUNTERS_OFF: usize = 0x100;
-/// `process_info`: `nds_process_info_internal`, 64 B (§6).
+/// `process_info`: `nds_process_info_internal`, 64 B (docs/abi.md §2.7).
 pub const PROCESS_INFO_OFF: usize = 0x4e0;
-/// `model_bitmap`: the u64 slot occupancy bitmap (§5).
+/// `model_bitmap`: the u64 slot occupancy bitmap (docs/abi.md §2.6).
 pub const MODEL_BITMAP_OFF: usize = 0x520;
-/// `model_records`: 64 x 672-byte `nds_model_node_data_internal` (§5).
+/// `model_records`: 64 x 672-byte `nds_model_node_data_internal` (docs/abi.md §2.6).
 pub const MODEL_RECORDS_OFF: usize = 0x528;
-/// `process_info_ext`: `nds_process_info_ext_internal`, 260 B (§6).
+/// `process_info_ext`: `nds_process_info_ext_internal`, 260 B (docs/abi.md §2.7).
 pub const PROCESS_INFO_EXT_OFF: usize = 0xad28;
 /// `ext_pad`: the unused gap between process-info-ext and the EXT section.
 pub const EXT_PAD_OFF: usize = 0xae2c;
-/// `ext_nc_counters`: cores 0-3, counters 31..=94, 4 x 64 x u64 (§3).
+/// `ext_nc_counters`: cores 0-3, counters 31..=94, 4 x 64 x u64 (docs/abi.md §2.4).
 pub const EXT_NC_COUNTERS_OFF: usize = 0xda80;
-/// `ext_nc_data`: cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (§3).
+/// `ext_nc_data`: cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (docs/abi.md §2.4).
 pub const EXT_NC_DATA_OFF: usize = 0xe280;
 
 /// Size of the `header` row.
@@ -95,7 +95,7 @@ pub const EXT_NC_COUNTERS: Span =
 /// The `ext_nc_data` row.
 pub const EXT_NC_DATA: Span = Span::new("ext_nc_data", EXT_NC_DATA_OFF, EXT_NC_DATA_SIZE);
 
-/// The region map (seed 004 §1) in offset order.
+/// The region map (docs/abi.md §2.2) in offset order.
 pub const MAP: [Span; 10] = [
     HEADER,
     ND_COUNTERS,
@@ -110,7 +110,7 @@ pub const MAP: [Span; 10] = [
 ];
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
-/// seed 004 §1 "The macro chain"), re-evaluated from the block sizes.
+/// docs/abi.md §2.2 "The macro chain"), re-evaluated from the block sizes.
 ///
 /// Names the seed prints are kept verbatim. The seed's tables with the
 /// process-info/model macro names were lost, so those names
@@ -155,7 +155,7 @@ pub mod chain {
     /// Size of `nds_process_info_ext_internal` (name ours).
     pub const NDS_PROCESS_INFO_EXT_SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
     /// End of process-info-ext by the running sum; must equal
-    /// [`NDS_EXT_OFFSET_OLD`] (§1: "44588 == 44588").
+    /// [`NDS_EXT_OFFSET_OLD`] (docs/abi.md §2.2: "44588 == 44588").
     pub const NDS_PROCESS_INFO_EXT_END: usize =
         NDS_PROCESS_INFO_EXT_START + NDS_PROCESS_INFO_EXT_SIZE;
 
@@ -194,7 +194,7 @@ pub mod chain {
     pub const NDS_REQUIRED_SIZE: usize =
         NDS_EXT_NEURONCORE_NC_DATA_START + NDS_EXT_NEURONCORE_NC_DATA_SIZE;
 
-    // Seed 004 §1: the intermediate values the seed prints.
+    // docs/abi.md §2.2: the intermediate values the seed prints.
     const _: () = assert!(NDS_ND_COUNTERS_SIZE == 248);
     const _: () = assert!(NDS_NEURONCORE_COUNTERS_SIZE == 992);
     const _: () = assert!(NDS_PROCESS_INFO_EXT_END == NDS_EXT_OFFSET_OLD);
@@ -213,7 +213,7 @@ pub mod chain {
     const _: () = assert!(nds_align(55_884) == 55_936 && nds_align(57_984) == 57_984);
 }
 
-// Every hard-coded start equals the macro chain (§1, §9 three-way agreement).
+// Every hard-coded start equals the macro chain (docs/abi.md §2.2 three-way agreement).
 const _: () = assert!(HEADER_OFF == chain::NDS_HEADER_START);
 const _: () = assert!(ND_COUNTERS_OFF == chain::NDS_ND_COUNTERS_START);
 const _: () = assert!(NC_COUNTERS_OFF == chain::NDS_NEURONCORE_COUNTERS_START);
@@ -230,7 +230,7 @@ const _: () = assert!(REQUIRED_SIZE == 0x10680);
 const _: () = assert!(SLAB_SIZE == 0x40000 && REQUIRED_SIZE <= SLAB_SIZE);
 const _: () = assert!(EXT_PAD_SIZE == 11_348);
 const _: () = assert!(MODEL_SLOTS == u64::BITS as usize);
-// The u64 regions are naturally aligned (§3: plain aligned 8-byte loads).
+// The u64 regions are naturally aligned (docs/abi.md §2.4: plain aligned 8-byte loads).
 const _: () = assert!(ND_COUNTERS_OFF % 8 == 0 && NC_COUNTERS_OFF % 8 == 0);
 const _: () = assert!(MODEL_BITMAP_OFF % 8 == 0);
 const _: () = assert!(EXT_NC_COUNTERS_OFF % 64 == 0 && EXT_NC_DATA_OFF % 64 == 0);
@@ -250,7 +250,7 @@ const fn map_is_contiguous(map: &[Span]) -> bool {
     end == REQUIRED_SIZE
 }
 
-/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (§5).
+/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (docs/abi.md §2.6).
 pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
     if slot < MODEL_SLOTS {
         Ok(MODEL_RECORDS_OFF + slot * model::RECORD_SIZE)
