@@ -30,6 +30,9 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[macro_use]
+mod macros;
+
 pub mod actors;
 pub mod device;
 pub mod error;

@@ -58,7 +58,7 @@ fn summary(r: &JobReport) -> String {
     for c in &r.per_core {
         s.push_str(&format!("core {}:", c.core));
         for k in NcCounter::ALL {
-            let v = c.get(*k);
+            let v = c.get(k);
             if v != 0 {
                 s.push_str(&format!(" {}={v}", k.name()));
             }

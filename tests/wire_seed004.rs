@@ -285,8 +285,8 @@ fn abi_2_10_model_slot5_record_at_0x1248() {
     for l in MemLocation::ALL {
         for s in MemSlot::ALL {
             assert_eq!(
-                mem_usage_off(*l, *s),
-                0x120 + (*l as usize * 12 + *s as usize) * 16
+                mem_usage_off(l, s),
+                0x120 + (l as usize * 12 + s as usize) * 16
             );
         }
     }

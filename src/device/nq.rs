@@ -166,40 +166,21 @@ impl NqWriter {
     }
 }
 
-/// A record the reader could not use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NqReadError {
-    /// A slot with the expected phase did not decode; it was skipped.
-    Corrupt {
-        /// The engine ring.
-        engine: u8,
-        /// The slot.
-        index: u32,
-        /// The decoder's error.
-        err: NqError,
-    },
-    /// The HAL refused the access.
-    Hal(HalError),
-}
-
-impl fmt::Display for NqReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NqReadError::Corrupt { engine, index, err } => write!(
-                f,
-                "NQ ring {}[{index}]: {err}",
-                nq::ENGINE_NAMES[usize::from(*engine) % 5]
-            ),
-            NqReadError::Hal(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for NqReadError {}
-
-impl From<HalError> for NqReadError {
-    fn from(e: HalError) -> Self {
-        NqReadError::Hal(e)
+error_enum! {
+    /// A record the reader could not use.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum NqReadError {
+        /// A slot with the expected phase did not decode; it was skipped.
+        Corrupt {
+            /// The engine ring.
+            engine: u8,
+            /// The slot.
+            index: u32,
+            /// The decoder's error.
+            err: NqError,
+        } => ("NQ ring {}[{index}]: {err}", nq::engine_name(*engine)),
+        /// The HAL refused the access.
+        Hal(#[from] HalError) => "{0}",
     }
 }
 
@@ -315,26 +296,28 @@ impl ExecCompletion {
     }
 }
 
-/// Why the harvester could not complete an execution normally. Each maps to
-/// a status for the worker (see `docs/design.md`, "The HAL and the simulated
-/// device").
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HarvestError {
-    /// No complete set of records before the deadline (a device that never
-    /// completes, a lost doorbell): `NRT_TIMEOUT`.
-    Timeout {
-        /// The execution.
-        exec_id: u32,
-        /// Engines that did report.
-        reported: EngineMask,
-    },
-    /// The device dropped records because a ring was full (`EXEC_SW_NQ_OVERFLOW`).
-    Overflow {
-        /// Records dropped so far on this core.
-        dropped: u32,
-    },
-    /// A record did not decode (skipped).
-    Corrupt(NqReadError),
+error_enum! {
+    /// Why the harvester could not complete an execution normally. Each maps to
+    /// a status for the worker (see `docs/design.md`, "The HAL and the simulated
+    /// device").
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum HarvestError {
+        /// No complete set of records before the deadline (a device that never
+        /// completes, a lost doorbell): `NRT_TIMEOUT`.
+        Timeout {
+            /// The execution.
+            exec_id: u32,
+            /// Engines that did report.
+            reported: EngineMask,
+        } => "execution {exec_id} timed out (engines reported: {reported:#07b})",
+        /// The device dropped records because a ring was full (`EXEC_SW_NQ_OVERFLOW`).
+        Overflow {
+            /// Records dropped so far on this core.
+            dropped: u32,
+        } => "NQ overflow: the device dropped {dropped} record(s)",
+        /// A record did not decode (skipped).
+        Corrupt(#[source] NqReadError) => "corrupt NQ record: {0}",
+    }
 }
 
 impl HarvestError {
@@ -348,23 +331,6 @@ impl HarvestError {
         }
     }
 }
-
-impl fmt::Display for HarvestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HarvestError::Timeout { exec_id, reported } => write!(
-                f,
-                "execution {exec_id} timed out (engines reported: {reported:#07b})"
-            ),
-            HarvestError::Overflow { dropped } => {
-                write!(f, "NQ overflow: the device dropped {dropped} record(s)")
-            }
-            HarvestError::Corrupt(e) => write!(f, "corrupt NQ record: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for HarvestError {}
 
 #[derive(Clone, Copy, Debug)]
 struct Pending {

@@ -22,7 +22,6 @@
 //! and by the loom model in `loom-tests/tests/device_boundary.rs`, whose
 //! `device_tail_first` mutant (below) publishes before the body is written.
 
-use core::fmt;
 use std::sync::Arc;
 
 use crate::hal::{Hal, HalError, Ordering};
@@ -124,48 +123,27 @@ pub struct Staged {
     pub request: DeviceExecRequest,
 }
 
-/// Why staging refused. Nothing was written and nothing changed: retry later.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StageError {
-    /// Every request buffer of the core holds a request the device has not
-    /// executed yet.
-    Busy {
-        /// Requests staged and not yet executed.
-        in_flight: u32,
-    },
-    /// The descriptor rings lack room for the three pairs.
-    RingFull {
-        /// Slots needed (3 pairs).
-        need: u32,
-        /// Slots free.
-        free: u32,
-    },
-    /// A descriptor did not encode (a bug: lengths are constants).
-    Encode(UdmaError),
-    /// The HAL refused an access.
-    Hal(HalError),
-}
-
-impl fmt::Display for StageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StageError::Busy { in_flight } => {
-                write!(f, "all request buffers busy ({in_flight} in flight)")
-            }
-            StageError::RingFull { need, free } => {
-                write!(f, "descriptor ring full (need {need}, {free} free)")
-            }
-            StageError::Encode(e) => write!(f, "descriptor: {e}"),
-            StageError::Hal(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for StageError {}
-
-impl From<HalError> for StageError {
-    fn from(e: HalError) -> Self {
-        StageError::Hal(e)
+error_enum! {
+    /// Why staging refused. Nothing was written and nothing changed: retry later.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum StageError {
+        /// Every request buffer of the core holds a request the device has not
+        /// executed yet.
+        Busy {
+            /// Requests staged and not yet executed.
+            in_flight: u32,
+        } => "all request buffers busy ({in_flight} in flight)",
+        /// The descriptor rings lack room for the three pairs.
+        RingFull {
+            /// Slots needed (3 pairs).
+            need: u32,
+            /// Slots free.
+            free: u32,
+        } => "descriptor ring full (need {need}, {free} free)",
+        /// A descriptor did not encode (a bug: lengths are constants).
+        Encode(#[source] UdmaError) => "descriptor: {0}",
+        /// The HAL refused an access.
+        Hal(#[from] HalError) => "{0}",
     }
 }
 

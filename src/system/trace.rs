@@ -62,50 +62,20 @@ pub struct TraceHeader {
     pub config: String,
 }
 
-/// A header line that could not be read.
-#[derive(Debug)]
-pub enum TraceError {
-    /// Reading failed.
-    Io(io::Error),
-    /// The first line does not start with `xunds-trace`.
-    NotATrace(String),
-    /// A version this build cannot read.
-    UnsupportedVersion(String),
-    /// The seed is missing or not a decimal u64.
-    BadSeed(String),
-    /// The `config=` field is missing.
-    MissingConfig,
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TraceError::Io(e) => write!(f, "reading the trace: {e}"),
-            TraceError::NotATrace(l) => write!(f, "not an xunds trace (first line {l:?})"),
-            TraceError::UnsupportedVersion(v) => {
-                write!(
-                    f,
-                    "unsupported trace version {v:?} (this build reads v{FORMAT_VERSION})"
-                )
-            }
-            TraceError::BadSeed(s) => write!(f, "bad seed field {s:?}"),
-            TraceError::MissingConfig => f.write_str("the header has no config= field"),
-        }
-    }
-}
-
-impl std::error::Error for TraceError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TraceError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for TraceError {
-    fn from(e: io::Error) -> Self {
-        TraceError::Io(e)
+error_enum! {
+    /// A header line that could not be read.
+    #[derive(Debug)]
+    pub enum TraceError {
+        /// Reading failed.
+        Io(#[from] io::Error) => "reading the trace: {0}",
+        /// The first line does not start with `xunds-trace`.
+        NotATrace(String) => "not an xunds trace (first line {0:?})",
+        /// A version this build cannot read.
+        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION})",
+        /// The seed is missing or not a decimal u64.
+        BadSeed(String) => "bad seed field {0:?}",
+        /// The `config=` field is missing.
+        MissingConfig => "the header has no config= field",
     }
 }
 

@@ -13,24 +13,25 @@
 use core::fmt;
 use core::mem::size_of;
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
 /// Mask of the 48-bit `seq_num` field.
 pub const SEQ_NUM_MASK: u64 = 0xFFFF_FFFF_FFFF;
 /// Bit position of `xu_id` inside a `seq_id_t`.
 pub const XU_ID_SHIFT: u32 = 48;
-/// `sizeof(seq_id_t)`.
-pub const SIZE: usize = 8;
 /// `sizeof(xu_id_t)`.
 pub const XU_ID_SIZE: usize = 2;
 
-/// Byte offsets inside a `seq_id_t` (little-endian storage of the bitfield).
-pub mod off {
-    /// `seq_num:48`, bytes 0..6.
-    pub const SEQ_NUM: usize = 0;
-    /// `xu_id:16`, bytes 6..8.
-    pub const XU_ID: usize = 6;
+wire_block! {
+    /// Layout of `seq_id_t` (8 bytes, the little-endian storage of the
+    /// bitfield): the 48-bit counter, then the XU id.
+    pub LAYOUT: "seq_id_t", SIZE = 8, off {
+        /// `seq_num:48`.
+        seed SEQ_NUM "seq_num" = 0, 6;
+        /// `xu_id:16`.
+        seed XU_ID "xu_id" = 6, 2;
+    }
 }
 
 const _: () = assert!(SEQ_NUM_MASK == (1u64 << XU_ID_SHIFT) - 1);
@@ -42,18 +43,6 @@ const _: () = assert!(XuId::new(0, 0xF, 0).0 == 0x00F0);
 const _: () = assert!(XuId::new(0, 0, 0xFF).0 == 0xFF00);
 // HIBYTE(seq_id) is the vNC (docs/abi.md §1.4).
 const _: () = assert!(SeqId::from_cursor(0, XuId::new(0, 0, 0xAB)).0 >> 56 == 0xAB);
-
-/// Layout of `seq_id_t` (8 bytes): the 48-bit counter, then the XU id.
-pub const LAYOUT: Block = Block {
-    name: "seq_id_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("seq_num", off::SEQ_NUM, 6),
-        Field::seed("xu_id", off::XU_ID, XU_ID_SIZE),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[1].offset == off::XU_ID && LAYOUT.fields[1].end() == SIZE);
 
 /// A 16-bit XU id: `{type:4, queue:4, vnc_id:8}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]

@@ -12,28 +12,33 @@
 
 use core::mem::{offset_of, size_of};
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::seq_id::{SeqId, XuId};
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Byte offsets of the `xu_queue_t` fields (docs/abi.md §1.2).
-pub mod off {
-    /// `xu_id_t xu_id` (2 bytes, padded to 8).
-    pub const XU_ID: usize = 0x00;
-    /// `xuq_exec_info_t *buffer`.
-    pub const BUFFER: usize = 0x08;
-    /// `uint64_t capacity`.
-    pub const CAPACITY: usize = 0x10;
-    /// `uint64_t exec_head` (consumer cursor; written by the worker).
-    pub const EXEC_HEAD: usize = 0x40;
-    /// `uint64_t scheduled_head` (trigger cursor; written by the producer).
-    pub const SCHEDULED_HEAD: usize = 0x80;
-    /// `uint64_t scheduled_tail` (submit cursor; written by the producer).
-    pub const SCHEDULED_TAIL: usize = 0xC0;
+wire_block! {
+    /// Layout of `xu_queue_t` (docs/abi.md §1.2; all fields seed-stated,
+    /// each cursor on its own 64-byte line; gaps are padding).
+    pub LAYOUT: "xu_queue_t", SIZE = 256, off {
+        /// `xu_id_t` (padded to 8).
+        seed XU_ID "xu_id" = 0x00, 2;
+        pad = 0x02, 6;
+        /// `xuq_exec_info_t *`.
+        seed BUFFER "buffer" = 0x08, 8;
+        seed CAPACITY "capacity" = 0x10, 8;
+        pad = 0x18, 40;
+        /// Consumer cursor; written by the worker.
+        seed EXEC_HEAD "exec_head" = 0x40, 8;
+        pad = 0x48, 56;
+        /// Trigger cursor; written by the producer.
+        seed SCHEDULED_HEAD "scheduled_head" = 0x80, 8;
+        pad = 0x88, 56;
+        /// Submit cursor; written by the producer.
+        seed SCHEDULED_TAIL "scheduled_tail" = 0xC0, 8;
+        pad = 0xC8, 56;
+    }
 }
 
-/// `sizeof(xu_queue_t)`.
-pub const SIZE: usize = 256;
 /// The 64-byte line each cursor owns.
 pub const CACHE_LINE: usize = 64;
 /// A cursor must stay below this (`xuq_client_submit` asserts
@@ -45,13 +50,6 @@ pub const CURSOR_START: u64 = 1;
 const _: () = assert!(off::EXEC_HEAD % CACHE_LINE == 0);
 const _: () = assert!(off::SCHEDULED_HEAD - off::EXEC_HEAD == CACHE_LINE);
 const _: () = assert!(off::SCHEDULED_TAIL - off::SCHEDULED_HEAD == CACHE_LINE);
-const _: () = assert!(off::SCHEDULED_TAIL + CACHE_LINE == SIZE);
-// Seed numbers, spelled out (docs/abi.md §1.2).
-const _: () = assert!(SIZE == 256);
-const _: () = assert!(off::XU_ID == 0x00 && off::BUFFER == 0x08 && off::CAPACITY == 0x10);
-const _: () = assert!(off::EXEC_HEAD == 0x40);
-const _: () = assert!(off::SCHEDULED_HEAD == 0x80);
-const _: () = assert!(off::SCHEDULED_TAIL == 0xC0);
 // A cursor below the limit has its top 16 bits clear (a clean 48-bit counter).
 const _: () = assert!(CURSOR_LIMIT <= super::seq_id::SEQ_NUM_MASK);
 
@@ -79,27 +77,6 @@ const _: () = assert!(offset_of!(c::XuQueue, capacity) == off::CAPACITY);
 const _: () = assert!(offset_of!(c::XuQueue, exec_head) == off::EXEC_HEAD);
 const _: () = assert!(offset_of!(c::XuQueue, scheduled_head) == off::SCHEDULED_HEAD);
 const _: () = assert!(offset_of!(c::XuQueue, scheduled_tail) == off::SCHEDULED_TAIL);
-
-/// Layout of `xu_queue_t` (all fields seed-stated; gaps are padding).
-pub const LAYOUT: Block = Block {
-    name: "xu_queue_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("xu_id", off::XU_ID, 2),
-        Field::seed("buffer", off::BUFFER, 8),
-        Field::seed("capacity", off::CAPACITY, 8),
-        Field::seed("exec_head", off::EXEC_HEAD, 8),
-        Field::seed("scheduled_head", off::SCHEDULED_HEAD, 8),
-        Field::seed("scheduled_tail", off::SCHEDULED_TAIL, 8),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[0].offset == off::XU_ID);
-const _: () = assert!(LAYOUT.fields[1].offset == off::BUFFER);
-const _: () = assert!(LAYOUT.fields[2].offset == off::CAPACITY);
-const _: () = assert!(LAYOUT.fields[3].offset == off::EXEC_HEAD);
-const _: () = assert!(LAYOUT.fields[4].offset == off::SCHEDULED_HEAD);
-const _: () = assert!(LAYOUT.fields[5].offset == off::SCHEDULED_TAIL);
 
 /// A snapshot of the ring header's six fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,5 +1,5 @@
 //! `xunds`: the command line. Subcommands: `layout`, `nds dump`, `run`,
-//! `replay`. Command-line-only code (argument parsing with clap, JSON output
+//! `replay`, `monitor`, `top`. Command-line-only code (argument parsing with clap, JSON output
 //! with serde_json, text tables, the progress line) lives here, outside the
 //! library.
 //!
@@ -11,6 +11,7 @@
 //! (one line on stderr naming the flag), or no subcommand at all (the usage).
 
 mod layout;
+mod monitor;
 mod nds;
 mod replay;
 mod run;
@@ -41,6 +42,8 @@ enum Command {
     Nds(nds::Command),
     Run(run::Args),
     Replay(replay::Args),
+    Monitor(monitor::MonitorArgs),
+    Top(monitor::top::TopArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,8 @@ fn main() -> ExitCode {
         Command::Nds(c) => nds::main(c),
         Command::Run(a) => run::main(a),
         Command::Replay(a) => replay::main(a),
+        Command::Monitor(a) => monitor::main(a),
+        Command::Top(a) => monitor::top::main(a),
     }
 }
 

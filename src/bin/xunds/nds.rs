@@ -431,7 +431,7 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
             );
             for loc in MemLocation::ALL {
                 for ms in MemSlot::ALL {
-                    let u = r.usage(*loc, *ms);
+                    let u = r.usage(loc, ms);
                     if u.total_size != 0 || u.chunk_count != 0 {
                         let _ = writeln!(
                             out,

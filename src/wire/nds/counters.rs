@@ -24,16 +24,16 @@ use super::region;
 
 /// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
 pub const ND_COUNTER_COUNT: usize = 31;
-/// `NDS_ND_COUNTER_LAST`: the named ND counters.
-pub const ND_COUNTER_NAMED: usize = 14;
+/// `NDS_ND_COUNTER_LAST`: the named ND counters ([`NdCounter`]; 14 in 2.31).
+pub const ND_COUNTER_NAMED: usize = NdCounter::ALL.len();
 /// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
 pub const NC_COUNTER_COUNT: usize = 31;
 /// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
 pub const EXT_NC_COUNTER_COUNT: usize = 64;
 /// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
 pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
-/// Named EXT NC counters (31..=40).
-pub const EXT_NC_COUNTER_NAMED: usize = 10;
+/// Named EXT NC counters ([`NcCounter`] from 31 on; 31..=40 in 2.31).
+pub const EXT_NC_COUNTER_NAMED: usize = NcCounter::ALL.len() - NC_COUNTER_COUNT;
 /// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
 pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
 /// NeuronCores with a row in the ND/NC/EXT bands.
@@ -64,13 +64,12 @@ const _: () = assert!(EXT_NC_BASE_ELEM * 8 == region::EXT_NC_COUNTERS_OFF);
 const _: () = assert!(EXT_NC_DATA_BASE_ELEM * 8 == region::EXT_NC_DATA_OFF);
 const _: () = assert!(TOTAL_NC_COUNTER_COUNT == 95 && EXT_NC_DATA_COUNT == 96);
 const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
-const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
 const _: () = assert!(EXT_CORES == 12);
 
-named_index_enum! {
+wire_enum! {
     /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (docs/abi.md §2.4).
     /// Indices 14..=30 are reserved headroom.
-    pub enum NdCounter {
+    pub enum NdCounter(u32) {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
         FrameworkVersion = 1 => "FRAMEWORK_VERSION",
         FalVersion = 2 => "FAL_VERSION",
@@ -88,10 +87,10 @@ named_index_enum! {
     }
 }
 
-named_index_enum! {
+wire_enum! {
     /// NC (per-NeuronCore) counter indices: 0..=30 in the original band,
     /// 31..=40 the named EXT counters (41..=94 reserved) (docs/abi.md §2.4).
-    pub enum NcCounter {
+    pub enum NcCounter(u32) {
         TimeInUse = 0 => "TIME_IN_USE",
         InferCompleted = 1 => "INFER_COMPLETED",
         InferCompletedWithErr = 2 => "INFER_COMPLETED_WITH_ERR",
@@ -141,11 +140,14 @@ named_index_enum! {
 /// and the counters: [`crate::wire::nq::ErrorClass`].
 pub use crate::wire::nq::ErrorClass;
 
-const _: () = assert!(NdCounter::AggNeffId as usize + 1 == ND_COUNTER_NAMED);
+// The named counters are numbered densely from 0 and fit their bands; the
+// base NC band (31) is fully named.
+const _: () = assert!(NdCounter::ALL[ND_COUNTER_NAMED - 1] as usize + 1 == ND_COUNTER_NAMED);
+const _: () = assert!(ND_COUNTER_NAMED <= ND_COUNTER_COUNT);
 const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
-const _: () = assert!(
-    NcCounter::HwErrRepairableHbmUe as usize + 1 == NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
-);
+const _: () =
+    assert!(NcCounter::ALL[NcCounter::ALL.len() - 1] as usize + 1 == NcCounter::ALL.len());
+const _: () = assert!(EXT_NC_COUNTER_NAMED <= EXT_NC_COUNTER_COUNT);
 // docs/abi.md §2.4: the error block is order-locked at 7..=12.
 const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
 const _: () =
@@ -174,16 +176,22 @@ impl NcCounter {
 impl ErrorClass {
     /// The NC counter this class is tallied in (`ERR_GENERIC + class`).
     pub const fn counter(self) -> NcCounter {
-        match self {
-            ErrorClass::Generic => NcCounter::ErrGeneric,
-            ErrorClass::Numerical => NcCounter::ErrNumerical,
-            ErrorClass::Model => NcCounter::ErrModel,
-            ErrorClass::Transient => NcCounter::ErrTransient,
-            ErrorClass::Hw => NcCounter::ErrHw,
-            ErrorClass::Runtime => NcCounter::ErrRt,
+        match NcCounter::from_u8(NcCounter::ErrGeneric as u8 + self as u8) {
+            Some(c) => c,
+            None => unreachable!(),
         }
     }
 }
+
+// Every class lands in the order-locked block `ERR_GENERIC..=ERR_RT`.
+const _: () = {
+    let mut i = 0;
+    while i < ErrorClass::ALL.len() {
+        let c = ErrorClass::ALL[i].counter() as u8;
+        assert!(c >= NcCounter::ErrGeneric as u8 && c <= NcCounter::ErrRt as u8);
+        i += 1;
+    }
+};
 
 bitflags::bitflags! {
     /// The `FEATURE_BITMAP` ND counter (index 3), written with OR, never ADD

@@ -14,11 +14,19 @@
 //! what the binary holds.
 //! [`HEADER_PROTO`] is derived from the bytes.
 
-use super::super::layout::{annotated_dump, Block, Field};
+use super::super::layout::annotated_dump;
 use super::super::{need, WireError};
 
-/// `sizeof(nds_header_t)`.
-pub const SIZE: usize = 8;
+wire_block! {
+    /// Layout of `nds_header`.
+    pub LAYOUT: "nds_header", SIZE = 8, off {
+        /// `char signature[4]`.
+        seed SIGNATURE "signature" = 0, 4;
+        /// `int version`.
+        seed VERSION "version" = 4, 4;
+    }
+}
+
 /// The 4-byte signature, `"nds\0"`.
 pub const MAGIC: [u8; 4] = *b"nds\0";
 /// The layout's format version (`int`, 100000 = 0x186a0).
@@ -30,27 +38,8 @@ pub const PROTO_BYTES: [u8; SIZE] = [0x6e, 0x64, 0x73, 0x00, 0xa0, 0x86, 0x01, 0
 /// module doc for the prose discrepancy).
 pub const HEADER_PROTO: u64 = u64::from_le_bytes(PROTO_BYTES);
 
-/// Byte offsets inside `nds_header`.
-pub mod off {
-    /// `char signature[4]`.
-    pub const SIGNATURE: usize = 0;
-    /// `int version`.
-    pub const VERSION: usize = 4;
-}
-
-/// Layout of `nds_header`.
-pub const LAYOUT: Block = Block {
-    name: "nds_header",
-    size: SIZE,
-    fields: &[
-        Field::seed("signature", off::SIGNATURE, 4),
-        Field::seed("version", off::VERSION, 4),
-    ],
-};
-
 const _: () = assert!(HEADER_PROTO == 0x0001_86a0_0073_646e);
 const _: () = assert!(VERSION == 0x186a0);
-const _: () = assert!(LAYOUT.is_well_formed());
 const _: () = assert!(Header::COMMITTED.to_word() == HEADER_PROTO);
 const _: () = {
     let b = PROTO_BYTES;

@@ -24,62 +24,6 @@
 //! of the C struct measured with `offset_of!`/`size_of` (LP64 targets only,
 //! the ABI's only data model).
 
-/// A `#[repr(u8)]` enum of ABI indices with their C names: `name()`,
-/// `index()`, `from_index()`, `from_name()` and `ALL` (ascending index).
-macro_rules! named_index_enum {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $Name:ident { $($Variant:ident = $idx:literal => $cname:literal,)* }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[repr(u8)]
-        $vis enum $Name {
-            $(
-                #[doc = concat!("`", $cname, "` (index ", stringify!($idx), ").")]
-                $Variant = $idx,
-            )*
-        }
-
-        impl $Name {
-            /// Every named index, ascending.
-            pub const ALL: &'static [Self] = &[$(Self::$Variant,)*];
-
-            /// The C name (as in docs/abi.md §2.4 / the seed).
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $(Self::$Variant => $cname,)*
-                }
-            }
-
-            /// The ABI index.
-            pub const fn index(self) -> u32 {
-                self as u32
-            }
-
-            /// The variant at ABI index `index`, or `None` for an unnamed
-            /// (reserved) or out-of-range index.
-            pub const fn from_index(index: u32) -> Option<Self> {
-                match index {
-                    $($idx => Some(Self::$Variant),)*
-                    _ => None,
-                }
-            }
-
-            /// The variant whose C name is `name`.
-            pub fn from_name(name: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == name)
-            }
-        }
-
-        impl core::fmt::Display for $Name {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-    };
-}
-
 pub mod counters;
 pub mod fnv;
 pub mod header;
