@@ -403,7 +403,7 @@ fn decode_refuses_with_typed_errors() {
 }
 
 #[test]
-fn engine_state_machine_table_matches_its_function() {
+fn engine_state_machine_table() {
     xunds::fsm::check_table::<EngineFsm>().unwrap();
     insta::assert_snapshot!(xunds::fsm::render_table::<EngineFsm>(), @r"
     IDLE --start--> READY

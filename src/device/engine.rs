@@ -22,7 +22,7 @@ use core::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
-use crate::fsm::{self, Fsm, Row};
+use crate::fsm;
 pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 use crate::wire::nq::ErrorClass;
 
@@ -484,123 +484,43 @@ impl Default for Limits {
     }
 }
 
-/// An engine's lifecycle within one execution (STYLE.md practice 9).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineState {
-    /// No block.
-    Idle,
-    /// Has an instruction to issue.
-    Ready,
-    /// Issued a `WAIT` its semaphore cannot satisfy yet.
-    Blocked,
-    /// Reached `END`.
-    Done,
-    /// Stopped by a fault.
-    Faulted,
-}
-
-/// Events of [`EngineFsm`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineEvent {
-    /// The request names a block for the engine.
-    Start,
-    /// A `WAIT` found its semaphore short.
-    Block,
-    /// A `SIGNAL` satisfied the pending `WAIT`.
-    Wake,
-    /// `END`.
-    Finish,
-    /// A fault (including a deadlock detected while blocked).
-    Fault,
-}
-
-/// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
-/// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
-#[derive(Clone, Copy, Debug)]
-pub struct EngineFsm;
-
-impl Fsm for EngineFsm {
-    type State = EngineState;
-    type Event = EngineEvent;
-    const NAME: &'static str = "engine";
-    const TABLE: &'static [Row<EngineState, EngineEvent>] = &[
-        Row {
-            from: EngineState::Idle,
-            event: EngineEvent::Start,
-            to: EngineState::Ready,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Block,
-            to: EngineState::Blocked,
-        },
-        Row {
-            from: EngineState::Blocked,
-            event: EngineEvent::Wake,
-            to: EngineState::Ready,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Finish,
-            to: EngineState::Done,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Fault,
-            to: EngineState::Faulted,
-        },
-        Row {
-            from: EngineState::Blocked,
-            event: EngineEvent::Fault,
-            to: EngineState::Faulted,
-        },
-    ];
-    const STATES: &'static [EngineState] = &[
-        EngineState::Idle,
-        EngineState::Ready,
-        EngineState::Blocked,
-        EngineState::Done,
-        EngineState::Faulted,
-    ];
-    const EVENTS: &'static [EngineEvent] = &[
-        EngineEvent::Start,
-        EngineEvent::Block,
-        EngineEvent::Wake,
-        EngineEvent::Finish,
-        EngineEvent::Fault,
-    ];
-
-    fn transition(state: EngineState, event: EngineEvent) -> Option<EngineState> {
-        use EngineEvent as E;
-        use EngineState as S;
-        match (state, event) {
-            (S::Idle, E::Start) => Some(S::Ready),
-            (S::Ready, E::Block) => Some(S::Blocked),
-            (S::Blocked, E::Wake) => Some(S::Ready),
-            (S::Ready, E::Finish) => Some(S::Done),
-            (S::Ready | S::Blocked, E::Fault) => Some(S::Faulted),
-            _ => None,
-        }
+crate::fsm::machine! {
+    /// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
+    /// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
+    pub struct EngineFsm = "engine";
+    /// An engine's lifecycle within one execution (STYLE.md practice 9).
+    pub enum EngineState {
+        /// No block.
+        Idle = "IDLE",
+        /// Has an instruction to issue.
+        Ready = "READY",
+        /// Issued a `WAIT` its semaphore cannot satisfy yet.
+        Blocked = "BLOCKED",
+        /// Reached `END`.
+        Done = "DONE",
+        /// Stopped by a fault.
+        Faulted = "FAULTED",
     }
-
-    fn state_name(state: EngineState) -> &'static str {
-        match state {
-            EngineState::Idle => "IDLE",
-            EngineState::Ready => "READY",
-            EngineState::Blocked => "BLOCKED",
-            EngineState::Done => "DONE",
-            EngineState::Faulted => "FAULTED",
-        }
+    /// Events of [`EngineFsm`].
+    pub enum EngineEvent {
+        /// The request names a block for the engine.
+        Start = "start",
+        /// A `WAIT` found its semaphore short.
+        Block = "block",
+        /// A `SIGNAL` satisfied the pending `WAIT`.
+        Wake = "wake",
+        /// `END`.
+        Finish = "finish",
+        /// A fault (including a deadlock detected while blocked).
+        Fault = "fault",
     }
-
-    fn event_name(event: EngineEvent) -> &'static str {
-        match event {
-            EngineEvent::Start => "start",
-            EngineEvent::Block => "block",
-            EngineEvent::Wake => "wake",
-            EngineEvent::Finish => "finish",
-            EngineEvent::Fault => "fault",
-        }
+    rows {
+        Idle + Start => Ready,
+        Ready + Block => Blocked,
+        Blocked + Wake => Ready,
+        Ready + Finish => Done,
+        Ready + Fault => Faulted,
+        Blocked + Fault => Faulted,
     }
 }
 

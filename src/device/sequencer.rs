@@ -513,6 +513,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             let mem = DramMemory::new(&*hal, &map);
             self.exec.execute(&mem, &req, start)
         };
+        // This request's MACs, before its records (their Release publishes
+        // it to the worker that acquires them).
+        hal.store_u64(
+            map.dram,
+            map.request_macs_off(c as u8, exec_id) as usize,
+            out.macs,
+            Ordering::Relaxed,
+        )?;
         let mut any = false;
         for e in Engine::ALL {
             if req.engine_address(e) == 0 {

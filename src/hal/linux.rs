@@ -105,6 +105,11 @@ impl Hal for LinuxHal {
         Ok(RegionHandle::new(index, id, len))
     }
 
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
+        let p = self.region(r)?.ptr_at(0, 0, 1).map_err(|e| mem_err(r, e))?;
+        Ok(p as usize as u64)
+    }
+
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let index = self.events.insert(id, || {
             EventFd::new()

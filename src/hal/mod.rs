@@ -81,6 +81,12 @@ pub enum RegionId {
         /// Engine index (0 PE .. 4 SP).
         engine: u8,
     },
+    /// A core's host region of 208-byte work items (`tpb_execution_info_t`,
+    /// docs/abi.md §1.6): the XU slots' `exec_info` words point into it.
+    WorkItems {
+        /// Core index.
+        core: u8,
+    },
     /// Anything else a user of the HAL maps (tests, other subsystems).
     Other {
         /// Caller-chosen number.
@@ -98,6 +104,7 @@ impl fmt::Display for RegionId {
             RegionId::NqRing { core, engine } => {
                 write!(f, "nq{core}.{}", crate::wire::nq::engine_name(engine))
             }
+            RegionId::WorkItems { core } => write!(f, "items{core}"),
             RegionId::Other { tag } => write!(f, "other{tag}"),
         }
     }
@@ -272,6 +279,12 @@ pub trait Hal: Send + Sync {
 
     /// Map a zero-filled region of `len` bytes.
     fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError>;
+
+    /// The host address of the region's first byte: what a pointer word
+    /// into the region holds (a slot's `exec_info` names a work item by it,
+    /// docs/abi.md §1.6). Never dereferenced above the HAL: users turn
+    /// such a word back into an offset with a range and stride check.
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError>;
 
     /// Create an event (counter 0).
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError>;
@@ -510,6 +523,11 @@ macro_rules! forward_hal {
             $inner.map(id, len)
         }
     };
+    (@ base_addr, $s:tt, $inner:expr) => {
+        fn base_addr(&$s, r: RegionHandle) -> Result<u64, HalError> {
+            $inner.base_addr(r)
+        }
+    };
     (@ event, $s:tt, $inner:expr) => {
         fn event(&mut $s, id: EventId) -> Result<EventHandle, HalError> {
             $inner.event(id)
@@ -633,7 +651,8 @@ pub(crate) use forward_hal;
 
 impl<H: Hal + ?Sized> Hal for Box<H> {
     forward_hal!(self => **self;
-        name, map, event, copy_in, copy_out, load_u32, store_u32, load_u32s, store_u32s,
-        fetch_add_u32, load_u64, store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
+        name, map, base_addr, event, copy_in, copy_out, load_u32, store_u32, load_u32s, store_u32s,
+        fetch_add_u32, load_u64,
+        store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
         wait, event_fd);
 }

@@ -377,6 +377,28 @@ pub struct JobReport {
     pub lanes: Vec<(u64, u64, u64)>,
     /// Per XU: degraded (unrecoverable) at the end.
     pub degraded: Vec<bool>,
+    /// Events an actor's state did not accept, per actor kind (0 in every
+    /// run without injected corruption).
+    pub fsm_violations: FsmViolations,
+}
+
+/// Events each kind of event-driven actor refused (counted, traced; the
+/// actor back in a safe state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsmViolations {
+    /// The workers (summed).
+    pub worker: u64,
+    /// The device proxies (summed).
+    pub device_proxy: u64,
+    /// The NDS publisher.
+    pub publisher: u64,
+}
+
+impl FsmViolations {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.worker + self.device_proxy + self.publisher
+    }
 }
 
 /// Counts injected faults, whatever the HAL stack.
@@ -472,6 +494,7 @@ struct Outcome {
     trace_lines: Option<u64>,
     injected: usize,
     nds_errors: u64,
+    publisher_fsm_violations: u64,
     lanes: Vec<(u64, u64, u64)>,
     degraded: Vec<bool>,
 }
@@ -529,6 +552,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         trace_lines: None,
         injected: 0,
         nds_errors: 0,
+        publisher_fsm_violations: 0,
         lanes: Vec::new(),
         degraded: Vec::new(),
     };
@@ -601,6 +625,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
         .pub_stats
         .errors
         .load(std::sync::atomic::Ordering::Acquire);
+    out.publisher_fsm_violations = shared
+        .pub_stats
+        .fsm_violations
+        .load(std::sync::atomic::Ordering::Relaxed);
     Ok(out)
 }
 
@@ -669,6 +697,11 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
     }
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let pr = o.producer;
+    let fsm_violations = FsmViolations {
+        worker: o.workers.iter().map(|w| w.fsm_violations).sum(),
+        device_proxy: o.device.fsm_violations,
+        publisher: o.publisher_fsm_violations,
+    };
     Ok(JobReport {
         executions: cfg.executions,
         submitted: pr.attempts,
@@ -707,5 +740,6 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         nds_errors: o.nds_errors,
         lanes: o.lanes,
         degraded: o.degraded,
+        fsm_violations,
     })
 }

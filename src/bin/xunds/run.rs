@@ -204,8 +204,14 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         print!("{}", summary(&rep));
     }
-    if rep.outputs_wrong > 0 || rep.fifo_violations > 0 || rep.nds_errors > 0 {
-        eprintln!("xunds run: wrong outputs, FIFO violations or NDS errors (see above)");
+    if rep.outputs_wrong > 0
+        || rep.fifo_violations > 0
+        || rep.nds_errors > 0
+        || rep.fsm_violations.total() > 0
+    {
+        eprintln!(
+            "xunds run: wrong outputs, FIFO violations, NDS errors or state-machine violations (see above)"
+        );
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -235,6 +241,8 @@ struct RunJson<'a> {
     faults: &'a str,
     faults_injected: usize,
     elapsed_s: f64,
+    /// Events each kind of actor's state refused.
+    fsm_violations: FsmJson,
     /// Outcomes by status name.
     by_status: Obj<u64>,
     /// Per core: its non-zero NC counters by name.
@@ -245,6 +253,13 @@ struct RunJson<'a> {
     trace_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_lines: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct FsmJson {
+    worker: u64,
+    device_proxy: u64,
+    publisher: u64,
 }
 
 #[derive(Serialize)]
@@ -283,6 +298,11 @@ impl<'a> RunJson<'a> {
             faults: r.faults.as_str(),
             faults_injected: r.faults_injected,
             elapsed_s: r.elapsed.as_secs_f64(),
+            fsm_violations: FsmJson {
+                worker: r.fsm_violations.worker,
+                device_proxy: r.fsm_violations.device_proxy,
+                publisher: r.fsm_violations.publisher,
+            },
             by_status: r
                 .by_status
                 .iter()
@@ -366,6 +386,12 @@ pub fn summary(r: &JobReport) -> String {
         s,
         "  outputs checked against the CPU reference: {} ({} wrong)",
         r.outputs_checked, r.outputs_wrong
+    );
+    let v = r.fsm_violations;
+    let _ = writeln!(
+        s,
+        "  fsm_violations: worker {}, device proxy {}, publisher {}",
+        v.worker, v.device_proxy, v.publisher
     );
     let _ = writeln!(s, "  outcomes by status:");
     for (st, n) in &r.by_status {
