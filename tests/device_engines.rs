@@ -1,5 +1,5 @@
-//! The engines' instruction format and interpreter (docs/design.md
-//! "Instruction format"): every instruction's encoding and semantics against
+//! The engines' instruction format and interpreter (docs/abi.md
+//! §1.15): every instruction's encoding and semantics against
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 

@@ -567,6 +567,54 @@ pub struct ProducerStats {
     pub backoffs: u64,
 }
 
+/// Open-loop arrivals (`xunds run --rate R`): execution `i` is due at the
+/// `i`-th arrival of a Poisson process of `R` per second (exponential gaps
+/// drawn from a seeded [`SplitMix64`](crate::prng::SplitMix64)), counted
+/// from the producer's first poll. A paced producer submits an execution
+/// only once it is due, so the latency it sees is the system's, not the
+/// queueing of a closed loop that keeps every ring full.
+#[derive(Clone, Debug)]
+pub struct Pacing {
+    /// Arrivals per nanosecond.
+    per_ns: f64,
+    rng: crate::prng::SplitMix64,
+    /// The first poll's time.
+    start: Option<crate::actors::Nanos>,
+    /// When the next execution is due, in ns after `start`.
+    due_ns: u64,
+}
+
+impl Pacing {
+    /// Poisson arrivals at `rate` per second (> 0), gaps drawn from `seed`.
+    pub fn poisson(rate: f64, seed: u64) -> Pacing {
+        let mut p = Pacing {
+            per_ns: rate / 1e9,
+            rng: crate::prng::SplitMix64::new(seed),
+            start: None,
+            due_ns: 0,
+        };
+        p.due_ns = p.gap_ns();
+        p
+    }
+
+    /// One exponential gap: `-ln(1 - u) / rate` with `u` uniform in [0, 1).
+    fn gap_ns(&mut self) -> u64 {
+        let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        (-(1.0 - u).ln() / self.per_ns) as u64
+    }
+
+    /// Is the next execution due at `now`?
+    fn due(&mut self, now: crate::actors::Nanos) -> bool {
+        let start = *self.start.get_or_insert(now);
+        now.as_u64().saturating_sub(start.as_u64()) >= self.due_ns
+    }
+
+    /// The next execution's arrival.
+    fn advance(&mut self) {
+        self.due_ns = self.due_ns.saturating_add(self.gap_ns());
+    }
+}
+
 /// The workload driver of `xunds run`: a greedy client. It schedules
 /// round-robin over the XUs; on `NRT_QUEUE_FULL` it retries the same
 /// execution on the next XU and backs off from the full one until half of
@@ -591,6 +639,8 @@ pub struct ProducerActor<H: Hal> {
     batch: usize,
     finished: bool,
     tap: HalTap,
+    /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
+    pacing: Option<Pacing>,
 }
 
 impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
@@ -628,7 +678,24 @@ impl<H: Hal> ProducerActor<H> {
             batch: 16,
             finished: false,
             tap,
+            pacing: None,
         })
+    }
+
+    /// Submit open loop: each execution when `pacing` says it is due,
+    /// instead of as fast as the rings take them.
+    pub fn paced(mut self, pacing: Pacing) -> Self {
+        self.pacing = Some(pacing);
+        self
+    }
+
+    /// Execution `next` is accounted for (accepted or given up): move on,
+    /// and to the next arrival when paced.
+    fn advance(&mut self) {
+        self.next += 1;
+        if let Some(p) = self.pacing.as_mut() {
+            p.advance();
+        }
     }
 
     /// Counters so far.
@@ -750,6 +817,11 @@ impl<H: Hal> Actor for ProducerActor<H> {
             if self.next >= self.work.executions {
                 break;
             }
+            if let Some(p) = self.pacing.as_mut() {
+                if !p.due(cx.now()) {
+                    break;
+                }
+            }
             let Some(c) = self.pick_core() else { break };
             let (m, k) = self.work.pick(self.next);
             let model = Arc::clone(&self.work.models[m]);
@@ -769,7 +841,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
             match r {
                 Ok(_) => {
                     self.stats.accepted += 1;
-                    self.next += 1;
+                    self.advance();
                 }
                 Err(NrtStatus::QUEUE_FULL) => {
                     self.stats.refused_full += 1;
@@ -778,11 +850,11 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => {
                     self.stats.refused_unrecoverable += 1;
                     self.dead[c] = true;
-                    self.next += 1;
+                    self.advance();
                 }
                 Err(_) => {
                     self.stats.failed += 1;
-                    self.next += 1;
+                    self.advance();
                 }
             }
         }
@@ -804,6 +876,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             // The last phase (waiting for the XUs to drain and the publisher
             // to catch up) is short: poll it rather than sleep a whole idle
             // timeout on an fd nobody may write.
+            Idle::Yield
+        } else if self.pacing.is_some() {
+            // Waiting for the next arrival: no fd will say it is due.
             Idle::Yield
         } else {
             Idle::Fd(self.fd())

@@ -307,6 +307,28 @@ pub trait Hal: Send + Sync {
         order: Ordering,
     ) -> Result<(), HalError>;
 
+    /// Load `out.len()` consecutive 4-byte words from `off` (4-aligned),
+    /// each with a Relaxed load: the engines' operand reads. The default is
+    /// one [`load_u32`](Hal::load_u32) per word (so wrappers that trace or
+    /// inject faults per word keep doing so); a backend over plain mappings
+    /// checks the range once and loads in a tight loop.
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+        }
+        Ok(())
+    }
+
+    /// Store `vals` as consecutive 4-byte words at `off` (4-aligned), each
+    /// with a Relaxed store: the engines' result writes. Default: one
+    /// [`store_u32`](Hal::store_u32) per word (see [`load_u32s`](Hal::load_u32s)).
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        for (i, &v) in vals.iter().enumerate() {
+            self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
+        }
+        Ok(())
+    }
+
     /// Add `v` (wrapping) to the 4-byte word at `off`; returns the old value.
     fn fetch_add_u32(
         &self,
@@ -537,6 +559,16 @@ macro_rules! forward_hal {
             $inner.store_u32(r, off, v, o)
         }
     };
+    (@ load_u32s, $s:tt, $inner:expr) => {
+        fn load_u32s(&$s, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+            $inner.load_u32s(r, off, out)
+        }
+    };
+    (@ store_u32s, $s:tt, $inner:expr) => {
+        fn store_u32s(&$s, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+            $inner.store_u32s(r, off, vals)
+        }
+    };
     (@ fetch_add_u32, $s:tt, $inner:expr) => {
         fn fetch_add_u32(
             &$s,
@@ -619,7 +651,8 @@ pub(crate) use forward_hal;
 
 impl<H: Hal + ?Sized> Hal for Box<H> {
     forward_hal!(self => **self;
-        name, map, base_addr, event, copy_in, copy_out, load_u32, store_u32, fetch_add_u32, load_u64,
+        name, map, base_addr, event, copy_in, copy_out, load_u32, store_u32, load_u32s, store_u32s,
+        fetch_add_u32, load_u64,
         store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
         wait, event_fd);
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::value_parser;
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::{self, JobConfig, JobReport};
+use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
 use crate::Obj;
@@ -59,6 +59,14 @@ pub struct Args {
     /// XU ring slots per core.
     #[arg(long, value_name = "R", default_value_t = 32, value_parser = value_parser!(u32).range(1..=32))]
     ring: u32,
+    /// The model: mlp (the example MLP) or null (one instruction, no MACs:
+    /// the host path alone).
+    #[arg(long, value_name = "KIND", default_value = "mlp", value_parser = model_kind)]
+    model: ModelKind,
+    /// Open loop: R executions per second, Poisson arrivals from --seed
+    /// [default: closed loop, as fast as the rings allow].
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -75,6 +83,11 @@ fn at_least_one_ms(s: &str) -> Result<u64, String> {
         Ok(ms) => Ok(ms),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `--model`: `mlp` or `null`.
+fn model_kind(s: &str) -> Result<ModelKind, String> {
+    ModelKind::parse(s).map_err(|e| e.to_string())
 }
 
 const FAULTS_HELP: &str = "\
@@ -109,6 +122,8 @@ impl Args {
             faults: self.faults.clone(),
             timeout_ns: self.timeout_ms.map(|ms| ms.saturating_mul(1_000_000)),
             ring: self.ring,
+            model: self.model,
+            rate: self.rate,
             ..JobConfig::default()
         }
     }
@@ -216,6 +231,9 @@ struct RunJson<'a> {
     outputs_wrong: u64,
     exec_per_sec: f64,
     latency_ns: Latency,
+    model: &'static str,
+    /// The open-loop rate asked for (null: closed loop).
+    rate: Option<f64>,
     slab: String,
     vncs: u8,
     models: u8,
@@ -248,6 +266,7 @@ struct FsmJson {
 struct Latency {
     p50: u64,
     p99: u64,
+    p999: u64,
     max: u64,
 }
 
@@ -267,8 +286,11 @@ impl<'a> RunJson<'a> {
             latency_ns: Latency {
                 p50: r.latency.quantile(0.5),
                 p99: r.latency.quantile(0.99),
+                p999: r.latency.quantile(0.999),
                 max: r.latency.max(),
             },
+            model: r.model.name(),
+            rate: r.rate,
             slab: r.slab.display().to_string(),
             vncs: r.vncs,
             models: r.models,
@@ -330,8 +352,15 @@ pub fn summary(r: &JobReport) -> String {
     };
     let _ = writeln!(
         s,
-        "xunds run: {} executions, {} cores, {} models, {mode}, faults: {}",
-        r.executions, r.vncs, r.models, r.faults
+        "xunds run: {} executions, {} cores, {} models ({}), {mode}, {}, faults: {}",
+        r.executions,
+        r.vncs,
+        r.models,
+        r.model.name(),
+        r.rate.map_or("closed loop".to_string(), |x| format!(
+            "open loop at {x} exec/s (Poisson)"
+        )),
+        r.faults
     );
     let _ = writeln!(
         s,
@@ -342,9 +371,10 @@ pub fn summary(r: &JobReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  latency (submit -> completion): p50 {}  p99 {}  max {}",
+        "  latency (response ts_end - ts_start): p50 {}  p99 {}  p999 {}  max {}",
         ms(r.latency.quantile(0.5)),
         ms(r.latency.quantile(0.99)),
+        ms(r.latency.quantile(0.999)),
         ms(r.latency.max())
     );
     let _ = writeln!(
