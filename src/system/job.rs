@@ -43,7 +43,7 @@ use crate::wire::status::NrtStatus;
 use super::builder::{build, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
-use super::trace::{Trace, TraceHeader};
+use super::trace::{Trace, TraceDiff, TraceHeader};
 
 /// Named NC counters read back per core (0..=40).
 pub const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
@@ -80,6 +80,11 @@ pub struct JobConfig {
     pub record_tags: bool,
     /// Stop a threaded run that takes longer than this.
     pub max_wall: Option<Duration>,
+    /// Replay: compare the deterministic trace with this recorded one as it
+    /// is produced, and stop at the first difference or at the recorded
+    /// end ([`JobReport::replay`] holds the verdict; `trace`, when set,
+    /// keeps the replayed lines up to the first difference).
+    pub replay: Option<PathBuf>,
 }
 
 impl Default for JobConfig {
@@ -98,9 +103,18 @@ impl Default for JobConfig {
             inputs: 16,
             record_tags: false,
             max_wall: None,
+            replay: None,
         }
     }
 }
+
+/// Most executions a job takes (about a day at today's rates; a trace
+/// header claiming more is refused).
+pub const MAX_EXECUTIONS: u64 = 1 << 40;
+/// Most distinct inputs (each has its reference output computed up front).
+pub const MAX_INPUTS: u32 = 4096;
+/// Longest execution timeout: one hour.
+pub const MAX_TIMEOUT_NS: u64 = 3_600_000_000_000;
 
 /// The deterministic device's grace before a wrong ring id is corrupt
 /// (virtual ns).
@@ -184,8 +198,17 @@ impl JobConfig {
         if !(1..=32).contains(&self.ring) {
             return Err(bad("ring must be 1..=32"));
         }
-        if self.inputs == 0 {
-            return Err(bad("inputs must be >= 1"));
+        if !(1..=MAX_INPUTS).contains(&self.inputs) {
+            return Err(bad(format!("inputs must be 1..={MAX_INPUTS}")));
+        }
+        if self.executions > MAX_EXECUTIONS {
+            return Err(bad(format!("executions must be <= {MAX_EXECUTIONS}")));
+        }
+        if self
+            .timeout_ns
+            .is_some_and(|t| t == 0 || t > MAX_TIMEOUT_NS)
+        {
+            return Err(bad(format!("the timeout must be 1..={MAX_TIMEOUT_NS} ns")));
         }
         Ok(())
     }
@@ -271,6 +294,8 @@ pub struct JobReport {
     pub trace_sha256: Option<String>,
     /// Lines in the trace (deterministic runs).
     pub trace_lines: Option<u64>,
+    /// How the trace compared with the recording ([`JobConfig::replay`]).
+    pub replay: Option<TraceDiff>,
     /// The run was deterministic.
     pub deterministic: bool,
     /// Cores.
@@ -306,7 +331,7 @@ pub trait InjectedCount {
 impl InjectedCount for LinuxHal {}
 impl<H: Hal> InjectedCount for FaultInjector<H> {
     fn injected_count(&self) -> usize {
-        self.injected().len()
+        usize::try_from(self.injected_total()).unwrap_or(usize::MAX)
     }
 }
 
@@ -380,6 +405,7 @@ struct Outcome {
     virtual_ns: Option<u64>,
     trace_sha256: Option<String>,
     trace_lines: Option<u64>,
+    replay: Option<TraceDiff>,
     injected: usize,
     nds_errors: u64,
     lanes: Vec<(u64, u64, u64)>,
@@ -434,6 +460,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         virtual_ns: None,
         trace_sha256: None,
         trace_lines: None,
+        replay: None,
         injected: 0,
         nds_errors: 0,
         lanes: Vec::new(),
@@ -441,10 +468,20 @@ fn execute<H: Hal + InjectedCount + 'static>(
     };
     if cfg.deterministic {
         let header = TraceHeader::new(cfg.seed, cfg.header_config());
-        let mut trace = match &cfg.trace {
-            Some(path) => Trace::create(&header, path)?,
-            None => Trace::digest_only(&header),
+        let mut trace = match (&cfg.replay, &cfg.trace) {
+            (Some(recorded), kept) => {
+                let recorded = std::io::BufReader::new(std::fs::File::open(recorded)?);
+                let kept = match kept {
+                    Some(p) => Some(Box::new(std::io::BufWriter::new(std::fs::File::create(p)?))
+                        as Box<dyn std::io::Write + Send>),
+                    None => None,
+                };
+                Trace::comparing(&header, recorded, kept)
+            }
+            (None, Some(path)) => Trace::create(&header, path)?,
+            (None, None) => Trace::digest_only(&header),
         };
+        let differs = trace.stop_flag();
         {
             // The setup's HAL operations (mapping, model loads).
             let mut cx = Cx::new(Nanos::ZERO, "setup", &mut trace);
@@ -459,6 +496,13 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let mut n = 0u64;
         let total = cfg.executions;
         r.run_until(&mut trace, |_| {
+            // Ordering: Relaxed: set by the comparing trace on this thread.
+            if differs
+                .as_ref()
+                .is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return true;
+            }
             n += 1;
             if n % 16_384 == 0 {
                 progress(done(&shared), total);
@@ -470,6 +514,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let summary = trace.finish()?;
         out.trace_sha256 = Some(summary.sha256_hex());
         out.trace_lines = Some(summary.lines);
+        out.replay = summary.replay;
         collect(r.into_actors(), &mut out);
     } else {
         let mut r = ThreadedRunner::new(ThreadedConfig {
@@ -598,6 +643,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         slab: p.slab.clone(),
         trace_sha256: o.trace_sha256,
         trace_lines: o.trace_lines,
+        replay: o.replay,
         deterministic: cfg.deterministic,
         vncs: cfg.vncs,
         models: cfg.models,
