@@ -107,6 +107,20 @@ pub enum NdsError {
     OrOnly(NdCounter),
     /// All 64 model slots are live (seed 004 §5): `ENOSPC`.
     NoSpace,
+    /// Another live writer holds the slab's writer lock: `EBUSY`.
+    Busy {
+        /// The holder's pid, when it can be told.
+        pid: Option<u32>,
+    },
+    /// The file is not a slab of ours (nor empty); it is left untouched
+    /// (taking it over needs `force`).
+    NotASlab {
+        /// The file's length.
+        len: u64,
+    },
+    /// The file behind the mapping shrank while it was mapped (another
+    /// process truncated it): nothing read across it is returned.
+    Shrunk,
     /// The record lifecycle refused the operation (update or delete of a
     /// free slot, ...): `EINVAL`.
     Lifecycle(InvalidEvent<RecordState, RecordEvent>),
@@ -119,6 +133,9 @@ impl NdsError {
         match self {
             NdsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
             NdsError::NoSpace => ENOSPC,
+            NdsError::Busy { .. } => libc::EBUSY,
+            NdsError::NotASlab { .. } => libc::EEXIST,
+            NdsError::Shrunk => libc::EIO,
             NdsError::TooSmall { .. }
             | NdsError::NotCommitted
             | NdsError::BadMagic { .. }
@@ -161,6 +178,19 @@ impl fmt::Display for NdsError {
             NdsError::Invalid(e) => write!(f, "nds: EINVAL: {e}"),
             NdsError::OrOnly(c) => write!(f, "nds: EINVAL: {c} is written only with OR"),
             NdsError::NoSpace => f.write_str("nds: ENOSPC: all 64 model slots are live"),
+            NdsError::Busy { pid: Some(pid) } => {
+                write!(f, "nds: slab in use: another writer (pid {pid}) holds it")
+            }
+            NdsError::Busy { pid: None } => {
+                f.write_str("nds: slab in use: another writer holds it")
+            }
+            NdsError::NotASlab { len } => write!(
+                f,
+                "nds: not a slab ({len} bytes that are not a {SLAB_SIZE}-byte xunds slab); refusing to overwrite it (use --force)"
+            ),
+            NdsError::Shrunk => f.write_str(
+                "nds: the slab file shrank while mapped (truncated by another process); nothing read from it is trusted",
+            ),
             NdsError::Lifecycle(e) => write!(f, "nds: EINVAL: {e}"),
         }
     }

@@ -209,7 +209,14 @@ impl<S: Slab> Reader<S> {
         let reader = Reader { slab, pause };
         if reader.header_word() != HEADER_PROTO {
             (reader.pause)(HEADER_RETRY);
-            header_verdict(reader.header_word())?;
+            let verdict = header_verdict(reader.header_word());
+            if reader.slab.shrunk() {
+                return Err(NdsError::Shrunk);
+            }
+            verdict?;
+        }
+        if reader.slab.shrunk() {
+            return Err(NdsError::Shrunk);
         }
         Ok(reader)
     }
@@ -232,7 +239,19 @@ impl<S: Slab> Reader<S> {
 
     /// Run `f` between two header checks: committed before, still committed
     /// after; otherwise [`NdsError::Detached`] and `f`'s result is dropped.
+    /// A file that shrank under the mapping at any point is
+    /// [`NdsError::Shrunk`], whatever was read.
     fn bracketed<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
+        let out = self.between_header_checks(f);
+        // A fault absorbed anywhere above (a load past the shrunk end read
+        // zero) voids whatever was read, header checks included.
+        if self.slab.shrunk() {
+            return Err(NdsError::Shrunk);
+        }
+        out
+    }
+
+    fn between_header_checks<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
         if self.header_word() != HEADER_PROTO {
             return Err(NdsError::Detached);
         }

@@ -85,6 +85,9 @@ pub struct JobConfig {
     /// end ([`JobReport::replay`] holds the verdict; `trace`, when set,
     /// keeps the replayed lines up to the first difference).
     pub replay: Option<PathBuf>,
+    /// Take over `slab` even when it is an existing file that is not a slab
+    /// (`--force`); a slab another live writer holds is refused regardless.
+    pub force_slab: bool,
 }
 
 impl Default for JobConfig {
@@ -104,6 +107,7 @@ impl Default for JobConfig {
             record_tags: false,
             max_wall: None,
             replay: None,
+            force_slab: false,
         }
     }
 }
@@ -374,7 +378,11 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     let mut sys = SystemConfig::new(cfg.vncs);
     sys.ring_capacity = cfg.ring;
     sys.timeout = cfg.timeout();
-    sys.slab = SlabTarget::Path(slab.clone());
+    sys.slab = if cfg.force_slab {
+        SlabTarget::Overwrite(slab.clone())
+    } else {
+        SlabTarget::Path(slab.clone())
+    };
     sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic;
@@ -406,6 +414,7 @@ struct Outcome {
     trace_sha256: Option<String>,
     trace_lines: Option<u64>,
     replay: Option<TraceDiff>,
+    slab_shrunk: bool,
     injected: usize,
     nds_errors: u64,
     lanes: Vec<(u64, u64, u64)>,
@@ -461,6 +470,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         trace_sha256: None,
         trace_lines: None,
         replay: None,
+        slab_shrunk: false,
         injected: 0,
         nds_errors: 0,
         lanes: Vec::new(),
@@ -538,6 +548,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
     }
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
+    out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
         .healths
@@ -594,6 +605,12 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         checked += w.outputs_checked;
         wrong += w.outputs_wrong;
         fifo += w.fifo_violations;
+    }
+    if o.slab_shrunk {
+        return Err(bad(format!(
+            "the slab {} was truncated by another process during the run: the counters it held are lost",
+            p.slab.display()
+        )));
     }
     let reader = Reader::open(&p.slab).map_err(|e| bad(format!("reading the slab back: {e}")))?;
     let snap = reader

@@ -432,7 +432,8 @@ fn add(args: &[String]) -> ExitCode {
         let counter = o.num_u32("--counter", NcCounter::InferCompleted.index())?;
         let times = o.num("--times", 1)?;
         let c = Counter::nc_index(core, counter).map_err(|e| e.to_string())?;
-        let w = xunds::nds::MappedSlab::open(path)
+        // A counter co-writer: atomic adds only, so no writer's lock.
+        let w = xunds::nds::MappedSlab::open_unlocked(path)
             .and_then(Writer::attach)
             .map_err(|e| e.to_string())?;
         for _ in 0..times {

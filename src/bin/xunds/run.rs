@@ -28,7 +28,10 @@ flags:
   --models M         models: example-MLP variants with different weights
                      (default 2; vncs * models <= 64)
   --seed S           seeds the deterministic schedule, faults and inputs (default 1)
-  --slab PATH        the datastore file (default /dev/shm/xunds-<pid>.nds)
+  --slab PATH        the datastore file (default /dev/shm/xunds-<pid>.nds);
+                     refused while another run writes it, or when it is an
+                     existing file that is not a slab
+  --force            overwrite --slab even when it is not a slab
   --deterministic    one thread, seeded schedule, virtual clock, traced HAL;
                      prints trace_sha256 (same seed -> same trace, byte for byte)
   --trace FILE       write the deterministic trace to FILE (replay: xunds replay FILE)
@@ -87,6 +90,7 @@ fn parse(args: &[String]) -> Result<(JobConfig, bool), String> {
                     .map_err(|e| e.to_string())?
             }
             "--deterministic" => cfg.deterministic = true,
+            "--force" => cfg.force_slab = true,
             "--json" => json = true,
             other => return Err(format!("unknown flag {other:?}")),
         }
