@@ -149,6 +149,23 @@ impl Mapping {
                 "cannot map zero bytes",
             ));
         }
+        #[cfg(miri)]
+        if file.is_none() {
+            // Miri has no shared mappings: an anonymous one is zeroed,
+            // page-aligned heap memory (one process, so nothing is lost),
+            // which lets Miri check the mapped ring storage too.
+            // SAFETY: `len > 0` and the layout is valid (4096 is a power of
+            // two, `len` far below isize::MAX for any caller).
+            let p = unsafe { std::alloc::alloc_zeroed(Self::miri_layout(len)) };
+            let ptr = NonNull::new(p).ok_or_else(|| io::Error::other("out of memory"))?;
+            return Ok(Mapping {
+                ptr,
+                len,
+                writable,
+                guard: None,
+                _file: None,
+            });
+        }
         let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
@@ -188,6 +205,11 @@ impl Mapping {
         })
     }
 
+    #[cfg(miri)]
+    fn miri_layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len, 4096).expect("mapping layout")
+    }
+
     /// Length in bytes.
     pub fn len(&self) -> usize {
         self.len
@@ -218,6 +240,12 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // Unregister before the range can be reused by another mapping.
         drop(self.guard.take());
+        #[cfg(miri)]
+        if self._file.is_none() {
+            // SAFETY: allocated in `map` with exactly this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::miri_layout(self.len)) };
+            return;
+        }
         // SAFETY: `ptr`/`len` are exactly what mmap returned and nothing else
         // unmaps them; no access can outlive `self` because every `Region`
         // (and every atomic handle, borrowed from a `Region`) keeps an

@@ -461,6 +461,36 @@ mod tests {
         assert_eq!(snap.process_info, RecordRead::Unpublished);
     }
 
+    /// The bitmap is read from the slab (mutant: `model_bitmap` -> a
+    /// constant), and a snapshot shows every slot with its bitmap bit *or*
+    /// its hash set, as design.md says (mutant: `||` -> `&&`): a record
+    /// still published after its bit was cleared, and a bit set before its
+    /// record was published.
+    #[test]
+    fn bitmap_and_half_published_slots_are_visible() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        let r = Reader::attach_with_pause(slab.clone(), no_pause).unwrap();
+        assert_eq!(r.model_bitmap().unwrap(), 0);
+        let s0 = w.commit_model(&ModelRecord::EMPTY).unwrap();
+        let s1 = w
+            .commit_model(&ModelRecord {
+                model_id: 7,
+                ..ModelRecord::EMPTY
+            })
+            .unwrap();
+        assert_eq!(r.model_bitmap().unwrap(), s0.bit() | s1.bit());
+        // Slot 1: hash only; slot 2: bit only.
+        let s2 = ModelSlot::new(2).unwrap();
+        slab.store_u64(region::MODEL_BITMAP_OFF, s0.bit() | s2.bit(), Ordering::Relaxed);
+        assert_eq!(r.model_bitmap().unwrap(), 0b101);
+        let snap = r.snapshot().unwrap();
+        let slots: Vec<ModelSlot> = snap.models.iter().map(|m| m.0).collect();
+        assert_eq!(slots, vec![s0, s1, s2]);
+        assert_eq!(snap.models[1].1.clone().fresh().unwrap().model_id, 7);
+        assert_eq!(snap.models[2].1, RecordRead::Unpublished);
+    }
+
     #[test]
     fn torn_records_come_back_stale_not_fresh() {
         let slab = Arc::new(HeapSlab::zeroed());
