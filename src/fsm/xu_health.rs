@@ -5,10 +5,13 @@
 //! HEALTHY --schedule--> HEALTHY
 //! HEALTHY --timeout|fatal_error--> DEGRADED
 //! DEGRADED --timeout|fatal_error--> DEGRADED
+//! DEGRADED --recover--> HEALTHY
 //! ```
 //!
-//! After a timeout or a fatal device error the XU is unrecoverable: there is
-//! no way back to `HEALTHY`, and `schedule` in `DEGRADED` is an
+//! After a timeout or a fatal device error the XU is unrecoverable until it
+//! is explicitly recovered (`recover`: the runtime's reset, once the XU has
+//! drained, see `actors::work::HealthCell::recover`), and `schedule` in
+//! `DEGRADED` is an
 //! [`InvalidEvent`](super::InvalidEvent) that [`admit`] maps to
 //! `NRT_EXEC_UNIT_UNRECOVERABLE` (101). Executions already in flight keep
 //! completing (with their own statuses), so further timeouts or errors while
@@ -35,6 +38,8 @@ pub enum XuHealthEvent {
     Timeout,
     /// The device reported a fatal error for this XU.
     FatalError,
+    /// The XU was drained and reset: it may schedule again.
+    Recover,
 }
 
 /// The XU health machine.
@@ -74,15 +79,22 @@ impl Fsm for XuHealth {
             event: E::FatalError,
             to: S::Degraded,
         },
+        Row {
+            from: S::Degraded,
+            event: E::Recover,
+            to: S::Healthy,
+        },
     ];
     const STATES: &'static [S] = &[S::Healthy, S::Degraded];
-    const EVENTS: &'static [E] = &[E::Schedule, E::Timeout, E::FatalError];
+    const EVENTS: &'static [E] = &[E::Schedule, E::Timeout, E::FatalError, E::Recover];
 
     fn transition(state: S, event: E) -> Option<S> {
         match (state, event) {
             (S::Healthy, E::Schedule) => Some(S::Healthy),
             (_, E::Timeout | E::FatalError) => Some(S::Degraded),
             (S::Degraded, E::Schedule) => None,
+            (S::Degraded, E::Recover) => Some(S::Healthy),
+            (S::Healthy, E::Recover) => None,
         }
     }
 
@@ -98,6 +110,7 @@ impl Fsm for XuHealth {
             E::Schedule => "schedule",
             E::Timeout => "timeout",
             E::FatalError => "fatal_error",
+            E::Recover => "recover",
         }
     }
 }
@@ -135,9 +148,11 @@ mod tests {
                 assert_eq!(err, NrtStatus::EXEC_UNIT_UNRECOVERABLE);
                 assert_eq!(err.code(), 101);
             }
-            // Further failures keep it degraded; nothing recovers it.
+            // Further failures keep it degraded; only a recovery ends it.
             assert_eq!(step::<XuHealth>(d, E::Timeout), Ok(S::Degraded));
             assert_eq!(step::<XuHealth>(d, E::FatalError), Ok(S::Degraded));
+            assert_eq!(step::<XuHealth>(d, E::Recover), Ok(S::Healthy));
+            assert!(step::<XuHealth>(S::Healthy, E::Recover).is_err());
         }
     }
 }

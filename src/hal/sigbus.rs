@@ -197,17 +197,12 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
     // Not ours: whatever was there before.
     // Ordering: Acquire, partner: the Release store in `install`.
     let prev = PREVIOUS.load(Ordering::Acquire);
-    // SAFETY: `prev` is null or the leaked, never-freed previous action.
-    let handler = if prev.is_null() {
-        libc::SIG_DFL
+    let (handler, flags) = if prev.is_null() {
+        (libc::SIG_DFL, 0)
     } else {
-        unsafe { (*prev).sa_sigaction }
-    };
-    // SAFETY: as above.
-    let flags = if prev.is_null() {
-        0
-    } else {
-        unsafe { (*prev).sa_flags }
+        // SAFETY: a non-null `prev` is the leaked, never-freed previous
+        // action, written once before it was published.
+        unsafe { ((*prev).sa_sigaction, (*prev).sa_flags) }
     };
     if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
         // SAFETY: restore the default action and re-raise: the process ends

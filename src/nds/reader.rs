@@ -482,7 +482,11 @@ mod tests {
         assert_eq!(r.model_bitmap().unwrap(), s0.bit() | s1.bit());
         // Slot 1: hash only; slot 2: bit only.
         let s2 = ModelSlot::new(2).unwrap();
-        slab.store_u64(region::MODEL_BITMAP_OFF, s0.bit() | s2.bit(), Ordering::Relaxed);
+        slab.store_u64(
+            region::MODEL_BITMAP_OFF,
+            s0.bit() | s2.bit(),
+            Ordering::Relaxed,
+        );
         assert_eq!(r.model_bitmap().unwrap(), 0b101);
         let snap = r.snapshot().unwrap();
         let slots: Vec<ModelSlot> = snap.models.iter().map(|m| m.0).collect();

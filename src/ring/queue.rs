@@ -1500,7 +1500,8 @@ mod tests {
     #[test]
     fn drop_closes_only_owned_dups() {
         let sink = std::sync::Arc::new(CountingSink(std::sync::Mutex::new(Vec::new())));
-        let cfg = QueueConfig::new(xu(), 4).signals(sink.clone(), super::super::waiter::eventfd_factory());
+        let cfg = QueueConfig::new(xu(), 4)
+            .signals(sink.clone(), super::super::waiter::eventfd_factory());
         let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(cfg).unwrap();
         let q = p.queue().clone();
         let _none = p.submit(1, None).unwrap();

@@ -945,6 +945,9 @@ mod abi_tests {
         let xu = XuId::new(1, 2, 3);
         let o = OwnedStorage::<true, true>::new(xu, 4, 1).unwrap();
         assert_eq!(o.xu(), xu);
-        assert_eq!(&o.snapshot()[xu_queue::off::XU_ID..xu_queue::off::XU_ID + 2], &xu.0.to_le_bytes());
+        assert_eq!(
+            &o.snapshot()[xu_queue::off::XU_ID..xu_queue::off::XU_ID + 2],
+            &xu.0.to_le_bytes()
+        );
     }
 }

@@ -85,6 +85,9 @@ pub struct SystemConfig {
     pub record_tags: Option<usize>,
     /// Expected outputs the workers check (`WorkItem::expect`).
     pub expected: Arc<Expectations>,
+    /// Workers recover their XU when it degraded with its queues intact
+    /// (`xunds run --recover`).
+    pub recover: bool,
 }
 
 impl SystemConfig {
@@ -102,6 +105,7 @@ impl SystemConfig {
             trace_transitions: false,
             record_tags: None,
             expected: Arc::new(Expectations::default()),
+            recover: false,
         }
     }
 
@@ -352,6 +356,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 tap: tap.clone(),
                 trace_slots: cfg.trace_transitions,
                 record_tags: cfg.record_tags.is_some(),
+                recover: cfg.recover,
             },
             cfg.record_tags.unwrap_or(0),
         ));

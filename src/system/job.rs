@@ -88,6 +88,9 @@ pub struct JobConfig {
     /// Take over `slab` even when it is an existing file that is not a slab
     /// (`--force`); a slab another live writer holds is refused regardless.
     pub force_slab: bool,
+    /// Bring an XU back when it degraded with its queues intact, once it has
+    /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
+    pub recover: bool,
 }
 
 impl Default for JobConfig {
@@ -108,6 +111,7 @@ impl Default for JobConfig {
             max_wall: None,
             replay: None,
             force_slab: false,
+            recover: false,
         }
     }
 }
@@ -155,7 +159,7 @@ impl JobConfig {
             self.timeout().as_u64(),
             self.faults.text(),
             self.det_config().config_text()
-        )
+        ) + if self.recover { " recover=1" } else { "" }
     }
 
     /// Rebuild a deterministic job from a trace header.
@@ -180,6 +184,7 @@ impl JobConfig {
             timeout_ns: Some(num(h, "timeout_ns")?),
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
+            recover: h.config_value("recover") == Some("1"),
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {
@@ -262,6 +267,8 @@ pub struct JobReport {
     pub completed_err: u64,
     /// Completed with `TIMEOUT`.
     pub timed_out: u64,
+    /// Times a degraded XU was brought back (`--recover`).
+    pub recoveries: u64,
     /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
     pub refused_full: u64,
     /// Refused with 101 (the execution was given up).
@@ -386,6 +393,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic;
+    sys.recover = cfg.recover;
     if cfg.deterministic {
         sys.ring_id_grace_ns = DET_GRACE_NS;
     }
@@ -642,6 +650,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         completed_ok: ok,
         completed_err: err,
         timed_out,
+        recoveries: o.workers.iter().map(|w| w.recoveries).sum(),
         refused_full: pr.refused_full,
         refused_unrecoverable: pr.refused_unrecoverable,
         failed: pr.failed,

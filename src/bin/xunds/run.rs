@@ -39,6 +39,7 @@ flags:
   --timeout-ms T     execution timeout from submission (default 1000; 2 ms
                      virtual when deterministic)
   --ring R           XU ring slots per core (default 32; 1..=32)
+  --recover          recover XUs degraded with their queues intact (below)
   --json             print one JSON object instead of the summary
 
 --faults SPEC: comma-separated KIND@TRIGGER[/coreN]
@@ -54,7 +55,9 @@ flags:
   TRIGGER  P or N/D          each eligible operation with probability P (0..1)
            #N                only the N-th eligible operation
            N+                every eligible operation from the N-th on
-  A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE).
+  A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE)
+  unless --recover: an XU degraded by a device-reported error (error:hw) is then
+  brought back once it has drained, and the run keeps executing on it.
   example: --faults error:hw@0.001,timeout@0.0005,corrupt:ring_id@#400/core1";
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
@@ -91,6 +94,7 @@ fn parse(args: &[String]) -> Result<(JobConfig, bool), String> {
             }
             "--deterministic" => cfg.deterministic = true,
             "--force" => cfg.force_slab = true,
+            "--recover" => cfg.recover = true,
             "--json" => json = true,
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -162,6 +166,7 @@ pub fn to_json(r: &JobReport) -> Json {
         .with("refused_full", r.refused_full)
         .with("refused_unrecoverable", r.refused_unrecoverable)
         .with("timed_out", r.timed_out)
+        .with("recoveries", r.recoveries)
         .with("outputs_checked", r.outputs_checked)
         .with("outputs_wrong", r.outputs_wrong)
         .with("exec_per_sec", (r.exec_per_sec * 10.0).round() / 10.0)
@@ -270,6 +275,9 @@ pub fn summary(r: &JobReport) -> String {
     }
     if r.faults_injected > 0 {
         let _ = writeln!(s, "  faults injected: {}", r.faults_injected);
+    }
+    if r.recoveries > 0 {
+        let _ = writeln!(s, "  XU recoveries: {}", r.recoveries);
     }
     let _ = writeln!(
         s,
