@@ -495,6 +495,14 @@ mod tests {
         assert_eq!(snap.models[2].1, RecordRead::Unpublished);
     }
 
+    /// Only a fresh read is fresh (mutant: `is_fresh` -> `true`, found by
+    /// the first `.ci/mutants` shard).
+    #[test]
+    fn only_a_fresh_read_is_fresh() {
+        assert!(!RecordRead::<ModelRecord>::Unpublished.is_fresh());
+        assert!(RecordRead::Fresh(ModelRecord::EMPTY).is_fresh());
+    }
+
     #[test]
     fn torn_records_come_back_stale_not_fresh() {
         let slab = Arc::new(HeapSlab::zeroed());
