@@ -392,7 +392,7 @@ mod tests {
         assert!(RecordSpan::new(usize::MAX - 7, 8).is_none());
     }
 
-    /// Seed 004 §7: a fresh record is read on the first attempt, with no
+    /// docs/abi.md, NDS record protocol: a fresh record is read on the first attempt, with no
     /// pause at all. Mutant: `attempt > 0` -> `attempt == 0`.
     #[test]
     fn a_fresh_record_is_read_without_any_pause() {

@@ -414,7 +414,7 @@ impl MappedSlab {
     /// a writer that died left): takes the writer's lock as
     /// [`MappedSlab::create_with`] does ([`NdsError::Busy`] while another
     /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
-    /// bytes, seed 004 §1).
+    /// bytes, docs/abi.md, NDS size gate).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -429,7 +429,8 @@ impl MappedSlab {
 
     /// Map an existing slab file read-write *without* the writer's lock:
     /// for a counter co-writer only (counter updates are single atomic
-    /// read-modify-writes, safe from any number of processes, seed 004 §3),
+    /// read-modify-writes, safe from any number of processes, docs/abi.md,
+    /// NDS counters),
     /// never for a publisher of records. Refuses a file shorter than
     /// `REQUIRED_SIZE`.
     pub fn open_unlocked(path: &Path) -> Result<MappedSlab, NdsError> {

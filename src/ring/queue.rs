@@ -1479,7 +1479,7 @@ mod tests {
         XuId::new(0, 1, 2)
     }
 
-    /// Seed 000 §5: `last_submitted` is the newest handle issued, not a
+    /// docs/abi.md, XU queue handles: `last_submitted` is the newest handle issued, not a
     /// default (mutant: `last_submitted` -> `Default::default()`).
     #[test]
     fn last_submitted_is_the_newest_handle() {

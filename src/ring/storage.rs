@@ -930,7 +930,7 @@ mod abi_tests {
     use super::*;
 
     /// The mapped ring is the 256-byte header then 32 bytes per slot
-    /// (seed 000 §1). Mutant: `mapped_len`'s `+` -> `*`.
+    /// (docs/abi.md, XU queue layout). Mutant: `mapped_len`'s `+` -> `*`.
     #[test]
     fn mapped_len_is_header_plus_slots() {
         assert_eq!(mapped_len(1), 256 + 32);
