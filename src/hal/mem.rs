@@ -69,7 +69,7 @@ impl std::error::Error for MemError {}
 /// A file mapping is guarded against the file shrinking under it (another
 /// process truncating it): a writable one regrows the file, a read-only one
 /// is detached onto zero pages, and [`Mapping::shrunk`] says it happened
-/// (see [`super::sigbus`]). No access through a mapping ever dies of SIGBUS.
+/// (see the `hal::sigbus` module). No access through a mapping ever dies of SIGBUS.
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
