@@ -109,9 +109,15 @@ fn a_run_whose_slab_is_truncated_under_it_reports_it_and_does_not_die() {
         f.set_len(0).unwrap();
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Still running (before: dead of SIGBUS, exit 135); stop it with a
-    // signal of our own and look at what it said.
-    std::thread::sleep(Duration::from_millis(100));
+    // The writer regrows its slab at its next store (allow for a loaded
+    // machine), and is still running (before: dead of SIGBUS, exit 135).
+    let t0 = Instant::now();
+    while std::fs::metadata(slab.path()).unwrap().len() != SLAB_SIZE as u64
+        && t0.elapsed() < Duration::from_secs(10)
+        && child.try_wait().unwrap().is_none()
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let alive = child.try_wait().unwrap();
     assert!(alive.is_none(), "the run ended: {}", how(&alive.unwrap()));
     // SAFETY: kill(2) on our own child's pid.

@@ -1517,7 +1517,10 @@ mod tests {
     /// count with it, so the worker's fast path (no handle anywhere) comes
     /// back. Mutant: `uninstall`'s `!=` -> `==`.
     #[test]
-    #[cfg_attr(miri, ignore = "a blocking wait needs poll(2), not available under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "a blocking wait needs poll(2), not available under Miri"
+    )]
     fn a_timed_out_waiter_leaves_no_installed_handle_counted() {
         let (mut p, _w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
         let q = p.queue().clone();
