@@ -1,8 +1,8 @@
 //! # xunds
 //!
 //! A byte-exact, hardware-free reimplementation of two ABIs of the AWS Neuron
-//! runtime (libnrt 2.31): the **XU execution queue** (seed 000) and the **NDS
-//! datastore** (seed 004), built as an embedded-style actor system whose device
+//! runtime (libnrt 2.31): the **XU execution queue** (docs/abi.md §1) and the **NDS
+//! datastore** (docs/abi.md §2), built as an embedded-style actor system whose device
 //! side is simulated, so the whole pipeline runs and is tested on an ordinary
 //! machine.
 //!
@@ -29,6 +29,9 @@
 //! generator used by deterministic runs, fault injection and tests).
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+
+#[macro_use]
+mod macros;
 
 pub mod actors;
 pub mod device;

@@ -732,7 +732,7 @@ fn delay_spends_exactly_its_cycles() {
 
 #[test]
 fn execute_request_reads_each_engines_lo_and_hi_words() {
-    // Memory above 4 GiB, so the high words matter (seed 000 §3: addr =
+    // Memory above 4 GiB, so the high words matter (docs/abi.md §1.5: addr =
     // hi << 32 | lo).
     let base = 0x2_0000_0000u64;
     let m = VecMemory::new(base, 0x1000);

@@ -454,7 +454,7 @@ fn corrupt_nq_record_is_reported_and_skipped() {
 }
 
 /// Records that arrive before the worker expects the execution (the device
-/// is doorbelled first, seed 000 §6) are kept, not lost.
+/// is doorbelled first, docs/abi.md §1.9) are kept, not lost.
 #[test]
 fn early_records_are_kept_until_expected() {
     let dev = device(vec![], cfg());

@@ -109,7 +109,7 @@ fn timing_is_deterministic_hand_checked_and_shift_invariant() {
     let (m, img) = setup(&spec);
     let x = spec.example_input(1);
     let (r, _) = run(&m, &img, &x, 0);
-    // Hand-computed from the cost table (docs/design.md "Instruction format"):
+    // Hand-computed from the cost table (docs/abi.md §1.15):
     // every block opens with 3 SETBASE (cycles 0..3).
     // SP:   COPY 64 words 3..71, SIGNAL s0 71..72, END ..73.
     // PE:   WAIT s0 blocked at 3, done 72..73; MATMUL 4x16x32 (2048 MACs)

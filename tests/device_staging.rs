@@ -1,4 +1,4 @@
-//! Request staging (seed 000 §3 "device publish boundary", §6 GOTCHA): the
+//! Request staging (docs/abi.md §1.10 "device publish boundary"): the
 //! engine-address arithmetic for all five engines, the skip-config diff, the
 //! order of the device-side writes (pinned by a tracer snapshot), and flow
 //! control. Then the sequencer consuming what was staged.
@@ -37,7 +37,7 @@ fn model(id: u32, base_pa: u64) -> LoadedModel {
     }
 }
 
-/// Seed 000 §3: addr = base pa + align_offset + offset, split into the lo and
+/// docs/abi.md §1.5: addr = base pa + align_offset + offset, split into the lo and
 /// hi arrays, for all five engines (the pseudo-code's `0..4` loop would miss
 /// SP at index 4; the struct's arrays are five wide, so bytes win).
 #[test]

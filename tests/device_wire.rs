@@ -1,5 +1,5 @@
-//! The device-side wire formats: the UDMA descriptor (SPEC-NOTES.md "UDMA
-//! descriptors") and our NQ entry (SPEC-NOTES.md "Notification queues").
+//! The device-side wire formats: the UDMA descriptor (docs/abi.md §1.11 "UDMA
+//! descriptors") and our NQ entry (docs/abi.md §1.13).
 //! Round trips, the bit positions the notes give, property tests (>= 100,000
 //! random inputs per decoder: Ok or a typed error, never a panic) and insta
 //! snapshots of the annotated dumps.
@@ -12,7 +12,7 @@ use xunds::wire::udma::{
 
 const PROPERTY_CASES: usize = 100_000;
 
-/// SPEC-NOTES.md "UDMA descriptors": len_ctrl bit positions, pinned from bytes.
+/// docs/abi.md §1.11: len_ctrl bit positions, pinned from bytes.
 #[test]
 fn len_ctrl_bit_positions() {
     let c = LenCtrl {
@@ -27,7 +27,7 @@ fn len_ctrl_bit_positions() {
     assert_eq!(LenCtrl::ring_id_of(0x1E00_0034), 2);
 }
 
-/// SPEC-NOTES.md: 65536 is encoded as 0; 0 and 65537 are refused on encode.
+/// docs/abi.md §1.11: 65536 is encoded as 0; 0 and 65537 are refused on encode.
 #[test]
 fn length_encoding_limits() {
     let mk = |len| LenCtrl {
@@ -48,7 +48,7 @@ fn length_encoding_limits() {
     assert_eq!(bad_id.encode(), Err(UdmaError::BadRingId { ring_id: 4 }));
 }
 
-/// SPEC-NOTES.md: "The usual copy value is 0x01080003".
+/// docs/abi.md §1.11.
 #[test]
 fn usual_copy_meta_ctrl() {
     assert_eq!(MetaCtrl::COPY.encode().unwrap(), 0x0108_0003);

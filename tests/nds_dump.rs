@@ -111,6 +111,9 @@ fn json_dump_of_a_populated_slab() {
     let (code, out, err) = dump(&slab, true);
     assert_eq!(code, Some(0), "{err}");
     insta::assert_snapshot!("nds_dump_json", out);
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(doc["cores"]["0"]["INFER_COMPLETED"], 5, "{doc}");
+    assert_eq!(doc["models"][0]["uuid"], "9a1f0c44217e4b108c5503ee612d9017");
     // The documented shape (`xunds nds dump` module doc), key by key.
     for key in [
         r#"{"header":{"magic_ok":true,"version":100000},"process_info":{"#,
@@ -126,12 +129,12 @@ fn json_dump_of_a_populated_slab() {
 #[test]
 fn dump_refusals_say_what_was_wrong() {
     let slab = TempSlab::new("dump-refuse");
-    // Too small (seed 004 §1).
+    // Too small (docs/abi.md §2.2).
     std::fs::write(slab.path(), vec![0u8; 0x1067f]).unwrap();
     let (code, _, err) = dump(&slab, false);
     assert_eq!(code, Some(1));
     assert!(err.contains("too small"), "{err}");
-    // Not committed (all zero after the 500 us retry, §2).
+    // Not committed (all zero after the 500 us retry, docs/abi.md §2.3).
     std::fs::write(slab.path(), vec![0u8; 0x10680]).unwrap();
     let (code, out, err) = dump(&slab, true);
     assert_eq!(code, Some(1));

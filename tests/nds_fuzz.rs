@@ -218,6 +218,11 @@ fn dump_survives_random_slab_files() {
             let out = cmd.output().unwrap();
             let code = out.status.code();
             let stderr = String::from_utf8_lossy(&out.stderr);
+            if json && !out.stdout.is_empty() {
+                // Whatever bytes the records hold, the output is valid JSON.
+                let doc: Result<serde_json::Value, _> = serde_json::from_slice(&out.stdout);
+                assert!(doc.is_ok(), "case {i}: {doc:?}");
+            }
             if committed && !short {
                 // Random bytes behind a committed header: every record is
                 // torn or unpublished, every counter some number; the dump

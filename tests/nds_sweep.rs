@@ -1,4 +1,4 @@
-//! Exhaustive counter addressing at the writer level (seed 004 §3, §4): every
+//! Exhaustive counter addressing at the writer level (docs/abi.md §2.4, §2.5): every
 //! (core, counter) pair in 0..=255 x 0..=255 and every ND index in 0..=255.
 //! A valid pair lands inside its band (the 0x100 band for cores 0-3 and
 //! counters 0-30, the 0xda80 EXT band for cores 0-3 and counters 31-94, the
@@ -15,15 +15,15 @@ use std::sync::Arc;
 use xunds::nds::{Counter, CounterId, HeapSlab, NdsError, Slab, Writer, REQUIRED_SIZE};
 use xunds::wire::nds::region;
 use xunds::wire::nds::region::{
-    EXT_NC_COUNTERS_OFF, EXT_NC_COUNTERS_SIZE, EXT_NC_DATA_OFF, EXT_NC_DATA_SIZE, NC_COUNTERS_OFF,
-    NC_COUNTERS_SIZE, ND_COUNTERS_OFF, ND_COUNTERS_SIZE,
+    EXT_NC_COUNTERS, EXT_NC_COUNTERS_OFF, EXT_NC_DATA, EXT_NC_DATA_OFF, NC_COUNTERS,
+    NC_COUNTERS_OFF, ND_COUNTERS, ND_COUNTERS_OFF,
 };
 
 fn band(core: u32, counter: u32) -> (usize, usize) {
     match (core, counter) {
-        (0..=3, 0..=30) => (NC_COUNTERS_OFF, NC_COUNTERS_SIZE),
-        (0..=3, _) => (EXT_NC_COUNTERS_OFF, EXT_NC_COUNTERS_SIZE),
-        _ => (EXT_NC_DATA_OFF, EXT_NC_DATA_SIZE),
+        (0..=3, 0..=30) => (NC_COUNTERS_OFF, NC_COUNTERS.size),
+        (0..=3, _) => (EXT_NC_COUNTERS_OFF, EXT_NC_COUNTERS.size),
+        _ => (EXT_NC_DATA_OFF, EXT_NC_DATA.size),
     }
 }
 
@@ -104,10 +104,10 @@ fn every_nd_index_lands_in_the_nd_band_or_is_einval() {
             Ok(c) => {
                 assert!(i <= 30);
                 let off = c.offset();
-                assert!(off >= ND_COUNTERS_OFF && off + 8 <= ND_COUNTERS_OFF + ND_COUNTERS_SIZE);
+                assert!(off >= ND_COUNTERS_OFF && off + 8 <= ND_COUNTERS_OFF + ND_COUNTERS.size);
                 assert!(seen.insert(off));
                 if i == 3 {
-                    // FEATURE_BITMAP: OR only (seed 004 §3).
+                    // FEATURE_BITMAP: OR only (docs/abi.md §2.4).
                     assert_eq!(w.add(c, 1).unwrap_err().errno(), 22);
                     w.or(c, 1);
                 } else {

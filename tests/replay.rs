@@ -58,7 +58,7 @@ fn summary(r: &JobReport) -> String {
     for c in &r.per_core {
         s.push_str(&format!("core {}:", c.core));
         for k in NcCounter::ALL {
-            let v = c.get(*k);
+            let v = c.get(k);
             if v != 0 {
                 s.push_str(&format!(" {}={v}", k.name()));
             }
@@ -189,22 +189,24 @@ fn deterministic_json_carries_the_digest() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    for key in [
-        "\"executions\":50",
-        "\"completed_ok\":50",
-        "\"completed_err\":0",
-        "\"refused_full\":",
-        "\"timed_out\":0",
-        "\"outputs_checked\":50",
-        "\"outputs_wrong\":0",
-        "\"exec_per_sec\":",
-        "\"latency_ns\":{\"p50\":",
-        "\"slab\":",
-        "\"trace_sha256\":\"",
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    for (key, want) in [
+        ("executions", 50),
+        ("completed_ok", 50),
+        ("completed_err", 0),
+        ("timed_out", 0),
+        ("outputs_checked", 50),
+        ("outputs_wrong", 0),
     ] {
-        assert!(text.contains(key), "{key} missing in {text}");
+        assert_eq!(doc[key], want, "{key} in {doc}");
     }
+    assert!(doc["refused_full"].is_u64(), "{doc}");
+    assert!(doc["exec_per_sec"].is_number(), "{doc}");
+    assert!(doc["latency_ns"]["p50"].is_u64(), "{doc}");
+    assert!(doc["slab"].is_string(), "{doc}");
+    let digest = doc["trace_sha256"].as_str().expect("trace_sha256");
+    assert_eq!(digest.len(), 64, "{digest}");
+    assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()), "{digest}");
     // The slab is left behind for another process: `xunds nds dump` reads it.
     let dump = Command::new(bin)
         .args(["nds", "dump"])
@@ -213,9 +215,9 @@ fn deterministic_json_carries_the_digest() {
         .output()
         .unwrap();
     assert!(dump.status.success());
-    let d = String::from_utf8_lossy(&dump.stdout);
-    assert!(d.contains("\"INFER_COMPLETED\":50"), "{d}");
-    assert!(d.contains("\"MODEL_LOAD_COUNT\":1"), "{d}");
+    let d: serde_json::Value = serde_json::from_slice(&dump.stdout).expect("one JSON document");
+    assert_eq!(d["cores"]["0"]["INFER_COMPLETED"], 50, "{d}");
+    assert_eq!(d["cores"]["0"]["MODEL_LOAD_COUNT"], 1, "{d}");
     let _ = std::fs::remove_file(slab);
 }
 

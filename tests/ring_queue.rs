@@ -1,4 +1,4 @@
-//! The XU ring protocol (seed 000 §1, §2, §5, §6), one suite run against both
+//! The XU ring protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9), one suite run against both
 //! storages: heap atomics and the byte-exact mapped header + slot array.
 
 #[macro_use]
@@ -56,7 +56,7 @@ both!(
     threaded_fifo_with_waiters,
 );
 
-/// Seed 000 §1 (cursors start at 1), §2 (seq_id = cursor | xu << 48), §5
+/// docs/abi.md §1.2 (cursors start at 1), docs/abi.md §1.4 (seq_id = cursor | xu << 48), docs/abi.md §1.8
 /// (last_completed = (exec_head - 1) | xu << 48).
 fn cursors_start_at_one_and_seq_ids_pack<B: Backend>() {
     let (mut p, mut w, bytes) = B::make::<u64>(cfg(4));
@@ -105,7 +105,7 @@ fn fifo_submit_trigger_peek_pop<B: Backend>() {
     assert!(w.peek().unwrap().is_none());
 }
 
-/// Seed 000 §1/§7 item 2: the 32-byte slot, mark_comp_efd = -1 at submit,
+/// docs/abi.md §1.2/§1.3: the 32-byte slot, mark_comp_efd = -1 at submit,
 /// efd_from_pool = false, exec_status = the cell's address, exec_info = the
 /// item word; header xu_id/capacity; padding bytes stay zero.
 fn slot_body_bytes_after_submit<B: Backend>() {
@@ -166,7 +166,7 @@ fn mapped_header_buffer_and_untouched_padding() {
     assert!(matches!(e, RingError::Mem(_)));
 }
 
-/// Seed 000 §6: the full check comes before any store, so a refusal changes
+/// docs/abi.md §1.9: the full check comes before any store, so a refusal changes
 /// no byte of header or slots, and the item comes back.
 fn queue_full_changes_no_byte<B: Backend>() {
     let (mut p, mut w, bytes) = B::make::<Box<u32>>(cfg(2));
@@ -197,7 +197,7 @@ fn trigger_and_peek_boundaries<B: Backend>() {
     let (mut p, mut w, _) = B::make::<u64>(cfg(4));
     assert_eq!(p.trigger_next().unwrap_err(), RingError::NothingToTrigger);
     p.submit(1, None).unwrap();
-    // Submitted but not triggered: the worker sees nothing (§6 NOTE).
+    // Submitted but not triggered: the worker sees nothing (docs/abi.md §1.9).
     assert!(w.peek().unwrap().is_none());
     assert_eq!(p.trigger_burst(2).unwrap_err(), RingError::NothingToTrigger);
     assert_eq!(p.trigger_burst(0).unwrap_err(), RingError::NothingToTrigger);
@@ -206,7 +206,7 @@ fn trigger_and_peek_boundaries<B: Backend>() {
     assert_eq!(p.trigger_next().unwrap_err(), RingError::NothingToTrigger);
 }
 
-/// Seed 000 §1 NOTE / §6 (`queue.c:0x5C`): scheduled_tail stays below
+/// docs/abi.md §1.2 / §1.9 (`queue.c:0x5C`): scheduled_tail stays below
 /// 0xFFFFFFFFFFFE; the submit that would reach it is refused, no byte
 /// changes, and no seq_id ever carries bits into the xu_id.
 fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
@@ -255,7 +255,7 @@ impl<B: Backend> MakeChecked for B {
     }
 }
 
-/// Seed 000 §2 GOTCHA: every op that takes a seq_id checks seq.xu_id ==
+/// docs/abi.md §1.4: every op that takes a seq_id checks seq.xu_id ==
 /// xq->xu_id before indexing the buffer. All 65,535 foreign ids are refused
 /// by is_completed, wait (which would install an fd into the slot) and arm,
 /// and no byte changes.
@@ -299,7 +299,7 @@ fn foreign_xu_rejected_for_all_65536_ids<B: Backend>() {
     );
 }
 
-/// Seed 000 §5 QUIRK: the status travels through the caller's cell and is
+/// docs/abi.md §1.8: the status travels through the caller's cell and is
 /// written before completion is observable.
 fn status_written_before_completion<B: Backend>() {
     let (mut p, mut w, _) = B::make::<u64>(cfg(2));
@@ -460,7 +460,7 @@ impl CompletionSink for FailingSink {
     }
 }
 
-/// Seed 000 §6: a failed eventfd write returns NRT_FAILURE with the seed's
+/// docs/abi.md §1.9: a failed eventfd write returns NRT_FAILURE with the seed's
 /// message, and loses nothing: completion is already published and the
 /// waiter's bounded re-check finds it. The pooled event, whose signal never
 /// came, is retired (kept open, never reused).

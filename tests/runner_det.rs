@@ -4,9 +4,9 @@
 mod runner_toys;
 
 use runner_toys::{echo_pair_all_full, ping_pong, Timer, Toy, Wait};
+use sha2::{Digest as _, Sha256};
 use xunds::actors::{Nanos, NullTrace, Progress};
 use xunds::system::runner::{DetConfig, DetRunner, RunError, Step};
-use xunds::system::sha256::Sha256;
 use xunds::system::trace::{diff_bytes, diff_files, Trace, TraceDiff, TraceHeader};
 
 /// One ping-pong run under `seed`; returns the trace bytes.
@@ -33,7 +33,7 @@ fn ping_pong_trace(seed: u64, cap: usize, total: u64) -> Vec<u8> {
     assert_eq!(actors[1].ponger().replied, total);
     let s = trace.finish().unwrap();
     let bytes = s.memory.unwrap();
-    assert_eq!(s.sha256, Sha256::digest(&bytes));
+    assert_eq!(s.sha256, <[u8; 32]>::from(Sha256::digest(&bytes)));
     bytes
 }
 
@@ -64,7 +64,7 @@ fn another_seed_gives_another_schedule() {
     assert!(!diff_bytes(&body(&a), &body(&b)).is_identical());
     // Across several seeds the schedules spread out.
     let mut digests: Vec<_> = (10..18)
-        .map(|s| Sha256::digest(&body(&ping_pong_trace(s, 2, 200))))
+        .map(|s| <[u8; 32]>::from(Sha256::digest(body(&ping_pong_trace(s, 2, 200)))))
         .collect();
     digests.sort();
     digests.dedup();

@@ -380,7 +380,7 @@ fn fuzz_tpb_execution_info_t() {
 #[test]
 fn annotated_dump_never_panics_on_short_or_long_input() {
     let mut rng = SplitMix64::new(0x000_000A);
-    for b in xunds::wire::SEED000_BLOCKS {
+    for b in xunds::wire::XU_BLOCKS {
         for len in 0..=2 * b.size {
             let mut bytes = vec![0u8; len];
             rng.fill(&mut bytes);

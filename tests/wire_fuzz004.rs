@@ -1,4 +1,4 @@
-//! Property tests for the seed 004 decoders (SplitMix64-driven, no proptest):
+//! Property tests for the docs/abi.md §2 decoders (SplitMix64-driven, no proptest):
 //! for every decoder, at least 100,000 inputs (random bytes of random
 //! lengths, every truncation of a valid encoding, all-0xFF, all-zero) give a
 //! value or a typed error, never a panic; and the value is exactly what the

@@ -1,6 +1,6 @@
-//! Seed 000 §7 ("Reimplementation Checklist"), items 1 to 5, each reproduced
+//! docs/abi.md §1.14 ("Reimplementation Checklist"), items 1 to 5, each reproduced
 //! byte for byte by a real encode/parse round trip; plus the two places where
-//! the seed's prose disagrees with its bytes (§3 loop bound, §4 overlap claim).
+//! the seed's prose disagrees with its bytes (docs/abi.md §1.5 loop bound, docs/abi.md §1.6 overlap claim).
 
 use xunds::wire::device_request::{
     self, DeviceExecRequest, Engine, RequestView, BUFFER_SIZE, CC_DMA_INCREMENT_OFF,
@@ -24,12 +24,12 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
 }
 
-/// §7 item 1: xu_queue_t is 256 bytes: xu_id +0x00, buffer +0x08, capacity
+/// docs/abi.md §1.2: xu_queue_t is 256 bytes: xu_id +0x00, buffer +0x08, capacity
 /// +0x10, exec_head +0x40, scheduled_head +0x80, scheduled_tail +0xC0, each
 /// cursor on its own 64-byte line; cursors are clean 48-bit counters; the
 /// gaps are padding, never written.
 #[test]
-fn seed000_s7_item1_xu_queue_t() {
+fn abi_1_2_xu_queue_t() {
     let h = XuQueueHeader {
         xu_id: XuId::new(3, 5, 7),
         buffer: 0x1111_2222_3333_4444,
@@ -87,11 +87,11 @@ fn seed000_s7_item1_xu_queue_t() {
     assert_eq!(CURSOR_START, 1);
 }
 
-/// §7 item 2: xuq_exec_info_t is 32 bytes: seq_id +0x00, exec_status +0x08,
+/// docs/abi.md §1.3: xuq_exec_info_t is 32 bytes: seq_id +0x00, exec_status +0x08,
 /// mark_comp_efd +0x10 (int, init -1), efd_from_pool +0x14 (bool), exec_info
 /// +0x18 (void*); +0x15..+0x18 is padding.
 #[test]
-fn seed000_s7_item2_xuq_exec_info_t() {
+fn abi_1_3_xuq_exec_info_t() {
     let seq = SeqId::from_cursor(42, XuId::new(1, 0, 2));
     let slot = ExecSlot::submitted(seq, 0xAAAA_0000_0000_0008, 0xBBBB_0000_0000_0018);
     let mut b = [0x77u8; 32];
@@ -122,11 +122,11 @@ fn seed000_s7_item2_xuq_exec_info_t() {
     assert!(waited.has_waiter() && !slot.has_waiter());
 }
 
-/// §7 item 3 (and §2): seq_id = (cursor & 0xFFFFFFFFFFFF) | (xu_id << 48);
+/// docs/abi.md §1.4 (and docs/abi.md §1.4): seq_id = (cursor & 0xFFFFFFFFFFFF) | (xu_id << 48);
 /// xu_id = {type:4 @[3:0], queue:4 @[7:4], vnc_id:8 @[15:8]}; the vNC is
 /// HIBYTE(seq_id).
 #[test]
-fn seed000_s7_item3_seq_id_packing() {
+fn abi_1_4_seq_id_packing() {
     let xu = XuId::new(3, 5, 7);
     assert_eq!(xu.0, 0x0753);
     assert_eq!((xu.ty(), xu.queue(), xu.vnc_id()), (3, 5, 7));
@@ -155,7 +155,7 @@ fn seed000_s7_item3_seq_id_packing() {
     assert_eq!(seq_id::LAYOUT.field("seq_num").unwrap().offset, 0);
     assert_eq!(seq_id::LAYOUT.field("xu_id").unwrap().offset, 6);
 
-    // Last completed = (exec_head - 1) | xu_id << 48 (§5), same expression.
+    // Last completed = (exec_head - 1) | xu_id << 48 (docs/abi.md §1.8), same expression.
     let h = XuQueueHeader { exec_head: 10, ..h };
     assert_eq!(h.last_completed().0, 0x0753_0000_0000_0009);
     assert!(SeqId::from_cursor(9, xu).is_completed_by(h.last_completed()));
@@ -166,12 +166,12 @@ fn seed000_s7_item3_seq_id_packing() {
     assert!(!fresh.next_seq_id().is_completed_by(fresh.last_completed()));
 }
 
-/// §7 item 4: device_exec_request_t is 52 bytes: do_model_switch +0x00,
+/// docs/abi.md §1.5: device_exec_request_t is 52 bytes: do_model_switch +0x00,
 /// eng_addresses_lo[5] +0x04, eng_addresses_hi[5] +0x18, reload_seq_config
 /// +0x2C, load_act_dve_tables +0x30; cc_dma_increment is a separate 4-byte
 /// copy at buffer offset 0x34 (buffer 0x38 bytes).
 #[test]
-fn seed000_s7_item4_device_exec_request_t() {
+fn abi_1_5_device_exec_request_t() {
     let addrs = [
         0x0000_0001_1000_0000,
         0x0000_0002_2000_0000,
@@ -214,11 +214,11 @@ fn seed000_s7_item4_device_exec_request_t() {
     assert!(device_request::LAYOUT.field("cc_dma_increment").is_none());
 }
 
-/// §3 CORRECTION (ABI-1): the flags are full u32 words (not 1-byte fields at
+/// docs/abi.md §1.5: the flags are full u32 words (not 1-byte fields at
 /// +0x00..+0x03) and the addresses are a lo array then a hi array (not
 /// interleaved {lo,hi} pairs).
 #[test]
-fn seed000_s3_abi1_flags_are_words_and_arrays_not_interleaved() {
+fn abi_1_5_abi1_flags_are_words_and_arrays_not_interleaved() {
     let mut r = DeviceExecRequest {
         do_model_switch: 0x0403_0201,
         ..Default::default()
@@ -236,11 +236,11 @@ fn seed000_s3_abi1_flags_are_words_and_arrays_not_interleaved() {
     assert_eq!(v.engine_address(Engine::Act), 0xCCCC_CCCC_DDDD_DDDD);
 }
 
-/// §3 discrepancy: the pseudo-code loops `for i in 0..4`, but the prose, the
+/// docs/abi.md §1.5 discrepancy: the pseudo-code loops `for i in 0..4`, but the prose, the
 /// loop's own comment and the bytes (five lo words 0x04..0x18, five hi words
 /// 0x18..0x2C) say five engines. Bytes win: SP (index 4) is filled too.
 #[test]
-fn seed000_s3_all_five_engines_are_filled_not_four() {
+fn abi_1_5_all_five_engines_are_filled_not_four() {
     assert_eq!(Engine::ALL.len(), 5);
     assert_eq!(
         Engine::ALL.map(Engine::name),
@@ -285,13 +285,13 @@ fn populated_work_item() -> TpbExecutionInfo {
     w
 }
 
-/// §7 item 5: tpb_execution_info_t is 208 bytes: type +0x00, exec union at
+/// docs/abi.md §1.6: tpb_execution_info_t is 208 bytes: type +0x00, exec union at
 /// +0x08 (mod_ref +0x08, resources +0x10, compute_idx +0x18,
 /// sync_point_cpu_timestamp +0x20, infer_resp_t (112 B) +0x28, sync_exec
 /// +0xC8); submission timestamp at +0x38; device_id/device_tpb_idx at
-/// +0x90/+0x92 (§4).
+/// +0x90/+0x92 (docs/abi.md §1.6).
 #[test]
-fn seed000_s7_item5_tpb_execution_info_t() {
+fn abi_1_6_tpb_execution_info_t() {
     let w = populated_work_item();
     let b = w.encode();
     assert_eq!(b.len(), 208);
@@ -324,12 +324,12 @@ fn seed000_s7_item5_tpb_execution_info_t() {
     assert_eq!(origin("exec.wait_event_data"), Origin::Ours);
 }
 
-/// §4 discrepancy: the prose says +0x90/+0x92 "overlap exec.wait_event_data",
+/// docs/abi.md §1.6 discrepancy: the prose says +0x90/+0x92 "overlap exec.wait_event_data",
 /// but infer_resp_t is 112 bytes at +0x28 and ends at 0x98, so those stores
 /// land inside infer_resp_t (resp+0x68/+0x6A). We follow the offsets and name
 /// 0x98..0xC8 `wait_event_data`: writing wait_event_data never disturbs them.
 #[test]
-fn seed000_s4_device_id_lies_inside_infer_resp_not_wait_event_data() {
+fn abi_1_6_device_id_lies_inside_infer_resp_not_wait_event_data() {
     assert_eq!(0x28 + 112, 0x98);
     let wed = work_item::LAYOUT.field("exec.wait_event_data").unwrap();
     assert_eq!((wed.offset, wed.end()), (0x98, 0xC8));
@@ -343,11 +343,11 @@ fn seed000_s4_device_id_lies_inside_infer_resp_not_wait_event_data() {
     assert!(b[0x98..0xC8].iter().all(|&x| x == 0xFF));
 }
 
-/// §5: there is no completion descriptor; the result splits across the
+/// docs/abi.md §1.8: there is no completion descriptor; the result splits across the
 /// slot's exec_status (coarse) and the work item's infer_resp_t (timings),
 /// and the slot stays 32 bytes.
 #[test]
-fn seed000_s5_result_splits_across_status_and_infer_resp() {
+fn abi_1_8_result_splits_across_status_and_infer_resp() {
     assert_eq!(exec_slot::SIZE, 32);
     let r = populated_work_item().resp;
     assert_eq!(r.latency_total_ns(), 1_000_000_000 - 123_456_789 + 5);

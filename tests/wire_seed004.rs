@@ -1,6 +1,6 @@
-//! Seed 004 (the NDS wire format), pinned: every worked example of §8, the
-//! §1 region map and its §9 starts, the §2 header proto (bytes win over the
-//! prose), the §4 three-band resolver exhaustively, and the §7 hash.
+//! docs/abi.md §2 (the NDS wire format), pinned: every worked example of docs/abi.md §2.10, the
+//! docs/abi.md §2.2 region map and its docs/abi.md §2.2 starts, the docs/abi.md §2.3 header proto (bytes win over the
+//! prose), the docs/abi.md §2.5 three-band resolver exhaustively, and the docs/abi.md §2.8 hash.
 
 use xunds::wire::layout::Span;
 use xunds::wire::nds::counters::{
@@ -13,10 +13,10 @@ use xunds::wire::nds::region::{self, chain};
 use xunds::wire::nds::{c_string, fnv, BLOCKS, REGIONS};
 use xunds::wire::WireError;
 
-// ---------------------------------------------------------------- §1 / §9
+// ---------------------------------------------------------------- docs/abi.md §2.2 / §2.2
 
 #[test]
-fn s1_region_map_is_contiguous_and_sums_to_67200() {
+fn abi_2_2_region_map_is_contiguous_and_sums_to_67200() {
     let names: Vec<&str> = REGIONS.iter().map(|s| s.name).collect();
     assert_eq!(
         names,
@@ -49,7 +49,7 @@ fn s1_region_map_is_contiguous_and_sums_to_67200() {
 }
 
 #[test]
-fn s1_s9_region_starts_and_sizes() {
+fn abi_2_2_region_starts_and_sizes() {
     let expect: [(&str, usize, usize); 10] = [
         ("header", 0x0, 8),
         ("nd_counters", 0x8, 248),
@@ -72,7 +72,7 @@ fn s1_s9_region_starts_and_sizes() {
             }
         );
     }
-    // §9: the starts the three sources agree on, and the end.
+    // docs/abi.md §2.2: the starts the three sources agree on, and the end.
     let starts: Vec<usize> = REGIONS[1..].iter().map(|s| s.offset).collect();
     assert_eq!(
         starts,
@@ -95,7 +95,7 @@ fn s1_s9_region_starts_and_sizes() {
 }
 
 #[test]
-fn s1_ext_alignment_hinge() {
+fn abi_2_2_ext_alignment_hinge() {
     // The running sum lands process-info-ext's end on NDS_EXT_OFFSET_OLD.
     assert_eq!(1248 + 64 + 8 + 43_008 + 260, 44_588);
     assert_eq!(chain::NDS_PROCESS_INFO_EXT_END, chain::NDS_EXT_OFFSET_OLD);
@@ -117,15 +117,15 @@ fn s1_ext_alignment_hinge() {
     );
 }
 
-// ---------------------------------------------------------------- §2
+// ---------------------------------------------------------------- docs/abi.md §2.3
 
 #[test]
-fn s2_s8_s9_header_proto_bytes_win_over_prose() {
-    // §2/§8/§9: header_proto @0xc0c820 is the bytes 6e 64 73 00 a0 86 01 00.
+fn abi_2_3_header_proto_bytes_win_over_prose() {
+    // docs/abi.md §2.3/§2.10/§2.2: header_proto @0xc0c820 is the bytes 6e 64 73 00 a0 86 01 00.
     let bytes = [0x6e, 0x64, 0x73, 0x00, 0xa0, 0x86, 0x01, 0x00];
     assert_eq!(Header::COMMITTED.encode(), bytes);
     assert_eq!(header::PROTO_BYTES, bytes);
-    // As one little-endian u64 those bytes are 0x000186a0_0073646e; the §2
+    // As one little-endian u64 those bytes are 0x000186a0_0073646e; the docs/abi.md §2.3
     // prose's 0x000186a06e6473 is not what the bytes say.
     assert_eq!(HEADER_PROTO, u64::from_le_bytes(bytes));
     assert_eq!(HEADER_PROTO, 0x0001_86a0_0073_646e);
@@ -134,9 +134,9 @@ fn s2_s8_s9_header_proto_bytes_win_over_prose() {
     assert_eq!(i32::from_le_bytes([0xa0, 0x86, 0x01, 0x00]), 100_000);
     assert_eq!(Header::parse(&bytes), Ok(Header::COMMITTED));
     assert_eq!(header::check(HEADER_PROTO), HeaderState::Committed);
-    // §2 NOTE: a freshly acquired slab reads 0 at +0 until the commit.
+    // docs/abi.md §2.3: a freshly acquired slab reads 0 at +0 until the commit.
     assert_eq!(header::check(0), HeaderState::Zero);
-    // §2 GOTCHA: a mismatched version is an unknown layout.
+    // docs/abi.md §2.3: a mismatched version is an unknown layout.
     let other = Header {
         version: 100_001,
         ..Header::COMMITTED
@@ -147,10 +147,10 @@ fn s2_s8_s9_header_proto_bytes_win_over_prose() {
     );
 }
 
-// ---------------------------------------------------------------- §8
+// ---------------------------------------------------------------- docs/abi.md §2.10
 
 #[test]
-fn s8_nd_counter_3_feature_bitmap_at_0x020() {
+fn abi_2_10_nd_counter_3_feature_bitmap_at_0x020() {
     assert_eq!(NdCounter::FeatureBitmap.index(), 3);
     assert_eq!(nd_counter_off(3), Ok((3 + 1) * 8));
     assert_eq!(nd_counter_off(3), Ok(0x020));
@@ -158,7 +158,7 @@ fn s8_nd_counter_3_feature_bitmap_at_0x020() {
 }
 
 #[test]
-fn s8_nc_core2_infer_completed_at_0x2f8() {
+fn abi_2_10_nc_core2_infer_completed_at_0x2f8() {
     assert_eq!(NcCounter::InferCompleted.index(), 1);
     let s = nc_counter_slot(2, 1).unwrap();
     assert_eq!(s.band, NcBand::Base);
@@ -169,7 +169,7 @@ fn s8_nc_core2_infer_completed_at_0x2f8() {
 }
 
 #[test]
-fn s8_nc_overflow_core1_hw_err_hbm_ue_at_0xdc88() {
+fn abi_2_10_nc_overflow_core1_hw_err_hbm_ue_at_0xdc88() {
     assert_eq!(NcCounter::HwErrHbmUe.index(), 32);
     let s = nc_counter_slot(1, 32).unwrap();
     assert_eq!(s.band, NcBand::ExtCounters);
@@ -180,7 +180,7 @@ fn s8_nc_overflow_core1_hw_err_hbm_ue_at_0xdc88() {
 }
 
 #[test]
-fn s8_ext_core7_mac_count_at_0xec68() {
+fn abi_2_10_ext_core7_mac_count_at_0xec68() {
     assert_eq!(NcCounter::MacCount.index(), 29);
     let s = nc_counter_slot(7, 29).unwrap();
     assert_eq!(s.band, NcBand::ExtData);
@@ -191,7 +191,7 @@ fn s8_ext_core7_mac_count_at_0xec68() {
 }
 
 /// A zeroed slab-sized image with records written at their region offsets,
-/// so the §8 checks read absolute addresses.
+/// so the docs/abi.md §2.10 checks read absolute addresses.
 fn image_with(at: usize, bytes: &[u8]) -> Vec<u8> {
     let mut img = vec![0u8; region::REQUIRED_SIZE];
     img[at..at + bytes.len()].copy_from_slice(bytes);
@@ -203,7 +203,7 @@ fn u32_at(b: &[u8], off: usize) -> u32 {
 }
 
 #[test]
-fn s8_process_info_record_offsets() {
+fn abi_2_10_process_info_record_offsets() {
     assert_eq!(region::PROCESS_INFO_OFF, 0x4e0);
     let p = ProcessInfo {
         hash: 0x1111_2222,
@@ -250,7 +250,7 @@ fn s8_process_info_record_offsets() {
 }
 
 #[test]
-fn s8_model_slot5_record_at_0x1248() {
+fn abi_2_10_model_slot5_record_at_0x1248() {
     let rec = region::model_record_off(5).unwrap();
     assert_eq!(rec, 0x528 + 5 * 672);
     assert_eq!(rec, 0x1248);
@@ -285,8 +285,8 @@ fn s8_model_slot5_record_at_0x1248() {
     for l in MemLocation::ALL {
         for s in MemSlot::ALL {
             assert_eq!(
-                mem_usage_off(*l, *s),
-                0x120 + (*l as usize * 12 + *s as usize) * 16
+                mem_usage_off(l, s),
+                0x120 + (l as usize * 12 + s as usize) * 16
             );
         }
     }
@@ -306,7 +306,7 @@ fn s8_model_slot5_record_at_0x1248() {
 }
 
 #[test]
-fn s8_process_info_ext_at_0xad28_ends_0xae2c() {
+fn abi_2_10_process_info_ext_at_0xad28_ends_0xae2c() {
     assert_eq!(region::PROCESS_INFO_EXT_OFF, 0xad28);
     let e = ProcessInfoExt {
         hash: 0x5555_6666,
@@ -320,10 +320,10 @@ fn s8_process_info_ext_at_0xad28_ends_0xae2c() {
     assert_eq!(ProcessInfoExt::parse(&img[0xad28..]), Ok(e));
 }
 
-// ---------------------------------------------------------------- §3 / §4
+// ---------------------------------------------------------------- docs/abi.md §2.4 / §2.5
 
 #[test]
-fn s3_counter_names_and_indices_follow_spec_notes() {
+fn abi_2_4_counter_names_and_indices_follow_the_abi() {
     let nd: Vec<(u32, &str)> = NdCounter::ALL
         .iter()
         .map(|c| (c.index(), c.name()))
@@ -351,12 +351,12 @@ fn s3_counter_names_and_indices_follow_spec_notes() {
     assert_eq!(counters::EXT_NC_COUNTER_COUNT, 64);
     assert_eq!(counters::TOTAL_NC_COUNTER_COUNT, 95);
     assert_eq!(counters::MAX_CORES, 16);
-    // §3 QUIRK: feature bits of ND counter 3.
+    // docs/abi.md §2.4: feature bits of ND counter 3.
     assert_eq!(
         (counters::FEATURE_TEST, counters::FEATURE_MULTICORE),
         (0, 1)
     );
-    // §3 GOTCHA: ERR_GENERIC + class.
+    // docs/abi.md §2.4: ERR_GENERIC + class.
     for class in 0..6u8 {
         assert_eq!(
             counters::error_class_counter(class).unwrap().index(),
@@ -367,7 +367,7 @@ fn s3_counter_names_and_indices_follow_spec_notes() {
 }
 
 #[test]
-fn s4_nd_resolver_exhaustive() {
+fn abi_2_5_nd_resolver_exhaustive() {
     for i in 0..=255u32 {
         match nd_counter_off(i) {
             Ok(off) => {
@@ -386,7 +386,7 @@ fn s4_nd_resolver_exhaustive() {
 }
 
 #[test]
-fn s4_nc_resolver_exhaustive_over_256x256() {
+fn abi_2_5_nc_resolver_exhaustive_over_256x256() {
     let mut owner: Vec<Option<(u32, u32)>> = vec![None; region::REQUIRED_SIZE];
     let mut valid = 0usize;
     for core in 0..=255u32 {
@@ -400,7 +400,7 @@ fn s4_nc_resolver_exhaustive_over_256x256() {
                     let off = slot.off();
                     assert_eq!(off % 8, 0, "({core},{counter}) misaligned");
                     assert_eq!(nc_counter_off(core, counter), Ok(off));
-                    // The band is the one §3/§4 assign to this pair.
+                    // The band is the one docs/abi.md §2.4/§2.5 assign to this pair.
                     let band = match (core, counter) {
                         (0..=3, 0..=30) => NcBand::Base,
                         (0..=3, _) => NcBand::ExtCounters,
@@ -409,7 +409,7 @@ fn s4_nc_resolver_exhaustive_over_256x256() {
                     assert_eq!(slot.band, band, "({core},{counter})");
                     let span = band.span();
                     assert!(off >= span.offset && off + 8 <= span.offset + span.size);
-                    // §4 formulas, in element units.
+                    // docs/abi.md §2.5 formulas, in element units.
                     let c = counter as usize;
                     let p = core as usize;
                     let elem = match band {
@@ -432,7 +432,7 @@ fn s4_nc_resolver_exhaustive_over_256x256() {
     }
     assert_eq!(valid, 16 * 95);
     // The three bands are covered exactly, except the one pad u64 per
-    // extended core (§1 QUIRK), and nothing outside them is touched.
+    // extended core (docs/abi.md §2.2), and nothing outside them is touched.
     let covered = owner.iter().filter(|o| o.is_some()).count();
     let bands = region::NC_COUNTERS.size + region::EXT_NC_COUNTERS.size + region::EXT_NC_DATA.size;
     assert_eq!(covered, bands - 12 * 8);
@@ -455,10 +455,10 @@ fn s4_nc_resolver_exhaustive_over_256x256() {
     }
 }
 
-// ---------------------------------------------------------------- §5 / §6
+// ---------------------------------------------------------------- docs/abi.md §2.6 / §2.7
 
 #[test]
-fn s5_s6_block_sizes() {
+fn abi_2_6_block_sizes() {
     let size = |n: &str| BLOCKS.iter().find(|b| b.name == n).map(|b| b.size);
     assert_eq!(size("nds_header"), Some(8));
     assert_eq!(size("nds_model_node_data_internal"), Some(672));
@@ -471,21 +471,21 @@ fn s5_s6_block_sizes() {
     for b in BLOCKS {
         assert!(b.is_well_formed(), "{}", b.name);
     }
-    // §5: node_info at record +4, its fields 4 below the record offsets.
+    // docs/abi.md §2.6: node_info at record +4, its fields 4 below the record offsets.
     let ni = &model::NODE_INFO_LAYOUT;
     assert_eq!(ni.field("uuid").unwrap().offset + 4, 0x10c);
     assert_eq!(ni.field("sg_index").unwrap().offset + 4, 0x11d);
 }
 
 #[test]
-fn s5_bitmap_slot_allocation() {
+fn abi_2_6_bitmap_slot_allocation() {
     assert_eq!(model::first_free_slot(0), Some(0));
     assert_eq!(model::first_free_slot(0b0111), Some(3));
     assert_eq!(model::first_free_slot(u64::MAX), None);
 }
 
 #[test]
-fn s6_version_triple_and_packed_word_agree() {
+fn abi_2_7_version_triple_and_packed_word_agree() {
     let v = VersionInfo {
         major: 2,
         minor: 31,
@@ -499,10 +499,10 @@ fn s6_version_triple_and_packed_word_agree() {
     assert_eq!(VersionInfo::from_packed(w), v);
 }
 
-// ---------------------------------------------------------------- §7
+// ---------------------------------------------------------------- docs/abi.md §2.8
 
 #[test]
-fn s7_record_hash_scheme() {
+fn abi_2_8_record_hash_scheme() {
     assert_eq!(fnv::FNV_BASIS, 0x811c_9dc5);
     assert_eq!(fnv::FNV_PRIME, 0x0100_0193);
     assert_eq!(fnv::fnv1a32(b""), 0x811c_9dc5);

@@ -1,5 +1,5 @@
 //! insta snapshots of the annotated dump of one populated instance of every
-//! seed 004 block (and the region map), so any change to a layout, a name or
+//! docs/abi.md §2 block (and the region map), so any change to a layout, a name or
 //! the encoding shows up as a readable diff.
 
 use xunds::wire::layout::annotated_dump;

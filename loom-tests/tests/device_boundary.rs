@@ -1,5 +1,5 @@
-//! Loom model of the device publish boundary (seed 000 §3 "device publish
-//! boundary", §6 GOTCHA): a producer thread stages requests through the real
+//! Loom model of the device publish boundary (docs/abi.md §1.10 "device publish
+//! boundary", docs/abi.md §1.10): a producer thread stages requests through the real
 //! `Stager` (body copy-in, trailer, three trigger pairs, doorbell) while the
 //! device thread runs the real `Sequencer` (DMA engine + sequencer) on the
 //! same in-memory regions (`FakeHal`, whose words are loom atomics under

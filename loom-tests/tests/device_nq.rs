@@ -1,4 +1,4 @@
-//! Loom model of an NQ ring (ours, SPEC-NOTES.md "Notification queues"): the
+//! Loom model of an NQ ring (ours, docs/abi.md §1.13): the
 //! device's `NqWriter` and the worker's `NqReader` on a 2-entry ring with 3
 //! records, so the phase bit flips and slots are reused. The reader must see
 //! every record exactly once, in order, never torn, and never a stale slot

@@ -1,4 +1,4 @@
-//! Loom models of the NDS record hash protocol (seed 004 §7) over word
+//! Loom models of the NDS record hash protocol (docs/abi.md §2.8) over word
 //! atomics: the real `xunds::nds::record` code on a few-word `HeapSlab`
 //! (whose words are loom atomics under `--cfg loom`).
 //!

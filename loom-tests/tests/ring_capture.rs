@@ -1,5 +1,5 @@
 //! Loom: the worker captures the slot (mark_comp_efd, efd_from_pool,
-//! exec_info) before it advances exec_head (seed 000 §6 "consumer captures,
+//! exec_info) before it advances exec_head (docs/abi.md §1.9 "consumer captures,
 //! then advances"): the instant exec_head moves, the producer may reuse the
 //! slot and write -1 / the next item over it. Capacity 1 with two items and
 //! capacity 2 with three items (the last item reuses the first one's slot).

@@ -1,4 +1,4 @@
-//! Loom: the slot body is written before the cursor publish (seed 000 §6
+//! Loom: the slot body is written before the cursor publish (docs/abi.md §1.9
 //! "producer stages, then publishes"; the scheduled_head Release / peek
 //! Acquire pair). Capacity 1 and 2 with capacity + 1 items force slot reuse;
 //! every model here is a slot-reuse model (`reuse` in its name: `.ci/loom`

@@ -1,5 +1,5 @@
-//! Loom: the status is written before completion is observable (seed 000 §5
-//! QUIRK, SPEC-NOTES "the request's status is written before its completion
+//! Loom: the status is written before completion is observable (docs/abi.md §1.8
+//! QUIRK, docs/abi.md §3 "the request's status is written before its completion
 //! is observable"). An observer that sees is_completed(seq) must read the
 //! final status from its cell. Capacity 1 with two items and capacity 2 with
 //! three items (the last item reuses the first one's slot); both are

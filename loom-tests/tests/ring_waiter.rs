@@ -1,4 +1,4 @@
-//! Loom: the waiter install race (seed 000 §1 QUIRK, §6). A waiter that is
+//! Loom: the waiter install race (docs/abi.md §1.3, §1.9). A waiter that is
 //! not yet complete installs its handle into the slot under the
 //! mark-completion lock, re-checking completion under that lock; pop (and
 //! pop_burst) captures under the same lock. Whatever the interleaving, the waiter

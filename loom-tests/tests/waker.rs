@@ -29,14 +29,14 @@ fn poll_once(w: &Waker, work: &AtomicUsize, seen: usize) -> Option<usize> {
     w.awake();
     // Ordering: Acquire; pairs with the publisher's Release store (the work
     // itself; the Waker adds no ordering for the payload). The handshake is
-    // ours: seed 000 §6 wakes the worker with a has_work_efd write.
+    // ours: docs/abi.md §1.9 wakes the worker with a has_work_efd write.
     let n = work.load(Ordering::Acquire);
     if n > seen {
         return Some(n);
     }
     w.prepare_sleep();
     // Ordering: Acquire; as above (the second look, after the SeqCst fence
-    // in `Waker::prepare_sleep`; seed 000 §6 has_work_efd).
+    // in `Waker::prepare_sleep`; docs/abi.md §1.9 has_work_efd).
     let n = work.load(Ordering::Acquire);
     if n > seen {
         w.awake();
@@ -56,7 +56,7 @@ fn one_message_is_seen_or_signalled() {
             let (w, work) = (w.clone(), work.clone());
             thread::spawn(move || {
                 // Ordering: Release; pairs with the sleeper's Acquire loads
-                // in `poll_once` (seed 000 §6: work before the wake-up).
+                // in `poll_once` (docs/abi.md §1.9: work before the wake-up).
                 work.store(1, Ordering::Release);
                 w.wake()
             })
@@ -87,7 +87,7 @@ fn sleeps_until_all_work_seen() {
             thread::spawn(move || {
                 for i in 1..=N {
                     // Ordering: Release; pairs with the sleeper's Acquire loads
-                    // in `poll_once` (seed 000 §6: work before the wake-up).
+                    // in `poll_once` (docs/abi.md §1.9: work before the wake-up).
                     work.store(i, Ordering::Release);
                     w.wake();
                 }

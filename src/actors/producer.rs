@@ -1,4 +1,4 @@
-//! The Producer: the submit funnel (seed 000 §6 GOTCHA, `fsm::funnel`) and
+//! The Producer: the submit funnel (docs/abi.md §1.10, `fsm::funnel`) and
 //! the workload driver of `xunds run`.
 //!
 //! [`Lane`] is one XU's producer side: its ring `Producer` (owner of

@@ -2,7 +2,7 @@
 //! models resident on the device, caller-owned output buffers, the XU health
 //! cell, and the NDS publisher's messages.
 //!
-//! ## Work items (seed 000 §4)
+//! ## Work items (docs/abi.md §1.6)
 //!
 //! Each core has a preallocated [`ItemPool`]: one [`WorkItem`] per ring slot,
 //! each holding the 208-byte `tpb_execution_info_t` bytes plus host-side
@@ -16,7 +16,7 @@
 //! (its free list, refilled from the worker's return mailbox), fills the
 //! item, and publishes it through the ring (`scheduled_head` Release); the
 //! worker uses it between `peek` and `return_item` and pushes the index back
-//! (mailbox Release) **before** it pops the slot (seed 000 §4 QUIRK: the item
+//! (mailbox Release) **before** it pops the slot (docs/abi.md §1.6: the item
 //! is released after its last read and before the pop; the slot keeps a stale
 //! word that nobody reads again). Each cell is a `Mutex` that is therefore
 //! never contended; it makes the hand-over safe without `unsafe`.
@@ -167,7 +167,7 @@ impl ResidentModel {
 /// One work item: the ABI bytes and the host's bookkeeping.
 #[derive(Debug)]
 pub struct WorkItem {
-    /// The 208-byte `tpb_execution_info_t` (seed 000 §4, `wire::work_item`).
+    /// The 208-byte `tpb_execution_info_t` (docs/abi.md §1.6, `wire::work_item`).
     pub info: [u8; work_item::SIZE],
     /// The model it runs.
     pub model: Option<Arc<ResidentModel>>,

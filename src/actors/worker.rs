@@ -1,4 +1,4 @@
-//! The Worker: one per core (seed 000 §4 QUIRK, §5, §6; `fsm::worker`).
+//! The Worker: one per core (docs/abi.md §1.6, §1.8, §1.9; `fsm::worker`).
 //!
 //! It sleeps on its has-work eventfd when nothing is triggered (it never
 //! spins), peeks the slot at `exec_head`, harvests the NQ records of that

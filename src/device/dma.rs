@@ -1,4 +1,4 @@
-//! UDMA descriptor rings (SPEC-NOTES.md "UDMA descriptors").
+//! UDMA descriptor rings (docs/abi.md §1.11).
 //!
 //! A core's request queue is a pair of rings of equal length, M2S (source)
 //! and S2M (destination). One copy is one M2S descriptor plus one S2M
@@ -26,8 +26,6 @@
 //! | `M2S_TAIL_INC`, `S2M_TAIL_INC` | host (doorbell) | device | `tail_inc`: fetch_add release | load acquire |
 //! | `M2S_HEAD`, `S2M_HEAD` | device | host | store release | load acquire |
 
-use core::fmt;
-
 use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
@@ -35,7 +33,7 @@ use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
 
 /// One side's position in a descriptor ring: the slot it is at, the ring id
 /// that slot carries on this lap (1 on the first, stepping by 1 mod 4 at
-/// each wrap; SPEC-NOTES.md) and how many descriptors it has passed
+/// each wrap; docs/abi.md §1.11) and how many descriptors it has passed
 /// (wrapping).
 #[derive(Clone, Copy, Debug)]
 struct Lap {
@@ -111,39 +109,21 @@ impl RingProducer {
     }
 }
 
-/// A host-side error while appending.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DmaError {
-    /// The descriptor did not encode (length or ring id out of range).
-    Encode(UdmaError),
-    /// Not enough free slots.
-    Full {
-        /// Slots needed.
-        need: u32,
-        /// Slots free.
-        free: u32,
-    },
-    /// The HAL refused an access.
-    Hal(HalError),
-}
-
-impl fmt::Display for DmaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DmaError::Encode(e) => write!(f, "descriptor: {e}"),
-            DmaError::Full { need, free } => {
-                write!(f, "descriptor ring full: need {need} slots, {free} free")
-            }
-            DmaError::Hal(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for DmaError {}
-
-impl From<HalError> for DmaError {
-    fn from(e: HalError) -> Self {
-        DmaError::Hal(e)
+error_enum! {
+    /// A host-side error while appending.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum DmaError {
+        /// The descriptor did not encode (length or ring id out of range).
+        Encode(#[source] UdmaError) => "descriptor: {0}",
+        /// Not enough free slots.
+        Full {
+            /// Slots needed.
+            need: u32,
+            /// Slots free.
+            free: u32,
+        } => "descriptor ring full: need {need} slots, {free} free",
+        /// The HAL refused an access.
+        Hal(#[from] HalError) => "{0}",
     }
 }
 
@@ -174,7 +154,7 @@ impl QueueProducer {
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
         // Ordering: Acquire pairs with the DMA engine's Release stores of
         // M2S_HEAD/S2M_HEAD in `DmaEngine::step` after it read the slots, so
-        // they may be overwritten (SPEC-NOTES.md "UDMA descriptors": the ring
+        // they may be overwritten (docs/abi.md §1.11: the ring
         // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
@@ -202,7 +182,7 @@ impl QueueProducer {
     }
 
     /// Ring the doorbell for `n` appended pairs: add `n` to the S2M tail
-    /// increment, then to the M2S one (SPEC-NOTES.md: S2M before M2S).
+    /// increment, then to the M2S one (docs/abi.md §1.11: S2M before M2S).
     pub fn doorbell<H: Hal + ?Sized>(&self, hal: &H, n: u32) -> Result<(), DmaError> {
         hal.tail_inc(self.regs, reg::S2M_TAIL_INC, n)?;
         hal.tail_inc(self.regs, reg::M2S_TAIL_INC, n)?;
@@ -278,60 +258,68 @@ impl RingConsumer {
     }
 }
 
-/// Why the DMA engine stopped a queue. Sticky: a faulted queue consumes
-/// nothing more. The sequencer turns it into an error NQ record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DmaFault {
-    /// A descriptor below the published tail kept the wrong ring id past the
-    /// grace period.
-    RingIdMismatch {
-        /// Which ring.
-        dir: crate::hal::Dir,
-        /// Slot.
-        index: u32,
-        /// Ring id found.
-        found: u8,
-        /// Ring id expected.
-        expected: u8,
-    },
-    /// A descriptor did not decode.
-    Undecodable {
-        /// Which ring.
-        dir: crate::hal::Dir,
-        /// Slot.
-        index: u32,
-        /// The decoder's error.
-        err: UdmaError,
-    },
-    /// The M2S and S2M halves of a pair disagree on the length.
-    LengthMismatch {
-        /// Slot.
-        index: u32,
-        /// M2S length.
-        m2s: u32,
-        /// S2M length.
-        s2m: u32,
-    },
-    /// A source or destination outside device memory (refused, not followed).
-    AddressOutOfRange {
-        /// Which ring's address.
-        dir: crate::hal::Dir,
-        /// The range.
-        bad: BadPa,
-    },
-    /// A destination in the register window that is not DMA-writable
-    /// (only `SEQ_TAIL_INC` and `SEQ_EVENT`, 4 bytes, are), or a register
-    /// source.
-    BadRegisterAccess {
-        /// Which ring's address.
-        dir: crate::hal::Dir,
-        /// The physical address.
-        pa: u64,
-        /// The length.
-        len: u32,
-    },
-    /// The HAL refused an access the window check allowed (a bug).
-    Hal,
+error_enum! {
+    /// Why the DMA engine stopped a queue. Sticky: a faulted queue consumes
+    /// nothing more. The sequencer turns it into an error NQ record.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DmaFault {
+        /// A descriptor below the published tail kept the wrong ring id past the
+        /// grace period.
+        RingIdMismatch {
+            /// Which ring.
+            dir: crate::hal::Dir,
+            /// Slot.
+            index: u32,
+            /// Ring id found.
+            found: u8,
+            /// Ring id expected.
+            expected: u8,
+        } => (
+            "{}[{index}]: ring id {found}, expected {expected}, below the published tail",
+            dir.name()
+        ),
+        /// A descriptor did not decode.
+        Undecodable {
+            /// Which ring.
+            dir: crate::hal::Dir,
+            /// Slot.
+            index: u32,
+            /// The decoder's error.
+            err: UdmaError,
+        } => ("{}[{index}]: {err}", dir.name()),
+        /// The M2S and S2M halves of a pair disagree on the length.
+        LengthMismatch {
+            /// Slot.
+            index: u32,
+            /// M2S length.
+            m2s: u32,
+            /// S2M length.
+            s2m: u32,
+        } => "pair {index}: m2s length {m2s} != s2m length {s2m}",
+        /// A source or destination outside device memory (refused, not followed).
+        AddressOutOfRange {
+            /// Which ring's address.
+            dir: crate::hal::Dir,
+            /// The range.
+            bad: BadPa,
+        } => ("{}: {bad}", dir.name()),
+        /// A destination in the register window that is not DMA-writable
+        /// (only `SEQ_TAIL_INC` and `SEQ_EVENT`, 4 bytes, are), or a register
+        /// source.
+        BadRegisterAccess {
+            /// Which ring's address.
+            dir: crate::hal::Dir,
+            /// The physical address.
+            pa: u64,
+            /// The length.
+            len: u32,
+        } => (
+            "{}: {len}-byte access to register pa {pa:#x} is not allowed",
+            dir.name()
+        ),
+        /// The HAL refused an access the window check allowed (a bug).
+        Hal => "device memory access refused by the HAL",
+    }
 }
 
 impl DmaFault {
@@ -347,38 +335,6 @@ impl DmaFault {
         }
     }
 }
-
-impl fmt::Display for DmaFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DmaFault::RingIdMismatch {
-                dir,
-                index,
-                found,
-                expected,
-            } => write!(
-                f,
-                "{}[{index}]: ring id {found}, expected {expected}, below the published tail",
-                dir.name()
-            ),
-            DmaFault::Undecodable { dir, index, err } => {
-                write!(f, "{}[{index}]: {err}", dir.name())
-            }
-            DmaFault::LengthMismatch { index, m2s, s2m } => {
-                write!(f, "pair {index}: m2s length {m2s} != s2m length {s2m}")
-            }
-            DmaFault::AddressOutOfRange { dir, bad } => write!(f, "{}: {bad}", dir.name()),
-            DmaFault::BadRegisterAccess { dir, pa, len } => write!(
-                f,
-                "{}: {len}-byte access to register pa {pa:#x} is not allowed",
-                dir.name()
-            ),
-            DmaFault::Hal => f.write_str("device memory access refused by the HAL"),
-        }
-    }
-}
-
-impl std::error::Error for DmaFault {}
 
 /// What one [`DmaEngine::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -489,8 +445,8 @@ impl DmaEngine {
         let regs = map.regs[usize::from(self.core)];
         // Ordering: Acquire pairs with the host's Release fetch_add in
         // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
-        // descriptor appended before it is visible (seed 000 §3 "device
-        // publish boundary"; SPEC-NOTES.md "UDMA descriptors", tail increment).
+        // descriptor appended before it is visible (docs/abi.md §1.5 "device
+        // publish boundary"; docs/abi.md §1.11, tail increment).
         let tails = (
             hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
             hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
@@ -558,7 +514,7 @@ impl DmaEngine {
                 self.s2m.advance();
                 // Ordering: Release pairs with the host's Acquire loads in
                 // `QueueProducer::free`: the slots are read, reuse is safe
-                // (SPEC-NOTES.md "UDMA descriptors").
+                // (docs/abi.md §1.11).
                 let ok = hal
                     .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
                     .and_then(|()| {
@@ -634,13 +590,13 @@ impl DmaEngine {
                     // Ordering: Release pairs with the sequencer's Acquire
                     // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
                     // body copied into DMEM by the earlier pair is visible
-                    // (seed 000 §3: the tail-inc pair is the publish).
+                    // (docs/abi.md §1.5: the tail-inc pair is the publish).
                     hal.fetch_add_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT in `Sequencer::execute` (seed 000 §3:
+                    // load of SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.5:
                     // the evt-poke pair, "new config is ready").
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;

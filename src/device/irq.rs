@@ -1,4 +1,4 @@
-//! The NQ interrupt with an arm register (ours; SPEC-NOTES.md leaves the
+//! The NQ interrupt with an arm register (ours; docs/abi.md §1.13 leaves the
 //! interrupt path to us): the device raises a core's NQ interrupt event
 //! only when the worker has armed it, so a worker that is polling its NQ
 //! costs the device no system call per request.

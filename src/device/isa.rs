@@ -1,5 +1,5 @@
 //! The engines' instruction format (ours: the real TPB instruction set is not
-//! public; docs/design.md "Instruction format").
+//! public; docs/abi.md §1.15).
 //!
 //! Every instruction is [`INSN_BYTES`] = 32 bytes: eight little-endian `u32`
 //! words. Word 0 is the header (opcode, flags, base selects, a reserved byte);
@@ -16,14 +16,10 @@
 
 use core::fmt;
 
-use crate::wire::layout::{Block, Field};
 use crate::wire::nq::ErrorClass;
 
-/// Bytes per instruction.
-pub const INSN_BYTES: usize = 32;
 /// `u32` words per instruction.
 pub const INSN_WORDS: usize = 8;
-const _: () = assert!(INSN_BYTES == INSN_WORDS * 4);
 
 /// Number of base registers per engine.
 pub const NUM_BASES: usize = 4;
@@ -40,26 +36,24 @@ pub const FLAG_CHECK: u8 = 1 << 0;
 /// Header flag (`MATMUL` only): accumulate into `d` instead of overwriting.
 pub const FLAG_ACC: u8 = 1 << 1;
 
-/// The instruction's layout, for `xunds layout` and annotated dumps. Every
-/// field is ours.
-pub const LAYOUT: Block = Block {
-    name: "xunds_insn",
-    size: INSN_BYTES,
-    fields: &[
-        Field::ours("opcode", 0, 1),
-        Field::ours("flags", 1, 1),
-        Field::ours("base_sel", 2, 1),
-        Field::ours("reserved", 3, 1),
-        Field::ours("d", 4, 4),
-        Field::ours("a", 8, 4),
-        Field::ours("b", 12, 4),
-        Field::ours("p0", 16, 4),
-        Field::ours("p1", 20, 4),
-        Field::ours("p2", 24, 4),
-        Field::ours("p3", 28, 4),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
+wire_block! {
+    /// The instruction's layout, for `xunds layout` and annotated dumps.
+    /// Every field is ours.
+    pub LAYOUT: "xunds_insn", INSN_BYTES = 32, field {
+        ours "opcode" = 0, 1;
+        ours "flags" = 1, 1;
+        ours "base_sel" = 2, 1;
+        ours "reserved" = 3, 1;
+        ours "d" = 4, 4;
+        ours "a" = 8, 4;
+        ours "b" = 12, 4;
+        ours "p0" = 16, 4;
+        ours "p1" = 20, 4;
+        ours "p2" = 24, 4;
+        ours "p3" = 28, 4;
+    }
+}
+const _: () = assert!(INSN_BYTES == INSN_WORDS * 4);
 
 /// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
 /// zeroed memory is never a program.
@@ -100,32 +94,21 @@ pub mod op {
     pub const RAISE: u8 = 0x7F;
 }
 
-/// A base register.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Base {
-    /// `R0`.
-    R0 = 0,
-    /// `R1`.
-    R1 = 1,
-    /// `R2`.
-    R2 = 2,
-    /// `R3`.
-    R3 = 3,
+wire_enum! {
+    /// A base register.
+    pub enum Base(usize) {
+        R0 = 0 => "R0",
+        R1 = 1 => "R1",
+        R2 = 2 => "R2",
+        R3 = 3 => "R3",
+    }
 }
+const _: () = assert!(Base::ALL.len() == NUM_BASES);
 
 impl Base {
-    /// Every register, in index order.
-    pub const ALL: [Base; NUM_BASES] = [Base::R0, Base::R1, Base::R2, Base::R3];
-
     /// The register with index `v & 3`.
     const fn from_bits(v: u32) -> Base {
         Base::ALL[(v & 3) as usize]
-    }
-
-    /// Its index.
-    pub const fn index(self) -> usize {
-        self as usize
     }
 }
 
@@ -197,35 +180,21 @@ pub fn fmax(a: f32, b: f32) -> f32 {
     }
 }
 
-/// An activation function (`ACT` parameter `p1`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ActFn {
-    /// `x`.
-    Identity = 0,
-    /// `x < 0 ? 0 : x` (NaN and `-0.0` pass through).
-    Relu = 1,
-    /// `1 / (1 + exp(-x))`.
-    Sigmoid = 2,
-    /// `tanh(x)`.
-    Tanh = 3,
+wire_enum! {
+    /// An activation function (`ACT` parameter `p1`), by its lower-case name.
+    pub enum ActFn(u32) {
+        /// `x`.
+        Identity = 0 => "identity",
+        /// `x < 0 ? 0 : x` (NaN and `-0.0` pass through).
+        Relu = 1 => "relu",
+        /// `1 / (1 + exp(-x))`.
+        Sigmoid = 2 => "sigmoid",
+        /// `tanh(x)`.
+        Tanh = 3 => "tanh",
+    }
 }
 
 impl ActFn {
-    /// Every function, in code order.
-    pub const ALL: [ActFn; 4] = [ActFn::Identity, ActFn::Relu, ActFn::Sigmoid, ActFn::Tanh];
-
-    /// Decode a code.
-    pub const fn from_u32(v: u32) -> Option<ActFn> {
-        match v {
-            0 => Some(ActFn::Identity),
-            1 => Some(ActFn::Relu),
-            2 => Some(ActFn::Sigmoid),
-            3 => Some(ActFn::Tanh),
-            _ => None,
-        }
-    }
-
     /// Apply it in f32.
     #[inline]
     pub fn apply(self, x: f32) -> f32 {
@@ -242,38 +211,19 @@ impl ActFn {
             ActFn::Tanh => x.tanh(),
         }
     }
-
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ActFn::Identity => "identity",
-            ActFn::Relu => "relu",
-            ActFn::Sigmoid => "sigmoid",
-            ActFn::Tanh => "tanh",
-        }
-    }
 }
 
-/// A reduction (`REDUCE` parameter `p2`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum ReduceOp {
-    /// Left-to-right f32 sum, starting from the first element.
-    Sum = 0,
-    /// Left-to-right [`fmax`], starting from the first element.
-    Max = 1,
+wire_enum! {
+    /// A reduction (`REDUCE` parameter `p2`), by its lower-case name.
+    pub enum ReduceOp(u32) {
+        /// Left-to-right f32 sum, starting from the first element.
+        Sum = 0 => "sum",
+        /// Left-to-right [`fmax`], starting from the first element.
+        Max = 1 => "max",
+    }
 }
 
 impl ReduceOp {
-    /// Decode a code.
-    pub const fn from_u32(v: u32) -> Option<ReduceOp> {
-        match v {
-            0 => Some(ReduceOp::Sum),
-            1 => Some(ReduceOp::Max),
-            _ => None,
-        }
-    }
-
     /// Fold one row, left to right, starting from `row[0]` (an empty row
     /// gives `0.0`; decoding refuses `cols == 0`).
     #[inline]
@@ -284,14 +234,6 @@ impl ReduceOp {
         match self {
             ReduceOp::Sum => rest.iter().fold(first, |acc, &x| acc + x),
             ReduceOp::Max => rest.iter().fold(first, |acc, &x| fmax(acc, x)),
-        }
-    }
-
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Max => "max",
         }
     }
 }
@@ -435,77 +377,50 @@ pub enum Insn {
     },
 }
 
-/// Why 32 bytes are not an instruction. Each variant carries the opcode byte
-/// (or the length) so a fault report says exactly what was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DecodeError {
-    /// Fewer than [`INSN_BYTES`] bytes.
-    Truncated {
-        /// Bytes given.
-        got: usize,
-    },
-    /// The opcode byte is not assigned.
-    BadOpcode {
-        /// The byte.
-        opcode: u8,
-    },
-    /// A flag bit this opcode does not take.
-    BadFlags {
-        /// The opcode.
-        opcode: u8,
-        /// The whole flags byte.
-        flags: u8,
-    },
-    /// A reserved bit, an unused base select or an unused word is non-zero.
-    Reserved {
-        /// The opcode.
-        opcode: u8,
-        /// Word index (0 = header: base selects or reserved byte).
-        word: u8,
-        /// The offending word.
-        value: u32,
-    },
-    /// A parameter is outside its range (size 0 or over a limit, unknown
-    /// function/reduction/class, semaphore or register index, `b_len` not
-    /// dividing `n`).
-    BadParam {
-        /// The opcode.
-        opcode: u8,
-        /// Which parameter.
-        what: &'static str,
-        /// The offending value.
-        value: u64,
-    },
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            DecodeError::Truncated { got } => {
-                write!(f, "instruction needs {INSN_BYTES} bytes, got {got}")
-            }
-            DecodeError::BadOpcode { opcode } => write!(f, "bad opcode {opcode:#04x}"),
-            DecodeError::BadFlags { opcode, flags } => {
-                write!(f, "opcode {opcode:#04x}: flags {flags:#04x} not allowed")
-            }
-            DecodeError::Reserved {
-                opcode,
-                word,
-                value,
-            } => write!(
-                f,
-                "opcode {opcode:#04x}: reserved bits set in word {word} ({value:#010x})"
-            ),
-            DecodeError::BadParam {
-                opcode,
-                what,
-                value,
-            } => write!(f, "opcode {opcode:#04x}: {what} = {value} out of range"),
-        }
+error_enum! {
+    /// Why 32 bytes are not an instruction. Each variant carries the opcode byte
+    /// (or the length) so a fault report says exactly what was refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum DecodeError {
+        /// Fewer than [`INSN_BYTES`] bytes.
+        Truncated {
+            /// Bytes given.
+            got: usize,
+        } => "instruction needs {INSN_BYTES} bytes, got {got}",
+        /// The opcode byte is not assigned.
+        BadOpcode {
+            /// The byte.
+            opcode: u8,
+        } => "bad opcode {opcode:#04x}",
+        /// A flag bit this opcode does not take.
+        BadFlags {
+            /// The opcode.
+            opcode: u8,
+            /// The whole flags byte.
+            flags: u8,
+        } => "opcode {opcode:#04x}: flags {flags:#04x} not allowed",
+        /// A reserved bit, an unused base select or an unused word is non-zero.
+        Reserved {
+            /// The opcode.
+            opcode: u8,
+            /// Word index (0 = header: base selects or reserved byte).
+            word: u8,
+            /// The offending word.
+            value: u32,
+        } => "opcode {opcode:#04x}: reserved bits set in word {word} ({value:#010x})",
+        /// A parameter is outside its range (size 0 or over a limit, unknown
+        /// function/reduction/class, semaphore or register index, `b_len` not
+        /// dividing `n`).
+        BadParam {
+            /// The opcode.
+            opcode: u8,
+            /// Which parameter.
+            what: &'static str,
+            /// The offending value.
+            value: u64,
+        } => "opcode {opcode:#04x}: {what} = {value} out of range",
     }
 }
-
-impl std::error::Error for DecodeError {}
 
 // Which of the operand slots d, a, b an opcode uses, and its flags.
 const USE_D: u8 = 1;
@@ -835,14 +750,14 @@ impl Insn {
                 check,
             },
             op::ACT => Insn::Act {
-                func: ActFn::from_u32(p[1]).ok_or(param(opcode, "func", u64::from(p[1])))?,
+                func: ActFn::from_index(p[1]).ok_or(param(opcode, "func", u64::from(p[1])))?,
                 dst: d,
                 src: a,
                 n: p[0],
                 check,
             },
             op::REDUCE => Insn::Reduce {
-                op: ReduceOp::from_u32(p[2]).ok_or(param(opcode, "op", u64::from(p[2])))?,
+                op: ReduceOp::from_index(p[2]).ok_or(param(opcode, "op", u64::from(p[2])))?,
                 dst: d,
                 src: a,
                 rows: p[0],

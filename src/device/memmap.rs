@@ -89,7 +89,7 @@ pub mod reg {
     /// Descriptors consumed from the S2M ring.
     pub const S2M_HEAD: usize = 0x0C;
     /// The sequencer's request tail increment: the third trigger pair's S2M
-    /// half writes 1 here, which adds 1 (the publish, seed 000 §3).
+    /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.5).
     pub const SEQ_TAIL_INC: usize = 0x10;
     /// The request-load event: the second trigger pair writes 1 here.
     pub const SEQ_EVENT: usize = 0x14;
@@ -199,34 +199,19 @@ impl Default for DeviceConfig {
     }
 }
 
-/// A configuration the device cannot be built with.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConfigError {
-    /// A field out of range.
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// Why.
-        why: &'static str,
-    },
-    /// Mapping failed.
-    Hal(HalError),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Invalid { field, why } => write!(f, "device config: {field}: {why}"),
-            ConfigError::Hal(e) => write!(f, "device config: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-impl From<HalError> for ConfigError {
-    fn from(e: HalError) -> Self {
-        ConfigError::Hal(e)
+error_enum! {
+    /// A configuration the device cannot be built with.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum ConfigError {
+        /// A field out of range.
+        Invalid {
+            /// The field.
+            field: &'static str,
+            /// Why.
+            why: &'static str,
+        } => "device config: {field}: {why}",
+        /// Mapping failed.
+        Hal(#[from] HalError) => "device config: {0}",
     }
 }
 
@@ -261,42 +246,27 @@ impl DeviceConfig {
     }
 }
 
-/// A core or engine the device does not have (asked of a constructor that
-/// picks one core's or one engine's registers and rings).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnitError {
-    /// `core` is not below the device's core count.
-    Core {
-        /// The core asked for.
-        core: u8,
-        /// The device's cores (valid: `0..cores`).
-        cores: u8,
-    },
-    /// `engine` is not below the number of NQ engine rings per core.
-    Engine {
-        /// The engine asked for.
-        engine: u8,
-        /// Engine rings per core (valid: `0..engines`).
-        engines: u8,
-    },
-}
-
-impl fmt::Display for UnitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UnitError::Core { core, cores } => write!(
-                f,
-                "core {core} is out of range: the device has {cores} core(s), numbered 0..{cores}"
-            ),
-            UnitError::Engine { engine, engines } => write!(
-                f,
-                "engine {engine} is out of range: a core has {engines} NQ engine rings, numbered 0..{engines}"
-            ),
-        }
+error_enum! {
+    /// A core or engine the device does not have (asked of a constructor that
+    /// picks one core's or one engine's registers and rings).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum UnitError {
+        /// `core` is not below the device's core count.
+        Core {
+            /// The core asked for.
+            core: u8,
+            /// The device's cores (valid: `0..cores`).
+            cores: u8,
+        } => "core {core} is out of range: the device has {cores} core(s), numbered 0..{cores}",
+        /// `engine` is not below the number of NQ engine rings per core.
+        Engine {
+            /// The engine asked for.
+            engine: u8,
+            /// Engine rings per core (valid: `0..engines`).
+            engines: u8,
+        } => "engine {engine} is out of range: a core has {engines} NQ engine rings, numbered 0..{engines}",
     }
 }
-
-impl std::error::Error for UnitError {}
 
 /// Which window a physical range fell in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

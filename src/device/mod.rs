@@ -1,4 +1,4 @@
-//! The simulated device (seed 000 §3, §6): UDMA descriptor rings, request
+//! The simulated device (docs/abi.md §1.5, §1.9): UDMA descriptor rings, request
 //! staging, the sequencer and its engines executing our small instruction
 //! format on device memory, and the NQ records it writes back. Its own folder
 //! because it is the far side of the HAL: it plays the hardware.
@@ -60,38 +60,25 @@ impl DramAlloc {
     }
 }
 
-/// A loading failure.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LoadError {
-    /// The heap cannot hold the allocation.
-    OutOfMemory {
-        /// Bytes asked for.
-        len: u64,
-        /// Bytes left.
-        free: u64,
-    },
-    /// Alignment not a power of two.
-    BadAlign(u64),
-    /// The image does not fit its allocation, or a block offset lies outside it.
-    BadImage(&'static str),
-    /// A DRAM range outside device memory.
-    Pa(BadPa),
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::OutOfMemory { len, free } => {
-                write!(f, "device DRAM: need {len} bytes, {free} free")
-            }
-            LoadError::BadAlign(a) => write!(f, "alignment {a} is not a power of two"),
-            LoadError::BadImage(why) => write!(f, "model image: {why}"),
-            LoadError::Pa(b) => write!(f, "{b}"),
-        }
+error_enum! {
+    /// A loading failure.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum LoadError {
+        /// The heap cannot hold the allocation.
+        OutOfMemory {
+            /// Bytes asked for.
+            len: u64,
+            /// Bytes left.
+            free: u64,
+        } => "device DRAM: need {len} bytes, {free} free",
+        /// Alignment not a power of two.
+        BadAlign(u64) => "alignment {0} is not a power of two",
+        /// The image does not fit its allocation, or a block offset lies outside it.
+        BadImage(&'static str) => "model image: {0}",
+        /// A DRAM range outside device memory.
+        Pa(#[source] BadPa) => "{0}",
     }
 }
-
-impl std::error::Error for LoadError {}
 
 /// A built device: its HAL, memory map and model heap.
 pub struct Device<H> {

@@ -27,15 +27,16 @@ use crate::wire::nq::ErrorClass;
 /// Alignment of every block, section and tensor.
 pub const ALIGN: u64 = 64;
 
-/// Where a tensor lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Section {
-    /// Constants (base `R0`), part of the image bytes.
-    Constants,
-    /// Scratch (base `R1`), reserved after the image bytes.
-    Scratch,
-    /// The IO area (base `R2`).
-    Io,
+wire_enum! {
+    /// Where a tensor lives, by its lower-case name.
+    pub enum Section(u8) {
+        /// Constants (base `R0`), part of the image bytes.
+        Constants = 0 => "const",
+        /// Scratch (base `R1`), reserved after the image bytes.
+        Scratch = 1 => "scratch",
+        /// The IO area (base `R2`).
+        Io = 2 => "io",
+    }
 }
 
 impl Section {
@@ -45,15 +46,6 @@ impl Section {
             Section::Constants => Base::R0,
             Section::Scratch => Base::R1,
             Section::Io => Base::R2,
-        }
-    }
-
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Section::Constants => "const",
-            Section::Scratch => "scratch",
-            Section::Io => "io",
         }
     }
 }
@@ -103,7 +95,7 @@ pub struct MemUsage {
 
 impl MemUsage {
     /// In NDS mem-usage slot order: CODE, TENSORS, CONSTANTS, SCRATCHPAD
-    /// (SPEC-NOTES.md "Model-record mem-usage slots").
+    /// (docs/abi.md §2.6).
     pub const fn as_array(&self) -> [u64; 4] {
         [self.code, self.tensors, self.constants, self.scratchpad]
     }
@@ -114,73 +106,48 @@ impl MemUsage {
     }
 }
 
-/// Why a model could not be built or linked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ModelError {
-    /// An instruction does not validate.
-    BadInsn {
-        /// The engine.
-        engine: Engine,
-        /// Position in the engine's block (before the prologue).
-        index: usize,
-        /// Why.
-        err: DecodeError,
-    },
-    /// A load or IO address is not 64-byte aligned.
-    Misaligned {
-        /// Which address.
-        what: &'static str,
-        /// Its value.
-        pa: u64,
-    },
-    /// A section outgrows the 32-bit operand offsets, or an area overflows
-    /// the 64-bit address space.
-    TooLarge {
-        /// Which section.
-        what: &'static str,
-    },
-    /// A model dimension is 0 or too large.
-    BadShape {
-        /// Which dimension.
-        what: &'static str,
-        /// Its value.
-        value: u64,
-    },
-    /// An input of the wrong length was given.
-    InputLength {
-        /// Expected elements.
-        need: usize,
-        /// Given.
-        got: usize,
-    },
-    /// Device memory refused an access.
-    Memory(MemFault),
-}
-
-impl fmt::Display for ModelError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ModelError::BadInsn { engine, index, err } => {
-                write!(f, "engine {engine} instruction {index}: {err}")
-            }
-            ModelError::Misaligned { what, pa } => {
-                write!(f, "{what} {pa:#x} is not {ALIGN}-byte aligned")
-            }
-            ModelError::TooLarge { what } => write!(f, "{what} too large"),
-            ModelError::BadShape { what, value } => write!(f, "bad dimension {what} = {value}"),
-            ModelError::InputLength { need, got } => {
-                write!(f, "input has {got} elements, model needs {need}")
-            }
-            ModelError::Memory(m) => write!(f, "{m}"),
-        }
-    }
-}
-
-impl std::error::Error for ModelError {}
-
-impl From<MemFault> for ModelError {
-    fn from(m: MemFault) -> Self {
-        ModelError::Memory(m)
+error_enum! {
+    /// Why a model could not be built or linked.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum ModelError {
+        /// An instruction does not validate.
+        BadInsn {
+            /// The engine.
+            engine: Engine,
+            /// Position in the engine's block (before the prologue).
+            index: usize,
+            /// Why.
+            err: DecodeError,
+        } => "engine {engine} instruction {index}: {err}",
+        /// A load or IO address is not 64-byte aligned.
+        Misaligned {
+            /// Which address.
+            what: &'static str,
+            /// Its value.
+            pa: u64,
+        } => "{what} {pa:#x} is not {ALIGN}-byte aligned",
+        /// A section outgrows the 32-bit operand offsets, or an area overflows
+        /// the 64-bit address space.
+        TooLarge {
+            /// Which section.
+            what: &'static str,
+        } => "{what} too large",
+        /// A model dimension is 0 or too large.
+        BadShape {
+            /// Which dimension.
+            what: &'static str,
+            /// Its value.
+            value: u64,
+        } => "bad dimension {what} = {value}",
+        /// An input of the wrong length was given.
+        InputLength {
+            /// Expected elements.
+            need: usize,
+            /// Given.
+            got: usize,
+        } => "input has {got} elements, model needs {need}",
+        /// Device memory refused an access.
+        Memory(#[from] MemFault) => "{0}",
     }
 }
 

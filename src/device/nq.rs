@@ -1,4 +1,4 @@
-//! Notification-queue rings (SPEC-NOTES.md "Notification queues"; the entry
+//! Notification-queue rings (docs/abi.md §1.13; the entry
 //! format is ours, [`crate::wire::nq`]).
 //!
 //! Each core has one NQ ring per engine. The device writes 16-byte records
@@ -128,7 +128,7 @@ impl NqWriter {
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
         let l = &self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
-        // NQ_HEAD (SPEC-NOTES.md "Notification queues"; the head register is
+        // NQ_HEAD (docs/abi.md §1.13; the head register is
         // ours).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
         Ok(l.len.saturating_sub(l.count.wrapping_sub(head)))
@@ -145,12 +145,12 @@ impl NqWriter {
         let l = &mut self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD after it read the slots: they may be overwritten
-        // (SPEC-NOTES.md "Notification queues").
+        // (docs/abi.md §1.13).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
         if l.count.wrapping_sub(head) >= l.len {
             // Ordering: Release pairs with `Harvester::poll`'s Acquire load
             // of NQ_OVERFLOWS, which then reports the overflow (ours: the
-            // EXEC_SW_NQ_OVERFLOW path, SPEC-NOTES.md status table).
+            // EXEC_SW_NQ_OVERFLOW path, docs/abi.md §3 status table).
             hal.fetch_add_u32(l.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
             return Ok(Err(Overflow {
                 engine: l.engine,
@@ -166,40 +166,21 @@ impl NqWriter {
     }
 }
 
-/// A record the reader could not use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NqReadError {
-    /// A slot with the expected phase did not decode; it was skipped.
-    Corrupt {
-        /// The engine ring.
-        engine: u8,
-        /// The slot.
-        index: u32,
-        /// The decoder's error.
-        err: NqError,
-    },
-    /// The HAL refused the access.
-    Hal(HalError),
-}
-
-impl fmt::Display for NqReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NqReadError::Corrupt { engine, index, err } => write!(
-                f,
-                "NQ ring {}[{index}]: {err}",
-                nq::ENGINE_NAMES[usize::from(*engine) % 5]
-            ),
-            NqReadError::Hal(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for NqReadError {}
-
-impl From<HalError> for NqReadError {
-    fn from(e: HalError) -> Self {
-        NqReadError::Hal(e)
+error_enum! {
+    /// A record the reader could not use.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum NqReadError {
+        /// A slot with the expected phase did not decode; it was skipped.
+        Corrupt {
+            /// The engine ring.
+            engine: u8,
+            /// The slot.
+            index: u32,
+            /// The decoder's error.
+            err: NqError,
+        } => ("NQ ring {}[{index}]: {err}", nq::engine_name(*engine)),
+        /// The HAL refused the access.
+        Hal(#[from] HalError) => "{0}",
     }
 }
 
@@ -233,7 +214,7 @@ impl NqReader {
         l.advance();
         // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
         // `NqWriter::push`/`free`: the slot has been read and may be reused
-        // (SPEC-NOTES.md "Notification queues").
+        // (docs/abi.md §1.13).
         hal.store_u32(l.regs, l.head_reg(), l.count, Ordering::Release)?;
         match res {
             Ok(e) => Ok(Some(e)),
@@ -315,26 +296,28 @@ impl ExecCompletion {
     }
 }
 
-/// Why the harvester could not complete an execution normally. Each maps to
-/// a status for the worker (see `docs/design.md`, "The HAL and the simulated
-/// device").
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HarvestError {
-    /// No complete set of records before the deadline (a device that never
-    /// completes, a lost doorbell): `NRT_TIMEOUT`.
-    Timeout {
-        /// The execution.
-        exec_id: u32,
-        /// Engines that did report.
-        reported: EngineMask,
-    },
-    /// The device dropped records because a ring was full (`EXEC_SW_NQ_OVERFLOW`).
-    Overflow {
-        /// Records dropped so far on this core.
-        dropped: u32,
-    },
-    /// A record did not decode (skipped).
-    Corrupt(NqReadError),
+error_enum! {
+    /// Why the harvester could not complete an execution normally. Each maps to
+    /// a status for the worker (see `docs/design.md`, "The HAL and the simulated
+    /// device").
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum HarvestError {
+        /// No complete set of records before the deadline (a device that never
+        /// completes, a lost doorbell): `NRT_TIMEOUT`.
+        Timeout {
+            /// The execution.
+            exec_id: u32,
+            /// Engines that did report.
+            reported: EngineMask,
+        } => "execution {exec_id} timed out (engines reported: {reported:#07b})",
+        /// The device dropped records because a ring was full (`EXEC_SW_NQ_OVERFLOW`).
+        Overflow {
+            /// Records dropped so far on this core.
+            dropped: u32,
+        } => "NQ overflow: the device dropped {dropped} record(s)",
+        /// A record did not decode (skipped).
+        Corrupt(#[source] NqReadError) => "corrupt NQ record: {0}",
+    }
 }
 
 impl HarvestError {
@@ -348,23 +331,6 @@ impl HarvestError {
         }
     }
 }
-
-impl fmt::Display for HarvestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HarvestError::Timeout { exec_id, reported } => write!(
-                f,
-                "execution {exec_id} timed out (engines reported: {reported:#07b})"
-            ),
-            HarvestError::Overflow { dropped } => {
-                write!(f, "NQ overflow: the device dropped {dropped} record(s)")
-            }
-            HarvestError::Corrupt(e) => write!(f, "corrupt NQ record: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for HarvestError {}
 
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -388,7 +354,7 @@ pub struct Harvester<H> {
     regs: RegionHandle,
     pending: VecDeque<Pending>,
     /// Records of executions not expected yet (the device may finish before
-    /// the worker learns of the execution: seed 000 §6 publishes to the
+    /// the worker learns of the execution: docs/abi.md §1.9 publishes to the
     /// device first).
     early: VecDeque<NqEntry>,
     /// Scratch for `expect` (swapped with `early`).
@@ -491,7 +457,7 @@ impl<H: Hal> Harvester<H> {
             }
         }
         // Ordering: Acquire pairs with `NqWriter::push`'s Release fetch_add
-        // of NQ_OVERFLOWS (SPEC-NOTES.md status table: EXEC_SW_NQ_OVERFLOW).
+        // of NQ_OVERFLOWS (docs/abi.md §3 status table: EXEC_SW_NQ_OVERFLOW).
         let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
         if overflows != self.overflows_seen {
             self.overflows_seen = overflows;

@@ -430,7 +430,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             ..Progress::default()
         };
         // Ordering: Acquire pairs with the DMA engine's Release add on
-        // SEQ_TAIL_INC (the publish, seed 000 §3).
+        // SEQ_TAIL_INC (the publish, docs/abi.md §1.5).
         let tail = hal.load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
         let exec_id = self.cores[c].executed.wrapping_add(1);
         if tail == self.cores[c].executed {
@@ -438,7 +438,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The request-load event: set by the second trigger pair.
         // Ordering: Acquire pairs with the DMA engine's Release store of
-        // SEQ_EVENT in `DmaEngine::copy` (seed 000 §3, the evt-poke pair;
+        // SEQ_EVENT in `DmaEngine::copy` (docs/abi.md §1.5, the evt-poke pair;
         // same device thread here, kept for a split device).
         let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
         hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
@@ -538,13 +538,13 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             .store_u64(regs, reg::CYCLE, core.cycle, Ordering::Relaxed)?;
         // Ordering: Release: a monitor that loads the new total with Acquire
         // also sees this request's NQ records (the register is ours, the
-        // source of the NDS MAC_COUNT counter, seed 004 §3; no library code
+        // source of the NDS MAC_COUNT counter, docs/abi.md §2.4; no library code
         // reads it, tests/device_loop.rs does, with Acquire).
         self.hal
             .store_u64(regs, reg::MAC_COUNT, core.macs, Ordering::Release)?;
         // Ordering: Release pairs with `Stager::stage_and_doorbell`'s Acquire
         // load of SEQ_HEAD: this request's buffer may be reused (ours: flow
-        // control over the seed 000 §3 request buffers).
+        // control over the docs/abi.md §1.5 request buffers).
         self.hal
             .store_u32(regs, reg::SEQ_HEAD, exec_id, Ordering::Release)?;
         self.raise_irq(c)

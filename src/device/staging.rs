@@ -1,4 +1,4 @@
-//! Request staging: the submit path's device half (seed 000 §3, §6).
+//! Request staging: the submit path's device half (docs/abi.md §1.5, §1.9).
 //!
 //! For one execution of a loaded model on a core, [`Stager::stage_and_doorbell`]
 //!
@@ -6,7 +6,7 @@
 //!    address is `base pa + align_offset + offset` from the model's
 //!    per-engine table, split into the `eng_addresses_lo` / `_hi` arrays for
 //!    **all five** engines (the seed's pseudo-code loops `0..4`, but the
-//!    struct has five entries and §3's prose names five engines: bytes win);
+//!    struct has five entries and docs/abi.md §1.5's prose names five engines: bytes win);
 //!    `do_model_switch`, `reload_seq_config` and `load_act_dve_tables` are set
 //!    only when the model on this core changes (the skip-config diff);
 //! 2. copies the 52-byte body into a request buffer in device DRAM
@@ -22,7 +22,6 @@
 //! and by the loom model in `loom-tests/tests/device_boundary.rs`, whose
 //! `device_tail_first` mutant (below) publishes before the body is written.
 
-use core::fmt;
 use std::sync::Arc;
 
 use crate::hal::{Hal, HalError, Ordering};
@@ -39,7 +38,7 @@ use super::nq::EngineMask;
 pub struct ModelId(pub u32);
 
 /// One engine's instruction-block address, as the runtime's
-/// `ib_addrs_one_eng_t` gives it (seed 000 §3): the allocation's base pa,
+/// `ib_addrs_one_eng_t` gives it (docs/abi.md §1.5): the allocation's base pa,
 /// the alignment offset inside the allocation, and the block's offset in the
 /// model image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,7 +95,7 @@ impl LoadedModel {
 /// reload flags (the model on the core changed).
 pub fn build_request(model: &LoadedModel, switch: bool) -> DeviceExecRequest {
     let mut req = DeviceExecRequest::default();
-    // All five engines (seed 000 §3: the struct's arrays are five wide).
+    // All five engines (docs/abi.md §1.5: the struct's arrays are five wide).
     for e in Engine::ALL {
         req.set_engine_address(e, model.engine_address(e));
     }
@@ -124,48 +123,27 @@ pub struct Staged {
     pub request: DeviceExecRequest,
 }
 
-/// Why staging refused. Nothing was written and nothing changed: retry later.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StageError {
-    /// Every request buffer of the core holds a request the device has not
-    /// executed yet.
-    Busy {
-        /// Requests staged and not yet executed.
-        in_flight: u32,
-    },
-    /// The descriptor rings lack room for the three pairs.
-    RingFull {
-        /// Slots needed (3 pairs).
-        need: u32,
-        /// Slots free.
-        free: u32,
-    },
-    /// A descriptor did not encode (a bug: lengths are constants).
-    Encode(UdmaError),
-    /// The HAL refused an access.
-    Hal(HalError),
-}
-
-impl fmt::Display for StageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StageError::Busy { in_flight } => {
-                write!(f, "all request buffers busy ({in_flight} in flight)")
-            }
-            StageError::RingFull { need, free } => {
-                write!(f, "descriptor ring full (need {need}, {free} free)")
-            }
-            StageError::Encode(e) => write!(f, "descriptor: {e}"),
-            StageError::Hal(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for StageError {}
-
-impl From<HalError> for StageError {
-    fn from(e: HalError) -> Self {
-        StageError::Hal(e)
+error_enum! {
+    /// Why staging refused. Nothing was written and nothing changed: retry later.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum StageError {
+        /// Every request buffer of the core holds a request the device has not
+        /// executed yet.
+        Busy {
+            /// Requests staged and not yet executed.
+            in_flight: u32,
+        } => "all request buffers busy ({in_flight} in flight)",
+        /// The descriptor rings lack room for the three pairs.
+        RingFull {
+            /// Slots needed (3 pairs).
+            need: u32,
+            /// Slots free.
+            free: u32,
+        } => "descriptor ring full (need {need}, {free} free)",
+        /// A descriptor did not encode (a bug: lengths are constants).
+        Encode(#[source] UdmaError) => "descriptor: {0}",
+        /// The HAL refused an access.
+        Hal(#[from] HalError) => "{0}",
     }
 }
 
@@ -248,7 +226,7 @@ impl<H: Hal> Stager<H> {
         // Flow control first, so a refusal changes nothing.
         // Ordering: Acquire pairs with `Sequencer::finish`'s Release store of
         // SEQ_HEAD: the request buffers of executed requests are free (ours:
-        // flow control over the seed 000 §3 request buffers).
+        // flow control over the docs/abi.md §1.5 request buffers).
         let executed = hal.load_u32(regs, reg::SEQ_HEAD, Ordering::Acquire)?;
         let in_flight = self.staged.wrapping_sub(executed);
         if in_flight >= slots {

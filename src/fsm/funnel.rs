@@ -1,14 +1,14 @@
-//! The Producer's submit funnel (seed 000 §6 GOTCHA, §7 item 7).
+//! The Producer's submit funnel (docs/abi.md §1.10, §1.9).
 //!
 //! One schedule call walks the funnel in exactly this order:
 //!
 //! 1. `check_space`: the XU ring has a free slot (`scheduled_tail -
 //!    exec_head < capacity`), else `queue_full` refuses the call with
 //!    `NRT_QUEUE_FULL` and changes nothing;
-//! 2. `take_item`: a work item (`tpb_execution_info_t`, seed 000 §4) comes out
+//! 2. `take_item`: a work item (`tpb_execution_info_t`, docs/abi.md §1.6) comes out
 //!    of the preallocated pool, else `pool_empty` refuses the call;
 //! 3. `stage_and_doorbell`: the 52-byte device request and its trailer are
-//!    staged and the tail-increment descriptor is published (seed 000 §3
+//!    staged and the tail-increment descriptor is published (docs/abi.md §1.5
 //!    GOTCHA), else `stage_failed` returns the item to the pool and refuses;
 //! 4. `submit`: the host slot is written and `scheduled_tail` published;
 //! 5. `trigger`: `scheduled_head` is published (the slot becomes visible to
@@ -16,7 +16,7 @@
 //! 6. `wake_worker`: `write(has_work_efd, 1)`.
 //!
 //! "The device must already be executing before the worker is told to
-//! harvest it" (seed 000 §6 GOTCHA): any other order is an
+//! harvest it" (docs/abi.md §1.10): any other order is an
 //! [`InvalidEvent`](super::InvalidEvent), for example `submit` before
 //! `stage_and_doorbell`, or `wake_worker` before `trigger`.
 
@@ -217,7 +217,7 @@ mod tests {
     }
 
     /// Every permutation of the six funnel steps other than the seed's order
-    /// is refused at its first out-of-order step (seed 000 §6 GOTCHA).
+    /// is refused at its first out-of-order step (docs/abi.md §1.10).
     #[test]
     fn every_other_order_is_invalid() {
         fn permute(k: usize, v: &mut [FunnelEvent; 6], out: &mut Vec<[FunnelEvent; 6]>) {

@@ -1,4 +1,4 @@
-//! NDS record commit lifecycle (seed 004 §5-§7).
+//! NDS record commit lifecycle (docs/abi.md §2.6-§2.8).
 //!
 //! One machine per self-describing record the writer owns (the 64 model
 //! slots, process-info and process-info-ext). Every commit, update and delete
@@ -11,7 +11,7 @@
 //!   Free ----------> Staged ----------> Stamped -----------> Published <--+
 //!    ^      (slot taken,      (FNV-1a-32 in      (body words, then     |   |
 //!    |       record built      the staging        hash word, Release)  |   |
-//!    |       in private)       copy, §7)                               |   |
+//!    |       in private)       copy, docs/abi.md §2.8)                               |   |
 //!    |                                                 BeginUpdate     |   |
 //!    |                                  Updating <---------------------+   |
 //!    |                (new copy staged and stamped,    |   Publish         |
@@ -19,7 +19,7 @@
 //!    |   Reclaim                    Delete
 //!    +---------- Deleted <------------------ Published
 //!       (bitmap bit        (hash word zeroed, then
-//!        cleared)           the record zeroed, §5)
+//!        cleared)           the record zeroed, docs/abi.md §2.6)
 //! ```
 //!
 //! `Staged`/`Stamped` touch only private memory, so a crash there leaves the
@@ -36,7 +36,7 @@ pub enum RecordState {
     /// Reserved (bitmap bit set for a model slot); the record is built in a
     /// private staging copy with a zero hash word.
     Staged,
-    /// The staging copy carries its FNV-1a-32 hash (seed 004 §7).
+    /// The staging copy carries its FNV-1a-32 hash (docs/abi.md §2.8).
     Stamped,
     /// The slab holds the record with a valid hash; readers see it Fresh.
     Published,

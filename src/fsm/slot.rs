@@ -1,5 +1,5 @@
 //! XU ring slot lifecycle FREE -> SUBMITTED -> TRIGGERED -> DONE -> FREE
-//! (seed 000 §1 "the slot lifecycle, byte view", §6).
+//! (docs/abi.md §1.2 "the slot lifecycle, byte view", docs/abi.md §1.9).
 //!
 //! The ring keeps no per-slot state word: a slot's state is a function of the
 //! three cursors (`[exec_head, scheduled_head)` is TRIGGERED,
@@ -120,7 +120,7 @@ impl Fsm for SlotFsm {
 }
 
 /// The state of the slot holding cursor value `seq_num`, derived from the
-/// three cursors (seed 000 §1: the cursor regions). `exec_head <=
+/// three cursors (docs/abi.md §1.2: the cursor regions). `exec_head <=
 /// scheduled_head <= scheduled_tail` is the ring invariant; DONE is never
 /// derived (it exists only inside the worker between status write and
 /// reclaim).

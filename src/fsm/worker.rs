@@ -1,4 +1,4 @@
-//! The Worker's cycle for one XU (seed 000 §4 QUIRK, §5, §6).
+//! The Worker's cycle for one XU (docs/abi.md §1.6, §1.8, §1.9).
 //!
 //! ```text
 //! IDLE --sleep--> SLEEPING --wake--> IDLE
@@ -13,10 +13,10 @@
 //! ```
 //!
 //! The order after the harvest is the seed's: the status is written before
-//! completion is observable (SPEC-NOTES "public async API"), the work item is
+//! completion is observable (docs/abi.md §4), the work item is
 //! released after its last read (the counter step reads it) and before the
-//! pop (seed 000 §4 QUIRK), and the waiter is signalled after `exec_head`
-//! moved (seed 000 §5, §6 consumer ordering). Every other order is an
+//! pop (docs/abi.md §1.6), and the waiter is signalled after `exec_head`
+//! moved (docs/abi.md §1.8, §1.9 consumer ordering). Every other order is an
 //! [`InvalidEvent`](super::InvalidEvent).
 //!
 //! There is no per-record step: the core's `Harvester` consumes the
@@ -230,8 +230,8 @@ mod tests {
             ev.extend(c);
             assert_eq!(run(&ev).unwrap_err().0, 2 + i, "{c:?}");
         }
-        // Popping before the item is returned (use-after-free, seed 000 §4
-        // QUIRK) and signalling before the pop (seed 000 §6) are refused.
+        // Popping before the item is returned (use-after-free, docs/abi.md §1.6
+        // QUIRK) and signalling before the pop (docs/abi.md §1.9) are refused.
         assert!(step::<WorkerCycle>(S::CountersReported, E::Pop).is_err());
         assert!(step::<WorkerCycle>(S::ItemReturned, E::SignalWaiter).is_err());
         // No execution end without a peeked slot; no sleeping mid-execution.

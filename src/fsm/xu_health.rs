@@ -1,4 +1,4 @@
-//! The health of one XU (SPEC-NOTES.md "The public async API our
+//! The health of one XU (docs/abi.md §4 "The public async API our
 //! surface mirrors").
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! A thin owned `eventfd(2)` wrapper: create, signal, wait with a bound.
 //!
-//! The XU ring's completion signal (seed 000 §5: `write(mark_comp_efd, 1)`)
+//! The XU ring's completion signal (docs/abi.md §1.8: `write(mark_comp_efd, 1)`)
 //! and the worker's has-work wake-up both use it. Waits are always bounded so
 //! a lost signal can only cost one timeout, after which the caller re-checks
 //! the cursor.

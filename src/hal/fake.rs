@@ -213,7 +213,7 @@ impl Hal for FakeHal {
         words[off / 8 + 1].store(hi, Ordering::Relaxed);
         // Ordering: Release publishes the record; pairs with the Acquire load
         // of the same word in `read16` (the consumer's ring-id / phase check:
-        // SPEC-NOTES.md "UDMA descriptors", "Notification queues").
+        // docs/abi.md §1.11, §1.13).
         words[off / 8].store(lo, Ordering::Release);
         Ok(())
     }
@@ -222,7 +222,7 @@ impl Hal for FakeHal {
         check(r, off, RECORD, RECORD)?;
         let words = self.words(r)?;
         // Ordering: Acquire pairs with the Release store in `write16`
-        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
+        // (docs/abi.md §1.11, §1.13).
         let lo = words[off / 8].load(Ordering::Acquire);
         let hi = words[off / 8 + 1].load(Ordering::Relaxed);
         Ok(record_from_halves(lo, hi))
@@ -230,7 +230,7 @@ impl Hal for FakeHal {
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
         // Ordering: Release pairs with the AcqRel swap in `wait`, like an
-        // eventfd write/read pair (seed 000 §5: the eventfd write is the
+        // eventfd write/read pair (docs/abi.md §1.8: the eventfd write is the
         // completion signal; here the NQ interrupt event).
         self.counter(ev)?.fetch_add(n, Ordering::Release);
         Ok(())
@@ -238,7 +238,7 @@ impl Hal for FakeHal {
 
     fn wait(&self, ev: EventHandle, _timeout_ns: u64) -> Result<Wait, HalError> {
         // Ordering: AcqRel: acquire pairs with `notify`'s Release fetch_add
-        // (seed 000 §5 eventfd signal); release keeps a later notify's
+        // (docs/abi.md §1.8 eventfd signal); release keeps a later notify's
         // counter ordered after this reset.
         match self.counter(ev)?.swap(0, Ordering::AcqRel) {
             0 => Ok(Wait::TimedOut),

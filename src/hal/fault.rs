@@ -29,16 +29,17 @@ use super::{
 /// device memory"): far above any DRAM, DMEM or register window.
 pub const WILD_PA: u64 = 0xDEAD_0000_0000;
 
-/// How a descriptor is corrupted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DescCorruption {
-    /// The length is changed (by +4, or to 8 for a 64 KiB descriptor), so the
-    /// M2S and S2M halves of the pair disagree.
-    BadLength,
-    /// The ring id is advanced by 2 (never the expected one).
-    BadRingId,
-    /// The buffer pointer is set to [`WILD_PA`], outside device memory.
-    BadAddress,
+wire_enum! {
+    /// How a descriptor is corrupted, by its name in `--faults corrupt:WHAT`.
+    pub enum DescCorruption(u8) {
+        /// The length is changed (by +4, or to 8 for a 64 KiB descriptor), so
+        /// the M2S and S2M halves of the pair disagree.
+        BadLength = 0 => "len",
+        /// The ring id is advanced by 2 (never the expected one).
+        BadRingId = 1 => "ring_id",
+        /// The buffer pointer is set to [`WILD_PA`], outside device memory.
+        BadAddress = 2 => "addr",
+    }
 }
 
 /// One kind of fault.

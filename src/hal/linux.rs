@@ -222,7 +222,7 @@ impl Hal for LinuxHal {
             .map_err(|e| mem_err(r, e))?;
         // Ordering: Release publishes the record; pairs with the Acquire
         // load of the same half in `read16` (the consumer's ring-id / phase
-        // check). SPEC-NOTES.md "UDMA descriptors", "Notification queues".
+        // check). docs/abi.md §1.11, §1.13.
         reg.store_u64(off, lo, StdOrdering::Release)
             .map_err(|e| mem_err(r, e))
     }
@@ -232,7 +232,7 @@ impl Hal for LinuxHal {
         let reg = self.region(r)?;
         // Ordering: Acquire pairs with the Release store of this half in
         // `write16`: if the mark is the expected one, the other half is too
-        // (SPEC-NOTES.md "UDMA descriptors", "Notification queues").
+        // (docs/abi.md §1.11, §1.13).
         let lo = reg
             .load_u64(off, StdOrdering::Acquire)
             .map_err(|e| mem_err(r, e))?;

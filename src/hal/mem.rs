@@ -495,7 +495,7 @@ pub(crate) fn fence_after_relaxed_load(order: Ordering) {
         Ordering::SeqCst => std::sync::atomic::fence(Ordering::SeqCst),
         // Ordering: Acquire fence; partner (and seed section): the Release
         // store or fence the caller's protocol pairs its Acquire load with
-        // (e.g. the seed 004 §2 header commit for `nds::Reader`).
+        // (e.g. the docs/abi.md §2.3 header commit for `nds::Reader`).
         _ => std::sync::atomic::fence(Ordering::Acquire),
     }
 }

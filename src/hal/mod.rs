@@ -41,23 +41,14 @@ use std::os::fd::RawFd;
 pub use crate::sync::atomic::Ordering;
 pub use eventfd::Wait;
 
-/// Direction of a UDMA ring (SPEC-NOTES.md: each queue pairs an M2S and an
-/// S2M ring of the same length).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Dir {
-    /// Memory to stream: the source side ("TX").
-    M2s,
-    /// Stream to memory: the destination side ("RX").
-    S2m,
-}
-
-impl Dir {
-    /// `m2s` or `s2m`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Dir::M2s => "m2s",
-            Dir::S2m => "s2m",
-        }
+wire_enum! {
+    /// Direction of a UDMA ring (docs/abi.md §1.11: each queue pairs an M2S and an
+    /// S2M ring of the same length).
+    pub enum Dir(u8) {
+        /// Memory to stream: the source side ("TX").
+        M2s = 0 => "m2s",
+        /// Stream to memory: the destination side ("RX").
+        S2m = 1 => "s2m",
     }
 }
 
@@ -105,14 +96,9 @@ impl fmt::Display for RegionId {
             RegionId::Dmem { core } => write!(f, "dmem{core}"),
             RegionId::Regs { core } => write!(f, "regs{core}"),
             RegionId::DescRing { core, dir } => write!(f, "{}{core}", dir.name()),
-            RegionId::NqRing { core, engine } => write!(
-                f,
-                "nq{core}.{}",
-                crate::wire::nq::ENGINE_NAMES
-                    .get(usize::from(engine))
-                    .copied()
-                    .unwrap_or("?")
-            ),
+            RegionId::NqRing { core, engine } => {
+                write!(f, "nq{core}.{}", crate::wire::nq::engine_name(engine))
+            }
             RegionId::Other { tag } => write!(f, "other{tag}"),
         }
     }
@@ -200,44 +186,46 @@ impl EventHandle {
     }
 }
 
-/// A HAL operation refused or failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HalError {
-    /// `[off, off + len)` is outside the region.
-    OutOfBounds {
-        /// The region.
-        region: RegionId,
-        /// Offset asked for.
-        off: usize,
-        /// Length asked for.
-        len: usize,
-        /// The region's length.
-        region_len: usize,
-    },
-    /// A word or record access at a misaligned offset.
-    Misaligned {
-        /// The region.
-        region: RegionId,
-        /// Offset asked for.
-        off: usize,
-        /// Required alignment.
-        align: usize,
-    },
-    /// A handle this backend did not hand out.
-    BadHandle,
-    /// A region or event with this id is already mapped.
-    AlreadyMapped(String),
-    /// A zero-length region.
-    ZeroLength(RegionId),
-    /// An operating-system call failed.
-    Os {
-        /// What was being done.
-        op: &'static str,
-        /// `errno`, when there is one.
-        errno: Option<i32>,
-        /// The error text.
-        text: String,
-    },
+error_enum! {
+    /// A HAL operation refused or failed.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum HalError {
+        /// `[off, off + len)` is outside the region.
+        OutOfBounds {
+            /// The region.
+            region: RegionId,
+            /// Offset asked for.
+            off: usize,
+            /// Length asked for.
+            len: usize,
+            /// The region's length.
+            region_len: usize,
+        } => "{region}: {len} bytes at +{off:#x} outside the region ({region_len} bytes)",
+        /// A word or record access at a misaligned offset.
+        Misaligned {
+            /// The region.
+            region: RegionId,
+            /// Offset asked for.
+            off: usize,
+            /// Required alignment.
+            align: usize,
+        } => "{region}: offset +{off:#x} is not {align}-byte aligned",
+        /// A handle this backend did not hand out.
+        BadHandle => "handle not issued by this HAL backend",
+        /// A region or event with this id is already mapped.
+        AlreadyMapped(String) => "{0} is already mapped",
+        /// A zero-length region.
+        ZeroLength(RegionId) => "{0}: cannot map zero bytes",
+        /// An operating-system call failed.
+        Os {
+            /// What was being done.
+            op: &'static str,
+            /// `errno`, when there is one.
+            errno: Option<i32>,
+            /// The error text.
+            text: String,
+        } => "{op}: {text}",
+    }
 }
 
 impl HalError {
@@ -249,31 +237,6 @@ impl HalError {
         }
     }
 }
-
-impl fmt::Display for HalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HalError::OutOfBounds {
-                region,
-                off,
-                len,
-                region_len,
-            } => write!(
-                f,
-                "{region}: {len} bytes at +{off:#x} outside the region ({region_len} bytes)"
-            ),
-            HalError::Misaligned { region, off, align } => {
-                write!(f, "{region}: offset +{off:#x} is not {align}-byte aligned")
-            }
-            HalError::BadHandle => f.write_str("handle not issued by this HAL backend"),
-            HalError::AlreadyMapped(what) => write!(f, "{what} is already mapped"),
-            HalError::ZeroLength(r) => write!(f, "{r}: cannot map zero bytes"),
-            HalError::Os { op, text, .. } => write!(f, "{op}: {text}"),
-        }
-    }
-}
-
-impl std::error::Error for HalError {}
 
 impl From<HalError> for crate::Error {
     fn from(e: HalError) -> Self {
@@ -381,7 +344,7 @@ pub trait Hal: Send + Sync {
     /// device once it sees the new tail). Returns the new running total.
     fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
         // Ordering: Release pairs with the device's Acquire load of the same
-        // tail register (seed 000 §3 "device publish boundary", §6 GOTCHA).
+        // tail register (docs/abi.md §1.10 "device publish boundary").
         Ok(self
             .fetch_add_u32(regs, off, n, Ordering::Release)?
             .wrapping_add(n))

@@ -368,7 +368,7 @@ fn nq_summary(e: &[u8; RECORD]) -> String {
             format!(
                 "exec={} {} {} src={} phase={} cycles={}..{}",
                 n.exec_id,
-                nq::ENGINE_NAMES[usize::from(n.engine)],
+                nq::engine_name(n.engine),
                 kind,
                 n.source.name(),
                 u8::from(n.phase),

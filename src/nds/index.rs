@@ -1,9 +1,9 @@
 //! Typed, checked indices into a slab: counter words and model slots.
 //!
-//! A [`Counter`] is resolved once (seed 004 §3-§4 three-band addressing, via
+//! A [`Counter`] is resolved once (docs/abi.md §2.4-§2.5 three-band addressing, via
 //! [`crate::wire::nds::counters`]) and then used for any number of updates or
 //! reads, so the hot path is one atomic instruction. A [`ModelSlot`] is a
-//! model record slot 0..=63 (§5). Out-of-range indices are
+//! model record slot 0..=63 (docs/abi.md §2.6). Out-of-range indices are
 //! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in the seed's accessors.
 #![forbid(unsafe_code)]
 
@@ -64,8 +64,8 @@ impl Counter {
         Self::nc_index(core, c.index())
     }
 
-    /// NC counter by raw (core, index): cores 0..=15, indices 0..=94 (seed
-    /// 004 §4); anything else is `EINVAL`.
+    /// NC counter by raw (core, index): cores 0..=15, indices 0..=94
+    /// (docs/abi.md §2.5); anything else is `EINVAL`.
     pub fn nc_index(core: u32, index: u32) -> Result<Counter, NdsError> {
         let off = counters::nc_counter_off(core, index)?;
         Ok(Counter {
@@ -88,7 +88,7 @@ impl Counter {
         self.id
     }
 
-    /// `true` for ND counter 3, `FEATURE_BITMAP`, written only with OR (§3).
+    /// `true` for ND counter 3, `FEATURE_BITMAP`, written only with OR (docs/abi.md §2.4).
     #[inline(always)]
     pub const fn is_feature_bitmap(self) -> bool {
         self.off as usize == NdCounter::FeatureBitmap.off()
@@ -112,7 +112,7 @@ impl Counter {
 /// A counter's display name: the C name, or `RESERVED_<index>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CounterName {
-    /// A named counter (SPEC-NOTES.md spelling).
+    /// A named counter (docs/abi.md §2.4 spelling).
     Named(&'static str),
     /// A reserved index (ND 14..=30, NC 41..=94).
     Reserved(u8),
@@ -127,14 +127,14 @@ impl fmt::Display for CounterName {
     }
 }
 
-/// Number of ND counter words (seed 004 §3: 31, 14 named + 17 reserved).
+/// Number of ND counter words (docs/abi.md §2.4: 31, 14 named + 17 reserved).
 pub const ND_COUNTERS: usize = counters::ND_COUNTER_COUNT;
-/// Number of NeuronCores (seed 004 §4: 0..=15).
+/// Number of NeuronCores (docs/abi.md §2.5: 0..=15).
 pub const CORES: usize = counters::MAX_CORES;
-/// Counters per NeuronCore (seed 004 §4: 0..=94).
+/// Counters per NeuronCore (docs/abi.md §2.5: 0..=94).
 pub const NC_COUNTERS: usize = counters::TOTAL_NC_COUNTER_COUNT;
 
-/// A model record slot, 0..=63 (seed 004 §5).
+/// A model record slot, 0..=63 (docs/abi.md §2.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModelSlot(u8);
 
@@ -169,7 +169,7 @@ impl fmt::Display for ModelSlot {
 
 const _: () = assert!(region::MODEL_SLOTS == 64);
 const _: () = assert!(NC_COUNTERS == 95 && CORES == 16 && ND_COUNTERS == 31);
-// Seed 004 §8 worked examples.
+// docs/abi.md §2.10 worked examples.
 const _: () = assert!(Counter::nd(NdCounter::FeatureBitmap).offset() == 0x20);
 
 #[cfg(test)]
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn seed_worked_examples() {
-        // Seed 004 §8.
+        // docs/abi.md §2.10.
         assert_eq!(
             Counter::nc(2, NcCounter::InferCompleted).unwrap().offset(),
             0x2f8

@@ -1,4 +1,4 @@
-//! The NDS datastore protocol (seed 004): slab memory backings, the
+//! The NDS datastore protocol (docs/abi.md §2): slab memory backings, the
 //! publisher-side writer and the read-only reader with the FNV-1a record hash
 //! protocol. Its own folder because, like the ring, the protocol is generic
 //! over where its words live (a real `MAP_SHARED` slab or a heap backing for
@@ -36,7 +36,6 @@
 //! }
 //! ```
 
-use core::fmt;
 use std::io;
 
 use crate::fsm::record::{RecordEvent, RecordState};
@@ -62,68 +61,76 @@ pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
 
 /// `EINVAL`: what the seed's accessors return for a bad index or header.
 pub const EINVAL: i32 = 22;
-/// `ENOSPC`: all 64 model slots are taken (seed 004 §5).
+/// `ENOSPC`: all 64 model slots are taken (docs/abi.md §2.6).
 pub const ENOSPC: i32 = 28;
 
-// Seed 004 §4: the accessors return -EINVAL as `0xffffffea`.
+// docs/abi.md §2.5: the accessors return -EINVAL as `0xffffffea`.
 const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);
 
-/// Why a datastore operation was refused.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum NdsError {
-    /// An operating-system call (open, mmap, ...) failed.
-    Io(io::Error),
-    /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes); seed 004
-    /// §1: `nds_open` refuses `<= 0x1067f`.
-    TooSmall {
-        /// The mapping's length.
-        len: usize,
-    },
-    /// The header is still zero after the one retry (seed 004 §2): the
-    /// producer has not committed, or the slab was released.
-    NotCommitted,
-    /// The header's signature is not `"nds\0"`: not an NDS slab.
-    BadMagic {
-        /// The header word found.
-        word: u64,
-    },
-    /// The signature matches but the layout version is not 100000; the
-    /// regions must not be parsed (seed 004 §2).
-    BadVersion {
-        /// The version found.
-        version: i32,
-    },
-    /// A writer was asked to lay out a slab whose header is already
-    /// committed (another publisher owns it); use [`Writer::attach`].
-    AlreadyCommitted,
-    /// The header went back to zero (or changed) around a read: the slab was
-    /// released. Nothing read across the change is returned.
-    Detached,
-    /// An index (core, counter, slot) outside its band, or bytes the wire
-    /// layer refused: `EINVAL`.
-    Invalid(WireError),
-    /// `FEATURE_BITMAP` is written only with OR (seed 004 §3): `EINVAL`.
-    OrOnly(NdCounter),
-    /// All 64 model slots are live (seed 004 §5): `ENOSPC`.
-    NoSpace,
-    /// Another live writer holds the slab's writer lock: `EBUSY`.
-    Busy {
-        /// The holder's pid, when it can be told.
-        pid: Option<u32>,
-    },
-    /// The file is not a slab of ours (nor empty); it is left untouched
-    /// (taking it over needs `force`).
-    NotASlab {
-        /// The file's length.
-        len: u64,
-    },
-    /// The file behind the mapping shrank while it was mapped (another
-    /// process truncated it): nothing read across it is returned.
-    Shrunk,
-    /// The record lifecycle refused the operation (update or delete of a
-    /// free slot, ...): `EINVAL`.
-    Lifecycle(InvalidEvent<RecordState, RecordEvent>),
+error_enum! {
+    /// Why a datastore operation was refused.
+    #[derive(Debug)]
+    #[non_exhaustive]
+    pub enum NdsError {
+        /// An operating-system call (open, mmap, ...) failed.
+        Io(#[from] io::Error) => "nds: {0}",
+        /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes);
+        /// docs/abi.md §2.2: `nds_open` refuses `<= 0x1067f`.
+        TooSmall {
+            /// The mapping's length.
+            len: usize,
+        } => "nds: mapping too small: {len} bytes, the region map needs {REQUIRED_SIZE}",
+        /// The header is still zero after the one retry (docs/abi.md §2.3): the
+        /// producer has not committed, or the slab was released.
+        NotCommitted => "nds: header not committed (still zero after one retry)",
+        /// The header's signature is not `"nds\0"`: not an NDS slab.
+        BadMagic {
+            /// The header word found.
+            word: u64,
+        } => "nds: bad magic: header word {word:#018x} is not \"nds\\0\"",
+        /// The signature matches but the layout version is not 100000; the
+        /// regions must not be parsed (docs/abi.md §2.3).
+        BadVersion {
+            /// The version found.
+            version: i32,
+        } => ("nds: bad version {version} (this layout is version {})", crate::wire::nds::header::VERSION),
+        /// A writer was asked to lay out a slab whose header is already
+        /// committed (another publisher owns it); use [`Writer::attach`].
+        AlreadyCommitted => "nds: slab header already committed by another publisher",
+        /// The header went back to zero (or changed) around a read: the slab was
+        /// released. Nothing read across the change is returned.
+        Detached => "nds: slab detached (header went back to zero)",
+        /// An index (core, counter, slot) outside its band, or bytes the wire
+        /// layer refused: `EINVAL`.
+        Invalid(#[from] WireError) => "nds: EINVAL: {0}",
+        /// `FEATURE_BITMAP` is written only with OR (docs/abi.md §2.4): `EINVAL`.
+        OrOnly(NdCounter) => "nds: EINVAL: {0} is written only with OR",
+        /// All 64 model slots are live (docs/abi.md §2.6): `ENOSPC`.
+        NoSpace => "nds: ENOSPC: all 64 model slots are live",
+        /// Another live writer holds the slab's writer lock: `EBUSY`.
+        Busy {
+            /// The holder's pid, when it can be told.
+            pid: Option<u32>,
+        } => (
+            "nds: slab in use: another writer{} holds it",
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        ),
+        /// The file is not a slab of ours (nor empty); it is left untouched
+        /// (taking it over needs `force`).
+        NotASlab {
+            /// The file's length.
+            len: u64,
+        } => (
+            "nds: not a slab ({len} bytes that are not a {}-byte xunds slab); refusing to overwrite it (use --force)",
+            SLAB_SIZE
+        ),
+        /// The file behind the mapping shrank while it was mapped (another
+        /// process truncated it): nothing read across it is returned.
+        Shrunk => "nds: the slab file shrank while mapped (truncated by another process); nothing read from it is trusted",
+        /// The record lifecycle refused the operation (update or delete of a
+        /// free slot, ...): `EINVAL`.
+        Lifecycle(#[from] InvalidEvent<RecordState, RecordEvent>) => "nds: EINVAL: {0}",
+    }
 }
 
 impl NdsError {
@@ -146,82 +153,6 @@ impl NdsError {
             | NdsError::OrOnly(_)
             | NdsError::Lifecycle(_) => EINVAL,
         }
-    }
-}
-
-impl fmt::Display for NdsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NdsError::Io(e) => write!(f, "nds: {e}"),
-            NdsError::TooSmall { len } => write!(
-                f,
-                "nds: mapping too small: {len} bytes, the region map needs {REQUIRED_SIZE}"
-            ),
-            NdsError::NotCommitted => {
-                f.write_str("nds: header not committed (still zero after one retry)")
-            }
-            NdsError::BadMagic { word } => {
-                write!(
-                    f,
-                    "nds: bad magic: header word {word:#018x} is not \"nds\\0\""
-                )
-            }
-            NdsError::BadVersion { version } => write!(
-                f,
-                "nds: bad version {version} (this layout is version {})",
-                crate::wire::nds::header::VERSION
-            ),
-            NdsError::AlreadyCommitted => {
-                f.write_str("nds: slab header already committed by another publisher")
-            }
-            NdsError::Detached => f.write_str("nds: slab detached (header went back to zero)"),
-            NdsError::Invalid(e) => write!(f, "nds: EINVAL: {e}"),
-            NdsError::OrOnly(c) => write!(f, "nds: EINVAL: {c} is written only with OR"),
-            NdsError::NoSpace => f.write_str("nds: ENOSPC: all 64 model slots are live"),
-            NdsError::Busy { pid: Some(pid) } => {
-                write!(f, "nds: slab in use: another writer (pid {pid}) holds it")
-            }
-            NdsError::Busy { pid: None } => {
-                f.write_str("nds: slab in use: another writer holds it")
-            }
-            NdsError::NotASlab { len } => write!(
-                f,
-                "nds: not a slab ({len} bytes that are not a {SLAB_SIZE}-byte xunds slab); refusing to overwrite it (use --force)"
-            ),
-            NdsError::Shrunk => f.write_str(
-                "nds: the slab file shrank while mapped (truncated by another process); nothing read from it is trusted",
-            ),
-            NdsError::Lifecycle(e) => write!(f, "nds: EINVAL: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for NdsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NdsError::Io(e) => Some(e),
-            NdsError::Invalid(e) => Some(e),
-            NdsError::Lifecycle(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for NdsError {
-    fn from(e: io::Error) -> Self {
-        NdsError::Io(e)
-    }
-}
-
-impl From<WireError> for NdsError {
-    fn from(e: WireError) -> Self {
-        NdsError::Invalid(e)
-    }
-}
-
-impl From<InvalidEvent<RecordState, RecordEvent>> for NdsError {
-    fn from(e: InvalidEvent<RecordState, RecordEvent>) -> Self {
-        NdsError::Lifecycle(e)
     }
 }
 

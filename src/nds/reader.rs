@@ -1,7 +1,7 @@
 //! The monitor's side of a slab (libnds `nds_check_header` /
-//! `nds_read_*`, seed 004 §2, §3, §7): a [`Reader`] has no mutating method.
+//! `nds_read_*`, docs/abi.md §2.3, §2.4, §2.8): a [`Reader`] has no mutating method.
 //!
-//! The seed's read-only gate (§4: every counter writer returns `-EPERM` when
+//! The seed's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
 //! the instance belongs to another pid) is a run-time check a caller can get
 //! wrong. Here it is a type: `Reader` has only `&self` methods that load, and
 //! opened by path it sits on a [`ReadOnlySlab`] (mapped `PROT_READ`), which
@@ -46,9 +46,9 @@ use super::record::{self, RecordSpan, TornReason};
 use super::slab::{ReadOnlySlab, Slab};
 use super::{NdsError, REQUIRED_SIZE};
 
-/// The header check's pause before its one retry (seed 004 §2: `usleep(500)`).
+/// The header check's pause before its one retry (docs/abi.md §2.3: `usleep(500)`).
 pub const HEADER_RETRY: Duration = Duration::from_micros(500);
-/// The pause between record read attempts (seed 004 §7: `usleep(200)`).
+/// The pause between record read attempts (docs/abi.md §2.8: `usleep(200)`).
 pub const RECORD_RETRY: Duration = Duration::from_micros(record::READ_RETRY_US);
 
 /// A record a [`Reader`] can read: one of the three hashed wire records.
@@ -85,7 +85,7 @@ const MAX_RECORD: usize = model::RECORD_SIZE;
 const _: () = assert!(process::PROCESS_INFO_SIZE <= MAX_RECORD);
 const _: () = assert!(process::PROCESS_INFO_EXT_SIZE <= MAX_RECORD);
 
-/// A record read's typed result (seed 004 §7 with the verdict made explicit).
+/// A record read's typed result (docs/abi.md §2.8 with the verdict made explicit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordRead<R> {
     /// A consistent copy whose hash matches its body.
@@ -146,11 +146,11 @@ impl<R> RecordRead<R> {
 /// ([`NdsError::Detached`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The 31 ND counter words (seed 004 §3).
+    /// The 31 ND counter words (docs/abi.md §2.4).
     pub nd: [u64; ND_COUNTERS],
-    /// Per core 0..=15, the 95 counter words 0..=94 (seed 004 §4).
+    /// Per core 0..=15, the 95 counter words 0..=94 (docs/abi.md §2.5).
     pub nc: [[u64; NC_COUNTERS]; CORES],
-    /// The model slot bitmap (seed 004 §5).
+    /// The model slot bitmap (docs/abi.md §2.6).
     pub model_bitmap: u64,
     /// The process-info record.
     pub process_info: RecordRead<ProcessInfo>,
@@ -161,7 +161,7 @@ pub struct Snapshot {
     pub models: Vec<(ModelSlot, RecordRead<ModelRecord>)>,
 }
 
-/// Map a header word to the attach verdict (seed 004 §2).
+/// Map a header word to the attach verdict (docs/abi.md §2.3).
 pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {
     match header::check(word) {
         HeaderState::Committed => Ok(()),
@@ -192,8 +192,8 @@ impl Reader<ReadOnlySlab> {
 
 impl<S: Slab> Reader<S> {
     /// Attach to `slab` (`nds_open` + `nds_check_header`): refuse one shorter
-    /// than 67,200 bytes (§1); check the header, and if it is not committed,
-    /// sleep 500 us and check once more (§2). The refusal says what was
+    /// than 67,200 bytes (docs/abi.md §2.2); check the header, and if it is not committed,
+    /// sleep 500 us and check once more (docs/abi.md §2.3). The refusal says what was
     /// wrong: [`NdsError::TooSmall`], [`NdsError::NotCommitted`],
     /// [`NdsError::BadMagic`] or [`NdsError::BadVersion`].
     pub fn attach(slab: S) -> Result<Self, NdsError> {
@@ -223,7 +223,7 @@ impl<S: Slab> Reader<S> {
 
     fn header_word(&self) -> u64 {
         // Ordering: Acquire, partner: the Release header commit in
-        // `Writer::new` (seed 004 §2): the laid-out regions are visible.
+        // `Writer::new` (docs/abi.md §2.3): the laid-out regions are visible.
         self.slab.load_u64(region::HEADER_OFF, Ordering::Acquire)
     }
 
@@ -256,7 +256,7 @@ impl<S: Slab> Reader<S> {
             return Err(NdsError::Detached);
         }
         let out = f(&self.slab);
-        // Ordering: Acquire fence (seed 004 §2 header gate), partner: the Release fence in
+        // Ordering: Acquire fence (docs/abi.md §2.3 header gate), partner: the Release fence in
         // `Writer::release` after it zeroes the header: if `f` saw any word
         // the release zeroed, the re-load below sees the zero header.
         self.slab.fence(Ordering::Acquire);
@@ -266,34 +266,34 @@ impl<S: Slab> Reader<S> {
         Ok(out)
     }
 
-    /// Read counter `c` (a plain 8-byte load, seed 004 §3).
+    /// Read counter `c` (a plain 8-byte load, docs/abi.md §2.4).
     pub fn counter(&self, c: Counter) -> Result<u64, NdsError> {
         self.bracketed(|s| s.load_u64(c.offset(), Ordering::Relaxed))
     }
 
-    /// The model slot bitmap (seed 004 §5).
+    /// The model slot bitmap (docs/abi.md §2.6).
     pub fn model_bitmap(&self) -> Result<u64, NdsError> {
         self.bracketed(|s| s.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed))
     }
 
-    /// Read model slot `slot`'s record (seed 004 §7).
+    /// Read model slot `slot`'s record (docs/abi.md §2.8).
     pub fn model(&self, slot: ModelSlot) -> Result<RecordRead<ModelRecord>, NdsError> {
         let span = RecordSpan::model(slot.index())?;
         self.bracketed(|s| self.read_record(s, span))?
     }
 
-    /// Read the process-info record (seed 004 §6, §7).
+    /// Read the process-info record (docs/abi.md §2.7, §2.8).
     pub fn process_info(&self) -> Result<RecordRead<ProcessInfo>, NdsError> {
         self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO))?
     }
 
-    /// Read the process-info-ext record (seed 004 §6, §7).
+    /// Read the process-info-ext record (docs/abi.md §2.7, §2.8).
     pub fn process_info_ext(&self) -> Result<RecordRead<ProcessInfoExt>, NdsError> {
         self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO_EXT))?
     }
 
     /// The verified copy of the record at `span` into `out`
-    /// (`out.len() == span.len()`), without parsing: the seed §7 read with
+    /// (`out.len() == span.len()`), without parsing: the docs/abi.md §2.8 read with
     /// its typed verdict. `out` holds the fresh record, or the stale copy
     /// when the verdict is Torn. For monitors that forward raw records.
     ///
@@ -400,14 +400,14 @@ mod tests {
 
     #[test]
     fn header_retry_sees_a_late_commit() {
-        // The pause is where the producer commits (seed 004 §2's window
+        // The pause is where the producer commits (docs/abi.md §2.3's window
         // between mmap and nds_commit_header).
         static SLAB: std::sync::OnceLock<HeapSlab> = std::sync::OnceLock::new();
         let s = SLAB.get_or_init(HeapSlab::zeroed);
         fn commit_during_pause(d: Duration) {
             assert_eq!(d, HEADER_RETRY);
             // Ordering: Release, partner: the Acquire header load of the
-            // retry in `Reader::attach_with_pause` (seed 004 §2).
+            // retry in `Reader::attach_with_pause` (docs/abi.md §2.3).
             SLAB.get()
                 .unwrap()
                 .store_u64(0, HEADER_PROTO, Ordering::Release);

@@ -1,4 +1,4 @@
-//! The record hash protocol over word atomics (seed 004 §5-§7), made
+//! The record hash protocol over word atomics (docs/abi.md §2.6-§2.8), made
 //! torn-read-proof.
 //!
 //! ## What the seed does, and why it is not enough
@@ -73,9 +73,9 @@ use crate::wire::WireError;
 use super::slab::{Slab, SlabMut};
 use super::words;
 
-/// Attempts a record read makes (seed 004 §7: `attempt < 2`).
+/// Attempts a record read makes (docs/abi.md §2.8: `attempt < 2`).
 pub const READ_ATTEMPTS: usize = 2;
-/// The pause between record read attempts (seed 004 §7: `usleep(200)`).
+/// The pause between record read attempts (docs/abi.md §2.8: `usleep(200)`).
 pub const READ_RETRY_US: u64 = 200;
 
 /// Where one hashed record lives in a slab: an 8-aligned offset and a length
@@ -97,21 +97,21 @@ impl RecordSpan {
         }
     }
 
-    /// `nds_process_info_internal` at 0x4e0, 64 bytes (seed 004 §6).
+    /// `nds_process_info_internal` at 0x4e0, 64 bytes (docs/abi.md §2.7).
     pub const PROCESS_INFO: RecordSpan =
         match RecordSpan::new(region::PROCESS_INFO_OFF, process::PROCESS_INFO_SIZE) {
             Some(s) => s,
             None => panic!("process-info span"),
         };
 
-    /// `nds_process_info_ext_internal` at 0xad28, 260 bytes (seed 004 §6).
+    /// `nds_process_info_ext_internal` at 0xad28, 260 bytes (docs/abi.md §2.7).
     pub const PROCESS_INFO_EXT: RecordSpan =
         match RecordSpan::new(region::PROCESS_INFO_EXT_OFF, process::PROCESS_INFO_EXT_SIZE) {
             Some(s) => s,
             None => panic!("process-info-ext span"),
         };
 
-    /// Model slot `slot`'s record at 0x528 + 672 * slot (seed 004 §5).
+    /// Model slot `slot`'s record at 0x528 + 672 * slot (docs/abi.md §2.6).
     pub fn model(slot: usize) -> Result<RecordSpan, WireError> {
         let off = region::model_record_off(slot)?;
         Ok(RecordSpan {
@@ -136,7 +136,7 @@ impl RecordSpan {
     }
 }
 
-// Seed 004 §5/§6: every hashed record starts 8-aligned, so word 0 is one
+// docs/abi.md §2.6/§2.7: every hashed record starts 8-aligned, so word 0 is one
 // naturally aligned u64 holding the hash word (low half, little-endian).
 const _: () = assert!(region::PROCESS_INFO_OFF % 8 == 0);
 const _: () = assert!(region::MODEL_RECORDS_OFF % 8 == 0 && model::RECORD_SIZE % 8 == 0);
@@ -201,7 +201,7 @@ fn copy_once_hashed<S: Slab + ?Sized>(
     assert_eq!(out.len(), span.len, "record buffer length");
     #[cfg(not(xunds_mutant = "record_plain_copy"))]
     // Ordering: Acquire, partner: the Release store of word 0 that ends
-    // `publish` (seed 004 §7): every body store of the version whose hash we
+    // `publish` (docs/abi.md §2.8): every body store of the version whose hash we
     // see happens-before the copy below.
     let first = slab.load_u64(span.off, Ordering::Acquire);
     #[cfg(xunds_mutant = "record_plain_copy")]
@@ -226,7 +226,7 @@ fn copy_once_hashed<S: Slab + ?Sized>(
         tail.copy_from_slice(&v.to_le_bytes());
         h = h.word32(v);
     }
-    // Ordering: Acquire fence (seed 004 §7 read), partner: the Release fence in `invalidate`: if
+    // Ordering: Acquire fence (docs/abi.md §2.8 read), partner: the Release fence in `invalidate`: if
     // any body load above returned a store made after an update started, the
     // update's zeroing of word 0 happens-before the re-load below.
     #[cfg(not(xunds_mutant = "record_plain_copy"))]
@@ -239,7 +239,7 @@ fn copy_once_hashed<S: Slab + ?Sized>(
     }
 }
 
-/// Read the record at `span` into `out` following seed 004 §7: at most
+/// Read the record at `span` into `out` following docs/abi.md §2.8: at most
 /// [`READ_ATTEMPTS`] attempts, calling `pause` between them (the seed's
 /// `usleep(200)`). Only a stable copy whose hash matches is [`Verdict::Fresh`].
 ///
@@ -274,7 +274,7 @@ pub fn read<S: Slab + ?Sized>(
 /// stores that follow.
 fn zero_word0<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     slab.store_u64(span.off, 0, Ordering::Relaxed);
-    // Ordering: Release fence (seed 004 §7 publish), partner: the Acquire fence in `copy_once`
+    // Ordering: Release fence (docs/abi.md §2.8 publish), partner: the Acquire fence in `copy_once`
     // before its re-load of word 0: a reader whose body loads see any store
     // after this fence re-loads 0 (or later) and rejects the copy.
     slab.fence(Ordering::Release);
@@ -329,7 +329,7 @@ pub fn stamp_and_publish<S: SlabMut + ?Sized>(
     let mut b = [0u8; 8];
     b.copy_from_slice(w0);
     // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
-    // (seed 004 §7): a reader that sees this hash sees the whole body.
+    // (docs/abi.md §2.8): a reader that sees this hash sees the whole body.
     slab.store_u64(span.off, u64::from_le_bytes(b), Ordering::Release);
     hash
 }
@@ -354,11 +354,11 @@ pub fn publish<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan, stamped: &[u8]) 
     let mut w0 = [0u8; 8];
     w0.copy_from_slice(&stamped[..8]);
     // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
-    // (seed 004 §7): a reader that sees this hash sees the whole body.
+    // (docs/abi.md §2.8): a reader that sees this hash sees the whole body.
     slab.store_u64(span.off, u64::from_le_bytes(w0), Ordering::Release);
 }
 
-/// Delete a record (seed 004 §5 `nds_delete_model_node_info`): zero the hash
+/// Delete a record (docs/abi.md §2.6 `nds_delete_model_node_info`): zero the hash
 /// word first (readers see Unpublished), then every other word.
 pub fn erase<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     zero_word0(slab, span);
@@ -392,7 +392,7 @@ mod tests {
         assert!(RecordSpan::new(usize::MAX - 7, 8).is_none());
     }
 
-    /// docs/abi.md, NDS record protocol: a fresh record is read on the first attempt, with no
+    /// docs/abi.md §2.9: a fresh record is read on the first attempt, with no
     /// pause at all. Mutant: `attempt > 0` -> `attempt == 0`.
     #[test]
     fn a_fresh_record_is_read_without_any_pause() {

@@ -12,7 +12,7 @@
 //! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
 //!
 //! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
-//! gate (seed 004 §4: `nds_is_read_only`) as a type: a monitor cannot even
+//! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
 //! name a store. Its loads are Relaxed atomic loads followed by a fence when
 //! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
 //! only atomic access `core::sync::atomic` promises ("Atomic accesses to
@@ -93,13 +93,13 @@ pub trait SlabMut: Slab {
     /// Atomically store the 4-byte word at `off`.
     fn store_u32(&self, off: usize, v: u32, order: Ordering);
 
-    /// Atomic wrapping add (`LOCK ADD`, seed 004 §3); returns the old value.
+    /// Atomic wrapping add (`LOCK ADD`, docs/abi.md §2.4); returns the old value.
     fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
     /// Atomic wrapping subtract (`LOCK SUB`); returns the old value.
     fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
-    /// Atomic bitwise OR (`LOCK OR`, seed 004 §3 FEATURE_BITMAP); returns the
+    /// Atomic bitwise OR (`LOCK OR`, docs/abi.md §2.4 FEATURE_BITMAP); returns the
     /// old value.
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
@@ -348,7 +348,7 @@ fn file_len(path: &Path) -> Result<usize, NdsError> {
 }
 
 fn require_size(len: usize) -> Result<(), NdsError> {
-    // Seed 004 §1: nds_open refuses a mapping of <= 0x1067f bytes.
+    // docs/abi.md §2.2: nds_open refuses a mapping of <= 0x1067f bytes.
     if len < REQUIRED_SIZE {
         Err(NdsError::TooSmall { len })
     } else {
@@ -414,7 +414,7 @@ impl MappedSlab {
     /// a writer that died left): takes the writer's lock as
     /// [`MappedSlab::create_with`] does ([`NdsError::Busy`] while another
     /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
-    /// bytes, docs/abi.md, NDS size gate).
+    /// bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -429,9 +429,8 @@ impl MappedSlab {
 
     /// Map an existing slab file read-write *without* the writer's lock:
     /// for a counter co-writer only (counter updates are single atomic
-    /// read-modify-writes, safe from any number of processes, docs/abi.md,
-    /// NDS counters),
-    /// never for a publisher of records. Refuses a file shorter than
+    /// read-modify-writes, safe from any number of processes, docs/abi.md
+    /// §2.4), never for a publisher of records. Refuses a file shorter than
     /// `REQUIRED_SIZE`.
     pub fn open_unlocked(path: &Path) -> Result<MappedSlab, NdsError> {
         require_size(file_len(path)?)?;
@@ -544,7 +543,7 @@ pub struct ReadOnlySlab {
 
 impl ReadOnlySlab {
     /// Map the slab file at `path` read-only (`PROT_READ`, `MAP_SHARED`).
-    /// Refuses a file shorter than `REQUIRED_SIZE` (seed 004 §1).
+    /// Refuses a file shorter than `REQUIRED_SIZE` (docs/abi.md §2.2).
     ///
     /// The length is taken from the open file (`fstat`), never from the
     /// path, so a file replaced in between cannot slip through; a file that
@@ -702,8 +701,8 @@ impl SlabMut for HeapSlab {
             // Ordering: the caller's store ordering is applied to the
             // successful exchange (it is the store); a failed exchange only
             // re-reads, so Relaxed/Acquire suffices. Partner and seed section:
-            // whatever the caller names (seed 004 §7 record protocol in
-            // `record.rs`, §2 header in `writer.rs`).
+            // whatever the caller names (docs/abi.md §2.8 record protocol in
+            // `record.rs`, docs/abi.md §2.3 header in `writer.rs`).
             match w.compare_exchange_weak(cur, new, order, load) {
                 Ok(_) => return,
                 Err(seen) => cur = seen,

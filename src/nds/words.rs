@@ -1,7 +1,7 @@
 //! Word-sized atomic copies between a slab and private byte buffers.
 //!
-//! The seed's producer and reader move records with `memcpy` (seed 004 §5,
-//! §7). Over memory another process writes at the same time that is a data
+//! The seed's producer and reader move records with `memcpy` (docs/abi.md §2.6,
+//! docs/abi.md §2.8). Over memory another process writes at the same time that is a data
 //! race; here every byte crosses the boundary inside an 8-byte (or, for a
 //! 4-aligned head or tail, 4-byte) atomic load or store through
 //! [`Slab`]/[`SlabMut`]. The copies themselves are `Relaxed`: the record

@@ -1,12 +1,12 @@
 //! The publisher's side of a slab (libnds `nds_open` / `nds_commit_*` /
-//! `nds_increment_*`, seed 004 §2-§7).
+//! `nds_increment_*`, docs/abi.md §2.3-§2.8).
 //!
 //! One [`Writer`] owns the record-writing side of one slab: it lays out the
 //! regions, commits the header, updates counters, and commits, updates and
 //! deletes the self-describing records through the record protocol
 //! ([`super::record`]) and the record lifecycle machine
 //! ([`RecordFsm`]). The model bitmap and the record
-//! states are guarded by a process-local mutex, as in the seed (§5: the
+//! states are guarded by a process-local mutex, as in the (docs/abi.md §2.6: the
 //! `nds_instance_t` mutex is same-process only): one process writes records
 //! into a slab. Counters are single atomic read-modify-writes and may be
 //! updated from any number of threads and processes.
@@ -44,7 +44,7 @@ pub const PROCESS_INFO_ID: u64 = 64;
 pub const PROCESS_INFO_EXT_ID: u64 = 65;
 
 /// The writer's books: what it believes about every record. Guarded by the
-/// process-local mutex (seed 004 §5).
+/// process-local mutex (docs/abi.md §2.6).
 struct Books {
     /// Mirror of the slab's model bitmap (this writer is its only writer).
     bitmap: u64,
@@ -78,16 +78,16 @@ impl Writer<MappedSlab> {
 }
 
 impl<S: SlabMut> Writer<S> {
-    /// Lay out the regions of `slab` and commit its header (seed 004 §2).
+    /// Lay out the regions of `slab` and commit its header (docs/abi.md §2.3).
     ///
-    /// Refuses a slab shorter than 67,200 bytes (§1) and one whose header is
+    /// Refuses a slab shorter than 67,200 bytes (docs/abi.md §2.2) and one whose header is
     /// already committed (another publisher owns it: see [`Writer::attach`]).
     pub fn new(slab: S) -> Result<Self, NdsError> {
         if slab.len() < REQUIRED_SIZE {
             return Err(NdsError::TooSmall { len: slab.len() });
         }
         // Ordering: Acquire, partner: a previous publisher's Release commit
-        // below (§2); only used to refuse a live slab.
+        // below (docs/abi.md §2.3); only used to refuse a live slab.
         if header::check(slab.load_u64(region::HEADER_OFF, Ordering::Acquire))
             == HeaderState::Committed
         {
@@ -101,7 +101,7 @@ impl<S: SlabMut> Writer<S> {
             REQUIRED_SIZE - region::ND_COUNTERS_OFF,
         );
         // Ordering: Release, partner: the Acquire header load in
-        // `Reader::attach` and before every reader read (seed 004 §2,
+        // `Reader::attach` and before every reader read (docs/abi.md §2.3,
         // `nds_commit_header` / `nds_check_header`): a reader that sees the
         // committed header sees the laid-out regions.
         slab.store_u64(region::HEADER_OFF, HEADER_PROTO, Ordering::Release);
@@ -119,14 +119,14 @@ impl<S: SlabMut> Writer<S> {
     /// slots with their bitmap bit set and records with a non-zero hash word
     /// count as published. No retry: the header must be committed.
     ///
-    /// Records are written by one process per slab (seed 004 §5); counters
+    /// Records are written by one process per slab (docs/abi.md §2.6); counters
     /// may be updated through any number of attached writers.
     pub fn attach(slab: S) -> Result<Self, NdsError> {
         if slab.len() < REQUIRED_SIZE {
             return Err(NdsError::TooSmall { len: slab.len() });
         }
         // Ordering: Acquire, partner: the Release header commit in
-        // `Writer::new` (§2): the layout and everything published before
+        // `Writer::new` (docs/abi.md §2.3): the layout and everything published before
         // the commit is visible to the adoption below.
         let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
         super::reader::header_verdict(word)?;
@@ -174,7 +174,7 @@ impl<S: SlabMut> Writer<S> {
     pub fn release(self) -> S {
         self.slab
             .store_u64(region::HEADER_OFF, 0, Ordering::Relaxed);
-        // Ordering: Release fence (seed 004 §2 header), partner: the Acquire fence a reader runs
+        // Ordering: Release fence (docs/abi.md §2.3 header), partner: the Acquire fence a reader runs
         // before re-checking the header after each read: a reader that saw
         // any of the zeroing below re-loads a zero header and reports
         // Detached instead of mixing the two lives of the slab.
@@ -214,7 +214,7 @@ impl<S: SlabMut> Writer<S> {
         self.books.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    // ---- counters (seed 004 §3, §4) ----
+    // ---- counters (docs/abi.md §2.4, §2.5) ----
 
     /// Add `v` (wrapping, `LOCK ADD`) to counter `c`; returns the old value.
     /// `FEATURE_BITMAP` is `EINVAL` (it is written only with OR).
@@ -224,7 +224,7 @@ impl<S: SlabMut> Writer<S> {
             return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
         }
         // Relaxed: a counter publishes nothing else; readers use a plain
-        // 8-byte load (seed 004 §3), and the RMW is atomic across processes.
+        // 8-byte load (docs/abi.md §2.4), and the RMW is atomic across processes.
         Ok(self.slab.fetch_add_u64(c.offset(), v, Ordering::Relaxed))
     }
 
@@ -249,7 +249,7 @@ impl<S: SlabMut> Writer<S> {
         Ok(())
     }
 
-    /// OR `bits` into counter `c` (`LOCK OR`, seed 004 §3
+    /// OR `bits` into counter `c` (`LOCK OR`, docs/abi.md §2.4
     /// `nds_or_nd_counter`); returns the old value. Allowed on every counter.
     #[inline]
     pub fn or(&self, c: Counter, bits: u64) -> u64 {
@@ -262,7 +262,7 @@ impl<S: SlabMut> Writer<S> {
     }
 
     /// Publish the runtime, framework and FAL versions as the packed ND
-    /// counter words 0..=2 (SPEC-NOTES.md packing). Seed 004 §6 note: the
+    /// counter words 0..=2 (docs/abi.md §2.4 packing). docs/abi.md §2.7: the
     /// producer publishes the same triples in the process-info record too
     /// ([`Writer::publish_process_info`]).
     pub fn set_versions(&self, runtime: VersionInfo, framework: VersionInfo, fal: VersionInfo) {
@@ -277,7 +277,7 @@ impl<S: SlabMut> Writer<S> {
         }
     }
 
-    // ---- records (seed 004 §5-§7) ----
+    // ---- records (docs/abi.md §2.6-§2.8) ----
 
     /// Commit `r` into the first free model slot (`nds_commit_model_node_info`):
     /// take the slot and set its bitmap bit, build and stamp the record
@@ -299,7 +299,7 @@ impl<S: SlabMut> Writer<S> {
         )?;
         b.bitmap |= slot.bit();
         // Relaxed: the bitmap only tells readers where to look; each record
-        // carries its own publish protocol (seed 004 §5 marks the bit, then
+        // carries its own publish protocol (docs/abi.md §2.6 marks the bit, then
         // copies the record).
         self.slab
             .store_u64(region::MODEL_BITMAP_OFF, b.bitmap, Ordering::Relaxed);
@@ -353,7 +353,7 @@ impl<S: SlabMut> Writer<S> {
     }
 
     /// Publish (first time) or update (afterwards) the process-info record
-    /// (seed 004 §6, `nds_commit_generic_obj`). `p.hash` is ignored.
+    /// (docs/abi.md §2.7, `nds_commit_generic_obj`). `p.hash` is ignored.
     pub fn publish_process_info(&self, p: &ProcessInfo) -> Result<(), NdsError> {
         self.publish_generic(
             |b| (&mut b.process_info, b.hook.as_deref_mut()),
@@ -363,7 +363,7 @@ impl<S: SlabMut> Writer<S> {
         )
     }
 
-    /// Publish or update the process-info-ext record (seed 004 §6).
+    /// Publish or update the process-info-ext record (docs/abi.md §2.7).
     /// `p.hash` is ignored.
     pub fn publish_process_info_ext(&self, p: &ProcessInfoExt) -> Result<(), NdsError> {
         self.publish_generic(

@@ -1,4 +1,4 @@
-//! The mark-completion lock (`mark_comp_lock`, seed 000 §1 QUIRK, §6): it
+//! The mark-completion lock (`mark_comp_lock`, docs/abi.md §1.3, §1.9): it
 //! serialises a waiter's re-check-and-install of `mark_comp_efd` with the
 //! worker's capture-then-advance in pop.
 //!
@@ -88,7 +88,7 @@ impl MarkCompLock {
             // Ordering: compiler-only SeqCst fence; pairs with the
             // `membarrier(PRIVATE_EXPEDITED)` in `heavy_fence`, which makes this
             // thread's program order act as a full barrier (Dekker on
-            // worker_busy / waiters; the mark-completion lock of seed 000 §6).
+            // worker_busy / waiters; the mark-completion lock of docs/abi.md §1.9).
             core::sync::atomic::compiler_fence(Ordering::SeqCst);
         } else {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in

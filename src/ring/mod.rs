@@ -1,4 +1,4 @@
-//! The XU execution queue protocol (seed 000 §1, §2, §5, §6): the three-cursor
+//! The XU execution queue protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9): the three-cursor
 //! SPSC ring, seq_id handles and completion waiters.
 //!
 //! `ring` is its own folder because the protocol is generic over where its
@@ -24,8 +24,6 @@
 //! | `scheduled_head` | producer (trigger) | worker (peek) | Release store | Acquire |
 //! | `exec_head` | worker (pop, under the mark-completion lock) | producer (full check), waiters, queries | Release store | Acquire |
 
-use core::fmt;
-
 use crate::fsm::slot::{SlotEvent, SlotState};
 use crate::fsm::InvalidEvent;
 use crate::hal::mem::MemError;
@@ -47,58 +45,65 @@ pub use status::StatusCell;
 pub use storage::{COriginalStorage, CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
 pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
 
-/// Why a ring operation was refused. Every refusal leaves the ring unchanged.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RingError {
-    /// Capacity 0, or too large for this implementation (> 2^32 slots).
-    BadCapacity(u64),
-    /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
-    BadStart(u64),
-    /// The region is too small or misaligned for the header and slots.
-    Mem(MemError),
-    /// The region is mapped read-only.
-    ReadOnly,
-    /// `scheduled_tail - exec_head >= capacity` (seed 000 §6): `NRT_QUEUE_FULL`.
-    Full,
-    /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
-    /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
-    CursorExhausted {
-        /// The current `scheduled_tail`.
-        tail: u64,
-    },
-    /// `exec_head == scheduled_head`: nothing for the worker.
-    Empty,
-    /// Trigger with `scheduled_head == scheduled_tail`.
-    NothingToTrigger,
-    /// The seq_id's xu_id is not this queue's (checked before any slot is indexed).
-    ForeignXu {
-        /// The refused handle.
-        seq: SeqId,
-        /// This queue's XU.
-        ours: XuId,
-    },
-    /// A seq_id this queue has not issued yet.
-    NotSubmitted {
-        /// The refused handle.
-        seq: SeqId,
-    },
-    /// The slot at `exec_head` does not hold `exec_head`'s seq_id (§6 NOTE:
-    /// the peek-time assert, here an error value).
-    SlotMismatch {
-        /// The seq_id the cursor says the slot must hold.
-        expected: SeqId,
-        /// The raw `seq_id` word found in the slot.
-        found: u64,
-    },
-    /// An illegal slot lifecycle transition.
-    Lifecycle(InvalidEvent<SlotState, SlotEvent>),
-    /// Another waiter already installed an eventfd into this slot.
-    AlreadyWaiting {
-        /// The handle.
-        seq: SeqId,
-    },
-    /// An OS call for a waiter failed (errno).
-    Os(i32),
+error_enum! {
+    /// Why a ring operation was refused. Every refusal leaves the ring unchanged.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum RingError {
+        /// Capacity 0, or too large for this implementation (> 2^32 slots).
+        BadCapacity(u64) => "bad ring capacity {0}",
+        /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
+        BadStart(u64) => "bad start cursor {0:#x}",
+        /// The region is too small or misaligned for the header and slots.
+        Mem(#[from] MemError) => "ring memory: {0}",
+        /// The region is mapped read-only.
+        ReadOnly => "ring memory is mapped read-only",
+        /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
+        Full => "queue full",
+        /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
+        /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
+        CursorExhausted {
+            /// The current `scheduled_tail`.
+            tail: u64,
+        } => "scheduled_tail {tail:#x} would reach the 48-bit limit",
+        /// `exec_head == scheduled_head`: nothing for the worker.
+        Empty => "queue empty",
+        /// Trigger with `scheduled_head == scheduled_tail`.
+        NothingToTrigger => "nothing submitted to trigger",
+        /// The seq_id's xu_id is not this queue's (checked before any slot is indexed).
+        ForeignXu {
+            /// The refused handle.
+            seq: SeqId,
+            /// This queue's XU.
+            ours: XuId,
+        } => (
+            "seq_id {:#x} belongs to xu {:#06x}, not {:#06x}",
+            seq.0,
+            seq.xu_id().0,
+            ours.0
+        ),
+        /// A seq_id this queue has not issued yet.
+        NotSubmitted {
+            /// The refused handle.
+            seq: SeqId,
+        } => ("seq_id {:#x} not submitted", seq.0),
+        /// The slot at `exec_head` does not hold `exec_head`'s seq_id (docs/abi.md §1.9:
+        /// the peek-time assert, here an error value).
+        SlotMismatch {
+            /// The seq_id the cursor says the slot must hold.
+            expected: SeqId,
+            /// The raw `seq_id` word found in the slot.
+            found: u64,
+        } => ("slot holds seq_id {found:#x}, cursor expects {:#x}", expected.0),
+        /// An illegal slot lifecycle transition.
+        Lifecycle(#[from] InvalidEvent<SlotState, SlotEvent>) => "{0}",
+        /// Another waiter already installed an eventfd into this slot.
+        AlreadyWaiting {
+            /// The handle.
+            seq: SeqId,
+        } => ("a waiter is already installed for {:#x}", seq.0),
+        /// An OS call for a waiter failed (errno).
+        Os(i32) => "os error {0}",
+    }
 }
 
 impl RingError {
@@ -120,55 +125,6 @@ impl RingError {
             | RingError::Lifecycle(_)
             | RingError::Os(_) => NrtStatus::FAILURE,
         }
-    }
-}
-
-impl fmt::Display for RingError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RingError::BadCapacity(c) => write!(f, "bad ring capacity {c}"),
-            RingError::BadStart(s) => write!(f, "bad start cursor {s:#x}"),
-            RingError::Mem(e) => write!(f, "ring memory: {e}"),
-            RingError::ReadOnly => f.write_str("ring memory is mapped read-only"),
-            RingError::Full => f.write_str("queue full"),
-            RingError::CursorExhausted { tail } => {
-                write!(f, "scheduled_tail {tail:#x} would reach the 48-bit limit")
-            }
-            RingError::Empty => f.write_str("queue empty"),
-            RingError::NothingToTrigger => f.write_str("nothing submitted to trigger"),
-            RingError::ForeignXu { seq, ours } => write!(
-                f,
-                "seq_id {:#x} belongs to xu {:#06x}, not {:#06x}",
-                seq.0,
-                seq.xu_id().0,
-                ours.0
-            ),
-            RingError::NotSubmitted { seq } => write!(f, "seq_id {:#x} not submitted", seq.0),
-            RingError::SlotMismatch { expected, found } => write!(
-                f,
-                "slot holds seq_id {found:#x}, cursor expects {:#x}",
-                expected.0
-            ),
-            RingError::Lifecycle(e) => write!(f, "{e}"),
-            RingError::AlreadyWaiting { seq } => {
-                write!(f, "a waiter is already installed for {:#x}", seq.0)
-            }
-            RingError::Os(e) => write!(f, "os error {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RingError {}
-
-impl From<MemError> for RingError {
-    fn from(e: MemError) -> Self {
-        RingError::Mem(e)
-    }
-}
-
-impl From<InvalidEvent<SlotState, SlotEvent>> for RingError {
-    fn from(e: InvalidEvent<SlotState, SlotEvent>) -> Self {
-        RingError::Lifecycle(e)
     }
 }
 

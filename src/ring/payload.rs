@@ -1,4 +1,4 @@
-//! Moving a work item through a slot's 8-byte `exec_info` word (seed 000 §4
+//! Moving a work item through a slot's 8-byte `exec_info` word (docs/abi.md §1.6
 //! QUIRK: the work item crosses the SPSC boundary by pointer and changes
 //! owning thread at the slot).
 //!

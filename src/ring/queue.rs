@@ -1,4 +1,4 @@
-//! The three-cursor protocol (seed 000 §1, §2, §5, §6) over any [`Storage`].
+//! The three-cursor protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9) over any [`Storage`].
 //!
 //! [`XuQueue`] is the shared, clonable query side (last_completed,
 //! is_completed, in_flight, waits). [`Producer`] owns `scheduled_tail` and
@@ -7,11 +7,11 @@
 //! publishes (rtrb style) and re-reads it only when the cached value says
 //! full / empty.
 //!
-//! Producer (§6 "producer stages, then publishes"): check space, write the
+//! Producer (docs/abi.md §1.9 "producer stages, then publishes"): check space, write the
 //! whole 32-byte body (two plain 16-byte stores on x86_64, Relaxed atomic
 //! stores elsewhere: [`SlotAccess::set_body`]), then publish `scheduled_tail`
 //! (Release); later `trigger_next` publishes `scheduled_head` (Release): the
-//! release to the worker. Worker (§6 "consumer captures, then advances"):
+//! release to the worker. Worker (docs/abi.md §1.9 "consumer captures, then advances"):
 //! observe `scheduled_head` (Acquire), check the slot's seq_id, write the
 //! status, take the mark-completion lock, capture `mark_comp_efd`,
 //! `efd_from_pool` and `exec_info`, advance `exec_head` (Release), unlock,
@@ -52,7 +52,7 @@ pub type Handles<T, S> = (Producer<T, S>, Worker<T, S>);
 /// How to build a queue.
 #[derive(Clone)]
 pub struct QueueConfig {
-    /// The XU this queue serves (the high 16 bits of every seq_id, §2).
+    /// The XU this queue serves (the high 16 bits of every seq_id, docs/abi.md §1.4).
     pub xu: XuId,
     /// Number of 32-byte slots (any value >= 1; powers of two index by mask).
     pub capacity: u64,
@@ -117,7 +117,7 @@ impl core::fmt::Debug for QueueConfig {
 struct Shared<T: Payload, S: Storage> {
     storage: S,
     xu: XuId,
-    /// `xu << 48`, the high half of every seq_id of this queue (§2).
+    /// `xu << 48`, the high half of every seq_id of this queue (docs/abi.md §1.4).
     xu_bits: u64,
     cap: u64,
     /// `cap - 1` when `cap` is a power of two.
@@ -138,7 +138,7 @@ impl<T: Payload, S: Storage> Shared<T, S> {
         }
     }
 
-    /// `SeqId::from_cursor(c, xu)` (§2) with the xu_id half precomputed.
+    /// `SeqId::from_cursor(c, xu)` (docs/abi.md §1.4) with the xu_id half precomputed.
     #[inline(always)]
     fn seq(&self, c: u64) -> SeqId {
         let s = SeqId((c & SEQ_NUM_MASK) | self.xu_bits);
@@ -356,11 +356,11 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         )
     }
 
-    /// `xuq_get_last_completed` (seed 000 §5):
+    /// `xuq_get_last_completed` (docs/abi.md §1.8):
     /// `((exec_head - 1) & 0xFFFFFFFFFFFF) | xu_id << 48`.
     pub fn last_completed(&self) -> SeqId {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
-        // exec_head (§6), so the status written before it is visible.
+        // exec_head (docs/abi.md §1.9), so the status written before it is visible.
         SeqId::from_cursor(self.sh.storage.observe(Cursor::ExecHead) - 1, self.sh.xu)
     }
 
@@ -434,7 +434,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     }
 
     /// Install `fd` for `seq` under the mark-completion lock, re-checking
-    /// completion first (§1 QUIRK; the `waiter_no_recheck` mutant skips it).
+    /// completion first (docs/abi.md §1.3; the `waiter_no_recheck` mutant skips it).
     fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, RingError> {
         let g = self.sh.lock.lock_waiter();
         #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
@@ -702,7 +702,7 @@ fn step_range(
 }
 
 /// Write the whole 32-byte body of one slot (published by the Release on
-/// scheduled_tail / scheduled_head that follows, §6 producer).
+/// scheduled_tail / scheduled_head that follows, docs/abi.md §1.9 producer).
 ///
 /// # Safety
 /// [`SlotAccess::set_body`]'s: no access to the slot is concurrent with
@@ -720,7 +720,7 @@ unsafe fn write_body<T: Payload>(
     // +0x08 exec_status: the status cell's address, or 0
     let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
     // +0x00 seq_id, +0x08 exec_status, +0x10 mark_comp_efd = -1 (no waiter
-    // yet, §1 QUIRK) with +0x14 efd_from_pool = false, +0x18 exec_info (the
+    // yet, docs/abi.md §1.3) with +0x14 efd_from_pool = false, +0x18 exec_info (the
     // work item): the whole body at once (`SlotAccess::set_body`).
     // SAFETY: our caller's condition, passed on.
     unsafe { slot.set_body(seq, st_word, NO_EFD, false, item.into_word()) };
@@ -818,7 +818,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     #[inline]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance of
-        // exec_head (§6): the worker's capture of a slot happens-before our
+        // exec_head (docs/abi.md §1.9): the worker's capture of a slot happens-before our
         // overwrite of it.
         self.cached_exec_head = self.q.sh.storage.observe(Cursor::ExecHead);
         self.set_limit();
@@ -826,7 +826,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// Refuse (changing nothing) unless `n` more slots fit: the cursor limit
     /// (`tail + n >= CURSOR_LIMIT`: `CursorExhausted`, reported first) and the
-    /// depth (`tail - exec_head + n > capacity`: `Full`, §6). Both are folded
+    /// depth (`tail - exec_head + n > capacity`: `Full`, docs/abi.md §1.9). Both are folded
     /// into `limit`; only a miss re-reads `exec_head`.
     #[inline(always)]
     fn reserve(&mut self, n: u64) -> Result<(), RingError> {
@@ -887,7 +887,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let seq = sh.seq(self.tail);
         Self::write_slot(sh, self.tail_idx, seq.0, item, status);
         // Ordering (in `publish`): Release; the body stores above happen-before
-        // any Acquire observer of the new scheduled_tail (§6 producer).
+        // any Acquire observer of the new scheduled_tail (docs/abi.md §1.9 producer).
         sh.storage.publish(Cursor::ScheduledTail, self.tail, 1);
         self.tail += 1;
         self.tail_idx = sh.next_idx(self.tail_idx);
@@ -940,7 +940,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             Ok(idx) => idx,
             Err(never) => match never {},
         };
-        // Ordering (in `publish`): Release; publishes all n bodies (§6).
+        // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
         sh.storage.publish(Cursor::ScheduledTail, tail, n);
         self.tail = tail + n;
         self.tail_idx = idx;
@@ -958,7 +958,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
         let st = derive(c, self.cached_exec_head, c, self.tail);
         step(&mut self.trace, st, SlotEvent::Trigger, c)?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
-        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
         self.q.sh.storage.publish(Cursor::ScheduledHead, c, 1);
         self.sched_head = c + 1;
         Ok(self.q.sh.seq(c))
@@ -979,7 +979,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             SlotEvent::Trigger,
         )?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
-        // scheduled_head in peek/pop: the pair that matters (§6 NOTE).
+        // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
         self.q
             .sh
             .storage
@@ -1018,7 +1018,7 @@ pub struct Popped<T> {
 }
 
 impl<T> Popped<T> {
-    /// `NRT_SUCCESS`, or `NRT_FAILURE` when the signal write failed (§6).
+    /// `NRT_SUCCESS`, or `NRT_FAILURE` when the signal write failed (docs/abi.md §1.9).
     pub fn status(&self) -> NrtStatus {
         match self.signal {
             Signal::Failed(_) => NrtStatus::FAILURE,
@@ -1068,7 +1068,7 @@ impl<T: Payload, S: Storage> core::fmt::Debug for Worker<T, S> {
     }
 }
 
-/// Captured under the lock for one slot (§6 consumer).
+/// Captured under the lock for one slot (docs/abi.md §1.9 consumer).
 #[derive(Clone, Copy)]
 struct Capture {
     efd: i32,
@@ -1107,7 +1107,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     pub fn available(&mut self) -> u64 {
         if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
             // Ordering (in `observe`): Acquire; pairs with trigger's Release of
-            // scheduled_head (§6 NOTE: the pair that matters), so the slot
+            // scheduled_head (docs/abi.md §1.9: the pair that matters), so the slot
             // body written before it is visible here.
             self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
         }
@@ -1115,7 +1115,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// The slot for cursor `c` at index `idx` (the worker's `head` and
-    /// `head_idx`): its seq_id must be `c`'s, with our xu_id (§6 NOTE: the
+    /// `head_idx`): its seq_id must be `c`'s, with our xu_id (docs/abi.md §1.9: the
     /// peek-time check, an error value here).
     #[inline(always)]
     fn checked(sh: &Shared<T, S>, c: u64, idx: usize) -> Result<(S::Slot<'_>, SeqId), RingError> {
@@ -1163,7 +1163,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
     }
 
-    /// Signal a captured handle (§6: write, then close a fresh one).
+    /// Signal a captured handle (docs/abi.md §1.9: write, then close a fresh one).
     #[inline(always)]
     fn signal(&self, seq: SeqId, c: Capture) -> Signal {
         if c.efd == NO_EFD {
@@ -1203,7 +1203,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     #[inline]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Option<Popped<T>>, RingError> {
         if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
-            // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
+            // Ordering (in `observe`): Acquire; as in `available` (docs/abi.md §1.9).
             self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
         }
         let head = self.head;
@@ -1239,7 +1239,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
             let info = slot.exec_info(Relaxed);
             // Ordering (in `publish`): Release; pairs with the producer's
             // Acquire of exec_head (slot reuse) and every waiter's/query's
-            // Acquire (completion + status visible), seed 000 §5, §6.
+            // Acquire (completion + status visible), docs/abi.md §1.8, §1.9.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, 1);
             (cap, info)
@@ -1271,7 +1271,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         const _: () = assert!(BURST.is_power_of_two());
         let want = (max as u64).min(BURST as u64);
         if !S::CACHE_REMOTE || self.cached_sched_head - self.head < want {
-            // Ordering (in `observe`): Acquire; as in `available` (§6 NOTE).
+            // Ordering (in `observe`): Acquire; as in `available` (docs/abi.md §1.9).
             self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
         }
         let n = (self.cached_sched_head - self.head).min(want) as usize;
@@ -1343,7 +1343,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
                     Ok::<(), core::convert::Infallible>(())
                 });
             }
-            // Ordering (in `publish`): Release; as in `pop` (§5, §6).
+            // Ordering (in `publish`): Release; as in `pop` (docs/abi.md §1.8, §1.9).
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
             end_idx
@@ -1479,7 +1479,7 @@ mod tests {
         XuId::new(0, 1, 2)
     }
 
-    /// docs/abi.md, XU queue handles: `last_submitted` is the newest handle issued, not a
+    /// docs/abi.md §1.4: `last_submitted` is the newest handle issued, not a
     /// default (mutant: `last_submitted` -> `Default::default()`).
     #[test]
     fn last_submitted_is_the_newest_handle() {

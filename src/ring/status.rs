@@ -1,4 +1,4 @@
-//! The caller-owned status cell (seed 000 §5 QUIRK: the coarse result travels
+//! The caller-owned status cell (docs/abi.md §1.8: the coarse result travels
 //! through the slot's `exec_status` out-pointer, a single `NRT_STATUS`).
 //!
 //! The submitter creates an `Arc<StatusCell>`, keeps a clone and hands one

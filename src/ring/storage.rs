@@ -8,9 +8,9 @@
 //!   is the same ring with the C original's `LOCK XADD` (SeqCst `fetch_add`) on
 //!   every cursor move and SeqCst cursor loads, kept for the comparison
 //!   benchmark only.
-//! - [`MappedStorage`]: the byte-exact 256-byte `xu_queue_t` header (seed 000
-//!   §1, §7 item 1) followed by the array of 32-byte `xuq_exec_info_t` slots
-//!   (§7 item 2) inside a [`Region`]. Raw pointers are validated once at
+//! - [`MappedStorage`]: the byte-exact 256-byte `xu_queue_t` header
+//!   (docs/abi.md §1.2) followed by the array of 32-byte `xuq_exec_info_t` slots
+//!   (docs/abi.md §1.3) inside a [`Region`]. Raw pointers are validated once at
 //!   construction; every access is a `std` atomic created with `from_ptr`,
 //!   except the body a submit writes on x86_64 (two 16-byte volatile stores,
 //!   [`SlotAccess::set_body`], ordered against every other access by the
@@ -31,7 +31,7 @@ use crate::wire::xu_queue;
 
 use super::RingError;
 
-/// One of the three `xu_queue_t` cursors (seed 000 §1).
+/// One of the three `xu_queue_t` cursors (docs/abi.md §1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cursor {
     /// `exec_head` (+0x40): written by the worker only.
@@ -57,13 +57,13 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Typed access to the five fields of one 32-byte slot (seed 000 §7 item 2);
+/// Typed access to the five fields of one 32-byte slot (docs/abi.md §1.3);
 /// `mark_comp_efd` and `efd_from_pool` go together as one 8-byte word.
 ///
 /// All slot fields are accessed with the ordering the caller passes; the
 /// queue uses `Relaxed` everywhere and orders the body through the cursors
-/// (§6) and `mark_comp_efd`/`efd_from_pool` through the mark-completion lock
-/// (§1 QUIRK).
+/// (docs/abi.md §1.9) and `mark_comp_efd`/`efd_from_pool` through the mark-completion lock
+/// (docs/abi.md §1.3).
 pub trait SlotAccess {
     /// `seq_id` (+0x00).
     fn seq_id(&self, o: Ordering) -> u64;
@@ -92,7 +92,7 @@ pub trait SlotAccess {
     /// Store `exec_info`.
     fn set_exec_info(&self, v: u64, o: Ordering);
 
-    /// Write the whole body a submit writes (§6 producer): `seq_id`,
+    /// Write the whole body a submit writes (docs/abi.md §1.9 producer): `seq_id`,
     /// `exec_status`, `mark_comp_efd` / `efd_from_pool` and `exec_info`,
     /// unordered among themselves (the Release on `scheduled_tail` that
     /// follows publishes them).
@@ -325,7 +325,7 @@ pub(crate) fn check_config(capacity: u64, start: u64) -> Result<(), RingError> {
 // Owned storage
 // ---------------------------------------------------------------------------
 
-/// One cursor on its own 64-byte cache line (the §1 layout invariant, kept
+/// One cursor on its own 64-byte cache line (the docs/abi.md §1.2 layout invariant, kept
 /// for owned storage too so both measure the same sharing pattern).
 #[repr(align(64))]
 #[derive(Debug)]
@@ -350,7 +350,7 @@ pub struct OwnedSlot {
 }
 
 /// The 8 bytes at slot +0x10 as a native word: `mark_comp_efd` (4 bytes LE),
-/// `efd_from_pool` (1 byte), 3 zero padding bytes (seed 000 §7 item 2).
+/// `efd_from_pool` (1 byte), 3 zero padding bytes (docs/abi.md §1.3).
 #[inline(always)]
 fn handle_word(efd: i32, from_pool: bool) -> u64 {
     u64::from_le((efd as u32 as u64) | (u64::from(from_pool) << 32))
@@ -368,7 +368,7 @@ const _: () = assert!(
         && exec_slot::off::EXEC_INFO == exec_slot::off::MARK_COMP_EFD + 8
 );
 
-// The owned slot has the ABI slot's size (seed 000 §7 item 2), so the owned
+// The owned slot has the ABI slot's size (docs/abi.md §1.3), so the owned
 // ring has the same two-slots-per-line density as the mapped one.
 #[cfg(not(loom))]
 const _: () = assert!(core::mem::size_of::<OwnedSlot>() == exec_slot::SIZE);
@@ -459,11 +459,11 @@ pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
 }
 
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
-/// cursor loads: the C original's `_InterlockedAdd64` (seed 000 §6). For the
+/// cursor loads: the C original's `_InterlockedAdd64` (docs/abi.md §1.9). For the
 /// comparison benchmark.
 pub type CStyleStorage = OwnedStorage<true, true>;
 
-/// The C original as the seed shows it (§6): SeqCst `fetch_add` on every
+/// The C original as the seed shows it (docs/abi.md §1.9): SeqCst `fetch_add` on every
 /// cursor move and no cached remote cursors (`xuq_client_submit` reads
 /// `exec_head`, the peek reads `scheduled_head`, on every call). For the
 /// comparison benchmark.
@@ -527,12 +527,12 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
     #[inline]
     fn publish(&self, c: Cursor, old: u64, n: u64) {
         if SEQCST {
-            // Ordering: SeqCst RMW, the C original's LOCK XADD (seed 000 §6);
+            // Ordering: SeqCst RMW, the C original's LOCK XADD (docs/abi.md §1.9);
             // pairs with the SeqCst loads in `observe`.
             self.cursor(c).fetch_add(n, Ordering::SeqCst);
         } else {
             // Ordering: Release; pairs with the Acquire in `observe` on the
-            // other side (seed 000 §6 NOTE: store-release on the publish).
+            // other side (docs/abi.md §1.9: store-release on the publish).
             self.cursor(c).store(old + n, PUBLISH);
         }
     }
@@ -543,7 +543,7 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
             // Ordering: SeqCst, as every access in the C original.
             self.cursor(c).load(Ordering::SeqCst)
         } else {
-            // Ordering: Acquire; pairs with the Release in `publish` (§6).
+            // Ordering: Acquire; pairs with the Release in `publish` (docs/abi.md §1.9).
             self.cursor(c).load(Ordering::Acquire)
         }
     }
@@ -857,13 +857,13 @@ impl Storage for MappedStorage {
     #[inline]
     fn publish(&self, c: Cursor, old: u64, n: u64) {
         // Ordering: Release; pairs with the Acquire in `observe` on the other
-        // side (seed 000 §6 NOTE: store-release on the publish).
+        // side (docs/abi.md §1.9: store-release on the publish).
         self.cursor(c).store(old + n, PUBLISH);
     }
 
     #[inline]
     fn observe(&self, c: Cursor) -> u64 {
-        // Ordering: Acquire; pairs with the Release in `publish` (§6).
+        // Ordering: Acquire; pairs with the Release in `publish` (docs/abi.md §1.9).
         self.cursor(c).load(Ordering::Acquire)
     }
 
@@ -930,7 +930,7 @@ mod abi_tests {
     use super::*;
 
     /// The mapped ring is the 256-byte header then 32 bytes per slot
-    /// (docs/abi.md, XU queue layout). Mutant: `mapped_len`'s `+` -> `*`.
+    /// (docs/abi.md §1.2). Mutant: `mapped_len`'s `+` -> `*`.
     #[test]
     fn mapped_len_is_header_plus_slots() {
         assert_eq!(mapped_len(1), 256 + 32);

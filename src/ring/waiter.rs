@@ -1,15 +1,15 @@
-//! Completion waiters (seed 000 §1 QUIRK, §5, §6 consumer pseudo-code).
+//! Completion waiters (docs/abi.md §1.3, §1.8, §1.9 consumer pseudo-code).
 //!
 //! Two small traits keep the fd mechanics apart from the protocol so loom can
 //! model them with a loom-visible signal instead of a real eventfd:
 //!
 //! - [`CompletionSink`] is the worker's side: `write(mark_comp_efd, 1)` on a
 //!   raw handle captured from a slot, and `close` of a non-pooled handle after
-//!   signalling ("fresh fd: signal-and-close; pooled: reuse", §6).
+//!   signalling ("fresh fd: signal-and-close; pooled: reuse", docs/abi.md §1.9).
 //! - [`Waitable`] is the waiter's side: an event it can block on with a bound,
 //!   and the handles it installs into a slot.
 //!
-//! **fd ownership (our decision, docs/design.md "Ring:").** No fd is ever
+//! **fd ownership (our decision, docs/design.md, "Decisions" (Ring)).** No fd is ever
 //! closed while anyone may still read or write it:
 //!
 //! - A *caller-owned* event is never installed itself. The waiter installs a
@@ -151,7 +151,7 @@ pub enum Armed {
     Installed,
 }
 
-/// A failed completion signal (seed 000 §6): the completion itself is
+/// A failed completion signal (docs/abi.md §1.9): the completion itself is
 /// already published, only the wake-up was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SignalError {
@@ -163,7 +163,7 @@ pub struct SignalError {
 
 impl fmt::Display for SignalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The seed's log line, verbatim (§6 consumer pseudo-code).
+        // The seed's log line, verbatim (docs/abi.md §1.9 consumer pseudo-code).
         write!(
             f,
             "Failed to signal completion event for request 0x{:x}. errno: {}",

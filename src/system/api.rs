@@ -1,4 +1,4 @@
-//! The public API, mirroring the runtime's async API (SPEC-NOTES.md "The
+//! The public API, mirroring the runtime's async API (docs/abi.md §4 "The
 //! public async API our surface mirrors"):
 //!
 //! | call | runtime | what it does |

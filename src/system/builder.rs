@@ -4,7 +4,7 @@
 //!
 //! | queue | from -> to | kind | capacity | full means |
 //! |---|---|---|---|---|
-//! | XU ring (per core) | lane -> worker | `xu_queue_t` (seed 000) | `ring_capacity` | `NRT_QUEUE_FULL` to the caller |
+//! | XU ring (per core) | lane -> worker | `xu_queue_t` (docs/abi.md §1) | `ring_capacity` | `NRT_QUEUE_FULL` to the caller |
 //! | item returns (per core) | worker -> lane | mailbox of `u16` | the pool size | never (there are only that many items) |
 //! | counter reports (per core) | worker -> publisher | mailbox of [`PubMsg`] | `report_capacity` | kept by the worker (R1), which starts nothing new until it is delivered (R2) |
 //! | refusal counts (per core) | lane -> publisher | mailbox of [`PubMsg`] | 64 | aggregated in the lane, sent with the next call |

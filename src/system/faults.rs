@@ -4,7 +4,7 @@
 //!
 //! | KIND | fault | what the caller sees |
 //! |---|---|---|
-//! | `error:CLASS` (`generic`, `numerical`, `model`, `transient`, `hw`, `runtime`) | an engine's DONE NQ record becomes an ERROR of CLASS | 1003 (numerical), 6 `HW_ERROR` (hw, XU degraded), else 1004 |
+//! | `error:CLASS` (an [`ErrorClass`] name: `generic`, `numerical`, ...) | an engine's DONE NQ record becomes an ERROR of CLASS | 1003 (numerical), 6 `HW_ERROR` (hw, XU degraded), else 1004 |
 //! | `timeout` | an NQ record write is dropped (the device never completes; that ring stays stuck) | 5 `TIMEOUT`, XU degraded, later schedules 101 |
 //! | `doorbell` | a doorbell (`tail_inc`) is dropped | 5 `TIMEOUT`, XU degraded |
 //! | `corrupt:len`, `corrupt:ring_id`, `corrupt:addr` | a descriptor is corrupted (length, ring id, address outside device memory) | 1203 `EXEC_HW_ERR_DMA_ABORT`, XU degraded; what was queued behind it times out |
@@ -56,7 +56,7 @@ pub struct FaultSpecError {
     /// The offending item.
     pub item: String,
     /// What is wrong.
-    pub why: &'static str,
+    pub why: String,
 }
 
 impl fmt::Display for FaultSpecError {
@@ -67,19 +67,13 @@ impl fmt::Display for FaultSpecError {
 
 impl std::error::Error for FaultSpecError {}
 
-const CLASSES: [(&str, ErrorClass); 6] = [
-    ("generic", ErrorClass::Generic),
-    ("numerical", ErrorClass::Numerical),
-    ("model", ErrorClass::Model),
-    ("transient", ErrorClass::Transient),
-    ("hw", ErrorClass::Hw),
-    ("runtime", ErrorClass::Runtime),
-];
-
-const CORRUPTIONS: [(&str, DescCorruption); 3] = [
-    ("len", DescCorruption::BadLength),
-    ("ring_id", DescCorruption::BadRingId),
-    ("addr", DescCorruption::BadAddress),
+/// The kinds without a parameter, by name (`error:CLASS` takes its names
+/// from [`ErrorClass`], `corrupt:WHAT` from [`DescCorruption`]). A new kind is
+/// one row here.
+const KINDS: [(&str, Fault); 3] = [
+    ("timeout", Fault::DropNq),
+    ("doorbell", Fault::DropDoorbell),
+    ("nq_overflow", NQ_OVERFLOW),
 ];
 
 /// A decimal probability `0.001` or a fraction `1/1000` as `(num, den)`.
@@ -134,9 +128,9 @@ impl FaultSpec {
         }
         for item in spec.split(',') {
             let item = item.trim();
-            let bad = |why| FaultSpecError {
+            let bad = |why: &str| FaultSpecError {
                 item: item.to_string(),
-                why,
+                why: why.to_string(),
             };
             let (kind, rest) = item
                 .split_once('@')
@@ -149,31 +143,30 @@ impl FaultSpec {
                 _ => (rest, None),
             };
             let fault = match kind.split_once(':') {
-                Some(("error", c)) => Fault::NqError(
-                    CLASSES
-                        .iter()
-                        .find(|(n, _)| *n == c)
-                        .map(|&(_, k)| k)
-                        .ok_or_else(|| {
-                            bad("unknown class (generic, numerical, model, transient, hw, runtime)")
-                        })?,
-                ),
+                Some(("error", c)) => {
+                    Fault::NqError(ErrorClass::from_name(c).ok_or_else(|| {
+                        let names = ErrorClass::ALL.map(ErrorClass::name);
+                        bad(&format!("unknown class ({})", names.join(", ")))
+                    })?)
+                }
                 Some(("corrupt", c)) => Fault::CorruptDesc {
-                    what: CORRUPTIONS
-                        .iter()
-                        .find(|(n, _)| *n == c)
-                        .map(|&(_, k)| k)
-                        .ok_or_else(|| bad("unknown corruption (len, ring_id, addr)"))?,
+                    what: DescCorruption::from_name(c).ok_or_else(|| {
+                        let names = DescCorruption::ALL.map(DescCorruption::name);
+                        bad(&format!("unknown corruption ({})", names.join(", ")))
+                    })?,
                     dir: None,
                 },
-                None if kind == "timeout" => Fault::DropNq,
-                None if kind == "doorbell" => Fault::DropDoorbell,
-                None if kind == "nq_overflow" => NQ_OVERFLOW,
-                _ => {
-                    return Err(bad(
-                        "unknown kind (error:CLASS, timeout, doorbell, corrupt:WHAT, nq_overflow)",
-                    ))
-                }
+                None => match KINDS.iter().find(|(n, _)| *n == kind) {
+                    Some(&(_, f)) => f,
+                    None => {
+                        let names = KINDS.map(|(n, _)| n);
+                        return Err(bad(&format!(
+                            "unknown kind (error:CLASS, corrupt:WHAT, {})",
+                            names.join(", ")
+                        )));
+                    }
+                },
+                _ => return Err(bad("unknown kind (error:CLASS, corrupt:WHAT)")),
             };
             let trigger = if let Some(n) = trig.strip_prefix('#') {
                 Trigger::Nth(
@@ -212,32 +205,21 @@ impl FaultSpec {
             .rules
             .iter()
             .map(|r| {
-                let kind = match r.fault {
-                    Fault::NqError(c) => format!(
-                        "error:{}",
-                        CLASSES
-                            .iter()
-                            .find(|(_, k)| *k == c)
-                            .map_or("generic", |p| p.0)
-                    ),
-                    Fault::CorruptDesc { what, .. } => format!(
-                        "corrupt:{}",
-                        CORRUPTIONS
-                            .iter()
-                            .find(|(_, k)| *k == what)
-                            .map_or("len", |p| p.0)
-                    ),
-                    Fault::DropNq => "timeout".to_string(),
-                    Fault::DropDoorbell => "doorbell".to_string(),
-                    f if f == NQ_OVERFLOW => "nq_overflow".to_string(),
+                let named = KINDS.iter().find(|k| k.1 == r.fault);
+                let kind = match (named, r.fault) {
+                    (Some(k), _) => k.0.to_string(),
+                    (None, Fault::NqError(c)) => format!("error:{c}"),
+                    (None, Fault::CorruptDesc { what, .. }) => format!("corrupt:{what}"),
                     // Not expressible in the spec language (a rule built by
                     // hand): named without spaces, but it does not parse back.
-                    Fault::StaleRead { off, span, lag } => {
+                    (None, Fault::StaleRead { off, span, lag }) => {
                         format!(
                             "stale_read(+{off:#x}..+{:#x},-{lag})",
                             off.saturating_add(span)
                         )
                     }
+                    // DropNq and DropDoorbell have a KINDS row.
+                    (None, f) => format!("{f:?}"),
                 };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
                 format!("{kind}@{}{core}", trigger_text(&r.trigger))

@@ -195,7 +195,10 @@ impl JobConfig {
         Ok(cfg)
     }
 
-    fn check(&self) -> Result<(), Error> {
+    /// Refuse a configuration out of range (what [`run`] checks first; the
+    /// command line calls it to report a bad combination of flags as a usage
+    /// error before anything starts).
+    pub fn check(&self) -> Result<(), Error> {
         if !(1..=16).contains(&self.vncs) {
             return Err(bad("--vncs must be 1..=16"));
         }
@@ -218,6 +221,24 @@ impl JobConfig {
             .is_some_and(|t| t == 0 || t > MAX_TIMEOUT_NS)
         {
             return Err(bad(format!("the timeout must be 1..={MAX_TIMEOUT_NS} ns")));
+        }
+        if self.timeout_ns == Some(0) {
+            return Err(bad(
+                "--timeout-ms must be at least 1 (a zero timeout expires every execution)",
+            ));
+        }
+        if let Some(c) = self
+            .faults
+            .rules
+            .iter()
+            .filter_map(|r| r.core)
+            .find(|&c| c >= self.vncs)
+        {
+            return Err(bad(format!(
+                "--faults: core{c} does not exist (--vncs {} gives cores 0..={})",
+                self.vncs,
+                self.vncs - 1
+            )));
         }
         Ok(())
     }
@@ -301,7 +322,7 @@ pub struct JobReport {
     pub record_device_bytes: u64,
     /// The slab file.
     pub slab: PathBuf,
-    /// The trace digest (deterministic runs).
+    /// The trace digest (deterministic runs with the `trace-digest` feature).
     pub trace_sha256: Option<String>,
     /// Lines in the trace (deterministic runs).
     pub trace_lines: Option<u64>,
@@ -530,7 +551,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
         out.elapsed = t0.elapsed();
         out.virtual_ns = Some(r.now().as_u64());
         let summary = trace.finish()?;
-        out.trace_sha256 = Some(summary.sha256_hex());
+        #[cfg(feature = "trace-digest")]
+        {
+            out.trace_sha256 = Some(summary.sha256_hex());
+        }
         out.trace_lines = Some(summary.lines);
         out.replay = summary.replay;
         collect(r.into_actors(), &mut out);

@@ -10,7 +10,6 @@
 //! - [`clock`]: the virtual and monotonic clocks they hand to actors;
 //! - [`trace`]: the line-oriented trace file, its header, digest and diff
 //!   (what `xunds replay` reports);
-//! - [`sha256`]: the digest behind `trace_sha256`;
 //! - [`alloc`]: a counting global allocator for tests and benchmarks.
 
 pub mod alloc;
@@ -20,5 +19,4 @@ pub mod clock;
 pub mod faults;
 pub mod job;
 pub mod runner;
-pub mod sha256;
 pub mod trace;

@@ -41,78 +41,46 @@ use crate::prng::SplitMix64;
 /// The name runner events carry in the trace.
 pub const RUNNER_NAME: &str = "runner";
 
-/// Why a run did not complete.
-#[derive(Debug)]
-pub enum RunError {
-    /// The deterministic runner polled `polls` times in a row without any
-    /// actor making progress (livelock or deadlock).
-    Livelock {
-        /// Consecutive polls without progress.
-        polls: u64,
-        /// Virtual time when the guard fired.
-        now: Nanos,
-        /// Actors not finished at that point.
-        waiting: Vec<String>,
-    },
-    /// The deterministic runner reached [`DetConfig::max_polls`].
-    PollBudget {
-        /// Polls done.
-        polls: u64,
-        /// Virtual time.
-        now: Nanos,
-    },
-    /// The threaded run passed [`ThreadedConfig::max_wall`].
-    WallTimeout {
-        /// The bound that passed.
-        after: Duration,
-    },
-    /// An actor panicked inside `poll`; the others were stopped.
-    ActorPanicked {
-        /// The actor's name.
-        actor: String,
-        /// The panic message (when it was a string).
-        message: String,
-        /// The time of the poll that panicked.
-        now: Nanos,
-    },
-    /// A thread could not be spawned (or the stop eventfd created).
-    Spawn(io::Error),
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Livelock {
-                polls,
-                now,
-                waiting,
-            } => write!(
-                f,
-                "livelock: {polls} polls without progress at t={now} ns; waiting: {}",
-                waiting.join(", ")
-            ),
-            RunError::PollBudget { polls, now } => {
-                write!(f, "poll budget of {polls} exhausted at t={now} ns")
-            }
-            RunError::WallTimeout { after } => {
-                write!(f, "threaded run still going after {after:?}; stopped")
-            }
-            RunError::ActorPanicked {
-                actor,
-                message,
-                now,
-            } => write!(f, "actor {actor} panicked at t={now} ns: {message}"),
-            RunError::Spawn(e) => write!(f, "could not start the runner: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RunError::Spawn(e) => Some(e),
-            _ => None,
-        }
+error_enum! {
+    /// Why a run did not complete.
+    #[derive(Debug)]
+    pub enum RunError {
+        /// The deterministic runner polled `polls` times in a row without any
+        /// actor making progress (livelock or deadlock).
+        Livelock {
+            /// Consecutive polls without progress.
+            polls: u64,
+            /// Virtual time when the guard fired.
+            now: Nanos,
+            /// Actors not finished at that point.
+            waiting: Vec<String>,
+        } => (
+            "livelock: {polls} polls without progress at t={now} ns; waiting: {}",
+            waiting.join(", ")
+        ),
+        /// The deterministic runner reached [`DetConfig::max_polls`].
+        PollBudget {
+            /// Polls done.
+            polls: u64,
+            /// Virtual time.
+            now: Nanos,
+        } => "poll budget of {polls} exhausted at t={now} ns",
+        /// The threaded run passed [`ThreadedConfig::max_wall`].
+        WallTimeout {
+            /// The bound that passed.
+            after: Duration,
+        } => "threaded run still going after {after:?}; stopped",
+        /// An actor panicked inside `poll`; the others were stopped.
+        ActorPanicked {
+            /// The actor's name.
+            actor: String,
+            /// The panic message (when it was a string).
+            message: String,
+            /// The time of the poll that panicked.
+            now: Nanos,
+        } => "actor {actor} panicked at t={now} ns: {message}",
+        /// A thread could not be spawned (or the stop eventfd created).
+        Spawn(#[source] io::Error) => "could not start the runner: {0}",
     }
 }
 

@@ -24,8 +24,8 @@
 //!   UTF-8 when every text is.
 //! - Nothing in a line may depend on addresses, wall-clock time or
 //!   per-process hash seeds: the same seed and configuration give a
-//!   byte-identical file, and its SHA-256 ([`TraceSummary::sha256`]) names
-//!   the run.
+//!   byte-identical file, and its SHA-256 (`TraceSummary::sha256`, with
+//!   the `trace-digest` feature) names the run.
 //!
 //! ## Cost
 //!
@@ -43,8 +43,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::sha256::{self, Digest, Sha256};
 use crate::actors::{Nanos, TraceEvent, TraceSink};
+#[cfg(feature = "trace-digest")]
+use sha2::Digest as _;
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -63,50 +64,20 @@ pub struct TraceHeader {
     pub config: String,
 }
 
-/// A header line that could not be read.
-#[derive(Debug)]
-pub enum TraceError {
-    /// Reading failed.
-    Io(io::Error),
-    /// The first line does not start with `xunds-trace`.
-    NotATrace(String),
-    /// A version this build cannot read.
-    UnsupportedVersion(String),
-    /// The seed is missing or not a decimal u64.
-    BadSeed(String),
-    /// The `config=` field is missing.
-    MissingConfig,
-}
-
-impl fmt::Display for TraceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TraceError::Io(e) => write!(f, "reading the trace: {e}"),
-            TraceError::NotATrace(l) => write!(f, "not an xunds trace (first line {l:?})"),
-            TraceError::UnsupportedVersion(v) => {
-                write!(
-                    f,
-                    "unsupported trace version {v:?} (this build reads v{FORMAT_VERSION})"
-                )
-            }
-            TraceError::BadSeed(s) => write!(f, "bad seed field {s:?}"),
-            TraceError::MissingConfig => f.write_str("the header has no config= field"),
-        }
-    }
-}
-
-impl std::error::Error for TraceError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TraceError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for TraceError {
-    fn from(e: io::Error) -> Self {
-        TraceError::Io(e)
+error_enum! {
+    /// A header line that could not be read.
+    #[derive(Debug)]
+    pub enum TraceError {
+        /// Reading failed.
+        Io(#[from] io::Error) => "reading the trace: {0}",
+        /// The first line does not start with `xunds-trace`.
+        NotATrace(String) => "not an xunds trace (first line {0:?})",
+        /// A version this build cannot read.
+        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION})",
+        /// The seed is missing or not a decimal u64.
+        BadSeed(String) => "bad seed field {0:?}",
+        /// The `config=` field is missing.
+        MissingConfig => "the header has no config= field",
     }
 }
 
@@ -173,6 +144,28 @@ impl TraceHeader {
             .filter_map(|t| t.split_once('='))
             .find(|(k, _)| *k == key)
             .map(|(_, v)| v)
+    }
+}
+
+/// A SHA-256 digest (`trace_sha256`).
+pub type Digest = [u8; 32];
+
+/// The running digest of the bytes recorded: SHA-256 (the `sha2` crate) with
+/// the `trace-digest` feature, nothing without it.
+#[derive(Clone, Default)]
+struct Hasher(#[cfg(feature = "trace-digest")] sha2::Sha256);
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        #[cfg(feature = "trace-digest")]
+        self.0.update(bytes);
+        #[cfg(not(feature = "trace-digest"))]
+        let _ = bytes;
+    }
+
+    #[cfg(feature = "trace-digest")]
+    fn finalize(self) -> Digest {
+        self.0.finalize().into()
     }
 }
 
@@ -258,7 +251,7 @@ pub struct Trace {
     /// Scratch for one line; cleared, never shrunk.
     line: Vec<u8>,
     out: Out,
-    hasher: Sha256,
+    hasher: Hasher,
     lines: u64,
     bytes: u64,
     /// The first write error (later events are dropped; [`Trace::finish`]
@@ -284,6 +277,7 @@ pub struct TraceSummary {
     /// Bytes written.
     pub bytes: u64,
     /// SHA-256 of exactly those bytes.
+    #[cfg(feature = "trace-digest")]
     pub sha256: Digest,
     /// The bytes, for an in-memory trace.
     pub memory: Option<Vec<u8>>,
@@ -293,8 +287,9 @@ pub struct TraceSummary {
 
 impl TraceSummary {
     /// The digest in lower-case hex (`trace_sha256`).
+    #[cfg(feature = "trace-digest")]
     pub fn sha256_hex(&self) -> String {
-        sha256::hex(&self.sha256)
+        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -307,7 +302,7 @@ impl Trace {
             enabled: true,
             line: Vec::with_capacity(LINE_CAPACITY),
             out,
-            hasher: Sha256::new(),
+            hasher: Hasher::default(),
             lines: 0,
             bytes: 0,
             error: None,
@@ -324,7 +319,7 @@ impl Trace {
             enabled: false,
             line: Vec::new(),
             out: Out::DigestOnly,
-            hasher: Sha256::new(),
+            hasher: Hasher::default(),
             lines: 0,
             bytes: 0,
             error: None,
@@ -408,6 +403,7 @@ impl Trace {
     }
 
     /// The digest of the bytes so far (the trace keeps recording).
+    #[cfg(feature = "trace-digest")]
     pub fn digest_so_far(&self) -> Digest {
         self.hasher.clone().finalize()
     }
@@ -433,6 +429,7 @@ impl Trace {
         Ok(TraceSummary {
             lines: self.lines,
             bytes: self.bytes,
+            #[cfg(feature = "trace-digest")]
             sha256: self.hasher.finalize(),
             memory,
             replay,
@@ -614,6 +611,13 @@ pub fn diff_files(a: &Path, b: &Path) -> io::Result<TraceDiff> {
 mod tests {
     use super::*;
 
+    /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
+    /// pieces).
+    #[cfg(feature = "trace-digest")]
+    fn sha256(bytes: &[u8]) -> Digest {
+        sha2::Sha256::digest(bytes).into()
+    }
+
     fn ev<'a>(kind: &'static str, text: &'a dyn fmt::Display) -> TraceEvent<'a> {
         TraceEvent { kind, text }
     }
@@ -675,10 +679,12 @@ mod tests {
              t=150 worker0 hal two\\nlines\\r\n"
         );
         assert_eq!(s.bytes, text.len() as u64);
-        assert_eq!(s.sha256, Sha256::digest(text.as_bytes()));
+        #[cfg(feature = "trace-digest")]
+        assert_eq!(s.sha256, sha256(text.as_bytes()));
     }
 
     #[test]
+    #[cfg(feature = "trace-digest")]
     fn every_output_has_the_same_digest() {
         let h = TraceHeader::new(1, "a=b");
         let feed = |t: &mut Trace| {
@@ -712,7 +718,8 @@ mod tests {
         t.record(Nanos(1), "a", ev("msg", &"x"));
         let s = t.finish().unwrap();
         assert_eq!((s.lines, s.bytes), (0, 0));
-        assert_eq!(s.sha256, Sha256::digest(b""));
+        #[cfg(feature = "trace-digest")]
+        assert_eq!(s.sha256, sha256(b""));
     }
 
     #[test]

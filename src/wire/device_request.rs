@@ -1,8 +1,8 @@
-//! `device_exec_request_t` (seed 000 §3, §7 item 4): the 52-byte block the
+//! `device_exec_request_t` (docs/abi.md §1.5): the 52-byte block the
 //! submit path stages into device DRAM, and the 0x38-byte request buffer the
 //! sequencer fetches (body + the 4-byte `cc_dma_increment` trailer at 0x34).
 //!
-//! Every field is a `uint32_t` (CORRECTION (ABI-1) in §3): a flag word, five
+//! Every field is a `uint32_t` (CORRECTION (ABI-1) in docs/abi.md §1.5): a flag word, five
 //! engine-address low words, five engine-address high words (two arrays, not
 //! interleaved `{lo,hi}` pairs), then two more flag words. A `#[repr(C)]`
 //! struct of thirteen `u32` is padding-free at exactly 52 bytes, so
@@ -18,101 +18,61 @@
 //! `reload_seq_config`/`load_act_dve_tables`; keeping it out of the type makes
 //! that mistake unrepresentable, and [`SIZE`] stays the body-copy length.
 //!
-//! Seed discrepancy: §3's pseudo-code loops `for i in 0..4` while its comment,
+//! Seed discrepancy: docs/abi.md §1.5's pseudo-code loops `for i in 0..4` while its comment,
 //! the prose and the byte offsets (five low words at 0x04..0x18, five high
 //! words at 0x18..0x2C) all say five engines PE, ACT, POOL, DVE, SP. The bytes
 //! win: [`DeviceExecRequest::with_engine_addresses`] fills all five.
 
 use core::mem::{offset_of, size_of};
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
-/// Byte offsets of the `device_exec_request_t` fields (seed 000 §7 item 4).
-pub mod off {
-    /// `uint32_t do_model_switch`.
-    pub const DO_MODEL_SWITCH: usize = 0x00;
-    /// `uint32_t eng_addresses_lo[5]` (one low word per engine, [`super::Engine`] order).
-    pub const ENG_ADDRESSES_LO: usize = 0x04;
-    /// `uint32_t eng_addresses_hi[5]` (one high word per engine).
-    pub const ENG_ADDRESSES_HI: usize = 0x18;
-    /// `uint32_t reload_seq_config`.
-    pub const RELOAD_SEQ_CONFIG: usize = 0x2C;
-    /// `uint32_t load_act_dve_tables`.
-    pub const LOAD_ACT_DVE_TABLES: usize = 0x30;
+wire_block! {
+    /// Layout of `device_exec_request_t` (docs/abi.md §1.5; all fields seed-stated).
+    pub LAYOUT: "device_exec_request_t", SIZE = 0x34, off {
+        seed DO_MODEL_SWITCH "do_model_switch" = 0x00, 4;
+        /// One low word per engine, [`super::Engine`] order.
+        seed ENG_ADDRESSES_LO "eng_addresses_lo" = 0x04, 20;
+        /// One high word per engine.
+        seed ENG_ADDRESSES_HI "eng_addresses_hi" = 0x18, 20;
+        seed RELOAD_SEQ_CONFIG "reload_seq_config" = 0x2C, 4;
+        seed LOAD_ACT_DVE_TABLES "load_act_dve_tables" = 0x30, 4;
+    }
 }
 
-/// `sizeof(device_exec_request_t)`: the length of the body copy (0x34).
-pub const SIZE: usize = 0x34;
-/// The request buffer the device fetches: body + 4-byte trailer (0x38).
-pub const BUFFER_SIZE: usize = 0x38;
+wire_block! {
+    /// Layout of the 0x38-byte request buffer the sequencer fetches: the body
+    /// (copy 1, 52 bytes at 0) and the `cc_dma_increment` trailer (copy 2, 4
+    /// bytes at 0x34). The block name is ours (the seed calls it `req_buf`).
+    pub BUFFER_LAYOUT: "device_exec_request_buf", BUFFER_SIZE = 0x38, buf_off {
+        seed BODY "device_exec_request_t" = 0x00, 0x34;
+        /// The separately copied trailer.
+        seed CC_DMA_INCREMENT "cc_dma_increment" = 0x34, 4;
+    }
+}
+
 /// Buffer offset of the separately copied `cc_dma_increment` trailer.
-pub const CC_DMA_INCREMENT_OFF: usize = 0x34;
+pub const CC_DMA_INCREMENT_OFF: usize = buf_off::CC_DMA_INCREMENT;
 /// Number of TPB engines with an instruction-block address in the request.
-pub const NUM_ENGINES: usize = 5;
+pub const NUM_ENGINES: usize = Engine::ALL.len();
 
-const _: () = assert!(SIZE == 52);
-const _: () = assert!(CC_DMA_INCREMENT_OFF == SIZE);
-const _: () = assert!(BUFFER_SIZE == CC_DMA_INCREMENT_OFF + 4);
-const _: () = assert!(off::ENG_ADDRESSES_LO + 4 * NUM_ENGINES == off::ENG_ADDRESSES_HI);
-const _: () = assert!(off::ENG_ADDRESSES_HI + 4 * NUM_ENGINES == off::RELOAD_SEQ_CONFIG);
-const _: () = assert!(off::LOAD_ACT_DVE_TABLES + 4 == SIZE);
+const _: () = assert!(SIZE == 52 && CC_DMA_INCREMENT_OFF == SIZE);
+const _: () = assert!(off::ENG_ADDRESSES_HI - off::ENG_ADDRESSES_LO == 4 * NUM_ENGINES);
 
-/// A TPB engine, in the index order of the address arrays (seed 000 §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Engine {
-    /// Processing engine (index 0).
-    Pe = 0,
-    /// Activation engine (index 1).
-    Act = 1,
-    /// Pooling engine (index 2).
-    Pool = 2,
-    /// Vector engine (index 3).
-    Dve = 3,
-    /// Sync/scalar processor (index 4).
-    Sp = 4,
-}
-
-impl Engine {
-    /// Every engine, in array-index order.
-    pub const ALL: [Engine; NUM_ENGINES] = [
-        Engine::Pe,
-        Engine::Act,
-        Engine::Pool,
-        Engine::Dve,
-        Engine::Sp,
-    ];
-
-    /// The engine's index in `eng_addresses_lo` / `eng_addresses_hi`.
-    pub const fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The engine at `index`, if `index < 5`.
-    pub const fn from_index(index: usize) -> Option<Engine> {
-        if index < NUM_ENGINES {
-            Some(Self::ALL[index])
-        } else {
-            None
-        }
-    }
-
-    /// The seed's name (`PE`, `ACT`, `POOL`, `DVE`, `SP`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Engine::Pe => "PE",
-            Engine::Act => "ACT",
-            Engine::Pool => "POOL",
-            Engine::Dve => "DVE",
-            Engine::Sp => "SP",
-        }
-    }
-}
-
-impl core::fmt::Display for Engine {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+wire_enum! {
+    /// A TPB engine, in the index order of the address arrays (docs/abi.md §1.5).
+    pub enum Engine(usize) {
+        /// Processing engine.
+        Pe = 0 => "PE",
+        /// Activation engine.
+        Act = 1 => "ACT",
+        /// Pooling engine.
+        Pool = 2 => "POOL",
+        /// Vector engine.
+        Dve = 3 => "DVE",
+        /// Sync/scalar processor.
+        Sp = 4 => "SP",
     }
 }
 
@@ -135,6 +95,7 @@ pub struct DeviceExecRequest {
     pub load_act_dve_tables: u32,
 }
 
+// The value type is the C struct: its fields sit at the declared offsets.
 const _: () = assert!(size_of::<DeviceExecRequest>() == SIZE);
 const _: () = assert!(offset_of!(DeviceExecRequest, do_model_switch) == off::DO_MODEL_SWITCH);
 const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_lo) == off::ENG_ADDRESSES_LO);
@@ -142,46 +103,6 @@ const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_hi) == off::EN
 const _: () = assert!(offset_of!(DeviceExecRequest, reload_seq_config) == off::RELOAD_SEQ_CONFIG);
 const _: () =
     assert!(offset_of!(DeviceExecRequest, load_act_dve_tables) == off::LOAD_ACT_DVE_TABLES);
-// Seed numbers, spelled out (§7 item 4).
-const _: () = assert!(off::ENG_ADDRESSES_LO == 0x04);
-const _: () = assert!(off::ENG_ADDRESSES_HI == 0x18);
-const _: () = assert!(off::RELOAD_SEQ_CONFIG == 0x2C);
-const _: () = assert!(off::LOAD_ACT_DVE_TABLES == 0x30);
-
-/// Layout of `device_exec_request_t` (all fields seed-stated).
-pub const LAYOUT: Block = Block {
-    name: "device_exec_request_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("do_model_switch", off::DO_MODEL_SWITCH, 4),
-        Field::seed("eng_addresses_lo", off::ENG_ADDRESSES_LO, 4 * NUM_ENGINES),
-        Field::seed("eng_addresses_hi", off::ENG_ADDRESSES_HI, 4 * NUM_ENGINES),
-        Field::seed("reload_seq_config", off::RELOAD_SEQ_CONFIG, 4),
-        Field::seed("load_act_dve_tables", off::LOAD_ACT_DVE_TABLES, 4),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[0].offset == offset_of!(DeviceExecRequest, do_model_switch));
-const _: () = assert!(LAYOUT.fields[1].offset == offset_of!(DeviceExecRequest, eng_addresses_lo));
-const _: () = assert!(LAYOUT.fields[2].offset == offset_of!(DeviceExecRequest, eng_addresses_hi));
-const _: () = assert!(LAYOUT.fields[3].offset == offset_of!(DeviceExecRequest, reload_seq_config));
-const _: () =
-    assert!(LAYOUT.fields[4].offset == offset_of!(DeviceExecRequest, load_act_dve_tables));
-const _: () = assert!(LAYOUT.fields[4].end() == SIZE);
-
-/// Layout of the 0x38-byte request buffer the sequencer fetches: the body
-/// (copy 1, 52 bytes at 0) and the `cc_dma_increment` trailer (copy 2, 4
-/// bytes at 0x34). The block name is ours (the seed calls it `req_buf`).
-pub const BUFFER_LAYOUT: Block = Block {
-    name: "device_exec_request_buf",
-    size: BUFFER_SIZE,
-    fields: &[
-        Field::seed("device_exec_request_t", 0, SIZE),
-        Field::seed("cc_dma_increment", CC_DMA_INCREMENT_OFF, 4),
-    ],
-};
-const _: () = assert!(BUFFER_LAYOUT.is_well_formed());
-const _: () = assert!(BUFFER_LAYOUT.fields[1].end() == BUFFER_SIZE);
 
 impl DeviceExecRequest {
     /// A request with the given per-engine addresses (all five, [`Engine`]
@@ -203,7 +124,7 @@ impl DeviceExecRequest {
         r
     }
 
-    /// Split `addr` into the engine's low and high words (seed 000 §3:
+    /// Split `addr` into the engine's low and high words (docs/abi.md §1.5:
     /// `lo = addr & 0xFFFFFFFF`, `hi = addr >> 32`).
     pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
         self.eng_addresses_lo[engine.index()] = addr as u32;

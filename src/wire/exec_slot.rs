@@ -1,7 +1,7 @@
-//! `xuq_exec_info_t` (seed 000 §1, §7 item 2): one 32-byte ring slot.
+//! `xuq_exec_info_t` (docs/abi.md §1.2, §1.3): one 32-byte ring slot.
 //!
 //! The producer writes `seq_id`, `exec_status`, `exec_info` and
-//! `mark_comp_efd = -1` (§6); a waiter later installs a real eventfd and
+//! `mark_comp_efd = -1` (docs/abi.md §1.9); a waiter later installs a real eventfd and
 //! `efd_from_pool` under `mark_comp_lock`; the consumer captures `seq_id`,
 //! `mark_comp_efd` and `efd_from_pool` before advancing `exec_head`. The
 //! 3-byte hole at +0x15..+0x18 is alignment padding: [`ExecSlot::emit`] never
@@ -17,30 +17,28 @@
 
 use core::mem::{offset_of, size_of};
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::seq_id::SeqId;
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Byte offsets of the `xuq_exec_info_t` fields (seed 000 §7 item 2).
-pub mod off {
-    /// `seq_id_t seq_id` (8 bytes).
-    pub const SEQ_ID: usize = 0x00;
-    /// `NRT_STATUS *exec_status` (8-byte pointer).
-    pub const EXEC_STATUS: usize = 0x08;
-    /// `int mark_comp_efd` (4 bytes, -1 = no waiter).
-    pub const MARK_COMP_EFD: usize = 0x10;
-    /// `bool efd_from_pool` (1 byte; +0x15..+0x17 is padding).
-    pub const EFD_FROM_POOL: usize = 0x14;
-    /// `void *exec_info` (8-byte pointer to the work item).
-    pub const EXEC_INFO: usize = 0x18;
+wire_block! {
+    /// Layout of `xuq_exec_info_t` (docs/abi.md §1.3; all fields seed-stated).
+    pub LAYOUT: "xuq_exec_info_t", SIZE = 32, off {
+        seed SEQ_ID "seq_id" = 0x00, 8;
+        /// `NRT_STATUS *` (8-byte pointer).
+        seed EXEC_STATUS "exec_status" = 0x08, 8;
+        /// `int`, -1 = no waiter.
+        seed MARK_COMP_EFD "mark_comp_efd" = 0x10, 4;
+        /// `bool`.
+        seed EFD_FROM_POOL "efd_from_pool" = 0x14, 1;
+        pad = 0x15, 3;
+        /// `void *` to the work item.
+        seed EXEC_INFO "exec_info" = 0x18, 8;
+    }
 }
 
-/// `sizeof(xuq_exec_info_t)`.
-pub const SIZE: usize = 32;
-/// The "no waiter yet" sentinel for `mark_comp_efd` (seed 000 §1 QUIRK).
+/// The "no waiter yet" sentinel for `mark_comp_efd` (docs/abi.md §1.3).
 pub const NO_EFD: i32 = -1;
-
-const _: () = assert!(off::EXEC_INFO + 8 == SIZE);
 
 /// One ring slot. `#[repr(C)]` so `offset_of!` proves the seed offsets (the
 /// value is still encoded field by field; its padding is never exposed).
@@ -59,42 +57,16 @@ pub struct ExecSlot {
     pub exec_info: u64,
 }
 
-// Seed 000 §7 item 2.
+// The value type is the C struct: its fields sit at the declared offsets.
 const _: () = assert!(size_of::<ExecSlot>() == SIZE);
-const _: () = assert!(offset_of!(ExecSlot, seq_id) == off::SEQ_ID && off::SEQ_ID == 0x00);
-const _: () =
-    assert!(offset_of!(ExecSlot, exec_status) == off::EXEC_STATUS && off::EXEC_STATUS == 0x08);
-const _: () = assert!(
-    offset_of!(ExecSlot, mark_comp_efd) == off::MARK_COMP_EFD && off::MARK_COMP_EFD == 0x10
-);
-const _: () = assert!(
-    offset_of!(ExecSlot, efd_from_pool) == off::EFD_FROM_POOL && off::EFD_FROM_POOL == 0x14
-);
-const _: () = assert!(offset_of!(ExecSlot, exec_info) == off::EXEC_INFO && off::EXEC_INFO == 0x18);
-
-/// Layout of `xuq_exec_info_t` (all fields seed-stated).
-pub const LAYOUT: Block = Block {
-    name: "xuq_exec_info_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("seq_id", off::SEQ_ID, 8),
-        Field::seed("exec_status", off::EXEC_STATUS, 8),
-        Field::seed("mark_comp_efd", off::MARK_COMP_EFD, 4),
-        Field::seed("efd_from_pool", off::EFD_FROM_POOL, 1),
-        Field::seed("exec_info", off::EXEC_INFO, 8),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[0].offset == offset_of!(ExecSlot, seq_id));
-const _: () = assert!(LAYOUT.fields[1].offset == offset_of!(ExecSlot, exec_status));
-const _: () = assert!(LAYOUT.fields[2].offset == offset_of!(ExecSlot, mark_comp_efd));
-const _: () = assert!(LAYOUT.fields[3].offset == offset_of!(ExecSlot, efd_from_pool));
-const _: () = assert!(LAYOUT.fields[4].offset == offset_of!(ExecSlot, exec_info));
-// The hole: efd_from_pool ends at 0x15, exec_info starts at 0x18.
-const _: () = assert!(LAYOUT.fields[4].offset - LAYOUT.fields[3].end() == 3);
+const _: () = assert!(offset_of!(ExecSlot, seq_id) == off::SEQ_ID);
+const _: () = assert!(offset_of!(ExecSlot, exec_status) == off::EXEC_STATUS);
+const _: () = assert!(offset_of!(ExecSlot, mark_comp_efd) == off::MARK_COMP_EFD);
+const _: () = assert!(offset_of!(ExecSlot, efd_from_pool) == off::EFD_FROM_POOL);
+const _: () = assert!(offset_of!(ExecSlot, exec_info) == off::EXEC_INFO);
 
 impl ExecSlot {
-    /// What `xuq_client_submit` writes (§6): the body with `mark_comp_efd = -1`.
+    /// What `xuq_client_submit` writes (docs/abi.md §1.9): the body with `mark_comp_efd = -1`.
     pub const fn submitted(seq_id: SeqId, exec_status: u64, exec_info: u64) -> ExecSlot {
         ExecSlot {
             seq_id,

@@ -1,17 +1,19 @@
 //! Layout descriptors and the annotated hex dump.
 //!
-//! Every wire module exports a `LAYOUT: Block` naming its fields with the
-//! seed's C names. The descriptors drive `xunds layout` (table and `--json`),
-//! the annotated dumps used in snapshots and error messages, and compile-time
-//! cross-checks against `offset_of!`. A field is marked [`Origin::Ours`] when
-//! the seed gives only the enclosing size and xunds chose the inside.
+//! Every wire module declares its blocks once with `wire_block!`: a
+//! `LAYOUT: Block` naming the fields with the C names, the offset consts and
+//! a compile-time assert per row against the spec's literal numbers. The
+//! descriptors drive `xunds layout` (table and `--json`) and the annotated
+//! dumps used in snapshots and error messages. A field is marked
+//! [`Origin::Ours`] when the spec gives only the enclosing size and xunds
+//! chose the inside.
 
 use core::fmt::Write as _;
 
 /// Where a field's name and position come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
-    /// Stated by a seed (or SPEC-NOTES.md): an ABI fact.
+    /// Stated by the ABI (docs/abi.md): an ABI fact.
     Seed,
     /// Chosen by xunds where the sources give only the enclosing size.
     Ours,
@@ -86,12 +88,130 @@ impl Block {
         }
         true
     }
+
+    /// `true` when `inner`'s fields appear in `self`, in order and
+    /// contiguously, shifted by `base`, with the same sizes and origins and
+    /// names ending in the inner names (a nested struct flattened).
+    pub const fn embeds(&self, inner: &Block, base: usize) -> bool {
+        let mut first = 0;
+        while first < self.fields.len() && self.fields[first].offset != base {
+            first += 1;
+        }
+        if first + inner.fields.len() > self.fields.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < inner.fields.len() {
+            let (o, n) = (&self.fields[first + i], &inner.fields[i]);
+            let (a, b) = (o.name.as_bytes(), n.name.as_bytes());
+            if o.offset != base + n.offset || o.size != n.size || a.len() < b.len() {
+                return false;
+            }
+            if (o.origin as u8) != (n.origin as u8) {
+                return false;
+            }
+            let mut k = 0;
+            while k < b.len() {
+                if a[a.len() - b.len() + k] != b[k] {
+                    return false;
+                }
+                k += 1;
+            }
+            i += 1;
+        }
+        true
+    }
+}
+
+/// One declared row of a `wire_block!`: a field or a padding gap. Only the
+/// macro builds these.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    field: Field,
+    padding: bool,
+}
+
+#[doc(hidden)]
+impl Row {
+    pub const fn seed(name: &'static str, offset: usize, size: usize) -> Row {
+        Row {
+            field: Field::seed(name, offset, size),
+            padding: false,
+        }
+    }
+    pub const fn ours(name: &'static str, offset: usize, size: usize) -> Row {
+        Row {
+            field: Field::ours(name, offset, size),
+            padding: false,
+        }
+    }
+    pub const fn pad(offset: usize, size: usize) -> Row {
+        Row {
+            field: Field::ours("(padding)", offset, size),
+            padding: true,
+        }
+    }
+}
+
+/// The number of field rows (not padding) in `rows`.
+#[doc(hidden)]
+pub const fn field_count(rows: &[Row]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < rows.len() {
+        n += !rows[i].padding as usize;
+        i += 1;
+    }
+    n
+}
+
+/// The field rows of `rows`, in order (`N` is [`field_count`]).
+#[doc(hidden)]
+pub const fn fields<const N: usize>(rows: &[Row]) -> [Field; N] {
+    let mut out = [Field::seed("", 0, 0); N];
+    let (mut i, mut n) = (0, 0);
+    while i < rows.len() {
+        if !rows[i].padding {
+            out[n] = rows[i].field;
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `true` when the first row at `offset` has `size` bytes and starts where
+/// the row before it ends (or at 0 when it is the first).
+#[doc(hidden)]
+pub const fn row_follows(rows: &[Row], offset: usize, size: usize) -> bool {
+    let mut i = 0;
+    while i < rows.len() {
+        let f = &rows[i].field;
+        if f.offset == offset && f.size == size && size > 0 {
+            return if i == 0 {
+                offset == 0
+            } else {
+                rows[i - 1].field.end() == offset
+            };
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Where the last row ends.
+#[doc(hidden)]
+pub const fn rows_end(rows: &[Row]) -> usize {
+    match rows.last() {
+        Some(r) => r.field.end(),
+        None => 0,
+    }
 }
 
 /// A named byte range of a larger map (the NDS region map rows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
-    /// The region name (seed 004 §1 naming).
+    /// The region name (docs/abi.md §2.2 naming).
     pub name: &'static str,
     /// Byte offset from the start of the map.
     pub offset: usize,
@@ -195,6 +315,26 @@ mod tests {
         assert!(d.contains("(padding)"));
         assert!(d.contains("b [ours]"));
         assert!(d.contains("= 0x2"));
+    }
+
+    #[test]
+    fn declared_rows_must_follow_each_other() {
+        const ROWS: &[Row] = &[Row::seed("a", 0, 4), Row::pad(4, 4), Row::ours("b", 8, 4)];
+        assert!(row_follows(ROWS, 0, 4) && row_follows(ROWS, 4, 4) && row_follows(ROWS, 8, 4));
+        assert_eq!(rows_end(ROWS), 12);
+        assert_eq!(field_count(ROWS), 2);
+        assert_eq!(
+            fields::<2>(ROWS),
+            [Field::seed("a", 0, 4), Field::ours("b", 8, 4)]
+        );
+        // A gap, a wrong size or a wrong first offset is refused.
+        assert!(!row_follows(
+            &[Row::seed("a", 0, 4), Row::seed("b", 6, 2)],
+            6,
+            2
+        ));
+        assert!(!row_follows(ROWS, 8, 2));
+        assert!(!row_follows(&[Row::seed("a", 1, 4)], 1, 4));
     }
 
     #[test]

@@ -2,15 +2,16 @@
 //! padding-free `#[repr(C)]` types.
 //!
 //! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
-//! ABI block has its own module with a `LAYOUT` descriptor (the seed's C field
-//! names, offsets and sizes), a compile-time assert for every size and offset
-//! the seed states, checked parsing that returns [`WireError`] instead of
-//! panicking on untrusted bytes, emit, and an annotated hex dump
+//! ABI block is declared once, with `wire_block!` (`src/macros.rs`): the C
+//! field names with the spec's literal offsets and sizes give the `LAYOUT`
+//! descriptor, the offset consts and a compile-time assert per row. Each
+//! module adds checked parsing that returns [`WireError`] instead of panicking
+//! on untrusted bytes, emit, and an annotated hex dump
 //! ([`layout::annotated_dump`]) used by snapshots and error messages.
 //!
-//! Seed 000 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
+//! docs/abi.md §1 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
 //! [`device_request`], [`work_item`]. Device side: [`udma`] (from
-//! SPEC-NOTES.md) and [`nq`] (ours). Seed 004: [`nds`]. Status codes:
+//! docs/abi.md §3) and [`nq`] (ours). docs/abi.md §2: [`nds`]. Status codes:
 //! [`status`].
 #![forbid(unsafe_code)]
 
@@ -25,14 +26,12 @@ pub mod udma;
 pub mod work_item;
 pub mod xu_queue;
 
-use core::fmt;
-
 use layout::Block;
 
 /// The seed-000 blocks, in the seed's order: ring header, slot, seq_id,
 /// device request (body, then the 0x38-byte buffer), work item and its
 /// completion-response area.
-pub const SEED000_BLOCKS: &[&Block] = &[
+pub const XU_BLOCKS: &[&Block] = &[
     &xu_queue::LAYOUT,
     &exec_slot::LAYOUT,
     &seq_id::LAYOUT,
@@ -42,7 +41,7 @@ pub const SEED000_BLOCKS: &[&Block] = &[
     &work_item::INFER_RESP_LAYOUT,
 ];
 
-/// The device-side blocks: the UDMA descriptor (SPEC-NOTES.md) and our NQ record.
+/// The device-side blocks: the UDMA descriptor (docs/abi.md §1.13) and our NQ record.
 pub const DEVICE_BLOCKS: &[&Block] = &[
     &udma::LAYOUT,
     &udma::LAYOUT_M2S_META,
@@ -51,68 +50,48 @@ pub const DEVICE_BLOCKS: &[&Block] = &[
 ];
 
 /// Every ABI block xunds defines, in the order `xunds layout` prints them:
-/// [`SEED000_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (seed 004).
+/// [`XU_BLOCKS`], [`DEVICE_BLOCKS`], then [`nds::BLOCKS`] (docs/abi.md §2).
 pub fn all_blocks() -> impl Iterator<Item = &'static Block> {
-    SEED000_BLOCKS
+    XU_BLOCKS
         .iter()
         .copied()
         .chain(DEVICE_BLOCKS.iter().copied())
         .chain(nds::BLOCKS.iter())
 }
 
-/// Why a byte string was refused by a wire decoder.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WireError {
-    /// The input is shorter than the block.
-    Truncated {
-        /// The block's C name.
-        block: &'static str,
-        /// Bytes the block needs.
-        need: usize,
-        /// Bytes that were given.
-        got: usize,
-    },
-    /// A field holds a value the ABI does not allow.
-    InvalidField {
-        /// The block's C name.
-        block: &'static str,
-        /// The field's C name.
-        field: &'static str,
-        /// The offending raw value.
-        value: u64,
-    },
-    /// An index (counter, core, slot, ...) is outside its range.
-    OutOfRange {
-        /// What was being indexed.
-        what: &'static str,
-        /// The offending value.
-        value: u64,
-        /// The exclusive upper bound (or the band size) it violated.
-        limit: u64,
-    },
-}
-
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WireError::Truncated { block, need, got } => {
-                write!(f, "{block}: need {need} bytes, got {got}")
-            }
-            WireError::InvalidField {
-                block,
-                field,
-                value,
-            } => {
-                write!(f, "{block}.{field}: invalid value {value:#x}")
-            }
-            WireError::OutOfRange { what, value, limit } => {
-                write!(f, "{what} {value} out of range (limit {limit})")
-            }
-        }
+error_enum! {
+    /// Why a byte string was refused by a wire decoder.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum WireError {
+        /// The input is shorter than the block.
+        Truncated {
+            /// The block's C name.
+            block: &'static str,
+            /// Bytes the block needs.
+            need: usize,
+            /// Bytes that were given.
+            got: usize,
+        } => "{block}: need {need} bytes, got {got}",
+        /// A field holds a value the ABI does not allow.
+        InvalidField {
+            /// The block's C name.
+            block: &'static str,
+            /// The field's C name.
+            field: &'static str,
+            /// The offending raw value.
+            value: u64,
+        } => "{block}.{field}: invalid value {value:#x}",
+        /// An index (counter, core, slot, ...) is outside its range.
+        OutOfRange {
+            /// What was being indexed.
+            what: &'static str,
+            /// The offending value.
+            value: u64,
+            /// The exclusive upper bound (or the band size) it violated.
+            limit: u64,
+        } => "{what} {value} out of range (limit {limit})",
     }
 }
-
-impl std::error::Error for WireError {}
 
 impl WireError {
     /// `InvalidField` for `block.field` holding `value`.

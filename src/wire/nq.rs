@@ -1,4 +1,4 @@
-//! `nq_entry`: our 16-byte notification-queue record (SPEC-NOTES.md
+//! `nq_entry`: our 16-byte notification-queue record (docs/abi.md §1.13
 //! "Notification queues": the public driver fixes only the ring, so the entry
 //! format is **ours**; every field below is marked `[ours]` in the layout).
 //!
@@ -8,7 +8,7 @@
 //! | offset | field | meaning |
 //! |---|---|---|
 //! | +0x00 | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
-//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (seed 000 §3 engine order) |
+//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
 //! | +0x05 | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
 //! | +0x06 | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
 //! | +0x07 | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
@@ -21,70 +21,37 @@
 //! acquire ordering (`device::nq`). Timestamps wrap after 2^32 cycles; a
 //! latency is `end_cycle.wrapping_sub(start_cycle)`.
 //!
-//! Ring ids for reference (SPEC-NOTES.md): queue id = type * 16 + engine, with
+//! Ring ids for reference (docs/abi.md §1.13): queue id = type * 16 + engine, with
 //! [`NqType`]; our per-engine completion rings are NOTIFY queues.
 
-use core::fmt;
-
-use super::layout::{annotated_dump, Block, Field};
+use super::device_request::Engine;
+use super::layout::annotated_dump;
 use super::{le, WireError};
 
-/// `sizeof(nq_entry)`.
-pub const SIZE: usize = 16;
-
-/// Layout (ours, SPEC-NOTES.md: the NQ entry format is not public).
-pub const LAYOUT: Block = Block {
-    name: "nq_entry",
-    size: SIZE,
-    fields: &[
-        Field::ours("exec_id", 0, 4),
-        Field::ours("engine", 4, 1),
-        Field::ours("kind", 5, 1),
-        Field::ours("class", 6, 1),
-        Field::ours("flags", 7, 1),
-        Field::ours("start_cycle", 8, 4),
-        Field::ours("end_cycle", 12, 4),
-    ],
-};
-
-const _: () = assert!(LAYOUT.is_well_formed() && LAYOUT.fields[6].end() == SIZE);
-
-/// Byte offsets of the fields.
-pub mod field {
-    /// `exec_id`.
-    pub const EXEC_ID: usize = 0;
-    /// `engine`.
-    pub const ENGINE: usize = 4;
-    /// `kind`.
-    pub const KIND: usize = 5;
-    /// `class`.
-    pub const CLASS: usize = 6;
-    /// `flags`.
-    pub const FLAGS: usize = 7;
-    /// `start_cycle`.
-    pub const START_CYCLE: usize = 8;
-    /// `end_cycle`.
-    pub const END_CYCLE: usize = 12;
-    /// The 32-bit word that carries the phase bit: published last.
-    pub const PHASE_WORD: usize = 4;
+wire_block! {
+    /// Layout (ours, docs/abi.md §1.13: the NQ entry format is not public).
+    pub LAYOUT: "nq_entry", SIZE = 16, field {
+        ours EXEC_ID "exec_id" = 0, 4;
+        ours ENGINE "engine" = 4, 1;
+        ours KIND "kind" = 5, 1;
+        ours CLASS "class" = 6, 1;
+        ours FLAGS "flags" = 7, 1;
+        ours START_CYCLE "start_cycle" = 8, 4;
+        ours END_CYCLE "end_cycle" = 12, 4;
+    }
 }
 
-const _: () = assert!(field::EXEC_ID == LAYOUT.fields[0].offset);
-const _: () = assert!(field::ENGINE == LAYOUT.fields[1].offset);
-const _: () = assert!(field::KIND == LAYOUT.fields[2].offset);
-const _: () = assert!(field::CLASS == LAYOUT.fields[3].offset);
-const _: () = assert!(field::FLAGS == LAYOUT.fields[4].offset);
-const _: () = assert!(field::START_CYCLE == LAYOUT.fields[5].offset);
-const _: () = assert!(field::END_CYCLE == LAYOUT.fields[6].offset);
-const _: () = assert!(field::PHASE_WORD <= field::FLAGS && field::FLAGS < field::PHASE_WORD + 4);
+/// The 32-bit word that carries the phase bit (`engine`..`flags`): published last.
+pub const PHASE_WORD: usize = field::ENGINE;
+const _: () = assert!(PHASE_WORD % 4 == 0 && field::FLAGS < PHASE_WORD + 4);
 
 /// Index of the phase word among the entry's four little-endian u32 words.
-pub const PHASE_WORD_INDEX: usize = field::PHASE_WORD / 4;
+pub const PHASE_WORD_INDEX: usize = PHASE_WORD / 4;
 /// The phase bit inside the phase word (flags bit 0, byte +0x07).
-pub const PHASE_WORD_BIT: u32 = 1 << ((field::FLAGS - field::PHASE_WORD) * 8);
+pub const PHASE_WORD_BIT: u32 = 1 << ((field::FLAGS - PHASE_WORD) * 8);
 
-/// Number of engines (PE, ACT, POOL, DVE, SP).
-pub const ENGINES: u8 = 5;
+/// Number of engines ([`Engine`]).
+pub const ENGINES: u8 = Engine::ALL.len() as u8;
 /// `kind` value of a DONE record.
 pub const KIND_DONE: u8 = 1;
 /// `kind` value of an ERROR record.
@@ -100,22 +67,22 @@ pub const FLAGS_RESERVED: u8 = 0xF0;
 
 const _: () = assert!(PHASE_WORD_BIT == 1 << 24);
 
-/// The NQ type of a queue id (SPEC-NOTES.md: queue id = type * 16 + engine).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum NqType {
-    /// TRACE (0).
-    Trace = 0,
-    /// NOTIFY (1): our per-engine completion rings.
-    Notify = 1,
-    /// EVENT (2).
-    Event = 2,
-    /// ERROR (3).
-    Error = 3,
-    /// TRACE_DMA (4).
-    TraceDma = 4,
-    /// THROTTLE (5).
-    Throttle = 5,
+wire_enum! {
+    /// The NQ type of a queue id (docs/abi.md §1.13: queue id = type * 16 + engine).
+    pub enum NqType(u8) {
+        /// Trace records.
+        Trace = 0 => "TRACE",
+        /// Our per-engine completion rings.
+        Notify = 1 => "NOTIFY",
+        /// Events.
+        Event = 2 => "EVENT",
+        /// Errors.
+        Error = 3 => "ERROR",
+        /// DMA trace records.
+        TraceDma = 4 => "TRACE_DMA",
+        /// Throttling.
+        Throttle = 5 => "THROTTLE",
+    }
 }
 
 impl NqType {
@@ -134,37 +101,16 @@ pub enum Kind {
     Error(ErrorClass),
 }
 
-/// Who raised the record (flags bits 3:1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Source {
-    /// The engine itself (a done record, or an error its block raised).
-    Engine = 0,
-    /// The DMA engine: a corrupt descriptor aborted the request (the worker
-    /// maps this to `EXEC_HW_ERR_DMA_ABORT`).
-    Dma = 1,
-    /// The sequencer: the request in DMEM was unusable.
-    Sequencer = 2,
-}
-
-impl Source {
-    /// Decode the 3-bit source field.
-    pub const fn from_u8(v: u8) -> Option<Source> {
-        match v {
-            0 => Some(Source::Engine),
-            1 => Some(Source::Dma),
-            2 => Some(Source::Sequencer),
-            _ => None,
-        }
-    }
-
-    /// Lower-case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Source::Engine => "engine",
-            Source::Dma => "dma",
-            Source::Sequencer => "sequencer",
-        }
+wire_enum! {
+    /// Who raised the record (flags bits 3:1).
+    pub enum Source(u8) {
+        /// The engine itself (a done record, or an error its block raised).
+        Engine = 0 => "engine",
+        /// The DMA engine: a corrupt descriptor aborted the request (the
+        /// worker maps this to `EXEC_HW_ERR_DMA_ABORT`).
+        Dma = 1 => "dma",
+        /// The sequencer: the request in DMEM was unusable.
+        Sequencer = 2 => "sequencer",
     }
 }
 
@@ -187,49 +133,32 @@ pub struct NqEntry {
     pub end_cycle: u32,
 }
 
-/// Why an NQ entry could not be encoded or decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NqError {
-    /// Fewer than 16 bytes.
-    Truncated {
-        /// Bytes given.
-        got: usize,
-    },
-    /// `engine` not in `0..5`.
-    BadEngine(u8),
-    /// `kind` not DONE (1) or ERROR (2); 0 is a never-written slot.
-    BadKind(u8),
-    /// `class` is not an [`ErrorClass`] (ERROR), or non-zero (DONE).
-    BadClass {
-        /// The record's kind byte.
-        kind: u8,
-        /// The class byte.
-        class: u8,
-    },
-    /// The source bits name no [`Source`].
-    BadSource(u8),
-    /// Reserved flag bits set.
-    ReservedFlags(u8),
-}
-
-impl fmt::Display for NqError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NqError::Truncated { got } => write!(f, "nq_entry: need 16 bytes, got {got}"),
-            NqError::BadEngine(e) => write!(f, "nq_entry.engine: {e} is not an engine (0..5)"),
-            NqError::BadKind(k) => {
-                write!(f, "nq_entry.kind: {k} is neither DONE (1) nor ERROR (2)")
-            }
-            NqError::BadClass { kind, class } => {
-                write!(f, "nq_entry.class: {class} is invalid for kind {kind}")
-            }
-            NqError::BadSource(s) => write!(f, "nq_entry.flags: source {s} is not defined"),
-            NqError::ReservedFlags(b) => write!(f, "nq_entry.flags: reserved bits {b:#04x} set"),
-        }
+error_enum! {
+    /// Why an NQ entry could not be encoded or decoded.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum NqError {
+        /// Fewer than 16 bytes.
+        Truncated {
+            /// Bytes given.
+            got: usize,
+        } => "nq_entry: need 16 bytes, got {got}",
+        /// `engine` not in `0..5`.
+        BadEngine(u8) => "nq_entry.engine: {0} is not an engine (0..5)",
+        /// `kind` not DONE (1) or ERROR (2); 0 is a never-written slot.
+        BadKind(u8) => "nq_entry.kind: {0} is neither DONE (1) nor ERROR (2)",
+        /// `class` is not an [`ErrorClass`] (ERROR), or non-zero (DONE).
+        BadClass {
+            /// The record's kind byte.
+            kind: u8,
+            /// The class byte.
+            class: u8,
+        } => "nq_entry.class: {class} is invalid for kind {kind}",
+        /// The source bits name no [`Source`].
+        BadSource(u8) => "nq_entry.flags: source {0} is not defined",
+        /// Reserved flag bits set.
+        ReservedFlags(u8) => "nq_entry.flags: reserved bits {0:#04x} set",
     }
 }
-
-impl std::error::Error for NqError {}
 
 impl From<NqError> for WireError {
     fn from(e: NqError) -> Self {
@@ -334,8 +263,10 @@ impl NqEntry {
     }
 }
 
-/// Engine names in record order (seed 000 §3: PE, ACT, POOL, DVE, SP).
-pub const ENGINE_NAMES: [&str; 5] = ["PE", "ACT", "POOL", "DVE", "SP"];
+/// The name of engine index `engine` ([`Engine`]), `?` past the last.
+pub fn engine_name(engine: u8) -> &'static str {
+    Engine::from_u8(engine).map_or("?", Engine::name)
+}
 
 /// Annotated dump of `bytes` as an `nq_entry`: the field-by-field hex dump,
 /// then the decoded record or the decoder's refusal. Never panics.
@@ -352,7 +283,7 @@ pub fn dump(bytes: &[u8]) -> String {
                 out,
                 "  => exec_id={} engine={} {} source={} phase={} cycles {}..{} ({} cycles)",
                 e.exec_id,
-                ENGINE_NAMES[usize::from(e.engine)],
+                engine_name(e.engine),
                 kind,
                 e.source.name(),
                 u8::from(e.phase),
@@ -368,59 +299,23 @@ pub fn dump(bytes: &[u8]) -> String {
     out
 }
 
-/// The error class a device engine reports. The numbering is order-locked to
-/// the NDS `ERR_*` counters: counter index = `ERR_GENERIC` (7) + class
-/// (seed 004 §3 GOTCHA; SPEC-NOTES.md NC counters 7..12).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum ErrorClass {
-    /// `ERR_GENERIC` (NC counter 7).
-    Generic = 0,
-    /// `ERR_NUMERICAL` (NC counter 8).
-    Numerical = 1,
-    /// `ERR_MODEL` (NC counter 9).
-    Model = 2,
-    /// `ERR_TRANSIENT` (NC counter 10).
-    Transient = 3,
-    /// `ERR_HW` (NC counter 11).
-    Hw = 4,
-    /// `ERR_RT` (NC counter 12).
-    Runtime = 5,
-}
-
-impl ErrorClass {
-    /// Every class, in code order.
-    pub const ALL: [ErrorClass; 6] = [
-        ErrorClass::Generic,
-        ErrorClass::Numerical,
-        ErrorClass::Model,
-        ErrorClass::Transient,
-        ErrorClass::Hw,
-        ErrorClass::Runtime,
-    ];
-
-    /// Decode a raw class byte.
-    pub const fn from_u8(v: u8) -> Option<ErrorClass> {
-        match v {
-            0 => Some(ErrorClass::Generic),
-            1 => Some(ErrorClass::Numerical),
-            2 => Some(ErrorClass::Model),
-            3 => Some(ErrorClass::Transient),
-            4 => Some(ErrorClass::Hw),
-            5 => Some(ErrorClass::Runtime),
-            _ => None,
-        }
-    }
-
-    /// Lower-case name (`generic`, `numerical`, ...), as fault specs spell it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ErrorClass::Generic => "generic",
-            ErrorClass::Numerical => "numerical",
-            ErrorClass::Model => "model",
-            ErrorClass::Transient => "transient",
-            ErrorClass::Hw => "hw",
-            ErrorClass::Runtime => "runtime",
-        }
+wire_enum! {
+    /// The error class a device engine reports, by its lower-case name (as
+    /// fault specs spell it). The numbering is order-locked to the NDS `ERR_*`
+    /// counters: counter index = `ERR_GENERIC` (7) + class (docs/abi.md §2.4
+    /// GOTCHA; docs/abi.md §2.4 NC counters 7..12).
+    pub enum ErrorClass(u8) {
+        /// NC counter 7, `ERR_GENERIC`.
+        Generic = 0 => "generic",
+        /// NC counter 8, `ERR_NUMERICAL`.
+        Numerical = 1 => "numerical",
+        /// NC counter 9, `ERR_MODEL`.
+        Model = 2 => "model",
+        /// NC counter 10, `ERR_TRANSIENT`.
+        Transient = 3 => "transient",
+        /// NC counter 11, `ERR_HW`.
+        Hw = 4 => "hw",
+        /// NC counter 12, `ERR_RT`.
+        Runtime = 5 => "runtime",
     }
 }

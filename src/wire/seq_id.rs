@@ -1,4 +1,4 @@
-//! `seq_id_t` / `xu_id_t` packing (seed 000 §2, §7 item 3).
+//! `seq_id_t` / `xu_id_t` packing (docs/abi.md §1.4).
 //!
 //! `seq_id = (cursor & 0xFFFFFFFFFFFF) | (xu_id << 48)`;
 //! `xu_id = {type:4 @[3:0], queue:4 @[7:4], vnc_id:8 @[15:8]}`, so the vNC id
@@ -7,53 +7,42 @@
 //! 0..6, `xu_id` in bytes 6..8 (`vnc_id` is byte 7).
 //!
 //! The same materialisation serves submit (`cursor = scheduled_tail`) and
-//! "last completed" (`cursor = exec_head - 1`, seed 000 §5):
+//! "last completed" (`cursor = exec_head - 1`, docs/abi.md §1.8):
 //! [`SeqId::from_cursor`] and [`SeqId::last_completed`].
 
 use core::fmt;
 use core::mem::size_of;
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
 /// Mask of the 48-bit `seq_num` field.
 pub const SEQ_NUM_MASK: u64 = 0xFFFF_FFFF_FFFF;
 /// Bit position of `xu_id` inside a `seq_id_t`.
 pub const XU_ID_SHIFT: u32 = 48;
-/// `sizeof(seq_id_t)`.
-pub const SIZE: usize = 8;
 /// `sizeof(xu_id_t)`.
 pub const XU_ID_SIZE: usize = 2;
 
-/// Byte offsets inside a `seq_id_t` (little-endian storage of the bitfield).
-pub mod off {
-    /// `seq_num:48`, bytes 0..6.
-    pub const SEQ_NUM: usize = 0;
-    /// `xu_id:16`, bytes 6..8.
-    pub const XU_ID: usize = 6;
+wire_block! {
+    /// Layout of `seq_id_t` (8 bytes, the little-endian storage of the
+    /// bitfield): the 48-bit counter, then the XU id.
+    pub LAYOUT: "seq_id_t", SIZE = 8, off {
+        /// `seq_num:48`.
+        seed SEQ_NUM "seq_num" = 0, 6;
+        /// `xu_id:16`.
+        seed XU_ID "xu_id" = 6, 2;
+    }
 }
 
 const _: () = assert!(SEQ_NUM_MASK == (1u64 << XU_ID_SHIFT) - 1);
 const _: () = assert!(off::XU_ID * 8 == XU_ID_SHIFT as usize);
 const _: () = assert!(size_of::<SeqId>() == SIZE && size_of::<XuId>() == XU_ID_SIZE);
-// §2 bit positions: type @[3:0], queue @[7:4], vnc_id @[15:8].
+// docs/abi.md §1.4 bit positions: type @[3:0], queue @[7:4], vnc_id @[15:8].
 const _: () = assert!(XuId::new(0xF, 0, 0).0 == 0x000F);
 const _: () = assert!(XuId::new(0, 0xF, 0).0 == 0x00F0);
 const _: () = assert!(XuId::new(0, 0, 0xFF).0 == 0xFF00);
-// HIBYTE(seq_id) is the vNC (§2 GOTCHA).
+// HIBYTE(seq_id) is the vNC (docs/abi.md §1.4).
 const _: () = assert!(SeqId::from_cursor(0, XuId::new(0, 0, 0xAB)).0 >> 56 == 0xAB);
-
-/// Layout of `seq_id_t` (8 bytes): the 48-bit counter, then the XU id.
-pub const LAYOUT: Block = Block {
-    name: "seq_id_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("seq_num", off::SEQ_NUM, 6),
-        Field::seed("xu_id", off::XU_ID, XU_ID_SIZE),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[1].offset == off::XU_ID && LAYOUT.fields[1].end() == SIZE);
 
 /// A 16-bit XU id: `{type:4, queue:4, vnc_id:8}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -108,11 +97,11 @@ impl fmt::Display for XuId {
 pub struct SeqId(pub u64);
 
 impl SeqId {
-    /// The materialisation shared by submit and last-completed (seed 000 §2).
+    /// The materialisation shared by submit and last-completed (docs/abi.md §1.4).
     pub const fn from_cursor(cursor: u64, xu: XuId) -> SeqId {
         SeqId((cursor & SEQ_NUM_MASK) | ((xu.0 as u64) << XU_ID_SHIFT))
     }
-    /// `xuq_get_last_completed` (seed 000 §5): `(exec_head - 1) | xu_id << 48`.
+    /// `xuq_get_last_completed` (docs/abi.md §1.8): `(exec_head - 1) | xu_id << 48`.
     /// With `exec_head` at its start value 1 this is seq_num 0: nothing yet.
     pub const fn last_completed(exec_head: u64, xu: XuId) -> SeqId {
         SeqId::from_cursor(exec_head.wrapping_sub(1), xu)
@@ -129,7 +118,7 @@ impl SeqId {
     pub const fn vnc_id(self) -> u8 {
         (self.0 >> 56) as u8
     }
-    /// The completion test (seed 000 §5): `self <= last_completed` as one
+    /// The completion test (docs/abi.md §1.8): `self <= last_completed` as one
     /// `u64` comparison, meaningful only for the same XU (`false` otherwise).
     pub const fn is_completed_by(self, last_completed: SeqId) -> bool {
         self.xu_id().0 == last_completed.xu_id().0 && self.0 <= last_completed.0

@@ -1,5 +1,5 @@
 //! `NRT_STATUS`: an open newtype over `u32` with the runtime's names and codes
-//! (SPEC-NOTES.md, "NRT_STATUS codes"). Codes are never renumbered, only
+//! (docs/abi.md §3). Codes are never renumbered, only
 //! appended, so an unknown code survives a round trip and prints as
 //! `NRT_STATUS(<code>)`.
 

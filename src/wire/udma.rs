@@ -1,4 +1,4 @@
-//! `udma_desc`: the 16-byte UDMA descriptor (SPEC-NOTES.md "UDMA descriptors").
+//! `udma_desc`: the 16-byte UDMA descriptor (docs/abi.md §1.11).
 //!
 //! One 16-byte, 16-byte-aligned union with three views:
 //!
@@ -20,79 +20,51 @@
 //! Every decoder here takes untrusted bytes and returns a typed
 //! [`UdmaError`], never panics.
 
-use core::fmt;
-
 use bitflags::bitflags;
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::{annotated_dump, Block};
 use super::{le, WireError};
 
-/// `sizeof(udma_desc)`.
-pub const SIZE: usize = 16;
 /// Required alignment of a descriptor in its ring.
 pub const ALIGN: usize = 16;
 /// Largest transfer one descriptor can carry (encoded as length 0).
 pub const MAX_LEN: u32 = 65536;
 /// Number of distinct ring ids (2 bits).
 pub const RING_IDS: u8 = 4;
-/// The ring id a fresh ring starts with (SPEC-NOTES.md: "starts at 1").
+/// The ring id a fresh ring starts with (docs/abi.md §1.11: "starts at 1").
 pub const FIRST_RING_ID: u8 = 1;
 
-/// Layout of the M2S view (the name the `layout` command lists).
-pub const LAYOUT: Block = Block {
-    name: "udma_desc",
-    size: SIZE,
-    fields: &[
-        Field::seed("len_ctrl", 0, 4),
-        Field::seed("meta_ctrl", 4, 4),
-        Field::seed("buf_ptr", 8, 8),
-    ],
-};
-
-/// Layout of the M2S meta view.
-pub const LAYOUT_M2S_META: Block = Block {
-    name: "udma_desc (m2s meta)",
-    size: SIZE,
-    fields: &[
-        Field::seed("len_ctrl", 0, 4),
-        Field::seed("meta_ctrl", 4, 4),
-        Field::seed("meta1", 8, 4),
-        Field::seed("meta2", 12, 4),
-    ],
-};
-
-/// Layout of the S2M view.
-pub const LAYOUT_S2M: Block = Block {
-    name: "udma_desc (s2m)",
-    size: SIZE,
-    fields: &[
-        Field::seed("len_ctrl", 0, 4),
-        Field::seed("buf2_ptr_lo", 4, 4),
-        Field::seed("buf1_ptr", 8, 8),
-    ],
-};
-
-const _: () = assert!(LAYOUT.is_well_formed() && LAYOUT.fields[2].end() == SIZE);
-const _: () = assert!(LAYOUT_M2S_META.is_well_formed() && LAYOUT_M2S_META.fields[3].end() == SIZE);
-const _: () = assert!(LAYOUT_S2M.is_well_formed() && LAYOUT_S2M.fields[2].end() == SIZE);
-const _: () = assert!(SIZE == 16 && ALIGN == 16);
-
-/// Byte offsets of the fields (shared by all views where they coincide).
-pub mod field {
-    /// `len_ctrl` (every view).
-    pub const LEN_CTRL: usize = 0;
-    /// `meta_ctrl` (M2S, M2S meta) / `buf2_ptr_lo` (S2M).
-    pub const WORD1: usize = 4;
-    /// `buf_ptr` (M2S) / `buf1_ptr` (S2M) / `meta1` (M2S meta).
-    pub const PTR: usize = 8;
-    /// `meta2` (M2S meta).
-    pub const META2: usize = 12;
+wire_block! {
+    /// Layout of the M2S view (the name the `layout` command lists). Its
+    /// offsets serve every view: `WORD1` is `meta_ctrl` (M2S, M2S meta) or
+    /// `buf2_ptr_lo` (S2M), `PTR` is `buf_ptr` / `buf1_ptr` / `meta1`.
+    pub LAYOUT: "udma_desc", SIZE = 16, field {
+        seed LEN_CTRL "len_ctrl" = 0, 4;
+        seed WORD1 "meta_ctrl" = 4, 4;
+        seed PTR "buf_ptr" = 8, 8;
+    }
 }
 
-const _: () = assert!(field::LEN_CTRL == LAYOUT.fields[0].offset);
-const _: () = assert!(field::WORD1 == LAYOUT.fields[1].offset);
-const _: () = assert!(field::PTR == LAYOUT.fields[2].offset);
-const _: () = assert!(field::META2 == LAYOUT_M2S_META.fields[3].offset);
+wire_block! {
+    /// Layout of the M2S meta view.
+    pub LAYOUT_M2S_META: "udma_desc (m2s meta)", M2S_META_SIZE = 16, meta_field {
+        seed "len_ctrl" = 0, 4;
+        seed "meta_ctrl" = 4, 4;
+        seed "meta1" = 8, 4;
+        seed META2 "meta2" = 12, 4;
+    }
+}
+
+wire_block! {
+    /// Layout of the S2M view.
+    pub LAYOUT_S2M: "udma_desc (s2m)", S2M_SIZE = 16, s2m_field {
+        seed "len_ctrl" = 0, 4;
+        seed "buf2_ptr_lo" = 4, 4;
+        seed "buf1_ptr" = 8, 8;
+    }
+}
+
+const _: () = assert!(SIZE == ALIGN && M2S_META_SIZE == SIZE && S2M_SIZE == SIZE);
 
 /// `len_ctrl` bits 15:0: the length.
 pub const LEN_MASK: u32 = 0x0000_FFFF;
@@ -127,27 +99,19 @@ const _: () = assert!(
         == u32::MAX
 );
 
-/// Which of the three views a descriptor is read as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum View {
-    /// Source side ("TX").
-    M2s,
-    /// Source side, metadata form.
-    M2sMeta,
-    /// Destination side ("RX").
-    S2m,
+wire_enum! {
+    /// Which of the three views a descriptor is read as.
+    pub enum View(u8) {
+        /// Source side ("TX").
+        M2s = 0 => "m2s",
+        /// Source side, metadata form.
+        M2sMeta = 1 => "m2s-meta",
+        /// Destination side ("RX").
+        S2m = 2 => "s2m",
+    }
 }
 
 impl View {
-    /// Short name (`m2s`, `m2s-meta`, `s2m`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            View::M2s => "m2s",
-            View::M2sMeta => "m2s-meta",
-            View::S2m => "s2m",
-        }
-    }
-
     /// The layout descriptor of this view.
     pub const fn layout(self) -> &'static Block {
         match self {
@@ -166,75 +130,48 @@ impl View {
     }
 }
 
-/// Why a descriptor could not be encoded or decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UdmaError {
-    /// Fewer than 16 bytes.
-    Truncated {
-        /// Bytes given.
-        got: usize,
-    },
-    /// A length outside `1..=65536` (encode side).
-    BadLength {
-        /// The length asked for.
-        len: u32,
-    },
-    /// A ring id outside `0..=3` (encode side).
-    BadRingId {
-        /// The ring id asked for.
-        ring_id: u8,
-    },
-    /// Reserved bits set in a control word.
-    ReservedBits {
-        /// `len_ctrl` or `meta_ctrl`.
-        field: &'static str,
-        /// The offending bits.
-        bits: u32,
-    },
-    /// A flag that the view does not allow (DMB on S2M, STRONG_ORDER_WR on M2S).
-    FlagNotAllowed {
-        /// The view decoded or encoded.
-        view: View,
-        /// The offending flag bits.
-        flag: u32,
-    },
-    /// A `meta_ctrl` sub-field out of its bit range (encode side).
-    BadMetaField {
-        /// `op_type` or `op`.
-        field: &'static str,
-        /// The value asked for.
-        value: u8,
-    },
-}
-
-impl fmt::Display for UdmaError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            UdmaError::Truncated { got } => write!(f, "udma_desc: need 16 bytes, got {got}"),
-            UdmaError::BadLength { len } => {
-                write!(f, "udma_desc: length {len} outside 1..=65536")
-            }
-            UdmaError::BadRingId { ring_id } => {
-                write!(f, "udma_desc: ring id {ring_id} outside 0..=3")
-            }
-            UdmaError::ReservedBits { field, bits } => {
-                write!(f, "udma_desc.{field}: reserved bits {bits:#010x} set")
-            }
-            UdmaError::FlagNotAllowed { view, flag } => {
-                write!(
-                    f,
-                    "udma_desc ({}): flag {flag:#010x} not allowed",
-                    view.name()
-                )
-            }
-            UdmaError::BadMetaField { field, value } => {
-                write!(f, "udma_desc.meta_ctrl.{field}: value {value} does not fit")
-            }
-        }
+error_enum! {
+    /// Why a descriptor could not be encoded or decoded.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum UdmaError {
+        /// Fewer than 16 bytes.
+        Truncated {
+            /// Bytes given.
+            got: usize,
+        } => "udma_desc: need 16 bytes, got {got}",
+        /// A length outside `1..=65536` (encode side).
+        BadLength {
+            /// The length asked for.
+            len: u32,
+        } => "udma_desc: length {len} outside 1..=65536",
+        /// A ring id outside `0..=3` (encode side).
+        BadRingId {
+            /// The ring id asked for.
+            ring_id: u8,
+        } => "udma_desc: ring id {ring_id} outside 0..=3",
+        /// Reserved bits set in a control word.
+        ReservedBits {
+            /// `len_ctrl` or `meta_ctrl`.
+            field: &'static str,
+            /// The offending bits.
+            bits: u32,
+        } => "udma_desc.{field}: reserved bits {bits:#010x} set",
+        /// A flag that the view does not allow (DMB on S2M, STRONG_ORDER_WR on M2S).
+        FlagNotAllowed {
+            /// The view decoded or encoded.
+            view: View,
+            /// The offending flag bits.
+            flag: u32,
+        } => "udma_desc ({view}): flag {flag:#010x} not allowed",
+        /// A `meta_ctrl` sub-field out of its bit range (encode side).
+        BadMetaField {
+            /// `op_type` or `op`.
+            field: &'static str,
+            /// The value asked for.
+            value: u8,
+        } => "udma_desc.meta_ctrl.{field}: value {value} does not fit",
     }
 }
-
-impl std::error::Error for UdmaError {}
 
 impl From<UdmaError> for WireError {
     fn from(e: UdmaError) -> Self {
@@ -276,7 +213,7 @@ impl LenCtrl {
                 ring_id: self.ring_id,
             });
         }
-        // 65536 is encoded as 0 (SPEC-NOTES.md).
+        // 65536 is encoded as 0 (docs/abi.md §1.11).
         let len = self.len & LEN_MASK;
         Ok(len | ((self.ring_id as u32) << RING_ID_SHIFT) | self.flags.bits())
     }
@@ -316,12 +253,12 @@ impl LenCtrl {
     }
 }
 
-/// The next ring id after a wrap: steps by 1 mod 4 (SPEC-NOTES.md).
+/// The next ring id after a wrap: steps by 1 mod 4 (docs/abi.md §1.11).
 pub const fn next_ring_id(id: u8) -> u8 {
     id.wrapping_add(1) % RING_IDS
 }
 
-// SPEC-NOTES.md "UDMA descriptors": the ring id starts at 1 and steps by 1
+// docs/abi.md §1.11: the ring id starts at 1 and steps by 1
 // mod 4; a length of 65536 is encoded as 0 in len_ctrl bits 15:0 (and 0
 // decodes back to 65536); the ring id sits at bits 25:24.
 const _: () = assert!(FIRST_RING_ID == 1 && next_ring_id(1) == 2 && next_ring_id(3) == 0);
@@ -442,7 +379,7 @@ impl MetaCtrl {
     }
 }
 
-// SPEC-NOTES.md "UDMA descriptors": the usual copy value is 0x01080003.
+// docs/abi.md §1.11: the usual copy value is 0x01080003.
 const _: () = assert!(matches!(MetaCtrl::COPY.encode(), Ok(0x0108_0003)));
 
 /// The M2S (source) view.
@@ -536,7 +473,7 @@ impl M2sMetaDesc {
         le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
         le::put_u32(&mut b, field::WORD1, self.meta.encode()?);
         le::put_u32(&mut b, field::PTR, self.meta1);
-        le::put_u32(&mut b, field::META2, self.meta2);
+        le::put_u32(&mut b, meta_field::META2, self.meta2);
         Ok(b)
     }
 
@@ -547,7 +484,7 @@ impl M2sMetaDesc {
             ctrl: decode_ctrl(b, View::M2sMeta)?,
             meta: MetaCtrl::decode(le::u32_at(b, field::WORD1))?,
             meta1: le::u32_at(b, field::PTR),
-            meta2: le::u32_at(b, field::META2),
+            meta2: le::u32_at(b, meta_field::META2),
         })
     }
 }

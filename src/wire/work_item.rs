@@ -1,4 +1,4 @@
-//! `tpb_execution_info_t` (seed 000 §4, §7 item 5): the 208-byte work item a
+//! `tpb_execution_info_t` (docs/abi.md §1.6): the 208-byte work item a
 //! slot's `exec_info` points at, and its 112-byte `infer_resp_t`
 //! completion-response area at +0x28.
 //!
@@ -30,73 +30,95 @@
 
 use core::mem::{offset_of, size_of};
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::nq::ErrorClass;
 use super::status::NrtStatus;
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Absolute byte offsets of the `tpb_execution_info_t` fields (seed 000 §4).
-pub mod off {
-    /// `type` discriminant (4 bytes).
-    pub const TYPE: usize = 0x00;
-    /// The 200-byte union; its EXECUTE arm is `exec`.
-    pub const EXEC: usize = 0x08;
-    /// `exec.mod_ref` (8-byte pointer).
-    pub const MOD_REF: usize = 0x08;
-    /// `exec.resources` (8-byte pointer).
-    pub const RESOURCES: usize = 0x10;
-    /// `exec.compute_idx` (4 bytes: our width; +0x1C..+0x20 is padding).
-    pub const COMPUTE_IDX: usize = 0x18;
-    /// `exec.sync_point_cpu_timestamp` (8 bytes).
-    pub const SYNC_POINT_CPU_TIMESTAMP: usize = 0x20;
-    /// `exec.resp` (`infer_resp_t`, 112 bytes).
-    pub const RESP: usize = 0x28;
-    /// The submission timestamp the schedule path stores (`exec.resp.ts_start`).
-    pub const SUBMISSION_TS: usize = 0x38;
-    /// The schedule path's `device_id` store (`exec.resp.device_id`).
-    pub const DEVICE_ID: usize = 0x90;
-    /// The schedule path's `device_tpb_idx` store (`exec.resp.device_tpb_idx`).
-    pub const DEVICE_TPB_IDX: usize = 0x92;
-    /// `exec.wait_event_data` (ours: the 48 bytes between `resp` and `sync_exec`).
-    pub const WAIT_EVENT_DATA: usize = 0x98;
-    /// `exec.sync_exec` (8 bytes, last).
-    pub const SYNC_EXEC: usize = 0xC8;
+wire_block! {
+    /// Layout of `infer_resp_t` (112 bytes). `ts_start`, `device_id` and
+    /// `device_tpb_idx` are seed positions; the rest is ours.
+    pub INFER_RESP_LAYOUT: "infer_resp_t", INFER_RESP_SIZE = 112, resp_off {
+        /// The execution's `NRT_STATUS`.
+        ours STATUS "status" = 0x00, 4;
+        /// 0 = no error, else 1 + the error class.
+        ours ERR_CLASS "err_class" = 0x04, 4;
+        /// Error records harvested.
+        ours NQ_ERRORS "nq_errors" = 0x08, 4;
+        /// NQ records harvested in total.
+        ours NQ_RECORDS "nq_records" = 0x0C, 4;
+        /// The submission `timespec`.
+        seed TS_START "ts_start.tv_sec" = 0x10, 8;
+        seed "ts_start.tv_nsec" = 0x18, 8;
+        /// The completion `timespec` (host clock, at DONE).
+        ours TS_END "ts_end.tv_sec" = 0x20, 8;
+        ours "ts_end.tv_nsec" = 0x28, 8;
+        /// Device clock at the first engine record.
+        ours DEVICE_START_NS "device_start_ns" = 0x30, 8;
+        /// Device clock at the last engine record.
+        ours DEVICE_END_NS "device_end_ns" = 0x38, 8;
+        /// Multiply-accumulates the device reported.
+        ours MAC_COUNT "mac_count" = 0x40, 8;
+        /// Time spent in collectives.
+        ours CC_TIME_NS "cc_time_ns" = 0x48, 8;
+        /// Output tensors written.
+        ours NUM_OUTPUTS "num_outputs" = 0x50, 4;
+        pad = 0x54, 20;
+        /// Seed position: absolute +0x90.
+        seed DEVICE_ID "device_id" = 0x68, 2;
+        /// Seed position: absolute +0x92.
+        seed DEVICE_TPB_IDX "device_tpb_idx" = 0x6A, 2;
+        pad = 0x6C, 4;
+    }
 }
 
-/// Offsets inside `infer_resp_t`, relative to its start (absolute = `off::RESP` + these).
-pub mod resp_off {
-    /// `status` (ours): the execution's `NRT_STATUS`.
-    pub const STATUS: usize = 0x00;
-    /// `err_class` (ours): 0 = no error, else 1 + the error class.
-    pub const ERR_CLASS: usize = 0x04;
-    /// `nq_errors` (ours): error records harvested.
-    pub const NQ_ERRORS: usize = 0x08;
-    /// `nq_records` (ours): NQ records harvested in total.
-    pub const NQ_RECORDS: usize = 0x0C;
-    /// `ts_start` (seed): the submission `timespec`.
-    pub const TS_START: usize = 0x10;
-    /// `ts_end` (ours): the completion `timespec` (host clock, at DONE).
-    pub const TS_END: usize = 0x20;
-    /// `device_start_ns` (ours): device clock at the first engine record.
-    pub const DEVICE_START_NS: usize = 0x30;
-    /// `device_end_ns` (ours): device clock at the last engine record.
-    pub const DEVICE_END_NS: usize = 0x38;
-    /// `mac_count` (ours): multiply-accumulates the device reported.
-    pub const MAC_COUNT: usize = 0x40;
-    /// `cc_time_ns` (ours): time spent in collectives.
-    pub const CC_TIME_NS: usize = 0x48;
-    /// `num_outputs` (ours): output tensors written.
-    pub const NUM_OUTPUTS: usize = 0x50;
-    /// `device_id` (seed position: absolute +0x90).
-    pub const DEVICE_ID: usize = 0x68;
-    /// `device_tpb_idx` (seed position: absolute +0x92).
-    pub const DEVICE_TPB_IDX: usize = 0x6A;
+wire_block! {
+    /// Layout of `tpb_execution_info_t` (208 bytes, docs/abi.md §1.6 / §1.6),
+    /// with `exec.resp` flattened so every absolute offset the seed states
+    /// (+0x38, +0x90, +0x92) is a row. `type` is followed by 4 bytes of
+    /// alignment, then the 200-byte union whose EXECUTE arm is `exec`.
+    pub LAYOUT: "tpb_execution_info_t", SIZE = 0xD0, off {
+        /// The discriminant (4 bytes).
+        seed TYPE "type" = 0x00, 4;
+        pad = 0x04, 4;
+        /// 8-byte pointer; also the start of the union.
+        seed MOD_REF "exec.mod_ref" = 0x08, 8;
+        /// 8-byte pointer.
+        seed RESOURCES "exec.resources" = 0x10, 8;
+        /// 4 bytes: our width.
+        seed COMPUTE_IDX "exec.compute_idx" = 0x18, 4;
+        pad = 0x1C, 4;
+        seed SYNC_POINT_CPU_TIMESTAMP "exec.sync_point_cpu_timestamp" = 0x20, 8;
+        /// `infer_resp_t` starts here.
+        ours RESP "exec.resp.status" = 0x28, 4;
+        ours "exec.resp.err_class" = 0x2C, 4;
+        ours "exec.resp.nq_errors" = 0x30, 4;
+        ours "exec.resp.nq_records" = 0x34, 4;
+        /// The submission timestamp the schedule path stores (`exec.resp.ts_start`).
+        seed SUBMISSION_TS "exec.resp.ts_start.tv_sec" = 0x38, 8;
+        seed "exec.resp.ts_start.tv_nsec" = 0x40, 8;
+        ours "exec.resp.ts_end.tv_sec" = 0x48, 8;
+        ours "exec.resp.ts_end.tv_nsec" = 0x50, 8;
+        ours "exec.resp.device_start_ns" = 0x58, 8;
+        ours "exec.resp.device_end_ns" = 0x60, 8;
+        ours "exec.resp.mac_count" = 0x68, 8;
+        ours "exec.resp.cc_time_ns" = 0x70, 8;
+        ours "exec.resp.num_outputs" = 0x78, 4;
+        pad = 0x7C, 20;
+        /// The schedule path's `device_id` store.
+        seed DEVICE_ID "exec.resp.device_id" = 0x90, 2;
+        /// The schedule path's `device_tpb_idx` store.
+        seed DEVICE_TPB_IDX "exec.resp.device_tpb_idx" = 0x92, 2;
+        pad = 0x94, 4;
+        /// Ours: the 48 bytes between `resp` and `sync_exec`.
+        ours WAIT_EVENT_DATA "exec.wait_event_data" = 0x98, 48;
+        /// 8 bytes, last.
+        seed SYNC_EXEC "exec.sync_exec" = 0xC8, 8;
+    }
 }
 
-/// `sizeof(tpb_execution_info_t)`.
-pub const SIZE: usize = 208;
-/// `sizeof(infer_resp_t)`.
-pub const INFER_RESP_SIZE: usize = 112;
+/// The 200-byte union; its EXECUTE arm is `exec` (which starts with `mod_ref`).
+pub const EXEC: usize = off::MOD_REF;
 /// Bytes of `exec.wait_event_data` (ours).
 pub const WAIT_EVENT_DATA_LEN: usize = off::SYNC_EXEC - off::WAIT_EVENT_DATA;
 /// Size of a `struct timespec` (two `i64`).
@@ -107,28 +129,15 @@ pub const ERR_CLASS_NONE: u32 = 0;
 pub const ERR_CLASS_MAX: u32 = ErrorClass::ALL.len() as u32;
 
 const _: () = assert!(ERR_CLASS_MAX == 6);
-const _: () = assert!(ErrorClass::ALL[ErrorClass::ALL.len() - 1] as u32 + 1 == ERR_CLASS_MAX);
-
-// Seed 000 §4 / §7 item 5, every number the seed states.
-const _: () = assert!(SIZE == 0xD0);
-const _: () = assert!(INFER_RESP_SIZE == 112);
-const _: () = assert!(off::EXEC == 0x08 && off::MOD_REF == off::EXEC);
-const _: () = assert!(off::RESOURCES == 0x10);
-const _: () = assert!(off::COMPUTE_IDX == 0x18);
-const _: () = assert!(off::SYNC_POINT_CPU_TIMESTAMP == 0x20);
-const _: () = assert!(off::RESP == 0x28);
-const _: () = assert!(off::SUBMISSION_TS == 0x38);
+const _: () = assert!(SIZE - EXEC == 200); // the union
+                                           // Our reading of the docs/abi.md §1.6 discrepancy: resp is the 112 bytes from +0x28, it
+                                           // ends where wait_event_data starts, and the +0x90/+0x92 stores fall inside.
+const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
 const _: () = assert!(off::RESP + resp_off::TS_START == off::SUBMISSION_TS);
-const _: () = assert!(off::DEVICE_ID == 0x90 && off::DEVICE_TPB_IDX == 0x92);
 const _: () = assert!(off::RESP + resp_off::DEVICE_ID == off::DEVICE_ID);
 const _: () = assert!(off::RESP + resp_off::DEVICE_TPB_IDX == off::DEVICE_TPB_IDX);
-const _: () = assert!(off::SYNC_EXEC == 0xC8 && off::SYNC_EXEC + 8 == SIZE);
-const _: () = assert!(SIZE - off::EXEC == 200); // the union
-                                                // Our reading of the §4 discrepancy: resp ends where wait_event_data starts,
-                                                // and the +0x90/+0x92 stores fall inside resp.
-const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
-const _: () = assert!(off::DEVICE_TPB_IDX + 2 <= off::RESP + INFER_RESP_SIZE);
-const _: () = assert!(WAIT_EVENT_DATA_LEN == 48);
+// The flattened rows are INFER_RESP_LAYOUT's rows shifted by off::RESP.
+const _: () = assert!(LAYOUT.embeds(&INFER_RESP_LAYOUT, off::RESP));
 
 /// C mirrors of the two structs, with natural alignment, used only to prove
 /// at compile time that a C compiler would put every field where `off` and
@@ -178,20 +187,16 @@ mod c {
 
 const _: () = assert!(size_of::<c::Timespec>() == TIMESPEC_SIZE);
 const _: () = assert!(size_of::<c::InferResp>() == INFER_RESP_SIZE);
-const _: () = assert!(size_of::<c::Exec>() == 200);
 const _: () = assert!(size_of::<c::TpbExecutionInfo>() == SIZE);
 const _: () = assert!(offset_of!(c::TpbExecutionInfo, ty) == off::TYPE);
-const _: () = assert!(offset_of!(c::TpbExecutionInfo, exec) == off::EXEC);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, mod_ref) == off::MOD_REF);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, resources) == off::RESOURCES);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, compute_idx) == off::COMPUTE_IDX);
-const _: () = assert!(
-    off::EXEC + offset_of!(c::Exec, sync_point_cpu_timestamp) == off::SYNC_POINT_CPU_TIMESTAMP
-);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, resp) == off::RESP);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, wait_event_data) == off::WAIT_EVENT_DATA);
-const _: () = assert!(off::EXEC + offset_of!(c::Exec, sync_exec) == off::SYNC_EXEC);
-const _: () = assert!(offset_of!(c::InferResp, status) == resp_off::STATUS);
+const _: () = assert!(offset_of!(c::TpbExecutionInfo, exec) == EXEC);
+const _: () = assert!(EXEC + offset_of!(c::Exec, resources) == off::RESOURCES);
+const _: () = assert!(EXEC + offset_of!(c::Exec, compute_idx) == off::COMPUTE_IDX);
+const _: () =
+    assert!(EXEC + offset_of!(c::Exec, sync_point_cpu_timestamp) == off::SYNC_POINT_CPU_TIMESTAMP);
+const _: () = assert!(EXEC + offset_of!(c::Exec, resp) == off::RESP);
+const _: () = assert!(EXEC + offset_of!(c::Exec, wait_event_data) == off::WAIT_EVENT_DATA);
+const _: () = assert!(EXEC + offset_of!(c::Exec, sync_exec) == off::SYNC_EXEC);
 const _: () = assert!(offset_of!(c::InferResp, err_class) == resp_off::ERR_CLASS);
 const _: () = assert!(offset_of!(c::InferResp, nq_errors) == resp_off::NQ_ERRORS);
 const _: () = assert!(offset_of!(c::InferResp, nq_records) == resp_off::NQ_RECORDS);
@@ -204,126 +209,6 @@ const _: () = assert!(offset_of!(c::InferResp, cc_time_ns) == resp_off::CC_TIME_
 const _: () = assert!(offset_of!(c::InferResp, num_outputs) == resp_off::NUM_OUTPUTS);
 const _: () = assert!(offset_of!(c::InferResp, device_id) == resp_off::DEVICE_ID);
 const _: () = assert!(offset_of!(c::InferResp, device_tpb_idx) == resp_off::DEVICE_TPB_IDX);
-
-/// Layout of `infer_resp_t` (112 bytes). `ts_start`, `device_id` and
-/// `device_tpb_idx` are seed positions; the rest is ours.
-pub const INFER_RESP_LAYOUT: Block = Block {
-    name: "infer_resp_t",
-    size: INFER_RESP_SIZE,
-    fields: &[
-        Field::ours("status", resp_off::STATUS, 4),
-        Field::ours("err_class", resp_off::ERR_CLASS, 4),
-        Field::ours("nq_errors", resp_off::NQ_ERRORS, 4),
-        Field::ours("nq_records", resp_off::NQ_RECORDS, 4),
-        Field::seed("ts_start.tv_sec", resp_off::TS_START, 8),
-        Field::seed("ts_start.tv_nsec", resp_off::TS_START + 8, 8),
-        Field::ours("ts_end.tv_sec", resp_off::TS_END, 8),
-        Field::ours("ts_end.tv_nsec", resp_off::TS_END + 8, 8),
-        Field::ours("device_start_ns", resp_off::DEVICE_START_NS, 8),
-        Field::ours("device_end_ns", resp_off::DEVICE_END_NS, 8),
-        Field::ours("mac_count", resp_off::MAC_COUNT, 8),
-        Field::ours("cc_time_ns", resp_off::CC_TIME_NS, 8),
-        Field::ours("num_outputs", resp_off::NUM_OUTPUTS, 4),
-        Field::seed("device_id", resp_off::DEVICE_ID, 2),
-        Field::seed("device_tpb_idx", resp_off::DEVICE_TPB_IDX, 2),
-    ],
-};
-const _: () = assert!(INFER_RESP_LAYOUT.is_well_formed());
-
-/// Layout of `tpb_execution_info_t` (208 bytes), with `exec.resp` flattened
-/// so every absolute offset the seed states (+0x38, +0x90, +0x92) is a row.
-pub const LAYOUT: Block = Block {
-    name: "tpb_execution_info_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("type", off::TYPE, 4),
-        Field::seed("exec.mod_ref", off::MOD_REF, 8),
-        Field::seed("exec.resources", off::RESOURCES, 8),
-        Field::seed("exec.compute_idx", off::COMPUTE_IDX, 4),
-        Field::seed(
-            "exec.sync_point_cpu_timestamp",
-            off::SYNC_POINT_CPU_TIMESTAMP,
-            8,
-        ),
-        Field::ours("exec.resp.status", off::RESP + resp_off::STATUS, 4),
-        Field::ours("exec.resp.err_class", off::RESP + resp_off::ERR_CLASS, 4),
-        Field::ours("exec.resp.nq_errors", off::RESP + resp_off::NQ_ERRORS, 4),
-        Field::ours("exec.resp.nq_records", off::RESP + resp_off::NQ_RECORDS, 4),
-        Field::seed("exec.resp.ts_start.tv_sec", off::SUBMISSION_TS, 8),
-        Field::seed("exec.resp.ts_start.tv_nsec", off::SUBMISSION_TS + 8, 8),
-        Field::ours("exec.resp.ts_end.tv_sec", off::RESP + resp_off::TS_END, 8),
-        Field::ours(
-            "exec.resp.ts_end.tv_nsec",
-            off::RESP + resp_off::TS_END + 8,
-            8,
-        ),
-        Field::ours(
-            "exec.resp.device_start_ns",
-            off::RESP + resp_off::DEVICE_START_NS,
-            8,
-        ),
-        Field::ours(
-            "exec.resp.device_end_ns",
-            off::RESP + resp_off::DEVICE_END_NS,
-            8,
-        ),
-        Field::ours("exec.resp.mac_count", off::RESP + resp_off::MAC_COUNT, 8),
-        Field::ours("exec.resp.cc_time_ns", off::RESP + resp_off::CC_TIME_NS, 8),
-        Field::ours(
-            "exec.resp.num_outputs",
-            off::RESP + resp_off::NUM_OUTPUTS,
-            4,
-        ),
-        Field::seed("exec.resp.device_id", off::DEVICE_ID, 2),
-        Field::seed("exec.resp.device_tpb_idx", off::DEVICE_TPB_IDX, 2),
-        Field::ours(
-            "exec.wait_event_data",
-            off::WAIT_EVENT_DATA,
-            WAIT_EVENT_DATA_LEN,
-        ),
-        Field::seed("exec.sync_exec", off::SYNC_EXEC, 8),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(resp_rows_match());
-
-/// Rows 5.. of [`LAYOUT`] are [`INFER_RESP_LAYOUT`] shifted by `off::RESP`,
-/// with the same origin and a name ending in the inner name.
-const fn resp_rows_match() -> bool {
-    const FIRST: usize = 5;
-    let inner = INFER_RESP_LAYOUT.fields;
-    if LAYOUT.fields.len() != FIRST + inner.len() + 2 {
-        return false;
-    }
-    let mut i = 0;
-    while i < inner.len() {
-        let o = &LAYOUT.fields[FIRST + i];
-        let n = &inner[i];
-        if o.offset != off::RESP + n.offset || o.size != n.size {
-            return false;
-        }
-        if !matches!(
-            (o.origin, n.origin),
-            (super::layout::Origin::Seed, super::layout::Origin::Seed)
-                | (super::layout::Origin::Ours, super::layout::Origin::Ours)
-        ) {
-            return false;
-        }
-        let (a, b) = (o.name.as_bytes(), n.name.as_bytes());
-        if a.len() < b.len() {
-            return false;
-        }
-        let mut k = 0;
-        while k < b.len() {
-            if a[a.len() - b.len() + k] != b[k] {
-                return false;
-            }
-            k += 1;
-        }
-        i += 1;
-    }
-    true
-}
 
 /// A `struct timespec` (`tv_sec`, `tv_nsec`, both `i64`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -386,7 +271,7 @@ impl Timespec {
 }
 
 /// `infer_resp_t`: the per-execution result the worker fills at DONE
-/// (seed 000 §4 and §5: the fine-grained half of the result; the coarse
+/// (docs/abi.md §1.6 and §1.8: the fine-grained half of the result; the coarse
 /// status also travels through the slot's `exec_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct InferResp {
@@ -522,26 +407,15 @@ impl InferResp {
     }
 }
 
-/// The work item's `type` discriminant (values ours: the seed names the
-/// EXECUTE arm and a stop request, not their numbers). 0 is deliberately not
-/// a type, so a zeroed, never-filled item is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u32)]
-pub enum WorkType {
-    /// Run a model (the union's EXECUTE arm is meaningful).
-    Execute = 1,
-    /// Stop the worker (`tpb_xu_schedule_stop`); the union is all zero.
-    Stop = 2,
-}
-
-impl WorkType {
-    /// The type for a raw discriminant, if it is one.
-    pub const fn from_u32(v: u32) -> Option<WorkType> {
-        match v {
-            1 => Some(WorkType::Execute),
-            2 => Some(WorkType::Stop),
-            _ => None,
-        }
+wire_enum! {
+    /// The work item's `type` discriminant (values ours: the seed names the
+    /// EXECUTE arm and a stop request, not their numbers). 0 is deliberately
+    /// not a type, so a zeroed, never-filled item is refused.
+    pub enum WorkType(u32) {
+        /// Run a model (the union's EXECUTE arm is meaningful).
+        Execute = 1 => "EXECUTE",
+        /// Stop the worker (`tpb_xu_schedule_stop`); the union is all zero.
+        Stop = 2 => "STOP",
     }
 }
 
@@ -630,7 +504,7 @@ impl TpbExecutionInfo {
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
         let raw = le::u32_at(bytes, off::TYPE);
-        let ty = WorkType::from_u32(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
+        let ty = WorkType::from_index(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
         let mut wait_event_data = [0u8; WAIT_EVENT_DATA_LEN];
         wait_event_data.copy_from_slice(&bytes[off::WAIT_EVENT_DATA..off::SYNC_EXEC]);
         Ok(TpbExecutionInfo {

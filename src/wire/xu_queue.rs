@@ -1,10 +1,10 @@
-//! `xu_queue_t` (seed 000 §1, §7 item 1): the 256-byte ring header.
+//! `xu_queue_t` (docs/abi.md §1.2): the 256-byte ring header.
 //!
 //! `xu_id`, `buffer` and `capacity` share the first cache line; the three
 //! cursors each own a 64-byte line at +0x40/+0x80/+0xC0. The gaps are padding
 //! that xunds never reads or writes ([`XuQueueHeader::emit`] writes only field
 //! bytes). The cursors are clean 48-bit counters (top 16 bits zero); the xu_id
-//! is OR'd in only when a seq_id is built (§2).
+//! is OR'd in only when a seq_id is built (docs/abi.md §1.4).
 //!
 //! [`XuQueueHeader`] is a *value*: a snapshot for parsing, dumps and tests.
 //! The live header in shared memory is read and written word by word through
@@ -12,46 +12,44 @@
 
 use core::mem::{offset_of, size_of};
 
-use super::layout::{annotated_dump, Block, Field};
+use super::layout::annotated_dump;
 use super::seq_id::{SeqId, XuId};
 use super::{emit_fields, encode_fields, le, need, WireError};
 
-/// Byte offsets of the `xu_queue_t` fields (seed 000 §7 item 1).
-pub mod off {
-    /// `xu_id_t xu_id` (2 bytes, padded to 8).
-    pub const XU_ID: usize = 0x00;
-    /// `xuq_exec_info_t *buffer`.
-    pub const BUFFER: usize = 0x08;
-    /// `uint64_t capacity`.
-    pub const CAPACITY: usize = 0x10;
-    /// `uint64_t exec_head` (consumer cursor; written by the worker).
-    pub const EXEC_HEAD: usize = 0x40;
-    /// `uint64_t scheduled_head` (trigger cursor; written by the producer).
-    pub const SCHEDULED_HEAD: usize = 0x80;
-    /// `uint64_t scheduled_tail` (submit cursor; written by the producer).
-    pub const SCHEDULED_TAIL: usize = 0xC0;
+wire_block! {
+    /// Layout of `xu_queue_t` (docs/abi.md §1.2; all fields seed-stated,
+    /// each cursor on its own 64-byte line; gaps are padding).
+    pub LAYOUT: "xu_queue_t", SIZE = 256, off {
+        /// `xu_id_t` (padded to 8).
+        seed XU_ID "xu_id" = 0x00, 2;
+        pad = 0x02, 6;
+        /// `xuq_exec_info_t *`.
+        seed BUFFER "buffer" = 0x08, 8;
+        seed CAPACITY "capacity" = 0x10, 8;
+        pad = 0x18, 40;
+        /// Consumer cursor; written by the worker.
+        seed EXEC_HEAD "exec_head" = 0x40, 8;
+        pad = 0x48, 56;
+        /// Trigger cursor; written by the producer.
+        seed SCHEDULED_HEAD "scheduled_head" = 0x80, 8;
+        pad = 0x88, 56;
+        /// Submit cursor; written by the producer.
+        seed SCHEDULED_TAIL "scheduled_tail" = 0xC0, 8;
+        pad = 0xC8, 56;
+    }
 }
 
-/// `sizeof(xu_queue_t)`.
-pub const SIZE: usize = 256;
 /// The 64-byte line each cursor owns.
 pub const CACHE_LINE: usize = 64;
 /// A cursor must stay below this (`xuq_client_submit` asserts
-/// `scheduled_tail < 0xFFFFFFFFFFFE`, seed 000 §6).
+/// `scheduled_tail < 0xFFFFFFFFFFFE`, docs/abi.md §1.9).
 pub const CURSOR_LIMIT: u64 = 0xFFFF_FFFF_FFFE;
-/// Cursors start at 1 (seed 000 §1, xu-workers convention).
+/// Cursors start at 1 (docs/abi.md §1.2, xu-workers convention).
 pub const CURSOR_START: u64 = 1;
 
 const _: () = assert!(off::EXEC_HEAD % CACHE_LINE == 0);
 const _: () = assert!(off::SCHEDULED_HEAD - off::EXEC_HEAD == CACHE_LINE);
 const _: () = assert!(off::SCHEDULED_TAIL - off::SCHEDULED_HEAD == CACHE_LINE);
-const _: () = assert!(off::SCHEDULED_TAIL + CACHE_LINE == SIZE);
-// Seed numbers, spelled out (§7 item 1).
-const _: () = assert!(SIZE == 256);
-const _: () = assert!(off::XU_ID == 0x00 && off::BUFFER == 0x08 && off::CAPACITY == 0x10);
-const _: () = assert!(off::EXEC_HEAD == 0x40);
-const _: () = assert!(off::SCHEDULED_HEAD == 0x80);
-const _: () = assert!(off::SCHEDULED_TAIL == 0xC0);
 // A cursor below the limit has its top 16 bits clear (a clean 48-bit counter).
 const _: () = assert!(CURSOR_LIMIT <= super::seq_id::SEQ_NUM_MASK);
 
@@ -79,27 +77,6 @@ const _: () = assert!(offset_of!(c::XuQueue, capacity) == off::CAPACITY);
 const _: () = assert!(offset_of!(c::XuQueue, exec_head) == off::EXEC_HEAD);
 const _: () = assert!(offset_of!(c::XuQueue, scheduled_head) == off::SCHEDULED_HEAD);
 const _: () = assert!(offset_of!(c::XuQueue, scheduled_tail) == off::SCHEDULED_TAIL);
-
-/// Layout of `xu_queue_t` (all fields seed-stated; gaps are padding).
-pub const LAYOUT: Block = Block {
-    name: "xu_queue_t",
-    size: SIZE,
-    fields: &[
-        Field::seed("xu_id", off::XU_ID, 2),
-        Field::seed("buffer", off::BUFFER, 8),
-        Field::seed("capacity", off::CAPACITY, 8),
-        Field::seed("exec_head", off::EXEC_HEAD, 8),
-        Field::seed("scheduled_head", off::SCHEDULED_HEAD, 8),
-        Field::seed("scheduled_tail", off::SCHEDULED_TAIL, 8),
-    ],
-};
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(LAYOUT.fields[0].offset == off::XU_ID);
-const _: () = assert!(LAYOUT.fields[1].offset == off::BUFFER);
-const _: () = assert!(LAYOUT.fields[2].offset == off::CAPACITY);
-const _: () = assert!(LAYOUT.fields[3].offset == off::EXEC_HEAD);
-const _: () = assert!(LAYOUT.fields[4].offset == off::SCHEDULED_HEAD);
-const _: () = assert!(LAYOUT.fields[5].offset == off::SCHEDULED_TAIL);
 
 /// A snapshot of the ring header's six fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,7 +118,7 @@ impl XuQueueHeader {
         SeqId::from_cursor(self.scheduled_tail, self.xu_id)
     }
 
-    /// `xuq_get_last_completed` (seed 000 §5).
+    /// `xuq_get_last_completed` (docs/abi.md §1.8).
     pub const fn last_completed(&self) -> SeqId {
         SeqId::last_completed(self.exec_head, self.xu_id)
     }
@@ -192,7 +169,7 @@ impl XuQueueHeader {
 
     /// Decode the first 256 bytes; padding is not read. Refuses a cursor at
     /// or above [`CURSOR_LIMIT`] (which includes any cursor with its top 16
-    /// bits set: cursors are clean 48-bit counters, §1 NOTE).
+    /// bits set: cursors are clean 48-bit counters, docs/abi.md §1.2).
     pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
         let cursor = |field: &'static str, at: usize| {

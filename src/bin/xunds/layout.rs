@@ -1,4 +1,4 @@
-//! `xunds layout [--json]`: every ABI block (seed 000, device side, seed 004)
+//! `xunds layout [--json]`: every ABI block (docs/abi.md §1, device side, docs/abi.md §2)
 //! and the NDS region map, as a readable table or as the reference JSON a
 //! reimplementer in another language checks against:
 //! `{"blocks":[{"name","size","fields":[{"name","offset","size"}]}],
@@ -8,23 +8,28 @@
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use serde::Serialize;
 use xunds::wire::layout::{Block, Origin, Span};
 use xunds::wire::{all_blocks, nds};
 
-use crate::json::Json;
+/// Every ABI block and the NDS region map.
+///
+/// Prints each block of the XU queue, device and NDS ABIs (fields, offsets,
+/// sizes, padding, whether a field is the spec's or ours) and the NDS region
+/// map; `--json` prints the reference document a reimplementer checks
+/// against.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print one JSON document: {"blocks":[{"name","size","fields":[{"name","offset","size"}]}],"nds_regions":[{"name","offset","size"}]}
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn main(args: &[String]) -> ExitCode {
-    let mut as_json = false;
-    for a in args {
-        match a.as_str() {
-            "--json" => as_json = true,
-            other => return crate::usage_error(&format!("layout: unknown option {other:?}")),
-        }
-    }
+pub fn main(args: Args) -> ExitCode {
     let blocks: Vec<&Block> = all_blocks().collect();
     let regions = nds::REGIONS;
-    if as_json {
-        println!("{}", to_json(&blocks, regions).render());
+    if args.json {
+        crate::print_json(&to_json(&blocks, regions));
     } else {
         print!("{}", to_table(&blocks, regions));
     }
@@ -39,37 +44,57 @@ fn sorted_fields(b: &Block) -> Vec<&xunds::wire::layout::Field> {
     f
 }
 
-fn span_json(name: &str, offset: usize, size: usize) -> Json {
-    Json::obj()
-        .with("name", name)
-        .with("offset", offset)
-        .with("size", size)
+/// The reference JSON document (keys in this order, no others).
+#[derive(Serialize)]
+struct LayoutJson {
+    blocks: Vec<BlockJson>,
+    nds_regions: Vec<SpanJson>,
 }
 
-/// The reference JSON document.
-fn to_json(blocks: &[&Block], regions: &[Span]) -> Json {
-    let blocks: Vec<Json> = blocks
+#[derive(Serialize)]
+struct BlockJson {
+    name: &'static str,
+    size: usize,
+    fields: Vec<SpanJson>,
+}
+
+#[derive(Serialize)]
+struct SpanJson {
+    name: &'static str,
+    offset: usize,
+    size: usize,
+}
+
+fn to_json(blocks: &[&Block], regions: &[Span]) -> LayoutJson {
+    let blocks = blocks
         .iter()
-        .map(|b| {
-            let fields: Vec<Json> = sorted_fields(b)
+        .map(|b| BlockJson {
+            name: b.name,
+            size: b.size,
+            fields: sorted_fields(b)
                 .into_iter()
-                .map(|f| span_json(f.name, f.offset, f.size))
-                .collect();
-            Json::obj()
-                .with("name", b.name)
-                .with("size", b.size)
-                .with("fields", fields)
+                .map(|f| SpanJson {
+                    name: f.name,
+                    offset: f.offset,
+                    size: f.size,
+                })
+                .collect(),
         })
         .collect();
     let mut regions: Vec<&Span> = regions.iter().collect();
     regions.sort_by_key(|r| r.offset);
-    let regions: Vec<Json> = regions
+    let nds_regions = regions
         .into_iter()
-        .map(|r| span_json(r.name, r.offset, r.size))
+        .map(|r| SpanJson {
+            name: r.name,
+            offset: r.offset,
+            size: r.size,
+        })
         .collect();
-    Json::obj()
-        .with("blocks", blocks)
-        .with("nds_regions", regions)
+    LayoutJson {
+        blocks,
+        nds_regions,
+    }
 }
 
 /// The readable table: one section per block (padding gaps shown), then the
@@ -140,7 +165,7 @@ mod tests {
             size: 8,
         }];
         assert_eq!(
-            to_json(&[&DEMO], &regions).render(),
+            serde_json::to_string(&to_json(&[&DEMO], &regions)).unwrap(),
             r#"{"blocks":[{"name":"demo_t","size":16,"fields":[{"name":"a","offset":0,"size":4},{"name":"b","offset":8,"size":4}]}],"nds_regions":[{"name":"header","offset":0,"size":8}]}"#
         );
     }

@@ -1,14 +1,50 @@
 //! `xunds`: the command line. Subcommands: `layout`, `nds dump`, `run`,
-//! `replay`. Command-line-only code (argument parsing, JSON and table output,
-//! the progress bar) lives here, outside the library.
+//! `replay`, `monitor`, `top`. Command-line-only code (argument parsing with clap, JSON output
+//! with serde_json, text tables, the progress line) lives here, outside the
+//! library.
+//!
+//! Each subcommand is a variant of [`Command`] holding its own clap `Args`
+//! struct in its own module; a flag is one field of that struct. Exit codes:
+//! 0 success (and `--help`, `--version`), 1 a failure while running (a slab
+//! refused, wrong outputs, a replay that differs), 2 a usage error: an
+//! unknown flag, a bad or out-of-range value, a bad combination of flags
+//! (one line on stderr naming the flag), or no subcommand at all (the usage).
 
-mod json;
 mod layout;
+mod monitor;
 mod nds;
 mod replay;
 mod run;
 
+use std::fmt::Display;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
+use serde::{Serialize, Serializer};
+
+/// Byte-exact, hardware-free reimplementation of the libnrt 2.31 XU
+/// execution queue and NDS datastore ABIs, on a simulated device.
+#[derive(Parser)]
+#[command(name = "xunds", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands (a new one is a variant here and a module beside this
+/// file).
+#[derive(Subcommand)]
+enum Command {
+    Layout(layout::Args),
+    #[command(subcommand)]
+    Nds(nds::Command),
+    Run(run::Args),
+    Replay(replay::Args),
+    Monitor(monitor::MonitorArgs),
+    Top(monitor::top::TopArgs),
+}
 
 fn main() -> ExitCode {
     // SAFETY: restores the default SIGPIPE disposition before any thread is
@@ -18,37 +54,116 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = args.get(1..).unwrap_or(&[]);
-    match args.first().map(String::as_str) {
-        Some("layout") => layout::main(rest),
-        Some("nds") => nds::main(rest),
-        Some("run") => run::main(rest),
-        Some("replay") => replay::main(rest),
-        Some("--help") | Some("-h") | Some("help") | None => {
-            println!("{USAGE}");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
+    match cli.command {
+        Command::Layout(a) => layout::main(a),
+        Command::Nds(c) => nds::main(c),
+        Command::Run(a) => run::main(a),
+        Command::Replay(a) => replay::main(a),
+        Command::Monitor(a) => monitor::main(a),
+        Command::Top(a) => monitor::top::main(a),
+    }
+}
+
+/// A usage error found after parsing (a bad combination of flags): one line
+/// `<command>: <message>` on stderr, exit 2, the same style as clap's own.
+pub(crate) fn usage_error(command: &str, msg: impl Display) -> ExitCode {
+    eprintln!("{command}: {msg}");
+    ExitCode::from(2)
+}
+
+/// clap's verdict: help and version on stdout with exit 0; the usage on
+/// stderr with exit 2 when no subcommand is given; any other error as one
+/// line `xunds <subcommand>: <what>` (clap's message, which names the flag
+/// and the allowed range) with exit 2.
+fn clap_error(e: clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
             ExitCode::SUCCESS
         }
-        Some(other) => {
-            eprintln!("xunds: unknown command {other:?}\n\n{USAGE}");
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
             ExitCode::from(2)
+        }
+        _ => {
+            // clap renders "error: <what>[\n  <detail>...]\n\n<tip and
+            // usage>"; keep the first paragraph, on one line.
+            let text = e.render().to_string();
+            let first = text.split("\n\n").next().unwrap_or_default();
+            let msg = first.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+            usage_error(&command_path(), msg)
         }
     }
 }
 
-/// Print a usage error and return exit code 2.
-pub(crate) fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("xunds: {msg}\n\n{USAGE}");
-    ExitCode::from(2)
+/// `xunds <subcommand>...`: the subcommands named on the command line (what
+/// an error message starts with).
+fn command_path() -> String {
+    let mut cmd = Cli::command();
+    let mut path = vec!["xunds".to_string()];
+    for arg in std::env::args().skip(1) {
+        let Some(sub) = cmd.find_subcommand(&arg).cloned() else {
+            break;
+        };
+        path.push(sub.get_name().to_string());
+        cmd = sub;
+    }
+    path.join(" ")
 }
 
-const USAGE: &str = "\
-usage: xunds <command> [options]
+/// A path given as a slab: anything but a directory (checked when the
+/// command line is parsed, so the error names the flag).
+pub(crate) fn slab_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if p.is_dir() {
+        return Err("is a directory".into());
+    }
+    Ok(p)
+}
 
-commands:
-  layout [--json]        every ABI block and the NDS region map
-  nds dump PATH [--json] read a datastore slab (read-only)
-  run [flags]            the main job on the simulated device
-                         (--executions N --vncs V --models M --seed S --slab PATH
-                          --deterministic --trace FILE --faults SPEC --json)
-  replay FILE            re-run a recorded deterministic trace";
+/// A JSON object whose keys keep the order given (names in index order, as
+/// the outputs document), unlike `serde_json::Map`, which sorts them.
+pub(crate) struct Obj<V>(pub Vec<(String, V)>);
+
+impl<V: Serialize> Serialize for Obj<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(it: I) -> Self {
+        Obj(it.into_iter().map(|(k, v)| (k.into(), v)).collect())
+    }
+}
+
+/// One JSON document on stdout, compact, with a newline.
+pub(crate) fn print_json(v: &impl Serialize) {
+    match serde_json::to_string(v) {
+        Ok(s) => println!("{s}"),
+        // Only a non-string map key or a failing Serialize impl can fail,
+        // and none of the documents has either.
+        Err(e) => eprintln!("xunds: JSON output: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn ordered_objects_keep_their_order() {
+        let o: Obj<u32> = [("b", 1), ("a", 2)].into_iter().collect();
+        assert_eq!(serde_json::to_string(&o).unwrap(), r#"{"b":1,"a":2}"#);
+    }
+}

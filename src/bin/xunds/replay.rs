@@ -10,14 +10,20 @@ use std::process::ExitCode;
 use xunds::system::job::{self, JobConfig};
 use xunds::system::trace::TraceHeader;
 
-pub const HELP: &str = "\
-usage: xunds replay FILE
-
-Reads the header of a trace written by `xunds run --deterministic --trace FILE`
-(seed and configuration), runs the same deterministic job again into a new
-trace, and compares the two line by line as it goes: exit 0 when they are
-identical, exit 1 with the first line where they differ (the replay stops
-there, or where the recorded trace ends).";
+/// Re-run a recorded deterministic trace and compare.
+///
+/// Reads the header of a trace written by `xunds run --deterministic --trace
+/// FILE` (seed and configuration), runs the same deterministic job again
+/// into a new trace, and compares the two line by line as it goes: exit 0
+/// when they are identical, exit 1 with the first line where they differ
+/// (the replay stops there, or where the recorded trace ends), exit 2 when
+/// FILE is not a trace of ours or its header is out of range.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The recorded trace.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+}
 
 /// Replay `file`: the diff outcome.
 fn replay(file: &Path) -> Result<(xunds::system::trace::TraceDiff, PathBuf), String> {
@@ -46,16 +52,8 @@ fn replay(file: &Path) -> Result<(xunds::system::trace::TraceDiff, PathBuf), Str
     Ok((d, new_trace))
 }
 
-pub fn main(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{HELP}");
-        return ExitCode::SUCCESS;
-    }
-    let [file] = args else {
-        eprintln!("xunds replay: expected one trace FILE\n\n{HELP}");
-        return ExitCode::from(2);
-    };
-    match replay(Path::new(file)) {
+pub fn main(args: Args) -> ExitCode {
+    match replay(&args.file) {
         Ok((d, new_trace)) => {
             let same = d.is_identical();
             if same {

@@ -6,42 +6,88 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::value_parser;
+use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
-use crate::json::Json;
+use crate::Obj;
 
-pub const HELP: &str = "\
-usage: xunds run [flags]
+/// Run the main job on the simulated device.
+///
+/// Runs N executions of the example MLP (batch 4, 16 -> 32 -> 8, row max)
+/// through the whole pipeline on a simulated device with V cores: producer
+/// funnel, XU ring, device staging and doorbell, sequencer and engines, NQ
+/// harvest, worker, NDS publisher. Every output is checked bit for bit
+/// against the CPU reference; the per-core counters are read back through
+/// the read-only NDS reader. The slab is left at --slab for `xunds nds dump`
+/// (another process). A run that takes longer than about two seconds shows
+/// a progress line when stderr is a terminal (never with --json).
+#[derive(clap::Args)]
+#[command(after_help = FAULTS_HELP, allow_negative_numbers = true)]
+pub struct Args {
+    /// Executions to run.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    executions: u64,
+    /// Cores (XUs), one worker each.
+    #[arg(long, value_name = "V", default_value_t = 4, value_parser = value_parser!(u8).range(1..=16))]
+    vncs: u8,
+    /// Models: example-MLP variants with different weights (vncs * models <= 64).
+    #[arg(long, value_name = "M", default_value_t = 2, value_parser = value_parser!(u8).range(1..=64))]
+    models: u8,
+    /// Seeds the deterministic schedule, the faults and the inputs.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// The datastore file [default: /dev/shm/xunds-<pid>.nds]; refused while
+    /// another run writes it, or when it is an existing file that is not a
+    /// slab.
+    #[arg(long, value_name = "PATH", value_parser = crate::slab_path)]
+    slab: Option<PathBuf>,
+    /// Overwrite --slab even when it is an existing file that is not a slab.
+    #[arg(long)]
+    force: bool,
+    /// Bring back an XU degraded with its queues intact (a device-reported
+    /// hardware error, error:hw) once it has drained, so the run keeps
+    /// executing on it.
+    #[arg(long)]
+    recover: bool,
+    /// One thread, seeded schedule, virtual clock, traced HAL; prints
+    /// trace_sha256 (same seed -> same trace, byte for byte).
+    #[arg(long)]
+    deterministic: bool,
+    /// Write the deterministic trace to FILE (replay: xunds replay FILE).
+    #[arg(long, value_name = "FILE", requires = "deterministic")]
+    trace: Option<PathBuf>,
+    /// Inject device faults (below).
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = FaultSpec::parse)]
+    faults: FaultSpec,
+    /// Execution timeout from submission [default: 1000; 2 ms virtual when
+    /// deterministic].
+    #[arg(long, value_name = "T", value_parser = at_least_one_ms)]
+    timeout_ms: Option<u64>,
+    /// XU ring slots per core.
+    #[arg(long, value_name = "R", default_value_t = 32, value_parser = value_parser!(u32).range(1..=32))]
+    ring: u32,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// Show the progress line once the run has taken this long (tests).
+    #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
+    progress_after_ms: u64,
+}
 
-Runs N executions of the example MLP (batch 4, 16 -> 32 -> 8, row max) through
-the whole pipeline on a simulated device with V cores: producer funnel, XU ring
-(seed 000), device staging and doorbell, sequencer and engines, NQ harvest,
-worker, NDS publisher (seed 004). Every output is checked bit for bit against
-the CPU reference; the per-core counters are read back through the read-only
-NDS reader. The slab is left at --slab for `xunds nds dump` (another process).
+/// `--timeout-ms`: a number of milliseconds, at least 1 (a zero timeout
+/// would expire every execution at submission).
+fn at_least_one_ms(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(ms) => Ok(ms),
+        Err(e) => Err(e.to_string()),
+    }
+}
 
-flags:
-  --executions N     executions to run (default 100000)
-  --vncs V           cores / XUs, one worker each (default 4; 1..=16)
-  --models M         models: example-MLP variants with different weights
-                     (default 2; vncs * models <= 64)
-  --seed S           seeds the deterministic schedule, faults and inputs (default 1)
-  --slab PATH        the datastore file (default /dev/shm/xunds-<pid>.nds);
-                     refused while another run writes it, or when it is an
-                     existing file that is not a slab
-  --force            overwrite --slab even when it is not a slab
-  --deterministic    one thread, seeded schedule, virtual clock, traced HAL;
-                     prints trace_sha256 (same seed -> same trace, byte for byte)
-  --trace FILE       write the deterministic trace to FILE (replay: xunds replay FILE)
-  --faults SPEC      inject device faults (below)
-  --timeout-ms T     execution timeout from submission (default 1000; 2 ms
-                     virtual when deterministic)
-  --ring R           XU ring slots per core (default 32; 1..=32)
-  --recover          recover XUs degraded with their queues intact (below)
-  --json             print one JSON object instead of the summary
-
+const FAULTS_HELP: &str = "\
 --faults SPEC: comma-separated KIND@TRIGGER[/coreN]
   KIND     error:CLASS       an engine's DONE record becomes an ERROR of CLASS
                              (generic|numerical|model|transient|hw|runtime):
@@ -55,97 +101,105 @@ flags:
   TRIGGER  P or N/D          each eligible operation with probability P (0..1)
            #N                only the N-th eligible operation
            N+                every eligible operation from the N-th on
+  /coreN   only core N (0..V-1)
   A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE)
-  unless --recover: an XU degraded by a device-reported error (error:hw) is then
-  brought back once it has drained, and the run keeps executing on it.
+  unless --recover brings it back (error:hw only: the other kinds leave the
+  device queues out of step).
   example: --faults error:hw@0.001,timeout@0.0005,corrupt:ring_id@#400/core1";
+
+impl Args {
+    /// The job the flags describe.
+    fn config(&self) -> JobConfig {
+        JobConfig {
+            executions: self.executions,
+            vncs: self.vncs,
+            models: self.models,
+            seed: self.seed,
+            slab: self.slab.clone(),
+            deterministic: self.deterministic,
+            trace: self.trace.clone(),
+            faults: self.faults.clone(),
+            timeout_ns: self.timeout_ms.map(|ms| ms.saturating_mul(1_000_000)),
+            ring: self.ring,
+            force_slab: self.force,
+            recover: self.recover,
+            ..JobConfig::default()
+        }
+    }
+}
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("xunds run: {e}");
     ExitCode::FAILURE
 }
 
-fn parse(args: &[String]) -> Result<(JobConfig, bool), String> {
-    let mut cfg = JobConfig::default();
-    let mut json = false;
-    let mut it = args.iter().map(String::as_str);
-    let num = |flag: &str, v: Option<&str>| -> Result<u64, String> {
-        v.ok_or_else(|| format!("{flag} needs a value"))?
-            .parse::<u64>()
-            .map_err(|_| format!("{flag}: not a number"))
-    };
-    while let Some(a) = it.next() {
-        match a {
-            "--executions" => cfg.executions = num(a, it.next())?,
-            "--vncs" => {
-                cfg.vncs = u8::try_from(num(a, it.next())?).map_err(|_| "--vncs: 1..=16")?
-            }
-            "--models" => {
-                cfg.models = u8::try_from(num(a, it.next())?).map_err(|_| "--models: too many")?
-            }
-            "--seed" => cfg.seed = num(a, it.next())?,
-            "--ring" => cfg.ring = u32::try_from(num(a, it.next())?).map_err(|_| "--ring")?,
-            "--timeout-ms" => cfg.timeout_ns = Some(num(a, it.next())?.saturating_mul(1_000_000)),
-            "--slab" => cfg.slab = Some(PathBuf::from(it.next().ok_or("--slab needs a path")?)),
-            "--trace" => cfg.trace = Some(PathBuf::from(it.next().ok_or("--trace needs a path")?)),
-            "--faults" => {
-                cfg.faults = FaultSpec::parse(it.next().ok_or("--faults needs a spec")?)
-                    .map_err(|e| e.to_string())?
-            }
-            "--deterministic" => cfg.deterministic = true,
-            "--force" => cfg.force_slab = true,
-            "--recover" => cfg.recover = true,
-            "--json" => json = true,
-            other => return Err(format!("unknown flag {other:?}")),
-        }
-    }
-    if cfg.trace.is_some() && !cfg.deterministic {
-        return Err("--trace needs --deterministic".into());
-    }
-    Ok((cfg, json))
+/// The progress line: on a terminal (stderr), for a text run, once the run
+/// has taken `after`; at most ten redraws a second.
+struct Progress {
+    on: bool,
+    start: Instant,
+    after: Duration,
+    last: Option<Instant>,
 }
 
-pub fn main(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{HELP}");
-        return ExitCode::SUCCESS;
-    }
-    let (cfg, json) = match parse(args) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("xunds run: {e}\n\n{HELP}");
-            return ExitCode::from(2);
+impl Progress {
+    fn new(on: bool, after: Duration) -> Progress {
+        Progress {
+            on,
+            start: Instant::now(),
+            after,
+            last: None,
         }
-    };
-    let tty = std::io::stderr().is_terminal();
-    let mut last = Instant::now() - Duration::from_secs(1);
-    let mut bar = |done: u64, total: u64| {
-        if !tty || last.elapsed() < Duration::from_millis(100) {
+    }
+
+    fn update(&mut self, done: u64, total: u64) {
+        if !self.on || self.start.elapsed() < self.after {
             return;
         }
-        last = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let done = done.min(total);
         let width = 40u64;
-        let filled = (done.min(total) * width)
-            .checked_div(total)
-            .unwrap_or(width);
-        let pct = (done.min(total) * 100).checked_div(total).unwrap_or(100);
+        let filled = (done * width).checked_div(total).unwrap_or(width);
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
         eprint!(
-            "\r[{}{}] {pct:3}% {done}/{total}",
+            "\r[{}{}] {pct:3}% {done}/{total} {:.0} s",
             "#".repeat(filled as usize),
-            "-".repeat((width - filled) as usize)
+            "-".repeat((width - filled) as usize),
+            self.start.elapsed().as_secs_f64()
         );
         let _ = std::io::stderr().flush();
-    };
-    let rep = job::run(&cfg, &mut bar);
-    if tty {
-        eprint!("\r{}\r", " ".repeat(72));
     }
+
+    /// Clear the line if it was drawn.
+    fn finish(&self) {
+        if self.last.is_some() {
+            eprint!("\r{}\r", " ".repeat(79));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let cfg = args.config();
+    if let Err(e) = cfg.check() {
+        return crate::usage_error("xunds run", e);
+    }
+    let tty = std::io::stderr().is_terminal() && !args.json;
+    let mut progress = Progress::new(tty, Duration::from_millis(args.progress_after_ms));
+    let rep = job::run(&cfg, &mut |done, total| progress.update(done, total));
+    progress.finish();
     let rep = match rep {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
-    if json {
-        println!("{}", to_json(&rep).render());
+    if args.json {
+        crate::print_json(&RunJson::new(&rep));
     } else {
         print!("{}", summary(&rep));
     }
@@ -156,61 +210,95 @@ pub fn main(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The JSON document (keys in a fixed order).
-pub fn to_json(r: &JobReport) -> Json {
-    let mut j = Json::obj()
-        .with("executions", r.executions)
-        .with("submitted", r.submitted)
-        .with("completed_ok", r.completed_ok)
-        .with("completed_err", r.completed_err)
-        .with("refused_full", r.refused_full)
-        .with("refused_unrecoverable", r.refused_unrecoverable)
-        .with("timed_out", r.timed_out)
-        .with("recoveries", r.recoveries)
-        .with("outputs_checked", r.outputs_checked)
-        .with("outputs_wrong", r.outputs_wrong)
-        .with("exec_per_sec", (r.exec_per_sec * 10.0).round() / 10.0)
-        .with(
-            "latency_ns",
-            Json::obj()
-                .with("p50", r.latency.quantile(0.5))
-                .with("p99", r.latency.quantile(0.99))
-                .with("max", r.latency.max()),
-        )
-        .with("slab", r.slab.display().to_string())
-        .with("vncs", r.vncs)
-        .with("models", r.models)
-        .with("deterministic", r.deterministic)
-        .with("faults", r.faults.as_str())
-        .with("faults_injected", r.faults_injected)
-        .with("elapsed_s", r.elapsed.as_secs_f64());
-    let mut st = Json::obj();
-    for (s, n) in &r.by_status {
-        st.push(&status_name(*s), *n);
-    }
-    j.push("by_status", st);
-    let mut cores = Json::obj();
-    for c in &r.per_core {
-        let mut o = Json::obj();
-        for k in NcCounter::ALL {
-            let v = c.get(*k);
-            if v != 0 {
-                o.push(k.name(), v);
-            }
+/// The `--json` document (keys in this order).
+#[derive(Serialize)]
+struct RunJson<'a> {
+    executions: u64,
+    submitted: u64,
+    completed_ok: u64,
+    completed_err: u64,
+    refused_full: u64,
+    refused_unrecoverable: u64,
+    timed_out: u64,
+    recoveries: u64,
+    outputs_checked: u64,
+    outputs_wrong: u64,
+    exec_per_sec: f64,
+    latency_ns: Latency,
+    slab: String,
+    vncs: u8,
+    models: u8,
+    deterministic: bool,
+    faults: &'a str,
+    faults_injected: usize,
+    elapsed_s: f64,
+    /// Outcomes by status name.
+    by_status: Obj<u64>,
+    /// Per core: its non-zero NC counters by name.
+    cores: Obj<Obj<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    virtual_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace_lines: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Latency {
+    p50: u64,
+    p99: u64,
+    max: u64,
+}
+
+impl<'a> RunJson<'a> {
+    fn new(r: &'a JobReport) -> Self {
+        RunJson {
+            executions: r.executions,
+            submitted: r.submitted,
+            completed_ok: r.completed_ok,
+            completed_err: r.completed_err,
+            refused_full: r.refused_full,
+            refused_unrecoverable: r.refused_unrecoverable,
+            timed_out: r.timed_out,
+            recoveries: r.recoveries,
+            outputs_checked: r.outputs_checked,
+            outputs_wrong: r.outputs_wrong,
+            exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
+            latency_ns: Latency {
+                p50: r.latency.quantile(0.5),
+                p99: r.latency.quantile(0.99),
+                max: r.latency.max(),
+            },
+            slab: r.slab.display().to_string(),
+            vncs: r.vncs,
+            models: r.models,
+            deterministic: r.deterministic,
+            faults: r.faults.as_str(),
+            faults_injected: r.faults_injected,
+            elapsed_s: r.elapsed.as_secs_f64(),
+            by_status: r
+                .by_status
+                .iter()
+                .map(|(s, n)| (status_name(*s), *n))
+                .collect(),
+            cores: r
+                .per_core
+                .iter()
+                .map(|c| {
+                    let nonzero = NcCounter::ALL
+                        .iter()
+                        .map(|k| (k.name(), c.get(*k)))
+                        .filter(|(_, v)| *v != 0)
+                        .collect();
+                    (c.core.to_string(), nonzero)
+                })
+                .collect(),
+            virtual_ns: r.virtual_ns,
+            trace_sha256: r.trace_sha256.as_deref(),
+            trace_lines: r.trace_lines,
         }
-        cores.push(&c.core.to_string(), o);
     }
-    j.push("cores", cores);
-    if let Some(v) = r.virtual_ns {
-        j.push("virtual_ns", v);
-    }
-    if let Some(h) = &r.trace_sha256 {
-        j.push("trace_sha256", h.as_str());
-    }
-    if let Some(n) = r.trace_lines {
-        j.push("trace_lines", n);
-    }
-    j
 }
 
 fn status_name(s: xunds::NrtStatus) -> String {

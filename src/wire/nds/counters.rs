@@ -1,5 +1,5 @@
-//! The counter arrays (seed 004 §3) and their resolvers (§4): indices as typed
-//! enums with the names in SPEC-NOTES.md, the feature bits of ND counter 3,
+//! The counter arrays (docs/abi.md §2.4) and their resolvers (docs/abi.md §2.5): indices as typed
+//! enums with the names in docs/abi.md §2.4, the feature bits of ND counter 3,
 //! the order-locked error-class block, and index -> byte offset.
 //!
 //! Counters are naturally aligned little-endian u64s with no hash; the
@@ -12,7 +12,7 @@
 //! | EXT NC | `ext_nc_counters` @0xda80 | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
 //! | EXT NC-data | `ext_nc_data` @0xe280 | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
 //!
-//! Byte offset = element index * 8. One deliberate tightening of §4: the
+//! Byte offset = element index * 8. One deliberate tightening of docs/abi.md §2.5: the
 //! seed's pseudo-code bounds `counter_index` only for cores 4-15; for cores
 //! 0-3 an index above 94 would run into the next core's EXT row (or, for core
 //! 3, into the EXT NC-data band). [`nc_counter_off`] refuses a counter above 94
@@ -24,16 +24,16 @@ use super::region;
 
 /// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
 pub const ND_COUNTER_COUNT: usize = 31;
-/// `NDS_ND_COUNTER_LAST`: the named ND counters.
-pub const ND_COUNTER_NAMED: usize = 14;
+/// `NDS_ND_COUNTER_LAST`: the named ND counters ([`NdCounter`]; 14 in 2.31).
+pub const ND_COUNTER_NAMED: usize = NdCounter::ALL.len();
 /// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
 pub const NC_COUNTER_COUNT: usize = 31;
 /// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
 pub const EXT_NC_COUNTER_COUNT: usize = 64;
 /// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
 pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
-/// Named EXT NC counters (31..=40).
-pub const EXT_NC_COUNTER_NAMED: usize = 10;
+/// Named EXT NC counters ([`NcCounter`] from 31 on; 31..=40 in 2.31).
+pub const EXT_NC_COUNTER_NAMED: usize = NcCounter::ALL.len() - NC_COUNTER_COUNT;
 /// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
 pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
 /// NeuronCores with a row in the ND/NC/EXT bands.
@@ -57,20 +57,19 @@ pub const EXT_NC_BASE_ELEM: usize = 6992;
 /// u64 element index of the EXT NC-data band (`7248 = 0xe280 / 8`).
 pub const EXT_NC_DATA_BASE_ELEM: usize = 7248;
 
-// §4: the resolver constants are the region starts in u64 units.
+// docs/abi.md §2.5: the resolver constants are the region starts in u64 units.
 const _: () = assert!(ND_BASE_ELEM * 8 == region::ND_COUNTERS_OFF);
 const _: () = assert!(NC_BASE_ELEM * 8 == region::NC_COUNTERS_OFF);
 const _: () = assert!(EXT_NC_BASE_ELEM * 8 == region::EXT_NC_COUNTERS_OFF);
 const _: () = assert!(EXT_NC_DATA_BASE_ELEM * 8 == region::EXT_NC_DATA_OFF);
 const _: () = assert!(TOTAL_NC_COUNTER_COUNT == 95 && EXT_NC_DATA_COUNT == 96);
 const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
-const _: () = assert!(ND_COUNTER_NAMED + 17 == ND_COUNTER_COUNT);
 const _: () = assert!(EXT_CORES == 12);
 
-named_index_enum! {
-    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (§3).
+wire_enum! {
+    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (docs/abi.md §2.4).
     /// Indices 14..=30 are reserved headroom.
-    pub enum NdCounter {
+    pub enum NdCounter(u32) {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
         FrameworkVersion = 1 => "FRAMEWORK_VERSION",
         FalVersion = 2 => "FAL_VERSION",
@@ -88,10 +87,10 @@ named_index_enum! {
     }
 }
 
-named_index_enum! {
+wire_enum! {
     /// NC (per-NeuronCore) counter indices: 0..=30 in the original band,
-    /// 31..=40 the named EXT counters (41..=94 reserved) (§3).
-    pub enum NcCounter {
+    /// 31..=40 the named EXT counters (41..=94 reserved) (docs/abi.md §2.4).
+    pub enum NcCounter(u32) {
         TimeInUse = 0 => "TIME_IN_USE",
         InferCompleted = 1 => "INFER_COMPLETED",
         InferCompletedWithErr = 2 => "INFER_COMPLETED_WITH_ERR",
@@ -137,16 +136,19 @@ named_index_enum! {
 }
 
 /// The error classes, order-locked to NC counters 7..=12 (`index =
-/// ERR_GENERIC + class`, §3 GOTCHA). One enum serves the device's NQ records
+/// ERR_GENERIC + class`, docs/abi.md §2.4). One enum serves the device's NQ records
 /// and the counters: [`crate::wire::nq::ErrorClass`].
 pub use crate::wire::nq::ErrorClass;
 
-const _: () = assert!(NdCounter::AggNeffId as usize + 1 == ND_COUNTER_NAMED);
+// The named counters are numbered densely from 0 and fit their bands; the
+// base NC band (31) is fully named.
+const _: () = assert!(NdCounter::ALL[ND_COUNTER_NAMED - 1] as usize + 1 == ND_COUNTER_NAMED);
+const _: () = assert!(ND_COUNTER_NAMED <= ND_COUNTER_COUNT);
 const _: () = assert!(NcCounter::Oob as usize + 1 == NC_COUNTER_COUNT);
-const _: () = assert!(
-    NcCounter::HwErrRepairableHbmUe as usize + 1 == NC_COUNTER_COUNT + EXT_NC_COUNTER_NAMED
-);
-// §3: the error block is order-locked at 7..=12.
+const _: () =
+    assert!(NcCounter::ALL[NcCounter::ALL.len() - 1] as usize + 1 == NcCounter::ALL.len());
+const _: () = assert!(EXT_NC_COUNTER_NAMED <= EXT_NC_COUNTER_COUNT);
+// docs/abi.md §2.4: the error block is order-locked at 7..=12.
 const _: () = assert!(NcCounter::ErrGeneric as u8 == 7 && NcCounter::ErrRt as u8 == 12);
 const _: () =
     assert!(NcCounter::ErrGeneric as u8 + ErrorClass::Runtime as u8 == NcCounter::ErrRt as u8);
@@ -174,20 +176,26 @@ impl NcCounter {
 impl ErrorClass {
     /// The NC counter this class is tallied in (`ERR_GENERIC + class`).
     pub const fn counter(self) -> NcCounter {
-        match self {
-            ErrorClass::Generic => NcCounter::ErrGeneric,
-            ErrorClass::Numerical => NcCounter::ErrNumerical,
-            ErrorClass::Model => NcCounter::ErrModel,
-            ErrorClass::Transient => NcCounter::ErrTransient,
-            ErrorClass::Hw => NcCounter::ErrHw,
-            ErrorClass::Runtime => NcCounter::ErrRt,
+        match NcCounter::from_u8(NcCounter::ErrGeneric as u8 + self as u8) {
+            Some(c) => c,
+            None => unreachable!(),
         }
     }
 }
 
+// Every class lands in the order-locked block `ERR_GENERIC..=ERR_RT`.
+const _: () = {
+    let mut i = 0;
+    while i < ErrorClass::ALL.len() {
+        let c = ErrorClass::ALL[i].counter() as u8;
+        assert!(c >= NcCounter::ErrGeneric as u8 && c <= NcCounter::ErrRt as u8);
+        i += 1;
+    }
+};
+
 bitflags::bitflags! {
     /// The `FEATURE_BITMAP` ND counter (index 3), written with OR, never ADD
-    /// (§3 QUIRK). Unknown bits are kept.
+    /// (docs/abi.md §2.4). Unknown bits are kept.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub struct Features: u64 {
         /// Bit [`FEATURE_TEST`].
@@ -199,7 +207,7 @@ bitflags::bitflags! {
     }
 }
 
-/// The NC counter for error class `class` (`ERR_GENERIC + class`, §3): class
+/// The NC counter for error class `class` (`ERR_GENERIC + class`, docs/abi.md §2.4): class
 /// 0..=5 maps to counters 7..=12; anything else is out of range.
 pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
     let limit = ErrorClass::ALL.len() as u32;
@@ -213,7 +221,7 @@ pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
     }
 }
 
-/// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, §4).
+/// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, docs/abi.md §2.5).
 pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     let i = index as usize;
     if i < ND_COUNTER_COUNT {
@@ -227,7 +235,7 @@ pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     }
 }
 
-/// Which of the three NC bands a (core, counter) pair lives in (§3 QUIRK).
+/// Which of the three NC bands a (core, counter) pair lives in (docs/abi.md §2.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcBand {
     /// `nc_counters` @0x100: cores 0-3, counters 0..=30.
@@ -265,7 +273,7 @@ impl NcSlot {
     }
 }
 
-/// The three-band dispatch of §4 (`nds_*_nc_counter` @0x507220, kernel
+/// The three-band dispatch of docs/abi.md §2.5 (`nds_*_nc_counter` @0x507220, kernel
 /// `get_neuroncore_counter_value`), returning the band and element index.
 /// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
 pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
@@ -304,7 +312,7 @@ pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireErro
     })
 }
 
-/// Byte offset of NC counter `counter` of NeuronCore `core` (§4; see
+/// Byte offset of NC counter `counter` of NeuronCore `core` (docs/abi.md §2.5; see
 /// [`nc_counter_slot`]).
 pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
     match nc_counter_slot(core, counter) {
@@ -325,7 +333,7 @@ const fn is(r: Result<usize, WireError>, off: usize) -> bool {
     matches!(resolved(r), Some(o) if o == off)
 }
 
-// Seed 004 §8, the worked byte-layout examples, resolved at compile time:
+// docs/abi.md §2.10, the worked byte-layout examples, resolved at compile time:
 // FEATURE_BITMAP at base+0x020; core 2 INFER_COMPLETED at element 95
 // (0x2f8); core 1 HW_ERR_HBM_UE at element 7057 (0xdc88); core 7 MAC_COUNT
 // at element 7565 (0xec68).
@@ -345,7 +353,7 @@ const _: () = assert!(is(
 const _: () = assert!(is(nc_counter_off(1, NcCounter::HwErrHbmUe.index()), 0xdc88));
 const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 7565 * 8));
 const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 0xec68));
-// §4: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
+// docs/abi.md §2.5: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
 const _: () =
     assert!(is(nc_counter_off(0, 0), 0x100) && is(nc_counter_off(3, 30), 0x100 + 123 * 8));
 const _: () = assert!(is(nc_counter_off(0, 31), 0xda80) && is(nc_counter_off(4, 0), 0xe280));

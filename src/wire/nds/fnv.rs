@@ -1,4 +1,4 @@
-//! The record hash (seed 004 §7): canonical 32-bit FNV-1a (`nds_hash`
+//! The record hash (docs/abi.md §2.8): canonical 32-bit FNV-1a (`nds_hash`
 //! @0x5080c0) over a whole record with its 4-byte hash word at +0 treated as
 //! zero, stored little-endian at +0.
 //!
@@ -118,7 +118,7 @@ pub enum HashState {
     },
 }
 
-/// Verify a private copy of a record (`nds_read_generic_obj`, §7).
+/// Verify a private copy of a record (`nds_read_generic_obj`, docs/abi.md §2.8).
 pub fn verify(record: &[u8]) -> HashState {
     let stored = stored_hash(record);
     if stored == 0 {
@@ -142,7 +142,7 @@ mod tests {
     use super::*;
 
     /// The word-at-a-time hasher agrees with `record_hash` on records of the
-    /// three seed 004 sizes (§5-§7: 64, 260, 672 bytes) with random bytes.
+    /// three docs/abi.md §2 sizes (docs/abi.md §2.6-§2.8: 64, 260, 672 bytes) with random bytes.
     #[test]
     fn record_hasher_matches_record_hash() {
         let mut rng = crate::prng::SplitMix64::new(4);
@@ -189,7 +189,7 @@ mod tests {
     fn short_and_unpublished() {
         assert_eq!(verify(&[]), HashState::Unpublished);
         assert_eq!(verify(&[0u8; 672]), HashState::Unpublished);
-        // §7: the hash of an all-zero record is not zero, so a published
+        // docs/abi.md §2.8: the hash of an all-zero record is not zero, so a published
         // record never looks unpublished.
         assert_ne!(record_hash(&[0u8; 672]), 0);
         assert_ne!(record_hash(&[0u8; 64]), 0);

@@ -1,56 +1,45 @@
-//! `nds_header` (seed 004 §2): the first 8 bytes of the slab, `"nds\0"` then
+//! `nds_header` (docs/abi.md §2.3): the first 8 bytes of the slab, `"nds\0"` then
 //! the `int` format version 100000, written and checked as one u64.
 //!
 //! The producer commits the header with a single 8-byte store of
 //! [`HEADER_PROTO`]; readers compare the whole word ([`check`]). The kernel
 //! only zeroes the slab, so a word of 0 means "not committed yet" (or released).
 //!
-//! Seed discrepancy (bytes win): §2's prose gives the committed word as
+//! Seed discrepancy (bytes win): docs/abi.md §2.3's prose gives the committed word as
 //! `0x000186a06e6473`, but the bytes it quotes from `header_proto` @0xc0c820,
-//! `6e 64 73 00 a0 86 01 00` (also §8 and §9), read as a little-endian u64 are
+//! `6e 64 73 00 a0 86 01 00` (also docs/abi.md §2.10 and §2.2), read as a little-endian u64 are
 //! `0x000186a0_0073646e`. The prose number is the version (0x186a0) followed
 //! by the magic's characters in reading order (6e 64 73) with the NUL dropped;
 //! stored little-endian it would be `73 64 6e a0 86 01 00 00`, which is not
 //! what the binary holds.
 //! [`HEADER_PROTO`] is derived from the bytes.
 
-use super::super::layout::{annotated_dump, Block, Field};
+use super::super::layout::annotated_dump;
 use super::super::{need, WireError};
 
-/// `sizeof(nds_header_t)`.
-pub const SIZE: usize = 8;
+wire_block! {
+    /// Layout of `nds_header`.
+    pub LAYOUT: "nds_header", SIZE = 8, off {
+        /// `char signature[4]`.
+        seed SIGNATURE "signature" = 0, 4;
+        /// `int version`.
+        seed VERSION "version" = 4, 4;
+    }
+}
+
 /// The 4-byte signature, `"nds\0"`.
 pub const MAGIC: [u8; 4] = *b"nds\0";
 /// The layout's format version (`int`, 100000 = 0x186a0).
 pub const VERSION: i32 = 100_000;
-/// The committed header as bytes (`header_proto` @0xc0c820, §2, §8, §9).
+/// The committed header as bytes (`header_proto` @0xc0c820, docs/abi.md §2.3, §2.10, §2.2).
 pub const PROTO_BYTES: [u8; SIZE] = [0x6e, 0x64, 0x73, 0x00, 0xa0, 0x86, 0x01, 0x00];
 /// The committed header as the single little-endian u64 the producer stores
 /// and readers compare: `0x000186a0_0073646e` (from [`PROTO_BYTES`]; see the
 /// module doc for the prose discrepancy).
 pub const HEADER_PROTO: u64 = u64::from_le_bytes(PROTO_BYTES);
 
-/// Byte offsets inside `nds_header`.
-pub mod off {
-    /// `char signature[4]`.
-    pub const SIGNATURE: usize = 0;
-    /// `int version`.
-    pub const VERSION: usize = 4;
-}
-
-/// Layout of `nds_header`.
-pub const LAYOUT: Block = Block {
-    name: "nds_header",
-    size: SIZE,
-    fields: &[
-        Field::seed("signature", off::SIGNATURE, 4),
-        Field::seed("version", off::VERSION, 4),
-    ],
-};
-
 const _: () = assert!(HEADER_PROTO == 0x0001_86a0_0073_646e);
 const _: () = assert!(VERSION == 0x186a0);
-const _: () = assert!(LAYOUT.is_well_formed());
 const _: () = assert!(Header::COMMITTED.to_word() == HEADER_PROTO);
 const _: () = {
     let b = PROTO_BYTES;
@@ -143,7 +132,7 @@ impl Header {
     }
 }
 
-/// A reader's verdict on the header word (`nds_check_header`, §2).
+/// A reader's verdict on the header word (`nds_check_header`, docs/abi.md §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HeaderState {
     /// The word equals [`HEADER_PROTO`]: a committed NDS of this layout.
@@ -154,7 +143,7 @@ pub enum HeaderState {
     /// Non-zero and the signature is not `"nds\0"`: not an NDS.
     BadMagic,
     /// The signature matches but the version is not 100000: an unknown
-    /// layout; a reader must not parse the regions (§2 GOTCHA).
+    /// layout; a reader must not parse the regions (docs/abi.md §2.3).
     BadVersion {
         /// The version found.
         version: i32,

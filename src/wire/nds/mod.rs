@@ -1,16 +1,16 @@
-//! Seed 004, the NDS wire format: one fixed 67,200-byte region map at the head
+//! docs/abi.md §2, the NDS wire format: one fixed 67,200-byte region map at the head
 //! of a 256 KiB slab, shared by the kernel, the producing runtime and
 //! read-only monitors.
 //!
-//! | module | what it owns | seed 004 |
+//! | module | what it owns | docs/abi.md §2 |
 //! |---|---|---|
-//! | [`region`] | the region map: every start and size, the `#define` chain and the EXT alignment hinge, model slot offsets | §1, §9 |
-//! | [`header`] | `nds_header` (`"nds\0"` + version 100000) and the single-u64 commit/check proto | §2 |
-//! | [`counters`] | ND/NC/EXT counter indices as typed enums, feature bits, the ND resolver and the three-band NC resolver | §3, §4 |
-//! | [`model`] | the 672-byte `nds_model_node_data_internal` record and its 2 x 12 mem-usage grid | §5 |
-//! | [`process`] | `nds_process_info_internal` (64 B), `nds_version_info` (8 B), `nds_process_info_ext_internal` (260 B) | §6 |
-//! | [`version`] | the packed version word of ND counters 0..2 (SPEC-NOTES.md) | §6 note |
-//! | [`fnv`] | FNV-1a-32 and the record hash stamp/verify scheme | §7 |
+//! | [`region`] | the region map: every start and size, the `#define` chain and the EXT alignment hinge, model slot offsets | docs/abi.md §2.2 |
+//! | [`header`] | `nds_header` (`"nds\0"` + version 100000) and the single-u64 commit/check proto | docs/abi.md §2.3 |
+//! | [`counters`] | ND/NC/EXT counter indices as typed enums, feature bits, the ND resolver and the three-band NC resolver | docs/abi.md §2.4, §2.5 |
+//! | [`model`] | the 672-byte `nds_model_node_data_internal` record and its 2 x 12 mem-usage grid | docs/abi.md §2.6 |
+//! | [`process`] | `nds_process_info_internal` (64 B), `nds_version_info` (8 B), `nds_process_info_ext_internal` (260 B) | docs/abi.md §2.7 |
+//! | [`version`] | the packed version word of ND counters 0..2 (docs/abi.md §2.4) | docs/abi.md §2.7 |
+//! | [`fnv`] | FNV-1a-32 and the record hash stamp/verify scheme | docs/abi.md §2.8 |
 //!
 //! Like the rest of [`crate::wire`], nothing here touches shared memory: the
 //! types encode to and parse from byte buffers the caller owns (a private
@@ -23,62 +23,6 @@
 //! re-evaluated in Rust ([`region::chain`]), and a private `#[repr(C)]` mirror
 //! of the C struct measured with `offset_of!`/`size_of` (LP64 targets only,
 //! the ABI's only data model).
-
-/// A `#[repr(u8)]` enum of ABI indices with their C names: `name()`,
-/// `index()`, `from_index()`, `from_name()` and `ALL` (ascending index).
-macro_rules! named_index_enum {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $Name:ident { $($Variant:ident = $idx:literal => $cname:literal,)* }
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[repr(u8)]
-        $vis enum $Name {
-            $(
-                #[doc = concat!("`", $cname, "` (index ", stringify!($idx), ").")]
-                $Variant = $idx,
-            )*
-        }
-
-        impl $Name {
-            /// Every named index, ascending.
-            pub const ALL: &'static [Self] = &[$(Self::$Variant,)*];
-
-            /// The C name (as in SPEC-NOTES.md / the seed).
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $(Self::$Variant => $cname,)*
-                }
-            }
-
-            /// The ABI index.
-            pub const fn index(self) -> u32 {
-                self as u32
-            }
-
-            /// The variant at ABI index `index`, or `None` for an unnamed
-            /// (reserved) or out-of-range index.
-            pub const fn from_index(index: u32) -> Option<Self> {
-                match index {
-                    $($idx => Some(Self::$Variant),)*
-                    _ => None,
-                }
-            }
-
-            /// The variant whose C name is `name`.
-            pub fn from_name(name: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == name)
-            }
-        }
-
-        impl core::fmt::Display for $Name {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-    };
-}
 
 pub mod counters;
 pub mod fnv;
@@ -105,7 +49,7 @@ pub const BLOCKS: &[Block] = &[
     process::PROCESS_INFO_EXT_LAYOUT,
 ];
 
-/// The region map rows (seed 004 §1), in offset order, contiguous from 0 to
+/// The region map rows (docs/abi.md §2.2), in offset order, contiguous from 0 to
 /// [`region::REQUIRED_SIZE`].
 pub const REGIONS: &[Span] = &region::MAP;
 

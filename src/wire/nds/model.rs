@@ -1,4 +1,4 @@
-//! The model record (seed 004 §5): `nds_model_node_data_internal`, 672 B,
+//! The model record (docs/abi.md §2.6): `nds_model_node_data_internal`, 672 B,
 //! `{hash, node_info (284 B), mem_usage[2][12] (384 B)}`, one per slot at
 //! `0x528 + slot * 672`, allocated through the u64 `model_bitmap` at 0x520.
 //!
@@ -24,67 +24,76 @@ use super::super::{le, need, WireError};
 use super::{c_str_lossy, region};
 use std::borrow::Cow;
 
-/// `sizeof(nds_model_node_data_internal)` (0x2a0).
-pub const RECORD_SIZE: usize = 672;
-/// `sizeof(nds_model_node_info)`.
-pub const NODE_INFO_SIZE: usize = 284;
+wire_block! {
+    /// `nds_model_node_data_internal` with the mem-usage grid as one row
+    /// (docs/abi.md §2.6, §2.10 "MODEL slot 5 record"; member names as docs/abi.md §2.10 prints
+    /// them, the `node_info.` prefix dropped). [`LAYOUT`] expands the grid.
+    pub RECORD_HEAD_LAYOUT: "nds_model_node_data_internal", RECORD_SIZE = 0x2a0, off {
+        seed HASH "hash" = 0x000, 4;
+        seed MODEL_ID "model_id" = 0x004, 4;
+        seed MODEL_NODE_ID "model_node_id" = 0x008, 4;
+        seed NAME "name" = 0x00c, 256;
+        seed UUID "uuid" = 0x10c, 16;
+        seed NC_INDEX "nc_index" = 0x11c, 1;
+        seed SG_INDEX "sg_index" = 0x11d, 1;
+        pad = 0x11e, 2;
+        /// `mem_usage[2][12]`.
+        seed MEM_USAGE "mem_usage" = 0x120, 384;
+    }
+}
+
+wire_block! {
+    /// Layout of `nds_model_node_info` (offsets relative to itself, i.e.
+    /// record offset - 4).
+    pub NODE_INFO_LAYOUT: "nds_model_node_info", NODE_INFO_SIZE = 284, node_off {
+        seed "model_id" = 0x000, 4;
+        seed "model_node_id" = 0x004, 4;
+        seed "name" = 0x008, 256;
+        seed "uuid" = 0x108, 16;
+        seed "nc_index" = 0x118, 1;
+        seed "sg_index" = 0x119, 1;
+        pad = 0x11a, 2;
+    }
+}
+
+wire_block! {
+    /// Layout of `nds_mem_usage_info`.
+    pub MEM_USAGE_LAYOUT: "nds_mem_usage_info", MEM_USAGE_INFO_SIZE = 16, mem_off {
+        /// `size_t`.
+        seed TOTAL_SIZE "total_size" = 0, 8;
+        /// `uint32_t`.
+        seed CHUNK_COUNT "chunk_count" = 8, 4;
+        pad = 12, 4;
+    }
+}
+
 /// Record offset of `node_info`.
-pub const NODE_INFO_OFF: usize = 4;
+pub const NODE_INFO_OFF: usize = off::MODEL_ID;
 /// `sizeof(nds_model_node_mem_usage_info)`: the 2 x 12 grid.
-pub const MEM_USAGE_SIZE: usize = 384;
+pub const MEM_USAGE_SIZE: usize = RECORD_SIZE - MEM_USAGE_OFF;
 /// Record offset of the mem-usage grid (288).
-pub const MEM_USAGE_OFF: usize = 0x120;
+pub const MEM_USAGE_OFF: usize = off::MEM_USAGE;
 /// `MODEL_MEM_USAGE_LOCATION_COUNT`: host and device.
-pub const MEM_USAGE_LOCATIONS: usize = 2;
+pub const MEM_USAGE_LOCATIONS: usize = MemLocation::ALL.len();
 /// `NDS_DMA_MEM_USAGE_SLOT_COUNT` (a frozen ABI width: "do not change").
-pub const MEM_USAGE_SLOTS: usize = 12;
-/// `sizeof(nds_mem_usage_info)`.
-pub const MEM_USAGE_INFO_SIZE: usize = 16;
+pub const MEM_USAGE_SLOTS: usize = MemSlot::ALL.len();
 /// Length of `node_info.name`.
 pub const NAME_LEN: usize = 256;
 /// Length of `node_info.uuid`.
 pub const UUID_LEN: usize = 16;
 
-/// Byte offsets inside the record (seed 004 §8 "MODEL slot 5 record").
-pub mod off {
-    /// `uint32_t hash`.
-    pub const HASH: usize = 0x000;
-    /// `node_info.model_id` (u32).
-    pub const MODEL_ID: usize = 0x004;
-    /// `node_info.model_node_id` (u32).
-    pub const MODEL_NODE_ID: usize = 0x008;
-    /// `node_info.name[256]`.
-    pub const NAME: usize = 0x00c;
-    /// `node_info.uuid[16]`.
-    pub const UUID: usize = 0x10c;
-    /// `node_info.nc_index` (u8).
-    pub const NC_INDEX: usize = 0x11c;
-    /// `node_info.sg_index` (u8), then 2 bytes of padding.
-    pub const SG_INDEX: usize = 0x11d;
-    /// `mem_usage[2][12]`.
-    pub const MEM_USAGE: usize = super::MEM_USAGE_OFF;
-}
-
-/// Byte offsets inside `nds_mem_usage_info`.
-pub mod mem_off {
-    /// `size_t total_size`.
-    pub const TOTAL_SIZE: usize = 0;
-    /// `uint32_t chunk_count` (then a 4-byte tail pad).
-    pub const CHUNK_COUNT: usize = 8;
-}
-
-named_index_enum! {
+wire_enum! {
     /// The mem-usage grid's first index (`MODEL_MEM_USAGE_LOCATION`).
-    pub enum MemLocation {
+    pub enum MemLocation(u32) {
         Host = 0 => "HOST",
         Device = 1 => "DEVICE",
     }
 }
 
-named_index_enum! {
+wire_enum! {
     /// The mem-usage grid's second index: the 12 DMA mem-usage slots. Only
     /// 0..=4 are named by the public header; 5..=11 are reserved/aggregated.
-    pub enum MemSlot {
+    pub enum MemSlot(u32) {
         Code = 0 => "CODE",
         Tensors = 1 => "TENSORS",
         Constants = 2 => "CONSTANTS",
@@ -105,28 +114,17 @@ pub const fn mem_usage_off(loc: MemLocation, slot: MemSlot) -> usize {
     MEM_USAGE_OFF + (loc as usize * MEM_USAGE_SLOTS + slot as usize) * MEM_USAGE_INFO_SIZE
 }
 
-const _: () = assert!(MemLocation::Device as usize + 1 == MEM_USAGE_LOCATIONS);
-const _: () = assert!(MemSlot::Reserved11 as usize + 1 == MEM_USAGE_SLOTS);
-// Seed 004 §5: sizes and the record's composition.
-const _: () = assert!(RECORD_SIZE == 0x2a0);
+// docs/abi.md §2.6: the record's composition; docs/abi.md §2.10: slot 5 at 0x1248 and
+// mem_usage[1][3].chunk_count at record +0x218.
+const _: () = assert!(MEM_USAGE_LOCATIONS == 2 && MEM_USAGE_SLOTS == 12);
 const _: () = assert!(NODE_INFO_OFF + NODE_INFO_SIZE == MEM_USAGE_OFF);
-const _: () = assert!(MEM_USAGE_OFF == 288);
 const _: () =
     assert!(MEM_USAGE_LOCATIONS * MEM_USAGE_SLOTS * MEM_USAGE_INFO_SIZE == MEM_USAGE_SIZE);
-const _: () = assert!(4 + NODE_INFO_SIZE + MEM_USAGE_SIZE == RECORD_SIZE);
-// Seed 004 §8: slot 5 at 0x1248 and its field offsets.
-const _: () = assert!(region::MODEL_RECORDS_OFF + 5 * RECORD_SIZE == 0x1248);
-const _: () = assert!(off::MODEL_ID == 0x004 && off::MODEL_NODE_ID == 0x008);
-const _: () = assert!(off::NAME == 0x00c && off::UUID == 0x10c);
 const _: () = assert!(off::NAME + NAME_LEN == off::UUID);
-const _: () = assert!(off::NC_INDEX == 0x11c && off::SG_INDEX == 0x11d);
+const _: () = assert!(region::MODEL_RECORDS_OFF + 5 * RECORD_SIZE == 0x1248);
 const _: () = assert!(
     mem_usage_off(MemLocation::Device, MemSlot::Scratchpad) + mem_off::CHUNK_COUNT == 0x218
 );
-const _: () = assert!(
-    mem_usage_off(MemLocation::Device, MemSlot::Reserved11) + MEM_USAGE_INFO_SIZE == RECORD_SIZE
-);
-const _: () = assert!(region::MODEL_RECORDS_SIZE == 43_008);
 
 #[cfg(target_pointer_width = "64")]
 mod c_mirror {
@@ -182,31 +180,6 @@ mod c_mirror {
     const _: () = assert!(offset_of!(NdsModelNodeDataInternal, mem_usage) == off::MEM_USAGE);
 }
 
-/// Layout of `nds_mem_usage_info`.
-pub const MEM_USAGE_LAYOUT: Block = Block {
-    name: "nds_mem_usage_info",
-    size: MEM_USAGE_INFO_SIZE,
-    fields: &[
-        Field::seed("total_size", mem_off::TOTAL_SIZE, 8),
-        Field::seed("chunk_count", mem_off::CHUNK_COUNT, 4),
-    ],
-};
-
-/// Layout of `nds_model_node_info` (offsets relative to itself, i.e. record
-/// offset - 4).
-pub const NODE_INFO_LAYOUT: Block = Block {
-    name: "nds_model_node_info",
-    size: NODE_INFO_SIZE,
-    fields: &[
-        Field::seed("model_id", off::MODEL_ID - NODE_INFO_OFF, 4),
-        Field::seed("model_node_id", off::MODEL_NODE_ID - NODE_INFO_OFF, 4),
-        Field::seed("name", off::NAME - NODE_INFO_OFF, NAME_LEN),
-        Field::seed("uuid", off::UUID - NODE_INFO_OFF, UUID_LEN),
-        Field::seed("nc_index", off::NC_INDEX - NODE_INFO_OFF, 1),
-        Field::seed("sg_index", off::SG_INDEX - NODE_INFO_OFF, 1),
-    ],
-};
-
 macro_rules! grid_names {
     ($($l:literal $s:literal),* $(,)?) => {
         [$([
@@ -222,38 +195,33 @@ const GRID_NAMES: [[&str; 2]; GRID_ELEMS] = grid_names!(
     1 0, 1 1, 1 2, 1 3, 1 4, 1 5, 1 6, 1 7, 1 8, 1 9, 1 10, 1 11,
 );
 
-/// The grid's 48 fields starting at `base`, appended after `head`.
-const fn with_grid<const H: usize, const N: usize>(head: [Field; H], base: usize) -> [Field; N] {
-    assert!(N == H + 2 * GRID_ELEMS);
+/// The first `H` fields of `head` (the rows before the grid), then the
+/// grid's 48 fields starting at `base`.
+const fn with_grid<const N: usize>(head: &[Field], base: usize) -> [Field; N] {
+    let h = N - 2 * GRID_ELEMS;
     let mut out = [Field::seed("", 0, 0); N];
     let mut i = 0;
-    while i < H {
+    while i < h {
         out[i] = head[i];
         i += 1;
     }
     let mut e = 0;
     while e < GRID_ELEMS {
         let o = base + e * MEM_USAGE_INFO_SIZE;
-        out[H + 2 * e] = Field::seed(GRID_NAMES[e][0], o + mem_off::TOTAL_SIZE, 8);
-        out[H + 2 * e + 1] = Field::seed(GRID_NAMES[e][1], o + mem_off::CHUNK_COUNT, 4);
+        out[h + 2 * e] = Field::seed(GRID_NAMES[e][0], o + mem_off::TOTAL_SIZE, 8);
+        out[h + 2 * e + 1] = Field::seed(GRID_NAMES[e][1], o + mem_off::CHUNK_COUNT, 4);
         e += 1;
     }
     out
 }
 
-const RECORD_HEAD: [Field; 7] = [
-    Field::seed("hash", off::HASH, 4),
-    Field::seed("model_id", off::MODEL_ID, 4),
-    Field::seed("model_node_id", off::MODEL_NODE_ID, 4),
-    Field::seed("name", off::NAME, NAME_LEN),
-    Field::seed("uuid", off::UUID, UUID_LEN),
-    Field::seed("nc_index", off::NC_INDEX, 1),
-    Field::seed("sg_index", off::SG_INDEX, 1),
-];
-const RECORD_FIELDS: [Field; 7 + 2 * GRID_ELEMS] = with_grid(RECORD_HEAD, MEM_USAGE_OFF);
-const GRID_FIELDS: [Field; 2 * GRID_ELEMS] = with_grid([], 0);
+const RECORD_FIELDS: [Field; 7 + 2 * GRID_ELEMS] =
+    with_grid(RECORD_HEAD_LAYOUT.fields, MEM_USAGE_OFF);
+const GRID_FIELDS: [Field; 2 * GRID_ELEMS] = with_grid(&[], 0);
+// The head's eighth row is the grid that RECORD_FIELDS expands.
+const _: () = assert!(RECORD_HEAD_LAYOUT.fields[7].offset == MEM_USAGE_OFF);
 
-/// Layout of `nds_model_node_data_internal` (member names as seed 004 §8
+/// Layout of `nds_model_node_data_internal` (member names as docs/abi.md §2.10
 /// prints them, the `node_info.` prefix dropped; the grid expanded).
 pub const LAYOUT: Block = Block {
     name: "nds_model_node_data_internal",
@@ -268,11 +236,8 @@ pub const MEM_USAGE_GRID_LAYOUT: Block = Block {
     fields: &GRID_FIELDS,
 };
 
-const _: () = assert!(LAYOUT.is_well_formed());
-const _: () = assert!(NODE_INFO_LAYOUT.is_well_formed());
-const _: () = assert!(MEM_USAGE_GRID_LAYOUT.is_well_formed());
-const _: () = assert!(MEM_USAGE_LAYOUT.is_well_formed());
-// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (§8).
+const _: () = assert!(LAYOUT.is_well_formed() && MEM_USAGE_GRID_LAYOUT.is_well_formed());
+// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (docs/abi.md §2.10).
 const _: () = assert!(RECORD_FIELDS[7 + 2 * 15 + 1].offset == 0x218);
 
 /// `nds_mem_usage_info`: one (location, slot) cell of the grid (16 B).
@@ -372,8 +337,8 @@ impl ModelRecord {
         r.sg_index = bytes[off::SG_INDEX];
         for loc in MemLocation::ALL {
             for slot in MemSlot::ALL {
-                let o = mem_usage_off(*loc, *slot);
-                r.mem_usage[*loc as usize][*slot as usize] = MemUsageInfo::parse(&bytes[o..])?;
+                let o = mem_usage_off(loc, slot);
+                r.mem_usage[loc as usize][slot as usize] = MemUsageInfo::parse(&bytes[o..])?;
             }
         }
         Ok(r)
@@ -391,8 +356,8 @@ impl ModelRecord {
         b[off::SG_INDEX] = self.sg_index;
         for loc in MemLocation::ALL {
             for slot in MemSlot::ALL {
-                let o = mem_usage_off(*loc, *slot);
-                let cell = self.mem_usage[*loc as usize][*slot as usize].encode();
+                let o = mem_usage_off(loc, slot);
+                let cell = self.mem_usage[loc as usize][slot as usize].encode();
                 b[o..o + MEM_USAGE_INFO_SIZE].copy_from_slice(&cell);
             }
         }

@@ -1,10 +1,10 @@
-//! The process-info records (seed 004 §6): `nds_process_info_internal`
+//! The process-info records (docs/abi.md §2.7): `nds_process_info_internal`
 //! (64 B at 0x4e0) with its three `nds_version_info` triples, and
 //! `nds_process_info_ext_internal` (260 B at 0xad28). Both begin with the
 //! FNV-1a-32 record hash ([`super::fnv`]).
 //!
 //! `framework_type` is a 4-byte field at record +4 with `tag[32]` at +8, as
-//! the seed's 2.31 debug info (DWARF) and its §8 example give. An older public
+//! the seed's 2.31 debug info (DWARF) and its docs/abi.md §2.10 example give. An older public
 //! runtime header declared a 1-byte `framework_type` with `tag` at +5; we
 //! follow the seed.
 //!
@@ -13,117 +13,63 @@
 //! ignores padding. Parsing does not verify the hash: verify the raw bytes
 //! with [`super::fnv::verify`] first.
 
-use super::super::layout::{annotated_dump, Block, Field};
+use super::super::layout::annotated_dump;
 use super::super::{le, need, WireError};
 use super::c_str_lossy;
 use super::version::{pack_version, unpack_version};
 use std::borrow::Cow;
 
-/// `sizeof(nds_version_info)`.
-pub const VERSION_INFO_SIZE: usize = 8;
-/// `sizeof(nds_process_info_internal)`.
-pub const PROCESS_INFO_SIZE: usize = 64;
 /// `sizeof(nds_process_info)`: the payload after the hash word.
 pub const PROCESS_INFO_PAYLOAD_SIZE: usize = 60;
 /// `NDS_MAX_PROCESS_TAG_LEN`: the process-info tag.
 pub const TAG_LEN: usize = 32;
-/// `sizeof(nds_process_info_ext_internal)`.
-pub const PROCESS_INFO_EXT_SIZE: usize = 260;
 /// The process-info-ext tag.
 pub const EXT_TAG_LEN: usize = 256;
 
-/// Byte offsets inside `nds_version_info`.
-pub mod version_off {
-    /// `uint8_t major`.
-    pub const MAJOR: usize = 0;
-    /// `uint8_t minor` (then a 2-byte hole).
-    pub const MINOR: usize = 1;
-    /// `uint32_t build`.
-    pub const BUILD: usize = 4;
+wire_block! {
+    /// Layout of `nds_version_info`.
+    pub VERSION_INFO_LAYOUT: "nds_version_info", VERSION_INFO_SIZE = 8, version_off {
+        seed MAJOR "major" = 0, 1;
+        seed MINOR "minor" = 1, 1;
+        pad = 2, 2;
+        seed BUILD "build" = 4, 4;
+    }
 }
 
-/// Byte offsets inside `nds_process_info_internal` (record-relative, §8).
-pub mod off {
-    /// `uint32_t hash`.
-    pub const HASH: usize = 0x00;
-    /// `proc_info.framework_type` (4 bytes, per the 2.31 DWARF).
-    pub const FRAMEWORK_TYPE: usize = 0x04;
-    /// `proc_info.tag[32]`.
-    pub const TAG: usize = 0x08;
-    /// `proc_info.framework_version`.
-    pub const FRAMEWORK_VERSION: usize = 0x28;
-    /// `proc_info.fal_version`.
-    pub const FAL_VERSION: usize = 0x30;
-    /// `proc_info.runtime_version`.
-    pub const RUNTIME_VERSION: usize = 0x38;
+wire_block! {
+    /// Layout of `nds_process_info_internal` (docs/abi.md §2.7, §2.10: the record at
+    /// 0x4e0; member names as docs/abi.md §2.10 prints them, the `proc_info.` prefix dropped).
+    pub PROCESS_INFO_LAYOUT: "nds_process_info_internal", PROCESS_INFO_SIZE = 64, off {
+        seed HASH "hash" = 0x00, 4;
+        /// 4 bytes, per the 2.31 DWARF.
+        seed FRAMEWORK_TYPE "framework_type" = 0x04, 4;
+        seed TAG "tag" = 0x08, 32;
+        seed FRAMEWORK_VERSION "framework_version.major" = 0x28, 1;
+        seed "framework_version.minor" = 0x29, 1;
+        pad = 0x2a, 2;
+        seed "framework_version.build" = 0x2c, 4;
+        seed FAL_VERSION "fal_version.major" = 0x30, 1;
+        seed "fal_version.minor" = 0x31, 1;
+        pad = 0x32, 2;
+        seed "fal_version.build" = 0x34, 4;
+        seed RUNTIME_VERSION "runtime_version.major" = 0x38, 1;
+        seed "runtime_version.minor" = 0x39, 1;
+        pad = 0x3a, 2;
+        seed "runtime_version.build" = 0x3c, 4;
+    }
 }
 
-/// Byte offsets inside `nds_process_info_ext_internal`.
-pub mod ext_off {
-    /// `uint32_t hash`.
-    pub const HASH: usize = 0x00;
-    /// `tag[256]`.
-    pub const TAG: usize = 0x04;
+wire_block! {
+    /// Layout of `nds_process_info_ext_internal` (docs/abi.md §2.7, §2.10: the
+    /// record at 0xad28).
+    pub PROCESS_INFO_EXT_LAYOUT: "nds_process_info_ext_internal", PROCESS_INFO_EXT_SIZE = 260, ext_off {
+        seed HASH "hash" = 0x00, 4;
+        seed TAG "tag" = 0x04, 256;
+    }
 }
 
-/// Layout of `nds_version_info`.
-pub const VERSION_INFO_LAYOUT: Block = Block {
-    name: "nds_version_info",
-    size: VERSION_INFO_SIZE,
-    fields: &[
-        Field::seed("major", version_off::MAJOR, 1),
-        Field::seed("minor", version_off::MINOR, 1),
-        Field::seed("build", version_off::BUILD, 4),
-    ],
-};
-
-/// Layout of `nds_process_info_internal` (member names as seed 004 §8
-/// prints them, the `proc_info.` prefix dropped).
-pub const PROCESS_INFO_LAYOUT: Block = Block {
-    name: "nds_process_info_internal",
-    size: PROCESS_INFO_SIZE,
-    fields: &[
-        Field::seed("hash", off::HASH, 4),
-        Field::seed("framework_type", off::FRAMEWORK_TYPE, 4),
-        Field::seed("tag", off::TAG, TAG_LEN),
-        Field::seed("framework_version.major", off::FRAMEWORK_VERSION, 1),
-        Field::seed("framework_version.minor", off::FRAMEWORK_VERSION + 1, 1),
-        Field::seed("framework_version.build", off::FRAMEWORK_VERSION + 4, 4),
-        Field::seed("fal_version.major", off::FAL_VERSION, 1),
-        Field::seed("fal_version.minor", off::FAL_VERSION + 1, 1),
-        Field::seed("fal_version.build", off::FAL_VERSION + 4, 4),
-        Field::seed("runtime_version.major", off::RUNTIME_VERSION, 1),
-        Field::seed("runtime_version.minor", off::RUNTIME_VERSION + 1, 1),
-        Field::seed("runtime_version.build", off::RUNTIME_VERSION + 4, 4),
-    ],
-};
-
-/// Layout of `nds_process_info_ext_internal`.
-pub const PROCESS_INFO_EXT_LAYOUT: Block = Block {
-    name: "nds_process_info_ext_internal",
-    size: PROCESS_INFO_EXT_SIZE,
-    fields: &[
-        Field::seed("hash", ext_off::HASH, 4),
-        Field::seed("tag", ext_off::TAG, EXT_TAG_LEN),
-    ],
-};
-
-const _: () = assert!(VERSION_INFO_LAYOUT.is_well_formed());
-const _: () = assert!(PROCESS_INFO_LAYOUT.is_well_formed());
-const _: () = assert!(PROCESS_INFO_EXT_LAYOUT.is_well_formed());
-// Seed 004 §6 and §8 (process-info at 0x4e0: hash, +0x4e4, +0x4e8, +0x508,
-// +0x510, +0x518).
-const _: () = assert!(off::FRAMEWORK_TYPE == 0x4e4 - 0x4e0);
-const _: () = assert!(off::TAG == 0x4e8 - 0x4e0);
-const _: () = assert!(off::FRAMEWORK_VERSION == 0x508 - 0x4e0);
-const _: () = assert!(off::FAL_VERSION == 0x510 - 0x4e0);
-const _: () = assert!(off::RUNTIME_VERSION == 0x518 - 0x4e0);
-const _: () = assert!(off::RUNTIME_VERSION + VERSION_INFO_SIZE == PROCESS_INFO_SIZE);
 const _: () = assert!(4 + PROCESS_INFO_PAYLOAD_SIZE == PROCESS_INFO_SIZE);
 const _: () = assert!(off::TAG + TAG_LEN == off::FRAMEWORK_VERSION);
-// Seed 004 §6 and §8 (process-info-ext at 0xad28, tag at +0xad2c, ends 0xae2c).
-const _: () = assert!(ext_off::TAG == 0xad2c - 0xad28);
-const _: () = assert!(0xad28 + PROCESS_INFO_EXT_SIZE == 0xae2c);
 const _: () = assert!(ext_off::TAG + EXT_TAG_LEN == PROCESS_INFO_EXT_SIZE);
 
 #[cfg(target_pointer_width = "64")]

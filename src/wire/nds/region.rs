@@ -1,116 +1,90 @@
-//! The NDS region map (seed 004 §1, §9): ten contiguous rows from the header
+//! The NDS region map (docs/abi.md §2.2): ten contiguous rows from the header
 //! at 0 to the end of the EXT NC-data band at 67,200 (0x10680), at the head of
 //! a 262,144-byte slab whose tail this layout version leaves unused.
 //!
-//! The starts are written three times: as hard numbers (the seed's verified
-//! values, [`HEADER_OFF`] ...), as the shared header's `#define` chain
-//! re-evaluated from the block sizes ([`chain`]), and as the region table
-//! ([`MAP`]). Compile-time asserts tie the three together, so a wrong size in
+//! The rows are declared once, as the seed's hard numbers ([`MAP_LAYOUT`]:
+//! each start and size, asserted contiguous), and computed a second time as
+//! the shared header's `#define` chain re-evaluated from the block sizes
+//! ([`chain`]). Compile-time asserts tie the two together, so a wrong size in
 //! any block module fails the build here.
 //!
 //! The EXT section does not follow the running sum: it starts at
 //! `NDS_ALIGN(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD)` = 55,936, a
 //! position computed from a frozen legacy geometry (the `_OLD` constants),
-//! while its contents use the current counts (§1 "The EXT alignment hinge").
+//! while its contents use the current counts (docs/abi.md §2.2 "The EXT alignment hinge").
 //! The 11,348 bytes between the end of process-info-ext (44,588) and 55,936
 //! are the `ext_pad` row: unused by this layout version.
 
-use super::super::layout::Span;
+use super::super::layout::{Block, Span};
 use super::super::WireError;
-use super::{counters, header, model, process};
+use super::model;
 
 /// `NEURON_DATASTORE_SIZE`: the kernel slab that holds the map (neuron_ds.h:17).
 pub const SLAB_SIZE: usize = 262_144;
-/// `NDS_REQUIRED_SIZE`: bytes the map occupies (0x10680); `nds_open` refuses a
-/// mapping of `<= 0x1067f` bytes.
-pub const REQUIRED_SIZE: usize = 67_200;
 /// Model record slots (one bit each in the `model_bitmap` u64).
 pub const MODEL_SLOTS: usize = 64;
 
-/// `header`: `nds_header` (§2).
-pub const HEADER_OFF: usize = 0;
-/// `nd_counters`: 31 x u64 per-NeuronDevice counters (§3).
-pub const ND_COUNTERS_OFF: usize = 0x8;
-/// `nc_counters`: 4 cores x 31 x u64 (§3).
-pub const NC_COUNTERS_OFF: usize = 0x100;
-/// `process_info`: `nds_process_info_internal`, 64 B (§6).
-pub const PROCESS_INFO_OFF: usize = 0x4e0;
-/// `model_bitmap`: the u64 slot occupancy bitmap (§5).
-pub const MODEL_BITMAP_OFF: usize = 0x520;
-/// `model_records`: 64 x 672-byte `nds_model_node_data_internal` (§5).
-pub const MODEL_RECORDS_OFF: usize = 0x528;
-/// `process_info_ext`: `nds_process_info_ext_internal`, 260 B (§6).
-pub const PROCESS_INFO_EXT_OFF: usize = 0xad28;
-/// `ext_pad`: the unused gap between process-info-ext and the EXT section.
-pub const EXT_PAD_OFF: usize = 0xae2c;
-/// `ext_nc_counters`: cores 0-3, counters 31..=94, 4 x 64 x u64 (§3).
-pub const EXT_NC_COUNTERS_OFF: usize = 0xda80;
-/// `ext_nc_data`: cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (§3).
-pub const EXT_NC_DATA_OFF: usize = 0xe280;
+wire_block! {
+    /// The region map (docs/abi.md §2.2) as a block: every row's start and size,
+    /// contiguous from 0 to `NDS_REQUIRED_SIZE` (0x10680; `nds_open` refuses
+    /// a mapping of `<= 0x1067f` bytes). The start consts are re-exported
+    /// here (`region::HEADER_OFF`, ...).
+    pub MAP_LAYOUT: "nds region map", REQUIRED_SIZE = 67_200, map_off {
+        /// `nds_header` (docs/abi.md §2.3).
+        seed HEADER_OFF "header" = 0x0, 8;
+        /// 31 x u64 per-NeuronDevice counters (docs/abi.md §2.4).
+        seed ND_COUNTERS_OFF "nd_counters" = 0x8, 248;
+        /// 4 cores x 31 x u64 (docs/abi.md §2.4).
+        seed NC_COUNTERS_OFF "nc_counters" = 0x100, 992;
+        /// `nds_process_info_internal` (docs/abi.md §2.7).
+        seed PROCESS_INFO_OFF "process_info" = 0x4e0, 64;
+        /// The u64 slot occupancy bitmap (docs/abi.md §2.6).
+        seed MODEL_BITMAP_OFF "model_bitmap" = 0x520, 8;
+        /// 64 x 672-byte `nds_model_node_data_internal` (docs/abi.md §2.6).
+        seed MODEL_RECORDS_OFF "model_records" = 0x528, 43_008;
+        /// `nds_process_info_ext_internal` (docs/abi.md §2.7).
+        seed PROCESS_INFO_EXT_OFF "process_info_ext" = 0xad28, 260;
+        /// The gap up to the EXT section, unused in this layout version.
+        seed EXT_PAD_OFF "ext_pad" = 0xae2c, 11_348;
+        /// Cores 0-3, counters 31..=94, 4 x 64 x u64 (docs/abi.md §2.4).
+        seed EXT_NC_COUNTERS_OFF "ext_nc_counters" = 0xda80, 2048;
+        /// Cores 4-15, counters 0..=94 + 1 pad, 12 x 96 x u64 (docs/abi.md §2.4).
+        seed EXT_NC_DATA_OFF "ext_nc_data" = 0xe280, 9216;
+    }
+}
 
-/// Size of the `header` row.
-pub const HEADER_SIZE: usize = header::SIZE;
-/// Size of the `nd_counters` row.
-pub const ND_COUNTERS_SIZE: usize = counters::ND_COUNTER_COUNT * 8;
-/// Size of the `nc_counters` row.
-pub const NC_COUNTERS_SIZE: usize = counters::BASE_CORES * counters::NC_COUNTER_COUNT * 8;
-/// Size of the `process_info` row.
-pub const PROCESS_INFO_SIZE: usize = process::PROCESS_INFO_SIZE;
-/// Size of the `model_bitmap` row.
-pub const MODEL_BITMAP_SIZE: usize = 8;
-/// Size of the `model_records` row.
-pub const MODEL_RECORDS_SIZE: usize = MODEL_SLOTS * model::RECORD_SIZE;
-/// Size of the `process_info_ext` row.
-pub const PROCESS_INFO_EXT_SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
-/// Size of the `ext_pad` row.
-pub const EXT_PAD_SIZE: usize = EXT_NC_COUNTERS_OFF - EXT_PAD_OFF;
-/// Size of the `ext_nc_counters` row.
-pub const EXT_NC_COUNTERS_SIZE: usize = counters::BASE_CORES * counters::EXT_NC_COUNTER_COUNT * 8;
-/// Size of the `ext_nc_data` row.
-pub const EXT_NC_DATA_SIZE: usize = counters::EXT_CORES * counters::EXT_NC_DATA_COUNT * 8;
+pub use map_off::{
+    EXT_NC_COUNTERS_OFF, EXT_NC_DATA_OFF, EXT_PAD_OFF, HEADER_OFF, MODEL_BITMAP_OFF,
+    MODEL_RECORDS_OFF, NC_COUNTERS_OFF, ND_COUNTERS_OFF, PROCESS_INFO_EXT_OFF, PROCESS_INFO_OFF,
+};
 
-/// The `header` row.
-pub const HEADER: Span = Span::new("header", HEADER_OFF, HEADER_SIZE);
+/// The region map (docs/abi.md §2.2) in offset order.
+pub const MAP: [Span; 10] = spans(&MAP_LAYOUT);
 /// The `nd_counters` row.
-pub const ND_COUNTERS: Span = Span::new("nd_counters", ND_COUNTERS_OFF, ND_COUNTERS_SIZE);
+pub const ND_COUNTERS: Span = MAP[1];
 /// The `nc_counters` row.
-pub const NC_COUNTERS: Span = Span::new("nc_counters", NC_COUNTERS_OFF, NC_COUNTERS_SIZE);
-/// The `process_info` row.
-pub const PROCESS_INFO: Span = Span::new("process_info", PROCESS_INFO_OFF, PROCESS_INFO_SIZE);
-/// The `model_bitmap` row.
-pub const MODEL_BITMAP: Span = Span::new("model_bitmap", MODEL_BITMAP_OFF, MODEL_BITMAP_SIZE);
+pub const NC_COUNTERS: Span = MAP[2];
 /// The `model_records` row.
-pub const MODEL_RECORDS: Span = Span::new("model_records", MODEL_RECORDS_OFF, MODEL_RECORDS_SIZE);
-/// The `process_info_ext` row.
-pub const PROCESS_INFO_EXT: Span = Span::new(
-    "process_info_ext",
-    PROCESS_INFO_EXT_OFF,
-    PROCESS_INFO_EXT_SIZE,
-);
-/// The `ext_pad` row (unused in this layout version).
-pub const EXT_PAD: Span = Span::new("ext_pad", EXT_PAD_OFF, EXT_PAD_SIZE);
+pub const MODEL_RECORDS: Span = MAP[5];
 /// The `ext_nc_counters` row.
-pub const EXT_NC_COUNTERS: Span =
-    Span::new("ext_nc_counters", EXT_NC_COUNTERS_OFF, EXT_NC_COUNTERS_SIZE);
+pub const EXT_NC_COUNTERS: Span = MAP[8];
 /// The `ext_nc_data` row.
-pub const EXT_NC_DATA: Span = Span::new("ext_nc_data", EXT_NC_DATA_OFF, EXT_NC_DATA_SIZE);
+pub const EXT_NC_DATA: Span = MAP[9];
 
-/// The region map (seed 004 §1) in offset order.
-pub const MAP: [Span; 10] = [
-    HEADER,
-    ND_COUNTERS,
-    NC_COUNTERS,
-    PROCESS_INFO,
-    MODEL_BITMAP,
-    MODEL_RECORDS,
-    PROCESS_INFO_EXT,
-    EXT_PAD,
-    EXT_NC_COUNTERS,
-    EXT_NC_DATA,
-];
+/// The fields of `block` as spans.
+const fn spans<const N: usize>(block: &Block) -> [Span; N] {
+    let mut out = [Span::new("", 0, 0); N];
+    let mut i = 0;
+    while i < N {
+        let f = &block.fields[i];
+        out[i] = Span::new(f.name, f.offset, f.size);
+        i += 1;
+    }
+    out
+}
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
-/// seed 004 §1 "The macro chain"), re-evaluated from the block sizes.
+/// docs/abi.md §2.2 "The macro chain"), re-evaluated from the block sizes.
 ///
 /// Names the seed prints are kept verbatim. The seed's tables with the
 /// process-info/model macro names were lost, so those names
@@ -155,7 +129,7 @@ pub mod chain {
     /// Size of `nds_process_info_ext_internal` (name ours).
     pub const NDS_PROCESS_INFO_EXT_SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
     /// End of process-info-ext by the running sum; must equal
-    /// [`NDS_EXT_OFFSET_OLD`] (§1: "44588 == 44588").
+    /// [`NDS_EXT_OFFSET_OLD`] (docs/abi.md §2.2: "44588 == 44588").
     pub const NDS_PROCESS_INFO_EXT_END: usize =
         NDS_PROCESS_INFO_EXT_START + NDS_PROCESS_INFO_EXT_SIZE;
 
@@ -194,7 +168,7 @@ pub mod chain {
     pub const NDS_REQUIRED_SIZE: usize =
         NDS_EXT_NEURONCORE_NC_DATA_START + NDS_EXT_NEURONCORE_NC_DATA_SIZE;
 
-    // Seed 004 §1: the intermediate values the seed prints.
+    // docs/abi.md §2.2: the intermediate values the seed prints.
     const _: () = assert!(NDS_ND_COUNTERS_SIZE == 248);
     const _: () = assert!(NDS_NEURONCORE_COUNTERS_SIZE == 992);
     const _: () = assert!(NDS_PROCESS_INFO_EXT_END == NDS_EXT_OFFSET_OLD);
@@ -213,7 +187,8 @@ pub mod chain {
     const _: () = assert!(nds_align(55_884) == 55_936 && nds_align(57_984) == 57_984);
 }
 
-// Every hard-coded start equals the macro chain (§1, §9 three-way agreement).
+// Every start and size equals the macro chain (docs/abi.md §2.2 three-way agreement:
+// the literal rows above, the chain, the block sizes the chain sums).
 const _: () = assert!(HEADER_OFF == chain::NDS_HEADER_START);
 const _: () = assert!(ND_COUNTERS_OFF == chain::NDS_ND_COUNTERS_START);
 const _: () = assert!(NC_COUNTERS_OFF == chain::NDS_NEURONCORE_COUNTERS_START);
@@ -226,31 +201,24 @@ const _: () = assert!(EXT_PAD_OFF == chain::NDS_EXT_OFFSET_OLD);
 const _: () = assert!(EXT_NC_COUNTERS_OFF == chain::NDS_EXT_NEURONCORE_COUNTERS_START);
 const _: () = assert!(EXT_NC_DATA_OFF == chain::NDS_EXT_NEURONCORE_NC_DATA_START);
 const _: () = assert!(REQUIRED_SIZE == chain::NDS_REQUIRED_SIZE);
+const _: () = assert!(MAP[0].size == chain::NDS_HEADER_SIZE);
+const _: () = assert!(ND_COUNTERS.size == chain::NDS_ND_COUNTERS_SIZE);
+const _: () = assert!(NC_COUNTERS.size == chain::NDS_NEURONCORE_COUNTERS_SIZE);
+const _: () = assert!(MAP[3].size == chain::NDS_PROCESS_INFO_SIZE);
+const _: () = assert!(MAP[4].size == chain::NDS_MODEL_NODE_MAP_SIZE);
+const _: () = assert!(MODEL_RECORDS.size == chain::NDS_MODEL_NODE_SIZE);
+const _: () = assert!(MAP[6].size == chain::NDS_PROCESS_INFO_EXT_SIZE);
+const _: () = assert!(EXT_NC_COUNTERS.size == chain::NDS_EXT_NEURONCORE_COUNTERS_SIZE);
+const _: () = assert!(EXT_NC_DATA.size == chain::NDS_EXT_NEURONCORE_NC_DATA_SIZE);
 const _: () = assert!(REQUIRED_SIZE == 0x10680);
 const _: () = assert!(SLAB_SIZE == 0x40000 && REQUIRED_SIZE <= SLAB_SIZE);
-const _: () = assert!(EXT_PAD_SIZE == 11_348);
 const _: () = assert!(MODEL_SLOTS == u64::BITS as usize);
-// The u64 regions are naturally aligned (§3: plain aligned 8-byte loads).
+// The u64 regions are naturally aligned (docs/abi.md §2.4: plain aligned 8-byte loads).
 const _: () = assert!(ND_COUNTERS_OFF % 8 == 0 && NC_COUNTERS_OFF % 8 == 0);
 const _: () = assert!(MODEL_BITMAP_OFF % 8 == 0);
 const _: () = assert!(EXT_NC_COUNTERS_OFF % 64 == 0 && EXT_NC_DATA_OFF % 64 == 0);
-// The map is contiguous, in order, and sums to NDS_REQUIRED_SIZE.
-const _: () = assert!(map_is_contiguous(&MAP));
 
-const fn map_is_contiguous(map: &[Span]) -> bool {
-    let mut i = 0;
-    let mut end = 0;
-    while i < map.len() {
-        if map[i].offset != end || map[i].size == 0 {
-            return false;
-        }
-        end += map[i].size;
-        i += 1;
-    }
-    end == REQUIRED_SIZE
-}
-
-/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (§5).
+/// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (docs/abi.md §2.6).
 pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
     if slot < MODEL_SLOTS {
         Ok(MODEL_RECORDS_OFF + slot * model::RECORD_SIZE)

@@ -1,10 +1,10 @@
 //! The packed version word of ND counters 0..=2 (`RUNTIME_VERSION`,
-//! `FRAMEWORK_VERSION`, `FAL_VERSION`; SPEC-NOTES.md): build in bits 31:0,
+//! `FRAMEWORK_VERSION`, `FAL_VERSION`; docs/abi.md §2.4): build in bits 31:0,
 //! minor in 39:32, major in 47:40, bits 63:48 reserved (zero when we pack).
 //!
 //! This is the machine-aggregated form monitors read numerically; the same
 //! triple is also published as an `nds_version_info` inside process-info
-//! (seed 004 §6 NOTE), see [`super::process::VersionInfo`].
+//! (docs/abi.md §2.7), see [`super::process::VersionInfo`].
 
 use super::super::WireError;
 

@@ -1,0 +1,322 @@
+//! neuron-monitor's configuration file (`-c FILE`), same schema:
+//!
+//! ```json
+//! {"period": "1s",
+//!  "neuron_runtimes": [{"tag_filter": ".*", "period": "2s",
+//!                       "metrics": [{"type": "execution_stats", "period": "5s"}]}],
+//!  "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"}]}
+//! ```
+//!
+//! A metric group's period is its own `period`, else its runtime entry's,
+//! else the root's, else the default (5 s, or `--period`). `tag_filter` is a
+//! regular expression that must match the whole tag; a runtime is reported
+//! with the groups of the first entry that matches it, and not at all when
+//! none does. Unknown metric types are reported on stderr and ignored.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// A per-runtime metric group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RtGroup {
+    /// `neuroncore_counters`
+    NeuroncoreCounters,
+    /// `execution_stats`
+    ExecutionStats,
+    /// `memory_used`
+    MemoryUsed,
+    /// `neuron_runtime_vcpu_usage`
+    VcpuUsage,
+}
+
+impl RtGroup {
+    /// All, in report order.
+    pub const ALL: [RtGroup; 4] = [
+        RtGroup::NeuroncoreCounters,
+        RtGroup::ExecutionStats,
+        RtGroup::MemoryUsed,
+        RtGroup::VcpuUsage,
+    ];
+
+    fn from_name(s: &str) -> Option<RtGroup> {
+        Some(match s {
+            "neuroncore_counters" => RtGroup::NeuroncoreCounters,
+            "execution_stats" => RtGroup::ExecutionStats,
+            "memory_used" => RtGroup::MemoryUsed,
+            "neuron_runtime_vcpu_usage" => RtGroup::VcpuUsage,
+            _ => return None,
+        })
+    }
+}
+
+/// A system-level metric group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SysGroup {
+    /// `vcpu_usage`
+    VcpuUsage,
+    /// `memory_info`
+    MemoryInfo,
+    /// `neuron_hw_counters` (always null: no driver)
+    HwCounters,
+}
+
+impl SysGroup {
+    /// All, in report order.
+    pub const ALL: [SysGroup; 3] = [
+        SysGroup::VcpuUsage,
+        SysGroup::MemoryInfo,
+        SysGroup::HwCounters,
+    ];
+
+    fn from_name(s: &str) -> Option<SysGroup> {
+        Some(match s {
+            "vcpu_usage" => SysGroup::VcpuUsage,
+            "memory_info" => SysGroup::MemoryInfo,
+            "neuron_hw_counters" => SysGroup::HwCounters,
+            _ => return None,
+        })
+    }
+}
+
+/// Which runtimes get which groups.
+#[derive(Clone, Debug)]
+pub struct RuntimeRule {
+    /// Anchored tag filter; `None` matches every tag.
+    pub tag_filter: Option<regex_lite::Regex>,
+    /// Enabled groups with their periods.
+    pub groups: Vec<(RtGroup, Duration)>,
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Runtime rules, first match wins.
+    pub rules: Vec<RuntimeRule>,
+    /// Enabled system groups with their periods.
+    pub system: Vec<(SysGroup, Duration)>,
+}
+
+#[derive(Deserialize)]
+struct RawConfig {
+    period: Option<String>,
+    #[serde(default)]
+    neuron_runtimes: Vec<RawRuntime>,
+    #[serde(default)]
+    system_metrics: Vec<RawMetric>,
+}
+
+#[derive(Deserialize)]
+struct RawRuntime {
+    tag_filter: Option<String>,
+    period: Option<String>,
+    #[serde(default)]
+    metrics: Vec<RawMetric>,
+}
+
+#[derive(Deserialize)]
+struct RawMetric {
+    #[serde(rename = "type")]
+    kind: String,
+    period: Option<String>,
+}
+
+impl Config {
+    /// Every group for every runtime, all at `period` (no `-c`).
+    pub fn all(period: Duration) -> Config {
+        Config {
+            rules: vec![RuntimeRule {
+                tag_filter: None,
+                groups: RtGroup::ALL.iter().map(|g| (*g, period)).collect(),
+            }],
+            system: SysGroup::ALL.iter().map(|g| (*g, period)).collect(),
+        }
+    }
+
+    /// Parse a neuron-monitor configuration; `default` is the period of
+    /// groups that name none. Warnings (ignored types) go to `warn`.
+    pub fn parse(
+        text: &str,
+        default: Duration,
+        warn: &mut dyn FnMut(String),
+    ) -> Result<Config, String> {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
+        let root = match &raw.period {
+            Some(p) => parse_period(p).map_err(|e| format!("config: period: {e}"))?,
+            None => default,
+        };
+        let mut rules = Vec::new();
+        for (i, r) in raw.neuron_runtimes.iter().enumerate() {
+            let period = match &r.period {
+                Some(p) => parse_period(p)
+                    .map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
+                None => root,
+            };
+            let tag_filter = match &r.tag_filter {
+                Some(f) => Some(
+                    regex_lite::Regex::new(&format!("^(?:{f})$"))
+                        .map_err(|e| format!("config: neuron_runtimes[{i}].tag_filter: {e}"))?,
+                ),
+                None => None,
+            };
+            let mut groups = Vec::new();
+            for (j, m) in r.metrics.iter().enumerate() {
+                let p = match &m.period {
+                    Some(p) => parse_period(p).map_err(|e| {
+                        format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}")
+                    })?,
+                    None => period,
+                };
+                match RtGroup::from_name(&m.kind) {
+                    Some(g) => groups.push((g, p)),
+                    None => warn(format!(
+                        "config: neuron_runtimes[{i}].metrics[{j}]: unknown type {:?} ignored",
+                        m.kind
+                    )),
+                }
+            }
+            groups.sort_by_key(|(g, _)| *g);
+            groups.dedup_by_key(|(g, _)| *g);
+            rules.push(RuntimeRule { tag_filter, groups });
+        }
+        let mut system = Vec::new();
+        for (j, m) in raw.system_metrics.iter().enumerate() {
+            let p = match &m.period {
+                Some(p) => parse_period(p)
+                    .map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
+                None => root,
+            };
+            match SysGroup::from_name(&m.kind) {
+                Some(g) => system.push((g, p)),
+                None => warn(format!(
+                    "config: system_metrics[{j}]: unknown type {:?} ignored",
+                    m.kind
+                )),
+            }
+        }
+        system.sort_by_key(|(g, _)| *g);
+        system.dedup_by_key(|(g, _)| *g);
+        Ok(Config { rules, system })
+    }
+
+    /// The rule for a runtime tagged `tag`, if any.
+    pub fn rule_for(&self, tag: &str) -> Option<&RuntimeRule> {
+        self.rules
+            .iter()
+            .find(|r| r.tag_filter.as_ref().is_none_or(|f| f.is_match(tag)))
+    }
+
+    /// The shortest period of any enabled group (the loop's tick), at least
+    /// 10 ms; the default when nothing is enabled.
+    pub fn tick(&self, default: Duration) -> Duration {
+        self.rules
+            .iter()
+            .flat_map(|r| r.groups.iter().map(|(_, p)| *p))
+            .chain(self.system.iter().map(|(_, p)| *p))
+            .min()
+            .unwrap_or(default)
+            .max(Duration::from_millis(10))
+    }
+}
+
+/// A period: a number with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), as
+/// neuron-monitor writes them (`"1s"`, `"500ms"`, `"1.5s"`); a bare number is
+/// seconds. Zero and negative periods are refused.
+pub fn parse_period(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a period (e.g. \"5s\", \"200ms\")"))?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        u => return Err(format!("{s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)")),
+    };
+    let secs = v * scale;
+    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
+        return Err(format!("{s:?}: a period must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_parse() {
+        assert_eq!(parse_period("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_period("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_period("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_period("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_period("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_period("0s").is_err());
+        assert!(parse_period("fast").is_err());
+        assert!(parse_period("5 parsecs").is_err());
+        assert!(parse_period("").is_err());
+    }
+
+    #[test]
+    fn the_guides_example_config_parses() {
+        let text = r#"{
+          "period": "1s",
+          "neuron_runtimes": [{"tag_filter": ".*", "metrics": [
+              {"type": "neuroncore_counters"}, {"type": "memory_used"},
+              {"type": "neuron_runtime_vcpu_usage"}, {"type": "execution_stats"}]}],
+          "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"},
+              {"period": "2s", "type": "neuron_hw_counters"}]}"#;
+        let mut warns = Vec::new();
+        let c = Config::parse(text, Duration::from_secs(5), &mut |w| warns.push(w)).unwrap();
+        assert!(warns.is_empty());
+        let r = c.rule_for("anything").unwrap();
+        assert_eq!(r.groups.len(), 4);
+        assert!(r.groups.iter().all(|(_, p)| *p == Duration::from_secs(1)));
+        assert_eq!(c.system[2], (SysGroup::HwCounters, Duration::from_secs(2)));
+        assert_eq!(c.tick(Duration::from_secs(5)), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn tag_filters_are_anchored_and_first_match_wins() {
+        let text = r#"{"neuron_runtimes": [
+            {"tag_filter": "train.*", "metrics": [{"type": "memory_used"}]},
+            {"tag_filter": "xunds", "period": "3s", "metrics": [{"type": "execution_stats"}, {"type": "k8s"}]}]}"#;
+        let mut warns = Vec::new();
+        let c = Config::parse(text, Duration::from_secs(5), &mut |w| warns.push(w)).unwrap();
+        assert_eq!(warns.len(), 1, "{warns:?}");
+        assert_eq!(
+            c.rule_for("training").unwrap().groups[0].0,
+            RtGroup::MemoryUsed
+        );
+        assert_eq!(
+            c.rule_for("xunds").unwrap().groups,
+            vec![(RtGroup::ExecutionStats, Duration::from_secs(3))]
+        );
+        assert!(c.rule_for("xunds2").is_none());
+        assert!(c.rule_for("pretrain").is_none());
+        assert!(c.system.is_empty());
+    }
+
+    #[test]
+    fn bad_configs_say_what_is_wrong() {
+        let d = Duration::from_secs(5);
+        let e = Config::parse("{", d, &mut |_| {}).unwrap_err();
+        assert!(e.starts_with("config:"), "{e}");
+        let e = Config::parse(r#"{"period": "soon"}"#, d, &mut |_| {}).unwrap_err();
+        assert!(e.contains("period"), "{e}");
+        let e = Config::parse(
+            r#"{"neuron_runtimes": [{"tag_filter": "("}]}"#,
+            d,
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(e.contains("tag_filter"), "{e}");
+    }
+}

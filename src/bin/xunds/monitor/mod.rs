@@ -1,0 +1,215 @@
+//! `xunds monitor` and `xunds top`: watch live datastore slabs from another
+//! process, read-only, and report them as neuron-monitor does (one JSON
+//! document per period on stdout), as its Prometheus companion does
+//! (`--prometheus ADDR` serves `/metrics`), or as neuron-top does (a live
+//! terminal view).
+//!
+//! | module | owns |
+//! |---|---|
+//! | `watch` | one slab: attach through the read-only reader, re-check the file before each read, find the writing process |
+//! | `sys` | `/proc` readers (process CPU and age, system CPU and memory) |
+//! | `config` | neuron-monitor's configuration file (`-c FILE`) |
+//! | `report` | the JSON document's types and how each metric group is computed |
+//! | `engine` | the state between periods: baselines, due groups, discovery |
+//! | `prom` | the Prometheus exposition and its HTTP server |
+//! | `top` | the terminal view |
+
+mod config;
+mod engine;
+mod prom;
+mod report;
+mod sys;
+pub mod top;
+mod watch;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use engine::{Monitor, Sources};
+
+/// Report live slabs as neuron-monitor does: one JSON document per period.
+///
+/// Reads slabs read-only from another process and prints one complete JSON
+/// document per period in neuron-monitor's shape (neuron_runtime_data with
+/// execution_stats, memory_used, neuroncore_counters and
+/// neuron_runtime_vcpu_usage; system_data; instance_info;
+/// neuron_hardware_info). Execution counts are per-period deltas; a
+/// runtime's first report counts from zero. What cannot be read is the
+/// `error` of its entry or group; the monitor keeps running. --prometheus
+/// serves /metrics with the names of neuron-monitor's Prometheus companion.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MonitorArgs {
+    /// Slab files to watch. Default: every slab `xunds run` leaves in its
+    /// default place (`xunds-<pid>.nds` in --dir) whose process is running.
+    pub slabs: Vec<PathBuf>,
+    /// Where to look for slabs when none are named (default: /dev/shm, or
+    /// the temporary directory without it).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Time between documents (e.g. 5s, 200ms); a configuration file's
+    /// periods take precedence.
+    #[arg(long, default_value = "5s", value_parser = config::parse_period)]
+    pub period: Duration,
+    /// Print one document (counting from each runtime's start) and exit.
+    #[arg(long, conflicts_with = "prometheus")]
+    pub once: bool,
+    /// Stop after N documents.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// A neuron-monitor configuration file (period, neuron_runtimes with
+    /// tag_filter and metrics, system_metrics).
+    #[arg(short = 'c', long = "config-file", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Serve /metrics in the Prometheus text format on ADDR (PORT or :PORT
+    /// for 127.0.0.1, or HOST:PORT).
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
+    /// No JSON on stdout (with --prometheus).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT and SIGTERM end the loop cleanly after the current document;
+/// SIGPIPE is ignored so a closed stdout is an ordinary write error.
+fn install_signals() {
+    // SAFETY: `on_stop` only stores to an atomic (async-signal-safe); the
+    // sigaction struct is zeroed and then filled in before use, and the
+    // handler stays valid for the life of the process.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_stop as *const () as libc::sighandler_t;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// `true` once SIGINT or SIGTERM arrived.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Sleep until `deadline`, waking early on a stop signal.
+pub fn sleep_until(deadline: Instant) {
+    while !stopping() {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// The default slab directory (where `xunds run` puts `xunds-<pid>.nds`).
+pub fn default_dir() -> PathBuf {
+    xunds::system::job::default_slab_path()
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Build the monitor from the sources and configuration options.
+pub fn build(
+    slabs: &[PathBuf],
+    dir: Option<&PathBuf>,
+    config: Option<&PathBuf>,
+    period: Duration,
+) -> Result<Monitor, String> {
+    let cfg = match config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            config::Config::parse(&text, period, &mut |w| eprintln!("xunds monitor: {w}"))
+                .map_err(|e| format!("{}: {e}", p.display()))?
+        }
+        None => config::Config::all(period),
+    };
+    let sources = if slabs.is_empty() {
+        Sources::Dir(dir.cloned().unwrap_or_else(default_dir))
+    } else {
+        Sources::Paths(slabs.to_vec())
+    };
+    Ok(Monitor::new(sources, cfg, period))
+}
+
+/// Run `xunds monitor`.
+pub fn main(args: MonitorArgs) -> ExitCode {
+    install_signals();
+    let monitor = match build(
+        &args.slabs,
+        args.dir.as_ref(),
+        args.config.as_ref(),
+        args.period,
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("xunds monitor: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tick = monitor.tick_period();
+    let monitor = Arc::new(Mutex::new(monitor));
+    if let Some(a) = &args.prometheus {
+        let addr = match prom::parse_addr(a) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("xunds monitor: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        match prom::serve(addr, monitor.clone()) {
+            Ok(bound) => eprintln!("xunds monitor: serving http://{bound}/metrics"),
+            Err(e) => {
+                eprintln!("xunds monitor: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let limit = if args.once { Some(1) } else { args.count };
+    let print = !(args.quiet && args.prometheus.is_some());
+    let start = Instant::now();
+    let mut n: u64 = 0;
+    let stdout = std::io::stdout();
+    loop {
+        let doc = match monitor.lock() {
+            Ok(mut m) => m.tick(),
+            Err(_) => {
+                eprintln!("xunds monitor: internal error: state poisoned");
+                return ExitCode::FAILURE;
+            }
+        };
+        if print {
+            let line = match serde_json::to_string(&doc) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("xunds monitor: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let mut out = stdout.lock();
+            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+                // The reader went away (`| head`): done, not a failure.
+                return ExitCode::SUCCESS;
+            }
+        }
+        n += 1;
+        if limit.is_some_and(|l| n >= l) || stopping() {
+            return ExitCode::SUCCESS;
+        }
+        sleep_until(start + tick.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX)));
+        if stopping() {
+            return ExitCode::SUCCESS;
+        }
+    }
+}

@@ -1,0 +1,801 @@
+//! The neuron-monitor JSON document, field for field, and how each metric
+//! group is computed from two counter samples.
+//!
+//! Names, nesting and units are neuron-monitor's (its user guide, "The JSON
+//! output format"). Fields that are ours, not neuron-monitor's:
+//! `neuron_runtime_data[].slab` (the slab path) and
+//! `execution_stats.latency_stats.mean` (the datastore keeps latency sums,
+//! not distributions, so the percentile objects are `null` and the mean over
+//! the period is given here).
+
+use serde::ser::SerializeMap as _;
+use serde::{Serialize, Serializer};
+
+use xunds::nds::RecordRead;
+use xunds::wire::nds::counters::{NcCounter, NdCounter};
+use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
+
+use super::sys::{round2, CpuTimes, ProcStat};
+use super::watch::{Counters, Sample};
+
+/// A JSON object whose keys keep the order they were pushed in (`"0"`,
+/// `"1"`, ..., `"10"` rather than a string sort).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ordered<T>(pub Vec<(String, T)>);
+
+impl<T: Serialize> Serialize for Ordered<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The whole document printed each period.
+#[derive(Clone, Debug, Serialize)]
+pub struct Document {
+    /// One entry per watched runtime that passes the tag filter.
+    pub neuron_runtime_data: Vec<RuntimeEntry>,
+    /// System-level groups.
+    pub system_data: SystemData,
+    /// Always present; empty strings offline.
+    pub instance_info: InstanceInfo,
+    /// Always present.
+    pub neuron_hardware_info: HardwareInfo,
+}
+
+/// One runtime (one slab).
+#[derive(Clone, Debug, Serialize)]
+pub struct RuntimeEntry {
+    /// The writing process (0 when unknown).
+    pub pid: u32,
+    /// The process-info tag (the pid when the runtime published none).
+    pub neuron_runtime_tag: String,
+    /// What went wrong reading this runtime ("" when fine).
+    pub error: String,
+    /// The groups.
+    pub report: Report,
+    /// Ours: the slab's path.
+    pub slab: String,
+}
+
+/// The runtime-level groups; a group not enabled by the configuration is
+/// left out.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// `neuroncore_counters`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuroncore_counters: Option<NeuroncoreCounters>,
+    /// `execution_stats`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_stats: Option<ExecutionStats>,
+    /// `memory_used`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_used: Option<MemoryUsed>,
+    /// `neuron_runtime_vcpu_usage`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_runtime_vcpu_usage: Option<RuntimeVcpu>,
+}
+
+/// `neuroncore_counters`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NeuroncoreCounters {
+    /// Measured seconds.
+    pub period: f64,
+    /// Cores with any non-zero counter.
+    pub neuroncores_in_use: Ordered<CoreUse>,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// One core's use over the period.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CoreUse {
+    /// Device time over the period, percent (0..=100).
+    pub neuroncore_utilization: f64,
+    /// Floating-point operations per second (2 per MAC).
+    pub flops: u64,
+}
+
+/// `execution_stats`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ExecutionStats {
+    /// Measured seconds.
+    pub period: f64,
+    /// Error classes over the period.
+    pub error_summary: ErrorSummary,
+    /// Outcomes over the period.
+    pub execution_summary: ExecutionSummary,
+    /// Latency over the period.
+    pub latency_stats: LatencyStats,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// `error_summary`
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorSummary {
+    /// ERR_GENERIC
+    pub generic: u64,
+    /// ERR_NUMERICAL
+    pub numerical: u64,
+    /// ERR_TRANSIENT
+    pub transient: u64,
+    /// ERR_MODEL
+    pub model: u64,
+    /// ERR_RT
+    pub runtime: u64,
+    /// ERR_HW
+    pub hardware: u64,
+}
+
+/// `execution_summary`
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ExecutionSummary {
+    /// INFER_COMPLETED
+    pub completed: u64,
+    /// INFER_COMPLETED_WITH_ERR
+    pub completed_with_err: u64,
+    /// INFER_COMPLETED_WITH_NUM_ERR
+    pub completed_with_num_err: u64,
+    /// INFER_TIMED_OUT
+    pub timed_out: u64,
+    /// INFER_INCORRECT_INPUT
+    pub incorrect_input: u64,
+    /// INFER_FAILED_TO_QUEUE
+    pub failed_to_queue: u64,
+}
+
+impl ExecutionSummary {
+    /// The six outcomes with their neuron-monitor names, in order.
+    pub fn pairs(&self) -> [(&'static str, u64); 6] {
+        [
+            ("completed", self.completed),
+            ("completed_with_err", self.completed_with_err),
+            ("completed_with_num_err", self.completed_with_num_err),
+            ("timed_out", self.timed_out),
+            ("incorrect_input", self.incorrect_input),
+            ("failed_to_queue", self.failed_to_queue),
+        ]
+    }
+}
+
+impl ErrorSummary {
+    /// The six classes with their neuron-monitor names, in order.
+    pub fn pairs(&self) -> [(&'static str, u64); 6] {
+        [
+            ("generic", self.generic),
+            ("numerical", self.numerical),
+            ("transient", self.transient),
+            ("model", self.model),
+            ("runtime", self.runtime),
+            ("hardware", self.hardware),
+        ]
+    }
+}
+
+/// `latency_stats`: the percentile objects are `null` (the datastore keeps
+/// no distribution); `mean` is ours.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LatencyStats {
+    /// Always `null`.
+    pub total_latency: Option<()>,
+    /// Always `null`.
+    pub device_latency: Option<()>,
+    /// Ours: means over the period in seconds (`null` without executions).
+    pub mean: MeanLatency,
+}
+
+/// Mean latencies in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MeanLatency {
+    /// LATENCY_TOTAL / INFERENCE_COUNT
+    pub total_latency: Option<f64>,
+    /// LATENCY_DEVICE / INFERENCE_COUNT
+    pub device_latency: Option<f64>,
+}
+
+/// `memory_used`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryUsed {
+    /// Measured seconds.
+    pub period: f64,
+    /// Current totals and breakdown.
+    pub neuron_runtime_used_bytes: RuntimeUsedBytes,
+    /// One entry per model record.
+    pub loaded_models: Vec<LoadedModel>,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// `neuron_runtime_used_bytes`
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RuntimeUsedBytes {
+    /// Host bytes (the ND MEM_USAGE_*_HOST counters).
+    pub host: u64,
+    /// Device bytes (every core's MEM_USAGE_*_DEVICE counters).
+    pub neuron_device: u64,
+    /// The breakdown.
+    pub usage_breakdown: UsageBreakdown,
+}
+
+/// `usage_breakdown`
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UsageBreakdown {
+    /// Host side.
+    pub host: HostBreakdown,
+    /// Per core in use.
+    pub neuroncore_memory_usage: Ordered<CoreMemory>,
+}
+
+/// Host memory by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostBreakdown {
+    /// Code, scratchpad and misc host bytes.
+    pub application_memory: u64,
+    /// Constants.
+    pub constants: u64,
+    /// Not tracked by the datastore: 0.
+    pub dma_buffers: u64,
+    /// Tensors.
+    pub tensors: u64,
+}
+
+/// One core's device memory by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CoreMemory {
+    /// MEM_USAGE_CONSTANTS_DEVICE
+    pub constants: u64,
+    /// MEM_USAGE_CODE_DEVICE
+    pub model_code: u64,
+    /// MEM_USAGE_SCRATCHPAD_DEVICE
+    pub model_shared_scratchpad: u64,
+    /// MEM_USAGE_MISC_DEVICE
+    pub runtime_memory: u64,
+    /// MEM_USAGE_TENSORS_DEVICE
+    pub tensors: u64,
+}
+
+impl CoreMemory {
+    /// The five kinds with their metric suffixes, in order.
+    pub fn pairs(&self) -> [(&'static str, u64); 5] {
+        [
+            ("constants", self.constants),
+            ("model_code", self.model_code),
+            ("model_shared_scratchpad", self.model_shared_scratchpad),
+            ("runtime_memory", self.runtime_memory),
+            ("tensors", self.tensors),
+        ]
+    }
+}
+
+/// One loaded model (one model record).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadedModel {
+    /// The record's name.
+    pub name: String,
+    /// Hex.
+    pub uuid: String,
+    /// The record's model id.
+    pub model_id: u32,
+    /// Its core ran executions during the period.
+    pub is_running: bool,
+    /// One subgraph, `sg_NN` by the record's sg_index.
+    pub subgraphs: Ordered<Subgraph>,
+}
+
+/// A subgraph's memory and placement.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Subgraph {
+    /// Bytes at load time.
+    pub memory_used_bytes: SubgraphMemory,
+    /// The record's nc_index.
+    pub neuroncore_index: u32,
+    /// One simulated device: 0.
+    pub neuron_device_index: u32,
+}
+
+/// A subgraph's memory.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubgraphMemory {
+    /// Host total.
+    pub host: u64,
+    /// Device total.
+    pub neuron_device: u64,
+    /// By kind.
+    pub usage_breakdown: SubgraphBreakdown,
+}
+
+/// A subgraph's memory by kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubgraphBreakdown {
+    /// Host side.
+    pub host: HostBreakdown,
+    /// Device side.
+    pub neuron_device: DeviceBreakdown,
+}
+
+/// Device memory of one model by kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceBreakdown {
+    /// CONSTANTS
+    pub constants: u64,
+    /// CODE
+    pub model_code: u64,
+    /// MISC (and scratchpad)
+    pub runtime_memory: u64,
+    /// TENSORS
+    pub tensors: u64,
+}
+
+/// `neuron_runtime_vcpu_usage`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RuntimeVcpu {
+    /// Measured seconds.
+    pub period: f64,
+    /// Percent of one vCPU.
+    pub vcpu_usage: UserSystem,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// User and system percentages.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UserSystem {
+    /// user
+    pub user: f64,
+    /// system
+    pub system: f64,
+}
+
+/// `system_data`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SystemData {
+    /// `null`: no Neuron driver, no hardware ECC counters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub neuron_hw_counters: Option<serde_json::Value>,
+    /// `vcpu_usage`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcpu_usage: Option<VcpuUsage>,
+    /// `memory_info`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_info: Option<MemoryInfo>,
+}
+
+/// `vcpu_usage`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VcpuUsage {
+    /// Measured seconds.
+    pub period: f64,
+    /// Over all vCPUs.
+    pub average_usage: CpuPercent,
+    /// Per vCPU.
+    pub usage_data: Ordered<CpuPercent>,
+    /// Context switches during the period.
+    pub context_switch_count: u64,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// One vCPU's (or the average) usage in percent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuPercent {
+    /// user
+    pub user: f64,
+    /// nice
+    pub nice: f64,
+    /// system
+    pub system: f64,
+    /// idle
+    pub idle: f64,
+    /// io_wait
+    pub io_wait: f64,
+    /// irq
+    pub irq: f64,
+    /// soft_irq
+    pub soft_irq: f64,
+}
+
+impl CpuPercent {
+    fn between(now: &CpuTimes, earlier: &CpuTimes) -> CpuPercent {
+        let [user, nice, system, idle, io_wait, irq, soft_irq] = now.percent_since(earlier);
+        CpuPercent {
+            user,
+            nice,
+            system,
+            idle,
+            io_wait,
+            irq,
+            soft_irq,
+        }
+    }
+}
+
+/// `memory_info`
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MemoryInfo {
+    /// Measured seconds.
+    pub period: f64,
+    /// MemTotal
+    pub memory_total_bytes: u64,
+    /// MemTotal - MemAvailable
+    pub memory_used_bytes: u64,
+    /// SwapTotal
+    pub swap_total_bytes: u64,
+    /// SwapTotal - SwapFree
+    pub swap_used_bytes: u64,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// `instance_info`: no instance metadata service offline, so every field is
+/// an empty string.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstanceInfo {
+    /// ""
+    pub instance_name: String,
+    /// ""
+    pub instance_id: String,
+    /// ""
+    pub instance_type: String,
+    /// ""
+    pub instance_availability_zone: String,
+    /// ""
+    pub instance_availability_zone_id: String,
+    /// ""
+    pub instance_region: String,
+    /// ""
+    pub ami_id: String,
+    /// ""
+    pub subnet_id: String,
+    /// ""
+    pub error: String,
+}
+
+/// `neuron_hardware_info`: no Neuron driver here; the devices are simulated
+/// inside each `xunds` process.
+#[derive(Clone, Debug, Serialize)]
+pub struct HardwareInfo {
+    /// ""
+    pub neuron_device_type: String,
+    /// ""
+    pub neuron_device_version: String,
+    /// ""
+    pub neuroncore_version: String,
+    /// 0
+    pub neuron_device_count: u32,
+    /// 0
+    pub neuron_device_memory_size: u64,
+    /// 0
+    pub neuroncore_per_device_count: u32,
+    /// 0
+    pub logical_neuroncore_config: u32,
+    /// Why the fields are empty.
+    pub error: String,
+}
+
+impl HardwareInfo {
+    /// The offline answer.
+    pub fn offline() -> HardwareInfo {
+        HardwareInfo {
+            neuron_device_type: String::new(),
+            neuron_device_version: String::new(),
+            neuroncore_version: String::new(),
+            neuron_device_count: 0,
+            neuron_device_memory_size: 0,
+            neuroncore_per_device_count: 0,
+            logical_neuroncore_config: 0,
+            error: "no Neuron driver: devices are simulated inside each xunds process".into(),
+        }
+    }
+}
+
+// ---- computing the groups ----
+
+// Growth of a counter; a counter below its baseline (a slab re-created
+// under us before the monitor noticed) counts as no growth, never as a
+// wrapped-around huge one.
+fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
+    now.nc(core, c).saturating_sub(was.nc(core, c))
+}
+
+fn dsum(now: &Counters, was: &Counters, c: NcCounter) -> u64 {
+    now.sum(c).saturating_sub(was.sum(c))
+}
+
+/// `execution_stats` from the counter growth between `was` and `now`
+/// over `secs`.
+pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionStats {
+    let g = |c| dsum(now, was, c);
+    let count = g(NcCounter::InferenceCount);
+    let mean = |c| (count > 0).then(|| g(c) as f64 / count as f64 / 1e9);
+    ExecutionStats {
+        period: secs,
+        error_summary: ErrorSummary {
+            generic: g(NcCounter::ErrGeneric),
+            numerical: g(NcCounter::ErrNumerical),
+            transient: g(NcCounter::ErrTransient),
+            model: g(NcCounter::ErrModel),
+            runtime: g(NcCounter::ErrRt),
+            hardware: g(NcCounter::ErrHw),
+        },
+        execution_summary: ExecutionSummary {
+            completed: g(NcCounter::InferCompleted),
+            completed_with_err: g(NcCounter::InferCompletedWithErr),
+            completed_with_num_err: g(NcCounter::InferCompletedWithNumErr),
+            timed_out: g(NcCounter::InferTimedOut),
+            incorrect_input: g(NcCounter::InferIncorrectInput),
+            failed_to_queue: g(NcCounter::InferFailedToQueue),
+        },
+        latency_stats: LatencyStats {
+            total_latency: None,
+            device_latency: None,
+            mean: MeanLatency {
+                total_latency: mean(NcCounter::LatencyTotal),
+                device_latency: mean(NcCounter::LatencyDevice),
+            },
+        },
+        error: String::new(),
+    }
+}
+
+/// The execution summary of cumulative counters (for Prometheus counters).
+pub fn cumulative_summary(now: &Counters) -> (ExecutionSummary, ErrorSummary) {
+    let e = execution_stats(now, &Counters::zero(), 0.0);
+    (e.execution_summary, e.error_summary)
+}
+
+/// `neuroncore_counters`: per core in use, device time (LATENCY_DEVICE, in
+/// ns) over the period as a percentage (at most 100), and 2 x MAC_COUNT per
+/// second.
+pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> NeuroncoreCounters {
+    let mut cores = Vec::new();
+    for core in now.cores_in_use() {
+        let dev_ns = d(now, was, core, NcCounter::LatencyDevice) as f64;
+        let macs = d(now, was, core, NcCounter::MacCount) as f64;
+        let (util, flops) = if secs > 0.0 {
+            (
+                round2((dev_ns / (secs * 1e9) * 100.0).min(100.0)),
+                (2.0 * macs / secs).round() as u64,
+            )
+        } else {
+            (0.0, 0)
+        };
+        cores.push((
+            core.to_string(),
+            CoreUse {
+                neuroncore_utilization: util,
+                flops,
+            },
+        ));
+    }
+    NeuroncoreCounters {
+        period: secs,
+        neuroncores_in_use: Ordered(cores),
+        error: String::new(),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
+    let u = |loc, slot| r.usage(loc, slot).total_size;
+    use MemLocation::{Device, Host};
+    let host = HostBreakdown {
+        application_memory: u(Host, MemSlot::Code)
+            + u(Host, MemSlot::Scratchpad)
+            + u(Host, MemSlot::Misc),
+        constants: u(Host, MemSlot::Constants),
+        dma_buffers: 0,
+        tensors: u(Host, MemSlot::Tensors),
+    };
+    let dev = DeviceBreakdown {
+        constants: u(Device, MemSlot::Constants),
+        model_code: u(Device, MemSlot::Code),
+        runtime_memory: u(Device, MemSlot::Misc) + u(Device, MemSlot::Scratchpad),
+        tensors: u(Device, MemSlot::Tensors),
+    };
+    let host_total = host.application_memory + host.constants + host.tensors;
+    let dev_total = dev.constants + dev.model_code + dev.runtime_memory + dev.tensors;
+    LoadedModel {
+        name: r.name_str().into_owned(),
+        uuid: hex(&r.uuid),
+        model_id: r.model_id,
+        is_running: running,
+        subgraphs: Ordered(vec![(
+            format!("sg_{:02}", r.sg_index),
+            Subgraph {
+                memory_used_bytes: SubgraphMemory {
+                    host: host_total,
+                    neuron_device: dev_total,
+                    usage_breakdown: SubgraphBreakdown {
+                        host,
+                        neuron_device: dev,
+                    },
+                },
+                neuroncore_index: u32::from(r.nc_index),
+                neuron_device_index: 0,
+            },
+        )]),
+    }
+}
+
+/// Per core in use, its device memory by kind.
+pub fn core_memory(now: &Counters) -> Ordered<CoreMemory> {
+    Ordered(
+        now.cores_in_use()
+            .map(|core| {
+                let g = |c| now.nc(core, c);
+                (
+                    core.to_string(),
+                    CoreMemory {
+                        constants: g(NcCounter::MemUsageConstantsDevice),
+                        model_code: g(NcCounter::MemUsageCodeDevice),
+                        model_shared_scratchpad: g(NcCounter::MemUsageScratchpadDevice),
+                        runtime_memory: g(NcCounter::MemUsageMiscDevice),
+                        tensors: g(NcCounter::MemUsageTensorsDevice),
+                    },
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Current host and device totals with their breakdown.
+pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
+    let nd = |c: NdCounter| now.nd[c as usize];
+    let host = HostBreakdown {
+        application_memory: nd(NdCounter::MemUsageCodeHost)
+            .wrapping_add(nd(NdCounter::MemUsageScratchpadHost))
+            .wrapping_add(nd(NdCounter::MemUsageMiscHost)),
+        constants: nd(NdCounter::MemUsageConstantsHost),
+        dma_buffers: 0,
+        tensors: nd(NdCounter::MemUsageTensorsHost),
+    };
+    let cores = core_memory(now);
+    let neuron_device = cores
+        .0
+        .iter()
+        .flat_map(|(_, m)| m.pairs().map(|(_, v)| v))
+        .fold(0u64, u64::wrapping_add);
+    RuntimeUsedBytes {
+        host: host
+            .application_memory
+            .wrapping_add(host.constants)
+            .wrapping_add(host.tensors),
+        neuron_device,
+        usage_breakdown: UsageBreakdown {
+            host,
+            neuroncore_memory_usage: cores,
+        },
+    }
+}
+
+/// `memory_used`: the current totals, and one `loaded_models` entry per
+/// fresh model record; torn records are left out and named in `error`.
+pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
+    let mut errors = Vec::new();
+    let mut models = Vec::new();
+    for (slot, m) in &s.snap.models {
+        match m {
+            RecordRead::Fresh(r) => {
+                let core = usize::from(r.nc_index);
+                let running = core < xunds::nds::index::CORES
+                    && d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
+                models.push(model_entry(r, running));
+            }
+            RecordRead::Unpublished => {}
+            RecordRead::Torn(t) => errors.push(format!(
+                "model slot {}: torn record ({:?}), left out",
+                slot.index(),
+                t.reason
+            )),
+        }
+    }
+    MemoryUsed {
+        period: secs,
+        neuron_runtime_used_bytes: used_bytes(&s.counters),
+        loaded_models: models,
+        error: errors.join("; "),
+    }
+}
+
+/// `neuron_runtime_vcpu_usage` from the process's CPU ticks.
+pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> RuntimeVcpu {
+    let pct = |a: u64, b: u64| {
+        if secs > 0.0 {
+            round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0)
+        } else {
+            0.0
+        }
+    };
+    RuntimeVcpu {
+        period: secs,
+        vcpu_usage: UserSystem {
+            user: pct(now.0, was.0),
+            system: pct(now.1, was.1),
+        },
+        error: String::new(),
+    }
+}
+
+/// `vcpu_usage` between two `/proc/stat` readings.
+pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> VcpuUsage {
+    let zero = CpuTimes::default();
+    VcpuUsage {
+        period: secs,
+        average_usage: CpuPercent::between(&now.all, &was.all),
+        usage_data: Ordered(
+            now.cpus
+                .iter()
+                .map(|(i, t)| {
+                    let e = was
+                        .cpus
+                        .iter()
+                        .find(|(j, _)| j == i)
+                        .map_or(&zero, |(_, e)| e);
+                    (i.to_string(), CpuPercent::between(t, e))
+                })
+                .collect(),
+        ),
+        context_switch_count: now.ctxt.saturating_sub(was.ctxt),
+        error: String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(c: &mut Counters, core: usize, k: NcCounter, v: u64) {
+        c.nc[core][k as usize] = v;
+    }
+
+    #[test]
+    fn execution_stats_are_deltas_with_a_mean() {
+        let mut was = Counters::zero();
+        let mut now = Counters::zero();
+        set(&mut was, 0, NcCounter::InferCompleted, 10);
+        set(&mut now, 0, NcCounter::InferCompleted, 25);
+        set(&mut now, 2, NcCounter::InferCompleted, 5);
+        set(&mut now, 2, NcCounter::InferenceCount, 4);
+        set(&mut now, 2, NcCounter::LatencyTotal, 4_000);
+        set(&mut now, 1, NcCounter::ErrHw, 3);
+        let e = execution_stats(&now, &was, 1.0);
+        assert_eq!(e.execution_summary.completed, 20);
+        assert_eq!(e.error_summary.hardware, 3);
+        assert_eq!(e.latency_stats.mean.total_latency, Some(1e-6));
+        assert_eq!(e.latency_stats.mean.device_latency, Some(0.0));
+        let none = execution_stats(&was, &was, 1.0);
+        assert_eq!(none.latency_stats.mean, MeanLatency::default());
+    }
+
+    #[test]
+    fn utilization_is_device_time_over_the_period_capped() {
+        let was = Counters::zero();
+        let mut now = Counters::zero();
+        set(&mut now, 1, NcCounter::LatencyDevice, 250_000_000);
+        set(&mut now, 1, NcCounter::MacCount, 1000);
+        set(&mut now, 3, NcCounter::LatencyDevice, 5_000_000_000);
+        let n = neuroncore_counters(&now, &was, 1.0);
+        assert_eq!(n.neuroncores_in_use.0.len(), 2);
+        assert_eq!(n.neuroncores_in_use.0[0].0, "1");
+        assert_eq!(n.neuroncores_in_use.0[0].1.neuroncore_utilization, 25.0);
+        assert_eq!(n.neuroncores_in_use.0[0].1.flops, 2000);
+        assert_eq!(n.neuroncores_in_use.0[1].1.neuroncore_utilization, 100.0);
+        let z = neuroncore_counters(&now, &was, 0.0);
+        assert_eq!(z.neuroncores_in_use.0[0].1, CoreUse::default());
+    }
+
+    #[test]
+    fn ordered_keeps_numeric_order() {
+        let o = Ordered((0..12).map(|i| (i.to_string(), i)).collect());
+        let s = serde_json::to_string(&o).unwrap();
+        assert!(s.starts_with(r#"{"0":0,"1":1,"2":2"#), "{s}");
+        assert!(s.ends_with(r#""10":10,"11":11}"#), "{s}");
+    }
+}

@@ -1,0 +1,264 @@
+//! What the monitor reads from `/proc`: which process maps a slab, a
+//! process's age and CPU time, and the system's CPU and memory counters.
+//! Every parser takes the text and returns `None` / an error string on
+//! anything unexpected; nothing here panics on what `/proc` holds.
+
+use std::time::Duration;
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), 100 when unknown.
+pub fn clk_tck() -> u64 {
+    // SAFETY: sysconf only reads a configuration value; no memory is passed.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
+/// `true` when process `pid` has the file (`dev`, `ino`) mapped writable
+/// (a writer; monitors map it read-only).
+pub fn maps_inode(pid: u32, dev: u64, ino: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map(|m| maps_text_has(&m, dev, ino))
+        .unwrap_or(false)
+}
+
+/// Whether a `/proc/PID/maps` text has a writable mapping of (`dev`, `ino`).
+pub fn maps_text_has(maps: &str, dev: u64, ino: u64) -> bool {
+    let want_dev = format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev));
+    let want_ino = ino.to_string();
+    maps.lines().any(|l| {
+        let mut f = l.split_ascii_whitespace();
+        let (_, perms, _, d, i) = (f.next(), f.next(), f.next(), f.next(), f.next());
+        perms.is_some_and(|p| p.as_bytes().get(1) == Some(&b'w'))
+            && d == Some(want_dev.as_str())
+            && i == Some(want_ino.as_str())
+    })
+}
+
+/// The first process (lowest pid, other than this one) that maps the file
+/// writable.
+pub fn find_mapper(dev: u64, ino: u64) -> Option<u32> {
+    let me = std::process::id();
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|p| *p != me)
+        .collect();
+    pids.sort_unstable();
+    pids.into_iter().find(|p| maps_inode(*p, dev, ino))
+}
+
+/// Fields of `/proc/PID/stat` after the `comm` field (which may hold spaces
+/// and parentheses): field 3 (`state`) is index 0.
+fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    let close = stat.rfind(')')?;
+    Some(stat.get(close + 1..)?.split_ascii_whitespace().collect())
+}
+
+/// (`utime`, `stime`) in clock ticks from a `/proc/PID/stat` text.
+pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
+    let f = stat_fields(stat)?;
+    // utime and stime are fields 14 and 15 (1-based): indexes 11 and 12.
+    Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
+}
+
+/// Process `pid`'s (`utime`, `stime`) in clock ticks.
+pub fn process_cpu_ticks(pid: u32) -> Result<(u64, u64), String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
+    parse_cpu_ticks(&s).ok_or_else(|| format!("/proc/{pid}/stat: unexpected format"))
+}
+
+/// How long ago process `pid` started (field 22 `starttime` against
+/// `/proc/uptime`).
+pub fn process_age(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let start_ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let up: f64 = uptime.split_ascii_whitespace().next()?.parse().ok()?;
+    let start = start_ticks as f64 / clk_tck() as f64;
+    Some(Duration::from_secs_f64((up - start).max(0.0)))
+}
+
+/// One CPU line of `/proc/stat`, in ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// user
+    pub user: u64,
+    /// nice
+    pub nice: u64,
+    /// system
+    pub system: u64,
+    /// idle
+    pub idle: u64,
+    /// iowait
+    pub io_wait: u64,
+    /// irq
+    pub irq: u64,
+    /// softirq
+    pub soft_irq: u64,
+}
+
+impl CpuTimes {
+    /// Percentages of `self - earlier`, rounded to 2 decimals as
+    /// neuron-monitor prints them: [user, nice, system, idle, io_wait, irq,
+    /// soft_irq].
+    pub fn percent_since(&self, earlier: &CpuTimes) -> [f64; 7] {
+        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
+        let parts = [
+            d(self.user, earlier.user),
+            d(self.nice, earlier.nice),
+            d(self.system, earlier.system),
+            d(self.idle, earlier.idle),
+            d(self.io_wait, earlier.io_wait),
+            d(self.irq, earlier.irq),
+            d(self.soft_irq, earlier.soft_irq),
+        ];
+        let total: f64 = parts.iter().sum();
+        parts.map(|p| {
+            if total > 0.0 {
+                round2(p * 100.0 / total)
+            } else {
+                0.0
+            }
+        })
+    }
+}
+
+/// `/proc/stat`: the aggregate CPU line, the per-CPU lines and `ctxt`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    /// The `cpu` line.
+    pub all: CpuTimes,
+    /// `cpuN` lines by N.
+    pub cpus: Vec<(u32, CpuTimes)>,
+    /// Context switches since boot.
+    pub ctxt: u64,
+}
+
+/// Parse a `/proc/stat` text.
+pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
+    let mut out = ProcStat::default();
+    let mut seen_all = false;
+    for line in s.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let Some(key) = f.next() else { continue };
+        if key == "ctxt" {
+            out.ctxt = f.next()?.parse().ok()?;
+            continue;
+        }
+        let Some(rest) = key.strip_prefix("cpu") else {
+            continue;
+        };
+        let v: Vec<u64> = f.take(7).map(|x| x.parse().unwrap_or(0)).collect();
+        if v.len() < 4 {
+            return None;
+        }
+        let g = |i: usize| v.get(i).copied().unwrap_or(0);
+        let t = CpuTimes {
+            user: g(0),
+            nice: g(1),
+            system: g(2),
+            idle: g(3),
+            io_wait: g(4),
+            irq: g(5),
+            soft_irq: g(6),
+        };
+        if rest.is_empty() {
+            out.all = t;
+            seen_all = true;
+        } else {
+            out.cpus.push((rest.parse().ok()?, t));
+        }
+    }
+    seen_all.then_some(out)
+}
+
+/// Read `/proc/stat`.
+pub fn proc_stat() -> Result<ProcStat, String> {
+    let s = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
+    parse_proc_stat(&s).ok_or_else(|| "/proc/stat: unexpected format".to_string())
+}
+
+/// System memory in bytes: (total, used, swap total, swap used).
+pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
+    let kb = |key: &str| -> Option<u64> {
+        let line = s.lines().find(|l| l.starts_with(key))?;
+        let v: u64 = line
+            .get(key.len()..)?
+            .split_ascii_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        v.checked_mul(1024)
+    };
+    let total = kb("MemTotal:")?;
+    let avail = kb("MemAvailable:").or_else(|| kb("MemFree:"))?;
+    let swap_total = kb("SwapTotal:").unwrap_or(0);
+    let swap_free = kb("SwapFree:").unwrap_or(0);
+    Some((
+        total,
+        total.saturating_sub(avail),
+        swap_total,
+        swap_total.saturating_sub(swap_free),
+    ))
+}
+
+/// Read `/proc/meminfo`.
+pub fn meminfo() -> Result<(u64, u64, u64, u64), String> {
+    let s = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    parse_meminfo(&s).ok_or_else(|| "/proc/meminfo: unexpected format".to_string())
+}
+
+/// `x` rounded to two decimals.
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_survive_odd_comm() {
+        // comm with spaces and a ')' inside.
+        let s = "123 (a b) c) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 1 0 5000 1 2";
+        assert_eq!(parse_cpu_ticks(s), Some((250, 30)));
+        assert_eq!(parse_cpu_ticks("garbage"), None);
+        assert_eq!(parse_cpu_ticks("1 (x) S 1"), None);
+    }
+
+    #[test]
+    fn proc_stat_parses_and_refuses() {
+        let s = "cpu  10 0 5 85 0 0 0 0 0 0\ncpu0 5 0 2 43 0 0 0\ncpu1 5 0 3 42 0 0 0\nctxt 777\n";
+        let p = parse_proc_stat(s).unwrap();
+        assert_eq!(p.all.user, 10);
+        assert_eq!(p.cpus.len(), 2);
+        assert_eq!(p.ctxt, 777);
+        let pct = p.all.percent_since(&CpuTimes::default());
+        assert_eq!(pct, [10.0, 0.0, 5.0, 85.0, 0.0, 0.0, 0.0]);
+        assert_eq!(parse_proc_stat("intr 1 2\n"), None);
+    }
+
+    #[test]
+    fn meminfo_parses() {
+        let s = "MemTotal:  1000 kB\nMemFree: 100 kB\nMemAvailable: 400 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n";
+        assert_eq!(parse_meminfo(s), Some((1_024_000, 614_400, 10_240, 6_144)));
+        assert_eq!(parse_meminfo("nothing"), None);
+    }
+
+    #[test]
+    fn maps_match_dev_and_inode() {
+        let dev = libc::makedev(0, 0x1a);
+        let m = "7f00-7f01 rw-s 00000000 00:1a 4242   /dev/shm/xunds-1.nds (deleted)\n";
+        assert!(maps_text_has(m, dev, 4242));
+        // A monitor's read-only mapping does not make it the writer.
+        let ro = "7f00-7f01 r--s 00000000 00:1a 4242   /dev/shm/xunds-1.nds\n";
+        assert!(!maps_text_has(ro, dev, 4242));
+        assert!(!maps_text_has(m, dev, 424));
+        assert!(!maps_text_has(m, libc::makedev(0, 0x1b), 4242));
+        assert!(!maps_text_has("", dev, 4242));
+    }
+}

@@ -1,0 +1,243 @@
+//! The command line's contract: `--version` and every subcommand's `--help`
+//! exit 0; bare `xunds` prints the usage and exits 2; every bad value or bad
+//! combination of flags is refused before anything runs, with exit 2 and one
+//! line naming the flag; the progress line shows only on a terminal.
+
+use std::io::Read as _;
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn xunds(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run xunds")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A path under the temporary directory, unique to this process and test.
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("xunds-cli-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn version_and_every_help_exit_0() {
+    let out = xunds(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("xunds "), "{out:?}");
+    for args in [
+        &["--help"][..],
+        &["help"],
+        &["layout", "--help"],
+        &["nds", "--help"],
+        &["nds", "dump", "--help"],
+        &["nds", "add", "--help"],
+        &["nds", "stress-writer", "--help"],
+        &["run", "--help"],
+        &["run", "-h"],
+        &["replay", "--help"],
+    ] {
+        let out = xunds(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(
+            text(&out.stdout).contains("Usage: xunds"),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+    // The help says what the flags are.
+    let run = text(&xunds(&["run", "--help"]).stdout);
+    for flag in [
+        "--executions",
+        "--vncs",
+        "--faults",
+        "--timeout-ms",
+        "--ring",
+        "--json",
+    ] {
+        assert!(run.contains(flag), "{flag} missing in {run}");
+    }
+}
+
+#[test]
+fn bare_xunds_prints_the_usage_and_exits_2() {
+    let out = xunds(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = text(&out.stderr);
+    assert!(err.contains("Usage: xunds <COMMAND>"), "{err}");
+    for cmd in ["layout", "nds", "run", "replay"] {
+        assert!(err.contains(cmd), "{cmd} missing in {err}");
+    }
+    // The same for a command that needs a subcommand.
+    let out = xunds(&["nds"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("dump"));
+}
+
+/// Exit 2, nothing on stdout, exactly one line on stderr containing every
+/// one of `needles`.
+fn refused(args: &[&str], needles: &[&str]) {
+    let out = xunds(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {n:?} missing in {err}");
+    }
+}
+
+#[test]
+fn bad_values_are_one_line_naming_the_flag_with_exit_2() {
+    refused(
+        &["run", "--executions", "abc"],
+        &["xunds run:", "--executions"],
+    );
+    refused(&["run", "--executions", "-1"], &["--executions"]);
+    refused(&["run", "--executions"], &["--executions"]);
+    refused(&["run", "--vncs", "17"], &["--vncs", "1..=16"]);
+    refused(&["run", "--vncs", "0"], &["--vncs", "1..=16"]);
+    refused(&["run", "--seed", "x"], &["--seed"]);
+    refused(&["run", "--bogus"], &["'--bogus'"]);
+    refused(&["layout", "--yaml"], &["xunds layout:", "'--yaml'"]);
+    refused(&["run", "--faults", "nonsense"], &["--faults", "nonsense"]);
+    refused(&["run", "--trace", "t.trace"], &["--deterministic"]);
+    refused(&["nds", "add", "p", "--core", "x"], &["--core"]);
+    refused(&["nds", "add", "p", "--times", "-3"], &["--times"]);
+    refused(&["nds", "add", "p", "--core", "4294967296"], &["--core"]);
+    refused(&["nds", "dump"], &["xunds nds dump:", "<PATH>"]);
+    refused(&["frobnicate"], &["frobnicate"]);
+    // A combination the library's config check refuses is a usage error
+    // too, in the same style.
+    refused(
+        &["run", "--vncs", "16", "--models", "5"],
+        &["xunds run:", "--models", "64"],
+    );
+}
+
+/// The hardening run's list of accepted nonsense: each is now refused.
+#[test]
+fn nonsense_the_hardening_run_found_is_refused() {
+    // A fault rule for a core that does not exist.
+    refused(
+        &["run", "--vncs", "2", "--faults", "timeout@1/core3"],
+        &["--faults", "core3", "--vncs 2"],
+    );
+    refused(
+        &["run", "--vncs", "2", "--faults", "timeout@1/core99"],
+        &["--faults", "core99"],
+    );
+    // A zero timeout.
+    refused(
+        &["run", "--timeout-ms", "0"],
+        &["--timeout-ms", "at least 1"],
+    );
+    // A ring size past u32 names the range (not "--ring" alone).
+    refused(&["run", "--ring", "4294967296"], &["--ring", "1..=32"]);
+    refused(&["run", "--ring", "33"], &["--ring", "1..=32"]);
+    // An unknown flag to replay is a flag, not a file name.
+    refused(
+        &["replay", "--bogus"],
+        &["xunds replay:", "unexpected argument '--bogus'"],
+    );
+    // A directory given as a slab.
+    let dir = std::env::temp_dir();
+    let dir = dir.to_str().unwrap();
+    refused(&["run", "--slab", dir], &["--slab", "is a directory"]);
+    refused(&["nds", "dump", dir], &["is a directory"]);
+    refused(&["nds", "add", dir], &["is a directory"]);
+    // `nds add` without a path: one clear message.
+    refused(&["nds", "add"], &["xunds nds add:", "required", "<PATH>"]);
+}
+
+/// A short deterministic run whose stderr is `stderr`.
+fn short_run(slab: &str, extra: &[&str], stderr: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .args([
+            "run",
+            "--deterministic",
+            "--executions",
+            "20",
+            "--vncs",
+            "1",
+            "--models",
+            "1",
+            "--slab",
+            slab,
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn xunds")
+}
+
+#[test]
+fn no_progress_line_when_piped() {
+    // The progress line would be due at once (threshold 0): piped, nothing.
+    let slab = tmp("piped.nds");
+    let slab_s = slab.to_str().unwrap();
+    for extra in [
+        &["--progress-after-ms", "0"][..],
+        &["--progress-after-ms", "0", "--json"],
+    ] {
+        let out = short_run(slab_s, extra, Stdio::piped())
+            .wait_with_output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(out.stderr.is_empty(), "{extra:?}: {}", text(&out.stderr));
+        assert!(!out.stdout.is_empty());
+    }
+    let _ = std::fs::remove_file(slab);
+}
+
+/// What a run writes to its stderr when that is a terminal (a pty).
+fn stderr_on_a_terminal(extra: &[&str]) -> String {
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors into the locals; the name,
+    // termios and winsize arguments may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned by nobody else.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let slab = tmp(&format!("tty-{}.nds", extra.len()));
+    let child = short_run(slab.to_str().unwrap(), extra, Stdio::from(slave));
+    // The child holds the only slave descriptor now: reading the master
+    // ends (EIO) when it exits.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut seen = Vec::new();
+    let _ = std::fs::File::from(master).read_to_end(&mut seen);
+    let _ = std::fs::remove_file(slab);
+    text(&seen)
+}
+
+#[test]
+fn progress_line_on_a_terminal_only_for_long_text_runs() {
+    // Past the threshold (0 here): the bar, then cleared.
+    let shown = stderr_on_a_terminal(&["--progress-after-ms", "0"]);
+    assert!(shown.contains("20/20"), "{shown:?}");
+    assert!(shown.contains("100%"), "{shown:?}");
+    // A short run under the default threshold (two seconds): nothing.
+    assert_eq!(stderr_on_a_terminal(&[]), "");
+    // --json: nothing, whatever the time.
+    assert_eq!(
+        stderr_on_a_terminal(&["--progress-after-ms", "0", "--json"]),
+        ""
+    );
+}

@@ -1,0 +1,649 @@
+//! `xunds monitor` from another process: the neuron-monitor JSON document
+//! (shape snapshot, per-period deltas that add up to the run's count), the
+//! Prometheus endpoint (parsed with a real exposition parser, compared with
+//! the slab's counters read through the library reader), the configuration
+//! file, and the faults (non-slab files, a slab mid-commit, torn records, a
+//! slab truncated or deleted while watched, a writer that exits): every one
+//! is an `error` string, never a dead monitor.
+
+mod nds_support;
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use nds_support::{xunds, TempSlab};
+use serde_json::Value;
+use xunds::nds::{Counter, Reader, RecordSpan, Slab as _, SlabMut as _, Writer};
+use xunds::wire::nds::c_string;
+use xunds::wire::nds::counters::NcCounter;
+use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
+use xunds::wire::nds::process::{ProcessInfo, VersionInfo};
+
+/// Every value replaced by its type, keys kept (arrays by their first
+/// element): the document's shape, for a snapshot.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Null => Value::Null,
+        Value::Bool(_) => "bool".into(),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(a) => Value::Array(a.iter().take(1).map(shape).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| {
+                    // Core and vCPU indexes are data, not shape.
+                    let k = if k.bytes().all(|b| b.is_ascii_digit()) {
+                        "<index>".to_string()
+                    } else {
+                        k.clone()
+                    };
+                    (k, shape(v))
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn once(args: &[&str]) -> Value {
+    let out = xunds(["monitor", "--once"].iter().chain(args))
+        .output()
+        .expect("run xunds monitor");
+    assert!(
+        out.status.success(),
+        "monitor failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "one document per line: {text}");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+fn runtimes(doc: &Value) -> &Vec<Value> {
+    doc["neuron_runtime_data"]
+        .as_array()
+        .expect("neuron_runtime_data is an array")
+}
+
+/// A slab this process writes: counters on cores 0 and 2, one model record,
+/// process info tagged `monitor-test`.
+fn populated(slab: &TempSlab) -> Writer {
+    let w = Writer::create(slab.path()).unwrap();
+    let c = |core, k| Counter::nc(core, k).unwrap();
+    w.add(c(0, NcCounter::InferCompleted), 40).unwrap();
+    w.add(c(2, NcCounter::InferCompleted), 2).unwrap();
+    w.add(c(0, NcCounter::InferenceCount), 41).unwrap();
+    w.add(c(0, NcCounter::InferCompletedWithNumErr), 1).unwrap();
+    w.add(c(0, NcCounter::ErrNumerical), 1).unwrap();
+    w.add(c(0, NcCounter::LatencyTotal), 41_000).unwrap();
+    w.add(c(0, NcCounter::LatencyDevice), 4_100).unwrap();
+    w.add(c(2, NcCounter::MemUsageCodeDevice), 8192).unwrap();
+    let none = VersionInfo {
+        major: 0,
+        minor: 0,
+        build: 0,
+    };
+    w.publish_process_info(&ProcessInfo {
+        hash: 0,
+        framework_type: 0,
+        tag: c_string("monitor-test"),
+        framework_version: none,
+        fal_version: none,
+        runtime_version: none,
+    })
+    .unwrap();
+    let mut m = ModelRecord {
+        model_id: 7,
+        nc_index: 2,
+        name: c_string("mlp-x"),
+        ..ModelRecord::EMPTY
+    };
+    m.usage_mut(MemLocation::Device, MemSlot::Code).total_size = 8192;
+    w.commit_model(&m).unwrap();
+    w
+}
+
+#[test]
+fn no_slab_is_a_valid_document_with_no_runtimes() {
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = once(&["--dir", dir.to_str().unwrap()]);
+    let _ = std::fs::remove_dir(&dir);
+    assert!(runtimes(&doc).is_empty());
+    assert_eq!(doc["system_data"]["neuron_hw_counters"], Value::Null);
+    assert_eq!(doc["instance_info"]["instance_id"], "");
+    assert!(
+        doc["system_data"]["memory_info"]["memory_total_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    insta::assert_json_snapshot!("empty_document_shape", shape(&doc));
+}
+
+#[test]
+fn a_live_slab_reads_as_neuron_monitor_reports_it() {
+    let slab = TempSlab::new("monitor-shape");
+    let _w = populated(&slab);
+    let doc = once(&[slab.path().to_str().unwrap()]);
+    let rt = &runtimes(&doc)[0];
+    // This test process writes the slab, so it is the runtime's pid.
+    assert_eq!(rt["pid"], std::process::id());
+    assert_eq!(rt["neuron_runtime_tag"], "monitor-test");
+    assert_eq!(rt["error"], "");
+    let ex = &rt["report"]["execution_stats"];
+    // The first report counts from zero: everything so far.
+    assert_eq!(ex["execution_summary"]["completed"], 42);
+    assert_eq!(ex["execution_summary"]["completed_with_num_err"], 1);
+    assert_eq!(ex["error_summary"]["numerical"], 1);
+    assert_eq!(ex["latency_stats"]["total_latency"], Value::Null);
+    assert_eq!(ex["latency_stats"]["mean"]["total_latency"], 1e-6);
+    let cores = rt["report"]["neuroncore_counters"]["neuroncores_in_use"]
+        .as_object()
+        .unwrap();
+    assert_eq!(cores.keys().collect::<Vec<_>>(), ["0", "2"]);
+    let mem = &rt["report"]["memory_used"];
+    assert_eq!(mem["neuron_runtime_used_bytes"]["neuron_device"], 8192);
+    assert_eq!(
+        mem["neuron_runtime_used_bytes"]["usage_breakdown"]["neuroncore_memory_usage"]["2"]
+            ["model_code"],
+        8192
+    );
+    assert_eq!(mem["loaded_models"][0]["name"], "mlp-x");
+    assert_eq!(
+        mem["loaded_models"][0]["subgraphs"]["sg_00"]["neuroncore_index"],
+        2
+    );
+    assert_eq!(mem["error"], "");
+    insta::assert_json_snapshot!("runtime_document_shape", shape(&doc));
+}
+
+/// Lines of a child's stdout, on a channel.
+fn lines(out: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn spawn_monitor(args: &[&str]) -> Child {
+    xunds(["monitor"].iter().chain(args))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xunds monitor")
+}
+
+/// SIGTERM, then the exit status must be a clean 0 (not a signal).
+fn stop(mut child: Child) {
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "monitor ended with {st:?}");
+}
+
+fn next_doc(rx: &mpsc::Receiver<String>) -> Value {
+    let l = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a document within 20 s");
+    serde_json::from_str(&l).expect("valid JSON line")
+}
+
+fn run_json(slab: &Path, executions: &str) -> Value {
+    let out = xunds([
+        "run",
+        "--executions",
+        executions,
+        "--vncs",
+        "2",
+        "--json",
+        "--slab",
+    ])
+    .arg(slab)
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn per_period_completed_deltas_add_up_to_the_runs_count() {
+    let slab = TempSlab::new("monitor-deltas");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "200ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    // Before the run: the entry is there, with an error (no file yet).
+    let first = next_doc(&rx);
+    assert!(!runtimes(&first)[0]["error"].as_str().unwrap().is_empty());
+    let run = run_json(slab.path(), "20000");
+    // Let the monitor see the final counters for a few periods.
+    let done = Instant::now();
+    let mut docs = vec![first];
+    while done.elapsed() < Duration::from_millis(900) {
+        docs.push(next_doc(&rx));
+    }
+    stop(mon);
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        docs.push(serde_json::from_str(&l).unwrap());
+    }
+    let completed: Vec<u64> = docs
+        .iter()
+        .map(|d| {
+            runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let sum: u64 = completed.iter().sum();
+    let errors: Vec<String> = docs.iter().map(error_of).collect();
+    assert_eq!(
+        sum,
+        run["completed_ok"].as_u64().unwrap(),
+        "deltas {completed:?}, errors {errors:#?}"
+    );
+    // After the run every period adds nothing.
+    assert_eq!(*completed.last().unwrap(), 0, "deltas {completed:?}");
+}
+
+#[test]
+fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
+    let slab = TempSlab::new("monitor-rerun");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "200ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    let completed = |d: &Value| {
+        runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut docs = vec![next_doc(&rx)];
+    let first = run_json(slab.path(), "30000");
+    // Counts a slab holds when it is re-created are gone; let the monitor
+    // read the first run's final counters before the second run starts.
+    let want1 = first["completed_ok"].as_u64().unwrap();
+    let t = Instant::now();
+    while docs.iter().map(completed).sum::<u64>() < want1 {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the first run's count never showed up"
+        );
+        docs.push(next_doc(&rx));
+    }
+    // The second run is smaller, so its counters are below the first's
+    // whenever the monitor looks: the restart is always visible.
+    let second = run_json(slab.path(), "10000");
+    let done = Instant::now();
+    while done.elapsed() < Duration::from_millis(900) {
+        docs.push(next_doc(&rx));
+    }
+    stop(mon);
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        docs.push(serde_json::from_str(&l).unwrap());
+    }
+    let sum: u64 = docs.iter().map(completed).sum();
+    let want = want1 + second["completed_ok"].as_u64().unwrap();
+    let trail: Vec<(u64, String)> = docs.iter().map(|d| (completed(d), error_of(d))).collect();
+    assert_eq!(sum, want, "per document (completed, error): {trail:#?}");
+}
+
+fn scrape(url_line: &str) -> String {
+    let addr = url_line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .expect("serving line");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let (head, body) = resp.split_once("\r\n\r\n").expect("HTTP response");
+    assert!(head.starts_with("HTTP/1."), "{head}");
+    assert!(head.contains(" 200 "), "{head}");
+    body.to_string()
+}
+
+#[test]
+fn a_scrape_after_the_run_equals_the_slab_counters() {
+    let slab = TempSlab::new("monitor-prom");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--prometheus", ":0", "--quiet", "--period", "200ms", &p]);
+    let mut err = BufReader::new(mon.stderr.take().unwrap());
+    let mut serving = String::new();
+    err.read_line(&mut serving).unwrap();
+    assert!(serving.contains("http://127.0.0.1:"), "{serving}");
+    run_json(slab.path(), "20000");
+    let body = scrape(serving.trim());
+    stop(mon);
+    let scrape =
+        prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("parses");
+
+    // The slab's cumulative counters through the library's reader.
+    let snap = Reader::open(slab.path()).unwrap().snapshot().unwrap();
+    let sum =
+        |k: NcCounter| -> f64 { snap.nc.iter().map(|row| row[k as usize]).sum::<u64>() as f64 };
+    let value = |metric: &str, label: &str, v: &str| -> f64 {
+        let s = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == metric && s.labels.get(label) == Some(v))
+            .unwrap_or_else(|| panic!("{metric}{{{label}={v:?}}} missing"));
+        match s.value {
+            prometheus_parse::Value::Counter(x) | prometheus_parse::Value::Gauge(x) => x,
+            ref other => panic!("{metric}: {other:?}"),
+        }
+    };
+    for (status, k) in [
+        ("completed", NcCounter::InferCompleted),
+        ("completed_with_err", NcCounter::InferCompletedWithErr),
+        (
+            "completed_with_num_err",
+            NcCounter::InferCompletedWithNumErr,
+        ),
+        ("timed_out", NcCounter::InferTimedOut),
+        ("incorrect_input", NcCounter::InferIncorrectInput),
+        ("failed_to_queue", NcCounter::InferFailedToQueue),
+    ] {
+        assert_eq!(
+            value("execution_status_total", "status_type", status),
+            sum(k),
+            "{status}"
+        );
+    }
+    assert!(sum(NcCounter::InferCompleted) > 0.0);
+    for (class, k) in [
+        ("generic", NcCounter::ErrGeneric),
+        ("hardware", NcCounter::ErrHw),
+    ] {
+        assert_eq!(
+            value("execution_errors_total", "error_type", class),
+            sum(k),
+            "{class}"
+        );
+    }
+    let device: f64 = [
+        NcCounter::MemUsageCodeDevice,
+        NcCounter::MemUsageTensorsDevice,
+        NcCounter::MemUsageConstantsDevice,
+        NcCounter::MemUsageScratchpadDevice,
+        NcCounter::MemUsageMiscDevice,
+    ]
+    .iter()
+    .map(|k| sum(*k))
+    .sum();
+    assert_eq!(
+        value(
+            "neuron_runtime_memory_used_bytes",
+            "memory_location",
+            "neuron_device"
+        ),
+        device
+    );
+
+    // The families and their label names (values are data). The runtime's
+    // vCPU ratio needs its pid, which a short run may not live long enough
+    // to be found by; it is left out so the snapshot does not depend on it.
+    let mut families: Vec<String> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric != "neuron_runtime_vcpu_usage_ratio")
+        .map(|s| {
+            let mut l: Vec<&String> = s.labels.keys().collect();
+            l.sort();
+            let kind = match s.value {
+                prometheus_parse::Value::Counter(_) => "counter",
+                prometheus_parse::Value::Gauge(_) => "gauge",
+                _ => "other",
+            };
+            format!(
+                "{} {kind} {{{}}}",
+                s.metric,
+                l.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(",")
+            )
+        })
+        .collect();
+    families.sort();
+    families.dedup();
+    insta::assert_snapshot!("metric_families", families.join("\n"));
+}
+
+#[test]
+fn bad_files_are_errors_in_the_document_not_crashes() {
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let garbage = dir.join("garbage");
+    std::fs::write(&garbage, vec![0x55u8; 256 * 1024]).unwrap();
+    let short = dir.join("short");
+    std::fs::write(&short, vec![0u8; 100]).unwrap();
+    // Laid out but not committed: a slab mid-commit.
+    let zero = dir.join("zero");
+    std::fs::write(&zero, vec![0u8; 256 * 1024]).unwrap();
+    let missing = dir.join("missing");
+    let paths = [&garbage, &short, &zero, &missing, &dir];
+    let args: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
+    let doc = once(&args);
+    let _ = std::fs::remove_dir_all(&dir);
+    let errors: Vec<String> = runtimes(&doc)
+        .iter()
+        .map(|r| r["error"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(errors.len(), 5);
+    assert!(errors[0].contains("bad magic"), "{}", errors[0]);
+    assert!(errors[1].contains("too small"), "{}", errors[1]);
+    assert!(errors[2].contains("not committed"), "{}", errors[2]);
+    assert!(errors[3].contains("No such file"), "{}", errors[3]);
+    assert!(errors[4].contains("not a regular file"), "{}", errors[4]);
+    for r in runtimes(&doc) {
+        // Every group is there, with the same error.
+        assert_eq!(r["report"]["execution_stats"]["error"], r["error"]);
+        assert_eq!(
+            r["report"]["execution_stats"]["execution_summary"]["completed"],
+            0
+        );
+    }
+}
+
+#[test]
+fn a_torn_model_record_is_named_in_memory_used() {
+    let slab = TempSlab::new("monitor-torn");
+    let w = populated(&slab);
+    // Flip one body byte of model slot 0 behind the protocol's back.
+    let off = RecordSpan::model(0).unwrap().off() + 0x100;
+    let v = w.slab().load_u64(off, Ordering::Relaxed);
+    w.slab().store_u64(off, v ^ 0x100, Ordering::Relaxed);
+    let doc = once(&[slab.path().to_str().unwrap()]);
+    let rt = &runtimes(&doc)[0];
+    let mem = &rt["report"]["memory_used"];
+    assert!(mem["error"].as_str().unwrap().contains("torn"), "{mem}");
+    assert_eq!(mem["loaded_models"].as_array().unwrap().len(), 0);
+    // The other groups are unaffected.
+    assert_eq!(rt["report"]["execution_stats"]["error"], "");
+    assert_eq!(
+        rt["report"]["execution_stats"]["execution_summary"]["completed"],
+        42
+    );
+}
+
+fn wait_for(rx: &mpsc::Receiver<String>, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let t = Instant::now();
+    loop {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no document with {what}"
+        );
+        let d = next_doc(rx);
+        if pred(&d) {
+            return d;
+        }
+    }
+}
+
+fn error_of(d: &Value) -> String {
+    runtimes(d)[0]["error"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_slab_truncated_then_deleted_while_watched_is_reported_and_survived() {
+    let slab = TempSlab::new("monitor-trunc");
+    let w = populated(&slab);
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "100ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    wait_for(&rx, "a good read", |d| error_of(d).is_empty());
+    // Our own mapping must not be touched past the new end either.
+    drop(w);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(slab.path())
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let d = wait_for(&rx, "truncation", |d| {
+        error_of(d).contains("truncated") || error_of(d).contains("too small")
+    });
+    // The last counts are not repeated or lost: nothing new this period.
+    assert_eq!(
+        runtimes(&d)[0]["report"]["execution_stats"]["execution_summary"]["completed"],
+        0
+    );
+    std::fs::remove_file(slab.path()).unwrap();
+    wait_for(&rx, "deletion", |d| error_of(d).contains("No such file"));
+    stop(mon);
+}
+
+#[test]
+fn a_writer_that_exits_is_reported_with_its_final_counts() {
+    let slab = TempSlab::new("monitor-exit");
+    let mut writer = xunds(["nds", "stress-writer", "--create"])
+        .arg(slab.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(writer.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "100ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    let d = wait_for(&rx, "the writer's pid", |d| {
+        runtimes(d)[0]["pid"] == writer.id()
+    });
+    assert_eq!(error_of(&d), "");
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let d = wait_for(&rx, "the exit", |d| error_of(d).contains("has exited"));
+    assert!(error_of(&d).contains(&writer.id().to_string()));
+    stop(mon);
+}
+
+#[test]
+fn a_config_file_selects_groups_and_runtimes() {
+    let slab = TempSlab::new("monitor-config");
+    let _w = populated(&slab);
+    let cfg = slab.path().with_extension("json");
+    std::fs::write(
+        &cfg,
+        r#"{"period": "1s",
+            "neuron_runtimes": [{"tag_filter": "monitor-.*", "metrics": [{"type": "execution_stats"}]}],
+            "system_metrics": [{"type": "memory_info"}]}"#,
+    )
+    .unwrap();
+    let p = slab.path().to_str().unwrap();
+    let doc = once(&["-c", cfg.to_str().unwrap(), p]);
+    let rt = &runtimes(&doc)[0];
+    let groups: Vec<&String> = rt["report"].as_object().unwrap().keys().collect();
+    assert_eq!(groups, ["execution_stats"]);
+    let sys: Vec<&String> = doc["system_data"].as_object().unwrap().keys().collect();
+    assert_eq!(sys, ["memory_info"]);
+    std::fs::write(
+        &cfg,
+        r#"{"neuron_runtimes": [{"tag_filter": "other", "metrics": []}]}"#,
+    )
+    .unwrap();
+    let doc = once(&["-c", cfg.to_str().unwrap(), p]);
+    assert!(runtimes(&doc).is_empty(), "{doc}");
+    std::fs::write(&cfg, r#"{"period": "never"}"#).unwrap();
+    let out = xunds(["monitor", "--once", "-c", cfg.to_str().unwrap(), p])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&cfg);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("period"));
+}
+
+/// `xunds top` in a real terminal (tmux), when tmux is installed: it shows
+/// the process's tab and its cores, and `q` ends it.
+#[test]
+fn top_runs_in_a_terminal_and_shows_the_cores() {
+    let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).output();
+    if tmux(&["-V"]).map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("tmux not installed: skipped");
+        return;
+    }
+    let slab = TempSlab::new("monitor-top");
+    let _w = populated(&slab);
+    let session = format!("xunds-top-{}", std::process::id());
+    let cmd = format!(
+        "{} top --period 200ms {}",
+        env!("CARGO_BIN_EXE_xunds"),
+        slab.path().display()
+    );
+    let ok = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ])
+    .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let t = Instant::now();
+    let screen = loop {
+        let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
+        let s = String::from_utf8_lossy(&out.stdout).to_string();
+        if s.contains("nc2") || t.elapsed() > Duration::from_secs(10) {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = tmux(&["send-keys", "-t", &session, "q"]);
+    let t = Instant::now();
+    while tmux(&["has-session", "-t", &session])
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    {
+        if t.elapsed() > Duration::from_secs(5) {
+            let _ = tmux(&["kill-session", "-t", &session]);
+            panic!("top did not quit on q");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(screen.contains("monitor-test"), "{screen}");
+    assert!(screen.contains("nc0") && screen.contains("nc2"), "{screen}");
+    assert!(screen.contains("mlp-x"), "{screen}");
+}
