@@ -60,7 +60,7 @@ fn nds_dump_racing_truncation_never_dies_of_a_signal() {
         match out.status.code() {
             Some(0) => ok += 1,
             Some(1) => {
-                assert!(err.contains("xunds: "), "dump {i}: no message: {err}");
+                assert!(err.contains("nds: "), "dump {i}: no message: {err}");
                 refused += 1;
             }
             _ => panic!("dump {i}: {} ({err})", how(&out.status)),
