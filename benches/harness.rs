@@ -46,3 +46,33 @@ pub fn ratio(label: &str, ours: Duration, peer: Duration, target: &str) -> f64 {
     println!("  RATIO {label:<40} {r:>6.2}x  (target {target})");
     r
 }
+
+/// The host the numbers come from: the CPU model string, its family and
+/// model (from `/proc/cpuinfo`; "unknown" elsewhere) and the CPUs this
+/// process may use. Ratios depend on the host (cache-line transfer costs
+/// differ between CPU families), so every group prints this above them.
+pub fn host() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split_once(':'))
+            .map_or_else(|| "unknown".to_string(), |(_, v)| v.trim().to_string())
+    };
+    format!(
+        "{} (family {}, model {}), {} CPUs",
+        field("model name"),
+        field("cpu family"),
+        field("model"),
+        cpus()
+    )
+}
+
+/// Load average over the last minute (`/proc/loadavg`), to print next to
+/// the numbers: on a shared machine the load says how much to trust them.
+pub fn load1() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
+}

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 use xunds::actors::work::{Expectations, ResidentModel};
 use xunds::device::engine::{Executor, Limits};
 use xunds::device::memmap::reg;
-use xunds::device::model::MlpSpec;
+use xunds::device::model::{null_model, MlpSpec, ModelBuilder};
 use xunds::device::nq::{EngineMask, ExecStatus, HarvestError, Harvester};
 use xunds::device::sequencer::{DramMemory, RequestExecutor};
 use xunds::device::staging::{build_request, StageError};
@@ -49,7 +49,7 @@ use xunds::hal::{Hal, Ordering as HalOrdering};
 use xunds::nds::{Counter, MappedSlab, Writer};
 use xunds::system::alloc;
 use xunds::system::builder::{build, Shared, SystemConfig};
-use xunds::system::job::{self, JobConfig};
+use xunds::system::job::{self, JobConfig, ModelKind};
 use xunds::wire::nds::counters::NcCounter;
 
 use crate::harness::ratio;
@@ -85,12 +85,13 @@ fn slab() -> std::path::PathBuf {
 
 /// Ours: the job, threaded. Returns the wall time of the run proper and
 /// the device proxies' doorbell wake-ups (eventfd writes) per execution.
-fn ours(n: u64, vncs: u8) -> (Duration, f64) {
+fn ours(n: u64, vncs: u8, model: ModelKind) -> (Duration, f64) {
     let cfg = JobConfig {
         executions: n,
         vncs,
         models: 1,
         slab: Some(slab()),
+        model,
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).expect("job");
@@ -133,10 +134,26 @@ struct Setup {
     expected: Arc<Vec<Vec<f32>>>,
 }
 
-fn setup(lanes: u8) -> Setup {
+/// The builder of `kind` (the job's model, one variant).
+fn builder(kind: ModelKind) -> ModelBuilder {
+    match kind {
+        ModelKind::Mlp => MlpSpec::EXAMPLE.builder().unwrap(),
+        ModelKind::Null => null_model().unwrap(),
+    }
+}
+
+fn setup(lanes: u8, kind: ModelKind) -> Setup {
     let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let inputs: Arc<Vec<Vec<f32>>> = Arc::new((0..16).map(|k| spec.example_input(k)).collect());
+    let b = builder(kind);
+    let probe = b.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let inputs: Arc<Vec<Vec<f32>>> = Arc::new(
+        (0..16)
+            .map(|k| match kind {
+                ModelKind::Mlp => spec.example_input(k),
+                ModelKind::Null => vec![k as f32],
+            })
+            .collect(),
+    );
     let expected: Arc<Vec<Vec<f32>>> =
         Arc::new(inputs.iter().map(|x| probe.reference(x)).collect());
     let mut cfg = SystemConfig::new(lanes);
@@ -144,7 +161,7 @@ fn setup(lanes: u8) -> Setup {
     cfg.expected = Arc::new(Expectations::default());
     let built = build(LinuxHal::new(), cfg, None).unwrap();
     let shared = Arc::clone(&built.shared);
-    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    let model = shared.load_model(&b, kind.name()).unwrap();
     Setup {
         shared,
         model,
@@ -162,7 +179,7 @@ fn peer(n: u64, lanes: u8) -> Duration {
         model,
         inputs,
         expected,
-    } = setup(lanes);
+    } = setup(lanes, ModelKind::Mlp);
     let slots = model.per_core[0].variants.len();
     let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
     let l = usize::from(lanes);
@@ -413,13 +430,13 @@ fn pop_spin<T>(rx: &mut rtrb::Consumer<T>) -> T {
 /// per-core device proxies), one worker thread with a `Harvester` per core
 /// (`expect`, `poll` until the execution's NQ records are in, MAC_COUNT,
 /// outputs read back and checked) and a publisher.
-fn peer_same_stages(n: u64, lanes: u8) -> Duration {
+fn peer_same_stages(n: u64, lanes: u8, kind: ModelKind) -> Duration {
     let Setup {
         shared,
         model,
         inputs,
         expected,
-    } = setup(lanes);
+    } = setup(lanes, kind);
     let dev = &shared.dev;
     let slots = model.per_core[0].variants.len();
     let timeout = shared.cfg.timeout.as_u64();
@@ -656,12 +673,12 @@ pub fn pipeline() {
     // `XUNDS_PIPELINE_VERBOSE=1` prints every rep (us/exec), to see the spread.
     let verbose = std::env::var_os("XUNDS_PIPELINE_VERBOSE").is_some();
     for rep in 0..reps {
-        let (o1, w) = ours(n, 1);
+        let (o1, w) = ours(n, 1, ModelKind::Mlp);
         wakes1 = wakes1.max(w);
-        let (s1, p1) = (peer(n, 1), peer_same_stages(n, 1));
-        let (o4, w) = ours(n, 4);
+        let (s1, p1) = (peer(n, 1), peer_same_stages(n, 1, ModelKind::Mlp));
+        let (o4, w) = ours(n, 4, ModelKind::Mlp);
         wakes4 = wakes4.max(w);
-        let (s4, p4) = (peer(n, 4), peer_same_stages(n, 4));
+        let (s4, p4) = (peer(n, 4), peer_same_stages(n, 4, ModelKind::Mlp));
         let this = [o1, s1, p1, o4, s4, p4];
         if verbose {
             let us: Vec<String> = this
@@ -718,9 +735,9 @@ pub fn pipeline() {
     // Allocations per execution in our steady state: the marginal cost of
     // N/2 more executions.
     let before = ALLOC.stats();
-    ours(n / 2, 1);
+    ours(n / 2, 1, ModelKind::Mlp);
     let mid = ALLOC.stats();
-    ours(n, 1);
+    ours(n, 1, ModelKind::Mlp);
     let after = ALLOC.stats();
     let small = mid.since(&before).allocations() as f64;
     let big = after.since(&mid).allocations() as f64;
@@ -730,5 +747,238 @@ pub fn pipeline() {
         n,
         n / 2,
         if alloc::is_active() { "on" } else { "OFF" }
+    );
+}
+
+/// User + system CPU time of this whole process so far (every thread).
+fn process_cpu() -> Duration {
+    // SAFETY: a zeroed rusage is a valid out-parameter; getrusage writes it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF and a valid pointer to an rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// The host path's stages one after another on one thread, with the null
+/// model on one core: each stage's work on the real device objects (as the
+/// same-stages peer uses them), timed apart. No thread hand-offs, so no
+/// cache-line transfers: the CPU cost of each stage's own work. Returns
+/// ns per execution for (producer: input into the IO area, staging and
+/// doorbell, sequencer protocol (with the one-instruction execution), NQ
+/// harvest, worker: MAC_COUNT and the output check, publisher: five NDS
+/// counter adds), each the lowest mean over batches of 256, less one timer
+/// read.
+fn stage_costs(n: u64) -> [f64; 6] {
+    let Setup {
+        shared,
+        model,
+        inputs,
+        expected,
+    } = setup(1, ModelKind::Null);
+    let dev = &shared.dev;
+    let hal = &**dev.hal();
+    let map = dev.map();
+    let mem = DramMemory::new(hal, map);
+    let mut stager = dev.stager(0).unwrap();
+    let mut seq = dev.sequencer(Executor::new(Limits::DEFAULT));
+    let mut harvester = dev.harvester(0).unwrap();
+    let writer = Writer::new(MappedSlab::anonymous().unwrap()).unwrap();
+    let nc = |c: NcCounter| Counter::nc(0, c).unwrap();
+    let books = [
+        nc(NcCounter::InferenceCount),
+        nc(NcCounter::LatencyTotal),
+        nc(NcCounter::LatencyDevice),
+        nc(NcCounter::MacCount),
+        nc(NcCounter::InferCompleted),
+    ];
+    let slots = model.per_core[0].variants.len();
+    let (mut bytes, mut obytes, mut vals) = (Vec::with_capacity(64), vec![0u8; 64], Vec::new());
+    let t0 = Instant::now();
+    let now = || t0.elapsed().as_nanos() as u64;
+    // Per batch of BATCH executions; each stage's figure is its lowest
+    // batch mean (a batch the scheduler preempted only reads high, so on a
+    // shared machine the minimum is the stage's own cost).
+    const BATCH: u64 = 256;
+    let mut best = [f64::MAX; 6];
+    let mut spent = [0u64; 6];
+    let mut last_macs = 0u64;
+    for i in 0..n {
+        let slot = (i % slots as u64) as u16;
+        let k = (i % inputs.len() as u64) as u16;
+        let a = Instant::now();
+        write_input(&mem, &model, 0, slot, &inputs[usize::from(k)], &mut bytes);
+        let b = Instant::now();
+        let staged = stager
+            .stage_and_doorbell(&model.per_core[0].variants[usize::from(slot)], 0)
+            .expect("stage");
+        let c = Instant::now();
+        let before = seq.executed(0);
+        while seq.executed(0) == before {
+            seq.poll_one(0, now()).expect("device");
+        }
+        // The NQ records of the execution's last engine are written by
+        // the poll that finished it.
+        let d = Instant::now();
+        harvester.expect(staged.exec_id, staged.engines, u64::MAX / 2);
+        let done = loop {
+            if let Some(r) = harvester.poll(now()).expect("harvest") {
+                break r.expect("completion");
+            }
+            // Records still in flight: let the device write them.
+            seq.poll_one(0, now()).expect("device");
+        };
+        let e = Instant::now();
+        // Ordering: Acquire pairs with the sequencer's Release store of
+        // MAC_COUNT (as our worker reads it).
+        let macs_now = hal
+            .load_u64(map.regs[0], reg::MAC_COUNT, HalOrdering::Acquire)
+            .unwrap();
+        let macs = macs_now.wrapping_sub(last_macs);
+        last_macs = macs_now;
+        let out = Outputs {
+            mem: &mem,
+            model: &model,
+            expected: &expected,
+        };
+        let ok = done.status == ExecStatus::Done && out.check(0, slot, k, &mut obytes, &mut vals);
+        assert!(ok, "null model output");
+        let f = Instant::now();
+        let [count, total, device, mc, completed] = &books;
+        writer.add(*count, 1).unwrap();
+        writer.add(*total, 1).unwrap();
+        writer
+            .add(*device, u64::from(done.device_cycles()))
+            .unwrap();
+        writer.add(*mc, macs).unwrap();
+        writer.add(*completed, 1).unwrap();
+        let g = Instant::now();
+        for (s, (x, y)) in spent
+            .iter_mut()
+            .zip([(a, b), (b, c), (c, d), (d, e), (e, f), (f, g)])
+        {
+            *s += (y - x).as_nanos() as u64;
+        }
+        if (i + 1) % BATCH == 0 {
+            for (b, s) in best.iter_mut().zip(spent.iter_mut()) {
+                *b = b.min(*s as f64 / BATCH as f64);
+                *s = 0;
+            }
+        }
+    }
+    black_box(writer.slab());
+    // What one timer read pair costs, taken off each stage.
+    let cal = (0..n / BATCH)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                black_box(Instant::now());
+            }
+            t.elapsed().as_nanos() as f64 / BATCH as f64
+        })
+        .fold(f64::MAX, f64::min);
+    best.map(|b| (b - cal).max(0.0))
+}
+
+/// One ring item (submit + trigger + pop) on one thread, no cross-core
+/// traffic: the unit the host path is measured in. ns per item, best of 8.
+fn ring_item_ns(n: u64) -> f64 {
+    use xunds::ring::{OwnedStorage, QueueConfig, XuQueue};
+    use xunds::wire::seq_id::XuId;
+    use xunds::NrtStatus;
+    let (mut p, mut w) =
+        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XuId::new(0, 0, 1), 1024)).unwrap();
+    let n = n / 8;
+    let d = crate::harness::best_of(8, || {
+        crate::harness::time(|| {
+            let mut sum = 0u64;
+            for i in 0..n / 64 {
+                for k in 0..64 {
+                    let _ = p.submit(i * 64 + k, None);
+                    let _ = p.trigger_next();
+                }
+                for _ in 0..64 {
+                    if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+                        sum = sum.wrapping_add(pp.item);
+                    }
+                }
+            }
+            black_box(sum);
+        })
+    });
+    d.as_nanos() as f64 / n as f64
+}
+
+/// `pipeline_null`: the host path apart from the engines. Ours and the
+/// same-stages peer with the null model (one instruction, no MACs), our
+/// process's CPU time per execution, each stage's CPU cost on one thread,
+/// and the ring's own per-item cost in the same run.
+pub fn pipeline_null() {
+    let n = n();
+    let reps = reps();
+    let mut best = [Duration::MAX; 4];
+    let mut cpu1 = Duration::MAX;
+    for _ in 0..reps {
+        let c0 = process_cpu();
+        let (o1, _) = ours(n, 1, ModelKind::Null);
+        cpu1 = cpu1.min(process_cpu() - c0);
+        let p1 = peer_same_stages(n, 1, ModelKind::Null);
+        let (o4, _) = ours(n, 4, ModelKind::Null);
+        let p4 = peer_same_stages(n, 4, ModelKind::Null);
+        for (b, d) in best.iter_mut().zip([o1, p1, o4, p4]) {
+            *b = (*b).min(d);
+        }
+    }
+    let [ours1, same1, ours4, same4] = best;
+    line("xunds run --model null, 1 core (4 threads)", n, ours1);
+    line("plain rtrb, same stages, null model, 1 lane", n, same1);
+    line("xunds run --model null, 4 cores (10 threads)", n, ours4);
+    line("plain rtrb, same stages, null model, 4 lanes", n, same4);
+    ratio(
+        "xunds vs same stages, null, 1 core",
+        ours1,
+        same1,
+        ">= 1.0x exec/s",
+    );
+    ratio(
+        "xunds vs same stages, null, 4 cores",
+        ours4,
+        same4,
+        ">= 1.0x exec/s",
+    );
+    println!(
+        "  xunds run --model null, 1 core: {:.0} ns host CPU per execution, all threads (spinning and yielding included; best rep)",
+        cpu1.as_nanos() as f64 / n as f64
+    );
+}
+
+/// `host_stages`: each stage's host CPU cost with the null model on one
+/// thread ([`stage_costs`]), against one ring item in the same run.
+pub fn host_stages() {
+    let n = n();
+    let stages = stage_costs(n);
+    let ring = ring_item_ns(n.max(1 << 20));
+    let names = [
+        "producer (input into the IO area)",
+        "staging + doorbell",
+        "sequencer protocol (+1-insn execution)",
+        "NQ harvest",
+        "worker (MAC_COUNT, output check)",
+        "publisher (5 NDS counter adds)",
+    ];
+    println!("  host CPU ns per execution by stage (null model, one thread, no hand-offs):");
+    for (name, ns) in names.iter().zip(stages) {
+        println!("    {name:<46} {ns:>9.1} ns");
+    }
+    let total: f64 = stages.iter().sum();
+    println!("    {:<46} {total:>9.1} ns", "whole host path (sum)");
+    println!(
+        "    {:<46} {ring:>9.1} ns",
+        "one ring item (submit+trigger+pop), same run"
+    );
+    println!(
+        "  RATIO {:<40} {:>6.1}x  (goal <= 10x)",
+        "host path / one ring item",
+        total / ring
     );
 }

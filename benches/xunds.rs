@@ -2,8 +2,10 @@
 //!
 //! `cargo bench --bench xunds [-- FILTER]` runs every group whose name
 //! contains FILTER. Each group prints its own rows and the ratio against its
-//! peer; the README copies the table and this command.
+//! peer, under a line naming the host (CPU model, family/model, CPUs) and the
+//! load average; the README copies the table and this command, per host.
 
+mod engine;
 mod harness;
 mod nds;
 mod pipeline;
@@ -27,11 +29,20 @@ fn main() {
         ("ring_roundtrip", ring::roundtrip),
         ("ring_blocking", ring::blocking),
         ("ring_overhead", ring::overhead),
+        ("engine_matmul", engine::engine),
         ("pipeline", pipeline::pipeline),
+        ("pipeline_null", pipeline::pipeline_null),
+        ("host_stages", pipeline::host_stages),
     ];
+    println!("host: {}", harness::host());
     for (name, run) in groups {
         if name.contains(filter.as_str()) {
             println!("## {name}");
+            println!(
+                "  host: {}; load average (1 min) at start: {}",
+                harness::host(),
+                harness::load1()
+            );
             run();
         }
     }

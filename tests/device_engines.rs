@@ -1,5 +1,5 @@
-//! The engines' instruction format and interpreter (docs/design.md
-//! "Instruction format"): every instruction's encoding and semantics against
+//! The engines' instruction format and interpreter (docs/abi.md
+//! §1.15): every instruction's encoding and semantics against
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 
@@ -403,7 +403,7 @@ fn decode_refuses_with_typed_errors() {
 }
 
 #[test]
-fn engine_state_machine_table_matches_its_function() {
+fn engine_state_machine_table() {
     xunds::fsm::check_table::<EngineFsm>().unwrap();
     insta::assert_snapshot!(xunds::fsm::render_table::<EngineFsm>(), @r"
     IDLE --start--> READY

@@ -201,6 +201,12 @@ fn next_doc(rx: &mpsc::Receiver<String>) -> Value {
 }
 
 fn run_json(slab: &Path, executions: &str) -> Value {
+    run_json_with(slab, executions, &[])
+}
+
+/// `run_json` with more flags (`--rate R` makes the run's length the
+/// rate's, not the machine's: a run must span several monitor periods).
+fn run_json_with(slab: &Path, executions: &str, more: &[&str]) -> Value {
     let out = xunds([
         "run",
         "--executions",
@@ -211,6 +217,7 @@ fn run_json(slab: &Path, executions: &str) -> Value {
         "--slab",
     ])
     .arg(slab)
+    .args(more)
     .output()
     .unwrap();
     assert!(
@@ -327,7 +334,10 @@ fn a_scrape_after_the_run_equals_the_slab_counters() {
     let mut serving = String::new();
     err.read_line(&mut serving).unwrap();
     assert!(serving.contains("http://127.0.0.1:"), "{serving}");
-    run_json(slab.path(), "20000");
+    // Open loop at 20,000/s: about a second, five monitor periods, however
+    // fast the machine runs the pipeline (a closed-loop run of 20,000 can
+    // end inside one period, leaving no period with executions in it).
+    run_json_with(slab.path(), "20000", &["--rate", "20000"]);
     let body = scrape(serving.trim());
     stop(mon);
     let scrape =

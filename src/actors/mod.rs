@@ -347,7 +347,6 @@ impl<A: Actor + ?Sized> Actor for Box<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{Fsm, Row};
 
     /// A sink that keeps formatted lines, for these tests.
     #[derive(Default)]
@@ -362,41 +361,13 @@ mod tests {
         }
     }
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum S {
-        A,
-        B,
-    }
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum E {
-        Go,
-    }
-    struct M;
-    impl Fsm for M {
-        type State = S;
-        type Event = E;
-        const NAME: &'static str = "toy";
-        const TABLE: &'static [Row<S, E>] = &[Row {
-            from: S::A,
-            event: E::Go,
-            to: S::B,
-        }];
-        const STATES: &'static [S] = &[S::A, S::B];
-        const EVENTS: &'static [E] = &[E::Go];
-        fn transition(s: S, e: E) -> Option<S> {
-            match (s, e) {
-                (S::A, E::Go) => Some(S::B),
-                _ => None,
-            }
-        }
-        fn state_name(s: S) -> &'static str {
-            match s {
-                S::A => "A",
-                S::B => "B",
-            }
-        }
-        fn event_name(_: E) -> &'static str {
-            "go"
+    crate::fsm::machine! {
+        /// A toy.
+        struct M = "toy";
+        enum S { A = "A", B = "B" }
+        enum E { Go = "go" }
+        rows {
+            A + Go => B,
         }
     }
 

@@ -37,7 +37,7 @@ use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
-use crate::fsm::funnel::{Funnel, FunnelEvent, FunnelState};
+use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::xu_health::{XuHealth, XuHealthEvent};
 use crate::fsm::{step_traced, TransitionHook};
 use crate::hal::eventfd::EventFd;
@@ -147,7 +147,8 @@ pub struct Lane<H: Hal> {
     pub_wake: Arc<Waker>,
     pending_full: u32,
     pending_unrecoverable: u32,
-    funnel: FunnelState,
+    corrupt_word: Option<fn(u64) -> u64>,
+    inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     trace_slots: bool,
@@ -159,7 +160,6 @@ impl<H: Hal> core::fmt::Debug for Lane<H> {
         f.debug_struct("Lane")
             .field("core", &self.core)
             .field("free", &self.free.len())
-            .field("funnel", &self.funnel)
             .finish_non_exhaustive()
     }
 }
@@ -186,7 +186,8 @@ impl<H: Hal> Lane<H> {
             pub_wake: p.pub_wake,
             pending_full: 0,
             pending_unrecoverable: 0,
-            funnel: FunnelState::Idle,
+            corrupt_word: None,
+            inject: None,
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
             trace_slots: p.trace_slots,
@@ -219,14 +220,11 @@ impl<H: Hal> Lane<H> {
         self.pending_full + self.pending_unrecoverable
     }
 
-    fn step(&mut self, e: FunnelEvent, cx: &mut Cx<'_>) {
+    /// Forward the HAL operations and slot transitions made since the last
+    /// funnel step (so each step in a trace follows what it did).
+    fn pre(&mut self, cx: &mut Cx<'_>) {
         self.tap.drain(cx);
         self.slot_trace(cx);
-        // The funnel is driven only by this function in the seed's order; an
-        // illegal step would be a bug here, and it leaves the state as is.
-        if let Ok(s) = step_traced::<Funnel, _>(self.funnel, e, u64::from(self.core), cx) {
-            self.funnel = s;
-        }
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
@@ -289,7 +287,9 @@ impl<H: Hal> Lane<H> {
     /// The funnel (module docs). Never blocks. `Err` is the caller's status:
     /// `NRT_QUEUE_FULL`, `NRT_EXEC_UNIT_UNRECOVERABLE` (101), `NRT_INVALID`
     /// for a bad request (wrong input length, a model not on this core), or
-    /// `NRT_FAILURE` for an internal error after the doorbell.
+    /// `NRT_FAILURE` for an internal error after the doorbell. Each step
+    /// consumes the previous one's typed value (`fsm::funnel`); every
+    /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
         let core = self.core;
         let Some(cm) = req.model.per_core.get(usize::from(core)) else {
@@ -309,23 +309,26 @@ impl<H: Hal> Lane<H> {
         {
             return self.refuse(NrtStatus::EXEC_UNIT_UNRECOVERABLE);
         }
+        let call = funnel::Begun::new(u64::from(core));
         // 2. check_space.
+        self.pre(cx);
         if !self.ring.has_space() {
-            self.step(FunnelEvent::QueueFull, cx);
+            call.queue_full(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
         }
-        self.step(FunnelEvent::CheckSpace, cx);
+        let call = call.check_space(cx);
         // 3. take_item (refill the free list from the worker's returns).
         let free = &mut self.free;
         self.returns.drain(usize::MAX, |i| free.push(i));
         let Some(idx) = self.free.pop() else {
-            self.step(FunnelEvent::PoolEmpty, cx);
+            call.pool_empty(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
         };
-        self.step(FunnelEvent::TakeItem, cx);
+        let call = call.take_item(idx, cx);
         let i = usize::from(idx);
         let io = cm.io_pa[i];
-        // The input into the item's IO area, then the work item itself.
+        // The input into the item's IO area, then the 208-byte work item
+        // into the mapped item region (docs/abi.md §1.6).
         let mem = DramMemory::new(&*self.hal, &self.map);
         let mut rest = req.input;
         let mut wrote = true;
@@ -338,60 +341,81 @@ impl<H: Hal> Lane<H> {
             }
             wrote &= mem.write_bytes(io + t.offset, &self.scratch).is_ok();
         }
-        let mut item = self.pool.lock(idx);
         let mut info =
             TpbExecutionInfo::execute(u64::from(req.model.handle), idx as u64, u32::from(core));
         info.resp.ts_start = Timespec::from_nanos(cx.now().as_u64());
         info.resp.device_tpb_idx = u16::from(core);
-        // The buffer is exactly `work_item::SIZE` bytes: emit cannot fail.
-        let _ = info.emit(&mut item.info);
-        item.submitted = cx.now();
-        item.expect = req.expect;
-        item.tag = req.tag;
+        wrote &= self.pool.write(&*self.hal, idx, &info).is_ok();
         // 4. stage_and_doorbell.
-        let staged = if wrote {
+        let inject = self.inject.take();
+        let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
             self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
         } else {
             None
         };
+        self.pre(cx);
         let Some(staged) = staged else {
-            drop(item);
+            let idx = call.stage_failed(cx);
             self.free.push(idx);
-            self.step(FunnelEvent::StageFailed, cx);
             return self.refuse(if wrote {
                 NrtStatus::QUEUE_FULL
             } else {
                 NrtStatus::FAILURE
             });
         };
-        item.exec_id = staged.exec_id;
-        item.engines = staged.engines;
-        item.model = Some(Arc::clone(req.model));
-        item.out = req.out;
-        drop(item);
-        self.step(FunnelEvent::StageAndDoorbell, cx);
+        {
+            let mut side = self.pool.side(idx);
+            side.exec_id = staged.exec_id;
+            side.engines = staged.engines;
+            side.expect = req.expect;
+            side.out = req.out;
+            side.tag = req.tag;
+        }
+        let call = call.stage_and_doorbell(cx);
         self.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
-        let seq = match self.ring.submit(self.pool.word(idx), req.status) {
-            Ok(seq) => seq,
+        let word = self.exec_info_word(idx);
+        let submitted = match inject {
+            Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
+            _ => self
+                .ring
+                .submit(word, req.status)
+                .map_err(|e| e.error.to_string()),
+        };
+        self.pre(cx);
+        let (seq, call) = match submitted {
+            Ok(seq) => {
+                self.pool.side(idx).seq = seq.0;
+                (seq, call.submit(cx))
+            }
             Err(e) => {
-                cx.event(
-                    "msg",
-                    format_args!("submit failed after the doorbell: {}", e.error),
-                );
+                cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
+                let idx = call.submit_failed(cx);
+                self.free.push(idx);
                 return Err(NrtStatus::FAILURE);
             }
         };
-        self.step(FunnelEvent::Submit, cx);
         // 6. trigger.
-        if self.ring.trigger_next().is_err() {
-            return Err(NrtStatus::FAILURE);
-        }
-        self.step(FunnelEvent::Trigger, cx);
+        let triggered = match inject {
+            Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
+            _ => self.ring.trigger_next().map_err(|e| e.to_string()),
+        };
+        self.pre(cx);
+        let call = match triggered {
+            Ok(_) => call.trigger(cx),
+            Err(e) => {
+                // Unreachable but for injection (this lane just submitted
+                // and is the ring's only producer); the slot stays submitted.
+                cx.event("msg", format_args!("trigger failed after the submit: {e}"));
+                let idx = call.trigger_failed(cx);
+                self.free.push(idx);
+                return Err(NrtStatus::FAILURE);
+            }
+        };
         // 7. wake the worker.
         self.worker_wake.wake();
-        self.step(FunnelEvent::WakeWorker, cx);
+        call.wake_worker(cx);
         self.slot_trace(cx);
         cx.event(
             "msg",
@@ -403,6 +427,43 @@ impl<H: Hal> Lane<H> {
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         self.flush();
         Ok(seq)
+    }
+
+    /// The `exec_info` word for item `idx`: its address, unless a test
+    /// armed a replacement ([`corrupt_next_word`](Self::corrupt_next_word)).
+    fn exec_info_word(&mut self, idx: u16) -> u64 {
+        self.corrupt_word
+            .take()
+            .map_or_else(|| self.pool.word(idx), |f| f(self.pool.word(idx)))
+    }
+
+    /// Fault injection for tests: the next schedule call fails at `at`
+    /// (`StageFailed`, `SubmitFailed` or `TriggerFailed`; others are
+    /// ignored), so each failure exit can be driven through the lane.
+    #[doc(hidden)]
+    pub fn fail_next(&mut self, at: FunnelEvent) {
+        self.inject = Some(at);
+    }
+
+    /// Fault injection for tests: the next accepted schedule call puts
+    /// `f(address of its item)` into the slot's `exec_info` instead of the
+    /// address (an address outside the region, or off-stride).
+    #[doc(hidden)]
+    pub fn corrupt_next_word(&mut self, f: fn(u64) -> u64) {
+        self.corrupt_word = Some(f);
+    }
+
+    /// Free work items the lane holds right now (refilled from the
+    /// worker's returns first): the pool is whole when this equals its size.
+    pub fn free_items(&mut self) -> usize {
+        let free = &mut self.free;
+        self.returns.drain(usize::MAX, |i| free.push(i));
+        self.free.len()
+    }
+
+    /// The core's work items (the mapped region and the side table).
+    pub fn pool(&self) -> &Arc<ItemPool> {
+        &self.pool
     }
 }
 
@@ -420,6 +481,8 @@ pub struct PubStats {
     pub models_committed: AtomicU64,
     /// NDS errors (an update the slab refused; should stay 0).
     pub errors: AtomicU64,
+    /// Events the publisher's state did not accept (should stay 0).
+    pub fsm_violations: AtomicU64,
 }
 
 impl PubStats {
@@ -480,6 +543,54 @@ pub struct ProducerStats {
     pub backoffs: u64,
 }
 
+/// Open-loop arrivals (`xunds run --rate R`): execution `i` is due at the
+/// `i`-th arrival of a Poisson process of `R` per second (exponential gaps
+/// drawn from a seeded [`SplitMix64`](crate::prng::SplitMix64)), counted
+/// from the producer's first poll. A paced producer submits an execution
+/// only once it is due, so the latency it sees is the system's, not the
+/// queueing of a closed loop that keeps every ring full.
+#[derive(Clone, Debug)]
+pub struct Pacing {
+    /// Arrivals per nanosecond.
+    per_ns: f64,
+    rng: crate::prng::SplitMix64,
+    /// The first poll's time.
+    start: Option<crate::actors::Nanos>,
+    /// When the next execution is due, in ns after `start`.
+    due_ns: u64,
+}
+
+impl Pacing {
+    /// Poisson arrivals at `rate` per second (> 0), gaps drawn from `seed`.
+    pub fn poisson(rate: f64, seed: u64) -> Pacing {
+        let mut p = Pacing {
+            per_ns: rate / 1e9,
+            rng: crate::prng::SplitMix64::new(seed),
+            start: None,
+            due_ns: 0,
+        };
+        p.due_ns = p.gap_ns();
+        p
+    }
+
+    /// One exponential gap: `-ln(1 - u) / rate` with `u` uniform in [0, 1).
+    fn gap_ns(&mut self) -> u64 {
+        let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        (-(1.0 - u).ln() / self.per_ns) as u64
+    }
+
+    /// Is the next execution due at `now`?
+    fn due(&mut self, now: crate::actors::Nanos) -> bool {
+        let start = *self.start.get_or_insert(now);
+        now.as_u64().saturating_sub(start.as_u64()) >= self.due_ns
+    }
+
+    /// The next execution's arrival.
+    fn advance(&mut self) {
+        self.due_ns = self.due_ns.saturating_add(self.gap_ns());
+    }
+}
+
 /// The workload driver of `xunds run`: a greedy client. It schedules
 /// round-robin over the XUs; on `NRT_QUEUE_FULL` it retries the same
 /// execution on the next XU and backs off from the full one until half of
@@ -504,6 +615,8 @@ pub struct ProducerActor<H: Hal> {
     batch: usize,
     finished: bool,
     tap: HalTap,
+    /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
+    pacing: Option<Pacing>,
 }
 
 impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
@@ -541,7 +654,24 @@ impl<H: Hal> ProducerActor<H> {
             batch: 16,
             finished: false,
             tap,
+            pacing: None,
         })
+    }
+
+    /// Submit open loop: each execution when `pacing` says it is due,
+    /// instead of as fast as the rings take them.
+    pub fn paced(mut self, pacing: Pacing) -> Self {
+        self.pacing = Some(pacing);
+        self
+    }
+
+    /// Execution `next` is accounted for (accepted or given up): move on,
+    /// and to the next arrival when paced.
+    fn advance(&mut self) {
+        self.next += 1;
+        if let Some(p) = self.pacing.as_mut() {
+            p.advance();
+        }
     }
 
     /// Counters so far.
@@ -663,6 +793,11 @@ impl<H: Hal> Actor for ProducerActor<H> {
             if self.next >= self.work.executions {
                 break;
             }
+            if let Some(p) = self.pacing.as_mut() {
+                if !p.due(cx.now()) {
+                    break;
+                }
+            }
             let Some(c) = self.pick_core() else { break };
             let (m, k) = self.work.pick(self.next);
             let model = Arc::clone(&self.work.models[m]);
@@ -682,7 +817,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
             match r {
                 Ok(_) => {
                     self.stats.accepted += 1;
-                    self.next += 1;
+                    self.advance();
                 }
                 Err(NrtStatus::QUEUE_FULL) => {
                     self.stats.refused_full += 1;
@@ -691,11 +826,11 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => {
                     self.stats.refused_unrecoverable += 1;
                     self.dead[c] = true;
-                    self.next += 1;
+                    self.advance();
                 }
                 Err(_) => {
                     self.stats.failed += 1;
-                    self.next += 1;
+                    self.advance();
                 }
             }
         }
@@ -717,6 +852,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             // The last phase (waiting for the XUs to drain and the publisher
             // to catch up) is short: poll it rather than sleep a whole idle
             // timeout on an fd nobody may write.
+            Idle::Yield
+        } else if self.pacing.is_some() {
+            // Waiting for the next arrival: no fd will say it is due.
             Idle::Yield
         } else {
             Idle::Fd(self.fd())

@@ -35,12 +35,14 @@ use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{Actor, Cx, Idle, Progress};
 use crate::device::model::MemUsage;
-use crate::fsm::{Transition, TransitionHook};
+use crate::fsm::publisher::{PublisherCycle, PublisherEvent, PublisherState};
+use crate::fsm::{step, Transition, TransitionHook};
 use crate::nds::{Counter, ModelSlot, SlabMut, Writer};
 use crate::wire::nds::counters::{Features, NcCounter, NdCounter};
 use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
 use crate::wire::nds::{c_string, counters};
 use crate::wire::status::NrtStatus;
+use crate::wire::work_item::InferResp;
 
 /// The runtime version xunds reports (the ABIs it reimplements: libnrt 2.31).
 pub const RUNTIME_VERSION: VersionInfo = VersionInfo {
@@ -91,6 +93,10 @@ struct Books<S: SlabMut> {
     models: u64,
     errors: u64,
     last_error: Option<String>,
+    /// Where the publisher is (`fsm::publisher`).
+    state: PublisherState,
+    /// Events its state did not accept.
+    fsm_violations: u64,
 }
 
 impl<S: SlabMut> Books<S> {
@@ -164,20 +170,29 @@ impl<S: SlabMut> Books<S> {
         self.nd_add(NdCounter::MemUsageScratchpadHost, m.scratchpad, sub);
     }
 
+    /// Apply one completion: every counter comes from the parsed
+    /// `infer_resp_t` bytes (the record), the EXT counter from the message.
     fn completed(&mut self, c: &Completion) {
         let core = c.core;
+        let r = match InferResp::parse(&c.resp) {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(format!("core {core}: completion response: {e}"));
+                return;
+            }
+        };
         self.add(core, NcCounter::InferenceCount, 1);
-        self.add(core, NcCounter::LatencyTotal, c.latency_total_ns);
-        self.add(core, NcCounter::LatencyDevice, c.latency_device_ns);
-        self.add(core, NcCounter::MacCount, c.macs);
-        let outcome = match c.status {
+        self.add(core, NcCounter::LatencyTotal, r.latency_total_ns());
+        self.add(core, NcCounter::LatencyDevice, r.latency_device_ns());
+        self.add(core, NcCounter::MacCount, r.mac_count);
+        let outcome = match r.status {
             NrtStatus::SUCCESS => NcCounter::InferCompleted,
             NrtStatus::TIMEOUT => NcCounter::InferTimedOut,
             NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR => NcCounter::InferCompletedWithNumErr,
             _ => NcCounter::InferCompletedWithErr,
         };
         self.add(core, outcome, 1);
-        if let Some(class) = c.class {
+        if let Some(class) = r.err_class {
             // One enum for NQ classes and counters: the mapping is total.
             self.add(core, class.counter(), 1);
         }
@@ -200,22 +215,64 @@ impl<S: SlabMut> Books<S> {
         self.host_mem(&m.host, false);
     }
 
-    fn unloaded(&mut self, handle: u32, core: u8, device: &MemUsage, host: &MemUsage) {
-        if let Some(i) = self
+    fn unloaded(
+        &mut self,
+        handle: u32,
+        core: u8,
+        device: &MemUsage,
+        host: &MemUsage,
+        cx: &mut Cx<'_>,
+    ) {
+        match self
             .records
             .iter()
             .position(|&(h, c, _)| h == handle && c == core)
         {
-            let (_, _, slot) = self.records.swap_remove(i);
-            if let Err(e) = self.writer.delete_model(slot) {
-                self.fail(format!("delete model {handle} core {core}: {e}"));
+            Some(i) => {
+                let (_, _, slot) = self.records.swap_remove(i);
+                if let Err(e) = self.writer.delete_model(slot) {
+                    self.fail(format!("delete model {handle} core {core}: {e}"));
+                }
+            }
+            None => {
+                // An unload the publisher's books do not accept: no record
+                // of that model on that core was committed.
+                self.fsm_violations += 1;
+                cx.event(
+                    "fsm_violation",
+                    format_args!("publisher: unload of model {handle} core {core} without a committed record"),
+                );
             }
         }
         self.device_mem(core, device, true);
         self.host_mem(host, true);
     }
 
+    /// Step the publisher's cycle (untraced: one step per message). An
+    /// event its state does not accept is counted, traced, and leaves the
+    /// state as it was.
+    fn go(&mut self, e: PublisherEvent, cx: &mut Cx<'_>) -> bool {
+        match step::<PublisherCycle>(self.state, e) {
+            Ok(s) => {
+                self.state = s;
+                true
+            }
+            Err(err) => {
+                self.fsm_violations += 1;
+                cx.event("fsm_violation", format_args!("{err}"));
+                false
+            }
+        }
+    }
+
     fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {
+        let event = match m {
+            PubMsg::ModelUnloaded { .. } => PublisherEvent::Unload,
+            _ => PublisherEvent::Apply,
+        };
+        // Refused only before the start (never: `poll` starts first). The
+        // message is applied all the same: nothing reported may be lost.
+        let _accepted = self.go(event, cx);
         match m {
             PubMsg::Completed(c) => self.completed(&c),
             PubMsg::Refused {
@@ -244,7 +301,7 @@ impl<S: SlabMut> Books<S> {
                     "msg",
                     format_args!("model {handle} unloaded from core {core}"),
                 );
-                self.unloaded(handle, core, &device, &host);
+                self.unloaded(handle, core, &device, &host, cx);
             }
             PubMsg::HostMisc { bytes } => self.nd_add(NdCounter::MemUsageMiscHost, bytes, false),
         }
@@ -261,7 +318,6 @@ pub struct PublisherActor<S: SlabMut> {
     wake: Arc<Waker>,
     stats: Arc<PubStats>,
     hook: Option<SharedTransitions>,
-    started: bool,
     reported_errors: u64,
 }
 
@@ -304,6 +360,8 @@ impl<S: SlabMut> PublisherActor<S> {
                 models: 0,
                 errors: 0,
                 last_error: None,
+                state: PublisherState::Starting,
+                fsm_violations: 0,
             },
             cores: p.cores,
             inbound,
@@ -311,7 +369,6 @@ impl<S: SlabMut> PublisherActor<S> {
             wake: p.wake,
             stats: p.stats,
             hook,
-            started: false,
             reported_errors: 0,
         }
     }
@@ -384,6 +441,9 @@ impl<S: SlabMut> PublisherActor<S> {
         self.stats
             .errors
             .store(self.books.errors, Ordering::Release);
+        self.stats
+            .fsm_violations
+            .store(self.books.fsm_violations, Ordering::Relaxed);
     }
 
     fn anything_waiting(&self) -> bool {
@@ -426,12 +486,14 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.wake.awake();
-        let mut made = false;
-        if !self.started {
-            self.started = true;
-            self.start(cx);
-            made = true;
-        }
+        let mut made = match self.books.state {
+            PublisherState::Starting => {
+                self.start(cx);
+                self.books.go(PublisherEvent::Start, cx);
+                true
+            }
+            PublisherState::Running => false,
+        };
         made |= self.drain_all(cx);
         if !made {
             self.wake.prepare_sleep();

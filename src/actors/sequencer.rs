@@ -12,6 +12,8 @@ use std::sync::Arc;
 use crate::actors::wake::Waker;
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::sequencer::{RequestExecutor, Sequencer};
+use crate::fsm::proxy::{ProxyCycle, ProxyEvent, ProxyState};
+use crate::fsm::step;
 use crate::hal::Hal;
 
 /// What the device did over a run.
@@ -30,6 +32,9 @@ pub struct DeviceStats {
     /// Doorbell eventfd writes that woke the proxy ([`Waker::signals`]):
     /// how often it actually slept while requests came in.
     pub doorbell_signals: u64,
+    /// Events the proxy's state did not accept (counted, traced, the proxy
+    /// back to RUNNING; 0 unless something is wrong).
+    pub fsm_violations: u64,
 }
 
 impl DeviceStats {
@@ -41,6 +46,7 @@ impl DeviceStats {
         self.faults += o.faults;
         self.errors += o.errors;
         self.doorbell_signals += o.doorbell_signals;
+        self.fsm_violations += o.fsm_violations;
     }
 }
 
@@ -56,6 +62,7 @@ pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
     core: Option<u8>,
     /// Consecutive polls that found nothing (reset by progress).
     idle_polls: u32,
+    state: ProxyState,
 }
 
 /// Idle polls the proxy yields through before it sleeps on the doorbell.
@@ -90,6 +97,7 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
             idle_since: None,
             core: None,
             idle_polls: 0,
+            state: ProxyState::Running,
         }
     }
 
@@ -106,6 +114,27 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
             doorbell_signals: self.wake.signals(),
             ..self.stats
         }
+    }
+
+    /// Step the proxy's cycle (untraced: one step per poll). An event its
+    /// state does not accept is counted, traced, and puts the proxy back to
+    /// RUNNING (it polls the device again, the safe side).
+    fn go(&mut self, e: ProxyEvent, cx: &mut Cx<'_>) {
+        match step::<ProxyCycle>(self.state, e) {
+            Ok(s) => self.state = s,
+            Err(err) => {
+                self.stats.fsm_violations += 1;
+                cx.event("fsm_violation", format_args!("{err}"));
+                self.state = ProxyState::Running;
+            }
+        }
+    }
+
+    /// Feed the cycle an event from outside its driver (tests of the
+    /// violation path).
+    #[doc(hidden)]
+    pub fn inject_event(&mut self, e: ProxyEvent, cx: &mut Cx<'_>) {
+        self.go(e, cx);
     }
 
     /// The sequencer (its per-core state).
@@ -153,13 +182,27 @@ impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.wake.awake();
-        let mut made = self.poll_device(cx);
-        if !made && self.idle_polls >= DOORBELL_YIELDS {
-            // Announce sleep, then look once more (see `Waker`).
-            self.wake.prepare_sleep();
-            made = self.poll_device(cx);
-            if made {
-                self.wake.awake();
+        let mut made = match self.state {
+            ProxyState::Sleeping => {
+                self.go(ProxyEvent::Wake, cx);
+                self.poll_device(cx)
+            }
+            ProxyState::Running | ProxyState::Idling => self.poll_device(cx),
+        };
+        if made {
+            self.go(ProxyEvent::Work, cx);
+        } else {
+            self.go(ProxyEvent::NoWork, cx);
+            if self.idle_polls >= DOORBELL_YIELDS {
+                // Announce sleep, then look once more (see `Waker`).
+                self.wake.prepare_sleep();
+                made = self.poll_device(cx);
+                if made {
+                    self.wake.awake();
+                    self.go(ProxyEvent::Work, cx);
+                } else {
+                    self.go(ProxyEvent::Sleep, cx);
+                }
             }
         }
         self.tap.drain(cx);
@@ -175,13 +218,10 @@ impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
     }
 
     fn idle(&self) -> Idle {
-        // `idle_polls` is counted after the looks: through the poll that
-        // made it exceed DOORBELL_YIELDS the flag was not set, so yield;
-        // from then on `poll` announced sleep and looked twice.
-        if self.idle_polls <= DOORBELL_YIELDS {
-            Idle::Yield
-        } else {
-            Idle::Fd(self.wake.fd())
+        // Asleep only once `poll` announced it (and looked once more).
+        match self.state {
+            ProxyState::Sleeping => Idle::Fd(self.wake.fd()),
+            ProxyState::Running | ProxyState::Idling => Idle::Yield,
         }
     }
 

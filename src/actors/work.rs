@@ -4,22 +4,28 @@
 //!
 //! ## Work items (docs/abi.md §1.6)
 //!
-//! Each core has a preallocated [`ItemPool`]: one [`WorkItem`] per ring slot,
-//! each holding the 208-byte `tpb_execution_info_t` bytes plus host-side
-//! bookkeeping (the model, the execution id staging returned, the submission
-//! time, what to check the output against, the caller's output buffer). The
-//! slot's `exec_info` word carries the **address of the item's cell**, as the
-//! C runtime's pointer does; the worker resolves it back to an index with a
-//! range and stride check ([`ItemPool::index_of`]), never by dereferencing.
+//! Each core has an [`ItemPool`]: a region the HAL maps
+//! ([`RegionId::WorkItems`]) of one 208-byte `tpb_execution_info_t` per
+//! ring slot, in the ABI's layout, and a side table ([`HostSide`]) of what
+//! the host keeps that the ABI has no field for (the request number staging
+//! returned, the engines, the expected output, the caller's output buffer,
+//! the tag, the seq_id). The slot's `exec_info` word is the **address of the
+//! item's first byte**; the worker resolves it back to an index with a range
+//! and stride check ([`ItemPool::index_of`]), never by dereferencing, loads
+//! each field it decides on through the HAL ([`ItemPool::load`]: `type`,
+//! `mod_ref`, `compute_idx`, `ts_start`), parses them with the wire view, and
+//! writes `infer_resp_t` back field by field ([`ItemPool::store_resp`]). A
+//! bad item ([`BadItem`]) completes with a defined status.
 //!
 //! Ownership moves with the item's index: the producer takes a free index
-//! (its free list, refilled from the worker's return mailbox), fills the
-//! item, and publishes it through the ring (`scheduled_head` Release); the
-//! worker uses it between `peek` and `return_item` and pushes the index back
-//! (mailbox Release) **before** it pops the slot (docs/abi.md §1.6: the item
-//! is released after its last read and before the pop; the slot keeps a stale
-//! word that nobody reads again). Each cell is a `Mutex` that is therefore
-//! never contended; it makes the hand-over safe without `unsafe`.
+//! (its free list, refilled from the worker's return mailbox), writes the
+//! item, and publishes it through the ring (`scheduled_head` Release, which
+//! also orders the item's bytes before the worker's loads); the worker uses
+//! it between `peek` and `return_item` and pushes the index back (mailbox
+//! Release) **before** it pops the slot (docs/abi.md §1.6: the item is
+//! released after its last read and before the pop; the slot keeps a stale
+//! word that nobody reads again). The side table's cells are `Mutex`es that are therefore never
+//! contended.
 //!
 //! ## IO areas
 //!
@@ -34,20 +40,20 @@
 //! the core changes, not when the IO binding does.
 
 use core::fmt;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use crate::actors::Nanos;
 use crate::device::model::{MemUsage, ModelImage, Section};
 use crate::device::nq::EngineMask;
 use crate::device::staging::LoadedModel;
 use crate::fsm::xu_health::{XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::{step_traced, TransitionHook};
+use crate::hal::{Hal, HalError, Ordering as HalOrdering, RegionHandle, RegionId};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nds::model::ModelRecord;
-use crate::wire::nq::ErrorClass;
 use crate::wire::status::NrtStatus;
-use crate::wire::work_item;
+use crate::wire::work_item::{self, InferResp, TpbExecutionInfo, WorkType};
+use crate::wire::WireError;
 
 /// `expect` value of an item whose output is not checked.
 pub const NO_EXPECT: u32 = u32::MAX;
@@ -57,6 +63,9 @@ pub const NO_EXPECT: u32 = u32::MAX;
 #[derive(Debug)]
 pub struct OutputBuf {
     vals: Box<[AtomicU32]>,
+    /// The execution's `infer_resp_t` bytes, as the worker read them back
+    /// from the work item (little-endian words).
+    resp: [AtomicU64; work_item::INFER_RESP_SIZE / 8],
 }
 
 impl OutputBuf {
@@ -64,6 +73,7 @@ impl OutputBuf {
     pub fn new(len: usize) -> OutputBuf {
         OutputBuf {
             vals: (0..len).map(|_| AtomicU32::new(0)).collect(),
+            resp: Default::default(),
         }
     }
 
@@ -85,6 +95,26 @@ impl OutputBuf {
             .iter()
             .map(|v| f32::from_bits(v.load(Ordering::Relaxed)))
             .collect()
+    }
+
+    /// The execution's response, parsed from the bytes the worker copied
+    /// out of the work item (read after observing completion, as `to_vec`).
+    pub fn response(&self) -> Result<InferResp, WireError> {
+        let mut b = [0u8; work_item::INFER_RESP_SIZE];
+        for (w, c) in self.resp.iter().zip(b.chunks_exact_mut(8)) {
+            c.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        InferResp::parse(&b)
+    }
+
+    /// The worker's copy of the response bytes (Relaxed; published by the
+    /// pop's Release).
+    pub(crate) fn store_resp(&self, bytes: &[u8; work_item::INFER_RESP_SIZE]) {
+        for (w, c) in self.resp.iter().zip(bytes.chunks_exact(8)) {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(c);
+            w.store(u64::from_le_bytes(x), Ordering::Relaxed);
+        }
     }
 
     /// The worker's store (Relaxed; published by the pop's Release).
@@ -164,35 +194,32 @@ impl ResidentModel {
     }
 }
 
-/// One work item: the ABI bytes and the host's bookkeeping.
+/// What the host keeps about a work item that the ABI has no field for
+/// (docs/design.md "Work items"): indexed by the item's index, never read
+/// for a decision the item's bytes can make.
 #[derive(Debug)]
-pub struct WorkItem {
-    /// The 208-byte `tpb_execution_info_t` (docs/abi.md §1.6, `wire::work_item`).
-    pub info: [u8; work_item::SIZE],
-    /// The model it runs.
-    pub model: Option<Arc<ResidentModel>>,
-    /// The per-core request number staging returned.
+pub struct HostSide {
+    /// The per-core request number staging returned (which NQ records end it).
     pub exec_id: u32,
     /// The engines whose NQ records complete it.
     pub engines: EngineMask,
-    /// When it was scheduled.
-    pub submitted: Nanos,
     /// Index into the worker's expected outputs, or [`NO_EXPECT`].
     pub expect: u32,
-    /// Where the worker copies the outputs (the caller's).
+    /// Where the worker copies the outputs and the response (the caller's).
     pub out: Option<Arc<OutputBuf>>,
     /// The caller's tag (e.g. the execution number of a workload).
     pub tag: u64,
+    /// The seq_id the lane submitted the item under (0: not yet): lets the
+    /// worker return an item whose slot's `exec_info` was spoiled.
+    pub seq: u64,
 }
 
-impl WorkItem {
-    fn empty() -> WorkItem {
-        WorkItem {
-            info: [0; work_item::SIZE],
-            model: None,
+impl HostSide {
+    const fn empty() -> HostSide {
+        HostSide {
+            seq: 0,
             exec_id: 0,
             engines: 0,
-            submitted: Nanos::ZERO,
             expect: NO_EXPECT,
             out: None,
             tag: 0,
@@ -200,60 +227,382 @@ impl WorkItem {
     }
 }
 
-/// A core's preallocated work items.
+/// Why a slot's `exec_info` did not name a runnable work item. Each kind
+/// completes the execution with [`BadItem::status`] and is counted
+/// ([`BadItem::index`] into the worker's `bad_items`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadItem {
+    /// The word is outside this core's item region.
+    OutOfRegion,
+    /// The word is inside the region but not on an item's first byte.
+    OffStride,
+    /// Every field the worker loads is zero.
+    Zeroed,
+    /// `type` is not EXECUTE.
+    UnknownType(u32),
+    /// `mod_ref` names no loaded model.
+    UnknownModRef(u64),
+    /// `compute_idx` is another core's.
+    OtherCore(u32),
+    /// The item's bytes do not parse (a field out of its range) or could not
+    /// be loaded.
+    Unparsable,
+}
+
+impl BadItem {
+    /// Number of kinds (the length of the counters array).
+    pub const KINDS: usize = 7;
+
+    /// The status the caller gets.
+    pub const fn status(self) -> NrtStatus {
+        match self {
+            BadItem::OutOfRegion | BadItem::OffStride | BadItem::UnknownModRef(_) => {
+                NrtStatus::INVALID_HANDLE
+            }
+            BadItem::Zeroed
+            | BadItem::UnknownType(_)
+            | BadItem::OtherCore(_)
+            | BadItem::Unparsable => NrtStatus::INVALID,
+        }
+    }
+
+    /// Counter index (0..KINDS).
+    pub const fn index(self) -> usize {
+        match self {
+            BadItem::OutOfRegion => 0,
+            BadItem::OffStride => 1,
+            BadItem::Zeroed => 2,
+            BadItem::UnknownType(_) => 3,
+            BadItem::UnknownModRef(_) => 4,
+            BadItem::OtherCore(_) => 5,
+            BadItem::Unparsable => 6,
+        }
+    }
+
+    /// Stable names, by [`index`](Self::index).
+    pub const NAMES: [&'static str; Self::KINDS] = [
+        "out_of_region",
+        "off_stride",
+        "zeroed",
+        "unknown_type",
+        "unknown_mod_ref",
+        "other_core",
+        "unparsable",
+    ];
+}
+
+/// The fields of `tpb_execution_info_t` the worker loads, one HAL load each
+/// (so a trace shows them by name), with their trace labels.
+const LOADED: [(usize, usize, &str); 7] = [
+    (work_item::off::TYPE, 4, "tpb_execution_info_t.type"),
+    (work_item::off::MOD_REF, 8, "tpb_execution_info_t.mod_ref"),
+    (
+        work_item::off::RESOURCES,
+        8,
+        "tpb_execution_info_t.resources",
+    ),
+    (
+        work_item::off::COMPUTE_IDX,
+        4,
+        "tpb_execution_info_t.compute_idx",
+    ),
+    (
+        work_item::off::SYNC_POINT_CPU_TIMESTAMP,
+        8,
+        "tpb_execution_info_t.sync_point_cpu_timestamp",
+    ),
+    (
+        work_item::off::SUBMISSION_TS,
+        8,
+        "tpb_execution_info_t.resp.ts_start.tv_sec",
+    ),
+    (
+        work_item::off::SUBMISSION_TS + 8,
+        8,
+        "tpb_execution_info_t.resp.ts_start.tv_nsec",
+    ),
+];
+
+/// The `infer_resp_t` fields the worker stores (the ones the producer does
+/// not: `ts_start`, `device_id`, `device_tpb_idx` are the schedule path's),
+/// by offset within `infer_resp_t`, with their trace labels.
+const STORED: [(usize, usize, &str); 11] = [
+    (work_item::resp_off::STATUS, 4, "infer_resp_t.status"),
+    (work_item::resp_off::ERR_CLASS, 4, "infer_resp_t.err_class"),
+    (work_item::resp_off::NQ_ERRORS, 4, "infer_resp_t.nq_errors"),
+    (
+        work_item::resp_off::NQ_RECORDS,
+        4,
+        "infer_resp_t.nq_records",
+    ),
+    (work_item::resp_off::TS_END, 8, "infer_resp_t.ts_end.tv_sec"),
+    (
+        work_item::resp_off::TS_END + 8,
+        8,
+        "infer_resp_t.ts_end.tv_nsec",
+    ),
+    (
+        work_item::resp_off::DEVICE_START_NS,
+        8,
+        "infer_resp_t.device_start_ns",
+    ),
+    (
+        work_item::resp_off::DEVICE_END_NS,
+        8,
+        "infer_resp_t.device_end_ns",
+    ),
+    (work_item::resp_off::MAC_COUNT, 8, "infer_resp_t.mac_count"),
+    (
+        work_item::resp_off::CC_TIME_NS,
+        8,
+        "infer_resp_t.cc_time_ns",
+    ),
+    (
+        work_item::resp_off::NUM_OUTPUTS,
+        4,
+        "infer_resp_t.num_outputs",
+    ),
+];
+
+/// The `ts_start` stores of a response the worker writes whole (a bad item,
+/// whose own `ts_start` is not to be trusted).
+const STORED_TS_START: [(usize, usize, &str); 2] = [
+    (
+        work_item::resp_off::TS_START,
+        8,
+        "infer_resp_t.ts_start.tv_sec",
+    ),
+    (
+        work_item::resp_off::TS_START + 8,
+        8,
+        "infer_resp_t.ts_start.tv_nsec",
+    ),
+];
+
+/// The trace label of byte `off` of a work-item region: the C name of the
+/// field a worker load or store there touches (module docs), or `None`.
+pub fn item_field_name(off: usize) -> Option<&'static str> {
+    let at = off % work_item::SIZE;
+    if let Some(f) = LOADED.iter().find(|f| f.0 == at) {
+        return Some(f.2);
+    }
+    let r = at.checked_sub(work_item::off::RESP)?;
+    STORED
+        .iter()
+        .chain(STORED_TS_START.iter())
+        .find(|f| f.0 == r)
+        .map(|f| f.2)
+}
+
+/// A core's work items: a HAL-mapped region of `n` 208-byte
+/// `tpb_execution_info_t` items in the ABI's layout (docs/abi.md §1.6), and
+/// the host side table ([`HostSide`]) by item index.
 pub struct ItemPool {
-    cells: Box<[Mutex<WorkItem>]>,
+    region: RegionHandle,
+    base: u64,
+    side: Box<[Mutex<HostSide>]>,
 }
 
 impl fmt::Debug for ItemPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ItemPool")
-            .field("len", &self.cells.len())
+            .field("region", &self.region)
+            .field("len", &self.side.len())
             .finish()
     }
 }
 
 impl ItemPool {
-    /// `n` empty items (`n <= 65536`).
-    pub fn new(n: usize) -> ItemPool {
+    /// Map core `core`'s region of `n` items (`1..=65536`) through `hal`.
+    pub fn new<H: Hal>(hal: &mut H, core: u8, n: usize) -> Result<ItemPool, HalError> {
         assert!((1..=1 << 16).contains(&n), "pool size {n}");
-        ItemPool {
-            cells: (0..n).map(|_| Mutex::new(WorkItem::empty())).collect(),
-        }
+        let region = hal.map(RegionId::WorkItems { core }, n * work_item::SIZE)?;
+        let base = hal.base_addr(region)?;
+        Ok(ItemPool {
+            region,
+            base,
+            side: (0..n).map(|_| Mutex::new(HostSide::empty())).collect(),
+        })
     }
 
     /// Number of items.
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.side.len()
     }
 
     /// `true` for an empty pool (never: `new` refuses it).
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.side.is_empty()
     }
 
-    /// The `exec_info` word of item `i`: the address of its cell.
+    /// The mapped region.
+    pub fn region(&self) -> RegionHandle {
+        self.region
+    }
+
+    /// Bytes of host memory the pool holds (region and side table).
+    pub fn host_bytes(&self) -> u64 {
+        (self.len() * (work_item::SIZE + core::mem::size_of::<Mutex<HostSide>>())) as u64
+    }
+
+    /// The byte offset of item `i` in the region.
+    pub const fn offset(i: u16) -> usize {
+        i as usize * work_item::SIZE
+    }
+
+    /// The `exec_info` word of item `i`: the address of its first byte.
     pub fn word(&self, i: u16) -> u64 {
-        &self.cells[usize::from(i)] as *const Mutex<WorkItem> as usize as u64
+        self.base + Self::offset(i) as u64
     }
 
     /// The item index an `exec_info` word names, checked by range and
-    /// stride (a word that is not one of ours is `None`).
-    pub fn index_of(&self, word: u64) -> Option<u16> {
-        let base = self.cells.as_ptr() as usize as u64;
-        let stride = core::mem::size_of::<Mutex<WorkItem>>() as u64;
-        let off = word.checked_sub(base)?;
-        if off % stride != 0 || off / stride >= self.cells.len() as u64 {
-            return None;
+    /// stride, never by dereferencing.
+    pub fn index_of(&self, word: u64) -> Result<u16, BadItem> {
+        let off = word.checked_sub(self.base).ok_or(BadItem::OutOfRegion)?;
+        if off >= self.region.len() as u64 {
+            return Err(BadItem::OutOfRegion);
         }
-        u16::try_from(off / stride).ok()
+        if off % work_item::SIZE as u64 != 0 {
+            return Err(BadItem::OffStride);
+        }
+        u16::try_from(off / work_item::SIZE as u64).map_err(|_| BadItem::OutOfRegion)
     }
 
-    /// Lock item `i` (never contended: see the module docs).
-    pub fn lock(&self, i: u16) -> MutexGuard<'_, WorkItem> {
-        self.cells[usize::from(i)]
+    /// Lock item `i`'s side table entry (never contended: ownership moves
+    /// with the index, module docs).
+    pub fn side(&self, i: u16) -> MutexGuard<'_, HostSide> {
+        self.side[usize::from(i)]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The item submitted under `seq` (a slow search: the error path of a
+    /// spoiled `exec_info` word only).
+    pub fn find_seq(&self, seq: u64) -> Option<u16> {
+        (0..self.len())
+            .find(|&i| self.side(i as u16).seq == seq && seq != 0)
+            .map(|i| i as u16)
+    }
+
+    /// Write item `i`'s 208 bytes (the producer, before the slot is
+    /// published: the ring's Release/Acquire orders these stores before the
+    /// worker's loads).
+    pub fn write<H: Hal + ?Sized>(
+        &self,
+        hal: &H,
+        i: u16,
+        info: &TpbExecutionInfo,
+    ) -> Result<(), HalError> {
+        hal.copy_in(self.region, Self::offset(i), &info.encode())
+    }
+
+    /// Load item `i` the way the worker does: each field it decides on is
+    /// one HAL load (labelled in traces by [`item_field_name`]), the bytes
+    /// are parsed through the wire view, and the decisions checked: a
+    /// zeroed item, an unknown `type`, a `compute_idx` other than `core`.
+    /// (`mod_ref` is checked against the loaded models by the caller.)
+    pub fn load<H: Hal + ?Sized>(
+        &self,
+        hal: &H,
+        i: u16,
+        core: u8,
+    ) -> Result<TpbExecutionInfo, BadItem> {
+        let base = Self::offset(i);
+        let mut b = [0u8; work_item::SIZE];
+        for (off, size, _) in LOADED {
+            if size == 4 {
+                let v = hal
+                    .load_u32(self.region, base + off, HalOrdering::Relaxed)
+                    .map_err(|_| BadItem::Unparsable)?;
+                b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+            } else {
+                let v = hal
+                    .load_u64(self.region, base + off, HalOrdering::Relaxed)
+                    .map_err(|_| BadItem::Unparsable)?;
+                b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        if b.iter().all(|&x| x == 0) {
+            return Err(BadItem::Zeroed);
+        }
+        let info = match TpbExecutionInfo::parse(&b) {
+            Ok(info) => info,
+            Err(_) => {
+                let ty = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                return Err(if WorkType::from_index(ty).is_none() {
+                    BadItem::UnknownType(ty)
+                } else {
+                    BadItem::Unparsable
+                });
+            }
+        };
+        if info.ty != WorkType::Execute {
+            return Err(BadItem::UnknownType(info.ty as u32));
+        }
+        if info.compute_idx != u32::from(core) {
+            return Err(BadItem::OtherCore(info.compute_idx));
+        }
+        Ok(info)
+    }
+
+    /// Store `resp` into item `i`'s `infer_resp_t`, one HAL store per field
+    /// the worker owns (labelled in traces; `whole` adds `ts_start`), then
+    /// read the 112 bytes back: the record every consumer parses.
+    pub fn store_resp<H: Hal + ?Sized>(
+        &self,
+        hal: &H,
+        i: u16,
+        resp: &InferResp,
+        whole: bool,
+    ) -> Result<[u8; work_item::INFER_RESP_SIZE], HalError> {
+        let at = Self::offset(i) + work_item::off::RESP;
+        let bytes = resp.encode();
+        let extra: &[(usize, usize, &str)] = if whole { &STORED_TS_START } else { &[] };
+        for &(off, size, _) in STORED.iter().chain(extra) {
+            if size == 4 {
+                let v = u32::from_le_bytes([
+                    bytes[off],
+                    bytes[off + 1],
+                    bytes[off + 2],
+                    bytes[off + 3],
+                ]);
+                hal.store_u32(self.region, at + off, v, HalOrdering::Relaxed)?;
+            } else {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&bytes[off..off + 8]);
+                hal.store_u64(
+                    self.region,
+                    at + off,
+                    u64::from_le_bytes(w),
+                    HalOrdering::Relaxed,
+                )?;
+            }
+        }
+        let mut out = [0u8; work_item::INFER_RESP_SIZE];
+        hal.copy_out(self.region, at, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// The models loaded on the device, by handle: what a work item's
+/// `mod_ref` names. A model stays (its device memory does too) once loaded.
+#[derive(Debug, Default)]
+pub struct Models(RwLock<Vec<Arc<ResidentModel>>>);
+
+impl Models {
+    /// Register a model.
+    pub fn insert(&self, m: Arc<ResidentModel>) {
+        self.0.write().unwrap_or_else(|p| p.into_inner()).push(m);
+    }
+
+    /// The model a `mod_ref` names.
+    pub fn get(&self, mod_ref: u64) -> Option<Arc<ResidentModel>> {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|m| u64::from(m.handle) == mod_ref)
+            .cloned()
     }
 }
 
@@ -400,24 +749,18 @@ impl HealthCell {
     }
 }
 
-/// One completed execution, as a worker reports it to the NDS publisher.
+/// One completed execution, as a worker reports it to the NDS publisher:
+/// the `infer_resp_t` bytes read back from the work item are the record
+/// (status, error class, latencies, MACs all come from parsing them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
     /// The core (XU).
     pub core: u8,
-    /// The status the caller got.
-    pub status: NrtStatus,
-    /// The error class behind it (device-reported), if any.
-    pub class: Option<ErrorClass>,
-    /// An EXT NC counter it also counts (`HW_ERR_DMA_ABORT`, `ERR_SW_NQ_OVERFLOW`).
+    /// The execution's `infer_resp_t`, as the work item holds it.
+    pub resp: [u8; work_item::INFER_RESP_SIZE],
+    /// An EXT NC counter it also counts (`HW_ERR_DMA_ABORT`,
+    /// `ERR_SW_NQ_OVERFLOW`): the ABI's response has no field for it.
     pub ext: Option<NcCounter>,
-    /// `LATENCY_TOTAL` contribution: submission to completion, host ns.
-    pub latency_total_ns: u64,
-    /// `LATENCY_DEVICE` contribution: first to last engine record, device ns
-    /// (1 cycle = 1 ns); 0 for a timeout.
-    pub latency_device_ns: u64,
-    /// `MAC_COUNT` contribution (the core's `MAC_COUNT` register delta).
-    pub macs: u64,
 }
 
 /// A model record and its memory, for the publisher (boxed: rare and large).
@@ -482,21 +825,83 @@ pub struct Expectations {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hal::fake::FakeHal;
 
+    /// docs/abi.md §1.6: the slot's `exec_info` is the address of the
+    /// item's first byte; a word outside the region or off the 208-byte
+    /// stride names no item.
     #[test]
-    fn index_of_accepts_only_our_cell_addresses() {
-        let pool = ItemPool::new(5);
+    fn index_of_accepts_only_item_addresses() {
+        let mut hal = FakeHal::new();
+        let pool = ItemPool::new(&mut hal, 1, 5).unwrap();
+        let base = hal.base_addr(pool.region()).unwrap();
         for i in 0..5 {
-            assert_eq!(pool.index_of(pool.word(i)), Some(i));
+            assert_eq!(pool.word(i), base + 208 * u64::from(i));
+            assert_eq!(pool.index_of(pool.word(i)), Ok(i));
         }
-        let w = pool.word(1);
-        assert_eq!(pool.index_of(w + 1), None);
-        assert_eq!(pool.index_of(0), None);
+        assert_eq!(pool.index_of(pool.word(1) + 1), Err(BadItem::OffStride));
+        assert_eq!(pool.index_of(pool.word(4) + 8), Err(BadItem::OffStride));
+        assert_eq!(pool.index_of(0), Err(BadItem::OutOfRegion));
+        assert_eq!(pool.index_of(base - 208), Err(BadItem::OutOfRegion));
+        assert_eq!(pool.index_of(pool.word(4) + 208), Err(BadItem::OutOfRegion));
+        assert_eq!(pool.index_of(u64::MAX), Err(BadItem::OutOfRegion));
+    }
+
+    /// The worker's view of an item: each decision from the bytes.
+    #[test]
+    fn load_checks_type_and_compute_idx_from_the_bytes() {
+        let mut hal = FakeHal::new();
+        let pool = ItemPool::new(&mut hal, 2, 3).unwrap();
+        let mut info = TpbExecutionInfo::execute(7, 1, 2);
+        info.resp.ts_start = work_item::Timespec::from_nanos(5_000_000_123);
+        pool.write(&hal, 1, &info).unwrap();
+        let got = pool.load(&hal, 1, 2).unwrap();
+        assert_eq!((got.mod_ref, got.compute_idx), (7, 2));
+        assert_eq!(got.resp.ts_start.as_nanos(), 5_000_000_123);
+        assert_eq!(pool.load(&hal, 0, 2), Err(BadItem::Zeroed));
+        assert_eq!(pool.load(&hal, 1, 3), Err(BadItem::OtherCore(2)));
+        pool.write(&hal, 2, &TpbExecutionInfo::stop()).unwrap();
+        assert_eq!(pool.load(&hal, 2, 2), Err(BadItem::UnknownType(2)));
+        hal.store_u32(pool.region(), 208 * 2, 77, HalOrdering::Relaxed)
+            .unwrap();
+        assert_eq!(pool.load(&hal, 2, 2), Err(BadItem::UnknownType(77)));
+        // A ts_start whose nanoseconds are out of range does not parse.
+        hal.store_u64(
+            pool.region(),
+            208 + 0x40,
+            2_000_000_000,
+            HalOrdering::Relaxed,
+        )
+        .unwrap();
+        assert_eq!(pool.load(&hal, 1, 2), Err(BadItem::Unparsable));
+    }
+
+    /// The response the worker stores reads back as the same record, and
+    /// the trace labels name the C fields.
+    #[test]
+    fn stored_response_reads_back_and_fields_are_named() {
+        let mut hal = FakeHal::new();
+        let pool = ItemPool::new(&mut hal, 0, 2).unwrap();
+        let mut info = TpbExecutionInfo::execute(1, 0, 0);
+        info.resp.ts_start = work_item::Timespec::from_nanos(10);
+        pool.write(&hal, 1, &info).unwrap();
+        let resp = InferResp {
+            ts_start: work_item::Timespec::from_nanos(10),
+            ts_end: work_item::Timespec::from_nanos(99),
+            device_start_ns: 3,
+            device_end_ns: 8,
+            mac_count: 42,
+            nq_records: 5,
+            ..InferResp::default()
+        };
+        let bytes = pool.store_resp(&hal, 1, &resp, false).unwrap();
+        assert_eq!(InferResp::parse(&bytes), Ok(resp));
         assert_eq!(
-            pool.index_of(pool.word(4) + (pool.word(1) - pool.word(0))),
-            None
+            item_field_name(208 + 8),
+            Some("tpb_execution_info_t.mod_ref")
         );
-        assert_eq!(pool.index_of(u64::MAX), None);
+        assert_eq!(item_field_name(0x28 + 0x40), Some("infer_resp_t.mac_count"));
+        assert_eq!(item_field_name(0x1C), None);
     }
 
     #[test]

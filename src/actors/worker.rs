@@ -40,10 +40,13 @@ use std::sync::Arc;
 use crate::actors::mailbox::Sender;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
-use crate::actors::work::{Completion, Expectations, HealthCell, ItemPool, PubMsg, NO_EXPECT};
+use crate::actors::work::ResidentModel;
+use crate::actors::work::{
+    BadItem, Completion, Expectations, HealthCell, ItemPool, Models, PubMsg, NO_EXPECT,
+};
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::irq;
-use crate::device::memmap::{reg, MemMap};
+use crate::device::memmap::MemMap;
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
@@ -54,7 +57,7 @@ use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
-use crate::wire::work_item::{self, InferResp, Timespec};
+use crate::wire::work_item::{InferResp, Timespec};
 
 use super::producer::RingWorker;
 
@@ -72,6 +75,8 @@ pub struct WorkerParts<H: Hal> {
     pub map: Arc<MemMap>,
     /// The core's work items.
     pub pool: Arc<ItemPool>,
+    /// The loaded models (what a work item's `mod_ref` names).
+    pub models: Arc<Models>,
     /// Items back to the producer lane.
     pub returns: Sender<u16>,
     /// Counter reports to the NDS publisher.
@@ -136,6 +141,11 @@ pub struct WorkerStats {
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
     pub tags: Vec<u64>,
+    /// Executions whose work item was bad, by kind ([`BadItem::index`]).
+    pub bad_items: [u64; BadItem::KINDS],
+    /// Events the worker's state did not accept (counted, traced, the state
+    /// kept: 0 unless something is wrong).
+    pub fsm_violations: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -145,13 +155,20 @@ enum Outcome {
     Failed(NrtStatus),
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Current {
     seq: SeqId,
-    idx: u16,
+    /// The work item (`None`: the word named none).
+    idx: Option<u16>,
     exec_id: u32,
     status: NrtStatus,
     deadline: Nanos,
+    /// The submission time, from the item's `ts_start`.
+    ts_start: Timespec,
+    /// The model the item's `mod_ref` names.
+    model: Option<Arc<ResidentModel>>,
+    /// Why the item is not runnable (it still completes, with its status).
+    bad: Option<BadItem>,
 }
 
 /// One core's worker actor.
@@ -163,6 +180,7 @@ pub struct WorkerActor<H: Hal> {
     hal: Arc<H>,
     map: Arc<MemMap>,
     pool: Arc<ItemPool>,
+    models: Arc<Models>,
     returns: Sender<u16>,
     to_pub: Sender<PubMsg>,
     pub_wake: Arc<Waker>,
@@ -181,7 +199,6 @@ pub struct WorkerActor<H: Hal> {
     kept: Option<PubMsg>,
     kept_return: Option<u16>,
     last_seq: Option<u64>,
-    last_macs: u64,
     bytes: Vec<u8>,
     vals: Vec<f32>,
     stats: WorkerStats,
@@ -239,6 +256,7 @@ impl<H: Hal> WorkerActor<H> {
             hal: p.hal,
             map: p.map,
             pool: p.pool,
+            models: p.models,
             returns: p.returns,
             to_pub: p.to_pub,
             pub_wake: p.pub_wake,
@@ -256,7 +274,6 @@ impl<H: Hal> WorkerActor<H> {
             kept: None,
             kept_return: None,
             last_seq: None,
-            last_macs: 0,
             bytes: Vec::with_capacity(4096),
             vals: Vec::with_capacity(1024),
             stats,
@@ -293,14 +310,26 @@ impl<H: Hal> WorkerActor<H> {
         self.pub_wake.wake();
     }
 
+    /// Step the cycle. An event the state does not accept is counted
+    /// (`fsm_violations`), traced, and leaves the state as it was (a state
+    /// that matches what the worker holds: the safe one).
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.tap.drain(cx);
         self.slot_trace(cx);
-        // Driven only in the table's order below; an illegal step (a bug)
-        // leaves the state as it is.
-        if let Ok(s) = step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
-            self.state = s;
+        match step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
+            Ok(s) => self.state = s,
+            Err(err) => {
+                self.stats.fsm_violations += 1;
+                cx.event("fsm_violation", format_args!("{err}"));
+            }
         }
+    }
+
+    /// Feed the cycle an event from outside its driver (tests of the
+    /// violation path: a refused event must be counted and change nothing).
+    #[doc(hidden)]
+    pub fn inject_event(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
+        self.step(e, cx);
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
@@ -362,36 +391,82 @@ impl<H: Hal> WorkerActor<H> {
             }
         }
         self.last_seq = Some(seq.seq_num());
-        let Some(idx) = self.pool.index_of(word) else {
-            // Not one of our items: complete it as a failure (nothing to
-            // harvest, no item to return).
-            cx.event(
-                "msg",
-                format_args!("seq={:#x}: exec_info is not a work item", seq.0),
-            );
-            self.cur = Some(Current {
-                seq,
-                idx: u16::MAX,
-                exec_id: 0,
-                status: NrtStatus::FAILURE,
-                deadline: Nanos::MAX,
-            });
-            self.complete(Outcome::Failed(NrtStatus::FAILURE), cx);
-            return true;
+        let now = cx.now();
+        let (idx, word_bad) = match self.pool.index_of(word) {
+            Ok(idx) => (idx, None),
+            // A word that names no item: the item the lane submitted under
+            // this seq_id (the side table knows it) still completes, with
+            // the word's status, and goes back to the pool.
+            Err(bad) => match self.pool.find_seq(seq.0) {
+                Some(idx) => (idx, Some(bad)),
+                None => return self.complete_foreign(seq, word, bad, cx),
+            },
         };
-        let (exec_id, engines, submitted) = {
-            let it = self.pool.lock(idx);
-            (it.exec_id, it.engines, it.submitted)
+        let (exec_id, engines) = {
+            let side = self.pool.side(idx);
+            (side.exec_id, side.engines)
         };
-        let deadline = submitted.saturating_add(self.timeout);
+        // Every decision the ABI has a field for comes from the item's bytes.
+        self.tap.drain(cx);
+        let checked = match word_bad {
+            Some(bad) => Err(bad),
+            None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
+                match self.models.get(info.mod_ref) {
+                    Some(m) if m.per_core.len() > usize::from(self.core) => Ok((info, m)),
+                    _ => Err(BadItem::UnknownModRef(info.mod_ref)),
+                }
+            }),
+        };
+        self.tap.drain(cx);
+        let (ts_start, model, bad) = match checked {
+            Ok((info, m)) => (info.resp.ts_start, Some(m), None),
+            Err(bad) => {
+                cx.event(
+                    "msg",
+                    format_args!("seq={:#x} exec_info={word:#x} item={idx}: {bad:?}", seq.0),
+                );
+                (Timespec::from_nanos(now.as_u64()), None, Some(bad))
+            }
+        };
+        // The request was staged and doorbelled all the same: harvest it (a
+        // bad item's deadline runs from now: its ts_start is not trusted).
+        let from = match bad {
+            None => Nanos(u64::try_from(ts_start.as_nanos()).unwrap_or(u64::MAX)),
+            Some(_) => now,
+        };
+        let deadline = from.saturating_add(self.timeout);
         self.harvester.expect(exec_id, engines, deadline.as_u64());
         self.cur = Some(Current {
             seq,
-            idx,
+            idx: Some(idx),
             exec_id,
             status: NrtStatus::SUCCESS,
             deadline,
+            ts_start,
+            model,
+            bad,
         });
+        true
+    }
+
+    /// Complete a slot whose `exec_info` names no item and that no item was
+    /// submitted under: nothing staged, nothing to harvest or return.
+    fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
+        cx.event(
+            "msg",
+            format_args!("seq={:#x}: exec_info {word:#x}: {bad:?}, no item", seq.0),
+        );
+        self.cur = Some(Current {
+            seq,
+            idx: None,
+            exec_id: 0,
+            status: bad.status(),
+            deadline: Nanos::MAX,
+            ts_start: Timespec::from_nanos(cx.now().as_u64()),
+            model: None,
+            bad: Some(bad),
+        });
+        self.complete(Outcome::Failed(bad.status()), cx);
         true
     }
 
@@ -399,7 +474,7 @@ impl<H: Hal> WorkerActor<H> {
     /// available now (`None`).
     fn harvest(&mut self, cx: &mut Cx<'_>) -> Option<Outcome> {
         let now = cx.now().as_u64();
-        let cur_id = self.cur.map(|c| c.exec_id)?;
+        let cur_id = self.cur.as_ref().map(|c| c.exec_id)?;
         loop {
             match self.harvester.poll(now) {
                 Ok(None) => return None,
@@ -437,7 +512,9 @@ impl<H: Hal> WorkerActor<H> {
 
     /// Everything after the harvest, in the seed's order.
     fn complete(&mut self, outcome: Outcome, cx: &mut Cx<'_>) {
-        let Some(mut cur) = self.cur else { return };
+        let Some(mut cur) = self.cur.take() else {
+            return;
+        };
         let now = cx.now();
         let (mut status, mut class, mut ext, event) = match outcome {
             Outcome::Done(c) => {
@@ -462,6 +539,14 @@ impl<H: Hal> WorkerActor<H> {
                 }
             }
         }
+        if let Some(bad) = cur.bad {
+            // The item decides: its execution completes with the bad item's
+            // status whatever the device did with the staged request.
+            status = bad.status();
+            class = None;
+            ext = None;
+            self.stats.bad_items[bad.index()] += 1;
+        }
         self.step(event, cx);
         if let Some(ev) = fatal(status) {
             // A hardware error the device reported in its own record (not a
@@ -477,20 +562,19 @@ impl<H: Hal> WorkerActor<H> {
                 self.health.degrade(ev, self.core, cx);
             }
         }
-        // MACs: the core's monotone MAC_COUNT register; the deltas add up to
-        // the register's final value exactly.
-        // Ordering: Acquire pairs with the sequencer's Release store of
-        // MAC_COUNT (its records are visible before, and so is the count).
-        let macs_now = self
-            .hal
-            .load_u64(
-                self.map.regs[usize::from(self.core)],
-                reg::MAC_COUNT,
-                Ordering::Acquire,
-            )
-            .unwrap_or(self.last_macs);
-        let macs = macs_now.wrapping_sub(self.last_macs);
-        self.last_macs = macs_now;
+        // MACs: what the sequencer reported for this request (written before
+        // its NQ records, whose Acquire the harvest did); none without them.
+        let macs = match outcome {
+            Outcome::Done(_) => self
+                .hal
+                .load_u64(
+                    self.map.dram,
+                    self.map.request_macs_off(self.core, cur.exec_id) as usize,
+                    Ordering::Relaxed,
+                )
+                .unwrap_or(0),
+            _ => 0,
+        };
         let (dev_start, dev_cycles, records) = match outcome {
             Outcome::Done(c) => (
                 u64::from(c.start_cycle),
@@ -500,108 +584,104 @@ impl<H: Hal> WorkerActor<H> {
             _ => (0, 0, 0),
         };
 
-        // fill_resp: infer_resp_t in the work item, outputs.
-        let mut latency_total = 0;
-        if cur.idx != u16::MAX {
-            let mut item = self.pool.lock(cur.idx);
-            let ts_start = Timespec {
-                tv_sec: i64::from_le_bytes(
-                    item.info[work_item::off::SUBMISSION_TS..work_item::off::SUBMISSION_TS + 8]
-                        .try_into()
-                        .unwrap_or_default(),
-                ),
-                tv_nsec: i64::from_le_bytes(
-                    item.info
-                        [work_item::off::SUBMISSION_TS + 8..work_item::off::SUBMISSION_TS + 16]
-                        .try_into()
-                        .unwrap_or_default(),
-                ),
-            };
-            latency_total = now.saturating_sub(item.submitted).as_u64();
-            let mut num_outputs = 0;
-            if status == NrtStatus::SUCCESS {
-                if let Some(model) = item.model.as_ref() {
-                    let io = model.per_core[usize::from(self.core)].io_pa[usize::from(cur.idx)];
-                    let mem = DramMemory::new(&*self.hal, &self.map);
-                    self.vals.clear();
-                    for t in &model.outputs {
-                        self.bytes.clear();
-                        self.bytes.resize(t.elems as usize * 4, 0);
-                        if mem.read_bytes(io + t.offset, &mut self.bytes).is_err() {
-                            status = NrtStatus::HW_ERROR;
-                            break;
-                        }
-                        num_outputs += 1;
-                        for w in self.bytes.chunks_exact(4) {
-                            let b: [u8; 4] = w.try_into().unwrap_or_default();
-                            self.vals.push(f32::from_le_bytes(b));
-                        }
+        // fill_resp: outputs, then infer_resp_t in the work item.
+        let mut num_outputs = 0;
+        let pool = Arc::clone(&self.pool);
+        let side = cur.idx.map(|i| pool.side(i));
+        if status == NrtStatus::SUCCESS {
+            if let (Some(model), Some(idx)) = (cur.model.as_ref(), cur.idx) {
+                let io = model.per_core[usize::from(self.core)].io_pa[usize::from(idx)];
+                let mem = DramMemory::new(&*self.hal, &self.map);
+                self.vals.clear();
+                for t in &model.outputs {
+                    self.bytes.clear();
+                    self.bytes.resize(t.elems as usize * 4, 0);
+                    if mem.read_bytes(io + t.offset, &mut self.bytes).is_err() {
+                        status = NrtStatus::HW_ERROR;
+                        break;
                     }
-                }
-                if status == NrtStatus::SUCCESS {
-                    if let Some(out) = item.out.as_ref() {
-                        for (i, v) in self.vals.iter().enumerate() {
-                            out.store(i, *v);
-                        }
-                    }
-                    if item.expect != NO_EXPECT {
-                        self.stats.outputs_checked += 1;
-                        let want = self.expected.outputs.get(item.expect as usize);
-                        let same = want.is_some_and(|w| {
-                            w.len() == self.vals.len()
-                                && w.iter()
-                                    .zip(&self.vals)
-                                    .all(|(a, b)| a.to_bits() == b.to_bits())
-                        });
-                        if !same {
-                            self.stats.outputs_wrong += 1;
-                        }
+                    num_outputs += 1;
+                    for w in self.bytes.chunks_exact(4) {
+                        let b: [u8; 4] = w.try_into().unwrap_or_default();
+                        self.vals.push(f32::from_le_bytes(b));
                     }
                 }
             }
-            let resp = InferResp {
-                status,
-                err_class: class,
-                nq_errors: u32::from(class.is_some()),
-                nq_records: records,
-                ts_start,
-                ts_end: Timespec::from_nanos(now.as_u64()),
-                device_start_ns: dev_start,
-                device_end_ns: dev_start + dev_cycles,
-                mac_count: macs,
-                cc_time_ns: 0,
-                num_outputs,
-                device_id: 0,
-                device_tpb_idx: u16::from(self.core),
-            };
-            // The slice is exactly `INFER_RESP_SIZE` bytes: emit cannot fail.
-            let _ = resp.emit(
-                &mut item.info
-                    [work_item::off::RESP..work_item::off::RESP + work_item::INFER_RESP_SIZE],
-            );
-            if self.record_tags {
-                let tag = item.tag;
-                self.stats.tags.push(tag);
+            if let (NrtStatus::SUCCESS, Some(side)) = (status, side.as_ref()) {
+                if let Some(out) = side.out.as_ref() {
+                    for (i, v) in self.vals.iter().enumerate() {
+                        out.store(i, *v);
+                    }
+                }
+                if side.expect != NO_EXPECT {
+                    self.stats.outputs_checked += 1;
+                    let want = self.expected.outputs.get(side.expect as usize);
+                    let same = want.is_some_and(|w| {
+                        w.len() == self.vals.len()
+                            && w.iter()
+                                .zip(&self.vals)
+                                .all(|(a, b)| a.to_bits() == b.to_bits())
+                    });
+                    if !same {
+                        self.stats.outputs_wrong += 1;
+                    }
+                }
             }
-            // The item's last reads are done: drop its references now.
-            item.model = None;
-            item.out = None;
         }
+        // The runner reads its clock once per poll: a submission picked up in
+        // the same poll can be stamped later than that; a completion is never
+        // stamped before its submission.
+        let ts_end = Timespec::from_nanos(now.as_u64()).max(cur.ts_start);
+        let resp = InferResp {
+            status,
+            err_class: class,
+            nq_errors: u32::from(class.is_some()),
+            nq_records: records,
+            ts_start: cur.ts_start,
+            ts_end,
+            device_start_ns: dev_start,
+            device_end_ns: dev_start + dev_cycles,
+            mac_count: macs,
+            cc_time_ns: 0,
+            num_outputs,
+            device_id: 0,
+            device_tpb_idx: u16::from(self.core),
+        };
+        // The response is the record: stored field by field into the item,
+        // read back, and everything after (the caller's copy, the counters,
+        // the latency) parses those bytes.
+        self.tap.drain(cx);
+        let bytes = match cur.idx {
+            Some(idx) => self
+                .pool
+                .store_resp(&*self.hal, idx, &resp, cur.bad.is_some())
+                .unwrap_or_else(|_| resp.encode()),
+            None => resp.encode(),
+        };
+        self.tap.drain(cx);
+        let parsed = InferResp::parse(&bytes).unwrap_or(resp);
+        if let Some(side) = side {
+            if let Some(out) = side.out.as_ref() {
+                out.store_resp(&bytes);
+            }
+            if self.record_tags {
+                self.stats.tags.push(side.tag);
+            }
+        }
+        cur.model = None;
         self.step(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it
         // through the slot's exec_status inside `pop`, before exec_head moves.
+        let status = parsed.status;
         cur.status = status;
+        let (seq, exec_id, idx) = (cur.seq, cur.exec_id, cur.idx);
         self.cur = Some(cur);
         self.step(WorkerEvent::WriteStatus, cx);
         // report_counters (R1: keep it if the mailbox is full).
         let msg = PubMsg::Completed(Completion {
             core: self.core,
-            status,
-            class,
+            resp: bytes,
             ext,
-            latency_total_ns: latency_total,
-            latency_device_ns: dev_cycles,
-            macs,
         });
         match self.to_pub.push(msg) {
             Ok(()) => {
@@ -618,6 +698,10 @@ impl<H: Hal> WorkerActor<H> {
                 self.stats.kept_reports += 1;
             }
         }
+        let class = parsed.err_class;
+        let macs = parsed.mac_count;
+        let dev_cycles = parsed.latency_device_ns();
+        let latency_total = parsed.latency_total_ns();
         self.step(WorkerEvent::ReportCounters, cx);
         self.stats.by_status.add(status, 1);
         if let Some(c) = class {
@@ -642,13 +726,11 @@ impl<H: Hal> WorkerActor<H> {
         cx.event(
             "msg",
             format_args!(
-                "completed xu={} seq={:#x} exec_id={} status={} macs={macs} device_ns={dev_cycles}",
-                self.core, cur.seq.0, cur.exec_id, status
+                "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_cycles}",
+                self.core, seq.0
             ),
         );
-        if cur.idx != u16::MAX {
-            self.kept_return = Some(cur.idx);
-        }
+        self.kept_return = idx;
         self.finish_cycle(cx);
     }
 
@@ -678,7 +760,14 @@ impl<H: Hal> WorkerActor<H> {
                 self.step(WorkerEvent::SignalWaiter, cx);
             }
             Ok(None) | Err(_) => {
-                cx.event("msg", format_args!("pop of seq={:#x} refused", cur.seq.0));
+                // The ring's slot machine refused the pop: counted and traced
+                // like any refused event; the worker goes back to IDLE (the
+                // slot is not its to retry).
+                self.stats.fsm_violations += 1;
+                cx.event(
+                    "fsm_violation",
+                    format_args!("pop of seq={:#x} refused", cur.seq.0),
+                );
                 self.state = WorkerState::Idle;
             }
         }
@@ -786,6 +875,9 @@ impl<H: Hal> Actor for WorkerActor<H> {
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
-        self.cur.map(|c| c.deadline).filter(|&d| d != Nanos::MAX)
+        self.cur
+            .as_ref()
+            .map(|c| c.deadline)
+            .filter(|&d| d != Nanos::MAX)
     }
 }

@@ -22,7 +22,7 @@ use core::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
-use crate::fsm::{self, Fsm, Row};
+use crate::fsm;
 pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 use crate::wire::nq::ErrorClass;
 
@@ -34,6 +34,25 @@ pub trait DeviceMemory {
     fn read_u32(&self, pa: u64) -> Result<u32, MemFault>;
     /// Write the little-endian word `v` at `pa`.
     fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault>;
+    /// Read `out.len()` consecutive words from `pa`. On a fault, which
+    /// words of `out` were filled is unspecified, and the fault names the
+    /// first refused word. The default is one [`read_u32`](Self::read_u32)
+    /// per word; a memory that can check a range once overrides it.
+    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.read_u32(pa + 4 * i as u64)?;
+        }
+        Ok(())
+    }
+    /// Write `vals` as consecutive words from `pa`: the words before the
+    /// first refused one are written, none after (the default, one
+    /// [`write_u32`](Self::write_u32) per word, does exactly that).
+    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
+        for (i, &v) in vals.iter().enumerate() {
+            self.write_u32(pa + 4 * i as u64, v)?;
+        }
+        Ok(())
+    }
 }
 
 /// An access outside device memory (or misaligned, for memories that refuse
@@ -112,6 +131,40 @@ impl DeviceMemory for VecMemory {
     fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
         self.words[self.index(pa)?].store(v, Ordering::Relaxed);
         Ok(())
+    }
+    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
+        let Some(r) = self.range(pa, out.len()) else {
+            // Word by word, so the fault names the first bad word.
+            for (i, w) in out.iter_mut().enumerate() {
+                *w = self.read_u32(pa + 4 * i as u64)?;
+            }
+            return Ok(());
+        };
+        for (w, cell) in out.iter_mut().zip(&self.words[r]) {
+            *w = cell.load(Ordering::Relaxed);
+        }
+        Ok(())
+    }
+    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
+        let Some(r) = self.range(pa, vals.len()) else {
+            for (i, &v) in vals.iter().enumerate() {
+                self.write_u32(pa + 4 * i as u64, v)?;
+            }
+            return Ok(());
+        };
+        for (&v, cell) in vals.iter().zip(&self.words[r]) {
+            cell.store(v, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+impl VecMemory {
+    /// The word indices of `n` words from `pa`, when all are inside.
+    fn range(&self, pa: u64, n: usize) -> Option<core::ops::Range<usize>> {
+        let first = self.index(pa).ok()?;
+        let end = first.checked_add(n)?;
+        (end <= self.words.len()).then_some(first..end)
     }
 }
 
@@ -431,123 +484,43 @@ impl Default for Limits {
     }
 }
 
-/// An engine's lifecycle within one execution (STYLE.md practice 9).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineState {
-    /// No block.
-    Idle,
-    /// Has an instruction to issue.
-    Ready,
-    /// Issued a `WAIT` its semaphore cannot satisfy yet.
-    Blocked,
-    /// Reached `END`.
-    Done,
-    /// Stopped by a fault.
-    Faulted,
-}
-
-/// Events of [`EngineFsm`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineEvent {
-    /// The request names a block for the engine.
-    Start,
-    /// A `WAIT` found its semaphore short.
-    Block,
-    /// A `SIGNAL` satisfied the pending `WAIT`.
-    Wake,
-    /// `END`.
-    Finish,
-    /// A fault (including a deadlock detected while blocked).
-    Fault,
-}
-
-/// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
-/// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
-#[derive(Clone, Copy, Debug)]
-pub struct EngineFsm;
-
-impl Fsm for EngineFsm {
-    type State = EngineState;
-    type Event = EngineEvent;
-    const NAME: &'static str = "engine";
-    const TABLE: &'static [Row<EngineState, EngineEvent>] = &[
-        Row {
-            from: EngineState::Idle,
-            event: EngineEvent::Start,
-            to: EngineState::Ready,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Block,
-            to: EngineState::Blocked,
-        },
-        Row {
-            from: EngineState::Blocked,
-            event: EngineEvent::Wake,
-            to: EngineState::Ready,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Finish,
-            to: EngineState::Done,
-        },
-        Row {
-            from: EngineState::Ready,
-            event: EngineEvent::Fault,
-            to: EngineState::Faulted,
-        },
-        Row {
-            from: EngineState::Blocked,
-            event: EngineEvent::Fault,
-            to: EngineState::Faulted,
-        },
-    ];
-    const STATES: &'static [EngineState] = &[
-        EngineState::Idle,
-        EngineState::Ready,
-        EngineState::Blocked,
-        EngineState::Done,
-        EngineState::Faulted,
-    ];
-    const EVENTS: &'static [EngineEvent] = &[
-        EngineEvent::Start,
-        EngineEvent::Block,
-        EngineEvent::Wake,
-        EngineEvent::Finish,
-        EngineEvent::Fault,
-    ];
-
-    fn transition(state: EngineState, event: EngineEvent) -> Option<EngineState> {
-        use EngineEvent as E;
-        use EngineState as S;
-        match (state, event) {
-            (S::Idle, E::Start) => Some(S::Ready),
-            (S::Ready, E::Block) => Some(S::Blocked),
-            (S::Blocked, E::Wake) => Some(S::Ready),
-            (S::Ready, E::Finish) => Some(S::Done),
-            (S::Ready | S::Blocked, E::Fault) => Some(S::Faulted),
-            _ => None,
-        }
+crate::fsm::machine! {
+    /// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
+    /// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
+    pub struct EngineFsm = "engine";
+    /// An engine's lifecycle within one execution (STYLE.md practice 9).
+    pub enum EngineState {
+        /// No block.
+        Idle = "IDLE",
+        /// Has an instruction to issue.
+        Ready = "READY",
+        /// Issued a `WAIT` its semaphore cannot satisfy yet.
+        Blocked = "BLOCKED",
+        /// Reached `END`.
+        Done = "DONE",
+        /// Stopped by a fault.
+        Faulted = "FAULTED",
     }
-
-    fn state_name(state: EngineState) -> &'static str {
-        match state {
-            EngineState::Idle => "IDLE",
-            EngineState::Ready => "READY",
-            EngineState::Blocked => "BLOCKED",
-            EngineState::Done => "DONE",
-            EngineState::Faulted => "FAULTED",
-        }
+    /// Events of [`EngineFsm`].
+    pub enum EngineEvent {
+        /// The request names a block for the engine.
+        Start = "start",
+        /// A `WAIT` found its semaphore short.
+        Block = "block",
+        /// A `SIGNAL` satisfied the pending `WAIT`.
+        Wake = "wake",
+        /// `END`.
+        Finish = "finish",
+        /// A fault (including a deadlock detected while blocked).
+        Fault = "fault",
     }
-
-    fn event_name(event: EngineEvent) -> &'static str {
-        match event {
-            EngineEvent::Start => "start",
-            EngineEvent::Block => "block",
-            EngineEvent::Wake => "wake",
-            EngineEvent::Finish => "finish",
-            EngineEvent::Fault => "fault",
-        }
+    rows {
+        Idle + Start => Ready,
+        Ready + Block => Blocked,
+        Blocked + Wake => Ready,
+        Ready + Finish => Done,
+        Ready + Fault => Faulted,
+        Blocked + Fault => Faulted,
     }
 }
 
@@ -937,14 +910,10 @@ impl Executor {
                 let pa = at.resolve(&e.regs, a, n)?;
                 let pb = at.resolve(&e.regs, b, bl)?;
                 let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.a)?;
-                at.read_f32s(pb, bl, &mut self.b)?;
-                self.out.clear();
-                // `bl` divides `n` (decode checks), so b cycles whole.
-                for (x, y) in self.a.iter().zip(self.b.iter().cycle()) {
-                    self.out.push(op.apply(*x, *y));
-                }
-                at.finish(pd, &self.out, check)
+                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
+                at.read_f32s(pb, bl, &mut self.words, &mut self.b)?;
+                binary_into(&mut self.out, op, &self.a, &self.b);
+                at.finish(pd, &self.out, &mut self.words, check)
             }
             Insn::Affine {
                 dst,
@@ -958,10 +927,10 @@ impl Executor {
                 let (s, t) = (f32::from_bits(scale_bits), f32::from_bits(bias_bits));
                 let pa = at.resolve(&e.regs, src, n)?;
                 let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.a)?;
+                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
                 self.out.clear();
                 self.out.extend(self.a.iter().map(|&x| x * s + t));
-                at.finish(pd, &self.out, check)
+                at.finish(pd, &self.out, &mut self.words, check)
             }
             Insn::Act {
                 func,
@@ -973,10 +942,9 @@ impl Executor {
                 let n = u64::from(n);
                 let pa = at.resolve(&e.regs, src, n)?;
                 let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.a)?;
-                self.out.clear();
-                self.out.extend(self.a.iter().map(|&x| func.apply(x)));
-                at.finish(pd, &self.out, check)
+                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
+                act_into(&mut self.out, func, &self.a);
+                at.finish(pd, &self.out, &mut self.words, check)
             }
             Insn::Reduce {
                 op,
@@ -989,11 +957,11 @@ impl Executor {
                 let (r, c) = (u64::from(rows), u64::from(cols));
                 let pa = at.resolve(&e.regs, src, r * c)?;
                 let pd = at.resolve(&e.regs, dst, r)?;
-                at.read_f32s(pa, r * c, &mut self.a)?;
+                at.read_f32s(pa, r * c, &mut self.words, &mut self.a)?;
                 self.out.clear();
                 self.out
                     .extend(self.a.chunks_exact(cols as usize).map(|row| op.fold(row)));
-                at.finish(pd, &self.out, check)
+                at.finish(pd, &self.out, &mut self.words, check)
             }
             Insn::MatMul {
                 dst,
@@ -1009,16 +977,16 @@ impl Executor {
                 let pa = at.resolve(&e.regs, a, (m * k) as u64)?;
                 let pb = at.resolve(&e.regs, b, (k * n) as u64)?;
                 let pd = at.resolve(&e.regs, dst, (m * n) as u64)?;
-                at.read_f32s(pa, (m * k) as u64, &mut self.a)?;
-                at.read_f32s(pb, (k * n) as u64, &mut self.b)?;
+                at.read_f32s(pa, (m * k) as u64, &mut self.words, &mut self.a)?;
+                at.read_f32s(pb, (k * n) as u64, &mut self.words, &mut self.b)?;
                 if acc {
-                    at.read_f32s(pd, (m * n) as u64, &mut self.out)?;
+                    at.read_f32s(pd, (m * n) as u64, &mut self.words, &mut self.out)?;
                 } else {
                     self.out.clear();
                     self.out.resize(m * n, 0.0);
                 }
                 matmul_into(&mut self.out, &self.a, &self.b, m, k, n);
-                at.finish(pd, &self.out, check)
+                at.finish(pd, &self.out, &mut self.words, check)
             }
         }
     }
@@ -1028,15 +996,62 @@ impl Executor {
 /// `out[i][j]`, `k` ascending, one rounding per multiply and per add (no
 /// fused multiply-add). The CPU reference uses the same order, so results
 /// agree bit for bit.
+///
+/// The loops run `i`, then `k`, then `j` innermost: row `i` of `out` takes
+/// `a[i][k] * b[k][..]` for `k` ascending, so every element still sums in
+/// the order above (each `out[i][j]` is its own accumulator), and the
+/// inner loop is a contiguous multiply-add over a row that the compiler
+/// vectorizes (no per-element bounds check or dispatch).
 pub fn matmul_into(out: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
-    for i in 0..m {
-        for j in 0..n {
-            let mut s = out[i * n + j];
-            for kk in 0..k {
-                s += a[i * k + kk] * b[kk * n + j];
+    if n == 0 {
+        return;
+    }
+    for (a_row, o_row) in a
+        .chunks_exact(k.max(1))
+        .zip(out.chunks_exact_mut(n))
+        .take(m)
+    {
+        for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n)).take(k) {
+            for (o, &y) in o_row.iter_mut().zip(b_row) {
+                *o += x * y;
             }
-            out[i * n + j] = s;
         }
+    }
+}
+
+/// `out = a op b` elementwise, `b` cycled (its length divides `a`'s: decode
+/// checks), with the operation chosen once per instruction, not per element.
+fn binary_into(out: &mut Vec<f32>, op: isa::BinOp, a: &[f32], b: &[f32]) {
+    fn each(out: &mut Vec<f32>, a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+        out.clear();
+        if b.is_empty() {
+            return;
+        }
+        for a_chunk in a.chunks(b.len()) {
+            out.extend(a_chunk.iter().zip(b).map(|(&x, &y)| f(x, y)));
+        }
+    }
+    match op {
+        // Each arm applies a constant operation: `apply` inlines to its one case.
+        isa::BinOp::Add => each(out, a, b, |x, y| isa::BinOp::Add.apply(x, y)),
+        isa::BinOp::Sub => each(out, a, b, |x, y| isa::BinOp::Sub.apply(x, y)),
+        isa::BinOp::Mul => each(out, a, b, |x, y| isa::BinOp::Mul.apply(x, y)),
+        isa::BinOp::Max => each(out, a, b, |x, y| isa::BinOp::Max.apply(x, y)),
+    }
+}
+
+/// `out = func(a)` elementwise, the function chosen once per instruction.
+fn act_into(out: &mut Vec<f32>, func: isa::ActFn, a: &[f32]) {
+    fn each(out: &mut Vec<f32>, a: &[f32], f: impl Fn(f32) -> f32) {
+        out.clear();
+        out.extend(a.iter().map(|&x| f(x)));
+    }
+    // Each arm applies a constant function: `apply` inlines to its one case.
+    match func {
+        isa::ActFn::Identity => each(out, a, |x| isa::ActFn::Identity.apply(x)),
+        isa::ActFn::Relu => each(out, a, |x| isa::ActFn::Relu.apply(x)),
+        isa::ActFn::Sigmoid => each(out, a, |x| isa::ActFn::Sigmoid.apply(x)),
+        isa::ActFn::Tanh => each(out, a, |x| isa::ActFn::Tanh.apply(x)),
     }
 }
 
@@ -1057,15 +1072,13 @@ fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     if pc % 4 != 0 {
         return Err(EngineFault::Misaligned { pc, pa: pc });
     }
+    // The last word's address must not overflow; then one range read (its
+    // fault names the first refused word, as word-by-word reads would).
+    pc.checked_add(4 * (INSN_WORDS as u64 - 1))
+        .ok_or(EngineFault::AddressOverflow { pc })?;
     let mut w = [0u32; INSN_WORDS];
-    for (i, wi) in w.iter_mut().enumerate() {
-        let pa = pc
-            .checked_add(4 * i as u64)
-            .ok_or(EngineFault::AddressOverflow { pc })?;
-        *wi = mem
-            .read_u32(pa)
-            .map_err(|fault| EngineFault::Memory { pc, fault })?;
-    }
+    mem.read_u32s(pc, &mut w)
+        .map_err(|fault| EngineFault::Memory { pc, fault })?;
     Insn::decode(&w).map_err(|err| EngineFault::Decode { pc, err })
 }
 
@@ -1101,44 +1114,43 @@ impl Access<'_> {
     }
 
     /// Replace `out` with the `n` words at `pa` (a range `resolve` checked),
-    /// each converted by `conv`.
-    fn read_into<T>(
+    /// read as one range.
+    fn read_words(&self, pa: u64, n: u64, out: &mut Vec<u32>) -> Result<(), EngineFault> {
+        out.clear();
+        out.resize(n as usize, 0);
+        self.mem
+            .read_u32s(pa, out)
+            .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })
+    }
+
+    /// Replace `out` with the `n` f32s at `pa`, read as words into `raw`.
+    fn read_f32s(
         &self,
         pa: u64,
         n: u64,
-        out: &mut Vec<T>,
-        conv: impl Fn(u32) -> T,
+        raw: &mut Vec<u32>,
+        out: &mut Vec<f32>,
     ) -> Result<(), EngineFault> {
+        self.read_words(pa, n, raw)?;
         out.clear();
-        for i in 0..n {
-            let v = self
-                .mem
-                .read_u32(pa + 4 * i)
-                .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })?;
-            out.push(conv(v));
-        }
+        out.extend(raw.iter().map(|&w| f32::from_bits(w)));
         Ok(())
-    }
-
-    fn read_words(&self, pa: u64, n: u64, out: &mut Vec<u32>) -> Result<(), EngineFault> {
-        self.read_into(pa, n, out, |w| w)
-    }
-
-    fn read_f32s(&self, pa: u64, n: u64, out: &mut Vec<f32>) -> Result<(), EngineFault> {
-        self.read_into(pa, n, out, f32::from_bits)
     }
 
     fn write_words(&self, pa: u64, vals: &[u32]) -> Result<(), EngineFault> {
-        for (i, &v) in vals.iter().enumerate() {
-            self.mem
-                .write_u32(pa + 4 * i as u64, v)
-                .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })?;
-        }
-        Ok(())
+        self.mem
+            .write_u32s(pa, vals)
+            .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })
     }
 
-    /// Check (under `.chk`) then write f32 results.
-    fn finish(&self, pa: u64, vals: &[f32], check: bool) -> Result<(), EngineFault> {
+    /// Check (under `.chk`) then write f32 results (through `raw`).
+    fn finish(
+        &self,
+        pa: u64,
+        vals: &[f32],
+        raw: &mut Vec<u32>,
+        check: bool,
+    ) -> Result<(), EngineFault> {
         if check {
             if let Some(index) = vals.iter().position(|v| !v.is_finite()) {
                 return Err(EngineFault::NonFinite {
@@ -1147,12 +1159,9 @@ impl Access<'_> {
                 });
             }
         }
-        for (i, &v) in vals.iter().enumerate() {
-            self.mem
-                .write_u32(pa + 4 * i as u64, v.to_bits())
-                .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })?;
-        }
-        Ok(())
+        raw.clear();
+        raw.extend(vals.iter().map(|v| v.to_bits()));
+        self.write_words(pa, raw)
     }
 }
 

@@ -837,8 +837,8 @@ impl Insn {
         }
     }
 
-    /// The cycles the instruction costs when it completes (docs/design.md
-    /// "Instruction format": 1 for control, 4 + elements for vector ops,
+    /// The cycles the instruction costs when it completes (docs/abi.md
+    /// §1.15: 1 for control, 4 + elements for vector ops,
     /// 8 + m*k*n for `MATMUL`, the count for `DELAY`; time spent blocked in
     /// `WAIT` comes on top).
     pub fn cycles(&self) -> u64 {

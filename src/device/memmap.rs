@@ -48,6 +48,10 @@ pub const MAX_NQ_LEN: u32 = 1 << 16;
 
 const _: () = assert!(DRAM_BASE >> 32 != 0);
 const _: () = assert!(REQUEST_STRIDE as usize >= device_request::BUFFER_SIZE);
+/// Offset in a request buffer slot of the sequencer's per-request MAC count
+/// (ours): right past the buffer, 8-aligned, inside the stride.
+pub const REQUEST_MACS_OFF: u64 = device_request::BUFFER_SIZE as u64;
+const _: () = assert!(REQUEST_MACS_OFF % 8 == 0 && REQUEST_MACS_OFF + 8 <= REQUEST_STRIDE);
 const _: () = assert!(MAX_REQUEST_SLOTS as u64 * REQUEST_STRIDE <= core_area::CONSTANTS);
 const _: () = assert!(DMEM_BASE + MAX_CORES as u64 * WINDOW_STRIDE <= REGS_BASE);
 const _: () = assert!(REGS_BASE + (MAX_CORES as u64) * WINDOW_STRIDE <= DRAM_BASE);
@@ -149,6 +153,7 @@ pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
     match region {
         RegionId::Regs { .. } => reg::name(off),
         RegionId::Dmem { .. } if off == dmem::REQUEST => Some("REQUEST"),
+        RegionId::WorkItems { .. } => crate::actors::work::item_field_name(off),
         RegionId::Dram => {
             let in_area = off as u64 % CORE_AREA;
             if in_area == core_area::EVENT_VALUE {
@@ -454,6 +459,20 @@ impl MemMap {
     /// DRAM offset of a core's area.
     pub fn core_area_off(&self, core: u8) -> u64 {
         u64::from(core) * CORE_AREA
+    }
+
+    /// The request buffer slot of request `exec_id` (1, 2, ...; staging
+    /// fills them round-robin).
+    pub fn request_slot(&self, exec_id: u32) -> u32 {
+        exec_id.wrapping_sub(1) % self.config.request_slots
+    }
+
+    /// DRAM offset of the MAC count the sequencer reports for request
+    /// `exec_id` of `core` (ours, docs/design.md "Work items": the 8 bytes
+    /// after the request buffer, written before the request's NQ records,
+    /// so a worker that acquired a record reads its request's MACs).
+    pub fn request_macs_off(&self, core: u8, exec_id: u32) -> u64 {
+        self.request_buf_off(core, self.request_slot(exec_id)) + REQUEST_MACS_OFF
     }
 
     /// DRAM offset of request buffer `slot` of `core`.

@@ -151,6 +151,27 @@ error_enum! {
     }
 }
 
+/// The null model: one instruction (`COPY` of one word from input `x` to
+/// output `y`, on SP), no MACs. Its executions cost the engines almost
+/// nothing, so a run of it measures the host path (producer, staging and
+/// doorbell, sequencer protocol, NQ harvest, worker, publisher) apart from
+/// the interpreter. Its reference is the identity on its one value.
+pub fn null_model() -> Result<ModelBuilder, ModelError> {
+    let mut mb = ModelBuilder::new("null");
+    let x = mb.input("x", &[1]);
+    let y = mb.output("y", &[1]);
+    mb.push(
+        Engine::Sp,
+        Insn::Copy {
+            dst: y.operand(),
+            src: x.operand(),
+            n: 1,
+        },
+    )?;
+    mb.reference(|x| x.to_vec());
+    Ok(mb)
+}
+
 /// A CPU reference: the concatenated inputs to the concatenated outputs.
 pub type ReferenceFn = dyn Fn(&[f32]) -> Vec<f32> + Send + Sync;
 
@@ -564,8 +585,8 @@ impl ModelImage {
     }
 }
 
-/// A fault planted in the example model, for fault tests (docs/design.md
-/// "Instruction format", fault injection).
+/// A fault planted in the example model, for fault tests (docs/abi.md
+/// §1.15, fault injection).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inject {
     /// `RAISE class` at the top of `engine`'s block (after the prologue).

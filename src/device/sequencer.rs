@@ -103,6 +103,33 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
             .store_u32(self.map.dram, off, v, Ordering::Relaxed)
             .map_err(|_| MemFault { pa })
     }
+
+    /// One translation and one HAL call for the whole range when it lies in
+    /// DRAM; otherwise word by word, so the fault names the first bad word.
+    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
+        if let Ok(off) = self.dram_off(pa, out.len() * 4, 4) {
+            if self.hal.load_u32s(self.map.dram, off, out).is_ok() {
+                return Ok(());
+            }
+        }
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.read_u32(pa + 4 * i as u64)?;
+        }
+        Ok(())
+    }
+
+    /// As [`read_u32s`](Self::read_u32s), for writes.
+    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
+        if let Ok(off) = self.dram_off(pa, vals.len() * 4, 4) {
+            if self.hal.store_u32s(self.map.dram, off, vals).is_ok() {
+                return Ok(());
+            }
+        }
+        for (i, &v) in vals.iter().enumerate() {
+            self.write_u32(pa + 4 * i as u64, v)?;
+        }
+        Ok(())
+    }
 }
 
 /// The engines, as the sequencer drives them: run the request in DMEM,
@@ -486,6 +513,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             let mem = DramMemory::new(&*hal, &map);
             self.exec.execute(&mem, &req, start)
         };
+        // This request's MACs, before its records (their Release publishes
+        // it to the worker that acquires them).
+        hal.store_u64(
+            map.dram,
+            map.request_macs_off(c as u8, exec_id) as usize,
+            out.macs,
+            Ordering::Relaxed,
+        )?;
         let mut any = false;
         for e in Engine::ALL {
             if req.engine_address(e) == 0 {

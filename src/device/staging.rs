@@ -242,7 +242,7 @@ impl<H: Hal> Stager<H> {
         let switch = self.current != Some(model.id);
         let req = build_request(model, switch);
         let exec_id = self.staged.wrapping_add(1);
-        let slot = (exec_id.wrapping_sub(1)) % slots;
+        let slot = map.request_slot(exec_id);
         let buf = map.request_buf_off(core, slot);
         let area = map.core_area_off(core);
 

@@ -17,169 +17,124 @@
 //!
 //! "The device must already be executing before the worker is told to
 //! harvest it" (docs/abi.md §1.10): any other order is an
-//! [`InvalidEvent`](super::InvalidEvent), for example `submit` before
-//! `stage_and_doorbell`, or `wake_worker` before `trigger`.
+//! [`InvalidEvent`](super::InvalidEvent) of the table, for example `submit`
+//! before `stage_and_doorbell`, or `wake_worker` before `trigger`.
+//!
+//! A schedule call walks the funnel through typed steps ([`Begun`] ->
+//! [`SpaceChecked`] -> [`ItemTaken`] -> [`Doorbelled`] -> [`Submitted`] ->
+//! [`Triggered`]): each step consumes the previous step's value and returns
+//! the next (tracing the table's transition), so a wrong order does not
+//! compile, and every failure exit hands back what the call took (the item
+//! index) so the caller can return it to its free list.
+//!
+//! Submitting before the doorbell does not compile:
+//!
+//! ```compile_fail,E0599
+//! use xunds::fsm::{funnel::Begun, NoHook};
+//! let item = Begun::new(0).check_space(&mut NoHook).take_item(3, &mut NoHook);
+//! let _ = item.submit(&mut NoHook); // no `submit` on ItemTaken
+//! ```
+//!
+//! Waking the worker before the trigger does not compile:
+//!
+//! ```compile_fail,E0599
+//! use xunds::fsm::{funnel::Begun, NoHook};
+//! let d = Begun::new(0)
+//!     .check_space(&mut NoHook)
+//!     .take_item(3, &mut NoHook)
+//!     .stage_and_doorbell(&mut NoHook);
+//! let _ = d.submit(&mut NoHook).wake_worker(&mut NoHook); // no `wake_worker` on Submitted
+//! ```
+//!
+//! Taking an item without checking for space does not compile:
+//!
+//! ```compile_fail,E0599
+//! use xunds::fsm::{funnel::Begun, NoHook};
+//! let _ = Begun::new(0).take_item(3, &mut NoHook); // no `take_item` on Begun
+//! ```
+//!
+//! A step cannot be walked twice (each consumes its value):
+//!
+//! ```compile_fail,E0382
+//! use xunds::fsm::{funnel::Begun, NoHook};
+//! let s = Begun::new(0).check_space(&mut NoHook);
+//! let _a = s.take_item(1, &mut NoHook);
+//! let _b = s.take_item(2, &mut NoHook); // `s` was moved
+//! ```
+//!
+//! The walk the compiler accepts:
+//!
+//! ```
+//! use xunds::fsm::{funnel::Begun, Transition};
+//! let mut log: Vec<Transition> = Vec::new();
+//! let item = Begun::new(0).check_space(&mut log).take_item(3, &mut log);
+//! let done = item.stage_and_doorbell(&mut log).submit(&mut log).trigger(&mut log);
+//! assert_eq!(done.wake_worker(&mut log), 3);
+//! assert_eq!(log.len(), 6);
+//! ```
 
-use super::{Fsm, Row};
+use super::{step_traced, TransitionHook};
 
-/// Where one schedule call is in the funnel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FunnelState {
-    /// Between schedule calls.
-    Idle,
-    /// The XU ring has a free slot for this call.
-    SpaceChecked,
-    /// A work item was taken from the pool.
-    ItemTaken,
-    /// The device request is staged and its doorbell (tail-inc) published.
-    Doorbelled,
-    /// The host slot is written and `scheduled_tail` published.
-    Submitted,
-    /// `scheduled_head` is published: the worker may peek the slot.
-    Triggered,
+super::machine! {
+    /// The submit funnel machine.
+    pub struct Funnel = "funnel";
+    /// Where one schedule call is in the funnel.
+    pub enum FunnelState {
+        /// Between schedule calls.
+        Idle = "IDLE",
+        /// The XU ring has a free slot for this call.
+        SpaceChecked = "SPACE_CHECKED",
+        /// A work item was taken from the pool.
+        ItemTaken = "ITEM_TAKEN",
+        /// The device request is staged and its doorbell (tail-inc) published.
+        Doorbelled = "DOORBELLED",
+        /// The host slot is written and `scheduled_tail` published.
+        Submitted = "SUBMITTED",
+        /// `scheduled_head` is published: the worker may peek the slot.
+        Triggered = "TRIGGERED",
+    }
+    /// One step of the funnel.
+    pub enum FunnelEvent {
+        /// The ring has space.
+        CheckSpace = "check_space",
+        /// The ring is full: refuse with `NRT_QUEUE_FULL`, nothing changed.
+        QueueFull = "queue_full",
+        /// Take a work item from the pool.
+        TakeItem = "take_item",
+        /// The pool is empty: refuse, nothing changed.
+        PoolEmpty = "pool_empty",
+        /// Stage the device request and ring the doorbell.
+        StageAndDoorbell = "stage_and_doorbell",
+        /// Staging failed: the item goes back to the pool; refuse.
+        StageFailed = "stage_failed",
+        /// Write the slot and publish `scheduled_tail` (`xuq_client_submit`).
+        Submit = "submit",
+        /// The ring refused the submit: the item goes back to the pool.
+        SubmitFailed = "submit_failed",
+        /// Publish `scheduled_head` (`xuq_client_trigger_next`).
+        Trigger = "trigger",
+        /// The ring refused the trigger: the item goes back to the pool.
+        TriggerFailed = "trigger_failed",
+        /// Signal the worker's has-work eventfd.
+        WakeWorker = "wake_worker",
+    }
+    rows {
+        Idle + CheckSpace => SpaceChecked,
+        Idle + QueueFull => Idle,
+        SpaceChecked + TakeItem => ItemTaken,
+        SpaceChecked + PoolEmpty => Idle,
+        ItemTaken + StageAndDoorbell => Doorbelled,
+        ItemTaken + StageFailed => Idle,
+        Doorbelled + Submit => Submitted,
+        Doorbelled + SubmitFailed => Idle,
+        Submitted + Trigger => Triggered,
+        Submitted + TriggerFailed => Idle,
+        Triggered + WakeWorker => Idle,
+    }
 }
-
-/// One step of the funnel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FunnelEvent {
-    /// The ring has space.
-    CheckSpace,
-    /// The ring is full: refuse with `NRT_QUEUE_FULL`, nothing changed.
-    QueueFull,
-    /// Take a work item from the pool.
-    TakeItem,
-    /// The pool is empty: refuse, nothing changed.
-    PoolEmpty,
-    /// Stage the device request and ring the doorbell.
-    StageAndDoorbell,
-    /// Staging failed: the item goes back to the pool; refuse.
-    StageFailed,
-    /// Write the slot and publish `scheduled_tail` (`xuq_client_submit`).
-    Submit,
-    /// Publish `scheduled_head` (`xuq_client_trigger_next`).
-    Trigger,
-    /// Signal the worker's has-work eventfd.
-    WakeWorker,
-}
-
-/// The submit funnel machine.
-#[derive(Clone, Copy, Debug)]
-pub struct Funnel;
 
 use FunnelEvent as E;
 use FunnelState as S;
-
-impl Fsm for Funnel {
-    type State = FunnelState;
-    type Event = FunnelEvent;
-    const NAME: &'static str = "funnel";
-    const TABLE: &'static [Row<S, E>] = &[
-        Row {
-            from: S::Idle,
-            event: E::CheckSpace,
-            to: S::SpaceChecked,
-        },
-        Row {
-            from: S::Idle,
-            event: E::QueueFull,
-            to: S::Idle,
-        },
-        Row {
-            from: S::SpaceChecked,
-            event: E::TakeItem,
-            to: S::ItemTaken,
-        },
-        Row {
-            from: S::SpaceChecked,
-            event: E::PoolEmpty,
-            to: S::Idle,
-        },
-        Row {
-            from: S::ItemTaken,
-            event: E::StageAndDoorbell,
-            to: S::Doorbelled,
-        },
-        Row {
-            from: S::ItemTaken,
-            event: E::StageFailed,
-            to: S::Idle,
-        },
-        Row {
-            from: S::Doorbelled,
-            event: E::Submit,
-            to: S::Submitted,
-        },
-        Row {
-            from: S::Submitted,
-            event: E::Trigger,
-            to: S::Triggered,
-        },
-        Row {
-            from: S::Triggered,
-            event: E::WakeWorker,
-            to: S::Idle,
-        },
-    ];
-    const STATES: &'static [S] = &[
-        S::Idle,
-        S::SpaceChecked,
-        S::ItemTaken,
-        S::Doorbelled,
-        S::Submitted,
-        S::Triggered,
-    ];
-    const EVENTS: &'static [E] = &[
-        E::CheckSpace,
-        E::QueueFull,
-        E::TakeItem,
-        E::PoolEmpty,
-        E::StageAndDoorbell,
-        E::StageFailed,
-        E::Submit,
-        E::Trigger,
-        E::WakeWorker,
-    ];
-
-    fn transition(state: S, event: E) -> Option<S> {
-        match (state, event) {
-            (S::Idle, E::CheckSpace) => Some(S::SpaceChecked),
-            (S::Idle, E::QueueFull) => Some(S::Idle),
-            (S::SpaceChecked, E::TakeItem) => Some(S::ItemTaken),
-            (S::SpaceChecked, E::PoolEmpty) => Some(S::Idle),
-            (S::ItemTaken, E::StageAndDoorbell) => Some(S::Doorbelled),
-            (S::ItemTaken, E::StageFailed) => Some(S::Idle),
-            (S::Doorbelled, E::Submit) => Some(S::Submitted),
-            (S::Submitted, E::Trigger) => Some(S::Triggered),
-            (S::Triggered, E::WakeWorker) => Some(S::Idle),
-            _ => None,
-        }
-    }
-
-    fn state_name(state: S) -> &'static str {
-        match state {
-            S::Idle => "IDLE",
-            S::SpaceChecked => "SPACE_CHECKED",
-            S::ItemTaken => "ITEM_TAKEN",
-            S::Doorbelled => "DOORBELLED",
-            S::Submitted => "SUBMITTED",
-            S::Triggered => "TRIGGERED",
-        }
-    }
-
-    fn event_name(event: E) -> &'static str {
-        match event {
-            E::CheckSpace => "check_space",
-            E::QueueFull => "queue_full",
-            E::TakeItem => "take_item",
-            E::PoolEmpty => "pool_empty",
-            E::StageAndDoorbell => "stage_and_doorbell",
-            E::StageFailed => "stage_failed",
-            E::Submit => "submit",
-            E::Trigger => "trigger",
-            E::WakeWorker => "wake_worker",
-        }
-    }
-}
 
 /// The events of one successful schedule call, in the only legal order.
 pub const HAPPY_PATH: [FunnelEvent; 6] = [
@@ -191,13 +146,161 @@ pub const HAPPY_PATH: [FunnelEvent; 6] = [
     E::WakeWorker,
 ];
 
+/// Trace one typed step (legal by construction: the types only offer the
+/// table's rows).
+fn go<H: TransitionHook + ?Sized>(id: u64, from: S, e: E, hook: &mut H) {
+    let _ = step_traced::<Funnel, H>(from, e, id, hook);
+}
+
+/// A schedule call at the funnel's start (`IDLE`), for instance `id` (the core).
+#[must_use]
+#[derive(Debug)]
+pub struct Begun {
+    id: u64,
+}
+
+/// The ring has a free slot for this call.
+#[must_use]
+#[derive(Debug)]
+pub struct SpaceChecked {
+    id: u64,
+}
+
+/// Work item `idx` is this call's.
+#[must_use]
+#[derive(Debug)]
+pub struct ItemTaken {
+    id: u64,
+    idx: u16,
+}
+
+/// The request is staged and its doorbell rung.
+#[must_use]
+#[derive(Debug)]
+pub struct Doorbelled {
+    id: u64,
+    idx: u16,
+}
+
+/// The slot is written and `scheduled_tail` published.
+#[must_use]
+#[derive(Debug)]
+pub struct Submitted {
+    id: u64,
+    idx: u16,
+}
+
+/// `scheduled_head` is published.
+#[must_use]
+#[derive(Debug)]
+pub struct Triggered {
+    id: u64,
+    idx: u16,
+}
+
+impl Begun {
+    /// Start a call on instance `id`.
+    pub fn new(id: u64) -> Begun {
+        Begun { id }
+    }
+
+    /// `check_space` succeeded.
+    pub fn check_space<H: TransitionHook + ?Sized>(self, hook: &mut H) -> SpaceChecked {
+        go(self.id, S::Idle, E::CheckSpace, hook);
+        SpaceChecked { id: self.id }
+    }
+
+    /// The ring is full: the call ends, nothing taken.
+    pub fn queue_full<H: TransitionHook + ?Sized>(self, hook: &mut H) {
+        go(self.id, S::Idle, E::QueueFull, hook);
+    }
+}
+
+impl SpaceChecked {
+    /// Item `idx` was taken from the free list.
+    pub fn take_item<H: TransitionHook + ?Sized>(self, idx: u16, hook: &mut H) -> ItemTaken {
+        go(self.id, S::SpaceChecked, E::TakeItem, hook);
+        ItemTaken { id: self.id, idx }
+    }
+
+    /// The pool is empty: the call ends, nothing taken.
+    pub fn pool_empty<H: TransitionHook + ?Sized>(self, hook: &mut H) {
+        go(self.id, S::SpaceChecked, E::PoolEmpty, hook);
+    }
+}
+
+impl ItemTaken {
+    /// The item's index.
+    pub fn idx(&self) -> u16 {
+        self.idx
+    }
+
+    /// Staged and doorbelled.
+    pub fn stage_and_doorbell<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Doorbelled {
+        go(self.id, S::ItemTaken, E::StageAndDoorbell, hook);
+        Doorbelled {
+            id: self.id,
+            idx: self.idx,
+        }
+    }
+
+    /// Staging failed: the call ends; the item to return.
+    pub fn stage_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
+        go(self.id, S::ItemTaken, E::StageFailed, hook);
+        self.idx
+    }
+}
+
+impl Doorbelled {
+    /// The slot is submitted.
+    pub fn submit<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Submitted {
+        go(self.id, S::Doorbelled, E::Submit, hook);
+        Submitted {
+            id: self.id,
+            idx: self.idx,
+        }
+    }
+
+    /// The ring refused the submit: the call ends; the item to return.
+    pub fn submit_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
+        go(self.id, S::Doorbelled, E::SubmitFailed, hook);
+        self.idx
+    }
+}
+
+impl Submitted {
+    /// Triggered.
+    pub fn trigger<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Triggered {
+        go(self.id, S::Submitted, E::Trigger, hook);
+        Triggered {
+            id: self.id,
+            idx: self.idx,
+        }
+    }
+
+    /// The ring refused the trigger: the call ends; the item to return.
+    pub fn trigger_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
+        go(self.id, S::Submitted, E::TriggerFailed, hook);
+        self.idx
+    }
+}
+
+impl Triggered {
+    /// The worker is woken: the call ends; the item is the worker's now
+    /// (its index, for the caller's log).
+    pub fn wake_worker<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
+        go(self.id, S::Triggered, E::WakeWorker, hook);
+        self.idx
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{check_table, render_table, step};
+    use crate::fsm::{check_table, render_table, step, NoHook as NoLog, Transition};
 
     #[test]
-    fn table_and_function_agree() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<Funnel>().unwrap();
     }
 
@@ -205,6 +308,62 @@ mod tests {
     #[cfg_attr(miri, ignore = "insta reads the snapshot file (Miri isolation)")]
     fn table_snapshot() {
         insta::assert_snapshot!(render_table::<Funnel>());
+    }
+
+    /// The typed walk traces exactly the table's happy path, and each
+    /// failure exit hands the item back and ends in IDLE.
+    #[test]
+    fn typed_steps_trace_the_table() {
+        let mut log: Vec<Transition> = Vec::new();
+        let idx = Begun::new(4)
+            .check_space(&mut log)
+            .take_item(9, &mut log)
+            .stage_and_doorbell(&mut log)
+            .submit(&mut log)
+            .trigger(&mut log)
+            .wake_worker(&mut log);
+        assert_eq!(idx, 9);
+        let names: Vec<_> = log.iter().map(|t| t.event).collect();
+        assert_eq!(
+            names,
+            [
+                "check_space",
+                "take_item",
+                "stage_and_doorbell",
+                "submit",
+                "trigger",
+                "wake_worker"
+            ]
+        );
+        assert!(log.iter().all(|t| t.id == 4));
+        assert_eq!(log.last().unwrap().to, "IDLE");
+        let mut log: Vec<Transition> = Vec::new();
+        let t = || {
+            Begun::new(0)
+                .check_space(&mut NoLog)
+                .take_item(5, &mut NoLog)
+        };
+        assert_eq!(t().stage_failed(&mut log), 5);
+        assert_eq!(t().stage_and_doorbell(&mut log).submit_failed(&mut log), 5);
+        assert_eq!(
+            t().stage_and_doorbell(&mut log)
+                .submit(&mut log)
+                .trigger_failed(&mut log),
+            5
+        );
+        let exits: Vec<_> = log
+            .iter()
+            .filter(|t| t.to == "IDLE")
+            .map(|t| (t.from, t.event))
+            .collect();
+        assert_eq!(
+            exits,
+            [
+                ("ITEM_TAKEN", "stage_failed"),
+                ("DOORBELLED", "submit_failed"),
+                ("SUBMITTED", "trigger_failed")
+            ]
+        );
     }
 
     #[test]

@@ -1,16 +1,22 @@
 //! Pure, table-driven state machines (STYLE.md practice 9).
 //!
 //! `fsm` owns every lifecycle in xunds as data: an enum of states, an enum of
-//! events, one transition function and a table. Nothing here touches memory
-//! or time. An illegal event is an [`InvalidEvent`] value, never a panic, and
+//! events and one list of rows, written once in a [`machine!`] invocation
+//! that generates the enums, the transition function (a `match` over the
+//! rows), the table and the trace names. Nothing here touches memory or
+//! time. An illegal event is an [`InvalidEvent`] value, never a panic, and
 //! every transition can be passed through a [`TransitionHook`] (the trace).
 //! Machines: [`slot`] (XU ring slot FREE -> SUBMITTED -> TRIGGERED -> DONE ->
 //! FREE), [`record`] (NDS record commit lifecycle), and the others the actors
 //! need, each in its own module: [`funnel`] (the Producer's submit funnel),
-//! [`worker`] (the Worker's cycle), [`xu_health`] (Healthy -> Degraded).
+//! [`worker`] (the Worker's cycle), [`proxy`] (the device proxy's cycle),
+//! [`publisher`] (the NDS publisher's cycle), [`xu_health`] (Healthy ->
+//! Degraded).
 #![forbid(unsafe_code)]
 
 pub mod funnel;
+pub mod proxy;
+pub mod publisher;
 pub mod record;
 pub mod slot;
 pub mod worker;
@@ -31,9 +37,9 @@ pub struct Row<S, E> {
 
 /// A state machine described by a transition function and a table.
 ///
-/// `transition` is the one transition function (a `match`, so the hot paths
-/// compile to constants); `TABLE` is the same relation as data, for docs,
-/// diagrams and the [`check_table`] test that proves the two agree.
+/// Implemented by [`machine!`] only: `transition` (a `match`, so the hot
+/// paths compile to constants) and `TABLE` (the same relation as data, for
+/// docs and diagrams) come from one list of rows.
 pub trait Fsm: 'static {
     /// The state enum.
     type State: Copy + Eq + fmt::Debug + 'static;
@@ -152,35 +158,12 @@ pub fn step_traced<M: Fsm, H: TransitionHook + ?Sized>(
     Ok(to)
 }
 
-/// Check that `M::transition` and `M::TABLE` describe the same relation over
-/// every (state, event) pair, and that the lists the check iterates are
-/// sound: `STATES` and `EVENTS` have no duplicates, every state and event a
-/// row names is listed (otherwise its pairs would never be compared), and
-/// every listed state and event takes part in at least one row (a dead entry
-/// is a forgotten row or a stale variant). Returns the first problem found.
+/// Check that every state and every event of `M` takes part in at least one
+/// row (a dead variant is a forgotten row or a stale variant). The function
+/// and the table cannot disagree (one list of rows generates both, and a
+/// duplicate row is an unreachable `match` arm, refused at compile time).
 pub fn check_table<M: Fsm>() -> Result<(), String> {
     let name = M::NAME;
-    if let Some(s) = first_duplicate(M::STATES) {
-        return Err(format!("{name}: state {s:?} listed twice in STATES"));
-    }
-    if let Some(e) = first_duplicate(M::EVENTS) {
-        return Err(format!("{name}: event {e:?} listed twice in EVENTS"));
-    }
-    for r in M::TABLE {
-        for s in [r.from, r.to] {
-            if !M::STATES.contains(&s) {
-                return Err(format!(
-                    "{name}: row {r:?} names state {s:?}, not in STATES"
-                ));
-            }
-        }
-        if !M::EVENTS.contains(&r.event) {
-            return Err(format!(
-                "{name}: row {r:?} names event {:?}, not in EVENTS",
-                r.event
-            ));
-        }
-    }
     if let Some(s) = M::STATES
         .iter()
         .find(|&&s| !M::TABLE.iter().any(|r| r.from == s || r.to == s))
@@ -193,34 +176,89 @@ pub fn check_table<M: Fsm>() -> Result<(), String> {
     {
         return Err(format!("{name}: event {e:?} is in no row"));
     }
-    for &s in M::STATES {
-        for &e in M::EVENTS {
-            let by_fn = M::transition(s, e);
-            let rows: Vec<_> = M::TABLE
-                .iter()
-                .filter(|r| r.from == s && r.event == e)
-                .collect();
-            if rows.len() > 1 {
-                return Err(format!("{name}: duplicate rows for {s:?}/{e:?}"));
-            }
-            let by_table = rows.first().map(|r| r.to);
-            if by_fn != by_table {
-                return Err(format!(
-                    "{name}: {s:?}/{e:?}: function says {by_fn:?}, table says {by_table:?}"
-                ));
-            }
-        }
-    }
     Ok(())
 }
 
-fn first_duplicate<T: PartialEq>(items: &[T]) -> Option<&T> {
-    items
-        .iter()
-        .enumerate()
-        .find(|(i, x)| items[..*i].contains(x))
-        .map(|(_, x)| x)
+/// Define a state machine once: its state and event enums (each variant with
+/// its trace name), and its rows `FROM + EVENT => TO`. Generates the enums,
+/// the machine type and its [`Fsm`] impl: the transition function is a
+/// `match` with one arm per row, `TABLE` the same rows as data, `STATES` and
+/// `EVENTS` every variant, and the names.
+///
+/// ```
+/// xunds::fsm::machine! {
+///     /// A door.
+///     pub struct Door = "door";
+///     /// Its states.
+///     pub enum DoorState { Shut = "SHUT", Open = "OPEN" }
+///     /// Its events.
+///     pub enum DoorEvent { Push = "push", Pull = "pull" }
+///     rows {
+///         Shut + Push => Open,
+///         Open + Pull => Shut,
+///     }
+/// }
+/// use xunds::fsm::{step, Fsm};
+/// assert_eq!(step::<Door>(DoorState::Shut, DoorEvent::Push), Ok(DoorState::Open));
+/// assert!(step::<Door>(DoorState::Shut, DoorEvent::Pull).is_err());
+/// assert_eq!(Door::TABLE.len(), 2);
+/// assert_eq!(Door::state_name(DoorState::Open), "OPEN");
+/// ```
+#[macro_export]
+macro_rules! machine {
+    (
+        $(#[$mm:meta])* $mv:vis struct $M:ident = $name:literal;
+        $(#[$sm:meta])* $sv:vis enum $S:ident {
+            $( $(#[$sdm:meta])* $s:ident = $sn:literal ),+ $(,)?
+        }
+        $(#[$em:meta])* $ev:vis enum $E:ident {
+            $( $(#[$edm:meta])* $e:ident = $en:literal ),+ $(,)?
+        }
+        rows { $( $from:ident + $event:ident => $to:ident ),+ $(,)? }
+    ) => {
+        $(#[$sm])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $sv enum $S { $( $(#[$sdm])* $s ),+ }
+
+        $(#[$em])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $ev enum $E { $( $(#[$edm])* $e ),+ }
+
+        $(#[$mm])*
+        #[derive(Clone, Copy, Debug)]
+        $mv struct $M;
+
+        impl $crate::fsm::Fsm for $M {
+            type State = $S;
+            type Event = $E;
+            const NAME: &'static str = $name;
+            const TABLE: &'static [$crate::fsm::Row<$S, $E>] = &[
+                $( $crate::fsm::Row { from: $S::$from, event: $E::$event, to: $S::$to } ),+
+            ];
+            const STATES: &'static [$S] = &[ $( $S::$s ),+ ];
+            const EVENTS: &'static [$E] = &[ $( $E::$e ),+ ];
+
+            #[inline]
+            #[deny(unreachable_patterns)] // a duplicate row does not compile
+            fn transition(state: $S, event: $E) -> Option<$S> {
+                match (state, event) {
+                    $( ($S::$from, $E::$event) => Some($S::$to), )+
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            fn state_name(state: $S) -> &'static str {
+                match state { $( $S::$s => $sn ),+ }
+            }
+
+            fn event_name(event: $E) -> &'static str {
+                match event { $( $E::$e => $en ),+ }
+            }
+        }
+    };
 }
+pub use machine;
 
 /// Render a machine's table as a Graphviz-free text diagram (for docs and
 /// snapshots): one `FROM --event--> TO` line per row.
@@ -241,88 +279,49 @@ pub fn render_table<M: Fsm>() -> String {
 mod tests {
     use super::*;
 
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum S {
-        A,
-        B,
-        C,
-    }
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum E {
-        Go,
-        Back,
-    }
-
-    /// A toy machine whose lists and table each test below breaks in one
-    /// way; `check_table` must name the break.
-    macro_rules! machine {
-        ($name:ident, states: $states:expr, events: $events:expr, table: $table:expr,
-         transition: $tr:expr) => {
-            struct $name;
-            impl Fsm for $name {
-                type State = S;
-                type Event = E;
-                const NAME: &'static str = stringify!($name);
-                const TABLE: &'static [Row<S, E>] = $table;
-                const STATES: &'static [S] = $states;
-                const EVENTS: &'static [E] = $events;
-                fn transition(s: S, e: E) -> Option<S> {
-                    let f: fn(S, E) -> Option<S> = $tr;
-                    f(s, e)
-                }
-                fn state_name(_: S) -> &'static str {
-                    "s"
-                }
-                fn event_name(_: E) -> &'static str {
-                    "e"
-                }
-            }
-        };
-    }
-
-    const GO: Row<S, E> = Row {
-        from: S::A,
-        event: E::Go,
-        to: S::B,
-    };
-    const BACK: Row<S, E> = Row {
-        from: S::B,
-        event: E::Back,
-        to: S::A,
-    };
-    fn good(s: S, e: E) -> Option<S> {
-        match (s, e) {
-            (S::A, E::Go) => Some(S::B),
-            (S::B, E::Back) => Some(S::A),
-            _ => None,
+    crate::fsm::machine! {
+        /// A sound toy.
+        struct Good = "Good";
+        enum S { A = "s", B = "s", C = "c" }
+        enum E { Go = "e", Back = "e", Stay = "stay" }
+        rows {
+            A + Go => B,
+            B + Back => A,
+            C + Stay => C,
         }
     }
 
-    machine!(Good, states: &[S::A, S::B], events: &[E::Go, E::Back],
-        table: &[GO, BACK], transition: good);
-    machine!(Disagrees, states: &[S::A, S::B], events: &[E::Go, E::Back],
-        table: &[GO, BACK], transition: |s, e| good(s, e).or(Some(S::A)));
-    machine!(DupState, states: &[S::A, S::B, S::A], events: &[E::Go, E::Back],
-        table: &[GO, BACK], transition: good);
-    machine!(Unlisted, states: &[S::A], events: &[E::Go, E::Back],
-        table: &[GO, BACK], transition: good);
-    machine!(DeadState, states: &[S::A, S::B, S::C], events: &[E::Go, E::Back],
-        table: &[GO, BACK], transition: good);
-    machine!(DeadEvent, states: &[S::A, S::B], events: &[E::Go, E::Back],
-        table: &[GO], transition: |s, e| if e == E::Go { good(s, e) } else { None });
-    machine!(DupRow, states: &[S::A, S::B], events: &[E::Go, E::Back],
-        table: &[GO, BACK, GO], transition: good);
+    crate::fsm::machine! {
+        /// A machine with a dead state (`Z`) and a dead event (`Nop`).
+        struct Dead = "Dead";
+        enum DS { X = "x", Y = "y", Z = "z" }
+        enum DE { Go = "go", Nop = "nop" }
+        rows {
+            X + Go => Y,
+        }
+    }
+
+    crate::fsm::machine! {
+        /// Only a dead event.
+        struct DeadEv = "DeadEv";
+        enum FS { X = "x", Y = "y" }
+        enum FE { Go = "go", Nop = "nop" }
+        rows {
+            X + Go => Y,
+        }
+    }
 
     #[test]
     fn check_table_accepts_a_sound_machine_and_names_each_defect() {
         assert_eq!(check_table::<Good>(), Ok(()));
-        let err = |r: Result<(), String>| r.unwrap_err();
-        assert!(err(check_table::<Disagrees>()).contains("function says"));
-        assert!(err(check_table::<DupState>()).contains("listed twice"));
-        assert!(err(check_table::<Unlisted>()).contains("not in STATES"));
-        assert!(err(check_table::<DeadState>()).contains("C is in no row"));
-        assert!(err(check_table::<DeadEvent>()).contains("Back is in no row"));
-        assert!(err(check_table::<DupRow>()).contains("duplicate rows"));
+        assert!(check_table::<Dead>()
+            .unwrap_err()
+            .contains("Z is in no row"));
+        assert!(check_table::<DeadEv>()
+            .unwrap_err()
+            .contains("Nop is in no row"));
+        assert_eq!(Good::TABLE.len(), 3);
+        assert_eq!(Good::STATES, &[S::A, S::B, S::C]);
     }
 
     #[test]
@@ -336,6 +335,9 @@ mod tests {
         assert!(step_traced::<Good, _>(S::A, E::Back, 9, &mut log).is_err());
         assert_eq!(log.len(), 1, "a refused event is not traced");
         assert_eq!(log[0].id, 9);
-        assert_eq!(render_table::<Good>(), "s --e--> s\ns --e--> s\n");
+        assert_eq!(
+            render_table::<Good>(),
+            "s --e--> s\ns --e--> s\nc --stay--> c\n"
+        );
     }
 }

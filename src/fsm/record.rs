@@ -3,7 +3,7 @@
 //! One machine per self-describing record the writer owns (the 64 model
 //! slots, process-info and process-info-ext). Every commit, update and delete
 //! in [`crate::nds::Writer`] steps through it, so an update of a free slot or a
-//! double delete is an [`InvalidEvent`](super::InvalidEvent) value instead of
+//! double delete is an [`InvalidEvent`] value instead of
 //! corrupted shared memory.
 //!
 //! ```text
@@ -26,160 +26,159 @@
 //! slot all-zero (Unpublished to readers). In `Updating` and during `Delete`
 //! the slab's hash word is 0, which every reader treats as "not published".
 
-use super::{Fsm, Row};
+use super::{step, step_traced, InvalidEvent, TransitionHook};
 
-/// Where one record is in its commit lifecycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RecordState {
-    /// Nothing published; for a model slot its bitmap bit is clear.
-    Free,
-    /// Reserved (bitmap bit set for a model slot); the record is built in a
-    /// private staging copy with a zero hash word.
-    Staged,
-    /// The staging copy carries its FNV-1a-32 hash (docs/abi.md §2.8).
-    Stamped,
-    /// The slab holds the record with a valid hash; readers see it Fresh.
-    Published,
-    /// An update in place is running: the slab's hash word is zero while the
-    /// body is rewritten.
-    Updating,
-    /// The record is zeroed in the slab; the bitmap bit is still set.
-    Deleted,
+super::machine! {
+    /// The NDS record commit machine.
+    pub struct RecordFsm = "nds_record";
+    /// Where one record is in its commit lifecycle.
+    pub enum RecordState {
+        /// Nothing published; for a model slot its bitmap bit is clear.
+        Free = "FREE",
+        /// Reserved (bitmap bit set for a model slot); the record is built in a
+        /// private staging copy with a zero hash word.
+        Staged = "STAGED",
+        /// The staging copy carries its FNV-1a-32 hash (docs/abi.md §2.8).
+        Stamped = "STAMPED",
+        /// The slab holds the record with a valid hash; readers see it Fresh.
+        Published = "PUBLISHED",
+        /// An update in place is running: the slab's hash word is zero while the
+        /// body is rewritten.
+        Updating = "UPDATING",
+        /// The record is zeroed in the slab; the bitmap bit is still set.
+        Deleted = "DELETED",
+    }
+    /// What the writer does to a record.
+    pub enum RecordEvent {
+        /// Take the slot and build the record in private staging memory.
+        Stage = "stage",
+        /// Stamp the staging copy with its hash.
+        Stamp = "stamp",
+        /// Copy the body into the slab word by word, then store the hash word
+        /// with Release.
+        Publish = "publish",
+        /// Start an update in place: stage and stamp the new copy, zero the slab's
+        /// hash word.
+        BeginUpdate = "begin_update",
+        /// Zero the hash word, then the whole record.
+        Delete = "delete",
+        /// Clear the bitmap bit: the slot may be reused.
+        Reclaim = "reclaim",
+    }
+    rows {
+        Free + Stage => Staged,
+        Staged + Stamp => Stamped,
+        Stamped + Publish => Published,
+        Published + BeginUpdate => Updating,
+        Updating + Publish => Published,
+        Published + Delete => Deleted,
+        Deleted + Reclaim => Free,
+    }
 }
 
-/// What the writer does to a record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RecordEvent {
-    /// Take the slot and build the record in private staging memory.
-    Stage,
-    /// Stamp the staging copy with its hash.
-    Stamp,
-    /// Copy the body into the slab word by word, then store the hash word
-    /// with Release.
-    Publish,
-    /// Start an update in place: stage and stamp the new copy, zero the slab's
-    /// hash word.
-    BeginUpdate,
-    /// Zero the hash word, then the whole record.
-    Delete,
-    /// Clear the bitmap bit: the slot may be reused.
-    Reclaim,
-}
-
-/// The NDS record commit machine.
-#[derive(Clone, Copy, Debug)]
-pub struct RecordFsm;
-
-impl Fsm for RecordFsm {
-    type State = RecordState;
-    type Event = RecordEvent;
-
-    const NAME: &'static str = "nds_record";
-
-    const TABLE: &'static [Row<RecordState, RecordEvent>] = {
-        use RecordEvent as E;
-        use RecordState as S;
-        &[
-            Row {
-                from: S::Free,
-                event: E::Stage,
-                to: S::Staged,
-            },
-            Row {
-                from: S::Staged,
-                event: E::Stamp,
-                to: S::Stamped,
-            },
-            Row {
-                from: S::Stamped,
-                event: E::Publish,
-                to: S::Published,
-            },
-            Row {
-                from: S::Published,
-                event: E::BeginUpdate,
-                to: S::Updating,
-            },
-            Row {
-                from: S::Updating,
-                event: E::Publish,
-                to: S::Published,
-            },
-            Row {
-                from: S::Published,
-                event: E::Delete,
-                to: S::Deleted,
-            },
-            Row {
-                from: S::Deleted,
-                event: E::Reclaim,
-                to: S::Free,
-            },
-        ]
+/// One lifecycle step of record `id`, traced when a hook is given.
+fn go(
+    state: &mut RecordState,
+    event: RecordEvent,
+    id: u64,
+    hook: Option<&mut dyn TransitionHook>,
+) -> Result<(), InvalidEvent<RecordState, RecordEvent>> {
+    *state = match hook {
+        Some(h) => step_traced::<RecordFsm, dyn TransitionHook>(*state, event, id, h)?,
+        None => step::<RecordFsm>(*state, event)?,
     };
+    Ok(())
+}
 
-    const STATES: &'static [RecordState] = &[
-        RecordState::Free,
-        RecordState::Staged,
-        RecordState::Stamped,
-        RecordState::Published,
-        RecordState::Updating,
-        RecordState::Deleted,
-    ];
+/// A record this call staged (a free record, built privately): the commit's
+/// typed steps start here. A record's state outlives a call, so entering is
+/// checked against it; the steps after that are ordered by type.
+///
+/// Publishing a record before stamping it does not compile:
+///
+/// ```compile_fail,E0599
+/// use xunds::fsm::record::{RecordState, Staged};
+/// let mut s = RecordState::Free;
+/// let staged = Staged::stage(&mut s, 0, None).unwrap();
+/// staged.publish(None); // no `publish` on Staged
+/// ```
+///
+/// The order the compiler accepts:
+///
+/// ```
+/// use xunds::fsm::record::{RecordState, Staged};
+/// let mut s = RecordState::Free;
+/// Staged::stage(&mut s, 0, None).unwrap().stamp(None).unwrap().publish(None).unwrap();
+/// assert_eq!(s, RecordState::Published);
+/// ```
+#[must_use]
+#[derive(Debug)]
+pub struct Staged<'a> {
+    state: &'a mut RecordState,
+    id: u64,
+}
 
-    const EVENTS: &'static [RecordEvent] = &[
-        RecordEvent::Stage,
-        RecordEvent::Stamp,
-        RecordEvent::Publish,
-        RecordEvent::BeginUpdate,
-        RecordEvent::Delete,
-        RecordEvent::Reclaim,
-    ];
+/// A record whose new copy is stamped (or whose update began): next, its
+/// bytes go to the slab and [`Stamped::publish`] ends the commit.
+#[must_use]
+#[derive(Debug)]
+pub struct Stamped<'a> {
+    state: &'a mut RecordState,
+    id: u64,
+}
 
-    fn transition(state: RecordState, event: RecordEvent) -> Option<RecordState> {
-        use RecordEvent as E;
-        use RecordState as S;
-        match (state, event) {
-            (S::Free, E::Stage) => Some(S::Staged),
-            (S::Staged, E::Stamp) => Some(S::Stamped),
-            (S::Stamped, E::Publish) | (S::Updating, E::Publish) => Some(S::Published),
-            (S::Published, E::BeginUpdate) => Some(S::Updating),
-            (S::Published, E::Delete) => Some(S::Deleted),
-            (S::Deleted, E::Reclaim) => Some(S::Free),
-            _ => None,
-        }
+impl<'a> Staged<'a> {
+    /// Stage a free record (`FREE --stage--> STAGED`).
+    pub fn stage(
+        state: &'a mut RecordState,
+        id: u64,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Staged<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(state, RecordEvent::Stage, id, hook)?;
+        Ok(Staged { state, id })
     }
 
-    fn state_name(state: RecordState) -> &'static str {
-        match state {
-            RecordState::Free => "FREE",
-            RecordState::Staged => "STAGED",
-            RecordState::Stamped => "STAMPED",
-            RecordState::Published => "PUBLISHED",
-            RecordState::Updating => "UPDATING",
-            RecordState::Deleted => "DELETED",
-        }
+    /// The private copy carries its hash (`STAGED --stamp--> STAMPED`).
+    pub fn stamp(
+        self,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Stamped<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(self.state, RecordEvent::Stamp, self.id, hook)?;
+        Ok(Stamped {
+            state: self.state,
+            id: self.id,
+        })
+    }
+}
+
+impl<'a> Stamped<'a> {
+    /// Begin the in-place update of a published record (`PUBLISHED
+    /// --begin_update--> UPDATING`): its new copy is stamped already.
+    pub fn begin_update(
+        state: &'a mut RecordState,
+        id: u64,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<Stamped<'a>, InvalidEvent<RecordState, RecordEvent>> {
+        go(state, RecordEvent::BeginUpdate, id, hook)?;
+        Ok(Stamped { state, id })
     }
 
-    fn event_name(event: RecordEvent) -> &'static str {
-        match event {
-            RecordEvent::Stage => "stage",
-            RecordEvent::Stamp => "stamp",
-            RecordEvent::Publish => "publish",
-            RecordEvent::BeginUpdate => "begin_update",
-            RecordEvent::Delete => "delete",
-            RecordEvent::Reclaim => "reclaim",
-        }
+    /// The slab holds the record, hash word last (`--publish--> PUBLISHED`).
+    pub fn publish(
+        self,
+        hook: Option<&mut dyn TransitionHook>,
+    ) -> Result<(), InvalidEvent<RecordState, RecordEvent>> {
+        go(self.state, RecordEvent::Publish, self.id, hook)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{check_table, render_table, step, step_traced, Transition};
+    use crate::fsm::{check_table, render_table, Fsm, Transition};
 
     #[test]
-    fn table_and_function_agree() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<RecordFsm>().unwrap();
     }
 

@@ -18,104 +18,36 @@
 //!
 //! [`InvalidEvent`]: crate::fsm::InvalidEvent
 
-use super::{Fsm, Row};
-
-/// Where one ring slot is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SlotState {
-    /// In the producer's free region (`index >= scheduled_tail` or reclaimed).
-    Free,
-    /// Body written and `scheduled_tail` published; not yet visible to the worker.
-    Submitted,
-    /// `scheduled_head` published past it: the worker may read it.
-    Triggered,
-    /// The worker wrote the status; completion not yet published.
-    Done,
-}
-
-/// What can happen to a slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SlotEvent {
-    /// `xuq_client_submit`: write the body, publish `scheduled_tail`.
-    Submit,
-    /// `xuq_client_trigger_next`: publish `scheduled_head`.
-    Trigger,
-    /// The worker finished the execution and wrote its status.
-    Complete,
-    /// `xuq_worker_pop_current_exec`: capture, then advance `exec_head`.
-    Reclaim,
-}
-
-/// The slot lifecycle machine.
-#[derive(Clone, Copy, Debug)]
-pub struct SlotFsm;
-
-impl Fsm for SlotFsm {
-    type State = SlotState;
-    type Event = SlotEvent;
-    const NAME: &'static str = "xu_slot";
-    const TABLE: &'static [Row<SlotState, SlotEvent>] = &[
-        Row {
-            from: SlotState::Free,
-            event: SlotEvent::Submit,
-            to: SlotState::Submitted,
-        },
-        Row {
-            from: SlotState::Submitted,
-            event: SlotEvent::Trigger,
-            to: SlotState::Triggered,
-        },
-        Row {
-            from: SlotState::Triggered,
-            event: SlotEvent::Complete,
-            to: SlotState::Done,
-        },
-        Row {
-            from: SlotState::Done,
-            event: SlotEvent::Reclaim,
-            to: SlotState::Free,
-        },
-    ];
-    const STATES: &'static [SlotState] = &[
-        SlotState::Free,
-        SlotState::Submitted,
-        SlotState::Triggered,
-        SlotState::Done,
-    ];
-    const EVENTS: &'static [SlotEvent] = &[
-        SlotEvent::Submit,
-        SlotEvent::Trigger,
-        SlotEvent::Complete,
-        SlotEvent::Reclaim,
-    ];
-
-    #[inline]
-    fn transition(state: SlotState, event: SlotEvent) -> Option<SlotState> {
-        match (state, event) {
-            (SlotState::Free, SlotEvent::Submit) => Some(SlotState::Submitted),
-            (SlotState::Submitted, SlotEvent::Trigger) => Some(SlotState::Triggered),
-            (SlotState::Triggered, SlotEvent::Complete) => Some(SlotState::Done),
-            (SlotState::Done, SlotEvent::Reclaim) => Some(SlotState::Free),
-            _ => None,
-        }
+super::machine! {
+    /// The slot lifecycle machine.
+    pub struct SlotFsm = "xu_slot";
+    /// Where one ring slot is in its life.
+    pub enum SlotState {
+        /// In the producer's free region (`index >= scheduled_tail` or reclaimed).
+        Free = "FREE",
+        /// Body written and `scheduled_tail` published; not yet visible to the worker.
+        Submitted = "SUBMITTED",
+        /// `scheduled_head` published past it: the worker may read it.
+        Triggered = "TRIGGERED",
+        /// The worker wrote the status; completion not yet published.
+        Done = "DONE",
     }
-
-    fn state_name(state: SlotState) -> &'static str {
-        match state {
-            SlotState::Free => "FREE",
-            SlotState::Submitted => "SUBMITTED",
-            SlotState::Triggered => "TRIGGERED",
-            SlotState::Done => "DONE",
-        }
+    /// What can happen to a slot.
+    pub enum SlotEvent {
+        /// `xuq_client_submit`: write the body, publish `scheduled_tail`.
+        Submit = "submit",
+        /// `xuq_client_trigger_next`: publish `scheduled_head`.
+        Trigger = "trigger",
+        /// The worker finished the execution and wrote its status.
+        Complete = "complete",
+        /// `xuq_worker_pop_current_exec`: capture, then advance `exec_head`.
+        Reclaim = "reclaim",
     }
-
-    fn event_name(event: SlotEvent) -> &'static str {
-        match event {
-            SlotEvent::Submit => "submit",
-            SlotEvent::Trigger => "trigger",
-            SlotEvent::Complete => "complete",
-            SlotEvent::Reclaim => "reclaim",
-        }
+    rows {
+        Free + Submit => Submitted,
+        Submitted + Trigger => Triggered,
+        Triggered + Complete => Done,
+        Done + Reclaim => Free,
     }
 }
 
@@ -141,7 +73,7 @@ mod tests {
     use crate::fsm::{check_table, render_table, step, step_traced, Transition};
 
     #[test]
-    fn table_agrees_with_function() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<SlotFsm>().unwrap();
     }
 

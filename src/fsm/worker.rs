@@ -23,157 +23,73 @@
 //! non-final NQ records itself and hands the worker only an execution's end
 //! (done, error or timeout), so the worker stays in `CURRENT` until then.
 
-use super::{Fsm, Row};
-
-/// Where the worker is in its cycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WorkerState {
-    /// Awake with no current execution.
-    Idle,
-    /// Waiting on the has-work eventfd.
-    Sleeping,
-    /// Peeked a triggered slot; harvesting its NQ records until it ends.
-    Current,
-    /// The execution ended (done record, or timeout).
-    Harvested,
-    /// `infer_resp_t` is filled.
-    RespFilled,
-    /// The caller's `exec_status` is written.
-    StatusWritten,
-    /// Counter updates handed to the NDS publisher.
-    CountersReported,
-    /// The work item is back in the pool.
-    ItemReturned,
-    /// `exec_head` advanced (slot captured first).
-    Popped,
+super::machine! {
+    /// The worker cycle machine (named so it is not confused with the Worker actor).
+    pub struct WorkerCycle = "worker";
+    /// Where the worker is in its cycle.
+    pub enum WorkerState {
+        /// Awake with no current execution.
+        Idle = "IDLE",
+        /// Waiting on the has-work eventfd.
+        Sleeping = "SLEEPING",
+        /// Peeked a triggered slot; harvesting its NQ records until it ends.
+        Current = "CURRENT",
+        /// The execution ended (done record, or timeout).
+        Harvested = "HARVESTED",
+        /// `infer_resp_t` is filled.
+        RespFilled = "RESP_FILLED",
+        /// The caller's `exec_status` is written.
+        StatusWritten = "STATUS_WRITTEN",
+        /// Counter updates handed to the NDS publisher.
+        CountersReported = "COUNTERS_REPORTED",
+        /// The work item is back in the pool.
+        ItemReturned = "ITEM_RETURNED",
+        /// `exec_head` advanced (slot captured first).
+        Popped = "POPPED",
+    }
+    /// One step of the worker's cycle.
+    pub enum WorkerEvent {
+        /// Nothing triggered: go to sleep on the has-work eventfd.
+        Sleep = "sleep",
+        /// The eventfd fired (or the wait timed out): look again.
+        Wake = "wake",
+        /// A triggered slot is visible.
+        Peek = "peek",
+        /// The final (done or error) NQ record of the current execution.
+        ExecDone = "exec_done",
+        /// The execution's deadline passed without a final record.
+        TimedOut = "timed_out",
+        /// Fill `infer_resp_t`.
+        FillResp = "fill_resp",
+        /// Write the caller's status.
+        WriteStatus = "write_status",
+        /// Report counter updates.
+        ReportCounters = "report_counters",
+        /// Return the work item to the pool.
+        ReturnItem = "return_item",
+        /// Capture the slot, then advance `exec_head`.
+        Pop = "pop",
+        /// Signal the waiter's eventfd (a no-op step when there is none).
+        SignalWaiter = "signal_waiter",
+    }
+    rows {
+        Idle + Sleep => Sleeping,
+        Sleeping + Wake => Idle,
+        Idle + Peek => Current,
+        Current + ExecDone => Harvested,
+        Current + TimedOut => Harvested,
+        Harvested + FillResp => RespFilled,
+        RespFilled + WriteStatus => StatusWritten,
+        StatusWritten + ReportCounters => CountersReported,
+        CountersReported + ReturnItem => ItemReturned,
+        ItemReturned + Pop => Popped,
+        Popped + SignalWaiter => Idle,
+    }
 }
-
-/// One step of the worker's cycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WorkerEvent {
-    /// Nothing triggered: go to sleep on the has-work eventfd.
-    Sleep,
-    /// The eventfd fired (or the wait timed out): look again.
-    Wake,
-    /// A triggered slot is visible.
-    Peek,
-    /// The final (done or error) NQ record of the current execution.
-    ExecDone,
-    /// The execution's deadline passed without a final record.
-    TimedOut,
-    /// Fill `infer_resp_t`.
-    FillResp,
-    /// Write the caller's status.
-    WriteStatus,
-    /// Report counter updates.
-    ReportCounters,
-    /// Return the work item to the pool.
-    ReturnItem,
-    /// Capture the slot, then advance `exec_head`.
-    Pop,
-    /// Signal the waiter's eventfd (a no-op step when there is none).
-    SignalWaiter,
-}
-
-/// The worker cycle machine (named so it is not confused with the Worker actor).
-#[derive(Clone, Copy, Debug)]
-pub struct WorkerCycle;
 
 use WorkerEvent as E;
+#[cfg(test)]
 use WorkerState as S;
-
-const fn row(from: S, event: E, to: S) -> Row<S, E> {
-    Row { from, event, to }
-}
-
-impl Fsm for WorkerCycle {
-    type State = WorkerState;
-    type Event = WorkerEvent;
-    const NAME: &'static str = "worker";
-    const TABLE: &'static [Row<S, E>] = &[
-        row(S::Idle, E::Sleep, S::Sleeping),
-        row(S::Sleeping, E::Wake, S::Idle),
-        row(S::Idle, E::Peek, S::Current),
-        row(S::Current, E::ExecDone, S::Harvested),
-        row(S::Current, E::TimedOut, S::Harvested),
-        row(S::Harvested, E::FillResp, S::RespFilled),
-        row(S::RespFilled, E::WriteStatus, S::StatusWritten),
-        row(S::StatusWritten, E::ReportCounters, S::CountersReported),
-        row(S::CountersReported, E::ReturnItem, S::ItemReturned),
-        row(S::ItemReturned, E::Pop, S::Popped),
-        row(S::Popped, E::SignalWaiter, S::Idle),
-    ];
-    const STATES: &'static [S] = &[
-        S::Idle,
-        S::Sleeping,
-        S::Current,
-        S::Harvested,
-        S::RespFilled,
-        S::StatusWritten,
-        S::CountersReported,
-        S::ItemReturned,
-        S::Popped,
-    ];
-    const EVENTS: &'static [E] = &[
-        E::Sleep,
-        E::Wake,
-        E::Peek,
-        E::ExecDone,
-        E::TimedOut,
-        E::FillResp,
-        E::WriteStatus,
-        E::ReportCounters,
-        E::ReturnItem,
-        E::Pop,
-        E::SignalWaiter,
-    ];
-
-    fn transition(state: S, event: E) -> Option<S> {
-        match (state, event) {
-            (S::Idle, E::Sleep) => Some(S::Sleeping),
-            (S::Sleeping, E::Wake) => Some(S::Idle),
-            (S::Idle, E::Peek) => Some(S::Current),
-            (S::Current, E::ExecDone | E::TimedOut) => Some(S::Harvested),
-            (S::Harvested, E::FillResp) => Some(S::RespFilled),
-            (S::RespFilled, E::WriteStatus) => Some(S::StatusWritten),
-            (S::StatusWritten, E::ReportCounters) => Some(S::CountersReported),
-            (S::CountersReported, E::ReturnItem) => Some(S::ItemReturned),
-            (S::ItemReturned, E::Pop) => Some(S::Popped),
-            (S::Popped, E::SignalWaiter) => Some(S::Idle),
-            _ => None,
-        }
-    }
-
-    fn state_name(state: S) -> &'static str {
-        match state {
-            S::Idle => "IDLE",
-            S::Sleeping => "SLEEPING",
-            S::Current => "CURRENT",
-            S::Harvested => "HARVESTED",
-            S::RespFilled => "RESP_FILLED",
-            S::StatusWritten => "STATUS_WRITTEN",
-            S::CountersReported => "COUNTERS_REPORTED",
-            S::ItemReturned => "ITEM_RETURNED",
-            S::Popped => "POPPED",
-        }
-    }
-
-    fn event_name(event: E) -> &'static str {
-        match event {
-            E::Sleep => "sleep",
-            E::Wake => "wake",
-            E::Peek => "peek",
-            E::ExecDone => "exec_done",
-            E::TimedOut => "timed_out",
-            E::FillResp => "fill_resp",
-            E::WriteStatus => "write_status",
-            E::ReportCounters => "report_counters",
-            E::ReturnItem => "return_item",
-            E::Pop => "pop",
-            E::SignalWaiter => "signal_waiter",
-        }
-    }
-}
 
 /// The completion steps after the harvest, in the only legal order.
 pub const COMPLETION: [WorkerEvent; 6] = [
@@ -191,7 +107,7 @@ mod tests {
     use crate::fsm::{check_table, render_table, step};
 
     #[test]
-    fn table_and_function_agree() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<WorkerCycle>().unwrap();
     }
 

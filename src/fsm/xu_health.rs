@@ -17,103 +17,43 @@
 //! completing (with their own statuses), so further timeouts or errors while
 //! degraded are legal and change nothing.
 
-use super::{step, Fsm, Row};
+use super::step;
 use crate::wire::status::NrtStatus;
 
-/// The health of an XU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum XuHealthState {
-    /// Schedules are accepted.
-    Healthy,
-    /// Unrecoverable: every schedule is refused with 101.
-    Degraded,
+super::machine! {
+    /// The XU health machine.
+    pub struct XuHealth = "xu_health";
+    /// The health of an XU.
+    pub enum XuHealthState {
+        /// Schedules are accepted.
+        Healthy = "HEALTHY",
+        /// Unrecoverable: every schedule is refused with 101.
+        Degraded = "DEGRADED",
+    }
+    /// What can happen to an XU's health.
+    pub enum XuHealthEvent {
+        /// A schedule call asks to be admitted.
+        Schedule = "schedule",
+        /// An execution on this XU timed out.
+        Timeout = "timeout",
+        /// The device reported a fatal error for this XU.
+        FatalError = "fatal_error",
+        /// The XU was drained and reset: it may schedule again.
+        Recover = "recover",
+    }
+    rows {
+        Healthy + Schedule => Healthy,
+        Healthy + Timeout => Degraded,
+        Healthy + FatalError => Degraded,
+        Degraded + Timeout => Degraded,
+        Degraded + FatalError => Degraded,
+        Degraded + Recover => Healthy,
+    }
 }
-
-/// What can happen to an XU's health.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum XuHealthEvent {
-    /// A schedule call asks to be admitted.
-    Schedule,
-    /// An execution on this XU timed out.
-    Timeout,
-    /// The device reported a fatal error for this XU.
-    FatalError,
-    /// The XU was drained and reset: it may schedule again.
-    Recover,
-}
-
-/// The XU health machine.
-#[derive(Clone, Copy, Debug)]
-pub struct XuHealth;
 
 use XuHealthEvent as E;
+#[cfg(test)]
 use XuHealthState as S;
-
-impl Fsm for XuHealth {
-    type State = XuHealthState;
-    type Event = XuHealthEvent;
-    const NAME: &'static str = "xu_health";
-    const TABLE: &'static [Row<S, E>] = &[
-        Row {
-            from: S::Healthy,
-            event: E::Schedule,
-            to: S::Healthy,
-        },
-        Row {
-            from: S::Healthy,
-            event: E::Timeout,
-            to: S::Degraded,
-        },
-        Row {
-            from: S::Healthy,
-            event: E::FatalError,
-            to: S::Degraded,
-        },
-        Row {
-            from: S::Degraded,
-            event: E::Timeout,
-            to: S::Degraded,
-        },
-        Row {
-            from: S::Degraded,
-            event: E::FatalError,
-            to: S::Degraded,
-        },
-        Row {
-            from: S::Degraded,
-            event: E::Recover,
-            to: S::Healthy,
-        },
-    ];
-    const STATES: &'static [S] = &[S::Healthy, S::Degraded];
-    const EVENTS: &'static [E] = &[E::Schedule, E::Timeout, E::FatalError, E::Recover];
-
-    fn transition(state: S, event: E) -> Option<S> {
-        match (state, event) {
-            (S::Healthy, E::Schedule) => Some(S::Healthy),
-            (_, E::Timeout | E::FatalError) => Some(S::Degraded),
-            (S::Degraded, E::Schedule) => None,
-            (S::Degraded, E::Recover) => Some(S::Healthy),
-            (S::Healthy, E::Recover) => None,
-        }
-    }
-
-    fn state_name(state: S) -> &'static str {
-        match state {
-            S::Healthy => "HEALTHY",
-            S::Degraded => "DEGRADED",
-        }
-    }
-
-    fn event_name(event: E) -> &'static str {
-        match event {
-            E::Schedule => "schedule",
-            E::Timeout => "timeout",
-            E::FatalError => "fatal_error",
-            E::Recover => "recover",
-        }
-    }
-}
 
 /// Admit a schedule call: `Ok` when healthy, else the status the caller gets,
 /// `NRT_EXEC_UNIT_UNRECOVERABLE` (101).
@@ -127,7 +67,7 @@ mod tests {
     use crate::fsm::{check_table, render_table};
 
     #[test]
-    fn table_and_function_agree() {
+    fn every_state_and_event_is_in_a_row() {
         check_table::<XuHealth>().unwrap();
     }
 

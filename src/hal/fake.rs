@@ -113,6 +113,10 @@ impl Hal for FakeHal {
         Ok(RegionHandle::new(index, id, len))
     }
 
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
+        self.words(r).map(|w| w.as_ptr() as usize as u64)
+    }
+
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let index = self.events.insert(id, || Ok(Arc::new(AtomicU64::new(0))))?;
         Ok(EventHandle::new(index, id))

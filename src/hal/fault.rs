@@ -191,7 +191,7 @@ fn core_of(id: RegionId) -> Option<u8> {
         | RegionId::Regs { core }
         | RegionId::DescRing { core, .. }
         | RegionId::NqRing { core, .. } => Some(core),
-        RegionId::Dram | RegionId::Other { .. } => None,
+        RegionId::Dram | RegionId::WorkItems { .. } | RegionId::Other { .. } => None,
     }
 }
 
@@ -328,7 +328,7 @@ impl<H: Hal> Hal for FaultInjector<H> {
         format!("faults({})", self.inner.name())
     }
     super::forward_hal!(self => self.inner;
-        map, event, copy_in, copy_out, store_u32, fetch_add_u32, load_u64, store_u64,
+        map, base_addr, event, copy_in, copy_out, store_u32, fetch_add_u32, load_u64, store_u64,
         write16, read16, read_desc, read_nq, notify, wait, event_fd);
 
     fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {

@@ -105,6 +105,11 @@ impl Hal for LinuxHal {
         Ok(RegionHandle::new(index, id, len))
     }
 
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
+        let p = self.region(r)?.ptr_at(0, 0, 1).map_err(|e| mem_err(r, e))?;
+        Ok(p as usize as u64)
+    }
+
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let index = self.events.insert(id, || {
             EventFd::new()
@@ -118,45 +123,42 @@ impl Hal for LinuxHal {
         check(r, off, data.len(), 1)?;
         let reg = self.region(r)?;
         // Whole aligned words go as relaxed atomic stores (so a concurrent
-        // reader never races a plain write), the ragged edges as volatile bytes.
-        let mut i = 0;
-        while i < data.len() {
-            let o = off + i;
-            let rest = data.len() - i;
-            if o % 4 == 0 && rest >= 4 {
-                let w = u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
-                reg.store_u32(o, w, StdOrdering::Relaxed)
-                    .map_err(|e| mem_err(r, e))?;
-                i += 4;
-            } else {
-                reg.write_bytes(o, &data[i..i + 1])
-                    .map_err(|e| mem_err(r, e))?;
-                i += 1;
-            }
-        }
-        Ok(())
+        // reader never races a plain write), the ragged edges as volatile
+        // bytes.
+        let (head, mid, tail) = split_words(off, data.len());
+        reg.write_bytes(off, &data[..head])
+            .map_err(|e| mem_err(r, e))?;
+        reg.copy_in_words(off + head, &data[head..head + mid])
+            .map_err(|e| mem_err(r, e))?;
+        reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
+            .map_err(|e| mem_err(r, e))
     }
 
     fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
         check(r, off, out.len(), 1)?;
         let reg = self.region(r)?;
-        let mut i = 0;
-        while i < out.len() {
-            let o = off + i;
-            let rest = out.len() - i;
-            if o % 4 == 0 && rest >= 4 {
-                let w = reg
-                    .load_u32(o, StdOrdering::Relaxed)
-                    .map_err(|e| mem_err(r, e))?;
-                out[i..i + 4].copy_from_slice(&w.to_le_bytes());
-                i += 4;
-            } else {
-                reg.read_bytes(o, &mut out[i..i + 1])
-                    .map_err(|e| mem_err(r, e))?;
-                i += 1;
-            }
-        }
-        Ok(())
+        let (head, mid, _) = split_words(off, out.len());
+        let (h, rest) = out.split_at_mut(head);
+        let (m, t) = rest.split_at_mut(mid);
+        reg.read_bytes(off, h).map_err(|e| mem_err(r, e))?;
+        reg.copy_out_words(off + head, m)
+            .map_err(|e| mem_err(r, e))?;
+        reg.read_bytes(off + head + mid, t)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        check(r, off, out.len() * 4, 4)?;
+        self.region(r)?
+            .load_u32s(off, out)
+            .map_err(|e| mem_err(r, e))
+    }
+
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        check(r, off, vals.len() * 4, 4)?;
+        self.region(r)?
+            .store_u32s(off, vals)
+            .map_err(|e| mem_err(r, e))
     }
 
     fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
@@ -256,5 +258,28 @@ impl Hal for LinuxHal {
 
     fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
         self.efd(ev).ok().map(EventFd::raw)
+    }
+}
+
+/// Split `len` bytes at `off` into (ragged head up to the first 4-aligned
+/// offset, whole 4-byte words, ragged tail).
+fn split_words(off: usize, len: usize) -> (usize, usize, usize) {
+    let head = ((4 - off % 4) % 4).min(len);
+    let mid = (len - head) / 4 * 4;
+    (head, mid, len - head - mid)
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_words;
+
+    #[test]
+    fn ragged_edges_and_whole_words() {
+        assert_eq!(split_words(0, 8), (0, 8, 0));
+        assert_eq!(split_words(1, 10), (3, 4, 3));
+        assert_eq!(split_words(0, 3), (0, 0, 3));
+        assert_eq!(split_words(3, 1), (1, 0, 0));
+        assert_eq!(split_words(2, 1), (1, 0, 0));
+        assert_eq!(split_words(5, 0), (0, 0, 0));
     }
 }

@@ -409,6 +409,75 @@ impl Region {
         Ok(())
     }
 
+    /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
+    /// a Relaxed atomic load; the range is checked once.
+    pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
+        let p = self
+            .check(off, out.len() * 4, 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, w) in out.iter_mut().enumerate() {
+            // SAFETY: `i < out.len()`, so word `i` is inside the checked,
+            // 4-aligned range, mapped while `self` lives. Only Relaxed atomic
+            // loads go through the reference (allowed on read-only pages too,
+            // as in `load_u32`); the protocols access each shared word with
+            // one width only (as in `atomic_u64`).
+            *w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Store `vals` as consecutive u32 words at `off` (4-aligned), each a
+    /// Relaxed atomic store (writable mappings only); the range is checked
+    /// once.
+    pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
+        let p = self
+            .check_writable(off, vals.len() * 4, 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, &v) in vals.iter().enumerate() {
+            // SAFETY: `i < vals.len()`: word `i` is inside the checked,
+            // 4-aligned range of a writable mapping (checked) that `self`
+            // keeps mapped; accessed atomically only (as in `atomic_u32`).
+            unsafe { &*p.add(i) }.store(v, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Copy whole words out as little-endian bytes: `out.len()` (a
+    /// multiple of 4) bytes from `off` (4-aligned), one Relaxed atomic load
+    /// per word; the range is checked once.
+    pub fn copy_out_words(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
+        let p = self
+            .check(off, out.len(), 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
+            // SAFETY: as in `load_u32s`: word `i` lies inside the checked,
+            // 4-aligned range (`chunks_exact` yields `out.len() / 4` words).
+            let w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        Ok(())
+    }
+
+    /// Copy whole words in from little-endian bytes: `data.len()` (a
+    /// multiple of 4) bytes to `off` (4-aligned), one Relaxed atomic store
+    /// per word (writable mappings only); the range is checked once.
+    pub fn copy_in_words(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
+        let p = self
+            .check_writable(off, data.len(), 4)?
+            .cast_const()
+            .cast::<AtomicU32>();
+        for (i, chunk) in data.chunks_exact(4).enumerate() {
+            let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            // SAFETY: as in `store_u32s`: word `i` lies inside the checked,
+            // 4-aligned range of a writable mapping.
+            unsafe { &*p.add(i) }.store(w, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;

@@ -82,6 +82,12 @@ pub enum RegionId {
         /// Engine index (0 PE .. 4 SP).
         engine: u8,
     },
+    /// A core's host region of 208-byte work items (`tpb_execution_info_t`,
+    /// docs/abi.md §1.6): the XU slots' `exec_info` words point into it.
+    WorkItems {
+        /// Core index.
+        core: u8,
+    },
     /// Anything else a user of the HAL maps (tests, other subsystems).
     Other {
         /// Caller-chosen number.
@@ -99,6 +105,7 @@ impl fmt::Display for RegionId {
             RegionId::NqRing { core, engine } => {
                 write!(f, "nq{core}.{}", crate::wire::nq::engine_name(engine))
             }
+            RegionId::WorkItems { core } => write!(f, "items{core}"),
             RegionId::Other { tag } => write!(f, "other{tag}"),
         }
     }
@@ -274,6 +281,12 @@ pub trait Hal: Send + Sync {
     /// Map a zero-filled region of `len` bytes.
     fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError>;
 
+    /// The host address of the region's first byte: what a pointer word
+    /// into the region holds (a slot's `exec_info` names a work item by it,
+    /// docs/abi.md §1.6). Never dereferenced above the HAL: users turn
+    /// such a word back into an offset with a range and stride check.
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError>;
+
     /// Create an event (counter 0).
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError>;
 
@@ -294,6 +307,28 @@ pub trait Hal: Send + Sync {
         v: u32,
         order: Ordering,
     ) -> Result<(), HalError>;
+
+    /// Load `out.len()` consecutive 4-byte words from `off` (4-aligned),
+    /// each with a Relaxed load: the engines' operand reads. The default is
+    /// one [`load_u32`](Hal::load_u32) per word (so wrappers that trace or
+    /// inject faults per word keep doing so); a backend over plain mappings
+    /// checks the range once and loads in a tight loop.
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+        }
+        Ok(())
+    }
+
+    /// Store `vals` as consecutive 4-byte words at `off` (4-aligned), each
+    /// with a Relaxed store: the engines' result writes. Default: one
+    /// [`store_u32`](Hal::store_u32) per word (see [`load_u32s`](Hal::load_u32s)).
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        for (i, &v) in vals.iter().enumerate() {
+            self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
+        }
+        Ok(())
+    }
 
     /// Add `v` (wrapping) to the 4-byte word at `off`; returns the old value.
     fn fetch_add_u32(
@@ -489,6 +524,11 @@ macro_rules! forward_hal {
             $inner.map(id, len)
         }
     };
+    (@ base_addr, $s:tt, $inner:expr) => {
+        fn base_addr(&$s, r: RegionHandle) -> Result<u64, HalError> {
+            $inner.base_addr(r)
+        }
+    };
     (@ event, $s:tt, $inner:expr) => {
         fn event(&mut $s, id: EventId) -> Result<EventHandle, HalError> {
             $inner.event(id)
@@ -518,6 +558,16 @@ macro_rules! forward_hal {
             o: Ordering,
         ) -> Result<(), HalError> {
             $inner.store_u32(r, off, v, o)
+        }
+    };
+    (@ load_u32s, $s:tt, $inner:expr) => {
+        fn load_u32s(&$s, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+            $inner.load_u32s(r, off, out)
+        }
+    };
+    (@ store_u32s, $s:tt, $inner:expr) => {
+        fn store_u32s(&$s, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+            $inner.store_u32s(r, off, vals)
         }
     };
     (@ fetch_add_u32, $s:tt, $inner:expr) => {
@@ -602,7 +652,8 @@ pub(crate) use forward_hal;
 
 impl<H: Hal + ?Sized> Hal for Box<H> {
     forward_hal!(self => **self;
-        name, map, event, copy_in, copy_out, load_u32, store_u32, fetch_add_u32, load_u64,
+        name, map, base_addr, event, copy_in, copy_out, load_u32, store_u32, load_u32s, store_u32s,
+        fetch_add_u32, load_u64,
         store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
         wait, event_fd);
 }

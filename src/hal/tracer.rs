@@ -585,6 +585,11 @@ impl<H: Hal> Hal for Tracer<H> {
         self.rec("map", res, |_| TraceOp::Map { region: id, len })
     }
 
+    // Not recorded: an address is not deterministic (traces name regions).
+    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
+        self.inner.base_addr(r)
+    }
+
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let res = self.inner.event(id);
         self.rec("event", res, |_| TraceOp::Event { event: id })

@@ -24,7 +24,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use crate::fsm::record::{RecordEvent, RecordFsm, RecordState};
+use crate::fsm::record::{RecordEvent, RecordFsm, RecordState, Staged, Stamped};
 use crate::fsm::{step as fsm_step, step_traced, TransitionHook};
 use crate::sync::{Mutex, MutexGuard};
 use crate::wire::nds::counters::{Features, NdCounter};
@@ -290,28 +290,15 @@ impl<S: SlabMut> Writer<S> {
         let span = RecordSpan::model(index)?;
         let mut staged = r.encode();
         let b = &mut *books;
-        let mut state = b.models[index];
-        step(
-            &mut state,
-            RecordEvent::Stage,
-            index as u64,
-            b.hook.as_deref_mut(),
-        )?;
+        let record = Staged::stage(&mut b.models[index], index as u64, dyn_hook(&mut b.hook))?;
         b.bitmap |= slot.bit();
         // Relaxed: the bitmap only tells readers where to look; each record
         // carries its own publish protocol (docs/abi.md §2.6 marks the bit, then
         // copies the record).
         self.slab
             .store_u64(region::MODEL_BITMAP_OFF, b.bitmap, Ordering::Relaxed);
-        b.models[index] = state;
-        self.write_record(
-            RecordEvent::Stamp,
-            &mut b.models[index],
-            index as u64,
-            b.hook.as_deref_mut(),
-            span,
-            &mut staged,
-        )?;
+        let record = record.stamp(dyn_hook(&mut b.hook))?;
+        self.write_record(record, dyn_hook(&mut b.hook), span, &mut staged)?;
         Ok(slot)
     }
 
@@ -323,14 +310,12 @@ impl<S: SlabMut> Writer<S> {
         let mut staged = r.encode();
         let mut books = self.lock();
         let b = &mut *books;
-        self.write_record(
-            RecordEvent::BeginUpdate,
+        let record = Stamped::begin_update(
             &mut b.models[slot.index()],
             slot.index() as u64,
-            b.hook.as_deref_mut(),
-            span,
-            &mut staged,
-        )
+            dyn_hook(&mut b.hook),
+        )?;
+        self.write_record(record, dyn_hook(&mut b.hook), span, &mut staged)
     }
 
     /// Delete the record in `slot` (`nds_delete_model_node_info`): zero the
@@ -385,35 +370,40 @@ impl<S: SlabMut> Writer<S> {
     ) -> Result<(), NdsError> {
         let mut books = self.lock();
         let (state, mut hook) = pick(&mut books);
-        let first = if *state == RecordState::Free {
-            step(state, RecordEvent::Stage, id, hook.as_deref_mut())?;
-            RecordEvent::Stamp
+        let record = if *state == RecordState::Free {
+            Staged::stage(state, id, up(hook.as_deref_mut()))?.stamp(up(hook.as_deref_mut()))?
         } else {
-            RecordEvent::BeginUpdate
+            Stamped::begin_update(state, id, up(hook.as_deref_mut()))?
         };
-        self.write_record(first, state, id, hook, span, staged)
+        self.write_record(record, up(hook), span, staged)
     }
 
-    /// Write a staged record through its lifecycle: `first` (Stamp for a
-    /// staged record, BeginUpdate for a published one: either way the
-    /// lifecycle check comes before any byte of the slab changes), then the
-    /// hash stamp and the record protocol (invalidate, body, hash word last;
-    /// invalidating a never-published record too makes a slot left dirty by
-    /// a crashed writer safe to reuse), then Publish.
+    /// Write a record this call stamped (or began updating): the lifecycle
+    /// check came before any byte of the slab changed; then the record
+    /// protocol (invalidate, body, hash word last; invalidating a
+    /// never-published record too makes a slot left dirty by a crashed
+    /// writer safe to reuse), then Publish.
     fn write_record(
         &self,
-        first: RecordEvent,
-        state: &mut RecordState,
-        id: u64,
-        mut hook: Hook<'_>,
+        record: Stamped<'_>,
+        hook: Option<&mut dyn TransitionHook>,
         span: RecordSpan,
         staged: &mut [u8],
     ) -> Result<(), NdsError> {
-        step(state, first, id, hook.as_deref_mut())?;
         record::invalidate(&self.slab, span);
         record::stamp_and_publish(&self.slab, span, staged);
-        step(state, RecordEvent::Publish, id, hook)
+        Ok(record.publish(hook)?)
     }
+}
+
+/// The books' hook as the lifecycle steps take it.
+fn dyn_hook(h: &mut Option<Box<dyn TransitionHook + Send>>) -> Option<&mut dyn TransitionHook> {
+    up(h.as_deref_mut())
+}
+
+/// Drop the `Send` bound of a borrowed hook.
+fn up<'a>(h: Hook<'a>) -> Option<&'a mut dyn TransitionHook> {
+    h.map(|h| h as &mut dyn TransitionHook)
 }
 
 /// The optional trace hook, borrowed from the books.

@@ -657,6 +657,17 @@ fn derive_cold(
     derive(seq_num, exec_head, scheduled_head, scheduled_tail)
 }
 
+/// Refreshes in a row finding one or two items, each after a few empty
+/// polls, after which the worker slips ([`Worker::refresh`]).
+const LOCKSTEP_STREAK: u32 = 8;
+
+/// Empty refreshes before an item that still count as lockstep (a lone
+/// round trip waits far longer than this).
+const LOCKSTEP_EMPTIES: u32 = 4;
+
+/// Spin hints a slipping worker waits before re-reading `scheduled_head`.
+const SLIP_SPINS: u32 = 64;
+
 /// How many slots ahead a per-item submit prefetches.
 const PREFETCH_AHEAD: u64 = 8;
 
@@ -1056,6 +1067,11 @@ pub struct Worker<T: Payload, S: Storage> {
     head_idx: usize,
     /// Last `scheduled_head` we observed.
     cached_sched_head: u64,
+    /// Refreshes in a row that found only one or two new items after a few
+    /// empty polls: the sign of lockstep ([`Worker::refresh`]).
+    streak: u32,
+    /// Refreshes in a row that found the ring empty.
+    empties: u32,
     trace: Option<Vec<Transition>>,
 }
 
@@ -1082,8 +1098,66 @@ impl<T: Payload, S: Storage> Worker<T, S> {
             q,
             head: start,
             cached_sched_head: start,
+            streak: 0,
+            empties: 0,
             trace: None,
         }
+    }
+
+    /// Re-read `scheduled_head` into the cache (the cache said empty).
+    ///
+    /// Lockstep guard (docs/perf.md, "The ring: two regimes"): when the
+    /// producer submits back to back and the worker keeps up, every refresh
+    /// finds one new item, and each item moves the slot's line and
+    /// `scheduled_head`'s line between the two cores twice (the worker's
+    /// read, then the producer's next write to the same line): both sides
+    /// stall on every item (~100 ns on a 2-vCPU EPYC) instead of running
+    /// ahead (~5 ns). After [`LOCKSTEP_STREAK`] such refreshes in a row,
+    /// each after one to [`LOCKSTEP_EMPTIES`] empty polls (a lone round trip
+    /// waits far longer, so its latency is untouched; a worker that finds an
+    /// item without polling at all was busy elsewhere and is not counted),
+    /// the worker stays off the shared lines for [`SLIP_SPINS`] spin hints,
+    /// letting the producer get whole lines ahead, and reads again.
+    #[inline(always)]
+    fn refresh(&mut self) {
+        // Ordering (in `observe`): Acquire; pairs with trigger's Release of
+        // scheduled_head (docs/abi.md §1.9: the pair that matters), so the
+        // slot bodies written before it are visible here.
+        let seen = self.q.sh.storage.observe(Cursor::ScheduledHead);
+        let fresh = seen - self.head;
+        self.cached_sched_head = seen;
+        if fresh == 0 {
+            self.empties = self.empties.saturating_add(1);
+            return;
+        }
+        let waited = core::mem::take(&mut self.empties);
+        if fresh > 2 || waited > LOCKSTEP_EMPTIES {
+            self.streak = 0;
+            return;
+        }
+        if waited == 0 {
+            // Came back from other work and found an item waiting: a busy
+            // worker (the pipeline's, harvesting between pops), not one
+            // spinning on the producer's lines. No evidence either way.
+            return;
+        }
+        self.streak += 1;
+        #[cfg(not(loom))]
+        if self.streak >= LOCKSTEP_STREAK {
+            self.streak = 0;
+            self.slip();
+        }
+    }
+
+    /// Stay off the shared lines for a moment, then re-read (see `refresh`).
+    #[cold]
+    #[inline(never)]
+    fn slip(&mut self) {
+        for _ in 0..SLIP_SPINS {
+            crate::sync::spin_hint();
+        }
+        // Ordering (in `observe`): Acquire; as in `refresh`.
+        self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
     }
 
     /// The shared query side.
@@ -1106,10 +1180,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     #[inline]
     pub fn available(&mut self) -> u64 {
         if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
-            // Ordering (in `observe`): Acquire; pairs with trigger's Release of
-            // scheduled_head (docs/abi.md §1.9: the pair that matters), so the slot
-            // body written before it is visible here.
-            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+            self.refresh();
         }
         self.cached_sched_head - self.head
     }
@@ -1203,8 +1274,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     #[inline]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Option<Popped<T>>, RingError> {
         if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
-            // Ordering (in `observe`): Acquire; as in `available` (docs/abi.md §1.9).
-            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+            self.refresh();
         }
         let head = self.head;
         let sched = self.cached_sched_head;
@@ -1271,8 +1341,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         const _: () = assert!(BURST.is_power_of_two());
         let want = (max as u64).min(BURST as u64);
         if !S::CACHE_REMOTE || self.cached_sched_head - self.head < want {
-            // Ordering (in `observe`): Acquire; as in `available` (docs/abi.md §1.9).
-            self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+            self.refresh();
         }
         let n = (self.cached_sched_head - self.head).min(want) as usize;
         if n == 0 {

@@ -54,6 +54,7 @@ use crate::ring::queue::StatusArc;
 use crate::ring::{Armed, StatusCell, WaitMode, Waited};
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
+use crate::wire::work_item::InferResp;
 
 use super::builder::{build, Shared, SysActor, SystemConfig};
 use super::clock::MonotonicClock;
@@ -124,10 +125,14 @@ impl ScheduleOpts {
 pub struct Execution {
     /// Its handle.
     pub seq: SeqId,
-    /// Its status.
+    /// Its status (the slot's `exec_status`, as the caller saw it).
     pub status: NrtStatus,
     /// Its outputs (meaningful when `status` is `SUCCESS`).
     pub outputs: Vec<f32>,
+    /// Its `infer_resp_t`, parsed from the bytes the worker wrote into the
+    /// work item: `ts_start`, `ts_end`, `device_start_ns`, `device_end_ns`,
+    /// `mac_count`, `status`, `err_class`, `nq_records` (docs/abi.md §1.7).
+    pub response: InferResp,
 }
 
 /// What a system did, when it is shut down.
@@ -141,6 +146,9 @@ pub struct SystemReport {
     pub lanes: Vec<(u64, u64, u64)>,
     /// NDS updates the slab refused (0 unless something is wrong).
     pub nds_errors: u64,
+    /// Events the publisher's state did not accept (0 unless something is
+    /// wrong; the workers' and device proxies' are in their stats).
+    pub publisher_fsm_violations: u64,
 }
 
 /// A running system driven through the public API.
@@ -334,10 +342,12 @@ impl<H: Hal + 'static> System<H> {
             Waited::Completed { .. } => {}
             _ => return Err(NrtStatus::TIMEOUT),
         }
+        let out = out.ok_or(NrtStatus::FAILURE)?;
         Ok(Execution {
             seq,
             status: status.and_then(|s| s.get()).unwrap_or(NrtStatus::FAILURE),
-            outputs: out.map(|o| o.to_vec()).unwrap_or_default(),
+            outputs: out.to_vec(),
+            response: out.response().map_err(|_| NrtStatus::FAILURE)?,
         })
     }
 
@@ -403,11 +413,17 @@ impl<H: Hal + 'static> System<H> {
             .errors
             .load(std::sync::atomic::Ordering::Acquire);
         let lanes = self.shared.lane_stats.iter().map(|s| s.get()).collect();
+        let publisher_fsm_violations = self
+            .shared
+            .pub_stats
+            .fsm_violations
+            .load(std::sync::atomic::Ordering::Relaxed);
         Ok(SystemReport {
             workers,
             device,
             lanes,
             nds_errors,
+            publisher_fsm_violations,
         })
     }
 }

@@ -25,7 +25,7 @@ use crate::actors::publisher::{PublisherActor, PublisherParts};
 use crate::actors::sequencer::DeviceProxy;
 use crate::actors::wake::Waker;
 use crate::actors::work::{
-    CoreModel, Expectations, HealthCell, ItemPool, ModelLoad, PubMsg, ResidentModel,
+    CoreModel, Expectations, HealthCell, ItemPool, ModelLoad, Models, PubMsg, ResidentModel,
 };
 use crate::actors::worker::{WorkerActor, WorkerParts};
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
@@ -162,6 +162,8 @@ pub struct Shared<H: Hal> {
     pub slab: MappedSlab,
     /// HAL trace forwarding (deterministic runs).
     pub tap: HalTap,
+    /// The loaded models, by handle (what work items' `mod_ref` names).
+    pub models: Arc<Models>,
     next_handle: AtomicU32,
 }
 
@@ -277,6 +279,24 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             cfg.ring_capacity
         )));
     }
+    // A request's MAC count lives in its request buffer slot until the
+    // worker read it: no more requests in flight per core than slots.
+    if cfg.ring_capacity > cfg.device_config().request_slots {
+        return Err(Error::Other(
+            "ring capacity exceeds the device's request buffers".into(),
+        ));
+    }
+    // Each core's work items: a host region the HAL maps (docs/design.md
+    // "Work items"), mapped before the device's regions.
+    let mut hal = hal;
+    let cap = cfg.ring_capacity as usize;
+    let mut pools = Vec::with_capacity(usize::from(cfg.cores));
+    for core in 0..cfg.cores {
+        pools.push(Arc::new(
+            ItemPool::new(&mut hal, core, cap).map_err(|e| err("work items", e))?,
+        ));
+    }
+    let models = Arc::new(Models::default());
     let dev = Device::new(hal, cfg.device_config()).map_err(|e| err("device", e))?;
     let (slab, slab_path) = match &cfg.slab {
         SlabTarget::Path(p) | SlabTarget::Overwrite(p) => (
@@ -292,7 +312,6 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let pub_wake = Arc::new(Waker::new()?);
     let pub_stats = Arc::new(PubStats::default());
     let (control, control_rx) = crossbeam_channel::bounded(1024);
-    let cap = cfg.ring_capacity as usize;
     let mut lanes = Vec::new();
     let mut queues = Vec::new();
     let mut lane_stats = Vec::new();
@@ -308,7 +327,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         // writes it (the region moves into the queue's storage).
         let (rp, rw) = unsafe { XuQueue::<u64, MappedStorage>::mapped(map.into_region(), qcfg) }
             .map_err(|e| err("xu ring", e))?;
-        let pool = Arc::new(ItemPool::new(cap));
+        let pool = Arc::clone(&pools[usize::from(core)]);
         let (ret_tx, ret_rx) = mailbox::bounded::<u16>(cap);
         let (rep_tx, rep_rx) = mailbox::bounded::<PubMsg>(cfg.report_capacity.max(1));
         let (ref_tx, ref_rx) = mailbox::bounded::<PubMsg>(64);
@@ -346,6 +365,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 hal: Arc::clone(dev.hal()),
                 map: Arc::clone(dev.map()),
                 pool,
+                models: Arc::clone(&models),
                 returns: ret_tx,
                 to_pub: rep_tx,
                 pub_wake: Arc::clone(&pub_wake),
@@ -385,9 +405,8 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         trace_records: cfg.trace_transitions,
     });
     // The system's own host memory: work items and rings.
-    let misc = u64::from(cfg.cores)
-        * (cap as u64 * core::mem::size_of::<Mutex<crate::actors::work::WorkItem>>() as u64
-            + mapped_len(u64::from(cfg.ring_capacity)) as u64);
+    let misc = u64::from(cfg.cores) * mapped_len(u64::from(cfg.ring_capacity)) as u64
+        + pools.iter().map(|p| p.host_bytes()).sum::<u64>();
     let _ = control.try_send(PubMsg::HostMisc { bytes: misc });
     let shared = Arc::new(Shared {
         dev,
@@ -402,6 +421,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         slab_path,
         slab: slab_handle,
         tap,
+        models,
         next_handle: AtomicU32::new(1),
     });
     Ok(Built {
@@ -516,6 +536,7 @@ impl<H: Hal> Shared<H> {
                 .map_err(|_| Error::Other("the publisher is gone".into()))?;
         }
         self.pub_wake.wake();
+        self.models.insert(Arc::clone(&model));
         Ok(model)
     }
 

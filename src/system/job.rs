@@ -23,13 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{ProducerActor, ProducerStats, Workload};
+use crate::actors::producer::{Pacing, ProducerActor, ProducerStats, Workload};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
-use crate::device::model::{MlpSpec, ModelBuilder};
+use crate::device::model::{null_model, MlpSpec, ModelBuilder};
 use crate::error::Error;
 use crate::hal::fake::FakeHal;
 use crate::hal::fault::FaultInjector;
@@ -80,6 +80,12 @@ pub struct JobConfig {
     pub record_tags: bool,
     /// Stop a threaded run that takes longer than this.
     pub max_wall: Option<Duration>,
+    /// The model every execution runs (`xunds run --model`).
+    pub model: ModelKind,
+    /// Open loop: submit at this many executions per second, Poisson
+    /// arrivals from `seed` (`xunds run --rate`); `None`: as fast as the
+    /// rings take them (closed loop).
+    pub rate: Option<f64>,
     /// Replay: compare the deterministic trace with this recorded one as it
     /// is produced, and stop at the first difference or at the recorded
     /// end ([`JobReport::replay`] holds the verdict; `trace`, when set,
@@ -91,6 +97,37 @@ pub struct JobConfig {
     /// Bring an XU back when it degraded with its queues intact, once it has
     /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
     pub recover: bool,
+}
+
+/// The model a job loads (`--models` variants of it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ModelKind {
+    /// The example MLP (batch 4, 16 -> 32 -> 8, row max; 3,072 MACs).
+    #[default]
+    Mlp,
+    /// The null model: one instruction, no MACs
+    /// ([`null_model`]); measures the
+    /// host path.
+    Null,
+}
+
+impl ModelKind {
+    /// `mlp` or `null`.
+    pub fn parse(s: &str) -> Result<ModelKind, Error> {
+        match s {
+            "mlp" => Ok(ModelKind::Mlp),
+            "null" => Ok(ModelKind::Null),
+            other => Err(bad(format!("unknown model {other:?} (mlp or null)"))),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ModelKind::Mlp => "mlp",
+            ModelKind::Null => "null",
+        }
+    }
 }
 
 impl Default for JobConfig {
@@ -112,6 +149,8 @@ impl Default for JobConfig {
             replay: None,
             force_slab: false,
             recover: false,
+            model: ModelKind::Mlp,
+            rate: None,
         }
     }
 }
@@ -149,8 +188,13 @@ impl JobConfig {
 
     /// The trace header's config tokens (everything replay needs).
     pub fn header_config(&self) -> String {
+        // The model only when not the default, so MLP traces keep their bytes.
+        let model = match self.model {
+            ModelKind::Mlp => String::new(),
+            other => format!(" model={}", other.name()),
+        };
         format!(
-            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS} {}",
+            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS}{model} {}",
             self.executions,
             self.vncs,
             self.models,
@@ -185,6 +229,11 @@ impl JobConfig {
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
             recover: h.config_value("recover") == Some("1"),
+            model: h
+                .config_value("model")
+                .map(ModelKind::parse)
+                .transpose()?
+                .unwrap_or_default(),
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {
@@ -239,6 +288,16 @@ impl JobConfig {
                 self.vncs,
                 self.vncs - 1
             )));
+        }
+        if let Some(r) = self.rate {
+            if !(r.is_finite() && r > 0.0) {
+                return Err(bad(
+                    "--rate must be a positive number of executions per second",
+                ));
+            }
+            if self.deterministic {
+                return Err(bad("--rate needs the threaded run (not --deterministic)"));
+            }
         }
         Ok(())
     }
@@ -334,6 +393,10 @@ pub struct JobReport {
     pub vncs: u8,
     /// Models.
     pub models: u8,
+    /// The model kind (`mlp` or `null`).
+    pub model: ModelKind,
+    /// The open-loop rate asked for (executions per second), if any.
+    pub rate: Option<f64>,
     /// The fault spec (canonical text).
     pub faults: String,
     /// Faults the injector applied.
@@ -350,6 +413,28 @@ pub struct JobReport {
     pub lanes: Vec<(u64, u64, u64)>,
     /// Per XU: degraded (unrecoverable) at the end.
     pub degraded: Vec<bool>,
+    /// Events an actor's state did not accept, per actor kind (0 in every
+    /// run without injected corruption).
+    pub fsm_violations: FsmViolations,
+}
+
+/// Events each kind of event-driven actor refused (counted, traced; the
+/// actor back in a safe state).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsmViolations {
+    /// The workers (summed).
+    pub worker: u64,
+    /// The device proxies (summed).
+    pub device_proxy: u64,
+    /// The NDS publisher.
+    pub publisher: u64,
+}
+
+impl FsmViolations {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.worker + self.device_proxy + self.publisher
+    }
 }
 
 /// Counts injected faults, whatever the HAL stack.
@@ -377,15 +462,15 @@ struct Prepared {
 
 fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     cfg.check()?;
-    let specs: Vec<MlpSpec> = (0..u64::from(cfg.models))
-        .map(|m| MlpSpec {
-            seed: MlpSpec::EXAMPLE.seed.wrapping_add(m),
-            ..MlpSpec::EXAMPLE
+    let builders = (0..u64::from(cfg.models))
+        .map(|m| match cfg.model {
+            ModelKind::Mlp => MlpSpec {
+                seed: MlpSpec::EXAMPLE.seed.wrapping_add(m),
+                ..MlpSpec::EXAMPLE
+            }
+            .builder(),
+            ModelKind::Null => null_model(),
         })
-        .collect();
-    let builders = specs
-        .iter()
-        .map(|s| s.builder())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("model: {e}")))?;
     let base = crate::device::memmap::DRAM_BASE;
@@ -393,7 +478,13 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .link(base, base)
         .map_err(|e| bad(format!("link: {e}")))?;
     let inputs: Vec<Vec<f32>> = (0..u64::from(cfg.inputs))
-        .map(|k| MlpSpec::EXAMPLE.example_input(cfg.seed.wrapping_mul(1000).wrapping_add(k)))
+        .map(|k| {
+            let seed = cfg.seed.wrapping_mul(1000).wrapping_add(k);
+            match cfg.model {
+                ModelKind::Mlp => MlpSpec::EXAMPLE.example_input(seed),
+                ModelKind::Null => vec![(seed % 1024) as f32],
+            }
+        })
         .collect();
     let mut expected = Expectations::default();
     for b in &builders {
@@ -446,6 +537,7 @@ struct Outcome {
     slab_shrunk: bool,
     injected: usize,
     nds_errors: u64,
+    publisher_fsm_violations: u64,
     lanes: Vec<(u64, u64, u64)>,
     degraded: Vec<bool>,
 }
@@ -472,19 +564,22 @@ fn execute<H: Hal + InjectedCount + 'static>(
     let shared = Arc::clone(&built.shared);
     let mut models = Vec::new();
     for (m, b) in p.builders.iter().enumerate() {
-        models.push(shared.load_model(b, &format!("mlp{m}"))?);
+        models.push(shared.load_model(b, &format!("{}{m}", cfg.model.name()))?);
     }
     let work = Workload {
         executions: cfg.executions,
         models,
         inputs: Arc::clone(&p.inputs),
     };
-    let producer = ProducerActor::new(
+    let mut producer = ProducerActor::new(
         Arc::clone(&shared.lanes),
         work,
         Arc::clone(&shared.pub_stats),
         shared.tap.clone(),
     )?;
+    if let Some(rate) = cfg.rate {
+        producer = producer.paced(Pacing::poisson(rate, cfg.seed));
+    }
     let (_, daemons) = built.into_daemons();
     let done = |shared: &super::builder::Shared<H>| {
         let (c, _) = shared.pub_stats.applied();
@@ -502,6 +597,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         slab_shrunk: false,
         injected: 0,
         nds_errors: 0,
+        publisher_fsm_violations: 0,
         lanes: Vec::new(),
         degraded: Vec::new(),
     };
@@ -593,6 +689,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
         .pub_stats
         .errors
         .load(std::sync::atomic::Ordering::Acquire);
+    out.publisher_fsm_violations = shared
+        .pub_stats
+        .fsm_violations
+        .load(std::sync::atomic::Ordering::Relaxed);
     Ok(out)
 }
 
@@ -667,6 +767,11 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
     }
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let pr = o.producer;
+    let fsm_violations = FsmViolations {
+        worker: o.workers.iter().map(|w| w.fsm_violations).sum(),
+        device_proxy: o.device.fsm_violations,
+        publisher: o.publisher_fsm_violations,
+    };
     Ok(JobReport {
         executions: cfg.executions,
         submitted: pr.attempts,
@@ -697,6 +802,8 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         deterministic: cfg.deterministic,
         vncs: cfg.vncs,
         models: cfg.models,
+        model: cfg.model,
+        rate: cfg.rate,
         faults: cfg.faults.text(),
         faults_injected: o.injected,
         device: o.device,
@@ -705,5 +812,6 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         nds_errors: o.nds_errors,
         lanes: o.lanes,
         degraded: o.degraded,
+        fsm_violations,
     })
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::value_parser;
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::{self, JobConfig, JobReport};
+use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
 use crate::Obj;
@@ -69,6 +69,14 @@ pub struct Args {
     /// XU ring slots per core.
     #[arg(long, value_name = "R", default_value_t = 32, value_parser = value_parser!(u32).range(1..=32))]
     ring: u32,
+    /// The model: mlp (the example MLP) or null (one instruction, no MACs:
+    /// the host path alone).
+    #[arg(long, value_name = "KIND", default_value = "mlp", value_parser = model_kind)]
+    model: ModelKind,
+    /// Open loop: R executions per second, Poisson arrivals from --seed
+    /// [default: closed loop, as fast as the rings allow].
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -85,6 +93,11 @@ fn at_least_one_ms(s: &str) -> Result<u64, String> {
         Ok(ms) => Ok(ms),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `--model`: `mlp` or `null`.
+fn model_kind(s: &str) -> Result<ModelKind, String> {
+    ModelKind::parse(s).map_err(|e| e.to_string())
 }
 
 const FAULTS_HELP: &str = "\
@@ -123,6 +136,8 @@ impl Args {
             ring: self.ring,
             force_slab: self.force,
             recover: self.recover,
+            model: self.model,
+            rate: self.rate,
             ..JobConfig::default()
         }
     }
@@ -203,8 +218,14 @@ pub fn main(args: Args) -> ExitCode {
     } else {
         print!("{}", summary(&rep));
     }
-    if rep.outputs_wrong > 0 || rep.fifo_violations > 0 || rep.nds_errors > 0 {
-        eprintln!("xunds run: wrong outputs, FIFO violations or NDS errors (see above)");
+    if rep.outputs_wrong > 0
+        || rep.fifo_violations > 0
+        || rep.nds_errors > 0
+        || rep.fsm_violations.total() > 0
+    {
+        eprintln!(
+            "xunds run: wrong outputs, FIFO violations, NDS errors or state-machine violations (see above)"
+        );
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -225,6 +246,9 @@ struct RunJson<'a> {
     outputs_wrong: u64,
     exec_per_sec: f64,
     latency_ns: Latency,
+    model: &'static str,
+    /// The open-loop rate asked for (null: closed loop).
+    rate: Option<f64>,
     slab: String,
     vncs: u8,
     models: u8,
@@ -232,6 +256,8 @@ struct RunJson<'a> {
     faults: &'a str,
     faults_injected: usize,
     elapsed_s: f64,
+    /// Events each kind of actor's state refused.
+    fsm_violations: FsmJson,
     /// Outcomes by status name.
     by_status: Obj<u64>,
     /// Per core: its non-zero NC counters by name.
@@ -245,9 +271,17 @@ struct RunJson<'a> {
 }
 
 #[derive(Serialize)]
+struct FsmJson {
+    worker: u64,
+    device_proxy: u64,
+    publisher: u64,
+}
+
+#[derive(Serialize)]
 struct Latency {
     p50: u64,
     p99: u64,
+    p999: u64,
     max: u64,
 }
 
@@ -268,8 +302,11 @@ impl<'a> RunJson<'a> {
             latency_ns: Latency {
                 p50: r.latency.quantile(0.5),
                 p99: r.latency.quantile(0.99),
+                p999: r.latency.quantile(0.999),
                 max: r.latency.max(),
             },
+            model: r.model.name(),
+            rate: r.rate,
             slab: r.slab.display().to_string(),
             vncs: r.vncs,
             models: r.models,
@@ -277,6 +314,11 @@ impl<'a> RunJson<'a> {
             faults: r.faults.as_str(),
             faults_injected: r.faults_injected,
             elapsed_s: r.elapsed.as_secs_f64(),
+            fsm_violations: FsmJson {
+                worker: r.fsm_violations.worker,
+                device_proxy: r.fsm_violations.device_proxy,
+                publisher: r.fsm_violations.publisher,
+            },
             by_status: r
                 .by_status
                 .iter()
@@ -326,8 +368,15 @@ pub fn summary(r: &JobReport) -> String {
     };
     let _ = writeln!(
         s,
-        "xunds run: {} executions, {} cores, {} models, {mode}, faults: {}",
-        r.executions, r.vncs, r.models, r.faults
+        "xunds run: {} executions, {} cores, {} models ({}), {mode}, {}, faults: {}",
+        r.executions,
+        r.vncs,
+        r.models,
+        r.model.name(),
+        r.rate.map_or("closed loop".to_string(), |x| format!(
+            "open loop at {x} exec/s (Poisson)"
+        )),
+        r.faults
     );
     let _ = writeln!(
         s,
@@ -338,9 +387,10 @@ pub fn summary(r: &JobReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  latency (submit -> completion): p50 {}  p99 {}  max {}",
+        "  latency (response ts_end - ts_start): p50 {}  p99 {}  p999 {}  max {}",
         ms(r.latency.quantile(0.5)),
         ms(r.latency.quantile(0.99)),
+        ms(r.latency.quantile(0.999)),
         ms(r.latency.max())
     );
     let _ = writeln!(
@@ -352,6 +402,12 @@ pub fn summary(r: &JobReport) -> String {
         s,
         "  outputs checked against the CPU reference: {} ({} wrong)",
         r.outputs_checked, r.outputs_wrong
+    );
+    let v = r.fsm_violations;
+    let _ = writeln!(
+        s,
+        "  fsm_violations: worker {}, device proxy {}, publisher {}",
+        v.worker, v.device_proxy, v.publisher
     );
     let _ = writeln!(s, "  outcomes by status:");
     for (st, n) in &r.by_status {

@@ -1,0 +1,637 @@
+//! The ABI carries every execution (docs/abi.md §1.6-§1.8):
+//! the worker reads each work item from the mapped item region and writes
+//! `infer_resp_t` back into it; bad items complete with defined statuses;
+//! failure exits give back what they took; the producer and consumer
+//! orderings show in a deterministic trace; the response is what the caller
+//! and the counters see.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use xunds::actors::producer::Request;
+use xunds::actors::work::{BadItem, Expectations, OutputBuf, NO_EXPECT};
+use xunds::actors::worker::WorkerStats;
+use xunds::actors::{Cx, Nanos, NullTrace, TraceEvent, TraceSink};
+use xunds::device::model::MlpSpec;
+use xunds::fsm::proxy::ProxyEvent;
+use xunds::fsm::worker::WorkerEvent;
+use xunds::hal::eventfd::{EventFd, Wait};
+use xunds::hal::fake::FakeHal;
+use xunds::hal::linux::LinuxHal;
+use xunds::hal::{Hal, Ordering};
+use xunds::ring::{Armed, StatusCell, Waited};
+use xunds::system::api::{ScheduleOpts, System};
+use xunds::system::builder::{build, SlabTarget, SysActor, SystemConfig};
+use xunds::system::job::{self, JobConfig};
+use xunds::system::runner::{DetConfig, DetRunner};
+use xunds::wire::work_item::{off, SIZE};
+use xunds::NrtStatus;
+
+/// How a test spoils the first execution's work item.
+#[derive(Clone, Copy, Debug)]
+enum Spoil {
+    /// Nothing (the control).
+    None,
+    /// Zero the whole item.
+    Zero,
+    /// `type` = 9.
+    Type,
+    /// `mod_ref` = 77 (no such model).
+    ModRef,
+    /// `compute_idx` = 1 on core 0.
+    ComputeIdx,
+    /// The slot's `exec_info` one item past the region.
+    OutOfRegion,
+    /// The slot's `exec_info` 8 bytes into the item.
+    OffStride,
+}
+
+struct Outcome {
+    status: [Option<NrtStatus>; 2],
+    worker: WorkerStats,
+    free: usize,
+    pool: usize,
+    completed_with_err: u64,
+    inference_count: u64,
+}
+
+/// Schedule two executions on core 0 of a deterministic system, spoil the
+/// first one's item (or its `exec_info` word) as told, run until both are
+/// applied, and report what the caller, the worker and the slab saw.
+fn run_spoiled(spoil: Spoil) -> Outcome {
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let x = spec.example_input(4);
+    let mut cfg = SystemConfig::new(1);
+    cfg.ring_capacity = 4;
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    cfg.expected = Arc::new(Expectations {
+        outputs: vec![probe.reference(&x)],
+    });
+    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let shared = Arc::clone(&built.shared);
+    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    let mut trace = NullTrace;
+    let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+    let cells = [Arc::new(StatusCell::new()), Arc::new(StatusCell::new())];
+    {
+        let mut lane = shared.lanes[0].lock().unwrap();
+        match spoil {
+            Spoil::OutOfRegion => lane.corrupt_next_word(|w| w + 4 * SIZE as u64),
+            Spoil::OffStride => lane.corrupt_next_word(|w| w + 8),
+            _ => {}
+        }
+        for cell in &cells {
+            lane.schedule(
+                Request {
+                    model: &model,
+                    input: &x,
+                    status: Some(Arc::clone(cell)),
+                    out: None,
+                    expect: 0,
+                    tag: 0,
+                },
+                &mut cx,
+            )
+            .unwrap();
+        }
+        // The first call took item 0 (a fresh lane hands out 0 first).
+        let pool = lane.pool();
+        let hal = shared.dev.hal();
+        let r = pool.region();
+        match spoil {
+            Spoil::Zero => hal.copy_in(r, 0, &[0u8; SIZE]).unwrap(),
+            Spoil::Type => hal.store_u32(r, off::TYPE, 9, Ordering::Relaxed).unwrap(),
+            Spoil::ModRef => hal
+                .store_u64(r, off::MOD_REF, 77, Ordering::Relaxed)
+                .unwrap(),
+            Spoil::ComputeIdx => hal
+                .store_u32(r, off::COMPUTE_IDX, 1, Ordering::Relaxed)
+                .unwrap(),
+            _ => {}
+        }
+    }
+    let (_, daemons) = built.into_daemons();
+    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    let sh = Arc::clone(&shared);
+    r.run_until(&mut trace, |_| sh.pub_stats.applied().0 == 2)
+        .unwrap();
+    let (free, pool) = {
+        let mut lane = shared.lanes[0].lock().unwrap();
+        (lane.free_items(), lane.pool().len())
+    };
+    let mut worker = None;
+    let mut counts = (0, 0);
+    for a in r.into_actors() {
+        match a {
+            SysActor::Worker(w) => worker = Some(w.stats().clone()),
+            SysActor::Publisher(p) => {
+                let reader = xunds::nds::Reader::attach(p.writer().slab().read_only()).unwrap();
+                let get = |c| {
+                    reader
+                        .counter(xunds::nds::Counter::nc(0, c).unwrap())
+                        .unwrap()
+                };
+                use xunds::wire::nds::counters::NcCounter;
+                counts = (
+                    get(NcCounter::InferCompletedWithErr),
+                    get(NcCounter::InferenceCount),
+                );
+            }
+            _ => {}
+        }
+    }
+    Outcome {
+        status: [cells[0].get(), cells[1].get()],
+        worker: worker.unwrap(),
+        free,
+        pool,
+        completed_with_err: counts.0,
+        inference_count: counts.1,
+    }
+}
+
+/// Each bad item completes with its status, is counted by kind, loses
+/// nothing (the good execution behind it completes too) and leaves the
+/// item free list whole.
+fn check_bad(spoil: Spoil, kind: BadItem) {
+    let o = run_spoiled(spoil);
+    assert_eq!(o.status[0], Some(kind.status()), "{spoil:?}");
+    assert_eq!(o.status[1], Some(NrtStatus::SUCCESS), "{spoil:?}");
+    let mut want = [0; BadItem::KINDS];
+    want[kind.index()] = 1;
+    assert_eq!(o.worker.bad_items, want, "{spoil:?}");
+    assert_eq!(o.worker.completed, 2);
+    assert_eq!(o.worker.fsm_violations, 0);
+    assert_eq!(o.worker.outputs_checked, 1, "only the good one is checked");
+    assert_eq!(o.worker.outputs_wrong, 0);
+    assert_eq!((o.completed_with_err, o.inference_count), (1, 2));
+    assert_eq!(o.free, o.pool, "{spoil:?}: the item free list is whole");
+}
+
+#[test]
+fn control_run_has_no_bad_items() {
+    let o = run_spoiled(Spoil::None);
+    assert_eq!(o.status, [Some(NrtStatus::SUCCESS); 2]);
+    assert_eq!(o.worker.bad_items, [0; BadItem::KINDS]);
+    assert_eq!((o.completed_with_err, o.inference_count), (0, 2));
+    assert_eq!(o.free, o.pool);
+}
+
+#[test]
+fn zeroed_item_completes_invalid() {
+    check_bad(Spoil::Zero, BadItem::Zeroed);
+}
+
+#[test]
+fn unknown_type_completes_invalid() {
+    check_bad(Spoil::Type, BadItem::UnknownType(9));
+}
+
+#[test]
+fn unknown_mod_ref_completes_invalid_handle() {
+    check_bad(Spoil::ModRef, BadItem::UnknownModRef(77));
+}
+
+#[test]
+fn other_cores_compute_idx_completes_invalid() {
+    check_bad(Spoil::ComputeIdx, BadItem::OtherCore(1));
+}
+
+#[test]
+fn exec_info_outside_the_region_completes_invalid_handle() {
+    check_bad(Spoil::OutOfRegion, BadItem::OutOfRegion);
+}
+
+#[test]
+fn exec_info_off_stride_completes_invalid_handle() {
+    check_bad(Spoil::OffStride, BadItem::OffStride);
+}
+
+/// A sink that keeps every line (`actor kind text`).
+#[derive(Default)]
+struct Lines(Vec<String>);
+
+impl TraceSink for Lines {
+    fn enabled(&self) -> bool {
+        true
+    }
+    fn record(&mut self, _now: Nanos, actor: &str, e: TraceEvent<'_>) {
+        self.0.push(format!("{actor} {} {}", e.kind, e.text));
+    }
+}
+
+/// An event a worker's state does not accept is counted, traced, changes
+/// nothing, and the worker goes on completing executions.
+#[test]
+fn worker_and_device_proxy_count_refused_events() {
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let x = spec.example_input(4);
+    let mut cfg = SystemConfig::new(1);
+    cfg.ring_capacity = 4;
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let shared = Arc::clone(&built.shared);
+    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+    let mut lines = Lines::default();
+    let mut daemons = Vec::new();
+    {
+        let mut cx = Cx::new(Nanos(0), "test", &mut lines);
+        let (_, ds) = built.into_daemons();
+        for mut d in ds {
+            match &mut d {
+                // Pop with nothing peeked; sleep while running.
+                SysActor::Worker(w) => w.inject_event(WorkerEvent::Pop, &mut cx),
+                SysActor::Device(p) => p.inject_event(ProxyEvent::Wake, &mut cx),
+                _ => {}
+            }
+            daemons.push(d);
+        }
+        let mut lane = shared.lanes[0].lock().unwrap();
+        lane.schedule(
+            Request {
+                model: &model,
+                input: &x,
+                status: None,
+                out: None,
+                expect: NO_EXPECT,
+                tag: 0,
+            },
+            &mut cx,
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        lines
+            .0
+            .iter()
+            .filter(|l| l.contains("fsm_violation"))
+            .count(),
+        2,
+        "{:?}",
+        lines.0
+    );
+    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    let sh = Arc::clone(&shared);
+    r.run_until(&mut NullTrace, |_| sh.pub_stats.applied().0 == 1)
+        .unwrap();
+    for a in r.into_actors() {
+        match a {
+            SysActor::Worker(w) => {
+                assert_eq!(w.stats().fsm_violations, 1);
+                assert_eq!(w.stats().ok, 1, "the worker went on");
+            }
+            SysActor::Device(d) => {
+                assert_eq!(d.stats().fsm_violations, 1);
+                assert_eq!(d.stats().executed, 1, "the proxy went on");
+            }
+            _ => {}
+        }
+    }
+}
+
+fn trace_of(name: &str, executions: u64, vncs: u8) -> (String, xunds::system::job::JobReport) {
+    let path =
+        std::env::temp_dir().join(format!("xunds-abipath-{}-{name}.trace", std::process::id()));
+    let cfg = JobConfig {
+        executions,
+        vncs,
+        models: 2,
+        seed: 3,
+        deterministic: true,
+        trace: Some(path.clone()),
+        slab: Some(common::slab(name)),
+        ..JobConfig::default()
+    };
+    let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&r.slab);
+    (text, r)
+}
+
+/// `xunds run --deterministic --trace`: for every execution the worker
+/// loads the work item's fields from the mapped item region, by C name, and
+/// stores the response fields into it (docs/abi.md §1.6, §1.7).
+#[test]
+fn trace_shows_item_loads_and_response_stores_for_every_execution() {
+    let n = 40;
+    let (text, r) = trace_of("fields", n, 2);
+    assert_eq!(r.completed_ok, n);
+    assert_eq!(r.fsm_violations.total(), 0);
+    let count = |op: &str, label: &str| {
+        text.lines()
+            .filter(|l| l.contains(" worker") && l.contains(op) && l.contains(label))
+            .count() as u64
+    };
+    for f in ["type", "mod_ref", "compute_idx", "resp.ts_start.tv_sec"] {
+        let label = format!(" tpb_execution_info_t.{f} rlx");
+        assert_eq!(count(" hal load", &label), n, "{f}");
+    }
+    for f in [
+        "status",
+        "err_class",
+        "nq_records",
+        "ts_end.tv_nsec",
+        "device_start_ns",
+        "device_end_ns",
+        "mac_count",
+    ] {
+        let label = format!(" infer_resp_t.{f} rlx");
+        assert_eq!(count(" hal store", &label), n, "{f}");
+    }
+}
+
+/// The index of the first line at or after `from` that contains every
+/// needle.
+fn find(lines: &[&str], from: usize, needles: &[&str]) -> usize {
+    (from..lines.len())
+        .find(|&i| needles.iter().all(|n| lines[i].contains(n)))
+        .unwrap_or_else(|| panic!("{needles:?} not found after line {from}"))
+}
+
+/// docs/abi.md §1.14 item 7 (producer ordering, §1.9 rule 1 and §1.10): the 52-byte request
+/// body, then its 4-byte trailer, then the tail-increment doorbell; then the
+/// slot is submitted (`scheduled_tail`), then triggered (`scheduled_head`),
+/// then the worker is woken. Checked for every execution of a trace.
+#[test]
+fn abi_producer_ordering_body_trailer_doorbell_submit_trigger_wake() {
+    let n = 24;
+    let (text, _) = trace_of("producer", n, 1);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    for _ in 0..n {
+        let take = find(&lines, at, &["funnel#0", "--take_item-->"]);
+        let item = find(&lines, take, &["producer hal copy_in", "items0"]);
+        let body = find(&lines, take, &["copy_in", "REQUEST_BUF [52]"]);
+        let trailer = find(&lines, take, &["copy_in", "CC_DMA_INCREMENT [4]"]);
+        let doorbell = find(&lines, take, &["tail_inc", "M2S_TAIL_INC"]);
+        let staged = find(&lines, take, &["funnel#0", "--stage_and_doorbell-->"]);
+        let slot_submit = find(&lines, take, &["xu_slot#", "--submit-->"]);
+        let submit = find(&lines, take, &["funnel#0", "DOORBELLED --submit-->"]);
+        let slot_trigger = find(&lines, take, &["xu_slot#", "--trigger-->"]);
+        let trigger = find(&lines, take, &["funnel#0", "--trigger-->"]);
+        let wake = find(&lines, take, &["funnel#0", "--wake_worker-->"]);
+        let order = [
+            item,
+            body,
+            trailer,
+            doorbell,
+            staged,
+            slot_submit,
+            submit,
+            slot_trigger,
+            trigger,
+            wake,
+        ];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        at = wake;
+    }
+}
+
+/// docs/abi.md §1.14 item 8 (consumer ordering, §1.9 rule 2): peek, then the work
+/// item's fields, then `infer_resp_t`, then the item back, then the slot
+/// completes and is reclaimed (`exec_head` moves), then the waiter is
+/// signalled. Checked for every execution of a trace.
+#[test]
+fn abi_consumer_ordering_peek_item_response_pop_signal() {
+    let n = 24;
+    let (text, _) = trace_of("consumer", n, 1);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut at = 0;
+    for _ in 0..n {
+        let peek = find(&lines, at, &["worker#0", "--peek-->"]);
+        let mod_ref = find(
+            &lines,
+            peek,
+            &["worker0 hal load", "tpb_execution_info_t.mod_ref"],
+        );
+        let done = find(&lines, peek, &["worker#0", "CURRENT --"]);
+        let resp = find(&lines, done, &["worker0 hal store", "infer_resp_t.status"]);
+        let filled = find(&lines, resp, &["worker#0", "--fill_resp-->"]);
+        let returned = find(&lines, filled, &["worker#0", "--return_item-->"]);
+        let complete = find(&lines, returned, &["xu_slot#", "--complete-->"]);
+        let reclaim = find(&lines, complete, &["xu_slot#", "--reclaim-->"]);
+        let pop = find(&lines, reclaim, &["worker#0", "--pop-->"]);
+        let signal = find(&lines, pop, &["worker#0", "--signal_waiter-->"]);
+        let order = [
+            peek, mod_ref, done, resp, filled, returned, complete, reclaim, pop, signal,
+        ];
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        at = signal;
+    }
+}
+
+/// docs/abi.md §1.14 item 6 (the completion model, §1.8): completion is the
+/// `exec_head` bump plus a write to the caller's eventfd; the last
+/// completed handle is `(exec_head - 1) | xu_id << 48`; the result splits
+/// across `exec_status` (the status) and `infer_resp_t` (the timings).
+#[test]
+fn abi_completion_model_exec_head_efd_status_and_infer_resp() {
+    let mut cfg = SystemConfig::new(1);
+    cfg.slab = SlabTarget::Anonymous;
+    cfg.timeout = Nanos::from_millis(10_000);
+    let sys = System::start(LinuxHal::new(), cfg).unwrap();
+    let spec = MlpSpec::EXAMPLE;
+    let model = sys.load_mlp(&spec, "mlp").unwrap();
+    let x = spec.example_input(1);
+    let opts = ScheduleOpts::for_model(&model);
+    let (status, out) = (opts.status.clone().unwrap(), opts.out.clone().unwrap());
+    let seq = sys.schedule(0, &model, &x, opts).unwrap();
+    let efd = EventFd::new().unwrap();
+    match sys.arm(seq, &efd).unwrap() {
+        Armed::Installed => {
+            assert_eq!(
+                efd.wait(Duration::from_secs(20)).unwrap(),
+                Wait::Signalled(1),
+                "write(mark_comp_efd, 1)"
+            );
+        }
+        Armed::AlreadyComplete => {}
+    }
+    assert!(sys.is_completed(seq).unwrap());
+    let last = sys.last_completed(0).unwrap();
+    assert_eq!(last, seq, "(exec_head - 1) | xu_id << 48");
+    assert_eq!(last.0 >> 48, seq.0 >> 48);
+    // The status from exec_status, the timings from infer_resp_t.
+    assert_eq!(status.get(), Some(NrtStatus::SUCCESS));
+    let resp = out.response().unwrap();
+    assert_eq!(resp.status, NrtStatus::SUCCESS);
+    assert!(resp.ts_end >= resp.ts_start);
+    assert_eq!(
+        resp.device_end_ns - resp.device_start_ns,
+        common::EXAMPLE_DEVICE_CYCLES
+    );
+    assert_eq!(resp.mac_count, model.macs());
+    assert_eq!(resp.nq_records, 5);
+    // The blocking API hands the same record back, typed.
+    let e = sys.execute(0, &model, &x, Duration::from_secs(20)).unwrap();
+    assert_eq!(e.response.status, e.status);
+    assert_eq!(e.response.mac_count, model.macs());
+    sys.shutdown().unwrap();
+}
+
+/// 10^5 executions (10^4 in debug builds) through the public API on four
+/// cores over real mappings: every response is checked (ts_end >= ts_start,
+/// device time = the cycles the device ran for the model, mac_count = the
+/// model's MACs, status = the exec_status the caller saw).
+#[test]
+fn hundred_thousand_responses_checked() {
+    let n: usize = if cfg!(debug_assertions) {
+        10_000
+    } else {
+        100_000
+    };
+    let mut cfg = SystemConfig::new(4);
+    cfg.slab = SlabTarget::Anonymous;
+    cfg.timeout = Nanos::from_millis(10_000);
+    let sys = System::start(LinuxHal::new(), cfg).unwrap();
+    let spec = MlpSpec::EXAMPLE;
+    let model = sys.load_mlp(&spec, "mlp").unwrap();
+    let x = spec.example_input(2);
+    let cycles = common::EXAMPLE_DEVICE_CYCLES;
+    let checked = Mutex::new(0usize);
+    let check = |status: &Arc<StatusCell>, out: &Arc<OutputBuf>| {
+        let r = out.response().unwrap();
+        assert!(r.ts_end >= r.ts_start, "{r:?}");
+        assert_eq!(r.device_end_ns - r.device_start_ns, cycles, "{r:?}");
+        assert_eq!(r.mac_count, model.macs(), "{r:?}");
+        assert_eq!(Some(r.status), status.get(), "{r:?}");
+        assert_eq!(r.status, NrtStatus::SUCCESS);
+        *checked.lock().unwrap() += 1;
+    };
+    // One caller per XU, each keeping up to 16 executions in flight.
+    std::thread::scope(|s| {
+        for xu in 0..4u8 {
+            let (sys, model, x, check) = (&sys, &model, &x, &check);
+            s.spawn(move || {
+                let mine = n / 4;
+                let mut inflight = std::collections::VecDeque::new();
+                let mut done = 0;
+                let mut sent = 0;
+                while done < mine {
+                    if sent < mine && inflight.len() < 16 {
+                        let opts = ScheduleOpts::for_model(model);
+                        let keep = (opts.status.clone().unwrap(), opts.out.clone().unwrap());
+                        match sys.schedule(xu, model, x, opts) {
+                            Ok(seq) => {
+                                inflight.push_back((seq, keep));
+                                sent += 1;
+                                continue;
+                            }
+                            Err(NrtStatus::QUEUE_FULL) => {}
+                            Err(e) => panic!("schedule: {e}"),
+                        }
+                    }
+                    let (seq, (st, out)) = inflight.pop_front().unwrap();
+                    match sys.wait(seq, Duration::from_secs(20)).unwrap() {
+                        Waited::Completed { .. } => {}
+                        w => panic!("wait: {w:?}"),
+                    }
+                    check(&st, &out);
+                    done += 1;
+                }
+            });
+        }
+    });
+    assert_eq!(*checked.lock().unwrap(), n);
+    let rep = sys.shutdown().unwrap();
+    assert_eq!(rep.workers.iter().map(|w| w.ok).sum::<u64>(), n as u64);
+    assert_eq!(rep.workers.iter().map(|w| w.fsm_violations).sum::<u64>(), 0);
+    assert_eq!(rep.device.fsm_violations, 0);
+    assert_eq!(rep.publisher_fsm_violations, 0);
+}
+
+/// Every failure exit of the funnel, driven through the lane itself, ends
+/// the call in IDLE and gives back the work item it took (the item free
+/// list is whole again); after the exits that leave the ring consistent
+/// (staging refused, submit refused) the next execution completes.
+#[test]
+fn funnel_failure_exits_return_the_item() {
+    use xunds::fsm::funnel::FunnelEvent;
+    for (at, refused, name, runs_on) in [
+        (
+            FunnelEvent::StageFailed,
+            NrtStatus::QUEUE_FULL,
+            "ITEM_TAKEN --stage_failed--> IDLE",
+            true,
+        ),
+        (
+            FunnelEvent::SubmitFailed,
+            NrtStatus::FAILURE,
+            "DOORBELLED --submit_failed--> IDLE",
+            true,
+        ),
+        // The slot stays submitted (the exit is unreachable but for
+        // injection: the lane just submitted and is the only producer).
+        (
+            FunnelEvent::TriggerFailed,
+            NrtStatus::FAILURE,
+            "SUBMITTED --trigger_failed--> IDLE",
+            false,
+        ),
+    ] {
+        let spec = MlpSpec::EXAMPLE;
+        let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+        let x = spec.example_input(4);
+        let mut cfg = SystemConfig::new(1);
+        cfg.ring_capacity = 4;
+        cfg.dram_size = cfg.dram_for(&probe, 1);
+        let built = build(FakeHal::new(), cfg, None).unwrap();
+        let shared = Arc::clone(&built.shared);
+        let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
+        let mut lines = Lines::default();
+        let cell = Arc::new(StatusCell::new());
+        {
+            let mut cx = Cx::new(Nanos(0), "test", &mut lines);
+            let mut lane = shared.lanes[0].lock().unwrap();
+            let pool = lane.pool().len();
+            lane.fail_next(at);
+            let req = |status| Request {
+                model: &model,
+                input: &x,
+                status,
+                out: None,
+                expect: NO_EXPECT,
+                tag: 0,
+            };
+            assert_eq!(lane.schedule(req(None), &mut cx), Err(refused), "{at:?}");
+            assert_eq!(lane.free_items(), pool, "{at:?}: the item came back");
+            if runs_on {
+                lane.schedule(req(Some(Arc::clone(&cell))), &mut cx)
+                    .unwrap();
+            }
+        }
+        assert!(
+            lines
+                .0
+                .iter()
+                .any(|l| l.contains(&format!("funnel#0 {name}"))),
+            "{at:?}: {:?}",
+            lines.0
+        );
+        if !runs_on {
+            continue;
+        }
+        let (_, daemons) = built.into_daemons();
+        let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
+        for d in daemons {
+            r.add_daemon(d);
+        }
+        let sh = Arc::clone(&shared);
+        r.run_until(&mut NullTrace, |_| sh.pub_stats.applied().0 == 1)
+            .unwrap();
+        assert_eq!(cell.get(), Some(NrtStatus::SUCCESS), "{at:?}");
+        let mut lane = shared.lanes[0].lock().unwrap();
+        assert_eq!(lane.free_items(), lane.pool().len(), "{at:?}");
+    }
+}

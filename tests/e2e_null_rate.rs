@@ -1,0 +1,92 @@
+//! `xunds run --model null` and `--rate R` through the library's job: the
+//! null model's executions complete and check like the MLP's; an open-loop
+//! run submits on its Poisson schedule (it cannot finish before the last
+//! arrival) and its latency figures come from every response.
+
+mod common;
+
+use std::time::Duration;
+
+use xunds::system::job::{self, JobConfig, ModelKind};
+
+fn cfg(name: &str, n: u64) -> JobConfig {
+    JobConfig {
+        executions: n,
+        vncs: 2,
+        models: 2,
+        slab: Some(common::slab(name)),
+        timeout_ns: Some(10_000_000_000),
+        max_wall: Some(Duration::from_secs(120)),
+        ..JobConfig::default()
+    }
+}
+
+#[test]
+fn null_model_runs_the_whole_pipeline() {
+    let n = 5_000;
+    let c = JobConfig {
+        model: ModelKind::Null,
+        ..cfg("null", n)
+    };
+    let r = job::run(&c, &mut |_, _| {}).unwrap();
+    assert_eq!(r.completed_ok, n, "{r:#?}");
+    assert_eq!(r.outputs_checked, n);
+    assert_eq!(r.outputs_wrong, 0);
+    assert_eq!(r.latency.count(), n);
+    assert_eq!(r.model, ModelKind::Null);
+    // No MACs: the null model is one COPY.
+    assert_eq!(r.workers.iter().map(|w| w.macs).sum::<u64>(), 0);
+    let _ = std::fs::remove_file(&r.slab);
+}
+
+#[test]
+fn open_loop_follows_its_arrivals() {
+    let (n, rate) = (2_000u64, 20_000.0);
+    let c = JobConfig {
+        rate: Some(rate),
+        ..cfg("rate", n)
+    };
+    let r = job::run(&c, &mut |_, _| {}).unwrap();
+    assert_eq!(r.completed_ok, n, "{r:#?}");
+    assert_eq!(r.outputs_wrong, 0);
+    assert_eq!(r.latency.count(), n);
+    // The last of n Poisson arrivals at `rate` comes after n / rate seconds
+    // on average (standard deviation sqrt(n) / rate, 2% of it here): the
+    // run cannot end before half of that.
+    let mean = Duration::from_secs_f64(n as f64 / rate);
+    assert!(r.elapsed >= mean / 2, "{:?} < {:?}", r.elapsed, mean / 2);
+    assert!(r.latency.quantile(0.5) <= r.latency.quantile(0.999));
+    assert!(r.latency.quantile(0.999) <= r.latency.max());
+    let _ = std::fs::remove_file(&r.slab);
+}
+
+#[test]
+fn bad_rates_are_refused() {
+    for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let c = JobConfig {
+            rate: Some(rate),
+            ..cfg("badrate", 10)
+        };
+        assert!(job::run(&c, &mut |_, _| {}).is_err(), "rate {rate}");
+    }
+    let c = JobConfig {
+        rate: Some(1000.0),
+        deterministic: true,
+        ..cfg("detrate", 10)
+    };
+    assert!(job::run(&c, &mut |_, _| {}).is_err());
+    assert!(ModelKind::parse("resnet").is_err());
+    assert_eq!(ModelKind::parse("null").unwrap(), ModelKind::Null);
+}
+
+#[test]
+fn a_deterministic_null_run_names_its_model_in_the_trace_header() {
+    let null = JobConfig {
+        model: ModelKind::Null,
+        deterministic: true,
+        ..JobConfig::default()
+    };
+    assert!(null.header_config().contains(" model=null "));
+    // The default model writes no token: MLP traces keep their bytes.
+    assert!(!JobConfig::default().header_config().contains("model="));
+}
