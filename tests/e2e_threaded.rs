@@ -44,12 +44,75 @@ fn hundred_thousand_executions_over_four_cores() {
     all.sort_unstable();
     assert_eq!(all.len() as u64, n);
     assert!(all.iter().enumerate().all(|(i, &t)| t == i as u64));
-    // Every core did its share.
-    for (c, w) in r.workers.iter().enumerate() {
+    // What the driver guarantees whatever the OS does (ProducerActor, docs/
+    // design.md "Producer"): it goes round-robin and skips an XU only while
+    // backing off from it, which needs a refusal, which needs a full ring.
+    // So every core took at least a ring's worth, and the accounting of
+    // attempts, refusals and back-offs is exact, per lane and in total.
+    // How much more a core takes follows how fast it drains: with 10 actor
+    // threads on a loaded 2-CPU machine that is the share of CPU the kernel
+    // gives its device proxy and worker (measured 4.5k to 82k of 10^5), so a
+    // fair-share bound here would test the OS scheduler. The policy's share
+    // is asserted where the cores run at one speed: the virtual-time run in
+    // `round_robin_back_off_shares_evenly_in_virtual_time` below.
+    check_exact_accounting(&r, n, u64::from(cfg.ring));
+    let _ = std::fs::remove_file(slab);
+}
+
+/// The driver's accounting, exact whatever the interleaving: each lane's
+/// accepted executions completed on its core, every refusal was `QUEUE_FULL`
+/// on a full ring and counted once by the driver and once by its lane, each
+/// back-off followed a refusal, and every core took at least `ring`.
+fn check_exact_accounting(r: &job::JobReport, n: u64, ring: u64) {
+    let p = &r.producer;
+    assert_eq!(p.accepted, n);
+    assert_eq!(p.attempts, p.accepted + p.refused_full, "{p:?}");
+    assert_eq!((p.refused_unrecoverable, p.failed), (0, 0), "{p:?}");
+    assert!(p.backoffs <= p.refused_full, "{p:?}");
+    assert_eq!(r.lanes.len(), r.workers.len());
+    let mut refused = 0;
+    for (c, (&(accepted, full, unrecoverable), w)) in r.lanes.iter().zip(&r.workers).enumerate() {
+        assert_eq!(
+            accepted, w.completed,
+            "core {c}: accepted = completed there"
+        );
+        assert_eq!(unrecoverable, 0);
         assert!(
-            w.completed > n / 8,
-            "core {c} completed only {}",
+            w.completed >= ring,
+            "core {c} completed only {} (< one ring, {ring}): skipped without a refusal",
             w.completed
+        );
+        refused += full;
+    }
+    assert_eq!(refused, p.refused_full, "{:?} vs {p:?}", r.lanes);
+}
+
+/// The back-off policy does not starve a core: in a deterministic run (one
+/// thread, virtual time, every core as fast as the others) round-robin with
+/// back-off until half a queue drains gives each core a quarter of the
+/// executions to within 5% (a back-off shifts the round-robin turns a little:
+/// 978..1024 of 4,000, 3974..4048 of 16,000), and the accounting is as exact
+/// as above.
+#[test]
+fn round_robin_back_off_shares_evenly_in_virtual_time() {
+    let n = 4_000;
+    let slab = common::slab("threaded-det-share");
+    let cfg = JobConfig {
+        executions: n,
+        vncs: 4,
+        models: 2,
+        deterministic: true,
+        slab: Some(slab.clone()),
+        ..JobConfig::default()
+    };
+    let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+    assert_eq!(r.completed_ok, n, "{r:#?}");
+    check_exact_accounting(&r, n, u64::from(cfg.ring));
+    let split: Vec<u64> = r.workers.iter().map(|w| w.completed).collect();
+    for (c, &k) in split.iter().enumerate() {
+        assert!(
+            k.abs_diff(n / 4) <= n / 4 / 20,
+            "core {c} completed {k} of {n}: {split:?}"
         );
     }
     let _ = std::fs::remove_file(slab);

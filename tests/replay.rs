@@ -220,3 +220,86 @@ fn deterministic_json_carries_the_digest() {
     assert_eq!(d["cores"]["0"]["MODEL_LOAD_COUNT"], 1, "{d}");
     let _ = std::fs::remove_file(slab);
 }
+
+/// Run `xunds replay FILE`, killing it after `limit`: (exit code, stdout,
+/// how long it took). `None` as the code: it had to be killed.
+fn replay_within(
+    file: &PathBuf,
+    limit: std::time::Duration,
+) -> (Option<i32>, String, std::time::Duration) {
+    use std::io::Read as _;
+    let t0 = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .arg("replay")
+        .arg(file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let code = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut out);
+    (code, out, t0.elapsed())
+}
+
+#[test]
+fn a_hostile_header_is_refused_or_bounded_by_the_recorded_trace() {
+    let (_, recorded) = det(21, "hostile-src.trace");
+    let body = std::fs::read_to_string(&recorded).unwrap();
+    let _ = std::fs::remove_file(&recorded);
+    let (header, rest) = body.split_once('\n').unwrap();
+    assert!(header.contains(" executions=300 "), "{header}");
+    let limit = std::time::Duration::from_secs(20);
+
+    // A header claiming 2^64 - 1 executions: out of range, refused (exit 2).
+    let huge = tmp("hostile-huge.trace");
+    let h = header.replace(" executions=300 ", " executions=18446744073709551615 ");
+    std::fs::write(&huge, format!("{h}\n{rest}")).unwrap();
+    let (code, out, took) = replay_within(&huge, limit);
+    let _ = std::fs::remove_file(&huge);
+    eprintln!("executions=u64::MAX header: exit {code:?} in {took:?}");
+    assert_eq!(code, Some(2), "{out}");
+
+    // 65536 executions claimed over a recording of 300 (cut to its first
+    // 2,000 lines): the replay agrees line by line up to the recorded end,
+    // then stops with exit 1, keeping no more than the recording plus a line.
+    let cut = tmp("hostile-65536.trace");
+    let h = header.replace(" executions=300 ", " executions=65536 ");
+    let kept_lines: Vec<&str> = rest.lines().take(2_000).collect();
+    std::fs::write(&cut, format!("{h}\n{}\n", kept_lines.join("\n"))).unwrap();
+    let recorded_len = std::fs::metadata(&cut).unwrap().len();
+    let (code, out, took) = replay_within(&cut, limit);
+    let _ = std::fs::remove_file(&cut);
+    eprintln!("executions=65536 header over 2,001 recorded lines: exit {code:?} in {took:?}");
+    let kept = out
+        .split("replayed trace kept at ")
+        .nth(1)
+        .map(|k| PathBuf::from(k.trim().trim_end_matches(')')));
+    let kept_len = kept
+        .as_ref()
+        .and_then(|k| std::fs::metadata(k).ok())
+        .map_or(0, |m| m.len());
+    if let Some(k) = &kept {
+        let _ = std::fs::remove_file(k);
+    }
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("line 2002"),
+        "stops at the recorded end: {out}"
+    );
+    assert!(out.contains("<end of trace>"), "{out}");
+    assert!(
+        kept_len <= recorded_len + 4096,
+        "replay kept {kept_len} bytes for a {recorded_len}-byte recording"
+    );
+}

@@ -469,7 +469,7 @@ fn failed_signal_is_reported_and_loses_nothing<B: Backend>() {
         closes: AtomicUsize::new(0),
     });
     let c = cfg(2).signals(sink.clone(), eventfd_factory());
-    let (mut p, mut w, bytes) = B::make::<u64>(c);
+    let (mut p, mut w, _) = B::make::<u64>(c);
     let q = p.queue().clone();
     for (round, own) in [(0u64, false), (1, true)] {
         let cell = Arc::new(StatusCell::new());
@@ -486,7 +486,11 @@ fn failed_signal_is_reported_and_loses_nothing<B: Backend>() {
             }
         });
         let o = slot_off((s.seq_num() % 2) as usize);
-        while bytes()[o + 0x10..o + 0x14] == [0xFF; 4] {
+        // Poll the waiter's handle word with atomic loads of its own width
+        // (`Producer::snapshot`): the waiter stores it atomically, and a
+        // plain byte copy of the slot here (the old `bytes()`, volatile on
+        // the mapped backend) raced with that store.
+        while p.snapshot()[o + 0x10..o + 0x14] == [0xFF; 4] {
             std::thread::sleep(Duration::from_micros(200));
         }
         let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();

@@ -607,44 +607,145 @@ impl Models {
 }
 
 /// The health of one XU, shared by its producer lane (reads) and worker
-/// (degrades), stepped through [`XuHealth`]. On its own cache line (read on
-/// every schedule; a hot neighbour would make each read a miss).
+/// (degrades, recovers), stepped through [`XuHealth`]. On its own cache line
+/// (read on every schedule; a hot neighbour would make each read a miss).
+///
+/// A degraded XU also remembers whether its queues are known intact: a
+/// fault the device reported in an error record (the record arrived, every
+/// queue is in step) can be recovered once the XU has drained
+/// ([`HealthCell::recover`]); a lost record, a lost doorbell, a DMA abort
+/// or an NQ overflow leaves the device queues out of step, and the XU stays
+/// degraded (re-initialising those queues is not implemented).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct HealthCell(AtomicU8);
 
+const HEALTHY: u8 = 0;
+/// Degraded with every queue in step: recoverable.
+const DEGRADED_INTACT: u8 = 1;
+/// Degraded with queues possibly out of step: not recoverable.
+const DEGRADED_LOST: u8 = 2;
+
+/// Why [`HealthCell::recover`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoverError {
+    /// The XU is healthy.
+    NotDegraded,
+    /// A record, doorbell or descriptor was lost or corrupted: the device
+    /// queues are out of step and would need re-initialising.
+    QueuesLost,
+    /// Executions are still in flight on the XU: wait for them first.
+    InFlight(u64),
+    /// No such XU.
+    NoSuchXu,
+}
+
+impl core::fmt::Display for RecoverError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            RecoverError::NotDegraded => "the XU is not degraded",
+            RecoverError::QueuesLost => {
+                "the XU lost a record, doorbell or descriptor: its device queues are out of step"
+            }
+            RecoverError::InFlight(_) => "executions are still in flight on the XU",
+            RecoverError::NoSuchXu => "no such XU",
+        })
+    }
+}
+
 impl HealthCell {
     /// A healthy XU.
     pub fn new() -> HealthCell {
-        HealthCell(AtomicU8::new(0))
+        HealthCell(AtomicU8::new(HEALTHY))
     }
 
     /// The current state.
     #[inline]
     pub fn state(&self) -> XuHealthState {
-        // Ordering: Acquire pairs with the Release store in `degrade`: a
-        // schedule that sees DEGRADED also sees why.
+        // Ordering: Acquire pairs with the Release stores in `degrade` and
+        // `recover`: a schedule that sees DEGRADED also sees why, one that
+        // sees HEALTHY again sees the recovery's drained queues.
         match self.0.load(Ordering::Acquire) {
-            0 => XuHealthState::Healthy,
+            HEALTHY => XuHealthState::Healthy,
             _ => XuHealthState::Degraded,
         }
     }
 
     /// Step `event` (`Timeout` or `FatalError`), tracing it as
-    /// `xu_health#<core>`. Returns `true` when the XU just became degraded.
+    /// `xu_health#<core>`, with the queues possibly out of step (not
+    /// recoverable). Returns `true` when the XU just became degraded.
     pub fn degrade<H: TransitionHook + ?Sized>(
         &self,
         event: XuHealthEvent,
         core: u8,
         hook: &mut H,
     ) -> bool {
+        self.degrade_as(event, DEGRADED_LOST, core, hook)
+    }
+
+    /// [`HealthCell::degrade`] for a fault the device reported in an error
+    /// record, every queue in step: recoverable once drained.
+    pub fn degrade_intact<H: TransitionHook + ?Sized>(
+        &self,
+        event: XuHealthEvent,
+        core: u8,
+        hook: &mut H,
+    ) -> bool {
+        self.degrade_as(event, DEGRADED_INTACT, core, hook)
+    }
+
+    fn degrade_as<H: TransitionHook + ?Sized>(
+        &self,
+        event: XuHealthEvent,
+        how: u8,
+        core: u8,
+        hook: &mut H,
+    ) -> bool {
         let from = self.state();
         let to = step_traced::<XuHealth, H>(from, event, u64::from(core), hook).unwrap_or(from);
         if to == XuHealthState::Degraded {
-            // Ordering: Release pairs with the Acquire load in `state`.
-            self.0.store(1, Ordering::Release);
+            // Ordering: Release pairs with the Acquire load in `state`. The
+            // max keeps "queues lost" once it is known.
+            self.0.fetch_max(how, Ordering::Release);
         }
         from == XuHealthState::Healthy && to == XuHealthState::Degraded
+    }
+
+    /// `true` when the XU is degraded and recoverable.
+    pub fn recoverable(&self) -> bool {
+        // Ordering: Acquire, as in `state`.
+        self.0.load(Ordering::Acquire) == DEGRADED_INTACT
+    }
+
+    /// Bring a degraded XU back (`recover`, traced as `xu_health#<core>`):
+    /// only when its queues are known intact. The caller must have drained
+    /// the XU first (nothing in flight on its ring or device), as the
+    /// runtime's reset does.
+    pub fn recover<H: TransitionHook + ?Sized>(
+        &self,
+        core: u8,
+        hook: &mut H,
+    ) -> Result<(), RecoverError> {
+        // Ordering: Acquire on success pairs with the Release in
+        // `degrade_as`; Release publishes the recovery to `state`.
+        match self.0.compare_exchange(
+            DEGRADED_INTACT,
+            HEALTHY,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                let _ = step_traced::<XuHealth, H>(
+                    XuHealthState::Degraded,
+                    XuHealthEvent::Recover,
+                    u64::from(core),
+                    hook,
+                );
+                Ok(())
+            }
+            Err(HEALTHY) => Err(RecoverError::NotDegraded),
+            Err(_) => Err(RecoverError::QueuesLost),
+        }
     }
 }
 
@@ -814,6 +915,26 @@ mod tests {
         assert_eq!(log.len(), 2);
         assert_eq!(log[0].machine, "xu_health");
         assert_eq!(log[0].id, 2);
+        // Queues possibly out of step: no recovery.
+        assert!(!h.recoverable());
+        assert_eq!(h.recover(2, &mut log), Err(RecoverError::QueuesLost));
+        assert_eq!(h.state(), XuHealthState::Degraded);
+    }
+
+    #[test]
+    fn health_recovers_only_with_its_queues_intact() {
+        let h = HealthCell::new();
+        let mut log: Vec<crate::fsm::Transition> = Vec::new();
+        assert_eq!(h.recover(1, &mut log), Err(RecoverError::NotDegraded));
+        assert!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log));
+        assert!(h.recoverable());
+        assert_eq!(h.recover(1, &mut log), Ok(()));
+        assert_eq!(h.state(), XuHealthState::Healthy);
+        assert_eq!(log.last().unwrap().to, "HEALTHY");
+        // A lost queue entry after an intact fault: no recovery.
+        assert!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log));
+        assert!(!h.degrade(XuHealthEvent::Timeout, 1, &mut log));
+        assert_eq!(h.recover(1, &mut log), Err(RecoverError::QueuesLost));
     }
 
     #[test]

@@ -87,6 +87,9 @@ pub struct WorkerParts<H: Hal> {
     pub has_work: Arc<Waker>,
     /// The XU's health.
     pub health: Arc<HealthCell>,
+    /// Recover the XU ([`HealthCell::recover`]) once it has drained, when
+    /// it degraded with its queues intact (`xunds run --recover`).
+    pub recover: bool,
     /// Execution timeout (from submission).
     pub timeout: Nanos,
     /// Expected outputs by `WorkItem::expect`.
@@ -128,6 +131,8 @@ pub struct WorkerStats {
     pub dma_aborts: u64,
     /// Completions that reported an NQ overflow (EXT `ERR_SW_NQ_OVERFLOW`).
     pub nq_overflows: u64,
+    /// Times this worker brought its degraded XU back (`recover`).
+    pub recoveries: u64,
     /// Sum of the reported MAC deltas.
     pub macs: u64,
     /// Sum of the reported device latencies (ns).
@@ -181,6 +186,8 @@ pub struct WorkerActor<H: Hal> {
     pub_wake: Arc<Waker>,
     has_work: Arc<Waker>,
     health: Arc<HealthCell>,
+    /// Bring the XU back when it degraded with its queues intact.
+    recover: bool,
     timeout: Nanos,
     expected: Arc<Expectations>,
     tap: HalTap,
@@ -255,6 +262,7 @@ impl<H: Hal> WorkerActor<H> {
             pub_wake: p.pub_wake,
             has_work: p.has_work,
             health: p.health,
+            recover: p.recover,
             timeout: p.timeout,
             expected: p.expected,
             tap: p.tap,
@@ -548,7 +556,18 @@ impl<H: Hal> WorkerActor<H> {
         }
         self.step(event, cx);
         if let Some(ev) = fatal(status) {
-            self.health.degrade(ev, self.core, cx);
+            // A hardware error the device reported in its own record (not a
+            // DMA abort): every queue is in step, so the XU may come back.
+            let intact = status == NrtStatus::HW_ERROR
+                && matches!(outcome, Outcome::Done(c) if matches!(
+                    c.status,
+                    ExecStatus::Error { source, .. } if source != Source::Dma
+                ));
+            if intact {
+                self.health.degrade_intact(ev, self.core, cx);
+            } else {
+                self.health.degrade(ev, self.core, cx);
+            }
         }
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
@@ -765,6 +784,26 @@ impl<H: Hal> WorkerActor<H> {
     }
 }
 
+impl<H: Hal> WorkerActor<H> {
+    /// The reset: a degraded XU whose queues are intact comes back once it
+    /// has drained (no execution current, none on its ring or device).
+    fn try_recover(&mut self, cx: &mut Cx<'_>) -> bool {
+        if !self.health.recoverable()
+            || self.cur.is_some()
+            || self.kept.is_some()
+            || self.ring.queue().in_flight() != 0
+            || self.harvester.in_flight() != 0
+        {
+            return false;
+        }
+        if self.health.recover(self.core, cx).is_ok() {
+            self.stats.recoveries += 1;
+            return true;
+        }
+        false
+    }
+}
+
 impl<H: Hal> Actor for WorkerActor<H> {
     fn name(&self) -> &str {
         &self.name
@@ -773,6 +812,9 @@ impl<H: Hal> Actor for WorkerActor<H> {
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.has_work.awake();
         let mut made = false;
+        if self.recover {
+            made |= self.try_recover(cx);
+        }
         if self.kept.is_some() {
             made |= self.flush_kept();
         }

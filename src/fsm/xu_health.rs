@@ -5,10 +5,13 @@
 //! HEALTHY --schedule--> HEALTHY
 //! HEALTHY --timeout|fatal_error--> DEGRADED
 //! DEGRADED --timeout|fatal_error--> DEGRADED
+//! DEGRADED --recover--> HEALTHY
 //! ```
 //!
-//! After a timeout or a fatal device error the XU is unrecoverable: there is
-//! no way back to `HEALTHY`, and `schedule` in `DEGRADED` is an
+//! After a timeout or a fatal device error the XU is unrecoverable until it
+//! is explicitly recovered (`recover`: the runtime's reset, once the XU has
+//! drained, see `actors::work::HealthCell::recover`), and `schedule` in
+//! `DEGRADED` is an
 //! [`InvalidEvent`](super::InvalidEvent) that [`admit`] maps to
 //! `NRT_EXEC_UNIT_UNRECOVERABLE` (101). Executions already in flight keep
 //! completing (with their own statuses), so further timeouts or errors while
@@ -35,6 +38,8 @@ super::machine! {
         Timeout = "timeout",
         /// The device reported a fatal error for this XU.
         FatalError = "fatal_error",
+        /// The XU was drained and reset: it may schedule again.
+        Recover = "recover",
     }
     rows {
         Healthy + Schedule => Healthy,
@@ -42,6 +47,7 @@ super::machine! {
         Healthy + FatalError => Degraded,
         Degraded + Timeout => Degraded,
         Degraded + FatalError => Degraded,
+        Degraded + Recover => Healthy,
     }
 }
 
@@ -82,9 +88,11 @@ mod tests {
                 assert_eq!(err, NrtStatus::EXEC_UNIT_UNRECOVERABLE);
                 assert_eq!(err.code(), 101);
             }
-            // Further failures keep it degraded; nothing recovers it.
+            // Further failures keep it degraded; only a recovery ends it.
             assert_eq!(step::<XuHealth>(d, E::Timeout), Ok(S::Degraded));
             assert_eq!(step::<XuHealth>(d, E::FatalError), Ok(S::Degraded));
+            assert_eq!(step::<XuHealth>(d, E::Recover), Ok(S::Healthy));
+            assert!(step::<XuHealth>(S::Healthy, E::Recover).is_err());
         }
     }
 }

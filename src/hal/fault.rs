@@ -6,10 +6,14 @@
 //! registers, the device sees a full NQ ring and overflows). Randomness comes only from [`SplitMix64`] seeded by the plan,
 //! so a run with the same seed injects the same faults at the same places.
 //!
-//! Every injection is logged ([`FaultInjector::injected`]) so a test can show
-//! which fault produced which error.
+//! Every injection is counted ([`FaultInjector::injected_total`], per rule
+//! [`FaultInjector::injected_by_rule`]) and the last [`RECENT_INJECTIONS`]
+//! are kept with their place ([`FaultInjector::injected`]) so a test can show
+//! which fault produced which error. Memory stays bounded however long a
+//! faulty run lasts: counts, not a list of every injection.
 #![forbid(unsafe_code)]
 
+use std::collections::VecDeque;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -158,11 +162,17 @@ pub struct Injected {
     pub at: String,
 }
 
+/// How many of the latest injections [`FaultInjector::injected`] keeps.
+pub const RECENT_INJECTIONS: usize = 64;
+
 #[derive(Debug)]
 struct State {
     rng: SplitMix64,
-    rules: Vec<(FaultRule, u64)>,
-    injected: Vec<Injected>,
+    /// Each rule, the eligible operations it counted, and its injections.
+    rules: Vec<(FaultRule, u64, u64)>,
+    /// The last [`RECENT_INJECTIONS`] injections, oldest first.
+    recent: VecDeque<Injected>,
+    total: u64,
 }
 
 /// The fault injector middleware. Clones share the plan's state.
@@ -197,8 +207,9 @@ impl<H: Hal> FaultInjector<H> {
             stale_reads,
             state: Arc::new(Mutex::new(State {
                 rng: SplitMix64::new(plan.seed),
-                rules: plan.rules.into_iter().map(|r| (r, 0)).collect(),
-                injected: Vec::new(),
+                rules: plan.rules.into_iter().map(|r| (r, 0, 0)).collect(),
+                recent: VecDeque::with_capacity(RECENT_INJECTIONS),
+                total: 0,
             })),
         }
     }
@@ -208,9 +219,20 @@ impl<H: Hal> FaultInjector<H> {
         &self.inner
     }
 
-    /// Every injection so far.
+    /// The latest injections, oldest first: all of them up to
+    /// [`RECENT_INJECTIONS`], then the last that many.
     pub fn injected(&self) -> Vec<Injected> {
-        self.lock().injected.clone()
+        self.lock().recent.iter().cloned().collect()
+    }
+
+    /// How many faults were injected so far.
+    pub fn injected_total(&self) -> u64 {
+        self.lock().total
+    }
+
+    /// How many faults each rule of the plan injected so far (plan order).
+    pub fn injected_by_rule(&self) -> Vec<u64> {
+        self.lock().rules.iter().map(|r| r.2).collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -229,7 +251,7 @@ impl<H: Hal> FaultInjector<H> {
         let core = core_of(region);
         let mut fired = None;
         for i in 0..st.rules.len() {
-            let (rule, count) = &mut st.rules[i];
+            let (rule, count, _) = &mut st.rules[i];
             if !applies(&rule.fault) || rule.core.is_some_and(|c| Some(c) != core) {
                 continue;
             }
@@ -246,7 +268,12 @@ impl<H: Hal> FaultInjector<H> {
             }
         }
         let (i, fault) = fired?;
-        st.injected.push(Injected {
+        st.rules[i].2 += 1;
+        st.total += 1;
+        if st.recent.len() == RECENT_INJECTIONS {
+            st.recent.pop_front();
+        }
+        st.recent.push_back(Injected {
             rule: i,
             fault: fault.name(),
             at: at(),

@@ -65,10 +65,19 @@ impl fmt::Display for MemError {
 impl std::error::Error for MemError {}
 
 /// One owned `mmap`. Unmapped on drop.
+///
+/// A file mapping is guarded against the file shrinking under it (another
+/// process truncating it): a writable one regrows the file, a read-only one
+/// is detached onto zero pages, and [`Mapping::shrunk`] says it happened
+/// (see the `hal::sigbus` module). No access through a mapping ever dies of SIGBUS.
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
     writable: bool,
+    /// Unregistered before the unmap (field dropped in `Drop`).
+    guard: Option<super::sigbus::Guard>,
+    /// Kept open for the mapping's life: the guard's `ftruncate` uses it,
+    /// and a slab writer's lock lives on it.
     _file: Option<File>,
 }
 
@@ -118,12 +127,44 @@ impl Mapping {
         Self::map(Some(file), len, writable)
     }
 
+    /// Map the first `len` bytes of an open file (read-write when
+    /// `writable`; the file must be open for that). The mapping keeps the
+    /// file open, and with it any lock taken on it ([`lock_exclusive`]).
+    pub fn from_file(file: File, len: usize, writable: bool) -> io::Result<Mapping> {
+        Self::map(Some(file), len, writable)
+    }
+
+    /// How many times the file was found shrunk under this mapping since it
+    /// was made (0 for an anonymous mapping). Non-zero: some bytes read
+    /// through it may be zeros nobody wrote; a read-only mapping reads only
+    /// zeros from then on.
+    pub fn shrunk(&self) -> u64 {
+        self.guard.as_ref().map_or(0, |g| g.shrunk())
+    }
+
     fn map(file: Option<File>, len: usize, writable: bool) -> io::Result<Mapping> {
         if len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "cannot map zero bytes",
             ));
+        }
+        #[cfg(miri)]
+        if file.is_none() {
+            // Miri has no shared mappings: an anonymous one is zeroed,
+            // page-aligned heap memory (one process, so nothing is lost),
+            // which lets Miri check the mapped ring storage too.
+            // SAFETY: `len > 0` and the layout is valid (4096 is a power of
+            // two, `len` far below isize::MAX for any caller).
+            let p = unsafe { std::alloc::alloc_zeroed(Self::miri_layout(len)) };
+            let ptr = NonNull::new(p).ok_or_else(|| io::Error::other("out of memory"))?;
+            return Ok(Mapping {
+                ptr,
+                len,
+                writable,
+                guard: None,
+                _file: None,
+            });
         }
         let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
@@ -142,12 +183,31 @@ impl Mapping {
         }
         let ptr =
             NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+        let guard = match &file {
+            Some(f) => {
+                match super::sigbus::Guard::new(ptr.as_ptr(), len, f.as_raw_fd(), writable) {
+                    Ok(g) => Some(g),
+                    Err(e) => {
+                        // SAFETY: the mapping just made, not yet shared.
+                        unsafe { libc::munmap(p, len) };
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         Ok(Mapping {
             ptr,
             len,
             writable,
+            guard,
             _file: file,
         })
+    }
+
+    #[cfg(miri)]
+    fn miri_layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len, 4096).expect("mapping layout")
     }
 
     /// Length in bytes.
@@ -178,6 +238,14 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        // Unregister before the range can be reused by another mapping.
+        drop(self.guard.take());
+        #[cfg(miri)]
+        if self._file.is_none() {
+            // SAFETY: allocated in `map` with exactly this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Self::miri_layout(self.len)) };
+            return;
+        }
         // SAFETY: `ptr`/`len` are exactly what mmap returned and nothing else
         // unmaps them; no access can outlive `self` because every `Region`
         // (and every atomic handle, borrowed from a `Region`) keeps an
@@ -211,6 +279,11 @@ impl Region {
     /// Whether the underlying mapping is writable.
     pub fn is_writable(&self) -> bool {
         self.map.writable
+    }
+
+    /// [`Mapping::shrunk`] of the underlying mapping.
+    pub fn shrunk(&self) -> u64 {
+        self.map.shrunk()
     }
 
     /// A sub-window `[off, off + len)` of this one.
@@ -439,6 +512,43 @@ impl Region {
         }
         Ok(())
     }
+}
+
+/// Take an exclusive `flock` on `file` without waiting: held until the open
+/// file description is closed (every clone of the descriptor, e.g. the
+/// [`Mapping`] made from it), released by the kernel when the holder dies.
+/// Contention is `ErrorKind::WouldBlock`; [`lock_holder`] names the holder.
+pub fn lock_exclusive(file: &File) -> io::Result<()> {
+    // SAFETY: `flock` on a descriptor `file` keeps open for the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The pid holding an exclusive `flock` on the file `file` refers to, from
+/// `/proc/locks` (`None` when it cannot be told).
+pub fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let m = file.metadata().ok()?;
+    let dev = m.dev();
+    let want = format!(
+        "{:02x}:{:02x}:{}",
+        libc::major(dev),
+        libc::minor(dev),
+        m.ino()
+    );
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 8341 fe:00:10010988 0 EOF`
+        (f.get(1) == Some(&"FLOCK")
+            && f.get(3) == Some(&"WRITE")
+            && f.get(5) == Some(&want.as_str()))
+        .then(|| f.get(4)?.parse().ok())
+        .flatten()
+    })
 }
 
 /// After a Relaxed load standing in for a load with `order` (on read-only

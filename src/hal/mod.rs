@@ -32,6 +32,7 @@ pub mod fake;
 pub mod fault;
 pub mod linux;
 pub mod mem;
+mod sigbus;
 pub mod tracer;
 
 use core::fmt;

@@ -107,6 +107,26 @@ error_enum! {
         OrOnly(NdCounter) => "nds: EINVAL: {0} is written only with OR",
         /// All 64 model slots are live (docs/abi.md §2.6): `ENOSPC`.
         NoSpace => "nds: ENOSPC: all 64 model slots are live",
+        /// Another live writer holds the slab's writer lock: `EBUSY`.
+        Busy {
+            /// The holder's pid, when it can be told.
+            pid: Option<u32>,
+        } => (
+            "nds: slab in use: another writer{} holds it",
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+        ),
+        /// The file is not a slab of ours (nor empty); it is left untouched
+        /// (taking it over needs `force`).
+        NotASlab {
+            /// The file's length.
+            len: u64,
+        } => (
+            "nds: not a slab ({len} bytes that are not a {}-byte xunds slab); refusing to overwrite it (use --force)",
+            SLAB_SIZE
+        ),
+        /// The file behind the mapping shrank while it was mapped (another
+        /// process truncated it): nothing read across it is returned.
+        Shrunk => "nds: the slab file shrank while mapped (truncated by another process); nothing read from it is trusted",
         /// The record lifecycle refused the operation (update or delete of a
         /// free slot, ...): `EINVAL`.
         Lifecycle(#[from] InvalidEvent<RecordState, RecordEvent>) => "nds: EINVAL: {0}",
@@ -120,6 +140,9 @@ impl NdsError {
         match self {
             NdsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
             NdsError::NoSpace => ENOSPC,
+            NdsError::Busy { .. } => libc::EBUSY,
+            NdsError::NotASlab { .. } => libc::EEXIST,
+            NdsError::Shrunk => libc::EIO,
             NdsError::TooSmall { .. }
             | NdsError::NotCommitted
             | NdsError::BadMagic { .. }

@@ -209,7 +209,14 @@ impl<S: Slab> Reader<S> {
         let reader = Reader { slab, pause };
         if reader.header_word() != HEADER_PROTO {
             (reader.pause)(HEADER_RETRY);
-            header_verdict(reader.header_word())?;
+            let verdict = header_verdict(reader.header_word());
+            if reader.slab.shrunk() {
+                return Err(NdsError::Shrunk);
+            }
+            verdict?;
+        }
+        if reader.slab.shrunk() {
+            return Err(NdsError::Shrunk);
         }
         Ok(reader)
     }
@@ -232,7 +239,19 @@ impl<S: Slab> Reader<S> {
 
     /// Run `f` between two header checks: committed before, still committed
     /// after; otherwise [`NdsError::Detached`] and `f`'s result is dropped.
+    /// A file that shrank under the mapping at any point is
+    /// [`NdsError::Shrunk`], whatever was read.
     fn bracketed<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
+        let out = self.between_header_checks(f);
+        // A fault absorbed anywhere above (a load past the shrunk end read
+        // zero) voids whatever was read, header checks included.
+        if self.slab.shrunk() {
+            return Err(NdsError::Shrunk);
+        }
+        out
+    }
+
+    fn between_header_checks<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
         if self.header_word() != HEADER_PROTO {
             return Err(NdsError::Detached);
         }
@@ -440,6 +459,48 @@ mod tests {
         assert_eq!(snap.models[0].0, s1);
         assert_eq!(snap.models[0].1.clone().fresh().unwrap().model_id, 5);
         assert_eq!(snap.process_info, RecordRead::Unpublished);
+    }
+
+    /// The bitmap is read from the slab (mutant: `model_bitmap` -> a
+    /// constant), and a snapshot shows every slot with its bitmap bit *or*
+    /// its hash set, as design.md says (mutant: `||` -> `&&`): a record
+    /// still published after its bit was cleared, and a bit set before its
+    /// record was published.
+    #[test]
+    fn bitmap_and_half_published_slots_are_visible() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        let r = Reader::attach_with_pause(slab.clone(), no_pause).unwrap();
+        assert_eq!(r.model_bitmap().unwrap(), 0);
+        let s0 = w.commit_model(&ModelRecord::EMPTY).unwrap();
+        let s1 = w
+            .commit_model(&ModelRecord {
+                model_id: 7,
+                ..ModelRecord::EMPTY
+            })
+            .unwrap();
+        assert_eq!(r.model_bitmap().unwrap(), s0.bit() | s1.bit());
+        // Slot 1: hash only; slot 2: bit only.
+        let s2 = ModelSlot::new(2).unwrap();
+        slab.store_u64(
+            region::MODEL_BITMAP_OFF,
+            s0.bit() | s2.bit(),
+            Ordering::Relaxed,
+        );
+        assert_eq!(r.model_bitmap().unwrap(), 0b101);
+        let snap = r.snapshot().unwrap();
+        let slots: Vec<ModelSlot> = snap.models.iter().map(|m| m.0).collect();
+        assert_eq!(slots, vec![s0, s1, s2]);
+        assert_eq!(snap.models[1].1.clone().fresh().unwrap().model_id, 7);
+        assert_eq!(snap.models[2].1, RecordRead::Unpublished);
+    }
+
+    /// Only a fresh read is fresh (mutant: `is_fresh` -> `true`, found by
+    /// the first `.ci/mutants` shard).
+    #[test]
+    fn only_a_fresh_read_is_fresh() {
+        assert!(!RecordRead::<ModelRecord>::Unpublished.is_fresh());
+        assert!(RecordRead::Fresh(ModelRecord::EMPTY).is_fresh());
     }
 
     #[test]

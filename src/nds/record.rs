@@ -392,6 +392,19 @@ mod tests {
         assert!(RecordSpan::new(usize::MAX - 7, 8).is_none());
     }
 
+    /// docs/abi.md §2.9: a fresh record is read on the first attempt, with no
+    /// pause at all. Mutant: `attempt > 0` -> `attempt == 0`.
+    #[test]
+    fn a_fresh_record_is_read_without_any_pause() {
+        let slab = HeapSlab::zeroed();
+        let span = RecordSpan::model(3).unwrap();
+        publish(&slab, span, &stamped(span.len(), 9));
+        let mut out = vec![0u8; span.len()];
+        let mut pauses = 0;
+        assert_eq!(read(&slab, span, &mut out, || pauses += 1), Verdict::Fresh);
+        assert_eq!(pauses, 0);
+    }
+
     #[test]
     fn publish_read_update_erase() {
         let slab = HeapSlab::zeroed();

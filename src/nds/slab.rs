@@ -36,8 +36,9 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::hal::mem::{fence_after_relaxed_load, Mapping, Region};
+use crate::hal::mem::{fence_after_relaxed_load, lock_exclusive, lock_holder, Mapping, Region};
 use crate::sync::atomic as satomic;
+use crate::wire::nds::{header, region};
 
 use super::{NdsError, REQUIRED_SIZE, SLAB_SIZE};
 
@@ -64,6 +65,14 @@ pub trait Slab: Send + Sync {
     /// A memory fence in the atomics family this backing uses (`std`, or
     /// loom's for the heap backing under `--cfg loom`).
     fn fence(&self, order: Ordering);
+
+    /// `true` once the file behind a mapped slab was found shrunk under it
+    /// (truncated by another process): loads since may have returned zeros
+    /// nobody wrote, so nothing read can be trusted. Always `false` for
+    /// memory no other process can shrink.
+    fn shrunk(&self) -> bool {
+        false
+    }
 
     /// Load the `out.len() / 8` consecutive 8-byte words at 8-aligned `off`
     /// into `out` (little-endian bytes; `out.len()` a multiple of 8), one
@@ -129,6 +138,9 @@ where
     }
     fn fence(&self, order: Ordering) {
         (**self).fence(order)
+    }
+    fn shrunk(&self) -> bool {
+        (**self).shrunk()
     }
     fn load_words(&self, off: usize, out: &mut [u8]) {
         (**self).load_words(off, out)
@@ -351,16 +363,76 @@ pub struct MappedSlab {
 }
 
 impl MappedSlab {
-    /// Create (or truncate) the file at `path` as a zero-filled
-    /// `SLAB_SIZE`-byte (262,144) slab and map it read-write, `MAP_SHARED`.
+    /// Create the file at `path` as a zero-filled `SLAB_SIZE`-byte
+    /// (262,144) slab and map it read-write, `MAP_SHARED`, as its one
+    /// writer: [`MappedSlab::create_with`] without `force`.
     pub fn create(path: &Path) -> Result<MappedSlab, NdsError> {
-        let map = Mapping::create_file(path, SLAB_SIZE)?;
-        Self::from_region(map.into_region())
+        Self::create_with(path, false)
     }
 
-    /// Map an existing slab file read-write. Refuses a file shorter than
-    /// `REQUIRED_SIZE` (67,200 bytes, docs/abi.md §2.2).
+    /// Create the slab file at `path`, or take over an existing one, as its
+    /// one writer:
+    ///
+    /// - an exclusive lock on the file ([`lock_exclusive`]) is taken first
+    ///   and held for the mapping's life (the kernel drops it when the
+    ///   process dies): a slab another live writer holds is refused with
+    ///   [`NdsError::Busy`], naming its pid;
+    /// - an existing file that is not a slab of ours (not empty, and not
+    ///   `SLAB_SIZE` bytes with a committed or zero header) is refused with
+    ///   [`NdsError::NotASlab`] unless `force`; a stale slab (its writer
+    ///   gone) is reused;
+    /// - the file is then zeroed in place to `SLAB_SIZE` bytes (never
+    ///   truncated first, so a monitor mapping the stale slab is not cut
+    ///   short).
+    pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        lock(&file)?;
+        let len = file.metadata()?.len();
+        if len != 0 && !force {
+            let mut word = [0u8; 8];
+            file.read_exact_at(&mut word, region::HEADER_OFF as u64)
+                .map_err(|_| NdsError::NotASlab { len })?;
+            let word = u64::from_le_bytes(word);
+            let ours = len == SLAB_SIZE as u64
+                && (word == 0 || header::check(word) == header::HeaderState::Committed);
+            if !ours {
+                return Err(NdsError::NotASlab { len });
+            }
+        }
+        file.write_all_at(&[0u8; SLAB_SIZE], 0)?;
+        file.set_len(SLAB_SIZE as u64)?;
+        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+    }
+
+    /// Map an existing slab file read-write as its one writer (adopting what
+    /// a writer that died left): takes the writer's lock as
+    /// [`MappedSlab::create_with`] does ([`NdsError::Busy`] while another
+    /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
+    /// bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        lock(&file)?;
+        let len = usize::try_from(file.metadata()?.len())
+            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+        require_size(len)?;
+        Self::from_region(Mapping::from_file(file, len, true)?.into_region())
+    }
+
+    /// Map an existing slab file read-write *without* the writer's lock:
+    /// for a counter co-writer only (counter updates are single atomic
+    /// read-modify-writes, safe from any number of processes, docs/abi.md
+    /// §2.4), never for a publisher of records. Refuses a file shorter than
+    /// `REQUIRED_SIZE`.
+    pub fn open_unlocked(path: &Path) -> Result<MappedSlab, NdsError> {
         require_size(file_len(path)?)?;
         Self::from_region(Mapping::open_file(path, true)?.into_region())
     }
@@ -392,10 +464,25 @@ impl MappedSlab {
     }
 }
 
+/// The writer's lock on a slab file, or [`NdsError::Busy`] naming the
+/// holder.
+fn lock(file: &std::fs::File) -> Result<(), NdsError> {
+    match lock_exclusive(file) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NdsError::Busy {
+            pid: lock_holder(file),
+        }),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl Slab for MappedSlab {
     #[inline]
     fn len(&self) -> usize {
         self.raw.0.len
+    }
+    fn shrunk(&self) -> bool {
+        self.raw.0.region.shrunk() > 0
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
@@ -457,10 +544,21 @@ pub struct ReadOnlySlab {
 impl ReadOnlySlab {
     /// Map the slab file at `path` read-only (`PROT_READ`, `MAP_SHARED`).
     /// Refuses a file shorter than `REQUIRED_SIZE` (docs/abi.md §2.2).
+    ///
+    /// The length is taken from the open file (`fstat`), never from the
+    /// path, so a file replaced in between cannot slip through; a file that
+    /// shrinks later is detected ([`Slab::shrunk`]), never a fault.
     pub fn open(path: &Path) -> Result<ReadOnlySlab, NdsError> {
-        require_size(file_len(path)?)?;
-        // `open_file(.., false)` opens the fd O_RDONLY and maps PROT_READ.
-        Self::from_region(Mapping::open_file(path, false)?.into_region())
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(NdsError::Io(io::Error::other("is a directory")));
+        }
+        let len = usize::try_from(meta.len())
+            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+        require_size(len)?;
+        // O_RDONLY descriptor, PROT_READ mapping.
+        Self::from_region(Mapping::from_file(file, len, false)?.into_region())
     }
 
     /// Wrap any region (writable or not) as a read-only slab. Refuses one
@@ -481,6 +579,9 @@ impl Slab for ReadOnlySlab {
     #[inline]
     fn len(&self) -> usize {
         self.raw.len
+    }
+    fn shrunk(&self) -> bool {
+        self.raw.region.shrunk() > 0
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
@@ -728,5 +829,85 @@ mod tests {
         assert!(ro.is_mapped_read_only());
         assert_eq!(ro.len(), REQUIRED_SIZE);
         std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
+    fn a_file_shrunk_under_its_mappings_is_reported_not_a_fault() {
+        let p = std::env::temp_dir().join(format!("xunds-slab-shrink-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let w = MappedSlab::create(&p).unwrap();
+        w.store_u64(0x520, 7, Ordering::Relaxed);
+        let ro = ReadOnlySlab::open(&p).unwrap();
+        assert_eq!(ro.load_u64(0x520, Ordering::Relaxed), 7);
+        assert!(!ro.shrunk() && !w.shrunk());
+        // Another open file description cuts the file to nothing: before,
+        // the next load through either mapping died of SIGBUS.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        // The reader's mapping is detached onto zero pages and says so.
+        assert_eq!(ro.load_u64(0x520, Ordering::Relaxed), 0);
+        assert!(ro.shrunk());
+        assert_eq!(ro.load_u64(SLAB_SIZE - 8, Ordering::Relaxed), 0);
+        // The writer's store regrows the file to a full slab (the lost
+        // contents read zero) and the writer knows.
+        w.store_u64(0x528, 9, Ordering::Relaxed);
+        assert!(w.shrunk());
+        assert_eq!(w.load_u64(0x520, Ordering::Relaxed), 0);
+        assert_eq!(w.load_u64(0x528, Ordering::Relaxed), 9);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), SLAB_SIZE as u64);
+        // A new reader sees the regrown file whole.
+        let again = ReadOnlySlab::open(&p).unwrap();
+        assert_eq!(again.load_u64(0x528, Ordering::Relaxed), 9);
+        assert!(!again.shrunk());
+        drop((w, ro, again));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
+    fn one_writer_per_slab_and_no_file_clobbered() {
+        let dir = std::env::temp_dir();
+        let p = dir.join(format!("xunds-slab-lock-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let w = MappedSlab::create(&p).unwrap();
+        // A second writer (another open file description) is refused and
+        // told who holds the slab.
+        match MappedSlab::create(&p) {
+            Err(NdsError::Busy { pid }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("second writer: {other:?}"),
+        }
+        assert!(matches!(MappedSlab::open(&p), Err(NdsError::Busy { .. })));
+        assert!(matches!(
+            MappedSlab::create_with(&p, true),
+            Err(NdsError::Busy { .. })
+        ));
+        // Readers need no lock.
+        assert!(ReadOnlySlab::open(&p).is_ok());
+        // Once the writer is gone its stale slab is reused.
+        w.store_u64(0, crate::wire::nds::header::HEADER_PROTO, Ordering::Release);
+        w.store_u64(0x520, 5, Ordering::Relaxed);
+        drop(w);
+        let w = MappedSlab::create(&p).unwrap();
+        assert_eq!(w.load_u64(0x520, Ordering::Relaxed), 0, "reused, zeroed");
+        drop(w);
+        // A file that is not a slab is left alone unless forced.
+        let f = dir.join(format!("xunds-slab-notslab-{}", std::process::id()));
+        std::fs::write(&f, b"important\n").unwrap();
+        assert!(matches!(
+            MappedSlab::create(&f),
+            Err(NdsError::NotASlab { len: 10 })
+        ));
+        assert_eq!(std::fs::read(&f).unwrap(), b"important\n");
+        let forced = MappedSlab::create_with(&f, true).unwrap();
+        assert_eq!(forced.len(), SLAB_SIZE);
+        drop(forced);
+        for q in [&p, &f] {
+            std::fs::remove_file(q).unwrap();
+        }
     }
 }

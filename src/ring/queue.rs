@@ -1484,9 +1484,34 @@ mod tests {
     /// Miri's race detector checks that no read of a slot races with them.
     #[test]
     fn two_threads_fifo_with_plain_body_stores() {
-        const N: u64 = 200;
-        let (mut p, mut w) =
+        let (p, w) =
             XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XuId::new(0, 0, 1), 4)).unwrap();
+        two_threads_fifo(p, w);
+    }
+
+    /// The same on the byte-exact mapped storage (the slot array in a
+    /// mapping; under Miri the mapping is heap memory, see `hal::mem`).
+    #[test]
+    fn two_threads_fifo_with_plain_body_stores_mapped() {
+        use crate::hal::mem::Mapping;
+        use crate::ring::storage::mapped_len;
+        let region = Mapping::anonymous(mapped_len(4)).unwrap().into_region();
+        // SAFETY: a fresh anonymous mapping only this queue touches.
+        let (p, w) = unsafe {
+            XuQueue::<u64, crate::ring::MappedStorage>::mapped(
+                region,
+                QueueConfig::new(XuId::new(0, 0, 1), 4),
+            )
+        }
+        .unwrap();
+        two_threads_fifo(p, w);
+    }
+
+    fn two_threads_fifo<S: Storage + Send + Sync + 'static>(
+        mut p: Producer<u64, S>,
+        mut w: Worker<u64, S>,
+    ) {
+        const N: u64 = 200;
         let prod = std::thread::spawn(move || {
             for i in 0..N {
                 while p.submit(i, None).is_err() {
@@ -1506,5 +1531,77 @@ mod tests {
             }
         }
         prod.join().unwrap();
+    }
+
+    /// Counts closes (never closes anything: the fds here are made up).
+    struct CountingSink(std::sync::Mutex<Vec<i32>>);
+    impl CompletionSink for CountingSink {
+        fn signal(&self, _fd: i32) -> Result<(), i32> {
+            Ok(())
+        }
+        fn close(&self, fd: i32) {
+            self.0.lock().unwrap().push(fd);
+        }
+    }
+
+    fn xu() -> XuId {
+        XuId::new(0, 1, 2)
+    }
+
+    /// docs/abi.md §1.4: `last_submitted` is the newest handle issued, not a
+    /// default (mutant: `last_submitted` -> `Default::default()`).
+    #[test]
+    fn last_submitted_is_the_newest_handle() {
+        let (mut p, _w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        assert_eq!(q.last_submitted(), SeqId::from_cursor(0, xu()));
+        let a = p.submit(1, None).unwrap();
+        assert_eq!(q.last_submitted(), a);
+        let b = p.submit(2, None).unwrap();
+        assert_eq!(q.last_submitted(), b);
+        assert_ne!(a, b);
+        assert_eq!(q.in_flight(), 2);
+    }
+
+    /// Dropping a queue with in-flight slots closes only the dups the slots
+    /// own: never a slot without a handle (`NO_EFD`), never a pooled event
+    /// (the pool owns it). Mutant: `efd != NO_EFD && !pooled` -> `||`.
+    #[test]
+    fn drop_closes_only_owned_dups() {
+        let sink = std::sync::Arc::new(CountingSink(std::sync::Mutex::new(Vec::new())));
+        let cfg = QueueConfig::new(xu(), 4)
+            .signals(sink.clone(), super::super::waiter::eventfd_factory());
+        let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(cfg).unwrap();
+        let q = p.queue().clone();
+        let _none = p.submit(1, None).unwrap();
+        let pooled = p.submit(2, None).unwrap();
+        let owned = p.submit(3, None).unwrap();
+        q.sh.slot(pooled.seq_num()).set_handle(7001, true, Relaxed);
+        q.sh.slot(owned.seq_num()).set_handle(7002, false, Relaxed);
+        drop((p, w, q));
+        assert_eq!(*sink.0.lock().unwrap(), vec![7002]);
+    }
+
+    /// A waiter that times out takes its handle back and the installed
+    /// count with it, so the worker's fast path (no handle anywhere) comes
+    /// back. Mutant: `uninstall`'s `!=` -> `==`.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a blocking wait needs poll(2), not available under Miri"
+    )]
+    fn a_timed_out_waiter_leaves_no_installed_handle_counted() {
+        let (mut p, _w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        let s = p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        assert!(!q.sh.lock.lock_waiter().any_installed());
+        let r = q.wait(s, WaitMode::Block, Duration::from_millis(5));
+        assert_eq!(r, Ok(Waited::TimedOut));
+        assert_eq!(q.sh.slot(s.seq_num()).efd(Relaxed), NO_EFD);
+        assert!(
+            !q.sh.lock.lock_waiter().any_installed(),
+            "the installed count still counts the uninstalled handle"
+        );
     }
 }

@@ -924,3 +924,30 @@ impl Storage for MappedStorage {
         out
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod abi_tests {
+    use super::*;
+
+    /// The mapped ring is the 256-byte header then 32 bytes per slot
+    /// (docs/abi.md §1.2). Mutant: `mapped_len`'s `+` -> `*`.
+    #[test]
+    fn mapped_len_is_header_plus_slots() {
+        assert_eq!(mapped_len(1), 256 + 32);
+        assert_eq!(mapped_len(4), 256 + 4 * 32);
+        assert_eq!(mapped_len(32), 1280);
+    }
+
+    /// Both storages report the XU they were made for, not XU 0 (no other
+    /// test used a non-zero XU). Mutant: `OwnedStorage::xu` -> 0.
+    #[test]
+    fn storages_keep_a_non_zero_xu() {
+        let xu = XuId::new(1, 2, 3);
+        let o = OwnedStorage::<true, true>::new(xu, 4, 1).unwrap();
+        assert_eq!(o.xu(), xu);
+        assert_eq!(
+            &o.snapshot()[xu_queue::off::XU_ID..xu_queue::off::XU_ID + 2],
+            &xu.0.to_le_bytes()
+        );
+    }
+}

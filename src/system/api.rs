@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use crate::actors::producer::{Lane, Request};
 use crate::actors::sequencer::DeviceStats;
-use crate::actors::work::{OutputBuf, ResidentModel, NO_EXPECT};
+use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos, NullTrace};
 use crate::device::model::{MlpSpec, ModelBuilder};
@@ -280,6 +280,27 @@ impl<H: Hal + 'static> System<H> {
             .get(usize::from(xu))
             .map(|q| q.last_completed())
             .ok_or(NrtStatus::INVALID)
+    }
+
+    /// Bring XU `xu` back after it degraded (the runtime's reset): refused
+    /// while executions are still in flight on it (wait for them first), and
+    /// when the fault that degraded it lost a record, doorbell or descriptor
+    /// (its device queues are out of step). A healthy XU is
+    /// [`RecoverError::NotDegraded`]. Schedules are accepted again after.
+    pub fn recover(&self, xu: u8) -> Result<(), RecoverError> {
+        let (Some(q), Some(h)) = (
+            self.shared.queues.get(usize::from(xu)),
+            self.shared.healths.get(usize::from(xu)),
+        ) else {
+            return Err(RecoverError::NoSuchXu);
+        };
+        if !h.recoverable() {
+            return h.recover(xu, &mut crate::fsm::NoHook);
+        }
+        match q.in_flight() {
+            0 => h.recover(xu, &mut crate::fsm::NoHook),
+            n => Err(RecoverError::InFlight(n)),
+        }
     }
 
     /// Completion by fd (caller-owned): the worker signals `ev` when `seq`

@@ -48,9 +48,14 @@ use crate::wire::seq_id::XuId;
 /// Where the datastore slab lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlabTarget {
-    /// A file (created or truncated), e.g. under `/dev/shm`: other processes
-    /// can read it (`xunds nds dump`).
+    /// A file, e.g. under `/dev/shm`: other processes can read it (`xunds
+    /// nds dump`). Created, or a stale slab reused; refused while another
+    /// writer holds it, or when it is an existing file that is not a slab
+    /// ([`MappedSlab::create_with`]).
     Path(PathBuf),
+    /// As [`SlabTarget::Path`], but an existing file that is not a slab is
+    /// overwritten (`--force`); a live writer's slab is still refused.
+    Overwrite(PathBuf),
     /// An anonymous mapping (tests that only read back in-process).
     Anonymous,
 }
@@ -80,6 +85,9 @@ pub struct SystemConfig {
     pub record_tags: Option<usize>,
     /// Expected outputs the workers check (`WorkItem::expect`).
     pub expected: Arc<Expectations>,
+    /// Workers recover their XU when it degraded with its queues intact
+    /// (`xunds run --recover`).
+    pub recover: bool,
 }
 
 impl SystemConfig {
@@ -97,6 +105,7 @@ impl SystemConfig {
             trace_transitions: false,
             record_tags: None,
             expected: Arc::new(Expectations::default()),
+            recover: false,
         }
     }
 
@@ -148,6 +157,9 @@ pub struct Shared<H: Hal> {
     pub cfg: SystemConfig,
     /// The slab's path (when it is a file).
     pub slab_path: Option<PathBuf>,
+    /// The publisher's slab mapping (a second handle: says whether the file
+    /// shrank under it, [`crate::nds::Slab::shrunk`]).
+    pub slab: MappedSlab,
     /// HAL trace forwarding (deterministic runs).
     pub tap: HalTap,
     /// The loaded models, by handle (what work items' `mod_ref` names).
@@ -287,12 +299,14 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let models = Arc::new(Models::default());
     let dev = Device::new(hal, cfg.device_config()).map_err(|e| err("device", e))?;
     let (slab, slab_path) = match &cfg.slab {
-        SlabTarget::Path(p) => (
-            MappedSlab::create(p).map_err(|e| err("slab", e))?,
+        SlabTarget::Path(p) | SlabTarget::Overwrite(p) => (
+            MappedSlab::create_with(p, matches!(cfg.slab, SlabTarget::Overwrite(_)))
+                .map_err(|e| err(&format!("slab {}", p.display()), e))?,
             Some(p.clone()),
         ),
         SlabTarget::Anonymous => (MappedSlab::anonymous().map_err(|e| err("slab", e))?, None),
     };
+    let slab_handle = slab.clone();
     let writer = Writer::new(slab).map_err(|e| err("slab", e))?;
     let tap = HalTap::new(log);
     let pub_wake = Arc::new(Waker::new()?);
@@ -362,6 +376,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 tap: tap.clone(),
                 trace_slots: cfg.trace_transitions,
                 record_tags: cfg.record_tags.is_some(),
+                recover: cfg.recover,
             },
             cfg.record_tags.unwrap_or(0),
         ));
@@ -404,6 +419,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         pub_stats,
         cfg,
         slab_path,
+        slab: slab_handle,
         tap,
         models,
         next_handle: AtomicU32::new(1),

@@ -43,7 +43,7 @@ use crate::wire::status::NrtStatus;
 use super::builder::{build, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
-use super::trace::{Trace, TraceHeader};
+use super::trace::{Trace, TraceDiff, TraceHeader};
 
 /// Named NC counters read back per core (0..=40).
 pub const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
@@ -86,6 +86,17 @@ pub struct JobConfig {
     /// arrivals from `seed` (`xunds run --rate`); `None`: as fast as the
     /// rings take them (closed loop).
     pub rate: Option<f64>,
+    /// Replay: compare the deterministic trace with this recorded one as it
+    /// is produced, and stop at the first difference or at the recorded
+    /// end ([`JobReport::replay`] holds the verdict; `trace`, when set,
+    /// keeps the replayed lines up to the first difference).
+    pub replay: Option<PathBuf>,
+    /// Take over `slab` even when it is an existing file that is not a slab
+    /// (`--force`); a slab another live writer holds is refused regardless.
+    pub force_slab: bool,
+    /// Bring an XU back when it degraded with its queues intact, once it has
+    /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
+    pub recover: bool,
 }
 
 /// The model a job loads (`--models` variants of it).
@@ -135,11 +146,22 @@ impl Default for JobConfig {
             inputs: 16,
             record_tags: false,
             max_wall: None,
+            replay: None,
+            force_slab: false,
+            recover: false,
             model: ModelKind::Mlp,
             rate: None,
         }
     }
 }
+
+/// Most executions a job takes (about a day at today's rates; a trace
+/// header claiming more is refused).
+pub const MAX_EXECUTIONS: u64 = 1 << 40;
+/// Most distinct inputs (each has its reference output computed up front).
+pub const MAX_INPUTS: u32 = 4096;
+/// Longest execution timeout: one hour.
+pub const MAX_TIMEOUT_NS: u64 = 3_600_000_000_000;
 
 /// The deterministic device's grace before a wrong ring id is corrupt
 /// (virtual ns).
@@ -181,7 +203,7 @@ impl JobConfig {
             self.timeout().as_u64(),
             self.faults.text(),
             self.det_config().config_text()
-        )
+        ) + if self.recover { " recover=1" } else { "" }
     }
 
     /// Rebuild a deterministic job from a trace header.
@@ -206,6 +228,7 @@ impl JobConfig {
             timeout_ns: Some(num(h, "timeout_ns")?),
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
+            recover: h.config_value("recover") == Some("1"),
             model: h
                 .config_value("model")
                 .map(ModelKind::parse)
@@ -236,8 +259,17 @@ impl JobConfig {
         if !(1..=32).contains(&self.ring) {
             return Err(bad("ring must be 1..=32"));
         }
-        if self.inputs == 0 {
-            return Err(bad("inputs must be >= 1"));
+        if !(1..=MAX_INPUTS).contains(&self.inputs) {
+            return Err(bad(format!("inputs must be 1..={MAX_INPUTS}")));
+        }
+        if self.executions > MAX_EXECUTIONS {
+            return Err(bad(format!("executions must be <= {MAX_EXECUTIONS}")));
+        }
+        if self
+            .timeout_ns
+            .is_some_and(|t| t == 0 || t > MAX_TIMEOUT_NS)
+        {
+            return Err(bad(format!("the timeout must be 1..={MAX_TIMEOUT_NS} ns")));
         }
         if self.timeout_ns == Some(0) {
             return Err(bad(
@@ -315,6 +347,8 @@ pub struct JobReport {
     pub completed_err: u64,
     /// Completed with `TIMEOUT`.
     pub timed_out: u64,
+    /// Times a degraded XU was brought back (`--recover`).
+    pub recoveries: u64,
     /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
     pub refused_full: u64,
     /// Refused with 101 (the execution was given up).
@@ -351,6 +385,8 @@ pub struct JobReport {
     pub trace_sha256: Option<String>,
     /// Lines in the trace (deterministic runs).
     pub trace_lines: Option<u64>,
+    /// How the trace compared with the recording ([`JobConfig::replay`]).
+    pub replay: Option<TraceDiff>,
     /// The run was deterministic.
     pub deterministic: bool,
     /// Cores.
@@ -412,7 +448,7 @@ pub trait InjectedCount {
 impl InjectedCount for LinuxHal {}
 impl<H: Hal> InjectedCount for FaultInjector<H> {
     fn injected_count(&self) -> usize {
-        self.injected().len()
+        usize::try_from(self.injected_total()).unwrap_or(usize::MAX)
     }
 }
 
@@ -461,10 +497,15 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     let mut sys = SystemConfig::new(cfg.vncs);
     sys.ring_capacity = cfg.ring;
     sys.timeout = cfg.timeout();
-    sys.slab = SlabTarget::Path(slab.clone());
+    sys.slab = if cfg.force_slab {
+        SlabTarget::Overwrite(slab.clone())
+    } else {
+        SlabTarget::Path(slab.clone())
+    };
     sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic;
+    sys.recover = cfg.recover;
     if cfg.deterministic {
         sys.ring_id_grace_ns = DET_GRACE_NS;
     }
@@ -492,6 +533,8 @@ struct Outcome {
     virtual_ns: Option<u64>,
     trace_sha256: Option<String>,
     trace_lines: Option<u64>,
+    replay: Option<TraceDiff>,
+    slab_shrunk: bool,
     injected: usize,
     nds_errors: u64,
     publisher_fsm_violations: u64,
@@ -550,6 +593,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         virtual_ns: None,
         trace_sha256: None,
         trace_lines: None,
+        replay: None,
+        slab_shrunk: false,
         injected: 0,
         nds_errors: 0,
         publisher_fsm_violations: 0,
@@ -558,10 +603,20 @@ fn execute<H: Hal + InjectedCount + 'static>(
     };
     if cfg.deterministic {
         let header = TraceHeader::new(cfg.seed, cfg.header_config());
-        let mut trace = match &cfg.trace {
-            Some(path) => Trace::create(&header, path)?,
-            None => Trace::digest_only(&header),
+        let mut trace = match (&cfg.replay, &cfg.trace) {
+            (Some(recorded), kept) => {
+                let recorded = std::io::BufReader::new(std::fs::File::open(recorded)?);
+                let kept = match kept {
+                    Some(p) => Some(Box::new(std::io::BufWriter::new(std::fs::File::create(p)?))
+                        as Box<dyn std::io::Write + Send>),
+                    None => None,
+                };
+                Trace::comparing(&header, recorded, kept)
+            }
+            (None, Some(path)) => Trace::create(&header, path)?,
+            (None, None) => Trace::digest_only(&header),
         };
+        let differs = trace.stop_flag();
         {
             // The setup's HAL operations (mapping, model loads).
             let mut cx = Cx::new(Nanos::ZERO, "setup", &mut trace);
@@ -576,6 +631,13 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let mut n = 0u64;
         let total = cfg.executions;
         r.run_until(&mut trace, |_| {
+            // Ordering: Relaxed: set by the comparing trace on this thread.
+            if differs
+                .as_ref()
+                .is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                return true;
+            }
             n += 1;
             if n % 16_384 == 0 {
                 progress(done(&shared), total);
@@ -590,6 +652,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
             out.trace_sha256 = Some(summary.sha256_hex());
         }
         out.trace_lines = Some(summary.lines);
+        out.replay = summary.replay;
         collect(r.into_actors(), &mut out);
     } else {
         let mut r = ThreadedRunner::new(ThreadedConfig {
@@ -613,6 +676,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
     }
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
+    out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
         .healths
@@ -674,6 +738,12 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         wrong += w.outputs_wrong;
         fifo += w.fifo_violations;
     }
+    if o.slab_shrunk {
+        return Err(bad(format!(
+            "the slab {} was truncated by another process during the run: the counters it held are lost",
+            p.slab.display()
+        )));
+    }
     let reader = Reader::open(&p.slab).map_err(|e| bad(format!("reading the slab back: {e}")))?;
     let snap = reader
         .snapshot()
@@ -709,6 +779,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         completed_ok: ok,
         completed_err: err,
         timed_out,
+        recoveries: o.workers.iter().map(|w| w.recoveries).sum(),
         refused_full: pr.refused_full,
         refused_unrecoverable: pr.refused_unrecoverable,
         failed: pr.failed,
@@ -727,6 +798,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         slab: p.slab.clone(),
         trace_sha256: o.trace_sha256,
         trace_lines: o.trace_lines,
+        replay: o.replay,
         deterministic: cfg.deterministic,
         vncs: cfg.vncs,
         models: cfg.models,

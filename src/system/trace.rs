@@ -40,6 +40,8 @@ use core::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::actors::{Nanos, TraceEvent, TraceSink};
 #[cfg(feature = "trace-digest")]
@@ -172,6 +174,75 @@ enum Out {
     Memory(Vec<u8>),
     Writer(Box<dyn Write + Send>),
     DigestOnly,
+    Compare(Box<Compare>),
+}
+
+/// A trace compared, line by line as it is produced, with a recorded one
+/// (`xunds replay`): the first difference, or a line past the recorded end,
+/// is the verdict and raises `stop`, so a replay is bounded by what was
+/// recorded whatever its header claims.
+struct Compare {
+    recorded: Box<dyn BufRead + Send>,
+    /// Where the replayed lines go (up to and including the first
+    /// difference: at most the recorded size plus one line).
+    kept: Option<Box<dyn Write + Send>>,
+    expected: Vec<u8>,
+    line: u64,
+    diff: Option<TraceDiff>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Compare {
+    /// Compare one produced line (with its `\n`) with the next recorded one.
+    fn line(&mut self, got: &[u8]) -> io::Result<()> {
+        if self.diff.is_some() {
+            return Ok(());
+        }
+        self.line += 1;
+        if let Some(k) = &mut self.kept {
+            k.write_all(got)?;
+        }
+        self.expected.clear();
+        let n = self.recorded.read_until(b'\n', &mut self.expected)?;
+        if self.expected != got {
+            self.differs(
+                (n > 0).then(|| shown(&self.expected, got)),
+                Some(shown(got, &self.expected)),
+            );
+        }
+        Ok(())
+    }
+
+    fn differs(&mut self, expected: Option<String>, actual: Option<String>) {
+        self.diff = Some(TraceDiff::Differs {
+            line: self.line,
+            expected,
+            actual,
+        });
+        // Ordering: Relaxed: a flag read by the runner's stop predicate on
+        // this same thread; it orders nothing else.
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The verdict once the run has ended: a recorded line left over is a
+    /// difference too.
+    fn finish(mut self) -> io::Result<TraceDiff> {
+        if self.diff.is_none() {
+            self.expected.clear();
+            if self.recorded.read_until(b'\n', &mut self.expected)? > 0 {
+                self.line += 1;
+                let e = shown(&self.expected, b"");
+                self.differs(Some(e), None);
+            }
+        }
+        if let Some(k) = &mut self.kept {
+            k.flush()?;
+        }
+        Ok(self
+            .diff
+            .take()
+            .unwrap_or(TraceDiff::Identical { lines: self.line }))
+    }
 }
 
 /// A trace being recorded. Implements [`TraceSink`].
@@ -210,6 +281,8 @@ pub struct TraceSummary {
     pub sha256: Digest,
     /// The bytes, for an in-memory trace.
     pub memory: Option<Vec<u8>>,
+    /// For a [`Trace::comparing`] trace: how it compares with the recording.
+    pub replay: Option<TraceDiff>,
 }
 
 impl TraceSummary {
@@ -273,6 +346,38 @@ impl Trace {
         ))
     }
 
+    /// A trace compared with `recorded` line by line as it is produced
+    /// (the replayed lines go to `kept`, up to the first difference). Once
+    /// it differs, or runs past the recorded end, it records nothing more
+    /// and [`Trace::stop_flag`] is raised; [`TraceSummary::replay`] holds
+    /// the verdict.
+    pub fn comparing(
+        header: &TraceHeader,
+        recorded: impl BufRead + Send + 'static,
+        kept: Option<Box<dyn Write + Send>>,
+    ) -> Trace {
+        Trace::with_out(
+            header,
+            Out::Compare(Box::new(Compare {
+                recorded: Box::new(recorded),
+                kept,
+                expected: Vec::with_capacity(LINE_CAPACITY),
+                line: 0,
+                diff: None,
+                stop: Arc::new(AtomicBool::new(false)),
+            })),
+        )
+    }
+
+    /// Raised when a [`Trace::comparing`] trace has its verdict before the
+    /// run ends (a difference): the run should stop. `None` for others.
+    pub fn stop_flag(&self) -> Option<Arc<AtomicBool>> {
+        match &self.out {
+            Out::Compare(c) => Some(Arc::clone(&c.stop)),
+            _ => None,
+        }
+    }
+
     /// A trace that keeps only its line count and digest (for
     /// `trace_sha256` without a file).
     pub fn digest_only(header: &TraceHeader) -> Trace {
@@ -308,6 +413,7 @@ impl Trace {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        let mut replay = None;
         let memory = match core::mem::replace(&mut self.out, Out::DigestOnly) {
             Out::Memory(v) => Some(v),
             Out::Writer(mut w) => {
@@ -315,6 +421,10 @@ impl Trace {
                 None
             }
             Out::DigestOnly => None,
+            Out::Compare(c) => {
+                replay = Some(c.finish()?);
+                None
+            }
         };
         Ok(TraceSummary {
             lines: self.lines,
@@ -322,6 +432,7 @@ impl Trace {
             #[cfg(feature = "trace-digest")]
             sha256: self.hasher.finalize(),
             memory,
+            replay,
         })
     }
 
@@ -340,6 +451,15 @@ impl Trace {
                 }
             }
             Out::DigestOnly => {}
+            Out::Compare(c) => {
+                if self.error.is_none() {
+                    if let Err(e) = c.line(&self.line) {
+                        // Ordering: Relaxed, as in `Compare::differs`.
+                        c.stop.store(true, Ordering::Relaxed);
+                        self.error = Some(e);
+                    }
+                }
+            }
         }
     }
 }

@@ -17,6 +17,7 @@ impl TempSlab {
         } else {
             std::env::temp_dir()
         };
+        sweep_dead(&dir);
         let p = dir.join(format!("xunds-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&p);
         TempSlab(p)
@@ -25,6 +26,28 @@ impl TempSlab {
     /// The path.
     pub fn path(&self) -> &Path {
         &self.0
+    }
+}
+
+/// Remove the slab files of test processes that died without running
+/// `Drop` (killed, e.g. by a timeout): `xunds-test-<name>-<pid>` whose pid
+/// is gone. So no run of the suite leaves files in /dev/shm behind.
+fn sweep_dead(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix("xunds-test-") else {
+            continue;
+        };
+        let Some(pid) = rest.rsplit('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 

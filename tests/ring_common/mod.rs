@@ -34,7 +34,7 @@ impl Backend for Owned {
 }
 
 /// The byte-exact header + slot array in an anonymous mapping; bytes read
-/// with `Region::read_bytes` (volatile), independently of the queue.
+/// word by word with atomic loads, independently of the queue.
 pub struct Mapped;
 
 impl Mapped {
@@ -59,8 +59,14 @@ impl Backend for Mapped {
             p,
             w,
             Box::new(move || {
+                // Word by word with atomic loads: waiters store their handle
+                // word atomically while tests poll (a plain byte copy would
+                // race with that store).
                 let mut b = vec![0u8; len];
-                region.read_bytes(0, &mut b).expect("read");
+                for (i, w) in b.chunks_exact_mut(8).enumerate() {
+                    let v = region.load_u64(i * 8, std::sync::atomic::Ordering::Relaxed);
+                    w.copy_from_slice(&v.expect("read").to_le_bytes());
+                }
                 b
             }),
         )

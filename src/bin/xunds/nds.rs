@@ -483,7 +483,8 @@ fn stress_writer(path: &Path, create: bool, seed: u64, ops: u64, live: u32) -> E
 fn add(path: &Path, core: u32, counter: u32, times: u64) -> ExitCode {
     let run = || -> Result<(), String> {
         let c = Counter::nc_index(core, counter).map_err(|e| e.to_string())?;
-        let w = xunds::nds::MappedSlab::open(path)
+        // A counter co-writer: atomic adds only, so no writer's lock.
+        let w = xunds::nds::MappedSlab::open_unlocked(path)
             .and_then(Writer::attach)
             .map_err(|e| e.to_string())?;
         for _ in 0..times {

@@ -39,9 +39,19 @@ pub struct Args {
     /// Seeds the deterministic schedule, the faults and the inputs.
     #[arg(long, value_name = "S", default_value_t = 1)]
     seed: u64,
-    /// The datastore file [default: /dev/shm/xunds-<pid>.nds].
+    /// The datastore file [default: /dev/shm/xunds-<pid>.nds]; refused while
+    /// another run writes it, or when it is an existing file that is not a
+    /// slab.
     #[arg(long, value_name = "PATH", value_parser = crate::slab_path)]
     slab: Option<PathBuf>,
+    /// Overwrite --slab even when it is an existing file that is not a slab.
+    #[arg(long)]
+    force: bool,
+    /// Bring back an XU degraded with its queues intact (a device-reported
+    /// hardware error, error:hw) once it has drained, so the run keeps
+    /// executing on it.
+    #[arg(long)]
+    recover: bool,
     /// One thread, seeded schedule, virtual clock, traced HAL; prints
     /// trace_sha256 (same seed -> same trace, byte for byte).
     #[arg(long)]
@@ -105,7 +115,9 @@ const FAULTS_HELP: &str = "\
            #N                only the N-th eligible operation
            N+                every eligible operation from the N-th on
   /coreN   only core N (0..V-1)
-  A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE).
+  A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE)
+  unless --recover brings it back (error:hw only: the other kinds leave the
+  device queues out of step).
   example: --faults error:hw@0.001,timeout@0.0005,corrupt:ring_id@#400/core1";
 
 impl Args {
@@ -122,6 +134,8 @@ impl Args {
             faults: self.faults.clone(),
             timeout_ns: self.timeout_ms.map(|ms| ms.saturating_mul(1_000_000)),
             ring: self.ring,
+            force_slab: self.force,
+            recover: self.recover,
             model: self.model,
             rate: self.rate,
             ..JobConfig::default()
@@ -227,6 +241,7 @@ struct RunJson<'a> {
     refused_full: u64,
     refused_unrecoverable: u64,
     timed_out: u64,
+    recoveries: u64,
     outputs_checked: u64,
     outputs_wrong: u64,
     exec_per_sec: f64,
@@ -280,6 +295,7 @@ impl<'a> RunJson<'a> {
             refused_full: r.refused_full,
             refused_unrecoverable: r.refused_unrecoverable,
             timed_out: r.timed_out,
+            recoveries: r.recoveries,
             outputs_checked: r.outputs_checked,
             outputs_wrong: r.outputs_wrong,
             exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
@@ -403,6 +419,9 @@ pub fn summary(r: &JobReport) -> String {
     }
     if r.faults_injected > 0 {
         let _ = writeln!(s, "  faults injected: {}", r.faults_injected);
+    }
+    if r.recoveries > 0 {
+        let _ = writeln!(s, "  XU recoveries: {}", r.recoveries);
     }
     let _ = writeln!(
         s,
