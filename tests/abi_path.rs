@@ -551,44 +551,120 @@ fn hundred_thousand_responses_checked() {
     assert_eq!(rep.publisher_fsm_violations, 0);
 }
 
+/// A deterministic one-core system (ring of 4) with the example MLP loaded,
+/// its daemons not yet running.
+fn small_system() -> (
+    xunds::system::builder::Built<FakeHal>,
+    Arc<xunds::actors::work::ResidentModel>,
+    Vec<f32>,
+) {
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let mut cfg = SystemConfig::new(1);
+    cfg.ring_capacity = 4;
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let model = built
+        .shared
+        .load_model(&spec.builder().unwrap(), "mlp")
+        .unwrap();
+    (built, model, spec.example_input(4))
+}
+
+fn request<'a>(
+    model: &'a Arc<xunds::actors::work::ResidentModel>,
+    x: &'a [f32],
+    status: Option<Arc<StatusCell>>,
+) -> Request<'a> {
+    Request {
+        model,
+        input: x,
+        status,
+        out: None,
+        expect: NO_EXPECT,
+        tag: 0,
+    }
+}
+
+/// Run `built`'s daemons until the publisher applied `completions`
+/// completions and `refusals` refusals; the worker's stray NQ records.
+fn run_to(built: xunds::system::builder::Built<FakeHal>, completions: u64, refusals: u64) -> u64 {
+    let shared = Arc::clone(&built.shared);
+    let (_, daemons) = built.into_daemons();
+    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    let mut steps = 0u32;
+    r.run_until(&mut NullTrace, |_| {
+        steps += 1;
+        let (c, f) = shared.pub_stats.applied();
+        assert!(steps < 1_000_000, "stuck at ({c}, {f}) applied");
+        c >= completions && f >= refusals
+    })
+    .unwrap();
+    assert_eq!(shared.pub_stats.applied(), (completions, refusals));
+    r.into_actors()
+        .iter()
+        .map(|a| match a {
+            SysActor::Worker(w) => w.stray_records(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Every free list of core 0 is whole: every work item is on the lane's
+/// free list, no staging slot (request buffer) is taken.
+fn assert_whole(shared: &xunds::system::builder::Shared<FakeHal>, what: &str) {
+    let mut lane = shared.lanes[0].lock().unwrap();
+    assert_eq!(
+        lane.free_items(),
+        lane.pool().len(),
+        "{what}: item free list"
+    );
+    assert_eq!(lane.stager().in_flight(), Ok(0), "{what}: staging slots");
+}
+
 /// Every failure exit of the funnel, driven through the lane itself, ends
-/// the call in IDLE and gives back the work item it took (the item free
-/// list is whole again); after the exits that leave the ring consistent
-/// (staging refused, submit refused) the next execution completes.
+/// the call in IDLE and gives back what it took, exactly once:
+/// - `stage_failed` returns the item at once (nothing was staged);
+/// - `submit_failed` returns the item at once; its request was staged and
+///   doorbelled, so the device runs it and the worker drops its NQ records
+///   as stray; the staging slot comes back with that run;
+/// - `trigger_failed` leaves the item with its submitted slot: the next
+///   call's trigger publishes it, the worker runs it and returns the item.
+///
+/// After the next execution completed, every free list is whole.
 #[test]
 fn funnel_failure_exits_return_the_item() {
     use xunds::fsm::funnel::FunnelEvent;
-    for (at, refused, name, runs_on) in [
+    // (exit, status, trace line, items the slot holds after the exit,
+    // completions and refusals the publisher applies).
+    for (at, refused, name, held, applied) in [
         (
             FunnelEvent::StageFailed,
             NrtStatus::QUEUE_FULL,
             "ITEM_TAKEN --stage_failed--> IDLE",
-            true,
+            0,
+            (1, 1),
         ),
         (
             FunnelEvent::SubmitFailed,
             NrtStatus::FAILURE,
             "DOORBELLED --submit_failed--> IDLE",
-            true,
+            0,
+            (1, 0),
         ),
-        // The slot stays submitted (the exit is unreachable but for
-        // injection: the lane just submitted and is the only producer).
         (
             FunnelEvent::TriggerFailed,
             NrtStatus::FAILURE,
             "SUBMITTED --trigger_failed--> IDLE",
-            false,
+            1,
+            (2, 0),
         ),
     ] {
-        let spec = MlpSpec::EXAMPLE;
-        let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-        let x = spec.example_input(4);
-        let mut cfg = SystemConfig::new(1);
-        cfg.ring_capacity = 4;
-        cfg.dram_size = cfg.dram_for(&probe, 1);
-        let built = build(FakeHal::new(), cfg, None).unwrap();
+        let (built, model, x) = small_system();
         let shared = Arc::clone(&built.shared);
-        let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
         let mut lines = Lines::default();
         let cell = Arc::new(StatusCell::new());
         {
@@ -596,20 +672,17 @@ fn funnel_failure_exits_return_the_item() {
             let mut lane = shared.lanes[0].lock().unwrap();
             let pool = lane.pool().len();
             lane.fail_next(at);
-            let req = |status| Request {
-                model: &model,
-                input: &x,
-                status,
-                out: None,
-                expect: NO_EXPECT,
-                tag: 0,
-            };
-            assert_eq!(lane.schedule(req(None), &mut cx), Err(refused), "{at:?}");
-            assert_eq!(lane.free_items(), pool, "{at:?}: the item came back");
-            if runs_on {
-                lane.schedule(req(Some(Arc::clone(&cell))), &mut cx)
-                    .unwrap();
-            }
+            let r = lane.schedule(request(&model, &x, None), &mut cx);
+            assert_eq!(r, Err(refused), "{at:?}");
+            assert_eq!(
+                lane.free_items(),
+                pool - held,
+                "{at:?}: items after the exit"
+            );
+            let staged = u32::from(at != FunnelEvent::StageFailed);
+            assert_eq!(lane.stager().in_flight(), Ok(staged), "{at:?}: staged");
+            lane.schedule(request(&model, &x, Some(Arc::clone(&cell))), &mut cx)
+                .unwrap();
         }
         assert!(
             lines
@@ -619,19 +692,106 @@ fn funnel_failure_exits_return_the_item() {
             "{at:?}: {:?}",
             lines.0
         );
-        if !runs_on {
-            continue;
-        }
-        let (_, daemons) = built.into_daemons();
-        let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
-        for d in daemons {
-            r.add_daemon(d);
-        }
-        let sh = Arc::clone(&shared);
-        r.run_until(&mut NullTrace, |_| sh.pub_stats.applied().0 == 1)
-            .unwrap();
+        let stray = run_to(built, applied.0, applied.1);
         assert_eq!(cell.get(), Some(NrtStatus::SUCCESS), "{at:?}");
-        let mut lane = shared.lanes[0].lock().unwrap();
-        assert_eq!(lane.free_items(), lane.pool().len(), "{at:?}");
+        assert_whole(&shared, &format!("{at:?}"));
+        // The submit-failed request ran on the device (one NQ record per
+        // engine of the model), its records matched nothing.
+        assert_eq!(
+            stray > 0,
+            at == FunnelEvent::SubmitFailed,
+            "{at:?}: {stray}"
+        );
+        assert_eq!(shared.queues[0].in_flight(), 0, "{at:?}: drained");
     }
+}
+
+/// A trigger failure with no later schedule call: `flush` (what `quiesce`
+/// and the producer actor's end condition call) publishes the slot left
+/// behind, so the XU drains and the item comes back.
+#[test]
+fn trigger_failure_left_alone_drains_on_flush() {
+    use xunds::fsm::funnel::FunnelEvent;
+    let (built, model, x) = small_system();
+    let shared = Arc::clone(&built.shared);
+    let cell = Arc::new(StatusCell::new());
+    {
+        let mut trace = NullTrace;
+        let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+        let mut lane = shared.lanes[0].lock().unwrap();
+        lane.fail_next(FunnelEvent::TriggerFailed);
+        let r = lane.schedule(request(&model, &x, Some(Arc::clone(&cell))), &mut cx);
+        assert_eq!(r, Err(NrtStatus::FAILURE));
+        assert!(lane.flush());
+    }
+    run_to(built, 1, 0);
+    assert_eq!(cell.get(), Some(NrtStatus::SUCCESS));
+    assert_whole(&shared, "trigger_failed + flush");
+}
+
+/// The refusals `System::schedule` returns before anything is taken (a full
+/// queue, a degraded XU) take no item and no staging slot; what the
+/// accepted calls took comes back when they complete.
+#[test]
+fn refusals_take_nothing() {
+    use xunds::fsm::xu_health::XuHealthEvent;
+    let (built, model, x) = small_system();
+    let shared = Arc::clone(&built.shared);
+    {
+        let mut trace = NullTrace;
+        let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+        let mut lane = shared.lanes[0].lock().unwrap();
+        let pool = lane.pool().len();
+        for _ in 0..4 {
+            lane.schedule(request(&model, &x, None), &mut cx).unwrap();
+        }
+        let r = lane.schedule(request(&model, &x, None), &mut cx);
+        assert_eq!(r, Err(NrtStatus::QUEUE_FULL));
+        assert_eq!(lane.free_items(), pool - 4, "queue full took no item");
+        assert_eq!(lane.stager().in_flight(), Ok(4), "nor a staging slot");
+        assert!(shared.healths[0].degrade(XuHealthEvent::Timeout, 0, &mut xunds::fsm::NoHook));
+        let r = lane.schedule(request(&model, &x, None), &mut cx);
+        assert_eq!(r, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
+        assert_eq!(lane.free_items(), pool - 4, "101 took no item");
+        assert_eq!(lane.stager().in_flight(), Ok(4), "nor a staging slot");
+    }
+    run_to(built, 4, 2);
+    assert_whole(&shared, "refusals");
+}
+
+/// The pooled-eventfd exits of a blocking wait (`System::wait` is this
+/// call on the handle's queue) give the fd back to the pool: an install
+/// the slot refuses (a caller's event is already armed on it), and a
+/// timeout (the install is removed again). Each wait reuses the one fd.
+#[test]
+fn pooled_fd_exits_return_the_fd() {
+    use xunds::ring::WaitMode;
+    let (built, model, x) = small_system();
+    let shared = Arc::clone(&built.shared);
+    let (a, b) = {
+        let mut trace = NullTrace;
+        let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+        let mut lane = shared.lanes[0].lock().unwrap();
+        let a = lane.schedule(request(&model, &x, None), &mut cx).unwrap();
+        let b = lane.schedule(request(&model, &x, None), &mut cx).unwrap();
+        (a, b)
+    };
+    let q = &shared.queues[0];
+    assert_eq!(q.pool_counts(), (0, 0));
+    let ev = EventFd::new().unwrap();
+    assert_eq!(q.arm(a, &ev), Ok(Armed::Installed));
+    for round in 0..3 {
+        let r = q.wait(a, WaitMode::Block, Duration::from_secs(5));
+        assert!(r.is_err(), "round {round}: the slot has a waiter: {r:?}");
+        assert_eq!(q.pool_counts(), (1, 0), "round {round}: refused install");
+        let r = q.wait(b, WaitMode::Block, Duration::from_millis(5));
+        assert_eq!(r, Ok(Waited::TimedOut), "round {round}");
+        assert_eq!(q.pool_counts(), (1, 0), "round {round}: timeout");
+    }
+    run_to(built, 2, 0);
+    assert_eq!(ev.wait(Duration::from_secs(5)).unwrap(), Wait::Signalled(1));
+    let r = q.wait(b, WaitMode::Block, Duration::from_secs(5));
+    assert_eq!(r, Ok(Waited::Completed { wakeups: 0 }));
+    assert_eq!(q.pool_counts(), (1, 0));
+    assert_whole(&shared, "waits");
 }

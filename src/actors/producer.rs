@@ -239,6 +239,11 @@ impl<H: Hal> Lane<H> {
     /// them when its mailbox is full (R1). Returns `true` when nothing is
     /// pending.
     pub fn flush(&mut self) -> bool {
+        // A slot a failed trigger left submitted (`schedule`, step 6) is
+        // published here at the latest, so the XU drains.
+        if self.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
+            self.worker_wake.wake();
+        }
         let pending = self.pending_refusals() != 0;
         let flushed = self.push_refusals();
         if pending && flushed {
@@ -396,20 +401,25 @@ impl<H: Hal> Lane<H> {
                 return Err(NrtStatus::FAILURE);
             }
         };
-        // 6. trigger.
+        // 6. trigger: every submitted slot, so one an earlier trigger
+        // failure left behind is published before (not instead of) ours.
         let triggered = match inject {
             Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
-            _ => self.ring.trigger_next().map_err(|e| e.to_string()),
+            _ => self.trigger_pending().map_err(|e| e.to_string()),
         };
         self.pre(cx);
         let call = match triggered {
-            Ok(_) => call.trigger(cx),
+            Ok(()) => call.trigger(cx),
             Err(e) => {
                 // Unreachable but for injection (this lane just submitted
-                // and is the ring's only producer); the slot stays submitted.
+                // and is the ring's only producer). The slot stays
+                // submitted and holds the item: the next trigger (the next
+                // call's, or `flush`) publishes it and the worker returns
+                // the item once it ran. Pushing it here too would hand it
+                // out twice.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 let idx = call.trigger_failed(cx);
-                self.free.push(idx);
+                cx.event("msg", format_args!("item {idx} stays with its slot"));
                 return Err(NrtStatus::FAILURE);
             }
         };
@@ -427,6 +437,14 @@ impl<H: Hal> Lane<H> {
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         self.flush();
         Ok(seq)
+    }
+
+    /// Publish `scheduled_head` over every submitted, untriggered slot.
+    fn trigger_pending(&mut self) -> Result<(), crate::ring::RingError> {
+        match self.ring.untriggered() {
+            0 => Ok(()),
+            n => self.ring.trigger_burst(n).map(drop),
+        }
     }
 
     /// The `exec_info` word for item `idx`: its address, unless a test
@@ -459,6 +477,12 @@ impl<H: Hal> Lane<H> {
         let free = &mut self.free;
         self.returns.drain(usize::MAX, |i| free.push(i));
         self.free.len()
+    }
+
+    /// The core's stager (its request buffers are the staging slots:
+    /// [`Stager::in_flight`] of them are taken).
+    pub fn stager(&self) -> &Stager<H> {
+        &self.stager
     }
 
     /// The core's work items (the mapped region and the side table).

@@ -300,6 +300,13 @@ impl<H: Hal> WorkerActor<H> {
         &self.stats
     }
 
+    /// NQ records that matched no expected execution and were dropped (for
+    /// example those of a request staged by a schedule call whose submit
+    /// then failed).
+    pub fn stray_records(&self) -> u64 {
+        self.harvester.stray_records()
+    }
+
     /// The core.
     pub fn core(&self) -> u8 {
         self.core

@@ -209,6 +209,18 @@ impl<H: Hal> Stager<H> {
         &self.queue
     }
 
+    /// Request buffers (staging slots) taken: staged and not yet executed.
+    /// A slot is given back by the device executing its request (`SEQ_HEAD`
+    /// reaching its `exec_id`), whether or not a worker expects it.
+    pub fn in_flight(&self) -> Result<u32, HalError> {
+        let regs = self.map.regs[usize::from(self.core)];
+        // Ordering: Acquire pairs with `Sequencer::finish`'s Release store of
+        // SEQ_HEAD: the request buffers of executed requests are free (ours:
+        // flow control over the docs/abi.md §1.5 request buffers).
+        let executed = self.hal.load_u32(regs, reg::SEQ_HEAD, Ordering::Acquire)?;
+        Ok(self.staged.wrapping_sub(executed))
+    }
+
     /// Stage one execution of `model` and ring the doorbell (module docs).
     /// Refusals ([`StageError::Busy`], [`StageError::RingFull`]) change
     /// nothing.
@@ -220,15 +232,10 @@ impl<H: Hal> Stager<H> {
         let hal = &*self.hal;
         let map = &*self.map;
         let core = self.core;
-        let regs = map.regs[usize::from(core)];
         let slots = map.config.request_slots;
 
         // Flow control first, so a refusal changes nothing.
-        // Ordering: Acquire pairs with `Sequencer::finish`'s Release store of
-        // SEQ_HEAD: the request buffers of executed requests are free (ours:
-        // flow control over the docs/abi.md §1.5 request buffers).
-        let executed = hal.load_u32(regs, reg::SEQ_HEAD, Ordering::Acquire)?;
-        let in_flight = self.staged.wrapping_sub(executed);
+        let in_flight = self.in_flight()?;
         if in_flight >= slots {
             return Err(StageError::Busy { in_flight });
         }

@@ -113,7 +113,8 @@ super::machine! {
         SubmitFailed = "submit_failed",
         /// Publish `scheduled_head` (`xuq_client_trigger_next`).
         Trigger = "trigger",
-        /// The ring refused the trigger: the item goes back to the pool.
+        /// The ring refused the trigger: the item stays with its submitted
+        /// slot (the next trigger publishes it; the worker returns it).
         TriggerFailed = "trigger_failed",
         /// Signal the worker's has-work eventfd.
         WakeWorker = "wake_worker",
@@ -278,7 +279,9 @@ impl Submitted {
         }
     }
 
-    /// The ring refused the trigger: the call ends; the item to return.
+    /// The ring refused the trigger: the call ends; the item's index. The
+    /// item is not the caller's to return: the submitted slot holds it, and
+    /// the worker returns it once a later trigger published the slot.
     pub fn trigger_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
         go(self.id, S::Submitted, E::TriggerFailed, hook);
         self.idx
