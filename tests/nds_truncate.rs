@@ -15,6 +15,23 @@ use nds_support::{xunds, TempSlab};
 use xunds::nds::{Counter, Writer, SLAB_SIZE};
 use xunds::wire::nds::counters::NcCounter;
 
+/// `xunds run --executions N --vncs 1 --models 1 --slab PATH`, plus `extra`.
+fn run_on(path: &str, executions: &str, extra: &[&str]) -> std::process::Command {
+    let mut c = xunds([
+        "run",
+        "--executions",
+        executions,
+        "--vncs",
+        "1",
+        "--models",
+        "1",
+        "--slab",
+        path,
+    ]);
+    c.args(extra);
+    c
+}
+
 /// "exit N" or "killed by signal S".
 fn how(st: &std::process::ExitStatus) -> String {
     match (st.code(), st.signal()) {
@@ -79,21 +96,11 @@ fn nds_dump_racing_truncation_never_dies_of_a_signal() {
 #[test]
 fn a_run_whose_slab_is_truncated_under_it_reports_it_and_does_not_die() {
     let slab = TempSlab::new("trunc-run");
-    let mut child = xunds([
-        "run",
-        "--executions",
-        "100000000",
-        "--vncs",
-        "1",
-        "--models",
-        "1",
-        "--slab",
-        &slab.path().display().to_string(),
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child = run_on(&slab.path().display().to_string(), "100000000", &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     // Wait for the slab to be committed, then cut it a few times.
     let t0 = Instant::now();
     while std::fs::metadata(slab.path()).map_or(true, |m| m.len() != SLAB_SIZE as u64) {
@@ -135,21 +142,11 @@ fn a_run_whose_slab_is_truncated_under_it_reports_it_and_does_not_die() {
 fn a_short_run_whose_slab_was_cut_exits_1_with_a_message() {
     let slab = TempSlab::new("trunc-run-short");
     let path = slab.path().display().to_string();
-    let child = xunds([
-        "run",
-        "--executions",
-        "400000",
-        "--vncs",
-        "1",
-        "--models",
-        "1",
-        "--slab",
-        &path,
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = run_on(&path, "400000", &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let t0 = Instant::now();
     while std::fs::metadata(slab.path()).map_or(true, |m| m.len() != SLAB_SIZE as u64) {
         assert!(t0.elapsed() < Duration::from_secs(30), "no slab appeared");
@@ -173,19 +170,7 @@ fn a_second_writer_is_refused_naming_the_first() {
     let slab = TempSlab::new("two-writers");
     let path = slab.path().display().to_string();
     let w = Writer::create(slab.path()).unwrap();
-    let out = xunds([
-        "run",
-        "--executions",
-        "10",
-        "--vncs",
-        "1",
-        "--models",
-        "1",
-        "--slab",
-        &path,
-    ])
-    .output()
-    .unwrap();
+    let out = run_on(&path, "10", &[]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -197,19 +182,7 @@ fn a_second_writer_is_refused_naming_the_first() {
     assert_eq!(out.status.code(), Some(0));
     // Gone, its slab is stale and reused.
     drop(w);
-    let out = xunds([
-        "run",
-        "--executions",
-        "10",
-        "--vncs",
-        "1",
-        "--models",
-        "1",
-        "--slab",
-        &path,
-    ])
-    .output()
-    .unwrap();
+    let out = run_on(&path, "10", &[]).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -224,21 +197,8 @@ fn a_file_that_is_not_a_slab_is_not_overwritten_without_force() {
     let path = f.path().display().to_string();
     std::fs::write(f.path(), b"important\n").unwrap();
     let run = |force: bool| {
-        let mut args = vec![
-            "run",
-            "--executions",
-            "10",
-            "--vncs",
-            "1",
-            "--models",
-            "1",
-            "--slab",
-            &path,
-        ];
-        if force {
-            args.push("--force");
-        }
-        xunds(args).output().unwrap()
+        let extra: &[&str] = if force { &["--force"] } else { &[] };
+        run_on(&path, "10", extra).output().unwrap()
     };
     let out = run(false);
     let err = String::from_utf8_lossy(&out.stderr);
