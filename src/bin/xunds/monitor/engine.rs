@@ -253,7 +253,9 @@ impl Runtime {
                         Owner::Exited { pid } => {
                             with_error(secs, format!("process {pid} has exited"))
                         }
-                        Owner::Unknown => with_error(secs, "no process maps this slab".into()),
+                        Owner::Unknown => {
+                            with_error(secs, "no writer holds this slab's lock".into())
+                        }
                     };
                     self.report.neuron_runtime_vcpu_usage = Some(v);
                 }

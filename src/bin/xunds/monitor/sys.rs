@@ -1,5 +1,5 @@
-//! What the monitor reads from `/proc`: which process maps a slab, a
-//! process's age and CPU time, and the system's CPU and memory counters.
+//! What the monitor reads from `/proc`: a process's age and CPU time, and
+//! the system's CPU and memory counters.
 //! Every parser takes the text and returns `None` / an error string on
 //! anything unexpected; nothing here panics on what `/proc` holds.
 
@@ -14,40 +14,6 @@ pub fn clk_tck() -> u64 {
     } else {
         100
     }
-}
-
-/// `true` when process `pid` has the file (`dev`, `ino`) mapped writable
-/// (a writer; monitors map it read-only).
-pub fn maps_inode(pid: u32, dev: u64, ino: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/maps"))
-        .map(|m| maps_text_has(&m, dev, ino))
-        .unwrap_or(false)
-}
-
-/// Whether a `/proc/PID/maps` text has a writable mapping of (`dev`, `ino`).
-pub fn maps_text_has(maps: &str, dev: u64, ino: u64) -> bool {
-    let want_dev = format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev));
-    let want_ino = ino.to_string();
-    maps.lines().any(|l| {
-        let mut f = l.split_ascii_whitespace();
-        let (_, perms, _, d, i) = (f.next(), f.next(), f.next(), f.next(), f.next());
-        perms.is_some_and(|p| p.as_bytes().get(1) == Some(&b'w'))
-            && d == Some(want_dev.as_str())
-            && i == Some(want_ino.as_str())
-    })
-}
-
-/// The first process (lowest pid, other than this one) that maps the file
-/// writable.
-pub fn find_mapper(dev: u64, ino: u64) -> Option<u32> {
-    let me = std::process::id();
-    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|p| *p != me)
-        .collect();
-    pids.sort_unstable();
-    pids.into_iter().find(|p| maps_inode(*p, dev, ino))
 }
 
 /// Fields of `/proc/PID/stat` after the `comm` field (which may hold spaces
@@ -247,18 +213,5 @@ mod tests {
         let s = "MemTotal:  1000 kB\nMemFree: 100 kB\nMemAvailable: 400 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n";
         assert_eq!(parse_meminfo(s), Some((1_024_000, 614_400, 10_240, 6_144)));
         assert_eq!(parse_meminfo("nothing"), None);
-    }
-
-    #[test]
-    fn maps_match_dev_and_inode() {
-        let dev = libc::makedev(0, 0x1a);
-        let m = "7f00-7f01 rw-s 00000000 00:1a 4242   /dev/shm/xunds-1.nds (deleted)\n";
-        assert!(maps_text_has(m, dev, 4242));
-        // A monitor's read-only mapping does not make it the writer.
-        let ro = "7f00-7f01 r--s 00000000 00:1a 4242   /dev/shm/xunds-1.nds\n";
-        assert!(!maps_text_has(ro, dev, 4242));
-        assert!(!maps_text_has(m, dev, 424));
-        assert!(!maps_text_has(m, libc::makedev(0, 0x1b), 4242));
-        assert!(!maps_text_has("", dev, 4242));
     }
 }

@@ -20,7 +20,7 @@
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use xunds::nds::index::{CORES, NC_COUNTERS, ND_COUNTERS};
 use xunds::nds::{Reader, RecordRead, Snapshot, REQUIRED_SIZE};
@@ -102,10 +102,10 @@ struct Attached {
     ino: u64,
 }
 
-/// The process that writes a slab, as far as `/proc` tells.
+/// The process that writes a slab: the holder of its writer lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Owner {
-    /// Not known (no pid in the file name, no process maps it).
+    /// Not known (no pid in the file name, no writer holds the lock).
     Unknown,
     /// Running, with its start instant (for the first period).
     Alive { pid: u32 },
@@ -128,7 +128,6 @@ pub struct Watch {
     path: PathBuf,
     attached: Option<Attached>,
     owner: Owner,
-    last_scan: Option<Instant>,
     generation: u64,
     attaches: u64,
 }
@@ -140,7 +139,6 @@ impl Watch {
             path,
             attached: None,
             owner: Owner::Unknown,
-            last_scan: None,
             generation: 0,
             attaches: 0,
         }
@@ -227,8 +225,7 @@ impl Watch {
                 return Err(format!("{}: {e}", self.path.display()));
             }
         };
-        let (dev, ino) = (a.dev, a.ino);
-        self.refresh_owner(dev, ino);
+        self.refresh_owner();
         let counters = Counters {
             nd: snap.nd,
             nc: snap.nc,
@@ -243,55 +240,25 @@ impl Watch {
         ))
     }
 
-    /// Find or re-check the writing process: the pid in a default slab name
-    /// (`xunds-<pid>.nds`) or, failing that, a process that maps the inode
-    /// (scanned at most once a second).
-    fn refresh_owner(&mut self, dev: u64, ino: u64) {
-        match self.owner {
-            Owner::Alive { pid } => {
-                if !sys::maps_inode(pid, dev, ino) {
-                    self.owner = Owner::Exited { pid };
-                }
-                return;
-            }
-            // A new writer may re-create the same path (same name, same
-            // inode: `xunds run --slab P` again); look once a second. Its
-            // counters restarting is seen by the engine (they go back, or
-            // the header went to zero and the slab was re-attached), not
-            // here: a late scan must not restart the count a second time.
-            Owner::Exited { .. } => {
-                if self
-                    .last_scan
-                    .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
-                {
-                    return;
-                }
-                self.last_scan = Some(Instant::now());
-                if let Some(pid) = sys::find_mapper(dev, ino) {
-                    self.owner = Owner::Alive { pid };
-                }
-                return;
-            }
-            Owner::Unknown => {}
-        }
-        if let Some(pid) = pid_from_name(&self.path) {
-            self.owner = if sys::maps_inode(pid, dev, ino) {
-                Owner::Alive { pid }
-            } else {
-                Owner::Exited { pid }
-            };
+    /// Find or re-check the writing process: the holder of the exclusive
+    /// lock every writer keeps on its slab for its life
+    /// ([`xunds::hal::mem::lock_holder`]). A writer seen before whose lock is
+    /// free has exited; with none seen, the pid in a default slab name
+    /// (`xunds-<pid>.nds`) names a writer that has exited. A new writer on
+    /// the same path takes over (its counters restarting is seen by the
+    /// engine, not here).
+    fn refresh_owner(&mut self) {
+        let Some(a) = self.attached.as_ref() else {
             return;
-        }
-        if self
-            .last_scan
-            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
-        {
-            return;
-        }
-        self.last_scan = Some(Instant::now());
-        if let Some(pid) = sys::find_mapper(dev, ino) {
-            self.owner = Owner::Alive { pid };
-        }
+        };
+        self.owner = match (xunds::hal::mem::lock_holder(&a.file), self.owner) {
+            (Some(pid), _) => Owner::Alive { pid },
+            (None, Owner::Alive { pid } | Owner::Exited { pid }) => Owner::Exited { pid },
+            (None, Owner::Unknown) => match pid_from_name(&self.path) {
+                Some(pid) => Owner::Exited { pid },
+                None => Owner::Unknown,
+            },
+        };
     }
 
     /// When the runtime started: the process's start time, else the slab
