@@ -61,18 +61,8 @@ struct Outcome {
 /// first one's item (or its `exec_info` word) as told, run until both are
 /// applied, and report what the caller, the worker and the slab saw.
 fn run_spoiled(spoil: Spoil) -> Outcome {
-    let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let x = spec.example_input(4);
-    let mut cfg = SystemConfig::new(1);
-    cfg.ring_capacity = 4;
-    cfg.dram_size = cfg.dram_for(&probe, 1);
-    cfg.expected = Arc::new(Expectations {
-        outputs: vec![probe.reference(&x)],
-    });
-    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let (built, model, x) = small_system();
     let shared = Arc::clone(&built.shared);
-    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
     let mut trace = NullTrace;
     let mut cx = Cx::new(Nanos(0), "test", &mut trace);
     let cells = [Arc::new(StatusCell::new()), Arc::new(StatusCell::new())];
@@ -551,7 +541,8 @@ fn hundred_thousand_responses_checked() {
     assert_eq!(rep.publisher_fsm_violations, 0);
 }
 
-/// A deterministic one-core system (ring of 4) with the example MLP loaded,
+/// A deterministic one-core system (ring of 4) with the example MLP loaded
+/// and its output for the returned input as expectation 0,
 /// its daemons not yet running.
 fn small_system() -> (
     xunds::system::builder::Built<FakeHal>,
@@ -560,15 +551,20 @@ fn small_system() -> (
 ) {
     let spec = MlpSpec::EXAMPLE;
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let x = spec.example_input(4);
     let mut cfg = SystemConfig::new(1);
     cfg.ring_capacity = 4;
     cfg.dram_size = cfg.dram_for(&probe, 1);
+    // Expectation 0 is `x`'s output (requests that check it say `expect: 0`).
+    cfg.expected = Arc::new(Expectations {
+        outputs: vec![probe.reference(&x)],
+    });
     let built = build(FakeHal::new(), cfg, None).unwrap();
     let model = built
         .shared
         .load_model(&spec.builder().unwrap(), "mlp")
         .unwrap();
-    (built, model, spec.example_input(4))
+    (built, model, x)
 }
 
 fn request<'a>(
