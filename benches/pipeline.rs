@@ -883,29 +883,8 @@ fn stage_costs(n: u64) -> [f64; 6] {
 /// One ring item (submit + trigger + pop) on one thread, no cross-core
 /// traffic: the unit the host path is measured in. ns per item, best of 8.
 fn ring_item_ns(n: u64) -> f64 {
-    use xunds::ring::{OwnedStorage, QueueConfig, XuQueue};
-    use xunds::wire::seq_id::XuId;
-    use xunds::NrtStatus;
-    let (mut p, mut w) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XuId::new(0, 0, 1), 1024)).unwrap();
     let n = n / 8;
-    let d = crate::harness::best_of(8, || {
-        crate::harness::time(|| {
-            let mut sum = 0u64;
-            for i in 0..n / 64 {
-                for k in 0..64 {
-                    let _ = p.submit(i * 64 + k, None);
-                    let _ = p.trigger_next();
-                }
-                for _ in 0..64 {
-                    if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
-                        sum = sum.wrapping_add(pp.item);
-                    }
-                }
-            }
-            black_box(sum);
-        })
-    });
+    let d = crate::harness::best_of(8, || crate::ring::one_thread_bursts(n));
     d.as_nanos() as f64 / n as f64
 }
 

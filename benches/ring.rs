@@ -392,6 +392,29 @@ pub fn blocking() {
     );
 }
 
+/// `n` executions through our ring on one thread, 64 submitted and triggered,
+/// then 64 popped, over and over: the per-item cost without cross-core
+/// traffic (also the pipeline bench's "one ring item" reference).
+pub fn one_thread_bursts(n: u64) -> Duration {
+    let (mut p, mut w) =
+        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    crate::harness::time(|| {
+        let mut sum = 0u64;
+        for i in 0..n / 64 {
+            for k in 0..64 {
+                let _ = p.submit(i * 64 + k, None);
+                let _ = p.trigger_next();
+            }
+            for _ in 0..64 {
+                if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+                    sum = sum.wrapping_add(pp.item);
+                }
+            }
+        }
+        black_box(sum);
+    })
+}
+
 /// Per-operation cost without cross-core traffic: one thread fills up to 64
 /// items and drains them, over and over (robust on a busy machine; not one of
 /// the targets, it shows where per-item time goes).
@@ -400,45 +423,24 @@ pub fn overhead() {
     println!("  {n} executions, one thread, 64 in flight");
     let [ours, peer] = best_of_each(
         reps(),
-        [
-            &mut || {
-                let (mut p, mut w) =
-                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-                crate::harness::time(|| {
-                    let mut sum = 0u64;
-                    for i in 0..n / 64 {
-                        for k in 0..64 {
-                            let _ = p.submit(i * 64 + k, None);
-                            let _ = p.trigger_next();
-                        }
-                        for _ in 0..64 {
-                            if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
-                                sum = sum.wrapping_add(pp.item);
-                            }
+        [&mut || one_thread_bursts(n), &mut || {
+            let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+            crate::harness::time(|| {
+                let mut sum = 0u64;
+                for i in 0..n / 64 {
+                    for k in 0..64 {
+                        let v = i * 64 + k;
+                        let _ = p.push([v, 0, u64::MAX, v]);
+                    }
+                    for _ in 0..64 {
+                        if let Ok(v) = c.pop() {
+                            sum = sum.wrapping_add(v[3]);
                         }
                     }
-                    black_box(sum);
-                })
-            },
-            &mut || {
-                let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
-                crate::harness::time(|| {
-                    let mut sum = 0u64;
-                    for i in 0..n / 64 {
-                        for k in 0..64 {
-                            let v = i * 64 + k;
-                            let _ = p.push([v, 0, u64::MAX, v]);
-                        }
-                        for _ in 0..64 {
-                            if let Ok(v) = c.pop() {
-                                sum = sum.wrapping_add(v[3]);
-                            }
-                        }
-                    }
-                    black_box(sum);
-                })
-            },
-        ],
+                }
+                black_box(sum);
+            })
+        }],
     );
     row("xunds submit+trigger / pop", n, ours);
     row("rtrb 0.4 push / pop ([u64; 4])", n, peer);
