@@ -5,6 +5,7 @@
 //! peer, under a line naming the host (CPU model, family/model, CPUs) and the
 //! load average; the README copies the table and this command, per host.
 
+mod det;
 mod engine;
 mod harness;
 mod nds;
@@ -33,6 +34,7 @@ fn main() {
         ("pipeline", pipeline::pipeline),
         ("pipeline_null", pipeline::pipeline_null),
         ("host_stages", pipeline::host_stages),
+        ("det_vs_threaded", det::det_vs_threaded),
     ];
     println!("host: {}", harness::host());
     for (name, run) in groups {
