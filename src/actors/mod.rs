@@ -316,11 +316,11 @@ impl HalTap {
         if log.is_empty() {
             return;
         }
-        for r in log.take() {
+        log.drain_each(|r| {
             if cx.tracing {
                 cx.trace.record_hal(cx.now, cx.actor, &r.op);
             }
-        }
+        });
     }
 }
 

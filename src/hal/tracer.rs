@@ -261,6 +261,15 @@ impl TraceLog {
         std::mem::take(&mut *self.lock())
     }
 
+    /// Hand every record to `f` in order, then remove them (sequence
+    /// numbers restart at 0) keeping the log's buffer for the next ones.
+    /// `f` must not use the traced HAL (the log is locked meanwhile).
+    pub fn drain_each(&self, mut f: impl FnMut(&TraceRecord)) {
+        let mut v = self.lock();
+        v.iter().for_each(&mut f);
+        v.clear();
+    }
+
     /// Render records `from..` one per line (see [`render`]).
     pub fn render_from(&self, from: usize, names: Option<Namer>) -> String {
         let v = self.lock();

@@ -8,8 +8,9 @@
 //!
 //! Every event (a HAL operation, a state-machine transition, an actor's or
 //! the runner's note) is encoded in binary: a tag byte (0 note, 1 `hal`,
-//! 2 `fsm`), the time as a varint delta from the previous event, the actor's
-//! name, then the payload: a HAL operation's
+//! 2 `fsm`), the time as a varint delta from the previous event, the actor
+//! (its index in order of first appearance, and its name that first time),
+//! then the payload: a HAL operation's
 //! [`TraceOp::encode`](crate::hal::tracer::TraceOp::encode) record, a
 //! transition's machine, id, states and event names, a note's kind (its text
 //! is commentary on the operations around it and is rendered only in the
@@ -256,9 +257,33 @@ struct Binary {
     compare: Option<Box<Compare>>,
     /// The text view, rendered alongside.
     view: Option<Box<dyn Write + Send>>,
+    /// Actor names in order of first appearance: an event names its actor
+    /// by index, and the first event of an actor by name too.
+    actors: Vec<Box<str>>,
+    last_actor: usize,
 }
 
 impl Binary {
+    /// Append the actor: its index, followed by its name the first time.
+    fn put_actor(&mut self, e: &mut Vec<u8>, actor: &str) {
+        let known = match self.actors.get(self.last_actor) {
+            Some(a) if &**a == actor => Some(self.last_actor),
+            _ => self.actors.iter().position(|a| &**a == actor),
+        };
+        match known {
+            Some(i) => {
+                self.last_actor = i;
+                put_varint(e, i as u64);
+            }
+            None => {
+                self.last_actor = self.actors.len();
+                put_varint(e, self.actors.len() as u64);
+                put_bytes(e, actor.as_bytes());
+                self.actors.push(actor.into());
+            }
+        }
+    }
+
     fn checkpoints(&self) -> bool {
         self.file.is_some() || self.compare.is_some()
     }
@@ -514,6 +539,8 @@ impl Trace {
             file,
             compare,
             view,
+            actors: Vec::new(),
+            last_actor: 0,
         }
     }
 
@@ -731,7 +758,7 @@ impl Trace {
                 e.push(tag);
                 put_varint(&mut e, now.as_u64().wrapping_sub(b.last_now));
                 b.last_now = now.as_u64();
-                put_bytes(&mut e, actor.as_bytes());
+                b.put_actor(&mut e, actor);
                 payload(&mut e);
                 self.hasher.update(&e);
                 if b.checkpoints() {
