@@ -391,8 +391,16 @@ fn nq_summary(e: &[u8; RECORD]) -> String {
 
 struct Show<'a>(&'a TraceOp, Option<Namer>);
 
+#[cfg(test)]
+thread_local! {
+    /// Operations rendered as text on this thread (tests count them).
+    pub(crate) static SHOWN: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
 impl fmt::Display for Show<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        #[cfg(test)]
+        SHOWN.with(|c| c.set(c.get() + 1));
         let n = self.1;
         match self.0 {
             TraceOp::Map { region, len } => write!(f, "map       {region} len={len:#x}"),

@@ -724,16 +724,6 @@ impl Trace {
         }
     }
 
-    /// Format one text-view line into the line buffer.
-    fn format_line(&mut self, now: Nanos, actor: &str, kind: &str, text: &dyn fmt::Display) {
-        self.line.clear();
-        let mut w = Escaping(&mut self.line);
-        // Writing into a Vec cannot fail; a `Display` impl that errors leaves
-        // a truncated (but still deterministic) line.
-        let _ = fmt::write(&mut w, format_args!("t={now} {actor} {kind} {text}"));
-        self.line.push(b'\n');
-    }
-
     /// Record one event: in a text trace its line; in a binary trace its
     /// encoding (`tag`, then what `payload` appends), and the text line
     /// only when a view or a comparison needs it.
@@ -749,7 +739,7 @@ impl Trace {
         match &mut self.mode {
             Mode::Disabled => return,
             Mode::Text(_) => {
-                self.format_line(now, actor, kind, text);
+                format_line(&mut self.line, now, actor, kind, text);
                 self.emit_text();
             }
             Mode::Binary(b) => {
@@ -766,10 +756,7 @@ impl Trace {
                 }
                 b.event = e;
                 if b.texts() {
-                    self.line.clear();
-                    let mut w = Escaping(&mut self.line);
-                    let _ = fmt::write(&mut w, format_args!("t={now} {actor} {kind} {text}"));
-                    self.line.push(b'\n');
+                    format_line(&mut self.line, now, actor, kind, text);
                 }
                 if self.error.is_none() {
                     match Trace::binary_event(b, &self.line, self.events) {
@@ -811,6 +798,20 @@ impl Trace {
         }
         Ok(written)
     }
+}
+
+/// Format one text-view line into `line` (cleared first).
+fn format_line(line: &mut Vec<u8>, now: Nanos, actor: &str, kind: &str, text: &dyn fmt::Display) {
+    #[cfg(test)]
+    tests::FORMATTED.with(|c| c.set(c.get() + 1));
+    line.clear();
+    // Writing into a Vec cannot fail; a `Display` impl that errors leaves a
+    // truncated (but still deterministic) line.
+    let _ = fmt::write(
+        &mut Escaping(line),
+        format_args!("t={now} {actor} {kind} {text}"),
+    );
+    line.push(b'\n');
 }
 
 /// Formats into the line buffer, escaping `\n` and `\r`.
@@ -1021,6 +1022,66 @@ pub fn diff_files(a: &Path, b: &Path) -> io::Result<TraceDiff> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Text-view lines formatted on this thread.
+        pub(super) static FORMATTED: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    }
+
+    /// (lines formatted, HAL operations rendered) on this thread.
+    fn formatted() -> (u64, u64) {
+        (
+            FORMATTED.with(|c| c.get()),
+            crate::hal::tracer::SHOWN.with(|c| c.get()),
+        )
+    }
+
+    /// A deterministic job without a trace file, and one with a binary
+    /// trace file, format no text at all: every event is digested in
+    /// binary. A replay with a text view formats every line (the counters
+    /// do count).
+    #[test]
+    #[cfg_attr(miri, ignore = "a whole job")]
+    fn a_deterministic_job_formats_no_text() {
+        use crate::system::job::{self, JobConfig};
+        let dir = std::env::temp_dir();
+        let tag = format!("xunds-trace-unit-{}", std::process::id());
+        let file = dir.join(format!("{tag}.trace"));
+        let view = dir.join(format!("{tag}.txt"));
+        let cfg = JobConfig {
+            executions: 200,
+            vncs: 2,
+            models: 1,
+            deterministic: true,
+            slab: Some(dir.join(format!("{tag}.nds"))),
+            ..JobConfig::default()
+        };
+        let before = formatted();
+        let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+        assert_eq!(r.completed_ok, 200);
+        assert!(r.trace_lines.unwrap() > 200 * 50, "{:?}", r.trace_lines);
+        assert_eq!(formatted(), before, "the digest-only run formatted text");
+        let rec = JobConfig {
+            trace: Some(file.clone()),
+            ..cfg.clone()
+        };
+        let r2 = job::run(&rec, &mut |_, _| {}).unwrap();
+        assert_eq!(formatted(), before, "the trace-file run formatted text");
+        assert_eq!(r.trace_sha256, r2.trace_sha256);
+        let replay = JobConfig {
+            replay: Some(file.clone()),
+            trace: Some(view.clone()),
+            ..cfg.clone()
+        };
+        let r3 = job::run(&replay, &mut |_, _| {}).unwrap();
+        assert!(r3.replay.unwrap().is_identical());
+        let (lines, ops) = formatted();
+        assert_eq!(lines - before.0, r.trace_lines.unwrap() - 1);
+        assert!(ops > before.1);
+        for p in [file, view, r.slab] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 
     /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
     /// pieces).
