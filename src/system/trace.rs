@@ -713,11 +713,9 @@ impl Trace {
         self.bytes += self.line.len() as u64;
         match &mut self.mode {
             Mode::Text(Out::Memory(v)) => v.extend_from_slice(&self.line),
-            Mode::Text(Out::Writer(w)) => {
-                if self.error.is_none() {
-                    if let Err(e) = w.write_all(&self.line) {
-                        self.error = Some(e);
-                    }
+            Mode::Text(Out::Writer(w)) if self.error.is_none() => {
+                if let Err(e) = w.write_all(&self.line) {
+                    self.error = Some(e);
                 }
             }
             _ => {}
