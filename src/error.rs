@@ -26,6 +26,7 @@ error_enum! {
             context: String,
         } => "{status}: {context}",
         /// A run of the actor system failed (livelock, panic, wall bound).
+        #[cfg(feature = "sim")]
         Run(#[from] crate::system::runner::RunError) => "run: {0}",
         /// Anything else, described.
         Other(String) => "{0}",
@@ -40,6 +41,7 @@ impl Error {
             Error::Wire(_) => NrtStatus::INVALID,
             Error::Mem(_) => NrtStatus::INVALID,
             Error::Io(_) => NrtStatus::FAILURE,
+            #[cfg(feature = "sim")]
             Error::Run(_) => NrtStatus::FAILURE,
             Error::Other(_) => NrtStatus::FAILURE,
         }

@@ -27,23 +27,42 @@
 //!
 //! Support modules: [`error`] (the top-level error), [`prng`] (a small seeded
 //! generator used by deterministic runs, fault injection and tests).
+//!
+//! ## Features
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | (none) | | `#![no_std]`, no allocator: [`wire`], [`fsm`], [`sync`], [`prng`], the [`ring`] protocol over caller memory ([`ring::StaticStorage`], [`ring::MappedStorage::init_raw`]), the [`nds`] writer and reader over a caller slab ([`nds::RawSlab`]) |
+//! | `std` | yes | the Linux [`hal`], heap and mapped-file storages and slabs, eventfd waiters, [`error`] |
+//! | `sim` | yes | (implies `std`) the simulated [`device`], the [`actors`], the [`system`] |
+//! | `cli` | yes | (implies `sim`) the `xunds` binary's crates |
+#![cfg_attr(not(feature = "std"), no_std)]
+// The docs are written for the default features; without `std` their links
+// to std-only items (hal, the mapped slabs, waiters) have no target.
+#![cfg_attr(not(feature = "std"), allow(rustdoc::broken_intra_doc_links))]
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 #[macro_use]
 mod macros;
 
+#[cfg(feature = "sim")]
 pub mod actors;
+#[cfg(feature = "sim")]
 pub mod device;
+#[cfg(feature = "std")]
 pub mod error;
 pub mod fsm;
+#[cfg(feature = "std")]
 pub mod hal;
 pub mod nds;
 pub mod prng;
 pub mod ring;
 pub mod sync;
+#[cfg(feature = "sim")]
 pub mod system;
 pub mod wire;
 
+#[cfg(feature = "std")]
 pub use error::Error;
 pub use wire::status::NrtStatus;
