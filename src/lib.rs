@@ -25,8 +25,10 @@
 //! only way to touch mapped memory) depends on nothing but `libc` and `std`,
 //! and the protocols build their mapped backings on it.
 //!
-//! Support modules: [`error`] (the top-level error), [`prng`] (a small seeded
-//! generator used by deterministic runs, fault injection and tests).
+//! Support module: [`prng`] (a small seeded generator used by deterministic
+//! runs, fault injection and tests). The error the public API returns,
+//! [`system::Error`], lives with the system: the layers below keep their own
+//! error types and never name it.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -35,7 +37,6 @@ mod macros;
 
 pub mod actors;
 pub mod device;
-pub mod error;
 pub mod fsm;
 pub mod hal;
 pub mod nds;
@@ -45,5 +46,4 @@ pub mod sync;
 pub mod system;
 pub mod wire;
 
-pub use error::Error;
 pub use wire::status::NrtStatus;

@@ -245,12 +245,6 @@ impl HalError {
     }
 }
 
-impl From<HalError> for crate::Error {
-    fn from(e: HalError) -> Self {
-        crate::Error::Other(format!("hal: {e}"))
-    }
-}
-
 /// Size of one descriptor or NQ record.
 pub const RECORD: usize = 16;
 /// The half of a 16-byte record that carries its validity mark (the UDMA

@@ -155,14 +155,3 @@ impl NdsError {
         }
     }
 }
-
-impl From<NdsError> for crate::Error {
-    fn from(e: NdsError) -> Self {
-        use crate::wire::status::NrtStatus;
-        match e {
-            NdsError::Io(e) => crate::Error::Io(e),
-            NdsError::NoSpace => crate::Error::status_with(NrtStatus::RESOURCE, e.to_string()),
-            other => crate::Error::status_with(NrtStatus::INVALID, other.to_string()),
-        }
-    }
-}

@@ -133,9 +133,3 @@ impl From<std::io::Error> for RingError {
         RingError::Os(e.raw_os_error().unwrap_or(0))
     }
 }
-
-impl From<RingError> for crate::Error {
-    fn from(e: RingError) -> Self {
-        crate::Error::status_with(e.status(), e.to_string())
-    }
-}

@@ -47,7 +47,7 @@ use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos, NullTrace};
 use crate::device::model::{MlpSpec, ModelBuilder};
-use crate::error::Error;
+use crate::system::error::Error;
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
 use crate::ring::queue::StatusArc;

@@ -30,7 +30,7 @@ use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
-use crate::error::Error;
+use crate::system::error::Error;
 use crate::hal::fake::FakeHal;
 use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;

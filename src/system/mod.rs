@@ -16,7 +16,10 @@ pub mod alloc;
 pub mod api;
 pub mod builder;
 pub mod clock;
+pub mod error;
 pub mod faults;
 pub mod job;
 pub mod runner;
 pub mod trace;
+
+pub use error::Error;
