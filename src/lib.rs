@@ -35,14 +35,16 @@
 #[macro_use]
 mod macros;
 
-pub mod actors;
-pub mod device;
+testkit_mod! {
+    mod actors;
+    mod device;
+    mod sync;
+}
 pub mod fsm;
 pub mod hal;
 pub mod nds;
 pub mod prng;
 pub mod ring;
-pub mod sync;
 pub mod system;
 pub mod wire;
 

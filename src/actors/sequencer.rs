@@ -133,11 +133,13 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     /// Feed the cycle an event from outside its driver (tests of the
     /// violation path).
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inject_event(&mut self, e: ProxyEvent, cx: &mut Cx<'_>) {
         self.go(e, cx);
     }
 
     /// The sequencer (its per-core state).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn sequencer(&self) -> &Sequencer<H, X> {
         &self.seq
     }

@@ -18,7 +18,7 @@
 //! Middleware that wraps any backend:
 //! - [`tracer::Tracer`]: records every operation as a deterministic
 //!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base),
-//!   for snapshots and [`tracer::replay`].
+//!   for snapshots and `tracer::replay` (`testkit`).
 //! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
 //!   of descriptors, dropped doorbells, dropped or rewritten NQ records.
 //!

@@ -47,7 +47,6 @@ pub mod index;
 pub mod reader;
 pub mod record;
 pub mod slab;
-pub mod stress;
 pub mod words;
 pub mod writer;
 

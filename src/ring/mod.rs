@@ -42,7 +42,9 @@ pub use queue::{
     Handles, Popped, Producer, QueueConfig, Signal, SlotView, SubmitError, Worker, XuQueue,
 };
 pub use status::StatusCell;
-pub use storage::{COriginalStorage, CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
+#[cfg(any(test, feature = "testkit"))]
+pub use storage::{COriginalStorage, CStyleStorage};
+pub use storage::{Cursor, MappedStorage, OwnedStorage, Storage};
 pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
 
 error_enum! {

@@ -33,8 +33,6 @@ use crate::wire::status::NrtStatus;
 use crate::wire::xu_queue::{CURSOR_LIMIT, CURSOR_START};
 
 use super::lock::MarkCompLock;
-#[cfg(doc)]
-use super::storage::{COriginalStorage, CStyleStorage};
 use super::storage::{Cursor, MappedStorage, OwnedStorage, SlotAccess, Storage};
 use super::waiter::{
     eventfd_factory, Armed, CompletionSink, EventFdSink, Pool, SignalError, WaitMode, Waitable,
@@ -275,7 +273,7 @@ impl<T: Payload> XuQueue<T, OwnedStorage> {
 
 impl<T: Payload, const SEQCST: bool, const CACHED: bool> XuQueue<T, OwnedStorage<SEQCST, CACHED>> {
     /// A queue over heap atomics ([`OwnedStorage`]; the comparison variants
-    /// [`CStyleStorage`] and [`COriginalStorage`] are built the same way).
+    /// `CStyleStorage` and `COriginalStorage` are built the same way).
     pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage<SEQCST, CACHED>>, RingError> {
         let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
         Ok(Self::from_storage(s, cfg))

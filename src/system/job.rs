@@ -30,13 +30,13 @@ use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
-use crate::system::error::Error;
 use crate::hal::fake::FakeHal;
 use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;
 use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::hal::Hal;
 use crate::nds::{Reader, RecordRead};
+use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
 
