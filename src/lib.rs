@@ -14,11 +14,11 @@
 //! |---|---|---|
 //! | bytes | [`wire`] | every ABI block as a checked byte view / padding-free `repr(C)` type; no unsafe, no I/O |
 //! | state | [`fsm`] | pure, table-driven state machines (slot lifecycle, record commit, ...) |
-//! | concurrency shim | [`sync`] | `std` atomics normally, `loom` atomics under `--cfg loom` |
+//! | concurrency shim | `sync` | `std` atomics normally, `loom` atomics under `--cfg loom` |
 //! | protocols | [`ring`], [`nds`] | the three-cursor XU ring and the NDS record/counter protocols, generic over where their words live |
 //! | platform | [`hal`] | mmaps, eventfds, volatile/atomic access to shared and device memory, tracer and fault injector |
-//! | device | [`device`] | the simulated device: UDMA descriptor rings, request staging, the sequencer and its engines |
-//! | actors | [`actors`] | Producer, Worker, Device-sequencer-proxy and NDS-publisher actors with non-blocking `poll` |
+//! | device | `device` | the simulated device: UDMA descriptor rings, request staging, the sequencer and its engines |
+//! | actors | `actors` | Producer, Worker, Device-sequencer-proxy and NDS-publisher actors with non-blocking `poll` |
 //! | system | [`system`] | the public async API, threaded and deterministic runners, trace and replay |
 //!
 //! One exception to the table's order: [`hal::mem`] (`Mapping`/`Region`, the

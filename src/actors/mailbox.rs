@@ -2,11 +2,11 @@
 //!
 //! [`bounded`] returns a [`Sender`] (the producer half) and a [`Receiver`]
 //! (the consumer half). A normal build wraps [`rtrb`]; a build with
-//! `--cfg loom` wraps [`spsc`], an in-crate ring over [`crate::sync`] atomics
+//! `--cfg loom` wraps `spsc`, an in-crate ring over [`crate::sync`] atomics
 //! and a loom-aware cell, with the same API, so the loom models in
-//! `loom-tests/tests/mailbox.rs` check the very queue the actors use. [`spsc`]
-//! is compiled in every build, so its unit tests also run under plain
-//! `cargo test` and Miri.
+//! `loom-tests/tests/mailbox.rs` check the very queue the actors use. `spsc`
+//! is compiled under loom and for the unit tests, so they also run under
+//! plain `cargo test` and Miri.
 //!
 //! Nothing here blocks: [`Sender::push`] on a full mailbox returns the item
 //! inside [`Full`], and the actor keeps it and retries on its next poll (the

@@ -60,7 +60,7 @@ use crate::fsm::{Transition, TransitionHook};
 use crate::hal::tracer::TraceLog;
 
 /// A time in nanoseconds: virtual (deterministic runner) or since the
-/// runner started (threaded runner). Actors receive it in [`Cx`]; they never
+/// runner started (threaded runner). Actors receive it in `Cx`; they never
 /// read a clock themselves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Nanos(pub u64);

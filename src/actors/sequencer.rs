@@ -29,7 +29,7 @@ pub struct DeviceStats {
     pub faults: u64,
     /// HAL errors of the device's own regions (a bug; should stay 0).
     pub errors: u64,
-    /// Doorbell eventfd writes that woke the proxy ([`Waker::signals`]):
+    /// Doorbell eventfd writes that woke the proxy (`Waker::signals`):
     /// how often it actually slept while requests came in.
     pub doorbell_signals: u64,
     /// Events the proxy's state did not accept (counted, traced, the proxy

@@ -619,7 +619,7 @@ const DEGRADED_INTACT: u8 = 1;
 /// Degraded with queues possibly out of step: not recoverable.
 const DEGRADED_LOST: u8 = 2;
 
-/// Why [`HealthCell::recover`] refused.
+/// Why `HealthCell::recover` refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecoverError {
     /// The XU is healthy.

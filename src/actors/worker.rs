@@ -141,7 +141,7 @@ pub struct WorkerStats {
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
     pub tags: Vec<u64>,
-    /// Executions whose work item was bad, by kind ([`BadItem::index`]).
+    /// Executions whose work item was bad, by kind (`BadItem::index`).
     pub bad_items: [u64; BadItem::KINDS],
     /// Events the worker's state did not accept (counted, traced, the state
     /// kept: 0 unless something is wrong).

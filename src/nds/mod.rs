@@ -11,7 +11,6 @@
 //! | [`words`] | word-sized atomic copies between a slab and private buffers (never a `memcpy`) |
 //! | [`record`] | the torn-read-proof record protocol: invalidate, body, hash word last; stable copy + FNV verify |
 //! | [`writer`] | [`Writer`]: lays out and commits the header, counters, model records, process-info records |
-//! | [`stress`] | self-checking records for cross-process torn-read tests (`xunds nds stress-writer`) |
 //! | [`reader`] | [`Reader`]: header gate with retry, counters, typed record reads, snapshots; no mutating method |
 //!
 //! The bytes and offsets all come from [`crate::wire::nds`]; the record

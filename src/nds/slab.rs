@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | [`MappedSlab`] | `Slab + SlabMut` | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
 //! | [`ReadOnlySlab`] | `Slab` only | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
-//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
+//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of `crate::sync` atomics | loom models, Miri, unit tests, fuzzing |
 //!
 //! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
 //! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
@@ -607,7 +607,7 @@ impl Slab for ReadOnlySlab {
     }
 }
 
-/// A slab on the heap, built from [`crate::sync`] atomics: loom checks every
+/// A slab on the heap, built from `crate::sync` atomics: loom checks every
 /// access under `--cfg loom`, and Miri can run it (no `mmap`).
 ///
 /// Its length may be any multiple of 8, so loom models can use a few words;

@@ -2,7 +2,7 @@
 //!
 //! The protocol in [`super::queue`] is generic over a [`Storage`]:
 //!
-//! - [`OwnedStorage`]: heap atomics from [`crate::sync`], each cursor on its own
+//! - [`OwnedStorage`]: heap atomics from `crate::sync`, each cursor on its own
 //!   64-byte line. Loom sees these under `--cfg loom`; unit tests and the
 //!   deterministic runner use them too. `OwnedStorage<true>` (`CStyleStorage`)
 //!   is the same ring with the C original's `LOCK XADD` (SeqCst `fetch_add`) on
@@ -441,7 +441,7 @@ impl SlotAccess for &OwnedSlot {
     }
 }
 
-/// Cursors and slots as heap atomics through [`crate::sync`].
+/// Cursors and slots as heap atomics through `crate::sync`.
 ///
 /// The defaults are the ring (Release publish, Acquire observe, cached
 /// remote cursors); use them. The other values exist for the comparison

@@ -12,7 +12,7 @@
 //!   [`LinuxHal`] (real `MAP_SHARED` mappings and eventfds), or
 //!   `FaultInjector<LinuxHal>` when faults are asked for; times are host
 //!   nanoseconds since start.
-//! - **Deterministic**: one thread, [`DetRunner`] seeded with `seed`, a
+//! - **Deterministic**: one thread, `DetRunner` seeded with `seed`, a
 //!   virtual clock, on `FaultInjector<Tracer<FakeHal>>` (the tracer keeps the
 //!   protocol operations, not the engines' tensor words). Every state-machine
 //!   transition and HAL operation goes to the trace, whose header carries
@@ -95,7 +95,7 @@ pub struct JobConfig {
     /// (`--force`); a slab another live writer holds is refused regardless.
     pub force_slab: bool,
     /// Bring an XU back when it degraded with its queues intact, once it has
-    /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
+    /// drained (`--recover`; `crate::actors::work::HealthCell::recover`).
     pub recover: bool,
 }
 
@@ -106,7 +106,7 @@ pub enum ModelKind {
     #[default]
     Mlp,
     /// The null model: one instruction, no MACs
-    /// ([`null_model`]); measures the
+    /// (`null_model`); measures the
     /// host path.
     Null,
 }

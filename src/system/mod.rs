@@ -4,10 +4,10 @@
 //!
 //! The groundwork the API is built on:
 //!
-//! - [`runner`]: [`runner::ThreadedRunner`] (one thread per actor) and
-//!   [`runner::DetRunner`] (one thread, seeded schedule, virtual clock,
-//!   livelock guard), both driving the same [`crate::actors::Actor`]s;
-//! - [`clock`]: the virtual and monotonic clocks they hand to actors;
+//! - `runner`: `runner::ThreadedRunner` (one thread per actor) and
+//!   `runner::DetRunner` (one thread, seeded schedule, virtual clock,
+//!   livelock guard), both driving the same `crate::actors::Actor`s;
+//! - `clock`: the virtual and monotonic clocks they hand to actors;
 //! - [`trace`]: the line-oriented trace file, its header, digest and diff
 //!   (what `xunds replay` reports).
 
