@@ -29,6 +29,17 @@
 //! runs, fault injection and tests). The error the public API returns,
 //! [`system::Error`], lives with the system: the layers below keep their own
 //! error types and never name it.
+//!
+//! ## Features
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | (none) | | `#![no_std]`, no allocator: [`wire`], [`fsm`], [`prng`], the [`ring`] protocol over caller memory ([`ring::StaticStorage`], [`ring::MappedStorage::init_raw`]), the [`nds`] writer and reader over a caller slab ([`nds::RawSlab`]) |
+//! | `std` | yes | the Linux [`hal`], heap and mapped-file storages and slabs, eventfd waiters |
+//! | `sim` | yes | (implies `std`) the simulated device and the actors (crate-private), the [`system`] API and its [`system::Error`] |
+//! | `testkit` | no | test and benchmark support: the simulator's internals public, the benchmark's peer storages, the tracer's replay |
+//! | `cli` | yes | (implies `sim`) the `xunds` binary's crates |
+#![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -36,15 +47,19 @@
 mod macros;
 
 testkit_mod! {
+    #[cfg(feature = "sim")]
     mod actors;
+    #[cfg(feature = "sim")]
     mod device;
     mod sync;
 }
 pub mod fsm;
+#[cfg(feature = "std")]
 pub mod hal;
 pub mod nds;
 pub mod prng;
 pub mod ring;
+#[cfg(feature = "sim")]
 pub mod system;
 pub mod wire;
 

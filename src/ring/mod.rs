@@ -26,6 +26,7 @@
 
 use crate::fsm::slot::{SlotEvent, SlotState};
 use crate::fsm::InvalidEvent;
+#[cfg(feature = "std")]
 use crate::hal::mem::MemError;
 use crate::wire::seq_id::{SeqId, XuId};
 use crate::wire::status::NrtStatus;
@@ -38,14 +39,21 @@ pub mod storage;
 pub mod waiter;
 
 pub use payload::Payload;
+#[cfg(feature = "std")]
+pub use queue::{Counted, QueueConfig};
 pub use queue::{
-    Handles, Popped, Producer, QueueConfig, Signal, SlotView, SubmitError, Worker, XuQueue,
+    DefaultHome, Handles, Home, Popped, Producer, QueueHome, Signal, SlotView, Static, SubmitError,
+    Worker, XuQueue,
 };
 pub use status::StatusCell;
-#[cfg(any(test, feature = "testkit"))]
+#[cfg(feature = "std")]
+pub use storage::OwnedStorage;
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
 pub use storage::{COriginalStorage, CStyleStorage};
-pub use storage::{Cursor, MappedStorage, OwnedStorage, Storage};
-pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
+pub use storage::{Cursor, MappedStorage, StaticStorage, Storage};
+pub use waiter::{Armed, CompletionSink, SignalError, WaitMode, Waited};
+#[cfg(feature = "std")]
+pub use waiter::{EventFdSink, Waitable};
 
 error_enum! {
     /// Why a ring operation was refused. Every refusal leaves the ring unchanged.
@@ -56,7 +64,20 @@ error_enum! {
         /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
         BadStart(u64) => "bad start cursor {0:#x}",
         /// The region is too small or misaligned for the header and slots.
+        #[cfg(feature = "std")]
         Mem(#[from] MemError) => "ring memory: {0}",
+        /// Caller memory ([`MappedStorage::init_raw`]) is null, not 64-byte
+        /// aligned, or shorter than the header and slots need.
+        Misplaced {
+            /// Its address.
+            addr: usize,
+            /// Its length.
+            len: usize,
+            /// The bytes the queue needs.
+            need: usize,
+        } => "ring memory at {addr:#x} ({len} bytes) is not 64-byte aligned or shorter than {need} bytes",
+        /// A [`StaticStorage`] or [`QueueHome`] already holds a queue.
+        InUse => "ring memory already holds a queue",
         /// The region is mapped read-only.
         ReadOnly => "ring memory is mapped read-only",
         /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
@@ -119,8 +140,11 @@ impl RingError {
             }
             RingError::BadCapacity(_)
             | RingError::BadStart(_)
-            | RingError::Mem(_)
+            | RingError::Misplaced { .. }
+            | RingError::InUse
             | RingError::ReadOnly => NrtStatus::INVALID,
+            #[cfg(feature = "std")]
+            RingError::Mem(_) => NrtStatus::INVALID,
             RingError::AlreadyWaiting { .. } => NrtStatus::INVALID,
             RingError::CursorExhausted { .. }
             | RingError::SlotMismatch { .. }
@@ -130,6 +154,7 @@ impl RingError {
     }
 }
 
+#[cfg(feature = "std")]
 impl From<std::io::Error> for RingError {
     fn from(e: std::io::Error) -> Self {
         RingError::Os(e.raw_os_error().unwrap_or(0))

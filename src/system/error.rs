@@ -1,7 +1,7 @@
 //! The system's error: each layer below keeps its own small error type
 //! (giving the payload back where that matters) and converts into [`Error`]
-//! here, at the system boundary; nothing below `system` names it. `Display`, `Error` and `From` come from `error_enum!`; no
-//! `anyhow` or `thiserror` in the library.
+//! here, at the system boundary; nothing below `system` names it. `Display`, `Error` and
+//! `From` come from `error_enum!`; no `anyhow` or `thiserror` in the library.
 
 use std::io;
 
