@@ -6,7 +6,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`slab`] | [`Slab`]/[`SlabMut`] (word-atomic access) and the backings [`MappedSlab`], [`ReadOnlySlab`], [`HeapSlab`] |
+//! | [`slab`] | [`Slab`]/[`SlabMut`] (word-atomic access) and the backings [`MappedSlab`], [`ReadOnlySlab`], [`HeapSlab`] (std), [`RawSlab`] over a [`StaticSlab`] or raw memory (core) |
 //! | [`index`] | [`Counter`] (a resolved counter word) and [`ModelSlot`]: typed, checked indices |
 //! | [`words`] | word-sized atomic copies between a slab and private buffers (never a `memcpy`) |
 //! | [`record`] | the torn-read-proof record protocol: invalidate, body, hash word last; stable copy + FNV verify |

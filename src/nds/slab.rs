@@ -935,6 +935,31 @@ mod tests {
         assert!(!ro.is_mapped_read_only(), "a view of a writable mapping");
     }
 
+    /// The `no_std` backings: a static slab behaves as the others, and raw
+    /// memory that is null, misaligned or short is refused.
+    #[test]
+    fn static_and_raw_slabs() {
+        static SLAB: StaticSlab = StaticSlab::new();
+        exercise(&SLAB.slab());
+        assert_eq!(SLAB.slab().len(), SLAB_SIZE);
+        let mut words = vec![0u64; REQUIRED_SIZE / 8 + 1];
+        let base = words.as_mut_ptr().cast::<u8>();
+        // SAFETY: all three are refused before any access.
+        let refused = unsafe {
+            [
+                RawSlab::from_raw(core::ptr::null_mut(), REQUIRED_SIZE).unwrap_err(),
+                RawSlab::from_raw(base.wrapping_add(4), REQUIRED_SIZE).unwrap_err(),
+                RawSlab::from_raw(base, REQUIRED_SIZE - 8).unwrap_err(),
+            ]
+        };
+        assert!(matches!(refused[0], NdsError::Misaligned { addr: 0 }));
+        assert!(matches!(refused[1], NdsError::Misaligned { .. }));
+        assert!(matches!(refused[2], NdsError::TooSmall { .. }));
+        // SAFETY: `words` outlives `raw` and is reached only through it.
+        let raw = unsafe { RawSlab::from_raw(base, REQUIRED_SIZE + 8) }.unwrap();
+        exercise(&raw);
+    }
+
     #[test]
     fn misaligned_or_out_of_bounds_access_panics_not_ub() {
         let s = HeapSlab::new(64);

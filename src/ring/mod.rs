@@ -4,12 +4,15 @@
 //! `ring` is its own folder because the protocol is generic over where its
 //! cursors and slots live: owned atomics through `crate::sync` (unit tests,
 //! loom, deterministic runs) and the byte-exact `xu_queue_t` header and slot
-//! array inside mapped memory (production, through [`crate::hal::mem`]).
+//! array inside mapped memory (production, through [`crate::hal::mem`]) or
+//! memory a `no_std` embedder provides ([`StaticStorage`], a raw pointer).
 //!
 //! - [`storage`]: the sealed [`Storage`] trait, [`OwnedStorage`],
-//!   [`MappedStorage`] and the C-style comparison storage.
+//!   [`MappedStorage`], [`StaticStorage`] and the C-style comparison storage.
 //! - [`queue`]: [`XuQueue`] (shared query side), [`Producer`] (submit,
-//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread).
+//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread),
+//!   shared through their [`Home`]: an `Arc` (`Counted`, std) or a
+//!   [`QueueHome`] static ([`Static`], the `no_std` core).
 //! - [`waiter`]: completion waiters: the [`CompletionSink`] the worker signals
 //!   through, the [`Waitable`] a waiter blocks on, the pool, wait modes.
 //! - [`status`]: the caller-owned [`StatusCell`] a slot's `exec_status` points at.

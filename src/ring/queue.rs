@@ -1854,4 +1854,47 @@ mod tests {
             "the installed count still counts the uninstalled handle"
         );
     }
+
+    /// The `no_std` home: a queue in statics over a `StaticStorage`,
+    /// `&'static` items and status cells. FIFO, a full ring gives the item
+    /// and its cell back, pop writes each cell, and the storage and the home
+    /// are each handed out once.
+    #[test]
+    fn a_static_home_over_static_storage() {
+        use crate::ring::StaticStorage;
+        static RING: StaticStorage<2> = StaticStorage::new();
+        static SPARE: StaticStorage<2> = StaticStorage::new();
+        static HOME: QueueHome<&'static u32, MappedStorage> = QueueHome::new();
+        static ITEMS: [u32; 3] = [7, 8, 9];
+        static CELLS: [StatusCell; 3] = [const { StatusCell::new() }; 3];
+        let (mut p, mut w): Handles<&'static u32, MappedStorage, Static> =
+            HOME.queue(RING.storage(xu(), 1).unwrap()).unwrap();
+        assert_eq!(RING.storage(xu(), 1).unwrap_err(), RingError::InUse);
+        let spare = SPARE.storage(xu(), 1).unwrap();
+        assert_eq!(HOME.queue(spare).unwrap_err(), RingError::InUse);
+        let a = p.submit(&ITEMS[0], Some(&CELLS[0])).unwrap();
+        p.submit(&ITEMS[1], Some(&CELLS[1])).unwrap();
+        let full = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap_err();
+        assert_eq!(full.error, RingError::Full);
+        assert!(core::ptr::eq(full.item, &ITEMS[2]));
+        assert!(full.status.is_some_and(|c| core::ptr::eq(c, &CELLS[2])));
+        p.trigger_burst(2).unwrap();
+        let first = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        assert_eq!((first.seq, *first.item), (a, 7));
+        assert_eq!(*w.pop(NrtStatus::TIMEOUT).unwrap().unwrap().item, 8);
+        let c = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap();
+        p.trigger_next().unwrap();
+        assert_eq!(*w.pop(NrtStatus::SUCCESS).unwrap().unwrap().item, 9);
+        assert!(p.queue().is_completed(c).unwrap());
+        assert!(w.pop(NrtStatus::SUCCESS).unwrap().is_none());
+        let got: Vec<_> = CELLS.iter().map(StatusCell::get).collect();
+        assert_eq!(
+            got,
+            [
+                Some(NrtStatus::SUCCESS),
+                Some(NrtStatus::TIMEOUT),
+                Some(NrtStatus::SUCCESS)
+            ]
+        );
+    }
 }

@@ -1117,6 +1117,40 @@ mod abi_tests {
         assert_eq!(mapped_len(32), 1280);
     }
 
+    /// `init_raw` over caller memory lays the image `init` lays into a
+    /// region (docs/abi.md §1.2, §1.3; only `buffer`, an address, differs),
+    /// and refuses memory that is null, not 64-byte aligned or short.
+    #[test]
+    fn init_raw_lays_the_region_image_and_refuses_misplaced_memory() {
+        use crate::hal::mem::Mapping;
+        #[repr(C, align(64))]
+        struct Mem([u64; mapped_len(4) / 8]);
+        let xu = XuId::new(1, 2, 3);
+        let mut mem = Mem([0; mapped_len(4) / 8]);
+        let base = mem.0.as_mut_ptr().cast::<u8>();
+        // SAFETY: `mem` outlives `raw` (dropped first, below) and is touched
+        // only through it meanwhile.
+        let raw = unsafe { MappedStorage::init_raw(base, mapped_len(4), xu, 4, 9) }.unwrap();
+        let region = Mapping::anonymous(mapped_len(4)).unwrap().into_region();
+        let mapped = MappedStorage::init(region, xu, 4, 9).unwrap();
+        let (mut a, mut b) = (raw.snapshot(), mapped.snapshot());
+        assert_eq!(a.len(), mapped_len(4));
+        for img in [&mut a, &mut b] {
+            img[xu_queue::off::BUFFER..xu_queue::off::BUFFER + 8].fill(0);
+        }
+        assert_eq!(a, b);
+        drop(raw);
+        for (p, len) in [
+            (core::ptr::null_mut(), mapped_len(4)),
+            (base.wrapping_add(8), mapped_len(3)),
+            (base, mapped_len(4) - 1),
+        ] {
+            // SAFETY: refused before any access (the test's point).
+            let r = unsafe { MappedStorage::init_raw(p, len, xu, 4, 1) };
+            assert!(matches!(r, Err(RingError::Misplaced { .. })), "{p:?} {len}");
+        }
+    }
+
     /// Both storages report the XU they were made for, not XU 0 (no other
     /// test used a non-zero XU). Mutant: `OwnedStorage::xu` -> 0.
     #[test]
