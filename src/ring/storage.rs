@@ -146,8 +146,9 @@ pub trait SlotAccess {
 /// `p` is valid for writes of 32 bytes and 16-byte aligned, and no other
 /// thread accesses those bytes until an ordering edge that follows this
 /// write (the protocol's cursor Release/Acquire; see
-/// [`SlotAccess::set_body`]).
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+/// [`SlotAccess::set_body`]). Needs SSE2 (the x86_64 baseline; the
+/// soft-float `x86_64-unknown-none` lacks it and keeps the atomic stores).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
 #[inline(always)]
 unsafe fn write_body_wide(
     p: *mut u8,
@@ -435,7 +436,7 @@ impl SlotAccess for &OwnedSlot {
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.exec_info.store(v, o)
     }
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
     #[inline(always)]
     unsafe fn set_body(
         &self,
@@ -876,7 +877,7 @@ impl SlotAccess for MappedSlot<'_> {
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.u64_at(exec_slot::off::EXEC_INFO).store(v, o)
     }
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
     #[inline(always)]
     unsafe fn set_body(
         &self,

@@ -7,23 +7,28 @@
 use core::panic::PanicInfo;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-/// 1 when the run passed its checks, 2 when it failed (for a debugger).
-static RESULT: AtomicU32 = AtomicU32::new(0);
+/// 1 when the run passed its checks, 2 when it failed: read it with a
+/// debugger (`print XUNDS_BARE_RESULT`). Exported, so the linker keeps it.
+#[no_mangle]
+pub static XUNDS_BARE_RESULT: AtomicU32 = AtomicU32::new(0);
 
 /// The entry symbol the linker starts the image at.
 #[no_mangle]
 pub extern "C" fn _start() -> ! {
     let r = if xunds_bare::run().is_ok() { 1 } else { 2 };
-    RESULT.store(r, Ordering::Relaxed);
-    park()
+    XUNDS_BARE_RESULT.store(r, Ordering::Relaxed);
+    xunds_bare_park()
 }
 
 #[panic_handler]
 fn panic(_: &PanicInfo) -> ! {
-    park()
+    xunds_bare_park()
 }
 
-fn park() -> ! {
+/// Where the image ends (a debugger's breakpoint: `break xunds_bare_park`).
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn xunds_bare_park() -> ! {
     loop {
         core::hint::spin_loop();
     }
