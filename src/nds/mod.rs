@@ -11,7 +11,6 @@
 //! | [`words`] | word-sized atomic copies between a slab and private buffers (never a `memcpy`) |
 //! | [`record`] | the torn-read-proof record protocol: invalidate, body, hash word last; stable copy + FNV verify |
 //! | [`writer`] | [`Writer`]: lays out and commits the header, counters, model records, process-info records |
-//! | [`stress`] | self-checking records for cross-process torn-read tests (`xunds nds stress-writer`) |
 //! | [`reader`] | [`Reader`]: header gate with retry, counters, typed record reads, snapshots; no mutating method |
 //!
 //! The bytes and offsets all come from [`crate::wire::nds`]; the record
@@ -48,8 +47,6 @@ pub mod index;
 pub mod reader;
 pub mod record;
 pub mod slab;
-#[cfg(feature = "std")]
-pub mod stress;
 pub mod words;
 pub mod writer;
 
@@ -173,18 +170,6 @@ impl NdsError {
             | NdsError::Invalid(_)
             | NdsError::OrOnly(_)
             | NdsError::Lifecycle(_) => EINVAL,
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-impl From<NdsError> for crate::Error {
-    fn from(e: NdsError) -> Self {
-        use crate::wire::status::NrtStatus;
-        match e {
-            NdsError::Io(e) => crate::Error::Io(e),
-            NdsError::NoSpace => crate::Error::status_with(NrtStatus::RESOURCE, e.to_string()),
-            other => crate::Error::status_with(NrtStatus::INVALID, other.to_string()),
         }
     }
 }

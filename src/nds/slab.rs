@@ -9,7 +9,7 @@
 //! |---|---|---|---|
 //! | [`MappedSlab`] | `Slab + SlabMut` | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
 //! | [`ReadOnlySlab`] | `Slab` only | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
-//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
+//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of `crate::sync` atomics | loom models, Miri, unit tests, fuzzing |
 //! | [`RawSlab`] | `Slab + SlabMut` | memory the embedder provides: a [`StaticSlab`], or a pointer with [`RawSlab::from_raw`]'s contract | `no_std` embedders |
 //!
 //! [`RawSlab`] and [`StaticSlab`] are the `no_std` core (no allocator, no
@@ -781,7 +781,7 @@ impl Slab for ReadOnlySlab {
     }
 }
 
-/// A slab on the heap, built from [`crate::sync`] atomics: loom checks every
+/// A slab on the heap, built from `crate::sync` atomics: loom checks every
 /// access under `--cfg loom`, and Miri can run it (no `mmap`).
 ///
 /// Its length may be any multiple of 8, so loom models can use a few words;

@@ -2,7 +2,7 @@
 //! SPSC ring, seq_id handles and completion waiters.
 //!
 //! `ring` is its own folder because the protocol is generic over where its
-//! cursors and slots live: owned atomics through [`crate::sync`] (unit tests,
+//! cursors and slots live: owned atomics through `crate::sync` (unit tests,
 //! loom, deterministic runs) and the byte-exact `xu_queue_t` header and slot
 //! array inside mapped memory (production, through [`crate::hal::mem`]) or
 //! memory a `no_std` embedder provides ([`StaticStorage`], a raw pointer).
@@ -50,7 +50,9 @@ pub use queue::{
 };
 pub use status::StatusCell;
 #[cfg(feature = "std")]
-pub use storage::{COriginalStorage, CStyleStorage, OwnedStorage};
+pub use storage::OwnedStorage;
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
+pub use storage::{COriginalStorage, CStyleStorage};
 pub use storage::{Cursor, MappedStorage, StaticStorage, Storage};
 pub use waiter::{Armed, CompletionSink, SignalError, WaitMode, Waited};
 #[cfg(feature = "std")]
@@ -159,12 +161,5 @@ impl RingError {
 impl From<std::io::Error> for RingError {
     fn from(e: std::io::Error) -> Self {
         RingError::Os(e.raw_os_error().unwrap_or(0))
-    }
-}
-
-#[cfg(feature = "std")]
-impl From<RingError> for crate::Error {
-    fn from(e: RingError) -> Self {
-        crate::Error::status_with(e.status(), e.to_string())
     }
 }

@@ -46,8 +46,6 @@ use super::lock::MarkCompLock;
 use super::storage::MappedStorage;
 #[cfg(feature = "std")]
 use super::storage::OwnedStorage;
-#[cfg(all(doc, feature = "std"))]
-use super::storage::{COriginalStorage, CStyleStorage};
 use super::storage::{Cursor, SlotAccess, Storage};
 #[cfg(feature = "std")]
 use super::waiter::{
@@ -447,7 +445,7 @@ impl<T: Payload, const SEQCST: bool, const CACHED: bool>
     XuQueue<T, OwnedStorage<SEQCST, CACHED>, Counted>
 {
     /// A queue over heap atomics ([`OwnedStorage`]; the comparison variants
-    /// [`CStyleStorage`] and [`COriginalStorage`] are built the same way).
+    /// `CStyleStorage` and `COriginalStorage` are built the same way).
     pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage<SEQCST, CACHED>>, RingError> {
         let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
         Ok(Self::from_storage(s, cfg))

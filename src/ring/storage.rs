@@ -2,9 +2,9 @@
 //!
 //! The protocol in [`super::queue`] is generic over a [`Storage`]:
 //!
-//! - [`OwnedStorage`] (`std`): heap atomics from [`crate::sync`], each cursor on its own
+//! - [`OwnedStorage`] (`std`): heap atomics from `crate::sync`, each cursor on its own
 //!   64-byte line. Loom sees these under `--cfg loom`; unit tests and the
-//!   deterministic runner use them too. `OwnedStorage<true>` ([`CStyleStorage`])
+//!   deterministic runner use them too. `OwnedStorage<true>` (`CStyleStorage`)
 //!   is the same ring with the C original's `LOCK XADD` (SeqCst `fetch_add`) on
 //!   every cursor move and SeqCst cursor loads, kept for the comparison
 //!   benchmark only.
@@ -201,12 +201,12 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     fn load(&self, c: Cursor, o: Ordering) -> u64;
 
     /// Publish cursor `c` (single writer) from `old` to `old + n`. Ours is a
-    /// `Release` store; [`CStyleStorage`] does the C original's SeqCst
+    /// `Release` store; `CStyleStorage` does the C original's SeqCst
     /// `fetch_add`.
     fn publish(&self, c: Cursor, old: u64, n: u64);
 
     /// Observe a cursor another thread publishes: `Acquire` (SeqCst for
-    /// [`CStyleStorage`]).
+    /// `CStyleStorage`).
     fn observe(&self, c: Cursor) -> u64;
 
     /// The slot at `idx`.
@@ -461,11 +461,13 @@ impl SlotAccess for &OwnedSlot {
     }
 }
 
-/// Cursors and slots as heap atomics through [`crate::sync`].
+/// Cursors and slots as heap atomics through `crate::sync`.
 ///
-/// `SEQCST = false` is our ring (Release publish, Acquire observe);
-/// `SEQCST = true` is [`CStyleStorage`]. `CACHED = false` makes the handles
-/// re-read the remote cursor on every operation ([`COriginalStorage`]).
+/// The defaults are the ring (Release publish, Acquire observe, cached
+/// remote cursors); use them. The other values exist for the comparison
+/// benchmark's peers (with the `testkit` feature): `SEQCST = true` is
+/// `CStyleStorage`. `CACHED = false` makes the handles
+/// re-read the remote cursor on every operation (`COriginalStorage`).
 #[derive(Debug)]
 #[cfg(feature = "std")]
 pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
@@ -481,15 +483,15 @@ pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
 
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
 /// cursor loads: the C original's `_InterlockedAdd64` (docs/abi.md §1.9). For the
-/// comparison benchmark.
-#[cfg(feature = "std")]
+/// comparison benchmark (`testkit` feature).
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
 pub type CStyleStorage = OwnedStorage<true, true>;
 
 /// The C original as the seed shows it (docs/abi.md §1.9): SeqCst `fetch_add` on every
 /// cursor move and no cached remote cursors (`xuq_client_submit` reads
 /// `exec_head`, the peek reads `scheduled_head`, on every call). For the
-/// comparison benchmark.
-#[cfg(feature = "std")]
+/// comparison benchmark (`testkit` feature).
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
 pub type COriginalStorage = OwnedStorage<true, false>;
 
 #[cfg(feature = "std")]
