@@ -1,6 +1,7 @@
 //! The tracer middleware: wraps any [`Hal`] and records every operation as a
 //! deterministic [`TraceOp`] (regions by name, offsets relative to the region
-//! base, never a host address), for insta snapshots and [`replay`].
+//! base, never a host address), for insta snapshots and `replay` (the
+//! `testkit` feature's check that a trace re-issues).
 //!
 //! Put the tracer innermost (`FaultInjector<Tracer<B>>`) to record what
 //! actually reached memory, outermost to record what the caller asked for.
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 use core::fmt::{self, Write as _};
+#[cfg(any(test, feature = "testkit"))]
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -211,7 +213,7 @@ pub struct TraceRecord {
 /// What the tracer keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TraceFilter {
-    /// Every operation (needed for [`replay`]).
+    /// Every operation (needed for `replay`).
     #[default]
     All,
     /// Every operation except plain word loads and stores on [`RegionId::Dram`]
@@ -829,7 +831,7 @@ impl<H: Hal> Hal for Tracer<H> {
 }
 
 /// Append `v` as an LEB128 varint (7 bits a byte, low first).
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -838,7 +840,7 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Append `b` with its length first.
-pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
@@ -919,7 +921,7 @@ impl TraceOp {
     /// The operation as bytes of the binary event stream (what the trace
     /// digests and checkpoints): a tag byte, the target, then the fields as
     /// varints or raw bytes. Deterministic, and it formats no text.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let word = |out: &mut Vec<u8>, tag: u8, r: RegionId, off: usize, o: Ordering, v: u64| {
             out.push(tag);
             put_region(out, r);
@@ -1040,6 +1042,7 @@ impl TraceOp {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// Where a replay first disagreed with the recording.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
@@ -1051,6 +1054,7 @@ pub struct Divergence {
     pub observed: String,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -1063,8 +1067,10 @@ impl fmt::Display for Divergence {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl std::error::Error for Divergence {}
 
+#[cfg(any(test, feature = "testkit"))]
 /// What a successful replay did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplayReport {
@@ -1076,7 +1082,8 @@ pub struct ReplayReport {
     pub skipped: usize,
 }
 
-/// Re-issue a recorded trace (taken with [`TraceFilter::All`]) against a fresh
+#[cfg(any(test, feature = "testkit"))]
+/// Test support (`testkit` feature): re-issue a recorded trace (taken with [`TraceFilter::All`]) against a fresh
 /// backend: maps and events are created, every write is applied, and every
 /// read is performed and compared with the recorded value. The first
 /// mismatch is a [`Divergence`]. Waits are compared too (the fake answers

@@ -21,6 +21,7 @@
 //! compiler fence only. Where membarrier is unavailable (and under loom) both
 //! fences are `fence(SeqCst)`.
 
+#[cfg(feature = "std")]
 use crate::hal::os::membarrier;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
@@ -67,6 +68,7 @@ pub(crate) struct Guard<'a> {
 enum Kind {
     WorkerFast,
     WorkerSlow,
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Waiter,
 }
 
@@ -98,6 +100,7 @@ impl MarkCompLock {
         }
     }
 
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     fn heavy_fence(&self) {
         if !(self.asym && membarrier::barrier()) {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in
@@ -146,6 +149,7 @@ impl MarkCompLock {
     }
 
     /// A waiter's entry (install, uninstall).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn lock_waiter(&self) -> Guard<'_> {
         self.waiters.0.count.fetch_add(1, Ordering::Relaxed);
         self.heavy_fence();
@@ -174,6 +178,7 @@ impl Guard<'_> {
     }
 
     /// A waiter installed a handle into a slot (under this guard).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn installed_one(&self) {
         // Relaxed: ordered by the lock (see `any_installed`).
         self.lock
@@ -198,11 +203,14 @@ impl Guard<'_> {
 #[inline]
 fn backoff(spins: &mut u32) {
     *spins += 1;
+    #[cfg(any(loom, feature = "std"))]
     if *spins < 64 {
         crate::sync::spin_hint();
     } else {
         crate::sync::thread::yield_now();
     }
+    #[cfg(not(any(loom, feature = "std")))]
+    crate::sync::spin_hint();
 }
 
 impl Drop for Guard<'_> {
@@ -223,5 +231,18 @@ impl Drop for Guard<'_> {
                 self.lock.waiters.0.count.fetch_sub(1, Ordering::Release);
             }
         }
+    }
+}
+
+/// Without `std` there is no system call layer: both fences are
+/// `fence(SeqCst)`.
+#[cfg(not(feature = "std"))]
+mod membarrier {
+    pub(super) fn available() -> bool {
+        false
+    }
+    #[allow(dead_code)]
+    pub(super) fn barrier() -> bool {
+        false
     }
 }

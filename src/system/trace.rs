@@ -10,8 +10,8 @@
 //! the runner's note) is encoded in binary: a tag byte (0 note, 1 `hal`,
 //! 2 `fsm`), the time as a varint delta from the previous event, the actor
 //! (its index in order of first appearance, and its name that first time),
-//! then the payload: a HAL operation's
-//! [`TraceOp::encode`](crate::hal::tracer::TraceOp::encode) record, a
+//! then the payload: a HAL operation's encoded record
+//! (`hal::tracer::TraceOp::encode`), a
 //! transition's machine, id, states and event names, a note's kind (its text
 //! is commentary on the operations around it and is rendered only in the
 //! text view). The stream starts with the header line. Nothing in it depends
@@ -58,7 +58,7 @@
 //!
 //! ## Cost
 //!
-//! [`Trace::disabled`] reports `enabled() == false`, and [`crate::actors::Cx`]
+//! [`Trace::disabled`] reports `enabled() == false`, and `crate::actors::Cx`
 //! caches that, so a disabled trace costs one branch per event and formats
 //! nothing. A binary trace encodes each event into one preallocated buffer
 //! and hashes it; a text trace formats each event into one preallocated line
@@ -430,7 +430,7 @@ enum Mode {
     Binary(Box<Binary>),
 }
 
-/// A trace being recorded. Implements [`TraceSink`].
+/// A trace being recorded. Implements `TraceSink`.
 pub struct Trace {
     mode: Mode,
     /// Scratch for one text line; cleared, never shrunk.
