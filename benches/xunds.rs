@@ -7,6 +7,7 @@
 
 #[path = "../tests/counting_alloc/mod.rs"]
 mod counting_alloc;
+mod det;
 mod engine;
 mod harness;
 mod nds;
@@ -35,6 +36,7 @@ fn main() {
         ("pipeline", pipeline::pipeline),
         ("pipeline_null", pipeline::pipeline_null),
         ("host_stages", pipeline::host_stages),
+        ("det_vs_threaded", det::det_vs_threaded),
     ];
     println!("host: {}", harness::host());
     for (name, run) in groups {

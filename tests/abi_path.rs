@@ -303,9 +303,26 @@ fn trace_of(name: &str, executions: u64, vncs: u8) -> (String, xunds::system::jo
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&r.slab);
+    // The file holds checkpoints; its text view is rendered by a replay
+    // (`xunds replay FILE --print`).
+    let view = path.with_extension("txt");
+    let replay = JobConfig {
+        replay: Some(path.clone()),
+        trace: Some(view.clone()),
+        slab: Some(common::slab(&format!("{name}-view"))),
+        ..cfg
+    };
+    let rv = job::run(&replay, &mut |_, _| {}).unwrap();
+    assert!(
+        rv.replay.as_ref().is_some_and(|d| d.is_identical()),
+        "{:?}",
+        rv.replay
+    );
+    let text = std::fs::read_to_string(&view).unwrap();
+    for p in [path, view, rv.slab] {
+        let _ = std::fs::remove_file(p);
+    }
     (text, r)
 }
 

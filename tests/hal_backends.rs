@@ -87,6 +87,35 @@ fn contract<H: Hal>(mut hal: H) {
     hal.write_nq(r, 3, &rec).unwrap();
     assert_eq!(hal.read_nq(r, 3).unwrap(), rec);
     assert!(hal.read_nq(r, 4).is_err());
+    // Runs of words, starting on either half of an 8-byte word, agree with
+    // word-by-word access; the range is checked as a whole.
+    let w = hal.map(RegionId::Dram, 64).unwrap();
+    for start in [0usize, 4] {
+        let vals: Vec<u32> = (0..5)
+            .map(|i| 0x0101_0101 * (i + 1) + start as u32)
+            .collect();
+        hal.store_u32s(w, start, &vals).unwrap();
+        let one: Vec<u32> = (0..5)
+            .map(|i| hal.load_u32(w, start + 4 * i, Ordering::Relaxed).unwrap())
+            .collect();
+        assert_eq!(one, vals);
+        let mut run = [0u32; 5];
+        hal.load_u32s(w, start, &mut run).unwrap();
+        assert_eq!(run.to_vec(), vals);
+    }
+    assert_eq!(
+        hal.load_u32(w, 24, Ordering::Relaxed).unwrap(),
+        0,
+        "past the run"
+    );
+    assert!(matches!(
+        hal.load_u32s(w, 48, &mut [0; 5]),
+        Err(HalError::OutOfBounds { .. })
+    ));
+    assert!(matches!(
+        hal.store_u32s(w, 2, &[1, 2]),
+        Err(HalError::Misaligned { .. })
+    ));
     // Events.
     let e = hal.event(EventId::NqIrq { core: 0 }).unwrap();
     assert!(hal.event(EventId::NqIrq { core: 0 }).is_err());
@@ -119,6 +148,7 @@ fn contract_fake() {
 #[test]
 fn contract_middleware() {
     contract(Tracer::new(FakeHal::new()));
+    contract(Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol));
     contract(FaultInjector::new(LinuxHal::new(), FaultPlan::default()));
     contract(Box::new(Tracer::new(LinuxHal::new())) as Box<dyn Hal>);
 }

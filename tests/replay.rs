@@ -1,7 +1,9 @@
-//! Deterministic runs: one seed gives one byte-identical trace file; another
-//! seed another schedule; `xunds replay FILE` re-runs a recorded trace and
-//! reports identical (exit 0) or the first differing line (exit 1). The
-//! snapshot pins a run's summary and the head of its trace.
+//! Deterministic runs: one seed gives one event stream and one
+//! byte-identical binary trace file; another seed another schedule; `xunds
+//! replay FILE` re-runs a recorded trace and reports identical (exit 0) or
+//! the first differing block of the text view (exit 1), which `--print`
+//! renders on demand. The snapshot pins a run's summary and the head of its
+//! text view.
 
 mod common;
 
@@ -68,10 +70,30 @@ fn summary(r: &JobReport) -> String {
     s
 }
 
+/// The text view of the recorded trace at `path` (a replay that keeps it).
+fn text_view(path: &PathBuf) -> String {
+    let view = tmp("view.txt");
+    let mut cfg = JobConfig::from_header(&header_of(path)).unwrap();
+    cfg.replay = Some(path.clone());
+    cfg.trace = Some(view.clone());
+    cfg.slab = Some(tmp("view.nds"));
+    let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+    let _ = std::fs::remove_file(&r.slab);
+    assert!(r.replay.unwrap().is_identical());
+    let text = std::fs::read_to_string(&view).unwrap();
+    let _ = std::fs::remove_file(view);
+    text
+}
+
+fn header_of(path: &PathBuf) -> xunds::system::trace::TraceHeader {
+    let f = std::fs::File::open(path).unwrap();
+    xunds::system::trace::TraceHeader::read(&mut std::io::BufReader::new(f)).unwrap()
+}
+
 /// The header, then the first lines after the setup (the first schedules,
-/// the device run, the first completions).
+/// the device run, the first completions) of a recorded trace's text view.
 fn head(path: &PathBuf, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap();
+    let text = text_view(path);
     let mut lines = text.lines();
     let mut out = vec![lines.next().unwrap().to_string()];
     out.extend(
@@ -129,35 +151,88 @@ fn one_seed_one_trace_and_replay_agrees() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("identical"), "{text}");
 
-    // ...and names the first line of a tampered one.
-    let body = std::fs::read_to_string(&pa).unwrap();
-    let mut lines: Vec<&str> = body.lines().collect();
-    let k = lines.len() / 2;
-    let changed = lines[k].replace("t=", "t=9");
-    lines[k] = &changed;
+    // ...and names the first differing block of a tampered one (a
+    // checkpoint in the middle of the file flipped), which `--print` shows
+    // after the text view up to there.
+    let mut body = std::fs::read(&pa).unwrap();
+    let header_len = body.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let records = (body.len() - header_len - 13) / 5;
+    let k = records / 2;
+    assert_eq!(body[header_len + 5 * k], b'C');
+    body[header_len + 5 * k + 1] ^= 0x01;
     let tampered = tmp("tampered.trace");
-    std::fs::write(&tampered, lines.join("\n") + "\n").unwrap();
+    std::fs::write(&tampered, &body).unwrap();
+    let first = 2 + 16 * k;
+    for print in [false, true] {
+        let mut cmd = Command::new(bin);
+        cmd.arg("replay").arg(&tampered);
+        if print {
+            cmd.arg("--print");
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            &text[text.len().saturating_sub(3000)..]
+        );
+        let verdict = text.split("replay: ").nth(1).unwrap_or_default();
+        assert!(
+            verdict.contains(&format!("within lines {first}..={}", first + 15)),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("recorded: checkpoint") && verdict.contains("replayed: checkpoint"),
+            "{verdict}"
+        );
+        if print {
+            let view: Vec<&str> = text.split("replay: ").next().unwrap().lines().collect();
+            assert!(
+                view[0].starts_with("xunds-trace v1 seed=11 "),
+                "{}",
+                view[0]
+            );
+            assert_eq!(view.len(), first + 15, "the view stops at the block");
+        } else {
+            assert!(text.starts_with("replay: "), "no view without --print");
+        }
+    }
     let out = Command::new(bin)
-        .arg("replay")
-        .arg(&tampered)
+        .args(["replay", "--print"])
+        .arg(&pa)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains(&format!("line {}", k + 1)), "{text}");
-    assert!(
-        text.contains("recorded:") && text.contains("replayed:"),
-        "{text}"
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        text.lines().count() as u64,
+        a.trace_lines.unwrap() + 1,
+        "the whole view, then the verdict"
     );
-    if let Some(kept) = text.split("replayed trace kept at ").nth(1) {
-        let _ = std::fs::remove_file(kept.trim().trim_end_matches(')'));
-    }
+    assert!(text.ends_with(&format!(
+        "replay: identical ({} lines)\n",
+        a.trace_lines.unwrap()
+    )));
 
-    // A file that is not a trace is a usage error (exit 2).
+    // A file that is not a trace is a usage error (exit 2), and so is a
+    // text view (it holds no checkpoints).
     let junk = tmp("junk.trace");
     std::fs::write(&junk, "hello\n").unwrap();
     let out = Command::new(bin).arg("replay").arg(&junk).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let header = header_of(&pa);
+    std::fs::write(
+        &junk,
+        format!(
+            "{}\n",
+            xunds::system::trace::TraceHeader::new(header.seed, header.config).line()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin).arg("replay").arg(&junk).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a text view"));
 
     for p in [pa, pb, pc, tampered, junk] {
         let _ = std::fs::remove_file(p);
@@ -255,51 +330,75 @@ fn replay_within(
 #[test]
 fn a_hostile_header_is_refused_or_bounded_by_the_recorded_trace() {
     let (_, recorded) = det(21, "hostile-src.trace");
-    let body = std::fs::read_to_string(&recorded).unwrap();
+    let body = std::fs::read(&recorded).unwrap();
     let _ = std::fs::remove_file(&recorded);
-    let (header, rest) = body.split_once('\n').unwrap();
+    let nl = body.iter().position(|&b| b == b'\n').unwrap();
+    let header = std::str::from_utf8(&body[..nl]).unwrap();
+    let rest = &body[nl + 1..];
     assert!(header.contains(" executions=300 "), "{header}");
     let limit = std::time::Duration::from_secs(20);
+    let with = |h: &str, rest: &[u8]| {
+        let mut v = format!("{h}\n").into_bytes();
+        v.extend_from_slice(rest);
+        v
+    };
 
     // A header claiming 2^64 - 1 executions: out of range, refused (exit 2).
     let huge = tmp("hostile-huge.trace");
     let h = header.replace(" executions=300 ", " executions=18446744073709551615 ");
-    std::fs::write(&huge, format!("{h}\n{rest}")).unwrap();
+    std::fs::write(&huge, with(&h, rest)).unwrap();
     let (code, out, took) = replay_within(&huge, limit);
     let _ = std::fs::remove_file(&huge);
     eprintln!("executions=u64::MAX header: exit {code:?} in {took:?}");
     assert_eq!(code, Some(2), "{out}");
 
-    // 65536 executions claimed over a recording of 300 (cut to its first
-    // 2,000 lines): the replay agrees line by line up to the recorded end,
-    // then stops with exit 1, keeping no more than the recording plus a line.
+    // 65536 executions claimed over a recording of 300 cut to its first
+    // 125 checkpoints (2,000 events): the replay agrees checkpoint by
+    // checkpoint up to the recorded end, then stops with exit 1.
     let cut = tmp("hostile-65536.trace");
     let h = header.replace(" executions=300 ", " executions=65536 ");
-    let kept_lines: Vec<&str> = rest.lines().take(2_000).collect();
-    std::fs::write(&cut, format!("{h}\n{}\n", kept_lines.join("\n"))).unwrap();
-    let recorded_len = std::fs::metadata(&cut).unwrap().len();
+    std::fs::write(&cut, with(&h, &rest[..125 * 5])).unwrap();
     let (code, out, took) = replay_within(&cut, limit);
     let _ = std::fs::remove_file(&cut);
-    eprintln!("executions=65536 header over 2,001 recorded lines: exit {code:?} in {took:?}");
-    let kept = out
-        .split("replayed trace kept at ")
-        .nth(1)
-        .map(|k| PathBuf::from(k.trim().trim_end_matches(')')));
-    let kept_len = kept
-        .as_ref()
-        .and_then(|k| std::fs::metadata(k).ok())
-        .map_or(0, |m| m.len());
-    if let Some(k) = &kept {
-        let _ = std::fs::remove_file(k);
-    }
+    eprintln!("executions=65536 header over 2,000 recorded events: exit {code:?} in {took:?}");
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("line 2002"),
+        out.contains("within lines 2002..=2017"),
         "stops at the recorded end: {out}"
     );
-    assert!(out.contains("<end of trace>"), "{out}");
-    assert!(
-        kept_len <= recorded_len + 4096,
-        "replay kept {kept_len} bytes for a {recorded_len}-byte recording"
+    assert!(out.contains("recorded: <end of trace>"), "{out}");
+}
+
+/// A binary trace of 5,000 executions of the default workload is well under
+/// a megabyte (about 30 bytes an execution), and its replay agrees.
+#[test]
+fn a_5000_execution_trace_is_small_and_replays() {
+    let path = tmp("5000.trace");
+    let cfg = JobConfig {
+        executions: 5_000,
+        deterministic: true,
+        trace: Some(path.clone()),
+        slab: Some(tmp("5000.nds")),
+        ..JobConfig::default()
+    };
+    let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+    let _ = std::fs::remove_file(&r.slab);
+    assert_eq!(r.completed_ok, 5_000);
+    let size = std::fs::metadata(&path).unwrap().len();
+    eprintln!(
+        "5,000 executions: {size} bytes ({} per execution), {} events",
+        size / 5_000,
+        r.trace_lines.unwrap() - 1
     );
+    assert!(size < 1 << 20, "{size} bytes");
+    assert!(size / 5_000 <= 100, "{size} bytes");
+    let out = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .arg("replay")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("identical"), "{text}");
+    let _ = std::fs::remove_file(path);
 }

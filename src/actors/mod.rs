@@ -161,6 +161,32 @@ pub trait TraceSink {
     fn enabled(&self) -> bool;
     /// Record `event`, stamped with `now` and the name of the acting `actor`.
     fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>);
+    /// Record a HAL operation (kind `hal`). The default records its text;
+    /// a binary sink encodes the operation instead and formats nothing.
+    fn record_hal(&mut self, now: Nanos, actor: &str, op: &crate::hal::tracer::TraceOp) {
+        let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
+        self.record(
+            now,
+            actor,
+            TraceEvent {
+                kind: "hal",
+                text: &text,
+            },
+        );
+    }
+    /// Record a state-machine transition (kind `fsm`). The default records
+    /// its [`TransitionText`]; a binary sink encodes the names instead.
+    fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
+        let text = TransitionText(t);
+        self.record(
+            now,
+            actor,
+            TraceEvent {
+                kind: "fsm",
+                text: &text,
+            },
+        );
+    }
 }
 
 /// A sink that discards everything (tracing off).
@@ -267,14 +293,7 @@ impl TransitionHook for Cx<'_> {
     #[inline]
     fn on_transition(&mut self, t: Transition) {
         if self.tracing {
-            self.trace.record(
-                self.now,
-                self.actor,
-                TraceEvent {
-                    kind: "fsm",
-                    text: &TransitionText(t),
-                },
-            );
+            self.trace.record_fsm(self.now, self.actor, t);
         }
     }
 }
@@ -300,12 +319,11 @@ impl HalTap {
         if log.is_empty() {
             return;
         }
-        for r in log.take() {
-            cx.trace(TraceEvent {
-                kind: "hal",
-                text: &crate::hal::tracer::show(&r.op, Some(crate::device::memmap::trace_names)),
-            });
-        }
+        log.drain_each(|r| {
+            if cx.tracing {
+                cx.trace.record_hal(cx.now, cx.actor, &r.op);
+            }
+        });
     }
 }
 

@@ -169,6 +169,51 @@ impl Hal for FakeHal {
         Ok(())
     }
 
+    // Runs of words: the range checked once; a pair of words that fills an
+    // 8-byte word is one load, or one plain store instead of a
+    // compare-and-swap.
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        check(r, off, 4 * out.len(), 4)?;
+        let words = self.words(r)?;
+        let mut i = 0;
+        while i < out.len() {
+            let o = off + 4 * i;
+            let w = words[o / 8].load(Ordering::Relaxed);
+            if o % 8 == 0 && i + 1 < out.len() {
+                out[i] = w as u32;
+                out[i + 1] = (w >> 32) as u32;
+                i += 2;
+            } else {
+                out[i] = (w >> (8 * (o % 8))) as u32;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        check(r, off, 4 * vals.len(), 4)?;
+        let words = self.words(r)?;
+        let mut i = 0;
+        while i < vals.len() {
+            let o = off + 4 * i;
+            if o % 8 == 0 && i + 1 < vals.len() {
+                let w = u64::from(vals[i]) | (u64::from(vals[i + 1]) << 32);
+                words[o / 8].store(w, Ordering::Relaxed);
+                i += 2;
+            } else {
+                splice(
+                    &words[o / 8],
+                    o % 8,
+                    &vals[i].to_le_bytes(),
+                    Ordering::Relaxed,
+                );
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
     fn fetch_add_u32(
         &self,
         r: RegionHandle,

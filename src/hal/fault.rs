@@ -328,7 +328,7 @@ impl<H: Hal> Hal for FaultInjector<H> {
         format!("faults({})", self.inner.name())
     }
     super::forward_hal!(self => self.inner;
-        map, base_addr, event, copy_in, copy_out, store_u32, fetch_add_u32, load_u64, store_u64,
+        map, base_addr, event, copy_in, copy_out, store_u32, store_u32s, fetch_add_u32, load_u64, store_u64,
         write16, read16, read_desc, read_nq, notify, wait, event_fd);
 
     fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
@@ -345,6 +345,18 @@ impl<H: Hal> Hal for FaultInjector<H> {
             Some(Fault::StaleRead { lag, .. }) => Ok(v.wrapping_sub(lag)),
             _ => Ok(v),
         }
+    }
+
+    // A run of words reaches the backend whole unless stale reads are
+    // armed on a register block (then word by word, each a chance to fire).
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        if self.stale_reads && matches!(r.id(), RegionId::Regs { .. }) {
+            for (i, w) in out.iter_mut().enumerate() {
+                *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+            }
+            return Ok(());
+        }
+        self.inner.load_u32s(r, off, out)
     }
 
     fn write_desc(

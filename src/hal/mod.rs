@@ -27,13 +27,13 @@
 //! raw pointers with atomic or volatile access (Linux) or owned atomics (fake);
 //! `// SAFETY:` is on every unsafe block.
 
-pub mod eventfd;
 pub mod fake;
 pub mod fault;
 pub mod linux;
-pub mod mem;
-mod sigbus;
+pub mod os;
 pub mod tracer;
+
+pub use os::{eventfd, mem};
 
 use core::fmt;
 use std::os::fd::RawFd;

@@ -263,6 +263,15 @@ impl TraceLog {
         std::mem::take(&mut *self.lock())
     }
 
+    /// Hand every record to `f` in order, then remove them (sequence
+    /// numbers restart at 0) keeping the log's buffer for the next ones.
+    /// `f` must not use the traced HAL (the log is locked meanwhile).
+    pub fn drain_each(&self, mut f: impl FnMut(&TraceRecord)) {
+        let mut v = self.lock();
+        v.iter().for_each(&mut f);
+        v.clear();
+    }
+
     /// Render records `from..` one per line (see [`render`]).
     pub fn render_from(&self, from: usize, names: Option<Namer>) -> String {
         let v = self.lock();
@@ -384,8 +393,16 @@ fn nq_summary(e: &[u8; RECORD]) -> String {
 
 struct Show<'a>(&'a TraceOp, Option<Namer>);
 
+#[cfg(test)]
+thread_local! {
+    /// Operations rendered as text on this thread (tests count them).
+    pub(crate) static SHOWN: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
 impl fmt::Display for Show<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        #[cfg(test)]
+        SHOWN.with(|c| c.set(c.get() + 1));
         let n = self.1;
         match self.0 {
             TraceOp::Map { region, len } => write!(f, "map       {region} len={len:#x}"),
@@ -560,6 +577,17 @@ impl<H: Hal> Tracer<H> {
         self.rec(op, res, ok)
     }
 
+    /// Record only a failure (the filter drops the success).
+    fn rec_failure<T>(&self, op: &'static str, res: Result<T, HalError>) -> Result<T, HalError> {
+        if let Err(e) = &res {
+            self.log.push(TraceOp::Failed {
+                op,
+                error: e.clone(),
+            });
+        }
+        res
+    }
+
     fn rec<T>(
         &self,
         op: &'static str,
@@ -640,6 +668,30 @@ impl<H: Hal> Hal for Tracer<H> {
             order,
             value: v,
         })
+    }
+
+    // Word runs the filter drops (tensor traffic) go to the backend whole;
+    // kept ones are recorded word by word.
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        if self.keep_word(r) {
+            for (i, w) in out.iter_mut().enumerate() {
+                *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+            }
+            return Ok(());
+        }
+        let res = self.inner.load_u32s(r, off, out);
+        self.rec_failure("load_u32s", res)
+    }
+
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        if self.keep_word(r) {
+            for (i, &v) in vals.iter().enumerate() {
+                self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
+            }
+            return Ok(());
+        }
+        let res = self.inner.store_u32s(r, off, vals);
+        self.rec_failure("store_u32s", res)
     }
 
     fn fetch_add_u32(
@@ -775,6 +827,218 @@ impl<H: Hal> Hal for Tracer<H> {
 
     fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
         self.inner.event_fd(ev)
+    }
+}
+
+/// Append `v` as an LEB128 varint (7 bits a byte, low first).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Append `b` with its length first.
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn put_region(out: &mut Vec<u8>, r: RegionId) {
+    match r {
+        RegionId::Dram => out.push(0),
+        RegionId::Dmem { core } => out.extend_from_slice(&[1, core]),
+        RegionId::Regs { core } => out.extend_from_slice(&[2, core]),
+        RegionId::DescRing { core, dir } => out.extend_from_slice(&[3, core, dir as u8]),
+        RegionId::NqRing { core, engine } => out.extend_from_slice(&[4, core, engine]),
+        RegionId::WorkItems { core } => out.extend_from_slice(&[5, core]),
+        RegionId::Other { tag } => {
+            out.push(6);
+            put_varint(out, tag.into());
+        }
+    }
+}
+
+fn put_event(out: &mut Vec<u8>, e: EventId) {
+    match e {
+        EventId::NqIrq { core } => out.extend_from_slice(&[0, core]),
+        EventId::Other { tag } => {
+            out.push(1);
+            put_varint(out, tag.into());
+        }
+    }
+}
+
+const fn order_code(o: Ordering) -> u8 {
+    match o {
+        Ordering::Relaxed => 0,
+        Ordering::Acquire => 1,
+        Ordering::Release => 2,
+        Ordering::AcqRel => 3,
+        _ => 4,
+    }
+}
+
+fn put_error(out: &mut Vec<u8>, e: &HalError) {
+    match e {
+        HalError::OutOfBounds {
+            region,
+            off,
+            len,
+            region_len,
+        } => {
+            out.push(0);
+            put_region(out, *region);
+            for v in [*off, *len, *region_len] {
+                put_varint(out, v as u64);
+            }
+        }
+        HalError::Misaligned { region, off, align } => {
+            out.push(1);
+            put_region(out, *region);
+            put_varint(out, *off as u64);
+            put_varint(out, *align as u64);
+        }
+        HalError::BadHandle => out.push(2),
+        HalError::AlreadyMapped(what) => {
+            out.push(3);
+            put_bytes(out, what.as_bytes());
+        }
+        HalError::ZeroLength(region) => {
+            out.push(4);
+            put_region(out, *region);
+        }
+        HalError::Os { op, errno, .. } => {
+            out.push(5);
+            put_bytes(out, op.as_bytes());
+            put_varint(out, errno.map_or(0, |e| u64::from(e.unsigned_abs()) + 1));
+        }
+    }
+}
+
+impl TraceOp {
+    /// The operation as bytes of the binary event stream (what the trace
+    /// digests and checkpoints): a tag byte, the target, then the fields as
+    /// varints or raw bytes. Deterministic, and it formats no text.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let word = |out: &mut Vec<u8>, tag: u8, r: RegionId, off: usize, o: Ordering, v: u64| {
+            out.push(tag);
+            put_region(out, r);
+            put_varint(out, off as u64);
+            out.push(order_code(o));
+            put_varint(out, v);
+        };
+        let rec = |out: &mut Vec<u8>, tag: u8, r: RegionId, at: u64, b: &[u8; RECORD]| {
+            out.push(tag);
+            put_region(out, r);
+            put_varint(out, at);
+            out.extend_from_slice(b);
+        };
+        match self {
+            TraceOp::Map { region, len } => {
+                out.push(0);
+                put_region(out, *region);
+                put_varint(out, *len as u64);
+            }
+            TraceOp::Event { event } => {
+                out.push(1);
+                put_event(out, *event);
+            }
+            TraceOp::CopyIn { region, off, data } | TraceOp::CopyOut { region, off, data } => {
+                out.push(if matches!(self, TraceOp::CopyIn { .. }) {
+                    2
+                } else {
+                    3
+                });
+                put_region(out, *region);
+                put_varint(out, *off as u64);
+                put_bytes(out, data);
+            }
+            TraceOp::Load32 {
+                region,
+                off,
+                order,
+                value,
+            } => word(out, 4, *region, *off, *order, (*value).into()),
+            TraceOp::Store32 {
+                region,
+                off,
+                order,
+                value,
+            } => word(out, 5, *region, *off, *order, (*value).into()),
+            TraceOp::FetchAdd32 {
+                region,
+                off,
+                order,
+                add,
+                old,
+            } => {
+                word(out, 6, *region, *off, *order, (*add).into());
+                put_varint(out, (*old).into());
+            }
+            TraceOp::Load64 {
+                region,
+                off,
+                order,
+                value,
+            } => word(out, 7, *region, *off, *order, *value),
+            TraceOp::Store64 {
+                region,
+                off,
+                order,
+                value,
+            } => word(out, 8, *region, *off, *order, *value),
+            TraceOp::Write16 {
+                region,
+                off,
+                rec: r,
+            } => rec(out, 9, *region, *off as u64, r),
+            TraceOp::Read16 {
+                region,
+                off,
+                rec: r,
+            } => rec(out, 10, *region, *off as u64, r),
+            TraceOp::WriteDesc { ring, index, desc } => rec(out, 11, *ring, (*index).into(), desc),
+            TraceOp::ReadDesc { ring, index, desc } => rec(out, 12, *ring, (*index).into(), desc),
+            TraceOp::TailInc {
+                region,
+                off,
+                n,
+                total,
+            } => {
+                word(out, 13, *region, *off, Ordering::Release, (*n).into());
+                put_varint(out, (*total).into());
+            }
+            TraceOp::WriteNq { ring, index, entry } => rec(out, 14, *ring, (*index).into(), entry),
+            TraceOp::ReadNq { ring, index, entry } => rec(out, 15, *ring, (*index).into(), entry),
+            TraceOp::Notify { event, n } => {
+                out.push(16);
+                put_event(out, *event);
+                put_varint(out, *n);
+            }
+            TraceOp::Wait {
+                event,
+                timeout_ns,
+                result,
+            } => {
+                out.push(17);
+                put_event(out, *event);
+                put_varint(out, *timeout_ns);
+                match result {
+                    Wait::Signalled(v) => {
+                        out.push(1);
+                        put_varint(out, *v);
+                    }
+                    Wait::TimedOut => out.push(0),
+                }
+            }
+            TraceOp::Failed { op, error } => {
+                out.push(18);
+                put_bytes(out, op.as_bytes());
+                put_error(out, error);
+            }
+        }
     }
 }
 

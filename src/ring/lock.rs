@@ -21,6 +21,8 @@
 //! compiler fence only. Where membarrier is unavailable (and under loom) both
 //! fences are `fence(SeqCst)`.
 
+#[cfg(feature = "std")]
+use crate::hal::os::membarrier;
 use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
 /// One value on its own cache line (the worker writes `worker_busy` on every
@@ -232,53 +234,14 @@ impl Drop for Guard<'_> {
     }
 }
 
-/// `membarrier(2)`: the heavy side of the asymmetric fence (Linux >= 4.14).
-#[cfg(all(feature = "std", not(any(loom, miri))))]
-mod membarrier {
-    use std::sync::OnceLock;
-
-    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-    /// Register once per process; `false` when the kernel refuses.
-    pub(super) fn available() -> bool {
-        static OK: OnceLock<bool> = OnceLock::new();
-        *OK.get_or_init(|| {
-            // SAFETY: a plain syscall with integer arguments; no memory is
-            // passed. Failure (ENOSYS, EINVAL, EPERM) is reported as `false`.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_membarrier,
-                    CMD_REGISTER_PRIVATE_EXPEDITED,
-                    0 as libc::c_long,
-                )
-            };
-            r == 0
-        })
-    }
-
-    /// Force a full barrier on every running thread of this process.
-    pub(super) fn barrier() -> bool {
-        // SAFETY: as above; registration happened in `available`.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_membarrier,
-                CMD_PRIVATE_EXPEDITED,
-                0 as libc::c_long,
-            )
-        };
-        r == 0
-    }
-}
-
-/// Under loom (and Miri) both fences are `fence(SeqCst)` (neither can model
-/// membarrier), and so they are without `std` (no system call layer).
-#[cfg(any(loom, miri, not(feature = "std")))]
+/// Without `std` there is no system call layer: both fences are
+/// `fence(SeqCst)`.
+#[cfg(not(feature = "std"))]
 mod membarrier {
     pub(super) fn available() -> bool {
         false
     }
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    #[allow(dead_code)]
     pub(super) fn barrier() -> bool {
         false
     }

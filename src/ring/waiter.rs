@@ -35,7 +35,7 @@ use std::time::Duration;
 use core::fmt;
 
 #[cfg(feature = "std")]
-use crate::hal::eventfd::{signal_raw, EventFd, Wait};
+use crate::hal::eventfd::{close_raw, dup_cloexec, signal_raw, EventFd, Wait};
 use crate::wire::seq_id::SeqId;
 
 /// A raw handle as a slot's `mark_comp_efd` holds it (an fd on Linux; the
@@ -62,11 +62,9 @@ impl CompletionSink for EventFdSink {
     }
 
     fn close(&self, fd: RawFd) {
-        // SAFETY: the worker owns `fd` (a dup installed by a waiter, see the
-        // module docs); nobody else closes or reads it.
-        unsafe {
-            libc::close(fd);
-        }
+        // The worker owns `fd` (a dup installed by a waiter, see the module
+        // docs); nobody else closes or reads it.
+        close_raw(fd);
     }
 }
 
@@ -92,21 +90,13 @@ impl Waitable for EventFd {
     }
 
     fn dup_handle(&self) -> io::Result<RawFd> {
-        // SAFETY: plain syscall on an fd we own; the result is checked.
-        let fd = unsafe { libc::fcntl(self.raw(), libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(fd)
-        }
+        dup_cloexec(self.raw())
     }
 
     fn close_handle(&self, fd: RawFd) {
-        // SAFETY: `fd` came from `dup_handle` and never reached the worker, so
-        // the waiter is its only owner.
-        unsafe {
-            libc::close(fd);
-        }
+        // `fd` came from `dup_handle` and never reached the worker, so the
+        // waiter is its only owner.
+        close_raw(fd);
     }
 
     fn wait(&self, timeout: Duration) -> io::Result<Wait> {

@@ -15,9 +15,10 @@
 //! - **Deterministic**: one thread, `DetRunner` seeded with `seed`, a
 //!   virtual clock, on `FaultInjector<Tracer<FakeHal>>` (the tracer keeps the
 //!   protocol operations, not the engines' tensor words). Every state-machine
-//!   transition and HAL operation goes to the trace, whose header carries
-//!   everything [`JobConfig::from_header`] needs to run it again: the same
-//!   seed gives a byte-identical trace file (`trace_sha256`).
+//!   transition and HAL operation goes to the trace (binary: no text is
+//!   formatted), whose header carries everything [`JobConfig::from_header`]
+//!   needs to run it again: the same seed gives the same event stream
+//!   (`trace_sha256`) and a byte-identical trace file.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +66,9 @@ pub struct JobConfig {
     pub slab: Option<PathBuf>,
     /// One thread, virtual clock, trace.
     pub deterministic: bool,
-    /// Write the deterministic trace here (else only its digest is kept).
+    /// Write the deterministic trace here, as a binary file of checkpoints
+    /// (else only its digest is kept; see [`super::trace`]). In a replay:
+    /// the replay's text view, up to the first difference.
     pub trace: Option<PathBuf>,
     /// Faults to inject.
     pub faults: FaultSpec,
@@ -89,7 +92,7 @@ pub struct JobConfig {
     /// Replay: compare the deterministic trace with this recorded one as it
     /// is produced, and stop at the first difference or at the recorded
     /// end ([`JobReport::replay`] holds the verdict; `trace`, when set,
-    /// keeps the replayed lines up to the first difference).
+    /// gets the replay's text view up to the first difference).
     pub replay: Option<PathBuf>,
     /// Take over `slab` even when it is an existing file that is not a slab
     /// (`--force`); a slab another live writer holds is refused regardless.
@@ -381,9 +384,11 @@ pub struct JobReport {
     pub record_device_bytes: u64,
     /// The slab file.
     pub slab: PathBuf,
-    /// The trace digest (deterministic runs with the `trace-digest` feature).
+    /// SHA-256 of the binary event stream (deterministic runs with the
+    /// `trace-digest` feature; [`super::trace`]).
     pub trace_sha256: Option<String>,
-    /// Lines in the trace (deterministic runs).
+    /// Lines of the trace's text view: its events plus the header
+    /// (deterministic runs).
     pub trace_lines: Option<u64>,
     /// How the trace compared with the recording ([`JobConfig::replay`]).
     pub replay: Option<TraceDiff>,
@@ -613,7 +618,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
                 };
                 Trace::comparing(&header, recorded, kept)
             }
-            (None, Some(path)) => Trace::create(&header, path)?,
+            (None, Some(path)) => Trace::create_binary(&header, path)?,
             (None, None) => Trace::digest_only(&header),
         };
         let differs = trace.stop_flag();

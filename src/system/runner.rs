@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use super::clock::{MonotonicClock, VirtualClock};
 use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
-use crate::hal::eventfd::EventFd;
+use crate::hal::eventfd::{poll_readable, reset_raw, EventFd};
 use crate::prng::SplitMix64;
 
 /// The name runner events carry in the trace.
@@ -549,16 +549,8 @@ impl StopHandle {
     /// shows progress while a run goes on: it wakes at once on the stop.
     pub fn wait(&self, timeout: Duration) -> bool {
         if !self.is_stopped() {
-            let mut pfd = libc::pollfd {
-                fd: self.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
-            // SAFETY: one initialised pollfd on our stack, length 1; poll
-            // only writes its `revents`. The eventfd is never reset, so it
-            // stays readable once stopped.
-            unsafe { libc::poll(&mut pfd, 1, ms) };
+            // The eventfd is never reset, so it stays readable once stopped.
+            poll_readable([self.fd()], timeout);
         }
         self.is_stopped()
     }
@@ -571,34 +563,10 @@ impl StopHandle {
 /// Sleep until `fd` or `stop_fd` is readable or `timeout` passes, then reset
 /// `fd`'s eventfd counter if it fired.
 fn wait_fd(fd: RawFd, stop_fd: RawFd, timeout: Duration) {
-    let mut pfd = [
-        libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: stop_fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // Round up so a sub-millisecond timeout does not become a busy poll.
-    let ms = timeout
-        .as_micros()
-        .div_ceil(1000)
-        .clamp(1, i32::MAX as u128) as libc::c_int;
-    // SAFETY: two initialised pollfd structs on our stack, length 2; poll
-    // only writes their `revents`. A bad fd is reported in `revents`
-    // (POLLNVAL), not undefined behaviour.
-    let r = unsafe { libc::poll(pfd.as_mut_ptr(), 2, ms) };
-    if r > 0 && pfd[0].revents & libc::POLLIN != 0 {
-        let mut v = 0u64;
-        // SAFETY: reads at most 8 bytes into a local u64. The actor promised
-        // a non-blocking eventfd; any other fd makes this return an error or
-        // fewer bytes, never undefined behaviour. The value is discarded: the
-        // read only resets the counter.
-        let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    // At least a millisecond, so a zero timeout does not become a busy poll.
+    let [ready, _] = poll_readable([fd, stop_fd], timeout.max(Duration::from_millis(1)));
+    if ready {
+        reset_raw(fd);
     }
 }
 
@@ -849,15 +817,7 @@ impl<A> Running<A> {
                     break;
                 }
                 // Sleep on the stop eventfd itself (it never gets reset).
-                let mut pfd = libc::pollfd {
-                    fd: self.stop.fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = left.as_millis().clamp(1, 100) as libc::c_int;
-                // SAFETY: one initialised pollfd on our stack; poll only
-                // writes its `revents`.
-                unsafe { libc::poll(&mut pfd, 1, ms) };
+                poll_readable([self.stop.fd()], left.min(Duration::from_millis(100)));
             }
         }
         let mut actors = Vec::with_capacity(self.threads.len());

@@ -1,11 +1,44 @@
-//! The trace: a stable, line-oriented text record of a run, its SHA-256
-//! digest, and a line diff of two traces (what `xunds replay FILE` reports).
+//! The trace of a deterministic run: a binary event stream that names the
+//! run (its SHA-256, `trace_sha256`), a compact binary file of checkpoints
+//! over that stream (what `xunds run --trace FILE` writes and `xunds replay
+//! FILE` compares against), and a text view rendered on demand (`xunds
+//! replay FILE --print`, the tests' snapshots) with a line diff of two views.
 //!
-//! ## Format (version 1)
+//! ## The event stream
+//!
+//! Every event (a HAL operation, a state-machine transition, an actor's or
+//! the runner's note) is encoded in binary: a tag byte (0 note, 1 `hal`,
+//! 2 `fsm`), the time as a varint delta from the previous event, the actor
+//! (its index in order of first appearance, and its name that first time),
+//! then the payload: a HAL operation's encoded record
+//! (`hal::tracer::TraceOp::encode`), a
+//! transition's machine, id, states and event names, a note's kind (its text
+//! is commentary on the operations around it and is rendered only in the
+//! text view). The stream starts with the header line. Nothing in it depends
+//! on addresses, wall-clock time or per-process hash seeds, so the same seed
+//! and configuration give the same stream, and its SHA-256
+//! ([`TraceSummary::sha256`], with the `trace-digest` feature) names the run.
+//! A binary trace formats no text unless a text view or a comparison is
+//! attached.
+//!
+//! ## The binary file (version 2)
+//!
+//! ```text
+//! xunds-trace v2 seed=<u64 decimal> config=<free text to end of line>\n
+//! 'C' <u32 LE>        a checkpoint after every CHECKPOINT_EVENTS events
+//! ...
+//! 'E' <u64 LE> <u32 LE>  the end: events recorded, checkpoint of the whole stream
+//! ```
+//!
+//! A checkpoint is a running 64-bit hash of the events (the header line is
+//! compared by itself) folded to 32 bits: a replay recomputes it and stops
+//! at the first block whose checkpoint disagrees (or where the recording
+//! ends), reporting that block's lines of the text view. About 30 bytes per execution of the default workload.
+//!
+//! ## The text view (version 1)
 //!
 //! ```text
 //! xunds-trace v1 seed=<u64 decimal> config=<free text to end of line>
-//! t=<ns> <actor> <kind> <text>
 //! t=<ns> <actor> <kind> <text>
 //! ...
 //! ```
@@ -18,44 +51,46 @@
 //!   deterministic runs), the acting actor's name (`runner` for the runner's
 //!   own events), the kind (`fsm` for state-machine transitions, `hal` for
 //!   HAL operations, `msg`, `run`, ...) and the text. A transition's text is
-//!   `<machine>#<id> <FROM> --<event>--> <TO>`.
+//!   `<machine>#<id> <FROM> --<event>--> <TO>`. Line `n + 1` of the view is
+//!   event `n` of the stream (0-based, after the header).
 //! - Lines end with `\n`; a `\n` or `\r` inside a text is written as the two
-//!   characters `\n` / `\r`, so one event is always one line. The file is
-//!   UTF-8 when every text is.
-//! - Nothing in a line may depend on addresses, wall-clock time or
-//!   per-process hash seeds: the same seed and configuration give a
-//!   byte-identical file, and its SHA-256 (`TraceSummary::sha256`, with
-//!   the `trace-digest` feature) names the run.
+//!   characters `\n` / `\r`, so one event is always one line.
 //!
 //! ## Cost
 //!
 //! [`Trace::disabled`] reports `enabled() == false`, and `crate::actors::Cx`
 //! caches that, so a disabled trace costs one branch per event and formats
-//! nothing. An enabled trace formats each event into one preallocated line
-//! buffer, hashes it, and appends it to the output (a preallocated `Vec`, a
-//! buffered writer, or nothing for a digest-only trace): no allocation per
-//! event once the buffers have grown to their working size.
+//! nothing. A binary trace encodes each event into one preallocated buffer
+//! and hashes it; a text trace formats each event into one preallocated line
+//! buffer. No allocation per event once the buffers have grown.
 
 use core::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read as _, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::actors::{Nanos, TraceEvent, TraceSink};
+use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
+use crate::fsm::Transition;
+use crate::hal::tracer::{put_bytes, put_varint, TraceOp};
 #[cfg(feature = "trace-digest")]
 use sha2::Digest as _;
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
-/// The format version this module writes and reads.
+/// The text view's format version.
 pub const FORMAT_VERSION: u32 = 1;
+/// The binary file's format version.
+pub const BINARY_VERSION: u32 = 2;
+/// Events between two checkpoints of a binary file.
+pub const CHECKPOINT_EVENTS: u64 = 16;
 
 /// The first line of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceHeader {
-    /// Format version ([`FORMAT_VERSION`] when written by this module).
+    /// Format version ([`FORMAT_VERSION`] for a text view,
+    /// [`BINARY_VERSION`] for a binary file).
     pub version: u32,
     /// The run's seed.
     pub seed: u64,
@@ -73,7 +108,7 @@ error_enum! {
         /// The first line does not start with `xunds-trace`.
         NotATrace(String) => "not an xunds trace (first line {0:?})",
         /// A version this build cannot read.
-        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION})",
+        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION} text views and v{BINARY_VERSION} binary traces)",
         /// The seed is missing or not a decimal u64.
         BadSeed(String) => "bad seed field {0:?}",
         /// The `config=` field is missing.
@@ -82,13 +117,22 @@ error_enum! {
 }
 
 impl TraceHeader {
-    /// A version-[`FORMAT_VERSION`] header.
+    /// A version-[`FORMAT_VERSION`] header (a binary trace writes it as
+    /// version [`BINARY_VERSION`]).
     pub fn new(seed: u64, config: impl Into<String>) -> TraceHeader {
         let config = config.into().replace(['\n', '\r'], " ");
         TraceHeader {
             version: FORMAT_VERSION,
             seed,
             config,
+        }
+    }
+
+    /// The same header with another version.
+    fn versioned(&self, version: u32) -> TraceHeader {
+        TraceHeader {
+            version,
+            ..self.clone()
         }
     }
 
@@ -113,7 +157,7 @@ impl TraceHeader {
         let version = ver
             .strip_prefix('v')
             .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&v| v == FORMAT_VERSION)
+            .filter(|&v| v == FORMAT_VERSION || v == BINARY_VERSION)
             .ok_or_else(|| TraceError::UnsupportedVersion(ver.to_string()))?;
         let (seed, rest) = rest.split_once(' ').unwrap_or((rest, ""));
         let seed = seed
@@ -130,11 +174,12 @@ impl TraceHeader {
         })
     }
 
-    /// Read and parse the first line of a trace.
+    /// Read and parse the first line of a trace (at most 64 KiB: a binary
+    /// trace's records follow it).
     pub fn read(r: &mut impl BufRead) -> Result<TraceHeader, TraceError> {
-        let mut line = String::new();
-        r.read_line(&mut line)?;
-        TraceHeader::parse(&line)
+        let mut line = Vec::new();
+        r.take(64 * 1024).read_until(b'\n', &mut line)?;
+        TraceHeader::parse(&String::from_utf8_lossy(&line))
     }
 
     /// The value of `key` among the config's `key=value` tokens.
@@ -150,8 +195,8 @@ impl TraceHeader {
 /// A SHA-256 digest (`trace_sha256`).
 pub type Digest = [u8; 32];
 
-/// The running digest of the bytes recorded: SHA-256 (the `sha2` crate) with
-/// the `trace-digest` feature, nothing without it.
+/// The running digest of the stream: SHA-256 (the `sha2` crate) with the
+/// `trace-digest` feature, nothing without it.
 #[derive(Clone, Default)]
 struct Hasher(#[cfg(feature = "trace-digest")] sha2::Sha256);
 
@@ -169,90 +214,231 @@ impl Hasher {
     }
 }
 
-/// Where an enabled trace's bytes go.
+/// The running checkpoint hash: 8 bytes at a time, multiply and rotate,
+/// the length folded in (not cryptographic: it only has to notice a
+/// difference between a recording and its replay).
+fn mix(mut h: u64, bytes: &[u8]) -> u64 {
+    for c in bytes.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(w))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+    h ^ bytes.len() as u64
+}
+
+/// The 32-bit checkpoint of a running hash.
+const fn fold(h: u64) -> u32 {
+    (h ^ (h >> 32)) as u32
+}
+
+/// A checkpoint record's tag.
+const TAG_CHECKPOINT: u8 = b'C';
+/// The end record's tag.
+const TAG_END: u8 = b'E';
+
+/// Where a text trace's lines go.
 enum Out {
     Memory(Vec<u8>),
     Writer(Box<dyn Write + Send>),
-    DigestOnly,
-    Compare(Box<Compare>),
 }
 
-/// A trace compared, line by line as it is produced, with a recorded one
-/// (`xunds replay`): the first difference, or a line past the recorded end,
-/// is the verdict and raises `stop`, so a replay is bounded by what was
-/// recorded whatever its header claims.
+/// A binary trace's state.
+struct Binary {
+    /// Scratch for one event; cleared, never shrunk.
+    event: Vec<u8>,
+    last_now: u64,
+    /// Running checkpoint hash (kept only with a file or a comparison).
+    ck: u64,
+    /// The checkpoint file.
+    file: Option<Box<dyn Write + Send>>,
+    /// The recording this run is compared with.
+    compare: Option<Box<Compare>>,
+    /// The text view, rendered alongside.
+    view: Option<Box<dyn Write + Send>>,
+    /// Actor names in order of first appearance: an event names its actor
+    /// by index, and the first event of an actor by name too.
+    actors: Vec<Box<str>>,
+    last_actor: usize,
+}
+
+impl Binary {
+    /// Append the actor: its index, followed by its name the first time.
+    fn put_actor(&mut self, e: &mut Vec<u8>, actor: &str) {
+        let known = match self.actors.get(self.last_actor) {
+            Some(a) if &**a == actor => Some(self.last_actor),
+            _ => self.actors.iter().position(|a| &**a == actor),
+        };
+        match known {
+            Some(i) => {
+                self.last_actor = i;
+                put_varint(e, i as u64);
+            }
+            None => {
+                self.last_actor = self.actors.len();
+                put_varint(e, self.actors.len() as u64);
+                put_bytes(e, actor.as_bytes());
+                self.actors.push(actor.into());
+            }
+        }
+    }
+
+    fn checkpoints(&self) -> bool {
+        self.file.is_some() || self.compare.is_some()
+    }
+    fn texts(&self) -> bool {
+        self.view.is_some() || self.compare.is_some()
+    }
+}
+
+/// A binary trace compared, checkpoint by checkpoint as it is produced,
+/// with a recorded one (`xunds replay`): the first checkpoint that
+/// disagrees, or a block past the recorded end, is the verdict and raises
+/// `stop`, so a replay is bounded by what was recorded whatever its header
+/// claims.
 struct Compare {
     recorded: Box<dyn BufRead + Send>,
-    /// Where the replayed lines go (up to and including the first
-    /// difference: at most the recorded size plus one line).
-    kept: Option<Box<dyn Write + Send>>,
-    expected: Vec<u8>,
-    line: u64,
+    /// The text view lines of the current block (for the report).
+    block: Vec<String>,
+    /// Text-view line number of the block's first event.
+    first_line: u64,
     diff: Option<TraceDiff>,
     stop: Arc<AtomicBool>,
 }
 
+/// One record of a binary file.
+enum Record {
+    Checkpoint(u32),
+    End {
+        events: u64,
+        ck: u32,
+    },
+    /// End of file (a cut recording).
+    Eof,
+    /// Bytes that are no record.
+    Bad(u8),
+}
+
 impl Compare {
-    /// Compare one produced line (with its `\n`) with the next recorded one.
-    fn line(&mut self, got: &[u8]) -> io::Result<()> {
+    fn next(&mut self) -> io::Result<Record> {
+        let mut tag = [0u8; 1];
+        if self.recorded.read(&mut tag)? == 0 {
+            return Ok(Record::Eof);
+        }
+        let mut b4 = [0u8; 4];
+        let mut b8 = [0u8; 8];
+        let short = |e: &io::Error| e.kind() == io::ErrorKind::UnexpectedEof;
+        Ok(match tag[0] {
+            TAG_CHECKPOINT => match self.recorded.read_exact(&mut b4) {
+                Ok(()) => Record::Checkpoint(u32::from_le_bytes(b4)),
+                Err(e) if short(&e) => Record::Eof,
+                Err(e) => return Err(e),
+            },
+            TAG_END => {
+                match self
+                    .recorded
+                    .read_exact(&mut b8)
+                    .and_then(|()| self.recorded.read_exact(&mut b4))
+                {
+                    Ok(()) => Record::End {
+                        events: u64::from_le_bytes(b8),
+                        ck: u32::from_le_bytes(b4),
+                    },
+                    Err(e) if short(&e) => Record::Eof,
+                    Err(e) => return Err(e),
+                }
+            }
+            t => Record::Bad(t),
+        })
+    }
+
+    /// Compare a full block's checkpoint with the next recorded record.
+    fn block_done(&mut self, ck: u32) -> io::Result<()> {
         if self.diff.is_some() {
             return Ok(());
         }
-        self.line += 1;
-        if let Some(k) = &mut self.kept {
-            k.write_all(got)?;
-        }
-        self.expected.clear();
-        let n = self.recorded.read_until(b'\n', &mut self.expected)?;
-        if self.expected != got {
-            self.differs(
-                (n > 0).then(|| shown(&self.expected, got)),
-                Some(shown(got, &self.expected)),
-            );
+        match self.next()? {
+            Record::Checkpoint(r) if r == ck => {
+                self.first_line += self.block.len() as u64;
+                self.block.clear();
+            }
+            Record::Checkpoint(r) => self.differs(Some(Recorded::Checkpoint(r)), Some(ck)),
+            Record::End { .. } | Record::Eof => self.differs(Some(Recorded::End), Some(ck)),
+            Record::Bad(t) => self.differs(Some(Recorded::Bad(t)), Some(ck)),
         }
         Ok(())
     }
 
-    fn differs(&mut self, expected: Option<String>, actual: Option<String>) {
-        self.diff = Some(TraceDiff::Differs {
-            line: self.line,
-            expected,
-            actual,
+    /// The verdict once the run has ended after `events` events with the
+    /// checkpoint `ck`.
+    fn finish(mut self, events: u64, ck: u32) -> io::Result<TraceDiff> {
+        if self.diff.is_none() {
+            match self.next()? {
+                Record::End { events: e, ck: c } if e == events && c == ck => {}
+                Record::End { ck: c, .. } => self.differs(Some(Recorded::Checkpoint(c)), Some(ck)),
+                Record::Checkpoint(r) => self.differs(Some(Recorded::Checkpoint(r)), None),
+                Record::Eof => self.differs(Some(Recorded::End), Some(ck)),
+                Record::Bad(t) => self.differs(Some(Recorded::Bad(t)), Some(ck)),
+            }
+        }
+        Ok(self
+            .diff
+            .take()
+            .unwrap_or(TraceDiff::Identical { lines: events + 1 }))
+    }
+
+    fn differs(&mut self, recorded: Option<Recorded>, replayed: Option<u32>) {
+        let n = self.block.len() as u64;
+        self.diff = Some(TraceDiff::Block {
+            first_line: self.first_line,
+            last_line: self.first_line + n.max(1) - 1,
+            recorded,
+            replayed,
+            lines: core::mem::take(&mut self.block),
         });
         // Ordering: Relaxed: a flag read by the runner's stop predicate on
         // this same thread; it orders nothing else.
         self.stop.store(true, Ordering::Relaxed);
     }
+}
 
-    /// The verdict once the run has ended: a recorded line left over is a
-    /// difference too.
-    fn finish(mut self) -> io::Result<TraceDiff> {
-        if self.diff.is_none() {
-            self.expected.clear();
-            if self.recorded.read_until(b'\n', &mut self.expected)? > 0 {
-                self.line += 1;
-                let e = shown(&self.expected, b"");
-                self.differs(Some(e), None);
-            }
+/// What a binary recording held where a replay first disagreed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// A checkpoint with another value.
+    Checkpoint(u32),
+    /// Nothing more: the recording ended before this block.
+    End,
+    /// A byte that starts no record (a damaged file).
+    Bad(u8),
+}
+
+impl fmt::Display for Recorded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Recorded::Checkpoint(c) => write!(f, "checkpoint {c:#010x}"),
+            Recorded::End => f.write_str("<end of trace>"),
+            Recorded::Bad(t) => write!(f, "a damaged record (tag byte {t:#04x})"),
         }
-        if let Some(k) = &mut self.kept {
-            k.flush()?;
-        }
-        Ok(self
-            .diff
-            .take()
-            .unwrap_or(TraceDiff::Identical { lines: self.line }))
     }
+}
+
+enum Mode {
+    Disabled,
+    Text(Out),
+    Binary(Box<Binary>),
 }
 
 /// A trace being recorded. Implements `TraceSink`.
 pub struct Trace {
-    enabled: bool,
-    /// Scratch for one line; cleared, never shrunk.
+    mode: Mode,
+    /// Scratch for one text line; cleared, never shrunk.
     line: Vec<u8>,
-    out: Out,
     hasher: Hasher,
-    lines: u64,
+    /// Events recorded (the header aside).
+    events: u64,
+    /// Bytes written out.
     bytes: u64,
     /// The first write error (later events are dropped; [`Trace::finish`]
     /// reports it).
@@ -262,8 +448,8 @@ pub struct Trace {
 impl fmt::Debug for Trace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Trace")
-            .field("enabled", &self.enabled)
-            .field("lines", &self.lines)
+            .field("enabled", &self.enabled())
+            .field("events", &self.events)
             .field("bytes", &self.bytes)
             .finish()
     }
@@ -272,11 +458,12 @@ impl fmt::Debug for Trace {
 /// What a finished trace amounts to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceSummary {
-    /// Lines written, the header included (0 for a disabled trace).
+    /// Lines of the text view, the header included (0 for a disabled trace).
     pub lines: u64,
-    /// Bytes written.
+    /// Bytes written out (the text, or the binary file).
     pub bytes: u64,
-    /// SHA-256 of exactly those bytes.
+    /// SHA-256 of the event stream: the text of a text trace, the binary
+    /// encoding of a binary one.
     #[cfg(feature = "trace-digest")]
     pub sha256: Digest,
     /// The bytes, for an in-memory trace.
@@ -293,51 +480,87 @@ impl TraceSummary {
     }
 }
 
-/// Initial capacity of the line buffer.
+/// Initial capacity of the line and event buffers.
 const LINE_CAPACITY: usize = 256;
 
 impl Trace {
-    fn with_out(header: &TraceHeader, out: Out) -> Trace {
-        let mut t = Trace {
-            enabled: true,
-            line: Vec::with_capacity(LINE_CAPACITY),
-            out,
-            hasher: Hasher::default(),
-            lines: 0,
-            bytes: 0,
-            error: None,
-        };
-        t.line.extend_from_slice(header.line().as_bytes());
-        t.line.push(b'\n');
-        t.emit();
-        t
-    }
-
-    /// A trace that records nothing (`enabled() == false`).
-    pub fn disabled() -> Trace {
+    fn new(mode: Mode) -> Trace {
         Trace {
-            enabled: false,
-            line: Vec::new(),
-            out: Out::DigestOnly,
+            mode,
+            line: Vec::with_capacity(LINE_CAPACITY),
             hasher: Hasher::default(),
-            lines: 0,
+            events: 0,
             bytes: 0,
             error: None,
         }
     }
 
-    /// An in-memory trace with `capacity` bytes reserved up front.
-    pub fn in_memory(header: &TraceHeader, capacity: usize) -> Trace {
-        Trace::with_out(header, Out::Memory(Vec::with_capacity(capacity)))
+    fn text(header: &TraceHeader, out: Out) -> Trace {
+        let mut t = Trace::new(Mode::Text(out));
+        t.line.extend_from_slice(header.line().as_bytes());
+        t.line.push(b'\n');
+        t.emit_text();
+        t
     }
 
-    /// A trace streamed to `w` (wrap files in a `BufWriter`, or use
+    fn binary(header: &TraceHeader, b: Binary) -> Trace {
+        let mut t = Trace::new(Mode::Binary(Box::new(b)));
+        let line = format!("{}\n", header.versioned(BINARY_VERSION).line());
+        t.hasher.update(line.as_bytes());
+        let Mode::Binary(b) = &mut t.mode else {
+            unreachable!()
+        };
+        // The checkpoints cover the events only: a replay compares the
+        // header line by itself.
+        if let Some(f) = &mut b.file {
+            t.bytes += line.len() as u64;
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                t.error = Some(e);
+            }
+        }
+        if let Some(v) = &mut b.view {
+            let text = format!("{}\n", header.versioned(FORMAT_VERSION).line());
+            if let Err(e) = v.write_all(text.as_bytes()) {
+                t.error = Some(e);
+            }
+        }
+        t
+    }
+
+    fn binary_state(
+        file: Option<Box<dyn Write + Send>>,
+        compare: Option<Box<Compare>>,
+        view: Option<Box<dyn Write + Send>>,
+    ) -> Binary {
+        Binary {
+            event: Vec::with_capacity(LINE_CAPACITY),
+            last_now: 0,
+            ck: 0,
+            file,
+            compare,
+            view,
+            actors: Vec::new(),
+            last_actor: 0,
+        }
+    }
+
+    /// A trace that records nothing (`enabled() == false`).
+    pub fn disabled() -> Trace {
+        Trace::new(Mode::Disabled)
+    }
+
+    /// A text view kept in memory, `capacity` bytes reserved up front.
+    pub fn in_memory(header: &TraceHeader, capacity: usize) -> Trace {
+        Trace::text(header, Out::Memory(Vec::with_capacity(capacity)))
+    }
+
+    /// A text view streamed to `w` (wrap files in a `BufWriter`, or use
     /// [`Trace::create`]).
     pub fn to_writer(header: &TraceHeader, w: impl Write + Send + 'static) -> Trace {
-        Trace::with_out(header, Out::Writer(Box::new(w)))
+        Trace::text(header, Out::Writer(Box::new(w)))
     }
 
-    /// A trace streamed to a new file at `path` through a 64 KiB buffer.
+    /// A text view streamed to a new file at `path` through a 64 KiB buffer.
     pub fn create(header: &TraceHeader, path: &Path) -> io::Result<Trace> {
         let f = File::create(path)?;
         Ok(Trace::to_writer(
@@ -346,63 +569,94 @@ impl Trace {
         ))
     }
 
-    /// A trace compared with `recorded` line by line as it is produced
-    /// (the replayed lines go to `kept`, up to the first difference). Once
+    /// A binary trace that keeps only its event count and digest (for
+    /// `trace_sha256` without a file). It formats no text.
+    pub fn digest_only(header: &TraceHeader) -> Trace {
+        Trace::binary(header, Trace::binary_state(None, None, None))
+    }
+
+    /// A binary trace whose checkpoint file goes to `w` (see the module
+    /// docs). It formats no text.
+    pub fn binary_to_writer(header: &TraceHeader, w: impl Write + Send + 'static) -> Trace {
+        Trace::binary(header, Trace::binary_state(Some(Box::new(w)), None, None))
+    }
+
+    /// A binary trace written to a new file at `path`.
+    pub fn create_binary(header: &TraceHeader, path: &Path) -> io::Result<Trace> {
+        let f = File::create(path)?;
+        Ok(Trace::binary_to_writer(
+            header,
+            BufWriter::with_capacity(64 * 1024, f),
+        ))
+    }
+
+    /// A binary trace compared with the binary file `recorded` (read from
+    /// its first byte) checkpoint by checkpoint as it is produced; the text
+    /// view of the replay goes to `view`, up to the first difference. Once
     /// it differs, or runs past the recorded end, it records nothing more
     /// and [`Trace::stop_flag`] is raised; [`TraceSummary::replay`] holds
     /// the verdict.
     pub fn comparing(
         header: &TraceHeader,
-        recorded: impl BufRead + Send + 'static,
-        kept: Option<Box<dyn Write + Send>>,
+        mut recorded: impl BufRead + Send + 'static,
+        view: Option<Box<dyn Write + Send>>,
     ) -> Trace {
-        Trace::with_out(
-            header,
-            Out::Compare(Box::new(Compare {
-                recorded: Box::new(recorded),
-                kept,
-                expected: Vec::with_capacity(LINE_CAPACITY),
-                line: 0,
-                diff: None,
-                stop: Arc::new(AtomicBool::new(false)),
-            })),
-        )
+        let mut first = Vec::new();
+        let read = (&mut recorded)
+            .take(64 * 1024)
+            .read_until(b'\n', &mut first);
+        let ours = format!("{}\n", header.versioned(BINARY_VERSION).line());
+        let mut c = Compare {
+            recorded: Box::new(recorded),
+            block: Vec::new(),
+            first_line: 1,
+            diff: None,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        if read.is_err() || first != ours.as_bytes() {
+            c.block
+                .push(String::from_utf8_lossy(ours.trim_end().as_bytes()).into_owned());
+            c.differs(
+                Some(Recorded::Bad(first.first().copied().unwrap_or(0))),
+                None,
+            );
+        } else {
+            c.first_line = 2;
+        }
+        Trace::binary(header, Trace::binary_state(None, Some(Box::new(c)), view))
     }
 
     /// Raised when a [`Trace::comparing`] trace has its verdict before the
     /// run ends (a difference): the run should stop. `None` for others.
     pub fn stop_flag(&self) -> Option<Arc<AtomicBool>> {
-        match &self.out {
-            Out::Compare(c) => Some(Arc::clone(&c.stop)),
+        match &self.mode {
+            Mode::Binary(b) => b.compare.as_ref().map(|c| Arc::clone(&c.stop)),
             _ => None,
         }
     }
 
-    /// A trace that keeps only its line count and digest (for
-    /// `trace_sha256` without a file).
-    pub fn digest_only(header: &TraceHeader) -> Trace {
-        Trace::with_out(header, Out::DigestOnly)
-    }
-
-    /// Lines recorded so far (the header included).
+    /// Lines of the text view so far (the header included; 0 when disabled).
     pub fn lines(&self) -> u64 {
-        self.lines
+        match self.mode {
+            Mode::Disabled => 0,
+            _ => self.events + 1,
+        }
     }
 
-    /// Bytes recorded so far.
+    /// Bytes written out so far.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
 
-    /// The bytes of an in-memory trace so far.
+    /// The bytes of an in-memory text view so far.
     pub fn memory(&self) -> Option<&[u8]> {
-        match &self.out {
-            Out::Memory(v) => Some(v),
+        match &self.mode {
+            Mode::Text(Out::Memory(v)) => Some(v),
             _ => None,
         }
     }
 
-    /// The digest of the bytes so far (the trace keeps recording).
+    /// The digest of the stream so far (the trace keeps recording).
     #[cfg(feature = "trace-digest")]
     pub fn digest_so_far(&self) -> Digest {
         self.hasher.clone().finalize()
@@ -413,21 +667,38 @@ impl Trace {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
+        let lines = self.lines();
         let mut replay = None;
-        let memory = match core::mem::replace(&mut self.out, Out::DigestOnly) {
-            Out::Memory(v) => Some(v),
-            Out::Writer(mut w) => {
-                w.flush()?;
-                None
+        let mut memory = None;
+        match core::mem::replace(&mut self.mode, Mode::Disabled) {
+            Mode::Disabled => {}
+            Mode::Text(Out::Memory(v)) => memory = Some(v),
+            Mode::Text(Out::Writer(mut w)) => w.flush()?,
+            Mode::Binary(b) => {
+                let Binary {
+                    ck,
+                    file,
+                    compare,
+                    view,
+                    ..
+                } = *b;
+                if let Some(mut f) = file {
+                    f.write_all(&[TAG_END])?;
+                    f.write_all(&self.events.to_le_bytes())?;
+                    f.write_all(&fold(ck).to_le_bytes())?;
+                    self.bytes += 13;
+                    f.flush()?;
+                }
+                if let Some(c) = compare {
+                    replay = Some(c.finish(self.events, fold(ck))?);
+                }
+                if let Some(mut v) = view {
+                    v.flush()?;
+                }
             }
-            Out::DigestOnly => None,
-            Out::Compare(c) => {
-                replay = Some(c.finish()?);
-                None
-            }
-        };
+        }
         Ok(TraceSummary {
-            lines: self.lines,
+            lines,
             bytes: self.bytes,
             #[cfg(feature = "trace-digest")]
             sha256: self.hasher.finalize(),
@@ -436,32 +707,109 @@ impl Trace {
         })
     }
 
-    /// Hash and write out the line buffer.
-    fn emit(&mut self) {
+    /// Hash and write out the text line buffer.
+    fn emit_text(&mut self) {
         self.hasher.update(&self.line);
-        self.lines += 1;
         self.bytes += self.line.len() as u64;
-        match &mut self.out {
-            Out::Memory(v) => v.extend_from_slice(&self.line),
-            Out::Writer(w) => {
-                if self.error.is_none() {
-                    if let Err(e) = w.write_all(&self.line) {
-                        self.error = Some(e);
-                    }
+        match &mut self.mode {
+            Mode::Text(Out::Memory(v)) => v.extend_from_slice(&self.line),
+            Mode::Text(Out::Writer(w)) if self.error.is_none() => {
+                if let Err(e) = w.write_all(&self.line) {
+                    self.error = Some(e);
                 }
             }
-            Out::DigestOnly => {}
-            Out::Compare(c) => {
+            _ => {}
+        }
+    }
+
+    /// Record one event: in a text trace its line; in a binary trace its
+    /// encoding (`tag`, then what `payload` appends), and the text line
+    /// only when a view or a comparison needs it.
+    fn event(
+        &mut self,
+        now: Nanos,
+        actor: &str,
+        tag: u8,
+        kind: &str,
+        payload: impl FnOnce(&mut Vec<u8>),
+        text: &dyn fmt::Display,
+    ) {
+        match &mut self.mode {
+            Mode::Disabled => return,
+            Mode::Text(_) => {
+                format_line(&mut self.line, now, actor, kind, text);
+                self.emit_text();
+            }
+            Mode::Binary(b) => {
+                let mut e = core::mem::take(&mut b.event);
+                e.clear();
+                e.push(tag);
+                put_varint(&mut e, now.as_u64().wrapping_sub(b.last_now));
+                b.last_now = now.as_u64();
+                b.put_actor(&mut e, actor);
+                payload(&mut e);
+                self.hasher.update(&e);
+                if b.checkpoints() {
+                    b.ck = mix(b.ck, &e);
+                }
+                b.event = e;
+                if b.texts() {
+                    format_line(&mut self.line, now, actor, kind, text);
+                }
                 if self.error.is_none() {
-                    if let Err(e) = c.line(&self.line) {
-                        // Ordering: Relaxed, as in `Compare::differs`.
-                        c.stop.store(true, Ordering::Relaxed);
-                        self.error = Some(e);
+                    match Trace::binary_event(b, &self.line, self.events) {
+                        Ok(n) => self.bytes += n,
+                        Err(e) => self.error = Some(e),
                     }
                 }
             }
         }
+        self.events += 1;
     }
+
+    /// The outputs of one binary event (`index`: its 0-based number; the
+    /// text line in `line` when a view or comparison is attached).
+    /// Returns the bytes written to the file.
+    fn binary_event(b: &mut Binary, line: &[u8], index: u64) -> io::Result<u64> {
+        let stopped = b.compare.as_ref().is_some_and(|c| c.diff.is_some());
+        if stopped {
+            return Ok(0);
+        }
+        if let Some(v) = &mut b.view {
+            v.write_all(line)?;
+        }
+        if let Some(c) = &mut b.compare {
+            let l = line.strip_suffix(b"\n").unwrap_or(line);
+            c.block.push(String::from_utf8_lossy(l).into_owned());
+        }
+        let mut written = 0;
+        if (index + 1) % CHECKPOINT_EVENTS == 0 {
+            let ck = fold(b.ck);
+            if let Some(f) = &mut b.file {
+                f.write_all(&[TAG_CHECKPOINT])?;
+                f.write_all(&ck.to_le_bytes())?;
+                written = 5;
+            }
+            if let Some(c) = &mut b.compare {
+                c.block_done(ck)?;
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// Format one text-view line into `line` (cleared first).
+fn format_line(line: &mut Vec<u8>, now: Nanos, actor: &str, kind: &str, text: &dyn fmt::Display) {
+    #[cfg(test)]
+    tests::FORMATTED.with(|c| c.set(c.get() + 1));
+    line.clear();
+    // Writing into a Vec cannot fail; a `Display` impl that errors leaves a
+    // truncated (but still deterministic) line.
+    let _ = fmt::write(
+        &mut Escaping(line),
+        format_args!("t={now} {actor} {kind} {text}"),
+    );
+    line.push(b'\n');
 }
 
 /// Formats into the line buffer, escaping `\n` and `\r`.
@@ -485,45 +833,82 @@ impl fmt::Write for Escaping<'_> {
     }
 }
 
+/// Stream tags of the three event kinds.
+const TAG_NOTE: u8 = 0;
+const TAG_HAL: u8 = 1;
+const TAG_FSM: u8 = 2;
+
 impl TraceSink for Trace {
     #[inline]
     fn enabled(&self) -> bool {
-        self.enabled
+        !matches!(self.mode, Mode::Disabled)
     }
 
     fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>) {
-        if !self.enabled {
-            return;
-        }
-        self.line.clear();
-        let mut w = Escaping(&mut self.line);
-        // Writing into a Vec cannot fail; a `Display` impl that errors leaves
-        // a truncated (but still deterministic) line.
-        let _ = fmt::write(
-            &mut w,
-            format_args!("t={now} {actor} {} {}", event.kind, event.text),
+        let kind = event.kind;
+        self.event(
+            now,
+            actor,
+            TAG_NOTE,
+            kind,
+            |e| put_bytes(e, kind.as_bytes()),
+            event.text,
         );
-        self.line.push(b'\n');
-        self.emit();
+    }
+
+    fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp) {
+        let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
+        self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
+    }
+
+    fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
+        self.event(
+            now,
+            actor,
+            TAG_FSM,
+            "fsm",
+            |e| {
+                put_bytes(e, t.machine.as_bytes());
+                put_varint(e, t.id);
+                for name in [t.from, t.event, t.to] {
+                    put_bytes(e, name.as_bytes());
+                }
+            },
+            &TransitionText(t),
+        );
     }
 }
 
-/// The outcome of comparing two traces line by line.
+/// The outcome of comparing two traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceDiff {
-    /// Byte-identical.
+    /// Identical.
     Identical {
-        /// Number of lines in each.
+        /// Number of lines in each (of the text view, for binary traces).
         lines: u64,
     },
-    /// They differ first at `line` (1-based; line 1 is the header).
+    /// Two text views differ first at `line`.
     Differs {
-        /// The first differing line number.
+        /// The first differing line number (1-based; line 1 is the header).
         line: u64,
         /// That line in the first (recorded) trace; `None` past its end.
         expected: Option<String>,
         /// That line in the second (replayed) trace; `None` past its end.
         actual: Option<String>,
+    },
+    /// A replay's checkpoint first disagreed with a binary recording in the
+    /// block of text-view lines `first_line..=last_line`.
+    Block {
+        /// The block's first line of the text view (1: the header).
+        first_line: u64,
+        /// Its last line.
+        last_line: u64,
+        /// What the recording holds there; `None`: more than the replay.
+        recorded: Option<Recorded>,
+        /// The replay's checkpoint; `None`: the replay ended there.
+        replayed: Option<u32>,
+        /// The replay's lines of that block.
+        lines: Vec<String>,
     },
 }
 
@@ -551,6 +936,31 @@ impl fmt::Display for TraceDiff {
                     show(expected),
                     show(actual)
                 )
+            }
+            TraceDiff::Block {
+                first_line,
+                last_line,
+                recorded,
+                replayed,
+                lines,
+            } => {
+                write!(
+                    f,
+                    "traces differ first within lines {first_line}..={last_line} (a checkpoint covers {CHECKPOINT_EVENTS} lines)\n  recorded: "
+                )?;
+                match recorded {
+                    Some(r) => write!(f, "{r}")?,
+                    None => f.write_str("more events")?,
+                }
+                f.write_str("\n  replayed: ")?;
+                match replayed {
+                    Some(c) => write!(f, "checkpoint {c:#010x}")?,
+                    None => f.write_str("<end of trace>")?,
+                }
+                for (i, l) in lines.iter().enumerate() {
+                    write!(f, "\n  {:>7} {l}", first_line + i as u64)?;
+                }
+                Ok(())
             }
         }
     }
@@ -611,6 +1021,66 @@ pub fn diff_files(a: &Path, b: &Path) -> io::Result<TraceDiff> {
 mod tests {
     use super::*;
 
+    thread_local! {
+        /// Text-view lines formatted on this thread.
+        pub(super) static FORMATTED: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    }
+
+    /// (lines formatted, HAL operations rendered) on this thread.
+    fn formatted() -> (u64, u64) {
+        (
+            FORMATTED.with(|c| c.get()),
+            crate::hal::tracer::SHOWN.with(|c| c.get()),
+        )
+    }
+
+    /// A deterministic job without a trace file, and one with a binary
+    /// trace file, format no text at all: every event is digested in
+    /// binary. A replay with a text view formats every line (the counters
+    /// do count).
+    #[test]
+    #[cfg_attr(miri, ignore = "a whole job")]
+    fn a_deterministic_job_formats_no_text() {
+        use crate::system::job::{self, JobConfig};
+        let dir = std::env::temp_dir();
+        let tag = format!("xunds-trace-unit-{}", std::process::id());
+        let file = dir.join(format!("{tag}.trace"));
+        let view = dir.join(format!("{tag}.txt"));
+        let cfg = JobConfig {
+            executions: 200,
+            vncs: 2,
+            models: 1,
+            deterministic: true,
+            slab: Some(dir.join(format!("{tag}.nds"))),
+            ..JobConfig::default()
+        };
+        let before = formatted();
+        let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+        assert_eq!(r.completed_ok, 200);
+        assert!(r.trace_lines.unwrap() > 200 * 50, "{:?}", r.trace_lines);
+        assert_eq!(formatted(), before, "the digest-only run formatted text");
+        let rec = JobConfig {
+            trace: Some(file.clone()),
+            ..cfg.clone()
+        };
+        let r2 = job::run(&rec, &mut |_, _| {}).unwrap();
+        assert_eq!(formatted(), before, "the trace-file run formatted text");
+        assert_eq!(r.trace_sha256, r2.trace_sha256);
+        let replay = JobConfig {
+            replay: Some(file.clone()),
+            trace: Some(view.clone()),
+            ..cfg.clone()
+        };
+        let r3 = job::run(&replay, &mut |_, _| {}).unwrap();
+        assert!(r3.replay.unwrap().is_identical());
+        let (lines, ops) = formatted();
+        assert_eq!(lines - before.0, r.trace_lines.unwrap() - 1);
+        assert!(ops > before.1);
+        for p in [file, view, r.slab] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
     /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
     /// pieces).
     #[cfg(feature = "trace-digest")]
@@ -646,7 +1116,7 @@ mod tests {
             Err(TraceError::NotATrace(_))
         ));
         assert!(matches!(
-            TraceHeader::parse("xunds-trace v2 seed=1 config="),
+            TraceHeader::parse("xunds-trace v3 seed=1 config="),
             Err(TraceError::UnsupportedVersion(_))
         ));
         assert!(matches!(
@@ -685,30 +1155,224 @@ mod tests {
 
     #[test]
     #[cfg(feature = "trace-digest")]
-    fn every_output_has_the_same_digest() {
+    fn every_output_of_a_kind_has_the_same_digest() {
         let h = TraceHeader::new(1, "a=b");
         let feed = |t: &mut Trace| {
             for i in 0..100u64 {
                 t.record(Nanos(i * 10), "a", ev("msg", &i));
             }
         };
+        // Text views digest their text.
         let mut m = Trace::in_memory(&h, 0);
-        let mut d = Trace::digest_only(&h);
         let mut w = Trace::to_writer(&h, Vec::<u8>::new());
-        feed(&mut m);
-        feed(&mut d);
-        feed(&mut w);
-        assert_eq!(m.digest_so_far(), d.digest_so_far());
-        let (m, d, w) = (
-            m.finish().unwrap(),
-            d.finish().unwrap(),
-            w.finish().unwrap(),
-        );
-        assert_eq!(m.sha256, d.sha256);
+        // Binary traces digest the event stream, whatever they write.
+        let mut d = Trace::digest_only(&h);
+        let mut b = Trace::binary_to_writer(&h, Vec::<u8>::new());
+        for t in [&mut m, &mut w, &mut d, &mut b] {
+            feed(t);
+        }
+        assert_eq!(d.digest_so_far(), b.digest_so_far());
+        let [m, w, d, b] = [m, w, d, b].map(|t| t.finish().unwrap());
         assert_eq!(m.sha256, w.sha256);
-        assert_eq!((m.lines, d.lines, w.lines), (101, 101, 101));
+        assert_eq!(m.sha256, sha256(m.memory.as_deref().unwrap()));
+        assert_eq!(d.sha256, b.sha256);
+        assert_ne!(m.sha256, d.sha256);
+        assert_eq!([m.lines, w.lines, d.lines, b.lines], [101; 4]);
         assert_eq!(d.memory, None);
+        assert_eq!(d.bytes, 0);
         assert_eq!(m.sha256_hex().len(), 64);
+    }
+
+    /// A `Display` that must never be called.
+    struct Bomb;
+    impl fmt::Display for Bomb {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("a binary trace formatted text")
+        }
+    }
+
+    fn op(v: u32) -> TraceOp {
+        TraceOp::Load32 {
+            region: crate::hal::RegionId::Regs { core: 0 },
+            off: 4,
+            order: crate::hal::Ordering::Acquire,
+            value: v,
+        }
+    }
+
+    fn transition() -> Transition {
+        Transition {
+            machine: "toy",
+            id: 3,
+            from: "A",
+            event: "go",
+            to: "B",
+        }
+    }
+
+    /// A writer whose bytes the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    impl Shared {
+        fn bytes(&self) -> Vec<u8> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// Feed `n` events of the three kinds; event `bad` gets another value.
+    fn feed(t: &mut Trace, n: u64, bad: Option<u64>) {
+        for i in 0..n {
+            let now = Nanos(i / 3 * 100);
+            match i % 3 {
+                0 => t.record(now, "producer", ev("msg", &Bomb)),
+                1 => {
+                    let v = if bad == Some(i) { 7 } else { i as u32 };
+                    t.record_hal(now, "device0", &op(v));
+                }
+                _ => t.record_fsm(now, "worker0", transition()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_binary_trace_formats_no_text() {
+        let h = TraceHeader::new(2, "k=v");
+        let mut d = Trace::digest_only(&h);
+        feed(&mut d, 300, None);
+        let out = Shared::default();
+        let mut b = Trace::binary_to_writer(&h, out.clone());
+        feed(&mut b, 300, None);
+        let (d, b) = (d.finish().unwrap(), b.finish().unwrap());
+        #[cfg(feature = "trace-digest")]
+        assert_eq!(d.sha256, b.sha256);
+        assert_eq!((d.lines, b.lines), (301, 301));
+        // The header line, a 5-byte checkpoint per 16 events, the 13-byte end.
+        let file = out.bytes();
+        let head = format!("{}\n", h.versioned(BINARY_VERSION).line());
+        assert!(file.starts_with(head.as_bytes()));
+        assert_eq!(file.len() as u64, head.len() as u64 + 300 / 16 * 5 + 13);
+        assert_eq!(b.bytes, file.len() as u64);
+    }
+
+    fn recorded(n: u64) -> Vec<u8> {
+        let out = Shared::default();
+        let mut b = Trace::binary_to_writer(&TraceHeader::new(2, "k=v"), out.clone());
+        feed(&mut b, n, None);
+        b.finish().unwrap();
+        out.bytes()
+    }
+
+    /// Replay `n` events (event `bad` changed) against `file`: the verdict
+    /// and the text view kept.
+    fn replay(file: Vec<u8>, n: u64, bad: Option<u64>) -> (TraceDiff, String) {
+        let view = Shared::default();
+        let h = TraceHeader::new(2, "k=v");
+        let mut t = Trace::comparing(&h, io::Cursor::new(file), Some(Box::new(view.clone())));
+        let stop = t.stop_flag().unwrap();
+        for i in 0..n {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = Nanos(i / 3 * 100);
+            match i % 3 {
+                0 => t.record(now, "producer", ev("msg", &"note")),
+                1 => {
+                    let v = if bad == Some(i) { 7 } else { i as u32 };
+                    t.record_hal(now, "device0", &op(v));
+                }
+                _ => t.record_fsm(now, "worker0", transition()),
+            }
+        }
+        let s = t.finish().unwrap();
+        (s.replay.unwrap(), String::from_utf8(view.bytes()).unwrap())
+    }
+
+    #[test]
+    fn a_replay_matches_its_recording_and_names_the_first_differing_block() {
+        let file = recorded(100);
+        let (d, view) = replay(file.clone(), 100, None);
+        assert_eq!(d, TraceDiff::Identical { lines: 101 });
+        assert!(
+            view.starts_with("xunds-trace v1 seed=2 config=k=v\n"),
+            "{view}"
+        );
+        assert_eq!(view.lines().count(), 101);
+        assert!(view.contains("t=0 producer msg note"), "{view}");
+        assert!(
+            view.contains("device0 hal load32    regs0+0x0004 S2M_TAIL_INC acq = 0x1"),
+            "{view}"
+        );
+        assert!(view.contains("worker0 fsm toy#3 A --go--> B"), "{view}");
+
+        // Event 40 (line 42) differs: the block of lines 34..=49 is reported
+        // and the replay stops there.
+        let (d, view) = replay(file.clone(), 100, Some(40));
+        let TraceDiff::Block {
+            first_line,
+            last_line,
+            recorded: Some(Recorded::Checkpoint(_)),
+            replayed: Some(_),
+            ref lines,
+        } = d
+        else {
+            panic!("{d:?}")
+        };
+        assert_eq!((first_line, last_line), (34, 49));
+        assert_eq!(lines.len(), 16);
+        assert!(lines[42 - 34].contains("= 0x7"), "{lines:?}");
+        let text = d.to_string();
+        assert!(
+            text.contains("traces differ first within lines 34..=49"),
+            "{text}"
+        );
+        assert!(
+            text.contains("recorded: checkpoint 0x") && text.contains("replayed: checkpoint 0x"),
+            "{text}"
+        );
+        assert!(text.contains("     42 t=1300 device0 hal load32"), "{text}");
+        assert_eq!(view.lines().count(), 49, "the view stops at the block");
+
+        // A damaged checkpoint is a difference in its block.
+        let mut damaged = file.clone();
+        let at = damaged.len() - 13 - 5 * 2 + 2;
+        damaged[at] ^= 0xFF;
+        let (d, _) = replay(damaged, 100, None);
+        assert!(
+            matches!(d, TraceDiff::Block { first_line: 66, .. }),
+            "{d:?}"
+        );
+
+        // A cut recording: the replay stops where it ends.
+        let cut = file[..file.len() - 13 - 5 * 3].to_vec();
+        let (d, view) = replay(cut, 100, None);
+        assert!(
+            matches!(
+                d,
+                TraceDiff::Block {
+                    first_line: 50,
+                    recorded: Some(Recorded::End),
+                    ..
+                }
+            ),
+            "{d:?}"
+        );
+        assert!(d.to_string().contains("recorded: <end of trace>"));
+        assert_eq!(view.lines().count(), 65);
+
+        // A longer replay than the recording, and a shorter one.
+        let (d, _) = replay(file.clone(), 120, None);
+        assert!(!d.is_identical(), "{d:?}");
+        let (d, _) = replay(file, 90, None);
+        assert!(!d.is_identical(), "{d:?}");
     }
 
     #[test]

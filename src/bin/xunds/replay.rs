@@ -1,70 +1,93 @@
-//! `xunds replay FILE`: re-run a recorded deterministic run from its trace
-//! header and compare the new trace with the recorded one line by line.
-//! Exit 0 when identical, 1 with the first differing line, 2 on a usage or
-//! header error.
+//! `xunds replay FILE [--print]`: re-run a recorded deterministic run from
+//! its trace header and compare the new event stream with the recorded
+//! checkpoints. Exit 0 when identical, 1 with the first differing block of
+//! the text view, 2 on a usage or header error.
 
-use std::io::BufReader;
+use std::io::{BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use xunds::system::job::{self, JobConfig};
-use xunds::system::trace::TraceHeader;
+use xunds::system::trace::{TraceDiff, TraceHeader, BINARY_VERSION};
 
 /// Re-run a recorded deterministic trace and compare.
 ///
 /// Reads the header of a trace written by `xunds run --deterministic --trace
-/// FILE` (seed and configuration), runs the same deterministic job again
-/// into a new trace, and compares the two line by line as it goes: exit 0
-/// when they are identical, exit 1 with the first line where they differ
-/// (the replay stops there, or where the recorded trace ends), exit 2 when
-/// FILE is not a trace of ours or its header is out of range.
+/// FILE` (seed and configuration), runs the same deterministic job again,
+/// and compares its event stream with the recorded checkpoints as it goes:
+/// exit 0 when they agree, exit 1 with the first block of the text view
+/// where they differ (the replay stops there, or where the recorded trace
+/// ends), exit 2 when FILE is not a binary trace of ours or its header is
+/// out of range.
 #[derive(clap::Args)]
 pub struct Args {
     /// The recorded trace.
     #[arg(value_name = "FILE")]
     file: PathBuf,
+    /// Print the replay's text view (one line per event, up to the first
+    /// difference) before the verdict.
+    #[arg(long)]
+    print: bool,
 }
 
-/// Replay `file`: the diff outcome.
-fn replay(file: &Path) -> Result<(xunds::system::trace::TraceDiff, PathBuf), String> {
+/// Replay `file`: the diff outcome, and the text view when asked for.
+fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), String> {
     let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let header = TraceHeader::read(&mut BufReader::new(f)).map_err(|e| e.to_string())?;
+    if header.version != BINARY_VERSION {
+        return Err(format!(
+            "{}: a text view (v{}), not a recorded trace: record one with `xunds run --deterministic --trace FILE`",
+            file.display(),
+            header.version
+        ));
+    }
     let mut cfg = JobConfig::from_header(&header).map_err(|e| e.to_string())?;
     let dir = std::env::temp_dir();
     let tag = format!("xunds-replay-{}", std::process::id());
-    let new_trace = dir.join(format!("{tag}.trace"));
+    let view = print.then(|| dir.join(format!("{tag}.txt")));
     let slab = dir.join(format!("{tag}.nds"));
     // The replay compares as it runs and stops at the first difference or
-    // at the recorded end: it keeps at most the recorded size plus one line
-    // on disk, whatever executions the header claims.
+    // at the recorded end, whatever executions the header claims; the view
+    // holds at most the recorded events plus one block.
     cfg.replay = Some(file.to_path_buf());
-    cfg.trace = Some(new_trace.clone());
+    cfg.trace = view.clone();
     cfg.slab = Some(slab.clone());
     let r = job::run(&cfg, &mut |_, _| {});
     let _ = std::fs::remove_file(&slab);
     let r = r.map_err(|e| {
-        let _ = std::fs::remove_file(&new_trace);
+        if let Some(v) = &view {
+            let _ = std::fs::remove_file(v);
+        }
         e.to_string()
     })?;
     let d = r
         .replay
         .ok_or_else(|| "the run kept no comparison".to_string())?;
-    Ok((d, new_trace))
+    Ok((d, view))
+}
+
+/// Copy the text view to stdout and delete it.
+fn print_view(view: &Path) -> std::io::Result<()> {
+    let mut f = std::fs::File::open(view)?;
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    std::io::copy(&mut f, &mut out)?;
+    out.flush()?;
+    std::fs::remove_file(view)
 }
 
 pub fn main(args: Args) -> ExitCode {
-    match replay(&args.file) {
-        Ok((d, new_trace)) => {
-            let same = d.is_identical();
-            if same {
-                println!("replay: {d}");
-                let _ = std::fs::remove_file(&new_trace);
+    match replay(&args.file, args.print) {
+        Ok((d, view)) => {
+            if let Some(v) = view {
+                if let Err(e) = print_view(&v) {
+                    eprintln!("xunds replay: the text view: {e}");
+                }
+            }
+            println!("replay: {d}");
+            if d.is_identical() {
                 ExitCode::SUCCESS
             } else {
-                println!(
-                    "replay: {d}\n  (replayed trace kept at {})",
-                    new_trace.display()
-                );
                 ExitCode::FAILURE
             }
         }

@@ -53,10 +53,12 @@ pub struct Args {
     #[arg(long)]
     recover: bool,
     /// One thread, seeded schedule, virtual clock, traced HAL; prints
-    /// trace_sha256 (same seed -> same trace, byte for byte).
+    /// trace_sha256, the SHA-256 of the binary event stream (same seed ->
+    /// same stream).
     #[arg(long)]
     deterministic: bool,
-    /// Write the deterministic trace to FILE (replay: xunds replay FILE).
+    /// Write the deterministic trace to FILE: compact binary checkpoints
+    /// (compare: xunds replay FILE; text view: xunds replay FILE --print).
     #[arg(long, value_name = "FILE", requires = "deterministic")]
     trace: Option<PathBuf>,
     /// Inject device faults (below).
@@ -490,7 +492,7 @@ pub fn summary(r: &JobReport) -> String {
     if let Some(h) = &r.trace_sha256 {
         let _ = writeln!(
             s,
-            "  trace_sha256: {h} ({} lines, virtual end {} ns)",
+            "  trace_sha256: {h} (binary event stream; {} lines in the text view, virtual end {} ns)",
             r.trace_lines.unwrap_or(0),
             r.virtual_ns.unwrap_or(0)
         );

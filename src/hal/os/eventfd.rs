@@ -105,9 +105,82 @@ pub fn signal_raw(fd: RawFd, n: u64) -> io::Result<()> {
     }
 }
 
+/// Sleep until one of `fds` is readable or `timeout` passes; which ones
+/// were readable. `poll(2)` counts whole milliseconds: `timeout` is rounded
+/// up (zero stays zero: a readiness check that does not block). A bad fd is
+/// reported as not readable (`POLLNVAL`), an interrupted sleep as nothing
+/// readable.
+pub fn poll_readable<const N: usize>(fds: [RawFd; N], timeout: Duration) -> [bool; N] {
+    let mut pfd = fds.map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    let ms = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+    let n = libc::nfds_t::try_from(N).unwrap_or(0);
+    // SAFETY: `N` initialised pollfd structs on our stack, length `N`; poll
+    // only writes their `revents`. A bad fd is reported in `revents`
+    // (POLLNVAL), not undefined behaviour.
+    let r = unsafe { libc::poll(pfd.as_mut_ptr(), n, ms) };
+    pfd.map(|p| r > 0 && p.revents & libc::POLLIN != 0)
+}
+
+/// Read and discard a raw eventfd's counter (reset it). The caller promises
+/// a non-blocking eventfd; any other fd gives an error or fewer bytes, which
+/// are ignored (the read only resets the counter).
+pub fn reset_raw(fd: RawFd) {
+    let mut v = 0u64;
+    // SAFETY: reads at most 8 bytes into a local u64; a bad fd yields an
+    // error, never undefined behaviour.
+    let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+}
+
+/// A new close-on-exec descriptor for the same open file as `fd`
+/// (`fcntl(F_DUPFD_CLOEXEC)`), which the caller owns.
+pub fn dup_cloexec(fd: RawFd) -> io::Result<RawFd> {
+    // SAFETY: plain syscall on an fd the caller keeps open; the result is
+    // checked.
+    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if d < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(d)
+    }
+}
+
+/// Close a raw descriptor the caller owns and nobody else uses.
+pub fn close_raw(fd: RawFd) {
+    // SAFETY: the caller owns `fd` (its contract); closing a bad fd yields
+    // EBADF, not undefined behaviour.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn poll_readable_names_the_ready_fds() {
+        let a = EventFd::new().unwrap();
+        let b = EventFd::new().unwrap();
+        assert_eq!(
+            poll_readable([a.raw(), b.raw()], Duration::ZERO),
+            [false, false]
+        );
+        b.signal(1).unwrap();
+        assert_eq!(
+            poll_readable([a.raw(), b.raw()], Duration::from_millis(50)),
+            [false, true]
+        );
+        reset_raw(b.raw());
+        assert_eq!(poll_readable([b.raw()], Duration::ZERO), [false]);
+        let d = dup_cloexec(a.raw()).unwrap();
+        a.signal(2).unwrap();
+        assert_eq!(poll_readable([d], Duration::ZERO), [true]);
+        close_raw(d);
+    }
 
     #[test]
     #[cfg_attr(miri, ignore = "Miri has no poll(2)")]

@@ -1,0 +1,74 @@
+//! The deterministic runner against the threaded one, in the same run: the
+//! default workload of `xunds run` (4 cores, 2 models, the example MLP),
+//! once as `xunds run --deterministic` (one thread, virtual clock, every
+//! protocol operation and transition digested as a binary event stream:
+//! `trace_sha256`) and once threaded (one thread per actor on real
+//! mappings). The ratio is the deterministic run's executions/s over the
+//! threaded run's (target 1.0x: a seed swarm runs at the threaded speed or
+//! better). A third row writes the binary trace file as well and prints its
+//! size per execution.
+//!
+//! `XUNDS_DET_N` sets the executions (default 20 000), `XUNDS_DET_REPS` the
+//! best-of count (default 3).
+
+use std::time::Duration;
+
+use xunds::system::job::{self, JobConfig};
+
+use crate::harness::{best_of, ratio, row};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = job::default_slab_path()
+        .parent()
+        .map_or_else(std::env::temp_dir, |d| d.to_path_buf());
+    dir.join(format!("xunds-bench-det-{}-{name}", std::process::id()))
+}
+
+/// One run of the default workload: its wall time (the run proper) and the
+/// trace file's size when one is written.
+fn run(n: u64, deterministic: bool, trace: bool) -> (Duration, u64) {
+    let path = tmp("trace");
+    let cfg = JobConfig {
+        executions: n,
+        deterministic,
+        trace: trace.then(|| path.clone()),
+        slab: Some(tmp("nds")),
+        ..JobConfig::default()
+    };
+    let r = job::run(&cfg, &mut |_, _| {}).expect("job");
+    assert_eq!(r.completed_ok, n);
+    assert_eq!(r.outputs_wrong, 0);
+    let _ = std::fs::remove_file(&r.slab);
+    let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let _ = std::fs::remove_file(&path);
+    (r.elapsed, size)
+}
+
+pub fn det_vs_threaded() {
+    let n = env("XUNDS_DET_N", 20_000);
+    let reps = env("XUNDS_DET_REPS", 3) as usize;
+    println!("  default workload (4 cores, 2 models, mlp), {n} executions, best of {reps}");
+    let threaded = best_of(reps, || run(n, false, false).0);
+    let det = best_of(reps, || run(n, true, false).0);
+    let mut size = 0;
+    let det_file = best_of(reps, || {
+        let (d, s) = run(n, true, true);
+        size = s;
+        d
+    });
+    row("threaded run (per execution)", n, threaded);
+    row("deterministic run, digest only", n, det);
+    row("deterministic run, binary trace file", n, det_file);
+    println!(
+        "  trace file: {size} bytes, {:.1} bytes per execution",
+        size as f64 / n as f64
+    );
+    ratio("deterministic / threaded exec/s", det, threaded, ">= 1.0x");
+}
