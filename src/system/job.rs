@@ -577,6 +577,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         Arc::clone(&shared.pub_stats),
         shared.tap.clone(),
     )?;
+    producer = producer.recovering(cfg.recover);
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
