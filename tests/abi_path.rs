@@ -745,7 +745,10 @@ fn refusals_take_nothing() {
         assert_eq!(r, Err(NrtStatus::QUEUE_FULL));
         assert_eq!(lane.free_items(), pool - 4, "queue full took no item");
         assert_eq!(lane.stager().in_flight(), Ok(4), "nor a staging slot");
-        assert!(shared.healths[0].degrade(XuHealthEvent::Timeout, 0, &mut xunds::fsm::NoHook));
+        assert_eq!(
+            shared.healths[0].degrade(XuHealthEvent::Timeout, 0, &mut xunds::fsm::NoHook),
+            Ok(true)
+        );
         let r = lane.schedule(request(&model, &x, None), &mut cx);
         assert_eq!(r, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
         assert_eq!(lane.free_items(), pool - 4, "101 took no item");

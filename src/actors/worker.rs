@@ -846,6 +846,19 @@ impl<H: Hal> WorkerActor<H> {
         cx.event("fsm_violation", format_args!("{e}"));
     }
 
+    /// Feed the XU's health an event through the worker's own path (tests
+    /// of the violation path: a refused event is counted and changes
+    /// nothing).
+    #[doc(hidden)]
+    pub fn inject_health_event(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) {
+        match e {
+            XuHealthEvent::Timeout | XuHealthEvent::FatalError => self.degrade(e, false, cx),
+            _ => {
+                self.reset_step(e, cx);
+            }
+        }
+    }
+
     /// One reset step (`xu_health`), traced; a refused one is counted.
     fn reset_step(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) -> bool {
         match self.health.step(e, self.core, cx) {
