@@ -84,7 +84,9 @@ pub struct Request<'a> {
 pub struct LaneStats {
     /// Accepted (a seq_id was returned).
     pub accepted: AtomicU64,
-    /// Refused with `NRT_QUEUE_FULL`.
+    /// Refused with `NRT_QUEUE_FULL`, or with `NRT_FAILURE` (a stage or
+    /// submit failure: refused all the same, and counted as failed to
+    /// queue).
     pub refused_full: AtomicU64,
     /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
     pub refused_unrecoverable: AtomicU64,
@@ -296,7 +298,9 @@ impl<H: Hal> Lane<H> {
     /// The funnel (module docs). Never blocks. `Err` is the caller's status:
     /// `NRT_QUEUE_FULL`, `NRT_EXEC_UNIT_UNRECOVERABLE` (101), `NRT_INVALID`
     /// for a bad request (wrong input length, a model not on this core), or
-    /// `NRT_FAILURE` for an internal error after the doorbell. Each step
+    /// `NRT_FAILURE` for an internal error before the slot was published
+    /// (counted as failed to queue; a failed trigger is not one: the slot
+    /// is published later and the caller gets its handle). Each step
     /// consumes the previous one's typed value (`fsm::funnel`); every
     /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
@@ -398,10 +402,13 @@ impl<H: Hal> Lane<H> {
                 (seq, call.submit(cx))
             }
             Err(e) => {
+                // The request was staged and doorbelled: the device runs it
+                // and the worker drops its records as stray; the caller's
+                // call failed to queue (counted, like every refusal).
                 cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
                 let idx = call.submit_failed(cx);
                 self.free.push(idx);
-                return Err(NrtStatus::FAILURE);
+                return self.refuse(NrtStatus::FAILURE);
             }
         };
         // 6. trigger: every submitted slot, so one an earlier trigger
@@ -416,14 +423,17 @@ impl<H: Hal> Lane<H> {
             Err(e) => {
                 // Unreachable but for injection (this lane just submitted
                 // and is the ring's only producer). The slot stays
-                // submitted and holds the item: the next trigger (the next
-                // call's, or `flush`) publishes it and the worker returns
-                // the item once it ran. Pushing it here too would hand it
-                // out twice.
+                // submitted and holds the item: it will run (the flush
+                // below, or the next trigger, publishes it) and the worker
+                // returns the item once it ran (pushing it here too would
+                // hand it out twice). So the caller gets its handle and,
+                // at completion, its real result.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 let idx = call.trigger_failed(cx);
                 cx.event("msg", format_args!("item {idx} stays with its slot"));
-                return Err(NrtStatus::FAILURE);
+                self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+                self.flush();
+                return Ok(seq);
             }
         };
         // 7. wake the worker.

@@ -585,7 +585,10 @@ impl ItemPool {
 }
 
 /// The models loaded on the device, by handle: what a work item's
-/// `mod_ref` names. A model stays (its device memory does too) once loaded.
+/// `mod_ref` names. An unloaded model is removed, so a `mod_ref` naming it
+/// no longer resolves (its execution completes with `NRT_INVALID_HANDLE`);
+/// its device memory stays (the heap does not reuse it), so an execution
+/// that resolved it before the unload finishes normally.
 #[derive(Debug, Default)]
 pub struct Models(RwLock<Vec<Arc<ResidentModel>>>);
 
@@ -593,6 +596,14 @@ impl Models {
     /// Register a model.
     pub fn insert(&self, m: Arc<ResidentModel>) {
         self.0.write().unwrap_or_else(|p| p.into_inner()).push(m);
+    }
+
+    /// Drop the model with this handle (unload). `true` when it was there.
+    pub fn remove(&self, handle: u32) -> bool {
+        let mut v = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let before = v.len();
+        v.retain(|m| m.handle != handle);
+        v.len() != before
     }
 
     /// The model a `mod_ref` names.

@@ -221,7 +221,11 @@ impl<H: Hal + 'static> System<H> {
         self.load_model(&b, name)
     }
 
-    /// Unload a model (executions in flight finish normally).
+    /// Unload a model: its records go, and its handle resolves no more (an
+    /// execution of it the worker has not picked up yet, or scheduled
+    /// through a clone of the handle later, completes with
+    /// `NRT_INVALID_HANDLE`; one already picked up finishes normally).
+    /// Unloading it twice is an error.
     pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
         self.shared.unload_model(&model.0)
     }

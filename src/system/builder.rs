@@ -548,6 +548,12 @@ impl<H: Hal> Shared<H> {
     /// decremented. Executions in flight keep it alive until they complete;
     /// its device memory is not reused (the heap never frees).
     pub fn unload_model(&self, model: &ResidentModel) -> Result<(), Error> {
+        if !self.models.remove(model.handle) {
+            return Err(Error::Other(format!(
+                "model {} is not loaded",
+                model.handle
+            )));
+        }
         for (core, cm) in model.per_core.iter().enumerate() {
             let host = if core == 0 {
                 model.host

@@ -94,8 +94,9 @@ pub struct JobConfig {
     /// Take over `slab` even when it is an existing file that is not a slab
     /// (`--force`); a slab another live writer holds is refused regardless.
     pub force_slab: bool,
-    /// Bring an XU back when it degraded with its queues intact, once it has
-    /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
+    /// Reset an XU as soon as it is degraded, by any fault, and hold
+    /// executions for it meanwhile (`--recover`; `actors::worker` module
+    /// docs).
     pub recover: bool,
 }
 
@@ -347,7 +348,7 @@ pub struct JobReport {
     pub completed_err: u64,
     /// Completed with `TIMEOUT`.
     pub timed_out: u64,
-    /// Times a degraded XU was brought back (`--recover`).
+    /// Times an XU was reset back to healthy (`--recover`).
     pub recoveries: u64,
     /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
     pub refused_full: u64,

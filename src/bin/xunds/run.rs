@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::value_parser;
 use serde::Serialize;
+use xunds::actors::work::BadItem;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
@@ -47,9 +48,10 @@ pub struct Args {
     /// Overwrite --slab even when it is an existing file that is not a slab.
     #[arg(long)]
     force: bool,
-    /// Bring back an XU degraded with its queues intact (a device-reported
-    /// hardware error, error:hw) once it has drained, so the run keeps
-    /// executing on it.
+    /// Reset an XU as soon as it is degraded, whatever the fault (stop the
+    /// device, complete or abort what is in flight, re-initialise its
+    /// queues), so the run keeps executing on it; executions are held
+    /// (not refused) meanwhile.
     #[arg(long)]
     recover: bool,
     /// One thread, seeded schedule, virtual clock, traced HAL; prints
@@ -116,8 +118,8 @@ const FAULTS_HELP: &str = "\
            N+                every eligible operation from the N-th on
   /coreN   only core N (0..V-1)
   A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE)
-  unless --recover brings it back (error:hw only: the other kinds leave the
-  device queues out of step).
+  unless --recover resets it (every kind): executions in flight complete (the
+  ones the stopped device never ran with 101), the device queues start over.
   example: --faults error:hw@0.001,timeout@0.0005,corrupt:ring_id@#400/core1";
 
 impl Args {
@@ -241,7 +243,10 @@ struct RunJson<'a> {
     refused_full: u64,
     refused_unrecoverable: u64,
     timed_out: u64,
+    /// Times an XU came back to healthy (each reset).
     recoveries: u64,
+    /// Executions a reset aborted (completed with 101).
+    aborted: u64,
     outputs_checked: u64,
     outputs_wrong: u64,
     exec_per_sec: f64,
@@ -260,6 +265,8 @@ struct RunJson<'a> {
     fsm_violations: FsmJson,
     /// Outcomes by status name.
     by_status: Obj<u64>,
+    /// Executions whose work item was bad, by kind (every kind listed).
+    bad_items: Obj<u64>,
     /// Per core: its non-zero NC counters by name.
     cores: Obj<Obj<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -296,6 +303,7 @@ impl<'a> RunJson<'a> {
             refused_unrecoverable: r.refused_unrecoverable,
             timed_out: r.timed_out,
             recoveries: r.recoveries,
+            aborted: r.workers.iter().map(|w| w.aborted).sum(),
             outputs_checked: r.outputs_checked,
             outputs_wrong: r.outputs_wrong,
             exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
@@ -323,6 +331,11 @@ impl<'a> RunJson<'a> {
                 .by_status
                 .iter()
                 .map(|(s, n)| (status_name(*s), *n))
+                .collect(),
+            bad_items: BadItem::NAMES
+                .iter()
+                .enumerate()
+                .map(|(i, name)| (*name, r.workers.iter().map(|w| w.bad_items[i]).sum()))
                 .collect(),
             cores: r
                 .per_core
