@@ -122,10 +122,9 @@ fn without_recover_the_mix_gives_executions_up() {
 
 fn api_cfg(name: &str) -> SystemConfig {
     let mut c = SystemConfig::new(1);
-    c.slab = SlabTarget::Path(std::env::temp_dir().join(format!(
-        "xunds-reset-{}-{name}.nds",
-        std::process::id()
-    )));
+    c.slab = SlabTarget::Path(
+        std::env::temp_dir().join(format!("xunds-reset-{}-{name}.nds", std::process::id())),
+    );
     c.timeout = Nanos::from_millis(30_000);
     c
 }
@@ -145,7 +144,11 @@ fn reset_with_executions_in_flight_completes_each_once() {
             core: Some(0),
         }],
     };
-    let sys = System::start(FaultInjector::new(LinuxHal::new(), plan), api_cfg("inflight")).unwrap();
+    let sys = System::start(
+        FaultInjector::new(LinuxHal::new(), plan),
+        api_cfg("inflight"),
+    )
+    .unwrap();
     let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
     let x = MlpSpec::EXAMPLE.example_input(1);
     let mut calls = Vec::new();
@@ -157,7 +160,10 @@ fn reset_with_executions_in_flight_completes_each_once() {
     }
     let started = Instant::now();
     sys.reset(0, Duration::from_secs(20)).unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "no deadline waited");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "no deadline waited"
+    );
     let mut aborted = 0;
     for (seq, status) in &calls {
         assert_eq!(sys.is_completed(*seq), Ok(true));
@@ -194,7 +200,9 @@ fn reset_of_a_healthy_xu_and_a_reset_while_resetting() {
     let model = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
     let x = MlpSpec::EXAMPLE.example_input(2);
     assert_eq!(
-        sys.execute(0, &model, &x, Duration::from_secs(20)).unwrap().status,
+        sys.execute(0, &model, &x, Duration::from_secs(20))
+            .unwrap()
+            .status,
         NrtStatus::SUCCESS
     );
     sys.reset(0, Duration::from_secs(20)).unwrap();
@@ -226,8 +234,16 @@ fn an_event_the_reset_state_refuses_is_a_counted_violation() {
     let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
     let mut trace = NullTrace;
     let mut cx = Cx::new(Nanos(0), "test", &mut trace);
-    shared.lanes[0].lock().unwrap().begin_reset(&mut cx).unwrap();
-    assert!(shared.lanes[0].lock().unwrap().begin_reset(&mut cx).is_err());
+    shared.lanes[0]
+        .lock()
+        .unwrap()
+        .begin_reset(&mut cx)
+        .unwrap();
+    assert!(shared.lanes[0]
+        .lock()
+        .unwrap()
+        .begin_reset(&mut cx)
+        .is_err());
     let h = &shared.healths[0];
     h.step(XuHealthEvent::DeviceStopped, 0, &mut cx).unwrap();
     h.step(XuHealthEvent::Drained, 0, &mut cx).unwrap();

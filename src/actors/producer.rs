@@ -37,11 +37,11 @@ use crate::actors::work::{
     HealthCell, HealthViolation, ItemPool, OutputBuf, PubMsg, ResidentModel,
 };
 use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
+use crate::device::memmap::reg;
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
 use crate::fsm::funnel::{self, FunnelEvent};
-use crate::device::memmap::reg;
 use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::{step_traced, TransitionHook};
 use crate::hal::eventfd::EventFd;
@@ -476,7 +476,10 @@ impl<H: Hal> Lane<H> {
             });
         }
         if self.ring.untriggered() > 0 && self.trigger_pending().is_err() {
-            cx.event("msg", format_args!("xu={} reset: trigger refused", self.core));
+            cx.event(
+                "msg",
+                format_args!("xu={} reset: trigger refused", self.core),
+            );
         }
         self.health.step(XuHealthEvent::Reset, self.core, cx)?;
         if self.stager.reset().is_err() {
@@ -485,16 +488,19 @@ impl<H: Hal> Lane<H> {
         let regs = self.map.regs[usize::from(self.core)];
         // Ordering: Release pairs with the device's Acquire load of
         // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
-        if let Err(e) = self
-            .hal
-            .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
+        if let Err(e) =
+            self.hal
+                .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
         {
             cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
         }
         self.tap.drain(cx);
         self.device_wake.wake();
         self.worker_wake.wake();
-        cx.event("msg", format_args!("xu={} reset: stop requested", self.core));
+        cx.event(
+            "msg",
+            format_args!("xu={} reset: stop requested", self.core),
+        );
         Ok(())
     }
 

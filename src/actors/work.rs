@@ -1002,13 +1002,19 @@ mod tests {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::NotDegraded));
-        assert_eq!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log), Ok(true));
+        assert_eq!(
+            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            Ok(true)
+        );
         assert!(h.recoverable());
         assert_eq!(h.recover(1, &mut log), Ok(()));
         assert_eq!(h.state(), XuHealthState::Healthy);
         assert_eq!(log.last().unwrap().to, "HEALTHY");
         // A lost queue entry after an intact fault: no recovery.
-        assert_eq!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log), Ok(true));
+        assert_eq!(
+            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            Ok(true)
+        );
         assert_eq!(h.degrade(XuHealthEvent::Timeout, 1, &mut log), Ok(false));
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::QueuesLost));
     }
