@@ -289,11 +289,12 @@ impl<H: Hal + 'static> System<H> {
             .ok_or(NrtStatus::INVALID)
     }
 
-    /// Bring XU `xu` back after it degraded (the runtime's reset): refused
-    /// while executions are still in flight on it (wait for them first), and
-    /// when the fault that degraded it lost a record, doorbell or descriptor
-    /// (its device queues are out of step). A healthy XU is
-    /// [`RecoverError::NotDegraded`]. Schedules are accepted again after.
+    /// Bring XU `xu` back after a fault its queues survived (a hardware
+    /// error the device reported in its own record), without a reset:
+    /// refused while executions are still in flight on it (wait for them
+    /// first), and when the fault lost a record, doorbell or descriptor
+    /// ([`RecoverError::QueuesLost`]: use [`System::reset`]). A healthy XU
+    /// is [`RecoverError::NotDegraded`]. Schedules are accepted again after.
     pub fn recover(&self, xu: u8) -> Result<(), RecoverError> {
         let (Some(q), Some(h)) = (
             self.shared.queues.get(usize::from(xu)),
