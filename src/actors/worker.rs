@@ -829,13 +829,32 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     /// Degrade the XU (`intact`: the fault left every queue in step). An
-    /// event its state does not accept is counted and traced.
+    /// event its state does not accept is counted and traced. With
+    /// `recover`, under the lane's lock, the reset starts in the same
+    /// critical section: no schedule call ever sees the XU DEGRADED (it
+    /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
+        let lanes = if self.recover {
+            self.lanes.clone()
+        } else {
+            None
+        };
+        let mut lane = lanes
+            .as_ref()
+            .and_then(|l| l.get(usize::from(self.core)))
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
         let r = if intact {
             self.health.degrade_intact(ev, self.core, cx)
         } else {
             self.health.degrade(ev, self.core, cx)
         };
+        let r = match (r, lane.as_mut()) {
+            (Ok(_), Some(l)) if self.health.state() == XuHealthState::Degraded => {
+                l.begin_reset(cx).map(drop)
+            }
+            (r, _) => r.map(drop),
+        };
+        drop(lane);
         if let Err(e) = r {
             self.health_violation(e, cx);
         }
