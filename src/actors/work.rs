@@ -136,6 +136,7 @@ pub struct CoreModel {
     /// Device bytes this core holds for the model, by NDS category.
     pub device: MemUsage,
     /// Device allocations (the grid's `chunk_count`).
+    #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
     pub chunks: u32,
 }
 
@@ -266,6 +267,18 @@ impl BadItem {
         }
     }
 
+    /// Stable names, by [`index`](Self::index) (`xunds run --json`'s
+    /// `bad_items`).
+    pub const NAMES: [&'static str; Self::KINDS] = [
+        "out_of_region",
+        "off_stride",
+        "zeroed",
+        "unknown_type",
+        "unknown_mod_ref",
+        "other_core",
+        "unparsable",
+    ];
+
     /// Counter index (0..KINDS).
     pub const fn index(self) -> usize {
         match self {
@@ -279,16 +292,6 @@ impl BadItem {
         }
     }
 
-    /// Stable names, by [`index`](Self::index).
-    pub const NAMES: [&'static str; Self::KINDS] = [
-        "out_of_region",
-        "off_stride",
-        "zeroed",
-        "unknown_type",
-        "unknown_mod_ref",
-        "other_core",
-        "unparsable",
-    ];
 }
 
 /// The fields of `tpb_execution_info_t` the worker loads, one HAL load each
@@ -431,11 +434,13 @@ impl ItemPool {
     }
 
     /// `true` for an empty pool (never: `new` refuses it).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.side.is_empty()
     }
 
     /// The mapped region.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn region(&self) -> RegionHandle {
         self.region
     }
@@ -665,7 +670,7 @@ const fn state_of(code: u8) -> XuHealthState {
 /// An event the XU's health did not accept.
 pub type HealthViolation = crate::fsm::InvalidEvent<XuHealthState, XuHealthEvent>;
 
-/// Why [`HealthCell::recover`] (or a reset) refused.
+/// Why `HealthCell::recover` (or a reset) refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecoverError {
     /// The XU is healthy.

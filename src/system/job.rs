@@ -12,7 +12,7 @@
 //!   [`LinuxHal`] (real `MAP_SHARED` mappings and eventfds), or
 //!   `FaultInjector<LinuxHal>` when faults are asked for; times are host
 //!   nanoseconds since start.
-//! - **Deterministic**: one thread, [`DetRunner`] seeded with `seed`, a
+//! - **Deterministic**: one thread, `DetRunner` seeded with `seed`, a
 //!   virtual clock, on `FaultInjector<Tracer<FakeHal>>` (the tracer keeps the
 //!   protocol operations, not the engines' tensor words). Every state-machine
 //!   transition and HAL operation goes to the trace, whose header carries
@@ -30,13 +30,13 @@ use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
-use crate::error::Error;
 use crate::hal::fake::FakeHal;
 use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;
 use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::hal::Hal;
 use crate::nds::{Reader, RecordRead};
+use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
 
@@ -107,7 +107,7 @@ pub enum ModelKind {
     #[default]
     Mlp,
     /// The null model: one instruction, no MACs
-    /// ([`null_model`]); measures the
+    /// (`null_model`); measures the
     /// host path.
     Null,
 }
@@ -350,6 +350,10 @@ pub struct JobReport {
     pub timed_out: u64,
     /// Times an XU was reset back to healthy (`--recover`).
     pub recoveries: u64,
+    /// Executions a reset aborted (completed with 101).
+    pub aborted: u64,
+    /// Executions whose work item was bad, by kind name (every kind).
+    pub bad_items: Vec<(&'static str, u64)>,
     /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
     pub refused_full: u64,
     /// Refused with 101 (the execution was given up).
@@ -782,6 +786,12 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         completed_err: err,
         timed_out,
         recoveries: o.workers.iter().map(|w| w.recoveries).sum(),
+        aborted: o.workers.iter().map(|w| w.aborted).sum(),
+        bad_items: crate::actors::work::BadItem::NAMES
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (*name, o.workers.iter().map(|w| w.bad_items[i]).sum()))
+            .collect(),
         refused_full: pr.refused_full,
         refused_unrecoverable: pr.refused_unrecoverable,
         failed: pr.failed,

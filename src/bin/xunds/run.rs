@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use clap::value_parser;
 use serde::Serialize;
-use xunds::actors::work::BadItem;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
@@ -303,7 +302,7 @@ impl<'a> RunJson<'a> {
             refused_unrecoverable: r.refused_unrecoverable,
             timed_out: r.timed_out,
             recoveries: r.recoveries,
-            aborted: r.workers.iter().map(|w| w.aborted).sum(),
+            aborted: r.aborted,
             outputs_checked: r.outputs_checked,
             outputs_wrong: r.outputs_wrong,
             exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
@@ -332,11 +331,7 @@ impl<'a> RunJson<'a> {
                 .iter()
                 .map(|(s, n)| (status_name(*s), *n))
                 .collect(),
-            bad_items: BadItem::NAMES
-                .iter()
-                .enumerate()
-                .map(|(i, name)| (*name, r.workers.iter().map(|w| w.bad_items[i]).sum()))
-                .collect(),
+            bad_items: r.bad_items.iter().map(|&(k, n)| (k, n)).collect(),
             cores: r
                 .per_core
                 .iter()
