@@ -274,3 +274,49 @@ fn an_event_the_reset_state_refuses_is_a_counted_violation() {
     );
     assert_eq!(r, Err(NrtStatus::QUEUE_FULL));
 }
+
+/// `xunds run --recover --json` says what the resets did (`recoveries`,
+/// `aborted`) and lists every bad-item kind (`bad_items`), and nothing is
+/// refused with 101.
+#[test]
+fn run_json_reports_resets_aborts_and_bad_items() {
+    let slab = common::slab("reset-cli");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .args([
+            "run",
+            "--executions",
+            "3000",
+            "--vncs",
+            "2",
+            "--deterministic",
+            "--faults",
+            "timeout@0.002,corrupt:addr@0.002",
+            "--recover",
+            "--json",
+            "--slab",
+        ])
+        .arg(&slab)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&slab);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["refused_unrecoverable"], 0, "{j}");
+    assert!(j["recoveries"].as_u64().unwrap() > 0, "{j}");
+    let aborted = j["aborted"].as_u64().unwrap();
+    assert!(
+        aborted
+            <= j["by_status"]["NRT_EXEC_UNIT_UNRECOVERABLE"]
+                .as_u64()
+                .unwrap_or(0)
+                + j["by_status"]["NRT_EXEC_SW_NQ_OVERFLOW"]
+                    .as_u64()
+                    .unwrap_or(0)
+                + j["by_status"]["NRT_HW_ERROR"].as_u64().unwrap_or(0),
+        "{j}"
+    );
+    let bad = j["bad_items"].as_object().unwrap();
+    assert_eq!(bad.len(), 7, "{j}");
+    assert!(bad.contains_key("unknown_mod_ref"));
+    assert!(bad.values().all(|v| v == 0), "{j}");
+}
