@@ -245,6 +245,7 @@ fn load_and_unload_keep_the_records_and_memory_counters() {
             .unwrap()
     };
     let before = code(1);
+    let stale = b.clone();
     sys.unload_model(b).unwrap();
     assert!(sys.quiesce(T));
     assert_eq!(
@@ -264,6 +265,13 @@ fn load_and_unload_keep_the_records_and_memory_counters() {
         sys.execute(1, &a, &x, T).unwrap().status,
         NrtStatus::SUCCESS
     );
+    // The unloaded one's handle resolves no more: its execution completes
+    // with NRT_INVALID_HANDLE, and a second unload is an error.
+    assert_eq!(
+        sys.execute(1, &stale, &x, T).unwrap().status,
+        NrtStatus::INVALID_HANDLE
+    );
+    assert!(sys.unload_model(stale).is_err());
     sys.shutdown().unwrap();
     let _ = std::fs::remove_file(path);
 }

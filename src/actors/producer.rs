@@ -9,7 +9,8 @@
 //! the same method from its `poll`. `schedule` never blocks and walks the
 //! funnel in the seed's order, always:
 //!
-//! 1. admit (`xu_health`): a degraded XU refuses with 101;
+//! 1. admit (`xu_health`): a degraded XU refuses with 101, one being reset
+//!    with `NRT_QUEUE_FULL` (retry later);
 //! 2. `check_space`: the ring has a free slot, else `NRT_QUEUE_FULL`;
 //! 3. `take_item`: a work item from the pool (the input is written into the
 //!    item's IO area and the 208-byte work item filled);
@@ -32,13 +33,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::actors::mailbox::{Receiver, Sender};
 use crate::actors::wake::Waker;
-use crate::actors::work::{HealthCell, ItemPool, OutputBuf, PubMsg, ResidentModel};
+use crate::actors::work::{
+    HealthCell, HealthViolation, ItemPool, OutputBuf, PubMsg, ResidentModel,
+};
 use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
+use crate::device::memmap::reg;
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
 use crate::fsm::funnel::{self, FunnelEvent};
-use crate::fsm::xu_health::{XuHealth, XuHealthEvent};
+use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::{step_traced, TransitionHook};
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
@@ -80,7 +84,9 @@ pub struct Request<'a> {
 pub struct LaneStats {
     /// Accepted (a seq_id was returned).
     pub accepted: AtomicU64,
-    /// Refused with `NRT_QUEUE_FULL`.
+    /// Refused with `NRT_QUEUE_FULL`, or with `NRT_FAILURE` (a stage or
+    /// submit failure: refused all the same, and counted as failed to
+    /// queue).
     pub refused_full: AtomicU64,
     /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
     pub refused_unrecoverable: AtomicU64,
@@ -293,7 +299,9 @@ impl<H: Hal> Lane<H> {
     /// The funnel (module docs). Never blocks. `Err` is the caller's status:
     /// `NRT_QUEUE_FULL`, `NRT_EXEC_UNIT_UNRECOVERABLE` (101), `NRT_INVALID`
     /// for a bad request (wrong input length, a model not on this core), or
-    /// `NRT_FAILURE` for an internal error after the doorbell. Each step
+    /// `NRT_FAILURE` for an internal error before the slot was published
+    /// (counted as failed to queue; a failed trigger is not one: the slot
+    /// is published later and the caller gets its handle). Each step
     /// consumes the previous one's typed value (`fsm::funnel`); every
     /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
@@ -304,16 +312,15 @@ impl<H: Hal> Lane<H> {
         if req.input.len() != req.model.input_len() || cm.variants.len() < self.pool.len() {
             return Err(NrtStatus::INVALID);
         }
-        // 1. Admit: a degraded XU is unrecoverable (101).
-        if step_traced::<XuHealth, _>(
+        // 1. Admit: a degraded XU is unrecoverable (101); one being reset
+        // is full for now.
+        if let Err(e) = step_traced::<XuHealth, _>(
             self.health.state(),
             XuHealthEvent::Schedule,
             u64::from(core),
             cx,
-        )
-        .is_err()
-        {
-            return self.refuse(NrtStatus::EXEC_UNIT_UNRECOVERABLE);
+        ) {
+            return self.refuse(xu_health::refusal(e.state));
         }
         let call = funnel::Begun::new(u64::from(core));
         // 2. check_space.
@@ -396,10 +403,13 @@ impl<H: Hal> Lane<H> {
                 (seq, call.submit(cx))
             }
             Err(e) => {
+                // The request was staged and doorbelled: the device runs it
+                // and the worker drops its records as stray; the caller's
+                // call failed to queue (counted, like every refusal).
                 cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
                 let idx = call.submit_failed(cx);
                 self.free.push(idx);
-                return Err(NrtStatus::FAILURE);
+                return self.refuse(NrtStatus::FAILURE);
             }
         };
         // 6. trigger: every submitted slot, so one an earlier trigger
@@ -414,14 +424,17 @@ impl<H: Hal> Lane<H> {
             Err(e) => {
                 // Unreachable but for injection (this lane just submitted
                 // and is the ring's only producer). The slot stays
-                // submitted and holds the item: the next trigger (the next
-                // call's, or `flush`) publishes it and the worker returns
-                // the item once it ran. Pushing it here too would hand it
-                // out twice.
+                // submitted and holds the item: it will run (the flush
+                // below, or the next trigger, publishes it) and the worker
+                // returns the item once it ran (pushing it here too would
+                // hand it out twice). So the caller gets its handle and,
+                // at completion, its real result.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 let idx = call.trigger_failed(cx);
                 cx.event("msg", format_args!("item {idx} stays with its slot"));
-                return Err(NrtStatus::FAILURE);
+                self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+                self.flush();
+                return Ok(seq);
             }
         };
         // 7. wake the worker.
@@ -438,6 +451,58 @@ impl<H: Hal> Lane<H> {
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         self.flush();
         Ok(seq)
+    }
+
+    /// The XU's health (shared with its worker).
+    pub fn health(&self) -> &Arc<HealthCell> {
+        &self.health
+    }
+
+    /// Start the full reset of this XU (`xu_health`: `reset`, to STOPPING):
+    /// from now on every schedule is refused (`NRT_QUEUE_FULL`) until the XU
+    /// is HEALTHY again; slots a failed trigger left submitted are published
+    /// (so the worker drains them); the stager starts over (it stages
+    /// nothing until then); the device is asked to stop (`RESET_REQ`, odd)
+    /// and the worker, which drives the rest, is woken. Called with the
+    /// lane's lock held (this is `&mut self`), so no schedule call is
+    /// between its admission and its trigger. Refused (a value) when the
+    /// XU is already being reset.
+    pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
+        let state = self.health.state();
+        if !matches!(state, XuHealthState::Healthy | XuHealthState::Degraded) {
+            return Err(HealthViolation {
+                machine: "xu_health",
+                state,
+                event: XuHealthEvent::Reset,
+            });
+        }
+        if self.ring.untriggered() > 0 && self.trigger_pending().is_err() {
+            cx.event(
+                "msg",
+                format_args!("xu={} reset: trigger refused", self.core),
+            );
+        }
+        self.health.step(XuHealthEvent::Reset, self.core, cx)?;
+        if self.stager.reset().is_err() {
+            cx.event("msg", format_args!("xu={} reset: no stager", self.core));
+        }
+        let regs = self.map.regs[usize::from(self.core)];
+        // Ordering: Release pairs with the device's Acquire load of
+        // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
+        if let Err(e) =
+            self.hal
+                .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
+        {
+            cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+        }
+        self.tap.drain(cx);
+        self.device_wake.wake();
+        self.worker_wake.wake();
+        cx.event(
+            "msg",
+            format_args!("xu={} reset: stop requested", self.core),
+        );
+        Ok(())
     }
 
     /// Publish `scheduled_head` over every submitted, untriggered slot.
@@ -622,11 +687,15 @@ impl Pacing {
 }
 
 /// The workload driver of `xunds run`: a greedy client. It schedules
-/// round-robin over the XUs; on `NRT_QUEUE_FULL` it retries the same
+/// round-robin over the healthy XUs; on `NRT_QUEUE_FULL` it retries the same
 /// execution on the next XU and backs off from the full one until half of
 /// its queue has drained (it arms that completion on its own eventfd through
 /// the ring's explicit-async API and sleeps on it when every live XU is
-/// backing off); on 101 it gives the execution up and stops using that XU.
+/// backing off); on 101 it gives the execution up. It does not call an XU
+/// that is not healthy: it holds the execution (routes it to another XU, or
+/// waits) while an XU is being reset, or degraded with `recover` on (its
+/// worker resets it); only when every XU is degraded for good does it make
+/// the calls, each refused with 101, honestly.
 /// It finishes when every execution is accounted for, every XU is drained
 /// and the publisher has applied every outcome.
 pub struct ProducerActor<H: Hal> {
@@ -637,7 +706,11 @@ pub struct ProducerActor<H: Hal> {
     next: u64,
     rr: usize,
     backoff: Vec<Option<SeqId>>,
-    dead: Vec<bool>,
+    healths: Vec<Arc<HealthCell>>,
+    /// Degraded XUs come back (their workers reset them): hold, not 101.
+    recover: bool,
+    /// The last poll held executions for XUs being reset.
+    holding: bool,
     end_armed: bool,
     efd: EventFd,
     pub_stats: Arc<PubStats>,
@@ -667,6 +740,7 @@ impl<H: Hal> ProducerActor<H> {
         tap: HalTap,
     ) -> std::io::Result<ProducerActor<H>> {
         let queues: Vec<RingQueue> = lanes.iter().map(|l| lock(l).queue().clone()).collect();
+        let healths = lanes.iter().map(|l| Arc::clone(lock(l).health())).collect();
         let n = queues.len();
         Ok(ProducerActor {
             name: "producer".to_string(),
@@ -676,7 +750,9 @@ impl<H: Hal> ProducerActor<H> {
             next: 0,
             rr: 0,
             backoff: vec![None; n],
-            dead: vec![false; n],
+            healths,
+            recover: false,
+            holding: false,
             end_armed: false,
             efd: EventFd::new()?,
             pub_stats,
@@ -692,6 +768,13 @@ impl<H: Hal> ProducerActor<H> {
     /// instead of as fast as the rings take them.
     pub fn paced(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
+        self
+    }
+
+    /// Degraded XUs will be reset by their workers (`xunds run --recover`):
+    /// hold executions for them instead of calling them.
+    pub fn recovering(mut self, recover: bool) -> Self {
+        self.recover = recover;
         self
     }
 
@@ -715,14 +798,37 @@ impl<H: Hal> ProducerActor<H> {
         self.next
     }
 
-    /// The next XU to try: round-robin over live XUs that are not backing
-    /// off; when every XU is dead, any XU (each call is refused with 101).
-    fn pick_core(&self) -> Option<usize> {
+    /// The next XU to try: round-robin over healthy XUs that are not
+    /// backing off. `None` (hold) when there is none but one will be back
+    /// (backing off, being reset, or degraded with `recover`); when every
+    /// XU is degraded for good, any XU (each call is refused with 101).
+    fn pick_core(&mut self) -> Option<usize> {
         let n = self.queues.len();
-        let all_dead = self.dead.iter().all(|&d| d);
-        (0..n)
+        let healths = &self.healths;
+        let backoff = &self.backoff;
+        let found = (0..n)
             .map(|k| (self.rr + k) % n)
-            .find(|&c| all_dead || (!self.dead[c] && self.backoff[c].is_none()))
+            .find(|&c| backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy);
+        self.holding = false;
+        if found.is_some() {
+            return found;
+        }
+        let (mut live, mut resetting) = (false, false);
+        for h in healths {
+            match h.state() {
+                XuHealthState::Healthy => live = true,
+                XuHealthState::Degraded => resetting |= self.recover,
+                _ => resetting = true,
+            }
+        }
+        // Backing off from every healthy XU: sleep on the armed completion
+        // (unless an XU is being reset: no fd says when it is back).
+        self.holding = resetting;
+        if live || resetting {
+            None
+        } else {
+            Some(self.rr % n)
+        }
     }
 
     /// Arm a completion half a queue ahead on `c` and back off from it.
@@ -856,7 +962,6 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 }
                 Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => {
                     self.stats.refused_unrecoverable += 1;
-                    self.dead[c] = true;
                     self.advance();
                 }
                 Err(_) => {
@@ -886,6 +991,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             Idle::Yield
         } else if self.pacing.is_some() {
             // Waiting for the next arrival: no fd will say it is due.
+            Idle::Yield
+        } else if self.holding {
+            // Waiting for an XU to come back from a reset: no fd says when.
             Idle::Yield
         } else {
             Idle::Fd(self.fd())

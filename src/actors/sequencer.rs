@@ -27,6 +27,8 @@ pub struct DeviceStats {
     pub records: u64,
     /// Faults reported (DMA faults, NQ overflows, sequencer errors).
     pub faults: u64,
+    /// Reset requests carried out (stops and NQ re-initialisations).
+    pub resets: u64,
     /// HAL errors of the device's own regions (a bug; should stay 0).
     pub errors: u64,
     /// Doorbell eventfd writes that woke the proxy (`Waker::signals`):
@@ -44,6 +46,7 @@ impl DeviceStats {
         self.executed += o.executed;
         self.records += o.records;
         self.faults += o.faults;
+        self.resets += o.resets;
         self.errors += o.errors;
         self.doorbell_signals += o.doorbell_signals;
         self.fsm_violations += o.fsm_violations;
@@ -157,6 +160,7 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
                 self.stats.executed += u64::from(p.executed);
                 self.stats.records += u64::from(p.records);
                 self.stats.faults += u64::from(p.faults);
+                self.stats.resets += u64::from(p.resets);
                 if p.executed > 0 || p.faults > 0 {
                     cx.event(
                         "msg",

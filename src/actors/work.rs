@@ -267,6 +267,18 @@ impl BadItem {
         }
     }
 
+    /// Stable names, by [`index`](Self::index) (`xunds run --json`'s
+    /// `bad_items`).
+    pub const NAMES: [&'static str; Self::KINDS] = [
+        "out_of_region",
+        "off_stride",
+        "zeroed",
+        "unknown_type",
+        "unknown_mod_ref",
+        "other_core",
+        "unparsable",
+    ];
+
     /// Counter index (0..KINDS).
     pub const fn index(self) -> usize {
         match self {
@@ -578,7 +590,10 @@ impl ItemPool {
 }
 
 /// The models loaded on the device, by handle: what a work item's
-/// `mod_ref` names. A model stays (its device memory does too) once loaded.
+/// `mod_ref` names. An unloaded model is removed, so a `mod_ref` naming it
+/// no longer resolves (its execution completes with `NRT_INVALID_HANDLE`);
+/// its device memory stays (the heap does not reuse it), so an execution
+/// that resolved it before the unload finishes normally.
 #[derive(Debug, Default)]
 pub struct Models(RwLock<Vec<Arc<ResidentModel>>>);
 
@@ -586,6 +601,14 @@ impl Models {
     /// Register a model.
     pub fn insert(&self, m: Arc<ResidentModel>) {
         self.0.write().unwrap_or_else(|p| p.into_inner()).push(m);
+    }
+
+    /// Drop the model with this handle (unload). `true` when it was there.
+    pub fn remove(&self, handle: u32) -> bool {
+        let mut v = self.0.write().unwrap_or_else(|p| p.into_inner());
+        let before = v.len();
+        v.retain(|m| m.handle != handle);
+        v.len() != before
     }
 
     /// The model a `mod_ref` names.
@@ -599,16 +622,18 @@ impl Models {
     }
 }
 
-/// The health of one XU, shared by its producer lane (reads) and worker
-/// (degrades, recovers), stepped through [`XuHealth`]. On its own cache line
-/// (read on every schedule; a hot neighbour would make each read a miss).
+/// The health of one XU, shared by its producer lane (reads; starts a
+/// reset), its worker (degrades, drives the reset) and the API, stepped
+/// through [`XuHealth`]. On its own cache line (read on every schedule; a
+/// hot neighbour would make each read a miss).
 ///
 /// A degraded XU also remembers whether its queues are known intact: a
 /// fault the device reported in an error record (the record arrived, every
 /// queue is in step) can be recovered once the XU has drained
-/// ([`HealthCell::recover`]); a lost record, a lost doorbell, a DMA abort
-/// or an NQ overflow leaves the device queues out of step, and the XU stays
-/// degraded (re-initialising those queues is not implemented).
+/// ([`HealthCell::recover`]); any fault (a lost record, a lost doorbell, a
+/// DMA abort, an NQ overflow too) is cleared by the full reset, which
+/// re-initialises the device queues (`Lane::begin_reset`, then the worker's
+/// reset steps, [`HealthCell::step`]).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct HealthCell(AtomicU8);
@@ -616,21 +641,51 @@ pub struct HealthCell(AtomicU8);
 const HEALTHY: u8 = 0;
 /// Degraded with every queue in step: recoverable.
 const DEGRADED_INTACT: u8 = 1;
-/// Degraded with queues possibly out of step: not recoverable.
+/// Degraded with queues possibly out of step: only a reset brings it back.
 const DEGRADED_LOST: u8 = 2;
+const STOPPING: u8 = 3;
+const DRAINING: u8 = 4;
+const RESETTING: u8 = 5;
 
-/// Why `HealthCell::recover` refused.
+const fn code_of(s: XuHealthState) -> u8 {
+    match s {
+        XuHealthState::Healthy => HEALTHY,
+        XuHealthState::Degraded => DEGRADED_LOST,
+        XuHealthState::Stopping => STOPPING,
+        XuHealthState::Draining => DRAINING,
+        XuHealthState::Resetting => RESETTING,
+    }
+}
+
+const fn state_of(code: u8) -> XuHealthState {
+    match code {
+        HEALTHY => XuHealthState::Healthy,
+        DEGRADED_INTACT | DEGRADED_LOST => XuHealthState::Degraded,
+        STOPPING => XuHealthState::Stopping,
+        DRAINING => XuHealthState::Draining,
+        _ => XuHealthState::Resetting,
+    }
+}
+
+/// An event the XU's health did not accept.
+pub type HealthViolation = crate::fsm::InvalidEvent<XuHealthState, XuHealthEvent>;
+
+/// Why `HealthCell::recover` (or a reset) refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecoverError {
     /// The XU is healthy.
     NotDegraded,
     /// A record, doorbell or descriptor was lost or corrupted: the device
-    /// queues are out of step and would need re-initialising.
+    /// queues are out of step and need the full reset (`System::reset`).
     QueuesLost,
     /// Executions are still in flight on the XU: wait for them first.
     InFlight(u64),
     /// No such XU.
     NoSuchXu,
+    /// A reset is already running on the XU.
+    Resetting,
+    /// The reset did not finish in time (it goes on).
+    TimedOut,
 }
 
 impl core::fmt::Display for RecoverError {
@@ -638,10 +693,12 @@ impl core::fmt::Display for RecoverError {
         f.write_str(match self {
             RecoverError::NotDegraded => "the XU is not degraded",
             RecoverError::QueuesLost => {
-                "the XU lost a record, doorbell or descriptor: its device queues are out of step"
+                "the XU lost a record, doorbell or descriptor: its device queues are out of step (reset it)"
             }
             RecoverError::InFlight(_) => "executions are still in flight on the XU",
             RecoverError::NoSuchXu => "no such XU",
+            RecoverError::Resetting => "a reset is already running on the XU",
+            RecoverError::TimedOut => "the reset did not finish in time",
         })
     }
 }
@@ -655,25 +712,25 @@ impl HealthCell {
     /// The current state.
     #[inline]
     pub fn state(&self) -> XuHealthState {
-        // Ordering: Acquire pairs with the Release stores in `degrade` and
+        // Ordering: Acquire pairs with the Release stores in `step_as` and
         // `recover`: a schedule that sees DEGRADED also sees why, one that
-        // sees HEALTHY again sees the recovery's drained queues.
-        match self.0.load(Ordering::Acquire) {
-            HEALTHY => XuHealthState::Healthy,
-            _ => XuHealthState::Degraded,
-        }
+        // sees HEALTHY again sees the reset's (or recovery's) queues.
+        state_of(self.0.load(Ordering::Acquire))
     }
 
     /// Step `event` (`Timeout` or `FatalError`), tracing it as
-    /// `xu_health#<core>`, with the queues possibly out of step (not
-    /// recoverable). Returns `true` when the XU just became degraded.
+    /// `xu_health#<core>`, with the queues possibly out of step (only a
+    /// reset brings the XU back). `Ok(true)` when the XU just became
+    /// degraded; an event the state does not accept (a fault while
+    /// `RESETTING`) is the error, for the caller to count.
     pub fn degrade<H: TransitionHook + ?Sized>(
         &self,
         event: XuHealthEvent,
         core: u8,
         hook: &mut H,
-    ) -> bool {
-        self.degrade_as(event, DEGRADED_LOST, core, hook)
+    ) -> Result<bool, HealthViolation> {
+        self.step_as(event, DEGRADED_LOST, core, hook)
+            .map(|(from, to)| from == XuHealthState::Healthy && to == XuHealthState::Degraded)
     }
 
     /// [`HealthCell::degrade`] for a fault the device reported in an error
@@ -683,25 +740,56 @@ impl HealthCell {
         event: XuHealthEvent,
         core: u8,
         hook: &mut H,
-    ) -> bool {
-        self.degrade_as(event, DEGRADED_INTACT, core, hook)
+    ) -> Result<bool, HealthViolation> {
+        self.step_as(event, DEGRADED_INTACT, core, hook)
+            .map(|(from, to)| from == XuHealthState::Healthy && to == XuHealthState::Degraded)
     }
 
-    fn degrade_as<H: TransitionHook + ?Sized>(
+    /// Step one of the reset's events (`Reset`, `DeviceStopped`, `Drained`,
+    /// `DeviceReset`), traced. Returns the new state. Only the lane (under
+    /// its lock, `Reset`) and the XU's worker (the others) step these.
+    pub fn step<H: TransitionHook + ?Sized>(
+        &self,
+        event: XuHealthEvent,
+        core: u8,
+        hook: &mut H,
+    ) -> Result<XuHealthState, HealthViolation> {
+        self.step_as(event, DEGRADED_LOST, core, hook)
+            .map(|(_, to)| to)
+    }
+
+    /// Step `event` and store the new state (`how` says which DEGRADED:
+    /// the max keeps "queues lost" once it is known).
+    fn step_as<H: TransitionHook + ?Sized>(
         &self,
         event: XuHealthEvent,
         how: u8,
         core: u8,
         hook: &mut H,
-    ) -> bool {
-        let from = self.state();
-        let to = step_traced::<XuHealth, H>(from, event, u64::from(core), hook).unwrap_or(from);
-        if to == XuHealthState::Degraded {
-            // Ordering: Release pairs with the Acquire load in `state`. The
-            // max keeps "queues lost" once it is known.
-            self.0.fetch_max(how, Ordering::Release);
+    ) -> Result<(XuHealthState, XuHealthState), HealthViolation> {
+        // Ordering: Acquire, as in `state`.
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            let from = state_of(cur);
+            let to = crate::fsm::step::<XuHealth>(from, event)?;
+            let next = match to {
+                XuHealthState::Degraded if from == XuHealthState::Degraded => cur.max(how),
+                XuHealthState::Degraded => how,
+                s => code_of(s),
+            };
+            // Ordering: Release pairs with the Acquire load in `state`;
+            // Acquire on failure re-reads the state another thread stored.
+            match self
+                .0
+                .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    let _ = step_traced::<XuHealth, H>(from, event, u64::from(core), hook);
+                    return Ok((from, to));
+                }
+                Err(now) => cur = now,
+            }
         }
-        from == XuHealthState::Healthy && to == XuHealthState::Degraded
     }
 
     /// `true` when the XU is degraded and recoverable.
@@ -712,15 +800,14 @@ impl HealthCell {
 
     /// Bring a degraded XU back (`recover`, traced as `xu_health#<core>`):
     /// only when its queues are known intact. The caller must have drained
-    /// the XU first (nothing in flight on its ring or device), as the
-    /// runtime's reset does.
+    /// the XU first (nothing in flight on its ring or device).
     pub fn recover<H: TransitionHook + ?Sized>(
         &self,
         core: u8,
         hook: &mut H,
     ) -> Result<(), RecoverError> {
         // Ordering: Acquire on success pairs with the Release in
-        // `degrade_as`; Release publishes the recovery to `state`.
+        // `step_as`; Release publishes the recovery to `state`.
         match self.0.compare_exchange(
             DEGRADED_INTACT,
             HEALTHY,
@@ -737,7 +824,8 @@ impl HealthCell {
                 Ok(())
             }
             Err(HEALTHY) => Err(RecoverError::NotDegraded),
-            Err(_) => Err(RecoverError::QueuesLost),
+            Err(DEGRADED_LOST) => Err(RecoverError::QueuesLost),
+            Err(_) => Err(RecoverError::Resetting),
         }
     }
 }
@@ -902,8 +990,8 @@ mod tests {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.state(), XuHealthState::Healthy);
-        assert!(h.degrade(XuHealthEvent::Timeout, 2, &mut log));
-        assert!(!h.degrade(XuHealthEvent::FatalError, 2, &mut log));
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, 2, &mut log), Ok(true));
+        assert_eq!(h.degrade(XuHealthEvent::FatalError, 2, &mut log), Ok(false));
         assert_eq!(h.state(), XuHealthState::Degraded);
         assert_eq!(log.len(), 2);
         assert_eq!(log[0].machine, "xu_health");
@@ -919,15 +1007,49 @@ mod tests {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::NotDegraded));
-        assert!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log));
+        assert_eq!(
+            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            Ok(true)
+        );
         assert!(h.recoverable());
         assert_eq!(h.recover(1, &mut log), Ok(()));
         assert_eq!(h.state(), XuHealthState::Healthy);
         assert_eq!(log.last().unwrap().to, "HEALTHY");
         // A lost queue entry after an intact fault: no recovery.
-        assert!(h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log));
-        assert!(!h.degrade(XuHealthEvent::Timeout, 1, &mut log));
+        assert_eq!(
+            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            Ok(true)
+        );
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, 1, &mut log), Ok(false));
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::QueuesLost));
+    }
+
+    /// The reset's steps through the cell; a fault while RESETTING (nothing
+    /// is in flight then) is refused as a value and changes nothing.
+    #[test]
+    fn health_reset_steps_and_refuses_what_its_state_does_not_accept() {
+        let h = HealthCell::new();
+        let mut log: Vec<crate::fsm::Transition> = Vec::new();
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, 3, &mut log), Ok(true));
+        for (e, to) in [
+            (XuHealthEvent::Reset, XuHealthState::Stopping),
+            (XuHealthEvent::FatalError, XuHealthState::Stopping),
+            (XuHealthEvent::DeviceStopped, XuHealthState::Draining),
+            (XuHealthEvent::Drained, XuHealthState::Resetting),
+        ] {
+            assert_eq!(h.step(e, 3, &mut log), Ok(to));
+            assert_eq!(h.state(), to);
+        }
+        let err = h.degrade(XuHealthEvent::Timeout, 3, &mut log).unwrap_err();
+        assert_eq!(err.state, XuHealthState::Resetting);
+        assert_eq!(h.recover(3, &mut log), Err(RecoverError::Resetting));
+        assert_eq!(h.state(), XuHealthState::Resetting);
+        assert_eq!(
+            h.step(XuHealthEvent::DeviceReset, 3, &mut log),
+            Ok(XuHealthState::Healthy)
+        );
+        assert_eq!(log.len(), 6, "a refused event is not traced");
+        assert_eq!(log.last().unwrap().to, "HEALTHY");
     }
 
     #[test]

@@ -24,6 +24,19 @@
 //! | no records by the deadline | `TIMEOUT` (5) | yes |
 //! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) for the next execution that times out (the one that lost its record) | yes, when seen |
 //! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) for the next execution that times out (the one whose record it was) | yes, when seen |
+//! | aborted by the XU reset (the stopped device wrote no record for it) | `EXEC_UNIT_UNRECOVERABLE` (101), or the kept overflow/corrupt note's status | no |
+//!
+//! The XU reset (`fsm::xu_health`): once the lane started it
+//! (`Lane::begin_reset`; with `recover` the worker starts it itself as soon
+//! as its XU is degraded, by any fault), the worker drives it from `poll`:
+//! STOPPING, it keeps completing executions until the device acknowledges
+//! the stop (`RESET_ACK`); DRAINING, every execution still in flight
+//! completes, with its records if the device wrote them, else aborted now
+//! (nothing more will come); drained, it asks the device to re-initialise
+//! its NQ rings (RESETTING) and, on the acknowledgement, starts its
+//! harvester over and steps the XU back to HEALTHY. Each execution
+//! completes exactly once; the ring's seq_ids go on (a handle stays
+//! answerable across a reset).
 //!
 //! An overflow or a corrupt record may show up while the worker still
 //! harvests an earlier, healthy execution (the device runs ahead), so the
@@ -35,7 +48,7 @@
 //! poll, and the worker starts no new execution while it keeps one (R2).
 
 use std::os::fd::RawFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::actors::mailbox::Sender;
 use crate::actors::stats::{LatencyHist, StatusCounts};
@@ -46,11 +59,11 @@ use crate::actors::work::{
 };
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::irq;
-use crate::device::memmap::MemMap;
+use crate::device::memmap::{reg, MemMap};
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
-use crate::fsm::xu_health::XuHealthEvent;
+use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
 use crate::fsm::{step_traced, TransitionHook};
 use crate::hal::{Hal, Ordering};
 use crate::wire::nds::counters::NcCounter;
@@ -59,7 +72,7 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{InferResp, Timespec};
 
-use super::producer::RingWorker;
+use super::producer::{Lane, RingWorker};
 
 /// Everything a worker is built from.
 pub struct WorkerParts<H: Hal> {
@@ -87,9 +100,11 @@ pub struct WorkerParts<H: Hal> {
     pub has_work: Arc<Waker>,
     /// The XU's health.
     pub health: Arc<HealthCell>,
-    /// Recover the XU ([`HealthCell::recover`]) once it has drained, when
-    /// it degraded with its queues intact (`xunds run --recover`).
+    /// Reset the XU as soon as it is degraded, whatever the fault
+    /// (`xunds run --recover`; module docs).
     pub recover: bool,
+    /// The device proxy's doorbell waker (woken for each reset request).
+    pub device_wake: Arc<Waker>,
     /// Execution timeout (from submission).
     pub timeout: Nanos,
     /// Expected outputs by `WorkItem::expect`.
@@ -131,8 +146,11 @@ pub struct WorkerStats {
     pub dma_aborts: u64,
     /// Completions that reported an NQ overflow (EXT `ERR_SW_NQ_OVERFLOW`).
     pub nq_overflows: u64,
-    /// Times this worker brought its degraded XU back (`recover`).
+    /// Times this worker brought its XU back to HEALTHY (each full reset).
     pub recoveries: u64,
+    /// Executions aborted by a reset (the device was stopped before it
+    /// wrote their records).
+    pub aborted: u64,
     /// Sum of the reported MAC deltas.
     pub macs: u64,
     /// Sum of the reported device latencies (ns).
@@ -153,6 +171,7 @@ enum Outcome {
     Done(ExecCompletion),
     TimedOut,
     Failed(NrtStatus),
+    Aborted,
 }
 
 #[derive(Clone, Debug)]
@@ -186,8 +205,15 @@ pub struct WorkerActor<H: Hal> {
     pub_wake: Arc<Waker>,
     has_work: Arc<Waker>,
     health: Arc<HealthCell>,
-    /// Bring the XU back when it degraded with its queues intact.
+    /// Reset the XU as soon as it is degraded.
     recover: bool,
+    device_wake: Arc<Waker>,
+    /// The lanes (this XU's starts a reset; [`WorkerActor::attach_lanes`]).
+    lanes: Option<Arc<[Mutex<Lane<H>>]>>,
+    /// The device stopped for a reset: what it has not completed never
+    /// will (DRAINING; this worker's own copy of the state, set and cleared
+    /// by its own steps, so harvesting reads no shared word).
+    draining: bool,
     timeout: Nanos,
     expected: Arc<Expectations>,
     tap: HalTap,
@@ -263,6 +289,9 @@ impl<H: Hal> WorkerActor<H> {
             has_work: p.has_work,
             health: p.health,
             recover: p.recover,
+            device_wake: p.device_wake,
+            lanes: None,
+            draining: false,
             timeout: p.timeout,
             expected: p.expected,
             tap: p.tap,
@@ -487,6 +516,10 @@ impl<H: Hal> WorkerActor<H> {
         let cur_id = self.cur.as_ref().map(|c| c.exec_id)?;
         loop {
             match self.harvester.poll(now) {
+                Ok(None) if self.draining => {
+                    self.harvester.abandon();
+                    return Some(Outcome::Aborted);
+                }
                 Ok(None) => return None,
                 Ok(Some(Ok(c))) if c.exec_id == cur_id => return Some(Outcome::Done(c)),
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) if exec_id == cur_id => {
@@ -509,8 +542,7 @@ impl<H: Hal> WorkerActor<H> {
                     let status = e.suggested_status();
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
                     self.note.get_or_insert((status, ext));
-                    self.health
-                        .degrade(XuHealthEvent::FatalError, self.core, cx);
+                    self.degrade(XuHealthEvent::FatalError, false, cx);
                 }
                 Err(e) => {
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
@@ -539,8 +571,17 @@ impl<H: Hal> WorkerActor<H> {
             }
             Outcome::TimedOut => (NrtStatus::TIMEOUT, None, None, WorkerEvent::TimedOut),
             Outcome::Failed(s) => (s, None, None, WorkerEvent::TimedOut),
+            Outcome::Aborted => (
+                NrtStatus::EXEC_UNIT_UNRECOVERABLE,
+                None,
+                None,
+                WorkerEvent::Aborted,
+            ),
         };
-        if matches!(outcome, Outcome::TimedOut) {
+        if matches!(outcome, Outcome::Aborted) {
+            self.stats.aborted += 1;
+        }
+        if matches!(outcome, Outcome::TimedOut | Outcome::Aborted) {
             if let Some((s, e)) = self.note.take() {
                 status = s;
                 ext = e.or(ext);
@@ -566,11 +607,7 @@ impl<H: Hal> WorkerActor<H> {
                     c.status,
                     ExecStatus::Error { source, .. } if source != Source::Dma
                 ));
-            if intact {
-                self.health.degrade_intact(ev, self.core, cx);
-            } else {
-                self.health.degrade(ev, self.core, cx);
-            }
+            self.degrade(ev, intact, cx);
         }
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
@@ -788,22 +825,164 @@ impl<H: Hal> WorkerActor<H> {
 }
 
 impl<H: Hal> WorkerActor<H> {
-    /// The reset: a degraded XU whose queues are intact comes back once it
-    /// has drained (no execution current, none on its ring or device).
-    fn try_recover(&mut self, cx: &mut Cx<'_>) -> bool {
-        if !self.health.recoverable()
-            || self.cur.is_some()
-            || self.kept.is_some()
-            || self.ring.queue().in_flight() != 0
-            || self.harvester.in_flight() != 0
-        {
-            return false;
+    /// Give the worker the lanes (built alongside it): with `recover` it
+    /// starts its XU's reset through its lane.
+    pub fn attach_lanes(&mut self, lanes: Arc<[Mutex<Lane<H>>]>) {
+        self.lanes = Some(lanes);
+    }
+
+    /// Degrade the XU (`intact`: the fault left every queue in step). An
+    /// event its state does not accept is counted and traced. With
+    /// `recover`, under the lane's lock, the reset starts in the same
+    /// critical section: no schedule call ever sees the XU DEGRADED (it
+    /// would be refused with 101 and its execution given up).
+    fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
+        let lanes = if self.recover {
+            self.lanes.clone()
+        } else {
+            None
+        };
+        let mut lane = lanes
+            .as_ref()
+            .and_then(|l| l.get(usize::from(self.core)))
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+        let r = if intact {
+            self.health.degrade_intact(ev, self.core, cx)
+        } else {
+            self.health.degrade(ev, self.core, cx)
+        };
+        let r = match (r, lane.as_mut()) {
+            (Ok(_), Some(l)) if self.health.state() == XuHealthState::Degraded => {
+                l.begin_reset(cx).map(drop)
+            }
+            (r, _) => r.map(drop),
+        };
+        drop(lane);
+        if let Err(e) = r {
+            self.health_violation(e, cx);
         }
-        if self.health.recover(self.core, cx).is_ok() {
-            self.stats.recoveries += 1;
-            return true;
+    }
+
+    fn health_violation(&mut self, e: crate::actors::work::HealthViolation, cx: &mut Cx<'_>) {
+        self.stats.fsm_violations += 1;
+        cx.event("fsm_violation", format_args!("{e}"));
+    }
+
+    /// Feed the XU's health an event through the worker's own path (tests
+    /// of the violation path: a refused event is counted and changes
+    /// nothing).
+    #[doc(hidden)]
+    pub fn inject_health_event(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) {
+        match e {
+            XuHealthEvent::Timeout | XuHealthEvent::FatalError => self.degrade(e, false, cx),
+            _ => {
+                self.reset_step(e, cx);
+            }
         }
-        false
+    }
+
+    /// One reset step (`xu_health`), traced; a refused one is counted.
+    fn reset_step(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) -> bool {
+        match self.health.step(e, self.core, cx) {
+            Ok(_) => true,
+            Err(err) => {
+                self.health_violation(err, cx);
+                false
+            }
+        }
+    }
+
+    /// (`RESET_REQ`, `RESET_ACK`) of this core.
+    fn reset_regs(&self) -> Option<(u32, u32)> {
+        let regs = self.map.regs[usize::from(self.core)];
+        let req = self
+            .hal
+            .load_u32(regs, reg::RESET_REQ, Ordering::Relaxed)
+            .ok()?;
+        // Ordering: Acquire pairs with the device's Release store of
+        // RESET_ACK in `Sequencer::reset`: after a stop every record the
+        // device wrote is readable; after a re-initialisation the NQ rings
+        // are zeroed.
+        let ack = self
+            .hal
+            .load_u32(regs, reg::RESET_ACK, Ordering::Acquire)
+            .ok()?;
+        Some((req, ack))
+    }
+
+    /// Nothing of this XU is in flight: no current execution, nothing on
+    /// its ring, nothing expected from the device.
+    fn drained(&self) -> bool {
+        self.cur.is_none()
+            && matches!(self.state, WorkerState::Idle | WorkerState::Sleeping)
+            && self.ring.queue().in_flight() == 0
+            && self.harvester.in_flight() == 0
+    }
+
+    /// Drive the XU's reset (module docs). `true` when a step was taken.
+    fn drive_reset(&mut self, cx: &mut Cx<'_>) -> bool {
+        match self.health.state() {
+            XuHealthState::Healthy => false,
+            XuHealthState::Degraded => {
+                if !self.recover {
+                    return false;
+                }
+                let Some(lanes) = self.lanes.clone() else {
+                    return false;
+                };
+                let Some(lane) = lanes.get(usize::from(self.core)) else {
+                    return false;
+                };
+                let r = lane
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .begin_reset(cx);
+                match r {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.health_violation(e, cx);
+                        false
+                    }
+                }
+            }
+            XuHealthState::Stopping => match self.reset_regs() {
+                Some((req, ack)) if req == ack && req % 2 == 1 => {
+                    self.draining = true;
+                    self.reset_step(XuHealthEvent::DeviceStopped, cx)
+                }
+                _ => false,
+            },
+            XuHealthState::Draining => {
+                if !self.drained() {
+                    return false;
+                }
+                let regs = self.map.regs[usize::from(self.core)];
+                // Ordering: Release pairs with the device's Acquire load of
+                // RESET_REQ: the worker reads the NQ rings no more.
+                if let Err(e) = self
+                    .hal
+                    .fetch_add_u32(regs, reg::RESET_REQ, 1, Ordering::Release)
+                {
+                    cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+                    return false;
+                }
+                self.device_wake.wake();
+                self.reset_step(XuHealthEvent::Drained, cx)
+            }
+            XuHealthState::Resetting => match self.reset_regs() {
+                Some((req, ack)) if req == ack && req % 2 == 0 => {
+                    self.harvester.reset();
+                    self.note = None;
+                    self.draining = false;
+                    if self.reset_step(XuHealthEvent::DeviceReset, cx) {
+                        self.stats.recoveries += 1;
+                        cx.event("msg", format_args!("xu={} reset done", self.core));
+                    }
+                    true
+                }
+                _ => false,
+            },
+        }
     }
 }
 
@@ -814,10 +993,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.has_work.awake();
-        let mut made = false;
-        if self.recover {
-            made |= self.try_recover(cx);
-        }
+        let mut made = self.drive_reset(cx);
         if self.kept.is_some() {
             made |= self.flush_kept();
         }
@@ -874,6 +1050,15 @@ impl<H: Hal> Actor for WorkerActor<H> {
     fn idle(&self) -> Idle {
         match self.state {
             _ if self.kept.is_some() || self.kept_return.is_some() => Idle::Yield,
+            // Waiting for the device to acknowledge a reset step: no fd
+            // says when (the NQ interrupt does, if armed).
+            _ if matches!(
+                self.health.state(),
+                XuHealthState::Stopping | XuHealthState::Draining | XuHealthState::Resetting
+            ) && !self.nq_armed =>
+            {
+                Idle::Yield
+            }
             // An execution is on the device: its records come within one
             // execution time, so yield a while before sleeping on the NQ
             // interrupt (a sleep and wake-up per execution would cost more

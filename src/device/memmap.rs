@@ -118,6 +118,14 @@ pub mod reg {
     /// `NQ_HEAD + 4 * e` (worker writes with release; the device reads
     /// before writing, to detect overflow).
     pub const NQ_HEAD: usize = 0x40;
+    /// The XU reset's request counter (ours): the host adds 1 (release) to
+    /// ask the device to stop (odd values: discard every queued descriptor
+    /// pair and start the descriptor rings and request numbering over) or
+    /// to re-initialise its NQ rings (even values); see
+    /// `Sequencer::poll_one` and `actors::worker`.
+    pub const RESET_REQ: usize = 0x58;
+    /// The last reset request the device carried out (device, release).
+    pub const RESET_ACK: usize = 0x5C;
 
     /// The name of the register at `off`, for traces.
     pub const fn name(off: usize) -> Option<&'static str> {
@@ -140,12 +148,16 @@ pub mod reg {
             0x48 => "NQ_HEAD[POOL]",
             0x4C => "NQ_HEAD[DVE]",
             0x50 => "NQ_HEAD[SP]",
+            RESET_REQ => "RESET_REQ",
+            RESET_ACK => "RESET_ACK",
             _ => return None,
         })
     }
 }
 
 const _: () = assert!(reg::NQ_HEAD + 4 * nq::ENGINES as usize <= REGS_SIZE);
+const _: () = assert!(reg::NQ_HEAD + 4 * nq::ENGINES as usize <= reg::RESET_REQ);
+const _: () = assert!(reg::RESET_ACK + 4 <= REGS_SIZE);
 const _: () = assert!(reg::CYCLE % 8 == 0 && reg::MAC_COUNT % 8 == 0);
 
 /// Register and DRAM-area names for [`crate::hal::tracer`] rendering.

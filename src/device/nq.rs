@@ -430,6 +430,27 @@ impl<H: Hal> Harvester<H> {
         }
     }
 
+    /// Start over after the device re-initialised the core's NQ rings (the
+    /// XU reset): readers at slot 0, phase 1; nothing expected, nothing
+    /// early; overflow count 0 (the device zeroed `NQ_OVERFLOWS`). Stray
+    /// counts are kept (they are totals).
+    pub fn reset(&mut self) {
+        for r in &mut self.readers {
+            let l = r.lap;
+            r.lap = Lap::at(l.ring, l.regs, l.engine, l.len);
+        }
+        self.pending.clear();
+        self.early.clear();
+        self.last_expected = 0;
+        self.overflows_seen = 0;
+    }
+
+    /// Give up the oldest expected execution (the XU reset: the stopped
+    /// device will write no more records for it). Its `exec_id`, if any.
+    pub fn abandon(&mut self) -> Option<u32> {
+        self.pending.pop_front().map(|p| p.exec_id)
+    }
+
     /// Executions expected and not yet returned.
     pub fn in_flight(&self) -> usize {
         self.pending.len()

@@ -18,6 +18,12 @@
 //!    `SEQ_HEAD`, the MAC and cycle registers, and raises the core's NQ
 //!    interrupt if the worker armed it ([`super::irq`]).
 //!
+//! Before any of that, a core answers a reset request (`RESET_REQ` ahead of
+//! `RESET_ACK`, see [`Sequencer::poll_one`]): an odd request stops it (every
+//! queued descriptor pair is discarded, the descriptor rings and the
+//! request numbering start over), an even one re-initialises its NQ rings;
+//! either is acknowledged by storing the request in `RESET_ACK`.
+//!
 //! Device time is virtual cycles, advanced only by the work done (copies,
 //! dispatch, model switches, the engines' own cycle counts), so a run is
 //! reproducible. The `now` passed to `poll` is host time and only bounds how
@@ -227,12 +233,14 @@ pub struct Progress {
     pub records: u32,
     /// New faults reported (DMA faults, NQ overflows, sequencer errors).
     pub faults: u32,
+    /// Reset requests carried out (stops and NQ re-initialisations).
+    pub resets: u32,
 }
 
 impl Progress {
     /// Whether anything happened (the actor may sleep when not).
     pub fn made_progress(&self) -> bool {
-        self.copies + self.executed + self.records + self.faults > 0
+        self.copies + self.executed + self.records + self.faults + self.resets > 0
     }
 
     fn add(&mut self, o: Progress) {
@@ -240,6 +248,7 @@ impl Progress {
         self.executed += o.executed;
         self.records += o.records;
         self.faults += o.faults;
+        self.resets += o.resets;
     }
 }
 
@@ -272,6 +281,8 @@ struct Core {
     switches: u32,
     fault_reported: bool,
     overflows: Vec<Overflow>,
+    /// The last reset request carried out (`RESET_ACK`).
+    reset_ack: u32,
 }
 
 /// The device: every core's DMA engine and sequencer.
@@ -307,6 +318,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                     switches: 0,
                     fault_reported: false,
                     overflows: Vec::new(),
+                    reset_ack: 0,
                 })
             })
             .collect();
@@ -379,6 +391,17 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     fn poll_core(&mut self, c: usize, now: u64) -> Result<Progress, HalError> {
         let mut p = Progress::default();
+        // Ordering: Acquire pairs with the host's Release fetch_add of
+        // RESET_REQ (`Lane::begin_reset`, the worker's reset steps): the
+        // host stopped using the queues the request names.
+        let req = self
+            .hal
+            .load_u32(self.map.regs[c], reg::RESET_REQ, Ordering::Acquire)?;
+        if req != self.cores[c].reset_ack {
+            self.reset(c, req)?;
+            p.resets += 1;
+            return Ok(p);
+        }
         for _ in 0..PAIRS_PER_POLL {
             let step = self.cores[c].dma.step(&*self.hal, &self.map, now);
             match step {
@@ -403,6 +426,67 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             }
         }
         Ok(p)
+    }
+
+    /// Carry out reset request `req` on core `c` (module docs) and
+    /// acknowledge it. The host uses none of the queues it touches until the
+    /// acknowledgement: the lane stages nothing while the XU resets, and the
+    /// worker reads the NQ rings only once the stop is acknowledged and
+    /// starts over only after the re-initialisation is.
+    fn reset(&mut self, c: usize, req: u32) -> Result<(), HalError> {
+        let hal = Arc::clone(&self.hal);
+        let map = Arc::clone(&self.map);
+        let regs = map.regs[c];
+        let core = c as u8;
+        let zero = |r, len: u32| hal.copy_in(r, 0, &vec![0u8; len as usize * crate::hal::RECORD]);
+        if req % 2 == 1 {
+            // Stop: what is queued is discarded (its executions are aborted
+            // by the worker); descriptor rings and request numbering restart.
+            let (m2s, s2m) = map.desc_rings_of(core).map_err(|_| HalError::BadHandle)?;
+            zero(m2s, map.config.ring_len)?;
+            zero(s2m, map.config.ring_len)?;
+            for r in [
+                reg::M2S_TAIL_INC,
+                reg::S2M_TAIL_INC,
+                reg::M2S_HEAD,
+                reg::S2M_HEAD,
+                reg::SEQ_TAIL_INC,
+                reg::SEQ_EVENT,
+                reg::DMA_FAULT,
+            ] {
+                hal.store_u32(regs, r, 0, Ordering::Relaxed)?;
+            }
+            // Ordering: Release pairs with `Stager::in_flight`'s Acquire
+            // load: every request buffer is free again.
+            hal.store_u32(regs, reg::SEQ_HEAD, 0, Ordering::Release)?;
+            let k = &mut self.cores[c];
+            k.dma = DmaEngine::new(&map, core).map_err(|_| HalError::BadHandle)?;
+            k.executed = 0;
+            k.fault_reported = false;
+        } else {
+            // Re-initialise the NQ rings: writers at slot 0, phase 1, every
+            // slot zeroed (a zeroed slot never carries the expected phase).
+            for (e, ring) in map
+                .nq_rings_of(core)
+                .map_err(|_| HalError::BadHandle)?
+                .into_iter()
+                .enumerate()
+            {
+                zero(ring, map.config.nq_len)?;
+                hal.store_u32(regs, reg::NQ_HEAD + 4 * e, 0, Ordering::Relaxed)?;
+            }
+            hal.store_u32(regs, reg::NQ_OVERFLOWS, 0, Ordering::Relaxed)?;
+            if let Some(w) = NqWriter::for_device(&map).into_iter().nth(c) {
+                self.cores[c].writers = w;
+            }
+            self.cores[c].overflows.clear();
+        }
+        self.cores[c].reset_ack = req;
+        // Ordering: Release pairs with the worker's Acquire load of
+        // RESET_ACK: everything above (and every NQ record written before a
+        // stop) is visible once the acknowledgement is.
+        hal.store_u32(regs, reg::RESET_ACK, req, Ordering::Release)?;
+        self.raise_irq(c)
     }
 
     /// A corrupt descriptor aborted the request being assembled: one error

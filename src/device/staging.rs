@@ -219,6 +219,18 @@ impl<H: Hal> Stager<H> {
         Ok(self.staged.wrapping_sub(executed))
     }
 
+    /// Start over after the device was asked to stop (the XU reset): no
+    /// request staged, descriptor rings at slot 0 with ring id 1, and no
+    /// model on the core (the next request switches). The caller stages
+    /// nothing until the device acknowledged the stop (it zeroes the rings
+    /// and `SEQ_HEAD` this resets against).
+    pub fn reset(&mut self) -> Result<(), UnitError> {
+        self.queue = QueueProducer::new(&self.map, self.core)?;
+        self.staged = 0;
+        self.current = None;
+        Ok(())
+    }
+
     /// Stage one execution of `model` and ring the doorbell (module docs).
     /// Refusals ([`StageError::Busy`], [`StageError::RingFull`]) change
     /// nothing.

@@ -11,7 +11,7 @@
 //! need, each in its own module: [`funnel`] (the Producer's submit funnel),
 //! [`worker`] (the Worker's cycle), [`proxy`] (the device proxy's cycle),
 //! [`publisher`] (the NDS publisher's cycle), [`xu_health`] (Healthy ->
-//! Degraded).
+//! Degraded, and the reset back).
 #![forbid(unsafe_code)]
 
 pub mod funnel;

@@ -3,7 +3,7 @@
 //! ```text
 //! IDLE --sleep--> SLEEPING --wake--> IDLE
 //! IDLE --peek--> CURRENT                      (acquire on scheduled_head)
-//! CURRENT --exec_done|timed_out--> HARVESTED  (the final NQ record, or the deadline)
+//! CURRENT --exec_done|timed_out|aborted--> HARVESTED  (the final NQ record, the deadline, or a reset)
 //! HARVESTED --fill_resp--> RESP_FILLED        (infer_resp_t: timings, status)
 //! RESP_FILLED --write_status--> STATUS_WRITTEN (the caller's exec_status)
 //! STATUS_WRITTEN --report_counters--> COUNTERS_REPORTED (to the NDS publisher)
@@ -59,6 +59,9 @@ super::machine! {
         ExecDone = "exec_done",
         /// The execution's deadline passed without a final record.
         TimedOut = "timed_out",
+        /// The XU is being reset and the stopped device will write no more
+        /// records for the execution: it ends now.
+        Aborted = "aborted",
         /// Fill `infer_resp_t`.
         FillResp = "fill_resp",
         /// Write the caller's status.
@@ -78,6 +81,7 @@ super::machine! {
         Idle + Peek => Current,
         Current + ExecDone => Harvested,
         Current + TimedOut => Harvested,
+        Current + Aborted => Harvested,
         Harvested + FillResp => RespFilled,
         RespFilled + WriteStatus => StatusWritten,
         StatusWritten + ReportCounters => CountersReported,

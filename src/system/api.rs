@@ -11,10 +11,13 @@
 //! | [`System::arm`] | completion fd (caller-owned eventfd) | installs a dup of the caller's eventfd; the worker signals it at completion |
 //! | [`System::wait`] | completion fd (runtime-pooled eventfd) | blocks on a pooled eventfd (`efd_from_pool`) |
 //! | [`System::execute`] | `nrt_execute` | schedule + wait + the outputs |
+//! | [`System::reset`] | `nrt_unload` + `nrt_load` of the XU | drain the XU, re-initialise its queues, back to healthy |
 //!
 //! Statuses are [`NrtStatus`] values with their C names (`status.name()`).
 //! A timeout or a fatal device error degrades the XU: every later schedule on
-//! it returns `NRT_EXEC_UNIT_UNRECOVERABLE` (101).
+//! it returns `NRT_EXEC_UNIT_UNRECOVERABLE` (101) until [`System::reset`]
+//! (or, for a fault its queues survived, [`System::recover`]) brings it
+//! back; while a reset runs, schedules get `NRT_QUEUE_FULL` (retry later).
 //!
 //! [`System::start`] runs the workers, the device proxy and the NDS
 //! publisher on their own threads (the threaded runner); the caller's
@@ -208,7 +211,11 @@ impl<H: Hal + 'static> System<H> {
         self.load_model(&b, name)
     }
 
-    /// Unload a model (executions in flight finish normally).
+    /// Unload a model: its records go, and its handle resolves no more (an
+    /// execution of it the worker has not picked up yet, or scheduled
+    /// through a clone of the handle later, completes with
+    /// `NRT_INVALID_HANDLE`; one already picked up finishes normally).
+    /// Unloading it twice is an error.
     pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
         self.shared.unload_model(&model.0)
     }
@@ -272,11 +279,12 @@ impl<H: Hal + 'static> System<H> {
             .ok_or(NrtStatus::INVALID)
     }
 
-    /// Bring XU `xu` back after it degraded (the runtime's reset): refused
-    /// while executions are still in flight on it (wait for them first), and
-    /// when the fault that degraded it lost a record, doorbell or descriptor
-    /// (its device queues are out of step). A healthy XU is
-    /// [`RecoverError::NotDegraded`]. Schedules are accepted again after.
+    /// Bring XU `xu` back after a fault its queues survived (a hardware
+    /// error the device reported in its own record), without a reset:
+    /// refused while executions are still in flight on it (wait for them
+    /// first), and when the fault lost a record, doorbell or descriptor
+    /// ([`RecoverError::QueuesLost`]: use [`System::reset`]). A healthy XU
+    /// is [`RecoverError::NotDegraded`]. Schedules are accepted again after.
     pub fn recover(&self, xu: u8) -> Result<(), RecoverError> {
         let (Some(q), Some(h)) = (
             self.shared.queues.get(usize::from(xu)),
@@ -291,6 +299,42 @@ impl<H: Hal + 'static> System<H> {
             0 => h.recover(xu, &mut crate::fsm::NoHook),
             n => Err(RecoverError::InFlight(n)),
         }
+    }
+
+    /// Reset XU `xu` (the runtime's unload and reload of the unit), whatever
+    /// degraded it (a lost NQ record or doorbell, a DMA abort, an NQ
+    /// overflow, a timeout, a hardware error) or a healthy one: schedules
+    /// are refused with `NRT_QUEUE_FULL` from now on; the device is stopped
+    /// and discards what it has queued; every execution in flight completes
+    /// exactly once (with its records if the device wrote them, else
+    /// aborted with `NRT_EXEC_UNIT_UNRECOVERABLE`); then the device's NQ
+    /// rings, its descriptor rings and the staging slots start over and the
+    /// XU is HEALTHY again (`fsm::xu_health`). Waits up to `timeout` for
+    /// that ([`RecoverError::TimedOut`] if it has not happened yet: the
+    /// reset goes on). [`RecoverError::Resetting`] when a reset already
+    /// runs.
+    pub fn reset(&self, xu: u8, timeout: Duration) -> Result<(), RecoverError> {
+        let (Some(lane), Some(h)) = (
+            self.shared.lanes.get(usize::from(xu)),
+            self.shared.healths.get(usize::from(xu)),
+        ) else {
+            return Err(RecoverError::NoSuchXu);
+        };
+        {
+            let mut lane = lane.lock().unwrap_or_else(|p| p.into_inner());
+            let mut trace = NullTrace;
+            let mut cx = Cx::new(self.now(), "api", &mut trace);
+            lane.begin_reset(&mut cx)
+                .map_err(|_| RecoverError::Resetting)?;
+        }
+        let deadline = Instant::now() + timeout;
+        while h.state() != crate::fsm::xu_health::XuHealthState::Healthy {
+            if Instant::now() >= deadline {
+                return Err(RecoverError::TimedOut);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        Ok(())
     }
 
     /// Completion by fd (caller-owned): the worker signals `ev` when `seq`

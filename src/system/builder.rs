@@ -85,8 +85,8 @@ pub struct SystemConfig {
     pub record_tags: Option<usize>,
     /// Expected outputs the workers check (`WorkItem::expect`).
     pub expected: Arc<Expectations>,
-    /// Workers recover their XU when it degraded with its queues intact
-    /// (`xunds run --recover`).
+    /// Workers reset their XU as soon as it is degraded, by any fault
+    /// (`xunds run --recover`; `actors::worker` module docs).
     pub recover: bool,
 }
 
@@ -377,6 +377,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 trace_slots: cfg.trace_transitions,
                 record_tags: cfg.record_tags.is_some(),
                 recover: cfg.recover,
+                device_wake: Arc::clone(&device_wake),
             },
             cfg.record_tags.unwrap_or(0),
         ));
@@ -424,6 +425,9 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         models,
         next_handle: AtomicU32::new(1),
     });
+    for w in &mut workers {
+        w.attach_lanes(Arc::clone(&shared.lanes));
+    }
     Ok(Built {
         shared,
         workers,
@@ -544,6 +548,12 @@ impl<H: Hal> Shared<H> {
     /// decremented. Executions in flight keep it alive until they complete;
     /// its device memory is not reused (the heap never frees).
     pub fn unload_model(&self, model: &ResidentModel) -> Result<(), Error> {
+        if !self.models.remove(model.handle) {
+            return Err(Error::Other(format!(
+                "model {} is not loaded",
+                model.handle
+            )));
+        }
         for (core, cm) in model.per_core.iter().enumerate() {
             let host = if core == 0 {
                 model.host

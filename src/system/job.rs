@@ -97,8 +97,9 @@ pub struct JobConfig {
     /// Take over `slab` even when it is an existing file that is not a slab
     /// (`--force`); a slab another live writer holds is refused regardless.
     pub force_slab: bool,
-    /// Bring an XU back when it degraded with its queues intact, once it has
-    /// drained (`--recover`; `crate::actors::work::HealthCell::recover`).
+    /// Reset an XU as soon as it is degraded, by any fault, and hold
+    /// executions for it meanwhile (`--recover`; `actors::worker` module
+    /// docs).
     pub recover: bool,
 }
 
@@ -350,8 +351,12 @@ pub struct JobReport {
     pub completed_err: u64,
     /// Completed with `TIMEOUT`.
     pub timed_out: u64,
-    /// Times a degraded XU was brought back (`--recover`).
+    /// Times an XU was reset back to healthy (`--recover`).
     pub recoveries: u64,
+    /// Executions a reset aborted (completed with 101).
+    pub aborted: u64,
+    /// Executions whose work item was bad, by kind name (every kind).
+    pub bad_items: Vec<(&'static str, u64)>,
     /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
     pub refused_full: u64,
     /// Refused with 101 (the execution was given up).
@@ -582,6 +587,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         Arc::clone(&shared.pub_stats),
         shared.tap.clone(),
     )?;
+    producer = producer.recovering(cfg.recover);
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
@@ -785,6 +791,12 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         completed_err: err,
         timed_out,
         recoveries: o.workers.iter().map(|w| w.recoveries).sum(),
+        aborted: o.workers.iter().map(|w| w.aborted).sum(),
+        bad_items: crate::actors::work::BadItem::NAMES
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (*name, o.workers.iter().map(|w| w.bad_items[i]).sum()))
+            .collect(),
         refused_full: pr.refused_full,
         refused_unrecoverable: pr.refused_unrecoverable,
         failed: pr.failed,

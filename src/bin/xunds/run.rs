@@ -47,9 +47,10 @@ pub struct Args {
     /// Overwrite --slab even when it is an existing file that is not a slab.
     #[arg(long)]
     force: bool,
-    /// Bring back an XU degraded with its queues intact (a device-reported
-    /// hardware error, error:hw) once it has drained, so the run keeps
-    /// executing on it.
+    /// Reset an XU as soon as it is degraded, whatever the fault (stop the
+    /// device, complete or abort what is in flight, re-initialise its
+    /// queues), so the run keeps executing on it; executions are held
+    /// (not refused) meanwhile.
     #[arg(long)]
     recover: bool,
     /// One thread, seeded schedule, virtual clock, traced HAL; prints
@@ -118,8 +119,8 @@ const FAULTS_HELP: &str = "\
            N+                every eligible operation from the N-th on
   /coreN   only core N (0..V-1)
   A degraded XU refuses every later schedule with 101 (NRT_EXEC_UNIT_UNRECOVERABLE)
-  unless --recover brings it back (error:hw only: the other kinds leave the
-  device queues out of step).
+  unless --recover resets it (every kind): executions in flight complete (the
+  ones the stopped device never ran with 101), the device queues start over.
   example: --faults error:hw@0.001,timeout@0.0005,corrupt:ring_id@#400/core1";
 
 impl Args {
@@ -243,7 +244,10 @@ struct RunJson<'a> {
     refused_full: u64,
     refused_unrecoverable: u64,
     timed_out: u64,
+    /// Times an XU came back to healthy (each reset).
     recoveries: u64,
+    /// Executions a reset aborted (completed with 101).
+    aborted: u64,
     outputs_checked: u64,
     outputs_wrong: u64,
     exec_per_sec: f64,
@@ -262,6 +266,8 @@ struct RunJson<'a> {
     fsm_violations: FsmJson,
     /// Outcomes by status name.
     by_status: Obj<u64>,
+    /// Executions whose work item was bad, by kind (every kind listed).
+    bad_items: Obj<u64>,
     /// Per core: its non-zero NC counters by name.
     cores: Obj<Obj<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,6 +304,7 @@ impl<'a> RunJson<'a> {
             refused_unrecoverable: r.refused_unrecoverable,
             timed_out: r.timed_out,
             recoveries: r.recoveries,
+            aborted: r.aborted,
             outputs_checked: r.outputs_checked,
             outputs_wrong: r.outputs_wrong,
             exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
@@ -326,6 +333,7 @@ impl<'a> RunJson<'a> {
                 .iter()
                 .map(|(s, n)| (status_name(*s), *n))
                 .collect(),
+            bad_items: r.bad_items.iter().map(|&(k, n)| (k, n)).collect(),
             cores: r
                 .per_core
                 .iter()
