@@ -618,9 +618,11 @@ impl Pacing {
 /// The workload driver of `xunds run`: a greedy client. It schedules
 /// round-robin over the XUs; on `NRT_QUEUE_FULL` it retries the same
 /// execution on the next XU and backs off from the full one until half of
-/// its queue has drained (it arms that completion on its own eventfd through
-/// the ring's explicit-async API and sleeps on it when every live XU is
-/// backing off); on 101 it gives the execution up and stops using that XU.
+/// its queue has drained; on 101 it gives the execution up and stops using
+/// that XU. A back-off first polls (yielding between polls) for
+/// [`PARK_AFTER`]; only one that lasts longer arms that completion on the
+/// producer's own eventfd through the ring's explicit-async API, and the
+/// producer sleeps on it when every live XU is backing off.
 /// It finishes when every execution is accounted for, every XU is drained
 /// and the publisher has applied every outcome.
 pub struct ProducerActor<H: Hal> {
@@ -630,7 +632,7 @@ pub struct ProducerActor<H: Hal> {
     work: Workload,
     next: u64,
     rr: usize,
-    backoff: Vec<Option<SeqId>>,
+    backoff: Vec<Option<Backoff>>,
     dead: Vec<bool>,
     end_armed: bool,
     efd: EventFd,
@@ -641,6 +643,26 @@ pub struct ProducerActor<H: Hal> {
     tap: HalTap,
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
     pacing: Option<Pacing>,
+}
+
+/// How long a back-off polls before it parks on the eventfd. Arming takes
+/// the waiter side of the ring's mark-completion lock, whose heavy fence
+/// (`membarrier`, an interrupt to every CPU running one of our threads)
+/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, 2026-12-01 late):
+/// more than the whole back-off (half a ring of executions, about 20 us
+/// with the null model), once every 16-26 executions. Polling first and
+/// parking only after about the cost of parking is the classic
+/// spin-then-park rule; the mark-completion lock stays biased for the
+/// worker's per-pop entry.
+pub const PARK_AFTER: crate::actors::Nanos = crate::actors::Nanos::from_micros(50);
+
+/// One XU the producer is backing off from: the completion it waits for,
+/// and either when the back-off started (polling) or that it is armed.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    target: SeqId,
+    /// `None` once armed on the eventfd.
+    polling_since: Option<crate::actors::Nanos>,
 }
 
 impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
@@ -718,25 +740,60 @@ impl<H: Hal> ProducerActor<H> {
             .find(|&c| all_dead || (!self.dead[c] && self.backoff[c].is_none()))
     }
 
-    /// Arm a completion half a queue ahead on `c` and back off from it.
+    /// Back off from `c` until half its queue has drained: poll for that
+    /// completion first ([`PARK_AFTER`]; `park` arms it later).
     fn back_off(&mut self, c: usize, cx: &mut Cx<'_>) {
         let q = &self.queues[c];
         let last = q.last_completed();
         let ahead = (q.capacity() / 2).max(1);
         let target_num = (last.seq_num() + ahead).min(q.last_submitted().seq_num());
-        let target = SeqId::from_cursor(target_num, q.xu());
-        match q.arm(target, &self.efd) {
-            Ok(Armed::Installed) => {
-                self.backoff[c] = Some(target);
-                self.stats.backoffs += 1;
-                cx.event(
-                    "msg",
-                    format_args!("back off xu={c} until seq={:#x}", target.0),
-                );
+        self.backoff[c] = Some(Backoff {
+            target: SeqId::from_cursor(target_num, q.xu()),
+            polling_since: Some(cx.now()),
+        });
+    }
+
+    /// Arm the completion of every back-off that has polled for
+    /// [`PARK_AFTER`]; one found already complete ends its back-off
+    /// (`true`: something changed).
+    fn park(&mut self, cx: &mut Cx<'_>) -> bool {
+        let mut made = false;
+        for c in 0..self.backoff.len() {
+            let Some(b) = self.backoff[c] else { continue };
+            let Some(since) = b.polling_since else {
+                continue;
+            };
+            if cx.now().saturating_sub(since) < PARK_AFTER {
+                continue;
             }
-            // Already complete (or the slot has another waiter): retry soon.
-            Ok(Armed::AlreadyComplete) | Err(_) => {}
+            match self.queues[c].arm(b.target, &self.efd) {
+                Ok(Armed::Installed) => {
+                    self.backoff[c] = Some(Backoff {
+                        polling_since: None,
+                        ..b
+                    });
+                    self.stats.backoffs += 1;
+                    cx.event(
+                        "msg",
+                        format_args!("back off xu={c} until seq={:#x}", b.target.0),
+                    );
+                }
+                // Already complete (or the slot has another waiter): retry now.
+                Ok(Armed::AlreadyComplete) | Err(_) => {
+                    self.backoff[c] = None;
+                    made = true;
+                }
+            }
         }
+        made
+    }
+
+    /// Some back-off is still polling (not armed): the runner must not
+    /// sleep on the eventfd.
+    fn polling(&self) -> bool {
+        self.backoff
+            .iter()
+            .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
     fn all_drained(&self) -> bool {
@@ -806,8 +863,8 @@ impl<H: Hal> Actor for ProducerActor<H> {
         }
         let mut made = false;
         for c in 0..self.backoff.len() {
-            if let Some(t) = self.backoff[c] {
-                if self.queues[c].is_completed(t).unwrap_or(true) {
+            if let Some(b) = self.backoff[c] {
+                if self.queues[c].is_completed(b.target).unwrap_or(true) {
                     self.backoff[c] = None;
                     made = true;
                 }
@@ -863,6 +920,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             self.tap.drain(cx);
             return Progress::Finished;
         }
+        if !made {
+            made = self.park(cx);
+        }
         self.tap.drain(cx);
         if made {
             Progress::Made
@@ -879,6 +939,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             Idle::Yield
         } else if self.pacing.is_some() {
             // Waiting for the next arrival: no fd will say it is due.
+            Idle::Yield
+        } else if self.polling() {
+            // A back-off polls before it parks (`PARK_AFTER`).
             Idle::Yield
         } else {
             Idle::Fd(self.fd())
