@@ -425,7 +425,14 @@ impl<H: Hal> Harvester<H> {
         // `absorb` would count them. One pass of compares, where absorbing
         // every early record again (a pending search and a requeue each)
         // cost ~1,400 instructions per execution with 16 in flight.
-        if self.early.is_empty() {
+        // Records come in staging order, so `exec_id`'s are usually first.
+        while self.early.front().is_some_and(|r| r.exec_id == exec_id) {
+            if let Some(rec) = self.early.pop_front() {
+                self.absorb(rec);
+            }
+        }
+        let behind = |r: &NqEntry| (r.exec_id.wrapping_sub(exec_id) as i32) <= 0;
+        if !self.early.iter().any(behind) {
             return;
         }
         let (spare, mut stray) = (&mut self.spare, 0u64);
