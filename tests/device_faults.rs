@@ -493,7 +493,10 @@ fn expect_sorts_interleaved_early_records() {
     h.expect(s[2].exec_id, s[2].engines, u64::MAX);
     for want in [2, 3] {
         let c = h.poll(0).unwrap().unwrap().unwrap();
-        assert_eq!((c.exec_id, c.status, c.reported), (want, ExecStatus::Done, 0b11));
+        assert_eq!(
+            (c.exec_id, c.status, c.reported),
+            (want, ExecStatus::Done, 0b11)
+        );
     }
     assert_eq!(h.poll(0).unwrap(), None);
     assert_eq!(h.stray_records(), 2);
