@@ -881,11 +881,12 @@ impl<H: Hal> Actor for ProducerActor<H> {
             }
             let Some(c) = self.pick_core() else { break };
             let (m, k) = self.work.pick(self.next);
-            let model = Arc::clone(&self.work.models[m]);
-            let inputs = Arc::clone(&self.work.inputs);
+            // Borrowed, not cloned: an `Arc` clone per execution writes the
+            // model's count, which the worker also writes (a cache line
+            // moving between the two threads for nothing).
             let req = Request {
-                model: &model,
-                input: &inputs[k],
+                model: &self.work.models[m],
+                input: &self.work.inputs[k],
                 status: None,
                 out: None,
                 expect: self.work.expect_index(m, k),

@@ -593,7 +593,9 @@ impl<H: Hal> WorkerActor<H> {
 
         // fill_resp: outputs, then infer_resp_t in the work item.
         let mut num_outputs = 0;
-        let pool = Arc::clone(&self.pool);
+        // Borrowed, not cloned: an `Arc` clone writes the count on the line
+        // the producer reads the pool's fields from on every schedule.
+        let pool = &self.pool;
         let side = cur.idx.map(|i| pool.side(i));
         if status == NrtStatus::SUCCESS {
             if let (Some(model), Some(idx)) = (cur.model.as_ref(), cur.idx) {
@@ -667,7 +669,7 @@ impl<H: Hal> WorkerActor<H> {
         };
         self.tap.drain(cx);
         let parsed = InferResp::parse(&bytes).unwrap_or(resp);
-        if let Some(side) = side {
+        if let Some(side) = side.as_ref() {
             if let Some(out) = side.out.as_ref() {
                 out.store_resp(&bytes);
             }
@@ -675,6 +677,8 @@ impl<H: Hal> WorkerActor<H> {
                 self.stats.tags.push(side.tag);
             }
         }
+        // The item's side entry (a guard borrowing the pool) ends here.
+        drop(side);
         cur.model = None;
         self.step(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it

@@ -472,11 +472,11 @@ impl<H: Hal> Harvester<H> {
     /// happened first in device time.
     /// Call again until it returns `None`.
     pub fn poll(&mut self, now: u64) -> Result<Option<Harvest>, HalError> {
-        let hal = Arc::clone(&self.hal);
-        let hal = &*hal;
+        // The HAL is borrowed per call, never cloned: an `Arc` clone writes
+        // the count on the line every thread reads the HAL's table from.
         for e in 0..self.readers.len() {
             loop {
-                match self.readers[e].poll(hal) {
+                match self.readers[e].poll(&*self.hal) {
                     Ok(Some(rec)) => self.absorb(rec),
                     Ok(None) => break,
                     Err(NqReadError::Hal(h)) => return Err(h),
@@ -486,7 +486,9 @@ impl<H: Hal> Harvester<H> {
         }
         // Ordering: Acquire pairs with `NqWriter::push`'s Release fetch_add
         // of NQ_OVERFLOWS (docs/abi.md §3 status table: EXEC_SW_NQ_OVERFLOW).
-        let overflows = hal.load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
+        let overflows = self
+            .hal
+            .load_u32(self.regs, reg::NQ_OVERFLOWS, Ordering::Acquire)?;
         if overflows != self.overflows_seen {
             self.overflows_seen = overflows;
             return Ok(Some(Err(HarvestError::Overflow { dropped: overflows })));
