@@ -165,8 +165,9 @@ struct Current {
     deadline: Nanos,
     /// The submission time, from the item's `ts_start`.
     ts_start: Timespec,
-    /// The model the item's `mod_ref` names.
-    model: Option<Arc<ResidentModel>>,
+    /// The model the item's `mod_ref` names (an index into the worker's
+    /// `known` models).
+    model: Option<usize>,
     /// Why the item is not runnable (it still completes, with its status).
     bad: Option<BadItem>,
 }
@@ -181,6 +182,11 @@ pub struct WorkerActor<H: Hal> {
     map: Arc<MemMap>,
     pool: Arc<ItemPool>,
     models: Arc<Models>,
+    /// The models this worker has met, each looked up in `models` once (a
+    /// model stays once loaded): no lock and no `Arc` clone per execution
+    /// (each writes a line other threads read: the lock word every worker
+    /// takes, the count beside the model's fields the producer reads).
+    known: Vec<Arc<ResidentModel>>,
     returns: Sender<u16>,
     to_pub: Sender<PubMsg>,
     pub_wake: Arc<Waker>,
@@ -257,6 +263,7 @@ impl<H: Hal> WorkerActor<H> {
             map: p.map,
             pool: p.pool,
             models: p.models,
+            known: Vec::new(),
             returns: p.returns,
             to_pub: p.to_pub,
             pub_wake: p.pub_wake,
@@ -418,8 +425,10 @@ impl<H: Hal> WorkerActor<H> {
         let checked = match word_bad {
             Some(bad) => Err(bad),
             None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
-                match self.models.get(info.mod_ref) {
-                    Some(m) if m.per_core.len() > usize::from(self.core) => Ok((info, m)),
+                match self.model_index(info.mod_ref) {
+                    Some(m) if self.known[m].per_core.len() > usize::from(self.core) => {
+                        Ok((info, m))
+                    }
                     _ => Err(BadItem::UnknownModRef(info.mod_ref)),
                 }
             }),
@@ -454,6 +463,21 @@ impl<H: Hal> WorkerActor<H> {
             bad,
         });
         true
+    }
+
+    /// The index in `known` of the model `mod_ref` names, looked up in the
+    /// loaded models the first time.
+    fn model_index(&mut self, mod_ref: u64) -> Option<usize> {
+        if let Some(i) = self
+            .known
+            .iter()
+            .position(|m| u64::from(m.handle) == mod_ref)
+        {
+            return Some(i);
+        }
+        let m = self.models.get(mod_ref)?;
+        self.known.push(m);
+        Some(self.known.len() - 1)
     }
 
     /// Complete a slot whose `exec_info` names no item and that no item was
@@ -598,7 +622,8 @@ impl<H: Hal> WorkerActor<H> {
         let pool = &self.pool;
         let side = cur.idx.map(|i| pool.side(i));
         if status == NrtStatus::SUCCESS {
-            if let (Some(model), Some(idx)) = (cur.model.as_ref(), cur.idx) {
+            if let (Some(m), Some(idx)) = (cur.model, cur.idx) {
+                let model = &self.known[m];
                 let io = model.per_core[usize::from(self.core)].io_pa[usize::from(idx)];
                 let mem = DramMemory::new(&*self.hal, &self.map);
                 self.vals.clear();
