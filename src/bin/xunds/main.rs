@@ -15,6 +15,7 @@ mod monitor;
 mod nds;
 mod replay;
 mod run;
+mod stress;
 
 use std::fmt::Display;
 use std::path::PathBuf;
