@@ -472,6 +472,36 @@ fn early_records_are_kept_until_expected() {
     assert_eq!(h.stray_records(), 0);
 }
 
+/// Early records of several executions, interleaved across the engines'
+/// rings: `expect` takes only the new execution's, keeps the later ones in
+/// order and counts those of an execution that will never be expected (it
+/// is behind the new one) as strays.
+#[test]
+fn expect_sorts_interleaved_early_records() {
+    let dev = device(vec![], cfg());
+    let mut st = dev.stager(0).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0).unwrap();
+    let s: Vec<_> = (0..3)
+        .map(|_| st.stage_and_doorbell(&pe_act_model(), 0).unwrap())
+        .collect();
+    seq.poll(0).unwrap();
+    assert_eq!(h.poll(0).unwrap(), None);
+    // Execution 1 is never expected: its two records become strays.
+    h.expect(s[1].exec_id, s[1].engines, u64::MAX);
+    assert_eq!(h.stray_records(), 2);
+    h.expect(s[2].exec_id, s[2].engines, u64::MAX);
+    for want in [2, 3] {
+        let c = h.poll(0).unwrap().unwrap().unwrap();
+        assert_eq!(
+            (c.exec_id, c.status, c.reported),
+            (want, ExecStatus::Done, 0b11)
+        );
+    }
+    assert_eq!(h.poll(0).unwrap(), None);
+    assert_eq!(h.stray_records(), 2);
+}
+
 /// A program can run the device clock to the end of u64 (a `DELAY` costs no
 /// host time); the clock saturates instead of overflowing (which used to
 /// panic in debug builds on the next request's copy/dispatch cycles).

@@ -117,3 +117,41 @@ fn round_robin_back_off_shares_evenly_in_virtual_time() {
     }
     let _ = std::fs::remove_file(slab);
 }
+
+/// The driver's back-off polls before it parks (`producer::PARK_AFTER`,
+/// virtual time here): with the null model the ring drains within it, so no
+/// back-off arms the eventfd (arming takes the waiter side of the
+/// mark-completion lock, a `membarrier` per call); when a dropped NQ record
+/// holds the ring full until the execution's deadline, the back-off outlasts
+/// it and arms.
+#[test]
+fn back_off_polls_before_it_parks_in_virtual_time() {
+    use xunds::system::faults::FaultSpec;
+    use xunds::system::job::ModelKind;
+    let run = |faults: &str, name: &str| {
+        let slab = common::slab(name);
+        let cfg = JobConfig {
+            executions: 2_000,
+            vncs: 1,
+            models: 1,
+            model: ModelKind::Null,
+            deterministic: true,
+            faults: FaultSpec::parse(faults).unwrap(),
+            slab: Some(slab.clone()),
+            ..JobConfig::default()
+        };
+        let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+        let _ = std::fs::remove_file(slab);
+        r
+    };
+    let quick = run("none", "threaded-det-park-none");
+    assert_eq!(quick.completed_ok, 2_000);
+    let p = &quick.producer;
+    assert!(p.refused_full > 0, "the ring never filled: {p:?}");
+    assert_eq!(p.backoffs, 0, "a short back-off armed: {p:?}");
+    let stuck = run("timeout@#100", "threaded-det-park-timeout");
+    assert!(stuck.timed_out >= 1, "{stuck:#?}");
+    let p = &stuck.producer;
+    assert!(p.backoffs >= 1, "the long back-off never armed: {p:?}");
+    assert!(p.backoffs <= p.refused_full, "{p:?}");
+}

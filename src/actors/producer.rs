@@ -689,13 +689,15 @@ impl Pacing {
 /// The workload driver of `xunds run`: a greedy client. It schedules
 /// round-robin over the healthy XUs; on `NRT_QUEUE_FULL` it retries the same
 /// execution on the next XU and backs off from the full one until half of
-/// its queue has drained (it arms that completion on its own eventfd through
-/// the ring's explicit-async API and sleeps on it when every live XU is
-/// backing off); on 101 it gives the execution up. It does not call an XU
-/// that is not healthy: it holds the execution (routes it to another XU, or
-/// waits) while an XU is being reset, or degraded with `recover` on (its
-/// worker resets it); only when every XU is degraded for good does it make
-/// the calls, each refused with 101, honestly.
+/// its queue has drained; on 101 it gives the execution up. A back-off
+/// first polls (yielding between polls) for [`PARK_AFTER`]; only one that
+/// lasts longer arms that completion on the producer's own eventfd through
+/// the ring's explicit-async API, and the producer sleeps on it when every
+/// live XU is backing off. It does not call an XU that is not healthy: it
+/// holds the execution (routes it to another XU, or waits) while an XU is
+/// being reset, or degraded with `recover` on (its worker resets it); only
+/// when every XU is degraded for good does it make the calls, each refused
+/// with 101, honestly.
 /// It finishes when every execution is accounted for, every XU is drained
 /// and the publisher has applied every outcome.
 pub struct ProducerActor<H: Hal> {
@@ -705,7 +707,7 @@ pub struct ProducerActor<H: Hal> {
     work: Workload,
     next: u64,
     rr: usize,
-    backoff: Vec<Option<SeqId>>,
+    backoff: Vec<Option<Backoff>>,
     healths: Vec<Arc<HealthCell>>,
     /// Degraded XUs come back (their workers reset them): hold, not 101.
     recover: bool,
@@ -720,6 +722,26 @@ pub struct ProducerActor<H: Hal> {
     tap: HalTap,
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
     pacing: Option<Pacing>,
+}
+
+/// How long a back-off polls before it parks on the eventfd. Arming takes
+/// the waiter side of the ring's mark-completion lock, whose heavy fence
+/// (`membarrier`, an interrupt to every CPU running one of our threads)
+/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "2026-12-01, session 4"):
+/// more than the whole back-off (half a ring of executions, about 20 us
+/// with the null model), once every 16-26 executions. Polling first and
+/// parking only after about the cost of parking is the classic
+/// spin-then-park rule; the mark-completion lock stays biased for the
+/// worker's per-pop entry.
+pub const PARK_AFTER: crate::actors::Nanos = crate::actors::Nanos::from_micros(50);
+
+/// One XU the producer is backing off from: the completion it waits for,
+/// and either when the back-off started (polling) or that it is armed.
+#[derive(Clone, Copy, Debug)]
+struct Backoff {
+    target: SeqId,
+    /// `None` once armed on the eventfd.
+    polling_since: Option<crate::actors::Nanos>,
 }
 
 impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
@@ -831,25 +853,60 @@ impl<H: Hal> ProducerActor<H> {
         }
     }
 
-    /// Arm a completion half a queue ahead on `c` and back off from it.
+    /// Back off from `c` until half its queue has drained: poll for that
+    /// completion first ([`PARK_AFTER`]; `park` arms it later).
     fn back_off(&mut self, c: usize, cx: &mut Cx<'_>) {
         let q = &self.queues[c];
         let last = q.last_completed();
         let ahead = (q.capacity() / 2).max(1);
         let target_num = (last.seq_num() + ahead).min(q.last_submitted().seq_num());
-        let target = SeqId::from_cursor(target_num, q.xu());
-        match q.arm(target, &self.efd) {
-            Ok(Armed::Installed) => {
-                self.backoff[c] = Some(target);
-                self.stats.backoffs += 1;
-                cx.event(
-                    "msg",
-                    format_args!("back off xu={c} until seq={:#x}", target.0),
-                );
+        self.backoff[c] = Some(Backoff {
+            target: SeqId::from_cursor(target_num, q.xu()),
+            polling_since: Some(cx.now()),
+        });
+    }
+
+    /// Arm the completion of every back-off that has polled for
+    /// [`PARK_AFTER`]; one found already complete ends its back-off
+    /// (`true`: something changed).
+    fn park(&mut self, cx: &mut Cx<'_>) -> bool {
+        let mut made = false;
+        for c in 0..self.backoff.len() {
+            let Some(b) = self.backoff[c] else { continue };
+            let Some(since) = b.polling_since else {
+                continue;
+            };
+            if cx.now().saturating_sub(since) < PARK_AFTER {
+                continue;
             }
-            // Already complete (or the slot has another waiter): retry soon.
-            Ok(Armed::AlreadyComplete) | Err(_) => {}
+            match self.queues[c].arm(b.target, &self.efd) {
+                Ok(Armed::Installed) => {
+                    self.backoff[c] = Some(Backoff {
+                        polling_since: None,
+                        ..b
+                    });
+                    self.stats.backoffs += 1;
+                    cx.event(
+                        "msg",
+                        format_args!("back off xu={c} until seq={:#x}", b.target.0),
+                    );
+                }
+                // Already complete (or the slot has another waiter): retry now.
+                Ok(Armed::AlreadyComplete) | Err(_) => {
+                    self.backoff[c] = None;
+                    made = true;
+                }
+            }
         }
+        made
+    }
+
+    /// Some back-off is still polling (not armed): the runner must not
+    /// sleep on the eventfd.
+    fn polling(&self) -> bool {
+        self.backoff
+            .iter()
+            .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
     fn all_drained(&self) -> bool {
@@ -919,8 +976,8 @@ impl<H: Hal> Actor for ProducerActor<H> {
         }
         let mut made = false;
         for c in 0..self.backoff.len() {
-            if let Some(t) = self.backoff[c] {
-                if self.queues[c].is_completed(t).unwrap_or(true) {
+            if let Some(b) = self.backoff[c] {
+                if self.queues[c].is_completed(b.target).unwrap_or(true) {
                     self.backoff[c] = None;
                     made = true;
                 }
@@ -937,11 +994,12 @@ impl<H: Hal> Actor for ProducerActor<H> {
             }
             let Some(c) = self.pick_core() else { break };
             let (m, k) = self.work.pick(self.next);
-            let model = Arc::clone(&self.work.models[m]);
-            let inputs = Arc::clone(&self.work.inputs);
+            // Borrowed, not cloned: an `Arc` clone per execution writes the
+            // model's count, which the worker also writes (a cache line
+            // moving between the two threads for nothing).
             let req = Request {
-                model: &model,
-                input: &inputs[k],
+                model: &self.work.models[m],
+                input: &self.work.inputs[k],
                 status: None,
                 out: None,
                 expect: self.work.expect_index(m, k),
@@ -975,6 +1033,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             self.tap.drain(cx);
             return Progress::Finished;
         }
+        if !made {
+            made = self.park(cx);
+        }
         self.tap.drain(cx);
         if made {
             Progress::Made
@@ -994,6 +1055,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
             Idle::Yield
         } else if self.holding {
             // Waiting for an XU to come back from a reset: no fd says when.
+            Idle::Yield
+        } else if self.polling() {
+            // A back-off polls before it parks (`PARK_AFTER`).
             Idle::Yield
         } else {
             Idle::Fd(self.fd())

@@ -184,8 +184,9 @@ struct Current {
     deadline: Nanos,
     /// The submission time, from the item's `ts_start`.
     ts_start: Timespec,
-    /// The model the item's `mod_ref` names.
-    model: Option<Arc<ResidentModel>>,
+    /// The model the item's `mod_ref` names (an index into the worker's
+    /// `known` models).
+    model: Option<usize>,
     /// Why the item is not runnable (it still completes, with its status).
     bad: Option<BadItem>,
 }
@@ -200,6 +201,11 @@ pub struct WorkerActor<H: Hal> {
     map: Arc<MemMap>,
     pool: Arc<ItemPool>,
     models: Arc<Models>,
+    /// The models this worker has met, each looked up in `models` once (a
+    /// model stays once loaded): no lock and no `Arc` clone per execution
+    /// (each writes a line other threads read: the lock word every worker
+    /// takes, the count beside the model's fields the producer reads).
+    known: Vec<Arc<ResidentModel>>,
     returns: Sender<u16>,
     to_pub: Sender<PubMsg>,
     pub_wake: Arc<Waker>,
@@ -283,6 +289,7 @@ impl<H: Hal> WorkerActor<H> {
             map: p.map,
             pool: p.pool,
             models: p.models,
+            known: Vec::new(),
             returns: p.returns,
             to_pub: p.to_pub,
             pub_wake: p.pub_wake,
@@ -450,8 +457,10 @@ impl<H: Hal> WorkerActor<H> {
         let checked = match word_bad {
             Some(bad) => Err(bad),
             None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
-                match self.models.get(info.mod_ref) {
-                    Some(m) if m.per_core.len() > usize::from(self.core) => Ok((info, m)),
+                match self.model_index(info.mod_ref) {
+                    Some(m) if self.known[m].per_core.len() > usize::from(self.core) => {
+                        Ok((info, m))
+                    }
                     _ => Err(BadItem::UnknownModRef(info.mod_ref)),
                 }
             }),
@@ -486,6 +495,21 @@ impl<H: Hal> WorkerActor<H> {
             bad,
         });
         true
+    }
+
+    /// The index in `known` of the model `mod_ref` names, looked up in the
+    /// loaded models the first time.
+    fn model_index(&mut self, mod_ref: u64) -> Option<usize> {
+        if let Some(i) = self
+            .known
+            .iter()
+            .position(|m| u64::from(m.handle) == mod_ref)
+        {
+            return Some(i);
+        }
+        let m = self.models.get(mod_ref)?;
+        self.known.push(m);
+        Some(self.known.len() - 1)
     }
 
     /// Complete a slot whose `exec_info` names no item and that no item was
@@ -633,10 +657,13 @@ impl<H: Hal> WorkerActor<H> {
 
         // fill_resp: outputs, then infer_resp_t in the work item.
         let mut num_outputs = 0;
-        let pool = Arc::clone(&self.pool);
+        // Borrowed, not cloned: an `Arc` clone writes the count on the line
+        // the producer reads the pool's fields from on every schedule.
+        let pool = &self.pool;
         let side = cur.idx.map(|i| pool.side(i));
         if status == NrtStatus::SUCCESS {
-            if let (Some(model), Some(idx)) = (cur.model.as_ref(), cur.idx) {
+            if let (Some(m), Some(idx)) = (cur.model, cur.idx) {
+                let model = &self.known[m];
                 let io = model.per_core[usize::from(self.core)].io_pa[usize::from(idx)];
                 let mem = DramMemory::new(&*self.hal, &self.map);
                 self.vals.clear();
@@ -707,7 +734,7 @@ impl<H: Hal> WorkerActor<H> {
         };
         self.tap.drain(cx);
         let parsed = InferResp::parse(&bytes).unwrap_or(resp);
-        if let Some(side) = side {
+        if let Some(side) = side.as_ref() {
             if let Some(out) = side.out.as_ref() {
                 out.store_resp(&bytes);
             }
@@ -715,6 +742,8 @@ impl<H: Hal> WorkerActor<H> {
                 self.stats.tags.push(side.tag);
             }
         }
+        // The item's side entry (a guard borrowing the pool) ends here.
+        drop(side);
         cur.model = None;
         self.step(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it

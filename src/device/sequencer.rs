@@ -542,16 +542,19 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// Execute the request now published in DMEM.
     fn execute(&mut self, c: usize) -> Result<Progress, HalError> {
-        let hal = Arc::clone(&self.hal);
-        let map = Arc::clone(&self.map);
-        let regs = map.regs[c];
+        // The HAL and the map are borrowed per statement, never cloned: an
+        // `Arc` clone per request writes the count on the line every thread
+        // reads the HAL's region table from.
+        let regs = self.map.regs[c];
         let mut p = Progress {
             executed: 1,
             ..Progress::default()
         };
         // Ordering: Acquire pairs with the DMA engine's Release add on
         // SEQ_TAIL_INC (the publish, docs/abi.md §1.5).
-        let tail = hal.load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
+        let tail = self
+            .hal
+            .load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
         let exec_id = self.cores[c].executed.wrapping_add(1);
         if tail == self.cores[c].executed {
             return Ok(Progress::default());
@@ -560,17 +563,19 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         // Ordering: Acquire pairs with the DMA engine's Release store of
         // SEQ_EVENT in `DmaEngine::copy` (docs/abi.md §1.5, the evt-poke pair;
         // same device thread here, kept for a split device).
-        let event = hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
-        hal.store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
+        let event = self.hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
+        self.hal
+            .store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
         let mut body = [0u8; device_request::SIZE];
-        hal.copy_out(map.dmem[c], dmem::REQUEST, &mut body)?;
+        self.hal
+            .copy_out(self.map.dmem[c], dmem::REQUEST, &mut body)?;
         let req = DeviceExecRequest::parse(&body).unwrap_or_default();
 
         let mut start = self.cores[c].cycle.saturating_add(DISPATCH_CYCLES);
         if req.do_model_switch != 0 {
             start = start.saturating_add(MODEL_SWITCH_CYCLES);
             self.cores[c].switches = self.cores[c].switches.wrapping_add(1);
-            hal.store_u32(
+            self.hal.store_u32(
                 regs,
                 reg::MODEL_SWITCHES,
                 self.cores[c].switches,
@@ -603,14 +608,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
 
         let out = {
-            let mem = DramMemory::new(&*hal, &map);
+            let mem = DramMemory::new(&*self.hal, &self.map);
             self.exec.execute(&mem, &req, start)
         };
         // This request's MACs, before its records (their Release publishes
         // it to the worker that acquires them).
-        hal.store_u64(
-            map.dram,
-            map.request_macs_off(c as u8, exec_id) as usize,
+        self.hal.store_u64(
+            self.map.dram,
+            self.map.request_macs_off(c as u8, exec_id) as usize,
             out.macs,
             Ordering::Relaxed,
         )?;

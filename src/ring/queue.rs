@@ -899,9 +899,12 @@ fn derive_cold(
 /// polls, after which the worker slips ([`Worker::refresh`]).
 const LOCKSTEP_STREAK: u32 = 8;
 
-/// Empty refreshes before an item that still count as lockstep (a lone
-/// round trip waits far longer than this).
+/// Empty refreshes before an item that still count as lockstep.
 const LOCKSTEP_EMPTIES: u32 = 4;
+
+/// The most lockstep refreshes a worker whose slips kept finding no batch
+/// waits before it tries one again ([`Worker::slip`]).
+const MAX_LOCKSTEP_STREAK: u32 = 1024;
 
 /// Spin hints a slipping worker waits before re-reading `scheduled_head`.
 const SLIP_SPINS: u32 = 64;
@@ -1317,6 +1320,9 @@ pub struct Worker<T: Payload, S: Storage, H: Home = DefaultHome> {
     streak: u32,
     /// Refreshes in a row that found the ring empty.
     empties: u32,
+    /// The streak that triggers a slip: [`LOCKSTEP_STREAK`], doubled (up to
+    /// [`MAX_LOCKSTEP_STREAK`]) after each slip that found no batch.
+    slip_after: u32,
     trace: Trace,
 }
 
@@ -1345,6 +1351,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
             cached_sched_head: start,
             streak: 0,
             empties: 0,
+            slip_after: LOCKSTEP_STREAK,
             trace: None,
         }
     }
@@ -1358,11 +1365,14 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     /// read, then the producer's next write to the same line): both sides
     /// stall on every item (~100 ns on a 2-vCPU EPYC) instead of running
     /// ahead (~5 ns). After [`LOCKSTEP_STREAK`] such refreshes in a row,
-    /// each after one to [`LOCKSTEP_EMPTIES`] empty polls (a lone round trip
-    /// waits far longer, so its latency is untouched; a worker that finds an
-    /// item without polling at all was busy elsewhere and is not counted),
-    /// the worker stays off the shared lines for [`SLIP_SPINS`] spin hints,
-    /// letting the producer get whole lines ahead, and reads again.
+    /// each after one to [`LOCKSTEP_EMPTIES`] empty polls (a worker that
+    /// finds an item without polling at all was busy elsewhere and is not
+    /// counted), the worker stays off the shared lines for [`SLIP_SPINS`]
+    /// spin hints, letting the producer get whole lines ahead, and reads
+    /// again. A lone round trip can look the same (its producer waits for
+    /// each completion, so a fast one leaves only a few empty polls between
+    /// items), but its slip finds no batch: the worker then waits for twice
+    /// the streak before the next slip ([`Worker::slip`]).
     #[inline(always)]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with trigger's Release of
@@ -1388,7 +1398,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
         }
         self.streak += 1;
         #[cfg(not(loom))]
-        if self.streak >= LOCKSTEP_STREAK {
+        if self.streak >= self.slip_after {
             self.streak = 0;
             self.slip();
         }
@@ -1402,7 +1412,20 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
             crate::sync::spin_hint();
         }
         // Ordering (in `observe`): Acquire; as in `refresh`.
-        self.cached_sched_head = self.q.sh.storage.observe(Cursor::ScheduledHead);
+        let seen = self.q.sh.storage.observe(Cursor::ScheduledHead);
+        self.cached_sched_head = seen;
+        // A batch after the wait: the producer streams and got whole lines
+        // ahead, so slip again at the next sign of lockstep. No more than
+        // the one or two items seen before: the producer was waiting for
+        // us (a round trip: it submits after it sees the completion), and
+        // each slip only delayed it (~64 spin hints; measured: about one
+        // round trip in nine slipped, and the round trip read 2.5-2.7x of
+        // ping-pong instead of about 1x), so wait twice as long next time.
+        self.slip_after = if seen - self.head > 2 {
+            LOCKSTEP_STREAK
+        } else {
+            (self.slip_after * 2).min(MAX_LOCKSTEP_STREAK)
+        };
     }
 
     /// The shared query side.
