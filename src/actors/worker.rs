@@ -146,6 +146,12 @@ pub struct WorkerStats {
     /// Events the worker's state did not accept (counted, traced, the state
     /// kept: 0 unless something is wrong).
     pub fsm_violations: u64,
+    /// Executions submitted after this worker had degraded its XU (and
+    /// before a recovery): 0, since a degraded XU refuses every schedule
+    /// with 101. Exact in deterministic runs, where the submission's
+    /// `ts_start` and the degradation are stamped by different polls of one
+    /// virtual clock; `xunds sim` checks it.
+    pub accepted_while_degraded: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -212,6 +218,8 @@ pub struct WorkerActor<H: Hal> {
     /// An overflow or corrupt record seen while harvesting: the status and
     /// EXT counter for the next execution that times out (module docs).
     note: Option<(NrtStatus, Option<NcCounter>)>,
+    /// When this worker degraded its XU (cleared by a recovery).
+    degraded_at: Option<Nanos>,
 }
 
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
@@ -281,6 +289,7 @@ impl<H: Hal> WorkerActor<H> {
             idle_polls: 0,
             nq_armed: false,
             note: None,
+            degraded_at: None,
         }
     }
 
@@ -442,6 +451,9 @@ impl<H: Hal> WorkerActor<H> {
             Some(_) => now,
         };
         let deadline = from.saturating_add(self.timeout);
+        if self.degraded_at.is_some_and(|d| from > d) {
+            self.stats.accepted_while_degraded += 1;
+        }
         self.harvester.expect(exec_id, engines, deadline.as_u64());
         self.cur = Some(Current {
             seq,
@@ -506,8 +518,12 @@ impl<H: Hal> WorkerActor<H> {
                     let status = e.suggested_status();
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
                     self.note.get_or_insert((status, ext));
-                    self.health
-                        .degrade(XuHealthEvent::FatalError, self.core, cx);
+                    if self
+                        .health
+                        .degrade(XuHealthEvent::FatalError, self.core, cx)
+                    {
+                        self.degraded_at = Some(cx.now());
+                    }
                 }
                 Err(e) => {
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
@@ -563,10 +579,13 @@ impl<H: Hal> WorkerActor<H> {
                     c.status,
                     ExecStatus::Error { source, .. } if source != Source::Dma
                 ));
-            if intact {
-                self.health.degrade_intact(ev, self.core, cx);
+            let degraded = if intact {
+                self.health.degrade_intact(ev, self.core, cx)
             } else {
-                self.health.degrade(ev, self.core, cx);
+                self.health.degrade(ev, self.core, cx)
+            };
+            if degraded {
+                self.degraded_at = Some(now);
             }
         }
         // MACs: what the sequencer reported for this request (written before
@@ -737,6 +756,12 @@ impl<H: Hal> WorkerActor<H> {
                 self.core, seq.0
             ),
         );
+        // Mutant (`xunds sim` must find it): a timed-out execution's item is
+        // returned twice.
+        #[cfg(xunds_mutant = "timeout_double_free")]
+        if let (NrtStatus::TIMEOUT, Some(i)) = (status, idx) {
+            let _ = self.returns.push(i);
+        }
         self.kept_return = idx;
         self.finish_cycle(cx);
     }
@@ -797,6 +822,7 @@ impl<H: Hal> WorkerActor<H> {
             return false;
         }
         if self.health.recover(self.core, cx).is_ok() {
+            self.degraded_at = None;
             self.stats.recoveries += 1;
             return true;
         }
