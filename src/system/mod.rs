@@ -19,4 +19,5 @@ pub mod clock;
 pub mod faults;
 pub mod job;
 pub mod runner;
+pub mod sim;
 pub mod trace;
