@@ -451,6 +451,14 @@ impl<H: Hal> WorkerActor<H> {
             Some(_) => now,
         };
         let deadline = from.saturating_add(self.timeout);
+        // Mutant (`xunds sim` must find it): the execution on work item 0,
+        // where the pool wraps, gets twice its timeout.
+        #[cfg(xunds_mutant = "deadline_late_at_wrap")]
+        let deadline = if idx == 0 {
+            deadline.saturating_add(self.timeout)
+        } else {
+            deadline
+        };
         if self.degraded_at.is_some_and(|d| from > d) {
             self.stats.accepted_while_degraded += 1;
         }

@@ -813,12 +813,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
 
     /// `true` when a submit would not be refused for space.
     pub fn has_space(&mut self) -> bool {
-        let cap = self.q.sh.cap;
-        // Mutant (`xunds sim` must find it): the full test is off by one
-        // when the tail is at a lap boundary.
-        #[cfg(xunds_mutant = "ring_full_at_wrap")]
-        let cap = cap + u64::from(self.tail % cap == 0);
-        self.tail - self.cached_exec_head < cap || self.free_space() > 0
+        self.tail - self.cached_exec_head < self.q.sh.cap || self.free_space() > 0
     }
 
     /// Submitted, not yet triggered.
