@@ -353,13 +353,7 @@ impl<H: Hal> Lane<H> {
             }
             h => h,
         };
-        if step_traced::<XuHealth, _>(
-            health,
-            XuHealthEvent::Schedule,
-            u64::from(core),
-            cx,
-        )
-        .is_err()
+        if step_traced::<XuHealth, _>(health, XuHealthEvent::Schedule, u64::from(core), cx).is_err()
         {
             return self.refuse(NrtStatus::EXEC_UNIT_UNRECOVERABLE);
         }

@@ -248,7 +248,11 @@ impl JobConfig {
                 .map(ModelKind::parse)
                 .transpose()?
                 .unwrap_or_default(),
-            rate: h.config_value("rate").map(str::parse).transpose().map_err(|_| bad("trace header: bad rate"))?,
+            rate: h
+                .config_value("rate")
+                .map(str::parse)
+                .transpose()
+                .map_err(|_| bad("trace header: bad rate"))?,
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {

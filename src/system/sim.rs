@@ -292,7 +292,6 @@ fn broke(invariant: Invariant, detail: String) -> Result<(), Violation> {
     Err(Violation { invariant, detail })
 }
 
-
 /// Check a finished run of `case` against every invariant but the fd count
 /// (which needs the process's fds before the run: [`run_case`]).
 pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
@@ -356,7 +355,11 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     // Exactly once.
-    let mut tags: Vec<u64> = r.workers.iter().flat_map(|w| w.tags.iter().copied()).collect();
+    let mut tags: Vec<u64> = r
+        .workers
+        .iter()
+        .flat_map(|w| w.tags.iter().copied())
+        .collect();
     tags.sort_unstable();
     if let Some(w) = tags.windows(2).find(|w| w[0] == w[1]) {
         return broke(ExactlyOnce, format!("execution {} completed twice", w[0]));
@@ -372,7 +375,10 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     if let Some(t) = tags.iter().find(|&&t| t >= case.executions) {
-        return broke(ExactlyOnce, format!("completed execution {t} was never scheduled"));
+        return broke(
+            ExactlyOnce,
+            format!("completed execution {t} was never scheduled"),
+        );
     }
     // Outputs.
     if r.outputs_wrong != 0 || r.outputs_checked != r.completed_ok {
@@ -385,7 +391,11 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     // State machines (before the counters: a violation explains them).
-    let bad_items: u64 = r.workers.iter().map(|w| w.bad_items.iter().sum::<u64>()).sum();
+    let bad_items: u64 = r
+        .workers
+        .iter()
+        .map(|w| w.bad_items.iter().sum::<u64>())
+        .sum();
     let signals: u64 = r.workers.iter().map(|w| w.signal_failures).sum();
     if r.fsm_violations.total() != 0 || bad_items != 0 || signals != 0 {
         let v = r.fsm_violations;
@@ -601,9 +611,7 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
     };
     res.executions = rep.accepted;
     for (rule, n) in case.faults.rules.iter().zip(&rep.faults_by_rule) {
-        let one = FaultSpec {
-            rules: vec![*rule],
-        };
+        let one = FaultSpec { rules: vec![*rule] };
         let text = one.text();
         let kind = text.split('@').next().unwrap_or_default().to_string();
         res.faults.push((kind, *n));
@@ -805,7 +813,8 @@ pub fn swarm(
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    let (by_kind, with_faults, mut failures) = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (by_kind, with_faults, mut failures) =
+        results.into_inner().unwrap_or_else(|p| p.into_inner());
     failures.sort_by_key(|r| r.case.seed);
     SwarmReport {
         seeds: done.load(Ordering::Relaxed),
@@ -843,6 +852,10 @@ mod tests {
             }
         }
         assert!(none > 0, "the fault mix includes none");
-        assert_eq!(kinds.len(), FAULT_KINDS.len(), "every kind drawn: {kinds:?}");
+        assert_eq!(
+            kinds.len(),
+            FAULT_KINDS.len(),
+            "every kind drawn: {kinds:?}"
+        );
     }
 }

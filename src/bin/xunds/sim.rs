@@ -178,9 +178,10 @@ pub fn main(args: Args) -> ExitCode {
         (None, Some(s)) => (s, s),
         (None, None) => (1, 100),
     };
-    let jobs = args.jobs.map(usize::from).unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    });
+    let jobs = args
+        .jobs
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let opts = SimOptions {
         check_fds: jobs == 1,
         ..SimOptions::new()
@@ -213,9 +214,20 @@ pub fn main(args: Args) -> ExitCode {
         let inv = f.verdict.as_ref().err().map(|v| v.invariant);
         match inv {
             Some(inv) if !args.no_shrink => {
-                let (case, runs) = sim::shrink(&f.case, inv, &SimOptions { check_fds: true, ..opts.clone() });
+                let (case, runs) = sim::shrink(
+                    &f.case,
+                    inv,
+                    &SimOptions {
+                        check_fds: true,
+                        ..opts.clone()
+                    },
+                );
                 let verdict = sim::run_case(&case, &opts).verdict.err();
-                Shrunk { case, verdict, runs }
+                Shrunk {
+                    case,
+                    verdict,
+                    runs,
+                }
             }
             _ => Shrunk {
                 case: f.case.clone(),
@@ -278,18 +290,23 @@ fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
         rep.exec_per_sec(),
         rep.seeds_per_minute()
     );
-    let fired: Vec<String> = rep
-        .faults
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
+    let fired: Vec<String> = rep.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(s, "  faults injected by kind: {}", fired.join(", "));
     match (&rep.failure, shrunk) {
         (Some(CaseResult { case, verdict, .. }), Some(sh)) => {
             if let Err(v) = verdict {
-                let _ = writeln!(s, "FAILED seed {}: invariant {}: {}", case.seed, v.invariant, v.detail);
+                let _ = writeln!(
+                    s,
+                    "FAILED seed {}: invariant {}: {}",
+                    case.seed, v.invariant, v.detail
+                );
             }
-            let _ = writeln!(s, "  case: {} executions, {}", case.executions, case.describe());
+            let _ = writeln!(
+                s,
+                "  case: {} executions, {}",
+                case.executions,
+                case.describe()
+            );
             let _ = writeln!(
                 s,
                 "  shrunk ({} runs): {} executions, {}{}",
