@@ -24,7 +24,7 @@ use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
 /// 1).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Seeds A to B, both included (`1..500`; `A..=B` too).
+    /// Seeds A to B, both included (`1..500`; `A..=B` too) [default: 1..100].
     #[arg(long, value_name = "A..B", value_parser = seed_range, conflicts_with = "seed")]
     seeds: Option<(u64, u64)>,
     /// One seed (with the overrides below: replay a printed case).
