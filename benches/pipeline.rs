@@ -37,6 +37,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::counting_alloc as alloc;
 use xunds::actors::work::{Expectations, ResidentModel};
 use xunds::device::engine::{Executor, Limits};
 use xunds::device::memmap::reg;
@@ -47,7 +48,6 @@ use xunds::device::staging::{build_request, StageError};
 use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering as HalOrdering};
 use xunds::nds::{Counter, MappedSlab, Writer};
-use xunds::system::alloc;
 use xunds::system::builder::{build, Shared, SystemConfig};
 use xunds::system::job::{self, JobConfig, ModelKind};
 use xunds::wire::nds::counters::NcCounter;

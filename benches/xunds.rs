@@ -5,6 +5,8 @@
 //! peer, under a line naming the host (CPU model, family/model, CPUs) and the
 //! load average; the README copies the table and this command, per host.
 
+#[path = "../tests/counting_alloc/mod.rs"]
+mod counting_alloc;
 mod engine;
 mod harness;
 mod nds;
@@ -14,7 +16,7 @@ mod ring;
 /// Counts heap allocations (the pipeline group reports them per execution;
 /// the other groups' hot loops do not allocate, so it costs them nothing).
 #[global_allocator]
-static ALLOC: xunds::system::alloc::CountingAlloc = xunds::system::alloc::CountingAlloc::new();
+static ALLOC: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc::new();
 
 fn main() {
     let filter = std::env::args()

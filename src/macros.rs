@@ -159,8 +159,10 @@ macro_rules! wire_block {
 }
 
 /// An error enum with its `Display` (one message per variant),
-/// `std::error::Error` (whose `source` is the field marked `#[from]` or
-/// `#[source]`) and `From` for each `#[from]` field. Struct variants name
+/// `core::error::Error` (whose `source` is the field marked `#[from]` or
+/// `#[source]`) and `From` for each `#[from]` field. A variant's attributes
+/// (its docs, a `#[cfg(feature = "std")]`) also go on its match arms and
+/// its `From`, so a variant may exist only with a feature. Struct variants name
 /// their fields in the message (`"{len} bytes"`); a one-field tuple variant
 /// calls its field `{0}`; a message with computed arguments is written
 /// `("... {}", expr)`.
@@ -199,25 +201,26 @@ macro_rules! error_enum {
         }
 
         impl core::fmt::Display for $Name {
-            #[allow(unused_variables)]
+            #[allow(unused_variables, unused_doc_comments)]
             fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                 match self {
-                    $(error_enum!(@pat $V [$($T)?] [$({ $($F),* })?] v0)
+                    $($(#[$vm])* error_enum!(@pat $V [$($T)?] [$({ $($F),* })?] v0)
                         => error_enum!(@msg f [$($T)?] v0 $msg),)*
                 }
             }
         }
 
-        impl std::error::Error for $Name {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        impl core::error::Error for $Name {
+            #[allow(unused_doc_comments)]
+            fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
                 match self {
-                    $(error_enum!(@srcpat $V [$($($how)?)?] v0)
+                    $($(#[$vm])* error_enum!(@srcpat $V [$($($how)?)?] v0)
                         => error_enum!(@src [$($($how)?)?] v0),)*
                 }
             }
         }
 
-        $($($(error_enum!(@from $how $Name $V $T);)?)?)*
+        $(error_enum!(@from [$(#[$vm])*] $Name $V $([$($how)?] $T)?);)*
     };
     (@pat $V:ident [] [] $b:ident) => { Self::$V };
     (@pat $V:ident [$T:ty] [] $b:ident) => { Self::$V($b) };
@@ -230,13 +233,29 @@ macro_rules! error_enum {
     (@srcpat $V:ident [] $b:ident) => { Self::$V { .. } };
     (@srcpat $V:ident [$how:ident] $b:ident) => { Self::$V($b) };
     (@src [] $b:ident) => { None };
-    (@src [$how:ident] $b:ident) => { Some($b as &(dyn std::error::Error + 'static)) };
-    (@from from $Name:ident $V:ident $T:ty) => {
+    (@src [$how:ident] $b:ident) => { Some($b as &(dyn core::error::Error + 'static)) };
+    (@from [$($a:tt)*] $Name:ident $V:ident [from] $T:ty) => {
+        $($a)*
         impl From<$T> for $Name {
             fn from(e: $T) -> Self {
                 Self::$V(e)
             }
         }
     };
-    (@from source $Name:ident $V:ident $T:ty) => {};
+    (@from [$($a:tt)*] $Name:ident $V:ident $([$($how:ident)?] $T:ty)?) => {};
+}
+
+/// Declare modules that are not part of the API: `pub` with the `testkit`
+/// feature (the integration tests, benches and loom models drive them
+/// directly), private to the crate otherwise, so `cargo doc` of the default
+/// features does not show them.
+macro_rules! testkit_mod {
+    ($($(#[$m:meta])* mod $name:ident;)*) => {$(
+        #[cfg(feature = "testkit")]
+        $(#[$m])*
+        pub mod $name;
+        #[cfg(not(feature = "testkit"))]
+        $(#[$m])*
+        mod $name;
+    )*};
 }

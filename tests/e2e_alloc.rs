@@ -5,14 +5,15 @@
 //! per-thread counter of `CountingAlloc` sees every allocation any of them
 //! makes.
 
+mod counting_alloc;
 use std::sync::Arc;
 
+use counting_alloc::{count_thread, CountingAlloc};
 use xunds::actors::producer::{ProducerActor, Workload};
 use xunds::actors::work::Expectations;
 use xunds::actors::NullTrace;
 use xunds::device::model::MlpSpec;
 use xunds::hal::fake::FakeHal;
-use xunds::system::alloc::{count_thread, CountingAlloc};
 use xunds::system::builder::{build, SysActor, SystemConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 

@@ -3,9 +3,13 @@
 //! process as the reader (mapped `PROT_READ`).
 //!
 //! The records the stress writer publishes are self-checking
-//! (`xunds::nds::stress`): every byte is a function of the version in
+//! (`src/bin/xunds/stress.rs`, included below): every byte is a function of the version in
 //! `model_id`, so a torn copy that the reader accepted as Fresh would fail
 //! `is_consistent` even if its FNV hash happened to match.
+
+#[allow(dead_code)] // the writer half (`step`) is the binary's
+#[path = "../src/bin/xunds/stress.rs"]
+mod stress;
 
 mod nds_support;
 
@@ -15,7 +19,7 @@ use std::time::Duration;
 
 use nds_support::{xunds, TempSlab};
 use xunds::nds::record::{self, Attempt};
-use xunds::nds::{stress, Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
+use xunds::nds::{Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
 use xunds::prng::SplitMix64;
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::fnv;

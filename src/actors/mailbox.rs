@@ -2,11 +2,11 @@
 //!
 //! [`bounded`] returns a [`Sender`] (the producer half) and a [`Receiver`]
 //! (the consumer half). A normal build wraps [`rtrb`]; a build with
-//! `--cfg loom` wraps [`spsc`], an in-crate ring over [`crate::sync`] atomics
+//! `--cfg loom` wraps `spsc`, an in-crate ring over [`crate::sync`] atomics
 //! and a loom-aware cell, with the same API, so the loom models in
-//! `loom-tests/tests/mailbox.rs` check the very queue the actors use. [`spsc`]
-//! is compiled in every build, so its unit tests also run under plain
-//! `cargo test` and Miri.
+//! `loom-tests/tests/mailbox.rs` check the very queue the actors use. `spsc`
+//! is compiled under loom and for the unit tests, so they also run under
+//! plain `cargo test` and Miri.
 //!
 //! Nothing here blocks: [`Sender::push`] on a full mailbox returns the item
 //! inside [`Full`], and the actor keeps it and retries on its next poll (the
@@ -70,6 +70,7 @@ mod imp {
         p.push(item).map_err(|rtrb::PushError::Full(v)| v)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn pop<T>(c: &mut Consumer<T>) -> Option<T> {
         c.pop().ok()
     }
@@ -102,10 +103,12 @@ mod imp {
         c.slots()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn producer_is_abandoned<T>(p: &Producer<T>) -> bool {
         p.is_abandoned()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn consumer_is_abandoned<T>(c: &Consumer<T>) -> bool {
         c.is_abandoned()
     }
@@ -171,6 +174,7 @@ impl<T> Sender<T> {
 
     /// `true` when a push would fail right now.
     #[inline]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_full(&self) -> bool {
         self.slots() == 0
     }
@@ -182,6 +186,7 @@ impl<T> Sender<T> {
     }
 
     /// `true` once the [`Receiver`] has been dropped.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_abandoned(&self) -> bool {
         imp::producer_is_abandoned(&self.inner)
     }
@@ -205,6 +210,7 @@ pub struct Receiver<T> {
 impl<T> Receiver<T> {
     /// Take the oldest item, or `None` when the mailbox is empty.
     #[inline]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn pop(&mut self) -> Option<T> {
         imp::pop(&mut self.inner)
     }
@@ -230,12 +236,14 @@ impl<T> Receiver<T> {
 
     /// The capacity given to [`bounded`].
     #[inline]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// `true` once the [`Sender`] has been dropped (items already sent can
     /// still be popped).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_abandoned(&self) -> bool {
         imp::consumer_is_abandoned(&self.inner)
     }
@@ -250,6 +258,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
+#[cfg(any(test, loom))]
 pub mod spsc {
     //! An in-crate bounded SPSC ring that loom can see: the cursors are
     //! [`crate::sync`] atomics and the slots are a loom-aware cell, so a

@@ -60,7 +60,7 @@ use crate::fsm::{Transition, TransitionHook};
 use crate::hal::tracer::TraceLog;
 
 /// A time in nanoseconds: virtual (deterministic runner) or since the
-/// runner started (threaded runner). Actors receive it in [`Cx`]; they never
+/// runner started (threaded runner). Actors receive it in `Cx`; they never
 /// read a clock themselves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Nanos(pub u64);
@@ -122,6 +122,7 @@ pub enum Progress {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Idle {
     /// Spin-loop hint, then poll again (lowest latency, burns a core).
+    #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
     Spin,
     /// `thread::yield_now`, then poll again.
     Yield,
@@ -203,12 +204,14 @@ impl<'a> Cx<'a> {
 
     /// The polled actor's name (as the runner recorded it).
     #[inline]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn actor(&self) -> &str {
         self.actor
     }
 
     /// Whether trace records are kept (skip building expensive texts if not).
     #[inline]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn tracing(&self) -> bool {
         self.tracing
     }

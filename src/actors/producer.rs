@@ -234,6 +234,7 @@ impl<H: Hal> Lane<H> {
     }
 
     /// The core.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
         self.core
     }
@@ -502,6 +503,7 @@ impl<H: Hal> Lane<H> {
     /// (`StageFailed`, `SubmitFailed` or `TriggerFailed`; others are
     /// ignored), so each failure exit can be driven through the lane.
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fail_next(&mut self, at: FunnelEvent) {
         self.inject = Some(at);
     }
@@ -510,12 +512,14 @@ impl<H: Hal> Lane<H> {
     /// `f(address of its item)` into the slot's `exec_info` instead of the
     /// address (an address outside the region, or off-stride).
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn corrupt_next_word(&mut self, f: fn(u64) -> u64) {
         self.corrupt_word = Some(f);
     }
 
     /// Free work items the lane holds right now (refilled from the
     /// worker's returns first): the pool is whole when this equals its size.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn free_items(&mut self) -> usize {
         let free = &mut self.free;
         self.returns.drain(usize::MAX, |i| free.push(i));
@@ -524,11 +528,13 @@ impl<H: Hal> Lane<H> {
 
     /// The core's stager (its request buffers are the staging slots:
     /// [`Stager::in_flight`] of them are taken).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stager(&self) -> &Stager<H> {
         &self.stager
     }
 
     /// The core's work items (the mapped region and the side table).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn pool(&self) -> &Arc<ItemPool> {
         &self.pool
     }
@@ -747,6 +753,7 @@ impl<H: Hal> ProducerActor<H> {
     }
 
     /// Executions handed out so far (accepted or given up).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn done(&self) -> u64 {
         self.next
     }

@@ -382,13 +382,9 @@ impl<S: SlabMut> PublisherActor<S> {
     }
 
     /// The writer (for a final read-back through its own mapping).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn writer(&self) -> &Writer<S> {
         &self.books.writer
-    }
-
-    /// The last NDS error, if any (the count is in `PubStats::errors`).
-    pub fn last_error(&self) -> Option<&str> {
-        self.books.last_error.as_deref()
     }
 
     fn start(&mut self, cx: &mut Cx<'_>) {

@@ -29,7 +29,7 @@ pub struct DeviceStats {
     pub faults: u64,
     /// HAL errors of the device's own regions (a bug; should stay 0).
     pub errors: u64,
-    /// Doorbell eventfd writes that woke the proxy ([`Waker::signals`]):
+    /// Doorbell eventfd writes that woke the proxy (`Waker::signals`):
     /// how often it actually slept while requests came in.
     pub doorbell_signals: u64,
     /// Events the proxy's state did not accept (counted, traced, the proxy
@@ -133,11 +133,13 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     /// Feed the cycle an event from outside its driver (tests of the
     /// violation path).
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inject_event(&mut self, e: ProxyEvent, cx: &mut Cx<'_>) {
         self.go(e, cx);
     }
 
     /// The sequencer (its per-core state).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn sequencer(&self) -> &Sequencer<H, X> {
         &self.seq
     }

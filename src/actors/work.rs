@@ -136,6 +136,7 @@ pub struct CoreModel {
     /// Device bytes this core holds for the model, by NDS category.
     pub device: MemUsage,
     /// Device allocations (the grid's `chunk_count`).
+    #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
     pub chunks: u32,
 }
 
@@ -279,16 +280,6 @@ impl BadItem {
         }
     }
 
-    /// Stable names, by [`index`](Self::index).
-    pub const NAMES: [&'static str; Self::KINDS] = [
-        "out_of_region",
-        "off_stride",
-        "zeroed",
-        "unknown_type",
-        "unknown_mod_ref",
-        "other_core",
-        "unparsable",
-    ];
 }
 
 /// The fields of `tpb_execution_info_t` the worker loads, one HAL load each
@@ -431,11 +422,13 @@ impl ItemPool {
     }
 
     /// `true` for an empty pool (never: `new` refuses it).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.side.is_empty()
     }
 
     /// The mapped region.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn region(&self) -> RegionHandle {
         self.region
     }
@@ -626,7 +619,7 @@ const DEGRADED_INTACT: u8 = 1;
 /// Degraded with queues possibly out of step: not recoverable.
 const DEGRADED_LOST: u8 = 2;
 
-/// Why [`HealthCell::recover`] refused.
+/// Why `HealthCell::recover` refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecoverError {
     /// The XU is healthy.

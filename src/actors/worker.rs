@@ -141,7 +141,7 @@ pub struct WorkerStats {
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
     pub tags: Vec<u64>,
-    /// Executions whose work item was bad, by kind ([`BadItem::index`]).
+    /// Executions whose work item was bad, by kind (`BadItem::index`).
     pub bad_items: [u64; BadItem::KINDS],
     /// Events the worker's state did not accept (counted, traced, the state
     /// kept: 0 unless something is wrong).
@@ -312,11 +312,13 @@ impl<H: Hal> WorkerActor<H> {
     /// NQ records that matched no expected execution and were dropped (for
     /// example those of a request staged by a schedule call whose submit
     /// then failed).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stray_records(&self) -> u64 {
         self.harvester.stray_records()
     }
 
     /// The core.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
         self.core
     }
@@ -344,6 +346,7 @@ impl<H: Hal> WorkerActor<H> {
     /// Feed the cycle an event from outside its driver (tests of the
     /// violation path: a refused event must be counted and change nothing).
     #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inject_event(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.step(e, cx);
     }

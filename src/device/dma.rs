@@ -81,11 +81,13 @@ impl RingProducer {
     }
 
     /// The ring id the next descriptor gets.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn ring_id(&self) -> u8 {
         self.lap.ring_id
     }
 
     /// The slot the next descriptor goes to.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn index(&self) -> u32 {
         self.lap.index
     }
@@ -116,6 +118,7 @@ error_enum! {
         /// The descriptor did not encode (length or ring id out of range).
         Encode(#[source] UdmaError) => "descriptor: {0}",
         /// Not enough free slots.
+        #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
         Full {
             /// Slots needed.
             need: u32,
@@ -190,11 +193,13 @@ impl QueueProducer {
     }
 
     /// The M2S ring's producer (for inspection).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn m2s(&self) -> &RingProducer {
         &self.m2s
     }
 
     /// The S2M ring's producer (for inspection).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn s2m(&self) -> &RingProducer {
         &self.s2m
     }
@@ -387,11 +392,13 @@ impl DmaEngine {
     }
 
     /// The sticky fault, if any.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn fault(&self) -> Option<DmaFault> {
         self.fault
     }
 
     /// Pairs consumed so far.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn consumed(&self) -> u32 {
         self.m2s.consumed()
     }

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 use core::fmt;
+#[cfg(any(test, feature = "testkit"))]
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
@@ -74,11 +75,13 @@ impl std::error::Error for MemFault {}
 /// Heap-backed device memory covering `base .. base + len`: word-granular,
 /// `Sync` (each word is an `AtomicU32` accessed `Relaxed`; the engines need
 /// no ordering within one execution).
+#[cfg(any(test, feature = "testkit"))]
 pub struct VecMemory {
     base: u64,
     words: Box<[AtomicU32]>,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl VecMemory {
     /// Zeroed memory of `len_bytes` (rounded up to a word) at `base`.
     ///
@@ -124,6 +127,7 @@ impl VecMemory {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl DeviceMemory for VecMemory {
     fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
         Ok(self.words[self.index(pa)?].load(Ordering::Relaxed))
@@ -159,6 +163,7 @@ impl DeviceMemory for VecMemory {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl VecMemory {
     /// The word indices of `n` words from `pa`, when all are inside.
     fn range(&self, pa: u64, n: usize) -> Option<core::ops::Range<usize>> {
@@ -168,6 +173,7 @@ impl VecMemory {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl fmt::Debug for VecMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VecMemory")
@@ -198,6 +204,7 @@ pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), 
 }
 
 /// Read `len` bytes at `pa` (4-byte aligned).
+#[cfg(any(test, feature = "testkit"))]
 pub fn read_bytes(mem: &dyn DeviceMemory, pa: u64, len: usize) -> Result<Vec<u8>, MemFault> {
     if pa % 4 != 0 {
         return Err(MemFault { pa });
@@ -434,21 +441,25 @@ pub struct ExecReport {
 
 impl ExecReport {
     /// One engine's report.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn engine(&self, engine: Engine) -> &EngineReport {
         &self.engines[engine.index()]
     }
 
     /// The root-cause error class, if any engine failed.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn error(&self) -> Option<ErrorClass> {
         self.first_error.map(|(_, c)| c)
     }
 
     /// `true` when no engine failed.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_ok(&self) -> bool {
         self.first_error.is_none()
     }
 
     /// Device latency: `end_cycle - start_cycle`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn cycles(&self) -> u64 {
         self.end_cycle - self.engines[0].start_cycle
     }
@@ -617,12 +628,14 @@ impl Executor {
     }
 
     /// Record an instruction trace (read it with [`Executor::take_trace`]).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn with_trace(mut self) -> Self {
         self.trace = Some(Vec::new());
         self
     }
 
     /// The trace recorded so far (empty without [`Executor::with_trace`]).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn take_trace(&mut self) -> Vec<TraceLine> {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
@@ -1168,6 +1181,7 @@ impl Access<'_> {
 /// Run the execution `req` describes with default [`Limits`]: engine `e`'s
 /// block is at `req.engine_address(e)` (0 = idle); all start at
 /// `start_cycle`.
+#[cfg(any(test, feature = "testkit"))]
 pub fn execute_request(
     mem: &dyn DeviceMemory,
     req: &DeviceExecRequest,
@@ -1178,6 +1192,7 @@ pub fn execute_request(
 
 /// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]
 /// order) starts at `blocks[i]` (0 = idle) at `start_cycle`.
+#[cfg(any(test, feature = "testkit"))]
 pub fn execute_blocks(
     mem: &dyn DeviceMemory,
     blocks: [u64; NUM_ENGINES],

@@ -264,6 +264,7 @@ error_enum! {
             cores: u8,
         } => "core {core} is out of range: the device has {cores} core(s), numbered 0..{cores}",
         /// `engine` is not below the number of NQ engine rings per core.
+        #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
         Engine {
             /// The engine asked for.
             engine: u8,
@@ -446,6 +447,7 @@ impl MemMap {
     }
 
     /// The NQ ring of `engine` of `core`.
+    #[cfg(any(test, loom, feature = "testkit"))]
     pub fn nq_ring_of(&self, core: u8, engine: u8) -> Result<RegionHandle, UnitError> {
         self.nq_rings_of(core)?
             .get(usize::from(engine))

@@ -117,6 +117,7 @@ impl<H: Hal> Device<H> {
     }
 
     /// The configuration.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn config(&self) -> DeviceConfig {
         self.map.config
     }

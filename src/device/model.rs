@@ -839,7 +839,7 @@ impl MlpSpec {
 
     /// The CPU reference with the spec's own weights: `y` (batch x output)
     /// then `m` (batch). Plain loops, in the engines' order of accumulation
-    /// (see [`engine::matmul_into`]), so the device matches bit for bit.
+    /// (see `engine::matmul_into`), so the device matches bit for bit.
     /// An input of the wrong length is zero-padded or truncated.
     pub fn reference(&self, x: &[f32]) -> Vec<f32> {
         self.reference_with(&self.weights(), x)

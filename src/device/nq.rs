@@ -44,6 +44,7 @@ struct Lap {
 impl Lap {
     /// At the start of `engine`'s ring of `core`, or [`UnitError`] for a core
     /// or engine the device does not have.
+    #[cfg(any(test, loom, feature = "testkit"))]
     fn new(map: &MemMap, core: u8, engine: u8) -> Result<Lap, UnitError> {
         Ok(Lap::at(
             map.nq_ring_of(core, engine)?,
@@ -101,6 +102,7 @@ pub struct Overflow {
 impl NqWriter {
     /// The writer for `engine` of `core`, or [`UnitError`] for a core or
     /// engine `map` does not have.
+    #[cfg(any(test, loom, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
         Ok(NqWriter {
             lap: Lap::new(map, core, engine)?,
@@ -125,6 +127,7 @@ impl NqWriter {
 
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
+    #[cfg(any(test, loom, feature = "testkit"))]
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
         let l = &self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
@@ -193,6 +196,7 @@ pub struct NqReader {
 impl NqReader {
     /// The reader for `engine` of `core`, or [`UnitError`] for a core or
     /// engine `map` does not have.
+    #[cfg(any(test, loom, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
         Ok(NqReader {
             lap: Lap::new(map, core, engine)?,
@@ -227,6 +231,7 @@ impl NqReader {
     }
 
     /// Records consumed so far.
+    #[cfg(any(test, loom, feature = "testkit"))]
     pub fn consumed(&self) -> u32 {
         self.lap.count
     }
@@ -432,6 +437,7 @@ impl<H: Hal> Harvester<H> {
 
     /// Records that matched no expected execution (for example the rest of
     /// an execution already completed with an error) and were dropped.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stray_records(&self) -> u64 {
         self.stray
     }

@@ -31,7 +31,9 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
-use super::engine::{self, DeviceMemory, EngineReport, EngineStatus, ExecReport, MemFault};
+#[cfg(any(test, feature = "testkit"))]
+use super::engine::EngineReport;
+use super::engine::{self, DeviceMemory, EngineStatus, ExecReport, MemFault};
 use super::irq;
 use super::memmap::{dmem, reg, BadPa, MemMap, Window};
 use super::nq::{NqWriter, Overflow};
@@ -163,11 +165,13 @@ impl RequestExecutor for engine::Executor {
 /// number of cycles, touching no memory (tests, loom models, benches of the
 /// staging path alone).
 #[derive(Clone, Copy, Debug)]
+#[cfg(any(test, feature = "testkit"))]
 pub struct NullExecutor {
     /// Cycles every non-idle engine takes.
     pub cycles: u64,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl RequestExecutor for NullExecutor {
     fn execute(
         &mut self,
@@ -315,11 +319,13 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     }
 
     /// The executor (to read its statistics).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn executor(&self) -> &X {
         &self.exec
     }
 
     /// A core's sticky DMA fault.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn dma_fault(&self, core: u8) -> Option<DmaFault> {
         self.cores
             .get(usize::from(core))
@@ -327,16 +333,19 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     }
 
     /// A core's device clock (virtual cycles).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn cycle(&self, core: u8) -> u64 {
         self.cores.get(usize::from(core)).map_or(0, |c| c.cycle)
     }
 
     /// Requests a core has executed.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn executed(&self, core: u8) -> u32 {
         self.cores.get(usize::from(core)).map_or(0, |c| c.executed)
     }
 
     /// Records a core dropped because an NQ ring was full.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn overflows(&self, core: u8) -> &[Overflow] {
         self.cores
             .get(usize::from(core))

@@ -190,21 +190,19 @@ impl<H: Hal> Stager<H> {
     }
 
     /// The core.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
         self.core
     }
 
     /// Requests staged so far (the last `exec_id`).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn staged(&self) -> u32 {
         self.staged
     }
 
-    /// The model the core will run after the staged requests.
-    pub fn current_model(&self) -> Option<ModelId> {
-        self.current
-    }
-
     /// The descriptor-queue producer (for inspection).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn queue(&self) -> &QueueProducer {
         &self.queue
     }

@@ -88,7 +88,7 @@ impl<S: fmt::Debug, E: fmt::Debug> fmt::Debug for InvalidEvent<S, E> {
     }
 }
 
-impl<S: fmt::Debug, E: fmt::Debug> std::error::Error for InvalidEvent<S, E> {}
+impl<S: fmt::Debug, E: fmt::Debug> core::error::Error for InvalidEvent<S, E> {}
 
 /// One recorded transition, as the trace stores it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +111,13 @@ pub trait TransitionHook {
     fn on_transition(&mut self, t: Transition);
 }
 
+/// No hook at all (an `Option<Infallible>` hook is always `None`).
+impl TransitionHook for core::convert::Infallible {
+    fn on_transition(&mut self, _t: Transition) {
+        match *self {}
+    }
+}
+
 /// A hook that records nothing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoHook;
@@ -120,6 +127,7 @@ impl TransitionHook for NoHook {
     fn on_transition(&mut self, _t: Transition) {}
 }
 
+#[cfg(feature = "std")]
 impl TransitionHook for Vec<Transition> {
     fn on_transition(&mut self, t: Transition) {
         self.push(t);
@@ -162,6 +170,7 @@ pub fn step_traced<M: Fsm, H: TransitionHook + ?Sized>(
 /// row (a dead variant is a forgotten row or a stale variant). The function
 /// and the table cannot disagree (one list of rows generates both, and a
 /// duplicate row is an unreachable `match` arm, refused at compile time).
+#[cfg(feature = "std")]
 pub fn check_table<M: Fsm>() -> Result<(), String> {
     let name = M::NAME;
     if let Some(s) = M::STATES
@@ -262,6 +271,7 @@ pub use machine;
 
 /// Render a machine's table as a Graphviz-free text diagram (for docs and
 /// snapshots): one `FROM --event--> TO` line per row.
+#[cfg(feature = "std")]
 pub fn render_table<M: Fsm>() -> String {
     let mut s = String::new();
     for r in M::TABLE {

@@ -1,5 +1,5 @@
 //! The in-memory fake backend: regions are owned 8-byte atomic words from
-//! [`crate::sync`] (so a loom model sees every access under `--cfg loom`),
+//! `crate::sync` (so a loom model sees every access under `--cfg loom`),
 //! events are counters that never block. No system call, no clock:
 //! deterministic by construction.
 //!

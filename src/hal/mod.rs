@@ -18,7 +18,7 @@
 //! Middleware that wraps any backend:
 //! - [`tracer::Tracer`]: records every operation as a deterministic
 //!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base),
-//!   for snapshots and [`tracer::replay`].
+//!   for snapshots and `tracer::replay` (`testkit`).
 //! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
 //!   of descriptors, dropped doorbells, dropped or rewritten NQ records.
 //!
@@ -242,12 +242,6 @@ impl HalError {
             errno: e.raw_os_error(),
             text: e.to_string(),
         }
-    }
-}
-
-impl From<HalError> for crate::Error {
-    fn from(e: HalError) -> Self {
-        crate::Error::Other(format!("hal: {e}"))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The tracer middleware: wraps any [`Hal`] and records every operation as a
 //! deterministic [`TraceOp`] (regions by name, offsets relative to the region
-//! base, never a host address), for insta snapshots and [`replay`].
+//! base, never a host address), for insta snapshots and `replay` (the
+//! `testkit` feature's check that a trace re-issues).
 //!
 //! Put the tracer innermost (`FaultInjector<Tracer<B>>`) to record what
 //! actually reached memory, outermost to record what the caller asked for.
@@ -9,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 use core::fmt::{self, Write as _};
+#[cfg(any(test, feature = "testkit"))]
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -211,7 +213,7 @@ pub struct TraceRecord {
 /// What the tracer keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TraceFilter {
-    /// Every operation (needed for [`replay`]).
+    /// Every operation (needed for `replay`).
     #[default]
     All,
     /// Every operation except plain word loads and stores on [`RegionId::Dram`]
@@ -776,6 +778,7 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 /// Where a replay first disagreed with the recording.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
@@ -787,6 +790,7 @@ pub struct Divergence {
     pub observed: String,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl fmt::Display for Divergence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -799,8 +803,10 @@ impl fmt::Display for Divergence {
     }
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl std::error::Error for Divergence {}
 
+#[cfg(any(test, feature = "testkit"))]
 /// What a successful replay did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplayReport {
@@ -812,7 +818,8 @@ pub struct ReplayReport {
     pub skipped: usize,
 }
 
-/// Re-issue a recorded trace (taken with [`TraceFilter::All`]) against a fresh
+#[cfg(any(test, feature = "testkit"))]
+/// Test support (`testkit` feature): re-issue a recorded trace (taken with [`TraceFilter::All`]) against a fresh
 /// backend: maps and events are created, every write is applied, and every
 /// read is performed and compared with the recorded value. The first
 /// mismatch is a [`Divergence`]. Waits are compared too (the fake answers

@@ -6,12 +6,11 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`slab`] | [`Slab`]/[`SlabMut`] (word-atomic access) and the backings [`MappedSlab`], [`ReadOnlySlab`], [`HeapSlab`] |
+//! | [`slab`] | [`Slab`]/[`SlabMut`] (word-atomic access) and the backings [`MappedSlab`], [`ReadOnlySlab`], [`HeapSlab`] (std), [`RawSlab`] over a [`StaticSlab`] or raw memory (core) |
 //! | [`index`] | [`Counter`] (a resolved counter word) and [`ModelSlot`]: typed, checked indices |
 //! | [`words`] | word-sized atomic copies between a slab and private buffers (never a `memcpy`) |
 //! | [`record`] | the torn-read-proof record protocol: invalidate, body, hash word last; stable copy + FNV verify |
 //! | [`writer`] | [`Writer`]: lays out and commits the header, counters, model records, process-info records |
-//! | [`stress`] | self-checking records for cross-process torn-read tests (`xunds nds stress-writer`) |
 //! | [`reader`] | [`Reader`]: header gate with retry, counters, typed record reads, snapshots; no mutating method |
 //!
 //! The bytes and offsets all come from [`crate::wire::nds`]; the record
@@ -36,6 +35,7 @@
 //! }
 //! ```
 
+#[cfg(feature = "std")]
 use std::io;
 
 use crate::fsm::record::{RecordEvent, RecordState};
@@ -47,14 +47,15 @@ pub mod index;
 pub mod reader;
 pub mod record;
 pub mod slab;
-pub mod stress;
 pub mod words;
 pub mod writer;
 
 pub use index::{Counter, CounterId, CounterName, ModelSlot};
 pub use reader::{Reader, RecordRead, Snapshot, Stale};
 pub use record::{RecordSpan, TornReason};
-pub use slab::{HeapSlab, MappedSlab, ReadOnlySlab, Slab, SlabMut};
+#[cfg(feature = "std")]
+pub use slab::{HeapSlab, MappedSlab, ReadOnlySlab};
+pub use slab::{RawSlab, Slab, SlabMut, StaticSlab};
 pub use writer::Writer;
 
 pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
@@ -63,6 +64,12 @@ pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
 pub const EINVAL: i32 = 22;
 /// `ENOSPC`: all 64 model slots are taken (docs/abi.md §2.6).
 pub const ENOSPC: i32 = 28;
+/// `EIO` (Linux): the slab shrank under its mapping.
+const EIO: i32 = 5;
+/// `EEXIST` (Linux): a file that is not a slab is in the way.
+const EEXIST: i32 = 17;
+#[cfg(feature = "std")]
+const _: () = assert!(EIO == libc::EIO && EEXIST == libc::EEXIST);
 
 // docs/abi.md §2.5: the accessors return -EINVAL as `0xffffffea`.
 const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);
@@ -73,6 +80,7 @@ error_enum! {
     #[non_exhaustive]
     pub enum NdsError {
         /// An operating-system call (open, mmap, ...) failed.
+        #[cfg(feature = "std")]
         Io(#[from] io::Error) => "nds: {0}",
         /// The mapping is shorter than `REQUIRED_SIZE` (67,200 bytes);
         /// docs/abi.md §2.2: `nds_open` refuses `<= 0x1067f`.
@@ -80,6 +88,12 @@ error_enum! {
             /// The mapping's length.
             len: usize,
         } => "nds: mapping too small: {len} bytes, the region map needs {REQUIRED_SIZE}",
+        /// Caller-provided slab memory at a null or not 8-byte-aligned
+        /// address ([`RawSlab::from_raw`]): `EINVAL`.
+        Misaligned {
+            /// The address given.
+            addr: usize,
+        } => "nds: slab memory at {addr:#x} is null or not 8-byte aligned",
         /// The header is still zero after the one retry (docs/abi.md §2.3): the
         /// producer has not committed, or the slab was released.
         NotCommitted => "nds: header not committed (still zero after one retry)",
@@ -108,6 +122,7 @@ error_enum! {
         /// All 64 model slots are live (docs/abi.md §2.6): `ENOSPC`.
         NoSpace => "nds: ENOSPC: all 64 model slots are live",
         /// Another live writer holds the slab's writer lock: `EBUSY`.
+        #[cfg(feature = "std")]
         Busy {
             /// The holder's pid, when it can be told.
             pid: Option<u32>,
@@ -138,12 +153,15 @@ impl NdsError {
     /// return its negation). I/O errors give their OS code (or `EIO`).
     pub fn errno(&self) -> i32 {
         match self {
-            NdsError::Io(e) => e.raw_os_error().unwrap_or(libc::EIO),
+            #[cfg(feature = "std")]
+            NdsError::Io(e) => e.raw_os_error().unwrap_or(EIO),
             NdsError::NoSpace => ENOSPC,
+            #[cfg(feature = "std")]
             NdsError::Busy { .. } => libc::EBUSY,
-            NdsError::NotASlab { .. } => libc::EEXIST,
-            NdsError::Shrunk => libc::EIO,
+            NdsError::NotASlab { .. } => EEXIST,
+            NdsError::Shrunk => EIO,
             NdsError::TooSmall { .. }
+            | NdsError::Misaligned { .. }
             | NdsError::NotCommitted
             | NdsError::BadMagic { .. }
             | NdsError::BadVersion { .. }
@@ -152,17 +170,6 @@ impl NdsError {
             | NdsError::Invalid(_)
             | NdsError::OrOnly(_)
             | NdsError::Lifecycle(_) => EINVAL,
-        }
-    }
-}
-
-impl From<NdsError> for crate::Error {
-    fn from(e: NdsError) -> Self {
-        use crate::wire::status::NrtStatus;
-        match e {
-            NdsError::Io(e) => crate::Error::Io(e),
-            NdsError::NoSpace => crate::Error::status_with(NrtStatus::RESOURCE, e.to_string()),
-            other => crate::Error::status_with(NrtStatus::INVALID, other.to_string()),
         }
     }
 }

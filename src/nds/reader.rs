@@ -30,9 +30,10 @@
 //! returned.
 #![forbid(unsafe_code)]
 
+use core::sync::atomic::Ordering;
+use core::time::Duration;
+#[cfg(feature = "std")]
 use std::path::Path;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
 use crate::wire::nds::model::{self, ModelRecord};
@@ -43,7 +44,9 @@ use crate::wire::WireError;
 use super::index::{Counter, ModelSlot, CORES, NC_COUNTERS, ND_COUNTERS};
 pub use super::record::Verdict;
 use super::record::{self, RecordSpan, TornReason};
-use super::slab::{ReadOnlySlab, Slab};
+#[cfg(feature = "std")]
+use super::slab::ReadOnlySlab;
+use super::slab::{DefaultReadSlab, Slab};
 use super::{NdsError, REQUIRED_SIZE};
 
 /// The header check's pause before its one retry (docs/abi.md §2.3: `usleep(500)`).
@@ -158,7 +161,7 @@ pub struct Snapshot {
     pub process_info_ext: RecordRead<ProcessInfoExt>,
     /// Model slots whose bitmap bit is set or whose hash word is non-zero,
     /// ascending.
-    pub models: Vec<(ModelSlot, RecordRead<ModelRecord>)>,
+    pub models: heapless::Vec<(ModelSlot, RecordRead<ModelRecord>), { super::MODEL_SLOTS }>,
 }
 
 /// Map a header word to the attach verdict (docs/abi.md §2.3).
@@ -171,17 +174,19 @@ pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {
     }
 }
 
+#[cfg(feature = "std")]
 fn sleep(d: Duration) {
     std::thread::sleep(d)
 }
 
 /// A read-only handle on a committed slab.
 #[derive(Clone, Debug)]
-pub struct Reader<S: Slab = ReadOnlySlab> {
+pub struct Reader<S: Slab = DefaultReadSlab> {
     slab: S,
     pause: fn(Duration),
 }
 
+#[cfg(feature = "std")]
 impl Reader<ReadOnlySlab> {
     /// Map the slab file at `path` read-only (`PROT_READ`) and attach
     /// ([`Reader::attach`]).
@@ -196,6 +201,7 @@ impl<S: Slab> Reader<S> {
     /// sleep 500 us and check once more (docs/abi.md §2.3). The refusal says what was
     /// wrong: [`NdsError::TooSmall`], [`NdsError::NotCommitted`],
     /// [`NdsError::BadMagic`] or [`NdsError::BadVersion`].
+    #[cfg(feature = "std")]
     pub fn attach(slab: S) -> Result<Self, NdsError> {
         Self::attach_with_pause(slab, sleep)
     }
@@ -319,12 +325,13 @@ impl<S: Slab> Reader<S> {
                 }
             }
             let model_bitmap = s.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
-            let mut models = Vec::new();
+            let mut models = heapless::Vec::new();
             for slot in ModelSlot::all() {
                 let span = RecordSpan::model(slot.index())?;
                 let hashed = s.load_u32(span.off(), Ordering::Relaxed) != 0;
                 if model_bitmap & slot.bit() != 0 || hashed {
-                    models.push((slot, self.read_record(s, span)?));
+                    // At most one entry per slot: `ModelSlot::all()` yields each once.
+                    let _ = models.push((slot, self.read_record(s, span)?));
                 }
             }
             Ok(Snapshot {

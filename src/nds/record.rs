@@ -64,7 +64,7 @@
 //! stores the new hash only after it.
 #![forbid(unsafe_code)]
 
-use std::sync::atomic::Ordering;
+use core::sync::atomic::Ordering;
 
 use crate::wire::nds::fnv::{self, RecordHasher};
 use crate::wire::nds::{model, process, region};

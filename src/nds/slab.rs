@@ -1,4 +1,4 @@
-//! The slab's memory: one pair of traits, three backings.
+//! The slab's memory: one pair of traits, five backings.
 //!
 //! [`Slab`] is word-sized atomic *reads* of a slab; [`SlabMut`] adds the
 //! stores and read-modify-writes a publisher needs. Every byte of a slab is
@@ -9,7 +9,11 @@
 //! |---|---|---|---|
 //! | [`MappedSlab`] | `Slab + SlabMut` | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
 //! | [`ReadOnlySlab`] | `Slab` only | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
-//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of [`crate::sync`] atomics | loom models, Miri, unit tests, fuzzing |
+//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of `crate::sync` atomics | loom models, Miri, unit tests, fuzzing |
+//! | [`RawSlab`] | `Slab + SlabMut` | memory the embedder provides: a [`StaticSlab`], or a pointer with [`RawSlab::from_raw`]'s contract | `no_std` embedders |
+//!
+//! [`RawSlab`] and [`StaticSlab`] are the `no_std` core (no allocator, no
+//! file); the others need the `std` feature.
 //!
 //! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
 //! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
@@ -30,17 +34,36 @@
 //! atomic operation; the `// Ordering:` reasoning lives at the call sites
 //! (`record.rs`, `writer.rs`, `reader.rs`), which name the partner operation.
 
+use core::cell::UnsafeCell;
+use core::ops::Deref;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+#[cfg(feature = "std")]
 use std::io;
-use std::ops::Deref;
+#[cfg(feature = "std")]
 use std::path::Path;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+#[cfg(feature = "std")]
 use crate::hal::mem::{fence_after_relaxed_load, lock_exclusive, lock_holder, Mapping, Region};
+#[cfg(feature = "std")]
 use crate::sync::atomic as satomic;
+#[cfg(feature = "std")]
 use crate::wire::nds::{header, region};
 
 use super::{NdsError, REQUIRED_SIZE, SLAB_SIZE};
+
+/// The slab a [`Writer`](super::Writer) names by default: the mapped slab
+/// with `std`, [`RawSlab`] without.
+#[cfg(feature = "std")]
+pub(crate) type DefaultSlab = MappedSlab;
+#[cfg(not(feature = "std"))]
+pub(crate) type DefaultSlab = RawSlab;
+/// The slab a [`Reader`](super::Reader) names by default: the read-only
+/// mapping with `std`, [`RawSlab`] without.
+#[cfg(feature = "std")]
+pub(crate) type DefaultReadSlab = ReadOnlySlab;
+#[cfg(not(feature = "std"))]
+pub(crate) type DefaultReadSlab = RawSlab;
 
 // The slab is the x86/ARM little-endian ABI: a word's bytes in memory are its
 // little-endian encoding.
@@ -62,7 +85,7 @@ pub trait Slab: Send + Sync {
     /// Atomically load the 4-byte word at `off` (4-aligned, in bounds).
     fn load_u32(&self, off: usize, order: Ordering) -> u32;
 
-    /// A memory fence in the atomics family this backing uses (`std`, or
+    /// A memory fence in the atomics family this backing uses (`core`, or
     /// loom's for the heap backing under `--cfg loom`).
     fn fence(&self, order: Ordering);
 
@@ -189,12 +212,12 @@ fn out_of_bounds(off: usize, size: usize, len: usize) -> ! {
     panic!("slab access of {size} bytes at {off:#x} misaligned or outside {len} bytes")
 }
 
-/// A raw, validated base pointer into a [`Region`] (kept alive alongside).
+/// A raw, validated base pointer into memory its owner keeps alive (a
+/// `Region` beside it, a `'static`, or [`RawSlab::from_raw`]'s contract).
 /// It only loads, with Relaxed atomic loads, so it is sound over a
 /// read-only (`PROT_READ`) mapping too; [`RawMut`] adds the writable handles.
 #[derive(Clone, Debug)]
 struct Raw {
-    region: Region,
     base: NonNull<u8>,
     len: usize,
     /// `len - 8` and `len - 4`: the last valid 8- and 4-byte word offsets
@@ -203,7 +226,7 @@ struct Raw {
     last4: usize,
 }
 
-// SAFETY: `Raw` holds the mapping alive (`region`) and turns `base` only into
+// SAFETY: `Raw`'s owner keeps the memory alive and `Raw` turns `base` only into
 // atomic accesses at checked offsets (Relaxed loads here, atomic handles in
 // `RawMut`); atomics may be used from any thread, so moving it is sound.
 unsafe impl Send for Raw {}
@@ -212,15 +235,25 @@ unsafe impl Send for Raw {}
 unsafe impl Sync for Raw {}
 
 impl Raw {
-    fn new(region: Region) -> Result<Raw, NdsError> {
+    #[cfg(feature = "std")]
+    fn new(region: &Region) -> Result<Raw, NdsError> {
         let len = region.len();
         require_size(len)?;
         let base = region
             .ptr_at(0, len, 8)
             .map_err(|_| NdsError::TooSmall { len })?;
-        let base = NonNull::new(base).ok_or(NdsError::TooSmall { len })?;
+        Self::at(base, len)
+    }
+
+    /// Check `base` (non-null, 8-aligned) and `len` (at least `REQUIRED_SIZE`).
+    fn at(base: *mut u8, len: usize) -> Result<Raw, NdsError> {
+        require_size(len)?;
+        let base = NonNull::new(base)
+            .filter(|b| b.as_ptr() as usize % 8 == 0)
+            .ok_or(NdsError::Misaligned {
+                addr: base as usize,
+            })?;
         Ok(Raw {
-            region,
             base,
             len,
             last8: len - 8,
@@ -254,12 +287,13 @@ impl Raw {
     }
 
     /// A Relaxed atomic load of the 8-byte word at `off`.
+    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_u64(&self, off: usize) -> u64 {
         let p = self.word(off, 8);
         // SAFETY: `p` is 8-aligned and in bounds (`word` checked `off`; the
         // base is 8-aligned, checked by `ptr_at` in `new`), inside the mapping
-        // `self.region` keeps alive for this call. The reference is used for
+        // the owner keeps alive for this call. The reference is used for
         // one Relaxed 8-byte load only, which works on a read-only mapping
         // too (`core::sync::atomic`, "Atomic accesses to read-only memory");
         // every access to slab words in xunds is an 8- or 4-byte atomic, and
@@ -268,6 +302,7 @@ impl Raw {
     }
 
     /// A Relaxed atomic load of the 4-byte word at `off`.
+    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_u32(&self, off: usize) -> u32 {
         let p = self.word(off, 4);
@@ -277,6 +312,7 @@ impl Raw {
 
     /// Relaxed atomic loads of the words of `[off, off + out.len())` into
     /// `out` (little-endian), after one range check.
+    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_words(&self, off: usize, out: &mut [u8]) {
         let p = self.span(off, out.len());
@@ -297,7 +333,8 @@ impl Raw {
 struct RawMut(Raw);
 
 impl RawMut {
-    fn new(region: Region) -> Result<RawMut, NdsError> {
+    #[cfg(feature = "std")]
+    fn new(region: &Region) -> Result<RawMut, NdsError> {
         if !region.is_writable() {
             return Err(NdsError::Io(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -311,8 +348,8 @@ impl RawMut {
     fn u64_at(&self, off: usize) -> &AtomicU64 {
         let p = self.0.word(off, 8);
         // SAFETY: `p` is an 8-aligned, in-bounds word (checked by `word`) of
-        // a writable mapping (checked in `new`) that `self.0.region` keeps
-        // mapped for the lifetime of `&self`. Every access to slab words in
+        // writable memory (checked in `new`, or the owner's contract) that
+        // the owner keeps alive for the lifetime of `&self`. Every access to slab words in
         // xunds is an atomic of the word's own width (the record and counter
         // protocols never mix widths on one word while another agent runs),
         // and another process may write the same word, which is what an
@@ -341,6 +378,7 @@ impl RawMut {
     }
 }
 
+#[cfg(feature = "std")]
 fn file_len(path: &Path) -> Result<usize, NdsError> {
     let meta = std::fs::metadata(path)?;
     usize::try_from(meta.len())
@@ -357,11 +395,15 @@ fn require_size(len: usize) -> Result<(), NdsError> {
 }
 
 /// A read-write `MAP_SHARED` slab: the publisher's memory.
+#[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 pub struct MappedSlab {
-    raw: RawMut,
+    slab: RawSlab,
+    /// Keeps the mapping `slab` points into alive.
+    region: Region,
 }
 
+#[cfg(feature = "std")]
 impl MappedSlab {
     /// Create the file at `path` as a zero-filled `SLAB_SIZE`-byte
     /// (262,144) slab and map it read-write, `MAP_SHARED`, as its one
@@ -447,25 +489,28 @@ impl MappedSlab {
     /// than `REQUIRED_SIZE`.
     pub fn from_region(region: Region) -> Result<MappedSlab, NdsError> {
         Ok(MappedSlab {
-            raw: RawMut::new(region)?,
+            slab: RawSlab(RawMut::new(&region)?),
+            region,
         })
     }
 
     /// The same mapping as a [`ReadOnlySlab`] (a reader in this process).
     pub fn read_only(&self) -> ReadOnlySlab {
         ReadOnlySlab {
-            raw: self.raw.0.clone(),
+            raw: self.slab.0 .0.clone(),
+            region: self.region.clone(),
         }
     }
 
     /// The underlying region.
     pub fn region(&self) -> &Region {
-        &self.raw.0.region
+        &self.region
     }
 }
 
 /// The writer's lock on a slab file, or [`NdsError::Busy`] naming the
 /// holder.
+#[cfg(feature = "std")]
 fn lock(file: &std::fs::File) -> Result<(), NdsError> {
     match lock_exclusive(file) {
         Ok(()) => Ok(()),
@@ -476,58 +521,181 @@ fn lock(file: &std::fs::File) -> Result<(), NdsError> {
     }
 }
 
+#[cfg(feature = "std")]
 impl Slab for MappedSlab {
     #[inline]
     fn len(&self) -> usize {
-        self.raw.0.len
+        self.slab.len()
     }
     fn shrunk(&self) -> bool {
-        self.raw.0.region.shrunk() > 0
+        self.region.shrunk() > 0
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        self.raw.u64_at(off).load(order)
+        self.slab.load_u64(off, order)
     }
     #[inline]
     fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        self.raw.u32_at(off).load(order)
+        self.slab.load_u32(off, order)
     }
     #[inline]
     fn fence(&self, order: Ordering) {
-        std::sync::atomic::fence(order)
+        self.slab.fence(order)
     }
     #[inline]
     fn load_words(&self, off: usize, out: &mut [u8]) {
-        for (a, w) in self.raw.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
+        self.slab.load_words(off, out)
+    }
+}
+
+#[cfg(feature = "std")]
+impl SlabMut for MappedSlab {
+    #[inline]
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        self.slab.store_u64(off, v, order)
+    }
+    #[inline]
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        self.slab.store_u32(off, v, order)
+    }
+    #[inline]
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.slab.fetch_add_u64(off, v, order)
+    }
+    #[inline]
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.slab.fetch_sub_u64(off, v, order)
+    }
+    #[inline]
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.slab.fetch_or_u64(off, v, order)
+    }
+    #[inline]
+    fn store_words(&self, off: usize, data: &[u8]) {
+        self.slab.store_words(off, data)
+    }
+}
+
+/// A writable slab over memory the embedder provides (no allocator, no
+/// file): a [`StaticSlab`] ([`StaticSlab::slab`]), or any memory shared
+/// with another agent under [`RawSlab::from_raw`]'s contract. Every access
+/// is a 4- or 8-byte atomic at a checked offset.
+#[derive(Clone, Debug)]
+pub struct RawSlab(RawMut);
+
+impl RawSlab {
+    /// A slab over the `len` bytes at `base`. Refuses a null or
+    /// non-8-aligned `base`, or `len < REQUIRED_SIZE` (docs/abi.md §2.2).
+    ///
+    /// # Safety
+    /// While the returned value (or a clone) lives, the `len` bytes at
+    /// `base` stay valid for reads and writes, and every access to them, by
+    /// any thread, process or device, is an aligned 4- or 8-byte atomic (the
+    /// NDS protocols never mix widths on one word while another agent runs,
+    /// docs/abi.md §2.4, §2.8); no `&`/`&mut` to them exists.
+    pub unsafe fn from_raw(base: *mut u8, len: usize) -> Result<RawSlab, NdsError> {
+        Ok(RawSlab(RawMut(Raw::at(base, len)?)))
+    }
+}
+
+// The slab is read from one `StaticSlab` as 8-byte words: its size is whole words.
+const _: () = assert!(SLAB_SIZE % 8 == 0);
+
+/// `SLAB_SIZE` (262,144) bytes of zeroed, 64-byte-aligned memory to put in a
+/// `static`: the slab of a `no_std` publisher. It hands out only
+/// [`RawSlab`]s, so its bytes are reached by atomics alone.
+///
+/// ```
+/// use xunds::nds::{StaticSlab, Writer};
+/// static SLAB: StaticSlab = StaticSlab::new();
+/// let w = Writer::new(SLAB.slab()).unwrap();
+/// # drop(w);
+/// ```
+#[repr(C, align(64))]
+pub struct StaticSlab(UnsafeCell<[u64; SLAB_SIZE / 8]>);
+
+// SAFETY: the bytes are reached only through `RawSlab`, whose every access is
+// atomic, so sharing a `&StaticSlab` across threads is sound.
+unsafe impl Sync for StaticSlab {}
+
+impl StaticSlab {
+    /// Zeroed memory (the state of a slab no writer has laid out).
+    pub const fn new() -> StaticSlab {
+        StaticSlab(UnsafeCell::new([0; SLAB_SIZE / 8]))
+    }
+
+    /// The slab over this memory.
+    pub fn slab(&'static self) -> RawSlab {
+        // SAFETY: the memory is `'static` (valid for the whole program), 64-
+        // byte aligned and `SLAB_SIZE >= REQUIRED_SIZE` bytes long; its only
+        // accessors are `RawSlab`s (the cell is private), whose every access
+        // is an aligned 4- or 8-byte atomic.
+        unsafe { RawSlab::from_raw(self.0.get().cast(), SLAB_SIZE) }
+            .expect("a StaticSlab is aligned and SLAB_SIZE long")
+    }
+}
+
+impl Default for StaticSlab {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for StaticSlab {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StaticSlab").finish_non_exhaustive()
+    }
+}
+
+impl Slab for RawSlab {
+    #[inline]
+    fn len(&self) -> usize {
+        self.0 .0.len
+    }
+    #[inline]
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        self.0.u64_at(off).load(order)
+    }
+    #[inline]
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        self.0.u32_at(off).load(order)
+    }
+    #[inline]
+    fn fence(&self, order: Ordering) {
+        core::sync::atomic::fence(order)
+    }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        for (a, w) in self.0.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
             w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
         }
     }
 }
 
-impl SlabMut for MappedSlab {
+impl SlabMut for RawSlab {
     #[inline]
     fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        self.raw.u64_at(off).store(v, order)
+        self.0.u64_at(off).store(v, order)
     }
     #[inline]
     fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        self.raw.u32_at(off).store(v, order)
+        self.0.u32_at(off).store(v, order)
     }
     #[inline]
     fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.raw.u64_at(off).fetch_add(v, order)
+        self.0.u64_at(off).fetch_add(v, order)
     }
     #[inline]
     fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.raw.u64_at(off).fetch_sub(v, order)
+        self.0.u64_at(off).fetch_sub(v, order)
     }
     #[inline]
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.raw.u64_at(off).fetch_or(v, order)
+        self.0.u64_at(off).fetch_or(v, order)
     }
     #[inline]
     fn store_words(&self, off: usize, data: &[u8]) {
-        for (a, w) in self.raw.words(off, data.len()).zip(data.chunks_exact(8)) {
+        for (a, w) in self.0.words(off, data.len()).zip(data.chunks_exact(8)) {
             a.store(le64(w), Ordering::Relaxed);
         }
     }
@@ -536,11 +704,15 @@ impl SlabMut for MappedSlab {
 /// A read-only view of a `MAP_SHARED` slab: implements [`Slab`] and nothing
 /// else. Opened by path it is mapped `PROT_READ`, so even a bug could not
 /// write through it.
+#[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 pub struct ReadOnlySlab {
     raw: Raw,
+    /// Keeps the mapping `raw` points into alive.
+    region: Region,
 }
 
+#[cfg(feature = "std")]
 impl ReadOnlySlab {
     /// Map the slab file at `path` read-only (`PROT_READ`, `MAP_SHARED`).
     /// Refuses a file shorter than `REQUIRED_SIZE` (docs/abi.md §2.2).
@@ -565,23 +737,25 @@ impl ReadOnlySlab {
     /// shorter than `REQUIRED_SIZE`.
     pub fn from_region(region: Region) -> Result<ReadOnlySlab, NdsError> {
         Ok(ReadOnlySlab {
-            raw: Raw::new(region)?,
+            raw: Raw::new(&region)?,
+            region,
         })
     }
 
     /// Whether the underlying mapping is `PROT_READ` only.
     pub fn is_mapped_read_only(&self) -> bool {
-        !self.raw.region.is_writable()
+        !self.region.is_writable()
     }
 }
 
+#[cfg(feature = "std")]
 impl Slab for ReadOnlySlab {
     #[inline]
     fn len(&self) -> usize {
         self.raw.len
     }
     fn shrunk(&self) -> bool {
-        self.raw.region.shrunk() > 0
+        self.region.shrunk() > 0
     }
     #[inline]
     fn load_u64(&self, off: usize, order: Ordering) -> u64 {
@@ -607,7 +781,7 @@ impl Slab for ReadOnlySlab {
     }
 }
 
-/// A slab on the heap, built from [`crate::sync`] atomics: loom checks every
+/// A slab on the heap, built from `crate::sync` atomics: loom checks every
 /// access under `--cfg loom`, and Miri can run it (no `mmap`).
 ///
 /// Its length may be any multiple of 8, so loom models can use a few words;
@@ -615,11 +789,13 @@ impl Slab for ReadOnlySlab {
 /// shorter than `REQUIRED_SIZE`. 4-byte accesses are done on the containing
 /// 8-byte atomic (a load and shift, or a compare-exchange loop that keeps the
 /// other half), so loom sees one atomic object per word.
+#[cfg(feature = "std")]
 #[derive(Debug)]
 pub struct HeapSlab {
     words: Box<[satomic::AtomicU64]>,
 }
 
+#[cfg(feature = "std")]
 impl HeapSlab {
     /// A zero-filled heap slab of `len` bytes (`len` is rounded up to a
     /// multiple of 8).
@@ -658,6 +834,7 @@ impl HeapSlab {
 }
 
 /// Split a 4-aligned offset into (shift within its 8-byte word).
+#[cfg(feature = "std")]
 #[inline(always)]
 fn half_shift(off: usize) -> u32 {
     // Little-endian: the 4 bytes at a word's +4 are its high half.
@@ -668,6 +845,7 @@ fn half_shift(off: usize) -> u32 {
     }
 }
 
+#[cfg(feature = "std")]
 impl Slab for HeapSlab {
     fn len(&self) -> usize {
         self.words.len() * 8
@@ -683,6 +861,7 @@ impl Slab for HeapSlab {
     }
 }
 
+#[cfg(feature = "std")]
 impl SlabMut for HeapSlab {
     fn store_u64(&self, off: usize, v: u64, order: Ordering) {
         self.word(off, 8).store(v, order)
@@ -754,6 +933,31 @@ mod tests {
         let ro = m.read_only();
         assert_eq!(ro.load_u64(24, Ordering::Relaxed), 0b11);
         assert!(!ro.is_mapped_read_only(), "a view of a writable mapping");
+    }
+
+    /// The `no_std` backings: a static slab behaves as the others, and raw
+    /// memory that is null, misaligned or short is refused.
+    #[test]
+    fn static_and_raw_slabs() {
+        static SLAB: StaticSlab = StaticSlab::new();
+        exercise(&SLAB.slab());
+        assert_eq!(SLAB.slab().len(), SLAB_SIZE);
+        let mut words = vec![0u64; REQUIRED_SIZE / 8 + 1];
+        let base = words.as_mut_ptr().cast::<u8>();
+        // SAFETY: all three are refused before any access.
+        let refused = unsafe {
+            [
+                RawSlab::from_raw(core::ptr::null_mut(), REQUIRED_SIZE).unwrap_err(),
+                RawSlab::from_raw(base.wrapping_add(4), REQUIRED_SIZE).unwrap_err(),
+                RawSlab::from_raw(base, REQUIRED_SIZE - 8).unwrap_err(),
+            ]
+        };
+        assert!(matches!(refused[0], NdsError::Misaligned { addr: 0 }));
+        assert!(matches!(refused[1], NdsError::Misaligned { .. }));
+        assert!(matches!(refused[2], NdsError::TooSmall { .. }));
+        // SAFETY: `words` outlives `raw` and is reached only through it.
+        let raw = unsafe { RawSlab::from_raw(base, REQUIRED_SIZE + 8) }.unwrap();
+        exercise(&raw);
     }
 
     #[test]

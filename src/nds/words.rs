@@ -13,7 +13,7 @@
 //! and panics.
 #![forbid(unsafe_code)]
 
-use std::sync::atomic::Ordering;
+use core::sync::atomic::Ordering;
 
 use super::slab::{Slab, SlabMut};
 

@@ -21,8 +21,9 @@
 //! | records | `Writer` under its mutex | `Reader` | zero word 0 + Release fence, body, word 0 Release | word 0 Acquire, body, Acquire fence, word 0 again |
 #![forbid(unsafe_code)]
 
+use core::sync::atomic::Ordering;
+#[cfg(feature = "std")]
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use crate::fsm::record::{RecordEvent, RecordFsm, RecordState, Staged, Stamped};
 use crate::fsm::{step as fsm_step, step_traced, TransitionHook};
@@ -35,7 +36,9 @@ use crate::wire::nds::region;
 
 use super::index::{Counter, ModelSlot};
 use super::record::{self, RecordSpan};
-use super::slab::{MappedSlab, SlabMut};
+#[cfg(feature = "std")]
+use super::slab::MappedSlab;
+use super::slab::{DefaultSlab, SlabMut};
 use super::{words, NdsError, MODEL_SLOTS, REQUIRED_SIZE};
 
 /// Trace id of the process-info record (model slots use 0..=63).
@@ -52,11 +55,17 @@ struct Books {
     process_info: RecordState,
     process_info_ext: RecordState,
     /// Where transitions are traced; `None` skips building the trace.
-    hook: Option<Box<dyn TransitionHook + Send>>,
+    hook: Option<HookBox>,
 }
 
+/// Where a writer's transitions go ([`Writer::set_hook`] needs `std`).
+#[cfg(feature = "std")]
+type HookBox = Box<dyn TransitionHook + Send>;
+#[cfg(not(feature = "std"))]
+type HookBox = &'static mut (dyn TransitionHook + Send);
+
 /// The publisher's handle on one slab.
-pub struct Writer<S: SlabMut = MappedSlab> {
+pub struct Writer<S: SlabMut = DefaultSlab> {
     slab: S,
     books: Mutex<Books>,
 }
@@ -69,6 +78,7 @@ impl<S: SlabMut> core::fmt::Debug for Writer<S> {
     }
 }
 
+#[cfg(feature = "std")]
 impl Writer<MappedSlab> {
     /// Create the slab file at `path` (262,144 zero bytes, `MAP_SHARED`),
     /// lay it out and commit the header: `nds_open` for a fresh slab.
@@ -194,6 +204,7 @@ impl<S: SlabMut> Writer<S> {
     }
 
     /// Install the hook every record transition is reported to (a trace).
+    #[cfg(feature = "std")]
     pub fn set_hook(&self, hook: Box<dyn TransitionHook + Send>) {
         self.lock().hook = Some(hook);
     }
@@ -397,7 +408,7 @@ impl<S: SlabMut> Writer<S> {
 }
 
 /// The books' hook as the lifecycle steps take it.
-fn dyn_hook(h: &mut Option<Box<dyn TransitionHook + Send>>) -> Option<&mut dyn TransitionHook> {
+fn dyn_hook(h: &mut Option<HookBox>) -> Option<&mut dyn TransitionHook> {
     up(h.as_deref_mut())
 }
 

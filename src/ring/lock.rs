@@ -66,6 +66,7 @@ pub(crate) struct Guard<'a> {
 enum Kind {
     WorkerFast,
     WorkerSlow,
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     Waiter,
 }
 
@@ -97,6 +98,7 @@ impl MarkCompLock {
         }
     }
 
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     fn heavy_fence(&self) {
         if !(self.asym && membarrier::barrier()) {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in
@@ -145,6 +147,7 @@ impl MarkCompLock {
     }
 
     /// A waiter's entry (install, uninstall).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn lock_waiter(&self) -> Guard<'_> {
         self.waiters.0.count.fetch_add(1, Ordering::Relaxed);
         self.heavy_fence();
@@ -173,6 +176,7 @@ impl Guard<'_> {
     }
 
     /// A waiter installed a handle into a slot (under this guard).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn installed_one(&self) {
         // Relaxed: ordered by the lock (see `any_installed`).
         self.lock
@@ -197,11 +201,14 @@ impl Guard<'_> {
 #[inline]
 fn backoff(spins: &mut u32) {
     *spins += 1;
+    #[cfg(any(loom, feature = "std"))]
     if *spins < 64 {
         crate::sync::spin_hint();
     } else {
         crate::sync::thread::yield_now();
     }
+    #[cfg(not(any(loom, feature = "std")))]
+    crate::sync::spin_hint();
 }
 
 impl Drop for Guard<'_> {
@@ -226,7 +233,7 @@ impl Drop for Guard<'_> {
 }
 
 /// `membarrier(2)`: the heavy side of the asymmetric fence (Linux >= 4.14).
-#[cfg(not(any(loom, miri)))]
+#[cfg(all(feature = "std", not(any(loom, miri))))]
 mod membarrier {
     use std::sync::OnceLock;
 
@@ -265,12 +272,13 @@ mod membarrier {
 }
 
 /// Under loom (and Miri) both fences are `fence(SeqCst)` (neither can model
-/// membarrier).
-#[cfg(any(loom, miri))]
+/// membarrier), and so they are without `std` (no system call layer).
+#[cfg(any(loom, miri, not(feature = "std")))]
 mod membarrier {
     pub(super) fn available() -> bool {
         false
     }
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(super) fn barrier() -> bool {
         false
     }

@@ -2,14 +2,17 @@
 //! SPSC ring, seq_id handles and completion waiters.
 //!
 //! `ring` is its own folder because the protocol is generic over where its
-//! cursors and slots live: owned atomics through [`crate::sync`] (unit tests,
+//! cursors and slots live: owned atomics through `crate::sync` (unit tests,
 //! loom, deterministic runs) and the byte-exact `xu_queue_t` header and slot
-//! array inside mapped memory (production, through [`crate::hal::mem`]).
+//! array inside mapped memory (production, through [`crate::hal::mem`]) or
+//! memory a `no_std` embedder provides ([`StaticStorage`], a raw pointer).
 //!
 //! - [`storage`]: the sealed [`Storage`] trait, [`OwnedStorage`],
-//!   [`MappedStorage`] and the C-style comparison storage.
+//!   [`MappedStorage`], [`StaticStorage`] and the C-style comparison storage.
 //! - [`queue`]: [`XuQueue`] (shared query side), [`Producer`] (submit,
-//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread).
+//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread),
+//!   shared through their [`Home`]: an `Arc` (`Counted`, std) or a
+//!   [`QueueHome`] static ([`Static`], the `no_std` core).
 //! - [`waiter`]: completion waiters: the [`CompletionSink`] the worker signals
 //!   through, the [`Waitable`] a waiter blocks on, the pool, wait modes.
 //! - [`status`]: the caller-owned [`StatusCell`] a slot's `exec_status` points at.
@@ -26,6 +29,7 @@
 
 use crate::fsm::slot::{SlotEvent, SlotState};
 use crate::fsm::InvalidEvent;
+#[cfg(feature = "std")]
 use crate::hal::mem::MemError;
 use crate::wire::seq_id::{SeqId, XuId};
 use crate::wire::status::NrtStatus;
@@ -38,12 +42,21 @@ pub mod storage;
 pub mod waiter;
 
 pub use payload::Payload;
+#[cfg(feature = "std")]
+pub use queue::{Counted, QueueConfig};
 pub use queue::{
-    Handles, Popped, Producer, QueueConfig, Signal, SlotView, SubmitError, Worker, XuQueue,
+    DefaultHome, Handles, Home, Popped, Producer, QueueHome, Signal, SlotView, Static, SubmitError,
+    Worker, XuQueue,
 };
 pub use status::StatusCell;
-pub use storage::{COriginalStorage, CStyleStorage, Cursor, MappedStorage, OwnedStorage, Storage};
-pub use waiter::{Armed, CompletionSink, EventFdSink, SignalError, WaitMode, Waitable, Waited};
+#[cfg(feature = "std")]
+pub use storage::OwnedStorage;
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
+pub use storage::{COriginalStorage, CStyleStorage};
+pub use storage::{Cursor, MappedStorage, StaticStorage, Storage};
+pub use waiter::{Armed, CompletionSink, SignalError, WaitMode, Waited};
+#[cfg(feature = "std")]
+pub use waiter::{EventFdSink, Waitable};
 
 error_enum! {
     /// Why a ring operation was refused. Every refusal leaves the ring unchanged.
@@ -54,7 +67,20 @@ error_enum! {
         /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
         BadStart(u64) => "bad start cursor {0:#x}",
         /// The region is too small or misaligned for the header and slots.
+        #[cfg(feature = "std")]
         Mem(#[from] MemError) => "ring memory: {0}",
+        /// Caller memory ([`MappedStorage::init_raw`]) is null, not 64-byte
+        /// aligned, or shorter than the header and slots need.
+        Misplaced {
+            /// Its address.
+            addr: usize,
+            /// Its length.
+            len: usize,
+            /// The bytes the queue needs.
+            need: usize,
+        } => "ring memory at {addr:#x} ({len} bytes) is not 64-byte aligned or shorter than {need} bytes",
+        /// A [`StaticStorage`] or [`QueueHome`] already holds a queue.
+        InUse => "ring memory already holds a queue",
         /// The region is mapped read-only.
         ReadOnly => "ring memory is mapped read-only",
         /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
@@ -117,8 +143,11 @@ impl RingError {
             }
             RingError::BadCapacity(_)
             | RingError::BadStart(_)
-            | RingError::Mem(_)
+            | RingError::Misplaced { .. }
+            | RingError::InUse
             | RingError::ReadOnly => NrtStatus::INVALID,
+            #[cfg(feature = "std")]
+            RingError::Mem(_) => NrtStatus::INVALID,
             RingError::AlreadyWaiting { .. } => NrtStatus::INVALID,
             RingError::CursorExhausted { .. }
             | RingError::SlotMismatch { .. }
@@ -128,14 +157,9 @@ impl RingError {
     }
 }
 
+#[cfg(feature = "std")]
 impl From<std::io::Error> for RingError {
     fn from(e: std::io::Error) -> Self {
         RingError::Os(e.raw_os_error().unwrap_or(0))
-    }
-}
-
-impl From<RingError> for crate::Error {
-    fn from(e: RingError) -> Self {
-        crate::Error::status_with(e.status(), e.to_string())
     }
 }

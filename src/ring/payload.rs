@@ -6,8 +6,9 @@
 //! [`Payload::from_word`] takes it back exactly once, at pop (or when the
 //! queue is dropped with the item still in flight). Plain integers (`u64`,
 //! `()`) cost nothing and are what the benchmarks and loom models carry;
-//! `Box<U>` and `Arc<U>` carry real work items.
+//! `Box<U>` and `Arc<U>` (with `std`) and `&'static U` carry real work items.
 
+#[cfg(feature = "std")]
 use std::sync::Arc;
 
 /// A value that can travel through a slot's `exec_info` word.
@@ -47,7 +48,23 @@ unsafe impl Payload for () {
     unsafe fn from_word(_w: u64) -> Self {}
 }
 
+// SAFETY: a shared `'static` reference owns nothing; the word is its address
+// and `from_word` gives the same reference back.
+unsafe impl<U: Sync + 'static> Payload for &'static U {
+    #[inline]
+    fn into_word(self) -> u64 {
+        core::ptr::from_ref(self) as usize as u64
+    }
+    #[inline]
+    unsafe fn from_word(w: u64) -> Self {
+        // SAFETY: the caller guarantees `w` came from `into_word`, so it is
+        // the address of a `U` that lives for `'static`.
+        unsafe { &*(w as usize as *const U) }
+    }
+}
+
 // SAFETY: `Box::into_raw`/`Box::from_raw` round-trip the allocation.
+#[cfg(feature = "std")]
 unsafe impl<U: Send + 'static> Payload for Box<U> {
     #[inline]
     fn into_word(self) -> u64 {
@@ -62,6 +79,7 @@ unsafe impl<U: Send + 'static> Payload for Box<U> {
 }
 
 // SAFETY: `Arc::into_raw`/`Arc::from_raw` round-trip one strong count.
+#[cfg(feature = "std")]
 unsafe impl<U: Send + Sync + 'static> Payload for Arc<U> {
     #[inline]
     fn into_word(self) -> u64 {

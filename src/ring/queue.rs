@@ -17,39 +17,191 @@
 //! `efd_from_pool` and `exec_info`, advance `exec_head` (Release), unlock,
 //! then signal.
 
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::mem::{ManuallyDrop, MaybeUninit};
 use core::ops::Deref;
+use core::sync::atomic::AtomicBool;
+#[cfg(feature = "std")]
 use std::time::{Duration, Instant};
 
+use crate::fsm;
 use crate::fsm::slot::{derive, SlotEvent, SlotFsm, SlotState};
-use crate::fsm::{self, Transition};
+#[cfg(feature = "std")]
+use crate::fsm::Transition;
+#[cfg(feature = "std")]
 use crate::hal::eventfd::Wait;
+#[cfg(feature = "std")]
 use crate::hal::mem::Region;
 use crate::sync::atomic::Ordering::Relaxed;
 use crate::wire::exec_slot::NO_EFD;
 use crate::wire::seq_id::{SeqId, XuId, SEQ_NUM_MASK};
 use crate::wire::status::NrtStatus;
-use crate::wire::xu_queue::{CURSOR_LIMIT, CURSOR_START};
+use crate::wire::xu_queue::CURSOR_LIMIT;
+#[cfg(feature = "std")]
+use crate::wire::xu_queue::CURSOR_START;
 
 use super::lock::MarkCompLock;
-#[cfg(doc)]
-use super::storage::{COriginalStorage, CStyleStorage};
-use super::storage::{Cursor, MappedStorage, OwnedStorage, SlotAccess, Storage};
+#[cfg(feature = "std")]
+use super::storage::MappedStorage;
+#[cfg(feature = "std")]
+use super::storage::OwnedStorage;
+use super::storage::{Cursor, SlotAccess, Storage};
+#[cfg(feature = "std")]
 use super::waiter::{
-    eventfd_factory, Armed, CompletionSink, EventFdSink, Pool, SignalError, WaitMode, Waitable,
-    WaitableFactory, Waited,
+    eventfd_factory, Armed, CompletionSink, EventFdSink, Pool, WaitMode, Waitable, WaitableFactory,
+    Waited,
 };
+use super::waiter::{RawFd, SignalError};
 use super::{Payload, RingError, StatusCell};
 
 /// The status cell handle a submit hands to the ring (std `Arc`: it is only
 /// memory management; the cell's atomic is the loom-visible part).
+#[cfg(feature = "std")]
 pub type StatusArc = std::sync::Arc<StatusCell>;
 
 /// The two single-thread handles a constructor returns.
-pub type Handles<T, S> = (Producer<T, S>, Worker<T, S>);
+pub type Handles<T, S, H = DefaultHome> = (Producer<T, S, H>, Worker<T, S, H>);
+
+mod sealed {
+    pub trait Sealed {}
+
+    /// What a [`super::Counted`] queue's waiters share.
+    #[cfg(feature = "std")]
+    pub struct Waits {
+        pub(super) sink: std::sync::Arc<dyn super::CompletionSink>,
+        pub(super) pool: super::Pool,
+        pub(super) recheck: super::Duration,
+    }
+}
+
+/// Where a queue's shared state lives and what a submit's status cell is:
+/// [`Counted`] (`std`: an `Arc`, status cells `Arc<StatusCell>`, eventfd
+/// waiters) or [`Static`] (the `no_std` core: a [`QueueHome`] in a `static`,
+/// status cells `&'static StatusCell`, no waiters). Sealed.
+pub trait Home: sealed::Sealed + Sized + Send + Sync + 'static {
+    /// The status cell handle a submit passes with its item.
+    type Status: Send + 'static;
+    /// How the handles hold the shared state.
+    type Ref<X: Send + Sync + 'static>: Deref<Target = X> + Clone + Send + Sync;
+    /// What the waiters share (nothing for [`Static`]).
+    type Waits: Send + Sync;
+    /// The `exec_status` word for a cell: its address, the slot now holding
+    /// whatever the handle owned.
+    fn status_word(cell: Self::Status) -> u64;
+    /// Write `status` through a non-zero `exec_status` word and give up what
+    /// the slot held.
+    ///
+    /// # Safety
+    /// `word` came from [`status_word`](Self::status_word) and is consumed once.
+    unsafe fn complete(word: u64, status: NrtStatus);
+    /// Give up what the slot held without writing (the queue is dropped with
+    /// the execution in flight).
+    ///
+    /// # Safety
+    /// As for [`complete`](Self::complete).
+    unsafe fn release(word: u64);
+    /// Signal a captured handle; `Err(errno)`.
+    fn signal(waits: &Self::Waits, fd: RawFd) -> Result<(), i32>;
+    /// Close a captured, non-pooled handle after signalling it.
+    fn close(waits: &Self::Waits, fd: RawFd);
+}
+
+/// The `std` home: the handles share an `Arc`, status cells are
+/// [`StatusArc`]s, waiters block on pooled or caller eventfds.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy, Debug)]
+pub enum Counted {}
+
+/// The `no_std` home: the state lives in a [`QueueHome`] (a `static`),
+/// status cells are `&'static StatusCell`, and there are no blocking waiters
+/// (poll [`XuQueue::is_completed`]). A slot handle someone else installed is
+/// reported as a failed signal (`EINVAL`).
+#[derive(Clone, Copy, Debug)]
+pub enum Static {}
+
+/// The home a queue type names when it does not say: [`Counted`] with
+/// `std`, [`Static`] without. Code meant for both names its home.
+#[cfg(feature = "std")]
+pub type DefaultHome = Counted;
+/// The home a queue type names when it does not say: [`Counted`] with
+/// `std`, [`Static`] without. Code meant for both names its home.
+#[cfg(not(feature = "std"))]
+pub type DefaultHome = Static;
+
+#[cfg(feature = "std")]
+impl sealed::Sealed for Counted {}
+
+#[cfg(feature = "std")]
+impl Home for Counted {
+    type Status = StatusArc;
+    type Ref<X: Send + Sync + 'static> = crate::sync::Arc<X>;
+    type Waits = sealed::Waits;
+
+    #[inline(always)]
+    fn status_word(cell: StatusArc) -> u64 {
+        StatusArc::into_raw(cell) as u64
+    }
+
+    #[inline(always)]
+    unsafe fn complete(word: u64, status: NrtStatus) {
+        // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
+        // submitter's cell; the slot owned that strong count and gives it
+        // to us here, exactly once (the caller's condition).
+        let cell = unsafe { StatusArc::from_raw(word as usize as *const StatusCell) };
+        cell.set(status);
+    }
+
+    unsafe fn release(word: u64) {
+        // SAFETY: as in `complete`: the strong count was never taken back.
+        drop(unsafe { StatusArc::from_raw(word as usize as *const StatusCell) });
+    }
+
+    fn signal(waits: &sealed::Waits, fd: RawFd) -> Result<(), i32> {
+        waits.sink.signal(fd)
+    }
+
+    fn close(waits: &sealed::Waits, fd: RawFd) {
+        waits.sink.close(fd)
+    }
+}
+
+impl sealed::Sealed for Static {}
+
+impl Home for Static {
+    type Status = &'static StatusCell;
+    type Ref<X: Send + Sync + 'static> = &'static X;
+    type Waits = ();
+
+    #[inline(always)]
+    fn status_word(cell: &'static StatusCell) -> u64 {
+        core::ptr::from_ref(cell) as usize as u64
+    }
+
+    #[inline(always)]
+    unsafe fn complete(word: u64, status: NrtStatus) {
+        // SAFETY: a non-zero exec_status word is the address of a
+        // `&'static StatusCell` (`status_word`), valid forever.
+        unsafe { &*(word as usize as *const StatusCell) }.set(status);
+    }
+
+    unsafe fn release(_word: u64) {}
+
+    fn signal(_waits: &(), _fd: RawFd) -> Result<(), i32> {
+        // No waiter of this queue installs handles: not ours to signal.
+        Err(EINVAL)
+    }
+
+    fn close(_waits: &(), _fd: RawFd) {}
+}
+
+/// `EINVAL` (Linux).
+const EINVAL: i32 = 22;
+#[cfg(feature = "std")]
+const _: () = assert!(EINVAL == libc::EINVAL);
 
 /// How to build a queue.
+#[cfg(feature = "std")]
 #[derive(Clone)]
 pub struct QueueConfig {
     /// The XU this queue serves (the high 16 bits of every seq_id, docs/abi.md §1.4).
@@ -66,6 +218,7 @@ pub struct QueueConfig {
     pub pool_factory: WaitableFactory,
 }
 
+#[cfg(feature = "std")]
 impl QueueConfig {
     /// Defaults: cursors at 1, 10 ms re-check, real eventfds.
     pub fn new(xu: XuId, capacity: u64) -> Self {
@@ -103,6 +256,7 @@ impl QueueConfig {
     }
 }
 
+#[cfg(feature = "std")]
 impl core::fmt::Debug for QueueConfig {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("QueueConfig")
@@ -114,7 +268,7 @@ impl core::fmt::Debug for QueueConfig {
     }
 }
 
-struct Shared<T: Payload, S: Storage> {
+struct Shared<T: Payload, S: Storage, H: Home> {
     storage: S,
     xu: XuId,
     /// `xu << 48`, the high half of every seq_id of this queue (docs/abi.md §1.4).
@@ -123,13 +277,25 @@ struct Shared<T: Payload, S: Storage> {
     /// `cap - 1` when `cap` is a power of two.
     mask: Option<u64>,
     lock: MarkCompLock,
-    sink: std::sync::Arc<dyn CompletionSink>,
-    pool: Pool,
-    recheck: Duration,
+    waits: H::Waits,
     _items: PhantomData<fn(T) -> T>,
 }
 
-impl<T: Payload, S: Storage> Shared<T, S> {
+impl<T: Payload, S: Storage, H: Home> Shared<T, S, H> {
+    fn new(storage: S, waits: H::Waits) -> Self {
+        let (xu, cap) = (storage.xu(), storage.capacity());
+        Shared {
+            storage,
+            xu,
+            xu_bits: SeqId::from_cursor(0, xu).0,
+            cap,
+            mask: cap.is_power_of_two().then(|| cap - 1),
+            lock: MarkCompLock::new(),
+            waits,
+            _items: PhantomData,
+        }
+    }
+
     #[inline(always)]
     fn idx(&self, cursor: u64) -> usize {
         match self.mask {
@@ -215,7 +381,7 @@ impl<T: Payload, S: Storage> Shared<T, S> {
     }
 }
 
-impl<T: Payload, S: Storage> Drop for Shared<T, S> {
+impl<T: Payload, S: Storage, H: Home> Drop for Shared<T, S, H> {
     fn drop(&mut self) {
         // Every handle is gone: take back what in-flight slots own.
         let head = self.storage.load(Cursor::ExecHead, Relaxed);
@@ -227,25 +393,25 @@ impl<T: Payload, S: Storage> Drop for Shared<T, S> {
             drop(unsafe { T::from_word(slot.exec_info(Relaxed)) });
             let st = slot.exec_status(Relaxed);
             if st != 0 {
-                // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
-                // submit's status cell; its strong count was never taken back.
-                drop(unsafe { StatusArc::from_raw(st as usize as *const StatusCell) });
+                // SAFETY: a non-zero exec_status word came from
+                // `H::status_word` at submit and no pop consumed it.
+                unsafe { H::release(st) };
             }
             let (efd, pooled) = slot.handle(Relaxed);
             if efd != NO_EFD && !pooled {
                 // The slot owned this dup (waiter module docs).
-                self.sink.close(efd);
+                H::close(&self.waits, efd);
             }
         }
     }
 }
 
 /// The shared side of one XU queue: queries and waits. Cheap to clone.
-pub struct XuQueue<T: Payload, S: Storage> {
-    sh: crate::sync::Arc<Shared<T, S>>,
+pub struct XuQueue<T: Payload, S: Storage, H: Home = DefaultHome> {
+    sh: H::Ref<Shared<T, S, H>>,
 }
 
-impl<T: Payload, S: Storage> Clone for XuQueue<T, S> {
+impl<T: Payload, S: Storage, H: Home> Clone for XuQueue<T, S, H> {
     fn clone(&self) -> Self {
         XuQueue {
             sh: self.sh.clone(),
@@ -253,7 +419,7 @@ impl<T: Payload, S: Storage> Clone for XuQueue<T, S> {
     }
 }
 
-impl<T: Payload, S: Storage> core::fmt::Debug for XuQueue<T, S> {
+impl<T: Payload, S: Storage, H: Home> core::fmt::Debug for XuQueue<T, S, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let (h, sh, t) = self.cursors();
         f.debug_struct("XuQueue")
@@ -266,23 +432,28 @@ impl<T: Payload, S: Storage> core::fmt::Debug for XuQueue<T, S> {
     }
 }
 
-impl<T: Payload> XuQueue<T, OwnedStorage> {
+#[cfg(feature = "std")]
+impl<T: Payload> XuQueue<T, OwnedStorage, Counted> {
     /// A queue over heap atomics with default settings.
     pub fn new_owned(xu: XuId, capacity: u64) -> Result<Handles<T, OwnedStorage>, RingError> {
         Self::owned(QueueConfig::new(xu, capacity))
     }
 }
 
-impl<T: Payload, const SEQCST: bool, const CACHED: bool> XuQueue<T, OwnedStorage<SEQCST, CACHED>> {
+#[cfg(feature = "std")]
+impl<T: Payload, const SEQCST: bool, const CACHED: bool>
+    XuQueue<T, OwnedStorage<SEQCST, CACHED>, Counted>
+{
     /// A queue over heap atomics ([`OwnedStorage`]; the comparison variants
-    /// [`CStyleStorage`] and [`COriginalStorage`] are built the same way).
+    /// `CStyleStorage` and `COriginalStorage` are built the same way).
     pub fn owned(cfg: QueueConfig) -> Result<Handles<T, OwnedStorage<SEQCST, CACHED>>, RingError> {
         let s = OwnedStorage::new(cfg.xu, cfg.capacity, cfg.start)?;
         Ok(Self::from_storage(s, cfg))
     }
 }
 
-impl<T: Payload> XuQueue<T, MappedStorage> {
+#[cfg(feature = "std")]
+impl<T: Payload> XuQueue<T, MappedStorage, Counted> {
     /// A queue laid into `region` (the byte-exact header at offset 0, slots
     /// right after), with default settings.
     ///
@@ -315,24 +486,77 @@ impl<T: Payload> XuQueue<T, MappedStorage> {
     }
 }
 
-impl<T: Payload, S: Storage> XuQueue<T, S> {
-    fn from_storage(storage: S, cfg: QueueConfig) -> (Producer<T, S>, Worker<T, S>) {
-        let cap = storage.capacity();
-        let start = storage.load(Cursor::ScheduledTail, Relaxed);
-        let q = XuQueue {
-            sh: crate::sync::Arc::new(Shared {
-                storage,
-                xu: cfg.xu,
-                xu_bits: SeqId::from_cursor(0, cfg.xu).0,
-                cap,
-                mask: cap.is_power_of_two().then(|| cap - 1),
-                lock: MarkCompLock::new(),
-                sink: cfg.sink,
-                pool: Pool::new(cfg.pool_factory),
-                recheck: cfg.recheck,
-                _items: PhantomData,
-            }),
+#[cfg(feature = "std")]
+impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
+    fn from_storage(storage: S, cfg: QueueConfig) -> Handles<T, S, Counted> {
+        debug_assert_eq!(storage.xu(), cfg.xu);
+        let waits = sealed::Waits {
+            sink: cfg.sink,
+            pool: Pool::new(cfg.pool_factory),
+            recheck: cfg.recheck,
         };
+        Self::from_shared(crate::sync::Arc::new(Shared::new(storage, waits)))
+    }
+}
+
+/// The memory of one queue's shared state, to put in a `static` (with
+/// [`StaticStorage`](super::StaticStorage) for its slots): the `no_std` way
+/// to build a queue without an allocator ([`QueueHome::queue`]). The state
+/// is never dropped: items still in flight when the handles go are not
+/// given back (a `&'static` payload owns nothing).
+pub struct QueueHome<T: Payload, S: Storage> {
+    cell: UnsafeCell<MaybeUninit<Shared<T, S, Static>>>,
+    /// A queue was built in `cell`.
+    taken: AtomicBool,
+}
+
+// SAFETY: `cell` is written once, by the one `queue` call that wins `taken`,
+// before any reference to it exists; afterwards it is only shared (`&`), and
+// the shared state is `Sync` (atomics, a `Storage`, which is `Sync`).
+unsafe impl<T: Payload, S: Storage> Sync for QueueHome<T, S> {}
+
+impl<T: Payload, S: Storage> QueueHome<T, S> {
+    /// Empty: no queue yet.
+    pub const fn new() -> Self {
+        QueueHome {
+            cell: UnsafeCell::new(MaybeUninit::uninit()),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// Build the queue over `storage` here and return its two handles.
+    /// Once: a second call is refused with [`RingError::InUse`].
+    pub fn queue(&'static self, storage: S) -> Result<Handles<T, S, Static>, RingError> {
+        // Relaxed: the flag only elects the one caller; the state reaches
+        // other threads through the handles (moved, hence ordered).
+        if self.taken.swap(true, core::sync::atomic::Ordering::Relaxed) {
+            return Err(RingError::InUse);
+        }
+        // SAFETY: we won `taken`, so no other call writes or reads `cell`,
+        // and nothing referenced it before; after this write it is only
+        // shared, for `'static` (the cell lives in `self`, a `'static`).
+        let sh: &'static Shared<T, S, Static> =
+            unsafe { (*self.cell.get()).write(Shared::new(storage, ())) };
+        Ok(XuQueue::from_shared(sh))
+    }
+}
+
+impl<T: Payload, S: Storage> Default for QueueHome<T, S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Payload, S: Storage> core::fmt::Debug for QueueHome<T, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueueHome").finish_non_exhaustive()
+    }
+}
+
+impl<T: Payload, S: Storage, H: Home> XuQueue<T, S, H> {
+    fn from_shared(sh: H::Ref<Shared<T, S, H>>) -> Handles<T, S, H> {
+        let start = sh.storage.load(Cursor::ScheduledTail, Relaxed);
+        let q = XuQueue { sh };
         (Producer::new(q.clone(), start), Worker::new(q, start))
     }
 
@@ -396,13 +620,9 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     /// concurrent copy would race with them. Call it on the producer's
     /// thread, or use [`Producer::snapshot`], which the borrow checker keeps
     /// apart from `submit`.
+    #[cfg(feature = "std")]
     pub unsafe fn snapshot(&self) -> Vec<u8> {
         self.sh.storage.snapshot()
-    }
-
-    /// (free, retired) pooled events; for tests and diagnostics.
-    pub fn pool_counts(&self) -> (usize, usize) {
-        self.sh.pool.counts()
     }
 
     #[inline]
@@ -417,6 +637,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     }
 
     /// Foreign XU first, then "issued by this queue".
+    #[cfg(feature = "std")]
     fn check_handle(&self, seq: SeqId) -> Result<(), RingError> {
         self.check_xu(seq)?;
         // Ordering (in `observe`): Acquire; pairs with submit's Release of
@@ -431,6 +652,15 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
     fn done(&self, seq: SeqId) -> bool {
         // Ordering (in `observe`): Acquire; pairs with pop's Release advance.
         seq.seq_num() < self.sh.storage.observe(Cursor::ExecHead)
+    }
+}
+
+/// Waiters: blocking and explicit-async completion on eventfds (`std`).
+#[cfg(feature = "std")]
+impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
+    /// (free, retired) pooled events; for tests and diagnostics.
+    pub fn pool_counts(&self) -> (usize, usize) {
+        self.sh.waits.pool.counts()
     }
 
     /// Install `fd` for `seq` under the mark-completion lock, re-checking
@@ -532,7 +762,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         // A pooled event, or (below) a dup of the caller's.
         let pooled: Option<Box<dyn Waitable>> = match own {
             Some(_) => None,
-            None => Some(self.sh.pool.take()?),
+            None => Some(self.sh.waits.pool.take()?),
         };
         let (result, fate) = match (&pooled, own) {
             (Some(p), _) => self.block(seq, p.as_ref(), false, deadline),
@@ -541,8 +771,8 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         };
         if let Some(p) = pooled {
             match fate {
-                Fate::Idle | Fate::Consumed => self.sh.pool.give_back(p),
-                Fate::MaybePending => self.sh.pool.retire(p),
+                Fate::Idle | Fate::Consumed => self.sh.waits.pool.give_back(p),
+                Fate::MaybePending => self.sh.waits.pool.retire(p),
             }
         }
         result
@@ -588,7 +818,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
         loop {
             let slice = deadline
                 .saturating_duration_since(Instant::now())
-                .min(self.sh.recheck);
+                .min(self.sh.waits.recheck);
             match ev.wait(slice) {
                 Ok(Wait::Signalled(_)) => wakeups += 1,
                 Ok(Wait::TimedOut) => {}
@@ -601,7 +831,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
                     // Completion seen before the signal: pop captured our
                     // handle before advancing, so exactly one write is on its
                     // way (or failed). Give it one re-check interval.
-                    if let Ok(Wait::Signalled(_)) = ev.wait(self.sh.recheck) {
+                    if let Ok(Wait::Signalled(_)) = ev.wait(self.sh.waits.recheck) {
                         wakeups += 1;
                     }
                 }
@@ -624,6 +854,7 @@ impl<T: Payload, S: Storage> XuQueue<T, S> {
 }
 
 /// What became of a waiter's handle.
+#[cfg(feature = "std")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fate {
     /// Never reached the worker (or was taken back): no signal can come.
@@ -636,14 +867,21 @@ enum Fate {
 
 /// A submit refused; gives the item and status cell back.
 #[derive(Debug)]
-pub struct SubmitError<T> {
+pub struct SubmitError<T, C = <DefaultHome as Home>::Status> {
     /// Why (`Full` is `NRT_QUEUE_FULL`).
     pub error: RingError,
     /// The item, unchanged.
     pub item: T,
     /// The status cell, unchanged.
-    pub status: Option<StatusArc>,
+    pub status: Option<C>,
 }
+
+/// The transitions a handle records while tracing is on (`std`).
+#[cfg(feature = "std")]
+type Trace = Option<Vec<Transition>>;
+/// Without `std` nothing is recorded: always `None`.
+#[cfg(not(feature = "std"))]
+type Trace = Option<core::convert::Infallible>;
 
 /// [`derive`] out of line, for a case the hot path has already ruled out.
 #[cold]
@@ -674,7 +912,7 @@ const PREFETCH_AHEAD: u64 = 8;
 /// Record a transition when tracing is on; check it either way.
 #[inline(always)]
 fn step(
-    trace: &mut Option<Vec<Transition>>,
+    trace: &mut Trace,
     state: SlotState,
     event: SlotEvent,
     id: u64,
@@ -691,7 +929,7 @@ fn step(
 /// checked and recorded.
 #[inline]
 fn step_range(
-    trace: &mut Option<Vec<Transition>>,
+    trace: &mut Trace,
     range: core::ops::Range<u64>,
     state_of: impl Fn(u64) -> SlotState,
     event: SlotEvent,
@@ -722,14 +960,14 @@ fn step_range(
 /// `exec_head` Release this producer acquired), not yet published, and
 /// waiters touch a slot only for a seq they acquired as submitted.
 #[inline(always)]
-unsafe fn write_body<T: Payload>(
+unsafe fn write_body<T: Payload, H: Home>(
     slot: impl SlotAccess,
     seq: u64,
     item: T,
-    status: Option<StatusArc>,
+    status: Option<H::Status>,
 ) {
     // +0x08 exec_status: the status cell's address, or 0
-    let st_word = status.map_or(0, |a| StatusArc::into_raw(a) as u64);
+    let st_word = status.map_or(0, H::status_word);
     // +0x00 seq_id, +0x08 exec_status, +0x10 mark_comp_efd = -1 (no waiter
     // yet, docs/abi.md §1.3) with +0x14 efd_from_pool = false, +0x18 exec_info (the
     // work item): the whole body at once (`SlotAccess::set_body`).
@@ -738,8 +976,8 @@ unsafe fn write_body<T: Payload>(
 }
 
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
-pub struct Producer<T: Payload, S: Storage> {
-    q: XuQueue<T, S>,
+pub struct Producer<T: Payload, S: Storage, H: Home = DefaultHome> {
+    q: XuQueue<T, S, H>,
     /// Our own `scheduled_tail` (we are its only writer).
     tail: u64,
     /// The slot index of `tail` (`tail % capacity`), stepped along with it so
@@ -753,10 +991,10 @@ pub struct Producer<T: Payload, S: Storage> {
     /// `scheduled_tail` the cached `exec_head` and the cursor limit allow, so
     /// a submit checks both with one comparison.
     limit: u64,
-    trace: Option<Vec<Transition>>,
+    trace: Trace,
 }
 
-impl<T: Payload, S: Storage> core::fmt::Debug for Producer<T, S> {
+impl<T: Payload, S: Storage, H: Home> core::fmt::Debug for Producer<T, S, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Producer")
             .field("tail", &self.tail)
@@ -766,8 +1004,8 @@ impl<T: Payload, S: Storage> core::fmt::Debug for Producer<T, S> {
     }
 }
 
-impl<T: Payload, S: Storage> Producer<T, S> {
-    fn new(q: XuQueue<T, S>, start: u64) -> Self {
+impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
+    fn new(q: XuQueue<T, S, H>, start: u64) -> Self {
         let mut p = Producer {
             tail_idx: q.sh.idx(start),
             q,
@@ -782,13 +1020,14 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     }
 
     /// The shared query side.
-    pub fn queue(&self) -> &XuQueue<T, S> {
+    pub fn queue(&self) -> &XuQueue<T, S, H> {
         &self.q
     }
 
     /// The ABI image (header + slots) as bytes ([`XuQueue::snapshot`]),
     /// safe here: `&self` excludes a concurrent `submit` on this, the only
     /// producer.
+    #[cfg(feature = "std")]
     pub fn snapshot(&self) -> Vec<u8> {
         // SAFETY: submits need `&mut self`; while this borrow lives none
         // runs, and the queue has no other producer.
@@ -796,11 +1035,13 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     }
 
     /// Record every slot transition from now on (see [`take_trace`](Self::take_trace)).
+    #[cfg(feature = "std")]
     pub fn trace(&mut self, on: bool) {
         self.trace = on.then(Vec::new);
     }
 
     /// The transitions recorded so far.
+    #[cfg(feature = "std")]
     pub fn take_trace(&mut self) -> Vec<Transition> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
     }
@@ -875,18 +1116,22 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     /// Release on scheduled_tail / scheduled_head that follows). Called only
     /// by `submit`, after `reserve` and `check_submit` passed for `idx`.
     #[inline(always)]
-    fn write_slot(sh: &Shared<T, S>, idx: usize, seq: u64, item: T, status: Option<StatusArc>) {
+    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, item: T, status: Option<H::Status>) {
         // SAFETY: every slot index a handle keeps or steps to is < capacity
         // (`Shared::idx` / `Shared::next_idx`); the slot is FREE and
         // unpublished (`reserve` + `check_submit`, `write_body`'s condition).
-        unsafe { write_body(sh.storage.slot(idx), seq, item, status) };
+        unsafe { write_body::<T, H>(sh.storage.slot(idx), seq, item, status) };
     }
 
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
     /// `scheduled_tail - exec_head >= capacity`, else write the body and
     /// publish `scheduled_tail`.
     #[inline]
-    pub fn submit(&mut self, item: T, status: Option<StatusArc>) -> Result<SeqId, SubmitError<T>> {
+    pub fn submit(
+        &mut self,
+        item: T,
+        status: Option<H::Status>,
+    ) -> Result<SeqId, SubmitError<T, H::Status>> {
         if let Err(error) = self.reserve(1).and_then(|()| self.check_submit(self.tail)) {
             return Err(SubmitError {
                 error,
@@ -918,7 +1163,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
     pub fn submit_burst(
         &mut self,
         n: u64,
-        mut make: impl FnMut(SeqId) -> (T, Option<StatusArc>),
+        mut make: impl FnMut(SeqId) -> (T, Option<H::Status>),
     ) -> Result<SeqId, RingError> {
         self.reserve(n)?;
         let (cap, exec, sched, tail) = (
@@ -944,7 +1189,7 @@ impl<T: Payload, S: Storage> Producer<T, S> {
             let (item, status) = make(SeqId(seq));
             // SAFETY: the n slots are FREE and unpublished (`reserve` and the
             // lifecycle check above): `write_body`'s condition.
-            unsafe { write_body(slot, seq, item, status) };
+            unsafe { write_body::<T, H>(slot, seq, item, status) };
             Ok::<(), core::convert::Infallible>(())
         });
         let idx = match written {
@@ -1059,8 +1304,8 @@ impl<T> Deref for SlotView<'_, T> {
 }
 
 /// The worker: owns `exec_head`. One thread.
-pub struct Worker<T: Payload, S: Storage> {
-    q: XuQueue<T, S>,
+pub struct Worker<T: Payload, S: Storage, H: Home = DefaultHome> {
+    q: XuQueue<T, S, H>,
     /// Our own `exec_head` (we are its only writer).
     head: u64,
     /// The slot index of `head` (`head % capacity`), stepped along with it.
@@ -1072,10 +1317,10 @@ pub struct Worker<T: Payload, S: Storage> {
     streak: u32,
     /// Refreshes in a row that found the ring empty.
     empties: u32,
-    trace: Option<Vec<Transition>>,
+    trace: Trace,
 }
 
-impl<T: Payload, S: Storage> core::fmt::Debug for Worker<T, S> {
+impl<T: Payload, S: Storage, H: Home> core::fmt::Debug for Worker<T, S, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Worker")
             .field("head", &self.head)
@@ -1091,8 +1336,8 @@ struct Capture {
     pooled: bool,
 }
 
-impl<T: Payload, S: Storage> Worker<T, S> {
-    fn new(q: XuQueue<T, S>, start: u64) -> Self {
+impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
+    fn new(q: XuQueue<T, S, H>, start: u64) -> Self {
         Worker {
             head_idx: q.sh.idx(start),
             q,
@@ -1161,16 +1406,18 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     }
 
     /// The shared query side.
-    pub fn queue(&self) -> &XuQueue<T, S> {
+    pub fn queue(&self) -> &XuQueue<T, S, H> {
         &self.q
     }
 
     /// Record every slot transition from now on.
+    #[cfg(feature = "std")]
     pub fn trace(&mut self, on: bool) {
         self.trace = on.then(Vec::new);
     }
 
     /// The transitions recorded so far.
+    #[cfg(feature = "std")]
     pub fn take_trace(&mut self) -> Vec<Transition> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
     }
@@ -1189,7 +1436,11 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     /// `head_idx`): its seq_id must be `c`'s, with our xu_id (docs/abi.md §1.9: the
     /// peek-time check, an error value here).
     #[inline(always)]
-    fn checked(sh: &Shared<T, S>, c: u64, idx: usize) -> Result<(S::Slot<'_>, SeqId), RingError> {
+    fn checked(
+        sh: &Shared<T, S, H>,
+        c: u64,
+        idx: usize,
+    ) -> Result<(S::Slot<'_>, SeqId), RingError> {
         debug_assert_eq!(idx, sh.idx(c));
         // SAFETY: `head_idx < capacity` (stepped with `Shared::next_idx`).
         let slot = unsafe { sh.storage.slot(idx) };
@@ -1226,11 +1477,10 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     #[inline(always)]
     fn write_status(word: u64, status: NrtStatus) {
         if word != 0 {
-            // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
-            // submitter's cell; the slot owned that strong count and gives it
-            // to us here, exactly once (this slot is popped once).
-            let cell = unsafe { StatusArc::from_raw(word as usize as *const StatusCell) };
-            cell.set(status);
+            // SAFETY: a non-zero exec_status word came from `H::status_word`
+            // at submit; the slot gives it to us here, exactly once (this
+            // slot is popped once).
+            unsafe { H::complete(word, status) };
         }
     }
 
@@ -1260,9 +1510,9 @@ impl<T: Payload, S: Storage> Worker<T, S> {
     #[cold]
     #[inline(never)]
     fn write_and_close(&self, c: Capture) -> Result<(), i32> {
-        let r = self.q.sh.sink.signal(c.efd);
+        let r = H::signal(&self.q.sh.waits, c.efd);
         if !c.pooled {
-            self.q.sh.sink.close(c.efd);
+            H::close(&self.q.sh.waits, c.efd);
         }
         r
     }
@@ -1283,7 +1533,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
         }
         let st = derive(head, head, sched, sched);
         let done = step(&mut self.trace, st, SlotEvent::Complete, head)?;
-        let sh: &Shared<T, S> = &self.q.sh;
+        let sh: &Shared<T, S, H> = &self.q.sh;
         let idx = self.head_idx;
         let (slot, seq) = Self::checked(sh, head, idx)?;
         let status_word = slot.exec_status(Relaxed);
@@ -1355,7 +1605,7 @@ impl<T: Payload, S: Storage> Worker<T, S> {
             |c| derive(c, c, sched, sched),
             SlotEvent::Complete,
         )?;
-        let sh: &Shared<T, S> = &self.q.sh;
+        let sh: &Shared<T, S, H> = &self.q.sh;
         // `head + n <= scheduled_head < CURSOR_LIMIT < 2^48`, so `base + i`
         // never carries into the xu_id bits: it is `from_cursor(head + i)`.
         let base = sh.seq(head).0;
@@ -1602,6 +1852,49 @@ mod tests {
         assert!(
             !q.sh.lock.lock_waiter().any_installed(),
             "the installed count still counts the uninstalled handle"
+        );
+    }
+
+    /// The `no_std` home: a queue in statics over a `StaticStorage`,
+    /// `&'static` items and status cells. FIFO, a full ring gives the item
+    /// and its cell back, pop writes each cell, and the storage and the home
+    /// are each handed out once.
+    #[test]
+    fn a_static_home_over_static_storage() {
+        use crate::ring::StaticStorage;
+        static RING: StaticStorage<2> = StaticStorage::new();
+        static SPARE: StaticStorage<2> = StaticStorage::new();
+        static HOME: QueueHome<&'static u32, MappedStorage> = QueueHome::new();
+        static ITEMS: [u32; 3] = [7, 8, 9];
+        static CELLS: [StatusCell; 3] = [const { StatusCell::new() }; 3];
+        let (mut p, mut w): Handles<&'static u32, MappedStorage, Static> =
+            HOME.queue(RING.storage(xu(), 1).unwrap()).unwrap();
+        assert_eq!(RING.storage(xu(), 1).unwrap_err(), RingError::InUse);
+        let spare = SPARE.storage(xu(), 1).unwrap();
+        assert_eq!(HOME.queue(spare).unwrap_err(), RingError::InUse);
+        let a = p.submit(&ITEMS[0], Some(&CELLS[0])).unwrap();
+        p.submit(&ITEMS[1], Some(&CELLS[1])).unwrap();
+        let full = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap_err();
+        assert_eq!(full.error, RingError::Full);
+        assert!(core::ptr::eq(full.item, &ITEMS[2]));
+        assert!(full.status.is_some_and(|c| core::ptr::eq(c, &CELLS[2])));
+        p.trigger_burst(2).unwrap();
+        let first = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        assert_eq!((first.seq, *first.item), (a, 7));
+        assert_eq!(*w.pop(NrtStatus::TIMEOUT).unwrap().unwrap().item, 8);
+        let c = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap();
+        p.trigger_next().unwrap();
+        assert_eq!(*w.pop(NrtStatus::SUCCESS).unwrap().unwrap().item, 9);
+        assert!(p.queue().is_completed(c).unwrap());
+        assert!(w.pop(NrtStatus::SUCCESS).unwrap().is_none());
+        let got: Vec<_> = CELLS.iter().map(StatusCell::get).collect();
+        assert_eq!(
+            got,
+            [
+                Some(NrtStatus::SUCCESS),
+                Some(NrtStatus::TIMEOUT),
+                Some(NrtStatus::SUCCESS)
+            ]
         );
     }
 }

@@ -26,7 +26,15 @@ impl StatusCell {
     /// The raw value of a cell no worker has written yet (not an NRT code).
     pub const PENDING: u32 = u32::MAX;
 
+    /// A pending cell (`const`: a `no_std` embedder keeps its cells in
+    /// `static`s and submits `&'static StatusCell`s).
+    #[cfg(not(loom))]
+    pub const fn new() -> StatusCell {
+        StatusCell(AtomicU32::new(Self::PENDING))
+    }
+
     /// A pending cell.
+    #[cfg(loom)]
     pub fn new() -> StatusCell {
         StatusCell(AtomicU32::new(Self::PENDING))
     }

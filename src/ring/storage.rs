@@ -2,16 +2,18 @@
 //!
 //! The protocol in [`super::queue`] is generic over a [`Storage`]:
 //!
-//! - [`OwnedStorage`]: heap atomics from [`crate::sync`], each cursor on its own
+//! - [`OwnedStorage`] (`std`): heap atomics from `crate::sync`, each cursor on its own
 //!   64-byte line. Loom sees these under `--cfg loom`; unit tests and the
-//!   deterministic runner use them too. `OwnedStorage<true>` ([`CStyleStorage`])
+//!   deterministic runner use them too. `OwnedStorage<true>` (`CStyleStorage`)
 //!   is the same ring with the C original's `LOCK XADD` (SeqCst `fetch_add`) on
 //!   every cursor move and SeqCst cursor loads, kept for the comparison
 //!   benchmark only.
 //! - [`MappedStorage`]: the byte-exact 256-byte `xu_queue_t` header
 //!   (docs/abi.md §1.2) followed by the array of 32-byte `xuq_exec_info_t` slots
-//!   (docs/abi.md §1.3) inside a [`Region`]. Raw pointers are validated once at
-//!   construction; every access is a `std` atomic created with `from_ptr`,
+//!   (docs/abi.md §1.3) inside a `Region` (`std`), or in memory the embedder
+//!   provides: a [`StaticStorage`], or a pointer under
+//!   [`MappedStorage::init_raw`]'s contract (the `no_std` core). Raw pointers
+//!   are validated once at construction; every access is a `core` atomic created with `from_ptr`,
 //!   except the body a submit writes on x86_64 (two 16-byte volatile stores,
 //!   [`SlotAccess::set_body`], ordered against every other access by the
 //!   protocol).
@@ -21,10 +23,15 @@
 //! slot's `exec_info` word becomes an owned payload again at pop), so only the
 //! two storages in this module may implement it.
 
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
+use core::sync::atomic::AtomicBool;
 
-use crate::hal::mem::{MemError, Region};
-use crate::sync::atomic::{AtomicU64, Ordering};
+#[cfg(feature = "std")]
+use crate::hal::mem::Region;
+#[cfg(feature = "std")]
+use crate::sync::atomic::AtomicU64;
+use crate::sync::atomic::Ordering;
 use crate::wire::exec_slot;
 use crate::wire::seq_id::XuId;
 use crate::wire::xu_queue;
@@ -139,8 +146,9 @@ pub trait SlotAccess {
 /// `p` is valid for writes of 32 bytes and 16-byte aligned, and no other
 /// thread accesses those bytes until an ordering edge that follows this
 /// write (the protocol's cursor Release/Acquire; see
-/// [`SlotAccess::set_body`]).
-#[cfg(all(target_arch = "x86_64", not(loom)))]
+/// [`SlotAccess::set_body`]). Needs SSE2 (the x86_64 baseline; the
+/// soft-float `x86_64-unknown-none` lacks it and keeps the atomic stores).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
 #[inline(always)]
 unsafe fn write_body_wide(
     p: *mut u8,
@@ -193,12 +201,12 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     fn load(&self, c: Cursor, o: Ordering) -> u64;
 
     /// Publish cursor `c` (single writer) from `old` to `old + n`. Ours is a
-    /// `Release` store; [`CStyleStorage`] does the C original's SeqCst
+    /// `Release` store; `CStyleStorage` does the C original's SeqCst
     /// `fetch_add`.
     fn publish(&self, c: Cursor, old: u64, n: u64);
 
     /// Observe a cursor another thread publishes: `Acquire` (SeqCst for
-    /// [`CStyleStorage`]).
+    /// `CStyleStorage`).
     fn observe(&self, c: Cursor) -> u64;
 
     /// The slot at `idx`.
@@ -220,6 +228,7 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
 
     /// The ABI image: the 256-byte header followed by `capacity` 32-byte
     /// slots, read word by word (atomically) from wherever they live.
+    #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8>;
 
     /// A hint that slots `idx..idx + n` (`idx + n <= capacity`) are about to
@@ -243,8 +252,14 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
 /// Intel alike). Asked once per process.
 #[cfg(all(target_arch = "x86_64", not(any(loom, miri))))]
 fn has_prefetchw() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
+    // 0: not asked yet, 1: no, 2: yes. Relaxed: every thread computes the
+    // same answer, so a race only asks twice.
+    static HAS: core::sync::atomic::AtomicU8 = core::sync::atomic::AtomicU8::new(0);
+    match HAS.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => {}
+        known => return known == 2,
+    }
+    let has = (|| {
         use core::arch::x86_64::{__cpuid, __get_cpuid_max};
         // SAFETY: CPUID exists on every x86_64 CPU and only reads identification
         // registers (the intrinsics are safe fns on newer toolchains).
@@ -257,7 +272,9 @@ fn has_prefetchw() -> bool {
         #[allow(unused_unsafe)]
         let ecx = unsafe { __cpuid(0x8000_0001) }.ecx;
         ecx & (1 << 8) != 0
-    })
+    })();
+    HAS.store(1 + u8::from(has), core::sync::atomic::Ordering::Relaxed);
+    has
 }
 
 #[cfg(not(all(target_arch = "x86_64", not(any(loom, miri)))))]
@@ -329,6 +346,7 @@ pub(crate) fn check_config(capacity: u64, start: u64) -> Result<(), RingError> {
 /// for owned storage too so both measure the same sharing pattern).
 #[repr(align(64))]
 #[derive(Debug)]
+#[cfg(feature = "std")]
 struct Line(AtomicU64);
 
 /// One owned slot: the five `xuq_exec_info_t` fields as atomics.
@@ -340,6 +358,7 @@ struct Line(AtomicU64);
 #[derive(Debug)]
 #[cfg_attr(not(loom), repr(C, align(32)))]
 #[cfg_attr(loom, repr(C))]
+#[cfg(feature = "std")]
 pub struct OwnedSlot {
     seq_id: AtomicU64,
     exec_status: AtomicU64,
@@ -370,11 +389,11 @@ const _: () = assert!(
 
 // The owned slot has the ABI slot's size (docs/abi.md §1.3), so the owned
 // ring has the same two-slots-per-line density as the mapped one.
-#[cfg(not(loom))]
+#[cfg(all(feature = "std", not(loom)))]
 const _: () = assert!(core::mem::size_of::<OwnedSlot>() == exec_slot::SIZE);
 // ... and its fields at the ABI offsets, so `set_body` can write it as the
 // mapped slot's 32-byte image.
-#[cfg(not(loom))]
+#[cfg(all(feature = "std", not(loom)))]
 const _: () = assert!(
     core::mem::offset_of!(OwnedSlot, seq_id) == exec_slot::off::SEQ_ID
         && core::mem::offset_of!(OwnedSlot, exec_status) == exec_slot::off::EXEC_STATUS
@@ -383,6 +402,7 @@ const _: () = assert!(
         && core::mem::align_of::<OwnedSlot>() >= 16
 );
 
+#[cfg(feature = "std")]
 impl SlotAccess for &OwnedSlot {
     #[inline]
     fn seq_id(&self, o: Ordering) -> u64 {
@@ -416,7 +436,7 @@ impl SlotAccess for &OwnedSlot {
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.exec_info.store(v, o)
     }
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
     #[inline(always)]
     unsafe fn set_body(
         &self,
@@ -441,12 +461,15 @@ impl SlotAccess for &OwnedSlot {
     }
 }
 
-/// Cursors and slots as heap atomics through [`crate::sync`].
+/// Cursors and slots as heap atomics through `crate::sync`.
 ///
-/// `SEQCST = false` is our ring (Release publish, Acquire observe);
-/// `SEQCST = true` is [`CStyleStorage`]. `CACHED = false` makes the handles
-/// re-read the remote cursor on every operation ([`COriginalStorage`]).
+/// The defaults are the ring (Release publish, Acquire observe, cached
+/// remote cursors); use them. The other values exist for the comparison
+/// benchmark's peers (with the `testkit` feature): `SEQCST = true` is
+/// `CStyleStorage`. `CACHED = false` makes the handles
+/// re-read the remote cursor on every operation (`COriginalStorage`).
 #[derive(Debug)]
+#[cfg(feature = "std")]
 pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
     xu: XuId,
     cap: u64,
@@ -460,15 +483,18 @@ pub struct OwnedStorage<const SEQCST: bool = false, const CACHED: bool = true> {
 
 /// The same ring with SeqCst `fetch_add` on every cursor move and SeqCst
 /// cursor loads: the C original's `_InterlockedAdd64` (docs/abi.md §1.9). For the
-/// comparison benchmark.
+/// comparison benchmark (`testkit` feature).
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
 pub type CStyleStorage = OwnedStorage<true, true>;
 
 /// The C original as the seed shows it (docs/abi.md §1.9): SeqCst `fetch_add` on every
 /// cursor move and no cached remote cursors (`xuq_client_submit` reads
 /// `exec_head`, the peek reads `scheduled_head`, on every call). For the
-/// comparison benchmark.
+/// comparison benchmark (`testkit` feature).
+#[cfg(all(feature = "std", any(test, feature = "testkit")))]
 pub type COriginalStorage = OwnedStorage<true, false>;
 
+#[cfg(feature = "std")]
 impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
     /// Zeroed slots, every cursor at `start`.
     pub fn new(xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
@@ -502,8 +528,10 @@ impl<const SEQCST: bool, const CACHED: bool> OwnedStorage<SEQCST, CACHED> {
     }
 }
 
+#[cfg(feature = "std")]
 impl<const SEQCST: bool, const CACHED: bool> sealed::Sealed for OwnedStorage<SEQCST, CACHED> {}
 
+#[cfg(feature = "std")]
 impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CACHED> {
     type Slot<'a> = &'a OwnedSlot;
 
@@ -581,6 +609,7 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
         );
     }
 
+    #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; xu_queue::SIZE + self.slots.len() * exec_slot::SIZE];
         let put = |out: &mut Vec<u8>, off: usize, b: &[u8]| {
@@ -641,14 +670,22 @@ const PUBLISH: Ordering = Ordering::Relaxed;
 // Mapped storage
 // ---------------------------------------------------------------------------
 
-type StdAtomicU64 = std::sync::atomic::AtomicU64;
+/// `core`'s atomic even under loom: loom atomics never live in ABI memory.
+type StdAtomicU64 = core::sync::atomic::AtomicU64;
 
-/// The byte-exact `xu_queue_t` header at region offset 0 and the slot array
-/// right after it (region offset [`xu_queue::SIZE`]); `buffer` (+0x08) holds
-/// the slot array's address.
+/// The byte-exact `xu_queue_t` header at offset 0 of its memory and the slot
+/// array right after it (offset [`xu_queue::SIZE`]); `buffer` (+0x08) holds
+/// the slot array's address. The memory is a `Region` this value keeps
+/// alive ([`MappedStorage::init`], `std`), a [`StaticStorage`], or any memory
+/// under [`MappedStorage::init_raw`]'s contract.
 #[derive(Debug)]
 pub struct MappedStorage {
-    region: Region,
+    /// Keeps the mapping alive when built from one.
+    #[cfg(feature = "std")]
+    region: Option<Region>,
+    /// The header (offset 0).
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    base: *mut u8,
     xu: XuId,
     cap: u64,
     exec_head: *const StdAtomicU64,
@@ -660,7 +697,7 @@ pub struct MappedStorage {
 }
 
 // SAFETY: the raw pointers point into `region`'s mapping, which `self` keeps
-// alive; every access through them is atomic, except a slot body written by
+// alive, or into memory `init_raw`'s caller keeps valid; every access through them is atomic, except a slot body written by
 // `SlotAccess::set_body`, an `unsafe fn` whose caller orders it against
 // every other access; so sharing across threads is sound (the same argument
 // as `Mapping`'s Send/Sync).
@@ -678,48 +715,99 @@ impl MappedStorage {
     /// `capacity` and the three cursors (= `start`) written, slots zeroed
     /// (calloc semantics), header padding untouched. The region must be
     /// 64-byte aligned and at least [`mapped_len`]`(capacity)` bytes.
+    #[cfg(feature = "std")]
     pub fn init(region: Region, xu: XuId, capacity: u64, start: u64) -> Result<Self, RingError> {
         check_config(capacity, start)?;
         if !region.is_writable() {
             return Err(RingError::ReadOnly);
         }
-        let len = mapped_len(capacity);
         // Alignment and bounds of the whole block, checked once.
-        region.ptr_at(0, len, xu_queue::CACHE_LINE)?;
-        let cur = |off: usize| -> Result<*const StdAtomicU64, MemError> {
-            Ok(region.ptr_at(off, 8, 8)?.cast_const().cast())
-        };
-        let exec_head = cur(xu_queue::off::EXEC_HEAD)?;
-        let scheduled_head = cur(xu_queue::off::SCHEDULED_HEAD)?;
-        let scheduled_tail = cur(xu_queue::off::SCHEDULED_TAIL)?;
-        let slots = region.ptr_at(xu_queue::SIZE, len - xu_queue::SIZE, 8)?;
-        let r = Ordering::Relaxed;
-        region.write_bytes(xu_queue::off::XU_ID, &xu.0.to_le_bytes())?;
-        region.store_u64(xu_queue::off::BUFFER, slots as u64, r)?;
-        region.store_u64(xu_queue::off::CAPACITY, capacity, r)?;
-        region.fill(xu_queue::SIZE, len - xu_queue::SIZE, 0)?;
-        for off in [
-            xu_queue::off::EXEC_HEAD,
-            xu_queue::off::SCHEDULED_HEAD,
-            xu_queue::off::SCHEDULED_TAIL,
-        ] {
-            region.store_u64(off, start, r)?;
+        let len = mapped_len(capacity);
+        let base = region.ptr_at(0, len, xu_queue::CACHE_LINE)?;
+        // SAFETY: `base..base + len` is inside the writable mapping (checked
+        // just above), which the returned value keeps alive (`region`); the
+        // caller of the public constructors ([`crate::ring::XuQueue::mapped`])
+        // promises nothing else writes it while the queue lives.
+        let mut s = unsafe { Self::init_raw(base, len, xu, capacity, start) }?;
+        s.region = Some(region);
+        Ok(s)
+    }
+
+    /// Lay a fresh queue into the `len` bytes at `base`, as [`init`](Self::init)
+    /// does into a region: the `no_std` way to put a queue in memory the
+    /// embedder provides (a `static`, a device window, shared memory).
+    /// Refuses a bad capacity or start, a null or not 64-byte-aligned `base`,
+    /// and `len < mapped_len(capacity)` ([`RingError::Misplaced`]).
+    ///
+    /// # Safety
+    /// While the returned storage (and any queue over it) lives, the `len`
+    /// bytes at `base` stay valid for reads and writes, nothing but this
+    /// storage writes the first `mapped_len(capacity)` of them, and nothing
+    /// reads them concurrently with a submit, except through atomics of the
+    /// words' width (the slot body is written with plain stores on x86_64:
+    /// [`SlotAccess::set_body`]); no `&`/`&mut` to them exists.
+    pub unsafe fn init_raw(
+        base: *mut u8,
+        len: usize,
+        xu: XuId,
+        capacity: u64,
+        start: u64,
+    ) -> Result<Self, RingError> {
+        check_config(capacity, start)?;
+        let need = mapped_len(capacity);
+        if base.is_null() || base as usize % xu_queue::CACHE_LINE != 0 || len < need {
+            return Err(RingError::Misplaced {
+                addr: base as usize,
+                len,
+                need,
+            });
         }
+        // Every offset used below is a multiple of 8 below `need <= len`
+        // (the header's fields, the slot array after it).
+        let word = |off: usize| {
+            debug_assert!(off % 8 == 0 && off + 8 <= need);
+            // SAFETY: `off` is 8-aligned and in bounds (above) of memory
+            // valid for writes from a 64-aligned base; the caller's contract
+            // makes every access to it atomic (or ordered, for a slot body).
+            unsafe { StdAtomicU64::from_ptr(base.wrapping_add(off).cast()) }
+        };
+        let slots = base.wrapping_add(xu_queue::SIZE);
+        let r = Ordering::Relaxed;
+        // xu_id is the first 2 bytes of the first header word (its low 16
+        // bits: the ABI is little-endian); the other 6 are padding, kept.
+        let w0 = word(xu_queue::off::XU_ID);
+        w0.store((w0.load(r) & !0xffff) | u64::from(xu.0), r);
+        word(xu_queue::off::BUFFER).store(slots as u64, r);
+        word(xu_queue::off::CAPACITY).store(capacity, r);
+        for off in (xu_queue::SIZE..need).step_by(8) {
+            word(off).store(0, r);
+        }
+        for c in [
+            Cursor::ExecHead,
+            Cursor::ScheduledHead,
+            Cursor::ScheduledTail,
+        ] {
+            word(c.offset()).store(start, r);
+        }
+        let cur = |c: Cursor| base.wrapping_add(c.offset()).cast_const().cast();
         Ok(MappedStorage {
-            region,
+            #[cfg(feature = "std")]
+            region: None,
+            base,
             xu,
             cap: capacity,
-            exec_head,
-            scheduled_head,
-            scheduled_tail,
+            exec_head: cur(Cursor::ExecHead),
+            scheduled_head: cur(Cursor::ScheduledHead),
+            scheduled_tail: cur(Cursor::ScheduledTail),
             slots,
             prefetchw: has_prefetchw(),
         })
     }
 
-    /// The region holding the header and slots.
-    pub fn region(&self) -> &Region {
-        &self.region
+    /// The region holding the header and slots (`None` for caller memory).
+    #[cfg(feature = "std")]
+    pub fn region(&self) -> Option<&Region> {
+        self.region.as_ref()
     }
 
     #[inline]
@@ -740,7 +828,7 @@ impl MappedStorage {
 #[derive(Clone, Copy, Debug)]
 pub struct MappedSlot<'a> {
     base: *mut u8,
-    _region: PhantomData<&'a Region>,
+    _region: PhantomData<&'a MappedStorage>,
 }
 
 impl MappedSlot<'_> {
@@ -789,7 +877,7 @@ impl SlotAccess for MappedSlot<'_> {
     fn set_exec_info(&self, v: u64, o: Ordering) {
         self.u64_at(exec_slot::off::EXEC_INFO).store(v, o)
     }
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
     #[inline(always)]
     unsafe fn set_body(
         &self,
@@ -812,7 +900,7 @@ impl SlotAccess for MappedSlot<'_> {
 pub struct MappedRun<'a> {
     next: *mut u8,
     end: *mut u8,
-    _region: PhantomData<&'a Region>,
+    _region: PhantomData<&'a MappedStorage>,
 }
 
 impl<'a> Iterator for MappedRun<'a> {
@@ -912,16 +1000,108 @@ impl Storage for MappedStorage {
         prefetch_write_line(self.prefetchw, self.slots as usize + idx * exec_slot::SIZE);
     }
 
+    #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; mapped_len(self.cap)];
-        // Word-wise atomic copy (STYLE.md practice 4); the range was checked
-        // at init so this cannot fail.
+        // Word-wise atomic copy (STYLE.md practice 4).
         for (i, chunk) in out.chunks_mut(8).enumerate() {
-            if let Ok(v) = self.region.load_u64(i * 8, Ordering::Relaxed) {
-                chunk.copy_from_slice(&v.to_le_bytes());
-            }
+            // SAFETY: word `i < mapped_len(cap) / 8` is inside the block
+            // `init_raw` checked (8-aligned from the 64-aligned base), and
+            // every access to it is atomic or ordered with this one
+            // (`XuQueue::snapshot`'s condition).
+            let v = unsafe { StdAtomicU64::from_ptr(self.base.add(i * 8).cast()) }
+                .load(Ordering::Relaxed);
+            chunk.copy_from_slice(&v.to_le_bytes());
         }
         out
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Static storage
+// ---------------------------------------------------------------------------
+
+/// The bytes of a mapped queue of `N` slots: the 256-byte header, then the
+/// slots (plain words: only ever reached through [`MappedStorage`]'s atomics).
+#[repr(C)]
+struct StaticBlock<const N: usize> {
+    header: [u64; xu_queue::SIZE / 8],
+    slots: [[u64; exec_slot::SIZE / 8]; N],
+}
+
+/// Zeroed, 64-byte-aligned memory for a queue of `N` slots (the byte-exact
+/// header and slot array of [`MappedStorage`]) to put in a `static`: the
+/// ring of a `no_std` embedder, with no allocator. [`StaticStorage::storage`]
+/// lays the queue into it, once.
+///
+/// ```
+/// use xunds::ring::{QueueHome, StaticStorage, MappedStorage, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// static RING: StaticStorage<8> = StaticStorage::new();
+/// static HOME: QueueHome<u64, MappedStorage> = QueueHome::new();
+/// let storage = RING.storage(XuId::new(0, 1, 0), 1).unwrap();
+/// let (mut producer, mut worker) = HOME.queue(storage).unwrap();
+/// # let _ = (&mut producer, &mut worker);
+/// ```
+#[repr(C, align(64))]
+pub struct StaticStorage<const N: usize> {
+    block: UnsafeCell<StaticBlock<N>>,
+    /// A storage was handed out (the block has its one queue).
+    taken: AtomicBool,
+}
+
+// SAFETY: the block is reached only through the one `MappedStorage` that
+// `storage` hands out (the `taken` flag), whose accesses are atomic or ordered
+// by the queue protocol; sharing `&StaticStorage` exposes nothing else.
+unsafe impl<const N: usize> Sync for StaticStorage<N> {}
+
+impl<const N: usize> StaticStorage<N> {
+    /// The block is exactly the header and `N` slots (docs/abi.md §1.2, §1.3).
+    const EXACT: () = assert!(core::mem::size_of::<StaticBlock<N>>() == mapped_len(N as u64));
+
+    /// Zeroed memory, no queue in it yet.
+    pub const fn new() -> Self {
+        StaticStorage {
+            block: UnsafeCell::new(StaticBlock {
+                header: [0; xu_queue::SIZE / 8],
+                slots: [[0; exec_slot::SIZE / 8]; N],
+            }),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// Lay a fresh queue of `N` slots for `xu`, cursors at `start` (1 in the
+    /// ABI), into this memory ([`MappedStorage::init_raw`]). Once: a second
+    /// call is refused with [`RingError::InUse`].
+    pub fn storage(&'static self, xu: XuId, start: u64) -> Result<MappedStorage, RingError> {
+        let () = Self::EXACT;
+        // Relaxed: the flag only elects the one caller; the queue's memory
+        // reaches other threads through the handles (moved, hence ordered).
+        if self.taken.swap(true, Ordering::Relaxed) {
+            return Err(RingError::InUse);
+        }
+        let len = core::mem::size_of::<StaticBlock<N>>();
+        // SAFETY: the block is `'static`, 64-byte aligned (`repr(align(64))`
+        // and the block at offset 0 of a `repr(C)` struct) and exactly
+        // `mapped_len(N)` bytes; the `taken` flag makes this storage its only
+        // accessor, and the cell is private, so no reference to its bytes
+        // is ever formed.
+        unsafe { MappedStorage::init_raw(self.block.get().cast(), len, xu, N as u64, start) }
+            .inspect_err(|_| self.taken.store(false, Ordering::Relaxed))
+    }
+}
+
+impl<const N: usize> Default for StaticStorage<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize> core::fmt::Debug for StaticStorage<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("StaticStorage")
+            .field("slots", &N)
+            .finish_non_exhaustive()
     }
 }
 
@@ -936,6 +1116,40 @@ mod abi_tests {
         assert_eq!(mapped_len(1), 256 + 32);
         assert_eq!(mapped_len(4), 256 + 4 * 32);
         assert_eq!(mapped_len(32), 1280);
+    }
+
+    /// `init_raw` over caller memory lays the image `init` lays into a
+    /// region (docs/abi.md §1.2, §1.3; only `buffer`, an address, differs),
+    /// and refuses memory that is null, not 64-byte aligned or short.
+    #[test]
+    fn init_raw_lays_the_region_image_and_refuses_misplaced_memory() {
+        use crate::hal::mem::Mapping;
+        #[repr(C, align(64))]
+        struct Mem([u64; mapped_len(4) / 8]);
+        let xu = XuId::new(1, 2, 3);
+        let mut mem = Mem([0; mapped_len(4) / 8]);
+        let base = mem.0.as_mut_ptr().cast::<u8>();
+        // SAFETY: `mem` outlives `raw` (dropped first, below) and is touched
+        // only through it meanwhile.
+        let raw = unsafe { MappedStorage::init_raw(base, mapped_len(4), xu, 4, 9) }.unwrap();
+        let region = Mapping::anonymous(mapped_len(4)).unwrap().into_region();
+        let mapped = MappedStorage::init(region, xu, 4, 9).unwrap();
+        let (mut a, mut b) = (raw.snapshot(), mapped.snapshot());
+        assert_eq!(a.len(), mapped_len(4));
+        for img in [&mut a, &mut b] {
+            img[xu_queue::off::BUFFER..xu_queue::off::BUFFER + 8].fill(0);
+        }
+        assert_eq!(a, b);
+        drop(raw);
+        for (p, len) in [
+            (core::ptr::null_mut(), mapped_len(4)),
+            (base.wrapping_add(8), mapped_len(3)),
+            (base, mapped_len(4) - 1),
+        ] {
+            // SAFETY: refused before any access (the test's point).
+            let r = unsafe { MappedStorage::init_raw(p, len, xu, 4, 1) };
+            assert!(matches!(r, Err(RingError::Misplaced { .. })), "{p:?} {len}");
+        }
     }
 
     /// Both storages report the XU they were made for, not XU 0 (no other

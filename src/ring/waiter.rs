@@ -27,14 +27,20 @@
 //!   arrive within one re-check interval (a failed write), the event is retired
 //!   (kept open, never reused) instead.
 
+#[cfg(feature = "std")]
 use std::io;
-use std::os::fd::RawFd;
+#[cfg(feature = "std")]
 use std::time::Duration;
 
 use core::fmt;
 
+#[cfg(feature = "std")]
 use crate::hal::eventfd::{signal_raw, EventFd, Wait};
 use crate::wire::seq_id::SeqId;
+
+/// A raw handle as a slot's `mark_comp_efd` holds it (an fd on Linux; the
+/// same `int` as `std::os::fd::RawFd`).
+pub type RawFd = i32;
 
 /// The worker's side of completion signalling.
 pub trait CompletionSink: Send + Sync {
@@ -46,8 +52,10 @@ pub trait CompletionSink: Send + Sync {
 
 /// Real eventfds: `write(2)` and `close(2)`.
 #[derive(Clone, Copy, Debug, Default)]
+#[cfg(feature = "std")]
 pub struct EventFdSink;
 
+#[cfg(feature = "std")]
 impl CompletionSink for EventFdSink {
     fn signal(&self, fd: RawFd) -> Result<(), i32> {
         signal_raw(fd, 1).map_err(|e| e.raw_os_error().unwrap_or(0))
@@ -63,6 +71,7 @@ impl CompletionSink for EventFdSink {
 }
 
 /// The waiter's side: something to block on, and the handles a slot stores.
+#[cfg(feature = "std")]
 pub trait Waitable: Send + Sync {
     /// The handle itself (pooled use: the worker signals it, never closes it).
     fn raw_handle(&self) -> RawFd;
@@ -76,6 +85,7 @@ pub trait Waitable: Send + Sync {
     fn wait(&self, timeout: Duration) -> io::Result<Wait>;
 }
 
+#[cfg(feature = "std")]
 impl Waitable for EventFd {
     fn raw_handle(&self) -> RawFd {
         self.raw()
@@ -105,9 +115,11 @@ impl Waitable for EventFd {
 }
 
 /// Makes a new pooled event when the pool is empty.
+#[cfg(feature = "std")]
 pub type WaitableFactory = std::sync::Arc<dyn Fn() -> io::Result<Box<dyn Waitable>> + Send + Sync>;
 
 /// The default factory: a non-blocking eventfd.
+#[cfg(feature = "std")]
 pub fn eventfd_factory() -> WaitableFactory {
     std::sync::Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
 }
@@ -172,15 +184,17 @@ impl fmt::Display for SignalError {
     }
 }
 
-impl std::error::Error for SignalError {}
+impl core::error::Error for SignalError {}
 
 /// The queue's pool of events (`efd_from_pool = true`).
+#[cfg(feature = "std")]
 pub(crate) struct Pool {
     free: crate::sync::Mutex<Vec<Box<dyn Waitable>>>,
     retired: crate::sync::Mutex<Vec<Box<dyn Waitable>>>,
     make: WaitableFactory,
 }
 
+#[cfg(feature = "std")]
 impl Pool {
     pub(crate) fn new(make: WaitableFactory) -> Self {
         Pool {

@@ -47,11 +47,11 @@ use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos, NullTrace};
 use crate::device::model::{MlpSpec, ModelBuilder};
-use crate::error::Error;
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
 use crate::ring::queue::StatusArc;
 use crate::ring::{Armed, StatusCell, WaitMode, Waited};
+use crate::system::error::Error;
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::InferResp;
@@ -93,11 +93,6 @@ impl ModelHandle {
     /// MACs per execution.
     pub fn macs(&self) -> u64 {
         self.0.image.macs
-    }
-
-    /// The resident model.
-    pub fn resident(&self) -> &Arc<ResidentModel> {
-        &self.0
     }
 }
 
@@ -198,11 +193,6 @@ impl<H: Hal + 'static> System<H> {
     /// The slab file, when the system writes one.
     pub fn slab_path(&self) -> Option<&Path> {
         self.shared.slab_path.as_deref()
-    }
-
-    /// The shared internals (queues, lanes, device).
-    pub fn shared(&self) -> &Arc<Shared<H>> {
-        &self.shared
     }
 
     /// Load a model built by `builder` on every core.

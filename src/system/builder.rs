@@ -34,7 +34,7 @@ use crate::device::memmap::{DeviceConfig, CORE_AREA};
 use crate::device::model::{MemUsage, ModelBuilder};
 use crate::device::staging::LoadedModel;
 use crate::device::Device;
-use crate::error::Error;
+use crate::system::error::Error;
 use crate::hal::mem::Mapping;
 use crate::hal::tracer::TraceLog;
 use crate::hal::Hal;

@@ -30,6 +30,7 @@ impl VirtualClock {
     }
 
     /// The per-poll quantum.
+    #[cfg(any(test, feature = "testkit"))]
     pub const fn quantum(&self) -> Nanos {
         self.quantum
     }

@@ -12,7 +12,7 @@
 //!   [`LinuxHal`] (real `MAP_SHARED` mappings and eventfds), or
 //!   `FaultInjector<LinuxHal>` when faults are asked for; times are host
 //!   nanoseconds since start.
-//! - **Deterministic**: one thread, [`DetRunner`] seeded with `seed`, a
+//! - **Deterministic**: one thread, `DetRunner` seeded with `seed`, a
 //!   virtual clock, on `FaultInjector<Tracer<FakeHal>>` (the tracer keeps the
 //!   protocol operations, not the engines' tensor words). Every state-machine
 //!   transition and HAL operation goes to the trace, whose header carries
@@ -30,13 +30,13 @@ use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
-use crate::error::Error;
 use crate::hal::fake::FakeHal;
 use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;
 use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::hal::Hal;
 use crate::nds::{Reader, RecordRead};
+use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
 
@@ -95,7 +95,7 @@ pub struct JobConfig {
     /// (`--force`); a slab another live writer holds is refused regardless.
     pub force_slab: bool,
     /// Bring an XU back when it degraded with its queues intact, once it has
-    /// drained (`--recover`; [`crate::actors::work::HealthCell::recover`]).
+    /// drained (`--recover`; `crate::actors::work::HealthCell::recover`).
     pub recover: bool,
     /// Deterministic runs: stop with [`RunError::PollBudget`] after this many
     /// runner polls (`None`: unbounded; `xunds sim` bounds every run).
@@ -111,7 +111,7 @@ pub enum ModelKind {
     #[default]
     Mlp,
     /// The null model: one instruction, no MACs
-    /// ([`null_model`]); measures the
+    /// (`null_model`); measures the
     /// host path.
     Null,
 }

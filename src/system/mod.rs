@@ -4,20 +4,37 @@
 //!
 //! The groundwork the API is built on:
 //!
-//! - [`runner`]: [`runner::ThreadedRunner`] (one thread per actor) and
-//!   [`runner::DetRunner`] (one thread, seeded schedule, virtual clock,
-//!   livelock guard), both driving the same [`crate::actors::Actor`]s;
-//! - [`clock`]: the virtual and monotonic clocks they hand to actors;
+//! - `runner`: `runner::ThreadedRunner` (one thread per actor) and
+//!   `runner::DetRunner` (one thread, seeded schedule, virtual clock,
+//!   livelock guard), both driving the same `crate::actors::Actor`s;
+//! - `clock`: the virtual and monotonic clocks they hand to actors;
 //! - [`trace`]: the line-oriented trace file, its header, digest and diff
 //!   (what `xunds replay` reports);
-//! - [`alloc`]: a counting global allocator for tests and benchmarks.
+//! - [`sim`]: the seed swarm of `xunds sim` (case derivation, invariant
+//!   checks, shrinking).
 
-pub mod alloc;
 pub mod api;
-pub mod builder;
-pub mod clock;
+pub mod error;
 pub mod faults;
 pub mod job;
-pub mod runner;
 pub mod sim;
 pub mod trace;
+
+testkit_mod! {
+    mod builder;
+    mod clock;
+    mod runner;
+}
+
+pub use api::{Execution, ModelHandle, ScheduleOpts, System, SystemReport};
+pub use builder::{SlabTarget, SystemConfig};
+pub use error::Error;
+
+// What the API's signatures name from the layers below (the simulated
+// device's model builder, the actors' statistics), re-exported so a user can
+// name them without those modules being public.
+pub use crate::actors::sequencer::DeviceStats;
+pub use crate::actors::work::{Expectations, OutputBuf, RecoverError};
+pub use crate::actors::worker::WorkerStats;
+pub use crate::actors::Nanos;
+pub use crate::device::model::{MlpSpec, ModelBuilder};

@@ -284,6 +284,7 @@ impl<A: Actor> DetRunner<A> {
     }
 
     /// The configuration.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn config(&self) -> &DetConfig {
         &self.cfg
     }
@@ -302,26 +303,25 @@ impl<A: Actor> DetRunner<A> {
     }
 
     /// Number of actors.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// `true` with no actors.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
 
     /// Actor `i`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn actor(&self, i: usize) -> &A {
         &self.slots[i].actor
     }
 
-    /// Actor `i`, mutably (between steps).
-    pub fn actor_mut(&mut self, i: usize) -> &mut A {
-        &mut self.slots[i].actor
-    }
-
     /// Whether actor `i` has finished.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn is_finished(&self, i: usize) -> bool {
         self.slots[i].finished
     }
@@ -453,6 +453,7 @@ impl<A: Actor> DetRunner<A> {
     }
 
     /// Run until [`DetRunner::is_done`].
+    #[cfg(any(test, feature = "testkit"))]
     pub fn run(&mut self, trace: &mut dyn TraceSink) -> Result<DetStats, RunError> {
         self.run_until(trace, |_| false)
     }
@@ -696,6 +697,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     }
 
     /// A handle that stops the run (usable before and after `start`).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
     }
@@ -744,6 +746,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
 
     /// Start, then [`Running::join`]: returns when every non-daemon actor
     /// has finished (or on a stop request, a panic or the wall bound).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn run(self) -> Result<ThreadedReport<A>, RunError> {
         self.start()?.join()
     }

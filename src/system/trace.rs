@@ -29,7 +29,7 @@
 //!
 //! ## Cost
 //!
-//! [`Trace::disabled`] reports `enabled() == false`, and [`crate::actors::Cx`]
+//! [`Trace::disabled`] reports `enabled() == false`, and `crate::actors::Cx`
 //! caches that, so a disabled trace costs one branch per event and formats
 //! nothing. An enabled trace formats each event into one preallocated line
 //! buffer, hashes it, and appends it to the output (a preallocated `Vec`, a
@@ -245,7 +245,7 @@ impl Compare {
     }
 }
 
-/// A trace being recorded. Implements [`TraceSink`].
+/// A trace being recorded. Implements `TraceSink`.
 pub struct Trace {
     enabled: bool,
     /// Scratch for one line; cleared, never shrunk.

@@ -25,6 +25,7 @@
 
 use core::mem::{offset_of, size_of};
 
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
@@ -187,6 +188,7 @@ impl DeviceExecRequest {
 
     /// Annotated hex dump of the body, followed by each engine's joined
     /// 64-bit address (the arrays dump as raw words).
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         let mut out = annotated_dump(&LAYOUT, &self.encode());
         for e in Engine::ALL {

@@ -17,6 +17,7 @@
 
 use core::mem::{offset_of, size_of};
 
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::seq_id::SeqId;
 use super::{emit_fields, encode_fields, le, need, WireError};
@@ -123,6 +124,7 @@ impl ExecSlot {
     }
 
     /// Annotated hex dump.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

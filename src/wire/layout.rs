@@ -8,6 +8,7 @@
 //! [`Origin::Ours`] when the spec gives only the enclosing size and xunds
 //! chose the inside.
 
+#[cfg(feature = "std")]
 use core::fmt::Write as _;
 
 /// Where a field's name and position come from.
@@ -229,6 +230,7 @@ impl Span {
 /// Annotated hex dump of `bytes` as `block`: one line per field (offset, C
 /// name, raw bytes, and the little-endian value for 1/2/4/8-byte fields), and
 /// one line per padding gap. Bytes past `bytes.len()` are shown as `--`.
+#[cfg(feature = "std")]
 pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({} bytes)", block.name, block.size);
@@ -265,6 +267,7 @@ pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
     out
 }
 
+#[cfg(feature = "std")]
 fn dump_range(out: &mut String, name: &str, off: usize, len: usize, bytes: &[u8], value: bool) {
     const PER_LINE: usize = 16;
     let mut first = true;

@@ -25,6 +25,7 @@
 //! [`NqType`]; our per-engine completion rings are NOTIFY queues.
 
 use super::device_request::Engine;
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::{le, WireError};
 
@@ -270,6 +271,7 @@ pub fn engine_name(engine: u8) -> &'static str {
 
 /// Annotated dump of `bytes` as an `nq_entry`: the field-by-field hex dump,
 /// then the decoded record or the decoder's refusal. Never panics.
+#[cfg(feature = "std")]
 pub fn dump(bytes: &[u8]) -> String {
     use core::fmt::Write as _;
     let mut out = annotated_dump(&LAYOUT, bytes);

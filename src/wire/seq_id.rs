@@ -13,6 +13,7 @@
 use core::fmt;
 use core::mem::size_of;
 
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::{le, need, WireError};
 
@@ -133,6 +134,7 @@ impl SeqId {
         Ok(SeqId(le::u64_at(bytes, 0)))
     }
     /// Annotated hex dump.
+    #[cfg(feature = "std")]
     pub fn dump(self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

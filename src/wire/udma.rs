@@ -22,7 +22,9 @@
 
 use bitflags::bitflags;
 
-use super::layout::{annotated_dump, Block};
+#[cfg(feature = "std")]
+use super::layout::annotated_dump;
+use super::layout::Block;
 use super::{le, WireError};
 
 /// Required alignment of a descriptor in its ring.
@@ -524,6 +526,7 @@ impl S2mDesc {
     }
 }
 
+#[cfg(feature = "std")]
 fn flag_names(flags: DescFlags) -> String {
     let mut names: Vec<&str> = flags.iter_names().map(|(n, _)| n).collect();
     if names.is_empty() {
@@ -532,6 +535,7 @@ fn flag_names(flags: DescFlags) -> String {
     names.join("|")
 }
 
+#[cfg(feature = "std")]
 fn describe_ctrl(out: &mut String, w: u32) {
     use core::fmt::Write as _;
     match LenCtrl::decode(w) {
@@ -550,6 +554,7 @@ fn describe_ctrl(out: &mut String, w: u32) {
     }
 }
 
+#[cfg(feature = "std")]
 fn describe_meta(out: &mut String, w: u32) {
     use core::fmt::Write as _;
     match MetaCtrl::decode(w) {
@@ -569,6 +574,7 @@ fn describe_meta(out: &mut String, w: u32) {
 /// Annotated dump of `bytes` read as `view`: the field-by-field hex dump, then
 /// the decoded control words and the verdict of the checked decoder. Never
 /// panics, whatever the input.
+#[cfg(feature = "std")]
 pub fn dump(view: View, bytes: &[u8]) -> String {
     use core::fmt::Write as _;
     let mut out = annotated_dump(view.layout(), bytes);

@@ -30,6 +30,7 @@
 
 use core::mem::{offset_of, size_of};
 
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::nq::ErrorClass;
 use super::status::NrtStatus;
@@ -402,6 +403,7 @@ impl InferResp {
     }
 
     /// Annotated hex dump.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&INFER_RESP_LAYOUT, &self.encode())
     }
@@ -520,6 +522,7 @@ impl TpbExecutionInfo {
     }
 
     /// Annotated hex dump (with `exec.resp` flattened).
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

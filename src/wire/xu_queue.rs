@@ -12,6 +12,7 @@
 
 use core::mem::{offset_of, size_of};
 
+#[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::seq_id::{SeqId, XuId};
 use super::{emit_fields, encode_fields, le, need, WireError};
@@ -191,6 +192,7 @@ impl XuQueueHeader {
     }
 
     /// Annotated hex dump.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

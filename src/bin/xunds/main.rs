@@ -16,6 +16,7 @@ mod nds;
 mod replay;
 mod run;
 mod sim;
+mod stress;
 
 use std::fmt::Display;
 use std::path::PathBuf;

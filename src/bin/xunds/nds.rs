@@ -13,7 +13,7 @@
 //!   "device":{..}}}]}` with only non-zero counters and mem-usage entries.
 //! - `xunds nds stress-writer PATH [--create] [--seed S] [--ops N] [--live L]`
 //!   (hidden): publish, update and delete self-checking records
-//!   ([`xunds::nds::stress`]) until killed or for N operations.
+//!   ([`crate::stress`]) until killed or for N operations.
 //! - `xunds nds add PATH --core C --counter K --times N` (hidden): attach as
 //!   a counter writer and add 1 to NC counter (C, K) N times.
 
@@ -23,9 +23,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
-use xunds::nds::{
-    stress, Counter, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer,
-};
+use xunds::nds::{Counter, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer};
 use xunds::prng::SplitMix64;
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::header::{self, Header};
@@ -33,6 +31,7 @@ use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 use xunds::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
 use xunds::wire::nds::{c_str_lossy, region};
 
+use crate::stress;
 use crate::Obj;
 
 /// Read a datastore slab.

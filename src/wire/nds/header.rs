@@ -14,6 +14,7 @@
 //! what the binary holds.
 //! [`HEADER_PROTO`] is derived from the bytes.
 
+#[cfg(feature = "std")]
 use super::super::layout::annotated_dump;
 use super::super::{need, WireError};
 
@@ -127,6 +128,7 @@ impl Header {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

@@ -34,6 +34,7 @@ pub mod version;
 
 use super::layout::{Block, Span};
 use super::WireError;
+#[cfg(feature = "std")]
 use std::borrow::Cow;
 
 /// Every NDS block layout, in region-map order, with the sub-structs after
@@ -70,6 +71,7 @@ fn emit_into(block: &'static str, buf: &mut [u8], bytes: &[u8]) -> Result<(), Wi
 
 /// The text of a fixed-size C `char` array: the bytes up to the first NUL (or
 /// all of them when there is none), with invalid UTF-8 replaced.
+#[cfg(feature = "std")]
 pub fn c_str_lossy(bytes: &[u8]) -> Cow<'_, str> {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end])

@@ -19,9 +19,14 @@
 //! producer builds a zeroed staging record); parsing ignores padding and does
 //! not verify the hash: check the raw bytes with [`super::fnv::verify`] first.
 
-use super::super::layout::{annotated_dump, Block, Field};
+#[cfg(feature = "std")]
+use super::super::layout::annotated_dump;
+use super::super::layout::{Block, Field};
 use super::super::{le, need, WireError};
-use super::{c_str_lossy, region};
+#[cfg(feature = "std")]
+use super::c_str_lossy;
+use super::region;
+#[cfg(feature = "std")]
 use std::borrow::Cow;
 
 wire_block! {
@@ -274,6 +279,7 @@ impl MemUsageInfo {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&MEM_USAGE_LAYOUT, &self.encode())
     }
@@ -373,6 +379,7 @@ impl ModelRecord {
     }
 
     /// The model name up to its NUL, lossy.
+    #[cfg(feature = "std")]
     pub fn name_str(&self) -> Cow<'_, str> {
         c_str_lossy(&self.name)
     }
@@ -394,6 +401,7 @@ impl ModelRecord {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&LAYOUT, &self.encode())
     }

@@ -13,10 +13,13 @@
 //! ignores padding. Parsing does not verify the hash: verify the raw bytes
 //! with [`super::fnv::verify`] first.
 
+#[cfg(feature = "std")]
 use super::super::layout::annotated_dump;
 use super::super::{le, need, WireError};
+#[cfg(feature = "std")]
 use super::c_str_lossy;
 use super::version::{pack_version, unpack_version};
+#[cfg(feature = "std")]
 use std::borrow::Cow;
 
 /// `sizeof(nds_process_info)`: the payload after the hash word.
@@ -179,6 +182,7 @@ impl VersionInfo {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&VERSION_INFO_LAYOUT, &self.encode())
     }
@@ -242,6 +246,7 @@ impl ProcessInfo {
     }
 
     /// The tag up to its NUL, lossy.
+    #[cfg(feature = "std")]
     pub fn tag_str(&self) -> Cow<'_, str> {
         c_str_lossy(&self.tag)
     }
@@ -253,6 +258,7 @@ impl ProcessInfo {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&PROCESS_INFO_LAYOUT, &self.encode())
     }
@@ -304,6 +310,7 @@ impl ProcessInfoExt {
     }
 
     /// The tag up to its NUL, lossy.
+    #[cfg(feature = "std")]
     pub fn tag_str(&self) -> Cow<'_, str> {
         c_str_lossy(&self.tag)
     }
@@ -315,6 +322,7 @@ impl ProcessInfoExt {
     }
 
     /// Annotated hex dump of the encoding.
+    #[cfg(feature = "std")]
     pub fn dump(&self) -> String {
         annotated_dump(&PROCESS_INFO_EXT_LAYOUT, &self.encode())
     }

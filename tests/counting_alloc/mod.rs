@@ -1,12 +1,14 @@
 //! [`CountingAlloc`]: a [`GlobalAlloc`] wrapper over [`System`] that counts
 //! allocations, for a test or benchmark binary to install with
-//! `#[global_allocator]` (the library never installs it):
+//! `#[global_allocator]`. Test and benchmark support, not part of the
+//! library: tests include it with `mod counting_alloc;`, the benches with
+//! `#[path = "../tests/counting_alloc/mod.rs"]`.
 //!
 //! ```ignore
 //! #[global_allocator]
-//! static ALLOC: xunds::system::alloc::CountingAlloc = xunds::system::alloc::CountingAlloc::new();
+//! static ALLOC: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc::new();
 //!
-//! let (_, used) = xunds::system::alloc::count_thread(|| steady_state_work());
+//! let (_, used) = counting_alloc::count_thread(|| steady_state_work());
 //! assert_eq!(used.allocations(), 0);
 //! ```
 //!
@@ -15,6 +17,8 @@
 //! reading them never allocates). [`count_thread`] and [`AllocScope`] count
 //! what *this thread* allocated between two points, unaffected by other
 //! threads.
+
+#![allow(dead_code)] // each test or bench binary uses a part of it
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -197,62 +201,4 @@ pub fn count_thread<R>(f: impl FnOnce() -> R) -> (R, AllocStats) {
     let scope = AllocScope::begin();
     let r = f();
     (r, scope.end())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stats_arithmetic() {
-        let a = AllocStats {
-            allocs: 5,
-            reallocs: 2,
-            deallocs: 4,
-            bytes: 100,
-        };
-        let b = AllocStats {
-            allocs: 2,
-            reallocs: 2,
-            deallocs: 1,
-            bytes: 40,
-        };
-        assert_eq!(a.allocations(), 7);
-        assert_eq!(
-            a.since(&b),
-            AllocStats {
-                allocs: 3,
-                reallocs: 0,
-                deallocs: 3,
-                bytes: 60
-            }
-        );
-        assert_eq!(b.since(&a).allocs, 0);
-    }
-
-    #[test]
-    fn a_local_instance_counts_its_own_calls() {
-        // Not installed globally here: call it directly.
-        let a = CountingAlloc::new();
-        let layout = Layout::from_size_align(24, 8).unwrap();
-        // SAFETY: a valid non-zero layout; the block is reallocated and
-        // freed through the same allocator with matching layouts.
-        unsafe {
-            let p = a.alloc(layout);
-            assert!(!p.is_null());
-            let q = a.realloc(p, layout, 48);
-            assert!(!q.is_null());
-            a.dealloc(q, Layout::from_size_align(48, 8).unwrap());
-        }
-        assert_eq!(
-            a.stats(),
-            AllocStats {
-                allocs: 1,
-                reallocs: 1,
-                deallocs: 1,
-                bytes: 48
-            }
-        );
-        assert!(is_active());
-    }
 }

@@ -5,20 +5,21 @@
 //! versions fails [`is_consistent`]. A stress writer (`xunds nds
 //! stress-writer`, another process) publishes, updates and deletes such
 //! records as fast as it can; a reader in the test process checks that every
-//! record it gets back as [`Fresh`](super::RecordRead::Fresh) is consistent.
+//! record it gets back as [`Fresh`](xunds::nds::RecordRead::Fresh) is consistent.
 //! The check does not use the FNV hash, so it also catches a torn copy whose
 //! hash happened to match.
+//!
+//! Part of the command line, not of the library: the cross-process tests
+//! include this file with `#[path]` to check what the writer publishes.
 #![forbid(unsafe_code)]
 
-use crate::prng::SplitMix64;
-use crate::wire::nds::model::{
+use xunds::prng::SplitMix64;
+use xunds::wire::nds::model::{
     MemUsageInfo, ModelRecord, MEM_USAGE_LOCATIONS, MEM_USAGE_SLOTS, NAME_LEN, UUID_LEN,
 };
-use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo, EXT_TAG_LEN, TAG_LEN};
+use xunds::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo, EXT_TAG_LEN, TAG_LEN};
 
-use super::index::ModelSlot;
-use super::writer::Writer;
-use super::{NdsError, SlabMut};
+use xunds::nds::{ModelSlot, NdsError, SlabMut, Writer};
 
 /// The model record for version `v` (`v != 0`): `model_id = v`, and every
 /// other byte (name, uuid, indices, the whole mem-usage grid) derived from `v`.
@@ -51,6 +52,7 @@ pub fn model(v: u32) -> ModelRecord {
 }
 
 /// `true` when `r` is exactly [`model`]`(r.model_id)` (the hash word aside).
+#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
 pub fn is_consistent(r: &ModelRecord) -> bool {
     r.model_id != 0
         && ModelRecord {
@@ -87,6 +89,7 @@ pub fn process_info(v: u32) -> ProcessInfo {
 }
 
 /// `true` when `p` is exactly [`process_info`]`(p.framework_type)`.
+#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
 pub fn process_info_is_consistent(p: &ProcessInfo) -> bool {
     ProcessInfo {
         hash: p.hash,
@@ -106,6 +109,7 @@ pub fn process_info_ext(v: u32) -> ProcessInfoExt {
 }
 
 /// `true` when `p` is [`process_info_ext`] of the version its tag encodes.
+#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
 pub fn process_info_ext_is_consistent(p: &ProcessInfoExt) -> bool {
     let v = std::str::from_utf8(&p.tag[..8])
         .ok()
@@ -141,7 +145,7 @@ pub fn step<S: SlabMut>(
         _ => {
             let slot = ModelSlot::new(rng.below(u64::from(live.clamp(1, 64))) as usize)?;
             match w.model_state(slot) {
-                crate::fsm::record::RecordState::Published => {
+                xunds::fsm::record::RecordState::Published => {
                     if rng.chance(1, 8) {
                         w.delete_model(slot)
                     } else {
@@ -154,7 +158,7 @@ pub fn step<S: SlabMut>(
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

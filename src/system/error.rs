@@ -1,11 +1,14 @@
-//! The top-level error: each layer keeps its own small error type (giving the
-//! payload back where that matters) and converts into [`Error`] at the
-//! system boundary. `Display`, `Error` and `From` come from `error_enum!`; no
-//! `anyhow` or `thiserror` in the library.
+//! The system's error: each layer below keeps its own small error type
+//! (giving the payload back where that matters) and converts into [`Error`]
+//! here, at the system boundary; nothing below `system` names it. `Display`, `Error` and
+//! `From` come from `error_enum!`; no `anyhow` or `thiserror` in the library.
 
 use std::io;
 
 use crate::hal::mem::MemError;
+use crate::hal::HalError;
+use crate::nds::NdsError;
+use crate::ring::RingError;
 use crate::wire::{status::NrtStatus, WireError};
 
 error_enum! {
@@ -51,5 +54,27 @@ impl Error {
             status,
             context: context.into(),
         }
+    }
+}
+
+impl From<NdsError> for Error {
+    fn from(e: NdsError) -> Self {
+        match e {
+            NdsError::Io(e) => Error::Io(e),
+            NdsError::NoSpace => Error::status_with(NrtStatus::RESOURCE, e.to_string()),
+            other => Error::status_with(NrtStatus::INVALID, other.to_string()),
+        }
+    }
+}
+
+impl From<RingError> for Error {
+    fn from(e: RingError) -> Self {
+        Error::status_with(e.status(), e.to_string())
+    }
+}
+
+impl From<HalError> for Error {
+    fn from(e: HalError) -> Self {
+        Error::Other(format!("hal: {e}"))
     }
 }
