@@ -35,6 +35,7 @@ pub use error::Error;
 // name them without those modules being public.
 pub use crate::actors::sequencer::DeviceStats;
 pub use crate::actors::work::{Expectations, OutputBuf, RecoverError};
+pub use crate::actors::producer::PoolAudit;
 pub use crate::actors::worker::WorkerStats;
 pub use crate::actors::Nanos;
 pub use crate::device::model::{MlpSpec, ModelBuilder};
