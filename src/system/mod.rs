@@ -33,9 +33,9 @@ pub use error::Error;
 // What the API's signatures name from the layers below (the simulated
 // device's model builder, the actors' statistics), re-exported so a user can
 // name them without those modules being public.
+pub use crate::actors::producer::PoolAudit;
 pub use crate::actors::sequencer::DeviceStats;
 pub use crate::actors::work::{Expectations, OutputBuf, RecoverError};
-pub use crate::actors::producer::PoolAudit;
 pub use crate::actors::worker::WorkerStats;
 pub use crate::actors::Nanos;
 pub use crate::device::model::{MlpSpec, ModelBuilder};
