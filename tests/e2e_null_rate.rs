@@ -69,12 +69,22 @@ fn bad_rates_are_refused() {
         };
         assert!(job::run(&c, &mut |_, _| {}).is_err(), "rate {rate}");
     }
+    // Open loop in virtual time (`xunds sim` draws it): the rate is in the
+    // trace header, so the header gives the same job back, and the same
+    // seed gives the same trace.
     let c = JobConfig {
-        rate: Some(1000.0),
+        rate: Some(200_000.0),
         deterministic: true,
-        ..cfg("detrate", 10)
+        ..cfg("detrate", 50)
     };
-    assert!(job::run(&c, &mut |_, _| {}).is_err());
+    let a = job::run(&c, &mut |_, _| {}).unwrap();
+    assert_eq!(a.completed_ok, 50);
+    assert!(c.header_config().contains(" rate=200000"));
+    let h = xunds::system::trace::TraceHeader::new(c.seed, c.header_config());
+    assert_eq!(JobConfig::from_header(&h).unwrap().rate, Some(200_000.0));
+    let b = job::run(&c, &mut |_, _| {}).unwrap();
+    assert_eq!(a.trace_sha256, b.trace_sha256);
+    let _ = std::fs::remove_file(&a.slab);
     assert!(ModelKind::parse("resnet").is_err());
     assert_eq!(ModelKind::parse("null").unwrap(), ModelKind::Null);
 }

@@ -159,6 +159,8 @@ pub struct Lane<H: Hal> {
     stats: Arc<LaneStats>,
     trace_slots: bool,
     tap: HalTap,
+    #[cfg(xunds_mutant = "degraded_accepts_one_more")]
+    mutant_grace: bool,
 }
 
 impl<H: Hal> core::fmt::Debug for Lane<H> {
@@ -170,7 +172,41 @@ impl<H: Hal> core::fmt::Debug for Lane<H> {
     }
 }
 
+/// A lane's work-item pool as [`Lane::pool_audit`] finds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolAudit {
+    /// Items in the pool.
+    pub items: usize,
+    /// Distinct items on the free list.
+    pub free: usize,
+    /// Items on the free list more than once (an item freed twice).
+    pub duplicates: usize,
+}
+
 impl<H: Hal> Lane<H> {
+    /// Take back every item the worker returned, then count the free list:
+    /// once a run has drained, every item is free exactly once (`xunds sim`
+    /// checks it).
+    pub fn pool_audit(&mut self) -> PoolAudit {
+        let free = &mut self.free;
+        self.returns.drain(usize::MAX, |i| free.push(i));
+        let mut seen = vec![false; self.pool.len()];
+        let mut a = PoolAudit {
+            items: self.pool.len(),
+            ..PoolAudit::default()
+        };
+        for &i in &self.free {
+            match seen.get_mut(usize::from(i)) {
+                Some(s) if !*s => {
+                    *s = true;
+                    a.free += 1;
+                }
+                _ => a.duplicates += 1,
+            }
+        }
+        a
+    }
+
     /// A lane with every work item free.
     pub fn new(p: LaneParts<H>) -> Lane<H> {
         let n = p.pool.len();
@@ -198,6 +234,8 @@ impl<H: Hal> Lane<H> {
             stats: Arc::new(LaneStats::default()),
             trace_slots: p.trace_slots,
             tap: p.tap,
+            #[cfg(xunds_mutant = "degraded_accepts_one_more")]
+            mutant_grace: false,
         }
     }
 
@@ -314,12 +352,20 @@ impl<H: Hal> Lane<H> {
         }
         // 1. Admit: a degraded XU is unrecoverable (101); one being reset
         // is full for now.
-        if let Err(e) = step_traced::<XuHealth, _>(
-            self.health.state(),
-            XuHealthEvent::Schedule,
-            u64::from(core),
-            cx,
-        ) {
+        let health = self.health.state();
+        // Mutant (`xunds sim` must find it): a degraded XU accepts one more
+        // schedule.
+        #[cfg(xunds_mutant = "degraded_accepts_one_more")]
+        let health = match health {
+            crate::fsm::xu_health::XuHealthState::Degraded if !self.mutant_grace => {
+                self.mutant_grace = true;
+                crate::fsm::xu_health::XuHealthState::Healthy
+            }
+            h => h,
+        };
+        if let Err(e) =
+            step_traced::<XuHealth, _>(health, XuHealthEvent::Schedule, u64::from(core), cx)
+        {
             return self.refuse(xu_health::refusal(e.state));
         }
         let call = funnel::Begun::new(u64::from(core));
@@ -961,7 +1007,7 @@ impl<H: Hal> ProducerActor<H> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -164,6 +164,12 @@ pub struct WorkerStats {
     /// Events the worker's state did not accept (counted, traced, the state
     /// kept: 0 unless something is wrong).
     pub fsm_violations: u64,
+    /// Executions submitted after this worker had degraded its XU (and
+    /// before a recovery): 0, since a degraded XU refuses every schedule
+    /// with 101. Exact in deterministic runs, where the submission's
+    /// `ts_start` and the degradation are stamped by different polls of one
+    /// virtual clock; `xunds sim` checks it.
+    pub accepted_while_degraded: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -244,6 +250,8 @@ pub struct WorkerActor<H: Hal> {
     /// An overflow or corrupt record seen while harvesting: the status and
     /// EXT counter for the next execution that times out (module docs).
     note: Option<(NrtStatus, Option<NcCounter>)>,
+    /// When this worker degraded its XU (cleared by a recovery).
+    degraded_at: Option<Nanos>,
 }
 
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
@@ -317,6 +325,7 @@ impl<H: Hal> WorkerActor<H> {
             idle_polls: 0,
             nq_armed: false,
             note: None,
+            degraded_at: None,
         }
     }
 
@@ -483,6 +492,17 @@ impl<H: Hal> WorkerActor<H> {
             Some(_) => now,
         };
         let deadline = from.saturating_add(self.timeout);
+        // Mutant (`xunds sim` must find it): the execution on work item 0,
+        // where the pool wraps, gets twice its timeout.
+        #[cfg(xunds_mutant = "deadline_late_at_wrap")]
+        let deadline = if idx == 0 {
+            deadline.saturating_add(self.timeout)
+        } else {
+            deadline
+        };
+        if self.degraded_at.is_some_and(|d| from > d) {
+            self.stats.accepted_while_degraded += 1;
+        }
         self.harvester.expect(exec_id, engines, deadline.as_u64());
         self.cur = Some(Current {
             seq,
@@ -806,6 +826,12 @@ impl<H: Hal> WorkerActor<H> {
                 self.core, seq.0
             ),
         );
+        // Mutant (`xunds sim` must find it): a timed-out execution's item is
+        // returned twice.
+        #[cfg(xunds_mutant = "timeout_double_free")]
+        if let (NrtStatus::TIMEOUT, Some(i)) = (status, idx) {
+            let _ = self.returns.push(i);
+        }
         self.kept_return = idx;
         self.finish_cycle(cx);
     }
@@ -880,6 +906,9 @@ impl<H: Hal> WorkerActor<H> {
         } else {
             self.health.degrade(ev, self.core, cx)
         };
+        if matches!(r, Ok(true)) {
+            self.degraded_at = Some(cx.now());
+        }
         let r = match (r, lane.as_mut()) {
             (Ok(_), Some(l)) if self.health.state() == XuHealthState::Degraded => {
                 l.begin_reset(cx).map(drop)
@@ -951,7 +980,11 @@ impl<H: Hal> WorkerActor<H> {
     /// Drive the XU's reset (module docs). `true` when a step was taken.
     fn drive_reset(&mut self, cx: &mut Cx<'_>) -> bool {
         match self.health.state() {
-            XuHealthState::Healthy => false,
+            XuHealthState::Healthy => {
+                // Brought back from outside (`System::recover`).
+                self.degraded_at = None;
+                false
+            }
             XuHealthState::Degraded => {
                 if !self.recover {
                     return false;
@@ -1004,6 +1037,7 @@ impl<H: Hal> WorkerActor<H> {
                     self.note = None;
                     self.draining = false;
                     if self.reset_step(XuHealthEvent::DeviceReset, cx) {
+                        self.degraded_at = None;
                         self.stats.recoveries += 1;
                         cx.event("msg", format_args!("xu={} reset done", self.core));
                     }

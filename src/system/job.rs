@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{Pacing, ProducerActor, ProducerStats, Workload};
+use crate::actors::producer::{Pacing, PoolAudit, ProducerActor, ProducerStats, Workload};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::work::Expectations;
@@ -101,6 +101,11 @@ pub struct JobConfig {
     /// executions for it meanwhile (`--recover`; `actors::worker` module
     /// docs).
     pub recover: bool,
+    /// Deterministic runs: stop with [`RunError::PollBudget`] after this many
+    /// runner polls (`None`: unbounded; `xunds sim` bounds every run).
+    ///
+    /// [`RunError::PollBudget`]: super::runner::RunError::PollBudget
+    pub max_polls: Option<u64>,
 }
 
 /// The model a job loads (`--models` variants of it).
@@ -155,6 +160,7 @@ impl Default for JobConfig {
             recover: false,
             model: ModelKind::Mlp,
             rate: None,
+            max_polls: None,
         }
     }
 }
@@ -187,7 +193,10 @@ impl JobConfig {
 
     /// The runner configuration of a deterministic run.
     pub fn det_config(&self) -> DetConfig {
-        DetConfig::new(self.seed)
+        DetConfig {
+            max_polls: self.max_polls,
+            ..DetConfig::new(self.seed)
+        }
     }
 
     /// The trace header's config tokens (everything replay needs).
@@ -196,6 +205,11 @@ impl JobConfig {
         let model = match self.model {
             ModelKind::Mlp => String::new(),
             other => format!(" model={}", other.name()),
+        };
+        // The open-loop rate only when set, likewise.
+        let model = match self.rate {
+            Some(r) => format!("{model} rate={r}"),
+            None => model,
         };
         format!(
             "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS}{model} {}",
@@ -238,6 +252,11 @@ impl JobConfig {
                 .map(ModelKind::parse)
                 .transpose()?
                 .unwrap_or_default(),
+            rate: h
+                .config_value("rate")
+                .map(str::parse)
+                .transpose()
+                .map_err(|_| bad("trace header: bad rate"))?,
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {
@@ -298,9 +317,6 @@ impl JobConfig {
                 return Err(bad(
                     "--rate must be a positive number of executions per second",
                 ));
-            }
-            if self.deterministic {
-                return Err(bad("--rate needs the threaded run (not --deterministic)"));
             }
         }
         Ok(())
@@ -411,6 +427,10 @@ pub struct JobReport {
     pub faults: String,
     /// Faults the injector applied.
     pub faults_injected: usize,
+    /// Faults applied per rule of the spec (same order as its rules).
+    pub faults_by_rule: Vec<u64>,
+    /// Per lane (core order): its work-item pool after the run.
+    pub pools: Vec<PoolAudit>,
     /// The device's counters.
     pub device: DeviceStats,
     /// The producer's counters.
@@ -453,12 +473,19 @@ pub trait InjectedCount {
     fn injected_count(&self) -> usize {
         0
     }
+    /// Faults applied so far, per rule of the plan.
+    fn injected_by_rule(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 impl InjectedCount for LinuxHal {}
 impl<H: Hal> InjectedCount for FaultInjector<H> {
     fn injected_count(&self) -> usize {
         usize::try_from(self.injected_total()).unwrap_or(usize::MAX)
+    }
+    fn injected_by_rule(&self) -> Vec<u64> {
+        FaultInjector::injected_by_rule(self)
     }
 }
 
@@ -546,6 +573,8 @@ struct Outcome {
     replay: Option<TraceDiff>,
     slab_shrunk: bool,
     injected: usize,
+    by_rule: Vec<u64>,
+    pools: Vec<PoolAudit>,
     nds_errors: u64,
     publisher_fsm_violations: u64,
     lanes: Vec<(u64, u64, u64)>,
@@ -607,6 +636,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         replay: None,
         slab_shrunk: false,
         injected: 0,
+        by_rule: Vec::new(),
+        pools: Vec::new(),
         nds_errors: 0,
         publisher_fsm_violations: 0,
         lanes: Vec::new(),
@@ -687,6 +718,12 @@ fn execute<H: Hal + InjectedCount + 'static>(
     }
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
+    out.by_rule = shared.dev.hal().injected_by_rule();
+    out.pools = shared
+        .lanes
+        .iter()
+        .map(|l| crate::actors::producer::lock(l).pool_audit())
+        .collect();
     out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
@@ -823,6 +860,8 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         rate: cfg.rate,
         faults: cfg.faults.text(),
         faults_injected: o.injected,
+        faults_by_rule: o.by_rule,
+        pools: o.pools,
         device: o.device,
         producer: pr,
         workers: o.workers,

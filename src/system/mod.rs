@@ -9,12 +9,15 @@
 //!   livelock guard), both driving the same `crate::actors::Actor`s;
 //! - `clock`: the virtual and monotonic clocks they hand to actors;
 //! - [`trace`]: the line-oriented trace file, its header, digest and diff
-//!   (what `xunds replay` reports).
+//!   (what `xunds replay` reports);
+//! - [`sim`]: the seed swarm of `xunds sim` (case derivation, invariant
+//!   checks, shrinking).
 
 pub mod api;
 pub mod error;
 pub mod faults;
 pub mod job;
+pub mod sim;
 pub mod trace;
 
 testkit_mod! {
@@ -30,6 +33,7 @@ pub use error::Error;
 // What the API's signatures name from the layers below (the simulated
 // device's model builder, the actors' statistics), re-exported so a user can
 // name them without those modules being public.
+pub use crate::actors::producer::PoolAudit;
 pub use crate::actors::sequencer::DeviceStats;
 pub use crate::actors::work::{Expectations, OutputBuf, RecoverError};
 pub use crate::actors::worker::WorkerStats;

@@ -1,5 +1,5 @@
 //! `xunds`: the command line. Subcommands: `layout`, `nds dump`, `run`,
-//! `replay`, `monitor`, `top`. Command-line-only code (argument parsing with clap, JSON output
+//! `replay`, `sim`, `monitor`, `top`. Command-line-only code (argument parsing with clap, JSON output
 //! with serde_json, text tables, the progress line) lives here, outside the
 //! library.
 //!
@@ -15,6 +15,7 @@ mod monitor;
 mod nds;
 mod replay;
 mod run;
+mod sim;
 mod stress;
 
 use std::fmt::Display;
@@ -43,6 +44,7 @@ enum Command {
     Nds(nds::Command),
     Run(run::Args),
     Replay(replay::Args),
+    Sim(sim::Args),
     Monitor(monitor::MonitorArgs),
     Top(monitor::top::TopArgs),
 }
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Command::Nds(c) => nds::main(c),
         Command::Run(a) => run::main(a),
         Command::Replay(a) => replay::main(a),
+        Command::Sim(a) => sim::main(a),
         Command::Monitor(a) => monitor::main(a),
         Command::Top(a) => monitor::top::main(a),
     }

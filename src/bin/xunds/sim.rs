@@ -1,0 +1,332 @@
+//! `xunds sim`: the seed swarm (`xunds::system::sim`), with a progress line
+//! on a terminal, a text summary or one JSON object, and on a failure the
+//! seed, the invariant, a shrunk case and the command that replays it.
+
+use std::io::{IsTerminal, Write as _};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use xunds::system::faults::FaultSpec;
+use xunds::system::job::ModelKind;
+use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
+
+/// Run many seeded deterministic simulations and check every run.
+///
+/// Each seed derives a whole configuration (cores, ring, models, arrival
+/// pattern, timeout, a fault mix drawn from every fault kind, --recover) and
+/// runs it on the deterministic runner; each run is checked for
+/// conservation of executions, FIFO per XU, exactly-once completion,
+/// bit-exact outputs, slab counters equal to the run's own, fresh records,
+/// no state-machine violation, every item back in its pool, degraded XUs
+/// refusing, no fd left open (with --jobs 1) and bounded waits. Stops at the
+/// first failure, shrinks it and prints the command that replays it (exit
+/// 1).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Seeds A to B, both included (`1..500`; `A..=B` too) [default: 1..100].
+    #[arg(long, value_name = "A..B", value_parser = seed_range, conflicts_with = "seed")]
+    seeds: Option<(u64, u64)>,
+    /// One seed (with the overrides below: replay a printed case).
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Executions per seed.
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    executions: u64,
+    /// Threads running seeds [default: the CPUs available].
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: Option<u16>,
+    /// Override: cores.
+    #[arg(long, value_name = "C", requires = "seed", value_parser = clap::value_parser!(u8).range(1..=16))]
+    cores: Option<u8>,
+    /// Override: ring slots.
+    #[arg(long, value_name = "R", requires = "seed", value_parser = clap::value_parser!(u32).range(1..=32))]
+    ring: Option<u32>,
+    /// Override: models per core.
+    #[arg(long, value_name = "M", requires = "seed", value_parser = clap::value_parser!(u8).range(1..=64))]
+    models: Option<u8>,
+    /// Override: mlp or null.
+    #[arg(long, value_name = "KIND", requires = "seed", value_parser = model_kind)]
+    model: Option<ModelKind>,
+    /// Override: the fault mix (`xunds run --help` has the language).
+    #[arg(long, value_name = "SPEC", requires = "seed", value_parser = FaultSpec::parse)]
+    faults: Option<FaultSpec>,
+    /// Override: on or off.
+    #[arg(long, value_name = "on|off", requires = "seed", value_parser = on_off)]
+    recover: Option<bool>,
+    /// Override: the timeout in virtual ms.
+    #[arg(long, value_name = "T", requires = "seed", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    timeout_ms: Option<u64>,
+    /// Override: `closed` or an open-loop rate in executions per virtual second.
+    #[arg(long, value_name = "closed|RATE", requires = "seed", value_parser = arrival)]
+    arrival: Option<Arrival>,
+    /// Do not shrink a failure.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Arrival(Option<f64>);
+
+fn arrival(s: &str) -> Result<Arrival, String> {
+    if s == "closed" {
+        return Ok(Arrival(None));
+    }
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(Arrival(Some(r))),
+        _ => Err("expected closed or a positive rate".into()),
+    }
+}
+
+fn on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err("expected on or off".into()),
+    }
+}
+
+fn model_kind(s: &str) -> Result<ModelKind, String> {
+    ModelKind::parse(s).map_err(|e| e.to_string())
+}
+
+fn seed_range(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s
+        .split_once("..=")
+        .or_else(|| s.split_once(".."))
+        .ok_or("expected A..B")?;
+    let a: u64 = a.parse().map_err(|_| "bad A in A..B")?;
+    let b: u64 = b.parse().map_err(|_| "bad B in A..B")?;
+    if b < a {
+        return Err("B must be >= A".into());
+    }
+    Ok((a, b))
+}
+
+impl Args {
+    /// The case of `seed` with the overrides applied.
+    fn case(&self, seed: u64) -> SimCase {
+        let mut c = SimCase::derive(seed, self.executions);
+        if let Some(v) = self.cores {
+            c.cores = v;
+            c.faults.rules.retain(|r| r.core.is_none_or(|k| k < v));
+            c.models = c.models.min(64 / v);
+        }
+        if let Some(v) = self.ring {
+            c.ring = v;
+        }
+        if let Some(v) = self.models {
+            c.models = v;
+        }
+        if let Some(v) = self.model {
+            c.model = v;
+        }
+        if let Some(v) = &self.faults {
+            c.faults = v.clone();
+        }
+        if let Some(v) = self.recover {
+            c.recover = v;
+        }
+        if let Some(v) = self.timeout_ms {
+            c.timeout_ms = v;
+        }
+        if let Some(v) = self.arrival {
+            c.rate = v.0;
+        }
+        c
+    }
+}
+
+#[derive(Serialize)]
+struct SimJson {
+    seeds: u64,
+    executions: u64,
+    elapsed_s: f64,
+    exec_per_sec: f64,
+    seeds_per_minute: f64,
+    seeds_with_faults: u64,
+    faults_injected: crate::Obj<u64>,
+    passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<FailureJson>,
+}
+
+#[derive(Serialize)]
+struct FailureJson {
+    seed: u64,
+    invariant: &'static str,
+    detail: String,
+    shrunk: String,
+    shrunk_invariant: Option<&'static str>,
+    replay: String,
+    replay_run: String,
+}
+
+/// A shrunk failure: the case, its verdict, the runs it took.
+struct Shrunk {
+    case: SimCase,
+    verdict: Option<sim::Violation>,
+    runs: u32,
+}
+
+pub fn main(args: Args) -> ExitCode {
+    let (first, last) = match (args.seeds, args.seed) {
+        (Some(r), _) => r,
+        (None, Some(s)) => (s, s),
+        (None, None) => (1, 100),
+    };
+    let jobs = args
+        .jobs
+        .map(usize::from)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = SimOptions {
+        check_fds: jobs == 1,
+        ..SimOptions::new()
+    };
+    let tty = std::io::stderr().is_terminal() && !args.json;
+    let t0 = Instant::now();
+    let mut last_draw: Option<Instant> = None;
+    let cases = |s: u64| args.case(s);
+    let rep = sim::swarm(first..=last, &cases, jobs, &opts, &mut |p| {
+        if !tty || last_draw.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
+            return;
+        }
+        last_draw = Some(Instant::now());
+        let secs = t0.elapsed().as_secs_f64().max(1e-9);
+        eprint!(
+            "\rxunds sim: {}/{} seeds, {} executions, {:.0} exec/s, {:.0} s ",
+            p.seeds_done,
+            p.seeds,
+            p.executions,
+            p.executions as f64 / secs,
+            secs
+        );
+        let _ = std::io::stderr().flush();
+    });
+    if last_draw.is_some() {
+        eprint!("\r{}\r", " ".repeat(79));
+        let _ = std::io::stderr().flush();
+    }
+    let shrunk = rep.failure.as_ref().map(|f| {
+        let inv = f.verdict.as_ref().err().map(|v| v.invariant);
+        match inv {
+            Some(inv) if !args.no_shrink => {
+                let (case, runs) = sim::shrink(
+                    &f.case,
+                    inv,
+                    &SimOptions {
+                        check_fds: true,
+                        ..opts.clone()
+                    },
+                );
+                let verdict = sim::run_case(&case, &opts).verdict.err();
+                Shrunk {
+                    case,
+                    verdict,
+                    runs,
+                }
+            }
+            _ => Shrunk {
+                case: f.case.clone(),
+                verdict: f.verdict.clone().err(),
+                runs: 0,
+            },
+        }
+    });
+    if args.json {
+        crate::print_json(&json(&rep, shrunk.as_ref()));
+    } else {
+        print!("{}", summary(&rep, jobs, shrunk.as_ref()));
+    }
+    if rep.failure.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn json(rep: &SwarmReport, shrunk: Option<&Shrunk>) -> SimJson {
+    SimJson {
+        seeds: rep.seeds,
+        executions: rep.executions,
+        elapsed_s: rep.elapsed.as_secs_f64(),
+        exec_per_sec: (rep.exec_per_sec() * 10.0).round() / 10.0,
+        seeds_per_minute: (rep.seeds_per_minute() * 10.0).round() / 10.0,
+        seeds_with_faults: rep.with_faults,
+        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        passed: rep.failure.is_none(),
+        failure: rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
+            let v = f.verdict.as_ref().err();
+            FailureJson {
+                seed: f.case.seed,
+                invariant: v.map_or("", |v| v.invariant.name()),
+                detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
+                shrunk: s.case.describe(),
+                shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
+                replay: format!("xunds sim {}", s.case.sim_args()),
+                replay_run: format!("xunds run {}", s.case.run_args()),
+            }
+        }),
+    }
+}
+
+fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "xunds sim: {} seeds ({} with faults), {} simulated executions in {:.1} s on {jobs} threads",
+        rep.seeds,
+        rep.with_faults,
+        rep.executions,
+        rep.elapsed.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "  {:.0} simulated executions/s, {:.0} seeds/minute",
+        rep.exec_per_sec(),
+        rep.seeds_per_minute()
+    );
+    let fired: Vec<String> = rep.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(s, "  faults injected by kind: {}", fired.join(", "));
+    match (&rep.failure, shrunk) {
+        (Some(CaseResult { case, verdict, .. }), Some(sh)) => {
+            if let Err(v) = verdict {
+                let _ = writeln!(
+                    s,
+                    "FAILED seed {}: invariant {}: {}",
+                    case.seed, v.invariant, v.detail
+                );
+            }
+            let _ = writeln!(
+                s,
+                "  case: {} executions, {}",
+                case.executions,
+                case.describe()
+            );
+            let _ = writeln!(
+                s,
+                "  shrunk ({} runs): {} executions, {}{}",
+                sh.runs,
+                sh.case.executions,
+                sh.case.describe(),
+                sh.verdict
+                    .as_ref()
+                    .map_or(String::new(), |v| format!("\n    -> {v}"))
+            );
+            let _ = writeln!(s, "  replay: xunds sim {}", sh.case.sim_args());
+            let _ = writeln!(
+                s,
+                "  trace:  xunds run {} --trace sim.trace",
+                sh.case.run_args()
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "  every invariant held");
+        }
+    }
+    s
+}

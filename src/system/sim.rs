@@ -1,0 +1,861 @@
+//! `xunds sim`: a seed swarm over the deterministic runner, in the manner of
+//! a deterministic simulator (FoundationDB's simulation, TigerBeetle's VOPR):
+//! each seed derives a whole configuration ([`SimCase::derive`]: cores,
+//! ring, models, arrival pattern, timeout, a fault mix, `--recover`), runs it
+//! with [`job::run`] in virtual time, and checks the run against the
+//! invariants ([`check`], [`Invariant`]). A failure is shrunk by re-running
+//! ([`shrink`]: fewer executions, cores, fault rules, simpler settings,
+//! keeping the smallest case that still breaks the same invariant), and
+//! [`SimCase::sim_args`] is the exact command line that replays it.
+//!
+//! A case is a pure function of its seed and its execution count, so the
+//! same seed gives the same run (the deterministic runner's trace is a
+//! function of the job's configuration).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::faults::FaultSpec;
+use super::job::{self, JobConfig, JobReport, ModelKind};
+use crate::prng::SplitMix64;
+use crate::wire::nds::counters::NcCounter;
+use crate::wire::nq::ErrorClass;
+use crate::wire::status::NrtStatus;
+
+/// Every fault kind of the `--faults` language a case draws from (each
+/// `error:CLASS` and `corrupt:WHAT` is a kind of its own).
+pub const FAULT_KINDS: [&str; 12] = [
+    "error:generic",
+    "error:numerical",
+    "error:model",
+    "error:transient",
+    "error:hw",
+    "error:runtime",
+    "timeout",
+    "doorbell",
+    "corrupt:len",
+    "corrupt:ring_id",
+    "corrupt:addr",
+    "nq_overflow",
+];
+
+/// One simulated run: everything [`job::run`] needs, derived from a seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimCase {
+    /// The seed (schedule, inputs, fault triggers; and this derivation).
+    pub seed: u64,
+    /// Executions.
+    pub executions: u64,
+    /// Cores (XUs), 1..=16.
+    pub cores: u8,
+    /// Ring slots per core, 1..=32.
+    pub ring: u32,
+    /// Model variants per core (`cores * models <= 64`).
+    pub models: u8,
+    /// The model kind.
+    pub model: ModelKind,
+    /// The fault mix (`none` included).
+    pub faults: FaultSpec,
+    /// `--recover`.
+    pub recover: bool,
+    /// Execution timeout (virtual ms).
+    pub timeout_ms: u64,
+    /// Open loop at this many executions per (virtual) second, Poisson
+    /// arrivals with idle gaps; `None`: closed loop (bursts to a full ring).
+    pub rate: Option<f64>,
+}
+
+impl SimCase {
+    /// The case of `seed` with `executions` executions.
+    pub fn derive(seed: u64, executions: u64) -> SimCase {
+        // A stream of its own, so the case does not echo the run's draws.
+        let mut r = SplitMix64::new(seed ^ 0x5EED_5173_0000_0000);
+        let cores = 1 + r.below(16) as u8;
+        let ring = if r.chance(1, 2) {
+            1 + r.below(4) as u32
+        } else {
+            1 + r.below(32) as u32
+        };
+        let models = 1 + r.below(u64::from((64 / cores).min(4))) as u8;
+        let model = if r.chance(1, 3) {
+            ModelKind::Null
+        } else {
+            ModelKind::Mlp
+        };
+        let timeout_ms = [1, 2, 2, 5][r.below(4) as usize];
+        let rate = if r.chance(1, 2) {
+            None
+        } else {
+            Some([20_000.0, 100_000.0, 500_000.0, 2_000_000.0][r.below(4) as usize])
+        };
+        let recover = r.chance(1, 2);
+        let mut items: Vec<String> = Vec::new();
+        if !r.chance(1, 4) {
+            let n = 1 + r.below(3);
+            for _ in 0..n {
+                let kind = FAULT_KINDS[r.below(FAULT_KINDS.len() as u64) as usize];
+                if items.iter().any(|i| i.starts_with(&format!("{kind}@"))) {
+                    continue;
+                }
+                // Eligible operations: about five NQ records, two doorbells
+                // and six descriptors per execution.
+                let ops = executions.max(1) * 5;
+                let trigger = match r.below(8) {
+                    0..=3 => format!("#{}", 1 + r.below(ops)),
+                    4..=6 => format!("1/{}", ops / 2 + r.below(ops * 4)),
+                    _ => format!("{}+", 1 + r.below(ops)),
+                };
+                let core = if r.chance(1, 3) {
+                    format!("/core{}", r.below(u64::from(cores)))
+                } else {
+                    String::new()
+                };
+                items.push(format!("{kind}@{trigger}{core}"));
+            }
+        }
+        let faults = FaultSpec::parse(&items.join(",")).unwrap_or_default();
+        SimCase {
+            seed,
+            executions,
+            cores,
+            ring,
+            models,
+            model,
+            faults,
+            recover,
+            timeout_ms,
+            rate,
+        }
+    }
+
+    /// The deterministic job of this case, its slab at `slab`.
+    pub fn job(&self, slab: PathBuf) -> JobConfig {
+        JobConfig {
+            executions: self.executions,
+            vncs: self.cores,
+            models: self.models,
+            seed: self.seed,
+            slab: Some(slab),
+            deterministic: true,
+            faults: self.faults.clone(),
+            timeout_ns: Some(self.timeout_ms * 1_000_000),
+            ring: self.ring,
+            record_tags: true,
+            model: self.model,
+            rate: self.rate,
+            recover: self.recover,
+            force_slab: true,
+            // Far above any run's need (a few hundred polls per execution),
+            // so a run that stops making progress ends.
+            max_polls: Some(20_000 * (self.executions + 100)),
+            ..JobConfig::default()
+        }
+    }
+
+    /// The `xunds sim` arguments that replay exactly this case.
+    pub fn sim_args(&self) -> String {
+        format!(
+            "--seed {} --executions {} --cores {} --ring {} --models {} --model {} --faults {} --recover {} --timeout-ms {} --arrival {}",
+            self.seed,
+            self.executions,
+            self.cores,
+            self.ring,
+            self.models,
+            self.model.name(),
+            self.faults.text(),
+            if self.recover { "on" } else { "off" },
+            self.timeout_ms,
+            self.rate.map_or("closed".to_string(), |r| r.to_string())
+        )
+    }
+
+    /// The `xunds run --deterministic` arguments of the same run (its trace
+    /// with `--trace FILE`; `xunds run` checks outputs, FIFO, NDS errors and
+    /// state-machine violations, not every invariant of [`check`]).
+    pub fn run_args(&self) -> String {
+        format!(
+            "--deterministic --seed {} --executions {} --vncs {} --ring {} --models {} --model {} --faults {}{} --timeout-ms {}{}",
+            self.seed,
+            self.executions,
+            self.cores,
+            self.ring,
+            self.models,
+            self.model.name(),
+            self.faults.text(),
+            if self.recover { " --recover" } else { "" },
+            self.timeout_ms,
+            self.rate.map_or(String::new(), |r| format!(" --rate {r}"))
+        )
+    }
+
+    /// One line: the configuration (no seed, no executions).
+    pub fn describe(&self) -> String {
+        format!(
+            "{} cores, ring {}, {} x {}, {}, timeout {} ms, faults {}, recover {}",
+            self.cores,
+            self.ring,
+            self.models,
+            self.model.name(),
+            self.rate.map_or("closed loop".to_string(), |r| format!(
+                "open loop {r} exec/s"
+            )),
+            self.timeout_ms,
+            self.faults.text(),
+            if self.recover { "on" } else { "off" }
+        )
+    }
+}
+
+/// The invariants a run is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Invariant {
+    /// The run itself failed (an error other than a bound).
+    Run,
+    /// Every wait is bounded: no livelock, no poll budget exhausted, every
+    /// completion within its timeout (plus the run's slack).
+    BoundedWait,
+    /// Conservation of executions: every schedule call accounted for as
+    /// accepted, refused queue-full or refused 101, and every accepted one
+    /// completed.
+    Conservation,
+    /// FIFO per XU.
+    Fifo,
+    /// Exactly-once completion: each accepted execution's tag once.
+    ExactlyOnce,
+    /// Outputs bit-exact against the CPU reference.
+    Outputs,
+    /// Every counter equal between the run's own truth (worker and lane
+    /// statistics) and the slab read back through the NDS reader.
+    Counters,
+    /// Every model record fresh (no torn record accepted), no NDS update
+    /// refused.
+    Records,
+    /// No state-machine violation.
+    Fsm,
+    /// Every work item back in its pool exactly once.
+    ItemPool,
+    /// A degraded XU refuses every later schedule (until recovered).
+    DegradedRefuses,
+    /// No file descriptor left open.
+    Fds,
+    /// An extra check given by the caller ([`SimOptions::hook`]).
+    Hook,
+}
+
+impl Invariant {
+    /// The name printed in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Invariant::Run => "run",
+            Invariant::BoundedWait => "bounded_wait",
+            Invariant::Conservation => "conservation",
+            Invariant::Fifo => "fifo",
+            Invariant::ExactlyOnce => "exactly_once",
+            Invariant::Outputs => "outputs",
+            Invariant::Counters => "counters",
+            Invariant::Records => "records",
+            Invariant::Fsm => "fsm",
+            Invariant::ItemPool => "item_pool",
+            Invariant::DegradedRefuses => "degraded_refuses",
+            Invariant::Fds => "fds",
+            Invariant::Hook => "hook",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A broken invariant and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which.
+    pub invariant: Invariant,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.invariant, self.detail)
+    }
+}
+
+fn broke(invariant: Invariant, detail: String) -> Result<(), Violation> {
+    Err(Violation { invariant, detail })
+}
+
+/// Check a finished run of `case` against every invariant but the fd count
+/// (which needs the process's fds before the run: [`run_case`]).
+pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
+    use Invariant::*;
+    let p = &r.producer;
+    // Conservation.
+    if p.attempts != p.accepted + p.refused_full + p.refused_unrecoverable + p.failed {
+        return broke(
+            Conservation,
+            format!(
+                "schedule calls {} != accepted {} + refused full {} + refused 101 {} + failed {}",
+                p.attempts, p.accepted, p.refused_full, p.refused_unrecoverable, p.failed
+            ),
+        );
+    }
+    if p.failed != 0 {
+        return broke(
+            Conservation,
+            format!(
+                "{} schedule calls refused with neither NRT_QUEUE_FULL nor 101",
+                p.failed
+            ),
+        );
+    }
+    if p.accepted + p.refused_unrecoverable != case.executions {
+        return broke(
+            Conservation,
+            format!(
+                "executions {} != accepted {} + given up (101) {}",
+                case.executions, p.accepted, p.refused_unrecoverable
+            ),
+        );
+    }
+    if r.completed_ok + r.completed_err != p.accepted {
+        return broke(
+            Conservation,
+            format!(
+                "accepted {} != completed ok {} + completed with error {}",
+                p.accepted, r.completed_ok, r.completed_err
+            ),
+        );
+    }
+    let lane_sum = r
+        .lanes
+        .iter()
+        .fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
+    if lane_sum != (p.accepted, p.refused_full, p.refused_unrecoverable) {
+        return broke(
+            Conservation,
+            format!(
+                "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({}, {}, {})",
+                p.accepted, p.refused_full, p.refused_unrecoverable
+            ),
+        );
+    }
+    // FIFO.
+    if r.fifo_violations != 0 {
+        return broke(
+            Fifo,
+            format!("{} completions out of order", r.fifo_violations),
+        );
+    }
+    // Exactly once.
+    let mut tags: Vec<u64> = r
+        .workers
+        .iter()
+        .flat_map(|w| w.tags.iter().copied())
+        .collect();
+    tags.sort_unstable();
+    if let Some(w) = tags.windows(2).find(|w| w[0] == w[1]) {
+        return broke(ExactlyOnce, format!("execution {} completed twice", w[0]));
+    }
+    if tags.len() as u64 != p.accepted {
+        return broke(
+            ExactlyOnce,
+            format!(
+                "{} distinct executions completed, {} accepted",
+                tags.len(),
+                p.accepted
+            ),
+        );
+    }
+    if let Some(t) = tags.iter().find(|&&t| t >= case.executions) {
+        return broke(
+            ExactlyOnce,
+            format!("completed execution {t} was never scheduled"),
+        );
+    }
+    // Outputs.
+    if r.outputs_wrong != 0 || r.outputs_checked != r.completed_ok {
+        return broke(
+            Outputs,
+            format!(
+                "{} outputs wrong; {} checked of {} completed ok",
+                r.outputs_wrong, r.outputs_checked, r.completed_ok
+            ),
+        );
+    }
+    // State machines (before the counters: a violation explains them).
+    let bad_items: u64 = r
+        .workers
+        .iter()
+        .map(|w| w.bad_items.iter().sum::<u64>())
+        .sum();
+    let signals: u64 = r.workers.iter().map(|w| w.signal_failures).sum();
+    if r.fsm_violations.total() != 0 || bad_items != 0 || signals != 0 {
+        let v = r.fsm_violations;
+        return broke(
+            Fsm,
+            format!(
+                "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals {signals}",
+                v.worker, v.device_proxy, v.publisher
+            ),
+        );
+    }
+    // Records.
+    let want = usize::from(case.cores) * usize::from(case.models);
+    if r.nds_errors != 0 || r.model_records != want {
+        return broke(
+            Records,
+            format!(
+                "{} fresh model records of {want}; {} NDS updates refused",
+                r.model_records, r.nds_errors
+            ),
+        );
+    }
+    // Counters: each core's slab counters against its worker and lane.
+    if r.workers.len() != r.per_core.len() || r.lanes.len() != r.per_core.len() {
+        return broke(
+            Counters,
+            format!(
+                "{} workers, {} lanes, {} cores read back",
+                r.workers.len(),
+                r.lanes.len(),
+                r.per_core.len()
+            ),
+        );
+    }
+    for ((c, w), l) in r.per_core.iter().zip(&r.workers).zip(&r.lanes) {
+        let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
+        let timeouts = w.by_status.get(NrtStatus::TIMEOUT);
+        let mut want: Vec<(NcCounter, u64)> = vec![
+            (NcCounter::InferCompleted, w.ok),
+            (NcCounter::InferTimedOut, timeouts),
+            (NcCounter::InferCompletedWithNumErr, num),
+            (
+                NcCounter::InferCompletedWithErr,
+                w.err.saturating_sub(timeouts + num),
+            ),
+            (NcCounter::InferenceCount, w.completed),
+            (NcCounter::MacCount, w.macs),
+            (NcCounter::LatencyDevice, w.device_ns),
+            (NcCounter::HwErrDmaAbort, w.dma_aborts),
+            (NcCounter::ErrSwNqOverflow, w.nq_overflows),
+            (NcCounter::InferFailedToQueue, l.1 + l.2),
+            (NcCounter::ModelLoadCount, u64::from(case.models)),
+        ];
+        for class in ErrorClass::ALL {
+            want.push((class.counter(), w.classes[class as usize]));
+        }
+        if w.timed_out != timeouts || w.ok + w.err != w.completed {
+            return broke(
+                Counters,
+                format!(
+                    "core {}: worker timed out {} vs by status {timeouts}; ok {} + err {} vs completed {}",
+                    c.core, w.timed_out, w.ok, w.err, w.completed
+                ),
+            );
+        }
+        for (k, v) in want {
+            if c.get(k) != v {
+                return broke(
+                    Counters,
+                    format!(
+                        "core {}: {} is {} in the slab, {v} in the run",
+                        c.core,
+                        k.name(),
+                        c.get(k)
+                    ),
+                );
+            }
+        }
+    }
+    // Item pools.
+    for (core, a) in r.pools.iter().enumerate() {
+        if a.duplicates != 0 || a.free != a.items {
+            return broke(
+                ItemPool,
+                format!(
+                    "core {core}: {} of {} items free, {} freed twice",
+                    a.free, a.items, a.duplicates
+                ),
+            );
+        }
+    }
+    // Degraded XUs refuse.
+    for (core, w) in r.workers.iter().enumerate() {
+        if w.accepted_while_degraded != 0 {
+            return broke(
+                DegradedRefuses,
+                format!(
+                    "core {core}: {} executions accepted after the XU degraded",
+                    w.accepted_while_degraded
+                ),
+            );
+        }
+    }
+    // Bounded waits: every completion within its timeout.
+    // A timed-out execution completes once the worker reaches it after its
+    // deadline (the ones ahead of it on the ring first): half a timeout of
+    // slack.
+    let bound = case.timeout_ms * 1_500_000;
+    if r.latency.max() > bound {
+        return broke(
+            BoundedWait,
+            format!(
+                "an execution completed {} ns after submission (timeout {} ms)",
+                r.latency.max(),
+                case.timeout_ms
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// An extra invariant the caller adds (tests inject failures with it).
+pub type Hook = fn(&SimCase, &JobReport) -> Result<(), Violation>;
+
+/// How cases are run.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Where the slabs go (one file per run, removed after it).
+    pub dir: PathBuf,
+    /// Count this process's open fds before and after each run (only
+    /// meaningful when runs do not overlap).
+    pub check_fds: bool,
+    /// An extra check.
+    pub hook: Option<Hook>,
+}
+
+impl SimOptions {
+    /// Slabs in `/dev/shm` (or the temporary directory), fds checked.
+    pub fn new() -> SimOptions {
+        let shm = Path::new("/dev/shm");
+        SimOptions {
+            dir: if shm.is_dir() {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            },
+            check_fds: true,
+            hook: None,
+        }
+    }
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions::new()
+    }
+}
+
+/// What one case did.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The case.
+    pub case: SimCase,
+    /// Executions accepted (simulated).
+    pub executions: u64,
+    /// Faults injected, by kind (a [`FAULT_KINDS`] name).
+    pub faults: Vec<(String, u64)>,
+    /// The verdict.
+    pub verdict: Result<(), Violation>,
+}
+
+/// Open fds of this process (`/proc/self/fd`), `None` where unreadable.
+pub fn open_fds() -> Option<usize> {
+    // The directory handle itself is one entry while it is read.
+    std::fs::read_dir("/proc/self/fd")
+        .ok()
+        .map(|d| d.count().saturating_sub(1))
+}
+
+static RUN_ID: AtomicU64 = AtomicU64::new(0);
+
+/// Run one case and check it.
+pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
+    let id = RUN_ID.fetch_add(1, Ordering::Relaxed);
+    let slab = opts.dir.join(format!(
+        "xunds-sim-{}-{id}-seed{}.nds",
+        std::process::id(),
+        case.seed
+    ));
+    let before = if opts.check_fds { open_fds() } else { None };
+    let cfg = case.job(slab.clone());
+    let rep = job::run(&cfg, &mut |_, _| {});
+    let _ = std::fs::remove_file(&slab);
+    let after = if opts.check_fds { open_fds() } else { None };
+    let mut res = CaseResult {
+        case: case.clone(),
+        executions: 0,
+        faults: Vec::new(),
+        verdict: Ok(()),
+    };
+    let rep = match rep {
+        Ok(r) => r,
+        Err(e) => {
+            let text = e.to_string();
+            let invariant = if text.contains("livelock") || text.contains("poll budget") {
+                Invariant::BoundedWait
+            } else {
+                Invariant::Run
+            };
+            res.verdict = broke(invariant, text);
+            return res;
+        }
+    };
+    res.executions = rep.accepted;
+    for (rule, n) in case.faults.rules.iter().zip(&rep.faults_by_rule) {
+        let one = FaultSpec { rules: vec![*rule] };
+        let text = one.text();
+        let kind = text.split('@').next().unwrap_or_default().to_string();
+        res.faults.push((kind, *n));
+    }
+    res.verdict = check(case, &rep).and_then(|()| match (before, after) {
+        (Some(b), Some(a)) if a > b => broke(
+            Invariant::Fds,
+            format!("{b} fds open before the run, {a} after"),
+        ),
+        _ => Ok(()),
+    });
+    if res.verdict.is_ok() {
+        if let Some(hook) = opts.hook {
+            res.verdict = hook(case, &rep);
+        }
+    }
+    res
+}
+
+fn fails(case: &SimCase, invariant: Invariant, opts: &SimOptions, runs: &mut u32) -> bool {
+    *runs += 1;
+    matches!(run_case(case, opts).verdict, Err(v) if v.invariant == invariant)
+}
+
+/// Most re-runs [`shrink`] makes.
+pub const SHRINK_RUNS: u32 = 120;
+
+/// Shrink a failing case: the smallest case found that still breaks
+/// `invariant`, and the number of runs it took. Bisects the executions,
+/// then tries fewer cores, drops fault rules one at a time, and tries the
+/// simpler setting of everything else (ring, models, closed loop, recover
+/// off), keeping each change that still fails.
+pub fn shrink(case: &SimCase, invariant: Invariant, opts: &SimOptions) -> (SimCase, u32) {
+    let mut best = case.clone();
+    let mut runs = 0u32;
+    // Executions: bisect (the lowest count found failing).
+    let (mut lo, mut hi) = (1u64, best.executions);
+    while lo < hi && runs < SHRINK_RUNS {
+        let mid = lo + (hi - lo) / 2;
+        let c = SimCase {
+            executions: mid,
+            ..best.clone()
+        };
+        if fails(&c, invariant, opts, &mut runs) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    best.executions = hi;
+    // Then each simplification in turn, kept when it still fails.
+    loop {
+        let mut changed = false;
+        let mut tries: Vec<SimCase> = Vec::new();
+        // Fewer cores (the fault rules on the cores dropped go too).
+        for cores in 1..best.cores {
+            let mut c = best.clone();
+            c.cores = cores;
+            c.models = c.models.min((64 / cores).max(1));
+            c.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
+            tries.push(c);
+        }
+        for i in 0..best.faults.rules.len() {
+            let mut c = best.clone();
+            c.faults.rules.remove(i);
+            tries.push(c);
+        }
+        let simpler = [
+            SimCase {
+                models: 1,
+                ..best.clone()
+            },
+            SimCase {
+                rate: None,
+                ..best.clone()
+            },
+            SimCase {
+                recover: false,
+                ..best.clone()
+            },
+            SimCase {
+                ring: 1,
+                ..best.clone()
+            },
+        ];
+        tries.extend(simpler.into_iter().filter(|c| *c != best));
+        for c in tries {
+            if runs >= SHRINK_RUNS {
+                break;
+            }
+            if fails(&c, invariant, opts, &mut runs) {
+                best = c;
+                changed = true;
+                break;
+            }
+        }
+        if !changed || runs >= SHRINK_RUNS {
+            break;
+        }
+    }
+    (best, runs)
+}
+
+/// A swarm's progress, handed to the caller's callback now and then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Seeds done.
+    pub seeds_done: u64,
+    /// Seeds in the range.
+    pub seeds: u64,
+    /// Executions simulated so far.
+    pub executions: u64,
+}
+
+/// What a swarm did.
+#[derive(Clone, Debug)]
+pub struct SwarmReport {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Executions simulated (accepted).
+    pub executions: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Faults injected by kind, in [`FAULT_KINDS`] order (kinds that
+    /// never fired included, with 0).
+    pub faults: Vec<(String, u64)>,
+    /// Cases with faults, and without.
+    pub with_faults: u64,
+    /// The first failing seed's result (the lowest seed that failed), if
+    /// any. The swarm stops at the first failure.
+    pub failure: Option<CaseResult>,
+}
+
+impl SwarmReport {
+    /// Simulated executions per second of wall time.
+    pub fn exec_per_sec(&self) -> f64 {
+        self.executions as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Seeds per minute of wall time.
+    pub fn seeds_per_minute(&self) -> f64 {
+        self.seeds as f64 * 60.0 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Run the cases `cases(seed)` for `seeds` on `jobs` threads, stopping at
+/// the first failure (the seeds below it all finish, so the failure
+/// reported is the lowest failing seed whatever `jobs`). `progress` is
+/// called on the calling thread about ten times a second.
+pub fn swarm(
+    seeds: std::ops::RangeInclusive<u64>,
+    cases: &(dyn Fn(u64) -> SimCase + Sync),
+    jobs: usize,
+    opts: &SimOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> SwarmReport {
+    let t0 = Instant::now();
+    let (first, last) = (*seeds.start(), *seeds.end());
+    let total = if last >= first { last - first + 1 } else { 0 };
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let done = AtomicU64::new(0);
+    let execs = AtomicU64::new(0);
+    let running = AtomicUsize::new(jobs.max(1));
+    let results: Mutex<(BTreeMap<String, u64>, u64, Vec<CaseResult>)> =
+        Mutex::new((BTreeMap::new(), 0, Vec::new()));
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| {
+                // Ordering: Relaxed throughout: counters and a stop hint;
+                // the results go through the mutex and the scope's join.
+                while !stop.load(Ordering::Relaxed) {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    if k >= total {
+                        break;
+                    }
+                    let res = run_case(&cases(first + k), opts);
+                    execs.fetch_add(res.executions, Ordering::Relaxed);
+                    done.fetch_add(1, Ordering::Relaxed);
+                    let mut g = results.lock().unwrap_or_else(|p| p.into_inner());
+                    for (kind, n) in &res.faults {
+                        *g.0.entry(kind.clone()).or_insert(0) += n;
+                    }
+                    g.1 += u64::from(!res.case.faults.is_empty());
+                    if res.verdict.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                        g.2.push(res);
+                    }
+                }
+                running.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        while running.load(Ordering::Relaxed) > 0 {
+            progress(Progress {
+                seeds_done: done.load(Ordering::Relaxed),
+                seeds: total,
+                executions: execs.load(Ordering::Relaxed),
+            });
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (by_kind, with_faults, mut failures) =
+        results.into_inner().unwrap_or_else(|p| p.into_inner());
+    failures.sort_by_key(|r| r.case.seed);
+    SwarmReport {
+        seeds: done.load(Ordering::Relaxed),
+        executions: execs.load(Ordering::Relaxed),
+        elapsed: t0.elapsed(),
+        faults: FAULT_KINDS
+            .iter()
+            .map(|k| (k.to_string(), by_kind.get(*k).copied().unwrap_or(0)))
+            .collect(),
+        with_faults,
+        failure: failures.into_iter().next(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_are_a_function_of_the_seed_and_stay_in_range() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut none = 0;
+        for seed in 1..=400 {
+            let c = SimCase::derive(seed, 2000);
+            assert_eq!(c, SimCase::derive(seed, 2000));
+            assert!((1..=16).contains(&c.cores) && (1..=32).contains(&c.ring));
+            assert!(c.models >= 1 && u32::from(c.cores) * u32::from(c.models) <= 64);
+            assert!(c.job(PathBuf::from("/x")).check().is_ok(), "{c:?}");
+            // The text of the fault mix parses back to it.
+            assert_eq!(FaultSpec::parse(&c.faults.text()).unwrap(), c.faults);
+            none += u32::from(c.faults.is_empty());
+            for r in &c.faults.rules {
+                let t = FaultSpec { rules: vec![*r] }.text();
+                kinds.insert(t.split('@').next().unwrap().to_string());
+            }
+        }
+        assert!(none > 0, "the fault mix includes none");
+        assert_eq!(
+            kinds.len(),
+            FAULT_KINDS.len(),
+            "every kind drawn: {kinds:?}"
+        );
+    }
+}

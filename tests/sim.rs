@@ -1,0 +1,129 @@
+//! `xunds sim`: a small swarm passes and prints its summary; a failure
+//! (injected through the test-only hook) shrinks to a smaller case; the
+//! printed replay reproduces the run.
+
+use std::process::Command;
+
+use xunds::system::job::{self, JobReport};
+use xunds::system::sim::{self, Invariant, SimCase, SimOptions, Violation};
+
+fn xunds(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .args(args)
+        .output()
+        .expect("run xunds");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_swarm_passes_and_prints_its_summary() {
+    let (ok, out, err) = xunds(&[
+        "sim",
+        "--seeds",
+        "1..30",
+        "--executions",
+        "300",
+        "--jobs",
+        "2",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.starts_with("xunds sim: 30 seeds ("), "{out}");
+    assert!(out.contains("simulated executions/s"), "{out}");
+    assert!(out.contains("seeds/minute"), "{out}");
+    assert!(
+        out.contains("faults injected by kind: error:generic"),
+        "{out}"
+    );
+    assert!(out.contains("every invariant held"), "{out}");
+    // Piped: no progress line.
+    assert!(err.is_empty(), "{err}");
+    let (ok, out, _) = xunds(&["sim", "--seeds", "1..3", "--executions", "50", "--json"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["seeds"], 3);
+    assert_eq!(v["passed"], true);
+    assert!(v["executions"].as_u64().unwrap() > 0);
+}
+
+/// A mutant-like failure: any execution that completed with an error.
+fn no_errors(_: &SimCase, r: &JobReport) -> Result<(), Violation> {
+    if r.completed_err > 0 {
+        return Err(Violation {
+            invariant: Invariant::Hook,
+            detail: format!("{} executions completed with an error", r.completed_err),
+        });
+    }
+    Ok(())
+}
+
+/// The first seed in 1..=200 whose case fails the hook.
+fn failing_case(opts: &SimOptions, executions: u64) -> SimCase {
+    (1..=200)
+        .map(|s| SimCase::derive(s, executions))
+        .filter(|c| c.cores > 1 && c.faults.rules.len() > 1)
+        .find(|c| sim::run_case(c, opts).verdict.is_err())
+        .expect("a seed with faults that make an execution fail")
+}
+
+#[test]
+fn a_failure_shrinks_and_its_replay_reproduces_it() {
+    let opts = SimOptions {
+        hook: Some(no_errors),
+        ..SimOptions::new()
+    };
+    let case = failing_case(&opts, 400);
+    let (small, runs) = sim::shrink(&case, Invariant::Hook, &opts);
+    assert!(runs > 0);
+    assert!(
+        small.executions < case.executions,
+        "{small:?} from {case:?}"
+    );
+    assert!(small.cores <= case.cores && small.faults.rules.len() <= case.faults.rules.len());
+    assert!(
+        small.cores < case.cores || small.faults.rules.len() < case.faults.rules.len(),
+        "fewer cores or faults: {small:?} from {case:?}"
+    );
+    let v = sim::run_case(&small, &opts).verdict.unwrap_err();
+    assert_eq!(v.invariant, Invariant::Hook);
+    // The printed `xunds sim` replay runs exactly that case: the same
+    // simulated executions; every built-in invariant holds.
+    let args: Vec<String> = small.sim_args().split(' ').map(String::from).collect();
+    let mut argv = vec!["sim".to_string()];
+    argv.extend(args);
+    argv.push("--json".into());
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (ok, out, err) = xunds(&argv);
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let dir = std::env::temp_dir();
+    let mine = job::run(
+        &small.job(dir.join("xunds-test-sim-replay.nds")),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(v["executions"].as_u64(), Some(mine.accepted));
+    // The `xunds run --deterministic` form gives the same trace and the
+    // same failure (an execution with an error).
+    let slab = dir.join(format!("xunds-test-sim-run-{}.nds", std::process::id()));
+    let mut argv = vec!["run".to_string()];
+    argv.extend(small.run_args().split(' ').map(String::from));
+    argv.extend(["--json".into(), "--slab".into(), slab.display().to_string()]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (_, out, err) = xunds(&argv);
+    let _ = std::fs::remove_file(&slab);
+    let v: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    assert_eq!(v["trace_sha256"].as_str(), mine.trace_sha256.as_deref());
+    assert!(v["completed_err"].as_u64().unwrap() > 0);
+    let again = job::run(
+        &small.job(dir.join("xunds-test-sim-replay.nds")),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(dir.join("xunds-test-sim-replay.nds"));
+    assert_eq!(again.trace_sha256, mine.trace_sha256);
+}
