@@ -242,14 +242,6 @@ impl<'a> Cx<'a> {
         self.tracing
     }
 
-    /// Record `event` (for example a HAL tracer record) if tracing is on.
-    #[inline]
-    pub fn trace(&mut self, event: TraceEvent<'_>) {
-        if self.tracing {
-            self.trace.record(self.now, self.actor, event);
-        }
-    }
-
     /// Record an event of `kind` whose text is `args`
     /// (`cx.event("msg", format_args!("send ping {n}"))`); `args` is only
     /// formatted when tracing is on.
@@ -418,10 +410,6 @@ mod tests {
         let mut cx = Cx::new(Nanos(1), "a", &mut sink);
         assert!(!cx.tracing());
         cx.event("msg", format_args!("{}", Bomb));
-        cx.trace(TraceEvent {
-            kind: "hal",
-            text: &Bomb,
-        });
         assert!(sink.0.is_empty());
     }
 

@@ -172,7 +172,8 @@ impl<H: Hal> core::fmt::Debug for Lane<H> {
     }
 }
 
-/// A lane's work-item pool as [`Lane::pool_audit`] finds it.
+/// A lane's work-item pool as the lane's audit finds it once a run has
+/// drained (`xunds sim` checks every item is free exactly once).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolAudit {
     /// Items in the pool.

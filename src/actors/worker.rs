@@ -929,6 +929,7 @@ impl<H: Hal> WorkerActor<H> {
     /// Feed the XU's health an event through the worker's own path (tests
     /// of the violation path: a refused event is counted and changes
     /// nothing).
+    #[cfg(any(test, feature = "testkit"))]
     #[doc(hidden)]
     pub fn inject_health_event(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) {
         match e {

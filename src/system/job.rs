@@ -101,10 +101,8 @@ pub struct JobConfig {
     /// executions for it meanwhile (`--recover`; `actors::worker` module
     /// docs).
     pub recover: bool,
-    /// Deterministic runs: stop with [`RunError::PollBudget`] after this many
+    /// Deterministic runs: stop with a poll-budget error after this many
     /// runner polls (`None`: unbounded; `xunds sim` bounds every run).
-    ///
-    /// [`RunError::PollBudget`]: super::runner::RunError::PollBudget
     pub max_polls: Option<u64>,
 }
 

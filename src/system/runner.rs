@@ -187,6 +187,8 @@ struct DetSlot<A> {
     finished: bool,
     /// Reported idle since the last progress by anyone (or the last jump).
     idle: bool,
+    /// The virtual time of its last poll.
+    polled_at: Nanos,
 }
 
 /// The deterministic single-thread runner.
@@ -267,6 +269,7 @@ impl<A: Actor> DetRunner<A> {
             daemon,
             finished: false,
             idle: false,
+            polled_at: Nanos(0),
         });
         self.runnable.reserve(self.slots.len());
         self.slots.len() - 1
@@ -362,6 +365,18 @@ impl<A: Actor> DetRunner<A> {
         }
         self.collect_runnable();
         if self.runnable.is_empty() {
+            // A deadline the clock's ticks passed while its actor was idle
+            // (not polled since) is due now: poll that actor before any jump.
+            let now = self.clock.now();
+            for (i, s) in self.slots.iter_mut().enumerate() {
+                let missed = |d: Nanos| d <= now && d > s.polled_at;
+                if !s.finished && s.actor.next_deadline().is_some_and(missed) {
+                    s.idle = false;
+                    self.runnable.push(i);
+                }
+            }
+        }
+        if self.runnable.is_empty() {
             // Nobody can make progress at this time: jump to the earliest
             // deadline ahead, or by the idle jump.
             let now = self.clock.now();
@@ -385,6 +400,7 @@ impl<A: Actor> DetRunner<A> {
         let i = self.runnable[k];
         let now = self.clock.now();
         let slot = &mut self.slots[i];
+        slot.polled_at = now;
         let polled = poll_guarded(&mut slot.actor, now, &slot.name, trace);
         self.clock.tick();
         self.stats.polls += 1;
@@ -911,6 +927,56 @@ mod tests {
             Nanos(st.polls * 100 + st.jumps * 10_000).max(st.now)
         );
         assert_eq!(r.step(&mut NullTrace).unwrap(), Step::Done);
+    }
+
+    /// Idle until its deadline, then finished; records when it saw it.
+    struct Timer {
+        deadline: Option<Nanos>,
+        fired: std::sync::Arc<std::sync::Mutex<Option<Nanos>>>,
+    }
+
+    impl Actor for Timer {
+        fn name(&self) -> &str {
+            "timer"
+        }
+        fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+            match self.deadline {
+                Some(d) if cx.now() >= d => {
+                    *self.fired.lock().unwrap() = Some(cx.now());
+                    Progress::Finished
+                }
+                _ => Progress::Idle,
+            }
+        }
+        fn next_deadline(&self) -> Option<Nanos> {
+            self.deadline
+        }
+    }
+
+    /// A deadline the clock's ticks pass while its actor is idle is due at
+    /// once: the jump that follows must not skip it for the idle jump (it
+    /// did: a timed-out execution was seen up to a whole timeout late, which
+    /// `xunds sim` reported as a broken bounded wait, seed 422).
+    #[test]
+    fn det_runner_polls_a_deadline_the_ticks_passed_before_jumping() {
+        let fired = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let mut r: DetRunner<Timer> = DetRunner::new(DetConfig::new(3));
+        r.add(Timer {
+            deadline: Some(Nanos(150)),
+            fired: fired.clone(),
+        });
+        for _ in 0..3 {
+            r.add_daemon(Timer {
+                deadline: None,
+                fired: std::sync::Arc::default(),
+            });
+        }
+        r.run(&mut NullTrace).unwrap();
+        let at = fired.lock().unwrap().expect("the timer fired");
+        assert!(
+            at < Nanos(150 + 1_000),
+            "the deadline at 150 ns was seen at {at} (the idle jump is 10 us)"
+        );
     }
 
     #[test]
