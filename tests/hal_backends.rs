@@ -34,6 +34,11 @@ fn contract<H: Hal>(mut hal: H) {
     let mut edge = [0u8; 2];
     hal.copy_out(r, 2, &mut edge).unwrap();
     assert_eq!(edge, [0, 1], "byte before the copy untouched");
+    // A copy that ends inside its first word (no whole word at all).
+    hal.copy_in(r, 5, &[0xEE; 2]).unwrap();
+    hal.copy_out(r, 5, &mut edge).unwrap();
+    assert_eq!(edge, [0xEE; 2]);
+    hal.copy_in(r, 5, &data[2..4]).unwrap();
     assert_eq!(hal.load_u32(r, 4, Ordering::Relaxed).unwrap(), 0x0504_0302);
     // Bounds and alignment.
     assert!(matches!(

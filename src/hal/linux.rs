@@ -128,8 +128,10 @@ impl Hal for LinuxHal {
         let (head, mid, tail) = split_words(off, data.len());
         reg.write_bytes(off, &data[..head])
             .map_err(|e| mem_err(r, e))?;
-        reg.copy_in_words(off + head, &data[head..head + mid])
-            .map_err(|e| mem_err(r, e))?;
+        if mid > 0 {
+            reg.copy_in_words(off + head, &data[head..head + mid])
+                .map_err(|e| mem_err(r, e))?;
+        }
         reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
             .map_err(|e| mem_err(r, e))
     }
@@ -141,8 +143,12 @@ impl Hal for LinuxHal {
         let (h, rest) = out.split_at_mut(head);
         let (m, t) = rest.split_at_mut(mid);
         reg.read_bytes(off, h).map_err(|e| mem_err(r, e))?;
-        reg.copy_out_words(off + head, m)
-            .map_err(|e| mem_err(r, e))?;
+        // No words: a copy that ends inside its first word (whose word
+        // offset `off + head` is then unaligned).
+        if mid > 0 {
+            reg.copy_out_words(off + head, m)
+                .map_err(|e| mem_err(r, e))?;
+        }
         reg.read_bytes(off + head + mid, t)
             .map_err(|e| mem_err(r, e))
     }
