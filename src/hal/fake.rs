@@ -179,7 +179,7 @@ impl Hal for FakeHal {
         Ok(EventHandle::new(index, id))
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let (len, align) = a.span();
         check(r, off, len, align)?;

@@ -331,7 +331,7 @@ impl<H: Hal> Hal for FaultInjector<H> {
     super::forward_hal!(self => self.inner;
         map, base_addr, event, notify, wait, event_fd);
 
-    #[inline]
+    #[inline(always)]
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let stale = self.stale_reads && matches!(r.id(), RegionId::Regs { .. });
         match a {

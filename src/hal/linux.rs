@@ -119,7 +119,7 @@ impl Hal for LinuxHal {
         Ok(EventHandle::new(index, id))
     }
 
-    #[inline]
+    #[inline(always)]
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let (len, align) = a.span();
         check(r, off, len, align)?;

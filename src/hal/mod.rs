@@ -321,7 +321,7 @@ pub enum Access<'a> {
 impl Access<'_> {
     /// `(bytes touched, alignment required)`: the bounds rule every backend
     /// applies with one check before touching memory.
-    #[inline]
+    #[inline(always)]
     pub fn span(&self) -> (usize, usize) {
         match self {
             Access::Load(w, _) | Access::Store(w, ..) | Access::FetchAdd(w, ..) => {
@@ -338,7 +338,7 @@ impl Access<'_> {
 
     /// The same access, borrowing this one's buffers again (so a wrapper can
     /// pass it on and still look at the bytes afterwards).
-    #[inline]
+    #[inline(always)]
     pub fn reborrow(&mut self) -> Access<'_> {
         match self {
             Access::Load(w, o) => Access::Load(*w, *o),

@@ -105,6 +105,7 @@ impl MemOp {
     }
 
     /// The record of `a` at `off` of `region`, which returned `v`.
+    #[inline(always)]
     fn new(op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) -> MemOp {
         let none = Bytes::default();
         let (order, value, result, data) = match a {
@@ -284,6 +285,7 @@ ops! {
 
 impl Op {
     /// The operation `a` is.
+    #[inline(always)]
     pub fn of(a: &Access<'_>) -> Op {
         match a {
             Access::Load(Width::W32, _) => Op::Load32,
@@ -607,16 +609,24 @@ impl<H: Hal> Tracer<H> {
     }
 
     /// Record a failure under the operation's name.
+    #[inline]
     fn rec_failure<T>(&self, op: &'static str, res: Result<T, HalError>) -> Result<T, HalError> {
         if let Err(e) = &res {
-            self.log.push(TraceOp::Failed {
-                op,
-                error: e.clone(),
-            });
+            self.failed(op, e);
         }
         res
     }
 
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, op: &'static str, e: &HalError) {
+        self.log.push(TraceOp::Failed {
+            op,
+            error: e.clone(),
+        });
+    }
+
+    #[inline]
     fn rec<T>(
         &self,
         op: &'static str,
@@ -627,6 +637,39 @@ impl<H: Hal> Tracer<H> {
             self.log.push(ok(v));
         }
         self.rec_failure(op, res)
+    }
+
+    /// An access the filter keeps: recorded as one [`MemOp`]. Inlined into
+    /// each named method, where the access (so its [`Op`]) is a constant.
+    #[inline(always)]
+    fn record(&self, r: RegionHandle, off: usize, mut a: Access<'_>) -> Result<u64, HalError> {
+        if let Access::LoadRun(_) | Access::StoreRun(_) = a {
+            return self.record_run(r, off, a);
+        }
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a.reborrow());
+        self.rec(op.name(), res, |v| {
+            TraceOp::Mem(MemOp::new(op, r.id(), off, &a, *v))
+        })
+    }
+
+    /// A kept word run, recorded word by word.
+    #[inline(never)]
+    fn record_run(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        match a {
+            Access::LoadRun(out) => {
+                for (i, w) in out.iter_mut().enumerate() {
+                    *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+                }
+            }
+            Access::StoreRun(vals) => {
+                for (i, &v) in vals.iter().enumerate() {
+                    self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(0)
     }
 }
 
@@ -648,39 +691,20 @@ impl<H: Hal> Hal for Tracer<H> {
         self.rec("event", res, |_| TraceOp::Event { event: id })
     }
 
-    fn access(&self, r: RegionHandle, off: usize, mut a: Access<'_>) -> Result<u64, HalError> {
-        let op = Op::of(&a);
-        // Word runs the filter drops (tensor traffic) go to the backend
-        // whole; kept ones are recorded word by word.
-        match &mut a {
-            Access::LoadRun(out) if self.keep_word(r) => {
-                for (i, w) in out.iter_mut().enumerate() {
-                    *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
-                }
-                return Ok(0);
-            }
-            Access::StoreRun(vals) if self.keep_word(r) => {
-                for (i, &v) in vals.iter().enumerate() {
-                    self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
-                }
-                return Ok(0);
-            }
-            Access::LoadRun(_) | Access::StoreRun(_) => {
-                let res = self.inner.access(r, off, a);
-                return self.rec_failure(op.name(), res);
-            }
-            // The filter drops plain word loads and stores on DRAM (failures
-            // are kept).
-            Access::Load(..) | Access::Store(..) if !self.keep_word(r) => {
-                let res = self.inner.access(r, off, a);
-                return self.rec_failure(op.name(), res);
-            }
-            _ => {}
+    #[inline(always)]
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let plain = matches!(
+            a,
+            Access::Load(..) | Access::Store(..) | Access::LoadRun(_) | Access::StoreRun(_)
+        );
+        if !plain || self.keep_word(r) {
+            return self.record(r, off, a);
         }
-        let res = self.inner.access(r, off, a.reborrow());
-        self.rec(op.name(), res, |v| {
-            TraceOp::Mem(MemOp::new(op, r.id(), off, &a, *v))
-        })
+        // The filter drops plain words on DRAM (the engines' tensor
+        // traffic): runs go to the backend whole, only failures are kept.
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a);
+        self.rec_failure(op.name(), res)
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
