@@ -222,6 +222,10 @@ macro_rules! ops {
             $($(#[$doc])* $op = $tag,)*
         }
 
+        // Tags are unique (they are discriminants) and leave the structural
+        // operations theirs: map 0, event 1, notify 16, wait 17, failed 18.
+        const _: () = assert!($(!matches!($tag, 0 | 1 | 16..=18))&&*);
+
         impl Op {
             /// The [`Hal`] method's name (a failure is recorded under it).
             pub const fn name(self) -> &'static str {
