@@ -356,26 +356,33 @@ impl<H: Hal> Hal for FaultInjector<H> {
                 }
                 Ok(0)
             }
-            Access::WriteRecord(Record::Desc, desc) => {
+            // Descriptors are corrupted, NQ records dropped or rewritten.
+            Access::WriteRecord(kind @ (Record::Desc | Record::Nq), rec) => {
                 let dir = match r.id() {
                     RegionId::DescRing { dir, .. } => Some(dir),
                     _ => None,
                 };
+                let is_done = kind == Record::Nq
+                    && nq::NqEntry::decode(rec).is_ok_and(|e| e.kind == nq::Kind::Done);
                 let fault = self.fire(
                     r.id(),
                     || format!("{}[{}]", r.id(), off / RECORD),
-                    |f| matches!(f, Fault::CorruptDesc { dir: d, .. } if dir.is_some() && (d.is_none() || *d == dir)),
+                    |f| match (kind, f) {
+                        (Record::Desc, Fault::CorruptDesc { dir: d, .. }) => {
+                            dir.is_some() && (d.is_none() || *d == dir)
+                        }
+                        (Record::Nq, Fault::DropNq) => true,
+                        (Record::Nq, Fault::NqError(_)) => is_done,
+                        _ => false,
+                    },
                 );
-                let bad;
-                let desc = match fault {
-                    Some(Fault::CorruptDesc { what, .. }) => {
-                        bad = corrupt_desc(desc, what);
-                        &bad
-                    }
-                    _ => desc,
+                let rec = match fault {
+                    Some(Fault::CorruptDesc { what, .. }) => corrupt_desc(rec, what),
+                    Some(Fault::NqError(class)) => error_nq(rec, class),
+                    Some(Fault::DropNq) => return Ok(0),
+                    _ => *rec,
                 };
-                self.inner
-                    .access(r, off, Access::WriteRecord(Record::Desc, desc))
+                self.inner.access(r, off, Access::WriteRecord(kind, &rec))
             }
             Access::TailInc(n) => {
                 let fault = self.fire(
@@ -392,25 +399,6 @@ impl<H: Hal> Hal for FaultInjector<H> {
                         .map(u64::from);
                 }
                 self.inner.access(r, off, Access::TailInc(n))
-            }
-            Access::WriteRecord(Record::Nq, entry) => {
-                let is_done = nq::NqEntry::decode(entry).is_ok_and(|e| e.kind == nq::Kind::Done);
-                let fault = self.fire(
-                    r.id(),
-                    || format!("{}[{}]", r.id(), off / RECORD),
-                    |f| matches!(f, Fault::DropNq) || (is_done && matches!(f, Fault::NqError(_))),
-                );
-                let bad;
-                let entry = match fault {
-                    Some(Fault::DropNq) => return Ok(0),
-                    Some(Fault::NqError(class)) => {
-                        bad = error_nq(entry, class);
-                        &bad
-                    }
-                    _ => entry,
-                };
-                self.inner
-                    .access(r, off, Access::WriteRecord(Record::Nq, entry))
             }
             a => self.inner.access(r, off, a),
         }
