@@ -8,7 +8,7 @@ use xunds::device::sequencer::NullExecutor;
 use xunds::device::staging::{build_request, IbAddr, LoadedModel, ModelId, StageError};
 use xunds::device::Device;
 use xunds::hal::fake::FakeHal;
-use xunds::hal::tracer::{self, TraceFilter, TraceOp, Tracer};
+use xunds::hal::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
 use xunds::hal::{Dir, Hal, RegionId};
 use xunds::wire::device_request::{DeviceExecRequest, Engine};
 
@@ -108,9 +108,12 @@ fn snapshot_staging_order() {
     let kinds: Vec<String> = ops
         .iter()
         .filter_map(|op| match op {
-            TraceOp::CopyIn { data, .. } => Some(format!("copy_in{}", data.len())),
-            TraceOp::WriteDesc { ring, .. } => Some(format!("{ring}")),
-            TraceOp::TailInc { off, .. } => Some(format!("tail_inc@{off:#x}")),
+            TraceOp::Mem(m) => match m.op {
+                Op::CopyIn => Some(format!("copy_in{}", m.data.len())),
+                Op::WriteDesc => Some(format!("{}", m.region)),
+                Op::TailInc => Some(format!("tail_inc@{:#x}", m.off)),
+                _ => None,
+            },
             _ => None,
         })
         .collect();
@@ -130,7 +133,7 @@ fn snapshot_staging_order() {
         ]
     );
     assert!(
-        matches!(ops.last(), Some(TraceOp::TailInc { .. })),
+        matches!(ops.last(), Some(TraceOp::Mem(m)) if m.op == Op::TailInc),
         "publish is last"
     );
 }
@@ -265,14 +268,15 @@ fn ring_id_wraps_through_many_requests() {
         .records()
         .iter()
         .filter_map(|r| match &r.op {
-            TraceOp::WriteDesc { ring, desc, index }
-                if *ring
-                    == (RegionId::DescRing {
-                        core: 0,
-                        dir: Dir::M2s,
-                    }) =>
+            TraceOp::Mem(m)
+                if m.op == Op::WriteDesc
+                    && m.region
+                        == (RegionId::DescRing {
+                            core: 0,
+                            dir: Dir::M2s,
+                        }) =>
             {
-                Some((*index, desc[3] & 3))
+                Some((m.index(), m.data[3] & 3))
             }
             _ => None,
         })

@@ -9,8 +9,8 @@ use xunds::hal::fault::{
     self, DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, Trigger, WILD_PA,
 };
 use xunds::hal::linux::LinuxHal;
-use xunds::hal::tracer::{self, TraceFilter, TraceOp, Tracer};
-use xunds::hal::{Dir, EventId, Hal, HalError, Ordering, RegionId, Wait};
+use xunds::hal::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
+use xunds::hal::{Access, Dir, EventId, Hal, HalError, Ordering, Record, RegionId, Wait, Width};
 use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
 use xunds::wire::udma::{self, M2sDesc, S2mDesc};
 
@@ -34,6 +34,11 @@ fn contract<H: Hal>(mut hal: H) {
     let mut edge = [0u8; 2];
     hal.copy_out(r, 2, &mut edge).unwrap();
     assert_eq!(edge, [0, 1], "byte before the copy untouched");
+    // A copy that ends inside its first word (no whole word at all).
+    hal.copy_in(r, 5, &[0xEE; 2]).unwrap();
+    hal.copy_out(r, 5, &mut edge).unwrap();
+    assert_eq!(edge, [0xEE; 2]);
+    hal.copy_in(r, 5, &data[2..4]).unwrap();
     assert_eq!(hal.load_u32(r, 4, Ordering::Relaxed).unwrap(), 0x0504_0302);
     // Bounds and alignment.
     assert!(matches!(
@@ -116,6 +121,7 @@ fn contract<H: Hal>(mut hal: H) {
         hal.store_u32s(w, 2, &[1, 2]),
         Err(HalError::Misaligned { .. })
     ));
+    generic_path(&mut hal);
     // Events.
     let e = hal.event(EventId::NqIrq { core: 0 }).unwrap();
     assert!(hal.event(EventId::NqIrq { core: 0 }).is_err());
@@ -124,6 +130,65 @@ fn contract<H: Hal>(mut hal: H) {
     hal.notify(e, 5).unwrap();
     assert_eq!(hal.wait(e, 1_000).unwrap(), Wait::Signalled(7));
     assert_eq!(hal.wait(e, 0).unwrap(), Wait::TimedOut);
+}
+
+/// The one generic path every named method above is provided on: each
+/// access kind and width straight through `Hal::access`.
+fn generic_path<H: Hal>(hal: &mut H) {
+    let g = hal.map(RegionId::Other { tag: 3 }, 32).unwrap();
+    let (w32, w64, rlx) = (Width::W32, Width::W64, Ordering::Relaxed);
+    let v = 0x0102_0304_0506_0708;
+    assert_eq!(hal.access(g, 8, Access::Store(w64, v, rlx)).unwrap(), 0);
+    // Ordering: AcqRel and Acquire only pass through (one thread).
+    let fa = Access::FetchAdd(w64, 1, Ordering::AcqRel);
+    assert_eq!(hal.access(g, 8, fa).unwrap(), v);
+    let lo = Access::Load(w32, Ordering::Acquire);
+    assert_eq!(hal.access(g, 12, lo).unwrap(), 0x0102_0304);
+    assert_eq!(hal.access(g, 8, Access::Load(w64, rlx)).unwrap(), v + 1);
+    hal.access(g, 12, Access::Store(w32, u64::MAX, rlx))
+        .unwrap();
+    assert_eq!(
+        hal.access(g, 12, Access::FetchAdd(w32, 2, rlx)).unwrap(),
+        0xFFFF_FFFF
+    );
+    assert_eq!(
+        hal.access(g, 8, Access::Load(w64, rlx)).unwrap(),
+        0x1_0506_0709
+    );
+    assert_eq!(hal.access(g, 0, Access::TailInc(7)).unwrap(), 7);
+    assert_eq!(hal.access(g, 0, Access::TailInc(2)).unwrap(), 9);
+    let mut b = [0u8; 3];
+    hal.access(g, 9, Access::Read(&mut b)).unwrap();
+    assert_eq!(b, [0x07, 0x06, 0x05]);
+    hal.access(g, 5, Access::Write(&[0xEE; 2])).unwrap();
+    assert_eq!(
+        hal.access(g, 4, Access::Load(w32, rlx)).unwrap(),
+        0x00EE_EE00
+    );
+    hal.access(g, 16, Access::StoreRun(&[1, 2, 3])).unwrap();
+    let mut run = [0u32; 3];
+    hal.access(g, 16, Access::LoadRun(&mut run)).unwrap();
+    assert_eq!(run, [1, 2, 3]);
+    // A record's kind names it; the memory is the same.
+    let rec: [u8; 16] = core::array::from_fn(|i| 0xA0 + i as u8);
+    hal.access(g, 16, Access::WriteRecord(Record::Nq, &rec))
+        .unwrap();
+    let mut back = [0u8; 16];
+    hal.access(g, 16, Access::ReadRecord(Record::Plain, &mut back))
+        .unwrap();
+    assert_eq!(back, rec);
+    assert!(matches!(
+        hal.access(g, 4, Access::Load(w64, rlx)),
+        Err(HalError::Misaligned { align: 8, .. })
+    ));
+    assert!(matches!(
+        hal.access(g, 28, Access::FetchAdd(w64, 1, rlx)),
+        Err(HalError::OutOfBounds { len: 8, .. })
+    ));
+    assert!(matches!(
+        hal.access(g, 8, Access::ReadRecord(Record::Desc, &mut back)),
+        Err(HalError::Misaligned { align: 16, .. })
+    ));
 }
 
 #[test]
@@ -247,14 +312,73 @@ fn replay_reproduces_and_detects_divergence() {
     assert!(rep.checked >= 4);
     // Tamper with one recorded read: the replay names the record.
     let mut bad = records.clone();
-    if let TraceOp::CopyOut { data, .. } = &mut bad[6].op {
-        data[1] = 0xEE;
+    if let TraceOp::Mem(m) = &mut bad[6].op {
+        assert_eq!(m.op, Op::CopyOut);
+        m.data[1] = 0xEE;
     } else {
         panic!("record 6 should be the copy_out: {:?}", bad[6]);
     }
     let d = tracer::replay(&bad, &mut FakeHal::new()).unwrap_err();
     assert_eq!(d.seq, 6);
     assert!(d.to_string().contains("record 6"));
+}
+
+/// Every operation of the tracer's table is recorded under its name and
+/// re-issued by `replay` on both backends.
+#[test]
+fn every_operation_traces_and_replays() {
+    let mut t = Tracer::new(FakeHal::new());
+    let log = t.log();
+    generic_path(&mut t);
+    let r = t.map(RegionId::Other { tag: 4 }, 64).unwrap();
+    t.write_desc(r, 0, &[1; 16]).unwrap();
+    let _ = t.read_desc(r, 0).unwrap();
+    t.write_nq(r, 1, &[2; 16]).unwrap();
+    let _ = t.read_nq(r, 1).unwrap();
+    t.write16(r, 32, &[3; 16]).unwrap();
+    let _ = t.read16(r, 32).unwrap();
+    let records = log.records();
+    let mut seen: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match &r.op {
+            TraceOp::Mem(m) => Some(m.op.name()),
+            _ => None,
+        })
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [
+            "copy_in",
+            "copy_out",
+            "fetch_add_u32",
+            "fetch_add_u64",
+            "load_u32",
+            "load_u64",
+            "read16",
+            "read_desc",
+            "read_nq",
+            "store_u32",
+            "store_u64",
+            "tail_inc",
+            "write16",
+            "write_desc",
+            "write_nq"
+        ]
+    );
+    let text = tracer::render(&records, None);
+    assert!(
+        text.contains("fetch_add other3+0x0008 acqrel +1 (was 0x102030405060708)"),
+        "{text}"
+    );
+    assert!(text.contains("FAILED    fetch_add_u64: other3"), "{text}");
+    for rep in [
+        tracer::replay(&records, &mut FakeHal::new()).unwrap(),
+        tracer::replay(&records, &mut LinuxHal::new()).unwrap(),
+    ] {
+        assert_eq!(rep.skipped, 3, "the three refused accesses");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! events are counters that never block. No system call, no clock:
 //! deterministic by construction.
 //!
-//! Sub-word stores (`copy_in` edges, `store_u32`) are compare-and-swap loops
+//! Sub-word stores (byte-copy edges, 4-byte stores) are compare-and-swap loops
 //! on the containing word, so two agents writing different bytes of one word
 //! never lose each other's bytes.
 #![forbid(unsafe_code)]
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use crate::sync::atomic::AtomicU64;
 
 use super::{
-    check, record_from_halves, record_halves, EventHandle, EventId, Hal, HalError, Ordering,
-    RegionHandle, RegionId, Table, Wait, RECORD,
+    check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
+    Ordering, RegionHandle, RegionId, Table, Wait, Width,
 };
 
 /// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
@@ -95,6 +95,63 @@ fn load_for(o: Ordering) -> Ordering {
     }
 }
 
+/// Add `v` (wrapping) to the 4-byte word at byte `byte` of `w`; returns the
+/// old 4-byte word.
+fn fetch_add32(w: &AtomicU64, byte: usize, v: u32, order: Ordering) -> u32 {
+    let sh = 8 * byte;
+    let mut cur = w.load(Ordering::Relaxed);
+    loop {
+        let old = (cur >> sh) as u32;
+        let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
+        // Ordering: the caller's ordering applies to the read-modify-write
+        // (partner and seed section named at the caller, e.g. the doorbell
+        // in `access`).
+        match w.compare_exchange_weak(cur, new, order, load_for(order)) {
+            Ok(_) => return old,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+// Runs of words (range checked by the caller): a pair of words that fills
+// an 8-byte word is one load, or one plain store instead of a
+// compare-and-swap.
+fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
+    let mut i = 0;
+    while i < out.len() {
+        let o = off + 4 * i;
+        let w = words[o / 8].load(Ordering::Relaxed);
+        if o % 8 == 0 && i + 1 < out.len() {
+            out[i] = w as u32;
+            out[i + 1] = (w >> 32) as u32;
+            i += 2;
+        } else {
+            out[i] = (w >> (8 * (o % 8))) as u32;
+            i += 1;
+        }
+    }
+}
+
+fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
+    let mut i = 0;
+    while i < vals.len() {
+        let o = off + 4 * i;
+        if o % 8 == 0 && i + 1 < vals.len() {
+            let w = u64::from(vals[i]) | (u64::from(vals[i + 1]) << 32);
+            words[o / 8].store(w, Ordering::Relaxed);
+            i += 2;
+        } else {
+            splice(
+                &words[o / 8],
+                o % 8,
+                &vals[i].to_le_bytes(),
+                Ordering::Relaxed,
+            );
+            i += 1;
+        }
+    }
+}
+
 impl Hal for FakeHal {
     fn name(&self) -> String {
         "fake".to_string()
@@ -122,159 +179,85 @@ impl Hal for FakeHal {
         Ok(EventHandle::new(index, id))
     }
 
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-        check(r, off, data.len(), 1)?;
+    #[inline(always)]
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let (len, align) = a.span();
+        check(r, off, len, align)?;
         let words = self.words(r)?;
-        let mut i = 0;
-        while i < data.len() {
-            let o = off + i;
-            let byte = o % 8;
-            let n = (8 - byte).min(data.len() - i);
-            splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
-            i += n;
-        }
-        Ok(())
-    }
-
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-        check(r, off, out.len(), 1)?;
-        let words = self.words(r)?;
-        let mut i = 0;
-        while i < out.len() {
-            let o = off + i;
-            let byte = o % 8;
-            let n = (8 - byte).min(out.len() - i);
-            let w = words[o / 8].load(Ordering::Relaxed).to_le_bytes();
-            out[i..i + n].copy_from_slice(&w[byte..byte + n]);
-            i += n;
-        }
-        Ok(())
-    }
-
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        check(r, off, 4, 4)?;
-        let w = self.words(r)?[off / 8].load(order);
-        Ok((w >> (8 * (off % 8))) as u32)
-    }
-
-    fn store_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        check(r, off, 4, 4)?;
-        splice(&self.words(r)?[off / 8], off % 8, &v.to_le_bytes(), order);
-        Ok(())
-    }
-
-    // Runs of words: the range checked once; a pair of words that fills an
-    // 8-byte word is one load, or one plain store instead of a
-    // compare-and-swap.
-    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-        check(r, off, 4 * out.len(), 4)?;
-        let words = self.words(r)?;
-        let mut i = 0;
-        while i < out.len() {
-            let o = off + 4 * i;
-            let w = words[o / 8].load(Ordering::Relaxed);
-            if o % 8 == 0 && i + 1 < out.len() {
-                out[i] = w as u32;
-                out[i + 1] = (w >> 32) as u32;
-                i += 2;
-            } else {
-                out[i] = (w >> (8 * (o % 8))) as u32;
-                i += 1;
+        let (w, byte) = (off / 8, off % 8);
+        Ok(match a {
+            Access::Load(Width::W32, order) => (words[w].load(order) >> (8 * byte)) & 0xFFFF_FFFF,
+            Access::Load(Width::W64, order) => words[w].load(order),
+            Access::Store(Width::W32, v, order) => {
+                splice(&words[w], byte, &(v as u32).to_le_bytes(), order);
+                0
             }
-        }
-        Ok(())
-    }
-
-    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
-        check(r, off, 4 * vals.len(), 4)?;
-        let words = self.words(r)?;
-        let mut i = 0;
-        while i < vals.len() {
-            let o = off + 4 * i;
-            if o % 8 == 0 && i + 1 < vals.len() {
-                let w = u64::from(vals[i]) | (u64::from(vals[i + 1]) << 32);
-                words[o / 8].store(w, Ordering::Relaxed);
-                i += 2;
-            } else {
-                splice(
-                    &words[o / 8],
-                    o % 8,
-                    &vals[i].to_le_bytes(),
-                    Ordering::Relaxed,
-                );
-                i += 1;
+            Access::Store(Width::W64, v, order) => {
+                words[w].store(v, order);
+                0
             }
-        }
-        Ok(())
-    }
-
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<u32, HalError> {
-        check(r, off, 4, 4)?;
-        let w = &self.words(r)?[off / 8];
-        let sh = 8 * (off % 8);
-        let mut cur = w.load(Ordering::Relaxed);
-        loop {
-            let old = (cur >> sh) as u32;
-            let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
+            Access::FetchAdd(Width::W32, v, order) => {
+                fetch_add32(&words[w], byte, v as u32, order).into()
+            }
             // Ordering: the caller's ordering applies to the read-modify-write
-            // (partner and seed section named at the caller, e.g.
-            // `Hal::tail_inc`).
-            match w.compare_exchange_weak(cur, new, order, load_for(order)) {
-                Ok(_) => return Ok(old),
-                Err(now) => cur = now,
+            // (partner and seed section named at the caller).
+            Access::FetchAdd(Width::W64, v, order) => words[w].fetch_add(v, order),
+            Access::TailInc(n) => {
+                // Ordering: Release pairs with the device's Acquire load of
+                // the same tail register (docs/abi.md §1.10 "device publish
+                // boundary").
+                let old = fetch_add32(&words[w], byte, n, Ordering::Release);
+                old.wrapping_add(n).into()
             }
-        }
-    }
-
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
-        check(r, off, 8, 8)?;
-        Ok(self.words(r)?[off / 8].load(order))
-    }
-
-    fn store_u64(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u64,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        check(r, off, 8, 8)?;
-        self.words(r)?[off / 8].store(v, order);
-        Ok(())
-    }
-
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        check(r, off, RECORD, RECORD)?;
-        let words = self.words(r)?;
-        let (lo, hi) = record_halves(rec);
-        words[off / 8 + 1].store(hi, Ordering::Relaxed);
-        // Ordering: Release publishes the record; pairs with the Acquire load
-        // of the same word in `read16` (the consumer's ring-id / phase check:
-        // docs/abi.md §1.11, §1.13).
-        words[off / 8].store(lo, Ordering::Release);
-        Ok(())
-    }
-
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        check(r, off, RECORD, RECORD)?;
-        let words = self.words(r)?;
-        // Ordering: Acquire pairs with the Release store in `write16`
-        // (docs/abi.md §1.11, §1.13).
-        let lo = words[off / 8].load(Ordering::Acquire);
-        let hi = words[off / 8 + 1].load(Ordering::Relaxed);
-        Ok(record_from_halves(lo, hi))
+            Access::LoadRun(out) => {
+                load_run(words, off, out);
+                0
+            }
+            Access::StoreRun(vals) => {
+                store_run(words, off, vals);
+                0
+            }
+            Access::Read(out) => {
+                let mut i = 0;
+                while i < out.len() {
+                    let o = off + i;
+                    let byte = o % 8;
+                    let n = (8 - byte).min(out.len() - i);
+                    let w = words[o / 8].load(Ordering::Relaxed).to_le_bytes();
+                    out[i..i + n].copy_from_slice(&w[byte..byte + n]);
+                    i += n;
+                }
+                0
+            }
+            Access::Write(data) => {
+                let mut i = 0;
+                while i < data.len() {
+                    let o = off + i;
+                    let byte = o % 8;
+                    let n = (8 - byte).min(data.len() - i);
+                    splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
+                    i += n;
+                }
+                0
+            }
+            Access::ReadRecord(_, out) => {
+                // Ordering: Acquire pairs with the Release store of the same
+                // word below (`WriteRecord`; docs/abi.md §1.11, §1.13).
+                let lo = words[w].load(Ordering::Acquire);
+                let hi = words[w + 1].load(Ordering::Relaxed);
+                *out = record_from_halves(lo, hi);
+                0
+            }
+            Access::WriteRecord(_, rec) => {
+                let (lo, hi) = record_halves(rec);
+                words[w + 1].store(hi, Ordering::Relaxed);
+                // Ordering: Release publishes the record; pairs with the
+                // Acquire load of the same word in `ReadRecord` (the
+                // consumer's ring-id / phase check: docs/abi.md §1.11, §1.13).
+                words[w].store(lo, Ordering::Release);
+                0
+            }
+        })
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {

@@ -22,7 +22,8 @@ use crate::wire::nq::{self, ErrorClass};
 use crate::wire::udma;
 
 use super::{
-    Dir, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+    Access, Dir, EventHandle, EventId, Hal, HalError, Ordering, Record, RegionHandle, RegionId,
+    Wait, Width, RECORD,
 };
 
 /// A physical address no device window contains (used for "address outside
@@ -328,93 +329,78 @@ impl<H: Hal> Hal for FaultInjector<H> {
         format!("faults({})", self.inner.name())
     }
     super::forward_hal!(self => self.inner;
-        map, base_addr, event, copy_in, copy_out, store_u32, store_u32s, fetch_add_u32, load_u64, store_u64,
-        write16, read16, read_desc, read_nq, notify, wait, event_fd);
+        map, base_addr, event, notify, wait, event_fd);
 
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        let v = self.inner.load_u32(r, off, order)?;
-        if !self.stale_reads || !matches!(r.id(), RegionId::Regs { .. }) {
-            return Ok(v);
-        }
-        let fault = self.fire(
-            r.id(),
-            || format!("{}+{off:#x}", r.id()),
-            |f| matches!(*f, Fault::StaleRead { off: o, span, .. } if off >= o && off - o < span),
-        );
-        match fault {
-            Some(Fault::StaleRead { lag, .. }) => Ok(v.wrapping_sub(lag)),
-            _ => Ok(v),
-        }
-    }
-
-    // A run of words reaches the backend whole unless stale reads are
-    // armed on a register block (then word by word, each a chance to fire).
-    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-        if self.stale_reads && matches!(r.id(), RegionId::Regs { .. }) {
-            for (i, w) in out.iter_mut().enumerate() {
-                *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+    #[inline(always)]
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let stale = self.stale_reads && matches!(r.id(), RegionId::Regs { .. });
+        match a {
+            Access::Load(Width::W32, order) if stale => {
+                let v = self.inner.load_u32(r, off, order)?;
+                let fault = self.fire(
+                    r.id(),
+                    || format!("{}+{off:#x}", r.id()),
+                    |f| matches!(*f, Fault::StaleRead { off: o, span, .. } if off >= o && off - o < span),
+                );
+                match fault {
+                    Some(Fault::StaleRead { lag, .. }) => Ok(v.wrapping_sub(lag).into()),
+                    _ => Ok(v.into()),
+                }
             }
-            return Ok(());
-        }
-        self.inner.load_u32s(r, off, out)
-    }
-
-    fn write_desc(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        desc: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        let dir = match ring.id() {
-            RegionId::DescRing { dir, .. } => Some(dir),
-            _ => None,
-        };
-        let fault = self.fire(
-            ring.id(),
-            || format!("{}[{index}]", ring.id()),
-            |f| matches!(f, Fault::CorruptDesc { dir: d, .. } if dir.is_some() && (d.is_none() || *d == dir)),
-        );
-        match fault {
-            Some(Fault::CorruptDesc { what, .. }) => {
-                self.inner
-                    .write_desc(ring, index, &corrupt_desc(desc, what))
+            // A run of words reaches the backend whole unless stale reads are
+            // armed on a register block (then word by word, each a chance to
+            // fire).
+            Access::LoadRun(out) if stale => {
+                for (i, w) in out.iter_mut().enumerate() {
+                    *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+                }
+                Ok(0)
             }
-            _ => self.inner.write_desc(ring, index, desc),
-        }
-    }
-
-    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
-        let fault = self.fire(
-            regs.id(),
-            || format!("{}+{off:#x}", regs.id()),
-            |f| matches!(f, Fault::DropDoorbell),
-        );
-        if fault.is_some() {
-            // Dropped: report the unchanged total, as if the write was lost
-            // on the bus.
-            return self.inner.load_u32(regs, off, Ordering::Relaxed);
-        }
-        self.inner.tail_inc(regs, off, n)
-    }
-
-    fn write_nq(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        entry: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        let is_done = nq::NqEntry::decode(entry).is_ok_and(|e| e.kind == nq::Kind::Done);
-        let fault = self.fire(
-            ring.id(),
-            || format!("{}[{index}]", ring.id()),
-            |f| matches!(f, Fault::DropNq) || (is_done && matches!(f, Fault::NqError(_))),
-        );
-        match fault {
-            Some(Fault::DropNq) => Ok(()),
-            Some(Fault::NqError(class)) => {
-                self.inner.write_nq(ring, index, &error_nq(entry, class))
+            // Descriptors are corrupted, NQ records dropped or rewritten.
+            Access::WriteRecord(kind @ (Record::Desc | Record::Nq), rec) => {
+                let dir = match r.id() {
+                    RegionId::DescRing { dir, .. } => Some(dir),
+                    _ => None,
+                };
+                let is_done = kind == Record::Nq
+                    && nq::NqEntry::decode(rec).is_ok_and(|e| e.kind == nq::Kind::Done);
+                let fault = self.fire(
+                    r.id(),
+                    || format!("{}[{}]", r.id(), off / RECORD),
+                    |f| match (kind, f) {
+                        (Record::Desc, Fault::CorruptDesc { dir: d, .. }) => {
+                            dir.is_some() && (d.is_none() || *d == dir)
+                        }
+                        (Record::Nq, Fault::DropNq) => true,
+                        (Record::Nq, Fault::NqError(_)) => is_done,
+                        _ => false,
+                    },
+                );
+                let rec = match fault {
+                    Some(Fault::CorruptDesc { what, .. }) => corrupt_desc(rec, what),
+                    Some(Fault::NqError(class)) => error_nq(rec, class),
+                    Some(Fault::DropNq) => return Ok(0),
+                    _ => *rec,
+                };
+                self.inner.access(r, off, Access::WriteRecord(kind, &rec))
             }
-            _ => self.inner.write_nq(ring, index, entry),
+            Access::TailInc(n) => {
+                let fault = self.fire(
+                    r.id(),
+                    || format!("{}+{off:#x}", r.id()),
+                    |f| matches!(f, Fault::DropDoorbell),
+                );
+                if fault.is_some() {
+                    // Dropped: report the unchanged total, as if the write
+                    // was lost on the bus.
+                    return self
+                        .inner
+                        .load_u32(r, off, Ordering::Relaxed)
+                        .map(u64::from);
+                }
+                self.inner.access(r, off, Access::TailInc(n))
+            }
+            a => self.inner.access(r, off, a),
         }
     }
 }

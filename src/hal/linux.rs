@@ -15,8 +15,8 @@ use std::time::Duration;
 use super::eventfd::EventFd;
 use super::mem::{Mapping, Region};
 use super::{
-    check, record_from_halves, record_halves, EventHandle, EventId, Hal, HalError, Ordering,
-    RegionHandle, RegionId, Table, Wait, RECORD,
+    check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
+    RegionHandle, RegionId, Table, Wait, Width,
 };
 
 /// Real mappings and eventfds. Clone to share (the tables are `Arc`ed once the
@@ -119,129 +119,92 @@ impl Hal for LinuxHal {
         Ok(EventHandle::new(index, id))
     }
 
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-        check(r, off, data.len(), 1)?;
+    #[inline(always)]
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let (len, align) = a.span();
+        check(r, off, len, align)?;
         let reg = self.region(r)?;
-        // Whole aligned words go as relaxed atomic stores (so a concurrent
-        // reader never races a plain write), the ragged edges as volatile
-        // bytes.
-        let (head, mid, tail) = split_words(off, data.len());
-        reg.write_bytes(off, &data[..head])
-            .map_err(|e| mem_err(r, e))?;
-        reg.copy_in_words(off + head, &data[head..head + mid])
-            .map_err(|e| mem_err(r, e))?;
-        reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-        check(r, off, out.len(), 1)?;
-        let reg = self.region(r)?;
-        let (head, mid, _) = split_words(off, out.len());
-        let (h, rest) = out.split_at_mut(head);
-        let (m, t) = rest.split_at_mut(mid);
-        reg.read_bytes(off, h).map_err(|e| mem_err(r, e))?;
-        reg.copy_out_words(off + head, m)
-            .map_err(|e| mem_err(r, e))?;
-        reg.read_bytes(off + head + mid, t)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-        check(r, off, out.len() * 4, 4)?;
-        self.region(r)?
-            .load_u32s(off, out)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
-        check(r, off, vals.len() * 4, 4)?;
-        self.region(r)?
-            .store_u32s(off, vals)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        check(r, off, 4, 4)?;
-        self.region(r)?
-            .load_u32(off, order)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn store_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        check(r, off, 4, 4)?;
-        self.region(r)?
-            .store_u32(off, v, order)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<u32, HalError> {
-        check(r, off, 4, 4)?;
-        Ok(self
-            .region(r)?
-            .atomic_u32(off)
-            .map_err(|e| mem_err(r, e))?
-            .fetch_add(v, order))
-    }
-
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
-        check(r, off, 8, 8)?;
-        self.region(r)?
-            .load_u64(off, order)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn store_u64(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u64,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        check(r, off, 8, 8)?;
-        self.region(r)?
-            .store_u64(off, v, order)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        check(r, off, RECORD, RECORD)?;
-        let reg = self.region(r)?;
-        let (lo, hi) = record_halves(rec);
-        reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
-            .map_err(|e| mem_err(r, e))?;
-        // Ordering: Release publishes the record; pairs with the Acquire
-        // load of the same half in `read16` (the consumer's ring-id / phase
-        // check). docs/abi.md §1.11, §1.13.
-        reg.store_u64(off, lo, StdOrdering::Release)
-            .map_err(|e| mem_err(r, e))
-    }
-
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        check(r, off, RECORD, RECORD)?;
-        let reg = self.region(r)?;
-        // Ordering: Acquire pairs with the Release store of this half in
-        // `write16`: if the mark is the expected one, the other half is too
-        // (docs/abi.md §1.11, §1.13).
-        let lo = reg
-            .load_u64(off, StdOrdering::Acquire)
-            .map_err(|e| mem_err(r, e))?;
-        let hi = reg
-            .load_u64(off + 8, StdOrdering::Relaxed)
-            .map_err(|e| mem_err(r, e))?;
-        Ok(record_from_halves(lo, hi))
+        let e = |e| mem_err(r, e);
+        Ok(match a {
+            Access::Load(Width::W32, order) => reg.load_u32(off, order).map_err(e)?.into(),
+            Access::Load(Width::W64, order) => reg.load_u64(off, order).map_err(e)?,
+            Access::Store(Width::W32, v, order) => {
+                reg.store_u32(off, v as u32, order).map_err(e)?;
+                0
+            }
+            Access::Store(Width::W64, v, order) => {
+                reg.store_u64(off, v, order).map_err(e)?;
+                0
+            }
+            // Ordering: the caller's ordering applies to the read-modify-write
+            // (partner and seed section named at the caller).
+            Access::FetchAdd(Width::W32, v, order) => {
+                let a = reg.atomic_u32(off).map_err(e)?;
+                a.fetch_add(v as u32, order).into()
+            }
+            // Ordering: as above.
+            Access::FetchAdd(Width::W64, v, order) => {
+                reg.atomic_u64(off).map_err(e)?.fetch_add(v, order)
+            }
+            Access::TailInc(n) => {
+                // Ordering: Release pairs with the device's Acquire load of
+                // the same tail register (docs/abi.md §1.10 "device publish
+                // boundary").
+                let old = reg
+                    .atomic_u32(off)
+                    .map_err(e)?
+                    .fetch_add(n, StdOrdering::Release);
+                old.wrapping_add(n).into()
+            }
+            Access::LoadRun(out) => reg.load_u32s(off, out).map(|()| 0).map_err(e)?,
+            Access::StoreRun(vals) => reg.store_u32s(off, vals).map(|()| 0).map_err(e)?,
+            Access::Read(out) => {
+                let (head, mid, _) = split_words(off, out.len());
+                let (h, rest) = out.split_at_mut(head);
+                let (m, t) = rest.split_at_mut(mid);
+                reg.read_bytes(off, h).map_err(e)?;
+                // No words: a copy that ends inside its first word (whose
+                // word offset `off + head` is then unaligned).
+                if mid > 0 {
+                    reg.copy_out_words(off + head, m).map_err(e)?;
+                }
+                reg.read_bytes(off + head + mid, t).map_err(e)?;
+                0
+            }
+            Access::Write(data) => {
+                // Whole aligned words go as relaxed atomic stores (so a
+                // concurrent reader never races a plain write), the ragged
+                // edges as volatile bytes.
+                let (head, mid, tail) = split_words(off, data.len());
+                reg.write_bytes(off, &data[..head]).map_err(e)?;
+                if mid > 0 {
+                    reg.copy_in_words(off + head, &data[head..head + mid])
+                        .map_err(e)?;
+                }
+                reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
+                    .map_err(e)?;
+                0
+            }
+            Access::ReadRecord(_, out) => {
+                // Ordering: Acquire pairs with the Release store of this half
+                // in `WriteRecord` below: if the mark is the expected one, the
+                // other half is too (docs/abi.md §1.11, §1.13).
+                let lo = reg.load_u64(off, StdOrdering::Acquire).map_err(e)?;
+                let hi = reg.load_u64(off + 8, StdOrdering::Relaxed).map_err(e)?;
+                *out = record_from_halves(lo, hi);
+                0
+            }
+            Access::WriteRecord(_, rec) => {
+                let (lo, hi) = record_halves(rec);
+                reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
+                    .map_err(e)?;
+                // Ordering: Release publishes the record; pairs with the
+                // Acquire load of the same half in `ReadRecord` (the
+                // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
+                reg.store_u64(off, lo, StdOrdering::Release).map_err(e)?;
+                0
+            }
+        })
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {

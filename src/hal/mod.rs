@@ -2,12 +2,15 @@
 //! device, and the kernel.
 //!
 //! [`mem`] owns `mmap` (`Mapping`/`Region`) and [`eventfd`] owns eventfds.
-//! On top of them sits the [`Hal`] trait: the one interface the device half of
-//! xunds (request staging, the simulated device, the NQ harvest) uses to map
-//! regions, copy bytes into device memory, append 16-byte descriptors, ring the
-//! tail-increment doorbell, write and read NQ records, and notify or wait on
-//! events. Nothing above this layer holds a pointer into device memory: it
-//! holds [`RegionHandle`]s and offsets.
+//! On top of them sits the device bus, the [`Hal`] trait: the one interface the
+//! device half of xunds (request staging, the simulated device, the NQ
+//! harvest) uses to map regions, reach their memory and notify or wait on
+//! events. Memory is one generic method, [`Hal::access`], over an [`Access`]
+//! (loads, stores and fetch-adds of a [`Width`], byte reads and writes, word
+//! runs, 16-byte records, the doorbell); the named operations callers use
+//! (`copy_in`, `load_u32`, `write_desc`, `tail_inc`, ...) are provided on
+//! top of it. Nothing above this layer holds a pointer into device memory:
+//! it holds [`RegionHandle`]s and offsets.
 //!
 //! Backends:
 //! - [`linux::LinuxHal`]: real `MAP_SHARED` mappings (`hal::mem::Mapping`,
@@ -15,12 +18,13 @@
 //! - [`fake::FakeHal`]: in-memory words (`crate::sync` atomics, so loom sees
 //!   them under `--cfg loom`), simulated events that never block. Deterministic.
 //!
-//! Middleware that wraps any backend:
+//! Middleware that wraps any backend (each wraps `access` once):
 //! - [`tracer::Tracer`]: records every operation as a deterministic
 //!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base),
 //!   for snapshots and `tracer::replay` (`testkit`).
 //! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
-//!   of descriptors, dropped doorbells, dropped or rewritten NQ records.
+//!   of descriptors, dropped doorbells, dropped or rewritten NQ records, stale
+//!   register reads.
 //!
 //! Time is never read here: waits take their bound as an argument and the
 //! fake never blocks. Memory another agent may write is reached only through
@@ -256,6 +260,101 @@ const _: () = assert!(crate::wire::udma::field::LEN_CTRL + 4 <= PUBLISH_HALF.end
 const _: () = assert!(crate::wire::nq::field::FLAGS < PUBLISH_HALF.end);
 const _: () = assert!(crate::wire::udma::SIZE == RECORD && crate::wire::nq::SIZE == RECORD);
 
+/// The width of a word access (the discriminant is its size and alignment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Width {
+    /// 4 bytes, 4-aligned.
+    W32 = 4,
+    /// 8 bytes, 8-aligned.
+    W64 = 8,
+}
+
+/// What a 16-byte record is. Every kind publishes the same way (see
+/// [`Access::WriteRecord`]); the kind names the operation in traces and lets
+/// the fault injector pick its targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Record {
+    /// Any 16-byte record ([`Hal::write16`], [`Hal::read16`]).
+    Plain,
+    /// A UDMA descriptor (docs/abi.md §1.11).
+    Desc,
+    /// An NQ record (docs/abi.md §1.13).
+    Nq,
+}
+
+/// One access to a mapped region: the whole memory surface of [`Hal`],
+/// in the manner of vm-memory's `Bytes` (reads and writes of N bytes) and
+/// its atomic access (loads, stores and read-modify-writes of a width).
+/// [`Hal::access`] returns the word a variant produces (zero-extended) and
+/// 0 for the others.
+#[derive(Debug)]
+pub enum Access<'a> {
+    /// Load a word with an ordering; returns it.
+    Load(Width, Ordering),
+    /// Store the low `width` bytes of the value with an ordering.
+    Store(Width, u64, Ordering),
+    /// Add the value (wrapping, truncated to the width) with an ordering;
+    /// returns the old word.
+    FetchAdd(Width, u64, Ordering),
+    /// The doorbell: add `n` to a 4-byte tail-increment register with
+    /// Release (everything staged before is visible to the device once it
+    /// sees the new tail; docs/abi.md §1.10). Returns the new running total.
+    TailInc(u32),
+    /// Load consecutive 4-byte words, each Relaxed (the engines' operand
+    /// reads); the range is checked once and the run reaches the backend
+    /// whole.
+    LoadRun(&'a mut [u32]),
+    /// Store consecutive 4-byte words, each Relaxed (the engines' results).
+    StoreRun(&'a [u32]),
+    /// Copy bytes out (`copy_out`): any offset, any length.
+    Read(&'a mut [u8]),
+    /// Copy bytes in (the runtime's `dmem_buf_copyin`).
+    Write(&'a [u8]),
+    /// Read a 16-byte record (16-aligned): [`PUBLISH_HALF`] with Acquire
+    /// first, then the rest.
+    ReadRecord(Record, &'a mut [u8; RECORD]),
+    /// Write a 16-byte record (16-aligned): the bytes after
+    /// [`PUBLISH_HALF`] first (Relaxed), then [`PUBLISH_HALF`] with Release.
+    WriteRecord(Record, &'a [u8; RECORD]),
+}
+
+impl Access<'_> {
+    /// `(bytes touched, alignment required)`: the bounds rule every backend
+    /// applies with one check before touching memory.
+    #[inline(always)]
+    pub fn span(&self) -> (usize, usize) {
+        match self {
+            Access::Load(w, _) | Access::Store(w, ..) | Access::FetchAdd(w, ..) => {
+                (*w as usize, *w as usize)
+            }
+            Access::TailInc(_) => (4, 4),
+            Access::LoadRun(w) => (4 * w.len(), 4),
+            Access::StoreRun(w) => (4 * w.len(), 4),
+            Access::Read(b) => (b.len(), 1),
+            Access::Write(b) => (b.len(), 1),
+            Access::ReadRecord(..) | Access::WriteRecord(..) => (RECORD, RECORD),
+        }
+    }
+
+    /// The same access, borrowing this one's buffers again (so a wrapper can
+    /// pass it on and still look at the bytes afterwards).
+    #[inline(always)]
+    pub fn reborrow(&mut self) -> Access<'_> {
+        match self {
+            Access::Load(w, o) => Access::Load(*w, *o),
+            Access::Store(w, v, o) => Access::Store(*w, *v, *o),
+            Access::FetchAdd(w, v, o) => Access::FetchAdd(*w, *v, *o),
+            Access::TailInc(n) => Access::TailInc(*n),
+            Access::LoadRun(w) => Access::LoadRun(w),
+            Access::StoreRun(w) => Access::StoreRun(w),
+            Access::Read(b) => Access::Read(b),
+            Access::Write(b) => Access::Write(b),
+            Access::ReadRecord(k, r) => Access::ReadRecord(*k, r),
+            Access::WriteRecord(k, r) => Access::WriteRecord(*k, r),
+        }
+    }
+}
+
 /// Everything that touches device memory or the kernel.
 ///
 /// Handles are created while the device is built (`&mut self`); every other
@@ -263,11 +362,12 @@ const _: () = assert!(crate::wire::udma::SIZE == RECORD && crate::wire::nq::SIZE
 /// producer that stages requests, the device that consumes them and the
 /// worker that harvests completions. Offsets are relative to the region base.
 ///
-/// Word operations take an explicit [`Ordering`]; the record operations
-/// ([`write_desc`](Hal::write_desc), [`write_nq`](Hal::write_nq) and their
-/// readers) publish with the ordering built in: the 8 bytes after
-/// [`PUBLISH_HALF`] first (relaxed), then [`PUBLISH_HALF`] with release; a
-/// reader loads [`PUBLISH_HALF`] with acquire, then the rest.
+/// Memory is reached through one method, [`access`](Hal::access), generic
+/// over the [`Access`]: a backend implements it once, a middleware wraps it
+/// once. The word, run, copy and record methods callers use are provided on
+/// top of it and are not overridden. Word operations take an explicit
+/// [`Ordering`]; the record operations publish with the ordering built in
+/// (see [`Access::WriteRecord`] and [`Access::ReadRecord`]).
 pub trait Hal: Send + Sync {
     /// Backend name (`linux`, `fake`, `tracer(linux)`, ...).
     fn name(&self) -> String;
@@ -284,115 +384,10 @@ pub trait Hal: Send + Sync {
     /// Create an event (counter 0).
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError>;
 
-    /// Copy `data` into the region at `off` (the runtime's `dmem_buf_copyin`).
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError>;
-
-    /// Copy `out.len()` bytes at `off` out of the region.
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError>;
-
-    /// Load the 4-byte word at `off` (4-aligned).
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError>;
-
-    /// Store the 4-byte word at `off` (4-aligned).
-    fn store_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<(), HalError>;
-
-    /// Load `out.len()` consecutive 4-byte words from `off` (4-aligned),
-    /// each with a Relaxed load: the engines' operand reads. The default is
-    /// one [`load_u32`](Hal::load_u32) per word (so wrappers that trace or
-    /// inject faults per word keep doing so); a backend over plain mappings
-    /// checks the range once and loads in a tight loop.
-    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-        for (i, w) in out.iter_mut().enumerate() {
-            *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
-        }
-        Ok(())
-    }
-
-    /// Store `vals` as consecutive 4-byte words at `off` (4-aligned), each
-    /// with a Relaxed store: the engines' result writes. Default: one
-    /// [`store_u32`](Hal::store_u32) per word (see [`load_u32s`](Hal::load_u32s)).
-    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
-        for (i, &v) in vals.iter().enumerate() {
-            self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
-        }
-        Ok(())
-    }
-
-    /// Add `v` (wrapping) to the 4-byte word at `off`; returns the old value.
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<u32, HalError>;
-
-    /// Load the 8-byte word at `off` (8-aligned).
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError>;
-
-    /// Store the 8-byte word at `off` (8-aligned).
-    fn store_u64(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u64,
-        order: Ordering,
-    ) -> Result<(), HalError>;
-
-    /// Write a 16-byte record at `off` (16-aligned): bytes 8..16 relaxed, then
-    /// bytes 0..8 with release. The building block of the two record ops.
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError>;
-
-    /// Read a 16-byte record at `off`: bytes 0..8 with acquire, then 8..16.
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError>;
-
-    /// Append a descriptor: write the 16 bytes (already stamped with the
-    /// ring id) at slot `index` of `ring`, `len_ctrl` last with release.
-    fn write_desc(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        desc: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        self.write16(ring, slot_offset(index), desc)
-    }
-
-    /// Read the descriptor at slot `index` (`len_ctrl` first, acquire).
-    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        self.read16(ring, slot_offset(index))
-    }
-
-    /// The doorbell: add `n` to the tail-increment register at `off` of a
-    /// register block (release: everything staged before is visible to the
-    /// device once it sees the new tail). Returns the new running total.
-    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
-        // Ordering: Release pairs with the device's Acquire load of the same
-        // tail register (docs/abi.md §1.10 "device publish boundary").
-        Ok(self
-            .fetch_add_u32(regs, off, n, Ordering::Release)?
-            .wrapping_add(n))
-    }
-
-    /// Write an NQ record at slot `index` of `ring` (phase half last, release).
-    fn write_nq(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        entry: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        self.write16(ring, slot_offset(index), entry)
-    }
-
-    /// Read the NQ record at slot `index` (phase half first, acquire).
-    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        self.read16(ring, slot_offset(index))
-    }
+    /// Perform `a` at `off` of `r` after the bounds and alignment check of
+    /// [`Access::span`]. Returns the loaded word, the old word of a
+    /// fetch-add, the doorbell's new total, or 0.
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError>;
 
     /// Add `n` to an event's counter (`write(efd, &n, 8)`).
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError>;
@@ -403,6 +398,130 @@ pub trait Hal: Send + Sync {
 
     /// The event's file descriptor, when the backend has real ones.
     fn event_fd(&self, ev: EventHandle) -> Option<RawFd>;
+
+    /// Copy `data` into the region at `off` ([`Access::Write`]).
+    #[inline]
+    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
+        self.access(r, off, Access::Write(data)).map(drop)
+    }
+
+    /// Copy `out.len()` bytes at `off` out of the region ([`Access::Read`]).
+    #[inline]
+    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
+        self.access(r, off, Access::Read(out)).map(drop)
+    }
+
+    /// Load the 4-byte word at `off` (4-aligned).
+    #[inline]
+    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
+        Ok(self.access(r, off, Access::Load(Width::W32, order))? as u32)
+    }
+
+    /// Store the 4-byte word at `off` (4-aligned).
+    #[inline]
+    fn store_u32(&self, r: RegionHandle, off: usize, v: u32, o: Ordering) -> Result<(), HalError> {
+        self.access(r, off, Access::Store(Width::W32, v.into(), o))
+            .map(drop)
+    }
+
+    /// Load `out.len()` consecutive 4-byte words from `off` (4-aligned),
+    /// each Relaxed ([`Access::LoadRun`]).
+    #[inline]
+    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
+        self.access(r, off, Access::LoadRun(out)).map(drop)
+    }
+
+    /// Store `vals` as consecutive 4-byte words at `off` (4-aligned), each
+    /// Relaxed ([`Access::StoreRun`]).
+    #[inline]
+    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
+        self.access(r, off, Access::StoreRun(vals)).map(drop)
+    }
+
+    /// Add `v` (wrapping) to the 4-byte word at `off`; returns the old value.
+    #[inline]
+    fn fetch_add_u32(
+        &self,
+        r: RegionHandle,
+        off: usize,
+        v: u32,
+        o: Ordering,
+    ) -> Result<u32, HalError> {
+        Ok(self.access(r, off, Access::FetchAdd(Width::W32, v.into(), o))? as u32)
+    }
+
+    /// Load the 8-byte word at `off` (8-aligned).
+    #[inline]
+    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
+        self.access(r, off, Access::Load(Width::W64, order))
+    }
+
+    /// Store the 8-byte word at `off` (8-aligned).
+    #[inline]
+    fn store_u64(&self, r: RegionHandle, off: usize, v: u64, o: Ordering) -> Result<(), HalError> {
+        self.access(r, off, Access::Store(Width::W64, v, o))
+            .map(drop)
+    }
+
+    /// Write a 16-byte record at `off` (16-aligned), [`PUBLISH_HALF`] last
+    /// with Release.
+    #[inline]
+    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
+        self.access(r, off, Access::WriteRecord(Record::Plain, rec))
+            .map(drop)
+    }
+
+    /// Read a 16-byte record at `off`, [`PUBLISH_HALF`] first with Acquire.
+    #[inline]
+    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
+        read_record(self, r, off, Record::Plain)
+    }
+
+    /// Append a descriptor: write the 16 bytes (already stamped with the
+    /// ring id) at slot `index` of `ring`, `len_ctrl` last with Release.
+    #[inline]
+    fn write_desc(&self, ring: RegionHandle, i: u32, d: &[u8; RECORD]) -> Result<(), HalError> {
+        self.access(ring, slot_offset(i), Access::WriteRecord(Record::Desc, d))
+            .map(drop)
+    }
+
+    /// Read the descriptor at slot `index` (`len_ctrl` first, Acquire).
+    #[inline]
+    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
+        read_record(self, ring, slot_offset(index), Record::Desc)
+    }
+
+    /// The doorbell ([`Access::TailInc`]): add `n` to the tail-increment
+    /// register at `off` of a register block. Returns the new running total.
+    #[inline]
+    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
+        Ok(self.access(regs, off, Access::TailInc(n))? as u32)
+    }
+
+    /// Write an NQ record at slot `index` of `ring` (phase half last, Release).
+    #[inline]
+    fn write_nq(&self, ring: RegionHandle, i: u32, e: &[u8; RECORD]) -> Result<(), HalError> {
+        self.access(ring, slot_offset(i), Access::WriteRecord(Record::Nq, e))
+            .map(drop)
+    }
+
+    /// Read the NQ record at slot `index` (phase half first, Acquire).
+    #[inline]
+    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
+        read_record(self, ring, slot_offset(index), Record::Nq)
+    }
+}
+
+#[inline]
+fn read_record<H: Hal + ?Sized>(
+    hal: &H,
+    r: RegionHandle,
+    off: usize,
+    kind: Record,
+) -> Result<[u8; RECORD], HalError> {
+    let mut rec = [0u8; RECORD];
+    hal.access(r, off, Access::ReadRecord(kind, &mut rec))?;
+    Ok(rec)
 }
 
 /// Byte offset of record slot `index` in a ring.
@@ -528,102 +647,10 @@ macro_rules! forward_hal {
             $inner.event(id)
         }
     };
-    (@ copy_in, $s:tt, $inner:expr) => {
-        fn copy_in(&$s, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-            $inner.copy_in(r, off, data)
-        }
-    };
-    (@ copy_out, $s:tt, $inner:expr) => {
-        fn copy_out(&$s, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-            $inner.copy_out(r, off, out)
-        }
-    };
-    (@ load_u32, $s:tt, $inner:expr) => {
-        fn load_u32(&$s, r: RegionHandle, off: usize, o: Ordering) -> Result<u32, HalError> {
-            $inner.load_u32(r, off, o)
-        }
-    };
-    (@ store_u32, $s:tt, $inner:expr) => {
-        fn store_u32(
-            &$s,
-            r: RegionHandle,
-            off: usize,
-            v: u32,
-            o: Ordering,
-        ) -> Result<(), HalError> {
-            $inner.store_u32(r, off, v, o)
-        }
-    };
-    (@ load_u32s, $s:tt, $inner:expr) => {
-        fn load_u32s(&$s, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-            $inner.load_u32s(r, off, out)
-        }
-    };
-    (@ store_u32s, $s:tt, $inner:expr) => {
-        fn store_u32s(&$s, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
-            $inner.store_u32s(r, off, vals)
-        }
-    };
-    (@ fetch_add_u32, $s:tt, $inner:expr) => {
-        fn fetch_add_u32(
-            &$s,
-            r: RegionHandle,
-            off: usize,
-            v: u32,
-            o: Ordering,
-        ) -> Result<u32, HalError> {
-            $inner.fetch_add_u32(r, off, v, o)
-        }
-    };
-    (@ load_u64, $s:tt, $inner:expr) => {
-        fn load_u64(&$s, r: RegionHandle, off: usize, o: Ordering) -> Result<u64, HalError> {
-            $inner.load_u64(r, off, o)
-        }
-    };
-    (@ store_u64, $s:tt, $inner:expr) => {
-        fn store_u64(
-            &$s,
-            r: RegionHandle,
-            off: usize,
-            v: u64,
-            o: Ordering,
-        ) -> Result<(), HalError> {
-            $inner.store_u64(r, off, v, o)
-        }
-    };
-    (@ write16, $s:tt, $inner:expr) => {
-        fn write16(&$s, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-            $inner.write16(r, off, rec)
-        }
-    };
-    (@ read16, $s:tt, $inner:expr) => {
-        fn read16(&$s, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-            $inner.read16(r, off)
-        }
-    };
-    (@ write_desc, $s:tt, $inner:expr) => {
-        fn write_desc(&$s, ring: RegionHandle, i: u32, d: &[u8; RECORD]) -> Result<(), HalError> {
-            $inner.write_desc(ring, i, d)
-        }
-    };
-    (@ read_desc, $s:tt, $inner:expr) => {
-        fn read_desc(&$s, ring: RegionHandle, i: u32) -> Result<[u8; RECORD], HalError> {
-            $inner.read_desc(ring, i)
-        }
-    };
-    (@ tail_inc, $s:tt, $inner:expr) => {
-        fn tail_inc(&$s, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
-            $inner.tail_inc(regs, off, n)
-        }
-    };
-    (@ write_nq, $s:tt, $inner:expr) => {
-        fn write_nq(&$s, ring: RegionHandle, i: u32, e: &[u8; RECORD]) -> Result<(), HalError> {
-            $inner.write_nq(ring, i, e)
-        }
-    };
-    (@ read_nq, $s:tt, $inner:expr) => {
-        fn read_nq(&$s, ring: RegionHandle, i: u32) -> Result<[u8; RECORD], HalError> {
-            $inner.read_nq(ring, i)
+    (@ access, $s:tt, $inner:expr) => {
+        #[inline]
+        fn access(&$s, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+            $inner.access(r, off, a)
         }
     };
     (@ notify, $s:tt, $inner:expr) => {
@@ -646,8 +673,5 @@ pub(crate) use forward_hal;
 
 impl<H: Hal + ?Sized> Hal for Box<H> {
     forward_hal!(self => **self;
-        name, map, base_addr, event, copy_in, copy_out, load_u32, store_u32, load_u32s, store_u32s,
-        fetch_add_u32, load_u64,
-        store_u64, write16, read16, write_desc, read_desc, tail_inc, write_nq, read_nq, notify,
-        wait, event_fd);
+        name, map, base_addr, event, access, notify, wait, event_fd);
 }

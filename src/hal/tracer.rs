@@ -3,6 +3,11 @@
 //! base, never a host address), for insta snapshots and `replay` (the
 //! `testkit` feature's check that a trace re-issues).
 //!
+//! Memory accesses all pass through [`Hal::access`], so the tracer wraps that
+//! one method and records one generic [`MemOp`]. [`Op`] is the one table of
+//! operations (the `ops!` rows: stream tag, method name, text name, shape);
+//! the text view, the binary event stream and `replay` all come from it.
+//!
 //! Put the tracer innermost (`FaultInjector<Tracer<B>>`) to record what
 //! actually reached memory, outermost to record what the caller asked for.
 //! Records from several threads interleave in one log in the order the
@@ -18,10 +23,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::wire::{nq, udma};
 
 use super::{
-    Dir, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle, RegionId, Wait, RECORD,
+    Access, Dir, EventHandle, EventId, Hal, HalError, Ordering, Record, RegionHandle, RegionId,
+    Wait, Width, RECORD,
 };
 
-/// One recorded HAL operation with its result.
+/// One recorded HAL operation with its result: the structural operations
+/// by name, every memory access as one generic [`MemOp`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceOp {
     /// `map(region, len)`.
@@ -36,146 +43,8 @@ pub enum TraceOp {
         /// Event.
         event: EventId,
     },
-    /// `copy_in`.
-    CopyIn {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Bytes written.
-        data: Vec<u8>,
-    },
-    /// `copy_out`.
-    CopyOut {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Bytes read.
-        data: Vec<u8>,
-    },
-    /// `load_u32`.
-    Load32 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Ordering.
-        order: Ordering,
-        /// Value read.
-        value: u32,
-    },
-    /// `store_u32`.
-    Store32 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Ordering.
-        order: Ordering,
-        /// Value written.
-        value: u32,
-    },
-    /// `fetch_add_u32`.
-    FetchAdd32 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Ordering.
-        order: Ordering,
-        /// Addend.
-        add: u32,
-        /// Value before.
-        old: u32,
-    },
-    /// `load_u64`.
-    Load64 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Ordering.
-        order: Ordering,
-        /// Value read.
-        value: u64,
-    },
-    /// `store_u64`.
-    Store64 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// Ordering.
-        order: Ordering,
-        /// Value written.
-        value: u64,
-    },
-    /// `write16` (a record write that is neither a descriptor nor an NQ entry).
-    Write16 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// The record.
-        rec: [u8; RECORD],
-    },
-    /// `read16`.
-    Read16 {
-        /// Region.
-        region: RegionId,
-        /// Offset.
-        off: usize,
-        /// The record.
-        rec: [u8; RECORD],
-    },
-    /// `write_desc`: a descriptor appended.
-    WriteDesc {
-        /// Ring.
-        ring: RegionId,
-        /// Slot.
-        index: u32,
-        /// The 16 bytes.
-        desc: [u8; RECORD],
-    },
-    /// `read_desc`.
-    ReadDesc {
-        /// Ring.
-        ring: RegionId,
-        /// Slot.
-        index: u32,
-        /// The 16 bytes.
-        desc: [u8; RECORD],
-    },
-    /// `tail_inc`: the doorbell.
-    TailInc {
-        /// Register block.
-        region: RegionId,
-        /// Register offset.
-        off: usize,
-        /// Increment.
-        n: u32,
-        /// Running total after.
-        total: u32,
-    },
-    /// `write_nq`.
-    WriteNq {
-        /// Ring.
-        ring: RegionId,
-        /// Slot.
-        index: u32,
-        /// The 16 bytes.
-        entry: [u8; RECORD],
-    },
-    /// `read_nq`.
-    ReadNq {
-        /// Ring.
-        ring: RegionId,
-        /// Slot.
-        index: u32,
-        /// The 16 bytes.
-        entry: [u8; RECORD],
-    },
+    /// A memory access ([`Hal::access`]).
+    Mem(MemOp),
     /// `notify`.
     Notify {
         /// Event.
@@ -199,6 +68,249 @@ pub enum TraceOp {
         /// The error.
         error: HalError,
     },
+}
+
+/// One memory access: which operation ([`Op`]), where, and what moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemOp {
+    /// The operation.
+    pub op: Op,
+    /// Region.
+    pub region: RegionId,
+    /// Byte offset in the region (a record's slot is [`MemOp::index`]).
+    pub off: usize,
+    /// The ordering of a word access (`Release` for the doorbell; copies
+    /// and records carry theirs built in and record `Relaxed`).
+    pub order: Ordering,
+    /// The word loaded or stored, or the addend of a read-modify-write.
+    pub value: u64,
+    /// A fetch-add's old word; the doorbell's running total after.
+    pub result: u64,
+    /// The bytes of a copy or a record.
+    pub data: Bytes,
+}
+
+impl MemOp {
+    /// The record slot of a descriptor or NQ access (`off / 16`).
+    pub fn index(&self) -> u32 {
+        (self.off / RECORD) as u32
+    }
+
+    /// The record of a record access (zeros past the data).
+    fn rec(&self) -> [u8; RECORD] {
+        let mut rec = [0u8; RECORD];
+        let n = self.data.len().min(RECORD);
+        rec[..n].copy_from_slice(&self.data[..n]);
+        rec
+    }
+
+    /// The record of `a` at `off` of `region`, which returned `v`.
+    #[inline(always)]
+    fn new(op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) -> MemOp {
+        let none = Bytes::default();
+        let (order, value, result, data) = match a {
+            Access::Load(_, order) => (*order, v, 0, none),
+            Access::Store(_, value, order) => (*order, *value, 0, none),
+            Access::FetchAdd(_, value, order) => (*order, *value, v, none),
+            Access::TailInc(n) => (Ordering::Release, u64::from(*n), v, none),
+            Access::Read(b) => (Ordering::Relaxed, 0, 0, Bytes::new(b)),
+            Access::Write(b) => (Ordering::Relaxed, 0, 0, Bytes::new(b)),
+            Access::ReadRecord(_, b) => (Ordering::Relaxed, 0, 0, Bytes::new(&b[..])),
+            Access::WriteRecord(_, b) => (Ordering::Relaxed, 0, 0, Bytes::new(&b[..])),
+            Access::LoadRun(_) | Access::StoreRun(_) => (Ordering::Relaxed, 0, 0, none),
+        };
+        MemOp {
+            op,
+            region,
+            off,
+            order,
+            value,
+            result,
+            data,
+        }
+    }
+}
+
+/// The bytes of a recorded copy or record: up to 16 inline (records and
+/// short copies allocate nothing), longer ones on the heap.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Bytes(Repr);
+
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    Inline(u8, [u8; RECORD]),
+    Heap(Vec<u8>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Inline(0, [0; RECORD])
+    }
+}
+
+impl Bytes {
+    /// A copy of `b`.
+    pub fn new(b: &[u8]) -> Bytes {
+        if b.len() <= RECORD {
+            let mut a = [0u8; RECORD];
+            a[..b.len()].copy_from_slice(b);
+            Bytes(Repr::Inline(b.len() as u8, a))
+        } else {
+            Bytes(Repr::Heap(b.to_vec()))
+        }
+    }
+}
+
+impl core::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline(n, a) => &a[..usize::from(*n)],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl core::ops::DerefMut for Bytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Repr::Inline(n, a) => &mut a[..usize::from(*n)],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// How an operation's fields are rendered and encoded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// `data` at `off`.
+    Bytes,
+    /// A word and its ordering; `=` marks a load.
+    Load,
+    Store,
+    /// A read-modify-write: addend and old word.
+    Rmw,
+    /// The doorbell: increment and running total.
+    Doorbell,
+    /// A 16-byte record at `off`.
+    Record,
+    /// A descriptor at a slot (rendered decoded).
+    Desc,
+    /// An NQ record at a slot (rendered decoded).
+    Nq,
+    /// A run of words: never recorded as such (word by word, or only its
+    /// failure).
+    Run,
+}
+
+/// Declares [`Op`]: each memory operation once, with its stream tag, the
+/// [`Hal`] method it is recorded under, its name in the text view and its
+/// shape.
+macro_rules! ops {
+    ($($(#[$doc:meta])* $op:ident = $tag:literal, $name:literal, $text:literal, $shape:ident;)*) => {
+        /// A memory operation: the one table of their names (docs/design.md
+        /// "HAL"). The discriminant is the tag in the binary event stream.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum Op {
+            $($(#[$doc])* $op = $tag,)*
+        }
+
+        // Tags are unique (they are discriminants) and leave the structural
+        // operations theirs: map 0, event 1, notify 16, wait 17, failed 18.
+        const _: () = assert!($(!matches!($tag, 0 | 1 | 16..=18))&&*);
+
+        impl Op {
+            /// The [`Hal`] method's name (a failure is recorded under it).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Op::$op => $name,)*
+                }
+            }
+
+            /// The name in the text view.
+            const fn text(self) -> &'static str {
+                match self {
+                    $(Op::$op => $text,)*
+                }
+            }
+
+            const fn shape(self) -> Shape {
+                match self {
+                    $(Op::$op => Shape::$shape,)*
+                }
+            }
+        }
+    };
+}
+
+ops! {
+    /// [`Access::Write`].
+    CopyIn = 2, "copy_in", "copy_in", Bytes;
+    /// [`Access::Read`].
+    CopyOut = 3, "copy_out", "copy_out", Bytes;
+    /// [`Access::Load`] of 4 bytes.
+    Load32 = 4, "load_u32", "load32", Load;
+    /// [`Access::Store`] of 4 bytes.
+    Store32 = 5, "store_u32", "store32", Store;
+    /// [`Access::FetchAdd`] of 4 bytes.
+    FetchAdd32 = 6, "fetch_add_u32", "fetch_add", Rmw;
+    /// [`Access::Load`] of 8 bytes.
+    Load64 = 7, "load_u64", "load64", Load;
+    /// [`Access::Store`] of 8 bytes.
+    Store64 = 8, "store_u64", "store64", Store;
+    /// [`Access::WriteRecord`] of a [`Record::Plain`].
+    Write16 = 9, "write16", "write16", Record;
+    /// [`Access::ReadRecord`] of a [`Record::Plain`].
+    Read16 = 10, "read16", "read16", Record;
+    /// [`Access::WriteRecord`] of a [`Record::Desc`]: a descriptor appended.
+    WriteDesc = 11, "write_desc", "append", Desc;
+    /// [`Access::ReadRecord`] of a [`Record::Desc`].
+    ReadDesc = 12, "read_desc", "read_desc", Desc;
+    /// [`Access::TailInc`]: the doorbell.
+    TailInc = 13, "tail_inc", "tail_inc", Doorbell;
+    /// [`Access::WriteRecord`] of a [`Record::Nq`].
+    WriteNq = 14, "write_nq", "write_nq", Nq;
+    /// [`Access::ReadRecord`] of a [`Record::Nq`].
+    ReadNq = 15, "read_nq", "read_nq", Nq;
+    /// [`Access::FetchAdd`] of 8 bytes.
+    FetchAdd64 = 19, "fetch_add_u64", "fetch_add", Rmw;
+    /// [`Access::LoadRun`] (recorded word by word, or only its failure).
+    LoadRun = 20, "load_u32s", "load_u32s", Run;
+    /// [`Access::StoreRun`] (recorded word by word, or only its failure).
+    StoreRun = 21, "store_u32s", "store_u32s", Run;
+}
+
+impl Op {
+    /// The operation `a` is.
+    #[inline(always)]
+    pub fn of(a: &Access<'_>) -> Op {
+        match a {
+            Access::Load(Width::W32, _) => Op::Load32,
+            Access::Load(Width::W64, _) => Op::Load64,
+            Access::Store(Width::W32, ..) => Op::Store32,
+            Access::Store(Width::W64, ..) => Op::Store64,
+            Access::FetchAdd(Width::W32, ..) => Op::FetchAdd32,
+            Access::FetchAdd(Width::W64, ..) => Op::FetchAdd64,
+            Access::TailInc(_) => Op::TailInc,
+            Access::LoadRun(_) => Op::LoadRun,
+            Access::StoreRun(_) => Op::StoreRun,
+            Access::Read(_) => Op::CopyOut,
+            Access::Write(_) => Op::CopyIn,
+            Access::ReadRecord(Record::Plain, _) => Op::Read16,
+            Access::ReadRecord(Record::Desc, _) => Op::ReadDesc,
+            Access::ReadRecord(Record::Nq, _) => Op::ReadNq,
+            Access::WriteRecord(Record::Plain, _) => Op::Write16,
+            Access::WriteRecord(Record::Desc, _) => Op::WriteDesc,
+            Access::WriteRecord(Record::Nq, _) => Op::WriteNq,
+        }
+    }
 }
 
 /// One record: its sequence number in the log and the operation.
@@ -403,119 +515,57 @@ impl fmt::Display for Show<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         #[cfg(test)]
         SHOWN.with(|c| c.set(c.get() + 1));
-        let n = self.1;
-        match self.0 {
-            TraceOp::Map { region, len } => write!(f, "map       {region} len={len:#x}"),
-            TraceOp::Event { event } => write!(f, "event     {event}"),
-            TraceOp::CopyIn { region, off, data } => {
-                write!(f, "copy_in   {} [{}] ", At(*region, *off, n), data.len())?;
-                hex_words(f, data)
-            }
-            TraceOp::CopyOut { region, off, data } => {
-                write!(f, "copy_out  {} [{}] ", At(*region, *off, n), data.len())?;
-                hex_words(f, data)
-            }
-            TraceOp::Load32 {
-                region,
-                off,
-                order,
-                value,
-            } => word(
-                f,
-                "load32",
-                At(*region, *off, n),
-                *order,
-                "= ",
-                (*value).into(),
-            ),
-            TraceOp::Store32 {
-                region,
-                off,
-                order,
-                value,
-            } => word(
-                f,
-                "store32",
-                At(*region, *off, n),
-                *order,
-                "",
-                (*value).into(),
-            ),
-            TraceOp::FetchAdd32 {
-                region,
-                off,
-                order,
-                add,
-                old,
-            } => write!(
-                f,
-                "fetch_add {} {} +{add} (was {old:#x})",
-                At(*region, *off, n),
-                order_name(*order)
-            ),
-            TraceOp::Load64 {
-                region,
-                off,
-                order,
-                value,
-            } => word(f, "load64", At(*region, *off, n), *order, "= ", *value),
-            TraceOp::Store64 {
-                region,
-                off,
-                order,
-                value,
-            } => word(f, "store64", At(*region, *off, n), *order, "", *value),
-            TraceOp::Write16 { region, off, rec } => {
-                write!(f, "write16   {} ", At(*region, *off, n))?;
-                hex_words(f, rec)
-            }
-            TraceOp::Read16 { region, off, rec } => {
-                write!(f, "read16    {} ", At(*region, *off, n))?;
-                hex_words(f, rec)
-            }
-            TraceOp::WriteDesc { ring, index, desc } => write!(
-                f,
-                "append    {ring}[{index}] {}",
-                desc_summary(ring_dir(*ring), desc)
-            ),
-            TraceOp::ReadDesc { ring, index, desc } => write!(
-                f,
-                "read_desc {ring}[{index}] {}",
-                desc_summary(ring_dir(*ring), desc)
-            ),
-            TraceOp::TailInc {
-                region,
-                off,
-                n: inc,
-                total,
-            } => write!(f, "tail_inc  {} +{inc} -> {total}", At(*region, *off, n)),
-            TraceOp::WriteNq { ring, index, entry } => {
-                write!(f, "write_nq  {ring}[{index}] {}", nq_summary(entry))
-            }
-            TraceOp::ReadNq { ring, index, entry } => {
-                write!(f, "read_nq   {ring}[{index}] {}", nq_summary(entry))
-            }
-            TraceOp::Notify { event, n: k } => write!(f, "notify    {event} +{k}"),
+        let m = match self.0 {
+            TraceOp::Map { region, len } => return write!(f, "map       {region} len={len:#x}"),
+            TraceOp::Event { event } => return write!(f, "event     {event}"),
+            TraceOp::Notify { event, n: k } => return write!(f, "notify    {event} +{k}"),
             TraceOp::Wait {
                 event,
                 timeout_ns,
                 result,
-            } => write!(f, "wait      {event} {timeout_ns}ns -> {result:?}"),
-            TraceOp::Failed { op, error } => write!(f, "FAILED    {op}: {error}"),
+            } => return write!(f, "wait      {event} {timeout_ns}ns -> {result:?}"),
+            TraceOp::Failed { op, error } => return write!(f, "FAILED    {op}: {error}"),
+            TraceOp::Mem(m) => m,
+        };
+        let (name, at, order) = (
+            m.op.text(),
+            At(m.region, m.off, self.1),
+            order_name(m.order),
+        );
+        match m.op.shape() {
+            Shape::Bytes => {
+                write!(f, "{name:<9} {at} [{}] ", m.data.len())?;
+                hex_words(f, &m.data)
+            }
+            Shape::Load => write!(f, "{name:<9} {at} {order} = {:#x}", m.value),
+            Shape::Store => write!(f, "{name:<9} {at} {order} {:#x}", m.value),
+            Shape::Rmw => write!(
+                f,
+                "{name:<9} {at} {order} +{} (was {:#x})",
+                m.value, m.result
+            ),
+            Shape::Doorbell => write!(f, "{name:<9} {at} +{} -> {}", m.value, m.result),
+            Shape::Record => {
+                write!(f, "{name:<9} {at} ")?;
+                hex_words(f, &m.data)
+            }
+            Shape::Desc => write!(
+                f,
+                "{name:<9} {}[{}] {}",
+                m.region,
+                m.index(),
+                desc_summary(ring_dir(m.region), &m.rec())
+            ),
+            Shape::Nq => write!(
+                f,
+                "{name:<9} {}[{}] {}",
+                m.region,
+                m.index(),
+                nq_summary(&m.rec())
+            ),
+            Shape::Run => write!(f, "{name:<9} {at}"),
         }
     }
-}
-
-/// One word load or store: `load32    dram+0x0010 rlx = 0x2a`.
-fn word(
-    f: &mut fmt::Formatter<'_>,
-    op: &str,
-    at: At,
-    order: Ordering,
-    sep: &str,
-    value: u64,
-) -> fmt::Result {
-    write!(f, "{op:<9} {at} {} {sep}{value:#x}", order_name(order))
 }
 
 fn ring_dir(r: RegionId) -> Option<Dir> {
@@ -562,46 +612,68 @@ impl<H: Hal> Tracer<H> {
         !(self.filter == TraceFilter::Protocol && r.id() == RegionId::Dram)
     }
 
-    /// [`rec`](Self::rec) for a plain word load or store, which the
-    /// [`TraceFilter::Protocol`] filter drops on DRAM (failures are kept).
-    fn rec_word<T>(
-        &self,
-        r: RegionHandle,
-        op: &'static str,
-        res: Result<T, HalError>,
-        ok: impl FnOnce(&T) -> TraceOp,
-    ) -> Result<T, HalError> {
-        if !self.keep_word(r) && res.is_ok() {
-            return res;
-        }
-        self.rec(op, res, ok)
-    }
-
-    /// Record only a failure (the filter drops the success).
+    /// Record a failure under the operation's name.
+    #[inline]
     fn rec_failure<T>(&self, op: &'static str, res: Result<T, HalError>) -> Result<T, HalError> {
         if let Err(e) = &res {
-            self.log.push(TraceOp::Failed {
-                op,
-                error: e.clone(),
-            });
+            self.failed(op, e);
         }
         res
     }
 
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, op: &'static str, e: &HalError) {
+        self.log.push(TraceOp::Failed {
+            op,
+            error: e.clone(),
+        });
+    }
+
+    #[inline]
     fn rec<T>(
         &self,
         op: &'static str,
         res: Result<T, HalError>,
         ok: impl FnOnce(&T) -> TraceOp,
     ) -> Result<T, HalError> {
-        match &res {
-            Ok(v) => self.log.push(ok(v)),
-            Err(e) => self.log.push(TraceOp::Failed {
-                op,
-                error: e.clone(),
-            }),
+        if let Ok(v) = &res {
+            self.log.push(ok(v));
         }
-        res
+        self.rec_failure(op, res)
+    }
+
+    /// An access the filter keeps: recorded as one [`MemOp`]. Inlined into
+    /// each named method, where the access (so its [`Op`]) is a constant.
+    #[inline(always)]
+    fn record(&self, r: RegionHandle, off: usize, mut a: Access<'_>) -> Result<u64, HalError> {
+        if let Access::LoadRun(_) | Access::StoreRun(_) = a {
+            return self.record_run(r, off, a);
+        }
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a.reborrow());
+        self.rec(op.name(), res, |v| {
+            TraceOp::Mem(MemOp::new(op, r.id(), off, &a, *v))
+        })
+    }
+
+    /// A kept word run, recorded word by word.
+    #[inline(never)]
+    fn record_run(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        match a {
+            Access::LoadRun(out) => {
+                for (i, w) in out.iter_mut().enumerate() {
+                    *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
+                }
+            }
+            Access::StoreRun(vals) => {
+                for (i, &v) in vals.iter().enumerate() {
+                    self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(0)
     }
 }
 
@@ -616,199 +688,27 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 
     // Not recorded: an address is not deterministic (traces name regions).
-    fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
-        self.inner.base_addr(r)
-    }
+    super::forward_hal!(self => self.inner; base_addr, event_fd);
 
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let res = self.inner.event(id);
         self.rec("event", res, |_| TraceOp::Event { event: id })
     }
 
-    fn copy_in(&self, r: RegionHandle, off: usize, data: &[u8]) -> Result<(), HalError> {
-        let res = self.inner.copy_in(r, off, data);
-        self.rec("copy_in", res, |_| TraceOp::CopyIn {
-            region: r.id(),
-            off,
-            data: data.to_vec(),
-        })
-    }
-
-    fn copy_out(&self, r: RegionHandle, off: usize, out: &mut [u8]) -> Result<(), HalError> {
-        let res = self.inner.copy_out(r, off, out);
-        let data = out.to_vec();
-        self.rec("copy_out", res, |_| TraceOp::CopyOut {
-            region: r.id(),
-            off,
-            data,
-        })
-    }
-
-    fn load_u32(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u32, HalError> {
-        let res = self.inner.load_u32(r, off, order);
-        self.rec_word(r, "load_u32", res, |v| TraceOp::Load32 {
-            region: r.id(),
-            off,
-            order,
-            value: *v,
-        })
-    }
-
-    fn store_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        let res = self.inner.store_u32(r, off, v, order);
-        self.rec_word(r, "store_u32", res, |_| TraceOp::Store32 {
-            region: r.id(),
-            off,
-            order,
-            value: v,
-        })
-    }
-
-    // Word runs the filter drops (tensor traffic) go to the backend whole;
-    // kept ones are recorded word by word.
-    fn load_u32s(&self, r: RegionHandle, off: usize, out: &mut [u32]) -> Result<(), HalError> {
-        if self.keep_word(r) {
-            for (i, w) in out.iter_mut().enumerate() {
-                *w = self.load_u32(r, off + 4 * i, Ordering::Relaxed)?;
-            }
-            return Ok(());
+    #[inline(always)]
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let plain = matches!(
+            a,
+            Access::Load(..) | Access::Store(..) | Access::LoadRun(_) | Access::StoreRun(_)
+        );
+        if !plain || self.keep_word(r) {
+            return self.record(r, off, a);
         }
-        let res = self.inner.load_u32s(r, off, out);
-        self.rec_failure("load_u32s", res)
-    }
-
-    fn store_u32s(&self, r: RegionHandle, off: usize, vals: &[u32]) -> Result<(), HalError> {
-        if self.keep_word(r) {
-            for (i, &v) in vals.iter().enumerate() {
-                self.store_u32(r, off + 4 * i, v, Ordering::Relaxed)?;
-            }
-            return Ok(());
-        }
-        let res = self.inner.store_u32s(r, off, vals);
-        self.rec_failure("store_u32s", res)
-    }
-
-    fn fetch_add_u32(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u32,
-        order: Ordering,
-    ) -> Result<u32, HalError> {
-        let res = self.inner.fetch_add_u32(r, off, v, order);
-        self.rec("fetch_add_u32", res, |old| TraceOp::FetchAdd32 {
-            region: r.id(),
-            off,
-            order,
-            add: v,
-            old: *old,
-        })
-    }
-
-    fn load_u64(&self, r: RegionHandle, off: usize, order: Ordering) -> Result<u64, HalError> {
-        let res = self.inner.load_u64(r, off, order);
-        self.rec_word(r, "load_u64", res, |v| TraceOp::Load64 {
-            region: r.id(),
-            off,
-            order,
-            value: *v,
-        })
-    }
-
-    fn store_u64(
-        &self,
-        r: RegionHandle,
-        off: usize,
-        v: u64,
-        order: Ordering,
-    ) -> Result<(), HalError> {
-        let res = self.inner.store_u64(r, off, v, order);
-        self.rec_word(r, "store_u64", res, |_| TraceOp::Store64 {
-            region: r.id(),
-            off,
-            order,
-            value: v,
-        })
-    }
-
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        let res = self.inner.write16(r, off, rec);
-        self.rec("write16", res, |_| TraceOp::Write16 {
-            region: r.id(),
-            off,
-            rec: *rec,
-        })
-    }
-
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        let res = self.inner.read16(r, off);
-        self.rec("read16", res, |rec| TraceOp::Read16 {
-            region: r.id(),
-            off,
-            rec: *rec,
-        })
-    }
-
-    fn write_desc(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        desc: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        let res = self.inner.write_desc(ring, index, desc);
-        self.rec("write_desc", res, |_| TraceOp::WriteDesc {
-            ring: ring.id(),
-            index,
-            desc: *desc,
-        })
-    }
-
-    fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        let res = self.inner.read_desc(ring, index);
-        self.rec("read_desc", res, |desc| TraceOp::ReadDesc {
-            ring: ring.id(),
-            index,
-            desc: *desc,
-        })
-    }
-
-    fn tail_inc(&self, regs: RegionHandle, off: usize, n: u32) -> Result<u32, HalError> {
-        let res = self.inner.tail_inc(regs, off, n);
-        self.rec("tail_inc", res, |total| TraceOp::TailInc {
-            region: regs.id(),
-            off,
-            n,
-            total: *total,
-        })
-    }
-
-    fn write_nq(
-        &self,
-        ring: RegionHandle,
-        index: u32,
-        entry: &[u8; RECORD],
-    ) -> Result<(), HalError> {
-        let res = self.inner.write_nq(ring, index, entry);
-        self.rec("write_nq", res, |_| TraceOp::WriteNq {
-            ring: ring.id(),
-            index,
-            entry: *entry,
-        })
-    }
-
-    fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        let res = self.inner.read_nq(ring, index);
-        self.rec("read_nq", res, |entry| TraceOp::ReadNq {
-            ring: ring.id(),
-            index,
-            entry: *entry,
-        })
+        // The filter drops plain words on DRAM (the engines' tensor
+        // traffic): runs go to the backend whole, only failures are kept.
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a);
+        self.rec_failure(op.name(), res)
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
@@ -823,10 +723,6 @@ impl<H: Hal> Hal for Tracer<H> {
             timeout_ns,
             result: *w,
         })
-    }
-
-    fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
-        self.inner.event_fd(ev)
     }
 }
 
@@ -922,19 +818,6 @@ impl TraceOp {
     /// digests and checkpoints): a tag byte, the target, then the fields as
     /// varints or raw bytes. Deterministic, and it formats no text.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        let word = |out: &mut Vec<u8>, tag: u8, r: RegionId, off: usize, o: Ordering, v: u64| {
-            out.push(tag);
-            put_region(out, r);
-            put_varint(out, off as u64);
-            out.push(order_code(o));
-            put_varint(out, v);
-        };
-        let rec = |out: &mut Vec<u8>, tag: u8, r: RegionId, at: u64, b: &[u8; RECORD]| {
-            out.push(tag);
-            put_region(out, r);
-            put_varint(out, at);
-            out.extend_from_slice(b);
-        };
         match self {
             TraceOp::Map { region, len } => {
                 out.push(0);
@@ -945,73 +828,33 @@ impl TraceOp {
                 out.push(1);
                 put_event(out, *event);
             }
-            TraceOp::CopyIn { region, off, data } | TraceOp::CopyOut { region, off, data } => {
-                out.push(if matches!(self, TraceOp::CopyIn { .. }) {
-                    2
-                } else {
-                    3
-                });
-                put_region(out, *region);
-                put_varint(out, *off as u64);
-                put_bytes(out, data);
+            TraceOp::Mem(m) => {
+                out.push(m.op as u8);
+                put_region(out, m.region);
+                match m.op.shape() {
+                    Shape::Bytes => {
+                        put_varint(out, m.off as u64);
+                        put_bytes(out, &m.data);
+                    }
+                    Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {
+                        put_varint(out, m.off as u64);
+                        out.push(order_code(m.order));
+                        put_varint(out, m.value);
+                        if matches!(m.op.shape(), Shape::Rmw | Shape::Doorbell) {
+                            put_varint(out, m.result);
+                        }
+                    }
+                    Shape::Record => {
+                        put_varint(out, m.off as u64);
+                        out.extend_from_slice(&m.data);
+                    }
+                    Shape::Desc | Shape::Nq => {
+                        put_varint(out, m.index().into());
+                        out.extend_from_slice(&m.data);
+                    }
+                    Shape::Run => put_varint(out, m.off as u64),
+                }
             }
-            TraceOp::Load32 {
-                region,
-                off,
-                order,
-                value,
-            } => word(out, 4, *region, *off, *order, (*value).into()),
-            TraceOp::Store32 {
-                region,
-                off,
-                order,
-                value,
-            } => word(out, 5, *region, *off, *order, (*value).into()),
-            TraceOp::FetchAdd32 {
-                region,
-                off,
-                order,
-                add,
-                old,
-            } => {
-                word(out, 6, *region, *off, *order, (*add).into());
-                put_varint(out, (*old).into());
-            }
-            TraceOp::Load64 {
-                region,
-                off,
-                order,
-                value,
-            } => word(out, 7, *region, *off, *order, *value),
-            TraceOp::Store64 {
-                region,
-                off,
-                order,
-                value,
-            } => word(out, 8, *region, *off, *order, *value),
-            TraceOp::Write16 {
-                region,
-                off,
-                rec: r,
-            } => rec(out, 9, *region, *off as u64, r),
-            TraceOp::Read16 {
-                region,
-                off,
-                rec: r,
-            } => rec(out, 10, *region, *off as u64, r),
-            TraceOp::WriteDesc { ring, index, desc } => rec(out, 11, *ring, (*index).into(), desc),
-            TraceOp::ReadDesc { ring, index, desc } => rec(out, 12, *ring, (*index).into(), desc),
-            TraceOp::TailInc {
-                region,
-                off,
-                n,
-                total,
-            } => {
-                word(out, 13, *region, *off, Ordering::Release, (*n).into());
-                put_varint(out, (*total).into());
-            }
-            TraceOp::WriteNq { ring, index, entry } => rec(out, 14, *ring, (*index).into(), entry),
-            TraceOp::ReadNq { ring, index, entry } => rec(out, 15, *ring, (*index).into(), entry),
             TraceOp::Notify { event, n } => {
                 out.push(16);
                 put_event(out, *event);
@@ -1098,12 +941,6 @@ pub fn replay<H: Hal>(records: &[TraceRecord], hal: &mut H) -> Result<ReplayRepo
             recorded: r.op.clone(),
             observed,
         };
-        let reg = |id: &RegionId| {
-            regions
-                .get(id)
-                .copied()
-                .ok_or_else(|| diverge(format!("region {id} was never mapped")))
-        };
         let err = |e: HalError| diverge(format!("error: {e}"));
         let mut check = |same: bool, got: String| {
             if same {
@@ -1112,6 +949,12 @@ pub fn replay<H: Hal>(records: &[TraceRecord], hal: &mut H) -> Result<ReplayRepo
             } else {
                 Err(diverge(got))
             }
+        };
+        let event = |e: &EventId| {
+            events
+                .get(e)
+                .copied()
+                .ok_or_else(|| diverge(format!("event {e} never created")))
         };
         match &r.op {
             TraceOp::Map { region, len } => {
@@ -1122,105 +965,54 @@ pub fn replay<H: Hal>(records: &[TraceRecord], hal: &mut H) -> Result<ReplayRepo
                 let h = hal.event(*event).map_err(err)?;
                 events.insert(*event, h);
             }
-            TraceOp::CopyIn { region, off, data } => {
-                hal.copy_in(reg(region)?, *off, data).map_err(err)?;
+            TraceOp::Mem(m) => {
+                let reg = *regions
+                    .get(&m.region)
+                    .ok_or_else(|| diverge(format!("region {} was never mapped", m.region)))?;
+                let (mut buf, mut rec) = (m.data.clone(), m.rec());
+                let (order, value) = (m.order, m.value);
+                let width = match m.op {
+                    Op::Load64 | Op::Store64 | Op::FetchAdd64 => Width::W64,
+                    _ => Width::W32,
+                };
+                let a = match m.op {
+                    Op::CopyIn => Access::Write(&m.data),
+                    Op::CopyOut => Access::Read(&mut buf),
+                    Op::Load32 | Op::Load64 => Access::Load(width, order),
+                    Op::Store32 | Op::Store64 => Access::Store(width, value, order),
+                    Op::FetchAdd32 | Op::FetchAdd64 => Access::FetchAdd(width, value, order),
+                    Op::TailInc => Access::TailInc(value as u32),
+                    Op::Write16 => Access::WriteRecord(Record::Plain, &rec),
+                    Op::WriteDesc => Access::WriteRecord(Record::Desc, &rec),
+                    Op::WriteNq => Access::WriteRecord(Record::Nq, &rec),
+                    Op::Read16 => Access::ReadRecord(Record::Plain, &mut rec),
+                    Op::ReadDesc => Access::ReadRecord(Record::Desc, &mut rec),
+                    Op::ReadNq => Access::ReadRecord(Record::Nq, &mut rec),
+                    Op::LoadRun | Op::StoreRun => {
+                        return Err(diverge("a word run is recorded word by word".into()))
+                    }
+                };
+                let got = hal.access(reg, m.off, a).map_err(err)?;
+                match m.op {
+                    Op::Load32 | Op::Load64 => check(got == m.value, format!("{got:#x}"))?,
+                    Op::FetchAdd32 | Op::FetchAdd64 => {
+                        check(got == m.result, format!("old {got:#x}"))?
+                    }
+                    Op::TailInc => check(got == m.result, format!("total {got}"))?,
+                    Op::CopyOut => check(buf == m.data, format!("{:02x?}", &*buf))?,
+                    Op::Read16 | Op::ReadDesc | Op::ReadNq => {
+                        check(rec[..] == m.data[..], format!("{rec:02x?}"))?
+                    }
+                    _ => {}
+                }
             }
-            TraceOp::CopyOut { region, off, data } => {
-                let mut got = vec![0u8; data.len()];
-                hal.copy_out(reg(region)?, *off, &mut got).map_err(err)?;
-                check(&got == data, format!("{got:02x?}"))?;
-            }
-            TraceOp::Load32 {
-                region,
-                off,
-                order,
-                value,
-            } => {
-                let got = hal.load_u32(reg(region)?, *off, *order).map_err(err)?;
-                check(got == *value, format!("{got:#x}"))?;
-            }
-            TraceOp::Store32 {
-                region,
-                off,
-                order,
-                value,
-            } => hal
-                .store_u32(reg(region)?, *off, *value, *order)
-                .map_err(err)?,
-            TraceOp::FetchAdd32 {
-                region,
-                off,
-                order,
-                add,
-                old,
-            } => {
-                let got = hal
-                    .fetch_add_u32(reg(region)?, *off, *add, *order)
-                    .map_err(err)?;
-                check(got == *old, format!("old {got:#x}"))?;
-            }
-            TraceOp::Load64 {
-                region,
-                off,
-                order,
-                value,
-            } => {
-                let got = hal.load_u64(reg(region)?, *off, *order).map_err(err)?;
-                check(got == *value, format!("{got:#x}"))?;
-            }
-            TraceOp::Store64 {
-                region,
-                off,
-                order,
-                value,
-            } => hal
-                .store_u64(reg(region)?, *off, *value, *order)
-                .map_err(err)?,
-            TraceOp::Write16 { region, off, rec } => {
-                hal.write16(reg(region)?, *off, rec).map_err(err)?
-            }
-            TraceOp::Read16 { region, off, rec } => {
-                let got = hal.read16(reg(region)?, *off).map_err(err)?;
-                check(&got == rec, format!("{got:02x?}"))?;
-            }
-            TraceOp::WriteDesc { ring, index, desc } => {
-                hal.write_desc(reg(ring)?, *index, desc).map_err(err)?
-            }
-            TraceOp::ReadDesc { ring, index, desc } => {
-                let got = hal.read_desc(reg(ring)?, *index).map_err(err)?;
-                check(&got == desc, format!("{got:02x?}"))?;
-            }
-            TraceOp::TailInc {
-                region,
-                off,
-                n,
-                total,
-            } => {
-                let got = hal.tail_inc(reg(region)?, *off, *n).map_err(err)?;
-                check(got == *total, format!("total {got}"))?;
-            }
-            TraceOp::WriteNq { ring, index, entry } => {
-                hal.write_nq(reg(ring)?, *index, entry).map_err(err)?
-            }
-            TraceOp::ReadNq { ring, index, entry } => {
-                let got = hal.read_nq(reg(ring)?, *index).map_err(err)?;
-                check(&got == entry, format!("{got:02x?}"))?;
-            }
-            TraceOp::Notify { event, n } => {
-                let h = *events
-                    .get(event)
-                    .ok_or_else(|| diverge(format!("event {event} never created")))?;
-                hal.notify(h, *n).map_err(err)?;
-            }
+            TraceOp::Notify { event: e, n } => hal.notify(event(e)?, *n).map_err(err)?,
             TraceOp::Wait {
-                event,
+                event: e,
                 timeout_ns,
                 result,
             } => {
-                let h = *events
-                    .get(event)
-                    .ok_or_else(|| diverge(format!("event {event} never created")))?;
-                let got = hal.wait(h, *timeout_ns).map_err(err)?;
+                let got = hal.wait(event(e)?, *timeout_ns).map_err(err)?;
                 check(got == *result, format!("{got:?}"))?;
             }
             TraceOp::Failed { .. } => {

@@ -1192,12 +1192,15 @@ mod tests {
     }
 
     fn op(v: u32) -> TraceOp {
-        TraceOp::Load32 {
+        TraceOp::Mem(crate::hal::tracer::MemOp {
+            op: crate::hal::tracer::Op::Load32,
             region: crate::hal::RegionId::Regs { core: 0 },
             off: 4,
             order: crate::hal::Ordering::Acquire,
-            value: v,
-        }
+            value: v.into(),
+            result: 0,
+            data: Default::default(),
+        })
     }
 
     fn transition() -> Transition {
