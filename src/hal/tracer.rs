@@ -726,6 +726,7 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 }
 
+#[cfg(feature = "sim")]
 /// Append `v` as an LEB128 varint (7 bits a byte, low first).
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -735,12 +736,14 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[cfg(feature = "sim")]
 /// Append `b` with its length first.
 pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
+#[cfg(feature = "sim")]
 fn put_region(out: &mut Vec<u8>, r: RegionId) {
     match r {
         RegionId::Dram => out.push(0),
@@ -756,6 +759,7 @@ fn put_region(out: &mut Vec<u8>, r: RegionId) {
     }
 }
 
+#[cfg(feature = "sim")]
 fn put_event(out: &mut Vec<u8>, e: EventId) {
     match e {
         EventId::NqIrq { core } => out.extend_from_slice(&[0, core]),
@@ -766,6 +770,7 @@ fn put_event(out: &mut Vec<u8>, e: EventId) {
     }
 }
 
+#[cfg(feature = "sim")]
 const fn order_code(o: Ordering) -> u8 {
     match o {
         Ordering::Relaxed => 0,
@@ -776,6 +781,7 @@ const fn order_code(o: Ordering) -> u8 {
     }
 }
 
+#[cfg(feature = "sim")]
 fn put_error(out: &mut Vec<u8>, e: &HalError) {
     match e {
         HalError::OutOfBounds {
@@ -814,6 +820,7 @@ fn put_error(out: &mut Vec<u8>, e: &HalError) {
 }
 
 impl TraceOp {
+    #[cfg(feature = "sim")]
     /// The operation as bytes of the binary event stream (what the trace
     /// digests and checkpoints): a tag byte, the target, then the fields as
     /// varints or raw bytes. Deterministic, and it formats no text.
