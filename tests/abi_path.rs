@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use xunds::actors::producer::Request;
-use xunds::actors::work::{BadItem, Expectations, OutputBuf, NO_EXPECT};
+use xunds::actors::work::{BadItem, OutputBuf, NO_EXPECT};
 use xunds::actors::worker::WorkerStats;
 use xunds::actors::{Cx, Nanos, NullTrace, TraceEvent, TraceSink};
 use xunds::device::model::MlpSpec;
@@ -23,7 +23,7 @@ use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering};
 use xunds::ring::{Armed, StatusCell, Waited};
 use xunds::system::api::{ScheduleOpts, System};
-use xunds::system::builder::{build, SlabTarget, SysActor, SystemConfig};
+use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 use xunds::wire::work_item::{off, SIZE};
@@ -61,7 +61,7 @@ struct Outcome {
 /// first one's item (or its `exec_info` word) as told, run until both are
 /// applied, and report what the caller, the worker and the slab saw.
 fn run_spoiled(spoil: Spoil) -> Outcome {
-    let (built, model, x) = small_system();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
     let mut cx = Cx::new(Nanos(0), "test", &mut trace);
@@ -220,15 +220,8 @@ impl TraceSink for Lines {
 /// nothing, and the worker goes on completing executions.
 #[test]
 fn worker_and_device_proxy_count_refused_events() {
-    let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let x = spec.example_input(4);
-    let mut cfg = SystemConfig::new(1);
-    cfg.ring_capacity = 4;
-    cfg.dram_size = cfg.dram_for(&probe, 1);
-    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
-    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
     let mut lines = Lines::default();
     let mut daemons = Vec::new();
     {
@@ -558,32 +551,6 @@ fn hundred_thousand_responses_checked() {
     assert_eq!(rep.publisher_fsm_violations, 0);
 }
 
-/// A deterministic one-core system (ring of 4) with the example MLP loaded
-/// and its output for the returned input as expectation 0,
-/// its daemons not yet running.
-fn small_system() -> (
-    xunds::system::builder::Built<FakeHal>,
-    Arc<xunds::actors::work::ResidentModel>,
-    Vec<f32>,
-) {
-    let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let x = spec.example_input(4);
-    let mut cfg = SystemConfig::new(1);
-    cfg.ring_capacity = 4;
-    cfg.dram_size = cfg.dram_for(&probe, 1);
-    // Expectation 0 is `x`'s output (requests that check it say `expect: 0`).
-    cfg.expected = Arc::new(Expectations {
-        outputs: vec![probe.reference(&x)],
-    });
-    let built = build(FakeHal::new(), cfg, None).unwrap();
-    let model = built
-        .shared
-        .load_model(&spec.builder().unwrap(), "mlp")
-        .unwrap();
-    (built, model, x)
-}
-
 fn request<'a>(
     model: &'a Arc<xunds::actors::work::ResidentModel>,
     x: &'a [f32],
@@ -679,7 +646,7 @@ fn funnel_failure_exits_return_the_item() {
             (2, 0),
         ),
     ] {
-        let (built, model, x) = small_system();
+        let (built, model, x) = common::small_system();
         let shared = Arc::clone(&built.shared);
         let mut lines = Lines::default();
         let cell = Arc::new(StatusCell::new());
@@ -734,7 +701,7 @@ fn funnel_failure_exits_return_the_item() {
 #[test]
 fn trigger_failure_left_alone_drains_on_flush() {
     use xunds::fsm::funnel::FunnelEvent;
-    let (built, model, x) = small_system();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
     let cell = Arc::new(StatusCell::new());
     {
@@ -757,7 +724,7 @@ fn trigger_failure_left_alone_drains_on_flush() {
 #[test]
 fn refusals_take_nothing() {
     use xunds::fsm::xu_health::XuHealthEvent;
-    let (built, model, x) = small_system();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
     {
         let mut trace = NullTrace;
@@ -791,7 +758,7 @@ fn refusals_take_nothing() {
 #[test]
 fn pooled_fd_exits_return_the_fd() {
     use xunds::ring::WaitMode;
-    let (built, model, x) = small_system();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
     let (a, b) = {
         let mut trace = NullTrace;

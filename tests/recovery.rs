@@ -12,12 +12,11 @@ use std::time::{Duration, Instant};
 use xunds::actors::{Cx, Nanos, NullTrace};
 use xunds::device::model::MlpSpec;
 use xunds::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use xunds::hal::fake::FakeHal;
 use xunds::hal::fault::{Fault, FaultInjector, FaultPlan, FaultRule, Trigger};
 use xunds::hal::linux::LinuxHal;
 use xunds::ring::StatusCell;
 use xunds::system::api::{ScheduleOpts, System};
-use xunds::system::builder::{build, SlabTarget, SysActor, SystemConfig};
+use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport};
 use xunds::NrtStatus;
@@ -224,14 +223,8 @@ fn reset_of_a_healthy_xu_and_a_reset_while_resetting() {
 /// traced violation that changes nothing.
 #[test]
 fn an_event_the_reset_state_refuses_is_a_counted_violation() {
-    let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let mut cfg = SystemConfig::new(1);
-    cfg.ring_capacity = 4;
-    cfg.dram_size = cfg.dram_for(&probe, 1);
-    let built = build(FakeHal::new(), cfg, None).unwrap();
+    let (built, model, x) = common::small_system();
     let shared = Arc::clone(&built.shared);
-    let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
     let mut trace = NullTrace;
     let mut cx = Cx::new(Nanos(0), "test", &mut trace);
     shared.lanes[0]
@@ -260,7 +253,6 @@ fn an_event_the_reset_state_refuses_is_a_counted_violation() {
     assert!(seen);
     assert_eq!(h.state(), XuHealthState::Resetting);
     // A schedule meanwhile is a transient refusal.
-    let x = spec.example_input(1);
     let r = shared.lanes[0].lock().unwrap().schedule(
         xunds::actors::producer::Request {
             model: &model,

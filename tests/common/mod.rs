@@ -137,3 +137,29 @@ pub fn check_counters(r: &JobReport, ring: u64) {
 pub fn slab(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("xunds-test-{}-{name}.nds", std::process::id()))
 }
+
+/// A deterministic one-core system (ring of 4) with the example MLP loaded
+/// and its output for the returned input as expectation 0,
+/// its daemons not yet running.
+pub fn small_system() -> (
+    xunds::system::builder::Built<xunds::hal::fake::FakeHal>,
+    std::sync::Arc<xunds::actors::work::ResidentModel>,
+    Vec<f32>,
+) {
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let x = spec.example_input(4);
+    let mut cfg = xunds::system::builder::SystemConfig::new(1);
+    cfg.ring_capacity = 4;
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    // Expectation 0 is `x`'s output (requests that check it say `expect: 0`).
+    cfg.expected = std::sync::Arc::new(xunds::actors::work::Expectations {
+        outputs: vec![probe.reference(&x)],
+    });
+    let built = xunds::system::builder::build(xunds::hal::fake::FakeHal::new(), cfg, None).unwrap();
+    let model = built
+        .shared
+        .load_model(&spec.builder().unwrap(), "mlp")
+        .unwrap();
+    (built, model, x)
+}
