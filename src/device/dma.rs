@@ -117,14 +117,6 @@ error_enum! {
     pub enum DmaError {
         /// The descriptor did not encode (length or ring id out of range).
         Encode(#[source] UdmaError) => "descriptor: {0}",
-        /// Not enough free slots.
-        #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
-        Full {
-            /// Slots needed.
-            need: u32,
-            /// Slots free.
-            free: u32,
-        } => "descriptor ring full: need {need} slots, {free} free",
         /// The HAL refused an access.
         Hal(#[from] HalError) => "{0}",
     }

@@ -151,7 +151,6 @@ impl From<DmaError> for StageError {
     fn from(e: DmaError) -> Self {
         match e {
             DmaError::Encode(e) => StageError::Encode(e),
-            DmaError::Full { need, free } => StageError::RingFull { need, free },
             DmaError::Hal(e) => StageError::Hal(e),
         }
     }
