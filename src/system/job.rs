@@ -747,7 +747,13 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
     let p = prepare(cfg)?;
     let plan = cfg.faults.plan(cfg.seed);
     let out = if cfg.deterministic {
-        let tracer = Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol);
+        // Without a text view (no replay to compare with), the tracer's log
+        // keeps only the operations' encodings in the binary stream.
+        let tracer = if cfg.replay.is_none() {
+            Tracer::with_log(FakeHal::new(), TraceFilter::Protocol, TraceLog::encoding())
+        } else {
+            Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
+        };
         let log = tracer.log();
         execute(
             FaultInjector::new(tracer, plan),

@@ -73,7 +73,7 @@ use std::sync::Arc;
 
 use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
-use crate::hal::tracer::{put_bytes, put_varint, TraceOp};
+use crate::hal::tracer::{put_bytes, put_varint, Encoded, TraceOp};
 #[cfg(feature = "trace-digest")]
 use sha2::Digest as _;
 
@@ -246,8 +246,11 @@ enum Out {
 
 /// A binary trace's state.
 struct Binary {
-    /// Scratch for one event; cleared, never shrunk.
-    event: Vec<u8>,
+    /// The stream's bytes not yet digested: events are encoded straight
+    /// into it and it is handed to the digest [`STREAM_CHUNK`] bytes or
+    /// more at a time (the digest of the stream does not depend on how it
+    /// is cut). Cleared, never shrunk.
+    stream: Vec<u8>,
     last_now: u64,
     /// Running checkpoint hash (kept only with a file or a comparison).
     ck: u64,
@@ -263,9 +266,39 @@ struct Binary {
     last_actor: usize,
 }
 
+/// The stream bytes kept before they are digested at once.
+const STREAM_CHUNK: usize = 64 * 1024;
+
 impl Binary {
+    /// Start an event in the stream: its tag, time and actor. Returns
+    /// where it starts.
+    #[inline]
+    fn begin(&mut self, now: Nanos, actor: &str, tag: u8) -> usize {
+        let start = self.stream.len();
+        self.stream.push(tag);
+        put_varint(&mut self.stream, now.as_u64().wrapping_sub(self.last_now));
+        self.last_now = now.as_u64();
+        self.put_actor(actor);
+        start
+    }
+
+    /// End the event that `begin` started at `start`: fold it into the
+    /// checkpoint hash, and digest the stream once a chunk has built up.
+    #[inline]
+    fn end(&mut self, start: usize, hasher: &mut Hasher) {
+        if self.checkpoints() {
+            self.ck = mix(self.ck, &self.stream[start..]);
+        }
+        if self.stream.len() >= STREAM_CHUNK {
+            hasher.update(&self.stream);
+            self.stream.clear();
+        }
+    }
+
     /// Append the actor: its index, followed by its name the first time.
-    fn put_actor(&mut self, e: &mut Vec<u8>, actor: &str) {
+    #[inline]
+    fn put_actor(&mut self, actor: &str) {
+        let e = &mut self.stream;
         let known = match self.actors.get(self.last_actor) {
             Some(a) if &**a == actor => Some(self.last_actor),
             _ => self.actors.iter().position(|a| &**a == actor),
@@ -533,7 +566,7 @@ impl Trace {
         view: Option<Box<dyn Write + Send>>,
     ) -> Binary {
         Binary {
-            event: Vec::with_capacity(LINE_CAPACITY),
+            stream: Vec::with_capacity(STREAM_CHUNK + LINE_CAPACITY),
             last_now: 0,
             ck: 0,
             file,
@@ -659,7 +692,11 @@ impl Trace {
     /// The digest of the stream so far (the trace keeps recording).
     #[cfg(feature = "trace-digest")]
     pub fn digest_so_far(&self) -> Digest {
-        self.hasher.clone().finalize()
+        let mut h = self.hasher.clone();
+        if let Mode::Binary(b) = &self.mode {
+            h.update(&b.stream);
+        }
+        h.finalize()
     }
 
     /// Flush and summarise. Returns the first write error, if any.
@@ -676,12 +713,14 @@ impl Trace {
             Mode::Text(Out::Writer(mut w)) => w.flush()?,
             Mode::Binary(b) => {
                 let Binary {
+                    stream,
                     ck,
                     file,
                     compare,
                     view,
                     ..
                 } = *b;
+                self.hasher.update(&stream);
                 if let Some(mut f) = file {
                     f.write_all(&[TAG_END])?;
                     f.write_all(&self.events.to_le_bytes())?;
@@ -741,18 +780,9 @@ impl Trace {
                 self.emit_text();
             }
             Mode::Binary(b) => {
-                let mut e = core::mem::take(&mut b.event);
-                e.clear();
-                e.push(tag);
-                put_varint(&mut e, now.as_u64().wrapping_sub(b.last_now));
-                b.last_now = now.as_u64();
-                b.put_actor(&mut e, actor);
-                payload(&mut e);
-                self.hasher.update(&e);
-                if b.checkpoints() {
-                    b.ck = mix(b.ck, &e);
-                }
-                b.event = e;
+                let start = b.begin(now, actor, tag);
+                payload(&mut b.stream);
+                b.end(start, &mut self.hasher);
                 if b.texts() {
                     format_line(&mut self.line, now, actor, kind, text);
                 }
@@ -859,6 +889,29 @@ impl TraceSink for Trace {
     fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp) {
         let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
         self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
+    }
+
+    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &Encoded) {
+        match &mut self.mode {
+            Mode::Disabled => {}
+            Mode::Binary(b) if !b.texts() => {
+                // As `event` with `TraceOp::encode` for the payload: the
+                // same stream, digest and checkpoints.
+                for op in ops.ops() {
+                    let start = b.begin(now, actor, TAG_HAL);
+                    b.stream.extend_from_slice(op);
+                    b.end(start, &mut self.hasher);
+                    if self.error.is_none() {
+                        match Trace::binary_event(b, &[], self.events) {
+                            Ok(n) => self.bytes += n,
+                            Err(e) => self.error = Some(e),
+                        }
+                    }
+                    self.events += 1;
+                }
+            }
+            _ => panic!("encoded HAL operations reached a trace that renders text"),
+        }
     }
 
     fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
