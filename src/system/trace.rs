@@ -282,6 +282,16 @@ impl Binary {
         start
     }
 
+    /// Start an event at the time and by the actor of the previous one
+    /// (what `begin` appends then). Returns where it starts.
+    #[inline]
+    fn again(&mut self, tag: u8) -> usize {
+        let start = self.stream.len();
+        self.stream.extend_from_slice(&[tag, 0]);
+        put_varint(&mut self.stream, self.last_actor as u64);
+        start
+    }
+
     /// End the event that `begin` started at `start`: fold it into the
     /// checkpoint hash, and digest the stream once a chunk has built up.
     #[inline]
@@ -896,12 +906,21 @@ impl TraceSink for Trace {
             Mode::Disabled => {}
             Mode::Binary(b) if !b.texts() => {
                 // As `event` with `TraceOp::encode` for the payload: the
-                // same stream, digest and checkpoints.
+                // same stream, digest and checkpoints. The operations after
+                // the first share its time and actor (a zero delta, the
+                // actor's index).
+                let outputs = b.checkpoints();
+                let mut first = true;
                 for op in ops.ops() {
-                    let start = b.begin(now, actor, TAG_HAL);
+                    let start = if first {
+                        first = false;
+                        b.begin(now, actor, TAG_HAL)
+                    } else {
+                        b.again(TAG_HAL)
+                    };
                     b.stream.extend_from_slice(op);
                     b.end(start, &mut self.hasher);
-                    if self.error.is_none() {
+                    if outputs && self.error.is_none() {
                         match Trace::binary_event(b, &[], self.events) {
                             Ok(n) => self.bytes += n,
                             Err(e) => self.error = Some(e),
