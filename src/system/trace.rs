@@ -1,5 +1,5 @@
 //! The trace of a deterministic run: a binary event stream that names the
-//! run (its SHA-256, `trace_sha256`), a compact binary file of checkpoints
+//! run (its XXH3-128 digest, `trace_xxh3`), a compact binary file of checkpoints
 //! over that stream (what `xunds run --trace FILE` writes and `xunds replay
 //! FILE` compares against), and a text view rendered on demand (`xunds
 //! replay FILE --print`, the tests' snapshots) with a line diff of two views.
@@ -16,8 +16,8 @@
 //! is commentary on the operations around it and is rendered only in the
 //! text view). The stream starts with the header line. Nothing in it depends
 //! on addresses, wall-clock time or per-process hash seeds, so the same seed
-//! and configuration give the same stream, and its SHA-256
-//! ([`TraceSummary::sha256`], with the `trace-digest` feature) names the run.
+//! and configuration give the same stream, and its XXH3-128 digest
+//! ([`TraceSummary::digest`], with the `trace-digest` feature) names the run.
 //! A binary trace formats no text unless a text view or a comparison is
 //! attached.
 //!
@@ -74,8 +74,6 @@ use std::sync::Arc;
 use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
 use crate::hal::tracer::{put_bytes, put_varint, Encoded, TraceOp};
-#[cfg(feature = "trace-digest")]
-use sha2::Digest as _;
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -192,13 +190,18 @@ impl TraceHeader {
     }
 }
 
-/// A SHA-256 digest (`trace_sha256`).
-pub type Digest = [u8; 32];
+/// An XXH3-128 digest (`trace_xxh3`), big-endian (its hex is XXH128's
+/// canonical form).
+pub type Digest = [u8; 16];
 
-/// The running digest of the stream: SHA-256 (the `sha2` crate) with the
-/// `trace-digest` feature, nothing without it.
+/// The running digest of the stream: XXH3-128 (the `xxhash-rust` crate,
+/// seed 0) with the `trace-digest` feature, nothing without it. The digest
+/// names a run (same seed and configuration, same digest) and is compared
+/// only with other runs' digests; nothing adversarial chooses the stream,
+/// so a fast non-cryptographic 128-bit hash serves (docs/design.md "Trace
+/// and replay"); SHA-256 cost a sixth of a deterministic run.
 #[derive(Clone, Default)]
-struct Hasher(#[cfg(feature = "trace-digest")] sha2::Sha256);
+struct Hasher(#[cfg(feature = "trace-digest")] xxhash_rust::xxh3::Xxh3);
 
 impl Hasher {
     fn update(&mut self, bytes: &[u8]) {
@@ -210,7 +213,7 @@ impl Hasher {
 
     #[cfg(feature = "trace-digest")]
     fn finalize(self) -> Digest {
-        self.0.finalize().into()
+        self.0.digest128().to_be_bytes()
     }
 }
 
@@ -505,10 +508,10 @@ pub struct TraceSummary {
     pub lines: u64,
     /// Bytes written out (the text, or the binary file).
     pub bytes: u64,
-    /// SHA-256 of the event stream: the text of a text trace, the binary
+    /// XXH3-128 of the event stream: the text of a text trace, the binary
     /// encoding of a binary one.
     #[cfg(feature = "trace-digest")]
-    pub sha256: Digest,
+    pub digest: Digest,
     /// The bytes, for an in-memory trace.
     pub memory: Option<Vec<u8>>,
     /// For a [`Trace::comparing`] trace: how it compares with the recording.
@@ -516,10 +519,10 @@ pub struct TraceSummary {
 }
 
 impl TraceSummary {
-    /// The digest in lower-case hex (`trace_sha256`).
+    /// The digest in lower-case hex (`trace_xxh3`).
     #[cfg(feature = "trace-digest")]
-    pub fn sha256_hex(&self) -> String {
-        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
+    pub fn digest_hex(&self) -> String {
+        self.digest.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -613,7 +616,7 @@ impl Trace {
     }
 
     /// A binary trace that keeps only its event count and digest (for
-    /// `trace_sha256` without a file). It formats no text.
+    /// `trace_xxh3` without a file). It formats no text.
     pub fn digest_only(header: &TraceHeader) -> Trace {
         Trace::binary(header, Trace::binary_state(None, None, None))
     }
@@ -750,7 +753,7 @@ impl Trace {
             lines,
             bytes: self.bytes,
             #[cfg(feature = "trace-digest")]
-            sha256: self.hasher.finalize(),
+            digest: self.hasher.finalize(),
             memory,
             replay,
         })
@@ -1137,7 +1140,7 @@ mod tests {
         };
         let r2 = job::run(&rec, &mut |_, _| {}).unwrap();
         assert_eq!(formatted(), before, "the trace-file run formatted text");
-        assert_eq!(r.trace_sha256, r2.trace_sha256);
+        assert_eq!(r.trace_xxh3, r2.trace_xxh3);
         let replay = JobConfig {
             replay: Some(file.clone()),
             trace: Some(view.clone()),
@@ -1153,11 +1156,11 @@ mod tests {
         }
     }
 
-    /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
-    /// pieces).
+    /// XXH3-128 of `bytes` in one call, straight from the crate (the
+    /// trace hashes in pieces).
     #[cfg(feature = "trace-digest")]
-    fn sha256(bytes: &[u8]) -> Digest {
-        sha2::Sha256::digest(bytes).into()
+    fn xxh3(bytes: &[u8]) -> Digest {
+        xxhash_rust::xxh3::xxh3_128(bytes).to_be_bytes()
     }
 
     fn ev<'a>(kind: &'static str, text: &'a dyn fmt::Display) -> TraceEvent<'a> {
@@ -1222,7 +1225,7 @@ mod tests {
         );
         assert_eq!(s.bytes, text.len() as u64);
         #[cfg(feature = "trace-digest")]
-        assert_eq!(s.sha256, sha256(text.as_bytes()));
+        assert_eq!(s.digest, xxh3(text.as_bytes()));
     }
 
     #[test]
@@ -1245,14 +1248,14 @@ mod tests {
         }
         assert_eq!(d.digest_so_far(), b.digest_so_far());
         let [m, w, d, b] = [m, w, d, b].map(|t| t.finish().unwrap());
-        assert_eq!(m.sha256, w.sha256);
-        assert_eq!(m.sha256, sha256(m.memory.as_deref().unwrap()));
-        assert_eq!(d.sha256, b.sha256);
-        assert_ne!(m.sha256, d.sha256);
+        assert_eq!(m.digest, w.digest);
+        assert_eq!(m.digest, xxh3(m.memory.as_deref().unwrap()));
+        assert_eq!(d.digest, b.digest);
+        assert_ne!(m.digest, d.digest);
         assert_eq!([m.lines, w.lines, d.lines, b.lines], [101; 4]);
         assert_eq!(d.memory, None);
         assert_eq!(d.bytes, 0);
-        assert_eq!(m.sha256_hex().len(), 64);
+        assert_eq!(m.digest_hex().len(), 32);
     }
 
     /// A `Display` that must never be called.
@@ -1328,7 +1331,7 @@ mod tests {
         feed(&mut b, 300, None);
         let (d, b) = (d.finish().unwrap(), b.finish().unwrap());
         #[cfg(feature = "trace-digest")]
-        assert_eq!(d.sha256, b.sha256);
+        assert_eq!(d.digest, b.digest);
         assert_eq!((d.lines, b.lines), (301, 301));
         // The header line, a 5-byte checkpoint per 16 events, the 13-byte end.
         let file = out.bytes();
@@ -1458,7 +1461,7 @@ mod tests {
         let s = t.finish().unwrap();
         assert_eq!((s.lines, s.bytes), (0, 0));
         #[cfg(feature = "trace-digest")]
-        assert_eq!(s.sha256, sha256(b""));
+        assert_eq!(s.digest, xxh3(b""));
     }
 
     #[test]
