@@ -2,7 +2,7 @@
 //! default workload of `xunds run` (4 cores, 2 models, the example MLP),
 //! once as `xunds run --deterministic` (one thread, virtual clock, every
 //! protocol operation and transition digested as a binary event stream:
-//! `trace_sha256`) and once threaded (one thread per actor on real
+//! `trace_xxh3`) and once threaded (one thread per actor on real
 //! mappings). The ratio is the deterministic run's executions/s over the
 //! threaded run's (target 1.0x: a seed swarm runs at the threaded speed or
 //! better). A third row writes the binary trace file as well and prints its

@@ -83,7 +83,7 @@ fn bad_rates_are_refused() {
     let h = xunds::system::trace::TraceHeader::new(c.seed, c.header_config());
     assert_eq!(JobConfig::from_header(&h).unwrap().rate, Some(200_000.0));
     let b = job::run(&c, &mut |_, _| {}).unwrap();
-    assert_eq!(a.trace_sha256, b.trace_sha256);
+    assert_eq!(a.trace_xxh3, b.trace_xxh3);
     let _ = std::fs::remove_file(&a.slab);
     assert!(ModelKind::parse("resnet").is_err());
     assert_eq!(ModelKind::parse("null").unwrap(), ModelKind::Null);

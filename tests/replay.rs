@@ -39,7 +39,7 @@ fn summary(r: &JobReport) -> String {
     let mut s = format!(
         "executions={} submitted={} ok={} err={} timed_out={} refused_full={} refused_unrecoverable={}\n\
          outputs_checked={} outputs_wrong={} virtual_ns={} trace_lines={}\n\
-         trace_sha256={}\nby_status={:?}\nlatency_ns p50={} p99={} max={}\n",
+         trace_xxh3={}\nby_status={:?}\nlatency_ns p50={} p99={} max={}\n",
         r.executions,
         r.submitted,
         r.completed_ok,
@@ -51,7 +51,7 @@ fn summary(r: &JobReport) -> String {
         r.outputs_wrong,
         r.virtual_ns.unwrap_or(0),
         r.trace_lines.unwrap_or(0),
-        r.trace_sha256.as_deref().unwrap_or(""),
+        r.trace_xxh3.as_deref().unwrap_or(""),
         r.by_status,
         r.latency.quantile(0.5),
         r.latency.quantile(0.99),
@@ -111,11 +111,8 @@ fn one_seed_one_trace_and_replay_agrees() {
     let (b, pb) = det(11, "b.trace");
     let (c, pc) = det(12, "c.trace");
     assert!(diff_files(&pa, &pb).unwrap().is_identical());
-    assert_eq!(a.trace_sha256, b.trace_sha256);
-    assert_ne!(
-        a.trace_sha256, c.trace_sha256,
-        "another seed, another schedule"
-    );
+    assert_eq!(a.trace_xxh3, b.trace_xxh3);
+    assert_ne!(a.trace_xxh3, c.trace_xxh3, "another seed, another schedule");
     assert!(!diff_files(&pa, &pc).unwrap().is_identical());
     for r in [&a, &b, &c] {
         assert_eq!(r.completed_ok, 300);
@@ -279,8 +276,8 @@ fn deterministic_json_carries_the_digest() {
     assert!(doc["exec_per_sec"].is_number(), "{doc}");
     assert!(doc["latency_ns"]["p50"].is_u64(), "{doc}");
     assert!(doc["slab"].is_string(), "{doc}");
-    let digest = doc["trace_sha256"].as_str().expect("trace_sha256");
-    assert_eq!(digest.len(), 64, "{digest}");
+    let digest = doc["trace_xxh3"].as_str().expect("trace_xxh3");
+    assert_eq!(digest.len(), 32, "{digest}"); // 128 bits
     assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()), "{digest}");
     // The slab is left behind for another process: `xunds nds dump` reads it.
     let dump = Command::new(bin)

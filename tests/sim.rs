@@ -117,7 +117,7 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
     let _ = std::fs::remove_file(&slab);
     let v: serde_json::Value =
         serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
-    assert_eq!(v["trace_sha256"].as_str(), mine.trace_sha256.as_deref());
+    assert_eq!(v["trace_xxh3"].as_str(), mine.trace_xxh3.as_deref());
     assert!(v["completed_err"].as_u64().unwrap() > 0);
     let again = job::run(
         &small.job(dir.join("xunds-test-sim-replay.nds")),
@@ -125,5 +125,5 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
     )
     .unwrap();
     let _ = std::fs::remove_file(dir.join("xunds-test-sim-replay.nds"));
-    assert_eq!(again.trace_sha256, mine.trace_sha256);
+    assert_eq!(again.trace_xxh3, mine.trace_xxh3);
 }

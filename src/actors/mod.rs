@@ -174,6 +174,15 @@ pub trait TraceSink {
             },
         );
     }
+    /// Record HAL operations already encoded in the binary event stream (an
+    /// encoding `TraceLog`, see `crate::hal::tracer::TraceLog::encoding`),
+    /// one `hal` event each. Only a binary trace without a text view takes
+    /// them (the default panics: an encoding log carries no text); the
+    /// simulator attaches an encoding log only to such a trace.
+    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &crate::hal::tracer::Encoded) {
+        let _ = (now, actor, ops);
+        panic!("this trace sink renders text and cannot take encoded HAL operations");
+    }
     /// Record a state-machine transition (kind `fsm`). The default records
     /// its [`TransitionText`]; a binary sink encodes the names instead.
     fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
@@ -308,7 +317,12 @@ impl HalTap {
     /// Move every record so far into `cx`'s trace.
     pub fn drain(&self, cx: &mut Cx<'_>) {
         let Some(log) = &self.log else { return };
-        if log.is_empty() {
+        let tracing = cx.tracing;
+        if log.drain_encoded(|e| {
+            if tracing {
+                cx.trace.record_hal_encoded(cx.now, cx.actor, e);
+            }
+        }) {
             return;
         }
         log.drain_each(|r| {

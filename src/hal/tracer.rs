@@ -107,18 +107,7 @@ impl MemOp {
     /// The record of `a` at `off` of `region`, which returned `v`.
     #[inline(always)]
     fn new(op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) -> MemOp {
-        let none = Bytes::default();
-        let (order, value, result, data) = match a {
-            Access::Load(_, order) => (*order, v, 0, none),
-            Access::Store(_, value, order) => (*order, *value, 0, none),
-            Access::FetchAdd(_, value, order) => (*order, *value, v, none),
-            Access::TailInc(n) => (Ordering::Release, u64::from(*n), v, none),
-            Access::Read(b) => (Ordering::Relaxed, 0, 0, Bytes::new(b)),
-            Access::Write(b) => (Ordering::Relaxed, 0, 0, Bytes::new(b)),
-            Access::ReadRecord(_, b) => (Ordering::Relaxed, 0, 0, Bytes::new(&b[..])),
-            Access::WriteRecord(_, b) => (Ordering::Relaxed, 0, 0, Bytes::new(&b[..])),
-            Access::LoadRun(_) | Access::StoreRun(_) => (Ordering::Relaxed, 0, 0, none),
-        };
+        let (order, value, result, data) = fields(a, v);
         MemOp {
             op,
             region,
@@ -126,8 +115,25 @@ impl MemOp {
             order,
             value,
             result,
-            data,
+            data: Bytes::new(data),
         }
+    }
+}
+
+/// A [`MemOp`]'s fields of access `a`, which returned `v`: ordering, value,
+/// result and the bytes moved (empty for a word access).
+#[inline(always)]
+fn fields<'a>(a: &'a Access<'_>, v: u64) -> (Ordering, u64, u64, &'a [u8]) {
+    match a {
+        Access::Load(_, order) => (*order, v, 0, &[]),
+        Access::Store(_, value, order) => (*order, *value, 0, &[]),
+        Access::FetchAdd(_, value, order) => (*order, *value, v, &[]),
+        Access::TailInc(n) => (Ordering::Release, u64::from(*n), v, &[]),
+        Access::Read(b) => (Ordering::Relaxed, 0, 0, b),
+        Access::Write(b) => (Ordering::Relaxed, 0, 0, b),
+        Access::ReadRecord(_, b) => (Ordering::Relaxed, 0, 0, &b[..]),
+        Access::WriteRecord(_, b) => (Ordering::Relaxed, 0, 0, &b[..]),
+        Access::LoadRun(_) | Access::StoreRun(_) => (Ordering::Relaxed, 0, 0, &[]),
     }
 }
 
@@ -338,41 +344,119 @@ pub enum TraceFilter {
 pub type Namer = fn(RegionId, usize) -> Option<&'static str>;
 
 /// The shared log of a [`Tracer`]; clone it before handing the tracer away.
+///
+/// A log keeps [`TraceRecord`]s, or, made by [`TraceLog::encoding`] (the
+/// simulator's digest-only and trace-file runs), only the operations'
+/// encodings in the binary event stream (`TraceOp::encode`): one byte
+/// buffer, nothing allocated per operation, drained by
+/// [`TraceLog::drain_encoded`]. An encoding log keeps no records.
 #[derive(Clone, Debug, Default)]
 pub struct TraceLog {
-    inner: Arc<Mutex<Vec<TraceRecord>>>,
+    inner: Arc<Mutex<LogInner>>,
+}
+
+#[derive(Debug, Default)]
+struct LogInner {
+    records: Vec<TraceRecord>,
+    #[cfg(feature = "sim")]
+    encoded: Option<Encoded>,
+}
+
+/// The operations of an encoding [`TraceLog`]: their encodings back to
+/// back, and where each ends.
+#[cfg(feature = "sim")]
+#[derive(Debug, Default)]
+pub struct Encoded {
+    /// The encodings, concatenated.
+    pub bytes: Vec<u8>,
+    /// The end offset in `bytes` of each operation's encoding.
+    pub ends: Vec<u32>,
+}
+
+#[cfg(feature = "sim")]
+impl Encoded {
+    /// Each operation's encoding, in order.
+    pub fn ops(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let op = &self.bytes[start..end as usize];
+            start = end as usize;
+            op
+        })
+    }
+
+    fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        encode(&mut self.bytes);
+        self.ends.push(self.bytes.len() as u32);
+    }
 }
 
 impl TraceLog {
-    fn lock(&self) -> MutexGuard<'_, Vec<TraceRecord>> {
-        // A panic while holding the lock leaves a consistent Vec: keep going.
+    /// A log that keeps only the operations' encodings (see the type's
+    /// docs): for a binary trace without a text view.
+    #[cfg(feature = "sim")]
+    pub fn encoding() -> TraceLog {
+        let log = TraceLog::default();
+        log.lock().encoded = Some(Encoded::default());
+        log
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LogInner> {
+        // A panic while holding the lock leaves a consistent log: keep going.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn push(&self, op: TraceOp) {
         let mut v = self.lock();
-        let seq = v.len() as u64;
-        v.push(TraceRecord { seq, op });
+        #[cfg(feature = "sim")]
+        if let Some(e) = &mut v.encoded {
+            e.push(|out| op.encode(out));
+            return;
+        }
+        let seq = v.records.len() as u64;
+        v.records.push(TraceRecord { seq, op });
+    }
+
+    /// Record a memory access: encoded straight from the access in an
+    /// encoding log (no [`MemOp`], no copy of its bytes), as a [`MemOp`]
+    /// otherwise.
+    #[inline(always)]
+    fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
+        #[cfg(feature = "sim")]
+        {
+            let mut g = self.lock();
+            if let Some(e) = &mut g.encoded {
+                let (order, value, result, data) = fields(a, v);
+                e.push(|out| encode_mem(out, op, region, off, order, value, result, data));
+                return;
+            }
+        }
+        self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v)));
     }
 
     /// A copy of every record so far.
     pub fn records(&self) -> Vec<TraceRecord> {
-        self.lock().clone()
+        self.lock().records.clone()
     }
 
-    /// Number of records.
+    /// Number of records (of operations, in an encoding log).
     pub fn len(&self) -> usize {
-        self.lock().len()
+        let v = self.lock();
+        #[cfg(feature = "sim")]
+        if let Some(e) = &v.encoded {
+            return e.ends.len();
+        }
+        v.records.len()
     }
 
     /// `true` when nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.len() == 0
     }
 
     /// Remove and return every record (sequence numbers restart at 0).
     pub fn take(&self) -> Vec<TraceRecord> {
-        std::mem::take(&mut *self.lock())
+        std::mem::take(&mut self.lock().records)
     }
 
     /// Hand every record to `f` in order, then remove them (sequence
@@ -380,14 +464,32 @@ impl TraceLog {
     /// `f` must not use the traced HAL (the log is locked meanwhile).
     pub fn drain_each(&self, mut f: impl FnMut(&TraceRecord)) {
         let mut v = self.lock();
-        v.iter().for_each(&mut f);
-        v.clear();
+        v.records.iter().for_each(&mut f);
+        v.records.clear();
+    }
+
+    /// For an encoding log: hand the encoded operations so far to `f` (if
+    /// there are any), then remove them keeping the buffers. Returns
+    /// `false` for a log that keeps records (nothing is handed over).
+    /// `f` must not use the traced HAL (the log is locked meanwhile).
+    #[cfg(feature = "sim")]
+    pub fn drain_encoded(&self, f: impl FnOnce(&Encoded)) -> bool {
+        let mut v = self.lock();
+        let Some(e) = &mut v.encoded else {
+            return false;
+        };
+        if !e.ends.is_empty() {
+            f(e);
+            e.bytes.clear();
+            e.ends.clear();
+        }
+        true
     }
 
     /// Render records `from..` one per line (see [`render`]).
     pub fn render_from(&self, from: usize, names: Option<Namer>) -> String {
         let v = self.lock();
-        render(v.get(from..).unwrap_or(&[]), names)
+        render(v.records.get(from..).unwrap_or(&[]), names)
     }
 }
 
@@ -598,6 +700,12 @@ impl<H: Hal> Tracer<H> {
         }
     }
 
+    /// Record the operations `filter` keeps into `log` (a
+    /// [`TraceLog::encoding`] one, say).
+    pub fn with_log(inner: H, filter: TraceFilter, log: TraceLog) -> Tracer<H> {
+        Tracer { inner, log, filter }
+    }
+
     /// The shared log (clone it to read after the tracer is moved away).
     pub fn log(&self) -> TraceLog {
         self.log.clone()
@@ -652,9 +760,13 @@ impl<H: Hal> Tracer<H> {
         }
         let op = Op::of(&a);
         let res = self.inner.access(r, off, a.reborrow());
-        self.rec(op.name(), res, |v| {
-            TraceOp::Mem(MemOp::new(op, r.id(), off, &a, *v))
-        })
+        match res {
+            Ok(v) => {
+                self.log.push_mem(op, r.id(), off, &a, v);
+                Ok(v)
+            }
+            Err(e) => self.rec_failure(op.name(), Err(e)),
+        }
     }
 
     /// A kept word run, recorded word by word.
@@ -819,6 +931,50 @@ fn put_error(out: &mut Vec<u8>, e: &HalError) {
     }
 }
 
+#[cfg(feature = "sim")]
+/// A memory access's encoding in the binary event stream (what
+/// [`TraceOp::encode`] appends for a [`TraceOp::Mem`]): the tag, the region,
+/// then the fields of the operation's shape.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn encode_mem(
+    out: &mut Vec<u8>,
+    op: Op,
+    region: RegionId,
+    off: usize,
+    order: Ordering,
+    value: u64,
+    result: u64,
+    data: &[u8],
+) {
+    out.push(op as u8);
+    put_region(out, region);
+    match op.shape() {
+        Shape::Bytes => {
+            put_varint(out, off as u64);
+            put_bytes(out, data);
+        }
+        Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {
+            put_varint(out, off as u64);
+            out.push(order_code(order));
+            put_varint(out, value);
+            if matches!(op.shape(), Shape::Rmw | Shape::Doorbell) {
+                put_varint(out, result);
+            }
+        }
+        Shape::Record => {
+            put_varint(out, off as u64);
+            out.extend_from_slice(data);
+        }
+        Shape::Desc | Shape::Nq => {
+            // The record slot, as MemOp::index.
+            put_varint(out, u64::from((off / RECORD) as u32));
+            out.extend_from_slice(data);
+        }
+        Shape::Run => put_varint(out, off as u64),
+    }
+}
+
 impl TraceOp {
     #[cfg(feature = "sim")]
     /// The operation as bytes of the binary event stream (what the trace
@@ -835,33 +991,9 @@ impl TraceOp {
                 out.push(1);
                 put_event(out, *event);
             }
-            TraceOp::Mem(m) => {
-                out.push(m.op as u8);
-                put_region(out, m.region);
-                match m.op.shape() {
-                    Shape::Bytes => {
-                        put_varint(out, m.off as u64);
-                        put_bytes(out, &m.data);
-                    }
-                    Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {
-                        put_varint(out, m.off as u64);
-                        out.push(order_code(m.order));
-                        put_varint(out, m.value);
-                        if matches!(m.op.shape(), Shape::Rmw | Shape::Doorbell) {
-                            put_varint(out, m.result);
-                        }
-                    }
-                    Shape::Record => {
-                        put_varint(out, m.off as u64);
-                        out.extend_from_slice(&m.data);
-                    }
-                    Shape::Desc | Shape::Nq => {
-                        put_varint(out, m.index().into());
-                        out.extend_from_slice(&m.data);
-                    }
-                    Shape::Run => put_varint(out, m.off as u64),
-                }
-            }
+            TraceOp::Mem(m) => encode_mem(
+                out, m.op, m.region, m.off, m.order, m.value, m.result, &m.data,
+            ),
             TraceOp::Notify { event, n } => {
                 out.push(16);
                 put_event(out, *event);

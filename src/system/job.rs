@@ -18,7 +18,7 @@
 //!   transition and HAL operation goes to the trace (binary: no text is
 //!   formatted), whose header carries everything [`JobConfig::from_header`]
 //!   needs to run it again: the same seed gives the same event stream
-//!   (`trace_sha256`) and a byte-identical trace file.
+//!   (`trace_xxh3`) and a byte-identical trace file.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -403,9 +403,9 @@ pub struct JobReport {
     pub record_device_bytes: u64,
     /// The slab file.
     pub slab: PathBuf,
-    /// SHA-256 of the binary event stream (deterministic runs with the
-    /// `trace-digest` feature; [`super::trace`]).
-    pub trace_sha256: Option<String>,
+    /// XXH3-128 of the binary event stream, in hex (deterministic runs
+    /// with the `trace-digest` feature; [`super::trace`]).
+    pub trace_xxh3: Option<String>,
     /// Lines of the trace's text view: its events plus the header
     /// (deterministic runs).
     pub trace_lines: Option<u64>,
@@ -566,7 +566,7 @@ struct Outcome {
     device: DeviceStats,
     elapsed: Duration,
     virtual_ns: Option<u64>,
-    trace_sha256: Option<String>,
+    trace_xxh3: Option<String>,
     trace_lines: Option<u64>,
     replay: Option<TraceDiff>,
     slab_shrunk: bool,
@@ -629,7 +629,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         device: DeviceStats::default(),
         elapsed: Duration::ZERO,
         virtual_ns: None,
-        trace_sha256: None,
+        trace_xxh3: None,
         trace_lines: None,
         replay: None,
         slab_shrunk: false,
@@ -689,7 +689,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let summary = trace.finish()?;
         #[cfg(feature = "trace-digest")]
         {
-            out.trace_sha256 = Some(summary.sha256_hex());
+            out.trace_xxh3 = Some(summary.digest_hex());
         }
         out.trace_lines = Some(summary.lines);
         out.replay = summary.replay;
@@ -747,7 +747,13 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
     let p = prepare(cfg)?;
     let plan = cfg.faults.plan(cfg.seed);
     let out = if cfg.deterministic {
-        let tracer = Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol);
+        // Without a text view (no replay to compare with), the tracer's log
+        // keeps only the operations' encodings in the binary stream.
+        let tracer = if cfg.replay.is_none() {
+            Tracer::with_log(FakeHal::new(), TraceFilter::Protocol, TraceLog::encoding())
+        } else {
+            Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
+        };
         let log = tracer.log();
         execute(
             FaultInjector::new(tracer, plan),
@@ -848,7 +854,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         model_records,
         record_device_bytes,
         slab: p.slab.clone(),
-        trace_sha256: o.trace_sha256,
+        trace_xxh3: o.trace_xxh3,
         trace_lines: o.trace_lines,
         replay: o.replay,
         deterministic: cfg.deterministic,

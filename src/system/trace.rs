@@ -1,5 +1,5 @@
 //! The trace of a deterministic run: a binary event stream that names the
-//! run (its SHA-256, `trace_sha256`), a compact binary file of checkpoints
+//! run (its XXH3-128 digest, `trace_xxh3`), a compact binary file of checkpoints
 //! over that stream (what `xunds run --trace FILE` writes and `xunds replay
 //! FILE` compares against), and a text view rendered on demand (`xunds
 //! replay FILE --print`, the tests' snapshots) with a line diff of two views.
@@ -16,8 +16,8 @@
 //! is commentary on the operations around it and is rendered only in the
 //! text view). The stream starts with the header line. Nothing in it depends
 //! on addresses, wall-clock time or per-process hash seeds, so the same seed
-//! and configuration give the same stream, and its SHA-256
-//! ([`TraceSummary::sha256`], with the `trace-digest` feature) names the run.
+//! and configuration give the same stream, and its XXH3-128 digest
+//! ([`TraceSummary::digest`], with the `trace-digest` feature) names the run.
 //! A binary trace formats no text unless a text view or a comparison is
 //! attached.
 //!
@@ -73,9 +73,7 @@ use std::sync::Arc;
 
 use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
-use crate::hal::tracer::{put_bytes, put_varint, TraceOp};
-#[cfg(feature = "trace-digest")]
-use sha2::Digest as _;
+use crate::hal::tracer::{put_bytes, put_varint, Encoded, TraceOp};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -192,13 +190,18 @@ impl TraceHeader {
     }
 }
 
-/// A SHA-256 digest (`trace_sha256`).
-pub type Digest = [u8; 32];
+/// An XXH3-128 digest (`trace_xxh3`), big-endian (its hex is XXH128's
+/// canonical form).
+pub type Digest = [u8; 16];
 
-/// The running digest of the stream: SHA-256 (the `sha2` crate) with the
-/// `trace-digest` feature, nothing without it.
+/// The running digest of the stream: XXH3-128 (the `xxhash-rust` crate,
+/// seed 0) with the `trace-digest` feature, nothing without it. The digest
+/// names a run (same seed and configuration, same digest) and is compared
+/// only with other runs' digests; nothing adversarial chooses the stream,
+/// so a fast non-cryptographic 128-bit hash serves (docs/design.md "Trace
+/// and replay"); SHA-256 cost a sixth of a deterministic run.
 #[derive(Clone, Default)]
-struct Hasher(#[cfg(feature = "trace-digest")] sha2::Sha256);
+struct Hasher(#[cfg(feature = "trace-digest")] xxhash_rust::xxh3::Xxh3);
 
 impl Hasher {
     fn update(&mut self, bytes: &[u8]) {
@@ -210,7 +213,7 @@ impl Hasher {
 
     #[cfg(feature = "trace-digest")]
     fn finalize(self) -> Digest {
-        self.0.finalize().into()
+        self.0.digest128().to_be_bytes()
     }
 }
 
@@ -246,8 +249,11 @@ enum Out {
 
 /// A binary trace's state.
 struct Binary {
-    /// Scratch for one event; cleared, never shrunk.
-    event: Vec<u8>,
+    /// The stream's bytes not yet digested: events are encoded straight
+    /// into it and it is handed to the digest [`STREAM_CHUNK`] bytes or
+    /// more at a time (the digest of the stream does not depend on how it
+    /// is cut). Cleared, never shrunk.
+    stream: Vec<u8>,
     last_now: u64,
     /// Running checkpoint hash (kept only with a file or a comparison).
     ck: u64,
@@ -263,9 +269,49 @@ struct Binary {
     last_actor: usize,
 }
 
+/// The stream bytes kept before they are digested at once.
+const STREAM_CHUNK: usize = 64 * 1024;
+
 impl Binary {
+    /// Start an event in the stream: its tag, time and actor. Returns
+    /// where it starts.
+    #[inline]
+    fn begin(&mut self, now: Nanos, actor: &str, tag: u8) -> usize {
+        let start = self.stream.len();
+        self.stream.push(tag);
+        put_varint(&mut self.stream, now.as_u64().wrapping_sub(self.last_now));
+        self.last_now = now.as_u64();
+        self.put_actor(actor);
+        start
+    }
+
+    /// Start an event at the time and by the actor of the previous one
+    /// (what `begin` appends then). Returns where it starts.
+    #[inline]
+    fn again(&mut self, tag: u8) -> usize {
+        let start = self.stream.len();
+        self.stream.extend_from_slice(&[tag, 0]);
+        put_varint(&mut self.stream, self.last_actor as u64);
+        start
+    }
+
+    /// End the event that `begin` started at `start`: fold it into the
+    /// checkpoint hash, and digest the stream once a chunk has built up.
+    #[inline]
+    fn end(&mut self, start: usize, hasher: &mut Hasher) {
+        if self.checkpoints() {
+            self.ck = mix(self.ck, &self.stream[start..]);
+        }
+        if self.stream.len() >= STREAM_CHUNK {
+            hasher.update(&self.stream);
+            self.stream.clear();
+        }
+    }
+
     /// Append the actor: its index, followed by its name the first time.
-    fn put_actor(&mut self, e: &mut Vec<u8>, actor: &str) {
+    #[inline]
+    fn put_actor(&mut self, actor: &str) {
+        let e = &mut self.stream;
         let known = match self.actors.get(self.last_actor) {
             Some(a) if &**a == actor => Some(self.last_actor),
             _ => self.actors.iter().position(|a| &**a == actor),
@@ -462,10 +508,10 @@ pub struct TraceSummary {
     pub lines: u64,
     /// Bytes written out (the text, or the binary file).
     pub bytes: u64,
-    /// SHA-256 of the event stream: the text of a text trace, the binary
+    /// XXH3-128 of the event stream: the text of a text trace, the binary
     /// encoding of a binary one.
     #[cfg(feature = "trace-digest")]
-    pub sha256: Digest,
+    pub digest: Digest,
     /// The bytes, for an in-memory trace.
     pub memory: Option<Vec<u8>>,
     /// For a [`Trace::comparing`] trace: how it compares with the recording.
@@ -473,10 +519,10 @@ pub struct TraceSummary {
 }
 
 impl TraceSummary {
-    /// The digest in lower-case hex (`trace_sha256`).
+    /// The digest in lower-case hex (`trace_xxh3`).
     #[cfg(feature = "trace-digest")]
-    pub fn sha256_hex(&self) -> String {
-        self.sha256.iter().map(|b| format!("{b:02x}")).collect()
+    pub fn digest_hex(&self) -> String {
+        self.digest.iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 
@@ -533,7 +579,7 @@ impl Trace {
         view: Option<Box<dyn Write + Send>>,
     ) -> Binary {
         Binary {
-            event: Vec::with_capacity(LINE_CAPACITY),
+            stream: Vec::with_capacity(STREAM_CHUNK + LINE_CAPACITY),
             last_now: 0,
             ck: 0,
             file,
@@ -570,7 +616,7 @@ impl Trace {
     }
 
     /// A binary trace that keeps only its event count and digest (for
-    /// `trace_sha256` without a file). It formats no text.
+    /// `trace_xxh3` without a file). It formats no text.
     pub fn digest_only(header: &TraceHeader) -> Trace {
         Trace::binary(header, Trace::binary_state(None, None, None))
     }
@@ -659,7 +705,11 @@ impl Trace {
     /// The digest of the stream so far (the trace keeps recording).
     #[cfg(feature = "trace-digest")]
     pub fn digest_so_far(&self) -> Digest {
-        self.hasher.clone().finalize()
+        let mut h = self.hasher.clone();
+        if let Mode::Binary(b) = &self.mode {
+            h.update(&b.stream);
+        }
+        h.finalize()
     }
 
     /// Flush and summarise. Returns the first write error, if any.
@@ -676,12 +726,14 @@ impl Trace {
             Mode::Text(Out::Writer(mut w)) => w.flush()?,
             Mode::Binary(b) => {
                 let Binary {
+                    stream,
                     ck,
                     file,
                     compare,
                     view,
                     ..
                 } = *b;
+                self.hasher.update(&stream);
                 if let Some(mut f) = file {
                     f.write_all(&[TAG_END])?;
                     f.write_all(&self.events.to_le_bytes())?;
@@ -701,7 +753,7 @@ impl Trace {
             lines,
             bytes: self.bytes,
             #[cfg(feature = "trace-digest")]
-            sha256: self.hasher.finalize(),
+            digest: self.hasher.finalize(),
             memory,
             replay,
         })
@@ -741,18 +793,9 @@ impl Trace {
                 self.emit_text();
             }
             Mode::Binary(b) => {
-                let mut e = core::mem::take(&mut b.event);
-                e.clear();
-                e.push(tag);
-                put_varint(&mut e, now.as_u64().wrapping_sub(b.last_now));
-                b.last_now = now.as_u64();
-                b.put_actor(&mut e, actor);
-                payload(&mut e);
-                self.hasher.update(&e);
-                if b.checkpoints() {
-                    b.ck = mix(b.ck, &e);
-                }
-                b.event = e;
+                let start = b.begin(now, actor, tag);
+                payload(&mut b.stream);
+                b.end(start, &mut self.hasher);
                 if b.texts() {
                     format_line(&mut self.line, now, actor, kind, text);
                 }
@@ -859,6 +902,38 @@ impl TraceSink for Trace {
     fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp) {
         let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
         self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
+    }
+
+    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &Encoded) {
+        match &mut self.mode {
+            Mode::Disabled => {}
+            Mode::Binary(b) if !b.texts() => {
+                // As `event` with `TraceOp::encode` for the payload: the
+                // same stream, digest and checkpoints. The operations after
+                // the first share its time and actor (a zero delta, the
+                // actor's index).
+                let outputs = b.checkpoints();
+                let mut first = true;
+                for op in ops.ops() {
+                    let start = if first {
+                        first = false;
+                        b.begin(now, actor, TAG_HAL)
+                    } else {
+                        b.again(TAG_HAL)
+                    };
+                    b.stream.extend_from_slice(op);
+                    b.end(start, &mut self.hasher);
+                    if outputs && self.error.is_none() {
+                        match Trace::binary_event(b, &[], self.events) {
+                            Ok(n) => self.bytes += n,
+                            Err(e) => self.error = Some(e),
+                        }
+                    }
+                    self.events += 1;
+                }
+            }
+            _ => panic!("encoded HAL operations reached a trace that renders text"),
+        }
     }
 
     fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
@@ -1065,7 +1140,7 @@ mod tests {
         };
         let r2 = job::run(&rec, &mut |_, _| {}).unwrap();
         assert_eq!(formatted(), before, "the trace-file run formatted text");
-        assert_eq!(r.trace_sha256, r2.trace_sha256);
+        assert_eq!(r.trace_xxh3, r2.trace_xxh3);
         let replay = JobConfig {
             replay: Some(file.clone()),
             trace: Some(view.clone()),
@@ -1081,11 +1156,11 @@ mod tests {
         }
     }
 
-    /// SHA-256 of `bytes`, straight from the crate (the trace hashes in
-    /// pieces).
+    /// XXH3-128 of `bytes` in one call, straight from the crate (the
+    /// trace hashes in pieces).
     #[cfg(feature = "trace-digest")]
-    fn sha256(bytes: &[u8]) -> Digest {
-        sha2::Sha256::digest(bytes).into()
+    fn xxh3(bytes: &[u8]) -> Digest {
+        xxhash_rust::xxh3::xxh3_128(bytes).to_be_bytes()
     }
 
     fn ev<'a>(kind: &'static str, text: &'a dyn fmt::Display) -> TraceEvent<'a> {
@@ -1150,7 +1225,7 @@ mod tests {
         );
         assert_eq!(s.bytes, text.len() as u64);
         #[cfg(feature = "trace-digest")]
-        assert_eq!(s.sha256, sha256(text.as_bytes()));
+        assert_eq!(s.digest, xxh3(text.as_bytes()));
     }
 
     #[test]
@@ -1173,14 +1248,14 @@ mod tests {
         }
         assert_eq!(d.digest_so_far(), b.digest_so_far());
         let [m, w, d, b] = [m, w, d, b].map(|t| t.finish().unwrap());
-        assert_eq!(m.sha256, w.sha256);
-        assert_eq!(m.sha256, sha256(m.memory.as_deref().unwrap()));
-        assert_eq!(d.sha256, b.sha256);
-        assert_ne!(m.sha256, d.sha256);
+        assert_eq!(m.digest, w.digest);
+        assert_eq!(m.digest, xxh3(m.memory.as_deref().unwrap()));
+        assert_eq!(d.digest, b.digest);
+        assert_ne!(m.digest, d.digest);
         assert_eq!([m.lines, w.lines, d.lines, b.lines], [101; 4]);
         assert_eq!(d.memory, None);
         assert_eq!(d.bytes, 0);
-        assert_eq!(m.sha256_hex().len(), 64);
+        assert_eq!(m.digest_hex().len(), 32);
     }
 
     /// A `Display` that must never be called.
@@ -1256,7 +1331,7 @@ mod tests {
         feed(&mut b, 300, None);
         let (d, b) = (d.finish().unwrap(), b.finish().unwrap());
         #[cfg(feature = "trace-digest")]
-        assert_eq!(d.sha256, b.sha256);
+        assert_eq!(d.digest, b.digest);
         assert_eq!((d.lines, b.lines), (301, 301));
         // The header line, a 5-byte checkpoint per 16 events, the 13-byte end.
         let file = out.bytes();
@@ -1386,7 +1461,7 @@ mod tests {
         let s = t.finish().unwrap();
         assert_eq!((s.lines, s.bytes), (0, 0));
         #[cfg(feature = "trace-digest")]
-        assert_eq!(s.sha256, sha256(b""));
+        assert_eq!(s.digest, xxh3(b""));
     }
 
     #[test]

@@ -54,8 +54,8 @@ pub struct Args {
     #[arg(long)]
     recover: bool,
     /// One thread, seeded schedule, virtual clock, traced HAL; prints
-    /// trace_sha256, the SHA-256 of the binary event stream (same seed ->
-    /// same stream).
+    /// trace_xxh3, the XXH3-128 digest of the binary event stream (same
+    /// seed -> same stream).
     #[arg(long)]
     deterministic: bool,
     /// Write the deterministic trace to FILE: compact binary checkpoints
@@ -273,7 +273,7 @@ struct RunJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     virtual_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    trace_sha256: Option<&'a str>,
+    trace_xxh3: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_lines: Option<u64>,
 }
@@ -347,7 +347,7 @@ impl<'a> RunJson<'a> {
                 })
                 .collect(),
             virtual_ns: r.virtual_ns,
-            trace_sha256: r.trace_sha256.as_deref(),
+            trace_xxh3: r.trace_xxh3.as_deref(),
             trace_lines: r.trace_lines,
         }
     }
@@ -497,10 +497,10 @@ pub fn summary(r: &JobReport) -> String {
         r.slab.display(),
         r.slab.display()
     );
-    if let Some(h) = &r.trace_sha256 {
+    if let Some(h) = &r.trace_xxh3 {
         let _ = writeln!(
             s,
-            "  trace_sha256: {h} (binary event stream; {} lines in the text view, virtual end {} ns)",
+            "  trace_xxh3: {h} (binary event stream; {} lines in the text view, virtual end {} ns)",
             r.trace_lines.unwrap_or(0),
             r.virtual_ns.unwrap_or(0)
         );
