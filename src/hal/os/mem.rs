@@ -227,11 +227,12 @@ impl Mapping {
 
     /// The whole mapping as a shareable [`Region`].
     pub fn into_region(self) -> Region {
-        let len = self.len;
+        let (base, len, writable) = (self.ptr, self.len, self.writable);
         Region {
             map: Arc::new(self),
-            off: 0,
+            base,
             len,
+            writable,
         }
     }
 }
@@ -258,15 +259,44 @@ impl Drop for Mapping {
 
 /// A bounds-checked window into a [`Mapping`]; cheap to clone, keeps the
 /// mapping alive.
-#[derive(Clone, Debug)]
+///
+/// The window's first byte and the mapping's writability are cached here
+/// (invariant: `base` is the mapping's base plus the window's offset, and
+/// `base .. base + len` lies inside the mapping), so a checked access reads
+/// this struct only, not the shared `Mapping` behind the `Arc`.
+#[derive(Clone)]
 pub struct Region {
     map: Arc<Mapping>,
-    off: usize,
+    base: NonNull<u8>,
     len: usize,
+    writable: bool,
+}
+
+// SAFETY: `base` points into the mapping `map` keeps alive (for as long as
+// this `Region` lives); the bytes are reached only through atomic or
+// volatile accesses at checked offsets, sound from any thread (as for
+// `Mapping`, whose `Send` this mirrors).
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`: `&Region` reaches the mapped bytes only through
+// atomic or volatile accesses, which are sound from any thread.
+unsafe impl Sync for Region {}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("map", &self.map)
+            .field(
+                "off",
+                &(self.base.as_ptr() as usize - self.map.ptr.as_ptr() as usize),
+            )
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 impl Region {
     /// Length of the window in bytes.
+    #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -278,7 +308,7 @@ impl Region {
 
     /// Whether the underlying mapping is writable.
     pub fn is_writable(&self) -> bool {
-        self.map.writable
+        self.writable
     }
 
     /// [`Mapping::shrunk`] of the underlying mapping.
@@ -288,14 +318,17 @@ impl Region {
 
     /// A sub-window `[off, off + len)` of this one.
     pub fn sub(&self, off: usize, len: usize) -> Result<Region, MemError> {
-        self.check(off, len, 1)?;
+        let p = self.check(off, len, 1)?;
         Ok(Region {
             map: self.map.clone(),
-            off: self.off + off,
+            // `p` is `base + off`, checked in bounds: never null.
+            base: NonNull::new(p).ok_or_else(|| self.err(off, len, 1))?,
             len,
+            writable: self.writable,
         })
     }
 
+    #[inline(always)]
     fn err(&self, off: usize, len: usize, align: usize) -> MemError {
         MemError {
             offset: off,
@@ -306,16 +339,18 @@ impl Region {
         }
     }
 
+    #[inline(always)]
     fn check(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let err = self.err(off, len, align);
         let end = off.checked_add(len).ok_or(err)?;
         if end > self.len {
             return Err(err);
         }
-        // SAFETY: `self.off + off + len <= map.len` (Region invariant plus the
-        // check above), so the offset pointer stays inside the one allocation
-        // mmap returned (`add` needs exactly that).
-        let p = unsafe { self.map.ptr.as_ptr().add(self.off + off) };
+        // SAFETY: `off + len <= self.len` (checked above) and `base .. base +
+        // self.len` lies inside the mapping (Region invariant), so the offset
+        // pointer stays inside the one allocation mmap returned (`add` needs
+        // exactly that).
+        let p = unsafe { self.base.as_ptr().add(off) };
         if (p as usize) % align != 0 {
             return Err(err);
         }
@@ -323,9 +358,10 @@ impl Region {
     }
 
     /// [`check`](Self::check), and refuse a read-only mapping.
+    #[inline(always)]
     fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let p = self.check(off, len, align)?;
-        if !self.map.writable {
+        if !self.writable {
             return Err(MemError {
                 read_only: true,
                 ..self.err(off, len, align)
@@ -339,12 +375,14 @@ impl Region {
     /// atomic handles once; the pointer is valid while this region lives.
     /// On a read-only mapping ([`Region::is_writable`] false) the pointer
     /// may only be loaded from, with Relaxed atomic loads.
+    #[inline]
     pub fn ptr_at(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         self.check(off, len, align)
     }
 
     /// An atomic view of the 8-byte word at `off` (must be 8-aligned; the
     /// mapping must be writable).
+    #[inline]
     pub fn atomic_u64(&self, off: usize) -> Result<&AtomicU64, MemError> {
         let p = self.check_writable(off, 8, 8)?;
         // SAFETY: `p` is in bounds and 8-aligned (checked), in a writable
@@ -359,6 +397,7 @@ impl Region {
 
     /// An atomic view of the 4-byte word at `off` (must be 4-aligned; the
     /// mapping must be writable).
+    #[inline]
     pub fn atomic_u32(&self, off: usize) -> Result<&AtomicU32, MemError> {
         let p = self.check_writable(off, 4, 4)?;
         // SAFETY: as in `atomic_u64`, for a 4-aligned 4-byte word.
@@ -367,8 +406,9 @@ impl Region {
 
     /// Load the u64 at `off` with `order` (on a read-only mapping: a Relaxed
     /// load, then a fence for a stronger `order`).
+    #[inline]
     pub fn load_u64(&self, off: usize, order: Ordering) -> Result<u64, MemError> {
-        if self.map.writable {
+        if self.writable {
             return Ok(self.atomic_u64(off)?.load(order));
         }
         let p = self.check(off, 8, 8)?;
@@ -384,6 +424,7 @@ impl Region {
     }
 
     /// Store `v` at `off` with `order` (writable mappings only).
+    #[inline]
     pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
         self.atomic_u64(off)?.store(v, order);
         Ok(())
@@ -391,8 +432,9 @@ impl Region {
 
     /// Load the u32 at `off` with `order` (on a read-only mapping: a Relaxed
     /// load, then a fence for a stronger `order`).
+    #[inline]
     pub fn load_u32(&self, off: usize, order: Ordering) -> Result<u32, MemError> {
-        if self.map.writable {
+        if self.writable {
             return Ok(self.atomic_u32(off)?.load(order));
         }
         let p = self.check(off, 4, 4)?;
@@ -404,6 +446,7 @@ impl Region {
     }
 
     /// Store `v` at `off` with `order` (writable mappings only).
+    #[inline]
     pub fn store_u32(&self, off: usize, v: u32, order: Ordering) -> Result<(), MemError> {
         self.atomic_u32(off)?.store(v, order);
         Ok(())
@@ -411,6 +454,7 @@ impl Region {
 
     /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
     /// a Relaxed atomic load; the range is checked once.
+    #[inline]
     pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
         let p = self
             .check(off, out.len() * 4, 4)?
@@ -430,6 +474,7 @@ impl Region {
     /// Store `vals` as consecutive u32 words at `off` (4-aligned), each a
     /// Relaxed atomic store (writable mappings only); the range is checked
     /// once.
+    #[inline]
     pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
         let p = self
             .check_writable(off, vals.len() * 4, 4)?
@@ -447,6 +492,7 @@ impl Region {
     /// Copy whole words out as little-endian bytes: `out.len()` (a
     /// multiple of 4) bytes from `off` (4-aligned), one Relaxed atomic load
     /// per word; the range is checked once.
+    #[inline]
     pub fn copy_out_words(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self
             .check(off, out.len(), 4)?
@@ -464,6 +510,7 @@ impl Region {
     /// Copy whole words in from little-endian bytes: `data.len()` (a
     /// multiple of 4) bytes to `off` (4-aligned), one Relaxed atomic store
     /// per word (writable mappings only); the range is checked once.
+    #[inline]
     pub fn copy_in_words(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self
             .check_writable(off, data.len(), 4)?
@@ -479,6 +526,7 @@ impl Region {
     }
 
     /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
+    #[inline]
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;
         for (i, b) in out.iter_mut().enumerate() {
@@ -491,6 +539,7 @@ impl Region {
     }
 
     /// Volatile copy of `data` to `off` (writable mappings only).
+    #[inline]
     pub fn write_bytes(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self.check_writable(off, data.len(), 1)?;
         for (i, b) in data.iter().enumerate() {
