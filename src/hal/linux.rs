@@ -243,19 +243,20 @@ impl Hal for LinuxHal {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
                 // other half is too (docs/abi.md §1.11, §1.13).
-                let lo = reg.load_u64(off, StdOrdering::Acquire).map_err(e)?;
-                let hi = reg.load_u64(off + 8, StdOrdering::Relaxed).map_err(e)?;
+                let w = reg.atomic_u64_pair(off).map_err(e)?;
+                let lo = w[0].load(StdOrdering::Acquire);
+                let hi = w[1].load(StdOrdering::Relaxed);
                 *out = record_from_halves(lo, hi);
                 0
             }
             Access::WriteRecord(_, rec) => {
                 let (lo, hi) = record_halves(rec);
-                reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
-                    .map_err(e)?;
+                let w = reg.atomic_u64_pair(off).map_err(e)?;
+                w[1].store(hi, StdOrdering::Relaxed);
                 // Ordering: Release publishes the record; pairs with the
                 // Acquire load of the same half in `ReadRecord` (the
                 // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                reg.store_u64(off, lo, StdOrdering::Release).map_err(e)?;
+                w[0].store(lo, StdOrdering::Release);
                 0
             }
         })

@@ -565,22 +565,17 @@ pub const fn slot_offset(index: u32) -> usize {
 
 /// A 16-byte record as its two little-endian 8-byte halves: (`PUBLISH_HALF`,
 /// the rest). Backends store the second half first and the first half last.
+#[inline(always)]
 pub(crate) fn record_halves(rec: &[u8; RECORD]) -> (u64, u64) {
     let (lo, hi) = rec.split_at(8);
-    let word = |b: &[u8]| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(b);
-        u64::from_le_bytes(w)
-    };
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     (word(lo), word(hi))
 }
 
 /// The inverse of [`record_halves`].
+#[inline(always)]
 pub(crate) fn record_from_halves(lo: u64, hi: u64) -> [u8; RECORD] {
-    let mut out = [0u8; RECORD];
-    out[..8].copy_from_slice(&lo.to_le_bytes());
-    out[8..].copy_from_slice(&hi.to_le_bytes());
-    out
+    (u128::from(lo) | u128::from(hi) << 64).to_le_bytes()
 }
 
 /// A backend's table of regions or events: entries in creation order, each

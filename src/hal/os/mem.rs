@@ -395,6 +395,19 @@ impl Region {
         Ok(unsafe { AtomicU64::from_ptr(p.cast()) })
     }
 
+    /// An atomic view of the two 8-byte words at `off` (must be 8-aligned;
+    /// the mapping must be writable): a 16-byte record, checked once.
+    #[inline]
+    pub fn atomic_u64_pair(&self, off: usize) -> Result<&[AtomicU64; 2], MemError> {
+        let p = self.check_writable(off, 16, 8)?;
+        // SAFETY: `p .. p + 16` is in bounds and `p` 8-aligned (checked), in
+        // a writable mapping (checked) that `self` keeps mapped for the
+        // returned lifetime; `[AtomicU64; 2]` has the size and alignment of
+        // two consecutive 8-aligned `AtomicU64`s, each valid as in
+        // `atomic_u64` (same one-width-per-shared-word rule).
+        Ok(unsafe { &*p.cast::<[AtomicU64; 2]>() })
+    }
+
     /// An atomic view of the 4-byte word at `off` (must be 4-aligned; the
     /// mapping must be writable).
     #[inline]
