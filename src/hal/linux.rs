@@ -212,33 +212,11 @@ impl Hal for LinuxHal {
             }
             Access::LoadRun(out) => reg.load_u32s(off, out).map(|()| 0).map_err(e)?,
             Access::StoreRun(vals) => reg.store_u32s(off, vals).map(|()| 0).map_err(e)?,
-            Access::Read(out) => {
-                let (head, mid, _) = split_words(off, out.len());
-                let (h, rest) = out.split_at_mut(head);
-                let (m, t) = rest.split_at_mut(mid);
-                reg.read_bytes(off, h).map_err(e)?;
-                // No words: a copy that ends inside its first word (whose
-                // word offset `off + head` is then unaligned).
-                if mid > 0 {
-                    reg.copy_out_words(off + head, m).map_err(e)?;
-                }
-                reg.read_bytes(off + head + mid, t).map_err(e)?;
-                0
-            }
-            Access::Write(data) => {
-                // Whole aligned words go as relaxed atomic stores (so a
-                // concurrent reader never races a plain write), the ragged
-                // edges as volatile bytes.
-                let (head, mid, tail) = split_words(off, data.len());
-                reg.write_bytes(off, &data[..head]).map_err(e)?;
-                if mid > 0 {
-                    reg.copy_in_words(off + head, &data[head..head + mid])
-                        .map_err(e)?;
-                }
-                reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
-                    .map_err(e)?;
-                0
-            }
+            // Whole aligned words go as relaxed atomic accesses (so a
+            // concurrent reader or writer never races a plain access), the
+            // ragged edges as volatile bytes; one range check.
+            Access::Read(out) => reg.copy_out(off, out).map(|()| 0).map_err(e)?,
+            Access::Write(data) => reg.copy_in(off, data).map(|()| 0).map_err(e)?,
             Access::ReadRecord(_, out) => {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
@@ -276,28 +254,5 @@ impl Hal for LinuxHal {
 
     fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
         self.efd(ev).ok().map(EventFd::raw)
-    }
-}
-
-/// Split `len` bytes at `off` into (ragged head up to the first 4-aligned
-/// offset, whole 4-byte words, ragged tail).
-fn split_words(off: usize, len: usize) -> (usize, usize, usize) {
-    let head = ((4 - off % 4) % 4).min(len);
-    let mid = (len - head) / 4 * 4;
-    (head, mid, len - head - mid)
-}
-
-#[cfg(test)]
-mod split_tests {
-    use super::split_words;
-
-    #[test]
-    fn ragged_edges_and_whole_words() {
-        assert_eq!(split_words(0, 8), (0, 8, 0));
-        assert_eq!(split_words(1, 10), (3, 4, 3));
-        assert_eq!(split_words(0, 3), (0, 0, 3));
-        assert_eq!(split_words(3, 1), (1, 0, 0));
-        assert_eq!(split_words(2, 1), (1, 0, 0));
-        assert_eq!(split_words(5, 0), (0, 0, 0));
     }
 }

@@ -563,6 +563,72 @@ impl Region {
         Ok(())
     }
 
+    /// Copy `out.len()` bytes at `off` (any offset, any length) out: the
+    /// whole 4-aligned words as Relaxed atomic loads (so a concurrent
+    /// writer's word is never torn), the ragged edges as volatile bytes. The
+    /// range is checked once.
+    #[inline]
+    pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
+        let p = self.check(off, out.len(), 1)?;
+        let (head, mid, _) = split_words(p as usize, out.len());
+        let (h, rest) = out.split_at_mut(head);
+        let (m, t) = rest.split_at_mut(mid);
+        for (i, b) in h.iter_mut().enumerate() {
+            // SAFETY: `i < head <= out.len()`: inside the checked range; a
+            // volatile byte read of mapped memory (even read-only) is allowed.
+            *b = unsafe { p.add(i).read_volatile() };
+        }
+        // SAFETY: `head <= out.len()`, so `p + head` is inside (or one past)
+        // the checked range.
+        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
+            // SAFETY: word `i` is at `p + head + 4i`, 4-aligned (`head` is
+            // the distance from `p` to the next 4-aligned address) and inside
+            // the checked range (`head + mid <= out.len()`, `i < mid / 4`).
+            // Only Relaxed atomic loads go through the reference (allowed on
+            // read-only pages, as in `load_u32`); one width per shared word
+            // (as in `atomic_u64`).
+            let v = unsafe { &*w.add(i) }.load(Ordering::Relaxed);
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        for (i, b) in t.iter_mut().enumerate() {
+            // SAFETY: `head + mid + i < out.len()`: inside the checked range.
+            *b = unsafe { p.add(head + mid + i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Copy `data` in at `off` (any offset, any length; writable mappings
+    /// only): the whole 4-aligned words as Relaxed atomic stores (so a
+    /// concurrent reader never races a plain write), the ragged edges as
+    /// volatile bytes. The range is checked once.
+    #[inline]
+    pub fn copy_in(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
+        let p = self.check_writable(off, data.len(), 1)?;
+        let (head, mid, _) = split_words(p as usize, data.len());
+        let (h, rest) = data.split_at(head);
+        let (m, t) = rest.split_at(mid);
+        for (i, b) in h.iter().enumerate() {
+            // SAFETY: `i < head <= data.len()`: inside the checked range of a
+            // writable mapping (checked); a byte needs no alignment.
+            unsafe { p.add(i).write_volatile(*b) };
+        }
+        // SAFETY: as in `copy_out`.
+        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        for (i, chunk) in m.chunks_exact(4).enumerate() {
+            let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            // SAFETY: as in `copy_out`: word `i` is 4-aligned and inside the
+            // checked range of a writable mapping; accessed atomically only.
+            unsafe { &*w.add(i) }.store(v, Ordering::Relaxed);
+        }
+        for (i, b) in t.iter().enumerate() {
+            // SAFETY: `head + mid + i < data.len()`: inside the checked range
+            // of a writable mapping.
+            unsafe { p.add(head + mid + i).write_volatile(*b) };
+        }
+        Ok(())
+    }
+
     /// Volatile fill of `len` bytes at `off` with `byte` (writable mappings
     /// only).
     pub fn fill(&self, off: usize, len: usize, byte: u8) -> Result<(), MemError> {
@@ -613,6 +679,15 @@ pub fn lock_holder(file: &File) -> Option<u32> {
     })
 }
 
+/// Split `len` bytes at address (or offset) `at` into (ragged head up to
+/// the first 4-aligned address, whole 4-byte words, ragged tail).
+#[inline(always)]
+fn split_words(at: usize, len: usize) -> (usize, usize, usize) {
+    let head = ((4 - at % 4) % 4).min(len);
+    let mid = (len - head) / 4 * 4;
+    (head, mid, len - head - mid)
+}
+
 /// After a Relaxed load standing in for a load with `order` (on read-only
 /// memory): the fence that gives the load `order`'s synchronization. An
 /// Acquire fence after the load synchronizes with the Release store the load
@@ -634,6 +709,34 @@ pub(crate) fn fence_after_relaxed_load(order: Ordering) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ragged_edges_and_whole_words() {
+        assert_eq!(split_words(0, 8), (0, 8, 0));
+        assert_eq!(split_words(1, 10), (3, 4, 3));
+        assert_eq!(split_words(0, 3), (0, 0, 3));
+        assert_eq!(split_words(3, 1), (1, 0, 0));
+        assert_eq!(split_words(2, 1), (1, 0, 0));
+        assert_eq!(split_words(5, 0), (0, 0, 0));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
+    fn ragged_copies_round_trip() {
+        let r = Mapping::anonymous(64).unwrap().into_region();
+        let data: Vec<u8> = (1..=23).collect();
+        for off in 0..8 {
+            r.fill(0, 64, 0).unwrap();
+            r.copy_in(off, &data).unwrap();
+            let mut out = vec![0u8; data.len() + 2];
+            r.copy_out(off.saturating_sub(1), &mut out).unwrap();
+            let skip = usize::from(off > 0);
+            assert_eq!(&out[skip..skip + data.len()], &data[..], "at +{off}");
+            assert_eq!(out[skip + data.len()], 0);
+        }
+        assert!(r.copy_in(60, &[0; 5]).is_err());
+        assert!(r.copy_out(usize::MAX, &mut [0; 1]).is_err());
+    }
 
     #[test]
     #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
