@@ -24,8 +24,17 @@ use super::{
 #[derive(Clone, Debug, Default)]
 pub struct LinuxHal {
     dir: Option<PathBuf>,
-    regions: Table<RegionId, Region>,
+    regions: Table<RegionId, Slot>,
     events: Table<EventId, Arc<EventFd>>,
+}
+
+/// A mapped region and its id's key ([`RegionId`] packed in one word), so
+/// the fast path of [`LinuxHal::access`](Hal::access) checks a handle with
+/// two compares.
+#[derive(Clone, Debug)]
+struct Slot {
+    key: u64,
+    region: Region,
 }
 
 impl LinuxHal {
@@ -45,8 +54,37 @@ impl LinuxHal {
 
     fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
         match self.regions.get(r.index(), r.id()) {
-            Ok(reg) if reg.len() == r.len() => Ok(reg),
+            Ok(slot) if slot.region.len() == r.len() => Ok(&slot.region),
             _ => Err(HalError::BadHandle),
+        }
+    }
+
+    /// [`region`](Self::region) for the fast path: the same acceptance (the
+    /// entry at the handle's index has its id, by key, and its length), no
+    /// error built.
+    #[inline(always)]
+    fn region_fast(&self, r: RegionHandle) -> Option<&Region> {
+        match self.regions.at(r.index()) {
+            Some(slot) if slot.key == r.key() && slot.region.len() == r.len() => Some(&slot.region),
+            _ => None,
+        }
+    }
+
+    /// The error of an access the fast path refused: the same checks in the
+    /// same order as before the fast path existed (bounds and alignment
+    /// against the handle, then the handle), so the same [`HalError`].
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, r: RegionHandle, off: usize, len: usize, align: usize) -> HalError {
+        if let Err(e) = check(r, off, len, align) {
+            return e;
+        }
+        match self.region(r) {
+            Err(e) => e,
+            // Not reachable: the fast path refuses exactly when the check
+            // above or the lookup fails (`region_fast` accepts what `region`
+            // accepts, and the region's length is the handle's).
+            Ok(_) => HalError::BadHandle,
         }
     }
 
@@ -55,6 +93,7 @@ impl LinuxHal {
     }
 }
 
+#[cold]
 fn mem_err(r: RegionHandle, e: super::mem::MemError) -> HalError {
     if e.read_only {
         // Not reachable today: this backend maps every region read-write.
@@ -99,7 +138,10 @@ impl Hal for LinuxHal {
                 Some(d) => Mapping::create_file(&d.join(id.to_string()), len),
             };
             mapping
-                .map(Mapping::into_region)
+                .map(|m| Slot {
+                    key: id.key(),
+                    region: m.into_region(),
+                })
                 .map_err(|e| HalError::os("mmap", &e))
         })?;
         Ok(RegionHandle::new(index, id, len))
@@ -122,8 +164,20 @@ impl Hal for LinuxHal {
     #[inline(always)]
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let (len, align) = a.span();
-        check(r, off, len, align)?;
-        let reg = self.region(r)?;
+        // The one check of the fast path: the handle is this backend's, and
+        // `[off, off + len)` lies inside the region at an `align`-aligned
+        // offset. The error is built only on refusal, out of line.
+        let reg = match self.region_fast(r) {
+            Some(reg)
+                if off % align == 0 && off.checked_add(len).is_some_and(|e| e <= reg.len()) =>
+            {
+                reg
+            }
+            _ => return Err(self.refused(r, off, len, align)),
+        };
+        // Past the check, the region's own checks below fail only on a
+        // read-only mapping or a misaligned window base, which this backend
+        // never makes (every region is a whole read-write mapping).
         let e = |e| mem_err(r, e);
         Ok(match a {
             Access::Load(Width::W32, order) => reg.load_u32(off, order).map_err(e)?.into(),
@@ -158,50 +212,29 @@ impl Hal for LinuxHal {
             }
             Access::LoadRun(out) => reg.load_u32s(off, out).map(|()| 0).map_err(e)?,
             Access::StoreRun(vals) => reg.store_u32s(off, vals).map(|()| 0).map_err(e)?,
-            Access::Read(out) => {
-                let (head, mid, _) = split_words(off, out.len());
-                let (h, rest) = out.split_at_mut(head);
-                let (m, t) = rest.split_at_mut(mid);
-                reg.read_bytes(off, h).map_err(e)?;
-                // No words: a copy that ends inside its first word (whose
-                // word offset `off + head` is then unaligned).
-                if mid > 0 {
-                    reg.copy_out_words(off + head, m).map_err(e)?;
-                }
-                reg.read_bytes(off + head + mid, t).map_err(e)?;
-                0
-            }
-            Access::Write(data) => {
-                // Whole aligned words go as relaxed atomic stores (so a
-                // concurrent reader never races a plain write), the ragged
-                // edges as volatile bytes.
-                let (head, mid, tail) = split_words(off, data.len());
-                reg.write_bytes(off, &data[..head]).map_err(e)?;
-                if mid > 0 {
-                    reg.copy_in_words(off + head, &data[head..head + mid])
-                        .map_err(e)?;
-                }
-                reg.write_bytes(off + head + mid, &data[head + mid..head + mid + tail])
-                    .map_err(e)?;
-                0
-            }
+            // Whole aligned words go as relaxed atomic accesses (so a
+            // concurrent reader or writer never races a plain access), the
+            // ragged edges as volatile bytes; one range check.
+            Access::Read(out) => reg.copy_out(off, out).map(|()| 0).map_err(e)?,
+            Access::Write(data) => reg.copy_in(off, data).map(|()| 0).map_err(e)?,
             Access::ReadRecord(_, out) => {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
                 // other half is too (docs/abi.md §1.11, §1.13).
-                let lo = reg.load_u64(off, StdOrdering::Acquire).map_err(e)?;
-                let hi = reg.load_u64(off + 8, StdOrdering::Relaxed).map_err(e)?;
+                let w = reg.atomic_u64_pair(off).map_err(e)?;
+                let lo = w[0].load(StdOrdering::Acquire);
+                let hi = w[1].load(StdOrdering::Relaxed);
                 *out = record_from_halves(lo, hi);
                 0
             }
             Access::WriteRecord(_, rec) => {
                 let (lo, hi) = record_halves(rec);
-                reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
-                    .map_err(e)?;
+                let w = reg.atomic_u64_pair(off).map_err(e)?;
+                w[1].store(hi, StdOrdering::Relaxed);
                 // Ordering: Release publishes the record; pairs with the
                 // Acquire load of the same half in `ReadRecord` (the
                 // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                reg.store_u64(off, lo, StdOrdering::Release).map_err(e)?;
+                w[0].store(lo, StdOrdering::Release);
                 0
             }
         })
@@ -221,28 +254,5 @@ impl Hal for LinuxHal {
 
     fn event_fd(&self, ev: EventHandle) -> Option<RawFd> {
         self.efd(ev).ok().map(EventFd::raw)
-    }
-}
-
-/// Split `len` bytes at `off` into (ragged head up to the first 4-aligned
-/// offset, whole 4-byte words, ragged tail).
-fn split_words(off: usize, len: usize) -> (usize, usize, usize) {
-    let head = ((4 - off % 4) % 4).min(len);
-    let mid = (len - head) / 4 * 4;
-    (head, mid, len - head - mid)
-}
-
-#[cfg(test)]
-mod split_tests {
-    use super::split_words;
-
-    #[test]
-    fn ragged_edges_and_whole_words() {
-        assert_eq!(split_words(0, 8), (0, 8, 0));
-        assert_eq!(split_words(1, 10), (3, 4, 3));
-        assert_eq!(split_words(0, 3), (0, 0, 3));
-        assert_eq!(split_words(3, 1), (1, 0, 0));
-        assert_eq!(split_words(2, 1), (1, 0, 0));
-        assert_eq!(split_words(5, 0), (0, 0, 0));
     }
 }

@@ -99,6 +99,25 @@ pub enum RegionId {
     },
 }
 
+impl RegionId {
+    /// The id packed into one word: the variant in bits 32.., its fields
+    /// below (one-to-one, so two ids are equal exactly when their keys are).
+    pub(crate) const fn key(self) -> u64 {
+        const fn k(variant: u64, fields: u64) -> u64 {
+            variant << 32 | fields
+        }
+        match self {
+            RegionId::Dram => k(0, 0),
+            RegionId::Dmem { core } => k(1, core as u64),
+            RegionId::Regs { core } => k(2, core as u64),
+            RegionId::DescRing { core, dir } => k(3, (core as u64) << 8 | dir as u64),
+            RegionId::NqRing { core, engine } => k(4, (core as u64) << 8 | engine as u64),
+            RegionId::WorkItems { core } => k(5, core as u64),
+            RegionId::Other { tag } => k(6, tag as u64),
+        }
+    }
+}
+
 impl fmt::Display for RegionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -121,18 +140,33 @@ impl fmt::Display for RegionId {
 pub struct RegionHandle {
     index: u32,
     id: RegionId,
+    /// `id` packed into one word ([`RegionId::key`]), so a backend's hot
+    /// path checks the id with one compare instead of a match per variant.
+    key: u64,
     len: usize,
 }
 
 impl RegionHandle {
     /// Built by backends only.
     pub(crate) const fn new(index: u32, id: RegionId, len: usize) -> Self {
-        Self { index, id, len }
+        Self {
+            index,
+            id,
+            key: id.key(),
+            len,
+        }
     }
 
     /// The backend's table index.
+    #[inline(always)]
     pub(crate) const fn index(&self) -> usize {
         self.index as usize
+    }
+
+    /// The id as one word ([`RegionId::key`]).
+    #[inline(always)]
+    pub(crate) const fn key(&self) -> u64 {
+        self.key
     }
 
     /// What this region is.
@@ -531,22 +565,17 @@ pub const fn slot_offset(index: u32) -> usize {
 
 /// A 16-byte record as its two little-endian 8-byte halves: (`PUBLISH_HALF`,
 /// the rest). Backends store the second half first and the first half last.
+#[inline(always)]
 pub(crate) fn record_halves(rec: &[u8; RECORD]) -> (u64, u64) {
     let (lo, hi) = rec.split_at(8);
-    let word = |b: &[u8]| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(b);
-        u64::from_le_bytes(w)
-    };
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     (word(lo), word(hi))
 }
 
 /// The inverse of [`record_halves`].
+#[inline(always)]
 pub(crate) fn record_from_halves(lo: u64, hi: u64) -> [u8; RECORD] {
-    let mut out = [0u8; RECORD];
-    out[..8].copy_from_slice(&lo.to_le_bytes());
-    out[8..].copy_from_slice(&hi.to_le_bytes());
-    out
+    (u128::from(lo) | u128::from(hi) << 64).to_le_bytes()
 }
 
 /// A backend's table of regions or events: entries in creation order, each
@@ -587,6 +616,13 @@ impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
             Some((k, v)) if *k == id => Ok(v),
             _ => Err(HalError::BadHandle),
         }
+    }
+
+    /// The value at `index`, whatever its id (a backend's hot path checks
+    /// the id itself, see `linux::LinuxHal`).
+    #[inline(always)]
+    pub(crate) fn at(&self, index: usize) -> Option<&V> {
+        self.entries.get(index).map(|(_, v)| v)
     }
 
     /// Every id, in creation order.

@@ -227,11 +227,12 @@ impl Mapping {
 
     /// The whole mapping as a shareable [`Region`].
     pub fn into_region(self) -> Region {
-        let len = self.len;
+        let (base, len, writable) = (self.ptr, self.len, self.writable);
         Region {
             map: Arc::new(self),
-            off: 0,
+            base,
             len,
+            writable,
         }
     }
 }
@@ -258,15 +259,44 @@ impl Drop for Mapping {
 
 /// A bounds-checked window into a [`Mapping`]; cheap to clone, keeps the
 /// mapping alive.
-#[derive(Clone, Debug)]
+///
+/// The window's first byte and the mapping's writability are cached here
+/// (invariant: `base` is the mapping's base plus the window's offset, and
+/// `base .. base + len` lies inside the mapping), so a checked access reads
+/// this struct only, not the shared `Mapping` behind the `Arc`.
+#[derive(Clone)]
 pub struct Region {
     map: Arc<Mapping>,
-    off: usize,
+    base: NonNull<u8>,
     len: usize,
+    writable: bool,
+}
+
+// SAFETY: `base` points into the mapping `map` keeps alive (for as long as
+// this `Region` lives); the bytes are reached only through atomic or
+// volatile accesses at checked offsets, sound from any thread (as for
+// `Mapping`, whose `Send` this mirrors).
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`: `&Region` reaches the mapped bytes only through
+// atomic or volatile accesses, which are sound from any thread.
+unsafe impl Sync for Region {}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("map", &self.map)
+            .field(
+                "off",
+                &(self.base.as_ptr() as usize - self.map.ptr.as_ptr() as usize),
+            )
+            .field("len", &self.len)
+            .finish()
+    }
 }
 
 impl Region {
     /// Length of the window in bytes.
+    #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
@@ -278,7 +308,7 @@ impl Region {
 
     /// Whether the underlying mapping is writable.
     pub fn is_writable(&self) -> bool {
-        self.map.writable
+        self.writable
     }
 
     /// [`Mapping::shrunk`] of the underlying mapping.
@@ -288,14 +318,17 @@ impl Region {
 
     /// A sub-window `[off, off + len)` of this one.
     pub fn sub(&self, off: usize, len: usize) -> Result<Region, MemError> {
-        self.check(off, len, 1)?;
+        let p = self.check(off, len, 1)?;
         Ok(Region {
             map: self.map.clone(),
-            off: self.off + off,
+            // `p` is `base + off`, checked in bounds: never null.
+            base: NonNull::new(p).ok_or_else(|| self.err(off, len, 1))?,
             len,
+            writable: self.writable,
         })
     }
 
+    #[inline(always)]
     fn err(&self, off: usize, len: usize, align: usize) -> MemError {
         MemError {
             offset: off,
@@ -306,16 +339,18 @@ impl Region {
         }
     }
 
+    #[inline(always)]
     fn check(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let err = self.err(off, len, align);
         let end = off.checked_add(len).ok_or(err)?;
         if end > self.len {
             return Err(err);
         }
-        // SAFETY: `self.off + off + len <= map.len` (Region invariant plus the
-        // check above), so the offset pointer stays inside the one allocation
-        // mmap returned (`add` needs exactly that).
-        let p = unsafe { self.map.ptr.as_ptr().add(self.off + off) };
+        // SAFETY: `off + len <= self.len` (checked above) and `base .. base +
+        // self.len` lies inside the mapping (Region invariant), so the offset
+        // pointer stays inside the one allocation mmap returned (`add` needs
+        // exactly that).
+        let p = unsafe { self.base.as_ptr().add(off) };
         if (p as usize) % align != 0 {
             return Err(err);
         }
@@ -323,9 +358,10 @@ impl Region {
     }
 
     /// [`check`](Self::check), and refuse a read-only mapping.
+    #[inline(always)]
     fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let p = self.check(off, len, align)?;
-        if !self.map.writable {
+        if !self.writable {
             return Err(MemError {
                 read_only: true,
                 ..self.err(off, len, align)
@@ -339,12 +375,14 @@ impl Region {
     /// atomic handles once; the pointer is valid while this region lives.
     /// On a read-only mapping ([`Region::is_writable`] false) the pointer
     /// may only be loaded from, with Relaxed atomic loads.
+    #[inline]
     pub fn ptr_at(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         self.check(off, len, align)
     }
 
     /// An atomic view of the 8-byte word at `off` (must be 8-aligned; the
     /// mapping must be writable).
+    #[inline]
     pub fn atomic_u64(&self, off: usize) -> Result<&AtomicU64, MemError> {
         let p = self.check_writable(off, 8, 8)?;
         // SAFETY: `p` is in bounds and 8-aligned (checked), in a writable
@@ -357,8 +395,22 @@ impl Region {
         Ok(unsafe { AtomicU64::from_ptr(p.cast()) })
     }
 
+    /// An atomic view of the two 8-byte words at `off` (must be 8-aligned;
+    /// the mapping must be writable): a 16-byte record, checked once.
+    #[inline]
+    pub fn atomic_u64_pair(&self, off: usize) -> Result<&[AtomicU64; 2], MemError> {
+        let p = self.check_writable(off, 16, 8)?;
+        // SAFETY: `p .. p + 16` is in bounds and `p` 8-aligned (checked), in
+        // a writable mapping (checked) that `self` keeps mapped for the
+        // returned lifetime; `[AtomicU64; 2]` has the size and alignment of
+        // two consecutive 8-aligned `AtomicU64`s, each valid as in
+        // `atomic_u64` (same one-width-per-shared-word rule).
+        Ok(unsafe { &*p.cast::<[AtomicU64; 2]>() })
+    }
+
     /// An atomic view of the 4-byte word at `off` (must be 4-aligned; the
     /// mapping must be writable).
+    #[inline]
     pub fn atomic_u32(&self, off: usize) -> Result<&AtomicU32, MemError> {
         let p = self.check_writable(off, 4, 4)?;
         // SAFETY: as in `atomic_u64`, for a 4-aligned 4-byte word.
@@ -367,8 +419,9 @@ impl Region {
 
     /// Load the u64 at `off` with `order` (on a read-only mapping: a Relaxed
     /// load, then a fence for a stronger `order`).
+    #[inline]
     pub fn load_u64(&self, off: usize, order: Ordering) -> Result<u64, MemError> {
-        if self.map.writable {
+        if self.writable {
             return Ok(self.atomic_u64(off)?.load(order));
         }
         let p = self.check(off, 8, 8)?;
@@ -384,6 +437,7 @@ impl Region {
     }
 
     /// Store `v` at `off` with `order` (writable mappings only).
+    #[inline]
     pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
         self.atomic_u64(off)?.store(v, order);
         Ok(())
@@ -391,8 +445,9 @@ impl Region {
 
     /// Load the u32 at `off` with `order` (on a read-only mapping: a Relaxed
     /// load, then a fence for a stronger `order`).
+    #[inline]
     pub fn load_u32(&self, off: usize, order: Ordering) -> Result<u32, MemError> {
-        if self.map.writable {
+        if self.writable {
             return Ok(self.atomic_u32(off)?.load(order));
         }
         let p = self.check(off, 4, 4)?;
@@ -404,6 +459,7 @@ impl Region {
     }
 
     /// Store `v` at `off` with `order` (writable mappings only).
+    #[inline]
     pub fn store_u32(&self, off: usize, v: u32, order: Ordering) -> Result<(), MemError> {
         self.atomic_u32(off)?.store(v, order);
         Ok(())
@@ -411,6 +467,7 @@ impl Region {
 
     /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
     /// a Relaxed atomic load; the range is checked once.
+    #[inline]
     pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
         let p = self
             .check(off, out.len() * 4, 4)?
@@ -430,6 +487,7 @@ impl Region {
     /// Store `vals` as consecutive u32 words at `off` (4-aligned), each a
     /// Relaxed atomic store (writable mappings only); the range is checked
     /// once.
+    #[inline]
     pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
         let p = self
             .check_writable(off, vals.len() * 4, 4)?
@@ -447,6 +505,7 @@ impl Region {
     /// Copy whole words out as little-endian bytes: `out.len()` (a
     /// multiple of 4) bytes from `off` (4-aligned), one Relaxed atomic load
     /// per word; the range is checked once.
+    #[inline]
     pub fn copy_out_words(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self
             .check(off, out.len(), 4)?
@@ -464,6 +523,7 @@ impl Region {
     /// Copy whole words in from little-endian bytes: `data.len()` (a
     /// multiple of 4) bytes to `off` (4-aligned), one Relaxed atomic store
     /// per word (writable mappings only); the range is checked once.
+    #[inline]
     pub fn copy_in_words(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self
             .check_writable(off, data.len(), 4)?
@@ -479,6 +539,7 @@ impl Region {
     }
 
     /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
+    #[inline]
     pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.check(off, out.len(), 1)?;
         for (i, b) in out.iter_mut().enumerate() {
@@ -491,12 +552,79 @@ impl Region {
     }
 
     /// Volatile copy of `data` to `off` (writable mappings only).
+    #[inline]
     pub fn write_bytes(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self.check_writable(off, data.len(), 1)?;
         for (i, b) in data.iter().enumerate() {
             // SAFETY: `i < data.len()`, so `p + i` is inside the checked
             // range of a writable mapping (checked); a byte needs no alignment.
             unsafe { p.add(i).write_volatile(*b) };
+        }
+        Ok(())
+    }
+
+    /// Copy `out.len()` bytes at `off` (any offset, any length) out: the
+    /// whole 4-aligned words as Relaxed atomic loads (so a concurrent
+    /// writer's word is never torn), the ragged edges as volatile bytes. The
+    /// range is checked once.
+    #[inline]
+    pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
+        let p = self.check(off, out.len(), 1)?;
+        let (head, mid, _) = split_words(p as usize, out.len());
+        let (h, rest) = out.split_at_mut(head);
+        let (m, t) = rest.split_at_mut(mid);
+        for (i, b) in h.iter_mut().enumerate() {
+            // SAFETY: `i < head <= out.len()`: inside the checked range; a
+            // volatile byte read of mapped memory (even read-only) is allowed.
+            *b = unsafe { p.add(i).read_volatile() };
+        }
+        // SAFETY: `head <= out.len()`, so `p + head` is inside (or one past)
+        // the checked range.
+        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
+            // SAFETY: word `i` is at `p + head + 4i`, 4-aligned (`head` is
+            // the distance from `p` to the next 4-aligned address) and inside
+            // the checked range (`head + mid <= out.len()`, `i < mid / 4`).
+            // Only Relaxed atomic loads go through the reference (allowed on
+            // read-only pages, as in `load_u32`); one width per shared word
+            // (as in `atomic_u64`).
+            let v = unsafe { &*w.add(i) }.load(Ordering::Relaxed);
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        for (i, b) in t.iter_mut().enumerate() {
+            // SAFETY: `head + mid + i < out.len()`: inside the checked range.
+            *b = unsafe { p.add(head + mid + i).read_volatile() };
+        }
+        Ok(())
+    }
+
+    /// Copy `data` in at `off` (any offset, any length; writable mappings
+    /// only): the whole 4-aligned words as Relaxed atomic stores (so a
+    /// concurrent reader never races a plain write), the ragged edges as
+    /// volatile bytes. The range is checked once.
+    #[inline]
+    pub fn copy_in(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
+        let p = self.check_writable(off, data.len(), 1)?;
+        let (head, mid, _) = split_words(p as usize, data.len());
+        let (h, rest) = data.split_at(head);
+        let (m, t) = rest.split_at(mid);
+        for (i, b) in h.iter().enumerate() {
+            // SAFETY: `i < head <= data.len()`: inside the checked range of a
+            // writable mapping (checked); a byte needs no alignment.
+            unsafe { p.add(i).write_volatile(*b) };
+        }
+        // SAFETY: as in `copy_out`.
+        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        for (i, chunk) in m.chunks_exact(4).enumerate() {
+            let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            // SAFETY: as in `copy_out`: word `i` is 4-aligned and inside the
+            // checked range of a writable mapping; accessed atomically only.
+            unsafe { &*w.add(i) }.store(v, Ordering::Relaxed);
+        }
+        for (i, b) in t.iter().enumerate() {
+            // SAFETY: `head + mid + i < data.len()`: inside the checked range
+            // of a writable mapping.
+            unsafe { p.add(head + mid + i).write_volatile(*b) };
         }
         Ok(())
     }
@@ -551,6 +679,15 @@ pub fn lock_holder(file: &File) -> Option<u32> {
     })
 }
 
+/// Split `len` bytes at address (or offset) `at` into (ragged head up to
+/// the first 4-aligned address, whole 4-byte words, ragged tail).
+#[inline(always)]
+fn split_words(at: usize, len: usize) -> (usize, usize, usize) {
+    let head = ((4 - at % 4) % 4).min(len);
+    let mid = (len - head) / 4 * 4;
+    (head, mid, len - head - mid)
+}
+
 /// After a Relaxed load standing in for a load with `order` (on read-only
 /// memory): the fence that gives the load `order`'s synchronization. An
 /// Acquire fence after the load synchronizes with the Release store the load
@@ -572,6 +709,34 @@ pub(crate) fn fence_after_relaxed_load(order: Ordering) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ragged_edges_and_whole_words() {
+        assert_eq!(split_words(0, 8), (0, 8, 0));
+        assert_eq!(split_words(1, 10), (3, 4, 3));
+        assert_eq!(split_words(0, 3), (0, 0, 3));
+        assert_eq!(split_words(3, 1), (1, 0, 0));
+        assert_eq!(split_words(2, 1), (1, 0, 0));
+        assert_eq!(split_words(5, 0), (0, 0, 0));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
+    fn ragged_copies_round_trip() {
+        let r = Mapping::anonymous(64).unwrap().into_region();
+        let data: Vec<u8> = (1..=23).collect();
+        for off in 0..8 {
+            r.fill(0, 64, 0).unwrap();
+            r.copy_in(off, &data).unwrap();
+            let mut out = vec![0u8; data.len() + 2];
+            r.copy_out(off.saturating_sub(1), &mut out).unwrap();
+            let skip = usize::from(off > 0);
+            assert_eq!(&out[skip..skip + data.len()], &data[..], "at +{off}");
+            assert_eq!(out[skip + data.len()], 0);
+        }
+        assert!(r.copy_in(60, &[0; 5]).is_err());
+        assert!(r.copy_out(usize::MAX, &mut [0; 1]).is_err());
+    }
 
     #[test]
     #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
