@@ -405,6 +405,16 @@ mod tests {
         assert!(Reader::attach_with_pause(&s, no_pause).is_ok());
     }
 
+    /// `Reader::attach`'s pause really waits: the header retry's window
+    /// (docs/abi.md §2.3) and the record retry's back-off are time, not a
+    /// spin.
+    #[test]
+    fn the_default_pause_sleeps() {
+        let t = std::time::Instant::now();
+        sleep(HEADER_RETRY);
+        assert!(t.elapsed() >= HEADER_RETRY);
+    }
+
     #[test]
     fn header_retry_sees_a_late_commit() {
         // The pause is where the producer commits (docs/abi.md §2.3's window
@@ -431,6 +441,7 @@ mod tests {
         w.add(c, 3).unwrap();
         let s = w.commit_model(&ModelRecord::EMPTY).unwrap();
         let r = Reader::attach_with_pause(slab.clone(), no_pause).unwrap();
+        assert!(r.is_attached());
         assert_eq!(r.counter(c).unwrap(), 3);
         assert!(r.model(s).unwrap().is_fresh());
         let _slab = w.release();
@@ -438,6 +449,7 @@ mod tests {
         assert!(matches!(r.model(s), Err(NdsError::Detached)));
         assert!(matches!(r.snapshot(), Err(NdsError::Detached)));
         assert_eq!(r.header(), HeaderState::Zero);
+        assert!(!r.is_attached());
     }
 
     #[test]
