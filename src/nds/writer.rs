@@ -609,7 +609,51 @@ mod tests {
         assert_eq!(w2.model_state(s), RecordState::Published);
         assert_eq!(w2.live_models(), 1);
         w2.update_model(s, &model(5)).unwrap();
+        // The published process info is adopted (updated in place); the
+        // ext record, never published, is not (committed from FREE).
+        let seen = Arc::new(StdMutex::new(Vec::new()));
+        w2.set_hook(Box::new(Shared(seen.clone())));
         w2.publish_process_info(&ProcessInfo::default()).unwrap();
+        assert_eq!(seen.lock().unwrap()[0].from, "PUBLISHED");
+        seen.lock().unwrap().clear();
+        w2.publish_process_info_ext(&ProcessInfoExt::default())
+            .unwrap();
+        assert_eq!(seen.lock().unwrap()[0].from, "FREE");
         assert_eq!(w2.commit_model(&model(2)).unwrap().index(), 1);
+    }
+
+    #[test]
+    fn attach_needs_the_whole_region_map_and_no_more() {
+        assert!(matches!(
+            Writer::attach(HeapSlab::new(REQUIRED_SIZE - 8)),
+            Err(NdsError::TooSmall { .. })
+        ));
+        // Exactly the region map: big enough (not committed, here).
+        assert!(matches!(
+            Writer::attach(HeapSlab::new(REQUIRED_SIZE)),
+            Err(NdsError::NotCommitted)
+        ));
+    }
+
+    /// `release` zeroes the whole region map and nothing past it.
+    #[test]
+    fn release_zeroes_the_region_map_only() {
+        let slab = Arc::new(HeapSlab::zeroed());
+        let w = Writer::new(slab.clone()).unwrap();
+        w.add(Counter::nc(3, NcCounter::InferCompleted).unwrap(), 7)
+            .unwrap();
+        w.commit_model(&model(1)).unwrap();
+        w.publish_process_info(&ProcessInfo::default()).unwrap();
+        // Whatever the map holds (here: every word non-zero past the header).
+        for off in (region::ND_COUNTERS_OFF..REQUIRED_SIZE).step_by(8) {
+            slab.store_u64(off, u64::MAX, Ordering::Relaxed);
+        }
+        let past = REQUIRED_SIZE.next_multiple_of(8);
+        slab.store_u64(past, 0x5a5a, Ordering::Relaxed);
+        drop(w.release());
+        for off in (0..REQUIRED_SIZE).step_by(8) {
+            assert_eq!(slab.load_u64(off, Ordering::Relaxed), 0, "word at {off}");
+        }
+        assert_eq!(slab.load_u64(past, Ordering::Relaxed), 0x5a5a);
     }
 }
