@@ -87,6 +87,11 @@ impl MarkCompLock {
 
     #[inline]
     fn light_fence(&self) {
+        // Mutant (`.ci/loom` must kill it): the worker's side of the Dekker
+        // handshake without its fence.
+        #[cfg(xunds_mutant = "markcomp_no_fence")]
+        return;
+        #[allow(unreachable_code)]
         if self.asym {
             // Ordering: compiler-only SeqCst fence; pairs with the
             // `membarrier(PRIVATE_EXPEDITED)` in `heavy_fence`, which makes this
