@@ -1836,6 +1836,18 @@ mod tests {
         assert_eq!(q.in_flight(), 2);
     }
 
+    /// The queue reports the XU and the slot count it was made with (mutants:
+    /// `xu` -> `Default::default()`, `capacity` -> 0 or 1).
+    #[test]
+    fn a_queue_knows_its_xu_and_capacity() {
+        let (p, w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        assert_ne!(xu(), XuId::default());
+        for q in [p.queue(), w.queue()] {
+            assert_eq!(q.xu(), xu());
+            assert_eq!(q.capacity(), 4);
+        }
+    }
+
     /// Dropping a queue with in-flight slots closes only the dups the slots
     /// own: never a slot without a handle (`NO_EFD`), never a pooled event
     /// (the pool owns it). Mutant: `efd != NO_EFD && !pooled` -> `||`.
