@@ -892,15 +892,8 @@ impl<H: Hal> WorkerActor<H> {
     /// critical section: no schedule call ever sees the XU DEGRADED (it
     /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
-        let lanes = if self.recover {
-            self.lanes.clone()
-        } else {
-            None
-        };
-        let mut lane = lanes
-            .as_ref()
-            .and_then(|l| l.get(usize::from(self.core)))
-            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+        let lanes = self.reset_lanes();
+        let mut lane = Self::own_lane(&lanes, self.core);
         let r = if intact {
             self.health.degrade_intact(ev, self.core, cx)
         } else {
@@ -919,6 +912,22 @@ impl<H: Hal> WorkerActor<H> {
         if let Err(e) = r {
             self.health_violation(e, cx);
         }
+    }
+
+    /// The lanes, when this worker resets its XU itself (`recover`).
+    fn reset_lanes(&self) -> Option<Arc<[Mutex<Lane<H>>]>> {
+        self.lanes.clone().filter(|_| self.recover)
+    }
+
+    /// This XU's lane, locked.
+    fn own_lane(
+        lanes: &Option<Arc<[Mutex<Lane<H>>]>>,
+        core: u8,
+    ) -> Option<std::sync::MutexGuard<'_, Lane<H>>> {
+        lanes
+            .as_deref()
+            .and_then(|l| l.get(usize::from(core)))
+            .map(crate::actors::producer::lock)
     }
 
     fn health_violation(&mut self, e: crate::actors::work::HealthViolation, cx: &mut Cx<'_>) {
@@ -987,19 +996,12 @@ impl<H: Hal> WorkerActor<H> {
                 false
             }
             XuHealthState::Degraded => {
-                if !self.recover {
-                    return false;
-                }
-                let Some(lanes) = self.lanes.clone() else {
+                let lanes = self.reset_lanes();
+                let Some(mut lane) = Self::own_lane(&lanes, self.core) else {
                     return false;
                 };
-                let Some(lane) = lanes.get(usize::from(self.core)) else {
-                    return false;
-                };
-                let r = lane
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .begin_reset(cx);
+                let r = lane.begin_reset(cx);
+                drop(lane);
                 match r {
                     Ok(()) => true,
                     Err(e) => {
