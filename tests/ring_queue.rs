@@ -5,15 +5,16 @@
 mod ring_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use ring_common::{Backend, Mapped};
 use xunds::fsm::slot::{SlotEvent, SlotState};
 use xunds::hal::eventfd::{EventFd, Wait};
-use xunds::ring::waiter::eventfd_factory;
+use xunds::ring::waiter::{eventfd_factory, WaitableFactory};
 use xunds::ring::{
-    Armed, CompletionSink, QueueConfig, RingError, Signal, StatusCell, WaitMode, Waited,
+    Armed, CompletionSink, EventFdSink, QueueConfig, RingError, Signal, StatusCell, WaitMode,
+    Waitable, Waited,
 };
 use xunds::wire::exec_slot;
 use xunds::wire::seq_id::{SeqId, XuId};
@@ -47,6 +48,7 @@ both!(
     waiter_pooled_fd_and_reuse,
     waiter_modes_poll_and_already_complete,
     waiter_timeout_uninstalls,
+    blocking_wait_counts_its_wakeups,
     failed_signal_is_reported_and_loses_nothing,
     arm_saturated_eventfd_fails_with_seed_message,
     bursts_publish_once_and_are_all_or_nothing,
@@ -441,6 +443,130 @@ fn waiter_timeout_uninstalls<B: Backend>() {
     let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
     assert_eq!(popped.signal, Signal::NoWaiter);
     assert_eq!(ev.try_read().unwrap(), 0);
+}
+
+/// The script a [`Scripted`] event follows: its first block tells the test
+/// it has begun and holds until the test (having popped) lets it go, then
+/// either times out (the worker's signal stays pending in the eventfd) or
+/// reads the signal; every later block is the eventfd's own.
+struct Script {
+    entered: Mutex<mpsc::Sender<()>>,
+    go: Mutex<mpsc::Receiver<()>>,
+    first_times_out: bool,
+    /// How many blocks (`wait` calls) the waiter made.
+    waits: Mutex<u32>,
+}
+
+/// A real eventfd (the worker's write lands in it) whose waits follow a
+/// [`Script`].
+struct Scripted {
+    ev: EventFd,
+    script: Arc<Script>,
+}
+
+impl Waitable for Scripted {
+    fn raw_handle(&self) -> i32 {
+        Waitable::raw_handle(&self.ev)
+    }
+    fn dup_handle(&self) -> std::io::Result<i32> {
+        Waitable::dup_handle(&self.ev)
+    }
+    fn close_handle(&self, fd: i32) {
+        Waitable::close_handle(&self.ev, fd)
+    }
+    fn wait(&self, timeout: Duration) -> std::io::Result<Wait> {
+        let n = {
+            let mut waits = self.script.waits.lock().unwrap();
+            *waits += 1;
+            *waits
+        };
+        if n == 1 {
+            self.script.entered.lock().unwrap().send(()).unwrap();
+            let go = self.script.go.lock().unwrap();
+            go.recv_timeout(Duration::from_secs(10))
+                .expect("the test lets the first block go");
+            if self.script.first_times_out {
+                return Ok(Wait::TimedOut);
+            }
+        }
+        Waitable::wait(&self.ev, timeout)
+    }
+}
+
+/// docs/abi.md §1.9 consumer: a blocking waiter reports how many eventfd
+/// signals it consumed, and blocks no more than it needs to. Its first block
+/// is held until the worker has popped (and signalled), then:
+///
+/// - it reads the signal: one wake-up, one block;
+/// - it times out with the signal still pending, so the waiter sees
+///   completion first and gives the signal one more re-check interval: it
+///   consumes it there, one wake-up, two blocks.
+///
+/// Either way the one signal is consumed, so a pooled event goes back to the
+/// free list (not retired). Caller-owned and pooled events alike. Mutants in
+/// `XuQueue::block`: either wake-up `+=` -> `-=` or `*=`, `wakeups == 0` ->
+/// `!=`.
+fn blocking_wait_counts_its_wakeups<B: Backend>() {
+    for first_times_out in [false, true] {
+        for pooled in [true, false] {
+            let ctx = format!("first block times out: {first_times_out}, pooled: {pooled}");
+            let (entered_tx, entered) = mpsc::channel();
+            let (go, go_rx) = mpsc::channel();
+            let script = Arc::new(Script {
+                entered: Mutex::new(entered_tx),
+                go: Mutex::new(go_rx),
+                first_times_out,
+                waits: Mutex::new(0),
+            });
+            let for_pool = script.clone();
+            let factory: WaitableFactory = Arc::new(move || {
+                Ok(Box::new(Scripted {
+                    ev: EventFd::new()?,
+                    script: for_pool.clone(),
+                }) as Box<dyn Waitable>)
+            });
+            let (mut p, mut w, _) = B::make::<u64>(cfg(2).signals(Arc::new(EventFdSink), factory));
+            let q = p.queue().clone();
+            let s = p.submit(1, None).unwrap();
+            p.trigger_next().unwrap();
+            let own = Scripted {
+                ev: EventFd::new().unwrap(),
+                script: script.clone(),
+            };
+            let q2 = q.clone();
+            let waiter = std::thread::spawn(move || {
+                let t = Duration::from_secs(10);
+                if pooled {
+                    q2.wait(s, WaitMode::Block, t)
+                } else {
+                    q2.wait_on(s, WaitMode::Block, &own, t)
+                }
+            });
+            // The waiter blocks only once its handle is installed.
+            entered
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the waiter blocks");
+            let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+            assert!(
+                matches!(popped.signal, Signal::Signalled { pooled: p, .. } if p == pooled),
+                "{ctx}: {:?}",
+                popped.signal
+            );
+            go.send(()).unwrap();
+            assert_eq!(
+                waiter.join().unwrap(),
+                Ok(Waited::Completed { wakeups: 1 }),
+                "{ctx}"
+            );
+            assert_eq!(
+                *script.waits.lock().unwrap(),
+                if first_times_out { 2 } else { 1 },
+                "{ctx}: blocks"
+            );
+            let free = usize::from(pooled);
+            assert_eq!(q.pool_counts(), (free, 0), "{ctx}: nothing retired");
+        }
+    }
 }
 
 /// A sink whose writes fail (fault injection at the worker's `write`).
