@@ -115,8 +115,9 @@ pub enum Counted {}
 
 /// The `no_std` home: the state lives in a [`QueueHome`] (a `static`),
 /// status cells are `&'static StatusCell`, and there are no blocking waiters
-/// (poll [`XuQueue::is_completed`]). A slot handle someone else installed is
-/// reported as a failed signal (`EINVAL`).
+/// (poll [`XuQueue::is_completed`]). Nothing installs or counts a slot
+/// handle, so pop never captures one; one counted anyway would be reported
+/// as a failed signal (`EINVAL`), never as signalled.
 #[derive(Clone, Copy, Debug)]
 pub enum Static {}
 
@@ -1748,6 +1749,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::fsm::InvalidEvent;
     use crate::ring::OwnedStorage;
 
     /// A producer thread and a worker thread through a 4-slot ring, slots
@@ -1887,6 +1889,103 @@ mod tests {
         assert!(
             !q.sh.lock.lock_waiter().any_installed(),
             "the installed count still counts the uninstalled handle"
+        );
+    }
+
+    /// `step_range` (pop_burst's lifecycle check) refuses an event that is
+    /// illegal in the range's derived state, with or without a trace, wherever
+    /// the illegal cursor sits (untraced it checks the first and the last
+    /// cursor; a contiguous range has one derived state, docs/abi.md §1.2), and
+    /// checks nothing for an empty range. Mutants: `step_range` -> `Ok(())`,
+    /// the untraced `!range.is_empty()` without its `!`, `range.end - 1` ->
+    /// `+ 1` or `/ 1`.
+    #[test]
+    fn step_range_refuses_an_illegal_event() {
+        let refused = Err(RingError::Lifecycle(InvalidEvent {
+            machine: <SlotFsm as fsm::Fsm>::NAME,
+            state: SlotState::Free,
+            event: SlotEvent::Complete,
+        }));
+        // FREE at `bad`, TRIGGERED (where Complete is legal) elsewhere.
+        let free_at = |bad: u64| {
+            move |c: u64| {
+                if c == bad {
+                    SlotState::Free
+                } else {
+                    SlotState::Triggered
+                }
+            }
+        };
+        for traced in [false, true] {
+            let fresh = || traced.then(Vec::new);
+            for bad in [10, 13] {
+                let mut t = fresh();
+                assert_eq!(
+                    step_range(&mut t, 10..14, free_at(bad), SlotEvent::Complete),
+                    refused,
+                    "traced {traced}, FREE at {bad} of 10..14"
+                );
+            }
+            let mut t = fresh();
+            assert_eq!(
+                step_range(
+                    &mut t,
+                    10..14,
+                    |_| SlotState::Triggered,
+                    SlotEvent::Complete
+                ),
+                Ok(())
+            );
+            if let Some(t) = &t {
+                let ids: Vec<u64> = t.iter().map(|tr| tr.id).collect();
+                assert_eq!(ids, [10, 11, 12, 13], "each cursor traced once");
+            }
+            let mut t = fresh();
+            assert_eq!(
+                step_range(&mut t, 5..5, |_| SlotState::Free, SlotEvent::Complete),
+                Ok(()),
+                "an empty range checks nothing"
+            );
+        }
+    }
+
+    /// The `Static` home has no waiters: nothing installs or counts a handle,
+    /// so pop never loads `mark_comp_efd` (the installed count stays 0,
+    /// src/ring/lock.rs `WaiterLine::installed`). Should a handle ever be
+    /// counted (done by hand here, under the lock, as `install` does in the
+    /// `Counted` home), pop reports it as a failed signal with `EINVAL`, never
+    /// as signalled: this home has no sink that could write it (docs/abi.md
+    /// §1.9: a failed signal is reported, completion is still published).
+    /// Mutant: `Static::signal` -> `Ok(())`.
+    #[test]
+    fn a_static_home_reports_a_counted_handle_as_a_failed_signal() {
+        use crate::ring::StaticStorage;
+        static RING: StaticStorage<2> = StaticStorage::new();
+        static HOME: QueueHome<&'static u32, MappedStorage> = QueueHome::new();
+        static ITEM: u32 = 5;
+        let (mut p, mut w): Handles<&'static u32, MappedStorage, Static> =
+            HOME.queue(RING.storage(xu(), 1).unwrap()).unwrap();
+        let s = p.submit(&ITEM, None).unwrap();
+        p.trigger_next().unwrap();
+        {
+            let sh = &p.queue().sh;
+            let g = sh.lock.lock_waiter();
+            sh.slot(s.seq_num()).set_handle(9, false, Relaxed);
+            g.installed_one();
+        }
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        assert_eq!(popped.seq, s);
+        assert_eq!(
+            popped.signal,
+            Signal::Failed(SignalError {
+                seq: s,
+                errno: EINVAL
+            })
+        );
+        assert!(p.queue().is_completed(s).unwrap());
+        assert!(
+            !p.queue().sh.lock.lock_waiter().any_installed(),
+            "the worker's capture took the handle out of the count"
         );
     }
 
