@@ -251,3 +251,78 @@ mod membarrier {
         false
     }
 }
+
+#[cfg(all(test, feature = "std", not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// Long enough for a thread that is not kept out to get in.
+    const SHUT_OUT: Duration = Duration::from_millis(200);
+    /// A bound on "gets in once the holder leaves".
+    const GETS_IN: Duration = Duration::from_secs(10);
+
+    #[derive(Clone, Copy, Debug)]
+    enum Side {
+        Worker,
+        Waiter,
+    }
+
+    fn enter(lock: &MarkCompLock, side: Side) -> Guard<'_> {
+        match side {
+            Side::Worker => lock.lock_worker(),
+            Side::Waiter => lock.lock_waiter(),
+        }
+    }
+
+    /// A thread that takes the lock as `side`, reports it is in, and leaves.
+    /// Not joined: a thread the lock keeps out forever (a mutant) must fail
+    /// the test, not hang it.
+    fn comer(lock: &Arc<MarkCompLock>, side: Side) -> Receiver<()> {
+        let (tx, rx) = mpsc::channel();
+        let lock = lock.clone();
+        std::thread::spawn(move || {
+            let g = enter(&lock, side);
+            let _ = tx.send(());
+            drop(g);
+        });
+        rx
+    }
+
+    /// Mutual exclusion (docs/abi.md §1.9: a waiter's re-check-and-install
+    /// and the worker's capture-then-advance never overlap): while one side
+    /// holds the lock, the other side (and a second waiter) is kept out, and
+    /// gets in once the holder drops its guard; afterwards the lock is free
+    /// for both sides again. Mutants: `lock_slow` -> `()` (waiters and a
+    /// worker that met one are not kept out), `lock_worker`'s `== 0` ->
+    /// `!= 0` (the worker takes its fast path while a waiter is inside),
+    /// `Guard::drop` -> `()` (the lock is never left), and `backoff`'s
+    /// `+=` -> `-=` (the spin count underflows on the first wait).
+    #[test]
+    fn a_held_lock_keeps_the_other_side_out_until_dropped() {
+        let lock = Arc::new(MarkCompLock::new());
+        for (holder, side) in [
+            (Side::Waiter, Side::Worker),
+            (Side::Waiter, Side::Waiter),
+            (Side::Worker, Side::Waiter),
+        ] {
+            let held = enter(&lock, holder);
+            let rx = comer(&lock, side);
+            assert_eq!(
+                rx.recv_timeout(SHUT_OUT),
+                Err(RecvTimeoutError::Timeout),
+                "a {side:?} got in while a {holder:?} held the lock"
+            );
+            drop(held);
+            rx.recv_timeout(GETS_IN)
+                .unwrap_or_else(|e| panic!("a {side:?} after the {holder:?} left: {e}"));
+            for side in [Side::Worker, Side::Waiter] {
+                comer(&lock, side)
+                    .recv_timeout(GETS_IN)
+                    .unwrap_or_else(|e| panic!("a {side:?} into the free lock: {e}"));
+            }
+        }
+    }
+}
