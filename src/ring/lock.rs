@@ -107,6 +107,11 @@ impl MarkCompLock {
 
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
     fn heavy_fence(&self) {
+        // Mutant (`.ci/loom` must kill it): the waiter's side of the Dekker
+        // handshake without its fence.
+        #[cfg(xunds_mutant = "markcomp_no_waiter_fence")]
+        return;
+        #[allow(unreachable_code)]
         if !(self.asym && membarrier::barrier()) {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in
             // `light_fence` (Dekker: waiters store / worker_busy load).
@@ -115,6 +120,11 @@ impl MarkCompLock {
     }
 
     fn lock_slow(&self) {
+        // Mutant (`.ci/loom` must kill it): no compare-exchange lock, so a
+        // waiter and a worker that met it are not kept apart.
+        #[cfg(xunds_mutant = "markcomp_no_slow_lock")]
+        return;
+        #[allow(unreachable_code)]
         let mut spins = 0u32;
         // Ordering: Acquire on success; pairs with the Release stores of
         // `slow` in `Guard::drop`. A failed CAS writes nothing (unlike
