@@ -113,6 +113,47 @@ fn contract<H: Hal>(mut hal: H) {
         0,
         "past the run"
     );
+    // Every length from either half of a word, and every byte copy that
+    // starts and ends anywhere: the neighbours keep their bytes.
+    let m = hal.map(RegionId::Other { tag: 77 }, 64).unwrap();
+    for start in [8usize, 12] {
+        for len in 0..8 {
+            hal.copy_in(m, 0, &[0xEE; 64]).unwrap();
+            let vals: Vec<u32> = (0..len).map(|i| 0x1000 + i as u32).collect();
+            hal.store_u32s(m, start, &vals).unwrap();
+            let mut all = [0u32; 16];
+            hal.load_u32s(m, 0, &mut all).unwrap();
+            for (i, &v) in all.iter().enumerate() {
+                let inside = (start / 4..start / 4 + len).contains(&i);
+                let want = if inside {
+                    vals[i - start / 4]
+                } else {
+                    0xEEEE_EEEE
+                };
+                assert_eq!(v, want, "run of {len} at {start}: word {i}");
+            }
+            let mut run = vec![0u32; len];
+            hal.load_u32s(m, start, &mut run).unwrap();
+            assert_eq!(run, vals);
+        }
+    }
+    for start in 0..17usize {
+        for len in 0..20usize {
+            hal.copy_in(m, 0, &[0xEE; 64]).unwrap();
+            let data: Vec<u8> = (0..len).map(|i| i as u8 + 1).collect();
+            hal.copy_in(m, start, &data).unwrap();
+            let mut all = [0u8; 64];
+            hal.copy_out(m, 0, &mut all).unwrap();
+            for (i, &b) in all.iter().enumerate() {
+                let want = if (start..start + len).contains(&i) {
+                    data[i - start]
+                } else {
+                    0xEE
+                };
+                assert_eq!(b, want, "copy of {len} at {start}: byte {i}");
+            }
+        }
+    }
     assert!(matches!(
         hal.load_u32s(w, 48, &mut [0; 5]),
         Err(HalError::OutOfBounds { .. })

@@ -113,42 +113,51 @@ fn fetch_add32(w: &AtomicU64, byte: usize, v: u32, order: Ordering) -> u32 {
     }
 }
 
-// Runs of words (range checked by the caller): a pair of words that fills
-// an 8-byte word is one load, or one plain store instead of a
-// compare-and-swap.
+// Runs of words (range checked by the caller; offsets are 4-aligned): an
+// unaligned first word, then whole 8-byte words (one load or one plain
+// store per pair, a straight loop the compiler unrolls), then an odd last
+// word. A lone 4-byte store is a compare-and-swap on its word.
 fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
-    let mut i = 0;
-    while i < out.len() {
-        let o = off + 4 * i;
-        let w = words[o / 8].load(Ordering::Relaxed);
-        if o % 8 == 0 && i + 1 < out.len() {
-            out[i] = w as u32;
-            out[i + 1] = (w >> 32) as u32;
-            i += 2;
-        } else {
-            out[i] = (w >> (8 * (o % 8))) as u32;
-            i += 1;
-        }
+    let (mut out, mut w) = (out, off / 8);
+    if off % 8 != 0 {
+        let Some((first, rest)) = out.split_first_mut() else {
+            return;
+        };
+        *first = (words[w].load(Ordering::Relaxed) >> 32) as u32;
+        (out, w) = (rest, w + 1);
+    }
+    let pairs = out.len() / 2;
+    let mut chunks = out.chunks_exact_mut(2);
+    for (pair, word) in (&mut chunks).zip(&words[w..w + pairs]) {
+        let v = word.load(Ordering::Relaxed);
+        pair[0] = v as u32;
+        pair[1] = (v >> 32) as u32;
+    }
+    if let [last] = chunks.into_remainder() {
+        *last = words[w + pairs].load(Ordering::Relaxed) as u32;
     }
 }
 
 fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
-    let mut i = 0;
-    while i < vals.len() {
-        let o = off + 4 * i;
-        if o % 8 == 0 && i + 1 < vals.len() {
-            let w = u64::from(vals[i]) | (u64::from(vals[i + 1]) << 32);
-            words[o / 8].store(w, Ordering::Relaxed);
-            i += 2;
-        } else {
-            splice(
-                &words[o / 8],
-                o % 8,
-                &vals[i].to_le_bytes(),
-                Ordering::Relaxed,
-            );
-            i += 1;
-        }
+    let (mut vals, mut w) = (vals, off / 8);
+    if off % 8 != 0 {
+        let Some((first, rest)) = vals.split_first() else {
+            return;
+        };
+        splice(&words[w], 4, &first.to_le_bytes(), Ordering::Relaxed);
+        (vals, w) = (rest, w + 1);
+    }
+    let pairs = vals.len() / 2;
+    let chunks = vals.chunks_exact(2);
+    let last = chunks.remainder();
+    for (pair, word) in chunks.zip(&words[w..w + pairs]) {
+        word.store(
+            u64::from(pair[0]) | (u64::from(pair[1]) << 32),
+            Ordering::Relaxed,
+        );
+    }
+    if let [v] = last {
+        splice(&words[w + pairs], 0, &v.to_le_bytes(), Ordering::Relaxed);
     }
 }
 
@@ -235,7 +244,14 @@ impl Hal for FakeHal {
                     let o = off + i;
                     let byte = o % 8;
                     let n = (8 - byte).min(data.len() - i);
-                    splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
+                    if n == 8 {
+                        // A whole word: one plain store, no mask to build.
+                        let mut b = [0u8; 8];
+                        b.copy_from_slice(&data[i..i + 8]);
+                        words[o / 8].store(u64::from_le_bytes(b), Ordering::Relaxed);
+                    } else {
+                        splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
+                    }
                     i += n;
                 }
                 0
