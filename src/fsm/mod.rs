@@ -59,6 +59,10 @@ pub trait Fsm: 'static {
     fn state_name(state: Self::State) -> &'static str;
     /// Stable name of an event (for traces).
     fn event_name(event: Self::Event) -> &'static str;
+    /// A state's position in declaration order (for binary traces).
+    fn state_code(state: Self::State) -> u8;
+    /// An event's position in declaration order (for binary traces).
+    fn event_code(event: Self::Event) -> u8;
 }
 
 /// An illegal event for the current state.
@@ -103,6 +107,10 @@ pub struct Transition {
     pub event: &'static str,
     /// Target state name.
     pub to: &'static str,
+    /// `from`, `event` and `to` as their variants' positions in
+    /// declaration order ([`Fsm::state_code`], [`Fsm::event_code`]): what a
+    /// binary trace digests instead of the names.
+    pub codes: [u8; 3],
 }
 
 /// Receives every transition that passes [`step_traced`].
@@ -162,6 +170,11 @@ pub fn step_traced<M: Fsm, H: TransitionHook + ?Sized>(
         from: M::state_name(state),
         event: M::event_name(event),
         to: M::state_name(to),
+        codes: [
+            M::state_code(state),
+            M::event_code(event),
+            M::state_code(to),
+        ],
     });
     Ok(to)
 }
@@ -263,6 +276,16 @@ macro_rules! machine {
 
             fn event_name(event: $E) -> &'static str {
                 match event { $( $E::$e => $en ),+ }
+            }
+
+            #[inline]
+            fn state_code(state: $S) -> u8 {
+                state as u8
+            }
+
+            #[inline]
+            fn event_code(event: $E) -> u8 {
+                event as u8
             }
         }
     };

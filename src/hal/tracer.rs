@@ -839,13 +839,80 @@ impl<H: Hal> Hal for Tracer<H> {
 }
 
 #[cfg(feature = "sim")]
+/// Where an encoding is appended: the stream itself (a `Vec`), or a short
+/// [`Head`] on the stack that is appended to it at once.
+pub(crate) trait Out {
+    /// Append one byte.
+    fn put(&mut self, b: u8);
+    /// Append bytes.
+    fn put_slice(&mut self, b: &[u8]);
+}
+
+#[cfg(feature = "sim")]
+impl Out for Vec<u8> {
+    #[inline(always)]
+    fn put(&mut self, b: u8) {
+        self.push(b);
+    }
+    #[inline(always)]
+    fn put_slice(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+#[cfg(feature = "sim")]
+/// An encoding of at most [`Head::CAP`] bytes built on the stack (no
+/// capacity check per byte), then appended to the stream in one copy.
+pub(crate) struct Head {
+    buf: [u8; Head::CAP],
+    n: usize,
+}
+
+#[cfg(feature = "sim")]
+impl Head {
+    /// Room for the longest fixed part of an operation: a tag, a region
+    /// (at most 6 bytes), three varints (at most 10 each) and an order byte,
+    /// or a tag, a region, a varint and a 16-byte record.
+    pub(crate) const CAP: usize = 48;
+
+    #[inline(always)]
+    pub(crate) fn new() -> Head {
+        Head {
+            buf: [0; Head::CAP],
+            n: 0,
+        }
+    }
+
+    /// The bytes built so far.
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.buf[..self.n]
+    }
+}
+
+#[cfg(feature = "sim")]
+impl Out for Head {
+    #[inline(always)]
+    fn put(&mut self, b: u8) {
+        self.buf[self.n] = b;
+        self.n += 1;
+    }
+    #[inline(always)]
+    fn put_slice(&mut self, b: &[u8]) {
+        self.buf[self.n..self.n + b.len()].copy_from_slice(b);
+        self.n += b.len();
+    }
+}
+
+#[cfg(feature = "sim")]
 /// Append `v` as an LEB128 varint (7 bits a byte, low first).
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+#[inline(always)]
+pub(crate) fn put_varint<O: Out>(out: &mut O, mut v: u64) {
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        out.put((v as u8) | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    out.put(v as u8);
 }
 
 #[cfg(feature = "sim")]
@@ -856,16 +923,17 @@ pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 #[cfg(feature = "sim")]
-fn put_region(out: &mut Vec<u8>, r: RegionId) {
+#[inline(always)]
+fn put_region<O: Out>(out: &mut O, r: RegionId) {
     match r {
-        RegionId::Dram => out.push(0),
-        RegionId::Dmem { core } => out.extend_from_slice(&[1, core]),
-        RegionId::Regs { core } => out.extend_from_slice(&[2, core]),
-        RegionId::DescRing { core, dir } => out.extend_from_slice(&[3, core, dir as u8]),
-        RegionId::NqRing { core, engine } => out.extend_from_slice(&[4, core, engine]),
-        RegionId::WorkItems { core } => out.extend_from_slice(&[5, core]),
+        RegionId::Dram => out.put(0),
+        RegionId::Dmem { core } => out.put_slice(&[1, core]),
+        RegionId::Regs { core } => out.put_slice(&[2, core]),
+        RegionId::DescRing { core, dir } => out.put_slice(&[3, core, dir as u8]),
+        RegionId::NqRing { core, engine } => out.put_slice(&[4, core, engine]),
+        RegionId::WorkItems { core } => out.put_slice(&[5, core]),
         RegionId::Other { tag } => {
-            out.push(6);
+            out.put(6);
             put_varint(out, tag.into());
         }
     }
@@ -947,32 +1015,39 @@ fn encode_mem(
     result: u64,
     data: &[u8],
 ) {
-    out.push(op as u8);
-    put_region(out, region);
+    // The fixed part is built on the stack and appended in one copy; only
+    // a byte copy's data (any length) goes to the stream on its own.
+    let mut h = Head::new();
+    h.put(op as u8);
+    put_region(&mut h, region);
     match op.shape() {
         Shape::Bytes => {
-            put_varint(out, off as u64);
-            put_bytes(out, data);
+            put_varint(&mut h, off as u64);
+            put_varint(&mut h, data.len() as u64);
+            out.extend_from_slice(h.bytes());
+            out.extend_from_slice(data);
+            return;
         }
         Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {
-            put_varint(out, off as u64);
-            out.push(order_code(order));
-            put_varint(out, value);
+            put_varint(&mut h, off as u64);
+            h.put(order_code(order));
+            put_varint(&mut h, value);
             if matches!(op.shape(), Shape::Rmw | Shape::Doorbell) {
-                put_varint(out, result);
+                put_varint(&mut h, result);
             }
         }
         Shape::Record => {
-            put_varint(out, off as u64);
-            out.extend_from_slice(data);
+            put_varint(&mut h, off as u64);
+            h.put_slice(&data[..data.len().min(RECORD)]);
         }
         Shape::Desc | Shape::Nq => {
             // The record slot, as MemOp::index.
-            put_varint(out, u64::from((off / RECORD) as u32));
-            out.extend_from_slice(data);
+            put_varint(&mut h, u64::from((off / RECORD) as u32));
+            h.put_slice(&data[..data.len().min(RECORD)]);
         }
-        Shape::Run => put_varint(out, off as u64),
+        Shape::Run => put_varint(&mut h, off as u64),
     }
+    out.extend_from_slice(h.bytes());
 }
 
 impl TraceOp {

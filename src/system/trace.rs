@@ -12,7 +12,10 @@
 //! (its index in order of first appearance, and its name that first time),
 //! then the payload: a HAL operation's encoded record
 //! (`hal::tracer::TraceOp::encode`), a
-//! transition's machine, id, states and event names, a note's kind (its text
+//! transition's machine (its index in order of first appearance, and its
+//! name that first time), id, and its from state, event and to state as
+//! their codes (`fsm::Transition::codes`: positions in declaration order,
+//! so renaming a state does not change the stream), a note's kind (its text
 //! is commentary on the operations around it and is rendered only in the
 //! text view). The stream starts with the header line. Nothing in it depends
 //! on addresses, wall-clock time or per-process hash seeds, so the same seed
@@ -21,10 +24,10 @@
 //! A binary trace formats no text unless a text view or a comparison is
 //! attached.
 //!
-//! ## The binary file (version 2)
+//! ## The binary file (version 3)
 //!
 //! ```text
-//! xunds-trace v2 seed=<u64 decimal> config=<free text to end of line>\n
+//! xunds-trace v3 seed=<u64 decimal> config=<free text to end of line>\n
 //! 'C' <u32 LE>        a checkpoint after every CHECKPOINT_EVENTS events
 //! ...
 //! 'E' <u64 LE> <u32 LE>  the end: events recorded, checkpoint of the whole stream
@@ -80,7 +83,7 @@ pub const MAGIC: &str = "xunds-trace";
 /// The text view's format version.
 pub const FORMAT_VERSION: u32 = 1;
 /// The binary file's format version.
-pub const BINARY_VERSION: u32 = 2;
+pub const BINARY_VERSION: u32 = 3;
 /// Events between two checkpoints of a binary file.
 pub const CHECKPOINT_EVENTS: u64 = 16;
 
@@ -267,6 +270,11 @@ struct Binary {
     /// by index, and the first event of an actor by name too.
     actors: Vec<Box<str>>,
     last_actor: usize,
+    /// State-machine names in order of first appearance: a transition
+    /// names its machine by index (its name the first time) and its states
+    /// and event by their codes ([`Transition::codes`]).
+    machines: Vec<&'static str>,
+    last_machine: usize,
 }
 
 /// The stream bytes kept before they are digested at once.
@@ -328,6 +336,29 @@ impl Binary {
                 self.actors.push(actor.into());
             }
         }
+    }
+
+    /// A machine's index in order of first appearance, and whether this is
+    /// its first appearance (its name then follows the index).
+    #[inline]
+    fn machine(&mut self, name: &'static str) -> (usize, bool) {
+        let same = |a: &str| core::ptr::eq(a, name) || a == name;
+        if self
+            .machines
+            .get(self.last_machine)
+            .is_some_and(|a| same(a))
+        {
+            return (self.last_machine, false);
+        }
+        let (i, first) = match self.machines.iter().position(|a| same(a)) {
+            Some(i) => (i, false),
+            None => {
+                self.machines.push(name);
+                (self.machines.len() - 1, true)
+            }
+        };
+        self.last_machine = i;
+        (i, first)
     }
 
     fn checkpoints(&self) -> bool {
@@ -587,6 +618,8 @@ impl Trace {
             view,
             actors: Vec::new(),
             last_actor: 0,
+            machines: Vec::new(),
+            last_machine: 0,
         }
     }
 
@@ -937,17 +970,22 @@ impl TraceSink for Trace {
     }
 
     fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
+        let (machine, first) = match &mut self.mode {
+            Mode::Binary(b) => b.machine(t.machine),
+            _ => (0, false),
+        };
         self.event(
             now,
             actor,
             TAG_FSM,
             "fsm",
             |e| {
-                put_bytes(e, t.machine.as_bytes());
-                put_varint(e, t.id);
-                for name in [t.from, t.event, t.to] {
-                    put_bytes(e, name.as_bytes());
+                put_varint(e, machine as u64);
+                if first {
+                    put_bytes(e, t.machine.as_bytes());
                 }
+                put_varint(e, t.id);
+                e.extend_from_slice(&t.codes);
             },
             &TransitionText(t),
         );
@@ -1190,10 +1228,13 @@ mod tests {
             TraceHeader::parse("hello"),
             Err(TraceError::NotATrace(_))
         ));
-        assert!(matches!(
-            TraceHeader::parse("xunds-trace v3 seed=1 config="),
-            Err(TraceError::UnsupportedVersion(_))
-        ));
+        // v2 is the binary format before transitions were encoded by code.
+        for old_or_new in ["v2", "v4"] {
+            assert!(matches!(
+                TraceHeader::parse(&format!("xunds-trace {old_or_new} seed=1 config=")),
+                Err(TraceError::UnsupportedVersion(_))
+            ));
+        }
         assert!(matches!(
             TraceHeader::parse("xunds-trace v1 seed=x config="),
             Err(TraceError::BadSeed(_))
@@ -1285,6 +1326,7 @@ mod tests {
             from: "A",
             event: "go",
             to: "B",
+            codes: [0, 0, 1],
         }
     }
 
@@ -1339,6 +1381,59 @@ mod tests {
         assert!(file.starts_with(head.as_bytes()));
         assert_eq!(file.len() as u64, head.len() as u64 + 300 / 16 * 5 + 13);
         assert_eq!(b.bytes, file.len() as u64);
+    }
+
+    /// A transition is digested by its machine and its codes: any change of
+    /// machine, id, from, event or to changes the digest; the names a
+    /// machine's states carry do not (the text view shows them).
+    #[cfg(feature = "trace-digest")]
+    #[test]
+    fn a_transition_is_digested_by_machine_id_and_codes() {
+        let digest = |ts: &[Transition]| {
+            let mut d = Trace::digest_only(&TraceHeader::new(2, "k=v"));
+            for &t in ts {
+                d.record_fsm(Nanos(100), "worker0", t);
+            }
+            d.finish().unwrap().digest
+        };
+        let t = transition();
+        let base = digest(&[t, t]);
+        let changed = [
+            Transition {
+                machine: "other",
+                ..t
+            },
+            Transition { id: 4, ..t },
+            Transition {
+                codes: [1, 0, 1],
+                ..t
+            },
+            Transition {
+                codes: [0, 1, 1],
+                ..t
+            },
+            Transition {
+                codes: [0, 0, 0],
+                ..t
+            },
+        ];
+        for c in changed {
+            assert_ne!(digest(&[t, c]), base, "{c:?}");
+        }
+        // Same machine and codes, other names: the same stream.
+        let renamed = Transition {
+            from: "a",
+            event: "g",
+            to: "b",
+            ..t
+        };
+        assert_eq!(digest(&[t, renamed]), base);
+        // A machine seen again by another name is another machine.
+        let m2 = Transition {
+            machine: "toy2",
+            ..t
+        };
+        assert_ne!(digest(&[m2, t]), digest(&[t, t]));
     }
 
     fn recorded(n: u64) -> Vec<u8> {
