@@ -399,3 +399,38 @@ fn a_5000_execution_trace_is_small_and_replays() {
     assert!(text.contains("identical"), "{text}");
     let _ = std::fs::remove_file(path);
 }
+
+/// A run that only digests its stream and one that writes a trace file
+/// build the same stream (the digest-only path appends a batch of HAL
+/// operations at once; the file path checkpoints each): same digest, with
+/// faults on and off.
+#[cfg(feature = "trace-digest")]
+#[test]
+fn digest_only_and_trace_file_runs_have_one_digest() {
+    use xunds::system::faults::FaultSpec;
+    for faults in ["", "error:numerical@0.05,timeout@0.02"] {
+        let run = |trace: Option<PathBuf>| {
+            let cfg = JobConfig {
+                executions: 400,
+                vncs: 2,
+                deterministic: true,
+                faults: FaultSpec::parse(faults).expect("fault plan"),
+                trace,
+                slab: Some(tmp(&format!("digest-{}.nds", trace_tag(faults)))),
+                ..JobConfig::default()
+            };
+            let r = job::run(&cfg, &mut |_, _| {}).expect("run");
+            let _ = std::fs::remove_file(&r.slab);
+            r.trace_xxh3.expect("digest")
+        };
+        let file = tmp(&format!("digest-{}.trace", trace_tag(faults)));
+        let with_file = run(Some(file.clone()));
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(run(None), with_file, "faults {faults}");
+    }
+}
+
+#[cfg(feature = "trace-digest")]
+fn trace_tag(faults: &str) -> usize {
+    faults.len()
+}

@@ -841,7 +841,7 @@ impl<H: Hal> Hal for Tracer<H> {
 #[cfg(feature = "sim")]
 /// Where an encoding is appended: the stream itself (a `Vec`), or a short
 /// [`Head`] on the stack that is appended to it at once.
-pub(crate) trait Out {
+pub(crate) trait EncodeOut {
     /// Append one byte.
     fn put(&mut self, b: u8);
     /// Append bytes.
@@ -849,7 +849,7 @@ pub(crate) trait Out {
 }
 
 #[cfg(feature = "sim")]
-impl Out for Vec<u8> {
+impl EncodeOut for Vec<u8> {
     #[inline(always)]
     fn put(&mut self, b: u8) {
         self.push(b);
@@ -891,7 +891,7 @@ impl Head {
 }
 
 #[cfg(feature = "sim")]
-impl Out for Head {
+impl EncodeOut for Head {
     #[inline(always)]
     fn put(&mut self, b: u8) {
         self.buf[self.n] = b;
@@ -907,7 +907,7 @@ impl Out for Head {
 #[cfg(feature = "sim")]
 /// Append `v` as an LEB128 varint (7 bits a byte, low first).
 #[inline(always)]
-pub(crate) fn put_varint<O: Out>(out: &mut O, mut v: u64) {
+pub(crate) fn put_varint<O: EncodeOut>(out: &mut O, mut v: u64) {
     while v >= 0x80 {
         out.put((v as u8) | 0x80);
         v >>= 7;
@@ -924,7 +924,7 @@ pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 
 #[cfg(feature = "sim")]
 #[inline(always)]
-fn put_region<O: Out>(out: &mut O, r: RegionId) {
+fn put_region<O: EncodeOut>(out: &mut O, r: RegionId) {
     match r {
         RegionId::Dram => out.put(0),
         RegionId::Dmem { core } => out.put_slice(&[1, core]),

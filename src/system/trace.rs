@@ -76,7 +76,7 @@ use std::sync::Arc;
 
 use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
-use crate::hal::tracer::{put_bytes, put_varint, Encoded, TraceOp};
+use crate::hal::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, TraceOp};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -298,9 +298,18 @@ impl Binary {
     #[inline]
     fn again(&mut self, tag: u8) -> usize {
         let start = self.stream.len();
-        self.stream.extend_from_slice(&[tag, 0]);
-        put_varint(&mut self.stream, self.last_actor as u64);
+        let h = self.again_head(tag);
+        self.stream.extend_from_slice(h.bytes());
         start
+    }
+
+    /// What `again` appends: the tag, a zero time delta, the last actor.
+    #[inline]
+    fn again_head(&self, tag: u8) -> Head {
+        let mut h = Head::new();
+        h.put_slice(&[tag, 0]);
+        put_varint(&mut h, self.last_actor as u64);
+        h
     }
 
     /// End the event that `begin` started at `start`: fold it into the
@@ -946,6 +955,28 @@ impl TraceSink for Trace {
                 // the first share its time and actor (a zero delta, the
                 // actor's index).
                 let outputs = b.checkpoints();
+                if !outputs {
+                    // Digest only: no checkpoint, no file, so the events
+                    // are appended back to back (the `again` header is the
+                    // same for all but the first) and the stream is cut
+                    // for the digest once, after them.
+                    let mut ops = ops.ops();
+                    let Some(first) = ops.next() else {
+                        return;
+                    };
+                    b.begin(now, actor, TAG_HAL);
+                    b.stream.extend_from_slice(first);
+                    let again = b.again_head(TAG_HAL);
+                    let mut n = 1;
+                    for op in ops {
+                        b.stream.extend_from_slice(again.bytes());
+                        b.stream.extend_from_slice(op);
+                        n += 1;
+                    }
+                    b.end(b.stream.len(), &mut self.hasher);
+                    self.events += n;
+                    return;
+                }
                 let mut first = true;
                 for op in ops.ops() {
                     let start = if first {
