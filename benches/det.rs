@@ -6,7 +6,8 @@
 //! mappings). The ratio is the deterministic run's executions/s over the
 //! threaded run's (target 1.0x: a seed swarm runs at the threaded speed or
 //! better). A third row writes the binary trace file as well and prints its
-//! size per execution.
+//! size per execution. A fourth runs one deterministic run per CPU at once,
+//! as a seed swarm does, for the machine's deterministic throughput.
 //!
 //! `XUNDS_DET_N` sets the executions (default 20 000), `XUNDS_DET_REPS` the
 //! best-of count (default 3).
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use xunds::system::job::{self, JobConfig};
 
-use crate::harness::{best_of, ratio, row};
+use crate::harness::{best_of, cpus, ratio, row};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -34,12 +35,17 @@ fn tmp(name: &str) -> std::path::PathBuf {
 /// One run of the default workload: its wall time (the run proper) and the
 /// trace file's size when one is written.
 fn run(n: u64, deterministic: bool, trace: bool) -> (Duration, u64) {
-    let path = tmp("trace");
+    run_seed(n, deterministic, trace, 1, "")
+}
+
+fn run_seed(n: u64, deterministic: bool, trace: bool, seed: u64, tag: &str) -> (Duration, u64) {
+    let path = tmp(&format!("trace{tag}"));
     let cfg = JobConfig {
         executions: n,
         deterministic,
+        seed,
         trace: trace.then(|| path.clone()),
-        slab: Some(tmp("nds")),
+        slab: Some(tmp(&format!("nds{tag}"))),
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).expect("job");
@@ -71,4 +77,34 @@ pub fn det_vs_threaded() {
         size as f64 / n as f64
     );
     ratio("deterministic / threaded exec/s", det, threaded, ">= 1.0x");
+    // A seed swarm (`xunds sim --jobs J`) runs one deterministic run per
+    // CPU: the machine's deterministic exec/s against the threaded run's,
+    // which also has every CPU.
+    let jobs = cpus();
+    // The runs proper overlap: the longest of them is the swarm's time.
+    let swarm = best_of(reps, || {
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..jobs)
+                .map(|j| {
+                    s.spawn(move || run_seed(n, true, false, 1 + j as u64, &format!("-{j}")).0)
+                })
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().expect("run"))
+                .max()
+                .unwrap_or_default()
+        })
+    });
+    let per_exec = swarm / jobs as u32;
+    row(
+        &format!("deterministic, {jobs} runs at once (per execution)"),
+        n,
+        per_exec,
+    );
+    ratio(
+        &format!("{jobs} deterministic runs / threaded exec/s"),
+        per_exec,
+        threaded,
+        "informational",
+    );
 }
