@@ -319,36 +319,183 @@ fn trace_of(name: &str, executions: u64, vncs: u8) -> (String, xunds::system::jo
     (text, r)
 }
 
+/// One work-item access of a text trace line: `t=T ACTOR hal OP
+/// itemsK+0xOFF LABEL [LEN] WORD ...` (words are little-endian 4-byte
+/// groups; a long run shows its first 16 and then `... (N bytes)`).
+#[derive(Debug)]
+struct ItemAccess {
+    t: u64,
+    actor: String,
+    op: String,
+    core: u8,
+    off: usize,
+    label: String,
+    len: usize,
+    bytes: Vec<u8>,
+}
+
+impl ItemAccess {
+    fn parse(line: &str) -> Option<ItemAccess> {
+        let tok: Vec<&str> = line.split_whitespace().collect();
+        if tok.len() < 7 || tok[2] != "hal" {
+            return None;
+        }
+        let (region, off) = tok[4].split_once("+0x")?;
+        let core = region.strip_prefix("items")?.parse().ok()?;
+        let len = tok[6].strip_prefix('[')?.strip_suffix(']')?.parse().ok()?;
+        let mut bytes = Vec::new();
+        for w in &tok[7..] {
+            if w.len() != 8 {
+                break;
+            }
+            for k in 0..4 {
+                bytes.push(u8::from_str_radix(&w[2 * k..2 * k + 2], 16).ok()?);
+            }
+        }
+        Some(ItemAccess {
+            t: tok[0].strip_prefix("t=")?.parse().ok()?,
+            actor: tok[1].to_string(),
+            op: tok[3].to_string(),
+            core,
+            off: usize::from_str_radix(off, 16).ok()?,
+            label: tok[5].to_string(),
+            len,
+            bytes,
+        })
+    }
+
+    fn u32_at(&self, at: usize) -> u32 {
+        u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap())
+    }
+
+    fn u64_at(&self, at: usize) -> u64 {
+        u64::from_le_bytes(self.bytes[at..at + 8].try_into().unwrap())
+    }
+
+    /// The item's index and the offset within it.
+    fn at(&self) -> (usize, usize) {
+        (self.off / SIZE, self.off % SIZE)
+    }
+}
+
 /// `xunds run --deterministic --trace`: for every execution the worker
-/// loads the work item's fields from the mapped item region, by C name, and
-/// stores the response fields into it (docs/abi.md §1.6, §1.7).
+/// reads the work item's fields from the mapped item region and stores the
+/// response fields into it (docs/abi.md §1.6, §1.7). Each field's bytes
+/// are checked at its ABI offset: the reads cover `type` ..
+/// `sync_point_cpu_timestamp` (+0x00, 40 bytes, the very bytes the producer
+/// wrote, `compute_idx` = the worker's core) and `ts_start` (+0x38, 16
+/// bytes, the producer's schedule time); the stores are `status` ..
+/// `nq_records` (+0x28, 16 bytes) and `ts_end` .. `num_outputs` (+0x48, 52
+/// bytes: the completion time, the device times and MACs the completion
+/// message reports), never `ts_start`, `device_id` or `device_tpb_idx`
+/// (the schedule path's); and the 112 bytes read back hold exactly them.
+/// Each access is one HAL operation labelled by the C name of its first
+/// field.
 #[test]
 fn trace_shows_item_loads_and_response_stores_for_every_execution() {
     let n = 40;
     let (text, r) = trace_of("fields", n, 2);
     assert_eq!(r.completed_ok, n);
     assert_eq!(r.fsm_violations.total(), 0);
-    let count = |op: &str, label: &str| {
-        text.lines()
-            .filter(|l| l.contains(" worker") && l.contains(op) && l.contains(label))
-            .count() as u64
-    };
-    for f in ["type", "mod_ref", "compute_idx", "resp.ts_start.tv_sec"] {
-        let label = format!(" tpb_execution_info_t.{f} rlx");
-        assert_eq!(count(" hal load", &label), n, "{f}");
+    // What the producer last wrote into each (core, item): time and bytes.
+    let mut written: std::collections::HashMap<(u8, usize), ItemAccess> = Default::default();
+    // Per worker, the accesses of the execution it is completing.
+    let mut open: std::collections::HashMap<String, Vec<ItemAccess>> = Default::default();
+    let mut checked = 0u64;
+    for line in text.lines() {
+        if let Some(a) = ItemAccess::parse(line) {
+            if a.actor == "producer" {
+                assert_eq!((a.op.as_str(), a.off % SIZE, a.len), ("copy_in", 0, SIZE));
+                written.insert((a.core, a.off / SIZE), a);
+            } else {
+                assert!(a.actor.starts_with("worker"), "{line}");
+                open.entry(a.actor.clone()).or_default().push(a);
+            }
+            continue;
+        }
+        // `t=T workerK msg completed xu=K seq=S exec_id=E status=.. macs=M device_ns=D`
+        let Some((head, rest)) = line.split_once(" msg completed ") else {
+            continue;
+        };
+        let worker = head.split_whitespace().nth(1).unwrap().to_string();
+        let field = |name: &str| -> u64 {
+            rest.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let (macs, device_ns) = (field("macs="), field("device_ns="));
+        let acc = open.remove(&worker).unwrap_or_default();
+        let ops: Vec<(&str, usize, &str, usize)> = acc
+            .iter()
+            .map(|a| (a.op.as_str(), a.at().1, a.label.as_str(), a.len))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                ("copy_out", 0x00, "tpb_execution_info_t.type", 40),
+                (
+                    "copy_out",
+                    off::SUBMISSION_TS,
+                    "tpb_execution_info_t.resp.ts_start.tv_sec",
+                    16
+                ),
+                ("copy_in", off::RESP, "infer_resp_t.status", 16),
+                (
+                    "copy_in",
+                    off::RESP + 0x20,
+                    "infer_resp_t.ts_end.tv_sec",
+                    52
+                ),
+                ("copy_out", off::RESP, "infer_resp_t.status", 112),
+            ],
+            "{worker}: {line}"
+        );
+        let [head, ts, status, tail, back] = &acc[..] else {
+            unreachable!()
+        };
+        let core = head.core;
+        assert!(acc
+            .iter()
+            .all(|a| a.core == core && a.at().0 == head.at().0));
+        assert_eq!(worker, format!("worker{core}"));
+        let item = written
+            .get(&(core, head.at().0))
+            .expect("the producer wrote it");
+        // The read bytes are the producer's: type EXECUTE, its mod_ref,
+        // resources, compute_idx (this core), sync_point_cpu_timestamp.
+        assert_eq!(head.bytes, item.bytes[..40]);
+        assert_eq!(head.u32_at(off::TYPE), 1);
+        assert!((1..=2).contains(&head.u64_at(off::MOD_REF)));
+        assert_eq!(head.u32_at(off::COMPUTE_IDX), u32::from(core));
+        // ts_start: the schedule time (virtual ns; tv_sec, tv_nsec).
+        let ts_start = ts.u64_at(0) * 1_000_000_000 + ts.u64_at(8);
+        assert_eq!(ts_start, item.t);
+        // status, err_class, nq_errors, nq_records (5 engines reported).
+        assert_eq!(
+            [0, 1, 2, 3].map(|k| status.u32_at(4 * k)),
+            [0, 0, 0, 5],
+            "{line}"
+        );
+        // ts_end, device_start_ns, device_end_ns, mac_count, cc_time_ns,
+        // num_outputs (the MLP's two output tensors).
+        let ts_end = tail.u64_at(0) * 1_000_000_000 + tail.u64_at(8);
+        assert_eq!(ts_end, tail.t.max(ts_start));
+        let (start, end) = (tail.u64_at(0x10), tail.u64_at(0x18));
+        assert_eq!(
+            (end - start, tail.u64_at(0x20)),
+            (device_ns, macs),
+            "{line}"
+        );
+        assert_eq!((tail.u64_at(0x28), tail.u32_at(0x30)), (0, 2));
+        // Read back: the stores, with the producer's ts_start between them.
+        assert_eq!(back.bytes[..16], status.bytes[..]);
+        assert_eq!(back.bytes[16..32], ts.bytes[..]);
+        assert_eq!(back.bytes[32..64], tail.bytes[..32]);
+        checked += 1;
     }
-    for f in [
-        "status",
-        "err_class",
-        "nq_records",
-        "ts_end.tv_nsec",
-        "device_start_ns",
-        "device_end_ns",
-        "mac_count",
-    ] {
-        let label = format!(" infer_resp_t.{f} rlx");
-        assert_eq!(count(" hal store", &label), n, "{f}");
-    }
+    assert_eq!(checked, n);
 }
 
 /// The index of the first line at or after `from` that contains every
@@ -413,10 +560,14 @@ fn abi_consumer_ordering_peek_item_response_pop_signal() {
         let mod_ref = find(
             &lines,
             peek,
-            &["worker0 hal load", "tpb_execution_info_t.mod_ref"],
+            &["worker0 hal copy_out", "tpb_execution_info_t.type [40]"],
         );
         let done = find(&lines, peek, &["worker#0", "CURRENT --"]);
-        let resp = find(&lines, done, &["worker0 hal store", "infer_resp_t.status"]);
+        let resp = find(
+            &lines,
+            done,
+            &["worker0 hal copy_in", "infer_resp_t.status [16]"],
+        );
         let filled = find(&lines, resp, &["worker#0", "--fill_resp-->"]);
         let returned = find(&lines, filled, &["worker#0", "--return_item-->"]);
         let complete = find(&lines, returned, &["xu_slot#", "--complete-->"]);

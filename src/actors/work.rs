@@ -11,11 +11,14 @@
 //! returned, the engines, the expected output, the caller's output buffer,
 //! the tag, the seq_id). The slot's `exec_info` word is the **address of the
 //! item's first byte**; the worker resolves it back to an index with a range
-//! and stride check ([`ItemPool::index_of`]), never by dereferencing, loads
-//! each field it decides on through the HAL ([`ItemPool::load`]: `type`,
-//! `mod_ref`, `compute_idx`, `ts_start`), parses them with the wire view, and
-//! writes `infer_resp_t` back field by field ([`ItemPool::store_resp`]). A
-//! bad item ([`BadItem`]) completes with a defined status.
+//! and stride check ([`ItemPool::index_of`]), never by dereferencing, reads
+//! the fields it decides on through the HAL in two runs ([`ItemPool::load`]:
+//! `type` .. `sync_point_cpu_timestamp`, then `ts_start`), parses them with
+//! the wire view, and writes the `infer_resp_t` fields it owns back in two
+//! runs ([`ItemPool::store_resp`]: `status` .. `nq_records`, `ts_end` ..
+//! `num_outputs`). A run is one HAL access (one trace record, named by its
+//! first field) where a field-by-field access was one per field. A bad
+//! item ([`BadItem`]) completes with a defined status.
 //!
 //! Ownership moves with the item's index: the producer takes a free index
 //! (its free list, refilled from the worker's return mailbox), writes the
@@ -48,7 +51,7 @@ use crate::device::nq::EngineMask;
 use crate::device::staging::LoadedModel;
 use crate::fsm::xu_health::{XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::{step_traced, TransitionHook};
-use crate::hal::{Hal, HalError, Ordering as HalOrdering, RegionHandle, RegionId};
+use crate::hal::{Hal, HalError, RegionHandle, RegionId};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nds::model::ModelRecord;
 use crate::wire::status::NrtStatus;
@@ -294,8 +297,9 @@ impl BadItem {
 
 }
 
-/// The fields of `tpb_execution_info_t` the worker loads, one HAL load each
-/// (so a trace shows them by name), with their trace labels.
+/// The fields of `tpb_execution_info_t` the worker decides on, with their
+/// trace labels (what [`item_field_name`] calls an access at their offset).
+/// The worker reads them in the runs of [`LOAD_RUNS`].
 const LOADED: [(usize, usize, &str); 7] = [
     (work_item::off::TYPE, 4, "tpb_execution_info_t.type"),
     (work_item::off::MOD_REF, 8, "tpb_execution_info_t.mod_ref"),
@@ -328,7 +332,8 @@ const LOADED: [(usize, usize, &str); 7] = [
 
 /// The `infer_resp_t` fields the worker stores (the ones the producer does
 /// not: `ts_start`, `device_id`, `device_tpb_idx` are the schedule path's),
-/// by offset within `infer_resp_t`, with their trace labels.
+/// by offset within `infer_resp_t`, with their trace labels. The worker
+/// writes them in the runs of [`STORE_RUNS`].
 const STORED: [(usize, usize, &str); 11] = [
     (work_item::resp_off::STATUS, 4, "infer_resp_t.status"),
     (work_item::resp_off::ERR_CLASS, 4, "infer_resp_t.err_class"),
@@ -381,6 +386,69 @@ const STORED_TS_START: [(usize, usize, &str); 2] = [
         "infer_resp_t.ts_start.tv_nsec",
     ),
 ];
+
+/// The byte ranges `[from, to)` of `tpb_execution_info_t` the worker reads,
+/// one HAL read each: `type` .. `sync_point_cpu_timestamp`, and `ts_start`.
+/// They cover every field of [`LOADED`] and nothing of `infer_resp_t` but
+/// `ts_start` (the producer's).
+pub const LOAD_RUNS: [(usize, usize); 2] = [
+    (work_item::off::TYPE, work_item::off::RESP),
+    (
+        work_item::off::SUBMISSION_TS,
+        work_item::off::SUBMISSION_TS + work_item::TIMESPEC_SIZE,
+    ),
+];
+
+/// The byte ranges `[from, to)` of `infer_resp_t` the worker writes, one
+/// HAL write each: `status` .. `nq_records` and `ts_end` .. `num_outputs`,
+/// exactly the fields of [`STORED`] (not `ts_start`, between them, nor the
+/// schedule path's `device_id` and `device_tpb_idx`, after them).
+pub const STORE_RUNS: [(usize, usize); 2] = [
+    (work_item::resp_off::STATUS, work_item::resp_off::TS_START),
+    (
+        work_item::resp_off::TS_END,
+        work_item::resp_off::NUM_OUTPUTS + 4,
+    ),
+];
+
+// The runs hold exactly the fields the tables name (no gap, no extra
+// field): checked at compile time.
+const _: () = {
+    let mut loaded = 0;
+    let mut i = 0;
+    while i < LOADED.len() {
+        let (off, size, _) = LOADED[i];
+        let mut k = 0;
+        let mut inside = false;
+        while k < LOAD_RUNS.len() {
+            inside |= off >= LOAD_RUNS[k].0 && off + size <= LOAD_RUNS[k].1;
+            k += 1;
+        }
+        assert!(inside);
+        loaded += size;
+        i += 1;
+    }
+    // Two 4-byte paddings (+0x04, +0x1C) are read and ignored.
+    assert!(loaded + 8 == (LOAD_RUNS[0].1 - LOAD_RUNS[0].0) + (LOAD_RUNS[1].1 - LOAD_RUNS[1].0));
+    let mut stored = 0;
+    let mut i = 0;
+    while i < STORED.len() {
+        let (off, size, _) = STORED[i];
+        let mut k = 0;
+        let mut inside = false;
+        while k < STORE_RUNS.len() {
+            inside |= off >= STORE_RUNS[k].0 && off + size <= STORE_RUNS[k].1;
+            k += 1;
+        }
+        assert!(inside);
+        stored += size;
+        i += 1;
+    }
+    assert!(stored == (STORE_RUNS[0].1 - STORE_RUNS[0].0) + (STORE_RUNS[1].1 - STORE_RUNS[1].0));
+    // `whole` writes one run from the first to the last: `ts_start` between.
+    assert!(STORE_RUNS[0].1 == STORED_TS_START[0].0);
+    assert!(STORE_RUNS[1].0 == STORED_TS_START[1].0 + 8);
+};
 
 /// The trace label of byte `off` of a work-item region: the C name of the
 /// field a worker load or store there touches (module docs), or `None`.
@@ -501,11 +569,14 @@ impl ItemPool {
         hal.copy_in(self.region, Self::offset(i), &info.encode())
     }
 
-    /// Load item `i` the way the worker does: each field it decides on is
-    /// one HAL load (labelled in traces by [`item_field_name`]), the bytes
-    /// are parsed through the wire view, and the decisions checked: a
-    /// zeroed item, an unknown `type`, a `compute_idx` other than `core`.
-    /// (`mod_ref` is checked against the loaded models by the caller.)
+    /// Load item `i` the way the worker does: the fields it decides on come
+    /// in two HAL reads ([`LOAD_RUNS`]: `type` .. `sync_point_cpu_timestamp`
+    /// and `ts_start`; each labelled in traces by its first field,
+    /// [`item_field_name`]), only the fields of [`LOADED`] are kept (the
+    /// padding between them is not looked at), the bytes are parsed through
+    /// the wire view, and the decisions checked: a zeroed item, an unknown
+    /// `type`, a `compute_idx` other than `core`. (`mod_ref` is checked
+    /// against the loaded models by the caller.)
     pub fn load<H: Hal + ?Sized>(
         &self,
         hal: &H,
@@ -513,19 +584,14 @@ impl ItemPool {
         core: u8,
     ) -> Result<TpbExecutionInfo, BadItem> {
         let base = Self::offset(i);
+        let mut raw = [0u8; work_item::SIZE];
+        for (from, to) in LOAD_RUNS {
+            hal.copy_out(self.region, base + from, &mut raw[from..to])
+                .map_err(|_| BadItem::Unparsable)?;
+        }
         let mut b = [0u8; work_item::SIZE];
         for (off, size, _) in LOADED {
-            if size == 4 {
-                let v = hal
-                    .load_u32(self.region, base + off, HalOrdering::Relaxed)
-                    .map_err(|_| BadItem::Unparsable)?;
-                b[off..off + 4].copy_from_slice(&v.to_le_bytes());
-            } else {
-                let v = hal
-                    .load_u64(self.region, base + off, HalOrdering::Relaxed)
-                    .map_err(|_| BadItem::Unparsable)?;
-                b[off..off + 8].copy_from_slice(&v.to_le_bytes());
-            }
+            b[off..off + size].copy_from_slice(&raw[off..off + size]);
         }
         if b.iter().all(|&x| x == 0) {
             return Err(BadItem::Zeroed);
@@ -550,9 +616,12 @@ impl ItemPool {
         Ok(info)
     }
 
-    /// Store `resp` into item `i`'s `infer_resp_t`, one HAL store per field
-    /// the worker owns (labelled in traces; `whole` adds `ts_start`), then
-    /// read the 112 bytes back: the record every consumer parses.
+    /// Store `resp` into item `i`'s `infer_resp_t`: the fields the worker
+    /// owns ([`STORED`]) in two HAL writes ([`STORE_RUNS`], each labelled in
+    /// traces by its first field); `whole` (a bad item, whose own
+    /// `ts_start` is not to be trusted) writes `ts_start` too, in one write
+    /// from `status` to `num_outputs`. Then the 112 bytes are read back:
+    /// the record every consumer parses.
     pub fn store_resp<H: Hal + ?Sized>(
         &self,
         hal: &H,
@@ -562,26 +631,10 @@ impl ItemPool {
     ) -> Result<[u8; work_item::INFER_RESP_SIZE], HalError> {
         let at = Self::offset(i) + work_item::off::RESP;
         let bytes = resp.encode();
-        let extra: &[(usize, usize, &str)] = if whole { &STORED_TS_START } else { &[] };
-        for &(off, size, _) in STORED.iter().chain(extra) {
-            if size == 4 {
-                let v = u32::from_le_bytes([
-                    bytes[off],
-                    bytes[off + 1],
-                    bytes[off + 2],
-                    bytes[off + 3],
-                ]);
-                hal.store_u32(self.region, at + off, v, HalOrdering::Relaxed)?;
-            } else {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(&bytes[off..off + 8]);
-                hal.store_u64(
-                    self.region,
-                    at + off,
-                    u64::from_le_bytes(w),
-                    HalOrdering::Relaxed,
-                )?;
-            }
+        let whole_run = [(STORE_RUNS[0].0, STORE_RUNS[1].1)];
+        let runs: &[(usize, usize)] = if whole { &whole_run } else { &STORE_RUNS };
+        for &(from, to) in runs {
+            hal.copy_in(self.region, at + from, &bytes[from..to])?;
         }
         let mut out = [0u8; work_item::INFER_RESP_SIZE];
         hal.copy_out(self.region, at, &mut out)?;
@@ -907,6 +960,7 @@ pub struct Expectations {
 mod tests {
     use super::*;
     use crate::hal::fake::FakeHal;
+    use crate::hal::Ordering as HalOrdering;
 
     /// docs/abi.md §1.6: the slot's `exec_info` is the address of the
     /// item's first byte; a word outside the region or off the 208-byte

@@ -741,7 +741,7 @@ impl<H: Hal> WorkerActor<H> {
             device_id: 0,
             device_tpb_idx: u16::from(self.core),
         };
-        // The response is the record: stored field by field into the item,
+        // The response is the record: stored into the item (two runs),
         // read back, and everything after (the caller's copy, the counters,
         // the latency) parses those bytes.
         self.tap.drain(cx);
