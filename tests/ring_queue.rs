@@ -766,6 +766,22 @@ fn lifecycle_trace<B: Backend>() {
             .unwrap_err(),
     );
     assert_eq!(e.status(), NrtStatus::FAILURE);
+    // `swap_trace` hands over the same transitions as `take_trace`, clears
+    // the buffer it is given, and the recording goes on.
+    let mut buf = vec![t[0]];
+    for round in 2..4u64 {
+        p.submit(round, None).unwrap();
+        p.trigger_next().unwrap();
+        p.swap_trace(&mut buf);
+        let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+        assert_eq!(got, [(round, "submit"), (round, "trigger")]);
+        w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        w.swap_trace(&mut buf);
+        let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+        assert_eq!(got, [(round, "complete"), (round, "reclaim")]);
+    }
+    p.swap_trace(&mut buf);
+    assert!(buf.is_empty());
 }
 
 #[derive(Debug)]

@@ -43,7 +43,7 @@ use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
 use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
-use crate::fsm::{step_traced, TransitionHook};
+use crate::fsm::{step_traced, Transition, TransitionHook};
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
 use crate::ring::queue::StatusArc;
@@ -158,6 +158,9 @@ pub struct Lane<H: Hal> {
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     trace_slots: bool,
+    /// The ring's slot transitions, handed over (`slot_trace`) without an
+    /// allocation per call.
+    slot_buf: Vec<Transition>,
     tap: HalTap,
     #[cfg(xunds_mutant = "degraded_accepts_one_more")]
     mutant_grace: bool,
@@ -235,6 +238,7 @@ impl<H: Hal> Lane<H> {
             stats: Arc::new(LaneStats::default()),
             trace_slots: p.trace_slots,
             tap: p.tap,
+            slot_buf: Vec::new(),
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
         }
@@ -275,7 +279,8 @@ impl<H: Hal> Lane<H> {
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
         if self.trace_slots {
-            for t in self.ring.take_trace() {
+            self.ring.swap_trace(&mut self.slot_buf);
+            for &t in &self.slot_buf {
                 cx.on_transition(t);
             }
         }
@@ -423,14 +428,6 @@ impl<H: Hal> Lane<H> {
                 NrtStatus::FAILURE
             });
         };
-        {
-            let mut side = self.pool.side(idx);
-            side.exec_id = staged.exec_id;
-            side.engines = staged.engines;
-            side.expect = req.expect;
-            side.out = req.out;
-            side.tag = req.tag;
-        }
         let call = call.stage_and_doorbell(cx);
         self.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
@@ -443,10 +440,21 @@ impl<H: Hal> Lane<H> {
                 .submit(word, req.status)
                 .map_err(|e| e.error.to_string()),
         };
-        self.pre(cx);
+        self.slot_trace(cx); // the ring only: nothing for the HAL tap
         let (seq, call) = match submitted {
             Ok(seq) => {
-                self.pool.side(idx).seq = seq.0;
+                // The item's host side, in one lock: the worker reads it
+                // only after it peeked the slot, which the trigger below
+                // publishes (a slot a failed trigger left submitted is
+                // published later, still after this).
+                let mut side = self.pool.side(idx);
+                side.exec_id = staged.exec_id;
+                side.engines = staged.engines;
+                side.expect = req.expect;
+                side.out = req.out;
+                side.tag = req.tag;
+                side.seq = seq.0;
+                drop(side);
                 (seq, call.submit(cx))
             }
             Err(e) => {
@@ -465,7 +473,7 @@ impl<H: Hal> Lane<H> {
             Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
             _ => self.trigger_pending().map_err(|e| e.to_string()),
         };
-        self.pre(cx);
+        self.slot_trace(cx); // the ring only: nothing for the HAL tap
         let call = match triggered {
             Ok(()) => call.trigger(cx),
             Err(e) => {

@@ -64,7 +64,7 @@ use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::fsm::{step_traced, TransitionHook};
+use crate::fsm::{step_traced, Transition, TransitionHook};
 use crate::hal::{Hal, Ordering};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
@@ -230,6 +230,9 @@ pub struct WorkerActor<H: Hal> {
     expected: Arc<Expectations>,
     tap: HalTap,
     trace_slots: bool,
+    /// The ring's slot transitions, handed over (`slot_trace`) without an
+    /// allocation per call.
+    slot_buf: Vec<Transition>,
     record_tags: bool,
     nq_fd: Option<RawFd>,
     state: WorkerState,
@@ -311,6 +314,7 @@ impl<H: Hal> WorkerActor<H> {
             expected: p.expected,
             tap: p.tap,
             trace_slots: p.trace_slots,
+            slot_buf: Vec::new(),
             record_tags: p.record_tags,
             nq_fd,
             state: WorkerState::Idle,
@@ -364,11 +368,21 @@ impl<H: Hal> WorkerActor<H> {
         self.pub_wake.wake();
     }
 
-    /// Step the cycle. An event the state does not accept is counted
-    /// (`fsm_violations`), traced, and leaves the state as it was (a state
-    /// that matches what the worker holds: the safe one).
+    /// Step the cycle, after the HAL operations made since the last step
+    /// (so each step in a trace follows what it did). An event the state
+    /// does not accept is counted (`fsm_violations`), traced, and leaves
+    /// the state as it was (a state that matches what the worker holds: the
+    /// safe one).
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.tap.drain(cx);
+        self.step_drained(e, cx);
+    }
+
+    /// [`step`](Self::step) where no HAL operation can have been made since
+    /// the HAL tap was last drained (the steps after the response is stored
+    /// move mailboxes and the ring, neither of them HAL memory): the same
+    /// trace without taking the HAL log's lock for nothing.
+    fn step_drained(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.slot_trace(cx);
         match step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
             Ok(s) => self.state = s,
@@ -389,7 +403,8 @@ impl<H: Hal> WorkerActor<H> {
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
         if self.trace_slots {
-            for t in self.ring.take_trace() {
+            self.ring.swap_trace(&mut self.slot_buf);
+            for &t in &self.slot_buf {
                 cx.on_transition(t);
             }
         }
@@ -765,14 +780,14 @@ impl<H: Hal> WorkerActor<H> {
         // The item's side entry (a guard borrowing the pool) ends here.
         drop(side);
         cur.model = None;
-        self.step(WorkerEvent::FillResp, cx);
+        self.step_drained(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it
         // through the slot's exec_status inside `pop`, before exec_head moves.
         let status = parsed.status;
         cur.status = status;
         let (seq, exec_id, idx) = (cur.seq, cur.exec_id, cur.idx);
         self.cur = Some(cur);
-        self.step(WorkerEvent::WriteStatus, cx);
+        self.step_drained(WorkerEvent::WriteStatus, cx);
         // report_counters (R1: keep it if the mailbox is full).
         let msg = PubMsg::Completed(Completion {
             core: self.core,
@@ -798,7 +813,7 @@ impl<H: Hal> WorkerActor<H> {
         let macs = parsed.mac_count;
         let dev_cycles = parsed.latency_device_ns();
         let latency_total = parsed.latency_total_ns();
-        self.step(WorkerEvent::ReportCounters, cx);
+        self.step_drained(WorkerEvent::ReportCounters, cx);
         self.stats.by_status.add(status, 1);
         if let Some(c) = class {
             self.stats.classes[c as usize] += 1;
@@ -837,7 +852,8 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     /// return_item, pop, signal_waiter. `false` while the return is refused
-    /// (the pool's mailbox is sized so that it never is).
+    /// (the pool's mailbox is sized so that it never is). The caller has
+    /// drained the HAL tap (these steps make no HAL operation).
     fn finish_cycle(&mut self, cx: &mut Cx<'_>) -> bool {
         if let Some(idx) = self.kept_return.take() {
             if let Err(full) = self.returns.push(idx) {
@@ -845,7 +861,7 @@ impl<H: Hal> WorkerActor<H> {
                 return false;
             }
         }
-        self.step(WorkerEvent::ReturnItem, cx);
+        self.step_drained(WorkerEvent::ReturnItem, cx);
         let Some(cur) = self.cur.take() else {
             return true;
         };
@@ -854,12 +870,12 @@ impl<H: Hal> WorkerActor<H> {
                 if p.seq != cur.seq {
                     self.stats.fifo_violations += 1;
                 }
-                self.step(WorkerEvent::Pop, cx);
+                self.step_drained(WorkerEvent::Pop, cx);
                 if p.status() != NrtStatus::SUCCESS {
                     self.stats.signal_failures += 1;
                     cx.event("msg", format_args!("{:?}", p.signal));
                 }
-                self.step(WorkerEvent::SignalWaiter, cx);
+                self.step_drained(WorkerEvent::SignalWaiter, cx);
             }
             Ok(None) | Err(_) => {
                 // The ring's slot machine refused the pop: counted and traced
@@ -1080,6 +1096,8 @@ impl<H: Hal> Actor for WorkerActor<H> {
                     None => break,
                 },
                 WorkerState::CountersReported => {
+                    // `finish_cycle` steps without draining the HAL tap.
+                    self.tap.drain(cx);
                     if !self.finish_cycle(cx) {
                         break;
                     }

@@ -1050,6 +1050,19 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
+    /// The transitions recorded so far, swapped into `buf` (cleared first):
+    /// the recording goes on into `buf`'s old storage, so a caller that
+    /// hands the same buffer back each time allocates nothing once both
+    /// have grown (`take_trace` leaves an empty `Vec`: an allocation on the
+    /// next transition and a free per call).
+    #[cfg(feature = "std")]
+    pub fn swap_trace(&mut self, buf: &mut Vec<Transition>) {
+        buf.clear();
+        if let Some(t) = self.trace.as_mut() {
+            core::mem::swap(t, buf);
+        }
+    }
+
     /// Free slots, refreshing the cached `exec_head`.
     pub fn free_space(&mut self) -> u64 {
         self.refresh();
@@ -1444,6 +1457,19 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     #[cfg(feature = "std")]
     pub fn take_trace(&mut self) -> Vec<Transition> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
+    }
+
+    /// The transitions recorded so far, swapped into `buf` (cleared first):
+    /// the recording goes on into `buf`'s old storage, so a caller that
+    /// hands the same buffer back each time allocates nothing once both
+    /// have grown (`take_trace` leaves an empty `Vec`: an allocation on the
+    /// next transition and a free per call).
+    #[cfg(feature = "std")]
+    pub fn swap_trace(&mut self, buf: &mut Vec<Transition>) {
+        buf.clear();
+        if let Some(t) = self.trace.as_mut() {
+            core::mem::swap(t, buf);
+        }
     }
 
     /// Triggered items not yet popped (refreshes the cached `scheduled_head`
