@@ -55,7 +55,7 @@ use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
 use crate::actors::work::ResidentModel;
 use crate::actors::work::{
-    BadItem, Completion, Expectations, HealthCell, ItemPool, Models, PubMsg, NO_EXPECT,
+    BadItem, Completion, Expectations, HealthCell, ItemPool, Models, OutputBuf, PubMsg, NO_EXPECT,
 };
 use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::irq;
@@ -195,6 +195,11 @@ struct Current {
     model: Option<usize>,
     /// Why the item is not runnable (it still completes, with its status).
     bad: Option<BadItem>,
+    /// From the item's host side (read once, at `peek`): the expected
+    /// output's index, the caller's tag and output buffer.
+    expect: u32,
+    tag: u64,
+    out: Option<Arc<OutputBuf>>,
 }
 
 /// One core's worker actor.
@@ -472,12 +477,20 @@ impl<H: Hal> WorkerActor<H> {
                 None => return self.complete_foreign(seq, word, bad, cx),
             },
         };
-        let (exec_id, engines) = {
-            let side = self.pool.side(idx);
-            (side.exec_id, side.engines)
+        // The item's host side, in one lock: the caller's output buffer
+        // moves into `Current` (the next schedule of the item sets it again).
+        let (exec_id, engines, expect, tag, out) = {
+            let mut side = self.pool.side(idx);
+            (
+                side.exec_id,
+                side.engines,
+                side.expect,
+                side.tag,
+                side.out.take(),
+            )
         };
-        // Every decision the ABI has a field for comes from the item's bytes.
-        self.tap.drain(cx);
+        // Every decision the ABI has a field for comes from the item's bytes
+        // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
             None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
@@ -528,6 +541,9 @@ impl<H: Hal> WorkerActor<H> {
             ts_start,
             model,
             bad,
+            expect,
+            tag,
+            out,
         });
         true
     }
@@ -563,6 +579,9 @@ impl<H: Hal> WorkerActor<H> {
             ts_start: Timespec::from_nanos(cx.now().as_u64()),
             model: None,
             bad: Some(bad),
+            expect: NO_EXPECT,
+            tag: 0,
+            out: None,
         });
         self.complete(Outcome::Failed(bad.status()), cx);
         true
@@ -692,10 +711,7 @@ impl<H: Hal> WorkerActor<H> {
 
         // fill_resp: outputs, then infer_resp_t in the work item.
         let mut num_outputs = 0;
-        // Borrowed, not cloned: an `Arc` clone writes the count on the line
-        // the producer reads the pool's fields from on every schedule.
-        let pool = &self.pool;
-        let side = cur.idx.map(|i| pool.side(i));
+        let out = cur.out.take();
         if status == NrtStatus::SUCCESS {
             if let (Some(m), Some(idx)) = (cur.model, cur.idx) {
                 let model = &self.known[m];
@@ -716,15 +732,15 @@ impl<H: Hal> WorkerActor<H> {
                     }
                 }
             }
-            if let (NrtStatus::SUCCESS, Some(side)) = (status, side.as_ref()) {
-                if let Some(out) = side.out.as_ref() {
+            if let (NrtStatus::SUCCESS, Some(_)) = (status, cur.idx) {
+                if let Some(out) = out.as_ref() {
                     for (i, v) in self.vals.iter().enumerate() {
                         out.store(i, *v);
                     }
                 }
-                if side.expect != NO_EXPECT {
+                if cur.expect != NO_EXPECT {
                     self.stats.outputs_checked += 1;
-                    let want = self.expected.outputs.get(side.expect as usize);
+                    let want = self.expected.outputs.get(cur.expect as usize);
                     let same = want.is_some_and(|w| {
                         w.len() == self.vals.len()
                             && w.iter()
@@ -758,8 +774,9 @@ impl<H: Hal> WorkerActor<H> {
         };
         // The response is the record: stored into the item (two runs),
         // read back, and everything after (the caller's copy, the counters,
-        // the latency) parses those bytes.
-        self.tap.drain(cx);
+        // the latency) parses those bytes. (The HAL operations since the
+        // last step, the MACs and outputs read, are drained with the
+        // response's: no trace event comes between them.)
         let bytes = match cur.idx {
             Some(idx) => self
                 .pool
@@ -769,16 +786,15 @@ impl<H: Hal> WorkerActor<H> {
         };
         self.tap.drain(cx);
         let parsed = InferResp::parse(&bytes).unwrap_or(resp);
-        if let Some(side) = side.as_ref() {
-            if let Some(out) = side.out.as_ref() {
+        if cur.idx.is_some() {
+            if let Some(out) = out.as_ref() {
                 out.store_resp(&bytes);
             }
             if self.record_tags {
-                self.stats.tags.push(side.tag);
+                self.stats.tags.push(cur.tag);
             }
         }
-        // The item's side entry (a guard borrowing the pool) ends here.
-        drop(side);
+        drop(out);
         cur.model = None;
         self.step_drained(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it
