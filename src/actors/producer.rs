@@ -78,7 +78,8 @@ pub struct Request<'a> {
 }
 
 /// Counters of one lane (all schedule calls, whoever made them). On its
-/// own cache line (written on every schedule; see `Waker`).
+/// own cache line (written on every schedule; see `Waker`). Only the lane
+/// writes them (`bump`).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct LaneStats {
@@ -101,6 +102,14 @@ impl LaneStats {
             self.refused_unrecoverable.load(Ordering::Relaxed),
         )
     }
+}
+
+/// Count one in a lane's counter. Only the lane writes its counters, under
+/// `&mut self` (the lane's lock): a load and a store, not a locked
+/// read-modify-write per schedule call (readers load them Relaxed).
+#[inline]
+fn bump(c: &AtomicU64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
 /// Everything a lane is built from.
@@ -329,12 +338,10 @@ impl<H: Hal> Lane<H> {
     fn refuse(&mut self, status: NrtStatus) -> Result<SeqId, NrtStatus> {
         if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
             self.pending_unrecoverable += 1;
-            self.stats
-                .refused_unrecoverable
-                .fetch_add(1, Ordering::Relaxed);
+            bump(&self.stats.refused_unrecoverable);
         } else {
             self.pending_full += 1;
-            self.stats.refused_full.fetch_add(1, Ordering::Relaxed);
+            bump(&self.stats.refused_full);
         }
         self.push_refusals();
         Err(status)
@@ -487,7 +494,7 @@ impl<H: Hal> Lane<H> {
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 let idx = call.trigger_failed(cx);
                 cx.event("msg", format_args!("item {idx} stays with its slot"));
-                self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+                bump(&self.stats.accepted);
                 self.flush();
                 return Ok(seq);
             }
@@ -503,7 +510,7 @@ impl<H: Hal> Lane<H> {
                 seq.0, staged.exec_id, req.model.handle, staged.model_switch as u8
             ),
         );
-        self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        bump(&self.stats.accepted);
         self.flush();
         Ok(seq)
     }
@@ -1038,6 +1045,12 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 }
             }
         }
+        // The lane last scheduled on stays locked while the batch keeps
+        // scheduling on it (one lock per run of calls to the same XU, not
+        // one per call; at most one lane is held, and it is released
+        // before another is locked and before the loop ends).
+        let lanes = Arc::clone(&self.lanes);
+        let mut held: Option<(usize, MutexGuard<'_, Lane<H>>)> = None;
         for _ in 0..self.batch {
             if self.next >= self.work.executions {
                 break;
@@ -1061,7 +1074,14 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 tag: self.next,
             };
             self.stats.attempts += 1;
-            let r = lock(&self.lanes[c]).schedule(req, cx);
+            let lane = match &mut held {
+                Some((h, lane)) if *h == c => lane,
+                _ => {
+                    held = None;
+                    &mut held.insert((c, lock(&lanes[c]))).1
+                }
+            };
+            let r = lane.schedule(req, cx);
             made = true;
             self.rr = (c + 1) % self.queues.len();
             match r {
@@ -1083,6 +1103,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
                 }
             }
         }
+        drop(held);
         if self.next >= self.work.executions && self.try_finish(cx) {
             self.finished = true;
             self.tap.drain(cx);
