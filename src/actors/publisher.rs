@@ -97,7 +97,16 @@ struct Books<S: SlabMut> {
     state: PublisherState,
     /// Events its state did not accept.
     fsm_violations: u64,
+    /// Per core, the completion counters' increments not yet in the slab
+    /// (by NC counter index) and a bit per index that has one: a drained
+    /// batch of completions updates each counter once ([`Books::flush`],
+    /// before the applied counts are published), not once per message.
+    pending: Vec<([u64; NC_NAMED], u64)>,
 }
+
+/// The named NC counters (indices `0..=HW_ERR_REPAIRABLE_HBM_UE`).
+const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
+const _: () = assert!(NC_NAMED <= 64, "one dirty bit per counter");
 
 impl<S: SlabMut> Books<S> {
     fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
@@ -118,6 +127,34 @@ impl<S: SlabMut> Books<S> {
                 }
             }
             None => self.fail(format!("core {core} has no counter {}", c.name())),
+        }
+    }
+
+    /// [`add`](Self::add) at the next [`flush`](Self::flush) (counter
+    /// increments commute: the slab ends up the same).
+    fn defer(&mut self, core: u8, c: NcCounter, v: u64) {
+        let i = c as usize;
+        match self.pending.get_mut(usize::from(core)) {
+            Some((sums, dirty)) if i < NC_NAMED => {
+                sums[i] = sums[i].wrapping_add(v);
+                *dirty |= 1 << i;
+            }
+            _ => self.add(core, c, v),
+        }
+    }
+
+    /// Apply every deferred increment to the slab.
+    fn flush(&mut self) {
+        for core in 0..self.pending.len() {
+            let mut dirty = core::mem::take(&mut self.pending[core].1);
+            while dirty != 0 {
+                let i = dirty.trailing_zeros() as usize;
+                dirty &= dirty - 1;
+                let v = core::mem::take(&mut self.pending[core].0[i]);
+                if let Some(c) = NcCounter::from_index(i as u32) {
+                    self.add(core as u8, c, v);
+                }
+            }
         }
     }
 
@@ -181,17 +218,17 @@ impl<S: SlabMut> Books<S> {
                 return;
             }
         };
-        self.add(core, NcCounter::InferenceCount, 1);
-        self.add(core, NcCounter::LatencyTotal, r.latency_total_ns());
-        self.add(core, NcCounter::LatencyDevice, r.latency_device_ns());
-        self.add(core, NcCounter::MacCount, r.mac_count);
+        self.defer(core, NcCounter::InferenceCount, 1);
+        self.defer(core, NcCounter::LatencyTotal, r.latency_total_ns());
+        self.defer(core, NcCounter::LatencyDevice, r.latency_device_ns());
+        self.defer(core, NcCounter::MacCount, r.mac_count);
         let outcome = match r.status {
             NrtStatus::SUCCESS => NcCounter::InferCompleted,
             NrtStatus::TIMEOUT => NcCounter::InferTimedOut,
             NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR => NcCounter::InferCompletedWithNumErr,
             _ => NcCounter::InferCompletedWithErr,
         };
-        self.add(core, outcome, 1);
+        self.defer(core, outcome, 1);
         if let Some(class) = r.err_class {
             // One enum for NQ classes and counters: the mapping is total.
             let counter = class.counter();
@@ -202,10 +239,10 @@ impl<S: SlabMut> Books<S> {
                 crate::wire::nq::ErrorClass::Transient => crate::wire::nq::ErrorClass::Hw.counter(),
                 _ => counter,
             };
-            self.add(core, counter, 1);
+            self.defer(core, counter, 1);
         }
         if let Some(ext) = c.ext {
-            self.add(core, ext, 1);
+            self.defer(core, ext, 1);
         }
         self.completions += 1;
     }
@@ -370,6 +407,7 @@ impl<S: SlabMut> PublisherActor<S> {
                 last_error: None,
                 state: PublisherState::Starting,
                 fsm_violations: 0,
+                pending: vec![([0; NC_NAMED], 0); usize::from(p.cores)],
             },
             cores: p.cores,
             inbound,
@@ -469,6 +507,8 @@ impl<S: SlabMut> PublisherActor<S> {
         for r in &mut self.inbound {
             n += r.drain(DRAIN, |m| books.apply(m, cx));
         }
+        // Into the slab before the applied counts are published.
+        self.books.flush();
         n > 0
     }
 
