@@ -249,7 +249,7 @@ pub struct WorkerActor<H: Hal> {
     vals: Vec<f32>,
     stats: WorkerStats,
     /// Reports pushed since the publisher was last woken.
-    pub_owed: bool,
+    pub_owed: u32,
     /// Idle polls in a row while an execution is on the device.
     idle_polls: u32,
     /// The NQ interrupt is armed and the NQ was looked at after arming:
@@ -330,7 +330,7 @@ impl<H: Hal> WorkerActor<H> {
             bytes: Vec::with_capacity(4096),
             vals: Vec::with_capacity(1024),
             stats,
-            pub_owed: false,
+            pub_owed: 0,
             idle_polls: 0,
             nq_armed: false,
             note: None,
@@ -369,7 +369,7 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     fn wake_publisher(&mut self) {
-        self.pub_owed = false;
+        self.pub_owed = 0;
         self.pub_wake.wake();
     }
 
@@ -441,7 +441,7 @@ impl<H: Hal> WorkerActor<H> {
                 if self.state == WorkerState::Idle {
                     self.step(WorkerEvent::Sleep, cx);
                 }
-                if self.pub_owed {
+                if self.pub_owed > 0 {
                     self.wake_publisher();
                 }
                 self.has_work.prepare_sleep();
@@ -812,11 +812,13 @@ impl<H: Hal> WorkerActor<H> {
         });
         match self.to_pub.push(msg) {
             Ok(()) => {
-                // Wake the publisher only when its mailbox fills up; the
-                // rest is flushed when this worker runs out of work (it
-                // needs the counters timely only then).
-                self.pub_owed = true;
-                if self.to_pub.slots() < self.to_pub.capacity() / 2 {
+                // Wake the publisher only when its mailbox may be filling
+                // up (half of it pushed since the last wake-up: counted
+                // here, not read from the receiver's cursor, a line the
+                // publisher writes); the rest is flushed when this worker
+                // runs out of work (it needs the counters timely only then).
+                self.pub_owed += 1;
+                if self.pub_owed as usize >= self.to_pub.capacity() / 2 {
                     self.wake_publisher();
                 }
             }
