@@ -389,7 +389,7 @@ const STORED_TS_START: [(usize, usize, &str); 2] = [
 
 /// The byte ranges `[from, to)` of `tpb_execution_info_t` the worker reads,
 /// one HAL read each: `type` .. `sync_point_cpu_timestamp`, and `ts_start`.
-/// They cover every field of [`LOADED`] and nothing of `infer_resp_t` but
+/// They cover every field of `LOADED` and nothing of `infer_resp_t` but
 /// `ts_start` (the producer's).
 pub const LOAD_RUNS: [(usize, usize); 2] = [
     (work_item::off::TYPE, work_item::off::RESP),
@@ -401,7 +401,7 @@ pub const LOAD_RUNS: [(usize, usize); 2] = [
 
 /// The byte ranges `[from, to)` of `infer_resp_t` the worker writes, one
 /// HAL write each: `status` .. `nq_records` and `ts_end` .. `num_outputs`,
-/// exactly the fields of [`STORED`] (not `ts_start`, between them, nor the
+/// exactly the fields of `STORED` (not `ts_start`, between them, nor the
 /// schedule path's `device_id` and `device_tpb_idx`, after them).
 pub const STORE_RUNS: [(usize, usize); 2] = [
     (work_item::resp_off::STATUS, work_item::resp_off::TS_START),
@@ -572,7 +572,7 @@ impl ItemPool {
     /// Load item `i` the way the worker does: the fields it decides on come
     /// in two HAL reads ([`LOAD_RUNS`]: `type` .. `sync_point_cpu_timestamp`
     /// and `ts_start`; each labelled in traces by its first field,
-    /// [`item_field_name`]), only the fields of [`LOADED`] are kept (the
+    /// [`item_field_name`]), only the fields of `LOADED` are kept (the
     /// padding between them is not looked at), the bytes are parsed through
     /// the wire view, and the decisions checked: a zeroed item, an unknown
     /// `type`, a `compute_idx` other than `core`. (`mod_ref` is checked
@@ -617,7 +617,7 @@ impl ItemPool {
     }
 
     /// Store `resp` into item `i`'s `infer_resp_t`: the fields the worker
-    /// owns ([`STORED`]) in two HAL writes ([`STORE_RUNS`], each labelled in
+    /// owns (`STORED`) in two HAL writes ([`STORE_RUNS`], each labelled in
     /// traces by its first field); `whole` (a bad item, whose own
     /// `ts_start` is not to be trusted) writes `ts_start` too, in one write
     /// from `status` to `num_outputs`. Then the 112 bytes are read back:
