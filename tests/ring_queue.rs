@@ -782,6 +782,24 @@ fn lifecycle_trace<B: Backend>() {
     }
     p.swap_trace(&mut buf);
     assert!(buf.is_empty());
+    // A burst steps each of its slots once, in order, and no other.
+    let (mut p, _w, _) = B::make::<u64>(cfg(4));
+    p.submit(0, None).unwrap();
+    p.trace(true);
+    p.submit_burst(3, |s| (s.seq_num(), None)).unwrap();
+    p.trigger_burst(2).unwrap();
+    p.swap_trace(&mut buf);
+    let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+    assert_eq!(
+        got,
+        [
+            (2, "submit"),
+            (3, "submit"),
+            (4, "submit"),
+            (1, "trigger"),
+            (2, "trigger"),
+        ]
+    );
 }
 
 #[derive(Debug)]
