@@ -800,6 +800,25 @@ fn lifecycle_trace<B: Backend>() {
             (2, "trigger"),
         ]
     );
+    // A popped burst completes and reclaims each of its slots once.
+    let (mut p, mut w, _) = B::make::<u64>(cfg(4));
+    p.submit_burst(4, |s| (s.seq_num(), None)).unwrap();
+    p.trigger_burst(4).unwrap();
+    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    w.trace(true);
+    assert_eq!(w.pop_burst(2, |_| NrtStatus::SUCCESS, |_| {}).unwrap(), 2);
+    w.swap_trace(&mut buf);
+    let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+    assert_eq!(
+        got,
+        [
+            (3, "complete"),
+            (4, "complete"),
+            (3, "reclaim"),
+            (4, "reclaim"),
+        ]
+    );
 }
 
 #[derive(Debug)]

@@ -1165,3 +1165,37 @@ mod abi_tests {
         );
     }
 }
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    /// The capacity and start bounds exactly: every capacity from 1 to 2^32
+    /// (xunds' bound) and every start from 1 (cursors start at 1) below
+    /// `CURSOR_LIMIT` (docs/abi.md §1.2), nothing else.
+    #[test]
+    fn check_config_takes_exactly_its_bounds() {
+        let limit = xu_queue::CURSOR_LIMIT;
+        for (capacity, start, ok) in [
+            (1, 1, true),
+            (1 << 32, 1, true),
+            ((1 << 32) - 1, limit - 1, true),
+            (0, 1, false),
+            ((1 << 32) + 1, 1, false),
+            (u64::MAX, 1, false),
+            (8, 0, false),
+            (8, limit, false),
+        ] {
+            let r = check_config(capacity, start);
+            assert_eq!(r.is_ok(), ok, "capacity {capacity}, start {start}: {r:?}");
+            if !ok {
+                let want = if capacity == 0 || capacity > 1 << 32 {
+                    RingError::BadCapacity(capacity)
+                } else {
+                    RingError::BadStart(start)
+                };
+                assert_eq!(r, Err(want));
+            }
+        }
+    }
+}
