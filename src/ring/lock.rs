@@ -204,14 +204,17 @@ impl Guard<'_> {
     }
 
     /// `k` installed handles left their slots: a waiter removed its own
-    /// (k = 1) or the worker captured k (under this guard).
+    /// (k = 1) or the worker captured k (under this guard). Nothing to do
+    /// for none (a burst that captured no handle).
     pub(crate) fn removed(&self, k: u32) {
-        // Relaxed: ordered by the lock (see `any_installed`).
-        self.lock
-            .waiters
-            .0
-            .installed
-            .fetch_sub(k, Ordering::Relaxed);
+        if k != 0 {
+            // Relaxed: ordered by the lock (see `any_installed`).
+            self.lock
+                .waiters
+                .0
+                .installed
+                .fetch_sub(k, Ordering::Relaxed);
+        }
     }
 }
 

@@ -1699,12 +1699,9 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
                 }
                 Ok(())
             })?;
-            if n_handles != 0 {
-                g.removed(n_handles as u32);
-            }
+            g.removed(n_handles as u32);
             // Status writes, still before the exec_head Release below (the
             // slots cannot change until it).
-            #[cfg(not(xunds_mutant = "status_after_completion"))]
             if status_words != 0 {
                 let _ = sh.try_each_slot(first_idx, n, |i, slot| {
                     let word = slot.exec_status(Relaxed);
@@ -1717,16 +1714,6 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
             sh.storage.publish(Cursor::ExecHead, head, n as u64);
             end_idx
         };
-        #[cfg(xunds_mutant = "status_after_completion")]
-        if status_words != 0 {
-            // (Mutant: status written after completion is published; the
-            // slots may already be reused, so this reads stale words: the
-            // loom model's point is the ordering of `pop`, which it drives.)
-            for c in head..head + n as u64 {
-                let word = sh.slot(c).exec_status(Relaxed);
-                Self::write_status(word, status(SeqId::from_cursor(c, sh.xu)));
-            }
-        }
         self.head = head + n as u64;
         self.head_idx = end_idx;
         step_range(

@@ -612,46 +612,59 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
     #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; xu_queue::SIZE + self.slots.len() * exec_slot::SIZE];
-        let put = |out: &mut Vec<u8>, off: usize, b: &[u8]| {
-            out[off..off + b.len()].copy_from_slice(b);
+        // `b` at `base + off` (the header's fields at base 0, each slot's
+        // at its own base).
+        let put = |out: &mut Vec<u8>, base: usize, off: usize, b: &[u8]| {
+            let at = base + off;
+            out[at..at + b.len()].copy_from_slice(b);
         };
-        put(&mut out, xu_queue::off::XU_ID, &self.xu.0.to_le_bytes());
+        put(&mut out, 0, xu_queue::off::XU_ID, &self.xu.0.to_le_bytes());
         put(
             &mut out,
+            0,
             xu_queue::off::BUFFER,
             &(self.slots.as_ptr() as u64).to_le_bytes(),
         );
-        put(&mut out, xu_queue::off::CAPACITY, &self.cap.to_le_bytes());
+        put(
+            &mut out,
+            0,
+            xu_queue::off::CAPACITY,
+            &self.cap.to_le_bytes(),
+        );
         for c in [
             Cursor::ExecHead,
             Cursor::ScheduledHead,
             Cursor::ScheduledTail,
         ] {
             let v = self.cursor(c).load(Ordering::Relaxed);
-            put(&mut out, c.offset(), &v.to_le_bytes());
+            put(&mut out, 0, c.offset(), &v.to_le_bytes());
         }
         for (i, s) in self.slots.iter().enumerate() {
             let b = xu_queue::SIZE + i * exec_slot::SIZE;
             let r = Ordering::Relaxed;
             put(
                 &mut out,
-                b + exec_slot::off::SEQ_ID,
+                b,
+                exec_slot::off::SEQ_ID,
                 &s.seq_id.load(r).to_le_bytes(),
             );
             put(
                 &mut out,
-                b + exec_slot::off::EXEC_STATUS,
+                b,
+                exec_slot::off::EXEC_STATUS,
                 &s.exec_status.load(r).to_le_bytes(),
             );
             // mark_comp_efd, efd_from_pool and the zero padding.
             put(
                 &mut out,
-                b + exec_slot::off::MARK_COMP_EFD,
+                b,
+                exec_slot::off::MARK_COMP_EFD,
                 &s.handle.load(r).to_ne_bytes(),
             );
             put(
                 &mut out,
-                b + exec_slot::off::EXEC_INFO,
+                b,
+                exec_slot::off::EXEC_INFO,
                 &s.exec_info.load(r).to_le_bytes(),
             );
         }
@@ -1167,8 +1180,33 @@ mod abi_tests {
 }
 
 #[cfg(test)]
-mod config_tests {
+mod tests {
     use super::*;
+
+    /// A storage made on a region keeps it (the same memory, the whole
+    /// length); one made on raw caller memory has none.
+    #[cfg(all(feature = "std", not(loom)))]
+    #[test]
+    fn a_mapped_storage_keeps_its_region_and_raw_memory_has_none() {
+        use crate::hal::mem::Mapping;
+        let len = mapped_len(4);
+        let region = Mapping::anonymous(len).unwrap().into_region();
+        let base = region.ptr_at(0, len, 64).unwrap();
+        let s = MappedStorage::init(region, XuId(0x0103), 4, 1).unwrap();
+        let kept = s.region().expect("the storage keeps its region");
+        assert_eq!(kept.len(), len);
+        assert_eq!(kept.ptr_at(0, len, 64).unwrap(), base);
+        drop(s);
+        let other = Mapping::anonymous(len).unwrap().into_region();
+        let raw_base = other.ptr_at(0, len, 64).unwrap();
+        // SAFETY: `other` (a fresh anonymous mapping, 64-byte aligned, `len`
+        // bytes) outlives `raw`, which is dropped first; nothing else
+        // touches it meanwhile.
+        let raw = unsafe { MappedStorage::init_raw(raw_base, len, XuId(0x0103), 4, 1) }.unwrap();
+        assert!(raw.region().is_none());
+        drop(raw);
+        drop(other);
+    }
 
     /// The capacity and start bounds exactly: every capacity from 1 to 2^32
     /// (xunds' bound) and every start from 1 (cursors start at 1) below
