@@ -773,11 +773,11 @@ fn lifecycle_trace<B: Backend>() {
         p.submit(round, None).unwrap();
         p.trigger_next().unwrap();
         p.swap_trace(&mut buf);
-        let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+        let got = steps(&buf);
         assert_eq!(got, [(round, "submit"), (round, "trigger")]);
         w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
         w.swap_trace(&mut buf);
-        let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
+        let got = steps(&buf);
         assert_eq!(got, [(round, "complete"), (round, "reclaim")]);
     }
     p.swap_trace(&mut buf);
@@ -789,17 +789,14 @@ fn lifecycle_trace<B: Backend>() {
     p.submit_burst(3, |s| (s.seq_num(), None)).unwrap();
     p.trigger_burst(2).unwrap();
     p.swap_trace(&mut buf);
-    let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
-    assert_eq!(
-        got,
-        [
-            (2, "submit"),
-            (3, "submit"),
-            (4, "submit"),
-            (1, "trigger"),
-            (2, "trigger"),
-        ]
-    );
+    let want = [
+        (2, "submit"),
+        (3, "submit"),
+        (4, "submit"),
+        (1, "trigger"),
+        (2, "trigger"),
+    ];
+    assert_eq!(steps(&buf), want);
     // A popped burst completes and reclaims each of its slots once.
     let (mut p, mut w, _) = B::make::<u64>(cfg(4));
     p.submit_burst(4, |s| (s.seq_num(), None)).unwrap();
@@ -809,16 +806,18 @@ fn lifecycle_trace<B: Backend>() {
     w.trace(true);
     assert_eq!(w.pop_burst(2, |_| NrtStatus::SUCCESS, |_| {}).unwrap(), 2);
     w.swap_trace(&mut buf);
-    let got: Vec<_> = buf.iter().map(|t| (t.id, t.event)).collect();
-    assert_eq!(
-        got,
-        [
-            (3, "complete"),
-            (4, "complete"),
-            (3, "reclaim"),
-            (4, "reclaim"),
-        ]
-    );
+    let want = [
+        (3, "complete"),
+        (4, "complete"),
+        (3, "reclaim"),
+        (4, "reclaim"),
+    ];
+    assert_eq!(steps(&buf), want);
+}
+
+/// Each recorded transition as (slot cursor, event).
+fn steps(buf: &[xunds::fsm::Transition]) -> Vec<(u64, &'static str)> {
+    buf.iter().map(|t| (t.id, t.event)).collect()
 }
 
 #[derive(Debug)]

@@ -411,40 +411,37 @@ pub const STORE_RUNS: [(usize, usize); 2] = [
     ),
 ];
 
+/// The bytes of `fields`, each of which must lie inside one of `runs`
+/// (a compile-time check: a field outside every run fails the build).
+const fn covered(fields: &[(usize, usize, &str)], runs: &[(usize, usize); 2]) -> usize {
+    let mut total = 0;
+    let mut i = 0;
+    while i < fields.len() {
+        let (off, size, _) = fields[i];
+        let mut k = 0;
+        let mut inside = false;
+        while k < runs.len() {
+            inside |= off >= runs[k].0 && off + size <= runs[k].1;
+            k += 1;
+        }
+        assert!(inside);
+        total += size;
+        i += 1;
+    }
+    total
+}
+
+/// The bytes the two runs span.
+const fn spanned(runs: &[(usize, usize); 2]) -> usize {
+    (runs[0].1 - runs[0].0) + (runs[1].1 - runs[1].0)
+}
+
 // The runs hold exactly the fields the tables name (no gap, no extra
 // field): checked at compile time.
 const _: () = {
-    let mut loaded = 0;
-    let mut i = 0;
-    while i < LOADED.len() {
-        let (off, size, _) = LOADED[i];
-        let mut k = 0;
-        let mut inside = false;
-        while k < LOAD_RUNS.len() {
-            inside |= off >= LOAD_RUNS[k].0 && off + size <= LOAD_RUNS[k].1;
-            k += 1;
-        }
-        assert!(inside);
-        loaded += size;
-        i += 1;
-    }
     // Two 4-byte paddings (+0x04, +0x1C) are read and ignored.
-    assert!(loaded + 8 == (LOAD_RUNS[0].1 - LOAD_RUNS[0].0) + (LOAD_RUNS[1].1 - LOAD_RUNS[1].0));
-    let mut stored = 0;
-    let mut i = 0;
-    while i < STORED.len() {
-        let (off, size, _) = STORED[i];
-        let mut k = 0;
-        let mut inside = false;
-        while k < STORE_RUNS.len() {
-            inside |= off >= STORE_RUNS[k].0 && off + size <= STORE_RUNS[k].1;
-            k += 1;
-        }
-        assert!(inside);
-        stored += size;
-        i += 1;
-    }
-    assert!(stored == (STORE_RUNS[0].1 - STORE_RUNS[0].0) + (STORE_RUNS[1].1 - STORE_RUNS[1].0));
+    assert!(covered(&LOADED, &LOAD_RUNS) + 8 == spanned(&LOAD_RUNS));
+    assert!(covered(&STORED, &STORE_RUNS) == spanned(&STORE_RUNS));
     // `whole` writes one run from the first to the last: `ts_start` between.
     assert!(STORE_RUNS[0].1 == STORED_TS_START[0].0);
     assert!(STORE_RUNS[1].0 == STORED_TS_START[1].0 + 8);
