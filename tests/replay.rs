@@ -408,7 +408,10 @@ fn a_5000_execution_trace_is_small_and_replays() {
 #[test]
 fn digest_only_and_trace_file_runs_have_one_digest() {
     use xunds::system::faults::FaultSpec;
-    for faults in ["", "error:numerical@0.05,timeout@0.02"] {
+    for (k, faults) in ["", "error:numerical@0.05,timeout@0.02"]
+        .into_iter()
+        .enumerate()
+    {
         let run = |trace: Option<PathBuf>| {
             let cfg = JobConfig {
                 executions: 400,
@@ -416,21 +419,16 @@ fn digest_only_and_trace_file_runs_have_one_digest() {
                 deterministic: true,
                 faults: FaultSpec::parse(faults).expect("fault plan"),
                 trace,
-                slab: Some(tmp(&format!("digest-{}.nds", trace_tag(faults)))),
+                slab: Some(tmp(&format!("digest-{k}.nds"))),
                 ..JobConfig::default()
             };
             let r = job::run(&cfg, &mut |_, _| {}).expect("run");
             let _ = std::fs::remove_file(&r.slab);
             r.trace_xxh3.expect("digest")
         };
-        let file = tmp(&format!("digest-{}.trace", trace_tag(faults)));
+        let file = tmp(&format!("digest-{k}.trace"));
         let with_file = run(Some(file.clone()));
         let _ = std::fs::remove_file(&file);
         assert_eq!(run(None), with_file, "faults {faults}");
     }
-}
-
-#[cfg(feature = "trace-digest")]
-fn trace_tag(faults: &str) -> usize {
-    faults.len()
 }

@@ -148,7 +148,7 @@ fn mapped_header_buffer_and_untouched_padding() {
     let (_p, _w) =
         unsafe { xunds::ring::XuQueue::<u64, _>::mapped(region.clone(), cfg(cap)) }.unwrap();
     let mut b = vec![0u8; xu_queue::SIZE];
-    region.read_bytes(0, &mut b).unwrap();
+    region.copy_out(0, &mut b).unwrap();
     let base = region.ptr_at(0, 1, 1).unwrap() as u64;
     assert_eq!(
         u64_at(&b, xu_queue::off::BUFFER),

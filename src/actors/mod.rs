@@ -333,6 +333,36 @@ impl HalTap {
     }
 }
 
+/// Forwards a ring handle's slot transitions (its `swap_trace`) to the run's
+/// trace through one reused buffer: no allocation per hand-over. Off (the
+/// handle records nothing) it does nothing.
+#[derive(Debug, Default)]
+pub(crate) struct SlotTap {
+    on: bool,
+    buf: Vec<Transition>,
+}
+
+impl SlotTap {
+    /// A tap for a handle whose slot trace is `on`.
+    pub(crate) fn new(on: bool) -> SlotTap {
+        SlotTap {
+            on,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Move the transitions `swap` hands over (the handle's `swap_trace`)
+    /// into `cx`'s trace.
+    pub(crate) fn drain(&mut self, swap: impl FnOnce(&mut Vec<Transition>), cx: &mut Cx<'_>) {
+        if self.on {
+            swap(&mut self.buf);
+            for &t in &self.buf {
+                cx.on_transition(t);
+            }
+        }
+    }
+}
+
 /// An actor: a plain struct with a non-blocking poll. Actors never spawn
 /// threads and never block; the runners (`crate::system::runner`) decide
 /// on which thread and in which order they run.

@@ -36,14 +36,14 @@ use crate::actors::wake::Waker;
 use crate::actors::work::{
     HealthCell, HealthViolation, ItemPool, OutputBuf, PubMsg, ResidentModel,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Progress};
+use crate::actors::{Actor, Cx, HalTap, Idle, Progress, SlotTap};
 use crate::device::memmap::reg;
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
 use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
-use crate::fsm::{step_traced, Transition, TransitionHook};
+use crate::fsm::step_traced;
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
 use crate::ring::queue::StatusArc;
@@ -166,10 +166,7 @@ pub struct Lane<H: Hal> {
     inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
-    trace_slots: bool,
-    /// The ring's slot transitions, handed over (`slot_trace`) without an
-    /// allocation per call.
-    slot_buf: Vec<Transition>,
+    slots: SlotTap,
     tap: HalTap,
     #[cfg(xunds_mutant = "degraded_accepts_one_more")]
     mutant_grace: bool,
@@ -245,9 +242,8 @@ impl<H: Hal> Lane<H> {
             inject: None,
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
-            trace_slots: p.trace_slots,
+            slots: SlotTap::new(p.trace_slots),
             tap: p.tap,
-            slot_buf: Vec::new(),
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
         }
@@ -287,12 +283,7 @@ impl<H: Hal> Lane<H> {
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
-        if self.trace_slots {
-            self.ring.swap_trace(&mut self.slot_buf);
-            for &t in &self.slot_buf {
-                cx.on_transition(t);
-            }
-        }
+        self.slots.drain(|buf| self.ring.swap_trace(buf), cx);
     }
 
     /// Hand aggregated refusal counts to the publisher and wake it; keeps

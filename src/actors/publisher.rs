@@ -507,8 +507,11 @@ impl<S: SlabMut> PublisherActor<S> {
         for r in &mut self.inbound {
             n += r.drain(DRAIN, |m| books.apply(m, cx));
         }
-        // Into the slab before the applied counts are published.
-        self.books.flush();
+        // Into the slab before the applied counts are published (nothing
+        // is deferred when nothing was drained: an idle poll skips it).
+        if n > 0 {
+            self.books.flush();
+        }
         n > 0
     }
 

@@ -57,14 +57,14 @@ use crate::actors::work::ResidentModel;
 use crate::actors::work::{
     BadItem, Completion, Expectations, HealthCell, ItemPool, Models, OutputBuf, PubMsg, NO_EXPECT,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
 use crate::device::memmap::{reg, MemMap};
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::fsm::{step_traced, Transition, TransitionHook};
+use crate::fsm::step_traced;
 use crate::hal::{Hal, Ordering};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
@@ -234,10 +234,7 @@ pub struct WorkerActor<H: Hal> {
     timeout: Nanos,
     expected: Arc<Expectations>,
     tap: HalTap,
-    trace_slots: bool,
-    /// The ring's slot transitions, handed over (`slot_trace`) without an
-    /// allocation per call.
-    slot_buf: Vec<Transition>,
+    slots: SlotTap,
     record_tags: bool,
     nq_fd: Option<RawFd>,
     state: WorkerState,
@@ -318,8 +315,7 @@ impl<H: Hal> WorkerActor<H> {
             timeout: p.timeout,
             expected: p.expected,
             tap: p.tap,
-            trace_slots: p.trace_slots,
-            slot_buf: Vec::new(),
+            slots: SlotTap::new(p.trace_slots),
             record_tags: p.record_tags,
             nq_fd,
             state: WorkerState::Idle,
@@ -407,12 +403,7 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
-        if self.trace_slots {
-            self.ring.swap_trace(&mut self.slot_buf);
-            for &t in &self.slot_buf {
-                cx.on_transition(t);
-            }
-        }
+        self.slots.drain(|buf| self.ring.swap_trace(buf), cx);
     }
 
     /// Deliver a kept counter report (R1). `true` when none is kept.

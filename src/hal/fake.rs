@@ -60,16 +60,18 @@ impl FakeHal {
 
 /// Replace the bytes `[byte, byte + bytes.len())` of word `w` with `bytes`.
 fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
+    if let Ok(whole) = <[u8; 8]>::try_from(bytes) {
+        // The whole word: one plain store, no mask to build. Ordering: the
+        // caller's (its partner and seed section are named at the caller).
+        w.store(u64::from_le_bytes(whole), order);
+        return;
+    }
     let mut mask = 0u64;
     let mut val = 0u64;
     for (k, b) in bytes.iter().enumerate() {
         let sh = 8 * (byte + k);
         mask |= 0xFF << sh;
         val |= u64::from(*b) << sh;
-    }
-    if mask == u64::MAX {
-        w.store(val, order);
-        return;
     }
     let mut cur = w.load(Ordering::Relaxed);
     loop {
@@ -244,14 +246,7 @@ impl Hal for FakeHal {
                     let o = off + i;
                     let byte = o % 8;
                     let n = (8 - byte).min(data.len() - i);
-                    if n == 8 {
-                        // A whole word: one plain store, no mask to build.
-                        let mut b = [0u8; 8];
-                        b.copy_from_slice(&data[i..i + 8]);
-                        words[o / 8].store(u64::from_le_bytes(b), Ordering::Relaxed);
-                    } else {
-                        splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
-                    }
+                    splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
                     i += n;
                 }
                 0

@@ -1023,9 +1023,8 @@ fn encode_mem(
     match op.shape() {
         Shape::Bytes => {
             put_varint(&mut h, off as u64);
-            put_varint(&mut h, data.len() as u64);
             out.extend_from_slice(h.bytes());
-            out.extend_from_slice(data);
+            put_bytes(out, data);
             return;
         }
         Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {

@@ -884,6 +884,16 @@ type Trace = Option<Vec<Transition>>;
 #[cfg(not(feature = "std"))]
 type Trace = Option<core::convert::Infallible>;
 
+/// `swap_trace` for both handles (`take_trace` instead leaves an empty
+/// `Vec`: an allocation on the next transition and a free per call).
+#[cfg(feature = "std")]
+fn swap_into(trace: &mut Trace, buf: &mut Vec<Transition>) {
+    buf.clear();
+    if let Some(t) = trace.as_mut() {
+        core::mem::swap(t, buf);
+    }
+}
+
 /// [`derive`] out of line, for a case the hot path has already ruled out.
 #[cold]
 #[inline(never)]
@@ -1050,17 +1060,12 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
-    /// The transitions recorded so far, swapped into `buf` (cleared first):
-    /// the recording goes on into `buf`'s old storage, so a caller that
-    /// hands the same buffer back each time allocates nothing once both
-    /// have grown (`take_trace` leaves an empty `Vec`: an allocation on the
-    /// next transition and a free per call).
+    /// The transitions recorded so far, swapped into `buf` (cleared first);
+    /// the recording goes on in `buf`'s old storage, so a caller that hands
+    /// the same buffer back allocates nothing once both have grown.
     #[cfg(feature = "std")]
     pub fn swap_trace(&mut self, buf: &mut Vec<Transition>) {
-        buf.clear();
-        if let Some(t) = self.trace.as_mut() {
-            core::mem::swap(t, buf);
-        }
+        swap_into(&mut self.trace, buf);
     }
 
     /// Free slots, refreshing the cached `exec_head`.
@@ -1459,17 +1464,12 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
         self.trace.as_mut().map(core::mem::take).unwrap_or_default()
     }
 
-    /// The transitions recorded so far, swapped into `buf` (cleared first):
-    /// the recording goes on into `buf`'s old storage, so a caller that
-    /// hands the same buffer back each time allocates nothing once both
-    /// have grown (`take_trace` leaves an empty `Vec`: an allocation on the
-    /// next transition and a free per call).
+    /// The transitions recorded so far, swapped into `buf` (cleared first);
+    /// the recording goes on in `buf`'s old storage, so a caller that hands
+    /// the same buffer back allocates nothing once both have grown.
     #[cfg(feature = "std")]
     pub fn swap_trace(&mut self, buf: &mut Vec<Transition>) {
-        buf.clear();
-        if let Some(t) = self.trace.as_mut() {
-            core::mem::swap(t, buf);
-        }
+        swap_into(&mut self.trace, buf);
     }
 
     /// Triggered items not yet popped (refreshes the cached `scheduled_head`

@@ -612,58 +612,46 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
     #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; xu_queue::SIZE + self.slots.len() * exec_slot::SIZE];
-        // `b` at `base + off` (the header's fields at base 0, each slot's
-        // at its own base).
-        let put = |out: &mut Vec<u8>, base: usize, off: usize, b: &[u8]| {
-            let at = base + off;
-            out[at..at + b.len()].copy_from_slice(b);
+        let put = |out: &mut [u8], off: usize, b: &[u8]| {
+            out[off..off + b.len()].copy_from_slice(b);
         };
-        put(&mut out, 0, xu_queue::off::XU_ID, &self.xu.0.to_le_bytes());
+        put(&mut out, xu_queue::off::XU_ID, &self.xu.0.to_le_bytes());
         put(
             &mut out,
-            0,
             xu_queue::off::BUFFER,
             &(self.slots.as_ptr() as u64).to_le_bytes(),
         );
-        put(
-            &mut out,
-            0,
-            xu_queue::off::CAPACITY,
-            &self.cap.to_le_bytes(),
-        );
+        put(&mut out, xu_queue::off::CAPACITY, &self.cap.to_le_bytes());
         for c in [
             Cursor::ExecHead,
             Cursor::ScheduledHead,
             Cursor::ScheduledTail,
         ] {
             let v = self.cursor(c).load(Ordering::Relaxed);
-            put(&mut out, 0, c.offset(), &v.to_le_bytes());
+            put(&mut out, c.offset(), &v.to_le_bytes());
         }
-        for (i, s) in self.slots.iter().enumerate() {
-            let b = xu_queue::SIZE + i * exec_slot::SIZE;
+        // Each slot's fields at their offsets within the slot's bytes.
+        let bodies = out[xu_queue::SIZE..].chunks_exact_mut(exec_slot::SIZE);
+        for (s, body) in self.slots.iter().zip(bodies) {
             let r = Ordering::Relaxed;
             put(
-                &mut out,
-                b,
+                body,
                 exec_slot::off::SEQ_ID,
                 &s.seq_id.load(r).to_le_bytes(),
             );
             put(
-                &mut out,
-                b,
+                body,
                 exec_slot::off::EXEC_STATUS,
                 &s.exec_status.load(r).to_le_bytes(),
             );
             // mark_comp_efd, efd_from_pool and the zero padding.
             put(
-                &mut out,
-                b,
+                body,
                 exec_slot::off::MARK_COMP_EFD,
                 &s.handle.load(r).to_ne_bytes(),
             );
             put(
-                &mut out,
-                b,
+                body,
                 exec_slot::off::EXEC_INFO,
                 &s.exec_info.load(r).to_le_bytes(),
             );

@@ -266,15 +266,51 @@ struct Binary {
     compare: Option<Box<Compare>>,
     /// The text view, rendered alongside.
     view: Option<Box<dyn Write + Send>>,
-    /// Actor names in order of first appearance: an event names its actor
-    /// by index, and the first event of an actor by name too.
-    actors: Vec<Box<str>>,
-    last_actor: usize,
-    /// State-machine names in order of first appearance: a transition
-    /// names its machine by index (its name the first time) and its states
-    /// and event by their codes ([`Transition::codes`]).
-    machines: Vec<&'static str>,
-    last_machine: usize,
+    /// Actor names: an event names its actor by index (and by name too,
+    /// the first time).
+    actors: Names,
+    /// State-machine names: a transition names its machine the same way,
+    /// and its states and event by their codes ([`Transition::codes`]).
+    machines: Names,
+}
+
+/// Names in order of first appearance (actors, state machines), which the
+/// stream gives by index, followed by the name itself the first time
+/// ([`put_name`]).
+#[derive(Default)]
+struct Names {
+    names: Vec<Box<str>>,
+    /// The index found last (most events repeat the previous name).
+    last: usize,
+}
+
+impl Names {
+    /// `name`'s index, and whether this is its first appearance.
+    #[inline]
+    fn index(&mut self, name: &str) -> (usize, bool) {
+        if self.names.get(self.last).is_some_and(|n| &**n == name) {
+            return (self.last, false);
+        }
+        let (i, first) = match self.names.iter().position(|n| &**n == name) {
+            Some(i) => (i, false),
+            None => {
+                self.names.push(name.into());
+                (self.names.len() - 1, true)
+            }
+        };
+        self.last = i;
+        (i, first)
+    }
+}
+
+/// Append a name as [`Names::index`] found it: its index, then the name
+/// itself at its first appearance.
+#[inline]
+fn put_name(out: &mut Vec<u8>, (index, first): (usize, bool), name: &str) {
+    put_varint(out, index as u64);
+    if first {
+        put_bytes(out, name.as_bytes());
+    }
 }
 
 /// The stream bytes kept before they are digested at once.
@@ -289,7 +325,8 @@ impl Binary {
         self.stream.push(tag);
         put_varint(&mut self.stream, now.as_u64().wrapping_sub(self.last_now));
         self.last_now = now.as_u64();
-        self.put_actor(actor);
+        let at = self.actors.index(actor);
+        put_name(&mut self.stream, at, actor);
         start
     }
 
@@ -308,66 +345,27 @@ impl Binary {
     fn again_head(&self, tag: u8) -> Head {
         let mut h = Head::new();
         h.put_slice(&[tag, 0]);
-        put_varint(&mut h, self.last_actor as u64);
+        put_varint(&mut h, self.actors.last as u64);
         h
     }
 
     /// End the event that `begin` started at `start`: fold it into the
-    /// checkpoint hash, and digest the stream once a chunk has built up.
+    /// checkpoint hash, then [`cut`](Self::cut).
     #[inline]
     fn end(&mut self, start: usize, hasher: &mut Hasher) {
         if self.checkpoints() {
             self.ck = mix(self.ck, &self.stream[start..]);
         }
+        self.cut(hasher);
+    }
+
+    /// Digest the stream once a chunk has built up.
+    #[inline]
+    fn cut(&mut self, hasher: &mut Hasher) {
         if self.stream.len() >= STREAM_CHUNK {
             hasher.update(&self.stream);
             self.stream.clear();
         }
-    }
-
-    /// Append the actor: its index, followed by its name the first time.
-    #[inline]
-    fn put_actor(&mut self, actor: &str) {
-        let e = &mut self.stream;
-        let known = match self.actors.get(self.last_actor) {
-            Some(a) if &**a == actor => Some(self.last_actor),
-            _ => self.actors.iter().position(|a| &**a == actor),
-        };
-        match known {
-            Some(i) => {
-                self.last_actor = i;
-                put_varint(e, i as u64);
-            }
-            None => {
-                self.last_actor = self.actors.len();
-                put_varint(e, self.actors.len() as u64);
-                put_bytes(e, actor.as_bytes());
-                self.actors.push(actor.into());
-            }
-        }
-    }
-
-    /// A machine's index in order of first appearance, and whether this is
-    /// its first appearance (its name then follows the index).
-    #[inline]
-    fn machine(&mut self, name: &'static str) -> (usize, bool) {
-        let same = |a: &str| core::ptr::eq(a, name) || a == name;
-        if self
-            .machines
-            .get(self.last_machine)
-            .is_some_and(|a| same(a))
-        {
-            return (self.last_machine, false);
-        }
-        let (i, first) = match self.machines.iter().position(|a| same(a)) {
-            Some(i) => (i, false),
-            None => {
-                self.machines.push(name);
-                (self.machines.len() - 1, true)
-            }
-        };
-        self.last_machine = i;
-        (i, first)
     }
 
     fn checkpoints(&self) -> bool {
@@ -625,10 +623,8 @@ impl Trace {
             file,
             compare,
             view,
-            actors: Vec::new(),
-            last_actor: 0,
-            machines: Vec::new(),
-            last_machine: 0,
+            actors: Names::default(),
+            machines: Names::default(),
         }
     }
 
@@ -973,7 +969,7 @@ impl TraceSink for Trace {
                         b.stream.extend_from_slice(op);
                         n += 1;
                     }
-                    b.end(b.stream.len(), &mut self.hasher);
+                    b.cut(&mut self.hasher);
                     self.events += n;
                     return;
                 }
@@ -1001,8 +997,8 @@ impl TraceSink for Trace {
     }
 
     fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
-        let (machine, first) = match &mut self.mode {
-            Mode::Binary(b) => b.machine(t.machine),
+        let machine = match &mut self.mode {
+            Mode::Binary(b) => b.machines.index(t.machine),
             _ => (0, false),
         };
         self.event(
@@ -1011,10 +1007,7 @@ impl TraceSink for Trace {
             TAG_FSM,
             "fsm",
             |e| {
-                put_varint(e, machine as u64);
-                if first {
-                    put_bytes(e, t.machine.as_bytes());
-                }
+                put_name(e, machine, t.machine);
                 put_varint(e, t.id);
                 e.extend_from_slice(&t.codes);
             },

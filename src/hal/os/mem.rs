@@ -502,67 +502,6 @@ impl Region {
         Ok(())
     }
 
-    /// Copy whole words out as little-endian bytes: `out.len()` (a
-    /// multiple of 4) bytes from `off` (4-aligned), one Relaxed atomic load
-    /// per word; the range is checked once.
-    #[inline]
-    pub fn copy_out_words(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
-        let p = self
-            .check(off, out.len(), 4)?
-            .cast_const()
-            .cast::<AtomicU32>();
-        for (i, chunk) in out.chunks_exact_mut(4).enumerate() {
-            // SAFETY: as in `load_u32s`: word `i` lies inside the checked,
-            // 4-aligned range (`chunks_exact` yields `out.len() / 4` words).
-            let w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
-            chunk.copy_from_slice(&w.to_le_bytes());
-        }
-        Ok(())
-    }
-
-    /// Copy whole words in from little-endian bytes: `data.len()` (a
-    /// multiple of 4) bytes to `off` (4-aligned), one Relaxed atomic store
-    /// per word (writable mappings only); the range is checked once.
-    #[inline]
-    pub fn copy_in_words(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
-        let p = self
-            .check_writable(off, data.len(), 4)?
-            .cast_const()
-            .cast::<AtomicU32>();
-        for (i, chunk) in data.chunks_exact(4).enumerate() {
-            let w = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            // SAFETY: as in `store_u32s`: word `i` lies inside the checked,
-            // 4-aligned range of a writable mapping.
-            unsafe { &*p.add(i) }.store(w, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Volatile copy of `out.len()` bytes starting at `off` into `out`.
-    #[inline]
-    pub fn read_bytes(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
-        let p = self.check(off, out.len(), 1)?;
-        for (i, b) in out.iter_mut().enumerate() {
-            // SAFETY: `i < out.len()`, so `p + i` is inside the checked,
-            // mapped range; a byte needs no alignment, and a volatile read
-            // of mapped memory (even read-only) is always allowed.
-            *b = unsafe { p.add(i).read_volatile() };
-        }
-        Ok(())
-    }
-
-    /// Volatile copy of `data` to `off` (writable mappings only).
-    #[inline]
-    pub fn write_bytes(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
-        let p = self.check_writable(off, data.len(), 1)?;
-        for (i, b) in data.iter().enumerate() {
-            // SAFETY: `i < data.len()`, so `p + i` is inside the checked
-            // range of a writable mapping (checked); a byte needs no alignment.
-            unsafe { p.add(i).write_volatile(*b) };
-        }
-        Ok(())
-    }
-
     /// Copy `out.len()` bytes at `off` (any offset, any length) out: the
     /// whole 4-aligned words as Relaxed atomic loads (so a concurrent
     /// writer's word is never torn), the ragged edges as volatile bytes. The
@@ -751,9 +690,9 @@ mod tests {
         let s = r.sub(8, 8).unwrap();
         assert_eq!(s.load_u64(0, Ordering::Relaxed).unwrap(), 0xdead_beef);
         let mut b = [0u8; 4];
-        r.read_bytes(8, &mut b).unwrap();
+        r.copy_out(8, &mut b).unwrap();
         assert_eq!(b, [0xef, 0xbe, 0xad, 0xde]);
-        assert!(r.read_bytes(usize::MAX, &mut b).is_err());
+        assert!(r.copy_out(usize::MAX, &mut b).is_err());
     }
 
     #[test]
@@ -775,14 +714,14 @@ mod tests {
         );
         assert_eq!(r.load_u32(12, Ordering::SeqCst).unwrap(), 0x1122_3344);
         let mut b = [0u8; 2];
-        r.read_bytes(8, &mut b).unwrap();
+        r.copy_out(8, &mut b).unwrap();
         assert_eq!(b, [0x88, 0x77]);
         // Before: a store here hit a PROT_READ page (SIGSEGV); now every
         // write path is refused in bounds, with `read_only` set.
         for e in [
             r.store_u64(8, 1, Ordering::Relaxed).unwrap_err(),
             r.store_u32(8, 1, Ordering::Relaxed).unwrap_err(),
-            r.write_bytes(8, &[1]).unwrap_err(),
+            r.copy_in(8, &[1]).unwrap_err(),
             r.fill(0, 64, 0).unwrap_err(),
             r.atomic_u64(8).map(|_| ()).unwrap_err(),
             r.atomic_u32(8).map(|_| ()).unwrap_err(),
