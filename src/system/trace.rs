@@ -286,11 +286,17 @@ struct Names {
 
 impl Names {
     /// `name`'s index, and whether this is its first appearance.
-    #[inline]
+    #[inline(always)]
     fn index(&mut self, name: &str) -> (usize, bool) {
         if self.names.get(self.last).is_some_and(|n| &**n == name) {
             return (self.last, false);
         }
+        self.find(name)
+    }
+
+    /// [`index`](Self::index) when the name is not the last one found.
+    #[inline]
+    fn find(&mut self, name: &str) -> (usize, bool) {
         let (i, first) = match self.names.iter().position(|n| &**n == name) {
             Some(i) => (i, false),
             None => {
