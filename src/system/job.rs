@@ -43,7 +43,7 @@ use crate::wire::status::NrtStatus;
 
 use super::builder::{build, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
-use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
+use super::runner::{DetConfig, DetRunner, Seat, ThreadedConfig, ThreadedRunner};
 use super::trace::{Trace, TraceDiff, TraceHeader};
 
 /// Named NC counters read back per core (0..=40).
@@ -104,6 +104,62 @@ pub struct JobConfig {
     /// Deterministic runs: stop with a poll-budget error after this many
     /// runner polls (`None`: unbounded; `xunds sim` bounds every run).
     pub max_polls: Option<u64>,
+    /// Threaded runs: how the actors are put on threads (`--placement`).
+    pub placement: Placement,
+}
+
+/// How a threaded job puts its actors on OS threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// One thread per CPU, at most one per core plus one: the producer, the
+    /// workers and the publisher take turns on the first; the device
+    /// proxies are dealt round-robin over all of them, starting with the
+    /// second, and shared (`Seat::Shared` of the runner): a thread whose own actors are
+    /// idle polls a proxy that is not asleep, so the simulated device's
+    /// work spreads over the CPUs whatever the model costs. On a host with
+    /// fewer CPUs than actors this leaves no thread yielding to another
+    /// one's work (docs/design.md, "Threads").
+    #[default]
+    Shared,
+    /// One thread per actor: `2 * vncs + 2`.
+    PerActor,
+}
+
+impl Placement {
+    /// `shared` or `per-actor`.
+    pub fn parse(s: &str) -> Result<Placement, Error> {
+        match s {
+            "shared" => Ok(Placement::Shared),
+            "per-actor" => Ok(Placement::PerActor),
+            other => Err(bad(format!(
+                "unknown placement {other:?} (shared or per-actor)"
+            ))),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Placement::Shared => "shared",
+            Placement::PerActor => "per-actor",
+        }
+    }
+
+    /// Each actor's seat, asked in `add` order, on a host with the CPUs
+    /// `available_parallelism` reports.
+    fn seats<H: Hal>(self, vncs: u8) -> impl FnMut(&SysActor<H>) -> Seat {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cpus.clamp(1, usize::from(vncs) + 1) as u32;
+        let mut dealt = 0u32;
+        move |a| match (self, a) {
+            (Placement::PerActor, _) => Seat::Own,
+            (Placement::Shared, SysActor::Device(_)) => {
+                dealt += 1;
+                Seat::Shared(dealt % threads)
+            }
+            (Placement::Shared, _) => Seat::Group(0),
+        }
+    }
 }
 
 /// The model a job loads (`--models` variants of it).
@@ -159,6 +215,7 @@ impl Default for JobConfig {
             model: ModelKind::Mlp,
             rate: None,
             max_polls: None,
+            placement: Placement::Shared,
         }
     }
 }
@@ -421,6 +478,8 @@ pub struct JobReport {
     pub model: ModelKind,
     /// The open-loop rate asked for (executions per second), if any.
     pub rate: Option<f64>,
+    /// How the actors were put on threads (threaded runs).
+    pub placement: Placement,
     /// The fault spec (canonical text).
     pub faults: String,
     /// Faults the injector applied.
@@ -699,9 +758,13 @@ fn execute<H: Hal + InjectedCount + 'static>(
             max_wall: cfg.max_wall,
             ..ThreadedConfig::default()
         })?;
-        r.add(SysActor::Producer(producer));
+        let mut seat = cfg.placement.seats(cfg.vncs);
+        let p = SysActor::Producer(producer);
+        let at = seat(&p);
+        r.add_to(at, p, false);
         for d in daemons {
-            r.add_daemon(d);
+            let at = seat(&d);
+            r.add_to(at, d, true);
         }
         let running = r.start()?;
         let stop = running.stop_handle();
@@ -862,6 +925,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         models: cfg.models,
         model: cfg.model,
         rate: cfg.rate,
+        placement: cfg.placement,
         faults: cfg.faults.text(),
         faults_injected: o.injected,
         faults_by_rule: o.by_rule,

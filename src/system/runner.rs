@@ -29,13 +29,13 @@ use std::io;
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::clock::{MonotonicClock, VirtualClock};
 use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
-use crate::hal::eventfd::{poll_readable, reset_raw, EventFd};
+use crate::hal::eventfd::{poll_fds, poll_readable, pollin, readable, reset_raw, EventFd};
 use crate::prng::SplitMix64;
 
 /// The name runner events carry in the trace.
@@ -576,14 +576,21 @@ impl StopHandle {
     }
 }
 
-/// Sleep until `fd` or `stop_fd` is readable or `timeout` passes, then reset
-/// `fd`'s eventfd counter if it fired.
-fn wait_fd(fd: RawFd, stop_fd: RawFd, timeout: Duration) {
+/// Sleep until one of the fds in `pfd` (built with [`pollin`]) or `stop_fd`
+/// is readable or `timeout` passes, then reset the eventfd counters of the
+/// ones that fired (never `stop_fd`'s).
+fn wait_fds(pfd: &mut Vec<libc::pollfd>, stop_fd: RawFd, timeout: Duration) {
+    let n = pfd.len();
+    pfd.push(pollin(stop_fd));
     // At least a millisecond, so a zero timeout does not become a busy poll.
-    let [ready, _] = poll_readable([fd, stop_fd], timeout.max(Duration::from_millis(1)));
-    if ready {
-        reset_raw(fd);
+    if poll_fds(pfd, timeout.max(Duration::from_millis(1))) {
+        for p in &pfd[..n] {
+            if readable(p) {
+                reset_raw(p.fd);
+            }
+        }
     }
+    pfd.clear();
 }
 
 /// Per-actor counters of a threaded run.
@@ -633,10 +640,33 @@ struct ThreadShared {
     ended: OnceLock<Instant>,
 }
 
-/// The threaded runner: one thread per actor.
+/// Where a [`ThreadedRunner`] actor runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seat {
+    /// A thread of its own.
+    Own,
+    /// The thread of this group, with the group's other actors.
+    Group(u32),
+    /// The thread of this group, and any other thread with time to spare
+    /// ([`ThreadedRunner::add_to`]).
+    Shared(u32),
+}
+
+impl Seat {
+    fn group(self) -> Option<u32> {
+        match self {
+            Seat::Own => None,
+            Seat::Group(g) | Seat::Shared(g) => Some(g),
+        }
+    }
+}
+
+/// The threaded runner: one thread per actor, or per group of actors
+/// ([`ThreadedRunner::add_to`]).
 pub struct ThreadedRunner<A> {
     cfg: ThreadedConfig,
-    actors: Vec<(A, bool)>,
+    /// Each actor, whether it is a daemon, and where it runs.
+    actors: Vec<(A, bool, Seat)>,
     stop: StopHandle,
     clock: Option<MonotonicClock>,
 }
@@ -668,15 +698,35 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         self.clock = Some(clock);
     }
 
-    /// Add an actor that must finish; returns its index.
+    /// Add an actor that must finish, on a thread of its own; returns its
+    /// index.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn add(&mut self, actor: A) -> usize {
-        self.actors.push((actor, false));
-        self.actors.len() - 1
+        self.push(actor, false, Seat::Own)
     }
 
-    /// Add a daemon, stopped once every non-daemon actor has finished.
+    /// Add a daemon, stopped once every non-daemon actor has finished, on a
+    /// thread of its own.
     pub fn add_daemon(&mut self, actor: A) -> usize {
-        self.actors.push((actor, true));
+        self.push(actor, true, Seat::Own)
+    }
+
+    /// Add an actor (a daemon if `daemon`) where `seat` says. The actors of
+    /// one group share one thread, which polls them in `add` order, round
+    /// after round, and waits only when a whole round made no progress (as
+    /// the least sleepy of them asks: spin, else yield, else sleep on all
+    /// their fds at once). A [`Seat::Shared`] actor is also polled by the
+    /// other threads after one of their rounds made no progress, while it
+    /// is not asleep on its fd: a thread with time to spare lends it to the
+    /// busiest actors, so the load spreads over the threads without anyone
+    /// guessing each actor's cost. Fewer threads than actors keeps a host
+    /// with few CPUs from spending them on yields and wake-ups.
+    pub fn add_to(&mut self, seat: Seat, actor: A, daemon: bool) -> usize {
+        self.push(actor, daemon, seat)
+    }
+
+    fn push(&mut self, actor: A, daemon: bool, seat: Seat) -> usize {
+        self.actors.push((actor, daemon, seat));
         self.actors.len() - 1
     }
 
@@ -686,10 +736,10 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         self.stop.clone()
     }
 
-    /// Spawn one thread per actor (named `xunds-<actor>`).
+    /// Spawn one thread per actor or group (named `xunds-<first actor>`).
     pub fn start(self) -> Result<Running<A>, RunError> {
         let started = Instant::now();
-        let non_daemons = self.actors.iter().filter(|(_, d)| !d).count();
+        let non_daemons = self.actors.iter().filter(|(_, d, _)| !d).count();
         let shared = Arc::new(ThreadShared {
             stop: self.stop.clone(),
             remaining: AtomicUsize::new(non_daemons),
@@ -700,14 +750,52 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             // Nothing will ever call stop: the run is over before it starts.
             self.stop.stop();
         }
-        let mut threads = Vec::with_capacity(self.actors.len());
-        for (actor, daemon) in self.actors {
-            let name = actor.name().to_string();
+        // Each thread's members, in `add` order; threads in order of their
+        // first actor. A shared member sits in a mutex every thread can
+        // reach: its own thread polls it as its other members, the others
+        // only when they have time (`try_lock`, never waiting).
+        let mut groups: Vec<(Option<u32>, Vec<Home<A>>)> = Vec::new();
+        let mut shared_all: Vec<(Option<u32>, SharedMember<A>)> = Vec::new();
+        for (index, (actor, daemon, seat)) in self.actors.into_iter().enumerate() {
+            let member = Member {
+                index,
+                st: ActorStats {
+                    name: actor.name().to_string(),
+                    ..ActorStats::default()
+                },
+                actor,
+                daemon,
+                done: false,
+            };
+            let home = if let Seat::Shared(_) = seat {
+                let m = Arc::new(Mutex::new(member));
+                shared_all.push((seat.group(), m.clone()));
+                Home::Shared(m)
+            } else {
+                Home::Alone(member)
+            };
+            let group = seat.group();
+            match groups
+                .iter_mut()
+                .find(|(g, _)| group.is_some() && *g == group)
+            {
+                Some((_, members)) => members.push(home),
+                None => groups.push((group, vec![home])),
+            }
+        }
+        let mut threads = Vec::with_capacity(groups.len());
+        for (group, members) in groups {
+            let name = members[0].name();
+            let helps: Vec<_> = shared_all
+                .iter()
+                .filter(|(g, _)| group.is_none() || *g != group)
+                .map(|(_, m)| m.clone())
+                .collect();
             let sh = shared.clone();
             let cfg = self.cfg;
             let spawned = thread::Builder::new()
                 .name(format!("xunds-{name}"))
-                .spawn(move || actor_thread(actor, daemon, &sh, cfg));
+                .spawn(move || group_thread(members, helps, &sh, cfg));
             match spawned {
                 Ok(h) => threads.push((name, h)),
                 Err(e) => {
@@ -736,58 +824,198 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     }
 }
 
-type ThreadResult<A> = Result<(A, ActorStats), RunError>;
-
-fn actor_thread<A: Actor>(
-    mut actor: A,
+/// One actor on a runner thread.
+struct Member<A> {
+    /// Its `add` index.
+    index: usize,
+    actor: A,
     daemon: bool,
+    st: ActorStats,
+    /// Returned [`Progress::Finished`]: not polled again.
+    done: bool,
+}
+
+/// A [`Seat::Shared`] member: its own thread and the others reach it.
+type SharedMember<A> = Arc<Mutex<Member<A>>>;
+
+/// A member on its own thread: kept there, or shared ([`Seat::Shared`]).
+enum Home<A> {
+    Alone(Member<A>),
+    Shared(SharedMember<A>),
+}
+
+/// A shared member's lock, or `None` while another thread polls it.
+fn try_member<A>(m: &Mutex<Member<A>>) -> Option<MutexGuard<'_, Member<A>>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        // A panic inside `poll` is caught under the lock, so a poisoned
+        // member is still consistent.
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+impl<A: Actor> Home<A> {
+    fn name(&self) -> String {
+        match self {
+            Home::Alone(m) => m.st.name.clone(),
+            Home::Shared(m) => m.lock().unwrap_or_else(|p| p.into_inner()).st.name.clone(),
+        }
+    }
+}
+
+type ThreadResult<A> = Result<Vec<Home<A>>, RunError>;
+
+/// What one poll of a member came to, for its thread.
+enum Polled {
+    Idle,
+    Made,
+    /// Finished just now.
+    Finished,
+}
+
+/// Poll `m` once (unless finished); a panic stops the run.
+fn poll_member<A: Actor>(
+    m: &mut Member<A>,
+    sh: &ThreadShared,
+    trace: &mut NullTrace,
+) -> Result<Polled, RunError> {
+    if m.done {
+        return Ok(Polled::Idle);
+    }
+    let now = sh.clock.now();
+    m.st.polls += 1;
+    match poll_guarded(&mut m.actor, now, &m.st.name, trace) {
+        Err(message) => {
+            sh.stop.stop();
+            Err(RunError::ActorPanicked {
+                actor: m.st.name.clone(),
+                message,
+                now,
+            })
+        }
+        Ok(Progress::Made) => {
+            m.st.progress += 1;
+            Ok(Polled::Made)
+        }
+        Ok(Progress::Finished) => {
+            (m.st.finished, m.done) = (true, true);
+            if !m.daemon {
+                finished_one(sh);
+            }
+            Ok(Polled::Finished)
+        }
+        Ok(Progress::Idle) => Ok(Polled::Idle),
+    }
+}
+
+/// How a thread waits after a round without progress: the least sleepy
+/// of its members' wishes.
+#[derive(Default)]
+struct Wish {
+    spin: bool,
+    yield_: bool,
+}
+
+impl Wish {
+    fn add<A: Actor>(&mut self, m: &mut Member<A>, pfd: &mut Vec<libc::pollfd>) {
+        if m.done {
+            return;
+        }
+        m.st.idle_waits += 1;
+        match m.actor.idle() {
+            Idle::Spin => self.spin = true,
+            Idle::Yield => self.yield_ = true,
+            Idle::Fd(fd) => pfd.push(pollin(fd)),
+        }
+    }
+}
+
+/// A runner thread: poll each unfinished member of its own in turn until
+/// all are finished or the run is stopped; after a round without progress,
+/// lend a round to the other threads' shared members, and if that made no
+/// progress either, wait as its members ask (see
+/// [`ThreadedRunner::add_to`]).
+fn group_thread<A: Actor>(
+    mut members: Vec<Home<A>>,
+    helps: Vec<SharedMember<A>>,
     sh: &ThreadShared,
     cfg: ThreadedConfig,
 ) -> ThreadResult<A> {
-    let mut st = ActorStats {
-        name: actor.name().to_string(),
-        ..ActorStats::default()
-    };
     let mut trace = NullTrace;
-    loop {
-        if sh.stop.is_stopped() {
-            break;
-        }
-        let now = sh.clock.now();
-        st.polls += 1;
-        match poll_guarded(&mut actor, now, &st.name, &mut trace) {
-            Err(message) => {
-                sh.stop.stop();
-                return Err(RunError::ActorPanicked {
-                    actor: st.name,
-                    message,
-                    now,
-                });
-            }
-            Ok(Progress::Made) => st.progress += 1,
-            Ok(Progress::Finished) => {
-                st.finished = true;
-                break;
-            }
-            Ok(Progress::Idle) => {
-                st.idle_waits += 1;
-                match actor.idle() {
-                    Idle::Spin => std::hint::spin_loop(),
-                    Idle::Yield => thread::yield_now(),
-                    Idle::Fd(fd) => wait_fd(fd, sh.stop.fd(), cfg.idle_timeout),
+    let mut live = members.len();
+    let mut pfd = Vec::with_capacity(live + 1);
+    while live > 0 && !sh.stop.is_stopped() {
+        let mut made = false;
+        for home in members.iter_mut() {
+            let polled = match home {
+                Home::Alone(m) => poll_member(m, sh, &mut trace)?,
+                Home::Shared(m) => match try_member(m) {
+                    Some(mut g) => poll_member(&mut g, sh, &mut trace)?,
+                    // Another thread is polling it: that is progress enough
+                    // not to sleep.
+                    None => Polled::Made,
+                },
+            };
+            match polled {
+                Polled::Idle => {}
+                Polled::Made => made = true,
+                Polled::Finished => {
+                    live -= 1;
+                    made = true;
                 }
             }
         }
+        if made {
+            continue;
+        }
+        for m in &helps {
+            let Some(mut g) = try_member(m) else { continue };
+            // An actor asleep on its fd is its own thread's to wake.
+            if !g.done && !matches!(g.actor.idle(), Idle::Fd(_)) {
+                if let Polled::Made | Polled::Finished = poll_member(&mut g, sh, &mut trace)? {
+                    made = true;
+                }
+            }
+        }
+        if made {
+            continue;
+        }
+        // A whole round idle: wait as the least sleepy member asks.
+        let mut wish = Wish::default();
+        for home in members.iter_mut() {
+            match home {
+                Home::Alone(m) => wish.add(m, &mut pfd),
+                Home::Shared(m) => match try_member(m) {
+                    Some(mut g) => wish.add(&mut g, &mut pfd),
+                    None => wish.yield_ = true,
+                },
+            }
+        }
+        if wish.spin {
+            pfd.clear();
+            std::hint::spin_loop();
+        } else if wish.yield_ {
+            pfd.clear();
+            thread::yield_now();
+        } else {
+            wait_fds(&mut pfd, sh.stop.fd(), cfg.idle_timeout);
+        }
     }
+    Ok(members)
+}
+
+/// A non-daemon actor finished: the last one ends the run and stops the
+/// daemons.
+fn finished_one(sh: &ThreadShared) {
     // Ordering: AcqRel: the Release half publishes this actor's work to the
     // thread that sees the count reach zero; its Acquire half makes every
     // other finisher's work visible to the one that stops the daemons.
-    if st.finished && !daemon && sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+    if sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
         // Before the stop, so whoever sees the stop also sees the end time.
         let _ = sh.ended.set(Instant::now());
         sh.stop.stop();
     }
-    Ok((actor, st))
 }
 
 /// A threaded run in progress.
@@ -836,15 +1064,11 @@ impl<A> Running<A> {
                 poll_readable([self.stop.fd()], left.min(Duration::from_millis(100)));
             }
         }
-        let mut actors = Vec::with_capacity(self.threads.len());
-        let mut stats = Vec::with_capacity(self.threads.len());
+        let mut homes = Vec::with_capacity(self.threads.len());
         let mut first_err = None;
         for (name, h) in self.threads {
             match h.join() {
-                Ok(Ok((a, st))) => {
-                    actors.push(a);
-                    stats.push(st);
-                }
+                Ok(Ok(m)) => homes.extend(m),
                 Ok(Err(e)) => {
                     first_err.get_or_insert(e);
                 }
@@ -864,6 +1088,19 @@ impl<A> Running<A> {
         if let Some(after) = timed_out {
             return Err(RunError::WallTimeout { after });
         }
+        // Every thread has ended, so each shared member's other handles
+        // are gone.
+        let mut members: Vec<Member<A>> = homes
+            .into_iter()
+            .filter_map(|h| match h {
+                Home::Alone(m) => Some(m),
+                Home::Shared(m) => Arc::try_unwrap(m)
+                    .ok()
+                    .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner())),
+            })
+            .collect();
+        members.sort_by_key(|m| m.index);
+        let (actors, stats) = members.into_iter().map(|m| (m.actor, m.st)).unzip();
         Ok(ThreadedReport {
             actors,
             stats,
@@ -1053,6 +1290,124 @@ mod tests {
         );
     }
 
+    /// Records which threads polled it; `Made` until it has made `left`
+    /// polls and (if `want_threads`) been polled by that many threads.
+    struct Spread {
+        name: &'static str,
+        left: u32,
+        want_threads: usize,
+        seen: Vec<thread::ThreadId>,
+        /// What `idle` asks for.
+        idle: Idle,
+    }
+
+    impl Spread {
+        fn new(name: &'static str, left: u32, want_threads: usize, idle: Idle) -> Spread {
+            Spread {
+                name,
+                left,
+                want_threads,
+                seen: Vec::new(),
+                idle,
+            }
+        }
+    }
+
+    impl Actor for Spread {
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn poll(&mut self, _: &mut Cx<'_>) -> Progress {
+            let me = thread::current().id();
+            if !self.seen.contains(&me) {
+                self.seen.push(me);
+            }
+            if self.left == 0 && self.seen.len() >= self.want_threads {
+                return Progress::Finished;
+            }
+            if self.left == 0 {
+                return Progress::Idle;
+            }
+            self.left -= 1;
+            Progress::Made
+        }
+        fn idle(&self) -> Idle {
+            self.idle
+        }
+    }
+
+    fn bounded() -> ThreadedRunner<Spread> {
+        ThreadedRunner::new(ThreadedConfig {
+            max_wall: Some(Duration::from_secs(60)),
+            ..ThreadedConfig::default()
+        })
+        .unwrap()
+    }
+
+    /// A group's actors share one thread (a daemon included), all finish,
+    /// and the report keeps `add` order.
+    #[test]
+    fn a_group_runs_its_actors_on_one_thread() {
+        let mut r = bounded();
+        r.add_to(Seat::Group(7), Spread::new("a", 50, 1, Idle::Yield), false);
+        r.add(Spread::new("own", 5, 1, Idle::Yield));
+        r.add_to(Seat::Group(7), Spread::new("b", 80, 1, Idle::Yield), false);
+        r.add_to(Seat::Group(7), Spread::new("d", u32::MAX, 1, Idle::Yield), true);
+        let rep = r.run().unwrap();
+        let names: Vec<_> = rep.stats.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "own", "b", "d"]);
+        let [a, own, b, d] = &rep.actors[..] else {
+            panic!("four actors")
+        };
+        assert_eq!(a.seen.len(), 1);
+        assert_eq!(a.seen, b.seen, "one thread for the group");
+        assert_eq!(a.seen, d.seen, "the daemon too");
+        assert_ne!(a.seen, own.seen, "a thread of its own");
+        assert!(rep.stats[0].finished && rep.stats[2].finished);
+        assert!(!rep.stats[3].finished, "the daemon is stopped");
+        assert_eq!((rep.stats[0].progress, rep.stats[2].progress), (50, 80));
+    }
+
+    /// A shared actor is polled by another thread whose own actors are
+    /// idle. (It cannot finish until two threads have polled it: without
+    /// the help the run hits its wall bound.)
+    #[test]
+    fn an_idle_thread_polls_a_shared_actor() {
+        let mut r = bounded();
+        r.add_to(Seat::Group(0), Spread::new("idler", 0, 9, Idle::Yield), true);
+        r.add_to(Seat::Shared(1), Spread::new("busy", 1000, 2, Idle::Yield), false);
+        let rep = r.run().unwrap();
+        let (idler, busy) = (&rep.actors[0], &rep.actors[1]);
+        assert_eq!(busy.seen.len(), 2, "polled by both threads");
+        assert!(busy.seen.contains(&idler.seen[0]));
+        assert!(rep.stats[1].finished);
+    }
+
+    /// A shared actor that asked to sleep on its fd is left to its own
+    /// thread: no other thread polls it, however idle.
+    #[test]
+    fn an_asleep_shared_actor_is_not_polled_by_others() {
+        let fd = EventFd::new().unwrap();
+        let mut r = bounded();
+        r.add_to(Seat::Group(0), Spread::new("idler", 0, 9, Idle::Yield), true);
+        r.add_to(
+            Seat::Shared(1),
+            Spread::new("sleeper", 0, 9, Idle::Fd(fd.raw())),
+            true,
+        );
+        // Daemons only: the run lasts until stopped, once the idler's thread
+        // has had many idle rounds.
+        let running = r.start().unwrap();
+        thread::sleep(Duration::from_millis(30));
+        running.stop();
+        let rep = running.join().unwrap();
+        let (idler, sleeper) = (&rep.actors[0], &rep.actors[1]);
+        assert!(rep.stats[1].polls >= 1);
+        assert!(rep.stats[0].idle_waits >= 10, "the idler's thread was idle");
+        assert_eq!(sleeper.seen.len(), 1, "only its own thread");
+        assert_ne!(sleeper.seen[0], idler.seen[0]);
+    }
+
     #[test]
     fn stop_handle_wait_times_out_then_sees_the_stop() {
         let h = StopHandle::new().unwrap();
@@ -1065,15 +1420,18 @@ mod tests {
     }
 
     #[test]
-    fn wait_fd_returns_on_signal_and_resets_the_counter() {
+    fn wait_fds_returns_on_signal_and_resets_the_counter() {
         let work = EventFd::new().unwrap();
         let stop = EventFd::new().unwrap();
+        let mut pfd = vec![pollin(work.raw())];
         work.signal(3).unwrap();
-        wait_fd(work.raw(), stop.raw(), Duration::from_secs(30));
+        wait_fds(&mut pfd, stop.raw(), Duration::from_secs(30));
         assert_eq!(work.try_read().unwrap(), 0);
+        assert!(pfd.is_empty(), "the list is cleared for the next wait");
         // The stop fd wakes the wait without touching the work fd.
+        pfd.push(pollin(work.raw()));
         stop.signal(1).unwrap();
-        wait_fd(work.raw(), stop.raw(), Duration::from_secs(30));
+        wait_fds(&mut pfd, stop.raw(), Duration::from_secs(30));
         assert_eq!(stop.try_read().unwrap(), 1);
     }
 }

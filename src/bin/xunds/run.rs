@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::value_parser;
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
+use xunds::system::job::{self, JobConfig, JobReport, ModelKind, Placement};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
 use crate::Obj;
@@ -80,6 +80,12 @@ pub struct Args {
     /// [default: closed loop, as fast as the rings allow].
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
+    /// Threads (threaded runs): shared (one per CPU; the producer, workers
+    /// and publisher share the first, the device proxies are dealt over all
+    /// of them and an idle thread polls a busy one) or per-actor (one
+    /// thread per actor).
+    #[arg(long, value_name = "P", default_value = "shared", value_parser = placement)]
+    placement: Placement,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -96,6 +102,11 @@ fn at_least_one_ms(s: &str) -> Result<u64, String> {
         Ok(ms) => Ok(ms),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// `--placement`: `shared` or `per-actor`.
+fn placement(s: &str) -> Result<Placement, String> {
+    Placement::parse(s).map_err(|e| e.to_string())
 }
 
 /// `--model`: `mlp` or `null`.
@@ -141,6 +152,7 @@ impl Args {
             recover: self.recover,
             model: self.model,
             rate: self.rate,
+            placement: self.placement,
             ..JobConfig::default()
         }
     }
@@ -255,6 +267,8 @@ struct RunJson<'a> {
     model: &'static str,
     /// The open-loop rate asked for (null: closed loop).
     rate: Option<f64>,
+    /// How the actors were put on threads (null: deterministic).
+    placement: Option<&'static str>,
     slab: String,
     vncs: u8,
     models: u8,
@@ -316,6 +330,7 @@ impl<'a> RunJson<'a> {
             },
             model: r.model.name(),
             rate: r.rate,
+            placement: (!r.deterministic).then(|| r.placement.name()),
             slab: r.slab.display().to_string(),
             vncs: r.vncs,
             models: r.models,
@@ -372,9 +387,9 @@ pub fn summary(r: &JobReport) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let mode = if r.deterministic {
-        "deterministic (virtual time)"
+        "deterministic (virtual time)".to_string()
     } else {
-        "threaded"
+        format!("threaded ({} placement)", r.placement.name())
     };
     let _ = writeln!(
         s,

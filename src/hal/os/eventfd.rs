@@ -111,18 +111,36 @@ pub fn signal_raw(fd: RawFd, n: u64) -> io::Result<()> {
 /// reported as not readable (`POLLNVAL`), an interrupted sleep as nothing
 /// readable.
 pub fn poll_readable<const N: usize>(fds: [RawFd; N], timeout: Duration) -> [bool; N] {
-    let mut pfd = fds.map(|fd| libc::pollfd {
+    let mut pfd = fds.map(pollin);
+    let any = poll_fds(&mut pfd, timeout);
+    pfd.map(|p| any && readable(&p))
+}
+
+/// A `pollfd` asking whether `fd` is readable.
+pub fn pollin(fd: RawFd) -> libc::pollfd {
+    libc::pollfd {
         fd,
         events: libc::POLLIN,
         revents: 0,
-    });
+    }
+}
+
+/// Whether a [`poll_fds`] that returned `true` found this one readable.
+pub fn readable(p: &libc::pollfd) -> bool {
+    p.revents & libc::POLLIN != 0
+}
+
+/// [`poll_readable`] on a caller's `pollfd` slice (any length, e.g. kept
+/// from one wait to the next): `true` if any became readable; then
+/// [`readable`] says which.
+pub fn poll_fds(pfd: &mut [libc::pollfd], timeout: Duration) -> bool {
     let ms = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
-    let n = libc::nfds_t::try_from(N).unwrap_or(0);
-    // SAFETY: `N` initialised pollfd structs on our stack, length `N`; poll
+    let n = libc::nfds_t::try_from(pfd.len()).unwrap_or(0);
+    // SAFETY: `n` initialised pollfd structs in the caller's slice; poll
     // only writes their `revents`. A bad fd is reported in `revents`
     // (POLLNVAL), not undefined behaviour.
     let r = unsafe { libc::poll(pfd.as_mut_ptr(), n, ms) };
-    pfd.map(|p| r > 0 && p.revents & libc::POLLIN != 0)
+    r > 0
 }
 
 /// Read and discard a raw eventfd's counter (reset it). The caller promises
