@@ -1,9 +1,12 @@
 //! The whole pipeline (`xunds run`, threaded, on real mappings) against the
 //! same four stages built from plain rtrb rings and threads, in the same run.
 //!
-//! Ours is `system::job::run` with one core (four threads: producer, worker,
+//! Ours is `system::job::run` with one core (four actors: producer, worker,
 //! device proxy, publisher) and with four (one worker and one device proxy
-//! per core: ten threads). Two peers run on a device built exactly as ours
+//! per core: ten actors), placed as `xunds run` places them by default
+//! (`Placement::Shared`: one thread per CPU, at most cores + 1; the null
+//! group also runs `--placement per-actor`, one thread per actor, for
+//! comparison). Two peers run on a device built exactly as ours
 //! builds it (`system::builder::build`: the same memory map, per-core IO
 //! areas and code variants of the loaded model; its actors are never run).
 //! Both hand work stage to stage through `rtrb` rings and wait by spinning a
@@ -49,7 +52,7 @@ use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering as HalOrdering};
 use xunds::nds::{Counter, MappedSlab, Writer};
 use xunds::system::builder::{build, Shared, SystemConfig};
-use xunds::system::job::{self, JobConfig, ModelKind};
+use xunds::system::job::{self, JobConfig, ModelKind, Placement};
 use xunds::wire::nds::counters::NcCounter;
 
 use crate::harness::ratio;
@@ -86,12 +89,18 @@ fn slab() -> std::path::PathBuf {
 /// Ours: the job, threaded. Returns the wall time of the run proper and
 /// the device proxies' doorbell wake-ups (eventfd writes) per execution.
 fn ours(n: u64, vncs: u8, model: ModelKind) -> (Duration, f64) {
+    ours_placed(n, vncs, model, Placement::Shared)
+}
+
+/// [`ours`] with the actors placed as `placement` says.
+fn ours_placed(n: u64, vncs: u8, model: ModelKind, placement: Placement) -> (Duration, f64) {
     let cfg = JobConfig {
         executions: n,
         vncs,
         models: 1,
         slab: Some(slab()),
         model,
+        placement,
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).expect("job");
@@ -695,10 +704,10 @@ pub fn pipeline() {
         }
     }
     let [ours1, strip1, same1, ours4, strip4, same4] = best;
-    line("xunds run, 1 core (4 threads)", n, ours1);
+    line("xunds run, 1 core (4 actors, shared threads)", n, ours1);
     line("plain rtrb, same stages, 1 lane (4 threads)", n, same1);
     line("plain rtrb, engines only (no descr./NQ), 1 lane", n, strip1);
-    line("xunds run, 4 cores (10 threads)", n, ours4);
+    line("xunds run, 4 cores (10 actors, shared threads)", n, ours4);
     line("plain rtrb, same stages, 4 lanes (7 threads)", n, same4);
     line(
         "plain rtrb, engines only (no descr./NQ), 4 lanes",
@@ -895,7 +904,7 @@ fn ring_item_ns(n: u64) -> f64 {
 pub fn pipeline_null() {
     let n = n();
     let reps = reps();
-    let mut best = [Duration::MAX; 4];
+    let mut best = [Duration::MAX; 6];
     let mut cpu1 = Duration::MAX;
     for _ in 0..reps {
         let c0 = process_cpu();
@@ -904,15 +913,19 @@ pub fn pipeline_null() {
         let p1 = peer_same_stages(n, 1, ModelKind::Null);
         let (o4, _) = ours(n, 4, ModelKind::Null);
         let p4 = peer_same_stages(n, 4, ModelKind::Null);
-        for (b, d) in best.iter_mut().zip([o1, p1, o4, p4]) {
+        let (a1, _) = ours_placed(n, 1, ModelKind::Null, Placement::PerActor);
+        let (a4, _) = ours_placed(n, 4, ModelKind::Null, Placement::PerActor);
+        for (b, d) in best.iter_mut().zip([o1, p1, o4, p4, a1, a4]) {
             *b = (*b).min(d);
         }
     }
-    let [ours1, same1, ours4, same4] = best;
-    line("xunds run --model null, 1 core (4 threads)", n, ours1);
+    let [ours1, same1, ours4, same4, actor1, actor4] = best;
+    line("xunds run --model null, 1 core (shared threads)", n, ours1);
     line("plain rtrb, same stages, null model, 1 lane", n, same1);
-    line("xunds run --model null, 4 cores (10 threads)", n, ours4);
+    line("xunds run --model null, 4 cores (shared threads)", n, ours4);
     line("plain rtrb, same stages, null model, 4 lanes", n, same4);
+    line("  the same, --placement per-actor, 1 core", n, actor1);
+    line("  the same, --placement per-actor, 4 cores", n, actor4);
     ratio(
         "xunds vs same stages, null, 1 core",
         ours1,
@@ -924,6 +937,12 @@ pub fn pipeline_null() {
         ours4,
         same4,
         ">= 1.0x exec/s",
+    );
+    ratio(
+        "per-actor vs shared threads, null, 4 cores",
+        actor4,
+        ours4,
+        "informational",
     );
     println!(
         "  xunds run --model null, 1 core: {:.0} ns host CPU per execution, all threads (spinning and yielding included; best rep)",
