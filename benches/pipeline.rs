@@ -52,7 +52,8 @@ use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering as HalOrdering};
 use xunds::nds::{Counter, MappedSlab, Writer};
 use xunds::system::builder::{build, Shared, SystemConfig};
-use xunds::system::job::{self, JobConfig, ModelKind, Placement};
+use xunds::system::job::{self, JobConfig, ModelKind};
+use xunds::system::Placement;
 use xunds::wire::nds::counters::NcCounter;
 
 use crate::harness::ratio;

@@ -58,6 +58,7 @@ fn version_and_every_help_exit_0() {
         "--faults",
         "--timeout-ms",
         "--ring",
+        "--placement",
         "--json",
     ] {
         assert!(run.contains(flag), "{flag} missing in {run}");
@@ -108,6 +109,10 @@ fn bad_values_are_one_line_naming_the_flag_with_exit_2() {
     refused(&["layout", "--yaml"], &["xunds layout:", "'--yaml'"]);
     refused(&["run", "--faults", "nonsense"], &["--faults", "nonsense"]);
     refused(&["run", "--trace", "t.trace"], &["--deterministic"]);
+    refused(
+        &["run", "--placement", "everywhere"],
+        &["--placement", "shared or per-actor"],
+    );
     refused(&["nds", "add", "p", "--core", "x"], &["--core"]);
     refused(&["nds", "add", "p", "--times", "-3"], &["--times"]);
     refused(&["nds", "add", "p", "--core", "4294967296"], &["--core"]);

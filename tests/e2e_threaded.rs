@@ -1,5 +1,6 @@
-//! The whole pipeline on threads (one per actor, one worker per core) over
-//! real mappings: 10^5 executions on 4 cores (10^4 in debug builds).
+//! The whole pipeline on threads over real mappings: 10^5 executions on 4
+//! cores (10^4 in debug builds), with the actors on shared threads (the
+//! default) and on one thread each.
 //! Conservation, FIFO per XU, exactly-once completion, every output checked
 //! against the CPU reference, and every counter exact in the slab as the
 //! read-only reader sees it.
@@ -9,21 +10,32 @@ mod common;
 use std::time::Duration;
 
 use xunds::system::job::{self, JobConfig};
+use xunds::system::Placement;
 
 #[test]
 fn hundred_thousand_executions_over_four_cores() {
+    whole_run(Placement::Shared, "threaded");
+}
+
+#[test]
+fn hundred_thousand_executions_one_thread_per_actor() {
+    whole_run(Placement::PerActor, "per-actor");
+}
+
+fn whole_run(placement: Placement, name: &str) {
     let n = if cfg!(debug_assertions) {
         10_000
     } else {
         100_000
     };
-    let slab = common::slab("threaded");
+    let slab = common::slab(name);
     let cfg = JobConfig {
         executions: n,
         vncs: 4,
         models: 2,
         slab: Some(slab.clone()),
         record_tags: true,
+        placement,
         // Generous: a loaded CI machine must not turn a slow execution into
         // a timeout.
         timeout_ns: Some(10_000_000_000),
@@ -31,6 +43,7 @@ fn hundred_thousand_executions_over_four_cores() {
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).unwrap();
+    assert_eq!(r.placement, placement);
     assert_eq!(r.completed_ok, n, "{r:#?}");
     assert_eq!(r.completed_err, 0);
     common::check_counters(&r, 32);
@@ -51,7 +64,8 @@ fn hundred_thousand_executions_over_four_cores() {
     // attempts, refusals and back-offs is exact, per lane and in total.
     // How much more a core takes follows how fast it drains: with 10 actor
     // threads on a loaded 2-CPU machine that is the share of CPU the kernel
-    // gives its device proxy and worker (measured 4.5k to 82k of 10^5), so a
+    // gives its device proxy and worker (shared threads: how often the
+    // proxies' threads get to them) (measured 4.5k to 82k of 10^5), so a
     // fair-share bound here would test the OS scheduler. The policy's share
     // is asserted where the cores run at one speed: the virtual-time run in
     // `round_robin_back_off_shares_evenly_in_virtual_time` below.

@@ -165,15 +165,18 @@ impl<H: Hal + 'static> core::fmt::Debug for System<H> {
 }
 
 impl<H: Hal + 'static> System<H> {
-    /// Build the system on `hal` and start its daemons (one thread per
-    /// worker, one for the device proxy, one for the publisher).
+    /// Build the system on `hal` and start its daemons (the workers, the
+    /// device proxies and the publisher) on threads as `cfg.placement`
+    /// says.
     pub fn start(hal: H, cfg: SystemConfig) -> Result<System<H>, Error> {
+        let mut seat = cfg.placement.seats(cfg.cores);
         let (shared, daemons) = build(hal, cfg, None)?.into_daemons();
         let mut r = ThreadedRunner::new(ThreadedConfig::default())?;
         let clock = MonotonicClock::start();
         r.set_clock(clock);
         for a in daemons {
-            r.add_daemon(a);
+            let at = seat(&a);
+            r.add_to(at, a, true);
         }
         let running = r.start()?;
         Ok(System {

@@ -35,6 +35,7 @@ use crate::device::model::{MemUsage, ModelBuilder};
 use crate::device::staging::LoadedModel;
 use crate::device::Device;
 use crate::system::error::Error;
+use crate::system::runner::Seat;
 use crate::hal::mem::Mapping;
 use crate::hal::tracer::TraceLog;
 use crate::hal::Hal;
@@ -88,6 +89,8 @@ pub struct SystemConfig {
     /// Workers reset their XU as soon as it is degraded, by any fault
     /// (`xunds run --recover`; `actors::worker` module docs).
     pub recover: bool,
+    /// How a threaded run puts the actors on threads.
+    pub placement: Placement,
 }
 
 impl SystemConfig {
@@ -106,6 +109,7 @@ impl SystemConfig {
             record_tags: None,
             expected: Arc::new(Expectations::default()),
             recover: false,
+            placement: Placement::Shared,
         }
     }
 
@@ -230,6 +234,61 @@ impl<H: Hal> Actor for SysActor<H> {
             SysActor::Worker(a) => a.next_deadline(),
             SysActor::Device(a) => a.next_deadline(),
             SysActor::Publisher(a) => a.next_deadline(),
+        }
+    }
+}
+
+/// How a threaded run (`xunds run`, the public API) puts the system's
+/// actors on OS threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// One thread per CPU, at most one per core plus one: the producer, the
+    /// workers and the publisher take turns on the first; the device
+    /// proxies are dealt round-robin over all of them, starting with the
+    /// second, and shared (the runner's `Seat::Shared`): a thread whose own actors are
+    /// idle polls a proxy that is not asleep, so the simulated device's
+    /// work spreads over the CPUs whatever the model costs. On a host with
+    /// fewer CPUs than actors this leaves no thread yielding to another
+    /// one's work (docs/design.md, "Threads").
+    #[default]
+    Shared,
+    /// One thread per actor: `2 * vncs + 2`.
+    PerActor,
+}
+
+impl Placement {
+    /// `shared` or `per-actor`.
+    pub fn parse(s: &str) -> Result<Placement, Error> {
+        match s {
+            "shared" => Ok(Placement::Shared),
+            "per-actor" => Ok(Placement::PerActor),
+            other => Err(Error::Other(format!(
+                "unknown placement {other:?} (shared or per-actor)"
+            ))),
+        }
+    }
+
+    /// The name `parse` takes.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Placement::Shared => "shared",
+            Placement::PerActor => "per-actor",
+        }
+    }
+
+    /// Each actor's seat, asked in `add` order, on a host with the CPUs
+    /// `available_parallelism` reports.
+    pub fn seats<H: Hal>(self, vncs: u8) -> impl FnMut(&SysActor<H>) -> Seat {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = cpus.clamp(1, usize::from(vncs) + 1) as u32;
+        let mut dealt = 0u32;
+        move |a| match (self, a) {
+            (Placement::PerActor, _) => Seat::Own,
+            (Placement::Shared, SysActor::Device(_)) => {
+                dealt += 1;
+                Seat::Shared(dealt % threads)
+            }
+            (Placement::Shared, _) => Seat::Group(0),
         }
     }
 }

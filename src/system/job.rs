@@ -41,9 +41,9 @@ use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
 
-use super::builder::{build, SlabTarget, SysActor, SystemConfig};
+use super::builder::{build, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
-use super::runner::{DetConfig, DetRunner, Seat, ThreadedConfig, ThreadedRunner};
+use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
 use super::trace::{Trace, TraceDiff, TraceHeader};
 
 /// Named NC counters read back per core (0..=40).
@@ -106,60 +106,6 @@ pub struct JobConfig {
     pub max_polls: Option<u64>,
     /// Threaded runs: how the actors are put on threads (`--placement`).
     pub placement: Placement,
-}
-
-/// How a threaded job puts its actors on OS threads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Placement {
-    /// One thread per CPU, at most one per core plus one: the producer, the
-    /// workers and the publisher take turns on the first; the device
-    /// proxies are dealt round-robin over all of them, starting with the
-    /// second, and shared (`Seat::Shared` of the runner): a thread whose own actors are
-    /// idle polls a proxy that is not asleep, so the simulated device's
-    /// work spreads over the CPUs whatever the model costs. On a host with
-    /// fewer CPUs than actors this leaves no thread yielding to another
-    /// one's work (docs/design.md, "Threads").
-    #[default]
-    Shared,
-    /// One thread per actor: `2 * vncs + 2`.
-    PerActor,
-}
-
-impl Placement {
-    /// `shared` or `per-actor`.
-    pub fn parse(s: &str) -> Result<Placement, Error> {
-        match s {
-            "shared" => Ok(Placement::Shared),
-            "per-actor" => Ok(Placement::PerActor),
-            other => Err(bad(format!(
-                "unknown placement {other:?} (shared or per-actor)"
-            ))),
-        }
-    }
-
-    /// The name `parse` takes.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Placement::Shared => "shared",
-            Placement::PerActor => "per-actor",
-        }
-    }
-
-    /// Each actor's seat, asked in `add` order, on a host with the CPUs
-    /// `available_parallelism` reports.
-    fn seats<H: Hal>(self, vncs: u8) -> impl FnMut(&SysActor<H>) -> Seat {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = cpus.clamp(1, usize::from(vncs) + 1) as u32;
-        let mut dealt = 0u32;
-        move |a| match (self, a) {
-            (Placement::PerActor, _) => Seat::Own,
-            (Placement::Shared, SysActor::Device(_)) => {
-                dealt += 1;
-                Seat::Shared(dealt % threads)
-            }
-            (Placement::Shared, _) => Seat::Group(0),
-        }
-    }
 }
 
 /// The model a job loads (`--models` variants of it).
@@ -600,6 +546,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic;
     sys.recover = cfg.recover;
+    sys.placement = cfg.placement;
     if cfg.deterministic {
         sys.ring_id_grace_ns = DET_GRACE_NS;
     }
@@ -758,7 +705,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
             max_wall: cfg.max_wall,
             ..ThreadedConfig::default()
         })?;
-        let mut seat = cfg.placement.seats(cfg.vncs);
+        let mut seat = p.sys.placement.seats(cfg.vncs);
         let p = SysActor::Producer(producer);
         let at = seat(&p);
         r.add_to(at, p, false);

@@ -4,7 +4,8 @@
 //!
 //! The groundwork the API is built on:
 //!
-//! - `runner`: `runner::ThreadedRunner` (one thread per actor) and
+//! - `runner`: `runner::ThreadedRunner` (actors on threads of their own or
+//!   shared, [`Placement`]) and
 //!   `runner::DetRunner` (one thread, seeded schedule, virtual clock,
 //!   livelock guard), both driving the same `crate::actors::Actor`s;
 //! - `clock`: the virtual and monotonic clocks they hand to actors;
@@ -27,7 +28,7 @@ testkit_mod! {
 }
 
 pub use api::{Execution, ModelHandle, ScheduleOpts, System, SystemReport};
-pub use builder::{SlabTarget, SystemConfig};
+pub use builder::{Placement, SlabTarget, SystemConfig};
 pub use error::Error;
 
 // What the API's signatures name from the layers below (the simulated

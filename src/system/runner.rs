@@ -707,6 +707,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
 
     /// Add a daemon, stopped once every non-daemon actor has finished, on a
     /// thread of its own.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn add_daemon(&mut self, actor: A) -> usize {
         self.push(actor, true, Seat::Own)
     }

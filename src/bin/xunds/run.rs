@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use clap::value_parser;
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::{self, JobConfig, JobReport, ModelKind, Placement};
+use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
+use xunds::system::Placement;
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
 use crate::Obj;
