@@ -2,8 +2,9 @@
 //!
 //! `cargo bench --bench xunds [-- FILTER]` runs every group whose name
 //! contains FILTER. Each group prints its own rows and the ratio against its
-//! peer, under a line naming the host (CPU model, family/model, CPUs) and the
-//! load average; the README copies the table and this command, per host.
+//! peer, under a line naming the host (CPU model, family/model, CPUs), what a
+//! cache-line round trip between CPU 0 and CPU 1 costs at that moment, and
+//! the load average; the README copies the table and this command, per host.
 
 #[path = "../tests/counting_alloc/mod.rs"]
 mod counting_alloc;
@@ -43,8 +44,9 @@ fn main() {
         if name.contains(filter.as_str()) {
             println!("## {name}");
             println!(
-                "  host: {}; load average (1 min) at start: {}",
+                "  host: {}; CPU 0 <-> 1 line round trip {:.0} ns; load average (1 min) at start: {}",
                 harness::host(),
+                harness::line_round_trip_ns(),
                 harness::load1()
             );
             run();
