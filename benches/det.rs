@@ -2,12 +2,14 @@
 //! default workload of `xunds run` (4 cores, 2 models, the example MLP),
 //! once as `xunds run --deterministic` (one thread, virtual clock, every
 //! protocol operation and transition digested as a binary event stream:
-//! `trace_xxh3`) and once threaded (one thread per actor on real
+//! `trace_xxh3`) and once threaded (shared threads, one per CPU, on real
 //! mappings). The ratio is the deterministic run's executions/s over the
 //! threaded run's (target 1.0x: a seed swarm runs at the threaded speed or
 //! better). A third row writes the binary trace file as well and prints its
-//! size per execution. A fourth runs one deterministic run per CPU at once,
-//! as a seed swarm does, for the machine's deterministic throughput.
+//! size per execution; a fourth runs untraced, as `xunds sim` runs its
+//! cases (no digest, no tracer in the HAL). The last runs one untraced
+//! deterministic run per CPU at once, as a seed swarm does, for the
+//! machine's deterministic throughput.
 //!
 //! `XUNDS_DET_N` sets the executions (default 20 000), `XUNDS_DET_REPS` the
 //! best-of count (default 3).
@@ -34,17 +36,29 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 /// One run of the default workload: its wall time (the run proper) and the
 /// trace file's size when one is written.
-fn run(n: u64, deterministic: bool, trace: bool) -> (Duration, u64) {
+fn run(n: u64, deterministic: bool, trace: Trace) -> (Duration, u64) {
     run_seed(n, deterministic, trace, 1, "")
 }
 
-fn run_seed(n: u64, deterministic: bool, trace: bool, seed: u64, tag: &str) -> (Duration, u64) {
+/// What a deterministic run does with its event stream.
+#[derive(Clone, Copy, PartialEq)]
+enum Trace {
+    /// Digest it (`xunds run --deterministic`).
+    Digest,
+    /// Digest it and write the binary trace file (`--trace FILE`).
+    File,
+    /// Nothing: no digest, no tracer (`xunds sim`'s cases).
+    Off,
+}
+
+fn run_seed(n: u64, deterministic: bool, trace: Trace, seed: u64, tag: &str) -> (Duration, u64) {
     let path = tmp(&format!("trace{tag}"));
     let cfg = JobConfig {
         executions: n,
         deterministic,
         seed,
-        trace: trace.then(|| path.clone()),
+        trace: (trace == Trace::File).then(|| path.clone()),
+        digest: trace != Trace::Off,
         slab: Some(tmp(&format!("nds{tag}"))),
         ..JobConfig::default()
     };
@@ -61,22 +75,30 @@ pub fn det_vs_threaded() {
     let n = env("XUNDS_DET_N", 20_000);
     let reps = env("XUNDS_DET_REPS", 3) as usize;
     println!("  default workload (4 cores, 2 models, mlp), {n} executions, best of {reps}");
-    let threaded = best_of(reps, || run(n, false, false).0);
-    let det = best_of(reps, || run(n, true, false).0);
+    let threaded = best_of(reps, || run(n, false, Trace::Digest).0);
+    let det = best_of(reps, || run(n, true, Trace::Digest).0);
     let mut size = 0;
     let det_file = best_of(reps, || {
-        let (d, s) = run(n, true, true);
+        let (d, s) = run(n, true, Trace::File);
         size = s;
         d
     });
+    let untraced = best_of(reps, || run(n, true, Trace::Off).0);
     row("threaded run (per execution)", n, threaded);
     row("deterministic run, digest only", n, det);
     row("deterministic run, binary trace file", n, det_file);
+    row("deterministic run, untraced (xunds sim)", n, untraced);
     println!(
         "  trace file: {size} bytes, {:.1} bytes per execution",
         size as f64 / n as f64
     );
     ratio("deterministic / threaded exec/s", det, threaded, ">= 1.0x");
+    ratio(
+        "untraced deterministic / threaded exec/s",
+        untraced,
+        threaded,
+        "informational",
+    );
     // A seed swarm (`xunds sim --jobs J`) runs one deterministic run per
     // CPU: the machine's deterministic exec/s against the threaded run's,
     // which also has every CPU.
@@ -86,7 +108,7 @@ pub fn det_vs_threaded() {
         std::thread::scope(|s| {
             let runs: Vec<_> = (0..jobs)
                 .map(|j| {
-                    s.spawn(move || run_seed(n, true, false, 1 + j as u64, &format!("-{j}")).0)
+                    s.spawn(move || run_seed(n, true, Trace::Off, 1 + j as u64, &format!("-{j}")).0)
                 })
                 .collect();
             runs.into_iter()
@@ -97,12 +119,12 @@ pub fn det_vs_threaded() {
     });
     let per_exec = swarm / jobs as u32;
     row(
-        &format!("deterministic, {jobs} runs at once (per execution)"),
+        &format!("untraced deterministic, {jobs} runs at once (per exec.)"),
         n,
         per_exec,
     );
     ratio(
-        &format!("{jobs} deterministic runs / threaded exec/s"),
+        &format!("{jobs} untraced det. runs / threaded exec/s"),
         per_exec,
         threaded,
         "informational",

@@ -100,8 +100,10 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
     assert!(ok, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     let dir = std::env::temp_dir();
+    // The sim runs a case untraced; digested, it is the same run.
+    let traced = |c: job::JobConfig| job::JobConfig { digest: true, ..c };
     let mine = job::run(
-        &small.job(dir.join("xunds-test-sim-replay.nds")),
+        &traced(small.job(dir.join("xunds-test-sim-replay.nds"))),
         &mut |_, _| {},
     )
     .unwrap();
@@ -120,10 +122,52 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
     assert_eq!(v["trace_xxh3"].as_str(), mine.trace_xxh3.as_deref());
     assert!(v["completed_err"].as_u64().unwrap() > 0);
     let again = job::run(
-        &small.job(dir.join("xunds-test-sim-replay.nds")),
+        &traced(small.job(dir.join("xunds-test-sim-replay.nds"))),
         &mut |_, _| {},
     )
     .unwrap();
     let _ = std::fs::remove_file(dir.join("xunds-test-sim-replay.nds"));
     assert_eq!(again.trace_xxh3, mine.trace_xxh3);
+}
+
+/// What a run's report says apart from wall time, the slab's path and the
+/// trace's own figures.
+fn outcome(r: &JobReport) -> String {
+    let mut r = r.clone();
+    r.elapsed = std::time::Duration::ZERO;
+    r.exec_per_sec = 0.0;
+    r.slab = std::path::PathBuf::new();
+    r.trace_xxh3 = None;
+    r.trace_lines = None;
+    format!("{r:#?}")
+}
+
+/// Tracing only observes: a case run as the sim runs it (no digest, no
+/// tracer in the HAL) and the same case digested (as its printed replay
+/// runs it) have the same schedule, virtual times, outcomes, counters and
+/// completion order, for cases with every kind of fault.
+#[test]
+fn an_untraced_run_is_the_same_run() {
+    let dir = std::env::temp_dir();
+    let mut faulted = 0;
+    for seed in 1..=12 {
+        let case = SimCase::derive(seed, 400);
+        faulted += usize::from(!case.faults.rules.is_empty());
+        let slab = dir.join(format!(
+            "xunds-test-untraced-{}-{seed}.nds",
+            std::process::id()
+        ));
+        let bare = job::run(&case.job(slab.clone()), &mut |_, _| {}).unwrap();
+        let traced = job::JobConfig {
+            digest: true,
+            ..case.job(slab.clone())
+        };
+        let full = job::run(&traced, &mut |_, _| {}).unwrap();
+        let _ = std::fs::remove_file(&slab);
+        assert_eq!(bare.trace_xxh3, None, "seed {seed}: no digest");
+        assert!(full.trace_xxh3.is_some(), "seed {seed}");
+        assert!(bare.virtual_ns.is_some_and(|v| v > 0));
+        assert_eq!(outcome(&bare), outcome(&full), "seed {seed}");
+    }
+    assert!(faulted >= 6, "the seeds cover faulted cases ({faulted})");
 }

@@ -152,6 +152,9 @@ impl SimCase {
             // Far above any run's need (a few hundred polls per execution),
             // so a run that stops making progress ends.
             max_polls: Some(20_000 * (self.executions + 100)),
+            // The invariants need no event stream; the replay command
+            // (`sim_args`) digests it, and gets the same run.
+            digest: false,
             ..JobConfig::default()
         }
     }
