@@ -8,7 +8,8 @@
 //! is checked against the CPU reference bit for bit. Then it reads the
 //! per-core counters back through the read-only [`Reader`].
 //!
-//! - **Threaded** (default): one thread per actor, one worker per core, on
+//! - **Threaded** (default): one worker per core, the actors on threads as
+//!   [`JobConfig::placement`] says (one per CPU, shared, by default), on
 //!   [`LinuxHal`] (real `MAP_SHARED` mappings and eventfds), or
 //!   `FaultInjector<LinuxHal>` when faults are asked for; times are host
 //!   nanoseconds since start.
@@ -18,7 +19,9 @@
 //!   transition and HAL operation goes to the trace (binary: no text is
 //!   formatted), whose header carries everything [`JobConfig::from_header`]
 //!   needs to run it again: the same seed gives the same event stream
-//!   (`trace_xxh3`) and a byte-identical trace file.
+//!   (`trace_xxh3`) and a byte-identical trace file. Without
+//!   [`JobConfig::digest`] (`xunds sim`'s cases) there is no tracer and no
+//!   stream: the same run, untraced.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,9 +1,11 @@
 //! The two runners that drive the same actors (STYLE.md practice 10).
 //!
-//! - [`ThreadedRunner`]: one OS thread per actor. After an idle poll a thread
-//!   waits as the actor asks ([`Idle`]): spin, yield, or sleep on an eventfd
+//! - [`ThreadedRunner`]: an OS thread per actor or per group of actors
+//!   ([`Seat`]). After a round of polls without progress a thread waits as
+//!   its actors ask ([`Idle`]): spin, yield, or sleep on their eventfds
 //!   (bounded by [`ThreadedConfig::idle_timeout`] and woken by a stop
-//!   request). Time is a [`MonotonicClock`] since start.
+//!   request); a shared actor is also polled by other threads with nothing
+//!   to do. Time is a [`MonotonicClock`] since start.
 //! - [`DetRunner`]: one thread, no waiting. A seeded
 //!   [`SplitMix64`] picks the next actor among the runnable ones; a
 //!   [`VirtualClock`] advances by a fixed quantum per poll and, when every
