@@ -19,9 +19,10 @@
 //! (or, for a fault its queues survived, [`System::recover`]) brings it
 //! back; while a reset runs, schedules get `NRT_QUEUE_FULL` (retry later).
 //!
-//! [`System::start`] runs the workers, the device proxy and the NDS
-//! publisher on their own threads (the threaded runner); the caller's
-//! threads are the producers. [`System::shutdown`] waits until everything
+//! [`System::start`] runs the workers, the device proxies and the NDS
+//! publisher on the threaded runner's threads, placed as
+//! [`SystemConfig::placement`] says; the caller's threads are the
+//! producers. [`System::shutdown`] waits until everything
 //! in flight has completed and the slab agrees with it, then stops them.
 //!
 //! ```no_run

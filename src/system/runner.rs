@@ -625,7 +625,8 @@ pub struct ActorStats {
     pub polls: u64,
     /// Polls that returned [`Progress::Made`].
     pub progress: u64,
-    /// Idle waits done.
+    /// Rounds of its thread that ended in a wait (spin, yield or sleep)
+    /// with this actor idle.
     pub idle_waits: u64,
     /// `true` if the actor returned [`Progress::Finished`] (as opposed to
     /// being stopped).
@@ -890,27 +891,21 @@ impl<A: Actor> Home<A> {
 
 type ThreadResult<A> = Result<Vec<Home<A>>, RunError>;
 
-/// What one poll of a member came to, for its thread.
-enum Polled {
-    Idle,
-    Made,
-    /// Finished just now.
-    Finished,
-}
-
-/// Poll `m` once (unless finished); a panic stops the run.
+/// Poll `m` once (unless finished): whether it made progress (or
+/// finished). A panic stops the run, and the member is never polled again.
 fn poll_member<A: Actor>(
     m: &mut Member<A>,
     sh: &ThreadShared,
     trace: &mut NullTrace,
-) -> Result<Polled, RunError> {
+) -> Result<bool, RunError> {
     if m.done {
-        return Ok(Polled::Idle);
+        return Ok(false);
     }
     let now = sh.clock.now();
     m.st.polls += 1;
     match poll_guarded(&mut m.actor, now, &m.st.name, trace) {
         Err(message) => {
+            m.done = true;
             sh.stop.stop();
             Err(RunError::ActorPanicked {
                 actor: m.st.name.clone(),
@@ -920,16 +915,16 @@ fn poll_member<A: Actor>(
         }
         Ok(Progress::Made) => {
             m.st.progress += 1;
-            Ok(Polled::Made)
+            Ok(true)
         }
         Ok(Progress::Finished) => {
             (m.st.finished, m.done) = (true, true);
             if !m.daemon {
                 finished_one(sh);
             }
-            Ok(Polled::Finished)
+            Ok(true)
         }
-        Ok(Progress::Idle) => Ok(Polled::Idle),
+        Ok(Progress::Idle) => Ok(false),
     }
 }
 
@@ -967,39 +962,38 @@ fn group_thread<A: Actor>(
     cfg: ThreadedConfig,
 ) -> ThreadResult<A> {
     let mut trace = NullTrace;
-    let mut live = members.len();
-    let mut pfd = Vec::with_capacity(live + 1);
-    while live > 0 && !sh.stop.is_stopped() {
-        let mut made = false;
+    let mut pfd = Vec::with_capacity(members.len() + 1);
+    while !sh.stop.is_stopped() {
+        // Unfinished members, whoever finished them (a shared one may be
+        // finished by another thread).
+        let (mut made, mut live) = (false, 0usize);
         for home in members.iter_mut() {
-            let polled = match home {
-                Home::Alone(m) => poll_member(m, sh, &mut trace)?,
+            let (progress, done) = match home {
+                Home::Alone(m) => (poll_member(m, sh, &mut trace)?, m.done),
                 Home::Shared(m) => match try_member(m) {
-                    Some(mut g) => poll_member(&mut g, sh, &mut trace)?,
-                    // Another thread is polling it: that is progress enough
-                    // not to sleep.
-                    None => Polled::Made,
+                    Some(mut g) => (poll_member(&mut g, sh, &mut trace)?, g.done),
+                    // Another thread is polling it: nothing done here (the
+                    // wait below yields rather than sleeps for it).
+                    None => (false, false),
                 },
             };
-            match polled {
-                Polled::Idle => {}
-                Polled::Made => made = true,
-                Polled::Finished => {
-                    live -= 1;
-                    made = true;
-                }
-            }
+            made |= progress;
+            live += usize::from(!done);
+        }
+        if live == 0 {
+            break;
         }
         if made {
             continue;
         }
         for m in &helps {
+            if sh.stop.is_stopped() {
+                break;
+            }
             let Some(mut g) = try_member(m) else { continue };
             // An actor asleep on its fd is its own thread's to wake.
             if !g.done && !matches!(g.actor.idle(), Idle::Fd(_)) {
-                if let Polled::Made | Polled::Finished = poll_member(&mut g, sh, &mut trace)? {
-                    made = true;
-                }
+                made |= poll_member(&mut g, sh, &mut trace)?;
             }
         }
         if made {
@@ -1116,11 +1110,12 @@ impl<A> Running<A> {
         // are gone.
         let mut members: Vec<Member<A>> = homes
             .into_iter()
-            .filter_map(|h| match h {
-                Home::Alone(m) => Some(m),
-                Home::Shared(m) => Arc::try_unwrap(m)
-                    .ok()
-                    .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner())),
+            .map(|h| match h {
+                Home::Alone(m) => m,
+                Home::Shared(m) => match Arc::try_unwrap(m) {
+                    Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+                    Err(_) => unreachable!("every runner thread has ended: no other handle"),
+                },
             })
             .collect();
         members.sort_by_key(|m| m.index);
@@ -1430,6 +1425,95 @@ mod tests {
         assert!(rep.stats[0].idle_waits >= 10, "the idler's thread was idle");
         assert_eq!(sleeper.seen.len(), 1, "only its own thread");
         assert_ne!(sleeper.seen[0], idler.seen[0]);
+    }
+
+    /// Panics on its `at`-th poll; counts polls after that.
+    struct Boom {
+        polls: u32,
+        at: u32,
+        after: Arc<AtomicUsize>,
+    }
+
+    impl Actor for Boom {
+        fn name(&self) -> &str {
+            "boom"
+        }
+        fn poll(&mut self, _: &mut Cx<'_>) -> Progress {
+            self.polls += 1;
+            if self.polls > self.at {
+                self.after.fetch_add(1, Ordering::Relaxed);
+            }
+            if self.polls == self.at {
+                panic!("boom");
+            }
+            Progress::Made
+        }
+    }
+
+    /// A member that panicked is never polled again (by its own thread or
+    /// by one lending a hand before it sees the stop): the stop is
+    /// requested and the member is finished for good.
+    #[test]
+    fn a_member_that_panicked_is_not_polled_again() {
+        let after = Arc::new(AtomicUsize::new(0));
+        let sh = ThreadShared {
+            stop: StopHandle::new().unwrap(),
+            remaining: AtomicUsize::new(1),
+            clock: MonotonicClock::start(),
+            ended: OnceLock::new(),
+        };
+        let mut m = Member {
+            index: 0,
+            actor: Boom {
+                polls: 0,
+                at: 1,
+                after: after.clone(),
+            },
+            daemon: false,
+            st: ActorStats::default(),
+            done: false,
+        };
+        let mut trace = NullTrace;
+        match poll_member(&mut m, &sh, &mut trace) {
+            Err(RunError::ActorPanicked { .. }) => {}
+            other => panic!("expected the panic, got {other:?}"),
+        }
+        assert!(sh.stop.is_stopped());
+        assert!(!poll_member(&mut m, &sh, &mut trace).unwrap());
+        assert_eq!(after.load(Ordering::Relaxed), 0, "polled after its panic");
+        assert_eq!((m.actor.polls, m.st.polls), (1, 1));
+        assert!(!m.st.finished, "a panic is not a finish");
+    }
+
+    /// A run whose shared actor panics while another thread lends a hand
+    /// reports that panic, and nothing polled the actor after it.
+    #[test]
+    fn a_shared_actor_that_panicked_is_reported() {
+        let after = Arc::new(AtomicUsize::new(0));
+        let mut r: ThreadedRunner<Box<dyn Actor + Send>> = ThreadedRunner::new(ThreadedConfig {
+            max_wall: Some(Duration::from_secs(60)),
+            ..ThreadedConfig::default()
+        })
+        .unwrap();
+        r.add_to(
+            Seat::Group(0),
+            Box::new(Spread::new("idler", 0, 9, Idle::Yield)),
+            true,
+        );
+        r.add_to(
+            Seat::Shared(1),
+            Box::new(Boom {
+                polls: 0,
+                at: 200,
+                after: after.clone(),
+            }),
+            false,
+        );
+        match r.run() {
+            Err(RunError::ActorPanicked { actor, .. }) => assert_eq!(actor, "boom"),
+            other => panic!("expected the panic, got {other:?}"),
+        }
+        assert_eq!(after.load(Ordering::Relaxed), 0, "polled after its panic");
     }
 
     #[test]
