@@ -128,15 +128,14 @@ fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
         *first = (words[w].load(Ordering::Relaxed) >> 32) as u32;
         (out, w) = (rest, w + 1);
     }
-    let pairs = out.len() / 2;
-    let mut chunks = out.chunks_exact_mut(2);
-    for (pair, word) in (&mut chunks).zip(&words[w..w + pairs]) {
+    let (pairs, last) = out.as_chunks_mut::<2>();
+    let n = pairs.len();
+    for (pair, word) in pairs.iter_mut().zip(&words[w..w + n]) {
         let v = word.load(Ordering::Relaxed);
-        pair[0] = v as u32;
-        pair[1] = (v >> 32) as u32;
+        *pair = [v as u32, (v >> 32) as u32];
     }
-    if let [last] = chunks.into_remainder() {
-        *last = words[w + pairs].load(Ordering::Relaxed) as u32;
+    if let [last] = last {
+        *last = words[w + n].load(Ordering::Relaxed) as u32;
     }
 }
 
@@ -149,17 +148,13 @@ fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
         splice(&words[w], 4, &first.to_le_bytes(), Ordering::Relaxed);
         (vals, w) = (rest, w + 1);
     }
-    let pairs = vals.len() / 2;
-    let chunks = vals.chunks_exact(2);
-    let last = chunks.remainder();
-    for (pair, word) in chunks.zip(&words[w..w + pairs]) {
-        word.store(
-            u64::from(pair[0]) | (u64::from(pair[1]) << 32),
-            Ordering::Relaxed,
-        );
+    let (pairs, last) = vals.as_chunks::<2>();
+    let n = pairs.len();
+    for (&[lo, hi], word) in pairs.iter().zip(&words[w..w + n]) {
+        word.store(u64::from(lo) | (u64::from(hi) << 32), Ordering::Relaxed);
     }
     if let [v] = last {
-        splice(&words[w + pairs], 0, &v.to_le_bytes(), Ordering::Relaxed);
+        splice(&words[w + n], 0, &v.to_le_bytes(), Ordering::Relaxed);
     }
 }
 
