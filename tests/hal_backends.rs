@@ -137,6 +137,30 @@ fn contract<H: Hal>(mut hal: H) {
             assert_eq!(run, vals);
         }
     }
+    // Long runs too (the fake backend copies four 8-byte words at a time,
+    // then pairs, then a half word): every length to 40 from either half.
+    let big = hal.map(RegionId::Other { tag: 78 }, 256).unwrap();
+    for start in [8usize, 12] {
+        for len in 0..41 {
+            hal.copy_in(big, 0, &[0xEE; 256]).unwrap();
+            let vals: Vec<u32> = (0..len).map(|i| 0x2000 + i as u32).collect();
+            hal.store_u32s(big, start, &vals).unwrap();
+            let mut all = [0u32; 64];
+            hal.load_u32s(big, 0, &mut all).unwrap();
+            for (i, &v) in all.iter().enumerate() {
+                let inside = (start / 4..start / 4 + len).contains(&i);
+                let want = if inside {
+                    vals[i - start / 4]
+                } else {
+                    0xEEEE_EEEE
+                };
+                assert_eq!(v, want, "long run of {len} at {start}: word {i}");
+            }
+            let mut run = vec![0u32; len];
+            hal.load_u32s(big, start, &mut run).unwrap();
+            assert_eq!(run, vals, "long run of {len} at {start}");
+        }
+    }
     for start in 0..17usize {
         for len in 0..20usize {
             hal.copy_in(m, 0, &[0xEE; 64]).unwrap();

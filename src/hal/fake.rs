@@ -128,13 +128,35 @@ fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
         *first = (words[w].load(Ordering::Relaxed) >> 32) as u32;
         (out, w) = (rest, w + 1);
     }
-    let (pairs, last) = out.as_chunks_mut::<2>();
-    let n = pairs.len();
-    for (pair, word) in pairs.iter_mut().zip(&words[w..w + n]) {
-        let v = word.load(Ordering::Relaxed);
-        *pair = [v as u32, (v >> 32) as u32];
+    // Whole pairs: one load and one 8-byte store each (the bounds checked
+    // once, up front).
+    // Four 8-byte words at a time (a fixed-size block the compiler
+    // unrolls: one load and one 8-byte store per word), then the pairs
+    // left, then a last half word.
+    let n = out.len() / 2;
+    let src = &words[w..w + n];
+    let mut blocks = out.chunks_exact_mut(8);
+    let mut taken = 0;
+    for (block, four) in (&mut blocks).zip(src.chunks_exact(4)) {
+        if let (Ok(block), Ok(four)) = (
+            <&mut [u32; 8]>::try_from(block),
+            <&[AtomicU64; 4]>::try_from(four),
+        ) {
+            for (k, word) in four.iter().enumerate() {
+                let v = word.load(Ordering::Relaxed);
+                block[2 * k] = v as u32;
+                block[2 * k + 1] = (v >> 32) as u32;
+            }
+        }
+        taken += 4;
     }
-    if let [last] = last {
+    let mut pairs = blocks.into_remainder().chunks_exact_mut(2);
+    for (pair, word) in (&mut pairs).zip(&src[taken..]) {
+        let v = word.load(Ordering::Relaxed);
+        pair[0] = v as u32;
+        pair[1] = (v >> 32) as u32;
+    }
+    if let [last] = pairs.into_remainder() {
         *last = words[w + n].load(Ordering::Relaxed) as u32;
     }
 }
@@ -148,10 +170,13 @@ fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
         splice(&words[w], 4, &first.to_le_bytes(), Ordering::Relaxed);
         (vals, w) = (rest, w + 1);
     }
-    let (pairs, last) = vals.as_chunks::<2>();
-    let n = pairs.len();
-    for (&[lo, hi], word) in pairs.iter().zip(&words[w..w + n]) {
-        word.store(u64::from(lo) | (u64::from(hi) << 32), Ordering::Relaxed);
+    let n = vals.len() / 2;
+    let pairs = vals.chunks_exact(2);
+    let last = pairs.remainder();
+    for (pair, word) in pairs.zip(&words[w..w + n]) {
+        if let [lo, hi] = *pair {
+            word.store(u64::from(lo) | (u64::from(hi) << 32), Ordering::Relaxed);
+        }
     }
     if let [v] = last {
         splice(&words[w + n], 0, &v.to_le_bytes(), Ordering::Relaxed);
