@@ -4,12 +4,14 @@
 //! protocol operation and transition digested as a binary event stream:
 //! `trace_xxh3`) and once threaded (shared threads, one per CPU, on real
 //! mappings). The ratio is the deterministic run's executions/s over the
-//! threaded run's (target 1.0x: a seed swarm runs at the threaded speed or
-//! better). A third row writes the binary trace file as well and prints its
-//! size per execution; a fourth runs untraced, as `xunds sim` runs its
-//! cases (no digest, no tracer in the HAL). The last runs one untraced
-//! deterministic run per CPU at once, as a seed swarm does, for the
-//! machine's deterministic throughput.
+//! threaded run's. A third row writes the binary trace file as well and
+//! prints its size per execution; a fourth runs untraced, as `xunds sim`
+//! runs its cases (no digest, no tracer in the HAL). The last runs one untraced
+//! deterministic run per CPU at once, as a seed swarm does: the machine's
+//! deterministic throughput against the threaded run's on the same CPUs
+//! (target 1.0x: `xunds sim` finds bugs at the threaded speed or better).
+//! One deterministic run alone has one thread against the threaded run's
+//! every CPU; its rows are informational.
 //!
 //! `XUNDS_DET_N` sets the executions (default 20 000), `XUNDS_DET_REPS` the
 //! best-of count (default 3).
@@ -92,7 +94,15 @@ pub fn det_vs_threaded() {
         "  trace file: {size} bytes, {:.1} bytes per execution",
         size as f64 / n as f64
     );
-    ratio("deterministic / threaded exec/s", det, threaded, ">= 1.0x");
+    // One deterministic thread against a threaded run with every CPU:
+    // informational (on 2 CPUs its bound is about 0.5x, docs/perf.md). The
+    // target is the swarm row below: the same CPUs on both sides.
+    ratio(
+        "deterministic / threaded exec/s",
+        det,
+        threaded,
+        "informational",
+    );
     ratio(
         "untraced deterministic / threaded exec/s",
         untraced,
@@ -127,6 +137,6 @@ pub fn det_vs_threaded() {
         &format!("{jobs} untraced det. runs / threaded exec/s"),
         per_exec,
         threaded,
-        "informational",
+        ">= 1.0x",
     );
 }
