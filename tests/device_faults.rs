@@ -8,11 +8,12 @@
 //! corrupt NQ record.
 
 use xunds::device::dma::{DmaFault, QueueProducer};
-use xunds::device::engine::{Executor, Limits};
+use xunds::device::engine::{EngineFault, EngineStatus, Executor, Limits, MemFault};
+use xunds::device::isa::{Base, Insn, Operand};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
 use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overflow};
-use xunds::device::sequencer::NullExecutor;
+use xunds::device::sequencer::{DramMemory, NullExecutor};
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
 use xunds::hal::fake::FakeHal;
@@ -519,4 +520,83 @@ fn a_saturated_device_clock_keeps_working() {
         assert_eq!((c.exec_id, c.status), (round, ExecStatus::Done));
         assert_eq!(seq.cycle(0), u64::MAX);
     }
+}
+
+/// An operand that runs off the end of DRAM faults before the engine writes
+/// anything: its first and last words are probed first (on DRAM without a
+/// read: the address translation alone), the fault names the last word,
+/// and the words of the range that are inside DRAM keep their bytes.
+#[test]
+fn an_operand_off_the_end_of_dram_faults_before_any_write() {
+    use xunds::device::engine::DeviceMemory;
+    let dev = device(vec![], cfg());
+    let mem = DramMemory::new(&**dev.hal(), dev.map());
+    let end = DRAM_BASE + cfg().dram_size;
+    // FILL 8 words from 4 words before the end: the last 4 are outside.
+    let dst = end - 16;
+    let code = DRAM_BASE + 0x8000;
+    let at = |off| Operand {
+        base: Base::R0,
+        off,
+    };
+    let prog = [
+        Insn::SetBase {
+            reg: Base::R0,
+            value: dst,
+        },
+        Insn::Fill {
+            dst: at(0),
+            n: 8,
+            value: 0xDEAD_BEEF,
+        },
+        Insn::End,
+    ];
+    for (i, insn) in prog.iter().enumerate() {
+        mem.write_u32s(code + 32 * i as u64, &insn.encode())
+            .unwrap();
+    }
+    mem.write_u32s(dst, &[0x1111_1111; 4]).unwrap();
+    let mut exec = Executor::new(Limits::DEFAULT);
+    let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
+    let pe = &rep.engines[0];
+    assert_eq!(pe.status, EngineStatus::Error(ErrorClass::Hw), "{rep:?}");
+    assert_eq!(
+        pe.fault,
+        Some(EngineFault::Memory {
+            pc: code + 32,
+            fault: MemFault { pa: dst + 28 },
+        })
+    );
+    let mut inside = [0u32; 4];
+    mem.read_u32s(dst, &mut inside).unwrap();
+    assert_eq!(inside, [0x1111_1111; 4], "nothing written");
+    // A source range off the end faults the same way, naming its last word.
+    let src = end - 8;
+    let prog = [
+        Insn::SetBase {
+            reg: Base::R0,
+            value: src,
+        },
+        Insn::Copy {
+            dst: Operand {
+                base: Base::R0,
+                off: 0,
+            },
+            src: at(0),
+            n: 4,
+        },
+        Insn::End,
+    ];
+    for (i, insn) in prog.iter().enumerate() {
+        mem.write_u32s(code + 32 * i as u64, &insn.encode())
+            .unwrap();
+    }
+    let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
+    assert_eq!(
+        rep.engines[0].fault,
+        Some(EngineFault::Memory {
+            pc: code + 32,
+            fault: MemFault { pa: src + 12 },
+        })
+    );
 }

@@ -54,6 +54,12 @@ pub trait DeviceMemory {
         }
         Ok(())
     }
+    /// Fail as [`read_u32`](Self::read_u32) at `pa` would, without the
+    /// read where the memory can tell (an operand's first and last words
+    /// are probed before any work). The default reads.
+    fn probe(&self, pa: u64) -> Result<(), MemFault> {
+        self.read_u32(pa).map(|_| ())
+    }
 }
 
 /// An access outside device memory (or misaligned, for memories that refuse
@@ -1120,7 +1126,7 @@ impl Access<'_> {
             .ok_or(EngineFault::AddressOverflow { pc })?;
         for probe in [pa, last] {
             self.mem
-                .read_u32(probe)
+                .probe(probe)
                 .map_err(|fault| EngineFault::Memory { pc, fault })?;
         }
         Ok(pa)
@@ -1164,13 +1170,14 @@ impl Access<'_> {
         raw: &mut Vec<u32>,
         check: bool,
     ) -> Result<(), EngineFault> {
-        if check {
-            if let Some(index) = vals.iter().position(|v| !v.is_finite()) {
-                return Err(EngineFault::NonFinite {
-                    pc: self.pc,
-                    index: index as u32,
-                });
-            }
+        // A sweep without an early exit (it vectorizes); the position only
+        // when something is not finite.
+        if check && !vals.iter().fold(true, |ok, v| ok & v.is_finite()) {
+            let index = vals.iter().position(|v| !v.is_finite()).unwrap_or(0);
+            return Err(EngineFault::NonFinite {
+                pc: self.pc,
+                index: index as u32,
+            });
         }
         raw.clear();
         raw.extend(vals.iter().map(|v| v.to_bits()));

@@ -105,6 +105,12 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
             .map_err(|_| MemFault { pa })
     }
 
+    /// Inside DRAM and aligned is all a read of `pa` needs (the HAL refuses
+    /// nothing else on the DRAM region).
+    fn probe(&self, pa: u64) -> Result<(), MemFault> {
+        self.off(pa).map(|_| ()).map_err(|_| MemFault { pa })
+    }
+
     fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
         let off = self.off(pa).map_err(|_| MemFault { pa })?;
         self.hal
