@@ -161,6 +161,52 @@ fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
     }
 }
 
+/// The bytes at `off` (bounds checked by the caller): a partial first
+/// word, whole words, a partial last word.
+fn read_bytes(words: &[AtomicU64], off: usize, out: &mut [u8]) {
+    let (byte, mut w) = (off % 8, off / 8);
+    let head = ((8 - byte) % 8).min(out.len());
+    let (first, rest) = out.split_at_mut(head);
+    if head > 0 {
+        let v = words[w].load(Ordering::Relaxed).to_le_bytes();
+        first.copy_from_slice(&v[byte..byte + head]);
+        w += 1;
+    }
+    let mut whole = rest.chunks_exact_mut(8);
+    for (chunk, word) in (&mut whole).zip(&words[w..]) {
+        chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+        w += 1;
+    }
+    let tail = whole.into_remainder();
+    if !tail.is_empty() {
+        let v = words[w].load(Ordering::Relaxed).to_le_bytes();
+        tail.copy_from_slice(&v[..tail.len()]);
+    }
+}
+
+/// Write `data` at `off` (bounds checked by the caller): whole words are
+/// stored, partial ones spliced into their neighbours' bytes.
+fn write_bytes(words: &[AtomicU64], off: usize, data: &[u8]) {
+    let (byte, mut w) = (off % 8, off / 8);
+    let head = ((8 - byte) % 8).min(data.len());
+    let (first, rest) = data.split_at(head);
+    if head > 0 {
+        splice(&words[w], byte, first, Ordering::Relaxed);
+        w += 1;
+    }
+    let whole = rest.chunks_exact(8);
+    let tail = whole.remainder();
+    for (chunk, word) in whole.zip(&words[w..]) {
+        if let Ok(b) = <[u8; 8]>::try_from(chunk) {
+            word.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        w += 1;
+    }
+    if !tail.is_empty() {
+        splice(&words[w], 0, tail, Ordering::Relaxed);
+    }
+}
+
 fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
     let (mut vals, mut w) = (vals, off / 8);
     if off % 8 != 0 {
@@ -249,26 +295,11 @@ impl Hal for FakeHal {
                 0
             }
             Access::Read(out) => {
-                let mut i = 0;
-                while i < out.len() {
-                    let o = off + i;
-                    let byte = o % 8;
-                    let n = (8 - byte).min(out.len() - i);
-                    let w = words[o / 8].load(Ordering::Relaxed).to_le_bytes();
-                    out[i..i + n].copy_from_slice(&w[byte..byte + n]);
-                    i += n;
-                }
+                read_bytes(words, off, out);
                 0
             }
             Access::Write(data) => {
-                let mut i = 0;
-                while i < data.len() {
-                    let o = off + i;
-                    let byte = o % 8;
-                    let n = (8 - byte).min(data.len() - i);
-                    splice(&words[o / 8], byte, &data[i..i + n], Ordering::Relaxed);
-                    i += n;
-                }
+                write_bytes(words, off, data);
                 0
             }
             Access::ReadRecord(_, out) => {
