@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// Pin the calling thread to `cpu` (best effort; ignored where not allowed).
@@ -79,64 +80,71 @@ pub fn load1() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// Run `prod` on CPU 0 and `cons` on CPU 1; time from the first thread
+/// leaving the start barrier to the last one finishing. The clocks are read
+/// inside the two threads: on 2 cores a third (main) thread reading them
+/// could be descheduled while both run.
+pub fn two_threads(
+    prod: impl FnOnce() + Send + 'static,
+    cons: impl FnOnce() + Send + 'static,
+) -> Duration {
+    let go = Arc::new(std::sync::Barrier::new(2));
+    let g2 = go.clone();
+    let a = thread::spawn(move || {
+        pin(0);
+        go.wait();
+        let t = Instant::now();
+        prod();
+        (t, Instant::now())
+    });
+    let b = thread::spawn(move || {
+        pin(1);
+        g2.wait();
+        let t = Instant::now();
+        cons();
+        (t, Instant::now())
+    });
+    let (s1, e1) = a.join().unwrap();
+    let (s2, e2) = b.join().unwrap();
+    e1.max(e2) - s1.min(s2)
+}
+
+/// `m` round trips of a bare atomic ping-pong between CPU 0 and CPU 1:
+/// each side waits for the other's value, then stores its own (the least a
+/// hand-off each way needs).
+pub fn ping_pong(m: u64) -> Duration {
+    let ping = Arc::new(AtomicU64::new(0));
+    let pong = Arc::new(AtomicU64::new(0));
+    let (a, b) = (ping.clone(), pong.clone());
+    two_threads(
+        move || {
+            for i in 1..=m {
+                // Ordering: Release/Acquire pair with the other thread's
+                // Acquire load / Release store.
+                a.store(i, Ordering::Release);
+                while b.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move || {
+            for i in 1..=m {
+                // Ordering: pairs with the first thread's Release / Acquire.
+                while ping.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                pong.store(i, Ordering::Release);
+            }
+        },
+    )
+}
+
 /// What one cache-line round trip between CPU 0 and CPU 1 costs now: the
-/// best of 3 atomic ping-pongs of 20,000 round trips, in ns. The same CPU
+/// best of 3 [`ping_pong`]s of 20,000 round trips, in ns. The same CPU
 /// model can read 100 ns (two vCPUs that share a cache) or 350 ns (two that
 /// do not: a hypervisor moved one), and every cross-thread ratio follows
 /// it, so every group prints it next to the host.
 pub fn line_round_trip_ns() -> f64 {
     const M: u64 = 20_000;
-    let one = || {
-        let ping = Arc::new(AtomicU64::new(0));
-        let pong = Arc::new(AtomicU64::new(0));
-        let (a, b) = (ping.clone(), pong.clone());
-        let other = std::thread::spawn(move || {
-            pin(1);
-            for i in 1..=M {
-                // Ordering: Acquire/Release pair with the pinger's Release
-                // store / Acquire load: a hand-off each way.
-                while a.load(Ordering::Acquire) != i {
-                    std::hint::spin_loop();
-                }
-                b.store(i, Ordering::Release);
-            }
-        });
-        pin(0);
-        let t = Instant::now();
-        for i in 1..=M {
-            // Ordering: pairs with the other thread's Acquire / Release.
-            ping.store(i, Ordering::Release);
-            while pong.load(Ordering::Acquire) != i {
-                std::hint::spin_loop();
-            }
-        }
-        let d = t.elapsed();
-        other.join().unwrap();
-        d
-    };
-    // Threads spawned later inherit this thread's affinity: put it back.
-    let was = affinity();
-    let d = best_of(3, one);
-    set_affinity(&was);
-    d.as_nanos() as f64 / M as f64
-}
-
-/// The calling thread's CPU affinity, to put back with [`set_affinity`].
-pub fn affinity() -> libc::cpu_set_t {
-    // SAFETY: a zeroed cpu_set_t is a valid out-parameter of the right size;
-    // on failure it stays empty and `set_affinity` of it fails harmlessly.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        set
-    }
-}
-
-/// Set the calling thread's CPU affinity (best effort).
-pub fn set_affinity(set: &libc::cpu_set_t) {
-    // SAFETY: sched_setaffinity reads a valid cpu_set_t of the given size;
-    // failure is ignored.
-    unsafe {
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
-    }
+    best_of(3, || ping_pong(M)).as_nanos() as f64 / M as f64
 }

@@ -10,7 +10,6 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use xunds::ring::{
@@ -20,7 +19,7 @@ use xunds::ring::{
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 
-use crate::harness::{pin, ratio, row};
+use crate::harness::{ping_pong, ratio, row, two_threads};
 
 const XU: XuId = XuId::new(0, 0, 1);
 const CAP: usize = 1024;
@@ -55,35 +54,6 @@ fn best_of_each<const K: usize>(
         }
     }
     best
-}
-
-/// Run `prod` on CPU 0 and `cons` on CPU 1; time from the first thread
-/// leaving the start barrier to the last one finishing. The clocks are read
-/// inside the two threads: on 2 cores a third (main) thread reading them
-/// could be descheduled while both run.
-fn two_threads(
-    prod: impl FnOnce() + Send + 'static,
-    cons: impl FnOnce() + Send + 'static,
-) -> Duration {
-    let go = Arc::new(std::sync::Barrier::new(2));
-    let g2 = go.clone();
-    let a = thread::spawn(move || {
-        pin(0);
-        go.wait();
-        let t = Instant::now();
-        prod();
-        (t, Instant::now())
-    });
-    let b = thread::spawn(move || {
-        pin(1);
-        g2.wait();
-        let t = Instant::now();
-        cons();
-        (t, Instant::now())
-    });
-    let (s1, e1) = a.join().unwrap();
-    let (s2, e2) = b.join().unwrap();
-    e1.max(e2) - s1.min(s2)
 }
 
 fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: u64) -> Duration {
@@ -306,32 +276,7 @@ pub fn roundtrip() {
                     },
                 )
             },
-            &mut || {
-                let ping = Arc::new(AtomicU64::new(0));
-                let pong = Arc::new(AtomicU64::new(0));
-                let (a1, b1) = (ping.clone(), pong.clone());
-                two_threads(
-                    move || {
-                        for i in 1..=m {
-                            // Ordering: Release/Acquire pair with the other thread's
-                            // load/store, the minimum a real hand-off needs.
-                            a1.store(i, Ordering::Release);
-                            while b1.load(Ordering::Acquire) != i {
-                                std::hint::spin_loop();
-                            }
-                        }
-                    },
-                    move || {
-                        for i in 1..=m {
-                            // Ordering: pairs with the first thread's Release / Acquire.
-                            while ping.load(Ordering::Acquire) != i {
-                                std::hint::spin_loop();
-                            }
-                            pong.store(i, Ordering::Release);
-                        }
-                    },
-                )
-            },
+            &mut || ping_pong(m),
         ],
     );
     row("xunds submit -> pop -> is_completed", m, ours);

@@ -539,7 +539,13 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
         base: Base::R0,
         off,
     };
-    let prog = [
+    let load = |prog: &[Insn]| {
+        for (i, insn) in prog.iter().enumerate() {
+            mem.write_u32s(code + 32 * i as u64, &insn.encode())
+                .unwrap();
+        }
+    };
+    load(&[
         Insn::SetBase {
             reg: Base::R0,
             value: dst,
@@ -550,11 +556,7 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
             value: 0xDEAD_BEEF,
         },
         Insn::End,
-    ];
-    for (i, insn) in prog.iter().enumerate() {
-        mem.write_u32s(code + 32 * i as u64, &insn.encode())
-            .unwrap();
-    }
+    ]);
     mem.write_u32s(dst, &[0x1111_1111; 4]).unwrap();
     let mut exec = Executor::new(Limits::DEFAULT);
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
@@ -572,25 +574,18 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     assert_eq!(inside, [0x1111_1111; 4], "nothing written");
     // A source range off the end faults the same way, naming its last word.
     let src = end - 8;
-    let prog = [
+    load(&[
         Insn::SetBase {
             reg: Base::R0,
             value: src,
         },
         Insn::Copy {
-            dst: Operand {
-                base: Base::R0,
-                off: 0,
-            },
+            dst: at(0),
             src: at(0),
             n: 4,
         },
         Insn::End,
-    ];
-    for (i, insn) in prog.iter().enumerate() {
-        mem.write_u32s(code + 32 * i as u64, &insn.encode())
-            .unwrap();
-    }
+    ]);
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
     assert_eq!(
         rep.engines[0].fault,

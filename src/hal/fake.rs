@@ -128,16 +128,15 @@ fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
         *first = (words[w].load(Ordering::Relaxed) >> 32) as u32;
         (out, w) = (rest, w + 1);
     }
-    // Whole pairs: one load and one 8-byte store each (the bounds checked
-    // once, up front).
     // Four 8-byte words at a time (a fixed-size block the compiler
     // unrolls: one load and one 8-byte store per word), then the pairs
     // left, then a last half word.
     let n = out.len() / 2;
     let src = &words[w..w + n];
+    // As many blocks of 8 as of 4 words (`n` is half of `out`).
     let mut blocks = out.chunks_exact_mut(8);
-    let mut taken = 0;
-    for (block, four) in (&mut blocks).zip(src.chunks_exact(4)) {
+    let mut quads = src.chunks_exact(4);
+    for (block, four) in (&mut blocks).zip(&mut quads) {
         if let (Ok(block), Ok(four)) = (
             <&mut [u32; 8]>::try_from(block),
             <&[AtomicU64; 4]>::try_from(four),
@@ -148,10 +147,9 @@ fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
                 block[2 * k + 1] = (v >> 32) as u32;
             }
         }
-        taken += 4;
     }
     let mut pairs = blocks.into_remainder().chunks_exact_mut(2);
-    for (pair, word) in (&mut pairs).zip(&src[taken..]) {
+    for (pair, word) in (&mut pairs).zip(quads.remainder()) {
         let v = word.load(Ordering::Relaxed);
         pair[0] = v as u32;
         pair[1] = (v >> 32) as u32;
@@ -172,14 +170,14 @@ fn read_bytes(words: &[AtomicU64], off: usize, out: &mut [u8]) {
         first.copy_from_slice(&v[byte..byte + head]);
         w += 1;
     }
+    let last = w + rest.len() / 8;
     let mut whole = rest.chunks_exact_mut(8);
-    for (chunk, word) in (&mut whole).zip(&words[w..]) {
+    for (chunk, word) in (&mut whole).zip(&words[w..last]) {
         chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
-        w += 1;
     }
     let tail = whole.into_remainder();
     if !tail.is_empty() {
-        let v = words[w].load(Ordering::Relaxed).to_le_bytes();
+        let v = words[last].load(Ordering::Relaxed).to_le_bytes();
         tail.copy_from_slice(&v[..tail.len()]);
     }
 }
@@ -194,16 +192,16 @@ fn write_bytes(words: &[AtomicU64], off: usize, data: &[u8]) {
         splice(&words[w], byte, first, Ordering::Relaxed);
         w += 1;
     }
+    let last = w + rest.len() / 8;
     let whole = rest.chunks_exact(8);
     let tail = whole.remainder();
-    for (chunk, word) in whole.zip(&words[w..]) {
+    for (chunk, word) in whole.zip(&words[w..last]) {
         if let Ok(b) = <[u8; 8]>::try_from(chunk) {
             word.store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
-        w += 1;
     }
     if !tail.is_empty() {
-        splice(&words[w], 0, tail, Ordering::Relaxed);
+        splice(&words[last], 0, tail, Ordering::Relaxed);
     }
 }
 

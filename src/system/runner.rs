@@ -185,16 +185,10 @@ pub enum Step {
 struct DetSlot<A> {
     actor: A,
     name: String,
-    /// The virtual time of its last poll.
-    polled_at: Nanos,
-}
-
-/// Per actor, kept apart from the actors themselves (a system's actor is
-/// kilobytes: flags inside the slots cost a cache line per actor per look).
-#[derive(Clone, Copy, Debug, Default)]
-struct Flags {
     daemon: bool,
     finished: bool,
+    /// The virtual time of its last poll.
+    polled_at: Nanos,
 }
 
 /// The deterministic single-thread runner.
@@ -203,8 +197,6 @@ pub struct DetRunner<A = Box<dyn Actor>> {
     rng: SplitMix64,
     clock: VirtualClock,
     slots: Vec<DetSlot<A>>,
-    /// One per slot, same order.
-    flags: Vec<Flags>,
     /// The actors not finished, in `add` order.
     live: Vec<usize>,
     /// How many of them are not daemons, and how many non-daemons there
@@ -215,8 +207,8 @@ pub struct DetRunner<A = Box<dyn Actor>> {
     /// reported idle since the last progress by anyone (or the last jump).
     /// Kept up to date by each step (an idle poll removes its actor,
     /// progress or a jump makes every live actor pickable again) rather
-    /// than rebuilt: a 16-core `xunds sim` case spent half its time
-    /// rebuilding it from the slots.
+    /// than rebuilt: a slot holds a whole actor (kilobytes), and a 16-core
+    /// `xunds sim` case spent half its time rescanning the slots' flags.
     runnable: Vec<usize>,
     stats: DetStats,
     no_progress: u64,
@@ -234,16 +226,16 @@ impl<A> fmt::Debug for DetRunner<A> {
 }
 
 /// The actor names, comma-separated (for the `start` line).
-struct Names<'a, A>(&'a [DetSlot<A>], &'a [Flags]);
+struct Names<'a, A>(&'a [DetSlot<A>]);
 
 impl<A> fmt::Display for Names<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (s, flags)) in self.0.iter().zip(self.1).enumerate() {
+        for (i, s) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str(",")?;
             }
             f.write_str(&s.name)?;
-            if flags.daemon {
+            if s.daemon {
                 f.write_str("(daemon)")?;
             }
         }
@@ -273,7 +265,6 @@ impl<A: Actor> DetRunner<A> {
             rng: SplitMix64::new(cfg.seed),
             clock: VirtualClock::new(cfg.quantum),
             slots: Vec::new(),
-            flags: Vec::new(),
             live: Vec::new(),
             live_non_daemons: 0,
             non_daemons: 0,
@@ -289,11 +280,9 @@ impl<A: Actor> DetRunner<A> {
         self.slots.push(DetSlot {
             actor,
             name,
-            polled_at: Nanos(0),
-        });
-        self.flags.push(Flags {
             daemon,
-            ..Flags::default()
+            finished: false,
+            polled_at: Nanos(0),
         });
         let i = self.slots.len() - 1;
         self.live.push(i);
@@ -303,8 +292,7 @@ impl<A: Actor> DetRunner<A> {
             self.non_daemons += 1;
             self.live_non_daemons += 1;
         }
-        self.runnable.reserve(self.slots.len());
-        self.slots.len() - 1
+        i
     }
 
     /// Add an actor that must finish; returns its index.
@@ -358,7 +346,7 @@ impl<A: Actor> DetRunner<A> {
     /// Whether actor `i` has finished.
     #[cfg(any(test, feature = "testkit"))]
     pub fn is_finished(&self, i: usize) -> bool {
-        self.flags[i].finished
+        self.slots[i].finished
     }
 
     /// The actors, in `add` order.
@@ -374,12 +362,12 @@ impl<A: Actor> DetRunner<A> {
 
     /// Actor `i` finished (or panicked): never polled again.
     fn finish(&mut self, i: usize) {
-        let f = &mut self.flags[i];
-        if !f.finished {
-            f.finished = true;
+        let s = &mut self.slots[i];
+        if !s.finished {
+            s.finished = true;
             self.live.retain(|&j| j != i);
             self.runnable.retain(|&j| j != i);
-            if !f.daemon {
+            if !s.daemon {
                 self.live_non_daemons -= 1;
             }
         }
@@ -392,11 +380,7 @@ impl<A: Actor> DetRunner<A> {
             trace_runner(
                 trace,
                 self.clock.now(),
-                format_args!(
-                    "start seed={} actors={}",
-                    self.cfg.seed,
-                    Names(&self.slots, &self.flags)
-                ),
+                format_args!("start seed={} actors={}", self.cfg.seed, Names(&self.slots)),
             );
         }
         if self.is_done() {
@@ -881,6 +865,15 @@ fn try_member<A>(m: &Mutex<Member<A>>) -> Option<MutexGuard<'_, Member<A>>> {
 }
 
 impl<A: Actor> Home<A> {
+    /// `f` on the member, or `None` while another thread polls it (a
+    /// shared one).
+    fn with<R>(&mut self, f: impl FnOnce(&mut Member<A>) -> R) -> Option<R> {
+        match self {
+            Home::Alone(m) => Some(f(m)),
+            Home::Shared(m) => try_member(m).map(|mut g| f(&mut g)),
+        }
+    }
+
     fn name(&self) -> String {
         match self {
             Home::Alone(m) => m.st.name.clone(),
@@ -968,15 +961,10 @@ fn group_thread<A: Actor>(
         // finished by another thread).
         let (mut made, mut live) = (false, 0usize);
         for home in members.iter_mut() {
-            let (progress, done) = match home {
-                Home::Alone(m) => (poll_member(m, sh, &mut trace)?, m.done),
-                Home::Shared(m) => match try_member(m) {
-                    Some(mut g) => (poll_member(&mut g, sh, &mut trace)?, g.done),
-                    // Another thread is polling it: nothing done here (the
-                    // wait below yields rather than sleeps for it).
-                    None => (false, false),
-                },
-            };
+            // A member another thread is polling: nothing done here (the
+            // wait below yields rather than sleeps for it).
+            let polled = home.with(|m| poll_member(m, sh, &mut trace).map(|p| (p, m.done)));
+            let (progress, done) = polled.transpose()?.unwrap_or((false, false));
             made |= progress;
             live += usize::from(!done);
         }
@@ -1002,12 +990,8 @@ fn group_thread<A: Actor>(
         // A whole round idle: wait as the least sleepy member asks.
         let mut wish = Wish::default();
         for home in members.iter_mut() {
-            match home {
-                Home::Alone(m) => wish.add(m, &mut pfd),
-                Home::Shared(m) => match try_member(m) {
-                    Some(mut g) => wish.add(&mut g, &mut pfd),
-                    None => wish.yield_ = true,
-                },
+            if home.with(|m| wish.add(m, &mut pfd)).is_none() {
+                wish.yield_ = true;
             }
         }
         if wish.spin {
