@@ -1148,7 +1148,11 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
     /// `scheduled_tail - exec_head >= capacity`, else write the body and
     /// publish `scheduled_tail`.
-    #[inline]
+    // `inline(always)` here, on `trigger_next` and on `Worker::pop`: the
+    // per-item path must inline into the caller's loop, and the compiler's
+    // own choice left it out of line in a generic caller (docs/perf.md,
+    // session 8: the two-thread ring bench 1.5x slower per item).
+    #[inline(always)]
     pub fn submit(
         &mut self,
         item: T,
@@ -1227,7 +1231,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
 
     /// `xuq_client_trigger_next`: publish `scheduled_head` (the release to
     /// the worker). Returns the triggered seq_id.
-    #[inline]
+    #[inline(always)]
     pub fn trigger_next(&mut self) -> Result<SeqId, RingError> {
         let c = self.sched_head;
         if c >= self.tail {
@@ -1571,7 +1575,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     /// `status` through `exec_status`, then under the mark-completion lock
     /// capture `mark_comp_efd`, `efd_from_pool` and `exec_info` and advance
     /// `exec_head` (Release), then signal. `Ok(None)` when empty.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Option<Popped<T>>, RingError> {
         if !S::CACHE_REMOTE || self.head >= self.cached_sched_head {
             self.refresh();
