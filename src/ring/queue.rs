@@ -906,18 +906,22 @@ fn derive_cold(
     derive(seq_num, exec_head, scheduled_head, scheduled_tail)
 }
 
-/// Refreshes in a row finding one or two items, each after a few empty
-/// polls, after which the worker slips ([`Worker::refresh`]).
+/// Lockstep refreshes in a row after which the worker slips
+/// ([`Worker::refresh`]).
 const LOCKSTEP_STREAK: u32 = 8;
 
-/// Empty refreshes before an item that still count as lockstep.
-const LOCKSTEP_EMPTIES: u32 = 4;
+/// The most new items a refresh that follows an empty poll may find and
+/// still count as lockstep: fewer than a cache line's worth per slot line
+/// transfer means the producer is not getting ahead.
+const LOCKSTEP_BATCH: u64 = 32;
 
 /// The most lockstep refreshes a worker whose slips kept finding no batch
 /// waits before it tries one again ([`Worker::slip`]).
+#[cfg_attr(loom, allow(dead_code))]
 const MAX_LOCKSTEP_STREAK: u32 = 1024;
 
 /// Spin hints a slipping worker waits before re-reading `scheduled_head`.
+#[cfg_attr(loom, allow(dead_code))]
 const SLIP_SPINS: u32 = 64;
 
 /// How many slots ahead a per-item submit prefetches.
@@ -1338,11 +1342,11 @@ pub struct Worker<T: Payload, S: Storage, H: Home = DefaultHome> {
     head_idx: usize,
     /// Last `scheduled_head` we observed.
     cached_sched_head: u64,
-    /// Refreshes in a row that found only one or two new items after a few
-    /// empty polls: the sign of lockstep ([`Worker::refresh`]).
+    /// Refreshes in a row that found at most [`LOCKSTEP_BATCH`] new items
+    /// after an empty poll: the sign of lockstep ([`Worker::refresh`]).
     streak: u32,
-    /// Refreshes in a row that found the ring empty.
-    empties: u32,
+    /// The last refresh found the ring empty.
+    ran_dry: bool,
     /// The streak that triggers a slip: [`LOCKSTEP_STREAK`], doubled (up to
     /// [`MAX_LOCKSTEP_STREAK`]) after each slip that found no batch.
     slip_after: u32,
@@ -1373,7 +1377,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
             head: start,
             cached_sched_head: start,
             streak: 0,
-            empties: 0,
+            ran_dry: false,
             slip_after: LOCKSTEP_STREAK,
             trace: None,
         }
@@ -1381,21 +1385,24 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
 
     /// Re-read `scheduled_head` into the cache (the cache said empty).
     ///
-    /// Lockstep guard (docs/perf.md, "The ring: two regimes"): when the
-    /// producer submits back to back and the worker keeps up, every refresh
-    /// finds one new item, and each item moves the slot's line and
-    /// `scheduled_head`'s line between the two cores twice (the worker's
-    /// read, then the producer's next write to the same line): both sides
-    /// stall on every item (~100 ns on a 2-vCPU EPYC) instead of running
-    /// ahead (~5 ns). After [`LOCKSTEP_STREAK`] such refreshes in a row,
-    /// each after one to [`LOCKSTEP_EMPTIES`] empty polls (a worker that
-    /// finds an item without polling at all was busy elsewhere and is not
-    /// counted), the worker stays off the shared lines for [`SLIP_SPINS`]
-    /// spin hints, letting the producer get whole lines ahead, and reads
-    /// again. A lone round trip can look the same (its producer waits for
-    /// each completion, so a fast one leaves only a few empty polls between
-    /// items), but its slip finds no batch: the worker then waits for twice
-    /// the streak before the next slip ([`Worker::slip`]).
+    /// Lockstep guard (docs/perf.md, "The ring: two regimes" and session 8):
+    /// when the producer submits back to back and the worker keeps up, each
+    /// refresh after the worker ran dry finds a few new items, and every
+    /// item moves the slot's line and `scheduled_head`'s line between the
+    /// two cores (the worker's read, then the producer's next write to the
+    /// same line): both sides stall on every transfer instead of running
+    /// ahead. After [`LOCKSTEP_STREAK`] refreshes in a row that each follow
+    /// an empty poll and find at most [`LOCKSTEP_BATCH`] items, the worker
+    /// stays off the shared lines for [`SLIP_SPINS`] spin hints, letting the
+    /// producer get whole lines ahead, and reads again. How many empty polls
+    /// came before does not matter: where the two cores share no cache the
+    /// worker's empty polls hit its own copy of the line until the
+    /// producer's store takes it back, so lockstep there shows hundreds of
+    /// them. A worker that finds items without having run dry was busy
+    /// elsewhere (the pipeline's, harvesting between pops) and is not
+    /// counted. A lone round trip looks like lockstep, but its slip finds no
+    /// batch: the worker then waits for twice the streak before the next
+    /// slip ([`Worker::slip`]).
     #[inline(always)]
     fn refresh(&mut self) {
         // Ordering (in `observe`): Acquire; pairs with trigger's Release of
@@ -1405,18 +1412,18 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
         let fresh = seen - self.head;
         self.cached_sched_head = seen;
         if fresh == 0 {
-            self.empties = self.empties.saturating_add(1);
+            self.ran_dry = true;
             return;
         }
-        let waited = core::mem::take(&mut self.empties);
-        if fresh > 2 || waited > LOCKSTEP_EMPTIES {
+        let ran_dry = core::mem::take(&mut self.ran_dry);
+        if fresh > LOCKSTEP_BATCH {
             self.streak = 0;
             return;
         }
-        if waited == 0 {
-            // Came back from other work and found an item waiting: a busy
-            // worker (the pipeline's, harvesting between pops), not one
-            // spinning on the producer's lines. No evidence either way.
+        if !ran_dry {
+            // Came back from other work and found items waiting: a busy
+            // worker, not one spinning on the producer's lines. No evidence
+            // either way.
             return;
         }
         self.streak += 1;
@@ -1438,13 +1445,12 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
         let seen = self.q.sh.storage.observe(Cursor::ScheduledHead);
         self.cached_sched_head = seen;
         // A batch after the wait: the producer streams and got whole lines
-        // ahead, so slip again at the next sign of lockstep. No more than
-        // the one or two items seen before: the producer was waiting for
-        // us (a round trip: it submits after it sees the completion), and
-        // each slip only delayed it (~64 spin hints; measured: about one
-        // round trip in nine slipped, and the round trip read 2.5-2.7x of
-        // ping-pong instead of about 1x), so wait twice as long next time.
-        self.slip_after = if seen - self.head > 2 {
+        // ahead, so slip again at the next sign of lockstep. No batch: the
+        // producer was waiting for us (a round trip: it submits after it
+        // sees the completion) and the slip only delayed it, so wait twice
+        // as long before the next one (docs/perf.md: without the doubling
+        // the round trip read 2.5-2.7x of ping-pong instead of about 1x).
+        self.slip_after = if seen - self.head > LOCKSTEP_BATCH {
             LOCKSTEP_STREAK
         } else {
             (self.slip_after * 2).min(MAX_LOCKSTEP_STREAK)
@@ -1779,6 +1785,55 @@ mod tests {
         let (p, w) =
             XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XuId::new(0, 0, 1), 4)).unwrap();
         two_threads_fifo(p, w);
+    }
+
+    /// The lockstep guard (`Worker::refresh`, docs/perf.md session 8):
+    /// refreshes that follow an empty poll and find a few items count toward
+    /// a slip however many empty polls came first; a slip that finds no batch
+    /// doubles the streak before the next one; a refresh finding more than
+    /// `LOCKSTEP_BATCH` items resets the count, and one that finds items
+    /// without having run dry (a busy worker) leaves it alone.
+    #[test]
+    fn lockstep_refreshes_slip_and_lone_items_back_off() {
+        let (mut p, mut w) =
+            XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 1024)).unwrap();
+        let ok = NrtStatus::SUCCESS;
+        // `empties` empty polls, then `n` items submitted and popped.
+        let feed = |p: &mut Producer<u64, OwnedStorage>,
+                    w: &mut Worker<u64, OwnedStorage>,
+                    empties: usize,
+                    n: u64| {
+            for _ in 0..empties {
+                assert!(w.pop(ok).unwrap().is_none());
+            }
+            for _ in 0..n {
+                p.submit(0, None).unwrap();
+                p.trigger_next().unwrap();
+            }
+            for _ in 0..n {
+                assert!(w.pop(ok).unwrap().is_some());
+            }
+        };
+        for k in 1..LOCKSTEP_STREAK {
+            feed(&mut p, &mut w, 100, 1);
+            assert_eq!(w.streak, k, "a lone item after 100 empty polls is lockstep");
+        }
+        // The streak's last refresh slips; nothing arrives during the slip
+        // (one thread), so the next slip waits twice as long.
+        feed(&mut p, &mut w, 1, LOCKSTEP_BATCH);
+        assert_eq!((w.streak, w.slip_after), (0, 2 * LOCKSTEP_STREAK));
+        feed(&mut p, &mut w, 1, 2);
+        assert_eq!(w.streak, 1);
+        feed(&mut p, &mut w, 1, LOCKSTEP_BATCH + 1);
+        assert_eq!(w.streak, 0, "a batch is not lockstep");
+        feed(&mut p, &mut w, 1, 1);
+        feed(&mut p, &mut w, 0, 1);
+        assert_eq!(w.streak, 1, "items found without running dry count nothing");
+        // A whole doubled streak of lone items slips again and doubles again.
+        for _ in 1..2 * LOCKSTEP_STREAK {
+            feed(&mut p, &mut w, 3, 1);
+        }
+        assert_eq!((w.streak, w.slip_after), (0, 4 * LOCKSTEP_STREAK));
     }
 
     /// The same on the byte-exact mapped storage (the slot array in a
