@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nds_support::{xunds, TempSlab};
+use nds_support::{xunds, Reaped, TempSlab};
 use serde_json::Value;
 use xunds::nds::{Counter, Reader, RecordSpan, Slab as _, SlabMut as _, Writer};
 use xunds::wire::nds::c_string;
@@ -159,6 +159,46 @@ fn a_live_slab_reads_as_neuron_monitor_reports_it() {
     );
     assert_eq!(mem["error"], "");
     insta::assert_json_snapshot!("runtime_document_shape", shape(&doc));
+}
+
+/// A model record's sizes are another process's bytes: totals that would
+/// pass 2^64 read as `u64::MAX`, never a wrapped small number (nor, in a
+/// debug build, a panic).
+#[test]
+fn model_sizes_that_overflow_a_sum_saturate() {
+    let slab = TempSlab::new("monitor-huge");
+    let w = populated(&slab);
+    let mut m = ModelRecord {
+        model_id: 8,
+        nc_index: 0,
+        name: c_string("huge"),
+        ..ModelRecord::EMPTY
+    };
+    for slot in [
+        MemSlot::Code,
+        MemSlot::Scratchpad,
+        MemSlot::Misc,
+        MemSlot::Tensors,
+    ] {
+        m.usage_mut(MemLocation::Host, slot).total_size = u64::MAX - 1;
+        m.usage_mut(MemLocation::Device, slot).total_size = u64::MAX / 2 + 1;
+    }
+    w.commit_model(&m).unwrap();
+    let doc = once(&[slab.path().to_str().unwrap()]);
+    let models = &runtimes(&doc)[0]["report"]["memory_used"]["loaded_models"];
+    let huge = models
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "huge")
+        .unwrap();
+    let mem = &huge["subgraphs"]["sg_00"]["memory_used_bytes"];
+    assert_eq!(mem["host"], u64::MAX);
+    assert_eq!(mem["neuron_device"], u64::MAX);
+    let b = &mem["usage_breakdown"];
+    assert_eq!(b["host"]["application_memory"], u64::MAX);
+    assert_eq!(b["neuron_device"]["runtime_memory"], u64::MAX);
+    assert_eq!(b["neuron_device"]["tensors"], u64::MAX / 2 + 1);
 }
 
 /// Lines of a child's stdout, on a channel.
@@ -539,11 +579,13 @@ fn a_slab_truncated_then_deleted_while_watched_is_reported_and_survived() {
 #[test]
 fn a_writer_that_exits_is_reported_with_its_final_counts() {
     let slab = TempSlab::new("monitor-exit");
-    let mut writer = xunds(["nds", "stress-writer", "--create"])
-        .arg(slab.path())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut writer = Reaped(
+        xunds(["nds", "stress-writer", "--create"])
+            .arg(slab.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut ready = String::new();
     BufReader::new(writer.stdout.take().unwrap())
         .read_line(&mut ready)

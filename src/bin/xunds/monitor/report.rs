@@ -584,11 +584,16 @@ fn hex(b: &[u8]) -> String {
 
 fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
     let u = |loc, slot| r.usage(loc, slot).total_size;
+    // The sizes are another process's bytes: a sum saturates rather than
+    // overflow (a panic in a debug build, a wrong total in a release one).
+    let sum = |xs: &[u64]| xs.iter().fold(0u64, |a, &x| a.saturating_add(x));
     use MemLocation::{Device, Host};
     let host = HostBreakdown {
-        application_memory: u(Host, MemSlot::Code)
-            + u(Host, MemSlot::Scratchpad)
-            + u(Host, MemSlot::Misc),
+        application_memory: sum(&[
+            u(Host, MemSlot::Code),
+            u(Host, MemSlot::Scratchpad),
+            u(Host, MemSlot::Misc),
+        ]),
         constants: u(Host, MemSlot::Constants),
         dma_buffers: 0,
         tensors: u(Host, MemSlot::Tensors),
@@ -596,11 +601,16 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
     let dev = DeviceBreakdown {
         constants: u(Device, MemSlot::Constants),
         model_code: u(Device, MemSlot::Code),
-        runtime_memory: u(Device, MemSlot::Misc) + u(Device, MemSlot::Scratchpad),
+        runtime_memory: sum(&[u(Device, MemSlot::Misc), u(Device, MemSlot::Scratchpad)]),
         tensors: u(Device, MemSlot::Tensors),
     };
-    let host_total = host.application_memory + host.constants + host.tensors;
-    let dev_total = dev.constants + dev.model_code + dev.runtime_memory + dev.tensors;
+    let host_total = sum(&[host.application_memory, host.constants, host.tensors]);
+    let dev_total = sum(&[
+        dev.constants,
+        dev.model_code,
+        dev.runtime_memory,
+        dev.tensors,
+    ]);
     LoadedModel {
         name: r.name_str().into_owned(),
         uuid: hex(&r.uuid),
@@ -650,8 +660,8 @@ pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
     let nd = |c: NdCounter| now.nd[c as usize];
     let host = HostBreakdown {
         application_memory: nd(NdCounter::MemUsageCodeHost)
-            .wrapping_add(nd(NdCounter::MemUsageScratchpadHost))
-            .wrapping_add(nd(NdCounter::MemUsageMiscHost)),
+            .saturating_add(nd(NdCounter::MemUsageScratchpadHost))
+            .saturating_add(nd(NdCounter::MemUsageMiscHost)),
         constants: nd(NdCounter::MemUsageConstantsHost),
         dma_buffers: 0,
         tensors: nd(NdCounter::MemUsageTensorsHost),
@@ -661,12 +671,13 @@ pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
         .0
         .iter()
         .flat_map(|(_, m)| m.pairs().map(|(_, v)| v))
-        .fold(0u64, u64::wrapping_add);
+        .fold(0u64, u64::saturating_add);
+    // Byte totals saturate, like a model record's (`model_entry`).
     RuntimeUsedBytes {
         host: host
             .application_memory
-            .wrapping_add(host.constants)
-            .wrapping_add(host.tensors),
+            .saturating_add(host.constants)
+            .saturating_add(host.tensors),
         neuron_device,
         usage_breakdown: UsageBreakdown {
             host,
