@@ -14,10 +14,10 @@ mod stress;
 mod nds_support;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use nds_support::{xunds, TempSlab};
+use nds_support::{xunds, Reaped, TempSlab};
 use xunds::nds::record::{self, Attempt};
 use xunds::nds::{Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
 use xunds::prng::SplitMix64;
@@ -77,7 +77,7 @@ impl Tally {
 }
 
 /// Start a stress writer and wait until it says the slab is committed.
-fn start_writer(slab: &TempSlab, create: bool, seed: u64) -> Child {
+fn start_writer(slab: &TempSlab, create: bool, seed: u64) -> Reaped {
     let mut args = vec![
         "nds".to_string(),
         "stress-writer".into(),
@@ -88,11 +88,13 @@ fn start_writer(slab: &TempSlab, create: bool, seed: u64) -> Child {
     if create {
         args.push("--create".into());
     }
-    let mut child = xunds(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn xunds nds stress-writer");
+    let mut child = Reaped(
+        xunds(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn xunds nds stress-writer"),
+    );
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)

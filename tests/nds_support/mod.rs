@@ -2,8 +2,9 @@
 //! after themselves, and the `xunds` binary used as a second process.
 #![allow(dead_code)]
 
+use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
 
 /// A slab file path under `/dev/shm` (or the temp dir), removed on drop.
 pub struct TempSlab(PathBuf);
@@ -70,3 +71,29 @@ where
 
 /// A reader pause that does not sleep (deterministic single-process tests).
 pub fn no_pause(_: std::time::Duration) {}
+
+/// A child process killed and reaped when dropped: a test that fails while
+/// a stress writer runs must not leave it behind (it would keep the test
+/// harness's output pipe open, and CI waiting, until its time limit).
+pub struct Reaped(pub Child);
+
+impl Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // Already reaped after a test's own kill + wait: both fail harmlessly.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
