@@ -42,6 +42,8 @@ fn vals(len: usize, salt: usize) -> Vec<f32> {
 }
 
 /// The plain loop: `out = a . b`, each sum from 0.0 over `k` ascending.
+/// Out of line, so its code does not depend on what the caller inlines.
+#[inline(never)]
 fn plain(out: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
     for i in 0..m {
         for j in 0..n {
