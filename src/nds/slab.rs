@@ -508,16 +508,35 @@ impl MappedSlab {
     }
 }
 
+/// How long a writer waits out a lock held under its own pid before it
+/// reports [`NdsError::Busy`] ([`lock`]).
+#[cfg(feature = "std")]
+const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The writer's lock on a slab file, or [`NdsError::Busy`] naming the
 /// holder.
+///
+/// A lock held under our own pid may be a writer this process just closed:
+/// a child that another thread is spawning holds a copy of every open
+/// descriptor from its fork to its exec (close-on-exec drops them there),
+/// and with it the lock. So such a lock is tried again for up to
+/// [`OWN_LOCK_GRACE`] before it is reported; a second live writer in this
+/// process is still refused, that much later.
 #[cfg(feature = "std")]
 fn lock(file: &std::fs::File) -> Result<(), NdsError> {
-    match lock_exclusive(file) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(NdsError::Busy {
-            pid: lock_holder(file),
-        }),
-        Err(e) => Err(e.into()),
+    let start = std::time::Instant::now();
+    loop {
+        match lock_exclusive(file) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let pid = lock_holder(file);
+                if pid != Some(std::process::id()) || start.elapsed() >= OWN_LOCK_GRACE {
+                    return Err(NdsError::Busy { pid });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -1069,6 +1088,42 @@ mod tests {
         assert_eq!(again.load_u64(0x528, Ordering::Relaxed), 9);
         assert!(!again.shrunk());
         drop((w, ro, again));
+        std::fs::remove_file(&p).unwrap();
+    }
+
+    /// A child forked while a writer is open keeps a copy of its descriptor,
+    /// and so its lock, until the child execs or exits: a writer opened
+    /// right after the first one closed waits that out instead of being
+    /// refused (CI once failed on this: a test running two jobs in a row on
+    /// one slab while another test spawned `xunds`).
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap, files and fork are not available under Miri")]
+    fn a_lock_a_forked_child_still_holds_is_waited_out() {
+        let p = std::env::temp_dir().join(format!("xunds-slab-fork-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        let w = MappedSlab::create(&p).unwrap();
+        // SAFETY: the child calls only async-signal-safe functions
+        // (nanosleep, _exit) before it ends; the parent waits for it.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork");
+        if child == 0 {
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 30_000_000,
+            };
+            // SAFETY: async-signal-safe; the child holds the lock 30 ms, then ends.
+            unsafe {
+                libc::nanosleep(&ts, core::ptr::null_mut());
+                libc::_exit(0);
+            }
+        }
+        drop(w);
+        let again = MappedSlab::create(&p);
+        let mut status = 0;
+        // SAFETY: waitpid on our own child.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(again.is_ok(), "{:?}", again.err());
+        drop(again);
         std::fs::remove_file(&p).unwrap();
     }
 
