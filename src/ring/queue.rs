@@ -1790,9 +1790,10 @@ mod tests {
     /// The lockstep guard (`Worker::refresh`, docs/perf.md session 8):
     /// refreshes that follow an empty poll and find a few items count toward
     /// a slip however many empty polls came first; a slip that finds no batch
-    /// doubles the streak before the next one; a refresh finding more than
-    /// `LOCKSTEP_BATCH` items resets the count, and one that finds items
-    /// without having run dry (a busy worker) leaves it alone.
+    /// doubles the streak before the next one and a slip that finds one
+    /// ends the back-off; a refresh finding more than `LOCKSTEP_BATCH` items
+    /// resets the count, and one that finds items without having run dry (a
+    /// busy worker) leaves it alone.
     #[test]
     fn lockstep_refreshes_slip_and_lone_items_back_off() {
         let (mut p, mut w) =
@@ -1834,6 +1835,15 @@ mod tests {
             feed(&mut p, &mut w, 3, 1);
         }
         assert_eq!((w.streak, w.slip_after), (0, 4 * LOCKSTEP_STREAK));
+        // A slip that finds a batch (the producer got ahead while the worker
+        // stayed off its lines) ends the back-off: the next slip comes after
+        // the usual streak.
+        for _ in 0..=LOCKSTEP_BATCH {
+            p.submit(0, None).unwrap();
+            p.trigger_next().unwrap();
+        }
+        w.slip();
+        assert_eq!(w.slip_after, LOCKSTEP_STREAK, "a slip that finds a batch");
     }
 
     /// The same on the byte-exact mapped storage (the slot array in a
