@@ -1003,10 +1003,18 @@ mod tests {
         assert_eq!(s.load_u32(8, Ordering::Relaxed), 9);
     }
 
+    /// A slab path of this test process in the temp dir, with no file left
+    /// there by an earlier run.
+    fn scratch_path(tag: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("xunds-slab-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&p);
+        p
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn read_only_mapping_serves_every_load_ordering() {
-        let p = std::env::temp_dir().join(format!("xunds-slab-ro-{}", std::process::id()));
+        let p = scratch_path("ro");
         {
             let w = MappedSlab::create(&p).unwrap();
             // Ordering: one thread; every load ordering is exercised below.
@@ -1036,8 +1044,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn size_gate_refuses_short_files() {
-        let dir = std::env::temp_dir();
-        let p = dir.join(format!("xunds-slab-short-{}", std::process::id()));
+        let p = scratch_path("short");
         std::fs::write(&p, vec![0u8; REQUIRED_SIZE - 1]).unwrap();
         assert!(matches!(
             ReadOnlySlab::open(&p),
@@ -1057,8 +1064,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn a_file_shrunk_under_its_mappings_is_reported_not_a_fault() {
-        let p = std::env::temp_dir().join(format!("xunds-slab-shrink-{}", std::process::id()));
-        let _ = std::fs::remove_file(&p);
+        let p = scratch_path("shrink");
         let w = MappedSlab::create(&p).unwrap();
         w.store_u64(0x520, 7, Ordering::Relaxed);
         let ro = ReadOnlySlab::open(&p).unwrap();
@@ -1099,8 +1105,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "mmap, files and fork are not available under Miri")]
     fn a_lock_a_forked_child_still_holds_is_waited_out() {
-        let p = std::env::temp_dir().join(format!("xunds-slab-fork-{}", std::process::id()));
-        let _ = std::fs::remove_file(&p);
+        let p = scratch_path("fork");
         let w = MappedSlab::create(&p).unwrap();
         // SAFETY: the child calls only async-signal-safe functions
         // (nanosleep, _exit) before it ends; the parent waits for it.
@@ -1130,9 +1135,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
     fn one_writer_per_slab_and_no_file_clobbered() {
-        let dir = std::env::temp_dir();
-        let p = dir.join(format!("xunds-slab-lock-{}", std::process::id()));
-        let _ = std::fs::remove_file(&p);
+        let p = scratch_path("lock");
         let w = MappedSlab::create(&p).unwrap();
         // A second writer (another open file description) is refused and
         // told who holds the slab.
@@ -1155,7 +1158,7 @@ mod tests {
         assert_eq!(w.load_u64(0x520, Ordering::Relaxed), 0, "reused, zeroed");
         drop(w);
         // A file that is not a slab is left alone unless forced.
-        let f = dir.join(format!("xunds-slab-notslab-{}", std::process::id()));
+        let f = scratch_path("notslab");
         std::fs::write(&f, b"important\n").unwrap();
         assert!(matches!(
             MappedSlab::create(&f),

@@ -1799,6 +1799,12 @@ mod tests {
         let (mut p, mut w) =
             XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 1024)).unwrap();
         let ok = NrtStatus::SUCCESS;
+        let submit = |p: &mut Producer<u64, OwnedStorage>, n: u64| {
+            for _ in 0..n {
+                p.submit(0, None).unwrap();
+                p.trigger_next().unwrap();
+            }
+        };
         // `empties` empty polls, then `n` items submitted and popped.
         let feed = |p: &mut Producer<u64, OwnedStorage>,
                     w: &mut Worker<u64, OwnedStorage>,
@@ -1807,10 +1813,7 @@ mod tests {
             for _ in 0..empties {
                 assert!(w.pop(ok).unwrap().is_none());
             }
-            for _ in 0..n {
-                p.submit(0, None).unwrap();
-                p.trigger_next().unwrap();
-            }
+            submit(p, n);
             for _ in 0..n {
                 assert!(w.pop(ok).unwrap().is_some());
             }
@@ -1838,10 +1841,7 @@ mod tests {
         // A slip that finds a batch (the producer got ahead while the worker
         // stayed off its lines) ends the back-off: the next slip comes after
         // the usual streak.
-        for _ in 0..=LOCKSTEP_BATCH {
-            p.submit(0, None).unwrap();
-            p.trigger_next().unwrap();
-        }
+        submit(&mut p, LOCKSTEP_BATCH + 1);
         w.slip();
         assert_eq!(w.slip_after, LOCKSTEP_STREAK, "a slip that finds a batch");
     }

@@ -243,6 +243,20 @@ pub struct HostBreakdown {
     pub tensors: u64,
 }
 
+impl HostBreakdown {
+    /// The host total neuron-monitor reports (DMA buffers are not tracked).
+    fn total(&self) -> u64 {
+        byte_sum([self.application_memory, self.constants, self.tensors])
+    }
+}
+
+/// A sum of byte counts read from another process's slab: it saturates
+/// rather than overflow (a panic in a debug build, a wrong small total in a
+/// release one).
+fn byte_sum(xs: impl IntoIterator<Item = u64>) -> u64 {
+    xs.into_iter().fold(0, u64::saturating_add)
+}
+
 /// One core's device memory by kind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CoreMemory {
@@ -328,6 +342,17 @@ pub struct DeviceBreakdown {
     pub runtime_memory: u64,
     /// TENSORS
     pub tensors: u64,
+}
+
+impl DeviceBreakdown {
+    fn total(&self) -> u64 {
+        byte_sum([
+            self.constants,
+            self.model_code,
+            self.runtime_memory,
+            self.tensors,
+        ])
+    }
 }
 
 /// `neuron_runtime_vcpu_usage`
@@ -584,12 +609,9 @@ fn hex(b: &[u8]) -> String {
 
 fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
     let u = |loc, slot| r.usage(loc, slot).total_size;
-    // The sizes are another process's bytes: a sum saturates rather than
-    // overflow (a panic in a debug build, a wrong total in a release one).
-    let sum = |xs: &[u64]| xs.iter().fold(0u64, |a, &x| a.saturating_add(x));
     use MemLocation::{Device, Host};
     let host = HostBreakdown {
-        application_memory: sum(&[
+        application_memory: byte_sum([
             u(Host, MemSlot::Code),
             u(Host, MemSlot::Scratchpad),
             u(Host, MemSlot::Misc),
@@ -601,16 +623,10 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
     let dev = DeviceBreakdown {
         constants: u(Device, MemSlot::Constants),
         model_code: u(Device, MemSlot::Code),
-        runtime_memory: sum(&[u(Device, MemSlot::Misc), u(Device, MemSlot::Scratchpad)]),
+        runtime_memory: byte_sum([u(Device, MemSlot::Misc), u(Device, MemSlot::Scratchpad)]),
         tensors: u(Device, MemSlot::Tensors),
     };
-    let host_total = sum(&[host.application_memory, host.constants, host.tensors]);
-    let dev_total = sum(&[
-        dev.constants,
-        dev.model_code,
-        dev.runtime_memory,
-        dev.tensors,
-    ]);
+    let (host_total, dev_total) = (host.total(), dev.total());
     LoadedModel {
         name: r.name_str().into_owned(),
         uuid: hex(&r.uuid),
@@ -659,25 +675,19 @@ pub fn core_memory(now: &Counters) -> Ordered<CoreMemory> {
 pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
     let nd = |c: NdCounter| now.nd[c as usize];
     let host = HostBreakdown {
-        application_memory: nd(NdCounter::MemUsageCodeHost)
-            .saturating_add(nd(NdCounter::MemUsageScratchpadHost))
-            .saturating_add(nd(NdCounter::MemUsageMiscHost)),
+        application_memory: byte_sum([
+            nd(NdCounter::MemUsageCodeHost),
+            nd(NdCounter::MemUsageScratchpadHost),
+            nd(NdCounter::MemUsageMiscHost),
+        ]),
         constants: nd(NdCounter::MemUsageConstantsHost),
         dma_buffers: 0,
         tensors: nd(NdCounter::MemUsageTensorsHost),
     };
     let cores = core_memory(now);
-    let neuron_device = cores
-        .0
-        .iter()
-        .flat_map(|(_, m)| m.pairs().map(|(_, v)| v))
-        .fold(0u64, u64::saturating_add);
-    // Byte totals saturate, like a model record's (`model_entry`).
+    let neuron_device = byte_sum(cores.0.iter().flat_map(|(_, m)| m.pairs().map(|(_, v)| v)));
     RuntimeUsedBytes {
-        host: host
-            .application_memory
-            .saturating_add(host.constants)
-            .saturating_add(host.tensors),
+        host: host.total(),
         neuron_device,
         usage_breakdown: UsageBreakdown {
             host,
