@@ -994,15 +994,16 @@ unsafe fn write_body<T: Payload, H: Home>(
 }
 
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
+///
+/// Its two cursors live only in the queue's header, as in the C original:
+/// we are their one writer, so a relaxed load of either returns our own
+/// last publish (docs/abi.md §1.9). No private copies: stepping them is a
+/// store per item each beside the ABI's four (the slot body's two, the two
+/// cursors), and where the producer's stores wait for slot lines the
+/// worker's core holds, every store per item counts (docs/perf.md,
+/// session 10).
 pub struct Producer<T: Payload, S: Storage, H: Home = DefaultHome> {
     q: XuQueue<T, S, H>,
-    /// Our own `scheduled_tail` (we are its only writer).
-    tail: u64,
-    /// The slot index of `tail` (`tail % capacity`), stepped along with it so
-    /// the hot path never divides.
-    tail_idx: usize,
-    /// Our own `scheduled_head` (we are its only writer).
-    sched_head: u64,
     /// Last `exec_head` we observed (only grows).
     cached_exec_head: u64,
     /// `min(cached_exec_head + capacity, CURSOR_LIMIT - 1)`: the highest
@@ -1015,8 +1016,8 @@ pub struct Producer<T: Payload, S: Storage, H: Home = DefaultHome> {
 impl<T: Payload, S: Storage, H: Home> core::fmt::Debug for Producer<T, S, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Producer")
-            .field("tail", &self.tail)
-            .field("sched_head", &self.sched_head)
+            .field("tail", &self.tail())
+            .field("sched_head", &self.sched_head())
             .field("cached_exec_head", &self.cached_exec_head)
             .finish()
     }
@@ -1025,16 +1026,27 @@ impl<T: Payload, S: Storage, H: Home> core::fmt::Debug for Producer<T, S, H> {
 impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     fn new(q: XuQueue<T, S, H>, start: u64) -> Self {
         let mut p = Producer {
-            tail_idx: q.sh.idx(start),
             q,
-            tail: start,
-            sched_head: start,
             cached_exec_head: start,
             limit: start,
             trace: None,
         };
         p.set_limit();
+        debug_assert_eq!((p.tail(), p.sched_head()), (start, start));
         p
+    }
+
+    /// Our `scheduled_tail`. Relaxed: we are its only writer, so this is
+    /// our own last publish.
+    #[inline(always)]
+    fn tail(&self) -> u64 {
+        self.q.sh.storage.load(Cursor::ScheduledTail, Relaxed)
+    }
+
+    /// Our `scheduled_head`, as [`tail`](Self::tail).
+    #[inline(always)]
+    fn sched_head(&self) -> u64 {
+        self.q.sh.storage.load(Cursor::ScheduledHead, Relaxed)
     }
 
     /// The shared query side.
@@ -1075,17 +1087,17 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// Free slots, refreshing the cached `exec_head`.
     pub fn free_space(&mut self) -> u64 {
         self.refresh();
-        self.q.sh.cap - (self.tail - self.cached_exec_head)
+        self.q.sh.cap - (self.tail() - self.cached_exec_head)
     }
 
     /// `true` when a submit would not be refused for space.
     pub fn has_space(&mut self) -> bool {
-        self.tail - self.cached_exec_head < self.q.sh.cap || self.free_space() > 0
+        self.tail() - self.cached_exec_head < self.q.sh.cap || self.free_space() > 0
     }
 
     /// Submitted, not yet triggered.
     pub fn untriggered(&self) -> u64 {
-        self.tail - self.sched_head
+        self.tail() - self.sched_head()
     }
 
     #[inline(always)]
@@ -1102,19 +1114,20 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         self.set_limit();
     }
 
-    /// Refuse (changing nothing) unless `n` more slots fit: the cursor limit
-    /// (`tail + n >= CURSOR_LIMIT`: `CursorExhausted`, reported first) and the
-    /// depth (`tail - exec_head + n > capacity`: `Full`, docs/abi.md §1.9). Both are folded
-    /// into `limit`; only a miss re-reads `exec_head`.
+    /// Refuse (changing nothing) unless `n` more slots fit after `tail`
+    /// (ours): the cursor limit (`tail + n >= CURSOR_LIMIT`:
+    /// `CursorExhausted`, reported first) and the depth (`tail - exec_head +
+    /// n > capacity`: `Full`, docs/abi.md §1.9). Both are folded into
+    /// `limit`; only a miss re-reads `exec_head`.
     #[inline(always)]
-    fn reserve(&mut self, n: u64) -> Result<(), RingError> {
+    fn reserve(&mut self, tail: u64, n: u64) -> Result<(), RingError> {
         // `limit >= tail` always (tail never passes either bound), so the
         // subtraction cannot wrap and a huge `n` cannot overflow.
-        if !S::CACHE_REMOTE || n > self.limit - self.tail {
+        if !S::CACHE_REMOTE || n > self.limit - tail {
             self.refresh();
-            if n > self.limit - self.tail {
-                return Err(if n >= CURSOR_LIMIT - self.tail {
-                    RingError::CursorExhausted { tail: self.tail }
+            if n > self.limit - tail {
+                return Err(if n >= CURSOR_LIMIT - tail {
+                    RingError::CursorExhausted { tail }
                 } else {
                     RingError::Full
                 });
@@ -1123,8 +1136,12 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         Ok(())
     }
 
-    /// The lifecycle check for a submit at cursor `c`: the physical slot's
-    /// previous occupant (one lap back) must be FREE.
+    /// The lifecycle check for a submit at cursor `c` (our tail): the
+    /// physical slot's previous occupant (one lap back) must be FREE.
+    /// `scheduled_head` is read only off the common path: the worker reads
+    /// its line all the time, and a load of it here, ahead of the slot
+    /// stores, made the whole submit wait for the line (docs/perf.md,
+    /// session 10).
     #[inline(always)]
     fn check_submit(&mut self, c: u64) -> Result<(), RingError> {
         let occupant = c.saturating_sub(self.q.sh.cap);
@@ -1133,7 +1150,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         let st = if occupant < self.cached_exec_head {
             SlotState::Free
         } else {
-            derive_cold(occupant, self.cached_exec_head, self.sched_head, self.tail)
+            derive_cold(occupant, self.cached_exec_head, self.sched_head(), c)
         };
         step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
     }
@@ -1162,7 +1179,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         item: T,
         status: Option<H::Status>,
     ) -> Result<SeqId, SubmitError<T, H::Status>> {
-        if let Err(error) = self.reserve(1).and_then(|()| self.check_submit(self.tail)) {
+        let tail = self.tail();
+        if let Err(error) = self.reserve(tail, 1).and_then(|()| self.check_submit(tail)) {
             return Err(SubmitError {
                 error,
                 item,
@@ -1170,18 +1188,17 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             });
         }
         let sh = &*self.q.sh;
-        let seq = sh.seq(self.tail);
-        Self::write_slot(sh, self.tail_idx, seq.0, item, status);
+        let seq = sh.seq(tail);
+        let idx = sh.idx(tail);
+        Self::write_slot(sh, idx, seq.0, item, status);
         // Ordering (in `publish`): Release; the body stores above happen-before
         // any Acquire observer of the new scheduled_tail (docs/abi.md §1.9 producer).
-        sh.storage.publish(Cursor::ScheduledTail, self.tail, 1);
-        self.tail += 1;
-        self.tail_idx = sh.next_idx(self.tail_idx);
+        sh.storage.publish(Cursor::ScheduledTail, tail, 1);
         // Take the line of a slot a few ahead for writing while it is
         // certainly free (below `limit`), so a later submit does not wait.
-        if self.tail + PREFETCH_AHEAD < self.limit {
+        if tail + 1 + PREFETCH_AHEAD < self.limit {
             sh.storage
-                .prefetch_write_slot(sh.idx_ahead(self.tail_idx, PREFETCH_AHEAD));
+                .prefetch_write_slot(sh.idx_ahead(idx, 1 + PREFETCH_AHEAD));
         }
         Ok(seq)
     }
@@ -1195,13 +1212,9 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         n: u64,
         mut make: impl FnMut(SeqId) -> (T, Option<H::Status>),
     ) -> Result<SeqId, RingError> {
-        self.reserve(n)?;
-        let (cap, exec, sched, tail) = (
-            self.q.sh.cap,
-            self.cached_exec_head,
-            self.sched_head,
-            self.tail,
-        );
+        let (tail, sched) = (self.tail(), self.sched_head());
+        self.reserve(tail, n)?;
+        let (cap, exec) = (self.q.sh.cap, self.cached_exec_head);
         // The physical slots' previous occupants (one lap back) must be FREE.
         step_range(
             &mut self.trace,
@@ -1210,11 +1223,12 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             SlotEvent::Submit,
         )?;
         let sh = &*self.q.sh;
-        sh.prefetch_write(self.tail_idx, n as usize);
+        let first_idx = sh.idx(tail);
+        sh.prefetch_write(first_idx, n as usize);
         // `tail + n < CURSOR_LIMIT < 2^48` (reserve), so `first + i` never
         // carries into the xu_id bits: it is `from_cursor(tail + i)`.
         let first = sh.seq(tail);
-        let written = sh.try_each_slot(self.tail_idx, n as usize, |i, slot| {
+        let written = sh.try_each_slot(first_idx, n as usize, |i, slot| {
             let seq = first.0 + i as u64;
             let (item, status) = make(SeqId(seq));
             // SAFETY: the n slots are FREE and unpublished (`reserve` and the
@@ -1222,14 +1236,11 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             unsafe { write_body::<T, H>(slot, seq, item, status) };
             Ok::<(), core::convert::Infallible>(())
         });
-        let idx = match written {
-            Ok(idx) => idx,
-            Err(never) => match never {},
-        };
+        if let Err(never) = written {
+            match never {}
+        }
         // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
         sh.storage.publish(Cursor::ScheduledTail, tail, n);
-        self.tail = tail + n;
-        self.tail_idx = idx;
         Ok(first)
     }
 
@@ -1237,16 +1248,15 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// the worker). Returns the triggered seq_id.
     #[inline(always)]
     pub fn trigger_next(&mut self) -> Result<SeqId, RingError> {
-        let c = self.sched_head;
-        if c >= self.tail {
+        let (c, tail) = (self.sched_head(), self.tail());
+        if c >= tail {
             return Err(RingError::NothingToTrigger);
         }
-        let st = derive(c, self.cached_exec_head, c, self.tail);
+        let st = derive(c, self.cached_exec_head, c, tail);
         step(&mut self.trace, st, SlotEvent::Trigger, c)?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
         // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
         self.q.sh.storage.publish(Cursor::ScheduledHead, c, 1);
-        self.sched_head = c + 1;
         Ok(self.q.sh.seq(c))
     }
 
@@ -1254,10 +1264,10 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// Returns the last triggered seq_id.
     #[inline]
     pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, RingError> {
-        if n == 0 || self.tail - self.sched_head < n {
+        let (exec, sched, tail) = (self.cached_exec_head, self.sched_head(), self.tail());
+        if n == 0 || tail - sched < n {
             return Err(RingError::NothingToTrigger);
         }
-        let (exec, sched, tail) = (self.cached_exec_head, self.sched_head, self.tail);
         step_range(
             &mut self.trace,
             sched..sched + n,
@@ -1266,12 +1276,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         )?;
         // Ordering (in `publish`): Release; pairs with the worker's Acquire of
         // scheduled_head in peek/pop: the pair that matters (docs/abi.md §1.9).
-        self.q
-            .sh
-            .storage
-            .publish(Cursor::ScheduledHead, self.sched_head, n);
-        self.sched_head += n;
-        Ok(self.q.sh.seq(self.sched_head - 1))
+        self.q.sh.storage.publish(Cursor::ScheduledHead, sched, n);
+        Ok(self.q.sh.seq(sched + n - 1))
     }
 }
 
