@@ -246,6 +246,12 @@ pub trait Storage: sealed::Sealed + Send + Sync + 'static {
     fn prefetch_write_slot(&self, idx: usize) {
         let _ = idx;
     }
+
+    /// [`prefetch_write`](Self::prefetch_write) of cursor `c`'s line.
+    #[inline(always)]
+    fn prefetch_write_cursor(&self, c: Cursor) {
+        let _ = c;
+    }
 }
 
 /// Whether the CPU has `PREFETCHW` (CPUID 8000_0001h, ECX bit 8, on AMD and
@@ -601,6 +607,11 @@ impl<const SEQCST: bool, const CACHED: bool> Storage for OwnedStorage<SEQCST, CA
     }
 
     #[inline(always)]
+    fn prefetch_write_cursor(&self, c: Cursor) {
+        prefetch_write_line(self.prefetchw, self.cursor(c) as *const AtomicU64 as usize);
+    }
+
+    #[inline(always)]
     fn prefetch_write_slot(&self, idx: usize) {
         debug_assert!(idx < self.slots.len());
         prefetch_write_line(
@@ -811,17 +822,23 @@ impl MappedStorage {
         self.region.as_ref()
     }
 
-    #[inline]
-    fn cursor(&self, c: Cursor) -> &StdAtomicU64 {
-        let p = match c {
+    /// Where cursor `c` lives.
+    #[inline(always)]
+    fn cursor_ptr(&self, c: Cursor) -> *const StdAtomicU64 {
+        match c {
             Cursor::ExecHead => self.exec_head,
             Cursor::ScheduledHead => self.scheduled_head,
             Cursor::ScheduledTail => self.scheduled_tail,
-        };
-        // SAFETY: `p` was bounds- and alignment-checked by `Region::ptr_at` in
-        // `init`; the mapping lives as long as `self.region`, which outlives
-        // the returned borrow; every access to these 8 bytes is atomic.
-        unsafe { &*p }
+        }
+    }
+
+    #[inline]
+    fn cursor(&self, c: Cursor) -> &StdAtomicU64 {
+        // SAFETY: the pointer was bounds- and alignment-checked by
+        // `Region::ptr_at` in `init`; the mapping lives as long as
+        // `self.region`, which outlives the returned borrow; every access to
+        // these 8 bytes is atomic.
+        unsafe { &*self.cursor_ptr(c) }
     }
 }
 
@@ -999,6 +1016,12 @@ impl Storage for MappedStorage {
     fn prefetch_write_slot(&self, idx: usize) {
         debug_assert!((idx as u64) < self.cap);
         prefetch_write_line(self.prefetchw, self.slots as usize + idx * exec_slot::SIZE);
+    }
+
+    #[inline(always)]
+    fn prefetch_write_cursor(&self, c: Cursor) {
+        // Address only: the pointer is not dereferenced.
+        prefetch_write_line(self.prefetchw, self.cursor_ptr(c) as usize);
     }
 
     #[cfg(feature = "std")]
