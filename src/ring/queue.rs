@@ -1197,6 +1197,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         }
         let sh = &*self.q.sh;
         let seq = sh.seq(tail);
+        // A mask for a power-of-two capacity, a divide for any other, rather
+        // than a stored index stepped per item: a store (see the struct's doc).
         let idx = sh.idx(tail);
         Self::write_slot(sh, idx, seq.0, item, status);
         // Ordering (in `publish`): Release; the body stores above happen-before
