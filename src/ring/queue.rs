@@ -1182,7 +1182,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         // The trigger that usually follows reads `scheduled_head`, whose line
         // the worker takes each time it polls: start taking it back now, so
         // that load does not wait a line transfer (docs/perf.md, session 10:
-        // without it the spinning round trip read 1.3-1.45x of ping-pong).
+        // the spinning round trip).
         self.q
             .sh
             .storage
@@ -1238,7 +1238,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         // `tail + n < CURSOR_LIMIT < 2^48` (reserve), so `first + i` never
         // carries into the xu_id bits: it is `from_cursor(tail + i)`.
         let first = sh.seq(tail);
-        let written = sh.try_each_slot(first_idx, n as usize, |i, slot| {
+        let _ = sh.try_each_slot(first_idx, n as usize, |i, slot| {
             let seq = first.0 + i as u64;
             let (item, status) = make(SeqId(seq));
             // SAFETY: the n slots are FREE and unpublished (`reserve` and the
@@ -1246,9 +1246,6 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             unsafe { write_body::<T, H>(slot, seq, item, status) };
             Ok::<(), core::convert::Infallible>(())
         });
-        if let Err(never) = written {
-            match never {}
-        }
         // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
         sh.storage.publish(Cursor::ScheduledTail, tail, n);
         Ok(first)
