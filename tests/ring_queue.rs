@@ -229,6 +229,7 @@ fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
         }
     );
     assert_eq!(e.error.status(), NrtStatus::FAILURE);
+    assert_eq!((e.item, e.status.is_none()), (3, true));
     assert_eq!(bytes(), before);
     p.trigger_burst(2).unwrap();
     assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().unwrap().seq, a);

@@ -81,7 +81,7 @@ mod sealed {
 /// status cells `&'static StatusCell`, no waiters). Sealed.
 pub trait Home: sealed::Sealed + Sized + Send + Sync + 'static {
     /// The status cell handle a submit passes with its item.
-    type Status: Send + 'static;
+    type Status: Deref<Target = StatusCell> + Send + 'static;
     /// How the handles hold the shared state.
     type Ref<X: Send + Sync + 'static>: Deref<Target = X> + Clone + Send + Sync;
     /// What the waiters share (nothing for [`Static`]).
@@ -89,18 +89,31 @@ pub trait Home: sealed::Sealed + Sized + Send + Sync + 'static {
     /// The `exec_status` word for a cell: its address, the slot now holding
     /// whatever the handle owned.
     fn status_word(cell: Self::Status) -> u64;
+    /// The cell back from its word: what [`status_word`](Self::status_word)
+    /// gave up.
+    ///
+    /// # Safety
+    /// `word` came from [`status_word`](Self::status_word) and is taken back once.
+    unsafe fn status_cell(word: u64) -> Self::Status;
     /// Write `status` through a non-zero `exec_status` word and give up what
     /// the slot held.
     ///
     /// # Safety
-    /// `word` came from [`status_word`](Self::status_word) and is consumed once.
-    unsafe fn complete(word: u64, status: NrtStatus);
+    /// As for [`status_cell`](Self::status_cell).
+    #[inline(always)]
+    unsafe fn complete(word: u64, status: NrtStatus) {
+        // SAFETY: our caller's condition, passed on.
+        unsafe { Self::status_cell(word) }.set(status);
+    }
     /// Give up what the slot held without writing (the queue is dropped with
     /// the execution in flight).
     ///
     /// # Safety
-    /// As for [`complete`](Self::complete).
-    unsafe fn release(word: u64);
+    /// As for [`status_cell`](Self::status_cell).
+    unsafe fn release(word: u64) {
+        // SAFETY: our caller's condition, passed on.
+        drop(unsafe { Self::status_cell(word) });
+    }
     /// Signal a captured handle; `Err(errno)`.
     fn signal(waits: &Self::Waits, fd: RawFd) -> Result<(), i32>;
     /// Close a captured, non-pooled handle after signalling it.
@@ -145,17 +158,11 @@ impl Home for Counted {
     }
 
     #[inline(always)]
-    unsafe fn complete(word: u64, status: NrtStatus) {
-        // SAFETY: a non-zero exec_status word is `Arc::into_raw` of the
-        // submitter's cell; the slot owned that strong count and gives it
-        // to us here, exactly once (the caller's condition).
-        let cell = unsafe { StatusArc::from_raw(word as usize as *const StatusCell) };
-        cell.set(status);
-    }
-
-    unsafe fn release(word: u64) {
-        // SAFETY: as in `complete`: the strong count was never taken back.
-        drop(unsafe { StatusArc::from_raw(word as usize as *const StatusCell) });
+    unsafe fn status_cell(word: u64) -> StatusArc {
+        // SAFETY: the word is `Arc::into_raw` of the submitter's cell; the
+        // slot (or a refused submit) owned that strong count and gives it
+        // back here, exactly once (the caller's condition).
+        unsafe { StatusArc::from_raw(word as usize as *const StatusCell) }
     }
 
     fn signal(waits: &sealed::Waits, fd: RawFd) -> Result<(), i32> {
@@ -180,13 +187,11 @@ impl Home for Static {
     }
 
     #[inline(always)]
-    unsafe fn complete(word: u64, status: NrtStatus) {
-        // SAFETY: a non-zero exec_status word is the address of a
-        // `&'static StatusCell` (`status_word`), valid forever.
-        unsafe { &*(word as usize as *const StatusCell) }.set(status);
+    unsafe fn status_cell(word: u64) -> &'static StatusCell {
+        // SAFETY: the word is the address of a `&'static StatusCell`
+        // (`status_word`), valid forever.
+        unsafe { &*(word as usize as *const StatusCell) }
     }
-
-    unsafe fn release(_word: u64) {}
 
     fn signal(_waits: &(), _fd: RawFd) -> Result<(), i32> {
         // No waiter of this queue installs handles: not ours to signal.
@@ -978,19 +983,53 @@ fn step_range(
 /// `exec_head` Release this producer acquired), not yet published, and
 /// waiters touch a slot only for a seq they acquired as submitted.
 #[inline(always)]
-unsafe fn write_body<T: Payload, H: Home>(
-    slot: impl SlotAccess,
-    seq: u64,
-    item: T,
-    status: Option<H::Status>,
-) {
-    // +0x08 exec_status: the status cell's address, or 0
-    let st_word = status.map_or(0, H::status_word);
-    // +0x00 seq_id, +0x08 exec_status, +0x10 mark_comp_efd = -1 (no waiter
-    // yet, docs/abi.md §1.3) with +0x14 efd_from_pool = false, +0x18 exec_info (the
-    // work item): the whole body at once (`SlotAccess::set_body`).
+unsafe fn write_body(slot: impl SlotAccess, seq: u64, words: Words) {
+    // +0x00 seq_id, +0x08 exec_status (the status cell's address, or 0),
+    // +0x10 mark_comp_efd = -1 (no waiter yet, docs/abi.md §1.3) with +0x14
+    // efd_from_pool = false, +0x18 exec_info (the work item): the whole body
+    // at once (`SlotAccess::set_body`).
     // SAFETY: our caller's condition, passed on.
-    unsafe { slot.set_body(seq, st_word, NO_EFD, false, item.into_word()) };
+    unsafe { slot.set_body(seq, words.status, NO_EFD, false, words.item) };
+}
+
+/// An item and its status cell as the slot words they become (`exec_info`,
+/// `exec_status`). A submit makes them first: a word has no destructor, so
+/// nothing on the submit path has to sit in memory for an unwind to find
+/// (an `Option<Arc>` held across the checks cost a stack store per item,
+/// docs/perf.md, session 11). The price: a panic inside the checks (only
+/// the trace's allocation can raise one) leaks the item and cell instead
+/// of dropping them.
+#[derive(Clone, Copy)]
+struct Words {
+    item: u64,
+    status: u64,
+}
+
+impl Words {
+    #[inline(always)]
+    fn new<T: Payload, H: Home>(item: T, status: Option<H::Status>) -> Self {
+        Words {
+            item: item.into_word(),
+            status: status.map_or(0, H::status_word),
+        }
+    }
+
+    /// The item and cell back (a refused submit returns them).
+    ///
+    /// # Safety
+    /// The words came from [`Words::new`] with the same `T` and `H`, and
+    /// are taken back once (no slot holds them).
+    #[inline(always)]
+    unsafe fn take_back<T: Payload, H: Home>(self) -> (T, Option<H::Status>) {
+        // SAFETY: our caller's condition: `new` made both words and nothing
+        // else consumed them.
+        unsafe {
+            (
+                T::from_word(self.item),
+                (self.status != 0).then(|| H::status_cell(self.status)),
+            )
+        }
+    }
 }
 
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
@@ -1159,11 +1198,11 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// Release on scheduled_tail / scheduled_head that follows). Called only
     /// by `submit`, after `reserve` and `check_submit` passed for `idx`.
     #[inline(always)]
-    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, item: T, status: Option<H::Status>) {
+    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, words: Words) {
         // SAFETY: every slot index a handle keeps or steps to is < capacity
         // (`Shared::idx` / `Shared::next_idx`); the slot is FREE and
         // unpublished (`reserve` + `check_submit`, `write_body`'s condition).
-        unsafe { write_body::<T, H>(sh.storage.slot(idx), seq, item, status) };
+        unsafe { write_body(sh.storage.slot(idx), seq, words) };
     }
 
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
@@ -1187,8 +1226,11 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             .sh
             .storage
             .prefetch_write_cursor(Cursor::ScheduledHead);
+        let words = Words::new::<T, H>(item, status);
         let tail = self.tail();
         if let Err(error) = self.reserve(tail, 1).and_then(|()| self.check_submit(tail)) {
+            // SAFETY: made just above, and no slot took them.
+            let (item, status) = unsafe { words.take_back::<T, H>() };
             return Err(SubmitError {
                 error,
                 item,
@@ -1200,7 +1242,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         // A mask for a power-of-two capacity, a divide for any other, rather
         // than a stored index stepped per item: a store (see the struct's doc).
         let idx = sh.idx(tail);
-        Self::write_slot(sh, idx, seq.0, item, status);
+        Self::write_slot(sh, idx, seq.0, words);
         // Ordering (in `publish`): Release; the body stores above happen-before
         // any Acquire observer of the new scheduled_tail (docs/abi.md §1.9 producer).
         sh.storage.publish(Cursor::ScheduledTail, tail, 1);
@@ -1243,7 +1285,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             let (item, status) = make(SeqId(seq));
             // SAFETY: the n slots are FREE and unpublished (`reserve` and the
             // lifecycle check above): `write_body`'s condition.
-            unsafe { write_body::<T, H>(slot, seq, item, status) };
+            unsafe { write_body(slot, seq, Words::new::<T, H>(item, status)) };
             Ok::<(), core::convert::Infallible>(())
         });
         // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
