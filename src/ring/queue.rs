@@ -998,8 +998,8 @@ unsafe fn write_body(slot: impl SlotAccess, seq: u64, words: Words) {
 /// (an `Option<Arc>` held across the checks cost a stack store per item,
 /// docs/perf.md, session 11). The price: a panic inside the checks (only
 /// the trace's allocation can raise one) leaks the item and cell instead
-/// of dropping them.
-#[derive(Clone, Copy)]
+/// of dropping them. Not `Copy`: the words own what the item and cell
+/// owned, so each `Words` goes to one slot or back to its caller, once.
 struct Words {
     item: u64,
     status: u64,
