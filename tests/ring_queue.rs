@@ -181,7 +181,9 @@ fn queue_full_changes_no_byte<B: Backend>() {
     assert_eq!(e.error, RingError::Full);
     assert_eq!(e.error.status(), NrtStatus::QUEUE_FULL);
     assert_eq!(*e.item, 3);
-    assert!(e.status.is_some());
+    // The same cell comes back, with the strong count the submit took.
+    assert!(Arc::ptr_eq(e.status.as_ref().unwrap(), &cell));
+    assert_eq!(Arc::strong_count(&cell), 3);
     assert_eq!(bytes(), before);
     assert!(p.submit_burst(1, |_| unreachable!()).is_err());
     assert_eq!(bytes(), before);
@@ -230,6 +232,11 @@ fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
     );
     assert_eq!(e.error.status(), NrtStatus::FAILURE);
     assert_eq!((e.item, e.status.is_none()), (3, true));
+    let cell = Arc::new(StatusCell::new());
+    let e = p.submit(4, Some(cell.clone())).unwrap_err();
+    assert!(Arc::ptr_eq(e.status.as_ref().unwrap(), &cell));
+    drop(e);
+    assert_eq!(Arc::strong_count(&cell), 1);
     assert_eq!(bytes(), before);
     p.trigger_burst(2).unwrap();
     assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().unwrap().seq, a);

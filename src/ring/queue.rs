@@ -80,40 +80,15 @@ mod sealed {
 /// waiters) or [`Static`] (the `no_std` core: a [`QueueHome`] in a `static`,
 /// status cells `&'static StatusCell`, no waiters). Sealed.
 pub trait Home: sealed::Sealed + Sized + Send + Sync + 'static {
-    /// The status cell handle a submit passes with its item.
-    type Status: Deref<Target = StatusCell> + Send + 'static;
+    /// The status cell handle a submit passes with its item. It travels
+    /// through the slot's `exec_status` word as a [`Payload`] does through
+    /// `exec_info`: the word owns what the handle owned (one strong count
+    /// of an `Arc`, or nothing for a `&'static`).
+    type Status: Payload + Deref<Target = StatusCell>;
     /// How the handles hold the shared state.
     type Ref<X: Send + Sync + 'static>: Deref<Target = X> + Clone + Send + Sync;
     /// What the waiters share (nothing for [`Static`]).
     type Waits: Send + Sync;
-    /// The `exec_status` word for a cell: its address, the slot now holding
-    /// whatever the handle owned.
-    fn status_word(cell: Self::Status) -> u64;
-    /// The cell back from its word: what [`status_word`](Self::status_word)
-    /// gave up.
-    ///
-    /// # Safety
-    /// `word` came from [`status_word`](Self::status_word) and is taken back once.
-    unsafe fn status_cell(word: u64) -> Self::Status;
-    /// Write `status` through a non-zero `exec_status` word and give up what
-    /// the slot held.
-    ///
-    /// # Safety
-    /// As for [`status_cell`](Self::status_cell).
-    #[inline(always)]
-    unsafe fn complete(word: u64, status: NrtStatus) {
-        // SAFETY: our caller's condition, passed on.
-        unsafe { Self::status_cell(word) }.set(status);
-    }
-    /// Give up what the slot held without writing (the queue is dropped with
-    /// the execution in flight).
-    ///
-    /// # Safety
-    /// As for [`status_cell`](Self::status_cell).
-    unsafe fn release(word: u64) {
-        // SAFETY: our caller's condition, passed on.
-        drop(unsafe { Self::status_cell(word) });
-    }
     /// Signal a captured handle; `Err(errno)`.
     fn signal(waits: &Self::Waits, fd: RawFd) -> Result<(), i32>;
     /// Close a captured, non-pooled handle after signalling it.
@@ -152,19 +127,6 @@ impl Home for Counted {
     type Ref<X: Send + Sync + 'static> = crate::sync::Arc<X>;
     type Waits = sealed::Waits;
 
-    #[inline(always)]
-    fn status_word(cell: StatusArc) -> u64 {
-        StatusArc::into_raw(cell) as u64
-    }
-
-    #[inline(always)]
-    unsafe fn status_cell(word: u64) -> StatusArc {
-        // SAFETY: the word is `Arc::into_raw` of the submitter's cell; the
-        // slot (or a refused submit) owned that strong count and gives it
-        // back here, exactly once (the caller's condition).
-        unsafe { StatusArc::from_raw(word as usize as *const StatusCell) }
-    }
-
     fn signal(waits: &sealed::Waits, fd: RawFd) -> Result<(), i32> {
         waits.sink.signal(fd)
     }
@@ -180,18 +142,6 @@ impl Home for Static {
     type Status = &'static StatusCell;
     type Ref<X: Send + Sync + 'static> = &'static X;
     type Waits = ();
-
-    #[inline(always)]
-    fn status_word(cell: &'static StatusCell) -> u64 {
-        core::ptr::from_ref(cell) as usize as u64
-    }
-
-    #[inline(always)]
-    unsafe fn status_cell(word: u64) -> &'static StatusCell {
-        // SAFETY: the word is the address of a `&'static StatusCell`
-        // (`status_word`), valid forever.
-        unsafe { &*(word as usize as *const StatusCell) }
-    }
 
     fn signal(_waits: &(), _fd: RawFd) -> Result<(), i32> {
         // No waiter of this queue installs handles: not ours to signal.
@@ -394,15 +344,10 @@ impl<T: Payload, S: Storage, H: Home> Drop for Shared<T, S, H> {
         let tail = self.storage.load(Cursor::ScheduledTail, Relaxed);
         for c in head..tail {
             let slot = self.slot(c);
-            // SAFETY: slots in [exec_head, scheduled_tail) hold an exec_info
-            // word from `T::into_word` that no pop consumed.
-            drop(unsafe { T::from_word(slot.exec_info(Relaxed)) });
-            let st = slot.exec_status(Relaxed);
-            if st != 0 {
-                // SAFETY: a non-zero exec_status word came from
-                // `H::status_word` at submit and no pop consumed it.
-                unsafe { H::release(st) };
-            }
+            let words = Words::<T, H>::held(slot.exec_info(Relaxed), slot.exec_status(Relaxed));
+            // SAFETY: slots in [exec_head, scheduled_tail) hold the words a
+            // submit made (`Words::new`) and no pop consumed.
+            drop(unsafe { words.take_back() });
             let (efd, pooled) = slot.handle(Relaxed);
             if efd != NO_EFD && !pooled {
                 // The slot owned this dup (waiter module docs).
@@ -983,7 +928,7 @@ fn step_range(
 /// `exec_head` Release this producer acquired), not yet published, and
 /// waiters touch a slot only for a seq they acquired as submitted.
 #[inline(always)]
-unsafe fn write_body(slot: impl SlotAccess, seq: u64, words: Words) {
+unsafe fn write_body<T: Payload, H: Home>(slot: impl SlotAccess, seq: u64, words: Words<T, H>) {
     // +0x00 seq_id, +0x08 exec_status (the status cell's address, or 0),
     // +0x10 mark_comp_efd = -1 (no waiter yet, docs/abi.md §1.3) with +0x14
     // efd_from_pool = false, +0x18 exec_info (the work item): the whole body
@@ -998,35 +943,46 @@ unsafe fn write_body(slot: impl SlotAccess, seq: u64, words: Words) {
 /// (an `Option<Arc>` held across the checks cost a stack store per item,
 /// docs/perf.md, session 11). The price: a panic inside the checks (only
 /// the trace's allocation can raise one) leaks the item and cell instead
-/// of dropping them. Not `Copy`: the words own what the item and cell
-/// owned, so each `Words` goes to one slot or back to its caller, once.
-struct Words {
+/// of dropping them. Not `Copy`, and typed by what it owns: each `Words`
+/// goes to one slot or back to its owner, once.
+#[must_use]
+struct Words<T, H: Home> {
     item: u64,
     status: u64,
+    _owns: PhantomData<(T, Option<H::Status>)>,
 }
 
-impl Words {
+impl<T: Payload, H: Home> Words<T, H> {
     #[inline(always)]
-    fn new<T: Payload, H: Home>(item: T, status: Option<H::Status>) -> Self {
+    fn new(item: T, status: Option<H::Status>) -> Self {
+        Self::held(item.into_word(), status.map_or(0, Payload::into_word))
+    }
+
+    /// The words a slot holds (`exec_info`, `exec_status`).
+    #[inline(always)]
+    fn held(item: u64, status: u64) -> Self {
         Words {
-            item: item.into_word(),
-            status: status.map_or(0, H::status_word),
+            item,
+            status,
+            _owns: PhantomData,
         }
     }
 
-    /// The item and cell back (a refused submit returns them).
+    /// The item and cell back: a refused submit returns them, a dropped
+    /// queue drops those of its in-flight slots.
     ///
     /// # Safety
-    /// The words came from [`Words::new`] with the same `T` and `H`, and
-    /// are taken back once (no slot holds them).
+    /// The words came from [`Words::new`] (directly, or through a slot that
+    /// no pop consumed) and are taken back once.
     #[inline(always)]
-    unsafe fn take_back<T: Payload, H: Home>(self) -> (T, Option<H::Status>) {
-        // SAFETY: our caller's condition: `new` made both words and nothing
-        // else consumed them.
+    unsafe fn take_back(self) -> (T, Option<H::Status>) {
+        // SAFETY: our caller's condition: `new` made both words from a `T`
+        // and an `Option<H::Status>` (0 for `None`: `into_word` of a cell
+        // is its non-null address), and nothing else takes them back.
         unsafe {
             (
                 T::from_word(self.item),
-                (self.status != 0).then(|| H::status_cell(self.status)),
+                (self.status != 0).then(|| <H::Status as Payload>::from_word(self.status)),
             )
         }
     }
@@ -1198,7 +1154,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// Release on scheduled_tail / scheduled_head that follows). Called only
     /// by `submit`, after `reserve` and `check_submit` passed for `idx`.
     #[inline(always)]
-    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, words: Words) {
+    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, words: Words<T, H>) {
         // SAFETY: every slot index a handle keeps or steps to is < capacity
         // (`Shared::idx` / `Shared::next_idx`); the slot is FREE and
         // unpublished (`reserve` + `check_submit`, `write_body`'s condition).
@@ -1226,11 +1182,11 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             .sh
             .storage
             .prefetch_write_cursor(Cursor::ScheduledHead);
-        let words = Words::new::<T, H>(item, status);
+        let words = Words::<T, H>::new(item, status);
         let tail = self.tail();
         if let Err(error) = self.reserve(tail, 1).and_then(|()| self.check_submit(tail)) {
             // SAFETY: made just above, and no slot took them.
-            let (item, status) = unsafe { words.take_back::<T, H>() };
+            let (item, status) = unsafe { words.take_back() };
             return Err(SubmitError {
                 error,
                 item,
@@ -1285,7 +1241,7 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
             let (item, status) = make(SeqId(seq));
             // SAFETY: the n slots are FREE and unpublished (`reserve` and the
             // lifecycle check above): `write_body`'s condition.
-            unsafe { write_body(slot, seq, Words::new::<T, H>(item, status)) };
+            unsafe { write_body(slot, seq, Words::<T, H>::new(item, status)) };
             Ok::<(), core::convert::Infallible>(())
         });
         // Ordering (in `publish`): Release; publishes all n bodies (docs/abi.md §1.9).
@@ -1592,10 +1548,10 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     #[inline(always)]
     fn write_status(word: u64, status: NrtStatus) {
         if word != 0 {
-            // SAFETY: a non-zero exec_status word came from `H::status_word`
-            // at submit; the slot gives it to us here, exactly once (this
-            // slot is popped once).
-            unsafe { H::complete(word, status) };
+            // SAFETY: a non-zero exec_status word came from the status
+            // cell's `Payload::into_word` at submit (`Words::new`); the slot
+            // gives it to us here, exactly once (this slot is popped once).
+            unsafe { <H::Status as Payload>::from_word(word) }.set(status);
         }
     }
 
