@@ -1213,7 +1213,9 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
 
     /// Submit `n` items with one publish of `scheduled_tail`. `make(seq)`
     /// produces each item and status cell. All or nothing: a refusal changes
-    /// no byte and calls `make` not at all. Returns the first seq_id.
+    /// no byte and calls `make` not at all. Returns the first seq_id. If
+    /// `make` panics part-way, nothing is published and the items and cells
+    /// it already made are leaked (never dropped, never popped).
     #[inline]
     pub fn submit_burst(
         &mut self,
