@@ -938,18 +938,18 @@ unsafe fn write_body<T: Payload, H: Home>(slot: impl SlotAccess, seq: u64, words
 }
 
 /// An item and its status cell as the slot words they become (`exec_info`,
-/// `exec_status`). A submit makes them first: a word has no destructor, so
-/// nothing on the submit path has to sit in memory for an unwind to find
-/// (an `Option<Arc>` held across the checks cost a stack store per item,
-/// docs/perf.md, session 11). The price: a panic inside the checks (only
-/// the trace's allocation can raise one) leaks the item and cell instead
-/// of dropping them. Not `Copy`, and typed by what it owns: each `Words`
-/// goes to one slot or back to its owner, once.
+/// `exec_status`). A submit makes them before its checks: a word has no
+/// destructor, so nothing on the submit path has to sit in memory for an
+/// unwind to find (an `Option<Arc>` held across the checks cost a stack
+/// store per item, docs/perf.md, session 11). The price: a panic inside the
+/// checks (only the trace's allocation can raise one) leaks the item and
+/// cell instead of dropping them. Not `Copy`, and typed by what it owns:
+/// each `Words` goes to one slot or back to its owner, once.
 #[must_use]
 struct Words<T, H: Home> {
     item: u64,
     status: u64,
-    _owns: PhantomData<(T, Option<H::Status>)>,
+    _owns: PhantomData<(T, H::Status)>,
 }
 
 impl<T: Payload, H: Home> Words<T, H> {
@@ -1150,17 +1150,6 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         step(&mut self.trace, st, SlotEvent::Submit, c).map(|_| ())
     }
 
-    /// Write the whole body of slot `idx` for seq_id `seq` (published by the
-    /// Release on scheduled_tail / scheduled_head that follows). Called only
-    /// by `submit`, after `reserve` and `check_submit` passed for `idx`.
-    #[inline(always)]
-    fn write_slot(sh: &Shared<T, S, H>, idx: usize, seq: u64, words: Words<T, H>) {
-        // SAFETY: every slot index a handle keeps or steps to is < capacity
-        // (`Shared::idx` / `Shared::next_idx`); the slot is FREE and
-        // unpublished (`reserve` + `check_submit`, `write_body`'s condition).
-        unsafe { write_body(sh.storage.slot(idx), seq, words) };
-    }
-
     /// `xuq_client_submit`: refuse with `Full` (changing no byte) when
     /// `scheduled_tail - exec_head >= capacity`, else write the body and
     /// publish `scheduled_tail`.
@@ -1198,7 +1187,10 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
         // A mask for a power-of-two capacity, a divide for any other, rather
         // than a stored index stepped per item: a store (see the struct's doc).
         let idx = sh.idx(tail);
-        Self::write_slot(sh, idx, seq.0, words);
+        // SAFETY: `Shared::idx` reduces modulo the capacity, so `idx` is a
+        // slot; it is FREE and unpublished (`reserve` + `check_submit`):
+        // `write_body`'s condition.
+        unsafe { write_body(sh.storage.slot(idx), seq.0, words) };
         // Ordering (in `publish`): Release; the body stores above happen-before
         // any Acquire observer of the new scheduled_tail (docs/abi.md §1.9 producer).
         sh.storage.publish(Cursor::ScheduledTail, tail, 1);
