@@ -37,6 +37,7 @@ use crate::wire::status::NrtStatus;
 mod lock;
 pub mod payload;
 pub mod queue;
+mod spin;
 pub mod status;
 pub mod storage;
 pub mod waiter;

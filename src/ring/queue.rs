@@ -870,10 +870,6 @@ const LOCKSTEP_BATCH: u64 = 32;
 #[cfg_attr(loom, allow(dead_code))]
 const MAX_LOCKSTEP_STREAK: u32 = 1024;
 
-/// Spin hints a slipping worker waits before re-reading `scheduled_head`.
-#[cfg_attr(loom, allow(dead_code))]
-const SLIP_SPINS: u32 = 64;
-
 /// How many slots ahead a per-item submit prefetches.
 const PREFETCH_AHEAD: u64 = 8;
 
@@ -1398,7 +1394,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     /// same line): both sides stall on every transfer instead of running
     /// ahead. After [`LOCKSTEP_STREAK`] refreshes in a row that each follow
     /// an empty poll and find at most [`LOCKSTEP_BATCH`] items, the worker
-    /// stays off the shared lines for [`SLIP_SPINS`] spin hints, letting the
+    /// stays off the shared lines for about 1.6 us (`spin::slip_wait`), letting the
     /// producer get whole lines ahead, and reads again. How many empty polls
     /// came before does not matter: where the two cores share no cache the
     /// worker's empty polls hit its own copy of the line until the
@@ -1443,9 +1439,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     #[cold]
     #[inline(never)]
     fn slip(&mut self) {
-        for _ in 0..SLIP_SPINS {
-            crate::sync::spin_hint();
-        }
+        super::spin::slip_wait();
         // Ordering (in `observe`): Acquire; as in `refresh`.
         let seen = self.q.sh.storage.observe(Cursor::ScheduledHead);
         self.cached_sched_head = seen;
