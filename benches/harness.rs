@@ -148,3 +148,21 @@ pub fn line_round_trip_ns() -> f64 {
     const M: u64 = 20_000;
     best_of(3, || ping_pong(M)).as_nanos() as f64 / M as f64
 }
+
+/// Measure the round trip again after a group and print it. A hypervisor
+/// can move a vCPU mid-group (the same host reads 30-60, ~100 and 320-470
+/// ns); when the two readings differ by more than 1.5x the group's
+/// cross-thread rows may each have been taken on a different kind of pair,
+/// and the line says so.
+pub fn pair_after(before: f64) {
+    let after = line_round_trip_ns();
+    let moved = after > 1.5 * before || before > 1.5 * after;
+    println!(
+        "  CPU 0 <-> 1 line round trip at the end: {after:.0} ns{}",
+        if moved {
+            " (the pair changed during this group: its two-thread rows may mix kinds of pair)"
+        } else {
+            ""
+        }
+    );
+}

@@ -4,7 +4,9 @@
 //! contains FILTER. Each group prints its own rows and the ratio against its
 //! peer, under a line naming the host (CPU model, family/model, CPUs), what a
 //! cache-line round trip between CPU 0 and CPU 1 costs at that moment, and
-//! the load average; the README copies the table and this command, per host.
+//! the load average, and ends with the round trip measured again (flagged
+//! when the pair changed during the group); the README copies the table and
+//! this command, per host.
 
 #[path = "../tests/counting_alloc/mod.rs"]
 mod counting_alloc;
@@ -43,13 +45,14 @@ fn main() {
     for (name, run) in groups {
         if name.contains(filter.as_str()) {
             println!("## {name}");
+            let before = harness::line_round_trip_ns();
             println!(
-                "  host: {}; CPU 0 <-> 1 line round trip {:.0} ns; load average (1 min) at start: {}",
+                "  host: {}; CPU 0 <-> 1 line round trip {before:.0} ns; load average (1 min) at start: {}",
                 harness::host(),
-                harness::line_round_trip_ns(),
                 harness::load1()
             );
             run();
+            harness::pair_after(before);
         }
     }
 }

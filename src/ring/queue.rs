@@ -1394,7 +1394,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     /// same line): both sides stall on every transfer instead of running
     /// ahead. After [`LOCKSTEP_STREAK`] refreshes in a row that each follow
     /// an empty poll and find at most [`LOCKSTEP_BATCH`] items, the worker
-    /// stays off the shared lines for about 1.6 us (`spin::slip_wait`), letting the
+    /// stays off the shared lines for the slip's time (`spin::slip_wait`), letting the
     /// producer get whole lines ahead, and reads again. How many empty polls
     /// came before does not matter: where the two cores share no cache the
     /// worker's empty polls hit its own copy of the line until the
@@ -1436,6 +1436,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     }
 
     /// Stay off the shared lines for a moment, then re-read (see `refresh`).
+    #[cfg_attr(loom, allow(dead_code))]
     #[cold]
     #[inline(never)]
     fn slip(&mut self) {

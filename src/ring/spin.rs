@@ -1,93 +1,44 @@
 //! A short busy wait measured on the CPU's own counter: the worker's
 //! lockstep slip ([`super::queue`], `Worker::refresh`).
 //!
-//! A spin hint's cost differs by an order of magnitude between cores
-//! (`PAUSE`: about 10 cycles on Intel before Skylake and 140 since, 10 or 50
-//! on AMD parts by their generation, 69 TSC ticks on the Zen 4 host
-//! docs/perf.md measures), so a wait counted in hints lasts a different time
-//! on every host, and where a hint is cheap the slip is too short to let the
-//! producer get ahead (docs/perf.md, session 12). This wait reads a
-//! free-running counter instead: the TSC on x86_64, `CNTVCT_EL0` on aarch64.
-//! Elsewhere, and under Miri, it counts hints.
+//! A spin hint's cost is a property of the core: `PAUSE` takes about 10
+//! cycles on Intel before Skylake and about 140 since, and 10 or 50 on AMD
+//! parts by generation (docs/perf.md, session 12, with the sources and this
+//! project's host's 69 TSC ticks). A wait counted in hints therefore lasts a
+//! different time on every host, and where a hint is cheap the slip is too
+//! short to let the producer get ahead. On x86_64 this wait reads the TSC
+//! instead. Elsewhere, and under Miri, it counts hints (an ARM wait on
+//! `CNTVCT_EL0` would be the same idea, unmeasured so far).
 
-/// How long a slip lasts: 1.6 us, what [`SLIP_HINTS`] hints last on the
-/// Zen 4 host the slip was measured on.
-#[cfg(all(target_arch = "aarch64", not(miri)))]
-const SLIP_NS: u64 = 1_600;
-
-/// The slip in TSC ticks. The TSC runs at the processor's nominal clock
-/// (2.6 GHz on the host above: 1.6 us; 1.0-2.0 us on 2-4 GHz parts). Its
-/// frequency is not architecturally readable on AMD, so the wait is given in
-/// ticks rather than converted from [`SLIP_NS`].
+/// The slip in TSC ticks: 1.58 us at the 2.6 GHz TSC of the host the slip
+/// was tuned on (where its 64 hints lasted 1.71 us), 1.0-2.0 us on 2-4 GHz
+/// parts. An invariant TSC runs at the nominal clock, and AMD parts do not
+/// report that clock, so the wait is given in ticks, not converted from a
+/// time.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 const SLIP_TICKS: u64 = 4_096;
 
 /// The wait in spin hints where there is no counter to read.
+#[cfg(not(all(target_arch = "x86_64", not(miri))))]
 const SLIP_HINTS: u32 = 64;
 
-/// The bound on a timed wait's hints: 256x what a wait of [`SLIP_HINTS`]
-/// spends, so a running counter always ends the wait first, even where a
-/// hint costs a nanosecond.
-#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
-const MAX_TIMED_HINTS: u32 = 256 * SLIP_HINTS;
-
+/// The most hints a timed wait spends, whatever its counter says: a
+/// counter that stalls cannot hold the worker longer. A running counter
+/// ends the wait long before (each pass reads it, ~20+ ticks).
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-#[inline(always)]
-fn ticks() -> u64 {
-    // SAFETY: RDTSC reads a counter; it has no memory effects and every
-    // x86_64 CPU implements it.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-#[inline(always)]
-fn slip_ticks() -> u64 {
-    SLIP_TICKS
-}
-
-#[cfg(all(target_arch = "aarch64", not(miri)))]
-#[inline(always)]
-fn ticks() -> u64 {
-    let v: u64;
-    // SAFETY: reads the virtual count register, which Linux and bare-metal
-    // EL1 code may read; no memory is touched.
-    unsafe {
-        core::arch::asm!("mrs {}, cntvct_el0", out(reg) v, options(nomem, nostack, preserves_flags))
-    };
-    v
-}
-
-#[cfg(all(target_arch = "aarch64", not(miri)))]
-#[inline(always)]
-fn slip_ticks() -> u64 {
-    let hz: u64;
-    // SAFETY: reads the counter's frequency register; no memory is touched.
-    unsafe {
-        core::arch::asm!("mrs {}, cntfrq_el0", out(reg) hz, options(nomem, nostack, preserves_flags))
-    };
-    // At least one tick, so a zero frequency register still waits.
-    (hz * SLIP_NS / 1_000_000_000).max(1)
-}
+const MAX_TIMED_HINTS: u32 = 16_384;
 
 /// Spin for the slip's time (or [`SLIP_HINTS`] hints without a counter).
 /// Returns the hints spent.
-#[cold]
-#[inline(never)]
+#[inline]
 pub(crate) fn slip_wait() -> u32 {
-    #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        let (start, wait) = (ticks(), slip_ticks());
-        let mut hints = 0;
-        // `wrapping_sub`: a counter read on another core that is behind the
-        // first (a migration between unsynchronised counters) reads as a
-        // huge elapsed time and ends the wait.
-        while hints < MAX_TIMED_HINTS && ticks().wrapping_sub(start) < wait {
-            crate::sync::spin_hint();
-            hints += 1;
-        }
-        hints
+        // SAFETY: RDTSC reads a counter; it has no memory effects and every
+        // x86_64 CPU implements it.
+        wait_on(|| unsafe { core::arch::x86_64::_rdtsc() }, SLIP_TICKS)
     }
-    #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
         for _ in 0..SLIP_HINTS {
             crate::sync::spin_hint();
@@ -96,30 +47,59 @@ pub(crate) fn slip_wait() -> u32 {
     }
 }
 
+/// Spin until `now()` has moved `wait` ticks past its first reading, or
+/// for [`MAX_TIMED_HINTS`] hints. Returns the hints spent.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline]
+fn wait_on(mut now: impl FnMut() -> u64, wait: u64) -> u32 {
+    let start = now();
+    let mut hints = 0;
+    // `wrapping_sub`: a reading behind the first (a migration between
+    // unsynchronised counters) reads as a huge elapsed time and ends the
+    // wait.
+    while hints < MAX_TIMED_HINTS && now().wrapping_sub(start) < wait {
+        crate::sync::spin_hint();
+        hints += 1;
+    }
+    hints
+}
+
 #[cfg(all(test, not(loom), feature = "std"))]
 mod tests {
     use super::*;
 
-    /// The wait lasts about its time, whatever a hint costs: at least the
-    /// slip's ticks (or hints) pass, and the hint bound is never what ends
-    /// it on a running counter.
+    /// On x86_64 the slip lasts its ticks, and a running counter, not the
+    /// hint bound, ends it. Elsewhere it spends its hints.
     #[test]
     fn slip_waits_on_the_counter() {
-        #[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
         {
-            // On x86_64 the length is the constant itself, so a mutant of
-            // `slip_ticks` cannot move both sides of the check.
-            #[cfg(target_arch = "x86_64")]
-            let want = SLIP_TICKS;
-            #[cfg(target_arch = "aarch64")]
-            let want = slip_ticks();
-            let start = ticks();
+            // SAFETY: as in `slip_wait`.
+            let tsc = || unsafe { core::arch::x86_64::_rdtsc() };
+            let start = tsc();
             let hints = slip_wait();
-            let spent = ticks().wrapping_sub(start);
-            assert!(spent >= want, "{spent} ticks < {want}");
+            let spent = tsc().wrapping_sub(start);
+            assert!(spent >= SLIP_TICKS, "{spent} ticks < {SLIP_TICKS}");
             assert!(hints < MAX_TIMED_HINTS, "ended by the hint bound");
         }
-        #[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         assert_eq!(slip_wait(), SLIP_HINTS);
+    }
+
+    /// A stalled counter ends the wait at the hint bound; one that steps
+    /// ends it once it has moved `wait` ticks (one hint per tick here); one
+    /// that jumps backwards ends it at once.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[test]
+    fn timed_wait_is_bounded() {
+        assert_eq!(wait_on(|| 7, 100), MAX_TIMED_HINTS);
+        let mut t = 0u64;
+        let step = || {
+            t += 1;
+            t
+        };
+        assert_eq!(wait_on(step, 100), 99);
+        let mut back = [1_000u64, 5].into_iter();
+        assert_eq!(wait_on(|| back.next().unwrap_or(0), 100), 0);
     }
 }
