@@ -28,7 +28,7 @@ const SLIP_HINTS: u32 = 64;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 const MAX_TIMED_HINTS: u32 = 16_384;
 
-/// Spin for the slip's time (or [`SLIP_HINTS`] hints without a counter).
+/// Spin for the slip's time (or `SLIP_HINTS` hints without a counter).
 /// Returns the hints spent.
 #[inline]
 pub(crate) fn slip_wait() -> u32 {
