@@ -567,7 +567,7 @@ impl<H: Hal> Lane<H> {
     }
 
     /// The `exec_info` word for item `idx`: its address, unless a test
-    /// armed a replacement ([`corrupt_next_word`](Self::corrupt_next_word)).
+    /// armed a replacement (`corrupt_next_word`, `testkit`).
     fn exec_info_word(&mut self, idx: u16) -> u64 {
         self.corrupt_word
             .take()

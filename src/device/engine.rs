@@ -1,7 +1,7 @@
 //! The five engines (PE, ACT, POOL, DVE, SP) interpreting [`super::isa`]
 //! instruction blocks on device memory, in virtual cycles.
 //!
-//! [`execute_blocks`] runs one execution: engine `i` starts at its block
+//! [`Executor::run`] runs one execution: engine `i` starts at its block
 //! address (0 = idle) at `start_cycle`. The scheduler is deterministic: it
 //! always issues the next instruction of the ready engine with the smallest
 //! clock (ties: lowest engine index), so signals are processed in virtual
@@ -14,8 +14,8 @@
 //! step, cycle and work budgets ([`Limits`]).
 //!
 //! Device memory is reached only through [`DeviceMemory`] (the HAL
-//! implements it over mapped device DRAM; [`VecMemory`] is a heap-backed one
-//! for tests).
+//! implements it over mapped device DRAM; `VecMemory`, built with the
+//! `testkit` feature, is a heap-backed one for tests).
 #![forbid(unsafe_code)]
 
 use core::fmt;
@@ -28,7 +28,7 @@ pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 use crate::wire::nq::ErrorClass;
 
 /// Word access to device memory by physical address. Implemented by the HAL
-/// over mapped device DRAM and by [`VecMemory`]. `pa` is 4-byte aligned
+/// over mapped device DRAM and by `VecMemory` (`testkit`). `pa` is 4-byte aligned
 /// when the engines call it.
 pub trait DeviceMemory {
     /// Read the little-endian word at `pa`.
@@ -541,7 +541,7 @@ crate::fsm::machine! {
     }
 }
 
-/// One line of an instruction trace ([`Executor::with_trace`]).
+/// One line of an instruction trace (`Executor::with_trace`, `testkit`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceLine {
     /// The engine.
@@ -613,7 +613,7 @@ enum Outcome {
 }
 
 /// Reusable interpreter state: limits, scratch buffers and an optional
-/// trace. One per sequencer; [`execute_blocks`] makes a fresh one.
+/// trace. One per sequencer.
 #[derive(Debug, Default)]
 pub struct Executor {
     limits: Limits,

@@ -149,8 +149,8 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
 /// The engines, as the sequencer drives them: run the request in DMEM,
 /// engine `e` starting at `req.engine_address(e)` (0 = idle) at
 /// `start_cycle`. Implementations must not panic on bad addresses: an access
-/// outside device memory is an engine error ([`engine::execute_request`]'s
-/// contract).
+/// outside device memory is an engine error in the report, as
+/// [`engine::Executor::run`] makes it.
 pub trait RequestExecutor: Send {
     /// Execute one request.
     fn execute(

@@ -844,7 +844,7 @@ fn swap_into(trace: &mut Trace, buf: &mut Vec<Transition>) {
     }
 }
 
-/// [`derive`] out of line, for a case the hot path has already ruled out.
+/// [`derive()`] out of line, for a case the hot path has already ruled out.
 #[cold]
 #[inline(never)]
 fn derive_cold(
