@@ -126,6 +126,7 @@ mod imp {
         p.push(item).map_err(|super::Full(v)| v)
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn pop<T>(c: &mut Consumer<T>) -> Option<T> {
         c.pop()
     }
@@ -142,10 +143,12 @@ mod imp {
         c.len()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn producer_is_abandoned<T>(p: &Producer<T>) -> bool {
         p.is_abandoned()
     }
 
+    #[cfg(any(test, feature = "testkit"))]
     pub fn consumer_is_abandoned<T>(c: &Consumer<T>) -> bool {
         c.is_abandoned()
     }
@@ -473,6 +476,7 @@ pub mod spsc {
             self.shared.capacity() - self.shared.distance(self.load_head(), self.tail)
         }
 
+        #[cfg(any(test, feature = "testkit"))]
         /// `true` once the consumer is dropped.
         pub fn is_abandoned(&self) -> bool {
             Arc::strong_count(&self.shared) < 2
@@ -541,6 +545,7 @@ pub mod spsc {
             self.shared.head.0.store(head, Ordering::Release);
         }
 
+        #[cfg(any(test, feature = "testkit"))]
         /// Take the oldest item.
         pub fn pop(&mut self) -> Option<T> {
             if self.available(1) == 0 {
@@ -603,11 +608,13 @@ pub mod spsc {
             self.shared.distance(self.head, self.load_tail())
         }
 
+        #[cfg(any(test, feature = "testkit"))]
         /// `true` when nothing is waiting right now.
         pub fn is_empty(&self) -> bool {
             self.len() == 0
         }
 
+        #[cfg(any(test, feature = "testkit"))]
         /// `true` once the producer is dropped.
         pub fn is_abandoned(&self) -> bool {
             Arc::strong_count(&self.shared) < 2

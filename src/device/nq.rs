@@ -44,7 +44,7 @@ struct Lap {
 impl Lap {
     /// At the start of `engine`'s ring of `core`, or [`UnitError`] for a core
     /// or engine the device does not have.
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     fn new(map: &MemMap, core: u8, engine: u8) -> Result<Lap, UnitError> {
         Ok(Lap::at(
             map.nq_ring_of(core, engine)?,
@@ -102,7 +102,7 @@ pub struct Overflow {
 impl NqWriter {
     /// The writer for `engine` of `core`, or [`UnitError`] for a core or
     /// engine `map` does not have.
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
         Ok(NqWriter {
             lap: Lap::new(map, core, engine)?,
@@ -127,7 +127,7 @@ impl NqWriter {
 
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
         let l = &self.lap;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
@@ -196,7 +196,7 @@ pub struct NqReader {
 impl NqReader {
     /// The reader for `engine` of `core`, or [`UnitError`] for a core or
     /// engine `map` does not have.
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
         Ok(NqReader {
             lap: Lap::new(map, core, engine)?,
@@ -231,7 +231,7 @@ impl NqReader {
     }
 
     /// Records consumed so far.
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn consumed(&self) -> u32 {
         self.lap.count
     }
