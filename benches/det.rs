@@ -139,4 +139,13 @@ pub fn det_vs_threaded() {
         threaded,
         ">= 1.0x",
     );
+    // Whether the runs had a CPU each: a run among `jobs` at once against
+    // one run alone. The runs share nothing, so anything above 1.0 is the
+    // machine (vCPUs that are SMT siblings of one core, or a hypervisor
+    // that does not run both at once), not the runner; the swarm row reads
+    // low by the same factor.
+    println!(
+        "  one run among {jobs} at once / one run alone (time): {:.2}x  (1.0 when each run has a CPU to itself)",
+        swarm.as_secs_f64() / untraced.as_secs_f64()
+    );
 }
