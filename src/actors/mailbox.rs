@@ -476,8 +476,8 @@ pub mod spsc {
             self.shared.capacity() - self.shared.distance(self.load_head(), self.tail)
         }
 
-        #[cfg(any(test, feature = "testkit"))]
         /// `true` once the consumer is dropped.
+        #[cfg(any(test, feature = "testkit"))]
         pub fn is_abandoned(&self) -> bool {
             Arc::strong_count(&self.shared) < 2
         }
@@ -545,8 +545,8 @@ pub mod spsc {
             self.shared.head.0.store(head, Ordering::Release);
         }
 
-        #[cfg(any(test, feature = "testkit"))]
         /// Take the oldest item.
+        #[cfg(any(test, feature = "testkit"))]
         pub fn pop(&mut self) -> Option<T> {
             if self.available(1) == 0 {
                 return None;
@@ -608,14 +608,14 @@ pub mod spsc {
             self.shared.distance(self.head, self.load_tail())
         }
 
-        #[cfg(any(test, feature = "testkit"))]
         /// `true` when nothing is waiting right now.
+        #[cfg(any(test, feature = "testkit"))]
         pub fn is_empty(&self) -> bool {
             self.len() == 0
         }
 
-        #[cfg(any(test, feature = "testkit"))]
         /// `true` once the producer is dropped.
+        #[cfg(any(test, feature = "testkit"))]
         pub fn is_abandoned(&self) -> bool {
             Arc::strong_count(&self.shared) < 2
         }
