@@ -8,6 +8,7 @@
 //! when the pair changed during the group); the README copies the table and
 //! this command, per host.
 
+mod api;
 #[path = "../tests/counting_alloc/mod.rs"]
 mod counting_alloc;
 mod det;
@@ -40,6 +41,7 @@ fn main() {
         ("pipeline_null", pipeline::pipeline_null),
         ("host_stages", pipeline::host_stages),
         ("det_vs_threaded", det::det_vs_threaded),
+        ("api_execute", api::execute),
     ];
     println!("host: {}", harness::host());
     for (name, run) in groups {

@@ -406,16 +406,42 @@ fn waiter_modes_poll_and_already_complete<B: Backend>() {
     );
     let before = bytes();
     assert_eq!(
-        q.wait(s, WaitMode::SpinThenBlock { spins: 100 }, Duration::ZERO),
+        q.wait(
+            s,
+            WaitMode::SpinThenBlock {
+                max: Duration::from_micros(100)
+            },
+            Duration::ZERO
+        ),
         Ok(Waited::TimedOut)
     );
     assert_eq!(bytes(), before, "a timed-out wait leaves no install behind");
+    // A spin budget longer than the timeout ends with the timeout.
+    let t = std::time::Instant::now();
+    assert_eq!(
+        q.wait(
+            s,
+            WaitMode::SpinThenBlock {
+                max: Duration::from_secs(60)
+            },
+            Duration::from_millis(20)
+        ),
+        Ok(Waited::TimedOut)
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the spin ran past the timeout: {:?}",
+        t.elapsed()
+    );
+    assert_eq!(bytes(), before);
     w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
     let fds = open_fds();
     for mode in [
         WaitMode::Poll,
         WaitMode::Block,
-        WaitMode::SpinThenBlock { spins: 10 },
+        WaitMode::SpinThenBlock {
+            max: Duration::from_micros(10),
+        },
     ] {
         assert_eq!(
             q.wait(s, mode, Duration::from_secs(1)),
@@ -897,7 +923,9 @@ fn threaded_fifo_with_waiters<B: Backend>() {
             let mode = if n % 2 == 0 {
                 WaitMode::Block
             } else {
-                WaitMode::SpinThenBlock { spins: 50 }
+                WaitMode::SpinThenBlock {
+                    max: Duration::from_micros(50),
+                }
             };
             let r = q.wait(s, mode, Duration::from_secs(20)).unwrap();
             assert!(matches!(r, Waited::Completed { .. }), "{r:?}");

@@ -128,7 +128,15 @@ fn waiter_race_pooled_block() {
 
 #[test]
 fn waiter_race_caller_fd_spin_then_block() {
-    race(false, WaitMode::SpinThenBlock { spins: 1 });
+    // A zero budget spins exactly one round (one re-check), then blocks: a
+    // spin whose length depends on the wall clock would not be a bounded
+    // model.
+    race(
+        false,
+        WaitMode::SpinThenBlock {
+            max: Duration::ZERO,
+        },
+    );
 }
 
 #[test]

@@ -697,19 +697,24 @@ impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
         if self.done(seq) {
             return Ok(Waited::Completed { wakeups: 0 });
         }
+        let now = Instant::now();
+        let deadline = after(now, timeout);
         match mode {
             WaitMode::Poll => return Ok(Waited::Pending),
-            WaitMode::SpinThenBlock { spins } => {
-                for _ in 0..spins {
+            WaitMode::SpinThenBlock { max } => {
+                let end = after(now, max).min(deadline);
+                loop {
                     crate::sync::spin_hint();
                     if self.done(seq) {
                         return Ok(Waited::Completed { wakeups: 0 });
+                    }
+                    if Instant::now() >= end {
+                        break;
                     }
                 }
             }
             WaitMode::Block => {}
         }
-        let deadline = Instant::now() + timeout;
         // A pooled event, or (below) a dup of the caller's.
         let pooled: Option<Box<dyn Waitable>> = match own {
             Some(_) => None,
@@ -842,6 +847,14 @@ fn swap_into(trace: &mut Trace, buf: &mut Vec<Transition>) {
     if let Some(t) = trace.as_mut() {
         core::mem::swap(t, buf);
     }
+}
+
+/// `now + d`, or a time no wait reaches when that overflows (a timeout of
+/// `Duration::MAX` waits for good instead of panicking).
+#[cfg(feature = "std")]
+fn after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }
 
 /// [`derive()`] out of line, for a case the hot path has already ruled out.
@@ -1774,6 +1787,18 @@ mod tests {
     use super::*;
     use crate::fsm::InvalidEvent;
     use crate::ring::OwnedStorage;
+
+    /// A wait's deadline and spin end: an overflowing sum is a far time,
+    /// not a panic (`wait(seq, mode, Duration::MAX)` waits for good).
+    #[test]
+    fn after_saturates() {
+        let now = Instant::now();
+        assert_eq!(
+            after(now, Duration::from_millis(5)),
+            now + Duration::from_millis(5)
+        );
+        assert!(after(now, Duration::MAX) >= now + Duration::from_secs(1 << 31));
+    }
 
     /// A producer thread and a worker thread through a 4-slot ring, slots
     /// reused 50 times over: FIFO, every item once. Its point is Miri

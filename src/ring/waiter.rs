@@ -27,12 +27,10 @@
 //!   arrive within one re-check interval (a failed write), the event is retired
 //!   (kept open, never reused) instead.
 
+use core::fmt;
+use core::time::Duration;
 #[cfg(feature = "std")]
 use std::io;
-#[cfg(feature = "std")]
-use std::time::Duration;
-
-use core::fmt;
 
 #[cfg(feature = "std")]
 use crate::hal::eventfd::{close_raw, dup_cloexec, signal_raw, EventFd, Wait};
@@ -119,10 +117,12 @@ pub fn eventfd_factory() -> WaitableFactory {
 pub enum WaitMode {
     /// Check once (`is_completed`) and return.
     Poll,
-    /// Spin this many rounds re-checking, then block.
+    /// Spin re-checking for up to `max` (and never past the wait's
+    /// timeout), then block. A time, not a count of spin hints: a hint's
+    /// cost differs tenfold between cores (docs/perf.md, session 12).
     SpinThenBlock {
-        /// Spin rounds before blocking.
-        spins: u32,
+        /// How long to spin before blocking.
+        max: Duration,
     },
     /// Block on an eventfd right away.
     Block,

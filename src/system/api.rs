@@ -348,10 +348,17 @@ impl<H: Hal + 'static> System<H> {
         self.queue_of(seq)?.arm(seq, ev).map_err(|e| e.status())
     }
 
-    /// Block until `seq` completes (a pooled eventfd) or `timeout` passes.
+    /// Wait until `seq` completes or `timeout` passes: re-check for up to
+    /// [`SystemConfig::wait_spin`], then block on a pooled eventfd.
     pub fn wait(&self, seq: SeqId, timeout: Duration) -> Result<Waited, NrtStatus> {
         self.queue_of(seq)?
-            .wait(seq, WaitMode::SpinThenBlock { spins: 64 }, timeout)
+            .wait(
+                seq,
+                WaitMode::SpinThenBlock {
+                    max: self.shared.cfg.wait_spin,
+                },
+                timeout,
+            )
             .map_err(|e| e.status())
     }
 

@@ -18,6 +18,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::actors::mailbox;
 use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, PubStats, RingQueue};
@@ -91,6 +92,11 @@ pub struct SystemConfig {
     pub recover: bool,
     /// How a threaded run puts the actors on threads.
     pub placement: Placement,
+    /// How long [`System::wait`](super::api::System::wait) (and so
+    /// `execute`) spins re-checking before it blocks on an eventfd, whose
+    /// wake-up can cost more than a small execution (the `api_execute`
+    /// bench group). `Duration::ZERO` blocks at once.
+    pub wait_spin: Duration,
 }
 
 impl SystemConfig {
@@ -110,6 +116,7 @@ impl SystemConfig {
             expected: Arc::new(Expectations::default()),
             recover: false,
             placement: Placement::Shared,
+            wait_spin: Duration::from_micros(200),
         }
     }
 
