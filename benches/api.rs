@@ -3,10 +3,12 @@
 //! the default wait (spin up to `SystemConfig::wait_spin`, then block on an
 //! eventfd) and with a wait that blocks at once (`wait_spin` zero), the two
 //! taking turns rep by rep; the peer is a raw eventfd ping-pong between two
-//! threads, what one blocked wake-up each way costs on this host.
+//! threads (`n / 2` round trips, timed per round trip: two blocked wake-ups),
+//! what blocking costs on this host.
 //!
-//! `XUNDS_API_N` sets the calls per rep (default 20 000), `XUNDS_API_REPS`
-//! the reps (default 3); each row is the rep with the lowest mean.
+//! `XUNDS_API_N` sets the calls per rep (default 20 000, at least 2),
+//! `XUNDS_API_REPS` the reps (default 3, at least 1); each row is the rep
+//! with the lowest mean.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use xunds::hal::linux::LinuxHal;
 use xunds::system::{MlpSpec, System, SystemConfig};
 use xunds::NrtStatus;
 
-use crate::harness::{pin, ratio};
+use crate::harness::{ratio, two_threads};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -52,7 +54,7 @@ fn execute_rep(n: usize, spin: Duration) -> (Duration, Duration, Duration) {
     }
     let mean = t.elapsed() / n as u32;
     lat.sort_unstable();
-    (mean, lat[n / 2], lat[(n * 99 / 100).min(n - 1)])
+    (mean, lat[n / 2], lat[(n * 99).div_ceil(100) - 1])
 }
 
 /// `m` round trips of two threads on CPU 0 and CPU 1 that each block on
@@ -64,27 +66,26 @@ fn eventfd_ping_pong(m: u64) -> Duration {
     );
     let (a2, b2) = (a.clone(), b.clone());
     let far = Duration::from_secs(10);
-    let other = std::thread::spawn(move || {
-        pin(1);
-        for _ in 0..m {
-            assert!(matches!(a2.wait(far), Ok(Wait::Signalled(_))));
-            b2.signal(1).expect("signal");
-        }
-    });
-    pin(0);
-    let t = Instant::now();
-    for _ in 0..m {
-        a.signal(1).expect("signal");
-        assert!(matches!(b.wait(far), Ok(Wait::Signalled(_))));
-    }
-    let d = t.elapsed() / m as u32;
-    other.join().expect("ping-pong thread");
-    d
+    let d = two_threads(
+        move || {
+            for _ in 0..m {
+                a.signal(1).expect("signal");
+                assert!(matches!(b.wait(far), Ok(Wait::Signalled(_))));
+            }
+        },
+        move || {
+            for _ in 0..m {
+                assert!(matches!(a2.wait(far), Ok(Wait::Signalled(_))));
+                b2.signal(1).expect("signal");
+            }
+        },
+    );
+    d / m as u32
 }
 
 pub fn execute() {
-    let n = env("XUNDS_API_N", 20_000) as usize;
-    let reps = env("XUNDS_API_REPS", 3);
+    let n = env("XUNDS_API_N", 20_000).max(2) as usize;
+    let reps = env("XUNDS_API_REPS", 3).max(1);
     let spin = SystemConfig::new(1).wait_spin;
     println!(
         "  {n} calls of System::execute per rep, 1 core, example MLP, best of {reps} (by mean)"

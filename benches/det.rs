@@ -139,11 +139,13 @@ pub fn det_vs_threaded() {
         threaded,
         ">= 1.0x",
     );
-    // Whether the runs had a CPU each: a run among `jobs` at once against
-    // one run alone. The runs share nothing, so anything above 1.0 is the
-    // machine (vCPUs that are SMT siblings of one core, or a hypervisor
-    // that does not run both at once), not the runner; the swarm row reads
-    // low by the same factor.
+    // Whether the runs had a CPU each: the slowest run among `jobs` at once
+    // (seeds 1..=jobs) against seed 1's run alone. The runs share nothing,
+    // so a factor well above 1.0 is the machine (vCPUs that are SMT
+    // siblings of one core, or a hypervisor that does not run both at
+    // once), not the runner; the swarm row reads low by the same factor.
+    // Seeds differ a little in work, so on separate CPUs it reads about
+    // 1.0, not exactly.
     println!(
         "  one run among {jobs} at once / one run alone (time): {:.2}x  (1.0 when each run has a CPU to itself)",
         swarm.as_secs_f64() / untraced.as_secs_f64()

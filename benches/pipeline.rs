@@ -957,7 +957,8 @@ pub fn host_stages() {
     let n = n();
     let stages = stage_costs(n);
     let ring = ring_item_ns(n.max(1 << 20));
-    // `names[DEVICE_STAGE]`: the stage a device runs, not the host.
+    // `names[DEVICE_STAGE]`: the stage a device runs, not the host (checked
+    // below, so a reorder of the stages cannot shift it silently).
     const DEVICE_STAGE: usize = 2;
     let names = [
         "producer (input into the IO area)",
@@ -967,6 +968,7 @@ pub fn host_stages() {
         "worker (MAC_COUNT, output check)",
         "publisher (5 NDS counter adds)",
     ];
+    assert!(names[DEVICE_STAGE].starts_with("sequencer"));
     println!("  host CPU ns per execution by stage (null model, one thread, no hand-offs):");
     for (name, ns) in names.iter().zip(stages) {
         println!("    {name:<46} {ns:>9.1} ns");

@@ -47,6 +47,7 @@ both!(
     waiter_caller_owned_fd_across_threads,
     waiter_pooled_fd_and_reuse,
     waiter_modes_poll_and_already_complete,
+    waiter_without_deadline,
     waiter_timeout_uninstalls,
     blocking_wait_counts_its_wakeups,
     failed_signal_is_reported_and_loses_nothing,
@@ -392,6 +393,31 @@ fn waiter_pooled_fd_and_reuse<B: Backend>() {
         ));
         assert_eq!(waiter.join().unwrap(), Ok(Waited::Completed { wakeups: 1 }));
         assert_eq!(q.pool_counts(), (1, 0), "round {round}: one event, reused");
+    }
+}
+
+/// A wait with no deadline (`Duration::MAX`) in each blocking mode: no
+/// overflow computing it, and the completion ends it.
+fn waiter_without_deadline<B: Backend>() {
+    let (mut p, mut w, _) = B::make::<u64>(cfg(2));
+    let q = p.queue().clone();
+    for mode in [
+        WaitMode::Block,
+        WaitMode::SpinThenBlock {
+            max: Duration::from_micros(50),
+        },
+        WaitMode::SpinThenBlock { max: Duration::MAX },
+    ] {
+        let s = p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        let q2 = q.clone();
+        let waiter = std::thread::spawn(move || q2.wait(s, mode, Duration::MAX));
+        std::thread::sleep(Duration::from_millis(5));
+        w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        assert!(
+            matches!(waiter.join().unwrap(), Ok(Waited::Completed { .. })),
+            "{mode:?}"
+        );
     }
 }
 

@@ -459,7 +459,7 @@ impl MemMap {
     }
 
     /// The NQ ring of `engine` of `core`.
-    #[cfg(any(test, loom, feature = "testkit"))]
+    #[cfg(any(test, feature = "testkit"))]
     pub fn nq_ring_of(&self, core: u8, engine: u8) -> Result<RegionHandle, UnitError> {
         self.nq_rings_of(core)?
             .get(usize::from(engine))

@@ -150,7 +150,7 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
 /// engine `e` starting at `req.engine_address(e)` (0 = idle) at
 /// `start_cycle`. Implementations must not panic on bad addresses: an access
 /// outside device memory is an engine error in the report, as
-/// [`engine::Executor::run`] makes it.
+/// [`engine::Executor::run_request`] makes it.
 pub trait RequestExecutor: Send {
     /// Execute one request.
     fn execute(

@@ -697,11 +697,11 @@ impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
         if self.done(seq) {
             return Ok(Waited::Completed { wakeups: 0 });
         }
-        let now = Instant::now();
-        let deadline = after(now, timeout);
-        match mode {
+        let deadline = match mode {
             WaitMode::Poll => return Ok(Waited::Pending),
             WaitMode::SpinThenBlock { max } => {
+                let now = Instant::now();
+                let deadline = after(now, timeout);
                 let end = after(now, max).min(deadline);
                 loop {
                     crate::sync::spin_hint();
@@ -709,12 +709,12 @@ impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
                         return Ok(Waited::Completed { wakeups: 0 });
                     }
                     if Instant::now() >= end {
-                        break;
+                        break deadline;
                     }
                 }
             }
-            WaitMode::Block => {}
-        }
+            WaitMode::Block => after(Instant::now(), timeout),
+        };
         // A pooled event, or (below) a dup of the caller's.
         let pooled: Option<Box<dyn Waitable>> = match own {
             Some(_) => None,
@@ -852,7 +852,7 @@ fn swap_into(trace: &mut Trace, buf: &mut Vec<Transition>) {
 /// `now + d`, or a time no wait reaches when that overflows (a timeout of
 /// `Duration::MAX` waits for good instead of panicking).
 #[cfg(feature = "std")]
-fn after(now: Instant, d: Duration) -> Instant {
+pub(crate) fn after(now: Instant, d: Duration) -> Instant {
     now.checked_add(d)
         .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }

@@ -118,7 +118,8 @@ pub enum WaitMode {
     /// Check once (`is_completed`) and return.
     Poll,
     /// Spin re-checking for up to `max` (and never past the wait's
-    /// timeout), then block. A time, not a count of spin hints: a hint's
+    /// timeout; at least one re-check, so a zero `max` is exactly one),
+    /// then block. A time, not a count of spin hints: a hint's
     /// cost differs tenfold between cores (docs/perf.md, session 12).
     SpinThenBlock {
         /// How long to spin before blocking.

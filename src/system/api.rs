@@ -9,7 +9,7 @@
 //! | [`System::is_completed`] | `nrta_is_completed` | `seq <= last_completed` for the handle's XU |
 //! | [`System::last_completed`] | `nrta_get_last_completed` | `(exec_head - 1) \| xu_id << 48` |
 //! | [`System::arm`] | completion fd (caller-owned eventfd) | installs a dup of the caller's eventfd; the worker signals it at completion |
-//! | [`System::wait`] | completion fd (runtime-pooled eventfd) | blocks on a pooled eventfd (`efd_from_pool`) |
+//! | [`System::wait`] | completion fd (runtime-pooled eventfd) | re-checks for up to `SystemConfig::wait_spin`, then blocks on a pooled eventfd (`efd_from_pool`) |
 //! | [`System::execute`] | `nrt_execute` | schedule + wait + the outputs |
 //! | [`System::reset`] | `nrt_unload` + `nrt_load` of the XU | drain the XU, re-initialise its queues, back to healthy |
 //!
@@ -53,7 +53,7 @@ use crate::actors::{Cx, Nanos, NullTrace};
 use crate::device::model::{MlpSpec, ModelBuilder};
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
-use crate::ring::queue::StatusArc;
+use crate::ring::queue::{after, StatusArc};
 use crate::ring::{Armed, StatusCell, WaitMode, Waited};
 use crate::system::error::Error;
 use crate::wire::seq_id::SeqId;
@@ -331,7 +331,7 @@ impl<H: Hal + 'static> System<H> {
             lane.begin_reset(&mut cx)
                 .map_err(|_| RecoverError::Resetting)?;
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = after(Instant::now(), timeout);
         while h.state() != crate::fsm::xu_health::XuHealthState::Healthy {
             if Instant::now() >= deadline {
                 return Err(RecoverError::TimedOut);
@@ -371,7 +371,7 @@ impl<H: Hal + 'static> System<H> {
         input: &[f32],
         timeout: Duration,
     ) -> Result<Execution, NrtStatus> {
-        let deadline = Instant::now() + timeout;
+        let deadline = after(Instant::now(), timeout);
         let opts = ScheduleOpts::for_model(model);
         let (status, out) = (opts.status.clone(), opts.out.clone());
         let seq = loop {
@@ -400,7 +400,7 @@ impl<H: Hal + 'static> System<H> {
     /// outcome (so the slab agrees with everything scheduled so far).
     /// `false` if `timeout` passed first.
     pub fn quiesce(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = after(Instant::now(), timeout);
         loop {
             let drained = self.shared.queues.iter().all(|q| q.in_flight() == 0);
             let mut flushed = true;

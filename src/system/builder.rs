@@ -95,13 +95,15 @@ pub struct SystemConfig {
     /// How long [`System::wait`](super::api::System::wait) (and so
     /// `execute`) spins re-checking before it blocks on an eventfd, whose
     /// wake-up can cost more than a small execution (the `api_execute`
-    /// bench group). `Duration::ZERO` blocks at once.
+    /// bench group). Up to that long a waiting caller keeps its CPU busy
+    /// (with a spin hint between re-checks); `Duration::ZERO` re-checks
+    /// once, then blocks.
     pub wait_spin: Duration,
 }
 
 impl SystemConfig {
     /// Defaults for `cores` cores: ring 32, timeout 1 s, 16 MiB DRAM, an
-    /// anonymous slab.
+    /// anonymous slab, waits that spin up to 200 us.
     pub fn new(cores: u8) -> SystemConfig {
         SystemConfig {
             cores,
