@@ -18,14 +18,7 @@ use xunds::hal::linux::LinuxHal;
 use xunds::system::{MlpSpec, System, SystemConfig};
 use xunds::NrtStatus;
 
-use crate::harness::{ratio, two_threads};
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use crate::harness::{env_or, ratio, two_threads};
 
 /// One rep: `n` calls of `execute` on a fresh system whose wait spins up to
 /// `spin`. Returns (mean, p50, p99) per call.
@@ -84,8 +77,8 @@ fn eventfd_ping_pong(m: u64) -> Duration {
 }
 
 pub fn execute() {
-    let n = env("XUNDS_API_N", 20_000).max(2) as usize;
-    let reps = env("XUNDS_API_REPS", 3).max(1);
+    let n = env_or::<usize>("XUNDS_API_N", 20_000).max(2);
+    let reps = env_or::<u64>("XUNDS_API_REPS", 3).max(1);
     let spin = SystemConfig::new(1).wait_spin;
     println!(
         "  {n} calls of System::execute per rep, 1 core, example MLP, best of {reps} (by mean)"

@@ -20,14 +20,7 @@ use std::time::Duration;
 
 use xunds::system::job::{self, JobConfig};
 
-use crate::harness::{best_of, cpus, ratio, row};
-
-fn env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use crate::harness::{best_of, cpus, env_or, ratio, row};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = job::default_slab_path()
@@ -74,8 +67,8 @@ fn run_seed(n: u64, deterministic: bool, trace: Trace, seed: u64, tag: &str) -> 
 }
 
 pub fn det_vs_threaded() {
-    let n = env("XUNDS_DET_N", 20_000);
-    let reps = env("XUNDS_DET_REPS", 3) as usize;
+    let n: u64 = env_or("XUNDS_DET_N", 20_000);
+    let reps: usize = env_or("XUNDS_DET_REPS", 3);
     println!("  default workload (4 cores, 2 models, mlp), {n} executions, best of {reps}");
     let threaded = best_of(reps, || run(n, false, Trace::Digest).0);
     let det = best_of(reps, || run(n, true, Trace::Digest).0);

@@ -17,17 +17,14 @@ use std::time::Duration;
 use xunds::device::engine::{DeviceMemory, Executor, Limits, VecMemory};
 use xunds::device::isa::{Base, Insn, Operand, INSN_BYTES};
 
-use crate::harness::{best_of, time};
+use crate::harness::{best_of, env_or, time};
 
 const BATCH: usize = 4;
 const SHAPES: [(usize, usize, usize); 2] = [(BATCH, 16, 32), (BATCH, 32, 8)];
 const BASE: u64 = 0x1000;
 
 fn n() -> u64 {
-    std::env::var("XUNDS_ENGINE_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200_000)
+    env_or("XUNDS_ENGINE_N", 200_000)
 }
 
 fn macs() -> u64 {

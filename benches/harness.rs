@@ -18,6 +18,15 @@ pub fn pin(cpu: usize) {
     }
 }
 
+/// The environment variable `name` parsed as a `T`, or `default` when it is
+/// unset or does not parse (every group's size and rep knobs).
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Number of CPUs this process may use.
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -56,21 +56,15 @@ use xunds::system::job::{self, JobConfig, ModelKind};
 use xunds::system::Placement;
 use xunds::wire::nds::counters::NcCounter;
 
-use crate::harness::ratio;
+use crate::harness::{env_or, ratio};
 use crate::ALLOC;
 
 fn n() -> u64 {
-    std::env::var("XUNDS_PIPELINE_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000)
+    env_or("XUNDS_PIPELINE_N", 20_000)
 }
 
 fn reps() -> usize {
-    std::env::var("XUNDS_PIPELINE_REPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+    env_or("XUNDS_PIPELINE_REPS", 3)
 }
 
 /// Where ours keeps its slab: where `xunds run` does by default
@@ -957,9 +951,6 @@ pub fn host_stages() {
     let n = n();
     let stages = stage_costs(n);
     let ring = ring_item_ns(n.max(1 << 20));
-    // `names[DEVICE_STAGE]`: the stage a device runs, not the host (checked
-    // below, so a reorder of the stages cannot shift it silently).
-    const DEVICE_STAGE: usize = 2;
     let names = [
         "producer (input into the IO area)",
         "staging + doorbell",
@@ -968,7 +959,6 @@ pub fn host_stages() {
         "worker (MAC_COUNT, output check)",
         "publisher (5 NDS counter adds)",
     ];
-    assert!(names[DEVICE_STAGE].starts_with("sequencer"));
     println!("  host CPU ns per execution by stage (null model, one thread, no hand-offs):");
     for (name, ns) in names.iter().zip(stages) {
         println!("    {name:<46} {ns:>9.1} ns");
@@ -986,7 +976,11 @@ pub fn host_stages() {
     );
     // With hardware the sequencer's stage runs on the device: what is left
     // is what the host's CPU pays per execution.
-    let host_side = total - stages[DEVICE_STAGE];
+    let device = names
+        .iter()
+        .position(|n| n.starts_with("sequencer"))
+        .expect("a sequencer stage");
+    let host_side = total - stages[device];
     println!(
         "  RATIO {:<40} {:>6.1}x  (informational: {host_side:.1} ns)",
         "host path without the device's stage / item",

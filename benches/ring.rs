@@ -19,24 +19,18 @@ use xunds::ring::{
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 
-use crate::harness::{ping_pong, ratio, row, two_threads};
+use crate::harness::{env_or, ping_pong, ratio, row, two_threads};
 
 const XU: XuId = XuId::new(0, 0, 1);
 const CAP: usize = 1024;
 const BURST: usize = 32;
 
 fn n() -> u64 {
-    std::env::var("XUNDS_RING_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000_000)
+    env_or("XUNDS_RING_N", 10_000_000)
 }
 
 fn reps() -> usize {
-    std::env::var("XUNDS_RING_REPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+    env_or("XUNDS_RING_REPS", 3)
 }
 
 /// The best (minimum) time of each variant over `reps` rounds. Every round

@@ -697,24 +697,23 @@ impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
         if self.done(seq) {
             return Ok(Waited::Completed { wakeups: 0 });
         }
-        let deadline = match mode {
-            WaitMode::Poll => return Ok(Waited::Pending),
-            WaitMode::SpinThenBlock { max } => {
-                let now = Instant::now();
-                let deadline = after(now, timeout);
-                let end = after(now, max).min(deadline);
-                loop {
-                    crate::sync::spin_hint();
-                    if self.done(seq) {
-                        return Ok(Waited::Completed { wakeups: 0 });
-                    }
-                    if Instant::now() >= end {
-                        break deadline;
-                    }
+        if mode == WaitMode::Poll {
+            return Ok(Waited::Pending);
+        }
+        let now = Instant::now();
+        let deadline = after(now, timeout);
+        if let WaitMode::SpinThenBlock { max } = mode {
+            let end = after(now, max).min(deadline);
+            loop {
+                crate::sync::spin_hint();
+                if self.done(seq) {
+                    return Ok(Waited::Completed { wakeups: 0 });
+                }
+                if Instant::now() >= end {
+                    break;
                 }
             }
-            WaitMode::Block => after(Instant::now(), timeout),
-        };
+        }
         // A pooled event, or (below) a dup of the caller's.
         let pooled: Option<Box<dyn Waitable>> = match own {
             Some(_) => None,
