@@ -161,6 +161,87 @@ fn nonsense_the_hardening_run_found_is_refused() {
     refused(&["nds", "add"], &["xunds nds add:", "required", "<PATH>"]);
 }
 
+/// The second hardening review's usage errors: each names the flag, in the
+/// flag's unit, and a sim override the runner refuses is a usage error
+/// (exit 2), not a failed invariant with a shrink and a replay (exit 1).
+#[test]
+fn usage_errors_name_the_flag_and_its_unit() {
+    refused(
+        &["run", "--timeout-ms", "99999999999"],
+        &["--timeout-ms", "3600000", "an hour"],
+    );
+    refused(
+        &["run", "--executions", "100000000000000"],
+        &["xunds run:", "--executions must be <="],
+    );
+    refused(
+        &[
+            "sim",
+            "--seed",
+            "1",
+            "--executions",
+            "5",
+            "--models",
+            "64",
+            "--cores",
+            "16",
+        ],
+        &["xunds sim:", "--seed 1", "--models", "cores * models <= 64"],
+    );
+    refused(
+        &[
+            "sim",
+            "--seed",
+            "1",
+            "--cores",
+            "1",
+            "--faults",
+            "timeout@#1/core3",
+        ],
+        &["xunds sim:", "--faults", "core3", "--cores 1"],
+    );
+}
+
+/// A file the run or the replay cannot open or read is named in the error.
+#[test]
+fn io_errors_name_the_file() {
+    let dir = std::env::temp_dir();
+    let missing = dir.join("xunds-no-such-dir").join("x.trace");
+    let missing = missing.to_str().unwrap();
+    let dir = dir.to_str().unwrap();
+    for (args, path) in [
+        (
+            vec![
+                "run",
+                "--executions",
+                "5",
+                "--deterministic",
+                "--trace",
+                missing,
+            ],
+            missing,
+        ),
+        (
+            vec![
+                "run",
+                "--executions",
+                "5",
+                "--deterministic",
+                "--trace",
+                dir,
+            ],
+            dir,
+        ),
+        (vec!["replay", dir], dir),
+    ] {
+        let out = xunds(&args);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(err.contains(path), "{args:?}: {path} missing in {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    }
+}
+
 /// A short deterministic run whose stderr is `stderr`.
 fn short_run(slab: &str, extra: &[&str], stderr: Stdio) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_xunds"))

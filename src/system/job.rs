@@ -188,6 +188,12 @@ pub const MAX_TIMEOUT_NS: u64 = 3_600_000_000_000;
 /// (virtual ns).
 const DET_GRACE_NS: u64 = 20_000;
 
+/// An I/O error on `path`, naming it ("No such file or directory" alone
+/// does not say which of a run's files).
+fn at(path: &Path) -> impl Fn(std::io::Error) -> std::io::Error + '_ {
+    move |e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 fn bad(what: impl Into<String>) -> Error {
     Error::Other(what.into())
 }
@@ -291,19 +297,22 @@ impl JobConfig {
             ));
         }
         if !(1..=32).contains(&self.ring) {
-            return Err(bad("ring must be 1..=32"));
+            return Err(bad("--ring must be 1..=32"));
         }
         if !(1..=MAX_INPUTS).contains(&self.inputs) {
             return Err(bad(format!("inputs must be 1..={MAX_INPUTS}")));
         }
         if self.executions > MAX_EXECUTIONS {
-            return Err(bad(format!("executions must be <= {MAX_EXECUTIONS}")));
+            return Err(bad(format!("--executions must be <= {MAX_EXECUTIONS}")));
         }
         if self
             .timeout_ns
             .is_some_and(|t| t == 0 || t > MAX_TIMEOUT_NS)
         {
-            return Err(bad(format!("the timeout must be 1..={MAX_TIMEOUT_NS} ns")));
+            return Err(bad(format!(
+                "--timeout-ms must be at least 1 and at most {} (an hour)",
+                MAX_TIMEOUT_NS / 1_000_000
+            )));
         }
         if self.timeout_ns == Some(0) {
             return Err(bad(
@@ -666,15 +675,17 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let header = TraceHeader::new(cfg.seed, cfg.header_config());
         let mut trace = match (&cfg.replay, &cfg.trace) {
             (Some(recorded), kept) => {
-                let recorded = std::io::BufReader::new(std::fs::File::open(recorded)?);
+                let recorded =
+                    std::io::BufReader::new(std::fs::File::open(recorded).map_err(at(recorded))?);
                 let kept = match kept {
-                    Some(p) => Some(Box::new(std::io::BufWriter::new(std::fs::File::create(p)?))
-                        as Box<dyn std::io::Write + Send>),
+                    Some(p) => Some(Box::new(std::io::BufWriter::new(
+                        std::fs::File::create(p).map_err(at(p))?,
+                    )) as Box<dyn std::io::Write + Send>),
                     None => None,
                 };
                 Trace::comparing(&header, recorded, kept)
             }
-            (None, Some(path)) => Trace::create_binary(&header, path)?,
+            (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,
             (None, None) if cfg.digest => Trace::digest_only(&header),
             (None, None) => Trace::disabled(),
         };

@@ -723,7 +723,7 @@ pub fn shrink(case: &SimCase, invariant: Invariant, opts: &SimOptions) -> (SimCa
 pub struct Progress {
     /// Seeds done.
     pub seeds_done: u64,
-    /// Seeds in the range.
+    /// Seeds in the range (`u64::MAX` for all 2^64).
     pub seeds: u64,
     /// Executions simulated so far.
     pub executions: u64,
@@ -773,7 +773,10 @@ pub fn swarm(
 ) -> SwarmReport {
     let t0 = Instant::now();
     let (first, last) = (*seeds.start(), *seeds.end());
-    let total = if last >= first { last - first + 1 } else { 0 };
+    // The range's seeds are `first + k` for `k <= span`; counted through
+    // `span`, not `last - first + 1`, which wraps to 0 for all 2^64 seeds.
+    let span = last.checked_sub(first);
+    let total = span.map_or(0, |s| s.saturating_add(1));
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let done = AtomicU64::new(0);
@@ -788,7 +791,7 @@ pub fn swarm(
                 // the results go through the mutex and the scope's join.
                 while !stop.load(Ordering::Relaxed) {
                     let k = next.fetch_add(1, Ordering::Relaxed);
-                    if k >= total {
+                    if span.is_none_or(|span| k > span) {
                         break;
                     }
                     let res = run_case(&cases(first + k), opts);
@@ -835,6 +838,29 @@ pub fn swarm(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// All 2^64 seeds are a range like any other: the swarm runs them (here
+    /// up to the first, which fails at once), where counting them as
+    /// `last - first + 1` wrapped to none and passed. Mutant: the count back
+    /// to `last - first + 1`.
+    #[test]
+    fn the_whole_seed_range_runs_seeds() {
+        let invalid = |seed| SimCase {
+            cores: 16,
+            models: 64,
+            ..SimCase::derive(seed, 1)
+        };
+        let mut seen = 0;
+        let rep = swarm(0..=u64::MAX, &invalid, 1, &SimOptions::new(), &mut |p| {
+            seen = p.seeds
+        });
+        assert_eq!(rep.seeds, 1, "the first seed ran and stopped the swarm");
+        assert_eq!(rep.failure.map(|f| f.case.seed), Some(0));
+        assert!(
+            seen == 0 || seen == u64::MAX,
+            "progress counted {seen} seeds"
+        );
+    }
 
     #[test]
     fn cases_are_a_function_of_the_seed_and_stay_in_range() {

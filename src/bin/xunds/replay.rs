@@ -33,7 +33,8 @@ pub struct Args {
 /// Replay `file`: the diff outcome, and the text view when asked for.
 fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), String> {
     let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let header = TraceHeader::read(&mut BufReader::new(f)).map_err(|e| e.to_string())?;
+    let header = TraceHeader::read(&mut BufReader::new(f))
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     if header.version != BINARY_VERSION {
         return Err(format!(
             "{}: a text view (v{}), not a recorded trace: record one with `xunds run --deterministic --trace FILE`",

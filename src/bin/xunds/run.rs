@@ -98,9 +98,10 @@ pub struct Args {
 /// `--timeout-ms`: a number of milliseconds, at least 1 (a zero timeout
 /// would expire every execution at submission).
 fn at_least_one_ms(s: &str) -> Result<u64, String> {
+    let max = job::MAX_TIMEOUT_NS / 1_000_000;
     match s.parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(ms) => Ok(ms),
+        Ok(ms) if (1..=max).contains(&ms) => Ok(ms),
+        Ok(_) => Err(format!("must be at least 1 and at most {max} (an hour)")),
         Err(e) => Err(e.to_string()),
     }
 }
