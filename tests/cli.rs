@@ -202,6 +202,18 @@ fn usage_errors_name_the_flag_and_its_unit() {
     );
 }
 
+/// `xunds top` without a terminal (here: stdin null, stdout a pipe) says so
+/// in one line with exit 2; it used to panic inside the terminal library
+/// and write escape codes to the pipe.
+#[test]
+fn top_without_a_terminal_says_so() {
+    let slab = std::env::temp_dir().join("xunds-top-no-terminal.nds");
+    refused(
+        &["top", slab.to_str().unwrap()],
+        &["xunds top:", "terminal"],
+    );
+}
+
 /// A file the run or the replay cannot open or read is named in the error.
 #[test]
 fn io_errors_name_the_file() {

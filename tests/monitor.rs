@@ -508,6 +508,49 @@ fn bad_files_are_errors_in_the_document_not_crashes() {
     }
 }
 
+/// A FIFO where a slab should be (anyone can leave one in /dev/shm under a
+/// slab's name) is refused as not a regular file by the monitor, a
+/// directory scan and `nds dump`; opening it for reading used to wait for a
+/// writer forever.
+#[test]
+fn a_fifo_is_refused_not_waited_on() {
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("xunds-1.nds");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo reads it only.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let (f, d) = (fifo.to_str().unwrap(), dir.to_str().unwrap());
+    for args in [
+        vec!["monitor", "--once", f],
+        vec!["monitor", "--once", "--dir", d],
+        vec!["nds", "dump", f],
+    ] {
+        let mut child = xunds(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = std::fs::remove_dir_all(&dir);
+                panic!("{args:?} waits on the FIFO");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("not a regular file"), "{args:?}: {all}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_torn_model_record_is_named_in_memory_used() {
     let slab = TempSlab::new("monitor-torn");

@@ -378,11 +378,35 @@ impl RawMut {
     }
 }
 
+/// Open the slab file at `path` (read-write when `write`, created when
+/// `create`) and return it with its length, refusing anything but a
+/// regular file. Opened non-blocking: opening a FIFO for reading blocks
+/// until a writer comes, and anyone may leave one where a monitor looks
+/// for slabs; the flag changes nothing for a regular file.
 #[cfg(feature = "std")]
-fn file_len(path: &Path) -> Result<usize, NdsError> {
-    let meta = std::fs::metadata(path)?;
-    usize::try_from(meta.len())
-        .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))
+fn open_regular(
+    path: &Path,
+    write: bool,
+    create: bool,
+) -> Result<(std::fs::File, usize), NdsError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(write)
+        .create(create)
+        .truncate(false)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(NdsError::Io(io::Error::other("is a directory")));
+    }
+    if !meta.is_file() {
+        return Err(NdsError::Io(io::Error::other("not a regular file")));
+    }
+    let len = usize::try_from(meta.len())
+        .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+    Ok((file, len))
 }
 
 fn require_size(len: usize) -> Result<(), NdsError> {
@@ -428,12 +452,7 @@ impl MappedSlab {
     ///   short).
     pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
         use std::os::unix::fs::FileExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let (file, _) = open_regular(path, true, true)?;
         lock(&file)?;
         let len = file.metadata()?.len();
         if len != 0 && !force {
@@ -458,11 +477,10 @@ impl MappedSlab {
     /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
     /// bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)?;
+        let (file, _) = open_regular(path, true, false)?;
         lock(&file)?;
+        // The length once the lock is ours (a writer we waited out may
+        // have resized the file).
         let len = usize::try_from(file.metadata()?.len())
             .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
         require_size(len)?;
@@ -475,8 +493,9 @@ impl MappedSlab {
     /// §2.4), never for a publisher of records. Refuses a file shorter than
     /// `REQUIRED_SIZE`.
     pub fn open_unlocked(path: &Path) -> Result<MappedSlab, NdsError> {
-        require_size(file_len(path)?)?;
-        Self::from_region(Mapping::open_file(path, true)?.into_region())
+        let (file, len) = open_regular(path, true, false)?;
+        require_size(len)?;
+        Self::from_region(Mapping::from_file(file, len, true)?.into_region())
     }
 
     /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
@@ -740,13 +759,7 @@ impl ReadOnlySlab {
     /// path, so a file replaced in between cannot slip through; a file that
     /// shrinks later is detected ([`Slab::shrunk`]), never a fault.
     pub fn open(path: &Path) -> Result<ReadOnlySlab, NdsError> {
-        let file = std::fs::File::open(path)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(NdsError::Io(io::Error::other("is a directory")));
-        }
-        let len = usize::try_from(meta.len())
-            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+        let (file, len) = open_regular(path, false, false)?;
         require_size(len)?;
         // O_RDONLY descriptor, PROT_READ mapping.
         Self::from_region(Mapping::from_file(file, len, false)?.into_region())

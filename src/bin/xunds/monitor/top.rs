@@ -8,6 +8,7 @@
 //! state each period), so it is tested with ratatui's `TestBackend`.
 
 use std::collections::HashMap;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -380,7 +381,22 @@ pub fn main(args: TopArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut terminal = ratatui::init();
+    // A full-screen view needs a terminal to draw on and read keys from;
+    // without one, say so (exit 2) instead of failing inside the terminal
+    // library with a panic and escape codes on a pipe.
+    if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+        return crate::usage_error(
+            "xunds top",
+            "needs a terminal on stdin and stdout (`xunds monitor` writes JSON lines to a pipe)",
+        );
+    }
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("xunds top: the terminal: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut prev = HashMap::new();
     let mut selected = 0usize;
     let mut next = Instant::now();

@@ -19,6 +19,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
@@ -281,7 +282,13 @@ impl Watch {
 }
 
 fn attach(path: &Path) -> Result<Attached, String> {
-    let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // Non-blocking: opening a FIFO someone left in the directory would
+    // otherwise wait for a writer forever (a regular file is unaffected).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let m = file
         .metadata()
         .map_err(|e| format!("{}: fstat: {e}", path.display()))?;
