@@ -112,7 +112,16 @@ impl MarkCompLock {
         #[cfg(xunds_mutant = "markcomp_no_waiter_fence")]
         return;
         #[allow(unreachable_code)]
-        if !(self.asym && membarrier::barrier()) {
+        if self.asym {
+            // The worker's side is a compiler fence only, so without the
+            // barrier there is no Dekker pair: a fence of our own would not
+            // do. Once registered, the call fails only for want of memory
+            // (ENOMEM, transient): try again until it goes through.
+            let mut spins = 0u32;
+            while !membarrier::barrier() {
+                backoff(&mut spins);
+            }
+        } else {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in
             // `light_fence` (Dekker: waiters store / worker_busy load).
             fence(Ordering::SeqCst);

@@ -39,6 +39,7 @@ use super::clock::{MonotonicClock, VirtualClock};
 use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
 use crate::hal::eventfd::{poll_fds, poll_readable, pollin, readable, reset_raw, EventFd};
 use crate::prng::SplitMix64;
+use crate::ring::queue::after;
 
 /// The name runner events carry in the trace.
 pub const RUNNER_NAME: &str = "runner";
@@ -1054,7 +1055,8 @@ impl<A> Running<A> {
     pub fn join(self) -> Result<ThreadedReport<A>, RunError> {
         let mut timed_out = None;
         if let Some(max) = self.max_wall {
-            let deadline = self.started + max;
+            // Saturating: `max_wall` may be `Duration::MAX` (no bound).
+            let deadline = after(self.started, max);
             while !self.stop.is_stopped() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -1256,6 +1258,24 @@ mod tests {
         assert!(rep.stats[0].finished);
         assert!(!rep.stats[1].finished);
         assert_eq!(rep.stats[0].progress, 100);
+    }
+
+    /// A wall bound of `Duration::MAX` means no bound: the run ends when its
+    /// actors do (the deadline saturates; `started + max` panicked).
+    #[test]
+    fn threaded_runner_takes_an_unbounded_wall() {
+        let mut r = ThreadedRunner::new(ThreadedConfig {
+            max_wall: Some(Duration::MAX),
+            ..ThreadedConfig::default()
+        })
+        .unwrap();
+        r.add(Countdown {
+            name: "a",
+            left: 10,
+            flip: false,
+        });
+        let rep = r.run().unwrap();
+        assert!(rep.stats[0].finished);
     }
 
     /// `elapsed` is the run proper: it ends when the last non-daemon actor
