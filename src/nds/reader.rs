@@ -328,7 +328,8 @@ impl<S: Slab> Reader<S> {
             let mut models = heapless::Vec::new();
             for slot in ModelSlot::all() {
                 let span = RecordSpan::model(slot.index())?;
-                let hashed = s.load_u32(span.off(), Ordering::Relaxed) != 0;
+                // Word 0 whole, as the writer stores it; its low half is the hash.
+                let hashed = s.load_u64(span.off(), Ordering::Relaxed) as u32 != 0;
                 if model_bitmap & slot.bit() != 0 || hashed {
                     // At most one entry per slot: `ModelSlot::all()` yields each once.
                     let _ = models.push((slot, self.read_record(s, span)?));

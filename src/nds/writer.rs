@@ -41,6 +41,26 @@ use super::slab::MappedSlab;
 use super::slab::{DefaultSlab, SlabMut};
 use super::{words, NdsError, MODEL_SLOTS, REQUIRED_SIZE};
 
+/// Zero the map (everything past the header) at the widths its readers
+/// load, so no store overlaps a load of another width (Rust's atomics allow
+/// mixed sizes on the same bytes only between reads): 8-byte words, except
+/// the process-info-ext record's last 4-byte word (a 260-byte record,
+/// which `record::copy_once` ends with a 4-byte load), so the zeroing splits
+/// at that record's end. Every other record is whole 8-byte words.
+fn zero_map<S: SlabMut + ?Sized>(slab: &S) {
+    const EXT: RecordSpan = RecordSpan::PROCESS_INFO_EXT;
+    const SPLIT: usize = EXT.off() + EXT.len();
+    const _: () = assert!(SPLIT % 8 == 4);
+    const _: () = assert!(RecordSpan::PROCESS_INFO.len() % 8 == 0);
+    const _: () = assert!(model::RECORD_SIZE % 8 == 0);
+    words::zero(
+        slab,
+        region::ND_COUNTERS_OFF,
+        SPLIT - region::ND_COUNTERS_OFF,
+    );
+    words::zero(slab, SPLIT, REQUIRED_SIZE - SPLIT);
+}
+
 /// Trace id of the process-info record (model slots use 0..=63).
 pub const PROCESS_INFO_ID: u64 = 64;
 /// Trace id of the process-info-ext record.
@@ -105,11 +125,7 @@ impl<S: SlabMut> Writer<S> {
         }
         // Lay out: every region of the map starts zero: counters 0, an empty
         // model bitmap, every record unpublished (hash word 0).
-        words::zero(
-            &slab,
-            region::ND_COUNTERS_OFF,
-            REQUIRED_SIZE - region::ND_COUNTERS_OFF,
-        );
+        zero_map(&slab);
         // Ordering: Release, partner: the Acquire header load in
         // `Reader::attach` and before every reader read (docs/abi.md §2.3,
         // `nds_commit_header` / `nds_check_header`): a reader that sees the
@@ -148,7 +164,8 @@ impl<S: SlabMut> Writer<S> {
             }
         }
         let live = |span: RecordSpan| {
-            if slab.load_u32(span.off(), Ordering::Relaxed) != 0 {
+            // Word 0 whole, as the writer stores it; its low half is the hash.
+            if slab.load_u64(span.off(), Ordering::Relaxed) as u32 != 0 {
                 RecordState::Published
             } else {
                 RecordState::Free
@@ -189,11 +206,7 @@ impl<S: SlabMut> Writer<S> {
         // any of the zeroing below re-loads a zero header and reports
         // Detached instead of mixing the two lives of the slab.
         self.slab.fence(Ordering::Release);
-        words::zero(
-            &self.slab,
-            region::ND_COUNTERS_OFF,
-            REQUIRED_SIZE - region::ND_COUNTERS_OFF,
-        );
+        zero_map(&self.slab);
         self.slab
     }
 
@@ -459,6 +472,104 @@ mod tests {
         fn on_transition(&mut self, t: Transition) {
             self.0.lock().unwrap().push(t);
         }
+    }
+
+    /// A slab that records the width of every access by address.
+    struct WidthLog(HeapSlab, StdMutex<std::collections::BTreeMap<usize, u8>>);
+    impl WidthLog {
+        fn log(&self, off: usize, width: u8) {
+            // Each 4-byte word the access covers, with the access's width
+            // (4 or 8); a word seen at both widths keeps 12.
+            let mut m = self.1.lock().unwrap();
+            for w in (off..off + usize::from(width)).step_by(4) {
+                *m.entry(w).or_insert(0) |= width;
+            }
+        }
+    }
+    impl Slab for WidthLog {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+            self.log(off, 8);
+            self.0.load_u64(off, order)
+        }
+        fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+            self.log(off, 4);
+            self.0.load_u32(off, order)
+        }
+        fn fence(&self, order: Ordering) {
+            self.0.fence(order)
+        }
+        fn shrunk(&self) -> bool {
+            false
+        }
+    }
+    impl SlabMut for WidthLog {
+        fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+            self.log(off, 8);
+            self.0.store_u64(off, v, order)
+        }
+        fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+            self.log(off, 4);
+            self.0.store_u32(off, v, order)
+        }
+        fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+            self.log(off, 8);
+            self.0.fetch_add_u64(off, v, order)
+        }
+        fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+            self.log(off, 8);
+            self.0.fetch_sub_u64(off, v, order)
+        }
+        fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+            self.log(off, 8);
+            self.0.fetch_or_u64(off, v, order)
+        }
+    }
+
+    /// Every byte of the map is accessed at one width by the writer and the
+    /// reader alike, over a whole life (lay out, records, counters, a
+    /// snapshot, a re-attach, a release): Rust's atomics allow accesses of
+    /// different sizes to the same bytes only when none is a write, and a
+    /// reader in another thread may race any of these. (The live checks
+    /// loaded the 8-byte hash word as 4 bytes, and the layout and release
+    /// zeroed the process-info-ext record's 4-byte last word as half of an
+    /// 8-byte one.)
+    #[test]
+    fn every_word_is_accessed_at_one_width() {
+        let slab = Arc::new(WidthLog(
+            HeapSlab::zeroed(),
+            StdMutex::new(Default::default()),
+        ));
+        let w = Writer::new(slab.clone()).unwrap();
+        w.publish_process_info(&ProcessInfo::default()).unwrap();
+        w.publish_process_info_ext(&ProcessInfoExt::default())
+            .unwrap();
+        let s = w.commit_model(&model(1)).unwrap();
+        w.update_model(s, &model(2)).unwrap();
+        w.add(Counter::nc(0, NcCounter::InferenceCount).unwrap(), 1)
+            .unwrap();
+        crate::nds::Reader::attach(slab.clone())
+            .unwrap()
+            .snapshot()
+            .unwrap();
+        drop(w);
+        let w = Writer::attach(slab.clone()).unwrap();
+        w.delete_model(s).unwrap();
+        let _ = w.release();
+        let mixed: Vec<String> = slab
+            .1
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, &w)| w == 12)
+            .map(|(off, _)| format!("{off:#x}"))
+            .collect();
+        assert!(
+            mixed.is_empty(),
+            "4-byte words also accessed as 8: {mixed:?}"
+        );
     }
 
     #[test]
