@@ -649,6 +649,66 @@ pub(crate) fn fence_after_relaxed_load(order: Ordering) {
 mod tests {
     use super::*;
 
+    /// A SIGBUS on a writable file mapping whose file is at full length is
+    /// not a shrink (a page a full tmpfs cannot supply, an I/O error): the
+    /// guard neither regrows nor counts it and passes the fault on. It used
+    /// to "regrow" the file to its own size, count a shrink and return, and a
+    /// real fault of that kind then faulted again forever. A forked child
+    /// queues itself such a fault (SIGBUS with a fault's code and an address
+    /// in the mapping) and exits with the shrink count it then reads.
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap, fork and signals are not available under Miri")]
+    fn a_fault_on_a_full_length_file_is_not_a_shrink() {
+        let path = std::env::temp_dir().join(format!("xunds-sigbus-full-{}", std::process::id()));
+        let m = Mapping::create_file(&path, 4096).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let addr = m.ptr.as_ptr().cast::<libc::c_void>();
+        // SAFETY: the child makes only async-signal-safe calls (getpid,
+        // gettid, rt_tgsigqueueinfo, an atomic load, _exit) and touches no
+        // lock another thread of the test process might have held.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            // SAFETY: a zeroed siginfo is valid; the fault address goes
+            // where the kernel puts it (16 bytes in, after signo, errno,
+            // code and padding: `si_addr()` reads it back from there); the
+            // syscall reads the struct only.
+            unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                info.si_signo = libc::SIGBUS;
+                info.si_code = libc::BUS_ADRERR;
+                (&mut info as *mut libc::siginfo_t)
+                    .cast::<u8>()
+                    .add(16)
+                    .cast::<*mut libc::c_void>()
+                    .write(addr);
+                if info.si_addr() != addr {
+                    libc::_exit(100);
+                }
+                let r = libc::syscall(
+                    libc::SYS_rt_tgsigqueueinfo,
+                    libc::getpid(),
+                    libc::gettid(),
+                    libc::SIGBUS,
+                    &info as *const libc::siginfo_t,
+                );
+                if r != 0 {
+                    libc::_exit(101);
+                }
+                libc::_exit(m.shrunk().min(99) as libc::c_int);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above; writes `status` only.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "child status {status:#x}");
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "shrinks counted for a fault on a full-length file (100/101: the test's own setup failed)"
+        );
+    }
+
     #[test]
     fn ragged_edges_and_whole_words() {
         assert_eq!(split_words(0, 8), (0, 8, 0));

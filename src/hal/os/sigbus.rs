@@ -7,9 +7,11 @@
 //! such a fault on a registered mapping into something the owner can report:
 //!
 //! - a writable mapping (a publisher's slab) **regrows** the file to the
-//!   mapped length (`ftruncate` on its own descriptor): the access is
-//!   retried and succeeds on a zero page; the file stays a full slab for
-//!   every other process, and the owner sees [`Guard::shrunk`].
+//!   mapped length (`ftruncate` on its own descriptor) when it is shorter
+//!   than that: the access is retried and succeeds on a zero page; the file
+//!   stays a full slab for every other process, and the owner sees
+//!   [`Guard::shrunk`]. A fault on a file at full length is not a shrink
+//!   (a page a full tmpfs cannot supply, an I/O error) and goes on as below.
 //! - a read-only mapping (a monitor's view) is **detached**: a private zero
 //!   mapping replaces it in place (`mmap(MAP_FIXED)`), the load is retried
 //!   and reads zero, and the owner sees [`Guard::shrunk`] and reports the
@@ -144,7 +146,7 @@ fn install() {
     });
 }
 
-/// The SIGBUS handler. Async-signal-safe: atomics, `ftruncate`, `mmap`,
+/// The SIGBUS handler. Async-signal-safe: atomics, `fstat`, `ftruncate`, `mmap`,
 /// `sigaction` and `raise` only.
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
@@ -161,11 +163,20 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut 
                 continue;
             }
             let fixed = match s.state.load(Ordering::Relaxed) {
+                // Only a file now shorter than the mapping is a shrink; a
+                // fault on a file at full length (no space left on a tmpfs
+                // for a page, an I/O error) would fault again on every retry,
+                // so it goes on to the previous handler below.
                 // SAFETY: `fd` is the open descriptor the mapping was made
-                // from (kept open while the guard lives); growing a file
-                // back to the mapped length aliases no Rust object.
+                // from (kept open while the guard lives); `fstat` writes
+                // only `st`, and growing a file back to the mapped length
+                // aliases no Rust object.
                 REGROW => unsafe {
-                    libc::ftruncate(s.fd.load(Ordering::Relaxed), len as libc::off_t) == 0
+                    let fd = s.fd.load(Ordering::Relaxed);
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstat(fd, &mut st) == 0
+                        && (st.st_size as u64) < len as u64
+                        && libc::ftruncate(fd, len as libc::off_t) == 0
                 },
                 DETACH => {
                     // SAFETY: `[start, start + len)` is exactly one live
