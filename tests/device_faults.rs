@@ -328,6 +328,57 @@ fn dma_to_a_read_only_register_is_refused() {
     assert_eq!(head, 0, "the register was not written");
 }
 
+/// A request the device aborts (a corrupt descriptor) or refuses (no event
+/// poke) ran nothing: its MAC word reads 0, not what the request that used
+/// its buffer slot before left there (the worker reports that word as the
+/// execution's `mac_count` and adds it to the NDS MAC_COUNT).
+#[test]
+fn an_aborted_or_refused_request_reports_no_macs() {
+    let stale = |dev: &Dev| {
+        let off = dev.map().request_macs_off(0, 1) as usize;
+        dev.hal()
+            .store_u64(dev.map().dram, off, 3072, Ordering::Relaxed)
+            .unwrap();
+        move |dev: &Dev| {
+            dev.hal()
+                .load_u64(dev.map().dram, off, Ordering::Relaxed)
+                .unwrap()
+        }
+    };
+    // Aborted: a descriptor of the request corrupted.
+    let dev = device(
+        vec![FaultRule::nth(
+            Fault::CorruptDesc {
+                what: DescCorruption::BadLength,
+                dir: Some(Dir::M2s),
+            },
+            1,
+        )],
+        cfg(),
+    );
+    let macs = stale(&dev);
+    let (r, _) = run_one(&dev, 0, u64::MAX);
+    assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    assert_eq!(macs(&dev), 0, "an aborted request's MACs");
+    // Refused: published without the event poke.
+    let dev = device(vec![], cfg());
+    let macs = stale(&dev);
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0).unwrap();
+    q.push_copy(
+        &**dev.hal(),
+        4,
+        map.dram_pa(0xF04),
+        map.reg_pa(0, reg::SEQ_TAIL_INC),
+    )
+    .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    seq.poll(0).unwrap();
+    assert_eq!(seq.executed(0), 1);
+    assert_eq!(macs(&dev), 0, "a refused request's MACs");
+}
+
 /// A request published without the event poke: the sequencer refuses to
 /// trust DMEM and reports a runtime error.
 #[test]

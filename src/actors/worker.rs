@@ -832,7 +832,9 @@ impl<H: Hal> WorkerActor<H> {
             Some(NcCounter::ErrSwNqOverflow) => self.stats.nq_overflows += 1,
             _ => {}
         }
-        self.stats.macs += macs;
+        // Wrapping, as the slab's MAC_COUNT adds it: the word is device
+        // memory an engine may have written anything into.
+        self.stats.macs = self.stats.macs.wrapping_add(macs);
         self.stats.device_ns += dev_cycles;
         if status == NrtStatus::SUCCESS {
             self.stats.ok += 1;

@@ -501,6 +501,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         let exec_id = self.cores[c].executed.wrapping_add(1);
         let cycle = self.cores[c].cycle;
         let mut p = Progress::default();
+        self.put_macs(c, exec_id, 0)?;
         self.record(
             c,
             Engine::Sp,
@@ -598,6 +599,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         if event == 0 {
             // Published without the event poke: the sequencer cannot trust
             // DMEM. One sequencer error record, nothing executed.
+            self.put_macs(c, exec_id, 0)?;
             self.record(
                 c,
                 Engine::Sp,
@@ -617,14 +619,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             let mem = DramMemory::new(&*self.hal, &self.map);
             self.exec.execute(&mem, &req, start)
         };
-        // This request's MACs, before its records (their Release publishes
-        // it to the worker that acquires them).
-        self.hal.store_u64(
-            self.map.dram,
-            self.map.request_macs_off(c as u8, exec_id) as usize,
-            out.macs,
-            Ordering::Relaxed,
-        )?;
+        self.put_macs(c, exec_id, out.macs)?;
         let mut any = false;
         for e in Engine::ALL {
             if req.engine_address(e) == 0 {
@@ -664,6 +659,20 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         self.finish(c, exec_id, out.end_cycle.max(start), out.macs)?;
         Ok(p)
+    }
+
+    /// Write request `exec_id`'s MACs, before its records (their Release
+    /// publishes the word to the worker that acquires them). Every path
+    /// that writes records for a request writes its MACs too (0 when nothing
+    /// ran): the word is in the request's buffer slot, which the request
+    /// `request_slots` earlier used, and a worker must never read that one's.
+    fn put_macs(&self, c: usize, exec_id: u32, macs: u64) -> Result<(), HalError> {
+        self.hal.store_u64(
+            self.map.dram,
+            self.map.request_macs_off(c as u8, exec_id) as usize,
+            macs,
+            Ordering::Relaxed,
+        )
     }
 
     /// Bookkeeping after a request: clocks, counters, `SEQ_HEAD`, interrupt.
