@@ -146,6 +146,55 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
     }
 }
 
+/// A slot whose seq_id was overwritten (a stray writer into the shared
+/// ring): the worker's peek refuses it on every poll; the refusal is counted
+/// once and degrades the XU, so the next schedule is refused at once
+/// (`EXEC_UNIT_UNRECOVERABLE`) instead of queueing behind a slot nothing
+/// can pop. It used to be traced as a message on every poll and nothing
+/// else: the XU stayed HEALTHY and accepted work it would never run.
+#[test]
+fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
+    let (built, model, x) = common::small_system();
+    let shared = Arc::clone(&built.shared);
+    let mut trace = NullTrace;
+    let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+    let request = || Request {
+        model: &model,
+        input: &x,
+        status: None,
+        out: None,
+        expect: 0,
+        tag: 0,
+    };
+    {
+        let mut lane = shared.lanes[0].lock().unwrap();
+        let seq = lane.schedule(request(), &mut cx).unwrap();
+        lane.queue().corrupt_seq_id(seq, seq.0 ^ 0x40);
+    }
+    let (_, daemons) = built.into_daemons();
+    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    r.run_until(&mut trace, |r| r.stats().polls >= 2_000)
+        .unwrap();
+    let refused = shared.lanes[0]
+        .lock()
+        .unwrap()
+        .schedule(request(), &mut Cx::new(Nanos(0), "test", &mut NullTrace));
+    assert_eq!(refused, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
+    let worker = r
+        .into_actors()
+        .into_iter()
+        .find_map(|a| match a {
+            SysActor::Worker(w) => Some(w.stats().clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(worker.ring_refusals, 1, "counted once over 2,000 polls");
+    assert_eq!((worker.completed, worker.fsm_violations), (0, 0));
+}
+
 /// Each bad item completes with its status, is counted by kind, loses
 /// nothing (the good execution behind it completes too) and leaves the
 /// item free list whole.

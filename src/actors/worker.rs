@@ -164,6 +164,11 @@ pub struct WorkerStats {
     /// Events the worker's state did not accept (counted, traced, the state
     /// kept: 0 unless something is wrong).
     pub fsm_violations: u64,
+    /// Peeks the ring refused (a slot whose seq_id is not the one its cursor
+    /// names: the ring's memory was overwritten), each counted once however
+    /// many polls meet it; the first degrades the XU. 0 unless something
+    /// wrote into the ring.
+    pub ring_refusals: u64,
     /// Executions submitted after this worker had degraded its XU (and
     /// before a recovery): 0, since a degraded XU refuses every schedule
     /// with 101. Exact in deterministic runs, where the submission's
@@ -241,6 +246,9 @@ pub struct WorkerActor<H: Hal> {
     cur: Option<Current>,
     kept: Option<PubMsg>,
     kept_return: Option<u16>,
+    /// The peek refusal last counted (`ring_refusals`), until a peek
+    /// succeeds again.
+    refused: Option<crate::ring::RingError>,
     last_seq: Option<u64>,
     bytes: Vec<u8>,
     vals: Vec<f32>,
@@ -322,6 +330,7 @@ impl<H: Hal> WorkerActor<H> {
             cur: None,
             kept: None,
             kept_return: None,
+            refused: None,
             last_seq: None,
             bytes: Vec::with_capacity(4096),
             vals: Vec::with_capacity(1024),
@@ -443,10 +452,24 @@ impl<H: Hal> WorkerActor<H> {
                 return true; // look again on the next round
             }
             Err(e) => {
-                cx.event("msg", format_args!("peek refused: {e}"));
+                // The slot at the head is not the one the cursors name (its
+                // seq_id was overwritten): nothing on this ring can be
+                // popped until a reset re-initialises it. Counted and traced
+                // once per refusal (every poll meets the same one), and the
+                // XU degrades, so schedules are refused at once instead of
+                // queueing behind it.
+                if self.refused.as_ref() != Some(&e) {
+                    self.stats.ring_refusals += 1;
+                    cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.core));
+                    self.refused = Some(e);
+                    if self.health.state() == XuHealthState::Healthy {
+                        self.degrade(XuHealthEvent::FatalError, false, cx);
+                    }
+                }
                 return false;
             }
         };
+        self.refused = None;
         if self.state == WorkerState::Sleeping {
             self.step(WorkerEvent::Wake, cx);
         }

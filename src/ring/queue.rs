@@ -521,6 +521,15 @@ impl<T: Payload, S: Storage, H: Home> XuQueue<T, S, H> {
         self.sh.cap
     }
 
+    /// Fault injection for tests: overwrite the `seq_id` word of `seq`'s
+    /// slot with `v`, as a stray writer into the shared ring would (the
+    /// worker's peek then refuses the slot, docs/abi.md §1.9).
+    #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn corrupt_seq_id(&self, seq: SeqId, v: u64) {
+        self.sh.slot(seq.seq_num()).set_seq_id(v, Relaxed);
+    }
+
     /// `(exec_head, scheduled_head, scheduled_tail)`, each loaded Acquire.
     pub fn cursors(&self) -> (u64, u64, u64) {
         let s = &self.sh.storage;
