@@ -195,6 +195,103 @@ fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
     assert_eq!((worker.completed, worker.fsm_violations), (0, 0));
 }
 
+/// A bad item whose staged request the device aborted (a corrupt
+/// descriptor): the caller sees the item's status, and the device's fault
+/// still counts (`dma_aborts`) and degrades the XU. The item's status used
+/// to replace the device's before the XU's health was decided, so the
+/// abort neither counted nor degraded, and the next execution waited out
+/// its whole timeout on a DMA engine stuck in its fault.
+#[test]
+fn a_bad_item_hides_no_device_fault() {
+    use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule};
+    type Hal = FaultInjector<FakeHal>;
+    let spec = MlpSpec::EXAMPLE;
+    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
+    let x = spec.example_input(4);
+    let mut cfg = SystemConfig::new(1);
+    cfg.ring_capacity = 4;
+    cfg.dram_size = cfg.dram_for(&probe, 1);
+    let rule = FaultRule::nth(
+        Fault::CorruptDesc {
+            what: DescCorruption::BadLength,
+            dir: Some(xunds::hal::Dir::M2s),
+        },
+        1,
+    );
+    let hal = FaultInjector::new(
+        FakeHal::new(),
+        FaultPlan {
+            seed: 3,
+            rules: vec![rule],
+        },
+    );
+    let built = xunds::system::builder::build(hal, cfg, None).unwrap();
+    let model = built
+        .shared
+        .load_model(&spec.builder().unwrap(), "mlp")
+        .unwrap();
+    let shared = Arc::clone(&built.shared);
+    let mut trace = NullTrace;
+    let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+    let cell = Arc::new(StatusCell::new());
+    {
+        let mut lane = shared.lanes[0].lock().unwrap();
+        lane.schedule(
+            Request {
+                model: &model,
+                input: &x,
+                status: Some(Arc::clone(&cell)),
+                out: None,
+                expect: NO_EXPECT,
+                tag: 0,
+            },
+            &mut cx,
+        )
+        .unwrap();
+        let r = lane.pool().region();
+        shared
+            .dev
+            .hal()
+            .store_u64(r, off::MOD_REF, 77, Ordering::Relaxed)
+            .unwrap();
+    }
+    let (_, daemons) = built.into_daemons();
+    let mut r: DetRunner<SysActor<Hal>> = DetRunner::new(DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    let sh = Arc::clone(&shared);
+    r.run_until(&mut trace, |_| sh.pub_stats.applied().0 == 1)
+        .unwrap();
+    assert_eq!(cell.get(), Some(BadItem::UnknownModRef(77).status()));
+    let worker = r
+        .into_actors()
+        .into_iter()
+        .find_map(|a| match a {
+            SysActor::Worker(w) => Some(w.stats().clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(worker.bad_items[BadItem::UnknownModRef(77).index()], 1);
+    assert_eq!(worker.dma_aborts, 1, "the device's abort is counted");
+    let refused = shared.lanes[0].lock().unwrap().schedule(
+        Request {
+            model: &model,
+            input: &x,
+            status: None,
+            out: None,
+            expect: NO_EXPECT,
+            tag: 0,
+        },
+        &mut Cx::new(Nanos(0), "test", &mut NullTrace),
+    );
+    assert_eq!(
+        refused,
+        Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE),
+        "the XU degraded"
+    );
+}
+
 /// Each bad item completes with its status, is counted by kind, loses
 /// nothing (the good execution behind it completes too) and leaves the
 /// item free list whole.

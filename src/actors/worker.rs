@@ -682,19 +682,22 @@ impl<H: Hal> WorkerActor<H> {
                 }
             }
         }
+        // What the device did decides the XU's health and the device's
+        // counters (a DMA abort, an NQ overflow), whatever the item was.
+        let device_status = status;
         if let Some(bad) = cur.bad {
-            // The item decides: its execution completes with the bad item's
-            // status whatever the device did with the staged request.
+            // The item decides what the caller sees: its execution completes
+            // with the bad item's status whatever the device did with the
+            // staged request.
             status = bad.status();
             class = None;
-            ext = None;
             self.stats.bad_items[bad.index()] += 1;
         }
         self.step(event, cx);
-        if let Some(ev) = fatal(status) {
+        if let Some(ev) = fatal(device_status) {
             // A hardware error the device reported in its own record (not a
             // DMA abort): every queue is in step, so the XU may come back.
-            let intact = status == NrtStatus::HW_ERROR
+            let intact = device_status == NrtStatus::HW_ERROR
                 && matches!(outcome, Outcome::Done(c) if matches!(
                     c.status,
                     ExecStatus::Error { source, .. } if source != Source::Dma
