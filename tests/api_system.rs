@@ -197,6 +197,31 @@ fn a_timeout_makes_the_xu_unrecoverable() {
     let _ = std::fs::remove_file(path);
 }
 
+/// An unloaded model is refused on a core that ran it before (its worker
+/// had it cached): NRT_INVALID_HANDLE, as on a core that never did. The
+/// worker's cache used to keep it, and the execution succeeded.
+#[test]
+fn an_unloaded_model_is_refused_where_it_ran_before() {
+    let sys = System::start(LinuxHal::new(), cfg(1, "unload-cached")).unwrap();
+    let b = sys.load_mlp(&MlpSpec::EXAMPLE, "b").unwrap();
+    let x = MlpSpec::EXAMPLE.example_input(2);
+    assert_eq!(
+        sys.execute(0, &b, &x, T).unwrap().status,
+        NrtStatus::SUCCESS
+    );
+    let stale = b.clone();
+    sys.unload_model(b).unwrap();
+    assert_eq!(
+        sys.execute(0, &stale, &x, T).unwrap().status,
+        NrtStatus::INVALID_HANDLE
+    );
+    let path = sys.slab_path().map(|p| p.to_path_buf());
+    sys.shutdown().unwrap();
+    if let Some(p) = path {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 #[test]
 fn load_and_unload_keep_the_records_and_memory_counters() {
     let sys = System::start(LinuxHal::new(), cfg(2, "models")).unwrap();

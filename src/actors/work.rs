@@ -645,7 +645,7 @@ impl ItemPool {
 /// its device memory stays (the heap does not reuse it), so an execution
 /// that resolved it before the unload finishes normally.
 #[derive(Debug, Default)]
-pub struct Models(RwLock<Vec<Arc<ResidentModel>>>);
+pub struct Models(RwLock<Vec<Arc<ResidentModel>>>, AtomicU64);
 
 impl Models {
     /// Register a model.
@@ -658,7 +658,19 @@ impl Models {
         let mut v = self.0.write().unwrap_or_else(|p| p.into_inner());
         let before = v.len();
         v.retain(|m| m.handle != handle);
-        v.len() != before
+        let removed = v.len() != before;
+        if removed {
+            // Relaxed: a schedule made after the unload reaches the worker
+            // through the ring's Release/Acquire, which carries this too.
+            self.1.fetch_add(1, Ordering::Relaxed);
+        }
+        removed
+    }
+
+    /// How many unloads so far: a worker that cached models drops its
+    /// cache when this moves (a cached model may be gone).
+    pub fn removals(&self) -> u64 {
+        self.1.load(Ordering::Relaxed)
     }
 
     /// The model a `mod_ref` names.

@@ -222,6 +222,8 @@ pub struct WorkerActor<H: Hal> {
     /// (each writes a line other threads read: the lock word every worker
     /// takes, the count beside the model's fields the producer reads).
     known: Vec<Arc<ResidentModel>>,
+    /// `Models::removals` when `known` was last valid.
+    known_removals: u64,
     returns: Sender<u16>,
     to_pub: Sender<PubMsg>,
     pub_wake: Arc<Waker>,
@@ -311,6 +313,7 @@ impl<H: Hal> WorkerActor<H> {
             pool: p.pool,
             models: p.models,
             known: Vec::new(),
+            known_removals: 0,
             returns: p.returns,
             to_pub: p.to_pub,
             pub_wake: p.pub_wake,
@@ -565,6 +568,15 @@ impl<H: Hal> WorkerActor<H> {
     /// The index in `known` of the model `mod_ref` names, looked up in the
     /// loaded models the first time.
     fn model_index(&mut self, mod_ref: u64) -> Option<usize> {
+        // An unload since the cache was filled: it may hold the unloaded
+        // model, whose executions must now be refused (INVALID_HANDLE).
+        // Called between executions only: no `Current` holds an index.
+        let removals = self.models.removals();
+        if removals != self.known_removals {
+            debug_assert!(self.cur.as_ref().is_none_or(|c| c.model.is_none()));
+            self.known.clear();
+            self.known_removals = removals;
+        }
         if let Some(i) = self
             .known
             .iter()
