@@ -63,6 +63,13 @@ pub struct Runtime {
     exit_reported: Option<Instant>,
     /// Tell the groups to report now (exit, restart).
     force: bool,
+    /// The watch's generation the baselines belong to: a newer one is a
+    /// re-attach not yet acted on (whichever sample, a period's or a
+    /// scrape's, made it).
+    generation_seen: u64,
+    /// The watch's exit count the last forced report was for: a larger one
+    /// is an exit not yet reported.
+    exits_seen: u64,
     /// The mean total latency of the last period that had executions.
     last_mean: Option<f64>,
 }
@@ -81,6 +88,8 @@ impl Runtime {
             report: Report::default(),
             exit_reported: None,
             force: false,
+            generation_seen: 0,
+            exits_seen: 0,
             last_mean: None,
         }
     }
@@ -130,19 +139,24 @@ impl Runtime {
         &self.report
     }
 
-    /// Read the slab once more (a scrape): the cumulative counters now.
+    /// Read the slab once more (a scrape): the cumulative counters now. A
+    /// re-attach or an exit this read finds is counted by the watch and
+    /// acted on by the next period's [`Runtime::read`].
     pub fn fresh_sample(&mut self) -> Result<Sample, String> {
         self.watch.sample().map(|(s, _)| s)
     }
 
     fn read(&mut self) {
         self.notes.clear();
-        let was_exited = matches!(self.owner(), Owner::Exited { .. });
-        let generation = self.watch.generation();
         match self.watch.sample() {
             Ok((s, note)) => {
                 self.notes.extend(note);
-                let reattached = self.watch.generation() != generation;
+                // Against the generation the baselines were taken in, not
+                // the one before this call: a scrape since the last period
+                // may have been the sample that re-attached.
+                let generation = self.watch.generation();
+                let reattached = generation != self.generation_seen;
+                self.generation_seen = generation;
                 if reattached
                     || self
                         .latest
@@ -175,7 +189,10 @@ impl Runtime {
                 }
             }
         }
-        if !was_exited && matches!(self.owner(), Owner::Exited { .. }) {
+        // Likewise an exit a scrape saw first still forces the final report.
+        let exits = self.watch.exits();
+        if exits != self.exits_seen {
+            self.exits_seen = exits;
             self.force = true;
         }
     }
@@ -575,6 +592,111 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xunds::nds::{Counter, Writer};
+    use xunds::wire::nds::counters::NcCounter;
+
+    use super::super::prom;
+
+    /// A slab path in the temporary directory, removed on drop.
+    struct TempPath(PathBuf);
+
+    impl TempPath {
+        fn new(name: &str) -> TempPath {
+            let p = std::env::temp_dir()
+                .join(format!("xunds-engine-test-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_file(&p);
+            TempPath(p)
+        }
+    }
+
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    /// A slab this process writes, with `completed` executions on core 0.
+    fn writer(path: &Path, completed: u64) -> Writer {
+        let w = Writer::create(path).unwrap();
+        add(&w, completed);
+        w
+    }
+
+    fn add(w: &Writer, completed: u64) {
+        let c = Counter::nc(0, NcCounter::InferCompleted).unwrap();
+        w.add(c, completed).unwrap();
+    }
+
+    /// The one runtime's `completed` delta and its error.
+    fn completed(d: &Document) -> (u64, String) {
+        let rt = &d.neuron_runtime_data[0];
+        let ex = rt.report.execution_stats.as_ref().expect("execution_stats");
+        (ex.execution_summary.completed, rt.error.clone())
+    }
+
+    /// A slab released and committed again by a second writer, with a
+    /// Prometheus scrape between the periods that is the read to re-attach:
+    /// the next period still counts the new slab from zero. (The watch used
+    /// to be compared before and after the period's own read only, so the
+    /// scrape's re-attach went unseen and, the new counters being above the
+    /// old ones, the first 10 of the second life were taken as the old
+    /// baseline and lost.)
+    #[test]
+    fn a_re_attach_a_scrape_made_still_resets_the_baselines() {
+        let path = TempPath::new("reattach");
+        let first = writer(&path.0, 10);
+        let mut m = Monitor::new(
+            Sources::Paths(vec![path.0.clone()]),
+            Config::all(Duration::from_secs(1)),
+            Duration::from_secs(1),
+        );
+        assert_eq!(completed(&m.tick()).0, 10);
+        // The first life ends: the header goes back to zero. A scrape sees
+        // it detached and drops its mapping.
+        drop(first.release());
+        prom::render(&mut m).unwrap();
+        // The second life, on the same file, already past the first's
+        // counts; the next scrape attaches to it.
+        let _second = writer(&path.0, 15);
+        prom::render(&mut m).unwrap();
+        let (n, error) = completed(&m.tick());
+        assert_eq!(n, 15, "the second life counts from zero: {error}");
+        assert!(error.contains("re-created"), "{error}");
+    }
+
+    /// A writer that exits, with a Prometheus scrape between the periods
+    /// that is the read to see the exit: the next period still forces the
+    /// final report of every group, including one whose own period is not
+    /// due. (The scrape used to make the exit invisible to the period's
+    /// before-and-after comparison, so the slow group kept repeating its
+    /// value from before the last executions.)
+    #[test]
+    fn an_exit_a_scrape_saw_first_still_forces_the_final_report() {
+        let path = TempPath::new("exit");
+        let w = writer(&path.0, 10);
+        let config = Config::parse(
+            r#"{"neuron_runtimes": [{"metrics": [
+                {"type": "execution_stats", "period": "1h"},
+                {"type": "memory_used", "period": "1s"}]}]}"#,
+            Duration::from_secs(1),
+            &mut |w| panic!("{w}"),
+        )
+        .unwrap();
+        let mut m = Monitor::new(
+            Sources::Paths(vec![path.0.clone()]),
+            config,
+            Duration::from_secs(1),
+        );
+        assert_eq!(completed(&m.tick()), (10, String::new()));
+        // Five more, then the writer exits (its lock goes with it; the
+        // counters stay in the file).
+        add(&w, 5);
+        drop(w);
+        prom::render(&mut m).unwrap();
+        let (n, error) = completed(&m.tick());
+        assert!(error.contains("has exited"), "{error}");
+        assert_eq!(n, 5, "the final report has the last five: {error}");
+    }
 
     #[test]
     fn groups_are_due_by_ticks_not_by_time() {

@@ -125,12 +125,21 @@ impl Owner {
 }
 
 /// One watched slab path.
+///
+/// Every [`Watch::sample`] may change the attachment and the owner, and
+/// more than one caller samples (the monitor's periods and its Prometheus
+/// scrapes). So the transitions a caller acts on are counted here, where
+/// they happen, never inferred from the state before and after one's own
+/// call: a caller keeps the [`Watch::generation`] and [`Watch::exits`] it
+/// last acted on and compares them with the current ones, and sees every
+/// re-attach and every exit whoever's sample found it.
 pub struct Watch {
     path: PathBuf,
     attached: Option<Attached>,
     owner: Owner,
     generation: u64,
     attaches: u64,
+    exits: u64,
 }
 
 impl Watch {
@@ -142,6 +151,7 @@ impl Watch {
             owner: Owner::Unknown,
             generation: 0,
             attaches: 0,
+            exits: 0,
         }
     }
 
@@ -161,6 +171,21 @@ impl Watch {
         self.generation
     }
 
+    /// Grows each time the owner became [`Owner::Exited`] (from alive, from
+    /// unknown, or anew after a re-attach).
+    pub fn exits(&self) -> u64 {
+        self.exits
+    }
+
+    /// The only place the owner changes, so that no exit goes uncounted.
+    fn set_owner(&mut self, owner: Owner) {
+        let was_exited = matches!(self.owner, Owner::Exited { .. });
+        if !was_exited && matches!(owner, Owner::Exited { .. }) {
+            self.exits += 1;
+        }
+        self.owner = owner;
+    }
+
     /// Read the slab now. `Ok` carries the sample and a non-fatal note
     /// (e.g. the file was deleted but its mapping is still read); `Err` says
     /// why nothing could be read.
@@ -177,7 +202,7 @@ impl Watch {
                         "{}: replaced by another file; re-attached",
                         self.path.display()
                     ));
-                    self.owner = Owner::Unknown;
+                    self.set_owner(Owner::Unknown);
                 }
             }
             Err(e) => {
@@ -252,7 +277,7 @@ impl Watch {
         let Some(a) = self.attached.as_ref() else {
             return;
         };
-        self.owner = match (xunds::hal::mem::lock_holder(&a.file), self.owner) {
+        let owner = match (xunds::hal::mem::lock_holder(&a.file), self.owner) {
             (Some(pid), _) => Owner::Alive { pid },
             (None, Owner::Alive { pid } | Owner::Exited { pid }) => Owner::Exited { pid },
             (None, Owner::Unknown) => match pid_from_name(&self.path) {
@@ -260,6 +285,7 @@ impl Watch {
                 None => Owner::Unknown,
             },
         };
+        self.set_owner(owner);
     }
 
     /// When the runtime started: the process's start time, else the slab
