@@ -195,75 +195,74 @@ fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
     assert_eq!((worker.completed, worker.fsm_violations), (0, 0));
 }
 
-/// A bad item whose staged request the device aborted (a corrupt
-/// descriptor): the caller sees the item's status, and the device's fault
-/// still counts (`dma_aborts`) and degrades the XU. The item's status used
-/// to replace the device's before the XU's health was decided, so the
-/// abort neither counted nor degraded, and the next execution waited out
-/// its whole timeout on a DMA engine stuck in its fault.
-#[test]
-fn a_bad_item_hides_no_device_fault() {
-    use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule};
-    type Hal = FaultInjector<FakeHal>;
+type Faulty = xunds::hal::fault::FaultInjector<FakeHal>;
+
+/// A one-core deterministic system (ring of 4, the example MLP loaded) on
+/// a HAL that injects `rules`.
+fn faulty_system(
+    rules: Vec<xunds::hal::fault::FaultRule>,
+) -> (
+    xunds::system::builder::Built<Faulty>,
+    Arc<xunds::actors::work::ResidentModel>,
+    Vec<f32>,
+) {
+    use xunds::hal::fault::{FaultInjector, FaultPlan};
     let spec = MlpSpec::EXAMPLE;
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let x = spec.example_input(4);
     let mut cfg = SystemConfig::new(1);
     cfg.ring_capacity = 4;
     cfg.dram_size = cfg.dram_for(&probe, 1);
-    let rule = FaultRule::nth(
-        Fault::CorruptDesc {
-            what: DescCorruption::BadLength,
-            dir: Some(xunds::hal::Dir::M2s),
-        },
-        1,
-    );
-    let hal = FaultInjector::new(
-        FakeHal::new(),
-        FaultPlan {
-            seed: 3,
-            rules: vec![rule],
-        },
-    );
+    let hal = FaultInjector::new(FakeHal::new(), FaultPlan { seed: 3, rules });
     let built = xunds::system::builder::build(hal, cfg, None).unwrap();
     let model = built
         .shared
         .load_model(&spec.builder().unwrap(), "mlp")
         .unwrap();
+    (built, model, spec.example_input(4))
+}
+
+/// Schedule one execution on core 0 (its status into the returned cell),
+/// let `spoil` change its work item, and run until the publisher has
+/// applied it (or `max_polls`). Returns the cell, the worker's stats and
+/// the lane's answer to one more schedule.
+fn run_one_faulty(
+    rules: Vec<xunds::hal::fault::FaultRule>,
+    spoil: impl FnOnce(&Faulty, xunds::hal::RegionHandle),
+    max_polls: u64,
+) -> (
+    Arc<StatusCell>,
+    WorkerStats,
+    Result<xunds::wire::seq_id::SeqId, NrtStatus>,
+) {
+    let (built, model, x) = faulty_system(rules);
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
-    let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+    let request = |status| Request {
+        model: &model,
+        input: &x,
+        status,
+        out: None,
+        expect: NO_EXPECT,
+        tag: 0,
+    };
     let cell = Arc::new(StatusCell::new());
     {
         let mut lane = shared.lanes[0].lock().unwrap();
-        lane.schedule(
-            Request {
-                model: &model,
-                input: &x,
-                status: Some(Arc::clone(&cell)),
-                out: None,
-                expect: NO_EXPECT,
-                tag: 0,
-            },
-            &mut cx,
-        )
-        .unwrap();
-        let r = lane.pool().region();
-        shared
-            .dev
-            .hal()
-            .store_u64(r, off::MOD_REF, 77, Ordering::Relaxed)
+        let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+        lane.schedule(request(Some(Arc::clone(&cell))), &mut cx)
             .unwrap();
+        spoil(shared.dev.hal(), lane.pool().region());
     }
     let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<Hal>> = DetRunner::new(DetConfig::new(1));
+    let mut r: DetRunner<SysActor<Faulty>> = DetRunner::new(DetConfig::new(1));
     for d in daemons {
         r.add_daemon(d);
     }
     let sh = Arc::clone(&shared);
-    r.run_until(&mut trace, |_| sh.pub_stats.applied().0 == 1)
-        .unwrap();
-    assert_eq!(cell.get(), Some(BadItem::UnknownModRef(77).status()));
+    r.run_until(&mut trace, |r| {
+        sh.pub_stats.applied().0 == 1 || r.stats().polls >= max_polls
+    })
+    .unwrap();
     let worker = r
         .into_actors()
         .into_iter()
@@ -272,24 +271,65 @@ fn a_bad_item_hides_no_device_fault() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(worker.bad_items[BadItem::UnknownModRef(77).index()], 1);
-    assert_eq!(worker.dma_aborts, 1, "the device's abort is counted");
-    let refused = shared.lanes[0].lock().unwrap().schedule(
-        Request {
-            model: &model,
-            input: &x,
-            status: None,
-            out: None,
-            expect: NO_EXPECT,
-            tag: 0,
-        },
+    let next = shared.lanes[0].lock().unwrap().schedule(
+        request(None),
         &mut Cx::new(Nanos(0), "test", &mut NullTrace),
     );
+    (cell, worker, next)
+}
+
+/// A bad item whose staged request the device aborted (a corrupt
+/// descriptor): the caller sees the item's status, and the device's fault
+/// still counts (`dma_aborts`) and degrades the XU. The item's status used
+/// to replace the device's before the XU's health was decided, so the
+/// abort neither counted nor degraded, and the next execution waited out
+/// its whole timeout on a DMA engine stuck in its fault.
+#[test]
+fn a_bad_item_hides_no_device_fault() {
+    use xunds::hal::fault::{DescCorruption, Fault, FaultRule};
+    let rule = FaultRule::nth(
+        Fault::CorruptDesc {
+            what: DescCorruption::BadLength,
+            dir: Some(xunds::hal::Dir::M2s),
+        },
+        1,
+    );
+    let (cell, worker, next) = run_one_faulty(
+        vec![rule],
+        |hal, r| {
+            hal.store_u64(r, off::MOD_REF, 77, Ordering::Relaxed)
+                .unwrap()
+        },
+        u64::MAX,
+    );
+    assert_eq!(cell.get(), Some(BadItem::UnknownModRef(77).status()));
+    assert_eq!(worker.bad_items[BadItem::UnknownModRef(77).index()], 1);
+    assert_eq!(worker.dma_aborts, 1, "the device's abort is counted");
     assert_eq!(
-        refused,
+        next,
         Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE),
         "the XU degraded"
     );
+}
+
+/// An execution whose item says it was submitted in the far future (its
+/// `ts_start` overwritten) and whose request the device never runs (a lost
+/// doorbell) still times out: its deadline runs from no later than the
+/// worker's now. It ran from the item's time, past every reach, and the
+/// execution never completed.
+#[test]
+fn a_future_submission_time_still_times_out() {
+    use xunds::hal::fault::{Fault, FaultRule};
+    let (cell, worker, _) = run_one_faulty(
+        vec![FaultRule::nth(Fault::DropDoorbell, 1)],
+        |hal, r| {
+            hal.store_u64(r, off::SUBMISSION_TS, 1 << 40, Ordering::Relaxed)
+                .unwrap()
+        },
+        1_000_000,
+    );
+    assert_eq!(cell.get(), Some(NrtStatus::TIMEOUT));
+    assert_eq!(worker.timed_out, 1);
 }
 
 /// Each bad item completes with its status, is counted by kind, loses

@@ -532,8 +532,12 @@ impl<H: Hal> WorkerActor<H> {
         };
         // The request was staged and doorbelled all the same: harvest it (a
         // bad item's deadline runs from now: its ts_start is not trusted).
+        // A good item's deadline runs from its submission time, but never
+        // from later than now: a ts_start past now (or before the epoch) is
+        // not one the schedule path wrote, and it pushed the deadline out
+        // of reach (a lost record then never timed out).
         let from = match bad {
-            None => Nanos(u64::try_from(ts_start.as_nanos()).unwrap_or(u64::MAX)),
+            None => u64::try_from(ts_start.as_nanos()).map_or(now, |t| Nanos(t).min(now)),
             Some(_) => now,
         };
         let deadline = from.saturating_add(self.timeout);
