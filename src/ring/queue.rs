@@ -723,17 +723,6 @@ impl<T: Payload, S: Storage> XuQueue<T, S, Counted> {
                 }
             }
         }
-        // No time left (a spin that ran to the deadline, or a zero timeout):
-        // answer now instead of taking an event, installing it and taking it
-        // back for a block of no time. The clock is read before the last
-        // check, so `TimedOut` means not complete at or after the deadline.
-        if Instant::now() >= deadline {
-            return Ok(if self.done(seq) {
-                Waited::Completed { wakeups: 0 }
-            } else {
-                Waited::TimedOut
-            });
-        }
         // A pooled event, or (below) a dup of the caller's.
         let pooled: Option<Box<dyn Waitable>> = match own {
             Some(_) => None,
@@ -2015,47 +2004,6 @@ mod tests {
         assert!(
             !q.sh.lock.lock_waiter().any_installed(),
             "the installed count still counts the uninstalled handle"
-        );
-    }
-
-    /// A wait with no time left when it would block (a zero timeout, or a
-    /// spin that ran to the deadline) times out without taking an event
-    /// from the pool (no eventfd made, no install, no uninstall); one with
-    /// time left blocks on a pooled event, which goes back to the pool.
-    /// Mutant: the early `TimedOut` removed (the pool then holds an event).
-    #[test]
-    #[cfg_attr(
-        miri,
-        ignore = "a blocking wait needs poll(2), not available under Miri"
-    )]
-    fn a_wait_with_no_time_left_takes_no_event() {
-        let (mut p, _w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
-        let q = p.queue().clone();
-        let s = p.submit(1, None).unwrap();
-        p.trigger_next().unwrap();
-        let spin = WaitMode::SpinThenBlock {
-            max: Duration::from_secs(60),
-        };
-        for (mode, timeout) in [
-            (WaitMode::Block, Duration::ZERO),
-            (spin, Duration::ZERO),
-            (spin, Duration::from_millis(2)),
-        ] {
-            assert_eq!(q.wait(s, mode, timeout), Ok(Waited::TimedOut));
-            assert_eq!(
-                q.sh.waits.pool.counts(),
-                (0, 0),
-                "{mode:?} for {timeout:?} took an event"
-            );
-        }
-        assert_eq!(
-            q.wait(s, WaitMode::Block, Duration::from_millis(2)),
-            Ok(Waited::TimedOut)
-        );
-        assert_eq!(
-            q.sh.waits.pool.counts(),
-            (1, 0),
-            "a blocking wait pools its event"
         );
     }
 

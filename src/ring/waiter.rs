@@ -119,8 +119,7 @@ pub enum WaitMode {
     Poll,
     /// Spin re-checking for up to `max` (and never past the wait's
     /// timeout; at least one re-check, so a zero `max` is exactly one),
-    /// then block (unless that spin reached the timeout: then the wait
-    /// returns `TimedOut` without blocking). A time, not a count of spin hints: a hint's
+    /// then block. A time, not a count of spin hints: a hint's
     /// cost differs tenfold between cores (docs/perf.md, session 12).
     SpinThenBlock {
         /// How long to spin before blocking.
