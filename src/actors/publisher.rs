@@ -11,7 +11,7 @@
 //!
 //! | message | counters |
 //! |---|---|
-//! | every completion | `INFERENCE_COUNT` +1, `LATENCY_TOTAL` + host ns, `LATENCY_DEVICE` + device ns (1 cycle = 1 ns), `MAC_COUNT` + the MAC_COUNT register delta |
+//! | every completion | `INFERENCE_COUNT` +1, `LATENCY_TOTAL` + host ns, `LATENCY_DEVICE` + device ns (1 cycle = 1 ns), `MAC_COUNT` + the response's `mac_count` (the request's MACs as the sequencer wrote them) |
 //! | status `SUCCESS` | `INFER_COMPLETED` |
 //! | status `TIMEOUT` | `INFER_TIMED_OUT` |
 //! | status `EXEC_COMPLETED_WITH_NUM_ERR` | `INFER_COMPLETED_WITH_NUM_ERR` |

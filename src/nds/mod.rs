@@ -69,7 +69,9 @@ const EIO: i32 = 5;
 /// `EEXIST` (Linux): a file that is not a slab is in the way.
 const EEXIST: i32 = 17;
 #[cfg(feature = "std")]
-const _: () = assert!(EIO == libc::EIO && EEXIST == libc::EEXIST);
+const _: () = assert!(
+    EIO == libc::EIO && EEXIST == libc::EEXIST && EINVAL == libc::EINVAL && ENOSPC == libc::ENOSPC
+);
 
 // docs/abi.md §2.5: the accessors return -EINVAL as `0xffffffea`.
 const _: () = assert!(EINVAL.wrapping_neg() as u32 == 0xffff_ffea);

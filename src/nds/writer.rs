@@ -304,8 +304,8 @@ impl<S: SlabMut> Writer<S> {
     // ---- records (docs/abi.md §2.6-§2.8) ----
 
     /// Commit `r` into the first free model slot (`nds_commit_model_node_info`):
-    /// take the slot and set its bitmap bit, build and stamp the record
-    /// privately, publish it. `r.hash` is ignored. The 65th live record is
+    /// take the slot and set its bitmap bit, build the record privately,
+    /// publish it (its hash folded as the body is copied, stored last). `r.hash` is ignored. The 65th live record is
     /// `ENOSPC`.
     pub fn commit_model(&self, r: &ModelRecord) -> Result<ModelSlot, NdsError> {
         let mut books = self.lock();

@@ -68,8 +68,9 @@ pub struct SystemConfig {
     /// NeuronCores (= XUs, one worker each), 1..=16.
     pub cores: u8,
     /// Slots per XU ring (= work items per core), 1..=32 (at most the
-    /// device's request buffers, so staging is never busy while the ring has
-    /// room).
+    /// device's request buffers; staging may still be busy for a moment
+    /// while the ring has room, refused as `NRT_QUEUE_FULL` like a full
+    /// ring: docs/design.md "Actors and the system").
     pub ring_capacity: u32,
     /// Execution timeout, counted from submission (runner time).
     pub timeout: Nanos,

@@ -9,7 +9,7 @@
 //! | [`counters`] | ND/NC/EXT counter indices as typed enums, feature bits, the ND resolver and the three-band NC resolver | docs/abi.md §2.4, §2.5 |
 //! | [`model`] | the 672-byte `nds_model_node_data_internal` record and its 2 x 12 mem-usage grid | docs/abi.md §2.6 |
 //! | [`process`] | `nds_process_info_internal` (64 B), `nds_version_info` (8 B), `nds_process_info_ext_internal` (260 B) | docs/abi.md §2.7 |
-//! | [`version`] | the packed version word of ND counters 0..2 (docs/abi.md §2.4) | docs/abi.md §2.7 |
+//! | [`version`] | the packed version word of ND counters 0..2 | docs/abi.md §2.4 |
 //! | [`fnv`] | FNV-1a-32 and the record hash stamp/verify scheme | docs/abi.md §2.8 |
 //!
 //! Like the rest of [`crate::wire`], nothing here touches shared memory: the

@@ -11,7 +11,7 @@
 //! The EXT section does not follow the running sum: it starts at
 //! `NDS_ALIGN(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD)` = 55,936, a
 //! position computed from a frozen legacy geometry (the `_OLD` constants),
-//! while its contents use the current counts (docs/abi.md §2.2 "The EXT alignment hinge").
+//! while its contents use the current counts (docs/abi.md §2.2, the paragraph on the `_OLD` constants).
 //! The 11,348 bytes between the end of process-info-ext (44,588) and 55,936
 //! are the `ext_pad` row: unused by this layout version.
 
@@ -84,7 +84,7 @@ const fn spans<const N: usize>(block: &Block) -> [Span; N] {
 }
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
-/// docs/abi.md §2.2 "The macro chain"), re-evaluated from the block sizes.
+/// docs/abi.md §2.2, the chain as xunds re-evaluates it), re-evaluated from the block sizes.
 ///
 /// Names the seed prints are kept verbatim. The seed's tables with the
 /// process-info/model macro names were lost, so those names
