@@ -379,6 +379,34 @@ fn an_aborted_or_refused_request_reports_no_macs() {
     assert_eq!(macs(&dev), 0, "a refused request's MACs");
 }
 
+/// Abandoning an execution removes that execution's entry, wherever it is
+/// (a harvest that failed on the current one must not leave it ahead of the
+/// next; a reset gives up the current one, not whichever is oldest): the
+/// others are still harvested, and an id not expected is refused.
+#[test]
+fn abandon_removes_the_named_execution_only() {
+    let dev = device(vec![], cfg());
+    let mut st = dev.stager(0).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0).unwrap();
+    let a = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    let b = st.stage_and_doorbell(&pe_act_model(), 0).unwrap();
+    h.expect(a.exec_id, a.engines, u64::MAX);
+    h.expect(b.exec_id, b.engines, u64::MAX);
+    assert!(!h.abandon(77), "not expected");
+    assert!(h.abandon(b.exec_id));
+    assert_eq!(h.in_flight(), 1);
+    seq.poll(0).unwrap();
+    seq.poll(0).unwrap();
+    let r = h.poll(0).unwrap().expect("the first execution's answer");
+    assert_eq!(r.unwrap().exec_id, a.exec_id);
+    assert_eq!(h.in_flight(), 0);
+    assert!(
+        h.poll(0).unwrap().is_none(),
+        "the abandoned one is not answered"
+    );
+}
+
 /// A request published without the event poke: the sequencer refuses to
 /// trust DMEM and reports a runtime error.
 #[test]

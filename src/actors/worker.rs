@@ -625,7 +625,7 @@ impl<H: Hal> WorkerActor<H> {
         loop {
             match self.harvester.poll(now) {
                 Ok(None) if self.draining => {
-                    self.harvester.abandon();
+                    self.harvester.abandon(cur_id);
                     return Some(Outcome::Aborted);
                 }
                 Ok(None) => return None,
@@ -653,7 +653,11 @@ impl<H: Hal> WorkerActor<H> {
                     self.degrade(XuHealthEvent::FatalError, false, cx);
                 }
                 Err(e) => {
+                    // The execution completes failed here: stop expecting
+                    // it, or its entry stays ahead of the next one's (and a
+                    // reset's drain, waiting for no entry, never ends).
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
+                    self.harvester.abandon(cur_id);
                     return Some(Outcome::Failed(NrtStatus::HW_ERROR));
                 }
             }

@@ -473,10 +473,15 @@ impl<H: Hal> Harvester<H> {
         self.overflows_seen = 0;
     }
 
-    /// Give up the oldest expected execution (the XU reset: the stopped
-    /// device will write no more records for it). Its `exec_id`, if any.
-    pub fn abandon(&mut self) -> Option<u32> {
-        self.pending.pop_front().map(|p| p.exec_id)
+    /// Give up expecting `exec_id` (the XU reset: the stopped device will
+    /// write no more records for it; or the harvest failed on it). `false`
+    /// when it was not expected. By id, not the oldest: an entry another
+    /// path left behind must not be taken for this one.
+    pub fn abandon(&mut self, exec_id: u32) -> bool {
+        match self.pending.iter().position(|p| p.exec_id == exec_id) {
+            Some(i) => self.pending.remove(i).is_some(),
+            None => false,
+        }
     }
 
     /// Executions expected and not yet returned.
