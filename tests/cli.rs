@@ -200,6 +200,22 @@ fn usage_errors_name_the_flag_and_its_unit() {
         ],
         &["xunds sim:", "--faults", "core3", "--cores 1"],
     );
+    // Flags that would be ignored are refused.
+    refused(&["run", "--force"], &["--slab"]);
+    refused(
+        &["run", "--deterministic", "--placement", "per-actor"],
+        &["--placement", "--deterministic"],
+    );
+    refused(&["monitor", "--count", "0"], &["--count"]);
+    refused(
+        &["monitor", "--once", "--count", "2"],
+        &["--once", "--count"],
+    );
+    refused(&["monitor", "-q"], &["--prometheus"]);
+    refused(
+        &["monitor", "--once", "--dir", "/nonexistent-xunds-dir"],
+        &["--dir", "not a directory"],
+    );
 }
 
 /// `xunds top` without a terminal (here: stdin null, stdout a pipe) says so

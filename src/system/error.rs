@@ -29,7 +29,7 @@ error_enum! {
             context: String,
         } => "{status}: {context}",
         /// A run of the actor system failed (livelock, panic, wall bound).
-        Run(#[from] crate::system::runner::RunError) => "run: {0}",
+        Run(#[from] crate::system::runner::RunError) => "{0}",
         /// Anything else, described.
         Other(String) => "{0}",
     }

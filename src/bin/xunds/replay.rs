@@ -42,7 +42,14 @@ fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), Stri
             header.version
         ));
     }
-    let mut cfg = JobConfig::from_header(&header).map_err(|e| e.to_string())?;
+    // The header's configuration is the recorded run's, not flags of this
+    // command: say so when the runner refuses it.
+    let mut cfg = JobConfig::from_header(&header).map_err(|e| {
+        format!(
+            "{}: the recorded configuration is refused: {e}",
+            file.display()
+        )
+    })?;
     let dir = std::env::temp_dir();
     let tag = format!("xunds-replay-{}", std::process::id());
     let view = print.then(|| dir.join(format!("{tag}.txt")));

@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, value_name = "PATH", value_parser = crate::slab_path)]
     slab: Option<PathBuf>,
     /// Overwrite --slab even when it is an existing file that is not a slab.
-    #[arg(long)]
+    #[arg(long, requires = "slab")]
     force: bool,
     /// Reset an XU as soon as it is degraded, whatever the fault (stop the
     /// device, complete or abort what is in flight, re-initialise its
@@ -85,7 +85,7 @@ pub struct Args {
     /// and publisher share the first, the device proxies are dealt over all
     /// of them and an idle thread polls a busy one) or per-actor (one
     /// thread per actor).
-    #[arg(long, value_name = "P", default_value = "shared", value_parser = placement)]
+    #[arg(long, value_name = "P", default_value = "shared", value_parser = placement, conflicts_with = "deterministic")]
     placement: Placement,
     /// Print one JSON object instead of the summary.
     #[arg(long)]

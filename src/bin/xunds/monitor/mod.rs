@@ -48,7 +48,7 @@ pub struct MonitorArgs {
     pub slabs: Vec<PathBuf>,
     /// Where to look for slabs when none are named (default: /dev/shm, or
     /// the temporary directory without it).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "slabs")]
     pub dir: Option<PathBuf>,
     /// Time between documents (e.g. 5s, 200ms); a configuration file's
     /// periods take precedence.
@@ -58,7 +58,7 @@ pub struct MonitorArgs {
     #[arg(long, conflicts_with = "prometheus")]
     pub once: bool,
     /// Stop after N documents.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "once", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// A neuron-monitor configuration file (period, neuron_runtimes with
     /// tag_filter and metrics, system_metrics).
@@ -69,7 +69,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<String>,
     /// No JSON on stdout (with --prometheus).
-    #[arg(short, long)]
+    #[arg(short, long, requires = "prometheus")]
     pub quiet: bool,
 }
 
@@ -135,6 +135,9 @@ pub fn build(
         }
         None => config::Config::all(period),
     };
+    if let Some(d) = dir.filter(|d| !d.is_dir()) {
+        return Err(format!("--dir {}: not a directory", d.display()));
+    }
     let sources = if slabs.is_empty() {
         Sources::Dir(dir.cloned().unwrap_or_else(default_dir))
     } else {
