@@ -27,7 +27,9 @@
 //! after (an Acquire fence, then a re-load, partner of the Release fence in
 //! [`Writer::release`](super::Writer::release)). A slab released in between is
 //! reported as [`NdsError::Detached`] and nothing read across the release is
-//! returned.
+//! returned. A slab released and committed again in between (re-created in
+//! place by a new writer) is not seen by the brackets: that one read may mix
+//! the two lives (docs/abi.md §2.3).
 #![forbid(unsafe_code)]
 
 use core::sync::atomic::Ordering;
