@@ -10,7 +10,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use xunds::actors::producer::Request;
+use xunds::actors::producer::{Lane, Request};
 use xunds::actors::work::{BadItem, OutputBuf, NO_EXPECT};
 use xunds::actors::worker::WorkerStats;
 use xunds::actors::{Cx, Nanos, NullTrace, TraceEvent, TraceSink};
@@ -26,6 +26,7 @@ use xunds::system::api::{ScheduleOpts, System};
 use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
+use xunds::wire::seq_id::SeqId;
 use xunds::wire::work_item::{off, SIZE};
 use xunds::NrtStatus;
 
@@ -103,11 +104,7 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
             _ => {}
         }
     }
-    let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
-    for d in daemons {
-        r.add_daemon(d);
-    }
+    let mut r = common::det_runner(built);
     let sh = Arc::clone(&shared);
     r.run_until(&mut trace, |_| sh.pub_stats.applied().0 == 2)
         .unwrap();
@@ -154,45 +151,15 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
 /// else: the XU stayed HEALTHY and accepted work it would never run.
 #[test]
 fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
-    let (built, model, x) = common::small_system();
-    let shared = Arc::clone(&built.shared);
-    let mut trace = NullTrace;
-    let mut cx = Cx::new(Nanos(0), "test", &mut trace);
-    let request = || Request {
-        model: &model,
-        input: &x,
-        status: None,
-        out: None,
-        expect: 0,
-        tag: 0,
-    };
-    {
-        let mut lane = shared.lanes[0].lock().unwrap();
-        let seq = lane.schedule(request(), &mut cx).unwrap();
-        lane.queue().corrupt_seq_id(seq, seq.0 ^ 0x40);
-    }
-    let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
-    for d in daemons {
-        r.add_daemon(d);
-    }
-    r.run_until(&mut trace, |r| r.stats().polls >= 2_000)
-        .unwrap();
-    let refused = shared.lanes[0]
-        .lock()
-        .unwrap()
-        .schedule(request(), &mut Cx::new(Nanos(0), "test", &mut NullTrace));
-    assert_eq!(refused, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
-    let worker = r
-        .into_actors()
-        .into_iter()
-        .find_map(|a| match a {
-            SysActor::Worker(w) => Some(w.stats().clone()),
-            _ => None,
-        })
-        .unwrap();
+    let (cell, worker, next) = run_one_faulty(
+        vec![],
+        |_, lane, seq| lane.queue().corrupt_seq_id(seq, seq.0 ^ 0x40),
+        2_000,
+    );
+    assert_eq!(next, Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE));
     assert_eq!(worker.ring_refusals, 1, "counted once over 2,000 polls");
     assert_eq!((worker.completed, worker.fsm_violations), (0, 0));
+    assert_eq!(cell.get(), None, "nothing can pop it before a reset");
 }
 
 type Faulty = xunds::hal::fault::FaultInjector<FakeHal>;
@@ -227,13 +194,9 @@ fn faulty_system(
 /// the lane's answer to one more schedule.
 fn run_one_faulty(
     rules: Vec<xunds::hal::fault::FaultRule>,
-    spoil: impl FnOnce(&Faulty, xunds::hal::RegionHandle),
+    spoil: impl FnOnce(&Faulty, &mut Lane<Faulty>, SeqId),
     max_polls: u64,
-) -> (
-    Arc<StatusCell>,
-    WorkerStats,
-    Result<xunds::wire::seq_id::SeqId, NrtStatus>,
-) {
+) -> (Arc<StatusCell>, WorkerStats, Result<SeqId, NrtStatus>) {
     let (built, model, x) = faulty_system(rules);
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
@@ -249,15 +212,12 @@ fn run_one_faulty(
     {
         let mut lane = shared.lanes[0].lock().unwrap();
         let mut cx = Cx::new(Nanos(0), "test", &mut trace);
-        lane.schedule(request(Some(Arc::clone(&cell))), &mut cx)
+        let seq = lane
+            .schedule(request(Some(Arc::clone(&cell))), &mut cx)
             .unwrap();
-        spoil(shared.dev.hal(), lane.pool().region());
+        spoil(shared.dev.hal(), &mut lane, seq);
     }
-    let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<Faulty>> = DetRunner::new(DetConfig::new(1));
-    for d in daemons {
-        r.add_daemon(d);
-    }
+    let mut r = common::det_runner(built);
     let sh = Arc::clone(&shared);
     r.run_until(&mut trace, |r| {
         sh.pub_stats.applied().0 == 1 || r.stats().polls >= max_polls
@@ -270,7 +230,7 @@ fn run_one_faulty(
             SysActor::Worker(w) => Some(w.stats().clone()),
             _ => None,
         })
-        .unwrap();
+        .expect("a worker");
     let next = shared.lanes[0].lock().unwrap().schedule(
         request(None),
         &mut Cx::new(Nanos(0), "test", &mut NullTrace),
@@ -296,8 +256,8 @@ fn a_bad_item_hides_no_device_fault() {
     );
     let (cell, worker, next) = run_one_faulty(
         vec![rule],
-        |hal, r| {
-            hal.store_u64(r, off::MOD_REF, 77, Ordering::Relaxed)
+        |hal, lane, _| {
+            hal.store_u64(lane.pool().region(), off::MOD_REF, 77, Ordering::Relaxed)
                 .unwrap()
         },
         u64::MAX,
@@ -322,9 +282,14 @@ fn a_future_submission_time_still_times_out() {
     use xunds::hal::fault::{Fault, FaultRule};
     let (cell, worker, _) = run_one_faulty(
         vec![FaultRule::nth(Fault::DropDoorbell, 1)],
-        |hal, r| {
-            hal.store_u64(r, off::SUBMISSION_TS, 1 << 40, Ordering::Relaxed)
-                .unwrap()
+        |hal, lane, _| {
+            hal.store_u64(
+                lane.pool().region(),
+                off::SUBMISSION_TS,
+                1 << 40,
+                Ordering::Relaxed,
+            )
+            .unwrap()
         },
         1_000_000,
     );
@@ -907,11 +872,7 @@ fn request<'a>(
 /// completions and `refusals` refusals; the worker's stray NQ records.
 fn run_to(built: xunds::system::builder::Built<FakeHal>, completions: u64, refusals: u64) -> u64 {
     let shared = Arc::clone(&built.shared);
-    let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
-    for d in daemons {
-        r.add_daemon(d);
-    }
+    let mut r = common::det_runner(built);
     let mut steps = 0u32;
     r.run_until(&mut NullTrace, |_| {
         steps += 1;

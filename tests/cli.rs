@@ -237,29 +237,10 @@ fn io_errors_name_the_file() {
     let missing = dir.join("xunds-no-such-dir").join("x.trace");
     let missing = missing.to_str().unwrap();
     let dir = dir.to_str().unwrap();
+    let trace_to = |p| vec!["run", "--executions", "5", "--deterministic", "--trace", p];
     for (args, path) in [
-        (
-            vec![
-                "run",
-                "--executions",
-                "5",
-                "--deterministic",
-                "--trace",
-                missing,
-            ],
-            missing,
-        ),
-        (
-            vec![
-                "run",
-                "--executions",
-                "5",
-                "--deterministic",
-                "--trace",
-                dir,
-            ],
-            dir,
-        ),
+        (trace_to(missing), missing),
+        (trace_to(dir), dir),
         (vec!["replay", dir], dir),
     ] {
         let out = xunds(&args);

@@ -56,6 +56,16 @@ fn pe_act_model() -> LoadedModel {
     }
 }
 
+/// Publish one 4-byte DMA copy from DRAM offset `src` to core 0's register
+/// `reg_off`, and ring the doorbell.
+fn copy_to_register(dev: &Dev, src: u64, reg_off: usize) {
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0).unwrap();
+    q.push_copy(&**dev.hal(), 4, map.dram_pa(src), map.reg_pa(0, reg_off))
+        .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+}
+
 /// Stage one request, run the device, harvest with `deadline` at `now`.
 fn run_one(
     dev: &Dev,
@@ -300,15 +310,7 @@ fn corrupt_descriptor_address_outside_device_memory() {
 fn dma_to_a_read_only_register_is_refused() {
     let dev = device(vec![], cfg());
     let map = dev.map();
-    let mut q = QueueProducer::new(map, 0).unwrap();
-    q.push_copy(
-        &**dev.hal(),
-        4,
-        map.dram_pa(0xF00),
-        map.reg_pa(0, reg::SEQ_HEAD),
-    )
-    .unwrap();
-    q.doorbell(&**dev.hal(), 1).unwrap();
+    copy_to_register(&dev, 0xF00, reg::SEQ_HEAD);
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     let mut h = dev.harvester(0).unwrap();
     h.expect(1, 1, u64::MAX);
@@ -363,16 +365,7 @@ fn an_aborted_or_refused_request_reports_no_macs() {
     // Refused: published without the event poke.
     let dev = device(vec![], cfg());
     let macs = stale(&dev);
-    let map = dev.map();
-    let mut q = QueueProducer::new(map, 0).unwrap();
-    q.push_copy(
-        &**dev.hal(),
-        4,
-        map.dram_pa(0xF04),
-        map.reg_pa(0, reg::SEQ_TAIL_INC),
-    )
-    .unwrap();
-    q.doorbell(&**dev.hal(), 1).unwrap();
+    copy_to_register(&dev, 0xF04, reg::SEQ_TAIL_INC);
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     seq.poll(0).unwrap();
     assert_eq!(seq.executed(0), 1);
@@ -412,16 +405,7 @@ fn abandon_removes_the_named_execution_only() {
 #[test]
 fn publish_without_event_poke_is_a_sequencer_error() {
     let dev = device(vec![], cfg());
-    let map = dev.map();
-    let mut q = QueueProducer::new(map, 0).unwrap();
-    q.push_copy(
-        &**dev.hal(),
-        4,
-        map.dram_pa(0xF04),
-        map.reg_pa(0, reg::SEQ_TAIL_INC),
-    )
-    .unwrap();
-    q.doorbell(&**dev.hal(), 1).unwrap();
+    copy_to_register(&dev, 0xF04, reg::SEQ_TAIL_INC);
     let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
     let mut h = dev.harvester(0).unwrap();
     h.expect(1, 0b11, u64::MAX);

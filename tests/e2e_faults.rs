@@ -17,7 +17,6 @@ use xunds::hal::fake::FakeHal;
 use xunds::system::builder::{build, SysActor, SystemConfig};
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport};
-use xunds::system::runner::{DetConfig, DetRunner};
 use xunds::wire::nds::counters::NcCounter;
 use xunds::NrtStatus;
 
@@ -229,11 +228,7 @@ fn queue_full_is_refused_and_counted() {
     );
     assert_eq!(bad, Err(NrtStatus::INVALID));
     drop(lane);
-    let (_, daemons) = built.into_daemons();
-    let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(1));
-    for d in daemons {
-        r.add_daemon(d);
-    }
+    let mut r = common::det_runner(built);
     let sh = Arc::clone(&shared);
     r.run_until(&mut trace, |_| {
         let flushed = sh.lanes[0].lock().unwrap().flush();

@@ -138,6 +138,18 @@ pub fn slab(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("xunds-test-{}-{name}.nds", std::process::id()))
 }
 
+/// A deterministic one-thread runner over `built`'s daemons.
+pub fn det_runner<H: xunds::hal::Hal>(
+    built: xunds::system::builder::Built<H>,
+) -> xunds::system::runner::DetRunner<xunds::system::builder::SysActor<H>> {
+    let (_, daemons) = built.into_daemons();
+    let mut r = xunds::system::runner::DetRunner::new(xunds::system::runner::DetConfig::new(1));
+    for d in daemons {
+        r.add_daemon(d);
+    }
+    r
+}
+
 /// A deterministic one-core system (ring of 4) with the example MLP loaded
 /// and its output for the returned input as expectation 0,
 /// its daemons not yet running.
