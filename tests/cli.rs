@@ -84,7 +84,32 @@ fn bare_xunds_prints_the_usage_and_exits_2() {
 /// Exit 2, nothing on stdout, exactly one line on stderr containing every
 /// one of `needles`.
 fn refused(args: &[&str], needles: &[&str]) {
-    let out = xunds(args);
+    check_refused(args, &xunds(args), needles);
+}
+
+/// [`refused`] for a command that may run forever when it is not refused:
+/// killed (and failed) if it has not ended within a minute.
+fn refused_in_time(args: &[&str], needles: &[&str]) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn xunds");
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?}: still running after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    check_refused(args, &child.wait_with_output().unwrap(), needles);
+}
+
+fn check_refused(args: &[&str], out: &Output, needles: &[&str]) {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
     assert!(out.stdout.is_empty(), "{args:?}: {out:?}");
@@ -216,6 +241,91 @@ fn usage_errors_name_the_flag_and_its_unit() {
         &["monitor", "--once", "--dir", "/nonexistent-xunds-dir"],
         &["--dir", "not a directory"],
     );
+}
+
+/// An open-loop rate whose mean gap is longer than an hour is a usage error
+/// naming the flag and the bound, for `xunds run --rate` (threaded or
+/// deterministic) and `xunds sim --arrival`. A threaded run at 1e-300 never
+/// ended: its first gap in nanoseconds saturated to `u64::MAX`.
+#[test]
+fn a_rate_below_one_an_hour_is_refused() {
+    for rate in ["1e-300", "0.0002", "0.00027"] {
+        refused_in_time(
+            &["run", "--executions", "3", "--rate", rate],
+            &["xunds run:", "--rate", "1/3600", "an hour"],
+        );
+        refused_in_time(
+            &[
+                "run",
+                "--deterministic",
+                "--executions",
+                "3",
+                "--rate",
+                rate,
+            ],
+            &["xunds run:", "--rate", "1/3600"],
+        );
+        refused_in_time(
+            &["sim", "--seed", "1", "--executions", "3", "--arrival", rate],
+            &["xunds sim:", "--arrival", "1/3600", "an hour"],
+        );
+    }
+}
+
+/// A deterministic open-loop run at a low rate jumps its virtual clock to
+/// each arrival: it completes every execution, and its trace grows with the
+/// executions, not with the idle time between them. It failed with a
+/// livelock (100 000 idle polls, about 0.2 s of virtual time) before the
+/// first arrival at 10 per second; at 200 per second 50 executions made a
+/// trace of about 600 000 lines. `xunds sim` with a low `--arrival`
+/// reported the same livelock as a broken invariant.
+#[test]
+fn a_low_rate_deterministic_run_completes_with_a_short_trace() {
+    let slab = tmp("low-rate.nds");
+    let slab_s = slab.to_str().unwrap();
+    let run = |rate: Option<&str>| {
+        let mut args = vec![
+            "run",
+            "--deterministic",
+            "--executions",
+            "5",
+            "--json",
+            "--slab",
+            slab_s,
+        ];
+        if let Some(r) = rate {
+            args.extend(["--rate", r]);
+        }
+        let out = xunds(&args);
+        assert_eq!(out.status.code(), Some(0), "{rate:?}: {out:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let field = |k: &str| doc[k].as_u64().unwrap_or_else(|| panic!("{k} in {doc}"));
+        assert_eq!(field("executions"), 5, "{doc}");
+        assert_eq!(field("completed_ok"), 5, "{doc}");
+        (
+            field("trace_lines"),
+            field("virtual_ns"),
+            doc["trace_xxh3"].clone(),
+        )
+    };
+    let (closed_lines, _, _) = run(None);
+    for rate in ["10", "1"] {
+        let (lines, virtual_ns, digest) = run(Some(rate));
+        // Five arrivals at 1 or 10 per second span tens of milliseconds of
+        // virtual time at least (and did not end early).
+        assert!(virtual_ns > 10_000_000, "rate {rate}: {virtual_ns} ns");
+        // A few lines per arrival (the jumps and the wake-ups) on top of
+        // the closed-loop run's.
+        assert!(
+            lines < 2 * closed_lines,
+            "rate {rate}: {lines} lines, closed loop {closed_lines}"
+        );
+        // The same seed gives the same run.
+        assert_eq!(run(Some(rate)).2, digest, "rate {rate}");
+    }
+    let _ = std::fs::remove_file(&slab);
+    let out = xunds(&["sim", "--seed", "1", "--arrival", "1", "--executions", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
 }
 
 /// `xunds top` without a terminal (here: stdin null, stdout a pipe) says so

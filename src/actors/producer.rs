@@ -737,6 +737,16 @@ impl Pacing {
     fn advance(&mut self) {
         self.due_ns = self.due_ns.saturating_add(self.gap_ns());
     }
+
+    /// When the next execution is due, once the first poll has fixed the
+    /// start (`None` before it). The deterministic runner jumps its virtual
+    /// clock here when every actor is idle: without it the clock crept
+    /// forward one idle jump at a time and the runner's livelock guard
+    /// fired on the idle gaps of a low rate.
+    fn next_arrival(&self) -> Option<crate::actors::Nanos> {
+        let start = self.start?;
+        Some(start.saturating_add(crate::actors::Nanos(self.due_ns)))
+    }
 }
 
 /// The workload driver of `xunds run`: a greedy client. It schedules
@@ -1129,6 +1139,19 @@ impl<H: Hal> Actor for ProducerActor<H> {
         } else {
             Idle::Fd(self.fd())
         }
+    }
+
+    fn next_deadline(&self) -> Option<crate::actors::Nanos> {
+        // Open loop with executions left: the next arrival is due then even
+        // if no message comes. A saturated arrival (past the end of time) is
+        // no deadline, as for the worker's infinite timeout.
+        if self.finished || self.next >= self.work.executions {
+            return None;
+        }
+        self.pacing
+            .as_ref()?
+            .next_arrival()
+            .filter(|&d| d != crate::actors::Nanos::MAX)
     }
 }
 

@@ -183,6 +183,12 @@ pub const MAX_EXECUTIONS: u64 = 1 << 40;
 pub const MAX_INPUTS: u32 = 4096;
 /// Longest execution timeout: one hour.
 pub const MAX_TIMEOUT_NS: u64 = 3_600_000_000_000;
+/// Lowest open-loop rate, in executions per second: one an hour on average
+/// (a mean gap between arrivals of at most an hour, like the longest
+/// timeout). A rate far below it draws gaps past the end of the nanosecond
+/// time range: at 1e-300 the first arrival saturated to `u64::MAX` ns and a
+/// threaded run never ended.
+pub const MIN_RATE: f64 = 1.0 / 3600.0;
 
 /// The deterministic device's grace before a wrong ring id is corrupt
 /// (virtual ns).
@@ -342,6 +348,12 @@ impl JobConfig {
                 return Err(bad(
                     "--rate must be a positive number of executions per second",
                 ));
+            }
+            if r < MIN_RATE {
+                return Err(bad(format!(
+                    "--rate must be at least 1/3600 = {MIN_RATE} executions per second \
+                     (a mean gap between arrivals of at most an hour)"
+                )));
             }
         }
         Ok(())

@@ -77,8 +77,9 @@ pub struct Args {
     /// the host path alone).
     #[arg(long, value_name = "KIND", default_value = "mlp", value_parser = model_kind)]
     model: ModelKind,
-    /// Open loop: R executions per second, Poisson arrivals from --seed
-    /// [default: closed loop, as fast as the rings allow].
+    /// Open loop: R executions per second (at least 1/3600: one an hour on
+    /// average), Poisson arrivals from --seed [default: closed loop, as fast
+    /// as the rings allow].
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
     /// Threads (threaded runs): shared (one per CPU; the producer, workers

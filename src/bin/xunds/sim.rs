@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::ModelKind;
+use xunds::system::job::{ModelKind, MIN_RATE};
 use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
 
 /// Run many seeded deterministic simulations and check every run.
@@ -57,7 +57,8 @@ pub struct Args {
     /// Override: the timeout in virtual ms.
     #[arg(long, value_name = "T", requires = "seed", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     timeout_ms: Option<u64>,
-    /// Override: `closed` or an open-loop rate in executions per virtual second.
+    /// Override: `closed` or an open-loop rate in executions per virtual second
+    /// (at least 1/3600: one an hour on average).
     #[arg(long, value_name = "closed|RATE", requires = "seed", value_parser = arrival)]
     arrival: Option<Arrival>,
     /// Do not shrink a failure.
@@ -76,7 +77,12 @@ fn arrival(s: &str) -> Result<Arrival, String> {
         return Ok(Arrival(None));
     }
     match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(Arrival(Some(r))),
+        Ok(r) if r.is_finite() && r >= MIN_RATE => Ok(Arrival(Some(r))),
+        // The runner's lower bound (`xunds run --rate` refuses it too).
+        Ok(r) if r.is_finite() && r > 0.0 => Err(format!(
+            "a rate must be at least 1/3600 = {MIN_RATE} executions per virtual second \
+             (a mean gap between arrivals of at most an hour)"
+        )),
         _ => Err("expected closed or a positive rate".into()),
     }
 }
@@ -182,8 +188,12 @@ pub fn main(args: Args) -> ExitCode {
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
         if let Err(e) = args.case(seed).job(std::path::PathBuf::new()).check() {
-            // The runner's words name `xunds run`'s flag for cores.
-            let e = e.to_string().replace("vncs", "cores");
+            // The runner's words name `xunds run`'s flags for cores and the
+            // open-loop rate.
+            let e = e
+                .to_string()
+                .replace("vncs", "cores")
+                .replace("--rate", "--arrival");
             return crate::usage_error("xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
