@@ -135,7 +135,9 @@ impl FaultSpec {
             let (kind, rest) = item
                 .split_once('@')
                 .ok_or_else(|| bad("expected KIND@TRIGGER"))?;
-            let (trig, core) = match rest.split_once('/') {
+            // The core is the last `/` part: a probability trigger has a
+            // `/` of its own (`1/100/core1`).
+            let (trig, core) = match rest.rsplit_once('/') {
                 Some((t, c)) if c.starts_with("core") => {
                     let n = c[4..].parse::<u8>().map_err(|_| bad("bad /coreN"))?;
                     (t, Some(n))
@@ -263,6 +265,25 @@ mod tests {
             "error:hw@1/100,timeout@1/1000,corrupt:ring_id@#40/core1,doorbell@3+,error:numerical@1/8"
         );
         assert_eq!(FaultSpec::parse(&text).unwrap(), s);
+    }
+
+    /// A probability trigger on one core: the core is the last `/` part,
+    /// after the probability's own `/`. It did not parse (the first `/`
+    /// was taken for the core's), though `text()` writes it: a recorded
+    /// trace with one did not replay, and the sim lost such cases' faults.
+    #[test]
+    fn a_probability_on_one_core_round_trips() {
+        let s = FaultSpec::parse("error:hw@0.01/core1,timeout@1/8/core0").unwrap();
+        assert_eq!(
+            (s.rules[0].trigger, s.rules[0].core),
+            (Trigger::Chance { num: 1, den: 100 }, Some(1))
+        );
+        assert_eq!(
+            (s.rules[1].trigger, s.rules[1].core),
+            (Trigger::Chance { num: 1, den: 8 }, Some(0))
+        );
+        assert_eq!(s.text(), "error:hw@1/100/core1,timeout@1/8/core0");
+        assert_eq!(FaultSpec::parse(&s.text()).unwrap(), s);
     }
 
     #[test]

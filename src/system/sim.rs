@@ -117,7 +117,9 @@ impl SimCase {
                 items.push(format!("{kind}@{trigger}{core}"));
             }
         }
-        let faults = FaultSpec::parse(&items.join(",")).unwrap_or_default();
+        // Every item above is in the spec language: a refusal is a bug here
+        // (it used to empty the whole mix without a word).
+        let faults = FaultSpec::parse(&items.join(",")).expect("a derived fault spec parses");
         SimCase {
             seed,
             executions,
@@ -787,6 +789,16 @@ pub fn swarm(
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| {
+                // Counted out however the thread ends: a case that panics
+                // must not leave the progress loop below waiting for good
+                // (the scope then passes the panic on).
+                struct Out<'a>(&'a AtomicUsize);
+                impl Drop for Out<'_> {
+                    fn drop(&mut self) {
+                        self.0.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                let _out = Out(&running);
                 // Ordering: Relaxed throughout: counters and a stop hint;
                 // the results go through the mutex and the scope's join.
                 while !stop.load(Ordering::Relaxed) {
@@ -807,7 +819,6 @@ pub fn swarm(
                         g.2.push(res);
                     }
                 }
-                running.fetch_sub(1, Ordering::Relaxed);
             });
         }
         while running.load(Ordering::Relaxed) > 0 {
@@ -839,6 +850,24 @@ pub fn swarm(
 mod tests {
     use super::*;
 
+    /// A case that panics ends the swarm with its panic; the progress loop
+    /// used to wait for the panicked thread's count for good.
+    #[test]
+    fn a_panicking_case_ends_the_swarm() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                let boom = |_: u64| -> SimCase { panic!("a case that panics") };
+                swarm(1..=1, &boom, 1, &SimOptions::new(), &mut |_| {})
+            });
+            let _ = tx.send(r.is_err());
+        });
+        let panicked = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the swarm ended within a minute");
+        assert!(panicked, "the case's panic reached the caller");
+    }
+
     /// All 2^64 seeds are a range like any other: the swarm runs them (here
     /// up to the first, which fails at once), where counting them as
     /// `last - first + 1` wrapped to none and passed. Mutant: the count back
@@ -865,7 +894,7 @@ mod tests {
     #[test]
     fn cases_are_a_function_of_the_seed_and_stay_in_range() {
         let mut kinds = std::collections::BTreeSet::new();
-        let mut none = 0;
+        let (mut none, mut chance_on_a_core) = (0, 0);
         for seed in 1..=400 {
             let c = SimCase::derive(seed, 2000);
             assert_eq!(c, SimCase::derive(seed, 2000));
@@ -875,12 +904,25 @@ mod tests {
             // The text of the fault mix parses back to it.
             assert_eq!(FaultSpec::parse(&c.faults.text()).unwrap(), c.faults);
             none += u32::from(c.faults.is_empty());
+            chance_on_a_core += c
+                .faults
+                .rules
+                .iter()
+                .filter(|r| {
+                    matches!(r.trigger, crate::hal::fault::Trigger::Chance { .. })
+                        && r.core.is_some()
+                })
+                .count();
             for r in &c.faults.rules {
                 let t = FaultSpec { rules: vec![*r] }.text();
                 kinds.insert(t.split('@').next().unwrap().to_string());
             }
         }
-        assert!(none > 0, "the fault mix includes none");
+        // A quarter of the cases draw no faults; a spec that did not parse
+        // (a probability on one core did not, until session 14) emptied
+        // more, and such rules never ran.
+        assert!(none > 0 && none < 120, "{none} of 400 cases without faults");
+        assert!(chance_on_a_core > 0, "a probability on one core is drawn");
         assert_eq!(
             kinds.len(),
             FAULT_KINDS.len(),
