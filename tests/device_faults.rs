@@ -658,3 +658,52 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
         })
     );
 }
+
+/// The engines reach the model heap only: a FILL aimed at the per-core area
+/// below it (here core 0's request-buffer MAC word, which the sequencer and
+/// the worker access as 8 bytes, and where the doorbell constants live)
+/// faults before writing, and the word keeps its value. It used to be
+/// written: a model could race the host's 8-byte accesses with 4-byte ones
+/// and stop another core by overwriting its tail-increment constant.
+#[test]
+fn the_engines_cannot_write_below_the_model_heap() {
+    use xunds::device::engine::DeviceMemory;
+    let dev = device(vec![], cfg());
+    let map = dev.map();
+    let mem = DramMemory::new(&**dev.hal(), map);
+    let macs = map.request_macs_off(0, 1);
+    assert!(macs < map.config.heap_start());
+    dev.hal()
+        .store_u64(map.dram, macs as usize, 77, Ordering::Relaxed)
+        .unwrap();
+    let code = DRAM_BASE + map.config.heap_start();
+    let prog = [
+        Insn::SetBase {
+            reg: Base::R0,
+            value: DRAM_BASE + macs,
+        },
+        Insn::Fill {
+            dst: Operand {
+                base: Base::R0,
+                off: 0,
+            },
+            n: 2,
+            value: 0xDEAD_BEEF,
+        },
+        Insn::End,
+    ];
+    for (i, insn) in prog.iter().enumerate() {
+        mem.write_u32s(code + 32 * i as u64, &insn.encode())
+            .unwrap();
+    }
+    let rep = Executor::new(Limits::DEFAULT).run(&mem, [code, 0, 0, 0, 0], 0);
+    assert!(
+        matches!(rep.engines[0].fault, Some(EngineFault::Memory { .. })),
+        "{rep:?}"
+    );
+    let word = dev
+        .hal()
+        .load_u64(map.dram, macs as usize, Ordering::Relaxed)
+        .unwrap();
+    assert_eq!(word, 77, "the word below the heap was not written");
+}

@@ -44,8 +44,13 @@ use super::irq;
 use super::memmap::{dmem, reg, BadPa, MemMap, Window};
 use super::nq::{NqWriter, Overflow};
 
-/// Device DRAM through the HAL, by physical address. Addresses outside DRAM
-/// (or misaligned) are refused with [`BadPa`], never followed.
+/// The model heap of device DRAM through the HAL, by physical address: what
+/// the engines, model loads, inputs and outputs reach. Addresses outside the
+/// heap (the per-core areas below it included: request buffers, MAC words,
+/// the doorbell constants, which only the host and the sequencer write) or
+/// misaligned are refused with [`BadPa`], never followed: an engine that
+/// wrote there raced the host's accesses at other widths and could stop
+/// another core.
 pub struct DramMemory<'a, H: ?Sized> {
     hal: &'a H,
     map: &'a MemMap,
@@ -58,10 +63,13 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     }
 
     /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
-    /// not all inside DRAM (or, with `align`, `pa` is not aligned to it).
+    /// not all inside the model heap (or, with `align`, `pa` is not aligned
+    /// to it).
     fn dram_off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
         match self.map.translate(pa, len as u64) {
-            Ok(Window::Dram { off }) if off % align == 0 => Ok(off as usize),
+            Ok(Window::Dram { off }) if off % align == 0 && off >= self.map.config.heap_start() => {
+                Ok(off as usize)
+            }
             _ => Err(BadPa {
                 pa,
                 len: len as u64,
