@@ -707,3 +707,35 @@ fn the_engines_cannot_write_below_the_model_heap() {
         .unwrap();
     assert_eq!(word, 77, "the word below the heap was not written");
 }
+
+/// A doorbell that claims more pairs than the ring holds is a sticky DMA
+/// fault (code 7 in `DMA_FAULT`), reported as an abort: tails only grow, so
+/// the queue could never move again. It used to be read as "nothing
+/// published yet" forever, with no fault and no record: the worker saw
+/// only timeouts.
+#[test]
+fn a_tail_past_the_ring_is_a_sticky_fault() {
+    let dev = device(vec![], cfg());
+    let map = dev.map();
+    let q = QueueProducer::new(map, 0).unwrap();
+    q.doorbell(&**dev.hal(), cfg().ring_len + 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let mut h = dev.harvester(0).unwrap();
+    h.expect(1, 1, u64::MAX);
+    seq.poll(0).unwrap();
+    assert_eq!(
+        seq.dma_fault(0),
+        Some(DmaFault::TailOverrun {
+            published: cfg().ring_len + 1,
+            ring_len: cfg().ring_len
+        })
+    );
+    let r = h.poll(0).unwrap().unwrap();
+    assert_eq!(error_of(&r), (ErrorClass::Hw, Source::Dma));
+    // Ordering: Acquire, as a monitor would read it; same thread here.
+    let code = dev
+        .hal()
+        .load_u32(map.regs[0], reg::DMA_FAULT, Ordering::Acquire)
+        .unwrap();
+    assert_eq!(code, 7);
+}

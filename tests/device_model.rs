@@ -388,6 +388,26 @@ fn builder_refuses_bad_input() {
         b.link(LOAD_PA, IO_PA),
         Err(ModelError::TooLarge { .. })
     ));
+    // A constant whose element count wraps u64 (or is merely past 4 GiB)
+    // is a TooLarge section too: its bytes are never made (the count
+    // panicked in debug builds and wrapped to a small, overlapping tensor
+    // in release; 2^40 elements tried to allocate 4 TiB).
+    for shape in [&[1u32 << 16; 4][..], &[1 << 20, 1 << 20][..]] {
+        let mut b = ModelBuilder::new("huge constant");
+        let t = b.constant("w", shape, &[]);
+        assert!(t.elems() >= 1 << 40, "{shape:?}");
+        let small = b.constant("b", &[4], &[1.0; 4]);
+        assert!(small.offset > 0, "placed after the huge one, not on it");
+        assert!(matches!(
+            b.link(LOAD_PA, IO_PA),
+            Err(ModelError::TooLarge { what: "constants" })
+        ));
+    }
+    // Address 0 reads as "no block" in a request: refused.
+    assert_eq!(
+        MlpSpec::EXAMPLE.link(0, IO_PA).unwrap_err(),
+        ModelError::ZeroLoad
+    );
 }
 
 #[test]

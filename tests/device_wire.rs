@@ -243,7 +243,12 @@ fn nq_entry_round_trip_and_layout() {
     assert_eq!(b[6], 1, "class byte = ErrorClass::Numerical");
     assert_eq!(b[7], 0b101, "phase | source 2 << 1");
     assert_eq!(e.cycles(), 0x20, "wrapping latency");
-    assert_eq!(nq::NqType::Notify.queue_id(3), 19);
+    assert_eq!(nq::NqType::Notify.queue_id(3), Some(19));
+    // An engine past a type's 16 ids has none (Throttle's 176th overflowed
+    // a u8, a panic in debug builds).
+    assert_eq!(nq::NqType::Throttle.queue_id(15), Some(95));
+    assert_eq!(nq::NqType::Throttle.queue_id(16), None);
+    assert_eq!(nq::NqType::Throttle.queue_id(176), None);
 }
 
 #[test]

@@ -316,6 +316,15 @@ error_enum! {
         ),
         /// The HAL refused an access the window check allowed (a bug).
         Hal => "device memory access refused by the HAL",
+        /// The tail registers claim more published pairs than the ring
+        /// holds. Tails only grow (a doorbell adds to them), so no later
+        /// doorbell can take the claim back.
+        TailOverrun {
+            /// Pairs the tails claim past the head.
+            published: u32,
+            /// The ring's length.
+            ring_len: u32,
+        } => "the tails claim {published} published pairs, the ring holds {ring_len}",
     }
 }
 
@@ -329,6 +338,7 @@ impl DmaFault {
             DmaFault::AddressOutOfRange { .. } => 4,
             DmaFault::BadRegisterAccess { .. } => 5,
             DmaFault::Hal => 6,
+            DmaFault::TailOverrun { .. } => 7,
         }
     }
 }
@@ -444,7 +454,7 @@ impl DmaEngine {
         let regs = map.regs[usize::from(self.core)];
         // Ordering: Acquire pairs with the host's Release fetch_add in
         // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
-        // descriptor appended before it is visible (docs/abi.md §1.5 "device
+        // descriptor appended before it is visible (docs/abi.md §1.10 "device
         // publish boundary"; docs/abi.md §1.11, tail increment).
         let tails = (
             hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
@@ -456,10 +466,17 @@ impl DmaEngine {
         let avail = m2s_tail
             .wrapping_sub(self.m2s.consumed())
             .min(s2m_tail.wrapping_sub(self.s2m.consumed()));
-        if avail == 0 || avail > map.config.ring_len {
-            // Nothing published (or a tail that claims more than the ring
-            // holds, which a later, sane tail may still fix: wait).
+        if avail == 0 {
             return DmaStep::Idle;
+        }
+        if avail > map.config.ring_len {
+            // Sticky, as every fault here: the tails only grow, so the
+            // queue could never move again anyway.
+            let f = DmaFault::TailOverrun {
+                published: avail,
+                ring_len: map.config.ring_len,
+            };
+            return self.fail(hal, map, f);
         }
         let index = self.m2s.index();
         let (pm, ps) = match (self.m2s.peek(hal), self.s2m.peek(hal)) {
@@ -589,13 +606,13 @@ impl DmaEngine {
                     // Ordering: Release pairs with the sequencer's Acquire
                     // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
                     // body copied into DMEM by the earlier pair is visible
-                    // (docs/abi.md §1.5: the tail-inc pair is the publish).
+                    // (docs/abi.md §1.10: the tail-inc pair is the publish).
                     hal.fetch_add_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;
                     Ok(true)
                 } else {
                     // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.5:
+                    // load of SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.10:
                     // the evt-poke pair, "new config is ready").
                     hal.store_u32(regs, off, v, Ordering::Release)
                         .map_err(|_| DmaFault::Hal)?;

@@ -37,7 +37,8 @@ pub const REGS_SIZE: usize = 0x100;
 pub const MAX_CORES: u8 = 16;
 /// Bytes of DRAM reserved per core at the start of DRAM.
 pub const CORE_AREA: u64 = 0x1000;
-/// Stride of request buffers inside a core area (0x38 used, 16-aligned).
+/// Stride of request buffers inside a core area: the 0x38-byte buffer, then
+/// the request's 8-byte MAC word at +0x38 (all 0x40 used).
 pub const REQUEST_STRIDE: u64 = 0x40;
 /// Most request buffers per core.
 pub const MAX_REQUEST_SLOTS: u32 = 32;
@@ -93,7 +94,7 @@ pub mod reg {
     /// Descriptors consumed from the S2M ring.
     pub const S2M_HEAD: usize = 0x0C;
     /// The sequencer's request tail increment: the third trigger pair's S2M
-    /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.5).
+    /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.10).
     pub const SEQ_TAIL_INC: usize = 0x10;
     /// The request-load event: the second trigger pair writes 1 here.
     pub const SEQ_EVENT: usize = 0x14;

@@ -64,14 +64,16 @@ pub struct TensorDesc {
 }
 
 impl TensorDesc {
-    /// Element count.
+    /// Element count (saturating: a shape that large is refused at link).
     pub fn elems(&self) -> u64 {
-        self.shape.iter().map(|&d| u64::from(d)).product()
+        self.shape
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
-    /// Size in bytes.
+    /// Size in bytes (saturating).
     pub fn bytes(&self) -> u64 {
-        self.elems() * 4
+        self.elems().saturating_mul(4)
     }
 
     /// The operand addressing its first element.
@@ -126,6 +128,8 @@ error_enum! {
             /// Its value.
             pa: u64,
         } => "{what} {pa:#x} is not {ALIGN}-byte aligned",
+        /// The load address is 0, which a request reads as "no block".
+        ZeroLoad => "load_pa 0 (a request reads address 0 as an idle engine)",
         /// A section outgrows the 32-bit operand offsets, or an area overflows
         /// the 64-bit address space.
         TooLarge {
@@ -182,6 +186,9 @@ pub struct ModelBuilder {
     name: &'static str,
     blocks: [Vec<Insn>; NUM_ENGINES],
     consts: Vec<u8>,
+    /// The constants section's length as placed (saturating): `consts`
+    /// holds the bytes only while it fits a section [`Self::link`] accepts.
+    consts_len: u64,
     scratch_len: u64,
     io_len: u64,
     inputs: Vec<TensorDesc>,
@@ -222,18 +229,23 @@ impl ModelBuilder {
     /// A constant tensor holding `data` (row-major, `shape`'s product long;
     /// padded or truncated to it).
     pub fn constant(&mut self, name: &'static str, shape: &[u32], data: &[f32]) -> TensorDesc {
-        let mut len = self.consts.len() as u64;
+        let mut len = self.consts_len;
         let offset = alloc(&mut len, shape);
+        self.consts_len = len;
         let t = TensorDesc {
             name,
             section: Section::Constants,
             offset,
             shape: shape.to_vec(),
         };
-        self.consts.resize(offset as usize, 0);
-        for i in 0..t.elems() as usize {
-            let v = data.get(i).copied().unwrap_or(0.0);
-            self.consts.extend_from_slice(&v.to_le_bytes());
+        // Past 4 GiB the section is refused at link (`TooLarge`): the bytes
+        // are not made (a shape's product can be any size, or wrap).
+        if len <= u64::from(u32::MAX) {
+            self.consts.resize(offset as usize, 0);
+            for i in 0..t.elems() as usize {
+                let v = data.get(i).copied().unwrap_or(0.0);
+                self.consts.extend_from_slice(&v.to_le_bytes());
+            }
         }
         self.constants.push(t.clone());
         t
@@ -300,6 +312,10 @@ impl ModelBuilder {
                 return Err(ModelError::Misaligned { what, pa });
             }
         }
+        // A block at address 0 would read as "engine idle" in the request.
+        if load_pa == 0 {
+            return Err(ModelError::ZeroLoad);
+        }
         // Code: one block per busy engine, each 64-byte aligned.
         let prologue_len = 3;
         let mut offsets = [None; NUM_ENGINES];
@@ -312,7 +328,7 @@ impl ModelBuilder {
             }
         }
         let const_off = code_len;
-        let const_len = round_up(self.consts.len() as u64);
+        let const_len = round_up(self.consts_len);
         let scratch_len = round_up(self.scratch_len);
         let io_len = round_up(self.io_len);
         for (what, len) in [

@@ -566,7 +566,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             ..Progress::default()
         };
         // Ordering: Acquire pairs with the DMA engine's Release add on
-        // SEQ_TAIL_INC (the publish, docs/abi.md §1.5).
+        // SEQ_TAIL_INC (the publish, docs/abi.md §1.10).
         let tail = self
             .hal
             .load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
@@ -576,7 +576,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The request-load event: set by the second trigger pair.
         // Ordering: Acquire pairs with the DMA engine's Release store of
-        // SEQ_EVENT in `DmaEngine::copy` (docs/abi.md §1.5, the evt-poke pair;
+        // SEQ_EVENT in `DmaEngine::copy` (docs/abi.md §1.10, the evt-poke pair;
         // same device thread here, kept for a split device).
         let event = self.hal.load_u32(regs, reg::SEQ_EVENT, Ordering::Acquire)?;
         self.hal

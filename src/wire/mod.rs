@@ -11,7 +11,7 @@
 //!
 //! docs/abi.md §1 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
 //! [`device_request`], [`work_item`]. Device side: [`udma`] (from
-//! docs/abi.md §3) and [`nq`] (ours). docs/abi.md §2: [`nds`]. Status codes:
+//! docs/abi.md §1.11) and [`nq`] (ours, §1.13). docs/abi.md §2: [`nds`]. Status codes:
 //! [`status`].
 #![forbid(unsafe_code)]
 
@@ -41,7 +41,7 @@ pub const XU_BLOCKS: &[&Block] = &[
     &work_item::INFER_RESP_LAYOUT,
 ];
 
-/// The device-side blocks: the UDMA descriptor (docs/abi.md §1.13) and our NQ record.
+/// The device-side blocks: the UDMA descriptor (docs/abi.md §1.11) and our NQ record (§1.13).
 pub const DEVICE_BLOCKS: &[&Block] = &[
     &udma::LAYOUT,
     &udma::LAYOUT_M2S_META,

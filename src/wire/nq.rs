@@ -87,9 +87,14 @@ wire_enum! {
 }
 
 impl NqType {
-    /// The driver's queue id for this type and `engine`.
-    pub const fn queue_id(self, engine: u8) -> u8 {
-        self as u8 * 16 + engine
+    /// The driver's queue id for this type and `engine` (a type's 16 ids:
+    /// `None` for an engine past 15, whose id would be another type's).
+    pub const fn queue_id(self, engine: u8) -> Option<u8> {
+        if engine < 16 {
+            Some(self as u8 * 16 + engine)
+        } else {
+            None
+        }
     }
 }
 

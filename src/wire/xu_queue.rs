@@ -43,7 +43,7 @@ wire_block! {
 /// The 64-byte line each cursor owns.
 pub const CACHE_LINE: usize = 64;
 /// A cursor must stay below this (`xuq_client_submit` asserts
-/// `scheduled_tail < 0xFFFFFFFFFFFE`, docs/abi.md §1.9).
+/// `scheduled_tail < 0xFFFFFFFFFFFE`, docs/abi.md §1.2).
 pub const CURSOR_LIMIT: u64 = 0xFFFF_FFFF_FFFE;
 /// Cursors start at 1 (docs/abi.md §1.2, xu-workers convention).
 pub const CURSOR_START: u64 = 1;
