@@ -197,6 +197,16 @@ fn a_timeout_makes_the_xu_unrecoverable() {
     let _ = std::fs::remove_file(path);
 }
 
+/// A zero execution timeout is refused at start (every execution would
+/// time out and degrade its XU).
+#[test]
+fn a_zero_timeout_is_refused_at_start() {
+    let mut c = cfg(1, "zero-timeout");
+    c.timeout = Nanos(0);
+    let e = System::start(LinuxHal::new(), c).err().expect("refused");
+    assert!(e.to_string().contains("timeout"), "{e}");
+}
+
 /// An unloaded model is refused on a core that ran it before (its worker
 /// had it cached): NRT_INVALID_HANDLE, as on a core that never did. The
 /// worker's cache used to keep it, and the execution succeeded.

@@ -162,3 +162,21 @@ fn a_deterministic_null_run_names_its_model_in_the_trace_header() {
     // The default model writes no token: MLP traces keep their bytes.
     assert!(!JobConfig::default().header_config().contains("model="));
 }
+
+/// A threaded job stops at its wall bound with an error saying so: the job
+/// waited for its actors alone (the bound was checked only after they had
+/// stopped), so a run that could not finish ran for good.
+#[test]
+fn a_threaded_job_stops_at_its_wall_bound() {
+    let c = JobConfig {
+        model: ModelKind::Null,
+        max_wall: Some(Duration::from_millis(300)),
+        ..cfg("wall-bound", 1 << 36)
+    };
+    let t0 = std::time::Instant::now();
+    let r = job::run(&c, &mut |_, _| {});
+    let e = r.err().expect("the bound stops the run");
+    assert!(e.to_string().contains("still going"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    let _ = std::fs::remove_file(c.slab.unwrap());
+}

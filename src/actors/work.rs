@@ -525,6 +525,13 @@ impl ItemPool {
         self.base + Self::offset(i) as u64
     }
 
+    /// `word` relative to the item region's base (wrapping): how a trace
+    /// names an `exec_info` word without the region's address, which
+    /// differs from run to run.
+    pub fn relative(&self, word: u64) -> i64 {
+        word.wrapping_sub(self.base) as i64
+    }
+
     /// The item index an `exec_info` word names, checked by range and
     /// stride, never by dereferencing.
     pub fn index_of(&self, word: u64) -> Result<u16, BadItem> {

@@ -525,7 +525,11 @@ impl<H: Hal> WorkerActor<H> {
             Err(bad) => {
                 cx.event(
                     "msg",
-                    format_args!("seq={:#x} exec_info={word:#x} item={idx}: {bad:?}", seq.0),
+                    format_args!(
+                        "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
+                        seq.0,
+                        self.pool.relative(word)
+                    ),
                 );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
@@ -598,7 +602,11 @@ impl<H: Hal> WorkerActor<H> {
     fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
         cx.event(
             "msg",
-            format_args!("seq={:#x}: exec_info {word:#x}: {bad:?}, no item", seq.0),
+            format_args!(
+                "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
+                seq.0,
+                self.pool.relative(word)
+            ),
         );
         self.cur = Some(Current {
             seq,

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`System::load_model`] / [`System::load_mlp`] | `nrt_load` | link and load the model on every core, one NDS record per core |
 //! | [`System::unload_model`] | `nrt_unload` | delete the records, decrement the memory counters |
-//! | [`System::schedule`] | `nrta_schedule` | the producer funnel on the caller's thread under the XU's submit lock; a `SeqId`, or `NRT_QUEUE_FULL` / 101; never blocks |
+//! | [`System::schedule`] | `nrta_schedule` | the producer funnel on the caller's thread under the XU's submit lock; a `SeqId`, or `NRT_QUEUE_FULL` / 101; never waits for the device or for ring space (the lock only: other schedulers, a reset or `quiesce`'s flush may hold it a moment) |
 //! | [`System::is_completed`] | `nrta_is_completed` | `seq <= last_completed` for the handle's XU |
 //! | [`System::last_completed`] | `nrta_get_last_completed` | `(exec_head - 1) \| xu_id << 48` |
 //! | [`System::arm`] | completion fd (caller-owned eventfd) | installs a dup of the caller's eventfd; the worker signals it at completion |
@@ -234,8 +234,9 @@ impl<H: Hal + 'static> System<H> {
     }
 
     /// Schedule one execution of `model` on XU `xu`: a `SeqId`, or the
-    /// refusal (`NRT_QUEUE_FULL`, 101, `NRT_INVALID`). Never blocks (the
-    /// XU's submit lock is held only for the funnel itself).
+    /// refusal (`NRT_QUEUE_FULL`, 101, `NRT_INVALID`). Never waits for the
+    /// device or for ring space; it takes the XU's submit lock, which other
+    /// schedulers, a reset and `quiesce`'s flush hold for a moment.
     pub fn schedule(
         &self,
         xu: u8,

@@ -348,6 +348,13 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             cfg.ring_capacity
         )));
     }
+    // A zero timeout expires every execution at once and degrades every XU
+    // (the run's own check refuses it as --timeout-ms 0).
+    if cfg.timeout == Nanos(0) {
+        return Err(Error::Other(
+            "the execution timeout must be at least 1 ns".into(),
+        ));
+    }
     // A request's MAC count lives in its request buffer slot until the
     // worker read it: no more requests in flight per core than slots.
     if cfg.ring_capacity > cfg.device_config().request_slots {
