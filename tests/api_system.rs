@@ -197,6 +197,34 @@ fn a_timeout_makes_the_xu_unrecoverable() {
     let _ = std::fs::remove_file(path);
 }
 
+/// A model handle works only with the system that loaded it: another
+/// system refuses to schedule or unload it (both number their models from
+/// 1, and the handle's input would land in the other system's memory at its
+/// own addresses), and its own model of the same number is untouched.
+#[test]
+fn a_model_of_another_system_is_refused() {
+    let a = System::start(LinuxHal::new(), cfg(1, "handles-a")).unwrap();
+    let b = System::start(LinuxHal::new(), cfg(1, "handles-b")).unwrap();
+    let ma = a.load_mlp(&MlpSpec::EXAMPLE, "a").unwrap();
+    let mb = b.load_mlp(&MlpSpec::EXAMPLE, "b").unwrap();
+    assert_eq!(ma.id(), mb.id(), "both number from 1");
+    let x = MlpSpec::EXAMPLE.example_input(2);
+    assert_eq!(
+        a.schedule(0, &mb, &x, ScheduleOpts::default()),
+        Err(NrtStatus::INVALID_HANDLE)
+    );
+    assert!(a.unload_model(mb.clone()).is_err());
+    assert_eq!(a.execute(0, &ma, &x, T).unwrap().status, NrtStatus::SUCCESS);
+    assert_eq!(b.execute(0, &mb, &x, T).unwrap().status, NrtStatus::SUCCESS);
+    for s in [a, b] {
+        let path = s.slab_path().map(|p| p.to_path_buf());
+        s.shutdown().unwrap();
+        if let Some(p) = path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// A zero execution timeout is refused at start (every execution would
 /// time out and degrade its XU).
 #[test]

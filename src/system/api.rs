@@ -64,9 +64,23 @@ use super::builder::{build, Shared, SysActor, SystemConfig};
 use super::clock::MonotonicClock;
 use super::runner::{Running, ThreadedConfig, ThreadedRunner};
 
-/// A model loaded on every core.
+/// A model loaded on every core of one [`System`] (the one that loaded it:
+/// another system refuses it, whatever its number).
 #[derive(Clone, Debug)]
-pub struct ModelHandle(Arc<ResidentModel>);
+pub struct ModelHandle(Arc<ResidentModel>, SystemId);
+
+/// Which [`System`] of this process: handles carry it, so a model handle of
+/// one system is never taken for the same-numbered model of another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SystemId(u64);
+
+impl SystemId {
+    fn next() -> SystemId {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        // Relaxed: a unique number is all it needs to be.
+        SystemId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
 
 impl ModelHandle {
     /// The handle number (the NDS records' `model_id`).
@@ -152,6 +166,7 @@ pub struct SystemReport {
 
 /// A running system driven through the public API.
 pub struct System<H: Hal + 'static> {
+    id: SystemId,
     shared: Arc<Shared<H>>,
     clock: MonotonicClock,
     running: Option<Running<SysActor<H>>>,
@@ -181,6 +196,7 @@ impl<H: Hal + 'static> System<H> {
         }
         let running = r.start()?;
         Ok(System {
+            id: SystemId::next(),
             shared,
             clock,
             running: Some(running),
@@ -204,7 +220,9 @@ impl<H: Hal + 'static> System<H> {
 
     /// Load a model built by `builder` on every core.
     pub fn load_model(&self, builder: &ModelBuilder, name: &str) -> Result<ModelHandle, Error> {
-        self.shared.load_model(builder, name).map(ModelHandle)
+        self.shared
+            .load_model(builder, name)
+            .map(|m| ModelHandle(m, self.id))
     }
 
     /// Load an MLP.
@@ -219,9 +237,23 @@ impl<H: Hal + 'static> System<H> {
     /// execution of it the worker has not picked up yet, or scheduled
     /// through a clone of the handle later, completes with
     /// `NRT_INVALID_HANDLE`; one already picked up finishes normally).
-    /// Unloading it twice is an error.
+    /// Unloading it twice, or a model another system loaded, is an error.
     pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
+        self.own(&model)
+            .map_err(|s| Error::status_with(s, "the model was loaded by another system"))?;
         self.shared.unload_model(&model.0)
+    }
+
+    /// `NRT_INVALID_HANDLE` unless this system loaded `model`: a handle of
+    /// another system numbers its own models and addresses its own device
+    /// memory (its input would land in this system's memory at that
+    /// system's addresses).
+    fn own(&self, model: &ModelHandle) -> Result<(), NrtStatus> {
+        if model.1 == self.id {
+            Ok(())
+        } else {
+            Err(NrtStatus::INVALID_HANDLE)
+        }
     }
 
     fn lane(&self, xu: u8) -> Result<MutexGuard<'_, Lane<H>>, NrtStatus> {
@@ -234,7 +266,8 @@ impl<H: Hal + 'static> System<H> {
     }
 
     /// Schedule one execution of `model` on XU `xu`: a `SeqId`, or the
-    /// refusal (`NRT_QUEUE_FULL`, 101, `NRT_INVALID`). Never waits for the
+    /// refusal (`NRT_QUEUE_FULL`, 101, `NRT_INVALID`; `NRT_INVALID_HANDLE`
+    /// for a model another system loaded). Never waits for the
     /// device or for ring space; it takes the XU's submit lock, which other
     /// schedulers, a reset and `quiesce`'s flush hold for a moment.
     pub fn schedule(
@@ -244,6 +277,7 @@ impl<H: Hal + 'static> System<H> {
         input: &[f32],
         opts: ScheduleOpts,
     ) -> Result<SeqId, NrtStatus> {
+        self.own(model)?;
         let mut lane = self.lane(xu)?;
         let mut trace = NullTrace;
         let mut cx = Cx::new(self.now(), "api", &mut trace);
