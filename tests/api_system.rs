@@ -225,6 +225,46 @@ fn a_model_of_another_system_is_refused() {
     }
 }
 
+/// Once the daemons have stopped (as when one panics: the runner stops the
+/// rest), the API says so instead of hanging: a wait with no deadline
+/// returns NRT_FAILURE within its stop check, a schedule and a load are
+/// refused, a reset says Stopped, quiesce gives up. A wait blocked for good
+/// and a schedule accepted for a ring nobody drains were the old answers.
+#[test]
+fn a_stopped_system_fails_its_calls_instead_of_hanging() {
+    let sys = System::start(LinuxHal::new(), cfg(1, "stopped")).unwrap();
+    let m = sys.load_mlp(&MlpSpec::EXAMPLE, "m").unwrap();
+    let x = MlpSpec::EXAMPLE.example_input(2);
+    assert_eq!(
+        sys.execute(0, &m, &x, T).unwrap().status,
+        NrtStatus::SUCCESS
+    );
+    let late = sys.schedule(0, &m, &x, ScheduleOpts::default()).unwrap();
+    sys.stop_daemons();
+    let t0 = std::time::Instant::now();
+    // `late` may have completed before the stop; a wait then says so.
+    match sys.wait(late, Duration::MAX) {
+        Ok(Waited::Completed { .. }) | Err(NrtStatus::FAILURE) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    assert_eq!(
+        sys.schedule(0, &m, &x, ScheduleOpts::default()),
+        Err(NrtStatus::FAILURE)
+    );
+    assert!(sys.load_mlp(&MlpSpec::EXAMPLE, "n").is_err());
+    assert_eq!(
+        sys.reset(0, Duration::MAX),
+        Err(xunds::actors::work::RecoverError::Stopped)
+    );
+    assert!(!sys.quiesce(Duration::MAX));
+    let path = sys.slab_path().map(|p| p.to_path_buf());
+    drop(sys);
+    if let Some(p) = path {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// A zero execution timeout is refused at start (every execution would
 /// time out and degrade its XU).
 #[test]

@@ -755,6 +755,9 @@ pub enum RecoverError {
     Resetting,
     /// The reset did not finish in time (it goes on).
     TimedOut,
+    /// The system's daemons have stopped (one panicked): nothing can reset
+    /// the XU any more.
+    Stopped,
 }
 
 impl core::fmt::Display for RecoverError {
@@ -768,6 +771,7 @@ impl core::fmt::Display for RecoverError {
             RecoverError::NoSuchXu => "no such XU",
             RecoverError::Resetting => "a reset is already running on the XU",
             RecoverError::TimedOut => "the reset did not finish in time",
+            RecoverError::Stopped => "the system's daemons have stopped",
         })
     }
 }

@@ -62,7 +62,10 @@ use crate::wire::work_item::InferResp;
 
 use super::builder::{build, Shared, SysActor, SystemConfig};
 use super::clock::MonotonicClock;
-use super::runner::{Running, ThreadedConfig, ThreadedRunner};
+use super::runner::{Running, StopHandle, ThreadedConfig, ThreadedRunner};
+
+/// How often a blocked [`System::wait`] looks whether the daemons stopped.
+pub const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// A model loaded on every core of one [`System`] (the one that loaded it:
 /// another system refuses it, whatever its number).
@@ -167,6 +170,9 @@ pub struct SystemReport {
 /// A running system driven through the public API.
 pub struct System<H: Hal + 'static> {
     id: SystemId,
+    /// The daemons' stop: set when one panicked (the runner stops them
+    /// all) or at shutdown. A call that needs them fails once it is set.
+    stop: StopHandle,
     shared: Arc<Shared<H>>,
     clock: MonotonicClock,
     running: Option<Running<SysActor<H>>>,
@@ -197,6 +203,7 @@ impl<H: Hal + 'static> System<H> {
         let running = r.start()?;
         Ok(System {
             id: SystemId::next(),
+            stop: running.stop_handle(),
             shared,
             clock,
             running: Some(running),
@@ -220,6 +227,8 @@ impl<H: Hal + 'static> System<H> {
 
     /// Load a model built by `builder` on every core.
     pub fn load_model(&self, builder: &ModelBuilder, name: &str) -> Result<ModelHandle, Error> {
+        self.running()
+            .map_err(|s| Error::status_with(s, "the system's daemons have stopped"))?;
         self.shared
             .load_model(builder, name)
             .map(|m| ModelHandle(m, self.id))
@@ -241,6 +250,8 @@ impl<H: Hal + 'static> System<H> {
     pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
         self.own(&model)
             .map_err(|s| Error::status_with(s, "the model was loaded by another system"))?;
+        self.running()
+            .map_err(|s| Error::status_with(s, "the system's daemons have stopped"))?;
         self.shared.unload_model(&model.0)
     }
 
@@ -278,6 +289,7 @@ impl<H: Hal + 'static> System<H> {
         opts: ScheduleOpts,
     ) -> Result<SeqId, NrtStatus> {
         self.own(model)?;
+        self.running()?;
         let mut lane = self.lane(xu)?;
         let mut trace = NullTrace;
         let mut cx = Cx::new(self.now(), "api", &mut trace);
@@ -368,6 +380,9 @@ impl<H: Hal + 'static> System<H> {
         }
         let deadline = after(Instant::now(), timeout);
         while h.state() != crate::fsm::xu_health::XuHealthState::Healthy {
+            if self.running().is_err() {
+                return Err(RecoverError::Stopped);
+            }
             if Instant::now() >= deadline {
                 return Err(RecoverError::TimedOut);
             }
@@ -384,17 +399,41 @@ impl<H: Hal + 'static> System<H> {
     }
 
     /// Wait until `seq` completes or `timeout` passes: re-check for up to
-    /// [`SystemConfig::wait_spin`], then block on a pooled eventfd.
+    /// [`SystemConfig::wait_spin`], then block on a pooled eventfd, looking
+    /// at the daemons every [`STOP_CHECK`]: `NRT_FAILURE` once they have
+    /// stopped (nothing would ever complete it).
     pub fn wait(&self, seq: SeqId, timeout: Duration) -> Result<Waited, NrtStatus> {
-        self.queue_of(seq)?
-            .wait(
-                seq,
-                WaitMode::SpinThenBlock {
-                    max: self.shared.cfg.wait_spin,
-                },
-                timeout,
-            )
-            .map_err(|e| e.status())
+        let q = self.queue_of(seq)?;
+        let deadline = after(Instant::now(), timeout);
+        loop {
+            self.running()?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mode = WaitMode::SpinThenBlock {
+                max: self.shared.cfg.wait_spin,
+            };
+            match q.wait(seq, mode, left.min(STOP_CHECK)) {
+                Ok(Waited::TimedOut) if left > STOP_CHECK => continue,
+                r => return r.map_err(|e| e.status()),
+            }
+        }
+    }
+
+    /// `NRT_FAILURE` once the daemons have stopped (one panicked, and the
+    /// runner stopped the rest): no execution can complete any more.
+    fn running(&self) -> Result<(), NrtStatus> {
+        if self.stop.is_stopped() {
+            Err(NrtStatus::FAILURE)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Stop the daemons as a panicking actor does (tests of what the API
+    /// does then).
+    #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn stop_daemons(&self) {
+        self.stop.stop();
     }
 
     /// Schedule, wait, and return the status and outputs. A full queue is
@@ -437,6 +476,9 @@ impl<H: Hal + 'static> System<H> {
     pub fn quiesce(&self, timeout: Duration) -> bool {
         let deadline = after(Instant::now(), timeout);
         loop {
+            if self.running().is_err() {
+                return false;
+            }
             let drained = self.shared.queues.iter().all(|q| q.in_flight() == 0);
             let mut flushed = true;
             let (mut accepted, mut refused) = (0, 0);
