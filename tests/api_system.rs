@@ -34,6 +34,15 @@ fn cfg(cores: u8, name: &str) -> SystemConfig {
     c
 }
 
+/// Shut `sys` down and remove its slab file.
+fn finish(sys: System<LinuxHal>) {
+    let path = sys.slab_path().map(|p| p.to_path_buf());
+    sys.shutdown().unwrap();
+    if let Some(p) = path {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
@@ -216,13 +225,8 @@ fn a_model_of_another_system_is_refused() {
     assert!(a.unload_model(mb.clone()).is_err());
     assert_eq!(a.execute(0, &ma, &x, T).unwrap().status, NrtStatus::SUCCESS);
     assert_eq!(b.execute(0, &mb, &x, T).unwrap().status, NrtStatus::SUCCESS);
-    for s in [a, b] {
-        let path = s.slab_path().map(|p| p.to_path_buf());
-        s.shutdown().unwrap();
-        if let Some(p) = path {
-            let _ = std::fs::remove_file(p);
-        }
-    }
+    finish(a);
+    finish(b);
 }
 
 /// Once the daemons have stopped (as when one panics: the runner stops the
@@ -259,7 +263,8 @@ fn a_stopped_system_fails_its_calls_instead_of_hanging() {
     );
     assert!(!sys.quiesce(Duration::MAX));
     let path = sys.slab_path().map(|p| p.to_path_buf());
-    drop(sys);
+    let e = sys.shutdown().expect_err("the daemons had stopped");
+    assert!(e.to_string().contains("had stopped"), "{e}");
     if let Some(p) = path {
         let _ = std::fs::remove_file(p);
     }
@@ -295,11 +300,7 @@ fn an_unloaded_model_is_refused_where_it_ran_before() {
         sys.execute(0, &stale, &x, T).unwrap().status,
         NrtStatus::INVALID_HANDLE
     );
-    let path = sys.slab_path().map(|p| p.to_path_buf());
-    sys.shutdown().unwrap();
-    if let Some(p) = path {
-        let _ = std::fs::remove_file(p);
-    }
+    finish(sys);
 }
 
 #[test]

@@ -504,6 +504,7 @@ impl<H: Hal + 'static> System<H> {
 
     /// Quiesce (up to 30 s), stop the daemons and report what they did.
     pub fn shutdown(mut self) -> Result<SystemReport, Error> {
+        let stopped = self.running().is_err();
         let quiet = self.quiesce(Duration::from_secs(30));
         let running = self
             .running
@@ -512,9 +513,11 @@ impl<H: Hal + 'static> System<H> {
         running.stop();
         let rep = running.join()?;
         if !quiet {
-            return Err(Error::Other(
-                "shutdown: executions still in flight after 30 s".into(),
-            ));
+            return Err(Error::Other(if stopped {
+                "shutdown: the daemons had stopped before it (one panicked?): what was in flight is lost".into()
+            } else {
+                "shutdown: executions still in flight after 30 s".into()
+            }));
         }
         let mut workers = Vec::new();
         let mut device = DeviceStats::default();
