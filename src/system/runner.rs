@@ -1030,6 +1030,21 @@ pub struct Running<A> {
     shared: Arc<ThreadShared>,
 }
 
+/// A run dropped without [`Running::join`] (an early return or a panic
+/// between `start` and `join`) stops its threads and waits for them, so
+/// none runs on detached, holding its fds, mappings and the slab's lock.
+impl<A> Drop for Running<A> {
+    fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        self.stop.stop();
+        for (_, h) in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
 impl<A> fmt::Debug for Running<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Running")
@@ -1052,7 +1067,7 @@ impl<A> Running<A> {
 
     /// Wait for every thread. Returns the actors and their counters, or the
     /// first error (a panic, or the wall bound).
-    pub fn join(self) -> Result<ThreadedReport<A>, RunError> {
+    pub fn join(mut self) -> Result<ThreadedReport<A>, RunError> {
         let mut timed_out = None;
         if let Some(max) = self.max_wall {
             // Saturating: `max_wall` may be `Duration::MAX` (no bound).
@@ -1070,7 +1085,7 @@ impl<A> Running<A> {
         }
         let mut homes = Vec::with_capacity(self.threads.len());
         let mut first_err = None;
-        for (name, h) in self.threads {
+        for (name, h) in std::mem::take(&mut self.threads) {
             match h.join() {
                 Ok(Ok(m)) => homes.extend(m),
                 Ok(Err(e)) => {
@@ -1258,6 +1273,37 @@ mod tests {
         assert!(rep.stats[0].finished);
         assert!(!rep.stats[1].finished);
         assert_eq!(rep.stats[0].progress, 100);
+    }
+
+    /// Counts its polls, never finishes.
+    struct Ticker(Arc<std::sync::atomic::AtomicU64>);
+
+    impl Actor for Ticker {
+        fn name(&self) -> &str {
+            "ticker"
+        }
+        fn poll(&mut self, _: &mut Cx<'_>) -> Progress {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Progress::Made
+        }
+    }
+
+    /// A run dropped without `join` stops and joins its threads: nothing
+    /// polls its actors after the drop. They ran on, detached, with their
+    /// fds and mappings.
+    #[test]
+    fn a_run_dropped_without_join_stops_its_threads() {
+        let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut r = ThreadedRunner::new(ThreadedConfig::default()).unwrap();
+        r.add(Ticker(Arc::clone(&polls)));
+        let running = r.start().unwrap();
+        while polls.load(Ordering::Relaxed) == 0 {
+            thread::yield_now();
+        }
+        drop(running);
+        let after = polls.load(Ordering::Relaxed);
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(polls.load(Ordering::Relaxed), after, "polled after the drop");
     }
 
     /// A wall bound of `Duration::MAX` means no bound: the run ends when its
