@@ -805,7 +805,19 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             let cfg = self.cfg;
             let spawned = thread::Builder::new()
                 .name(format!("xunds-{name}"))
-                .spawn(move || group_thread(members, helps, &sh, cfg));
+                .spawn(move || {
+                    // A panic outside an actor's `poll` (its `idle`, a
+                    // shared member's lock) ends this thread: stop the
+                    // others too, as a panic inside `poll` does, then let
+                    // the panic reach `join`.
+                    match catch_unwind(AssertUnwindSafe(|| group_thread(members, helps, &sh, cfg))) {
+                        Ok(r) => r,
+                        Err(p) => {
+                            sh.stop.stop();
+                            std::panic::resume_unwind(p)
+                        }
+                    }
+                });
             match spawned {
                 Ok(h) => threads.push((name, h)),
                 Err(e) => {
@@ -1286,6 +1298,50 @@ mod tests {
             self.0.fetch_add(1, Ordering::Relaxed);
             Progress::Made
         }
+    }
+
+    /// An actor whose `idle` panics (after an idle poll) on its own thread,
+    /// or one that never finishes.
+    struct Moody(bool);
+
+    impl Actor for Moody {
+        fn name(&self) -> &str {
+            if self.0 {
+                "panics-in-idle"
+            } else {
+                "forever"
+            }
+        }
+        fn poll(&mut self, _: &mut Cx<'_>) -> Progress {
+            if self.0 {
+                Progress::Idle
+            } else {
+                Progress::Made
+            }
+        }
+        fn idle(&self) -> Idle {
+            assert!(!self.0, "idle panicked");
+            Idle::Yield
+        }
+    }
+
+    /// A panic in an actor's `idle` (outside `poll`) stops the run as one in
+    /// `poll` does, and is reported: the other threads went on, and a run
+    /// with an actor that never finishes never ended.
+    #[test]
+    fn a_panic_in_idle_stops_the_run() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let mut r = ThreadedRunner::new(ThreadedConfig::default()).unwrap();
+            r.add(Moody(true));
+            r.add(Moody(false));
+            let _ = tx.send(r.run().err().map(|e| e.to_string()));
+        });
+        let err = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the run ended");
+        let err = err.expect("an error");
+        assert!(err.contains("panics-in-idle"), "{err}");
     }
 
     /// A run dropped without `join` stops and joins its threads: nothing
