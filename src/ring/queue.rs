@@ -2007,6 +2007,29 @@ mod tests {
         );
     }
 
+    /// A slot whose seq_id was overwritten (`corrupt_seq_id`, as a stray
+    /// writer would) is refused at peek and at pop with `SlotMismatch`
+    /// naming both values, and the refusal changes nothing: the cursors stay
+    /// and the same refusal comes again (docs/abi.md §1.9, the peek-time
+    /// check).
+    #[test]
+    fn an_overwritten_seq_id_is_refused_at_peek_and_pop() {
+        let (mut p, mut w) =
+            XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        let s = p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        q.corrupt_seq_id(s, s.0 ^ 0x40);
+        let refused = Err(RingError::SlotMismatch {
+            expected: s,
+            found: s.0 ^ 0x40,
+        });
+        assert_eq!(w.peek().map(|v| v.map(|v| v.seq)), refused);
+        assert_eq!(w.pop(NrtStatus::SUCCESS).map(|p| p.map(|p| p.seq)), refused);
+        assert_eq!(q.cursors(), (1, 2, 2), "nothing moved");
+        assert_eq!(w.peek().map(|v| v.map(|v| v.seq)), refused);
+    }
+
     /// `step_range` (pop_burst's lifecycle check) refuses an event that is
     /// illegal in the range's derived state, with or without a trace, wherever
     /// the illegal cursor sits (untraced it checks the first and the last
