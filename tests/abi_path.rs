@@ -164,30 +164,6 @@ fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
 
 type Faulty = xunds::hal::fault::FaultInjector<FakeHal>;
 
-/// A one-core deterministic system (ring of 4, the example MLP loaded) on
-/// a HAL that injects `rules`.
-fn faulty_system(
-    rules: Vec<xunds::hal::fault::FaultRule>,
-) -> (
-    xunds::system::builder::Built<Faulty>,
-    Arc<xunds::actors::work::ResidentModel>,
-    Vec<f32>,
-) {
-    use xunds::hal::fault::{FaultInjector, FaultPlan};
-    let spec = MlpSpec::EXAMPLE;
-    let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
-    let mut cfg = SystemConfig::new(1);
-    cfg.ring_capacity = 4;
-    cfg.dram_size = cfg.dram_for(&probe, 1);
-    let hal = FaultInjector::new(FakeHal::new(), FaultPlan { seed: 3, rules });
-    let built = xunds::system::builder::build(hal, cfg, None).unwrap();
-    let model = built
-        .shared
-        .load_model(&spec.builder().unwrap(), "mlp")
-        .unwrap();
-    (built, model, spec.example_input(4))
-}
-
 /// Schedule one execution on core 0 (its status into the returned cell),
 /// let `spoil` change its work item, and run until the publisher has
 /// applied it (or `max_polls`). Returns the cell, the worker's stats and
@@ -197,7 +173,9 @@ fn run_one_faulty(
     spoil: impl FnOnce(&Faulty, &mut Lane<Faulty>, SeqId),
     max_polls: u64,
 ) -> (Arc<StatusCell>, WorkerStats, Result<SeqId, NrtStatus>) {
-    let (built, model, x) = faulty_system(rules);
+    let plan = xunds::hal::fault::FaultPlan { seed: 3, rules };
+    let (built, model, x) =
+        common::small_system_on(xunds::hal::fault::FaultInjector::new(FakeHal::new(), plan));
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
     let request = |status| Request {

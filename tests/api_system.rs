@@ -247,7 +247,8 @@ fn a_stopped_system_fails_its_calls_instead_of_hanging() {
     sys.stop_daemons();
     let t0 = std::time::Instant::now();
     // `late` may have completed before the stop; a wait then says so.
-    match sys.wait(late, Duration::MAX) {
+    // Bounded (30 s) so that a regression fails rather than hangs.
+    match sys.wait(late, Duration::from_secs(30)) {
         Ok(Waited::Completed { .. }) | Err(NrtStatus::FAILURE) => {}
         other => panic!("{other:?}"),
     }
@@ -258,10 +259,10 @@ fn a_stopped_system_fails_its_calls_instead_of_hanging() {
     );
     assert!(sys.load_mlp(&MlpSpec::EXAMPLE, "n").is_err());
     assert_eq!(
-        sys.reset(0, Duration::MAX),
+        sys.reset(0, Duration::from_secs(30)),
         Err(xunds::actors::work::RecoverError::Stopped)
     );
-    assert!(!sys.quiesce(Duration::MAX));
+    assert!(!sys.quiesce(Duration::from_secs(30)));
     let path = sys.slab_path().map(|p| p.to_path_buf());
     let e = sys.shutdown().expect_err("the daemons had stopped");
     assert!(e.to_string().contains("had stopped"), "{e}");

@@ -633,7 +633,8 @@ impl<H: Hal> WorkerActor<H> {
         loop {
             match self.harvester.poll(now) {
                 Ok(None) if self.draining => {
-                    self.harvester.abandon(cur_id);
+                    let expected = self.harvester.abandon(cur_id);
+                    debug_assert!(expected, "exec {cur_id} was not expected");
                     return Some(Outcome::Aborted);
                 }
                 Ok(None) => return None,
@@ -665,7 +666,8 @@ impl<H: Hal> WorkerActor<H> {
                     // it, or its entry stays ahead of the next one's (and a
                     // reset's drain, waiting for no entry, never ends).
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
-                    self.harvester.abandon(cur_id);
+                    let expected = self.harvester.abandon(cur_id);
+                    debug_assert!(expected, "exec {cur_id} was not expected");
                     return Some(Outcome::Failed(NrtStatus::HW_ERROR));
                 }
             }

@@ -330,8 +330,7 @@ impl<S: Slab> Reader<S> {
             let mut models = heapless::Vec::new();
             for slot in ModelSlot::all() {
                 let span = RecordSpan::model(slot.index())?;
-                // Word 0 whole, as the writer stores it; its low half is the hash.
-                let hashed = s.load_u64(span.off(), Ordering::Relaxed) as u32 != 0;
+                let hashed = super::record::hashed(s, span);
                 if model_bitmap & slot.bit() != 0 || hashed {
                     // At most one entry per slot: `ModelSlot::all()` yields each once.
                     let _ = models.push((slot, self.read_record(s, span)?));

@@ -267,6 +267,14 @@ pub fn read<S: Slab + ?Sized>(
     verdict
 }
 
+/// Whether the record at `span` carries a hash (word 0's low half): word 0
+/// loaded whole, at the width its writer stores it (Rust's atomics allow
+/// mixed sizes on the same bytes only between reads). A liveness hint, not
+/// a verified read ([`copy_once`] is that).
+pub fn hashed<S: Slab + ?Sized>(slab: &S, span: RecordSpan) -> bool {
+    slab.load_u64(span.off, Ordering::Relaxed) as u32 != 0
+}
+
 /// Zero word 0 and fence, so no reader accepts a copy that overlaps the
 /// stores that follow.
 fn zero_word0<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {

@@ -164,8 +164,7 @@ impl<S: SlabMut> Writer<S> {
             }
         }
         let live = |span: RecordSpan| {
-            // Word 0 whole, as the writer stores it; its low half is the hash.
-            if slab.load_u64(span.off(), Ordering::Relaxed) as u32 != 0 {
+            if record::hashed(&slab, span) {
                 RecordState::Published
             } else {
                 RecordState::Free

@@ -404,15 +404,22 @@ impl<H: Hal + 'static> System<H> {
     /// stopped (nothing would ever complete it).
     pub fn wait(&self, seq: SeqId, timeout: Duration) -> Result<Waited, NrtStatus> {
         let q = self.queue_of(seq)?;
-        let deadline = after(Instant::now(), timeout);
+        let mode = WaitMode::SpinThenBlock {
+            max: self.shared.cfg.wait_spin,
+        };
+        // The first slice is the whole wait of every execution that
+        // completes within STOP_CHECK: no clock read or stop check before it,
+        // and a completion is reported whatever happened to the daemons.
+        let mut deadline = None;
         loop {
-            self.running()?;
-            let left = deadline.saturating_duration_since(Instant::now());
-            let mode = WaitMode::SpinThenBlock {
-                max: self.shared.cfg.wait_spin,
-            };
+            let left = deadline.map_or(timeout, |d: Instant| {
+                d.saturating_duration_since(Instant::now())
+            });
             match q.wait(seq, mode, left.min(STOP_CHECK)) {
-                Ok(Waited::TimedOut) if left > STOP_CHECK => continue,
+                Ok(Waited::TimedOut) if left > STOP_CHECK => {
+                    self.running()?;
+                    deadline.get_or_insert_with(|| after(Instant::now(), left - STOP_CHECK));
+                }
                 r => return r.map_err(|e| e.status()),
             }
         }

@@ -158,6 +158,17 @@ pub fn small_system() -> (
     std::sync::Arc<xunds::actors::work::ResidentModel>,
     Vec<f32>,
 ) {
+    small_system_on(xunds::hal::fake::FakeHal::new())
+}
+
+/// [`small_system`] on `hal` (a fault injector, say).
+pub fn small_system_on<H: xunds::hal::Hal>(
+    hal: H,
+) -> (
+    xunds::system::builder::Built<H>,
+    std::sync::Arc<xunds::actors::work::ResidentModel>,
+    Vec<f32>,
+) {
     let spec = MlpSpec::EXAMPLE;
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
     let x = spec.example_input(4);
@@ -168,7 +179,7 @@ pub fn small_system() -> (
     cfg.expected = std::sync::Arc::new(xunds::actors::work::Expectations {
         outputs: vec![probe.reference(&x)],
     });
-    let built = xunds::system::builder::build(xunds::hal::fake::FakeHal::new(), cfg, None).unwrap();
+    let built = xunds::system::builder::build(hal, cfg, None).unwrap();
     let model = built
         .shared
         .load_model(&spec.builder().unwrap(), "mlp")
