@@ -755,12 +755,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let running = r.start()?;
         let stop = running.stop_handle();
         // Show progress every 50 ms; the stop ends the wait at once. Up to
-        // the wall bound: past it, `join` stops the run and says so (this
-        // loop waited for the stop alone, so the bound never applied).
-        let give_up = cfg
-            .max_wall
-            .map(|m| crate::ring::queue::after(Instant::now(), m));
-        while !stop.is_stopped() && give_up.is_none_or(|t| Instant::now() < t) {
+        // the wall bound: past it, `join` stops the run and says so.
+        while !running.over() {
             progress(done(&shared), cfg.executions);
             stop.wait(Duration::from_millis(50));
         }

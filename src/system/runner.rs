@@ -1077,13 +1077,24 @@ impl<A> Running<A> {
         self.stop.stop();
     }
 
+    /// When the wall bound passes (saturating: `max_wall` may be
+    /// `Duration::MAX`, no bound).
+    fn wall_deadline(&self) -> Option<Instant> {
+        self.max_wall.map(|m| after(self.started, m))
+    }
+
+    /// `true` once the run has stopped or passed its wall bound: a caller
+    /// that shows progress until then calls [`join`](Self::join) next,
+    /// which stops a run past its bound and says so.
+    pub fn over(&self) -> bool {
+        self.stop.is_stopped() || self.wall_deadline().is_some_and(|d| Instant::now() >= d)
+    }
+
     /// Wait for every thread. Returns the actors and their counters, or the
     /// first error (a panic, or the wall bound).
     pub fn join(mut self) -> Result<ThreadedReport<A>, RunError> {
         let mut timed_out = None;
-        if let Some(max) = self.max_wall {
-            // Saturating: `max_wall` may be `Duration::MAX` (no bound).
-            let deadline = after(self.started, max);
+        if let (Some(max), Some(deadline)) = (self.max_wall, self.wall_deadline()) {
             while !self.stop.is_stopped() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
