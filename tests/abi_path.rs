@@ -174,8 +174,10 @@ fn run_one_faulty(
     max_polls: u64,
 ) -> (Arc<StatusCell>, WorkerStats, Result<SeqId, NrtStatus>) {
     let plan = xunds::hal::fault::FaultPlan { seed: 3, rules };
-    let (built, model, x) =
-        common::small_system_on(xunds::hal::fault::FaultInjector::new(FakeHal::new(), plan));
+    let (built, model, x) = common::small_system_on(
+        xunds::hal::fault::FaultInjector::new(FakeHal::new(), plan),
+        |_| {},
+    );
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
     let request = |status| Request {

@@ -312,3 +312,104 @@ fn run_json_reports_resets_aborts_and_bad_items() {
     assert!(bad.contains_key("unknown_mod_ref"));
     assert!(bad.values().all(|v| v == 0), "{j}");
 }
+
+/// An overwritten ring slot (a stray writer changed its seq_id): the peek
+/// refuses it and the XU degrades; the reset (started by the worker with
+/// `recover`, by the caller without) stops the device, and its drain
+/// discards the slot: that execution completes aborted with its caller's
+/// cell unwritten (no word of the slot is trusted, the status pointer
+/// least of all) and its work item back in the pool; the one behind it
+/// completes once; the XU is healthy again and computes. The drain used to
+/// wait for a pop the ring refuses, so the XU stayed DRAINING and every
+/// schedule was held for good.
+#[test]
+fn a_reset_discards_an_overwritten_slot() {
+    use xunds::actors::producer::Request;
+    for recover in [true, false] {
+        let (built, model, x) =
+            common::small_system_on(xunds::hal::fake::FakeHal::new(), |c| c.recover = recover);
+        let shared = Arc::clone(&built.shared);
+        let mut trace = NullTrace;
+        let request = |cell: &Arc<StatusCell>| Request {
+            model: &model,
+            input: &x,
+            status: Some(Arc::clone(cell)),
+            out: None,
+            expect: 0,
+            tag: 0,
+        };
+        let cells: [Arc<StatusCell>; 3] = Default::default();
+        {
+            let mut lane = shared.lanes[0].lock().unwrap();
+            let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+            let first = lane.schedule(request(&cells[0]), &mut cx).unwrap();
+            lane.schedule(request(&cells[1]), &mut cx).unwrap();
+            lane.queue().corrupt_seq_id(first, first.0 ^ 0x40);
+        }
+        let mut r = common::det_runner(built);
+        let health = Arc::clone(&shared.healths[0]);
+        let sh = Arc::clone(&shared);
+        let bounded = |r: &xunds::system::runner::DetRunner<_>| r.stats().polls >= 100_000;
+        if !recover {
+            r.run_until(&mut trace, |r| {
+                health.state() == XuHealthState::Degraded || bounded(r)
+            })
+            .unwrap();
+            assert_eq!(health.state(), XuHealthState::Degraded);
+            let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+            shared.lanes[0]
+                .lock()
+                .unwrap()
+                .begin_reset(&mut cx)
+                .unwrap();
+        }
+        r.run_until(&mut trace, |r| {
+            (sh.pub_stats.applied().0 == 2 && health.state() == XuHealthState::Healthy)
+                || bounded(r)
+        })
+        .unwrap();
+        assert_eq!(health.state(), XuHealthState::Healthy, "recover={recover}");
+        assert_eq!(
+            cells[0].get(),
+            None,
+            "no status through the overwritten slot"
+        );
+        assert!(
+            matches!(
+                cells[1].get(),
+                Some(NrtStatus::SUCCESS | NrtStatus::EXEC_UNIT_UNRECOVERABLE)
+            ),
+            "{:?}",
+            cells[1].get()
+        );
+        // Healthy again: it computes.
+        {
+            let mut lane = shared.lanes[0].lock().unwrap();
+            let mut cx = Cx::new(Nanos(0), "test", &mut trace);
+            lane.schedule(request(&cells[2]), &mut cx).unwrap();
+        }
+        r.run_until(&mut trace, |r| sh.pub_stats.applied().0 == 3 || bounded(r))
+            .unwrap();
+        assert_eq!(cells[2].get(), Some(NrtStatus::SUCCESS));
+        {
+            let mut lane = shared.lanes[0].lock().unwrap();
+            assert_eq!(lane.free_items(), lane.pool().len(), "every item returned");
+        }
+        let w = r
+            .into_actors()
+            .into_iter()
+            .find_map(|a| match a {
+                SysActor::Worker(w) => Some(w.stats().clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            (w.ring_refusals, w.discarded, w.recoveries, w.completed),
+            (1, 1, 1, 3)
+        );
+        assert_eq!((w.fifo_violations, w.fsm_violations), (0, 0));
+        assert_eq!(w.outputs_checked, w.ok);
+        assert_eq!(w.outputs_wrong, 0);
+        assert!(w.aborted >= 1);
+    }
+}

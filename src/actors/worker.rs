@@ -66,6 +66,7 @@ use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
 use crate::fsm::step_traced;
 use crate::hal::{Hal, Ordering};
+use crate::ring::{RingError, Signal};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
 use crate::wire::seq_id::SeqId;
@@ -169,6 +170,9 @@ pub struct WorkerStats {
     /// many polls meet it; the first degrades the XU. 0 unless something
     /// wrote into the ring.
     pub ring_refusals: u64,
+    /// Slots a reset's drain discarded because their seq_id was
+    /// overwritten (each completes aborted, its caller's cell unwritten).
+    pub discarded: u64,
     /// Executions submitted after this worker had degraded its XU (and
     /// before a recovery): 0, since a degraded XU refuses every schedule
     /// with 101. Exact in deterministic runs, where the submission's
@@ -205,6 +209,9 @@ struct Current {
     expect: u32,
     tag: u64,
     out: Option<Arc<OutputBuf>>,
+    /// The slot's seq_id was overwritten: the ring discards it instead of
+    /// popping it (`complete_discarded`).
+    discard: bool,
 }
 
 /// One core's worker actor.
@@ -250,7 +257,7 @@ pub struct WorkerActor<H: Hal> {
     kept_return: Option<u16>,
     /// The peek refusal last counted (`ring_refusals`), until a peek
     /// succeeds again.
-    refused: Option<crate::ring::RingError>,
+    refused: Option<RingError>,
     last_seq: Option<u64>,
     bytes: Vec<u8>,
     vals: Vec<f32>,
@@ -464,12 +471,18 @@ impl<H: Hal> WorkerActor<H> {
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
                     cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.core));
-                    self.refused = Some(e);
+                    self.refused = Some(e.clone());
                     if self.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
                     }
                 }
-                return false;
+                // A reset's drain: the device has stopped, so the slot can go.
+                return match e {
+                    RingError::SlotMismatch { expected, .. } if self.draining => {
+                        self.complete_discarded(expected, cx)
+                    }
+                    _ => false,
+                };
             }
         };
         self.refused = None;
@@ -569,6 +582,7 @@ impl<H: Hal> WorkerActor<H> {
             expect,
             tag,
             out,
+            discard: false,
         });
         true
     }
@@ -620,8 +634,54 @@ impl<H: Hal> WorkerActor<H> {
             expect: NO_EXPECT,
             tag: 0,
             out: None,
+            discard: false,
         });
         self.complete(Outcome::Failed(bad.status()), cx);
+        true
+    }
+
+    /// DRAINING, with the slot at the head refused by the peek (its seq_id
+    /// was overwritten): the device has stopped, so nothing more will come
+    /// for it. Its execution completes aborted, on the item the lane
+    /// submitted under that seq_id (the pool's side table: none of the
+    /// slot's words is trusted), and the ring discards the slot
+    /// (`Worker::discard`): no status reaches the caller's cell, and the
+    /// drain goes on to the slots behind it.
+    fn complete_discarded(&mut self, seq: SeqId, cx: &mut Cx<'_>) -> bool {
+        self.refused = None;
+        if self.state == WorkerState::Sleeping {
+            self.step(WorkerEvent::Wake, cx);
+        }
+        self.step(WorkerEvent::Peek, cx);
+        self.last_seq = Some(seq.seq_num());
+        let idx = self.pool.find_seq(seq.0);
+        let (exec_id, tag, out) = match idx {
+            Some(i) => {
+                let mut side = self.pool.side(i);
+                (side.exec_id, side.tag, side.out.take())
+            }
+            None => (0, 0, None),
+        };
+        self.stats.discarded += 1;
+        cx.event(
+            "msg",
+            format_args!("xu={} seq={:#x}: slot discarded, item {idx:?}", self.core, seq.0),
+        );
+        self.cur = Some(Current {
+            seq,
+            idx,
+            exec_id,
+            status: NrtStatus::EXEC_UNIT_UNRECOVERABLE,
+            deadline: Nanos::MAX,
+            ts_start: Timespec::from_nanos(cx.now().as_u64()),
+            model: None,
+            bad: None,
+            expect: NO_EXPECT,
+            tag,
+            out,
+            discard: true,
+        });
+        self.complete(Outcome::Aborted, cx);
         true
     }
 
@@ -932,15 +992,22 @@ impl<H: Hal> WorkerActor<H> {
         let Some(cur) = self.cur.take() else {
             return true;
         };
-        match self.ring.pop(cur.status) {
-            Ok(Some(p)) => {
-                if p.seq != cur.seq {
+        let popped = if cur.discard {
+            self.ring.discard().map(|s| s.map(|seq| (seq, Signal::NoWaiter)))
+        } else {
+            self.ring
+                .pop(cur.status)
+                .map(|p| p.map(|p| (p.seq, p.signal)))
+        };
+        match popped {
+            Ok(Some((seq, signal))) => {
+                if seq != cur.seq {
                     self.stats.fifo_violations += 1;
                 }
                 self.step_drained(WorkerEvent::Pop, cx);
-                if p.status() != NrtStatus::SUCCESS {
+                if let Signal::Failed(_) = signal {
                     self.stats.signal_failures += 1;
-                    cx.event("msg", format_args!("{:?}", p.signal));
+                    cx.event("msg", format_args!("{signal:?}"));
                 }
                 self.step_drained(WorkerEvent::SignalWaiter, cx);
             }

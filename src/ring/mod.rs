@@ -124,6 +124,12 @@ error_enum! {
             /// The raw `seq_id` word found in the slot.
             found: u64,
         } => ("slot holds seq_id {found:#x}, cursor expects {:#x}", expected.0),
+        /// [`Worker::discard`] of a slot that holds the seq_id its cursor
+        /// names: pop it.
+        Intact {
+            /// The slot's seq_id.
+            seq: SeqId,
+        } => ("the slot of {:#x} is intact: pop it, not discard it", seq.0),
         /// An illegal slot lifecycle transition.
         Lifecycle(#[from] InvalidEvent<SlotState, SlotEvent>) => "{0}",
         /// Another waiter already installed an eventfd into this slot.
@@ -152,7 +158,7 @@ impl RingError {
             | RingError::ReadOnly => NrtStatus::INVALID,
             #[cfg(feature = "std")]
             RingError::Mem(_) => NrtStatus::INVALID,
-            RingError::AlreadyWaiting { .. } => NrtStatus::INVALID,
+            RingError::AlreadyWaiting { .. } | RingError::Intact { .. } => NrtStatus::INVALID,
             RingError::CursorExhausted { .. }
             | RingError::SlotMismatch { .. }
             | RingError::Lifecycle(_)

@@ -1658,6 +1658,45 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
         Ok(Some(Popped { seq, item, signal }))
     }
 
+    /// Reclaim the slot at `exec_head` that [`peek`](Self::peek) and
+    /// [`pop`](Self::pop) refuse with `SlotMismatch` (its seq_id was
+    /// overwritten by a stray writer, docs/abi.md §1.9): advance `exec_head`
+    /// past it under the mark-completion lock, trusting none of its words.
+    /// So no status is written through `exec_status`, no handle is
+    /// signalled and no item is taken: the item and status cell its words
+    /// named are leaked (never dropped), a waiter blocked on it finds the
+    /// completion on its own re-check, and a handle installed before the
+    /// overwrite stays counted as installed (pops then look at handles,
+    /// slower, never wrong). Returns the seq_id the cursor names,
+    /// `Ok(None)` when nothing is triggered, `Intact` for a slot that passes
+    /// the check (pop that one).
+    pub fn discard(&mut self) -> Result<Option<SeqId>, RingError> {
+        self.refresh();
+        let (head, sched) = (self.head, self.cached_sched_head);
+        if head >= sched {
+            return Ok(None);
+        }
+        let sh: &Shared<T, S, H> = &self.q.sh;
+        let seq = match Self::checked(sh, head, self.head_idx) {
+            Ok((_, seq)) => return Err(RingError::Intact { seq }),
+            Err(RingError::SlotMismatch { expected, .. }) => expected,
+            Err(e) => return Err(e),
+        };
+        let st = derive(head, head, sched, sched);
+        let done = step(&mut self.trace, st, SlotEvent::Complete, head)?;
+        {
+            let _g = sh.lock.lock_worker();
+            // Ordering (in `publish`): Release; pairs with the producer's
+            // Acquire of exec_head (slot reuse) and every waiter's/query's
+            // Acquire (docs/abi.md §1.8, §1.9), as in `pop`.
+            sh.storage.publish(Cursor::ExecHead, head, 1);
+        }
+        self.head = head + 1;
+        self.head_idx = sh.next_idx(self.head_idx);
+        step(&mut self.trace, done, SlotEvent::Reclaim, head)?;
+        Ok(Some(seq))
+    }
+
     /// Pop up to `max` (at most 64) triggered items with one lock and one
     /// `exec_head` publish. `status(seq)` gives each item's status; `out`
     /// receives each popped item in FIFO order. Returns how many.
@@ -2028,6 +2067,47 @@ mod tests {
         assert_eq!(w.pop(NrtStatus::SUCCESS).map(|p| p.map(|p| p.seq)), refused);
         assert_eq!(q.cursors(), (1, 2, 2), "nothing moved");
         assert_eq!(w.peek().map(|v| v.map(|v| v.seq)), refused);
+    }
+
+    /// `discard` reclaims only an overwritten head slot: an empty ring is
+    /// `None`, an intact slot is refused (`Intact`, nothing moves); the
+    /// overwritten one is passed with no status written and no item taken,
+    /// `exec_head` moves by one, so the seq_id
+    /// reads as completed and the slot behind it pops as usual. Mutants:
+    /// every early return, the advance, the head steps.
+    #[test]
+    fn discard_reclaims_only_an_overwritten_slot() {
+        let (mut p, mut w) =
+            XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(xu(), 2)).unwrap();
+        let q = p.queue().clone();
+        assert_eq!(w.discard(), Ok(None), "empty");
+        let cells = [StatusArc::default(), StatusArc::default()];
+        let a = p.submit(10, Some(cells[0].clone())).unwrap();
+        let b = p.submit(11, Some(cells[1].clone())).unwrap();
+        p.trigger_next().unwrap();
+        assert_eq!(w.discard(), Err(RingError::Intact { seq: a }));
+        assert_eq!(q.cursors(), (1, 2, 3), "nothing moved");
+        q.corrupt_seq_id(a, 0);
+        assert_eq!(w.discard(), Ok(Some(a)));
+        assert_eq!(q.cursors(), (2, 2, 3));
+        assert!(q.is_completed(a).unwrap() && !q.is_completed(b).unwrap());
+        assert_eq!(cells[0].get(), None, "no status through an untrusted word");
+        assert_eq!(
+            std::sync::Arc::strong_count(&cells[0]),
+            2,
+            "leaked, not dropped"
+        );
+        assert_eq!(w.discard(), Ok(None), "b is not triggered yet");
+        p.trigger_next().unwrap();
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        assert_eq!((popped.seq, popped.item), (b, 11));
+        assert_eq!(cells[1].get(), Some(NrtStatus::SUCCESS));
+        // The discarded slot is reused like any other.
+        let c = p.submit(12, None).unwrap();
+        p.submit(13, None).unwrap();
+        p.trigger_burst(2).unwrap();
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().unwrap().seq, c);
+        assert_eq!(q.cursors(), (4, 5, 5));
     }
 
     /// `step_range` (pop_burst's lifecycle check) refuses an event that is

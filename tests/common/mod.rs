@@ -158,12 +158,14 @@ pub fn small_system() -> (
     std::sync::Arc<xunds::actors::work::ResidentModel>,
     Vec<f32>,
 ) {
-    small_system_on(xunds::hal::fake::FakeHal::new())
+    small_system_on(xunds::hal::fake::FakeHal::new(), |_| {})
 }
 
-/// [`small_system`] on `hal` (a fault injector, say).
+/// [`small_system`] on `hal` (a fault injector, say), its configuration
+/// changed by `tweak`.
 pub fn small_system_on<H: xunds::hal::Hal>(
     hal: H,
+    tweak: impl FnOnce(&mut xunds::system::builder::SystemConfig),
 ) -> (
     xunds::system::builder::Built<H>,
     std::sync::Arc<xunds::actors::work::ResidentModel>,
@@ -179,6 +181,7 @@ pub fn small_system_on<H: xunds::hal::Hal>(
     cfg.expected = std::sync::Arc::new(xunds::actors::work::Expectations {
         outputs: vec![probe.reference(&x)],
     });
+    tweak(&mut cfg);
     let built = xunds::system::builder::build(hal, cfg, None).unwrap();
     let model = built
         .shared
