@@ -1127,9 +1127,6 @@ impl<H: Hal> Actor for ProducerActor<H> {
             // to catch up) is short: poll it rather than sleep a whole idle
             // timeout on an fd nobody may write.
             Idle::Yield
-        } else if self.pacing.is_some() {
-            // Waiting for the next arrival: no fd will say it is due.
-            Idle::Yield
         } else if self.holding {
             // Waiting for an XU to come back from a reset: no fd says when.
             Idle::Yield

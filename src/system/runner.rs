@@ -590,8 +590,8 @@ impl StopHandle {
 fn wait_fds(pfd: &mut Vec<libc::pollfd>, stop_fd: RawFd, timeout: Duration) {
     let n = pfd.len();
     pfd.push(pollin(stop_fd));
-    // At least a millisecond, so a zero timeout does not become a busy poll.
-    if poll_fds(pfd, timeout.max(Duration::from_millis(1))) {
+    // At least SLEEP_MIN, so a zero timeout does not become a busy poll.
+    if poll_fds(pfd, timeout.max(SLEEP_MIN)) {
         for p in &pfd[..n] {
             if readable(p) {
                 reset_raw(p.fd);
@@ -940,9 +940,21 @@ fn poll_member<A: Actor>(
 struct Wish {
     spin: bool,
     yield_: bool,
+    /// The earliest of the members' [`Actor::next_deadline`]s after `now`
+    /// (one already passed was there at the poll that made no progress:
+    /// it says nothing more).
+    due: Option<Nanos>,
+    now: Nanos,
 }
 
 impl Wish {
+    fn new(now: Nanos) -> Self {
+        Wish {
+            now,
+            ..Wish::default()
+        }
+    }
+
     fn add<A: Actor>(&mut self, m: &mut Member<A>, pfd: &mut Vec<libc::pollfd>) {
         if m.done {
             return;
@@ -953,8 +965,25 @@ impl Wish {
             Idle::Yield => self.yield_ = true,
             Idle::Fd(fd) => pfd.push(pollin(fd)),
         }
+        if let Some(d) = m.actor.next_deadline().filter(|&d| d > self.now) {
+            self.due = Some(self.due.map_or(d, |e| e.min(d)));
+        }
+    }
+
+    /// How long the members may sleep on their fds: until the earliest
+    /// deadline, at most `idle`; `None` when that is too close to sleep for
+    /// ([`SLEEP_MIN`]): yield instead.
+    fn sleep(&self, idle: Duration) -> Option<Duration> {
+        let left = self.due.map_or(idle, |d| {
+            Duration::from_nanos(d.as_u64() - self.now.as_u64()).min(idle)
+        });
+        (left >= SLEEP_MIN).then_some(left)
     }
 }
+
+/// The shortest sleep on fds worth its wake-up: a deadline closer than
+/// this is waited for by yielding (the timer's own slack is about 50 us).
+const SLEEP_MIN: Duration = Duration::from_micros(100);
 
 /// A runner thread: poll each unfinished member of its own in turn until
 /// all are finished or the run is stopped; after a round without progress,
@@ -1001,20 +1030,21 @@ fn group_thread<A: Actor>(
             continue;
         }
         // A whole round idle: wait as the least sleepy member asks.
-        let mut wish = Wish::default();
+        let mut wish = Wish::new(sh.clock.now());
         for home in members.iter_mut() {
             if home.with(|m| wish.add(m, &mut pfd)).is_none() {
                 wish.yield_ = true;
             }
         }
+        let sleep = wish.sleep(cfg.idle_timeout);
         if wish.spin {
             pfd.clear();
             std::hint::spin_loop();
-        } else if wish.yield_ {
+        } else if let (false, Some(t)) = (wish.yield_, sleep) {
+            wait_fds(&mut pfd, sh.stop.fd(), t);
+        } else {
             pfd.clear();
             thread::yield_now();
-        } else {
-            wait_fds(&mut pfd, sh.stop.fd(), cfg.idle_timeout);
         }
     }
     Ok(members)
@@ -1371,6 +1401,48 @@ mod tests {
         let after = polls.load(Ordering::Relaxed);
         thread::sleep(Duration::from_millis(50));
         assert_eq!(polls.load(Ordering::Relaxed), after, "polled after the drop");
+    }
+
+    /// Asleep on an fd nobody writes, with a deadline: the threaded runner
+    /// sleeps until the deadline, not for its whole idle timeout, and not in
+    /// a yield loop (how a paced producer waits for its next arrival; it
+    /// used to yield a whole core away between arrivals).
+    #[test]
+    fn threaded_runner_sleeps_until_a_deadline() {
+        struct Alarm {
+            at: Nanos,
+            fd: EventFd,
+        }
+        impl Actor for Alarm {
+            fn name(&self) -> &str {
+                "alarm"
+            }
+            fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+                if cx.now() >= self.at {
+                    Progress::Finished
+                } else {
+                    Progress::Idle
+                }
+            }
+            fn idle(&self) -> Idle {
+                Idle::Fd(self.fd.raw())
+            }
+            fn next_deadline(&self) -> Option<Nanos> {
+                Some(self.at)
+            }
+        }
+        let mut r = ThreadedRunner::new(ThreadedConfig {
+            idle_timeout: Duration::from_secs(600),
+            max_wall: Some(Duration::from_secs(60)),
+        })
+        .unwrap();
+        r.add(Alarm {
+            at: Nanos::from_millis(20),
+            fd: EventFd::new().unwrap(),
+        });
+        let rep = r.run().expect("woken at the deadline, not at the idle timeout");
+        assert!(rep.stats[0].finished);
+        assert!(rep.stats[0].polls <= 10, "{} polls: a yield loop", rep.stats[0].polls);
     }
 
     /// A wall bound of `Duration::MAX` means no bound: the run ends when its

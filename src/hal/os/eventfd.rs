@@ -133,13 +133,21 @@ pub fn readable(p: &libc::pollfd) -> bool {
 /// [`poll_readable`] on a caller's `pollfd` slice (any length, e.g. kept
 /// from one wait to the next): `true` if any became readable; then
 /// [`readable`] says which.
+///
+/// The timeout is kept to the nanosecond (`ppoll`), not rounded up to a
+/// whole millisecond as `poll` would.
 pub fn poll_fds(pfd: &mut [libc::pollfd], timeout: Duration) -> bool {
-    let ms = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        // Below 10^9: fits every `c_long`.
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
     let n = libc::nfds_t::try_from(pfd.len()).unwrap_or(0);
-    // SAFETY: `n` initialised pollfd structs in the caller's slice; poll
-    // only writes their `revents`. A bad fd is reported in `revents`
-    // (POLLNVAL), not undefined behaviour.
-    let r = unsafe { libc::poll(pfd.as_mut_ptr(), n, ms) };
+    // SAFETY: `n` initialised pollfd structs in the caller's slice; ppoll
+    // only writes their `revents` and reads `ts`, a valid timespec (no
+    // signal mask: null). A bad fd is reported in `revents` (POLLNVAL),
+    // not undefined behaviour.
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), n, &ts, core::ptr::null()) };
     r > 0
 }
 
