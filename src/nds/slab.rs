@@ -399,7 +399,9 @@ fn open_regular(
         .open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
-        return Err(NdsError::Io(io::Error::other("is a directory")));
+        return Err(NdsError::Io(io::Error::other(
+            "is a directory, not a regular file",
+        )));
     }
     if !meta.is_file() {
         return Err(NdsError::Io(io::Error::other("not a regular file")));
@@ -764,6 +766,20 @@ impl ReadOnlySlab {
     /// shrinks later is detected ([`Slab::shrunk`]), never a fault.
     pub fn open(path: &Path) -> Result<ReadOnlySlab, NdsError> {
         let (file, len) = open_regular(path, false, false)?;
+        Self::map_file(file, len)
+    }
+
+    /// [`open`](Self::open), and a second descriptor of the same open file
+    /// for the caller's own checks (`fstat` for a truncation, `lock_holder`
+    /// for the writer): one open, so what those checks see is the file that
+    /// is mapped, not whatever the path names by then.
+    pub fn open_with_file(path: &Path) -> Result<(ReadOnlySlab, std::fs::File), NdsError> {
+        let (file, len) = open_regular(path, false, false)?;
+        let kept = file.try_clone()?;
+        Ok((Self::map_file(file, len)?, kept))
+    }
+
+    fn map_file(file: std::fs::File, len: usize) -> Result<ReadOnlySlab, NdsError> {
         require_size(len)?;
         // O_RDONLY descriptor, PROT_READ mapping.
         Self::from_region(Mapping::from_file(file, len, false)?.into_region())
@@ -1026,6 +1042,34 @@ mod tests {
         let p = std::env::temp_dir().join(format!("xunds-slab-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_file(&p);
         p
+    }
+
+    /// The descriptor `open_with_file` hands back is the mapped file's,
+    /// whatever the path names later: a file renamed over the path is
+    /// another inode, and the kept descriptor still says the old one (the
+    /// monitor tells a replaced slab so). A directory is refused in words
+    /// that say both what it is and what was wanted.
+    #[test]
+    #[cfg_attr(miri, ignore = "mmap and files are not available under Miri")]
+    fn open_with_file_keeps_the_mapped_file() {
+        use std::os::unix::fs::MetadataExt;
+        let p = scratch_path("withfile");
+        let w = MappedSlab::create(&p).unwrap();
+        w.store_u64(0x520, 11, Ordering::Relaxed);
+        let (ro, file) = ReadOnlySlab::open_with_file(&p).unwrap();
+        let ino = std::fs::metadata(&p).unwrap().ino();
+        let other = scratch_path("withfile-other");
+        std::fs::write(&other, vec![0u8; SLAB_SIZE]).unwrap();
+        std::fs::rename(&other, &p).unwrap();
+        assert_ne!(std::fs::metadata(&p).unwrap().ino(), ino);
+        assert_eq!(file.metadata().unwrap().ino(), ino);
+        assert_eq!(file.metadata().unwrap().len(), SLAB_SIZE as u64);
+        assert_eq!(ro.load_u64(0x520, Ordering::Relaxed), 11);
+        drop((w, ro, file));
+        std::fs::remove_file(&p).unwrap();
+        let dir = std::env::temp_dir();
+        let e = ReadOnlySlab::open_with_file(&dir).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a regular file"), "{e}");
     }
 
     #[test]

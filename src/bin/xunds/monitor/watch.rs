@@ -19,12 +19,11 @@
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime};
 
 use xunds::nds::index::{CORES, NC_COUNTERS, ND_COUNTERS};
-use xunds::nds::{Reader, RecordRead, Snapshot, REQUIRED_SIZE};
+use xunds::nds::{ReadOnlySlab, Reader, RecordRead, Snapshot, REQUIRED_SIZE};
 use xunds::wire::nds::counters::NcCounter;
 
 use super::sys;
@@ -308,20 +307,15 @@ impl Watch {
 }
 
 fn attach(path: &Path) -> Result<Attached, String> {
-    // Non-blocking: opening a FIFO someone left in the directory would
-    // otherwise wait for a writer forever (a regular file is unaffected).
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // One open (non-blocking, regular files only: a FIFO left in the
+    // directory would otherwise block the open for good), mapped and kept:
+    // the checks before each read look at the mapped file.
+    let (slab, file) =
+        ReadOnlySlab::open_with_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let m = file
         .metadata()
         .map_err(|e| format!("{}: fstat: {e}", path.display()))?;
-    if !m.is_file() {
-        return Err(format!("{}: not a regular file", path.display()));
-    }
-    let reader = Reader::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let reader = Reader::attach(slab).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Attached {
         reader,
         file,
