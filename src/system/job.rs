@@ -292,36 +292,54 @@ impl JobConfig {
 
     /// Refuse a configuration out of range (what [`run`] checks first; the
     /// command line calls it to report a bad combination of flags as a usage
-    /// error before anything starts).
+    /// error before anything starts), naming each setting by `xunds run`'s
+    /// flag ([`Setting::run_flag`]).
     pub fn check(&self) -> Result<(), Error> {
+        self.check_named(Setting::run_flag)
+    }
+
+    /// [`check`](Self::check), its refusal naming each setting by `name`
+    /// (`xunds sim`'s flags).
+    pub fn check_named(&self, name: fn(Setting) -> &'static str) -> Result<(), Error> {
+        use Setting as S;
+        let refuse = |what: String| Err(bad(what));
         if !(1..=16).contains(&self.vncs) {
-            return Err(bad("--vncs must be 1..=16"));
+            return refuse(format!("{} must be 1..=16", name(S::Vncs)));
         }
         if self.models == 0 || u32::from(self.vncs) * u32::from(self.models) > 64 {
-            return Err(bad(
-                "--models must be >= 1 with vncs * models <= 64 (one NDS record per model and core)",
+            let noun = |s| name(s).trim_start_matches('-');
+            return refuse(format!(
+                "{} must be >= 1 with {} * {} <= 64 (one NDS record per model and core)",
+                name(S::Models),
+                noun(S::Vncs),
+                noun(S::Models)
             ));
         }
         if !(1..=32).contains(&self.ring) {
-            return Err(bad("--ring must be 1..=32"));
+            return refuse(format!("{} must be 1..=32", name(S::Ring)));
         }
         if !(1..=MAX_INPUTS).contains(&self.inputs) {
-            return Err(bad(format!("inputs must be 1..={MAX_INPUTS}")));
+            return refuse(format!("{} must be 1..={MAX_INPUTS}", name(S::Inputs)));
         }
         if self.executions > MAX_EXECUTIONS {
-            return Err(bad(format!("--executions must be <= {MAX_EXECUTIONS}")));
+            return refuse(format!(
+                "{} must be <= {MAX_EXECUTIONS}",
+                name(S::Executions)
+            ));
         }
         match self.timeout_ns {
             Some(0) => {
-                return Err(bad(
-                    "--timeout-ms must be at least 1 (a zero timeout expires every execution)",
+                return refuse(format!(
+                    "{} must be at least 1 ms (a zero timeout expires every execution)",
+                    name(S::Timeout)
                 ))
             }
             Some(t) if t > MAX_TIMEOUT_NS => {
-                return Err(bad(format!(
-                    "--timeout-ms must be at least 1 and at most {} (an hour)",
+                return refuse(format!(
+                    "{} must be at least 1 ms and at most {} ms (an hour)",
+                    name(S::Timeout),
                     MAX_TIMEOUT_NS / 1_000_000
-                )))
+                ))
             }
             _ => {}
         }
@@ -332,31 +350,73 @@ impl JobConfig {
             .filter_map(|r| r.core)
             .find(|&c| c >= self.vncs)
         {
-            return Err(bad(format!(
-                "--faults: core{c} does not exist (--vncs {} gives cores 0..={})",
+            return refuse(format!(
+                "{}: core{c} does not exist ({} {} gives cores 0..={})",
+                name(S::Faults),
+                name(S::Vncs),
                 self.vncs,
                 self.vncs - 1
-            )));
+            ));
         }
         if !self.digest && (self.trace.is_some() || self.replay.is_some()) {
-            return Err(bad(
-                "a trace file or a replay needs the event stream: keep the digest on",
-            ));
+            return refuse(
+                "a trace file or a replay needs the event stream: keep the digest on".into(),
+            );
         }
         if let Some(r) = self.rate {
             if !(r.is_finite() && r > 0.0) {
-                return Err(bad(
-                    "--rate must be a positive number of executions per second",
+                return refuse(format!(
+                    "{} must be a positive number of executions per second",
+                    name(S::Rate)
                 ));
             }
             if r < MIN_RATE {
-                return Err(bad(format!(
-                    "--rate must be at least 1/3600 = {MIN_RATE} executions per second \
-                     (a mean gap between arrivals of at most an hour)"
-                )));
+                return refuse(format!(
+                    "{} must be at least 1/3600 = {MIN_RATE} executions per second \
+                     (a mean gap between arrivals of at most an hour)",
+                    name(S::Rate)
+                ));
             }
         }
         Ok(())
+    }
+}
+
+/// A job setting that [`JobConfig::check_named`] may refuse; each command
+/// names it its own way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Setting {
+    /// The cores.
+    Vncs,
+    /// Models per core.
+    Models,
+    /// Ring slots.
+    Ring,
+    /// Distinct inputs.
+    Inputs,
+    /// Executions.
+    Executions,
+    /// The execution timeout.
+    Timeout,
+    /// The fault mix.
+    Faults,
+    /// The open-loop rate.
+    Rate,
+}
+
+impl Setting {
+    /// `xunds run`'s flag for it.
+    pub fn run_flag(self) -> &'static str {
+        match self {
+            Setting::Vncs => "--vncs",
+            Setting::Models => "--models",
+            Setting::Ring => "--ring",
+            Setting::Inputs => "inputs",
+            Setting::Executions => "--executions",
+            Setting::Timeout => "--timeout-ms",
+            Setting::Faults => "--faults",
+            Setting::Rate => "--rate",
+        }
     }
 }
 

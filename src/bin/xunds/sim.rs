@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::ModelKind;
+use xunds::system::job::{ModelKind, Setting};
 use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
 
 /// Run many seeded deterministic simulations and check every run.
@@ -175,6 +175,15 @@ struct Shrunk {
     runs: u32,
 }
 
+/// This command's flag for a job setting (`xunds run`'s where they agree).
+fn sim_flag(s: Setting) -> &'static str {
+    match s {
+        Setting::Vncs => "--cores",
+        Setting::Rate => "--arrival",
+        other => other.run_flag(),
+    }
+}
+
 pub fn main(args: Args) -> ExitCode {
     let (first, last) = match (args.seeds, args.seed) {
         (Some(r), _) => r,
@@ -184,13 +193,11 @@ pub fn main(args: Args) -> ExitCode {
     // Overrides come with `--seed`: a combination the runner refuses is the
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
-        if let Err(e) = args.case(seed).job(std::path::PathBuf::new()).check() {
-            // The runner's words name `xunds run`'s flags for cores and the
-            // open-loop rate.
-            let e = e
-                .to_string()
-                .replace("vncs", "cores")
-                .replace("--rate", "--arrival");
+        if let Err(e) = args
+            .case(seed)
+            .job(std::path::PathBuf::new())
+            .check_named(sim_flag)
+        {
             return crate::usage_error("xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
