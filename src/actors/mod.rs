@@ -380,7 +380,8 @@ pub trait Actor {
 
     /// The earliest time at which this actor has something to do even if no
     /// message arrives (a timeout). The deterministic runner jumps its
-    /// virtual clock straight there when every actor is idle.
+    /// virtual clock straight there when every actor is idle; the threaded
+    /// runner sleeps on fds no longer than until then.
     fn next_deadline(&self) -> Option<Nanos> {
         None
     }

@@ -477,11 +477,17 @@ impl<H: Hal> WorkerActor<H> {
                     }
                 }
                 // A reset's drain: the device has stopped, so the slot can go.
+                // Otherwise nothing can be done here until a reset starts:
+                // announce sleep, so that its wake-up is not lost (the look
+                // once more is `idle`, which yields once a reset runs).
                 return match e {
                     RingError::SlotMismatch { expected, .. } if self.draining => {
                         self.complete_discarded(expected, cx)
                     }
-                    _ => false,
+                    _ => {
+                        self.has_work.prepare_sleep();
+                        false
+                    }
                 };
             }
         };
@@ -662,6 +668,14 @@ impl<H: Hal> WorkerActor<H> {
             }
             None => (0, 0, None),
         };
+        // The submission time from the item (the pool's memory, not the
+        // ring's), bounded by now as for any item; now without one.
+        let now = cx.now();
+        let ts_start = idx
+            .and_then(|i| self.pool.load(&*self.hal, i, self.core).ok())
+            .and_then(|info| u64::try_from(info.resp.ts_start.as_nanos()).ok())
+            .map_or(now, |t| Nanos(t).min(now));
+        self.tap.drain(cx);
         self.stats.discarded += 1;
         cx.event(
             "msg",
@@ -673,7 +687,7 @@ impl<H: Hal> WorkerActor<H> {
             exec_id,
             status: NrtStatus::EXEC_UNIT_UNRECOVERABLE,
             deadline: Nanos::MAX,
-            ts_start: Timespec::from_nanos(cx.now().as_u64()),
+            ts_start: Timespec::from_nanos(ts_start.as_u64()),
             model: None,
             bad: None,
             expect: NO_EXPECT,

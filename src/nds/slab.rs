@@ -529,8 +529,9 @@ impl MappedSlab {
     }
 }
 
-/// How long a writer waits out a lock held under its own pid before it
-/// reports [`NdsError::Busy`] ([`lock`]).
+/// How long a writer waits out a lock held under its own pid, or by a
+/// holder `/proc/locks` does not name, before it reports
+/// [`NdsError::Busy`] ([`lock`]).
 #[cfg(feature = "std")]
 const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -1064,6 +1065,21 @@ mod tests {
         assert_ne!(std::fs::metadata(&p).unwrap().ino(), ino);
         assert_eq!(file.metadata().unwrap().ino(), ino);
         assert_eq!(file.metadata().unwrap().len(), SLAB_SIZE as u64);
+        // And the mapping is of that inode (the kernel's word for it).
+        let base = ro.region.ptr_at(0, 8, 8).unwrap() as usize;
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mapped_ino = maps.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (lo, hi) = f.first()?.split_once('-')?;
+            let (lo, hi) = (
+                usize::from_str_radix(lo, 16).ok()?,
+                usize::from_str_radix(hi, 16).ok()?,
+            );
+            (lo..hi)
+                .contains(&base)
+                .then(|| f.get(4)?.parse::<u64>().ok())?
+        });
+        assert_eq!(mapped_ino, Some(ino));
         assert_eq!(ro.load_u64(0x520, Ordering::Relaxed), 11);
         drop((w, ro, file));
         std::fs::remove_file(&p).unwrap();

@@ -1665,7 +1665,9 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
     /// So no status is written through `exec_status`, no handle is
     /// signalled and no item is taken: the item and status cell its words
     /// named are leaked (never dropped), a waiter blocked on it finds the
-    /// completion on its own re-check, and a handle installed before the
+    /// completion on its own re-check (an eventfd [`arm`](XuQueue::arm)ed
+    /// on it is never signalled, and its dup stays open), and a handle
+    /// installed before the
     /// overwrite stays counted as installed (pops then look at handles,
     /// slower, never wrong). Returns the seq_id the cursor names,
     /// `Ok(None)` when nothing is triggered, `Intact` for a slot that passes

@@ -469,11 +469,15 @@ impl<H: Hal + 'static> System<H> {
             _ => return Err(NrtStatus::TIMEOUT),
         }
         let out = out.ok_or(NrtStatus::FAILURE)?;
+        let response = out.response().map_err(|_| NrtStatus::FAILURE)?;
         Ok(Execution {
             seq,
-            status: status.and_then(|s| s.get()).unwrap_or(NrtStatus::FAILURE),
+            // The cell, written through the ring slot; a slot a reset had to
+            // discard (its words overwritten) wrote none, and the response
+            // in the output buffer still says what happened.
+            status: status.and_then(|s| s.get()).unwrap_or(response.status),
             outputs: out.to_vec(),
-            response: out.response().map_err(|_| NrtStatus::FAILURE)?,
+            response,
         })
     }
 

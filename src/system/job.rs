@@ -330,13 +330,13 @@ impl JobConfig {
         match self.timeout_ns {
             Some(0) => {
                 return refuse(format!(
-                    "{} must be at least 1 ms (a zero timeout expires every execution)",
+                    "{} must be at least 1 (a zero timeout expires every execution)",
                     name(S::Timeout)
                 ))
             }
             Some(t) if t > MAX_TIMEOUT_NS => {
                 return refuse(format!(
-                    "{} must be at least 1 ms and at most {} ms (an hour)",
+                    "{} must be at least 1 and at most {} ms (an hour)",
                     name(S::Timeout),
                     MAX_TIMEOUT_NS / 1_000_000
                 ))
@@ -385,6 +385,7 @@ impl JobConfig {
 /// A job setting that [`JobConfig::check_named`] may refuse; each command
 /// names it its own way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Setting {
     /// The cores.
     Vncs,

@@ -568,8 +568,8 @@ impl StopHandle {
         self.0.flag.load(Ordering::Acquire)
     }
 
-    /// Sleep until the run is stopped or `timeout` passes (at most
-    /// `i32::MAX` ms); returns [`StopHandle::is_stopped`]. For a caller that
+    /// Sleep until the run is stopped or `timeout` passes; returns
+    /// [`StopHandle::is_stopped`]. For a caller that
     /// shows progress while a run goes on: it wakes at once on the stop.
     pub fn wait(&self, timeout: Duration) -> bool {
         if !self.is_stopped() {
@@ -776,6 +776,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
                 actor,
                 daemon,
                 done: false,
+                polled_at: Nanos(0),
             };
             let home = if let Seat::Shared(_) = seat {
                 let m = Arc::new(Mutex::new(member));
@@ -855,6 +856,9 @@ struct Member<A> {
     st: ActorStats,
     /// Returned [`Progress::Finished`]: not polled again.
     done: bool,
+    /// The time its last poll was handed (a deadline after it is not yet
+    /// seen: [`Wish::add`]).
+    polled_at: Nanos,
 }
 
 /// A [`Seat::Shared`] member: its own thread and the others reach it.
@@ -908,6 +912,7 @@ fn poll_member<A: Actor>(
         return Ok(false);
     }
     let now = sh.clock.now();
+    m.polled_at = now;
     m.st.polls += 1;
     match poll_guarded(&mut m.actor, now, &m.st.name, trace) {
         Err(message) => {
@@ -940,9 +945,10 @@ fn poll_member<A: Actor>(
 struct Wish {
     spin: bool,
     yield_: bool,
-    /// The earliest of the members' [`Actor::next_deadline`]s after `now`
-    /// (one already passed was there at the poll that made no progress:
-    /// it says nothing more).
+    /// The earliest of the members' [`Actor::next_deadline`]s that came
+    /// after their last poll (one at or before it was there at that poll,
+    /// which made no progress: it says nothing more). One that has passed
+    /// since is due now: no sleep.
     due: Option<Nanos>,
     now: Nanos,
 }
@@ -965,19 +971,22 @@ impl Wish {
             Idle::Yield => self.yield_ = true,
             Idle::Fd(fd) => pfd.push(pollin(fd)),
         }
-        if let Some(d) = m.actor.next_deadline().filter(|&d| d > self.now) {
+        if let Some(d) = m.actor.next_deadline().filter(|&d| d > m.polled_at) {
             self.due = Some(self.due.map_or(d, |e| e.min(d)));
         }
     }
 
     /// How long the members may sleep on their fds: until the earliest
-    /// deadline, at most `idle`; `None` when that is too close to sleep for
-    /// ([`SLEEP_MIN`]): yield instead.
+    /// deadline, at most `idle`; `None` when a deadline is too close to
+    /// sleep for ([`SLEEP_MIN`]) or already passed: yield instead.
     fn sleep(&self, idle: Duration) -> Option<Duration> {
-        let left = self.due.map_or(idle, |d| {
-            Duration::from_nanos(d.as_u64() - self.now.as_u64()).min(idle)
-        });
-        (left >= SLEEP_MIN).then_some(left)
+        match self.due {
+            None => Some(idle),
+            Some(d) => {
+                let left = Duration::from_nanos(d.as_u64().saturating_sub(self.now.as_u64()));
+                (left >= SLEEP_MIN).then_some(left.min(idle))
+            }
+        }
     }
 }
 
@@ -1403,46 +1412,87 @@ mod tests {
         assert_eq!(polls.load(Ordering::Relaxed), after, "polled after the drop");
     }
 
+    /// Asleep on an fd nobody writes until its deadline, then finished.
+    struct Alarm {
+        at: Nanos,
+        fd: EventFd,
+    }
+
+    impl Alarm {
+        fn at(ms: u64) -> Alarm {
+            Alarm {
+                at: Nanos::from_millis(ms),
+                fd: EventFd::new().unwrap(),
+            }
+        }
+    }
+
+    impl Actor for Alarm {
+        fn name(&self) -> &str {
+            "alarm"
+        }
+        fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
+            if cx.now() >= self.at {
+                Progress::Finished
+            } else {
+                Progress::Idle
+            }
+        }
+        fn idle(&self) -> Idle {
+            Idle::Fd(self.fd.raw())
+        }
+        fn next_deadline(&self) -> Option<Nanos> {
+            Some(self.at)
+        }
+    }
+
+    /// A thread that would sleep for ten minutes on its fds, its run
+    /// bounded at 5 s.
+    fn sleepy_runner() -> ThreadedRunner<Box<dyn Actor + Send>> {
+        ThreadedRunner::new(ThreadedConfig {
+            idle_timeout: Duration::from_secs(600),
+            max_wall: Some(Duration::from_secs(5)),
+        })
+        .unwrap()
+    }
+
     /// Asleep on an fd nobody writes, with a deadline: the threaded runner
     /// sleeps until the deadline, not for its whole idle timeout, and not in
     /// a yield loop (how a paced producer waits for its next arrival; it
     /// used to yield a whole core away between arrivals).
     #[test]
     fn threaded_runner_sleeps_until_a_deadline() {
-        struct Alarm {
-            at: Nanos,
-            fd: EventFd,
-        }
-        impl Actor for Alarm {
-            fn name(&self) -> &str {
-                "alarm"
-            }
-            fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
-                if cx.now() >= self.at {
-                    Progress::Finished
-                } else {
-                    Progress::Idle
-                }
-            }
-            fn idle(&self) -> Idle {
-                Idle::Fd(self.fd.raw())
-            }
-            fn next_deadline(&self) -> Option<Nanos> {
-                Some(self.at)
-            }
-        }
-        let mut r = ThreadedRunner::new(ThreadedConfig {
-            idle_timeout: Duration::from_secs(600),
-            max_wall: Some(Duration::from_secs(60)),
-        })
-        .unwrap();
-        r.add(Alarm {
-            at: Nanos::from_millis(20),
-            fd: EventFd::new().unwrap(),
-        });
+        let mut r = sleepy_runner();
+        r.add(Box::new(Alarm::at(20)));
         let rep = r.run().expect("woken at the deadline, not at the idle timeout");
         assert!(rep.stats[0].finished);
         assert!(rep.stats[0].polls <= 10, "{} polls: a yield loop", rep.stats[0].polls);
+    }
+
+    /// A deadline that passes while the rest of its thread's round runs
+    /// (after the alarm's idle poll, during a slow member's) is due at
+    /// once: the thread does not sleep past it.
+    #[test]
+    fn a_deadline_passed_during_the_round_is_not_slept_through() {
+        /// Idle, each poll taking 30 ms; sleeps on an fd nobody writes.
+        struct Slow(EventFd);
+        impl Actor for Slow {
+            fn name(&self) -> &str {
+                "slow"
+            }
+            fn poll(&mut self, _: &mut Cx<'_>) -> Progress {
+                thread::sleep(Duration::from_millis(30));
+                Progress::Idle
+            }
+            fn idle(&self) -> Idle {
+                Idle::Fd(self.0.raw())
+            }
+        }
+        let mut r = sleepy_runner();
+        r.add_to(Seat::Group(0), Box::new(Alarm::at(10)), false);
+        r.add_to(Seat::Group(0), Box::new(Slow(EventFd::new().unwrap())), true);
+        let rep = r.run().expect("the alarm's deadline passed in the round");
+        assert!(rep.stats[0].finished);
     }
 
     /// A wall bound of `Duration::MAX` means no bound: the run ends when its
@@ -1661,6 +1711,7 @@ mod tests {
             daemon: false,
             st: ActorStats::default(),
             done: false,
+            polled_at: Nanos(0),
         };
         let mut trace = NullTrace;
         match poll_member(&mut m, &sh, &mut trace) {

@@ -106,8 +106,8 @@ pub fn signal_raw(fd: RawFd, n: u64) -> io::Result<()> {
 }
 
 /// Sleep until one of `fds` is readable or `timeout` passes; which ones
-/// were readable. `poll(2)` counts whole milliseconds: `timeout` is rounded
-/// up (zero stays zero: a readiness check that does not block). A bad fd is
+/// were readable (a zero timeout is a readiness check that does not
+/// block). A bad fd is
 /// reported as not readable (`POLLNVAL`), an interrupted sleep as nothing
 /// readable.
 pub fn poll_readable<const N: usize>(fds: [RawFd; N], timeout: Duration) -> [bool; N] {
