@@ -76,14 +76,7 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
         }
         for cell in &cells {
             lane.schedule(
-                Request {
-                    model: &model,
-                    input: &x,
-                    status: Some(Arc::clone(cell)),
-                    out: None,
-                    expect: 0,
-                    tag: 0,
-                },
+                common::request(&model, &x, Some(Arc::clone(cell)), 0),
                 &mut cx,
             )
             .unwrap();
@@ -180,14 +173,7 @@ fn run_one_faulty(
     );
     let shared = Arc::clone(&built.shared);
     let mut trace = NullTrace;
-    let request = |status| Request {
-        model: &model,
-        input: &x,
-        status,
-        out: None,
-        expect: NO_EXPECT,
-        tag: 0,
-    };
+    let request = |status| request(&model, &x, status);
     let cell = Arc::new(StatusCell::new());
     {
         let mut lane = shared.lanes[0].lock().unwrap();
@@ -368,18 +354,8 @@ fn worker_and_device_proxy_count_refused_events() {
             daemons.push(d);
         }
         let mut lane = shared.lanes[0].lock().unwrap();
-        lane.schedule(
-            Request {
-                model: &model,
-                input: &x,
-                status: None,
-                out: None,
-                expect: NO_EXPECT,
-                tag: 0,
-            },
-            &mut cx,
-        )
-        .unwrap();
+        lane.schedule(common::request(&model, &x, None, NO_EXPECT), &mut cx)
+            .unwrap();
     }
     assert_eq!(
         lines
@@ -838,14 +814,7 @@ fn request<'a>(
     x: &'a [f32],
     status: Option<Arc<StatusCell>>,
 ) -> Request<'a> {
-    Request {
-        model,
-        input: x,
-        status,
-        out: None,
-        expect: NO_EXPECT,
-        tag: 0,
-    }
+    common::request(model, x, status, NO_EXPECT)
 }
 
 /// Run `built`'s daemons until the publisher applied `completions`

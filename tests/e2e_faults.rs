@@ -9,7 +9,6 @@ mod common;
 
 use std::sync::Arc;
 
-use xunds::actors::producer::Request;
 use xunds::actors::work::{Expectations, NO_EXPECT};
 use xunds::actors::{Cx, NullTrace};
 use xunds::device::model::MlpSpec;
@@ -196,17 +195,7 @@ fn queue_full_is_refused_and_counted() {
     let mut results = Vec::new();
     for _ in 0..7 {
         let mut lane = shared.lanes[0].lock().unwrap();
-        results.push(lane.schedule(
-            Request {
-                model: &model,
-                input: &x,
-                status: None,
-                out: None,
-                expect: 0,
-                tag: 0,
-            },
-            &mut cx,
-        ));
+        results.push(lane.schedule(common::request(&model, &x, None, 0), &mut cx));
     }
     assert!(results[..4].iter().all(|r| r.is_ok()));
     assert!(results[4..]
@@ -215,17 +204,7 @@ fn queue_full_is_refused_and_counted() {
     assert_eq!(shared.queues[0].in_flight(), 4, "a refusal changes nothing");
     // A bad request is refused before the funnel (not counted).
     let mut lane = shared.lanes[0].lock().unwrap();
-    let bad = lane.schedule(
-        Request {
-            model: &model,
-            input: &x[1..],
-            status: None,
-            out: None,
-            expect: NO_EXPECT,
-            tag: 0,
-        },
-        &mut cx,
-    );
+    let bad = lane.schedule(common::request(&model, &x[1..], None, NO_EXPECT), &mut cx);
     assert_eq!(bad, Err(NrtStatus::INVALID));
     drop(lane);
     let mut r = common::det_runner(built);

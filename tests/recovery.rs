@@ -254,14 +254,12 @@ fn an_event_the_reset_state_refuses_is_a_counted_violation() {
     assert_eq!(h.state(), XuHealthState::Resetting);
     // A schedule meanwhile is a transient refusal.
     let r = shared.lanes[0].lock().unwrap().schedule(
-        xunds::actors::producer::Request {
-            model: &model,
-            input: &x,
-            status: Some(Arc::new(StatusCell::new())),
-            out: None,
-            expect: xunds::actors::work::NO_EXPECT,
-            tag: 0,
-        },
+        common::request(
+            &model,
+            &x,
+            Some(Arc::new(StatusCell::new())),
+            xunds::actors::work::NO_EXPECT,
+        ),
         &mut cx,
     );
     assert_eq!(r, Err(NrtStatus::QUEUE_FULL));
@@ -324,20 +322,13 @@ fn run_json_reports_resets_aborts_and_bad_items() {
 /// schedule was held for good.
 #[test]
 fn a_reset_discards_an_overwritten_slot() {
-    use xunds::actors::producer::Request;
     for recover in [true, false] {
         let (built, model, x) =
             common::small_system_on(xunds::hal::fake::FakeHal::new(), |c| c.recover = recover);
         let shared = Arc::clone(&built.shared);
         let mut trace = NullTrace;
-        let request = |cell: &Arc<StatusCell>| Request {
-            model: &model,
-            input: &x,
-            status: Some(Arc::clone(cell)),
-            out: None,
-            expect: 0,
-            tag: 0,
-        };
+        let request =
+            |cell: &Arc<StatusCell>| common::request(&model, &x, Some(Arc::clone(cell)), 0);
         let cells: [Arc<StatusCell>; 3] = Default::default();
         {
             let mut lane = shared.lanes[0].lock().unwrap();

@@ -189,3 +189,22 @@ pub fn small_system_on<H: xunds::hal::Hal>(
         .unwrap();
     (built, model, x)
 }
+
+/// A schedule call's request for `model` on input `x`, its status into
+/// `status` (if any), its output checked against expectation `expect`
+/// (`NO_EXPECT`: not checked), no output buffer, tag 0.
+pub fn request<'a>(
+    model: &'a std::sync::Arc<xunds::actors::work::ResidentModel>,
+    x: &'a [f32],
+    status: Option<std::sync::Arc<xunds::ring::StatusCell>>,
+    expect: u32,
+) -> xunds::actors::producer::Request<'a> {
+    xunds::actors::producer::Request {
+        model,
+        input: x,
+        status,
+        out: None,
+        expect,
+        tag: 0,
+    }
+}
