@@ -189,14 +189,7 @@ fn run_one_faulty(
         sh.pub_stats.applied().0 == 1 || r.stats().polls >= max_polls
     })
     .unwrap();
-    let worker = r
-        .into_actors()
-        .into_iter()
-        .find_map(|a| match a {
-            SysActor::Worker(w) => Some(w.stats().clone()),
-            _ => None,
-        })
-        .expect("a worker");
+    let worker = common::worker_stats(r);
     let next = shared.lanes[0].lock().unwrap().schedule(
         request(None),
         &mut Cx::new(Nanos(0), "test", &mut NullTrace),

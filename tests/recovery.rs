@@ -386,14 +386,7 @@ fn a_reset_discards_an_overwritten_slot() {
             let mut lane = shared.lanes[0].lock().unwrap();
             assert_eq!(lane.free_items(), lane.pool().len(), "every item returned");
         }
-        let w = r
-            .into_actors()
-            .into_iter()
-            .find_map(|a| match a {
-                SysActor::Worker(w) => Some(w.stats().clone()),
-                _ => None,
-            })
-            .unwrap();
+        let w = common::worker_stats(r);
         assert_eq!(
             (w.ring_refusals, w.discarded, w.recoveries, w.completed),
             (1, 1, 1, 3)

@@ -208,3 +208,16 @@ pub fn request<'a>(
         tag: 0,
     }
 }
+
+/// The (one) worker's statistics, once a deterministic run is over.
+pub fn worker_stats<H: xunds::hal::Hal>(
+    r: xunds::system::runner::DetRunner<xunds::system::builder::SysActor<H>>,
+) -> xunds::actors::worker::WorkerStats {
+    r.into_actors()
+        .into_iter()
+        .find_map(|a| match a {
+            xunds::system::builder::SysActor::Worker(w) => Some(w.stats().clone()),
+            _ => None,
+        })
+        .expect("a worker")
+}
