@@ -37,6 +37,7 @@ fn version_and_every_help_exit_0() {
         &["nds", "--help"],
         &["nds", "dump", "--help"],
         &["nds", "add", "--help"],
+        &["nds", "clean", "--help"],
         &["nds", "stress-writer", "--help"],
         &["run", "--help"],
         &["run", "-h"],

@@ -199,3 +199,90 @@ fn two_processes_adding_one_a_million_times_each_end_at_two_million() {
     drop(w.release());
     assert!(matches!(reader.counter(c), Err(NdsError::Detached)));
 }
+
+/// `xunds nds clean` removes a default-named slab only when it is a slab and
+/// its writer has exited: a live writer's slab, a file that is not a slab
+/// and a slab under another name stay, and `--dry-run` removes nothing.
+#[test]
+fn clean_removes_only_the_slabs_whose_writer_exited() {
+    let dir = std::env::temp_dir().join(format!("xunds-clean-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    let (live, dead, junk, sized, other) = (
+        dir.join("xunds-1.nds"),
+        dir.join("xunds-2.nds"),
+        dir.join("xunds-3.nds"),
+        dir.join("xunds-4.nds"),
+        dir.join("kept-by-name.nds"),
+    );
+    let mut writer = Reaped(
+        xunds(["nds", "stress-writer", "--create"])
+            .arg(&live)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut ready = String::new();
+    BufReader::new(writer.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let done = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
+        .arg(&dead)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(done.success());
+    std::fs::copy(&dead, &other).unwrap();
+    std::fs::write(&junk, b"not a slab").unwrap();
+    // A slab's size, not its header.
+    std::fs::write(&sized, vec![0xAB; xunds::nds::SLAB_SIZE]).unwrap();
+    let clean = |extra: &[&str]| {
+        let out = xunds(["nds", "clean", "--dir"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let out = clean(&["--dry-run"]);
+    assert!(
+        out.contains(&format!("would remove {}", dead.display())),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "kept {}: process {} writes it",
+            live.display(),
+            writer.id()
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&format!("kept {}:", junk.display())), "{out}");
+    assert!(
+        out.contains(&format!("kept {}: not a slab", sized.display())),
+        "{out}"
+    );
+    assert!(out.ends_with("1 would be removed, 3 kept\n"), "{out}");
+    assert!(dead.exists() && live.exists() && junk.exists() && other.exists());
+    let out = clean(&[]);
+    assert!(
+        out.contains(&format!("removed {}", dead.display())),
+        "{out}"
+    );
+    assert!(out.ends_with("1 removed, 3 kept\n"), "{out}");
+    assert!(!dead.exists());
+    assert!(live.exists() && junk.exists() && sized.exists() && other.exists());
+    // The writer's exit frees its lock, and with it the file.
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let out = clean(&[]);
+    assert!(
+        out.contains(&format!("removed {}", live.display())),
+        "{out}"
+    );
+    assert!(out.ends_with("1 removed, 2 kept\n"), "{out}");
+    assert!(!live.exists() && junk.exists() && sized.exists() && other.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -54,7 +54,7 @@ pub use index::{Counter, CounterId, CounterName, ModelSlot};
 pub use reader::{Reader, RecordRead, Snapshot, Stale};
 pub use record::{RecordSpan, TornReason};
 #[cfg(feature = "std")]
-pub use slab::{HeapSlab, MappedSlab, ReadOnlySlab};
+pub use slab::{is_slab_file, HeapSlab, MappedSlab, ReadOnlySlab};
 pub use slab::{RawSlab, Slab, SlabMut, StaticSlab};
 pub use writer::Writer;
 

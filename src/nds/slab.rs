@@ -462,9 +462,7 @@ impl MappedSlab {
             file.read_exact_at(&mut word, region::HEADER_OFF as u64)
                 .map_err(|_| NdsError::NotASlab { len })?;
             let word = u64::from_le_bytes(word);
-            let ours = len == SLAB_SIZE as u64
-                && (word == 0 || header::check(word) == header::HeaderState::Committed);
-            if !ours {
+            if !is_slab_file(len, word) {
                 return Err(NdsError::NotASlab { len });
             }
         }
@@ -527,6 +525,16 @@ impl MappedSlab {
     pub fn region(&self) -> &Region {
         &self.region
     }
+}
+
+/// Whether a file of `len` bytes whose header word (at
+/// `region::HEADER_OFF`) reads `word` is a slab: exactly `SLAB_SIZE` bytes
+/// and a committed header, or a zero one (released, or its writer died
+/// before the layout). What [`MappedSlab::create_with`] takes over without
+/// `force`, and what `xunds nds clean` may remove.
+#[cfg(feature = "std")]
+pub fn is_slab_file(len: u64, word: u64) -> bool {
+    len == SLAB_SIZE as u64 && (word == 0 || header::check(word) == header::HeaderState::Committed)
 }
 
 /// How long a writer waits out a lock held under its own pid, or by a

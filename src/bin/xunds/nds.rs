@@ -11,6 +11,8 @@
 //!   "cores":{"0":{"NAME":n}},"models":[{"slot","model_id","model_node_id",
 //!   "name","uuid","nc_index","sg_index","state","mem_usage":{"host":{..},
 //!   "device":{..}}}]}` with only non-zero counters and mem-usage entries.
+//! - `xunds nds clean [--dir DIR] [--dry-run]`: remove the `xunds-<pid>.nds`
+//!   slabs in DIR (default `/dev/shm`) whose writer has exited.
 //! - `xunds nds stress-writer PATH [--create] [--seed S] [--ops N] [--live L]`
 //!   (hidden): publish, update and delete self-checking records
 //!   ([`crate::stress`]) until killed or for N operations.
@@ -50,6 +52,25 @@ pub enum Command {
         /// Print one JSON document (the module docs give its shape).
         #[arg(long)]
         json: bool,
+    },
+    /// Remove the slabs runs left behind: every `xunds-<pid>.nds` in DIR
+    /// whose writer has exited.
+    ///
+    /// `xunds run` leaves its slab for `xunds nds dump`, and on /dev/shm
+    /// that holds memory until someone removes it. A file is removed only
+    /// when it is a slab (exactly 262,144 bytes, its header committed or
+    /// zero) and its writer's lock can be taken: every writer holds that
+    /// lock for its life and the kernel drops it when the writer dies. The
+    /// lock is held while the file is unlinked, so no writer attaches
+    /// meanwhile. Prints one line per file, then the counts.
+    Clean {
+        /// The directory [default: /dev/shm, where `xunds run` puts its
+        /// slab].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Say what would be removed; remove nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Publish, update and delete self-checking records until killed or for
     /// N operations (a second process for the cross-process tests).
@@ -93,6 +114,7 @@ pub enum Command {
 pub fn main(c: Command) -> ExitCode {
     match c {
         Command::Dump { path, json } => dump(&path, json),
+        Command::Clean { dir, dry_run } => clean(dir, dry_run),
         Command::StressWriter {
             path,
             create,
@@ -147,6 +169,63 @@ fn dump(path: &Path, json: bool) -> ExitCode {
         print!("{}", snapshot_text(path, word, &snap));
     }
     ExitCode::SUCCESS
+}
+
+// ---- clean ----
+
+fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
+    let dir = dir.unwrap_or_else(crate::monitor::default_dir);
+    if let Err(e) = std::fs::read_dir(&dir) {
+        return fail("clean", format!("{}: {e}", dir.display()));
+    }
+    let (mut removed, mut kept) = (0u32, 0u32);
+    for path in crate::monitor::discover(&dir) {
+        let outcome = left_behind(&path).and_then(|slab| {
+            if !dry_run {
+                std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+            }
+            // The writer's lock goes with the mapping, after the unlink.
+            drop(slab);
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => {
+                removed += 1;
+                let verb = if dry_run { "would remove" } else { "removed" };
+                println!("{verb} {}", path.display());
+            }
+            Err(why) => {
+                kept += 1;
+                println!("kept {}: {why}", path.display());
+            }
+        }
+    }
+    let verb = if dry_run {
+        "would be removed"
+    } else {
+        "removed"
+    };
+    println!("{removed} {verb}, {kept} kept");
+    ExitCode::SUCCESS
+}
+
+/// The slab at `path`, mapped with its writer's lock held, when its writer
+/// has exited and it is a slab; else why it stays.
+fn left_behind(path: &Path) -> Result<xunds::nds::MappedSlab, String> {
+    let slab = xunds::nds::MappedSlab::open(path).map_err(|e| match e {
+        NdsError::Busy { pid: Some(pid) } => format!("process {pid} writes it"),
+        NdsError::Busy { pid: None } => "a live process writes it".to_string(),
+        e => e.to_string(),
+    })?;
+    // Relaxed: the lock is ours, so no writer stores to the header now.
+    let word = slab.load_u64(region::HEADER_OFF, Ordering::Relaxed);
+    if !xunds::nds::is_slab_file(slab.len() as u64, word) {
+        return Err(format!(
+            "not a slab ({} bytes, header word {word:#018x})",
+            slab.len()
+        ));
+    }
+    Ok(slab)
 }
 
 #[derive(Serialize)]

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use engine::{Monitor, Sources};
+pub use watch::discover;
 
 /// Report live slabs as neuron-monitor does: one JSON document per period.
 ///
