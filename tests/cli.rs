@@ -354,11 +354,24 @@ fn io_errors_name_the_file() {
         (trace_to(dir), dir),
         (vec!["replay", dir], dir),
     ] {
-        let out = xunds(&args);
+        let child = Command::new(env!("CARGO_BIN_EXE_xunds"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run xunds");
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
         let err = text(&out.stderr);
         assert!(!out.status.success(), "{args:?}: {err}");
         assert!(err.contains(path), "{args:?}: {path} missing in {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+        // A run that stops on its trace file creates no slab (it would be
+        // left in /dev/shm for good).
+        let slab =
+            xunds::system::job::default_slab_path().with_file_name(format!("xunds-{pid}.nds"));
+        assert!(!slab.exists(), "{args:?} left {}", slab.display());
     }
 }
 

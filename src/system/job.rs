@@ -693,6 +693,29 @@ fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
     }
 }
 
+/// The deterministic run's trace: comparing against `--replay`'s file
+/// (keeping a copy at `--trace`), written to `--trace`, a digest only, or
+/// nothing.
+fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
+    let header = TraceHeader::new(cfg.seed, cfg.header_config());
+    Ok(match (&cfg.replay, &cfg.trace) {
+        (Some(recorded), kept) => {
+            let recorded =
+                std::io::BufReader::new(std::fs::File::open(recorded).map_err(at(recorded))?);
+            let kept = match kept {
+                Some(p) => Some(Box::new(std::io::BufWriter::new(
+                    std::fs::File::create(p).map_err(at(p))?,
+                )) as Box<dyn std::io::Write + Send>),
+                None => None,
+            };
+            Trace::comparing(&header, recorded, kept)
+        }
+        (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,
+        (None, None) if cfg.digest => Trace::digest_only(&header),
+        (None, None) => Trace::disabled(),
+    })
+}
+
 fn execute<H: Hal + InjectedCount + 'static>(
     hal: H,
     log: Option<TraceLog>,
@@ -700,6 +723,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
     p: &Prepared,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, Error> {
+    // The trace files before the system: a run that cannot write its trace,
+    // or read the one it replays, stops before it creates its slab (which
+    // would be left behind).
+    let trace = cfg.deterministic.then(|| open_trace(cfg)).transpose()?;
     let built = build(hal, p.sys.clone(), log)?;
     let shared = Arc::clone(&built.shared);
     let mut models = Vec::new();
@@ -744,24 +771,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         lanes: Vec::new(),
         degraded: Vec::new(),
     };
-    if cfg.deterministic {
-        let header = TraceHeader::new(cfg.seed, cfg.header_config());
-        let mut trace = match (&cfg.replay, &cfg.trace) {
-            (Some(recorded), kept) => {
-                let recorded =
-                    std::io::BufReader::new(std::fs::File::open(recorded).map_err(at(recorded))?);
-                let kept = match kept {
-                    Some(p) => Some(Box::new(std::io::BufWriter::new(
-                        std::fs::File::create(p).map_err(at(p))?,
-                    )) as Box<dyn std::io::Write + Send>),
-                    None => None,
-                };
-                Trace::comparing(&header, recorded, kept)
-            }
-            (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,
-            (None, None) if cfg.digest => Trace::digest_only(&header),
-            (None, None) => Trace::disabled(),
-        };
+    if let Some(mut trace) = trace {
         let differs = trace.stop_flag();
         {
             // The setup's HAL operations (mapping, model loads).
