@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nds_support::{xunds, Reaped, TempSlab};
+use nds_support::{live_stress_writer, xunds, TempSlab};
 use serde_json::Value;
 use xunds::nds::{Counter, Reader, RecordSpan, Slab as _, SlabMut as _, Writer};
 use xunds::wire::nds::c_string;
@@ -622,18 +622,7 @@ fn a_slab_truncated_then_deleted_while_watched_is_reported_and_survived() {
 #[test]
 fn a_writer_that_exits_is_reported_with_its_final_counts() {
     let slab = TempSlab::new("monitor-exit");
-    let mut writer = Reaped(
-        xunds(["nds", "stress-writer", "--create"])
-            .arg(slab.path())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut ready = String::new();
-    BufReader::new(writer.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert_eq!(ready.trim(), "ready");
+    let mut writer = live_stress_writer(slab.path());
     let p = slab.path().to_str().unwrap().to_string();
     let mut mon = spawn_monitor(&["--period", "100ms", &p]);
     let rx = lines(mon.stdout.take().unwrap());

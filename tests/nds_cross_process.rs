@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use nds_support::{xunds, Reaped, TempSlab};
+use nds_support::{live_stress_writer, xunds, Reaped, TempSlab};
 use xunds::nds::record::{self, Attempt};
 use xunds::nds::{Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
 use xunds::prng::SplitMix64;
@@ -215,18 +215,7 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
         dir.join("xunds-4.nds"),
         dir.join("kept-by-name.nds"),
     );
-    let mut writer = Reaped(
-        xunds(["nds", "stress-writer", "--create"])
-            .arg(&live)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let mut ready = String::new();
-    BufReader::new(writer.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    assert_eq!(ready.trim(), "ready");
+    let mut writer = live_stress_writer(&live);
     let done = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
         .arg(&dead)
         .stdout(Stdio::null())

@@ -97,3 +97,22 @@ impl Drop for Reaped {
         let _ = self.0.wait();
     }
 }
+
+/// `xunds nds stress-writer --create PATH` running until dropped, returned
+/// once it has printed `ready` (the slab laid out, its writer's lock held).
+pub fn live_stress_writer(path: &Path) -> Reaped {
+    use std::io::BufRead as _;
+    let mut w = Reaped(
+        xunds(["nds", "stress-writer", "--create"])
+            .arg(path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn xunds nds stress-writer"),
+    );
+    let mut ready = String::new();
+    std::io::BufReader::new(w.stdout.take().expect("piped stdout"))
+        .read_line(&mut ready)
+        .expect("read the writer's first line");
+    assert_eq!(ready.trim(), "ready");
+    w
+}
