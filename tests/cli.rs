@@ -375,6 +375,31 @@ fn io_errors_name_the_file() {
     }
 }
 
+/// A run whose setup fails after its trace paths were checked (the slab
+/// refused) leaves an earlier trace at `--trace` as it was.
+#[test]
+fn a_run_refused_at_setup_leaves_an_earlier_trace_alone() {
+    let (trace, slab) = (tmp("kept.trace"), tmp("not-a-slab.nds"));
+    std::fs::write(&trace, b"an earlier trace").unwrap();
+    std::fs::write(&slab, b"hello").unwrap();
+    let out = xunds(&[
+        "run",
+        "--executions",
+        "5",
+        "--deterministic",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--slab",
+        slab.to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a slab"), "{err}");
+    assert_eq!(std::fs::read(&trace).unwrap(), b"an earlier trace");
+    std::fs::remove_file(&trace).unwrap();
+    std::fs::remove_file(&slab).unwrap();
+}
+
 /// A short deterministic run whose stderr is `stderr`.
 fn short_run(slab: &str, extra: &[&str], stderr: Stdio) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_xunds"))

@@ -693,6 +693,33 @@ fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
     }
 }
 
+/// Refuse a deterministic run whose trace files cannot be opened, touching
+/// neither: the recorded trace opened for reading, the one to write opened
+/// for writing without truncation (and removed again when this made it).
+/// [`open_trace`] opens them for the run once the system is built, so a
+/// setup that fails leaves an earlier trace at `--trace` as it was.
+fn check_trace_paths(cfg: &JobConfig) -> Result<(), Error> {
+    if !cfg.deterministic {
+        return Ok(());
+    }
+    if let Some(recorded) = &cfg.replay {
+        std::fs::File::open(recorded).map_err(at(recorded))?;
+    }
+    if let Some(path) = &cfg.trace {
+        let existed = std::fs::symlink_metadata(path).is_ok();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(at(path))?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
 /// The deterministic run's trace: comparing against `--replay`'s file
 /// (keeping a copy at `--trace`), written to `--trace`, a digest only, or
 /// nothing.
@@ -723,10 +750,9 @@ fn execute<H: Hal + InjectedCount + 'static>(
     p: &Prepared,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Outcome, Error> {
-    // The trace files before the system: a run that cannot write its trace,
-    // or read the one it replays, stops before it creates its slab (which
-    // would be left behind).
-    let trace = cfg.deterministic.then(|| open_trace(cfg)).transpose()?;
+    // Before the system: a run that cannot open its trace files stops
+    // before it creates its slab (which would be left behind).
+    check_trace_paths(cfg)?;
     let built = build(hal, p.sys.clone(), log)?;
     let shared = Arc::clone(&built.shared);
     let mut models = Vec::new();
@@ -771,7 +797,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         lanes: Vec::new(),
         degraded: Vec::new(),
     };
-    if let Some(mut trace) = trace {
+    if cfg.deterministic {
+        let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
         {
             // The setup's HAL operations (mapping, model loads).
