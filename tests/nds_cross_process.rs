@@ -208,13 +208,23 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
     let dir = std::env::temp_dir().join(format!("xunds-clean-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir(&dir).unwrap();
-    let (live, dead, junk, sized, other) = (
-        dir.join("xunds-1.nds"),
-        dir.join("xunds-2.nds"),
-        dir.join("xunds-3.nds"),
-        dir.join("xunds-4.nds"),
+    // Default names of processes that have exited (`true`, waited for), and
+    // one of a running process (this test's).
+    let exited = || {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        dir.join(format!("xunds-{}.nds", c.id()))
+    };
+    let (live, dead, junk, sized, other, running) = (
+        exited(),
+        exited(),
+        exited(),
+        exited(),
         dir.join("kept-by-name.nds"),
+        dir.join(format!("xunds-{}.nds", std::process::id())),
     );
+    // A live writer on a file whose name's process has exited: its lock
+    // keeps it.
     let mut writer = live_stress_writer(&live);
     let done = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
         .arg(&dead)
@@ -223,6 +233,12 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
         .unwrap();
     assert!(done.success());
     std::fs::copy(&dead, &other).unwrap();
+    // A link to a slab: a link is not removed, nor is what it names.
+    let link = exited();
+    std::os::unix::fs::symlink(&other, &link).unwrap();
+    // A slab no one writes, named for a running process: a run reads its
+    // slab back after it lets the writer's lock go.
+    std::fs::copy(&dead, &running).unwrap();
     std::fs::write(&junk, b"not a slab").unwrap();
     // A slab's size, not its header.
     std::fs::write(&sized, vec![0xAB; xunds::nds::SLAB_SIZE]).unwrap();
@@ -253,14 +269,23 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
         out.contains(&format!("kept {}: not a slab", sized.display())),
         "{out}"
     );
-    assert!(out.ends_with("1 would be removed, 3 kept\n"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "kept {}: process {} is running",
+            running.display(),
+            std::process::id()
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&format!("kept {}:", link.display())), "{out}");
+    assert!(out.ends_with("1 would be removed, 5 kept\n"), "{out}");
     assert!(dead.exists() && live.exists() && junk.exists() && other.exists());
     let out = clean(&[]);
     assert!(
         out.contains(&format!("removed {}", dead.display())),
         "{out}"
     );
-    assert!(out.ends_with("1 removed, 3 kept\n"), "{out}");
+    assert!(out.ends_with("1 removed, 5 kept\n"), "{out}");
     assert!(!dead.exists());
     assert!(live.exists() && junk.exists() && sized.exists() && other.exists());
     // The writer's exit frees its lock, and with it the file.
@@ -271,7 +296,8 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
         out.contains(&format!("removed {}", live.display())),
         "{out}"
     );
-    assert!(out.ends_with("1 removed, 2 kept\n"), "{out}");
+    assert!(out.ends_with("1 removed, 4 kept\n"), "{out}");
     assert!(!live.exists() && junk.exists() && sized.exists() && other.exists());
+    assert!(running.exists() && link.symlink_metadata().is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -58,11 +58,12 @@ pub enum Command {
     ///
     /// `xunds run` leaves its slab for `xunds nds dump`, and on /dev/shm
     /// that holds memory until someone removes it. A file is removed only
-    /// when it is a slab (exactly 262,144 bytes, its header committed or
-    /// zero) and its writer's lock can be taken: every writer holds that
-    /// lock for its life and the kernel drops it when the writer dies. The
-    /// lock is held while the file is unlinked, so no writer attaches
-    /// meanwhile. Prints one line per file, then the counts.
+    /// when the pid in its name is not running, it is a regular file, its
+    /// writer's lock can be taken (every writer holds that lock for its
+    /// life; the kernel drops it when the writer dies) and it is a slab
+    /// (exactly 262,144 bytes, its header committed or zero). The lock is
+    /// held while the file is unlinked. Prints one line per file, then the
+    /// counts; exit 1 when a removal fails.
     Clean {
         /// The directory [default: /dev/shm, where `xunds run` puts its
         /// slab].
@@ -178,27 +179,28 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
     if let Err(e) = std::fs::read_dir(&dir) {
         return fail("clean", format!("{}: {e}", dir.display()));
     }
-    let (mut removed, mut kept) = (0u32, 0u32);
+    let (mut removed, mut kept, mut failed) = (0u32, 0u32, 0u32);
     for path in crate::monitor::discover(&dir) {
-        let outcome = left_behind(&path).and_then(|slab| {
-            if !dry_run {
-                std::fs::remove_file(&path).map_err(|e| e.to_string())?;
-            }
-            // The writer's lock goes with the mapping, after the unlink.
-            drop(slab);
-            Ok(())
-        });
-        match outcome {
-            Ok(()) => {
-                removed += 1;
-                let verb = if dry_run { "would remove" } else { "removed" };
-                println!("{verb} {}", path.display());
-            }
+        let locked = match left_behind(&path) {
+            Ok(f) => f,
             Err(why) => {
                 kept += 1;
                 println!("kept {}: {why}", path.display());
+                continue;
+            }
+        };
+        if !dry_run {
+            if let Err(e) = std::fs::remove_file(&path) {
+                failed += 1;
+                println!("not removed {}: {e}", path.display());
+                continue;
             }
         }
+        // The writer's lock goes with the descriptor, after the unlink.
+        drop(locked);
+        removed += 1;
+        let verb = if dry_run { "would remove" } else { "removed" };
+        println!("{verb} {}", path.display());
     }
     let verb = if dry_run {
         "would be removed"
@@ -206,26 +208,60 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
         "removed"
     };
     println!("{removed} {verb}, {kept} kept");
+    if failed > 0 {
+        return fail("clean", format!("{failed} could not be removed"));
+    }
     ExitCode::SUCCESS
 }
 
-/// The slab at `path`, mapped with its writer's lock held, when its writer
-/// has exited and it is a slab; else why it stays.
-fn left_behind(path: &Path) -> Result<xunds::nds::MappedSlab, String> {
-    let slab = xunds::nds::MappedSlab::open(path).map_err(|e| match e {
-        NdsError::Busy { pid: Some(pid) } => format!("process {pid} writes it"),
-        NdsError::Busy { pid: None } => "a live process writes it".to_string(),
-        e => e.to_string(),
-    })?;
-    // Relaxed: the lock is ours, so no writer stores to the header now.
-    let word = slab.load_u64(region::HEADER_OFF, Ordering::Relaxed);
-    if !xunds::nds::is_slab_file(slab.len() as u64, word) {
+/// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with its
+/// writer's lock held, when the run that wrote it is over; else why it
+/// stays. Over means: the pid in the name is not running (a run keeps its
+/// slab a moment after it lets the lock go, to read its counters back), the
+/// writer's lock is free (every writer holds it for its life; the kernel
+/// drops it when the writer dies), the path still names the file locked
+/// (not replaced or removed meanwhile), and the file is a slab
+/// ([`xunds::nds::is_slab_file`]). Symbolic links and other non-files stay.
+fn left_behind(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{FileExt as _, MetadataExt as _, OpenOptionsExt as _};
+    if let Some(pid) = crate::monitor::pid_from_name(path) {
+        if Path::new("/proc").join(pid.to_string()).exists() {
+            return Err(format!("process {pid} is running"));
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    let m = file.metadata().map_err(|e| e.to_string())?;
+    if !m.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    if let Err(e) = xunds::hal::mem::lock_exclusive(&file) {
+        return Err(match xunds::hal::mem::lock_holder(&file) {
+            // 0: a holder in another pid namespace.
+            Some(pid) if pid != 0 => format!("process {pid} writes it"),
+            _ if e.kind() == std::io::ErrorKind::WouldBlock => "a live process writes it".into(),
+            _ => format!("its lock: {e}"),
+        });
+    }
+    // The file as locked, and what the path names now.
+    let m = file.metadata().map_err(|e| e.to_string())?;
+    let now = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if m.nlink() == 0 || (now.dev(), now.ino()) != (m.dev(), m.ino()) {
+        return Err("replaced while it was looked at".into());
+    }
+    let mut word = [0u8; 8];
+    let read = file.read_exact_at(&mut word, region::HEADER_OFF as u64);
+    let word = u64::from_le_bytes(word);
+    if read.is_err() || !xunds::nds::is_slab_file(m.len(), word) {
         return Err(format!(
             "not a slab ({} bytes, header word {word:#018x})",
-            slab.len()
+            m.len()
         ));
     }
-    Ok(slab)
+    Ok(file)
 }
 
 #[derive(Serialize)]

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use engine::{Monitor, Sources};
-pub use watch::discover;
+pub use watch::{discover, pid_from_name};
 
 /// Report live slabs as neuron-monitor does: one JSON document per period.
 ///
