@@ -457,14 +457,8 @@ impl MappedSlab {
         let (file, _) = open_regular(path, true, true)?;
         lock(&file)?;
         let len = file.metadata()?.len();
-        if len != 0 && !force {
-            let mut word = [0u8; 8];
-            file.read_exact_at(&mut word, region::HEADER_OFF as u64)
-                .map_err(|_| NdsError::NotASlab { len })?;
-            let word = u64::from_le_bytes(word);
-            if !is_slab_file(len, word) {
-                return Err(NdsError::NotASlab { len });
-            }
+        if len != 0 && !force && !is_slab_file(&file, len) {
+            return Err(NdsError::NotASlab { len });
         }
         file.write_all_at(&[0u8; SLAB_SIZE], 0)?;
         file.set_len(SLAB_SIZE as u64)?;
@@ -527,14 +521,24 @@ impl MappedSlab {
     }
 }
 
-/// Whether a file of `len` bytes whose header word (at
-/// `region::HEADER_OFF`) reads `word` is a slab: exactly `SLAB_SIZE` bytes
-/// and a committed header, or a zero one (released, or its writer died
-/// before the layout). What [`MappedSlab::create_with`] takes over without
+/// Whether `file`, `len` bytes long, is a slab: exactly `SLAB_SIZE` bytes
+/// and its header word (read at `region::HEADER_OFF`, not mapped) committed
+/// or zero (released, or its writer died before the layout); an unreadable
+/// header is not. What [`MappedSlab::create_with`] takes over without
 /// `force`, and what `xunds nds clean` may remove.
 #[cfg(feature = "std")]
-pub fn is_slab_file(len: u64, word: u64) -> bool {
-    len == SLAB_SIZE as u64 && (word == 0 || header::check(word) == header::HeaderState::Committed)
+pub fn is_slab_file(file: &std::fs::File, len: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut word = [0u8; 8];
+    if len != SLAB_SIZE as u64
+        || file
+            .read_exact_at(&mut word, region::HEADER_OFF as u64)
+            .is_err()
+    {
+        return false;
+    }
+    let word = u64::from_le_bytes(word);
+    word == 0 || header::check(word) == header::HeaderState::Committed
 }
 
 /// How long a writer waits out a lock held under its own pid, or by a

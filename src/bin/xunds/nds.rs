@@ -176,11 +176,12 @@ fn dump(path: &Path, json: bool) -> ExitCode {
 
 fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
     let dir = dir.unwrap_or_else(crate::monitor::default_dir);
-    if let Err(e) = std::fs::read_dir(&dir) {
-        return fail("clean", format!("{}: {e}", dir.display()));
-    }
+    let paths = match crate::monitor::discover(&dir) {
+        Ok(p) => p,
+        Err(e) => return fail("clean", format!("{}: {e}", dir.display())),
+    };
     let (mut removed, mut kept, mut failed) = (0u32, 0u32, 0u32);
-    for path in crate::monitor::discover(&dir) {
+    for path in paths {
         let locked = match left_behind(&path) {
             Ok(f) => f,
             Err(why) => {
@@ -223,7 +224,7 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
 /// (not replaced or removed meanwhile), and the file is a slab
 /// ([`xunds::nds::is_slab_file`]). Symbolic links and other non-files stay.
 fn left_behind(path: &Path) -> Result<std::fs::File, String> {
-    use std::os::unix::fs::{FileExt as _, MetadataExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
     if let Some(pid) = crate::monitor::pid_from_name(path) {
         if Path::new("/proc").join(pid.to_string()).exists() {
             return Err(format!("process {pid} is running"));
@@ -234,10 +235,6 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| e.to_string())?;
-    let m = file.metadata().map_err(|e| e.to_string())?;
-    if !m.file_type().is_file() {
-        return Err("not a regular file".into());
-    }
     if let Err(e) = xunds::hal::mem::lock_exclusive(&file) {
         return Err(match xunds::hal::mem::lock_holder(&file) {
             // 0: a holder in another pid namespace.
@@ -248,16 +245,16 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     }
     // The file as locked, and what the path names now.
     let m = file.metadata().map_err(|e| e.to_string())?;
+    if !m.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
     let now = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
     if m.nlink() == 0 || (now.dev(), now.ino()) != (m.dev(), m.ino()) {
         return Err("replaced while it was looked at".into());
     }
-    let mut word = [0u8; 8];
-    let read = file.read_exact_at(&mut word, region::HEADER_OFF as u64);
-    let word = u64::from_le_bytes(word);
-    if read.is_err() || !xunds::nds::is_slab_file(m.len(), word) {
+    if !xunds::nds::is_slab_file(&file, m.len()) {
         return Err(format!(
-            "not a slab ({} bytes, header word {word:#018x})",
+            "not a slab ({} bytes, or its header is not a slab's)",
             m.len()
         ));
     }

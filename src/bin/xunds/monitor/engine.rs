@@ -457,7 +457,8 @@ impl Monitor {
         let Sources::Dir(dir) = &self.sources else {
             return;
         };
-        for p in watch::discover(dir) {
+        // A directory that cannot be read (yet) holds no runtime this tick.
+        for p in watch::discover(dir).unwrap_or_default() {
             if self.ignored.contains(&p) || self.runtimes.iter().any(|r| r.path() == p) {
                 continue;
             }

@@ -335,18 +335,15 @@ pub fn pid_from_name(path: &Path) -> Option<u32> {
 }
 
 /// The slabs `xunds run` leaves in `dir` by default (`xunds-<pid>.nds`),
-/// sorted by path.
-pub fn discover(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| pid_from_name(p).is_some())
-            .collect(),
-        Err(_) => Vec::new(),
-    };
+/// sorted by path; an error when `dir` cannot be read.
+pub fn discover(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| pid_from_name(p).is_some())
+        .collect();
     out.sort();
-    out
+    Ok(out)
 }
 
 /// A record's state as a group error ("" when fresh or unpublished).
