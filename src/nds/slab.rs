@@ -454,8 +454,7 @@ impl MappedSlab {
     ///   short).
     pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
         use std::os::unix::fs::FileExt;
-        let (file, _) = open_regular(path, true, true)?;
-        lock(&file)?;
+        let file = open_locked(path, true)?;
         let len = file.metadata()?.len();
         if len != 0 && !force && !is_slab_file(&file, len) {
             return Err(NdsError::NotASlab { len });
@@ -471,8 +470,7 @@ impl MappedSlab {
     /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
     /// bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
-        let (file, _) = open_regular(path, true, false)?;
-        lock(&file)?;
+        let file = open_locked(path, false)?;
         // The length once the lock is ours (a writer we waited out may
         // have resized the file).
         let len = usize::try_from(file.metadata()?.len())
@@ -576,6 +574,44 @@ fn lock(file: &std::fs::File) -> Result<(), NdsError> {
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// How many times a writer opens its path again after finding, once the
+/// lock was its, that the file had been removed or replaced ([`open_locked`]).
+#[cfg(feature = "std")]
+const REPLACED_TRIES: u32 = 8;
+
+/// The regular file at `path`, opened read-write (created when `create`) with
+/// the writer's [`lock`] held, and still the file the path names. Between the
+/// open and the lock another process may remove the file (`xunds nds clean`
+/// removes a dead writer's slab under its lock) or put another in its place:
+/// a writer that went on would write a file no monitor can reach, and a
+/// second writer could lock the new one. So the path is checked once the
+/// lock is ours, and opened again when it names another file.
+#[cfg(feature = "std")]
+fn open_locked(path: &Path, create: bool) -> Result<std::fs::File, NdsError> {
+    open_locked_with(path, create, || {})
+}
+
+/// [`open_locked`], calling `opened` between each open and its lock (where
+/// the tests remove the file).
+#[cfg(feature = "std")]
+fn open_locked_with(
+    path: &Path,
+    create: bool,
+    mut opened: impl FnMut(),
+) -> Result<std::fs::File, NdsError> {
+    for _ in 0..REPLACED_TRIES {
+        let (file, _) = open_regular(path, true, create)?;
+        opened();
+        lock(&file)?;
+        if crate::hal::mem::path_names(path, &file, true)? {
+            return Ok(file);
+        }
+    }
+    Err(NdsError::Io(io::Error::other(
+        "the file was replaced each time it was locked",
+    )))
 }
 
 #[cfg(feature = "std")]
@@ -1219,6 +1255,47 @@ mod tests {
         assert!(again.is_ok(), "{:?}", again.err());
         drop(again);
         std::fs::remove_file(&p).unwrap();
+    }
+
+    /// A writer whose file is removed between its open and its lock (`xunds
+    /// nds clean` unlinks a dead writer's slab under that lock) locks and
+    /// writes the file the path names afterwards, not the removed one; a path
+    /// replaced on every try is refused after `REPLACED_TRIES`.
+    #[test]
+    #[cfg_attr(miri, ignore = "files are not available under Miri")]
+    fn a_file_removed_before_its_lock_is_opened_again() {
+        use std::os::unix::fs::MetadataExt;
+        let p = scratch_path("removed");
+        drop(MappedSlab::create(&p).unwrap());
+        let mut tries = 0;
+        let file = open_locked_with(&p, true, || {
+            tries += 1;
+            if tries == 1 {
+                std::fs::remove_file(&p).unwrap();
+            }
+        })
+        .unwrap();
+        assert_eq!(tries, 2, "opened again once");
+        let named = std::fs::metadata(&p).expect("the path names a file");
+        assert_eq!(named.ino(), file.metadata().unwrap().ino());
+        // Its lock is the writer's: a second writer is refused.
+        assert!(matches!(MappedSlab::open(&p), Err(NdsError::Busy { .. })));
+        drop(file);
+
+        let mut tries = 0;
+        let refused = open_locked_with(&p, true, || {
+            tries += 1;
+            std::fs::remove_file(&p).unwrap();
+        });
+        assert!(matches!(refused, Err(NdsError::Io(_))), "{refused:?}");
+        assert_eq!(tries, REPLACED_TRIES);
+        // Without `create`, a removed file is not made again.
+        drop(MappedSlab::create(&p).unwrap());
+        let gone = open_locked_with(&p, false, || std::fs::remove_file(&p).unwrap());
+        assert!(
+            matches!(&gone, Err(NdsError::Io(e)) if e.kind() == io::ErrorKind::NotFound),
+            "{gone:?}"
+        );
     }
 
     #[test]

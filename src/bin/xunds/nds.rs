@@ -224,7 +224,7 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
 /// (not replaced or removed meanwhile), and the file is a slab
 /// ([`xunds::nds::is_slab_file`]). Symbolic links and other non-files stay.
 fn left_behind(path: &Path) -> Result<std::fs::File, String> {
-    use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
     if let Some(pid) = crate::monitor::pid_from_name(path) {
         if Path::new("/proc").join(pid.to_string()).exists() {
             return Err(format!("process {pid} is running"));
@@ -248,8 +248,7 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     if !m.file_type().is_file() {
         return Err("not a regular file".into());
     }
-    let now = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
-    if m.nlink() == 0 || (now.dev(), now.ino()) != (m.dev(), m.ino()) {
+    if !xunds::hal::mem::path_names(path, &file, false).map_err(|e| e.to_string())? {
         return Err("replaced while it was looked at".into());
     }
     if !xunds::nds::is_slab_file(&file, m.len()) {

@@ -594,6 +594,27 @@ pub fn lock_exclusive(file: &File) -> io::Result<()> {
     }
 }
 
+/// Whether `path` still names the file `file` has open: the same device and
+/// inode, and not unlinked. The check after locking a file opened by path,
+/// since another process may remove or replace the file between the open and
+/// the lock (a lock on the removed file excludes no one who opens the path
+/// afterwards). `follow`: resolve a final symbolic link in `path`, as an
+/// open without `O_NOFOLLOW` did. A path that no longer exists is `false`.
+pub fn path_names(path: &Path, file: &File, follow: bool) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    let named = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    match named {
+        Ok(now) => Ok(held.nlink() > 0 && (now.dev(), now.ino()) == (held.dev(), held.ino())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// The pid holding an exclusive `flock` on the file `file` refers to, from
 /// `/proc/locks` (`None` when it cannot be told).
 pub fn lock_holder(file: &File) -> Option<u32> {
