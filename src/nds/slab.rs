@@ -454,8 +454,7 @@ impl MappedSlab {
     ///   short).
     pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
         use std::os::unix::fs::FileExt;
-        let file = open_locked(path, true)?;
-        let len = file.metadata()?.len();
+        let (file, len) = open_locked(path, true)?;
         if len != 0 && !force && !is_slab_file(&file, len) {
             return Err(NdsError::NotASlab { len });
         }
@@ -470,10 +469,10 @@ impl MappedSlab {
     /// writer lives). Refuses a file shorter than `REQUIRED_SIZE` (67,200
     /// bytes, docs/abi.md §2.2).
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
-        let file = open_locked(path, false)?;
         // The length once the lock is ours (a writer we waited out may
         // have resized the file).
-        let len = usize::try_from(file.metadata()?.len())
+        let (file, len) = open_locked(path, false)?;
+        let len = usize::try_from(len)
             .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
         require_size(len)?;
         Self::from_region(Mapping::from_file(file, len, true)?.into_region())
@@ -582,14 +581,15 @@ fn lock(file: &std::fs::File) -> Result<(), NdsError> {
 const REPLACED_TRIES: u32 = 8;
 
 /// The regular file at `path`, opened read-write (created when `create`) with
-/// the writer's [`lock`] held, and still the file the path names. Between the
+/// the writer's [`lock`] held, and still the file the path names; with its
+/// length once the lock was ours. Between the
 /// open and the lock another process may remove the file (`xunds nds clean`
 /// removes a dead writer's slab under its lock) or put another in its place:
 /// a writer that went on would write a file no monitor can reach, and a
 /// second writer could lock the new one. So the path is checked once the
 /// lock is ours, and opened again when it names another file.
 #[cfg(feature = "std")]
-fn open_locked(path: &Path, create: bool) -> Result<std::fs::File, NdsError> {
+fn open_locked(path: &Path, create: bool) -> Result<(std::fs::File, u64), NdsError> {
     open_locked_with(path, create, || {})
 }
 
@@ -600,13 +600,14 @@ fn open_locked_with(
     path: &Path,
     create: bool,
     mut opened: impl FnMut(),
-) -> Result<std::fs::File, NdsError> {
+) -> Result<(std::fs::File, u64), NdsError> {
     for _ in 0..REPLACED_TRIES {
         let (file, _) = open_regular(path, true, create)?;
         opened();
         lock(&file)?;
-        if crate::hal::mem::path_names(path, &file, true)? {
-            return Ok(file);
+        let held = file.metadata()?;
+        if crate::hal::mem::path_names(path, &held, true)? {
+            return Ok((file, held.len()));
         }
     }
     Err(NdsError::Io(io::Error::other(
@@ -1268,7 +1269,7 @@ mod tests {
         let p = scratch_path("removed");
         drop(MappedSlab::create(&p).unwrap());
         let mut tries = 0;
-        let file = open_locked_with(&p, true, || {
+        let (file, _) = open_locked_with(&p, true, || {
             tries += 1;
             if tries == 1 {
                 std::fs::remove_file(&p).unwrap();

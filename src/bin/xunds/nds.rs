@@ -248,7 +248,7 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     if !m.file_type().is_file() {
         return Err("not a regular file".into());
     }
-    if !xunds::hal::mem::path_names(path, &file, false).map_err(|e| e.to_string())? {
+    if !xunds::hal::mem::path_names(path, &m, false).map_err(|e| e.to_string())? {
         return Err("replaced while it was looked at".into());
     }
     if !xunds::nds::is_slab_file(&file, m.len()) {

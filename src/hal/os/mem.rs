@@ -594,15 +594,16 @@ pub fn lock_exclusive(file: &File) -> io::Result<()> {
     }
 }
 
-/// Whether `path` still names the file `file` has open: the same device and
-/// inode, and not unlinked. The check after locking a file opened by path,
-/// since another process may remove or replace the file between the open and
-/// the lock (a lock on the removed file excludes no one who opens the path
-/// afterwards). `follow`: resolve a final symbolic link in `path`, as an
-/// open without `O_NOFOLLOW` did. A path that no longer exists is `false`.
-pub fn path_names(path: &Path, file: &File, follow: bool) -> io::Result<bool> {
+/// Whether `path` still names the open file whose metadata (`fstat`) is
+/// `held`: the same device and inode, and not unlinked. The check after
+/// locking a file opened by path, since another process may remove or
+/// replace the file between the open and the lock (a lock on the removed
+/// file excludes no one who opens the path afterwards); the caller passes
+/// the metadata it reads after the lock anyway. `follow`: resolve a final
+/// symbolic link in `path`, as an open without `O_NOFOLLOW` did. A path that
+/// no longer exists is `false`.
+pub fn path_names(path: &Path, held: &std::fs::Metadata, follow: bool) -> io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
-    let held = file.metadata()?;
     let named = if follow {
         std::fs::metadata(path)
     } else {
