@@ -68,7 +68,12 @@ fn program() -> &'static Path {
             );
         };
         let header = source_dir().join("abi.h");
-        gcc(&["-fsyntax-only".as_ref(), "-x".as_ref(), "c".as_ref(), header.as_os_str()]);
+        gcc(&[
+            "-fsyntax-only".as_ref(),
+            "-x".as_ref(),
+            "c".as_ref(),
+            header.as_os_str(),
+        ]);
         let src = source_dir().join("conformance.c");
         gcc(&[src.as_os_str(), "-o".as_ref(), bin.as_os_str()]);
         bin
@@ -85,7 +90,10 @@ struct Out {
 impl Out {
     fn json(&self, who: &str) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!("{who}: stdout is not one JSON document ({e}):\n{}", self.stdout)
+            panic!(
+                "{who}: stdout is not one JSON document ({e}):\n{}",
+                self.stdout
+            )
         })
     }
 }
@@ -137,7 +145,11 @@ fn diff(path: &str, c: &Value, x: &Value, out: &mut Vec<String>) {
         }
         (Value::Array(a), Value::Array(b)) => {
             if a.len() != b.len() {
-                out.push(format!("{path}: C has {} entries, xunds {}", a.len(), b.len()));
+                out.push(format!(
+                    "{path}: C has {} entries, xunds {}",
+                    a.len(),
+                    b.len()
+                ));
             }
             for (i, (va, vb)) in a.iter().zip(b).enumerate() {
                 diff(&format!("{path}[{i}]"), va, vb, out);
@@ -161,8 +173,13 @@ fn assert_same(what: &str, c: &Value, x: &Value) {
 
 // ---- layout ----
 
+/// A field or region: `(name, offset, size)`.
+type Field = (String, u64, u64);
+/// A block: `(name, size, fields)`.
+type Block = (String, u64, Vec<Field>);
+
 /// `(name, offset, size)` of each entry of a `fields` or `nds_regions` array.
-fn triples(v: &Value) -> Vec<(String, u64, u64)> {
+fn triples(v: &Value) -> Vec<Field> {
     v.as_array()
         .expect("an array")
         .iter()
@@ -186,7 +203,7 @@ fn the_c_header_lays_out_every_block_as_xunds_layout_does() {
     assert_eq!(x.code, Some(0), "{}", x.stderr);
     let x = x.json("xunds layout --json");
 
-    let blocks = |v: &Value| -> Vec<(String, u64, Vec<(String, u64, u64)>)> {
+    let blocks = |v: &Value| -> Vec<Block> {
         v["blocks"]
             .as_array()
             .expect("blocks")
@@ -202,9 +219,7 @@ fn the_c_header_lays_out_every_block_as_xunds_layout_does() {
     };
     let (cb, xb) = (blocks(&c), blocks(&x));
     let mut problems = Vec::new();
-    let names = |v: &[(String, u64, Vec<(String, u64, u64)>)]| -> Vec<String> {
-        v.iter().map(|b| b.0.clone()).collect()
-    };
+    let names = |v: &[Block]| -> Vec<String> { v.iter().map(|b| b.0.clone()).collect() };
     if names(&cb) != names(&xb) {
         problems.push(format!(
             "blocks: C {:?}\n   xunds {:?}",
@@ -293,9 +308,7 @@ fn compare_dumps(what: &str, slab: &Path) -> Covered {
 }
 
 fn xunds_run(slab: &TempSlab, args: &[&str]) {
-    let out = xunds_cmd(
-        &[&["run", "--slab", slab.path().to_str().unwrap()][..], args].concat(),
-    );
+    let out = xunds_cmd(&[&["run", "--slab", slab.path().to_str().unwrap()][..], args].concat());
     assert_eq!(out.code, Some(0), "xunds run {args:?}: {}", out.stderr);
 }
 
@@ -323,7 +336,11 @@ fn the_c_reader_reads_the_slab_of_a_100k_run_as_nds_dump_does() {
     assert!(models.iter().all(|m| m["state"] == "fresh"));
     assert_eq!(x["process_info"]["state"], "fresh");
     let completed: u64 = (0..4)
-        .map(|c| x["cores"][c.to_string()]["INFER_COMPLETED"].as_u64().unwrap_or(0))
+        .map(|c| {
+            x["cores"][c.to_string()]["INFER_COMPLETED"]
+                .as_u64()
+                .unwrap_or(0)
+        })
         .sum();
     assert_eq!(completed, 100_000);
     eprintln!(
@@ -393,7 +410,8 @@ fn the_c_reader_agrees_on_every_counter_and_record_state() {
     let base = std::fs::read(run.path()).unwrap();
     let r = regions();
     let models_off = r["model_records"].0;
-    let rec = |slot: usize| models_off + slot * MODEL_RECORD..models_off + (slot + 1) * MODEL_RECORD;
+    let rec =
+        |slot: usize| models_off + slot * MODEL_RECORD..models_off + (slot + 1) * MODEL_RECORD;
     let bitmap_off = r["model_bitmap"].0;
     let set_bitmap = |b: &mut [u8], f: &dyn Fn(u64) -> u64| {
         let w = u64::from_le_bytes(b[bitmap_off..bitmap_off + 8].try_into().unwrap());
@@ -403,7 +421,12 @@ fn the_c_reader_agrees_on_every_counter_and_record_state() {
     // Every u64 of the four counter regions distinct and non-zero (the EXT
     // pad words too, which are not counters): any band or name mix-up shows.
     let mut a = base.clone();
-    for region in ["nd_counters", "nc_counters", "ext_nc_counters", "ext_nc_data"] {
+    for region in [
+        "nd_counters",
+        "nc_counters",
+        "ext_nc_counters",
+        "ext_nc_data",
+    ] {
         let (off, size) = r[region];
         for at in (off..off + size).step_by(8) {
             let v = ((at as u64) << 20) | 0xC0DE;
@@ -479,7 +502,10 @@ fn the_c_reader_agrees_on_every_counter_and_record_state() {
     compare_dumps("process records edited", slab.path());
     let x = dump_json(slab.path());
     assert_eq!(x["process_info"]["state"], "unpublished");
-    assert!(x["process_info_ext"]["tag"].as_str().unwrap().contains('\u{FFFD}'));
+    assert!(x["process_info_ext"]["tag"]
+        .as_str()
+        .unwrap()
+        .contains('\u{FFFD}'));
 
     // Exactly the region map long: read alike.
     std::fs::write(slab.path(), &base[..67_200]).unwrap();
@@ -493,7 +519,8 @@ fn the_c_reader_refuses_what_nds_dump_refuses() {
     xunds_run(&run, &["--executions", "200"]);
     let base = std::fs::read(run.path()).unwrap();
     let slab = TempSlab::new("c-conformance-refused");
-    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 5] = [
+    type Edit = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: [(&str, Edit); 5] = [
         ("zero header", Box::new(|b| b[..8].fill(0))),
         ("bad magic", Box::new(|b| b[..4].copy_from_slice(b"NDS\0"))),
         (
@@ -501,7 +528,10 @@ fn the_c_reader_refuses_what_nds_dump_refuses() {
             Box::new(|b| b[4..8].copy_from_slice(&100_001i32.to_le_bytes())),
         ),
         ("negative version", Box::new(|b| b[4..8].fill(0xFF))),
-        ("one byte short of the map", Box::new(|b| b.truncate(67_199))),
+        (
+            "one byte short of the map",
+            Box::new(|b| b.truncate(67_199)),
+        ),
     ];
     for (what, edit) in cases {
         let mut b = base.clone();
@@ -610,7 +640,10 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 fal_version: version_from_json(&p["fal_version"]),
                 runtime_version: version_from_json(&p["runtime_version"]),
             };
-            assert!(stress::process_info_is_consistent(&pi), "torn process info: {p}");
+            assert!(
+                stress::process_info_is_consistent(&pi),
+                "torn process info: {p}"
+            );
         }
         if let Some(tag) = d["process_info_ext"]["tag"].as_str() {
             fresh += 1;
@@ -618,7 +651,10 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 hash: 0,
                 tag: c_bytes(tag),
             };
-            assert!(stress::process_info_ext_is_consistent(&e), "torn ext: {tag}");
+            assert!(
+                stress::process_info_ext_is_consistent(&e),
+                "torn ext: {tag}"
+            );
         }
     }
     writer.kill().unwrap();
