@@ -307,9 +307,12 @@ fn compare_dumps(what: &str, slab: &Path) -> Covered {
     }
 }
 
-fn xunds_run(slab: &TempSlab, args: &[&str]) {
-    let out = xunds_cmd(&[&["run", "--slab", slab.path().to_str().unwrap()][..], args].concat());
+/// `xunds run --slab SLAB ARGS --json`: its report.
+fn xunds_run(slab: &TempSlab, args: &[&str]) -> Value {
+    let slab_arg = ["run", "--json", "--slab", slab.path().to_str().unwrap()];
+    let out = xunds_cmd(&[&slab_arg[..], args].concat());
     assert_eq!(out.code, Some(0), "xunds run {args:?}: {}", out.stderr);
+    out.json("xunds run --json")
 }
 
 fn dump_json(slab: &Path) -> Value {
@@ -327,7 +330,7 @@ fn dump_json(slab: &Path) -> Value {
 #[ignore = "builds a C program with gcc; .ci/run's C conformance step runs it"]
 fn the_c_reader_reads_the_slab_of_a_100k_run_as_nds_dump_does() {
     let slab = TempSlab::new("c-conformance-run");
-    xunds_run(&slab, &["--executions", "100000"]);
+    let report = xunds_run(&slab, &["--executions", "100000"]);
     let n = compare_dumps("a 10^5-execution run", slab.path());
     let x = dump_json(slab.path());
     let models = x["models"].as_array().unwrap();
@@ -335,6 +338,7 @@ fn the_c_reader_reads_the_slab_of_a_100k_run_as_nds_dump_does() {
     assert_eq!(models.len(), 8);
     assert!(models.iter().all(|m| m["state"] == "fresh"));
     assert_eq!(x["process_info"]["state"], "fresh");
+    assert_eq!(report["executions"], 100_000);
     let completed: u64 = (0..4)
         .map(|c| {
             x["cores"][c.to_string()]["INFER_COMPLETED"]
@@ -342,7 +346,7 @@ fn the_c_reader_reads_the_slab_of_a_100k_run_as_nds_dump_does() {
                 .unwrap_or(0)
         })
         .sum();
-    assert_eq!(completed, 100_000);
+    assert_eq!(Some(completed), report["completed_ok"].as_u64());
     eprintln!(
         "C conformance, 10^5-execution run: {} counters and {} records agree",
         n.counters, n.records
@@ -351,7 +355,7 @@ fn the_c_reader_reads_the_slab_of_a_100k_run_as_nds_dump_does() {
 
 /// The slab of a faulted 16-core run (EXT counter bands, 32 model records).
 fn faulted_run(slab: &TempSlab) {
-    xunds_run(
+    let _ = xunds_run(
         slab,
         &[
             "--executions",
@@ -516,7 +520,7 @@ fn the_c_reader_agrees_on_every_counter_and_record_state() {
 #[ignore = "builds a C program with gcc; .ci/run's C conformance step runs it"]
 fn the_c_reader_refuses_what_nds_dump_refuses() {
     let run = TempSlab::new("c-conformance-refuse");
-    xunds_run(&run, &["--executions", "200"]);
+    let _ = xunds_run(&run, &["--executions", "200"]);
     let base = std::fs::read(run.path()).unwrap();
     let slab = TempSlab::new("c-conformance-refused");
     type Edit = Box<dyn Fn(&mut Vec<u8>)>;
