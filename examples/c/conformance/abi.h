@@ -280,9 +280,12 @@ _Static_assert(offsetof(udma_m2s_desc_t, len_ctrl) == 0, "§1.11");
 _Static_assert(offsetof(udma_m2s_desc_t, meta_ctrl) == 4, "§1.11");
 _Static_assert(offsetof(udma_m2s_desc_t, buf_ptr) == 8, "§1.11");
 _Static_assert(sizeof(udma_m2s_meta_desc_t) == 16, "§1.11");
+_Static_assert(offsetof(udma_m2s_meta_desc_t, len_ctrl) == 0, "§1.11");
+_Static_assert(offsetof(udma_m2s_meta_desc_t, meta_ctrl) == 4, "§1.11");
 _Static_assert(offsetof(udma_m2s_meta_desc_t, meta1) == 8, "§1.11");
 _Static_assert(offsetof(udma_m2s_meta_desc_t, meta2) == 12, "§1.11");
 _Static_assert(sizeof(udma_s2m_desc_t) == 16, "§1.11");
+_Static_assert(offsetof(udma_s2m_desc_t, len_ctrl) == 0, "§1.11");
 _Static_assert(offsetof(udma_s2m_desc_t, buf2_ptr_lo) == 4, "§1.11");
 _Static_assert(offsetof(udma_s2m_desc_t, buf1_ptr) == 8, "§1.11");
 
@@ -454,6 +457,13 @@ _Static_assert(sizeof(nds_mem_usage_info_t) == 16, "§2.6");
 _Static_assert(offsetof(nds_mem_usage_info_t, total_size) == 0, "§2.6");
 _Static_assert(offsetof(nds_mem_usage_info_t, chunk_count) == 8, "§2.6");
 _Static_assert(sizeof(nds_model_node_info_t) == 284, "§2.6");
+/* node_info sits at record +4: its offsets are the record's minus 4 (§2.6). */
+_Static_assert(offsetof(nds_model_node_info_t, model_id) == 0x004 - 4, "§2.6");
+_Static_assert(offsetof(nds_model_node_info_t, model_node_id) == 0x008 - 4, "§2.6");
+_Static_assert(offsetof(nds_model_node_info_t, name) == 0x00c - 4, "§2.6");
+_Static_assert(offsetof(nds_model_node_info_t, uuid) == 0x10c - 4, "§2.6");
+_Static_assert(offsetof(nds_model_node_info_t, nc_index) == 0x11c - 4, "§2.6");
+_Static_assert(offsetof(nds_model_node_info_t, sg_index) == 0x11d - 4, "§2.6");
 _Static_assert(sizeof(nds_model_node_mem_usage_info_t) == 384, "§2.6");
 _Static_assert(sizeof(nds_model_node_data_internal_t) == NDS_MODEL_RECORD_SIZE, "§2.6");
 _Static_assert(offsetof(nds_model_node_data_internal_t, hash) == 0x000, "§2.6");
@@ -515,6 +525,22 @@ _Static_assert(offsetof(nds_process_info_internal_t, fal_version) == 0x30, "§2.
 _Static_assert(offsetof(nds_process_info_internal_t, runtime_version) == 0x38, "§2.7");
 _Static_assert(sizeof(nds_process_info_ext_internal_t) == NDS_PROCESS_INFO_EXT_SIZE, "§2.7");
 _Static_assert(offsetof(nds_process_info_ext_internal_t, tag) == 4, "§2.7");
+/* The worked example's absolute addresses (§2.10). */
+_Static_assert(NDS_PROCESS_INFO_OFFSET + offsetof(nds_process_info_internal_t, framework_type) ==
+                   0x4e4,
+               "§2.10");
+_Static_assert(NDS_PROCESS_INFO_OFFSET + offsetof(nds_process_info_internal_t, tag) == 0x4e8,
+               "§2.10");
+_Static_assert(NDS_PROCESS_INFO_OFFSET + offsetof(nds_process_info_internal_t, framework_version) ==
+                   0x508,
+               "§2.10");
+_Static_assert(NDS_PROCESS_INFO_OFFSET + offsetof(nds_process_info_internal_t, fal_version) == 0x510,
+               "§2.10");
+_Static_assert(NDS_PROCESS_INFO_OFFSET + offsetof(nds_process_info_internal_t, runtime_version) ==
+                   0x518,
+               "§2.10");
+_Static_assert(NDS_PROCESS_INFO_EXT_OFFSET + offsetof(nds_process_info_ext_internal_t, tag) == 0xad2c,
+               "§2.10");
 _Static_assert(NDS_PROCESS_INFO_EXT_OFFSET + NDS_PROCESS_INFO_EXT_SIZE == NDS_EXT_OFFSET_OLD,
                "§2.7");
 
