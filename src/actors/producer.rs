@@ -790,7 +790,8 @@ pub struct ProducerActor<H: Hal> {
 /// How long a back-off polls before it parks on the eventfd. Arming takes
 /// the waiter side of the ring's mark-completion lock, whose heavy fence
 /// (`membarrier`, an interrupt to every CPU running one of our threads)
-/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "2026-12-01, session 4"):
+/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "Measurements behind
+/// the design"):
 /// more than the whole back-off (half a ring of executions, about 20 us
 /// with the null model), once every 16-26 executions. Polling first and
 /// parking only after about the cost of parking is the classic

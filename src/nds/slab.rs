@@ -2,8 +2,9 @@
 //!
 //! [`Slab`] is word-sized atomic *reads* of a slab; [`SlabMut`] adds the
 //! stores and read-modify-writes a publisher needs. Every byte of a slab is
-//! reached through these methods (STYLE.md practice 4): never a `&[u8]`,
-//! never a plain `memcpy`, never a reference to anything but an atomic.
+//! reached through these methods, because another process may write it at
+//! any time: never a `&[u8]`, never a plain `memcpy`, never a reference to
+//! anything but an atomic.
 //!
 //! | backing | traits | memory | used by |
 //! |---|---|---|---|

@@ -11,7 +11,8 @@
 //! into a slab. Counters are single atomic read-modify-writes and may be
 //! updated from any number of threads and processes.
 //!
-//! Ownership of the slab's words (STYLE.md practice 6):
+//! Ownership of the slab's words (one writer per kind of word, and the
+//! ordering each publish and observation uses):
 //!
 //! | words | writer | readers | publish ordering | observe ordering |
 //! |---|---|---|---|---|
