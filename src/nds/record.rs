@@ -80,6 +80,17 @@ pub const READ_RETRY_US: u64 = 200;
 
 /// Where one hashed record lives in a slab: an 8-aligned offset and a length
 /// that is a multiple of 4 and at least 8.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::nds::RecordSpan;
+///
+/// let slot5 = RecordSpan::model(5).unwrap();
+/// assert_eq!((slot5.off(), slot5.len()), (0x1248, 672)); // docs/abi.md §2.10
+/// assert_eq!(RecordSpan::PROCESS_INFO.off(), 0x4e0);
+/// assert!(RecordSpan::new(0x4e4, 64).is_none(), "not 8-aligned");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecordSpan {
     off: usize,
