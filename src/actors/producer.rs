@@ -7,7 +7,7 @@
 //! API keeps each lane behind a `Mutex` (the runtime's `submit_work_lock`) and
 //! calls [`Lane::schedule`] on the caller's thread; [`ProducerActor`] calls
 //! the same method from its `poll`. `schedule` never blocks and walks the
-//! funnel in the seed's order, always:
+//! funnel in the ABI's order (docs/abi.md §1.10), always:
 //!
 //! 1. admit (`xu_health`): a degraded XU refuses with 101, one being reset
 //!    with `NRT_QUEUE_FULL` (retry later);

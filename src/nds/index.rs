@@ -4,7 +4,7 @@
 //! [`crate::wire::nds::counters`]) and then used for any number of updates or
 //! reads, so the hot path is one atomic instruction. A [`ModelSlot`] is a
 //! model record slot 0..=63 (docs/abi.md §2.6). Out-of-range indices are
-//! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in the seed's accessors.
+//! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in libnrt's accessors.
 #![forbid(unsafe_code)]
 
 use core::fmt;

@@ -1,7 +1,7 @@
 //! The monitor's side of a slab (libnds `nds_check_header` /
 //! `nds_read_*`, docs/abi.md §2.3, §2.4, §2.8): a [`Reader`] has no mutating method.
 //!
-//! The seed's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
+//! libnrt's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
 //! the instance belongs to another pid) is a run-time check a caller can get
 //! wrong. Here it is a type: `Reader` has only `&self` methods that load, and
 //! opened by path it sits on a [`ReadOnlySlab`] (mapped `PROT_READ`), which

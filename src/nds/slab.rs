@@ -16,7 +16,7 @@
 //! [`RawSlab`] and [`StaticSlab`] are the `no_std` core (no allocator, no
 //! file); the others need the `std` feature.
 //!
-//! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
+//! Making [`ReadOnlySlab`] implement only [`Slab`] is libnrt's read-only
 //! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
 //! name a store. Its loads are Relaxed atomic loads followed by a fence when
 //! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
