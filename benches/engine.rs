@@ -1,5 +1,5 @@
 //! The engine interpreter's f32 matmul against a plain Rust loop over the
-//! same shapes (issue "Speed on every host", point 4).
+//! same shapes (target <= 1.5x of its time, docs/perf.md).
 //!
 //! Ours: one `engine::Executor::run` of a PE block holding the example MLP's
 //! two matmuls (batch 4: 4x16 . 16x32, then 4x32 . 32x8; 3,072 MACs) and

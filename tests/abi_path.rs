@@ -140,8 +140,8 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
 /// ring): the worker's peek refuses it on every poll; the refusal is counted
 /// once and degrades the XU, so the next schedule is refused at once
 /// (`EXEC_UNIT_UNRECOVERABLE`) instead of queueing behind a slot nothing
-/// can pop. It used to be traced as a message on every poll and nothing
-/// else: the XU stayed HEALTHY and accepted work it would never run.
+/// can pop. Traced as a message on every poll and nothing else, it would
+/// leave the XU HEALTHY, accepting work it would never run.
 #[test]
 fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
     let (cell, worker, next) = run_one_faulty(

@@ -330,8 +330,8 @@ fn a_low_rate_deterministic_run_completes_with_a_short_trace() {
 }
 
 /// `xunds top` without a terminal (here: stdin null, stdout a pipe) says so
-/// in one line with exit 2; it used to panic inside the terminal library
-/// and write escape codes to the pipe.
+/// in one line with exit 2, instead of panicking inside the terminal
+/// library and writing escape codes to the pipe.
 #[test]
 fn top_without_a_terminal_says_so() {
     let slab = std::env::temp_dir().join("xunds-top-no-terminal.nds");

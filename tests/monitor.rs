@@ -510,8 +510,8 @@ fn bad_files_are_errors_in_the_document_not_crashes() {
 
 /// A FIFO where a slab should be (anyone can leave one in /dev/shm under a
 /// slab's name) is refused as not a regular file by the monitor, a
-/// directory scan and `nds dump`; opening it for reading used to wait for a
-/// writer forever.
+/// directory scan and `nds dump`, rather than opened for reading, which
+/// waits for a writer forever.
 #[test]
 fn a_fifo_is_refused_not_waited_on() {
     let dir = std::env::temp_dir().join(format!("xunds-monitor-fifo-{}", std::process::id()));

@@ -7,7 +7,7 @@
 //! API keeps each lane behind a `Mutex` (the runtime's `submit_work_lock`) and
 //! calls [`Lane::schedule`] on the caller's thread; [`ProducerActor`] calls
 //! the same method from its `poll`. `schedule` never blocks and walks the
-//! funnel in the seed's order, always:
+//! funnel in the ABI's order (docs/abi.md §1.10), always:
 //!
 //! 1. admit (`xu_health`): a degraded XU refuses with 101, one being reset
 //!    with `NRT_QUEUE_FULL` (retry later);
@@ -790,7 +790,8 @@ pub struct ProducerActor<H: Hal> {
 /// How long a back-off polls before it parks on the eventfd. Arming takes
 /// the waiter side of the ring's mark-completion lock, whose heavy fence
 /// (`membarrier`, an interrupt to every CPU running one of our threads)
-/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "2026-12-01, session 4"):
+/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "Measurements behind
+/// the design"):
 /// more than the whole back-off (half a ring of executions, about 20 us
 /// with the null model), once every 16-26 executions. Polling first and
 /// parking only after about the cost of parking is the classic

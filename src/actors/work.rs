@@ -63,6 +63,26 @@ pub const NO_EXPECT: u32 = u32::MAX;
 
 /// A caller-owned buffer the worker copies an execution's outputs into
 /// before it publishes completion (read it after observing completion).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, OutputBuf, ScheduleOpts, System, SystemConfig};
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(1)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let out = Arc::new(OutputBuf::new(m.output_len()));
+/// assert_eq!(out.to_vec(), vec![0.0; m.output_len()]);
+/// let x = MlpSpec::EXAMPLE.example_input(2);
+/// let opts = ScheduleOpts { out: Some(out.clone()), ..ScheduleOpts::default() };
+/// let seq = sys.schedule(0, &m, &x, opts).unwrap();
+/// sys.wait(seq, Duration::from_secs(10)).unwrap();
+/// assert_eq!(out.to_vec(), m.reference(&x));
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Debug)]
 pub struct OutputBuf {
     vals: Box<[AtomicU32]>,

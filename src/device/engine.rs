@@ -505,7 +505,8 @@ crate::fsm::machine! {
     /// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
     /// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
     pub struct EngineFsm = "engine";
-    /// An engine's lifecycle within one execution (STYLE.md practice 9).
+    /// An engine's lifecycle within one execution (a `fsm::machine!` table,
+    /// so an illegal step is an error value and every step is traced).
     pub enum EngineState {
         /// No block.
         Idle = "IDLE",

@@ -1,7 +1,7 @@
 //! The monitor's side of a slab (libnds `nds_check_header` /
 //! `nds_read_*`, docs/abi.md §2.3, §2.4, §2.8): a [`Reader`] has no mutating method.
 //!
-//! The seed's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
+//! libnrt's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
 //! the instance belongs to another pid) is a run-time check a caller can get
 //! wrong. Here it is a type: `Reader` has only `&self` methods that load, and
 //! opened by path it sits on a [`ReadOnlySlab`] (mapped `PROT_READ`), which
@@ -182,6 +182,35 @@ fn sleep(d: Duration) {
 }
 
 /// A read-only handle on a committed slab.
+///
+/// # Examples
+///
+/// A monitor maps a live slab read-only (`PROT_READ`) and reads counters and
+/// records; a record it reads is `Fresh` only when its hash verifies:
+///
+/// ```
+/// use xunds::nds::{Counter, Reader, RecordRead, Writer};
+/// use xunds::wire::nds::counters::NcCounter;
+/// use xunds::wire::nds::model::ModelRecord;
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-reader-{}.nds", std::process::id()));
+/// let w = Writer::create(&path).unwrap();
+/// let c = Counter::nc(1, NcCounter::InferenceCount).unwrap();
+/// w.add(c, 7).unwrap();
+/// let slot = w.commit_model(&ModelRecord { model_id: 9, ..ModelRecord::EMPTY }).unwrap();
+///
+/// let r = Reader::open(&path).unwrap();
+/// assert_eq!(r.counter(c).unwrap(), 7);
+/// match r.model(slot).unwrap() {
+///     RecordRead::Fresh(m) => assert_eq!(m.model_id, 9),
+///     other => panic!("{}", other.state_name()),
+/// }
+/// let snap = r.snapshot().unwrap();
+/// assert_eq!(snap.nc[1][NcCounter::InferenceCount as usize], 7);
+/// assert_eq!(snap.models.len(), 1);
+/// # drop((r, w));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct Reader<S: Slab = DefaultReadSlab> {
     slab: S,

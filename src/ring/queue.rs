@@ -958,7 +958,7 @@ unsafe fn write_body<T: Payload, H: Home>(slot: impl SlotAccess, seq: u64, words
 /// `exec_status`). A submit makes them before its checks: a word has no
 /// destructor, so nothing on the submit path has to sit in memory for an
 /// unwind to find (an `Option<Arc>` held across the checks cost a stack
-/// store per item, docs/perf.md, session 11). The price: a panic inside the
+/// store per item, docs/perf.md, "Measurements behind the design"). The price: a panic inside the
 /// checks (only the trace's allocation can raise one) leaks the item and
 /// cell instead of dropping them. Not `Copy`, and typed by what it owns:
 /// each `Words` goes to one slot or back to its owner, once.
@@ -1012,8 +1012,7 @@ impl<T: Payload, H: Home> Words<T, H> {
 /// last publish (docs/abi.md §1.9). No private copies: stepping them is a
 /// store per item each beside the ABI's four (the slot body's two, the two
 /// cursors), and where the producer's stores wait for slot lines the
-/// worker's core holds, every store per item counts (docs/perf.md,
-/// session 10).
+/// worker's core holds, every store per item counts (docs/perf.md, "Measurements behind the design").
 pub struct Producer<T: Payload, S: Storage, H: Home = DefaultHome> {
     q: XuQueue<T, S, H>,
     /// Last `exec_head` we observed (only grows).
@@ -1152,8 +1151,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// physical slot's previous occupant (one lap back) must be FREE.
     /// `scheduled_head` is read only off the common path: the worker reads
     /// its line all the time, and a load of it here, ahead of the slot
-    /// stores, made the whole submit wait for the line (docs/perf.md,
-    /// session 10).
+    /// stores, made the whole submit wait for the line
+    /// (docs/perf.md, "Measurements behind the design").
     #[inline(always)]
     fn check_submit(&mut self, c: u64) -> Result<(), RingError> {
         let occupant = c.saturating_sub(self.q.sh.cap);
@@ -1172,8 +1171,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     /// publish `scheduled_tail`.
     // `inline(always)` here, on `trigger_next` and on `Worker::pop`: the
     // per-item path must inline into the caller's loop, and the compiler's
-    // own choice left it out of line in a generic caller (docs/perf.md,
-    // session 8: the two-thread ring bench 1.5x slower per item).
+    // own choice left it out of line in a generic caller (the two-thread
+    // ring bench 1.5x slower per item; docs/perf.md, "Measurements behind the design").
     #[inline(always)]
     pub fn submit(
         &mut self,
@@ -1182,8 +1181,8 @@ impl<T: Payload, S: Storage, H: Home> Producer<T, S, H> {
     ) -> Result<SeqId, SubmitError<T, H::Status>> {
         // The trigger that usually follows reads `scheduled_head`, whose line
         // the worker takes each time it polls: start taking it back now, so
-        // that load does not wait a line transfer (docs/perf.md, session 10:
-        // the spinning round trip).
+        // that load does not wait a line transfer (the spinning round trip;
+        // docs/perf.md, "Measurements behind the design").
         self.q
             .sh
             .storage
@@ -1407,7 +1406,7 @@ impl<T: Payload, S: Storage, H: Home> Worker<T, S, H> {
 
     /// Re-read `scheduled_head` into the cache (the cache said empty).
     ///
-    /// Lockstep guard (docs/perf.md, "The ring: two regimes" and session 8):
+    /// Lockstep guard (docs/perf.md, "The worker's lockstep slip"):
     /// when the producer submits back to back and the worker keeps up, each
     /// refresh after the worker ran dry finds a few new items, and every
     /// item moves the slot's line and `scheduled_head`'s line between the
@@ -1861,7 +1860,7 @@ mod tests {
         two_threads_fifo(p, w);
     }
 
-    /// The lockstep guard (`Worker::refresh`, docs/perf.md session 8):
+    /// The lockstep guard (`Worker::refresh`, docs/perf.md, "The worker's lockstep slip"):
     /// refreshes that follow an empty poll and find a few items count toward
     /// a slip however many empty polls came first; a slip that finds no batch
     /// doubles the streak before the next one and a slip that finds one

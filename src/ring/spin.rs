@@ -3,7 +3,7 @@
 //!
 //! A spin hint's cost is a property of the core: `PAUSE` takes about 10
 //! cycles on Intel before Skylake and about 140 since, and 10 or 50 on AMD
-//! parts by generation (docs/perf.md, session 12, with the sources and this
+//! parts by generation (docs/perf.md, "Measurements behind the design", with the sources and this
 //! project's host's 69 TSC ticks). A wait counted in hints therefore lasts a
 //! different time on every host, and where a hint is cheap the slip is too
 //! short to let the producer get ahead. On x86_64 this wait reads the TSC

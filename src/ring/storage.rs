@@ -1,4 +1,4 @@
-//! Where the ring's cursors and slots live (STYLE.md practice 7).
+//! Where the ring's cursors and slots live.
 //!
 //! The protocol in [`super::queue`] is generic over a [`Storage`]:
 //!
@@ -1027,7 +1027,7 @@ impl Storage for MappedStorage {
     #[cfg(feature = "std")]
     fn snapshot(&self) -> Vec<u8> {
         let mut out = vec![0u8; mapped_len(self.cap)];
-        // Word-wise atomic copy (STYLE.md practice 4).
+        // Word-wise atomic copy: never a `&[u8]` over shared memory.
         for (i, chunk) in out.chunks_mut(8).enumerate() {
             // SAFETY: word `i < mapped_len(cap) / 8` is inside the block
             // `init_raw` checked (8-aligned from the 64-aligned base), and

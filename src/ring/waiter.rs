@@ -112,7 +112,7 @@ pub fn eventfd_factory() -> WaitableFactory {
     std::sync::Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
 }
 
-/// How a waiter waits (issue "waiting modes").
+/// How a waiter waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitMode {
     /// Check once (`is_completed`) and return.
@@ -120,7 +120,7 @@ pub enum WaitMode {
     /// Spin re-checking for up to `max` (and never past the wait's
     /// timeout; at least one re-check, so a zero `max` is exactly one),
     /// then block. A time, not a count of spin hints: a hint's
-    /// cost differs tenfold between cores (docs/perf.md, session 12).
+    /// cost differs tenfold between cores (docs/perf.md, "Measurements behind the design").
     SpinThenBlock {
         /// How long to spin before blocking.
         max: Duration,

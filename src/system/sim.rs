@@ -117,8 +117,8 @@ impl SimCase {
                 items.push(format!("{kind}@{trigger}{core}"));
             }
         }
-        // Every item above is in the spec language: a refusal is a bug here
-        // (it used to empty the whole mix without a word).
+        // Every item above is in the spec language: a refusal is a bug here,
+        // and failing loudly keeps it from emptying the mix without a word.
         let faults = FaultSpec::parse(&items.join(",")).expect("a derived fault spec parses");
         SimCase {
             seed,
@@ -850,8 +850,8 @@ pub fn swarm(
 mod tests {
     use super::*;
 
-    /// A case that panics ends the swarm with its panic; the progress loop
-    /// used to wait for the panicked thread's count for good.
+    /// A case that panics ends the swarm with its panic, rather than leaving
+    /// the progress loop waiting for the panicked thread's count for good.
     #[test]
     fn a_panicking_case_ends_the_swarm() {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -918,9 +918,9 @@ mod tests {
                 kinds.insert(t.split('@').next().unwrap().to_string());
             }
         }
-        // A quarter of the cases draw no faults; a spec that did not parse
-        // (a probability on one core did not, until session 14) emptied
-        // more, and such rules never ran.
+        // A quarter of the cases draw no faults; more would mean that some
+        // derived specs fail to parse (a probability on one core, say) and
+        // their rules never run.
         assert!(none > 0 && none < 120, "{none} of 400 cases without faults");
         assert!(chance_on_a_core > 0, "a probability on one core is drawn");
         assert_eq!(

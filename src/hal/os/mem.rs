@@ -1,5 +1,6 @@
 //! Mapped memory reached only through raw pointers with atomic or volatile
-//! access (STYLE.md practice 4).
+//! access (a `&T` over bytes another party writes would be undefined
+//! behaviour).
 //!
 //! [`Mapping`] owns one `mmap` (anonymous `MAP_SHARED`, or a `MAP_SHARED` file
 //! such as a slab under `/dev/shm`). [`Region`] is a bounds-checked window into

@@ -668,8 +668,8 @@ mod tests {
     /// A writer that exits, with a Prometheus scrape between the periods
     /// that is the read to see the exit: the next period still forces the
     /// final report of every group, including one whose own period is not
-    /// due. (The scrape used to make the exit invisible to the period's
-    /// before-and-after comparison, so the slow group kept repeating its
+    /// due. (Were the scrape to hide the exit from the period's
+    /// before-and-after comparison, the slow group would keep repeating its
     /// value from before the last executions.)
     #[test]
     fn an_exit_a_scrape_saw_first_still_forces_the_final_report() {
