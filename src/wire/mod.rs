@@ -3,11 +3,14 @@
 //!
 //! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
 //! ABI block is declared once, with `wire_block!` (`src/macros.rs`): the C
-//! field names with the spec's literal offsets and sizes give the `LAYOUT`
-//! descriptor, the offset consts and a compile-time assert per row. Each
-//! module adds checked parsing that returns [`WireError`] instead of panicking
-//! on untrusted bytes, emit, and an annotated hex dump
-//! ([`layout::annotated_dump`]) used by snapshots and error messages.
+//! field names with the spec's literal offsets and sizes, and the Rust field
+//! and type of each, give the value type, its checked `parse` (a
+//! [`WireError`], never a panic, on untrusted bytes), `encode` / `emit`, the
+//! `LAYOUT` descriptor, the offset consts, the compile-time asserts and an
+//! annotated hex dump ([`layout::annotated_dump`]) used by snapshots and
+//! error messages. Blocks whose bytes do not map one field to one value
+//! (the seq_id bitfield, the UDMA descriptor views, the NQ record) declare
+//! their layout the same way and read it with a codec of their own.
 //!
 //! docs/abi.md §1 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
 //! [`device_request`], [`work_item`]. Device side: [`udma`] (from
@@ -104,27 +107,6 @@ impl WireError {
     }
 }
 
-/// The `encode` of a block whose value writes only its field bytes (`put`):
-/// the fields over zero padding.
-pub(crate) fn encode_fields<const N: usize>(put: impl FnOnce(&mut [u8])) -> [u8; N] {
-    let mut b = [0u8; N];
-    put(&mut b);
-    b
-}
-
-/// The `emit` of such a block: refuse a `buf` shorter than `block`, then
-/// `put` the field bytes into it; padding (and anything past the block) is
-/// left as it is.
-pub(crate) fn emit_fields(
-    block: &layout::Block,
-    buf: &mut [u8],
-    put: impl FnOnce(&mut [u8]),
-) -> Result<(), WireError> {
-    need(block.name, buf, block.size)?;
-    put(buf);
-    Ok(())
-}
-
 /// Check that `bytes` holds at least `need` bytes for `block`.
 pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {
     if bytes.len() < need {
@@ -155,10 +137,6 @@ pub(crate) mod le {
         let mut a = [0u8; 8];
         a.copy_from_slice(&b[off..off + 8]);
         u64::from_le_bytes(a)
-    }
-    /// Write a little-endian `u16` at `off`.
-    pub fn put_u16(b: &mut [u8], off: usize, v: u16) {
-        b[off..off + 2].copy_from_slice(&v.to_le_bytes());
     }
     /// Write a little-endian `u32` at `off`.
     pub fn put_u32(b: &mut [u8], off: usize, v: u32) {

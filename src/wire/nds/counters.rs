@@ -21,27 +21,15 @@
 use super::super::layout::Span;
 use super::super::WireError;
 use super::region;
+pub use super::region::{
+    BASE_CORES, EXT_CORES, EXT_NC_COUNTER_COUNT, EXT_NC_DATA_COUNT, MAX_CORES, NC_COUNTER_COUNT,
+    ND_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT,
+};
 
-/// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
-pub const ND_COUNTER_COUNT: usize = 31;
 /// `NDS_ND_COUNTER_LAST`: the named ND counters ([`NdCounter`]; 14 in 2.31).
 pub const ND_COUNTER_NAMED: usize = NdCounter::ALL.len();
-/// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
-pub const NC_COUNTER_COUNT: usize = 31;
-/// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
-pub const EXT_NC_COUNTER_COUNT: usize = 64;
-/// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
-pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
 /// Named EXT NC counters ([`NcCounter`] from 31 on; 31..=40 in 2.31).
 pub const EXT_NC_COUNTER_NAMED: usize = NcCounter::ALL.len() - NC_COUNTER_COUNT;
-/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
-pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
-/// NeuronCores with a row in the ND/NC/EXT bands.
-pub const MAX_CORES: usize = 16;
-/// `NDS_MAX_NEURONCORE_COUNT`: cores 0-3 use the original band.
-pub const BASE_CORES: usize = 4;
-/// `NDS_EXT_MAX_NEURONCORE_COUNT`: cores 4-15 use the EXT NC-data band.
-pub const EXT_CORES: usize = MAX_CORES - BASE_CORES;
 
 /// `BIT_INDEX_TEST_FEATURE` (neuron_ds.h:96).
 pub const FEATURE_TEST: u32 = 0;
