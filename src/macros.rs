@@ -263,12 +263,14 @@ macro_rules! wire_block {
                 pub const $K: usize = $o;
             )?)*
 
-            pub(crate) const ROWS: &[$crate::wire::layout::Row] = &[$(
-                $crate::wire::layout::Row::$kind(
-                    concat!(".", wire_block!(@name $nm)), $o, $n,
-                    wire_block!(@inner $($T)?), wire_block!(@align [$($T)?] $($al)?),
-                ),
-            )*];
+            pub(crate) const ROWS: &[$crate::wire::layout::Row] = &[$($crate::wire::layout::Row {
+                kind: $crate::wire::layout::Kind::$kind,
+                name: concat!(".", wire_block!(@name $nm)),
+                offset: $o,
+                size: $n,
+                inner: wire_block!(@inner $($T)?),
+                align: wire_block!(@align [$($T)?] $($al)?),
+            },)*];
             const COUNT: usize = $crate::wire::layout::field_count(ROWS);
             const PARTS: [(&str, &str); COUNT] = $crate::wire::layout::parts(ROWS);
             const NAMES: [u8; $crate::wire::layout::joined_len(&PARTS)] =

@@ -51,6 +51,13 @@ impl Field {
             origin: Origin::Seed,
         }
     }
+    /// A field that is ours to define.
+    pub const fn ours(name: &'static str, offset: usize, size: usize) -> Self {
+        Self {
+            origin: Origin::Ours,
+            ..Self::seed(name, offset, size)
+        }
+    }
     /// One past the field's last byte.
     pub const fn end(&self) -> usize {
         self.offset + self.size
@@ -202,70 +209,50 @@ array_codec!(u8, u32);
 /// `.`) or a padding gap. Only the macro builds these.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Row {
-    field: Field,
-    gap: Gap,
+    pub kind: Kind,
+    pub name: &'static str,
+    pub offset: usize,
+    pub size: usize,
     /// The rows a block-typed field expands into (empty: one row).
-    inner: &'static [Field],
+    pub inner: &'static [Field],
     /// C alignment of the field's type (0: not known, no C check).
-    align: usize,
+    pub align: usize,
 }
 
+/// A row's kind, as the declaration spells it.
+#[allow(non_camel_case_types)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Gap {
-    No,
+pub(crate) enum Kind {
+    /// A field the spec states.
+    seed,
+    /// A field we chose inside a size the spec gives.
+    ours,
     /// Alignment padding: C inserts exactly these bytes.
-    Pad,
+    pad,
     /// Declared bytes that no field names.
-    Reserved,
+    reserved,
 }
 
 impl Row {
-    pub const fn seed(n: &'static str, o: usize, s: usize, i: &'static [Field], a: usize) -> Row {
-        Row::new(Field::seed(n, o, s), Gap::No, i, a)
-    }
-    pub const fn ours(n: &'static str, o: usize, s: usize, i: &'static [Field], a: usize) -> Row {
-        let mut f = Field::seed(n, o, s);
-        f.origin = Origin::Ours;
-        Row::new(f, Gap::No, i, a)
-    }
-    pub const fn pad(_: &str, o: usize, s: usize, _: &[Field], _: usize) -> Row {
-        Row::new(Field::seed("", o, s), Gap::Pad, &[], 0)
-    }
-    pub const fn reserved(_: &str, o: usize, s: usize, _: &[Field], _: usize) -> Row {
-        Row::new(Field::seed("", o, s), Gap::Reserved, &[], 0)
-    }
-    const fn new(field: Field, gap: Gap, inner: &'static [Field], align: usize) -> Row {
-        Row {
-            field,
-            gap,
-            inner,
-            align,
-        }
-    }
     /// How many fields this row gives.
     const fn count(&self) -> usize {
-        match (self.gap, self.inner.len()) {
-            (Gap::No, 0) => 1,
-            (Gap::No, n) => n,
-            _ => 0,
+        match (self.kind, self.inner.len()) {
+            (Kind::pad | Kind::reserved, _) => 0,
+            (_, 0) => 1,
+            (_, n) => n,
         }
     }
     /// Its `k`th field, named by the inner row's name alone (the row's own
     /// name is the prefix [`parts`] puts before it).
     const fn nth(&self, k: usize) -> Field {
-        if self.inner.is_empty() {
-            return Field {
-                name: "",
-                ..self.field
-            };
-        }
-        let f = self.inner[k];
+        let ours = matches!(self.kind, Kind::ours);
+        let f = match self.inner.is_empty() {
+            true => Field::seed("", 0, self.size),
+            false => self.inner[k],
+        };
         Field {
-            offset: self.field.offset + f.offset,
-            origin: match self.field.origin {
-                Origin::Ours => Origin::Ours,
-                Origin::Seed => f.origin,
-            },
+            offset: self.offset + f.offset,
+            origin: if ours { Origin::Ours } else { f.origin },
             ..f
         }
     }
@@ -288,7 +275,7 @@ pub(crate) const fn parts<const N: usize>(rows: &[Row]) -> [(&'static str, &'sta
     while i < rows.len() {
         let mut k = 0;
         while k < rows[i].count() {
-            out[n] = (rows[i].field.name, rows[i].nth(k).name);
+            out[n] = (rows[i].name, rows[i].nth(k).name);
             (n, k) = (n + 1, k + 1);
         }
         i += 1;
@@ -371,12 +358,12 @@ pub(crate) const fn fields<const N: usize>(rows: &[Row], names: &[&'static str; 
 pub(crate) const fn row_follows(rows: &[Row], offset: usize, size: usize) -> bool {
     let mut i = 0;
     while i < rows.len() {
-        let f = &rows[i].field;
-        if f.offset == offset && f.size == size && size > 0 {
+        let r = &rows[i];
+        if r.offset == offset && r.size == size && size > 0 {
             return if i == 0 {
                 offset == 0
             } else {
-                rows[i - 1].field.end() == offset
+                rows[i - 1].offset + rows[i - 1].size == offset
             };
         }
         i += 1;
@@ -387,7 +374,7 @@ pub(crate) const fn row_follows(rows: &[Row], offset: usize, size: usize) -> boo
 /// Where the last row ends.
 pub(crate) const fn rows_end(rows: &[Row]) -> usize {
     match rows.last() {
-        Some(r) => r.field.end(),
+        Some(r) => r.offset + r.size,
         None => 0,
     }
 }
@@ -418,10 +405,10 @@ pub(crate) const fn c_layout(rows: &[Row], size: usize) -> bool {
         } else {
             align
         };
-        let ok = match r.gap {
-            Gap::No => r.align > 0 && r.field.offset % r.align == 0,
-            Gap::Pad => r.field.size < next,
-            Gap::Reserved => true,
+        let ok = match r.kind {
+            Kind::seed | Kind::ours => r.align > 0 && r.offset % r.align == 0,
+            Kind::pad => r.size < next,
+            Kind::reserved => true,
         };
         if !ok {
             return false;
@@ -523,10 +510,21 @@ fn dump_range(out: &mut String, name: &str, off: usize, len: usize, bytes: &[u8]
 mod tests {
     use super::*;
 
+    const fn row(kind: Kind, name: &'static str, offset: usize, size: usize, align: usize) -> Row {
+        Row {
+            kind,
+            name,
+            offset,
+            size,
+            inner: &[],
+            align,
+        }
+    }
+
     const ROWS: &[Row] = &[
-        Row::seed(".a", 0, 4, &[], 4),
-        Row::pad("", 4, 4, &[], 0),
-        Row::ours(".b", 8, 8, &[], 8),
+        row(Kind::seed, ".a", 0, 4, 4),
+        row(Kind::pad, "", 4, 4, 0),
+        row(Kind::ours, ".b", 8, 8, 8),
     ];
     const PARTS: [(&str, &str); 2] = parts(ROWS);
     const NAMES: [u8; joined_len(&PARTS)] = joined(&PARTS);
@@ -558,30 +556,36 @@ mod tests {
             ("b", Origin::Ours)
         );
         // A gap, a wrong size or a wrong first offset is refused.
-        let gap = [Row::seed(".a", 0, 4, &[], 4), Row::seed(".b", 6, 2, &[], 2)];
+        let gap = [
+            row(Kind::seed, ".a", 0, 4, 4),
+            row(Kind::seed, ".b", 6, 2, 2),
+        ];
         assert!(!row_follows(&gap, 6, 2));
         assert!(!row_follows(ROWS, 8, 2));
-        assert!(!row_follows(&[Row::seed(".a", 1, 4, &[], 4)], 1, 4));
+        assert!(!row_follows(&[row(Kind::seed, ".a", 1, 4, 4)], 1, 4));
     }
 
     #[test]
     fn c_layout_refuses_what_a_compiler_would_not_do() {
         // A u64 at 4, a pad longer than the alignment, a size not a multiple.
         assert!(!c_layout(
-            &[Row::seed(".a", 0, 4, &[], 4), Row::seed(".b", 4, 8, &[], 8)],
+            &[
+                row(Kind::seed, ".a", 0, 4, 4),
+                row(Kind::seed, ".b", 4, 8, 8)
+            ],
             12
         ));
         let long_pad = [
-            Row::seed(".a", 0, 4, &[], 4),
-            Row::pad("", 4, 8, &[], 0),
-            Row::seed(".b", 12, 4, &[], 4),
+            row(Kind::seed, ".a", 0, 4, 4),
+            row(Kind::pad, "", 4, 8, 0),
+            row(Kind::seed, ".b", 12, 4, 4),
         ];
         assert!(!c_layout(&long_pad, 16));
         assert!(!c_layout(&ROWS[..1], 6));
         let reserved = [
-            Row::seed(".a", 0, 4, &[], 4),
-            Row::reserved("", 4, 8, &[], 0),
-            Row::seed(".b", 12, 4, &[], 4),
+            row(Kind::seed, ".a", 0, 4, 4),
+            row(Kind::reserved, "", 4, 8, 0),
+            row(Kind::seed, ".b", 12, 4, 4),
         ];
         assert!(c_layout(&reserved, 16));
     }
@@ -589,7 +593,10 @@ mod tests {
     #[test]
     fn nested_rows_are_renamed_and_shifted() {
         const INNER: &[Field] = &[Field::seed(".x", 0, 4), Field::seed(".y", 4, 4)];
-        const R: &[Row] = &[Row::ours(".o", 8, 8, INNER, 4)];
+        const R: &[Row] = &[Row {
+            inner: INNER,
+            ..row(Kind::ours, ".o", 8, 8, 4)
+        }];
         const P: [(&str, &str); 2] = parts(R);
         const N: [u8; joined_len(&P)] = joined(&P);
         const F: [Field; 2] = fields(R, &split(&N, &P, 1));

@@ -27,7 +27,7 @@
 use super::device_request::Engine;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
-use super::{le, WireError};
+use super::le;
 
 wire_block! {
     /// Layout (ours, docs/abi.md §1.13: the NQ entry format is not public).
@@ -163,30 +163,6 @@ error_enum! {
         BadSource(u8) => "nq_entry.flags: source {0} is not defined",
         /// Reserved flag bits set.
         ReservedFlags(u8) => "nq_entry.flags: reserved bits {0:#04x} set",
-    }
-}
-
-impl From<NqError> for WireError {
-    fn from(e: NqError) -> Self {
-        let (field, value) = match e {
-            NqError::Truncated { got } => {
-                return WireError::Truncated {
-                    block: "nq_entry",
-                    need: SIZE,
-                    got,
-                }
-            }
-            NqError::BadEngine(v) => ("engine", v),
-            NqError::BadKind(v) => ("kind", v),
-            NqError::BadClass { class, .. } => ("class", class),
-            NqError::BadSource(v) => ("flags", v),
-            NqError::ReservedFlags(v) => ("flags", v),
-        };
-        WireError::InvalidField {
-            block: "nq_entry",
-            field,
-            value: u64::from(value),
-        }
     }
 }
 

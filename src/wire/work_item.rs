@@ -28,7 +28,7 @@
 //!
 //! [`Origin::Ours`]: super::layout::Origin::Ours
 
-use super::layout::{self, Codec, Field, Origin};
+use super::layout::{self, Origin};
 use super::nq::ErrorClass;
 use super::status::NrtStatus;
 
@@ -143,8 +143,6 @@ pub const SUBMISSION_TS: usize = off::RESP + resp_off::TS_START;
 pub const DEVICE_ID: usize = off::RESP + resp_off::DEVICE_ID;
 /// The schedule path's `device_tpb_idx` store.
 pub const DEVICE_TPB_IDX: usize = off::RESP + resp_off::DEVICE_TPB_IDX;
-/// Size of a `struct timespec` (two `i64`).
-pub const TIMESPEC_SIZE: usize = 16;
 /// Raw `err_class` meaning "no error" (class `k` is stored as `k + 1`).
 pub const ERR_CLASS_NONE: u32 = 0;
 /// The largest raw `err_class`: 1 + the last [`ErrorClass`] (`Runtime`).
@@ -169,36 +167,15 @@ codec_as!(Option<ErrorClass>: u32, |c| match c {
 });
 codec_as!(WorkType: u32, |t| t as u32, |raw| WorkType::from_index(raw));
 
-/// A `struct timespec` (`tv_sec`, `tv_nsec`, both `i64`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Timespec {
-    /// Whole seconds.
-    pub tv_sec: i64,
-    /// Nanoseconds, `0..1_000_000_000` in a valid value.
-    pub tv_nsec: i64,
-}
-
-/// A timespec whose `tv_nsec` is outside `0..1e9` is refused.
-impl Codec for Timespec {
-    const SIZE: usize = TIMESPEC_SIZE;
-    const ALIGN: usize = 8;
-    const ROWS: &'static [Field] = &[Field::seed(".tv_sec", 0, 8), Field::seed(".tv_nsec", 8, 8)];
-    fn put(&self, b: &mut [u8]) {
-        let (sec, nsec) = b.split_at_mut(8);
-        self.tv_sec.put(sec);
-        self.tv_nsec.put(nsec);
-    }
-    fn get(b: &[u8]) -> Result<Self, usize> {
-        let (sec, nsec) = b.split_at(8.min(b.len()));
-        let t = Timespec {
-            tv_sec: i64::get(sec)?,
-            tv_nsec: i64::get(nsec).map_err(|_| 8usize)?,
-        };
-        if t.is_valid() {
-            Ok(t)
-        } else {
-            Err(8)
-        }
+wire_block! {
+    /// A `struct timespec` (`tv_sec`, `tv_nsec`, both `i64`). Parsing
+    /// refuses a `tv_nsec` outside `0..1_000_000_000`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub struct Timespec: "timespec", TIMESPEC_SIZE = 16, TIMESPEC_LAYOUT, ts_off {
+        /// Whole seconds.
+        seed TV_SEC tv_sec: i64 = 0, 8;
+        /// Nanoseconds.
+        seed TV_NSEC tv_nsec: i64 = 8, 8 if |v| (0..Timespec::NANOS_PER_SEC).contains(v);
     }
 }
 
