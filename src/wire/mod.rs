@@ -1,5 +1,5 @@
-//! The byte layer: every block the two seeds define, as checked byte views or
-//! padding-free `#[repr(C)]` types.
+//! The byte layer: every block the two seeds define, as values with checked
+//! parsing and exact encoding, or checked byte views.
 //!
 //! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
 //! ABI block is declared once, with `wire_block!` (`src/macros.rs`): the C

@@ -20,9 +20,8 @@
 //!
 //! Every offset and size the seed states is a `const` assert, checked three
 //! ways where the seed gives three sources: the hard number, the C macro chain
-//! re-evaluated in Rust ([`region::chain`]), and a private `#[repr(C)]` mirror
-//! of the C struct measured with `offset_of!`/`size_of` (LP64 targets only,
-//! the ABI's only data model).
+//! re-evaluated in Rust ([`region::chain`]), and the C layout rule applied to
+//! each record's declared types (LP64, the ABI's only data model).
 
 pub mod counters;
 pub mod fnv;
