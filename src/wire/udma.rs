@@ -335,10 +335,10 @@ impl MetaCtrl {
         } else if self.op as u32 > OP_MASK {
             ("op", self.op)
         } else {
-            return Ok(self.is_last_block as u32 * META_IS_LAST_BLOCK
-                | self.is_first_block as u32 * META_IS_FIRST_BLOCK
-                | self.copy_source_data as u32 * META_COPY_SOURCE_DATA
-                | self.write_barrier as u32 * META_WRITE_BARRIER
+            return Ok((self.is_last_block as u32 * META_IS_LAST_BLOCK)
+                | (self.is_first_block as u32 * META_IS_FIRST_BLOCK)
+                | (self.copy_source_data as u32 * META_COPY_SOURCE_DATA)
+                | (self.write_barrier as u32 * META_WRITE_BARRIER)
                 | (self.op_type as u32) << OP_TYPE_SHIFT
                 | (self.op as u32) << OP_SHIFT);
         };
