@@ -5,18 +5,18 @@
 //! The simulated device writes one entry per engine that ran into that
 //! engine's NQ ring when a request finishes; the worker harvests them.
 //!
-//! | offset | field | meaning |
-//! |---|---|---|
-//! | +0x00 | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
-//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
-//! | +0x05 | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
-//! | +0x06 | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
-//! | +0x07 | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
-//! | +0x08 | `start_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when the engine started |
-//! | +0x0C | `end_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when it finished |
+//! | field | meaning |
+//! |---|---|
+//! | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
+//! | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
+//! | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
+//! | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
+//! | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
+//! | `start_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when the engine started |
+//! | `end_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when it finished |
 //!
-//! The phase bit lives in the second 32-bit word (+0x04..+0x08, with the
-//! engine, kind and class): the writer stores the other three words first and
+//! The phase bit lives in the second 32-bit word (with the engine, kind and
+//! class): the writer stores the other three words first and
 //! this word last with release ordering, and the reader loads it first with
 //! acquire ordering (`device::nq`). Timestamps wrap after 2^32 cycles; a
 //! latency is `end_cycle.wrapping_sub(start_cycle)`.
@@ -48,7 +48,7 @@ const _: () = assert!(PHASE_WORD % 4 == 0 && field::FLAGS < PHASE_WORD + 4);
 
 /// Index of the phase word among the entry's four little-endian u32 words.
 pub const PHASE_WORD_INDEX: usize = PHASE_WORD / 4;
-/// The phase bit inside the phase word (flags bit 0, byte +0x07).
+/// The phase bit inside the phase word (flags bit 0).
 pub const PHASE_WORD_BIT: u32 = 1 << ((field::FLAGS - PHASE_WORD) * 8);
 
 /// Number of engines ([`Engine`]).

@@ -2,10 +2,9 @@
 //! slot's `exec_info` points at, and its 112-byte `infer_resp_t`
 //! completion-response area at +0x28.
 //!
-//! The outer struct is a 4-byte `type` at +0x00, 4 bytes of alignment, then a
-//! 200-byte union at +0x08 whose EXECUTE arm is `exec`: `mod_ref` +0x08,
-//! `resources` +0x10, `compute_idx` +0x18, `sync_point_cpu_timestamp` +0x20,
-//! `resp` (`infer_resp_t`) +0x28, `sync_exec` +0xC8 (ending at 0xD0).
+//! The outer struct is a 4-byte `type`, 4 bytes of alignment, then a
+//! 200-byte union whose EXECUTE arm is `exec` (the rows of
+//! [`TpbExecutionInfo`]).
 //!
 //! What the seed fixes inside `infer_resp_t`: its size (112), `ts_start` (the
 //! submission timestamp, a `timespec`) at resp+0x10 = absolute +0x38, and the
@@ -152,8 +151,8 @@ const _: () = assert!(ERR_CLASS_MAX == 6);
 const _: () = assert!(SIZE - EXEC == 200); // the union
                                            // The absolute positions the seed states: the schedule path's stores.
 const _: () = assert!(SUBMISSION_TS == 0x38 && DEVICE_ID == 0x90 && DEVICE_TPB_IDX == 0x92);
-// Our reading of the docs/abi.md §1.6 discrepancy: resp is the 112 bytes from +0x28, it
-// ends where wait_event_data starts, and the +0x90/+0x92 stores fall inside.
+// Our reading of the docs/abi.md §1.6 discrepancy: resp ends where
+// wait_event_data starts, and the schedule path's two stores fall inside.
 const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
 const _: () = assert!(WAIT_EVENT_DATA_LEN == 48);
 

@@ -7,10 +7,10 @@
 //!
 //! | band | region | holds | element index |
 //! |---|---|---|---|
-//! | ND | `nd_counters` @0x8 | 31 counters | `1 + i` |
-//! | NC | `nc_counters` @0x100 | cores 0-3, counters 0..=30 | `32 + core*31 + c` |
-//! | EXT NC | `ext_nc_counters` @0xda80 | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
-//! | EXT NC-data | `ext_nc_data` @0xe280 | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
+//! | ND | `nd_counters` | 31 counters | `1 + i` |
+//! | NC | `nc_counters` | cores 0-3, counters 0..=30 | `32 + core*31 + c` |
+//! | EXT NC | `ext_nc_counters` | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
+//! | EXT NC-data | `ext_nc_data` | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
 //!
 //! Byte offset = element index * 8. One deliberate tightening of docs/abi.md §2.5: the
 //! seed's pseudo-code bounds `counter_index` only for cores 4-15; for cores
@@ -55,7 +55,7 @@ const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
 const _: () = assert!(EXT_CORES == 12);
 
 wire_enum! {
-    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (docs/abi.md §2.4).
+    /// ND (per-NeuronDevice) counter indices, `nd_counters` (docs/abi.md §2.4).
     /// Indices 14..=30 are reserved headroom.
     pub enum NdCounter(u32) {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
@@ -226,11 +226,11 @@ pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
 /// Which of the three NC bands a (core, counter) pair lives in (docs/abi.md §2.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcBand {
-    /// `nc_counters` @0x100: cores 0-3, counters 0..=30.
+    /// `nc_counters`: cores 0-3, counters 0..=30.
     Base,
-    /// `ext_nc_counters` @0xda80: cores 0-3, counters 31..=94.
+    /// `ext_nc_counters`: cores 0-3, counters 31..=94.
     ExtCounters,
-    /// `ext_nc_data` @0xe280: cores 4-15, counters 0..=94.
+    /// `ext_nc_data`: cores 4-15, counters 0..=94.
     ExtData,
 }
 
