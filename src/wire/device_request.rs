@@ -22,7 +22,7 @@
 //! engines PE, ACT, POOL, DVE, SP. The bytes win:
 //! [`DeviceExecRequest::with_engine_addresses`] fills all five.
 
-use super::{le, need, WireError};
+use super::{need, read, write, WireError};
 
 wire_block! {
     /// `device_exec_request_t` (docs/abi.md §1.5; all fields seed-stated):
@@ -128,14 +128,17 @@ impl DeviceExecRequest {
     pub fn encode_buffer(&self, cc_dma_increment: u32) -> [u8; BUFFER_SIZE] {
         let mut b = [0u8; BUFFER_SIZE];
         let _ = self.emit(&mut b);
-        le::put_u32(&mut b, CC_DMA_INCREMENT_OFF, cc_dma_increment);
+        write::<u32>(&mut b, CC_DMA_INCREMENT_OFF, cc_dma_increment);
         b
     }
 
     /// Decode a whole 0x38-byte request buffer into (body, `cc_dma_increment`).
     pub fn parse_buffer(bytes: &[u8]) -> Result<(Self, u32), WireError> {
         need(BUFFER_LAYOUT.name, bytes, BUFFER_SIZE)?;
-        Ok((Self::parse(bytes)?, le::u32_at(bytes, CC_DMA_INCREMENT_OFF)))
+        Ok((
+            Self::parse(bytes)?,
+            read::<u32>(bytes, CC_DMA_INCREMENT_OFF),
+        ))
     }
 
     /// Each engine's joined 64-bit address, one line each (the arrays dump
@@ -177,45 +180,45 @@ impl<T: AsRef<[u8]>> RequestView<T> {
 
     /// `do_model_switch`.
     pub fn do_model_switch(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::DO_MODEL_SWITCH)
+        read::<u32>(self.buf.as_ref(), off::DO_MODEL_SWITCH)
     }
 
     /// The engine's 64-bit address, from its low and high words.
     pub fn engine_address(&self, engine: Engine) -> u64 {
         let b = self.buf.as_ref();
-        let lo = le::u32_at(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
-        let hi = le::u32_at(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
+        let lo = read::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
+        let hi = read::<u32>(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
         (u64::from(hi) << 32) | u64::from(lo)
     }
 
     /// `reload_seq_config`.
     pub fn reload_seq_config(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
+        read::<u32>(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
     }
 
     /// `load_act_dve_tables`.
     pub fn load_act_dve_tables(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
+        read::<u32>(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
     }
 
     /// The trailer, when the view covers the whole 0x38-byte buffer.
     pub fn cc_dma_increment(&self) -> Option<u32> {
         let b = self.buf.as_ref();
-        (b.len() >= BUFFER_SIZE).then(|| le::u32_at(b, CC_DMA_INCREMENT_OFF))
+        (b.len() >= BUFFER_SIZE).then(|| read::<u32>(b, CC_DMA_INCREMENT_OFF))
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
     /// Set `do_model_switch`.
     pub fn set_do_model_switch(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
+        write::<u32>(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
     }
 
     /// Set one engine's low and high words.
     pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
         let b = self.buf.as_mut();
-        le::put_u32(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
-        le::put_u32(
+        write::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
+        write::<u32>(
             b,
             off::ENG_ADDRESSES_HI + 4 * engine.index(),
             (addr >> 32) as u32,
@@ -224,18 +227,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
 
     /// Set `reload_seq_config`.
     pub fn set_reload_seq_config(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
+        write::<u32>(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
     }
 
     /// Set `load_act_dve_tables`.
     pub fn set_load_act_dve_tables(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
+        write::<u32>(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
     }
 
     /// Set the trailer; refused when the view holds only the 52-byte body.
     pub fn set_cc_dma_increment(&mut self, v: u32) -> Result<(), WireError> {
         need(BUFFER_LAYOUT.name, self.buf.as_ref(), BUFFER_SIZE)?;
-        le::put_u32(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
+        write::<u32>(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
         Ok(())
     }
 }

@@ -74,7 +74,7 @@ impl ExecSlot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{le, WireError};
+    use crate::wire::{write, WireError};
 
     #[test]
     fn emit_leaves_the_hole_alone() {
@@ -99,7 +99,7 @@ mod tests {
             })
         );
         let mut b = ExecSlot::submitted(SeqId(1), 0, 0).encode();
-        le::put_u32(&mut b, off::MARK_COMP_EFD, (-2i32) as u32);
+        write::<u32>(&mut b, off::MARK_COMP_EFD, (-2i32) as u32);
         assert!(matches!(
             ExecSlot::parse(&b),
             Err(WireError::InvalidField {

@@ -120,30 +120,16 @@ pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(),
     }
 }
 
-/// Little-endian readers over a slice already length-checked by [`need`].
-pub(crate) mod le {
-    /// Read a little-endian `u16` at `off`.
-    pub fn u16_at(b: &[u8], off: usize) -> u16 {
-        u16::from_le_bytes([b[off], b[off + 1]])
-    }
-    /// Read a little-endian `u32` at `off`.
-    pub fn u32_at(b: &[u8], off: usize) -> u32 {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(&b[off..off + 4]);
-        u32::from_le_bytes(a)
-    }
-    /// Read a little-endian `u64` at `off`.
-    pub fn u64_at(b: &[u8], off: usize) -> u64 {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[off..off + 8]);
-        u64::from_le_bytes(a)
-    }
-    /// Write a little-endian `u32` at `off`.
-    pub fn put_u32(b: &mut [u8], off: usize, v: u32) {
-        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    /// Write a little-endian `u64` at `off`.
-    pub fn put_u64(b: &mut [u8], off: usize, v: u64) {
-        b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+/// The little-endian `T` at byte `at` of `b` (zero when `b` is too short:
+/// callers check the length first, with [`need`]).
+pub(crate) fn read<T: layout::Codec + Default>(b: &[u8], at: usize) -> T {
+    let d = b.get(at..at.saturating_add(T::SIZE));
+    d.and_then(|d| T::get(d).ok()).unwrap_or_default()
+}
+
+/// Write `v` little-endian at byte `at` of `b` (nothing when `b` is too short).
+pub(crate) fn write<T: layout::Codec>(b: &mut [u8], at: usize, v: T) {
+    if let Some(d) = b.get_mut(at..at.saturating_add(T::SIZE)) {
+        v.put(d);
     }
 }

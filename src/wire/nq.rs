@@ -27,7 +27,7 @@
 use super::device_request::Engine;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
-use super::le;
+use super::{read, write};
 
 wire_block! {
     /// Layout (ours, docs/abi.md §1.13: the NQ entry format is not public).
@@ -177,13 +177,13 @@ impl NqEntry {
             Kind::Error(c) => (KIND_ERROR, c as u8),
         };
         let mut b = [0u8; SIZE];
-        le::put_u32(&mut b, field::EXEC_ID, self.exec_id);
+        write::<u32>(&mut b, field::EXEC_ID, self.exec_id);
         b[field::ENGINE] = self.engine;
         b[field::KIND] = kind;
         b[field::CLASS] = class;
         b[field::FLAGS] = u8::from(self.phase) | ((self.source as u8) << SOURCE_SHIFT);
-        le::put_u32(&mut b, field::START_CYCLE, self.start_cycle);
-        le::put_u32(&mut b, field::END_CYCLE, self.end_cycle);
+        write::<u32>(&mut b, field::START_CYCLE, self.start_cycle);
+        write::<u32>(&mut b, field::END_CYCLE, self.end_cycle);
         Ok(b)
     }
 
@@ -223,13 +223,13 @@ impl NqEntry {
             k => return Err(NqError::BadKind(k)),
         };
         Ok(NqEntry {
-            exec_id: le::u32_at(bytes, field::EXEC_ID),
+            exec_id: read::<u32>(bytes, field::EXEC_ID),
             engine,
             kind,
             source,
             phase: flags & FLAG_PHASE != 0,
-            start_cycle: le::u32_at(bytes, field::START_CYCLE),
-            end_cycle: le::u32_at(bytes, field::END_CYCLE),
+            start_cycle: read::<u32>(bytes, field::START_CYCLE),
+            end_cycle: read::<u32>(bytes, field::END_CYCLE),
         })
     }
 

@@ -15,7 +15,7 @@ use core::mem::size_of;
 
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
-use super::{le, need, WireError};
+use super::{need, read, WireError};
 
 /// Mask of the 48-bit `seq_num` field.
 pub const SEQ_NUM_MASK: u64 = 0xFFFF_FFFF_FFFF;
@@ -88,7 +88,7 @@ impl XuId {
     /// Decode the first 2 bytes (every bit pattern is an XU id).
     pub fn parse(bytes: &[u8]) -> Result<XuId, WireError> {
         need("xu_id_t", bytes, XU_ID_SIZE)?;
-        Ok(XuId(le::u16_at(bytes, 0)))
+        Ok(XuId(read::<u16>(bytes, 0)))
     }
 }
 
@@ -161,7 +161,7 @@ impl SeqId {
     /// Decode the first 8 bytes (every bit pattern is a seq_id).
     pub fn parse(bytes: &[u8]) -> Result<SeqId, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
-        Ok(SeqId(le::u64_at(bytes, 0)))
+        Ok(SeqId(read::<u64>(bytes, 0)))
     }
     /// Annotated hex dump.
     #[cfg(feature = "std")]

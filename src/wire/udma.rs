@@ -25,7 +25,7 @@ use bitflags::bitflags;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::layout::Block;
-use super::{le, WireError};
+use super::{read, write, WireError};
 
 /// Required alignment of a descriptor in its ring.
 pub const ALIGN: usize = 16;
@@ -412,9 +412,9 @@ fn encode(
 ) -> Result<[u8; SIZE], UdmaError> {
     ctrl.check_view(view)?;
     let mut b = [0u8; SIZE];
-    le::put_u32(&mut b, field::LEN_CTRL, ctrl.encode()?);
-    le::put_u32(&mut b, field::WORD1, word1?);
-    le::put_u64(&mut b, field::PTR, tail);
+    write::<u32>(&mut b, field::LEN_CTRL, ctrl.encode()?);
+    write::<u32>(&mut b, field::WORD1, word1?);
+    write::<u64>(&mut b, field::PTR, tail);
     Ok(b)
 }
 
@@ -424,9 +424,13 @@ fn decode(view: View, bytes: &[u8]) -> Result<(LenCtrl, u32, u64), UdmaError> {
     let Some(b) = bytes.first_chunk::<SIZE>() else {
         return Err(UdmaError::Truncated { got: bytes.len() });
     };
-    let ctrl = LenCtrl::decode(le::u32_at(b, field::LEN_CTRL))?;
+    let ctrl = LenCtrl::decode(read::<u32>(b, field::LEN_CTRL))?;
     ctrl.check_view(view)?;
-    Ok((ctrl, le::u32_at(b, field::WORD1), le::u64_at(b, field::PTR)))
+    Ok((
+        ctrl,
+        read::<u32>(b, field::WORD1),
+        read::<u64>(b, field::PTR),
+    ))
 }
 
 /// Two `u32` as the 8-byte tail, `lo` first.
@@ -523,7 +527,7 @@ pub fn dump(view: View, bytes: &[u8]) -> String {
         let _ = writeln!(out, "  {}", UdmaError::Truncated { got: bytes.len() });
         return out;
     };
-    let _ = match LenCtrl::decode(le::u32_at(b, field::LEN_CTRL)) {
+    let _ = match LenCtrl::decode(read::<u32>(b, field::LEN_CTRL)) {
         Ok(c) => {
             let mut names: Vec<&str> = c.flags.iter_names().map(|(n, _)| n).collect();
             if names.is_empty() {
@@ -535,7 +539,7 @@ pub fn dump(view: View, bytes: &[u8]) -> String {
         Err(e) => writeln!(out, "  len_ctrl: {e}"),
     };
     if view != View::S2m {
-        let _ = match MetaCtrl::decode(le::u32_at(b, field::WORD1)) {
+        let _ = match MetaCtrl::decode(read::<u32>(b, field::WORD1)) {
             Ok(m) => writeln!(
                 out,
                 "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",

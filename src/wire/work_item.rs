@@ -321,7 +321,7 @@ const fn label_parts<const N: usize>() -> [(&'static str, &'static str); N] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{le, WireError};
+    use crate::wire::{write, WireError};
 
     #[test]
     fn trace_labels() {
@@ -386,7 +386,7 @@ mod tests {
             })
         ));
         let mut r = InferResp::default().encode();
-        le::put_u64(&mut r, resp_off::TS_END + 8, 1_000_000_000);
+        write::<u64>(&mut r, resp_off::TS_END + 8, 1_000_000_000);
         assert!(InferResp::parse(&r).is_err());
     }
 

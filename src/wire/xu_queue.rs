@@ -126,7 +126,7 @@ impl XuQueueHeader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::le;
+    use crate::wire::write;
 
     #[test]
     fn emit_touches_only_field_bytes() {
@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn cursor_top_bits_refused() {
         let mut b = XuQueueHeader::new(XuId(0), 0, 4).encode();
-        le::put_u64(&mut b, off::SCHEDULED_HEAD, 1 << 48);
+        write::<u64>(&mut b, off::SCHEDULED_HEAD, 1 << 48);
         assert_eq!(
             XuQueueHeader::parse(&b),
             Err(WireError::InvalidField {
