@@ -956,10 +956,10 @@ mod tests {
         assert_eq!(pool.load(&hal, 1, 2), Err(BadItem::Unparsable));
     }
 
-    /// The response the worker stores reads back as the same record, and
-    /// the trace labels name the C fields.
+    /// The response the worker stores reads back as the same record (the
+    /// trace labels of its fields: `wire::work_item`'s tests).
     #[test]
-    fn stored_response_reads_back_and_fields_are_named() {
+    fn stored_response_reads_back() {
         let mut hal = FakeHal::new();
         let pool = ItemPool::new(&mut hal, 0, 2).unwrap();
         let mut info = TpbExecutionInfo::execute(1, 0, 0);
