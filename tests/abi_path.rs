@@ -27,7 +27,7 @@ use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 use xunds::wire::seq_id::SeqId;
-use xunds::wire::work_item::{off, SIZE};
+use xunds::wire::work_item::{off, SIZE, SUBMISSION_TS};
 use xunds::NrtStatus;
 
 /// How a test spoils the first execution's work item.
@@ -244,7 +244,7 @@ fn a_future_submission_time_still_times_out() {
         |hal, lane, _| {
             hal.store_u64(
                 lane.pool().region(),
-                off::SUBMISSION_TS,
+                SUBMISSION_TS,
                 1 << 40,
                 Ordering::Relaxed,
             )
@@ -537,7 +537,7 @@ fn trace_shows_item_loads_and_response_stores_for_every_execution() {
                 ("copy_out", 0x00, "tpb_execution_info_t.type", 40),
                 (
                     "copy_out",
-                    off::SUBMISSION_TS,
+                    SUBMISSION_TS,
                     "tpb_execution_info_t.resp.ts_start.tv_sec",
                     16
                 ),

@@ -166,7 +166,7 @@ pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
     match region {
         RegionId::Regs { .. } => reg::name(off),
         RegionId::Dmem { .. } if off == dmem::REQUEST => Some("REQUEST"),
-        RegionId::WorkItems { .. } => crate::actors::work::item_field_name(off),
+        RegionId::WorkItems { .. } => crate::wire::work_item::field_name(off),
         RegionId::Dram => {
             let in_area = off as u64 % CORE_AREA;
             if in_area == core_area::EVENT_VALUE {
