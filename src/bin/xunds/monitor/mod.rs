@@ -187,7 +187,13 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     let stdout = std::io::stdout();
     loop {
         let doc = match monitor.lock() {
-            Ok(mut m) => m.tick(),
+            Ok(mut m) => {
+                let doc = m.tick();
+                for line in m.take_log() {
+                    eprintln!("xunds monitor: {line}");
+                }
+                doc
+            }
             Err(_) => {
                 eprintln!("xunds monitor: internal error: state poisoned");
                 return ExitCode::FAILURE;

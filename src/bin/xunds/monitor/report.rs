@@ -1,27 +1,42 @@
 //! The neuron-monitor JSON document, field for field, and how each metric
 //! group is computed from two counter samples.
 //!
-//! Names, nesting and units are neuron-monitor's (its user guide, "The JSON
-//! output format"). Fields that are ours, not neuron-monitor's:
-//! `neuron_runtime_data[].slab` (the slab path) and
-//! `execution_stats.latency_stats.mean` (the datastore keeps latency sums,
-//! not distributions, so the percentile objects are `null` and the mean over
-//! the period is given here).
+//! Names, nesting, types and units are neuron-monitor's (its user guide,
+//! "The JSON output format"). Fields that are ours, not neuron-monitor's
+//! (its consumers ignore them): `neuron_runtime_data[].state` (`running`,
+//! or `exited`: these are the writer's final counters), `.slab` (the slab
+//! path) and `execution_stats.latency_stats.mean` (the datastore keeps
+//! latency sums, not distributions, so the percentile objects are `null`
+//! and the mean over the period is given here).
+//!
+//! Every group's `period` is the time its values cover: since the group was
+//! last computed, or for its first value since the start of what it
+//! measures (the runtime's start for a runtime's groups, the boot for the
+//! system's).
 
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
 
-use xunds::nds::RecordRead;
+use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
+use xunds::nds::{Counters, RecordRead};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 
 use super::sys::{round2, CpuTimes, ProcStat};
-use super::watch::{Counters, Sample};
+use super::watch::Sample;
 
 /// A JSON object whose keys keep the order they were pushed in (`"0"`,
 /// `"1"`, ..., `"10"` rather than a string sort).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Ordered<T>(pub Vec<(String, T)>);
+
+#[cfg(test)]
+impl<T> Ordered<T> {
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&T> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
 
 impl<T: Serialize> Serialize for Ordered<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -51,12 +66,17 @@ pub struct Document {
 pub struct RuntimeEntry {
     /// The writing process (0 when unknown).
     pub pid: u32,
+    /// Always "" (no network address: the runtime is a local process).
+    pub address: String,
     /// The process-info tag (the pid when the runtime published none).
     pub neuron_runtime_tag: String,
     /// What went wrong reading this runtime ("" when fine).
     pub error: String,
     /// The groups.
     pub report: Report,
+    /// Ours: `running`, `exited` (the writer is gone: its final counters)
+    /// or `unknown` (never read, or no writer seen).
+    pub state: &'static str,
     /// Ours: the slab's path.
     pub slab: String,
 }
@@ -104,76 +124,14 @@ pub struct CoreUse {
 pub struct ExecutionStats {
     /// Measured seconds.
     pub period: f64,
-    /// Error classes over the period.
-    pub error_summary: ErrorSummary,
-    /// Outcomes over the period.
-    pub execution_summary: ExecutionSummary,
+    /// Error classes over the period ([`ERROR_CLASSES`]).
+    pub error_summary: Ordered<u64>,
+    /// Outcomes over the period ([`OUTCOMES`]).
+    pub execution_summary: Ordered<u64>,
     /// Latency over the period.
     pub latency_stats: LatencyStats,
     /// "" when fine.
     pub error: String,
-}
-
-/// `error_summary`
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ErrorSummary {
-    /// ERR_GENERIC
-    pub generic: u64,
-    /// ERR_NUMERICAL
-    pub numerical: u64,
-    /// ERR_TRANSIENT
-    pub transient: u64,
-    /// ERR_MODEL
-    pub model: u64,
-    /// ERR_RT
-    pub runtime: u64,
-    /// ERR_HW
-    pub hardware: u64,
-}
-
-/// `execution_summary`
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ExecutionSummary {
-    /// INFER_COMPLETED
-    pub completed: u64,
-    /// INFER_COMPLETED_WITH_ERR
-    pub completed_with_err: u64,
-    /// INFER_COMPLETED_WITH_NUM_ERR
-    pub completed_with_num_err: u64,
-    /// INFER_TIMED_OUT
-    pub timed_out: u64,
-    /// INFER_INCORRECT_INPUT
-    pub incorrect_input: u64,
-    /// INFER_FAILED_TO_QUEUE
-    pub failed_to_queue: u64,
-}
-
-impl ExecutionSummary {
-    /// The six outcomes with their neuron-monitor names, in order.
-    pub fn pairs(&self) -> [(&'static str, u64); 6] {
-        [
-            ("completed", self.completed),
-            ("completed_with_err", self.completed_with_err),
-            ("completed_with_num_err", self.completed_with_num_err),
-            ("timed_out", self.timed_out),
-            ("incorrect_input", self.incorrect_input),
-            ("failed_to_queue", self.failed_to_queue),
-        ]
-    }
-}
-
-impl ErrorSummary {
-    /// The six classes with their neuron-monitor names, in order.
-    pub fn pairs(&self) -> [(&'static str, u64); 6] {
-        [
-            ("generic", self.generic),
-            ("numerical", self.numerical),
-            ("transient", self.transient),
-            ("model", self.model),
-            ("runtime", self.runtime),
-            ("hardware", self.hardware),
-        ]
-    }
 }
 
 /// `latency_stats`: the percentile objects are `null` (the datastore keeps
@@ -226,8 +184,8 @@ pub struct RuntimeUsedBytes {
 pub struct UsageBreakdown {
     /// Host side.
     pub host: HostBreakdown,
-    /// Per core in use.
-    pub neuroncore_memory_usage: Ordered<CoreMemory>,
+    /// Per core in use, its device memory by kind ([`CORE_MEMORY`]).
+    pub neuroncore_memory_usage: Ordered<Ordered<u64>>,
 }
 
 /// Host memory by kind.
@@ -255,34 +213,6 @@ impl HostBreakdown {
 /// release one).
 fn byte_sum(xs: impl IntoIterator<Item = u64>) -> u64 {
     xs.into_iter().fold(0, u64::saturating_add)
-}
-
-/// One core's device memory by kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CoreMemory {
-    /// MEM_USAGE_CONSTANTS_DEVICE
-    pub constants: u64,
-    /// MEM_USAGE_CODE_DEVICE
-    pub model_code: u64,
-    /// MEM_USAGE_SCRATCHPAD_DEVICE
-    pub model_shared_scratchpad: u64,
-    /// MEM_USAGE_MISC_DEVICE
-    pub runtime_memory: u64,
-    /// MEM_USAGE_TENSORS_DEVICE
-    pub tensors: u64,
-}
-
-impl CoreMemory {
-    /// The five kinds with their metric suffixes, in order.
-    pub fn pairs(&self) -> [(&'static str, u64); 5] {
-        [
-            ("constants", self.constants),
-            ("model_code", self.model_code),
-            ("model_shared_scratchpad", self.model_shared_scratchpad),
-            ("runtime_memory", self.runtime_memory),
-            ("tensors", self.tensors),
-        ]
-    }
 }
 
 /// One loaded model (one model record).
@@ -378,15 +308,27 @@ pub struct UserSystem {
 /// `system_data`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SystemData {
-    /// `null`: no Neuron driver, no hardware ECC counters.
+    /// `neuron_hw_counters`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub neuron_hw_counters: Option<serde_json::Value>,
+    pub neuron_hw_counters: Option<HwCounters>,
     /// `vcpu_usage`
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vcpu_usage: Option<VcpuUsage>,
     /// `memory_info`
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_info: Option<MemoryInfo>,
+}
+
+/// `neuron_hw_counters`: no Neuron driver, so no device and an error that
+/// says so.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HwCounters {
+    /// Measured seconds.
+    pub period: f64,
+    /// Always empty.
+    pub neuron_devices: Vec<()>,
+    /// Why there is no device.
+    pub error: String,
 }
 
 /// `vcpu_usage`
@@ -526,34 +468,26 @@ fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
     now.nc(core, c).saturating_sub(was.nc(core, c))
 }
 
-fn dsum(now: &Counters, was: &Counters, c: NcCounter) -> u64 {
-    now.sum(c).saturating_sub(was.sum(c))
+/// `(name, growth)` of each counter of `table` summed over the cores.
+fn growth(now: &Counters, was: &Counters, table: &[(&str, NcCounter)]) -> Ordered<u64> {
+    Ordered(
+        table
+            .iter()
+            .map(|(n, c)| (n.to_string(), now.sum(*c).saturating_sub(was.sum(*c))))
+            .collect(),
+    )
 }
 
 /// `execution_stats` from the counter growth between `was` and `now`
 /// over `secs`.
 pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionStats {
-    let g = |c| dsum(now, was, c);
+    let g = |c: NcCounter| now.sum(c).saturating_sub(was.sum(c));
     let count = g(NcCounter::InferenceCount);
     let mean = |c| (count > 0).then(|| g(c) as f64 / count as f64 / 1e9);
     ExecutionStats {
         period: secs,
-        error_summary: ErrorSummary {
-            generic: g(NcCounter::ErrGeneric),
-            numerical: g(NcCounter::ErrNumerical),
-            transient: g(NcCounter::ErrTransient),
-            model: g(NcCounter::ErrModel),
-            runtime: g(NcCounter::ErrRt),
-            hardware: g(NcCounter::ErrHw),
-        },
-        execution_summary: ExecutionSummary {
-            completed: g(NcCounter::InferCompleted),
-            completed_with_err: g(NcCounter::InferCompletedWithErr),
-            completed_with_num_err: g(NcCounter::InferCompletedWithNumErr),
-            timed_out: g(NcCounter::InferTimedOut),
-            incorrect_input: g(NcCounter::InferIncorrectInput),
-            failed_to_queue: g(NcCounter::InferFailedToQueue),
-        },
+        error_summary: growth(now, was, &ERROR_CLASSES),
+        execution_summary: growth(now, was, &OUTCOMES),
         latency_stats: LatencyStats {
             total_latency: None,
             device_latency: None,
@@ -564,12 +498,6 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
         },
         error: String::new(),
     }
-}
-
-/// The execution summary of cumulative counters (for Prometheus counters).
-pub fn cumulative_summary(now: &Counters) -> (ExecutionSummary, ErrorSummary) {
-    let e = execution_stats(now, &Counters::zero(), 0.0);
-    (e.execution_summary, e.error_summary)
 }
 
 /// `neuroncore_counters`: per core in use, device time (LATENCY_DEVICE, in
@@ -651,21 +579,14 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
 }
 
 /// Per core in use, its device memory by kind.
-pub fn core_memory(now: &Counters) -> Ordered<CoreMemory> {
+pub fn core_memory(now: &Counters) -> Ordered<Ordered<u64>> {
     Ordered(
         now.cores_in_use()
             .map(|core| {
-                let g = |c| now.nc(core, c);
-                (
-                    core.to_string(),
-                    CoreMemory {
-                        constants: g(NcCounter::MemUsageConstantsDevice),
-                        model_code: g(NcCounter::MemUsageCodeDevice),
-                        model_shared_scratchpad: g(NcCounter::MemUsageScratchpadDevice),
-                        runtime_memory: g(NcCounter::MemUsageMiscDevice),
-                        tensors: g(NcCounter::MemUsageTensorsDevice),
-                    },
-                )
+                let kinds = CORE_MEMORY
+                    .iter()
+                    .map(|(n, c)| (n.to_string(), now.nc(core, *c)));
+                (core.to_string(), Ordered(kinds.collect()))
             })
             .collect(),
     )
@@ -673,7 +594,7 @@ pub fn core_memory(now: &Counters) -> Ordered<CoreMemory> {
 
 /// Current host and device totals with their breakdown.
 pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
-    let nd = |c: NdCounter| now.nd[c as usize];
+    let nd = |c: NdCounter| now.nd(c);
     let host = HostBreakdown {
         application_memory: byte_sum([
             nd(NdCounter::MemUsageCodeHost),
@@ -685,7 +606,12 @@ pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
         tensors: nd(NdCounter::MemUsageTensorsHost),
     };
     let cores = core_memory(now);
-    let neuron_device = byte_sum(cores.0.iter().flat_map(|(_, m)| m.pairs().map(|(_, v)| v)));
+    let neuron_device = byte_sum(
+        cores
+            .0
+            .iter()
+            .flat_map(|(_, m)| m.0.iter().map(|(_, v)| *v)),
+    );
     RuntimeUsedBytes {
         host: host.total(),
         neuron_device,
@@ -705,8 +631,7 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
         match m {
             RecordRead::Fresh(r) => {
                 let core = usize::from(r.nc_index);
-                let running = core < xunds::nds::index::CORES
-                    && d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
+                let running = d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
                 models.push(model_entry(r, running));
             }
             RecordRead::Unpublished => {}
@@ -778,8 +703,8 @@ mod tests {
 
     #[test]
     fn execution_stats_are_deltas_with_a_mean() {
-        let mut was = Counters::zero();
-        let mut now = Counters::zero();
+        let mut was = Counters::ZERO;
+        let mut now = Counters::ZERO;
         set(&mut was, 0, NcCounter::InferCompleted, 10);
         set(&mut now, 0, NcCounter::InferCompleted, 25);
         set(&mut now, 2, NcCounter::InferCompleted, 5);
@@ -787,8 +712,8 @@ mod tests {
         set(&mut now, 2, NcCounter::LatencyTotal, 4_000);
         set(&mut now, 1, NcCounter::ErrHw, 3);
         let e = execution_stats(&now, &was, 1.0);
-        assert_eq!(e.execution_summary.completed, 20);
-        assert_eq!(e.error_summary.hardware, 3);
+        assert_eq!(e.execution_summary.get("completed"), Some(&20));
+        assert_eq!(e.error_summary.get("hardware"), Some(&3));
         assert_eq!(e.latency_stats.mean.total_latency, Some(1e-6));
         assert_eq!(e.latency_stats.mean.device_latency, Some(0.0));
         let none = execution_stats(&was, &was, 1.0);
@@ -797,8 +722,8 @@ mod tests {
 
     #[test]
     fn utilization_is_device_time_over_the_period_capped() {
-        let was = Counters::zero();
-        let mut now = Counters::zero();
+        let was = Counters::ZERO;
+        let mut now = Counters::ZERO;
         set(&mut now, 1, NcCounter::LatencyDevice, 250_000_000);
         set(&mut now, 1, NcCounter::MacCount, 1000);
         set(&mut now, 3, NcCounter::LatencyDevice, 5_000_000_000);

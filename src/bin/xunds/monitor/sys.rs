@@ -37,15 +37,25 @@ pub fn process_cpu_ticks(pid: u32) -> Result<(u64, u64), String> {
     parse_cpu_ticks(&s).ok_or_else(|| format!("/proc/{pid}/stat: unexpected format"))
 }
 
-/// How long ago process `pid` started (field 22 `starttime` against
-/// `/proc/uptime`).
-pub fn process_age(pid: u32) -> Option<Duration> {
+/// When process `pid` started, in clock ticks after boot (field 22
+/// `starttime`): with the pid, it names one process (a pid is reused, a
+/// start time with it is not).
+pub fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let start_ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
-    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
-    let up: f64 = uptime.split_ascii_whitespace().next()?.parse().ok()?;
-    let start = start_ticks as f64 / clk_tck() as f64;
-    Some(Duration::from_secs_f64((up - start).max(0.0)))
+    stat_fields(&stat)?.get(19)?.parse().ok()
+}
+
+/// Time since boot (`/proc/uptime`).
+pub fn uptime() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/uptime").ok()?;
+    let up: f64 = s.split_ascii_whitespace().next()?.parse().ok()?;
+    Duration::try_from_secs_f64(up).ok()
+}
+
+/// How long ago process `pid` started.
+pub fn process_age(pid: u32) -> Option<Duration> {
+    let start = Duration::from_secs_f64(start_ticks(pid)? as f64 / clk_tck() as f64);
+    Some(uptime()?.saturating_sub(start))
 }
 
 /// One CPU line of `/proc/stat`, in ticks.

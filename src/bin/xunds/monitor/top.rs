@@ -23,7 +23,7 @@ use ratatui::Frame;
 use xunds::wire::nds::counters::NcCounter;
 
 use super::engine::Monitor;
-use super::watch::Counters;
+use xunds::nds::Counters;
 
 /// A live terminal view of running xunds processes, as neuron-top.
 ///
@@ -130,7 +130,7 @@ pub fn view(
     let mut tabs = Vec::new();
     for rt in monitor.runtimes() {
         let mut tab = Tab {
-            title: format!("{} {}", rt.owner().pid(), rt.tag()),
+            title: format!("{} {}", rt.pid(), rt.tag()),
             error: rt.error(),
             ..Tab::default()
         };
