@@ -766,3 +766,167 @@ fn top_runs_in_a_terminal_and_shows_the_cores() {
     assert!(screen.contains("nc0") && screen.contains("nc2"), "{screen}");
     assert!(screen.contains("mlp-x"), "{screen}");
 }
+
+// ---- the /metrics endpoint against hostile local clients ----
+
+/// A monitor serving /metrics (on a slab that does not exist: the
+/// endpoint is what is tested), with its descriptors limited to `nofile`
+/// when given; its address.
+fn serving_monitor(nofile: Option<u64>) -> (Child, String) {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = xunds([
+        "monitor",
+        "--prometheus",
+        ":0",
+        "--quiet",
+        "--period",
+        "200ms",
+        "/nonexistent-xunds-endpoint-test.nds",
+    ]);
+    if let Some(n) = nofile {
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of
+        // the parent; the struct is on the child's stack.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut mon = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(mon.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("serving line: {line}"))
+        .to_string();
+    (mon, addr)
+}
+
+/// A scrape that must be answered within `limit`.
+fn scrape_within(addr: &str, limit: Duration) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("the listener is up");
+    s.set_read_timeout(Some(limit)).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)
+        .unwrap_or_else(|e| panic!("no answer within {limit:?}: {e}"));
+    assert!(resp.starts_with("HTTP/1.1 200 "), "{resp}");
+    assert!(resp.contains("instance_info{"), "{resp}");
+    resp
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Idle connections past the process's descriptor limit neither close the
+/// listener nor pile up: the oldest make room, and a scrape is answered.
+/// (With 64 descriptors, about 50 idle connections used to end the
+/// server's accept loop for good.)
+#[test]
+fn idle_connections_past_the_descriptor_limit_stop_no_scrape() {
+    let (mut mon, addr) = serving_monitor(Some(64));
+    let idle: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        scrape_within(&addr, Duration::from_secs(10));
+    }
+    // Bounded: at most 64 connections of ours, whatever the clients hold.
+    assert!(
+        open_fds(mon.id()) <= 64,
+        "{} descriptors",
+        open_fds(mon.id())
+    );
+    drop(idle);
+    assert!(mon.try_wait().unwrap().is_none(), "the monitor died");
+    stop(mon);
+}
+
+/// A client that pipelines requests and never reads its responses holds
+/// no one up: it gets one response and a closed connection.
+#[test]
+fn a_pipelining_client_that_never_reads_starves_no_one() {
+    let (mon, addr) = serving_monitor(None);
+    let mut greedy = std::net::TcpStream::connect(&addr).unwrap();
+    greedy.set_nonblocking(true).unwrap();
+    let many = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2000);
+    let _ = greedy.write(many.as_bytes());
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        scrape_within(&addr, Duration::from_secs(5));
+    }
+    drop(greedy);
+    stop(mon);
+}
+
+/// A request head that never ends is cut at the limit (8 KiB) with 431 and
+/// the connection closed, instead of being buffered without bound; a client
+/// that sends a byte now and then is closed after its time, and others are
+/// answered meanwhile.
+#[test]
+fn endless_and_slow_request_heads_are_cut() {
+    let (mon, addr) = serving_monitor(None);
+    let mut endless = std::net::TcpStream::connect(&addr).unwrap();
+    endless
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 256 << 20 {
+        match endless.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    assert!(sent < 256 << 20, "256 MiB of one header line taken");
+    let mut resp = Vec::new();
+    let _ = endless.read_to_end(&mut resp);
+    let resp = String::from_utf8_lossy(&resp);
+    assert!(
+        resp.is_empty() || resp.starts_with("HTTP/1.1 431 "),
+        "{resp}"
+    );
+    // The server's memory stayed small.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", mon.id())).unwrap();
+    let hwm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap();
+    assert!(hwm_kb < 64 * 1024, "peak RSS {hwm_kb} kB");
+
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /metr").unwrap();
+    let t = Instant::now();
+    scrape_within(&addr, Duration::from_secs(5));
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "a slow client held its connection {waited:?}"
+    );
+    stop(mon);
+}

@@ -412,10 +412,10 @@ fn step(c: &mut Conn, monitor: &Mutex<Monitor>) {
             }
         }
         // Answered: read and drop what the client still sends until it
-        // closes, so that closing first cannot reset the connection under
-        // a response it has not read yet.
+        // closes (at most MAX_HEAD bytes more), so that closing first does
+        // not reset the connection under a response it has not read yet.
         Some(_) => match c.stream.read(&mut buf) {
-            Ok(n) if n > 0 => {}
+            Ok(n) if n > 0 && c.head.len() <= 2 * MAX_HEAD => c.head.extend_from_slice(&buf[..n]),
             Err(e) if again(&e) => {}
             _ => c.done = true,
         },
