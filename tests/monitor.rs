@@ -49,17 +49,21 @@ fn shape(v: &Value) -> Value {
 }
 
 fn once(args: &[&str]) -> Value {
+    let (code, doc, err) = once_with_status(args);
+    assert_eq!(code, Some(0), "monitor failed: {err}");
+    doc
+}
+
+/// `xunds monitor --once ARGS`: its exit code, its one document, its stderr.
+fn once_with_status(args: &[&str]) -> (Option<i32>, Value, String) {
     let out = xunds(["monitor", "--once"].iter().chain(args))
         .output()
         .expect("run xunds monitor");
-    assert!(
-        out.status.success(),
-        "monitor failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "one document per line: {text}");
-    serde_json::from_str(&text).expect("valid JSON")
+    let doc = serde_json::from_str(&text).expect("valid JSON");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), doc, err)
 }
 
 fn runtimes(doc: &Value) -> &Vec<Value> {
@@ -491,8 +495,12 @@ fn bad_files_are_errors_in_the_document_not_crashes() {
     let missing = dir.join("missing");
     let paths = [&garbage, &short, &zero, &missing, &dir];
     let args: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
-    let doc = once(&args);
+    // The document still comes, each error in it; the reasons are on
+    // stderr too, one line each, and the exit is 1.
+    let (code, doc, err) = once_with_status(&args);
     let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 5, "{err}");
     let errors: Vec<String> = runtimes(&doc)
         .iter()
         .map(|r| r["error"].as_str().unwrap().to_string())

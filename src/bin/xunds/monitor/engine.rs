@@ -511,6 +511,15 @@ impl Monitor {
         std::mem::take(&mut self.log)
     }
 
+    /// Why each named slab could not be read at the last tick.
+    pub fn unreadable(&self) -> Vec<String> {
+        self.runtimes
+            .iter()
+            .filter(|r| r.explicit)
+            .filter_map(|r| r.read_error.clone())
+            .collect()
+    }
+
     /// The runtimes currently reported (tag filter applied).
     pub fn runtimes(&mut self) -> impl Iterator<Item = &mut Runtime> + '_ {
         let config = &self.config;

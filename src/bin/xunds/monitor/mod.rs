@@ -53,7 +53,7 @@ pub struct MonitorArgs {
     pub dir: Option<PathBuf>,
     /// Time between documents (e.g. 5s, 200ms); a configuration file's
     /// periods take precedence.
-    #[arg(long, default_value = "5s", value_parser = config::parse_period)]
+    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
     pub period: Duration,
     /// Print one document (counting from each runtime's start) and exit.
     #[arg(long, conflicts_with = "prometheus")]
@@ -121,23 +121,36 @@ pub fn default_dir() -> PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
-/// Build the monitor from the sources and configuration options.
+/// Build the monitor from the sources and configuration options; on an
+/// error, one line `<command>: <what>` on stderr and the exit code: 2 for
+/// a configuration that says something wrong, 1 for a file or directory
+/// that cannot be read.
 pub fn build(
+    command: &str,
     slabs: &[PathBuf],
     dir: Option<&PathBuf>,
     config: Option<&PathBuf>,
     period: Duration,
-) -> Result<Monitor, String> {
+) -> Result<Monitor, ExitCode> {
+    let fail = |code: u8, e: String| {
+        eprintln!("{command}: {e}");
+        ExitCode::from(code)
+    };
     let cfg = match config {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            config::Config::parse(&text, period, &mut |w| eprintln!("xunds monitor: {w}"))
-                .map_err(|e| format!("{}: {e}", p.display()))?
+            let text =
+                std::fs::read_to_string(p).map_err(|e| fail(1, format!("{}: {e}", p.display())))?;
+            config::Config::parse(&text, period, &mut |w| eprintln!("{command}: {w}"))
+                .map_err(|e| fail(2, format!("{}: {e}", p.display())))?
         }
         None => config::Config::all(period),
     };
-    if let Some(d) = dir.filter(|d| !d.is_dir()) {
-        return Err(format!("--dir {}: not a directory", d.display()));
+    if let Some(d) = dir {
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(fail(1, format!("--dir {}: not a directory", d.display()))),
+            Err(e) => return Err(fail(1, format!("--dir {}: {e}", d.display()))),
+        }
     }
     let sources = if slabs.is_empty() {
         Sources::Dir(dir.cloned().unwrap_or_else(default_dir))
@@ -151,16 +164,14 @@ pub fn build(
 pub fn main(args: MonitorArgs) -> ExitCode {
     install_signals();
     let monitor = match build(
+        "xunds monitor",
         &args.slabs,
         args.dir.as_ref(),
         args.config.as_ref(),
         args.period,
     ) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("xunds monitor: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let tick = monitor.tick_period();
     let monitor = Arc::new(Mutex::new(monitor));
@@ -214,6 +225,20 @@ pub fn main(args: MonitorArgs) -> ExitCode {
             }
         }
         n += 1;
+        if args.once {
+            // A named slab that could not be read fails the one document
+            // (its `error` says why there too).
+            let unreadable = match monitor.lock() {
+                Ok(m) => m.unreadable(),
+                Err(_) => vec!["internal error: state poisoned".into()],
+            };
+            for e in &unreadable {
+                eprintln!("xunds monitor: {e}");
+            }
+            if !unreadable.is_empty() {
+                return ExitCode::FAILURE;
+            }
+        }
         if limit.is_some_and(|l| n >= l) || stopping() {
             return ExitCode::SUCCESS;
         }

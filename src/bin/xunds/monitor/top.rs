@@ -38,7 +38,7 @@ pub struct TopArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Refresh period (e.g. 1s, 500ms).
-    #[arg(long, default_value = "1s", value_parser = super::config::parse_period)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
     pub period: Duration,
 }
 
@@ -374,12 +374,15 @@ fn draw_cores(f: &mut Frame, area: Rect, tab: &Tab) {
 
 /// Run `xunds top`.
 pub fn main(args: TopArgs) -> ExitCode {
-    let mut monitor = match super::build(&args.slabs, args.dir.as_ref(), None, args.period) {
+    let mut monitor = match super::build(
+        "xunds top",
+        &args.slabs,
+        args.dir.as_ref(),
+        None,
+        args.period,
+    ) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("xunds top: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // A full-screen view needs a terminal to draw on and read keys from;
     // without one, say so (exit 2) instead of failing inside the terminal

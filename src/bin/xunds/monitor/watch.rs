@@ -8,7 +8,7 @@
 //! the record hash protocol). What can go wrong with the file is reported
 //! as a string for the runtime's `error`, never as a panic:
 //!
-//! - not there (yet): `cannot open ...: No such file or directory`;
+//! - not there (yet): `...: No such file or directory`;
 //! - not a slab, too short, header zero (mid-commit or released), bad
 //!   magic or version: the reader's own refusal, retried next period;
 //! - truncated while watched: the length is taken with `fstat` on our own
@@ -116,7 +116,7 @@ impl Watch {
                     self.released = true;
                 }
             }
-            Err(e) if self.opened.is_none() => return Err(format!("cannot open {shown}: {e}")),
+            Err(e) if self.opened.is_none() => return Err(format!("{shown}: {e}")),
             Err(_) => note = Some(format!("{shown}: slab file deleted while watched; reading it through the monitor's descriptor")),
         }
         if self.opened.is_none() {
