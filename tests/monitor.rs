@@ -938,3 +938,116 @@ fn endless_and_slow_request_heads_are_cut() {
     );
     stop(mon);
 }
+
+// ---- runtimes that come and go ----
+
+/// A second run on a watched slab that goes past the first run's count
+/// before the monitor looks again is a new runtime counting from zero: the
+/// deltas add up to both runs. (The baselines used to be reset only when
+/// the counters went back, so the second run's first report lost the first
+/// run's count.)
+#[test]
+fn a_bigger_second_run_on_a_watched_slab_counts_from_zero() {
+    let slab = TempSlab::new("monitor-bigger");
+    let p = slab.path().to_str().unwrap().to_string();
+    let mut mon = spawn_monitor(&["--period", "300ms", &p]);
+    let rx = lines(mon.stdout.take().unwrap());
+    let completed = |d: &Value| {
+        runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut docs = vec![next_doc(&rx)];
+    let det = ["--deterministic"];
+    let first = run_json_with(slab.path(), "3000", &det)["completed_ok"]
+        .as_u64()
+        .unwrap();
+    let t = Instant::now();
+    while docs.iter().map(completed).sum::<u64>() < first {
+        assert!(t.elapsed() < Duration::from_secs(20), "no first count");
+        docs.push(next_doc(&rx));
+    }
+    let second = run_json_with(slab.path(), "9000", &det)["completed_ok"]
+        .as_u64()
+        .unwrap();
+    let done = Instant::now();
+    while done.elapsed() < Duration::from_millis(1200) {
+        docs.push(next_doc(&rx));
+    }
+    stop(mon);
+    let sum: u64 = docs.iter().map(completed).sum();
+    let trail: Vec<(u64, String)> = docs.iter().map(|d| (completed(d), error_of(d))).collect();
+    assert_eq!(sum, first + second, "{trail:#?}");
+}
+
+/// `--dir` reports only slabs a running process writes: junk under slab
+/// names, uncommitted files and dead runs' slabs are not runtimes, and
+/// nothing stays once they are gone. (Each one it could not read used to
+/// stay a runtime for good, and every tick compared each name with every
+/// one seen before.)
+#[test]
+fn a_directory_scan_keeps_no_phantom_runtimes() {
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-phantom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Junk under the names of live processes (init, this test) and of
+    // pids no process can have.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut names: Vec<u32> = (0..300).map(|i| pid_max + i).collect();
+    names.extend([1, std::process::id()]);
+    for pid in &names {
+        let body = if pid % 2 == 0 {
+            vec![0u8; 256 * 1024]
+        } else {
+            b"junk".to_vec()
+        };
+        std::fs::write(dir.join(format!("xunds-{pid}.nds")), body).unwrap();
+    }
+    let d = dir.to_str().unwrap();
+    let mut mon = spawn_monitor(&["--period", "100ms", "--dir", d]);
+    let rx = lines(mon.stdout.take().unwrap());
+    for _ in 0..3 {
+        let doc = next_doc(&rx);
+        assert!(runtimes(&doc).is_empty(), "{doc}");
+    }
+    for pid in &names {
+        std::fs::remove_file(dir.join(format!("xunds-{pid}.nds"))).unwrap();
+    }
+    for _ in 0..3 {
+        assert!(runtimes(&next_doc(&rx)).is_empty());
+    }
+    stop(mon);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// More named slabs than the process may map at once (256) are all read:
+/// a watch maps its slab only for the moment of a read. (Past 256, valid
+/// slabs reported "more than 256 guarded file mappings at once".)
+#[test]
+fn more_slabs_than_mappings_at_once_are_all_read() {
+    let slab = TempSlab::new("monitor-many");
+    drop(populated(&slab));
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copies: Vec<String> = (0..300)
+        .map(|i| {
+            let p = dir.join(format!("copy-{i}.nds"));
+            std::fs::copy(slab.path(), &p).unwrap();
+            p.to_str().unwrap().to_string()
+        })
+        .collect();
+    let args: Vec<&str> = copies.iter().map(String::as_str).collect();
+    let doc = once(&args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(runtimes(&doc).len(), 300);
+    for r in runtimes(&doc) {
+        assert_eq!(r["error"], "", "{}", r["slab"]);
+        assert_eq!(
+            r["report"]["execution_stats"]["execution_summary"]["completed"],
+            42
+        );
+    }
+}
