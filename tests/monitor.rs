@@ -715,10 +715,12 @@ fn a_config_file_selects_groups_and_runtimes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("period"));
 }
 
-/// `xunds top` in a real terminal (tmux), when tmux is installed: it shows
-/// the process's tab and its cores, and `q` ends it.
+/// `xunds top` in a real terminal (tmux), when tmux is installed: each
+/// view neuron-top has (title bar, core bars with their average, vCPU,
+/// memory summary, the tree expanded with `x`, FLOPS with `f`, the next tab
+/// with `d`), and `q` ends it.
 #[test]
-fn top_runs_in_a_terminal_and_shows_the_cores() {
+fn top_runs_in_a_terminal_and_shows_every_view() {
     let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).output();
     if tmux(&["-V"]).map(|o| !o.status.success()).unwrap_or(true) {
         eprintln!("tmux not installed: skipped");
@@ -749,15 +751,24 @@ fn top_runs_in_a_terminal_and_shows_the_cores() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let t = Instant::now();
-    let screen = loop {
-        let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
-        let s = String::from_utf8_lossy(&out.stdout).to_string();
-        if s.contains("nc2") || t.elapsed() > Duration::from_secs(10) {
-            break s;
+    let screen_with = |key: Option<&str>, want: &str| {
+        if let Some(k) = key {
+            let _ = tmux(&["send-keys", "-t", &session, k]);
         }
-        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        loop {
+            let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
+            let s = String::from_utf8_lossy(&out.stdout).to_string();
+            if s.contains(want) || t.elapsed() > Duration::from_secs(10) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     };
+    let first = screen_with(None, "NC 2");
+    let tree = screen_with(Some("x"), "mlp-x");
+    let flops = screen_with(Some("f"), "NeuronCore FLOPS");
+    let tab = screen_with(Some("d"), ">");
     let _ = tmux(&["send-keys", "-t", &session, "q"]);
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session])
@@ -770,9 +781,23 @@ fn top_runs_in_a_terminal_and_shows_the_cores() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(screen.contains("monitor-test"), "{screen}");
-    assert!(screen.contains("nc0") && screen.contains("nc2"), "{screen}");
-    assert!(screen.contains("mlp-x"), "{screen}");
+    for want in [
+        "xunds top",
+        "NeuronCore Utilization",
+        "average",
+        "NC 0",
+        "NC 2",
+        "vCPU Utilization",
+        "Memory Usage Summary",
+        "Memory Usage Details",
+        ">all<",
+        "monitor-test",
+    ] {
+        assert!(first.contains(want), "{want:?} missing:\n{first}");
+    }
+    assert!(tree.contains("mlp-x"), "{tree}");
+    assert!(flops.contains("FLOPS"), "{flops}");
+    assert!(tab.contains("monitor-test<"), "{tab}");
 }
 
 // ---- the /metrics endpoint against hostile local clients ----

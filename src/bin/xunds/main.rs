@@ -147,7 +147,8 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         u => return Err(format!("{s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)")),
     };
     let secs = v * scale;
-    if !(secs > 0.0) {
+    // NaN is not a number a period can have either.
+    if secs.is_nan() || secs <= 0.0 {
         return Err(format!("{s:?}: must be positive"));
     }
     if secs > MAX_DURATION.as_secs_f64() {

@@ -237,7 +237,7 @@ pub fn prune_left_behind(dir: &Path, keep: usize) {
             Some((at, p, f))
         })
         .collect();
-    ended.sort_by(|a, b| b.0.cmp(&a.0));
+    ended.sort_by_key(|e| std::cmp::Reverse(e.0));
     for (_, path, locked) in ended.into_iter().skip(keep) {
         let _ = std::fs::remove_file(&path);
         // The lock goes with the descriptor, after the unlink.

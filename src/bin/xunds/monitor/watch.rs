@@ -24,15 +24,12 @@
 use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use xunds::nds::{Counters, ReadOnlySlab, Reader, RecordRead, Snapshot, REQUIRED_SIZE};
 
 /// A successful read of one slab.
 #[derive(Clone, Debug)]
 pub struct Sample {
-    /// When it was taken.
-    pub at: Instant,
     /// The counter words.
     pub counters: Counters,
     /// The records as the reader returned them.
@@ -159,7 +156,6 @@ impl Watch {
         let holder = xunds::hal::mem::lock_holder(file);
         Ok((
             Sample {
-                at: Instant::now(),
                 counters: snap.counters(),
                 snap,
                 holder,
