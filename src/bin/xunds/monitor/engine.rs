@@ -104,6 +104,8 @@ pub struct Runtime {
     writer: Option<Writer>,
     bases: [Option<Base>; 4],
     report: Report,
+    /// Each group's last value without an error.
+    good: Report,
     /// When the writer's exit was first seen (and its final report made).
     exited_at: Option<Instant>,
     /// Tell the groups to report now (exit, new writer).
@@ -125,6 +127,7 @@ impl Runtime {
             writer: None,
             bases: [None, None, None, None],
             report: Report::default(),
+            good: Report::default(),
             exited_at: None,
             force: false,
             generation_seen: 0,
@@ -175,6 +178,12 @@ impl Runtime {
     /// The last computed groups.
     pub fn report(&self) -> &Report {
         &self.report
+    }
+
+    /// Each group's last value computed without an error (what a gauge
+    /// shows until the next good one, as the companion keeps it).
+    pub fn good(&self) -> &Report {
+        &self.good
     }
 
     /// Read the slab once more (a scrape): the cumulative counters now. A
@@ -350,6 +359,24 @@ impl Runtime {
                 counters: s.counters.clone(),
                 cpu: cpu_now,
             });
+        }
+        let (r, g) = (&self.report, &mut self.good);
+        let fine = |e: &str| e.is_empty();
+        if let Some(x) = r.execution_stats.as_ref().filter(|x| fine(&x.error)) {
+            g.execution_stats = Some(x.clone());
+        }
+        if let Some(x) = r.neuroncore_counters.as_ref().filter(|x| fine(&x.error)) {
+            g.neuroncore_counters = Some(x.clone());
+        }
+        if let Some(x) = r.memory_used.as_ref().filter(|x| fine(&x.error)) {
+            g.memory_used = Some(x.clone());
+        }
+        if let Some(x) = r
+            .neuron_runtime_vcpu_usage
+            .as_ref()
+            .filter(|x| fine(&x.error))
+        {
+            g.neuron_runtime_vcpu_usage = Some(x.clone());
         }
         // Groups the configuration no longer enables for this runtime.
         let on = |g: RtGroup| groups.iter().any(|(x, _)| *x == g);

@@ -23,6 +23,7 @@ pub mod top;
 mod watch;
 
 use std::io::Write as _;
+use std::os::fd::AsFd as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,6 +96,21 @@ fn install_signals() {
         libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+}
+
+/// Write all of `bytes` to `out`, giving up on a stop signal (which
+/// interrupts a blocked write: the handler is installed without
+/// `SA_RESTART`).
+fn emit(out: &mut std::fs::File, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted && !stopping() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `true` once SIGINT or SIGTERM arrived.
@@ -195,7 +211,16 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     let print = !(args.quiet && args.prometheus.is_some());
     let start = Instant::now();
     let mut n: u64 = 0;
-    let stdout = std::io::stdout();
+    // Our own descriptor of stdout, written without a buffer that retries
+    // an interrupted write: a stop signal ends a write blocked on a full
+    // pipe.
+    let mut out = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => {
+            eprintln!("xunds monitor: stdout: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     loop {
         let doc = match monitor.lock() {
             Ok(mut m) => {
@@ -218,9 +243,10 @@ pub fn main(args: MonitorArgs) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let mut out = stdout.lock();
-            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-                // The reader went away (`| head`): done, not a failure.
+            if emit(&mut out, format!("{line}\n").as_bytes()).is_err() {
+                // The reader went away (`| head`), or a stop signal came
+                // while a reader that does not read held the write: done,
+                // not a failure.
                 return ExitCode::SUCCESS;
             }
         }

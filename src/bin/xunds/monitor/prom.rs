@@ -185,12 +185,10 @@ pub fn render(monitor: &mut Monitor) -> String {
                 x.put(&name, &help, false, l, c.nc(core, k) as f64);
             }
         }
-        let rep = rt.report();
-        if let Some(n) = rep
-            .neuroncore_counters
-            .as_ref()
-            .filter(|n| n.error.is_empty())
-        {
+        // A gauge shows its group's last value without an error, as the
+        // companion's does.
+        let rep = rt.good();
+        if let Some(n) = &rep.neuroncore_counters {
             for (core, u) in &n.neuroncores_in_use.0 {
                 let l = with(&rl, &[("neuroncore", core)]);
                 x.put(
@@ -202,11 +200,7 @@ pub fn render(monitor: &mut Monitor) -> String {
                 );
             }
         }
-        if let Some(v) = rep
-            .neuron_runtime_vcpu_usage
-            .as_ref()
-            .filter(|v| v.error.is_empty())
-        {
+        if let Some(v) = &rep.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
                 let l = with(&rl, &[("usage_type", t)]);
                 x.put(
