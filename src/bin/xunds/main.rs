@@ -159,7 +159,15 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// A JSON object whose keys keep the order given (names in index order, as
 /// the outputs document), unlike `serde_json::Map`, which sorts them.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Obj<V>(pub Vec<(String, V)>);
+
+impl<V> Obj<V> {
+    /// The value under `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
 
 impl<V: Serialize> Serialize for Obj<V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -26,7 +26,7 @@ use xunds::nds::Counters;
 use xunds::wire::nds::counters::NcCounter;
 
 use super::config::{Config, RtGroup, SysGroup};
-use super::report::{self, Document, HardwareInfo, InstanceInfo, Report, RuntimeEntry, SystemData};
+use super::report::{self, Document, Report, RuntimeEntry, SystemData};
 use super::sys;
 use super::watch::{self, Sample, Watch};
 
@@ -618,8 +618,8 @@ impl Monitor {
         Document {
             neuron_runtime_data: entries,
             system_data: self.system.data.clone(),
-            instance_info: InstanceInfo::default(),
-            neuron_hardware_info: HardwareInfo::offline(),
+            instance_info: report::instance_info(),
+            neuron_hardware_info: report::hardware_info(),
         }
     }
 

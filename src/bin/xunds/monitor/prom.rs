@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
 
 use super::engine::Monitor;
-use super::report::{self, InstanceInfo};
+use super::report;
 
 /// Most connections open at once.
 pub const MAX_CONNS: usize = 64;
@@ -73,14 +73,22 @@ struct Exposition {
 }
 
 impl Exposition {
-    fn put(&mut self, name: &str, help: &str, counter: bool, labels: Labels, v: f64) {
+    fn put(&mut self, name: &str, counter: bool, labels: Labels, v: f64) {
         let kind = if counter { "counter" } else { "gauge" };
         let f = self
             .families
             .entry(name.to_string())
-            .or_insert_with(|| (help.to_string(), kind, BTreeMap::new()));
+            .or_insert_with(|| (help(name), kind, BTreeMap::new()));
         let slot = f.2.entry(labels).or_insert(0.0);
         *slot = if counter { *slot + v } else { v };
+    }
+
+    fn counter(&mut self, name: &str, labels: Labels, v: f64) {
+        self.put(name, true, labels, v);
+    }
+
+    fn gauge(&mut self, name: &str, labels: Labels, v: f64) {
+        self.put(name, false, labels, v);
     }
 
     fn text(&self) -> String {
@@ -106,15 +114,18 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// The companion's instance labels.
-fn instance_labels(i: &InstanceInfo) -> Labels {
+/// The companion's instance labels: `instance_info`'s fields, some
+/// renamed (all empty offline).
+fn instance_labels() -> Labels {
+    let i = report::instance_info();
+    let get = |k: &str| i.get(k).map_or(String::new(), |v| v.to_string());
     vec![
-        ("instance_name", i.instance_name.clone()),
-        ("instance_id", i.instance_id.clone()),
-        ("instance_type", i.instance_type.clone()),
-        ("availability_zone", i.instance_availability_zone.clone()),
-        ("region", i.instance_region.clone()),
-        ("subnet_id", i.subnet_id.clone()),
+        ("instance_name", get("instance_name")),
+        ("instance_id", get("instance_id")),
+        ("instance_type", get("instance_type")),
+        ("availability_zone", get("instance_availability_zone")),
+        ("region", get("instance_region")),
+        ("subnet_id", get("subnet_id")),
     ]
 }
 
@@ -125,11 +136,37 @@ fn with(base: &Labels, extra: &[(&'static str, &str)]) -> Labels {
     l
 }
 
+/// Each family's help text, as the companion's.
+fn help(name: &str) -> String {
+    let fixed = match name {
+        "execution_status_total" => "Execution status total",
+        "execution_errors_total" => "Execution errors total",
+        "neuron_runtime_memory_used_bytes" => "Runtime memory used bytes",
+        "neuroncore_utilization_ratio" => "NeuronCore utilization ratio",
+        "neuron_runtime_vcpu_usage_ratio" => "Runtime vCPU utilization ratio",
+        "system_vcpu_count" => "System vCPU count",
+        "system_vcpu_usage_ratio" => "System CPU utilization ratio",
+        "instance_info" => "EC2 instance information",
+        "neuron_hardware_info" => "Neuron Hardware Information",
+        _ => "",
+    };
+    if let Some(kind) = name.strip_prefix("neuroncore_memory_usage_") {
+        return format!("NeuronCore memory utilization for {kind}");
+    }
+    if let Some(rest) = name.strip_prefix("system_") {
+        // system_memory_total_bytes -> "System memory total_bytes bytes"
+        if let Some((what, stat)) = rest.split_once('_').filter(|_| fixed.is_empty()) {
+            return format!("System {what} {stat} bytes");
+        }
+    }
+    fixed.into()
+}
+
 /// Render one scrape: read every reported slab now (cumulative counters),
-/// take the rate gauges from the last period.
+/// take the rate gauges from each group's last good period.
 pub fn render(monitor: &mut Monitor) -> String {
     let mut x = Exposition::default();
-    let inst = instance_labels(&InstanceInfo::default());
+    let inst = instance_labels();
     for rt in monitor.runtimes() {
         // A scrape reads the slab now; if it cannot, the last good read
         // stands (counters never go back).
@@ -141,145 +178,103 @@ pub fn render(monitor: &mut Monitor) -> String {
         let rl = with(&inst, &[("runtime_tag", &rt.tag())]);
         for (t, k) in OUTCOMES {
             let l = with(&rl, &[("status_type", t)]);
-            x.put(
-                "execution_status_total",
-                "Execution status total",
-                true,
-                l,
-                c.sum(k) as f64,
-            );
+            x.counter("execution_status_total", l, c.sum(k) as f64);
         }
         for (t, k) in ERROR_CLASSES {
             let l = with(&rl, &[("error_type", t)]);
-            x.put(
-                "execution_errors_total",
-                "Execution errors total",
-                true,
-                l,
-                c.sum(k) as f64,
-            );
+            x.counter("execution_errors_total", l, c.sum(k) as f64);
         }
         let used = report::used_bytes(&c);
         for (loc, v) in [("host", used.host), ("neuron_device", used.neuron_device)] {
             let l = with(&rl, &[("memory_location", loc)]);
-            x.put(
-                "neuron_runtime_memory_used_bytes",
-                "Runtime memory used bytes",
-                false,
-                l,
-                v as f64,
-            );
+            x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }
         for core in c.cores_in_use() {
             for (kind, k) in CORE_MEMORY {
-                let name = format!("neuroncore_memory_usage_{kind}");
-                let help = format!("NeuronCore memory utilization for {kind}");
-                // The companion's memory_location label is left unset here.
-                let l = with(
-                    &rl,
-                    &[
-                        ("memory_location", "None"),
-                        ("neuroncore", &core.to_string()),
-                    ],
+                // The companion leaves this memory_location label unset.
+                let at = [
+                    ("memory_location", "None"),
+                    ("neuroncore", &core.to_string()),
+                ];
+                let l = with(&rl, &at);
+                x.gauge(
+                    &format!("neuroncore_memory_usage_{kind}"),
+                    l,
+                    c.nc(core, k) as f64,
                 );
-                x.put(&name, &help, false, l, c.nc(core, k) as f64);
             }
         }
         // A gauge shows its group's last value without an error, as the
         // companion's does.
         let rep = rt.good();
-        if let Some(n) = &rep.neuroncore_counters {
-            for (core, u) in &n.neuroncores_in_use.0 {
-                let l = with(&rl, &[("neuroncore", core)]);
-                x.put(
-                    "neuroncore_utilization_ratio",
-                    "NeuronCore utilization ratio",
-                    false,
-                    l,
-                    u.neuroncore_utilization / 100.0,
-                );
-            }
+        for (core, u) in rep
+            .neuroncore_counters
+            .iter()
+            .flat_map(|n| &n.neuroncores_in_use.0)
+        {
+            let l = with(&rl, &[("neuroncore", core)]);
+            x.gauge(
+                "neuroncore_utilization_ratio",
+                l,
+                u.neuroncore_utilization / 100.0,
+            );
         }
         if let Some(v) = &rep.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
                 let l = with(&rl, &[("usage_type", t)]);
-                x.put(
-                    "neuron_runtime_vcpu_usage_ratio",
-                    "Runtime vCPU utilization ratio",
-                    false,
-                    l,
-                    p / 100.0,
-                );
+                x.gauge("neuron_runtime_vcpu_usage_ratio", l, p / 100.0);
             }
         }
     }
     let sys = monitor.system_data();
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
-        for (what, stat, v) in [
-            ("memory", "total_bytes", m.memory_total_bytes),
-            ("memory", "used_bytes", m.memory_used_bytes),
-            ("swap", "total_bytes", m.swap_total_bytes),
-            ("swap", "used_bytes", m.swap_used_bytes),
-        ] {
-            let name = format!("system_{what}_{stat}");
-            x.put(
-                &name,
-                &format!("System {what} {stat} bytes"),
-                false,
-                inst.clone(),
-                v as f64,
-            );
-        }
+        x.gauge(
+            "system_memory_total_bytes",
+            inst.clone(),
+            m.memory_total_bytes as f64,
+        );
+        x.gauge(
+            "system_memory_used_bytes",
+            inst.clone(),
+            m.memory_used_bytes as f64,
+        );
+        x.gauge(
+            "system_swap_total_bytes",
+            inst.clone(),
+            m.swap_total_bytes as f64,
+        );
+        x.gauge(
+            "system_swap_used_bytes",
+            inst.clone(),
+            m.swap_used_bytes as f64,
+        );
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        let n = v.usage_data.0.len() as f64;
-        x.put(
+        x.gauge(
             "system_vcpu_count",
-            "System vCPU count",
-            false,
             inst.clone(),
-            n,
+            v.usage_data.0.len() as f64,
         );
-        let a = &v.average_usage;
-        for (t, p) in [
-            ("user", a.user + a.nice),
-            ("system", a.system + a.io_wait + a.irq + a.soft_irq),
-        ] {
+        let (user, system) = v.user_system();
+        for (t, p) in [("user", user), ("system", system)] {
             let l = with(&inst, &[("usage_type", t)]);
-            x.put(
-                "system_vcpu_usage_ratio",
-                "System CPU utilization ratio",
-                false,
-                l,
-                p.min(100.0) / 100.0,
-            );
+            x.gauge("system_vcpu_usage_ratio", l, p.min(100.0) / 100.0);
         }
     }
-    x.put(
-        "instance_info",
-        "EC2 instance information",
-        false,
-        inst.clone(),
-        1.0,
-    );
-    let hw = report::HardwareInfo::offline();
+    x.gauge("instance_info", inst.clone(), 1.0);
+    let hw = report::hardware_info();
+    let count = |k: &str| hw.get(k).map_or(String::new(), |v| v.to_string());
     let l = with(
         &inst,
         &[
-            ("neuron_device_count", &hw.neuron_device_count.to_string()),
+            ("neuron_device_count", &count("neuron_device_count")),
             (
                 "neuroncore_per_device_count",
-                &hw.neuroncore_per_device_count.to_string(),
+                &count("neuroncore_per_device_count"),
             ),
         ],
     );
-    x.put(
-        "neuron_hardware_info",
-        "Neuron Hardware Information",
-        false,
-        l,
-        1.0,
-    );
+    x.gauge("neuron_hardware_info", l, 1.0);
     x.text()
 }
 
@@ -485,14 +480,18 @@ mod tests {
     fn samples_merge_as_the_companion_merges_them() {
         let mut x = Exposition::default();
         let l = || vec![("runtime_tag", "a\"b".to_string())];
-        x.put("c_total", "C", true, l(), 2.0);
-        x.put("c_total", "C", true, l(), 3.0);
-        x.put("g", "G", false, l(), 2.0);
-        x.put("g", "G", false, l(), 3.0);
+        x.counter("execution_status_total", l(), 2.0);
+        x.counter("execution_status_total", l(), 3.0);
+        x.gauge("system_swap_used_bytes", l(), 2.0);
+        x.gauge("system_swap_used_bytes", l(), 3.0);
         assert_eq!(
             x.text(),
-            "# HELP c_total C\n# TYPE c_total counter\nc_total{runtime_tag=\"a\\\"b\"} 5\n\
-             # HELP g G\n# TYPE g gauge\ng{runtime_tag=\"a\\\"b\"} 3\n"
+            "# HELP execution_status_total Execution status total\n\
+             # TYPE execution_status_total counter\n\
+             execution_status_total{runtime_tag=\"a\\\"b\"} 5\n\
+             # HELP system_swap_used_bytes System swap used_bytes bytes\n\
+             # TYPE system_swap_used_bytes gauge\n\
+             system_swap_used_bytes{runtime_tag=\"a\\\"b\"} 3\n"
         );
     }
 }

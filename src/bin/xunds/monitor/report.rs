@@ -14,39 +14,17 @@
 //! measures (the runtime's start for a runtime's groups, the boot for the
 //! system's).
 
-use serde::ser::SerializeMap as _;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
 
 use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
 use xunds::nds::{Counters, RecordRead};
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 
-use super::sys::{round2, CpuTimes, ProcStat};
+use super::sys::{self, round2, ProcStat};
 use super::watch::Sample;
-
-/// A JSON object whose keys keep the order they were pushed in (`"0"`,
-/// `"1"`, ..., `"10"` rather than a string sort).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Ordered<T>(pub Vec<(String, T)>);
-
-#[cfg(test)]
-impl<T> Ordered<T> {
-    /// The value under `key`.
-    pub fn get(&self, key: &str) -> Option<&T> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-}
-
-impl<T: Serialize> Serialize for Ordered<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
+use crate::Obj;
 
 /// The whole document printed each period.
 #[derive(Clone, Debug, Serialize)]
@@ -55,10 +33,10 @@ pub struct Document {
     pub neuron_runtime_data: Vec<RuntimeEntry>,
     /// System-level groups.
     pub system_data: SystemData,
-    /// Always present; empty strings offline.
-    pub instance_info: InstanceInfo,
-    /// Always present.
-    pub neuron_hardware_info: HardwareInfo,
+    /// Always present; empty strings offline ([`instance_info`]).
+    pub instance_info: Obj<&'static str>,
+    /// Always present ([`hardware_info`]).
+    pub neuron_hardware_info: Obj<Value>,
 }
 
 /// One runtime (one slab).
@@ -105,7 +83,7 @@ pub struct NeuroncoreCounters {
     /// Measured seconds.
     pub period: f64,
     /// Cores with any non-zero counter.
-    pub neuroncores_in_use: Ordered<CoreUse>,
+    pub neuroncores_in_use: Obj<CoreUse>,
     /// "" when fine.
     pub error: String,
 }
@@ -125,9 +103,9 @@ pub struct ExecutionStats {
     /// Measured seconds.
     pub period: f64,
     /// Error classes over the period ([`ERROR_CLASSES`]).
-    pub error_summary: Ordered<u64>,
+    pub error_summary: Obj<u64>,
     /// Outcomes over the period ([`OUTCOMES`]).
-    pub execution_summary: Ordered<u64>,
+    pub execution_summary: Obj<u64>,
     /// Latency over the period.
     pub latency_stats: LatencyStats,
     /// "" when fine.
@@ -185,7 +163,7 @@ pub struct UsageBreakdown {
     /// Host side.
     pub host: HostBreakdown,
     /// Per core in use, its device memory by kind ([`CORE_MEMORY`]).
-    pub neuroncore_memory_usage: Ordered<Ordered<u64>>,
+    pub neuroncore_memory_usage: Obj<Obj<u64>>,
 }
 
 /// Host memory by kind.
@@ -227,7 +205,7 @@ pub struct LoadedModel {
     /// Its core ran executions during the period.
     pub is_running: bool,
     /// One subgraph, `sg_NN` by the record's sg_index.
-    pub subgraphs: Ordered<Subgraph>,
+    pub subgraphs: Obj<Subgraph>,
 }
 
 /// A subgraph's memory and placement.
@@ -336,47 +314,25 @@ pub struct HwCounters {
 pub struct VcpuUsage {
     /// Measured seconds.
     pub period: f64,
-    /// Over all vCPUs.
-    pub average_usage: CpuPercent,
-    /// Per vCPU.
-    pub usage_data: Ordered<CpuPercent>,
+    /// Over all vCPUs, percent by [`sys::CPU_FIELDS`].
+    pub average_usage: Obj<f64>,
+    /// Per vCPU, likewise.
+    pub usage_data: Obj<Obj<f64>>,
     /// Context switches during the period.
     pub context_switch_count: u64,
     /// "" when fine.
     pub error: String,
 }
 
-/// One vCPU's (or the average) usage in percent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct CpuPercent {
-    /// user
-    pub user: f64,
-    /// nice
-    pub nice: f64,
-    /// system
-    pub system: f64,
-    /// idle
-    pub idle: f64,
-    /// io_wait
-    pub io_wait: f64,
-    /// irq
-    pub irq: f64,
-    /// soft_irq
-    pub soft_irq: f64,
-}
-
-impl CpuPercent {
-    fn between(now: &CpuTimes, earlier: &CpuTimes) -> CpuPercent {
-        let [user, nice, system, idle, io_wait, irq, soft_irq] = now.percent_since(earlier);
-        CpuPercent {
-            user,
-            nice,
-            system,
-            idle,
-            io_wait,
-            irq,
-            soft_irq,
-        }
+impl VcpuUsage {
+    /// The average's user and system percentages as the companion sums
+    /// them: user + nice, and system + io_wait + irq + soft_irq.
+    pub fn user_system(&self) -> (f64, f64) {
+        let sum = |ks: &[&str]| ks.iter().filter_map(|k| self.average_usage.get(k)).sum();
+        (
+            sum(&["user", "nice"]),
+            sum(&["system", "io_wait", "irq", "soft_irq"]),
+        )
     }
 }
 
@@ -397,66 +353,41 @@ pub struct MemoryInfo {
     pub error: String,
 }
 
-/// `instance_info`: no instance metadata service offline, so every field is
-/// an empty string.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct InstanceInfo {
-    /// ""
-    pub instance_name: String,
-    /// ""
-    pub instance_id: String,
-    /// ""
-    pub instance_type: String,
-    /// ""
-    pub instance_availability_zone: String,
-    /// ""
-    pub instance_availability_zone_id: String,
-    /// ""
-    pub instance_region: String,
-    /// ""
-    pub ami_id: String,
-    /// ""
-    pub subnet_id: String,
-    /// ""
-    pub error: String,
+/// `instance_info`: no instance metadata service offline, so every field
+/// is an empty string.
+pub fn instance_info() -> Obj<&'static str> {
+    [
+        "instance_name",
+        "instance_id",
+        "instance_type",
+        "instance_availability_zone",
+        "instance_availability_zone_id",
+        "instance_region",
+        "ami_id",
+        "subnet_id",
+        "error",
+    ]
+    .into_iter()
+    .map(|k| (k, ""))
+    .collect()
 }
 
-/// `neuron_hardware_info`: no Neuron driver here; the devices are simulated
-/// inside each `xunds` process.
-#[derive(Clone, Debug, Serialize)]
-pub struct HardwareInfo {
-    /// ""
-    pub neuron_device_type: String,
-    /// ""
-    pub neuron_device_version: String,
-    /// ""
-    pub neuroncore_version: String,
-    /// 0
-    pub neuron_device_count: u32,
-    /// 0
-    pub neuron_device_memory_size: u64,
-    /// 0
-    pub neuroncore_per_device_count: u32,
-    /// 0
-    pub logical_neuroncore_config: u32,
-    /// Why the fields are empty.
-    pub error: String,
-}
-
-impl HardwareInfo {
-    /// The offline answer.
-    pub fn offline() -> HardwareInfo {
-        HardwareInfo {
-            neuron_device_type: String::new(),
-            neuron_device_version: String::new(),
-            neuroncore_version: String::new(),
-            neuron_device_count: 0,
-            neuron_device_memory_size: 0,
-            neuroncore_per_device_count: 0,
-            logical_neuroncore_config: 0,
-            error: "no Neuron driver: devices are simulated inside each xunds process".into(),
-        }
-    }
+/// `neuron_hardware_info`: no Neuron driver here (the devices are simulated
+/// inside each `xunds` process), so no device and an error saying so.
+pub fn hardware_info() -> Obj<Value> {
+    let none = "no Neuron driver: devices are simulated inside each xunds process";
+    [
+        ("neuron_device_type", json!("")),
+        ("neuron_device_version", json!("")),
+        ("neuroncore_version", json!("")),
+        ("neuron_device_count", json!(0)),
+        ("neuron_device_memory_size", json!(0)),
+        ("neuroncore_per_device_count", json!(0)),
+        ("logical_neuroncore_config", json!(0)),
+        ("error", json!(none)),
+    ]
+    .into_iter()
+    .collect()
 }
 
 // ---- computing the groups ----
@@ -469,13 +400,11 @@ fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
 }
 
 /// `(name, growth)` of each counter of `table` summed over the cores.
-fn growth(now: &Counters, was: &Counters, table: &[(&str, NcCounter)]) -> Ordered<u64> {
-    Ordered(
-        table
-            .iter()
-            .map(|(n, c)| (n.to_string(), now.sum(*c).saturating_sub(was.sum(*c))))
-            .collect(),
-    )
+fn growth(now: &Counters, was: &Counters, table: &[(&str, NcCounter)]) -> Obj<u64> {
+    Obj(table
+        .iter()
+        .map(|(n, c)| (n.to_string(), now.sum(*c).saturating_sub(was.sum(*c))))
+        .collect())
 }
 
 /// `execution_stats` from the counter growth between `was` and `now`
@@ -526,7 +455,7 @@ pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Neuronc
     }
     NeuroncoreCounters {
         period: secs,
-        neuroncores_in_use: Ordered(cores),
+        neuroncores_in_use: Obj(cores),
         error: String::new(),
     }
 }
@@ -560,7 +489,7 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
         uuid: hex(&r.uuid),
         model_id: r.model_id,
         is_running: running,
-        subgraphs: Ordered(vec![(
+        subgraphs: Obj(vec![(
             format!("sg_{:02}", r.sg_index),
             Subgraph {
                 memory_used_bytes: SubgraphMemory {
@@ -579,17 +508,16 @@ fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
 }
 
 /// Per core in use, its device memory by kind.
-pub fn core_memory(now: &Counters) -> Ordered<Ordered<u64>> {
-    Ordered(
-        now.cores_in_use()
-            .map(|core| {
-                let kinds = CORE_MEMORY
-                    .iter()
-                    .map(|(n, c)| (n.to_string(), now.nc(core, *c)));
-                (core.to_string(), Ordered(kinds.collect()))
-            })
-            .collect(),
-    )
+pub fn core_memory(now: &Counters) -> Obj<Obj<u64>> {
+    Obj(now
+        .cores_in_use()
+        .map(|core| {
+            let kinds = CORE_MEMORY
+                .iter()
+                .map(|(n, c)| (n.to_string(), now.nc(core, *c)));
+            (core.to_string(), Obj(kinds.collect()))
+        })
+        .collect())
 }
 
 /// Current host and device totals with their breakdown.
@@ -671,23 +599,24 @@ pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Ru
 
 /// `vcpu_usage` between two `/proc/stat` readings.
 pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> VcpuUsage {
-    let zero = CpuTimes::default();
+    let pct = |a, b| {
+        sys::CPU_FIELDS
+            .into_iter()
+            .zip(sys::percent_since(a, b))
+            .collect()
+    };
+    let usage_data = now.cpus.iter().map(|(i, t)| {
+        let e = was
+            .cpus
+            .iter()
+            .find(|(j, _)| j == i)
+            .map_or(&[0; 7], |(_, e)| e);
+        (i.to_string(), pct(t, e))
+    });
     VcpuUsage {
         period: secs,
-        average_usage: CpuPercent::between(&now.all, &was.all),
-        usage_data: Ordered(
-            now.cpus
-                .iter()
-                .map(|(i, t)| {
-                    let e = was
-                        .cpus
-                        .iter()
-                        .find(|(j, _)| j == i)
-                        .map_or(&zero, |(_, e)| e);
-                    (i.to_string(), CpuPercent::between(t, e))
-                })
-                .collect(),
-        ),
+        average_usage: pct(&now.all, &was.all),
+        usage_data: usage_data.collect(),
         context_switch_count: now.ctxt.saturating_sub(was.ctxt),
         error: String::new(),
     }
@@ -735,13 +664,5 @@ mod tests {
         assert_eq!(n.neuroncores_in_use.0[1].1.neuroncore_utilization, 100.0);
         let z = neuroncore_counters(&now, &was, 0.0);
         assert_eq!(z.neuroncores_in_use.0[0].1, CoreUse::default());
-    }
-
-    #[test]
-    fn ordered_keeps_numeric_order() {
-        let o = Ordered((0..12).map(|i| (i.to_string(), i)).collect());
-        let s = serde_json::to_string(&o).unwrap();
-        assert!(s.starts_with(r#"{"0":0,"1":1,"2":2"#), "{s}");
-        assert!(s.ends_with(r#""10":10,"11":11}"#), "{s}");
     }
 }

@@ -58,49 +58,26 @@ pub fn process_age(pid: u32) -> Option<Duration> {
     Some(uptime()?.saturating_sub(start))
 }
 
-/// One CPU line of `/proc/stat`, in ticks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// user
-    pub user: u64,
-    /// nice
-    pub nice: u64,
-    /// system
-    pub system: u64,
-    /// idle
-    pub idle: u64,
-    /// iowait
-    pub io_wait: u64,
-    /// irq
-    pub irq: u64,
-    /// softirq
-    pub soft_irq: u64,
-}
+/// The fields of a CPU line of `/proc/stat` as neuron-monitor names them.
+pub const CPU_FIELDS: [&str; 7] = [
+    "user", "nice", "system", "idle", "io_wait", "irq", "soft_irq",
+];
 
-impl CpuTimes {
-    /// Percentages of `self - earlier`, rounded to 2 decimals as
-    /// neuron-monitor prints them: [user, nice, system, idle, io_wait, irq,
-    /// soft_irq].
-    pub fn percent_since(&self, earlier: &CpuTimes) -> [f64; 7] {
-        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
-        let parts = [
-            d(self.user, earlier.user),
-            d(self.nice, earlier.nice),
-            d(self.system, earlier.system),
-            d(self.idle, earlier.idle),
-            d(self.io_wait, earlier.io_wait),
-            d(self.irq, earlier.irq),
-            d(self.soft_irq, earlier.soft_irq),
-        ];
-        let total: f64 = parts.iter().sum();
-        parts.map(|p| {
-            if total > 0.0 {
-                round2(p * 100.0 / total)
-            } else {
-                0.0
-            }
-        })
-    }
+/// One CPU line of `/proc/stat`, in ticks, in [`CPU_FIELDS`] order.
+pub type CpuTimes = [u64; 7];
+
+/// Percentages of `now - earlier`, rounded to 2 decimals as neuron-monitor
+/// prints them, in [`CPU_FIELDS`] order.
+pub fn percent_since(now: &CpuTimes, earlier: &CpuTimes) -> [f64; 7] {
+    let parts: [f64; 7] = std::array::from_fn(|i| now[i].saturating_sub(earlier[i]) as f64);
+    let total: f64 = parts.iter().sum();
+    parts.map(|p| {
+        if total > 0.0 {
+            round2(p * 100.0 / total)
+        } else {
+            0.0
+        }
+    })
 }
 
 /// `/proc/stat`: the aggregate CPU line, the per-CPU lines and `ctxt`.
@@ -132,16 +109,7 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
         if v.len() < 4 {
             return None;
         }
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
-        let t = CpuTimes {
-            user: g(0),
-            nice: g(1),
-            system: g(2),
-            idle: g(3),
-            io_wait: g(4),
-            irq: g(5),
-            soft_irq: g(6),
-        };
+        let t: CpuTimes = std::array::from_fn(|i| v.get(i).copied().unwrap_or(0));
         if rest.is_empty() {
             out.all = t;
             seen_all = true;
@@ -210,10 +178,10 @@ mod tests {
     fn proc_stat_parses_and_refuses() {
         let s = "cpu  10 0 5 85 0 0 0 0 0 0\ncpu0 5 0 2 43 0 0 0\ncpu1 5 0 3 42 0 0 0\nctxt 777\n";
         let p = parse_proc_stat(s).unwrap();
-        assert_eq!(p.all.user, 10);
+        assert_eq!(p.all[0], 10);
         assert_eq!(p.cpus.len(), 2);
         assert_eq!(p.ctxt, 777);
-        let pct = p.all.percent_since(&CpuTimes::default());
+        let pct = percent_since(&p.all, &CpuTimes::default());
         assert_eq!(pct, [10.0, 0.0, 5.0, 85.0, 0.0, 0.0, 0.0]);
         assert_eq!(parse_proc_stat("intr 1 2\n"), None);
     }

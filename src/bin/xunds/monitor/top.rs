@@ -225,10 +225,10 @@ pub fn view(monitor: &mut Monitor) -> View {
     }
     View {
         procs,
-        system_vcpu: sys.as_ref().filter(|v| v.error.is_empty()).map(|v| {
-            let a = &v.average_usage;
-            (a.user + a.nice, a.system + a.io_wait + a.irq + a.soft_irq)
-        }),
+        system_vcpu: sys
+            .as_ref()
+            .filter(|v| v.error.is_empty())
+            .map(|v| v.user_system()),
         vcpus: sys.map_or(0, |v| v.usage_data.0.len()),
     }
 }
