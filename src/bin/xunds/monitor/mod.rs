@@ -6,11 +6,11 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `watch` | one slab: attach through the read-only reader, re-check the file before each read, find the writing process |
-//! | `sys` | `/proc` readers (process CPU and age, system CPU and memory) |
+//! | `watch` | one slab: open it, map it for each read through the read-only reader, find the writing process |
+//! | `sys` | `/proc` readers (process CPU, age and start, system CPU and memory) |
 //! | `config` | neuron-monitor's configuration file (`-c FILE`) |
 //! | `report` | the JSON document's types and how each metric group is computed |
-//! | `engine` | the state between periods: baselines, due groups, discovery |
+//! | `engine` | the state between periods: writers, baselines, due groups, discovery |
 //! | `prom` | the Prometheus exposition and its HTTP server |
 //! | `top` | the terminal view |
 
@@ -39,10 +39,15 @@ pub use watch::{discover, pid_from_name};
 /// document per period in neuron-monitor's shape (neuron_runtime_data with
 /// execution_stats, memory_used, neuroncore_counters and
 /// neuron_runtime_vcpu_usage; system_data; instance_info;
-/// neuron_hardware_info). Execution counts are per-period deltas; a
-/// runtime's first report counts from zero. What cannot be read is the
-/// `error` of its entry or group; the monitor keeps running. --prometheus
-/// serves /metrics with the names of neuron-monitor's Prometheus companion.
+/// neuron_hardware_info). A runtime is one writer, tagged as the Neuron
+/// runtime tags it (NEURON_PROCESS_TAG, else its pid). Execution counts are
+/// per-period deltas; a runtime's first report counts from zero, and the
+/// report in which its writer is seen gone carries its final counts with
+/// `state` "exited" (and a line on stderr). What cannot be read is the
+/// `error` of its entry or group and the monitor keeps running; with --once
+/// a named slab that cannot be read also exits 1, its reason on stderr.
+/// --prometheus serves /metrics as neuron-monitor's Prometheus companion
+/// exports the same documents.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MonitorArgs {
     /// Slab files to watch. Default: every slab `xunds run` leaves in its
