@@ -642,7 +642,8 @@ fn a_slab_truncated_then_deleted_while_watched_is_reported_and_survived() {
 /// A run killed mid-way: its final report has no error (the companion
 /// skips an entry with one), says `exited`, and keeps the run's pid and
 /// its tag (the pid, as the Neuron runtime sets it without
-/// `NEURON_PROCESS_TAG`).
+/// `NEURON_PROCESS_TAG`); `--once` afterwards agrees, and its count is the
+/// sum of the stream's deltas.
 #[test]
 fn a_writer_that_exits_is_reported_with_its_final_counts() {
     let slab = TempSlab::new("monitor-exit");
@@ -665,19 +666,42 @@ fn a_writer_that_exits_is_reported_with_its_final_counts() {
     let p = slab.path().to_str().unwrap().to_string();
     let mut mon = spawn_monitor(&["--period", "100ms", &p]);
     let rx = lines(mon.stdout.take().unwrap());
+    let completed = |d: &Value| {
+        runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut sum = 0;
     let d = wait_for(&rx, "the writer's pid", |d| {
         runtimes(d)[0]["pid"] == run.id()
     });
+    sum += completed(&d);
     assert_eq!(error_of(&d), "");
     assert_eq!(runtimes(&d)[0]["state"], "running");
     assert_eq!(runtimes(&d)[0]["neuron_runtime_tag"], run.id().to_string());
     run.kill().unwrap();
     run.wait().unwrap();
-    let d = wait_for(&rx, "the exit", |d| runtimes(d)[0]["state"] == "exited");
-    assert_eq!(error_of(&d), "");
-    assert_eq!(runtimes(&d)[0]["pid"], run.id());
-    assert_eq!(runtimes(&d)[0]["neuron_runtime_tag"], run.id().to_string());
+    let last = loop {
+        let d = next_doc(&rx);
+        sum += completed(&d);
+        if runtimes(&d)[0]["state"] == "exited" {
+            break d;
+        }
+    };
+    assert_eq!(error_of(&last), "");
     stop(mon);
+    // --once after the exit says what the stream said: the same pid, tag,
+    // state and no error, and its count from zero is the stream's sum.
+    let once = once(&[&p]);
+    for d in [&last, &once] {
+        let rt = &runtimes(d)[0];
+        assert_eq!(rt["pid"], run.id(), "{rt}");
+        assert_eq!(rt["neuron_runtime_tag"], run.id().to_string(), "{rt}");
+        assert_eq!(rt["state"], "exited", "{rt}");
+        assert_eq!(rt["error"], "", "{rt}");
+    }
+    assert!(sum > 0);
+    assert_eq!(completed(&once), sum);
 }
 
 #[test]
