@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use nds_support::{xunds, TempSlab};
+use nds_support::{serving_addr, xunds, TempSlab};
 use serde_json::Value;
 
 /// Label names and values, sorted.
@@ -397,14 +397,7 @@ fn monitor(args: &[&str]) -> (Child, String) {
     err.read_line(&mut line).unwrap();
     // Keep draining stderr (the exit lines) so the monitor never blocks.
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-    let addr = line
-        .trim()
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
-    (mon, addr)
+    (mon, serving_addr(&line))
 }
 
 fn scrape(addr: &str) -> String {
