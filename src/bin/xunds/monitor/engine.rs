@@ -26,7 +26,7 @@ use xunds::nds::Counters;
 use xunds::wire::nds::counters::NcCounter;
 
 use super::config::{Config, RtGroup, SysGroup};
-use super::report::{self, Document, Report, RuntimeEntry, SystemData};
+use super::report::{self, Document, Group, Report, RuntimeEntry, SystemData};
 use super::sys;
 use super::watch::{self, Sample, Watch};
 
@@ -295,7 +295,7 @@ impl Runtime {
             }
             let Some(s) = &self.latest else {
                 // Never read: report the group empty with the error.
-                self.set_empty(*g, &err);
+                self.mark(*g, &err, false);
                 continue;
             };
             if self.read_error.is_some() {
@@ -303,10 +303,7 @@ impl Runtime {
                 // reports what grew meanwhile, so no count is lost), report
                 // no growth now (none is counted twice), keep the last
                 // memory values, say why.
-                match g {
-                    RtGroup::MemoryUsed => self.set_error(*g, &err),
-                    _ => self.set_empty(*g, &err),
-                }
+                self.mark(*g, &err, *g == RtGroup::MemoryUsed);
                 continue;
             }
             let started = self.started.unwrap_or(now);
@@ -360,81 +357,60 @@ impl Runtime {
                 cpu: cpu_now,
             });
         }
-        let (r, g) = (&self.report, &mut self.good);
-        let fine = |e: &str| e.is_empty();
-        if let Some(x) = r.execution_stats.as_ref().filter(|x| fine(&x.error)) {
-            g.execution_stats = Some(x.clone());
-        }
-        if let Some(x) = r.neuroncore_counters.as_ref().filter(|x| fine(&x.error)) {
-            g.neuroncore_counters = Some(x.clone());
-        }
-        if let Some(x) = r.memory_used.as_ref().filter(|x| fine(&x.error)) {
-            g.memory_used = Some(x.clone());
-        }
-        if let Some(x) = r
-            .neuron_runtime_vcpu_usage
-            .as_ref()
-            .filter(|x| fine(&x.error))
-        {
-            g.neuron_runtime_vcpu_usage = Some(x.clone());
-        }
-        // Groups the configuration no longer enables for this runtime.
+        // Each group's last good value; the groups the configuration no
+        // longer enables for this runtime go.
         let on = |g: RtGroup| groups.iter().any(|(x, _)| *x == g);
-        if !on(RtGroup::ExecutionStats) {
-            self.report.execution_stats = None;
-        }
-        if !on(RtGroup::NeuroncoreCounters) {
-            self.report.neuroncore_counters = None;
-        }
-        if !on(RtGroup::MemoryUsed) {
-            self.report.memory_used = None;
-        }
-        if !on(RtGroup::VcpuUsage) {
-            self.report.neuron_runtime_vcpu_usage = None;
-        }
+        let (r, good) = (&mut self.report, &mut self.good);
+        keep(
+            &mut r.execution_stats,
+            &mut good.execution_stats,
+            on(RtGroup::ExecutionStats),
+        );
+        keep(
+            &mut r.neuroncore_counters,
+            &mut good.neuroncore_counters,
+            on(RtGroup::NeuroncoreCounters),
+        );
+        keep(
+            &mut r.memory_used,
+            &mut good.memory_used,
+            on(RtGroup::MemoryUsed),
+        );
+        keep(
+            &mut r.neuron_runtime_vcpu_usage,
+            &mut good.neuron_runtime_vcpu_usage,
+            on(RtGroup::VcpuUsage),
+        );
     }
 
-    fn set_empty(&mut self, g: RtGroup, err: &str) {
+    /// Set group `g`'s error to `err`: on its last value when `keep_last`
+    /// and there is one, else on an empty group (no growth).
+    fn mark(&mut self, g: RtGroup, err: &str, keep_last: bool) {
+        fn set<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
+            let x = slot.get_or_insert_with(T::default);
+            if !keep_last {
+                *x = T::default();
+            }
+            *x.error_mut() = err.into();
+        }
         let r = &mut self.report;
         match g {
-            RtGroup::ExecutionStats => {
-                let mut e = report::execution_stats(&Counters::ZERO, &Counters::ZERO, 0.0);
-                e.error = err.into();
-                r.execution_stats = Some(e);
-            }
-            RtGroup::NeuroncoreCounters => {
-                r.neuroncore_counters = Some(report::NeuroncoreCounters {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-            RtGroup::MemoryUsed => {
-                r.memory_used = Some(report::MemoryUsed {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-            RtGroup::VcpuUsage => {
-                r.neuron_runtime_vcpu_usage = Some(report::RuntimeVcpu {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
+            RtGroup::ExecutionStats => set(&mut r.execution_stats, err, keep_last),
+            RtGroup::NeuroncoreCounters => set(&mut r.neuroncore_counters, err, keep_last),
+            RtGroup::MemoryUsed => set(&mut r.memory_used, err, keep_last),
+            RtGroup::VcpuUsage => set(&mut r.neuron_runtime_vcpu_usage, err, keep_last),
         }
     }
+}
 
-    fn set_error(&mut self, g: RtGroup, err: &str) {
-        let r = &mut self.report;
-        let slot: Option<&mut String> = match g {
-            RtGroup::ExecutionStats => r.execution_stats.as_mut().map(|x| &mut x.error),
-            RtGroup::NeuroncoreCounters => r.neuroncore_counters.as_mut().map(|x| &mut x.error),
-            RtGroup::MemoryUsed => r.memory_used.as_mut().map(|x| &mut x.error),
-            RtGroup::VcpuUsage => r.neuron_runtime_vcpu_usage.as_mut().map(|x| &mut x.error),
-        };
-        match slot {
-            Some(e) => *e = err.into(),
-            None => self.set_empty(g, err),
-        }
+/// Copy a group computed without an error to `good`; drop it when it is
+/// not `on`.
+fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
+    if let Some(x) = now.as_ref().filter(|x| x.fine()) {
+        *good = Some(x.clone());
+    }
+    if !on {
+        *now = None;
     }
 }
 

@@ -98,7 +98,7 @@ pub struct CoreUse {
 }
 
 /// `execution_stats`
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct ExecutionStats {
     /// Measured seconds.
     pub period: f64,
@@ -111,6 +111,35 @@ pub struct ExecutionStats {
     /// "" when fine.
     pub error: String,
 }
+
+/// No execution: every outcome and class there, at zero.
+impl Default for ExecutionStats {
+    fn default() -> Self {
+        execution_stats(&Counters::ZERO, &Counters::ZERO, 0.0)
+    }
+}
+
+/// A runtime-level group: its `error`.
+pub trait Group: Clone + Default {
+    /// The group's `error`.
+    fn error_mut(&mut self) -> &mut String;
+    /// Computed without an error.
+    fn fine(&self) -> bool;
+}
+
+macro_rules! groups {
+    ($($t:ty),*) => {
+        $(impl Group for $t {
+            fn error_mut(&mut self) -> &mut String {
+                &mut self.error
+            }
+            fn fine(&self) -> bool {
+                self.error.is_empty()
+            }
+        })*
+    };
+}
+groups!(ExecutionStats, NeuroncoreCounters, MemoryUsed, RuntimeVcpu);
 
 /// `latency_stats`: the percentile objects are `null` (the datastore keeps
 /// no distribution); `mean` is ours.
