@@ -255,9 +255,8 @@ fn failed(args: &[&str], needles: &[&str]) {
 
 /// A slab that cannot be used is the same failure, exit 1 with one line
 /// naming it, in `nds dump`, `monitor --once` and `run`: missing, a
-/// directory, not a slab, in a directory that does not exist. `monitor
-/// --once` used to exit 0 (the reason only in its JSON) and `nds dump DIR`
-/// 2 where `nds dump MISSING` was 1.
+/// directory, not a slab, in a directory that does not exist; `monitor
+/// --once` prints its document too, the reason in it as well.
 #[test]
 fn slab_problems_are_exit_1_everywhere() {
     let dir = tmp("slab-problems");
@@ -296,8 +295,8 @@ fn slab_problems_are_exit_1_everywhere() {
 }
 
 /// Periods and durations: negative, zero, malformed or too long, each is
-/// one line naming the flag and what is wrong (exit 2). `--period -1s`
-/// used to be taken for an unknown flag `-1`.
+/// one line naming the flag and what is wrong (exit 2); `--period -1s` is
+/// a negative period, not an unknown flag `-1`.
 #[test]
 fn bad_periods_and_durations_say_what_is_wrong() {
     for cmd in [
@@ -567,8 +566,8 @@ fn progress_line_on_a_terminal_only_for_long_text_runs() {
 }
 
 /// A run without `--slab` removes the default-named slabs of ended runs
-/// but the 8 most recently modified, so they do not pile up in /dev/shm;
-/// each run used to leave its 256 KiB there until `xunds nds clean`.
+/// but the 8 most recently modified, so they do not pile up in /dev/shm
+/// (256 KiB each) between two `xunds nds clean`.
 #[test]
 fn a_default_run_keeps_the_eight_newest_ended_slabs() {
     let shm = std::path::Path::new("/dev/shm");

@@ -368,9 +368,8 @@ fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
 }
 
 /// A second run that goes past the first run's count before the monitor
-/// looks again is a new runtime counting from zero too. (The baselines used
-/// to be reset only when the counters went back, so the second run's first
-/// report lost the first run's count.)
+/// looks again is a new runtime counting from zero too: the new writer,
+/// not counters going back, tells it.
 #[test]
 fn a_bigger_second_run_on_a_watched_slab_counts_from_zero() {
     two_runs_on_one_slab("monitor-bigger", "3000", "9000", &["--deterministic"]);
@@ -912,9 +911,8 @@ fn open_fds(pid: u32) -> usize {
 }
 
 /// Idle connections past the process's descriptor limit neither close the
-/// listener nor pile up: the oldest make room, and a scrape is answered.
-/// (With 64 descriptors, about 50 idle connections used to end the
-/// server's accept loop for good.)
+/// listener nor pile up: the oldest make room, and a scrape is answered
+/// (64 descriptors, 200 idle connections).
 #[test]
 fn idle_connections_past_the_descriptor_limit_stop_no_scrape() {
     let (mut mon, addr) = serving_monitor(Some(64));
@@ -1014,9 +1012,7 @@ fn endless_and_slow_request_heads_are_cut() {
 
 /// `--dir` reports only slabs a running process writes: junk under slab
 /// names, uncommitted files and dead runs' slabs are not runtimes, and
-/// nothing stays once they are gone. (Each one it could not read used to
-/// stay a runtime for good, and every tick compared each name with every
-/// one seen before.)
+/// nothing stays once they are gone.
 #[test]
 fn a_directory_scan_keeps_no_phantom_runtimes() {
     let dir = std::env::temp_dir().join(format!("xunds-monitor-phantom-{}", std::process::id()));
@@ -1056,8 +1052,8 @@ fn a_directory_scan_keeps_no_phantom_runtimes() {
 }
 
 /// More named slabs than the process may map at once (256) are all read:
-/// a watch maps its slab only for the moment of a read. (Past 256, valid
-/// slabs reported "more than 256 guarded file mappings at once".)
+/// a watch maps its slab only for the moment of a read, so none reports
+/// "more than 256 guarded file mappings at once".
 #[test]
 fn more_slabs_than_mappings_at_once_are_all_read() {
     let slab = TempSlab::new("monitor-many");
