@@ -785,6 +785,8 @@ pub struct ProducerActor<H: Hal> {
     tap: HalTap,
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
     pacing: Option<Pacing>,
+    /// No execution is given out from then on ([`ProducerActor::until`]).
+    until: Option<crate::actors::Nanos>,
 }
 
 /// How long a back-off polls before it parks on the eventfd. Arming takes
@@ -847,6 +849,7 @@ impl<H: Hal> ProducerActor<H> {
             finished: false,
             tap,
             pacing: None,
+            until: None,
         })
     }
 
@@ -854,6 +857,14 @@ impl<H: Hal> ProducerActor<H> {
     /// instead of as fast as the rings take them.
     pub fn paced(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
+        self
+    }
+
+    /// Give out no execution from time `t` on (runner time): the work ends
+    /// with the executions given out by then, which complete as usual
+    /// (`xunds run --duration`).
+    pub fn until(mut self, t: crate::actors::Nanos) -> Self {
+        self.until = Some(t);
         self
     }
 
@@ -1038,6 +1049,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
         if self.finished {
             return Progress::Finished;
         }
+        if self.until.is_some_and(|t| cx.now() >= t) {
+            self.work.executions = self.work.executions.min(self.next);
+        }
         let mut made = false;
         for c in 0..self.backoff.len() {
             if let Some(b) = self.backoff[c] {
@@ -1141,14 +1155,16 @@ impl<H: Hal> Actor for ProducerActor<H> {
 
     fn next_deadline(&self) -> Option<crate::actors::Nanos> {
         // Open loop with executions left: the next arrival is due then even
-        // if no message comes. A saturated arrival (past the end of time) is
+        // if no message comes; so is the end of a run's time. A saturated arrival (past the end of time) is
         // no deadline, as for the worker's infinite timeout.
         if self.finished || self.next >= self.work.executions {
             return None;
         }
-        self.pacing
-            .as_ref()?
-            .next_arrival()
+        let arrival = self.pacing.as_ref().and_then(|p| p.next_arrival());
+        arrival
+            .into_iter()
+            .chain(self.until)
+            .min()
             .filter(|&d| d != crate::actors::Nanos::MAX)
     }
 }

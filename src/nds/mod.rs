@@ -51,7 +51,7 @@ pub mod words;
 pub mod writer;
 
 pub use index::{Counter, CounterId, CounterName, ModelSlot};
-pub use reader::{Reader, RecordRead, Snapshot, Stale};
+pub use reader::{Counters, Reader, RecordRead, Snapshot, Stale};
 pub use record::{RecordSpan, TornReason};
 #[cfg(feature = "std")]
 pub use slab::{is_slab_file, HeapSlab, MappedSlab, ReadOnlySlab};

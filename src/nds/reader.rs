@@ -37,6 +37,7 @@ use core::time::Duration;
 #[cfg(feature = "std")]
 use std::path::Path;
 
+use crate::wire::nds::counters::{NcCounter, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
 use crate::wire::nds::model::{self, ModelRecord};
 use crate::wire::nds::process::{self, ProcessInfo, ProcessInfoExt};
@@ -165,6 +166,94 @@ pub struct Snapshot {
     /// ascending.
     pub models: heapless::Vec<(ModelSlot, RecordRead<ModelRecord>), { super::MODEL_SLOTS }>,
 }
+
+impl Snapshot {
+    /// The counter words alone (what a monitor keeps between two reads).
+    pub fn counters(&self) -> Counters {
+        Counters {
+            nd: self.nd,
+            nc: self.nc,
+        }
+    }
+}
+
+/// The counter words of one [`Snapshot`], with the sums a monitor reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counters {
+    /// The ND counter words (docs/abi.md §2.4).
+    pub nd: [u64; ND_COUNTERS],
+    /// Per core, its NC counter words (docs/abi.md §2.5).
+    pub nc: [[u64; NC_COUNTERS]; CORES],
+}
+
+impl Counters {
+    /// Every word zero: what a runtime's counters start from.
+    pub const ZERO: Counters = Counters {
+        nd: [0; ND_COUNTERS],
+        nc: [[0; NC_COUNTERS]; CORES],
+    };
+
+    /// Core `core`'s counter `c` (0 past the last core).
+    pub fn nc(&self, core: usize, c: NcCounter) -> u64 {
+        self.nc.get(core).map_or(0, |row| row[c as usize])
+    }
+
+    /// Counter `c` summed over every core, saturating (the words are
+    /// another process's).
+    pub fn sum(&self, c: NcCounter) -> u64 {
+        self.nc
+            .iter()
+            .fold(0u64, |a, row| a.saturating_add(row[c as usize]))
+    }
+
+    /// ND counter `c`.
+    pub fn nd(&self, c: NdCounter) -> u64 {
+        self.nd[c as usize]
+    }
+
+    /// The cores with any non-zero counter word: the cores a runtime uses.
+    pub fn cores_in_use(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..CORES).filter(|c| self.nc[*c].iter().any(|v| *v != 0))
+    }
+}
+
+/// Execution outcomes by their neuron-monitor name (`execution_summary`),
+/// in its order.
+pub const OUTCOMES: [(&str, NcCounter); 6] = [
+    ("completed", NcCounter::InferCompleted),
+    ("completed_with_err", NcCounter::InferCompletedWithErr),
+    (
+        "completed_with_num_err",
+        NcCounter::InferCompletedWithNumErr,
+    ),
+    ("timed_out", NcCounter::InferTimedOut),
+    ("incorrect_input", NcCounter::InferIncorrectInput),
+    ("failed_to_queue", NcCounter::InferFailedToQueue),
+];
+
+/// Error classes by their neuron-monitor name (`error_summary`), in its
+/// order.
+pub const ERROR_CLASSES: [(&str, NcCounter); 6] = [
+    ("generic", NcCounter::ErrGeneric),
+    ("numerical", NcCounter::ErrNumerical),
+    ("transient", NcCounter::ErrTransient),
+    ("model", NcCounter::ErrModel),
+    ("runtime", NcCounter::ErrRt),
+    ("hardware", NcCounter::ErrHw),
+];
+
+/// A core's device memory by kind, by neuron-monitor's name
+/// (`neuroncore_memory_usage`), in its order.
+pub const CORE_MEMORY: [(&str, NcCounter); 5] = [
+    ("constants", NcCounter::MemUsageConstantsDevice),
+    ("model_code", NcCounter::MemUsageCodeDevice),
+    (
+        "model_shared_scratchpad",
+        NcCounter::MemUsageScratchpadDevice,
+    ),
+    ("runtime_memory", NcCounter::MemUsageMiscDevice),
+    ("tensors", NcCounter::MemUsageTensorsDevice),
+];
 
 /// Map a header word to the attach verdict (docs/abi.md §2.3).
 pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {

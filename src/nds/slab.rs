@@ -888,6 +888,17 @@ impl ReadOnlySlab {
         Ok((Self::map_file(file, len)?, kept))
     }
 
+    /// Map `file` (an open slab file, e.g. the descriptor
+    /// [`open_with_file`](Self::open_with_file) handed back) read-only
+    /// again, at its length now: a watcher keeps the descriptor and maps
+    /// only for the moment of a read, so the mappings held at once do not
+    /// grow with the slabs watched.
+    pub fn from_file(file: &std::fs::File) -> Result<ReadOnlySlab, NdsError> {
+        let len = usize::try_from(file.metadata()?.len())
+            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+        Self::map_file(file.try_clone()?, len)
+    }
+
     fn map_file(file: std::fs::File, len: usize) -> Result<ReadOnlySlab, NdsError> {
         require_size(len)?;
         // O_RDONLY descriptor, PROT_READ mapping.

@@ -86,6 +86,11 @@ pub struct JobConfig {
     pub record_tags: bool,
     /// Stop a threaded run that takes longer than this.
     pub max_wall: Option<Duration>,
+    /// Threaded runs: give out no execution after this long (`xunds run
+    /// --duration`); what was given out completes, and `executions` is then
+    /// at most the count. A deterministic run has no wall clock and ignores
+    /// it.
+    pub duration: Option<Duration>,
     /// The model every execution runs (`xunds run --model`).
     pub model: ModelKind,
     /// Open loop: submit at this many executions per second, Poisson
@@ -164,6 +169,7 @@ impl Default for JobConfig {
             inputs: 16,
             record_tags: false,
             max_wall: None,
+            duration: None,
             replay: None,
             force_slab: false,
             recover: false,
@@ -774,6 +780,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
+    if let Some(d) = cfg.duration.filter(|_| !cfg.deterministic) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        producer = producer.until(Nanos(ns));
+    }
     let (_, daemons) = built.into_daemons();
     let done = |shared: &super::builder::Shared<H>| {
         let (c, _) = shared.pub_stats.applied();
@@ -982,7 +992,11 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         publisher: o.publisher_fsm_violations,
     };
     Ok(JobReport {
-        executions: cfg.executions,
+        // A run for a time gave out what its time allowed.
+        executions: match cfg.duration {
+            Some(_) => pr.accepted + pr.refused_unrecoverable + pr.failed,
+            None => cfg.executions,
+        },
         submitted: pr.attempts,
         accepted: pr.accepted,
         completed_ok: ok,

@@ -47,7 +47,7 @@ pub enum Command {
     /// fields, or with --json as one document.
     Dump {
         /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
+        #[arg(value_name = "PATH")]
         path: PathBuf,
         /// Print one JSON document (the module docs give its shape).
         #[arg(long)]
@@ -78,7 +78,7 @@ pub enum Command {
     #[command(hide = true)]
     StressWriter {
         /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
+        #[arg(value_name = "PATH")]
         path: PathBuf,
         /// Create the slab (else attach to an existing one).
         #[arg(long)]
@@ -98,7 +98,7 @@ pub enum Command {
     #[command(hide = true, allow_negative_numbers = true)]
     Add {
         /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
+        #[arg(value_name = "PATH")]
         path: PathBuf,
         /// The core.
         #[arg(long, value_name = "C", default_value_t = 0)]
@@ -213,6 +213,36 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
         return fail("clean", format!("{failed} could not be removed"));
     }
     ExitCode::SUCCESS
+}
+
+/// How many ended runs' default-named slabs a run leaves in place when it
+/// starts (for `xunds nds dump` and `xunds monitor --once` after a run).
+pub const KEEP_ENDED: usize = 8;
+
+/// Remove the default-named slabs of ended runs in `dir` (the test of
+/// [`left_behind`]: pid not running, writer's lock free, a slab) but the
+/// `keep` most recently modified: what every `xunds run` without `--slab`
+/// does before it creates its own, so ended runs' slabs do not pile up in
+/// `/dev/shm` (at most `keep` stay, 256 KiB each). Quiet: a slab that
+/// cannot be removed stays for `xunds nds clean` to report.
+pub fn prune_left_behind(dir: &Path, keep: usize) {
+    let Ok(paths) = crate::monitor::discover(dir) else {
+        return;
+    };
+    let mut ended: Vec<_> = paths
+        .into_iter()
+        .filter_map(|p| {
+            let f = left_behind(&p).ok()?;
+            let at = f.metadata().and_then(|m| m.modified()).ok()?;
+            Some((at, p, f))
+        })
+        .collect();
+    ended.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (_, path, locked) in ended.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(&path);
+        // The lock goes with the descriptor, after the unlink.
+        drop(locked);
+    }
 }
 
 /// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with its
@@ -604,7 +634,7 @@ fn add(path: &Path, core: u32, counter: u32, times: u64) -> ExitCode {
     };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail("add", e),
+        Err(e) => fail("add", format!("{}: {e}", path.display())),
     }
 }
 

@@ -23,14 +23,22 @@ use crate::Obj;
 /// harvest, worker, NDS publisher. Every output is checked bit for bit
 /// against the CPU reference; the per-core counters are read back through
 /// the read-only NDS reader. The slab is left at --slab for `xunds nds dump`
-/// (another process). A run that takes longer than about two seconds shows
-/// a progress line when stderr is a terminal (never with --json).
+/// and `xunds monitor` (other processes); a run without --slab first removes
+/// the default-named slabs of ended runs but the 8 newest. A run that takes
+/// longer than about two seconds shows a progress line when stderr is a
+/// terminal (never with --json).
 #[derive(clap::Args)]
 #[command(after_help = FAULTS_HELP, allow_negative_numbers = true)]
 pub struct Args {
-    /// Executions to run.
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
-    executions: u64,
+    /// Executions to run [default: 100000, or with --duration as many as
+    /// its time allows].
+    #[arg(long, value_name = "N")]
+    executions: Option<u64>,
+    /// Run for this long (e.g. 30s, 5m; at most 24h), closed or open loop:
+    /// no execution is given out after it and those in flight complete;
+    /// with --executions, whichever ends first. Threaded runs only.
+    #[arg(long, value_name = "D", allow_hyphen_values = true, value_parser = crate::parse_duration, conflicts_with = "deterministic")]
+    duration: Option<Duration>,
     /// Cores (XUs), one worker each.
     #[arg(long, value_name = "V", default_value_t = 4, value_parser = value_parser!(u8).range(1..=16))]
     vncs: u8,
@@ -43,7 +51,7 @@ pub struct Args {
     /// The datastore file [default: /dev/shm/xunds-<pid>.nds]; refused while
     /// another run writes it, or when it is an existing file that is not a
     /// slab.
-    #[arg(long, value_name = "PATH", value_parser = crate::slab_path)]
+    #[arg(long, value_name = "PATH")]
     slab: Option<PathBuf>,
     /// Overwrite --slab even when it is an existing file that is not a slab.
     #[arg(long, requires = "slab")]
@@ -129,8 +137,14 @@ const FAULTS_HELP: &str = "\
 impl Args {
     /// The job the flags describe.
     fn config(&self) -> JobConfig {
+        let all = if self.duration.is_some() {
+            job::MAX_EXECUTIONS
+        } else {
+            100_000
+        };
         JobConfig {
-            executions: self.executions,
+            executions: self.executions.unwrap_or(all),
+            duration: self.duration,
             vncs: self.vncs,
             models: self.models,
             seed: self.seed,
@@ -156,21 +170,24 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 }
 
 /// The progress line: on a terminal (stderr), for a text run, once the run
-/// has taken `after`; at most ten redraws a second.
+/// has taken `after`; at most ten redraws a second. A run for a time shows
+/// its time.
 struct Progress {
     on: bool,
     start: Instant,
     after: Duration,
     last: Option<Instant>,
+    duration: Option<Duration>,
 }
 
 impl Progress {
-    fn new(on: bool, after: Duration) -> Progress {
+    fn new(on: bool, after: Duration, duration: Option<Duration>) -> Progress {
         Progress {
             on,
             start: Instant::now(),
             after,
             last: None,
+            duration,
         }
     }
 
@@ -186,14 +203,18 @@ impl Progress {
         }
         self.last = Some(Instant::now());
         let done = done.min(total);
-        let width = 40u64;
-        let filled = (done * width).checked_div(total).unwrap_or(width);
-        let pct = (done * 100).checked_div(total).unwrap_or(100);
+        let secs = self.start.elapsed().as_secs_f64();
+        let (frac, count) = match self.duration {
+            Some(d) => (secs / d.as_secs_f64(), format!("{done} executions")),
+            None => (done as f64 / total.max(1) as f64, format!("{done}/{total}")),
+        };
+        let frac = frac.clamp(0.0, 1.0);
+        let filled = (frac * 40.0) as usize;
         eprint!(
-            "\r[{}{}] {pct:3}% {done}/{total} {:.0} s",
-            "#".repeat(filled as usize),
-            "-".repeat((width - filled) as usize),
-            self.start.elapsed().as_secs_f64()
+            "\r[{}{}] {:3.0}% {count} {secs:.0} s",
+            "#".repeat(filled),
+            "-".repeat(40 - filled),
+            frac * 100.0
         );
         let _ = std::io::stderr().flush();
     }
@@ -212,8 +233,30 @@ pub fn main(args: Args) -> ExitCode {
     if let Err(e) = cfg.check() {
         return crate::usage_error("xunds run", e);
     }
+    if let Some(p) = &args.slab {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if p.is_dir() {
+            return fail(format!("--slab {}: is a directory", p.display()));
+        }
+        if let Some(d) = dir.filter(|d| !d.exists()) {
+            return fail(format!(
+                "--slab {}: no directory {}",
+                p.display(),
+                d.display()
+            ));
+        }
+    }
+    if args.slab.is_none() {
+        // The default-named slabs of ended runs: the newest stay, the rest
+        // go (`xunds nds clean` removes them all).
+        let own = job::default_slab_path();
+        if let Some(dir) = own.parent() {
+            crate::nds::prune_left_behind(dir, crate::nds::KEEP_ENDED);
+        }
+    }
     let tty = std::io::stderr().is_terminal() && !args.json;
-    let mut progress = Progress::new(tty, Duration::from_millis(args.progress_after_ms));
+    let after = Duration::from_millis(args.progress_after_ms);
+    let mut progress = Progress::new(tty, after, args.duration);
     let rep = job::run(&cfg, &mut |done, total| progress.update(done, total));
     progress.finish();
     let rep = match rep {

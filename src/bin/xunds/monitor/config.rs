@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::parse_duration as parse_period;
+
 /// A per-runtime metric group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum RtGroup {
@@ -219,50 +221,9 @@ impl Config {
     }
 }
 
-/// A period: a number with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), as
-/// neuron-monitor writes them (`"1s"`, `"500ms"`, `"1.5s"`); a bare number is
-/// seconds. Zero and negative periods are refused.
-pub fn parse_period(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a period (e.g. \"5s\", \"200ms\")"))?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)")),
-    };
-    let secs = v * scale;
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
-        return Err(format!("{s:?}: a period must be positive"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periods_parse() {
-        assert_eq!(parse_period("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_period("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_period("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_period("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_period("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_period("0s").is_err());
-        assert!(parse_period("fast").is_err());
-        assert!(parse_period("5 parsecs").is_err());
-        assert!(parse_period("").is_err());
-    }
 
     #[test]
     fn the_guides_example_config_parses() {
