@@ -6,7 +6,8 @@
 //! whole pipeline (producer funnel, XU ring, device staging and doorbell,
 //! sequencer and engines, NQ harvest, worker, NDS publisher). Every output
 //! is checked against the CPU reference bit for bit. Then it reads the
-//! per-core counters back through the read-only [`Reader`].
+//! per-core counters back through the read-only [`Reader`], over the run's
+//! own mapping while it still holds the slab's writer's lock.
 //!
 //! - **Threaded** (default): one worker per core, the actors on threads as
 //!   [`JobConfig::placement`] says (one per CPU, shared, by default), on
@@ -39,7 +40,7 @@ use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;
 use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::hal::Hal;
-use crate::nds::{Reader, RecordRead};
+use crate::nds::{NdsError, Reader, RecordRead, Snapshot};
 use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
@@ -672,6 +673,8 @@ struct Outcome {
     trace_xxh3: Option<String>,
     trace_lines: Option<u64>,
     replay: Option<TraceDiff>,
+    /// The slab read back through the run's own mapping.
+    read_back: Option<Result<Box<Snapshot>, NdsError>>,
     slab_shrunk: bool,
     injected: usize,
     by_rule: Vec<u64>,
@@ -788,6 +791,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         trace_xxh3: None,
         trace_lines: None,
         replay: None,
+        read_back: None,
         slab_shrunk: false,
         injected: 0,
         by_rule: Vec::new(),
@@ -870,6 +874,14 @@ fn execute<H: Hal + InjectedCount + 'static>(
         .iter()
         .map(|l| crate::actors::producer::lock(l).pool_audit())
         .collect();
+    // Read back through this run's own mapping while its writer's lock is
+    // held (`shared` keeps it): by path, once the lock is gone, the file
+    // could be another writer's or removed (`xunds nds clean`).
+    out.read_back = Some(
+        Reader::attach(shared.slab.read_only())
+            .and_then(|r| r.snapshot())
+            .map(Box::new),
+    );
     out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
@@ -953,9 +965,9 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
             p.slab.display()
         )));
     }
-    let reader = Reader::open(&p.slab).map_err(|e| bad(format!("reading the slab back: {e}")))?;
-    let snap = reader
-        .snapshot()
+    let snap = o
+        .read_back
+        .ok_or_else(|| bad("the slab was not read back"))?
         .map_err(|e| bad(format!("reading the slab back: {e}")))?;
     let per_core = (0..cfg.vncs)
         .map(|core| {
