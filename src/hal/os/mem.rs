@@ -594,6 +594,21 @@ pub fn lock_exclusive(file: &File) -> io::Result<()> {
     }
 }
 
+/// Take a shared `flock` on `file` without waiting: the lock of a process
+/// that removes a writer's file once the writer is gone (`xunds nds clean`).
+/// It excludes writers (their [`lock_exclusive`] fails while it is held, and
+/// it fails while one is) without being one: [`lock_holder`] names only
+/// exclusive holders, so a writer that finds the file locked this way
+/// waits it out instead of reporting a second writer.
+pub fn lock_shared(file: &File) -> io::Result<()> {
+    // SAFETY: `flock` on a descriptor `file` keeps open for the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Whether `path` still names the open file whose metadata (`fstat`) is
 /// `held`: the same device and inode, and not unlinked. The check after
 /// locking a file opened by path, since another process may remove or
