@@ -489,6 +489,17 @@ impl MappedSlab {
         Self::from_region(Mapping::from_file(file, len, true)?.into_region())
     }
 
+    /// A zero-filled `SLAB_SIZE`-byte slab in a file with no name
+    /// ([`unnamed_file`](crate::hal::mem::unnamed_file)), mapped read-write
+    /// `MAP_SHARED` like a slab at a path: no other process can open it, so
+    /// it needs no writer's lock, and nothing is left behind however the
+    /// process ends.
+    pub fn unnamed() -> Result<MappedSlab, NdsError> {
+        let file = crate::hal::mem::unnamed_file()?;
+        file.set_len(SLAB_SIZE as u64)?;
+        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+    }
+
     /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
     /// (shared with children across `fork`; used by benchmarks and tests).
     pub fn anonymous() -> Result<MappedSlab, NdsError> {

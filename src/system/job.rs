@@ -68,6 +68,12 @@ pub struct JobConfig {
     /// Where the slab goes (`None`: `/dev/shm/xunds-<pid>.nds`, or the
     /// temporary directory without `/dev/shm`).
     pub slab: Option<PathBuf>,
+    /// Put the slab in a file with no name instead
+    /// ([`SlabTarget::Unnamed`]; `slab` and `force_slab` are not used): the
+    /// run reads it back itself, no other process can, and nothing is left
+    /// behind however the process ends (`xunds sim`'s runs, `xunds
+    /// replay`).
+    pub unnamed_slab: bool,
     /// One thread, virtual clock, trace.
     pub deterministic: bool,
     /// Write the deterministic trace here, as a binary file of checkpoints
@@ -157,6 +163,7 @@ impl Default for JobConfig {
             models: 2,
             seed: 1,
             slab: None,
+            unnamed_slab: false,
             deterministic: false,
             trace: None,
             faults: FaultSpec::none(),
@@ -502,7 +509,7 @@ pub struct JobReport {
     pub model_records: usize,
     /// Sum of the device mem-usage cells over every fresh model record.
     pub record_device_bytes: u64,
-    /// The slab file.
+    /// The slab file (empty for [`JobConfig::unnamed_slab`]).
     pub slab: PathBuf,
     /// XXH3-128 of the binary event stream, in hex (deterministic runs
     /// with the `trace-digest` feature; [`super::trace`]).
@@ -631,11 +638,17 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
             expected.outputs.push(img.reference(x));
         }
     }
-    let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
+    let slab = match (cfg.unnamed_slab, &cfg.slab) {
+        (true, _) => PathBuf::new(),
+        (false, Some(p)) => p.clone(),
+        (false, None) => default_slab_path(),
+    };
     let mut sys = SystemConfig::new(cfg.vncs);
     sys.ring_capacity = cfg.ring;
     sys.timeout = cfg.timeout();
-    sys.slab = if cfg.force_slab {
+    sys.slab = if cfg.unnamed_slab {
+        SlabTarget::Unnamed
+    } else if cfg.force_slab {
         SlabTarget::Overwrite(slab.clone())
     } else {
         SlabTarget::Path(slab.clone())

@@ -53,15 +53,13 @@ fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), Stri
     let dir = std::env::temp_dir();
     let tag = format!("xunds-replay-{}", std::process::id());
     let view = print.then(|| dir.join(format!("{tag}.txt")));
-    let slab = dir.join(format!("{tag}.nds"));
     // The replay compares as it runs and stops at the first difference or
     // at the recorded end, whatever executions the header claims; the view
     // holds at most the recorded events plus one block.
     cfg.replay = Some(file.to_path_buf());
     cfg.trace = view.clone();
-    cfg.slab = Some(slab.clone());
+    cfg.unnamed_slab = true;
     let r = job::run(&cfg, &mut |_, _| {});
-    let _ = std::fs::remove_file(&slab);
     let r = r.map_err(|e| {
         if let Some(v) = &view {
             let _ = std::fs::remove_file(v);

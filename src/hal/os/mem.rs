@@ -594,6 +594,23 @@ pub fn lock_exclusive(file: &File) -> io::Result<()> {
     }
 }
 
+/// A new, empty file with no name in any directory (`memfd_create`, closed
+/// on exec): nothing another process can open by path, and nothing left
+/// behind however this process ends (its memory goes with the last
+/// descriptor or mapping).
+pub fn unnamed_file() -> io::Result<File> {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: the name is a NUL-terminated static string; the call takes no
+    // other pointer.
+    let fd = unsafe { libc::memfd_create(c"xunds-unnamed".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor the call just opened, owned by nothing
+    // else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Take a shared `flock` on `file` without waiting: the lock of a process
 /// that removes a writer's file once the writer is gone (`xunds nds clean`).
 /// It excludes writers (their [`lock_exclusive`] fails while it is held, and
