@@ -719,7 +719,7 @@ fn check_trace_paths(cfg: &JobConfig) -> Result<(), Error> {
         return Ok(());
     }
     if let Some(recorded) = &cfg.replay {
-        std::fs::File::open(recorded).map_err(at(recorded))?;
+        super::trace::open_recorded(recorded).map_err(at(recorded))?;
     }
     if let Some(path) = &cfg.trace {
         let existed = std::fs::symlink_metadata(path).is_ok();
@@ -743,8 +743,9 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
     let header = TraceHeader::new(cfg.seed, cfg.header_config());
     Ok(match (&cfg.replay, &cfg.trace) {
         (Some(recorded), kept) => {
-            let recorded =
-                std::io::BufReader::new(std::fs::File::open(recorded).map_err(at(recorded))?);
+            let recorded = std::io::BufReader::new(
+                super::trace::open_recorded(recorded).map_err(at(recorded))?,
+            );
             let kept = match kept {
                 Some(p) => Some(Box::new(std::io::BufWriter::new(
                     std::fs::File::create(p).map_err(at(p))?,

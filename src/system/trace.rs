@@ -389,6 +389,8 @@ impl Binary {
 /// claims.
 struct Compare {
     recorded: Box<dyn BufRead + Send>,
+    /// Bytes of the recording read so far (the header line included).
+    offset: u64,
     /// The text view lines of the current block (for the report).
     block: Vec<String>,
     /// Text-view line number of the block's first event.
@@ -416,12 +418,16 @@ impl Compare {
         if self.recorded.read(&mut tag)? == 0 {
             return Ok(Record::Eof);
         }
+        self.offset += 1;
         let mut b4 = [0u8; 4];
         let mut b8 = [0u8; 8];
         let short = |e: &io::Error| e.kind() == io::ErrorKind::UnexpectedEof;
         Ok(match tag[0] {
             TAG_CHECKPOINT => match self.recorded.read_exact(&mut b4) {
-                Ok(()) => Record::Checkpoint(u32::from_le_bytes(b4)),
+                Ok(()) => {
+                    self.offset += 4;
+                    Record::Checkpoint(u32::from_le_bytes(b4))
+                }
                 Err(e) if short(&e) => Record::Eof,
                 Err(e) => return Err(e),
             },
@@ -431,10 +437,13 @@ impl Compare {
                     .read_exact(&mut b8)
                     .and_then(|()| self.recorded.read_exact(&mut b4))
                 {
-                    Ok(()) => Record::End {
-                        events: u64::from_le_bytes(b8),
-                        ck: u32::from_le_bytes(b4),
-                    },
+                    Ok(()) => {
+                        self.offset += 12;
+                        Record::End {
+                            events: u64::from_le_bytes(b8),
+                            ck: u32::from_le_bytes(b4),
+                        }
+                    }
                     Err(e) if short(&e) => Record::Eof,
                     Err(e) => return Err(e),
                 }
@@ -461,11 +470,23 @@ impl Compare {
     }
 
     /// The verdict once the run has ended after `events` events with the
-    /// checkpoint `ck`.
+    /// checkpoint `ck`. A recording with bytes after its end record (junk,
+    /// or a second trace appended) is refused, naming where they start: it
+    /// is no trace this build wrote, whatever its records say.
     fn finish(mut self, events: u64, ck: u32) -> io::Result<TraceDiff> {
         if self.diff.is_none() {
             match self.next()? {
-                Record::End { events: e, ck: c } if e == events && c == ck => {}
+                Record::End { events: e, ck: c } if e == events && c == ck => {
+                    if !self.recorded.fill_buf()?.is_empty() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "the recorded trace has bytes after the end record, at offset {}",
+                                self.offset
+                            ),
+                        ));
+                    }
+                }
                 Record::End { ck: c, .. } => self.differs(Some(Recorded::Checkpoint(c)), Some(ck)),
                 Record::Checkpoint(r) => self.differs(Some(Recorded::Checkpoint(r)), None),
                 Record::Eof => self.differs(Some(Recorded::End), Some(ck)),
@@ -697,6 +718,7 @@ impl Trace {
             .read_until(b'\n', &mut first);
         let ours = format!("{}\n", header.versioned(BINARY_VERSION).line());
         let mut c = Compare {
+            offset: first.len() as u64,
             recorded: Box::new(recorded),
             block: Vec::new(),
             first_line: 1,
@@ -1150,6 +1172,24 @@ pub fn diff_bytes(a: &[u8], b: &[u8]) -> TraceDiff {
         // Reading from a byte slice never fails.
         Err(_) => unreachable!("reading a slice failed"),
     }
+}
+
+/// Open a recorded trace for reading, refusing anything but a regular file:
+/// opening a FIFO for reading would wait until a writer came (it is opened
+/// non-blocking, which changes nothing for a regular file).
+pub fn open_recorded(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(f)
 }
 
 /// Compare two trace files.

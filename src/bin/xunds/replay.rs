@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use xunds::system::job::{self, JobConfig};
-use xunds::system::trace::{TraceDiff, TraceHeader, BINARY_VERSION};
+use xunds::system::trace::{self, TraceDiff, TraceHeader, BINARY_VERSION};
 
 /// Re-run a recorded deterministic trace and compare.
 ///
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// Replay `file`: the diff outcome, and the text view when asked for.
 fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), String> {
-    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let f = trace::open_recorded(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let header = TraceHeader::read(&mut BufReader::new(f))
         .map_err(|e| format!("{}: {e}", file.display()))?;
     if header.version != BINARY_VERSION {
