@@ -221,7 +221,8 @@ impl Config {
 
 /// A period: a number with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), as
 /// neuron-monitor writes them (`"1s"`, `"500ms"`, `"1.5s"`); a bare number is
-/// seconds. Zero and negative periods are refused.
+/// seconds. Zero (or under a nanosecond) and periods of 10^9 s or more
+/// (about 31 years) are refused, each saying which.
 pub fn parse_period(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -241,10 +242,16 @@ pub fn parse_period(s: &str) -> Result<Duration, String> {
         u => return Err(format!("{s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)")),
     };
     let secs = v * scale;
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
-        return Err(format!("{s:?}: a period must be positive"));
+    if !(secs.is_finite() && secs < 1e9) {
+        return Err(format!(
+            "{s:?}: too long (a period must be under 10^9 s, about 31 years)"
+        ));
     }
-    Ok(Duration::from_secs_f64(secs))
+    let d = Duration::from_secs_f64(secs);
+    if d.is_zero() {
+        return Err(format!("{s:?}: a period must be positive (at least 1ns)"));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -262,6 +269,22 @@ mod tests {
         assert!(parse_period("fast").is_err());
         assert!(parse_period("5 parsecs").is_err());
         assert!(parse_period("").is_err());
+    }
+
+    /// Each refusal says what is wrong with the period: one too long was
+    /// refused as "must be positive".
+    #[test]
+    fn a_refused_period_says_why() {
+        let e = parse_period("99999999999999s").unwrap_err();
+        assert!(e.contains("too long"), "{e}");
+        assert!(!e.contains("positive"), "{e}");
+        let e = parse_period("1e9").unwrap_err();
+        assert!(e.contains("not a period") || e.contains("unit"), "{e}");
+        for zero in ["0", "0ms", "0.0000000001ns"] {
+            let e = parse_period(zero).unwrap_err();
+            assert!(e.contains("positive"), "{zero}: {e}");
+        }
+        assert_eq!(parse_period("1ns"), Ok(Duration::from_nanos(1)));
     }
 
     #[test]
