@@ -215,6 +215,11 @@ fn usage_errors_name_the_flag_and_its_unit() {
         ],
         &["xunds sim:", "--seed 1", "--models", "cores * models <= 64"],
     );
+    // Over the cores the seed draws (16 for seed 1).
+    refused(
+        &["sim", "--seed", "1", "--executions", "5", "--models", "5"],
+        &["xunds sim:", "--seed 1", "--models", "cores * models <= 64"],
+    );
     refused(
         &[
             "sim",
@@ -329,7 +334,7 @@ fn bad_periods_and_durations_say_what_is_wrong() {
 /// ended: its first gap in nanoseconds saturated to `u64::MAX`.
 #[test]
 fn a_rate_below_one_an_hour_is_refused() {
-    for rate in ["1e-300", "0.0002", "0.00027"] {
+    for rate in ["1e-300", "0.0001", "0.0002", "0.00027"] {
         refused_in_time(
             &["run", "--executions", "3", "--rate", rate],
             &["xunds run:", "--rate", "1/3600", "an hour"],

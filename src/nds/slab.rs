@@ -511,6 +511,17 @@ impl MappedSlab {
         Self::from_region(Mapping::from_file(file, len, true)?.into_region())
     }
 
+    /// A zero-filled `SLAB_SIZE`-byte slab in a file with no name
+    /// ([`unnamed_file`](crate::hal::mem::unnamed_file)), mapped read-write
+    /// `MAP_SHARED` like a slab at a path: no other process can open it, so
+    /// it needs no writer's lock, and nothing is left behind however the
+    /// process ends.
+    pub fn unnamed() -> Result<MappedSlab, NdsError> {
+        let file = crate::hal::mem::unnamed_file()?;
+        file.set_len(SLAB_SIZE as u64)?;
+        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+    }
+
     /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
     /// (shared with children across `fork`; used by benchmarks and tests).
     pub fn anonymous() -> Result<MappedSlab, NdsError> {
@@ -560,11 +571,17 @@ pub fn is_slab_file(file: &std::fs::File, len: u64) -> bool {
     word == 0 || header::check(word) == header::HeaderState::Committed
 }
 
-/// How long a writer waits out a lock held under its own pid, or by a
-/// holder `/proc/locks` does not name, before it reports
-/// [`NdsError::Busy`] ([`lock`]).
+/// How long a writer waits out a lock held under its own pid before it
+/// reports [`NdsError::Busy`] ([`lock`]).
 #[cfg(feature = "std")]
 const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a writer waits out a lock no exclusive holder has (a remover's
+/// shared lock, [`lock_shared`](crate::hal::mem::lock_shared), held for a
+/// few system calls; or a holder `/proc/locks` does not name) before it
+/// reports [`NdsError::Busy`] ([`lock`]).
+#[cfg(feature = "std")]
+const UNNAMED_LOCK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The writer's lock on a slab file, or [`NdsError::Busy`] naming the
 /// holder.
@@ -574,10 +591,14 @@ const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100
 /// descriptor from its fork to its exec (close-on-exec drops them there),
 /// and with it the lock. So such a lock is tried again for up to
 /// [`OWN_LOCK_GRACE`] before it is reported; a second live writer in this
-/// process is still refused, that much later. So is a lock whose holder
-/// cannot be named: it was most often released between the refused attempt
-/// and the look at `/proc/locks` (CI once failed on that: the forked child
-/// exited in between, and the slab was reported busy with no holder).
+/// process is still refused, that much later. A lock with no exclusive
+/// holder to name is no writer's: `xunds nds clean` holds a shared one while
+/// it removes a dead writer's file (this writer then finds the path names
+/// another file, or none, and opens it again), or the holder let it go
+/// between the refused attempt and the look at `/proc/locks` (CI once
+/// failed on that: the forked child exited in between, and the slab was
+/// reported busy with no holder). It is tried again for up to
+/// [`UNNAMED_LOCK_GRACE`].
 #[cfg(feature = "std")]
 fn lock(file: &std::fs::File) -> Result<(), NdsError> {
     let start = std::time::Instant::now();
@@ -586,8 +607,12 @@ fn lock(file: &std::fs::File) -> Result<(), NdsError> {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let pid = lock_holder(file);
-                let maybe_ours = pid.is_none() || pid == Some(std::process::id());
-                if !maybe_ours || start.elapsed() >= OWN_LOCK_GRACE {
+                let grace = match pid {
+                    None => UNNAMED_LOCK_GRACE,
+                    Some(p) if p == std::process::id() => OWN_LOCK_GRACE,
+                    Some(_) => return Err(NdsError::Busy { pid }),
+                };
+                if start.elapsed() >= grace {
                     return Err(NdsError::Busy { pid });
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));

@@ -69,6 +69,10 @@ pub enum SlabTarget {
     /// As [`SlabTarget::Path`], but an existing file that is not a slab is
     /// overwritten (`--force`); a live writer's slab is still refused.
     Overwrite(PathBuf),
+    /// A file with no name ([`MappedSlab::unnamed`]): read back by this
+    /// process only, and left nowhere however the process ends (`xunds
+    /// sim`'s runs, `xunds replay`).
+    Unnamed,
     /// An anonymous mapping (tests that only read back in-process).
     Anonymous,
 }
@@ -421,6 +425,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 .map_err(|e| err(&format!("slab {}", p.display()), e))?,
             Some(p.clone()),
         ),
+        SlabTarget::Unnamed => (MappedSlab::unnamed().map_err(|e| err("slab", e))?, None),
         SlabTarget::Anonymous => (MappedSlab::anonymous().map_err(|e| err("slab", e))?, None),
     };
     let slab_handle = slab.clone();

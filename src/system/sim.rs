@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -134,14 +133,16 @@ impl SimCase {
         }
     }
 
-    /// The deterministic job of this case, its slab at `slab`.
-    pub fn job(&self, slab: PathBuf) -> JobConfig {
+    /// The deterministic job of this case, its slab a file with no name
+    /// (nothing to remove after it, nothing left when the swarm is
+    /// interrupted).
+    pub fn job(&self) -> JobConfig {
         JobConfig {
             executions: self.executions,
             vncs: self.cores,
             models: self.models,
             seed: self.seed,
-            slab: Some(slab),
+            unnamed_slab: true,
             deterministic: true,
             faults: self.faults.clone(),
             timeout_ns: Some(self.timeout_ms * 1_000_000),
@@ -150,7 +151,6 @@ impl SimCase {
             model: self.model,
             rate: self.rate,
             recover: self.recover,
-            force_slab: true,
             // Far above any run's need (a few hundred polls per execution),
             // so a run that stops making progress ends.
             max_polls: Some(20_000 * (self.executions + 100)),
@@ -528,8 +528,6 @@ pub type Hook = fn(&SimCase, &JobReport) -> Result<(), Violation>;
 /// How cases are run.
 #[derive(Clone, Debug)]
 pub struct SimOptions {
-    /// Where the slabs go (one file per run, removed after it).
-    pub dir: PathBuf,
     /// Count this process's open fds before and after each run (only
     /// meaningful when runs do not overlap).
     pub check_fds: bool,
@@ -538,15 +536,9 @@ pub struct SimOptions {
 }
 
 impl SimOptions {
-    /// Slabs in `/dev/shm` (or the temporary directory), fds checked.
+    /// Fds checked, no extra check.
     pub fn new() -> SimOptions {
-        let shm = Path::new("/dev/shm");
         SimOptions {
-            dir: if shm.is_dir() {
-                shm.to_path_buf()
-            } else {
-                std::env::temp_dir()
-            },
             check_fds: true,
             hook: None,
         }
@@ -580,20 +572,10 @@ pub fn open_fds() -> Option<usize> {
         .map(|d| d.count().saturating_sub(1))
 }
 
-static RUN_ID: AtomicU64 = AtomicU64::new(0);
-
 /// Run one case and check it.
 pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
-    let id = RUN_ID.fetch_add(1, Ordering::Relaxed);
-    let slab = opts.dir.join(format!(
-        "xunds-sim-{}-{id}-seed{}.nds",
-        std::process::id(),
-        case.seed
-    ));
     let before = if opts.check_fds { open_fds() } else { None };
-    let cfg = case.job(slab.clone());
-    let rep = job::run(&cfg, &mut |_, _| {});
-    let _ = std::fs::remove_file(&slab);
+    let rep = job::run(&case.job(), &mut |_, _| {});
     let after = if opts.check_fds { open_fds() } else { None };
     let mut res = CaseResult {
         case: case.clone(),
@@ -900,7 +882,7 @@ mod tests {
             assert_eq!(c, SimCase::derive(seed, 2000));
             assert!((1..=16).contains(&c.cores) && (1..=32).contains(&c.ring));
             assert!(c.models >= 1 && u32::from(c.cores) * u32::from(c.models) <= 64);
-            assert!(c.job(PathBuf::from("/x")).check().is_ok(), "{c:?}");
+            assert!(c.job().check().is_ok(), "{c:?}");
             // The text of the fault mix parses back to it.
             assert_eq!(FaultSpec::parse(&c.faults.text()).unwrap(), c.faults);
             none += u32::from(c.faults.is_empty());

@@ -58,12 +58,13 @@ pub enum Command {
     ///
     /// `xunds run` leaves its slab for `xunds nds dump`, and on /dev/shm
     /// that holds memory until someone removes it. A file is removed only
-    /// when the pid in its name is not running, it is a regular file, its
-    /// writer's lock can be taken (every writer holds that lock for its
+    /// when the pid in its name is not running, it is a regular file, no
+    /// writer holds its writer's lock (every writer holds that lock for its
     /// life; the kernel drops it when the writer dies) and it is a slab
-    /// (exactly 262,144 bytes, its header committed or zero). The lock is
-    /// held while the file is unlinked. Prints one line per file, then the
-    /// counts; exit 1 when a removal fails.
+    /// (exactly 262,144 bytes, its header committed or zero). A shared lock,
+    /// which keeps writers out without being one (a run starting meanwhile
+    /// waits), is held while the file is unlinked. Prints one line per file,
+    /// then the counts; exit 1 when a removal fails.
     Clean {
         /// The directory [default: /dev/shm, where `xunds run` puts its
         /// slab].
@@ -72,6 +73,10 @@ pub enum Command {
         /// Say what would be removed; remove nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Hold each lock this long before the unlink (tests: a run that
+        /// starts meanwhile).
+        #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+        hold_ms: u64,
     },
     /// Publish, update and delete self-checking records until killed or for
     /// N operations (a second process for the cross-process tests).
@@ -115,7 +120,11 @@ pub enum Command {
 pub fn main(c: Command) -> ExitCode {
     match c {
         Command::Dump { path, json } => dump(&path, json),
-        Command::Clean { dir, dry_run } => clean(dir, dry_run),
+        Command::Clean {
+            dir,
+            dry_run,
+            hold_ms,
+        } => clean(dir, dry_run, std::time::Duration::from_millis(hold_ms)),
         Command::StressWriter {
             path,
             create,
@@ -174,7 +183,7 @@ fn dump(path: &Path, json: bool) -> ExitCode {
 
 // ---- clean ----
 
-fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
+fn clean(dir: Option<PathBuf>, dry_run: bool, hold: std::time::Duration) -> ExitCode {
     let dir = dir.unwrap_or_else(crate::monitor::default_dir);
     let paths = match crate::monitor::discover(&dir) {
         Ok(p) => p,
@@ -190,14 +199,24 @@ fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
                 continue;
             }
         };
+        std::thread::sleep(hold);
         if !dry_run {
-            if let Err(e) = std::fs::remove_file(&path) {
-                failed += 1;
-                println!("not removed {}: {e}", path.display());
-                continue;
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                // Another clean, holding the same shared lock, was first.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    kept += 1;
+                    println!("kept {}: removed meanwhile", path.display());
+                    continue;
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("not removed {}: {e}", path.display());
+                    continue;
+                }
             }
         }
-        // The writer's lock goes with the descriptor, after the unlink.
+        // The lock goes with the descriptor, after the unlink.
         drop(locked);
         removed += 1;
         let verb = if dry_run { "would remove" } else { "removed" };
@@ -245,14 +264,19 @@ pub fn prune_left_behind(dir: &Path, keep: usize) {
     }
 }
 
-/// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with its
-/// writer's lock held, when the run that wrote it is over; else why it
-/// stays. Over means: the pid in the name is not running (a run keeps its
-/// slab a moment after it lets the lock go, to read its counters back), the
-/// writer's lock is free (every writer holds it for its life; the kernel
-/// drops it when the writer dies), the path still names the file locked
-/// (not replaced or removed meanwhile), and the file is a slab
-/// ([`xunds::nds::is_slab_file`]). Symbolic links and other non-files stay.
+/// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with a
+/// remover's lock held, when the run that wrote it is over; else why it
+/// stays. Over means: the pid in the name is not running (a live process
+/// keeps the files named for it), no writer holds the writer's lock (every
+/// writer holds it for its life; the kernel drops it when the writer dies),
+/// the path still names the file locked (not replaced or removed
+/// meanwhile), and the file is a slab ([`xunds::nds::is_slab_file`]).
+/// Symbolic links and other non-files stay.
+///
+/// The lock is a shared one ([`xunds::hal::mem::lock_shared`]): it keeps
+/// writers out until the unlink, and a run that starts on the path
+/// meanwhile waits it out instead of taking this process for another
+/// writer.
 fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
     if let Some(pid) = crate::monitor::pid_from_name(path) {
@@ -265,7 +289,7 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| e.to_string())?;
-    if let Err(e) = xunds::hal::mem::lock_exclusive(&file) {
+    if let Err(e) = xunds::hal::mem::lock_shared(&file) {
         return Err(match xunds::hal::mem::lock_holder(&file) {
             // 0: a holder in another pid namespace.
             Some(pid) if pid != 0 => format!("process {pid} writes it"),

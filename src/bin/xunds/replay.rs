@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use xunds::system::job::{self, JobConfig};
-use xunds::system::trace::{TraceDiff, TraceHeader, BINARY_VERSION};
+use xunds::system::trace::{self, TraceDiff, TraceHeader, BINARY_VERSION};
 
 /// Re-run a recorded deterministic trace and compare.
 ///
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// Replay `file`: the diff outcome, and the text view when asked for.
 fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), String> {
-    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let f = trace::open_recorded(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let header = TraceHeader::read(&mut BufReader::new(f))
         .map_err(|e| format!("{}: {e}", file.display()))?;
     if header.version != BINARY_VERSION {
@@ -53,15 +53,13 @@ fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), Stri
     let dir = std::env::temp_dir();
     let tag = format!("xunds-replay-{}", std::process::id());
     let view = print.then(|| dir.join(format!("{tag}.txt")));
-    let slab = dir.join(format!("{tag}.nds"));
     // The replay compares as it runs and stops at the first difference or
     // at the recorded end, whatever executions the header claims; the view
     // holds at most the recorded events plus one block.
     cfg.replay = Some(file.to_path_buf());
     cfg.trace = view.clone();
-    cfg.slab = Some(slab.clone());
+    cfg.unnamed_slab = true;
     let r = job::run(&cfg, &mut |_, _| {});
-    let _ = std::fs::remove_file(&slab);
     let r = r.map_err(|e| {
         if let Some(v) = &view {
             let _ = std::fs::remove_file(v);

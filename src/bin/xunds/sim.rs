@@ -193,11 +193,7 @@ pub fn main(args: Args) -> ExitCode {
     // Overrides come with `--seed`: a combination the runner refuses is the
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
-        if let Err(e) = args
-            .case(seed)
-            .job(std::path::PathBuf::new())
-            .check_named(sim_flag)
-        {
+        if let Err(e) = args.case(seed).job().check_named(sim_flag) {
             return crate::usage_error("xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
