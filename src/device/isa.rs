@@ -228,13 +228,14 @@ impl ReduceOp {
     /// Fold one row, left to right, starting from `row[0]` (an empty row
     /// gives `0.0`; decoding refuses `cols == 0`).
     #[inline]
-    pub fn fold(self, row: &[f32]) -> f32 {
-        let Some((&first, rest)) = row.split_first() else {
+    pub fn fold(self, row: impl IntoIterator<Item = f32>) -> f32 {
+        let mut row = row.into_iter();
+        let Some(first) = row.next() else {
             return 0.0;
         };
         match self {
-            ReduceOp::Sum => rest.iter().fold(first, |acc, &x| acc + x),
-            ReduceOp::Max => rest.iter().fold(first, |acc, &x| fmax(acc, x)),
+            ReduceOp::Sum => row.fold(first, |acc, x| acc + x),
+            ReduceOp::Max => row.fold(first, fmax),
         }
     }
 }

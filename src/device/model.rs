@@ -888,7 +888,7 @@ impl MlpSpec {
         }
         let m: Vec<f32> = y
             .chunks_exact(o)
-            .map(|row| ReduceOp::Max.fold(row))
+            .map(|row| ReduceOp::Max.fold(row.iter().copied()))
             .collect();
         y.extend(m);
         y

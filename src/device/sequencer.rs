@@ -32,7 +32,7 @@
 use core::fmt;
 use std::sync::Arc;
 
-use crate::hal::{Hal, HalError, Ordering};
+use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
@@ -41,7 +41,7 @@ use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
 use super::engine::EngineReport;
 use super::engine::{self, DeviceMemory, EngineStatus, ExecReport, MemFault};
 use super::irq;
-use super::memmap::{dmem, reg, BadPa, MemMap, Window};
+use super::memmap::{dmem, reg, BadPa, MemMap, DRAM_BASE};
 use super::nq::{NqWriter, Overflow};
 
 /// The model heap of device DRAM through the HAL, by physical address: what
@@ -53,39 +53,43 @@ use super::nq::{NqWriter, Overflow};
 /// another core.
 pub struct DramMemory<'a, H: ?Sized> {
     hal: &'a H,
-    map: &'a MemMap,
+    dram: RegionHandle,
+    /// The heap, `[lo, hi)` in physical addresses.
+    lo: u64,
+    hi: u64,
 }
 
 impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// DRAM of the device described by `map`.
     pub fn new(hal: &'a H, map: &'a MemMap) -> Self {
-        DramMemory { hal, map }
-    }
-
-    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
-    /// not all inside the model heap (or, with `align`, `pa` is not aligned
-    /// to it).
-    fn dram_off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
-        match self.map.translate(pa, len as u64) {
-            Ok(Window::Dram { off }) if off % align == 0 && off >= self.map.config.heap_start() => {
-                Ok(off as usize)
-            }
-            _ => Err(BadPa {
-                pa,
-                len: len as u64,
-            }),
+        DramMemory {
+            hal,
+            dram: map.dram,
+            lo: map.dram_pa(map.config.heap_start()),
+            hi: map.dram_pa(map.config.dram_size),
         }
     }
 
-    fn off(&self, pa: u64) -> Result<usize, BadPa> {
-        self.dram_off(pa, 4, 4)
+    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
+    /// not all inside the model heap or `pa` is not aligned to `align`.
+    fn off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
+        let bad = BadPa {
+            pa,
+            len: len as u64,
+        };
+        match pa.checked_add(len as u64) {
+            Some(end) if pa >= self.lo && end <= self.hi && pa % align == 0 => {
+                Ok((pa - DRAM_BASE) as usize)
+            }
+            _ => Err(bad),
+        }
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let off = self.dram_off(pa, data.len(), 1)?;
+        let off = self.off(pa, data.len(), 1)?;
         self.hal
-            .copy_in(self.map.dram, off, data)
+            .copy_in(self.dram, off, data)
             .map_err(|_| BadPa {
                 pa,
                 len: data.len() as u64,
@@ -95,62 +99,63 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
         let len = out.len();
-        let off = self.dram_off(pa, len, 1)?;
+        let off = self.off(pa, len, 1)?;
         self.hal
-            .copy_out(self.map.dram, off, out)
+            .copy_out(self.dram, off, out)
             .map_err(|_| BadPa {
                 pa,
                 len: len as u64,
             })
     }
+
+    /// The word at `pa` (one of a range that was refused as a whole: word
+    /// by word, so the fault names the first bad word).
+    fn word(&self, pa: u64, store: Option<u32>) -> Result<u32, MemFault> {
+        let off = self.off(pa, 4, 4).map_err(|_| MemFault { pa })?;
+        match store {
+            None => self.hal.load_u32(self.dram, off, Ordering::Relaxed),
+            Some(v) => self.hal.store_u32(self.dram, off, v, Ordering::Relaxed).map(|()| v),
+        }
+        .map_err(|_| MemFault { pa })
+    }
 }
 
+/// One range check and one HAL call for a range inside the heap;
+/// otherwise word by word, so the fault names the first bad word.
 impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
-    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
-        let off = self.off(pa).map_err(|_| MemFault { pa })?;
-        self.hal
-            .load_u32(self.map.dram, off, Ordering::Relaxed)
-            .map_err(|_| MemFault { pa })
-    }
-
-    /// Inside DRAM and aligned is all a read of `pa` needs (the HAL refuses
-    /// nothing else on the DRAM region).
-    fn probe(&self, pa: u64) -> Result<(), MemFault> {
-        self.off(pa).map(|_| ()).map_err(|_| MemFault { pa })
-    }
-
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
-        let off = self.off(pa).map_err(|_| MemFault { pa })?;
-        self.hal
-            .store_u32(self.map.dram, off, v, Ordering::Relaxed)
-            .map_err(|_| MemFault { pa })
-    }
-
-    /// One translation and one HAL call for the whole range when it lies in
-    /// DRAM; otherwise word by word, so the fault names the first bad word.
     fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.dram_off(pa, out.len() * 4, 4) {
-            if self.hal.load_u32s(self.map.dram, off, out).is_ok() {
+        if let Ok(off) = self.off(pa, out.len() * 4, 4) {
+            if self.hal.load_u32s(self.dram, off, out).is_ok() {
                 return Ok(());
             }
         }
         for (i, w) in out.iter_mut().enumerate() {
-            *w = self.read_u32(pa + 4 * i as u64)?;
+            *w = self.word(pa.wrapping_add(4 * i as u64), None)?;
         }
         Ok(())
     }
 
-    /// As [`read_u32s`](Self::read_u32s), for writes.
     fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.dram_off(pa, vals.len() * 4, 4) {
-            if self.hal.store_u32s(self.map.dram, off, vals).is_ok() {
+        if let Ok(off) = self.off(pa, vals.len() * 4, 4) {
+            if self.hal.store_u32s(self.dram, off, vals).is_ok() {
                 return Ok(());
             }
         }
         for (i, &v) in vals.iter().enumerate() {
-            self.write_u32(pa + 4 * i as u64, v)?;
+            self.word(pa.wrapping_add(4 * i as u64), Some(v))?;
         }
         Ok(())
+    }
+
+    /// Inside the heap and aligned is all a read needs (the HAL refuses
+    /// nothing else on the DRAM region).
+    fn probe(&self, pa: u64, last: u64) -> Result<(), MemFault> {
+        let inside = |a: u64| self.off(a, 4, 4).map(drop).map_err(|_| MemFault { pa: a });
+        if pa % 4 == 0 && pa >= self.lo && last.checked_add(4).is_some_and(|e| e <= self.hi) {
+            return Ok(());
+        }
+        inside(pa)?;
+        inside(last)
     }
 }
 
