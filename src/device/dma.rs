@@ -234,17 +234,15 @@ impl DmaFault {
 /// What one [`DmaEngine::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DmaStep {
-    /// Nothing published beyond the head.
-    Idle,
     /// A published descriptor is not written yet (wrong ring id); waiting.
     Waiting,
-    /// One pair copied; `published` is true when it wrote `SEQ_TAIL_INC`
-    /// (a request is now published to the sequencer).
+    /// One pair copied; `published` is the sequencer's request tail after
+    /// the copy when it added to `SEQ_TAIL_INC` (a request is published).
     Copied {
         /// Bytes moved.
         len: u32,
-        /// The copy bumped the sequencer's request tail.
-        published: bool,
+        /// The new `SEQ_TAIL_INC` total, when the copy added to it.
+        published: Option<u32>,
     },
     /// The queue faulted (now, or earlier).
     Faulted(DmaFault),
@@ -256,12 +254,20 @@ pub const fn copy_cycles(len: u32) -> u64 {
 }
 
 /// The device's copy engine for one core's request queue.
+///
+/// A poll reads the tails once ([`DmaEngine::published`]), performs that
+/// many pairs ([`DmaEngine::step`]) and hands the slots back
+/// ([`DmaEngine::release`]: the head registers) once, before a request is
+/// executed and at the end.
 #[derive(Clone, Debug)]
 pub struct DmaEngine {
+    core: u8,
     m2s: RegionHandle,
     s2m: RegionHandle,
     regs: RegionHandle,
     lap: Lap,
+    /// Pairs the head registers show consumed.
+    released: u32,
     fault: Option<DmaFault>,
     stalled_since: Option<u64>,
     buf: Vec<u8>,
@@ -273,10 +279,12 @@ impl DmaEngine {
     pub fn new(map: &MemMap, core: u8) -> Result<DmaEngine, UnitError> {
         let (m2s, s2m) = map.desc_rings_of(core)?;
         Ok(DmaEngine {
+            core,
             m2s,
             s2m,
             regs: map.regs_of(core)?,
             lap: Lap::new(map.config.ring_len),
+            released: 0,
             fault: None,
             stalled_since: None,
             buf: Vec::new(),
@@ -289,22 +297,70 @@ impl DmaEngine {
         self.fault
     }
 
-    fn fail<H: Hal + ?Sized>(&mut self, hal: &H, f: DmaFault) -> DmaStep {
+    fn fail<H: Hal + ?Sized>(&mut self, hal: &H, f: DmaFault) -> DmaFault {
         self.fault = Some(f);
         let _ = hal.store_u32(self.regs, reg::DMA_FAULT, f.code(), Ordering::Relaxed);
-        DmaStep::Faulted(f)
+        f
     }
 
-    /// Consume and perform at most one published pair. `now` (host
-    /// nanoseconds) only bounds how long a wrong ring id below the tail is
-    /// tolerated ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
+    /// Pairs published past the head (from the tail registers), or the
+    /// sticky fault.
+    pub fn published<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<u32, DmaFault> {
+        if let Some(f) = self.fault {
+            return Err(f);
+        }
+        let (regs, lap) = (self.regs, self.lap);
+        // Ordering: Acquire pairs with the host's Release fetch_add in
+        // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
+        // descriptor appended before it is visible (docs/abi.md §1.10 "device
+        // publish boundary"; docs/abi.md §1.11, tail increment).
+        let m2s = hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire);
+        let s2m = hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire);
+        let (Ok(m2s), Ok(s2m)) = (m2s, s2m) else {
+            return Err(self.fail(hal, DmaFault::Hal));
+        };
+        let avail = m2s.wrapping_sub(lap.count).min(s2m.wrapping_sub(lap.count));
+        if avail > lap.len {
+            // Sticky, as every fault here: the tails only grow, so the
+            // queue could never move again anyway.
+            let f = DmaFault::TailOverrun {
+                published: avail,
+                ring_len: lap.len,
+            };
+            return Err(self.fail(hal, f));
+        }
+        Ok(avail)
+    }
+
+    /// Hand the consumed slots back: store the head registers, if pairs
+    /// were consumed since the last release.
+    pub fn release<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<(), DmaFault> {
+        let count = self.lap.count;
+        if count == self.released || self.fault.is_some() {
+            return Ok(());
+        }
+        self.released = count;
+        // Ordering: Release pairs with the host's Acquire loads in
+        // `QueueProducer::free`: the slots are read, reuse is safe
+        // (docs/abi.md §1.11).
+        let regs = self.regs;
+        let stored = hal
+            .store_u32(regs, reg::M2S_HEAD, count, Ordering::Release)
+            .and_then(|()| hal.store_u32(regs, reg::S2M_HEAD, count, Ordering::Release));
+        stored.map_err(|_| self.fail(hal, DmaFault::Hal))
+    }
+
+    /// Consume and perform the pair at the head, one of those
+    /// [`DmaEngine::published`] counted. `now` (host nanoseconds) only
+    /// bounds how long a wrong ring id below the tail is tolerated
+    /// ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
     pub fn step<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, now: u64) -> DmaStep {
         if let Some(f) = self.fault {
             return DmaStep::Faulted(f);
         }
         match self.pair(hal, map, now) {
             Ok(step) => step,
-            Err(f) => self.fail(hal, f),
+            Err(f) => DmaStep::Faulted(self.fail(hal, f)),
         }
     }
 
@@ -314,75 +370,42 @@ impl DmaEngine {
         map: &MemMap,
         now: u64,
     ) -> Result<DmaStep, DmaFault> {
-        let (regs, lap) = (self.regs, self.lap);
-        let load = |r| hal.load_u32(regs, r, Ordering::Acquire).map_err(|_| DmaFault::Hal);
-        // Ordering: Acquire pairs with the host's Release fetch_add in
-        // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
-        // descriptor appended before it is visible (docs/abi.md §1.10 "device
-        // publish boundary"; docs/abi.md §1.11, tail increment).
-        let tails = (load(reg::M2S_TAIL_INC), load(reg::S2M_TAIL_INC));
-        let avail = (tails.0?.wrapping_sub(lap.count)).min(tails.1?.wrapping_sub(lap.count));
-        if avail == 0 {
-            return Ok(DmaStep::Idle);
-        }
-        if avail > lap.len {
-            // Sticky, as every fault here: the tails only grow, so the
-            // queue could never move again anyway.
-            return Err(DmaFault::TailOverrun {
-                published: avail,
-                ring_len: lap.len,
-            });
-        }
-        let descs = (hal.read_desc(self.m2s, lap.index), hal.read_desc(self.s2m, lap.index));
-        let (Ok(m), Ok(s)) = descs else {
-            return Err(DmaFault::Hal);
-        };
+        let (index, ring_id) = (self.lap.index, self.lap.ring_id);
+        let m = hal.read_desc(self.m2s, index).map_err(|_| DmaFault::Hal)?;
+        let s = hal.read_desc(self.s2m, index).map_err(|_| DmaFault::Hal)?;
         for (d, dir) in [(&m, Dir::M2s), (&s, Dir::S2m)] {
             let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
-            if found != lap.ring_id {
+            if found != ring_id {
                 // Not written yet: wait, up to the grace period, then fault.
                 let since = *self.stalled_since.get_or_insert(now);
                 if now.saturating_sub(since) < map.config.ring_id_grace_ns {
                     return Ok(DmaStep::Waiting);
                 }
+                let expected = ring_id;
                 return Err(DmaFault::RingIdMismatch {
                     dir,
-                    index: lap.index,
+                    index,
                     found,
-                    expected: lap.ring_id,
+                    expected,
                 });
             }
         }
         self.stalled_since = None;
-        let undecodable = |dir| move |err| DmaFault::Undecodable {
-            dir,
-            index: lap.index,
-            err,
-        };
+        let undecodable = |dir| move |err| DmaFault::Undecodable { dir, index, err };
         let m = M2sDesc::decode(&m).map_err(undecodable(Dir::M2s))?;
         let s = S2mDesc::decode(&s).map_err(undecodable(Dir::S2m))?;
-        if m.ctrl.len != s.ctrl.len {
-            return Err(DmaFault::LengthMismatch {
-                index: lap.index,
-                m2s: m.ctrl.len,
-                s2m: s.ctrl.len,
-            });
-        }
         let len = m.ctrl.len;
+        if len != s.ctrl.len {
+            let s2m = s.ctrl.len;
+            return Err(DmaFault::LengthMismatch { index, m2s: len, s2m });
+        }
         let published = self.copy(hal, map, m.src, s.dst, len)?;
         self.lap.advance();
-        let count = self.lap.count;
-        // Ordering: Release pairs with the host's Acquire loads in
-        // `QueueProducer::free`: the slots are read, reuse is safe
-        // (docs/abi.md §1.11).
-        hal.store_u32(regs, reg::M2S_HEAD, count, Ordering::Release)
-            .and_then(|()| hal.store_u32(regs, reg::S2M_HEAD, count, Ordering::Release))
-            .map_err(|_| DmaFault::Hal)?;
         Ok(DmaStep::Copied { len, published })
     }
 
-    /// Validate both ends and move the bytes. Returns whether the copy wrote
-    /// the sequencer's request tail.
+    /// Validate both ends and move the bytes. Returns the sequencer's new
+    /// request tail when the copy added to this core's.
     fn copy<H: Hal + ?Sized>(
         &mut self,
         hal: &H,
@@ -390,7 +413,7 @@ impl DmaEngine {
         src: u64,
         dst: u64,
         len: u32,
-    ) -> Result<bool, DmaFault> {
+    ) -> Result<Option<u32>, DmaFault> {
         let n = u64::from(len);
         let bad = |dir| move |bad| DmaFault::AddressOutOfRange { dir, bad };
         let from = map.translate(src, n).map_err(bad(Dir::M2s))?;
@@ -398,39 +421,47 @@ impl DmaEngine {
         let refused = |dir, pa| DmaFault::BadRegisterAccess { dir, pa, len };
         // Registers are not a source.
         let (region, off) = map.region_of(from).ok_or(refused(Dir::M2s, src))?;
-        self.buf.resize(len as usize, 0);
-        hal.copy_out(region, off, &mut self.buf)
-            .map_err(|_| DmaFault::Hal)?;
-        if let Some((region, off)) = map.region_of(to) {
-            hal.copy_in(region, off, &self.buf)
-                .map_err(|_| DmaFault::Hal)?;
-            return Ok(false);
-        }
-        let Window::Regs { core, off } = to else {
-            return Err(DmaFault::Hal);
+        // Small copies (the trigger pairs) go through the stack.
+        let mut small = [0u8; 64];
+        let buf = match small.get_mut(..len as usize) {
+            Some(b) => b,
+            None => {
+                self.buf.resize(len as usize, 0);
+                &mut self.buf[..]
+            }
         };
-        let regs = map.regs[usize::from(core)];
-        let off = off as usize;
-        let v = match self.buf[..] {
+        hal.copy_out(region, off, buf).map_err(|_| DmaFault::Hal)?;
+        let (core, off) = match to {
+            Window::Regs { core, off } => (core, off as usize),
+            to => {
+                let (region, off) = map.region_of(to).ok_or(DmaFault::Hal)?;
+                hal.copy_in(region, off, buf).map_err(|_| DmaFault::Hal)?;
+                return Ok(None);
+            }
+        };
+        let v = match *buf {
             [a, b, c, d] if off == reg::SEQ_TAIL_INC || off == reg::SEQ_EVENT => {
                 u32::from_le_bytes([a, b, c, d])
             }
             _ => return Err(refused(Dir::S2m, dst)),
         };
-        let done = if off == reg::SEQ_TAIL_INC {
+        let regs = map.regs[usize::from(core)];
+        if off == reg::SEQ_TAIL_INC {
             // A tail-increment register adds what is written to it.
-            // Ordering: Release pairs with the sequencer's Acquire load of
-            // SEQ_TAIL_INC in `Sequencer::execute`: the request body copied
-            // into DMEM by the earlier pair is visible (docs/abi.md §1.10:
-            // the tail-inc pair is the publish).
-            hal.fetch_add_u32(regs, off, v, Ordering::Release).map(drop)
-        } else {
-            // Ordering: Release pairs with the sequencer's Acquire load of
-            // SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.10: the
-            // evt-poke pair, "new config is ready").
-            hal.store_u32(regs, off, v, Ordering::Release)
-        };
-        done.map_err(|_| DmaFault::Hal)?;
-        Ok(off == reg::SEQ_TAIL_INC)
+            // Ordering: Release pairs with the sequencer's Acquire of the
+            // new total (docs/abi.md §1.10: the tail-inc pair is the
+            // publish; the request body copied into DMEM by the earlier
+            // pair is visible). This core's sequencer runs on this thread
+            // and takes the total from the add.
+            let old = hal.fetch_add_u32(regs, off, v, Ordering::Release);
+            let old = old.map_err(|_| DmaFault::Hal)?;
+            return Ok((core == self.core).then_some(old.wrapping_add(v)));
+        }
+        // Ordering: Release pairs with the sequencer's Acquire load of
+        // SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.10: the
+        // evt-poke pair, "new config is ready").
+        hal.store_u32(regs, off, v, Ordering::Release)
+            .map_err(|_| DmaFault::Hal)?;
+        Ok(None)
     }
 }

@@ -683,8 +683,7 @@ impl Executor {
         if let Ok(k) = found {
             let p = &self.programs[k];
             let now = &mut self.buf.a;
-            now.clear();
-            now.resize(p.words.len(), 0);
+            fit(now, p.words.len());
             if mem.read_u32s(pa, now).is_ok() && *now == p.words {
                 return;
             }
@@ -707,7 +706,17 @@ impl Executor {
         blocks: [u64; NUM_ENGINES],
         start_cycle: u64,
     ) -> ExecReport {
-        let limits = self.limits;
+        // Every block checked (or decoded) first, then looked up: a block
+        // decoded for a later engine moves the earlier ones' entries.
+        for &pc in &blocks {
+            self.refresh(mem, pc);
+        }
+        let Executor {
+            limits,
+            programs,
+            buf,
+            trace,
+        } = self;
         let limit_cycle = start_cycle.saturating_add(limits.max_cycles);
         let mut engs = [Eng {
             state: EngineState::Idle,
@@ -719,35 +728,16 @@ impl Executor {
             fault: None,
             program: None,
         }; NUM_ENGINES];
-        // Every block checked (or decoded) first, then looked up: a block
-        // decoded for a later engine moves the earlier ones' entries.
-        for &pc in &blocks {
-            self.refresh(mem, pc);
-        }
-        for (e, &pc) in engs.iter_mut().zip(&blocks) {
+        // The engines in state READY, one bit each.
+        let mut ready = 0u8;
+        for (i, (e, &pc)) in engs.iter_mut().zip(&blocks).enumerate() {
             if pc != 0 {
                 e.pc = pc;
-                e.program = self.programs.binary_search_by_key(&pc, |p| p.pa).ok();
+                e.program = programs.binary_search_by_key(&pc, |p| p.pa).ok();
                 transit(e, EngineEvent::Start);
+                ready |= 1 << i;
             }
         }
-        let Executor {
-            programs,
-            buf,
-            trace,
-            ..
-        } = self;
-        let mut log = |i: usize, cycle: u64, pc: u64, what: TraceWhat| {
-            if let Some(t) = trace {
-                let engine = Engine::ALL[i];
-                t.push(TraceLine {
-                    engine,
-                    cycle,
-                    pc,
-                    what,
-                });
-            }
-        };
         let mut sems = [0u32; NUM_SEMAPHORES];
         let mut ready_at = [start_cycle; NUM_SEMAPHORES];
         let mut macs = 0u64;
@@ -755,31 +745,39 @@ impl Executor {
         let mut total_work = 0u64;
         let mut first_error = None;
 
-        // Issue instructions in virtual-time order until no engine is ready.
-        loop {
-            let mut pick: Option<usize> = None;
-            for (i, e) in engs.iter().enumerate() {
-                if e.state == EngineState::Ready && pick.is_none_or(|j| e.cycle < engs[j].cycle) {
-                    pick = Some(i);
+        // Issue instructions in virtual-time order until no engine is ready:
+        // the ready engine with the smallest clock, ties to the lowest index.
+        while ready != 0 {
+            let mut i = ready.trailing_zeros() as usize;
+            let mut rest = ready & (ready - 1);
+            while rest != 0 {
+                let j = rest.trailing_zeros() as usize;
+                if engs[j].cycle < engs[i].cycle {
+                    i = j;
                 }
+                rest &= rest - 1;
             }
-            let Some(i) = pick else { break };
             let e = &mut engs[i];
             let (pc, issue) = (e.pc, e.cycle);
-            let fetched = if total_steps >= limits.max_steps {
+            let mut fetched = None;
+            let insn = if total_steps >= limits.max_steps {
                 Err(EngineFault::StepBudget { pc })
             } else {
                 total_steps += 1;
                 e.steps += 1;
                 match e.program.and_then(|k| programs[k].at(pc)) {
-                    Some(&insn) => Ok(insn),
-                    None => fetch(mem, pc),
+                    Some(insn) => Ok(insn),
+                    None => match fetch(mem, pc) {
+                        Ok(insn) => Ok(&*fetched.insert(insn)),
+                        Err(f) => Err(f),
+                    },
                 }
             };
-            let insn = match fetched {
+            let insn = match insn {
                 Ok(insn) => insn,
                 Err(f) => {
-                    fail(e, f, &mut log, i);
+                    fail(e, f, trace, i);
+                    ready &= !(1 << i);
                     first_error.get_or_insert((Engine::ALL[i], f.class()));
                     continue;
                 }
@@ -797,7 +795,7 @@ impl Executor {
                 Err(EngineFault::WorkBudget { pc })
             } else {
                 total_work += work;
-                match insn {
+                match *insn {
                     Insn::Wait { sem, value } => {
                         let s = usize::from(sem);
                         if sems[s] >= value {
@@ -822,7 +820,12 @@ impl Executor {
                         }
                     }
                     Insn::End => Ok(Outcome::End),
-                    _ => exec(mem, buf, &mut e.regs, &insn, pc).map(|()| Outcome::Next),
+                    Insn::SetBase { reg, value } => {
+                        e.regs[reg.index()] = value;
+                        Ok(Outcome::Next)
+                    }
+                    Insn::Nop | Insn::Delay { .. } => Ok(Outcome::Next),
+                    _ => exec(mem, buf, &e.regs, insn, pc).map(|()| Outcome::Next),
                 }
             };
             match result {
@@ -830,22 +833,26 @@ impl Executor {
                     macs += insn.macs();
                     e.cycle = e.cycle.saturating_add(cycles);
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
-                    log(i, issue, pc, TraceWhat::Done { insn, end: e.cycle });
+                    let end = e.cycle;
+                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::End) => {
                     e.cycle = end;
                     transit(e, EngineEvent::Finish);
-                    log(i, issue, pc, TraceWhat::Done { insn, end });
+                    ready &= !(1 << i);
+                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::Block) => {
-                    if let Insn::Wait { sem, value } = insn {
+                    if let Insn::Wait { sem, value } = *insn {
                         e.pending = Some((sem, value));
                     }
                     transit(e, EngineEvent::Block);
-                    log(i, issue, pc, TraceWhat::Blocked { insn });
+                    ready &= !(1 << i);
+                    note(trace, i, issue, pc, || TraceWhat::Blocked { insn: *insn });
                 }
                 Err(f) => {
-                    fail(e, f, &mut log, i);
+                    fail(e, f, trace, i);
+                    ready &= !(1 << i);
                     first_error.get_or_insert((Engine::ALL[i], f.class()));
                 }
             }
@@ -861,7 +868,7 @@ impl Executor {
             }
             // After a SIGNAL on `sem`: complete the pending `WAIT` of every
             // blocked engine it now satisfies, in engine order.
-            if let Insn::Signal { sem, .. } = insn {
+            if let Insn::Signal { sem, .. } = *insn {
                 let s = usize::from(sem);
                 for (j, e) in engs.iter_mut().enumerate() {
                     let Some((ws, value)) = e.pending else {
@@ -874,10 +881,12 @@ impl Executor {
                     e.pending = None;
                     let (pc, issue) = (e.pc, e.cycle);
                     transit(e, EngineEvent::Wake);
+                    ready |= 1 << j;
                     let insn = Insn::Wait { sem: ws, value };
                     e.cycle = e.cycle.max(ready_at[s]).saturating_add(insn.cycles());
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
-                    log(j, issue, pc, TraceWhat::Done { insn, end: e.cycle });
+                    let end = e.cycle;
+                    note(trace, j, issue, pc, || TraceWhat::Done { insn, end });
                 }
             }
         }
@@ -894,7 +903,7 @@ impl Executor {
                 value,
                 have: sems[usize::from(sem)],
             };
-            fail(e, f, &mut log, i);
+            fail(e, f, trace, i);
             first_error.get_or_insert((Engine::ALL[i], f.class()));
         }
 
@@ -917,13 +926,34 @@ impl Executor {
     }
 }
 
+/// Append a line to the trace, when there is one (made only then).
+#[inline(always)]
+fn note(
+    trace: &mut Option<Vec<TraceLine>>,
+    i: usize,
+    cycle: u64,
+    pc: u64,
+    what: impl FnOnce() -> TraceWhat,
+) {
+    if let Some(t) = trace {
+        let engine = Engine::ALL[i];
+        let what = what();
+        t.push(TraceLine {
+            engine,
+            cycle,
+            pc,
+            what,
+        });
+    }
+}
+
 /// Stop `e` with `f`: a faulting instruction takes one cycle.
-fn fail(e: &mut Eng, f: EngineFault, log: &mut impl FnMut(usize, u64, u64, TraceWhat), i: usize) {
+fn fail(e: &mut Eng, f: EngineFault, trace: &mut Option<Vec<TraceLine>>, i: usize) {
     let issue = e.cycle;
     transit(e, EngineEvent::Fault);
     e.fault.get_or_insert(f);
     e.cycle = e.cycle.saturating_add(1);
-    log(i, issue, f.pc(), TraceWhat::Fault(f));
+    note(trace, i, issue, f.pc(), || TraceWhat::Fault(f));
 }
 
 fn transit(e: &mut Eng, ev: EngineEvent) {
@@ -985,8 +1015,7 @@ fn read(
     n: u64,
     out: &mut Vec<u32>,
 ) -> Result<(), EngineFault> {
-    out.clear();
-    out.resize(n as usize, 0);
+    fit(out, n as usize);
     mem.read_u32s(pa, out)
         .map_err(|fault| EngineFault::Memory { pc, fault })
 }
@@ -1015,29 +1044,36 @@ fn write(
         .map_err(|fault| EngineFault::Memory { pc, fault })
 }
 
+/// Make `v` `n` words long; what it holds is about to be overwritten (only
+/// a growth is zeroed).
+fn fit(v: &mut Vec<u32>, n: usize) {
+    v.truncate(n);
+    v.resize(n, 0);
+}
+
 fn f(w: u32) -> f32 {
     f32::from_bits(w)
 }
 
-/// Execute a data or control instruction (not WAIT/SIGNAL/END). Reads
+/// Execute a data instruction or `RAISE` (the scheduler runs the
+/// others). Reads
 /// every input before writing any output; faults write nothing (on a
 /// contiguous memory).
 fn exec(
     mem: &dyn DeviceMemory,
     buf: &mut Buffers,
-    regs: &mut [u64; isa::NUM_BASES],
+    regs: &[u64; isa::NUM_BASES],
     insn: &Insn,
     pc: u64,
 ) -> Result<(), EngineFault> {
     let at = |op: Operand, elems: u64| resolve(mem, regs, pc, op, elems);
     match *insn {
-        Insn::Nop | Insn::End | Insn::Wait { .. } | Insn::Signal { .. } | Insn::Delay { .. } => {
-            Ok(())
-        }
-        Insn::SetBase { reg, value } => {
-            regs[reg.index()] = value;
-            Ok(())
-        }
+        Insn::Nop
+        | Insn::End
+        | Insn::SetBase { .. }
+        | Insn::Wait { .. }
+        | Insn::Signal { .. }
+        | Insn::Delay { .. } => Ok(()),
         Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
         Insn::Copy { dst, src, n } => {
             let n = u64::from(n);
