@@ -1258,8 +1258,8 @@ mod tests {
             TraceHeader::parse("hello"),
             Err(TraceError::NotATrace(_))
         ));
-        // v2 is the binary format before transitions were encoded by code.
-        for old_or_new in ["v2", "v4"] {
+        // Older binary formats and a newer one are refused.
+        for old_or_new in ["v2", "v3", "v5"] {
             assert!(matches!(
                 TraceHeader::parse(&format!("xunds-trace {old_or_new} seed=1 config=")),
                 Err(TraceError::UnsupportedVersion(_))
