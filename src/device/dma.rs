@@ -256,9 +256,8 @@ pub const fn copy_cycles(len: u32) -> u64 {
 /// The device's copy engine for one core's request queue.
 ///
 /// A poll reads the tails once ([`DmaEngine::published`]), performs that
-/// many pairs ([`DmaEngine::step`]) and hands the slots back
-/// ([`DmaEngine::release`]: the head registers) once, before a request is
-/// executed and at the end.
+/// many pairs ([`DmaEngine::step`]) and hands their slots back once
+/// ([`DmaEngine::release`]: the head registers).
 #[derive(Clone, Debug)]
 pub struct DmaEngine {
     core: u8,
@@ -336,7 +335,7 @@ impl DmaEngine {
     /// were consumed since the last release.
     pub fn release<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<(), DmaFault> {
         let count = self.lap.count;
-        if count == self.released || self.fault.is_some() {
+        if count == self.released {
             return Ok(());
         }
         self.released = count;

@@ -683,8 +683,8 @@ impl Executor {
         if let Ok(k) = found {
             let p = &self.programs[k];
             let now = &mut self.buf.a;
-            fit(now, p.words.len());
-            if mem.read_u32s(pa, now).is_ok() && *now == p.words {
+            let now = grow(now, p.words.len() as u64);
+            if mem.read_u32s(pa, now).is_ok() && *now == p.words[..] {
                 return;
             }
         }
@@ -1007,58 +1007,61 @@ fn resolve(
     Ok(pa)
 }
 
-/// Replace `out` with the `n` words at `pa` (a range `resolve` checked).
-fn read(
+/// The first `n` words of `v`, grown to hold them (never shrunk, so only a
+/// growth is zeroed: what they hold is about to be overwritten).
+fn grow(v: &mut Vec<u32>, n: u64) -> &mut [u32] {
+    let n = n as usize;
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+    &mut v[..n]
+}
+
+/// The `n` words at `pa` (a range `resolve` checked), read into `v`.
+fn read<'v>(
     mem: &dyn DeviceMemory,
     pc: u64,
     pa: u64,
     n: u64,
-    out: &mut Vec<u32>,
-) -> Result<(), EngineFault> {
-    fit(out, n as usize);
-    mem.read_u32s(pa, out)
-        .map_err(|fault| EngineFault::Memory { pc, fault })
+    v: &'v mut Vec<u32>,
+) -> Result<&'v mut [u32], EngineFault> {
+    let w = grow(v, n);
+    mem.read_u32s(pa, w)
+        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+    Ok(w)
 }
 
-/// Write `buf.out` at `pa`; under `.chk` first refuse a non-finite result
-/// (writing nothing).
+/// Write `out` at `pa`, noting the range in `written`; under `.chk` first
+/// refuse a non-finite result (writing nothing).
 fn write(
     mem: &dyn DeviceMemory,
-    buf: &mut Buffers,
-    pc: u64,
-    pa: u64,
+    written: &mut Option<(u64, u64)>,
+    (pc, pa): (u64, u64),
+    out: &[u32],
     check: bool,
 ) -> Result<(), EngineFault> {
     // A sweep without an early exit (it vectorizes); the position only
     // when something is not finite.
     let finite = |w: &u32| w & 0x7F80_0000 != 0x7F80_0000;
-    if check && !buf.out.iter().fold(true, |ok, w| ok & finite(w)) {
-        let index = buf.out.iter().position(|w| !finite(w)).unwrap_or(0);
+    if check && !out.iter().fold(true, |ok, w| ok & finite(w)) {
+        let index = out.iter().position(|w| !finite(w)).unwrap_or(0);
         return Err(EngineFault::NonFinite {
             pc,
             index: index as u32,
         });
     }
-    buf.written = Some((pa, pa + 4 * buf.out.len() as u64));
-    mem.write_u32s(pa, &buf.out)
+    *written = Some((pa, pa + 4 * out.len() as u64));
+    mem.write_u32s(pa, out)
         .map_err(|fault| EngineFault::Memory { pc, fault })
-}
-
-/// Make `v` `n` words long; what it holds is about to be overwritten (only
-/// a growth is zeroed).
-fn fit(v: &mut Vec<u32>, n: usize) {
-    v.truncate(n);
-    v.resize(n, 0);
 }
 
 fn f(w: u32) -> f32 {
     f32::from_bits(w)
 }
 
-/// Execute a data instruction or `RAISE` (the scheduler runs the
-/// others). Reads
-/// every input before writing any output; faults write nothing (on a
-/// contiguous memory).
+/// Execute a data instruction or `RAISE` (the scheduler runs the others).
+/// Reads every input before writing any output; faults write nothing (on
+/// a contiguous memory).
 fn exec(
     mem: &dyn DeviceMemory,
     buf: &mut Buffers,
@@ -1067,6 +1070,7 @@ fn exec(
     pc: u64,
 ) -> Result<(), EngineFault> {
     let at = |op: Operand, elems: u64| resolve(mem, regs, pc, op, elems);
+    let Buffers { a: va, b: vb, out, written } = buf;
     match *insn {
         Insn::Nop
         | Insn::End
@@ -1077,16 +1081,15 @@ fn exec(
         Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
         Insn::Copy { dst, src, n } => {
             let n = u64::from(n);
-            let s = at(src, n)?;
-            let d = at(dst, n)?;
-            read(mem, pc, s, n, &mut buf.out)?;
-            write(mem, buf, pc, d, false)
+            let (s, d) = (at(src, n)?, at(dst, n)?);
+            let o = read(mem, pc, s, n, out)?;
+            write(mem, written, (pc, d), o, false)
         }
         Insn::Fill { dst, n, value } => {
             let d = at(dst, u64::from(n))?;
-            buf.out.clear();
-            buf.out.resize(n as usize, value);
-            write(mem, buf, pc, d, false)
+            let o = grow(out, n.into());
+            o.fill(value);
+            write(mem, written, (pc, d), o, false)
         }
         Insn::Binary {
             op,
@@ -1100,17 +1103,17 @@ fn exec(
             let n = u64::from(n);
             let bl = if b_len == 0 { n } else { u64::from(b_len) };
             let (pa, pb, pd) = (at(a, n)?, at(b, bl)?, at(dst, n)?);
-            read(mem, pc, pa, n, &mut buf.a)?;
-            read(mem, pc, pb, bl, &mut buf.b)?;
+            let (x, y) = (read(mem, pc, pa, n, va)?, read(mem, pc, pb, bl, vb)?);
+            let o = grow(out, n);
             // Each arm applies a constant operation: `apply` inlines to its
             // one case, chosen once per instruction, not per element.
             match op {
-                BinOp::Add => binary(buf, |x, y| BinOp::Add.apply(x, y)),
-                BinOp::Sub => binary(buf, |x, y| BinOp::Sub.apply(x, y)),
-                BinOp::Mul => binary(buf, |x, y| BinOp::Mul.apply(x, y)),
-                BinOp::Max => binary(buf, |x, y| BinOp::Max.apply(x, y)),
+                BinOp::Add => binary(o, x, y, |x, y| BinOp::Add.apply(x, y)),
+                BinOp::Sub => binary(o, x, y, |x, y| BinOp::Sub.apply(x, y)),
+                BinOp::Mul => binary(o, x, y, |x, y| BinOp::Mul.apply(x, y)),
+                BinOp::Max => binary(o, x, y, |x, y| BinOp::Max.apply(x, y)),
             }
-            write(mem, buf, pc, pd, check)
+            write(mem, written, (pc, pd), o, check)
         }
         Insn::Affine {
             dst,
@@ -1123,9 +1126,9 @@ fn exec(
             let n = u64::from(n);
             let (s, t) = (f(scale_bits), f(bias_bits));
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
-            read(mem, pc, pa, n, &mut buf.a)?;
-            unary(buf, |x| x * s + t);
-            write(mem, buf, pc, pd, check)
+            let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
+            unary(o, x, |x| x * s + t);
+            write(mem, written, (pc, pd), o, check)
         }
         Insn::Act {
             func,
@@ -1136,14 +1139,14 @@ fn exec(
         } => {
             let n = u64::from(n);
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
-            read(mem, pc, pa, n, &mut buf.a)?;
+            let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
             match func {
-                ActFn::Identity => unary(buf, |x| ActFn::Identity.apply(x)),
-                ActFn::Relu => unary(buf, |x| ActFn::Relu.apply(x)),
-                ActFn::Sigmoid => unary(buf, |x| ActFn::Sigmoid.apply(x)),
-                ActFn::Tanh => unary(buf, |x| ActFn::Tanh.apply(x)),
+                ActFn::Identity => unary(o, x, |x| ActFn::Identity.apply(x)),
+                ActFn::Relu => unary(o, x, |x| ActFn::Relu.apply(x)),
+                ActFn::Sigmoid => unary(o, x, |x| ActFn::Sigmoid.apply(x)),
+                ActFn::Tanh => unary(o, x, |x| ActFn::Tanh.apply(x)),
             }
-            write(mem, buf, pc, pd, check)
+            write(mem, written, (pc, pd), o, check)
         }
         Insn::Reduce {
             op,
@@ -1155,12 +1158,11 @@ fn exec(
         } => {
             let (r, c) = (u64::from(rows), u64::from(cols));
             let (pa, pd) = (at(src, r * c)?, at(dst, r)?);
-            read(mem, pc, pa, r * c, &mut buf.a)?;
-            buf.out.clear();
-            for row in buf.a.chunks_exact(cols as usize) {
-                buf.out.push(op.fold(row.iter().map(|&w| f(w))).to_bits());
+            let (x, o) = (read(mem, pc, pa, r * c, va)?, grow(out, r));
+            for (o, row) in o.iter_mut().zip(x.chunks_exact(c as usize)) {
+                *o = op.fold(row.iter().map(|&w| f(w))).to_bits();
             }
-            write(mem, buf, pc, pd, check)
+            write(mem, written, (pc, pd), o, check)
         }
         Insn::MatMul {
             dst,
@@ -1174,36 +1176,37 @@ fn exec(
         } => {
             let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
             let (pa, pb, pd) = (at(a, m * k)?, at(b, k * n)?, at(dst, m * n)?);
-            read(mem, pc, pa, m * k, &mut buf.a)?;
-            read(mem, pc, pb, k * n, &mut buf.b)?;
-            if acc {
-                read(mem, pc, pd, m * n, &mut buf.out)?;
+            let (x, y) = (read(mem, pc, pa, m * k, va)?, read(mem, pc, pb, k * n, vb)?);
+            let o = if acc {
+                read(mem, pc, pd, m * n, out)?
             } else {
-                buf.out.clear();
-                buf.out.resize((m * n) as usize, 0.0f32.to_bits());
-            }
-            matmul(&mut buf.out, &buf.a, &buf.b, k as usize, n as usize);
-            write(mem, buf, pc, pd, check)
+                let o = grow(out, m * n);
+                o.fill(0.0f32.to_bits());
+                o
+            };
+            matmul(o, x, y, k as usize, n as usize);
+            write(mem, written, (pc, pd), o, check)
         }
     }
 }
 
-/// `out = a op b` elementwise, `b` cycled (its length divides `a`'s:
-/// decode checks).
+/// `o = x op y` elementwise, `y` cycled (its length divides `x`'s: decode
+/// checks).
 #[inline(always)]
-fn binary(buf: &mut Buffers, op: impl Fn(f32, f32) -> f32) {
-    buf.out.clear();
-    for a in buf.a.chunks(buf.b.len().max(1)) {
-        let pairs = a.iter().zip(&buf.b);
-        buf.out.extend(pairs.map(|(&x, &y)| op(f(x), f(y)).to_bits()));
+fn binary(o: &mut [u32], x: &[u32], y: &[u32], op: impl Fn(f32, f32) -> f32) {
+    for (o, x) in o.chunks_mut(y.len()).zip(x.chunks(y.len())) {
+        for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+            *o = op(f(x), f(y)).to_bits();
+        }
     }
 }
 
-/// `out = func(a)` elementwise.
+/// `o = func(x)` elementwise.
 #[inline(always)]
-fn unary(buf: &mut Buffers, func: impl Fn(f32) -> f32) {
-    buf.out.clear();
-    buf.out.extend(buf.a.iter().map(|&x| func(f(x)).to_bits()));
+fn unary(o: &mut [u32], x: &[u32], func: impl Fn(f32) -> f32) {
+    for (o, &x) in o.iter_mut().zip(x) {
+        *o = func(f(x)).to_bits();
+    }
 }
 
 /// `out[m x n] += a[m x k] . b[k x n]` on f32 bit patterns, each sum

@@ -428,10 +428,6 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                     let k = &mut self.cores[c];
                     k.cycle = k.cycle.saturating_add(copy_cycles(len));
                     if let Some(tail) = published {
-                        fault = k.dma.release(&*self.hal).err();
-                        if fault.is_some() {
-                            break;
-                        }
                         self.execute(c, tail, p)?;
                     }
                 }
@@ -441,6 +437,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                 }
             }
         }
+        // The slots of every pair consumed go back at once.
         let released = self.cores[c].dma.release(&*self.hal);
         match fault.or(released.err()) {
             Some(_) if !self.cores[c].fault_reported => {
