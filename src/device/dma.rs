@@ -3,7 +3,7 @@
 //! A core's request queue is a pair of rings of equal length, M2S (source)
 //! and S2M (destination). One copy is one M2S descriptor plus one S2M
 //! descriptor of equal length at the same slot of each ring, so one
-//! position ([`Lap`]) serves both rings on each side.
+//! position serves both rings on each side.
 //!
 //! - [`QueueProducer`] (host side) stamps each descriptor with the current
 //!   2-bit ring id, which starts at 1 and steps by 1 mod 4 each time the
