@@ -749,13 +749,13 @@ impl Executor {
         // the ready engine with the smallest clock, ties to the lowest index.
         while ready != 0 {
             let mut i = ready.trailing_zeros() as usize;
-            let mut rest = ready & (ready - 1);
-            while rest != 0 {
-                let j = rest.trailing_zeros() as usize;
-                if engs[j].cycle < engs[i].cycle {
-                    i = j;
+            if ready & (ready - 1) != 0 {
+                let mut first = u64::MAX;
+                for (j, e) in engs.iter().enumerate() {
+                    if ready >> j & 1 != 0 && e.cycle < first {
+                        (i, first) = (j, e.cycle);
+                    }
                 }
-                rest &= rest - 1;
             }
             let e = &mut engs[i];
             let (pc, issue) = (e.pc, e.cycle);
