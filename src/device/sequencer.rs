@@ -198,36 +198,27 @@ pub struct NullExecutor {
 
 #[cfg(any(test, feature = "testkit"))]
 impl RequestExecutor for NullExecutor {
-    fn execute(
-        &mut self,
-        _mem: &dyn DeviceMemory,
-        req: &DeviceExecRequest,
-        start_cycle: u64,
-    ) -> ExecReport {
+    fn execute(&mut self, _: &dyn DeviceMemory, req: &DeviceExecRequest, start: u64) -> ExecReport {
         let engines = Engine::ALL.map(|e| {
             let busy = req.engine_address(e) != 0;
+            let status = [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)];
+            let end_cycle = start.saturating_add(if busy { self.cycles } else { 0 });
+            let (steps, fault) = (u64::from(busy), None);
             EngineReport {
-                status: if busy {
-                    EngineStatus::Done
-                } else {
-                    EngineStatus::Idle
-                },
-                start_cycle,
-                end_cycle: start_cycle.saturating_add(if busy { self.cycles } else { 0 }),
-                steps: u64::from(busy),
-                fault: None,
+                status,
+                start_cycle: start,
+                end_cycle,
+                steps,
+                fault,
             }
         });
-        let end_cycle = engines
-            .iter()
-            .map(|e| e.end_cycle)
-            .max()
-            .unwrap_or(start_cycle);
+        let end_cycle = engines.iter().map(|e| e.end_cycle).max().unwrap_or(start);
+        let first_error = None;
         ExecReport {
             engines,
             macs: 0,
             end_cycle,
-            first_error: None,
+            first_error,
         }
     }
 }
