@@ -20,7 +20,7 @@
 //! address, a host or DMA write) is decoded again; a block an engine writes
 //! into during the execution goes back to word-by-word fetch from the
 //! instruction after the write. Past the decoded prefix (an undecodable or
-//! unreadable word, a block longer than [`MAX_CACHED_INSNS`]) each
+//! unreadable word, a block longer than 4,096 instructions) each
 //! instruction is fetched and decoded at issue, so every fault is the one
 //! fetch-at-issue gives, at the same instruction.
 //!
@@ -541,7 +541,7 @@ impl fmt::Display for TraceLine {
 
 /// Most instructions of one block the executor keeps decoded; past them a
 /// block is fetched and decoded at issue.
-pub const MAX_CACHED_INSNS: usize = 4096;
+const MAX_CACHED_INSNS: usize = 4096;
 /// Most blocks the executor keeps decoded (all are dropped when a new one
 /// would pass it): 64 models of 5 engines in the 32 code variants a core's
 /// ring needs, with room.
