@@ -414,6 +414,35 @@ fn publish_without_event_poke_is_a_sequencer_error() {
     assert_eq!(error_of(&r), (ErrorClass::Runtime, Source::Sequencer));
 }
 
+/// A pair on core 0's queue that adds to core 1's request tail: the
+/// register takes the add, but neither core runs a request for it (core 0's
+/// tail did not move, and core 1's sequencer runs what its own queue
+/// publishes).
+#[test]
+fn a_tail_increment_into_another_core_runs_nothing() {
+    let dev = device(vec![], DeviceConfig { cores: 2, ..cfg() });
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0).unwrap();
+    q.push_copy(
+        &**dev.hal(),
+        4,
+        map.dram_pa(0xF04),
+        map.reg_pa(1, reg::SEQ_TAIL_INC),
+    )
+    .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let p = seq.poll(0).unwrap();
+    assert_eq!((p.copies, p.executed, p.records), (1, 0, 0));
+    assert_eq!((seq.executed(0), seq.executed(1)), (0, 0));
+    // Ordering: Acquire, as the sequencer's partner would (same thread).
+    let tail = dev
+        .hal()
+        .inner()
+        .load_u32(map.regs[1], reg::SEQ_TAIL_INC, Ordering::Acquire);
+    assert_eq!(tail, Ok(1));
+}
+
 /// The worker does not harvest: the device fills the 8-entry NQ rings, then
 /// drops records and counts them; the harvester reports the overflow.
 #[test]

@@ -510,6 +510,16 @@ impl MemMap {
         REGS_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
     }
 
+    /// The region and offset of a DRAM or DMEM window (`None` for a
+    /// register block, which is reached word by word).
+    pub fn region_of(&self, w: Window) -> Option<(RegionHandle, usize)> {
+        match w {
+            Window::Dram { off } => Some((self.dram, off as usize)),
+            Window::Dmem { core, off } => Some((self.dmem[usize::from(core)], off as usize)),
+            Window::Regs { .. } => None,
+        }
+    }
+
     /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].
     pub fn translate(&self, pa: u64, len: u64) -> Result<Window, BadPa> {
         let bad = BadPa { pa, len };

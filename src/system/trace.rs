@@ -24,10 +24,10 @@
 //! A binary trace formats no text unless a text view or a comparison is
 //! attached.
 //!
-//! ## The binary file (version 3)
+//! ## The binary file (version 4)
 //!
 //! ```text
-//! xunds-trace v3 seed=<u64 decimal> config=<free text to end of line>\n
+//! xunds-trace v4 seed=<u64 decimal> config=<free text to end of line>\n
 //! 'C' <u32 LE>        a checkpoint after every CHECKPOINT_EVENTS events
 //! ...
 //! 'E' <u64 LE> <u32 LE>  the end: events recorded, checkpoint of the whole stream
@@ -83,7 +83,7 @@ pub const MAGIC: &str = "xunds-trace";
 /// The text view's format version.
 pub const FORMAT_VERSION: u32 = 1;
 /// The binary file's format version.
-pub const BINARY_VERSION: u32 = 3;
+pub const BINARY_VERSION: u32 = 4;
 /// Events between two checkpoints of a binary file.
 pub const CHECKPOINT_EVENTS: u64 = 16;
 
@@ -1317,8 +1317,8 @@ mod tests {
             TraceHeader::parse("hello"),
             Err(TraceError::NotATrace(_))
         ));
-        // v2 is the binary format before transitions were encoded by code.
-        for old_or_new in ["v2", "v4"] {
+        // Older binary formats and a newer one are refused.
+        for old_or_new in ["v2", "v3", "v5"] {
             assert!(matches!(
                 TraceHeader::parse(&format!("xunds-trace {old_or_new} seed=1 config=")),
                 Err(TraceError::UnsupportedVersion(_))
