@@ -10,6 +10,19 @@
 //! unknown flag, a bad or out-of-range value, a bad combination of flags
 //! (one line on stderr naming the flag), or no subcommand at all (the usage).
 
+/// A JSON object with its keys in the order written: a struct made on the
+/// spot (serde writes a struct's fields in order, and each field's type is
+/// its value's), so a document is written once, key by key, where its
+/// values are taken. Attributes on a key go to its field
+/// (`#[serde(skip_serializing_if = "Option::is_none")]`).
+macro_rules! obj {
+    ($($(#[$m:meta])* $k:ident : $v:expr),* $(,)?) => {{
+        #[derive(serde::Serialize)]
+        struct Doc<$(#[allow(non_camel_case_types)] $k),*> { $($(#[$m])* $k: $k),* }
+        Doc { $($k: $v),* }
+    }};
+}
+
 mod duration;
 pub(crate) use duration::parse_duration;
 mod layout;
@@ -143,6 +156,11 @@ impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(it: I) -> Self {
         Obj(it.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
+}
+
+/// Bytes in lower-case hex (a model record's uuid).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One JSON document on stdout, compact, with a newline.
