@@ -14,7 +14,7 @@
 /// spot (serde writes a struct's fields in order, and each field's type is
 /// its value's), so a document is written once, key by key, where its
 /// values are taken. Attributes on a key go to its field
-/// (`#[serde(skip_serializing_if = "Option::is_none")]`).
+/// (`#[serde(skip_serializing_if = "crate::is_null")]`).
 macro_rules! obj {
     ($($(#[$m:meta])* $k:ident : $v:expr),* $(,)?) => {{
         #[derive(serde::Serialize)]
@@ -34,7 +34,9 @@ mod sim;
 mod stress;
 
 use std::fmt::Display;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -158,9 +160,53 @@ impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
     }
 }
 
+/// The progress line of a text run on a terminal (stderr): redrawn at most
+/// ten times a second, cleared when dropped if it was drawn.
+pub(crate) struct Progress {
+    on: bool,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    /// Off with `--json` or when stderr is not a terminal.
+    pub(crate) fn new(json: bool) -> Progress {
+        let on = !json && std::io::stderr().is_terminal();
+        Progress { on, last: None }
+    }
+
+    /// Draw `line()` over the last one, unless that was under 100 ms ago.
+    pub(crate) fn draw(&mut self, line: impl FnOnce() -> String) {
+        if !self.on
+            || self
+                .last
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        eprint!("\r{}", line());
+        let _ = std::io::stderr().flush();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.last.is_some() {
+            eprint!("\r{}\r", " ".repeat(79));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
 /// Bytes in lower-case hex (a model record's uuid).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `true` when `v` is JSON `null` (for `skip_serializing_if` on an [`obj!`]
+/// key, whose type is generic).
+pub(crate) fn is_null<T: Serialize>(v: &T) -> bool {
+    serde_json::to_value(v).is_ok_and(|v| v.is_null())
 }
 
 /// One JSON document on stdout, compact, with a newline.

@@ -2,14 +2,15 @@
 //! on a terminal, a text summary or one JSON object, and on a failure the
 //! seed, the invariant, a shrunk case and the command that replays it.
 
-use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{ModelKind, Setting};
 use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
+
+use crate::Progress;
 
 /// Run many seeded deterministic simulations and check every run.
 ///
@@ -143,31 +144,6 @@ impl Args {
     }
 }
 
-#[derive(Serialize)]
-struct SimJson {
-    seeds: u64,
-    executions: u64,
-    elapsed_s: f64,
-    exec_per_sec: f64,
-    seeds_per_minute: f64,
-    seeds_with_faults: u64,
-    faults_injected: crate::Obj<u64>,
-    passed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    failure: Option<FailureJson>,
-}
-
-#[derive(Serialize)]
-struct FailureJson {
-    seed: u64,
-    invariant: &'static str,
-    detail: String,
-    shrunk: String,
-    shrunk_invariant: Option<&'static str>,
-    replay: String,
-    replay_run: String,
-}
-
 /// A shrunk failure: the case, its verdict, the runs it took.
 struct Shrunk {
     case: SimCase,
@@ -205,30 +181,18 @@ pub fn main(args: Args) -> ExitCode {
         check_fds: jobs == 1,
         ..SimOptions::new()
     };
-    let tty = std::io::stderr().is_terminal() && !args.json;
+    let mut progress = Progress::new(args.json);
     let t0 = Instant::now();
-    let mut last_draw: Option<Instant> = None;
     let cases = |s: u64| args.case(s);
     let rep = sim::swarm(first..=last, &cases, jobs, &opts, &mut |p| {
-        if !tty || last_draw.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
-            return;
-        }
-        last_draw = Some(Instant::now());
         let secs = t0.elapsed().as_secs_f64().max(1e-9);
-        eprint!(
-            "\rxunds sim: {}/{} seeds, {} executions, {:.0} exec/s, {:.0} s ",
-            p.seeds_done,
-            p.seeds,
-            p.executions,
-            p.executions as f64 / secs,
-            secs
-        );
-        let _ = std::io::stderr().flush();
+        progress.draw(|| {
+            let (done, all, n) = (p.seeds_done, p.seeds, p.executions);
+            let rate = n as f64 / secs;
+            format!("xunds sim: {done}/{all} seeds, {n} executions, {rate:.0} exec/s, {secs:.0} s ")
+        });
     });
-    if last_draw.is_some() {
-        eprint!("\r{}\r", " ".repeat(79));
-        let _ = std::io::stderr().flush();
-    }
+    drop(progress);
     let shrunk = rep.failure.as_ref().map(|f| {
         let inv = f.verdict.as_ref().err().map(|v| v.invariant);
         match inv {
@@ -267,28 +231,30 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn json(rep: &SwarmReport, shrunk: Option<&Shrunk>) -> SimJson {
-    SimJson {
+fn json<'a>(rep: &'a SwarmReport, shrunk: Option<&'a Shrunk>) -> impl Serialize + 'a {
+    let failure = rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
+        let v = f.verdict.as_ref().err();
+        obj! {
+            seed: f.case.seed,
+            invariant: v.map_or("", |v| v.invariant.name()),
+            detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
+            shrunk: s.case.describe(),
+            shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
+            replay: format!("xunds sim {}", s.case.sim_args()),
+            replay_run: format!("xunds run {}", s.case.run_args()),
+        }
+    });
+    obj! {
         seeds: rep.seeds,
         executions: rep.executions,
         elapsed_s: rep.elapsed.as_secs_f64(),
         exec_per_sec: (rep.exec_per_sec() * 10.0).round() / 10.0,
         seeds_per_minute: (rep.seeds_per_minute() * 10.0).round() / 10.0,
         seeds_with_faults: rep.with_faults,
-        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect::<crate::Obj<u64>>(),
         passed: rep.failure.is_none(),
-        failure: rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
-            let v = f.verdict.as_ref().err();
-            FailureJson {
-                seed: f.case.seed,
-                invariant: v.map_or("", |v| v.invariant.name()),
-                detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
-                shrunk: s.case.describe(),
-                shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
-                replay: format!("xunds sim {}", s.case.sim_args()),
-                replay_run: format!("xunds run {}", s.case.run_args()),
-            }
-        }),
+        #[serde(skip_serializing_if = "crate::is_null")]
+        failure: failure,
     }
 }
 
