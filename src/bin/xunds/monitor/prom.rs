@@ -184,8 +184,9 @@ pub fn render(monitor: &mut Monitor) -> String {
             let l = with(&rl, &[("error_type", t)]);
             x.counter("execution_errors_total", l, c.sum(k) as f64);
         }
-        let used = report::used_bytes(&c);
-        for (loc, v) in [("host", used.host), ("neuron_device", used.neuron_device)] {
+        let host = report::byte_sum(&report::host_memory(&c));
+        let device = report::byte_sum(report::core_memory(&c).iter().flat_map(|m| &m.1));
+        for (loc, v) in [("host", host), ("neuron_device", device)] {
             let l = with(&rl, &[("memory_location", loc)]);
             x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }

@@ -39,6 +39,7 @@ use ratatui::Frame;
 use xunds::nds::reader::ERROR_CLASSES;
 
 use super::engine::Monitor;
+use super::report;
 
 /// A live terminal view of running xunds processes, as neuron-top.
 ///
@@ -195,31 +196,17 @@ pub fn view(monitor: &mut Monitor) -> View {
             p.vcpu = Some((v.vcpu_usage.user, v.vcpu_usage.system));
         }
         if let Some(m) = &rep.memory_used {
-            let h = &m.neuron_runtime_used_bytes.usage_breakdown.host;
-            p.host = [h.application_memory, h.constants, h.dma_buffers, h.tensors];
-            let cores = &m
-                .neuron_runtime_used_bytes
-                .usage_breakdown
-                .neuroncore_memory_usage;
-            for (core, kinds) in &cores.0 {
-                let mut d = [0u64; 5];
-                for (slot, (_, v)) in d.iter_mut().zip(&kinds.0) {
-                    *slot = *v;
-                }
-                p.core_memory.push((core.parse().unwrap_or(0), d));
-            }
-            for lm in &m.loaded_models {
-                for (_, sg) in &lm.subgraphs.0 {
-                    let b = &sg.memory_used_bytes.usage_breakdown.neuron_device;
-                    p.models.push(Model {
-                        name: lm.name.clone(),
-                        id: lm.model_id,
-                        core: sg.neuroncore_index as usize,
-                        host: sg.memory_used_bytes.host,
-                        device: [b.constants, b.model_code, 0, b.runtime_memory, b.tensors],
-                    });
-                }
-            }
+            p.host = m.host;
+            p.core_memory = m.cores.clone();
+            p.models = (m.loaded_models.iter())
+                .map(|lm| Model {
+                    name: lm.name.clone(),
+                    id: lm.model_id,
+                    core: usize::from(lm.nc_index),
+                    host: report::byte_sum(&lm.host),
+                    device: lm.device,
+                })
+                .collect();
         }
         procs.push(p);
     }
