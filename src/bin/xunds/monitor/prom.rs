@@ -171,7 +171,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         // A scrape reads the slab now; if it cannot, the last good read
         // stands (counters never go back).
         let fresh = rt.fresh_sample().ok();
-        let Some(s) = fresh.as_ref().or(rt.latest()) else {
+        let Some(s) = fresh.as_ref().or(rt.latest.as_ref()) else {
             continue;
         };
         let c = s.counters.clone();
@@ -207,7 +207,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         }
         // A gauge shows its group's last value without an error, as the
         // companion's does.
-        let rep = rt.good();
+        let rep = &rt.good;
         for (core, u) in rep
             .neuroncore_counters
             .iter()

@@ -362,6 +362,32 @@ pub struct MemoryInfo {
     pub error: String,
 }
 
+/// `neuron_hw_counters` over `secs`.
+pub fn hw_counters(secs: f64) -> HwCounters {
+    HwCounters {
+        period: secs,
+        neuron_devices: Vec::new(),
+        error: "no Neuron driver: no hardware ECC counters (devices are simulated inside each xunds process)".into(),
+    }
+}
+
+/// `memory_info` now (`/proc/meminfo`), its period `secs`.
+pub fn memory_info(secs: f64) -> MemoryInfo {
+    let (memory_total_bytes, memory_used_bytes, swap_total_bytes, swap_used_bytes, error) =
+        match sys::meminfo() {
+            Ok((t, u, st, su)) => (t, u, st, su, String::new()),
+            Err(e) => (0, 0, 0, 0, e),
+        };
+    MemoryInfo {
+        period: secs,
+        memory_total_bytes,
+        memory_used_bytes,
+        swap_total_bytes,
+        swap_used_bytes,
+        error,
+    }
+}
+
 /// `instance_info`: no instance metadata service offline, so every field
 /// is an empty string.
 pub fn instance_info() -> Obj<&'static str> {

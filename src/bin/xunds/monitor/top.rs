@@ -162,7 +162,7 @@ pub fn view(monitor: &mut Monitor) -> View {
         if p.note.is_empty() && rt.state() == "exited" {
             p.note = format!("process {} has exited: its final counters", p.pid);
         }
-        let rep = rt.report();
+        let rep = &rt.report;
         if let Some(n) = &rep.neuroncore_counters {
             p.cores = n
                 .neuroncores_in_use
