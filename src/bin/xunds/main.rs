@@ -95,6 +95,13 @@ pub(crate) fn usage_error(command: &str, msg: impl Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// A failure while running: one line `<command>: <message>` on stderr,
+/// exit 1.
+pub(crate) fn failure(command: &str, msg: impl Display) -> ExitCode {
+    eprintln!("{command}: {msg}");
+    ExitCode::FAILURE
+}
+
 /// clap's verdict: help and version on stdout with exit 0; the usage on
 /// stderr with exit 2 when no subcommand is given; any other error as one
 /// line `xunds <subcommand>: <what>` (clap's message, which names the flag

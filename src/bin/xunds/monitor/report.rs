@@ -14,6 +14,8 @@
 //! measures (the runtime's start for a runtime's groups, the boot for the
 //! system's).
 
+use std::borrow::Borrow;
+
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
@@ -208,8 +210,8 @@ pub struct LoadedModel {
 /// A sum of byte counts read from another process's slab: it saturates
 /// rather than overflow (a panic in a debug build, a wrong small total in a
 /// release one).
-pub fn byte_sum<'a>(xs: impl IntoIterator<Item = &'a u64>) -> u64 {
-    xs.into_iter().fold(0, |a, b| a.saturating_add(*b))
+pub fn byte_sum<T: Borrow<u64>>(xs: impl IntoIterator<Item = T>) -> u64 {
+    xs.into_iter().fold(0, |a, b| a.saturating_add(*b.borrow()))
 }
 
 /// `names[i]: values[i]`, in order.
