@@ -143,36 +143,30 @@ impl Config {
         warn: &mut dyn FnMut(String),
     ) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
-        let root = match &raw.period {
-            Some(p) => parse_period(p).map_err(|e| format!("config: period: {e}"))?,
-            None => default,
+        // A period given at `at`, else `default`.
+        let period = |p: &Option<String>, at: &str, default| match p {
+            Some(p) => parse_period(p).map_err(|e| format!("config: {at}period: {e}")),
+            None => Ok(default),
         };
+        let root = period(&raw.period, "", default)?;
         let mut rules = Vec::new();
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
-            let period = match &r.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
-                None => root,
-            };
+            let at = format!("neuron_runtimes[{i}]");
+            let rule_period = period(&r.period, &format!("{at}."), root)?;
             let tag_filter = match &r.tag_filter {
                 Some(f) => Some(
                     regex_lite::Regex::new(&format!("^(?:{f})$"))
-                        .map_err(|e| format!("config: neuron_runtimes[{i}].tag_filter: {e}"))?,
+                        .map_err(|e| format!("config: {at}.tag_filter: {e}"))?,
                 ),
                 None => None,
             };
             let mut groups = Vec::new();
             for (j, m) in r.metrics.iter().enumerate() {
-                let p = match &m.period {
-                    Some(p) => parse_period(p).map_err(|e| {
-                        format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}")
-                    })?,
-                    None => period,
-                };
+                let p = period(&m.period, &format!("{at}.metrics[{j}]."), rule_period)?;
                 match RtGroup::from_name(&m.kind) {
                     Some(g) => groups.push((g, p)),
                     None => warn(format!(
-                        "config: neuron_runtimes[{i}].metrics[{j}]: unknown type {:?} ignored",
+                        "config: {at}.metrics[{j}]: unknown type {:?} ignored",
                         m.kind
                     )),
                 }
@@ -183,11 +177,7 @@ impl Config {
         }
         let mut system = Vec::new();
         for (j, m) in raw.system_metrics.iter().enumerate() {
-            let p = match &m.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
-                None => root,
-            };
+            let p = period(&m.period, &format!("system_metrics[{j}]."), root)?;
             match SysGroup::from_name(&m.kind) {
                 Some(g) => system.push((g, p)),
                 None => warn(format!(
