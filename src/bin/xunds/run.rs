@@ -82,7 +82,7 @@ pub struct Args {
     ring: u32,
     /// The model: mlp (the example MLP) or null (one instruction, no MACs:
     /// the host path alone).
-    #[arg(long, value_name = "KIND", default_value = "mlp", value_parser = model_kind)]
+    #[arg(long, value_name = "KIND", default_value = "mlp", value_parser = ModelKind::parse)]
     model: ModelKind,
     /// Open loop: R executions per second (at least 1/3600: one an hour on
     /// average), Poisson arrivals from --seed [default: closed loop, as fast
@@ -93,7 +93,7 @@ pub struct Args {
     /// and publisher share the first, the device proxies are dealt over all
     /// of them and an idle thread polls a busy one) or per-actor (one
     /// thread per actor).
-    #[arg(long, value_name = "P", default_value = "shared", value_parser = placement, conflicts_with = "deterministic")]
+    #[arg(long, value_name = "P", default_value = "shared", value_parser = Placement::parse, conflicts_with = "deterministic")]
     placement: Placement,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
@@ -101,16 +101,6 @@ pub struct Args {
     /// Show the progress line once the run has taken this long (tests).
     #[arg(long, value_name = "MS", default_value_t = 2000, hide = true)]
     progress_after_ms: u64,
-}
-
-/// `--placement`: `shared` or `per-actor`.
-fn placement(s: &str) -> Result<Placement, String> {
-    Placement::parse(s).map_err(|e| e.to_string())
-}
-
-/// `--model`: `mlp` or `null`.
-fn model_kind(s: &str) -> Result<ModelKind, String> {
-    ModelKind::parse(s).map_err(|e| e.to_string())
 }
 
 const FAULTS_HELP: &str = "\
