@@ -130,8 +130,11 @@ pub struct AddArgs {
 
 pub fn main(c: Command) -> ExitCode {
     match c {
-        Command::Dump { path, json } => dump(&path, json),
-        Command::Clean(a) => clean(a),
+        Command::Dump { path, json } => {
+            let r = dump(&path, json);
+            exit("dump", r.map_err(|e| format!("{}: {e}", path.display())))
+        }
+        Command::Clean(a) => exit("clean", clean(a)),
         Command::StressWriter(a) => exit("stress-writer", stress_writer(&a)),
         Command::Add(a) => exit(
             "add",
@@ -141,106 +144,81 @@ pub fn main(c: Command) -> ExitCode {
 }
 
 /// A failure while running: one line `xunds nds <command>: <what>`, exit 1.
-fn fail(command: &str, e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("xunds nds {command}: {e}");
-    ExitCode::FAILURE
-}
-
 fn exit(command: &str, r: Result<(), impl std::fmt::Display>) -> ExitCode {
-    r.map_or_else(|e| fail(command, e), |()| ExitCode::SUCCESS)
+    r.map_or_else(
+        |e| crate::failure(&format!("xunds nds {command}"), e),
+        |()| ExitCode::SUCCESS,
+    )
 }
 
-// ---- dump ----
-
-fn dump(path: &Path, json: bool) -> ExitCode {
-    let slab = match ReadOnlySlab::open(path) {
-        Ok(s) => s,
-        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
-    };
+fn dump(path: &Path, json: bool) -> Result<(), NdsError> {
+    let slab = ReadOnlySlab::open(path)?;
     // The header word as found, for the report even when attach refuses.
     // Ordering: Acquire, partner: the writer's Release header commit in
     // `Writer::new` (docs/abi.md §2.3); the reader re-checks it anyway.
     let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
-    let reader = match Reader::attach(slab) {
-        Ok(r) => r,
-        Err(e) => {
-            if json {
-                crate::print_json(&serde_json::json!({ "header": header_json(word) }));
-            } else {
-                print!("{}", header_text(word));
-            }
-            return fail("dump", format!("{}: {e}", path.display()));
-        }
-    };
-    let snap = match reader.snapshot() {
-        Ok(s) => s,
-        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
-    };
-    if json {
-        crate::print_json(&snapshot_json(word, &snap));
-    } else {
-        print!("{}", snapshot_text(path, word, &snap));
+    let reader = Reader::attach(slab).inspect_err(|_| match json {
+        true => crate::print_json(&obj! { header: header_json(word) }),
+        false => print!("{}", header_text(word)),
+    })?;
+    let snap = reader.snapshot()?;
+    match json {
+        true => crate::print_json(&snapshot_json(word, &snap)),
+        false => print!("{}", snapshot_text(path, word, &snap)),
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-// ---- clean ----
-
-fn clean(
-    CleanArgs {
-        dir,
-        dry_run,
-        hold_ms,
-    }: CleanArgs,
-) -> ExitCode {
-    let dir = dir.unwrap_or_else(crate::monitor::default_dir);
-    let paths = match crate::monitor::discover(&dir) {
-        Ok(p) => p,
-        Err(e) => return fail("clean", format!("{}: {e}", dir.display())),
-    };
+fn clean(a: CleanArgs) -> Result<(), String> {
+    let dir = a.dir.unwrap_or_else(crate::monitor::default_dir);
+    let paths = crate::monitor::discover(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (mut removed, mut kept, mut failed) = (0u32, 0u32, 0u32);
     for path in paths {
+        let shown = path.display();
         let locked = match left_behind(&path) {
             Ok(f) => f,
             Err(why) => {
                 kept += 1;
-                println!("kept {}: {why}", path.display());
+                println!("kept {shown}: {why}");
                 continue;
             }
         };
-        std::thread::sleep(std::time::Duration::from_millis(hold_ms));
-        if !dry_run {
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                // Another clean, holding the same shared lock, was first.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    kept += 1;
-                    println!("kept {}: removed meanwhile", path.display());
-                    continue;
-                }
-                Err(e) => {
-                    failed += 1;
-                    println!("not removed {}: {e}", path.display());
-                    continue;
-                }
+        std::thread::sleep(std::time::Duration::from_millis(a.hold_ms));
+        match if a.dry_run {
+            Ok(())
+        } else {
+            std::fs::remove_file(&path)
+        } {
+            Ok(()) => {
+                removed += 1;
+                println!(
+                    "{} {shown}",
+                    if a.dry_run { "would remove" } else { "removed" }
+                );
+            }
+            // Another clean, holding the same shared lock, was first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                kept += 1;
+                println!("kept {shown}: removed meanwhile");
+            }
+            Err(e) => {
+                failed += 1;
+                println!("not removed {shown}: {e}");
             }
         }
         // The lock goes with the descriptor, after the unlink.
         drop(locked);
-        removed += 1;
-        let verb = if dry_run { "would remove" } else { "removed" };
-        println!("{verb} {}", path.display());
     }
-    let verb = if dry_run {
+    let verb = if a.dry_run {
         "would be removed"
     } else {
         "removed"
     };
     println!("{removed} {verb}, {kept} kept");
     if failed > 0 {
-        return fail("clean", format!("{failed} could not be removed"));
+        return Err(format!("{failed} could not be removed"));
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// How many ended runs' default-named slabs a run leaves in place when it

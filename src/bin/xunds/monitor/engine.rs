@@ -570,7 +570,7 @@ impl Monitor {
                     SysGroup::MemoryInfo => d.memory_info = None,
                 },
                 Some(&(_, p)) if clock.due(at.map(|a| a.1), p) => {
-                    let prev = std::mem::replace(at, Some((now, clock.n)));
+                    let prev = at.replace((now, clock.n));
                     let secs = now
                         .duration_since(prev.map_or(self.boot, |a| a.0))
                         .as_secs_f64();

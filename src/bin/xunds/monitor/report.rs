@@ -229,7 +229,7 @@ impl Serialize for MemoryUsed {
         obj! {
             period: self.period,
             neuron_runtime_used_bytes: obj! {
-                host: byte_sum(&self.host),
+                host: byte_sum(self.host),
                 neuron_device: byte_sum(self.cores.iter().flat_map(|c| &c.1)),
                 usage_breakdown: obj! {
                     host: named(HOST_KINDS, &self.host),
@@ -248,7 +248,7 @@ impl Serialize for LoadedModel {
         let d = &self.device;
         let subgraph = obj! {
             memory_used_bytes: obj! {
-                host: byte_sum(&self.host),
+                host: byte_sum(self.host),
                 neuron_device: byte_sum(d),
                 usage_breakdown: obj! {
                     host: named(HOST_KINDS, &self.host),
@@ -502,7 +502,7 @@ pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Neuronc
 pub fn host_memory(now: &Counters) -> [u64; 4] {
     use NdCounter::*;
     let n = |c| now.nd(c);
-    let app = byte_sum(&[
+    let app = byte_sum([
         n(MemUsageCodeHost),
         n(MemUsageScratchpadHost),
         n(MemUsageMiscHost),
@@ -520,8 +520,8 @@ fn loaded_model(r: &ModelRecord, running: bool) -> LoadedModel {
     use MemSlot::*;
     let host = |slot| r.usage(MemLocation::Host, slot).total_size;
     let dev = |slot| r.usage(MemLocation::Device, slot).total_size;
-    let app = byte_sum(&[host(Code), host(Scratchpad), host(Misc)]);
-    let runtime = byte_sum(&[dev(Misc), dev(Scratchpad)]);
+    let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
+    let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
     LoadedModel {
         name: r.name_str().into_owned(),
         uuid: crate::hex(&r.uuid),

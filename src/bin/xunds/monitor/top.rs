@@ -189,7 +189,7 @@ pub fn view(monitor: &mut Monitor) -> View {
             name: lm.name.clone(),
             id: lm.model_id,
             core: usize::from(lm.nc_index),
-            host: byte_sum(&lm.host),
+            host: byte_sum(lm.host),
             device: lm.device,
         });
         Proc {
@@ -475,7 +475,7 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
         let pk = format!("p{}", p.pid);
         if ui.tab == 0 {
             let device = byte_sum(p.core_memory.iter().map(|(_, d)| byte_sum(d)));
-            let bytes = (byte_sum(&p.host), device);
+            let bytes = (byte_sum(p.host), device);
             row(
                 0,
                 format!("{} {}", p.pid, p.tag),
@@ -497,7 +497,7 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
             }
             for m in &models {
                 let mk = format!("{ck}/m{}", m.id);
-                let bytes = (m.host, byte_sum(&m.device));
+                let bytes = (m.host, byte_sum(m.device));
                 row(
                     base + 1,
                     m.name.clone(),
@@ -511,12 +511,11 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
                     }
                 }
             }
-            let in_models = byte_sum(models.iter().map(|m| byte_sum(&m.device)));
+            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device)));
             let outside = byte_sum(d).saturating_sub(in_models);
             row(base + 1, "outside models".into(), None, (0, outside), None);
         }
-        let on_no_core =
-            byte_sum(&p.host).saturating_sub(byte_sum(p.models.iter().map(|m| m.host)));
+        let on_no_core = byte_sum(p.host).saturating_sub(byte_sum(p.models.iter().map(|m| m.host)));
         row(base, "host, on no core".into(), None, (on_no_core, 0), None);
     }
     out
