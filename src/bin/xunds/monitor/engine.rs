@@ -576,7 +576,7 @@ impl Monitor {
                         .as_secs_f64();
                     match g {
                         SysGroup::HwCounters => {
-                            d.neuron_hw_counters = Some(report::hw_counters(secs))
+                            d.neuron_hw_counters = Some(report::HwCounters(secs))
                         }
                         SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
                         SysGroup::VcpuUsage => match sys::proc_stat() {

@@ -308,16 +308,16 @@ pub struct SystemData {
     pub memory_info: Option<MemoryInfo>,
 }
 
-/// `neuron_hw_counters`: no Neuron driver, so no device and an error that
-/// says so.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct HwCounters {
-    /// Measured seconds.
-    pub period: f64,
-    /// Always empty.
-    pub neuron_devices: Vec<()>,
-    /// Why there is no device.
-    pub error: String,
+/// `neuron_hw_counters` over a period (seconds): no Neuron driver, so no
+/// device and an error that says so.
+#[derive(Clone, Debug, Default)]
+pub struct HwCounters(pub f64);
+
+impl Serialize for HwCounters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let error = "no Neuron driver: no hardware ECC counters (devices are simulated inside each xunds process)";
+        obj! { period: self.0, neuron_devices: [(); 0], error: error }.serialize(s)
+    }
 }
 
 /// `vcpu_usage`
@@ -362,15 +362,6 @@ pub struct MemoryInfo {
     pub swap_used_bytes: u64,
     /// "" when fine.
     pub error: String,
-}
-
-/// `neuron_hw_counters` over `secs`.
-pub fn hw_counters(secs: f64) -> HwCounters {
-    HwCounters {
-        period: secs,
-        neuron_devices: Vec::new(),
-        error: "no Neuron driver: no hardware ECC counters (devices are simulated inside each xunds process)".into(),
-    }
 }
 
 /// `memory_info` now (`/proc/meminfo`), its period `secs`.
