@@ -385,8 +385,10 @@ fn with_error<T: Group>(mut g: T, err: &str) -> T {
 /// Copy a group computed without an error to `good`; drop it when it is
 /// not `on`.
 fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
-    if let Some(x) = now.as_ref().filter(|x| x.fine()) {
-        *good = Some(x.clone());
+    if let Some(x) = now.as_mut() {
+        if x.error_mut().is_empty() {
+            *good = Some(x.clone());
+        }
     }
     if !on {
         *now = None;

@@ -121,12 +121,10 @@ impl Default for ExecutionStats {
     }
 }
 
-/// A runtime-level group: its `error`.
+/// A runtime-level group: its `error` ("" when computed without one).
 pub trait Group: Clone + Default {
     /// The group's `error`.
     fn error_mut(&mut self) -> &mut String;
-    /// Computed without an error.
-    fn fine(&self) -> bool;
 }
 
 macro_rules! groups {
@@ -134,9 +132,6 @@ macro_rules! groups {
         $(impl Group for $t {
             fn error_mut(&mut self) -> &mut String {
                 &mut self.error
-            }
-            fn fine(&self) -> bool {
-                self.error.is_empty()
             }
         })*
     };
@@ -446,12 +441,11 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
         error_summary: growth(now, was, &ERROR_CLASSES),
         execution_summary: growth(now, was, &OUTCOMES),
         latency_stats: LatencyStats {
-            total_latency: None,
-            device_latency: None,
             mean: MeanLatency {
                 total_latency: mean(NcCounter::LatencyTotal),
                 device_latency: mean(NcCounter::LatencyDevice),
             },
+            ..LatencyStats::default()
         },
         error: String::new(),
     }
@@ -461,29 +455,21 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
 /// ns) over the period as a percentage (at most 100), and 2 x MAC_COUNT per
 /// second.
 pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> NeuroncoreCounters {
-    let mut cores = Vec::new();
-    for core in now.cores_in_use() {
+    let cores = now.cores_in_use().map(|core| {
         let dev_ns = d(now, was, core, NcCounter::LatencyDevice) as f64;
         let macs = d(now, was, core, NcCounter::MacCount) as f64;
-        let (util, flops) = if secs > 0.0 {
-            (
-                round2((dev_ns / (secs * 1e9) * 100.0).min(100.0)),
-                (2.0 * macs / secs).round() as u64,
-            )
-        } else {
-            (0.0, 0)
-        };
-        cores.push((
-            core.to_string(),
-            CoreUse {
-                neuroncore_utilization: util,
-                flops,
+        let u = match secs > 0.0 {
+            true => CoreUse {
+                neuroncore_utilization: round2((dev_ns / (secs * 1e9) * 100.0).min(100.0)),
+                flops: (2.0 * macs / secs).round() as u64,
             },
-        ));
-    }
+            false => CoreUse::default(),
+        };
+        (core.to_string(), u)
+    });
     NeuroncoreCounters {
         period: secs,
-        neuroncores_in_use: Obj(cores),
+        neuroncores_in_use: cores.collect(),
         error: String::new(),
     }
 }
