@@ -392,10 +392,7 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
         },
         // Only a fresh tag is a value: a torn copy is never shown as good.
         process_info_ext: obj! {
-            tag: match &s.process_info_ext {
-                RecordRead::Fresh(r) => Some(r.tag_str().into_owned()),
-                _ => None,
-            }
+            tag: s.process_info_ext.clone().fresh().map(|r| r.tag_str().into_owned())
         },
         nd_counters: by_core(None),
         cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<Obj<_>>(),

@@ -125,12 +125,9 @@ pub fn stopping() -> bool {
 
 /// Sleep until `deadline`, waking early on a stop signal.
 pub fn sleep_until(deadline: Instant) {
-    while !stopping() {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    while !stopping() && Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
 
