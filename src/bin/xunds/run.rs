@@ -126,11 +126,7 @@ const FAULTS_HELP: &str = "\
 impl Args {
     /// The job the flags describe.
     fn config(&self) -> JobConfig {
-        let all = if self.duration.is_some() {
-            job::MAX_EXECUTIONS
-        } else {
-            100_000
-        };
+        let all = self.duration.map_or(100_000, |_| job::MAX_EXECUTIONS);
         JobConfig {
             executions: self.executions.unwrap_or(all),
             duration: self.duration,
@@ -153,35 +149,29 @@ impl Args {
     }
 }
 
-fn fail(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("xunds run: {e}");
-    ExitCode::FAILURE
-}
-
 pub fn main(args: Args) -> ExitCode {
     let cfg = args.config();
     if let Err(e) = cfg.check() {
         return crate::usage_error("xunds run", e);
     }
-    if let Some(p) = &args.slab {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        if p.is_dir() {
-            return fail(format!("--slab {}: is a directory", p.display()));
+    let fail = |e: &dyn std::fmt::Display| crate::failure("xunds run", e);
+    match &args.slab {
+        Some(p) if p.is_dir() => {
+            return fail(&format_args!("--slab {}: is a directory", p.display()))
         }
-        if let Some(d) = dir.filter(|d| !d.exists()) {
-            return fail(format!(
-                "--slab {}: no directory {}",
-                p.display(),
-                d.display()
-            ));
+        Some(p) => {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Some(d) = dir.filter(|d| !d.exists()) {
+                let (p, d) = (p.display(), d.display());
+                return fail(&format_args!("--slab {p}: no directory {d}"));
+            }
         }
-    }
-    if args.slab.is_none() {
         // The default-named slabs of ended runs: the newest stay, the rest
         // go (`xunds nds clean` removes them all).
-        let own = job::default_slab_path();
-        if let Some(dir) = own.parent() {
-            crate::nds::prune_left_behind(dir, crate::nds::KEEP_ENDED);
+        None => {
+            if let Some(dir) = job::default_slab_path().parent() {
+                crate::nds::prune_left_behind(dir, crate::nds::KEEP_ENDED);
+            }
         }
     }
     // A progress line once the run has taken `--progress-after-ms`; a run
@@ -209,22 +199,23 @@ pub fn main(args: Args) -> ExitCode {
     drop(progress);
     let rep = match rep {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e) => return fail(&e),
     };
     if args.json {
         crate::print_json(&run_json(&rep));
     } else {
         print!("{}", summary(&rep));
     }
-    if rep.outputs_wrong > 0
-        || rep.fifo_violations > 0
-        || rep.nds_errors > 0
-        || rep.fsm_violations.total() > 0
-    {
-        eprintln!(
-            "xunds run: wrong outputs, FIFO violations, NDS errors or state-machine violations (see above)"
+    let bad = [
+        rep.outputs_wrong,
+        rep.fifo_violations,
+        rep.nds_errors,
+        rep.fsm_violations.total(),
+    ];
+    if bad.iter().any(|n| *n > 0) {
+        return fail(
+            &"wrong outputs, FIFO violations, NDS errors or state-machine violations (see above)",
         );
-        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }
