@@ -43,18 +43,9 @@ impl Sample {
     /// The runtime's tag: the fresh process-info-ext record's (up to 255
     /// bytes), else the fresh process-info record's (up to 31), if any.
     pub fn tag(&self) -> Option<String> {
-        let ext = self
-            .snap
-            .process_info_ext
-            .clone()
-            .fresh()
-            .map(|p| p.tag_str().into_owned());
-        let short = self
-            .snap
-            .process_info
-            .clone()
-            .fresh()
-            .map(|p| p.tag_str().into_owned());
+        let (ext, short) = (&self.snap.process_info_ext, &self.snap.process_info);
+        let ext = ext.clone().fresh().map(|p| p.tag_str().into_owned());
+        let short = short.clone().fresh().map(|p| p.tag_str().into_owned());
         ext.into_iter().chain(short).find(|t| !t.is_empty())
     }
 }
