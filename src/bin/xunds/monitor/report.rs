@@ -361,19 +361,18 @@ pub struct MemoryInfo {
 
 /// `memory_info` now (`/proc/meminfo`), its period `secs`.
 pub fn memory_info(secs: f64) -> MemoryInfo {
-    let (memory_total_bytes, memory_used_bytes, swap_total_bytes, swap_used_bytes, error) =
-        match sys::meminfo() {
-            Ok((t, u, st, su)) => (t, u, st, su, String::new()),
-            Err(e) => (0, 0, 0, 0, e),
-        };
-    MemoryInfo {
+    let mut m = MemoryInfo {
         period: secs,
-        memory_total_bytes,
-        memory_used_bytes,
-        swap_total_bytes,
-        swap_used_bytes,
-        error,
+        ..Default::default()
+    };
+    match sys::meminfo() {
+        Ok(x) => {
+            (m.memory_total_bytes, m.memory_used_bytes) = (x.0, x.1);
+            (m.swap_total_bytes, m.swap_used_bytes) = (x.2, x.3);
+        }
+        Err(e) => m.error = e,
     }
+    m
 }
 
 /// `instance_info`: no instance metadata service offline, so every field
