@@ -19,65 +19,49 @@ use serde::Deserialize;
 
 use crate::parse_duration as parse_period;
 
-/// A per-runtime metric group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RtGroup {
-    /// `neuroncore_counters`
-    NeuroncoreCounters,
-    /// `execution_stats`
-    ExecutionStats,
-    /// `memory_used`
-    MemoryUsed,
-    /// `neuron_runtime_vcpu_usage`
-    VcpuUsage,
+/// A metric group enum, each variant with its neuron-monitor name: `ALL`
+/// in report order (the declaration order, which `Ord` sorts by too) and
+/// `from_name`.
+macro_rules! groups {
+    ($(#[$m:meta])* pub enum $E:ident { $($(#[$vm:meta])* $V:ident = $name:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum $E { $($(#[$vm])* $V,)* }
+
+        impl $E {
+            /// All, in report order.
+            pub const ALL: [$E; [$($name),*].len()] = [$($E::$V),*];
+
+            fn from_name(s: &str) -> Option<$E> {
+                [$(($name, $E::$V)),*].into_iter().find(|g| g.0 == s).map(|g| g.1)
+            }
+        }
+    };
 }
 
-impl RtGroup {
-    /// All, in report order.
-    pub const ALL: [RtGroup; 4] = [
-        RtGroup::NeuroncoreCounters,
-        RtGroup::ExecutionStats,
-        RtGroup::MemoryUsed,
-        RtGroup::VcpuUsage,
-    ];
-
-    fn from_name(s: &str) -> Option<RtGroup> {
-        Some(match s {
-            "neuroncore_counters" => RtGroup::NeuroncoreCounters,
-            "execution_stats" => RtGroup::ExecutionStats,
-            "memory_used" => RtGroup::MemoryUsed,
-            "neuron_runtime_vcpu_usage" => RtGroup::VcpuUsage,
-            _ => return None,
-        })
+groups! {
+    /// A per-runtime metric group.
+    pub enum RtGroup {
+        /// `neuroncore_counters`
+        NeuroncoreCounters = "neuroncore_counters",
+        /// `execution_stats`
+        ExecutionStats = "execution_stats",
+        /// `memory_used`
+        MemoryUsed = "memory_used",
+        /// `neuron_runtime_vcpu_usage`
+        VcpuUsage = "neuron_runtime_vcpu_usage",
     }
 }
 
-/// A system-level metric group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SysGroup {
-    /// `vcpu_usage`
-    VcpuUsage,
-    /// `memory_info`
-    MemoryInfo,
-    /// `neuron_hw_counters` (always null: no driver)
-    HwCounters,
-}
-
-impl SysGroup {
-    /// All, in report order.
-    pub const ALL: [SysGroup; 3] = [
-        SysGroup::VcpuUsage,
-        SysGroup::MemoryInfo,
-        SysGroup::HwCounters,
-    ];
-
-    fn from_name(s: &str) -> Option<SysGroup> {
-        Some(match s {
-            "vcpu_usage" => SysGroup::VcpuUsage,
-            "memory_info" => SysGroup::MemoryInfo,
-            "neuron_hw_counters" => SysGroup::HwCounters,
-            _ => return None,
-        })
+groups! {
+    /// A system-level metric group.
+    pub enum SysGroup {
+        /// `vcpu_usage`
+        VcpuUsage = "vcpu_usage",
+        /// `memory_info`
+        MemoryInfo = "memory_info",
+        /// `neuron_hw_counters` (always null: no driver)
+        HwCounters = "neuron_hw_counters",
     }
 }
 
@@ -143,36 +127,30 @@ impl Config {
         warn: &mut dyn FnMut(String),
     ) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
-        let root = match &raw.period {
-            Some(p) => parse_period(p).map_err(|e| format!("config: period: {e}"))?,
-            None => default,
+        // A period given at `at`, else `default`.
+        let period = |p: &Option<String>, at: &str, default| match p {
+            Some(p) => parse_period(p).map_err(|e| format!("config: {at}period: {e}")),
+            None => Ok(default),
         };
+        let root = period(&raw.period, "", default)?;
         let mut rules = Vec::new();
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
-            let period = match &r.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
-                None => root,
-            };
+            let at = format!("neuron_runtimes[{i}]");
+            let rule_period = period(&r.period, &format!("{at}."), root)?;
             let tag_filter = match &r.tag_filter {
                 Some(f) => Some(
                     regex_lite::Regex::new(&format!("^(?:{f})$"))
-                        .map_err(|e| format!("config: neuron_runtimes[{i}].tag_filter: {e}"))?,
+                        .map_err(|e| format!("config: {at}.tag_filter: {e}"))?,
                 ),
                 None => None,
             };
             let mut groups = Vec::new();
             for (j, m) in r.metrics.iter().enumerate() {
-                let p = match &m.period {
-                    Some(p) => parse_period(p).map_err(|e| {
-                        format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}")
-                    })?,
-                    None => period,
-                };
+                let p = period(&m.period, &format!("{at}.metrics[{j}]."), rule_period)?;
                 match RtGroup::from_name(&m.kind) {
                     Some(g) => groups.push((g, p)),
                     None => warn(format!(
-                        "config: neuron_runtimes[{i}].metrics[{j}]: unknown type {:?} ignored",
+                        "config: {at}.metrics[{j}]: unknown type {:?} ignored",
                         m.kind
                     )),
                 }
@@ -183,11 +161,7 @@ impl Config {
         }
         let mut system = Vec::new();
         for (j, m) in raw.system_metrics.iter().enumerate() {
-            let p = match &m.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
-                None => root,
-            };
+            let p = period(&m.period, &format!("system_metrics[{j}]."), root)?;
             match SysGroup::from_name(&m.kind) {
                 Some(g) => system.push((g, p)),
                 None => warn(format!(

@@ -95,7 +95,8 @@ pub struct Runtime {
     /// forgotten.
     explicit: bool,
     started: Option<Instant>,
-    latest: Option<Sample>,
+    /// The last good read.
+    pub latest: Option<Sample>,
     /// When the last good read was.
     read_at: Instant,
     read_error: Option<String>,
@@ -103,9 +104,11 @@ pub struct Runtime {
     /// `None` until the first good read.
     writer: Option<Writer>,
     bases: [Option<Base>; 4],
-    report: Report,
-    /// Each group's last value without an error.
-    good: Report,
+    /// The last computed groups.
+    pub report: Report,
+    /// Each group's last value computed without an error (what a gauge
+    /// shows until the next good one, as the companion keeps it).
+    pub good: Report,
     /// When the writer's exit was first seen (and its final report made).
     exited_at: Option<Instant>,
     /// Tell the groups to report now (exit, new writer).
@@ -125,7 +128,7 @@ impl Runtime {
             read_error: None,
             notes: Vec::new(),
             writer: None,
-            bases: [None, None, None, None],
+            bases: Default::default(),
             report: Report::default(),
             good: Report::default(),
             exited_at: None,
@@ -153,11 +156,6 @@ impl Runtime {
         }
     }
 
-    /// The last good read.
-    pub fn latest(&self) -> Option<&Sample> {
-        self.latest.as_ref()
-    }
-
     /// The tag as the Neuron runtime sets it: the published one, else the
     /// pid ("" when neither is known).
     pub fn tag(&self) -> String {
@@ -170,20 +168,8 @@ impl Runtime {
 
     /// The runtime-level error ("" when fine).
     pub fn error(&self) -> String {
-        let mut parts: Vec<String> = self.read_error.iter().cloned().collect();
-        parts.extend(self.notes.iter().cloned());
-        parts.join("; ")
-    }
-
-    /// The last computed groups.
-    pub fn report(&self) -> &Report {
-        &self.report
-    }
-
-    /// Each group's last value computed without an error (what a gauge
-    /// shows until the next good one, as the companion keeps it).
-    pub fn good(&self) -> &Report {
-        &self.good
+        let parts = self.read_error.iter().chain(&self.notes);
+        parts.cloned().collect::<Vec<_>>().join("; ")
     }
 
     /// Read the slab once more (a scrape): the cumulative counters now. A
@@ -209,23 +195,21 @@ impl Runtime {
         let holder = s.holder.map(|pid| (pid, sys::start_ticks(pid)));
         let tag = s.tag();
         let generation = self.watch.generation();
+        fn differs<T: PartialEq>(now: &Option<T>, was: &Option<T>) -> bool {
+            now.is_some() && was.is_some() && now != was
+        }
         let new_writer = self.writer.as_ref().is_some_and(|w| {
             generation != self.generation_seen
-                || holder.is_some_and(|h| w.holder.is_some_and(|was| was != h))
-                || tag
-                    .as_ref()
-                    .is_some_and(|t| w.tag.as_ref().is_some_and(|was| was != t))
-                || self
-                    .latest
-                    .as_ref()
-                    .is_some_and(|l| went_back(&s.counters, &l.counters))
+                || differs(&holder, &w.holder)
+                || differs(&tag, &w.tag)
+                || (self.latest.as_ref()).is_some_and(|l| went_back(&s.counters, &l.counters))
         });
         self.generation_seen = generation;
         if new_writer {
             self.notes
                 .push("a new writer took over the slab: counting from zero again".into());
             self.writer = None;
-            self.bases = [None, None, None, None];
+            self.bases = Default::default();
             self.started = None;
             self.exited_at = None;
         }
@@ -233,25 +217,15 @@ impl Runtime {
         let w = self.writer.get_or_insert_with(Writer::default);
         let was_alive = w.alive;
         w.tag = tag.or(w.tag.take());
-        match holder {
-            Some((pid, start)) => {
-                *w = Writer {
-                    pid,
-                    holder: Some((pid, start)),
-                    alive: true,
-                    tag: w.tag.take(),
-                };
-            }
-            None => {
-                w.alive = false;
-                if w.pid == 0 {
-                    // Gone before it was seen: the pid its default name or
-                    // its default tag (the pid) carries.
-                    w.pid = watch::pid_from_name(self.watch.path())
-                        .or_else(|| w.tag.as_deref()?.parse().ok())
-                        .unwrap_or(0);
-                }
-            }
+        w.alive = holder.is_some();
+        if let Some((pid, _)) = holder {
+            (w.pid, w.holder) = (pid, holder);
+        } else if w.pid == 0 {
+            // Gone before it was seen: the pid its default name or its
+            // default tag (the pid) carries.
+            w.pid = watch::pid_from_name(self.watch.path())
+                .or_else(|| w.tag.as_deref()?.parse().ok())
+                .unwrap_or(0);
         }
         let (pid, alive) = (w.pid, w.alive);
         if !alive && (was_alive || first) && self.exited_at.is_none() && (pid != 0 || !first) {
@@ -263,9 +237,8 @@ impl Runtime {
                 self.tag()
             ));
         }
-        if let Some(e) = watch::record_error("process info", &s.snap.process_info) {
-            self.notes.push(e);
-        }
+        self.notes
+            .extend(watch::record_error("process info", &s.snap.process_info));
         if self.started.is_none() {
             self.started = Some(self.start_instant(alive.then_some(pid)));
         }
@@ -287,80 +260,83 @@ impl Runtime {
     fn update(&mut self, now: Instant, clock: &Clock, groups: &[(RtGroup, Duration)], tck: u64) {
         let force = std::mem::take(&mut self.force);
         let err = self.error();
-        for (g, period) in groups {
-            let i = *g as usize;
-            let due = force || clock.due(self.bases[i].as_ref().map(|b| b.tick), *period);
-            if !due {
+        let (pid, state) = (self.pid(), self.state());
+        let r = &mut self.report;
+        for &(g, period) in groups {
+            let base = &mut self.bases[g as usize];
+            if !force && !clock.due(base.as_ref().map(|b| b.tick), period) {
                 continue;
             }
-            let Some(s) = &self.latest else {
-                // Never read: report the group empty with the error.
-                self.mark(*g, &err, false);
+            let Some(s) = self.latest.as_ref().filter(|_| self.read_error.is_none()) else {
+                // Never read: the group empty with the error. Not read this
+                // time: keep the baseline (the next good read reports what
+                // grew meanwhile, so no count is lost), report no growth
+                // now (none is counted twice), keep the last memory values,
+                // say why.
+                let keep_last = self.latest.is_some() && g == RtGroup::MemoryUsed;
+                match g {
+                    RtGroup::ExecutionStats => mark(&mut r.execution_stats, &err, keep_last),
+                    RtGroup::NeuroncoreCounters => {
+                        mark(&mut r.neuroncore_counters, &err, keep_last)
+                    }
+                    RtGroup::MemoryUsed => mark(&mut r.memory_used, &err, keep_last),
+                    RtGroup::VcpuUsage => mark(&mut r.neuron_runtime_vcpu_usage, &err, keep_last),
+                }
                 continue;
             };
-            if self.read_error.is_some() {
-                // Not read this time: keep the baseline (the next good read
-                // reports what grew meanwhile, so no count is lost), report
-                // no growth now (none is counted twice), keep the last
-                // memory values, say why.
-                self.mark(*g, &err, *g == RtGroup::MemoryUsed);
-                continue;
-            }
-            let started = self.started.unwrap_or(now);
-            let (was, at, cpu_was) = match &self.bases[i] {
+            let (was, at, cpu_was) = match base {
                 Some(b) => (&b.counters, b.at, b.cpu),
-                None => (&Counters::ZERO, started, Some((0, 0))),
+                None => (&Counters::ZERO, self.started.unwrap_or(now), Some((0, 0))),
             };
             let secs = now.duration_since(at).as_secs_f64();
             let mut cpu_now = None;
             match g {
                 RtGroup::ExecutionStats => {
-                    let mut e = report::execution_stats(&s.counters, was, secs);
-                    e.error = err.clone();
-                    self.report.execution_stats = Some(e);
+                    let e = report::execution_stats(&s.counters, was, secs);
+                    r.execution_stats = Some(with_error(e, &err));
                 }
                 RtGroup::NeuroncoreCounters => {
-                    let mut n = report::neuroncore_counters(&s.counters, was, secs);
-                    n.error = err.clone();
-                    self.report.neuroncore_counters = Some(n);
+                    let n = report::neuroncore_counters(&s.counters, was, secs);
+                    r.neuroncore_counters = Some(with_error(n, &err));
                 }
                 RtGroup::MemoryUsed => {
-                    let mut m = report::memory_used(s, was, secs);
-                    m.error = join(&m.error, &err);
-                    if self.state() != "running" {
-                        m.loaded_models
-                            .iter_mut()
-                            .for_each(|x| x.is_running = false);
-                    }
-                    self.report.memory_used = Some(m);
+                    let mut m = with_error(report::memory_used(s, was, secs), &err);
+                    let running = state == "running";
+                    m.loaded_models
+                        .iter_mut()
+                        .for_each(|x| x.is_running &= running);
+                    r.memory_used = Some(m);
                 }
                 RtGroup::VcpuUsage => {
-                    let pid = self.pid();
-                    let v = match self.state() {
-                        "running" => match sys::process_cpu_ticks(pid) {
-                            Ok(t) => {
-                                cpu_now = Some(t);
-                                report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck)
-                            }
-                            Err(e) => with_error(secs, e),
-                        },
-                        "exited" => with_error(secs, format!("process {pid} has exited")),
-                        _ => with_error(secs, "no writer holds this slab's lock".into()),
+                    let ticks = match state {
+                        "running" => sys::process_cpu_ticks(pid),
+                        "exited" => Err(format!("process {pid} has exited")),
+                        _ => Err("no writer holds this slab's lock".into()),
                     };
-                    self.report.neuron_runtime_vcpu_usage = Some(v);
+                    cpu_now = ticks.as_ref().ok().copied();
+                    let v = match ticks {
+                        Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
+                        Err(e) => report::RuntimeVcpu {
+                            period: secs,
+                            error: e,
+                            ..Default::default()
+                        },
+                    };
+                    r.neuron_runtime_vcpu_usage = Some(v);
                 }
             }
-            self.bases[i] = Some(Base {
+            let counters = s.counters.clone();
+            *base = Some(Base {
                 at: now,
                 tick: clock.n,
-                counters: s.counters.clone(),
+                counters,
                 cpu: cpu_now,
             });
         }
         // Each group's last good value; the groups the configuration no
         // longer enables for this runtime go.
         let on = |g: RtGroup| groups.iter().any(|(x, _)| *x == g);
-        let (r, good) = (&mut self.report, &mut self.good);
+        let good = &mut self.good;
         keep(
             &mut r.execution_stats,
             &mut good.execution_stats,
@@ -382,51 +358,40 @@ impl Runtime {
             on(RtGroup::VcpuUsage),
         );
     }
+}
 
-    /// Set group `g`'s error to `err`: on its last value when `keep_last`
-    /// and there is one, else on an empty group (no growth).
-    fn mark(&mut self, g: RtGroup, err: &str, keep_last: bool) {
-        fn set<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
-            let x = slot.get_or_insert_with(T::default);
-            if !keep_last {
-                *x = T::default();
-            }
-            *x.error_mut() = err.into();
-        }
-        let r = &mut self.report;
-        match g {
-            RtGroup::ExecutionStats => set(&mut r.execution_stats, err, keep_last),
-            RtGroup::NeuroncoreCounters => set(&mut r.neuroncore_counters, err, keep_last),
-            RtGroup::MemoryUsed => set(&mut r.memory_used, err, keep_last),
-            RtGroup::VcpuUsage => set(&mut r.neuron_runtime_vcpu_usage, err, keep_last),
-        }
+/// Set a group's error to `err`: on its last value when `keep_last` and
+/// there is one, else on an empty group (no growth).
+fn mark<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
+    let x = slot.get_or_insert_with(T::default);
+    if !keep_last {
+        *x = T::default();
     }
+    *x.error_mut() = err.into();
+}
+
+/// `g` with `err` added to its own error.
+fn with_error<T: Group>(mut g: T, err: &str) -> T {
+    let e = g.error_mut();
+    *e = [e.as_str(), err]
+        .iter()
+        .filter(|x| !x.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("; ");
+    g
 }
 
 /// Copy a group computed without an error to `good`; drop it when it is
 /// not `on`.
 fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
-    if let Some(x) = now.as_ref().filter(|x| x.fine()) {
-        *good = Some(x.clone());
+    if let Some(x) = now.as_mut() {
+        if x.error_mut().is_empty() {
+            *good = Some(x.clone());
+        }
     }
     if !on {
         *now = None;
-    }
-}
-
-fn with_error(secs: f64, e: String) -> report::RuntimeVcpu {
-    report::RuntimeVcpu {
-        period: secs,
-        error: e,
-        ..Default::default()
-    }
-}
-
-fn join(a: &str, b: &str) -> String {
-    match (a.is_empty(), b.is_empty()) {
-        (true, _) => b.to_string(),
-        (_, true) => a.to_string(),
-        _ => format!("{a}; {b}"),
     }
 }
 
@@ -452,12 +417,13 @@ impl Clock {
     }
 }
 
-/// The system groups' state.
+/// The system groups' state: each group's last computation (time and
+/// tick), the `/proc/stat` reading the next vCPU use starts from, and the
+/// values.
 #[derive(Default)]
 struct SystemState {
-    stat_base: Option<(Instant, u64, sys::ProcStat)>,
-    mem_at: Option<(Instant, u64)>,
-    hw_at: Option<(Instant, u64)>,
+    at: [Option<(Instant, u64)>; 3],
+    stat: sys::ProcStat,
     data: SystemData,
 }
 
@@ -483,7 +449,7 @@ impl Monitor {
         };
         let now = Instant::now();
         let up = sys::uptime().unwrap_or_default();
-        let config_tick = config.tick(default);
+        let tick = config.tick(default);
         Monitor {
             sources,
             config,
@@ -491,10 +457,7 @@ impl Monitor {
             system: SystemState::default(),
             tck: sys::clk_tck(),
             boot: now.checked_sub(up).unwrap_or(now),
-            clock: Clock {
-                tick: config_tick,
-                n: 0,
-            },
+            clock: Clock { tick, n: 0 },
             log: Vec::new(),
         }
     }
@@ -516,11 +479,8 @@ impl Monitor {
 
     /// Why each named slab could not be read at the last tick.
     pub fn unreadable(&self) -> Vec<String> {
-        self.runtimes
-            .iter()
-            .filter(|r| r.explicit)
-            .filter_map(|r| r.read_error.clone())
-            .collect()
+        let named = self.runtimes.iter().filter(|r| r.explicit);
+        named.filter_map(|r| r.read_error.clone()).collect()
     }
 
     /// The runtimes currently reported (tag filter applied).
@@ -574,9 +534,7 @@ impl Monitor {
         for r in &mut self.runtimes {
             let groups = match self.config.rule_for(&r.tag()) {
                 Some(rule) => rule.groups.clone(),
-                None if r.latest.is_none() => {
-                    RtGroup::ALL.iter().map(|g| (*g, Duration::MAX)).collect()
-                }
+                None if r.latest.is_none() => RtGroup::ALL.map(|g| (g, Duration::MAX)).to_vec(),
                 None => continue,
             };
             r.update(now, &self.clock, &groups, self.tck);
@@ -599,79 +557,51 @@ impl Monitor {
         }
     }
 
+    /// Recompute the system groups that are due; a group's `period` runs
+    /// from its last computation, or from the boot.
     fn update_system(&mut self, now: Instant) {
-        let groups = self.config.system.clone();
-        let st = &mut self.system;
-        let clock = self.clock;
-        let boot = self.boot;
-        // A gauge group's period: since its last computation, or the boot.
-        let since = |at: Option<(Instant, u64)>| now.duration_since(at.map_or(boot, |a| a.0));
-        for (g, p) in &groups {
-            match g {
-                SysGroup::HwCounters => {
-                    if !clock.due(st.hw_at.map(|m| m.1), *p) {
-                        continue;
-                    }
-                    st.data.neuron_hw_counters = Some(report::HwCounters {
-                        period: since(st.hw_at).as_secs_f64(),
-                        neuron_devices: Vec::new(),
-                        error: "no Neuron driver: no hardware ECC counters (devices are simulated inside each xunds process)".into(),
-                    });
-                    st.hw_at = Some((now, clock.n));
-                }
-                SysGroup::VcpuUsage => {
-                    if !clock.due(st.stat_base.as_ref().map(|b| b.1), *p) {
-                        continue;
-                    }
-                    let (was_at, _, was) =
-                        st.stat_base
-                            .clone()
-                            .unwrap_or((boot, 0, sys::ProcStat::default()));
-                    let secs = now.duration_since(was_at).as_secs_f64();
-                    st.data.vcpu_usage = Some(match sys::proc_stat() {
-                        Ok(s) => {
-                            let v = report::vcpu_usage(&s, &was, secs);
-                            st.stat_base = Some((now, clock.n, s));
-                            v
+        let (st, clock) = (&mut self.system, self.clock);
+        for g in SysGroup::ALL {
+            let on = self.config.system.iter().find(|x| x.0 == g);
+            let at = &mut st.at[g as usize];
+            let d = &mut st.data;
+            match on {
+                None => match g {
+                    SysGroup::HwCounters => d.neuron_hw_counters = None,
+                    SysGroup::VcpuUsage => d.vcpu_usage = None,
+                    SysGroup::MemoryInfo => d.memory_info = None,
+                },
+                Some(&(_, p)) if clock.due(at.map(|a| a.1), p) => {
+                    let prev = at.replace((now, clock.n));
+                    let secs = now
+                        .duration_since(prev.map_or(self.boot, |a| a.0))
+                        .as_secs_f64();
+                    match g {
+                        SysGroup::HwCounters => {
+                            d.neuron_hw_counters = Some(report::HwCounters(secs))
                         }
-                        Err(e) => report::VcpuUsage {
-                            period: secs,
-                            error: e,
-                            ..Default::default()
+                        SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
+                        SysGroup::VcpuUsage => match sys::proc_stat() {
+                            Ok(s) => {
+                                d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
+                                st.stat = s;
+                            }
+                            Err(error) => {
+                                // A failed read keeps its baseline (time and
+                                // reading) for the next one.
+                                *at = prev;
+                                let v = report::VcpuUsage {
+                                    period: secs,
+                                    error,
+                                    ..Default::default()
+                                };
+                                d.vcpu_usage = Some(v);
+                            }
                         },
-                    });
-                }
-                SysGroup::MemoryInfo => {
-                    if !clock.due(st.mem_at.map(|m| m.1), *p) {
-                        continue;
                     }
-                    let mut m = report::MemoryInfo {
-                        period: since(st.mem_at).as_secs_f64(),
-                        ..Default::default()
-                    };
-                    st.mem_at = Some((now, clock.n));
-                    match sys::meminfo() {
-                        Ok((t, u, st_, su)) => {
-                            m.memory_total_bytes = t;
-                            m.memory_used_bytes = u;
-                            m.swap_total_bytes = st_;
-                            m.swap_used_bytes = su;
-                        }
-                        Err(e) => m.error = e,
-                    }
-                    st.data.memory_info = Some(m);
                 }
+                Some(_) => {}
             }
-        }
-        let on = |g: SysGroup| groups.iter().any(|(x, _)| *x == g);
-        if !on(SysGroup::HwCounters) {
-            st.data.neuron_hw_counters = None;
-        }
-        if !on(SysGroup::VcpuUsage) {
-            st.data.vcpu_usage = None;
-        }
-        if !on(SysGroup::MemoryInfo) {
-            st.data.memory_info = None;
         }
     }
 }

@@ -125,12 +125,9 @@ pub fn stopping() -> bool {
 
 /// Sleep until `deadline`, waking early on a stop signal.
 pub fn sleep_until(deadline: Instant) {
-    while !stopping() {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    while !stopping() && Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
 
@@ -183,14 +180,10 @@ pub fn build(
 
 /// Run `xunds monitor`.
 pub fn main(args: MonitorArgs) -> ExitCode {
+    const ME: &str = "xunds monitor";
     install_signals();
-    let monitor = match build(
-        "xunds monitor",
-        &args.slabs,
-        args.dir.as_ref(),
-        args.config.as_ref(),
-        args.period,
-    ) {
+    let (slabs, dir, config) = (&args.slabs, args.dir.as_ref(), args.config.as_ref());
+    let monitor = match build(ME, slabs, dir, config, args.period) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -199,17 +192,11 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     if let Some(a) = &args.prometheus {
         let addr = match prom::parse_addr(a) {
             Ok(x) => x,
-            Err(e) => {
-                eprintln!("xunds monitor: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return crate::usage_error(ME, e),
         };
         match prom::serve(addr, monitor.clone()) {
-            Ok(bound) => eprintln!("xunds monitor: serving http://{bound}/metrics"),
-            Err(e) => {
-                eprintln!("xunds monitor: {e}");
-                return ExitCode::FAILURE;
-            }
+            Ok(bound) => eprintln!("{ME}: serving http://{bound}/metrics"),
+            Err(e) => return crate::failure(ME, e),
         }
     }
     let limit = if args.once { Some(1) } else { args.count };
@@ -221,32 +208,28 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     // pipe.
     let mut out = match std::io::stdout().as_fd().try_clone_to_owned() {
         Ok(fd) => std::fs::File::from(fd),
-        Err(e) => {
-            eprintln!("xunds monitor: stdout: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return crate::failure(ME, format_args!("stdout: {e}")),
     };
     loop {
-        let doc = match monitor.lock() {
-            Ok(mut m) => {
-                let doc = m.tick();
-                for line in m.take_log() {
-                    eprintln!("xunds monitor: {line}");
-                }
-                doc
-            }
-            Err(_) => {
-                eprintln!("xunds monitor: internal error: state poisoned");
-                return ExitCode::FAILURE;
-            }
+        let Ok(mut m) = monitor.lock() else {
+            return crate::failure(ME, "internal error: state poisoned");
         };
+        let doc = m.tick();
+        for line in m.take_log() {
+            eprintln!("{ME}: {line}");
+        }
+        // With --once, a named slab that could not be read fails the one
+        // document (its `error` says why there too).
+        let unreadable = if args.once {
+            m.unreadable()
+        } else {
+            Vec::new()
+        };
+        drop(m);
         if print {
             let line = match serde_json::to_string(&doc) {
                 Ok(l) => l,
-                Err(e) => {
-                    eprintln!("xunds monitor: {e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(e) => return crate::failure(ME, e),
             };
             if emit(&mut out, format!("{line}\n").as_bytes()).is_err() {
                 // The reader went away (`| head`), or a stop signal came
@@ -256,19 +239,11 @@ pub fn main(args: MonitorArgs) -> ExitCode {
             }
         }
         n += 1;
-        if args.once {
-            // A named slab that could not be read fails the one document
-            // (its `error` says why there too).
-            let unreadable = match monitor.lock() {
-                Ok(m) => m.unreadable(),
-                Err(_) => vec!["internal error: state poisoned".into()],
-            };
-            for e in &unreadable {
-                eprintln!("xunds monitor: {e}");
-            }
-            if !unreadable.is_empty() {
-                return ExitCode::FAILURE;
-            }
+        for e in &unreadable {
+            eprintln!("{ME}: {e}");
+        }
+        if !unreadable.is_empty() {
+            return ExitCode::FAILURE;
         }
         if limit.is_some_and(|l| n >= l) || stopping() {
             return ExitCode::SUCCESS;

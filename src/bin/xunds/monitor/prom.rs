@@ -129,9 +129,9 @@ fn instance_labels() -> Labels {
     ]
 }
 
-fn with(base: &Labels, extra: &[(&'static str, &str)]) -> Labels {
+fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {
     let mut l = base.clone();
-    l.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    l.extend(extra.into_iter().map(|(k, v)| (k, v.to_string())));
     l.sort();
     l
 }
@@ -171,110 +171,86 @@ pub fn render(monitor: &mut Monitor) -> String {
         // A scrape reads the slab now; if it cannot, the last good read
         // stands (counters never go back).
         let fresh = rt.fresh_sample().ok();
-        let Some(s) = fresh.as_ref().or(rt.latest()) else {
+        let Some(s) = fresh.as_ref().or(rt.latest.as_ref()) else {
             continue;
         };
-        let c = s.counters.clone();
-        let rl = with(&inst, &[("runtime_tag", &rt.tag())]);
+        let c = &s.counters;
+        let rl = with(&inst, [("runtime_tag", rt.tag())]);
         for (t, k) in OUTCOMES {
-            let l = with(&rl, &[("status_type", t)]);
+            let l = with(&rl, [("status_type", t)]);
             x.counter("execution_status_total", l, c.sum(k) as f64);
         }
         for (t, k) in ERROR_CLASSES {
-            let l = with(&rl, &[("error_type", t)]);
+            let l = with(&rl, [("error_type", t)]);
             x.counter("execution_errors_total", l, c.sum(k) as f64);
         }
-        let used = report::used_bytes(&c);
-        for (loc, v) in [("host", used.host), ("neuron_device", used.neuron_device)] {
-            let l = with(&rl, &[("memory_location", loc)]);
+        let cores = report::core_memory(c);
+        let host = report::byte_sum(report::host_memory(c));
+        let device = report::byte_sum(cores.iter().flat_map(|m| m.1));
+        for (loc, v) in [("host", host), ("neuron_device", device)] {
+            let l = with(&rl, [("memory_location", loc)]);
             x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }
-        for core in c.cores_in_use() {
-            for (kind, k) in CORE_MEMORY {
+        for (core, bytes) in cores {
+            for ((kind, _), v) in CORE_MEMORY.iter().zip(bytes) {
                 // The companion leaves this memory_location label unset.
-                let at = [
-                    ("memory_location", "None"),
-                    ("neuroncore", &core.to_string()),
-                ];
-                let l = with(&rl, &at);
-                x.gauge(
-                    &format!("neuroncore_memory_usage_{kind}"),
-                    l,
-                    c.nc(core, k) as f64,
+                let l = with(
+                    &rl,
+                    [
+                        ("memory_location", "None"),
+                        ("neuroncore", &core.to_string()),
+                    ],
                 );
+                x.gauge(&format!("neuroncore_memory_usage_{kind}"), l, v as f64);
             }
         }
         // A gauge shows its group's last value without an error, as the
         // companion's does.
-        let rep = rt.good();
-        for (core, u) in rep
+        let good = &rt.good;
+        for (core, u) in good
             .neuroncore_counters
             .iter()
             .flat_map(|n| &n.neuroncores_in_use.0)
         {
-            let l = with(&rl, &[("neuroncore", core)]);
+            let l = with(&rl, [("neuroncore", core)]);
             x.gauge(
                 "neuroncore_utilization_ratio",
                 l,
                 u.neuroncore_utilization / 100.0,
             );
         }
-        if let Some(v) = &rep.neuron_runtime_vcpu_usage {
+        if let Some(v) = &good.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
-                let l = with(&rl, &[("usage_type", t)]);
+                let l = with(&rl, [("usage_type", t)]);
                 x.gauge("neuron_runtime_vcpu_usage_ratio", l, p / 100.0);
             }
         }
     }
     let sys = monitor.system_data();
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
-        x.gauge(
-            "system_memory_total_bytes",
-            inst.clone(),
-            m.memory_total_bytes as f64,
-        );
-        x.gauge(
-            "system_memory_used_bytes",
-            inst.clone(),
-            m.memory_used_bytes as f64,
-        );
-        x.gauge(
-            "system_swap_total_bytes",
-            inst.clone(),
-            m.swap_total_bytes as f64,
-        );
-        x.gauge(
-            "system_swap_used_bytes",
-            inst.clone(),
-            m.swap_used_bytes as f64,
-        );
+        for (name, v) in [
+            ("system_memory_total_bytes", m.memory_total_bytes),
+            ("system_memory_used_bytes", m.memory_used_bytes),
+            ("system_swap_total_bytes", m.swap_total_bytes),
+            ("system_swap_used_bytes", m.swap_used_bytes),
+        ] {
+            x.gauge(name, inst.clone(), v as f64);
+        }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        x.gauge(
-            "system_vcpu_count",
-            inst.clone(),
-            v.usage_data.0.len() as f64,
-        );
+        let vcpus = v.usage_data.0.len() as f64;
+        x.gauge("system_vcpu_count", inst.clone(), vcpus);
         let (user, system) = v.user_system();
         for (t, p) in [("user", user), ("system", system)] {
-            let l = with(&inst, &[("usage_type", t)]);
+            let l = with(&inst, [("usage_type", t)]);
             x.gauge("system_vcpu_usage_ratio", l, p.min(100.0) / 100.0);
         }
     }
     x.gauge("instance_info", inst.clone(), 1.0);
     let hw = report::hardware_info();
-    let count = |k: &str| hw.get(k).map_or(String::new(), |v| v.to_string());
-    let l = with(
-        &inst,
-        &[
-            ("neuron_device_count", &count("neuron_device_count")),
-            (
-                "neuroncore_per_device_count",
-                &count("neuroncore_per_device_count"),
-            ),
-        ],
-    );
-    x.gauge("neuron_hardware_info", l, 1.0);
+    let count = |k| (k, hw.get(k).map_or(String::new(), |v| v.to_string()));
+    let counts = ["neuron_device_count", "neuroncore_per_device_count"].map(count);
+    x.gauge("neuron_hardware_info", with(&inst, counts), 1.0);
     x.text()
 }
 

@@ -14,7 +14,9 @@
 //! measures (the runtime's start for a runtime's groups, the boot for the
 //! system's).
 
-use serde::Serialize;
+use std::borrow::Borrow;
+
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
@@ -119,12 +121,10 @@ impl Default for ExecutionStats {
     }
 }
 
-/// A runtime-level group: its `error`.
+/// A runtime-level group: its `error` ("" when computed without one).
 pub trait Group: Clone + Default {
     /// The group's `error`.
     fn error_mut(&mut self) -> &mut String;
-    /// Computed without an error.
-    fn fine(&self) -> bool;
 }
 
 macro_rules! groups {
@@ -132,9 +132,6 @@ macro_rules! groups {
         $(impl Group for $t {
             fn error_mut(&mut self) -> &mut String {
                 &mut self.error
-            }
-            fn fine(&self) -> bool {
-                self.error.is_empty()
             }
         })*
     };
@@ -162,68 +159,28 @@ pub struct MeanLatency {
     pub device_latency: Option<f64>,
 }
 
-/// `memory_used`
-#[derive(Clone, Debug, Default, Serialize)]
+/// `memory_used`: the current totals and one entry per loaded model.
+#[derive(Clone, Debug, Default)]
 pub struct MemoryUsed {
     /// Measured seconds.
     pub period: f64,
-    /// Current totals and breakdown.
-    pub neuron_runtime_used_bytes: RuntimeUsedBytes,
-    /// One entry per model record.
+    /// Host bytes by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST counters).
+    pub host: [u64; 4],
+    /// Per core in use, its device bytes by [`CORE_MEMORY`] kind.
+    pub cores: Vec<(usize, [u64; 5])>,
+    /// One entry per fresh model record.
     pub loaded_models: Vec<LoadedModel>,
     /// "" when fine.
     pub error: String,
 }
 
-/// `neuron_runtime_used_bytes`
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct RuntimeUsedBytes {
-    /// Host bytes (the ND MEM_USAGE_*_HOST counters).
-    pub host: u64,
-    /// Device bytes (every core's MEM_USAGE_*_DEVICE counters).
-    pub neuron_device: u64,
-    /// The breakdown.
-    pub usage_breakdown: UsageBreakdown,
-}
+/// Host memory by kind, as neuron-monitor names it: application memory
+/// (code, scratchpad and misc), constants, DMA buffers (not tracked by the
+/// datastore: 0) and tensors.
+pub const HOST_KINDS: [&str; 4] = ["application_memory", "constants", "dma_buffers", "tensors"];
 
-/// `usage_breakdown`
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct UsageBreakdown {
-    /// Host side.
-    pub host: HostBreakdown,
-    /// Per core in use, its device memory by kind ([`CORE_MEMORY`]).
-    pub neuroncore_memory_usage: Obj<Obj<u64>>,
-}
-
-/// Host memory by kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct HostBreakdown {
-    /// Code, scratchpad and misc host bytes.
-    pub application_memory: u64,
-    /// Constants.
-    pub constants: u64,
-    /// Not tracked by the datastore: 0.
-    pub dma_buffers: u64,
-    /// Tensors.
-    pub tensors: u64,
-}
-
-impl HostBreakdown {
-    /// The host total neuron-monitor reports (DMA buffers are not tracked).
-    fn total(&self) -> u64 {
-        byte_sum([self.application_memory, self.constants, self.tensors])
-    }
-}
-
-/// A sum of byte counts read from another process's slab: it saturates
-/// rather than overflow (a panic in a debug build, a wrong small total in a
-/// release one).
-fn byte_sum(xs: impl IntoIterator<Item = u64>) -> u64 {
-    xs.into_iter().fold(0, u64::saturating_add)
-}
-
-/// One loaded model (one model record).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One loaded model (one model record), its memory at load time.
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoadedModel {
     /// The record's name.
     pub name: String,
@@ -233,62 +190,82 @@ pub struct LoadedModel {
     pub model_id: u32,
     /// Its core ran executions during the period.
     pub is_running: bool,
-    /// One subgraph, `sg_NN` by the record's sg_index.
-    pub subgraphs: Obj<Subgraph>,
+    /// The record's nc_index and sg_index: one subgraph, `sg_NN`.
+    pub nc_index: u8,
+    /// See `nc_index`.
+    pub sg_index: u8,
+    /// Host bytes by [`HOST_KINDS`].
+    pub host: [u64; 4],
+    /// Device bytes by [`CORE_MEMORY`] kind; a model's scratchpad is
+    /// counted as runtime memory, so its own is 0 (and left out of the
+    /// document).
+    pub device: [u64; 5],
 }
 
-/// A subgraph's memory and placement.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Subgraph {
-    /// Bytes at load time.
-    pub memory_used_bytes: SubgraphMemory,
-    /// The record's nc_index.
-    pub neuroncore_index: u32,
-    /// One simulated device: 0.
-    pub neuron_device_index: u32,
+/// A sum of byte counts read from another process's slab: it saturates
+/// rather than overflow (a panic in a debug build, a wrong small total in a
+/// release one).
+pub fn byte_sum<T: Borrow<u64>>(xs: impl IntoIterator<Item = T>) -> u64 {
+    xs.into_iter().fold(0, |a, b| a.saturating_add(*b.borrow()))
 }
 
-/// A subgraph's memory.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SubgraphMemory {
-    /// Host total.
-    pub host: u64,
-    /// Device total.
-    pub neuron_device: u64,
-    /// By kind.
-    pub usage_breakdown: SubgraphBreakdown,
+/// `names[i]: values[i]`, in order.
+fn named<const N: usize>(names: [&str; N], values: &[u64; N]) -> Obj<u64> {
+    names.into_iter().zip(*values).collect()
 }
 
-/// A subgraph's memory by kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SubgraphBreakdown {
-    /// Host side.
-    pub host: HostBreakdown,
-    /// Device side.
-    pub neuron_device: DeviceBreakdown,
+impl Serialize for MemoryUsed {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let kinds = CORE_MEMORY.map(|k| k.0);
+        let cores = self
+            .cores
+            .iter()
+            .map(|(c, m)| (c.to_string(), named(kinds, m)));
+        obj! {
+            period: self.period,
+            neuron_runtime_used_bytes: obj! {
+                host: byte_sum(self.host),
+                neuron_device: byte_sum(self.cores.iter().flat_map(|c| &c.1)),
+                usage_breakdown: obj! {
+                    host: named(HOST_KINDS, &self.host),
+                    neuroncore_memory_usage: cores.collect::<Obj<_>>(),
+                },
+            },
+            loaded_models: &self.loaded_models,
+            error: &self.error,
+        }
+        .serialize(s)
+    }
 }
 
-/// Device memory of one model by kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct DeviceBreakdown {
-    /// CONSTANTS
-    pub constants: u64,
-    /// CODE
-    pub model_code: u64,
-    /// MISC (and scratchpad)
-    pub runtime_memory: u64,
-    /// TENSORS
-    pub tensors: u64,
-}
-
-impl DeviceBreakdown {
-    fn total(&self) -> u64 {
-        byte_sum([
-            self.constants,
-            self.model_code,
-            self.runtime_memory,
-            self.tensors,
-        ])
+impl Serialize for LoadedModel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = &self.device;
+        let subgraph = obj! {
+            memory_used_bytes: obj! {
+                host: byte_sum(self.host),
+                neuron_device: byte_sum(d),
+                usage_breakdown: obj! {
+                    host: named(HOST_KINDS, &self.host),
+                    neuron_device: obj! {
+                        constants: d[0],
+                        model_code: d[1],
+                        runtime_memory: d[3],
+                        tensors: d[4],
+                    },
+                },
+            },
+            neuroncore_index: u32::from(self.nc_index),
+            neuron_device_index: 0,
+        };
+        obj! {
+            name: &self.name,
+            uuid: &self.uuid,
+            model_id: self.model_id,
+            is_running: self.is_running,
+            subgraphs: Obj(vec![(format!("sg_{:02}", self.sg_index), subgraph)]),
+        }
+        .serialize(s)
     }
 }
 
@@ -326,16 +303,16 @@ pub struct SystemData {
     pub memory_info: Option<MemoryInfo>,
 }
 
-/// `neuron_hw_counters`: no Neuron driver, so no device and an error that
-/// says so.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct HwCounters {
-    /// Measured seconds.
-    pub period: f64,
-    /// Always empty.
-    pub neuron_devices: Vec<()>,
-    /// Why there is no device.
-    pub error: String,
+/// `neuron_hw_counters` over a period (seconds): no Neuron driver, so no
+/// device and an error that says so.
+#[derive(Clone, Debug, Default)]
+pub struct HwCounters(pub f64);
+
+impl Serialize for HwCounters {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let error = "no Neuron driver: no hardware ECC counters (devices are simulated inside each xunds process)";
+        obj! { period: self.0, neuron_devices: [(); 0], error: error }.serialize(s)
+    }
 }
 
 /// `vcpu_usage`
@@ -380,6 +357,22 @@ pub struct MemoryInfo {
     pub swap_used_bytes: u64,
     /// "" when fine.
     pub error: String,
+}
+
+/// `memory_info` now (`/proc/meminfo`), its period `secs`.
+pub fn memory_info(secs: f64) -> MemoryInfo {
+    let mut m = MemoryInfo {
+        period: secs,
+        ..Default::default()
+    };
+    match sys::meminfo() {
+        Ok(x) => {
+            (m.memory_total_bytes, m.memory_used_bytes) = (x.0, x.1);
+            (m.swap_total_bytes, m.swap_used_bytes) = (x.2, x.3);
+        }
+        Err(e) => m.error = e,
+    }
+    m
 }
 
 /// `instance_info`: no instance metadata service offline, so every field
@@ -447,12 +440,11 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
         error_summary: growth(now, was, &ERROR_CLASSES),
         execution_summary: growth(now, was, &OUTCOMES),
         latency_stats: LatencyStats {
-            total_latency: None,
-            device_latency: None,
             mean: MeanLatency {
                 total_latency: mean(NcCounter::LatencyTotal),
                 device_latency: mean(NcCounter::LatencyDevice),
             },
+            ..LatencyStats::default()
         },
         error: String::new(),
     }
@@ -462,120 +454,59 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
 /// ns) over the period as a percentage (at most 100), and 2 x MAC_COUNT per
 /// second.
 pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> NeuroncoreCounters {
-    let mut cores = Vec::new();
-    for core in now.cores_in_use() {
+    let cores = now.cores_in_use().map(|core| {
         let dev_ns = d(now, was, core, NcCounter::LatencyDevice) as f64;
         let macs = d(now, was, core, NcCounter::MacCount) as f64;
-        let (util, flops) = if secs > 0.0 {
-            (
-                round2((dev_ns / (secs * 1e9) * 100.0).min(100.0)),
-                (2.0 * macs / secs).round() as u64,
-            )
-        } else {
-            (0.0, 0)
-        };
-        cores.push((
-            core.to_string(),
-            CoreUse {
-                neuroncore_utilization: util,
-                flops,
+        let u = match secs > 0.0 {
+            true => CoreUse {
+                neuroncore_utilization: round2((dev_ns / (secs * 1e9) * 100.0).min(100.0)),
+                flops: (2.0 * macs / secs).round() as u64,
             },
-        ));
-    }
+            false => CoreUse::default(),
+        };
+        (core.to_string(), u)
+    });
     NeuroncoreCounters {
         period: secs,
-        neuroncores_in_use: Obj(cores),
+        neuroncores_in_use: cores.collect(),
         error: String::new(),
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+/// The current host memory by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST
+/// counters).
+pub fn host_memory(now: &Counters) -> [u64; 4] {
+    use NdCounter::*;
+    let n = |c| now.nd(c);
+    let app = byte_sum([
+        n(MemUsageCodeHost),
+        n(MemUsageScratchpadHost),
+        n(MemUsageMiscHost),
+    ]);
+    [app, n(MemUsageConstantsHost), 0, n(MemUsageTensorsHost)]
 }
 
-fn model_entry(r: &ModelRecord, running: bool) -> LoadedModel {
-    let u = |loc, slot| r.usage(loc, slot).total_size;
-    use MemLocation::{Device, Host};
-    let host = HostBreakdown {
-        application_memory: byte_sum([
-            u(Host, MemSlot::Code),
-            u(Host, MemSlot::Scratchpad),
-            u(Host, MemSlot::Misc),
-        ]),
-        constants: u(Host, MemSlot::Constants),
-        dma_buffers: 0,
-        tensors: u(Host, MemSlot::Tensors),
-    };
-    let dev = DeviceBreakdown {
-        constants: u(Device, MemSlot::Constants),
-        model_code: u(Device, MemSlot::Code),
-        runtime_memory: byte_sum([u(Device, MemSlot::Misc), u(Device, MemSlot::Scratchpad)]),
-        tensors: u(Device, MemSlot::Tensors),
-    };
-    let (host_total, dev_total) = (host.total(), dev.total());
+/// Per core in use, its current device memory by [`CORE_MEMORY`] kind.
+pub fn core_memory(now: &Counters) -> Vec<(usize, [u64; 5])> {
+    let kinds = |core| CORE_MEMORY.map(|(_, c)| now.nc(core, c));
+    now.cores_in_use().map(|core| (core, kinds(core))).collect()
+}
+
+fn loaded_model(r: &ModelRecord, running: bool) -> LoadedModel {
+    use MemSlot::*;
+    let host = |slot| r.usage(MemLocation::Host, slot).total_size;
+    let dev = |slot| r.usage(MemLocation::Device, slot).total_size;
+    let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
+    let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
     LoadedModel {
         name: r.name_str().into_owned(),
-        uuid: hex(&r.uuid),
+        uuid: crate::hex(&r.uuid),
         model_id: r.model_id,
         is_running: running,
-        subgraphs: Obj(vec![(
-            format!("sg_{:02}", r.sg_index),
-            Subgraph {
-                memory_used_bytes: SubgraphMemory {
-                    host: host_total,
-                    neuron_device: dev_total,
-                    usage_breakdown: SubgraphBreakdown {
-                        host,
-                        neuron_device: dev,
-                    },
-                },
-                neuroncore_index: u32::from(r.nc_index),
-                neuron_device_index: 0,
-            },
-        )]),
-    }
-}
-
-/// Per core in use, its device memory by kind.
-pub fn core_memory(now: &Counters) -> Obj<Obj<u64>> {
-    Obj(now
-        .cores_in_use()
-        .map(|core| {
-            let kinds = CORE_MEMORY
-                .iter()
-                .map(|(n, c)| (n.to_string(), now.nc(core, *c)));
-            (core.to_string(), Obj(kinds.collect()))
-        })
-        .collect())
-}
-
-/// Current host and device totals with their breakdown.
-pub fn used_bytes(now: &Counters) -> RuntimeUsedBytes {
-    let nd = |c: NdCounter| now.nd(c);
-    let host = HostBreakdown {
-        application_memory: byte_sum([
-            nd(NdCounter::MemUsageCodeHost),
-            nd(NdCounter::MemUsageScratchpadHost),
-            nd(NdCounter::MemUsageMiscHost),
-        ]),
-        constants: nd(NdCounter::MemUsageConstantsHost),
-        dma_buffers: 0,
-        tensors: nd(NdCounter::MemUsageTensorsHost),
-    };
-    let cores = core_memory(now);
-    let neuron_device = byte_sum(
-        cores
-            .0
-            .iter()
-            .flat_map(|(_, m)| m.0.iter().map(|(_, v)| *v)),
-    );
-    RuntimeUsedBytes {
-        host: host.total(),
-        neuron_device,
-        usage_breakdown: UsageBreakdown {
-            host,
-            neuroncore_memory_usage: cores,
-        },
+        nc_index: r.nc_index,
+        sg_index: r.sg_index,
+        host: [app, host(Constants), 0, host(Tensors)],
+        device: [dev(Constants), dev(Code), 0, runtime, dev(Tensors)],
     }
 }
 
@@ -589,7 +520,7 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
             RecordRead::Fresh(r) => {
                 let core = usize::from(r.nc_index);
                 let running = d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
-                models.push(model_entry(r, running));
+                models.push(loaded_model(r, running));
             }
             RecordRead::Unpublished => {}
             RecordRead::Torn(t) => errors.push(format!(
@@ -601,7 +532,8 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
     }
     MemoryUsed {
         period: secs,
-        neuron_runtime_used_bytes: used_bytes(&s.counters),
+        host: host_memory(&s.counters),
+        cores: core_memory(&s.counters),
         loaded_models: models,
         error: errors.join("; "),
     }

@@ -9,11 +9,7 @@ use std::time::Duration;
 pub fn clk_tck() -> u64 {
     // SAFETY: sysconf only reads a configuration value; no memory is passed.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
+    u64::try_from(t).ok().filter(|t| *t > 0).unwrap_or(100)
 }
 
 /// Fields of `/proc/PID/stat` after the `comm` field (which may hold spaces
@@ -32,9 +28,13 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
 
 /// Process `pid`'s (`utime`, `stime`) in clock ticks.
 pub fn process_cpu_ticks(pid: u32) -> Result<(u64, u64), String> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    parse_cpu_ticks(&s).ok_or_else(|| format!("/proc/{pid}/stat: unexpected format"))
+    read(&format!("/proc/{pid}/stat"), parse_cpu_ticks)
+}
+
+/// The file at `path` parsed by `parse`, or what went wrong, naming it.
+fn read<T>(path: &str, parse: fn(&str) -> Option<T>) -> Result<T, String> {
+    let s = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse(&s).ok_or_else(|| format!("{path}: unexpected format"))
 }
 
 /// When process `pid` started, in clock ticks after boot (field 22
@@ -122,8 +122,7 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
 
 /// Read `/proc/stat`.
 pub fn proc_stat() -> Result<ProcStat, String> {
-    let s = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
-    parse_proc_stat(&s).ok_or_else(|| "/proc/stat: unexpected format".to_string())
+    read("/proc/stat", parse_proc_stat)
 }
 
 /// System memory in bytes: (total, used, swap total, swap used).
@@ -152,8 +151,7 @@ pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
 
 /// Read `/proc/meminfo`.
 pub fn meminfo() -> Result<(u64, u64, u64, u64), String> {
-    let s = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
-    parse_meminfo(&s).ok_or_else(|| "/proc/meminfo: unexpected format".to_string())
+    read("/proc/meminfo", parse_meminfo)
 }
 
 /// `x` rounded to two decimals.

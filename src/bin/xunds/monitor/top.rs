@@ -30,6 +30,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::layout::Constraint::{Length, Min};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -39,6 +40,7 @@ use ratatui::Frame;
 use xunds::nds::reader::ERROR_CLASSES;
 
 use super::engine::Monitor;
+use super::report::byte_sum;
 
 /// A live terminal view of running xunds processes, as neuron-top.
 ///
@@ -150,83 +152,62 @@ pub struct Ui {
 /// Build the view from the monitor after a tick.
 pub fn view(monitor: &mut Monitor) -> View {
     let sys = monitor.system_data().vcpu_usage.clone();
-    let mut procs = Vec::new();
-    for rt in monitor.runtimes() {
-        let mut p = Proc {
-            pid: rt.pid(),
-            tag: rt.tag(),
-            note: rt.error(),
-            ..Proc::default()
-        };
-        if p.note.is_empty() && rt.state() == "exited" {
-            p.note = format!("process {} has exited: its final counters", p.pid);
+    let procs = monitor.runtimes().map(|rt| {
+        let (r, pid) = (&rt.report, rt.pid());
+        let mut note = rt.error();
+        if note.is_empty() && rt.state() == "exited" {
+            note = format!("process {pid} has exited: its final counters");
         }
-        let rep = rt.report();
-        if let Some(n) = &rep.neuroncore_counters {
-            p.cores = n
-                .neuroncores_in_use
-                .0
-                .iter()
-                .map(|(k, u)| Core {
-                    core: k.parse().unwrap_or(0),
-                    util: u.neuroncore_utilization,
-                    flops: u.flops,
-                })
-                .collect();
-        }
-        if let Some(e) = &rep.execution_stats {
-            let done = e.execution_summary.0.first().map_or(0, |x| x.1);
-            p.exec_per_s = if e.period > 0.0 {
-                done as f64 / e.period
-            } else {
-                0.0
-            };
-            p.errors = (e.error_summary.0.iter())
-                .zip(ERROR_CLASSES)
-                .filter(|((_, n), _)| *n > 0)
-                .map(|((_, n), (name, _))| (name, *n))
-                .collect();
-        }
-        if let Some(v) = rep
+        let cores = r
+            .neuroncore_counters
+            .iter()
+            .flat_map(|n| &n.neuroncores_in_use.0);
+        let cores = cores.map(|(k, u)| Core {
+            core: k.parse().unwrap_or(0),
+            util: u.neuroncore_utilization,
+            flops: u.flops,
+        });
+        let e = r.execution_stats.as_ref();
+        let done = e
+            .and_then(|e| e.execution_summary.get("completed"))
+            .copied();
+        let per_s = e
+            .filter(|e| e.period > 0.0)
+            .map(|e| done.unwrap_or(0) as f64 / e.period);
+        let errors = e
+            .iter()
+            .flat_map(|e| e.error_summary.0.iter().zip(ERROR_CLASSES));
+        let errors = errors
+            .filter(|((_, n), _)| *n > 0)
+            .map(|((_, n), (name, _))| (name, *n));
+        let vcpu = r
             .neuron_runtime_vcpu_usage
             .as_ref()
-            .filter(|v| v.error.is_empty())
-        {
-            p.vcpu = Some((v.vcpu_usage.user, v.vcpu_usage.system));
+            .filter(|v| v.error.is_empty());
+        let m = r.memory_used.as_ref();
+        let models = m.iter().flat_map(|m| &m.loaded_models).map(|lm| Model {
+            name: lm.name.clone(),
+            id: lm.model_id,
+            core: usize::from(lm.nc_index),
+            host: byte_sum(lm.host),
+            device: lm.device,
+        });
+        Proc {
+            pid,
+            tag: rt.tag(),
+            note,
+            cores: cores.collect(),
+            exec_per_s: per_s.unwrap_or(0.0),
+            errors: errors.collect(),
+            vcpu: vcpu.map(|v| (v.vcpu_usage.user, v.vcpu_usage.system)),
+            host: m.map_or([0; 4], |m| m.host),
+            core_memory: m.map(|m| m.cores.clone()).unwrap_or_default(),
+            models: models.collect(),
         }
-        if let Some(m) = &rep.memory_used {
-            let h = &m.neuron_runtime_used_bytes.usage_breakdown.host;
-            p.host = [h.application_memory, h.constants, h.dma_buffers, h.tensors];
-            let cores = &m
-                .neuron_runtime_used_bytes
-                .usage_breakdown
-                .neuroncore_memory_usage;
-            for (core, kinds) in &cores.0 {
-                let mut d = [0u64; 5];
-                for (slot, (_, v)) in d.iter_mut().zip(&kinds.0) {
-                    *slot = *v;
-                }
-                p.core_memory.push((core.parse().unwrap_or(0), d));
-            }
-            for lm in &m.loaded_models {
-                for (_, sg) in &lm.subgraphs.0 {
-                    let b = &sg.memory_used_bytes.usage_breakdown.neuron_device;
-                    p.models.push(Model {
-                        name: lm.name.clone(),
-                        id: lm.model_id,
-                        core: sg.neuroncore_index as usize,
-                        host: sg.memory_used_bytes.host,
-                        device: [b.constants, b.model_code, 0, b.runtime_memory, b.tensors],
-                    });
-                }
-            }
-        }
-        procs.push(p);
-    }
+    });
     View {
-        procs,
-        system_vcpu: sys
-            .as_ref()
+        procs: procs.collect(),
+        system_vcpu: (sys.as_ref())
             .filter(|v| v.error.is_empty())
             .map(|v| v.user_system()),
         vcpus: sys.map_or(0, |v| v.usage_data.0.len()),
@@ -310,13 +291,13 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
         .div_ceil(cols)
         .clamp(1, usize::from(area.height / 4).max(1));
     let [title, util, vcpu, summary, details, tabs, status] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Length(rows as u16 + 2),
-        Constraint::Length(3),
-        Constraint::Length(8),
-        Constraint::Min(3),
-        Constraint::Length(1),
-        Constraint::Length(1),
+        Length(1),
+        Length(rows as u16 + 2),
+        Length(3),
+        Length(8),
+        Min(3),
+        Length(1),
+        Length(1),
     ])
     .areas(area);
     let title_text = format!(
@@ -360,21 +341,14 @@ fn draw_utilization(
         }
     }
     let errors: Vec<String> = errors.iter().map(|(n, c)| format!("{n} {c}")).collect();
-    let errors = if errors.is_empty() {
-        "none".into()
-    } else {
-        errors.join(", ")
-    };
-    let more = cores.len().saturating_sub(cols * rows);
-    let more = if more > 0 {
-        format!(" (+{more} more)")
-    } else {
-        String::new()
-    };
+    let errors = Some(errors.join(", ")).filter(|e| !e.is_empty());
+    let more = Some(cores.len().saturating_sub(cols * rows)).filter(|m| *m > 0);
+    let more = more.map_or(String::new(), |m| format!(" (+{m} more)"));
     let what = if flops { "FLOPS" } else { "Utilization" };
     let block = section(format!(
-        "NeuronCore {what}{more} | {} executions/s | errors: {errors}",
-        si(rate)
+        "NeuronCore {what}{more} | {} executions/s | errors: {}",
+        si(rate),
+        errors.as_deref().unwrap_or("none")
     ));
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -392,16 +366,15 @@ fn draw_utilization(
     if inner.height == 0 {
         return;
     }
-    let line = Rect { height: 1, ..inner };
+    let line = Rect::new(inner.x, inner.y, inner.width, 1);
     f.render_widget(gauge("average", avg_util, avg_flops, inner.width), line);
     let width = inner.width / cols as u16;
     for (i, (label, c)) in cores.iter().take(cols * rows).enumerate() {
-        let cell = Rect {
-            x: inner.x + (i / rows) as u16 * width,
-            y: inner.y + 1 + (i % rows) as u16,
-            width,
-            height: 1,
-        };
+        let (x, y) = (
+            inner.x + (i / rows) as u16 * width,
+            inner.y + 1 + (i % rows) as u16,
+        );
+        let cell = Rect::new(x, y, width, 1);
         if cell.y < inner.y + inner.height {
             f.render_widget(gauge(label, c.util, c.flops as f64, width), cell);
         }
@@ -412,14 +385,8 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&Proc]) {
     let block = section(format!("vCPU Utilization ({} vCPUs)", v.vcpus));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let runtime =
-        procs
-            .iter()
-            .filter_map(|p| p.vcpu)
-            .fold(None, |a: Option<(f64, f64)>, (u, s)| {
-                let (au, asys) = a.unwrap_or_default();
-                Some((au + u, asys + s))
-            });
+    let vcpus = procs.iter().filter_map(|p| p.vcpu);
+    let runtime = vcpus.reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
     for (i, (label, us)) in [("System", v.system_vcpu), ("Runtime", runtime)]
         .into_iter()
         .enumerate()
@@ -433,30 +400,22 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&Proc]) {
             Some(_) => format!("{u:.1}% usr {s:.1}% sys"),
             None => "n/a".into(),
         };
-        let line = Rect {
-            y,
-            height: 1,
-            ..inner
-        };
+        let line = Rect::new(inner.x, y, inner.width, 1);
         f.render_widget(bar(label, (u + s) / 100.0, &text, inner.width), line);
     }
 }
 
 fn draw_summary(f: &mut Frame, area: Rect, procs: &[&Proc]) {
-    let mut host = [0u64; 4];
-    let mut device = [0u64; 5];
-    for p in procs {
-        host.iter_mut()
-            .zip(p.host)
-            .for_each(|(a, b)| *a = a.saturating_add(b));
-        for (_, d) in &p.core_memory {
-            device
-                .iter_mut()
-                .zip(d)
-                .for_each(|(a, b)| *a = a.saturating_add(*b));
-        }
+    fn add<const N: usize>(sum: &mut [u64; N], xs: &[u64; N]) {
+        sum.iter_mut()
+            .zip(xs)
+            .for_each(|(a, b)| *a = a.saturating_add(*b));
     }
-    let total = |xs: &[u64]| xs.iter().fold(0u64, |a, b| a.saturating_add(*b));
+    let (mut host, mut device) = ([0u64; 4], [0u64; 5]);
+    for p in procs {
+        add(&mut host, &p.host);
+        p.core_memory.iter().for_each(|(_, d)| add(&mut device, d));
+    }
     let block = section("Memory Usage Summary".into());
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -466,7 +425,7 @@ fn draw_summary(f: &mut Frame, area: Rect, procs: &[&Proc]) {
         let underline = Style::default().add_modifier(Modifier::UNDERLINED);
         let mut lines = vec![
             Line::styled(head.to_string(), underline),
-            Line::raw(format!("{:<17}{:>11}", "Total", bytes(total(vals)))),
+            Line::raw(format!("{:<17}{:>11}", "Total", bytes(byte_sum(vals)))),
         ];
         let rows = kinds.iter().zip(vals);
         lines.extend(rows.map(|(k, v)| Line::raw(format!("{k:<17}{:>11}", bytes(*v)))));
@@ -500,89 +459,64 @@ pub struct TreeRow {
 /// children.
 pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
     let mut out = Vec::new();
-    let all = ui.tab == 0;
-    let sum = |xs: &[u64]| xs.iter().fold(0u64, |a, b| a.saturating_add(*b));
+    let open = |k: &String| ui.expanded.contains(k);
+    let mut row = |depth, label, model_id, (host, device), key| {
+        out.push(TreeRow {
+            depth,
+            label,
+            model_id,
+            host,
+            device,
+            key,
+        });
+    };
+    let base = usize::from(ui.tab == 0);
     for p in shown(v, ui) {
         let pk = format!("p{}", p.pid);
-        let base = usize::from(all);
-        if all {
-            let device = p
-                .core_memory
-                .iter()
-                .map(|(_, d)| sum(d))
-                .fold(0, u64::saturating_add);
-            out.push(TreeRow {
-                depth: 0,
-                label: format!("{} {}", p.pid, p.tag),
-                model_id: None,
-                host: sum(&p.host),
-                device,
-                key: Some(pk.clone()),
-            });
-            if !ui.expanded.contains(&pk) {
+        if ui.tab == 0 {
+            let device = byte_sum(p.core_memory.iter().map(|(_, d)| byte_sum(d)));
+            let bytes = (byte_sum(p.host), device);
+            row(
+                0,
+                format!("{} {}", p.pid, p.tag),
+                None,
+                bytes,
+                Some(pk.clone()),
+            );
+            if !open(&pk) {
                 continue;
             }
         }
         for (core, d) in &p.core_memory {
             let ck = format!("{pk}/c{core}");
             let models: Vec<&Model> = p.models.iter().filter(|m| m.core == *core).collect();
-            let in_models = models
-                .iter()
-                .map(|m| sum(&m.device))
-                .fold(0, u64::saturating_add);
-            let model_host = models.iter().map(|m| m.host).fold(0, u64::saturating_add);
-            out.push(TreeRow {
-                depth: base,
-                label: format!("NC {core}"),
-                model_id: None,
-                host: model_host,
-                device: sum(d),
-                key: Some(ck.clone()),
-            });
-            if !ui.expanded.contains(&ck) {
+            let bytes = (byte_sum(models.iter().map(|m| m.host)), byte_sum(d));
+            row(base, format!("NC {core}"), None, bytes, Some(ck.clone()));
+            if !open(&ck) {
                 continue;
             }
-            for m in models {
+            for m in &models {
                 let mk = format!("{ck}/m{}", m.id);
-                out.push(TreeRow {
-                    depth: base + 1,
-                    label: m.name.clone(),
-                    model_id: Some(m.id),
-                    host: m.host,
-                    device: sum(&m.device),
-                    key: Some(mk.clone()),
-                });
-                if ui.expanded.contains(&mk) {
+                let bytes = (m.host, byte_sum(m.device));
+                row(
+                    base + 1,
+                    m.name.clone(),
+                    Some(m.id),
+                    bytes,
+                    Some(mk.clone()),
+                );
+                if open(&mk) {
                     for (kind, b) in DEVICE_KINDS.iter().zip(m.device).filter(|(_, b)| *b > 0) {
-                        out.push(TreeRow {
-                            depth: base + 2,
-                            label: kind.to_string(),
-                            model_id: None,
-                            host: 0,
-                            device: b,
-                            key: None,
-                        });
+                        row(base + 2, kind.to_string(), None, (0, b), None);
                     }
                 }
             }
-            out.push(TreeRow {
-                depth: base + 1,
-                label: "outside models".into(),
-                model_id: None,
-                host: 0,
-                device: sum(d).saturating_sub(in_models),
-                key: None,
-            });
+            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device)));
+            let outside = byte_sum(d).saturating_sub(in_models);
+            row(base + 1, "outside models".into(), None, (0, outside), None);
         }
-        let model_host = p.models.iter().map(|m| m.host).fold(0, u64::saturating_add);
-        out.push(TreeRow {
-            depth: base,
-            label: "host, on no core".into(),
-            model_id: None,
-            host: sum(&p.host).saturating_sub(model_host),
-            device: 0,
-            key: None,
-        });
+        let on_no_core = byte_sum(p.host).saturating_sub(byte_sum(p.models.iter().map(|m| m.host)));
+        row(base, "host, on no core".into(), None, (on_no_core, 0), None);
     }
     out
 }
@@ -609,16 +543,10 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
     let selected = ui.selected.min(rows.len().saturating_sub(1));
     let first = selected.saturating_sub(fits - 1);
     let last = (first + fits).min(rows.len());
-    let position = if rows.len() > fits {
-        format!(
-            " [rows {}-{} of {}, \u{2191}\u{2193} to scroll]",
-            first + 1,
-            last,
-            rows.len()
-        )
-    } else {
-        String::new()
-    };
+    let (from, all) = (first + 1, rows.len());
+    let position =
+        (all > fits).then(|| format!(" [rows {from}-{last} of {all}, \u{2191}\u{2193} to scroll]"));
+    let position = position.unwrap_or_default();
     let block = section(format!("Memory Usage Details{position}"));
     let body: Vec<Row> = rows[first..last]
         .iter()
@@ -629,11 +557,12 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
                 Some(_) => "\u{25b8} ",
                 None => "  ",
             };
-            let style = if first + i == selected {
-                Style::default().add_modifier(Modifier::REVERSED)
+            let on = first + i == selected;
+            let style = Style::default().add_modifier(if on {
+                Modifier::REVERSED
             } else {
-                Style::default()
-            };
+                Modifier::empty()
+            });
             Row::new(vec![
                 format!("{}{mark}{}", "  ".repeat(r.depth), r.label),
                 r.model_id.map(|m| m.to_string()).unwrap_or_default(),
@@ -643,20 +572,12 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
             .style(style)
         })
         .collect();
-    let table = Table::new(
-        body,
-        [
-            Constraint::Min(20),
-            Constraint::Length(9),
-            Constraint::Length(12),
-            Constraint::Length(13),
-        ],
-    )
-    .header(
-        Row::new(vec!["", "Model ID", "Host Memory", "Device Memory"])
-            .style(Style::default().add_modifier(Modifier::UNDERLINED)),
-    )
-    .block(block);
+    let table = Table::new(body, [Min(20), Length(9), Length(12), Length(13)])
+        .header(
+            Row::new(vec!["", "Model ID", "Host Memory", "Device Memory"])
+                .style(Style::default().add_modifier(Modifier::UNDERLINED)),
+        )
+        .block(block);
     f.render_widget(table, area);
 }
 
@@ -665,11 +586,7 @@ fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
         .chain(v.procs.iter().map(|p| format!("{} {}", p.pid, p.tag)));
     let mut spans = Vec::new();
     for (i, name) in names.enumerate() {
-        let label = if i == ui.tab {
-            format!(">{name}<")
-        } else {
-            format!(" {name} ")
-        };
+        let (l, r) = if i == ui.tab { ('>', '<') } else { (' ', ' ') };
         let style = if i == ui.tab {
             Style::default()
                 .fg(Color::Green)
@@ -677,7 +594,7 @@ fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
         } else {
             Style::default()
         };
-        spans.push(Span::styled(format!("{}:{label} ", i + 1), style));
+        spans.push(Span::styled(format!("{}:{l}{name}{r} ", i + 1), style));
     }
     if v.procs.is_empty() {
         spans.push(Span::raw(
@@ -695,37 +612,24 @@ pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
     match code {
         KeyCode::Char('q') | KeyCode::Esc => return false,
         KeyCode::Char('c') if mods.contains(KeyModifiers::CONTROL) => return false,
-        KeyCode::Char(c @ '1'..='9') => {
-            let n = usize::from(c as u8 - b'1');
-            if n < tabs {
-                ui.tab = n;
-                ui.selected = 0;
-            }
+        KeyCode::Char(c @ '1'..='9') if usize::from(c as u8 - b'1') < tabs => {
+            (ui.tab, ui.selected) = (usize::from(c as u8 - b'1'), 0);
         }
         KeyCode::Char('a') | KeyCode::BackTab => {
-            ui.tab = (ui.tab + tabs - 1) % tabs;
-            ui.selected = 0;
+            (ui.tab, ui.selected) = ((ui.tab + tabs - 1) % tabs, 0)
         }
-        KeyCode::Char('d') | KeyCode::Tab => {
-            ui.tab = (ui.tab + 1) % tabs;
-            ui.selected = 0;
-        }
+        KeyCode::Char('d') | KeyCode::Tab => (ui.tab, ui.selected) = ((ui.tab + 1) % tabs, 0),
         KeyCode::Char('f') => ui.flops = !ui.flops,
+        // Expand everything, or collapse everything when it all is.
         KeyCode::Char('x') => {
-            let keys = all_keys(v, ui);
-            ui.expanded = if keys.is_subset(&ui.expanded) {
-                BTreeSet::new()
-            } else {
-                keys
-            };
+            let all = all_keys(v, ui);
+            ui.expanded = Some(all)
+                .filter(|k| !k.is_subset(&ui.expanded))
+                .unwrap_or_default();
         }
         KeyCode::Up => ui.selected = ui.selected.saturating_sub(1),
         KeyCode::Down => ui.selected = (ui.selected + 1).min(rows.len().saturating_sub(1)),
-        KeyCode::Right => {
-            if let Some(k) = selected.and_then(|r| r.key.clone()) {
-                ui.expanded.insert(k);
-            }
-        }
+        KeyCode::Right => ui.expanded.extend(selected.and_then(|r| r.key.clone())),
         KeyCode::Left => {
             if let Some(k) = selected.and_then(|r| r.key.as_ref()) {
                 ui.expanded.remove(k);
@@ -738,13 +642,8 @@ pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
 
 /// Run `xunds top`.
 pub fn main(args: TopArgs) -> ExitCode {
-    let mut monitor = match super::build(
-        "xunds top",
-        &args.slabs,
-        args.dir.as_ref(),
-        None,
-        args.period,
-    ) {
+    let (slabs, dir) = (&args.slabs, args.dir.as_ref());
+    let mut monitor = match super::build("xunds top", slabs, dir, None, args.period) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -759,10 +658,7 @@ pub fn main(args: TopArgs) -> ExitCode {
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("xunds top: the terminal: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return crate::failure("xunds top", format_args!("the terminal: {e}")),
     };
     let mut ui = Ui::default();
     let mut next = Instant::now();
@@ -794,13 +690,7 @@ pub fn main(args: TopArgs) -> ExitCode {
         }
     };
     ratatui::restore();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("xunds top: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    result.map_or_else(|e| crate::failure("xunds top", e), |()| ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

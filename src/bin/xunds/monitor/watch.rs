@@ -43,18 +43,10 @@ impl Sample {
     /// The runtime's tag: the fresh process-info-ext record's (up to 255
     /// bytes), else the fresh process-info record's (up to 31), if any.
     pub fn tag(&self) -> Option<String> {
-        let ext = match &self.snap.process_info_ext {
-            RecordRead::Fresh(p) => Some(p.tag_str()),
-            _ => None,
-        };
-        let short = match &self.snap.process_info {
-            RecordRead::Fresh(p) => Some(p.tag_str()),
-            _ => None,
-        };
-        ext.into_iter()
-            .chain(short)
-            .find(|t| !t.is_empty())
-            .map(|t| t.into_owned())
+        let (ext, short) = (&self.snap.process_info_ext, &self.snap.process_info);
+        let ext = ext.clone().fresh().map(|p| p.tag_str().into_owned());
+        let short = short.clone().fresh().map(|p| p.tag_str().into_owned());
+        ext.into_iter().chain(short).find(|t| !t.is_empty())
     }
 }
 
@@ -101,59 +93,57 @@ impl Watch {
     /// (the file was deleted but is still read through our descriptor);
     /// `Err` says why nothing could be read.
     pub fn sample(&mut self) -> Result<(Sample, Option<String>), String> {
-        let shown = self.path.display();
+        let shown = self.path.display().to_string();
+        let at = |e: &dyn std::fmt::Display| format!("{shown}: {e}");
         let mut note = None;
         match std::fs::metadata(&self.path) {
             Ok(m) => {
-                let same = self
-                    .opened
-                    .as_ref()
-                    .is_some_and(|o| o.dev == m.dev() && o.ino == m.ino());
+                let same =
+                    (self.opened.as_ref()).is_some_and(|o| (o.dev, o.ino) == (m.dev(), m.ino()));
                 if !same && self.opened.take().is_some() {
                     self.released = true;
                 }
             }
-            Err(e) if self.opened.is_none() => return Err(format!("{shown}: {e}")),
-            Err(_) => note = Some(format!("{shown}: slab file deleted while watched; reading it through the monitor's descriptor")),
+            Err(e) if self.opened.is_none() => return Err(at(&e)),
+            Err(_) => {
+                note = Some(at(
+                    &"slab file deleted while watched; reading it through the monitor's descriptor",
+                ))
+            }
         }
-        if self.opened.is_none() {
-            let (_, file) =
-                ReadOnlySlab::open_with_file(&self.path).map_err(|e| format!("{shown}: {e}"))?;
-            let m = file
-                .metadata()
-                .map_err(|e| format!("{shown}: fstat: {e}"))?;
-            self.opened = Some(Opened {
-                file,
-                dev: m.dev(),
-                ino: m.ino(),
-            });
-        }
-        let file = &self.opened.as_ref().expect("opened above").file;
-        let read = match file.metadata() {
-            Err(e) => Err(format!("{shown}: fstat: {e}")),
-            Ok(m) if m.len() < REQUIRED_SIZE as u64 => Err(format!(
-                "{shown}: slab truncated to {} bytes (needs {REQUIRED_SIZE})",
-                m.len()
-            )),
-            Ok(_) => ReadOnlySlab::from_file(file)
-                .and_then(Reader::attach)
-                .and_then(|r| r.snapshot())
-                .map_err(|e| format!("{shown}: {e}")),
-        };
-        let snap = match read {
-            Ok(s) => s,
-            Err(e) => {
-                // Released, truncated or gone bad: open afresh next time
-                // (whatever is there then may be another writer's).
-                self.opened = None;
-                self.released = true;
-                return Err(e);
+        let o = match self.opened.take() {
+            Some(o) => o,
+            None => {
+                let (_, file) = ReadOnlySlab::open_with_file(&self.path).map_err(|e| at(&e))?;
+                let m = file
+                    .metadata()
+                    .map_err(|e| at(&format_args!("fstat: {e}")))?;
+                Opened {
+                    dev: m.dev(),
+                    ino: m.ino(),
+                    file,
+                }
             }
         };
+        let read = match o.file.metadata() {
+            Err(e) => Err(at(&format_args!("fstat: {e}"))),
+            Ok(m) if m.len() < REQUIRED_SIZE as u64 => Err(at(&format_args!(
+                "slab truncated to {} bytes (needs {REQUIRED_SIZE})",
+                m.len()
+            ))),
+            Ok(_) => ReadOnlySlab::from_file(&o.file)
+                .and_then(Reader::attach)
+                .and_then(|r| r.snapshot())
+                .map_err(|e| at(&e)),
+        };
+        // Released, truncated or gone bad: open afresh next time (whatever
+        // is there then may be another writer's).
+        let snap = read.inspect_err(|_| self.released = true)?;
         if std::mem::take(&mut self.released) {
             self.generation += 1;
         }
-        let holder = xunds::hal::mem::lock_holder(file);
+        let holder = xunds::hal::mem::lock_holder(&o.file);
+        self.opened = Some(o);
         Ok((
             Sample {
                 counters: snap.counters(),
