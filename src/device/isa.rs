@@ -559,7 +559,7 @@ impl Insn {
     }
 
     /// Encode to 32 little-endian bytes.
-    pub fn to_bytes(&self) -> [u8; INSN_BYTES] {
+    pub fn to_bytes(self) -> [u8; INSN_BYTES] {
         let mut b = [0u8; INSN_BYTES];
         for (chunk, w) in b.chunks_exact_mut(4).zip(self.encode()) {
             chunk.copy_from_slice(&w.to_le_bytes());
