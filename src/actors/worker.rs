@@ -25,6 +25,8 @@
 //! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) for the next execution that times out (the one that lost its record) | yes, when seen |
 //! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) for the next execution that times out (the one whose record it was) | yes, when seen |
 //! | aborted by the XU reset (the stopped device wrote no record for it) | `EXEC_UNIT_UNRECOVERABLE` (101), or the kept overflow/corrupt note's status | no |
+//! | the work item is bad (`BadItem`, docs/design.md "Work items") | `INVALID_HANDLE` (3) or `INVALID` (2), whatever the harvest | as the harvest's |
+//! | the response's HAL store or read-back fails, or it does not parse (`resp_failures`) | `FAILURE` (1) | no |
 //!
 //! The XU reset (`fsm::xu_health`): once the lane started it
 //! (`Lane::begin_reset`; with `recover` the worker starts it itself as soon
@@ -160,6 +162,10 @@ pub struct WorkerStats {
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
     pub tags: Vec<u64>,
+    /// Executions whose response the work item could not take or give
+    /// back (a failed HAL store or load, or bytes that do not parse): each
+    /// completes with `NRT_FAILURE`.
+    pub resp_failures: u64,
     /// Executions whose work item was bad, by kind (`BadItem::index`).
     pub bad_items: [u64; BadItem::KINDS],
     /// Events the worker's state did not accept (counted, traced, the state
@@ -898,15 +904,37 @@ impl<H: Hal> WorkerActor<H> {
         // the latency) parses those bytes. (The HAL operations since the
         // last step, the MACs and outputs read, are drained with the
         // response's: no trace event comes between them.)
-        let bytes = match cur.idx {
+        let stored = match cur.idx {
             Some(idx) => self
                 .pool
                 .store_resp(&*self.hal, idx, &resp, cur.bad.is_some())
-                .unwrap_or_else(|_| resp.encode()),
-            None => resp.encode(),
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    InferResp::parse(&b)
+                        .map(|p| (b, p))
+                        .map_err(|e| format!("read back: {e}"))
+                }),
+            None => Ok((resp.encode(), resp)),
         };
         self.tap.drain(cx);
-        let parsed = InferResp::parse(&bytes).unwrap_or(resp);
+        // A response the item does not hold (its store or read-back failed,
+        // or what came back does not parse) is no record: the execution
+        // completes with `NRT_FAILURE` (a host operation failed, as a failed
+        // completion signal does, docs/abi.md §1.8; the device and its
+        // queues are fine, so the XU stays healthy), counted and traced, and
+        // that response is what the caller and the counters see.
+        let (bytes, parsed) = stored.unwrap_or_else(|e| {
+            self.stats.resp_failures += 1;
+            cx.event(
+                "resp_failure",
+                format_args!("xu={} seq={:#x}: response: {e}", self.core, cur.seq.0),
+            );
+            let failed = InferResp {
+                status: NrtStatus::FAILURE,
+                ..resp
+            };
+            (failed.encode(), failed)
+        });
         if cur.idx.is_some() {
             if let Some(out) = out.as_ref() {
                 out.store_resp(&bytes);
