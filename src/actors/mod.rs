@@ -1,7 +1,7 @@
 //! The actors: Producer, Worker, Device-sequencer-proxy and NDS-publisher.
 //! Each is a plain struct owning its typed state machine and ring endpoints,
 //! with a non-blocking `poll` that reports progress; actors never spawn
-//! threads. Mailboxes are bounded rtrb rings (an in-crate SPSC under loom).
+//! threads. Mailboxes are bounded SPSC rings ([`mailbox`], loom-checked).
 //!
 //! This module owns the vocabulary every actor shares, so that both runners
 //! can drive any actor the same way:
