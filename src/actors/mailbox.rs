@@ -427,7 +427,7 @@ impl<T> fmt::Debug for Receiver<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize as StdCount;

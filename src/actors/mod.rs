@@ -264,6 +264,46 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// Step `M` from `*state` on `event` (traced as `<machine>#<id>` when `id`
+/// is given): `true` with `*state` moved on, or, for an event the state does
+/// not accept, `false` with the refusal counted in `violations`, traced
+/// (`fsm_violation`) and the state kept. Every actor's cycle steps through
+/// it, so a refused event is never a panic and never ignored.
+pub(crate) fn step_counted<M: crate::fsm::Fsm>(
+    state: &mut M::State,
+    event: M::Event,
+    id: Option<u64>,
+    violations: &mut u64,
+    cx: &mut Cx<'_>,
+) -> bool
+where
+    crate::fsm::InvalidEvent<M::State, M::Event>: fmt::Display,
+{
+    let r = match id {
+        Some(id) => crate::fsm::step_traced::<M, _>(*state, event, id, cx),
+        None => crate::fsm::step::<M>(*state, event),
+    };
+    match r {
+        Ok(s) => {
+            *state = s;
+            true
+        }
+        Err(err) => {
+            cx.refused(violations, err);
+            false
+        }
+    }
+}
+
+impl Cx<'_> {
+    /// Count (in `violations`) and trace (`fsm_violation`) an event a state
+    /// machine did not accept.
+    pub(crate) fn refused(&mut self, violations: &mut u64, why: impl fmt::Display) {
+        *violations += 1;
+        self.event("fsm_violation", format_args!("{why}"));
+    }
+}
+
 impl fmt::Debug for Cx<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cx")

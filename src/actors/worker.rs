@@ -59,14 +59,13 @@ use crate::actors::work::ResidentModel;
 use crate::actors::work::{
     BadItem, Completion, Expectations, HealthCell, ItemPool, Models, OutputBuf, PubMsg, NO_EXPECT,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
+use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
 use crate::device::memmap::{reg, MemMap};
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::fsm::step_traced;
 use crate::hal::{Hal, Ordering};
 use crate::ring::{RingError, Signal};
 use crate::wire::nds::counters::NcCounter;
@@ -410,13 +409,8 @@ impl<H: Hal> WorkerActor<H> {
     /// trace without taking the HAL log's lock for nothing.
     fn step_drained(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.slot_trace(cx);
-        match step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
-            Ok(s) => self.state = s,
-            Err(err) => {
-                self.stats.fsm_violations += 1;
-                cx.event("fsm_violation", format_args!("{err}"));
-            }
-        }
+        let id = Some(u64::from(self.core));
+        step_counted::<WorkerCycle>(&mut self.state, e, id, &mut self.stats.fsm_violations, cx);
     }
 
     /// Feed the cycle an event from outside its driver (tests of the
@@ -1057,9 +1051,8 @@ impl<H: Hal> WorkerActor<H> {
                 // The ring's slot machine refused the pop: counted and traced
                 // like any refused event; the worker goes back to IDLE (the
                 // slot is not its to retry).
-                self.stats.fsm_violations += 1;
-                cx.event(
-                    "fsm_violation",
+                cx.refused(
+                    &mut self.stats.fsm_violations,
                     format_args!("pop of seq={:#x} refused", cur.seq.0),
                 );
                 self.state = WorkerState::Idle;
@@ -1102,7 +1095,7 @@ impl<H: Hal> WorkerActor<H> {
         };
         drop(lane);
         if let Err(e) = r {
-            self.health_violation(e, cx);
+            cx.refused(&mut self.stats.fsm_violations, e);
         }
     }
 
@@ -1120,11 +1113,6 @@ impl<H: Hal> WorkerActor<H> {
             .as_deref()
             .and_then(|l| l.get(usize::from(core)))
             .map(crate::actors::producer::lock)
-    }
-
-    fn health_violation(&mut self, e: crate::actors::work::HealthViolation, cx: &mut Cx<'_>) {
-        self.stats.fsm_violations += 1;
-        cx.event("fsm_violation", format_args!("{e}"));
     }
 
     /// Feed the XU's health an event through the worker's own path (tests
@@ -1146,7 +1134,7 @@ impl<H: Hal> WorkerActor<H> {
         match self.health.step(e, self.core, cx) {
             Ok(_) => true,
             Err(err) => {
-                self.health_violation(err, cx);
+                cx.refused(&mut self.stats.fsm_violations, err);
                 false
             }
         }
@@ -1197,7 +1185,7 @@ impl<H: Hal> WorkerActor<H> {
                 match r {
                     Ok(()) => true,
                     Err(e) => {
-                        self.health_violation(e, cx);
+                        cx.refused(&mut self.stats.fsm_violations, e);
                         false
                     }
                 }
