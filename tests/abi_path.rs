@@ -27,7 +27,7 @@ use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 use xunds::wire::seq_id::SeqId;
-use xunds::wire::work_item::{off, SIZE, SUBMISSION_TS};
+use xunds::wire::work_item::{off, INFER_RESP_SIZE, SIZE, SUBMISSION_TS};
 use xunds::NrtStatus;
 
 /// How a test spoils the first execution's work item.
@@ -43,6 +43,8 @@ enum Spoil {
     ModRef,
     /// `compute_idx` = 1 on core 0.
     ComputeIdx,
+    /// `resources` = 3 (item 0's own is 0).
+    Resources,
     /// The slot's `exec_info` one item past the region.
     OutOfRegion,
     /// The slot's `exec_info` 8 bytes into the item.
@@ -93,6 +95,9 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
                 .unwrap(),
             Spoil::ComputeIdx => hal
                 .store_u32(r, off::COMPUTE_IDX, 1, Ordering::Relaxed)
+                .unwrap(),
+            Spoil::Resources => hal
+                .store_u64(r, off::RESOURCES, 3, Ordering::Relaxed)
                 .unwrap(),
             _ => {}
         }
@@ -301,6 +306,15 @@ fn unknown_mod_ref_completes_invalid_handle() {
 #[test]
 fn other_cores_compute_idx_completes_invalid() {
     check_bad(Spoil::ComputeIdx, BadItem::OtherCore(1));
+}
+
+/// `resources` is a handle (docs/abi.md §1.6) naming the item's own
+/// resources (its index): one naming another item's completes
+/// `NRT_INVALID_HANDLE`, like an unknown `mod_ref`.
+#[test]
+fn foreign_resources_complete_invalid_handle() {
+    assert_eq!(BadItem::BadResources(3).status(), NrtStatus::INVALID_HANDLE);
+    check_bad(Spoil::Resources, BadItem::BadResources(3));
 }
 
 #[test]
@@ -1026,4 +1040,132 @@ fn pooled_fd_exits_return_the_fd() {
     assert_eq!(r, Ok(Waited::Completed { wakeups: 0 }));
     assert_eq!(q.pool_counts(), (1, 0));
     assert_whole(&shared, "waits");
+}
+
+/// A HAL whose accesses to the work items' responses fail: the first
+/// `fail` writes of a response's first run (`status` ..) when `write`, else
+/// the first `fail` read-backs of a whole response.
+struct RespFail {
+    inner: FakeHal,
+    write: bool,
+    fail: std::sync::atomic::AtomicU32,
+}
+
+impl Hal for RespFail {
+    fn name(&self) -> String {
+        format!("resp_fail({})", self.inner.name())
+    }
+    fn map(
+        &mut self,
+        id: xunds::hal::RegionId,
+        len: usize,
+    ) -> Result<xunds::hal::RegionHandle, xunds::hal::HalError> {
+        self.inner.map(id, len)
+    }
+    fn base_addr(&self, r: xunds::hal::RegionHandle) -> Result<u64, xunds::hal::HalError> {
+        self.inner.base_addr(r)
+    }
+    fn event(
+        &mut self,
+        id: xunds::hal::EventId,
+    ) -> Result<xunds::hal::EventHandle, xunds::hal::HalError> {
+        self.inner.event(id)
+    }
+    fn access(
+        &self,
+        r: xunds::hal::RegionHandle,
+        at: usize,
+        a: xunds::hal::Access<'_>,
+    ) -> Result<u64, xunds::hal::HalError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let resp =
+            matches!(r.id(), xunds::hal::RegionId::WorkItems { .. }) && at % SIZE == off::RESP;
+        let hit = match &a {
+            xunds::hal::Access::Write(_) => self.write,
+            xunds::hal::Access::Read(b) => !self.write && b.len() == INFER_RESP_SIZE,
+            _ => false,
+        };
+        if resp
+            && hit
+            && self
+                .fail
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(xunds::hal::HalError::BadHandle);
+        }
+        self.inner.access(r, at, a)
+    }
+    fn notify(&self, ev: xunds::hal::EventHandle, n: u64) -> Result<(), xunds::hal::HalError> {
+        self.inner.notify(ev, n)
+    }
+    fn wait(
+        &self,
+        ev: xunds::hal::EventHandle,
+        timeout_ns: u64,
+    ) -> Result<Wait, xunds::hal::HalError> {
+        self.inner.wait(ev, timeout_ns)
+    }
+    fn event_fd(&self, ev: xunds::hal::EventHandle) -> Option<std::os::fd::RawFd> {
+        self.inner.event_fd(ev)
+    }
+}
+
+/// The response store (or its read-back) fails for the first execution:
+/// it completes with `NRT_FAILURE`, counted and traced; the caller and the
+/// counters see that status; the second execution completes normally, the
+/// item goes back to the pool and the XU stays healthy.
+#[test]
+fn a_failed_response_store_or_load_completes_with_failure() {
+    for write in [true, false] {
+        let hal = RespFail {
+            inner: FakeHal::new(),
+            write,
+            fail: std::sync::atomic::AtomicU32::new(1),
+        };
+        let (built, model, x) = common::small_system_on(hal, |_| {});
+        let shared = Arc::clone(&built.shared);
+        let cells = [Arc::new(StatusCell::new()), Arc::new(StatusCell::new())];
+        {
+            let mut lane = shared.lanes[0].lock().unwrap();
+            for cell in &cells {
+                lane.schedule(
+                    common::request(&model, &x, Some(Arc::clone(cell)), 0),
+                    &mut Cx::new(Nanos(0), "test", &mut NullTrace),
+                )
+                .unwrap();
+            }
+        }
+        let mut r = common::det_runner(built);
+        let sh = Arc::clone(&shared);
+        let mut lines = Lines::default();
+        r.run_until(&mut lines, |_| sh.pub_stats.applied().0 == 2)
+            .unwrap();
+        let free = {
+            let mut lane = shared.lanes[0].lock().unwrap();
+            (lane.free_items(), lane.pool().len())
+        };
+        let w = common::worker_stats(r);
+        let what = if write { "store" } else { "read-back" };
+        assert_eq!(cells[0].get(), Some(NrtStatus::FAILURE), "{what}");
+        assert_eq!(cells[1].get(), Some(NrtStatus::SUCCESS), "{what}");
+        assert_eq!((w.resp_failures, w.completed), (1, 2), "{what}");
+        assert_eq!(w.by_status.get(NrtStatus::FAILURE), 1, "{what}");
+        assert_eq!((w.fsm_violations, w.timed_out), (0, 0), "{what}");
+        assert_eq!(free.0, free.1, "{what}: the item free list is whole");
+        assert_eq!(
+            lines
+                .0
+                .iter()
+                .filter(|l| l.contains(" resp_failure "))
+                .count(),
+            1,
+            "{what}: traced once"
+        );
+        assert_eq!(
+            shared.healths[0].state(),
+            xunds::fsm::xu_health::XuHealthState::Healthy,
+            "{what}"
+        );
+    }
 }

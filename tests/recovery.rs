@@ -306,8 +306,9 @@ fn run_json_reports_resets_aborts_and_bad_items() {
         "{j}"
     );
     let bad = j["bad_items"].as_object().unwrap();
-    assert_eq!(bad.len(), 7, "{j}");
+    assert_eq!(bad.len(), xunds::actors::work::BadItem::KINDS, "{j}");
     assert!(bad.contains_key("unknown_mod_ref"));
+    assert!(bad.contains_key("bad_resources"));
     assert!(bad.values().all(|v| v == 0), "{j}");
 }
 

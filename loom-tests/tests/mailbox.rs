@@ -1,6 +1,6 @@
-//! Loom models of the actor mailbox (`xunds::actors::mailbox`), which under
-//! `--cfg loom` is the in-crate SPSC ring over `crate::sync` atomics and
-//! loom's `UnsafeCell`.
+//! Loom models of the actor mailbox (`xunds::actors::mailbox`): the SPSC
+//! ring the actors run, built here on loom's atomics and `UnsafeCell`
+//! (`crate::sync` and the module's cell swap them in under `--cfg loom`).
 //!
 //! Each model moves capacity + 1 items through a ring of capacity 1 or 2, so
 //! every slot is reused while the other side may still be touching it. The

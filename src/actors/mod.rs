@@ -1,7 +1,7 @@
 //! The actors: Producer, Worker, Device-sequencer-proxy and NDS-publisher.
 //! Each is a plain struct owning its typed state machine and ring endpoints,
 //! with a non-blocking `poll` that reports progress; actors never spawn
-//! threads. Mailboxes are bounded rtrb rings (an in-crate SPSC under loom).
+//! threads. Mailboxes are bounded SPSC rings ([`mailbox`], loom-checked).
 //!
 //! This module owns the vocabulary every actor shares, so that both runners
 //! can drive any actor the same way:
@@ -261,6 +261,46 @@ impl<'a> Cx<'a> {
             self.trace
                 .record(self.now, self.actor, TraceEvent { kind, text: &args });
         }
+    }
+}
+
+/// Step `M` from `*state` on `event` (traced as `<machine>#<id>` when `id`
+/// is given): `true` with `*state` moved on, or, for an event the state does
+/// not accept, `false` with the refusal counted in `violations`, traced
+/// (`fsm_violation`) and the state kept. Every actor's cycle steps through
+/// it, so a refused event is never a panic and never ignored.
+pub(crate) fn step_counted<M: crate::fsm::Fsm>(
+    state: &mut M::State,
+    event: M::Event,
+    id: Option<u64>,
+    violations: &mut u64,
+    cx: &mut Cx<'_>,
+) -> bool
+where
+    crate::fsm::InvalidEvent<M::State, M::Event>: fmt::Display,
+{
+    let r = match id {
+        Some(id) => crate::fsm::step_traced::<M, _>(*state, event, id, cx),
+        None => crate::fsm::step::<M>(*state, event),
+    };
+    match r {
+        Ok(s) => {
+            *state = s;
+            true
+        }
+        Err(err) => {
+            cx.refused(violations, err);
+            false
+        }
+    }
+}
+
+impl Cx<'_> {
+    /// Count (in `violations`) and trace (`fsm_violation`) an event a state
+    /// machine did not accept.
+    pub(crate) fn refused(&mut self, violations: &mut u64, why: impl fmt::Display) {
+        *violations += 1;
+        self.event("fsm_violation", format_args!("{why}"));
     }
 }
 

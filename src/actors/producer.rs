@@ -674,21 +674,22 @@ impl Workload {
     }
 }
 
-/// The producer actor's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProducerStats {
-    /// Schedule calls made.
-    pub attempts: u64,
-    /// Accepted.
-    pub accepted: u64,
-    /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
-    pub refused_full: u64,
-    /// Refused with 101 (the execution was given up).
-    pub refused_unrecoverable: u64,
-    /// Refused with another status (the execution was given up).
-    pub failed: u64,
-    /// Back-offs armed on a completion fd.
-    pub backoffs: u64,
+crate::actors::stats::counters! {
+    /// The producer actor's counters.
+    pub struct ProducerStats {
+        /// Schedule calls made.
+        pub attempts,
+        /// Accepted.
+        pub accepted,
+        /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
+        pub refused_full,
+        /// Refused with 101 (the execution was given up).
+        pub refused_unrecoverable,
+        /// Refused with another status (the execution was given up).
+        pub failed,
+        /// Back-offs armed on a completion fd.
+        pub backoffs,
+    }
 }
 
 /// Open-loop arrivals (`xunds run --rate R`): execution `i` is due at the

@@ -33,10 +33,10 @@ use crate::actors::mailbox::Receiver;
 use crate::actors::producer::PubStats;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
-use crate::actors::{Actor, Cx, Idle, Progress};
+use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
 use crate::device::model::MemUsage;
 use crate::fsm::publisher::{PublisherCycle, PublisherEvent, PublisherState};
-use crate::fsm::{step, Transition, TransitionHook};
+use crate::fsm::{Transition, TransitionHook};
 use crate::nds::{Counter, ModelSlot, SlabMut, Writer};
 use crate::wire::nds::counters::{Features, NcCounter, NdCounter};
 use crate::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
@@ -282,9 +282,8 @@ impl<S: SlabMut> Books<S> {
             None => {
                 // An unload the publisher's books do not accept: no record
                 // of that model on that core was committed.
-                self.fsm_violations += 1;
-                cx.event(
-                    "fsm_violation",
+                cx.refused(
+                    &mut self.fsm_violations,
                     format_args!("publisher: unload of model {handle} core {core} without a committed record"),
                 );
             }
@@ -297,17 +296,7 @@ impl<S: SlabMut> Books<S> {
     /// event its state does not accept is counted, traced, and leaves the
     /// state as it was.
     fn go(&mut self, e: PublisherEvent, cx: &mut Cx<'_>) -> bool {
-        match step::<PublisherCycle>(self.state, e) {
-            Ok(s) => {
-                self.state = s;
-                true
-            }
-            Err(err) => {
-                self.fsm_violations += 1;
-                cx.event("fsm_violation", format_args!("{err}"));
-                false
-            }
-        }
+        step_counted::<PublisherCycle>(&mut self.state, e, None, &mut self.fsm_violations, cx)
     }
 
     fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {

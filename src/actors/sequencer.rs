@@ -10,46 +10,32 @@
 use std::sync::Arc;
 
 use crate::actors::wake::Waker;
-use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::sequencer::{RequestExecutor, Sequencer};
 use crate::fsm::proxy::{ProxyCycle, ProxyEvent, ProxyState};
-use crate::fsm::step;
 use crate::hal::Hal;
 
-/// What the device did over a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeviceStats {
-    /// Descriptor pairs copied.
-    pub copies: u64,
-    /// Requests executed.
-    pub executed: u64,
-    /// NQ records written.
-    pub records: u64,
-    /// Faults reported (DMA faults, NQ overflows, sequencer errors).
-    pub faults: u64,
-    /// Reset requests carried out (stops and NQ re-initialisations).
-    pub resets: u64,
-    /// HAL errors of the device's own regions (a bug; should stay 0).
-    pub errors: u64,
-    /// Doorbell eventfd writes that woke the proxy (`Waker::signals`):
-    /// how often it actually slept while requests came in.
-    pub doorbell_signals: u64,
-    /// Events the proxy's state did not accept (counted, traced, the proxy
-    /// back to RUNNING; 0 unless something is wrong).
-    pub fsm_violations: u64,
-}
-
-impl DeviceStats {
-    /// Add another proxy's counters.
-    pub fn merge(&mut self, o: &DeviceStats) {
-        self.copies += o.copies;
-        self.executed += o.executed;
-        self.records += o.records;
-        self.faults += o.faults;
-        self.resets += o.resets;
-        self.errors += o.errors;
-        self.doorbell_signals += o.doorbell_signals;
-        self.fsm_violations += o.fsm_violations;
+crate::actors::stats::counters! {
+    /// What the device did over a run.
+    pub struct DeviceStats {
+        /// Descriptor pairs copied.
+        pub copies,
+        /// Requests executed.
+        pub executed,
+        /// NQ records written.
+        pub records,
+        /// Faults reported (DMA faults, NQ overflows, sequencer errors).
+        pub faults,
+        /// Reset requests carried out (stops and NQ re-initialisations).
+        pub resets,
+        /// HAL errors of the device's own regions (a bug; should stay 0).
+        pub errors,
+        /// Doorbell eventfd writes that woke the proxy (`Waker::signals`):
+        /// how often it actually slept while requests came in.
+        pub doorbell_signals,
+        /// Events the proxy's state did not accept (counted, traced, the
+        /// proxy back to RUNNING; 0 unless something is wrong).
+        pub fsm_violations,
     }
 }
 
@@ -123,13 +109,9 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     /// state does not accept is counted, traced, and puts the proxy back to
     /// RUNNING (it polls the device again, the safe side).
     fn go(&mut self, e: ProxyEvent, cx: &mut Cx<'_>) {
-        match step::<ProxyCycle>(self.state, e) {
-            Ok(s) => self.state = s,
-            Err(err) => {
-                self.stats.fsm_violations += 1;
-                cx.event("fsm_violation", format_args!("{err}"));
-                self.state = ProxyState::Running;
-            }
+        let v = &mut self.stats.fsm_violations;
+        if !step_counted::<ProxyCycle>(&mut self.state, e, None, v, cx) {
+            self.state = ProxyState::Running;
         }
     }
 

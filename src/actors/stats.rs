@@ -1,7 +1,30 @@
-//! Allocation-free statistics the workers keep: a log-linear latency
+//! Statistics: the one shape of an actor's plain counters (`counters!`),
+//! and what the workers keep without allocating: a log-linear latency
 //! histogram and counts by status.
 
 use crate::wire::status::NrtStatus;
+
+/// A struct of named `u64` counters, each documented: `Clone`, `Copy`,
+/// `Debug`, `Default`, `PartialEq`, and `merge`, which adds another's
+/// counters field by field (one core's into a run's total). The shape every
+/// actor's plain statistics take.
+macro_rules! counters {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fm])* pub $f: u64,)*
+        }
+
+        impl $name {
+            /// Add another's counters, field by field.
+            pub fn merge(&mut self, o: &$name) {
+                $(self.$f += o.$f;)*
+            }
+        }
+    };
+}
+pub(crate) use counters;
 
 /// Sub-buckets per power of two (relative error of a quantile <= 1/32).
 const SUB: usize = 32;

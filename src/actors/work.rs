@@ -268,6 +268,10 @@ pub enum BadItem {
     UnknownModRef(u64),
     /// `compute_idx` is another core's.
     OtherCore(u32),
+    /// `resources` does not name the item's own bound resources (the
+    /// schedule path writes the item's index there, docs/design.md "Work
+    /// items"): a handle that names nothing this execution owns.
+    BadResources(u64),
     /// The item's bytes do not parse (a field out of its range) or could not
     /// be loaded.
     Unparsable,
@@ -275,14 +279,15 @@ pub enum BadItem {
 
 impl BadItem {
     /// Number of kinds (the length of the counters array).
-    pub const KINDS: usize = 7;
+    pub const KINDS: usize = 8;
 
     /// The status the caller gets.
     pub const fn status(self) -> NrtStatus {
         match self {
-            BadItem::OutOfRegion | BadItem::OffStride | BadItem::UnknownModRef(_) => {
-                NrtStatus::INVALID_HANDLE
-            }
+            BadItem::OutOfRegion
+            | BadItem::OffStride
+            | BadItem::UnknownModRef(_)
+            | BadItem::BadResources(_) => NrtStatus::INVALID_HANDLE,
             BadItem::Zeroed
             | BadItem::UnknownType(_)
             | BadItem::OtherCore(_)
@@ -300,6 +305,7 @@ impl BadItem {
         "unknown_mod_ref",
         "other_core",
         "unparsable",
+        "bad_resources",
     ];
 
     /// Counter index (0..KINDS).
@@ -312,9 +318,9 @@ impl BadItem {
             BadItem::UnknownModRef(_) => 4,
             BadItem::OtherCore(_) => 5,
             BadItem::Unparsable => 6,
+            BadItem::BadResources(_) => 7,
         }
     }
-
 }
 
 /// The fields of `tpb_execution_info_t` the worker decides on, `(offset,
@@ -524,8 +530,9 @@ impl ItemPool {
     /// [`work_item::field_name`]), only the fields of `LOADED` are kept (the
     /// padding between them is not looked at), the bytes are parsed through
     /// the wire view, and the decisions checked: a zeroed item, an unknown
-    /// `type`, a `compute_idx` other than `core`. (`mod_ref` is checked
-    /// against the loaded models by the caller.)
+    /// `type`, a `compute_idx` other than `core`, a `resources` handle other
+    /// than the item's own (`i`). (`mod_ref` is checked against the loaded
+    /// models by the caller.)
     pub fn load<H: Hal + ?Sized>(
         &self,
         hal: &H,
@@ -561,6 +568,9 @@ impl ItemPool {
         }
         if info.compute_idx != u32::from(core) {
             return Err(BadItem::OtherCore(info.compute_idx));
+        }
+        if info.resources != u64::from(i) {
+            return Err(BadItem::BadResources(info.resources));
         }
         Ok(info)
     }
@@ -955,6 +965,9 @@ mod tests {
         let mut info = TpbExecutionInfo::execute(7, 1, 2);
         info.resp.ts_start = work_item::Timespec::from_nanos(5_000_000_123);
         pool.write(&hal, 1, &info).unwrap();
+        // `resources` names item 1's own resources: in item 2 it is refused.
+        pool.write(&hal, 2, &info).unwrap();
+        assert_eq!(pool.load(&hal, 2, 2), Err(BadItem::BadResources(1)));
         let got = pool.load(&hal, 1, 2).unwrap();
         assert_eq!((got.mod_ref, got.compute_idx), (7, 2));
         assert_eq!(got.resp.ts_start.as_nanos(), 5_000_000_123);

@@ -25,6 +25,8 @@
 //! | NQ overflow seen while harvesting | `EXEC_SW_NQ_OVERFLOW` (1204) for the next execution that times out (the one that lost its record) | yes, when seen |
 //! | corrupt NQ record seen while harvesting | `HW_ERROR` (6) for the next execution that times out (the one whose record it was) | yes, when seen |
 //! | aborted by the XU reset (the stopped device wrote no record for it) | `EXEC_UNIT_UNRECOVERABLE` (101), or the kept overflow/corrupt note's status | no |
+//! | the work item is bad (`BadItem`, docs/design.md "Work items") | `INVALID_HANDLE` (3) or `INVALID` (2), whatever the harvest | as the harvest's |
+//! | the response's HAL store or read-back fails, or it does not parse (`resp_failures`) | `FAILURE` (1) | no |
 //!
 //! The XU reset (`fsm::xu_health`): once the lane started it
 //! (`Lane::begin_reset`; with `recover` the worker starts it itself as soon
@@ -57,14 +59,13 @@ use crate::actors::work::ResidentModel;
 use crate::actors::work::{
     BadItem, Completion, Expectations, HealthCell, ItemPool, Models, OutputBuf, PubMsg, NO_EXPECT,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
+use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
 use crate::device::memmap::{reg, MemMap};
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::fsm::step_traced;
 use crate::hal::{Hal, Ordering};
 use crate::ring::{RingError, Signal};
 use crate::wire::nds::counters::NcCounter;
@@ -160,6 +161,10 @@ pub struct WorkerStats {
     pub latency: LatencyHist,
     /// Tags of completed items in completion order (when enabled).
     pub tags: Vec<u64>,
+    /// Executions whose response the work item could not take or give
+    /// back (a failed HAL store or load, or bytes that do not parse): each
+    /// completes with `NRT_FAILURE`.
+    pub resp_failures: u64,
     /// Executions whose work item was bad, by kind (`BadItem::index`).
     pub bad_items: [u64; BadItem::KINDS],
     /// Events the worker's state did not accept (counted, traced, the state
@@ -404,13 +409,8 @@ impl<H: Hal> WorkerActor<H> {
     /// trace without taking the HAL log's lock for nothing.
     fn step_drained(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.slot_trace(cx);
-        match step_traced::<WorkerCycle, _>(self.state, e, u64::from(self.core), cx) {
-            Ok(s) => self.state = s,
-            Err(err) => {
-                self.stats.fsm_violations += 1;
-                cx.event("fsm_violation", format_args!("{err}"));
-            }
-        }
+        let id = Some(u64::from(self.core));
+        step_counted::<WorkerCycle>(&mut self.state, e, id, &mut self.stats.fsm_violations, cx);
     }
 
     /// Feed the cycle an event from outside its driver (tests of the
@@ -898,15 +898,37 @@ impl<H: Hal> WorkerActor<H> {
         // the latency) parses those bytes. (The HAL operations since the
         // last step, the MACs and outputs read, are drained with the
         // response's: no trace event comes between them.)
-        let bytes = match cur.idx {
+        let stored = match cur.idx {
             Some(idx) => self
                 .pool
                 .store_resp(&*self.hal, idx, &resp, cur.bad.is_some())
-                .unwrap_or_else(|_| resp.encode()),
-            None => resp.encode(),
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    InferResp::parse(&b)
+                        .map(|p| (b, p))
+                        .map_err(|e| format!("read back: {e}"))
+                }),
+            None => Ok((resp.encode(), resp)),
         };
         self.tap.drain(cx);
-        let parsed = InferResp::parse(&bytes).unwrap_or(resp);
+        // A response the item does not hold (its store or read-back failed,
+        // or what came back does not parse) is no record: the execution
+        // completes with `NRT_FAILURE` (a host operation failed, as a failed
+        // completion signal does, docs/abi.md §1.8; the device and its
+        // queues are fine, so the XU stays healthy), counted and traced, and
+        // that response is what the caller and the counters see.
+        let (bytes, parsed) = stored.unwrap_or_else(|e| {
+            self.stats.resp_failures += 1;
+            cx.event(
+                "resp_failure",
+                format_args!("xu={} seq={:#x}: response: {e}", self.core, cur.seq.0),
+            );
+            let failed = InferResp {
+                status: NrtStatus::FAILURE,
+                ..resp
+            };
+            (failed.encode(), failed)
+        });
         if cur.idx.is_some() {
             if let Some(out) = out.as_ref() {
                 out.store_resp(&bytes);
@@ -1029,9 +1051,8 @@ impl<H: Hal> WorkerActor<H> {
                 // The ring's slot machine refused the pop: counted and traced
                 // like any refused event; the worker goes back to IDLE (the
                 // slot is not its to retry).
-                self.stats.fsm_violations += 1;
-                cx.event(
-                    "fsm_violation",
+                cx.refused(
+                    &mut self.stats.fsm_violations,
                     format_args!("pop of seq={:#x} refused", cur.seq.0),
                 );
                 self.state = WorkerState::Idle;
@@ -1074,7 +1095,7 @@ impl<H: Hal> WorkerActor<H> {
         };
         drop(lane);
         if let Err(e) = r {
-            self.health_violation(e, cx);
+            cx.refused(&mut self.stats.fsm_violations, e);
         }
     }
 
@@ -1092,11 +1113,6 @@ impl<H: Hal> WorkerActor<H> {
             .as_deref()
             .and_then(|l| l.get(usize::from(core)))
             .map(crate::actors::producer::lock)
-    }
-
-    fn health_violation(&mut self, e: crate::actors::work::HealthViolation, cx: &mut Cx<'_>) {
-        self.stats.fsm_violations += 1;
-        cx.event("fsm_violation", format_args!("{e}"));
     }
 
     /// Feed the XU's health an event through the worker's own path (tests
@@ -1118,7 +1134,7 @@ impl<H: Hal> WorkerActor<H> {
         match self.health.step(e, self.core, cx) {
             Ok(_) => true,
             Err(err) => {
-                self.health_violation(err, cx);
+                cx.refused(&mut self.stats.fsm_violations, err);
                 false
             }
         }
@@ -1169,7 +1185,7 @@ impl<H: Hal> WorkerActor<H> {
                 match r {
                     Ok(()) => true,
                     Err(e) => {
-                        self.health_violation(e, cx);
+                        cx.refused(&mut self.stats.fsm_violations, e);
                         false
                     }
                 }

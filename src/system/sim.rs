@@ -401,13 +401,17 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         .iter()
         .map(|w| w.bad_items.iter().sum::<u64>())
         .sum();
-    let signals: u64 = r.workers.iter().map(|w| w.signal_failures).sum();
+    let signals: u64 = r
+        .workers
+        .iter()
+        .map(|w| w.signal_failures + w.resp_failures)
+        .sum();
     if r.fsm_violations.total() != 0 || bad_items != 0 || signals != 0 {
         let v = r.fsm_violations;
         return broke(
             Fsm,
             format!(
-                "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals {signals}",
+                "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals or responses {signals}",
                 v.worker, v.device_proxy, v.publisher
             ),
         );
