@@ -18,10 +18,10 @@ use xunds::device::model::MlpSpec;
 use xunds::fsm::proxy::ProxyEvent;
 use xunds::fsm::worker::WorkerEvent;
 use xunds::hal::eventfd::{EventFd, Wait};
-use xunds::hal::fake::FakeHal;
 use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering};
 use xunds::ring::{Armed, StatusCell, Waited};
+use xunds::sim::fake::FakeHal;
 use xunds::system::api::{ScheduleOpts, System};
 use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
@@ -160,20 +160,20 @@ fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
     assert_eq!(cell.get(), None, "nothing can pop it before a reset");
 }
 
-type Faulty = xunds::hal::fault::FaultInjector<FakeHal>;
+type Faulty = xunds::sim::fault::FaultInjector<FakeHal>;
 
 /// Schedule one execution on core 0 (its status into the returned cell),
 /// let `spoil` change its work item, and run until the publisher has
 /// applied it (or `max_polls`). Returns the cell, the worker's stats and
 /// the lane's answer to one more schedule.
 fn run_one_faulty(
-    rules: Vec<xunds::hal::fault::FaultRule>,
+    rules: Vec<xunds::sim::fault::FaultRule>,
     spoil: impl FnOnce(&Faulty, &mut Lane<Faulty>, SeqId),
     max_polls: u64,
 ) -> (Arc<StatusCell>, WorkerStats, Result<SeqId, NrtStatus>) {
-    let plan = xunds::hal::fault::FaultPlan { seed: 3, rules };
+    let plan = xunds::sim::fault::FaultPlan { seed: 3, rules };
     let (built, model, x) = common::small_system_on(
-        xunds::hal::fault::FaultInjector::new(FakeHal::new(), plan),
+        xunds::sim::fault::FaultInjector::new(FakeHal::new(), plan),
         |_| {},
     );
     let shared = Arc::clone(&built.shared);
@@ -210,7 +210,7 @@ fn run_one_faulty(
 /// its whole timeout on a DMA engine stuck in its fault.
 #[test]
 fn a_bad_item_hides_no_device_fault() {
-    use xunds::hal::fault::{DescCorruption, Fault, FaultRule};
+    use xunds::sim::fault::{DescCorruption, Fault, FaultRule};
     let rule = FaultRule::nth(
         Fault::CorruptDesc {
             what: DescCorruption::BadLength,
@@ -243,7 +243,7 @@ fn a_bad_item_hides_no_device_fault() {
 /// execution never completed.
 #[test]
 fn a_future_submission_time_still_times_out() {
-    use xunds::hal::fault::{Fault, FaultRule};
+    use xunds::sim::fault::{Fault, FaultRule};
     let (cell, worker, _) = run_one_faulty(
         vec![FaultRule::nth(Fault::DropDoorbell, 1)],
         |hal, lane, _| {

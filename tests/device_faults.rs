@@ -16,9 +16,9 @@ use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overf
 use xunds::device::sequencer::{DramMemory, NullExecutor};
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
-use xunds::hal::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::hal::{Dir, Hal, Ordering};
+use xunds::sim::fake::FakeHal;
+use xunds::sim::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::system::faults::NQ_OVERFLOW;
 use xunds::wire::device_request::Engine;
 use xunds::wire::nq::{ErrorClass, Source};
@@ -161,7 +161,7 @@ fn device_that_never_completes_times_out() {
     let dev = device(
         vec![FaultRule {
             fault: Fault::DropNq,
-            trigger: xunds::hal::fault::Trigger::From(1),
+            trigger: xunds::sim::fault::Trigger::From(1),
             core: None,
         }],
         cfg(),

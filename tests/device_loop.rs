@@ -10,9 +10,9 @@ use xunds::device::model::{MlpSpec, ModelImage};
 use xunds::device::nq::ExecStatus;
 use xunds::device::staging::LoadedModel;
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
 use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Hal, Ordering};
+use xunds::sim::fake::FakeHal;
 
 fn load<H: Hal>(dev: &Device<H>, spec: &MlpSpec) -> (ModelImage, LoadedModel) {
     // Link once to learn the sizes, then for real at the allocated addresses.

@@ -7,9 +7,9 @@ use xunds::device::memmap::{self, DeviceConfig, DRAM_BASE};
 use xunds::device::sequencer::NullExecutor;
 use xunds::device::staging::{build_request, IbAddr, LoadedModel, ModelId, StageError};
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
-use xunds::hal::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
 use xunds::hal::{Dir, Hal, RegionId};
+use xunds::sim::fake::FakeHal;
+use xunds::sim::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
 use xunds::wire::device_request::{DeviceExecRequest, Engine};
 
 fn small() -> DeviceConfig {

@@ -13,7 +13,7 @@ use xunds::actors::producer::{ProducerActor, Workload};
 use xunds::actors::work::Expectations;
 use xunds::actors::NullTrace;
 use xunds::device::model::MlpSpec;
-use xunds::hal::fake::FakeHal;
+use xunds::sim::fake::FakeHal;
 use xunds::system::builder::{build, SysActor, SystemConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 

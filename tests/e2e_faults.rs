@@ -12,7 +12,7 @@ use std::sync::Arc;
 use xunds::actors::work::{Expectations, NO_EXPECT};
 use xunds::actors::{Cx, NullTrace};
 use xunds::device::model::MlpSpec;
-use xunds::hal::fake::FakeHal;
+use xunds::sim::fake::FakeHal;
 use xunds::system::builder::{build, SysActor, SystemConfig};
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport};

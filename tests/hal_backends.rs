@@ -4,13 +4,13 @@
 //! Plus the tracer's deterministic rendering and replay, and the fault
 //! injector's corruptions.
 
-use xunds::hal::fake::FakeHal;
-use xunds::hal::fault::{
+use xunds::hal::linux::LinuxHal;
+use xunds::hal::{Access, Dir, EventId, Hal, HalError, Ordering, Record, RegionId, Wait, Width};
+use xunds::sim::fake::FakeHal;
+use xunds::sim::fault::{
     self, DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, Trigger, WILD_PA,
 };
-use xunds::hal::linux::LinuxHal;
-use xunds::hal::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
-use xunds::hal::{Access, Dir, EventId, Hal, HalError, Ordering, Record, RegionId, Wait, Width};
+use xunds::sim::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
 use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
 use xunds::wire::udma::{self, M2sDesc, S2mDesc};
 

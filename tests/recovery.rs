@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use xunds::actors::{Cx, Nanos, NullTrace};
 use xunds::device::model::MlpSpec;
 use xunds::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use xunds::hal::fault::{Fault, FaultInjector, FaultPlan, FaultRule, Trigger};
 use xunds::hal::linux::LinuxHal;
 use xunds::ring::StatusCell;
+use xunds::sim::fault::{Fault, FaultInjector, FaultPlan, FaultRule, Trigger};
 use xunds::system::api::{ScheduleOpts, System};
 use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::faults::FaultSpec;
@@ -325,7 +325,7 @@ fn run_json_reports_resets_aborts_and_bad_items() {
 fn a_reset_discards_an_overwritten_slot() {
     for recover in [true, false] {
         let (built, model, x) =
-            common::small_system_on(xunds::hal::fake::FakeHal::new(), |c| c.recover = recover);
+            common::small_system_on(xunds::sim::fake::FakeHal::new(), |c| c.recover = recover);
         let shared = Arc::clone(&built.shared);
         let mut trace = NullTrace;
         let request =

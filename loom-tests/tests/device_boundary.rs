@@ -18,7 +18,7 @@ use xunds::device::memmap::{DeviceConfig, DRAM_BASE};
 use xunds::device::sequencer::RequestExecutor;
 use xunds::device::staging::{build_request, IbAddr, LoadedModel, ModelId, StageError};
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
+use xunds::sim::fake::FakeHal;
 use xunds::wire::device_request::{DeviceExecRequest, Engine};
 
 /// Records every request it is asked to run; touches no memory.

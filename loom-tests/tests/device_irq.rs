@@ -19,8 +19,8 @@ use xunds::device::irq;
 use xunds::device::memmap::DeviceConfig;
 use xunds::device::nq::{NqReader, NqWriter};
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
 use xunds::hal::{Hal, Wait};
+use xunds::sim::fake::FakeHal;
 use xunds::wire::nq::{Kind, NqEntry, Source};
 
 fn entry(i: u32) -> NqEntry {

@@ -10,7 +10,7 @@ use loom::thread;
 use xunds::device::memmap::DeviceConfig;
 use xunds::device::nq::{NqReader, NqWriter};
 use xunds::device::Device;
-use xunds::hal::fake::FakeHal;
+use xunds::sim::fake::FakeHal;
 use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
 
 fn entry(i: u32) -> NqEntry {

@@ -58,7 +58,7 @@ use core::fmt;
 use std::os::fd::RawFd;
 
 use crate::fsm::{Transition, TransitionHook};
-use crate::hal::tracer::TraceLog;
+use crate::sim::tracer::TraceLog;
 
 /// A time in nanoseconds: virtual (deterministic runner) or since the
 /// runner started (threaded runner). Actors receive it in `Cx`; they never
@@ -164,8 +164,8 @@ pub trait TraceSink {
     fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>);
     /// Record a HAL operation (kind `hal`). The default records its text;
     /// a binary sink encodes the operation instead and formats nothing.
-    fn record_hal(&mut self, now: Nanos, actor: &str, op: &crate::hal::tracer::TraceOp) {
-        let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
+    fn record_hal(&mut self, now: Nanos, actor: &str, op: &crate::sim::tracer::TraceOp) {
+        let text = crate::sim::tracer::show(op, Some(crate::device::memmap::trace_names));
         self.record(
             now,
             actor,
@@ -176,11 +176,11 @@ pub trait TraceSink {
         );
     }
     /// Record HAL operations already encoded in the binary event stream (an
-    /// encoding `TraceLog`, see `crate::hal::tracer::TraceLog::encoding`),
+    /// encoding `TraceLog`, see `crate::sim::tracer::TraceLog::encoding`),
     /// one `hal` event each. Only a binary trace without a text view takes
     /// them (the default panics: an encoding log carries no text); the
     /// simulator attaches an encoding log only to such a trace.
-    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &crate::hal::tracer::Encoded) {
+    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &crate::sim::tracer::Encoded) {
         let _ = (now, actor, ops);
         panic!("this trace sink renders text and cannot take encoded HAL operations");
     }

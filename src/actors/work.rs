@@ -934,7 +934,7 @@ pub struct Expectations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hal::fake::FakeHal;
+    use crate::sim::fake::FakeHal;
     use crate::hal::Ordering as HalOrdering;
 
     /// docs/abi.md §1.6: the slot's `exec_info` is the address of the

@@ -61,7 +61,7 @@ mod tests {
     use super::*;
     use crate::device::memmap::DeviceConfig;
     use crate::device::Device;
-    use crate::hal::fake::FakeHal;
+    use crate::sim::fake::FakeHal;
 
     #[test]
     fn raises_only_when_armed_and_disarms() {

@@ -161,7 +161,7 @@ const _: () = assert!(reg::NQ_HEAD + 4 * nq::ENGINES as usize <= reg::RESET_REQ)
 const _: () = assert!(reg::RESET_ACK + 4 <= REGS_SIZE);
 const _: () = assert!(reg::CYCLE % 8 == 0 && reg::MAC_COUNT % 8 == 0);
 
-/// Register and DRAM-area names for [`crate::hal::tracer`] rendering.
+/// Register and DRAM-area names for [`crate::sim::tracer`] rendering.
 pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
     match region {
         RegionId::Regs { .. } => reg::name(off),

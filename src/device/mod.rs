@@ -219,7 +219,7 @@ mod tests {
     use super::dma::{DmaEngine, QueueProducer};
     use super::nq::{NqReader, NqWriter};
     use super::*;
-    use crate::hal::fake::FakeHal;
+    use crate::sim::fake::FakeHal;
     use crate::wire::nq::ENGINES;
 
     fn two_cores() -> Device<FakeHal> {

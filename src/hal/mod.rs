@@ -15,27 +15,17 @@
 //! Backends:
 //! - [`linux::LinuxHal`]: real `MAP_SHARED` mappings (`hal::mem::Mapping`,
 //!   anonymous or file-backed) and real eventfds.
-//! - [`fake::FakeHal`]: in-memory words (`crate::sync` atomics, so loom sees
-//!   them under `--cfg loom`), simulated events that never block. Deterministic.
 //!
-//! Middleware that wraps any backend (each wraps `access` once):
-//! - [`tracer::Tracer`]: records every operation as a deterministic
-//!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base),
-//!   for snapshots and `tracer::replay` (`testkit`).
-//! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
-//!   of descriptors, dropped doorbells, dropped or rewritten NQ records, stale
-//!   register reads.
+//! The simulator's backends and middleware (the in-memory fake, the tracer,
+//! the fault injector) implement [`Hal`] from `crate::sim`.
 //!
 //! Time is never read here: waits take their bound as an argument and the
 //! fake never blocks. Memory another agent may write is reached only through
 //! raw pointers with atomic or volatile access (Linux) or owned atomics (fake);
 //! `// SAFETY:` is on every unsafe block.
 
-pub mod fake;
-pub mod fault;
 pub mod linux;
 pub mod os;
-pub mod tracer;
 
 pub use os::{eventfd, mem};
 

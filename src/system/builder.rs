@@ -38,7 +38,7 @@ use crate::device::Device;
 use crate::system::error::Error;
 use crate::system::runner::Seat;
 use crate::hal::mem::Mapping;
-use crate::hal::tracer::TraceLog;
+use crate::sim::tracer::TraceLog;
 use crate::hal::Hal;
 use crate::nds::{MappedSlab, Writer};
 use crate::ring::storage::mapped_len;

@@ -1,6 +1,6 @@
 //! The `--faults SPEC` language of `xunds run`: a comma-separated list of
 //! `KIND@TRIGGER[/coreN]` items, each one rule of the HAL's seeded
-//! [`FaultInjector`](crate::hal::fault::FaultInjector) plan.
+//! [`FaultInjector`](crate::sim::fault::FaultInjector) plan.
 //!
 //! | KIND | fault | what the caller sees |
 //! |---|---|---|
@@ -28,7 +28,7 @@
 use core::fmt;
 
 use crate::device::memmap::{reg, MAX_NQ_LEN};
-use crate::hal::fault::{DescCorruption, Fault, FaultPlan, FaultRule, Trigger};
+use crate::sim::fault::{DescCorruption, Fault, FaultPlan, FaultRule, Trigger};
 use crate::wire::nq::{self, ErrorClass};
 
 /// The HAL fault behind `nq_overflow`: reads of the `NQ_HEAD[engine]`

@@ -895,7 +895,7 @@ mod tests {
                 .rules
                 .iter()
                 .filter(|r| {
-                    matches!(r.trigger, crate::hal::fault::Trigger::Chance { .. })
+                    matches!(r.trigger, crate::sim::fault::Trigger::Chance { .. })
                         && r.core.is_some()
                 })
                 .count();

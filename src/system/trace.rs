@@ -11,7 +11,7 @@
 //! 2 `fsm`), the time as a varint delta from the previous event, the actor
 //! (its index in order of first appearance, and its name that first time),
 //! then the payload: a HAL operation's encoded record
-//! (`hal::tracer::TraceOp::encode`), a
+//! (`sim::tracer::TraceOp::encode`), a
 //! transition's machine (its index in order of first appearance, and its
 //! name that first time), id, and its from state, event and to state as
 //! their codes (`fsm::Transition::codes`: positions in declaration order,
@@ -76,7 +76,7 @@ use std::sync::Arc;
 
 use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
-use crate::hal::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, TraceOp};
+use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, TraceOp};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -968,7 +968,7 @@ impl TraceSink for Trace {
     }
 
     fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp) {
-        let text = crate::hal::tracer::show(op, Some(crate::device::memmap::trace_names));
+        let text = crate::sim::tracer::show(op, Some(crate::device::memmap::trace_names));
         self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
     }
 
@@ -1215,7 +1215,7 @@ mod tests {
     fn formatted() -> (u64, u64) {
         (
             FORMATTED.with(|c| c.get()),
-            crate::hal::tracer::SHOWN.with(|c| c.get()),
+            crate::sim::tracer::SHOWN.with(|c| c.get()),
         )
     }
 
@@ -1397,8 +1397,8 @@ mod tests {
     }
 
     fn op(v: u32) -> TraceOp {
-        TraceOp::Mem(crate::hal::tracer::MemOp {
-            op: crate::hal::tracer::Op::Load32,
+        TraceOp::Mem(crate::sim::tracer::MemOp {
+            op: crate::sim::tracer::Op::Load32,
             region: crate::hal::RegionId::Regs { core: 0 },
             off: 4,
             order: crate::hal::Ordering::Acquire,

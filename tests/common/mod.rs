@@ -154,11 +154,11 @@ pub fn det_runner<H: xunds::hal::Hal>(
 /// and its output for the returned input as expectation 0,
 /// its daemons not yet running.
 pub fn small_system() -> (
-    xunds::system::builder::Built<xunds::hal::fake::FakeHal>,
+    xunds::system::builder::Built<xunds::sim::fake::FakeHal>,
     std::sync::Arc<xunds::actors::work::ResidentModel>,
     Vec<f32>,
 ) {
-    small_system_on(xunds::hal::fake::FakeHal::new(), |_| {})
+    small_system_on(xunds::sim::fake::FakeHal::new(), |_| {})
 }
 
 /// [`small_system`] on `hal` (a fault injector, say), its configuration

@@ -21,7 +21,7 @@ use crate::prng::SplitMix64;
 use crate::wire::nq::{self, ErrorClass};
 use crate::wire::udma;
 
-use super::{
+use crate::hal::{
     Access, Dir, EventHandle, EventId, Hal, HalError, Ordering, Record, RegionHandle, RegionId,
     Wait, Width, RECORD,
 };
@@ -332,7 +332,7 @@ impl<H: Hal> Hal for FaultInjector<H> {
     fn name(&self) -> String {
         format!("faults({})", self.inner.name())
     }
-    super::forward_hal!(self => self.inner;
+    crate::hal::forward_hal!(self => self.inner;
         map, base_addr, event, notify, wait, event_fd);
 
     #[inline(always)]

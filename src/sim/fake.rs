@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::sync::atomic::AtomicU64;
 
-use super::{
+use crate::hal::{
     check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
     Ordering, RegionHandle, RegionId, Table, Wait, Width,
 };

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::wire::{nq, udma};
 
-use super::{
+use crate::hal::{
     Access, Dir, EventHandle, EventId, Hal, HalError, Ordering, Record, RegionHandle, RegionId,
     Wait, Width, RECORD,
 };
@@ -358,13 +358,11 @@ pub struct TraceLog {
 #[derive(Debug, Default)]
 struct LogInner {
     records: Vec<TraceRecord>,
-    #[cfg(feature = "sim")]
     encoded: Option<Encoded>,
 }
 
 /// The operations of an encoding [`TraceLog`]: their encodings back to
 /// back, and where each ends.
-#[cfg(feature = "sim")]
 #[derive(Debug, Default)]
 pub struct Encoded {
     /// The encodings, concatenated.
@@ -373,7 +371,6 @@ pub struct Encoded {
     pub ends: Vec<u32>,
 }
 
-#[cfg(feature = "sim")]
 impl Encoded {
     /// Each operation's encoding, in order.
     pub fn ops(&self) -> impl Iterator<Item = &[u8]> + '_ {
@@ -394,7 +391,6 @@ impl Encoded {
 impl TraceLog {
     /// A log that keeps only the operations' encodings (see the type's
     /// docs): for a binary trace without a text view.
-    #[cfg(feature = "sim")]
     pub fn encoding() -> TraceLog {
         let log = TraceLog::default();
         log.lock().encoded = Some(Encoded::default());
@@ -408,7 +404,6 @@ impl TraceLog {
 
     fn push(&self, op: TraceOp) {
         let mut v = self.lock();
-        #[cfg(feature = "sim")]
         if let Some(e) = &mut v.encoded {
             e.push(|out| op.encode(out));
             return;
@@ -422,7 +417,6 @@ impl TraceLog {
     /// otherwise.
     #[inline(always)]
     fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
-        #[cfg(feature = "sim")]
         {
             let mut g = self.lock();
             if let Some(e) = &mut g.encoded {
@@ -442,7 +436,6 @@ impl TraceLog {
     /// Number of records (of operations, in an encoding log).
     pub fn len(&self) -> usize {
         let v = self.lock();
-        #[cfg(feature = "sim")]
         if let Some(e) = &v.encoded {
             return e.ends.len();
         }
@@ -472,7 +465,6 @@ impl TraceLog {
     /// there are any), then remove them keeping the buffers. Returns
     /// `false` for a log that keeps records (nothing is handed over).
     /// `f` must not use the traced HAL (the log is locked meanwhile).
-    #[cfg(feature = "sim")]
     pub fn drain_encoded(&self, f: impl FnOnce(&Encoded)) -> bool {
         let mut v = self.lock();
         let Some(e) = &mut v.encoded else {
@@ -800,7 +792,7 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 
     // Not recorded: an address is not deterministic (traces name regions).
-    super::forward_hal!(self => self.inner; base_addr, event_fd);
+    crate::hal::forward_hal!(self => self.inner; base_addr, event_fd);
 
     fn event(&mut self, id: EventId) -> Result<EventHandle, HalError> {
         let res = self.inner.event(id);
@@ -838,7 +830,6 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 }
 
-#[cfg(feature = "sim")]
 /// Where an encoding is appended: the stream itself (a `Vec`), or a short
 /// [`Head`] on the stack that is appended to it at once.
 pub(crate) trait EncodeOut {
@@ -848,7 +839,6 @@ pub(crate) trait EncodeOut {
     fn put_slice(&mut self, b: &[u8]);
 }
 
-#[cfg(feature = "sim")]
 impl EncodeOut for Vec<u8> {
     #[inline(always)]
     fn put(&mut self, b: u8) {
@@ -860,7 +850,6 @@ impl EncodeOut for Vec<u8> {
     }
 }
 
-#[cfg(feature = "sim")]
 /// An encoding of at most [`Head::CAP`] bytes built on the stack (no
 /// capacity check per byte), then appended to the stream in one copy.
 pub(crate) struct Head {
@@ -868,7 +857,6 @@ pub(crate) struct Head {
     n: usize,
 }
 
-#[cfg(feature = "sim")]
 impl Head {
     /// Room for the longest fixed part of an operation: a tag, a region
     /// (at most 6 bytes), three varints (at most 10 each) and an order byte,
@@ -890,7 +878,6 @@ impl Head {
     }
 }
 
-#[cfg(feature = "sim")]
 impl EncodeOut for Head {
     #[inline(always)]
     fn put(&mut self, b: u8) {
@@ -904,7 +891,6 @@ impl EncodeOut for Head {
     }
 }
 
-#[cfg(feature = "sim")]
 /// Append `v` as an LEB128 varint (7 bits a byte, low first).
 #[inline(always)]
 pub(crate) fn put_varint<O: EncodeOut>(out: &mut O, mut v: u64) {
@@ -915,14 +901,12 @@ pub(crate) fn put_varint<O: EncodeOut>(out: &mut O, mut v: u64) {
     out.put(v as u8);
 }
 
-#[cfg(feature = "sim")]
 /// Append `b` with its length first.
 pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
-#[cfg(feature = "sim")]
 #[inline(always)]
 fn put_region<O: EncodeOut>(out: &mut O, r: RegionId) {
     match r {
@@ -939,7 +923,6 @@ fn put_region<O: EncodeOut>(out: &mut O, r: RegionId) {
     }
 }
 
-#[cfg(feature = "sim")]
 fn put_event(out: &mut Vec<u8>, e: EventId) {
     match e {
         EventId::NqIrq { core } => out.extend_from_slice(&[0, core]),
@@ -950,7 +933,6 @@ fn put_event(out: &mut Vec<u8>, e: EventId) {
     }
 }
 
-#[cfg(feature = "sim")]
 const fn order_code(o: Ordering) -> u8 {
     match o {
         Ordering::Relaxed => 0,
@@ -961,7 +943,6 @@ const fn order_code(o: Ordering) -> u8 {
     }
 }
 
-#[cfg(feature = "sim")]
 fn put_error(out: &mut Vec<u8>, e: &HalError) {
     match e {
         HalError::OutOfBounds {
@@ -999,7 +980,6 @@ fn put_error(out: &mut Vec<u8>, e: &HalError) {
     }
 }
 
-#[cfg(feature = "sim")]
 /// A memory access's encoding in the binary event stream (what
 /// [`TraceOp::encode`] appends for a [`TraceOp::Mem`]): the tag, the region,
 /// then the fields of the operation's shape.
@@ -1050,7 +1030,6 @@ fn encode_mem(
 }
 
 impl TraceOp {
-    #[cfg(feature = "sim")]
     /// The operation as bytes of the binary event stream (what the trace
     /// digests and checkpoints): a tag byte, the target, then the fields as
     /// varints or raw bytes. Deterministic, and it formats no text.

@@ -1,0 +1,19 @@
+//! The simulator's platform: [`crate::hal::Hal`] backends and middleware that
+//! exist only to run and check xunds without the hardware.
+//!
+//! - [`fake::FakeHal`]: in-memory words (`crate::sync` atomics, so loom sees
+//!   them under `--cfg loom`), simulated events that never block. Deterministic.
+//! - [`tracer::Tracer`]: records every operation as a deterministic
+//!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base):
+//!   the one HAL event stream, its text view, its binary encoding for the
+//!   trace digest and `tracer::replay` (`testkit`).
+//! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
+//!   of descriptors, dropped doorbells, dropped or rewritten NQ records, stale
+//!   register reads.
+//!
+//! Each middleware wraps `Hal::access` once, so it composes over any backend,
+//! the Linux one included.
+
+pub mod fake;
+pub mod fault;
+pub mod tracer;
