@@ -3,8 +3,8 @@
 //! push/pop, a deterministic runner step, an enabled trace) makes no heap
 //! allocation.
 
-mod counting_alloc;
-mod runner_toys;
+use crate::counting_alloc;
+use crate::runner_toys;
 
 use counting_alloc::{
     count_thread, is_active, thread_stats, AllocScope, AllocStats, CountingAlloc,
@@ -16,8 +16,7 @@ use xunds::actors::{Nanos, NullTrace, TraceEvent, TraceSink};
 use xunds::system::runner::{DetConfig, DetRunner, Step};
 use xunds::system::trace::{Trace, TraceHeader};
 
-#[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc::new();
+use crate::ALLOC;
 
 #[test]
 fn it_is_installed_and_counts() {

@@ -5,10 +5,10 @@
 //! per-thread counter of `CountingAlloc` sees every allocation any of them
 //! makes.
 
-mod counting_alloc;
+use crate::counting_alloc;
 use std::sync::Arc;
 
-use counting_alloc::{count_thread, CountingAlloc};
+use counting_alloc::count_thread;
 use xunds::actors::producer::{ProducerActor, Workload};
 use xunds::actors::work::Expectations;
 use xunds::actors::NullTrace;
@@ -17,8 +17,7 @@ use xunds::hal::fake::FakeHal;
 use xunds::system::builder::{build, SysActor, SystemConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 
-#[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc::new();
+use crate::ALLOC;
 
 #[test]
 fn steady_state_pipeline_makes_no_heap_allocation() {

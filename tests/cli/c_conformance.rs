@@ -10,12 +10,12 @@
 //! -Werror`, AddressSanitizer and UndefinedBehaviorSanitizer, no recovery)
 //! and fails on any sanitizer report. They need gcc, so a plain `cargo test`
 //! skips them; `.ci/run`'s C conformance step runs them:
-//! `cargo test --release --test c_conformance -- --ignored`.
+//! `cargo test --release --test cli -- --ignored c_conformance::`.
 
-mod nds_support;
+use crate::nds_support;
 
 #[allow(dead_code)] // the writer half (`step`) is the binary's
-#[path = "../src/bin/xunds/stress.rs"]
+#[path = "../../src/bin/xunds/stress.rs"]
 mod stress;
 
 use std::collections::BTreeMap;

@@ -18,7 +18,7 @@
 //! `prometheus_client`, the same stream is also piped through it and its
 //! scrape compared the same way; otherwise that test says why it skipped.
 
-mod nds_support;
+use crate::nds_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read as _, Write as _};

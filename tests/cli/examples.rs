@@ -1,13 +1,13 @@
 //! Run each example the README lists and check that it succeeds and says
 //! what it did. `cargo test` builds the examples before it runs the tests;
-//! a run that did not build them (`cargo test --test examples` alone) skips
+//! a run that did not build them (`cargo test --test cli` alone) skips
 //! with a line saying so.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn example(name: &str) -> Option<PathBuf> {
-    // target/<profile>/deps/examples-<hash> -> target/<profile>/examples/NAME
+    // target/<profile>/deps/cli-<hash> -> target/<profile>/examples/NAME
     let exe = std::env::current_exe().ok()?;
     let p = exe.parent()?.parent()?.join("examples").join(name);
     p.exists().then_some(p)

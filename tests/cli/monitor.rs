@@ -6,7 +6,7 @@
 //! slab truncated or deleted while watched, a writer that exits): every one
 //! is an `error` string, never a dead monitor.
 
-mod nds_support;
+use crate::nds_support;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::Path;

@@ -8,10 +8,10 @@
 //! `is_consistent` even if its FNV hash happened to match.
 
 #[allow(dead_code)] // the writer half (`step`) is the binary's
-#[path = "../src/bin/xunds/stress.rs"]
+#[path = "../../src/bin/xunds/stress.rs"]
 mod stress;
 
-mod nds_support;
+use crate::nds_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! three NC bands, process info, process-info-ext, one model record), plus
 //! the refusals.
 
-mod nds_support;
+use crate::nds_support;
 
 use nds_support::{xunds, TempSlab};
 use xunds::nds::{Counter, Writer};

@@ -5,7 +5,7 @@
 //! dump` on the same bytes in a real file dumps a committed slab and refuses
 //! anything else with the cause, never panicking.
 
-mod nds_support;
+use crate::nds_support;
 
 use std::sync::atomic::Ordering;
 

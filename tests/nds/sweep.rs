@@ -6,8 +6,6 @@
 //! per-core pad word of the EXT-data band is never touched, and everything
 //! else is EINVAL (errno 22).
 
-mod nds_support;
-
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! truncated and regrown under it, `xunds run` whose slab is truncated
 //! under it, a second `xunds run` on a live slab, a file that is not a slab.
 
-mod nds_support;
+use crate::nds_support;
 
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;

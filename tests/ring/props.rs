@@ -8,8 +8,7 @@
 //! foreign xu_id, not submitted) leaves every byte of header and slots
 //! unchanged (full byte snapshots; `Region::read_bytes` for mapped storage).
 
-#[macro_use]
-mod ring_common;
+use crate::ring_common;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

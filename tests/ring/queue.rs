@@ -1,8 +1,7 @@
 //! The XU ring protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9), one suite run against both
 //! storages: heap atomics and the byte-exact mapped header + slot array.
 
-#[macro_use]
-mod ring_common;
+use crate::ring_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};

@@ -74,7 +74,7 @@ impl Backend for Mapped {
 }
 
 /// The suite counts open fds (`/proc/self/fd`), which is process-wide: every
-/// test of a file using [`both!`] runs under this lock, one at a time.
+/// test that [`both!`] makes runs under this lock, one at a time.
 pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())

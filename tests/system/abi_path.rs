@@ -5,7 +5,7 @@
 //! orderings show in a deterministic trace; the response is what the caller
 //! and the counters see.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

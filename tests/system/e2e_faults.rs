@@ -5,7 +5,7 @@
 //! A timeout or fatal error degrades the XU: the next schedule on it gets
 //! 101 and counts `INFER_FAILED_TO_QUEUE`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -322,7 +322,7 @@ fn run_recover(faults: &str, recover: bool) -> JobReport {
 /// `--recover`: an XU degraded by a device-reported hardware error is
 /// reset, again and again, so a faulty run keeps executing; conservation
 /// and every counter stay exact across the resets. Without it the XUs are
-/// lost after a few faults. (Every other fault kind: tests/recovery.rs.)
+/// lost after a few faults. (Every other fault kind: tests/system/recovery.rs.)
 #[test]
 fn recover_brings_degraded_xus_back_with_exact_counters() {
     let off = run_recover("error:hw@0.01", false);

@@ -3,7 +3,7 @@
 //! run submits on its Poisson schedule (it cannot finish before the last
 //! arrival) and its latency figures come from every response.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

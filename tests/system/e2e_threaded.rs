@@ -5,7 +5,7 @@
 //! against the CPU reference, and every counter exact in the slab as the
 //! read-only reader sees it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! completes each exactly once; an event the reset's state does not accept
 //! is a counted violation.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! renders on demand. The snapshot pins a run's summary and the head of its
 //! text view.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

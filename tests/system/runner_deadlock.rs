@@ -4,7 +4,7 @@
 //! or duplicating a message. A pair that breaks R3 (everything echoes) is
 //! caught by the deterministic runner's livelock guard instead of hanging.
 
-mod runner_toys;
+use crate::runner_toys;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The deterministic runner: same seed, same trace bytes; another seed,
 //! another schedule; the virtual clock; the livelock guard; panics.
 
-mod runner_toys;
+use crate::runner_toys;
 
 use runner_toys::{echo_pair_all_full, ping_pong, Timer, Toy, Wait};
 use xunds::actors::{Nanos, NullTrace, Progress};

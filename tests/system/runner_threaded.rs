@@ -1,7 +1,7 @@
 //! The threaded runner: round trips under every idle strategy, daemons,
 //! external stop, panics and the wall bound.
 
-mod runner_toys;
+use crate::runner_toys;
 
 use std::time::Duration;
 
