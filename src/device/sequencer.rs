@@ -640,7 +640,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         // Ordering: Release: a monitor that loads the new total with Acquire
         // also sees this request's NQ records (the register is ours, the
         // source of the NDS MAC_COUNT counter, docs/abi.md §2.4; no library code
-        // reads it, tests/device_loop.rs does, with Acquire).
+        // reads it, tests/device/whole_loop.rs does, with Acquire).
         self.hal
             .store_u64(regs, reg::MAC_COUNT, core.macs, Ordering::Release)?;
         // Ordering: Release pairs with `Stager::stage_and_doorbell`'s Acquire

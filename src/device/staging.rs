@@ -18,7 +18,7 @@
 //! 4. rings the doorbell (S2M tail increment, then M2S). The tail increment
 //!    is the publish: everything above is in device memory before it.
 //!
-//! The order is pinned by the tracer snapshot in `tests/device_staging.rs`
+//! The order is pinned by the tracer snapshot in `tests/device/staging.rs`
 //! and by the loom model in `loom-tests/tests/device_boundary.rs`, whose
 //! `device_tail_first` mutant (below) publishes before the body is written.
 

@@ -13,7 +13,7 @@
 //! Every edge is request -> terminal: the publisher and the lane's return
 //! drain emit nothing, the worker emits only toward them. The emits relation
 //! is acyclic (R3), so filling every queue at once still drains
-//! (`tests/e2e_deadlock.rs`).
+//! (`tests/system/e2e_deadlock.rs`).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;

@@ -1,8 +1,8 @@
 //! [`CountingAlloc`]: a [`GlobalAlloc`] wrapper over [`System`] that counts
 //! allocations, for a test or benchmark binary to install with
 //! `#[global_allocator]`. Test and benchmark support, not part of the
-//! library: tests include it with `mod counting_alloc;`, the benches with
-//! `#[path = "../tests/counting_alloc/mod.rs"]`.
+//! library: the `alloc` test binary (`tests/alloc/main.rs`) and the benches
+//! include it by `#[path]`.
 //!
 //! ```ignore
 //! #[global_allocator]

@@ -1,4 +1,4 @@
-//! Shared helpers for the `tests/nds_*.rs` suites: slab files that clean up
+//! Shared helpers for the `nds` and `cli` test binaries: slab files that clean up
 //! after themselves, and the `xunds` binary used as a second process.
 #![allow(dead_code)]
 

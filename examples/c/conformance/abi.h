@@ -3,7 +3,7 @@
  * written from docs/abi.md alone (each block cites its section). It does not
  * include xunds.h and takes nothing from xunds' Rust sources: conformance.c
  * prints this header's view of every block and the NDS region map, and
- * tests/c_conformance.rs compares it with `xunds layout --json`, so any
+ * tests/cli/c_conformance.rs compares it with `xunds layout --json`, so any
  * disagreement between the page and the implementation is found there.
  *
  * Every offset and size docs/abi.md gives is a _Static_assert below. Needs

@@ -11,7 +11,7 @@
  *                           the retry, docs/abi.md §2) and prints it in the
  *                           shape of `xunds nds dump --json` (docs/abi.md §8.2)
  *
- * tests/c_conformance.rs builds it with -Wall -Wextra -Werror and the address
+ * tests/cli/c_conformance.rs builds it with -Wall -Wextra -Werror and the address
  * and undefined-behaviour sanitizers and compares both outputs with the
  * xunds commands'. Exit 0 on success, 1 on a slab it refuses (after printing
  * what it found of the header), 2 on a usage error.

@@ -52,7 +52,7 @@ pub fn model(v: u32) -> ModelRecord {
 }
 
 /// `true` when `r` is exactly [`model`]`(r.model_id)` (the hash word aside).
-#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
+#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
 pub fn is_consistent(r: &ModelRecord) -> bool {
     r.model_id != 0
         && ModelRecord {
@@ -89,7 +89,7 @@ pub fn process_info(v: u32) -> ProcessInfo {
 }
 
 /// `true` when `p` is exactly [`process_info`]`(p.framework_type)`.
-#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
+#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
 pub fn process_info_is_consistent(p: &ProcessInfo) -> bool {
     ProcessInfo {
         hash: p.hash,
@@ -109,7 +109,7 @@ pub fn process_info_ext(v: u32) -> ProcessInfoExt {
 }
 
 /// `true` when `p` is [`process_info_ext`] of the version its tag encodes.
-#[allow(dead_code)] // the reader side: tests/nds_cross_process.rs
+#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
 pub fn process_info_ext_is_consistent(p: &ProcessInfoExt) -> bool {
     let v = std::str::from_utf8(&p.tag[..8])
         .ok()
