@@ -340,6 +340,28 @@ pub fn blocking() {
     );
 }
 
+/// Submit and trigger 64 items from `base` (one side of [`one_thread_bursts`];
+/// out of line so that callgrind can count each side: [`instructions`]).
+#[inline(never)]
+fn ours_produce64(p: &mut Producer<u64, OwnedStorage>, base: u64) {
+    for k in 0..64 {
+        let _ = p.submit(base + k, None);
+        let _ = p.trigger_next();
+    }
+}
+
+/// Pop 64 items; the sum of their words.
+#[inline(never)]
+fn ours_consume64(w: &mut Worker<u64, OwnedStorage>) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..64 {
+        if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+            sum = sum.wrapping_add(pp.item);
+        }
+    }
+    sum
+}
+
 /// `n` executions through our ring on one thread, 64 submitted and triggered,
 /// then 64 popped, over and over: the per-item cost without cross-core
 /// traffic (also the pipeline bench's "one ring item" reference).
@@ -349,18 +371,122 @@ pub fn one_thread_bursts(n: u64) -> Duration {
     crate::harness::time(|| {
         let mut sum = 0u64;
         for i in 0..n / 64 {
-            for k in 0..64 {
-                let _ = p.submit(i * 64 + k, None);
-                let _ = p.trigger_next();
-            }
-            for _ in 0..64 {
-                if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
-                    sum = sum.wrapping_add(pp.item);
-                }
-            }
+            ours_produce64(&mut p, i * 64);
+            sum = sum.wrapping_add(ours_consume64(&mut w));
         }
         black_box(sum);
     })
+}
+
+/// Push 64 items from `base` into rtrb (`[u64; 4]`, the slot's size).
+#[inline(never)]
+fn rtrb_produce64(p: &mut rtrb::Producer<[u64; 4]>, base: u64) {
+    for k in 0..64 {
+        let v = base + k;
+        let _ = p.push([v, 0, u64::MAX, v]);
+    }
+}
+
+/// Pop 64 items from rtrb; the sum of their last words.
+#[inline(never)]
+fn rtrb_consume64(c: &mut rtrb::Consumer<[u64; 4]>) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..64 {
+        if let Ok(v) = c.pop() {
+            sum = sum.wrapping_add(v[3]);
+        }
+    }
+    sum
+}
+
+/// [`one_thread_bursts`] through rtrb.
+fn rtrb_one_thread_bursts(n: u64) -> Duration {
+    let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+    crate::harness::time(|| {
+        let mut sum = 0u64;
+        for i in 0..n / 64 {
+            rtrb_produce64(&mut p, i * 64);
+            sum = sum.wrapping_add(rtrb_consume64(&mut c));
+        }
+        black_box(sum);
+    })
+}
+
+/// The environment variable that makes the bench binary run one loop of
+/// [`instructions`] and exit (`ours` or `rtrb`, with `XUNDS_RING_N` items).
+pub const COUNT_CHILD: &str = "XUNDS_RING_COUNT";
+
+/// The child [`instructions`] runs under callgrind: one one-thread loop.
+pub fn count_child(which: &str) {
+    let n = n();
+    match which {
+        "ours" => one_thread_bursts(n),
+        "rtrb" => rtrb_one_thread_bursts(n),
+        other => panic!("{COUNT_CHILD}={other}: ours or rtrb"),
+    };
+}
+
+/// Instructions the bench binary executes for `which`'s loop of `n` items
+/// under `valgrind --tool=callgrind` (its "Collected" total), counting only
+/// inside the functions `only` names when given (`--toggle-collect`).
+fn collected(which: &str, n: u64, only: Option<&str>) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = std::process::Command::new("valgrind");
+    cmd.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"]);
+    if let Some(f) = only {
+        cmd.arg(format!("--toggle-collect=*{f}*"));
+    }
+    let out = cmd
+        .arg(exe)
+        .env(COUNT_CHILD, which)
+        .env("XUNDS_RING_N", n.to_string())
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| {
+            l.split_once("Collected :")
+                .map(|(_, v)| v.trim().parse().ok())
+        })
+        .flatten()
+}
+
+/// Instructions per item of the one-thread loop ([`overhead`]'s), ours and
+/// rtrb's, counted by callgrind in this run, whole and per side (submit and
+/// trigger; pop): the count for 2n items minus the count for n, over n, so
+/// start-up and set-up cancel out. A count of instructions does not depend
+/// on the host's load or its CPU pair. Needs `valgrind` on the PATH.
+pub fn instructions() {
+    let n: u64 = env_or("XUNDS_RING_COUNT_N", 1_000_000);
+    println!(
+        "  callgrind, one thread, 64 in flight: (count of {} items - count of {n}) / {n}",
+        2 * n
+    );
+    let per = |which: &str, only: Option<&str>| {
+        let (a, b) = (collected(which, n, only)?, collected(which, 2 * n, only)?);
+        Some(b.saturating_sub(a) as f64 / n as f64)
+    };
+    let mut whole = [0.0f64; 2];
+    for (k, which) in ["ours", "rtrb"].into_iter().enumerate() {
+        let (Some(all), Some(prod), Some(cons)) = (
+            per(which, None),
+            per(which, Some(&format!("{which}_produce64"))),
+            per(which, Some(&format!("{which}_consume64"))),
+        ) else {
+            println!("  {which}: valgrind not found or its output not understood; skipped");
+            return;
+        };
+        whole[k] = all;
+        println!(
+            "  {which:<12} {all:>6.1} instructions/item (producer {prod:.1}, consumer {cons:.1}, loop {:.1})",
+            all - prod - cons
+        );
+    }
+    println!(
+        "  RATIO {:<40} {:>6.2}x  (ours at most 90 instructions per item)",
+        "ours vs rtrb, instructions per item",
+        whole[1] / whole[0]
+    );
 }
 
 /// Per-operation cost without cross-core traffic: one thread fills up to 64
@@ -372,22 +498,7 @@ pub fn overhead() {
     let [ours, peer] = best_of_each(
         reps(),
         [&mut || one_thread_bursts(n), &mut || {
-            let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
-            crate::harness::time(|| {
-                let mut sum = 0u64;
-                for i in 0..n / 64 {
-                    for k in 0..64 {
-                        let v = i * 64 + k;
-                        let _ = p.push([v, 0, u64::MAX, v]);
-                    }
-                    for _ in 0..64 {
-                        if let Ok(v) = c.pop() {
-                            sum = sum.wrapping_add(v[3]);
-                        }
-                    }
-                }
-                black_box(sum);
-            })
+            rtrb_one_thread_bursts(n)
         }],
     );
     row("xunds submit+trigger / pop", n, ours);
