@@ -12,14 +12,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xunds::ring::{
-    COriginalStorage, CStyleStorage, OwnedStorage, Producer, QueueConfig, Storage, WaitMode,
-    Waited, Worker, XuQueue,
-};
+use xunds::ring::{Pace, Producer, QueueConfig, WaitMode, Waited, Worker, XuQueue};
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 
 use crate::harness::{env_or, ping_pong, ratio, row, two_threads};
+use crate::ring_peers::{self, PeerProducer, PeerWorker};
+
+/// The handles of our ring in the bench: an `Arc`-shared queue of `u64` items.
+type Q = Arc<XuQueue<u64>>;
 
 const XU: XuId = XuId::new(0, 0, 1);
 const CAP: usize = 1024;
@@ -50,7 +51,7 @@ fn best_of_each<const K: usize>(
     best
 }
 
-fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: u64) -> Duration {
+fn ours_per_item(mut p: Producer<Q>, mut w: Worker<Q>, n: u64) -> Duration {
     two_threads(
         move || {
             for i in 0..n {
@@ -61,15 +62,44 @@ fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: 
             }
         },
         move || {
-            let mut got = 0u64;
-            let mut sum = 0u64;
+            let (mut got, mut sum, mut pace) = (0u64, 0u64, Pace::new());
             while got < n {
-                match w.pop(NrtStatus::SUCCESS) {
-                    Ok(Some(pp)) => {
+                match pace.pop(&mut w, NrtStatus::SUCCESS) {
+                    Ok(pp) => {
                         sum = sum.wrapping_add(pp.item);
                         got += 1;
                     }
-                    _ => std::hint::spin_loop(),
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+/// [`ours_per_item`] through a peer ring (`ring_peers`).
+fn peer_per_item<const CACHED: bool>(
+    (mut p, mut w): (PeerProducer<CACHED>, PeerWorker<CACHED>),
+    n: u64,
+) -> Duration {
+    two_threads(
+        move || {
+            for i in 0..n {
+                while p.submit(i).is_err() {
+                    std::hint::spin_loop();
+                }
+                let _ = p.trigger_next();
+            }
+        },
+        move || {
+            let (mut got, mut sum, mut pace) = (0u64, 0u64, Pace::new());
+            while got < n {
+                match w.pop(&mut pace) {
+                    Some(item) => {
+                        sum = sum.wrapping_add(item);
+                        got += 1;
+                    }
+                    None => std::hint::spin_loop(),
                 }
             }
             black_box(sum);
@@ -78,8 +108,7 @@ fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: 
 }
 
 fn ours_burst(n: u64) -> Duration {
-    let (mut p, mut w) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
     two_threads(
         move || {
             let mut i = 0u64;
@@ -195,22 +224,12 @@ pub fn throughput() {
         reps(),
         [
             &mut || {
-                let (p, w) =
-                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+                let (p, w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
                 ours_per_item(p, w, n)
             },
             &mut || rtrb_per_item(n),
-            &mut || {
-                let (p, w) =
-                    XuQueue::<u64, CStyleStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-                ours_per_item(p, w, n)
-            },
-            &mut || {
-                let (p, w) =
-                    XuQueue::<u64, COriginalStorage>::owned(QueueConfig::new(XU, CAP as u64))
-                        .unwrap();
-                ours_per_item(p, w, n)
-            },
+            &mut || peer_per_item(ring_peers::ring::<true>(CAP as u64, XU.0), n),
+            &mut || peer_per_item(ring_peers::ring::<false>(CAP as u64, XU.0), n),
         ],
     );
     row("xunds ring (submit+trigger / pop)", n, ours);
@@ -255,8 +274,7 @@ pub fn roundtrip() {
         reps(),
         [
             &mut || {
-                let (mut p, mut w) =
-                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+                let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, 8)).unwrap();
                 let q = p.queue().clone();
                 two_threads(
                     move || {
@@ -269,11 +287,11 @@ pub fn roundtrip() {
                         }
                     },
                     move || {
-                        let mut got = 0;
+                        let (mut got, mut pace) = (0, Pace::new());
                         while got < m {
-                            match w.pop(NrtStatus::SUCCESS) {
-                                Ok(Some(_)) => got += 1,
-                                _ => std::hint::spin_loop(),
+                            match pace.pop(&mut w, NrtStatus::SUCCESS) {
+                                Ok(_) => got += 1,
+                                Err(_) => std::hint::spin_loop(),
                             }
                         }
                     },
@@ -300,7 +318,7 @@ pub fn blocking() {
     println!("  {m} round trips, blocking waiter (pooled eventfd), 20 us of work per item");
     let wakeups = Arc::new(AtomicU64::new(0));
     let wk = wakeups.clone();
-    let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, 8)).unwrap();
     let q = p.queue().clone();
     let d = two_threads(
         move || {
@@ -326,7 +344,7 @@ pub fn blocking() {
                 while t.elapsed() < Duration::from_micros(20) {
                     std::hint::spin_loop();
                 }
-                if let Ok(Some(_)) = w.pop(NrtStatus::SUCCESS) {
+                if w.pop(NrtStatus::SUCCESS).is_ok() {
                     got += 1;
                 }
             }
@@ -343,7 +361,7 @@ pub fn blocking() {
 /// Submit and trigger 64 items from `base` (one side of [`one_thread_bursts`];
 /// out of line so that callgrind can count each side: [`instructions`]).
 #[inline(never)]
-fn ours_produce64(p: &mut Producer<u64, OwnedStorage>, base: u64) {
+fn ours_produce64(p: &mut Producer<Q>, base: u64) {
     for k in 0..64 {
         let _ = p.submit(base + k, None);
         let _ = p.trigger_next();
@@ -352,10 +370,10 @@ fn ours_produce64(p: &mut Producer<u64, OwnedStorage>, base: u64) {
 
 /// Pop 64 items; the sum of their words.
 #[inline(never)]
-fn ours_consume64(w: &mut Worker<u64, OwnedStorage>) -> u64 {
+fn ours_consume64(w: &mut Worker<Q>) -> u64 {
     let mut sum = 0u64;
     for _ in 0..64 {
-        if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
+        if let Ok(pp) = w.pop(NrtStatus::SUCCESS) {
             sum = sum.wrapping_add(pp.item);
         }
     }
@@ -366,8 +384,7 @@ fn ours_consume64(w: &mut Worker<u64, OwnedStorage>) -> u64 {
 /// then 64 popped, over and over: the per-item cost without cross-core
 /// traffic (also the pipeline bench's "one ring item" reference).
 pub fn one_thread_bursts(n: u64) -> Duration {
-    let (mut p, mut w) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
     crate::harness::time(|| {
         let mut sum = 0u64;
         for i in 0..n / 64 {

@@ -17,6 +17,7 @@ mod harness;
 mod nds;
 mod pipeline;
 mod ring;
+mod ring_peers;
 
 /// Counts heap allocations (the pipeline group reports them per execution;
 /// the other groups' hot loops do not allocate, so it costs them nothing).

@@ -31,10 +31,27 @@ use core::fmt;
 use core::time::Duration;
 #[cfg(feature = "std")]
 use std::io;
+#[cfg(feature = "std")]
+use std::time::Instant;
 
 #[cfg(feature = "std")]
 use crate::hal::eventfd::{close_raw, dup_cloexec, signal_raw, EventFd, Wait};
+#[cfg(feature = "std")]
+use crate::sync::atomic::Ordering::Relaxed;
+#[cfg(feature = "std")]
+use crate::wire::exec_slot::{off::MARK_COMP_EFD, off::SEQ_ID, NO_EFD};
 use crate::wire::seq_id::SeqId;
+
+#[cfg(feature = "std")]
+use super::error::{SlotMismatch, WaitError};
+#[cfg(feature = "std")]
+use super::mem::{handle_fields, handle_word, Cursor};
+#[cfg(feature = "std")]
+use super::payload::Payload;
+#[cfg(feature = "std")]
+use super::queue::XuQueue;
+#[cfg(feature = "std")]
+use super::status::StatusRef;
 
 /// A raw handle as a slot's `mark_comp_efd` holds it (an fd on Linux; the
 /// same `int` as `std::os::fd::RawFd`).
@@ -112,7 +129,7 @@ pub fn eventfd_factory() -> WaitableFactory {
     std::sync::Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
 }
 
-/// How a waiter waits (issue "waiting modes").
+/// How a waiter waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitMode {
     /// Check once (`is_completed`) and return.
@@ -120,7 +137,7 @@ pub enum WaitMode {
     /// Spin re-checking for up to `max` (and never past the wait's
     /// timeout; at least one re-check, so a zero `max` is exactly one),
     /// then block. A time, not a count of spin hints: a hint's
-    /// cost differs tenfold between cores (docs/perf.md, session 12).
+    /// cost differs tenfold between cores (docs/perf.md).
     SpinThenBlock {
         /// How long to spin before blocking.
         max: Duration,
@@ -222,5 +239,260 @@ impl Pool {
             self.free.lock().unwrap_or_else(|e| e.into_inner()).len(),
             self.retired.lock().unwrap_or_else(|e| e.into_inner()).len(),
         )
+    }
+}
+
+/// What a queue's waiters share (`std`).
+#[cfg(feature = "std")]
+pub(crate) struct Waits {
+    pub(crate) sink: std::sync::Arc<dyn CompletionSink>,
+    pool: Pool,
+    recheck: Duration,
+}
+
+#[cfg(feature = "std")]
+impl Waits {
+    pub(crate) fn new(
+        sink: std::sync::Arc<dyn CompletionSink>,
+        make: WaitableFactory,
+        recheck: Duration,
+    ) -> Self {
+        Waits {
+            sink,
+            pool: Pool::new(make),
+            recheck,
+        }
+    }
+}
+
+/// `now + d`, or a time no wait reaches when that overflows (a timeout of
+/// `Duration::MAX` waits for good instead of panicking).
+#[cfg(feature = "std")]
+pub(crate) fn after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
+}
+
+/// What became of a waiter's handle.
+#[cfg(feature = "std")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Never reached the worker (or was taken back): no signal can come.
+    Idle,
+    /// Its one signal was consumed: nothing more can come.
+    Consumed,
+    /// Completion seen, signal not (yet) seen: it may still arrive.
+    MaybePending,
+}
+
+/// Waiters: blocking and explicit-async completion on eventfds (`std`).
+#[cfg(feature = "std")]
+impl<T: Payload, C: StatusRef> XuQueue<T, C> {
+    /// (free, retired) pooled events; for tests and diagnostics.
+    pub fn pool_counts(&self) -> (usize, usize) {
+        self.waits.pool.counts()
+    }
+
+    /// Foreign XU first, then "issued by this queue".
+    fn check_handle(&self, seq: SeqId) -> Result<(), WaitError> {
+        self.check_xu(seq)?;
+        // Ordering: Acquire; pairs with submit's Release of scheduled_tail,
+        // so the slot body of `seq` is visible to the install.
+        if seq.seq_num()
+            >= self.mem.load(
+                Cursor::ScheduledTail,
+                crate::sync::atomic::Ordering::Acquire,
+            )
+        {
+            return Err(WaitError::NotSubmitted { seq });
+        }
+        Ok(())
+    }
+
+    /// Install `fd` for `seq` under the mark-completion lock, re-checking
+    /// completion first (docs/abi.md §1.3, §1.9 rule 4; the
+    /// `waiter_no_recheck` mutant skips it).
+    fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, WaitError> {
+        let lock = self.lock.lock_waiter();
+        #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
+        if self.done(seq) {
+            return Ok(Armed::AlreadyComplete);
+        }
+        let slot = self.slot(seq.seq_num());
+        let found = slot.load_u64(SEQ_ID, Relaxed);
+        if found != seq.0 {
+            return Err(SlotMismatch {
+                expected: seq,
+                found,
+            }
+            .into());
+        }
+        if handle_fields(slot.load_u64(MARK_COMP_EFD, Relaxed)).0 != NO_EFD {
+            return Err(WaitError::AlreadyWaiting { seq });
+        }
+        // Relaxed: the lock orders this store before pop's capture (pop
+        // takes the same lock), and pop has not captured yet (not done).
+        slot.store_u64(MARK_COMP_EFD, handle_word(fd, from_pool), Relaxed);
+        lock.installed_one();
+        Ok(Armed::Installed)
+    }
+
+    /// Remove our install unless pop captured it already. `true` = removed.
+    fn uninstall(&self, seq: SeqId) -> bool {
+        let lock = self.lock.lock_waiter();
+        if self.done(seq) {
+            return false;
+        }
+        let slot = self.slot(seq.seq_num());
+        if handle_fields(slot.load_u64(MARK_COMP_EFD, Relaxed)).0 != NO_EFD {
+            lock.removed(1);
+        }
+        slot.store_u64(MARK_COMP_EFD, handle_word(NO_EFD, false), Relaxed);
+        true
+    }
+
+    /// Explicit-async completion by fd: install a dup of `ev` for `seq`; the
+    /// worker signals and closes the dup at pop. `AlreadyComplete` installs
+    /// nothing.
+    pub fn arm(&self, seq: SeqId, ev: &dyn Waitable) -> Result<Armed, WaitError> {
+        self.check_handle(seq)?;
+        if self.done(seq) {
+            return Ok(Armed::AlreadyComplete);
+        }
+        let dup = ev.dup_handle()?;
+        let r = self.install(seq, dup, false);
+        if !matches!(r, Ok(Armed::Installed)) {
+            ev.close_handle(dup);
+        }
+        r
+    }
+
+    /// Wait for `seq` using a pooled event (`efd_from_pool = true`).
+    pub fn wait(&self, seq: SeqId, mode: WaitMode, timeout: Duration) -> Result<Waited, WaitError> {
+        self.wait_impl(seq, mode, None, timeout)
+    }
+
+    /// Wait for `seq` on a caller-owned event (a dup of it is installed).
+    pub fn wait_on(
+        &self,
+        seq: SeqId,
+        mode: WaitMode,
+        ev: &dyn Waitable,
+        timeout: Duration,
+    ) -> Result<Waited, WaitError> {
+        self.wait_impl(seq, mode, Some(ev), timeout)
+    }
+
+    fn wait_impl(
+        &self,
+        seq: SeqId,
+        mode: WaitMode,
+        own: Option<&dyn Waitable>,
+        timeout: Duration,
+    ) -> Result<Waited, WaitError> {
+        self.check_handle(seq)?;
+        if self.done(seq) {
+            return Ok(Waited::Completed { wakeups: 0 });
+        }
+        if mode == WaitMode::Poll {
+            return Ok(Waited::Pending);
+        }
+        let now = Instant::now();
+        let deadline = after(now, timeout);
+        if let WaitMode::SpinThenBlock { max } = mode {
+            let end = after(now, max).min(deadline);
+            loop {
+                crate::sync::spin_hint();
+                if self.done(seq) {
+                    return Ok(Waited::Completed { wakeups: 0 });
+                }
+                if Instant::now() >= end {
+                    break;
+                }
+            }
+        }
+        let Some(own) = own else {
+            // A pooled event: back to the pool once nothing more can arrive.
+            let pooled = self.waits.pool.take()?;
+            let (result, fate) = self.block(seq, pooled.as_ref(), false, deadline);
+            match fate {
+                Fate::Idle | Fate::Consumed => self.waits.pool.give_back(pooled),
+                Fate::MaybePending => self.waits.pool.retire(pooled),
+            }
+            return result;
+        };
+        self.block(seq, own, true, deadline).0
+    }
+
+    /// Install a handle onto `ev` (a dup when `dup`, else `ev`'s own pooled
+    /// handle) and block until completion or `deadline`. Closes the dup on
+    /// every path where the worker did not get it; says what became of a
+    /// pooled handle.
+    fn block(
+        &self,
+        seq: SeqId,
+        ev: &dyn Waitable,
+        dup: bool,
+        deadline: Instant,
+    ) -> (Result<Waited, WaitError>, Fate) {
+        let fd = if dup {
+            match ev.dup_handle() {
+                Ok(fd) => fd,
+                Err(e) => return (Err(e.into()), Fate::Idle),
+            }
+        } else {
+            ev.raw_handle()
+        };
+        let close_dup = || {
+            if dup {
+                ev.close_handle(fd);
+            }
+        };
+        match self.install(seq, fd, !dup) {
+            Ok(Armed::Installed) => {}
+            Ok(Armed::AlreadyComplete) => {
+                close_dup();
+                return (Ok(Waited::Completed { wakeups: 0 }), Fate::Idle);
+            }
+            Err(e) => {
+                close_dup();
+                return (Err(e), Fate::Idle);
+            }
+        }
+        // Installed: the slot owns the handle until pop captures it.
+        let mut wakeups = 0u32;
+        loop {
+            let slice = deadline
+                .saturating_duration_since(Instant::now())
+                .min(self.waits.recheck);
+            // A broken wait still ends bounded: the re-check and the
+            // deadline below.
+            if let Ok(Wait::Signalled(_)) = ev.wait(slice) {
+                wakeups += 1;
+            }
+            if self.done(seq) {
+                if wakeups == 0 {
+                    // Completion seen before the signal: pop captured our
+                    // handle before advancing, so exactly one write is on
+                    // its way (or failed). Give it one re-check interval.
+                    if let Ok(Wait::Signalled(_)) = ev.wait(self.waits.recheck) {
+                        wakeups += 1;
+                    }
+                }
+                let fate = if wakeups > 0 {
+                    Fate::Consumed
+                } else {
+                    Fate::MaybePending
+                };
+                // A dup went to the worker, which closes it.
+                return (Ok(Waited::Completed { wakeups }), fate);
+            }
+            // If pop captured it meanwhile, uninstall refuses and the next
+            // round sees completion.
+            if Instant::now() >= deadline && self.uninstall(seq) {
+                close_dup();
+                return (Ok(Waited::TimedOut), Fate::Idle);
+            }
+        }
     }
 }
