@@ -52,6 +52,25 @@ pub const fn mapped_len(capacity: u64) -> usize {
 /// One slot's 32 bytes, bounds-checked once ([`RingMem::slot`]).
 pub(crate) type Slot<'a> = Span<'a, { exec_slot::SIZE }>;
 
+/// The header, for one operation's cursor accesses ([`RingMem::header`]):
+/// its offsets are checked at compile time, and its base stays in a
+/// register across the operation.
+pub(crate) struct Header<'a>(Span<'a, { xu_queue::SIZE }>);
+
+impl Header<'_> {
+    /// Load cursor `c` with `o`.
+    #[inline(always)]
+    pub(crate) fn load(&self, c: Cursor, o: Ordering) -> u64 {
+        self.0.load_u64(c.offset(), o)
+    }
+
+    /// Store `v` into cursor `c` with `o` (its one writer).
+    #[inline(always)]
+    pub(crate) fn store(&self, c: Cursor, v: u64, o: Ordering) {
+        self.0.store_u64(c.offset(), v, o)
+    }
+}
+
 /// A ring's header and slots.
 #[derive(Debug)]
 pub struct RingMem {
@@ -187,16 +206,25 @@ impl RingMem {
         self.region.as_ref()
     }
 
+    /// The header (no check at run time: every view is at least its size).
+    #[inline(always)]
+    pub(crate) fn header(&self) -> Header<'_> {
+        match self.words.span(0) {
+            Some(h) => Header(h),
+            None => unreachable!("a ring's memory holds its header"),
+        }
+    }
+
     /// Load cursor `c` with `o`.
     #[inline(always)]
     pub(crate) fn load(&self, c: Cursor, o: Ordering) -> u64 {
-        self.words.load_u64(c.offset(), o)
+        self.header().load(c, o)
     }
 
     /// Store `v` into cursor `c` with `o` (its one writer).
     #[inline(always)]
     pub(crate) fn store(&self, c: Cursor, v: u64, o: Ordering) {
-        self.words.store_u64(c.offset(), v, o)
+        self.header().store(c, v, o)
     }
 
     /// The slot at index `idx` (`< capacity`).
@@ -205,8 +233,7 @@ impl RingMem {
         let off = xu_queue::SIZE + idx as usize * exec_slot::SIZE;
         match self.words.span(off) {
             Some(s) => s,
-            // `lay` sized the block for `capacity` slots.
-            None => unreachable!("slot {idx} of {}", self.cap),
+            None => unreachable!("`lay` sized the memory for `capacity` slots"),
         }
     }
 
@@ -275,8 +302,9 @@ impl<const N: usize> StaticBlock<N> {
     };
 }
 
-#[cfg(all(test, feature = "std", not(loom)))]
+#[cfg(test)]
 mod tests {
+    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
 
     /// The mapped ring is the 256-byte header then 32 bytes per slot

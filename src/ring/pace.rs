@@ -197,8 +197,9 @@ where
     }
 }
 
-#[cfg(all(test, feature = "std", not(loom)))]
-mod pace_tests {
+#[cfg(test)]
+mod tests {
+    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
     use crate::ring::{QueueConfig, XuQueue};
     use crate::wire::seq_id::XuId;

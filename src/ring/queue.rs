@@ -87,8 +87,10 @@ pub struct XuQueue<T: Payload, C: StatusRef = DefaultStatus> {
     /// `xu << 48`, the high half of every seq_id of this queue (docs/abi.md §1.4).
     xu_bits: u64,
     cap: u64,
-    /// `cap - 1` when `cap` is a power of two.
-    mask: Option<u64>,
+    /// `cap - 1` when `cap` is a power of two, else all ones ([`idx`]).
+    ///
+    /// [`idx`]: XuQueue::idx
+    mask: u64,
     pub(super) lock: MarkCompLock,
     #[cfg(feature = "std")]
     pub(super) waits: super::waiter::Waits,
@@ -106,7 +108,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             xu,
             xu_bits: SeqId::from_cursor(0, xu).0,
             cap,
-            mask: cap.is_power_of_two().then(|| cap - 1),
+            mask: if cap.is_power_of_two() { cap - 1 } else { u64::MAX },
             lock: MarkCompLock::new(),
             #[cfg(feature = "std")]
             waits,
@@ -114,14 +116,22 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         }
     }
 
-    /// The slot index of cursor `c`: a mask for a power-of-two capacity, a
-    /// division otherwise.
+    /// The slot index of cursor `c` (`c % capacity`, docs/abi.md §1.2): a
+    /// mask for a power-of-two capacity; otherwise the mask keeps `c`,
+    /// which is its own index below the capacity and needs the division
+    /// above it.
     #[inline(always)]
     fn idx(&self, c: u64) -> u64 {
-        match self.mask {
-            Some(m) => c & m,
-            None => c % self.cap,
+        match c & self.mask {
+            i if i < self.cap => i,
+            _ => self.idx_above(c),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn idx_above(&self, c: u64) -> u64 {
+        c % self.cap
     }
 
     /// The slot of cursor `c`.
@@ -384,7 +394,9 @@ where
             });
         }
         let q = &*self.q;
-        let seq = q.seq(tail);
+        // `reserve` keeps `tail` below CURSOR_LIMIT < 2^48: no mask needed.
+        let (header, seq) = (q.mem.header(), SeqId(tail | q.xu_bits));
+        debug_assert_eq!(seq, q.seq(tail));
         let status = status.map_or(0, Payload::into_word);
         let body = [seq.0, status, handle_word(NO_EFD, false), item.into_word()];
         // SAFETY: `reserve` found the slot free: its last occupant was
@@ -395,7 +407,7 @@ where
         unsafe { q.slot(tail).write_unshared(0, body) };
         // Ordering: Release; the body stores happen-before any Acquire of
         // the new scheduled_tail (docs/abi.md §1.9 rule 1).
-        q.mem.store(Cursor::ScheduledTail, tail + 1, PUBLISH);
+        header.store(Cursor::ScheduledTail, tail + 1, PUBLISH);
         Ok(seq)
     }
 
@@ -438,10 +450,10 @@ where
     /// Returns the last triggered seq_id.
     #[inline(always)]
     pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, TriggerError> {
-        let q = &*self.q;
+        let (q, header) = (&*self.q, self.q.mem.header());
         // Ordering: Relaxed both; our own last publishes.
-        let head = q.mem.load(Cursor::ScheduledHead, Relaxed);
-        let tail = q.mem.load(Cursor::ScheduledTail, Relaxed);
+        let head = header.load(Cursor::ScheduledHead, Relaxed);
+        let tail = header.load(Cursor::ScheduledTail, Relaxed);
         // exec_head <= scheduled_head, and our cached exec_head never runs
         // ahead of the real one: below it is a stray write.
         if head < self.exec {
@@ -456,7 +468,7 @@ where
         // Ordering: Release; pairs with the worker's Acquire in
         // `Worker::refresh`, the pair that matters (docs/abi.md §1.9 rule 3):
         // the bodies behind scheduled_tail are visible to the worker.
-        q.mem.store(Cursor::ScheduledHead, head + n, PUBLISH);
+        header.store(Cursor::ScheduledHead, head + n, PUBLISH);
         Ok(q.seq(head + n - 1))
     }
 
@@ -617,6 +629,12 @@ where
         self.ready()
     }
 
+    /// [`refresh`](Self::refresh), off the per-item path.
+    #[cold]
+    fn refill(&mut self) -> u64 {
+        self.refresh()
+    }
+
     /// Triggered items not yet popped as of the last refresh (no memory
     /// read; a `scheduled_head` below ours, a stray write, reads as none).
     #[inline(always)]
@@ -639,7 +657,9 @@ where
     #[inline(always)]
     fn checked(&self, c: u64) -> Result<(Slot<'_>, SeqId), SlotMismatch> {
         let q = &*self.q;
-        let (slot, expected) = (q.slot(c), q.seq(c));
+        // No mask: the worker's cursors stay below CURSOR_LIMIT < 2^48 (a
+        // cursor a stray write set higher names no slot's seq_id anyway).
+        let (slot, expected) = (q.slot(c), SeqId(c | q.xu_bits));
         let found = slot.load_u64(SEQ_ID, Relaxed);
         if found != expected.0 {
             return Err(SlotMismatch { expected, found });
@@ -654,11 +674,11 @@ where
     #[inline(always)]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Popped<T>, PopError> {
         let head = self.head;
-        if self.ready() == 0 && self.refresh() == 0 {
+        if self.ready() == 0 && self.refill() == 0 {
             return Err(PopError::Empty);
         }
         let (slot, seq) = self.checked(head)?;
-        let q = &*self.q;
+        let (q, header) = (&*self.q, self.q.mem.header());
         // TRIGGERED -> DONE: the status, published by the Release below.
         let status_word = slot.load_u64(EXEC_STATUS, Relaxed);
         #[cfg(not(xunds_mutant = "status_after_completion"))]
@@ -666,7 +686,7 @@ where
         let (handle, info) = {
             let lock = q.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
-            q.mem.store(Cursor::ExecHead, head + 1, PUBLISH);
+            header.store(Cursor::ExecHead, head + 1, PUBLISH);
             // Capture, then advance (docs/abi.md §1.9 rule 2). With no handle
             // installed anywhere, every triggered slot's mark_comp_efd is -1.
             let mut handle = (NO_EFD, false);
@@ -683,7 +703,7 @@ where
             // status is visible to whoever sees the completion),
             // docs/abi.md §1.8, §1.9 rule 2.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
-            q.mem.store(Cursor::ExecHead, head + 1, PUBLISH);
+            header.store(Cursor::ExecHead, head + 1, PUBLISH);
             (handle, info)
         };
         #[cfg(xunds_mutant = "status_after_completion")]

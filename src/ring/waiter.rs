@@ -345,7 +345,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         }
         let slot = self.slot(seq.seq_num());
         if handle_fields(slot.load_u64(MARK_COMP_EFD, Relaxed)).0 != NO_EFD {
-            lock.removed(1);
+            lock.removed_one();
         }
         slot.store_u64(MARK_COMP_EFD, handle_word(NO_EFD, false), Relaxed);
         true

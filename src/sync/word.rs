@@ -201,21 +201,27 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
     }
 
     /// Whether `size` bytes at `off` are inside it, `off` a multiple of
-    /// `size.min(8)`.
+    /// `size.min(8)`. With `size <= MIN` and a constant `off <= MIN - size`
+    /// the compiler folds it to `true`.
     #[inline(always)]
     pub fn contains(&self, off: usize, size: usize) -> bool {
-        in_bounds(off, size, MIN, self.len)
+        // SAFETY: every constructor refuses `len < MIN`, and `len` never
+        // changes.
+        unsafe { core::hint::assert_unchecked(self.len >= MIN) };
+        let align = if size < 8 { size } else { 8 };
+        off % align == 0 && size <= self.len && off <= self.len - size
     }
 
     /// The `N` bytes at `off` (8-aligned), checked once: `None` past the end.
     #[inline(always)]
     pub fn span<const N: usize>(&self, off: usize) -> Option<Span<'_, N, A>> {
-        if off % 8 != 0 || !in_bounds(off, N, MIN, self.len) {
+        if off % 8 != 0 || !self.contains(off, N) {
             return None;
         }
-        let base = self.base.as_ptr().wrapping_add(off);
-        // Not null: an in-bounds offset from a non-null base.
-        let mut words = Words::view(NonNull::new(base)?, N, Owner::Borrowed);
+        // SAFETY: `off + N <= len` (checked above): the result stays inside
+        // (or one past) the memory the view covers.
+        let base = unsafe { self.base.add(off) };
+        let mut words = Words::view(base, N, Owner::Borrowed);
         #[cfg(loom)]
         if !self.loom.is_null() {
             words.loom = self.loom.wrapping_add(off / 8);
@@ -231,7 +237,7 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
     /// The word of `size` bytes at `off`, after the bounds check.
     #[inline(always)]
     fn loc(&self, off: usize, size: usize) -> Loc<'_> {
-        if !in_bounds(off, size, MIN, self.len) {
+        if !self.contains(off, size) {
             out_of_bounds(off, size, self.len);
         }
         #[cfg(loom)]
@@ -443,7 +449,7 @@ impl<const MIN: usize> Words<MIN, ReadWrite> {
     /// aligned.
     #[inline(always)]
     pub unsafe fn write_unshared(&self, off: usize, w: [u64; 4]) {
-        if off % 16 != 0 || !in_bounds(off, 32, MIN, self.len) {
+        if off % 16 != 0 || !self.contains(off, 32) {
             out_of_bounds(off, 32, self.len);
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(loom)))]
@@ -507,15 +513,6 @@ impl<const N: usize, A: Access> core::fmt::Debug for Span<'_, N, A> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         self.words.fmt(f)
     }
-}
-
-/// `size` bytes at `off` lie inside `len` (`min <= len`), at an offset that
-/// is a multiple of `size.min(8)`. A constant `off + size <= min` folds to
-/// `true`.
-#[inline(always)]
-const fn in_bounds(off: usize, size: usize, min: usize, len: usize) -> bool {
-    let align = if size < 8 { size } else { 8 };
-    off % align == 0 && (off + size <= min || (off <= len && size <= len - off))
 }
 
 #[cold]
@@ -584,8 +581,9 @@ fn fence_after_load(o: Ordering) {
     }
 }
 
-#[cfg(all(test, feature = "std", not(loom)))]
+#[cfg(test)]
 mod tests {
+    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
 
     /// Every operation reads and writes the bytes at its offset, little
