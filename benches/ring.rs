@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xunds::ring::{Pace, Producer, QueueConfig, WaitMode, Waited, Worker, XuQueue};
+use xunds::actors::pace::Pace;
+use xunds::ring::{Producer, QueueConfig, WaitMode, Waited, Worker, XuQueue};
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 

@@ -14,7 +14,7 @@
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use xunds::ring::{Pace, Polled};
+use xunds::actors::pace::{Pace, Polled};
 
 const SEQCST: Ordering = Ordering::SeqCst;
 const RLX: Ordering = Ordering::Relaxed;

@@ -45,6 +45,7 @@
 //! mailboxes toward each other are both full still drain.
 
 pub mod mailbox;
+pub mod pace;
 pub mod producer;
 pub mod publisher;
 pub mod sequencer;

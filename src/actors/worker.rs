@@ -66,7 +66,8 @@ use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
 use crate::fsm::step_traced;
 use crate::hal::{Hal, Ordering};
-use crate::ring::{Pace, PopError, Signal, SlotMismatch};
+use crate::actors::pace::Pace;
+use crate::ring::{PopError, Signal, SlotMismatch};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
 use crate::wire::seq_id::SeqId;
@@ -473,7 +474,7 @@ impl<H: Hal> WorkerActor<H> {
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
                     cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.core));
-                    self.refused = Some(e.clone());
+                    self.refused = Some(e);
                     if self.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
                     }

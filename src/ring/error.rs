@@ -52,7 +52,12 @@ error_enum! {
         /// The cursors read back from the header break `exec_head <=
         /// scheduled_tail <= exec_head + capacity`: a stray write into the
         /// ring's memory. Nothing is written.
-        Corrupted(Cursors) => "{0}",
+        Corrupted {
+            /// `exec_head` as the producer last observed it.
+            exec_head: u64,
+            /// The `scheduled_tail` read back.
+            tail: u64,
+        } => "scheduled_tail {tail:#x} out of order with exec_head {exec_head:#x} (a stray write)",
     }
 }
 
@@ -65,28 +70,12 @@ error_enum! {
         NothingToTrigger => "nothing submitted to trigger",
         /// `scheduled_head` read back from the header is below `exec_head`:
         /// a stray write into the ring's memory. Nothing is published.
-        Corrupted(Cursors) => "{0}",
-    }
-}
-
-/// The cursors a producer read back from the header when they broke the
-/// ring's invariants (docs/abi.md §1.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cursors {
-    /// `exec_head` as this producer last observed it.
-    pub exec_head: u64,
-    /// The cursor that broke the invariant (`scheduled_tail` for a submit,
-    /// `scheduled_head` for a trigger).
-    pub found: u64,
-}
-
-impl core::fmt::Display for Cursors {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "ring cursor {:#x} out of order with exec_head {:#x} (a stray write into the header)",
-            self.found, self.exec_head
-        )
+        Corrupted {
+            /// `exec_head` as the producer last observed it.
+            exec_head: u64,
+            /// The `scheduled_head` read back.
+            head: u64,
+        } => "scheduled_head {head:#x} below exec_head {exec_head:#x} (a stray write)",
     }
 }
 
@@ -204,27 +193,9 @@ impl SubmitError {
     pub fn status(&self) -> NrtStatus {
         match self {
             SubmitError::Full => NrtStatus::QUEUE_FULL,
-            SubmitError::CursorExhausted { .. } | SubmitError::Corrupted(_) => NrtStatus::FAILURE,
-        }
-    }
-}
-
-impl TriggerError {
-    /// `NRT_QUEUE_EMPTY` with nothing to trigger, `NRT_FAILURE` otherwise.
-    pub fn status(&self) -> NrtStatus {
-        match self {
-            TriggerError::NothingToTrigger => NrtStatus::QUEUE_EMPTY,
-            TriggerError::Corrupted(_) => NrtStatus::FAILURE,
-        }
-    }
-}
-
-impl PopError {
-    /// `NRT_QUEUE_EMPTY` when empty, `NRT_FAILURE` for a refused slot.
-    pub fn status(&self) -> NrtStatus {
-        match self {
-            PopError::Empty => NrtStatus::QUEUE_EMPTY,
-            PopError::Mismatch(_) => NrtStatus::FAILURE,
+            SubmitError::CursorExhausted { .. } | SubmitError::Corrupted { .. } => {
+                NrtStatus::FAILURE
+            }
         }
     }
 }

@@ -287,7 +287,6 @@ mod membarrier {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
     use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
     use std::sync::Arc;

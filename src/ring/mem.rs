@@ -1,6 +1,7 @@
 //! Where a ring lives: the byte-exact `xu_queue_t` header (docs/abi.md §1.2)
 //! and the array of 32-byte `xuq_exec_info_t` slots right after it (§1.3),
-//! in one block of [`Words`], whoever owns the memory.
+//! in one block of `sync::word::Words` (the crate's one mapped-word type),
+//! whoever owns the memory.
 //!
 //! One type for every kind of memory: a heap block ([`RingMem::owned`],
 //! loom's atomics under loom), a mapped region another process may share
@@ -8,7 +9,7 @@
 //! or any memory under [`RingMem::init_raw`]'s contract. The memory is
 //! validated once, when the ring is laid into it; every access after that is
 //! an atomic word at a checked offset (the header's at compile time), except
-//! the slot body a submit writes ([`Words::write_unshared`], ordered by the
+//! the slot body a submit writes (`Words::write_unshared`, ordered by the
 //! protocol).
 
 #[cfg(feature = "std")]
@@ -17,32 +18,10 @@ use crate::sync::atomic::Ordering;
 use crate::sync::word::{Span, Words};
 use crate::wire::exec_slot;
 use crate::wire::seq_id::XuId;
+use crate::wire::xu_queue::off::{EXEC_HEAD, SCHEDULED_HEAD, SCHEDULED_TAIL};
 use crate::wire::xu_queue::{self, CURSOR_LIMIT};
 
 use super::error::InitError;
-
-/// One of the three `xu_queue_t` cursors (docs/abi.md §1.2), each on its own
-/// 64-byte line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cursor {
-    /// `exec_head` (+0x40): written by the worker only.
-    ExecHead,
-    /// `scheduled_head` (+0x80): written by the producer only (trigger).
-    ScheduledHead,
-    /// `scheduled_tail` (+0xC0): written by the producer only (submit).
-    ScheduledTail,
-}
-
-impl Cursor {
-    /// The cursor's byte offset in `xu_queue_t`.
-    pub const fn offset(self) -> usize {
-        match self {
-            Cursor::ExecHead => xu_queue::off::EXEC_HEAD,
-            Cursor::ScheduledHead => xu_queue::off::SCHEDULED_HEAD,
-            Cursor::ScheduledTail => xu_queue::off::SCHEDULED_TAIL,
-        }
-    }
-}
 
 /// Bytes a ring of `capacity` slots needs: the header, then the slots.
 pub const fn mapped_len(capacity: u64) -> usize {
@@ -58,16 +37,16 @@ pub(crate) type Slot<'a> = Span<'a, { exec_slot::SIZE }>;
 pub(crate) struct Header<'a>(Span<'a, { xu_queue::SIZE }>);
 
 impl Header<'_> {
-    /// Load cursor `c` with `o`.
+    /// Load the cursor at `off` (`xu_queue::off::EXEC_HEAD`, ...) with `o`.
     #[inline(always)]
-    pub(crate) fn load(&self, c: Cursor, o: Ordering) -> u64 {
-        self.0.load_u64(c.offset(), o)
+    pub(crate) fn load(&self, off: usize, o: Ordering) -> u64 {
+        self.0.load_u64(off, o)
     }
 
-    /// Store `v` into cursor `c` with `o` (its one writer).
+    /// Store `v` into the cursor at `off` with `o` (its one writer).
     #[inline(always)]
-    pub(crate) fn store(&self, c: Cursor, v: u64, o: Ordering) {
-        self.0.store_u64(c.offset(), v, o)
+    pub(crate) fn store(&self, off: usize, v: u64, o: Ordering) {
+        self.0.store_u64(off, v, o)
     }
 }
 
@@ -134,7 +113,7 @@ impl RingMem {
     /// aligned `base`, and `len < mapped_len(capacity)`.
     ///
     /// # Safety
-    /// [`Words::from_raw`]'s, for the first `mapped_len(capacity)` bytes at
+    /// `Words::from_raw`'s, for the first `mapped_len(capacity)` bytes at
     /// `base`, while the ring lives: valid, written by nothing but this
     /// ring, read concurrently with a submit only through 8-byte atomics;
     /// no `&`/`&mut` to them exists.
@@ -173,12 +152,8 @@ impl RingMem {
         for off in (xu_queue::SIZE..mapped_len(cap)).step_by(8) {
             words.store_u64(off, 0, r);
         }
-        for c in [
-            Cursor::ExecHead,
-            Cursor::ScheduledHead,
-            Cursor::ScheduledTail,
-        ] {
-            words.store_u64(c.offset(), start, r);
+        for off in [EXEC_HEAD, SCHEDULED_HEAD, SCHEDULED_TAIL] {
+            words.store_u64(off, start, r);
         }
         RingMem {
             words,
@@ -215,16 +190,16 @@ impl RingMem {
         }
     }
 
-    /// Load cursor `c` with `o`.
+    /// Load the cursor at `off` with `o`.
     #[inline(always)]
-    pub(crate) fn load(&self, c: Cursor, o: Ordering) -> u64 {
-        self.header().load(c, o)
+    pub(crate) fn load(&self, off: usize, o: Ordering) -> u64 {
+        self.header().load(off, o)
     }
 
-    /// Store `v` into cursor `c` with `o` (its one writer).
+    /// Store `v` into the cursor at `off` with `o` (its one writer).
     #[inline(always)]
-    pub(crate) fn store(&self, c: Cursor, v: u64, o: Ordering) {
-        self.header().store(c, v, o)
+    pub(crate) fn store(&self, off: usize, v: u64, o: Ordering) {
+        self.header().store(off, v, o)
     }
 
     /// The slot at index `idx` (`< capacity`).
@@ -304,7 +279,6 @@ impl<const N: usize> StaticBlock<N> {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
 
     /// The mapped ring is the 256-byte header then 32 bytes per slot

@@ -48,39 +48,37 @@
 //! allocator needed).
 //!
 //! **Around the protocol**: completion waiters on eventfds ([`waiter`]:
-//! `wait`, `wait_on`, `arm`, `std`), the caller's [`StatusCell`], the
-//! [`Payload`] that moves an item through a slot's `exec_info` word, and a
-//! back-off policy for a spinning worker ([`Pace`]). Each operation has its
-//! own error type ([`error`]).
+//! `wait`, `wait_on`, `arm`, `std`), the caller's [`StatusCell`] and the
+//! [`Payload`] that moves an item through a slot's `exec_info` word. Each
+//! operation has its own error type ([`error`]). A worker that spins on
+//! `pop` may want a back-off against lockstep with the producer; that is a
+//! policy of its loop (the system's worker has one), not of the protocol.
 
 mod lock;
 
 pub mod error;
 pub mod mem;
 pub mod owner;
-pub mod pace;
 pub mod payload;
 pub mod queue;
 pub mod status;
+#[cfg(feature = "std")]
 pub mod waiter;
 
-#[cfg(all(test, feature = "std", not(loom)))]
-mod tests;
-
 pub use error::{
-    Cursors, DiscardError, ForeignXu, InitError, PopError, SlotMismatch, SubmitError, TriggerError,
+    DiscardError, ForeignXu, InitError, PopError, SlotMismatch, SubmitError, TriggerError,
     WaitError,
 };
-pub use mem::{mapped_len, Cursor, RingMem};
-pub use owner::StaticQueue;
+pub use mem::{mapped_len, RingMem};
 #[cfg(feature = "std")]
 pub use owner::{Handles, QueueConfig};
-pub use pace::{Pace, Polled};
+pub use owner::{Split, StaticQueue};
 pub use payload::Payload;
-pub use queue::{DefaultStatus, Popped, Producer, Rejected, Signal, SlotView, Worker, XuQueue};
+pub use queue::{
+    DefaultStatus, Popped, Producer, Rejected, Signal, SignalError, SlotView, Worker, XuQueue,
+};
 #[cfg(feature = "std")]
 pub use status::StatusArc;
 pub use status::{StatusCell, StatusRef};
-pub use waiter::{Armed, CompletionSink, SignalError, WaitMode, Waited};
 #[cfg(feature = "std")]
-pub use waiter::{EventFdSink, Waitable};
+pub use waiter::{Armed, CompletionSink, EventFdSink, WaitMode, Waitable, Waited};

@@ -28,12 +28,16 @@ use crate::wire::seq_id::{SeqId, XuId};
 use crate::wire::xu_queue::CURSOR_START;
 
 use super::error::InitError;
-use super::mem::{handle_fields, Cursor, RingMem, StaticBlock};
+use super::mem::{handle_fields, RingMem, StaticBlock};
 use super::payload::Payload;
 use super::queue::{Producer, Worker, XuQueue};
 use super::status::StatusRef;
 #[cfg(feature = "std")]
 use super::waiter::{eventfd_factory, CompletionSink, EventFdSink, WaitableFactory, Waits};
+use crate::wire::xu_queue::off::{EXEC_HEAD, SCHEDULED_TAIL};
+
+/// The two handles [`XuQueue::split`] returns, borrowing the queue.
+pub type Split<'q, T, C> = (Producer<&'q XuQueue<T, C>>, Worker<&'q XuQueue<T, C>>);
 
 /// The two `Arc`-holding handles [`XuQueue::split_arc`] returns.
 #[cfg(feature = "std")]
@@ -113,27 +117,17 @@ impl core::fmt::Debug for QueueConfig {
 }
 
 impl<T: Payload, C: StatusRef> XuQueue<T, C> {
-    /// A queue over `mem`; with `std`, its waiters use eventfds and re-check
-    /// every 10 ms ([`QueueConfig::new`]'s defaults).
-    pub fn new(mem: RingMem) -> Self {
-        #[cfg(feature = "std")]
-        {
-            let cfg = QueueConfig::new(mem.xu(), mem.capacity());
-            Self::configured(mem, cfg)
-        }
-        #[cfg(not(feature = "std"))]
-        Self::with_parts(mem)
-    }
-
     /// A queue over `mem` whose waiters wait as `cfg` says (its `xu`,
     /// `capacity` and `start` are `mem`'s business).
     #[cfg(feature = "std")]
     pub fn configured(mem: RingMem, cfg: QueueConfig) -> Self {
-        Self::with_parts(mem, Waits::new(cfg.sink, cfg.pool_factory, cfg.recheck))
+        let mut q = Self::new(mem);
+        q.waits = Waits::new(cfg.sink, cfg.pool_factory, cfg.recheck);
+        q
     }
 
     /// The producer and the worker, borrowing the queue.
-    pub fn split(&mut self) -> (Producer<&Self>, Worker<&Self>) {
+    pub fn split(&mut self) -> Split<'_, T, C> {
         let q = &*self;
         (Producer::new(q), Worker::new(q))
     }
@@ -171,8 +165,8 @@ impl<T: Payload, C: StatusRef> Drop for XuQueue<T, C> {
         // cursors and words are read back from memory another party may
         // have written, so at most `capacity` slots are looked at and only
         // a slot that still holds its seq_id is trusted.
-        let head = self.mem.load(Cursor::ExecHead, Relaxed);
-        let tail = self.mem.load(Cursor::ScheduledTail, Relaxed);
+        let head = self.mem.load(EXEC_HEAD, Relaxed);
+        let tail = self.mem.load(SCHEDULED_TAIL, Relaxed);
         let end = tail.min(head.saturating_add(self.capacity()));
         for c in head..end {
             let slot = self.slot(c);
@@ -215,13 +209,14 @@ impl<T: Payload, C: StatusRef> Drop for XuQueue<T, C> {
 /// use xunds::wire::seq_id::XuId;
 /// use xunds::NrtStatus;
 ///
-/// static QUEUE: StaticQueue<&'static str, &'static StatusCell, 4> = StaticQueue::new();
+/// static QUEUE: StaticQueue<&'static u32, &'static StatusCell, 4> = StaticQueue::new();
+/// static JOB: u32 = 7;
 /// static DONE: StatusCell = StatusCell::new();
 /// let (mut producer, mut worker) = QUEUE.split(XuId::new(0, 0, 1), 1).unwrap();
 /// assert!(QUEUE.split(XuId::new(0, 0, 1), 1).is_err(), "once");
-/// producer.submit("job", Some(&DONE)).unwrap();
+/// producer.submit(&JOB, Some(&DONE)).unwrap();
 /// producer.trigger_next().unwrap();
-/// assert_eq!(worker.pop(NrtStatus::SUCCESS).unwrap().item, "job");
+/// assert_eq!(*worker.pop(NrtStatus::SUCCESS).unwrap().item, 7);
 /// assert_eq!(DONE.get(), Some(NrtStatus::SUCCESS));
 /// ```
 pub struct StaticQueue<T: Payload, C: StatusRef, const N: usize> {
@@ -250,18 +245,7 @@ impl<T: Payload, C: StatusRef, const N: usize> StaticQueue<T, C, N> {
     /// Lay a fresh queue of `N` slots for `xu`, cursors at `start` (1 in the
     /// ABI), into this memory and return its two handles. Once: a second
     /// call is refused with [`InitError::InUse`].
-    #[allow(clippy::type_complexity)]
-    pub fn split(
-        &'static self,
-        xu: XuId,
-        start: u64,
-    ) -> Result<
-        (
-            Producer<&'static XuQueue<T, C>>,
-            Worker<&'static XuQueue<T, C>>,
-        ),
-        InitError,
-    > {
+    pub fn split(&'static self, xu: XuId, start: u64) -> Result<Split<'static, T, C>, InitError> {
         let () = StaticBlock::<N>::EXACT;
         // Relaxed: the flag only elects the one caller; the state reaches
         // other threads through the handles (moved, hence ordered).

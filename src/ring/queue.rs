@@ -26,14 +26,12 @@ use crate::wire::seq_id::{SeqId, XuId, SEQ_NUM_MASK};
 use crate::wire::status::NrtStatus;
 use crate::wire::xu_queue::CURSOR_LIMIT;
 
-use super::error::{
-    Cursors, DiscardError, ForeignXu, PopError, SlotMismatch, SubmitError, TriggerError,
-};
+use super::error::{DiscardError, ForeignXu, PopError, SlotMismatch, SubmitError, TriggerError};
 use super::lock::MarkCompLock;
-use super::mem::{handle_fields, handle_word, Cursor, RingMem, Slot};
+use super::mem::{handle_fields, handle_word, RingMem, Slot};
 use super::payload::Payload;
 use super::status::StatusRef;
-use super::waiter::SignalError;
+use crate::wire::xu_queue::off::{EXEC_HEAD, SCHEDULED_HEAD, SCHEDULED_TAIL};
 
 /// The ordering of the three cursor publishes. The `relaxed_publish` mutant
 /// weakens it; `.ci/loom`'s `ring_publish` model must kill that.
@@ -56,6 +54,11 @@ pub type DefaultStatus = super::status::StatusArc;
 /// without.
 #[cfg(not(feature = "std"))]
 pub type DefaultStatus = &'static super::status::StatusCell;
+
+/// What a queue moves between threads through its slots: items and status
+/// handles, by value (so the queue is `Send + Sync` when they are `Send`,
+/// which [`Payload`] requires).
+type Moves<T, C> = fn(T, C) -> (T, C);
 
 /// One XU queue: the ring's memory, the mark-completion lock and, with
 /// `std`, the waiters' state. Split it into its two handles
@@ -94,24 +97,39 @@ pub struct XuQueue<T: Payload, C: StatusRef = DefaultStatus> {
     pub(super) lock: MarkCompLock,
     #[cfg(feature = "std")]
     pub(super) waits: super::waiter::Waits,
-    _items: PhantomData<fn(T, C) -> (T, C)>,
+    _items: PhantomData<Moves<T, C>>,
+}
+
+impl<T: Payload, C: StatusRef> core::fmt::Debug for XuQueue<T, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let (exec_head, scheduled_head, scheduled_tail) = self.cursors();
+        f.debug_struct("XuQueue")
+            .field("xu", &self.xu)
+            .field("capacity", &self.cap)
+            .field("cursors", &[exec_head, scheduled_head, scheduled_tail])
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: Payload, C: StatusRef> XuQueue<T, C> {
-    pub(super) fn with_parts(
-        mem: RingMem,
-        #[cfg(feature = "std")] waits: super::waiter::Waits,
-    ) -> Self {
+    /// A queue over `mem`; with `std`, its waiters use eventfds and re-check
+    /// every 10 ms ([`QueueConfig::new`](super::QueueConfig::new)'s
+    /// defaults; [`XuQueue::configured`] for others).
+    pub fn new(mem: RingMem) -> Self {
         let (xu, cap) = (mem.xu(), mem.capacity());
         XuQueue {
             mem,
             xu,
             xu_bits: SeqId::from_cursor(0, xu).0,
             cap,
-            mask: if cap.is_power_of_two() { cap - 1 } else { u64::MAX },
+            mask: if cap.is_power_of_two() {
+                cap - 1
+            } else {
+                u64::MAX
+            },
             lock: MarkCompLock::new(),
             #[cfg(feature = "std")]
-            waits,
+            waits: super::waiter::Waits::default(),
             _items: PhantomData,
         }
     }
@@ -140,6 +158,22 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         self.mem.slot(self.idx(c))
     }
 
+    /// Write the whole body of cursor `c`'s slot (docs/abi.md §1.3): the
+    /// seq_id, the status cell's and the item's words, `mark_comp_efd` -1
+    /// (no waiter yet) with `efd_from_pool` false. The producer's, for a
+    /// slot `reserve` found free.
+    #[inline(always)]
+    fn write(&self, c: u64, seq: SeqId, item: T, status: Option<C>) {
+        let status = status.map_or(0, Payload::into_word);
+        let body = [seq.0, status, handle_word(NO_EFD, false), item.into_word()];
+        // SAFETY: the slot is free: its last occupant was captured before
+        // the exec_head Release the producer's refresh acquired, and it is
+        // not published yet, so no worker reads it; a waiter touches a slot
+        // only for a seq_id it acquired as issued. Nothing accesses it
+        // concurrently. Slots are 32-byte aligned (`RingMem`).
+        unsafe { self.slot(c).write_unshared(0, body) };
+    }
+
     /// `SeqId::from_cursor(c, xu)` (docs/abi.md §1.4), the xu half precomputed.
     #[inline(always)]
     fn seq(&self, c: u64) -> SeqId {
@@ -162,9 +196,9 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         // writers (docs/abi.md §1.9).
         let m = &self.mem;
         (
-            m.load(Cursor::ExecHead, Acquire),
-            m.load(Cursor::ScheduledHead, Acquire),
-            m.load(Cursor::ScheduledTail, Acquire),
+            m.load(EXEC_HEAD, Acquire),
+            m.load(SCHEDULED_HEAD, Acquire),
+            m.load(SCHEDULED_TAIL, Acquire),
         )
     }
 
@@ -173,17 +207,13 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     pub fn last_completed(&self) -> SeqId {
         // Ordering: Acquire; pairs with pop's Release of exec_head, so the
         // status written before it is visible (docs/abi.md §1.8).
-        self.seq(self.mem.load(Cursor::ExecHead, Acquire).wrapping_sub(1))
+        self.seq(self.mem.load(EXEC_HEAD, Acquire).wrapping_sub(1))
     }
 
     /// The newest handle submitted (`scheduled_tail - 1`).
     pub fn last_submitted(&self) -> SeqId {
         // Ordering: Acquire; pairs with submit's Release of scheduled_tail.
-        self.seq(
-            self.mem
-                .load(Cursor::ScheduledTail, Acquire)
-                .wrapping_sub(1),
-        )
+        self.seq(self.mem.load(SCHEDULED_TAIL, Acquire).wrapping_sub(1))
     }
 
     /// Submitted, not completed.
@@ -212,7 +242,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     pub(super) fn done(&self, seq: SeqId) -> bool {
         // Ordering: Acquire; pairs with pop's Release of exec_head: the
         // status and the capture happen-before a caller that sees it done.
-        seq.seq_num() < self.mem.load(Cursor::ExecHead, Acquire)
+        seq.seq_num() < self.mem.load(EXEC_HEAD, Acquire)
     }
 
     /// The ABI image (header + slots) as bytes.
@@ -273,6 +303,14 @@ pub struct Rejected<T, C> {
     pub status: Option<C>,
 }
 
+impl<T, C> core::fmt::Display for Rejected<T, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl<T: core::fmt::Debug, C: core::fmt::Debug> core::error::Error for Rejected<T, C> {}
+
 /// The producer: owns `scheduled_tail` and `scheduled_head`. One thread.
 ///
 /// `Q` is how it holds its queue: `&XuQueue` ([`XuQueue::split`]) or an
@@ -294,6 +332,7 @@ pub struct Rejected<T, C> {
 /// assert_eq!((full.error, full.item), (SubmitError::Full, 9));
 /// assert_eq!(producer.trigger_burst(2).unwrap().seq_num(), first.seq_num() + 1);
 /// ```
+#[derive(Debug)]
 pub struct Producer<Q> {
     q: Q,
     /// The last `exec_head` observed (it only grows).
@@ -301,14 +340,6 @@ pub struct Producer<Q> {
     /// `min(capacity, CURSOR_LIMIT - 1 - exec)`: how far past `exec` the
     /// tail may go, so one compare checks depth and cursor limit.
     room: u64,
-}
-
-impl<Q> core::fmt::Debug for Producer<Q> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Producer")
-            .field("exec_head_seen", &self.exec)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<T, C, Q> Producer<Q>
@@ -338,7 +369,7 @@ where
         // Ordering: Acquire; pairs with pop's Release of exec_head (docs/abi.md
         // §1.9 rule 2): the worker's capture of a slot happens-before our
         // rewrite of it.
-        self.exec = self.q.mem.load(Cursor::ExecHead, Acquire);
+        self.exec = self.q.mem.load(EXEC_HEAD, Acquire);
         self.room = (CURSOR_LIMIT - 1).saturating_sub(self.exec).min(self.q.cap);
     }
 
@@ -365,10 +396,10 @@ where
             return Ok(());
         }
         Err(if used > self.q.cap {
-            SubmitError::Corrupted(Cursors {
+            SubmitError::Corrupted {
                 exec_head: self.exec,
-                found: tail,
-            })
+                tail,
+            }
         } else if n >= CURSOR_LIMIT.saturating_sub(tail) {
             SubmitError::CursorExhausted { tail }
         } else {
@@ -385,7 +416,7 @@ where
     pub fn submit(&mut self, item: T, status: Option<C>) -> Result<SeqId, Rejected<T, C>> {
         // Ordering: Relaxed; we are scheduled_tail's one writer, so this is
         // our own last publish (`reserve` checks it against exec_head).
-        let tail = self.q.mem.load(Cursor::ScheduledTail, Relaxed);
+        let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
         if let Err(error) = self.reserve(tail, 1) {
             return Err(Rejected {
                 error,
@@ -393,21 +424,13 @@ where
                 status,
             });
         }
-        let q = &*self.q;
+        let (q, header) = (&*self.q, self.q.mem.header());
         // `reserve` keeps `tail` below CURSOR_LIMIT < 2^48: no mask needed.
-        let (header, seq) = (q.mem.header(), SeqId(tail | q.xu_bits));
-        debug_assert_eq!(seq, q.seq(tail));
-        let status = status.map_or(0, Payload::into_word);
-        let body = [seq.0, status, handle_word(NO_EFD, false), item.into_word()];
-        // SAFETY: `reserve` found the slot free: its last occupant was
-        // captured before the exec_head Release our refresh acquired, and
-        // it is not published yet, so no worker reads it; a waiter touches
-        // a slot only for a seq_id it acquired as issued. Nothing accesses
-        // it concurrently. Slots are 32-byte aligned (`RingMem`).
-        unsafe { q.slot(tail).write_unshared(0, body) };
+        let seq = SeqId(tail | q.xu_bits);
+        q.write(tail, seq, item, status);
         // Ordering: Release; the body stores happen-before any Acquire of
         // the new scheduled_tail (docs/abi.md §1.9 rule 1).
-        header.store(Cursor::ScheduledTail, tail + 1, PUBLISH);
+        header.store(SCHEDULED_TAIL, tail + 1, PUBLISH);
         Ok(seq)
     }
 
@@ -423,19 +446,15 @@ where
         mut make: impl FnMut(SeqId) -> (T, Option<C>),
     ) -> Result<SeqId, SubmitError> {
         // Ordering: Relaxed; our own last publish, as in `submit`.
-        let tail = self.q.mem.load(Cursor::ScheduledTail, Relaxed);
+        let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
         self.reserve(tail, n)?;
         let q = &*self.q;
         for c in tail..tail + n {
-            let seq = q.seq(c);
-            let (item, status) = make(seq);
-            let status = status.map_or(0, Payload::into_word);
-            let body = [seq.0, status, handle_word(NO_EFD, false), item.into_word()];
-            // SAFETY: as in `submit`: `reserve` found the n slots free.
-            unsafe { q.slot(c).write_unshared(0, body) };
+            let (item, status) = make(q.seq(c));
+            q.write(c, q.seq(c), item, status);
         }
         // Ordering: Release; publishes all n bodies (docs/abi.md §1.9 rule 1).
-        q.mem.store(Cursor::ScheduledTail, tail + n, PUBLISH);
+        q.mem.store(SCHEDULED_TAIL, tail + n, PUBLISH);
         Ok(q.seq(tail))
     }
 
@@ -452,15 +471,15 @@ where
     pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, TriggerError> {
         let (q, header) = (&*self.q, self.q.mem.header());
         // Ordering: Relaxed both; our own last publishes.
-        let head = header.load(Cursor::ScheduledHead, Relaxed);
-        let tail = header.load(Cursor::ScheduledTail, Relaxed);
+        let head = header.load(SCHEDULED_HEAD, Relaxed);
+        let tail = header.load(SCHEDULED_TAIL, Relaxed);
         // exec_head <= scheduled_head, and our cached exec_head never runs
         // ahead of the real one: below it is a stray write.
         if head < self.exec {
-            return Err(TriggerError::Corrupted(Cursors {
+            return Err(TriggerError::Corrupted {
                 exec_head: self.exec,
-                found: head,
-            }));
+                head,
+            });
         }
         if n == 0 || tail.saturating_sub(head) < n {
             return Err(TriggerError::NothingToTrigger);
@@ -468,20 +487,20 @@ where
         // Ordering: Release; pairs with the worker's Acquire in
         // `Worker::refresh`, the pair that matters (docs/abi.md §1.9 rule 3):
         // the bodies behind scheduled_tail are visible to the worker.
-        header.store(Cursor::ScheduledHead, head + n, PUBLISH);
+        header.store(SCHEDULED_HEAD, head + n, PUBLISH);
         Ok(q.seq(head + n - 1))
     }
 
     /// Free slots (reads `exec_head` again).
     pub fn free_space(&mut self) -> u64 {
         self.refresh();
-        let tail = self.q.mem.load(Cursor::ScheduledTail, Relaxed);
+        let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
         self.q.cap.saturating_sub(tail.wrapping_sub(self.exec))
     }
 
     /// Whether a submit would find room now.
     pub fn has_space(&mut self) -> bool {
-        let tail = self.q.mem.load(Cursor::ScheduledTail, Relaxed);
+        let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
         self.reserve(tail, 1).is_ok()
     }
 
@@ -489,8 +508,8 @@ where
     pub fn untriggered(&self) -> u64 {
         let m = &self.q.mem;
         // Ordering: Relaxed both; our own last publishes.
-        let tail = m.load(Cursor::ScheduledTail, Relaxed);
-        tail.saturating_sub(m.load(Cursor::ScheduledHead, Relaxed))
+        let tail = m.load(SCHEDULED_TAIL, Relaxed);
+        tail.saturating_sub(m.load(SCHEDULED_HEAD, Relaxed))
     }
 
     /// The ABI image (header + slots) as bytes, on the producer's thread
@@ -519,6 +538,29 @@ pub enum Signal {
     /// on its bounded re-check. [`Popped::status`] is `NRT_FAILURE`.
     Failed(SignalError),
 }
+
+/// A failed completion signal (docs/abi.md §1.9): the completion itself is
+/// already published, only the wake-up was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalError {
+    /// The completed request.
+    pub seq: SeqId,
+    /// `errno` of the failed `write`.
+    pub errno: i32,
+}
+
+impl core::fmt::Display for SignalError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The seed's log line, verbatim (docs/abi.md §1.9 consumer pseudo-code).
+        write!(
+            f,
+            "Failed to signal completion event for request 0x{:x}. errno: {}",
+            self.seq.0, self.errno
+        )
+    }
+}
+
+impl core::error::Error for SignalError {}
 
 /// One popped execution.
 #[derive(Debug)]
@@ -580,21 +622,13 @@ impl<T> Deref for SlotView<'_, T> {
 /// assert_eq!(*worker.peek().unwrap(), 7);
 /// assert_eq!(worker.pop(NrtStatus::SUCCESS).unwrap().item, 7);
 /// ```
+#[derive(Debug)]
 pub struct Worker<Q> {
     q: Q,
     /// Our `exec_head` (we are its one writer).
     head: u64,
     /// The last `scheduled_head` observed.
     seen: u64,
-}
-
-impl<Q> core::fmt::Debug for Worker<Q> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Worker")
-            .field("head", &self.head)
-            .field("scheduled_head_seen", &self.seen)
-            .finish_non_exhaustive()
-    }
 }
 
 impl<T, C, Q> Worker<Q>
@@ -605,7 +639,7 @@ where
 {
     pub(super) fn new(q: Q) -> Self {
         // Ordering: Relaxed; we are exec_head's one writer from now on.
-        let head = q.mem.load(Cursor::ExecHead, Relaxed);
+        let head = q.mem.load(EXEC_HEAD, Relaxed);
         Worker {
             q,
             head,
@@ -625,7 +659,7 @@ where
         // Ordering: Acquire; pairs with the producer's Release in
         // `trigger_burst` (docs/abi.md §1.9 rule 3): the bodies of the slots
         // it covers are visible here.
-        self.seen = self.q.mem.load(Cursor::ScheduledHead, Acquire);
+        self.seen = self.q.mem.load(SCHEDULED_HEAD, Acquire);
         self.ready()
     }
 
@@ -686,7 +720,7 @@ where
         let (handle, info) = {
             let lock = q.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
-            header.store(Cursor::ExecHead, head + 1, PUBLISH);
+            header.store(EXEC_HEAD, head + 1, PUBLISH);
             // Capture, then advance (docs/abi.md §1.9 rule 2). With no handle
             // installed anywhere, every triggered slot's mark_comp_efd is -1.
             let mut handle = (NO_EFD, false);
@@ -703,7 +737,7 @@ where
             // status is visible to whoever sees the completion),
             // docs/abi.md §1.8, §1.9 rule 2.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
-            header.store(Cursor::ExecHead, head + 1, PUBLISH);
+            header.store(EXEC_HEAD, head + 1, PUBLISH);
             (handle, info)
         };
         #[cfg(xunds_mutant = "status_after_completion")]
@@ -779,7 +813,7 @@ where
         {
             let lock = q.lock.lock_worker();
             #[cfg(xunds_mutant = "advance_before_capture")]
-            q.mem.store(Cursor::ExecHead, head + n, PUBLISH);
+            q.mem.store(EXEC_HEAD, head + n, PUBLISH);
             let (installed, mut captured) = (lock.any_installed(), 0);
             for (c, t) in cursors.clone().zip(&mut taken) {
                 let slot = q.slot(c);
@@ -792,7 +826,7 @@ where
             lock.removed(captured);
             // Ordering: Release; as in `pop`, for the n slots at once.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
-            q.mem.store(Cursor::ExecHead, head + n, PUBLISH);
+            q.mem.store(EXEC_HEAD, head + n, PUBLISH);
         }
         self.head = head + n;
         for (c, &(info, handle)) in cursors.zip(&taken) {
@@ -827,7 +861,7 @@ where
         {
             let _lock = q.lock.lock_worker();
             // Ordering: Release; as in `pop`.
-            q.mem.store(Cursor::ExecHead, head + 1, PUBLISH);
+            q.mem.store(EXEC_HEAD, head + 1, PUBLISH);
         }
         self.head = head + 1;
         Ok(seq)
@@ -842,5 +876,390 @@ fn write_status<C: StatusRef>(word: u64, status: NrtStatus) {
         // submit; the slot gives it to us once (a slot is popped once), and
         // the handle's ownership ends when it drops here.
         unsafe { C::from_word(word) }.set(status);
+    }
+}
+
+/// Unit tests that need the ring's insides (its slots, its lock); the
+/// behaviour suites are `tests/ring_queue.rs` and `tests/ring_props.rs`, the
+/// memory models `loom-tests/tests/ring_*.rs`.
+#[cfg(test)]
+mod tests {
+
+    use std::time::{Duration, Instant};
+
+    use super::super::error::{DiscardError, PopError, SlotMismatch, SubmitError, WaitError};
+    use super::super::mem::{handle_word, mapped_len, RingMem};
+    use super::super::owner::{QueueConfig, StaticQueue};
+    use super::super::status::{StatusArc, StatusCell};
+    use super::super::waiter::{after, eventfd_factory, CompletionSink, WaitMode, Waited};
+    use super::{Producer, Worker, XuQueue};
+    use crate::sync::atomic::Ordering::Relaxed;
+    use crate::wire::exec_slot::off::MARK_COMP_EFD;
+    use crate::wire::exec_slot::NO_EFD;
+    use crate::wire::seq_id::{SeqId, XuId};
+    use crate::wire::status::NrtStatus;
+
+    fn xu() -> XuId {
+        XuId::new(0, 1, 2)
+    }
+
+    /// A wait's deadline and spin end: an overflowing sum is a far time, not a
+    /// panic (`wait(seq, mode, Duration::MAX)` waits for good).
+    #[test]
+    fn after_saturates() {
+        let now = Instant::now();
+        assert_eq!(
+            after(now, Duration::from_millis(5)),
+            now + Duration::from_millis(5)
+        );
+        assert!(after(now, Duration::MAX) >= now + Duration::from_secs(1 << 31));
+    }
+
+    /// A producer thread and a worker thread through a 4-slot ring, slots reused
+    /// 50 times over: FIFO, every item once. Its point is Miri (`cargo +nightly
+    /// miri test --lib -- ring::tests`): on x86_64 the body is written with
+    /// plain 16-byte stores (`Words::write_unshared`), and Miri's race detector
+    /// checks that no read of a slot races with them.
+    #[test]
+    fn two_threads_fifo_with_plain_body_stores() {
+        let (p, w) = XuQueue::<u64>::owned(QueueConfig::new(XuId::new(0, 0, 1), 4)).unwrap();
+        two_threads_fifo(p, w);
+    }
+
+    /// The same on the byte-exact mapped memory (the slot array in a mapping;
+    /// under Miri the mapping is heap memory, see `hal::mem`).
+    #[test]
+    fn two_threads_fifo_with_plain_body_stores_mapped() {
+        use crate::hal::mem::Mapping;
+        let region = Mapping::anonymous(mapped_len(4)).unwrap().into_region();
+        // SAFETY: a fresh anonymous mapping only this queue touches.
+        let (p, w) =
+            unsafe { XuQueue::<u64>::mapped(region, QueueConfig::new(XuId::new(0, 0, 1), 4)) }
+                .unwrap();
+        two_threads_fifo(p, w);
+    }
+
+    /// The same with borrowed handles over caller memory, in scoped threads.
+    #[test]
+    fn two_threads_fifo_borrowed_from_caller_memory() {
+        #[repr(C, align(64))]
+        struct Mem([u64; mapped_len(4) / 8]);
+        let mut mem = Mem([0; mapped_len(4) / 8]);
+        // SAFETY: `mem` outlives the queue (dropped at the end of this scope)
+        // and is touched only through it.
+        let ring =
+            unsafe { RingMem::init_raw(mem.0.as_mut_ptr().cast(), mapped_len(4), xu(), 4, 1) }
+                .unwrap();
+        let mut q = XuQueue::<u64>::new(ring);
+        let (p, w) = q.split();
+        std::thread::scope(|s| {
+            s.spawn(move || produce(p));
+            consume(w);
+        });
+    }
+
+    const N: u64 = 200;
+
+    fn produce<T, Q: core::ops::Deref<Target = XuQueue<u64, T>>>(mut p: Producer<Q>)
+    where
+        T: super::super::status::StatusRef,
+    {
+        for i in 0..N {
+            while p.submit(i, None).is_err() {
+                std::thread::yield_now();
+            }
+            p.trigger_next().unwrap();
+        }
+    }
+
+    fn consume<T, Q: core::ops::Deref<Target = XuQueue<u64, T>>>(mut w: Worker<Q>)
+    where
+        T: super::super::status::StatusRef,
+    {
+        let mut next = 0;
+        while next < N {
+            match w.pop(NrtStatus::SUCCESS) {
+                Ok(got) => {
+                    assert_eq!(got.item, next);
+                    next += 1;
+                }
+                Err(PopError::Empty) => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    fn two_threads_fifo<Q>(p: Producer<Q>, w: Worker<Q>)
+    where
+        Q: core::ops::Deref<Target = XuQueue<u64>> + Send + 'static,
+    {
+        let prod = std::thread::spawn(move || produce(p));
+        consume(w);
+        prod.join().unwrap();
+    }
+
+    /// Counts closes (never closes anything: the fds here are made up).
+    struct CountingSink(std::sync::Mutex<Vec<i32>>);
+    impl CompletionSink for CountingSink {
+        fn signal(&self, _fd: i32) -> Result<(), i32> {
+            Ok(())
+        }
+        fn close(&self, fd: i32) {
+            self.0.lock().unwrap().push(fd);
+        }
+    }
+
+    /// docs/abi.md §1.4: `last_submitted` is the newest handle issued, not a
+    /// default (mutant: `last_submitted` -> `Default::default()`).
+    #[test]
+    fn last_submitted_is_the_newest_handle() {
+        let (mut p, _w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        assert_eq!(q.last_submitted(), SeqId::from_cursor(0, xu()));
+        let a = p.submit(1, None).unwrap();
+        assert_eq!(q.last_submitted(), a);
+        let b = p.submit(2, None).unwrap();
+        assert_eq!(q.last_submitted(), b);
+        assert_ne!(a, b);
+        assert_eq!(q.in_flight(), 2);
+    }
+
+    /// The queue reports the XU and the slot count it was made with (mutants:
+    /// `xu` -> `Default::default()`, `capacity` -> 0 or 1).
+    #[test]
+    fn a_queue_knows_its_xu_and_capacity() {
+        let (p, w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        assert_ne!(xu(), XuId::default());
+        for q in [p.queue(), w.queue()] {
+            assert_eq!(q.xu(), xu());
+            assert_eq!(q.capacity(), 4);
+        }
+    }
+
+    /// Dropping a queue with in-flight slots closes only the dups the slots own:
+    /// never a slot without a handle (`NO_EFD`), never a pooled event (the pool
+    /// owns it). Mutant: `efd != NO_EFD && !pooled` -> `||`.
+    #[test]
+    fn drop_closes_only_owned_dups() {
+        let sink = std::sync::Arc::new(CountingSink(std::sync::Mutex::new(Vec::new())));
+        let cfg = QueueConfig::new(xu(), 4).signals(sink.clone(), eventfd_factory());
+        let (mut p, w) = XuQueue::<u64>::owned(cfg).unwrap();
+        let q = p.queue().clone();
+        let _none = p.submit(1, None).unwrap();
+        let pooled = p.submit(2, None).unwrap();
+        let owned = p.submit(3, None).unwrap();
+        let set = |s: SeqId, fd, pool| {
+            q.slot(s.seq_num())
+                .store_u64(MARK_COMP_EFD, handle_word(fd, pool), Relaxed)
+        };
+        set(pooled, 7001, true);
+        set(owned, 7002, false);
+        drop((p, w, q));
+        assert_eq!(*sink.0.lock().unwrap(), vec![7002]);
+    }
+
+    /// A dropped queue gives back what its in-flight slots own, and leaves a
+    /// slot whose seq_id a stray writer changed alone (its words are not
+    /// trusted): the cell of the intact slot is released, the other leaked.
+    #[test]
+    fn drop_returns_only_what_intact_slots_own() {
+        let (mut p, w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let cells = [StatusArc::default(), StatusArc::default()];
+        p.submit(1, Some(cells[0].clone())).unwrap();
+        let spoiled = p.submit(2, Some(cells[1].clone())).unwrap();
+        p.queue().corrupt_seq_id(spoiled, 0);
+        drop((p, w));
+        assert_eq!(std::sync::Arc::strong_count(&cells[0]), 1, "given back");
+        assert_eq!(std::sync::Arc::strong_count(&cells[1]), 2, "leaked");
+        // SAFETY: the count the submit handed to the slot, which the drop left
+        // behind: given back here so the test leaks nothing (Miri).
+        unsafe { std::sync::Arc::decrement_strong_count(std::sync::Arc::as_ptr(&cells[1])) };
+    }
+
+    /// A waiter that times out takes its handle back and the installed count
+    /// with it, so the worker's fast path (no handle anywhere) comes back.
+    /// Mutant: `uninstall`'s `!=` -> `==`.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a blocking wait needs poll(2), not available under Miri"
+    )]
+    fn a_timed_out_waiter_leaves_no_installed_handle_counted() {
+        let (mut p, _w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        let s = p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        assert!(!q.lock.lock_waiter().any_installed());
+        let r = q.wait(s, WaitMode::Block, Duration::from_millis(5));
+        assert_eq!(r, Ok(Waited::TimedOut));
+        let handle = q.slot(s.seq_num()).load_u64(MARK_COMP_EFD, Relaxed);
+        assert_eq!(handle, handle_word(NO_EFD, false));
+        assert!(
+            !q.lock.lock_waiter().any_installed(),
+            "the installed count still counts the uninstalled handle"
+        );
+    }
+
+    /// A slot whose seq_id was overwritten (`corrupt_seq_id`, as a stray writer
+    /// would) is refused at peek and at pop naming both values, and the refusal
+    /// changes nothing: the cursors stay and the same refusal comes again; a
+    /// waiter's install is refused the same way (docs/abi.md §1.9).
+    #[test]
+    fn an_overwritten_seq_id_is_refused_at_peek_and_pop() {
+        let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        let s = p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        q.corrupt_seq_id(s, s.0 ^ 0x40);
+        let mismatch = SlotMismatch {
+            expected: s,
+            found: s.0 ^ 0x40,
+        };
+        assert_eq!(w.peek().map(|v| v.seq), Err(PopError::Mismatch(mismatch)));
+        assert_eq!(
+            w.pop(NrtStatus::SUCCESS).map(|p| p.seq),
+            Err(PopError::Mismatch(mismatch))
+        );
+        assert_eq!(q.cursors(), (1, 2, 2), "nothing moved");
+        assert_eq!(
+            w.pop_burst(4, |_| NrtStatus::SUCCESS, |_| ()),
+            Err(mismatch)
+        );
+        assert_eq!(w.peek().map(|v| v.seq), Err(PopError::Mismatch(mismatch)));
+        let ev = crate::hal::eventfd::EventFd::new().unwrap();
+        assert_eq!(q.arm(s, &ev), Err(WaitError::Mismatch(mismatch)));
+    }
+
+    /// `discard` reclaims only an overwritten head slot: an empty ring is
+    /// `Empty`, an intact slot is refused (`Intact`, nothing moves); the
+    /// overwritten one is passed with no status written and no item taken,
+    /// `exec_head` moves by one, so the seq_id reads as completed and the slot
+    /// behind it pops as usual. Mutants: every early return, the advance, the
+    /// head step.
+    #[test]
+    fn discard_reclaims_only_an_overwritten_slot() {
+        let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 2)).unwrap();
+        let q = p.queue().clone();
+        assert_eq!(w.discard(), Err(DiscardError::Empty));
+        let cells = [StatusArc::default(), StatusArc::default()];
+        let a = p.submit(10, Some(cells[0].clone())).unwrap();
+        let b = p.submit(11, Some(cells[1].clone())).unwrap();
+        p.trigger_next().unwrap();
+        assert_eq!(w.discard(), Err(DiscardError::Intact { seq: a }));
+        assert_eq!(q.cursors(), (1, 2, 3), "nothing moved");
+        q.corrupt_seq_id(a, 0);
+        assert_eq!(w.discard(), Ok(a));
+        assert_eq!(q.cursors(), (2, 2, 3));
+        assert!(q.is_completed(a).unwrap() && !q.is_completed(b).unwrap());
+        assert_eq!(cells[0].get(), None, "no status through an untrusted word");
+        assert_eq!(
+            std::sync::Arc::strong_count(&cells[0]),
+            2,
+            "leaked, not dropped"
+        );
+        // SAFETY: the count the submit handed to the slot, which the discard
+        // left behind: given back here so the test leaks nothing (Miri).
+        unsafe { std::sync::Arc::decrement_strong_count(std::sync::Arc::as_ptr(&cells[0])) };
+        assert_eq!(
+            w.discard(),
+            Err(DiscardError::Empty),
+            "b is not triggered yet"
+        );
+        p.trigger_next().unwrap();
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap();
+        assert_eq!((popped.seq, popped.item), (b, 11));
+        assert_eq!(cells[1].get(), Some(NrtStatus::SUCCESS));
+        // The discarded slot is reused like any other.
+        let c = p.submit(12, None).unwrap();
+        p.submit(13, None).unwrap();
+        p.trigger_burst(2).unwrap();
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().seq, c);
+        assert_eq!(q.cursors(), (4, 5, 5));
+    }
+
+    /// Cursors a stray writer moved are refused, never trusted: a
+    /// `scheduled_tail` below `exec_head` or past `exec_head + capacity` at
+    /// submit, a `scheduled_head` below `exec_head` at trigger, a
+    /// `scheduled_head` below the worker's head (read as empty); nothing is
+    /// written. Mutants: `reserve_slow`'s corruption test, `trigger_burst`'s
+    /// `<`.
+    #[test]
+    fn cursors_a_stray_write_moved_are_refused() {
+        use super::super::error::TriggerError;
+        use crate::wire::xu_queue::off::{SCHEDULED_HEAD, SCHEDULED_TAIL};
+        let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4).start_at(10)).unwrap();
+        let q = p.queue().clone();
+        p.submit(1, None).unwrap();
+        p.trigger_next().unwrap();
+        w.pop(NrtStatus::SUCCESS).unwrap();
+        p.submit(2, None).unwrap();
+        let image = p.snapshot();
+        let set = |c: usize, v: u64| q.mem.store(c, v, Relaxed);
+        for bad in [3, 11 + 5, u64::MAX] {
+            set(SCHEDULED_TAIL, bad);
+            let refused = p.submit(3, None).unwrap_err().error;
+            assert_eq!(
+                refused,
+                SubmitError::Corrupted {
+                    exec_head: 11,
+                    tail: bad
+                }
+            );
+        }
+        set(SCHEDULED_TAIL, 12);
+        assert_eq!(p.snapshot(), image, "nothing written");
+        set(SCHEDULED_HEAD, 4);
+        let refused = p.trigger_next().unwrap_err();
+        assert_eq!(
+            refused,
+            TriggerError::Corrupted {
+                exec_head: 11,
+                head: 4
+            }
+        );
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap_err(), PopError::Empty);
+        assert_eq!(w.available(), 0);
+        set(SCHEDULED_HEAD, 11);
+        p.trigger_next().unwrap();
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().item, 2);
+    }
+
+    /// A `no_std`-shaped queue: in a `StaticQueue`, `&'static` items and status
+    /// cells. FIFO, a full ring gives the item and its cell back, pop writes
+    /// each cell, and the queue splits once.
+    #[test]
+    fn a_static_queue() {
+        static QUEUE: StaticQueue<&'static u32, &'static StatusCell, 2> = StaticQueue::new();
+        static ITEMS: [u32; 3] = [7, 8, 9];
+        static CELLS: [StatusCell; 3] = [const { StatusCell::new() }; 3];
+        let (mut p, mut w) = QUEUE.split(xu(), 1).unwrap();
+        assert_eq!(
+            QUEUE.split(xu(), 1).map(drop),
+            Err(super::super::error::InitError::InUse)
+        );
+        let a = p.submit(&ITEMS[0], Some(&CELLS[0])).unwrap();
+        p.submit(&ITEMS[1], Some(&CELLS[1])).unwrap();
+        let full = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap_err();
+        assert_eq!(full.error, SubmitError::Full);
+        assert!(core::ptr::eq(full.item, &ITEMS[2]));
+        assert!(full.status.is_some_and(|c| core::ptr::eq(c, &CELLS[2])));
+        p.trigger_burst(2).unwrap();
+        let first = w.pop(NrtStatus::SUCCESS).unwrap();
+        assert_eq!((first.seq, *first.item), (a, 7));
+        assert_eq!(*w.pop(NrtStatus::TIMEOUT).unwrap().item, 8);
+        let c = p.submit(&ITEMS[2], Some(&CELLS[2])).unwrap();
+        p.trigger_next().unwrap();
+        assert_eq!(*w.pop(NrtStatus::SUCCESS).unwrap().item, 9);
+        assert!(p.queue().is_completed(c).unwrap());
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap_err(), PopError::Empty);
+        let got: Vec<_> = CELLS.iter().map(StatusCell::get).collect();
+        assert_eq!(
+            got,
+            [
+                Some(NrtStatus::SUCCESS),
+                Some(NrtStatus::TIMEOUT),
+                Some(NrtStatus::SUCCESS)
+            ]
+        );
     }
 }

@@ -27,31 +27,21 @@
 //!   arrive within one re-check interval (a failed write), the event is retired
 //!   (kept open, never reused) instead.
 
-use core::fmt;
-use core::time::Duration;
-#[cfg(feature = "std")]
 use std::io;
-#[cfg(feature = "std")]
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-#[cfg(feature = "std")]
 use crate::hal::eventfd::{close_raw, dup_cloexec, signal_raw, EventFd, Wait};
-#[cfg(feature = "std")]
-use crate::sync::atomic::Ordering::Relaxed;
-#[cfg(feature = "std")]
+use crate::sync::atomic::Ordering::{Acquire, Relaxed};
 use crate::wire::exec_slot::{off::MARK_COMP_EFD, off::SEQ_ID, NO_EFD};
 use crate::wire::seq_id::SeqId;
 
-#[cfg(feature = "std")]
 use super::error::{SlotMismatch, WaitError};
-#[cfg(feature = "std")]
-use super::mem::{handle_fields, handle_word, Cursor};
-#[cfg(feature = "std")]
+use super::mem::{handle_fields, handle_word};
 use super::payload::Payload;
-#[cfg(feature = "std")]
 use super::queue::XuQueue;
-#[cfg(feature = "std")]
 use super::status::StatusRef;
+use crate::wire::xu_queue::off::SCHEDULED_TAIL;
 
 /// A raw handle as a slot's `mark_comp_efd` holds it (an fd on Linux; the
 /// same `int` as `std::os::fd::RawFd`).
@@ -67,10 +57,8 @@ pub trait CompletionSink: Send + Sync {
 
 /// Real eventfds: `write(2)` and `close(2)`.
 #[derive(Clone, Copy, Debug, Default)]
-#[cfg(feature = "std")]
 pub struct EventFdSink;
 
-#[cfg(feature = "std")]
 impl CompletionSink for EventFdSink {
     fn signal(&self, fd: RawFd) -> Result<(), i32> {
         signal_raw(fd, 1).map_err(|e| e.raw_os_error().unwrap_or(0))
@@ -84,7 +72,6 @@ impl CompletionSink for EventFdSink {
 }
 
 /// The waiter's side: something to block on, and the handles a slot stores.
-#[cfg(feature = "std")]
 pub trait Waitable: Send + Sync {
     /// The handle itself (pooled use: the worker signals it, never closes it).
     fn raw_handle(&self) -> RawFd;
@@ -98,7 +85,6 @@ pub trait Waitable: Send + Sync {
     fn wait(&self, timeout: Duration) -> io::Result<Wait>;
 }
 
-#[cfg(feature = "std")]
 impl Waitable for EventFd {
     fn raw_handle(&self) -> RawFd {
         self.raw()
@@ -120,13 +106,11 @@ impl Waitable for EventFd {
 }
 
 /// Makes a new pooled event when the pool is empty.
-#[cfg(feature = "std")]
-pub type WaitableFactory = std::sync::Arc<dyn Fn() -> io::Result<Box<dyn Waitable>> + Send + Sync>;
+pub type WaitableFactory = Arc<dyn Fn() -> io::Result<Box<dyn Waitable>> + Send + Sync>;
 
 /// The default factory: a non-blocking eventfd.
-#[cfg(feature = "std")]
 pub fn eventfd_factory() -> WaitableFactory {
-    std::sync::Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
+    Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
 }
 
 /// How a waiter waits.
@@ -171,110 +155,57 @@ pub enum Armed {
     Installed,
 }
 
-/// A failed completion signal (docs/abi.md §1.9): the completion itself is
-/// already published, only the wake-up was lost.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SignalError {
-    /// The completed request.
-    pub seq: SeqId,
-    /// `errno` of the failed `write`.
-    pub errno: i32,
-}
-
-impl fmt::Display for SignalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The seed's log line, verbatim (docs/abi.md §1.9 consumer pseudo-code).
-        write!(
-            f,
-            "Failed to signal completion event for request 0x{:x}. errno: {}",
-            self.seq.0, self.errno
-        )
-    }
-}
-
-impl core::error::Error for SignalError {}
-
-/// The queue's pool of events (`efd_from_pool = true`).
-#[cfg(feature = "std")]
-pub(crate) struct Pool {
-    free: crate::sync::Mutex<Vec<Box<dyn Waitable>>>,
-    retired: crate::sync::Mutex<Vec<Box<dyn Waitable>>>,
-    make: WaitableFactory,
-}
-
-#[cfg(feature = "std")]
-impl Pool {
-    pub(crate) fn new(make: WaitableFactory) -> Self {
-        Pool {
-            free: crate::sync::Mutex::new(Vec::new()),
-            retired: crate::sync::Mutex::new(Vec::new()),
-            make,
-        }
-    }
-
-    pub(crate) fn take(&self) -> io::Result<Box<dyn Waitable>> {
-        let got = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        match got {
-            Some(w) => Ok(w),
-            None => (self.make)(),
-        }
-    }
-
-    /// Back to the free list: no signal for it is pending.
-    pub(crate) fn give_back(&self, w: Box<dyn Waitable>) {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(w);
-    }
-
-    /// A signal may still arrive: keep it open, never reuse it.
-    pub(crate) fn retire(&self, w: Box<dyn Waitable>) {
-        self.retired
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(w);
-    }
-
-    /// (free, retired) counts, for tests.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        (
-            self.free.lock().unwrap_or_else(|e| e.into_inner()).len(),
-            self.retired.lock().unwrap_or_else(|e| e.into_inner()).len(),
-        )
-    }
-}
-
-/// What a queue's waiters share (`std`).
-#[cfg(feature = "std")]
+/// What a queue's waiters share: the worker's sink and the pool of events
+/// (`efd_from_pool = true`).
 pub(crate) struct Waits {
-    pub(crate) sink: std::sync::Arc<dyn CompletionSink>,
-    pool: Pool,
+    pub(crate) sink: Arc<dyn CompletionSink>,
+    /// Events no signal is pending for.
+    free: Mutex<Vec<Box<dyn Waitable>>>,
+    /// Events a signal may still reach: kept open, never reused.
+    retired: Mutex<Vec<Box<dyn Waitable>>>,
+    make: WaitableFactory,
     recheck: Duration,
 }
 
-#[cfg(feature = "std")]
+impl Default for Waits {
+    fn default() -> Self {
+        Waits::new(
+            Arc::new(EventFdSink),
+            eventfd_factory(),
+            Duration::from_millis(10),
+        )
+    }
+}
+
 impl Waits {
     pub(crate) fn new(
-        sink: std::sync::Arc<dyn CompletionSink>,
+        sink: Arc<dyn CompletionSink>,
         make: WaitableFactory,
         recheck: Duration,
     ) -> Self {
         Waits {
             sink,
-            pool: Pool::new(make),
+            free: Mutex::new(Vec::new()),
+            retired: Mutex::new(Vec::new()),
+            make,
             recheck,
         }
+    }
+
+    fn take(&self) -> io::Result<Box<dyn Waitable>> {
+        let got = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        got.map_or_else(|| (self.make)(), Ok)
     }
 }
 
 /// `now + d`, or a time no wait reaches when that overflows (a timeout of
 /// `Duration::MAX` waits for good instead of panicking).
-#[cfg(feature = "std")]
 pub(crate) fn after(now: Instant, d: Duration) -> Instant {
     now.checked_add(d)
         .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }
 
 /// What became of a waiter's handle.
-#[cfg(feature = "std")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fate {
     /// Never reached the worker (or was taken back): no signal can come.
@@ -285,12 +216,12 @@ enum Fate {
     MaybePending,
 }
 
-/// Waiters: blocking and explicit-async completion on eventfds (`std`).
-#[cfg(feature = "std")]
+/// Waiters: blocking and explicit-async completion on eventfds.
 impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     /// (free, retired) pooled events; for tests and diagnostics.
     pub fn pool_counts(&self) -> (usize, usize) {
-        self.waits.pool.counts()
+        let len = |m: &Mutex<Vec<_>>| m.lock().unwrap_or_else(|e| e.into_inner()).len();
+        (len(&self.waits.free), len(&self.waits.retired))
     }
 
     /// Foreign XU first, then "issued by this queue".
@@ -298,12 +229,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         self.check_xu(seq)?;
         // Ordering: Acquire; pairs with submit's Release of scheduled_tail,
         // so the slot body of `seq` is visible to the install.
-        if seq.seq_num()
-            >= self.mem.load(
-                Cursor::ScheduledTail,
-                crate::sync::atomic::Ordering::Acquire,
-            )
-        {
+        if seq.seq_num() >= self.mem.load(SCHEDULED_TAIL, Acquire) {
             return Err(WaitError::NotSubmitted { seq });
         }
         Ok(())
@@ -413,12 +339,13 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         }
         let Some(own) = own else {
             // A pooled event: back to the pool once nothing more can arrive.
-            let pooled = self.waits.pool.take()?;
+            let pooled = self.waits.take()?;
             let (result, fate) = self.block(seq, pooled.as_ref(), false, deadline);
-            match fate {
-                Fate::Idle | Fate::Consumed => self.waits.pool.give_back(pooled),
-                Fate::MaybePending => self.waits.pool.retire(pooled),
-            }
+            let to = match fate {
+                Fate::Idle | Fate::Consumed => &self.waits.free,
+                Fate::MaybePending => &self.waits.retired,
+            };
+            to.lock().unwrap_or_else(|e| e.into_inner()).push(pooled);
             return result;
         };
         self.block(seq, own, true, deadline).0

@@ -583,7 +583,6 @@ fn fence_after_load(o: Ordering) {
 
 #[cfg(test)]
 mod tests {
-    #![cfg(all(feature = "std", not(loom)))]
     use super::*;
 
     /// Every operation reads and writes the bytes at its offset, little

@@ -1,6 +1,7 @@
-//! The worker's lockstep guard: a back-off policy over a [`Worker`]'s
-//! polls, outside the protocol (a caller that spins on `pop` or `peek` may
-//! go through a [`Pace`]; the ring itself never waits).
+//! The worker's lockstep guard: a back-off policy over a ring
+//! [`Worker`]'s polls, in the worker's loop rather than the ring's protocol
+//! (the ring itself never waits; the ring benchmark's spinning workers go
+//! through a [`Pace`] too).
 //!
 //! When a producer submits back to back and the worker keeps up, each
 //! refresh after the worker ran dry finds a few new items, and every item
@@ -25,7 +26,8 @@
 //! instead; elsewhere, and under Miri, it counts hints.
 //!
 //! ```
-//! use xunds::ring::{Pace, RingMem, XuQueue};
+//! use xunds::actors::pace::Pace;
+//! use xunds::ring::{RingMem, XuQueue};
 //! use xunds::wire::seq_id::XuId;
 //! use xunds::NrtStatus;
 //!
@@ -40,12 +42,8 @@
 
 use core::ops::Deref;
 
+use crate::ring::{Payload, PopError, Popped, SlotView, StatusRef, Worker, XuQueue};
 use crate::wire::status::NrtStatus;
-
-use super::error::PopError;
-use super::payload::Payload;
-use super::queue::{Popped, SlotView, Worker, XuQueue};
-use super::status::StatusRef;
 
 /// Lockstep refreshes in a row after which the worker slips.
 pub const LOCKSTEP_STREAK: u32 = 8;
@@ -89,6 +87,7 @@ impl Pace {
     }
 
     /// [`Worker::pop`], paced.
+    #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
     #[inline(always)]
     pub fn pop<T, C, Q>(
         &mut self,
@@ -197,79 +196,6 @@ where
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![cfg(all(feature = "std", not(loom)))]
-    use super::*;
-    use crate::ring::{QueueConfig, XuQueue};
-    use crate::wire::seq_id::XuId;
-
-    /// Refreshes that follow an empty poll and find a few items count toward
-    /// a slip however many empty polls came first; a slip that finds no
-    /// batch doubles the streak before the next one and a slip that finds
-    /// one ends the back-off; a refresh finding more than `LOCKSTEP_BATCH`
-    /// items resets the count, and one that finds items without having run
-    /// dry (a busy worker) leaves it alone.
-    #[test]
-    fn lockstep_refreshes_slip_and_lone_items_back_off() {
-        let (mut p, mut w) =
-            XuQueue::<u64>::owned(QueueConfig::new(XuId::new(0, 1, 2), 1024)).unwrap();
-        let mut pace = Pace::new();
-        let ok = NrtStatus::SUCCESS;
-        // `empties` empty polls, then `n` items submitted and popped.
-        let mut feed = |pace: &mut Pace, empties: usize, n: u64| {
-            for _ in 0..empties {
-                assert!(pace.pop(&mut w, ok).is_err());
-            }
-            for _ in 0..n {
-                p.submit(0, None).unwrap();
-                p.trigger_next().unwrap();
-            }
-            for _ in 0..n {
-                assert!(pace.pop(&mut w, ok).is_ok());
-            }
-        };
-        for k in 1..LOCKSTEP_STREAK {
-            feed(&mut pace, 100, 1);
-            assert_eq!(
-                pace.streak, k,
-                "a lone item after 100 empty polls is lockstep"
-            );
-        }
-        // The streak's last refresh slips; nothing arrives during the slip
-        // (one thread), so the next slip waits twice as long.
-        feed(&mut pace, 1, LOCKSTEP_BATCH);
-        assert_eq!((pace.streak, pace.slip_after), (0, 2 * LOCKSTEP_STREAK));
-        feed(&mut pace, 1, 2);
-        assert_eq!(pace.streak, 1);
-        feed(&mut pace, 1, LOCKSTEP_BATCH + 1);
-        assert_eq!(pace.streak, 0, "a batch is not lockstep");
-        feed(&mut pace, 1, 1);
-        feed(&mut pace, 0, 1);
-        assert_eq!(
-            pace.streak, 1,
-            "items found without running dry count nothing"
-        );
-        // A whole doubled streak of lone items slips again and doubles again.
-        for _ in 1..2 * LOCKSTEP_STREAK {
-            feed(&mut pace, 3, 1);
-        }
-        assert_eq!((pace.streak, pace.slip_after), (0, 4 * LOCKSTEP_STREAK));
-        drop(feed);
-        // A slip that finds a batch (the producer got ahead while the worker
-        // stayed off its lines) ends the back-off.
-        for _ in 0..=LOCKSTEP_BATCH {
-            p.submit(0, None).unwrap();
-            p.trigger_next().unwrap();
-        }
-        pace.slip(&mut w);
-        assert_eq!(
-            pace.slip_after, LOCKSTEP_STREAK,
-            "a slip that finds a batch"
-        );
-    }
-}
-
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 use counted::slip_wait;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -374,5 +300,76 @@ mod counted {
         fn slip_waits_on_the_counter() {
             assert_eq!(super::slip_wait(), super::SLIP_HINTS);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::QueueConfig;
+    use crate::wire::seq_id::XuId;
+
+    /// Refreshes that follow an empty poll and find a few items count toward
+    /// a slip however many empty polls came first; a slip that finds no
+    /// batch doubles the streak before the next one and a slip that finds
+    /// one ends the back-off; a refresh finding more than `LOCKSTEP_BATCH`
+    /// items resets the count, and one that finds items without having run
+    /// dry (a busy worker) leaves it alone.
+    #[test]
+    fn lockstep_refreshes_slip_and_lone_items_back_off() {
+        let (mut p, mut w) =
+            XuQueue::<u64>::owned(QueueConfig::new(XuId::new(0, 1, 2), 1024)).unwrap();
+        let mut pace = Pace::new();
+        let ok = NrtStatus::SUCCESS;
+        // `empties` empty polls, then `n` items submitted and popped.
+        let mut feed = |pace: &mut Pace, empties: usize, n: u64| {
+            for _ in 0..empties {
+                assert!(pace.pop(&mut w, ok).is_err());
+            }
+            for _ in 0..n {
+                p.submit(0, None).unwrap();
+                p.trigger_next().unwrap();
+            }
+            for _ in 0..n {
+                assert!(pace.pop(&mut w, ok).is_ok());
+            }
+        };
+        for k in 1..LOCKSTEP_STREAK {
+            feed(&mut pace, 100, 1);
+            assert_eq!(
+                pace.streak, k,
+                "a lone item after 100 empty polls is lockstep"
+            );
+        }
+        // The streak's last refresh slips; nothing arrives during the slip
+        // (one thread), so the next slip waits twice as long.
+        feed(&mut pace, 1, LOCKSTEP_BATCH);
+        assert_eq!((pace.streak, pace.slip_after), (0, 2 * LOCKSTEP_STREAK));
+        feed(&mut pace, 1, 2);
+        assert_eq!(pace.streak, 1);
+        feed(&mut pace, 1, LOCKSTEP_BATCH + 1);
+        assert_eq!(pace.streak, 0, "a batch is not lockstep");
+        feed(&mut pace, 1, 1);
+        feed(&mut pace, 0, 1);
+        assert_eq!(
+            pace.streak, 1,
+            "items found without running dry count nothing"
+        );
+        // A whole doubled streak of lone items slips again and doubles again.
+        for _ in 1..2 * LOCKSTEP_STREAK {
+            feed(&mut pace, 3, 1);
+        }
+        assert_eq!((pace.streak, pace.slip_after), (0, 4 * LOCKSTEP_STREAK));
+        // A slip that finds a batch (the producer got ahead while the worker
+        // stayed off its lines) ends the back-off.
+        for _ in 0..=LOCKSTEP_BATCH {
+            p.submit(0, None).unwrap();
+            p.trigger_next().unwrap();
+        }
+        pace.slip(&mut w);
+        assert_eq!(
+            pace.slip_after, LOCKSTEP_STREAK,
+            "a slip that finds a batch"
+        );
     }
 }
