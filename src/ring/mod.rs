@@ -57,6 +57,8 @@
 mod lock;
 
 pub mod error;
+#[cfg(feature = "std")]
+pub mod events;
 pub mod mem;
 pub mod owner;
 pub mod payload;

@@ -28,12 +28,12 @@ use crate::wire::seq_id::{SeqId, XuId};
 use crate::wire::xu_queue::CURSOR_START;
 
 use super::error::InitError;
+#[cfg(feature = "std")]
+use super::events::{eventfd_factory, CompletionSink, EventFdSink, WaitableFactory, Waits};
 use super::mem::{handle_fields, RingMem, StaticBlock};
 use super::payload::Payload;
 use super::queue::{Producer, Worker, XuQueue};
 use super::status::StatusRef;
-#[cfg(feature = "std")]
-use super::waiter::{eventfd_factory, CompletionSink, EventFdSink, WaitableFactory, Waits};
 use crate::wire::xu_queue::off::{EXEC_HEAD, SCHEDULED_TAIL};
 
 /// The two handles [`XuQueue::split`] returns, borrowing the queue.

@@ -96,7 +96,7 @@ pub struct XuQueue<T: Payload, C: StatusRef = DefaultStatus> {
     mask: u64,
     pub(super) lock: MarkCompLock,
     #[cfg(feature = "std")]
-    pub(super) waits: super::waiter::Waits,
+    pub(super) waits: super::events::Waits,
     _items: PhantomData<Moves<T, C>>,
 }
 
@@ -129,7 +129,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             },
             lock: MarkCompLock::new(),
             #[cfg(feature = "std")]
-            waits: super::waiter::Waits::default(),
+            waits: super::events::Waits::default(),
             _items: PhantomData,
         }
     }
