@@ -50,7 +50,38 @@ impl Header<'_> {
     }
 }
 
-/// A ring's header and slots.
+/// A ring's header and slots, laid into memory once (every constructor
+/// checks the capacity, the start cursor and the memory, then writes the
+/// header and zeroes the slots).
+///
+/// # Examples
+///
+/// A ring in memory the caller provides (a `static`, a device window,
+/// shared memory): the `no_std` way, under [`RingMem::init_raw`]'s contract.
+///
+/// ```
+/// use xunds::ring::{mapped_len, InitError, RingMem, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// #[repr(C, align(64))]
+/// struct Block([u64; mapped_len(4) / 8]);
+/// let mut block = Block([0; mapped_len(4) / 8]);
+/// let (base, len) = (block.0.as_mut_ptr().cast::<u8>(), mapped_len(4));
+/// // SAFETY: `block` outlives the queue and is touched only through it.
+/// let mem = unsafe { RingMem::init_raw(base, len, XuId::new(0, 0, 1), 4, 1) }?;
+/// assert_eq!(mem.capacity(), 4);
+/// let mut queue = XuQueue::<u64>::new(mem);
+/// let (mut producer, mut worker) = queue.split();
+/// producer.submit(5, None).unwrap();
+/// producer.trigger_next().unwrap();
+/// assert_eq!(worker.pop(NrtStatus::SUCCESS).unwrap().item, 5);
+/// // Too short for 8 slots: refused before anything is written.
+/// // SAFETY: refused before any access.
+/// let short = unsafe { RingMem::init_raw(base, len, XuId::new(0, 0, 1), 8, 1) };
+/// assert!(matches!(short, Err(InitError::Misplaced { .. })));
+/// # Ok::<(), InitError>(())
+/// ```
 #[derive(Debug)]
 pub struct RingMem {
     words: Words<{ xu_queue::SIZE }>,

@@ -48,6 +48,26 @@ pub type Handles<T, C = super::queue::DefaultStatus> = (
 
 /// How to build a queue (`std`): where its cursors start and how its
 /// waiters wait.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::ring::{QueueConfig, WaitMode, Waited, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// let cfg = QueueConfig::new(XuId::new(0, 0, 1), 8).recheck(Duration::from_millis(1));
+/// let (mut producer, mut worker) = XuQueue::<u64>::owned(cfg)?;
+/// let queue = producer.queue().clone();
+/// let seq = producer.submit(1, None)?;
+/// producer.trigger_next()?;
+/// assert_eq!(queue.wait(seq, WaitMode::Poll, Duration::ZERO)?, Waited::Pending);
+/// let waiter = std::thread::spawn(move || queue.wait(seq, WaitMode::Block, Duration::from_secs(10)));
+/// worker.pop(NrtStatus::SUCCESS)?;
+/// assert!(matches!(waiter.join().unwrap()?, Waited::Completed { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(feature = "std")]
 #[derive(Clone)]
 pub struct QueueConfig {

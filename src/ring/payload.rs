@@ -13,6 +13,22 @@ use std::sync::Arc;
 
 /// A value that can travel through a slot's `exec_info` word.
 ///
+/// # Examples
+///
+/// A boxed work item: its address goes through the slot, ownership with it.
+///
+/// ```
+/// use xunds::ring::{RingMem, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// let mut queue = XuQueue::<Box<String>>::new(RingMem::owned(XuId::new(0, 0, 1), 2, 1).unwrap());
+/// let (mut producer, mut worker) = queue.split();
+/// producer.submit(Box::new("job".to_string()), None).unwrap();
+/// producer.trigger_next().unwrap();
+/// assert_eq!(*worker.pop(NrtStatus::SUCCESS).unwrap().item, "job");
+/// ```
+///
 /// # Safety
 /// `from_word(into_word(x))` must give back `x` (ownership included), and
 /// `into_word` must not rely on anything but the word to be reconstructed.

@@ -715,10 +715,14 @@ where
         let (q, header) = (&*self.q, self.q.mem.header());
         // TRIGGERED -> DONE: the status, published by the Release below.
         let status_word = slot.load_u64(EXEC_STATUS, Relaxed);
+        // (The `status_after_completion` mutant writes it after the Release;
+        // `.ci/loom`'s `ring_status` must kill that.)
         #[cfg(not(xunds_mutant = "status_after_completion"))]
         write_status::<C>(status_word, status);
         let (handle, info) = {
             let lock = q.lock.lock_worker();
+            // Mutant (`.ci/loom`'s `ring_capture` must kill it): the advance
+            // before the capture.
             #[cfg(xunds_mutant = "advance_before_capture")]
             header.store(EXEC_HEAD, head + 1, PUBLISH);
             // Capture, then advance (docs/abi.md §1.9 rule 2). With no handle
@@ -812,6 +816,7 @@ where
         let mut taken = [(0u64, (NO_EFD, false)); BURST as usize];
         {
             let lock = q.lock.lock_worker();
+            // Mutant: the advance before the capture, as in `pop`.
             #[cfg(xunds_mutant = "advance_before_capture")]
             q.mem.store(EXEC_HEAD, head + n, PUBLISH);
             let (installed, mut captured) = (lock.any_installed(), 0);

@@ -33,6 +33,26 @@ impl<C: Payload + Deref<Target = StatusCell>> StatusRef for C {}
 pub type StatusArc = std::sync::Arc<StatusCell>;
 
 /// One `NRT_STATUS`, written once per execution by the worker.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use xunds::ring::{QueueConfig, StatusCell, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// let (mut producer, mut worker) = XuQueue::<u64>::owned(QueueConfig::new(XuId::new(0, 0, 1), 4))?;
+/// let cell = Arc::new(StatusCell::new());
+/// let seq = producer.submit(1, Some(cell.clone()))?;
+/// producer.trigger_next()?;
+/// assert_eq!(cell.get(), None, "pending");
+/// worker.pop(NrtStatus::TIMEOUT)?;
+/// // Written before the completion became visible.
+/// assert!(producer.queue().is_completed(seq)?);
+/// assert_eq!(cell.get(), Some(NrtStatus::TIMEOUT));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[repr(transparent)]
 pub struct StatusCell(AtomicU32);
