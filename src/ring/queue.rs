@@ -1081,6 +1081,34 @@ mod tests {
         unsafe { std::sync::Arc::decrement_strong_count(std::sync::Arc::as_ptr(&cells[1])) };
     }
 
+    /// A handle the worker captures leaves the installed count, by `pop` and
+    /// by `pop_burst`, so the worker's fast path (no handle anywhere) comes
+    /// back; a handle still in a slot keeps it counted. Mutants:
+    /// `WorkerGuard::removed` -> `()`, its `!=` -> `==`, its `*` -> `/`.
+    #[test]
+    fn a_captured_handle_leaves_the_installed_count() {
+        let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
+        let q = p.queue().clone();
+        let installed = || q.lock.lock_waiter().any_installed();
+        let ev = crate::hal::eventfd::EventFd::new().unwrap();
+        let a = p.submit(1, None).unwrap();
+        let b = p.submit(2, None).unwrap();
+        p.trigger_burst(2).unwrap();
+        q.arm(a, &ev).unwrap();
+        q.arm(b, &ev).unwrap();
+        assert!(installed());
+        assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().seq, a);
+        assert!(installed(), "b's handle is still in its slot");
+        let mut popped = Vec::new();
+        let n = w.pop_burst(4, |_| NrtStatus::SUCCESS, |pp| popped.push(pp.signal));
+        assert_eq!(n, Ok(1));
+        assert!(matches!(
+            popped[..],
+            [super::Signal::Signalled { pooled: false, .. }]
+        ));
+        assert!(!installed(), "every captured handle left the count");
+    }
+
     /// A waiter that times out takes its handle back and the installed count
     /// with it, so the worker's fast path (no handle anywhere) comes back.
     /// Mutant: `uninstall`'s `!=` -> `==`.
