@@ -491,13 +491,6 @@ where
         Ok(q.seq(head + n - 1))
     }
 
-    /// Free slots (reads `exec_head` again).
-    pub fn free_space(&mut self) -> u64 {
-        self.refresh();
-        let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
-        self.q.cap.saturating_sub(tail.wrapping_sub(self.exec))
-    }
-
     /// Whether a submit would find room now.
     pub fn has_space(&mut self) -> bool {
         let tail = self.q.mem.load(SCHEDULED_TAIL, Relaxed);
