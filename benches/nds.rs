@@ -9,7 +9,7 @@
 //!   encode, stamp, invalidate, 84 word stores, Release hash) and a verified
 //!   read (`Reader::record_bytes`: header bracket, Acquire hash word, 84 word
 //!   loads, fence, re-load, FNV-1a-32; `Reader::model` also parses) against
-//!   the floor the seed's own code pays: FNV-1a-32 of 672 bytes plus one
+//!   the floor libnrt's own code pays: FNV-1a-32 of 672 bytes plus one
 //!   672-byte `memcpy`. Target <= 1.1x.
 
 use std::hint::black_box;
@@ -108,7 +108,7 @@ pub fn record() {
     let recs = [sample_record(1), sample_record(2)];
     let span = RecordSpan::model(slot.index()).expect("span");
 
-    // The floor: what the seed's producer and reader each pay at least.
+    // The floor: what libnrt's producer and reader each pay at least.
     let src = recs[0].encode();
     let mut dst = [0u8; RECORD_SIZE];
     let mut floor = || {

@@ -71,8 +71,8 @@ fn reps() -> usize {
 /// (`/dev/shm`, a tmpfs, when there is one). A slab file on a disk-backed
 /// file system is written back by the kernel while the run goes on (dirty
 /// pages, write faults after each writeback), which the peers' anonymous
-/// slabs never pay: the first version of this bench put ours in the
-/// temporary directory and measured that instead of the pipeline.
+/// slabs never pay: a slab in the temporary directory would measure that
+/// instead of the pipeline.
 fn slab() -> std::path::PathBuf {
     let name = format!("xunds-bench-{}.nds", std::process::id());
     match job::default_slab_path().parent() {

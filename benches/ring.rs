@@ -1,4 +1,4 @@
-//! XU ring benchmarks (issue "The XU queue", benchmarks): our ring against
+//! XU ring benchmarks (targets in docs/perf.md, "The groups"): our ring against
 //! rtrb 0.4 and against the same ring with the C original's SeqCst
 //! `fetch_add` cursors, plus submit-to-completion round trips.
 //!
@@ -508,8 +508,8 @@ pub fn instructions() {
 }
 
 /// Per-operation cost without cross-core traffic: one thread fills up to 64
-/// items and drains them, over and over (robust on a busy machine; not one of
-/// the issue's targets, it shows where per-item time goes).
+/// items and drains them, over and over (robust on a busy machine; it has no
+/// target, it shows where per-item time goes).
 pub fn overhead() {
     let n = n();
     println!("  {n} executions, one thread, 64 in flight");

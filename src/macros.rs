@@ -85,54 +85,208 @@ macro_rules! wire_enum {
 /// An ABI block declared once: its C name, its size and one row per field
 /// or padding gap, each with the spec's **literal** offset and size.
 ///
+/// A typed block is a struct, one row per field (the C name after the
+/// offset const, when it is not the field's name):
+///
 /// ```ignore
 /// wire_block! {
-///     /// Layout of `demo_t`.
-///     pub LAYOUT: "demo_t", SIZE = 16, off {
-///         seed A "a" = 0x00, 4;
+///     /// `demo_t`.
+///     pub struct Demo: "demo_t", SIZE = 16, LAYOUT, off {
+///         seed TYPE "type" ty: u32 = 0x00, 4;
 ///         pad = 0x04, 4;
-///         ours B "b" = 0x08, 8;
+///         ours B b: u64 = 0x08, 8 if |v| *v != 0;
 ///     }
 /// }
 /// ```
 ///
-/// gives `SIZE`, `LAYOUT` (the rows of `xunds layout`, the annotated dumps),
-/// the module `off` with one offset const per named row (`off::A`) and its
-/// byte range (`off::range::A`), and a compile-time assert per row that its
-/// literal offset is where the previous row ends (and that the last row ends
-/// at the literal size): a wrong number fails the build. A row kind is
-/// `seed` (a spec fact), `ours` (our choice inside a size the spec gives) or
-/// `pad`; the const name is optional (`seed "b.hi" = 0x0c, 4;`).
+/// gives the struct (`pub` fields, documented with their C name, offset and
+/// size), `Demo::parse` (checked: `Truncated`, or `InvalidField` naming the
+/// refused row; never panics), `encode` (padding zero), `emit` (writes the
+/// field bytes only), `dump` (the annotated hex dump), its field codec (so
+/// the block can be a field of another: its rows appear there renamed
+/// `outer.inner`; `, dump + lines` after `off` appends `self.lines()` to
+/// the dump), and `SIZE`, `LAYOUT` (the rows of `xunds layout`), the
+/// module `off` with one offset const per field (`off::B`). The compile-time
+/// checks: each row starts where the previous one ends, the last ends at the
+/// literal size, each field's type has the literal size, and the rows are
+/// where a C compiler puts them (a `pad` row is exactly the alignment
+/// padding; `reserved` bytes are declared; `align N` states an alignment the
+/// field's type does not have). `if |v| cond` refuses a value on parse.
+///
+/// A layout-only block (bytes a codec of its own reads) names its rows
+/// without types: `pub LAYOUT: "demo_t", SIZE = 16, off { seed A "a" =
+/// 0x00, 4; ... }` (the const is optional). A row kind is `seed` (a spec
+/// fact), `ours` (our choice inside a size the spec gives), `pad` or
+/// `reserved`.
 macro_rules! wire_block {
     (
         $(#[$meta:meta])*
-        $vis:vis $LAYOUT:ident: $cname:literal, $SIZE:ident = $size:literal, $off:ident {
-            $($(#[$fmeta:meta])* $kind:ident $($K:ident)? $($fname:literal)? = $o:literal, $n:literal;)*
+        $vis:vis struct $Name:ident: $cname:literal, $SIZE:ident = $size:literal, $LAYOUT:ident, $off:ident
+        $(, dump + $tail:ident)? {
+            $($rows:tt)*
         }
     ) => {
+        wire_block!(@rows [[$(#[$meta])*] [$vis] $Name $cname $SIZE $size $LAYOUT $off [$($tail)?]] [] []
+            $($rows)*);
+    };
+    (
+        $(#[$meta:meta])*
+        $vis:vis $LAYOUT:ident: $cname:literal, $SIZE:ident = $size:literal, $off:ident {
+            $($rows:tt)*
+        }
+    ) => {
+        wire_block!(@rows [[$(#[$meta])*] [$vis] - $cname $SIZE $size $LAYOUT $off []] [] [] $($rows)*);
+    };
+    // Row by row: a gap, a named layout row, a typed field.
+    (@rows $h:tt $f:tt [$($r:tt)*]
+        $(#[$m:meta])* $gap:ident = $o:literal, $n:literal; $($rest:tt)*) => {
+        wire_block!(@rows $h $f [$($r)* ($gap [] () $o $n [] [])] $($rest)*);
+    };
+    (@rows $h:tt $f:tt [$($r:tt)*]
+        $(#[$m:meta])* $kind:ident $($K:ident)? $name:literal = $o:literal, $n:literal;
+        $($rest:tt)*) => {
+        wire_block!(@rows $h $f [$($r)* ($kind [$($K)?] ($name) $o $n [] [])] $($rest)*);
+    };
+    (@rows $h:tt [$($f:tt)*] [$($r:tt)*]
+        $(#[$m:meta])* $kind:ident $K:ident $($name:literal)? $field:ident: $T:ty = $o:literal, $n:literal
+        $(align $al:literal)? $(if |$v:ident| $chk:expr)?; $($rest:tt)*) => {
+        wire_block!(@rows $h
+            [$($f)* ([$(#[$m])*] $field [$T] ($field $($name)?) $o $n [$($v $chk)?])]
+            [$($r)* ($kind [$K] ($field $($name)?) $o $n [$T] [$($al)?])]
+            $($rest)*);
+    };
+    // A typed block: the struct and its codec, then its layout.
+    (@rows [[$(#[$meta:meta])*] [$vis:vis] $Name:ident $cname:literal $SIZE:ident $size:literal $LAYOUT:ident
+            $off:ident [$($tail:ident)?]]
+        [$(([$(#[$m:meta])*] $field:ident [$T:ty] $nm:tt $o:literal $n:literal [$($v:ident $chk:expr)?]))*]
+        [$($r:tt)*]) => {
+        $(#[$meta])*
+        $vis struct $Name {
+            $(
+                #[doc = concat!("`", wire_block!(@name $nm), "` (+", stringify!($o), ", ",
+                    stringify!($n), " bytes).")]
+                $(#[$m])*
+                pub $field: $T,
+            )*
+        }
+
+        impl $crate::wire::layout::Codec for $Name {
+            const SIZE: usize = $size;
+            const ALIGN: usize = $crate::wire::layout::rows_align($off::ROWS);
+            const ROWS: &'static [$crate::wire::layout::Field] = &$off::DOTTED;
+            #[inline]
+            fn put(&self, b: &mut [u8]) {
+                $(if let Some(d) = b.get_mut($o..$o + $n) {
+                    $crate::wire::layout::Codec::put(&self.$field, d);
+                })*
+            }
+            #[inline]
+            fn get(b: &[u8]) -> Result<Self, usize> {
+                Ok($Name {$($field: {
+                    let d = b.get($o..$o + $n).ok_or($o as usize)?;
+                    let v = <$T as $crate::wire::layout::Codec>::get(d).map_err(|at| at + $o)?;
+                    $(let $v = &v;
+                    if !$chk {
+                        return Err($o);
+                    })?
+                    v
+                },)*})
+            }
+        }
+
+        impl $Name {
+            #[doc = concat!("Decode the first ", stringify!($size), " bytes (`", $cname,
+                "`): `Truncated` when there are fewer, `InvalidField` naming the first",
+                " refused field.")]
+            pub fn parse(bytes: &[u8]) -> Result<Self, $crate::wire::WireError> {
+                $crate::wire::need($cname, bytes, $SIZE)?;
+                let b = &bytes[..$SIZE];
+                <Self as $crate::wire::layout::Codec>::get(b)
+                    .map_err(|at| $crate::wire::layout::refused(&$LAYOUT, b, at))
+            }
+
+            #[doc = concat!("The ", stringify!($size), " bytes, little-endian, padding zero.")]
+            pub fn encode(&self) -> [u8; $SIZE] {
+                let mut b = [0u8; $SIZE];
+                $crate::wire::layout::Codec::put(self, &mut b);
+                b
+            }
+
+            #[doc = concat!("Write the field bytes into `buf[..", stringify!($size),
+                "]`, leaving padding (and anything past the block) as it is.")]
+            pub fn emit(&self, buf: &mut [u8]) -> Result<(), $crate::wire::WireError> {
+                $crate::wire::need($cname, buf, $SIZE)?;
+                $crate::wire::layout::Codec::put(self, &mut buf[..$SIZE]);
+                Ok(())
+            }
+
+            /// Annotated hex dump of the encoding.
+            #[cfg(feature = "std")]
+            pub fn dump(&self) -> String {
+                #[allow(unused_mut)]
+                let mut out = $crate::wire::layout::annotated_dump(&$LAYOUT, &self.encode());
+                $(out.push_str(&self.$tail());)?
+                out
+            }
+        }
+
+        $(const _: () = assert!(
+            <$T as $crate::wire::layout::Codec>::SIZE == $n,
+            concat!($cname, ": the type of the row at ", stringify!($o), " is not ",
+                stringify!($n), " bytes"),
+        );)*
+        const _: () = assert!(
+            $crate::wire::layout::c_layout($off::ROWS, $SIZE),
+            concat!($cname, ": the rows are not where a C compiler puts them"),
+        );
+        wire_block!(@layout [#[doc = concat!("The layout of `", $cname, "`.")]] [$vis] $cname $SIZE
+            $size $LAYOUT $off [$($r)*]);
+    };
+    (@rows [[$(#[$meta:meta])*] [$vis:vis] - $cname:literal $SIZE:ident $size:literal $LAYOUT:ident
+            $off:ident []]
+        [] [$($r:tt)*]) => {
+        wire_block!(@layout [$(#[$meta])*] [$vis] $cname $SIZE $size $LAYOUT $off [$($r)*]);
+    };
+    // The layout of either form: SIZE, the offset consts, LAYOUT, the row checks.
+    (@layout [$(#[$meta:meta])*] [$vis:vis] $cname:literal $SIZE:ident $size:literal $LAYOUT:ident $off:ident
+        [$(($kind:ident [$($K:ident)?] $nm:tt $o:literal $n:literal [$($T:ty)?] [$($al:literal)?]))*]) => {
         #[doc = concat!("`sizeof(", $cname, ")`.")]
         $vis const $SIZE: usize = $size;
 
         #[doc = concat!("Byte offsets of the `", $cname, "` fields.")]
         $vis mod $off {
-            $(wire_block!(@off [$(#[$fmeta])*] [$($K)?] [$($fname)?] $o, $n);)*
+            #[allow(unused_imports)]
+            use super::*;
+            $($(
+                #[doc = concat!("`", wire_block!(@name $nm), "` (+", stringify!($o), ", ",
+                    stringify!($n), " bytes).")]
+                pub const $K: usize = $o;
+            )?)*
 
-            /// The fields' byte ranges (`offset..offset + size`).
-            pub mod range {
-                $(wire_block!(@range [$($K)?] [$($fname)?] $o, $n);)*
-            }
-
-            pub(super) const ROWS: &[$crate::wire::layout::Row] =
-                &[$($crate::wire::layout::Row::$kind($($fname,)? $o, $n),)*];
+            pub(crate) const ROWS: &[$crate::wire::layout::Row] = &[$($crate::wire::layout::Row {
+                kind: $crate::wire::layout::Kind::$kind,
+                name: concat!(".", wire_block!(@name $nm)),
+                offset: $o,
+                size: $n,
+                inner: wire_block!(@inner $($T)?),
+                align: wire_block!(@align [$($T)?] $($al)?),
+            },)*];
+            const COUNT: usize = $crate::wire::layout::field_count(ROWS);
+            const PARTS: [(&str, &str); COUNT] = $crate::wire::layout::parts(ROWS);
+            const NAMES: [u8; $crate::wire::layout::joined_len(&PARTS)] =
+                $crate::wire::layout::joined(&PARTS);
+            pub(crate) const FIELDS: [$crate::wire::layout::Field; COUNT] =
+                $crate::wire::layout::fields(ROWS, &$crate::wire::layout::split(&NAMES, &PARTS, 1));
+            #[allow(dead_code)]
+            pub(crate) const DOTTED: [$crate::wire::layout::Field; COUNT] =
+                $crate::wire::layout::fields(ROWS, &$crate::wire::layout::split(&NAMES, &PARTS, 0));
         }
 
         $(#[$meta])*
         $vis const $LAYOUT: $crate::wire::layout::Block = $crate::wire::layout::Block {
             name: $cname,
             size: $SIZE,
-            fields: &$crate::wire::layout::fields::<
-                { $crate::wire::layout::field_count($off::ROWS) },
-            >($off::ROWS),
+            fields: &$off::FIELDS,
         };
 
         $(const _: () = assert!(
@@ -145,16 +299,37 @@ macro_rules! wire_block {
             concat!($cname, ": the rows do not end at ", stringify!($size)),
         );
     };
-    (@off $m:tt [] $f:tt $o:literal, $n:literal) => {};
-    (@off [$(#[$m:meta])*] [$K:ident] [$f:literal] $o:literal, $n:literal) => {
-        #[doc = concat!("`", $f, "` (+", stringify!($o), ", ", stringify!($n), " bytes).")]
-        $(#[$m])*
-        pub const $K: usize = $o;
-    };
-    (@range [] $f:tt $o:literal, $n:literal) => {};
-    (@range [$K:ident] [$f:literal] $o:literal, $n:literal) => {
-        #[doc = concat!("`", $f, "`.")]
-        pub const $K: core::ops::Range<usize> = $o..$o + $n;
+    (@name ()) => { "" };
+    (@name ($name:literal)) => { $name };
+    (@name ($field:ident)) => { stringify!($field) };
+    (@name ($field:ident $name:literal)) => { $name };
+    (@inner) => { &[] };
+    (@inner $T:ty) => { <$T as $crate::wire::layout::Codec>::ROWS };
+    (@align [] $($al:literal)?) => { 0 };
+    (@align [$T:ty]) => { <$T as $crate::wire::layout::Codec>::ALIGN };
+    (@align [$T:ty] $al:literal) => { $al };
+}
+
+/// A field codec for a type that travels as another (a newtype, a wire
+/// enum): `codec_as!(NrtStatus: u32, |s| s.0, |v| Some(NrtStatus(v)))`; a
+/// `None` refuses the value.
+macro_rules! codec_as {
+    ($T:ty: $R:ty, |$s:ident| $to:expr, |$v:ident| $from:expr) => {
+        impl $crate::wire::layout::Codec for $T {
+            const SIZE: usize = <$R as $crate::wire::layout::Codec>::SIZE;
+            const ALIGN: usize = <$R as $crate::wire::layout::Codec>::ALIGN;
+            #[inline]
+            fn put(&self, b: &mut [u8]) {
+                let $s = *self;
+                let raw: $R = $to;
+                $crate::wire::layout::Codec::put(&raw, b);
+            }
+            #[inline]
+            fn get(b: &[u8]) -> Result<Self, usize> {
+                let $v = <$R as $crate::wire::layout::Codec>::get(b)?;
+                $from.ok_or(0)
+            }
+        }
     };
 }
 

@@ -6,6 +6,23 @@
 //! every platform.
 
 /// SplitMix64 (Steele, Lea, Flood 2014): 64-bit state, full period.
+///
+/// # Examples
+///
+/// The same seed gives the same sequence, on every platform:
+///
+/// ```
+/// use xunds::prng::SplitMix64;
+///
+/// let mut a = SplitMix64::new(42);
+/// let mut b = SplitMix64::new(42);
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// let roll = a.below(6);
+/// assert!(roll < 6);
+/// let mut buf = [0u8; 16];
+/// a.fill(&mut buf);
+/// let _ = a.chance(1, 3); // true about one time in three
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitMix64 {
     state: u64,

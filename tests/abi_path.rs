@@ -27,7 +27,7 @@ use xunds::system::builder::{SlabTarget, SysActor, SystemConfig};
 use xunds::system::job::{self, JobConfig};
 use xunds::system::runner::{DetConfig, DetRunner};
 use xunds::wire::seq_id::SeqId;
-use xunds::wire::work_item::{off, SIZE};
+use xunds::wire::work_item::{off, SIZE, SUBMISSION_TS};
 use xunds::NrtStatus;
 
 /// How a test spoils the first execution's work item.
@@ -140,8 +140,8 @@ fn run_spoiled(spoil: Spoil) -> Outcome {
 /// ring): the worker's peek refuses it on every poll; the refusal is counted
 /// once and degrades the XU, so the next schedule is refused at once
 /// (`EXEC_UNIT_UNRECOVERABLE`) instead of queueing behind a slot nothing
-/// can pop. It used to be traced as a message on every poll and nothing
-/// else: the XU stayed HEALTHY and accepted work it would never run.
+/// can pop. Traced as a message on every poll and nothing else, it would
+/// leave the XU HEALTHY, accepting work it would never run.
 #[test]
 fn an_overwritten_slot_is_counted_once_and_degrades_the_xu() {
     let (cell, worker, next) = run_one_faulty(
@@ -244,7 +244,7 @@ fn a_future_submission_time_still_times_out() {
         |hal, lane, _| {
             hal.store_u64(
                 lane.pool().region(),
-                off::SUBMISSION_TS,
+                SUBMISSION_TS,
                 1 << 40,
                 Ordering::Relaxed,
             )
@@ -537,7 +537,7 @@ fn trace_shows_item_loads_and_response_stores_for_every_execution() {
                 ("copy_out", 0x00, "tpb_execution_info_t.type", 40),
                 (
                     "copy_out",
-                    off::SUBMISSION_TS,
+                    SUBMISSION_TS,
                     "tpb_execution_info_t.resp.ts_start.tv_sec",
                     16
                 ),

@@ -232,8 +232,8 @@ fn a_model_of_another_system_is_refused() {
 /// Once the daemons have stopped (as when one panics: the runner stops the
 /// rest), the API says so instead of hanging: a wait with no deadline
 /// returns NRT_FAILURE within its stop check, a schedule and a load are
-/// refused, a reset says Stopped, quiesce gives up. A wait blocked for good
-/// and a schedule accepted for a ring nobody drains were the old answers.
+/// refused, a reset says Stopped, quiesce gives up, rather than a wait
+/// blocked for good or a schedule accepted for a ring nobody drains.
 #[test]
 fn a_stopped_system_fails_its_calls_instead_of_hanging() {
     let sys = System::start(LinuxHal::new(), cfg(1, "stopped")).unwrap();
@@ -284,8 +284,8 @@ fn a_zero_timeout_is_refused_at_start() {
 }
 
 /// An unloaded model is refused on a core that ran it before (its worker
-/// had it cached): NRT_INVALID_HANDLE, as on a core that never did. The
-/// worker's cache used to keep it, and the execution succeeded.
+/// had it cached): NRT_INVALID_HANDLE, as on a core that never did, even
+/// though the worker's cache held it.
 #[test]
 fn an_unloaded_model_is_refused_where_it_ran_before() {
     let sys = System::start(LinuxHal::new(), cfg(1, "unload-cached")).unwrap();

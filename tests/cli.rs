@@ -177,12 +177,13 @@ fn nonsense_the_hardening_run_found_is_refused() {
         &["replay", "--bogus"],
         &["xunds replay:", "unexpected argument '--bogus'"],
     );
-    // A directory given as a slab.
+    // A directory given as a slab: a failure naming it (exit 1, as every
+    // slab that cannot be used; `slab_problems_are_exit_1_everywhere`).
     let dir = std::env::temp_dir();
     let dir = dir.to_str().unwrap();
-    refused(&["run", "--slab", dir], &["--slab", "is a directory"]);
-    refused(&["nds", "dump", dir], &["is a directory"]);
-    refused(&["nds", "add", dir], &["is a directory"]);
+    failed(&["run", "--slab", dir], &["--slab", "is a directory"]);
+    failed(&["nds", "dump", dir], &["is a directory"]);
+    failed(&["nds", "add", dir], &[dir, "s a directory"]);
     // `nds add` without a path: one clear message.
     refused(&["nds", "add"], &["xunds nds add:", "required", "<PATH>"]);
 }
@@ -214,6 +215,11 @@ fn usage_errors_name_the_flag_and_its_unit() {
         ],
         &["xunds sim:", "--seed 1", "--models", "cores * models <= 64"],
     );
+    // Over the cores the seed draws (16 for seed 1).
+    refused(
+        &["sim", "--seed", "1", "--executions", "5", "--models", "5"],
+        &["xunds sim:", "--seed 1", "--models", "cores * models <= 64"],
+    );
     refused(
         &[
             "sim",
@@ -238,10 +244,88 @@ fn usage_errors_name_the_flag_and_its_unit() {
         &["--once", "--count"],
     );
     refused_in_time(&["monitor", "-q"], &["--prometheus"]);
-    refused(
-        &["monitor", "--once", "--dir", "/nonexistent-xunds-dir"],
-        &["--dir", "not a directory"],
+}
+
+/// Exit 1 and one line on stderr containing every one of `needles`
+/// (stdout may hold a document that says the same).
+fn failed(args: &[&str], needles: &[&str]) {
+    let out = xunds(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {n:?} missing in {err}");
+    }
+}
+
+/// A slab that cannot be used is the same failure, exit 1 with one line
+/// naming it, in `nds dump`, `monitor --once` and `run`: missing, a
+/// directory, not a slab, in a directory that does not exist; `monitor
+/// --once` prints its document too, the reason in it as well.
+#[test]
+fn slab_problems_are_exit_1_everywhere() {
+    let dir = tmp("slab-problems");
+    std::fs::create_dir_all(&dir).unwrap();
+    let junk = dir.join("junk.nds");
+    std::fs::write(&junk, b"not a slab").unwrap();
+    let missing = dir.join("missing.nds");
+    let nowhere = dir.join("no-such-dir").join("x.nds");
+    let (d, j, m, n) = (
+        dir.to_str().unwrap(),
+        junk.to_str().unwrap(),
+        missing.to_str().unwrap(),
+        nowhere.to_str().unwrap(),
     );
+    for (path, why) in [(d, "is a directory"), (j, "too small"), (m, "No such file")] {
+        failed(&["nds", "dump", path], &["xunds nds dump:", path, why]);
+        failed(&["monitor", "--once", path], &["xunds monitor:", path, why]);
+    }
+    failed(
+        &["monitor", "--once", n],
+        &["xunds monitor:", n, "No such file"],
+    );
+    let run = |p| vec!["run", "--executions", "5", "--slab", p];
+    failed(&run(d), &["xunds run:", d, "is a directory"]);
+    failed(&run(j), &["xunds run:", j, "not a slab"]);
+    failed(&run(n), &["xunds run:", n, "no directory"]);
+    // A directory to scan that is missing: the same, one line.
+    let gone = dir.join("gone");
+    let g = gone.to_str().unwrap();
+    failed(
+        &["monitor", "--once", "--dir", g],
+        &["xunds monitor:", "--dir", g],
+    );
+    failed(&["nds", "clean", "--dir", g], &["xunds nds clean:", g]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Periods and durations: negative, zero, malformed or too long, each is
+/// one line naming the flag and what is wrong (exit 2); `--period -1s` is
+/// a negative period, not an unknown flag `-1`.
+#[test]
+fn bad_periods_and_durations_say_what_is_wrong() {
+    for cmd in [
+        &["monitor", "--once"][..],
+        &["top"],
+        &["run", "--executions", "5"],
+    ] {
+        let flag = if cmd[0] == "run" {
+            "--duration"
+        } else {
+            "--period"
+        };
+        for (v, why) in [
+            ("-1s", "must be positive"),
+            ("0", "must be positive"),
+            ("5 parsecs", "unknown unit"),
+            ("soon", "not a duration"),
+            ("25h", "at most 24h"),
+        ] {
+            let mut args = cmd.to_vec();
+            args.extend([flag, v]);
+            refused(&args, &[flag, why]);
+        }
+    }
 }
 
 /// An open-loop rate whose mean gap is longer than an hour is a usage error
@@ -250,7 +334,7 @@ fn usage_errors_name_the_flag_and_its_unit() {
 /// ended: its first gap in nanoseconds saturated to `u64::MAX`.
 #[test]
 fn a_rate_below_one_an_hour_is_refused() {
-    for rate in ["1e-300", "0.0002", "0.00027"] {
+    for rate in ["1e-300", "0.0001", "0.0002", "0.00027"] {
         refused_in_time(
             &["run", "--executions", "3", "--rate", rate],
             &["xunds run:", "--rate", "1/3600", "an hour"],
@@ -330,8 +414,8 @@ fn a_low_rate_deterministic_run_completes_with_a_short_trace() {
 }
 
 /// `xunds top` without a terminal (here: stdin null, stdout a pipe) says so
-/// in one line with exit 2; it used to panic inside the terminal library
-/// and write escape codes to the pipe.
+/// in one line with exit 2, instead of panicking inside the terminal
+/// library and writing escape codes to the pipe.
 #[test]
 fn top_without_a_terminal_says_so() {
     let slab = std::env::temp_dir().join("xunds-top-no-terminal.nds");
@@ -484,4 +568,45 @@ fn progress_line_on_a_terminal_only_for_long_text_runs() {
         stderr_on_a_terminal(&["--progress-after-ms", "0", "--json"]),
         ""
     );
+}
+
+/// A run without `--slab` removes the default-named slabs of ended runs
+/// but the 8 most recently modified, so they do not pile up in /dev/shm
+/// (256 KiB each) between two `xunds nds clean`.
+#[test]
+fn a_default_run_keeps_the_eight_newest_ended_slabs() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("no /dev/shm: skipped");
+        return;
+    }
+    // Names no process can hold: pids past the kernel's largest.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Newer than any real run's, so they are the newest ended slabs.
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(86_400);
+    let ours: Vec<PathBuf> = (0..12u32)
+        .map(|i| {
+            let p = shm.join(format!("xunds-{}.nds", pid_max + i));
+            std::fs::write(&p, vec![0u8; 256 * 1024]).unwrap();
+            let f = std::fs::File::options().write(true).open(&p).unwrap();
+            f.set_modified(future + std::time::Duration::from_secs(u64::from(i)))
+                .unwrap();
+            p
+        })
+        .collect();
+    let out = xunds(&["run", "--executions", "5", "--vncs", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let own = PathBuf::from(doc["slab"].as_str().unwrap());
+    let kept: Vec<bool> = ours.iter().map(|p| p.exists()).collect();
+    for p in ours.iter().chain([&own]) {
+        let _ = std::fs::remove_file(p);
+    }
+    let mut want = vec![false; 4];
+    want.extend([true; 8]);
+    assert_eq!(kept, want, "the 4 oldest go, the 8 newest stay");
 }

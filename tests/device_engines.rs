@@ -1202,6 +1202,62 @@ fn the_trace_records_each_instruction_with_its_cycles() {
     ");
 }
 
+/// A block is decoded once and kept, but what runs is what memory holds
+/// when each instruction issues: a block rewritten between executions runs
+/// its new words, and one an engine writes into during the execution runs
+/// what was written from there on, on a reused executor as on a fresh one.
+#[test]
+fn rewritten_code_runs_as_written() {
+    let m = mem();
+    let raise = Insn::Raise {
+        class: ErrorClass::Transient,
+    };
+    put_words(&m, DATA, &raise.encode());
+    // PE waits for ACT, which overwrites PE's NOP with the RAISE first.
+    let pe = [Insn::Wait { sem: 0, value: 1 }, Insn::Nop, Insn::End];
+    let act = [
+        Insn::Copy {
+            dst: at(code_at(0) + INSN_BYTES as u64),
+            src: at(DATA),
+            n: INSN_WORDS as u32,
+        },
+        Insn::Signal { sem: 0, value: 1 },
+        Insn::End,
+    ];
+    let mut reused = Executor::default();
+    for _ in 0..3 {
+        for ex in [&mut reused, &mut Executor::default()] {
+            store_block(&m, code_at(0), &pe);
+            store_block(&m, code_at(1), &act);
+            let r = ex.run(&m, [code_at(0), code_at(1), 0, 0, 0], 0);
+            assert_eq!(
+                only_error(&r, 0),
+                EngineFault::Raised {
+                    pc: code_at(0) + INSN_BYTES as u64,
+                    class: ErrorClass::Transient
+                }
+            );
+            // The same block unchanged in memory completes.
+            store_block(&m, code_at(0), &[Insn::Nop, Insn::End]);
+            assert_done(&ex.run(&m, [code_at(0), 0, 0, 0, 0], 0));
+            // Rewritten between executions: its new words run.
+            store_block(&m, code_at(0), &[raise]);
+            let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
+            assert!(matches!(only_error(&r, 0), EngineFault::Raised { .. }));
+            store_block(&m, code_at(0), &[Insn::Nop, Insn::Nop, Insn::End]);
+            let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
+            assert_done(&r);
+            assert_eq!(r.engines[0].steps, 3);
+        }
+    }
+}
+
+fn put_words(m: &VecMemory, pa: u64, words: &[u32]) {
+    for (i, w) in words.iter().enumerate() {
+        m.write_u32(pa + 4 * i as u64, *w).unwrap();
+    }
+}
+
 // ---------------------------------------------------------- property tests
 
 /// A random valid instruction whose operands mostly land in `[lo, hi)`.
@@ -1384,6 +1440,7 @@ fn random_blocks_never_panic_never_hang_and_fail_with_typed_errors() {
     let mut image = vec![0u32; P_BYTES / 4];
     let mut seen = [0u32; 6];
     let mut done = 0u32;
+    let mut reused = Executor::new(Limits::DEFAULT);
     const RUNS: u32 = 100_000;
     for run in 0..RUNS {
         // Code: five blocks of up to P_SLOTS instructions, mostly ending in
@@ -1492,6 +1549,24 @@ fn random_blocks_never_panic_never_hang_and_fail_with_typed_errors() {
             assert_eq!(again, r);
             for (i, w) in after.iter().enumerate() {
                 assert_eq!(m.read_u32(P_BASE + 4 * i as u64).unwrap(), *w);
+            }
+        }
+        // An executor that keeps its decoded blocks across runs (the code
+        // changes from run to run, and some runs write into it) gives what
+        // a fresh one gives: run twice on the same image, once after the
+        // code changed and once with it unchanged.
+        if limits == Limits::DEFAULT && run % 2 == 1 {
+            let after: Vec<u32> = (0..P_BYTES / 4)
+                .map(|i| m.read_u32(P_BASE + 4 * i as u64).unwrap())
+                .collect();
+            for _ in 0..2 {
+                for (i, w) in image.iter().enumerate() {
+                    m.write_u32(P_BASE + 4 * i as u64, *w).unwrap();
+                }
+                assert_eq!(reused.run(&m, addrs, start), r, "run {run}");
+                for (i, w) in after.iter().enumerate() {
+                    assert_eq!(m.read_u32(P_BASE + 4 * i as u64).unwrap(), *w);
+                }
             }
         }
     }

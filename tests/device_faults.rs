@@ -414,6 +414,35 @@ fn publish_without_event_poke_is_a_sequencer_error() {
     assert_eq!(error_of(&r), (ErrorClass::Runtime, Source::Sequencer));
 }
 
+/// A pair on core 0's queue that adds to core 1's request tail: the
+/// register takes the add, but neither core runs a request for it (core 0's
+/// tail did not move, and core 1's sequencer runs what its own queue
+/// publishes).
+#[test]
+fn a_tail_increment_into_another_core_runs_nothing() {
+    let dev = device(vec![], DeviceConfig { cores: 2, ..cfg() });
+    let map = dev.map();
+    let mut q = QueueProducer::new(map, 0).unwrap();
+    q.push_copy(
+        &**dev.hal(),
+        4,
+        map.dram_pa(0xF04),
+        map.reg_pa(1, reg::SEQ_TAIL_INC),
+    )
+    .unwrap();
+    q.doorbell(&**dev.hal(), 1).unwrap();
+    let mut seq = dev.sequencer(NullExecutor { cycles: 1 });
+    let p = seq.poll(0).unwrap();
+    assert_eq!((p.copies, p.executed, p.records), (1, 0, 0));
+    assert_eq!((seq.executed(0), seq.executed(1)), (0, 0));
+    // Ordering: Acquire, as the sequencer's partner would (same thread).
+    let tail = dev
+        .hal()
+        .inner()
+        .load_u32(map.regs[1], reg::SEQ_TAIL_INC, Ordering::Acquire);
+    assert_eq!(tail, Ok(1));
+}
+
 /// The worker does not harvest: the device fills the 8-entry NQ rings, then
 /// drops records and counts them; the harvester reports the overflow.
 #[test]
@@ -567,7 +596,7 @@ fn expect_sorts_interleaved_early_records() {
 }
 
 /// A program can run the device clock to the end of u64 (a `DELAY` costs no
-/// host time); the clock saturates instead of overflowing (which used to
+/// host time); the clock saturates instead of overflowing (which would
 /// panic in debug builds on the next request's copy/dispatch cycles).
 #[test]
 fn a_saturated_device_clock_keeps_working() {
@@ -662,9 +691,9 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
 /// The engines reach the model heap only: a FILL aimed at the per-core area
 /// below it (here core 0's request-buffer MAC word, which the sequencer and
 /// the worker access as 8 bytes, and where the doorbell constants live)
-/// faults before writing, and the word keeps its value. It used to be
-/// written: a model could race the host's 8-byte accesses with 4-byte ones
-/// and stop another core by overwriting its tail-increment constant.
+/// faults before writing, and the word keeps its value. Were it written, a
+/// model could race the host's 8-byte accesses with 4-byte ones and stop
+/// another core by overwriting its tail-increment constant.
 #[test]
 fn the_engines_cannot_write_below_the_model_heap() {
     use xunds::device::engine::DeviceMemory;
@@ -710,8 +739,8 @@ fn the_engines_cannot_write_below_the_model_heap() {
 
 /// A doorbell that claims more pairs than the ring holds is a sticky DMA
 /// fault (code 7 in `DMA_FAULT`), reported as an abort: tails only grow, so
-/// the queue could never move again. It used to be read as "nothing
-/// published yet" forever, with no fault and no record: the worker saw
+/// the queue could never move again. Read as "nothing published yet", it
+/// would stall for good with no fault and no record: the worker would see
 /// only timeouts.
 #[test]
 fn a_tail_past_the_ring_is_a_sticky_fault() {

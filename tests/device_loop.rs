@@ -154,7 +154,7 @@ fn alloc_refuses_what_cannot_fit_without_overflowing() {
     use xunds::device::LoadError;
     let dev = Device::new(FakeHal::new(), DeviceConfig::default()).unwrap();
     // Leave the heap 64- but not 128-aligned, so a 128-aligned request has a
-    // non-zero align_offset: `align_offset + u64::MAX` used to overflow (a
+    // non-zero align_offset: `align_offset + u64::MAX` must not overflow (a
     // panic in debug builds, a wrapped, tiny "total" in release).
     let first = dev.alloc(1, 64).unwrap();
     assert_eq!((first.pa() + 64) % 128, 64, "heap left at an odd 64");

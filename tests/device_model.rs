@@ -379,8 +379,8 @@ fn builder_refuses_bad_input() {
         img.write_input(&m, &[1.0; 3]),
         Err(ModelError::InputLength { need: 64, got: 3 })
     );
-    // A shape whose byte size overflows u64 (it used to overflow the
-    // section arithmetic: a panic in debug builds) is a TooLarge section.
+    // A shape whose byte size overflows u64 (unchecked, it would overflow
+    // the section arithmetic: a panic in debug builds) is a TooLarge section.
     let mut b = ModelBuilder::new("huge");
     b.input("x", &[u32::MAX, u32::MAX, u32::MAX]);
     b.scratch("s", &[u32::MAX, u32::MAX, 2]);

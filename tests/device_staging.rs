@@ -219,12 +219,12 @@ fn busy_and_ring_full_change_nothing() {
     let m = model(1, DRAM_BASE + 0x1000);
     st.stage_and_doorbell(&m, 0).unwrap();
     st.stage_and_doorbell(&m, 0).unwrap();
-    let before = (st.staged(), st.queue().m2s().written());
+    let before = (st.staged(), st.queue().written());
     assert_eq!(
         st.stage_and_doorbell(&m, 0),
         Err(StageError::Busy { in_flight: 2 })
     );
-    assert_eq!((st.staged(), st.queue().m2s().written()), before);
+    assert_eq!((st.staged(), st.queue().written()), before);
     // With more request buffers than the ring holds (3 slots per request in
     // each ring), the ring itself is the limit.
     let mut cfg = small();

@@ -169,3 +169,48 @@ fn back_off_polls_before_it_parks_in_virtual_time() {
     assert!(p.backoffs >= 1, "the long back-off never armed: {p:?}");
     assert!(p.backoffs <= p.refused_full, "{p:?}");
 }
+
+/// A run reads its counters back through the mapping it wrote, while its
+/// writer's lock is held, not by path once the lock is gone: here, at the
+/// run's last progress call (the run over, its slab still locked), the
+/// path is made to name another writer's fresh slab, as a second run or
+/// `xunds nds clean` and a second run could do in that window. The report
+/// still gives this run's counters, and the newcomer's slab is left as it
+/// was.
+#[test]
+fn the_run_reads_back_its_own_slab_not_the_path() {
+    let slab = common::slab("own-mapping");
+    let _ = std::fs::remove_file(&slab);
+    let n = 2_000;
+    let cfg = JobConfig {
+        executions: n,
+        vncs: 2,
+        models: 1,
+        slab: Some(slab.clone()),
+        timeout_ns: Some(10_000_000_000),
+        max_wall: Some(Duration::from_secs(120)),
+        ..JobConfig::default()
+    };
+    let mut newcomer = None;
+    let r = job::run(&cfg, &mut |done, total| {
+        if done == total && newcomer.is_none() {
+            std::fs::remove_file(&slab).unwrap();
+            let s = xunds::nds::MappedSlab::create(&slab).unwrap();
+            newcomer = Some(xunds::nds::Writer::new(s).unwrap());
+        }
+    })
+    .unwrap();
+    assert!(newcomer.is_some(), "the last progress call came");
+    assert_eq!(r.completed_ok, n, "{r:#?}");
+    common::check_counters(&r, u64::from(cfg.ring));
+    let other = xunds::nds::Reader::open(&slab).unwrap();
+    let c =
+        xunds::nds::Counter::nc(0, xunds::wire::nds::counters::NcCounter::InferCompleted).unwrap();
+    assert_eq!(
+        other.counter(c).unwrap(),
+        0,
+        "the newcomer's slab untouched"
+    );
+    drop(newcomer);
+    let _ = std::fs::remove_file(slab);
+}

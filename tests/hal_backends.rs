@@ -275,8 +275,8 @@ fn handles_from_another_backend_are_refused() {
     let l = LinuxHal::new();
     assert_eq!(l.copy_in(r, 0, &[1]), Err(HalError::BadHandle));
     // Same index and id, another length: a handle of a larger region must
-    // not index past the smaller region's words (the fake used to panic
-    // here, its lookup checked only the id).
+    // not index past the smaller region's words (a lookup that checked only
+    // the id would panic here).
     fn same_id_other_len<H: Hal>(mut small: H, mut big: H) {
         small.map(RegionId::Dram, 16).unwrap();
         let r = big.map(RegionId::Dram, 4096).unwrap();

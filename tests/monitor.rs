@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nds_support::{live_stress_writer, xunds, TempSlab};
+use nds_support::{serving_addr, xunds, TempSlab};
 use serde_json::Value;
 use xunds::nds::{Counter, Reader, RecordSpan, Slab as _, SlabMut as _, Writer};
 use xunds::wire::nds::c_string;
@@ -49,17 +49,21 @@ fn shape(v: &Value) -> Value {
 }
 
 fn once(args: &[&str]) -> Value {
+    let (code, doc, err) = once_with_status(args);
+    assert_eq!(code, Some(0), "monitor failed: {err}");
+    doc
+}
+
+/// `xunds monitor --once ARGS`: its exit code, its one document, its stderr.
+fn once_with_status(args: &[&str]) -> (Option<i32>, Value, String) {
     let out = xunds(["monitor", "--once"].iter().chain(args))
         .output()
         .expect("run xunds monitor");
-    assert!(
-        out.status.success(),
-        "monitor failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "one document per line: {text}");
-    serde_json::from_str(&text).expect("valid JSON")
+    let doc = serde_json::from_str(&text).expect("valid JSON");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), doc, err)
 }
 
 fn runtimes(doc: &Value) -> &Vec<Value> {
@@ -113,7 +117,12 @@ fn no_slab_is_a_valid_document_with_no_runtimes() {
     let doc = once(&["--dir", dir.to_str().unwrap()]);
     let _ = std::fs::remove_dir(&dir);
     assert!(runtimes(&doc).is_empty());
-    assert_eq!(doc["system_data"]["neuron_hw_counters"], Value::Null);
+    // No driver: an object with no device and an error, never null (the
+    // companion indexes it).
+    let hw = &doc["system_data"]["neuron_hw_counters"];
+    assert_eq!(hw["neuron_devices"], serde_json::json!([]));
+    assert!(hw["error"].as_str().unwrap().contains("no Neuron driver"));
+    assert!(hw["period"].as_f64().unwrap() > 0.0);
     assert_eq!(doc["instance_info"]["instance_id"], "");
     assert!(
         doc["system_data"]["memory_info"]["memory_total_bytes"]
@@ -307,9 +316,11 @@ fn per_period_completed_deltas_add_up_to_the_runs_count() {
     assert_eq!(*completed.last().unwrap(), 0, "deltas {completed:?}");
 }
 
-#[test]
-fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
-    let slab = TempSlab::new("monitor-rerun");
+/// Two runs one after the other on a watched slab (`first`, then
+/// `second` executions, with `flags`): the monitor's deltas add up to both
+/// runs' counts.
+fn two_runs_on_one_slab(name: &str, first: &str, second: &str, flags: &[&str]) {
+    let slab = TempSlab::new(name);
     let p = slab.path().to_str().unwrap().to_string();
     let mut mon = spawn_monitor(&["--period", "200ms", &p]);
     let rx = lines(mon.stdout.take().unwrap());
@@ -318,11 +329,11 @@ fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
             .as_u64()
             .unwrap()
     };
+    let ok = |r: Value| r["completed_ok"].as_u64().unwrap();
     let mut docs = vec![next_doc(&rx)];
-    let first = run_json(slab.path(), "30000");
+    let want1 = ok(run_json_with(slab.path(), first, flags));
     // Counts a slab holds when it is re-created are gone; let the monitor
     // read the first run's final counters before the second run starts.
-    let want1 = first["completed_ok"].as_u64().unwrap();
     let t = Instant::now();
     while docs.iter().map(completed).sum::<u64>() < want1 {
         assert!(
@@ -331,11 +342,9 @@ fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
         );
         docs.push(next_doc(&rx));
     }
-    // The second run is smaller, so its counters are below the first's
-    // whenever the monitor looks: the restart is always visible.
-    let second = run_json(slab.path(), "10000");
+    let want2 = ok(run_json_with(slab.path(), second, flags));
     let done = Instant::now();
-    while done.elapsed() < Duration::from_millis(900) {
+    while done.elapsed() < Duration::from_millis(1200) {
         docs.push(next_doc(&rx));
     }
     stop(mon);
@@ -343,9 +352,27 @@ fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
         docs.push(serde_json::from_str(&l).unwrap());
     }
     let sum: u64 = docs.iter().map(completed).sum();
-    let want = want1 + second["completed_ok"].as_u64().unwrap();
     let trail: Vec<(u64, String)> = docs.iter().map(|d| (completed(d), error_of(d))).collect();
-    assert_eq!(sum, want, "per document (completed, error): {trail:#?}");
+    assert_eq!(
+        sum,
+        want1 + want2,
+        "per document (completed, error): {trail:#?}"
+    );
+}
+
+/// The second run is smaller, so its counters are below the first's
+/// whenever the monitor looks.
+#[test]
+fn a_slab_re_created_by_a_second_run_counts_from_zero_again() {
+    two_runs_on_one_slab("monitor-rerun", "30000", "10000", &[]);
+}
+
+/// A second run that goes past the first run's count before the monitor
+/// looks again is a new runtime counting from zero too: the new writer,
+/// not counters going back, tells it.
+#[test]
+fn a_bigger_second_run_on_a_watched_slab_counts_from_zero() {
+    two_runs_on_one_slab("monitor-bigger", "3000", "9000", &["--deterministic"]);
 }
 
 fn scrape(url_line: &str) -> String {
@@ -486,8 +513,12 @@ fn bad_files_are_errors_in_the_document_not_crashes() {
     let missing = dir.join("missing");
     let paths = [&garbage, &short, &zero, &missing, &dir];
     let args: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
-    let doc = once(&args);
+    // The document still comes, each error in it; the reasons are on
+    // stderr too, one line each, and the exit is 1.
+    let (code, doc, err) = once_with_status(&args);
     let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.lines().count(), 5, "{err}");
     let errors: Vec<String> = runtimes(&doc)
         .iter()
         .map(|r| r["error"].as_str().unwrap().to_string())
@@ -510,8 +541,8 @@ fn bad_files_are_errors_in_the_document_not_crashes() {
 
 /// A FIFO where a slab should be (anyone can leave one in /dev/shm under a
 /// slab's name) is refused as not a regular file by the monitor, a
-/// directory scan and `nds dump`; opening it for reading used to wait for a
-/// writer forever.
+/// directory scan and `nds dump`, rather than opened for reading, which
+/// waits for a writer forever.
 #[test]
 fn a_fifo_is_refused_not_waited_on() {
     let dir = std::env::temp_dir().join(format!("xunds-monitor-fifo-{}", std::process::id()));
@@ -526,6 +557,7 @@ fn a_fifo_is_refused_not_waited_on() {
         vec!["monitor", "--once", "--dir", d],
         vec!["nds", "dump", f],
     ] {
+        let scan = args.contains(&"--dir");
         let mut child = xunds(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -546,7 +578,13 @@ fn a_fifo_is_refused_not_waited_on() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(all.contains("not a regular file"), "{args:?}: {all}");
+        if scan {
+            // A directory scan reports only the slabs it can read.
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(runtimes(&doc).is_empty(), "{doc}");
+        } else {
+            assert!(all.contains("not a regular file"), "{args:?}: {all}");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -619,22 +657,74 @@ fn a_slab_truncated_then_deleted_while_watched_is_reported_and_survived() {
     stop(mon);
 }
 
+/// A run killed mid-way: its final report has no error (the companion
+/// skips an entry with one), says `exited`, and keeps the run's pid and
+/// its tag (the pid, as the Neuron runtime sets it without
+/// `NEURON_PROCESS_TAG`); `--once` afterwards agrees, and its count is the
+/// sum of the stream's deltas.
 #[test]
 fn a_writer_that_exits_is_reported_with_its_final_counts() {
     let slab = TempSlab::new("monitor-exit");
-    let mut writer = live_stress_writer(slab.path());
+    let mut run = xunds([
+        "run",
+        "--executions",
+        "100000000",
+        "--rate",
+        "2000",
+        "--vncs",
+        "1",
+        "--slab",
+    ])
+    .arg(slab.path())
+    .env_remove("NEURON_PROCESS_TAG")
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
     let p = slab.path().to_str().unwrap().to_string();
     let mut mon = spawn_monitor(&["--period", "100ms", &p]);
     let rx = lines(mon.stdout.take().unwrap());
-    let d = wait_for(&rx, "the writer's pid", |d| {
-        runtimes(d)[0]["pid"] == writer.id()
-    });
+    let completed = |d: &Value| {
+        runtimes(d)[0]["report"]["execution_stats"]["execution_summary"]["completed"]
+            .as_u64()
+            .unwrap()
+    };
+    // Until the run has completed some executions.
+    let mut sum = 0;
+    let t = Instant::now();
+    let d = loop {
+        assert!(t.elapsed() < Duration::from_secs(20), "no executions seen");
+        let d = next_doc(&rx);
+        sum += completed(&d);
+        if runtimes(&d)[0]["pid"] == run.id() && sum > 0 {
+            break d;
+        }
+    };
     assert_eq!(error_of(&d), "");
-    writer.kill().unwrap();
-    writer.wait().unwrap();
-    let d = wait_for(&rx, "the exit", |d| error_of(d).contains("has exited"));
-    assert!(error_of(&d).contains(&writer.id().to_string()));
+    assert_eq!(runtimes(&d)[0]["state"], "running");
+    assert_eq!(runtimes(&d)[0]["neuron_runtime_tag"], run.id().to_string());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let last = loop {
+        let d = next_doc(&rx);
+        sum += completed(&d);
+        if runtimes(&d)[0]["state"] == "exited" {
+            break d;
+        }
+    };
+    assert_eq!(error_of(&last), "");
     stop(mon);
+    // --once after the exit says what the stream said: the same pid, tag,
+    // state and no error, and its count from zero is the stream's sum.
+    let once = once(&[&p]);
+    for d in [&last, &once] {
+        let rt = &runtimes(d)[0];
+        assert_eq!(rt["pid"], run.id(), "{rt}");
+        assert_eq!(rt["neuron_runtime_tag"], run.id().to_string(), "{rt}");
+        assert_eq!(rt["state"], "exited", "{rt}");
+        assert_eq!(rt["error"], "", "{rt}");
+    }
+    assert_eq!(completed(&once), sum);
 }
 
 #[test]
@@ -672,10 +762,12 @@ fn a_config_file_selects_groups_and_runtimes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("period"));
 }
 
-/// `xunds top` in a real terminal (tmux), when tmux is installed: it shows
-/// the process's tab and its cores, and `q` ends it.
+/// `xunds top` in a real terminal (tmux), when tmux is installed: each
+/// view neuron-top has (title bar, core bars with their average, vCPU,
+/// memory summary, the tree expanded with `x`, FLOPS with `f`, the next tab
+/// with `d`), and `q` ends it.
 #[test]
-fn top_runs_in_a_terminal_and_shows_the_cores() {
+fn top_runs_in_a_terminal_and_shows_every_view() {
     let tmux = |args: &[&str]| std::process::Command::new("tmux").args(args).output();
     if tmux(&["-V"]).map(|o| !o.status.success()).unwrap_or(true) {
         eprintln!("tmux not installed: skipped");
@@ -706,15 +798,24 @@ fn top_runs_in_a_terminal_and_shows_the_cores() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let t = Instant::now();
-    let screen = loop {
-        let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
-        let s = String::from_utf8_lossy(&out.stdout).to_string();
-        if s.contains("nc2") || t.elapsed() > Duration::from_secs(10) {
-            break s;
+    let screen_with = |key: Option<&str>, want: &str| {
+        if let Some(k) = key {
+            let _ = tmux(&["send-keys", "-t", &session, k]);
         }
-        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        loop {
+            let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
+            let s = String::from_utf8_lossy(&out.stdout).to_string();
+            if s.contains(want) || t.elapsed() > Duration::from_secs(10) {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     };
+    let first = screen_with(None, "NC 2");
+    let tree = screen_with(Some("x"), "mlp-x");
+    let flops = screen_with(Some("f"), "NeuronCore FLOPS");
+    let tab = screen_with(Some("d"), ">");
     let _ = tmux(&["send-keys", "-t", &session, "q"]);
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session])
@@ -727,7 +828,254 @@ fn top_runs_in_a_terminal_and_shows_the_cores() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(screen.contains("monitor-test"), "{screen}");
-    assert!(screen.contains("nc0") && screen.contains("nc2"), "{screen}");
-    assert!(screen.contains("mlp-x"), "{screen}");
+    for want in [
+        "xunds top",
+        "NeuronCore Utilization",
+        "average",
+        "NC 0",
+        "NC 2",
+        "vCPU Utilization",
+        "Memory Usage Summary",
+        "Memory Usage Details",
+        ">all<",
+        "monitor-test",
+    ] {
+        assert!(first.contains(want), "{want:?} missing:\n{first}");
+    }
+    assert!(tree.contains("mlp-x"), "{tree}");
+    assert!(flops.contains("FLOPS"), "{flops}");
+    assert!(tab.contains("monitor-test<"), "{tab}");
+}
+
+// ---- the /metrics endpoint against hostile local clients ----
+
+/// A monitor serving /metrics (on a slab that does not exist: the
+/// endpoint is what is tested), with its descriptors limited to `nofile`
+/// when given; its address.
+fn serving_monitor(nofile: Option<u64>) -> (Child, String) {
+    use std::os::unix::process::CommandExt as _;
+    let mut cmd = xunds([
+        "monitor",
+        "--prometheus",
+        ":0",
+        "--quiet",
+        "--period",
+        "200ms",
+        "/nonexistent-xunds-endpoint-test.nds",
+    ]);
+    if let Some(n) = nofile {
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of
+        // the parent; the struct is on the child's stack.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = libc::rlimit {
+                    rlim_cur: n,
+                    rlim_max: n,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut mon = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(mon.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (mon, serving_addr(&line))
+}
+
+/// A scrape that must be answered within `limit`.
+fn scrape_within(addr: &str, limit: Duration) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("the listener is up");
+    s.set_read_timeout(Some(limit)).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)
+        .unwrap_or_else(|e| panic!("no answer within {limit:?}: {e}"));
+    assert!(resp.starts_with("HTTP/1.1 200 "), "{resp}");
+    assert!(resp.contains("instance_info{"), "{resp}");
+    resp
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Idle connections past the process's descriptor limit neither close the
+/// listener nor pile up: the oldest make room, and a scrape is answered
+/// (64 descriptors, 200 idle connections).
+#[test]
+fn idle_connections_past_the_descriptor_limit_stop_no_scrape() {
+    let (mut mon, addr) = serving_monitor(Some(64));
+    let idle: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..3 {
+        scrape_within(&addr, Duration::from_secs(10));
+    }
+    drop(idle);
+    assert!(mon.try_wait().unwrap().is_none(), "the monitor died");
+    stop(mon);
+    // Without a low limit the connections held are still bounded (64),
+    // whatever the clients open.
+    let (mon, addr) = serving_monitor(None);
+    let idle: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    scrape_within(&addr, Duration::from_secs(10));
+    let fds = open_fds(mon.id());
+    assert!(fds <= 64 + 16, "{fds} descriptors");
+    drop(idle);
+    stop(mon);
+}
+
+/// A client that pipelines requests and never reads its responses holds
+/// no one up: it gets one response and a closed connection.
+#[test]
+fn a_pipelining_client_that_never_reads_starves_no_one() {
+    let (mon, addr) = serving_monitor(None);
+    let mut greedy = std::net::TcpStream::connect(&addr).unwrap();
+    greedy.set_nonblocking(true).unwrap();
+    let many = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2000);
+    let _ = greedy.write(many.as_bytes());
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        scrape_within(&addr, Duration::from_secs(5));
+    }
+    drop(greedy);
+    stop(mon);
+}
+
+/// A request head that never ends is cut at the limit (8 KiB) with 431 and
+/// the connection closed, instead of being buffered without bound; a client
+/// that sends a byte now and then is closed after its time, and others are
+/// answered meanwhile.
+#[test]
+fn endless_and_slow_request_heads_are_cut() {
+    let (mon, addr) = serving_monitor(None);
+    let mut endless = std::net::TcpStream::connect(&addr).unwrap();
+    endless
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 256 << 20 {
+        match endless.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(_) => break,
+        }
+    }
+    assert!(sent < 256 << 20, "256 MiB of one header line taken");
+    let mut resp = Vec::new();
+    let _ = endless.read_to_end(&mut resp);
+    let resp = String::from_utf8_lossy(&resp);
+    assert!(
+        resp.is_empty() || resp.starts_with("HTTP/1.1 431 "),
+        "{resp}"
+    );
+    // The server's memory stayed small.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", mon.id())).unwrap();
+    let hwm_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap();
+    assert!(hwm_kb < 64 * 1024, "peak RSS {hwm_kb} kB");
+
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /metr").unwrap();
+    let t = Instant::now();
+    scrape_within(&addr, Duration::from_secs(5));
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    let waited = t.elapsed();
+    assert!(
+        waited < Duration::from_secs(15),
+        "a slow client held its connection {waited:?}"
+    );
+    stop(mon);
+}
+
+// ---- runtimes that come and go ----
+
+/// `--dir` reports only slabs a running process writes: junk under slab
+/// names, uncommitted files and dead runs' slabs are not runtimes, and
+/// nothing stays once they are gone.
+#[test]
+fn a_directory_scan_keeps_no_phantom_runtimes() {
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-phantom-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Junk under the names of live processes (init, this test) and of
+    // pids no process can have.
+    let pid_max: u32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut names: Vec<u32> = (0..300).map(|i| pid_max + i).collect();
+    names.extend([1, std::process::id()]);
+    for pid in &names {
+        let body = if pid % 2 == 0 {
+            vec![0u8; 256 * 1024]
+        } else {
+            b"junk".to_vec()
+        };
+        std::fs::write(dir.join(format!("xunds-{pid}.nds")), body).unwrap();
+    }
+    let d = dir.to_str().unwrap();
+    let mut mon = spawn_monitor(&["--period", "100ms", "--dir", d]);
+    let rx = lines(mon.stdout.take().unwrap());
+    for _ in 0..3 {
+        let doc = next_doc(&rx);
+        assert!(runtimes(&doc).is_empty(), "{doc}");
+    }
+    for pid in &names {
+        std::fs::remove_file(dir.join(format!("xunds-{pid}.nds"))).unwrap();
+    }
+    for _ in 0..3 {
+        assert!(runtimes(&next_doc(&rx)).is_empty());
+    }
+    stop(mon);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// More named slabs than the process may map at once (256) are all read:
+/// a watch maps its slab only for the moment of a read, so none reports
+/// "more than 256 guarded file mappings at once".
+#[test]
+fn more_slabs_than_mappings_at_once_are_all_read() {
+    let slab = TempSlab::new("monitor-many");
+    drop(populated(&slab));
+    let dir = std::env::temp_dir().join(format!("xunds-monitor-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copies: Vec<String> = (0..300)
+        .map(|i| {
+            let p = dir.join(format!("copy-{i}.nds"));
+            std::fs::copy(slab.path(), &p).unwrap();
+            p.to_str().unwrap().to_string()
+        })
+        .collect();
+    let args: Vec<&str> = copies.iter().map(String::as_str).collect();
+    let doc = once(&args);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(runtimes(&doc).len(), 300);
+    for r in runtimes(&doc) {
+        assert_eq!(r["error"], "", "{}", r["slab"]);
+        assert_eq!(
+            r["report"]["execution_stats"]["execution_summary"]["completed"],
+            42
+        );
+    }
 }

@@ -236,8 +236,8 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
     // A link to a slab: a link is not removed, nor is what it names.
     let link = exited();
     std::os::unix::fs::symlink(&other, &link).unwrap();
-    // A slab no one writes, named for a running process: a run reads its
-    // slab back after it lets the writer's lock go.
+    // A slab no one writes, named for a running process: a live process
+    // keeps the files named for it.
     std::fs::copy(&dead, &running).unwrap();
     std::fs::write(&junk, b"not a slab").unwrap();
     // A slab's size, not its header.
@@ -299,5 +299,70 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
     assert!(out.ends_with("1 removed, 4 kept\n"), "{out}");
     assert!(!live.exists() && junk.exists() && sized.exists() && other.exists());
     assert!(running.exists() && link.symlink_metadata().is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `xunds nds clean` holds a slab's lock while it checks and removes the
+/// file, but it is no writer: a run that starts on that path meanwhile
+/// waits the lock out and then writes a new file there. It was refused as
+/// "another writer (pid N)", N the clean process.
+#[test]
+fn a_run_that_starts_during_clean_waits_it_out() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = std::env::temp_dir().join(format!("xunds-clean-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let slab = dir.join(format!("xunds-{}.nds", gone.id()));
+    let made = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
+        .arg(&slab)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let ino = format!(":{}", std::fs::metadata(&slab).unwrap().ino());
+    let mut clean = Reaped(
+        xunds(["nds", "clean", "--hold-ms", "400", "--dir"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Once clean holds its lock on the file.
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .any(|l| {
+            l.split_whitespace()
+                .nth(5)
+                .is_some_and(|f| f.ends_with(&ino))
+        })
+    {
+        assert!(t0.elapsed() < Duration::from_secs(20), "clean never locked");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let run = xunds(["run", "--deterministic", "--executions", "50", "--slab"])
+        .arg(&slab)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut clean.stdout.take().unwrap(), &mut said).unwrap();
+    assert!(clean.wait().unwrap().success(), "{said}");
+    assert!(
+        said.contains(&format!("removed {}", slab.display())),
+        "{said}"
+    );
+    // What the path names now is the run's slab.
+    let reader = Reader::open(&slab).unwrap();
+    let completed: u64 = (0..4)
+        .map(|core| {
+            let c = Counter::nc(core, NcCounter::InferCompleted).unwrap();
+            reader.counter(c).unwrap()
+        })
+        .sum();
+    assert_eq!(completed, 50);
     std::fs::remove_dir_all(&dir).unwrap();
 }

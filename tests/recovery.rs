@@ -317,9 +317,9 @@ fn run_json_reports_resets_aborts_and_bad_items() {
 /// discards the slot: that execution completes aborted with its caller's
 /// cell unwritten (no word of the slot is trusted, the status pointer
 /// least of all) and its work item back in the pool; the one behind it
-/// completes once; the XU is healthy again and computes. The drain used to
-/// wait for a pop the ring refuses, so the XU stayed DRAINING and every
-/// schedule was held for good.
+/// completes once; the XU is healthy again and computes. A drain that
+/// waited for a pop the ring refuses would leave the XU DRAINING and hold
+/// every schedule for good.
 #[test]
 fn a_reset_discards_an_overwritten_slot() {
     for recover in [true, false] {

@@ -299,15 +299,37 @@ fn replay_within(
     file: &PathBuf,
     limit: std::time::Duration,
 ) -> (Option<i32>, String, std::time::Duration) {
+    let (code, out, _, took) = replay_within_err(file, limit);
+    (code, out, took)
+}
+
+/// [`replay_within`], with stderr: (exit code, stdout, stderr, how long it
+/// took).
+fn replay_within_err(
+    file: &PathBuf,
+    limit: std::time::Duration,
+) -> (Option<i32>, String, String, std::time::Duration) {
     use std::io::Read as _;
     let t0 = std::time::Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
         .arg("replay")
         .arg(file)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Both pipes drained on threads, so a chatty child cannot block.
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
     let code = loop {
         if let Some(st) = child.try_wait().unwrap() {
             break st.code();
@@ -319,9 +341,49 @@ fn replay_within(
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
-    let mut out = String::new();
-    let _ = child.stdout.take().unwrap().read_to_string(&mut out);
-    (code, out, t0.elapsed())
+    let took = t0.elapsed();
+    (code, out.join().unwrap(), err.join().unwrap(), took)
+}
+
+/// A trace is its header, its records and one end record, and nothing
+/// after: bytes after the end record (junk, or a second trace appended)
+/// are refused with exit 2, naming their offset. They were ignored, and
+/// `cat t t > tt; xunds replay tt` replayed "identical".
+#[test]
+fn bytes_after_the_end_record_are_refused() {
+    let (_, recorded) = det(31, "trailing-src.trace");
+    let body = std::fs::read(&recorded).unwrap();
+    let _ = std::fs::remove_file(&recorded);
+    let limit = std::time::Duration::from_secs(60);
+    for (name, tail) in [("twice", body.clone()), ("junk", b"x".to_vec())] {
+        let path = tmp(&format!("trailing-{name}.trace"));
+        let mut bytes = body.clone();
+        bytes.extend_from_slice(&tail);
+        std::fs::write(&path, &bytes).unwrap();
+        let (code, out, err, _) = replay_within_err(&path, limit);
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(code, Some(2), "{name}: {out}{err}");
+        assert!(err.contains("after the end record"), "{name}: {err}");
+        assert!(
+            err.contains(&format!("offset {}", body.len())),
+            "{name}: {err}"
+        );
+    }
+}
+
+/// A FIFO is refused at once (exit 2), as `xunds nds dump` refuses one:
+/// opening it for reading blocked until a writer came, for ever.
+#[test]
+fn a_fifo_is_refused_not_waited_on() {
+    let fifo = tmp("replay.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path for the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, out, err, _) = replay_within_err(&fifo, std::time::Duration::from_secs(20));
+    let _ = std::fs::remove_file(&fifo);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("not a regular file"), "{err}");
 }
 
 #[test]

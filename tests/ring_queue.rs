@@ -685,8 +685,8 @@ fn failed_signal_is_reported_and_loses_nothing<B: Backend>() {
         let o = slot_off((s.seq_num() % 2) as usize);
         // Poll the waiter's handle word with atomic loads of its own width
         // (`Producer::snapshot`): the waiter stores it atomically, and a
-        // plain byte copy of the slot here (the old `bytes()`, volatile on
-        // the mapped backend) raced with that store.
+        // plain byte copy of the slot here (volatile on the mapped backend)
+        // would race with that store.
         while p.snapshot()[o + 0x10..o + 0x14] == [0xFF; 4] {
             std::thread::sleep(Duration::from_micros(200));
         }

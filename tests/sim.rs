@@ -102,11 +102,7 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
     let dir = std::env::temp_dir();
     // The sim runs a case untraced; digested, it is the same run.
     let traced = |c: job::JobConfig| job::JobConfig { digest: true, ..c };
-    let mine = job::run(
-        &traced(small.job(dir.join("xunds-test-sim-replay.nds"))),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let mine = job::run(&traced(small.job()), &mut |_, _| {}).unwrap();
     assert_eq!(v["executions"].as_u64(), Some(mine.accepted));
     // The `xunds run --deterministic` form gives the same trace and the
     // same failure (an execution with an error).
@@ -121,22 +117,16 @@ fn a_failure_shrinks_and_its_replay_reproduces_it() {
         serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
     assert_eq!(v["trace_xxh3"].as_str(), mine.trace_xxh3.as_deref());
     assert!(v["completed_err"].as_u64().unwrap() > 0);
-    let again = job::run(
-        &traced(small.job(dir.join("xunds-test-sim-replay.nds"))),
-        &mut |_, _| {},
-    )
-    .unwrap();
-    let _ = std::fs::remove_file(dir.join("xunds-test-sim-replay.nds"));
+    let again = job::run(&traced(small.job()), &mut |_, _| {}).unwrap();
     assert_eq!(again.trace_xxh3, mine.trace_xxh3);
 }
 
-/// What a run's report says apart from wall time, the slab's path and the
-/// trace's own figures.
+/// What a run's report says apart from wall time and the trace's own
+/// figures.
 fn outcome(r: &JobReport) -> String {
     let mut r = r.clone();
     r.elapsed = std::time::Duration::ZERO;
     r.exec_per_sec = 0.0;
-    r.slab = std::path::PathBuf::new();
     r.trace_xxh3 = None;
     r.trace_lines = None;
     format!("{r:#?}")
@@ -148,26 +138,56 @@ fn outcome(r: &JobReport) -> String {
 /// completion order, for cases with every kind of fault.
 #[test]
 fn an_untraced_run_is_the_same_run() {
-    let dir = std::env::temp_dir();
     let mut faulted = 0;
     for seed in 1..=12 {
         let case = SimCase::derive(seed, 400);
         faulted += usize::from(!case.faults.rules.is_empty());
-        let slab = dir.join(format!(
-            "xunds-test-untraced-{}-{seed}.nds",
-            std::process::id()
-        ));
-        let bare = job::run(&case.job(slab.clone()), &mut |_, _| {}).unwrap();
+        let bare = job::run(&case.job(), &mut |_, _| {}).unwrap();
         let traced = job::JobConfig {
             digest: true,
-            ..case.job(slab.clone())
+            ..case.job()
         };
         let full = job::run(&traced, &mut |_, _| {}).unwrap();
-        let _ = std::fs::remove_file(&slab);
         assert_eq!(bare.trace_xxh3, None, "seed {seed}: no digest");
         assert!(full.trace_xxh3.is_some(), "seed {seed}");
         assert!(bare.virtual_ns.is_some_and(|v| v > 0));
         assert_eq!(outcome(&bare), outcome(&full), "seed {seed}");
     }
     assert!(faulted >= 6, "the seeds cover faulted cases ({faulted})");
+}
+
+/// A swarm interrupted by SIGINT or SIGTERM leaves no slab behind: each
+/// run's slab is a file with no name, so nothing needs removing however
+/// the process ends. Named `xunds-sim-<pid>-*.nds` files in /dev/shm were
+/// left by the runs in flight (nothing removes them later).
+#[test]
+fn an_interrupted_swarm_leaves_no_slab() {
+    let dirs = [std::path::PathBuf::from("/dev/shm"), std::env::temp_dir()];
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
+            .args(["sim", "--seeds", "1..100000", "--executions", "5000"])
+            .args(["--jobs", "2"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run xunds sim");
+        // Well into the swarm: runs in flight on both threads.
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        // SAFETY: a signal to the child this test spawned and has not reaped.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let st = child.wait().unwrap();
+        assert!(!st.success());
+        let prefix = format!("xunds-sim-{}-", child.id());
+        let left: Vec<_> = dirs
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect();
+        for p in &left {
+            let _ = std::fs::remove_file(p);
+        }
+        assert!(left.is_empty(), "signal {signal} left {left:?}");
+    }
 }

@@ -3,7 +3,8 @@
 //! with a non-blocking `poll` that reports progress; actors never spawn
 //! threads. Mailboxes are bounded rtrb rings (an in-crate SPSC under loom).
 //!
-//! This module owns the vocabulary every actor shares (STYLE.md practice 10):
+//! This module owns the vocabulary every actor shares, so that both runners
+//! can drive any actor the same way:
 //!
 //! - [`Actor`]: `poll(&mut self, cx) -> Progress`, a name, an idle-wait hook
 //!   ([`Idle`]) for the threaded runner and an optional timer

@@ -7,7 +7,7 @@
 //! API keeps each lane behind a `Mutex` (the runtime's `submit_work_lock`) and
 //! calls [`Lane::schedule`] on the caller's thread; [`ProducerActor`] calls
 //! the same method from its `poll`. `schedule` never blocks and walks the
-//! funnel in the seed's order, always:
+//! funnel in the ABI's order (docs/abi.md §1.10), always:
 //!
 //! 1. admit (`xu_health`): a degraded XU refuses with 101, one being reset
 //!    with `NRT_QUEUE_FULL` (retry later);
@@ -795,12 +795,15 @@ pub struct ProducerActor<H: Hal> {
     tap: HalTap,
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
     pacing: Option<Pacing>,
+    /// No execution is given out from then on ([`ProducerActor::until`]).
+    until: Option<crate::actors::Nanos>,
 }
 
 /// How long a back-off polls before it parks on the eventfd. Arming takes
 /// the waiter side of the ring's mark-completion lock, whose heavy fence
 /// (`membarrier`, an interrupt to every CPU running one of our threads)
-/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "2026-12-01, session 4"):
+/// cost 12-77 us per call on a 2-vCPU VM (docs/perf.md, "Measurements behind
+/// the design"):
 /// more than the whole back-off (half a ring of executions, about 20 us
 /// with the null model), once every 16-26 executions. Polling first and
 /// parking only after about the cost of parking is the classic
@@ -856,6 +859,7 @@ impl<H: Hal> ProducerActor<H> {
             finished: false,
             tap,
             pacing: None,
+            until: None,
         })
     }
 
@@ -863,6 +867,14 @@ impl<H: Hal> ProducerActor<H> {
     /// instead of as fast as the rings take them.
     pub fn paced(mut self, pacing: Pacing) -> Self {
         self.pacing = Some(pacing);
+        self
+    }
+
+    /// Give out no execution from time `t` on (runner time): the work ends
+    /// with the executions given out by then, which complete as usual
+    /// (`xunds run --duration`).
+    pub fn until(mut self, t: crate::actors::Nanos) -> Self {
+        self.until = Some(t);
         self
     }
 
@@ -1047,6 +1059,9 @@ impl<H: Hal> Actor for ProducerActor<H> {
         if self.finished {
             return Progress::Finished;
         }
+        if self.until.is_some_and(|t| cx.now() >= t) {
+            self.work.executions = self.work.executions.min(self.next);
+        }
         let mut made = false;
         for c in 0..self.backoff.len() {
             if let Some(b) = self.backoff[c] {
@@ -1150,14 +1165,16 @@ impl<H: Hal> Actor for ProducerActor<H> {
 
     fn next_deadline(&self) -> Option<crate::actors::Nanos> {
         // Open loop with executions left: the next arrival is due then even
-        // if no message comes. A saturated arrival (past the end of time) is
+        // if no message comes; so is the end of a run's time. A saturated arrival (past the end of time) is
         // no deadline, as for the worker's infinite timeout.
         if self.finished || self.next >= self.work.executions {
             return None;
         }
-        self.pacing
-            .as_ref()?
-            .next_arrival()
+        let arrival = self.pacing.as_ref().and_then(|p| p.next_arrival());
+        arrival
+            .into_iter()
+            .chain(self.until)
+            .min()
             .filter(|&d| d != crate::actors::Nanos::MAX)
     }
 }

@@ -438,10 +438,13 @@ impl<S: SlabMut> PublisherActor<S> {
             f |= Features::MULTICORE;
         }
         w.set_features(f);
+        // The tag in full in the ext record (256 bytes), cut to 31 bytes in
+        // the process-info record.
+        let tag = process_tag();
         let info = ProcessInfo {
             hash: 0,
             framework_type: 0,
-            tag: c_string("xunds"),
+            tag: c_string(&tag),
             framework_version: none,
             fal_version: none,
             runtime_version: RUNTIME_VERSION,
@@ -449,7 +452,7 @@ impl<S: SlabMut> PublisherActor<S> {
         let r1 = w.publish_process_info(&info);
         let ext = ProcessInfoExt {
             hash: 0,
-            tag: c_string("xunds: libnrt 2.31 XU queue and NDS datastore on a simulated device"),
+            tag: c_string(&tag),
         };
         let r2 = w.publish_process_info_ext(&ext);
         if let Err(e) = r1 {
@@ -566,4 +569,14 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
     fn idle(&self) -> Idle {
         Idle::Fd(self.wake.fd())
     }
+}
+
+/// The process's tag as the Neuron runtime publishes it (monitors select
+/// runtimes by it): `NEURON_PROCESS_TAG` when set, else the pid as a
+/// string.
+pub fn process_tag() -> String {
+    std::env::var("NEURON_PROCESS_TAG")
+        .ok()
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| std::process::id().to_string())
 }

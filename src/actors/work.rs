@@ -63,6 +63,26 @@ pub const NO_EXPECT: u32 = u32::MAX;
 
 /// A caller-owned buffer the worker copies an execution's outputs into
 /// before it publishes completion (read it after observing completion).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, OutputBuf, ScheduleOpts, System, SystemConfig};
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(1)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let out = Arc::new(OutputBuf::new(m.output_len()));
+/// assert_eq!(out.to_vec(), vec![0.0; m.output_len()]);
+/// let x = MlpSpec::EXAMPLE.example_input(2);
+/// let opts = ScheduleOpts { out: Some(out.clone()), ..ScheduleOpts::default() };
+/// let seq = sys.schedule(0, &m, &x, opts).unwrap();
+/// sys.wait(seq, Duration::from_secs(10)).unwrap();
+/// assert_eq!(out.to_vec(), m.reference(&x));
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Debug)]
 pub struct OutputBuf {
     vals: Box<[AtomicU32]>,
@@ -297,94 +317,34 @@ impl BadItem {
 
 }
 
-/// The fields of `tpb_execution_info_t` the worker decides on, with their
-/// trace labels (what [`item_field_name`] calls an access at their offset).
-/// The worker reads them in the runs of [`LOAD_RUNS`].
-const LOADED: [(usize, usize, &str); 7] = [
-    (work_item::off::TYPE, 4, "tpb_execution_info_t.type"),
-    (work_item::off::MOD_REF, 8, "tpb_execution_info_t.mod_ref"),
-    (
-        work_item::off::RESOURCES,
-        8,
-        "tpb_execution_info_t.resources",
-    ),
-    (
-        work_item::off::COMPUTE_IDX,
-        4,
-        "tpb_execution_info_t.compute_idx",
-    ),
-    (
-        work_item::off::SYNC_POINT_CPU_TIMESTAMP,
-        8,
-        "tpb_execution_info_t.sync_point_cpu_timestamp",
-    ),
-    (
-        work_item::off::SUBMISSION_TS,
-        8,
-        "tpb_execution_info_t.resp.ts_start.tv_sec",
-    ),
-    (
-        work_item::off::SUBMISSION_TS + 8,
-        8,
-        "tpb_execution_info_t.resp.ts_start.tv_nsec",
-    ),
+/// The fields of `tpb_execution_info_t` the worker decides on, `(offset,
+/// size)`. The worker reads them in the runs of [`LOAD_RUNS`].
+const LOADED: [(usize, usize); 7] = [
+    (work_item::off::TYPE, 4),
+    (work_item::off::MOD_REF, 8),
+    (work_item::off::RESOURCES, 8),
+    (work_item::off::COMPUTE_IDX, 4),
+    (work_item::off::SYNC_POINT_CPU_TIMESTAMP, 8),
+    (work_item::SUBMISSION_TS, 8),
+    (work_item::SUBMISSION_TS + 8, 8),
 ];
 
 /// The `infer_resp_t` fields the worker stores (the ones the producer does
 /// not: `ts_start`, `device_id`, `device_tpb_idx` are the schedule path's),
-/// by offset within `infer_resp_t`, with their trace labels. The worker
-/// writes them in the runs of [`STORE_RUNS`].
-const STORED: [(usize, usize, &str); 11] = [
-    (work_item::resp_off::STATUS, 4, "infer_resp_t.status"),
-    (work_item::resp_off::ERR_CLASS, 4, "infer_resp_t.err_class"),
-    (work_item::resp_off::NQ_ERRORS, 4, "infer_resp_t.nq_errors"),
-    (
-        work_item::resp_off::NQ_RECORDS,
-        4,
-        "infer_resp_t.nq_records",
-    ),
-    (work_item::resp_off::TS_END, 8, "infer_resp_t.ts_end.tv_sec"),
-    (
-        work_item::resp_off::TS_END + 8,
-        8,
-        "infer_resp_t.ts_end.tv_nsec",
-    ),
-    (
-        work_item::resp_off::DEVICE_START_NS,
-        8,
-        "infer_resp_t.device_start_ns",
-    ),
-    (
-        work_item::resp_off::DEVICE_END_NS,
-        8,
-        "infer_resp_t.device_end_ns",
-    ),
-    (work_item::resp_off::MAC_COUNT, 8, "infer_resp_t.mac_count"),
-    (
-        work_item::resp_off::CC_TIME_NS,
-        8,
-        "infer_resp_t.cc_time_ns",
-    ),
-    (
-        work_item::resp_off::NUM_OUTPUTS,
-        4,
-        "infer_resp_t.num_outputs",
-    ),
-];
-
-/// The `ts_start` stores of a response the worker writes whole (a bad item,
-/// whose own `ts_start` is not to be trusted).
-const STORED_TS_START: [(usize, usize, &str); 2] = [
-    (
-        work_item::resp_off::TS_START,
-        8,
-        "infer_resp_t.ts_start.tv_sec",
-    ),
-    (
-        work_item::resp_off::TS_START + 8,
-        8,
-        "infer_resp_t.ts_start.tv_nsec",
-    ),
+/// `(offset within infer_resp_t, size)`. The worker writes them in the runs
+/// of [`STORE_RUNS`].
+const STORED: [(usize, usize); 11] = [
+    (work_item::resp_off::STATUS, 4),
+    (work_item::resp_off::ERR_CLASS, 4),
+    (work_item::resp_off::NQ_ERRORS, 4),
+    (work_item::resp_off::NQ_RECORDS, 4),
+    (work_item::resp_off::TS_END, 8),
+    (work_item::resp_off::TS_END + 8, 8),
+    (work_item::resp_off::DEVICE_START_NS, 8),
+    (work_item::resp_off::DEVICE_END_NS, 8),
+    (work_item::resp_off::MAC_COUNT, 8),
+    (work_item::resp_off::CC_TIME_NS, 8),
+    (work_item::resp_off::NUM_OUTPUTS, 4),
 ];
 
 /// The byte ranges `[from, to)` of `tpb_execution_info_t` the worker reads,
@@ -394,8 +354,8 @@ const STORED_TS_START: [(usize, usize, &str); 2] = [
 pub const LOAD_RUNS: [(usize, usize); 2] = [
     (work_item::off::TYPE, work_item::off::RESP),
     (
-        work_item::off::SUBMISSION_TS,
-        work_item::off::SUBMISSION_TS + work_item::TIMESPEC_SIZE,
+        work_item::SUBMISSION_TS,
+        work_item::SUBMISSION_TS + work_item::TIMESPEC_SIZE,
     ),
 ];
 
@@ -413,11 +373,11 @@ pub const STORE_RUNS: [(usize, usize); 2] = [
 
 /// The bytes of `fields`, each of which must lie inside one of `runs`
 /// (a compile-time check: a field outside every run fails the build).
-const fn covered(fields: &[(usize, usize, &str)], runs: &[(usize, usize); 2]) -> usize {
+const fn covered(fields: &[(usize, usize)], runs: &[(usize, usize); 2]) -> usize {
     let mut total = 0;
     let mut i = 0;
     while i < fields.len() {
-        let (off, size, _) = fields[i];
+        let (off, size) = fields[i];
         let mut k = 0;
         let mut inside = false;
         while k < runs.len() {
@@ -443,24 +403,9 @@ const _: () = {
     assert!(covered(&LOADED, &LOAD_RUNS) + 8 == spanned(&LOAD_RUNS));
     assert!(covered(&STORED, &STORE_RUNS) == spanned(&STORE_RUNS));
     // `whole` writes one run from the first to the last: `ts_start` between.
-    assert!(STORE_RUNS[0].1 == STORED_TS_START[0].0);
-    assert!(STORE_RUNS[1].0 == STORED_TS_START[1].0 + 8);
+    assert!(STORE_RUNS[0].1 == work_item::resp_off::TS_START);
+    assert!(STORE_RUNS[1].0 == work_item::resp_off::TS_START + work_item::TIMESPEC_SIZE);
 };
-
-/// The trace label of byte `off` of a work-item region: the C name of the
-/// field a worker load or store there touches (module docs), or `None`.
-pub fn item_field_name(off: usize) -> Option<&'static str> {
-    let at = off % work_item::SIZE;
-    if let Some(f) = LOADED.iter().find(|f| f.0 == at) {
-        return Some(f.2);
-    }
-    let r = at.checked_sub(work_item::off::RESP)?;
-    STORED
-        .iter()
-        .chain(STORED_TS_START.iter())
-        .find(|f| f.0 == r)
-        .map(|f| f.2)
-}
 
 /// A core's work items: a HAL-mapped region of `n` 208-byte
 /// `tpb_execution_info_t` items in the ABI's layout (docs/abi.md §1.6), and
@@ -576,7 +521,7 @@ impl ItemPool {
     /// Load item `i` the way the worker does: the fields it decides on come
     /// in two HAL reads ([`LOAD_RUNS`]: `type` .. `sync_point_cpu_timestamp`
     /// and `ts_start`; each labelled in traces by its first field,
-    /// [`item_field_name`]), only the fields of `LOADED` are kept (the
+    /// [`work_item::field_name`]), only the fields of `LOADED` are kept (the
     /// padding between them is not looked at), the bytes are parsed through
     /// the wire view, and the decisions checked: a zeroed item, an unknown
     /// `type`, a `compute_idx` other than `core`. (`mod_ref` is checked
@@ -594,7 +539,7 @@ impl ItemPool {
                 .map_err(|_| BadItem::Unparsable)?;
         }
         let mut b = [0u8; work_item::SIZE];
-        for (off, size, _) in LOADED {
+        for (off, size) in LOADED {
             b[off..off + size].copy_from_slice(&raw[off..off + size]);
         }
         if b.iter().all(|&x| x == 0) {
@@ -1031,10 +976,10 @@ mod tests {
         assert_eq!(pool.load(&hal, 1, 2), Err(BadItem::Unparsable));
     }
 
-    /// The response the worker stores reads back as the same record, and
-    /// the trace labels name the C fields.
+    /// The response the worker stores reads back as the same record (the
+    /// trace labels of its fields: `wire::work_item`'s tests).
     #[test]
-    fn stored_response_reads_back_and_fields_are_named() {
+    fn stored_response_reads_back() {
         let mut hal = FakeHal::new();
         let pool = ItemPool::new(&mut hal, 0, 2).unwrap();
         let mut info = TpbExecutionInfo::execute(1, 0, 0);
@@ -1051,12 +996,6 @@ mod tests {
         };
         let bytes = pool.store_resp(&hal, 1, &resp, false).unwrap();
         assert_eq!(InferResp::parse(&bytes), Ok(resp));
-        assert_eq!(
-            item_field_name(208 + 8),
-            Some("tpb_execution_info_t.mod_ref")
-        );
-        assert_eq!(item_field_name(0x28 + 0x40), Some("infer_resp_t.mac_count"));
-        assert_eq!(item_field_name(0x1C), None);
     }
 
     #[test]

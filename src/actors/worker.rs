@@ -3,7 +3,7 @@
 //! It sleeps on its has-work eventfd when nothing is triggered (it never
 //! spins), peeks the slot at `exec_head`, harvests the NQ records of that
 //! execution with a deadline (submission time + the configured timeout, in
-//! the runner's time: virtual in deterministic runs), then, in the seed's
+//! the runner's time: virtual in deterministic runs), then, in the ABI's
 //! order: fills `infer_resp_t` in the work item (timings, status, device
 //! times, MACs) and copies/checks the outputs, fixes the status, reports the
 //! counter updates to the NDS publisher, returns the work item to the pool,
@@ -751,7 +751,7 @@ impl<H: Hal> WorkerActor<H> {
         }
     }
 
-    /// Everything after the harvest, in the seed's order.
+    /// Everything after the harvest, in the ABI's order (`fsm::worker`).
     fn complete(&mut self, outcome: Outcome, cx: &mut Cx<'_>) {
         let Some(mut cur) = self.cur.take() else {
             return;

@@ -2,21 +2,20 @@
 //!
 //! A core's request queue is a pair of rings of equal length, M2S (source)
 //! and S2M (destination). One copy is one M2S descriptor plus one S2M
-//! descriptor of equal length at the same slot of each ring.
+//! descriptor of equal length at the same slot of each ring, so one
+//! position serves both rings on each side.
 //!
-//! - [`RingProducer`] (host side) stamps each descriptor with the current
+//! - [`QueueProducer`] (host side) stamps each descriptor with the current
 //!   2-bit ring id, which starts at 1 and steps by 1 mod 4 each time the
-//!   producer index wraps to 0, and appends it through [`Hal::write_desc`].
-//! - [`QueueProducer`] pairs the two rings, knows the free space from the
-//!   device's head registers, and rings the doorbell: the S2M tail increment
-//!   first, then the M2S one.
-//! - [`RingConsumer`] (device side) reads the slot at its head and treats a
-//!   descriptor with the wrong ring id as not yet written.
-//! - [`DmaEngine`] is the device's copy engine for one queue: it consumes
-//!   pairs below the published tails, validates them (decode, equal lengths,
-//!   both addresses inside device memory, register targets) and performs the
-//!   copy. A corrupt pair is a sticky [`DmaFault`], never a panic and never a
-//!   wild access.
+//!   producer index wraps to 0, appends it through [`Hal::write_desc`],
+//!   knows the free space from the device's head registers, and rings the
+//!   doorbell: the S2M tail increment first, then the M2S one.
+//! - [`DmaEngine`] is the device's copy engine for one queue: it reads the
+//!   pair at its head below the published tails (a descriptor with the
+//!   wrong ring id is not yet written), validates it (decode, equal
+//!   lengths, both addresses inside device memory, register targets) and
+//!   performs the copy. A corrupt pair is a sticky [`DmaFault`], never a
+//!   panic and never a wild access.
 //!
 //! Cursor ownership (one writer each):
 //!
@@ -26,18 +25,17 @@
 //! | `M2S_TAIL_INC`, `S2M_TAIL_INC` | host (doorbell) | device | `tail_inc`: fetch_add release | load acquire |
 //! | `M2S_HEAD`, `S2M_HEAD` | device | host | store release | load acquire |
 
-use crate::hal::{Hal, HalError, Ordering, RegionHandle};
+use crate::hal::{Dir, Hal, HalError, Ordering, RegionHandle};
 use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
 use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
 
-/// One side's position in a descriptor ring: the slot it is at, the ring id
-/// that slot carries on this lap (1 on the first, stepping by 1 mod 4 at
-/// each wrap; docs/abi.md §1.11) and how many descriptors it has passed
-/// (wrapping).
+/// One side's position in a core's descriptor rings: the slot it is at,
+/// the ring id that slot carries on this lap (1 on the first, stepping by 1
+/// mod 4 at each wrap; docs/abi.md §1.11) and how many descriptors it has
+/// passed in each ring (wrapping).
 #[derive(Clone, Copy, Debug)]
 struct Lap {
-    ring: RegionHandle,
     len: u32,
     index: u32,
     ring_id: u8,
@@ -45,9 +43,8 @@ struct Lap {
 }
 
 impl Lap {
-    fn new(ring: RegionHandle, len: u32) -> Lap {
+    fn new(len: u32) -> Lap {
         Lap {
-            ring,
             len,
             index: 0,
             ring_id: udma::FIRST_RING_ID,
@@ -66,51 +63,6 @@ impl Lap {
     }
 }
 
-/// The producer half of one ring.
-#[derive(Clone, Copy, Debug)]
-pub struct RingProducer {
-    lap: Lap,
-}
-
-impl RingProducer {
-    /// A fresh producer on `ring` of `len` slots (ring id 1, index 0).
-    pub fn new(ring: RegionHandle, len: u32) -> RingProducer {
-        RingProducer {
-            lap: Lap::new(ring, len),
-        }
-    }
-
-    /// The ring id the next descriptor gets.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn ring_id(&self) -> u8 {
-        self.lap.ring_id
-    }
-
-    /// The slot the next descriptor goes to.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn index(&self) -> u32 {
-        self.lap.index
-    }
-
-    /// Descriptors appended so far (wrapping).
-    pub fn written(&self) -> u32 {
-        self.lap.count
-    }
-
-    /// Encode with the current ring id (the closure receives it), write it,
-    /// and advance; on wrap the ring id steps mod 4.
-    pub fn append<H: Hal + ?Sized>(
-        &mut self,
-        hal: &H,
-        encode: impl FnOnce(u8) -> Result<[u8; udma::SIZE], UdmaError>,
-    ) -> Result<(), DmaError> {
-        let bytes = encode(self.lap.ring_id).map_err(DmaError::Encode)?;
-        hal.write_desc(self.lap.ring, self.lap.index, &bytes)?;
-        self.lap.advance();
-        Ok(())
-    }
-}
-
 error_enum! {
     /// A host-side error while appending.
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,10 +77,10 @@ error_enum! {
 /// The host side of one core's request queue: both rings and the doorbell.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueProducer {
-    m2s: RingProducer,
-    s2m: RingProducer,
+    m2s: RegionHandle,
+    s2m: RegionHandle,
     regs: RegionHandle,
-    len: u32,
+    lap: Lap,
 }
 
 impl QueueProducer {
@@ -137,11 +89,17 @@ impl QueueProducer {
     pub fn new(map: &MemMap, core: u8) -> Result<QueueProducer, UnitError> {
         let (m2s, s2m) = map.desc_rings_of(core)?;
         Ok(QueueProducer {
-            m2s: RingProducer::new(m2s, map.config.ring_len),
-            s2m: RingProducer::new(s2m, map.config.ring_len),
+            m2s,
+            s2m,
             regs: map.regs_of(core)?,
-            len: map.config.ring_len,
+            lap: Lap::new(map.config.ring_len),
         })
+    }
+
+    /// Descriptor pairs appended so far (wrapping).
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn written(&self) -> u32 {
+        self.lap.count
     }
 
     /// Free slots (same in both rings): ring length minus descriptors
@@ -153,16 +111,13 @@ impl QueueProducer {
         // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
-        let used = self
-            .m2s
-            .written()
-            .wrapping_sub(m2s_head)
-            .max(self.s2m.written().wrapping_sub(s2m_head));
-        Ok(self.len.saturating_sub(used))
+        let used = (self.lap.count.wrapping_sub(m2s_head)).max(self.lap.count.wrapping_sub(s2m_head));
+        Ok(self.lap.len.saturating_sub(used))
     }
 
     /// Append one copy: an M2S descriptor reading `len` bytes at `src` and an
-    /// S2M descriptor writing them at `dst`, both FIRST|LAST.
+    /// S2M descriptor writing them at `dst`, both FIRST|LAST, each stamped
+    /// with the current ring id.
     pub fn push_copy<H: Hal + ?Sized>(
         &mut self,
         hal: &H,
@@ -170,10 +125,13 @@ impl QueueProducer {
         src: u64,
         dst: u64,
     ) -> Result<(), DmaError> {
-        self.m2s
-            .append(hal, |id| M2sDesc::copy(len, id, src).encode())?;
-        self.s2m
-            .append(hal, |id| S2mDesc::copy(len, id, dst).encode())
+        let (id, i) = (self.lap.ring_id, self.lap.index);
+        let m = M2sDesc::copy(len, id, src).encode().map_err(DmaError::Encode)?;
+        hal.write_desc(self.m2s, i, &m)?;
+        let s = S2mDesc::copy(len, id, dst).encode().map_err(DmaError::Encode)?;
+        hal.write_desc(self.s2m, i, &s)?;
+        self.lap.advance();
+        Ok(())
     }
 
     /// Ring the doorbell for `n` appended pairs: add `n` to the S2M tail
@@ -182,76 +140,6 @@ impl QueueProducer {
         hal.tail_inc(self.regs, reg::S2M_TAIL_INC, n)?;
         hal.tail_inc(self.regs, reg::M2S_TAIL_INC, n)?;
         Ok(())
-    }
-
-    /// The M2S ring's producer (for inspection).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn m2s(&self) -> &RingProducer {
-        &self.m2s
-    }
-
-    /// The S2M ring's producer (for inspection).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn s2m(&self) -> &RingProducer {
-        &self.s2m
-    }
-}
-
-/// What the consumer found at its head.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Peek {
-    /// A descriptor stamped with the expected ring id.
-    Ready([u8; udma::SIZE]),
-    /// The ring id is not the expected one: not yet written (this lap).
-    NotYetWritten {
-        /// The ring id found.
-        found: u8,
-        /// The ring id expected.
-        expected: u8,
-    },
-}
-
-/// The consumer half of one ring.
-#[derive(Clone, Copy, Debug)]
-pub struct RingConsumer {
-    lap: Lap,
-}
-
-impl RingConsumer {
-    /// A fresh consumer (expects ring id 1 at slot 0).
-    pub fn new(ring: RegionHandle, len: u32) -> RingConsumer {
-        RingConsumer {
-            lap: Lap::new(ring, len),
-        }
-    }
-
-    /// Read the slot at the head; a wrong ring id is "not yet written".
-    pub fn peek<H: Hal + ?Sized>(&self, hal: &H) -> Result<Peek, HalError> {
-        let d = hal.read_desc(self.lap.ring, self.lap.index)?;
-        let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
-        if found == self.lap.ring_id {
-            Ok(Peek::Ready(d))
-        } else {
-            Ok(Peek::NotYetWritten {
-                found,
-                expected: self.lap.ring_id,
-            })
-        }
-    }
-
-    /// Move past the head slot.
-    pub fn advance(&mut self) {
-        self.lap.advance()
-    }
-
-    /// Descriptors consumed so far (wrapping).
-    pub fn consumed(&self) -> u32 {
-        self.lap.count
-    }
-
-    /// The slot of the head.
-    pub fn index(&self) -> u32 {
-        self.lap.index
     }
 }
 
@@ -264,7 +152,7 @@ error_enum! {
         /// grace period.
         RingIdMismatch {
             /// Which ring.
-            dir: crate::hal::Dir,
+            dir: Dir,
             /// Slot.
             index: u32,
             /// Ring id found.
@@ -278,7 +166,7 @@ error_enum! {
         /// A descriptor did not decode.
         Undecodable {
             /// Which ring.
-            dir: crate::hal::Dir,
+            dir: Dir,
             /// Slot.
             index: u32,
             /// The decoder's error.
@@ -296,7 +184,7 @@ error_enum! {
         /// A source or destination outside device memory (refused, not followed).
         AddressOutOfRange {
             /// Which ring's address.
-            dir: crate::hal::Dir,
+            dir: Dir,
             /// The range.
             bad: BadPa,
         } => ("{}: {bad}", dir.name()),
@@ -305,7 +193,7 @@ error_enum! {
         /// source.
         BadRegisterAccess {
             /// Which ring's address.
-            dir: crate::hal::Dir,
+            dir: Dir,
             /// The physical address.
             pa: u64,
             /// The length.
@@ -346,17 +234,15 @@ impl DmaFault {
 /// What one [`DmaEngine::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DmaStep {
-    /// Nothing published beyond the head.
-    Idle,
     /// A published descriptor is not written yet (wrong ring id); waiting.
     Waiting,
-    /// One pair copied; `published` is true when it wrote `SEQ_TAIL_INC`
-    /// (a request is now published to the sequencer).
+    /// One pair copied; `published` is the sequencer's request tail after
+    /// the copy when it added to `SEQ_TAIL_INC` (a request is published).
     Copied {
         /// Bytes moved.
         len: u32,
-        /// The copy bumped the sequencer's request tail.
-        published: bool,
+        /// The new `SEQ_TAIL_INC` total, when the copy added to it.
+        published: Option<u32>,
     },
     /// The queue faulted (now, or earlier).
     Faulted(DmaFault),
@@ -368,11 +254,19 @@ pub const fn copy_cycles(len: u32) -> u64 {
 }
 
 /// The device's copy engine for one core's request queue.
+///
+/// A poll reads the tails once ([`DmaEngine::published`]), performs that
+/// many pairs ([`DmaEngine::step`]) and hands their slots back once
+/// ([`DmaEngine::release`]: the head registers).
 #[derive(Clone, Debug)]
 pub struct DmaEngine {
     core: u8,
-    m2s: RingConsumer,
-    s2m: RingConsumer,
+    m2s: RegionHandle,
+    s2m: RegionHandle,
+    regs: RegionHandle,
+    lap: Lap,
+    /// Pairs the head registers show consumed.
+    released: u32,
     fault: Option<DmaFault>,
     stalled_since: Option<u64>,
     buf: Vec<u8>,
@@ -385,8 +279,11 @@ impl DmaEngine {
         let (m2s, s2m) = map.desc_rings_of(core)?;
         Ok(DmaEngine {
             core,
-            m2s: RingConsumer::new(m2s, map.config.ring_len),
-            s2m: RingConsumer::new(s2m, map.config.ring_len),
+            m2s,
+            s2m,
+            regs: map.regs_of(core)?,
+            lap: Lap::new(map.config.ring_len),
+            released: 0,
             fault: None,
             stalled_since: None,
             buf: Vec::new(),
@@ -399,154 +296,115 @@ impl DmaEngine {
         self.fault
     }
 
-    /// Pairs consumed so far.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn consumed(&self) -> u32 {
-        self.m2s.consumed()
-    }
-
-    fn fail<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, f: DmaFault) -> DmaStep {
+    fn fail<H: Hal + ?Sized>(&mut self, hal: &H, f: DmaFault) -> DmaFault {
         self.fault = Some(f);
-        let _ = hal.store_u32(
-            map.regs[usize::from(self.core)],
-            reg::DMA_FAULT,
-            f.code(),
-            Ordering::Relaxed,
-        );
-        DmaStep::Faulted(f)
+        let _ = hal.store_u32(self.regs, reg::DMA_FAULT, f.code(), Ordering::Relaxed);
+        f
     }
 
-    /// A published slot still carries the wrong ring id: wait, up to the
-    /// grace period, then fault.
-    fn stall<H: Hal + ?Sized>(
-        &mut self,
-        hal: &H,
-        map: &MemMap,
-        now: u64,
-        dir: crate::hal::Dir,
-        found: u8,
-        expected: u8,
-    ) -> DmaStep {
-        let since = *self.stalled_since.get_or_insert(now);
-        if now.saturating_sub(since) >= map.config.ring_id_grace_ns {
-            let index = self.m2s.index();
-            return self.fail(
-                hal,
-                map,
-                DmaFault::RingIdMismatch {
-                    dir,
-                    index,
-                    found,
-                    expected,
-                },
-            );
-        }
-        DmaStep::Waiting
-    }
-
-    /// Consume and perform at most one published pair. `now` (host
-    /// nanoseconds) only bounds how long a wrong ring id below the tail is
-    /// tolerated ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
-    pub fn step<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, now: u64) -> DmaStep {
+    /// Pairs published past the head (from the tail registers), or the
+    /// sticky fault.
+    pub fn published<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<u32, DmaFault> {
         if let Some(f) = self.fault {
-            return DmaStep::Faulted(f);
+            return Err(f);
         }
-        let regs = map.regs[usize::from(self.core)];
+        let (regs, lap) = (self.regs, self.lap);
         // Ordering: Acquire pairs with the host's Release fetch_add in
         // `Hal::tail_inc` (the doorbell, `QueueProducer::doorbell`): every
         // descriptor appended before it is visible (docs/abi.md §1.10 "device
         // publish boundary"; docs/abi.md §1.11, tail increment).
-        let tails = (
-            hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire),
-            hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire),
-        );
-        let (Ok(m2s_tail), Ok(s2m_tail)) = tails else {
-            return self.fail(hal, map, DmaFault::Hal);
+        let m2s = hal.load_u32(regs, reg::M2S_TAIL_INC, Ordering::Acquire);
+        let s2m = hal.load_u32(regs, reg::S2M_TAIL_INC, Ordering::Acquire);
+        let (Ok(m2s), Ok(s2m)) = (m2s, s2m) else {
+            return Err(self.fail(hal, DmaFault::Hal));
         };
-        let avail = m2s_tail
-            .wrapping_sub(self.m2s.consumed())
-            .min(s2m_tail.wrapping_sub(self.s2m.consumed()));
-        if avail == 0 {
-            return DmaStep::Idle;
-        }
-        if avail > map.config.ring_len {
+        let avail = m2s.wrapping_sub(lap.count).min(s2m.wrapping_sub(lap.count));
+        if avail > lap.len {
             // Sticky, as every fault here: the tails only grow, so the
             // queue could never move again anyway.
             let f = DmaFault::TailOverrun {
                 published: avail,
-                ring_len: map.config.ring_len,
+                ring_len: lap.len,
             };
-            return self.fail(hal, map, f);
+            return Err(self.fail(hal, f));
         }
-        let index = self.m2s.index();
-        let (pm, ps) = match (self.m2s.peek(hal), self.s2m.peek(hal)) {
-            (Ok(a), Ok(b)) => (a, b),
-            _ => return self.fail(hal, map, DmaFault::Hal),
-        };
-        let (m2s_bytes, s2m_bytes) = match (pm, ps) {
-            (Peek::Ready(a), Peek::Ready(b)) => (a, b),
-            (Peek::NotYetWritten { found, expected }, _) => {
-                return self.stall(hal, map, now, crate::hal::Dir::M2s, found, expected)
-            }
-            (_, Peek::NotYetWritten { found, expected }) => {
-                return self.stall(hal, map, now, crate::hal::Dir::S2m, found, expected)
-            }
-        };
-        self.stalled_since = None;
-        let m = match M2sDesc::decode(&m2s_bytes) {
-            Ok(m) => m,
-            Err(err) => {
-                let f = DmaFault::Undecodable {
-                    dir: crate::hal::Dir::M2s,
-                    index,
-                    err,
-                };
-                return self.fail(hal, map, f);
-            }
-        };
-        let s = match S2mDesc::decode(&s2m_bytes) {
-            Ok(s) => s,
-            Err(err) => {
-                let f = DmaFault::Undecodable {
-                    dir: crate::hal::Dir::S2m,
-                    index,
-                    err,
-                };
-                return self.fail(hal, map, f);
-            }
-        };
-        if m.ctrl.len != s.ctrl.len {
-            let f = DmaFault::LengthMismatch {
-                index,
-                m2s: m.ctrl.len,
-                s2m: s.ctrl.len,
-            };
-            return self.fail(hal, map, f);
+        Ok(avail)
+    }
+
+    /// Hand the consumed slots back: store the head registers, if pairs
+    /// were consumed since the last release.
+    pub fn release<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<(), DmaFault> {
+        let count = self.lap.count;
+        if count == self.released {
+            return Ok(());
         }
-        let len = m.ctrl.len;
-        match self.copy(hal, map, m.src, s.dst, len) {
-            Ok(published) => {
-                self.m2s.advance();
-                self.s2m.advance();
-                // Ordering: Release pairs with the host's Acquire loads in
-                // `QueueProducer::free`: the slots are read, reuse is safe
-                // (docs/abi.md §1.11).
-                let ok = hal
-                    .store_u32(regs, reg::M2S_HEAD, self.m2s.consumed(), Ordering::Release)
-                    .and_then(|()| {
-                        hal.store_u32(regs, reg::S2M_HEAD, self.s2m.consumed(), Ordering::Release)
-                    });
-                if ok.is_err() {
-                    return self.fail(hal, map, DmaFault::Hal);
-                }
-                DmaStep::Copied { len, published }
-            }
-            Err(f) => self.fail(hal, map, f),
+        self.released = count;
+        // Ordering: Release pairs with the host's Acquire loads in
+        // `QueueProducer::free`: the slots are read, reuse is safe
+        // (docs/abi.md §1.11).
+        let regs = self.regs;
+        let stored = hal
+            .store_u32(regs, reg::M2S_HEAD, count, Ordering::Release)
+            .and_then(|()| hal.store_u32(regs, reg::S2M_HEAD, count, Ordering::Release));
+        stored.map_err(|_| self.fail(hal, DmaFault::Hal))
+    }
+
+    /// Consume and perform the pair at the head, one of those
+    /// [`DmaEngine::published`] counted. `now` (host nanoseconds) only
+    /// bounds how long a wrong ring id below the tail is tolerated
+    /// ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
+    pub fn step<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, now: u64) -> DmaStep {
+        if let Some(f) = self.fault {
+            return DmaStep::Faulted(f);
+        }
+        match self.pair(hal, map, now) {
+            Ok(step) => step,
+            Err(f) => DmaStep::Faulted(self.fail(hal, f)),
         }
     }
 
-    /// Validate both ends and move the bytes. Returns whether the copy wrote
-    /// the sequencer's request tail.
+    fn pair<H: Hal + ?Sized>(
+        &mut self,
+        hal: &H,
+        map: &MemMap,
+        now: u64,
+    ) -> Result<DmaStep, DmaFault> {
+        let (index, ring_id) = (self.lap.index, self.lap.ring_id);
+        let m = hal.read_desc(self.m2s, index).map_err(|_| DmaFault::Hal)?;
+        let s = hal.read_desc(self.s2m, index).map_err(|_| DmaFault::Hal)?;
+        for (d, dir) in [(&m, Dir::M2s), (&s, Dir::S2m)] {
+            let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
+            if found != ring_id {
+                // Not written yet: wait, up to the grace period, then fault.
+                let since = *self.stalled_since.get_or_insert(now);
+                if now.saturating_sub(since) < map.config.ring_id_grace_ns {
+                    return Ok(DmaStep::Waiting);
+                }
+                let expected = ring_id;
+                return Err(DmaFault::RingIdMismatch {
+                    dir,
+                    index,
+                    found,
+                    expected,
+                });
+            }
+        }
+        self.stalled_since = None;
+        let undecodable = |dir| move |err| DmaFault::Undecodable { dir, index, err };
+        let m = M2sDesc::decode(&m).map_err(undecodable(Dir::M2s))?;
+        let s = S2mDesc::decode(&s).map_err(undecodable(Dir::S2m))?;
+        let len = m.ctrl.len;
+        if len != s.ctrl.len {
+            let s2m = s.ctrl.len;
+            return Err(DmaFault::LengthMismatch { index, m2s: len, s2m });
+        }
+        let published = self.copy(hal, map, m.src, s.dst, len)?;
+        self.lap.advance();
+        Ok(DmaStep::Copied { len, published })
+    }
+
+    /// Validate both ends and move the bytes. Returns the sequencer's new
+    /// request tail when the copy added to this core's.
     fn copy<H: Hal + ?Sized>(
         &mut self,
         hal: &H,
@@ -554,71 +412,55 @@ impl DmaEngine {
         src: u64,
         dst: u64,
         len: u32,
-    ) -> Result<bool, DmaFault> {
-        use crate::hal::Dir;
+    ) -> Result<Option<u32>, DmaFault> {
         let n = u64::from(len);
-        let from = map
-            .translate(src, n)
-            .map_err(|bad| DmaFault::AddressOutOfRange { dir: Dir::M2s, bad })?;
-        let to = map
-            .translate(dst, n)
-            .map_err(|bad| DmaFault::AddressOutOfRange { dir: Dir::S2m, bad })?;
-        // Resolve the source to a region and offset (registers are not a source).
-        let (src_region, src_off) = match from {
-            Window::Dram { off } => (map.dram, off),
-            Window::Dmem { core, off } => (map.dmem[usize::from(core)], off),
-            Window::Regs { .. } => {
-                return Err(DmaFault::BadRegisterAccess {
-                    dir: Dir::M2s,
-                    pa: src,
-                    len,
-                })
+        let bad = |dir| move |bad| DmaFault::AddressOutOfRange { dir, bad };
+        let from = map.translate(src, n).map_err(bad(Dir::M2s))?;
+        let to = map.translate(dst, n).map_err(bad(Dir::S2m))?;
+        let refused = |dir, pa| DmaFault::BadRegisterAccess { dir, pa, len };
+        // Registers are not a source.
+        let (region, off) = map.region_of(from).ok_or(refused(Dir::M2s, src))?;
+        // Small copies (the trigger pairs) go through the stack.
+        let mut small = [0u8; 64];
+        let buf = match small.get_mut(..len as usize) {
+            Some(b) => b,
+            None => {
+                self.buf.resize(len as usize, 0);
+                &mut self.buf[..]
             }
         };
-        self.buf.resize(len as usize, 0);
-        hal.copy_out(src_region, src_off as usize, &mut self.buf)
-            .map_err(|_| DmaFault::Hal)?;
-        match to {
-            Window::Dram { off } => {
-                hal.copy_in(map.dram, off as usize, &self.buf)
-                    .map_err(|_| DmaFault::Hal)?;
-                Ok(false)
+        hal.copy_out(region, off, buf).map_err(|_| DmaFault::Hal)?;
+        let (core, off) = match to {
+            Window::Regs { core, off } => (core, off as usize),
+            to => {
+                let (region, off) = map.region_of(to).ok_or(DmaFault::Hal)?;
+                hal.copy_in(region, off, buf).map_err(|_| DmaFault::Hal)?;
+                return Ok(None);
             }
-            Window::Dmem { core, off } => {
-                hal.copy_in(map.dmem[usize::from(core)], off as usize, &self.buf)
-                    .map_err(|_| DmaFault::Hal)?;
-                Ok(false)
+        };
+        let v = match *buf {
+            [a, b, c, d] if off == reg::SEQ_TAIL_INC || off == reg::SEQ_EVENT => {
+                u32::from_le_bytes([a, b, c, d])
             }
-            Window::Regs { core, off } => {
-                let off = off as usize;
-                let regs = map.regs[usize::from(core)];
-                let writable = len == 4 && (off == reg::SEQ_TAIL_INC || off == reg::SEQ_EVENT);
-                if !writable {
-                    return Err(DmaFault::BadRegisterAccess {
-                        dir: Dir::S2m,
-                        pa: dst,
-                        len,
-                    });
-                }
-                let v = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-                if off == reg::SEQ_TAIL_INC {
-                    // A tail-increment register adds what is written to it.
-                    // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_TAIL_INC in `Sequencer::execute`: the request
-                    // body copied into DMEM by the earlier pair is visible
-                    // (docs/abi.md §1.10: the tail-inc pair is the publish).
-                    hal.fetch_add_u32(regs, off, v, Ordering::Release)
-                        .map_err(|_| DmaFault::Hal)?;
-                    Ok(true)
-                } else {
-                    // Ordering: Release pairs with the sequencer's Acquire
-                    // load of SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.10:
-                    // the evt-poke pair, "new config is ready").
-                    hal.store_u32(regs, off, v, Ordering::Release)
-                        .map_err(|_| DmaFault::Hal)?;
-                    Ok(false)
-                }
-            }
+            _ => return Err(refused(Dir::S2m, dst)),
+        };
+        let regs = map.regs[usize::from(core)];
+        if off == reg::SEQ_TAIL_INC {
+            // A tail-increment register adds what is written to it.
+            // Ordering: Release pairs with the sequencer's Acquire of the
+            // new total (docs/abi.md §1.10: the tail-inc pair is the
+            // publish; the request body copied into DMEM by the earlier
+            // pair is visible). This core's sequencer runs on this thread
+            // and takes the total from the add.
+            let old = hal.fetch_add_u32(regs, off, v, Ordering::Release);
+            let old = old.map_err(|_| DmaFault::Hal)?;
+            return Ok((core == self.core).then_some(old.wrapping_add(v)));
         }
+        // Ordering: Release pairs with the sequencer's Acquire load of
+        // SEQ_EVENT in `Sequencer::execute` (docs/abi.md §1.10: the
+        // evt-poke pair, "new config is ready").
+        hal.store_u32(regs, off, v, Ordering::Release)
+            .map_err(|_| DmaFault::Hal)?;
+        Ok(None)
     }
 }

@@ -13,6 +13,17 @@
 //! blocks are straight-line (no branch instruction) and every request has
 //! step, cycle and work budgets ([`Limits`]).
 //!
+//! A block is decoded once, not at every issue: the executor keeps each
+//! block it has run, decoded up to its `END` (or `RAISE`), with the words it
+//! was decoded from. Each execution reads those words again in one range
+//! and compares them, so a block rewritten since (a model loaded at the same
+//! address, a host or DMA write) is decoded again; a block an engine writes
+//! into during the execution goes back to word-by-word fetch from the
+//! instruction after the write. Past the decoded prefix (an undecodable or
+//! unreadable word, a block longer than 4,096 instructions) each
+//! instruction is fetched and decoded at issue, so every fault is the one
+//! fetch-at-issue gives, at the same instruction.
+//!
 //! Device memory is reached only through [`DeviceMemory`] (the HAL
 //! implements it over mapped device DRAM; `VecMemory`, built with the
 //! `testkit` feature, is a heap-backed one for tests).
@@ -22,7 +33,7 @@ use core::fmt;
 #[cfg(any(test, feature = "testkit"))]
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::isa::{self, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
+use super::isa::{self, ActFn, BinOp, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
 use crate::fsm;
 pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 use crate::wire::nq::ErrorClass;
@@ -31,34 +42,28 @@ use crate::wire::nq::ErrorClass;
 /// over mapped device DRAM and by `VecMemory` (`testkit`). `pa` is 4-byte aligned
 /// when the engines call it.
 pub trait DeviceMemory {
-    /// Read the little-endian word at `pa`.
-    fn read_u32(&self, pa: u64) -> Result<u32, MemFault>;
-    /// Write the little-endian word `v` at `pa`.
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault>;
     /// Read `out.len()` consecutive words from `pa`. On a fault, which
     /// words of `out` were filled is unspecified, and the fault names the
-    /// first refused word. The default is one [`read_u32`](Self::read_u32)
-    /// per word; a memory that can check a range once overrides it.
-    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        for (i, w) in out.iter_mut().enumerate() {
-            *w = self.read_u32(pa + 4 * i as u64)?;
-        }
-        Ok(())
-    }
+    /// first refused word.
+    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault>;
     /// Write `vals` as consecutive words from `pa`: the words before the
-    /// first refused one are written, none after (the default, one
-    /// [`write_u32`](Self::write_u32) per word, does exactly that).
-    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        for (i, &v) in vals.iter().enumerate() {
-            self.write_u32(pa + 4 * i as u64, v)?;
-        }
-        Ok(())
+    /// first refused one are written, none after.
+    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault>;
+    /// Read the little-endian word at `pa`.
+    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
+        let mut w = [0];
+        self.read_u32s(pa, &mut w).map(|()| w[0])
     }
-    /// Fail as [`read_u32`](Self::read_u32) at `pa` would, without the
-    /// read where the memory can tell (an operand's first and last words
-    /// are probed before any work). The default reads.
-    fn probe(&self, pa: u64) -> Result<(), MemFault> {
-        self.read_u32(pa).map(|_| ())
+    /// Write the little-endian word `v` at `pa`.
+    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
+        self.write_u32s(pa, &[v])
+    }
+    /// Fail as [`read_u32`](Self::read_u32) at `pa`, then at `last`, would,
+    /// without the reads where the memory can tell (an operand's first and
+    /// last words are probed before any work). The default reads.
+    fn probe(&self, pa: u64, last: u64) -> Result<(), MemFault> {
+        self.read_u32(pa)?;
+        self.read_u32(last).map(drop)
     }
 }
 
@@ -107,75 +112,44 @@ impl VecMemory {
         }
     }
 
-    /// First physical address.
-    pub fn base(&self) -> u64 {
-        self.base
-    }
-
-    /// Size in bytes.
-    pub fn len_bytes(&self) -> u64 {
-        self.words.len() as u64 * 4
-    }
-
-    fn index(&self, pa: u64) -> Result<usize, MemFault> {
-        let off = pa.checked_sub(self.base).ok_or(MemFault { pa })?;
-        if off % 4 != 0 || off / 4 >= self.words.len() as u64 {
-            return Err(MemFault { pa });
-        }
-        Ok((off / 4) as usize)
-    }
-
-    /// Zero every word.
-    pub fn clear(&self) {
-        for w in self.words.iter() {
-            w.store(0, Ordering::Relaxed);
-        }
+    /// The cells of `n` words from `pa`, or the first refused word.
+    fn cells(&self, pa: u64, n: usize) -> Result<&[AtomicU32], MemFault> {
+        let first = pa
+            .checked_sub(self.base)
+            .filter(|off| off % 4 == 0 && off / 4 < self.words.len() as u64)
+            .ok_or(MemFault { pa })?;
+        let first = (first / 4) as usize;
+        let inside = self.words.len() - first;
+        self.words[first..].get(..n).ok_or(MemFault {
+            pa: pa + 4 * inside as u64,
+        })
     }
 }
 
 #[cfg(any(test, feature = "testkit"))]
 impl DeviceMemory for VecMemory {
-    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
-        Ok(self.words[self.index(pa)?].load(Ordering::Relaxed))
-    }
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
-        self.words[self.index(pa)?].store(v, Ordering::Relaxed);
-        Ok(())
-    }
     fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        let Some(r) = self.range(pa, out.len()) else {
-            // Word by word, so the fault names the first bad word.
-            for (i, w) in out.iter_mut().enumerate() {
-                *w = self.read_u32(pa + 4 * i as u64)?;
-            }
-            return Ok(());
-        };
-        for (w, cell) in out.iter_mut().zip(&self.words[r]) {
+        let cells = self.cells(pa, out.len())?;
+        for (w, cell) in out.iter_mut().zip(cells) {
             *w = cell.load(Ordering::Relaxed);
         }
         Ok(())
     }
     fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        let Some(r) = self.range(pa, vals.len()) else {
-            for (i, &v) in vals.iter().enumerate() {
-                self.write_u32(pa + 4 * i as u64, v)?;
-            }
-            return Ok(());
+        let cells = match self.cells(pa, vals.len()) {
+            Ok(c) => c,
+            // The words before the first refused one are written.
+            Err(f) => self.cells(pa, ((f.pa - pa) / 4) as usize).map_err(|_| f)?,
         };
-        for (&v, cell) in vals.iter().zip(&self.words[r]) {
+        for (&v, cell) in vals.iter().zip(cells) {
             cell.store(v, Ordering::Relaxed);
         }
-        Ok(())
-    }
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl VecMemory {
-    /// The word indices of `n` words from `pa`, when all are inside.
-    fn range(&self, pa: u64, n: usize) -> Option<core::ops::Range<usize>> {
-        let first = self.index(pa).ok()?;
-        let end = first.checked_add(n)?;
-        (end <= self.words.len()).then_some(first..end)
+        match cells.len() == vals.len() {
+            true => Ok(()),
+            false => Err(MemFault {
+                pa: pa + 4 * cells.len() as u64,
+            }),
+        }
     }
 }
 
@@ -184,7 +158,7 @@ impl fmt::Debug for VecMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VecMemory")
             .field("base", &format_args!("{:#x}", self.base))
-            .field("len_bytes", &self.len_bytes())
+            .field("len_bytes", &(self.words.len() * 4))
             .finish()
     }
 }
@@ -192,13 +166,9 @@ impl fmt::Debug for VecMemory {
 /// Write `bytes` at `pa` (4-byte aligned) word by word; a trailing partial
 /// word is merged with the bytes already there.
 pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), MemFault> {
-    if pa % 4 != 0 {
-        return Err(MemFault { pa });
-    }
+    word_addr(pa, 0)?;
     for (i, chunk) in bytes.chunks(4).enumerate() {
-        let a = pa
-            .checked_add(i as u64 * 4)
-            .ok_or(MemFault { pa: u64::MAX })?;
+        let a = word_addr(pa, i)?;
         let mut w = [0u8; 4];
         if chunk.len() < 4 {
             w = mem.read_u32(a)?.to_le_bytes();
@@ -209,28 +179,10 @@ pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// Read `len` bytes at `pa` (4-byte aligned).
-#[cfg(any(test, feature = "testkit"))]
-pub fn read_bytes(mem: &dyn DeviceMemory, pa: u64, len: usize) -> Result<Vec<u8>, MemFault> {
-    if pa % 4 != 0 {
-        return Err(MemFault { pa });
-    }
-    let mut out = Vec::with_capacity(len.next_multiple_of(4));
-    for i in 0..len.div_ceil(4) {
-        let a = pa
-            .checked_add(i as u64 * 4)
-            .ok_or(MemFault { pa: u64::MAX })?;
-        out.extend_from_slice(&mem.read_u32(a)?.to_le_bytes());
-    }
-    out.truncate(len);
-    Ok(out)
-}
-
 /// Write f32 values at `pa` (4-byte aligned).
 pub fn write_f32s(mem: &dyn DeviceMemory, pa: u64, vals: &[f32]) -> Result<(), MemFault> {
     for (i, v) in vals.iter().enumerate() {
-        let a = word_addr(pa, i)?;
-        mem.write_u32(a, v.to_bits())?;
+        mem.write_u32(word_addr(pa, i)?, v.to_bits())?;
     }
     Ok(())
 }
@@ -445,27 +397,24 @@ pub struct ExecReport {
     pub first_error: Option<(Engine, ErrorClass)>,
 }
 
+#[cfg(any(test, feature = "testkit"))]
 impl ExecReport {
     /// One engine's report.
-    #[cfg(any(test, feature = "testkit"))]
     pub fn engine(&self, engine: Engine) -> &EngineReport {
         &self.engines[engine.index()]
     }
 
     /// The root-cause error class, if any engine failed.
-    #[cfg(any(test, feature = "testkit"))]
     pub fn error(&self) -> Option<ErrorClass> {
         self.first_error.map(|(_, c)| c)
     }
 
     /// `true` when no engine failed.
-    #[cfg(any(test, feature = "testkit"))]
     pub fn is_ok(&self) -> bool {
         self.first_error.is_none()
     }
 
     /// Device latency: `end_cycle - start_cycle`.
-    #[cfg(any(test, feature = "testkit"))]
     pub fn cycles(&self) -> u64 {
         self.end_cycle - self.engines[0].start_cycle
     }
@@ -505,7 +454,8 @@ crate::fsm::machine! {
     /// The engine state machine: `IDLE -start-> READY`, `READY -block-> BLOCKED
     /// -wake-> READY`, `READY -finish-> DONE`, `READY|BLOCKED -fault-> FAULTED`.
     pub struct EngineFsm = "engine";
-    /// An engine's lifecycle within one execution (STYLE.md practice 9).
+    /// An engine's lifecycle within one execution (a `fsm::machine!` table,
+    /// so an illegal step is an error value and every step is traced).
     pub enum EngineState {
         /// No block.
         Idle = "IDLE",
@@ -590,6 +540,59 @@ impl fmt::Display for TraceLine {
     }
 }
 
+/// Most instructions of one block the executor keeps decoded; past them a
+/// block is fetched and decoded at issue.
+const MAX_CACHED_INSNS: usize = 4096;
+/// Most blocks the executor keeps decoded (all are dropped when a new one
+/// would pass it): 64 models of 5 engines in the 32 code variants a core's
+/// ring needs, with room.
+const MAX_PROGRAMS: usize = 16384;
+
+/// A block decoded once: its instructions from `pa` up to and including
+/// the first `END` or `RAISE` (or up to an undecodable or unreadable word,
+/// excluded), and the words they were decoded from.
+#[derive(Debug, Default)]
+struct Program {
+    pa: u64,
+    words: Vec<u32>,
+    insns: Vec<Insn>,
+}
+
+impl Program {
+    /// Decode the block at `pa`, one instruction read at a time.
+    fn decode(mem: &dyn DeviceMemory, pa: u64) -> Program {
+        let mut p = Program {
+            pa,
+            ..Program::default()
+        };
+        let mut w = [0u32; INSN_WORDS];
+        while p.insns.len() < MAX_CACHED_INSNS {
+            let at = p.end();
+            if at.checked_add(INSN_BYTES as u64).is_none() || mem.read_u32s(at, &mut w).is_err() {
+                break;
+            }
+            let Ok(insn) = Insn::decode(&w) else { break };
+            p.words.extend_from_slice(&w);
+            p.insns.push(insn);
+            if matches!(insn, Insn::End | Insn::Raise { .. }) {
+                break;
+            }
+        }
+        p
+    }
+
+    /// The first byte past the decoded instructions.
+    fn end(&self) -> u64 {
+        self.pa + 4 * self.words.len() as u64
+    }
+
+    /// The decoded instruction at `pc`, if `pc` is inside.
+    fn at(&self, pc: u64) -> Option<&Insn> {
+        self.insns.get((pc.wrapping_sub(self.pa) / INSN_BYTES as u64) as usize)
+    }
+}
+
+/// The per-engine state of one execution.
 #[derive(Clone, Copy, Debug)]
 struct Eng {
     state: EngineState,
@@ -600,6 +603,8 @@ struct Eng {
     /// The `WAIT` (semaphore, amount) it is blocked on.
     pending: Option<(u8, u32)>,
     fault: Option<EngineFault>,
+    /// Its block in the executor's table, while that is still current.
+    program: Option<usize>,
 }
 
 /// What one issued instruction did, for the scheduler.
@@ -612,15 +617,25 @@ enum Outcome {
     End,
 }
 
-/// Reusable interpreter state: limits, scratch buffers and an optional
-/// trace. One per sequencer.
+/// Operand buffers reused across instructions: words as read and as
+/// written, the arithmetic done on their bit patterns.
+#[derive(Debug, Default)]
+struct Buffers {
+    a: Vec<u32>,
+    b: Vec<u32>,
+    out: Vec<u32>,
+    /// The range the last instruction wrote (or meant to), `[lo, hi)`.
+    written: Option<(u64, u64)>,
+}
+
+/// Reusable interpreter state: limits, the decoded blocks, scratch buffers
+/// and an optional trace. One per sequencer.
 #[derive(Debug, Default)]
 pub struct Executor {
     limits: Limits,
-    a: Vec<f32>,
-    b: Vec<f32>,
-    out: Vec<f32>,
-    words: Vec<u32>,
+    /// Sorted by address.
+    programs: Vec<Program>,
+    buf: Buffers,
     trace: Option<Vec<TraceLine>>,
 }
 
@@ -646,17 +661,6 @@ impl Executor {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn log(&mut self, engine: usize, cycle: u64, pc: u64, what: TraceWhat) {
-        if let Some(t) = &mut self.trace {
-            t.push(TraceLine {
-                engine: Engine::ALL[engine],
-                cycle,
-                pc,
-                what,
-            });
-        }
-    }
-
     /// Run the execution `req` describes: each engine starts at
     /// `req.engine_address(engine)` (0 = idle) at `start_cycle`.
     pub fn run_request(
@@ -668,6 +672,33 @@ impl Executor {
         self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
     }
 
+    /// Check the decoded block at `pa` against memory now, and decode it
+    /// (again) when it is new or its words changed. A block whose first
+    /// instruction does not decode (or `pa` not an aligned block address)
+    /// is not kept.
+    fn refresh(&mut self, mem: &dyn DeviceMemory, pa: u64) {
+        if pa == 0 || pa % 4 != 0 {
+            return;
+        }
+        let found = self.programs.binary_search_by_key(&pa, |p| p.pa);
+        if let Ok(k) = found {
+            let p = &self.programs[k];
+            let now = &mut self.buf.a;
+            let now = grow(now, p.words.len() as u64);
+            if mem.read_u32s(pa, now).is_ok() && *now == p.words[..] {
+                return;
+            }
+        }
+        let p = Program::decode(mem, pa);
+        match (found, p.insns.is_empty()) {
+            (Ok(k), true) => drop(self.programs.remove(k)),
+            (Ok(k), false) => self.programs[k] = p,
+            (Err(_), true) => {}
+            (Err(k), false) if self.programs.len() < MAX_PROGRAMS => self.programs.insert(k, p),
+            (Err(_), false) => self.programs = vec![p],
+        }
+    }
+
     /// Run one execution: engine `i` ([`Engine::ALL`] order) starts at
     /// `blocks[i]` (0 = idle) at `start_cycle`.
     pub fn run(
@@ -676,7 +707,18 @@ impl Executor {
         blocks: [u64; NUM_ENGINES],
         start_cycle: u64,
     ) -> ExecReport {
-        let limit_cycle = start_cycle.saturating_add(self.limits.max_cycles);
+        // Every block checked (or decoded) first, then looked up: a block
+        // decoded for a later engine moves the earlier ones' entries.
+        for &pc in &blocks {
+            self.refresh(mem, pc);
+        }
+        let Executor {
+            limits,
+            programs,
+            buf,
+            trace,
+        } = self;
+        let limit_cycle = start_cycle.saturating_add(limits.max_cycles);
         let mut engs = [Eng {
             state: EngineState::Idle,
             pc: 0,
@@ -685,11 +727,16 @@ impl Executor {
             regs: [0; isa::NUM_BASES],
             pending: None,
             fault: None,
+            program: None,
         }; NUM_ENGINES];
-        for (e, &pc) in engs.iter_mut().zip(&blocks) {
+        // The engines in state READY, one bit each.
+        let mut ready = 0u8;
+        for (i, (e, &pc)) in engs.iter_mut().zip(&blocks).enumerate() {
             if pc != 0 {
                 e.pc = pc;
+                e.program = programs.binary_search_by_key(&pc, |p| p.pa).ok();
                 transit(e, EngineEvent::Start);
+                ready |= 1 << i;
             }
         }
         let mut sems = [0u32; NUM_SEMAPHORES];
@@ -699,104 +746,149 @@ impl Executor {
         let mut total_work = 0u64;
         let mut first_error = None;
 
-        // Issue instructions in virtual-time order until no engine is ready.
-        while let Some(i) = (0..NUM_ENGINES)
-            .filter(|&i| engs[i].state == EngineState::Ready)
-            .min_by_key(|&i| (engs[i].cycle, i))
-        {
-            let pc = engs[i].pc;
-            let issue = engs[i].cycle;
-            if total_steps >= self.limits.max_steps {
-                self.fail(&mut engs[i], i, EngineFault::StepBudget { pc });
-                first_error.get_or_insert((Engine::ALL[i], ErrorClass::Runtime));
-                continue;
+        // Issue instructions in virtual-time order until no engine is ready:
+        // the ready engine with the smallest clock, ties to the lowest index.
+        while ready != 0 {
+            let mut i = ready.trailing_zeros() as usize;
+            if ready & (ready - 1) != 0 {
+                let mut first = u64::MAX;
+                for (j, e) in engs.iter().enumerate() {
+                    if ready >> j & 1 != 0 && e.cycle < first {
+                        (i, first) = (j, e.cycle);
+                    }
+                }
             }
-            total_steps += 1;
-            engs[i].steps += 1;
-            let insn = match fetch(mem, pc) {
+            let e = &mut engs[i];
+            let (pc, issue) = (e.pc, e.cycle);
+            let mut fetched = None;
+            let insn = if total_steps >= limits.max_steps {
+                Err(EngineFault::StepBudget { pc })
+            } else {
+                total_steps += 1;
+                e.steps += 1;
+                match e.program.and_then(|k| programs[k].at(pc)) {
+                    Some(insn) => Ok(insn),
+                    None => match fetch(mem, pc) {
+                        Ok(insn) => Ok(&*fetched.insert(insn)),
+                        Err(f) => Err(f),
+                    },
+                }
+            };
+            let insn = match insn {
                 Ok(insn) => insn,
                 Err(f) => {
-                    self.fail(&mut engs[i], i, f);
+                    fail(e, f, trace, i);
+                    ready &= !(1 << i);
                     first_error.get_or_insert((Engine::ALL[i], f.class()));
                     continue;
                 }
             };
-            let end = issue.saturating_add(insn.cycles());
-            let work = match insn {
-                Insn::Delay { .. } => 0,
-                _ => insn.cycles(),
-            };
-            let over = if end > limit_cycle {
-                Some(EngineFault::CycleBudget { pc })
-            } else if total_work + work > self.limits.max_work {
-                Some(EngineFault::WorkBudget { pc })
+            let cycles = insn.cycles();
+            let end = issue.saturating_add(cycles);
+            let work = if matches!(insn, Insn::Delay { .. }) {
+                0
             } else {
-                None
+                cycles
             };
-            if let Some(f) = over {
-                self.fail(&mut engs[i], i, f);
-                first_error.get_or_insert((Engine::ALL[i], f.class()));
-                continue;
-            }
-            total_work += work;
-            let result = match insn {
-                Insn::Wait { sem, value } => {
-                    let s = usize::from(sem);
-                    if sems[s] >= value {
-                        sems[s] -= value;
-                        // The wait completes no earlier than the signal that
-                        // made it possible.
-                        engs[i].cycle = issue.max(ready_at[s]);
-                        Ok(Outcome::Next)
-                    } else {
-                        Ok(Outcome::Block)
-                    }
-                }
-                Insn::Signal { sem, value } => {
-                    let s = usize::from(sem);
-                    match sems[s].checked_add(value) {
-                        Some(v) => {
-                            sems[s] = v;
-                            ready_at[s] = ready_at[s].max(end);
+            let result = if end > limit_cycle {
+                Err(EngineFault::CycleBudget { pc })
+            } else if total_work.saturating_add(work) > limits.max_work {
+                Err(EngineFault::WorkBudget { pc })
+            } else {
+                total_work += work;
+                match *insn {
+                    Insn::Wait { sem, value } => {
+                        let s = usize::from(sem);
+                        if sems[s] >= value {
+                            sems[s] -= value;
+                            // The wait completes no earlier than the signal
+                            // that made it possible.
+                            e.cycle = issue.max(ready_at[s]);
                             Ok(Outcome::Next)
+                        } else {
+                            Ok(Outcome::Block)
                         }
-                        None => Err(EngineFault::SemaphoreOverflow { pc, sem }),
                     }
+                    Insn::Signal { sem, value } => {
+                        let s = usize::from(sem);
+                        match sems[s].checked_add(value) {
+                            Some(v) => {
+                                sems[s] = v;
+                                ready_at[s] = ready_at[s].max(end);
+                                Ok(Outcome::Next)
+                            }
+                            None => Err(EngineFault::SemaphoreOverflow { pc, sem }),
+                        }
+                    }
+                    Insn::End => Ok(Outcome::End),
+                    Insn::SetBase { reg, value } => {
+                        e.regs[reg.index()] = value;
+                        Ok(Outcome::Next)
+                    }
+                    Insn::Nop | Insn::Delay { .. } => Ok(Outcome::Next),
+                    _ => exec(mem, buf, &e.regs, insn, pc).map(|()| Outcome::Next),
                 }
-                Insn::End => Ok(Outcome::End),
-                _ => self
-                    .exec(mem, &mut engs[i], &insn, pc)
-                    .map(|()| Outcome::Next),
             };
             match result {
                 Ok(Outcome::Next) => {
                     macs += insn.macs();
-                    let e = &mut engs[i];
-                    e.cycle = e.cycle.saturating_add(insn.cycles());
+                    e.cycle = e.cycle.saturating_add(cycles);
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
                     let end = e.cycle;
-                    self.log(i, issue, pc, TraceWhat::Done { insn, end });
+                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::End) => {
-                    let e = &mut engs[i];
                     e.cycle = end;
                     transit(e, EngineEvent::Finish);
-                    self.log(i, issue, pc, TraceWhat::Done { insn, end });
+                    ready &= !(1 << i);
+                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::Block) => {
-                    if let Insn::Wait { sem, value } = insn {
-                        engs[i].pending = Some((sem, value));
+                    if let Insn::Wait { sem, value } = *insn {
+                        e.pending = Some((sem, value));
                     }
-                    transit(&mut engs[i], EngineEvent::Block);
-                    self.log(i, issue, pc, TraceWhat::Blocked { insn });
+                    transit(e, EngineEvent::Block);
+                    ready &= !(1 << i);
+                    note(trace, i, issue, pc, || TraceWhat::Blocked { insn: *insn });
                 }
                 Err(f) => {
-                    self.fail(&mut engs[i], i, f);
+                    fail(e, f, trace, i);
+                    ready &= !(1 << i);
                     first_error.get_or_insert((Engine::ALL[i], f.class()));
                 }
             }
-            if let Insn::Signal { sem, .. } = insn {
-                self.wake(&mut engs, &mut sems, &ready_at, sem);
+            // A block written into is fetched word by word from here on.
+            if let Some((lo, hi)) = buf.written.take() {
+                for e in &mut engs {
+                    if let Some(k) = e.program {
+                        if lo < programs[k].end() && programs[k].pa < hi {
+                            e.program = None;
+                        }
+                    }
+                }
+            }
+            // After a SIGNAL on `sem`: complete the pending `WAIT` of every
+            // blocked engine it now satisfies, in engine order.
+            if let Insn::Signal { sem, .. } = *insn {
+                let s = usize::from(sem);
+                for (j, e) in engs.iter_mut().enumerate() {
+                    let Some((ws, value)) = e.pending else {
+                        continue;
+                    };
+                    if ws != sem || sems[s] < value || e.state != EngineState::Blocked {
+                        continue;
+                    }
+                    sems[s] -= value;
+                    e.pending = None;
+                    let (pc, issue) = (e.pc, e.cycle);
+                    transit(e, EngineEvent::Wake);
+                    ready |= 1 << j;
+                    let insn = Insn::Wait { sem: ws, value };
+                    e.cycle = e.cycle.max(ready_at[s]).saturating_add(insn.cycles());
+                    e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
+                    let end = e.cycle;
+                    note(trace, j, issue, pc, || TraceWhat::Done { insn, end });
+                }
             }
         }
 
@@ -812,13 +904,12 @@ impl Executor {
                 value,
                 have: sems[usize::from(sem)],
             };
-            self.fail(e, i, f);
+            fail(e, f, trace, i);
             first_error.get_or_insert((Engine::ALL[i], f.class()));
         }
 
-        let engines = core::array::from_fn(|i| {
-            let e = &engs[i];
-            EngineReport {
+        ExecReport {
+            engines: engs.map(|e| EngineReport {
                 status: match e.state {
                     EngineState::Idle => EngineStatus::Idle,
                     EngineState::Done => EngineStatus::Done,
@@ -828,250 +919,42 @@ impl Executor {
                 end_cycle: e.cycle,
                 steps: e.steps,
                 fault: e.fault,
-            }
-        });
-        ExecReport {
-            engines,
+            }),
             macs,
             end_cycle: engs.iter().map(|e| e.cycle).max().unwrap_or(start_cycle),
             first_error,
         }
     }
+}
 
-    /// After a `SIGNAL` on `sem`: complete the pending `WAIT` of every
-    /// blocked engine it now satisfies, in engine order.
-    fn wake(
-        &mut self,
-        engs: &mut [Eng; NUM_ENGINES],
-        sems: &mut [u32; NUM_SEMAPHORES],
-        ready_at: &[u64; NUM_SEMAPHORES],
-        sem: u8,
-    ) {
-        let s = usize::from(sem);
-        for (i, e) in engs.iter_mut().enumerate() {
-            if e.state != EngineState::Blocked {
-                continue;
-            }
-            let Some((ws, value)) = e.pending else {
-                continue;
-            };
-            if ws != sem || sems[s] < value {
-                continue;
-            }
-            sems[s] -= value;
-            e.pending = None;
-            let insn = Insn::Wait { sem: ws, value };
-            let pc = e.pc;
-            let issue = e.cycle;
-            transit(e, EngineEvent::Wake);
-            e.cycle = e.cycle.max(ready_at[s]).saturating_add(insn.cycles());
-            e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
-            let end = e.cycle;
-            self.log(i, issue, pc, TraceWhat::Done { insn, end });
-        }
-    }
-
-    fn fail(&mut self, e: &mut Eng, i: usize, f: EngineFault) {
-        let issue = e.cycle;
-        transit(e, EngineEvent::Fault);
-        if e.fault.is_none() {
-            e.fault = Some(f);
-        }
-        // A faulting instruction takes one cycle.
-        e.cycle = e.cycle.saturating_add(1);
-        self.log(i, issue, f.pc(), TraceWhat::Fault(f));
-    }
-
-    /// Execute a data or control instruction (not WAIT/SIGNAL/END). Reads
-    /// every input before writing any output; faults write nothing (on a
-    /// contiguous memory).
-    fn exec(
-        &mut self,
-        mem: &dyn DeviceMemory,
-        e: &mut Eng,
-        insn: &Insn,
-        pc: u64,
-    ) -> Result<(), EngineFault> {
-        let at = Access { mem, pc };
-        match *insn {
-            Insn::Nop | Insn::End | Insn::Wait { .. } | Insn::Signal { .. } => Ok(()),
-            Insn::SetBase { reg, value } => {
-                e.regs[reg.index()] = value;
-                Ok(())
-            }
-            Insn::Delay { .. } => Ok(()),
-            Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
-            Insn::Copy { dst, src, n } => {
-                let n = u64::from(n);
-                let s = at.resolve(&e.regs, src, n)?;
-                let d = at.resolve(&e.regs, dst, n)?;
-                at.read_words(s, n, &mut self.words)?;
-                at.write_words(d, &self.words)
-            }
-            Insn::Fill { dst, n, value } => {
-                let n = u64::from(n);
-                let d = at.resolve(&e.regs, dst, n)?;
-                self.words.clear();
-                self.words.resize(n as usize, value);
-                at.write_words(d, &self.words)
-            }
-            Insn::Binary {
-                op,
-                dst,
-                a,
-                b,
-                n,
-                b_len,
-                check,
-            } => {
-                let n = u64::from(n);
-                let bl = if b_len == 0 { n } else { u64::from(b_len) };
-                let pa = at.resolve(&e.regs, a, n)?;
-                let pb = at.resolve(&e.regs, b, bl)?;
-                let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
-                at.read_f32s(pb, bl, &mut self.words, &mut self.b)?;
-                binary_into(&mut self.out, op, &self.a, &self.b);
-                at.finish(pd, &self.out, &mut self.words, check)
-            }
-            Insn::Affine {
-                dst,
-                src,
-                n,
-                scale_bits,
-                bias_bits,
-                check,
-            } => {
-                let n = u64::from(n);
-                let (s, t) = (f32::from_bits(scale_bits), f32::from_bits(bias_bits));
-                let pa = at.resolve(&e.regs, src, n)?;
-                let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
-                self.out.clear();
-                self.out.extend(self.a.iter().map(|&x| x * s + t));
-                at.finish(pd, &self.out, &mut self.words, check)
-            }
-            Insn::Act {
-                func,
-                dst,
-                src,
-                n,
-                check,
-            } => {
-                let n = u64::from(n);
-                let pa = at.resolve(&e.regs, src, n)?;
-                let pd = at.resolve(&e.regs, dst, n)?;
-                at.read_f32s(pa, n, &mut self.words, &mut self.a)?;
-                act_into(&mut self.out, func, &self.a);
-                at.finish(pd, &self.out, &mut self.words, check)
-            }
-            Insn::Reduce {
-                op,
-                dst,
-                src,
-                rows,
-                cols,
-                check,
-            } => {
-                let (r, c) = (u64::from(rows), u64::from(cols));
-                let pa = at.resolve(&e.regs, src, r * c)?;
-                let pd = at.resolve(&e.regs, dst, r)?;
-                at.read_f32s(pa, r * c, &mut self.words, &mut self.a)?;
-                self.out.clear();
-                self.out
-                    .extend(self.a.chunks_exact(cols as usize).map(|row| op.fold(row)));
-                at.finish(pd, &self.out, &mut self.words, check)
-            }
-            Insn::MatMul {
-                dst,
-                a,
-                b,
-                m,
-                k,
-                n,
-                acc,
-                check,
-            } => {
-                let (m, k, n) = (m as usize, k as usize, n as usize);
-                let pa = at.resolve(&e.regs, a, (m * k) as u64)?;
-                let pb = at.resolve(&e.regs, b, (k * n) as u64)?;
-                let pd = at.resolve(&e.regs, dst, (m * n) as u64)?;
-                at.read_f32s(pa, (m * k) as u64, &mut self.words, &mut self.a)?;
-                at.read_f32s(pb, (k * n) as u64, &mut self.words, &mut self.b)?;
-                if acc {
-                    at.read_f32s(pd, (m * n) as u64, &mut self.words, &mut self.out)?;
-                } else {
-                    self.out.clear();
-                    self.out.resize(m * n, 0.0);
-                }
-                matmul_into(&mut self.out, &self.a, &self.b, m, k, n);
-                at.finish(pd, &self.out, &mut self.words, check)
-            }
-        }
+/// Append a line to the trace, when there is one (made only then).
+#[inline(always)]
+fn note(
+    trace: &mut Option<Vec<TraceLine>>,
+    i: usize,
+    cycle: u64,
+    pc: u64,
+    what: impl FnOnce() -> TraceWhat,
+) {
+    if let Some(t) = trace {
+        let engine = Engine::ALL[i];
+        let what = what();
+        t.push(TraceLine {
+            engine,
+            cycle,
+            pc,
+            what,
+        });
     }
 }
 
-/// `out[m x n] += a[m x k] . b[k x n]`, each sum accumulated in f32 from
-/// `out[i][j]`, `k` ascending, one rounding per multiply and per add (no
-/// fused multiply-add). The CPU reference uses the same order, so results
-/// agree bit for bit.
-///
-/// The loops run `i`, then `k`, then `j` innermost: row `i` of `out` takes
-/// `a[i][k] * b[k][..]` for `k` ascending, so every element still sums in
-/// the order above (each `out[i][j]` is its own accumulator), and the
-/// inner loop is a contiguous multiply-add over a row that the compiler
-/// vectorizes (no per-element bounds check or dispatch).
-pub fn matmul_into(out: &mut [f32], a: &[f32], b: &[f32], m: usize, k: usize, n: usize) {
-    if n == 0 {
-        return;
-    }
-    for (a_row, o_row) in a
-        .chunks_exact(k.max(1))
-        .zip(out.chunks_exact_mut(n))
-        .take(m)
-    {
-        for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n)).take(k) {
-            for (o, &y) in o_row.iter_mut().zip(b_row) {
-                *o += x * y;
-            }
-        }
-    }
-}
-
-/// `out = a op b` elementwise, `b` cycled (its length divides `a`'s: decode
-/// checks), with the operation chosen once per instruction, not per element.
-fn binary_into(out: &mut Vec<f32>, op: isa::BinOp, a: &[f32], b: &[f32]) {
-    fn each(out: &mut Vec<f32>, a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
-        out.clear();
-        if b.is_empty() {
-            return;
-        }
-        for a_chunk in a.chunks(b.len()) {
-            out.extend(a_chunk.iter().zip(b).map(|(&x, &y)| f(x, y)));
-        }
-    }
-    match op {
-        // Each arm applies a constant operation: `apply` inlines to its one case.
-        isa::BinOp::Add => each(out, a, b, |x, y| isa::BinOp::Add.apply(x, y)),
-        isa::BinOp::Sub => each(out, a, b, |x, y| isa::BinOp::Sub.apply(x, y)),
-        isa::BinOp::Mul => each(out, a, b, |x, y| isa::BinOp::Mul.apply(x, y)),
-        isa::BinOp::Max => each(out, a, b, |x, y| isa::BinOp::Max.apply(x, y)),
-    }
-}
-
-/// `out = func(a)` elementwise, the function chosen once per instruction.
-fn act_into(out: &mut Vec<f32>, func: isa::ActFn, a: &[f32]) {
-    fn each(out: &mut Vec<f32>, a: &[f32], f: impl Fn(f32) -> f32) {
-        out.clear();
-        out.extend(a.iter().map(|&x| f(x)));
-    }
-    // Each arm applies a constant function: `apply` inlines to its one case.
-    match func {
-        isa::ActFn::Identity => each(out, a, |x| isa::ActFn::Identity.apply(x)),
-        isa::ActFn::Relu => each(out, a, |x| isa::ActFn::Relu.apply(x)),
-        isa::ActFn::Sigmoid => each(out, a, |x| isa::ActFn::Sigmoid.apply(x)),
-        isa::ActFn::Tanh => each(out, a, |x| isa::ActFn::Tanh.apply(x)),
-    }
+/// Stop `e` with `f`: a faulting instruction takes one cycle.
+fn fail(e: &mut Eng, f: EngineFault, trace: &mut Option<Vec<TraceLine>>, i: usize) {
+    let issue = e.cycle;
+    transit(e, EngineEvent::Fault);
+    e.fault.get_or_insert(f);
+    e.cycle = e.cycle.saturating_add(1);
+    note(trace, i, issue, f.pc(), || TraceWhat::Fault(f));
 }
 
 fn transit(e: &mut Eng, ev: EngineEvent) {
@@ -1079,14 +962,12 @@ fn transit(e: &mut Eng, ev: EngineEvent) {
         Ok(s) => e.state = s,
         Err(_) => {
             e.state = EngineState::Faulted;
-            if e.fault.is_none() {
-                e.fault = Some(EngineFault::Internal { pc: e.pc });
-            }
+            e.fault.get_or_insert(EngineFault::Internal { pc: e.pc });
         }
     }
 }
 
-/// Fetch and decode the instruction at `pc`.
+/// Fetch and decode the instruction at `pc` (past a block's decoded part).
 fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     if pc % 4 != 0 {
         return Err(EngineFault::Misaligned { pc, pa: pc });
@@ -1101,87 +982,252 @@ fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     Insn::decode(&w).map_err(|err| EngineFault::Decode { pc, err })
 }
 
-/// Operand access on behalf of the instruction at `pc`.
-struct Access<'m> {
-    mem: &'m dyn DeviceMemory,
+/// The address of `op` spanning `elems` words: checked for overflow and
+/// alignment, and probed at its first and last word, so a range off the
+/// end of memory faults before any work or any write.
+fn resolve(
+    mem: &dyn DeviceMemory,
+    regs: &[u64; isa::NUM_BASES],
     pc: u64,
+    op: Operand,
+    elems: u64,
+) -> Result<u64, EngineFault> {
+    let pa = regs[op.base.index()]
+        .checked_add(u64::from(op.off))
+        .ok_or(EngineFault::AddressOverflow { pc })?;
+    if pa % 4 != 0 {
+        return Err(EngineFault::Misaligned { pc, pa });
+    }
+    let last = elems
+        .checked_sub(1)
+        .and_then(|n| n.checked_mul(4))
+        .and_then(|b| pa.checked_add(b))
+        .ok_or(EngineFault::AddressOverflow { pc })?;
+    mem.probe(pa, last)
+        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+    Ok(pa)
 }
 
-impl Access<'_> {
-    /// The address of `op` spanning `elems` words: checked for overflow and
-    /// alignment, and probed at its first and last word, so a range off the
-    /// end of memory faults before any work or any write.
-    fn resolve(&self, regs: &[u64; 4], op: Operand, elems: u64) -> Result<u64, EngineFault> {
-        let pc = self.pc;
-        let pa = regs[op.base.index()]
-            .checked_add(u64::from(op.off))
-            .ok_or(EngineFault::AddressOverflow { pc })?;
-        if pa % 4 != 0 {
-            return Err(EngineFault::Misaligned { pc, pa });
+/// The first `n` words of `v`, grown to hold them (never shrunk, so only a
+/// growth is zeroed: what they hold is about to be overwritten).
+fn grow(v: &mut Vec<u32>, n: u64) -> &mut [u32] {
+    let n = n as usize;
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+    &mut v[..n]
+}
+
+/// The `n` words at `pa` (a range `resolve` checked), read into `v`.
+fn read<'v>(
+    mem: &dyn DeviceMemory,
+    pc: u64,
+    pa: u64,
+    n: u64,
+    v: &'v mut Vec<u32>,
+) -> Result<&'v mut [u32], EngineFault> {
+    let w = grow(v, n);
+    mem.read_u32s(pa, w)
+        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+    Ok(w)
+}
+
+/// Write `out` at `pa`, noting the range in `written`; under `.chk` first
+/// refuse a non-finite result (writing nothing).
+fn write(
+    mem: &dyn DeviceMemory,
+    written: &mut Option<(u64, u64)>,
+    (pc, pa): (u64, u64),
+    out: &[u32],
+    check: bool,
+) -> Result<(), EngineFault> {
+    // A sweep without an early exit (it vectorizes); the position only
+    // when something is not finite.
+    let finite = |w: &u32| w & 0x7F80_0000 != 0x7F80_0000;
+    if check && !out.iter().fold(true, |ok, w| ok & finite(w)) {
+        let index = out.iter().position(|w| !finite(w)).unwrap_or(0);
+        return Err(EngineFault::NonFinite {
+            pc,
+            index: index as u32,
+        });
+    }
+    *written = Some((pa, pa + 4 * out.len() as u64));
+    mem.write_u32s(pa, out)
+        .map_err(|fault| EngineFault::Memory { pc, fault })
+}
+
+fn f(w: u32) -> f32 {
+    f32::from_bits(w)
+}
+
+/// Execute a data instruction or `RAISE` (the scheduler runs the others).
+/// Reads every input before writing any output; faults write nothing (on
+/// a contiguous memory).
+fn exec(
+    mem: &dyn DeviceMemory,
+    buf: &mut Buffers,
+    regs: &[u64; isa::NUM_BASES],
+    insn: &Insn,
+    pc: u64,
+) -> Result<(), EngineFault> {
+    let at = |op: Operand, elems: u64| resolve(mem, regs, pc, op, elems);
+    let Buffers { a: va, b: vb, out, written } = buf;
+    match *insn {
+        Insn::Nop
+        | Insn::End
+        | Insn::SetBase { .. }
+        | Insn::Wait { .. }
+        | Insn::Signal { .. }
+        | Insn::Delay { .. } => Ok(()),
+        Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
+        Insn::Copy { dst, src, n } => {
+            let n = u64::from(n);
+            let (s, d) = (at(src, n)?, at(dst, n)?);
+            let o = read(mem, pc, s, n, out)?;
+            write(mem, written, (pc, d), o, false)
         }
-        let last = elems
-            .checked_sub(1)
-            .and_then(|n| n.checked_mul(4))
-            .and_then(|b| pa.checked_add(b))
-            .ok_or(EngineFault::AddressOverflow { pc })?;
-        for probe in [pa, last] {
-            self.mem
-                .probe(probe)
-                .map_err(|fault| EngineFault::Memory { pc, fault })?;
+        Insn::Fill { dst, n, value } => {
+            let d = at(dst, u64::from(n))?;
+            let o = grow(out, n.into());
+            o.fill(value);
+            write(mem, written, (pc, d), o, false)
         }
-        Ok(pa)
-    }
-
-    /// Replace `out` with the `n` words at `pa` (a range `resolve` checked),
-    /// read as one range.
-    fn read_words(&self, pa: u64, n: u64, out: &mut Vec<u32>) -> Result<(), EngineFault> {
-        out.clear();
-        out.resize(n as usize, 0);
-        self.mem
-            .read_u32s(pa, out)
-            .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })
-    }
-
-    /// Replace `out` with the `n` f32s at `pa`, read as words into `raw`.
-    fn read_f32s(
-        &self,
-        pa: u64,
-        n: u64,
-        raw: &mut Vec<u32>,
-        out: &mut Vec<f32>,
-    ) -> Result<(), EngineFault> {
-        self.read_words(pa, n, raw)?;
-        out.clear();
-        out.extend(raw.iter().map(|&w| f32::from_bits(w)));
-        Ok(())
-    }
-
-    fn write_words(&self, pa: u64, vals: &[u32]) -> Result<(), EngineFault> {
-        self.mem
-            .write_u32s(pa, vals)
-            .map_err(|fault| EngineFault::Memory { pc: self.pc, fault })
-    }
-
-    /// Check (under `.chk`) then write f32 results (through `raw`).
-    fn finish(
-        &self,
-        pa: u64,
-        vals: &[f32],
-        raw: &mut Vec<u32>,
-        check: bool,
-    ) -> Result<(), EngineFault> {
-        // A sweep without an early exit (it vectorizes); the position only
-        // when something is not finite.
-        if check && !vals.iter().fold(true, |ok, v| ok & v.is_finite()) {
-            let index = vals.iter().position(|v| !v.is_finite()).unwrap_or(0);
-            return Err(EngineFault::NonFinite {
-                pc: self.pc,
-                index: index as u32,
-            });
+        Insn::Binary {
+            op,
+            dst,
+            a,
+            b,
+            n,
+            b_len,
+            check,
+        } => {
+            let n = u64::from(n);
+            let bl = if b_len == 0 { n } else { u64::from(b_len) };
+            let (pa, pb, pd) = (at(a, n)?, at(b, bl)?, at(dst, n)?);
+            let (x, y) = (read(mem, pc, pa, n, va)?, read(mem, pc, pb, bl, vb)?);
+            let o = grow(out, n);
+            // Each arm applies a constant operation: `apply` inlines to its
+            // one case, chosen once per instruction, not per element.
+            match op {
+                BinOp::Add => binary(o, x, y, |x, y| BinOp::Add.apply(x, y)),
+                BinOp::Sub => binary(o, x, y, |x, y| BinOp::Sub.apply(x, y)),
+                BinOp::Mul => binary(o, x, y, |x, y| BinOp::Mul.apply(x, y)),
+                BinOp::Max => binary(o, x, y, |x, y| BinOp::Max.apply(x, y)),
+            }
+            write(mem, written, (pc, pd), o, check)
         }
-        raw.clear();
-        raw.extend(vals.iter().map(|v| v.to_bits()));
-        self.write_words(pa, raw)
+        Insn::Affine {
+            dst,
+            src,
+            n,
+            scale_bits,
+            bias_bits,
+            check,
+        } => {
+            let n = u64::from(n);
+            let (s, t) = (f(scale_bits), f(bias_bits));
+            let (pa, pd) = (at(src, n)?, at(dst, n)?);
+            let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
+            unary(o, x, |x| x * s + t);
+            write(mem, written, (pc, pd), o, check)
+        }
+        Insn::Act {
+            func,
+            dst,
+            src,
+            n,
+            check,
+        } => {
+            let n = u64::from(n);
+            let (pa, pd) = (at(src, n)?, at(dst, n)?);
+            let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
+            match func {
+                ActFn::Identity => unary(o, x, |x| ActFn::Identity.apply(x)),
+                ActFn::Relu => unary(o, x, |x| ActFn::Relu.apply(x)),
+                ActFn::Sigmoid => unary(o, x, |x| ActFn::Sigmoid.apply(x)),
+                ActFn::Tanh => unary(o, x, |x| ActFn::Tanh.apply(x)),
+            }
+            write(mem, written, (pc, pd), o, check)
+        }
+        Insn::Reduce {
+            op,
+            dst,
+            src,
+            rows,
+            cols,
+            check,
+        } => {
+            let (r, c) = (u64::from(rows), u64::from(cols));
+            let (pa, pd) = (at(src, r * c)?, at(dst, r)?);
+            let (x, o) = (read(mem, pc, pa, r * c, va)?, grow(out, r));
+            for (o, row) in o.iter_mut().zip(x.chunks_exact(c as usize)) {
+                *o = op.fold(row.iter().map(|&w| f(w))).to_bits();
+            }
+            write(mem, written, (pc, pd), o, check)
+        }
+        Insn::MatMul {
+            dst,
+            a,
+            b,
+            m,
+            k,
+            n,
+            acc,
+            check,
+        } => {
+            let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
+            let (pa, pb, pd) = (at(a, m * k)?, at(b, k * n)?, at(dst, m * n)?);
+            let (x, y) = (read(mem, pc, pa, m * k, va)?, read(mem, pc, pb, k * n, vb)?);
+            let o = if acc {
+                read(mem, pc, pd, m * n, out)?
+            } else {
+                let o = grow(out, m * n);
+                o.fill(0.0f32.to_bits());
+                o
+            };
+            matmul(o, x, y, k as usize, n as usize);
+            write(mem, written, (pc, pd), o, check)
+        }
+    }
+}
+
+/// `o = x op y` elementwise, `y` cycled (its length divides `x`'s: decode
+/// checks).
+#[inline(always)]
+fn binary(o: &mut [u32], x: &[u32], y: &[u32], op: impl Fn(f32, f32) -> f32) {
+    for (o, x) in o.chunks_mut(y.len()).zip(x.chunks(y.len())) {
+        for ((o, &x), &y) in o.iter_mut().zip(x).zip(y) {
+            *o = op(f(x), f(y)).to_bits();
+        }
+    }
+}
+
+/// `o = func(x)` elementwise.
+#[inline(always)]
+fn unary(o: &mut [u32], x: &[u32], func: impl Fn(f32) -> f32) {
+    for (o, &x) in o.iter_mut().zip(x) {
+        *o = func(f(x)).to_bits();
+    }
+}
+
+/// `out[m x n] += a[m x k] . b[k x n]` on f32 bit patterns, each sum
+/// accumulated in f32 from `out[i][j]`, `k` ascending, one rounding per
+/// multiply and per add (no fused multiply-add). The CPU reference uses the
+/// same order, so results agree bit for bit.
+///
+/// The loops run `i`, then `k`, then `j` innermost: row `i` of `out` takes
+/// `a[i][k] * b[k][..]` for `k` ascending, so every element still sums in
+/// the order above (each `out[i][j]` is its own accumulator), and the
+/// inner loop is a contiguous multiply-add over a row that the compiler
+/// vectorizes (no per-element bounds check or dispatch).
+fn matmul(out: &mut [u32], a: &[u32], b: &[u32], k: usize, n: usize) {
+    for (a_row, o_row) in a.chunks_exact(k).zip(out.chunks_exact_mut(n)) {
+        for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+            let x = f(x);
+            for (o, &y) in o_row.iter_mut().zip(b_row) {
+                *o = (f(*o) + x * f(y)).to_bits();
+            }
+        }
     }
 }
 

@@ -2,10 +2,11 @@
 //! public; docs/abi.md §1.15).
 //!
 //! Every instruction is [`INSN_BYTES`] = 32 bytes: eight little-endian `u32`
-//! words. Word 0 is the header (opcode, flags, base selects, a reserved byte);
-//! words 1..3 are the byte offsets of the operands `d`, `a`, `b`; words 4..7
-//! are the parameters `p0..p3`. An operand address is `R[sel] + offset`, where
-//! `R0..R3` are the engine's four 64-bit base registers, set by `SETBASE`.
+//! words. Word 0 is the header (opcode in bits 7:0, flags in 15:8, the base
+//! selects of `d`, `a`, `b` in 21:16, the rest reserved); words 1..3 are the
+//! byte offsets of the operands `d`, `a`, `b`; words 4..7 are the parameters
+//! `p0..p3`. An operand address is `R[sel] + offset`, where `R0..R3` are the
+//! engine's four 64-bit base registers, set by `SETBASE`.
 //!
 //! Decoding is strict, so that [`Insn::decode`] and [`Insn::encode`] are
 //! inverse bijections on valid words: an unknown opcode, a flag the opcode
@@ -20,6 +21,8 @@ use crate::wire::nq::ErrorClass;
 
 /// `u32` words per instruction.
 pub const INSN_WORDS: usize = 8;
+/// Bytes per instruction.
+pub const INSN_BYTES: usize = 4 * INSN_WORDS;
 
 /// Number of base registers per engine.
 pub const NUM_BASES: usize = 4;
@@ -35,26 +38,6 @@ pub const MAX_MACS_PER_INSN: u64 = 1 << 24;
 pub const FLAG_CHECK: u8 = 1 << 0;
 /// Header flag (`MATMUL` only): accumulate into `d` instead of overwriting.
 pub const FLAG_ACC: u8 = 1 << 1;
-
-wire_block! {
-    /// The instruction's layout. Every field is ours. Nothing reads it yet;
-    /// it is kept for the compile-time check of the field table.
-    #[allow(dead_code)]
-    pub LAYOUT: "xunds_insn", INSN_BYTES = 32, field {
-        ours "opcode" = 0, 1;
-        ours "flags" = 1, 1;
-        ours "base_sel" = 2, 1;
-        ours "reserved" = 3, 1;
-        ours "d" = 4, 4;
-        ours "a" = 8, 4;
-        ours "b" = 12, 4;
-        ours "p0" = 16, 4;
-        ours "p1" = 20, 4;
-        ours "p2" = 24, 4;
-        ours "p3" = 28, 4;
-    }
-}
-const _: () = assert!(INSN_BYTES == INSN_WORDS * 4);
 
 /// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
 /// zeroed memory is never a program.
@@ -106,13 +89,6 @@ wire_enum! {
 }
 const _: () = assert!(Base::ALL.len() == NUM_BASES);
 
-impl Base {
-    /// The register with index `v & 3`.
-    const fn from_bits(v: u32) -> Base {
-        Base::ALL[(v & 3) as usize]
-    }
-}
-
 /// An operand: a byte offset from a base register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Operand {
@@ -135,18 +111,20 @@ impl fmt::Display for Operand {
     }
 }
 
-/// An elementwise binary operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinOp {
-    /// `a + b`.
-    Add,
-    /// `a - b`.
-    Sub,
-    /// `a * b`.
-    Mul,
-    /// [`fmax`]`(a, b)`.
-    Max,
+wire_enum! {
+    /// An elementwise binary operator, by its opcode and mnemonic.
+    pub enum BinOp(u8) {
+        /// `a + b`.
+        Add = 0x20 => "ADD",
+        /// `a - b`.
+        Sub = 0x21 => "SUB",
+        /// `a * b`.
+        Mul = 0x22 => "MUL",
+        /// [`fmax`]`(a, b)`.
+        Max = 0x23 => "MAX",
+    }
 }
+const _: () = assert!(BinOp::Add as u8 == op::ADD && BinOp::Max as u8 == op::MAX);
 
 impl BinOp {
     /// Apply it in f32.
@@ -157,14 +135,6 @@ impl BinOp {
             BinOp::Sub => a - b,
             BinOp::Mul => a * b,
             BinOp::Max => fmax(a, b),
-        }
-    }
-    const fn opcode(self) -> u8 {
-        match self {
-            BinOp::Add => op::ADD,
-            BinOp::Sub => op::SUB,
-            BinOp::Mul => op::MUL,
-            BinOp::Max => op::MAX,
         }
     }
 }
@@ -201,13 +171,8 @@ impl ActFn {
     pub fn apply(self, x: f32) -> f32 {
         match self {
             ActFn::Identity => x,
-            ActFn::Relu => {
-                if x < 0.0 {
-                    0.0
-                } else {
-                    x
-                }
-            }
+            ActFn::Relu if x < 0.0 => 0.0,
+            ActFn::Relu => x,
             ActFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             ActFn::Tanh => x.tanh(),
         }
@@ -228,17 +193,17 @@ impl ReduceOp {
     /// Fold one row, left to right, starting from `row[0]` (an empty row
     /// gives `0.0`; decoding refuses `cols == 0`).
     #[inline]
-    pub fn fold(self, row: &[f32]) -> f32 {
-        let Some((&first, rest)) = row.split_first() else {
+    pub fn fold(self, row: impl IntoIterator<Item = f32>) -> f32 {
+        let mut row = row.into_iter();
+        let Some(first) = row.next() else {
             return 0.0;
         };
         match self {
-            ReduceOp::Sum => rest.iter().fold(first, |acc, &x| acc + x),
-            ReduceOp::Max => rest.iter().fold(first, |acc, &x| fmax(acc, x)),
+            ReduceOp::Sum => row.fold(first, |acc, x| acc + x),
+            ReduceOp::Max => row.fold(first, fmax),
         }
     }
 }
-
 /// One decoded instruction. Element counts are in 4-byte elements (f32 or
 /// raw words); float immediates are kept as bit patterns so that decode and
 /// encode round-trip every NaN payload.
@@ -423,44 +388,42 @@ error_enum! {
     }
 }
 
-// Which of the operand slots d, a, b an opcode uses, and its flags.
-const USE_D: u8 = 1;
-const USE_A: u8 = 2;
-const USE_B: u8 = 4;
-
-/// (operand slots used, parameter words used, allowed flags) per opcode.
+/// (operand slots used: bit 0 `d`, 1 `a`, 2 `b`; parameter words used;
+/// flags allowed) per opcode.
 const fn shape(opcode: u8) -> Option<(u8, usize, u8)> {
     Some(match opcode {
         op::END | op::NOP => (0, 0, 0),
         op::SETBASE => (0, 3, 0),
-        op::COPY => (USE_D | USE_A, 1, 0),
-        op::FILL => (USE_D, 2, 0),
-        op::ADD | op::SUB | op::MUL | op::MAX => (USE_D | USE_A | USE_B, 2, FLAG_CHECK),
-        op::AFFINE => (USE_D | USE_A, 3, FLAG_CHECK),
-        op::MATMUL => (USE_D | USE_A | USE_B, 3, FLAG_CHECK | FLAG_ACC),
-        op::ACT => (USE_D | USE_A, 2, FLAG_CHECK),
-        op::REDUCE => (USE_D | USE_A, 3, FLAG_CHECK),
-        op::WAIT | op::SIGNAL => (0, 2, 0),
-        op::DELAY => (0, 2, 0),
+        op::COPY => (0b011, 1, 0),
+        op::FILL => (0b001, 2, 0),
+        op::ADD | op::SUB | op::MUL | op::MAX => (0b111, 2, FLAG_CHECK),
+        op::AFFINE => (0b011, 3, FLAG_CHECK),
+        op::MATMUL => (0b111, 3, FLAG_CHECK | FLAG_ACC),
+        op::ACT => (0b011, 2, FLAG_CHECK),
+        op::REDUCE => (0b011, 3, FLAG_CHECK),
+        op::WAIT | op::SIGNAL | op::DELAY => (0, 2, 0),
         op::RAISE => (0, 1, 0),
         _ => return None,
     })
 }
 
-fn param(opcode: u8, what: &'static str, value: u64) -> DecodeError {
-    DecodeError::BadParam {
-        opcode,
-        what,
-        value,
+/// Check an element count: `1..=MAX_ELEMS`.
+fn count(opcode: u8, what: &'static str, value: u64) -> Result<(), DecodeError> {
+    match value {
+        1..=MAX_ELEMS => Ok(()),
+        _ => Err(DecodeError::BadParam {
+            opcode,
+            what,
+            value,
+        }),
     }
 }
 
-/// Check an element count: `1..=MAX_ELEMS`.
-fn count(opcode: u8, what: &'static str, v: u64) -> Result<(), DecodeError> {
-    if v == 0 || v > MAX_ELEMS {
-        Err(param(opcode, what, v))
+const fn check_flag(check: bool) -> u8 {
+    if check {
+        FLAG_CHECK
     } else {
-        Ok(())
+        0
     }
 }
 
@@ -473,7 +436,7 @@ impl Insn {
             Insn::SetBase { .. } => op::SETBASE,
             Insn::Copy { .. } => op::COPY,
             Insn::Fill { .. } => op::FILL,
-            Insn::Binary { op, .. } => op.opcode(),
+            Insn::Binary { op, .. } => *op as u8,
             Insn::Affine { .. } => op::AFFINE,
             Insn::MatMul { .. } => op::MATMUL,
             Insn::Act { .. } => op::ACT,
@@ -486,19 +449,14 @@ impl Insn {
     }
 
     /// The mnemonic (`MATMUL`, ...).
-    pub const fn mnemonic(&self) -> &'static str {
+    fn mnemonic(&self) -> &'static str {
         match self {
             Insn::End => "END",
             Insn::Nop => "NOP",
             Insn::SetBase { .. } => "SETBASE",
             Insn::Copy { .. } => "COPY",
             Insn::Fill { .. } => "FILL",
-            Insn::Binary { op, .. } => match op {
-                BinOp::Add => "ADD",
-                BinOp::Sub => "SUB",
-                BinOp::Mul => "MUL",
-                BinOp::Max => "MAX",
-            },
+            Insn::Binary { op, .. } => op.name(),
             Insn::Affine { .. } => "AFFINE",
             Insn::MatMul { .. } => "MATMUL",
             Insn::Act { .. } => "ACT",
@@ -513,26 +471,12 @@ impl Insn {
     /// Encode to eight words. Total: any `Insn` encodes; [`Insn::validate`]
     /// says whether the words will decode back to it.
     pub fn encode(&self) -> [u32; INSN_WORDS] {
-        let mut w = [0u32; INSN_WORDS];
-        let mut flags = 0u8;
-        let mut ops: [Option<Operand>; 3] = [None; 3];
-        let mut p = [0u32; 4];
-        match *self {
-            Insn::End | Insn::Nop => {}
-            Insn::SetBase { reg, value } => {
-                p[0] = reg as u32;
-                p[1] = value as u32;
-                p[2] = (value >> 32) as u32;
-            }
-            Insn::Copy { dst, src, n } => {
-                ops = [Some(dst), Some(src), None];
-                p[0] = n;
-            }
-            Insn::Fill { dst, n, value } => {
-                ops[0] = Some(dst);
-                p[0] = n;
-                p[1] = value;
-            }
+        let (none, lo, hi) = ([None; 3], |v: u64| v as u32, |v: u64| (v >> 32) as u32);
+        let (ops, p, flags): ([Option<Operand>; 3], [u32; 4], u8) = match *self {
+            Insn::End | Insn::Nop => (none, [0; 4], 0),
+            Insn::SetBase { reg, value } => (none, [reg as u32, lo(value), hi(value), 0], 0),
+            Insn::Copy { dst, src, n } => ([Some(dst), Some(src), None], [n, 0, 0, 0], 0),
+            Insn::Fill { dst, n, value } => ([Some(dst), None, None], [n, value, 0, 0], 0),
             Insn::Binary {
                 dst,
                 a,
@@ -541,12 +485,11 @@ impl Insn {
                 b_len,
                 check,
                 ..
-            } => {
-                ops = [Some(dst), Some(a), Some(b)];
-                p[0] = n;
-                p[1] = b_len;
-                flags = check_flag(check);
-            }
+            } => (
+                [Some(dst), Some(a), Some(b)],
+                [n, b_len, 0, 0],
+                check_flag(check),
+            ),
             Insn::Affine {
                 dst,
                 src,
@@ -554,13 +497,11 @@ impl Insn {
                 scale_bits,
                 bias_bits,
                 check,
-            } => {
-                ops = [Some(dst), Some(src), None];
-                p[0] = n;
-                p[1] = scale_bits;
-                p[2] = bias_bits;
-                flags = check_flag(check);
-            }
+            } => (
+                [Some(dst), Some(src), None],
+                [n, scale_bits, bias_bits, 0],
+                check_flag(check),
+            ),
             Insn::MatMul {
                 dst,
                 a,
@@ -570,25 +511,22 @@ impl Insn {
                 n,
                 acc,
                 check,
-            } => {
-                ops = [Some(dst), Some(a), Some(b)];
-                p[0] = m;
-                p[1] = k;
-                p[2] = n;
-                flags = check_flag(check) | if acc { FLAG_ACC } else { 0 };
-            }
+            } => (
+                [Some(dst), Some(a), Some(b)],
+                [m, k, n, 0],
+                check_flag(check) | if acc { FLAG_ACC } else { 0 },
+            ),
             Insn::Act {
                 func,
                 dst,
                 src,
                 n,
                 check,
-            } => {
-                ops = [Some(dst), Some(src), None];
-                p[0] = n;
-                p[1] = func as u32;
-                flags = check_flag(check);
-            }
+            } => (
+                [Some(dst), Some(src), None],
+                [n, func as u32, 0, 0],
+                check_flag(check),
+            ),
             Insn::Reduce {
                 op,
                 dst,
@@ -596,23 +534,18 @@ impl Insn {
                 rows,
                 cols,
                 check,
-            } => {
-                ops = [Some(dst), Some(src), None];
-                p[0] = rows;
-                p[1] = cols;
-                p[2] = op as u32;
-                flags = check_flag(check);
-            }
+            } => (
+                [Some(dst), Some(src), None],
+                [rows, cols, op as u32, 0],
+                check_flag(check),
+            ),
             Insn::Wait { sem, value } | Insn::Signal { sem, value } => {
-                p[0] = u32::from(sem);
-                p[1] = value;
+                (none, [sem.into(), value, 0, 0], 0)
             }
-            Insn::Delay { cycles } => {
-                p[0] = cycles as u32;
-                p[1] = (cycles >> 32) as u32;
-            }
-            Insn::Raise { class } => p[0] = class as u32,
-        }
+            Insn::Delay { cycles } => (none, [lo(cycles), hi(cycles), 0, 0], 0),
+            Insn::Raise { class } => (none, [class as u32, 0, 0, 0], 0),
+        };
+        let mut w = [0u32; INSN_WORDS];
         let mut sel = 0u32;
         for (i, o) in ops.iter().enumerate() {
             if let Some(o) = o {
@@ -651,139 +584,120 @@ impl Insn {
     pub fn decode(w: &[u32; INSN_WORDS]) -> Result<Insn, DecodeError> {
         let opcode = w[0] as u8;
         let flags = (w[0] >> 8) as u8;
-        let sel = (w[0] >> 16) as u8;
+        let sel = w[0] >> 16;
         let (uses, nparams, allowed) = shape(opcode).ok_or(DecodeError::BadOpcode { opcode })?;
         if flags & !allowed != 0 {
             return Err(DecodeError::BadFlags { opcode, flags });
         }
-        // Reserved byte, and the base selects of unused slots (bits 7:6 are
-        // never used).
-        let mut sel_mask = 0u32;
-        for slot in 0..3 {
-            if uses & (1 << slot) != 0 {
-                sel_mask |= 3 << (2 * slot);
-            }
+        let reserved = |word: usize| DecodeError::Reserved {
+            opcode,
+            word: word as u8,
+            value: w[word],
+        };
+        // The reserved byte and the base selects of unused slots (bits 7:6
+        // of the select byte are never used).
+        let sel_mask = (0..3)
+            .filter(|s| uses & (1 << s) != 0)
+            .fold(0, |m, s| m | 3 << (2 * s));
+        if sel & !sel_mask != 0 {
+            return Err(reserved(0));
         }
-        if (w[0] >> 24) != 0 || u32::from(sel) & !sel_mask != 0 {
-            return Err(DecodeError::Reserved {
-                opcode,
-                word: 0,
-                value: w[0],
-            });
-        }
-        for slot in 0..3 {
-            if uses & (1 << slot) == 0 && w[1 + slot] != 0 {
-                return Err(DecodeError::Reserved {
-                    opcode,
-                    word: 1 + slot as u8,
-                    value: w[1 + slot],
-                });
-            }
-        }
-        for (i, &v) in w.iter().enumerate().skip(4 + nparams) {
-            if v != 0 {
-                return Err(DecodeError::Reserved {
-                    opcode,
-                    word: i as u8,
-                    value: v,
-                });
-            }
+        let unused = |i: usize| if i < 4 { uses & (1 << (i - 1)) == 0 } else { i >= 4 + nparams };
+        if let Some(i) = (1..INSN_WORDS).find(|&i| unused(i) && w[i] != 0) {
+            return Err(reserved(i));
         }
         let operand = |slot: usize| Operand {
-            base: Base::from_bits(u32::from(sel) >> (2 * slot)),
+            base: Base::ALL[(sel >> (2 * slot)) as usize & 3],
             off: w[1 + slot],
         };
         let (d, a, b) = (operand(0), operand(1), operand(2));
-        let p = [w[4], w[5], w[6], w[7]];
+        let [p0, p1, p2] = [w[4], w[5], w[6]];
         let check = flags & FLAG_CHECK != 0;
+        let bad = |what, value: u32| DecodeError::BadParam {
+            opcode,
+            what,
+            value: value.into(),
+        };
+        let sem = || match u8::try_from(p0) {
+            Ok(s) if usize::from(s) < NUM_SEMAPHORES => Ok(s),
+            _ => Err(bad("sem", p0)),
+        };
         let insn = match opcode {
             op::END => Insn::End,
             op::NOP => Insn::Nop,
-            op::SETBASE => {
-                if p[0] as usize >= NUM_BASES {
-                    return Err(param(opcode, "reg", u64::from(p[0])));
-                }
-                Insn::SetBase {
-                    reg: Base::from_bits(p[0]),
-                    value: u64::from(p[1]) | u64::from(p[2]) << 32,
-                }
-            }
+            op::SETBASE => Insn::SetBase {
+                reg: Base::from_index(p0 as usize).ok_or(bad("reg", p0))?,
+                value: u64::from(p1) | u64::from(p2) << 32,
+            },
             op::COPY => Insn::Copy {
                 dst: d,
                 src: a,
-                n: p[0],
+                n: p0,
             },
             op::FILL => Insn::Fill {
                 dst: d,
-                n: p[0],
-                value: p[1],
-            },
-            op::ADD | op::SUB | op::MUL | op::MAX => Insn::Binary {
-                op: match opcode {
-                    op::ADD => BinOp::Add,
-                    op::SUB => BinOp::Sub,
-                    op::MUL => BinOp::Mul,
-                    _ => BinOp::Max,
-                },
-                dst: d,
-                a,
-                b,
-                n: p[0],
-                b_len: p[1],
-                check,
+                n: p0,
+                value: p1,
             },
             op::AFFINE => Insn::Affine {
                 dst: d,
                 src: a,
-                n: p[0],
-                scale_bits: p[1],
-                bias_bits: p[2],
+                n: p0,
+                scale_bits: p1,
+                bias_bits: p2,
                 check,
             },
             op::MATMUL => Insn::MatMul {
                 dst: d,
                 a,
                 b,
-                m: p[0],
-                k: p[1],
-                n: p[2],
+                m: p0,
+                k: p1,
+                n: p2,
                 acc: flags & FLAG_ACC != 0,
                 check,
             },
             op::ACT => Insn::Act {
-                func: ActFn::from_index(p[1]).ok_or(param(opcode, "func", u64::from(p[1])))?,
+                func: ActFn::from_index(p1).ok_or(bad("func", p1))?,
                 dst: d,
                 src: a,
-                n: p[0],
+                n: p0,
                 check,
             },
             op::REDUCE => Insn::Reduce {
-                op: ReduceOp::from_index(p[2]).ok_or(param(opcode, "op", u64::from(p[2])))?,
+                op: ReduceOp::from_index(p2).ok_or(bad("op", p2))?,
                 dst: d,
                 src: a,
-                rows: p[0],
-                cols: p[1],
+                rows: p0,
+                cols: p1,
                 check,
             },
-            op::WAIT | op::SIGNAL => {
-                if p[0] as usize >= NUM_SEMAPHORES {
-                    return Err(param(opcode, "sem", u64::from(p[0])));
-                }
-                let sem = p[0] as u8;
-                if opcode == op::WAIT {
-                    Insn::Wait { sem, value: p[1] }
-                } else {
-                    Insn::Signal { sem, value: p[1] }
-                }
-            }
-            op::DELAY => Insn::Delay {
-                cycles: u64::from(p[0]) | u64::from(p[1]) << 32,
+            op::WAIT => Insn::Wait {
+                sem: sem()?,
+                value: p1,
             },
-            _ => Insn::Raise {
-                class: u8::try_from(p[0])
+            op::SIGNAL => Insn::Signal {
+                sem: sem()?,
+                value: p1,
+            },
+            op::DELAY => Insn::Delay {
+                cycles: u64::from(p0) | u64::from(p1) << 32,
+            },
+            op::RAISE => Insn::Raise {
+                class: u8::try_from(p0)
                     .ok()
                     .and_then(ErrorClass::from_u8)
-                    .ok_or(param(opcode, "class", u64::from(p[0])))?,
+                    .ok_or(bad("class", p0))?,
+            },
+            // `shape` admits no other opcode than the four binary ones.
+            _ => Insn::Binary {
+                op: BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?,
+                dst: d,
+                a,
+                b,
+                n: p0,
+                b_len: p1,
+                check,
             },
         };
         insn.validate()?;
@@ -795,45 +709,52 @@ impl Insn {
     /// [`MAX_MACS_PER_INSN`] MACs, semaphores are below [`NUM_SEMAPHORES`].
     pub fn validate(&self) -> Result<(), DecodeError> {
         let opcode = self.opcode();
+        let bad = |what, value| {
+            Err(DecodeError::BadParam {
+                opcode,
+                what,
+                value,
+            })
+        };
         match *self {
             Insn::End
             | Insn::Nop
             | Insn::SetBase { .. }
             | Insn::Delay { .. }
             | Insn::Raise { .. } => Ok(()),
-            Insn::Copy { n, .. } | Insn::Fill { n, .. } => count(opcode, "n", u64::from(n)),
-            Insn::Affine { n, .. } | Insn::Act { n, .. } => count(opcode, "n", u64::from(n)),
+            Insn::Copy { n, .. }
+            | Insn::Fill { n, .. }
+            | Insn::Affine { n, .. }
+            | Insn::Act { n, .. } => count(opcode, "n", n.into()),
             Insn::Binary { n, b_len, .. } => {
-                count(opcode, "n", u64::from(n))?;
+                count(opcode, "n", n.into())?;
                 if b_len != 0 && n % b_len != 0 {
-                    return Err(param(opcode, "b_len", u64::from(b_len)));
+                    return bad("b_len", b_len.into());
                 }
                 Ok(())
             }
             Insn::MatMul { m, k, n, .. } => {
                 let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
-                count(opcode, "m", m)?;
-                count(opcode, "k", k)?;
-                count(opcode, "n", n)?;
-                count(opcode, "m*k", m * k)?;
+                for (what, v) in [("m", m), ("k", k), ("n", n), ("m*k", m * k)] {
+                    count(opcode, what, v)?;
+                }
                 count(opcode, "k*n", k * n)?;
                 count(opcode, "m*n", m * n)?;
                 if m * k * n > MAX_MACS_PER_INSN {
-                    return Err(param(opcode, "m*k*n", m * k * n));
+                    return bad("m*k*n", m * k * n);
                 }
                 Ok(())
             }
             Insn::Reduce { rows, cols, .. } => {
-                count(opcode, "rows", u64::from(rows))?;
-                count(opcode, "cols", u64::from(cols))?;
+                count(opcode, "rows", rows.into())?;
+                count(opcode, "cols", cols.into())?;
                 count(opcode, "rows*cols", u64::from(rows) * u64::from(cols))
             }
             Insn::Wait { sem, .. } | Insn::Signal { sem, .. } => {
                 if usize::from(sem) >= NUM_SEMAPHORES {
-                    Err(param(opcode, "sem", u64::from(sem)))
-                } else {
-                    Ok(())
+                    return bad("sem", sem.into());
                 }
+                Ok(())
             }
         }
     }
@@ -844,12 +765,6 @@ impl Insn {
     /// `WAIT` comes on top).
     pub fn cycles(&self) -> u64 {
         match *self {
-            Insn::End
-            | Insn::Nop
-            | Insn::SetBase { .. }
-            | Insn::Wait { .. }
-            | Insn::Signal { .. }
-            | Insn::Raise { .. } => 1,
             Insn::Copy { n, .. }
             | Insn::Fill { n, .. }
             | Insn::Binary { n, .. }
@@ -858,6 +773,7 @@ impl Insn {
             Insn::Reduce { rows, cols, .. } => 4 + u64::from(rows) * u64::from(cols),
             Insn::MatMul { .. } => 8 + self.macs(),
             Insn::Delay { cycles } => cycles,
+            _ => 1,
         }
     }
 
@@ -870,26 +786,11 @@ impl Insn {
     }
 }
 
-const fn check_flag(check: bool) -> u8 {
-    if check {
-        FLAG_CHECK
-    } else {
-        0
-    }
-}
-
-fn chk(check: bool) -> &'static str {
-    if check {
-        ".chk"
-    } else {
-        ""
-    }
-}
-
 /// Disassembly: `MATMUL.acc.chk [r1+0x0], [r0+0x40], [r0+0x440], m=4 k=16 n=32`.
 impl fmt::Display for Insn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = self.mnemonic();
+        let chk = |check| if check { ".chk" } else { "" };
         match *self {
             Insn::End | Insn::Nop => f.write_str(m),
             Insn::SetBase { reg, value } => write!(f, "{m} r{}, {value:#x}", reg.index()),
@@ -968,18 +869,14 @@ impl fmt::Display for Insn {
 /// decoding, if any.
 pub fn disassemble(bytes: &[u8]) -> (Vec<(usize, Insn)>, Option<DecodeError>) {
     let mut out = Vec::new();
-    let mut off = 0;
-    while off < bytes.len() {
-        match Insn::from_bytes(&bytes[off..]) {
-            Ok(i) => {
-                out.push((off, i));
-                if i == Insn::End {
-                    return (out, None);
-                }
-            }
+    for (off, chunk) in bytes.chunks(INSN_BYTES).enumerate() {
+        match Insn::from_bytes(chunk) {
+            Ok(i) => out.push((off * INSN_BYTES, i)),
             Err(e) => return (out, Some(e)),
         }
-        off += INSN_BYTES;
+        if out.last().is_some_and(|(_, i)| *i == Insn::End) {
+            break;
+        }
     }
     (out, None)
 }

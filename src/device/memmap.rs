@@ -166,7 +166,7 @@ pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
     match region {
         RegionId::Regs { .. } => reg::name(off),
         RegionId::Dmem { .. } if off == dmem::REQUEST => Some("REQUEST"),
-        RegionId::WorkItems { .. } => crate::actors::work::item_field_name(off),
+        RegionId::WorkItems { .. } => crate::wire::work_item::field_name(off),
         RegionId::Dram => {
             let in_area = off as u64 % CORE_AREA;
             if in_area == core_area::EVENT_VALUE {
@@ -508,6 +508,16 @@ impl MemMap {
     /// Physical address of a core's register `off`.
     pub fn reg_pa(&self, core: u8, off: usize) -> u64 {
         REGS_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
+    }
+
+    /// The region and offset of a DRAM or DMEM window (`None` for a
+    /// register block, which is reached word by word).
+    pub fn region_of(&self, w: Window) -> Option<(RegionHandle, usize)> {
+        match w {
+            Window::Dram { off } => Some((self.dram, off as usize)),
+            Window::Dmem { core, off } => Some((self.dmem[usize::from(core)], off as usize)),
+            Window::Regs { .. } => None,
+        }
     }
 
     /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].

@@ -760,67 +760,31 @@ impl MlpSpec {
         }
         let wait = |sem| Insn::Wait { sem, value: 1 };
         let signal = |sem| Insn::Signal { sem, value: 1 };
-        let binary = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc| Insn::Binary {
+        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary {
             op: BinOp::Add,
             dst: dst.operand(),
-            a: a.operand(),
+            a: dst.operand(),
             b: b.operand(),
             n: dst.elems() as u32,
             b_len: b.elems() as u32,
             check,
         };
-        // SP: stage the input.
-        mb.push(
-            Engine::Sp,
+        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul {
+            dst: dst.operand(),
+            a: a.operand(),
+            b: b.operand(),
+            m: bt,
+            k,
+            n: dst.shape[1],
+            acc: false,
+            check,
+        };
+        let (copy, act, reduce) = (
             Insn::Copy {
                 dst: xs.operand(),
                 src: x.operand(),
                 n: bt * i,
             },
-        )?;
-        mb.push(Engine::Sp, signal(0))?;
-        // PE: both matrix multiplies.
-        mb.push(Engine::Pe, wait(0))?;
-        mb.push(
-            Engine::Pe,
-            Insn::MatMul {
-                dst: hs.operand(),
-                a: xs.operand(),
-                b: w1.operand(),
-                m: bt,
-                k: i,
-                n: h,
-                acc: false,
-                check,
-            },
-        )?;
-        mb.push(Engine::Pe, signal(1))?;
-        mb.push(Engine::Pe, wait(3))?;
-        mb.push(
-            Engine::Pe,
-            Insn::MatMul {
-                dst: y.operand(),
-                a: hs.operand(),
-                b: w2.operand(),
-                m: bt,
-                k: h,
-                n: o,
-                acc: false,
-                check,
-            },
-        )?;
-        mb.push(Engine::Pe, signal(4))?;
-        // DVE: both bias adds.
-        mb.push(Engine::Dve, wait(1))?;
-        mb.push(Engine::Dve, binary(&hs, &hs, &b1))?;
-        mb.push(Engine::Dve, signal(2))?;
-        mb.push(Engine::Dve, wait(4))?;
-        mb.push(Engine::Dve, binary(&y, &y, &b2))?;
-        mb.push(Engine::Dve, signal(5))?;
-        // ACT: the activation, in place.
-        mb.push(Engine::Act, wait(2))?;
-        mb.push(
-            Engine::Act,
             Insn::Act {
                 func: self.act,
                 dst: hs.operand(),
@@ -828,12 +792,6 @@ impl MlpSpec {
                 n: bt * h,
                 check,
             },
-        )?;
-        mb.push(Engine::Act, signal(3))?;
-        // POOL: the row max.
-        mb.push(Engine::Pool, wait(5))?;
-        mb.push(
-            Engine::Pool,
             Insn::Reduce {
                 op: ReduceOp::Max,
                 dst: m.operand(),
@@ -842,7 +800,36 @@ impl MlpSpec {
                 cols: o,
                 check,
             },
-        )?;
+        );
+        use Engine::{Act, Dve, Pe, Pool, Sp};
+        for (engine, insn) in [
+            // SP: stage the input.
+            (Sp, copy),
+            (Sp, signal(0)),
+            // PE: both matrix multiplies.
+            (Pe, wait(0)),
+            (Pe, matmul(&hs, &xs, &w1, i)),
+            (Pe, signal(1)),
+            (Pe, wait(3)),
+            (Pe, matmul(&y, &hs, &w2, h)),
+            (Pe, signal(4)),
+            // DVE: both bias adds.
+            (Dve, wait(1)),
+            (Dve, add(&hs, &b1)),
+            (Dve, signal(2)),
+            (Dve, wait(4)),
+            (Dve, add(&y, &b2)),
+            (Dve, signal(5)),
+            // ACT: the activation, in place.
+            (Act, wait(2)),
+            (Act, act),
+            (Act, signal(3)),
+            // POOL: the row max.
+            (Pool, wait(5)),
+            (Pool, reduce),
+        ] {
+            mb.push(engine, insn)?;
+        }
         let spec = *self;
         mb.reference(move |x| spec.reference_with(&w, x));
         Ok(mb)
@@ -888,7 +875,7 @@ impl MlpSpec {
         }
         let m: Vec<f32> = y
             .chunks_exact(o)
-            .map(|row| ReduceOp::Max.fold(row))
+            .map(|row| ReduceOp::Max.fold(row.iter().copied()))
             .collect();
         y.extend(m);
         y

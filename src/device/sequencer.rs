@@ -32,16 +32,16 @@
 use core::fmt;
 use std::sync::Arc;
 
-use crate::hal::{Hal, HalError, Ordering};
+use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
-use super::dma::{copy_cycles, DmaEngine, DmaFault, DmaStep};
+use super::dma::{copy_cycles, DmaEngine, DmaStep};
 #[cfg(any(test, feature = "testkit"))]
 use super::engine::EngineReport;
 use super::engine::{self, DeviceMemory, EngineStatus, ExecReport, MemFault};
 use super::irq;
-use super::memmap::{dmem, reg, BadPa, MemMap, Window};
+use super::memmap::{dmem, reg, BadPa, MemMap, DRAM_BASE};
 use super::nq::{NqWriter, Overflow};
 
 /// The model heap of device DRAM through the HAL, by physical address: what
@@ -53,39 +53,43 @@ use super::nq::{NqWriter, Overflow};
 /// another core.
 pub struct DramMemory<'a, H: ?Sized> {
     hal: &'a H,
-    map: &'a MemMap,
+    dram: RegionHandle,
+    /// The heap, `[lo, hi)` in physical addresses.
+    lo: u64,
+    hi: u64,
 }
 
 impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// DRAM of the device described by `map`.
     pub fn new(hal: &'a H, map: &'a MemMap) -> Self {
-        DramMemory { hal, map }
-    }
-
-    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
-    /// not all inside the model heap (or, with `align`, `pa` is not aligned
-    /// to it).
-    fn dram_off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
-        match self.map.translate(pa, len as u64) {
-            Ok(Window::Dram { off }) if off % align == 0 && off >= self.map.config.heap_start() => {
-                Ok(off as usize)
-            }
-            _ => Err(BadPa {
-                pa,
-                len: len as u64,
-            }),
+        DramMemory {
+            hal,
+            dram: map.dram,
+            lo: map.dram_pa(map.config.heap_start()),
+            hi: map.dram_pa(map.config.dram_size),
         }
     }
 
-    fn off(&self, pa: u64) -> Result<usize, BadPa> {
-        self.dram_off(pa, 4, 4)
+    /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
+    /// not all inside the model heap or `pa` is not aligned to `align`.
+    fn off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
+        let bad = BadPa {
+            pa,
+            len: len as u64,
+        };
+        match pa.checked_add(len as u64) {
+            Some(end) if pa >= self.lo && end <= self.hi && pa % align == 0 => {
+                Ok((pa - DRAM_BASE) as usize)
+            }
+            _ => Err(bad),
+        }
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let off = self.dram_off(pa, data.len(), 1)?;
+        let off = self.off(pa, data.len(), 1)?;
         self.hal
-            .copy_in(self.map.dram, off, data)
+            .copy_in(self.dram, off, data)
             .map_err(|_| BadPa {
                 pa,
                 len: data.len() as u64,
@@ -95,62 +99,63 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
         let len = out.len();
-        let off = self.dram_off(pa, len, 1)?;
+        let off = self.off(pa, len, 1)?;
         self.hal
-            .copy_out(self.map.dram, off, out)
+            .copy_out(self.dram, off, out)
             .map_err(|_| BadPa {
                 pa,
                 len: len as u64,
             })
     }
+
+    /// The word at `pa` (one of a range that was refused as a whole: word
+    /// by word, so the fault names the first bad word).
+    fn word(&self, pa: u64, store: Option<u32>) -> Result<u32, MemFault> {
+        let off = self.off(pa, 4, 4).map_err(|_| MemFault { pa })?;
+        match store {
+            None => self.hal.load_u32(self.dram, off, Ordering::Relaxed),
+            Some(v) => self.hal.store_u32(self.dram, off, v, Ordering::Relaxed).map(|()| v),
+        }
+        .map_err(|_| MemFault { pa })
+    }
 }
 
+/// One range check and one HAL call for a range inside the heap;
+/// otherwise word by word, so the fault names the first bad word.
 impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
-    fn read_u32(&self, pa: u64) -> Result<u32, MemFault> {
-        let off = self.off(pa).map_err(|_| MemFault { pa })?;
-        self.hal
-            .load_u32(self.map.dram, off, Ordering::Relaxed)
-            .map_err(|_| MemFault { pa })
-    }
-
-    /// Inside DRAM and aligned is all a read of `pa` needs (the HAL refuses
-    /// nothing else on the DRAM region).
-    fn probe(&self, pa: u64) -> Result<(), MemFault> {
-        self.off(pa).map(|_| ()).map_err(|_| MemFault { pa })
-    }
-
-    fn write_u32(&self, pa: u64, v: u32) -> Result<(), MemFault> {
-        let off = self.off(pa).map_err(|_| MemFault { pa })?;
-        self.hal
-            .store_u32(self.map.dram, off, v, Ordering::Relaxed)
-            .map_err(|_| MemFault { pa })
-    }
-
-    /// One translation and one HAL call for the whole range when it lies in
-    /// DRAM; otherwise word by word, so the fault names the first bad word.
     fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.dram_off(pa, out.len() * 4, 4) {
-            if self.hal.load_u32s(self.map.dram, off, out).is_ok() {
+        if let Ok(off) = self.off(pa, out.len() * 4, 4) {
+            if self.hal.load_u32s(self.dram, off, out).is_ok() {
                 return Ok(());
             }
         }
         for (i, w) in out.iter_mut().enumerate() {
-            *w = self.read_u32(pa + 4 * i as u64)?;
+            *w = self.word(pa.wrapping_add(4 * i as u64), None)?;
         }
         Ok(())
     }
 
-    /// As [`read_u32s`](Self::read_u32s), for writes.
     fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.dram_off(pa, vals.len() * 4, 4) {
-            if self.hal.store_u32s(self.map.dram, off, vals).is_ok() {
+        if let Ok(off) = self.off(pa, vals.len() * 4, 4) {
+            if self.hal.store_u32s(self.dram, off, vals).is_ok() {
                 return Ok(());
             }
         }
         for (i, &v) in vals.iter().enumerate() {
-            self.write_u32(pa + 4 * i as u64, v)?;
+            self.word(pa.wrapping_add(4 * i as u64), Some(v))?;
         }
         Ok(())
+    }
+
+    /// Inside the heap and aligned is all a read needs (the HAL refuses
+    /// nothing else on the DRAM region).
+    fn probe(&self, pa: u64, last: u64) -> Result<(), MemFault> {
+        let inside = |a: u64| self.off(a, 4, 4).map(drop).map_err(|_| MemFault { pa: a });
+        if pa % 4 == 0 && pa >= self.lo && last.checked_add(4).is_some_and(|e| e <= self.hi) {
+            return Ok(());
+        }
+        inside(pa)?;
+        inside(last)
     }
 }
 
@@ -193,36 +198,27 @@ pub struct NullExecutor {
 
 #[cfg(any(test, feature = "testkit"))]
 impl RequestExecutor for NullExecutor {
-    fn execute(
-        &mut self,
-        _mem: &dyn DeviceMemory,
-        req: &DeviceExecRequest,
-        start_cycle: u64,
-    ) -> ExecReport {
+    fn execute(&mut self, _: &dyn DeviceMemory, req: &DeviceExecRequest, start: u64) -> ExecReport {
         let engines = Engine::ALL.map(|e| {
             let busy = req.engine_address(e) != 0;
+            let status = [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)];
+            let end_cycle = start.saturating_add(if busy { self.cycles } else { 0 });
+            let (steps, fault) = (u64::from(busy), None);
             EngineReport {
-                status: if busy {
-                    EngineStatus::Done
-                } else {
-                    EngineStatus::Idle
-                },
-                start_cycle,
-                end_cycle: start_cycle.saturating_add(if busy { self.cycles } else { 0 }),
-                steps: u64::from(busy),
-                fault: None,
+                status,
+                start_cycle: start,
+                end_cycle,
+                steps,
+                fault,
             }
         });
-        let end_cycle = engines
-            .iter()
-            .map(|e| e.end_cycle)
-            .max()
-            .unwrap_or(start_cycle);
+        let end_cycle = engines.iter().map(|e| e.end_cycle).max().unwrap_or(start);
+        let first_error = None;
         ExecReport {
             engines,
             macs: 0,
             end_cycle,
-            first_error: None,
+            first_error,
         }
     }
 }
@@ -352,7 +348,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// A core's sticky DMA fault.
     #[cfg(any(test, feature = "testkit"))]
-    pub fn dma_fault(&self, core: u8) -> Option<DmaFault> {
+    pub fn dma_fault(&self, core: u8) -> Option<super::dma::DmaFault> {
         self.cores
             .get(usize::from(core))
             .and_then(|c| c.dma.fault())
@@ -381,12 +377,8 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// Do all the work available now on every core, without blocking.
     pub fn poll(&mut self, now: u64) -> Result<Progress, SequencerError> {
         let mut total = Progress::default();
-        for core in 0..self.cores.len() {
-            let p = self.poll_core(core, now).map_err(|error| SequencerError {
-                core: core as u8,
-                error,
-            })?;
-            total.add(p);
+        for core in 0..self.cores.len() as u8 {
+            total.add(self.poll_one(core, now)?);
         }
         Ok(total)
     }
@@ -396,15 +388,15 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// cores it polls).
     pub fn poll_one(&mut self, core: u8, now: u64) -> Result<Progress, SequencerError> {
         let c = usize::from(core);
-        if c >= self.cores.len() {
-            return Ok(Progress::default());
+        let mut p = Progress::default();
+        if c < self.cores.len() {
+            self.poll_core(c, now, &mut p)
+                .map_err(|error| SequencerError { core, error })?;
         }
-        self.poll_core(c, now)
-            .map_err(|error| SequencerError { core, error })
+        Ok(p)
     }
 
-    fn poll_core(&mut self, c: usize, now: u64) -> Result<Progress, HalError> {
-        let mut p = Progress::default();
+    fn poll_core(&mut self, c: usize, now: u64, p: &mut Progress) -> Result<(), HalError> {
         // Ordering: Acquire pairs with the host's Release fetch_add of
         // RESET_REQ (`Lane::begin_reset`, the worker's reset steps): the
         // host stopped using the queues the request names.
@@ -412,34 +404,40 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             .hal
             .load_u32(self.map.regs[c], reg::RESET_REQ, Ordering::Acquire)?;
         if req != self.cores[c].reset_ack {
-            self.reset(c, req)?;
             p.resets += 1;
-            return Ok(p);
+            return self.reset(c, req);
         }
-        for _ in 0..PAIRS_PER_POLL {
-            let step = self.cores[c].dma.step(&*self.hal, &self.map, now);
-            match step {
-                DmaStep::Idle | DmaStep::Waiting => break,
+        let published = self.cores[c].dma.published(&*self.hal);
+        let mut fault = published.err();
+        for _ in 0..published.unwrap_or(0).min(PAIRS_PER_POLL) {
+            match self.cores[c].dma.step(&*self.hal, &self.map, now) {
+                DmaStep::Waiting => break,
                 DmaStep::Copied { len, published } => {
                     p.copies += 1;
                     // The device clock saturates like the engines' clocks (it is
                     // advanced by program-controlled DELAYs).
-                    self.cores[c].cycle = self.cores[c].cycle.saturating_add(copy_cycles(len));
-                    if published {
-                        p.add(self.execute(c)?);
+                    let k = &mut self.cores[c];
+                    k.cycle = k.cycle.saturating_add(copy_cycles(len));
+                    if let Some(tail) = published {
+                        self.execute(c, tail, p)?;
                     }
                 }
                 DmaStep::Faulted(f) => {
-                    if !self.cores[c].fault_reported {
-                        self.cores[c].fault_reported = true;
-                        p.faults += 1;
-                        p.add(self.report_dma_fault(c, f)?);
-                    }
+                    fault = Some(f);
                     break;
                 }
             }
         }
-        Ok(p)
+        // The slots of every pair consumed go back at once.
+        let released = self.cores[c].dma.release(&*self.hal);
+        match fault.or(released.err()) {
+            Some(_) if !self.cores[c].fault_reported => {
+                self.cores[c].fault_reported = true;
+                p.faults += 1;
+                self.report_dma_fault(c, p)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Carry out reset request `req` on core `c` (module docs) and
@@ -448,11 +446,11 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// worker reads the NQ rings only once the stop is acknowledged and
     /// starts over only after the re-initialisation is.
     fn reset(&mut self, c: usize, req: u32) -> Result<(), HalError> {
-        let hal = Arc::clone(&self.hal);
-        let map = Arc::clone(&self.map);
+        let (hal, map) = (&*self.hal, &*self.map);
         let regs = map.regs[c];
         let core = c as u8;
         let zero = |r, len: u32| hal.copy_in(r, 0, &vec![0u8; len as usize * crate::hal::RECORD]);
+        let k = &mut self.cores[c];
         if req % 2 == 1 {
             // Stop: what is queued is discarded (its executions are aborted
             // by the worker); descriptor rings and request numbering restart.
@@ -473,29 +471,24 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             // Ordering: Release pairs with `Stager::in_flight`'s Acquire
             // load: every request buffer is free again.
             hal.store_u32(regs, reg::SEQ_HEAD, 0, Ordering::Release)?;
-            let k = &mut self.cores[c];
-            k.dma = DmaEngine::new(&map, core).map_err(|_| HalError::BadHandle)?;
+            k.dma = DmaEngine::new(map, core).map_err(|_| HalError::BadHandle)?;
             k.executed = 0;
             k.fault_reported = false;
         } else {
             // Re-initialise the NQ rings: writers at slot 0, phase 1, every
             // slot zeroed (a zeroed slot never carries the expected phase).
-            for (e, ring) in map
-                .nq_rings_of(core)
-                .map_err(|_| HalError::BadHandle)?
-                .into_iter()
-                .enumerate()
-            {
+            let rings = map.nq_rings_of(core).map_err(|_| HalError::BadHandle)?;
+            for (e, ring) in rings.into_iter().enumerate() {
                 zero(ring, map.config.nq_len)?;
                 hal.store_u32(regs, reg::NQ_HEAD + 4 * e, 0, Ordering::Relaxed)?;
             }
             hal.store_u32(regs, reg::NQ_OVERFLOWS, 0, Ordering::Relaxed)?;
-            if let Some(w) = NqWriter::for_device(&map).into_iter().nth(c) {
-                self.cores[c].writers = w;
+            if let Some(w) = NqWriter::for_device(map).into_iter().nth(c) {
+                k.writers = w;
             }
-            self.cores[c].overflows.clear();
+            k.overflows.clear();
         }
-        self.cores[c].reset_ack = req;
+        k.reset_ack = req;
         // Ordering: Release pairs with the worker's Acquire load of
         // RESET_ACK: everything above (and every NQ record written before a
         // stop) is visible once the acknowledgement is.
@@ -505,35 +498,23 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// A corrupt descriptor aborted the request being assembled: one error
     /// record (source DMA, class `Hw`) on the SP ring for it.
-    fn report_dma_fault(&mut self, c: usize, _f: DmaFault) -> Result<Progress, HalError> {
+    fn report_dma_fault(&mut self, c: usize, p: &mut Progress) -> Result<(), HalError> {
         let exec_id = self.cores[c].executed.wrapping_add(1);
         let cycle = self.cores[c].cycle;
-        let mut p = Progress::default();
         self.put_macs(c, exec_id, 0)?;
-        self.record(
-            c,
-            Engine::Sp,
-            exec_id,
-            Kind::Error(ErrorClass::Hw),
-            Source::Dma,
-            cycle,
-            cycle,
-            &mut p,
-        )?;
-        self.raise_irq(c)?;
-        Ok(p)
+        let kind = Kind::Error(ErrorClass::Hw);
+        self.record(c, Engine::Sp, exec_id, (kind, Source::Dma), (cycle, cycle), p)?;
+        self.raise_irq(c)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Write one NQ record; a full ring drops it (counted as a fault).
     fn record(
         &mut self,
         c: usize,
         engine: Engine,
         exec_id: u32,
-        kind: Kind,
-        source: Source,
-        start: u64,
-        end: u64,
+        (kind, source): (Kind, Source),
+        (start, end): (u64, u64),
         p: &mut Progress,
     ) -> Result<(), HalError> {
         let entry = NqEntry {
@@ -545,35 +526,29 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             start_cycle: start as u32,
             end_cycle: end as u32,
         };
-        match self.cores[c].writers[engine.index()].push(&*self.hal, entry)? {
+        let k = &mut self.cores[c];
+        match k.writers[engine.index()].push(&*self.hal, entry)? {
             Ok(()) => p.records += 1,
             Err(o) => {
                 p.faults += 1;
-                self.cores[c].overflows.push(o);
+                k.overflows.push(o);
             }
         }
         Ok(())
     }
 
-    /// Execute the request now published in DMEM.
-    fn execute(&mut self, c: usize) -> Result<Progress, HalError> {
+    /// Execute the request now published in DMEM (`tail`: the request tail
+    /// the publish left).
+    fn execute(&mut self, c: usize, tail: u32, p: &mut Progress) -> Result<(), HalError> {
         // The HAL and the map are borrowed per statement, never cloned: an
         // `Arc` clone per request writes the count on the line every thread
         // reads the HAL's region table from.
         let regs = self.map.regs[c];
-        let mut p = Progress {
-            executed: 1,
-            ..Progress::default()
-        };
-        // Ordering: Acquire pairs with the DMA engine's Release add on
-        // SEQ_TAIL_INC (the publish, docs/abi.md §1.10).
-        let tail = self
-            .hal
-            .load_u32(regs, reg::SEQ_TAIL_INC, Ordering::Acquire)?;
         let exec_id = self.cores[c].executed.wrapping_add(1);
         if tail == self.cores[c].executed {
-            return Ok(Progress::default());
+            return Ok(());
         }
+        p.executed += 1;
         // The request-load event: set by the second trigger pair.
         // Ordering: Acquire pairs with the DMA engine's Release store of
         // SEQ_EVENT in `DmaEngine::copy` (docs/abi.md §1.10, the evt-poke pair;
@@ -586,41 +561,29 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             .copy_out(self.map.dmem[c], dmem::REQUEST, &mut body)?;
         let req = DeviceExecRequest::parse(&body).unwrap_or_default();
 
-        let mut start = self.cores[c].cycle.saturating_add(DISPATCH_CYCLES);
+        let k = &mut self.cores[c];
+        let mut start = k.cycle.saturating_add(DISPATCH_CYCLES);
         if req.do_model_switch != 0 {
             start = start.saturating_add(MODEL_SWITCH_CYCLES);
-            self.cores[c].switches = self.cores[c].switches.wrapping_add(1);
-            self.hal.store_u32(
-                regs,
-                reg::MODEL_SWITCHES,
-                self.cores[c].switches,
-                Ordering::Relaxed,
-            )?;
+            k.switches = k.switches.wrapping_add(1);
+            let n = k.switches;
+            self.hal
+                .store_u32(regs, reg::MODEL_SWITCHES, n, Ordering::Relaxed)?;
         }
-        if req.reload_seq_config != 0 {
-            start = start.saturating_add(RELOAD_CYCLES);
-        }
-        if req.load_act_dve_tables != 0 {
-            start = start.saturating_add(RELOAD_CYCLES);
+        for flag in [req.reload_seq_config, req.load_act_dve_tables] {
+            if flag != 0 {
+                start = start.saturating_add(RELOAD_CYCLES);
+            }
         }
 
         if event == 0 {
             // Published without the event poke: the sequencer cannot trust
             // DMEM. One sequencer error record, nothing executed.
             self.put_macs(c, exec_id, 0)?;
-            self.record(
-                c,
-                Engine::Sp,
-                exec_id,
-                Kind::Error(ErrorClass::Runtime),
-                Source::Sequencer,
-                start,
-                start,
-                &mut p,
-            )?;
+            let kind = Kind::Error(ErrorClass::Runtime);
+            self.record(c, Engine::Sp, exec_id, (kind, Source::Sequencer), (start, start), p)?;
             p.faults += 1;
-            self.finish(c, exec_id, start, 0)?;
-            return Ok(p);
+            return self.finish(c, exec_id, start, 0);
         }
 
         let out = {
@@ -634,39 +597,21 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                 continue;
             }
             any = true;
-            let o = out.engines[e.index()];
-            let (kind, source) = match o.status {
+            let o = &out.engines[e.index()];
+            let kind = match o.status {
                 EngineStatus::Done => (Kind::Done, Source::Engine),
                 EngineStatus::Error(class) => (Kind::Error(class), Source::Engine),
                 // A block that the engines did not run: the sequencer's error.
                 EngineStatus::Idle => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
             };
-            self.record(
-                c,
-                e,
-                exec_id,
-                kind,
-                source,
-                o.start_cycle,
-                o.end_cycle,
-                &mut p,
-            )?;
+            self.record(c, e, exec_id, kind, (o.start_cycle, o.end_cycle), p)?;
         }
         if !any {
             // No engine had a block: one DONE record from the sequencer.
-            self.record(
-                c,
-                Engine::Sp,
-                exec_id,
-                Kind::Done,
-                Source::Sequencer,
-                start,
-                start,
-                &mut p,
-            )?;
+            let kind = (Kind::Done, Source::Sequencer);
+            self.record(c, Engine::Sp, exec_id, kind, (start, start), p)?;
         }
-        self.finish(c, exec_id, out.end_cycle.max(start), out.macs)?;
-        Ok(p)
+        self.finish(c, exec_id, out.end_cycle.max(start), out.macs)
     }
 
     /// Write request `exec_id`'s MACs, before its records (their Release

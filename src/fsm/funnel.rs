@@ -445,7 +445,7 @@ mod tests {
         assert_eq!(s, S::Idle);
     }
 
-    /// Every permutation of the six funnel steps other than the seed's order
+    /// Every permutation of the six funnel steps other than the ABI's order
     /// is refused at its first out-of-order step (docs/abi.md §1.10).
     #[test]
     fn every_other_order_is_invalid() {

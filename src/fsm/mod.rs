@@ -1,4 +1,5 @@
-//! Pure, table-driven state machines (STYLE.md practice 9).
+//! Pure, table-driven state machines: a lifecycle written as data is checked
+//! at every step, traced by one hook, and cannot drift from its documentation.
 //!
 //! `fsm` owns every lifecycle in xunds as data: an enum of states, an enum of
 //! events and one list of rows, written once in a [`machine!`] invocation

@@ -12,7 +12,7 @@
 //! POPPED --signal_waiter--> IDLE              (write(mark_comp_efd, 1) if any)
 //! ```
 //!
-//! The order after the harvest is the seed's: the status is written before
+//! The order after the harvest is the ABI's: the status is written before
 //! completion is observable (docs/abi.md §4), the work item is
 //! released after its last read (the counter step reads it) and before the
 //! pop (docs/abi.md §1.6), and the waiter is signalled after `exec_head`

@@ -4,7 +4,7 @@
 //! [`crate::wire::nds::counters`]) and then used for any number of updates or
 //! reads, so the hot path is one atomic instruction. A [`ModelSlot`] is a
 //! model record slot 0..=63 (docs/abi.md §2.6). Out-of-range indices are
-//! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in the seed's accessors.
+//! [`NdsError::Invalid`] (`EINVAL`, errno 22), as in libnrt's accessors.
 #![forbid(unsafe_code)]
 
 use core::fmt;
@@ -33,6 +33,21 @@ pub enum CounterId {
 }
 
 /// A resolved counter word: its byte offset in the slab and what it is.
+///
+/// # Examples
+///
+/// Resolved once, then each update is one atomic instruction; the offsets
+/// are docs/abi.md §2.10's worked examples:
+///
+/// ```
+/// use xunds::nds::Counter;
+/// use xunds::wire::nds::counters::{NcCounter, NdCounter};
+///
+/// assert_eq!(Counter::nd(NdCounter::FeatureBitmap).offset(), 0x020);
+/// assert_eq!(Counter::nc(2, NcCounter::InferCompleted).unwrap().offset(), 0x2f8);
+/// assert!(Counter::nc(16, NcCounter::InferCompleted).is_err(), "cores are 0..=15");
+/// assert!(Counter::nc_index(0, 95).is_err(), "counters are 0..=94");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Counter {
     off: u32,
@@ -135,6 +150,17 @@ pub const CORES: usize = counters::MAX_CORES;
 pub const NC_COUNTERS: usize = counters::TOTAL_NC_COUNTER_COUNT;
 
 /// A model record slot, 0..=63 (docs/abi.md §2.6).
+///
+/// # Examples
+///
+/// ```
+/// use xunds::nds::ModelSlot;
+///
+/// let s = ModelSlot::new(5).unwrap();
+/// assert_eq!((s.index(), s.bit()), (5, 1 << 5));
+/// assert!(ModelSlot::new(64).is_err());
+/// assert_eq!(ModelSlot::all().count(), 64);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModelSlot(u8);
 

@@ -51,7 +51,7 @@ pub mod words;
 pub mod writer;
 
 pub use index::{Counter, CounterId, CounterName, ModelSlot};
-pub use reader::{Reader, RecordRead, Snapshot, Stale};
+pub use reader::{Counters, Reader, RecordRead, Snapshot, Stale};
 pub use record::{RecordSpan, TornReason};
 #[cfg(feature = "std")]
 pub use slab::{is_slab_file, HeapSlab, MappedSlab, ReadOnlySlab};
@@ -60,7 +60,7 @@ pub use writer::Writer;
 
 pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};
 
-/// `EINVAL`: what the seed's accessors return for a bad index or header.
+/// `EINVAL`: what libnrt's accessors return for a bad index or header.
 pub const EINVAL: i32 = 22;
 /// `ENOSPC`: all 64 model slots are taken (docs/abi.md §2.6).
 pub const ENOSPC: i32 = 28;

@@ -1,7 +1,7 @@
 //! The monitor's side of a slab (libnds `nds_check_header` /
 //! `nds_read_*`, docs/abi.md §2.3, §2.4, §2.8): a [`Reader`] has no mutating method.
 //!
-//! The seed's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
+//! libnrt's read-only gate (docs/abi.md §2.5: every counter writer returns `-EPERM` when
 //! the instance belongs to another pid) is a run-time check a caller can get
 //! wrong. Here it is a type: `Reader` has only `&self` methods that load, and
 //! opened by path it sits on a [`ReadOnlySlab`] (mapped `PROT_READ`), which
@@ -37,6 +37,7 @@ use core::time::Duration;
 #[cfg(feature = "std")]
 use std::path::Path;
 
+use crate::wire::nds::counters::{NcCounter, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
 use crate::wire::nds::model::{self, ModelRecord};
 use crate::wire::nds::process::{self, ProcessInfo, ProcessInfoExt};
@@ -166,6 +167,94 @@ pub struct Snapshot {
     pub models: heapless::Vec<(ModelSlot, RecordRead<ModelRecord>), { super::MODEL_SLOTS }>,
 }
 
+impl Snapshot {
+    /// The counter words alone (what a monitor keeps between two reads).
+    pub fn counters(&self) -> Counters {
+        Counters {
+            nd: self.nd,
+            nc: self.nc,
+        }
+    }
+}
+
+/// The counter words of one [`Snapshot`], with the sums a monitor reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counters {
+    /// The ND counter words (docs/abi.md §2.4).
+    pub nd: [u64; ND_COUNTERS],
+    /// Per core, its NC counter words (docs/abi.md §2.5).
+    pub nc: [[u64; NC_COUNTERS]; CORES],
+}
+
+impl Counters {
+    /// Every word zero: what a runtime's counters start from.
+    pub const ZERO: Counters = Counters {
+        nd: [0; ND_COUNTERS],
+        nc: [[0; NC_COUNTERS]; CORES],
+    };
+
+    /// Core `core`'s counter `c` (0 past the last core).
+    pub fn nc(&self, core: usize, c: NcCounter) -> u64 {
+        self.nc.get(core).map_or(0, |row| row[c as usize])
+    }
+
+    /// Counter `c` summed over every core, saturating (the words are
+    /// another process's).
+    pub fn sum(&self, c: NcCounter) -> u64 {
+        self.nc
+            .iter()
+            .fold(0u64, |a, row| a.saturating_add(row[c as usize]))
+    }
+
+    /// ND counter `c`.
+    pub fn nd(&self, c: NdCounter) -> u64 {
+        self.nd[c as usize]
+    }
+
+    /// The cores with any non-zero counter word: the cores a runtime uses.
+    pub fn cores_in_use(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..CORES).filter(|c| self.nc[*c].iter().any(|v| *v != 0))
+    }
+}
+
+/// Execution outcomes by their neuron-monitor name (`execution_summary`),
+/// in its order.
+pub const OUTCOMES: [(&str, NcCounter); 6] = [
+    ("completed", NcCounter::InferCompleted),
+    ("completed_with_err", NcCounter::InferCompletedWithErr),
+    (
+        "completed_with_num_err",
+        NcCounter::InferCompletedWithNumErr,
+    ),
+    ("timed_out", NcCounter::InferTimedOut),
+    ("incorrect_input", NcCounter::InferIncorrectInput),
+    ("failed_to_queue", NcCounter::InferFailedToQueue),
+];
+
+/// Error classes by their neuron-monitor name (`error_summary`), in its
+/// order.
+pub const ERROR_CLASSES: [(&str, NcCounter); 6] = [
+    ("generic", NcCounter::ErrGeneric),
+    ("numerical", NcCounter::ErrNumerical),
+    ("transient", NcCounter::ErrTransient),
+    ("model", NcCounter::ErrModel),
+    ("runtime", NcCounter::ErrRt),
+    ("hardware", NcCounter::ErrHw),
+];
+
+/// A core's device memory by kind, by neuron-monitor's name
+/// (`neuroncore_memory_usage`), in its order.
+pub const CORE_MEMORY: [(&str, NcCounter); 5] = [
+    ("constants", NcCounter::MemUsageConstantsDevice),
+    ("model_code", NcCounter::MemUsageCodeDevice),
+    (
+        "model_shared_scratchpad",
+        NcCounter::MemUsageScratchpadDevice,
+    ),
+    ("runtime_memory", NcCounter::MemUsageMiscDevice),
+    ("tensors", NcCounter::MemUsageTensorsDevice),
+];
+
 /// Map a header word to the attach verdict (docs/abi.md §2.3).
 pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {
     match header::check(word) {
@@ -182,6 +271,35 @@ fn sleep(d: Duration) {
 }
 
 /// A read-only handle on a committed slab.
+///
+/// # Examples
+///
+/// A monitor maps a live slab read-only (`PROT_READ`) and reads counters and
+/// records; a record it reads is `Fresh` only when its hash verifies:
+///
+/// ```
+/// use xunds::nds::{Counter, Reader, RecordRead, Writer};
+/// use xunds::wire::nds::counters::NcCounter;
+/// use xunds::wire::nds::model::ModelRecord;
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-reader-{}.nds", std::process::id()));
+/// let w = Writer::create(&path).unwrap();
+/// let c = Counter::nc(1, NcCounter::InferenceCount).unwrap();
+/// w.add(c, 7).unwrap();
+/// let slot = w.commit_model(&ModelRecord { model_id: 9, ..ModelRecord::EMPTY }).unwrap();
+///
+/// let r = Reader::open(&path).unwrap();
+/// assert_eq!(r.counter(c).unwrap(), 7);
+/// match r.model(slot).unwrap() {
+///     RecordRead::Fresh(m) => assert_eq!(m.model_id, 9),
+///     other => panic!("{}", other.state_name()),
+/// }
+/// let snap = r.snapshot().unwrap();
+/// assert_eq!(snap.nc[1][NcCounter::InferenceCount as usize], 7);
+/// assert_eq!(snap.models.len(), 1);
+/// # drop((r, w));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct Reader<S: Slab = DefaultReadSlab> {
     slab: S,

@@ -1,7 +1,7 @@
 //! The record hash protocol over word atomics (docs/abi.md §2.6-§2.8), made
 //! torn-read-proof.
 //!
-//! ## What the seed does, and why it is not enough
+//! ## What libnrt does, and why it is not enough
 //!
 //! The producer builds a record privately, stamps its FNV-1a-32 hash into the
 //! 4-byte word at +0 and publishes with one `memcpy` ("hash word stored first,
@@ -47,13 +47,13 @@
 //!   body (not torn); if it differs, the torn mix must also hash to the
 //!   stored value. This is the sequence-wrap case every seqlock with a finite
 //!   sequence word has; the ABI has no spare bytes for a counter, so the FNV
-//!   check is the last line, as in the seed.
+//!   check is the last line, as in libnrt.
 //!
-//! Against a foreign writer that follows the seed (hash first, then the body,
+//! Against a foreign writer that follows libnrt (hash first, then the body,
 //! no zeroing), the stable-copy check cannot help and the FNV check is the
 //! detector, exactly as in libnrt.
 //!
-//! Reads make at most two attempts with a pause between them (the seed's
+//! Reads make at most two attempts with a pause between them (libnrt's
 //! `usleep(200)`) and end with a typed verdict ([`Verdict`]); after two failed
 //! attempts the caller gets the stale copy marked Torn, never as good.
 //!
@@ -80,6 +80,17 @@ pub const READ_RETRY_US: u64 = 200;
 
 /// Where one hashed record lives in a slab: an 8-aligned offset and a length
 /// that is a multiple of 4 and at least 8.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::nds::RecordSpan;
+///
+/// let slot5 = RecordSpan::model(5).unwrap();
+/// assert_eq!((slot5.off(), slot5.len()), (0x1248, 672)); // docs/abi.md §2.10
+/// assert_eq!(RecordSpan::PROCESS_INFO.off(), 0x4e0);
+/// assert!(RecordSpan::new(0x4e4, 64).is_none(), "not 8-aligned");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RecordSpan {
     off: usize,
@@ -237,7 +248,7 @@ fn copy_once_hashed<S: Slab + ?Sized>(
 }
 
 /// Read the record at `span` into `out` following docs/abi.md §2.8: at most
-/// [`READ_ATTEMPTS`] attempts, calling `pause` between them (the seed's
+/// [`READ_ATTEMPTS`] attempts, calling `pause` between them (libnrt's
 /// `usleep(200)`). Only a stable copy whose hash matches is [`Verdict::Fresh`].
 ///
 /// # Panics

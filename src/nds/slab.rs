@@ -2,8 +2,9 @@
 //!
 //! [`Slab`] is word-sized atomic *reads* of a slab; [`SlabMut`] adds the
 //! stores and read-modify-writes a publisher needs. Every byte of a slab is
-//! reached through these methods (STYLE.md practice 4): never a `&[u8]`,
-//! never a plain `memcpy`, never a reference to anything but an atomic.
+//! reached through these methods, because another process may write it at
+//! any time: never a `&[u8]`, never a plain `memcpy`, never a reference to
+//! anything but an atomic.
 //!
 //! | backing | traits | memory | used by |
 //! |---|---|---|---|
@@ -15,7 +16,7 @@
 //! [`RawSlab`] and [`StaticSlab`] are the `no_std` core (no allocator, no
 //! file); the others need the `std` feature.
 //!
-//! Making [`ReadOnlySlab`] implement only [`Slab`] is the seed's read-only
+//! Making [`ReadOnlySlab`] implement only [`Slab`] is libnrt's read-only
 //! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
 //! name a store. Its loads are Relaxed atomic loads followed by a fence when
 //! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
@@ -421,6 +422,27 @@ fn require_size(len: usize) -> Result<(), NdsError> {
 }
 
 /// A read-write `MAP_SHARED` slab: the publisher's memory.
+///
+/// # Examples
+///
+/// A slab file, its one writer, and a reader of the same mapping:
+///
+/// ```
+/// use xunds::nds::{Counter, MappedSlab, Reader, Writer};
+/// use xunds::wire::nds::counters::NdCounter;
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-mapped-{}.nds", std::process::id()));
+/// let slab = MappedSlab::create(&path).unwrap(); // 262,144 zero bytes, locked for this writer
+/// let reader_view = slab.read_only();
+/// let w = Writer::new(slab).unwrap();
+/// w.add(Counter::nd(NdCounter::MemUsageMiscHost), 4096).unwrap();
+/// let r = Reader::attach(reader_view).unwrap();
+/// assert_eq!(r.counter(Counter::nd(NdCounter::MemUsageMiscHost)).unwrap(), 4096);
+/// # drop((r, w));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+///
+/// `MappedSlab::anonymous()` maps the same 262,144 bytes without a file.
 #[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 pub struct MappedSlab {
@@ -489,6 +511,17 @@ impl MappedSlab {
         Self::from_region(Mapping::from_file(file, len, true)?.into_region())
     }
 
+    /// A zero-filled `SLAB_SIZE`-byte slab in a file with no name
+    /// ([`unnamed_file`](crate::hal::mem::unnamed_file)), mapped read-write
+    /// `MAP_SHARED` like a slab at a path: no other process can open it, so
+    /// it needs no writer's lock, and nothing is left behind however the
+    /// process ends.
+    pub fn unnamed() -> Result<MappedSlab, NdsError> {
+        let file = crate::hal::mem::unnamed_file()?;
+        file.set_len(SLAB_SIZE as u64)?;
+        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+    }
+
     /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
     /// (shared with children across `fork`; used by benchmarks and tests).
     pub fn anonymous() -> Result<MappedSlab, NdsError> {
@@ -538,11 +571,17 @@ pub fn is_slab_file(file: &std::fs::File, len: u64) -> bool {
     word == 0 || header::check(word) == header::HeaderState::Committed
 }
 
-/// How long a writer waits out a lock held under its own pid, or by a
-/// holder `/proc/locks` does not name, before it reports
-/// [`NdsError::Busy`] ([`lock`]).
+/// How long a writer waits out a lock held under its own pid before it
+/// reports [`NdsError::Busy`] ([`lock`]).
 #[cfg(feature = "std")]
 const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a writer waits out a lock no exclusive holder has (a remover's
+/// shared lock, [`lock_shared`](crate::hal::mem::lock_shared), held for a
+/// few system calls; or a holder `/proc/locks` does not name) before it
+/// reports [`NdsError::Busy`] ([`lock`]).
+#[cfg(feature = "std")]
+const UNNAMED_LOCK_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The writer's lock on a slab file, or [`NdsError::Busy`] naming the
 /// holder.
@@ -552,10 +591,14 @@ const OWN_LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(100
 /// descriptor from its fork to its exec (close-on-exec drops them there),
 /// and with it the lock. So such a lock is tried again for up to
 /// [`OWN_LOCK_GRACE`] before it is reported; a second live writer in this
-/// process is still refused, that much later. So is a lock whose holder
-/// cannot be named: it was most often released between the refused attempt
-/// and the look at `/proc/locks` (CI once failed on that: the forked child
-/// exited in between, and the slab was reported busy with no holder).
+/// process is still refused, that much later. A lock with no exclusive
+/// holder to name is no writer's: `xunds nds clean` holds a shared one while
+/// it removes a dead writer's file (this writer then finds the path names
+/// another file, or none, and opens it again), or the holder let it go
+/// between the refused attempt and the look at `/proc/locks` (CI once
+/// failed on that: the forked child exited in between, and the slab was
+/// reported busy with no holder). It is tried again for up to
+/// [`UNNAMED_LOCK_GRACE`].
 #[cfg(feature = "std")]
 fn lock(file: &std::fs::File) -> Result<(), NdsError> {
     let start = std::time::Instant::now();
@@ -564,8 +607,12 @@ fn lock(file: &std::fs::File) -> Result<(), NdsError> {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let pid = lock_holder(file);
-                let maybe_ours = pid.is_none() || pid == Some(std::process::id());
-                if !maybe_ours || start.elapsed() >= OWN_LOCK_GRACE {
+                let grace = match pid {
+                    None => UNNAMED_LOCK_GRACE,
+                    Some(p) if p == std::process::id() => OWN_LOCK_GRACE,
+                    Some(_) => return Err(NdsError::Busy { pid }),
+                };
+                if start.elapsed() >= grace {
                     return Err(NdsError::Busy { pid });
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -674,6 +721,25 @@ impl SlabMut for MappedSlab {
 /// file): a [`StaticSlab`] ([`StaticSlab::slab`]), or any memory shared
 /// with another agent under [`RawSlab::from_raw`]'s contract. Every access
 /// is a 4- or 8-byte atomic at a checked offset.
+///
+/// # Examples
+///
+/// Over memory of the embedder's own (here a leaked, 8-aligned buffer):
+///
+/// ```
+/// use xunds::nds::{Counter, RawSlab, Reader, Writer, SLAB_SIZE};
+/// use xunds::wire::nds::counters::NcCounter;
+///
+/// let words: &'static mut [u64] = Vec::leak(vec![0u64; SLAB_SIZE / 8]);
+/// // SAFETY: the leaked buffer lives for the rest of the program, is
+/// // 8-aligned, and is reached only through this slab's atomics.
+/// let slab = unsafe { RawSlab::from_raw(words.as_mut_ptr().cast(), SLAB_SIZE) }.unwrap();
+/// let w = Writer::new(slab.clone()).unwrap();
+/// let c = Counter::nc(3, NcCounter::MacCount).unwrap();
+/// w.add(c, 3072).unwrap();
+/// let r = Reader::attach(slab).unwrap();
+/// assert_eq!(r.counter(c).unwrap(), 3072);
+/// ```
 #[derive(Clone, Debug)]
 pub struct RawSlab(RawMut);
 
@@ -698,6 +764,8 @@ const _: () = assert!(SLAB_SIZE % 8 == 0);
 /// `SLAB_SIZE` (262,144) bytes of zeroed, 64-byte-aligned memory to put in a
 /// `static`: the slab of a `no_std` publisher. It hands out only
 /// [`RawSlab`]s, so its bytes are reached by atomics alone.
+///
+/// # Examples
 ///
 /// ```
 /// use xunds::nds::{StaticSlab, Writer};
@@ -798,6 +866,22 @@ impl SlabMut for RawSlab {
 /// A read-only view of a `MAP_SHARED` slab: implements [`Slab`] and nothing
 /// else. Opened by path it is mapped `PROT_READ`, so even a bug could not
 /// write through it.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::nds::{ReadOnlySlab, Reader, Slab, Writer};
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-ro-{}.nds", std::process::id()));
+/// let w = Writer::create(&path).unwrap();
+/// let slab = ReadOnlySlab::open(&path).unwrap();
+/// assert!(slab.is_mapped_read_only());
+/// assert_eq!(slab.len(), xunds::nds::SLAB_SIZE);
+/// let r = Reader::attach(slab).unwrap();
+/// assert!(r.is_attached());
+/// # drop((r, w));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
 #[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 pub struct ReadOnlySlab {
@@ -827,6 +911,17 @@ impl ReadOnlySlab {
         let (file, len) = open_regular(path, false, false)?;
         let kept = file.try_clone()?;
         Ok((Self::map_file(file, len)?, kept))
+    }
+
+    /// Map `file` (an open slab file, e.g. the descriptor
+    /// [`open_with_file`](Self::open_with_file) handed back) read-only
+    /// again, at its length now: a watcher keeps the descriptor and maps
+    /// only for the moment of a read, so the mappings held at once do not
+    /// grow with the slabs watched.
+    pub fn from_file(file: &std::fs::File) -> Result<ReadOnlySlab, NdsError> {
+        let len = usize::try_from(file.metadata()?.len())
+            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
+        Self::map_file(file.try_clone()?, len)
     }
 
     fn map_file(file: std::fs::File, len: usize) -> Result<ReadOnlySlab, NdsError> {
@@ -891,6 +986,22 @@ impl Slab for ReadOnlySlab {
 /// shorter than `REQUIRED_SIZE`. 4-byte accesses are done on the containing
 /// 8-byte atomic (a load and shift, or a compare-exchange loop that keeps the
 /// other half), so loom sees one atomic object per word.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::nds::{HeapSlab, NdsError, Reader, Slab, Writer, REQUIRED_SIZE};
+///
+/// let slab = HeapSlab::zeroed();
+/// assert!(slab.len() >= REQUIRED_SIZE);
+/// let w = Writer::new(slab).unwrap();
+/// let header = w.slab().load_u64(0, core::sync::atomic::Ordering::Acquire);
+/// assert_eq!(header, 0x000186A0_0073646E, "committed: version 100000, magic \"nds\"");
+///
+/// // Foreign bytes for a reader: an all-ones slab is refused, not a panic.
+/// let junk = HeapSlab::from_bytes(&[0xFF; REQUIRED_SIZE]);
+/// assert!(matches!(Reader::attach(junk), Err(NdsError::BadMagic { .. })));
+/// ```
 #[cfg(feature = "std")]
 #[derive(Debug)]
 pub struct HeapSlab {

@@ -1,6 +1,6 @@
 //! Word-sized atomic copies between a slab and private byte buffers.
 //!
-//! The seed's producer and reader move records with `memcpy` (docs/abi.md §2.6,
+//! libnrt's producer and reader move records with `memcpy` (docs/abi.md §2.6,
 //! docs/abi.md §2.8). Over memory another process writes at the same time that is a data
 //! race; here every byte crosses the boundary inside an 8-byte (or, for a
 //! 4-aligned head or tail, 4-byte) atomic load or store through

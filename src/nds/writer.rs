@@ -11,7 +11,8 @@
 //! into a slab. Counters are single atomic read-modify-writes and may be
 //! updated from any number of threads and processes.
 //!
-//! Ownership of the slab's words (STYLE.md practice 6):
+//! Ownership of the slab's words (one writer per kind of word, and the
+//! ordering each publish and observation uses):
 //!
 //! | words | writer | readers | publish ordering | observe ordering |
 //! |---|---|---|---|---|
@@ -85,6 +86,30 @@ type HookBox = Box<dyn TransitionHook + Send>;
 type HookBox = &'static mut (dyn TransitionHook + Send);
 
 /// The publisher's handle on one slab.
+///
+/// # Examples
+///
+/// Lay out a slab, count, and publish, update and delete a model record
+/// (a `HeapSlab` here; [`Writer::create`] makes a `/dev/shm` file that
+/// monitors in other processes read):
+///
+/// ```
+/// use xunds::nds::{Counter, HeapSlab, Writer};
+/// use xunds::wire::nds::counters::NcCounter;
+/// use xunds::wire::nds::model::ModelRecord;
+///
+/// let w = Writer::new(HeapSlab::zeroed()).unwrap();
+/// let done = Counter::nc(0, NcCounter::InferCompleted).unwrap();
+/// w.add(done, 3).unwrap();
+/// assert_eq!(w.sub(done, 1).unwrap(), 3, "the old value");
+///
+/// let slot = w.commit_model(&ModelRecord { model_id: 42, ..ModelRecord::EMPTY }).unwrap();
+/// let moved = ModelRecord { model_id: 42, nc_index: 1, ..ModelRecord::EMPTY };
+/// w.update_model(slot, &moved).unwrap();
+/// assert_eq!(w.live_models(), 1);
+/// w.delete_model(slot).unwrap();
+/// assert_eq!(w.live_models(), 0);
+/// ```
 pub struct Writer<S: SlabMut = DefaultSlab> {
     slab: S,
     books: Mutex<Books>,

@@ -25,11 +25,9 @@
 //! producers. [`System::shutdown`] waits until everything
 //! in flight has completed and the slab agrees with it, then stops them.
 //!
-//! ```no_run
-//! use xunds::system::api::{System, ScheduleOpts};
-//! use xunds::system::builder::SystemConfig;
-//! use xunds::device::model::MlpSpec;
+//! ```
 //! use xunds::hal::linux::LinuxHal;
+//! use xunds::system::{MlpSpec, System, SystemConfig};
 //! use std::time::Duration;
 //!
 //! let sys = System::start(LinuxHal::new(), SystemConfig::new(2)).unwrap();
@@ -70,6 +68,21 @@ pub const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// A model loaded on every core of one [`System`] (the one that loaded it:
 /// another system refuses it, whatever its number).
+///
+/// # Examples
+///
+/// ```
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, System, SystemConfig};
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(1)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// assert_eq!((m.name(), m.input_len(), m.macs()), ("mlp", 64, 3072));
+/// let x = MlpSpec::EXAMPLE.example_input(7);
+/// assert_eq!(m.reference(&x).len(), m.output_len());
+/// sys.unload_model(m).unwrap();
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct ModelHandle(Arc<ResidentModel>, SystemId);
 
@@ -119,6 +132,35 @@ impl ModelHandle {
 }
 
 /// Optional outputs of a schedule call.
+///
+/// # Examples
+///
+/// Schedule without blocking, then read the status and the outputs once
+/// the execution has completed:
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, ScheduleOpts, System, SystemConfig};
+/// use xunds::NrtStatus;
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(1)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let x = MlpSpec::EXAMPLE.example_input(1);
+/// let opts = ScheduleOpts::for_model(&m);
+/// let (status, out) = (opts.status.clone().unwrap(), opts.out.clone().unwrap());
+/// let seq = sys.schedule(0, &m, &x, opts).unwrap();
+/// sys.wait(seq, Duration::from_secs(10)).unwrap();
+/// assert!(sys.is_completed(seq).unwrap());
+/// assert_eq!(status.get(), Some(NrtStatus::SUCCESS));
+/// assert_eq!(out.to_vec(), m.reference(&x));
+/// assert_eq!(out.response().unwrap().mac_count, 3072);
+///
+/// // Without a status cell or output buffer only completion is observable.
+/// let seq = sys.schedule(0, &m, &x, ScheduleOpts::default()).unwrap();
+/// sys.wait(seq, Duration::from_secs(10)).unwrap();
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ScheduleOpts {
     /// The status cell the worker writes before completion is observable.
@@ -138,6 +180,25 @@ impl ScheduleOpts {
 }
 
 /// A finished blocking execution.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, System, SystemConfig};
+/// use xunds::NrtStatus;
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(1)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let x = MlpSpec::EXAMPLE.example_input(3);
+/// let e = sys.execute(0, &m, &x, Duration::from_secs(10)).unwrap();
+/// assert_eq!(e.status, NrtStatus::SUCCESS);
+/// assert_eq!(e.seq.xu_id(), sys.last_completed(0).unwrap().xu_id());
+/// assert!(e.response.ts_end >= e.response.ts_start);
+/// assert_eq!(e.outputs, m.reference(&x));
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Execution {
     /// Its handle.
@@ -153,6 +214,26 @@ pub struct Execution {
 }
 
 /// What a system did, when it is shut down.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{MlpSpec, System, SystemConfig};
+///
+/// let sys = System::start(LinuxHal::new(), SystemConfig::new(2)).unwrap();
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let x = MlpSpec::EXAMPLE.example_input(1);
+/// for xu in [0, 1, 1] {
+///     sys.execute(xu, &m, &x, Duration::from_secs(10)).unwrap();
+/// }
+/// let report = sys.shutdown().unwrap();
+/// assert_eq!(report.workers.len(), 2);
+/// assert_eq!(report.lanes[1].0, 2, "two accepted on XU 1");
+/// assert_eq!(report.device.executed, 3);
+/// assert_eq!((report.nds_errors, report.publisher_fsm_violations), (0, 0));
+/// ```
 #[derive(Clone, Debug)]
 pub struct SystemReport {
     /// Per worker (core order).
@@ -169,6 +250,33 @@ pub struct SystemReport {
 }
 
 /// A running system driven through the public API.
+///
+/// # Examples
+///
+/// Two cores, a slab other processes can read, the example MLP on both:
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::nds::{Counter, Reader};
+/// use xunds::system::{MlpSpec, SlabTarget, System, SystemConfig};
+/// use xunds::wire::nds::counters::NcCounter;
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-system-{}.nds", std::process::id()));
+/// let mut cfg = SystemConfig::new(2);
+/// cfg.slab = SlabTarget::Path(path.clone());
+/// let sys = System::start(LinuxHal::new(), cfg).unwrap();
+/// assert_eq!(sys.cores(), 2);
+/// let m = sys.load_mlp(&MlpSpec::EXAMPLE, "mlp").unwrap();
+/// let e = sys.execute(1, &m, &MlpSpec::EXAMPLE.example_input(1), Duration::from_secs(10)).unwrap();
+/// assert_eq!(e.status.name(), Some("SUCCESS"));
+///
+/// assert!(sys.quiesce(Duration::from_secs(10)), "the slab agrees with what ran");
+/// let r = Reader::open(sys.slab_path().unwrap()).unwrap();
+/// assert_eq!(r.counter(Counter::nc(1, NcCounter::InferCompleted).unwrap()).unwrap(), 1);
+/// sys.shutdown().unwrap();
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
 pub struct System<H: Hal + 'static> {
     id: SystemId,
     /// The daemons' stop: set when one panicked (the runner stops them

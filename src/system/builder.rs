@@ -47,6 +47,17 @@ use crate::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
 use crate::wire::seq_id::XuId;
 
 /// Where the datastore slab lives.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::system::{SlabTarget, SystemConfig};
+///
+/// let mut cfg = SystemConfig::new(1);
+/// assert_eq!(cfg.slab, SlabTarget::Anonymous);
+/// // Where `xunds nds dump` and `xunds monitor` can read it:
+/// cfg.slab = SlabTarget::Path(format!("/dev/shm/my-agent-{}.nds", std::process::id()).into());
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlabTarget {
     /// A file, e.g. under `/dev/shm`: other processes can read it (`xunds
@@ -57,11 +68,35 @@ pub enum SlabTarget {
     /// As [`SlabTarget::Path`], but an existing file that is not a slab is
     /// overwritten (`--force`); a live writer's slab is still refused.
     Overwrite(PathBuf),
+    /// A file with no name ([`MappedSlab::unnamed`]): read back by this
+    /// process only, and left nowhere however the process ends (`xunds
+    /// sim`'s runs, `xunds replay`).
+    Unnamed,
     /// An anonymous mapping (tests that only read back in-process).
     Anonymous,
 }
 
 /// How to build a system.
+///
+/// # Examples
+///
+/// The defaults for a core count, then what a caller usually changes:
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::hal::linux::LinuxHal;
+/// use xunds::system::{Nanos, Placement, System, SystemConfig};
+///
+/// let mut cfg = SystemConfig::new(4);
+/// assert_eq!((cfg.ring_capacity, cfg.wait_spin), (32, Duration::from_micros(200)));
+/// cfg.ring_capacity = 8;
+/// cfg.timeout = Nanos::from_millis(50);
+/// cfg.wait_spin = Duration::ZERO; // block at once: give the CPU back
+/// cfg.placement = Placement::PerActor;
+/// let sys = System::start(LinuxHal::new(), cfg).unwrap();
+/// assert_eq!(sys.cores(), 4);
+/// sys.shutdown().unwrap();
+/// ```
 #[derive(Clone, Debug)]
 pub struct SystemConfig {
     /// NeuronCores (= XUs, one worker each), 1..=16.
@@ -249,6 +284,16 @@ impl<H: Hal> Actor for SysActor<H> {
 
 /// How a threaded run (`xunds run`, the public API) puts the system's
 /// actors on OS threads.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::system::Placement;
+///
+/// assert_eq!(Placement::default(), Placement::Shared);
+/// assert_eq!(Placement::parse("per-actor").unwrap(), Placement::PerActor);
+/// assert!(Placement::parse("one-thread").is_err());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Placement {
     /// One thread per CPU, at most one per core plus one: the producer, the
@@ -379,6 +424,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 .map_err(|e| err(&format!("slab {}", p.display()), e))?,
             Some(p.clone()),
         ),
+        SlabTarget::Unnamed => (MappedSlab::unnamed().map_err(|e| err("slab", e))?, None),
         SlabTarget::Anonymous => (MappedSlab::anonymous().map_err(|e| err("slab", e))?, None),
     };
     let slab_handle = slab.clone();

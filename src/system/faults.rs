@@ -76,26 +76,28 @@ const KINDS: [(&str, Fault); 3] = [
     ("nq_overflow", NQ_OVERFLOW),
 ];
 
+/// A number of the spec: plain decimal digits (Rust's integer parsing
+/// would take a leading `+` too).
+fn digits<T: core::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
 /// A decimal probability `0.001` or a fraction `1/1000` as `(num, den)`.
 fn parse_chance(s: &str) -> Option<(u64, u64)> {
     if let Some((n, d)) = s.split_once('/') {
-        let (n, d) = (n.parse::<u64>().ok()?, d.parse::<u64>().ok()?);
+        let (n, d) = (digits::<u64>(n)?, digits::<u64>(d)?);
         return (d > 0 && n <= d).then_some((n, d));
     }
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     if int.is_empty() && frac.is_empty() || frac.len() > 12 {
         return None;
     }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
     let den = 10u64.pow(frac.len() as u32);
-    let int: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac_v: u64 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().ok()?
-    };
+    let int: u64 = if int.is_empty() { 0 } else { digits(int)? };
+    let frac_v: u64 = if frac.is_empty() { 0 } else { digits(frac)? };
     let num = int.checked_mul(den)?.checked_add(frac_v)?;
     (num <= den).then_some((num, den))
 }
@@ -139,7 +141,7 @@ impl FaultSpec {
             // `/` of its own (`1/100/core1`).
             let (trig, core) = match rest.rsplit_once('/') {
                 Some((t, c)) if c.starts_with("core") => {
-                    let n = c[4..].parse::<u8>().map_err(|_| bad("bad /coreN"))?;
+                    let n = digits::<u8>(&c[4..]).ok_or_else(|| bad("bad /coreN"))?;
                     (t, Some(n))
                 }
                 _ => (rest, None),
@@ -171,19 +173,9 @@ impl FaultSpec {
                 _ => return Err(bad("unknown kind (error:CLASS, corrupt:WHAT)")),
             };
             let trigger = if let Some(n) = trig.strip_prefix('#') {
-                Trigger::Nth(
-                    n.parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| bad("bad #N"))?,
-                )
+                Trigger::Nth(digits(n).filter(|&n| n > 0).ok_or_else(|| bad("bad #N"))?)
             } else if let Some(n) = trig.strip_suffix('+') {
-                Trigger::From(
-                    n.parse()
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| bad("bad N+"))?,
-                )
+                Trigger::From(digits(n).filter(|&n| n > 0).ok_or_else(|| bad("bad N+"))?)
             } else {
                 let (num, den) = parse_chance(trig).ok_or_else(|| bad("bad probability"))?;
                 Trigger::Chance { num, den }
@@ -302,6 +294,15 @@ mod tests {
             "nq_overflow:pe@#1",
             "nq_overflow",
             "overflow@#1",
+            // Numbers are plain digits: Rust's integer parsing takes a sign.
+            "timeout@#+5",
+            "timeout@+5+",
+            "timeout@#5/core+1",
+            "timeout@+1/8",
+            "timeout@1/+8",
+            "timeout@#",
+            "timeout@+",
+            "timeout@#5/core",
         ] {
             assert!(FaultSpec::parse(bad).is_err(), "{bad}");
         }

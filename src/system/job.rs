@@ -6,7 +6,8 @@
 //! whole pipeline (producer funnel, XU ring, device staging and doorbell,
 //! sequencer and engines, NQ harvest, worker, NDS publisher). Every output
 //! is checked against the CPU reference bit for bit. Then it reads the
-//! per-core counters back through the read-only [`Reader`].
+//! per-core counters back through the read-only [`Reader`], over the run's
+//! own mapping while it still holds the slab's writer's lock.
 //!
 //! - **Threaded** (default): one worker per core, the actors on threads as
 //!   [`JobConfig::placement`] says (one per CPU, shared, by default), on
@@ -39,7 +40,7 @@ use crate::hal::fault::FaultInjector;
 use crate::hal::linux::LinuxHal;
 use crate::hal::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::hal::Hal;
-use crate::nds::{Reader, RecordRead};
+use crate::nds::{NdsError, Reader, RecordRead, Snapshot};
 use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
@@ -67,6 +68,12 @@ pub struct JobConfig {
     /// Where the slab goes (`None`: `/dev/shm/xunds-<pid>.nds`, or the
     /// temporary directory without `/dev/shm`).
     pub slab: Option<PathBuf>,
+    /// Put the slab in a file with no name instead
+    /// ([`SlabTarget::Unnamed`]; `slab` and `force_slab` are not used): the
+    /// run reads it back itself, no other process can, and nothing is left
+    /// behind however the process ends (`xunds sim`'s runs, `xunds
+    /// replay`).
+    pub unnamed_slab: bool,
     /// One thread, virtual clock, trace.
     pub deterministic: bool,
     /// Write the deterministic trace here, as a binary file of checkpoints
@@ -86,6 +93,11 @@ pub struct JobConfig {
     pub record_tags: bool,
     /// Stop a threaded run that takes longer than this.
     pub max_wall: Option<Duration>,
+    /// Threaded runs: give out no execution after this long (`xunds run
+    /// --duration`); what was given out completes, and `executions` is then
+    /// at most the count. A deterministic run has no wall clock and ignores
+    /// it.
+    pub duration: Option<Duration>,
     /// The model every execution runs (`xunds run --model`).
     pub model: ModelKind,
     /// Open loop: submit at this many executions per second, Poisson
@@ -156,6 +168,7 @@ impl Default for JobConfig {
             models: 2,
             seed: 1,
             slab: None,
+            unnamed_slab: false,
             deterministic: false,
             trace: None,
             faults: FaultSpec::none(),
@@ -164,6 +177,7 @@ impl Default for JobConfig {
             inputs: 16,
             record_tags: false,
             max_wall: None,
+            duration: None,
             replay: None,
             force_slab: false,
             recover: false,
@@ -501,7 +515,7 @@ pub struct JobReport {
     pub model_records: usize,
     /// Sum of the device mem-usage cells over every fresh model record.
     pub record_device_bytes: u64,
-    /// The slab file.
+    /// The slab file (empty for [`JobConfig::unnamed_slab`]).
     pub slab: PathBuf,
     /// XXH3-128 of the binary event stream, in hex (deterministic runs
     /// with the `trace-digest` feature; [`super::trace`]).
@@ -630,11 +644,17 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
             expected.outputs.push(img.reference(x));
         }
     }
-    let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
+    let slab = match (cfg.unnamed_slab, &cfg.slab) {
+        (true, _) => PathBuf::new(),
+        (false, Some(p)) => p.clone(),
+        (false, None) => default_slab_path(),
+    };
     let mut sys = SystemConfig::new(cfg.vncs);
     sys.ring_capacity = cfg.ring;
     sys.timeout = cfg.timeout();
-    sys.slab = if cfg.force_slab {
+    sys.slab = if cfg.unnamed_slab {
+        SlabTarget::Unnamed
+    } else if cfg.force_slab {
         SlabTarget::Overwrite(slab.clone())
     } else {
         SlabTarget::Path(slab.clone())
@@ -672,6 +692,8 @@ struct Outcome {
     trace_xxh3: Option<String>,
     trace_lines: Option<u64>,
     replay: Option<TraceDiff>,
+    /// The slab read back through the run's own mapping.
+    read_back: Option<Result<Box<Snapshot>, NdsError>>,
     slab_shrunk: bool,
     injected: usize,
     by_rule: Vec<u64>,
@@ -703,7 +725,7 @@ fn check_trace_paths(cfg: &JobConfig) -> Result<(), Error> {
         return Ok(());
     }
     if let Some(recorded) = &cfg.replay {
-        std::fs::File::open(recorded).map_err(at(recorded))?;
+        super::trace::open_recorded(recorded).map_err(at(recorded))?;
     }
     if let Some(path) = &cfg.trace {
         let existed = std::fs::symlink_metadata(path).is_ok();
@@ -727,8 +749,9 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
     let header = TraceHeader::new(cfg.seed, cfg.header_config());
     Ok(match (&cfg.replay, &cfg.trace) {
         (Some(recorded), kept) => {
-            let recorded =
-                std::io::BufReader::new(std::fs::File::open(recorded).map_err(at(recorded))?);
+            let recorded = std::io::BufReader::new(
+                super::trace::open_recorded(recorded).map_err(at(recorded))?,
+            );
             let kept = match kept {
                 Some(p) => Some(Box::new(std::io::BufWriter::new(
                     std::fs::File::create(p).map_err(at(p))?,
@@ -774,6 +797,10 @@ fn execute<H: Hal + InjectedCount + 'static>(
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
+    if let Some(d) = cfg.duration.filter(|_| !cfg.deterministic) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        producer = producer.until(Nanos(ns));
+    }
     let (_, daemons) = built.into_daemons();
     let done = |shared: &super::builder::Shared<H>| {
         let (c, _) = shared.pub_stats.applied();
@@ -788,6 +815,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         trace_xxh3: None,
         trace_lines: None,
         replay: None,
+        read_back: None,
         slab_shrunk: false,
         injected: 0,
         by_rule: Vec::new(),
@@ -870,6 +898,14 @@ fn execute<H: Hal + InjectedCount + 'static>(
         .iter()
         .map(|l| crate::actors::producer::lock(l).pool_audit())
         .collect();
+    // Read back through this run's own mapping while its writer's lock is
+    // held (`shared` keeps it): by path, once the lock is gone, the file
+    // could be another writer's or removed (`xunds nds clean`).
+    out.read_back = Some(
+        Reader::attach(shared.slab.read_only())
+            .and_then(|r| r.snapshot())
+            .map(Box::new),
+    );
     out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
     out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
@@ -953,9 +989,9 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
             p.slab.display()
         )));
     }
-    let reader = Reader::open(&p.slab).map_err(|e| bad(format!("reading the slab back: {e}")))?;
-    let snap = reader
-        .snapshot()
+    let snap = o
+        .read_back
+        .ok_or_else(|| bad("the slab was not read back"))?
         .map_err(|e| bad(format!("reading the slab back: {e}")))?;
     let per_core = (0..cfg.vncs)
         .map(|core| {
@@ -982,7 +1018,11 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         publisher: o.publisher_fsm_violations,
     };
     Ok(JobReport {
-        executions: cfg.executions,
+        // A run for a time gave out what its time allowed.
+        executions: match cfg.duration {
+            Some(_) => pr.accepted + pr.refused_unrecoverable + pr.failed,
+            None => cfg.executions,
+        },
         submitted: pr.attempts,
         accepted: pr.accepted,
         completed_ok: ok,

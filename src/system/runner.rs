@@ -1,4 +1,5 @@
-//! The two runners that drive the same actors (STYLE.md practice 10).
+//! The two runners that drive the same actors: what runs in production is
+//! what the seeded deterministic runs test.
 //!
 //! - [`ThreadedRunner`]: an OS thread per actor or per group of actors
 //!   ([`Seat`]). After a round of polls without progress a thread waits as
@@ -1458,8 +1459,8 @@ mod tests {
 
     /// Asleep on an fd nobody writes, with a deadline: the threaded runner
     /// sleeps until the deadline, not for its whole idle timeout, and not in
-    /// a yield loop (how a paced producer waits for its next arrival; it
-    /// used to yield a whole core away between arrivals).
+    /// a yield loop (how a paced producer waits for its next arrival: a
+    /// yield loop would burn a whole core between arrivals).
     #[test]
     fn threaded_runner_sleeps_until_a_deadline() {
         let mut r = sleepy_runner();
@@ -1515,8 +1516,8 @@ mod tests {
 
     /// `elapsed` is the run proper: it ends when the last non-daemon actor
     /// finishes, not when a caller that was busy (or asleep) gets round to
-    /// joining. (It used to include the caller's sleep, which quantised the
-    /// exec/s of `xunds run` to its 50 ms progress interval.)
+    /// joining. (Counting the caller's sleep would quantise the exec/s of
+    /// `xunds run` to its 50 ms progress interval.)
     #[test]
     fn threaded_elapsed_ends_when_the_last_actor_finishes_not_at_join() {
         let mut r = ThreadedRunner::new(ThreadedConfig::default()).unwrap();

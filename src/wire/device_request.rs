@@ -4,12 +4,11 @@
 //!
 //! Every field is a `uint32_t` (CORRECTION (ABI-1) in docs/abi.md §1.5): a flag word, five
 //! engine-address low words, five engine-address high words (two arrays, not
-//! interleaved `{lo,hi}` pairs), then two more flag words. A `#[repr(C)]`
-//! struct of thirteen `u32` is padding-free at exactly 52 bytes, so
-//! [`DeviceExecRequest`] is that struct, pinned with `offset_of!`; the bytes
-//! are produced by [`DeviceExecRequest::encode`] (little-endian, field by
-//! field, never by transmute). [`RequestView`] is a checked byte view for
-//! reading or patching single words of a body or buffer in place.
+//! interleaved `{lo,hi}` pairs), then two more flag words: padding-free at
+//! exactly 52 bytes. [`DeviceExecRequest`] is the value (its bytes from
+//! [`DeviceExecRequest::encode`], little-endian, field by field, never by
+//! transmute); [`RequestView`] is a checked byte view for reading or
+//! patching single words of a body or buffer in place.
 //!
 //! `cc_dma_increment` is **not** a struct field: it is a second, separate
 //! 4-byte copy to buffer offset [`CC_DMA_INCREMENT_OFF`], right past the body
@@ -19,33 +18,48 @@
 //! that mistake unrepresentable, and [`SIZE`] stays the body-copy length.
 //!
 //! Seed discrepancy: docs/abi.md §1.5's pseudo-code loops `for i in 0..4` while its comment,
-//! the prose and the byte offsets (five low words at 0x04..0x18, five high
-//! words at 0x18..0x2C) all say five engines PE, ACT, POOL, DVE, SP. The bytes
-//! win: [`DeviceExecRequest::with_engine_addresses`] fills all five.
+//! the prose and the byte offsets (two arrays of five words) all say five
+//! engines PE, ACT, POOL, DVE, SP. The bytes win:
+//! [`DeviceExecRequest::with_engine_addresses`] fills all five.
 
-use core::mem::{offset_of, size_of};
-
-#[cfg(feature = "std")]
-use super::layout::annotated_dump;
-use super::{le, need, WireError};
+use super::{need, read, write, WireError};
 
 wire_block! {
-    /// Layout of `device_exec_request_t` (docs/abi.md §1.5; all fields seed-stated).
-    pub LAYOUT: "device_exec_request_t", SIZE = 0x34, off {
-        seed DO_MODEL_SWITCH "do_model_switch" = 0x00, 4;
-        /// One low word per engine, [`super::Engine`] order.
-        seed ENG_ADDRESSES_LO "eng_addresses_lo" = 0x04, 20;
-        /// One high word per engine.
-        seed ENG_ADDRESSES_HI "eng_addresses_hi" = 0x18, 20;
-        seed RELOAD_SEQ_CONFIG "reload_seq_config" = 0x2C, 4;
-        seed LOAD_ACT_DVE_TABLES "load_act_dve_tables" = 0x30, 4;
+    /// `device_exec_request_t` (docs/abi.md §1.5; all fields seed-stated):
+    /// thirteen `u32` words. The flag words are full `u32` values; the seed
+    /// gives them no narrower range, so any value round-trips (the device
+    /// treats non-zero as set).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::device_request::{DeviceExecRequest, Engine};
+    ///
+    /// let mut r = DeviceExecRequest::default();
+    /// r.set_engine_address(Engine::Act, 0x0000_0040_0020_0000);
+    /// assert_eq!(r.eng_addresses_lo[1], 0x0020_0000);
+    /// assert_eq!(r.eng_addresses_hi[1], 0x40);
+    /// // The buffer the sequencer fetches: the body, then the trailer.
+    /// let buf = r.encode_buffer(1);
+    /// assert_eq!(DeviceExecRequest::parse_buffer(&buf), Ok((r, 1)));
+    /// assert_eq!(DeviceExecRequest::parse(&buf[..52]), Ok(r));
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct DeviceExecRequest: "device_exec_request_t", SIZE = 0x34, LAYOUT, off, dump + engine_lines {
+        seed DO_MODEL_SWITCH do_model_switch: u32 = 0x00, 4;
+        /// Low 32 bits of each engine's address, [`Engine`] order.
+        seed ENG_ADDRESSES_LO eng_addresses_lo: [u32; NUM_ENGINES] = 0x04, 20;
+        /// High 32 bits of each engine's address.
+        seed ENG_ADDRESSES_HI eng_addresses_hi: [u32; NUM_ENGINES] = 0x18, 20;
+        seed RELOAD_SEQ_CONFIG reload_seq_config: u32 = 0x2C, 4;
+        seed LOAD_ACT_DVE_TABLES load_act_dve_tables: u32 = 0x30, 4;
     }
 }
 
 wire_block! {
     /// Layout of the 0x38-byte request buffer the sequencer fetches: the body
-    /// (copy 1, 52 bytes at 0) and the `cc_dma_increment` trailer (copy 2, 4
-    /// bytes at 0x34). The block name is ours (the seed calls it `req_buf`).
+    /// (copy 1, at 0) and the `cc_dma_increment` trailer (copy 2, right
+    /// after it). The block name is ours (the seed calls it `req_buf`).
     pub BUFFER_LAYOUT: "device_exec_request_buf", BUFFER_SIZE = 0x38, buf_off {
         seed BODY "device_exec_request_t" = 0x00, 0x34;
         /// The separately copied trailer.
@@ -76,34 +90,6 @@ wire_enum! {
         Sp = 4 => "SP",
     }
 }
-
-/// `device_exec_request_t`: thirteen `u32` words, padding-free at 52 bytes.
-///
-/// The flag words are full `u32` values; the seed gives them no narrower
-/// range, so any value round-trips (the device treats non-zero as set).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct DeviceExecRequest {
-    /// `do_model_switch` (+0x00).
-    pub do_model_switch: u32,
-    /// `eng_addresses_lo[5]` (+0x04): low 32 bits of each engine's address.
-    pub eng_addresses_lo: [u32; NUM_ENGINES],
-    /// `eng_addresses_hi[5]` (+0x18): high 32 bits of each engine's address.
-    pub eng_addresses_hi: [u32; NUM_ENGINES],
-    /// `reload_seq_config` (+0x2C).
-    pub reload_seq_config: u32,
-    /// `load_act_dve_tables` (+0x30).
-    pub load_act_dve_tables: u32,
-}
-
-// The value type is the C struct: its fields sit at the declared offsets.
-const _: () = assert!(size_of::<DeviceExecRequest>() == SIZE);
-const _: () = assert!(offset_of!(DeviceExecRequest, do_model_switch) == off::DO_MODEL_SWITCH);
-const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_lo) == off::ENG_ADDRESSES_LO);
-const _: () = assert!(offset_of!(DeviceExecRequest, eng_addresses_hi) == off::ENG_ADDRESSES_HI);
-const _: () = assert!(offset_of!(DeviceExecRequest, reload_seq_config) == off::RELOAD_SEQ_CONFIG);
-const _: () =
-    assert!(offset_of!(DeviceExecRequest, load_act_dve_tables) == off::LOAD_ACT_DVE_TABLES);
 
 impl DeviceExecRequest {
     /// A request with the given per-engine addresses (all five, [`Engine`]
@@ -138,68 +124,38 @@ impl DeviceExecRequest {
             | self.eng_addresses_lo[engine.index()] as u64
     }
 
-    /// The 52 body bytes, little-endian.
-    pub fn encode(&self) -> [u8; SIZE] {
-        let mut b = [0u8; SIZE];
-        self.emit(&mut b);
-        b
-    }
-
     /// The whole 0x38-byte request buffer: body, then the trailer.
     pub fn encode_buffer(&self, cc_dma_increment: u32) -> [u8; BUFFER_SIZE] {
         let mut b = [0u8; BUFFER_SIZE];
-        self.emit(&mut b[..SIZE]);
-        le::put_u32(&mut b, CC_DMA_INCREMENT_OFF, cc_dma_increment);
+        let _ = self.emit(&mut b);
+        write::<u32>(&mut b, CC_DMA_INCREMENT_OFF, cc_dma_increment);
         b
-    }
-
-    fn emit(&self, b: &mut [u8]) {
-        le::put_u32(b, off::DO_MODEL_SWITCH, self.do_model_switch);
-        for i in 0..NUM_ENGINES {
-            le::put_u32(b, off::ENG_ADDRESSES_LO + 4 * i, self.eng_addresses_lo[i]);
-            le::put_u32(b, off::ENG_ADDRESSES_HI + 4 * i, self.eng_addresses_hi[i]);
-        }
-        le::put_u32(b, off::RELOAD_SEQ_CONFIG, self.reload_seq_config);
-        le::put_u32(b, off::LOAD_ACT_DVE_TABLES, self.load_act_dve_tables);
-    }
-
-    /// Decode the first 52 bytes of `bytes` (a body or a whole buffer; bytes
-    /// past the body are ignored). Every bit pattern is a valid request.
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(LAYOUT.name, bytes, SIZE)?;
-        let mut r = DeviceExecRequest {
-            do_model_switch: le::u32_at(bytes, off::DO_MODEL_SWITCH),
-            reload_seq_config: le::u32_at(bytes, off::RELOAD_SEQ_CONFIG),
-            load_act_dve_tables: le::u32_at(bytes, off::LOAD_ACT_DVE_TABLES),
-            ..Default::default()
-        };
-        for i in 0..NUM_ENGINES {
-            r.eng_addresses_lo[i] = le::u32_at(bytes, off::ENG_ADDRESSES_LO + 4 * i);
-            r.eng_addresses_hi[i] = le::u32_at(bytes, off::ENG_ADDRESSES_HI + 4 * i);
-        }
-        Ok(r)
     }
 
     /// Decode a whole 0x38-byte request buffer into (body, `cc_dma_increment`).
     pub fn parse_buffer(bytes: &[u8]) -> Result<(Self, u32), WireError> {
         need(BUFFER_LAYOUT.name, bytes, BUFFER_SIZE)?;
-        Ok((Self::parse(bytes)?, le::u32_at(bytes, CC_DMA_INCREMENT_OFF)))
+        Ok((
+            Self::parse(bytes)?,
+            read::<u32>(bytes, CC_DMA_INCREMENT_OFF),
+        ))
     }
 
-    /// Annotated hex dump of the body, followed by each engine's joined
-    /// 64-bit address (the arrays dump as raw words).
+    /// Each engine's joined 64-bit address, one line each (the arrays dump
+    /// as raw words).
     #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        let mut out = annotated_dump(&LAYOUT, &self.encode());
-        for e in Engine::ALL {
-            out.push_str(&format!(
-                "  engine {:<4} (lo[{i}], hi[{i}]) = {:#018x}\n",
-                e.name(),
-                self.engine_address(e),
-                i = e.index()
-            ));
-        }
-        out
+    fn engine_lines(&self) -> String {
+        Engine::ALL
+            .iter()
+            .map(|e| {
+                format!(
+                    "  engine {:<4} (lo[{i}], hi[{i}]) = {:#018x}\n",
+                    e.name(),
+                    self.engine_address(*e),
+                    i = e.index()
+                )
+            })
+            .collect()
     }
 }
 
@@ -224,45 +180,45 @@ impl<T: AsRef<[u8]>> RequestView<T> {
 
     /// `do_model_switch`.
     pub fn do_model_switch(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::DO_MODEL_SWITCH)
+        read::<u32>(self.buf.as_ref(), off::DO_MODEL_SWITCH)
     }
 
     /// The engine's 64-bit address, from its low and high words.
     pub fn engine_address(&self, engine: Engine) -> u64 {
         let b = self.buf.as_ref();
-        let lo = le::u32_at(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
-        let hi = le::u32_at(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
+        let lo = read::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
+        let hi = read::<u32>(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
         (u64::from(hi) << 32) | u64::from(lo)
     }
 
     /// `reload_seq_config`.
     pub fn reload_seq_config(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
+        read::<u32>(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
     }
 
     /// `load_act_dve_tables`.
     pub fn load_act_dve_tables(&self) -> u32 {
-        le::u32_at(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
+        read::<u32>(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
     }
 
     /// The trailer, when the view covers the whole 0x38-byte buffer.
     pub fn cc_dma_increment(&self) -> Option<u32> {
         let b = self.buf.as_ref();
-        (b.len() >= BUFFER_SIZE).then(|| le::u32_at(b, CC_DMA_INCREMENT_OFF))
+        (b.len() >= BUFFER_SIZE).then(|| read::<u32>(b, CC_DMA_INCREMENT_OFF))
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
     /// Set `do_model_switch`.
     pub fn set_do_model_switch(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
+        write::<u32>(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
     }
 
     /// Set one engine's low and high words.
     pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
         let b = self.buf.as_mut();
-        le::put_u32(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
-        le::put_u32(
+        write::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
+        write::<u32>(
             b,
             off::ENG_ADDRESSES_HI + 4 * engine.index(),
             (addr >> 32) as u32,
@@ -271,18 +227,18 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
 
     /// Set `reload_seq_config`.
     pub fn set_reload_seq_config(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
+        write::<u32>(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
     }
 
     /// Set `load_act_dve_tables`.
     pub fn set_load_act_dve_tables(&mut self, v: u32) {
-        le::put_u32(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
+        write::<u32>(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
     }
 
     /// Set the trailer; refused when the view holds only the 52-byte body.
     pub fn set_cc_dma_increment(&mut self, v: u32) -> Result<(), WireError> {
         need(BUFFER_LAYOUT.name, self.buf.as_ref(), BUFFER_SIZE)?;
-        le::put_u32(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
+        write::<u32>(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
         Ok(())
     }
 }

@@ -1,13 +1,16 @@
-//! The byte layer: every block the two seeds define, as checked byte views or
-//! padding-free `#[repr(C)]` types.
+//! The byte layer: every block the two seeds define, as values with checked
+//! parsing and exact encoding, or checked byte views.
 //!
 //! `wire` owns bytes and nothing else: no I/O, no atomics, no `unsafe`. Each
 //! ABI block is declared once, with `wire_block!` (`src/macros.rs`): the C
-//! field names with the spec's literal offsets and sizes give the `LAYOUT`
-//! descriptor, the offset consts and a compile-time assert per row. Each
-//! module adds checked parsing that returns [`WireError`] instead of panicking
-//! on untrusted bytes, emit, and an annotated hex dump
-//! ([`layout::annotated_dump`]) used by snapshots and error messages.
+//! field names with the spec's literal offsets and sizes, and the Rust field
+//! and type of each, give the value type, its checked `parse` (a
+//! [`WireError`], never a panic, on untrusted bytes), `encode` / `emit`, the
+//! `LAYOUT` descriptor, the offset consts, the compile-time asserts and an
+//! annotated hex dump ([`layout::annotated_dump`]) used by snapshots and
+//! error messages. Blocks whose bytes do not map one field to one value
+//! (the seq_id bitfield, the UDMA descriptor views, the NQ record) declare
+//! their layout the same way and read it with a codec of their own.
 //!
 //! docs/abi.md §1 blocks: [`xu_queue`], [`exec_slot`], [`seq_id`],
 //! [`device_request`], [`work_item`]. Device side: [`udma`] (from
@@ -104,27 +107,6 @@ impl WireError {
     }
 }
 
-/// The `encode` of a block whose value writes only its field bytes (`put`):
-/// the fields over zero padding.
-pub(crate) fn encode_fields<const N: usize>(put: impl FnOnce(&mut [u8])) -> [u8; N] {
-    let mut b = [0u8; N];
-    put(&mut b);
-    b
-}
-
-/// The `emit` of such a block: refuse a `buf` shorter than `block`, then
-/// `put` the field bytes into it; padding (and anything past the block) is
-/// left as it is.
-pub(crate) fn emit_fields(
-    block: &layout::Block,
-    buf: &mut [u8],
-    put: impl FnOnce(&mut [u8]),
-) -> Result<(), WireError> {
-    need(block.name, buf, block.size)?;
-    put(buf);
-    Ok(())
-}
-
 /// Check that `bytes` holds at least `need` bytes for `block`.
 pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {
     if bytes.len() < need {
@@ -138,34 +120,16 @@ pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(),
     }
 }
 
-/// Little-endian readers over a slice already length-checked by [`need`].
-pub(crate) mod le {
-    /// Read a little-endian `u16` at `off`.
-    pub fn u16_at(b: &[u8], off: usize) -> u16 {
-        u16::from_le_bytes([b[off], b[off + 1]])
-    }
-    /// Read a little-endian `u32` at `off`.
-    pub fn u32_at(b: &[u8], off: usize) -> u32 {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(&b[off..off + 4]);
-        u32::from_le_bytes(a)
-    }
-    /// Read a little-endian `u64` at `off`.
-    pub fn u64_at(b: &[u8], off: usize) -> u64 {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[off..off + 8]);
-        u64::from_le_bytes(a)
-    }
-    /// Write a little-endian `u16` at `off`.
-    pub fn put_u16(b: &mut [u8], off: usize, v: u16) {
-        b[off..off + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    /// Write a little-endian `u32` at `off`.
-    pub fn put_u32(b: &mut [u8], off: usize, v: u32) {
-        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    /// Write a little-endian `u64` at `off`.
-    pub fn put_u64(b: &mut [u8], off: usize, v: u64) {
-        b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+/// The little-endian `T` at byte `at` of `b` (zero when `b` is too short:
+/// callers check the length first, with [`need`]).
+pub(crate) fn read<T: layout::Codec + Default>(b: &[u8], at: usize) -> T {
+    let d = b.get(at..at.saturating_add(T::SIZE));
+    d.and_then(|d| T::get(d).ok()).unwrap_or_default()
+}
+
+/// Write `v` little-endian at byte `at` of `b` (nothing when `b` is too short).
+pub(crate) fn write<T: layout::Codec>(b: &mut [u8], at: usize, v: T) {
+    if let Some(d) = b.get_mut(at..at.saturating_add(T::SIZE)) {
+        v.put(d);
     }
 }

@@ -5,18 +5,18 @@
 //! The simulated device writes one entry per engine that ran into that
 //! engine's NQ ring when a request finishes; the worker harvests them.
 //!
-//! | offset | field | meaning |
-//! |---|---|---|
-//! | +0x00 | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
-//! | +0x04 | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
-//! | +0x05 | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
-//! | +0x06 | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
-//! | +0x07 | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
-//! | +0x08 | `start_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when the engine started |
-//! | +0x0C | `end_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when it finished |
+//! | field | meaning |
+//! |---|---|
+//! | `exec_id` u32 | the request this record belongs to: the per-core request number staging assigned (1, 2, ...; wraps) |
+//! | `engine` u8 | 0 PE, 1 ACT, 2 POOL, 3 DVE, 4 SP (docs/abi.md §1.5 engine order) |
+//! | `kind` u8 | 1 DONE, 2 ERROR (0 is never written: a zeroed slot is not a record) |
+//! | `class` u8 | ERROR: the [`ErrorClass`]; DONE: 0 |
+//! | `flags` u8 | bit 0 phase; bits 3:1 [`Source`] (who raised it); bits 7:4 reserved, zero |
+//! | `start_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when the engine started |
+//! | `end_cycle` u32 | device timestamp (virtual cycles, low 32 bits) when it finished |
 //!
-//! The phase bit lives in the second 32-bit word (+0x04..+0x08, with the
-//! engine, kind and class): the writer stores the other three words first and
+//! The phase bit lives in the second 32-bit word (with the engine, kind and
+//! class): the writer stores the other three words first and
 //! this word last with release ordering, and the reader loads it first with
 //! acquire ordering (`device::nq`). Timestamps wrap after 2^32 cycles; a
 //! latency is `end_cycle.wrapping_sub(start_cycle)`.
@@ -27,7 +27,7 @@
 use super::device_request::Engine;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
-use super::{le, WireError};
+use super::{read, write};
 
 wire_block! {
     /// Layout (ours, docs/abi.md §1.13: the NQ entry format is not public).
@@ -48,7 +48,7 @@ const _: () = assert!(PHASE_WORD % 4 == 0 && field::FLAGS < PHASE_WORD + 4);
 
 /// Index of the phase word among the entry's four little-endian u32 words.
 pub const PHASE_WORD_INDEX: usize = PHASE_WORD / 4;
-/// The phase bit inside the phase word (flags bit 0, byte +0x07).
+/// The phase bit inside the phase word (flags bit 0).
 pub const PHASE_WORD_BIT: u32 = 1 << ((field::FLAGS - PHASE_WORD) * 8);
 
 /// Number of engines ([`Engine`]).
@@ -166,30 +166,6 @@ error_enum! {
     }
 }
 
-impl From<NqError> for WireError {
-    fn from(e: NqError) -> Self {
-        let (field, value) = match e {
-            NqError::Truncated { got } => {
-                return WireError::Truncated {
-                    block: "nq_entry",
-                    need: SIZE,
-                    got,
-                }
-            }
-            NqError::BadEngine(v) => ("engine", v),
-            NqError::BadKind(v) => ("kind", v),
-            NqError::BadClass { class, .. } => ("class", class),
-            NqError::BadSource(v) => ("flags", v),
-            NqError::ReservedFlags(v) => ("flags", v),
-        };
-        WireError::InvalidField {
-            block: "nq_entry",
-            field,
-            value: u64::from(value),
-        }
-    }
-}
-
 impl NqEntry {
     /// Encode to 16 bytes; refuses an engine index outside `0..5`.
     pub fn encode(&self) -> Result<[u8; SIZE], NqError> {
@@ -201,13 +177,13 @@ impl NqEntry {
             Kind::Error(c) => (KIND_ERROR, c as u8),
         };
         let mut b = [0u8; SIZE];
-        le::put_u32(&mut b, field::EXEC_ID, self.exec_id);
+        write::<u32>(&mut b, field::EXEC_ID, self.exec_id);
         b[field::ENGINE] = self.engine;
         b[field::KIND] = kind;
         b[field::CLASS] = class;
         b[field::FLAGS] = u8::from(self.phase) | ((self.source as u8) << SOURCE_SHIFT);
-        le::put_u32(&mut b, field::START_CYCLE, self.start_cycle);
-        le::put_u32(&mut b, field::END_CYCLE, self.end_cycle);
+        write::<u32>(&mut b, field::START_CYCLE, self.start_cycle);
+        write::<u32>(&mut b, field::END_CYCLE, self.end_cycle);
         Ok(b)
     }
 
@@ -247,13 +223,13 @@ impl NqEntry {
             k => return Err(NqError::BadKind(k)),
         };
         Ok(NqEntry {
-            exec_id: le::u32_at(bytes, field::EXEC_ID),
+            exec_id: read::<u32>(bytes, field::EXEC_ID),
             engine,
             kind,
             source,
             phase: flags & FLAG_PHASE != 0,
-            start_cycle: le::u32_at(bytes, field::START_CYCLE),
-            end_cycle: le::u32_at(bytes, field::END_CYCLE),
+            start_cycle: read::<u32>(bytes, field::START_CYCLE),
+            end_cycle: read::<u32>(bytes, field::END_CYCLE),
         })
     }
 

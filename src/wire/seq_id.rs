@@ -15,7 +15,7 @@ use core::mem::size_of;
 
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
-use super::{le, need, WireError};
+use super::{need, read, WireError};
 
 /// Mask of the 48-bit `seq_num` field.
 pub const SEQ_NUM_MASK: u64 = 0xFFFF_FFFF_FFFF;
@@ -45,7 +45,21 @@ const _: () = assert!(XuId::new(0, 0, 0xFF).0 == 0xFF00);
 // HIBYTE(seq_id) is the vNC (docs/abi.md §1.4).
 const _: () = assert!(SeqId::from_cursor(0, XuId::new(0, 0, 0xAB)).0 >> 56 == 0xAB);
 
+codec_as!(SeqId: u64, |s| s.0, |v| Some(SeqId(v)));
+codec_as!(XuId: u16, |x| x.0, |v| Some(XuId(v)));
+
 /// A 16-bit XU id: `{type:4, queue:4, vnc_id:8}`.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::wire::seq_id::XuId;
+///
+/// let xu = XuId::new(3, 5, 7); // type 3, queue 5, vNC 7
+/// assert_eq!(xu.0, 0x0753);
+/// assert_eq!((xu.ty(), xu.queue(), xu.vnc_id()), (3, 5, 7));
+/// assert_eq!(XuId::parse(&xu.encode()), Ok(xu));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 #[repr(transparent)]
 pub struct XuId(pub u16);
@@ -74,7 +88,7 @@ impl XuId {
     /// Decode the first 2 bytes (every bit pattern is an XU id).
     pub fn parse(bytes: &[u8]) -> Result<XuId, WireError> {
         need("xu_id_t", bytes, XU_ID_SIZE)?;
-        Ok(XuId(le::u16_at(bytes, 0)))
+        Ok(XuId(read::<u16>(bytes, 0)))
     }
 }
 
@@ -93,6 +107,22 @@ impl fmt::Display for XuId {
 }
 
 /// A 64-bit sequence handle: xu_id in bits 63:48, seq_num in 47:0.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::wire::seq_id::{SeqId, XuId};
+///
+/// let xu = XuId::new(0, 0, 2);
+/// // What a submit at `scheduled_tail = 5` returns.
+/// let s = SeqId::from_cursor(5, xu);
+/// assert_eq!(s.0, 0x0200_0000_0000_0005);
+/// assert_eq!((s.seq_num(), s.xu_id(), s.vnc_id()), (5, xu, 2));
+/// // Done once the worker's `exec_head` has passed it.
+/// assert!(s.is_completed_by(SeqId::last_completed(6, xu)));
+/// assert!(!s.is_completed_by(SeqId::last_completed(5, xu)));
+/// assert_eq!(SeqId::parse(&s.encode()), Ok(s));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 #[repr(transparent)]
 pub struct SeqId(pub u64);
@@ -131,7 +161,7 @@ impl SeqId {
     /// Decode the first 8 bytes (every bit pattern is a seq_id).
     pub fn parse(bytes: &[u8]) -> Result<SeqId, WireError> {
         need(LAYOUT.name, bytes, SIZE)?;
-        Ok(SeqId(le::u64_at(bytes, 0)))
+        Ok(SeqId(read::<u64>(bytes, 0)))
     }
     /// Annotated hex dump.
     #[cfg(feature = "std")]

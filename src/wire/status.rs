@@ -5,10 +5,26 @@
 
 use core::fmt;
 
-/// A runtime status code. Open: any `u32` is representable.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A runtime status code. Open: any `u32` is representable; the default
+/// is `NRT_SUCCESS` (0).
+///
+/// # Examples
+///
+/// ```
+/// use xunds::NrtStatus;
+///
+/// assert_eq!(NrtStatus::QUEUE_FULL.code(), 7);
+/// assert_eq!(NrtStatus::from_name("NRT_TIMEOUT"), Some(NrtStatus::TIMEOUT));
+/// assert_eq!(NrtStatus::TIMEOUT.to_string(), "NRT_TIMEOUT (5)");
+/// // A code this build does not name survives and prints as a number.
+/// assert_eq!(NrtStatus(4242).name(), None);
+/// assert_eq!(NrtStatus(4242).to_string(), "NRT_STATUS(4242)");
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(transparent)]
 pub struct NrtStatus(pub u32);
+
+codec_as!(NrtStatus: u32, |s| s.0, |v| Some(NrtStatus(v)));
 
 macro_rules! statuses {
     ($($name:ident = $code:expr),* $(,)?) => {

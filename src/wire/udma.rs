@@ -25,7 +25,7 @@ use bitflags::bitflags;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::layout::Block;
-use super::{le, WireError};
+use super::{read, write, WireError};
 
 /// Required alignment of a descriptor in its ring.
 pub const ALIGN: usize = 16;
@@ -53,7 +53,7 @@ wire_block! {
         seed "len_ctrl" = 0, 4;
         seed "meta_ctrl" = 4, 4;
         seed "meta1" = 8, 4;
-        seed META2 "meta2" = 12, 4;
+        seed "meta2" = 12, 4;
     }
 }
 
@@ -94,11 +94,12 @@ bitflags! {
     }
 }
 
-const _: () = assert!(DescFlags::all().bits() & (LEN_CTRL_RESERVED | LEN_MASK) == 0);
-const _: () = assert!(DescFlags::all().bits() & (RING_ID_MASK << RING_ID_SHIFT) == 0);
+// The flags, the length, the ring id and the reserved bits tile the word.
 const _: () = assert!(
-    DescFlags::all().bits() | LEN_CTRL_RESERVED | LEN_MASK | (RING_ID_MASK << RING_ID_SHIFT)
+    DescFlags::all().bits() + LEN_CTRL_RESERVED + LEN_MASK + (RING_ID_MASK << RING_ID_SHIFT)
         == u32::MAX
+        && DescFlags::all().bits() & (LEN_CTRL_RESERVED | LEN_MASK) == 0
+        && DescFlags::all().bits() & (RING_ID_MASK << RING_ID_SHIFT) == 0
 );
 
 wire_enum! {
@@ -120,14 +121,6 @@ impl View {
             View::M2s => &LAYOUT,
             View::M2sMeta => &LAYOUT_M2S_META,
             View::S2m => &LAYOUT_S2M,
-        }
-    }
-
-    /// The flag that this view must never carry.
-    const fn forbidden_flag(self) -> DescFlags {
-        match self {
-            View::M2s | View::M2sMeta => DescFlags::STRONG_ORDER_WR,
-            View::S2m => DescFlags::DMB,
         }
     }
 }
@@ -177,19 +170,21 @@ error_enum! {
 
 impl From<UdmaError> for WireError {
     fn from(e: UdmaError) -> Self {
-        const BLOCK: &str = "udma_desc";
-        match e {
-            UdmaError::Truncated { got } => WireError::Truncated {
-                block: BLOCK,
-                need: SIZE,
-                got,
-            },
-            UdmaError::BadLength { len } => WireError::invalid(BLOCK, "len_ctrl", len),
-            UdmaError::BadRingId { ring_id } => WireError::invalid(BLOCK, "len_ctrl", ring_id),
-            UdmaError::ReservedBits { field, bits } => WireError::invalid(BLOCK, field, bits),
-            UdmaError::FlagNotAllowed { flag, .. } => WireError::invalid(BLOCK, "len_ctrl", flag),
-            UdmaError::BadMetaField { field, value } => WireError::invalid(BLOCK, field, value),
-        }
+        let (field, value) = match e {
+            UdmaError::Truncated { got } => {
+                return WireError::Truncated {
+                    block: LAYOUT.name,
+                    need: SIZE,
+                    got,
+                }
+            }
+            UdmaError::BadLength { len } => ("len_ctrl", len),
+            UdmaError::BadRingId { ring_id } => ("len_ctrl", u32::from(ring_id)),
+            UdmaError::ReservedBits { field, bits } => (field, bits),
+            UdmaError::FlagNotAllowed { flag, .. } => ("len_ctrl", flag),
+            UdmaError::BadMetaField { field, value } => (field, u32::from(value)),
+        };
+        WireError::invalid(LAYOUT.name, field, value)
     }
 }
 
@@ -231,7 +226,7 @@ impl LenCtrl {
         let raw_len = w & LEN_MASK;
         Ok(LenCtrl {
             len: if raw_len == 0 { MAX_LEN } else { raw_len },
-            ring_id: ((w >> RING_ID_SHIFT) & RING_ID_MASK) as u8,
+            ring_id: Self::ring_id_of(w),
             flags: DescFlags::from_bits_truncate(w),
         })
     }
@@ -242,15 +237,18 @@ impl LenCtrl {
         ((w >> RING_ID_SHIFT) & RING_ID_MASK) as u8
     }
 
+    /// Refuse the flag `view` must never carry (DMB on S2M, STRONG_ORDER_WR on M2S).
     fn check_view(&self, view: View) -> Result<(), UdmaError> {
-        let bad = self.flags.intersection(view.forbidden_flag());
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(UdmaError::FlagNotAllowed {
+        let forbidden = match view {
+            View::M2s | View::M2sMeta => DescFlags::STRONG_ORDER_WR,
+            View::S2m => DescFlags::DMB,
+        };
+        match self.flags.intersection(forbidden) {
+            bad if bad.is_empty() => Ok(()),
+            bad => Err(UdmaError::FlagNotAllowed {
                 view,
                 flag: bad.bits(),
-            })
+            }),
         }
     }
 }
@@ -260,9 +258,9 @@ pub const fn next_ring_id(id: u8) -> u8 {
     id.wrapping_add(1) % RING_IDS
 }
 
-// docs/abi.md §1.11: the ring id starts at 1 and steps by 1
-// mod 4; a length of 65536 is encoded as 0 in len_ctrl bits 15:0 (and 0
-// decodes back to 65536); the ring id sits at bits 25:24.
+// docs/abi.md §1.11: the ring id starts at 1 and steps by 1 mod 4; a length
+// of 65536 is encoded as 0 in len_ctrl bits 15:0 (and 0 decodes back to
+// 65536); the ring id sits at bits 25:24.
 const _: () = assert!(FIRST_RING_ID == 1 && next_ring_id(1) == 2 && next_ring_id(3) == 0);
 const _: () = assert!(MAX_LEN == 1 << 16 && LEN_MASK == 0xFFFF);
 const _: () = assert!(matches!(
@@ -332,34 +330,19 @@ impl MetaCtrl {
 
     /// Encode; refuses an `op_type` or `op` above 7.
     pub const fn encode(&self) -> Result<u32, UdmaError> {
-        if self.op_type as u32 > OP_MASK {
-            return Err(UdmaError::BadMetaField {
-                field: "op_type",
-                value: self.op_type,
-            });
-        }
-        if self.op as u32 > OP_MASK {
-            return Err(UdmaError::BadMetaField {
-                field: "op",
-                value: self.op,
-            });
-        }
-        let mut w = 0;
-        if self.is_last_block {
-            w |= META_IS_LAST_BLOCK;
-        }
-        if self.is_first_block {
-            w |= META_IS_FIRST_BLOCK;
-        }
-        if self.copy_source_data {
-            w |= META_COPY_SOURCE_DATA;
-        }
-        if self.write_barrier {
-            w |= META_WRITE_BARRIER;
-        }
-        w |= (self.op_type as u32) << OP_TYPE_SHIFT;
-        w |= (self.op as u32) << OP_SHIFT;
-        Ok(w)
+        let (field, value) = if self.op_type as u32 > OP_MASK {
+            ("op_type", self.op_type)
+        } else if self.op as u32 > OP_MASK {
+            ("op", self.op)
+        } else {
+            return Ok((self.is_last_block as u32 * META_IS_LAST_BLOCK)
+                | (self.is_first_block as u32 * META_IS_FIRST_BLOCK)
+                | (self.copy_source_data as u32 * META_COPY_SOURCE_DATA)
+                | (self.write_barrier as u32 * META_WRITE_BARRIER)
+                | (self.op_type as u32) << OP_TYPE_SHIFT
+                | (self.op as u32) << OP_SHIFT);
+        };
+        Err(UdmaError::BadMetaField { field, value })
     }
 
     /// Decode; refuses reserved bits.
@@ -402,9 +385,9 @@ pub struct M2sMetaDesc {
     pub ctrl: LenCtrl,
     /// `meta_ctrl`.
     pub meta: MetaCtrl,
-    /// `meta1` (+8).
+    /// `meta1`.
     pub meta1: u32,
-    /// `meta2` (+12).
+    /// `meta2`.
     pub meta2: u32,
 }
 
@@ -413,23 +396,46 @@ pub struct M2sMetaDesc {
 pub struct S2mDesc {
     /// `len_ctrl`.
     pub ctrl: LenCtrl,
-    /// `buf2_ptr_lo` (+4): unused by our device; must round-trip.
+    /// `buf2_ptr_lo`: unused by our device; must round-trip.
     pub buf2_ptr_lo: u32,
     /// `buf1_ptr`: the destination device physical address.
     pub dst: u64,
 }
 
-fn take16(bytes: &[u8]) -> Result<&[u8], UdmaError> {
-    if bytes.len() < SIZE {
-        return Err(UdmaError::Truncated { got: bytes.len() });
-    }
-    Ok(&bytes[..SIZE])
+/// The 16 bytes of a descriptor read as `view`: `len_ctrl` (view-checked),
+/// the second word, then the 8-byte tail.
+fn encode(
+    view: View,
+    ctrl: &LenCtrl,
+    word1: Result<u32, UdmaError>,
+    tail: u64,
+) -> Result<[u8; SIZE], UdmaError> {
+    ctrl.check_view(view)?;
+    let mut b = [0u8; SIZE];
+    write::<u32>(&mut b, field::LEN_CTRL, ctrl.encode()?);
+    write::<u32>(&mut b, field::WORD1, word1?);
+    write::<u64>(&mut b, field::PTR, tail);
+    Ok(b)
 }
 
-fn decode_ctrl(b: &[u8], view: View) -> Result<LenCtrl, UdmaError> {
-    let ctrl = LenCtrl::decode(le::u32_at(b, field::LEN_CTRL))?;
+/// `len_ctrl` (decoded and view-checked), the second word and the tail of
+/// the first 16 bytes of `bytes` read as `view`.
+fn decode(view: View, bytes: &[u8]) -> Result<(LenCtrl, u32, u64), UdmaError> {
+    let Some(b) = bytes.first_chunk::<SIZE>() else {
+        return Err(UdmaError::Truncated { got: bytes.len() });
+    };
+    let ctrl = LenCtrl::decode(read::<u32>(b, field::LEN_CTRL))?;
     ctrl.check_view(view)?;
-    Ok(ctrl)
+    Ok((
+        ctrl,
+        read::<u32>(b, field::WORD1),
+        read::<u64>(b, field::PTR),
+    ))
+}
+
+/// Two `u32` as the 8-byte tail, `lo` first.
+const fn join(lo: u32, hi: u32) -> u64 {
+    lo as u64 | (hi as u64) << 32
 }
 
 impl M2sDesc {
@@ -448,45 +454,34 @@ impl M2sDesc {
 
     /// Encode to 16 bytes.
     pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
-        self.ctrl.check_view(View::M2s)?;
-        let mut b = [0u8; SIZE];
-        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
-        le::put_u32(&mut b, field::WORD1, self.meta.encode()?);
-        le::put_u64(&mut b, field::PTR, self.src);
-        Ok(b)
+        encode(View::M2s, &self.ctrl, self.meta.encode(), self.src)
     }
 
     /// Decode the first 16 bytes of `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<M2sDesc, UdmaError> {
-        let b = take16(bytes)?;
-        Ok(M2sDesc {
-            ctrl: decode_ctrl(b, View::M2s)?,
-            meta: MetaCtrl::decode(le::u32_at(b, field::WORD1))?,
-            src: le::u64_at(b, field::PTR),
-        })
+        let (ctrl, meta, src) = decode(View::M2s, bytes)?;
+        let meta = MetaCtrl::decode(meta)?;
+        Ok(M2sDesc { ctrl, meta, src })
     }
 }
 
 impl M2sMetaDesc {
     /// Encode to 16 bytes.
     pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
-        self.ctrl.check_view(View::M2sMeta)?;
-        let mut b = [0u8; SIZE];
-        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
-        le::put_u32(&mut b, field::WORD1, self.meta.encode()?);
-        le::put_u32(&mut b, field::PTR, self.meta1);
-        le::put_u32(&mut b, meta_field::META2, self.meta2);
-        Ok(b)
+        let tail = join(self.meta1, self.meta2);
+        encode(View::M2sMeta, &self.ctrl, self.meta.encode(), tail)
     }
 
     /// Decode the first 16 bytes of `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<M2sMetaDesc, UdmaError> {
-        let b = take16(bytes)?;
+        let (ctrl, meta, tail) = decode(View::M2sMeta, bytes)?;
+        let meta = MetaCtrl::decode(meta)?;
+        let (meta1, meta2) = (tail as u32, (tail >> 32) as u32);
         Ok(M2sMetaDesc {
-            ctrl: decode_ctrl(b, View::M2sMeta)?,
-            meta: MetaCtrl::decode(le::u32_at(b, field::WORD1))?,
-            meta1: le::u32_at(b, field::PTR),
-            meta2: le::u32_at(b, meta_field::META2),
+            ctrl,
+            meta,
+            meta1,
+            meta2,
         })
     }
 }
@@ -507,67 +502,17 @@ impl S2mDesc {
 
     /// Encode to 16 bytes.
     pub fn encode(&self) -> Result<[u8; SIZE], UdmaError> {
-        self.ctrl.check_view(View::S2m)?;
-        let mut b = [0u8; SIZE];
-        le::put_u32(&mut b, field::LEN_CTRL, self.ctrl.encode()?);
-        le::put_u32(&mut b, field::WORD1, self.buf2_ptr_lo);
-        le::put_u64(&mut b, field::PTR, self.dst);
-        Ok(b)
+        encode(View::S2m, &self.ctrl, Ok(self.buf2_ptr_lo), self.dst)
     }
 
     /// Decode the first 16 bytes of `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<S2mDesc, UdmaError> {
-        let b = take16(bytes)?;
+        let (ctrl, buf2_ptr_lo, dst) = decode(View::S2m, bytes)?;
         Ok(S2mDesc {
-            ctrl: decode_ctrl(b, View::S2m)?,
-            buf2_ptr_lo: le::u32_at(b, field::WORD1),
-            dst: le::u64_at(b, field::PTR),
+            ctrl,
+            buf2_ptr_lo,
+            dst,
         })
-    }
-}
-
-#[cfg(feature = "std")]
-fn flag_names(flags: DescFlags) -> String {
-    let mut names: Vec<&str> = flags.iter_names().map(|(n, _)| n).collect();
-    if names.is_empty() {
-        names.push("-");
-    }
-    names.join("|")
-}
-
-#[cfg(feature = "std")]
-fn describe_ctrl(out: &mut String, w: u32) {
-    use core::fmt::Write as _;
-    match LenCtrl::decode(w) {
-        Ok(c) => {
-            let _ = writeln!(
-                out,
-                "  len_ctrl: len={} ring_id={} flags={}",
-                c.len,
-                c.ring_id,
-                flag_names(c.flags)
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(out, "  len_ctrl: {e}");
-        }
-    }
-}
-
-#[cfg(feature = "std")]
-fn describe_meta(out: &mut String, w: u32) {
-    use core::fmt::Write as _;
-    match MetaCtrl::decode(w) {
-        Ok(m) => {
-            let _ = writeln!(
-                out,
-                "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",
-                m.is_first_block, m.is_last_block, m.copy_source_data, m.op_type, m.op, m.write_barrier
-            );
-        }
-        Err(e) => {
-            let _ = writeln!(out, "  meta_ctrl: {e}");
-        }
     }
 }
 
@@ -578,33 +523,43 @@ fn describe_meta(out: &mut String, w: u32) {
 pub fn dump(view: View, bytes: &[u8]) -> String {
     use core::fmt::Write as _;
     let mut out = annotated_dump(view.layout(), bytes);
-    if bytes.len() < SIZE {
+    let Some(b) = bytes.first_chunk::<SIZE>() else {
         let _ = writeln!(out, "  {}", UdmaError::Truncated { got: bytes.len() });
         return out;
+    };
+    let _ = match LenCtrl::decode(read::<u32>(b, field::LEN_CTRL)) {
+        Ok(c) => {
+            let mut names: Vec<&str> = c.flags.iter_names().map(|(n, _)| n).collect();
+            if names.is_empty() {
+                names.push("-");
+            }
+            let (len, id, flags) = (c.len, c.ring_id, names.join("|"));
+            writeln!(out, "  len_ctrl: len={len} ring_id={id} flags={flags}")
+        }
+        Err(e) => writeln!(out, "  len_ctrl: {e}"),
+    };
+    if view != View::S2m {
+        let _ = match MetaCtrl::decode(read::<u32>(b, field::WORD1)) {
+            Ok(m) => writeln!(
+                out,
+                "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",
+                m.is_first_block, m.is_last_block, m.copy_source_data, m.op_type, m.op, m.write_barrier
+            ),
+            Err(e) => writeln!(out, "  meta_ctrl: {e}"),
+        };
     }
-    describe_ctrl(&mut out, le::u32_at(bytes, field::LEN_CTRL));
     let verdict = match view {
-        View::M2s => {
-            describe_meta(&mut out, le::u32_at(bytes, field::WORD1));
-            M2sDesc::decode(bytes)
-                .map(|d| format!("m2s copy of {} bytes from pa {:#x}", d.ctrl.len, d.src))
-        }
-        View::M2sMeta => {
-            describe_meta(&mut out, le::u32_at(bytes, field::WORD1));
-            M2sMetaDesc::decode(bytes)
-                .map(|d| format!("m2s meta meta1={:#x} meta2={:#x}", d.meta1, d.meta2))
-        }
-        View::S2m => S2mDesc::decode(bytes)
+        View::M2s => M2sDesc::decode(b)
+            .map(|d| format!("m2s copy of {} bytes from pa {:#x}", d.ctrl.len, d.src)),
+        View::M2sMeta => M2sMetaDesc::decode(b)
+            .map(|d| format!("m2s meta meta1={:#x} meta2={:#x}", d.meta1, d.meta2)),
+        View::S2m => S2mDesc::decode(b)
             .map(|d| format!("s2m write of {} bytes to pa {:#x}", d.ctrl.len, d.dst)),
     };
-    match verdict {
-        Ok(s) => {
-            let _ = writeln!(out, "  => {s}");
-        }
-        Err(e) => {
-            let _ = writeln!(out, "  => refused: {e}");
-        }
-    }
+    let _ = match verdict {
+        Ok(s) => writeln!(out, "  => {s}"),
+        Err(e) => writeln!(out, "  => refused: {e}"),
+    };
     out
 }
 

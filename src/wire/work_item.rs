@@ -2,10 +2,9 @@
 //! slot's `exec_info` points at, and its 112-byte `infer_resp_t`
 //! completion-response area at +0x28.
 //!
-//! The outer struct is a 4-byte `type` at +0x00, 4 bytes of alignment, then a
-//! 200-byte union at +0x08 whose EXECUTE arm is `exec`: `mod_ref` +0x08,
-//! `resources` +0x10, `compute_idx` +0x18, `sync_point_cpu_timestamp` +0x20,
-//! `resp` (`infer_resp_t`) +0x28, `sync_exec` +0xC8 (ending at 0xD0).
+//! The outer struct is a 4-byte `type`, 4 bytes of alignment, then a
+//! 200-byte union whose EXECUTE arm is `exec` (the rows of
+//! [`TpbExecutionInfo`]).
 //!
 //! What the seed fixes inside `infer_resp_t`: its size (112), `ts_start` (the
 //! submission timestamp, a `timespec`) at resp+0x10 = absolute +0x38, and the
@@ -28,93 +27,108 @@
 //!
 //! [`Origin::Ours`]: super::layout::Origin::Ours
 
-use core::mem::{offset_of, size_of};
-
-#[cfg(feature = "std")]
-use super::layout::annotated_dump;
+use super::layout::{self, Origin};
 use super::nq::ErrorClass;
 use super::status::NrtStatus;
-use super::{emit_fields, encode_fields, le, need, WireError};
 
 wire_block! {
-    /// Layout of `infer_resp_t` (112 bytes). `ts_start`, `device_id` and
-    /// `device_tpb_idx` are seed positions; the rest is ours.
-    pub INFER_RESP_LAYOUT: "infer_resp_t", INFER_RESP_SIZE = 112, resp_off {
-        /// The execution's `NRT_STATUS`.
-        ours STATUS "status" = 0x00, 4;
-        /// 0 = no error, else 1 + the error class.
-        ours ERR_CLASS "err_class" = 0x04, 4;
-        /// Error records harvested.
-        ours NQ_ERRORS "nq_errors" = 0x08, 4;
+    /// `infer_resp_t`: the per-execution result the worker fills at DONE
+    /// (docs/abi.md §1.6 and §1.8: the fine-grained half of the result; the
+    /// coarse status also travels through the slot's `exec_status`).
+    /// `ts_start`, `device_id` and `device_tpb_idx` are seed positions; the
+    /// rest is ours. Parsing refuses an `err_class` above [`ERR_CLASS_MAX`]
+    /// and a timespec whose `tv_nsec` is outside `0..1e9`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::nq::ErrorClass;
+    /// use xunds::wire::work_item::{InferResp, Timespec, INFER_RESP_SIZE};
+    ///
+    /// let r = InferResp {
+    ///     ts_start: Timespec::from_nanos(1_000),
+    ///     ts_end: Timespec::from_nanos(4_000),
+    ///     err_class: Some(ErrorClass::Model),
+    ///     ..InferResp::default()
+    /// };
+    /// let bytes: [u8; INFER_RESP_SIZE] = r.encode();
+    /// assert_eq!(u32::from_le_bytes(bytes[4..8].try_into().unwrap()), 3); // 1 + class
+    /// assert_eq!(InferResp::parse(&bytes), Ok(r));
+    /// assert_eq!(r.latency_total_ns(), 3_000);
+    /// ```
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct InferResp: "infer_resp_t", INFER_RESP_SIZE = 112, INFER_RESP_LAYOUT, resp_off {
+        /// The execution's status.
+        ours STATUS status: NrtStatus = 0x00, 4;
+        /// The first error's class, if any. Stored as a `u32`: 0 = none,
+        /// else 1 + the [`ErrorClass`] code (whose NC counter is
+        /// `ERR_GENERIC` + code), so a zeroed response means "no error".
+        ours ERR_CLASS err_class: Option<ErrorClass> = 0x04, 4;
+        /// Error records harvested from the NQs.
+        ours NQ_ERRORS nq_errors: u32 = 0x08, 4;
         /// NQ records harvested in total.
-        ours NQ_RECORDS "nq_records" = 0x0C, 4;
-        /// The submission `timespec`.
-        seed TS_START "ts_start.tv_sec" = 0x10, 8;
-        seed "ts_start.tv_nsec" = 0x18, 8;
-        /// The completion `timespec` (host clock, at DONE).
-        ours TS_END "ts_end.tv_sec" = 0x20, 8;
-        ours "ts_end.tv_nsec" = 0x28, 8;
-        /// Device clock at the first engine record.
-        ours DEVICE_START_NS "device_start_ns" = 0x30, 8;
-        /// Device clock at the last engine record.
-        ours DEVICE_END_NS "device_end_ns" = 0x38, 8;
-        /// Multiply-accumulates the device reported.
-        ours MAC_COUNT "mac_count" = 0x40, 8;
-        /// Time spent in collectives.
-        ours CC_TIME_NS "cc_time_ns" = 0x48, 8;
+        ours NQ_RECORDS nq_records: u32 = 0x0C, 4;
+        /// Submission time (the schedule path's store).
+        seed TS_START ts_start: Timespec = 0x10, 16;
+        /// Completion time, host clock, set at DONE.
+        ours TS_END ts_end: Timespec = 0x20, 16;
+        /// Device clock at the first engine record, ns.
+        ours DEVICE_START_NS device_start_ns: u64 = 0x30, 8;
+        /// Device clock at the last engine record, ns.
+        ours DEVICE_END_NS device_end_ns: u64 = 0x38, 8;
+        /// Multiply-accumulates performed (NC `MAC_COUNT`).
+        ours MAC_COUNT mac_count: u64 = 0x40, 8;
+        /// Time in collectives, ns (NC `CC_TIME`).
+        ours CC_TIME_NS cc_time_ns: u64 = 0x48, 8;
         /// Output tensors written.
-        ours NUM_OUTPUTS "num_outputs" = 0x50, 4;
-        pad = 0x54, 20;
-        /// Seed position: absolute +0x90.
-        seed DEVICE_ID "device_id" = 0x68, 2;
-        /// Seed position: absolute +0x92.
-        seed DEVICE_TPB_IDX "device_tpb_idx" = 0x6A, 2;
+        ours NUM_OUTPUTS num_outputs: u32 = 0x50, 4;
+        reserved = 0x54, 20;
+        /// Device id (the schedule path's store).
+        seed DEVICE_ID device_id: u16 = 0x68, 2;
+        /// TPB index on the device (the schedule path's store).
+        seed DEVICE_TPB_IDX device_tpb_idx: u16 = 0x6A, 2;
         pad = 0x6C, 4;
     }
 }
 
 wire_block! {
-    /// Layout of `tpb_execution_info_t` (208 bytes, docs/abi.md §1.6 / §1.6),
-    /// with `exec.resp` flattened so every absolute offset the seed states
-    /// (+0x38, +0x90, +0x92) is a row. `type` is followed by 4 bytes of
-    /// alignment, then the 200-byte union whose EXECUTE arm is `exec`.
-    pub LAYOUT: "tpb_execution_info_t", SIZE = 0xD0, off {
+    /// `tpb_execution_info_t`: the 208-byte work item (docs/abi.md §1.6),
+    /// its union's EXECUTE arm `exec` flattened. Parsing refuses an unknown
+    /// `type` and whatever [`InferResp::parse`] refuses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::work_item::{Timespec, TpbExecutionInfo, SIZE, SUBMISSION_TS};
+    ///
+    /// let mut w = TpbExecutionInfo::execute(0x55, 0x66, 0);
+    /// w.resp.ts_start = Timespec { tv_sec: 2, tv_nsec: 7 };
+    /// let bytes: [u8; SIZE] = w.encode();
+    /// assert_eq!(&bytes[SUBMISSION_TS..SUBMISSION_TS + 8], &2u64.to_le_bytes());
+    /// assert_eq!(TpbExecutionInfo::parse(&bytes), Ok(w));
+    /// // A zeroed item has no valid `type`.
+    /// assert!(TpbExecutionInfo::parse(&[0; SIZE]).is_err());
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct TpbExecutionInfo: "tpb_execution_info_t", SIZE = 0xD0, LAYOUT, off {
         /// The discriminant (4 bytes).
-        seed TYPE "type" = 0x00, 4;
+        seed TYPE "type" ty: WorkType = 0x00, 4;
         pad = 0x04, 4;
-        /// 8-byte pointer; also the start of the union.
-        seed MOD_REF "exec.mod_ref" = 0x08, 8;
-        /// 8-byte pointer.
-        seed RESOURCES "exec.resources" = 0x10, 8;
-        /// 4 bytes: our width.
-        seed COMPUTE_IDX "exec.compute_idx" = 0x18, 4;
+        /// Opaque model handle (an 8-byte pointer); also the start of the union.
+        seed MOD_REF "exec.mod_ref" mod_ref: u64 = 0x08, 8;
+        /// Opaque bound-resources handle (an 8-byte pointer).
+        seed RESOURCES "exec.resources" resources: u64 = 0x10, 8;
+        /// The seed gives its offset; the width (4 bytes) is ours.
+        seed COMPUTE_IDX "exec.compute_idx" compute_idx: u32 = 0x18, 4;
         pad = 0x1C, 4;
-        seed SYNC_POINT_CPU_TIMESTAMP "exec.sync_point_cpu_timestamp" = 0x20, 8;
-        /// `infer_resp_t` starts here.
-        ours RESP "exec.resp.status" = 0x28, 4;
-        ours "exec.resp.err_class" = 0x2C, 4;
-        ours "exec.resp.nq_errors" = 0x30, 4;
-        ours "exec.resp.nq_records" = 0x34, 4;
-        /// The submission timestamp the schedule path stores (`exec.resp.ts_start`).
-        seed SUBMISSION_TS "exec.resp.ts_start.tv_sec" = 0x38, 8;
-        seed "exec.resp.ts_start.tv_nsec" = 0x40, 8;
-        ours "exec.resp.ts_end.tv_sec" = 0x48, 8;
-        ours "exec.resp.ts_end.tv_nsec" = 0x50, 8;
-        ours "exec.resp.device_start_ns" = 0x58, 8;
-        ours "exec.resp.device_end_ns" = 0x60, 8;
-        ours "exec.resp.mac_count" = 0x68, 8;
-        ours "exec.resp.cc_time_ns" = 0x70, 8;
-        ours "exec.resp.num_outputs" = 0x78, 4;
-        pad = 0x7C, 20;
-        /// The schedule path's `device_id` store.
-        seed DEVICE_ID "exec.resp.device_id" = 0x90, 2;
-        /// The schedule path's `device_tpb_idx` store.
-        seed DEVICE_TPB_IDX "exec.resp.device_tpb_idx" = 0x92, 2;
-        pad = 0x94, 4;
-        /// Ours: the 48 bytes between `resp` and `sync_exec`.
-        ours WAIT_EVENT_DATA "exec.wait_event_data" = 0x98, 48;
+        seed SYNC_POINT_CPU_TIMESTAMP "exec.sync_point_cpu_timestamp"
+            sync_point_cpu_timestamp: u64 = 0x20, 8;
+        /// The completion-response area.
+        seed RESP "exec.resp" resp: InferResp = 0x28, 112;
+        /// Ours: the bytes between `resp` and `sync_exec`, carried opaquely.
+        ours WAIT_EVENT_DATA "exec.wait_event_data" wait_event_data: [u8; 48] = 0x98, 48;
         /// 8 bytes, last.
-        seed SYNC_EXEC "exec.sync_exec" = 0xC8, 8;
+        seed SYNC_EXEC "exec.sync_exec" sync_exec: u64 = 0xC8, 8;
     }
 }
 
@@ -122,8 +136,12 @@ wire_block! {
 pub const EXEC: usize = off::MOD_REF;
 /// Bytes of `exec.wait_event_data` (ours).
 pub const WAIT_EVENT_DATA_LEN: usize = off::SYNC_EXEC - off::WAIT_EVENT_DATA;
-/// Size of a `struct timespec` (two `i64`).
-pub const TIMESPEC_SIZE: usize = 16;
+/// The submission timestamp the schedule path stores (`exec.resp.ts_start`).
+pub const SUBMISSION_TS: usize = off::RESP + resp_off::TS_START;
+/// The schedule path's `device_id` store.
+pub const DEVICE_ID: usize = off::RESP + resp_off::DEVICE_ID;
+/// The schedule path's `device_tpb_idx` store.
+pub const DEVICE_TPB_IDX: usize = off::RESP + resp_off::DEVICE_TPB_IDX;
 /// Raw `err_class` meaning "no error" (class `k` is stored as `k + 1`).
 pub const ERR_CLASS_NONE: u32 = 0;
 /// The largest raw `err_class`: 1 + the last [`ErrorClass`] (`Runtime`).
@@ -131,93 +149,33 @@ pub const ERR_CLASS_MAX: u32 = ErrorClass::ALL.len() as u32;
 
 const _: () = assert!(ERR_CLASS_MAX == 6);
 const _: () = assert!(SIZE - EXEC == 200); // the union
-                                           // Our reading of the docs/abi.md §1.6 discrepancy: resp is the 112 bytes from +0x28, it
-                                           // ends where wait_event_data starts, and the +0x90/+0x92 stores fall inside.
+                                           // The absolute positions the seed states: the schedule path's stores.
+const _: () = assert!(SUBMISSION_TS == 0x38 && DEVICE_ID == 0x90 && DEVICE_TPB_IDX == 0x92);
+// Our reading of the docs/abi.md §1.6 discrepancy: resp ends where
+// wait_event_data starts, and the schedule path's two stores fall inside.
 const _: () = assert!(off::RESP + INFER_RESP_SIZE == off::WAIT_EVENT_DATA);
-const _: () = assert!(off::RESP + resp_off::TS_START == off::SUBMISSION_TS);
-const _: () = assert!(off::RESP + resp_off::DEVICE_ID == off::DEVICE_ID);
-const _: () = assert!(off::RESP + resp_off::DEVICE_TPB_IDX == off::DEVICE_TPB_IDX);
-// The flattened rows are INFER_RESP_LAYOUT's rows shifted by off::RESP.
-const _: () = assert!(LAYOUT.embeds(&INFER_RESP_LAYOUT, off::RESP));
+const _: () = assert!(WAIT_EVENT_DATA_LEN == 48);
 
-/// C mirrors of the two structs, with natural alignment, used only to prove
-/// at compile time that a C compiler would put every field where `off` and
-/// `resp_off` say (no value of these types is ever built).
-#[allow(dead_code)]
-mod c {
-    #[repr(C)]
-    pub struct Timespec {
-        pub tv_sec: i64,
-        pub tv_nsec: i64,
-    }
-    #[repr(C)]
-    pub struct InferResp {
-        pub status: u32,
-        pub err_class: u32,
-        pub nq_errors: u32,
-        pub nq_records: u32,
-        pub ts_start: Timespec,
-        pub ts_end: Timespec,
-        pub device_start_ns: u64,
-        pub device_end_ns: u64,
-        pub mac_count: u64,
-        pub cc_time_ns: u64,
-        pub num_outputs: u32,
-        pub reserved: [u32; 5],
-        pub device_id: u16,
-        pub device_tpb_idx: u16,
-        pub tail: u32,
-    }
-    /// The union's EXECUTE arm (the union is exactly this arm's 200 bytes).
-    #[repr(C)]
-    pub struct Exec {
-        pub mod_ref: u64,
-        pub resources: u64,
-        pub compute_idx: u32,
-        pub sync_point_cpu_timestamp: u64,
-        pub resp: InferResp,
-        pub wait_event_data: [u8; super::WAIT_EVENT_DATA_LEN],
-        pub sync_exec: u64,
-    }
-    #[repr(C)]
-    pub struct TpbExecutionInfo {
-        pub ty: u32,
-        pub exec: Exec,
-    }
-}
+codec_as!(Option<ErrorClass>: u32, |c| match c {
+    None => ERR_CLASS_NONE,
+    Some(c) => c as u32 + 1,
+}, |raw| match raw {
+    ERR_CLASS_NONE => Some(None),
+    1..=ERR_CLASS_MAX => ErrorClass::from_u8((raw - 1) as u8).map(Some),
+    _ => None,
+});
+codec_as!(WorkType: u32, |t| t as u32, |raw| WorkType::from_index(raw));
 
-const _: () = assert!(size_of::<c::Timespec>() == TIMESPEC_SIZE);
-const _: () = assert!(size_of::<c::InferResp>() == INFER_RESP_SIZE);
-const _: () = assert!(size_of::<c::TpbExecutionInfo>() == SIZE);
-const _: () = assert!(offset_of!(c::TpbExecutionInfo, ty) == off::TYPE);
-const _: () = assert!(offset_of!(c::TpbExecutionInfo, exec) == EXEC);
-const _: () = assert!(EXEC + offset_of!(c::Exec, resources) == off::RESOURCES);
-const _: () = assert!(EXEC + offset_of!(c::Exec, compute_idx) == off::COMPUTE_IDX);
-const _: () =
-    assert!(EXEC + offset_of!(c::Exec, sync_point_cpu_timestamp) == off::SYNC_POINT_CPU_TIMESTAMP);
-const _: () = assert!(EXEC + offset_of!(c::Exec, resp) == off::RESP);
-const _: () = assert!(EXEC + offset_of!(c::Exec, wait_event_data) == off::WAIT_EVENT_DATA);
-const _: () = assert!(EXEC + offset_of!(c::Exec, sync_exec) == off::SYNC_EXEC);
-const _: () = assert!(offset_of!(c::InferResp, err_class) == resp_off::ERR_CLASS);
-const _: () = assert!(offset_of!(c::InferResp, nq_errors) == resp_off::NQ_ERRORS);
-const _: () = assert!(offset_of!(c::InferResp, nq_records) == resp_off::NQ_RECORDS);
-const _: () = assert!(offset_of!(c::InferResp, ts_start) == resp_off::TS_START);
-const _: () = assert!(offset_of!(c::InferResp, ts_end) == resp_off::TS_END);
-const _: () = assert!(offset_of!(c::InferResp, device_start_ns) == resp_off::DEVICE_START_NS);
-const _: () = assert!(offset_of!(c::InferResp, device_end_ns) == resp_off::DEVICE_END_NS);
-const _: () = assert!(offset_of!(c::InferResp, mac_count) == resp_off::MAC_COUNT);
-const _: () = assert!(offset_of!(c::InferResp, cc_time_ns) == resp_off::CC_TIME_NS);
-const _: () = assert!(offset_of!(c::InferResp, num_outputs) == resp_off::NUM_OUTPUTS);
-const _: () = assert!(offset_of!(c::InferResp, device_id) == resp_off::DEVICE_ID);
-const _: () = assert!(offset_of!(c::InferResp, device_tpb_idx) == resp_off::DEVICE_TPB_IDX);
-
-/// A `struct timespec` (`tv_sec`, `tv_nsec`, both `i64`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Timespec {
-    /// Whole seconds.
-    pub tv_sec: i64,
-    /// Nanoseconds, `0..1_000_000_000` in a valid value.
-    pub tv_nsec: i64,
+wire_block! {
+    /// A `struct timespec` (`tv_sec`, `tv_nsec`, both `i64`). Parsing
+    /// refuses a `tv_nsec` outside `0..1_000_000_000`.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub struct Timespec: "timespec", TIMESPEC_SIZE = 16, TIMESPEC_LAYOUT, ts_off {
+        /// Whole seconds.
+        seed TV_SEC tv_sec: i64 = 0, 8;
+        /// Nanoseconds.
+        seed TV_NSEC tv_nsec: i64 = 8, 8 if |v| (0..Timespec::NANOS_PER_SEC).contains(v);
+    }
 }
 
 impl Timespec {
@@ -248,82 +206,6 @@ impl Timespec {
         let d = self.as_nanos() - earlier.as_nanos();
         d.clamp(0, u64::MAX as i128) as u64
     }
-
-    fn read(b: &[u8], at: usize, field: &'static str) -> Result<Timespec, WireError> {
-        let t = Timespec {
-            tv_sec: le::u64_at(b, at) as i64,
-            tv_nsec: le::u64_at(b, at + 8) as i64,
-        };
-        if t.is_valid() {
-            Ok(t)
-        } else {
-            Err(WireError::invalid(
-                INFER_RESP_LAYOUT.name,
-                field,
-                t.tv_nsec as u64,
-            ))
-        }
-    }
-
-    fn write(&self, b: &mut [u8], at: usize) {
-        le::put_u64(b, at, self.tv_sec as u64);
-        le::put_u64(b, at + 8, self.tv_nsec as u64);
-    }
-}
-
-/// `infer_resp_t`: the per-execution result the worker fills at DONE
-/// (docs/abi.md §1.6 and §1.8: the fine-grained half of the result; the coarse
-/// status also travels through the slot's `exec_status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct InferResp {
-    /// The execution's status (ours; resp+0x00).
-    pub status: NrtStatus,
-    /// The first error's class, if any (ours; resp+0x04). Stored as a `u32`:
-    /// 0 = none, else 1 + the [`ErrorClass`] code (whose NC counter is
-    /// `ERR_GENERIC` + code), so a zeroed response means "no error".
-    pub err_class: Option<ErrorClass>,
-    /// Error records harvested from the NQs (ours; resp+0x08).
-    pub nq_errors: u32,
-    /// NQ records harvested in total (ours; resp+0x0C).
-    pub nq_records: u32,
-    /// Submission time (seed: resp+0x10 = work item +0x38).
-    pub ts_start: Timespec,
-    /// Completion time, host clock, set at DONE (ours; resp+0x20).
-    pub ts_end: Timespec,
-    /// Device clock at the first engine record, ns (ours; resp+0x30).
-    pub device_start_ns: u64,
-    /// Device clock at the last engine record, ns (ours; resp+0x38).
-    pub device_end_ns: u64,
-    /// Multiply-accumulates performed (ours; resp+0x40; NC `MAC_COUNT`).
-    pub mac_count: u64,
-    /// Time in collectives, ns (ours; resp+0x48; NC `CC_TIME`).
-    pub cc_time_ns: u64,
-    /// Output tensors written (ours; resp+0x50).
-    pub num_outputs: u32,
-    /// Device id (seed position: resp+0x68 = work item +0x90).
-    pub device_id: u16,
-    /// TPB index on the device (seed position: resp+0x6A = work item +0x92).
-    pub device_tpb_idx: u16,
-}
-
-impl Default for InferResp {
-    fn default() -> Self {
-        InferResp {
-            status: NrtStatus::SUCCESS,
-            err_class: None,
-            nq_errors: 0,
-            nq_records: 0,
-            ts_start: Timespec::default(),
-            ts_end: Timespec::default(),
-            device_start_ns: 0,
-            device_end_ns: 0,
-            mac_count: 0,
-            cc_time_ns: 0,
-            num_outputs: 0,
-            device_id: 0,
-            device_tpb_idx: 0,
-        }
-    }
 }
 
 impl InferResp {
@@ -344,69 +226,6 @@ impl InferResp {
     pub const fn latency_device_ns(&self) -> u64 {
         self.device_end_ns.saturating_sub(self.device_start_ns)
     }
-
-    /// The 112 bytes, little-endian, reserved bytes zero.
-    pub fn encode(&self) -> [u8; INFER_RESP_SIZE] {
-        encode_fields(|b| self.put(b, 0))
-    }
-
-    /// Write the field bytes into `buf[..112]`, leaving reserved bytes as they are.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        emit_fields(&INFER_RESP_LAYOUT, buf, |b| self.put(b, 0))
-    }
-
-    fn put(&self, b: &mut [u8], at: usize) {
-        le::put_u32(b, at + resp_off::STATUS, self.status.code());
-        le::put_u32(b, at + resp_off::ERR_CLASS, self.err_class_raw());
-        le::put_u32(b, at + resp_off::NQ_ERRORS, self.nq_errors);
-        le::put_u32(b, at + resp_off::NQ_RECORDS, self.nq_records);
-        self.ts_start.write(b, at + resp_off::TS_START);
-        self.ts_end.write(b, at + resp_off::TS_END);
-        le::put_u64(b, at + resp_off::DEVICE_START_NS, self.device_start_ns);
-        le::put_u64(b, at + resp_off::DEVICE_END_NS, self.device_end_ns);
-        le::put_u64(b, at + resp_off::MAC_COUNT, self.mac_count);
-        le::put_u64(b, at + resp_off::CC_TIME_NS, self.cc_time_ns);
-        le::put_u32(b, at + resp_off::NUM_OUTPUTS, self.num_outputs);
-        le::put_u16(b, at + resp_off::DEVICE_ID, self.device_id);
-        le::put_u16(b, at + resp_off::DEVICE_TPB_IDX, self.device_tpb_idx);
-    }
-
-    /// Decode the first 112 bytes. Refuses an `err_class` above
-    /// [`ERR_CLASS_MAX`] and a timespec whose `tv_nsec` is outside `0..1e9`.
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(INFER_RESP_LAYOUT.name, bytes, INFER_RESP_SIZE)?;
-        Self::get(bytes, 0)
-    }
-
-    fn get(b: &[u8], at: usize) -> Result<Self, WireError> {
-        let raw = le::u32_at(b, at + resp_off::ERR_CLASS);
-        let err_class = match raw {
-            ERR_CLASS_NONE => None,
-            1..=ERR_CLASS_MAX => ErrorClass::from_u8((raw - 1) as u8),
-            _ => return Err(WireError::invalid(INFER_RESP_LAYOUT.name, "err_class", raw)),
-        };
-        Ok(InferResp {
-            status: NrtStatus(le::u32_at(b, at + resp_off::STATUS)),
-            err_class,
-            nq_errors: le::u32_at(b, at + resp_off::NQ_ERRORS),
-            nq_records: le::u32_at(b, at + resp_off::NQ_RECORDS),
-            ts_start: Timespec::read(b, at + resp_off::TS_START, "ts_start.tv_nsec")?,
-            ts_end: Timespec::read(b, at + resp_off::TS_END, "ts_end.tv_nsec")?,
-            device_start_ns: le::u64_at(b, at + resp_off::DEVICE_START_NS),
-            device_end_ns: le::u64_at(b, at + resp_off::DEVICE_END_NS),
-            mac_count: le::u64_at(b, at + resp_off::MAC_COUNT),
-            cc_time_ns: le::u64_at(b, at + resp_off::CC_TIME_NS),
-            num_outputs: le::u32_at(b, at + resp_off::NUM_OUTPUTS),
-            device_id: le::u16_at(b, at + resp_off::DEVICE_ID),
-            device_tpb_idx: le::u16_at(b, at + resp_off::DEVICE_TPB_IDX),
-        })
-    }
-
-    /// Annotated hex dump.
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&INFER_RESP_LAYOUT, &self.encode())
-    }
 }
 
 wire_enum! {
@@ -419,27 +238,6 @@ wire_enum! {
         /// Stop the worker (`tpb_xu_schedule_stop`); the union is all zero.
         Stop = 2 => "STOP",
     }
-}
-
-/// `tpb_execution_info_t`: the 208-byte work item (EXECUTE arm of the union).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TpbExecutionInfo {
-    /// `type` (+0x00).
-    pub ty: WorkType,
-    /// `exec.mod_ref` (+0x08): opaque model handle.
-    pub mod_ref: u64,
-    /// `exec.resources` (+0x10): opaque bound-resources handle.
-    pub resources: u64,
-    /// `exec.compute_idx` (+0x18).
-    pub compute_idx: u32,
-    /// `exec.sync_point_cpu_timestamp` (+0x20).
-    pub sync_point_cpu_timestamp: u64,
-    /// `exec.resp` (+0x28): the completion-response area.
-    pub resp: InferResp,
-    /// `exec.wait_event_data` (+0x98..+0xC8, ours): carried opaquely.
-    pub wait_event_data: [u8; WAIT_EVENT_DATA_LEN],
-    /// `exec.sync_exec` (+0xC8).
-    pub sync_exec: u64,
 }
 
 impl Default for TpbExecutionInfo {
@@ -471,66 +269,87 @@ impl TpbExecutionInfo {
         }
     }
 
-    /// The submission timestamp at +0x38 (`exec.resp.ts_start`).
+    /// The submission timestamp at [`SUBMISSION_TS`] (`exec.resp.ts_start`).
     pub const fn submission_ts(&self) -> Timespec {
         self.resp.ts_start
     }
+}
 
-    /// The 208 bytes, little-endian, padding zero.
-    pub fn encode(&self) -> [u8; SIZE] {
-        encode_fields(|b| self.put(b))
-    }
+/// The trace label of an access at byte `off` of a work-item region (taken
+/// modulo the item size): the C name of the field that starts there, as a
+/// field of `infer_resp_t` when it is one the worker fills (ours), else as
+/// a field of the item (the union arm's `exec.` left out), e.g.
+/// `tpb_execution_info_t.type`, `tpb_execution_info_t.resp.ts_start.tv_sec`,
+/// `infer_resp_t.status`.
+pub fn field_name(off: usize) -> Option<&'static str> {
+    let at = off % SIZE;
+    let i = LAYOUT.fields.iter().position(|f| f.offset == at)?;
+    Some(LABELS[i])
+}
 
-    /// Write the field bytes into `buf[..208]`, leaving padding as it is.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        emit_fields(&LAYOUT, buf, |b| self.put(b))
-    }
+/// The trace labels of [`LAYOUT`]'s fields, built at compile time.
+const LABELS: [&str; LAYOUT.fields.len()] = {
+    const PARTS: [(&str, &str); LAYOUT.fields.len()] = label_parts();
+    const BYTES: [u8; layout::joined_len(&PARTS)] = layout::joined(&PARTS);
+    layout::split(&BYTES, &PARTS, 0)
+};
 
-    fn put(&self, b: &mut [u8]) {
-        le::put_u32(b, off::TYPE, self.ty as u32);
-        le::put_u64(b, off::MOD_REF, self.mod_ref);
-        le::put_u64(b, off::RESOURCES, self.resources);
-        le::put_u32(b, off::COMPUTE_IDX, self.compute_idx);
-        le::put_u64(
-            b,
-            off::SYNC_POINT_CPU_TIMESTAMP,
-            self.sync_point_cpu_timestamp,
-        );
-        self.resp.put(b, off::RESP);
-        b[off::WAIT_EVENT_DATA..off::SYNC_EXEC].copy_from_slice(&self.wait_event_data);
-        le::put_u64(b, off::SYNC_EXEC, self.sync_exec);
+/// `(block, name)` of each field's label.
+const fn label_parts<const N: usize>() -> [(&'static str, &'static str); N] {
+    /// `s` without `prefix` (which it starts with).
+    const fn after(s: &'static str, prefix: &str) -> &'static str {
+        match core::str::from_utf8(s.as_bytes().split_at(prefix.len()).1) {
+            Ok(t) => t,
+            Err(_) => s,
+        }
     }
-
-    /// Decode the first 208 bytes. Refuses an unknown `type` and whatever
-    /// [`InferResp::parse`] refuses.
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(LAYOUT.name, bytes, SIZE)?;
-        let raw = le::u32_at(bytes, off::TYPE);
-        let ty = WorkType::from_index(raw).ok_or(WireError::invalid(LAYOUT.name, "type", raw))?;
-        let mut wait_event_data = [0u8; WAIT_EVENT_DATA_LEN];
-        wait_event_data.copy_from_slice(&bytes[off::WAIT_EVENT_DATA..off::SYNC_EXEC]);
-        Ok(TpbExecutionInfo {
-            ty,
-            mod_ref: le::u64_at(bytes, off::MOD_REF),
-            resources: le::u64_at(bytes, off::RESOURCES),
-            compute_idx: le::u32_at(bytes, off::COMPUTE_IDX),
-            sync_point_cpu_timestamp: le::u64_at(bytes, off::SYNC_POINT_CPU_TIMESTAMP),
-            resp: InferResp::get(bytes, off::RESP)?,
-            wait_event_data,
-            sync_exec: le::u64_at(bytes, off::SYNC_EXEC),
-        })
+    let mut out = [("", ""); N];
+    let mut i = 0;
+    while i < N {
+        let f = &LAYOUT.fields[i];
+        let in_resp = f.offset >= off::RESP && f.offset < off::WAIT_EVENT_DATA;
+        out[i] = match (f.offset, in_resp, f.origin) {
+            (off::TYPE, ..) => ("tpb_execution_info_t.", f.name),
+            (_, true, Origin::Ours) => ("infer_resp_t.", after(f.name, "exec.resp.")),
+            _ => ("tpb_execution_info_t.", after(f.name, "exec.")),
+        };
+        i += 1;
     }
-
-    /// Annotated hex dump (with `exec.resp` flattened).
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&LAYOUT, &self.encode())
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::{write, WireError};
+
+    #[test]
+    fn trace_labels() {
+        assert_eq!(field_name(0), Some("tpb_execution_info_t.type"));
+        assert_eq!(field_name(208 + 8), Some("tpb_execution_info_t.mod_ref"));
+        assert_eq!(
+            field_name(SUBMISSION_TS),
+            Some("tpb_execution_info_t.resp.ts_start.tv_sec")
+        );
+        assert_eq!(field_name(0x28), Some("infer_resp_t.status"));
+        assert_eq!(field_name(0x28 + 0x40), Some("infer_resp_t.mac_count"));
+        assert_eq!(field_name(0x48), Some("infer_resp_t.ts_end.tv_sec"));
+        assert_eq!(field_name(0x1C), None);
+    }
+
+    #[test]
+    fn a_nested_refusal_names_the_enclosing_field() {
+        let mut b = TpbExecutionInfo::execute(1, 2, 3).encode();
+        b[off::RESP + resp_off::TS_END + 8..][..8].copy_from_slice(&(-1i64).to_le_bytes());
+        assert_eq!(
+            TpbExecutionInfo::parse(&b),
+            Err(WireError::InvalidField {
+                block: "tpb_execution_info_t",
+                field: "exec.resp.ts_end.tv_nsec",
+                value: u64::MAX
+            })
+        );
+    }
 
     #[test]
     fn submission_ts_lands_at_0x38() {
@@ -567,7 +386,7 @@ mod tests {
             })
         ));
         let mut r = InferResp::default().encode();
-        le::put_u64(&mut r, resp_off::TS_END + 8, 1_000_000_000);
+        write::<u64>(&mut r, resp_off::TS_END + 8, 1_000_000_000);
         assert!(InferResp::parse(&r).is_err());
     }
 

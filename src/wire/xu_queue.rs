@@ -1,41 +1,56 @@
 //! `xu_queue_t` (docs/abi.md §1.2): the 256-byte ring header.
 //!
-//! `xu_id`, `buffer` and `capacity` share the first cache line; the three
-//! cursors each own a 64-byte line at +0x40/+0x80/+0xC0. The gaps are padding
-//! that xunds never reads or writes ([`XuQueueHeader::emit`] writes only field
-//! bytes). The cursors are clean 48-bit counters (top 16 bits zero); the xu_id
-//! is OR'd in only when a seq_id is built (docs/abi.md §1.4).
+//! `xu_id`, `buffer` and `capacity` share the first cache line; each cursor
+//! owns a 64-byte line. The gaps are padding that xunds never reads or
+//! writes ([`XuQueueHeader::emit`] writes only field bytes). The cursors are
+//! clean 48-bit counters (top 16 bits zero); the xu_id is OR'd in only when a
+//! seq_id is built (docs/abi.md §1.4).
 //!
 //! [`XuQueueHeader`] is a *value*: a snapshot for parsing, dumps and tests.
 //! The live header in shared memory is read and written word by word through
 //! atomics by the ring protocol (`crate::ring`), at the offsets in [`off`].
 
-use core::mem::{offset_of, size_of};
-
-#[cfg(feature = "std")]
-use super::layout::annotated_dump;
 use super::seq_id::{SeqId, XuId};
-use super::{emit_fields, encode_fields, le, need, WireError};
+use super::WireError;
 
 wire_block! {
-    /// Layout of `xu_queue_t` (docs/abi.md §1.2; all fields seed-stated,
-    /// each cursor on its own 64-byte line; gaps are padding).
-    pub LAYOUT: "xu_queue_t", SIZE = 256, off {
+    /// A snapshot of the ring header `xu_queue_t` (docs/abi.md §1.2; all
+    /// fields seed-stated, each cursor on its own 64-byte line; gaps are
+    /// padding). Parsing refuses a cursor at or above [`CURSOR_LIMIT`]
+    /// (which includes any cursor with its top 16 bits set: cursors are
+    /// clean 48-bit counters).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::seq_id::XuId;
+    /// use xunds::wire::xu_queue::{XuQueueHeader, SIZE};
+    ///
+    /// let h = XuQueueHeader::new(XuId::new(0, 0, 3), 0x1000, 8);
+    /// let bytes: [u8; SIZE] = h.encode();
+    /// assert_eq!(XuQueueHeader::parse(&bytes), Ok(h));
+    /// assert_eq!(h.next_seq_id().seq_num(), 1);
+    /// assert!(XuQueueHeader::parse(&bytes[..255]).is_err());
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct XuQueueHeader: "xu_queue_t", SIZE = 256, LAYOUT, off {
         /// `xu_id_t` (padded to 8).
-        seed XU_ID "xu_id" = 0x00, 2;
+        seed XU_ID xu_id: XuId = 0x00, 2;
         pad = 0x02, 6;
-        /// `xuq_exec_info_t *`.
-        seed BUFFER "buffer" = 0x08, 8;
-        seed CAPACITY "capacity" = 0x10, 8;
+        /// `xuq_exec_info_t *`: where the slot array lives (an opaque handle here).
+        seed BUFFER buffer: u64 = 0x08, 8;
+        /// Slots in the array.
+        seed CAPACITY capacity: u64 = 0x10, 8;
         pad = 0x18, 40;
-        /// Consumer cursor; written by the worker.
-        seed EXEC_HEAD "exec_head" = 0x40, 8;
+        /// Consumer cursor, written by the worker: the next slot it completes.
+        seed EXEC_HEAD exec_head: u64 = 0x40, 8 align 64 if |v| *v < CURSOR_LIMIT;
         pad = 0x48, 56;
-        /// Trigger cursor; written by the producer.
-        seed SCHEDULED_HEAD "scheduled_head" = 0x80, 8;
+        /// Trigger cursor, written by the producer: the first slot not yet
+        /// released to the worker.
+        seed SCHEDULED_HEAD scheduled_head: u64 = 0x80, 8 align 64 if |v| *v < CURSOR_LIMIT;
         pad = 0x88, 56;
-        /// Submit cursor; written by the producer.
-        seed SCHEDULED_TAIL "scheduled_tail" = 0xC0, 8;
+        /// Submit cursor, written by the producer: the next slot it fills.
+        seed SCHEDULED_TAIL scheduled_tail: u64 = 0xC0, 8 align 64 if |v| *v < CURSOR_LIMIT;
         pad = 0xC8, 56;
     }
 }
@@ -53,48 +68,6 @@ const _: () = assert!(off::SCHEDULED_HEAD - off::EXEC_HEAD == CACHE_LINE);
 const _: () = assert!(off::SCHEDULED_TAIL - off::SCHEDULED_HEAD == CACHE_LINE);
 // A cursor below the limit has its top 16 bits clear (a clean 48-bit counter).
 const _: () = assert!(CURSOR_LIMIT <= super::seq_id::SEQ_NUM_MASK);
-
-/// A C mirror with the cursors on their own 64-byte-aligned lines: proves a
-/// C compiler lays the seed's struct out at exactly these offsets. Only
-/// measured, never built.
-#[allow(dead_code)]
-mod c {
-    #[repr(C, align(64))]
-    pub struct Line(pub u64);
-    #[repr(C)]
-    pub struct XuQueue {
-        pub xu_id: u16,
-        pub buffer: u64,
-        pub capacity: u64,
-        pub exec_head: Line,
-        pub scheduled_head: Line,
-        pub scheduled_tail: Line,
-    }
-}
-const _: () = assert!(size_of::<c::XuQueue>() == SIZE);
-const _: () = assert!(offset_of!(c::XuQueue, xu_id) == off::XU_ID);
-const _: () = assert!(offset_of!(c::XuQueue, buffer) == off::BUFFER);
-const _: () = assert!(offset_of!(c::XuQueue, capacity) == off::CAPACITY);
-const _: () = assert!(offset_of!(c::XuQueue, exec_head) == off::EXEC_HEAD);
-const _: () = assert!(offset_of!(c::XuQueue, scheduled_head) == off::SCHEDULED_HEAD);
-const _: () = assert!(offset_of!(c::XuQueue, scheduled_tail) == off::SCHEDULED_TAIL);
-
-/// A snapshot of the ring header's six fields.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct XuQueueHeader {
-    /// `xu_id` (+0x00).
-    pub xu_id: XuId,
-    /// `buffer` (+0x08): where the slot array lives (an opaque handle here).
-    pub buffer: u64,
-    /// `capacity` (+0x10): slots in the array.
-    pub capacity: u64,
-    /// `exec_head` (+0x40): next slot the worker completes.
-    pub exec_head: u64,
-    /// `scheduled_head` (+0x80): first slot not yet released to the worker.
-    pub scheduled_head: u64,
-    /// `scheduled_tail` (+0xC0): next slot the producer fills.
-    pub scheduled_tail: u64,
-}
 
 impl XuQueueHeader {
     /// A fresh, empty queue: every cursor at [`CURSOR_START`].
@@ -148,59 +121,12 @@ impl XuQueueHeader {
         }
         Ok(())
     }
-
-    /// The 256 bytes, little-endian, padding zero.
-    pub fn encode(&self) -> [u8; SIZE] {
-        encode_fields(|b| self.put(b))
-    }
-
-    /// Write the six fields' bytes into `buf[..256]`; padding is not touched.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        emit_fields(&LAYOUT, buf, |b| self.put(b))
-    }
-
-    fn put(&self, b: &mut [u8]) {
-        le::put_u16(b, off::XU_ID, self.xu_id.0);
-        le::put_u64(b, off::BUFFER, self.buffer);
-        le::put_u64(b, off::CAPACITY, self.capacity);
-        le::put_u64(b, off::EXEC_HEAD, self.exec_head);
-        le::put_u64(b, off::SCHEDULED_HEAD, self.scheduled_head);
-        le::put_u64(b, off::SCHEDULED_TAIL, self.scheduled_tail);
-    }
-
-    /// Decode the first 256 bytes; padding is not read. Refuses a cursor at
-    /// or above [`CURSOR_LIMIT`] (which includes any cursor with its top 16
-    /// bits set: cursors are clean 48-bit counters, docs/abi.md §1.2).
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(LAYOUT.name, bytes, SIZE)?;
-        let cursor = |field: &'static str, at: usize| {
-            let v = le::u64_at(bytes, at);
-            if v >= CURSOR_LIMIT {
-                Err(WireError::invalid(LAYOUT.name, field, v))
-            } else {
-                Ok(v)
-            }
-        };
-        Ok(XuQueueHeader {
-            xu_id: XuId(le::u16_at(bytes, off::XU_ID)),
-            buffer: le::u64_at(bytes, off::BUFFER),
-            capacity: le::u64_at(bytes, off::CAPACITY),
-            exec_head: cursor("exec_head", off::EXEC_HEAD)?,
-            scheduled_head: cursor("scheduled_head", off::SCHEDULED_HEAD)?,
-            scheduled_tail: cursor("scheduled_tail", off::SCHEDULED_TAIL)?,
-        })
-    }
-
-    /// Annotated hex dump.
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&LAYOUT, &self.encode())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::write;
 
     #[test]
     fn emit_touches_only_field_bytes() {
@@ -222,7 +148,7 @@ mod tests {
     #[test]
     fn cursor_top_bits_refused() {
         let mut b = XuQueueHeader::new(XuId(0), 0, 4).encode();
-        le::put_u64(&mut b, off::SCHEDULED_HEAD, 1 << 48);
+        write::<u64>(&mut b, off::SCHEDULED_HEAD, 1 << 48);
         assert_eq!(
             XuQueueHeader::parse(&b),
             Err(WireError::InvalidField {

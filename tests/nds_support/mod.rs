@@ -69,6 +69,17 @@ where
     c
 }
 
+/// The address in `xunds monitor --prometheus`'s first stderr line
+/// (`... serving http://ADDR/metrics`).
+pub fn serving_addr(line: &str) -> String {
+    line.trim()
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("not the serving line: {line}"))
+        .to_string()
+}
+
 /// A reader pause that does not sleep (deterministic single-process tests).
 pub fn no_pause(_: std::time::Duration) {}
 

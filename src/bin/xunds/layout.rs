@@ -36,65 +36,27 @@ pub fn main(args: Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Fields of `b` in offset order (the layouts are already sorted; sorting
-/// again keeps the JSON contract independent of that).
-fn sorted_fields(b: &Block) -> Vec<&xunds::wire::layout::Field> {
-    let mut f: Vec<_> = b.fields.iter().collect();
-    f.sort_by_key(|f| f.offset);
-    f
+/// `xs` in offset order (the layouts are already sorted; sorting again
+/// keeps the JSON contract independent of that).
+fn by_offset<T>(xs: &[T], offset: fn(&T) -> usize) -> Vec<&T> {
+    let mut v: Vec<_> = xs.iter().collect();
+    v.sort_by_key(|x| offset(x));
+    v
 }
 
 /// The reference JSON document (keys in this order, no others).
-#[derive(Serialize)]
-struct LayoutJson {
-    blocks: Vec<BlockJson>,
-    nds_regions: Vec<SpanJson>,
-}
-
-#[derive(Serialize)]
-struct BlockJson {
-    name: &'static str,
-    size: usize,
-    fields: Vec<SpanJson>,
-}
-
-#[derive(Serialize)]
-struct SpanJson {
-    name: &'static str,
-    offset: usize,
-    size: usize,
-}
-
-fn to_json(blocks: &[&Block], regions: &[Span]) -> LayoutJson {
-    let blocks = blocks
-        .iter()
-        .map(|b| BlockJson {
-            name: b.name,
-            size: b.size,
-            fields: sorted_fields(b)
-                .into_iter()
-                .map(|f| SpanJson {
-                    name: f.name,
-                    offset: f.offset,
-                    size: f.size,
-                })
-                .collect(),
-        })
-        .collect();
-    let mut regions: Vec<&Span> = regions.iter().collect();
-    regions.sort_by_key(|r| r.offset);
-    let nds_regions = regions
+fn to_json(blocks: &[&Block], regions: &[Span]) -> impl Serialize {
+    let span = |name, offset, size| obj! { name: name, offset: offset, size: size };
+    let blocks = blocks.iter().map(|b| {
+        let fields = by_offset(b.fields, |f| f.offset)
+            .into_iter()
+            .map(|f| span(f.name, f.offset, f.size));
+        obj! { name: b.name, size: b.size, fields: fields.collect::<Vec<_>>() }
+    });
+    let regions = by_offset(regions, |r| r.offset)
         .into_iter()
-        .map(|r| SpanJson {
-            name: r.name,
-            offset: r.offset,
-            size: r.size,
-        })
-        .collect();
-    LayoutJson {
-        blocks,
-        nds_regions,
-    }
+        .map(|r| span(r.name, r.offset, r.size));
+    obj! { blocks: blocks.collect::<Vec<_>>(), nds_regions: regions.collect::<Vec<_>>() }
 }
 
 /// The readable table: one section per block (padding gaps shown), then the
@@ -109,7 +71,7 @@ fn to_table(blocks: &[&Block], regions: &[Span]) -> String {
             "offset", "size", "field"
         );
         let mut cursor = 0;
-        for f in sorted_fields(b) {
+        for f in by_offset(b.fields, |f| f.offset) {
             if f.offset > cursor {
                 pad_row(&mut out, cursor, f.offset - cursor);
             }
@@ -134,9 +96,7 @@ fn to_table(blocks: &[&Block], regions: &[Span]) -> String {
     if regions.is_empty() {
         let _ = writeln!(out, "  (no regions defined)");
     }
-    let mut regions: Vec<&Span> = regions.iter().collect();
-    regions.sort_by_key(|r| r.offset);
-    for r in regions {
+    for r in by_offset(regions, |r| r.offset) {
         let _ = writeln!(out, "  {:>#8x}  {:>8}  {}", r.offset, r.size, r.name);
     }
     out

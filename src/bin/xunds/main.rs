@@ -10,6 +10,21 @@
 //! unknown flag, a bad or out-of-range value, a bad combination of flags
 //! (one line on stderr naming the flag), or no subcommand at all (the usage).
 
+/// A JSON object with its keys in the order written: a struct made on the
+/// spot (serde writes a struct's fields in order, and each field's type is
+/// its value's), so a document is written once, key by key, where its
+/// values are taken. Attributes on a key go to its field
+/// (`#[serde(skip_serializing_if = "crate::is_null")]`).
+macro_rules! obj {
+    ($($(#[$m:meta])* $k:ident : $v:expr),* $(,)?) => {{
+        #[derive(serde::Serialize)]
+        struct Doc<$(#[allow(non_camel_case_types)] $k),*> { $($(#[$m])* $k: $k),* }
+        Doc { $($k: $v),* }
+    }};
+}
+
+mod duration;
+pub(crate) use duration::parse_duration;
 mod layout;
 mod monitor;
 mod nds;
@@ -19,8 +34,9 @@ mod sim;
 mod stress;
 
 use std::fmt::Display;
-use std::path::PathBuf;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -79,6 +95,13 @@ pub(crate) fn usage_error(command: &str, msg: impl Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// A failure while running: one line `<command>: <message>` on stderr,
+/// exit 1.
+pub(crate) fn failure(command: &str, msg: impl Display) -> ExitCode {
+    eprintln!("{command}: {msg}");
+    ExitCode::FAILURE
+}
+
 /// clap's verdict: help and version on stdout with exit 0; the usage on
 /// stderr with exit 2 when no subcommand is given; any other error as one
 /// line `xunds <subcommand>: <what>` (clap's message, which names the flag
@@ -120,19 +143,17 @@ fn command_path() -> String {
     path.join(" ")
 }
 
-/// A path given as a slab: anything but a directory (checked when the
-/// command line is parsed, so the error names the flag).
-pub(crate) fn slab_path(s: &str) -> Result<PathBuf, String> {
-    let p = PathBuf::from(s);
-    if p.is_dir() {
-        return Err("is a directory".into());
-    }
-    Ok(p)
-}
-
 /// A JSON object whose keys keep the order given (names in index order, as
 /// the outputs document), unlike `serde_json::Map`, which sorts them.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Obj<V>(pub Vec<(String, V)>);
+
+impl<V> Obj<V> {
+    /// The value under `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
 
 impl<V: Serialize> Serialize for Obj<V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -144,6 +165,55 @@ impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(it: I) -> Self {
         Obj(it.into_iter().map(|(k, v)| (k.into(), v)).collect())
     }
+}
+
+/// The progress line of a text run on a terminal (stderr): redrawn at most
+/// ten times a second, cleared when dropped if it was drawn.
+pub(crate) struct Progress {
+    on: bool,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    /// Off with `--json` or when stderr is not a terminal.
+    pub(crate) fn new(json: bool) -> Progress {
+        let on = !json && std::io::stderr().is_terminal();
+        Progress { on, last: None }
+    }
+
+    /// Draw `line()` over the last one, unless that was under 100 ms ago.
+    pub(crate) fn draw(&mut self, line: impl FnOnce() -> String) {
+        if !self.on
+            || self
+                .last
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(Instant::now());
+        eprint!("\r{}", line());
+        let _ = std::io::stderr().flush();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.last.is_some() {
+            eprint!("\r{}\r", " ".repeat(79));
+            let _ = std::io::stderr().flush();
+        }
+    }
+}
+
+/// Bytes in lower-case hex (a model record's uuid).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `true` when `v` is JSON `null` (for `skip_serializing_if` on an [`obj!`]
+/// key, whose type is generic).
+pub(crate) fn is_null<T: Serialize>(v: &T) -> bool {
+    serde_json::to_value(v).is_ok_and(|v| v.is_null())
 }
 
 /// One JSON document on stdout, compact, with a newline.

@@ -25,13 +25,15 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
-use xunds::nds::{Counter, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer};
+use xunds::nds::{
+    Counter, MappedSlab, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer,
+};
 use xunds::prng::SplitMix64;
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::header::{self, Header};
-use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
-use xunds::wire::nds::process::{ProcessInfo, ProcessInfoExt, VersionInfo};
-use xunds::wire::nds::{c_str_lossy, region};
+use xunds::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
+use xunds::wire::nds::process::VersionInfo;
+use xunds::wire::nds::region;
 
 use crate::stress;
 use crate::Obj;
@@ -47,7 +49,7 @@ pub enum Command {
     /// fields, or with --json as one document.
     Dump {
         /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
+        #[arg(value_name = "PATH")]
         path: PathBuf,
         /// Print one JSON document (the module docs give its shape).
         #[arg(long)]
@@ -58,171 +60,210 @@ pub enum Command {
     ///
     /// `xunds run` leaves its slab for `xunds nds dump`, and on /dev/shm
     /// that holds memory until someone removes it. A file is removed only
-    /// when the pid in its name is not running, it is a regular file, its
-    /// writer's lock can be taken (every writer holds that lock for its
+    /// when the pid in its name is not running, it is a regular file, no
+    /// writer holds its writer's lock (every writer holds that lock for its
     /// life; the kernel drops it when the writer dies) and it is a slab
-    /// (exactly 262,144 bytes, its header committed or zero). The lock is
-    /// held while the file is unlinked. Prints one line per file, then the
-    /// counts; exit 1 when a removal fails.
-    Clean {
-        /// The directory [default: /dev/shm, where `xunds run` puts its
-        /// slab].
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-        /// Say what would be removed; remove nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
+    /// (exactly 262,144 bytes, its header committed or zero). A shared lock,
+    /// which keeps writers out without being one (a run starting meanwhile
+    /// waits), is held while the file is unlinked. Prints one line per file,
+    /// then the counts; exit 1 when a removal fails.
+    Clean(CleanArgs),
     /// Publish, update and delete self-checking records until killed or for
     /// N operations (a second process for the cross-process tests).
     #[command(hide = true)]
-    StressWriter {
-        /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
-        path: PathBuf,
-        /// Create the slab (else attach to an existing one).
-        #[arg(long)]
-        create: bool,
-        /// Seeds the operations.
-        #[arg(long, value_name = "S", default_value_t = 1)]
-        seed: u64,
-        /// Operations to run (0: until killed).
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        ops: u64,
-        /// Records kept live at once.
-        #[arg(long, value_name = "L", default_value_t = 6)]
-        live: u32,
-    },
+    StressWriter(StressArgs),
     /// Attach as a counter writer and add 1 to NC counter (core, counter) N
     /// times (a second process for the cross-process tests).
     #[command(hide = true, allow_negative_numbers = true)]
-    Add {
-        /// The slab file.
-        #[arg(value_name = "PATH", value_parser = crate::slab_path)]
-        path: PathBuf,
-        /// The core.
-        #[arg(long, value_name = "C", default_value_t = 0)]
-        core: u32,
-        /// The NC counter's index.
-        #[arg(long, value_name = "K", default_value_t = NcCounter::InferCompleted.index())]
-        counter: u32,
-        /// How many times to add 1.
-        #[arg(long, value_name = "N", default_value_t = 1)]
-        times: u64,
-    },
+    Add(AddArgs),
+}
+
+#[derive(clap::Args)]
+pub struct CleanArgs {
+    /// The directory [default: /dev/shm, where `xunds run` puts its
+    /// slab].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Say what would be removed; remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Hold each lock this long before the unlink (tests: a run that
+    /// starts meanwhile).
+    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+    hold_ms: u64,
+}
+
+#[derive(clap::Args)]
+pub struct StressArgs {
+    /// The slab file.
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+    /// Create the slab (else attach to an existing one).
+    #[arg(long)]
+    create: bool,
+    /// Seeds the operations.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+    /// Operations to run (0: until killed).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    ops: u64,
+    /// Records kept live at once.
+    #[arg(long, value_name = "L", default_value_t = 6)]
+    live: u32,
+}
+
+#[derive(clap::Args)]
+pub struct AddArgs {
+    /// The slab file.
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+    /// The core.
+    #[arg(long, value_name = "C", default_value_t = 0)]
+    core: u32,
+    /// The NC counter's index.
+    #[arg(long, value_name = "K", default_value_t = NcCounter::InferCompleted.index())]
+    counter: u32,
+    /// How many times to add 1.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    times: u64,
 }
 
 pub fn main(c: Command) -> ExitCode {
     match c {
-        Command::Dump { path, json } => dump(&path, json),
-        Command::Clean { dir, dry_run } => clean(dir, dry_run),
-        Command::StressWriter {
-            path,
-            create,
-            seed,
-            ops,
-            live,
-        } => stress_writer(&path, create, seed, ops, live),
-        Command::Add {
-            path,
-            core,
-            counter,
-            times,
-        } => add(&path, core, counter, times),
+        Command::Dump { path, json } => {
+            let r = dump(&path, json);
+            exit("dump", r.map_err(|e| format!("{}: {e}", path.display())))
+        }
+        Command::Clean(a) => exit("clean", clean(a)),
+        Command::StressWriter(a) => exit("stress-writer", stress_writer(&a)),
+        Command::Add(a) => exit(
+            "add",
+            add(&a).map_err(|e| format!("{}: {e}", a.path.display())),
+        ),
     }
 }
 
 /// A failure while running: one line `xunds nds <command>: <what>`, exit 1.
-fn fail(command: &str, e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("xunds nds {command}: {e}");
-    ExitCode::FAILURE
+fn exit(command: &str, r: Result<(), impl std::fmt::Display>) -> ExitCode {
+    r.map_or_else(
+        |e| crate::failure(&format!("xunds nds {command}"), e),
+        |()| ExitCode::SUCCESS,
+    )
 }
 
-// ---- dump ----
-
-fn dump(path: &Path, json: bool) -> ExitCode {
-    let slab = match ReadOnlySlab::open(path) {
-        Ok(s) => s,
-        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
-    };
+fn dump(path: &Path, json: bool) -> Result<(), NdsError> {
+    let slab = ReadOnlySlab::open(path)?;
     // The header word as found, for the report even when attach refuses.
     // Ordering: Acquire, partner: the writer's Release header commit in
     // `Writer::new` (docs/abi.md §2.3); the reader re-checks it anyway.
     let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
-    let reader = match Reader::attach(slab) {
-        Ok(r) => r,
-        Err(e) => {
-            if json {
-                crate::print_json(&serde_json::json!({ "header": header_json(word) }));
-            } else {
-                print!("{}", header_text(word));
-            }
-            return fail("dump", format!("{}: {e}", path.display()));
-        }
-    };
-    let snap = match reader.snapshot() {
-        Ok(s) => s,
-        Err(e) => return fail("dump", format!("{}: {e}", path.display())),
-    };
-    if json {
-        crate::print_json(&snapshot_json(word, &snap));
-    } else {
-        print!("{}", snapshot_text(path, word, &snap));
+    let reader = Reader::attach(slab).inspect_err(|_| match json {
+        true => crate::print_json(&obj! { header: header_json(word) }),
+        false => print!("{}", header_text(word)),
+    })?;
+    let snap = reader.snapshot()?;
+    match json {
+        true => crate::print_json(&snapshot_json(word, &snap)),
+        false => print!("{}", snapshot_text(path, word, &snap)),
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-// ---- clean ----
-
-fn clean(dir: Option<PathBuf>, dry_run: bool) -> ExitCode {
-    let dir = dir.unwrap_or_else(crate::monitor::default_dir);
-    let paths = match crate::monitor::discover(&dir) {
-        Ok(p) => p,
-        Err(e) => return fail("clean", format!("{}: {e}", dir.display())),
-    };
+fn clean(a: CleanArgs) -> Result<(), String> {
+    let dir = a.dir.unwrap_or_else(crate::monitor::default_dir);
+    let paths = crate::monitor::discover(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (mut removed, mut kept, mut failed) = (0u32, 0u32, 0u32);
     for path in paths {
+        let shown = path.display();
         let locked = match left_behind(&path) {
             Ok(f) => f,
             Err(why) => {
                 kept += 1;
-                println!("kept {}: {why}", path.display());
+                println!("kept {shown}: {why}");
                 continue;
             }
         };
-        if !dry_run {
-            if let Err(e) = std::fs::remove_file(&path) {
+        std::thread::sleep(std::time::Duration::from_millis(a.hold_ms));
+        match if a.dry_run {
+            Ok(())
+        } else {
+            std::fs::remove_file(&path)
+        } {
+            Ok(()) => {
+                removed += 1;
+                println!(
+                    "{} {shown}",
+                    if a.dry_run { "would remove" } else { "removed" }
+                );
+            }
+            // Another clean, holding the same shared lock, was first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                kept += 1;
+                println!("kept {shown}: removed meanwhile");
+            }
+            Err(e) => {
                 failed += 1;
-                println!("not removed {}: {e}", path.display());
-                continue;
+                println!("not removed {shown}: {e}");
             }
         }
-        // The writer's lock goes with the descriptor, after the unlink.
+        // The lock goes with the descriptor, after the unlink.
         drop(locked);
-        removed += 1;
-        let verb = if dry_run { "would remove" } else { "removed" };
-        println!("{verb} {}", path.display());
     }
-    let verb = if dry_run {
+    let verb = if a.dry_run {
         "would be removed"
     } else {
         "removed"
     };
     println!("{removed} {verb}, {kept} kept");
     if failed > 0 {
-        return fail("clean", format!("{failed} could not be removed"));
+        return Err(format!("{failed} could not be removed"));
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
-/// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with its
-/// writer's lock held, when the run that wrote it is over; else why it
-/// stays. Over means: the pid in the name is not running (a run keeps its
-/// slab a moment after it lets the lock go, to read its counters back), the
-/// writer's lock is free (every writer holds it for its life; the kernel
-/// drops it when the writer dies), the path still names the file locked
-/// (not replaced or removed meanwhile), and the file is a slab
-/// ([`xunds::nds::is_slab_file`]). Symbolic links and other non-files stay.
+/// How many ended runs' default-named slabs a run leaves in place when it
+/// starts (for `xunds nds dump` and `xunds monitor --once` after a run).
+pub const KEEP_ENDED: usize = 8;
+
+/// Remove the default-named slabs of ended runs in `dir` (the test of
+/// [`left_behind`]: pid not running, writer's lock free, a slab) but the
+/// `keep` most recently modified: what every `xunds run` without `--slab`
+/// does before it creates its own, so ended runs' slabs do not pile up in
+/// `/dev/shm` (at most `keep` stay, 256 KiB each). Quiet: a slab that
+/// cannot be removed stays for `xunds nds clean` to report.
+pub fn prune_left_behind(dir: &Path, keep: usize) {
+    let Ok(paths) = crate::monitor::discover(dir) else {
+        return;
+    };
+    let mut ended: Vec<_> = paths
+        .into_iter()
+        .filter_map(|p| {
+            let f = left_behind(&p).ok()?;
+            let at = f.metadata().and_then(|m| m.modified()).ok()?;
+            Some((at, p, f))
+        })
+        .collect();
+    ended.sort_by_key(|e| std::cmp::Reverse(e.0));
+    for (_, path, locked) in ended.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(&path);
+        // The lock goes with the descriptor, after the unlink.
+        drop(locked);
+    }
+}
+
+/// The slab file at `path` (a default name, `xunds-<pid>.nds`), open with a
+/// remover's lock held, when the run that wrote it is over; else why it
+/// stays. Over means: the pid in the name is not running (a live process
+/// keeps the files named for it), no writer holds the writer's lock (every
+/// writer holds it for its life; the kernel drops it when the writer dies),
+/// the path still names the file locked (not replaced or removed
+/// meanwhile), and the file is a slab ([`xunds::nds::is_slab_file`]).
+/// Symbolic links and other non-files stay.
+///
+/// The lock is a shared one ([`xunds::hal::mem::lock_shared`]): it keeps
+/// writers out until the unlink, and a run that starts on the path
+/// meanwhile waits it out instead of taking this process for another
+/// writer.
 fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
     if let Some(pid) = crate::monitor::pid_from_name(path) {
@@ -235,7 +276,7 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| e.to_string())?;
-    if let Err(e) = xunds::hal::mem::lock_exclusive(&file) {
+    if let Err(e) = xunds::hal::mem::lock_shared(&file) {
         return Err(match xunds::hal::mem::lock_holder(&file) {
             // 0: a holder in another pid namespace.
             Some(pid) if pid != 0 => format!("process {pid} writes it"),
@@ -260,198 +301,102 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
     Ok(file)
 }
 
-#[derive(Serialize)]
-struct HeaderJson {
-    magic_ok: bool,
-    version: i32,
-}
-
-fn header_json(word: u64) -> HeaderJson {
+fn header_json(word: u64) -> impl Serialize {
     let h = Header::from_word(word);
-    HeaderJson {
-        magic_ok: h.magic == header::MAGIC,
-        version: h.version,
-    }
+    obj! { magic_ok: h.magic == header::MAGIC, version: h.version }
 }
 
-#[derive(Serialize)]
-struct VersionJson {
-    major: u8,
-    minor: u8,
-    build: u32,
+fn version_json(v: &VersionInfo) -> impl Serialize {
+    obj! { major: v.major, minor: v.minor, build: v.build }
 }
 
-fn version_json(v: &VersionInfo) -> VersionJson {
-    VersionJson {
-        major: v.major,
-        minor: v.minor,
-        build: v.build,
-    }
-}
-
-#[derive(Serialize)]
-struct ProcessInfoJson {
-    state: &'static str,
-    framework_type: u32,
-    tag: String,
-    framework_version: VersionJson,
-    fal_version: VersionJson,
-    runtime_version: VersionJson,
-}
-
-fn process_info_json(p: &RecordRead<ProcessInfo>) -> ProcessInfoJson {
-    let d = ProcessInfo::default();
-    let r = p.any_copy().unwrap_or(&d);
-    ProcessInfoJson {
-        state: p.state_name(),
-        framework_type: r.framework_type,
-        tag: r.tag_str().into_owned(),
-        framework_version: version_json(&r.framework_version),
-        fal_version: version_json(&r.fal_version),
-        runtime_version: version_json(&r.runtime_version),
-    }
-}
-
-/// Only a fresh tag is printed as a value; anything else is null (a torn
-/// copy is never shown as good).
-#[derive(Serialize)]
-struct ProcessInfoExtJson {
-    tag: Option<String>,
-}
-
-fn process_info_ext_json(p: &RecordRead<ProcessInfoExt>) -> ProcessInfoExtJson {
-    let tag = match p {
-        RecordRead::Fresh(r) => Some(r.tag_str().into_owned()),
-        _ => None,
-    };
-    ProcessInfoExtJson { tag }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-#[derive(Serialize)]
-struct UsageJson {
-    total_size: u64,
-    chunk_count: u32,
-}
-
-/// Per location (lower case), the non-zero mem-usage entries by slot name.
-fn mem_usage_json(r: &ModelRecord) -> Obj<Obj<UsageJson>> {
-    MemLocation::ALL
-        .iter()
-        .map(|loc| {
-            let entries = MemSlot::ALL
-                .iter()
-                .map(|slot| (slot.name(), r.usage(*loc, *slot)))
-                .filter(|(_, u)| u.total_size != 0 || u.chunk_count != 0)
-                .map(|(name, u)| {
-                    let usage = UsageJson {
-                        total_size: u.total_size,
-                        chunk_count: u.chunk_count,
-                    };
-                    (name, usage)
-                })
-                .collect();
-            (loc.name().to_ascii_lowercase(), entries)
-        })
-        .collect()
-}
-
-#[derive(Serialize)]
-struct ModelJson {
-    slot: usize,
-    model_id: u32,
-    model_node_id: u32,
-    name: String,
-    uuid: String,
-    nc_index: u8,
-    sg_index: u8,
-    state: &'static str,
-    mem_usage: Obj<Obj<UsageJson>>,
-}
-
-fn model_json(slot: usize, m: &RecordRead<ModelRecord>) -> ModelJson {
-    let empty = ModelRecord::EMPTY;
-    let r = m.any_copy().unwrap_or(&empty);
-    ModelJson {
-        slot,
-        model_id: r.model_id,
-        model_node_id: r.model_node_id,
-        name: r.name_str().into_owned(),
-        uuid: hex(&r.uuid),
-        nc_index: r.nc_index,
-        sg_index: r.sg_index,
-        state: m.state_name(),
-        mem_usage: mem_usage_json(r),
-    }
-}
-
-/// (name, slab offset, value) of every non-zero ND counter, in index order.
-fn nd_nonzero(s: &Snapshot) -> Vec<(String, usize, u64)> {
-    s.nd.iter()
-        .enumerate()
-        .filter(|(_, v)| **v != 0)
-        .filter_map(|(i, v)| {
-            Counter::nd_index(i as u32)
-                .ok()
-                .map(|c| (c.name().to_string(), c.offset(), *v))
-        })
-        .collect()
-}
-
-/// Per core with any non-zero counter: (core, [(name, slab offset, value)]).
-#[allow(clippy::type_complexity)]
-fn nc_nonzero(s: &Snapshot) -> Vec<(usize, Vec<(String, usize, u64)>)> {
-    let mut out = Vec::new();
-    for (core, row) in s.nc.iter().enumerate() {
-        let vals: Vec<(String, usize, u64)> = row
-            .iter()
+/// Every non-zero counter word in index order, ND first: (core, name, slab
+/// offset, value), `None` for an ND counter.
+fn nonzero(s: &Snapshot) -> Vec<(Option<usize>, String, usize, u64)> {
+    let nd =
+        s.nd.iter()
             .enumerate()
-            .filter(|(_, v)| **v != 0)
-            .filter_map(|(i, v)| {
-                Counter::nc_index(core as u32, i as u32)
-                    .ok()
-                    .map(|c| (c.name().to_string(), c.offset(), *v))
-            })
-            .collect();
-        if !vals.is_empty() {
-            out.push((core, vals));
-        }
-    }
-    out
+            .map(|(i, v)| (None, Counter::nd_index(i as u32), v));
+    let nc = s.nc.iter().enumerate().flat_map(|(core, row)| {
+        let counter = move |i| Counter::nc_index(core as u32, i as u32);
+        row.iter()
+            .enumerate()
+            .map(move |(i, v)| (Some(core), counter(i), v))
+    });
+    nd.chain(nc)
+        .filter(|(_, _, v)| **v != 0)
+        .filter_map(|(core, c, v)| {
+            let c = c.ok()?;
+            Some((core, c.name().to_string(), c.offset(), *v))
+        })
+        .collect()
+}
+
+/// The non-zero mem-usage cells of a model record: (location, slot, cell).
+fn mem_usage(r: &ModelRecord) -> impl Iterator<Item = (MemLocation, MemSlot, MemUsageInfo)> + '_ {
+    MemLocation::ALL.into_iter().flat_map(move |loc| {
+        MemSlot::ALL
+            .into_iter()
+            .map(move |slot| (loc, slot, r.usage(loc, slot)))
+            .filter(|(_, _, u)| u.total_size != 0 || u.chunk_count != 0)
+    })
 }
 
 /// The `--json` document (keys in this order; counters in index order).
-#[derive(Serialize)]
-struct DumpJson {
-    header: HeaderJson,
-    process_info: ProcessInfoJson,
-    process_info_ext: ProcessInfoExtJson,
-    nd_counters: Obj<u64>,
-    cores: Obj<Obj<u64>>,
-    models: Vec<ModelJson>,
-}
-
-fn snapshot_json(word: u64, s: &Snapshot) -> DumpJson {
-    let pairs = |v: Vec<(String, usize, u64)>| -> Obj<u64> {
-        v.into_iter().map(|(name, _, v)| (name, v)).collect()
+fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
+    let p = s.process_info.any_copy().copied().unwrap_or_default();
+    let counters = nonzero(s);
+    let by_core = |core: Option<usize>| -> Obj<u64> {
+        let mine = counters.iter().filter(|c| c.0 == core);
+        mine.map(|(_, name, _, v)| (name.clone(), *v)).collect()
     };
-    DumpJson {
+    let mut cores: Vec<usize> = counters.iter().filter_map(|c| c.0).collect();
+    cores.dedup();
+    let models: Vec<_> = s
+        .models
+        .iter()
+        .map(|(slot, m)| {
+            let r = m.any_copy().unwrap_or(&ModelRecord::EMPTY);
+            let mem = MemLocation::ALL.map(|loc| {
+                let cells = mem_usage(r).filter(|c| c.0 == loc);
+                let cells = cells.map(|(_, slot, u)| {
+                    (
+                        slot.name(),
+                        obj! { total_size: u.total_size, chunk_count: u.chunk_count },
+                    )
+                });
+                (loc.name().to_ascii_lowercase(), cells.collect::<Obj<_>>())
+            });
+            obj! {
+                slot: slot.index(),
+                model_id: r.model_id,
+                model_node_id: r.model_node_id,
+                name: r.name_str().into_owned(),
+                uuid: crate::hex(&r.uuid),
+                nc_index: r.nc_index,
+                sg_index: r.sg_index,
+                state: m.state_name(),
+                mem_usage: mem.into_iter().collect::<Obj<_>>(),
+            }
+        })
+        .collect();
+    obj! {
         header: header_json(word),
-        process_info: process_info_json(&s.process_info),
-        process_info_ext: process_info_ext_json(&s.process_info_ext),
-        nd_counters: pairs(nd_nonzero(s)),
-        cores: nc_nonzero(s)
-            .into_iter()
-            .map(|(core, vals)| (core.to_string(), pairs(vals)))
-            .collect(),
-        models: s
-            .models
-            .iter()
-            .map(|(slot, m)| model_json(slot.index(), m))
-            .collect(),
+        process_info: obj! {
+            state: s.process_info.state_name(),
+            framework_type: p.framework_type,
+            tag: p.tag_str().into_owned(),
+            framework_version: version_json(&p.framework_version),
+            fal_version: version_json(&p.fal_version),
+            runtime_version: version_json(&p.runtime_version),
+        },
+        // Only a fresh tag is a value: a torn copy is never shown as good.
+        process_info_ext: obj! {
+            tag: s.process_info_ext.clone().fresh().map(|r| r.tag_str().into_owned())
+        },
+        nd_counters: by_core(None),
+        cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<Obj<_>>(),
+        models: models,
     }
 }
 
@@ -476,18 +421,14 @@ fn version_text(v: &VersionInfo) -> String {
 
 fn record_state_text<R>(r: &RecordRead<R>) -> String {
     match r {
-        RecordRead::Fresh(_) => "fresh".into(),
-        RecordRead::Unpublished => "unpublished".into(),
         RecordRead::Torn(s) => format!("torn ({:?}); stale copy shown", s.reason),
+        _ => r.state_name().into(),
     }
 }
 
 fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
     use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = writeln!(out, "nds slab {}", path.display());
-    out.push_str(&header_text(word));
-
+    let mut out = format!("nds slab {}\n{}", path.display(), header_text(word));
     let _ = writeln!(
         out,
         "\nprocess_info: {}",
@@ -505,26 +446,20 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
         );
         out.push_str(&indent(&p.dump()));
     }
-    let _ = writeln!(
-        out,
-        "\nprocess_info_ext: {}",
-        record_state_text(&s.process_info_ext)
-    );
-    if let Some(p) = s.process_info_ext.any_copy() {
+    let ext = &s.process_info_ext;
+    let _ = writeln!(out, "\nprocess_info_ext: {}", record_state_text(ext));
+    if let Some(p) = ext.any_copy() {
         let _ = writeln!(out, "  tag {:?}", p.tag_str());
     }
-
     let _ = writeln!(out, "\nnd_counters (non-zero):");
-    for (name, off, v) in nd_nonzero(s) {
+    let mut core = None;
+    for (c, name, off, v) in nonzero(s) {
+        if c != core {
+            core = c;
+            let _ = writeln!(out, "core {} (non-zero):", c.unwrap_or_default());
+        }
         let _ = writeln!(out, "  +{off:#07x} {name:<32} {v}");
     }
-    for (core, vals) in nc_nonzero(s) {
-        let _ = writeln!(out, "core {core} (non-zero):");
-        for (name, off, v) in vals {
-            let _ = writeln!(out, "  +{off:#07x} {name:<32} {v}");
-        }
-    }
-
     let _ = writeln!(out, "\nmodels (bitmap {:#018x}):", s.model_bitmap);
     for (slot, m) in &s.models {
         let _ = writeln!(out, "slot {slot}: {}", record_state_text(m));
@@ -534,25 +469,14 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
                 "  model_id {}  model_node_id {}  name {:?}  uuid {}  nc_index {}  sg_index {}",
                 r.model_id,
                 r.model_node_id,
-                c_str_lossy(&r.name),
-                hex(&r.uuid),
+                r.name_str(),
+                crate::hex(&r.uuid),
                 r.nc_index,
                 r.sg_index
             );
-            for loc in MemLocation::ALL {
-                for ms in MemSlot::ALL {
-                    let u = r.usage(loc, ms);
-                    if u.total_size != 0 || u.chunk_count != 0 {
-                        let _ = writeln!(
-                            out,
-                            "  mem_usage {} {}: total_size {} chunk_count {}",
-                            loc.name(),
-                            ms.name(),
-                            u.total_size,
-                            u.chunk_count
-                        );
-                    }
-                }
+            for (loc, ms, u) in mem_usage(r) {
+                let (l, m, t, c) = (loc.name(), ms.name(), u.total_size, u.chunk_count);
+                let _ = writeln!(out, "  mem_usage {l} {m}: total_size {t} chunk_count {c}");
             }
             out.push_str(&indent(&r.dump()));
         }
@@ -562,50 +486,32 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
 
 // ---- hidden helpers for the cross-process tests ----
 
-fn stress_writer(path: &Path, create: bool, seed: u64, ops: u64, live: u32) -> ExitCode {
-    let run = || -> Result<(), String> {
-        let w = if create {
-            Writer::create(path)
-        } else {
-            xunds::nds::MappedSlab::open(path).and_then(Writer::attach)
-        }
-        .map_err(|e: NdsError| e.to_string())?;
-        // Tell the parent the slab is committed and records are flowing.
-        println!("ready");
-        let _ = std::io::stdout().flush();
-        let mut rng = SplitMix64::new(seed);
-        // Versions start from the seed's low bits (any value is fine: the
-        // records are self-checking for whatever version they carry).
-        let mut next = (seed as u32).wrapping_mul(1 << 20);
-        let mut done = 0u64;
-        while ops == 0 || done < ops {
-            stress::step(&w, &mut rng, &mut next, live).map_err(|e| e.to_string())?;
-            done += 1;
-        }
-        Ok(())
-    };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail("stress-writer", e),
+fn stress_writer(a: &StressArgs) -> Result<(), NdsError> {
+    let w = if a.create {
+        Writer::create(&a.path)
+    } else {
+        MappedSlab::open(&a.path).and_then(Writer::attach)
+    }?;
+    // Tell the parent the slab is committed and records are flowing.
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    let mut rng = SplitMix64::new(a.seed);
+    // Versions start from the seed's low bits (any value is fine: the
+    // records are self-checking for whatever version they carry).
+    let mut next = (a.seed as u32).wrapping_mul(1 << 20);
+    let mut done = 0u64;
+    while a.ops == 0 || done < a.ops {
+        stress::step(&w, &mut rng, &mut next, a.live)?;
+        done += 1;
     }
+    Ok(())
 }
 
-fn add(path: &Path, core: u32, counter: u32, times: u64) -> ExitCode {
-    let run = || -> Result<(), String> {
-        let c = Counter::nc_index(core, counter).map_err(|e| e.to_string())?;
-        // A counter co-writer: atomic adds only, so no writer's lock.
-        let w = xunds::nds::MappedSlab::open_unlocked(path)
-            .and_then(Writer::attach)
-            .map_err(|e| e.to_string())?;
-        for _ in 0..times {
-            w.add(c, 1).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    };
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail("add", e),
-    }
+fn add(a: &AddArgs) -> Result<(), NdsError> {
+    let c = Counter::nc_index(a.core, a.counter)?;
+    // A counter co-writer: atomic adds only, so no writer's lock.
+    let w = MappedSlab::open_unlocked(&a.path).and_then(Writer::attach)?;
+    (0..a.times).try_for_each(|_| w.add(c, 1).map(drop))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use xunds::system::job::{self, JobConfig};
-use xunds::system::trace::{TraceDiff, TraceHeader, BINARY_VERSION};
+use xunds::system::trace::{self, TraceDiff, TraceHeader, BINARY_VERSION};
 
 /// Re-run a recorded deterministic trace and compare.
 ///
@@ -30,67 +30,48 @@ pub struct Args {
     print: bool,
 }
 
-/// Replay `file`: the diff outcome, and the text view when asked for.
-fn replay(file: &Path, print: bool) -> Result<(TraceDiff, Option<PathBuf>), String> {
-    let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let header = TraceHeader::read(&mut BufReader::new(f))
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+/// Replay `file`: the diff outcome, the text view written to `view` when
+/// given.
+fn replay(file: &Path, view: Option<&Path>) -> Result<TraceDiff, String> {
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
+    let f = trace::open_recorded(file).map_err(|e| at(&e))?;
+    let header = TraceHeader::read(&mut BufReader::new(f)).map_err(|e| at(&e))?;
     if header.version != BINARY_VERSION {
-        return Err(format!(
-            "{}: a text view (v{}), not a recorded trace: record one with `xunds run --deterministic --trace FILE`",
-            file.display(),
-            header.version
-        ));
+        let v = header.version;
+        return Err(at(&format_args!(
+            "a text view (v{v}), not a recorded trace: record one with `xunds run --deterministic --trace FILE`"
+        )));
     }
     // The header's configuration is the recorded run's, not flags of this
     // command: say so when the runner refuses it.
-    let mut cfg = JobConfig::from_header(&header).map_err(|e| {
-        format!(
-            "{}: the recorded configuration is refused: {e}",
-            file.display()
-        )
-    })?;
-    let dir = std::env::temp_dir();
-    let tag = format!("xunds-replay-{}", std::process::id());
-    let view = print.then(|| dir.join(format!("{tag}.txt")));
-    let slab = dir.join(format!("{tag}.nds"));
+    let mut cfg = JobConfig::from_header(&header)
+        .map_err(|e| at(&format_args!("the recorded configuration is refused: {e}")))?;
     // The replay compares as it runs and stops at the first difference or
     // at the recorded end, whatever executions the header claims; the view
     // holds at most the recorded events plus one block.
     cfg.replay = Some(file.to_path_buf());
-    cfg.trace = view.clone();
-    cfg.slab = Some(slab.clone());
-    let r = job::run(&cfg, &mut |_, _| {});
-    let _ = std::fs::remove_file(&slab);
-    let r = r.map_err(|e| {
-        if let Some(v) = &view {
-            let _ = std::fs::remove_file(v);
-        }
-        e.to_string()
-    })?;
-    let d = r
-        .replay
-        .ok_or_else(|| "the run kept no comparison".to_string())?;
-    Ok((d, view))
+    cfg.trace = view.map(Path::to_path_buf);
+    cfg.unnamed_slab = true;
+    let r = job::run(&cfg, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    r.replay
+        .ok_or_else(|| "the run kept no comparison".to_string())
 }
 
 /// Copy the text view to stdout and delete it.
 fn print_view(view: &Path) -> std::io::Result<()> {
-    let mut f = std::fs::File::open(view)?;
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    std::io::copy(&mut f, &mut out)?;
+    let mut out = std::io::stdout().lock();
+    std::io::copy(&mut std::fs::File::open(view)?, &mut out)?;
     out.flush()?;
     std::fs::remove_file(view)
 }
 
 pub fn main(args: Args) -> ExitCode {
-    match replay(&args.file, args.print) {
-        Ok((d, view)) => {
-            if let Some(v) = view {
-                if let Err(e) = print_view(&v) {
-                    eprintln!("xunds replay: the text view: {e}");
-                }
+    let tag = format!("xunds-replay-{}.txt", std::process::id());
+    let view = args.print.then(|| std::env::temp_dir().join(tag));
+    match (replay(&args.file, view.as_deref()), &view) {
+        (Ok(d), view) => {
+            if let Some(Err(e)) = view.as_deref().map(print_view) {
+                eprintln!("xunds replay: the text view: {e}");
             }
             println!("replay: {d}");
             if d.is_identical() {
@@ -99,9 +80,11 @@ pub fn main(args: Args) -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-        Err(e) => {
-            eprintln!("xunds replay: {e}");
-            ExitCode::from(2)
+        (Err(e), view) => {
+            if let Some(v) = view {
+                let _ = std::fs::remove_file(v);
+            }
+            crate::usage_error("xunds replay", e)
         }
     }
 }

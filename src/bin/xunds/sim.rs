@@ -2,14 +2,15 @@
 //! on a terminal, a text summary or one JSON object, and on a failure the
 //! seed, the invariant, a shrunk case and the command that replays it.
 
-use std::io::{IsTerminal, Write as _};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{ModelKind, Setting};
 use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
+
+use crate::Progress;
 
 /// Run many seeded deterministic simulations and check every run.
 ///
@@ -46,7 +47,7 @@ pub struct Args {
     #[arg(long, value_name = "M", requires = "seed", value_parser = clap::value_parser!(u8).range(1..=64))]
     models: Option<u8>,
     /// Override: mlp or null.
-    #[arg(long, value_name = "KIND", requires = "seed", value_parser = model_kind)]
+    #[arg(long, value_name = "KIND", requires = "seed", value_parser = ModelKind::parse)]
     model: Option<ModelKind>,
     /// Override: the fault mix (`xunds run --help` has the language).
     #[arg(long, value_name = "SPEC", requires = "seed", value_parser = FaultSpec::parse)]
@@ -92,10 +93,6 @@ fn on_off(s: &str) -> Result<bool, String> {
     }
 }
 
-fn model_kind(s: &str) -> Result<ModelKind, String> {
-    ModelKind::parse(s).map_err(|e| e.to_string())
-}
-
 fn seed_range(s: &str) -> Result<(u64, u64), String> {
     let (a, b) = s
         .split_once("..=")
@@ -118,54 +115,15 @@ impl Args {
             c.faults.rules.retain(|r| r.core.is_none_or(|k| k < v));
             c.models = c.models.min(64 / v);
         }
-        if let Some(v) = self.ring {
-            c.ring = v;
-        }
-        if let Some(v) = self.models {
-            c.models = v;
-        }
-        if let Some(v) = self.model {
-            c.model = v;
-        }
-        if let Some(v) = &self.faults {
-            c.faults = v.clone();
-        }
-        if let Some(v) = self.recover {
-            c.recover = v;
-        }
-        if let Some(v) = self.timeout_ms {
-            c.timeout_ms = v;
-        }
-        if let Some(v) = self.arrival {
-            c.rate = v.0;
-        }
+        c.ring = self.ring.unwrap_or(c.ring);
+        c.models = self.models.unwrap_or(c.models);
+        c.model = self.model.unwrap_or(c.model);
+        c.faults = self.faults.clone().unwrap_or(c.faults);
+        c.recover = self.recover.unwrap_or(c.recover);
+        c.timeout_ms = self.timeout_ms.unwrap_or(c.timeout_ms);
+        c.rate = self.arrival.map_or(c.rate, |a| a.0);
         c
     }
-}
-
-#[derive(Serialize)]
-struct SimJson {
-    seeds: u64,
-    executions: u64,
-    elapsed_s: f64,
-    exec_per_sec: f64,
-    seeds_per_minute: f64,
-    seeds_with_faults: u64,
-    faults_injected: crate::Obj<u64>,
-    passed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    failure: Option<FailureJson>,
-}
-
-#[derive(Serialize)]
-struct FailureJson {
-    seed: u64,
-    invariant: &'static str,
-    detail: String,
-    shrunk: String,
-    shrunk_invariant: Option<&'static str>,
-    replay: String,
-    replay_run: String,
 }
 
 /// A shrunk failure: the case, its verdict, the runs it took.
@@ -193,11 +151,7 @@ pub fn main(args: Args) -> ExitCode {
     // Overrides come with `--seed`: a combination the runner refuses is the
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
-        if let Err(e) = args
-            .case(seed)
-            .job(std::path::PathBuf::new())
-            .check_named(sim_flag)
-        {
+        if let Err(e) = args.case(seed).job().check_named(sim_flag) {
             return crate::usage_error("xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
@@ -209,54 +163,38 @@ pub fn main(args: Args) -> ExitCode {
         check_fds: jobs == 1,
         ..SimOptions::new()
     };
-    let tty = std::io::stderr().is_terminal() && !args.json;
+    let mut progress = Progress::new(args.json);
     let t0 = Instant::now();
-    let mut last_draw: Option<Instant> = None;
     let cases = |s: u64| args.case(s);
     let rep = sim::swarm(first..=last, &cases, jobs, &opts, &mut |p| {
-        if !tty || last_draw.is_some_and(|t| t.elapsed() < Duration::from_millis(100)) {
-            return;
-        }
-        last_draw = Some(Instant::now());
         let secs = t0.elapsed().as_secs_f64().max(1e-9);
-        eprint!(
-            "\rxunds sim: {}/{} seeds, {} executions, {:.0} exec/s, {:.0} s ",
-            p.seeds_done,
-            p.seeds,
-            p.executions,
-            p.executions as f64 / secs,
-            secs
-        );
-        let _ = std::io::stderr().flush();
+        progress.draw(|| {
+            let (done, all, n) = (p.seeds_done, p.seeds, p.executions);
+            let rate = n as f64 / secs;
+            format!("xunds sim: {done}/{all} seeds, {n} executions, {rate:.0} exec/s, {secs:.0} s ")
+        });
     });
-    if last_draw.is_some() {
-        eprint!("\r{}\r", " ".repeat(79));
-        let _ = std::io::stderr().flush();
-    }
+    drop(progress);
     let shrunk = rep.failure.as_ref().map(|f| {
         let inv = f.verdict.as_ref().err().map(|v| v.invariant);
-        match inv {
-            Some(inv) if !args.no_shrink => {
-                let (case, runs) = sim::shrink(
-                    &f.case,
-                    inv,
-                    &SimOptions {
-                        check_fds: true,
-                        ..opts.clone()
-                    },
-                );
-                let verdict = sim::run_case(&case, &opts).verdict.err();
-                Shrunk {
-                    case,
-                    verdict,
-                    runs,
-                }
-            }
-            _ => Shrunk {
-                case: f.case.clone(),
-                verdict: f.verdict.clone().err(),
+        let Some(inv) = inv.filter(|_| !args.no_shrink) else {
+            let (case, verdict) = (f.case.clone(), f.verdict.clone().err());
+            return Shrunk {
+                case,
+                verdict,
                 runs: 0,
-            },
+            };
+        };
+        let with_fds = SimOptions {
+            check_fds: true,
+            ..opts.clone()
+        };
+        let (case, runs) = sim::shrink(&f.case, inv, &with_fds);
+        let verdict = sim::run_case(&case, &opts).verdict.err();
+        Shrunk {
+            case,
+            verdict,
+            runs,
         }
     });
     if args.json {
@@ -271,85 +209,78 @@ pub fn main(args: Args) -> ExitCode {
     }
 }
 
-fn json(rep: &SwarmReport, shrunk: Option<&Shrunk>) -> SimJson {
-    SimJson {
+fn json<'a>(rep: &'a SwarmReport, shrunk: Option<&'a Shrunk>) -> impl Serialize + 'a {
+    let failure = rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
+        let v = f.verdict.as_ref().err();
+        obj! {
+            seed: f.case.seed,
+            invariant: v.map_or("", |v| v.invariant.name()),
+            detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
+            shrunk: s.case.describe(),
+            shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
+            replay: format!("xunds sim {}", s.case.sim_args()),
+            replay_run: format!("xunds run {}", s.case.run_args()),
+        }
+    });
+    obj! {
         seeds: rep.seeds,
         executions: rep.executions,
         elapsed_s: rep.elapsed.as_secs_f64(),
         exec_per_sec: (rep.exec_per_sec() * 10.0).round() / 10.0,
         seeds_per_minute: (rep.seeds_per_minute() * 10.0).round() / 10.0,
         seeds_with_faults: rep.with_faults,
-        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect(),
+        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect::<crate::Obj<u64>>(),
         passed: rep.failure.is_none(),
-        failure: rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
-            let v = f.verdict.as_ref().err();
-            FailureJson {
-                seed: f.case.seed,
-                invariant: v.map_or("", |v| v.invariant.name()),
-                detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
-                shrunk: s.case.describe(),
-                shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
-                replay: format!("xunds sim {}", s.case.sim_args()),
-                replay_run: format!("xunds run {}", s.case.run_args()),
-            }
-        }),
+        #[serde(skip_serializing_if = "crate::is_null")]
+        failure: failure,
     }
 }
 
 fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
     use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "xunds sim: {} seeds ({} with faults), {} simulated executions in {:.1} s on {jobs} threads",
+    let (seeds, faulty, n, secs) = (
         rep.seeds,
         rep.with_faults,
         rep.executions,
-        rep.elapsed.as_secs_f64()
+        rep.elapsed.as_secs_f64(),
     );
+    let (rate, per_minute) = (rep.exec_per_sec(), rep.seeds_per_minute());
+    let fired: Vec<String> = rep.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let mut s = format!(
+        "xunds sim: {seeds} seeds ({faulty} with faults), {n} simulated executions in {secs:.1} s on {jobs} threads\n  \
+         {rate:.0} simulated executions/s, {per_minute:.0} seeds/minute\n  \
+         faults injected by kind: {}\n",
+        fired.join(", ")
+    );
+    let (Some(CaseResult { case, verdict, .. }), Some(sh)) = (&rep.failure, shrunk) else {
+        s.push_str("  every invariant held\n");
+        return s;
+    };
+    if let Err(v) = verdict {
+        let _ = writeln!(
+            s,
+            "FAILED seed {}: invariant {}: {}",
+            case.seed, v.invariant, v.detail
+        );
+    }
     let _ = writeln!(
         s,
-        "  {:.0} simulated executions/s, {:.0} seeds/minute",
-        rep.exec_per_sec(),
-        rep.seeds_per_minute()
+        "  case: {} executions, {}",
+        case.executions,
+        case.describe()
     );
-    let fired: Vec<String> = rep.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    let _ = writeln!(s, "  faults injected by kind: {}", fired.join(", "));
-    match (&rep.failure, shrunk) {
-        (Some(CaseResult { case, verdict, .. }), Some(sh)) => {
-            if let Err(v) = verdict {
-                let _ = writeln!(
-                    s,
-                    "FAILED seed {}: invariant {}: {}",
-                    case.seed, v.invariant, v.detail
-                );
-            }
-            let _ = writeln!(
-                s,
-                "  case: {} executions, {}",
-                case.executions,
-                case.describe()
-            );
-            let _ = writeln!(
-                s,
-                "  shrunk ({} runs): {} executions, {}{}",
-                sh.runs,
-                sh.case.executions,
-                sh.case.describe(),
-                sh.verdict
-                    .as_ref()
-                    .map_or(String::new(), |v| format!("\n    -> {v}"))
-            );
-            let _ = writeln!(s, "  replay: xunds sim {}", sh.case.sim_args());
-            let _ = writeln!(
-                s,
-                "  trace:  xunds run {} --trace sim.trace",
-                sh.case.run_args()
-            );
-        }
-        _ => {
-            let _ = writeln!(s, "  every invariant held");
-        }
-    }
+    let then = sh
+        .verdict
+        .as_ref()
+        .map_or(String::new(), |v| format!("\n    -> {v}"));
+    let (runs, small) = (sh.runs, &sh.case);
+    let _ = writeln!(
+        s,
+        "  shrunk ({runs} runs): {} executions, {}{then}\n  replay: xunds sim {}\n  trace:  xunds run {} --trace sim.trace",
+        small.executions,
+        small.describe(),
+        small.sim_args(),
+        small.run_args()
+    );
     s
 }

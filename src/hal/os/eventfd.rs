@@ -225,7 +225,8 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "Miri has no poll(2)")]
     fn a_sub_millisecond_wait_still_blocks() {
-        // It used to truncate to poll(.., 0) and return at once.
+        // Truncated to whole milliseconds it would be poll(.., 0), which
+        // returns at once.
         let e = EventFd::new().unwrap();
         let t = std::time::Instant::now();
         assert_eq!(e.wait(Duration::from_micros(300)).unwrap(), Wait::TimedOut);

@@ -1,5 +1,6 @@
 //! Mapped memory reached only through raw pointers with atomic or volatile
-//! access (STYLE.md practice 4).
+//! access (a `&T` over bytes another party writes would be undefined
+//! behaviour).
 //!
 //! [`Mapping`] owns one `mmap` (anonymous `MAP_SHARED`, or a `MAP_SHARED` file
 //! such as a slab under `/dev/shm`). [`Region`] is a bounds-checked window into
@@ -588,6 +589,38 @@ impl Region {
 pub fn lock_exclusive(file: &File) -> io::Result<()> {
     // SAFETY: `flock` on a descriptor `file` keeps open for the call.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A new, empty file with no name in any directory (`memfd_create`, closed
+/// on exec): nothing another process can open by path, and nothing left
+/// behind however this process ends (its memory goes with the last
+/// descriptor or mapping).
+pub fn unnamed_file() -> io::Result<File> {
+    use std::os::fd::FromRawFd as _;
+    // SAFETY: the name is a NUL-terminated static string; the call takes no
+    // other pointer.
+    let fd = unsafe { libc::memfd_create(c"xunds-unnamed".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor the call just opened, owned by nothing
+    // else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Take a shared `flock` on `file` without waiting: the lock of a process
+/// that removes a writer's file once the writer is gone (`xunds nds clean`).
+/// It excludes writers (their [`lock_exclusive`] fails while it is held, and
+/// it fails while one is) without being one: [`lock_holder`] names only
+/// exclusive holders, so a writer that finds the file locked this way
+/// waits it out instead of reporting a second writer.
+pub fn lock_shared(file: &File) -> io::Result<()> {
+    // SAFETY: `flock` on a descriptor `file` keeps open for the call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
         Ok(())
     } else {
         Err(io::Error::last_os_error())

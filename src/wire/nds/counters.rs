@@ -7,10 +7,10 @@
 //!
 //! | band | region | holds | element index |
 //! |---|---|---|---|
-//! | ND | `nd_counters` @0x8 | 31 counters | `1 + i` |
-//! | NC | `nc_counters` @0x100 | cores 0-3, counters 0..=30 | `32 + core*31 + c` |
-//! | EXT NC | `ext_nc_counters` @0xda80 | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
-//! | EXT NC-data | `ext_nc_data` @0xe280 | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
+//! | ND | `nd_counters` | 31 counters | `1 + i` |
+//! | NC | `nc_counters` | cores 0-3, counters 0..=30 | `32 + core*31 + c` |
+//! | EXT NC | `ext_nc_counters` | cores 0-3, counters 31..=94 | `6992 + core*64 + (c-31)` |
+//! | EXT NC-data | `ext_nc_data` | cores 4-15, counters 0..=94 (+1 pad) | `7248 + (core-4)*96 + c` |
 //!
 //! Byte offset = element index * 8. One deliberate tightening of docs/abi.md §2.5: the
 //! seed's pseudo-code bounds `counter_index` only for cores 4-15; for cores
@@ -21,27 +21,15 @@
 use super::super::layout::Span;
 use super::super::WireError;
 use super::region;
+pub use super::region::{
+    BASE_CORES, EXT_CORES, EXT_NC_COUNTER_COUNT, EXT_NC_DATA_COUNT, MAX_CORES, NC_COUNTER_COUNT,
+    ND_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT,
+};
 
-/// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
-pub const ND_COUNTER_COUNT: usize = 31;
 /// `NDS_ND_COUNTER_LAST`: the named ND counters ([`NdCounter`]; 14 in 2.31).
 pub const ND_COUNTER_NAMED: usize = NdCounter::ALL.len();
-/// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
-pub const NC_COUNTER_COUNT: usize = 31;
-/// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
-pub const EXT_NC_COUNTER_COUNT: usize = 64;
-/// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
-pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
 /// Named EXT NC counters ([`NcCounter`] from 31 on; 31..=40 in 2.31).
 pub const EXT_NC_COUNTER_NAMED: usize = NcCounter::ALL.len() - NC_COUNTER_COUNT;
-/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
-pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
-/// NeuronCores with a row in the ND/NC/EXT bands.
-pub const MAX_CORES: usize = 16;
-/// `NDS_MAX_NEURONCORE_COUNT`: cores 0-3 use the original band.
-pub const BASE_CORES: usize = 4;
-/// `NDS_EXT_MAX_NEURONCORE_COUNT`: cores 4-15 use the EXT NC-data band.
-pub const EXT_CORES: usize = MAX_CORES - BASE_CORES;
 
 /// `BIT_INDEX_TEST_FEATURE` (neuron_ds.h:96).
 pub const FEATURE_TEST: u32 = 0;
@@ -67,7 +55,7 @@ const _: () = assert!((EXT_NC_DATA_COUNT * 8) % 64 == 0); // 768-byte stride
 const _: () = assert!(EXT_CORES == 12);
 
 wire_enum! {
-    /// ND (per-NeuronDevice) counter indices, `nd_counters` @0x8 (docs/abi.md §2.4).
+    /// ND (per-NeuronDevice) counter indices, `nd_counters` (docs/abi.md §2.4).
     /// Indices 14..=30 are reserved headroom.
     pub enum NdCounter(u32) {
         RuntimeVersion = 0 => "RUNTIME_VERSION",
@@ -238,11 +226,11 @@ pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
 /// Which of the three NC bands a (core, counter) pair lives in (docs/abi.md §2.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NcBand {
-    /// `nc_counters` @0x100: cores 0-3, counters 0..=30.
+    /// `nc_counters`: cores 0-3, counters 0..=30.
     Base,
-    /// `ext_nc_counters` @0xda80: cores 0-3, counters 31..=94.
+    /// `ext_nc_counters`: cores 0-3, counters 31..=94.
     ExtCounters,
-    /// `ext_nc_data` @0xe280: cores 4-15, counters 0..=94.
+    /// `ext_nc_data`: cores 4-15, counters 0..=94.
     ExtData,
 }
 
@@ -321,16 +309,9 @@ pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError>
     }
 }
 
-/// `Some(off)` of a resolved offset, for the compile-time checks below.
-const fn resolved(r: Result<usize, WireError>) -> Option<usize> {
-    match r {
-        Ok(off) => Some(off),
-        Err(_) => None,
-    }
-}
-
+/// `true` when `r` resolved to `off` (for the compile-time checks below).
 const fn is(r: Result<usize, WireError>, off: usize) -> bool {
-    matches!(resolved(r), Some(o) if o == off)
+    matches!(r, Ok(o) if o == off)
 }
 
 // docs/abi.md §2.10, the worked byte-layout examples, resolved at compile time:
@@ -340,18 +321,9 @@ const fn is(r: Result<usize, WireError>, off: usize) -> bool {
 const _: () = assert!(is(nd_counter_off(NdCounter::FeatureBitmap.index()), 0x020));
 const _: () = assert!(is(
     nc_counter_off(2, NcCounter::InferCompleted.index()),
-    95 * 8
-));
-const _: () = assert!(is(
-    nc_counter_off(2, NcCounter::InferCompleted.index()),
     0x2f8
 ));
-const _: () = assert!(is(
-    nc_counter_off(1, NcCounter::HwErrHbmUe.index()),
-    7057 * 8
-));
 const _: () = assert!(is(nc_counter_off(1, NcCounter::HwErrHbmUe.index()), 0xdc88));
-const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 7565 * 8));
 const _: () = assert!(is(nc_counter_off(7, NcCounter::MacCount.index()), 0xec68));
 // docs/abi.md §2.5: the band edges, and the refusals (pnc > 15, counter > 94, ND > 30).
 const _: () =

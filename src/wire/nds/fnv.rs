@@ -70,6 +70,15 @@ impl Default for RecordHasher {
 }
 
 /// FNV-1a-32 of `bytes`.
+///
+/// # Examples
+///
+/// ```
+/// use xunds::wire::nds::fnv::fnv1a32;
+///
+/// assert_eq!(fnv1a32(b""), 0x811c_9dc5); // the offset basis
+/// assert_eq!(fnv1a32(b"foobar"), 0xbf9c_f968);
+/// ```
 pub const fn fnv1a32(bytes: &[u8]) -> u32 {
     fold(FNV_BASIS, bytes)
 }
@@ -119,6 +128,20 @@ pub enum HashState {
 }
 
 /// Verify a private copy of a record (`nds_read_generic_obj`, docs/abi.md §2.8).
+///
+/// # Examples
+///
+/// ```
+/// use xunds::wire::nds::fnv::{record_hash, stamp, verify, HashState};
+///
+/// let mut record = [7u8; 64];
+/// assert_eq!(verify(&[0u8; 64]), HashState::Unpublished); // hash word 0
+/// let h = stamp(&mut record); // what the producer does before publishing
+/// assert_eq!(h, record_hash(&record)); // the hash word reads as zero
+/// assert_eq!(verify(&record), HashState::Valid);
+/// record[10] ^= 1; // a torn copy
+/// assert!(matches!(verify(&record), HashState::Mismatch { stored, .. } if stored == h));
+/// ```
 pub fn verify(record: &[u8]) -> HashState {
     let stored = stored_hash(record);
     if stored == 0 {

@@ -14,17 +14,29 @@
 //! what the binary holds.
 //! [`HEADER_PROTO`] is derived from the bytes.
 
-#[cfg(feature = "std")]
-use super::super::layout::annotated_dump;
-use super::super::{need, WireError};
+use super::region::{self, chain};
 
 wire_block! {
-    /// Layout of `nds_header`.
-    pub LAYOUT: "nds_header", SIZE = 8, off {
-        /// `char signature[4]`.
-        seed SIGNATURE "signature" = 0, 4;
-        /// `int version`.
-        seed VERSION "version" = 4, 4;
+    /// `nds_header`: the header's two fields, raw (any bytes parse;
+    /// [`check`] judges them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::nds::header::{self, Header, HeaderState, HEADER_PROTO};
+    ///
+    /// let bytes = Header::COMMITTED.encode();
+    /// assert_eq!(&bytes, b"nds\0\xa0\x86\x01\x00");
+    /// assert_eq!(u64::from_le_bytes(bytes), HEADER_PROTO);
+    /// assert_eq!(Header::parse(&bytes).unwrap().state(), HeaderState::Committed);
+    /// assert_eq!(header::check(0), HeaderState::Zero); // not committed yet
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Header: "nds_header", SIZE = 8, LAYOUT, off {
+        /// `char signature[4]`: `"nds\0"` when committed.
+        seed SIGNATURE "signature" magic: [u8; 4] = 0, 4;
+        /// `int version`: 100000 when committed.
+        seed VERSION version: i32 = 4, 4;
     }
 }
 
@@ -48,29 +60,8 @@ const _: () = {
     assert!(i32::from_le_bytes([b[4], b[5], b[6], b[7]]) == VERSION);
 };
 
-#[cfg(target_pointer_width = "64")]
-mod c_mirror {
-    //! `struct nds_header` under C layout rules (compile-time check only).
-    use core::mem::{offset_of, size_of};
-    #[allow(dead_code)]
-    #[repr(C)]
-    struct NdsHeader {
-        signature: [u8; 4],
-        version: i32,
-    }
-    const _: () = assert!(size_of::<NdsHeader>() == super::SIZE);
-    const _: () = assert!(offset_of!(NdsHeader, signature) == super::off::SIGNATURE);
-    const _: () = assert!(offset_of!(NdsHeader, version) == super::off::VERSION);
-}
-
-/// The header's two fields, raw (any bytes parse; [`check`] judges them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Header {
-    /// `signature`: `"nds\0"` when committed.
-    pub magic: [u8; 4],
-    /// `version`: 100000 when committed.
-    pub version: i32,
-}
+// The header fills its region-map row (docs/abi.md §2.2).
+const _: () = assert!(SIZE == chain::NDS_HEADER_SIZE && region::HEADER_OFF == 0);
 
 impl Header {
     /// The header the producer commits.
@@ -78,19 +69,6 @@ impl Header {
         magic: MAGIC,
         version: VERSION,
     };
-
-    /// Parse the first 8 bytes of `bytes`.
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(LAYOUT.name, bytes, SIZE)?;
-        let mut w = [0u8; SIZE];
-        w.copy_from_slice(&bytes[..SIZE]);
-        Ok(Self::from_word(u64::from_le_bytes(w)))
-    }
-
-    /// The 8 wire bytes.
-    pub const fn encode(&self) -> [u8; SIZE] {
-        self.to_word().to_le_bytes()
-    }
 
     /// The header as the single little-endian u64 at slab +0.
     pub const fn to_word(&self) -> u64 {
@@ -119,18 +97,6 @@ impl Header {
     /// What a reader should make of this header.
     pub const fn state(&self) -> HeaderState {
         check(self.to_word())
-    }
-
-    /// Write the encoding into the head of `buf` (`Truncated` if it is
-    /// shorter than the block; bytes past the block are left alone).
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        super::emit_into(LAYOUT.name, buf, &self.encode())
-    }
-
-    /// Annotated hex dump of the encoding.
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&LAYOUT, &self.encode())
     }
 }
 
@@ -172,6 +138,7 @@ pub const fn check(word: u64) -> HeaderState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::WireError;
 
     #[test]
     fn check_classifies() {

@@ -20,9 +20,8 @@
 //!
 //! Every offset and size the seed states is a `const` assert, checked three
 //! ways where the seed gives three sources: the hard number, the C macro chain
-//! re-evaluated in Rust ([`region::chain`]), and a private `#[repr(C)]` mirror
-//! of the C struct measured with `offset_of!`/`size_of` (LP64 targets only,
-//! the ABI's only data model).
+//! re-evaluated in Rust ([`region::chain`]), and the C layout rule applied to
+//! each record's declared types (LP64, the ABI's only data model).
 
 pub mod counters;
 pub mod fnv;
@@ -33,7 +32,6 @@ pub mod region;
 pub mod version;
 
 use super::layout::{Block, Span};
-use super::WireError;
 #[cfg(feature = "std")]
 use std::borrow::Cow;
 
@@ -53,21 +51,6 @@ pub const BLOCKS: &[Block] = &[
 /// The region map rows (docs/abi.md §2.2), in offset order, contiguous from 0 to
 /// [`region::REQUIRED_SIZE`].
 pub const REGIONS: &[Span] = &region::MAP;
-
-/// Copy an encoding into the head of `buf`, refusing a short buffer.
-fn emit_into(block: &'static str, buf: &mut [u8], bytes: &[u8]) -> Result<(), WireError> {
-    match buf.get_mut(..bytes.len()) {
-        Some(dst) => {
-            dst.copy_from_slice(bytes);
-            Ok(())
-        }
-        None => Err(WireError::Truncated {
-            block,
-            need: bytes.len(),
-            got: buf.len(),
-        }),
-    }
-}
 
 /// The text of a fixed-size C `char` array: the bytes up to the first NUL (or
 /// all of them when there is none), with invalid UTF-8 replaced.

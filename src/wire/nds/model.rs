@@ -1,28 +1,16 @@
 //! The model record (docs/abi.md §2.6): `nds_model_node_data_internal`, 672 B,
-//! `{hash, node_info (284 B), mem_usage[2][12] (384 B)}`, one per slot at
-//! `0x528 + slot * 672`, allocated through the u64 `model_bitmap` at 0x520.
-//!
-//! | record offset | field | size |
-//! |---|---|---|
-//! | +0x000 | `hash` | 4 |
-//! | +0x004 | `node_info.model_id` | 4 |
-//! | +0x008 | `node_info.model_node_id` | 4 |
-//! | +0x00c | `node_info.name[256]` | 256 |
-//! | +0x10c | `node_info.uuid[16]` | 16 |
-//! | +0x11c | `node_info.nc_index` | 1 |
-//! | +0x11d | `node_info.sg_index` | 1 |
-//! | +0x11e | padding | 2 |
-//! | +0x120 | `mem_usage[l][s]` at `0x120 + (l*12 + s)*16` | 384 |
+//! `{hash, node_info (284 B), mem_usage[2][12] (384 B)}`, one per slot in the
+//! region map's `model_records` row, allocated through the u64
+//! `model_bitmap` before it. `node_info` is flattened into
+//! [`ModelRecord`]; [`NODE_INFO_LAYOUT`] is its part of the record's layout.
 //!
 //! Each `nds_mem_usage_info` is `{size_t total_size; uint32_t chunk_count;}`
 //! with a 4-byte tail pad (16 B). Encoding writes all padding as zero (the
 //! producer builds a zeroed staging record); parsing ignores padding and does
 //! not verify the hash: check the raw bytes with [`super::fnv::verify`] first.
 
-#[cfg(feature = "std")]
-use super::super::layout::annotated_dump;
-use super::super::layout::{Block, Field};
-use super::super::{le, need, WireError};
+use super::super::layout::{Block, Codec, Field};
+use super::super::WireError;
 #[cfg(feature = "std")]
 use super::c_str_lossy;
 use super::region;
@@ -30,54 +18,71 @@ use super::region;
 use std::borrow::Cow;
 
 wire_block! {
-    /// `nds_model_node_data_internal` with the mem-usage grid as one row
-    /// (docs/abi.md §2.6, §2.10 "MODEL slot 5 record"; member names as docs/abi.md §2.10 prints
-    /// them, the `node_info.` prefix dropped). [`LAYOUT`] expands the grid.
-    pub RECORD_HEAD_LAYOUT: "nds_model_node_data_internal", RECORD_SIZE = 0x2a0, off {
-        seed HASH "hash" = 0x000, 4;
-        seed MODEL_ID "model_id" = 0x004, 4;
-        seed MODEL_NODE_ID "model_node_id" = 0x008, 4;
-        seed NAME "name" = 0x00c, 256;
-        seed UUID "uuid" = 0x10c, 16;
-        seed NC_INDEX "nc_index" = 0x11c, 1;
-        seed SG_INDEX "sg_index" = 0x11d, 1;
-        pad = 0x11e, 2;
-        /// `mem_usage[2][12]`.
-        seed MEM_USAGE "mem_usage" = 0x120, 384;
-    }
-}
-
-wire_block! {
-    /// Layout of `nds_model_node_info` (offsets relative to itself, i.e.
-    /// record offset - 4).
-    pub NODE_INFO_LAYOUT: "nds_model_node_info", NODE_INFO_SIZE = 284, node_off {
-        seed "model_id" = 0x000, 4;
-        seed "model_node_id" = 0x004, 4;
-        seed "name" = 0x008, 256;
-        seed "uuid" = 0x108, 16;
-        seed "nc_index" = 0x118, 1;
-        seed "sg_index" = 0x119, 1;
-        pad = 0x11a, 2;
-    }
-}
-
-wire_block! {
-    /// Layout of `nds_mem_usage_info`.
-    pub MEM_USAGE_LAYOUT: "nds_mem_usage_info", MEM_USAGE_INFO_SIZE = 16, mem_off {
-        /// `size_t`.
-        seed TOTAL_SIZE "total_size" = 0, 8;
-        /// `uint32_t`.
-        seed CHUNK_COUNT "chunk_count" = 8, 4;
+    /// `nds_mem_usage_info`: one (location, slot) cell of the grid (16 B).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct MemUsageInfo: "nds_mem_usage_info", MEM_USAGE_INFO_SIZE = 16, MEM_USAGE_LAYOUT, mem_off {
+        /// `size_t`: aggregated bytes.
+        seed TOTAL_SIZE total_size: u64 = 0, 8;
+        /// `uint32_t`: number of chunks.
+        seed CHUNK_COUNT chunk_count: u32 = 8, 4;
         pad = 12, 4;
+    }
+}
+
+/// The 2 x 12 mem-usage grid, `mem_usage[location][slot]`.
+pub type MemUsage = [[MemUsageInfo; MEM_USAGE_SLOTS]; MEM_USAGE_LOCATIONS];
+
+wire_block! {
+    /// `nds_model_node_data_internal`: one model slot's record (672 B;
+    /// docs/abi.md §2.6, §2.10 "MODEL slot 5 record"; member names as
+    /// docs/abi.md §2.10 prints them, the `node_info.` prefix dropped).
+    /// Parsing reads the hash, it does not verify it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
+    /// use xunds::wire::nds::{c_string, fnv};
+    ///
+    /// let mut r = ModelRecord { model_id: 7, name: c_string("mlp.neff"), ..ModelRecord::EMPTY };
+    /// r.usage_mut(MemLocation::Device, MemSlot::Tensors).total_size = 4096;
+    /// // What the producer publishes: the record with its FNV-1a hash at +0.
+    /// let bytes = r.encode_stamped();
+    /// assert_eq!(fnv::verify(&bytes), fnv::HashState::Valid);
+    /// let back = ModelRecord::parse(&bytes).unwrap();
+    /// assert_eq!((back.model_id, back.name_str().as_ref()), (7, "mlp.neff"));
+    /// assert_eq!(back.usage(MemLocation::Device, MemSlot::Tensors).total_size, 4096);
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct ModelRecord: "nds_model_node_data_internal", RECORD_SIZE = 0x2a0, LAYOUT, off {
+        /// FNV-1a-32 of the record with this word zeroed.
+        seed HASH hash: u32 = 0x000, 4;
+        /// `node_info.model_id`.
+        seed MODEL_ID model_id: u32 = 0x004, 4;
+        /// `node_info.model_node_id`.
+        seed MODEL_NODE_ID model_node_id: u32 = 0x008, 4;
+        /// `node_info.name[256]`: a NUL-padded C string.
+        seed NAME name: [u8; NAME_LEN] = 0x00c, 256;
+        /// `node_info.uuid[16]`.
+        seed UUID uuid: [u8; UUID_LEN] = 0x10c, 16;
+        /// `node_info.nc_index`.
+        seed NC_INDEX nc_index: u8 = 0x11c, 1;
+        /// `node_info.sg_index`.
+        seed SG_INDEX sg_index: u8 = 0x11d, 1;
+        pad = 0x11e, 2;
+        /// `mem_usage[location][slot]` (`nds_model_node_mem_usage_info`).
+        seed MEM_USAGE mem_usage: MemUsage = 0x120, 384;
     }
 }
 
 /// Record offset of `node_info`.
 pub const NODE_INFO_OFF: usize = off::MODEL_ID;
-/// `sizeof(nds_model_node_mem_usage_info)`: the 2 x 12 grid.
-pub const MEM_USAGE_SIZE: usize = RECORD_SIZE - MEM_USAGE_OFF;
+/// `sizeof(nds_model_node_info)` (its 2-byte tail padding included).
+pub const NODE_INFO_SIZE: usize = 284;
 /// Record offset of the mem-usage grid (288).
 pub const MEM_USAGE_OFF: usize = off::MEM_USAGE;
+/// `sizeof(nds_model_node_mem_usage_info)`: the 2 x 12 grid.
+pub const MEM_USAGE_SIZE: usize = RECORD_SIZE - MEM_USAGE_OFF;
 /// `MODEL_MEM_USAGE_LOCATION_COUNT`: host and device.
 pub const MEM_USAGE_LOCATIONS: usize = MemLocation::ALL.len();
 /// `NDS_DMA_MEM_USAGE_SLOT_COUNT` (a frozen ABI width: "do not change").
@@ -86,6 +91,21 @@ pub const MEM_USAGE_SLOTS: usize = MemSlot::ALL.len();
 pub const NAME_LEN: usize = 256;
 /// Length of `node_info.uuid`.
 pub const UUID_LEN: usize = 16;
+
+/// Layout of `nds_model_node_info`: the record's `node_info` rows, offsets
+/// relative to it (record offset - 4).
+pub const NODE_INFO_LAYOUT: Block = Block {
+    name: "nds_model_node_info",
+    size: NODE_INFO_SIZE,
+    fields: &LAYOUT.part::<6>(NODE_INFO_OFF),
+};
+
+/// Layout of `nds_model_node_mem_usage_info` (the 2 x 12 grid alone).
+pub const MEM_USAGE_GRID_LAYOUT: Block = Block {
+    name: "nds_model_node_mem_usage_info",
+    size: MEM_USAGE_SIZE,
+    fields: &LAYOUT.part::<{ 2 * GRID_ELEMS }>(MEM_USAGE_OFF),
+};
 
 wire_enum! {
     /// The mem-usage grid's first index (`MODEL_MEM_USAGE_LOCATION`).
@@ -119,77 +139,24 @@ pub const fn mem_usage_off(loc: MemLocation, slot: MemSlot) -> usize {
     MEM_USAGE_OFF + (loc as usize * MEM_USAGE_SLOTS + slot as usize) * MEM_USAGE_INFO_SIZE
 }
 
-// docs/abi.md §2.6: the record's composition; docs/abi.md §2.10: slot 5 at 0x1248 and
-// mem_usage[1][3].chunk_count at record +0x218.
+// docs/abi.md §2.6: the record's composition and its region row;
+// docs/abi.md §2.10: slot 5 at 0x1248 and mem_usage[1][3].chunk_count at
+// record +0x218.
 const _: () = assert!(MEM_USAGE_LOCATIONS == 2 && MEM_USAGE_SLOTS == 12);
 const _: () = assert!(NODE_INFO_OFF + NODE_INFO_SIZE == MEM_USAGE_OFF);
-const _: () =
-    assert!(MEM_USAGE_LOCATIONS * MEM_USAGE_SLOTS * MEM_USAGE_INFO_SIZE == MEM_USAGE_SIZE);
-const _: () = assert!(off::NAME + NAME_LEN == off::UUID);
+const _: () = assert!(RECORD_SIZE == region::MODEL_RECORD_SIZE);
 const _: () = assert!(region::MODEL_RECORDS_OFF + 5 * RECORD_SIZE == 0x1248);
 const _: () = assert!(
     mem_usage_off(MemLocation::Device, MemSlot::Scratchpad) + mem_off::CHUNK_COUNT == 0x218
 );
-
-#[cfg(target_pointer_width = "64")]
-mod c_mirror {
-    //! The C structs under C layout rules (compile-time check only).
-    use super::{mem_off, off};
-    use core::mem::{align_of, offset_of, size_of};
-
-    #[allow(dead_code)]
-    #[repr(C)]
-    struct NdsMemUsageInfo {
-        total_size: u64,
-        chunk_count: u32,
-    }
-    #[allow(dead_code)]
-    #[repr(C)]
-    struct NdsModelNodeInfo {
-        model_id: u32,
-        model_node_id: u32,
-        name: [u8; 256],
-        uuid: [u8; 16],
-        nc_index: u8,
-        sg_index: u8,
-    }
-    #[allow(dead_code)]
-    #[repr(C)]
-    struct NdsModelNodeMemUsageInfo {
-        mem_usage: [[NdsMemUsageInfo; 12]; 2],
-    }
-    #[allow(dead_code)]
-    #[repr(C)]
-    struct NdsModelNodeDataInternal {
-        hash: u32,
-        node_info: NdsModelNodeInfo,
-        mem_usage: NdsModelNodeMemUsageInfo,
-    }
-
-    const _: () = assert!(size_of::<NdsMemUsageInfo>() == super::MEM_USAGE_INFO_SIZE);
-    const _: () = assert!(offset_of!(NdsMemUsageInfo, total_size) == mem_off::TOTAL_SIZE);
-    const _: () = assert!(offset_of!(NdsMemUsageInfo, chunk_count) == mem_off::CHUNK_COUNT);
-    const _: () = assert!(size_of::<NdsModelNodeInfo>() == super::NODE_INFO_SIZE);
-    const _: () = assert!(align_of::<NdsModelNodeInfo>() == 4);
-    const _: () = assert!(size_of::<NdsModelNodeMemUsageInfo>() == super::MEM_USAGE_SIZE);
-    const _: () = assert!(size_of::<NdsModelNodeDataInternal>() == super::RECORD_SIZE);
-    const N: usize = offset_of!(NdsModelNodeDataInternal, node_info);
-    const _: () = assert!(N == super::NODE_INFO_OFF);
-    const _: () = assert!(offset_of!(NdsModelNodeDataInternal, hash) == off::HASH);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, model_id) == off::MODEL_ID);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, model_node_id) == off::MODEL_NODE_ID);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, name) == off::NAME);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, uuid) == off::UUID);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, nc_index) == off::NC_INDEX);
-    const _: () = assert!(N + offset_of!(NdsModelNodeInfo, sg_index) == off::SG_INDEX);
-    const _: () = assert!(offset_of!(NdsModelNodeDataInternal, mem_usage) == off::MEM_USAGE);
-}
+const _: () = assert!(LAYOUT.fields[7 + 2 * 15 + 1].offset == 0x218);
+const _: () = assert!(NODE_INFO_LAYOUT.is_well_formed() && MEM_USAGE_GRID_LAYOUT.is_well_formed());
 
 macro_rules! grid_names {
     ($($l:literal $s:literal),* $(,)?) => {
         [$([
-            concat!("mem_usage[", $l, "][", $s, "].total_size"),
-            concat!("mem_usage[", $l, "][", $s, "].chunk_count"),
+            concat!("[", $l, "][", $s, "].total_size"),
+            concat!("[", $l, "][", $s, "].chunk_count"),
         ],)*]
     };
 }
@@ -200,110 +167,39 @@ const GRID_NAMES: [[&str; 2]; GRID_ELEMS] = grid_names!(
     1 0, 1 1, 1 2, 1 3, 1 4, 1 5, 1 6, 1 7, 1 8, 1 9, 1 10, 1 11,
 );
 
-/// The first `H` fields of `head` (the rows before the grid), then the
-/// grid's 48 fields starting at `base`.
-const fn with_grid<const N: usize>(head: &[Field], base: usize) -> [Field; N] {
-    let h = N - 2 * GRID_ELEMS;
-    let mut out = [Field::seed("", 0, 0); N];
-    let mut i = 0;
-    while i < h {
-        out[i] = head[i];
-        i += 1;
-    }
+/// The grid's rows: each cell's two fields, `[l][s].total_size` and
+/// `[l][s].chunk_count`.
+const GRID_ROWS: [Field; 2 * GRID_ELEMS] = {
+    let mut out = [Field::seed("", 0, 0); 2 * GRID_ELEMS];
     let mut e = 0;
     while e < GRID_ELEMS {
-        let o = base + e * MEM_USAGE_INFO_SIZE;
-        out[h + 2 * e] = Field::seed(GRID_NAMES[e][0], o + mem_off::TOTAL_SIZE, 8);
-        out[h + 2 * e + 1] = Field::seed(GRID_NAMES[e][1], o + mem_off::CHUNK_COUNT, 4);
+        let o = e * MEM_USAGE_INFO_SIZE;
+        out[2 * e] = Field::seed(GRID_NAMES[e][0], o + mem_off::TOTAL_SIZE, 8);
+        out[2 * e + 1] = Field::seed(GRID_NAMES[e][1], o + mem_off::CHUNK_COUNT, 4);
         e += 1;
     }
     out
-}
-
-const RECORD_FIELDS: [Field; 7 + 2 * GRID_ELEMS] =
-    with_grid(RECORD_HEAD_LAYOUT.fields, MEM_USAGE_OFF);
-const GRID_FIELDS: [Field; 2 * GRID_ELEMS] = with_grid(&[], 0);
-// The head's eighth row is the grid that RECORD_FIELDS expands.
-const _: () = assert!(RECORD_HEAD_LAYOUT.fields[7].offset == MEM_USAGE_OFF);
-
-/// Layout of `nds_model_node_data_internal` (member names as docs/abi.md §2.10
-/// prints them, the `node_info.` prefix dropped; the grid expanded).
-pub const LAYOUT: Block = Block {
-    name: "nds_model_node_data_internal",
-    size: RECORD_SIZE,
-    fields: &RECORD_FIELDS,
 };
 
-/// Layout of `nds_model_node_mem_usage_info` (the 2 x 12 grid alone).
-pub const MEM_USAGE_GRID_LAYOUT: Block = Block {
-    name: "nds_model_node_mem_usage_info",
-    size: MEM_USAGE_SIZE,
-    fields: &GRID_FIELDS,
-};
-
-const _: () = assert!(LAYOUT.is_well_formed() && MEM_USAGE_GRID_LAYOUT.is_well_formed());
-// mem_usage[1][3].chunk_count sits at rec+0x218 in the descriptor too (docs/abi.md §2.10).
-const _: () = assert!(RECORD_FIELDS[7 + 2 * 15 + 1].offset == 0x218);
-
-/// `nds_mem_usage_info`: one (location, slot) cell of the grid (16 B).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct MemUsageInfo {
-    /// `total_size` (+0): aggregated bytes.
-    pub total_size: u64,
-    /// `chunk_count` (+8): number of chunks.
-    pub chunk_count: u32,
-}
-
-impl MemUsageInfo {
-    /// Parse the first 16 bytes of `bytes` (tail pad ignored).
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(MEM_USAGE_LAYOUT.name, bytes, MEM_USAGE_INFO_SIZE)?;
-        Ok(Self {
-            total_size: le::u64_at(bytes, mem_off::TOTAL_SIZE),
-            chunk_count: le::u32_at(bytes, mem_off::CHUNK_COUNT),
-        })
+/// The grid, cell by cell in `[location][slot]` order.
+impl Codec for MemUsage {
+    const SIZE: usize = GRID_ELEMS * MEM_USAGE_INFO_SIZE;
+    const ALIGN: usize = MemUsageInfo::ALIGN;
+    const ROWS: &'static [Field] = &GRID_ROWS;
+    fn put(&self, b: &mut [u8]) {
+        let cells = self.iter().flatten();
+        for (c, d) in cells.zip(b.chunks_exact_mut(MEM_USAGE_INFO_SIZE)) {
+            c.put(d);
+        }
     }
-
-    /// The 16 wire bytes (tail pad zero).
-    pub fn encode(&self) -> [u8; MEM_USAGE_INFO_SIZE] {
-        let mut b = [0u8; MEM_USAGE_INFO_SIZE];
-        le::put_u64(&mut b, mem_off::TOTAL_SIZE, self.total_size);
-        le::put_u32(&mut b, mem_off::CHUNK_COUNT, self.chunk_count);
-        b
+    fn get(b: &[u8]) -> Result<Self, usize> {
+        let mut out = ModelRecord::EMPTY.mem_usage;
+        let cells = out.iter_mut().flatten();
+        for (c, s) in cells.zip(b.chunks_exact(MEM_USAGE_INFO_SIZE)) {
+            *c = MemUsageInfo::get(s)?;
+        }
+        Ok(out)
     }
-
-    /// Write the encoding into the head of `buf` (`Truncated` if it is
-    /// shorter than the block; bytes past the block are left alone).
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        super::emit_into(MEM_USAGE_LAYOUT.name, buf, &self.encode())
-    }
-
-    /// Annotated hex dump of the encoding.
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&MEM_USAGE_LAYOUT, &self.encode())
-    }
-}
-
-/// `nds_model_node_data_internal`: one model slot's record (672 B).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ModelRecord {
-    /// `hash` (+0): FNV-1a-32 of the record with this word zeroed.
-    pub hash: u32,
-    /// `node_info.model_id` (+4).
-    pub model_id: u32,
-    /// `node_info.model_node_id` (+8).
-    pub model_node_id: u32,
-    /// `node_info.name[256]` (+0xc): a NUL-padded C string.
-    pub name: [u8; NAME_LEN],
-    /// `node_info.uuid[16]` (+0x10c).
-    pub uuid: [u8; UUID_LEN],
-    /// `node_info.nc_index` (+0x11c).
-    pub nc_index: u8,
-    /// `node_info.sg_index` (+0x11d).
-    pub sg_index: u8,
-    /// `mem_usage[location][slot]` (+0x120).
-    pub mem_usage: [[MemUsageInfo; MEM_USAGE_SLOTS]; MEM_USAGE_LOCATIONS],
 }
 
 impl Default for ModelRecord {
@@ -328,48 +224,6 @@ impl ModelRecord {
         }; MEM_USAGE_SLOTS]; MEM_USAGE_LOCATIONS],
     };
 
-    /// Parse the first 672 bytes of `bytes` (the hash is read, not verified).
-    pub fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        need(LAYOUT.name, bytes, RECORD_SIZE)?;
-        let mut r = Self::EMPTY;
-        r.hash = le::u32_at(bytes, off::HASH);
-        r.model_id = le::u32_at(bytes, off::MODEL_ID);
-        r.model_node_id = le::u32_at(bytes, off::MODEL_NODE_ID);
-        r.name
-            .copy_from_slice(&bytes[off::NAME..off::NAME + NAME_LEN]);
-        r.uuid
-            .copy_from_slice(&bytes[off::UUID..off::UUID + UUID_LEN]);
-        r.nc_index = bytes[off::NC_INDEX];
-        r.sg_index = bytes[off::SG_INDEX];
-        for loc in MemLocation::ALL {
-            for slot in MemSlot::ALL {
-                let o = mem_usage_off(loc, slot);
-                r.mem_usage[loc as usize][slot as usize] = MemUsageInfo::parse(&bytes[o..])?;
-            }
-        }
-        Ok(r)
-    }
-
-    /// The 672 wire bytes, with `hash` written as given and padding zero.
-    pub fn encode(&self) -> [u8; RECORD_SIZE] {
-        let mut b = [0u8; RECORD_SIZE];
-        le::put_u32(&mut b, off::HASH, self.hash);
-        le::put_u32(&mut b, off::MODEL_ID, self.model_id);
-        le::put_u32(&mut b, off::MODEL_NODE_ID, self.model_node_id);
-        b[off::NAME..off::NAME + NAME_LEN].copy_from_slice(&self.name);
-        b[off::UUID..off::UUID + UUID_LEN].copy_from_slice(&self.uuid);
-        b[off::NC_INDEX] = self.nc_index;
-        b[off::SG_INDEX] = self.sg_index;
-        for loc in MemLocation::ALL {
-            for slot in MemSlot::ALL {
-                let o = mem_usage_off(loc, slot);
-                let cell = self.mem_usage[loc as usize][slot as usize].encode();
-                b[o..o + MEM_USAGE_INFO_SIZE].copy_from_slice(&cell);
-            }
-        }
-        b
-    }
-
     /// The 672 wire bytes with the hash stamped (`hash` ignored), as
     /// `nds_commit_model_node_info` builds its staging record.
     pub fn encode_stamped(&self) -> [u8; RECORD_SIZE] {
@@ -392,18 +246,6 @@ impl ModelRecord {
     /// A mutable reference to the cell `mem_usage[loc][slot]`.
     pub fn usage_mut(&mut self, loc: MemLocation, slot: MemSlot) -> &mut MemUsageInfo {
         &mut self.mem_usage[loc as usize][slot as usize]
-    }
-
-    /// Write the encoding into the head of `buf` (`Truncated` if it is
-    /// shorter than the block; bytes past the block are left alone).
-    pub fn emit(&self, buf: &mut [u8]) -> Result<(), WireError> {
-        super::emit_into(LAYOUT.name, buf, &self.encode())
-    }
-
-    /// Annotated hex dump of the encoding.
-    #[cfg(feature = "std")]
-    pub fn dump(&self) -> String {
-        annotated_dump(&LAYOUT, &self.encode())
     }
 }
 

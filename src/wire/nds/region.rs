@@ -2,11 +2,14 @@
 //! at 0 to the end of the EXT NC-data band at 67,200 (0x10680), at the head of
 //! a 262,144-byte slab whose tail this layout version leaves unused.
 //!
-//! The rows are declared once, as the seed's hard numbers ([`MAP_LAYOUT`]:
-//! each start and size, asserted contiguous), and computed a second time as
-//! the shared header's `#define` chain re-evaluated from the block sizes
-//! ([`chain`]). Compile-time asserts tie the two together, so a wrong size in
-//! any block module fails the build here.
+//! The map owns its geometry: the rows are declared once, as the seed's hard
+//! numbers ([`MAP_LAYOUT`]: each start and size, asserted contiguous), with
+//! the band counts they are made of, and computed a second time as the
+//! shared header's `#define` chain re-evaluated from the counts and the
+//! record sizes ([`chain`]). Compile-time asserts tie the two together here;
+//! each record module checks its own size against its row, so a wrong size
+//! anywhere fails the build. The record and counter modules take their
+//! offsets from here, never the reverse.
 //!
 //! The EXT section does not follow the running sum: it starts at
 //! `NDS_ALIGN(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD)` = 55,936, a
@@ -17,12 +20,27 @@
 
 use super::super::layout::{Block, Span};
 use super::super::WireError;
-use super::model;
 
 /// `NEURON_DATASTORE_SIZE`: the kernel slab that holds the map (neuron_ds.h:17).
 pub const SLAB_SIZE: usize = 262_144;
 /// Model record slots (one bit each in the `model_bitmap` u64).
 pub const MODEL_SLOTS: usize = 64;
+/// `NDS_ND_COUNTER_COUNT`: 14 named + 17 reserved slots.
+pub const ND_COUNTER_COUNT: usize = 31;
+/// `NDS_NC_COUNTER_COUNT`: 31 named + 0 reserved slots per core.
+pub const NC_COUNTER_COUNT: usize = 31;
+/// `NDS_EXT_NC_COUNTER_COUNT`: EXT slots per core (counters 31..=94).
+pub const EXT_NC_COUNTER_COUNT: usize = 64;
+/// `NDS_TOTAL_NC_COUNTER_COUNT = 31 + 64`: counters per core.
+pub const TOTAL_NC_COUNTER_COUNT: usize = NC_COUNTER_COUNT + EXT_NC_COUNTER_COUNT;
+/// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1`: u64s per extended core (one pad).
+pub const EXT_NC_DATA_COUNT: usize = TOTAL_NC_COUNTER_COUNT + 1;
+/// NeuronCores with a row in the ND/NC/EXT bands.
+pub const MAX_CORES: usize = 16;
+/// `NDS_MAX_NEURONCORE_COUNT`: cores 0-3 use the original band.
+pub const BASE_CORES: usize = 4;
+/// `NDS_EXT_MAX_NEURONCORE_COUNT`: cores 4-15 use the EXT NC-data band.
+pub const EXT_CORES: usize = MAX_CORES - BASE_CORES;
 
 wire_block! {
     /// The region map (docs/abi.md §2.2) as a block: every row's start and size,
@@ -70,28 +88,35 @@ pub const MODEL_RECORDS: Span = MAP[5];
 pub const EXT_NC_COUNTERS: Span = MAP[8];
 /// The `ext_nc_data` row.
 pub const EXT_NC_DATA: Span = MAP[9];
+/// Bytes of one model record: the records region over the slots.
+pub const MODEL_RECORD_SIZE: usize = MODEL_RECORDS.size / MODEL_SLOTS;
 
 /// The fields of `block` as spans.
 const fn spans<const N: usize>(block: &Block) -> [Span; N] {
-    let mut out = [Span::new("", 0, 0); N];
+    let mut out = [Span {
+        name: "",
+        offset: 0,
+        size: 0,
+    }; N];
     let mut i = 0;
     while i < N {
         let f = &block.fields[i];
-        out[i] = Span::new(f.name, f.offset, f.size);
+        (out[i].name, out[i].offset, out[i].size) = (f.name, f.offset, f.size);
         i += 1;
     }
     out
 }
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
-/// docs/abi.md §2.2, the chain as xunds re-evaluates it), re-evaluated from the block sizes.
+/// docs/abi.md §2.2, the chain as xunds re-evaluates it), re-evaluated from
+/// the band counts and the records' `sizeof`s (which the record modules
+/// assert their blocks have).
 ///
 /// Names the seed prints are kept verbatim. The seed's tables with the
 /// process-info/model macro names were lost, so those names
 /// (`NDS_PROCESS_INFO_START`, `NDS_MODEL_NODE_MAP_START`, ...) are ours; only
 /// their values are the seed's.
 pub mod chain {
-    use super::super::{counters, header, model, process};
 
     /// `NDS_ALIGN(v) = v + (-v & 63)`: round up to a multiple of 64.
     pub const fn nds_align(v: usize) -> usize {
@@ -101,33 +126,34 @@ pub mod chain {
     /// `NDS_HEADER_START`.
     pub const NDS_HEADER_START: usize = 0;
     /// `NDS_HEADER_SIZE = sizeof(nds_header_t)`.
-    pub const NDS_HEADER_SIZE: usize = header::SIZE;
+    pub const NDS_HEADER_SIZE: usize = 8;
     /// `NDS_ND_COUNTERS_START`.
     pub const NDS_ND_COUNTERS_START: usize = NDS_HEADER_START + NDS_HEADER_SIZE;
     /// `NDS_ND_COUNTERS_SIZE = NDS_ND_COUNTER_COUNT * sizeof(u64)`.
-    pub const NDS_ND_COUNTERS_SIZE: usize = counters::ND_COUNTER_COUNT * 8;
+    pub const NDS_ND_COUNTERS_SIZE: usize = super::ND_COUNTER_COUNT * 8;
     /// `NDS_NEURONCORE_COUNTERS_START`.
     pub const NDS_NEURONCORE_COUNTERS_START: usize = NDS_ND_COUNTERS_START + NDS_ND_COUNTERS_SIZE;
     /// `NDS_NEURONCORE_COUNTERS_SIZE = NDS_NC_COUNTER_COUNT * NDS_MAX_NEURONCORE_COUNT * sizeof(u64)`.
-    pub const NDS_NEURONCORE_COUNTERS_SIZE: usize =
-        counters::NC_COUNTER_COUNT * counters::BASE_CORES * 8;
+    pub const NDS_NEURONCORE_COUNTERS_SIZE: usize = super::NC_COUNTER_COUNT * super::BASE_CORES * 8;
     /// Start of `nds_process_info_internal` (name ours).
     pub const NDS_PROCESS_INFO_START: usize =
         NDS_NEURONCORE_COUNTERS_START + NDS_NEURONCORE_COUNTERS_SIZE;
     /// Size of `nds_process_info_internal` (name ours).
-    pub const NDS_PROCESS_INFO_SIZE: usize = process::PROCESS_INFO_SIZE;
+    pub const NDS_PROCESS_INFO_SIZE: usize = 64;
     /// Start of the u64 model slot bitmap (name ours).
     pub const NDS_MODEL_NODE_MAP_START: usize = NDS_PROCESS_INFO_START + NDS_PROCESS_INFO_SIZE;
     /// Size of the model slot bitmap (name ours).
     pub const NDS_MODEL_NODE_MAP_SIZE: usize = 8;
     /// Start of the model records (name ours).
     pub const NDS_MODEL_NODE_START: usize = NDS_MODEL_NODE_MAP_START + NDS_MODEL_NODE_MAP_SIZE;
+    /// `sizeof(nds_model_node_data_internal)` (name ours).
+    pub const NDS_MODEL_NODE_RECORD_SIZE: usize = 672;
     /// Size of the 64 model records (name ours).
-    pub const NDS_MODEL_NODE_SIZE: usize = super::MODEL_SLOTS * model::RECORD_SIZE;
+    pub const NDS_MODEL_NODE_SIZE: usize = super::MODEL_SLOTS * NDS_MODEL_NODE_RECORD_SIZE;
     /// Start of `nds_process_info_ext_internal` (name ours).
     pub const NDS_PROCESS_INFO_EXT_START: usize = NDS_MODEL_NODE_START + NDS_MODEL_NODE_SIZE;
     /// Size of `nds_process_info_ext_internal` (name ours).
-    pub const NDS_PROCESS_INFO_EXT_SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
+    pub const NDS_PROCESS_INFO_EXT_SIZE: usize = 260;
     /// End of process-info-ext by the running sum; must equal
     /// [`NDS_EXT_OFFSET_OLD`] (docs/abi.md §2.2: "44588 == 44588").
     pub const NDS_PROCESS_INFO_EXT_END: usize =
@@ -142,10 +168,10 @@ pub mod chain {
     pub const NDS_TOTAL_NC_COUNTER_COUNT_OLD: usize = 96;
     /// `NDS_EXT_NEURONCORE_COUNTERS_SIZE_OLD = 65 * 4 * 8 = 2080`.
     pub const NDS_EXT_NEURONCORE_COUNTERS_SIZE_OLD: usize =
-        NDS_EXT_NC_COUNTER_COUNT_OLD * counters::BASE_CORES * 8;
+        NDS_EXT_NC_COUNTER_COUNT_OLD * super::BASE_CORES * 8;
     /// `NDS_EXT_NEURONCORE_NC_DATA_SIZE_OLD = 96 * 12 * 8 = 9216`.
     pub const NDS_EXT_NEURONCORE_NC_DATA_SIZE_OLD: usize =
-        NDS_TOTAL_NC_COUNTER_COUNT_OLD * counters::EXT_CORES * 8;
+        NDS_TOTAL_NC_COUNTER_COUNT_OLD * super::EXT_CORES * 8;
     /// `NDS_EXT_SECTION_SIZE_OLD = 2080 + 9216 = 11296`.
     pub const NDS_EXT_SECTION_SIZE_OLD: usize =
         NDS_EXT_NEURONCORE_COUNTERS_SIZE_OLD + NDS_EXT_NEURONCORE_NC_DATA_SIZE_OLD;
@@ -155,15 +181,15 @@ pub mod chain {
     pub const NDS_EXT_NEURONCORE_COUNTERS_START: usize = NDS_EXT_OFFSET;
     /// `NDS_EXT_NEURONCORE_COUNTERS_SIZE = 64 * 4 * 8 = 2048` (current count).
     pub const NDS_EXT_NEURONCORE_COUNTERS_SIZE: usize =
-        counters::EXT_NC_COUNTER_COUNT * counters::BASE_CORES * 8;
+        super::EXT_NC_COUNTER_COUNT * super::BASE_CORES * 8;
     /// `NDS_EXT_NEURONCORE_NC_DATA_START = NDS_ALIGN(55936 + 2048) = 57984`.
     pub const NDS_EXT_NEURONCORE_NC_DATA_START: usize =
         nds_align(NDS_EXT_NEURONCORE_COUNTERS_START + NDS_EXT_NEURONCORE_COUNTERS_SIZE);
     /// `NDS_EXT_NEURONCORE_NC_DATA_COUNT = 95 + 1` (the +1 is a per-core pad).
-    pub const NDS_EXT_NEURONCORE_NC_DATA_COUNT: usize = counters::TOTAL_NC_COUNTER_COUNT + 1;
+    pub const NDS_EXT_NEURONCORE_NC_DATA_COUNT: usize = super::TOTAL_NC_COUNTER_COUNT + 1;
     /// `NDS_EXT_NEURONCORE_NC_DATA_SIZE = 12 * 96 * 8 = 9216`.
     pub const NDS_EXT_NEURONCORE_NC_DATA_SIZE: usize =
-        counters::EXT_CORES * NDS_EXT_NEURONCORE_NC_DATA_COUNT * 8;
+        super::EXT_CORES * NDS_EXT_NEURONCORE_NC_DATA_COUNT * 8;
     /// `NDS_REQUIRED_SIZE`: the end of the EXT NC-data band.
     pub const NDS_REQUIRED_SIZE: usize =
         NDS_EXT_NEURONCORE_NC_DATA_START + NDS_EXT_NEURONCORE_NC_DATA_SIZE;
@@ -207,6 +233,7 @@ const _: () = assert!(NC_COUNTERS.size == chain::NDS_NEURONCORE_COUNTERS_SIZE);
 const _: () = assert!(MAP[3].size == chain::NDS_PROCESS_INFO_SIZE);
 const _: () = assert!(MAP[4].size == chain::NDS_MODEL_NODE_MAP_SIZE);
 const _: () = assert!(MODEL_RECORDS.size == chain::NDS_MODEL_NODE_SIZE);
+const _: () = assert!(MODEL_RECORD_SIZE == chain::NDS_MODEL_NODE_RECORD_SIZE);
 const _: () = assert!(MAP[6].size == chain::NDS_PROCESS_INFO_EXT_SIZE);
 const _: () = assert!(EXT_NC_COUNTERS.size == chain::NDS_EXT_NEURONCORE_COUNTERS_SIZE);
 const _: () = assert!(EXT_NC_DATA.size == chain::NDS_EXT_NEURONCORE_NC_DATA_SIZE);
@@ -221,7 +248,7 @@ const _: () = assert!(EXT_NC_COUNTERS_OFF % 64 == 0 && EXT_NC_DATA_OFF % 64 == 0
 /// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (docs/abi.md §2.6).
 pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
     if slot < MODEL_SLOTS {
-        Ok(MODEL_RECORDS_OFF + slot * model::RECORD_SIZE)
+        Ok(MODEL_RECORDS_OFF + slot * MODEL_RECORD_SIZE)
     } else {
         Err(WireError::OutOfRange {
             what: "model slot",

@@ -17,65 +17,51 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-/// A per-runtime metric group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RtGroup {
-    /// `neuroncore_counters`
-    NeuroncoreCounters,
-    /// `execution_stats`
-    ExecutionStats,
-    /// `memory_used`
-    MemoryUsed,
-    /// `neuron_runtime_vcpu_usage`
-    VcpuUsage,
+use crate::parse_duration as parse_period;
+
+/// A metric group enum, each variant with its neuron-monitor name: `ALL`
+/// in report order (the declaration order, which `Ord` sorts by too) and
+/// `from_name`.
+macro_rules! groups {
+    ($(#[$m:meta])* pub enum $E:ident { $($(#[$vm:meta])* $V:ident = $name:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum $E { $($(#[$vm])* $V,)* }
+
+        impl $E {
+            /// All, in report order.
+            pub const ALL: [$E; [$($name),*].len()] = [$($E::$V),*];
+
+            fn from_name(s: &str) -> Option<$E> {
+                [$(($name, $E::$V)),*].into_iter().find(|g| g.0 == s).map(|g| g.1)
+            }
+        }
+    };
 }
 
-impl RtGroup {
-    /// All, in report order.
-    pub const ALL: [RtGroup; 4] = [
-        RtGroup::NeuroncoreCounters,
-        RtGroup::ExecutionStats,
-        RtGroup::MemoryUsed,
-        RtGroup::VcpuUsage,
-    ];
-
-    fn from_name(s: &str) -> Option<RtGroup> {
-        Some(match s {
-            "neuroncore_counters" => RtGroup::NeuroncoreCounters,
-            "execution_stats" => RtGroup::ExecutionStats,
-            "memory_used" => RtGroup::MemoryUsed,
-            "neuron_runtime_vcpu_usage" => RtGroup::VcpuUsage,
-            _ => return None,
-        })
+groups! {
+    /// A per-runtime metric group.
+    pub enum RtGroup {
+        /// `neuroncore_counters`
+        NeuroncoreCounters = "neuroncore_counters",
+        /// `execution_stats`
+        ExecutionStats = "execution_stats",
+        /// `memory_used`
+        MemoryUsed = "memory_used",
+        /// `neuron_runtime_vcpu_usage`
+        VcpuUsage = "neuron_runtime_vcpu_usage",
     }
 }
 
-/// A system-level metric group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SysGroup {
-    /// `vcpu_usage`
-    VcpuUsage,
-    /// `memory_info`
-    MemoryInfo,
-    /// `neuron_hw_counters` (always null: no driver)
-    HwCounters,
-}
-
-impl SysGroup {
-    /// All, in report order.
-    pub const ALL: [SysGroup; 3] = [
-        SysGroup::VcpuUsage,
-        SysGroup::MemoryInfo,
-        SysGroup::HwCounters,
-    ];
-
-    fn from_name(s: &str) -> Option<SysGroup> {
-        Some(match s {
-            "vcpu_usage" => SysGroup::VcpuUsage,
-            "memory_info" => SysGroup::MemoryInfo,
-            "neuron_hw_counters" => SysGroup::HwCounters,
-            _ => return None,
-        })
+groups! {
+    /// A system-level metric group.
+    pub enum SysGroup {
+        /// `vcpu_usage`
+        VcpuUsage = "vcpu_usage",
+        /// `memory_info`
+        MemoryInfo = "memory_info",
+        /// `neuron_hw_counters` (always null: no driver)
+        HwCounters = "neuron_hw_counters",
     }
 }
 
@@ -141,36 +127,30 @@ impl Config {
         warn: &mut dyn FnMut(String),
     ) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
-        let root = match &raw.period {
-            Some(p) => parse_period(p).map_err(|e| format!("config: period: {e}"))?,
-            None => default,
+        // A period given at `at`, else `default`.
+        let period = |p: &Option<String>, at: &str, default| match p {
+            Some(p) => parse_period(p).map_err(|e| format!("config: {at}period: {e}")),
+            None => Ok(default),
         };
+        let root = period(&raw.period, "", default)?;
         let mut rules = Vec::new();
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
-            let period = match &r.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: neuron_runtimes[{i}].period: {e}"))?,
-                None => root,
-            };
+            let at = format!("neuron_runtimes[{i}]");
+            let rule_period = period(&r.period, &format!("{at}."), root)?;
             let tag_filter = match &r.tag_filter {
                 Some(f) => Some(
                     regex_lite::Regex::new(&format!("^(?:{f})$"))
-                        .map_err(|e| format!("config: neuron_runtimes[{i}].tag_filter: {e}"))?,
+                        .map_err(|e| format!("config: {at}.tag_filter: {e}"))?,
                 ),
                 None => None,
             };
             let mut groups = Vec::new();
             for (j, m) in r.metrics.iter().enumerate() {
-                let p = match &m.period {
-                    Some(p) => parse_period(p).map_err(|e| {
-                        format!("config: neuron_runtimes[{i}].metrics[{j}].period: {e}")
-                    })?,
-                    None => period,
-                };
+                let p = period(&m.period, &format!("{at}.metrics[{j}]."), rule_period)?;
                 match RtGroup::from_name(&m.kind) {
                     Some(g) => groups.push((g, p)),
                     None => warn(format!(
-                        "config: neuron_runtimes[{i}].metrics[{j}]: unknown type {:?} ignored",
+                        "config: {at}.metrics[{j}]: unknown type {:?} ignored",
                         m.kind
                     )),
                 }
@@ -181,11 +161,7 @@ impl Config {
         }
         let mut system = Vec::new();
         for (j, m) in raw.system_metrics.iter().enumerate() {
-            let p = match &m.period {
-                Some(p) => parse_period(p)
-                    .map_err(|e| format!("config: system_metrics[{j}].period: {e}"))?,
-                None => root,
-            };
+            let p = period(&m.period, &format!("system_metrics[{j}]."), root)?;
             match SysGroup::from_name(&m.kind) {
                 Some(g) => system.push((g, p)),
                 None => warn(format!(
@@ -219,50 +195,9 @@ impl Config {
     }
 }
 
-/// A period: a number with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`), as
-/// neuron-monitor writes them (`"1s"`, `"500ms"`, `"1.5s"`); a bare number is
-/// seconds. Zero and negative periods are refused.
-pub fn parse_period(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a period (e.g. \"5s\", \"200ms\")"))?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (ns, us, ms, s, m, h)")),
-    };
-    let secs = v * scale;
-    if !(secs.is_finite() && secs > 0.0 && secs < 1e9) {
-        return Err(format!("{s:?}: a period must be positive"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn periods_parse() {
-        assert_eq!(parse_period("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_period("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_period("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_period("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_period("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_period("0s").is_err());
-        assert!(parse_period("fast").is_err());
-        assert!(parse_period("5 parsecs").is_err());
-        assert!(parse_period("").is_err());
-    }
 
     #[test]
     fn the_guides_example_config_parses() {

@@ -7,24 +7,33 @@
 //! recomputes every group; a group with a longer period than the tick repeats
 //! its last values, unchanged, in the documents between its updates.
 //!
-//! Counts are per-period deltas of the slab's monotone counters. A runtime's
-//! first report counts from zero (its period runs from the process's start),
-//! so the deltas of every report about a runtime add up to its cumulative
-//! counters: a monitor that starts late, or a period in which the slab could
-//! not be read, loses no count (the baseline only moves on a good read).
+//! Counts are per-period deltas of the slab's monotone counters. A runtime is
+//! one writer of a slab: a new writer (another lock holder, pid and start
+//! time; another tag; the slab committed again; counters going back) is a new
+//! runtime, whose first report counts from zero (its period runs from the
+//! writer's start). So the deltas of every report about a runtime add up to
+//! its cumulative counters: a monitor that starts late, or a period in which
+//! the slab could not be read, loses no count (the baseline only moves on a
+//! good read). The report in which a writer is first seen gone forces every
+//! group: its final counters, with `error` "" (consumers skip an entry with
+//! an error) and `state` `exited`; the exit is also a line in the log.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xunds::nds::RecordRead;
+use xunds::nds::Counters;
+use xunds::wire::nds::counters::NcCounter;
 
 use super::config::{Config, RtGroup, SysGroup};
-use super::report::{self, Document, HardwareInfo, InstanceInfo, Report, RuntimeEntry, SystemData};
+use super::report::{self, Document, Group, Report, RuntimeEntry, SystemData};
 use super::sys;
-use super::watch::{self, Counters, Owner, Sample, Watch};
+use super::watch::{self, Sample, Watch};
 
-/// How long a discovered runtime that exited stays in the Prometheus
-/// scrapes (it leaves the JSON documents after its final report).
+/// How long a discovered runtime stays reported after its exit (its final
+/// counters stay in the documents and the scrapes; a consumer that resets
+/// when no runtime is left keeps them that long), and how long a discovered
+/// slab that cannot be read stays before it is forgotten.
 pub const LINGER: Duration = Duration::from_secs(60);
 
 /// Where the monitor finds slabs.
@@ -32,8 +41,8 @@ pub const LINGER: Duration = Duration::from_secs(60);
 pub enum Sources {
     /// These paths, always reported (with an error while unreadable).
     Paths(Vec<PathBuf>),
-    /// Every `xunds-<pid>.nds` in this directory whose process is alive
-    /// when first seen.
+    /// Every `xunds-<pid>.nds` in this directory that a running process
+    /// writes.
     Dir(PathBuf),
 }
 
@@ -47,31 +56,65 @@ struct Base {
     cpu: Option<(u64, u64)>,
 }
 
+/// The writer of a runtime's slab, as far as the reads have shown it.
+#[derive(Clone, Debug, Default)]
+struct Writer {
+    /// 0 when unknown.
+    pid: u32,
+    /// The lock holder last seen: pid and start time (clock ticks after
+    /// boot), which tell a new process from an old one with the same pid.
+    holder: Option<(u32, Option<u64>)>,
+    /// The last fresh process-info tag.
+    tag: Option<String>,
+    /// Held the lock at the last good read.
+    alive: bool,
+}
+
+/// Counters that only ever grow while a writer lives.
+const MONOTONE: [NcCounter; 5] = [
+    NcCounter::InferenceCount,
+    NcCounter::InferCompleted,
+    NcCounter::InferCompletedWithErr,
+    NcCounter::LatencyTotal,
+    NcCounter::MacCount,
+];
+
+/// Any monotone counter below `earlier`'s: the counters restarted.
+fn went_back(now: &Counters, earlier: &Counters) -> bool {
+    (0..xunds::nds::index::CORES).any(|core| {
+        MONOTONE
+            .iter()
+            .any(|c| now.nc(core, *c) < earlier.nc(core, *c))
+    })
+}
+
 /// A watched runtime.
 pub struct Runtime {
     watch: Watch,
-    /// Reported even while unreadable.
+    /// Named on the command line: reported even while unreadable, never
+    /// forgotten.
     explicit: bool,
     started: Option<Instant>,
-    latest: Option<Sample>,
+    /// The last good read.
+    pub latest: Option<Sample>,
+    /// When the last good read was.
+    read_at: Instant,
     read_error: Option<String>,
     notes: Vec<String>,
-    tag: String,
+    /// `None` until the first good read.
+    writer: Option<Writer>,
     bases: [Option<Base>; 4],
-    report: Report,
-    /// When the exit was seen and its final deltas reported.
-    exit_reported: Option<Instant>,
-    /// Tell the groups to report now (exit, restart).
+    /// The last computed groups.
+    pub report: Report,
+    /// Each group's last value computed without an error (what a gauge
+    /// shows until the next good one, as the companion keeps it).
+    pub good: Report,
+    /// When the writer's exit was first seen (and its final report made).
+    exited_at: Option<Instant>,
+    /// Tell the groups to report now (exit, new writer).
     force: bool,
-    /// The watch's generation the baselines belong to: a newer one is a
-    /// re-attach not yet acted on (whichever sample, a period's or a
-    /// scrape's, made it).
+    /// The watch's generation the baselines belong to.
     generation_seen: u64,
-    /// The watch's exit count the last forced report was for: a larger one
-    /// is an exit not yet reported.
-    exits_seen: u64,
-    /// The mean total latency of the last period that had executions.
-    last_mean: Option<f64>,
 }
 
 impl Runtime {
@@ -81,16 +124,16 @@ impl Runtime {
             explicit,
             started: None,
             latest: None,
+            read_at: Instant::now(),
             read_error: None,
             notes: Vec::new(),
-            tag: String::new(),
-            bases: [None, None, None, None],
+            writer: None,
+            bases: Default::default(),
             report: Report::default(),
-            exit_reported: None,
+            good: Report::default(),
+            exited_at: None,
             force: false,
             generation_seen: 0,
-            exits_seen: 0,
-            last_mean: None,
         }
     }
 
@@ -99,265 +142,256 @@ impl Runtime {
         self.watch.path()
     }
 
-    /// The writing process.
-    pub fn owner(&self) -> Owner {
-        self.watch.owner()
+    /// The writing process's pid (0 when unknown).
+    pub fn pid(&self) -> u32 {
+        self.writer.as_ref().map_or(0, |w| w.pid)
     }
 
-    /// The last good read.
-    pub fn latest(&self) -> Option<&Sample> {
-        self.latest.as_ref()
+    /// `running`, `exited` or `unknown`.
+    pub fn state(&self) -> &'static str {
+        match &self.writer {
+            Some(w) if w.alive => "running",
+            Some(w) if w.holder.is_some() || w.pid != 0 => "exited",
+            _ => "unknown",
+        }
     }
 
-    /// The tag (the pid when none was published).
-    pub fn tag(&self) -> &str {
-        &self.tag
+    /// The tag as the Neuron runtime sets it: the published one, else the
+    /// pid ("" when neither is known).
+    pub fn tag(&self) -> String {
+        match &self.writer {
+            Some(Writer { tag: Some(t), .. }) => t.clone(),
+            _ if self.pid() != 0 => self.pid().to_string(),
+            _ => String::new(),
+        }
     }
 
     /// The runtime-level error ("" when fine).
     pub fn error(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        if let Some(e) = &self.read_error {
-            parts.push(e.clone());
-        }
-        parts.extend(self.notes.iter().cloned());
-        if let Owner::Exited { pid } = self.owner() {
-            parts.push(format!(
-                "process {pid} has exited; these are its final counters"
-            ));
-        }
-        parts.join("; ")
-    }
-
-    /// The mean total latency (seconds) of the last period with executions.
-    pub fn last_mean_latency(&self) -> Option<f64> {
-        self.last_mean
-    }
-
-    /// The last computed groups.
-    pub fn report(&self) -> &Report {
-        &self.report
+        let parts = self.read_error.iter().chain(&self.notes);
+        parts.cloned().collect::<Vec<_>>().join("; ")
     }
 
     /// Read the slab once more (a scrape): the cumulative counters now. A
-    /// re-attach or an exit this read finds is counted by the watch and
-    /// acted on by the next period's [`Runtime::read`].
+    /// new writer or an exit this read finds is acted on by the next
+    /// period's [`Runtime::read`], which compares the writer itself.
     pub fn fresh_sample(&mut self) -> Result<Sample, String> {
         self.watch.sample().map(|(s, _)| s)
     }
 
-    fn read(&mut self) {
+    /// Read the slab for a period; `log` gets a line for an exit.
+    fn read(&mut self, log: &mut Vec<String>) {
         self.notes.clear();
-        match self.watch.sample() {
-            Ok((s, note)) => {
-                self.notes.extend(note);
-                // Against the generation the baselines were taken in, not
-                // the one before this call: a scrape since the last period
-                // may have been the sample that re-attached.
-                let generation = self.watch.generation();
-                let reattached = generation != self.generation_seen;
-                self.generation_seen = generation;
-                if reattached
-                    || self
-                        .latest
-                        .as_ref()
-                        .is_some_and(|l| s.counters.went_back(&l.counters))
-                {
-                    self.notes.push(
-                        "slab re-created (counters went back or it was re-attached): counting from zero again".into(),
-                    );
-                    self.bases = [None, None, None, None];
-                    self.started = None;
-                }
-                if let Some(e) = watch::record_error("process info", &s.snap.process_info) {
-                    self.notes.push(e);
-                }
-                self.tag = match &s.snap.process_info {
-                    RecordRead::Fresh(p) if !p.tag_str().is_empty() => p.tag_str().into_owned(),
-                    _ => self.owner().pid().to_string(),
-                };
-                if self.started.is_none() {
-                    self.started = Some(self.watch.started());
-                }
-                self.latest = Some(s);
-                self.read_error = None;
-            }
+        let (s, note) = match self.watch.sample() {
+            Ok(x) => x,
             Err(e) => {
                 self.read_error = Some(e);
-                if self.tag.is_empty() {
-                    self.tag = self.owner().pid().to_string();
-                }
+                return;
             }
+        };
+        self.read_error = None;
+        self.read_at = Instant::now();
+        self.notes.extend(note);
+        let holder = s.holder.map(|pid| (pid, sys::start_ticks(pid)));
+        let tag = s.tag();
+        let generation = self.watch.generation();
+        fn differs<T: PartialEq>(now: &Option<T>, was: &Option<T>) -> bool {
+            now.is_some() && was.is_some() && now != was
         }
-        // Likewise an exit a scrape saw first still forces the final report.
-        let exits = self.watch.exits();
-        if exits != self.exits_seen {
-            self.exits_seen = exits;
+        let new_writer = self.writer.as_ref().is_some_and(|w| {
+            generation != self.generation_seen
+                || differs(&holder, &w.holder)
+                || differs(&tag, &w.tag)
+                || (self.latest.as_ref()).is_some_and(|l| went_back(&s.counters, &l.counters))
+        });
+        self.generation_seen = generation;
+        if new_writer {
+            self.notes
+                .push("a new writer took over the slab: counting from zero again".into());
+            self.writer = None;
+            self.bases = Default::default();
+            self.started = None;
+            self.exited_at = None;
+        }
+        let first = self.writer.is_none();
+        let w = self.writer.get_or_insert_with(Writer::default);
+        let was_alive = w.alive;
+        w.tag = tag.or(w.tag.take());
+        w.alive = holder.is_some();
+        if let Some((pid, _)) = holder {
+            (w.pid, w.holder) = (pid, holder);
+        } else if w.pid == 0 {
+            // Gone before it was seen: the pid its default name or its
+            // default tag (the pid) carries.
+            w.pid = watch::pid_from_name(self.watch.path())
+                .or_else(|| w.tag.as_deref()?.parse().ok())
+                .unwrap_or(0);
+        }
+        let (pid, alive) = (w.pid, w.alive);
+        if !alive && (was_alive || first) && self.exited_at.is_none() && (pid != 0 || !first) {
+            self.exited_at = Some(Instant::now());
             self.force = true;
+            log.push(format!(
+                "{}: process {pid} (tag {:?}) has exited; its final counters are in this report",
+                self.path().display(),
+                self.tag()
+            ));
         }
+        self.notes
+            .extend(watch::record_error("process info", &s.snap.process_info));
+        if self.started.is_none() {
+            self.started = Some(self.start_instant(alive.then_some(pid)));
+        }
+        self.latest = Some(s);
+    }
+
+    /// When the writer started: its process's start, else the slab file's
+    /// modification time, else now.
+    fn start_instant(&self, alive: Option<u32>) -> Instant {
+        let since = alive.and_then(sys::process_age).or_else(|| {
+            let t = std::fs::metadata(self.path()).ok()?.modified().ok()?;
+            std::time::SystemTime::now().duration_since(t).ok()
+        });
+        let now = Instant::now();
+        now.checked_sub(since.unwrap_or_default()).unwrap_or(now)
     }
 
     /// Recompute the groups that are due (all when forced).
     fn update(&mut self, now: Instant, clock: &Clock, groups: &[(RtGroup, Duration)], tck: u64) {
         let force = std::mem::take(&mut self.force);
         let err = self.error();
-        for (g, period) in groups {
-            let i = *g as usize;
-            let due = force || clock.due(self.bases[i].as_ref().map(|b| b.tick), *period);
-            if !due {
+        let (pid, state) = (self.pid(), self.state());
+        let r = &mut self.report;
+        for &(g, period) in groups {
+            let base = &mut self.bases[g as usize];
+            if !force && !clock.due(base.as_ref().map(|b| b.tick), period) {
                 continue;
             }
-            let Some(s) = &self.latest else {
-                // Never read: report the group empty with the error.
-                self.set_empty(*g, &err);
+            let Some(s) = self.latest.as_ref().filter(|_| self.read_error.is_none()) else {
+                // Never read: the group empty with the error. Not read this
+                // time: keep the baseline (the next good read reports what
+                // grew meanwhile, so no count is lost), report no growth
+                // now (none is counted twice), keep the last memory values,
+                // say why.
+                let keep_last = self.latest.is_some() && g == RtGroup::MemoryUsed;
+                match g {
+                    RtGroup::ExecutionStats => mark(&mut r.execution_stats, &err, keep_last),
+                    RtGroup::NeuroncoreCounters => {
+                        mark(&mut r.neuroncore_counters, &err, keep_last)
+                    }
+                    RtGroup::MemoryUsed => mark(&mut r.memory_used, &err, keep_last),
+                    RtGroup::VcpuUsage => mark(&mut r.neuron_runtime_vcpu_usage, &err, keep_last),
+                }
                 continue;
             };
-            if self.read_error.is_some() {
-                // Not read this time: keep the baseline (the next good read
-                // reports what grew meanwhile, so no count is lost), report
-                // no growth now (none is counted twice), keep the last
-                // memory values, say why.
-                match g {
-                    RtGroup::MemoryUsed => self.set_error(*g, &err),
-                    _ => self.set_empty(*g, &err),
-                }
-                continue;
-            }
-            let started = self.started.unwrap_or(now);
-            let zero;
-            let (was, at, cpu_was) = match &self.bases[i] {
+            let (was, at, cpu_was) = match base {
                 Some(b) => (&b.counters, b.at, b.cpu),
-                None => {
-                    zero = Counters::zero();
-                    (&zero, started, Some((0, 0)))
-                }
+                None => (&Counters::ZERO, self.started.unwrap_or(now), Some((0, 0))),
             };
             let secs = now.duration_since(at).as_secs_f64();
             let mut cpu_now = None;
             match g {
                 RtGroup::ExecutionStats => {
-                    let mut e = report::execution_stats(&s.counters, was, secs);
-                    e.error = err.clone();
-                    if let Some(m) = e.latency_stats.mean.total_latency {
-                        self.last_mean = Some(m);
-                    }
-                    self.report.execution_stats = Some(e);
+                    let e = report::execution_stats(&s.counters, was, secs);
+                    r.execution_stats = Some(with_error(e, &err));
                 }
                 RtGroup::NeuroncoreCounters => {
-                    let mut n = report::neuroncore_counters(&s.counters, was, secs);
-                    n.error = err.clone();
-                    self.report.neuroncore_counters = Some(n);
+                    let n = report::neuroncore_counters(&s.counters, was, secs);
+                    r.neuroncore_counters = Some(with_error(n, &err));
                 }
                 RtGroup::MemoryUsed => {
-                    let mut m = report::memory_used(s, was, secs);
-                    m.error = join(&m.error, &err);
-                    if !matches!(self.owner(), Owner::Alive { .. }) {
-                        m.loaded_models
-                            .iter_mut()
-                            .for_each(|x| x.is_running = false);
-                    }
-                    self.report.memory_used = Some(m);
+                    let mut m = with_error(report::memory_used(s, was, secs), &err);
+                    let running = state == "running";
+                    m.loaded_models
+                        .iter_mut()
+                        .for_each(|x| x.is_running &= running);
+                    r.memory_used = Some(m);
                 }
                 RtGroup::VcpuUsage => {
-                    let v = match self.owner() {
-                        Owner::Alive { pid } => match sys::process_cpu_ticks(pid) {
-                            Ok(t) => {
-                                cpu_now = Some(t);
-                                report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck)
-                            }
-                            Err(e) => with_error(secs, e),
-                        },
-                        Owner::Exited { pid } => {
-                            with_error(secs, format!("process {pid} has exited"))
-                        }
-                        Owner::Unknown => {
-                            with_error(secs, "no writer holds this slab's lock".into())
-                        }
+                    let ticks = match state {
+                        "running" => sys::process_cpu_ticks(pid),
+                        "exited" => Err(format!("process {pid} has exited")),
+                        _ => Err("no writer holds this slab's lock".into()),
                     };
-                    self.report.neuron_runtime_vcpu_usage = Some(v);
+                    cpu_now = ticks.as_ref().ok().copied();
+                    let v = match ticks {
+                        Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
+                        Err(e) => report::RuntimeVcpu {
+                            period: secs,
+                            error: e,
+                            ..Default::default()
+                        },
+                    };
+                    r.neuron_runtime_vcpu_usage = Some(v);
                 }
             }
-            self.bases[i] = Some(Base {
+            let counters = s.counters.clone();
+            *base = Some(Base {
                 at: now,
                 tick: clock.n,
-                counters: s.counters.clone(),
+                counters,
                 cpu: cpu_now,
             });
         }
-        // Groups the configuration no longer enables for this runtime.
+        // Each group's last good value; the groups the configuration no
+        // longer enables for this runtime go.
         let on = |g: RtGroup| groups.iter().any(|(x, _)| *x == g);
-        if !on(RtGroup::ExecutionStats) {
-            self.report.execution_stats = None;
-        }
-        if !on(RtGroup::NeuroncoreCounters) {
-            self.report.neuroncore_counters = None;
-        }
-        if !on(RtGroup::MemoryUsed) {
-            self.report.memory_used = None;
-        }
-        if !on(RtGroup::VcpuUsage) {
-            self.report.neuron_runtime_vcpu_usage = None;
-        }
-    }
-
-    fn set_empty(&mut self, g: RtGroup, err: &str) {
-        let r = &mut self.report;
-        match g {
-            RtGroup::ExecutionStats => {
-                r.execution_stats = Some(report::ExecutionStats {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-            RtGroup::NeuroncoreCounters => {
-                r.neuroncore_counters = Some(report::NeuroncoreCounters {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-            RtGroup::MemoryUsed => {
-                r.memory_used = Some(report::MemoryUsed {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-            RtGroup::VcpuUsage => {
-                r.neuron_runtime_vcpu_usage = Some(report::RuntimeVcpu {
-                    error: err.into(),
-                    ..Default::default()
-                })
-            }
-        }
-    }
-
-    fn set_error(&mut self, g: RtGroup, err: &str) {
-        let r = &mut self.report;
-        let slot: Option<&mut String> = match g {
-            RtGroup::ExecutionStats => r.execution_stats.as_mut().map(|x| &mut x.error),
-            RtGroup::NeuroncoreCounters => r.neuroncore_counters.as_mut().map(|x| &mut x.error),
-            RtGroup::MemoryUsed => r.memory_used.as_mut().map(|x| &mut x.error),
-            RtGroup::VcpuUsage => r.neuron_runtime_vcpu_usage.as_mut().map(|x| &mut x.error),
-        };
-        match slot {
-            Some(e) => *e = err.into(),
-            None => self.set_empty(g, err),
-        }
+        let good = &mut self.good;
+        keep(
+            &mut r.execution_stats,
+            &mut good.execution_stats,
+            on(RtGroup::ExecutionStats),
+        );
+        keep(
+            &mut r.neuroncore_counters,
+            &mut good.neuroncore_counters,
+            on(RtGroup::NeuroncoreCounters),
+        );
+        keep(
+            &mut r.memory_used,
+            &mut good.memory_used,
+            on(RtGroup::MemoryUsed),
+        );
+        keep(
+            &mut r.neuron_runtime_vcpu_usage,
+            &mut good.neuron_runtime_vcpu_usage,
+            on(RtGroup::VcpuUsage),
+        );
     }
 }
 
-fn with_error(secs: f64, e: String) -> report::RuntimeVcpu {
-    report::RuntimeVcpu {
-        period: secs,
-        error: e,
-        ..Default::default()
+/// Set a group's error to `err`: on its last value when `keep_last` and
+/// there is one, else on an empty group (no growth).
+fn mark<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
+    let x = slot.get_or_insert_with(T::default);
+    if !keep_last {
+        *x = T::default();
     }
+    *x.error_mut() = err.into();
 }
 
-fn join(a: &str, b: &str) -> String {
-    match (a.is_empty(), b.is_empty()) {
-        (true, _) => b.to_string(),
-        (_, true) => a.to_string(),
-        _ => format!("{a}; {b}"),
+/// `g` with `err` added to its own error.
+fn with_error<T: Group>(mut g: T, err: &str) -> T {
+    let e = g.error_mut();
+    *e = [e.as_str(), err]
+        .iter()
+        .filter(|x| !x.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("; ");
+    g
+}
+
+/// Copy a group computed without an error to `good`; drop it when it is
+/// not `on`.
+fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
+    if let Some(x) = now.as_mut() {
+        if x.error_mut().is_empty() {
+            *good = Some(x.clone());
+        }
+    }
+    if !on {
+        *now = None;
     }
 }
 
@@ -383,11 +417,13 @@ impl Clock {
     }
 }
 
-/// The system groups' state.
+/// The system groups' state: each group's last computation (time and
+/// tick), the `/proc/stat` reading the next vCPU use starts from, and the
+/// values.
 #[derive(Default)]
 struct SystemState {
-    stat_base: Option<(Instant, u64, sys::ProcStat)>,
-    mem_at: Option<(Instant, u64)>,
+    at: [Option<(Instant, u64)>; 3],
+    stat: sys::ProcStat,
     data: SystemData,
 }
 
@@ -396,12 +432,11 @@ pub struct Monitor {
     sources: Sources,
     config: Config,
     runtimes: Vec<Runtime>,
-    /// Discovered slabs whose process was already gone when first seen.
-    ignored: Vec<PathBuf>,
     system: SystemState,
     tck: u64,
     boot: Instant,
     clock: Clock,
+    log: Vec<String>,
 }
 
 impl Monitor {
@@ -412,24 +447,18 @@ impl Monitor {
             Sources::Paths(ps) => ps.iter().map(|p| Runtime::new(p.clone(), true)).collect(),
             Sources::Dir(_) => Vec::new(),
         };
-        let up = std::fs::read_to_string("/proc/uptime")
-            .ok()
-            .and_then(|s| s.split_ascii_whitespace().next()?.parse::<f64>().ok())
-            .unwrap_or(0.0);
         let now = Instant::now();
-        let config_tick = config.tick(default);
+        let up = sys::uptime().unwrap_or_default();
+        let tick = config.tick(default);
         Monitor {
             sources,
             config,
             runtimes,
-            ignored: Vec::new(),
             system: SystemState::default(),
             tck: sys::clk_tck(),
-            boot: now.checked_sub(Duration::from_secs_f64(up)).unwrap_or(now),
-            clock: Clock {
-                tick: config_tick,
-                n: 0,
-            },
+            boot: now.checked_sub(up).unwrap_or(now),
+            clock: Clock { tick, n: 0 },
+            log: Vec::new(),
         }
     }
 
@@ -443,74 +472,79 @@ impl Monitor {
         &self.system.data
     }
 
-    /// The runtimes currently reported (tag filter applied), including
-    /// discovered ones whose exit was reported within [`LINGER`] (so a
-    /// Prometheus scrape after a short run still sees its final counters).
+    /// The lines to log since the last call (exits seen).
+    pub fn take_log(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Why each named slab could not be read at the last tick.
+    pub fn unreadable(&self) -> Vec<String> {
+        let named = self.runtimes.iter().filter(|r| r.explicit);
+        named.filter_map(|r| r.read_error.clone()).collect()
+    }
+
+    /// The runtimes currently reported (tag filter applied).
     pub fn runtimes(&mut self) -> impl Iterator<Item = &mut Runtime> + '_ {
         let config = &self.config;
         self.runtimes
             .iter_mut()
-            .filter(move |r| r.latest.is_none() || config.rule_for(&r.tag).is_some())
+            .filter(move |r| r.latest.is_none() || config.rule_for(&r.tag()).is_some())
     }
 
+    /// Add the slabs in the directory a running process may write: a
+    /// default name whose pid is running (a dead pid's slab is left behind,
+    /// not a runtime, and costs one `stat` of `/proc`). One pass over the
+    /// directory, one set lookup per name: linear in the slabs.
     fn discover(&mut self) {
         let Sources::Dir(dir) = &self.sources else {
             return;
         };
+        let known: HashSet<PathBuf> = self.runtimes.iter().map(|r| r.path().into()).collect();
         // A directory that cannot be read (yet) holds no runtime this tick.
         for p in watch::discover(dir).unwrap_or_default() {
-            if self.ignored.contains(&p) || self.runtimes.iter().any(|r| r.path() == p) {
-                continue;
+            let running = watch::pid_from_name(&p)
+                .is_some_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
+            if running && !known.contains(&p) {
+                self.runtimes.push(Runtime::new(p, false));
             }
-            let mut r = Runtime::new(p.clone(), false);
-            r.read();
-            if matches!(r.owner(), Owner::Exited { .. }) {
-                // A slab an earlier run left behind: not a running runtime.
-                self.ignored.push(p);
-                continue;
-            }
-            self.runtimes.push(r);
         }
-        // Forget ignored names that are gone (a new process may reuse one).
-        self.ignored.retain(|p| p.exists());
     }
 
     /// One tick: read every slab, recompute the due groups, and return the
     /// document.
     pub fn tick(&mut self) -> Document {
-        // Discovered runtimes whose exit was reported leave the documents at
-        // once and the scrapes after LINGER.
-        self.runtimes
-            .retain(|r| r.explicit || r.exit_reported.is_none_or(|t| t.elapsed() < LINGER));
         self.discover();
         self.clock.n += 1;
         let now = Instant::now();
         for r in &mut self.runtimes {
-            if r.exit_reported.is_none() || r.explicit {
-                r.read();
-            }
+            r.read(&mut self.log);
         }
+        // A discovered slab is a runtime once a good read found its writer
+        // running; it is forgotten LINGER after its exit was reported, or
+        // after its last good read.
+        self.runtimes.retain(|r| {
+            r.explicit
+                || match (&r.writer, r.exited_at) {
+                    (_, Some(t)) => now.duration_since(t) < LINGER,
+                    (Some(w), None) => w.alive || now.duration_since(r.read_at) < LINGER,
+                    (None, None) => false,
+                }
+        });
         let mut entries = Vec::new();
         for r in &mut self.runtimes {
-            if r.exit_reported.is_some() && !r.explicit {
-                continue;
-            }
-            let groups = match self.config.rule_for(&r.tag) {
+            let groups = match self.config.rule_for(&r.tag()) {
                 Some(rule) => rule.groups.clone(),
-                None if r.latest.is_none() => {
-                    RtGroup::ALL.iter().map(|g| (*g, Duration::MAX)).collect()
-                }
+                None if r.latest.is_none() => RtGroup::ALL.map(|g| (g, Duration::MAX)).to_vec(),
                 None => continue,
             };
             r.update(now, &self.clock, &groups, self.tck);
-            if matches!(r.owner(), Owner::Exited { .. }) && r.exit_reported.is_none() {
-                r.exit_reported = Some(now);
-            }
             entries.push(RuntimeEntry {
-                pid: r.owner().pid(),
-                neuron_runtime_tag: r.tag.clone(),
+                pid: r.pid(),
+                address: String::new(),
+                neuron_runtime_tag: r.tag(),
                 error: r.error(),
                 report: r.report.clone(),
+                state: r.state(),
                 slab: r.path().display().to_string(),
             });
         }
@@ -518,74 +552,56 @@ impl Monitor {
         Document {
             neuron_runtime_data: entries,
             system_data: self.system.data.clone(),
-            instance_info: InstanceInfo::default(),
-            neuron_hardware_info: HardwareInfo::offline(),
+            instance_info: report::instance_info(),
+            neuron_hardware_info: report::hardware_info(),
         }
     }
 
+    /// Recompute the system groups that are due; a group's `period` runs
+    /// from its last computation, or from the boot.
     fn update_system(&mut self, now: Instant) {
-        let groups = self.config.system.clone();
-        let st = &mut self.system;
-        let clock = self.clock;
-        let on = |g: SysGroup| groups.iter().any(|(x, _)| *x == g);
-        for (g, p) in &groups {
-            match g {
-                SysGroup::HwCounters => st.data.neuron_hw_counters = Some(serde_json::Value::Null),
-                SysGroup::VcpuUsage => {
-                    if !clock.due(st.stat_base.as_ref().map(|b| b.1), *p) {
-                        continue;
-                    }
-                    let (was_at, _, was) =
-                        st.stat_base
-                            .clone()
-                            .unwrap_or((self.boot, 0, sys::ProcStat::default()));
-                    let secs = now.duration_since(was_at).as_secs_f64();
-                    st.data.vcpu_usage = Some(match sys::proc_stat() {
-                        Ok(s) => {
-                            let v = report::vcpu_usage(&s, &was, secs);
-                            st.stat_base = Some((now, clock.n, s));
-                            v
-                        }
-                        Err(e) => report::VcpuUsage {
-                            period: secs,
-                            error: e,
-                            ..Default::default()
-                        },
-                    });
-                }
-                SysGroup::MemoryInfo => {
-                    if !clock.due(st.mem_at.map(|m| m.1), *p) {
-                        continue;
-                    }
+        let (st, clock) = (&mut self.system, self.clock);
+        for g in SysGroup::ALL {
+            let on = self.config.system.iter().find(|x| x.0 == g);
+            let at = &mut st.at[g as usize];
+            let d = &mut st.data;
+            match on {
+                None => match g {
+                    SysGroup::HwCounters => d.neuron_hw_counters = None,
+                    SysGroup::VcpuUsage => d.vcpu_usage = None,
+                    SysGroup::MemoryInfo => d.memory_info = None,
+                },
+                Some(&(_, p)) if clock.due(at.map(|a| a.1), p) => {
+                    let prev = at.replace((now, clock.n));
                     let secs = now
-                        .duration_since(st.mem_at.map_or(now, |m| m.0))
+                        .duration_since(prev.map_or(self.boot, |a| a.0))
                         .as_secs_f64();
-                    st.mem_at = Some((now, clock.n));
-                    let mut m = report::MemoryInfo {
-                        period: secs,
-                        ..Default::default()
-                    };
-                    match sys::meminfo() {
-                        Ok((t, u, st_, su)) => {
-                            m.memory_total_bytes = t;
-                            m.memory_used_bytes = u;
-                            m.swap_total_bytes = st_;
-                            m.swap_used_bytes = su;
+                    match g {
+                        SysGroup::HwCounters => {
+                            d.neuron_hw_counters = Some(report::HwCounters(secs))
                         }
-                        Err(e) => m.error = e,
+                        SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
+                        SysGroup::VcpuUsage => match sys::proc_stat() {
+                            Ok(s) => {
+                                d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
+                                st.stat = s;
+                            }
+                            Err(error) => {
+                                // A failed read keeps its baseline (time and
+                                // reading) for the next one.
+                                *at = prev;
+                                let v = report::VcpuUsage {
+                                    period: secs,
+                                    error,
+                                    ..Default::default()
+                                };
+                                d.vcpu_usage = Some(v);
+                            }
+                        },
                     }
-                    st.data.memory_info = Some(m);
                 }
+                Some(_) => {}
             }
-        }
-        if !on(SysGroup::HwCounters) {
-            st.data.neuron_hw_counters = None;
-        }
-        if !on(SysGroup::VcpuUsage) {
-            st.data.vcpu_usage = None;
-        }
-        if !on(SysGroup::MemoryInfo) {
-            st.data.memory_info = None;
         }
     }
 }
@@ -594,7 +610,8 @@ impl Monitor {
 mod tests {
     use super::*;
     use xunds::nds::{Counter, Writer};
-    use xunds::wire::nds::counters::NcCounter;
+    use xunds::wire::nds::c_string;
+    use xunds::wire::nds::process::{ProcessInfo, VersionInfo};
 
     use super::super::prom;
 
@@ -616,9 +633,24 @@ mod tests {
         }
     }
 
-    /// A slab this process writes, with `completed` executions on core 0.
-    fn writer(path: &Path, completed: u64) -> Writer {
+    /// A slab this process writes, tagged `tag`, with `completed`
+    /// executions on core 0.
+    fn writer(path: &Path, tag: &str, completed: u64) -> Writer {
         let w = Writer::create(path).unwrap();
+        let v = VersionInfo {
+            major: 0,
+            minor: 0,
+            build: 0,
+        };
+        w.publish_process_info(&ProcessInfo {
+            hash: 0,
+            framework_type: 0,
+            tag: c_string(tag),
+            framework_version: v,
+            fal_version: v,
+            runtime_version: v,
+        })
+        .unwrap();
         add(&w, completed);
         w
     }
@@ -628,53 +660,64 @@ mod tests {
         w.add(c, completed).unwrap();
     }
 
-    /// The one runtime's `completed` delta and its error.
-    fn completed(d: &Document) -> (u64, String) {
+    fn monitor(path: &Path, config: Config) -> Monitor {
+        let d = Duration::from_secs(1);
+        Monitor::new(Sources::Paths(vec![path.into()]), config, d)
+    }
+
+    /// The one runtime's `completed` delta, its error and its state.
+    fn completed(d: &Document) -> (u64, String, &'static str) {
         let rt = &d.neuron_runtime_data[0];
         let ex = rt.report.execution_stats.as_ref().expect("execution_stats");
-        (ex.execution_summary.completed, rt.error.clone())
+        let n = *ex.execution_summary.get("completed").unwrap();
+        (n, rt.error.clone(), rt.state)
     }
 
     /// A slab released and committed again by a second writer, with a
-    /// Prometheus scrape between the periods that is the read to re-attach:
-    /// the next period still counts the new slab from zero. (The watch used
-    /// to be compared before and after the period's own read only, so the
-    /// scrape's re-attach went unseen and, the new counters being above the
-    /// old ones, the first 10 of the second life were taken as the old
-    /// baseline and lost.)
+    /// Prometheus scrape between the periods that is the read to see the
+    /// new commit: the next period still counts the new slab from zero.
     #[test]
-    fn a_re_attach_a_scrape_made_still_resets_the_baselines() {
+    fn a_re_commit_a_scrape_saw_still_resets_the_baselines() {
         let path = TempPath::new("reattach");
-        let first = writer(&path.0, 10);
-        let mut m = Monitor::new(
-            Sources::Paths(vec![path.0.clone()]),
-            Config::all(Duration::from_secs(1)),
-            Duration::from_secs(1),
-        );
+        let first = writer(&path.0, "a", 10);
+        let mut m = monitor(&path.0, Config::all(Duration::from_secs(1)));
         assert_eq!(completed(&m.tick()).0, 10);
-        // The first life ends: the header goes back to zero. A scrape sees
-        // it detached and drops its mapping.
+        // The first life ends: the header goes back to zero.
         drop(first.release());
-        prom::render(&mut m).unwrap();
-        // The second life, on the same file, already past the first's
-        // counts; the next scrape attaches to it.
-        let _second = writer(&path.0, 15);
-        prom::render(&mut m).unwrap();
-        let (n, error) = completed(&m.tick());
+        prom::render(&mut m);
+        // The second life, same tag, already past the first's counts.
+        let _second = writer(&path.0, "a", 15);
+        prom::render(&mut m);
+        let (n, error, _) = completed(&m.tick());
         assert_eq!(n, 15, "the second life counts from zero: {error}");
-        assert!(error.contains("re-created"), "{error}");
+        assert!(error.contains("new writer"), "{error}");
     }
 
-    /// A writer that exits, with a Prometheus scrape between the periods
-    /// that is the read to see the exit: the next period still forces the
-    /// final report of every group, including one whose own period is not
-    /// due. (The scrape used to make the exit invisible to the period's
-    /// before-and-after comparison, so the slow group kept repeating its
-    /// value from before the last executions.)
+    /// A new writer that takes over a slab between two periods (its
+    /// counters already past the old writer's) is a new runtime counting
+    /// from zero: no release was seen, but the writer is another one.
     #[test]
-    fn an_exit_a_scrape_saw_first_still_forces_the_final_report() {
+    fn a_new_writer_past_the_old_counts_counts_from_zero() {
+        let path = TempPath::new("newwriter");
+        let first = writer(&path.0, "a", 10);
+        let mut m = monitor(&path.0, Config::all(Duration::from_secs(1)));
+        assert_eq!(completed(&m.tick()).0, 10);
+        drop(first);
+        let _second = writer(&path.0, "b", 25);
+        let (n, error, state) = completed(&m.tick());
+        assert_eq!(n, 25, "{error}");
+        assert_eq!(state, "running");
+        assert_eq!(m.tick().neuron_runtime_data[0].neuron_runtime_tag, "b");
+    }
+
+    /// A writer that exits, with a Prometheus scrape between the periods:
+    /// the next period forces the final report of every group, including
+    /// one whose own period is not due, with no error (consumers skip an
+    /// entry with one) and the state `exited`; the log says so.
+    #[test]
+    fn an_exit_is_a_final_report_without_an_error() {
         let path = TempPath::new("exit");
-        let w = writer(&path.0, 10);
+        let w = writer(&path.0, "x", 10);
         let config = Config::parse(
             r#"{"neuron_runtimes": [{"metrics": [
                 {"type": "execution_stats", "period": "1h"},
@@ -683,20 +726,26 @@ mod tests {
             &mut |w| panic!("{w}"),
         )
         .unwrap();
-        let mut m = Monitor::new(
-            Sources::Paths(vec![path.0.clone()]),
-            config,
-            Duration::from_secs(1),
-        );
-        assert_eq!(completed(&m.tick()), (10, String::new()));
-        // Five more, then the writer exits (its lock goes with it; the
-        // counters stay in the file).
+        let mut m = monitor(&path.0, config);
+        assert_eq!(completed(&m.tick()), (10, String::new(), "running"));
         add(&w, 5);
         drop(w);
-        prom::render(&mut m).unwrap();
-        let (n, error) = completed(&m.tick());
-        assert!(error.contains("has exited"), "{error}");
-        assert_eq!(n, 5, "the final report has the last five: {error}");
+        prom::render(&mut m);
+        assert_eq!(completed(&m.tick()), (5, String::new(), "exited"));
+        let log = m.take_log();
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert!(log[0].contains("has exited"), "{log:?}");
+        // Once.
+        m.tick();
+        assert!(m.take_log().is_empty());
+    }
+
+    #[test]
+    fn counters_going_back_are_a_restart() {
+        let mut a = Counters::ZERO;
+        a.nc[3][NcCounter::InferCompleted as usize] = 5;
+        assert!(went_back(&Counters::ZERO, &a));
+        assert!(!went_back(&a, &Counters::ZERO));
     }
 
     #[test]

@@ -6,11 +6,11 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `watch` | one slab: attach through the read-only reader, re-check the file before each read, find the writing process |
-//! | `sys` | `/proc` readers (process CPU and age, system CPU and memory) |
+//! | `watch` | one slab: open it, map it for each read through the read-only reader, find the writing process |
+//! | `sys` | `/proc` readers (process CPU, age and start, system CPU and memory) |
 //! | `config` | neuron-monitor's configuration file (`-c FILE`) |
 //! | `report` | the JSON document's types and how each metric group is computed |
-//! | `engine` | the state between periods: baselines, due groups, discovery |
+//! | `engine` | the state between periods: writers, baselines, due groups, discovery |
 //! | `prom` | the Prometheus exposition and its HTTP server |
 //! | `top` | the terminal view |
 
@@ -23,6 +23,7 @@ pub mod top;
 mod watch;
 
 use std::io::Write as _;
+use std::os::fd::AsFd as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,10 +39,15 @@ pub use watch::{discover, pid_from_name};
 /// document per period in neuron-monitor's shape (neuron_runtime_data with
 /// execution_stats, memory_used, neuroncore_counters and
 /// neuron_runtime_vcpu_usage; system_data; instance_info;
-/// neuron_hardware_info). Execution counts are per-period deltas; a
-/// runtime's first report counts from zero. What cannot be read is the
-/// `error` of its entry or group; the monitor keeps running. --prometheus
-/// serves /metrics with the names of neuron-monitor's Prometheus companion.
+/// neuron_hardware_info). A runtime is one writer, tagged as the Neuron
+/// runtime tags it (NEURON_PROCESS_TAG, else its pid). Execution counts are
+/// per-period deltas; a runtime's first report counts from zero, and the
+/// report in which its writer is seen gone carries its final counts with
+/// `state` "exited" (and a line on stderr). What cannot be read is the
+/// `error` of its entry or group and the monitor keeps running; with --once
+/// a named slab that cannot be read also exits 1, its reason on stderr.
+/// --prometheus serves /metrics as neuron-monitor's Prometheus companion
+/// exports the same documents.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MonitorArgs {
     /// Slab files to watch. Default: every slab `xunds run` leaves in its
@@ -53,7 +59,7 @@ pub struct MonitorArgs {
     pub dir: Option<PathBuf>,
     /// Time between documents (e.g. 5s, 200ms); a configuration file's
     /// periods take precedence.
-    #[arg(long, default_value = "5s", value_parser = config::parse_period)]
+    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
     pub period: Duration,
     /// Print one document (counting from each runtime's start) and exit.
     #[arg(long, conflicts_with = "prometheus")]
@@ -97,6 +103,21 @@ fn install_signals() {
     }
 }
 
+/// Write all of `bytes` to `out`, giving up on a stop signal (which
+/// interrupts a blocked write: the handler is installed without
+/// `SA_RESTART`).
+fn emit(out: &mut std::fs::File, mut bytes: &[u8]) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted && !stopping() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// `true` once SIGINT or SIGTERM arrived.
 pub fn stopping() -> bool {
     STOP.load(Ordering::Relaxed)
@@ -104,12 +125,9 @@ pub fn stopping() -> bool {
 
 /// Sleep until `deadline`, waking early on a stop signal.
 pub fn sleep_until(deadline: Instant) {
-    while !stopping() {
-        let now = Instant::now();
-        if now >= deadline {
-            return;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    while !stopping() && Instant::now() < deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
 
@@ -121,23 +139,36 @@ pub fn default_dir() -> PathBuf {
         .unwrap_or_else(std::env::temp_dir)
 }
 
-/// Build the monitor from the sources and configuration options.
+/// Build the monitor from the sources and configuration options; on an
+/// error, one line `<command>: <what>` on stderr and the exit code: 2 for
+/// a configuration that says something wrong, 1 for a file or directory
+/// that cannot be read.
 pub fn build(
+    command: &str,
     slabs: &[PathBuf],
     dir: Option<&PathBuf>,
     config: Option<&PathBuf>,
     period: Duration,
-) -> Result<Monitor, String> {
+) -> Result<Monitor, ExitCode> {
+    let fail = |code: u8, e: String| {
+        eprintln!("{command}: {e}");
+        ExitCode::from(code)
+    };
     let cfg = match config {
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            config::Config::parse(&text, period, &mut |w| eprintln!("xunds monitor: {w}"))
-                .map_err(|e| format!("{}: {e}", p.display()))?
+            let text =
+                std::fs::read_to_string(p).map_err(|e| fail(1, format!("{}: {e}", p.display())))?;
+            config::Config::parse(&text, period, &mut |w| eprintln!("{command}: {w}"))
+                .map_err(|e| fail(2, format!("{}: {e}", p.display())))?
         }
         None => config::Config::all(period),
     };
-    if let Some(d) = dir.filter(|d| !d.is_dir()) {
-        return Err(format!("--dir {}: not a directory", d.display()));
+    if let Some(d) = dir {
+        match std::fs::metadata(d) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(fail(1, format!("--dir {}: not a directory", d.display()))),
+            Err(e) => return Err(fail(1, format!("--dir {}: {e}", d.display()))),
+        }
     }
     let sources = if slabs.is_empty() {
         Sources::Dir(dir.cloned().unwrap_or_else(default_dir))
@@ -149,65 +180,71 @@ pub fn build(
 
 /// Run `xunds monitor`.
 pub fn main(args: MonitorArgs) -> ExitCode {
+    const ME: &str = "xunds monitor";
     install_signals();
-    let monitor = match build(
-        &args.slabs,
-        args.dir.as_ref(),
-        args.config.as_ref(),
-        args.period,
-    ) {
+    let (slabs, dir, config) = (&args.slabs, args.dir.as_ref(), args.config.as_ref());
+    let monitor = match build(ME, slabs, dir, config, args.period) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("xunds monitor: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let tick = monitor.tick_period();
     let monitor = Arc::new(Mutex::new(monitor));
     if let Some(a) = &args.prometheus {
         let addr = match prom::parse_addr(a) {
             Ok(x) => x,
-            Err(e) => {
-                eprintln!("xunds monitor: {e}");
-                return ExitCode::from(2);
-            }
+            Err(e) => return crate::usage_error(ME, e),
         };
         match prom::serve(addr, monitor.clone()) {
-            Ok(bound) => eprintln!("xunds monitor: serving http://{bound}/metrics"),
-            Err(e) => {
-                eprintln!("xunds monitor: {e}");
-                return ExitCode::FAILURE;
-            }
+            Ok(bound) => eprintln!("{ME}: serving http://{bound}/metrics"),
+            Err(e) => return crate::failure(ME, e),
         }
     }
     let limit = if args.once { Some(1) } else { args.count };
     let print = !(args.quiet && args.prometheus.is_some());
     let start = Instant::now();
     let mut n: u64 = 0;
-    let stdout = std::io::stdout();
+    // Our own descriptor of stdout, written without a buffer that retries
+    // an interrupted write: a stop signal ends a write blocked on a full
+    // pipe.
+    let mut out = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => return crate::failure(ME, format_args!("stdout: {e}")),
+    };
     loop {
-        let doc = match monitor.lock() {
-            Ok(mut m) => m.tick(),
-            Err(_) => {
-                eprintln!("xunds monitor: internal error: state poisoned");
-                return ExitCode::FAILURE;
-            }
+        let Ok(mut m) = monitor.lock() else {
+            return crate::failure(ME, "internal error: state poisoned");
         };
+        let doc = m.tick();
+        for line in m.take_log() {
+            eprintln!("{ME}: {line}");
+        }
+        // With --once, a named slab that could not be read fails the one
+        // document (its `error` says why there too).
+        let unreadable = if args.once {
+            m.unreadable()
+        } else {
+            Vec::new()
+        };
+        drop(m);
         if print {
             let line = match serde_json::to_string(&doc) {
                 Ok(l) => l,
-                Err(e) => {
-                    eprintln!("xunds monitor: {e}");
-                    return ExitCode::FAILURE;
-                }
+                Err(e) => return crate::failure(ME, e),
             };
-            let mut out = stdout.lock();
-            if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-                // The reader went away (`| head`): done, not a failure.
+            if emit(&mut out, format!("{line}\n").as_bytes()).is_err() {
+                // The reader went away (`| head`), or a stop signal came
+                // while a reader that does not read held the write: done,
+                // not a failure.
                 return ExitCode::SUCCESS;
             }
         }
         n += 1;
+        for e in &unreadable {
+            eprintln!("{ME}: {e}");
+        }
+        if !unreadable.is_empty() {
+            return ExitCode::FAILURE;
+        }
         if limit.is_some_and(|l| n >= l) || stopping() {
             return ExitCode::SUCCESS;
         }

@@ -1,48 +1,47 @@
 //! `xunds monitor --prometheus ADDR`: `/metrics` in the Prometheus text
-//! format, with the metric names, help texts and labels of neuron-monitor's
-//! Prometheus companion (`neuron-monitor-prometheus.py`), served natively.
+//! format, family for family and label for label what neuron-monitor's
+//! Prometheus companion (`neuron-monitor-prometheus.py`) exports for the
+//! same documents: runtimes are told apart by `runtime_tag` alone (two
+//! runtimes with one tag are one series, as there), and a family the
+//! documents give no value for has no sample (`execution_latency_seconds`:
+//! the datastore keeps no latency distribution; `hardware_ecc_events_total`:
+//! no driver).
 //!
-//! Differences from the companion, all in the user's favour:
-//! - counters (`execution_status_total`, `execution_errors_total`) are the
-//!   slab's cumulative values read at scrape time, not a sum of the JSON
-//!   deltas the companion happened to see: a scrape never loses a count;
-//! - runtime series carry a `pid` label next to `runtime_tag`, so two
-//!   processes with the same tag stay two series;
-//! - `execution_latency_seconds` has one sample, `percentile="mean"` (the
-//!   mean of the last period that had executions; the datastore keeps no
-//!   distribution).
+//! One difference, in the user's favour: the counters
+//! (`execution_status_total`, `execution_errors_total`) are the slab's
+//! cumulative values read at scrape time, not a sum of the deltas the
+//! companion happened to see, so a scrape never loses a count. Gauges that
+//! are rates over a period (utilization, vCPU use) come from the monitor's
+//! last period.
 //!
-//! Gauges that are rates over a period (utilization, vCPU use, the latency
-//! mean) come from the monitor's last period.
+//! The server is built so that no local client can stop it or starve the
+//! others: one thread polls every connection without blocking; at most
+//! [`MAX_CONNS`] are open (a new one closes the oldest); each gets
+//! [`CONN_TIME`] in all and [`MAX_HEAD`] bytes of request head, one
+//! request, one response and the connection is closed (pipelined requests
+//! are not read); running out of descriptors closes the oldest connection
+//! rather than the listener.
 
-use std::net::{SocketAddr, ToSocketAddrs as _};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs as _};
+use std::os::fd::AsRawFd as _;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use prometheus::{Encoder as _, GaugeVec, IntCounterVec, Opts, Registry, TextEncoder};
+use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
 
 use super::engine::Monitor;
-use super::report::{self, InstanceInfo};
+use super::report;
 
-/// The companion's instance labels, in its order.
-const INSTANCE_LABELS: [&str; 6] = [
-    "instance_name",
-    "instance_id",
-    "instance_type",
-    "availability_zone",
-    "region",
-    "subnet_id",
-];
-
-fn instance_values(i: &InstanceInfo) -> [&str; 6] {
-    [
-        &i.instance_name,
-        &i.instance_id,
-        &i.instance_type,
-        &i.instance_availability_zone,
-        &i.instance_region,
-        &i.subnet_id,
-    ]
-}
+/// Most connections open at once.
+pub const MAX_CONNS: usize = 64;
+/// Most bytes of a request's line and headers.
+pub const MAX_HEAD: usize = 8 * 1024;
+/// Longest a connection stays open (reading its request and writing the
+/// response).
+pub const CONN_TIME: Duration = Duration::from_secs(10);
 
 /// Where to listen: `PORT` or `:PORT` is loopback (127.0.0.1); anything
 /// else is `HOST:PORT` as given.
@@ -61,334 +60,380 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("--prometheus {s:?}: no address"))
 }
 
-struct Families {
-    status: IntCounterVec,
-    errors: IntCounterVec,
-    latency: GaugeVec,
-    util: GaugeVec,
-    mem: GaugeVec,
-    core_mem: Vec<(&'static str, GaugeVec)>,
-    rt_vcpu: GaugeVec,
+/// Label names and values of one sample.
+type Labels = Vec<(&'static str, String)>;
+
+/// The exposition being built: families by name, each with its help, type
+/// and samples by labels. A sample added twice under the same labels (two
+/// runtimes with one tag) adds for a counter and replaces for a gauge, as
+/// the companion's client library does.
+#[derive(Default)]
+struct Exposition {
+    families: BTreeMap<String, (String, &'static str, BTreeMap<Labels, f64>)>,
 }
 
-fn labels(extra: &[&'static str]) -> Vec<&'static str> {
-    let mut l = INSTANCE_LABELS.to_vec();
-    l.extend_from_slice(&["runtime_tag", "pid"]);
-    l.extend_from_slice(extra);
-    l
-}
+impl Exposition {
+    fn put(&mut self, name: &str, counter: bool, labels: Labels, v: f64) {
+        let kind = if counter { "counter" } else { "gauge" };
+        let f = self
+            .families
+            .entry(name.to_string())
+            .or_insert_with(|| (help(name), kind, BTreeMap::new()));
+        let slot = f.2.entry(labels).or_insert(0.0);
+        *slot = if counter { *slot + v } else { v };
+    }
 
-fn gauge(r: &Registry, name: &str, help: &str, l: &[&str]) -> Result<GaugeVec, prometheus::Error> {
-    let g = GaugeVec::new(Opts::new(name, help), l)?;
-    r.register(Box::new(g.clone()))?;
-    Ok(g)
-}
+    fn counter(&mut self, name: &str, labels: Labels, v: f64) {
+        self.put(name, true, labels, v);
+    }
 
-fn counter(
-    r: &Registry,
-    name: &str,
-    help: &str,
-    l: &[&str],
-) -> Result<IntCounterVec, prometheus::Error> {
-    let c = IntCounterVec::new(Opts::new(name, help), l)?;
-    r.register(Box::new(c.clone()))?;
-    Ok(c)
-}
+    fn gauge(&mut self, name: &str, labels: Labels, v: f64) {
+        self.put(name, false, labels, v);
+    }
 
-impl Families {
-    fn new(r: &Registry) -> Result<Families, prometheus::Error> {
-        let mut core_mem = Vec::new();
-        for kind in [
-            "constants",
-            "model_code",
-            "model_shared_scratchpad",
-            "runtime_memory",
-            "tensors",
-        ] {
-            core_mem.push((
-                kind,
-                gauge(
-                    r,
-                    &format!("neuroncore_memory_usage_{kind}"),
-                    &format!("NeuronCore memory utilization for {kind}"),
-                    &labels(&["memory_location", "neuroncore"]),
-                )?,
-            ));
+    fn text(&self) -> String {
+        let mut out = String::new();
+        for (name, (help, kind, samples)) in &self.families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, v) in samples {
+                let l: Vec<String> = labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+                    .collect();
+                let _ = writeln!(out, "{name}{{{}}} {v}", l.join(","));
+            }
         }
-        Ok(Families {
-            status: counter(
-                r,
-                "execution_status_total",
-                "Execution status total",
-                &labels(&["status_type"]),
-            )?,
-            errors: counter(
-                r,
-                "execution_errors_total",
-                "Execution errors total",
-                &labels(&["error_type"]),
-            )?,
-            latency: gauge(
-                r,
-                "execution_latency_seconds",
-                "Execution latency in seconds",
-                &labels(&["percentile"]),
-            )?,
-            util: gauge(
-                r,
-                "neuroncore_utilization_ratio",
-                "NeuronCore utilization ratio",
-                &labels(&["neuroncore"]),
-            )?,
-            mem: gauge(
-                r,
-                "neuron_runtime_memory_used_bytes",
-                "Runtime memory used bytes",
-                &labels(&["memory_location"]),
-            )?,
-            core_mem,
-            rt_vcpu: gauge(
-                r,
-                "neuron_runtime_vcpu_usage_ratio",
-                "Runtime vCPU utilization ratio",
-                &labels(&["usage_type"]),
-            )?,
-        })
+        out
     }
 }
 
+/// A label value as the text format writes it.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The companion's instance labels: `instance_info`'s fields, some
+/// renamed (all empty offline).
+fn instance_labels() -> Labels {
+    let i = report::instance_info();
+    let get = |k: &str| i.get(k).map_or(String::new(), |v| v.to_string());
+    vec![
+        ("instance_name", get("instance_name")),
+        ("instance_id", get("instance_id")),
+        ("instance_type", get("instance_type")),
+        ("availability_zone", get("instance_availability_zone")),
+        ("region", get("instance_region")),
+        ("subnet_id", get("subnet_id")),
+    ]
+}
+
+fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {
+    let mut l = base.clone();
+    l.extend(extra.into_iter().map(|(k, v)| (k, v.to_string())));
+    l.sort();
+    l
+}
+
+/// Each family's help text, as the companion's.
+fn help(name: &str) -> String {
+    let fixed = match name {
+        "execution_status_total" => "Execution status total",
+        "execution_errors_total" => "Execution errors total",
+        "neuron_runtime_memory_used_bytes" => "Runtime memory used bytes",
+        "neuroncore_utilization_ratio" => "NeuronCore utilization ratio",
+        "neuron_runtime_vcpu_usage_ratio" => "Runtime vCPU utilization ratio",
+        "system_vcpu_count" => "System vCPU count",
+        "system_vcpu_usage_ratio" => "System CPU utilization ratio",
+        "instance_info" => "EC2 instance information",
+        "neuron_hardware_info" => "Neuron Hardware Information",
+        _ => "",
+    };
+    if let Some(kind) = name.strip_prefix("neuroncore_memory_usage_") {
+        return format!("NeuronCore memory utilization for {kind}");
+    }
+    if let Some(rest) = name.strip_prefix("system_") {
+        // system_memory_total_bytes -> "System memory total_bytes bytes"
+        if let Some((what, stat)) = rest.split_once('_').filter(|_| fixed.is_empty()) {
+            return format!("System {what} {stat} bytes");
+        }
+    }
+    fixed.into()
+}
+
 /// Render one scrape: read every reported slab now (cumulative counters),
-/// take the rate gauges from the last period.
-pub fn render(monitor: &mut Monitor) -> Result<String, String> {
-    let e = |e: prometheus::Error| e.to_string();
-    let reg = Registry::new();
-    let f = Families::new(&reg).map_err(e)?;
-    let inst = InstanceInfo::default();
-    let iv = instance_values(&inst);
+/// take the rate gauges from each group's last good period.
+pub fn render(monitor: &mut Monitor) -> String {
+    let mut x = Exposition::default();
+    let inst = instance_labels();
     for rt in monitor.runtimes() {
         // A scrape reads the slab now; if it cannot, the last good read
         // stands (counters never go back).
         let fresh = rt.fresh_sample().ok();
-        let Some(s) = fresh.as_ref().or(rt.latest()) else {
+        let Some(s) = fresh.as_ref().or(rt.latest.as_ref()) else {
             continue;
         };
-        let counters = s.counters.clone();
-        let tag = rt.tag().to_string();
-        let pid = rt.owner().pid().to_string();
-        let with = |extra: &[&str]| -> Vec<String> {
-            let mut v: Vec<String> = iv.iter().map(|x| x.to_string()).collect();
-            v.push(tag.clone());
-            v.push(pid.clone());
-            v.extend(extra.iter().map(|x| x.to_string()));
-            v
-        };
-        let (exec, errs) = report::cumulative_summary(&counters);
-        for (name, v) in exec.pairs() {
-            let l = with(&[name]);
-            f.status
-                .get_metric_with_label_values(&refs(&l))
-                .map_err(e)?
-                .inc_by(v);
+        let c = &s.counters;
+        let rl = with(&inst, [("runtime_tag", rt.tag())]);
+        for (t, k) in OUTCOMES {
+            let l = with(&rl, [("status_type", t)]);
+            x.counter("execution_status_total", l, c.sum(k) as f64);
         }
-        for (name, v) in errs.pairs() {
-            let l = with(&[name]);
-            f.errors
-                .get_metric_with_label_values(&refs(&l))
-                .map_err(e)?
-                .inc_by(v);
+        for (t, k) in ERROR_CLASSES {
+            let l = with(&rl, [("error_type", t)]);
+            x.counter("execution_errors_total", l, c.sum(k) as f64);
         }
-        let used = report::used_bytes(&counters);
-        for (loc, v) in [("host", used.host), ("neuron_device", used.neuron_device)] {
-            let l = with(&[loc]);
-            f.mem
-                .get_metric_with_label_values(&refs(&l))
-                .map_err(e)?
-                .set(v as f64);
+        let cores = report::core_memory(c);
+        let host = report::byte_sum(report::host_memory(c));
+        let device = report::byte_sum(cores.iter().flat_map(|m| m.1));
+        for (loc, v) in [("host", host), ("neuron_device", device)] {
+            let l = with(&rl, [("memory_location", loc)]);
+            x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }
-        for (core, m) in &used.usage_breakdown.neuroncore_memory_usage.0 {
-            // `pairs()` and `core_mem` are in the same order.
-            for ((_, v), (_, g)) in m.pairs().iter().zip(&f.core_mem) {
-                let l = with(&["None", core]);
-                g.get_metric_with_label_values(&refs(&l))
-                    .map_err(e)?
-                    .set(*v as f64);
+        for (core, bytes) in cores {
+            for ((kind, _), v) in CORE_MEMORY.iter().zip(bytes) {
+                // The companion leaves this memory_location label unset.
+                let l = with(
+                    &rl,
+                    [
+                        ("memory_location", "None"),
+                        ("neuroncore", &core.to_string()),
+                    ],
+                );
+                x.gauge(&format!("neuroncore_memory_usage_{kind}"), l, v as f64);
             }
         }
-        let rep = rt.report();
-        if let Some(n) = &rep.neuroncore_counters {
-            for (core, u) in &n.neuroncores_in_use.0 {
-                let l = with(&[core]);
-                f.util
-                    .get_metric_with_label_values(&refs(&l))
-                    .map_err(e)?
-                    .set(u.neuroncore_utilization / 100.0);
-            }
-        }
-        if let Some(mean) = rt.last_mean_latency() {
-            let l = with(&["mean"]);
-            f.latency
-                .get_metric_with_label_values(&refs(&l))
-                .map_err(e)?
-                .set(mean);
-        }
-        if let Some(v) = rep
-            .neuron_runtime_vcpu_usage
-            .as_ref()
-            .filter(|v| v.error.is_empty())
+        // A gauge shows its group's last value without an error, as the
+        // companion's does.
+        let good = &rt.good;
+        for (core, u) in good
+            .neuroncore_counters
+            .iter()
+            .flat_map(|n| &n.neuroncores_in_use.0)
         {
-            for (t, x) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
-                let l = with(&[t]);
-                f.rt_vcpu
-                    .get_metric_with_label_values(&refs(&l))
-                    .map_err(e)?
-                    .set(x / 100.0);
+            let l = with(&rl, [("neuroncore", core)]);
+            x.gauge(
+                "neuroncore_utilization_ratio",
+                l,
+                u.neuroncore_utilization / 100.0,
+            );
+        }
+        if let Some(v) = &good.neuron_runtime_vcpu_usage {
+            for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
+                let l = with(&rl, [("usage_type", t)]);
+                x.gauge("neuron_runtime_vcpu_usage_ratio", l, p / 100.0);
             }
         }
     }
-    system_families(&reg, monitor, &iv).map_err(e)?;
-    let mut out = Vec::new();
-    TextEncoder::new()
-        .encode(&reg.gather(), &mut out)
-        .map_err(e)?;
-    String::from_utf8(out).map_err(|e| e.to_string())
-}
-
-fn refs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
-fn system_families(
-    reg: &Registry,
-    monitor: &Monitor,
-    iv: &[&str; 6],
-) -> Result<(), prometheus::Error> {
     let sys = monitor.system_data();
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
-        for (name, help, v) in [
-            (
-                "system_memory_total_bytes",
-                "System memory total_bytes bytes",
-                m.memory_total_bytes,
-            ),
-            (
-                "system_memory_used_bytes",
-                "System memory used_bytes bytes",
-                m.memory_used_bytes,
-            ),
-            (
-                "system_swap_total_bytes",
-                "System swap total_bytes bytes",
-                m.swap_total_bytes,
-            ),
-            (
-                "system_swap_used_bytes",
-                "System swap used_bytes bytes",
-                m.swap_used_bytes,
-            ),
+        for (name, v) in [
+            ("system_memory_total_bytes", m.memory_total_bytes),
+            ("system_memory_used_bytes", m.memory_used_bytes),
+            ("system_swap_total_bytes", m.swap_total_bytes),
+            ("system_swap_used_bytes", m.swap_used_bytes),
         ] {
-            gauge(reg, name, help, &INSTANCE_LABELS)?
-                .get_metric_with_label_values(iv)?
-                .set(v as f64);
+            x.gauge(name, inst.clone(), v as f64);
         }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        gauge(
-            reg,
-            "system_vcpu_count",
-            "System vCPU count",
-            &INSTANCE_LABELS,
-        )?
-        .get_metric_with_label_values(iv)?
-        .set(v.usage_data.0.len() as f64);
-        let mut l = INSTANCE_LABELS.to_vec();
-        l.push("usage_type");
-        let g = gauge(
-            reg,
-            "system_vcpu_usage_ratio",
-            "System CPU utilization ratio",
-            &l,
-        )?;
-        let a = &v.average_usage;
-        for (t, x) in [
-            ("user", a.user + a.nice),
-            ("system", a.system + a.io_wait + a.irq + a.soft_irq),
-        ] {
-            let mut lv = iv.to_vec();
-            lv.push(t);
-            g.get_metric_with_label_values(&lv)?
-                .set(x.min(100.0) / 100.0);
+        let vcpus = v.usage_data.0.len() as f64;
+        x.gauge("system_vcpu_count", inst.clone(), vcpus);
+        let (user, system) = v.user_system();
+        for (t, p) in [("user", user), ("system", system)] {
+            let l = with(&inst, [("usage_type", t)]);
+            x.gauge("system_vcpu_usage_ratio", l, p.min(100.0) / 100.0);
         }
     }
-    gauge(
-        reg,
-        "instance_info",
-        "EC2 instance information",
-        &INSTANCE_LABELS,
-    )?
-    .get_metric_with_label_values(iv)?
-    .set(1.0);
-    let hw = report::HardwareInfo::offline();
-    let mut l = vec!["neuron_device_count", "neuroncore_per_device_count"];
-    l.extend_from_slice(&INSTANCE_LABELS);
-    let (dc, cc) = (
-        hw.neuron_device_count.to_string(),
-        hw.neuroncore_per_device_count.to_string(),
-    );
-    let mut lv = vec![dc.as_str(), cc.as_str()];
-    lv.extend_from_slice(iv);
-    gauge(
-        reg,
-        "neuron_hardware_info",
-        "Neuron Hardware Information",
-        &l,
-    )?
-    .get_metric_with_label_values(&lv)?
-    .set(1.0);
-    Ok(())
+    x.gauge("instance_info", inst.clone(), 1.0);
+    let hw = report::hardware_info();
+    let count = |k| (k, hw.get(k).map_or(String::new(), |v| v.to_string()));
+    let counts = ["neuron_device_count", "neuroncore_per_device_count"].map(count);
+    x.gauge("neuron_hardware_info", with(&inst, counts), 1.0);
+    x.text()
+}
+
+/// One client connection.
+struct Conn {
+    stream: TcpStream,
+    opened: Instant,
+    head: Vec<u8>,
+    /// The response and how much of it is written.
+    out: Option<(Vec<u8>, usize)>,
+    /// Answered, or gone: to be closed.
+    done: bool,
 }
 
 /// Serve `/metrics` on `addr` from a background thread; returns the bound
 /// address (port 0 picks a free one).
 pub fn serve(addr: SocketAddr, monitor: Arc<Mutex<Monitor>>) -> Result<SocketAddr, String> {
-    let server = tiny_http::Server::http(addr).map_err(|e| format!("--prometheus {addr}: {e}"))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| format!("--prometheus {addr}: not an IP listener"))?;
+    let bind = |e: std::io::Error| format!("--prometheus {addr}: {e}");
+    let listener = TcpListener::bind(addr).map_err(bind)?;
+    listener.set_nonblocking(true).map_err(bind)?;
+    let bound = listener.local_addr().map_err(bind)?;
     std::thread::Builder::new()
         .name("xunds-metrics".into())
-        .spawn(move || {
-            for req in server.incoming_requests() {
-                let path = req.url().split('?').next().unwrap_or("").to_string();
-                let resp = if path == "/metrics" {
-                    let body = match monitor.lock() {
-                        Ok(mut m) => render(&mut m),
-                        Err(_) => Err("monitor state poisoned".to_string()),
-                    };
-                    match body {
-                        Ok(b) => {
-                            let r = tiny_http::Response::from_string(b);
-                            match tiny_http::Header::from_bytes(
-                                &b"Content-Type"[..],
-                                &b"text/plain; version=0.0.4; charset=utf-8"[..],
-                            ) {
-                                Ok(h) => r.with_header(h),
-                                Err(()) => r,
-                            }
-                        }
-                        Err(e) => tiny_http::Response::from_string(e).with_status_code(500),
-                    }
-                } else if path == "/" {
-                    tiny_http::Response::from_string("xunds monitor: metrics at /metrics\n")
-                } else {
-                    tiny_http::Response::from_string("not found\n").with_status_code(404)
-                };
-                // A client that went away is not our error.
-                let _ = req.respond(resp);
-            }
-        })
+        .spawn(move || serve_forever(&listener, &monitor))
         .map_err(|e| format!("metrics thread: {e}"))?;
     Ok(bound)
+}
+
+fn serve_forever(listener: &TcpListener, monitor: &Mutex<Monitor>) {
+    let mut conns: Vec<Conn> = Vec::new();
+    loop {
+        let now = Instant::now();
+        conns.retain(|c| now.duration_since(c.opened) < CONN_TIME);
+        let mut fds = vec![libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        fds.extend(conns.iter().map(|c| libc::pollfd {
+            fd: c.stream.as_raw_fd(),
+            events: match &c.out {
+                Some((body, at)) if *at < body.len() => libc::POLLOUT,
+                _ => libc::POLLIN,
+            },
+            revents: 0,
+        }));
+        // Wake at least once a second to close connections past their time.
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that
+        // poll(2) only writes `revents` of, for the call's duration.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
+        if n <= 0 {
+            continue;
+        }
+        let ready: Vec<bool> = fds[1..].iter().map(|f| f.revents != 0).collect();
+        for (c, r) in conns.iter_mut().zip(ready) {
+            if r {
+                step(c, monitor);
+            }
+        }
+        conns.retain(|c| !c.done);
+        if fds[0].revents != 0 {
+            accept(listener, &mut conns);
+        }
+    }
+}
+
+/// Take every pending connection; at the cap, or out of descriptors, the
+/// oldest connection makes room.
+fn accept(listener: &TcpListener, conns: &mut Vec<Conn>) {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if stream.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                if conns.len() >= MAX_CONNS {
+                    conns.remove(0);
+                }
+                conns.push(Conn {
+                    stream,
+                    opened: Instant::now(),
+                    head: Vec::new(),
+                    out: None,
+                    done: false,
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                ) =>
+            {
+                // The pending connection stays queued; free a descriptor
+                // for it, or, holding none, wait rather than spin.
+                if conns.is_empty() {
+                    std::thread::sleep(Duration::from_millis(100));
+                } else {
+                    conns.remove(0);
+                }
+                return;
+            }
+            // A connection reset before it was taken, and the like.
+            Err(_) => return,
+        }
+    }
+}
+
+/// Read the request head, or write the response; a connection answered,
+/// closed by the client or failed is marked done.
+fn step(c: &mut Conn, monitor: &Mutex<Monitor>) {
+    let again =
+        |e: &std::io::Error| matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted);
+    let mut buf = [0u8; 2048];
+    match &mut c.out {
+        Some((body, at)) if *at < body.len() => {
+            match c.stream.write(&body[*at..]) {
+                Ok(n) if n > 0 => *at += n,
+                Err(e) if again(&e) => {}
+                _ => c.done = true,
+            }
+            if *at == body.len() {
+                let _ = c.stream.shutdown(Shutdown::Write);
+            }
+        }
+        // Answered: read and drop what the client still sends until it
+        // closes (at most MAX_HEAD bytes more), so that closing first does
+        // not reset the connection under a response it has not read yet.
+        Some(_) => match c.stream.read(&mut buf) {
+            Ok(n) if n > 0 && c.head.len() <= 2 * MAX_HEAD => c.head.extend_from_slice(&buf[..n]),
+            Err(e) if again(&e) => {}
+            _ => c.done = true,
+        },
+        None => match c.stream.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                c.head.extend_from_slice(&buf[..n]);
+                let ended = c.head.windows(4).any(|w| w == b"\r\n\r\n")
+                    || c.head.windows(2).any(|w| w == b"\n\n");
+                if ended {
+                    c.out = Some((respond(&c.head, monitor), 0));
+                } else if c.head.len() > MAX_HEAD {
+                    let r = response(
+                        "431 Request Header Fields Too Large",
+                        "request head too large\n",
+                    );
+                    c.out = Some((r, 0));
+                }
+            }
+            Err(e) if again(&e) => {}
+            _ => c.done = true,
+        },
+    }
+}
+
+fn response(status: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The response to one request head.
+fn respond(head: &[u8], monitor: &Mutex<Monitor>) -> Vec<u8> {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split_ascii_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    if !parts.next().is_some_and(|v| v.starts_with("HTTP/1.")) {
+        return response("400 Bad Request", "bad request line\n");
+    }
+    if method != "GET" {
+        return response("405 Method Not Allowed", "GET only\n");
+    }
+    match path {
+        "/metrics" => match monitor.lock() {
+            Ok(mut m) => response("200 OK", &render(&mut m)),
+            Err(_) => response("500 Internal Server Error", "monitor state poisoned\n"),
+        },
+        "/" => response("200 OK", "xunds monitor: metrics at /metrics\n"),
+        _ => response("404 Not Found", "not found\n"),
+    }
 }
 
 #[cfg(test)]
@@ -405,5 +450,24 @@ mod tests {
         );
         assert!(parse_addr("nowhere").is_err());
         assert!(parse_addr("").is_err());
+    }
+
+    #[test]
+    fn samples_merge_as_the_companion_merges_them() {
+        let mut x = Exposition::default();
+        let l = || vec![("runtime_tag", "a\"b".to_string())];
+        x.counter("execution_status_total", l(), 2.0);
+        x.counter("execution_status_total", l(), 3.0);
+        x.gauge("system_swap_used_bytes", l(), 2.0);
+        x.gauge("system_swap_used_bytes", l(), 3.0);
+        assert_eq!(
+            x.text(),
+            "# HELP execution_status_total Execution status total\n\
+             # TYPE execution_status_total counter\n\
+             execution_status_total{runtime_tag=\"a\\\"b\"} 5\n\
+             # HELP system_swap_used_bytes System swap used_bytes bytes\n\
+             # TYPE system_swap_used_bytes gauge\n\
+             system_swap_used_bytes{runtime_tag=\"a\\\"b\"} 3\n"
+        );
     }
 }

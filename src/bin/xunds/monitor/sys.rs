@@ -9,11 +9,7 @@ use std::time::Duration;
 pub fn clk_tck() -> u64 {
     // SAFETY: sysconf only reads a configuration value; no memory is passed.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
+    u64::try_from(t).ok().filter(|t| *t > 0).unwrap_or(100)
 }
 
 /// Fields of `/proc/PID/stat` after the `comm` field (which may hold spaces
@@ -32,65 +28,56 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
 
 /// Process `pid`'s (`utime`, `stime`) in clock ticks.
 pub fn process_cpu_ticks(pid: u32) -> Result<(u64, u64), String> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    parse_cpu_ticks(&s).ok_or_else(|| format!("/proc/{pid}/stat: unexpected format"))
+    read(&format!("/proc/{pid}/stat"), parse_cpu_ticks)
 }
 
-/// How long ago process `pid` started (field 22 `starttime` against
-/// `/proc/uptime`).
-pub fn process_age(pid: u32) -> Option<Duration> {
+/// The file at `path` parsed by `parse`, or what went wrong, naming it.
+fn read<T>(path: &str, parse: fn(&str) -> Option<T>) -> Result<T, String> {
+    let s = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse(&s).ok_or_else(|| format!("{path}: unexpected format"))
+}
+
+/// When process `pid` started, in clock ticks after boot (field 22
+/// `starttime`): with the pid, it names one process (a pid is reused, a
+/// start time with it is not).
+pub fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let start_ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
-    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
-    let up: f64 = uptime.split_ascii_whitespace().next()?.parse().ok()?;
-    let start = start_ticks as f64 / clk_tck() as f64;
-    Some(Duration::from_secs_f64((up - start).max(0.0)))
+    stat_fields(&stat)?.get(19)?.parse().ok()
 }
 
-/// One CPU line of `/proc/stat`, in ticks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// user
-    pub user: u64,
-    /// nice
-    pub nice: u64,
-    /// system
-    pub system: u64,
-    /// idle
-    pub idle: u64,
-    /// iowait
-    pub io_wait: u64,
-    /// irq
-    pub irq: u64,
-    /// softirq
-    pub soft_irq: u64,
+/// Time since boot (`/proc/uptime`).
+pub fn uptime() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/uptime").ok()?;
+    let up: f64 = s.split_ascii_whitespace().next()?.parse().ok()?;
+    Duration::try_from_secs_f64(up).ok()
 }
 
-impl CpuTimes {
-    /// Percentages of `self - earlier`, rounded to 2 decimals as
-    /// neuron-monitor prints them: [user, nice, system, idle, io_wait, irq,
-    /// soft_irq].
-    pub fn percent_since(&self, earlier: &CpuTimes) -> [f64; 7] {
-        let d = |a: u64, b: u64| a.saturating_sub(b) as f64;
-        let parts = [
-            d(self.user, earlier.user),
-            d(self.nice, earlier.nice),
-            d(self.system, earlier.system),
-            d(self.idle, earlier.idle),
-            d(self.io_wait, earlier.io_wait),
-            d(self.irq, earlier.irq),
-            d(self.soft_irq, earlier.soft_irq),
-        ];
-        let total: f64 = parts.iter().sum();
-        parts.map(|p| {
-            if total > 0.0 {
-                round2(p * 100.0 / total)
-            } else {
-                0.0
-            }
-        })
-    }
+/// How long ago process `pid` started.
+pub fn process_age(pid: u32) -> Option<Duration> {
+    let start = Duration::from_secs_f64(start_ticks(pid)? as f64 / clk_tck() as f64);
+    Some(uptime()?.saturating_sub(start))
+}
+
+/// The fields of a CPU line of `/proc/stat` as neuron-monitor names them.
+pub const CPU_FIELDS: [&str; 7] = [
+    "user", "nice", "system", "idle", "io_wait", "irq", "soft_irq",
+];
+
+/// One CPU line of `/proc/stat`, in ticks, in [`CPU_FIELDS`] order.
+pub type CpuTimes = [u64; 7];
+
+/// Percentages of `now - earlier`, rounded to 2 decimals as neuron-monitor
+/// prints them, in [`CPU_FIELDS`] order.
+pub fn percent_since(now: &CpuTimes, earlier: &CpuTimes) -> [f64; 7] {
+    let parts: [f64; 7] = std::array::from_fn(|i| now[i].saturating_sub(earlier[i]) as f64);
+    let total: f64 = parts.iter().sum();
+    parts.map(|p| {
+        if total > 0.0 {
+            round2(p * 100.0 / total)
+        } else {
+            0.0
+        }
+    })
 }
 
 /// `/proc/stat`: the aggregate CPU line, the per-CPU lines and `ctxt`.
@@ -122,16 +109,7 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
         if v.len() < 4 {
             return None;
         }
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
-        let t = CpuTimes {
-            user: g(0),
-            nice: g(1),
-            system: g(2),
-            idle: g(3),
-            io_wait: g(4),
-            irq: g(5),
-            soft_irq: g(6),
-        };
+        let t: CpuTimes = std::array::from_fn(|i| v.get(i).copied().unwrap_or(0));
         if rest.is_empty() {
             out.all = t;
             seen_all = true;
@@ -144,8 +122,7 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
 
 /// Read `/proc/stat`.
 pub fn proc_stat() -> Result<ProcStat, String> {
-    let s = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
-    parse_proc_stat(&s).ok_or_else(|| "/proc/stat: unexpected format".to_string())
+    read("/proc/stat", parse_proc_stat)
 }
 
 /// System memory in bytes: (total, used, swap total, swap used).
@@ -174,8 +151,7 @@ pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
 
 /// Read `/proc/meminfo`.
 pub fn meminfo() -> Result<(u64, u64, u64, u64), String> {
-    let s = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
-    parse_meminfo(&s).ok_or_else(|| "/proc/meminfo: unexpected format".to_string())
+    read("/proc/meminfo", parse_meminfo)
 }
 
 /// `x` rounded to two decimals.
@@ -200,10 +176,10 @@ mod tests {
     fn proc_stat_parses_and_refuses() {
         let s = "cpu  10 0 5 85 0 0 0 0 0 0\ncpu0 5 0 2 43 0 0 0\ncpu1 5 0 3 42 0 0 0\nctxt 777\n";
         let p = parse_proc_stat(s).unwrap();
-        assert_eq!(p.all.user, 10);
+        assert_eq!(p.all[0], 10);
         assert_eq!(p.cpus.len(), 2);
         assert_eq!(p.ctxt, 777);
-        let pct = p.all.percent_since(&CpuTimes::default());
+        let pct = percent_since(&p.all, &CpuTimes::default());
         assert_eq!(pct, [10.0, 0.0, 5.0, 85.0, 0.0, 0.0, 0.0]);
         assert_eq!(parse_proc_stat("intr 1 2\n"), None);
     }

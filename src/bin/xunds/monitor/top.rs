@@ -1,35 +1,53 @@
-//! `xunds top`: a live terminal view of running `xunds` processes, in the
-//! manner of neuron-top: one tab per process, per-core utilisation and
-//! executions per second, errors by class, memory by model.
+//! `xunds top`: a live terminal view of running `xunds` processes, laid out
+//! as neuron-top's (its user guide, "User interface"):
 //!
-//! Keys: `←`/`→` or `Tab` switch process, `q`/`Esc`/`Ctrl-C` quit.
+//! - the title bar: the tool's version, the instance (none offline) and the
+//!   processes shown;
+//! - NeuronCore utilization: a bar per core and their average, or with `f`
+//!   the FLOPS of each; the executions per second and the errors by class
+//!   of the period;
+//! - vCPU utilization: the system's and the runtimes', user and system;
+//! - the memory usage summary by category, host and device;
+//! - the memory usage details: a tree (process, core, model, category) with
+//!   host and device bytes, each parent the sum of its children, expanded
+//!   and collapsed with the arrows and `x`, its position shown when cut;
+//! - the tab bar: `all` (every process summed) and one tab per process.
 //!
-//! The view is a pure function of a [`View`] (built from the monitor's
-//! state each period), so it is tested with ratatui's `TestBackend`.
+//! Keys: `1`-`9` select a tab, `a`/`d` (or `←`/`→` with the tree
+//! collapsed, `Tab`) the previous/next one, `f` toggles utilization and
+//! FLOPS, `x` expands or collapses the whole tree, `↑`/`↓` move in the tree
+//! and `←`/`→` collapse or expand the selected node, `q`/`Esc`/`Ctrl-C`
+//! quit.
+//!
+//! The screen is a pure function of a [`View`] (the data, built from the
+//! monitor each period) and a [`Ui`] (what the keys chose), so every view is
+//! pinned with ratatui's `TestBackend`.
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::layout::Constraint::{Length, Min};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Gauge, Paragraph, Row, Table, Tabs};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use xunds::wire::nds::counters::NcCounter;
+use xunds::nds::reader::ERROR_CLASSES;
 
 use super::engine::Monitor;
-use super::watch::Counters;
+use super::report::byte_sum;
 
 /// A live terminal view of running xunds processes, as neuron-top.
 ///
-/// One tab per process (left/right or Tab to switch), per-core utilisation
-/// and executions per second, errors by class, memory by model; q, Esc or
-/// Ctrl-C quits.
+/// NeuronCore utilization (or FLOPS), vCPU use, memory by category and a
+/// tree of memory by process, core and model, for all processes summed or
+/// one at a time. Keys: 1-9 tab, a/d previous/next tab, f FLOPS, x expand
+/// or collapse the tree, arrows move in it, q quits.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopArgs {
     /// Slab files to watch. Default: every running `xunds run`'s slab in --dir.
@@ -38,170 +56,173 @@ pub struct TopArgs {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Refresh period (e.g. 1s, 500ms).
-    #[arg(long, default_value = "1s", value_parser = super::config::parse_period)]
+    #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
     pub period: Duration,
 }
 
-/// One core's row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CoreRow {
+/// One core of one process over the last period.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Core {
     /// Core index.
     pub core: usize,
-    /// Utilisation, percent.
+    /// Utilization, percent.
     pub util: f64,
-    /// Successful executions per second over the last period.
-    pub exec_per_s: f64,
-    /// Successful executions since start.
-    pub completed: u64,
-    /// Executions that ended in any error since start.
-    pub failed: u64,
+    /// Floating-point operations per second.
+    pub flops: u64,
 }
 
-/// One model's row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModelRow {
+/// A model record's memory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Model {
     /// Name.
     pub name: String,
     /// Model id.
-    pub model_id: u32,
+    pub id: u32,
     /// Core.
-    pub core: u32,
+    pub core: usize,
     /// Host bytes.
     pub host: u64,
-    /// Device bytes.
-    pub device: u64,
+    /// Device bytes by [`DEVICE_KINDS`] order (scratchpad 0: a model's is
+    /// counted as runtime memory).
+    pub device: [u64; 5],
 }
 
-/// One process's tab.
+/// One process (one runtime).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Tab {
-    /// `pid tag`.
-    pub title: String,
-    /// The runtime's error ("" when fine).
-    pub error: String,
+pub struct Proc {
+    /// Writer's pid.
+    pub pid: u32,
+    /// Runtime tag.
+    pub tag: String,
+    /// The runtime's error ("" when fine), or that it has exited.
+    pub note: String,
     /// Per core in use.
-    pub cores: Vec<CoreRow>,
-    /// Error classes: (name, since start, last period).
-    pub errors: Vec<(&'static str, u64, u64)>,
-    /// Per model record.
-    pub models: Vec<ModelRow>,
-    /// Host and device bytes in use.
-    pub memory: (u64, u64),
+    pub cores: Vec<Core>,
+    /// Successful executions per second over the last period.
+    pub exec_per_s: f64,
+    /// Errors by class over the last period (nonzero only).
+    pub errors: Vec<(&'static str, u64)>,
+    /// The runtime's vCPU use (user, system), percent.
+    pub vcpu: Option<(f64, f64)>,
+    /// Host bytes by [`HOST_KINDS`] order.
+    pub host: [u64; 4],
+    /// Per core, device bytes by [`DEVICE_KINDS`] order.
+    pub core_memory: Vec<(usize, [u64; 5])>,
+    /// Model records.
+    pub models: Vec<Model>,
 }
 
 /// Everything the screen shows.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct View {
-    /// One per process.
-    pub tabs: Vec<Tab>,
-    /// The selected tab.
-    pub selected: usize,
-    /// The period, seconds.
-    pub period: f64,
+    /// One per process, in tab order.
+    pub procs: Vec<Proc>,
+    /// The system's vCPU use (user, system), percent.
+    pub system_vcpu: Option<(f64, f64)>,
+    /// vCPUs.
+    pub vcpus: usize,
 }
 
-const ERROR_CLASSES: [(&str, NcCounter); 6] = [
-    ("generic", NcCounter::ErrGeneric),
-    ("numerical", NcCounter::ErrNumerical),
-    ("transient", NcCounter::ErrTransient),
-    ("model", NcCounter::ErrModel),
-    ("runtime", NcCounter::ErrRt),
-    ("hardware", NcCounter::ErrHw),
+/// Host categories as the summary names them, in the order of
+/// [`Proc::host`].
+pub const HOST_KINDS: [&str; 4] = ["App. Memory", "Constants", "DMA Buffers", "Tensors"];
+/// Device categories as the summary names them, in the order of
+/// [`xunds::nds::reader::CORE_MEMORY`].
+pub const DEVICE_KINDS: [&str; 5] = [
+    "Constants",
+    "Model Code",
+    "Model Scratchpad",
+    "Runtime Memory",
+    "Tensors",
 ];
 
-fn failed(c: &Counters, core: usize) -> u64 {
-    [
-        NcCounter::InferCompletedWithErr,
-        NcCounter::InferCompletedWithNumErr,
-        NcCounter::InferTimedOut,
-        NcCounter::InferFailedToQueue,
-    ]
-    .iter()
-    .fold(0u64, |a, k| a.wrapping_add(c.nc(core, *k)))
+/// What the keys chose.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ui {
+    /// 0: all; n: the n-th process.
+    pub tab: usize,
+    /// FLOPS instead of utilization.
+    pub flops: bool,
+    /// Expanded tree nodes, by key.
+    pub expanded: BTreeSet<String>,
+    /// The selected tree row.
+    pub selected: usize,
 }
 
-/// Build the view from the monitor after a tick; `prev` keeps each slab's
-/// previous counters for the per-core rates.
-pub fn view(
-    monitor: &mut Monitor,
-    prev: &mut HashMap<PathBuf, (Instant, Counters)>,
-    selected: usize,
-) -> View {
-    let mut tabs = Vec::new();
-    for rt in monitor.runtimes() {
-        let mut tab = Tab {
-            title: format!("{} {}", rt.owner().pid(), rt.tag()),
-            error: rt.error(),
-            ..Tab::default()
-        };
-        let Some(s) = rt.latest() else {
-            tabs.push(tab);
-            continue;
-        };
-        let now = &s.counters;
-        let (secs, was) = match prev.get(rt.path()) {
-            Some((at, c)) => (s.at.duration_since(*at).as_secs_f64(), Some(c)),
-            None => (0.0, None),
-        };
-        let util: HashMap<String, f64> = rt
-            .report()
+/// Build the view from the monitor after a tick.
+pub fn view(monitor: &mut Monitor) -> View {
+    let sys = monitor.system_data().vcpu_usage.clone();
+    let procs = monitor.runtimes().map(|rt| {
+        let (r, pid) = (&rt.report, rt.pid());
+        let mut note = rt.error();
+        if note.is_empty() && rt.state() == "exited" {
+            note = format!("process {pid} has exited: its final counters");
+        }
+        let cores = r
             .neuroncore_counters
+            .iter()
+            .flat_map(|n| &n.neuroncores_in_use.0);
+        let cores = cores.map(|(k, u)| Core {
+            core: k.parse().unwrap_or(0),
+            util: u.neuroncore_utilization,
+            flops: u.flops,
+        });
+        let e = r.execution_stats.as_ref();
+        let done = e
+            .and_then(|e| e.execution_summary.get("completed"))
+            .copied();
+        let per_s = e
+            .filter(|e| e.period > 0.0)
+            .map(|e| done.unwrap_or(0) as f64 / e.period);
+        let errors = e
+            .iter()
+            .flat_map(|e| e.error_summary.0.iter().zip(ERROR_CLASSES));
+        let errors = errors
+            .filter(|((_, n), _)| *n > 0)
+            .map(|((_, n), (name, _))| (name, *n));
+        let vcpu = r
+            .neuron_runtime_vcpu_usage
             .as_ref()
-            .map(|n| {
-                n.neuroncores_in_use
-                    .0
-                    .iter()
-                    .map(|(k, u)| (k.clone(), u.neuroncore_utilization))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for core in now.cores_in_use() {
-            let done = now.nc(core, NcCounter::InferCompleted);
-            let rate = match was {
-                Some(w) if secs > 0.0 => {
-                    done.saturating_sub(w.nc(core, NcCounter::InferCompleted)) as f64 / secs
-                }
-                _ => 0.0,
-            };
-            tab.cores.push(CoreRow {
-                core,
-                util: util.get(&core.to_string()).copied().unwrap_or(0.0),
-                exec_per_s: rate,
-                completed: done,
-                failed: failed(now, core),
-            });
+            .filter(|v| v.error.is_empty());
+        let m = r.memory_used.as_ref();
+        let models = m.iter().flat_map(|m| &m.loaded_models).map(|lm| Model {
+            name: lm.name.clone(),
+            id: lm.model_id,
+            core: usize::from(lm.nc_index),
+            host: byte_sum(lm.host),
+            device: lm.device,
+        });
+        Proc {
+            pid,
+            tag: rt.tag(),
+            note,
+            cores: cores.collect(),
+            exec_per_s: per_s.unwrap_or(0.0),
+            errors: errors.collect(),
+            vcpu: vcpu.map(|v| (v.vcpu_usage.user, v.vcpu_usage.system)),
+            host: m.map_or([0; 4], |m| m.host),
+            core_memory: m.map(|m| m.cores.clone()).unwrap_or_default(),
+            models: models.collect(),
         }
-        for (name, k) in ERROR_CLASSES {
-            let total = now.sum(k);
-            let last = was.map_or(0, |w| total.saturating_sub(w.sum(k)));
-            tab.errors.push((name, total, last));
-        }
-        if let Some(m) = &rt.report().memory_used {
-            let u = &m.neuron_runtime_used_bytes;
-            tab.memory = (u.host, u.neuron_device);
-            for lm in &m.loaded_models {
-                for (_, sg) in &lm.subgraphs.0 {
-                    tab.models.push(ModelRow {
-                        name: lm.name.clone(),
-                        model_id: lm.model_id,
-                        core: sg.neuroncore_index,
-                        host: sg.memory_used_bytes.host,
-                        device: sg.memory_used_bytes.neuron_device,
-                    });
-                }
-            }
-        }
-        prev.insert(rt.path().to_path_buf(), (s.at, now.clone()));
-        tabs.push(tab);
-    }
-    let selected = selected.min(tabs.len().saturating_sub(1));
+    });
     View {
-        tabs,
-        selected,
-        period: 0.0,
+        procs: procs.collect(),
+        system_vcpu: (sys.as_ref())
+            .filter(|v| v.error.is_empty())
+            .map(|v| v.user_system()),
+        vcpus: sys.map_or(0, |v| v.usage_data.0.len()),
     }
 }
 
+/// The processes the selected tab sums.
+fn shown<'a>(v: &'a View, ui: &Ui) -> Vec<&'a Proc> {
+    match ui.tab {
+        0 => v.procs.iter().collect(),
+        n => v.procs.get(n - 1).into_iter().collect(),
+    }
+}
+
+/// `n` bytes in binary units.
 fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = n as f64;
@@ -217,169 +238,414 @@ fn bytes(n: u64) -> String {
     }
 }
 
-/// Draw `v` on `f`.
-pub fn draw(f: &mut Frame, v: &View) {
-    let area = f.area();
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Length(3),
-            Constraint::Min(6),
-            Constraint::Length(9),
-            Constraint::Length(2),
-        ])
-        .split(area);
-    let titles: Vec<Line> = v.tabs.iter().map(|t| Line::from(t.title.clone())).collect();
-    let tabs = Tabs::new(titles)
-        .block(Block::default().borders(Borders::ALL).title(" xunds top "))
-        .select(v.selected)
-        .highlight_style(
-            Style::default()
-                .add_modifier(Modifier::BOLD)
-                .fg(Color::Yellow),
-        );
-    f.render_widget(tabs, rows[0]);
-    let Some(tab) = v.tabs.get(v.selected) else {
-        let p = Paragraph::new("no running xunds process (no slab found); waiting...")
-            .block(Block::default().borders(Borders::ALL));
-        f.render_widget(p, rows[1]);
-        return;
+/// A rate with an SI prefix (`12.3k`).
+fn si(x: f64) -> String {
+    let (v, p) = match x {
+        x if x >= 1e12 => (x / 1e12, "T"),
+        x if x >= 1e9 => (x / 1e9, "G"),
+        x if x >= 1e6 => (x / 1e6, "M"),
+        x if x >= 1e3 => (x / 1e3, "k"),
+        x => (x, ""),
     };
-    draw_cores(f, rows[1], tab);
-    let bottom = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Length(34), Constraint::Min(20)])
-        .split(rows[2]);
-    let err_rows: Vec<Row> = tab
-        .errors
-        .iter()
-        .map(|(n, total, last)| Row::new(vec![n.to_string(), total.to_string(), last.to_string()]))
-        .collect();
-    let errs = Table::new(
-        err_rows,
-        [
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(8),
-        ],
-    )
-    .header(
-        Row::new(vec!["class", "total", "period"])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
-    )
-    .block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(" errors by class "),
-    );
-    f.render_widget(errs, bottom[0]);
-    let model_rows: Vec<Row> = tab
-        .models
-        .iter()
-        .map(|m| {
-            Row::new(vec![
-                Cell::from(m.name.clone()),
-                Cell::from(m.model_id.to_string()),
-                Cell::from(m.core.to_string()),
-                Cell::from(bytes(m.host)),
-                Cell::from(bytes(m.device)),
-            ])
-        })
-        .collect();
-    let models = Table::new(
-        model_rows,
-        [
-            Constraint::Min(12),
-            Constraint::Length(8),
-            Constraint::Length(5),
-            Constraint::Length(10),
-            Constraint::Length(10),
-        ],
-    )
-    .header(
-        Row::new(vec!["model", "id", "core", "host", "device"])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
-    )
-    .block(Block::default().borders(Borders::ALL).title(format!(
-        " memory by model (host {}, device {}) ",
-        bytes(tab.memory.0),
-        bytes(tab.memory.1)
-    )));
-    f.render_widget(models, bottom[1]);
-    let status = if tab.error.is_empty() {
-        "←/→ tab: switch process   q: quit".to_string()
-    } else {
-        format!("error: {}", tab.error)
-    };
-    f.render_widget(Paragraph::new(status), rows[3]);
+    format!("{v:.1}{p}")
 }
 
-fn draw_cores(f: &mut Frame, area: Rect, tab: &Tab) {
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(" neuroncores ");
+fn section(title: String) -> Block<'static> {
+    Block::default().borders(Borders::TOP).title(Span::styled(
+        title,
+        Style::default().add_modifier(Modifier::BOLD),
+    ))
+}
+
+/// A one-line bar: `label [|||||     ] text`, the bar as wide as the line
+/// allows.
+fn bar(label: &str, ratio: f64, text: &str, width: u16) -> Paragraph<'static> {
+    let tw = text.chars().count().max(11);
+    let inner = usize::from(width).saturating_sub(10 + 3 + tw + 2).max(4);
+    let filled = (ratio.clamp(0.0, 1.0) * inner as f64).round() as usize;
+    Paragraph::new(Line::from(vec![
+        Span::raw(format!("{label:<10} [")),
+        Span::styled("|".repeat(filled), Style::default().fg(Color::Green)),
+        Span::raw(format!("{}] {text:>tw$} ", " ".repeat(inner - filled))),
+    ]))
+}
+
+/// Draw the view.
+pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
+    let procs = shown(v, ui);
+    let cores: Vec<(String, &Core)> = procs
+        .iter()
+        .flat_map(|p| {
+            p.cores.iter().map(move |c| match ui.tab {
+                0 if v.procs.len() > 1 => (format!("{}/NC{}", p.pid, c.core), c),
+                _ => (format!("NC {}", c.core), c),
+            })
+        })
+        .collect();
+    let area = f.area();
+    // The cores in as many columns of at least 40 as the width holds, in
+    // at most a quarter of the height.
+    let cols = usize::from(area.width / 40).clamp(1, cores.len().max(1));
+    let rows = cores
+        .len()
+        .div_ceil(cols)
+        .clamp(1, usize::from(area.height / 4).max(1));
+    let [title, util, vcpu, summary, details, tabs, status] = Layout::vertical([
+        Length(1),
+        Length(rows as u16 + 2),
+        Length(3),
+        Length(8),
+        Min(3),
+        Length(1),
+        Length(1),
+    ])
+    .areas(area);
+    let title_text = format!(
+        " xunds top {}  |  instance: none (offline)  |  {} process{}",
+        env!("CARGO_PKG_VERSION"),
+        v.procs.len(),
+        if v.procs.len() == 1 { "" } else { "es" }
+    );
+    f.render_widget(
+        Paragraph::new(title_text).style(Style::default().bg(Color::Blue).fg(Color::White)),
+        title,
+    );
+    draw_utilization(f, util, &procs, &cores, (cols, rows), ui.flops);
+    draw_vcpu(f, vcpu, v, &procs);
+    draw_summary(f, summary, &procs);
+    draw_details(f, details, v, ui);
+    draw_tabs(f, tabs, v, ui);
+    let note = procs
+        .iter()
+        .map(|p| p.note.as_str())
+        .find(|n| !n.is_empty());
+    let help = "1-9 tab  a/d prev/next  f flops  x expand all  \u{2191}\u{2193}\u{2190}\u{2192} tree  q quit";
+    f.render_widget(Paragraph::new(note.unwrap_or(help).to_string()), status);
+}
+
+fn draw_utilization(
+    f: &mut Frame,
+    area: Rect,
+    procs: &[&Proc],
+    cores: &[(String, &Core)],
+    grid: (usize, usize),
+    flops: bool,
+) {
+    let (cols, rows) = grid;
+    let rate: f64 = procs.iter().map(|p| p.exec_per_s).sum();
+    let mut errors: Vec<(&str, u64)> = Vec::new();
+    for (name, n) in procs.iter().flat_map(|p| p.errors.iter()) {
+        match errors.iter_mut().find(|(m, _)| m == name) {
+            Some(e) => e.1 += n,
+            None => errors.push((name, *n)),
+        }
+    }
+    let errors: Vec<String> = errors.iter().map(|(n, c)| format!("{n} {c}")).collect();
+    let errors = Some(errors.join(", ")).filter(|e| !e.is_empty());
+    let more = Some(cores.len().saturating_sub(cols * rows)).filter(|m| *m > 0);
+    let more = more.map_or(String::new(), |m| format!(" (+{m} more)"));
+    let what = if flops { "FLOPS" } else { "Utilization" };
+    let block = section(format!(
+        "NeuronCore {what}{more} | {} executions/s | errors: {}",
+        si(rate),
+        errors.as_deref().unwrap_or("none")
+    ));
     let inner = block.inner(area);
     f.render_widget(block, area);
+    let n = cores.len().max(1) as f64;
+    let avg_util = cores.iter().map(|c| c.1.util).sum::<f64>() / n;
+    let avg_flops = cores.iter().map(|c| c.1.flops as f64).sum::<f64>() / n;
+    let peak = cores.iter().map(|c| c.1.flops).max().unwrap_or(0).max(1) as f64;
+    let gauge = |label: &str, util: f64, fl: f64, width: u16| {
+        if flops {
+            bar(label, fl / peak, &format!("{}FLOPS", si(fl)), width)
+        } else {
+            bar(label, util / 100.0, &format!("{util:.1}%"), width)
+        }
+    };
     if inner.height == 0 {
         return;
     }
-    let header = Rect { height: 1, ..inner };
-    f.render_widget(
-        Paragraph::new(format!(
-            "{:<6}{:<30}{:>12}{:>14}{:>10}",
-            "core", "utilization", "exec/s", "completed", "failed"
-        ))
-        .style(Style::default().add_modifier(Modifier::BOLD)),
-        header,
-    );
-    for (i, c) in tab.cores.iter().enumerate() {
-        let y = inner.y + 1 + i as u16;
+    let line = Rect::new(inner.x, inner.y, inner.width, 1);
+    f.render_widget(gauge("average", avg_util, avg_flops, inner.width), line);
+    let width = inner.width / cols as u16;
+    for (i, (label, c)) in cores.iter().take(cols * rows).enumerate() {
+        let (x, y) = (
+            inner.x + (i / rows) as u16 * width,
+            inner.y + 1 + (i % rows) as u16,
+        );
+        let cell = Rect::new(x, y, width, 1);
+        if cell.y < inner.y + inner.height {
+            f.render_widget(gauge(label, c.util, c.flops as f64, width), cell);
+        }
+    }
+}
+
+fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&Proc]) {
+    let block = section(format!("vCPU Utilization ({} vCPUs)", v.vcpus));
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let vcpus = procs.iter().filter_map(|p| p.vcpu);
+    let runtime = vcpus.reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
+    for (i, (label, us)) in [("System", v.system_vcpu), ("Runtime", runtime)]
+        .into_iter()
+        .enumerate()
+    {
+        let y = inner.y + i as u16;
         if y >= inner.y + inner.height {
             break;
         }
-        let line = Rect {
-            y,
-            height: 1,
-            ..inner
+        let (u, s) = us.unwrap_or_default();
+        let text = match us {
+            Some(_) => format!("{u:.1}% usr {s:.1}% sys"),
+            None => "n/a".into(),
         };
-        let cols = Layout::default()
-            .direction(Direction::Horizontal)
-            .constraints([
-                Constraint::Length(6),
-                Constraint::Length(30),
-                Constraint::Min(10),
-            ])
-            .split(line);
-        f.render_widget(Paragraph::new(format!("nc{}", c.core)), cols[0]);
-        let g = Gauge::default()
-            .gauge_style(Style::default().fg(Color::Green))
-            .ratio((c.util / 100.0).clamp(0.0, 1.0))
-            .label(format!("{:5.1}%", c.util));
-        f.render_widget(
-            g,
-            Rect {
-                width: cols[1].width.saturating_sub(2),
-                ..cols[1]
-            },
-        );
-        f.render_widget(
-            Paragraph::new(format!(
-                "{:>12.0}{:>14}{:>10}",
-                c.exec_per_s, c.completed, c.failed
-            )),
-            cols[2],
-        );
+        let line = Rect::new(inner.x, y, inner.width, 1);
+        f.render_widget(bar(label, (u + s) / 100.0, &text, inner.width), line);
     }
+}
+
+fn draw_summary(f: &mut Frame, area: Rect, procs: &[&Proc]) {
+    fn add<const N: usize>(sum: &mut [u64; N], xs: &[u64; N]) {
+        sum.iter_mut()
+            .zip(xs)
+            .for_each(|(a, b)| *a = a.saturating_add(*b));
+    }
+    let (mut host, mut device) = ([0u64; 4], [0u64; 5]);
+    for p in procs {
+        add(&mut host, &p.host);
+        p.core_memory.iter().for_each(|(_, d)| add(&mut device, d));
+    }
+    let block = section("Memory Usage Summary".into());
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
+    let column = |head: &str, kinds: &[&str], vals: &[u64]| {
+        let underline = Style::default().add_modifier(Modifier::UNDERLINED);
+        let mut lines = vec![
+            Line::styled(head.to_string(), underline),
+            Line::raw(format!("{:<17}{:>11}", "Total", bytes(byte_sum(vals)))),
+        ];
+        let rows = kinds.iter().zip(vals);
+        lines.extend(rows.map(|(k, v)| Line::raw(format!("{k:<17}{:>11}", bytes(*v)))));
+        Paragraph::new(lines)
+    };
+    f.render_widget(column("Host Used Memory", &HOST_KINDS, &host), left);
+    f.render_widget(column("Device Used Memory", &DEVICE_KINDS, &device), right);
+}
+
+/// One row of the memory tree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeRow {
+    /// Nesting depth (0 at the top).
+    pub depth: usize,
+    /// What the row is.
+    pub label: String,
+    /// A model's id.
+    pub model_id: Option<u32>,
+    /// Host bytes.
+    pub host: u64,
+    /// Device bytes.
+    pub device: u64,
+    /// Its key in [`Ui::expanded`], when it has children.
+    pub key: Option<String>,
+}
+
+/// The memory tree as shown: every row whose ancestors are expanded. A
+/// process (in the `all` tab) holds its cores and the host memory on no
+/// core; a core holds its models and what the runtime holds on it outside
+/// them; a model holds its device categories. Each parent is the sum of its
+/// children.
+pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
+    let mut out = Vec::new();
+    let open = |k: &String| ui.expanded.contains(k);
+    let mut row = |depth, label, model_id, (host, device), key| {
+        out.push(TreeRow {
+            depth,
+            label,
+            model_id,
+            host,
+            device,
+            key,
+        });
+    };
+    let base = usize::from(ui.tab == 0);
+    for p in shown(v, ui) {
+        let pk = format!("p{}", p.pid);
+        if ui.tab == 0 {
+            let device = byte_sum(p.core_memory.iter().map(|(_, d)| byte_sum(d)));
+            let bytes = (byte_sum(p.host), device);
+            row(
+                0,
+                format!("{} {}", p.pid, p.tag),
+                None,
+                bytes,
+                Some(pk.clone()),
+            );
+            if !open(&pk) {
+                continue;
+            }
+        }
+        for (core, d) in &p.core_memory {
+            let ck = format!("{pk}/c{core}");
+            let models: Vec<&Model> = p.models.iter().filter(|m| m.core == *core).collect();
+            let bytes = (byte_sum(models.iter().map(|m| m.host)), byte_sum(d));
+            row(base, format!("NC {core}"), None, bytes, Some(ck.clone()));
+            if !open(&ck) {
+                continue;
+            }
+            for m in &models {
+                let mk = format!("{ck}/m{}", m.id);
+                let bytes = (m.host, byte_sum(m.device));
+                row(
+                    base + 1,
+                    m.name.clone(),
+                    Some(m.id),
+                    bytes,
+                    Some(mk.clone()),
+                );
+                if open(&mk) {
+                    for (kind, b) in DEVICE_KINDS.iter().zip(m.device).filter(|(_, b)| *b > 0) {
+                        row(base + 2, kind.to_string(), None, (0, b), None);
+                    }
+                }
+            }
+            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device)));
+            let outside = byte_sum(d).saturating_sub(in_models);
+            row(base + 1, "outside models".into(), None, (0, outside), None);
+        }
+        let on_no_core = byte_sum(p.host).saturating_sub(byte_sum(p.models.iter().map(|m| m.host)));
+        row(base, "host, on no core".into(), None, (on_no_core, 0), None);
+    }
+    out
+}
+
+/// Every key the tree could expand (for `x`).
+fn all_keys(v: &View, ui: &Ui) -> BTreeSet<String> {
+    let mut open = Ui {
+        expanded: BTreeSet::new(),
+        ..ui.clone()
+    };
+    loop {
+        let keys: BTreeSet<String> = tree(v, &open).into_iter().filter_map(|r| r.key).collect();
+        if keys == open.expanded {
+            return keys;
+        }
+        open.expanded = keys;
+    }
+}
+
+fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
+    let rows = tree(v, ui);
+    // The header takes a line under the section's title line.
+    let fits = usize::from(area.height.saturating_sub(2)).max(1);
+    let selected = ui.selected.min(rows.len().saturating_sub(1));
+    let first = selected.saturating_sub(fits - 1);
+    let last = (first + fits).min(rows.len());
+    let (from, all) = (first + 1, rows.len());
+    let position =
+        (all > fits).then(|| format!(" [rows {from}-{last} of {all}, \u{2191}\u{2193} to scroll]"));
+    let position = position.unwrap_or_default();
+    let block = section(format!("Memory Usage Details{position}"));
+    let body: Vec<Row> = rows[first..last]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mark = match &r.key {
+                Some(k) if ui.expanded.contains(k) => "\u{25be} ",
+                Some(_) => "\u{25b8} ",
+                None => "  ",
+            };
+            let on = first + i == selected;
+            let style = Style::default().add_modifier(if on {
+                Modifier::REVERSED
+            } else {
+                Modifier::empty()
+            });
+            Row::new(vec![
+                format!("{}{mark}{}", "  ".repeat(r.depth), r.label),
+                r.model_id.map(|m| m.to_string()).unwrap_or_default(),
+                bytes(r.host),
+                bytes(r.device),
+            ])
+            .style(style)
+        })
+        .collect();
+    let table = Table::new(body, [Min(20), Length(9), Length(12), Length(13)])
+        .header(
+            Row::new(vec!["", "Model ID", "Host Memory", "Device Memory"])
+                .style(Style::default().add_modifier(Modifier::UNDERLINED)),
+        )
+        .block(block);
+    f.render_widget(table, area);
+}
+
+fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
+    let names = std::iter::once("all".to_string())
+        .chain(v.procs.iter().map(|p| format!("{} {}", p.pid, p.tag)));
+    let mut spans = Vec::new();
+    for (i, name) in names.enumerate() {
+        let (l, r) = if i == ui.tab { ('>', '<') } else { (' ', ' ') };
+        let style = if i == ui.tab {
+            Style::default()
+                .fg(Color::Green)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        spans.push(Span::styled(format!("{}:{l}{name}{r} ", i + 1), style));
+    }
+    if v.procs.is_empty() {
+        spans.push(Span::raw(
+            " no running xunds process (no slab found); waiting...",
+        ));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// Apply a key; `false` to quit.
+pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
+    let tabs = v.procs.len() + 1;
+    let rows = tree(v, ui);
+    let selected = rows.get(ui.selected.min(rows.len().saturating_sub(1)));
+    match code {
+        KeyCode::Char('q') | KeyCode::Esc => return false,
+        KeyCode::Char('c') if mods.contains(KeyModifiers::CONTROL) => return false,
+        KeyCode::Char(c @ '1'..='9') if usize::from(c as u8 - b'1') < tabs => {
+            (ui.tab, ui.selected) = (usize::from(c as u8 - b'1'), 0);
+        }
+        KeyCode::Char('a') | KeyCode::BackTab => {
+            (ui.tab, ui.selected) = ((ui.tab + tabs - 1) % tabs, 0)
+        }
+        KeyCode::Char('d') | KeyCode::Tab => (ui.tab, ui.selected) = ((ui.tab + 1) % tabs, 0),
+        KeyCode::Char('f') => ui.flops = !ui.flops,
+        // Expand everything, or collapse everything when it all is.
+        KeyCode::Char('x') => {
+            let all = all_keys(v, ui);
+            ui.expanded = Some(all)
+                .filter(|k| !k.is_subset(&ui.expanded))
+                .unwrap_or_default();
+        }
+        KeyCode::Up => ui.selected = ui.selected.saturating_sub(1),
+        KeyCode::Down => ui.selected = (ui.selected + 1).min(rows.len().saturating_sub(1)),
+        KeyCode::Right => ui.expanded.extend(selected.and_then(|r| r.key.clone())),
+        KeyCode::Left => {
+            if let Some(k) = selected.and_then(|r| r.key.as_ref()) {
+                ui.expanded.remove(k);
+            }
+        }
+        _ => {}
+    }
+    true
 }
 
 /// Run `xunds top`.
 pub fn main(args: TopArgs) -> ExitCode {
-    let mut monitor = match super::build(&args.slabs, args.dir.as_ref(), None, args.period) {
+    let (slabs, dir) = (&args.slabs, args.dir.as_ref());
+    let mut monitor = match super::build("xunds top", slabs, dir, None, args.period) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("xunds top: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // A full-screen view needs a terminal to draw on and read keys from;
     // without one, say so (exit 2) instead of failing inside the terminal
@@ -392,43 +658,30 @@ pub fn main(args: TopArgs) -> ExitCode {
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
-        Err(e) => {
-            eprintln!("xunds top: the terminal: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return crate::failure("xunds top", format_args!("the terminal: {e}")),
     };
-    let mut prev = HashMap::new();
-    let mut selected = 0usize;
+    let mut ui = Ui::default();
     let mut next = Instant::now();
     let mut v = View::default();
     let result = loop {
         if Instant::now() >= next {
             let _ = monitor.tick();
-            v = view(&mut monitor, &mut prev, selected);
-            v.period = args.period.as_secs_f64();
+            // Exits are shown in the view, not logged over the screen.
+            monitor.take_log();
+            v = view(&mut monitor);
+            ui.tab = ui.tab.min(v.procs.len());
             next += args.period;
         }
-        v.selected = selected.min(v.tabs.len().saturating_sub(1));
-        if let Err(e) = terminal.draw(|f| draw(f, &v)) {
+        if let Err(e) = terminal.draw(|f| draw(f, &v, &ui)) {
             break Err(e.to_string());
         }
-        let wait = next.saturating_duration_since(Instant::now());
-        match event::poll(wait) {
+        match event::poll(next.saturating_duration_since(Instant::now())) {
             Ok(true) => match event::read() {
-                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => match k.code {
-                    KeyCode::Char('q') | KeyCode::Esc => break Ok(()),
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                        break Ok(())
+                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                    if !key(&mut ui, &v, k.code, k.modifiers) {
+                        break Ok(());
                     }
-                    KeyCode::Right | KeyCode::Tab => {
-                        selected = (selected + 1) % v.tabs.len().max(1);
-                    }
-                    KeyCode::Left | KeyCode::BackTab => {
-                        let n = v.tabs.len().max(1);
-                        selected = (selected + n - 1) % n;
-                    }
-                    _ => {}
-                },
+                }
                 Ok(_) => {}
                 Err(e) => break Err(e.to_string()),
             },
@@ -437,13 +690,7 @@ pub fn main(args: TopArgs) -> ExitCode {
         }
     };
     ratatui::restore();
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("xunds top: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    result.map_or_else(|e| crate::failure("xunds top", e), |()| ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
@@ -452,9 +699,9 @@ mod tests {
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
 
-    fn screen(v: &View) -> String {
-        let mut t = Terminal::new(TestBackend::new(100, 24)).unwrap();
-        t.draw(|f| draw(f, v)).unwrap();
+    fn screen(v: &View, ui: &Ui, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| draw(f, v, ui)).unwrap();
         let buf = t.backend().buffer().clone();
         let mut s = String::new();
         for y in 0..buf.area.height {
@@ -466,72 +713,160 @@ mod tests {
         s
     }
 
-    fn sample_view() -> View {
+    fn proc(pid: u32, tag: &str, cores: &[(usize, f64, u64)]) -> Proc {
+        let mib = 1 << 20;
+        Proc {
+            pid,
+            tag: tag.into(),
+            note: String::new(),
+            cores: cores
+                .iter()
+                .map(|&(core, util, flops)| Core { core, util, flops })
+                .collect(),
+            exec_per_s: 12_345.0,
+            errors: vec![("hardware", 3)],
+            vcpu: Some((35.5, 4.0)),
+            host: [4096, 2048, 0, 1024],
+            core_memory: cores
+                .iter()
+                .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
+                .collect(),
+            models: cores
+                .iter()
+                .flat_map(|c| {
+                    (0..2).map(move |m| Model {
+                        name: format!("mlp{m}"),
+                        id: 10 * c.0 as u32 + m,
+                        core: c.0,
+                        host: 1024,
+                        device: [mib, mib / 2, 0, 0, mib],
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    fn sample() -> View {
         View {
-            tabs: vec![
-                Tab {
-                    title: "4242 xunds".into(),
-                    error: String::new(),
-                    cores: vec![
-                        CoreRow {
-                            core: 0,
-                            util: 42.5,
-                            exec_per_s: 12345.0,
-                            completed: 99_000,
-                            failed: 3,
-                        },
-                        CoreRow {
-                            core: 1,
-                            util: 7.0,
-                            exec_per_s: 2000.0,
-                            completed: 5_000,
-                            failed: 0,
-                        },
-                    ],
-                    errors: vec![("generic", 0, 0), ("hardware", 3, 1)],
-                    models: vec![ModelRow {
-                        name: "mlp-a".into(),
-                        model_id: 7,
-                        core: 1,
-                        host: 2048,
-                        device: 3 << 20,
-                    }],
-                    memory: (4096, 6 << 20),
-                },
-                Tab {
-                    title: "77 other".into(),
-                    error: "process 77 has exited; these are its final counters".into(),
-                    ..Tab::default()
-                },
+            procs: vec![
+                proc(
+                    4242,
+                    "4242",
+                    &[(0, 42.5, 1_500_000_000), (1, 7.0, 300_000_000)],
+                ),
+                proc(77, "trainer", &[(0, 90.0, 2_000_000_000)]),
             ],
-            selected: 0,
-            period: 1.0,
+            system_vcpu: Some((22.0, 5.5)),
+            vcpus: 2,
         }
     }
 
     #[test]
-    fn shows_tabs_cores_errors_and_models() {
-        let s = screen(&sample_view());
-        assert!(s.contains("4242 xunds"), "{s}");
-        assert!(s.contains("77 other"), "{s}");
-        assert!(s.contains("nc0"), "{s}");
-        assert!(s.contains("nc1"), "{s}");
-        assert!(s.contains("42.5%"), "{s}");
-        assert!(s.contains("12345"), "{s}");
-        assert!(s.contains("hardware"), "{s}");
-        assert!(s.contains("mlp-a"), "{s}");
-        assert!(s.contains("3.0 MiB"), "{s}");
-        insta::assert_snapshot!("top_screen", s);
+    fn a_process_tab_shows_every_section() {
+        let ui = Ui {
+            tab: 1,
+            ..Ui::default()
+        };
+        let s = screen(&sample(), &ui, 100, 30);
+        for want in [
+            "xunds top",
+            "NeuronCore Utilization",
+            "NC 0",
+            "42.5%",
+            "average",
+            "vCPU Utilization",
+            "Runtime",
+            "Memory Usage Summary",
+            "Host Used Memory",
+            "Model Scratchpad",
+            "Memory Usage Details",
+            ">4242 4242<",
+            "1:",
+        ] {
+            assert!(s.contains(want), "{want:?} missing:\n{s}");
+        }
+        insta::assert_snapshot!("top_process_tab", s);
     }
 
     #[test]
-    fn second_tab_shows_its_error_and_empty_view_waits() {
-        let mut v = sample_view();
-        v.selected = 1;
-        let s = screen(&v);
-        assert!(s.contains("error: process 77 has exited"), "{s}");
-        assert!(!s.contains("nc0"), "{s}");
-        let s = screen(&View::default());
+    fn the_all_tab_sums_every_process() {
+        let s = screen(&sample(), &Ui::default(), 100, 30);
+        assert!(s.contains(">all<"), "{s}");
+        assert!(s.contains("4242/NC1") && s.contains("77/NC0"), "{s}");
+        insta::assert_snapshot!("top_all_tab", s);
+    }
+
+    #[test]
+    fn f_shows_flops() {
+        let mut ui = Ui {
+            tab: 1,
+            ..Ui::default()
+        };
+        key(&mut ui, &sample(), KeyCode::Char('f'), KeyModifiers::NONE);
+        let s = screen(&sample(), &ui, 100, 30);
+        assert!(
+            s.contains("NeuronCore FLOPS") && s.contains("1.5GFLOPS"),
+            "{s}"
+        );
+        insta::assert_snapshot!("top_flops", s);
+    }
+
+    #[test]
+    fn x_expands_the_whole_tree_and_a_cut_list_shows_its_position() {
+        let v = sample();
+        let mut ui = Ui::default();
+        key(&mut ui, &v, KeyCode::Char('x'), KeyModifiers::NONE);
+        let rows = tree(&v, &ui);
+        assert!(rows.iter().any(|r| r.label == "Tensors" && r.depth == 3));
+        // Each parent is the sum of its children.
+        let core0 = rows.iter().position(|r| r.label == "NC 0").unwrap();
+        let kids: u64 = rows[core0 + 1..]
+            .iter()
+            .take_while(|r| r.depth > 1)
+            .filter(|r| r.depth == 2)
+            .map(|r| r.device)
+            .sum();
+        assert_eq!(kids, rows[core0].device);
+        for _ in 0..12 {
+            key(&mut ui, &v, KeyCode::Down, KeyModifiers::NONE);
+        }
+        let s = screen(&v, &ui, 80, 24);
+        assert!(s.contains(&format!("of {}", rows.len())), "{s}");
+        insta::assert_snapshot!("top_tree_80x24", s);
+        // x again collapses it.
+        key(&mut ui, &v, KeyCode::Char('x'), KeyModifiers::NONE);
+        assert_eq!(tree(&v, &ui).len(), 2);
+        let one = Ui {
+            tab: 1,
+            ..Ui::default()
+        };
+        // Two cores and the host memory on no core.
+        assert_eq!(tree(&v, &one).len(), 3);
+    }
+
+    #[test]
+    fn keys_select_tabs_and_nodes() {
+        let v = sample();
+        let mut ui = Ui::default();
+        key(&mut ui, &v, KeyCode::Char('3'), KeyModifiers::NONE);
+        assert_eq!(ui.tab, 2);
+        key(&mut ui, &v, KeyCode::Char('9'), KeyModifiers::NONE);
+        assert_eq!(ui.tab, 2, "no ninth tab");
+        key(&mut ui, &v, KeyCode::Char('d'), KeyModifiers::NONE);
+        assert_eq!(ui.tab, 0, "d wraps to all");
+        key(&mut ui, &v, KeyCode::Char('a'), KeyModifiers::NONE);
+        assert_eq!(ui.tab, 2);
+        key(&mut ui, &v, KeyCode::Right, KeyModifiers::NONE);
+        assert_eq!(tree(&v, &ui)[1].label, "mlp0");
+        key(&mut ui, &v, KeyCode::Left, KeyModifiers::NONE);
+        assert_eq!(tree(&v, &ui).len(), 2);
+        assert!(!key(&mut ui, &v, KeyCode::Char('q'), KeyModifiers::NONE));
+    }
+
+    #[test]
+    fn no_process_waits() {
+        let s = screen(&View::default(), &Ui::default(), 80, 24);
         assert!(s.contains("no running xunds process"), "{s}");
+        insta::assert_snapshot!("top_empty", s);
     }
 }
