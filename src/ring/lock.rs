@@ -230,12 +230,6 @@ impl Drop for WorkerGuard<'_> {
 
 #[cfg_attr(not(feature = "std"), allow(dead_code))]
 impl WaiterGuard<'_> {
-    /// Whether some slot holds an installed handle (read under the lock).
-    #[cfg(test)]
-    pub(crate) fn any_installed(&self) -> bool {
-        self.lock.waiters.0.load(Ordering::Relaxed) >= INSTALLED
-    }
-
     /// A waiter installed a handle into a slot (under this guard).
     pub(crate) fn installed_one(&self) {
         // Relaxed: ordered by the lock (see `WorkerGuard::any_installed`).

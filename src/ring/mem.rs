@@ -34,21 +34,7 @@ pub(crate) type Slot<'a> = Span<'a, { exec_slot::SIZE }>;
 /// The header, for one operation's cursor accesses ([`RingMem::header`]):
 /// its offsets are checked at compile time, and its base stays in a
 /// register across the operation.
-pub(crate) struct Header<'a>(Span<'a, { xu_queue::SIZE }>);
-
-impl Header<'_> {
-    /// Load the cursor at `off` (`xu_queue::off::EXEC_HEAD`, ...) with `o`.
-    #[inline(always)]
-    pub(crate) fn load(&self, off: usize, o: Ordering) -> u64 {
-        self.0.load_u64(off, o)
-    }
-
-    /// Store `v` into the cursor at `off` with `o` (its one writer).
-    #[inline(always)]
-    pub(crate) fn store(&self, off: usize, v: u64, o: Ordering) {
-        self.0.store_u64(off, v, o)
-    }
-}
+pub(crate) type Header<'a> = Span<'a, { xu_queue::SIZE }>;
 
 /// A ring's header and slots, laid into memory once (every constructor
 /// checks the capacity, the start cursor and the memory, then writes the
@@ -216,7 +202,7 @@ impl RingMem {
     #[inline(always)]
     pub(crate) fn header(&self) -> Header<'_> {
         match self.words.span(0) {
-            Some(h) => Header(h),
+            Some(h) => h,
             None => unreachable!("a ring's memory holds its header"),
         }
     }
@@ -224,13 +210,13 @@ impl RingMem {
     /// Load the cursor at `off` with `o`.
     #[inline(always)]
     pub(crate) fn load(&self, off: usize, o: Ordering) -> u64 {
-        self.header().load(off, o)
+        self.header().load_u64(off, o)
     }
 
     /// Store `v` into the cursor at `off` with `o` (its one writer).
     #[inline(always)]
     pub(crate) fn store(&self, off: usize, v: u64, o: Ordering) {
-        self.header().store(off, v, o)
+        self.header().store_u64(off, v, o)
     }
 
     /// The slot at index `idx` (`< capacity`).
@@ -281,12 +267,7 @@ pub(crate) fn handle_fields(w: u64) -> (i32, bool) {
     (w as u32 as i32, (w >> 32) as u8 != 0)
 }
 
-const _: () = assert!(
-    exec_slot::off::EFD_FROM_POOL == exec_slot::off::MARK_COMP_EFD + 4
-        && exec_slot::off::EXEC_INFO == exec_slot::off::MARK_COMP_EFD + 8
-        && exec_slot::off::SEQ_ID == 0
-        && exec_slot::off::EXEC_STATUS == 8
-);
+const _: () = assert!(exec_slot::off::EFD_FROM_POOL == exec_slot::off::MARK_COMP_EFD + 4);
 
 /// Zeroed, 64-byte-aligned memory for a ring of `N` slots, to put in a
 /// `static` (the header and slots are plain words, only ever reached

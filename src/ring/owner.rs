@@ -21,9 +21,9 @@ use std::time::Duration;
 #[cfg(feature = "std")]
 use crate::hal::mem::Region;
 use crate::sync::atomic::Ordering::Relaxed;
-use crate::wire::exec_slot::off::{EXEC_INFO, EXEC_STATUS, MARK_COMP_EFD, SEQ_ID};
+use crate::wire::exec_slot::off::{EXEC_INFO, EXEC_STATUS, MARK_COMP_EFD};
 use crate::wire::exec_slot::NO_EFD;
-use crate::wire::seq_id::{SeqId, XuId};
+use crate::wire::seq_id::XuId;
 #[cfg(feature = "std")]
 use crate::wire::xu_queue::CURSOR_START;
 
@@ -189,10 +189,9 @@ impl<T: Payload, C: StatusRef> Drop for XuQueue<T, C> {
         let tail = self.mem.load(SCHEDULED_TAIL, Relaxed);
         let end = tail.min(head.saturating_add(self.capacity()));
         for c in head..end {
-            let slot = self.slot(c);
-            if slot.load_u64(SEQ_ID, Relaxed) != SeqId::from_cursor(c, self.xu()).0 {
+            let Ok((slot, _)) = self.checked(c) else {
                 continue;
-            }
+            };
             // SAFETY: a slot in [exec_head, scheduled_tail) holding its
             // seq_id holds the words its submit made (`into_word`), and no
             // pop consumed them; the queue is gone, so this is their one

@@ -4,9 +4,9 @@
 //!
 //! [`Payload::into_word`] gives up ownership into the word at submit;
 //! [`Payload::from_word`] takes it back exactly once, at pop (or when the
-//! queue is dropped with the item still in flight). Plain integers (`u64`,
-//! `()`) cost nothing and are what the benchmarks and loom models carry;
-//! `Box<U>` and `Arc<U>` (with `std`) and `&'static U` carry real work items.
+//! queue is dropped with the item still in flight). A plain `u64` costs
+//! nothing and is what the benchmarks and loom models carry; `Box<U>` and
+//! `Arc<U>` (with `std`) and `&'static U` carry real work items.
 
 #[cfg(feature = "std")]
 use std::sync::Arc;
@@ -52,16 +52,6 @@ unsafe impl Payload for u64 {
     unsafe fn from_word(w: u64) -> Self {
         w
     }
-}
-
-// SAFETY: nothing is owned; the word is 0.
-unsafe impl Payload for () {
-    #[inline]
-    fn into_word(self) -> u64 {
-        0
-    }
-    #[inline]
-    unsafe fn from_word(_w: u64) -> Self {}
 }
 
 // SAFETY: a shared `'static` reference owns nothing; the word is its address

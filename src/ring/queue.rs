@@ -86,11 +86,9 @@ type Moves<T, C> = fn(T, C) -> (T, C);
 /// ```
 pub struct XuQueue<T: Payload, C: StatusRef = DefaultStatus> {
     pub(super) mem: RingMem,
-    xu: XuId,
     /// `xu << 48`, the high half of every seq_id of this queue (docs/abi.md §1.4).
     xu_bits: u64,
-    cap: u64,
-    /// `cap - 1` when `cap` is a power of two, else all ones ([`idx`]).
+    /// `capacity - 1` when the capacity is a power of two, else all ones ([`idx`]).
     ///
     /// [`idx`]: XuQueue::idx
     mask: u64,
@@ -104,8 +102,8 @@ impl<T: Payload, C: StatusRef> core::fmt::Debug for XuQueue<T, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let (exec_head, scheduled_head, scheduled_tail) = self.cursors();
         f.debug_struct("XuQueue")
-            .field("xu", &self.xu)
-            .field("capacity", &self.cap)
+            .field("xu", &self.xu())
+            .field("capacity", &self.capacity())
             .field("cursors", &[exec_head, scheduled_head, scheduled_tail])
             .finish_non_exhaustive()
     }
@@ -119,9 +117,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         let (xu, cap) = (mem.xu(), mem.capacity());
         XuQueue {
             mem,
-            xu,
             xu_bits: SeqId::from_cursor(0, xu).0,
-            cap,
             mask: if cap.is_power_of_two() {
                 cap - 1
             } else {
@@ -141,7 +137,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     #[inline(always)]
     fn idx(&self, c: u64) -> u64 {
         match c & self.mask {
-            i if i < self.cap => i,
+            i if i < self.mem.capacity() => i,
             _ => self.idx_above(c),
         }
     }
@@ -149,13 +145,28 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     #[cold]
     #[inline(never)]
     fn idx_above(&self, c: u64) -> u64 {
-        c % self.cap
+        c % self.mem.capacity()
     }
 
     /// The slot of cursor `c`.
     #[inline(always)]
     pub(super) fn slot(&self, c: u64) -> Slot<'_> {
         self.mem.slot(self.idx(c))
+    }
+
+    /// The slot of cursor `c` if it holds `c`'s seq_id (docs/abi.md §1.4,
+    /// §1.9 rule 2): a stray write into the slot or the header is refused
+    /// here, never trusted.
+    #[inline(always)]
+    pub(super) fn checked(&self, c: u64) -> Result<(Slot<'_>, SeqId), SlotMismatch> {
+        // No mask: the cursors stay below CURSOR_LIMIT < 2^48 (a cursor a
+        // stray write set higher names no slot's seq_id anyway).
+        let (slot, expected) = (self.slot(c), SeqId(c | self.xu_bits));
+        let found = slot.load_u64(SEQ_ID, Relaxed);
+        if found != expected.0 {
+            return Err(SlotMismatch { expected, found });
+        }
+        Ok((slot, expected))
     }
 
     /// Write the whole body of cursor `c`'s slot (docs/abi.md §1.3): the
@@ -182,12 +193,12 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
 
     /// This queue's XU.
     pub fn xu(&self) -> XuId {
-        self.xu
+        self.mem.xu()
     }
 
     /// Number of slots.
     pub fn capacity(&self) -> u64 {
-        self.cap
+        self.mem.capacity()
     }
 
     /// `(exec_head, scheduled_head, scheduled_tail)`, each loaded Acquire.
@@ -231,8 +242,9 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
 
     #[inline]
     pub(super) fn check_xu(&self, seq: SeqId) -> Result<(), ForeignXu> {
-        if seq.xu_id() != self.xu {
-            return Err(ForeignXu { seq, ours: self.xu });
+        let ours = self.xu();
+        if seq.xu_id() != ours {
+            return Err(ForeignXu { seq, ours });
         }
         Ok(())
     }
@@ -279,18 +291,15 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             }
             r
         }
-        // Without `std` there are no waiters: nothing installs a handle.
+        // Without `std` there are no waiters: nothing installs a handle,
+        // and no sink could signal one (EINVAL).
         #[cfg(not(feature = "std"))]
         {
             let _ = (efd, pooled);
-            Err(EINVAL)
+            Err(22)
         }
     }
 }
-
-/// `EINVAL` (Linux): a handle no sink can signal.
-#[cfg(not(feature = "std"))]
-const EINVAL: i32 = 22;
 
 /// A submit refused: the error, and the item and status cell back.
 #[derive(Debug)]
@@ -370,7 +379,9 @@ where
         // §1.9 rule 2): the worker's capture of a slot happens-before our
         // rewrite of it.
         self.exec = self.q.mem.load(EXEC_HEAD, Acquire);
-        self.room = (CURSOR_LIMIT - 1).saturating_sub(self.exec).min(self.q.cap);
+        self.room = (CURSOR_LIMIT - 1)
+            .saturating_sub(self.exec)
+            .min(self.q.capacity());
     }
 
     /// Room for `n` more slots after `tail` (ours, read back): `tail -
@@ -395,7 +406,7 @@ where
         if used <= self.room && n <= self.room - used {
             return Ok(());
         }
-        Err(if used > self.q.cap {
+        Err(if used > self.q.capacity() {
             SubmitError::Corrupted {
                 exec_head: self.exec,
                 tail,
@@ -430,7 +441,7 @@ where
         q.write(tail, seq, item, status);
         // Ordering: Release; the body stores happen-before any Acquire of
         // the new scheduled_tail (docs/abi.md §1.9 rule 1).
-        header.store(SCHEDULED_TAIL, tail + 1, PUBLISH);
+        header.store_u64(SCHEDULED_TAIL, tail + 1, PUBLISH);
         Ok(seq)
     }
 
@@ -471,8 +482,8 @@ where
     pub fn trigger_burst(&mut self, n: u64) -> Result<SeqId, TriggerError> {
         let (q, header) = (&*self.q, self.q.mem.header());
         // Ordering: Relaxed both; our own last publishes.
-        let head = header.load(SCHEDULED_HEAD, Relaxed);
-        let tail = header.load(SCHEDULED_TAIL, Relaxed);
+        let head = header.load_u64(SCHEDULED_HEAD, Relaxed);
+        let tail = header.load_u64(SCHEDULED_TAIL, Relaxed);
         // exec_head <= scheduled_head, and our cached exec_head never runs
         // ahead of the real one: below it is a stray write.
         if head < self.exec {
@@ -487,7 +498,7 @@ where
         // Ordering: Release; pairs with the worker's Acquire in
         // `Worker::refresh`, the pair that matters (docs/abi.md §1.9 rule 3):
         // the bodies behind scheduled_tail are visible to the worker.
-        header.store(SCHEDULED_HEAD, head + n, PUBLISH);
+        header.store_u64(SCHEDULED_HEAD, head + n, PUBLISH);
         Ok(q.seq(head + n - 1))
     }
 
@@ -678,22 +689,6 @@ where
         }
     }
 
-    /// The slot of cursor `c` if it holds `c`'s seq_id (docs/abi.md §1.4,
-    /// §1.9 rule 2): a stray write into the slot or the header is refused
-    /// here, never trusted.
-    #[inline(always)]
-    fn checked(&self, c: u64) -> Result<(Slot<'_>, SeqId), SlotMismatch> {
-        let q = &*self.q;
-        // No mask: the worker's cursors stay below CURSOR_LIMIT < 2^48 (a
-        // cursor a stray write set higher names no slot's seq_id anyway).
-        let (slot, expected) = (q.slot(c), SeqId(c | q.xu_bits));
-        let found = slot.load_u64(SEQ_ID, Relaxed);
-        if found != expected.0 {
-            return Err(SlotMismatch { expected, found });
-        }
-        Ok((slot, expected))
-    }
-
     /// `xuq_worker_pop_current_exec` with the worker's status write: check
     /// the slot, write `status` through its `exec_status`, then under the
     /// mark-completion lock capture `mark_comp_efd`, `efd_from_pool` and
@@ -704,7 +699,7 @@ where
         if self.ready() == 0 && self.refill() == 0 {
             return Err(PopError::Empty);
         }
-        let (slot, seq) = self.checked(head)?;
+        let (slot, seq) = self.q.checked(head)?;
         let (q, header) = (&*self.q, self.q.mem.header());
         // TRIGGERED -> DONE: the status, published by the Release below.
         let status_word = slot.load_u64(EXEC_STATUS, Relaxed);
@@ -717,7 +712,7 @@ where
             // Mutant (`.ci/loom`'s `ring_capture` must kill it): the advance
             // before the capture.
             #[cfg(xunds_mutant = "advance_before_capture")]
-            header.store(EXEC_HEAD, head + 1, PUBLISH);
+            header.store_u64(EXEC_HEAD, head + 1, PUBLISH);
             // Capture, then advance (docs/abi.md §1.9 rule 2). With no handle
             // installed anywhere, every triggered slot's mark_comp_efd is -1.
             let mut handle = (NO_EFD, false);
@@ -734,7 +729,7 @@ where
             // status is visible to whoever sees the completion),
             // docs/abi.md §1.8, §1.9 rule 2.
             #[cfg(not(xunds_mutant = "advance_before_capture"))]
-            header.store(EXEC_HEAD, head + 1, PUBLISH);
+            header.store_u64(EXEC_HEAD, head + 1, PUBLISH);
             (handle, info)
         };
         #[cfg(xunds_mutant = "status_after_completion")]
@@ -766,7 +761,7 @@ where
         if self.available() == 0 {
             return Err(PopError::Empty);
         }
-        let (slot, seq) = self.checked(self.head)?;
+        let (slot, seq) = self.q.checked(self.head)?;
         let exec_status = slot.load_u64(EXEC_STATUS, Relaxed);
         let exec_info = slot.load_u64(EXEC_INFO, Relaxed);
         Ok(SlotView {
@@ -800,7 +795,7 @@ where
         let (head, n) = (self.head, self.ready().min(want));
         let cursors = head..head + n;
         for c in cursors.clone() {
-            self.checked(c)?;
+            self.q.checked(c)?;
         }
         let q = &*self.q;
         for c in cursors.clone() {
@@ -851,7 +846,7 @@ where
             return Err(DiscardError::Empty);
         }
         let head = self.head;
-        let seq = match self.checked(head) {
+        let seq = match self.q.checked(head) {
             Ok((_, seq)) => return Err(DiscardError::Intact { seq }),
             Err(m) => m.expected,
         };
@@ -1082,7 +1077,7 @@ mod tests {
     fn a_captured_handle_leaves_the_installed_count() {
         let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();
         let q = p.queue().clone();
-        let installed = || q.lock.lock_waiter().any_installed();
+        let installed = || q.lock.lock_worker().any_installed();
         let ev = crate::hal::eventfd::EventFd::new().unwrap();
         let a = p.submit(1, None).unwrap();
         let b = p.submit(2, None).unwrap();
@@ -1115,13 +1110,13 @@ mod tests {
         let q = p.queue().clone();
         let s = p.submit(1, None).unwrap();
         p.trigger_next().unwrap();
-        assert!(!q.lock.lock_waiter().any_installed());
+        assert!(!q.lock.lock_worker().any_installed());
         let r = q.wait(s, WaitMode::Block, Duration::from_millis(5));
         assert_eq!(r, Ok(Waited::TimedOut));
         let handle = q.slot(s.seq_num()).load_u64(MARK_COMP_EFD, Relaxed);
         assert_eq!(handle, handle_word(NO_EFD, false));
         assert!(
-            !q.lock.lock_waiter().any_installed(),
+            !q.lock.lock_worker().any_installed(),
             "the installed count still counts the uninstalled handle"
         );
     }

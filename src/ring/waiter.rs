@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::hal::eventfd::Wait;
 use crate::sync::atomic::Ordering::{Acquire, Relaxed};
-use crate::wire::exec_slot::{off::MARK_COMP_EFD, off::SEQ_ID, NO_EFD};
+use crate::wire::exec_slot::{off::MARK_COMP_EFD, NO_EFD};
 use crate::wire::seq_id::SeqId;
 
 pub use super::events::{
     eventfd_factory, CompletionSink, EventFdSink, RawFd, Waitable, WaitableFactory,
 };
 
-use super::error::{SlotMismatch, WaitError};
+use super::error::WaitError;
 use super::mem::{handle_fields, handle_word};
 use super::payload::Payload;
 use super::queue::XuQueue;
@@ -71,17 +71,6 @@ pub(crate) fn after(now: Instant, d: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }
 
-/// What became of a waiter's handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fate {
-    /// Never reached the worker (or was taken back): no signal can come.
-    Idle,
-    /// Its one signal was consumed: nothing more can come.
-    Consumed,
-    /// Completion seen, signal not (yet) seen: it may still arrive.
-    MaybePending,
-}
-
 /// Waiters: blocking and explicit-async completion on eventfds.
 impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     /// (free, retired) pooled events; for tests and diagnostics.
@@ -110,15 +99,8 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         if self.done(seq) {
             return Ok(Armed::AlreadyComplete);
         }
-        let slot = self.slot(seq.seq_num());
-        let found = slot.load_u64(SEQ_ID, Relaxed);
-        if found != seq.0 {
-            return Err(SlotMismatch {
-                expected: seq,
-                found,
-            }
-            .into());
-        }
+        // `seq` is this XU's (`check_handle`): its slot must hold it.
+        let (slot, _) = self.checked(seq.seq_num())?;
         if handle_fields(slot.load_u64(MARK_COMP_EFD, Relaxed)).0 != NO_EFD {
             return Err(WaitError::AlreadyWaiting { seq });
         }
@@ -206,10 +188,11 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         let Some(own) = own else {
             // A pooled event: back to the pool once nothing more can arrive.
             let pooled = self.waits.take()?;
-            let (result, fate) = self.block(seq, pooled.as_ref(), false, deadline);
-            let to = match fate {
-                Fate::Idle | Fate::Consumed => &self.waits.free,
-                Fate::MaybePending => &self.waits.retired,
+            let (result, pending) = self.block(seq, pooled.as_ref(), false, deadline);
+            let to = if pending {
+                &self.waits.retired
+            } else {
+                &self.waits.free
             };
             to.lock().unwrap_or_else(|e| e.into_inner()).push(pooled);
             return result;
@@ -219,19 +202,21 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
 
     /// Install a handle onto `ev` (a dup when `dup`, else `ev`'s own pooled
     /// handle) and block until completion or `deadline`. Closes the dup on
-    /// every path where the worker did not get it; says what became of a
-    /// pooled handle.
+    /// every path where the worker did not get it. The `bool` says whether
+    /// a signal may still arrive on the handle: completion was seen, its
+    /// signal not (yet); `false` when the handle never reached the worker,
+    /// was taken back, or its one signal was consumed.
     fn block(
         &self,
         seq: SeqId,
         ev: &dyn Waitable,
         dup: bool,
         deadline: Instant,
-    ) -> (Result<Waited, WaitError>, Fate) {
+    ) -> (Result<Waited, WaitError>, bool) {
         let fd = if dup {
             match ev.dup_handle() {
                 Ok(fd) => fd,
-                Err(e) => return (Err(e.into()), Fate::Idle),
+                Err(e) => return (Err(e.into()), false),
             }
         } else {
             ev.raw_handle()
@@ -245,11 +230,11 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             Ok(Armed::Installed) => {}
             Ok(Armed::AlreadyComplete) => {
                 close_dup();
-                return (Ok(Waited::Completed { wakeups: 0 }), Fate::Idle);
+                return (Ok(Waited::Completed { wakeups: 0 }), false);
             }
             Err(e) => {
                 close_dup();
-                return (Err(e), Fate::Idle);
+                return (Err(e), false);
             }
         }
         // Installed: the slot owns the handle until pop captures it.
@@ -272,19 +257,14 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
                         wakeups += 1;
                     }
                 }
-                let fate = if wakeups > 0 {
-                    Fate::Consumed
-                } else {
-                    Fate::MaybePending
-                };
                 // A dup went to the worker, which closes it.
-                return (Ok(Waited::Completed { wakeups }), fate);
+                return (Ok(Waited::Completed { wakeups }), wakeups == 0);
             }
             // If pop captured it meanwhile, uninstall refuses and the next
             // round sees completion.
             if Instant::now() >= deadline && self.uninstall(seq) {
                 close_dup();
-                return (Ok(Waited::TimedOut), Fate::Idle);
+                return (Ok(Waited::TimedOut), false);
             }
         }
     }
