@@ -12,14 +12,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xunds::ring::{
-    COriginalStorage, CStyleStorage, OwnedStorage, Producer, QueueConfig, Storage, WaitMode,
-    Waited, Worker, XuQueue,
-};
+use xunds::actors::pace::Pace;
+use xunds::ring::{Producer, QueueConfig, WaitMode, Waited, Worker, XuQueue};
 use xunds::wire::seq_id::XuId;
 use xunds::wire::status::NrtStatus;
 
 use crate::harness::{env_or, ping_pong, ratio, row, two_threads};
+use crate::ring_peers::{self, PeerProducer, PeerWorker};
+
+/// The handles of our ring in the bench: an `Arc`-shared queue of `u64` items.
+type Q = Arc<XuQueue<u64>>;
 
 const XU: XuId = XuId::new(0, 0, 1);
 const CAP: usize = 1024;
@@ -50,7 +52,7 @@ fn best_of_each<const K: usize>(
     best
 }
 
-fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: u64) -> Duration {
+fn ours_per_item(mut p: Producer<Q>, mut w: Worker<Q>, n: u64) -> Duration {
     two_threads(
         move || {
             for i in 0..n {
@@ -61,15 +63,44 @@ fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: 
             }
         },
         move || {
-            let mut got = 0u64;
-            let mut sum = 0u64;
+            let (mut got, mut sum, mut pace) = (0u64, 0u64, Pace::new());
             while got < n {
-                match w.pop(NrtStatus::SUCCESS) {
-                    Ok(Some(pp)) => {
+                match pace.pop(&mut w, NrtStatus::SUCCESS) {
+                    Ok(pp) => {
                         sum = sum.wrapping_add(pp.item);
                         got += 1;
                     }
-                    _ => std::hint::spin_loop(),
+                    Err(_) => std::hint::spin_loop(),
+                }
+            }
+            black_box(sum);
+        },
+    )
+}
+
+/// [`ours_per_item`] through a peer ring (`ring_peers`).
+fn peer_per_item<const CACHED: bool>(
+    (mut p, mut w): (PeerProducer<CACHED>, PeerWorker<CACHED>),
+    n: u64,
+) -> Duration {
+    two_threads(
+        move || {
+            for i in 0..n {
+                while p.submit(i).is_err() {
+                    std::hint::spin_loop();
+                }
+                let _ = p.trigger_next();
+            }
+        },
+        move || {
+            let (mut got, mut sum, mut pace) = (0u64, 0u64, Pace::new());
+            while got < n {
+                match w.pop(&mut pace) {
+                    Some(item) => {
+                        sum = sum.wrapping_add(item);
+                        got += 1;
+                    }
+                    None => std::hint::spin_loop(),
                 }
             }
             black_box(sum);
@@ -78,8 +109,7 @@ fn ours_per_item<S: Storage>(mut p: Producer<u64, S>, mut w: Worker<u64, S>, n: 
 }
 
 fn ours_burst(n: u64) -> Duration {
-    let (mut p, mut w) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
     two_threads(
         move || {
             let mut i = 0u64;
@@ -195,22 +225,12 @@ pub fn throughput() {
         reps(),
         [
             &mut || {
-                let (p, w) =
-                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+                let (p, w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
                 ours_per_item(p, w, n)
             },
             &mut || rtrb_per_item(n),
-            &mut || {
-                let (p, w) =
-                    XuQueue::<u64, CStyleStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
-                ours_per_item(p, w, n)
-            },
-            &mut || {
-                let (p, w) =
-                    XuQueue::<u64, COriginalStorage>::owned(QueueConfig::new(XU, CAP as u64))
-                        .unwrap();
-                ours_per_item(p, w, n)
-            },
+            &mut || peer_per_item(ring_peers::ring::<true>(CAP as u64, XU.0), n),
+            &mut || peer_per_item(ring_peers::ring::<false>(CAP as u64, XU.0), n),
         ],
     );
     row("xunds ring (submit+trigger / pop)", n, ours);
@@ -255,8 +275,7 @@ pub fn roundtrip() {
         reps(),
         [
             &mut || {
-                let (mut p, mut w) =
-                    XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+                let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, 8)).unwrap();
                 let q = p.queue().clone();
                 two_threads(
                     move || {
@@ -269,11 +288,11 @@ pub fn roundtrip() {
                         }
                     },
                     move || {
-                        let mut got = 0;
+                        let (mut got, mut pace) = (0, Pace::new());
                         while got < m {
-                            match w.pop(NrtStatus::SUCCESS) {
-                                Ok(Some(_)) => got += 1,
-                                _ => std::hint::spin_loop(),
+                            match pace.pop(&mut w, NrtStatus::SUCCESS) {
+                                Ok(_) => got += 1,
+                                Err(_) => std::hint::spin_loop(),
                             }
                         }
                     },
@@ -300,7 +319,7 @@ pub fn blocking() {
     println!("  {m} round trips, blocking waiter (pooled eventfd), 20 us of work per item");
     let wakeups = Arc::new(AtomicU64::new(0));
     let wk = wakeups.clone();
-    let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, 8)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, 8)).unwrap();
     let q = p.queue().clone();
     let d = two_threads(
         move || {
@@ -326,7 +345,7 @@ pub fn blocking() {
                 while t.elapsed() < Duration::from_micros(20) {
                     std::hint::spin_loop();
                 }
-                if let Ok(Some(_)) = w.pop(NrtStatus::SUCCESS) {
+                if w.pop(NrtStatus::SUCCESS).is_ok() {
                     got += 1;
                 }
             }
@@ -340,27 +359,152 @@ pub fn blocking() {
     );
 }
 
+/// Submit and trigger 64 items from `base` (one side of [`one_thread_bursts`];
+/// out of line so that callgrind can count each side: [`instructions`]).
+#[inline(never)]
+fn ours_produce64(p: &mut Producer<Q>, base: u64) {
+    for k in 0..64 {
+        let _ = p.submit(base + k, None);
+        let _ = p.trigger_next();
+    }
+}
+
+/// Pop 64 items; the sum of their words.
+#[inline(never)]
+fn ours_consume64(w: &mut Worker<Q>) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..64 {
+        if let Ok(pp) = w.pop(NrtStatus::SUCCESS) {
+            sum = sum.wrapping_add(pp.item);
+        }
+    }
+    sum
+}
+
 /// `n` executions through our ring on one thread, 64 submitted and triggered,
 /// then 64 popped, over and over: the per-item cost without cross-core
 /// traffic (also the pipeline bench's "one ring item" reference).
 pub fn one_thread_bursts(n: u64) -> Duration {
-    let (mut p, mut w) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
+    let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(XU, CAP as u64)).unwrap();
     crate::harness::time(|| {
         let mut sum = 0u64;
         for i in 0..n / 64 {
-            for k in 0..64 {
-                let _ = p.submit(i * 64 + k, None);
-                let _ = p.trigger_next();
-            }
-            for _ in 0..64 {
-                if let Ok(Some(pp)) = w.pop(NrtStatus::SUCCESS) {
-                    sum = sum.wrapping_add(pp.item);
-                }
-            }
+            ours_produce64(&mut p, i * 64);
+            sum = sum.wrapping_add(ours_consume64(&mut w));
         }
         black_box(sum);
     })
+}
+
+/// Push 64 items from `base` into rtrb (`[u64; 4]`, the slot's size).
+#[inline(never)]
+fn rtrb_produce64(p: &mut rtrb::Producer<[u64; 4]>, base: u64) {
+    for k in 0..64 {
+        let v = base + k;
+        let _ = p.push([v, 0, u64::MAX, v]);
+    }
+}
+
+/// Pop 64 items from rtrb; the sum of their last words.
+#[inline(never)]
+fn rtrb_consume64(c: &mut rtrb::Consumer<[u64; 4]>) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..64 {
+        if let Ok(v) = c.pop() {
+            sum = sum.wrapping_add(v[3]);
+        }
+    }
+    sum
+}
+
+/// [`one_thread_bursts`] through rtrb.
+fn rtrb_one_thread_bursts(n: u64) -> Duration {
+    let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
+    crate::harness::time(|| {
+        let mut sum = 0u64;
+        for i in 0..n / 64 {
+            rtrb_produce64(&mut p, i * 64);
+            sum = sum.wrapping_add(rtrb_consume64(&mut c));
+        }
+        black_box(sum);
+    })
+}
+
+/// The environment variable that makes the bench binary run one loop of
+/// [`instructions`] and exit (`ours` or `rtrb`, with `XUNDS_RING_N` items).
+pub const COUNT_CHILD: &str = "XUNDS_RING_COUNT";
+
+/// The child [`instructions`] runs under callgrind: one one-thread loop.
+pub fn count_child(which: &str) {
+    let n = n();
+    match which {
+        "ours" => one_thread_bursts(n),
+        "rtrb" => rtrb_one_thread_bursts(n),
+        other => panic!("{COUNT_CHILD}={other}: ours or rtrb"),
+    };
+}
+
+/// Instructions the bench binary executes for `which`'s loop of `n` items
+/// under `valgrind --tool=callgrind` (its "Collected" total), counting only
+/// inside the functions `only` names when given (`--toggle-collect`).
+fn collected(which: &str, n: u64, only: Option<&str>) -> Option<u64> {
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = std::process::Command::new("valgrind");
+    cmd.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"]);
+    if let Some(f) = only {
+        cmd.arg(format!("--toggle-collect=*{f}*"));
+    }
+    let out = cmd
+        .arg(exe)
+        .env(COUNT_CHILD, which)
+        .env("XUNDS_RING_N", n.to_string())
+        .output()
+        .ok()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| {
+            l.split_once("Collected :")
+                .map(|(_, v)| v.trim().parse().ok())
+        })
+        .flatten()
+}
+
+/// Instructions per item of the one-thread loop ([`overhead`]'s), ours and
+/// rtrb's, counted by callgrind in this run, whole and per side (submit and
+/// trigger; pop): the count for 2n items minus the count for n, over n, so
+/// start-up and set-up cancel out. A count of instructions does not depend
+/// on the host's load or its CPU pair. Needs `valgrind` on the PATH.
+pub fn instructions() {
+    let n: u64 = env_or("XUNDS_RING_COUNT_N", 1_000_000);
+    println!(
+        "  callgrind, one thread, 64 in flight: (count of {} items - count of {n}) / {n}",
+        2 * n
+    );
+    let per = |which: &str, only: Option<&str>| {
+        let (a, b) = (collected(which, n, only)?, collected(which, 2 * n, only)?);
+        Some(b.saturating_sub(a) as f64 / n as f64)
+    };
+    let mut whole = [0.0f64; 2];
+    for (k, which) in ["ours", "rtrb"].into_iter().enumerate() {
+        let (Some(all), Some(prod), Some(cons)) = (
+            per(which, None),
+            per(which, Some(&format!("{which}_produce64"))),
+            per(which, Some(&format!("{which}_consume64"))),
+        ) else {
+            println!("  {which}: valgrind not found or its output not understood; skipped");
+            return;
+        };
+        whole[k] = all;
+        println!(
+            "  {which:<12} {all:>6.1} instructions/item (producer {prod:.1}, consumer {cons:.1}, loop {:.1})",
+            all - prod - cons
+        );
+    }
+    println!(
+        "  RATIO {:<40} {:>6.2}x  (ours at most 90 instructions per item)",
+        "ours vs rtrb, instructions per item",
+        whole[1] / whole[0]
+    );
 }
 
 /// Per-operation cost without cross-core traffic: one thread fills up to 64
@@ -372,22 +516,7 @@ pub fn overhead() {
     let [ours, peer] = best_of_each(
         reps(),
         [&mut || one_thread_bursts(n), &mut || {
-            let (mut p, mut c) = rtrb::RingBuffer::<[u64; 4]>::new(CAP);
-            crate::harness::time(|| {
-                let mut sum = 0u64;
-                for i in 0..n / 64 {
-                    for k in 0..64 {
-                        let v = i * 64 + k;
-                        let _ = p.push([v, 0, u64::MAX, v]);
-                    }
-                    for _ in 0..64 {
-                        if let Ok(v) = c.pop() {
-                            sum = sum.wrapping_add(v[3]);
-                        }
-                    }
-                }
-                black_box(sum);
-            })
+            rtrb_one_thread_bursts(n)
         }],
     );
     row("xunds submit+trigger / pop", n, ours);

@@ -17,6 +17,7 @@ mod harness;
 mod nds;
 mod pipeline;
 mod ring;
+mod ring_peers;
 
 /// Counts heap allocations (the pipeline group reports them per execution;
 /// the other groups' hot loops do not allocate, so it costs them nothing).
@@ -24,6 +25,10 @@ mod ring;
 static ALLOC: counting_alloc::CountingAlloc = counting_alloc::CountingAlloc::new();
 
 fn main() {
+    if let Ok(which) = std::env::var(ring::COUNT_CHILD) {
+        ring::count_child(&which);
+        return;
+    }
     let filter = std::env::args()
         .skip(1)
         .find(|a| !a.starts_with('-'))
@@ -36,6 +41,7 @@ fn main() {
         ("ring_roundtrip", ring::roundtrip),
         ("ring_blocking", ring::blocking),
         ("ring_overhead", ring::overhead),
+        ("ring_instructions", ring::instructions),
         ("engine_matmul", engine::engine),
         ("pipeline", pipeline::pipeline),
         ("pipeline_null", pipeline::pipeline_null),

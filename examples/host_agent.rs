@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 
 use xunds::nds::{Counter, ModelSlot, Reader, RecordRead, Writer};
-use xunds::ring::{OwnedStorage, QueueConfig, RingError, StatusCell, XuQueue};
+use xunds::ring::{PopError, QueueConfig, StatusCell, SubmitError, XuQueue};
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::model::ModelRecord;
 use xunds::wire::nds::{c_str_lossy, c_string};
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// to two threads.
 fn ring_between_two_threads() -> Result<(), Box<dyn std::error::Error>> {
     let (mut producer, mut worker) =
-        XuQueue::<u64, OwnedStorage>::owned(QueueConfig::new(XuId::new(0, 0, 0), 32))?;
+        XuQueue::<u64>::owned(QueueConfig::new(XuId::new(0, 0, 0), 32))?;
 
     let executor = thread::spawn(move || {
         let mut sum = 0u64;
@@ -50,11 +50,11 @@ fn ring_between_two_threads() -> Result<(), Box<dyn std::error::Error>> {
             // `pop` writes the status into the slot (and the submitter's status
             // cell) before the completion is visible, then advances exec_head.
             match worker.pop(NrtStatus::SUCCESS) {
-                Ok(Some(p)) => {
+                Ok(p) => {
                     sum += p.item;
                     done += 1;
                 }
-                Ok(None) => thread::yield_now(),
+                Err(PopError::Empty) => thread::yield_now(),
                 Err(e) => panic!("pop: {e}"),
             }
         }
@@ -72,7 +72,7 @@ fn ring_between_two_threads() -> Result<(), Box<dyn std::error::Error>> {
                 next += 1;
             }
             // Full: the executor has not caught up yet.
-            Err(e) if e.error == RingError::Full => thread::yield_now(),
+            Err(e) if e.error == SubmitError::Full => thread::yield_now(),
             Err(e) => return Err(e.error.into()),
         }
     }

@@ -35,10 +35,10 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | (none) | | `#![no_std]`, no allocator: [`wire`], [`fsm`], [`prng`], the [`ring`] protocol over caller memory ([`ring::StaticStorage`], [`ring::MappedStorage::init_raw`]), the [`nds`] writer and reader over a caller slab ([`nds::RawSlab`]) |
+//! | (none) | | `#![no_std]`, no allocator: [`wire`], [`fsm`], [`prng`], the [`ring`] protocol over caller memory ([`ring::StaticQueue`], [`ring::RingMem::init_raw`]), the [`nds`] writer and reader over a caller slab ([`nds::RawSlab`]) |
 //! | `std` | yes | the Linux [`hal`], heap and mapped-file storages and slabs, eventfd waiters |
 //! | `sim` | yes | (implies `std`) the simulated device and the actors (crate-private), the [`system`] API and its [`system::Error`] |
-//! | `testkit` | no | test and benchmark support: the simulator's internals public, the benchmark's peer storages, the tracer's replay |
+//! | `testkit` | no | test and benchmark support: the simulator's internals public (the actors' lockstep pace the ring benchmark uses among them), the tracer's replay |
 //! | `cli` | yes | (implies `sim`) the `xunds` binary's crates |
 #![cfg_attr(not(feature = "std"), no_std)]
 // The docs are written for the default features; without `std` their links

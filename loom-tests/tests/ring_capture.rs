@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use loom::thread;
 use ring_support::Registry;
-use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
+use xunds::ring::{PopError, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
 /// Items 1..=cap are submitted and triggered up front; the producer thread
@@ -22,7 +22,7 @@ use xunds::wire::status::NrtStatus;
 fn items(cap: u64) {
     ring_support::model(move || {
         let reg = Registry::new(1, 0);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64>::owned(reg.config(cap)).unwrap();
         for i in 0..cap {
             p.submit(100 + i, None).unwrap();
             p.trigger_next().unwrap();
@@ -35,10 +35,14 @@ fn items(cap: u64) {
         });
         for i in 0..=cap {
             loop {
-                if let Some(pp) = w.pop(NrtStatus::SUCCESS).expect("consistent slot") {
-                    assert_eq!(pp.seq.seq_num(), i + 1);
-                    assert_eq!(pp.item, 100 + i, "captured the item of this slot");
-                    break;
+                match w.pop(NrtStatus::SUCCESS) {
+                    Ok(pp) => {
+                        assert_eq!(pp.seq.seq_num(), i + 1);
+                        assert_eq!(pp.item, 100 + i, "captured the item of this slot");
+                        break;
+                    }
+                    Err(PopError::Empty) => {}
+                    Err(e) => panic!("consistent slot: {e}"),
                 }
                 thread::yield_now();
             }
@@ -53,7 +57,7 @@ fn items(cap: u64) {
 fn waiter(cap: u64) {
     ring_support::model(move || {
         let reg = Registry::new(1, 1);
-        let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, w) = XuQueue::<u64>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let s1 = p.submit(100, None).unwrap();
         p.trigger_next().unwrap();

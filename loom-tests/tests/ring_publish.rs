@@ -13,18 +13,18 @@ mod ring_support;
 
 use loom::thread;
 use ring_support::Registry;
-use xunds::ring::{OwnedStorage, XuQueue};
+use xunds::ring::{PopError, XuQueue};
 use xunds::wire::status::NrtStatus;
 
 fn one_by_one(cap: u64) {
     ring_support::model(move || {
         let reg = Registry::new(1, 0);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64>::owned(reg.config(cap)).unwrap();
         let n = cap + 1;
         let prod = thread::spawn(move || {
             for i in 0..n {
                 while let Err(e) = p.submit(100 + i, None) {
-                    assert_eq!(e.error, xunds::ring::RingError::Full);
+                    assert_eq!(e.error, xunds::ring::SubmitError::Full);
                     thread::yield_now();
                 }
                 p.trigger_next().unwrap();
@@ -32,13 +32,14 @@ fn one_by_one(cap: u64) {
         });
         let mut next = 0;
         while next < n {
-            match w.pop(NrtStatus::SUCCESS).expect("slot body visible") {
-                Some(pp) => {
+            match w.pop(NrtStatus::SUCCESS) {
+                Ok(pp) => {
                     assert_eq!(pp.seq.seq_num(), next + 1);
                     assert_eq!(pp.item, 100 + next);
                     next += 1;
                 }
-                None => thread::yield_now(),
+                Err(PopError::Empty) => thread::yield_now(),
+                Err(e) => panic!("slot body visible: {e}"),
             }
         }
         prod.join().unwrap();
@@ -60,7 +61,7 @@ fn publish_reuse_cap2_three_items() {
 fn publish_reuse_bursts_cap2() {
     ring_support::model(|| {
         let reg = Registry::new(1, 0);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(2)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64>::owned(reg.config(2)).unwrap();
         let prod = thread::spawn(move || {
             p.submit_burst(2, |s| (s.seq_num() * 10, None)).unwrap();
             p.trigger_burst(2).unwrap();

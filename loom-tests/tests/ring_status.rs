@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use loom::thread;
 use ring_support::{Gate, Registry, XU};
-use xunds::ring::{OwnedStorage, StatusCell, XuQueue};
+use xunds::ring::{PopError, StatusCell, XuQueue};
 use xunds::wire::seq_id::SeqId;
 use xunds::wire::status::NrtStatus;
 
@@ -30,7 +30,7 @@ fn status_before_completion(cap: u64) {
     ring_support::model(move || {
         let n = cap as usize + 1;
         let reg = Registry::new(1, 0);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let cells: Arc<Vec<Arc<StatusCell>>> =
             Arc::new((0..n).map(|_| Arc::new(StatusCell::new())).collect());
@@ -46,12 +46,13 @@ fn status_before_completion(cap: u64) {
         let worker = thread::spawn(move || {
             let mut k = 0;
             while k < n {
-                match w.pop(STATUSES[k]).unwrap() {
-                    Some(_) => {
+                match w.pop(STATUSES[k]) {
+                    Ok(_) => {
                         k += 1;
                         sp.open();
                     }
-                    None => wk.wait(),
+                    Err(PopError::Empty) => wk.wait(),
+                    Err(e) => panic!("{e}"),
                 }
             }
         });

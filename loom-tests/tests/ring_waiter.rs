@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use loom::thread;
 use ring_support::Registry;
-use xunds::ring::{OwnedStorage, WaitMode, Waited, XuQueue};
+use xunds::ring::{PopError, WaitMode, Waited, XuQueue};
 use xunds::wire::status::NrtStatus;
 
 const LONG: Duration = Duration::from_secs(3600);
@@ -48,7 +48,7 @@ fn race(pooled: bool, mode: WaitMode) {
 fn race_with(pooled: bool, mode: WaitMode, burst: bool) {
     ring_support::model(move || {
         let reg = Registry::new(2, 1);
-        let (mut p, mut w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(2)).unwrap();
+        let (mut p, mut w) = XuQueue::<u64>::owned(reg.config(2)).unwrap();
         let q = p.queue().clone();
         let s = p.submit(7, None).unwrap();
         p.trigger_next().unwrap();
@@ -61,8 +61,12 @@ fn race_with(pooled: bool, mode: WaitMode, burst: bool) {
                 if n == 1 {
                     return signal.unwrap();
                 }
-            } else if let Some(pp) = w.pop(NrtStatus::SUCCESS).unwrap() {
-                return pp.signal;
+            } else {
+                match w.pop(NrtStatus::SUCCESS) {
+                    Ok(pp) => return pp.signal,
+                    Err(PopError::Empty) => {}
+                    Err(e) => panic!("{e}"),
+                }
             }
             thread::yield_now();
         });
@@ -89,7 +93,7 @@ fn race_with(pooled: bool, mode: WaitMode, burst: bool) {
 fn reuse(cap: u64, pooled: bool) {
     ring_support::model(move || {
         let reg = Registry::new(2, 1);
-        let (mut p, w) = XuQueue::<u64, OwnedStorage>::owned(reg.config(cap)).unwrap();
+        let (mut p, w) = XuQueue::<u64>::owned(reg.config(cap)).unwrap();
         let q = p.queue().clone();
         let s1 = p.submit(100, None).unwrap();
         p.trigger_next().unwrap();

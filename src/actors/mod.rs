@@ -46,6 +46,7 @@
 //! mailboxes toward each other are both full still drain.
 
 pub mod mailbox;
+pub mod pace;
 pub mod producer;
 pub mod publisher;
 pub mod sequencer;
@@ -57,7 +58,8 @@ pub mod worker;
 use core::fmt;
 use std::os::fd::RawFd;
 
-use crate::fsm::{Transition, TransitionHook};
+use crate::fsm::slot::{SlotEvent, SlotFsm, SlotState};
+use crate::fsm::{step_traced, Transition, TransitionHook};
 use crate::sim::tracer::TraceLog;
 
 /// A time in nanoseconds: virtual (deterministic runner) or since the
@@ -374,9 +376,11 @@ impl HalTap {
     }
 }
 
-/// Forwards a ring handle's slot transitions (its `swap_trace`) to the run's
-/// trace through one reused buffer: no allocation per hand-over. Off (the
-/// handle records nothing) it does nothing.
+/// The slot transitions (`fsm::slot`) of the ring operations an actor made,
+/// for the run's trace: the actor reports each operation right after it,
+/// and [`drain`](Self::drain) hands the transitions to the trace where the
+/// actor wants them. The ring records nothing itself (a trace is a policy
+/// around the protocol, not part of it). Off, it does nothing.
 #[derive(Debug, Default)]
 pub(crate) struct SlotTap {
     on: bool,
@@ -384,7 +388,7 @@ pub(crate) struct SlotTap {
 }
 
 impl SlotTap {
-    /// A tap for a handle whose slot trace is `on`.
+    /// A tap that records when `on`.
     pub(crate) fn new(on: bool) -> SlotTap {
         SlotTap {
             on,
@@ -392,14 +396,35 @@ impl SlotTap {
         }
     }
 
-    /// Move the transitions `swap` hands over (the handle's `swap_trace`)
-    /// into `cx`'s trace.
-    pub(crate) fn drain(&mut self, swap: impl FnOnce(&mut Vec<Transition>), cx: &mut Cx<'_>) {
+    fn step(&mut self, c: u64, from: SlotState, e: SlotEvent) {
         if self.on {
-            swap(&mut self.buf);
-            for &t in &self.buf {
-                cx.on_transition(t);
-            }
+            // The cursors just moved this way, so the row is legal.
+            let _ = step_traced::<SlotFsm, _>(from, e, c, &mut self.buf);
+        }
+    }
+
+    /// A submit of cursor `c`: FREE -> SUBMITTED.
+    pub(crate) fn submitted(&mut self, c: u64) {
+        self.step(c, SlotState::Free, SlotEvent::Submit);
+    }
+
+    /// A trigger of `cursors`: SUBMITTED -> TRIGGERED each.
+    pub(crate) fn triggered(&mut self, cursors: core::ops::Range<u64>) {
+        for c in cursors {
+            self.step(c, SlotState::Submitted, SlotEvent::Trigger);
+        }
+    }
+
+    /// A pop (or discard) of cursor `c`: TRIGGERED -> DONE -> FREE.
+    pub(crate) fn popped(&mut self, c: u64) {
+        self.step(c, SlotState::Triggered, SlotEvent::Complete);
+        self.step(c, SlotState::Done, SlotEvent::Reclaim);
+    }
+
+    /// Move the recorded transitions into `cx`'s trace.
+    pub(crate) fn drain(&mut self, cx: &mut Cx<'_>) {
+        for t in self.buf.drain(..) {
+            cx.on_transition(t);
         }
     }
 }

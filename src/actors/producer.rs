@@ -46,19 +46,18 @@ use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::step_traced;
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
-use crate::ring::queue::StatusArc;
-use crate::ring::{Armed, MappedStorage, XuQueue};
+use crate::ring::{Armed, StatusArc, TriggerError, XuQueue};
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{Timespec, TpbExecutionInfo};
 
 /// The ring handles the system uses: `exec_info` words over the byte-exact
 /// mapped `xu_queue_t`.
-pub type RingProducer = crate::ring::Producer<u64, MappedStorage>;
+pub type RingProducer = crate::ring::Producer<RingQueue>;
 /// The worker's ring handle.
-pub type RingWorker = crate::ring::Worker<u64, MappedStorage>;
+pub type RingWorker = crate::ring::Worker<RingQueue>;
 /// The shared query side.
-pub type RingQueue = XuQueue<u64, MappedStorage>;
+pub type RingQueue = crate::sync::Arc<XuQueue<u64>>;
 
 /// One schedule call's arguments.
 #[derive(Debug)]
@@ -220,11 +219,9 @@ impl<H: Hal> Lane<H> {
     /// A lane with every work item free.
     pub fn new(p: LaneParts<H>) -> Lane<H> {
         let n = p.pool.len();
-        let mut ring = p.ring;
-        ring.trace(p.trace_slots);
         Lane {
             core: p.core,
-            ring,
+            ring: p.ring,
             stager: p.stager,
             hal: p.hal,
             map: p.map,
@@ -283,7 +280,7 @@ impl<H: Hal> Lane<H> {
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
-        self.slots.drain(|buf| self.ring.swap_trace(buf), cx);
+        self.slots.drain(cx);
     }
 
     /// Hand aggregated refusal counts to the publisher and wake it; keeps
@@ -409,72 +406,82 @@ impl<H: Hal> Lane<H> {
         info.resp.ts_start = Timespec::from_nanos(cx.now().as_u64());
         info.resp.device_tpb_idx = u16::from(core);
         wrote &= self.pool.write(&*self.hal, idx, &info).is_ok();
-        // 4. stage_and_doorbell.
+        // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
-        let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
-            self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
-        } else {
-            None
-        };
-        self.pre(cx);
-        let Some(staged) = staged else {
-            let idx = call.stage_failed(cx);
-            self.free.push(idx);
-            return self.refuse(if wrote {
-                NrtStatus::QUEUE_FULL
+        let staged = call.stage(cx, |_, cx| {
+            let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
+                self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
             } else {
-                NrtStatus::FAILURE
-            });
+                None
+            };
+            self.pre(cx);
+            staged.ok_or(())
+        });
+        let (call, staged) = match staged {
+            Ok(s) => s,
+            Err((idx, ())) => {
+                self.free.push(idx);
+                return self.refuse(if wrote {
+                    NrtStatus::QUEUE_FULL
+                } else {
+                    NrtStatus::FAILURE
+                });
+            }
         };
-        let call = call.stage_and_doorbell(cx);
         self.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
         let word = self.exec_info_word(idx);
-        let submitted = match inject {
-            Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
-            _ => self
-                .ring
-                .submit(word, req.status)
-                .map_err(|e| e.error.to_string()),
-        };
-        self.slot_trace(cx); // the ring only: nothing for the HAL tap
-        let (seq, call) = match submitted {
-            Ok(seq) => {
-                // The item's host side, in one lock: the worker reads it
-                // only after it peeked the slot, which the trigger below
-                // publishes (a slot a failed trigger left submitted is
-                // published later, still after this).
-                let mut side = self.pool.side(idx);
-                side.exec_id = staged.exec_id;
-                side.engines = staged.engines;
-                side.expect = req.expect;
-                side.out = req.out;
-                side.tag = req.tag;
-                side.seq = seq.0;
-                drop(side);
-                (seq, call.submit(cx))
+        let submitted = call.submit(cx, |cx| {
+            let r = match inject {
+                Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
+                _ => self
+                    .ring
+                    .submit(word, req.status)
+                    .map_err(|e| e.error.to_string()),
+            };
+            if let Ok(seq) = r {
+                self.slots.submitted(seq.seq_num());
             }
-            Err(e) => {
+            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            r
+        });
+        let (call, seq) = match submitted {
+            Ok(s) => s,
+            Err((idx, e)) => {
                 // The request was staged and doorbelled: the device runs it
                 // and the worker drops its records as stray; the caller's
                 // call failed to queue (counted, like every refusal).
                 cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
-                let idx = call.submit_failed(cx);
                 self.free.push(idx);
                 return self.refuse(NrtStatus::FAILURE);
             }
         };
+        // The item's host side, in one lock: the worker reads it only after
+        // it peeked the slot, which the trigger below publishes (a slot a
+        // failed trigger left submitted is published later, still after
+        // this).
+        let mut side = self.pool.side(idx);
+        side.exec_id = staged.exec_id;
+        side.engines = staged.engines;
+        side.expect = req.expect;
+        side.out = req.out;
+        side.tag = req.tag;
+        side.seq = seq.0;
+        drop(side);
         // 6. trigger: every submitted slot, so one an earlier trigger
         // failure left behind is published before (not instead of) ours.
-        let triggered = match inject {
-            Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
-            _ => self.trigger_pending().map_err(|e| e.to_string()),
-        };
-        self.slot_trace(cx); // the ring only: nothing for the HAL tap
+        let triggered = call.trigger(cx, |cx| {
+            let r = match inject {
+                Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
+                _ => self.trigger_pending().map_err(|e| e.to_string()),
+            };
+            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            r
+        });
         let call = match triggered {
-            Ok(()) => call.trigger(cx),
-            Err(e) => {
+            Ok(call) => call,
+            Err((idx, e)) => {
                 // Unreachable but for injection (this lane just submitted
                 // and is the ring's only producer). The slot stays
                 // submitted and holds the item: it will run (the flush
@@ -483,7 +490,6 @@ impl<H: Hal> Lane<H> {
                 // hand it out twice). So the caller gets its handle and,
                 // at completion, its real result.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
-                let idx = call.trigger_failed(cx);
                 cx.event("msg", format_args!("item {idx} stays with its slot"));
                 bump(&self.stats.accepted);
                 self.flush();
@@ -559,10 +565,14 @@ impl<H: Hal> Lane<H> {
     }
 
     /// Publish `scheduled_head` over every submitted, untriggered slot.
-    fn trigger_pending(&mut self) -> Result<(), crate::ring::RingError> {
+    fn trigger_pending(&mut self) -> Result<(), TriggerError> {
         match self.ring.untriggered() {
             0 => Ok(()),
-            n => self.ring.trigger_burst(n).map(drop),
+            n => {
+                let last = self.ring.trigger_burst(n)?.seq_num();
+                self.slots.triggered(last + 1 - n..last + 1);
+                Ok(())
+            }
         }
     }
 

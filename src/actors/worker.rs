@@ -67,7 +67,8 @@ use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
 use crate::hal::{Hal, Ordering};
-use crate::ring::{RingError, Signal};
+use crate::actors::pace::Pace;
+use crate::ring::{PopError, Signal, SlotMismatch};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
 use crate::wire::seq_id::SeqId;
@@ -262,7 +263,9 @@ pub struct WorkerActor<H: Hal> {
     kept_return: Option<u16>,
     /// The peek refusal last counted (`ring_refusals`), until a peek
     /// succeeds again.
-    refused: Option<RingError>,
+    refused: Option<PopError>,
+    /// The ring's lockstep guard over this worker's peeks.
+    pace: Pace,
     last_seq: Option<u64>,
     bytes: Vec<u8>,
     vals: Vec<f32>,
@@ -309,8 +312,7 @@ impl<H: Hal> WorkerActor<H> {
     /// A worker; `tags_capacity` preallocates the tag log (when enabled).
     pub fn new(p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
         let nq_fd = p.hal.event_fd(p.map.nq_irq[usize::from(p.core)]);
-        let mut ring = p.ring;
-        ring.trace(p.trace_slots);
+        let ring = p.ring;
         let stats = WorkerStats {
             tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
             ..WorkerStats::default()
@@ -346,6 +348,7 @@ impl<H: Hal> WorkerActor<H> {
             kept: None,
             kept_return: None,
             refused: None,
+            pace: Pace::new(),
             last_seq: None,
             bytes: Vec::with_capacity(4096),
             vals: Vec::with_capacity(1024),
@@ -422,7 +425,7 @@ impl<H: Hal> WorkerActor<H> {
     }
 
     fn slot_trace(&mut self, cx: &mut Cx<'_>) {
-        self.slots.drain(|buf| self.ring.swap_trace(buf), cx);
+        self.slots.drain(cx);
     }
 
     /// Deliver a kept counter report (R1). `true` when none is kept.
@@ -445,9 +448,9 @@ impl<H: Hal> WorkerActor<H> {
     /// Peek the next triggered slot and start harvesting it. `false` when
     /// nothing is triggered (after announcing sleep and looking again).
     fn start_next(&mut self, cx: &mut Cx<'_>) -> bool {
-        let (seq, word) = match self.ring.peek() {
-            Ok(Some(v)) => (v.seq, v.exec_info),
-            Ok(None) => {
+        let (seq, word) = match self.pace.peek(&mut self.ring) {
+            Ok(v) => (v.seq, v.exec_info),
+            Err(PopError::Empty) => {
                 if self.state == WorkerState::Idle {
                     self.step(WorkerEvent::Sleep, cx);
                 }
@@ -471,7 +474,7 @@ impl<H: Hal> WorkerActor<H> {
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
                     cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.core));
-                    self.refused = Some(e.clone());
+                    self.refused = Some(e);
                     if self.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
                     }
@@ -481,7 +484,7 @@ impl<H: Hal> WorkerActor<H> {
                 // announce sleep, so that its wake-up is not lost (the look
                 // once more is `idle`, which yields once a reset runs).
                 return match e {
-                    RingError::SlotMismatch { expected, .. } if self.draining => {
+                    PopError::Mismatch(SlotMismatch { expected, .. }) if self.draining => {
                         self.complete_discarded(expected, cx)
                     }
                     _ => {
@@ -1029,14 +1032,15 @@ impl<H: Hal> WorkerActor<H> {
             return true;
         };
         let popped = if cur.discard {
-            self.ring.discard().map(|s| s.map(|seq| (seq, Signal::NoWaiter)))
+            self.ring.discard().ok().map(|seq| (seq, Signal::NoWaiter))
         } else {
-            self.ring
-                .pop(cur.status)
-                .map(|p| p.map(|p| (p.seq, p.signal)))
+            self.ring.pop(cur.status).ok().map(|p| (p.seq, p.signal))
         };
+        if let Some((seq, _)) = popped {
+            self.slots.popped(seq.seq_num());
+        }
         match popped {
-            Ok(Some((seq, signal))) => {
+            Some((seq, signal)) => {
                 if seq != cur.seq {
                     self.stats.fifo_violations += 1;
                 }
@@ -1047,8 +1051,8 @@ impl<H: Hal> WorkerActor<H> {
                 }
                 self.step_drained(WorkerEvent::SignalWaiter, cx);
             }
-            Ok(None) | Err(_) => {
-                // The ring's slot machine refused the pop: counted and traced
+            None => {
+                // The ring refused the pop: counted and traced
                 // like any refused event; the worker goes back to IDLE (the
                 // slot is not its to retry).
                 cx.refused(

@@ -23,27 +23,42 @@
 //! A schedule call walks the funnel through typed steps ([`Begun`] ->
 //! [`SpaceChecked`] -> [`ItemTaken`] -> [`Doorbelled`] -> [`Submitted`] ->
 //! [`Triggered`]): each step consumes the previous step's value and returns
-//! the next (tracing the table's transition), so a wrong order does not
-//! compile, and every failure exit hands back what the call took (the item
-//! index) so the caller can return it to its free list.
+//! the next (tracing the table's transition). The three steps that act,
+//! [`ItemTaken::stage`], [`Doorbelled::submit`] and [`Submitted::trigger`],
+//! take the action itself (staging and the doorbell, the ring's submit, its
+//! trigger) and run it, so a wrong order does not compile; every failure
+//! exit hands back what the call took (the item index) so the caller can
+//! return it to its free list.
 //!
 //! Submitting before the doorbell does not compile:
 //!
 //! ```compile_fail,E0599
 //! use xunds::fsm::{funnel::Begun, NoHook};
+//! use xunds::wire::seq_id::SeqId;
 //! let item = Begun::new(0).check_space(&mut NoHook).take_item(3, &mut NoHook);
-//! let _ = item.submit(&mut NoHook); // no `submit` on ItemTaken
+//! let _ = item.submit(&mut NoHook, |_| Ok::<_, ()>(SeqId(1))); // no `submit` on ItemTaken
+//! ```
+//!
+//! Nor does staging after the submit (the two swapped):
+//!
+//! ```compile_fail,E0599
+//! use xunds::fsm::{funnel::Begun, NoHook};
+//! use xunds::wire::seq_id::SeqId;
+//! let item = Begun::new(0).check_space(&mut NoHook).take_item(3, &mut NoHook);
+//! let (d, ()) = item.stage(&mut NoHook, |_, _| Ok::<_, ()>(())).unwrap();
+//! let (s, _) = d.submit(&mut NoHook, |_| Ok::<_, ()>(SeqId(1))).unwrap();
+//! let _ = s.stage(&mut NoHook, |_, _| Ok::<_, ()>(())); // no `stage` on Submitted
 //! ```
 //!
 //! Waking the worker before the trigger does not compile:
 //!
 //! ```compile_fail,E0599
 //! use xunds::fsm::{funnel::Begun, NoHook};
-//! let d = Begun::new(0)
-//!     .check_space(&mut NoHook)
-//!     .take_item(3, &mut NoHook)
-//!     .stage_and_doorbell(&mut NoHook);
-//! let _ = d.submit(&mut NoHook).wake_worker(&mut NoHook); // no `wake_worker` on Submitted
+//! use xunds::wire::seq_id::SeqId;
+//! let item = Begun::new(0).check_space(&mut NoHook).take_item(3, &mut NoHook);
+//! let (d, ()) = item.stage(&mut NoHook, |_, _| Ok::<_, ()>(())).unwrap();
+//! let (s, _) = d.submit(&mut NoHook, |_| Ok::<_, ()>(SeqId(1))).unwrap();
+//! let _ = s.wake_worker(&mut NoHook); // no `wake_worker` on Submitted
 //! ```
 //!
 //! Taking an item without checking for space does not compile:
@@ -66,14 +81,18 @@
 //!
 //! ```
 //! use xunds::fsm::{funnel::Begun, Transition};
+//! use xunds::wire::seq_id::SeqId;
 //! let mut log: Vec<Transition> = Vec::new();
 //! let item = Begun::new(0).check_space(&mut log).take_item(3, &mut log);
-//! let done = item.stage_and_doorbell(&mut log).submit(&mut log).trigger(&mut log);
-//! assert_eq!(done.wake_worker(&mut log), 3);
+//! let (d, staged) = item.stage(&mut log, |idx, _| Ok::<_, ()>(idx * 10)).unwrap();
+//! let (s, seq) = d.submit(&mut log, |_| Ok::<_, ()>(SeqId(7))).unwrap();
+//! let done = s.trigger(&mut log, |_| Ok::<_, ()>(())).unwrap();
+//! assert_eq!((staged, seq, done.wake_worker(&mut log)), (30, SeqId(7), 3));
 //! assert_eq!(log.len(), 6);
 //! ```
 
 use super::{step_traced, TransitionHook};
+use crate::wire::seq_id::SeqId;
 
 super::machine! {
     /// The submit funnel machine.
@@ -236,55 +255,81 @@ impl ItemTaken {
         self.idx
     }
 
-    /// Staged and doorbelled.
-    pub fn stage_and_doorbell<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Doorbelled {
-        go(self.id, S::ItemTaken, E::StageAndDoorbell, hook);
-        Doorbelled {
-            id: self.id,
-            idx: self.idx,
+    /// `stage_and_doorbell`: `stage(idx, hook)` stages the device request
+    /// for the item and publishes its doorbell (tracing what it did into
+    /// `hook` before this step's transition). On failure the call ends and
+    /// the item's index comes back with the error (`stage_failed`).
+    pub fn stage<V, X, H: TransitionHook + ?Sized>(
+        self,
+        hook: &mut H,
+        stage: impl FnOnce(u16, &mut H) -> Result<V, X>,
+    ) -> Result<(Doorbelled, V), (u16, X)> {
+        match stage(self.idx, hook) {
+            Ok(staged) => {
+                go(self.id, S::ItemTaken, E::StageAndDoorbell, hook);
+                let d = Doorbelled {
+                    id: self.id,
+                    idx: self.idx,
+                };
+                Ok((d, staged))
+            }
+            Err(e) => {
+                go(self.id, S::ItemTaken, E::StageFailed, hook);
+                Err((self.idx, e))
+            }
         }
-    }
-
-    /// Staging failed: the call ends; the item to return.
-    pub fn stage_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
-        go(self.id, S::ItemTaken, E::StageFailed, hook);
-        self.idx
     }
 }
 
 impl Doorbelled {
-    /// The slot is submitted.
-    pub fn submit<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Submitted {
-        go(self.id, S::Doorbelled, E::Submit, hook);
-        Submitted {
-            id: self.id,
-            idx: self.idx,
+    /// `submit`: `submit(hook)` writes the ring slot and publishes
+    /// `scheduled_tail`, giving the seq_id. On failure the call ends and the
+    /// item's index comes back with the error (`submit_failed`).
+    pub fn submit<X, H: TransitionHook + ?Sized>(
+        self,
+        hook: &mut H,
+        submit: impl FnOnce(&mut H) -> Result<SeqId, X>,
+    ) -> Result<(Submitted, SeqId), (u16, X)> {
+        match submit(hook) {
+            Ok(seq) => {
+                go(self.id, S::Doorbelled, E::Submit, hook);
+                let s = Submitted {
+                    id: self.id,
+                    idx: self.idx,
+                };
+                Ok((s, seq))
+            }
+            Err(e) => {
+                go(self.id, S::Doorbelled, E::SubmitFailed, hook);
+                Err((self.idx, e))
+            }
         }
-    }
-
-    /// The ring refused the submit: the call ends; the item to return.
-    pub fn submit_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
-        go(self.id, S::Doorbelled, E::SubmitFailed, hook);
-        self.idx
     }
 }
 
 impl Submitted {
-    /// Triggered.
-    pub fn trigger<H: TransitionHook + ?Sized>(self, hook: &mut H) -> Triggered {
-        go(self.id, S::Submitted, E::Trigger, hook);
-        Triggered {
-            id: self.id,
-            idx: self.idx,
-        }
-    }
-
-    /// The ring refused the trigger: the call ends; the item's index. The
-    /// item is not the caller's to return: the submitted slot holds it, and
+    /// `trigger`: `trigger(hook)` publishes `scheduled_head`. On failure
+    /// the call ends (`trigger_failed`) with the item's index, which is
+    /// not the caller's to return: the submitted slot holds the item, and
     /// the worker returns it once a later trigger published the slot.
-    pub fn trigger_failed<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
-        go(self.id, S::Submitted, E::TriggerFailed, hook);
-        self.idx
+    pub fn trigger<X, H: TransitionHook + ?Sized>(
+        self,
+        hook: &mut H,
+        trigger: impl FnOnce(&mut H) -> Result<(), X>,
+    ) -> Result<Triggered, (u16, X)> {
+        match trigger(hook) {
+            Ok(()) => {
+                go(self.id, S::Submitted, E::Trigger, hook);
+                Ok(Triggered {
+                    id: self.id,
+                    idx: self.idx,
+                })
+            }
+            Err(e) => {
+                go(self.id, S::Submitted, E::TriggerFailed, hook);
+                Err((self.idx, e))
+            }
+        }
     }
 }
 
@@ -313,19 +358,34 @@ mod tests {
         insta::assert_snapshot!(render_table::<Funnel>());
     }
 
-    /// The typed walk traces exactly the table's happy path, and each
-    /// failure exit hands the item back and ends in IDLE.
+    /// The typed walk traces exactly the table's happy path, runs each
+    /// step's action once, in order, and each failure exit hands the item
+    /// back and ends in IDLE.
     #[test]
     fn typed_steps_trace_the_table() {
         let mut log: Vec<Transition> = Vec::new();
-        let idx = Begun::new(4)
-            .check_space(&mut log)
-            .take_item(9, &mut log)
-            .stage_and_doorbell(&mut log)
-            .submit(&mut log)
-            .trigger(&mut log)
-            .wake_worker(&mut log);
-        assert_eq!(idx, 9);
+        let mut ran = Vec::new();
+        let item = Begun::new(4).check_space(&mut log).take_item(9, &mut log);
+        let (d, ()) = item
+            .stage(&mut log, |idx, _| {
+                ran.push(("stage", idx));
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        let (s, seq) = d
+            .submit(&mut log, |_| {
+                ran.push(("submit", 0));
+                Ok::<_, ()>(SeqId(5))
+            })
+            .unwrap();
+        let t = s
+            .trigger(&mut log, |_| {
+                ran.push(("trigger", 0));
+                Ok::<_, ()>(())
+            })
+            .unwrap();
+        assert_eq!((t.wake_worker(&mut log), seq), (9, SeqId(5)));
+        assert_eq!(ran, [("stage", 9), ("submit", 0), ("trigger", 0)]);
         let names: Vec<_> = log.iter().map(|t| t.event).collect();
         assert_eq!(
             names,
@@ -346,14 +406,21 @@ mod tests {
                 .check_space(&mut NoLog)
                 .take_item(5, &mut NoLog)
         };
-        assert_eq!(t().stage_failed(&mut log), 5);
-        assert_eq!(t().stage_and_doorbell(&mut log).submit_failed(&mut log), 5);
+        let staged = |log: &mut Vec<Transition>| t().stage(log, |_, _| Ok::<_, ()>(())).unwrap().0;
+        let submitted = |log: &mut Vec<Transition>| {
+            staged(log)
+                .submit(log, |_| Ok::<_, ()>(SeqId(1)))
+                .unwrap()
+                .0
+        };
         assert_eq!(
-            t().stage_and_doorbell(&mut log)
-                .submit(&mut log)
-                .trigger_failed(&mut log),
-            5
+            t().stage(&mut log, |_, _| Err::<(), _>("no")).unwrap_err(),
+            (5, "no")
         );
+        let e = staged(&mut log).submit(&mut log, |_| Err::<SeqId, _>("full"));
+        assert_eq!(e.unwrap_err(), (5, "full"));
+        let e = submitted(&mut log).trigger(&mut log, |_| Err::<(), _>("none"));
+        assert_eq!(e.unwrap_err(), (5, "none"));
         let exits: Vec<_> = log
             .iter()
             .filter(|t| t.to == "IDLE")

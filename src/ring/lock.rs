@@ -7,23 +7,30 @@
 //! waiters take it rarely, so it is a **biased** (asymmetric Dekker) lock:
 //!
 //! - The worker (pop side) enters by storing `worker_busy = true`, a *light*
-//!   fence, and loading `waiters`. If no waiter wants the lock it is in: two
-//!   plain stores and a load, no locked instruction. If a waiter is around it
-//!   backs out and queues on the `slow` compare-exchange lock like a waiter.
-//! - A waiter announces itself (`waiters += 1`), issues a *heavy* fence, takes
-//!   `slow`, then waits until `worker_busy` is false.
+//!   fence, and loading the waiters word. If no waiter wants the lock it is
+//!   in: two plain stores and a load, no locked instruction. If a waiter is
+//!   around it backs out, queues on the `slow` compare-exchange lock like a
+//!   waiter, and once it holds that, sets `worker_busy` again and lets
+//!   `slow` go: from there on it leaves as on the fast path.
+//! - A waiter announces itself (the word's count += 1), issues a *heavy*
+//!   fence, takes `slow`, then waits until `worker_busy` is false.
 //!
-//! Dekker's argument: the worker stores `worker_busy` then loads `waiters`;
-//! the waiter stores `waiters` then loads `worker_busy`, each with a fence in
-//! between, so at least one of them sees the other. With `membarrier(2)`
+//! Dekker's argument: the worker stores `worker_busy` then loads the count;
+//! the waiter stores the count then loads `worker_busy`, each with a fence
+//! in between, so at least one of them sees the other. With `membarrier(2)`
 //! (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`) the heavy fence forces a full barrier
 //! on every running thread of the process, which lets the light fence be a
 //! compiler fence only. Where membarrier is unavailable (and under loom) both
 //! fences are `fence(SeqCst)`.
+//!
+//! The waiters word also counts the slots whose `mark_comp_efd` holds an
+//! installed handle (its high half, changed only under the lock), so the
+//! worker's one load tells it both whether a waiter is around and whether
+//! any slot may hold a handle to capture.
 
 #[cfg(feature = "std")]
 use crate::hal::os::membarrier;
-use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use crate::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// One value on its own cache line (the worker writes `worker_busy` on every
 /// pop; it must not share a line with what the producer or waiters write).
@@ -31,55 +38,42 @@ use crate::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 #[repr(align(64))]
 struct Padded<T>(T);
 
-/// The line the worker reads on every entry: the waiter count it must see
-/// (Dekker) and, beside it, how many slots hold an installed handle.
-#[derive(Debug)]
-struct WaiterLine {
-    /// Waiters that want or hold the lock.
-    count: AtomicU32,
-    /// Slots whose `mark_comp_efd` holds a handle a waiter installed and the
-    /// worker has not captured yet. Changed only while holding the lock
-    /// (install +1, uninstall -1, capture -k), so a holder reads the exact
-    /// value; 0 means every triggered slot's `mark_comp_efd` is -1 and the
-    /// worker's capture of it may be skipped.
-    installed: AtomicU32,
-}
+/// One waiter in the waiters word (its low half).
+const WAITER: u64 = 1;
+/// One installed handle in the waiters word (its high half).
+const INSTALLED: u64 = 1 << 32;
 
 /// The lock.
 #[derive(Debug)]
 pub(crate) struct MarkCompLock {
-    /// The worker is inside its fast-path critical section.
+    /// The worker is inside its critical section.
     worker_busy: Padded<AtomicBool>,
-    /// Waiters that want or hold the lock, and the installed-handle count.
-    waiters: Padded<WaiterLine>,
+    /// Waiters that want or hold the lock (low half) and slots holding an
+    /// installed handle the worker has not captured yet (high half).
+    waiters: Padded<AtomicU64>,
     /// The compare-exchange lock waiters (and a worker that met one) share.
     slow: Padded<AtomicBool>,
     /// `membarrier` registered: the worker's fence may be a compiler fence.
     asym: bool,
 }
 
-/// Held while alive.
-pub(crate) struct Guard<'a> {
+/// The worker's hold on the lock.
+pub(crate) struct WorkerGuard<'a> {
     lock: &'a MarkCompLock,
-    kind: Kind,
+    /// The waiters word as read on entry (its installed half counts).
+    word: u64,
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    WorkerFast,
-    WorkerSlow,
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    Waiter,
+/// A waiter's hold on the lock.
+pub(crate) struct WaiterGuard<'a> {
+    lock: &'a MarkCompLock,
 }
 
 impl MarkCompLock {
     pub(crate) fn new() -> Self {
         MarkCompLock {
             worker_busy: Padded(AtomicBool::new(false)),
-            waiters: Padded(WaiterLine {
-                count: AtomicU32::new(0),
-                installed: AtomicU32::new(0),
-            }),
+            waiters: Padded(AtomicU64::new(0)),
             slow: Padded(AtomicBool::new(false)),
             asym: membarrier::available(),
         }
@@ -92,16 +86,16 @@ impl MarkCompLock {
         #[cfg(xunds_mutant = "markcomp_no_fence")]
         return;
         #[allow(unreachable_code)]
-        if self.asym {
+        if !self.asym {
+            // Ordering: SeqCst fence; pairs with the SeqCst fence in
+            // `heavy_fence` (Dekker: worker_busy store / count load).
+            fence(Ordering::SeqCst);
+        } else {
             // Ordering: compiler-only SeqCst fence; pairs with the
             // `membarrier(PRIVATE_EXPEDITED)` in `heavy_fence`, which makes this
             // thread's program order act as a full barrier (Dekker on
-            // worker_busy / waiters; the mark-completion lock of docs/abi.md §1.9).
+            // worker_busy / the waiter count; docs/abi.md §1.9 rule 4).
             core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            // Ordering: SeqCst fence; pairs with the SeqCst fence in
-            // `heavy_fence` (Dekker: worker_busy store / waiters load).
-            fence(Ordering::SeqCst);
         }
     }
 
@@ -123,7 +117,7 @@ impl MarkCompLock {
             }
         } else {
             // Ordering: SeqCst fence; pairs with the SeqCst fence in
-            // `light_fence` (Dekker: waiters store / worker_busy load).
+            // `light_fence` (Dekker: count store / worker_busy load).
             fence(Ordering::SeqCst);
         }
     }
@@ -136,8 +130,9 @@ impl MarkCompLock {
         #[allow(unreachable_code)]
         let mut spins = 0u32;
         // Ordering: Acquire on success; pairs with the Release stores of
-        // `slow` in `Guard::drop`. A failed CAS writes nothing (unlike
-        // `swap`), so spinners never reorder against the unlock store.
+        // `slow` in `lock_worker` and `WaiterGuard::drop`. A failed CAS
+        // writes nothing (unlike `swap`), so spinners never reorder against
+        // the unlock store.
         while self
             .slow
             .0
@@ -148,34 +143,47 @@ impl MarkCompLock {
         }
     }
 
-    /// The worker's entry (pop and pop_burst).
+    /// The worker's entry (pop, pop_burst, discard).
     #[inline]
-    pub(crate) fn lock_worker(&self) -> Guard<'_> {
+    pub(crate) fn lock_worker(&self) -> WorkerGuard<'_> {
         self.worker_busy.0.store(true, Ordering::Relaxed);
         self.light_fence();
-        // Ordering: Acquire; pairs with the Release decrement in a waiter's
-        // `Guard::drop`, so its install is visible to our capture.
-        if self.waiters.0.count.load(Ordering::Acquire) == 0 {
-            return Guard {
-                lock: self,
-                kind: Kind::WorkerFast,
-            };
+        // Ordering: Acquire; pairs with the Release decrement in
+        // `WaiterGuard::drop`, so a waiter's install is visible to our
+        // capture.
+        let w = self.waiters.0.load(Ordering::Acquire);
+        if w % INSTALLED != 0 {
+            return self.lock_worker_slow();
         }
-        // A waiter wants the lock: back out and queue on `slow`.
+        WorkerGuard {
+            lock: self,
+            word: w,
+        }
+    }
+
+    /// A waiter wants the lock: back out, queue on `slow` like a waiter,
+    /// then hold `worker_busy` again and let `slow` go.
+    #[cold]
+    #[inline(never)]
+    fn lock_worker_slow(&self) -> WorkerGuard<'_> {
         // Ordering: Release; pairs with the waiter's Acquire load of
         // worker_busy (nothing of ours to publish yet, but keep the pair).
         self.worker_busy.0.store(false, Ordering::Release);
         self.lock_slow();
-        Guard {
-            lock: self,
-            kind: Kind::WorkerSlow,
-        }
+        // Holding `slow`, no waiter is inside or between its `slow` and its
+        // `worker_busy` check; the next one to take `slow` sees this store
+        // through the Release below and waits for our guard's drop.
+        self.worker_busy.0.store(true, Ordering::Relaxed);
+        let word = self.waiters.0.load(Ordering::Relaxed);
+        // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
+        self.slow.0.store(false, Ordering::Release);
+        WorkerGuard { lock: self, word }
     }
 
     /// A waiter's entry (install, uninstall).
     #[cfg_attr(not(feature = "std"), allow(dead_code))]
-    pub(crate) fn lock_waiter(&self) -> Guard<'_> {
-        self.waiters.0.count.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn lock_waiter(&self) -> WaiterGuard<'_> {
+        self.waiters.0.fetch_add(WAITER, Ordering::Relaxed);
         self.heavy_fence();
         self.lock_slow();
         let mut spins = 0u32;
@@ -185,45 +193,63 @@ impl MarkCompLock {
         while self.worker_busy.0.load(Ordering::Acquire) {
             backoff(&mut spins);
         }
-        Guard {
-            lock: self,
-            kind: Kind::Waiter,
+        WaiterGuard { lock: self }
+    }
+}
+
+impl WorkerGuard<'_> {
+    /// `true` when some slot may hold an installed handle (the count is
+    /// changed only under the lock, so the value read on entry holds while
+    /// this guard does).
+    #[inline(always)]
+    pub(crate) fn any_installed(&self) -> bool {
+        self.word >= INSTALLED
+    }
+
+    /// The worker captured `k` installed handles (under this guard).
+    pub(crate) fn removed(&self, k: u32) {
+        if k != 0 {
+            // Relaxed: ordered by the lock, as every change of the count.
+            self.lock
+                .waiters
+                .0
+                .fetch_sub(u64::from(k) * INSTALLED, Ordering::Relaxed);
         }
     }
 }
 
-impl Guard<'_> {
-    /// `true` when some slot may hold an installed handle (see
-    /// `WaiterLine::installed`). Relaxed: the lock this guard holds orders
-    /// every change before this read (the changes are made under the lock).
-    #[inline(always)]
-    pub(crate) fn any_installed(&self) -> bool {
-        self.lock.waiters.0.installed.load(Ordering::Relaxed) != 0
+impl Drop for WorkerGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Ordering: Release; pairs with the Acquire load of worker_busy in
+        // `lock_waiter`: our capture and advance happen-before its critical
+        // section.
+        self.lock.worker_busy.0.store(false, Ordering::Release);
     }
+}
 
+#[cfg_attr(not(feature = "std"), allow(dead_code))]
+impl WaiterGuard<'_> {
     /// A waiter installed a handle into a slot (under this guard).
-    #[cfg_attr(not(feature = "std"), allow(dead_code))]
     pub(crate) fn installed_one(&self) {
-        // Relaxed: ordered by the lock (see `any_installed`).
-        self.lock
-            .waiters
-            .0
-            .installed
-            .fetch_add(1, Ordering::Relaxed);
+        // Relaxed: ordered by the lock (see `WorkerGuard::any_installed`).
+        self.lock.waiters.0.fetch_add(INSTALLED, Ordering::Relaxed);
     }
 
-    /// `k` installed handles left their slots: a waiter removed its own
-    /// (k = 1) or the worker captured k (under this guard). Nothing to do
-    /// for none (a burst that captured no handle).
-    pub(crate) fn removed(&self, k: u32) {
-        if k != 0 {
-            // Relaxed: ordered by the lock (see `any_installed`).
-            self.lock
-                .waiters
-                .0
-                .installed
-                .fetch_sub(k, Ordering::Relaxed);
-        }
+    /// A waiter took its own handle out of a slot (under this guard).
+    pub(crate) fn removed_one(&self) {
+        // Relaxed: ordered by the lock.
+        self.lock.waiters.0.fetch_sub(INSTALLED, Ordering::Relaxed);
+    }
+}
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
+        self.lock.slow.0.store(false, Ordering::Release);
+        // Ordering: Release; pairs with the Acquire load of the waiters word
+        // in `lock_worker`: our install happens-before its capture.
+        self.lock.waiters.0.fetch_sub(WAITER, Ordering::Release);
     }
 }
 
@@ -240,27 +266,6 @@ fn backoff(spins: &mut u32) {
     crate::sync::spin_hint();
 }
 
-impl Drop for Guard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        match self.kind {
-            // Ordering: Release; pairs with the Acquire load of worker_busy in
-            // `lock_waiter`: our capture and advance happen-before its
-            // critical section.
-            Kind::WorkerFast => self.lock.worker_busy.0.store(false, Ordering::Release),
-            // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
-            Kind::WorkerSlow => self.lock.slow.0.store(false, Ordering::Release),
-            Kind::Waiter => {
-                // Ordering: Release; pairs with the Acquire CAS in `lock_slow`.
-                self.lock.slow.0.store(false, Ordering::Release);
-                // Ordering: Release; pairs with the Acquire load of `waiters`
-                // in `lock_worker`: our install happens-before its capture.
-                self.lock.waiters.0.count.fetch_sub(1, Ordering::Release);
-            }
-        }
-    }
-}
-
 /// Without `std` there is no system call layer: both fences are
 /// `fence(SeqCst)`.
 #[cfg(not(feature = "std"))]
@@ -274,7 +279,7 @@ mod membarrier {
     }
 }
 
-#[cfg(all(test, feature = "std", not(loom)))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -292,10 +297,17 @@ mod tests {
         Waiter,
     }
 
-    fn enter(lock: &MarkCompLock, side: Side) -> Guard<'_> {
+    /// Either side's guard, held until dropped.
+    #[allow(dead_code)]
+    enum Held<'a> {
+        Worker(WorkerGuard<'a>),
+        Waiter(WaiterGuard<'a>),
+    }
+
+    fn enter(lock: &MarkCompLock, side: Side) -> Held<'_> {
         match side {
-            Side::Worker => lock.lock_worker(),
-            Side::Waiter => lock.lock_waiter(),
+            Side::Worker => Held::Worker(lock.lock_worker()),
+            Side::Waiter => Held::Waiter(lock.lock_waiter()),
         }
     }
 

@@ -1,175 +1,86 @@
-//! The XU execution queue protocol (docs/abi.md §1.2, §1.4, §1.8, §1.9): the three-cursor
-//! SPSC ring, seq_id handles and completion waiters.
+//! The XU execution queue (docs/abi.md §1.2-§1.9): a single-producer,
+//! single-consumer ring of 32-byte slots behind a 256-byte header with three
+//! cursors, byte for byte the runtime's `xu_queue_t`, with seq_id handles,
+//! per-execution status cells and completion waiters.
 //!
-//! `ring` is its own folder because the protocol is generic over where its
-//! cursors and slots live: owned atomics through `crate::sync` (unit tests,
-//! loom, deterministic runs) and the byte-exact `xu_queue_t` header and slot
-//! array inside mapped memory (production, through [`crate::hal::mem`]) or
-//! memory a `no_std` embedder provides ([`StaticStorage`], a raw pointer).
+//! ```
+//! use xunds::ring::{RingMem, XuQueue};
+//! use xunds::wire::seq_id::XuId;
+//! use xunds::NrtStatus;
 //!
-//! - [`storage`]: the sealed [`Storage`] trait, [`OwnedStorage`],
-//!   [`MappedStorage`], [`StaticStorage`] and the C-style comparison storage.
-//! - [`queue`]: [`XuQueue`] (shared query side), [`Producer`] (submit,
-//!   trigger; one thread: the funnel) and [`Worker`] (peek, pop; one thread),
-//!   shared through their [`Home`]: an `Arc` (`Counted`, std) or a
-//!   [`QueueHome`] static ([`Static`], the `no_std` core).
-//! - [`waiter`]: completion waiters: the [`CompletionSink`] the worker signals
-//!   through, the [`Waitable`] a waiter blocks on, the pool, wait modes.
-//! - [`status`]: the caller-owned [`StatusCell`] a slot's `exec_status` points at.
-//! - [`payload`]: the [`Payload`] trait that moves a work item through a
-//!   slot's 8-byte `exec_info` word.
+//! // The memory: a heap block here; a mapped region another process shares,
+//! // a `static` (`StaticQueue`) or caller memory (`RingMem::init_raw`) work
+//! // the same way.
+//! let mem = RingMem::owned(XuId::new(0, 0, 1), 8, 1)?;
+//! let mut queue = XuQueue::<u64>::new(mem);
+//! let (mut producer, mut worker) = queue.split();
 //!
-//! Cursor ownership (one writer each; the full table is in docs/design.md):
+//! let seq = producer.submit(7, None)?; // write the slot, publish scheduled_tail
+//! producer.trigger_next()?; // publish scheduled_head: the worker may take it
+//! let done = worker.pop(NrtStatus::SUCCESS)?; // check, capture, publish exec_head
+//! assert_eq!((done.seq, done.item), (seq, 7));
+//! assert!(worker.queue().is_completed(seq)?);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **The protocol** ([`queue`]): the producer reserves a slot, writes its
+//! body, publishes `scheduled_tail` (Release); a trigger publishes
+//! `scheduled_head` (Release), the release to the worker. The worker
+//! observes `scheduled_head` (Acquire), checks the slot's seq_id, writes
+//! the status, captures the slot under the mark-completion lock and
+//! publishes `exec_head` (Release): the producer may reuse the slot, and
+//! whoever sees the completion sees the status. Each cursor has one writer:
 //!
 //! | cursor | writer | readers | publish | observe |
 //! |---|---|---|---|---|
-//! | `scheduled_tail` | producer (submit) | queries (in_flight) | Release store | Acquire |
-//! | `scheduled_head` | producer (trigger) | worker (peek) | Release store | Acquire |
+//! | `scheduled_tail` | producer (submit) | queries, waiters | Release store | Acquire |
+//! | `scheduled_head` | producer (trigger) | worker (peek, pop) | Release store | Acquire |
 //! | `exec_head` | worker (pop, under the mark-completion lock) | producer (full check), waiters, queries | Release store | Acquire |
-
-use crate::fsm::slot::{SlotEvent, SlotState};
-use crate::fsm::InvalidEvent;
-#[cfg(feature = "std")]
-use crate::hal::mem::MemError;
-use crate::wire::seq_id::{SeqId, XuId};
-use crate::wire::status::NrtStatus;
+//!
+//! **Memory** ([`mem`]): one [`RingMem`] over any memory; everything in it is
+//! touched through atomic words at checked offsets, so a stray write by
+//! another process is refused ([`PopError::Mismatch`],
+//! [`SubmitError::Corrupted`], ...), never trusted.
+//!
+//! **Ownership** ([`owner`]): borrow the two handles from a queue you own
+//! ([`XuQueue::split`]), share it through an `Arc` ([`XuQueue::split_arc`],
+//! [`XuQueue::owned`]), or keep it in a `static` ([`StaticQueue`], no
+//! allocator needed).
+//!
+//! **Around the protocol**: completion waiters on eventfds ([`waiter`]:
+//! `wait`, `wait_on`, `arm`, `std`), the caller's [`StatusCell`] and the
+//! [`Payload`] that moves an item through a slot's `exec_info` word. Each
+//! operation has its own error type ([`error`]). A worker that spins on
+//! `pop` may want a back-off against lockstep with the producer; that is a
+//! policy of its loop (the system's worker has one), not of the protocol.
 
 mod lock;
+
+pub mod error;
+#[cfg(feature = "std")]
+pub mod events;
+pub mod mem;
+pub mod owner;
 pub mod payload;
 pub mod queue;
-// Under loom the slip is compiled out (`Worker::refresh`), and with it every
-// caller of this module.
-#[cfg_attr(loom, allow(dead_code))]
-mod spin;
 pub mod status;
-pub mod storage;
+#[cfg(feature = "std")]
 pub mod waiter;
 
-pub use payload::Payload;
-#[cfg(feature = "std")]
-pub use queue::{Counted, QueueConfig};
-pub use queue::{
-    DefaultHome, Handles, Home, Popped, Producer, QueueHome, Signal, SlotView, Static, SubmitError,
-    Worker, XuQueue,
+pub use error::{
+    DiscardError, ForeignXu, InitError, PopError, SlotMismatch, SubmitError, TriggerError,
+    WaitError,
 };
-pub use status::StatusCell;
+pub use mem::{mapped_len, RingMem};
 #[cfg(feature = "std")]
-pub use storage::OwnedStorage;
-#[cfg(all(feature = "std", any(test, feature = "testkit")))]
-pub use storage::{COriginalStorage, CStyleStorage};
-pub use storage::{Cursor, MappedStorage, StaticStorage, Storage};
-pub use waiter::{Armed, CompletionSink, SignalError, WaitMode, Waited};
+pub use owner::{Handles, QueueConfig};
+pub use owner::{Split, StaticQueue};
+pub use payload::Payload;
+pub use queue::{
+    DefaultStatus, Popped, Producer, Rejected, Signal, SignalError, SlotView, Worker, XuQueue,
+};
 #[cfg(feature = "std")]
-pub use waiter::{EventFdSink, Waitable};
-
-error_enum! {
-    /// Why a ring operation was refused. Every refusal leaves the ring unchanged.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub enum RingError {
-        /// Capacity 0, or too large for this implementation (> 2^32 slots).
-        BadCapacity(u64) => "bad ring capacity {0}",
-        /// A start cursor of 0 or at/above `CURSOR_LIMIT`.
-        BadStart(u64) => "bad start cursor {0:#x}",
-        /// The region is too small or misaligned for the header and slots.
-        #[cfg(feature = "std")]
-        Mem(#[from] MemError) => "ring memory: {0}",
-        /// Caller memory ([`MappedStorage::init_raw`]) is null, not 64-byte
-        /// aligned, or shorter than the header and slots need.
-        Misplaced {
-            /// Its address.
-            addr: usize,
-            /// Its length.
-            len: usize,
-            /// The bytes the queue needs.
-            need: usize,
-        } => "ring memory at {addr:#x} ({len} bytes) is not 64-byte aligned or shorter than {need} bytes",
-        /// A [`StaticStorage`] or [`QueueHome`] already holds a queue.
-        InUse => "ring memory already holds a queue",
-        /// The region is mapped read-only.
-        ReadOnly => "ring memory is mapped read-only",
-        /// `scheduled_tail - exec_head >= capacity` (docs/abi.md §1.9): `NRT_QUEUE_FULL`.
-        Full => "queue full",
-        /// The next submit would move `scheduled_tail` to `0xFFFFFFFFFFFE` or
-        /// beyond (`queue.c:0x5C` asserts it never does; we refuse instead).
-        CursorExhausted {
-            /// The current `scheduled_tail`.
-            tail: u64,
-        } => "scheduled_tail {tail:#x} would reach the 48-bit limit",
-        /// `exec_head == scheduled_head`: nothing for the worker.
-        Empty => "queue empty",
-        /// Trigger with `scheduled_head == scheduled_tail`.
-        NothingToTrigger => "nothing submitted to trigger",
-        /// The seq_id's xu_id is not this queue's (checked before any slot is indexed).
-        ForeignXu {
-            /// The refused handle.
-            seq: SeqId,
-            /// This queue's XU.
-            ours: XuId,
-        } => (
-            "seq_id {:#x} belongs to xu {:#06x}, not {:#06x}",
-            seq.0,
-            seq.xu_id().0,
-            ours.0
-        ),
-        /// A seq_id this queue has not issued yet.
-        NotSubmitted {
-            /// The refused handle.
-            seq: SeqId,
-        } => ("seq_id {:#x} not submitted", seq.0),
-        /// The slot at `exec_head` does not hold `exec_head`'s seq_id (docs/abi.md §1.9:
-        /// the peek-time assert, here an error value).
-        SlotMismatch {
-            /// The seq_id the cursor says the slot must hold.
-            expected: SeqId,
-            /// The raw `seq_id` word found in the slot.
-            found: u64,
-        } => ("slot holds seq_id {found:#x}, cursor expects {:#x}", expected.0),
-        /// [`Worker::discard`] of a slot that holds the seq_id its cursor
-        /// names: pop it.
-        Intact {
-            /// The slot's seq_id.
-            seq: SeqId,
-        } => ("the slot of {:#x} is intact: pop it, not discard it", seq.0),
-        /// An illegal slot lifecycle transition.
-        Lifecycle(#[from] InvalidEvent<SlotState, SlotEvent>) => "{0}",
-        /// Another waiter already installed an eventfd into this slot.
-        AlreadyWaiting {
-            /// The handle.
-            seq: SeqId,
-        } => ("a waiter is already installed for {:#x}", seq.0),
-        /// An OS call for a waiter failed (errno).
-        Os(i32) => "os error {0}",
-    }
-}
-
-impl RingError {
-    /// The `NRT_STATUS` a C caller would see.
-    pub fn status(&self) -> NrtStatus {
-        match self {
-            RingError::Full => NrtStatus::QUEUE_FULL,
-            RingError::Empty | RingError::NothingToTrigger => NrtStatus::QUEUE_EMPTY,
-            RingError::ForeignXu { .. } | RingError::NotSubmitted { .. } => {
-                NrtStatus::INVALID_HANDLE
-            }
-            RingError::BadCapacity(_)
-            | RingError::BadStart(_)
-            | RingError::Misplaced { .. }
-            | RingError::InUse
-            | RingError::ReadOnly => NrtStatus::INVALID,
-            #[cfg(feature = "std")]
-            RingError::Mem(_) => NrtStatus::INVALID,
-            RingError::AlreadyWaiting { .. } | RingError::Intact { .. } => NrtStatus::INVALID,
-            RingError::CursorExhausted { .. }
-            | RingError::SlotMismatch { .. }
-            | RingError::Lifecycle(_)
-            | RingError::Os(_) => NrtStatus::FAILURE,
-        }
-    }
-}
-
+pub use status::StatusArc;
+pub use status::{StatusCell, StatusRef};
 #[cfg(feature = "std")]
-impl From<std::io::Error> for RingError {
-    fn from(e: std::io::Error) -> Self {
-        RingError::Os(e.raw_os_error().unwrap_or(0))
-    }
-}
+pub use waiter::{Armed, CompletionSink, EventFdSink, WaitMode, Waitable, Waited};

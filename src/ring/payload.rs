@@ -4,14 +4,30 @@
 //!
 //! [`Payload::into_word`] gives up ownership into the word at submit;
 //! [`Payload::from_word`] takes it back exactly once, at pop (or when the
-//! queue is dropped with the item still in flight). Plain integers (`u64`,
-//! `()`) cost nothing and are what the benchmarks and loom models carry;
-//! `Box<U>` and `Arc<U>` (with `std`) and `&'static U` carry real work items.
+//! queue is dropped with the item still in flight). A plain `u64` costs
+//! nothing and is what the benchmarks and loom models carry; `Box<U>` and
+//! `Arc<U>` (with `std`) and `&'static U` carry real work items.
 
 #[cfg(feature = "std")]
 use std::sync::Arc;
 
 /// A value that can travel through a slot's `exec_info` word.
+///
+/// # Examples
+///
+/// A boxed work item: its address goes through the slot, ownership with it.
+///
+/// ```
+/// use xunds::ring::{RingMem, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// let mut queue = XuQueue::<Box<String>>::new(RingMem::owned(XuId::new(0, 0, 1), 2, 1).unwrap());
+/// let (mut producer, mut worker) = queue.split();
+/// producer.submit(Box::new("job".to_string()), None).unwrap();
+/// producer.trigger_next().unwrap();
+/// assert_eq!(*worker.pop(NrtStatus::SUCCESS).unwrap().item, "job");
+/// ```
 ///
 /// # Safety
 /// `from_word(into_word(x))` must give back `x` (ownership included), and
@@ -36,16 +52,6 @@ unsafe impl Payload for u64 {
     unsafe fn from_word(w: u64) -> Self {
         w
     }
-}
-
-// SAFETY: nothing is owned; the word is 0.
-unsafe impl Payload for () {
-    #[inline]
-    fn into_word(self) -> u64 {
-        0
-    }
-    #[inline]
-    unsafe fn from_word(_w: u64) -> Self {}
 }
 
 // SAFETY: a shared `'static` reference owns nothing; the word is its address

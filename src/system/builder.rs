@@ -41,8 +41,7 @@ use crate::hal::mem::Mapping;
 use crate::sim::tracer::TraceLog;
 use crate::hal::Hal;
 use crate::nds::{MappedSlab, Writer};
-use crate::ring::storage::mapped_len;
-use crate::ring::{MappedStorage, QueueConfig, XuQueue};
+use crate::ring::{mapped_len, QueueConfig, XuQueue};
 use crate::wire::nds::c_string;
 use crate::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
 use crate::wire::seq_id::XuId;
@@ -447,7 +446,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         let qcfg = QueueConfig::new(XuId::new(0, 0, core), u64::from(cfg.ring_capacity));
         // SAFETY: the mapping is fresh and anonymous; only this queue ever
         // writes it (the region moves into the queue's storage).
-        let (rp, rw) = unsafe { XuQueue::<u64, MappedStorage>::mapped(map.into_region(), qcfg) }
+        let (rp, rw) = unsafe { XuQueue::<u64>::mapped(map.into_region(), qcfg) }
             .map_err(|e| err("xu ring", e))?;
         let pool = Arc::clone(&pools[usize::from(core)]);
         let (ret_tx, ret_rx) = mailbox::bounded::<u16>(cap);

@@ -8,7 +8,7 @@ use std::io;
 use crate::hal::mem::MemError;
 use crate::hal::HalError;
 use crate::nds::NdsError;
-use crate::ring::RingError;
+use crate::ring::InitError;
 use crate::wire::{status::NrtStatus, WireError};
 
 error_enum! {
@@ -67,8 +67,8 @@ impl From<NdsError> for Error {
     }
 }
 
-impl From<RingError> for Error {
-    fn from(e: RingError) -> Self {
+impl From<InitError> for Error {
+    fn from(e: InitError) -> Self {
         Error::status_with(e.status(), e.to_string())
     }
 }

@@ -40,7 +40,7 @@ use super::clock::{MonotonicClock, VirtualClock};
 use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
 use crate::hal::eventfd::{poll_fds, poll_readable, pollin, readable, reset_raw, EventFd};
 use crate::prng::SplitMix64;
-use crate::ring::queue::after;
+use crate::ring::waiter::after;
 
 /// The name runner events carry in the trace.
 pub const RUNNER_NAME: &str = "runner";

@@ -1,12 +1,14 @@
 //! Property tests: random submit / trigger / pop / wait / arm sequences
-//! against a `VecDeque` model (SplitMix64, many seeds), on both storages.
+//! against a `VecDeque` model (SplitMix64, many seeds), on heap and mapped memory.
 //!
 //! Checked after every step: FIFO order, exactly-once completion (each seq_id
 //! pops once, its status cell is written once with the worker's status, an
 //! armed eventfd is signalled exactly once), the cursors and queries match the
-//! model, every refusal (QUEUE_FULL, cursor limit, nothing to trigger,
-//! foreign xu_id, not submitted) leaves every byte of header and slots
-//! unchanged (full byte snapshots; `Region::read_bytes` for mapped storage).
+//! model, every slot's state derived from the cursors moved along the rows
+//! of the slot machine (`fsm::slot`, the oracle), every refusal (QUEUE_FULL,
+//! cursor limit, nothing to trigger, foreign xu_id, not submitted) leaves
+//! every byte of header and slots unchanged (full byte snapshots; atomic
+//! word loads for the mapped memory).
 
 use crate::ring_common;
 
@@ -14,10 +16,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ring_common::Backend;
+use ring_common::{slot_moves, Backend};
 use xunds::hal::eventfd::EventFd;
 use xunds::prng::SplitMix64;
-use xunds::ring::{Armed, QueueConfig, RingError, Signal, StatusCell, WaitMode, Waited};
+use xunds::ring::{
+    Armed, ForeignXu, PopError, QueueConfig, Signal, StatusCell, SubmitError, TriggerError,
+    WaitError, WaitMode, Waited,
+};
 use xunds::wire::seq_id::{SeqId, XuId};
 use xunds::wire::status::NrtStatus;
 use xunds::wire::xu_queue::CURSOR_LIMIT;
@@ -69,6 +74,7 @@ fn run_one<B: Backend>(seed: u64) {
         assert_eq!(bytes(), before, "{ctx}: {what} changed bytes");
     };
 
+    let mut cursors = q.cursors();
     for step in 0..250 {
         let op = rng.below(100);
         match op {
@@ -80,11 +86,11 @@ fn run_one<B: Backend>(seed: u64) {
                 let r = p.submit(token, Some(cell.clone()));
                 if tail + 1 >= CURSOR_LIMIT {
                     let e = r.unwrap_err();
-                    assert_eq!(e.error, RingError::CursorExhausted { tail }, "{ctx}");
+                    assert_eq!(e.error, SubmitError::CursorExhausted { tail }, "{ctx}");
                     unchanged(&before, "cursor limit");
                 } else if tail - head >= cap {
                     let e = r.unwrap_err();
-                    assert_eq!(e.error, RingError::Full, "{ctx} step {step}");
+                    assert_eq!(e.error, SubmitError::Full, "{ctx} step {step}");
                     assert_eq!(e.item, token);
                     unchanged(&before, "QUEUE_FULL");
                 } else {
@@ -110,11 +116,11 @@ fn run_one<B: Backend>(seed: u64) {
                     (base + made.len() as u64, Some(cell))
                 });
                 if tail + n >= CURSOR_LIMIT {
-                    assert_eq!(r, Err(RingError::CursorExhausted { tail }), "{ctx}");
+                    assert_eq!(r, Err(SubmitError::CursorExhausted { tail }), "{ctx}");
                     assert!(made.is_empty());
                     unchanged(&before, "burst at cursor limit");
                 } else if tail - head + n > cap {
-                    assert_eq!(r, Err(RingError::Full), "{ctx}");
+                    assert_eq!(r, Err(SubmitError::Full), "{ctx}");
                     assert!(made.is_empty());
                     unchanged(&before, "burst QUEUE_FULL");
                 } else {
@@ -137,7 +143,7 @@ fn run_one<B: Backend>(seed: u64) {
                 let before = bytes();
                 let r = p.trigger_burst(n);
                 if tail - sched < n {
-                    assert_eq!(r, Err(RingError::NothingToTrigger), "{ctx}");
+                    assert_eq!(r, Err(TriggerError::NothingToTrigger), "{ctx}");
                     unchanged(&before, "empty trigger");
                 } else {
                     sched += n;
@@ -146,9 +152,9 @@ fn run_one<B: Backend>(seed: u64) {
             }
             // pop one
             53..=70 => {
-                let r = w.pop(status_for(head)).unwrap();
+                let r = w.pop(status_for(head));
                 if head == sched {
-                    assert!(r.is_none(), "{ctx}");
+                    assert_eq!(r.map(|p| p.seq), Err(PopError::Empty), "{ctx}");
                 } else {
                     let pp = r.expect("triggered item");
                     let e = fifo.pop_front().unwrap();
@@ -186,14 +192,14 @@ fn run_one<B: Backend>(seed: u64) {
                 };
                 let r = q.wait(seq, mode, Duration::ZERO);
                 if s >= tail {
-                    assert_eq!(r, Err(RingError::NotSubmitted { seq }), "{ctx}");
+                    assert_eq!(r, Err(WaitError::NotSubmitted { seq }), "{ctx}");
                 } else if s < head {
                     assert_eq!(r, Ok(Waited::Completed { wakeups: 0 }), "{ctx}");
                 } else if mode == WaitMode::Poll {
                     assert_eq!(r, Ok(Waited::Pending), "{ctx}");
                 } else if armed.contains_key(&s) {
                     // One waiter per slot: an armed fd is already installed.
-                    assert_eq!(r, Err(RingError::AlreadyWaiting { seq }), "{ctx}");
+                    assert_eq!(r, Err(WaitError::AlreadyWaiting { seq }), "{ctx}");
                 } else {
                     assert_eq!(r, Ok(Waited::TimedOut), "{ctx}");
                 }
@@ -209,7 +215,7 @@ fn run_one<B: Backend>(seed: u64) {
                     let r = q.arm(seq, &ev);
                     match armed.entry(s) {
                         std::collections::hash_map::Entry::Occupied(_) => {
-                            assert_eq!(r, Err(RingError::AlreadyWaiting { seq }), "{ctx}");
+                            assert_eq!(r, Err(WaitError::AlreadyWaiting { seq }), "{ctx}");
                         }
                         std::collections::hash_map::Entry::Vacant(v) => {
                             assert_eq!(r, Ok(Armed::Installed), "{ctx}");
@@ -231,8 +237,9 @@ fn run_one<B: Backend>(seed: u64) {
                     rng.next_u64()
                 };
                 let seq = SeqId::from_cursor(s, XuId(xu));
-                let want = Err(RingError::ForeignXu { seq, ours: XU });
-                assert_eq!(q.is_completed(seq).map(|_| ()), want, "{ctx}");
+                let want = ForeignXu { seq, ours: XU };
+                assert_eq!(q.is_completed(seq).map(|_| ()), Err(want), "{ctx}");
+                let want = Err(WaitError::Foreign(want));
                 assert_eq!(
                     q.wait(seq, WaitMode::Block, Duration::ZERO).map(|_| ()),
                     want
@@ -242,8 +249,11 @@ fn run_one<B: Backend>(seed: u64) {
                 unchanged(&before, "foreign seq_id");
             }
         }
-        // The queries agree with the model after every step.
+        // The queries agree with the model after every step, and every slot
+        // moved along the slot machine's rows (the oracle).
         assert_eq!(q.cursors(), (head, sched, tail), "{ctx} step {step}");
+        slot_moves(cursors, (head, sched, tail));
+        cursors = (head, sched, tail);
         assert_eq!(q.in_flight(), tail - head);
         assert_eq!(q.last_completed(), SeqId::from_cursor(head - 1, XU));
         // The worker's cached view never over-reports and refreshes at 0.

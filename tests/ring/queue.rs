@@ -7,13 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use ring_common::{Backend, Mapped};
-use xunds::fsm::slot::{SlotEvent, SlotState};
+use ring_common::{slot_moves, Backend, Mapped};
 use xunds::hal::eventfd::{EventFd, Wait};
 use xunds::ring::waiter::{eventfd_factory, WaitableFactory};
 use xunds::ring::{
-    Armed, CompletionSink, EventFdSink, QueueConfig, RingError, Signal, StatusCell, WaitMode,
-    Waitable, Waited,
+    Armed, CompletionSink, EventFdSink, ForeignXu, InitError, PopError, QueueConfig, Signal,
+    StatusCell, SubmitError, TriggerError, WaitError, WaitMode, Waitable, Waited,
 };
 use xunds::wire::exec_slot;
 use xunds::wire::seq_id::{SeqId, XuId};
@@ -53,7 +52,7 @@ both!(
     arm_saturated_eventfd_fails_with_seed_message,
     bursts_publish_once_and_are_all_or_nothing,
     non_power_of_two_capacity,
-    lifecycle_trace,
+    every_cursor_move_is_a_row_of_the_slot_machine,
     drop_returns_in_flight_items,
     threaded_fifo_with_waiters,
 );
@@ -79,7 +78,7 @@ fn cursors_start_at_one_and_seq_ids_pack<B: Backend>() {
     assert_eq!(q.in_flight(), 1);
     assert!(!q.is_completed(s).unwrap());
     p.trigger_next().unwrap();
-    let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::SUCCESS).unwrap();
     assert_eq!(
         (popped.seq, popped.item, popped.signal),
         (s, 7, Signal::NoWaiter)
@@ -97,14 +96,14 @@ fn fifo_submit_trigger_peek_pop<B: Backend>() {
         p.trigger_next().unwrap();
     }
     for (i, s) in seqs.iter().enumerate() {
-        let v = w.peek().unwrap().unwrap();
+        let v = w.peek().unwrap();
         assert_eq!((v.seq, *v), (*s, 100 + i as u64));
-        let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap();
         assert_eq!(popped.seq, *s);
         assert_eq!(popped.item, 100 + i as u64);
     }
-    assert!(w.pop(NrtStatus::SUCCESS).unwrap().is_none());
-    assert!(w.peek().unwrap().is_none());
+    assert!(matches!(w.pop(NrtStatus::SUCCESS), Err(PopError::Empty)));
+    assert!(matches!(w.peek(), Err(PopError::Empty)));
 }
 
 /// docs/abi.md §1.2/§1.3: the 32-byte slot, mark_comp_efd = -1 at submit,
@@ -146,7 +145,7 @@ fn mapped_header_buffer_and_untouched_padding() {
     region.fill(0, xu_queue::SIZE, 0xAA).unwrap();
     // SAFETY: fresh private mapping; the test only reads it.
     let (_p, _w) =
-        unsafe { xunds::ring::XuQueue::<u64, _>::mapped(region.clone(), cfg(cap)) }.unwrap();
+        unsafe { xunds::ring::XuQueue::<u64>::mapped(region.clone(), cfg(cap)) }.unwrap();
     let mut b = vec![0u8; xu_queue::SIZE];
     region.copy_out(0, &mut b).unwrap();
     let base = region.ptr_at(0, 1, 1).unwrap() as u64;
@@ -160,12 +159,12 @@ fn mapped_header_buffer_and_untouched_padding() {
     // A region too small or misaligned is an error value.
     let small = Mapped::region(1);
     // SAFETY: as above.
-    let e = unsafe { xunds::ring::XuQueue::<u64, _>::mapped(small.clone(), cfg(2)) }.unwrap_err();
-    assert!(matches!(e, RingError::Mem(_)));
+    let e = unsafe { xunds::ring::XuQueue::<u64>::mapped(small.clone(), cfg(2)) }.unwrap_err();
+    assert!(matches!(e, InitError::Mem(_)));
     let odd = small.sub(8, 200).unwrap();
     // SAFETY: as above.
-    let e = unsafe { xunds::ring::XuQueue::<u64, _>::mapped(odd, cfg(1)) }.unwrap_err();
-    assert!(matches!(e, RingError::Mem(_)));
+    let e = unsafe { xunds::ring::XuQueue::<u64>::mapped(odd, cfg(1)) }.unwrap_err();
+    assert!(matches!(e, InitError::Mem(_)));
 }
 
 /// docs/abi.md §1.9: the full check comes before any store, so a refusal changes
@@ -178,7 +177,7 @@ fn queue_full_changes_no_byte<B: Backend>() {
     p.trigger_next().unwrap();
     let before = bytes();
     let e = p.submit(Box::new(3), Some(cell.clone())).unwrap_err();
-    assert_eq!(e.error, RingError::Full);
+    assert_eq!(e.error, SubmitError::Full);
     assert_eq!(e.error.status(), NrtStatus::QUEUE_FULL);
     assert_eq!(*e.item, 3);
     // The same cell comes back, with the strong count the submit took.
@@ -189,7 +188,7 @@ fn queue_full_changes_no_byte<B: Backend>() {
     assert_eq!(bytes(), before);
     assert!(!p.has_space());
     // Space comes back only after a pop.
-    let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::SUCCESS).unwrap();
     assert_eq!(*popped.item, 1);
     assert!(p.has_space());
     p.submit(Box::new(3), None).unwrap();
@@ -199,15 +198,27 @@ fn queue_full_changes_no_byte<B: Backend>() {
 
 fn trigger_and_peek_boundaries<B: Backend>() {
     let (mut p, mut w, _) = B::make::<u64>(cfg(4));
-    assert_eq!(p.trigger_next().unwrap_err(), RingError::NothingToTrigger);
+    assert_eq!(
+        p.trigger_next().unwrap_err(),
+        TriggerError::NothingToTrigger
+    );
     p.submit(1, None).unwrap();
     // Submitted but not triggered: the worker sees nothing (docs/abi.md §1.9).
-    assert!(w.peek().unwrap().is_none());
-    assert_eq!(p.trigger_burst(2).unwrap_err(), RingError::NothingToTrigger);
-    assert_eq!(p.trigger_burst(0).unwrap_err(), RingError::NothingToTrigger);
+    assert!(matches!(w.peek(), Err(PopError::Empty)));
+    assert_eq!(
+        p.trigger_burst(2).unwrap_err(),
+        TriggerError::NothingToTrigger
+    );
+    assert_eq!(
+        p.trigger_burst(0).unwrap_err(),
+        TriggerError::NothingToTrigger
+    );
     p.trigger_next().unwrap();
-    assert!(w.peek().unwrap().is_some());
-    assert_eq!(p.trigger_next().unwrap_err(), RingError::NothingToTrigger);
+    assert!(w.peek().is_ok());
+    assert_eq!(
+        p.trigger_next().unwrap_err(),
+        TriggerError::NothingToTrigger
+    );
 }
 
 /// docs/abi.md §1.2 / §1.9 (`queue.c:0x5C`): scheduled_tail stays below
@@ -226,7 +237,7 @@ fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
     let e = p.submit(3, None).unwrap_err();
     assert_eq!(
         e.error,
-        RingError::CursorExhausted {
+        SubmitError::CursorExhausted {
             tail: CURSOR_LIMIT - 1
         }
     );
@@ -239,8 +250,8 @@ fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
     assert_eq!(Arc::strong_count(&cell), 1);
     assert_eq!(bytes(), before);
     p.trigger_burst(2).unwrap();
-    assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().unwrap().seq, a);
-    assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().unwrap().seq, b);
+    assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().seq, a);
+    assert_eq!(w.pop(NrtStatus::SUCCESS).unwrap().seq, b);
     assert_eq!(q.last_completed(), b);
     assert_eq!(q.last_completed().xu_id(), XU);
     // A start at or above the limit, or 0, is refused.
@@ -250,16 +261,16 @@ fn cursor_limit_is_an_error_not_a_wrap<B: Backend>() {
 }
 
 trait MakeChecked {
-    fn make_checked(c: QueueConfig) -> Result<(), RingError>;
+    fn make_checked(c: QueueConfig) -> Result<(), InitError>;
 }
 impl<B: Backend> MakeChecked for B {
-    fn make_checked(c: QueueConfig) -> Result<(), RingError> {
+    fn make_checked(c: QueueConfig) -> Result<(), InitError> {
         match B::NAME {
-            "owned" => xunds::ring::XuQueue::<u64, xunds::ring::OwnedStorage>::owned(c).map(|_| ()),
+            "owned" => xunds::ring::XuQueue::<u64>::owned(c).map(|_| ()),
             _ => {
                 let r = Mapped::region(c.capacity.clamp(1, 64));
                 // SAFETY: fresh private mapping.
-                unsafe { xunds::ring::XuQueue::<u64, _>::mapped(r, c) }.map(|_| ())
+                unsafe { xunds::ring::XuQueue::<u64>::mapped(r, c) }.map(|_| ())
             }
         }
     }
@@ -283,29 +294,29 @@ fn foreign_xu_rejected_for_all_65536_ids<B: Backend>() {
             assert!(!q.is_completed(foreign).unwrap());
             continue;
         }
-        let want = RingError::ForeignXu {
+        let want = ForeignXu {
             seq: foreign,
             ours: XU,
         };
-        assert_eq!(q.is_completed(foreign), Err(want.clone()));
+        assert_eq!(q.is_completed(foreign), Err(want));
         assert_eq!(
             q.wait(foreign, WaitMode::Block, Duration::from_secs(5)),
-            Err(want.clone())
+            Err(WaitError::Foreign(want))
         );
-        assert_eq!(q.arm(foreign, &ev), Err(want));
+        assert_eq!(q.arm(foreign, &ev), Err(WaitError::Foreign(want)));
         refused += 1;
     }
     assert_eq!(refused, 65_535);
     assert_eq!(bytes(), before);
     assert_eq!(
-        RingError::ForeignXu { seq: s, ours: XU }.status(),
+        WaitError::Foreign(ForeignXu { seq: s, ours: XU }).status(),
         NrtStatus::INVALID_HANDLE
     );
     // Not yet issued: refused too.
     let future = SeqId::from_cursor(s.seq_num() + 1, XU);
     assert_eq!(
         q.wait(future, WaitMode::Poll, Duration::ZERO),
-        Err(RingError::NotSubmitted { seq: future })
+        Err(WaitError::NotSubmitted { seq: future })
     );
 }
 
@@ -319,7 +330,7 @@ fn status_written_before_completion<B: Backend>() {
     assert_eq!(Arc::strong_count(&cell), 2, "the slot owns one count");
     p.trigger_next().unwrap();
     assert_eq!(cell.get(), None);
-    let popped = w.pop(NrtStatus::EXEC_COMPLETED_WITH_ERR).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::EXEC_COMPLETED_WITH_ERR).unwrap();
     assert_eq!(popped.status(), NrtStatus::SUCCESS);
     assert!(q.is_completed(s).unwrap());
     assert_eq!(cell.get(), Some(NrtStatus::EXEC_COMPLETED_WITH_ERR));
@@ -356,7 +367,7 @@ fn waiter_caller_owned_fd_across_threads<B: Backend>() {
         std::thread::sleep(Duration::from_micros(200));
     }
     assert!(installed, "waiter installed its dup");
-    let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::SUCCESS).unwrap();
     let Signal::Signalled { fd, pooled } = popped.signal else {
         panic!("expected a signal, got {:?}", popped.signal)
     };
@@ -385,7 +396,7 @@ fn waiter_pooled_fd_and_reuse<B: Backend>() {
         while bytes()[o + exec_slot::off::EFD_FROM_POOL] != 1 {
             std::thread::sleep(Duration::from_micros(200));
         }
-        let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap();
         assert!(matches!(
             popped.signal,
             Signal::Signalled { pooled: true, .. }
@@ -412,7 +423,7 @@ fn waiter_without_deadline<B: Backend>() {
         let q2 = q.clone();
         let waiter = std::thread::spawn(move || q2.wait(s, mode, Duration::MAX));
         std::thread::sleep(Duration::from_millis(5));
-        w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        w.pop(NrtStatus::SUCCESS).unwrap();
         assert!(
             matches!(waiter.join().unwrap(), Ok(Waited::Completed { .. })),
             "{mode:?}"
@@ -459,7 +470,7 @@ fn waiter_modes_poll_and_already_complete<B: Backend>() {
         t.elapsed()
     );
     assert_eq!(bytes(), before);
-    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    w.pop(NrtStatus::SUCCESS).unwrap();
     let fds = open_fds();
     for mode in [
         WaitMode::Poll,
@@ -499,7 +510,7 @@ fn waiter_timeout_uninstalls<B: Backend>() {
         Ok(Waited::TimedOut)
     );
     assert_eq!(q.pool_counts(), (1, 0));
-    let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::SUCCESS).unwrap();
     assert_eq!(popped.signal, Signal::NoWaiter);
     assert_eq!(ev.try_read().unwrap(), 0);
 }
@@ -605,7 +616,7 @@ fn blocking_wait_counts_its_wakeups<B: Backend>() {
             entered
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the waiter blocks");
-            let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+            let popped = w.pop(NrtStatus::SUCCESS).unwrap();
             assert!(
                 matches!(popped.signal, Signal::Signalled { pooled: p, .. } if p == pooled),
                 "{ctx}: {:?}",
@@ -678,7 +689,7 @@ fn failed_signal_is_reported_and_loses_nothing<B: Backend>() {
         while p.snapshot()[o + 0x10..o + 0x14] == [0xFF; 4] {
             std::thread::sleep(Duration::from_micros(200));
         }
-        let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        let popped = w.pop(NrtStatus::SUCCESS).unwrap();
         assert_eq!(popped.status(), NrtStatus::FAILURE);
         let Signal::Failed(e) = popped.signal else {
             panic!("expected a failed signal")
@@ -720,10 +731,10 @@ fn arm_saturated_eventfd_fails_with_seed_message<B: Backend>() {
     assert_eq!(q.arm(s, &ev), Ok(Armed::Installed));
     assert_eq!(
         q.arm(s, &ev),
-        Err(RingError::AlreadyWaiting { seq: s }),
+        Err(WaitError::AlreadyWaiting { seq: s }),
         "one waiter per slot"
     );
-    let popped = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+    let popped = w.pop(NrtStatus::SUCCESS).unwrap();
     let Signal::Failed(e) = popped.signal else {
         panic!("expected EAGAIN, got {:?}", popped.signal)
     };
@@ -749,7 +760,7 @@ fn bursts_publish_once_and_are_all_or_nothing<B: Backend>() {
     let before = bytes();
     assert_eq!(
         p.submit_burst(4, |_| unreachable!("refused bursts build nothing")),
-        Err(RingError::Full)
+        Err(SubmitError::Full)
     );
     assert_eq!(bytes(), before);
     let mut got = Vec::new();
@@ -784,7 +795,7 @@ fn non_power_of_two_capacity<B: Backend>() {
             p.submit(round, None).unwrap();
         }
         p.trigger_burst(p.untriggered()).unwrap();
-        while let Some(pp) = w.pop(NrtStatus::SUCCESS).unwrap() {
+        while let Ok(pp) = w.pop(NrtStatus::SUCCESS) {
             assert_eq!(pp.seq.seq_num(), expect);
             expect += 1;
         }
@@ -792,91 +803,54 @@ fn non_power_of_two_capacity<B: Backend>() {
     assert_eq!(expect, 61);
 }
 
-/// Every move goes through the slot machine (fsm::slot), and the trace shows it.
-fn lifecycle_trace<B: Backend>() {
-    let (mut p, mut w, _) = B::make::<u64>(cfg(1));
-    p.trace(true);
-    w.trace(true);
-    p.submit(1, None).unwrap();
-    p.trigger_next().unwrap();
-    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
-    let mut t = p.take_trace();
-    t.extend(w.take_trace());
-    let lines: Vec<String> = t
-        .iter()
-        .map(|t| {
-            format!(
-                "{} #{}: {} --{}--> {}",
-                t.machine, t.id, t.from, t.event, t.to
-            )
-        })
-        .collect();
-    assert_eq!(
-        lines,
-        [
-            "xu_slot #1: FREE --submit--> SUBMITTED",
-            "xu_slot #1: SUBMITTED --trigger--> TRIGGERED",
-            "xu_slot #1: TRIGGERED --complete--> DONE",
-            "xu_slot #1: DONE --reclaim--> FREE",
-        ]
-    );
-    let e = RingError::Lifecycle(
-        xunds::fsm::step::<xunds::fsm::slot::SlotFsm>(SlotState::Free, SlotEvent::Reclaim)
-            .unwrap_err(),
-    );
-    assert_eq!(e.status(), NrtStatus::FAILURE);
-    // `swap_trace` hands over the same transitions as `take_trace`, clears
-    // the buffer it is given, and the recording goes on.
-    let mut buf = vec![t[0]];
-    for round in 2..4u64 {
-        p.submit(round, None).unwrap();
-        p.trigger_next().unwrap();
-        p.swap_trace(&mut buf);
-        let got = steps(&buf);
-        assert_eq!(got, [(round, "submit"), (round, "trigger")]);
-        w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
-        w.swap_trace(&mut buf);
-        let got = steps(&buf);
-        assert_eq!(got, [(round, "complete"), (round, "reclaim")]);
-    }
-    p.swap_trace(&mut buf);
-    assert!(buf.is_empty());
-    // A burst steps each of its slots once, in order, and no other.
-    let (mut p, _w, _) = B::make::<u64>(cfg(4));
-    p.submit(0, None).unwrap();
-    p.trace(true);
-    p.submit_burst(3, |s| (s.seq_num(), None)).unwrap();
-    p.trigger_burst(2).unwrap();
-    p.swap_trace(&mut buf);
-    let want = [
-        (2, "submit"),
-        (3, "submit"),
-        (4, "submit"),
-        (1, "trigger"),
-        (2, "trigger"),
-    ];
-    assert_eq!(steps(&buf), want);
-    // A popped burst completes and reclaims each of its slots once.
+/// Every cursor move of every operation is a path of the slot machine
+/// (`fsm::slot`, the oracle: `ring_common::slot_moves`), and each operation
+/// moves exactly its own slots: a submit FREE -> SUBMITTED, a trigger
+/// SUBMITTED -> TRIGGERED, a pop TRIGGERED -> DONE -> FREE; a burst each of
+/// its slots once and no other; a refusal none.
+fn every_cursor_move_is_a_row_of_the_slot_machine<B: Backend>() {
     let (mut p, mut w, _) = B::make::<u64>(cfg(4));
-    p.submit_burst(4, |s| (s.seq_num(), None)).unwrap();
-    p.trigger_burst(4).unwrap();
-    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
-    w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
-    w.trace(true);
-    assert_eq!(w.pop_burst(2, |_| NrtStatus::SUCCESS, |_| {}).unwrap(), 2);
-    w.swap_trace(&mut buf);
+    let q = p.queue().clone();
+    let mut at = q.cursors();
+    let mut step = |what: &str| {
+        let now = q.cursors();
+        let moves = slot_moves(at, now);
+        at = now;
+        let got: Vec<String> = moves
+            .iter()
+            .map(|(c, e)| format!("{c}:{}", e.join("+")))
+            .collect();
+        (what.to_string(), got.join(" "))
+    };
+    let mut log = Vec::new();
+    p.submit(1, None).unwrap();
+    log.push(step("submit"));
+    p.trigger_next().unwrap();
+    log.push(step("trigger"));
+    w.pop(NrtStatus::SUCCESS).unwrap();
+    log.push(step("pop"));
+    p.submit_burst(3, |s| (s.seq_num(), None)).unwrap();
+    log.push(step("submit_burst"));
+    p.trigger_burst(2).unwrap();
+    log.push(step("trigger_burst"));
+    assert!(p.submit_burst(2, |_| unreachable!()).is_err());
+    log.push(step("refused"));
+    assert_eq!(w.pop_burst(4, |_| NrtStatus::SUCCESS, |_| {}).unwrap(), 2);
+    log.push(step("pop_burst"));
     let want = [
-        (3, "complete"),
-        (4, "complete"),
-        (3, "reclaim"),
-        (4, "reclaim"),
+        ("submit", "1:Submit"),
+        ("trigger", "1:Trigger"),
+        ("pop", "1:Complete+Reclaim"),
+        ("submit_burst", "2:Submit 3:Submit 4:Submit"),
+        ("trigger_burst", "2:Trigger 3:Trigger"),
+        ("refused", ""),
+        ("pop_burst", "2:Complete+Reclaim 3:Complete+Reclaim"),
     ];
-    assert_eq!(steps(&buf), want);
-}
-
-/// Each recorded transition as (slot cursor, event).
-fn steps(buf: &[xunds::fsm::Transition]) -> Vec<(u64, &'static str)> {
-    buf.iter().map(|t| (t.id, t.event)).collect()
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(log, want);
 }
 
 #[derive(Debug)]
@@ -901,14 +875,14 @@ fn drop_returns_in_flight_items<B: Backend>() {
                 .unwrap();
         }
         p.trigger_burst(2).unwrap();
-        let pp = w.pop(NrtStatus::SUCCESS).unwrap().unwrap();
+        let pp = w.pop(NrtStatus::SUCCESS).unwrap();
         drop(pp);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         let s = SeqId::from_cursor(2, XU);
         assert_eq!(p.queue().arm(s, &ev), Ok(Armed::Installed));
         assert_eq!(open_fds(), fds + 2);
         // The view does not take ownership.
-        let v = w.peek().unwrap().unwrap();
+        let v = w.peek().unwrap();
         assert_eq!(v.seq, s);
     }
     assert_eq!(drops.load(Ordering::SeqCst), 3);
@@ -934,7 +908,7 @@ fn threaded_fifo_with_waiters<B: Backend>() {
                         break;
                     }
                     Err(e) => {
-                        assert_eq!(e.error, RingError::Full);
+                        assert_eq!(e.error, SubmitError::Full);
                         std::thread::yield_now();
                     }
                 }
@@ -961,14 +935,15 @@ fn threaded_fifo_with_waiters<B: Backend>() {
     });
     let mut next = 0u64;
     while next < N {
-        match w.pop(NrtStatus((next + 1) as u32)).unwrap() {
-            Some(pp) => {
+        match w.pop(NrtStatus((next + 1) as u32)) {
+            Ok(pp) => {
                 assert_eq!(pp.item, next);
                 assert_eq!(pp.seq.seq_num(), next + 1);
                 assert_ne!(pp.status(), NrtStatus::FAILURE);
                 next += 1;
             }
-            None => std::thread::yield_now(),
+            Err(PopError::Empty) => std::thread::yield_now(),
+            Err(e) => panic!("{e}"),
         }
     }
     prod.join().unwrap();

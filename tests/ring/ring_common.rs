@@ -1,30 +1,33 @@
 //! Shared fixtures for the ring test files: one suite, two storages.
 #![allow(dead_code)]
 
+use xunds::fsm::slot::{derive, SlotEvent, SlotFsm, SlotState};
 use xunds::hal::mem::{Mapping, Region};
-use xunds::ring::storage::mapped_len;
-use xunds::ring::{MappedStorage, OwnedStorage, Payload, Producer, QueueConfig, Storage, Worker};
+use xunds::ring::{mapped_len, Payload, Producer, QueueConfig, Worker, XuQueue};
 
 /// Reads the full ABI image (header + slots) of a queue.
 pub type Bytes = Box<dyn Fn() -> Vec<u8>>;
 
-/// A fresh queue's handles plus its byte reader.
-pub type Made<T, S> = (Producer<T, S>, Worker<T, S>, Bytes);
+/// The producer of a queue the suite made.
+pub type P<T> = Producer<std::sync::Arc<XuQueue<T>>>;
+/// Its worker.
+pub type W<T> = Worker<std::sync::Arc<XuQueue<T>>>;
 
-/// A storage backend the suite runs against.
+/// A fresh queue's handles plus its byte reader.
+pub type Made<T> = (P<T>, W<T>, Bytes);
+
+/// A memory the suite runs against.
 pub trait Backend {
-    type S: Storage;
     const NAME: &'static str;
-    fn make<T: Payload>(cfg: QueueConfig) -> Made<T, Self::S>;
+    fn make<T: Payload>(cfg: QueueConfig) -> Made<T>;
 }
 
-/// Heap atomics; bytes from the storage's ABI image.
+/// A heap block; bytes from the queue's ABI image.
 pub struct Owned;
 
 impl Backend for Owned {
-    type S = OwnedStorage;
     const NAME: &'static str = "owned";
-    fn make<T: Payload>(cfg: QueueConfig) -> Made<T, OwnedStorage> {
+    fn make<T: Payload>(cfg: QueueConfig) -> Made<T> {
         let (p, w) = xunds::ring::XuQueue::owned(cfg).expect("owned queue");
         let q = p.queue().clone();
         // SAFETY: the suite calls the byte reader on the thread that owns the
@@ -46,9 +49,8 @@ impl Mapped {
 }
 
 impl Backend for Mapped {
-    type S = MappedStorage;
     const NAME: &'static str = "mapped";
-    fn make<T: Payload>(cfg: QueueConfig) -> Made<T, MappedStorage> {
+    fn make<T: Payload>(cfg: QueueConfig) -> Made<T> {
         let len = mapped_len(cfg.capacity);
         let region = Self::region(cfg.capacity);
         // SAFETY: a fresh private anonymous mapping; only the queue writes it,
@@ -90,4 +92,42 @@ macro_rules! both {
             $( #[test] fn $f() { let _g = $crate::ring_common::serial(); super::$f::<$crate::ring_common::Mapped>() } )*
         }
     };
+}
+
+/// The slot machine as the oracle of the cursors: between two cursor
+/// triples `(exec_head, scheduled_head, scheduled_tail)`, every slot whose
+/// derived state (`fsm::slot::derive`) changed must have moved along rows
+/// of `SlotFsm` (FREE -submit-> SUBMITTED -trigger-> TRIGGERED -complete->
+/// DONE -reclaim-> FREE); panics otherwise. Returns the moves as (cursor,
+/// events), in cursor order.
+pub fn slot_moves(
+    before: (u64, u64, u64),
+    after: (u64, u64, u64),
+) -> Vec<(u64, Vec<&'static str>)> {
+    let state = |c: u64, (h, s, t): (u64, u64, u64)| derive(c, h, s, t);
+    let mut moves = Vec::new();
+    for c in before.0.min(after.0)..before.2.max(after.2) {
+        let (from, to) = (state(c, before), state(c, after));
+        if from == to {
+            continue;
+        }
+        let events: &[SlotEvent] = match (from, to) {
+            (SlotState::Free, SlotState::Submitted) => &[SlotEvent::Submit],
+            (SlotState::Submitted, SlotState::Triggered) => &[SlotEvent::Trigger],
+            (SlotState::Free, SlotState::Triggered) => &[SlotEvent::Submit, SlotEvent::Trigger],
+            (SlotState::Triggered, SlotState::Free) => &[SlotEvent::Complete, SlotEvent::Reclaim],
+            _ => panic!("cursor {c}: {from:?} -> {to:?} is no path of the slot machine"),
+        };
+        let mut s = from;
+        for &e in events {
+            s = xunds::fsm::step::<SlotFsm>(s, e).unwrap_or_else(|e| panic!("cursor {c}: {e}"));
+        }
+        assert_eq!(s, to, "cursor {c}");
+        let names = events
+            .iter()
+            .map(|e| format!("{e:?}").leak() as &str)
+            .collect();
+        moves.push((c, names));
+    }
+    moves
 }

@@ -1,7 +1,7 @@
 //! The xunds core with nothing under it: no `std`, no allocator, no OS.
 //!
 //! [`run`] lays an XU ring of [`SLOTS`] slots into a `static`
-//! ([`StaticStorage`], [`QueueHome`]), submits [`JOBS`] `&'static` work
+//! ([`StaticQueue`]), submits [`JOBS`] `&'static` work
 //! items, each with a `&'static` [`StatusCell`], triggers them, pops them
 //! as the worker, and checks the completions; then it lays out an NDS slab
 //! in a `static` ([`StaticSlab`]), counts the executions and publishes a
@@ -15,7 +15,9 @@
 #![forbid(unsafe_code)]
 
 use xunds::nds::{Counter, NdsError, RawSlab, Reader, RecordRead, StaticSlab, Writer};
-use xunds::ring::{MappedStorage, QueueHome, RingError, StaticStorage, StatusCell};
+use xunds::ring::{
+    InitError, PopError, StaticQueue, StatusCell, SubmitError, TriggerError, XuQueue,
+};
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::model::ModelRecord;
 use xunds::wire::seq_id::XuId;
@@ -33,8 +35,7 @@ pub struct Job {
     pub id: u32,
 }
 
-static RING: StaticStorage<SLOTS> = StaticStorage::new();
-static HOME: QueueHome<&'static Job, MappedStorage> = QueueHome::new();
+static QUEUE: StaticQueue<&'static Job, &'static StatusCell, SLOTS> = StaticQueue::new();
 static WORK: [Job; JOBS] = {
     let mut w = [const { Job { id: 0 } }; JOBS];
     let mut i = 0;
@@ -53,17 +54,29 @@ pub const XU: XuId = XuId::new(0, 3, 1);
 /// Why [`run`] failed.
 #[derive(Debug)]
 pub enum Failure {
-    /// A ring operation was refused.
-    Ring(RingError),
+    /// The ring could not be laid out (or the statics already hold it).
+    Init(InitError),
+    /// A submit was refused for another reason than a full ring.
+    Submit(SubmitError),
+    /// A trigger was refused.
+    Trigger(TriggerError),
+    /// A pop was refused for another reason than an empty ring.
+    Pop(PopError),
     /// A datastore operation was refused.
     Nds(NdsError),
     /// The ring or the slab did not hold what was written.
     Mismatch(&'static str),
 }
 
-impl From<RingError> for Failure {
-    fn from(e: RingError) -> Self {
-        Failure::Ring(e)
+impl From<InitError> for Failure {
+    fn from(e: InitError) -> Self {
+        Failure::Init(e)
+    }
+}
+
+impl From<TriggerError> for Failure {
+    fn from(e: TriggerError) -> Self {
+        Failure::Trigger(e)
     }
 }
 
@@ -90,7 +103,7 @@ pub struct Summary {
 /// statics hold one queue).
 pub fn run() -> Result<Summary, Failure> {
     // The ring: submit, trigger, pop, completion.
-    let (mut producer, mut worker) = HOME.queue(RING.storage(XU, 1)?)?;
+    let (mut producer, mut worker) = QUEUE.split(XU, 1)?;
     let (mut popped, mut id_sum) = (0u32, 0u32);
     let mut last = None;
     for (job, cell) in WORK.iter().zip(&STATUS) {
@@ -98,25 +111,20 @@ pub fn run() -> Result<Summary, Failure> {
         let seq = loop {
             match producer.submit(job, Some(cell)) {
                 Ok(seq) => break seq,
-                Err(e) if e.error == RingError::Full => {
+                Err(e) if e.error == SubmitError::Full => {
                     producer.trigger_burst(producer.untriggered())?;
-                    while let Some(p) = worker.pop(NrtStatus::SUCCESS)? {
-                        popped += 1;
-                        id_sum += p.item.id;
-                    }
+                    drain(&mut worker, &mut popped, &mut id_sum)?;
                 }
-                Err(e) => return Err(e.error.into()),
+                Err(e) => return Err(Failure::Submit(e.error)),
             }
         };
         last = Some(seq);
     }
     producer.trigger_burst(producer.untriggered())?;
-    while let Some(p) = worker.pop(NrtStatus::SUCCESS)? {
-        popped += 1;
-        id_sum += p.item.id;
-    }
+    drain(&mut worker, &mut popped, &mut id_sum)?;
     let last = last.ok_or(Failure::Mismatch("nothing submitted"))?;
-    if !producer.queue().is_completed(last)? || producer.queue().last_completed() != last {
+    let done = producer.queue().is_completed(last);
+    if done != Ok(true) || producer.queue().last_completed() != last {
         return Err(Failure::Mismatch("last submit not completed"));
     }
     if STATUS.iter().any(|c| c.get() != Some(NrtStatus::SUCCESS)) {
@@ -146,6 +154,24 @@ pub fn run() -> Result<Summary, Failure> {
     })
 }
 
+/// Pop every triggered item, counting them and summing their ids.
+fn drain(
+    worker: &mut xunds::ring::Worker<&'static XuQueue<&'static Job, &'static StatusCell>>,
+    popped: &mut u32,
+    id_sum: &mut u32,
+) -> Result<(), Failure> {
+    loop {
+        match worker.pop(NrtStatus::SUCCESS) {
+            Ok(p) => {
+                *popped += 1;
+                *id_sum += p.item.id;
+            }
+            Err(PopError::Empty) => return Ok(()),
+            Err(e) => return Err(Failure::Pop(e)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -158,7 +184,7 @@ mod tests {
         // The statics hold one queue: a second run is refused, not aliased.
         assert!(matches!(
             super::run(),
-            Err(super::Failure::Ring(xunds::ring::RingError::InUse))
+            Err(super::Failure::Init(xunds::ring::InitError::InUse))
         ));
     }
 }

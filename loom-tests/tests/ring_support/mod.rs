@@ -186,8 +186,8 @@ impl CompletionSink for Sink {
 /// (it reuses the first item's slot), triggers it, and waits for the worker.
 /// Items `100..100 + cap` must already be submitted and triggered.
 pub fn submit_last_while_worker_drains(
-    p: &mut xunds::ring::Producer<u64, xunds::ring::OwnedStorage>,
-    mut w: xunds::ring::Worker<u64, xunds::ring::OwnedStorage>,
+    p: &mut xunds::ring::Producer<loom::sync::Arc<xunds::ring::XuQueue<u64>>>,
+    mut w: xunds::ring::Worker<loom::sync::Arc<xunds::ring::XuQueue<u64>>>,
     cap: u64,
 ) {
     let (space, work) = (Gate::new(), Gate::new());
@@ -195,13 +195,14 @@ pub fn submit_last_while_worker_drains(
     let worker = loom::thread::spawn(move || {
         let mut n = 0u64;
         while n <= cap {
-            match w.pop(xunds::wire::status::NrtStatus::SUCCESS).unwrap() {
-                Some(pp) => {
+            match w.pop(xunds::wire::status::NrtStatus::SUCCESS) {
+                Ok(pp) => {
                     assert_eq!(pp.item, 100 + n);
                     n += 1;
                     sp.open();
                 }
-                None => wk.wait(),
+                Err(xunds::ring::PopError::Empty) => wk.wait(),
+                Err(e) => panic!("{e}"),
             }
         }
     });

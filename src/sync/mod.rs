@@ -5,8 +5,12 @@
 //! `Arc`, `Mutex` and `thread` from here and nowhere else. A normal build gets
 //! `core`'s atomics (and, with the `std` feature, `std`'s `Arc`, `Mutex` and
 //! `thread`); a build with `RUSTFLAGS="--cfg loom"` gets `loom`'s checked versions.
-//! Loom atomics never live inside ABI memory: mapped memory is reached through
-//! [`crate::hal::mem`] with `std` atomics created by `from_ptr`.
+//! Loom atomics never live inside ABI memory: memory reached by address (a
+//! mapping, a static block, caller memory) is read and written through
+//! [`word::Words`], `core` atomics created by `from_ptr`, whose heap blocks
+//! are loom's atomics under loom.
+
+pub mod word;
 
 #[cfg(not(loom))]
 mod imp {
