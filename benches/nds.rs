@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use xunds::nds::{Counter, MappedSlab, ModelSlot, Reader, RecordSpan, Writer};
+use xunds::sync::word::Words;
 use xunds::wire::nds::counters::NcCounter;
 use xunds::wire::nds::fnv;
 use xunds::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord, RECORD_SIZE};
@@ -42,16 +43,19 @@ pub fn counter() {
     const N: u64 = 500_000;
     let w = Writer::new(MappedSlab::anonymous().expect("mmap")).expect("writer");
     let c = Counter::nc(7, NcCounter::InferCompleted).expect("counter");
-    let word = w
+    let at = w
         .slab()
         .region()
-        .atomic_u64(c.offset())
+        .ptr_at(c.offset(), 8, 8)
         .expect("aligned word");
+    // SAFETY: the word is inside the mapping `w` keeps alive for the whole
+    // run, and every access to it is an 8-byte atomic.
+    let word = unsafe { Words::<8>::from_raw(at, 8) }.expect("aligned word");
 
     let mut peer = || {
         time(|| {
             for _ in 0..N {
-                black_box(word.fetch_add(black_box(1), Ordering::Relaxed));
+                black_box(word.fetch_add_u64(0, black_box(1), Ordering::Relaxed));
             }
         })
     };

@@ -193,21 +193,17 @@ impl Hal for LinuxHal {
             // Ordering: the caller's ordering applies to the read-modify-write
             // (partner and seed section named at the caller).
             Access::FetchAdd(Width::W32, v, order) => {
-                let a = reg.atomic_u32(off).map_err(e)?;
-                a.fetch_add(v as u32, order).into()
+                reg.fetch_add_u32(off, v as u32, order).map_err(e)?.into()
             }
             // Ordering: as above.
             Access::FetchAdd(Width::W64, v, order) => {
-                reg.atomic_u64(off).map_err(e)?.fetch_add(v, order)
+                reg.fetch_add_u64(off, v, order).map_err(e)?
             }
             Access::TailInc(n) => {
                 // Ordering: Release pairs with the device's Acquire load of
                 // the same tail register (docs/abi.md §1.10 "device publish
                 // boundary").
-                let old = reg
-                    .atomic_u32(off)
-                    .map_err(e)?
-                    .fetch_add(n, StdOrdering::Release);
+                let old = reg.fetch_add_u32(off, n, StdOrdering::Release).map_err(e)?;
                 old.wrapping_add(n).into()
             }
             Access::LoadRun(out) => reg.load_u32s(off, out).map(|()| 0).map_err(e)?,
@@ -221,20 +217,21 @@ impl Hal for LinuxHal {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
                 // other half is too (docs/abi.md §1.11, §1.13).
-                let w = reg.atomic_u64_pair(off).map_err(e)?;
-                let lo = w[0].load(StdOrdering::Acquire);
-                let hi = w[1].load(StdOrdering::Relaxed);
+                let lo = reg.load_u64(off, StdOrdering::Acquire).map_err(e)?;
+                let hi = reg.load_u64(off + 8, StdOrdering::Relaxed).map_err(e)?;
                 *out = record_from_halves(lo, hi);
                 0
             }
             Access::WriteRecord(_, rec) => {
                 let (lo, hi) = record_halves(rec);
-                let w = reg.atomic_u64_pair(off).map_err(e)?;
-                w[1].store(hi, StdOrdering::Relaxed);
+                // The high half first: its check fails before anything is
+                // written when the record runs past the region.
+                reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
+                    .map_err(e)?;
                 // Ordering: Release publishes the record; pairs with the
                 // Acquire load of the same half in `ReadRecord` (the
                 // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                w[0].store(lo, StdOrdering::Release);
+                reg.store_u64(off, lo, StdOrdering::Release).map_err(e)?;
                 0
             }
         })

@@ -1,4 +1,4 @@
-//! The slab's memory: one pair of traits, five backings.
+//! The slab's memory: one pair of traits, one slab type over four backings.
 //!
 //! [`Slab`] is word-sized atomic *reads* of a slab; [`SlabMut`] adds the
 //! stores and read-modify-writes a publisher needs. Every byte of a slab is
@@ -6,22 +6,26 @@
 //! any time: never a `&[u8]`, never a plain `memcpy`, never a reference to
 //! anything but an atomic.
 //!
-//! | backing | traits | memory | used by |
+//! [`WordSlab`] is the one implementation: [`Words`] (the crate's atomic
+//! words over a raw base, [`crate::sync::word`]) and what keeps that memory
+//! valid, its [`Backing`]:
+//!
+//! | name | backing | memory | used by |
 //! |---|---|---|---|
-//! | [`MappedSlab`] | `Slab + SlabMut` | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
-//! | [`ReadOnlySlab`] | `Slab` only | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
-//! | [`HeapSlab`] | `Slab + SlabMut` | a `Vec` of `crate::sync` atomics | loom models, Miri, unit tests, fuzzing |
-//! | [`RawSlab`] | `Slab + SlabMut` | memory the embedder provides: a [`StaticSlab`], or a pointer with [`RawSlab::from_raw`]'s contract | `no_std` embedders |
+//! | [`MappedSlab`] | [`Region`], read-write | `MAP_SHARED`, `PROT_READ\|PROT_WRITE` (a file such as `/dev/shm/x`, or anonymous) | the publisher ([`Writer`](super::Writer)) |
+//! | [`ReadOnlySlab`] | [`Region`], [`ReadOnly`] | `MAP_SHARED`, `PROT_READ` when opened by path | monitors ([`Reader`](super::Reader)) |
+//! | [`HeapSlab`] | [`Heap`] | a heap block (loom's atomics under `--cfg loom`) | loom models, Miri, unit tests, fuzzing |
+//! | [`RawSlab`] | [`Caller`] | memory the embedder provides: a [`StaticSlab`], or a pointer with [`RawSlab::from_raw`]'s contract | `no_std` embedders |
 //!
 //! [`RawSlab`] and [`StaticSlab`] are the `no_std` core (no allocator, no
 //! file); the others need the `std` feature.
 //!
-//! Making [`ReadOnlySlab`] implement only [`Slab`] is libnrt's read-only
-//! gate (docs/abi.md §2.5: `nds_is_read_only`) as a type: a monitor cannot even
-//! name a store. Its loads are Relaxed atomic loads followed by a fence when
-//! the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that is the
-//! only atomic access `core::sync::atomic` promises ("Atomic accesses to
-//! read-only memory"), and it synchronizes exactly as an Acquire load.
+//! A [`ReadOnly`] slab implements only [`Slab`]: libnrt's read-only gate
+//! (docs/abi.md §2.5: `nds_is_read_only`) as a type, so a monitor cannot
+//! even name a store. Its loads are Relaxed atomic loads followed by a fence
+//! when the caller asks for Acquire (or SeqCst): on a `PROT_READ` page that
+//! is the only atomic access `core::sync::atomic` promises ("Atomic accesses
+//! to read-only memory"), and it synchronizes exactly as an Acquire load.
 //!
 //! Offsets are byte offsets from the start of the slab. An offset must be
 //! aligned to the access size and in bounds; all offsets xunds passes come
@@ -31,23 +35,22 @@
 //! bug in the caller and panics (like slice indexing); it is never caused by
 //! the slab's contents.
 //!
-//! The backings take the memory ordering from the caller and apply it to one
+//! The slab takes the memory ordering from the caller and applies it to one
 //! atomic operation; the `// Ordering:` reasoning lives at the call sites
 //! (`record.rs`, `writer.rs`, `reader.rs`), which name the partner operation.
 
 use core::cell::UnsafeCell;
 use core::ops::Deref;
-use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::Ordering;
 #[cfg(feature = "std")]
 use std::io;
 #[cfg(feature = "std")]
 use std::path::Path;
 
 #[cfg(feature = "std")]
-use crate::hal::mem::{fence_after_relaxed_load, lock_exclusive, lock_holder, Mapping, Region};
-#[cfg(feature = "std")]
-use crate::sync::atomic as satomic;
+use crate::hal::mem::{lock_exclusive, lock_holder, Mapping, Region};
+use crate::sync::word::Words;
+pub use crate::sync::word::{Access, ReadOnly, ReadWrite};
 #[cfg(feature = "std")]
 use crate::wire::nds::{header, region};
 
@@ -100,8 +103,7 @@ pub trait Slab: Send + Sync {
 
     /// Load the `out.len() / 8` consecutive 8-byte words at 8-aligned `off`
     /// into `out` (little-endian bytes; `out.len()` a multiple of 8), one
-    /// Relaxed atomic load per word. Backings may override this to check
-    /// the range once instead of per word.
+    /// Relaxed atomic load per word.
     fn load_words(&self, off: usize, out: &mut [u8]) {
         for (i, w) in out.chunks_exact_mut(8).enumerate() {
             w.copy_from_slice(&self.load_u64(off + i * 8, Ordering::Relaxed).to_le_bytes());
@@ -129,19 +131,14 @@ pub trait SlabMut: Slab {
 
     /// Store `data` (little-endian, `data.len()` a multiple of 8) as
     /// consecutive 8-byte words at 8-aligned `off`, one Relaxed atomic store
-    /// per word. Backings may override this to check the range once.
+    /// per word.
     fn store_words(&self, off: usize, data: &[u8]) {
         for (i, w) in data.chunks_exact(8).enumerate() {
-            self.store_u64(off + i * 8, le64(w), Ordering::Relaxed);
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            self.store_u64(off + i * 8, u64::from_le_bytes(a), Ordering::Relaxed);
         }
     }
-}
-
-#[inline(always)]
-fn le64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(b);
-    u64::from_le_bytes(a)
 }
 
 /// Any pointer to a slab is a slab (`&S`, `Arc<S>`, `Box<S>`): every method
@@ -197,185 +194,178 @@ where
     }
 }
 
-/// Panic unless `[off, off + size)` is inside `len` and `off` is
-/// `size`-aligned (`size` a power of two). Cold path: a caller bug, never
-/// slab content.
-#[inline(always)]
-fn check(off: usize, size: usize, len: usize) {
-    if (off & (size - 1)) != 0 || len < size || off > len - size {
-        out_of_bounds(off, size, len)
+/// What keeps a [`WordSlab`]'s memory valid: a mapping ([`Region`]), a heap
+/// block ([`Heap`]) or the embedder ([`Caller`]).
+pub trait Backing: Send + Sync + core::fmt::Debug {
+    /// [`Slab::shrunk`]: whether the file behind the memory shrank.
+    fn shrunk(&self) -> bool {
+        false
     }
 }
 
-#[cold]
-#[inline(never)]
-fn out_of_bounds(off: usize, size: usize, len: usize) -> ! {
-    panic!("slab access of {size} bytes at {off:#x} misaligned or outside {len} bytes")
+#[cfg(feature = "std")]
+impl Backing for Region {
+    fn shrunk(&self) -> bool {
+        Region::shrunk(self) > 0
+    }
 }
 
-/// A raw, validated base pointer into memory its owner keeps alive (a
-/// `Region` beside it, a `'static`, or [`RawSlab::from_raw`]'s contract).
-/// It only loads, with Relaxed atomic loads, so it is sound over a
-/// read-only (`PROT_READ`) mapping too; [`RawMut`] adds the writable handles.
-#[derive(Clone, Debug)]
-struct Raw {
-    base: NonNull<u8>,
-    len: usize,
-    /// `len - 8` and `len - 4`: the last valid 8- and 4-byte word offsets
-    /// (`len >= REQUIRED_SIZE`), so a word access checks one bound.
-    last8: usize,
-    last4: usize,
+/// A heap block, owned by the slab's [`Words`] (so a [`HeapSlab`] is not
+/// `Clone`: share it behind an `Arc`).
+#[cfg(feature = "std")]
+#[derive(Debug)]
+pub struct Heap;
+#[cfg(feature = "std")]
+impl Backing for Heap {}
+
+/// Memory the embedder keeps valid under [`RawSlab::from_raw`]'s contract.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller;
+impl Backing for Caller {}
+
+/// A slab: atomic words over memory its [`Backing`] keeps valid, writable
+/// ([`SlabMut`]) unless `A` is [`ReadOnly`].
+#[derive(Debug)]
+pub struct WordSlab<M: Backing, A: Access = ReadWrite> {
+    words: Words<0, A>,
+    backing: M,
 }
 
-// SAFETY: `Raw`'s owner keeps the memory alive and `Raw` turns `base` only into
-// atomic accesses at checked offsets (Relaxed loads here, atomic handles in
-// `RawMut`); atomics may be used from any thread, so moving it is sound.
-unsafe impl Send for Raw {}
-// SAFETY: `&Raw` gives only atomic accesses to the mapped words (never a
-// `&T` to a non-atomic byte), and atomics are `Sync`.
-unsafe impl Sync for Raw {}
+/// A read-write `MAP_SHARED` slab: the publisher's memory.
+///
+/// # Examples
+///
+/// A slab file, its one writer, and a reader of the same mapping:
+///
+/// ```
+/// use xunds::nds::{Counter, MappedSlab, Reader, Writer};
+/// use xunds::wire::nds::counters::NdCounter;
+///
+/// let path = std::env::temp_dir().join(format!("xunds-doc-mapped-{}.nds", std::process::id()));
+/// let slab = MappedSlab::create(&path).unwrap(); // 262,144 zero bytes, locked for this writer
+/// let reader_view = slab.read_only();
+/// let w = Writer::new(slab).unwrap();
+/// w.add(Counter::nd(NdCounter::MemUsageMiscHost), 4096).unwrap();
+/// let r = Reader::attach(reader_view).unwrap();
+/// assert_eq!(r.counter(Counter::nd(NdCounter::MemUsageMiscHost)).unwrap(), 4096);
+/// # drop((r, w));
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+///
+/// `MappedSlab::anonymous()` maps the same 262,144 bytes without a file.
+#[cfg(feature = "std")]
+pub type MappedSlab = WordSlab<Region>;
 
-impl Raw {
-    #[cfg(feature = "std")]
-    fn new(region: &Region) -> Result<Raw, NdsError> {
-        let len = region.len();
+impl<M: Backing, A: Access> WordSlab<M, A> {
+    /// A slab over the `len` bytes at `base`, kept valid by `backing`.
+    /// Refuses `len < REQUIRED_SIZE` (docs/abi.md §2.2), then a null or
+    /// non-8-aligned `base`.
+    ///
+    /// # Safety
+    /// As for [`Words::from_raw`], for as long as `backing` (and any clone
+    /// of the slab) lives.
+    unsafe fn over(backing: M, base: *mut u8, len: usize) -> Result<Self, NdsError> {
         require_size(len)?;
-        let base = region
-            .ptr_at(0, len, 8)
-            .map_err(|_| NdsError::TooSmall { len })?;
-        Self::at(base, len)
-    }
-
-    /// Check `base` (non-null, 8-aligned) and `len` (at least `REQUIRED_SIZE`).
-    fn at(base: *mut u8, len: usize) -> Result<Raw, NdsError> {
-        require_size(len)?;
-        let base = NonNull::new(base)
-            .filter(|b| b.as_ptr() as usize % 8 == 0)
-            .ok_or(NdsError::Misaligned {
-                addr: base as usize,
-            })?;
-        Ok(Raw {
-            base,
-            len,
-            last8: len - 8,
-            last4: len - 4,
-        })
-    }
-
-    /// The address of the `size`-byte word at `off` (`size` 4 or 8), after
-    /// the alignment and bounds check; panics on a caller bug.
-    #[inline(always)]
-    fn word(&self, off: usize, size: usize) -> *mut u8 {
-        let last = if size == 8 { self.last8 } else { self.last4 };
-        if (off & (size - 1)) != 0 || off > last {
-            out_of_bounds(off, size, self.len)
-        }
-        self.base.as_ptr().wrapping_add(off)
-    }
-
-    /// The address of `[off, off + len)` (`len` a multiple of 8, `off`
-    /// 8-aligned), after one range check; panics on a caller bug.
-    #[inline(always)]
-    fn span(&self, off: usize, len: usize) -> *mut u8 {
-        if len % 8 != 0 || len > self.len {
-            out_of_bounds(off, len, self.len)
-        }
-        if len > 0 {
-            // `off <= self.len - len`, and 8-aligned.
-            check(off, 8, self.len - (len - 8));
-        }
-        self.base.as_ptr().wrapping_add(off)
-    }
-
-    /// A Relaxed atomic load of the 8-byte word at `off`.
-    #[cfg(feature = "std")]
-    #[inline(always)]
-    fn load_u64(&self, off: usize) -> u64 {
-        let p = self.word(off, 8);
-        // SAFETY: `p` is 8-aligned and in bounds (`word` checked `off`; the
-        // base is 8-aligned, checked by `ptr_at` in `new`), inside the mapping
-        // the owner keeps alive for this call. The reference is used for
-        // one Relaxed 8-byte load only, which works on a read-only mapping
-        // too (`core::sync::atomic`, "Atomic accesses to read-only memory");
-        // every access to slab words in xunds is an 8- or 4-byte atomic, and
-        // another process writing the word is what an atomic load allows.
-        unsafe { &*p.cast_const().cast::<AtomicU64>() }.load(Ordering::Relaxed)
-    }
-
-    /// A Relaxed atomic load of the 4-byte word at `off`.
-    #[cfg(feature = "std")]
-    #[inline(always)]
-    fn load_u32(&self, off: usize) -> u32 {
-        let p = self.word(off, 4);
-        // SAFETY: as in `load_u64`, for a 4-aligned, in-bounds 4-byte word.
-        unsafe { &*p.cast_const().cast::<AtomicU32>() }.load(Ordering::Relaxed)
-    }
-
-    /// Relaxed atomic loads of the words of `[off, off + out.len())` into
-    /// `out` (little-endian), after one range check.
-    #[cfg(feature = "std")]
-    #[inline(always)]
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        let p = self.span(off, out.len());
-        for (i, w) in out.chunks_exact_mut(8).enumerate() {
-            // SAFETY: `span` checked that `off` is 8-aligned and
-            // `off + out.len() <= len`, so word `i < out.len() / 8` is an
-            // aligned, in-bounds word of the mapping; otherwise as in
-            // `load_u64` (one Relaxed load, fine on read-only pages).
-            let a = unsafe { &*p.wrapping_add(i * 8).cast_const().cast::<AtomicU64>() };
-            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
-        }
+        // SAFETY: the caller's contract is `from_raw`'s.
+        let words = unsafe { Words::from_raw(base, len) }
+            .map_err(|m| NdsError::Misaligned { addr: m.addr })?;
+        Ok(WordSlab { words, backing })
     }
 }
 
-/// A [`Raw`] over a writable mapping: the only way to get atomic handles
-/// that may store (`from_ptr` requires memory valid for writes).
-#[derive(Clone, Debug)]
-struct RawMut(Raw);
+/// A clone is a second view of the same memory, kept valid by a clone of the
+/// backing ([`Region`] keeps the mapping; [`Caller`]'s contract covers every
+/// clone). A [`Heap`] block has one owner, so a [`HeapSlab`] is not `Clone`.
+impl<M: Backing + Clone, A: Access> Clone for WordSlab<M, A> {
+    fn clone(&self) -> Self {
+        // SAFETY: the memory is the view's own, valid while the cloned
+        // backing lives (see above), and reached only through atomics.
+        unsafe {
+            Self::over(
+                self.backing.clone(),
+                self.words.addr() as *mut u8,
+                self.len(),
+            )
+        }
+        .expect("the memory was accepted once")
+    }
+}
 
-impl RawMut {
-    #[cfg(feature = "std")]
-    fn new(region: &Region) -> Result<RawMut, NdsError> {
-        if !region.is_writable() {
+impl<M: Backing, A: Access> Slab for WordSlab<M, A> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+    fn shrunk(&self) -> bool {
+        self.backing.shrunk()
+    }
+    #[inline]
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        self.words.load_u64(off, order)
+    }
+    #[inline]
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        self.words.load_u32(off, order)
+    }
+    #[inline]
+    fn fence(&self, order: Ordering) {
+        self.words.fence(order)
+    }
+}
+
+impl<M: Backing> SlabMut for WordSlab<M> {
+    #[inline]
+    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
+        self.words.store_u64(off, v, order)
+    }
+    #[inline]
+    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
+        self.words.store_u32(off, v, order)
+    }
+    #[inline]
+    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.words.fetch_add_u64(off, v, order)
+    }
+    #[inline]
+    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.words.fetch_sub_u64(off, v, order)
+    }
+    #[inline]
+    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
+        self.words.fetch_or_u64(off, v, order)
+    }
+}
+
+#[cfg(feature = "std")]
+impl<A: Access> WordSlab<Region, A> {
+    /// Wrap a region: a [`ReadOnlySlab`] takes any, a [`MappedSlab`] refuses
+    /// a read-only mapping; both refuse one shorter than `REQUIRED_SIZE`.
+    pub fn from_region(region: Region) -> Result<Self, NdsError> {
+        if A::WRITABLE && !region.is_writable() {
             return Err(NdsError::Io(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 "a publisher slab needs a writable mapping",
             )));
         }
-        Ok(RawMut(Raw::new(region)?))
+        let len = region.len();
+        require_size(len)?;
+        let base = region
+            .ptr_at(0, len, 8)
+            .map_err(|_| NdsError::TooSmall { len })?;
+        // SAFETY: the region keeps its mapping (writable when `A` stores,
+        // checked above) valid while the slab holds it, and mapped memory is
+        // reached only through atomic or volatile accesses.
+        unsafe { Self::over(region, base, len) }
     }
 
-    #[inline(always)]
-    fn u64_at(&self, off: usize) -> &AtomicU64 {
-        let p = self.0.word(off, 8);
-        // SAFETY: `p` is an 8-aligned, in-bounds word (checked by `word`) of
-        // writable memory (checked in `new`, or the owner's contract) that
-        // the owner keeps alive for the lifetime of `&self`. Every access to slab words in
-        // xunds is an atomic of the word's own width (the record and counter
-        // protocols never mix widths on one word while another agent runs),
-        // and another process may write the same word, which is what an
-        // atomic is for.
-        unsafe { AtomicU64::from_ptr(p.cast()) }
+    /// The underlying region.
+    pub fn region(&self) -> &Region {
+        &self.backing
     }
 
-    #[inline(always)]
-    fn u32_at(&self, off: usize) -> &AtomicU32 {
-        let p = self.0.word(off, 4);
-        // SAFETY: as for `u64_at`, with 4-byte alignment and size.
-        unsafe { AtomicU32::from_ptr(p.cast()) }
-    }
-
-    /// The words of `[off, off + len)` after one range check (`len` a
-    /// multiple of 8).
-    #[inline(always)]
-    fn words(&self, off: usize, len: usize) -> impl Iterator<Item = &AtomicU64> + '_ {
-        let p = self.0.span(off, len);
-        (0..len / 8).map(move |i| {
-            // SAFETY: `span` checked that `off` is 8-aligned and
-            // `off + len <= self.len`, so word `i < len / 8` is an aligned,
-            // in-bounds word of the writable mapping; otherwise as `u64_at`.
-            unsafe { AtomicU64::from_ptr(p.wrapping_add(i * 8).cast()) }
-        })
+    /// Whether the underlying mapping is `PROT_READ` only.
+    pub fn is_mapped_read_only(&self) -> bool {
+        !self.backing.is_writable()
     }
 }
 
@@ -419,36 +409,6 @@ fn require_size(len: usize) -> Result<(), NdsError> {
     } else {
         Ok(())
     }
-}
-
-/// A read-write `MAP_SHARED` slab: the publisher's memory.
-///
-/// # Examples
-///
-/// A slab file, its one writer, and a reader of the same mapping:
-///
-/// ```
-/// use xunds::nds::{Counter, MappedSlab, Reader, Writer};
-/// use xunds::wire::nds::counters::NdCounter;
-///
-/// let path = std::env::temp_dir().join(format!("xunds-doc-mapped-{}.nds", std::process::id()));
-/// let slab = MappedSlab::create(&path).unwrap(); // 262,144 zero bytes, locked for this writer
-/// let reader_view = slab.read_only();
-/// let w = Writer::new(slab).unwrap();
-/// w.add(Counter::nd(NdCounter::MemUsageMiscHost), 4096).unwrap();
-/// let r = Reader::attach(reader_view).unwrap();
-/// assert_eq!(r.counter(Counter::nd(NdCounter::MemUsageMiscHost)).unwrap(), 4096);
-/// # drop((r, w));
-/// # std::fs::remove_file(&path).unwrap();
-/// ```
-///
-/// `MappedSlab::anonymous()` maps the same 262,144 bytes without a file.
-#[cfg(feature = "std")]
-#[derive(Clone, Debug)]
-pub struct MappedSlab {
-    slab: RawSlab,
-    /// Keeps the mapping `slab` points into alive.
-    region: Region,
 }
 
 #[cfg(feature = "std")]
@@ -528,26 +488,9 @@ impl MappedSlab {
         Self::from_region(Mapping::anonymous(SLAB_SIZE)?.into_region())
     }
 
-    /// Wrap a writable region. Refuses a read-only mapping or one shorter
-    /// than `REQUIRED_SIZE`.
-    pub fn from_region(region: Region) -> Result<MappedSlab, NdsError> {
-        Ok(MappedSlab {
-            slab: RawSlab(RawMut::new(&region)?),
-            region,
-        })
-    }
-
     /// The same mapping as a [`ReadOnlySlab`] (a reader in this process).
     pub fn read_only(&self) -> ReadOnlySlab {
-        ReadOnlySlab {
-            raw: self.slab.0 .0.clone(),
-            region: self.region.clone(),
-        }
-    }
-
-    /// The underlying region.
-    pub fn region(&self) -> &Region {
-        &self.region
+        ReadOnlySlab::from_region(self.backing.clone()).expect("the mapping was accepted once")
     }
 }
 
@@ -662,61 +605,6 @@ fn open_locked_with(
     )))
 }
 
-#[cfg(feature = "std")]
-impl Slab for MappedSlab {
-    #[inline]
-    fn len(&self) -> usize {
-        self.slab.len()
-    }
-    fn shrunk(&self) -> bool {
-        self.region.shrunk() > 0
-    }
-    #[inline]
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        self.slab.load_u64(off, order)
-    }
-    #[inline]
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        self.slab.load_u32(off, order)
-    }
-    #[inline]
-    fn fence(&self, order: Ordering) {
-        self.slab.fence(order)
-    }
-    #[inline]
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        self.slab.load_words(off, out)
-    }
-}
-
-#[cfg(feature = "std")]
-impl SlabMut for MappedSlab {
-    #[inline]
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        self.slab.store_u64(off, v, order)
-    }
-    #[inline]
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        self.slab.store_u32(off, v, order)
-    }
-    #[inline]
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.slab.fetch_add_u64(off, v, order)
-    }
-    #[inline]
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.slab.fetch_sub_u64(off, v, order)
-    }
-    #[inline]
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.slab.fetch_or_u64(off, v, order)
-    }
-    #[inline]
-    fn store_words(&self, off: usize, data: &[u8]) {
-        self.slab.store_words(off, data)
-    }
-}
-
 /// A writable slab over memory the embedder provides (no allocator, no
 /// file): a [`StaticSlab`] ([`StaticSlab::slab`]), or any memory shared
 /// with another agent under [`RawSlab::from_raw`]'s contract. Every access
@@ -740,8 +628,7 @@ impl SlabMut for MappedSlab {
 /// let r = Reader::attach(slab).unwrap();
 /// assert_eq!(r.counter(c).unwrap(), 3072);
 /// ```
-#[derive(Clone, Debug)]
-pub struct RawSlab(RawMut);
+pub type RawSlab = WordSlab<Caller>;
 
 impl RawSlab {
     /// A slab over the `len` bytes at `base`. Refuses a null or
@@ -754,7 +641,8 @@ impl RawSlab {
     /// NDS protocols never mix widths on one word while another agent runs,
     /// docs/abi.md §2.4, §2.8); no `&`/`&mut` to them exists.
     pub unsafe fn from_raw(base: *mut u8, len: usize) -> Result<RawSlab, NdsError> {
-        Ok(RawSlab(RawMut(Raw::at(base, len)?)))
+        // SAFETY: the caller's contract, for every clone.
+        unsafe { Self::over(Caller, base, len) }
     }
 }
 
@@ -809,60 +697,6 @@ impl core::fmt::Debug for StaticSlab {
     }
 }
 
-impl Slab for RawSlab {
-    #[inline]
-    fn len(&self) -> usize {
-        self.0 .0.len
-    }
-    #[inline]
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        self.0.u64_at(off).load(order)
-    }
-    #[inline]
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        self.0.u32_at(off).load(order)
-    }
-    #[inline]
-    fn fence(&self, order: Ordering) {
-        core::sync::atomic::fence(order)
-    }
-    #[inline]
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        for (a, w) in self.0.words(off, out.len()).zip(out.chunks_exact_mut(8)) {
-            w.copy_from_slice(&a.load(Ordering::Relaxed).to_le_bytes());
-        }
-    }
-}
-
-impl SlabMut for RawSlab {
-    #[inline]
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        self.0.u64_at(off).store(v, order)
-    }
-    #[inline]
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        self.0.u32_at(off).store(v, order)
-    }
-    #[inline]
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.0.u64_at(off).fetch_add(v, order)
-    }
-    #[inline]
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.0.u64_at(off).fetch_sub(v, order)
-    }
-    #[inline]
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.0.u64_at(off).fetch_or(v, order)
-    }
-    #[inline]
-    fn store_words(&self, off: usize, data: &[u8]) {
-        for (a, w) in self.0.words(off, data.len()).zip(data.chunks_exact(8)) {
-            a.store(le64(w), Ordering::Relaxed);
-        }
-    }
-}
-
 /// A read-only view of a `MAP_SHARED` slab: implements [`Slab`] and nothing
 /// else. Opened by path it is mapped `PROT_READ`, so even a bug could not
 /// write through it.
@@ -883,12 +717,7 @@ impl SlabMut for RawSlab {
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
 #[cfg(feature = "std")]
-#[derive(Clone, Debug)]
-pub struct ReadOnlySlab {
-    raw: Raw,
-    /// Keeps the mapping `raw` points into alive.
-    region: Region,
-}
+pub type ReadOnlySlab = WordSlab<Region, ReadOnly>;
 
 #[cfg(feature = "std")]
 impl ReadOnlySlab {
@@ -929,57 +758,10 @@ impl ReadOnlySlab {
         // O_RDONLY descriptor, PROT_READ mapping.
         Self::from_region(Mapping::from_file(file, len, false)?.into_region())
     }
-
-    /// Wrap any region (writable or not) as a read-only slab. Refuses one
-    /// shorter than `REQUIRED_SIZE`.
-    pub fn from_region(region: Region) -> Result<ReadOnlySlab, NdsError> {
-        Ok(ReadOnlySlab {
-            raw: Raw::new(&region)?,
-            region,
-        })
-    }
-
-    /// Whether the underlying mapping is `PROT_READ` only.
-    pub fn is_mapped_read_only(&self) -> bool {
-        !self.region.is_writable()
-    }
 }
 
-#[cfg(feature = "std")]
-impl Slab for ReadOnlySlab {
-    #[inline]
-    fn len(&self) -> usize {
-        self.raw.len
-    }
-    fn shrunk(&self) -> bool {
-        self.region.shrunk() > 0
-    }
-    #[inline]
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        // A Relaxed load, then a fence for a stronger `order`: the only form
-        // `core::sync::atomic` promises works on PROT_READ pages.
-        let v = self.raw.load_u64(off);
-        fence_after_relaxed_load(order);
-        v
-    }
-    #[inline]
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        let v = self.raw.load_u32(off);
-        fence_after_relaxed_load(order);
-        v
-    }
-    #[inline]
-    fn fence(&self, order: Ordering) {
-        std::sync::atomic::fence(order)
-    }
-    #[inline]
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        self.raw.load_words(off, out)
-    }
-}
-
-/// A slab on the heap, built from `crate::sync` atomics: loom checks every
-/// access under `--cfg loom`, and Miri can run it (no `mmap`).
+/// A slab on the heap ([`Words::heap`]): loom checks every access under
+/// `--cfg loom`, and Miri can run it (no `mmap`).
 ///
 /// Its length may be any multiple of 8, so loom models can use a few words;
 /// a [`Reader`](super::Reader) or [`Writer`](super::Writer) still refuses one
@@ -1003,19 +785,16 @@ impl Slab for ReadOnlySlab {
 /// assert!(matches!(Reader::attach(junk), Err(NdsError::BadMagic { .. })));
 /// ```
 #[cfg(feature = "std")]
-#[derive(Debug)]
-pub struct HeapSlab {
-    words: Box<[satomic::AtomicU64]>,
-}
+pub type HeapSlab = WordSlab<Heap>;
 
 #[cfg(feature = "std")]
-impl HeapSlab {
+impl WordSlab<Heap> {
     /// A zero-filled heap slab of `len` bytes (`len` is rounded up to a
     /// multiple of 8).
     pub fn new(len: usize) -> HeapSlab {
-        let n = len.div_ceil(8);
-        HeapSlab {
-            words: (0..n).map(|_| satomic::AtomicU64::new(0)).collect(),
+        WordSlab {
+            words: Words::heap(len.div_ceil(8) * 8),
+            backing: Heap,
         }
     }
 
@@ -1027,88 +806,13 @@ impl HeapSlab {
     /// A heap slab holding a copy of `bytes` (zero-padded to a multiple of 8);
     /// used to feed random or foreign bytes to a reader.
     pub fn from_bytes(bytes: &[u8]) -> HeapSlab {
-        HeapSlab {
-            words: bytes
-                .chunks(8)
-                .map(|c| {
-                    let mut w = [0u8; 8];
-                    w[..c.len()].copy_from_slice(c);
-                    satomic::AtomicU64::new(u64::from_le_bytes(w))
-                })
-                .collect(),
+        let s = Self::new(bytes.len());
+        for (i, c) in bytes.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            s.store_u64(i * 8, u64::from_le_bytes(w), Ordering::Relaxed);
         }
-    }
-
-    #[inline(always)]
-    fn word(&self, off: usize, size: usize) -> &satomic::AtomicU64 {
-        check(off, size, self.words.len() * 8);
-        &self.words[off / 8]
-    }
-}
-
-/// Split a 4-aligned offset into (shift within its 8-byte word).
-#[cfg(feature = "std")]
-#[inline(always)]
-fn half_shift(off: usize) -> u32 {
-    // Little-endian: the 4 bytes at a word's +4 are its high half.
-    if off % 8 == 0 {
-        0
-    } else {
-        32
-    }
-}
-
-#[cfg(feature = "std")]
-impl Slab for HeapSlab {
-    fn len(&self) -> usize {
-        self.words.len() * 8
-    }
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        self.word(off, 8).load(order)
-    }
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        (self.word(off, 4).load(order) >> half_shift(off)) as u32
-    }
-    fn fence(&self, order: Ordering) {
-        satomic::fence(order)
-    }
-}
-
-#[cfg(feature = "std")]
-impl SlabMut for HeapSlab {
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        self.word(off, 8).store(v, order)
-    }
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        let w = self.word(off, 4);
-        let shift = half_shift(off);
-        let mask = 0xffff_ffffu64 << shift;
-        let load = match order {
-            Ordering::Release | Ordering::Relaxed => Ordering::Relaxed,
-            _ => Ordering::Acquire,
-        };
-        let mut cur = w.load(Ordering::Relaxed);
-        loop {
-            let new = (cur & !mask) | (u64::from(v) << shift);
-            // Ordering: the caller's store ordering is applied to the
-            // successful exchange (it is the store); a failed exchange only
-            // re-reads, so Relaxed/Acquire suffices. Partner and seed section:
-            // whatever the caller names (docs/abi.md §2.8 record protocol in
-            // `record.rs`, docs/abi.md §2.3 header in `writer.rs`).
-            match w.compare_exchange_weak(cur, new, order, load) {
-                Ok(_) => return,
-                Err(seen) => cur = seen,
-            }
-        }
-    }
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.word(off, 8).fetch_add(v, order)
-    }
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.word(off, 8).fetch_sub(v, order)
-    }
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.word(off, 8).fetch_or(v, order)
+        s
     }
 }
 
@@ -1226,7 +930,7 @@ mod tests {
         assert_eq!(file.metadata().unwrap().ino(), ino);
         assert_eq!(file.metadata().unwrap().len(), SLAB_SIZE as u64);
         // And the mapping is of that inode (the kernel's word for it).
-        let base = ro.region.ptr_at(0, 8, 8).unwrap() as usize;
+        let base = ro.region().ptr_at(0, 8, 8).unwrap() as usize;
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let mapped_ino = maps.lines().find_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();

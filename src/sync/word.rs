@@ -576,7 +576,13 @@ fn loom_update(w: &LoomU64, shift: u32, o: Ordering, mut f: impl FnMut(u32) -> u
 fn fence_after_load(o: Ordering) {
     match o {
         Ordering::Relaxed => {}
+        // Ordering: SeqCst fence; its partner (and docs/abi.md section) is
+        // whatever the caller's protocol pairs its SeqCst load with.
         Ordering::SeqCst => fence(Ordering::SeqCst),
+        // Ordering: Acquire fence: after the Relaxed load it synchronizes
+        // with the Release store the load read from, as an Acquire load
+        // would; partner (and section): the caller's (e.g. the docs/abi.md
+        // §2.3 header commit for `nds::Reader`).
         _ => fence(Ordering::Acquire),
     }
 }

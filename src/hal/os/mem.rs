@@ -9,22 +9,27 @@
 //! volatile byte copy at a checked offset, because another process (an NDS
 //! monitor) or the simulated device may write the same bytes.
 //!
+//! The atomic words are [`Words`] (`crate::sync::word`), the crate's one
+//! atomic access over a raw base; this module adds the window's checks, as
+//! [`MemError`]s, and the volatile bytes at a copy's ragged edges.
+//!
 //! A read-only mapping (`PROT_READ`, [`Mapping::open_file`] with
 //! `writable = false`) is only ever loaded from: every store, fill and
-//! [`Region::atomic_u64`]/[`Region::atomic_u32`] handle is refused with a
-//! [`MemError`] whose `read_only` is set (`AtomicU64::from_ptr` requires
-//! memory valid for writes, and a store would fault). Word loads on such a
-//! mapping are Relaxed atomic loads, the only atomic access the standard
-//! library promises works on read-only pages ("Atomic accesses to read-only
-//! memory" in `core::sync::atomic`), followed by a fence when the caller asked
-//! for more than Relaxed.
+//! read-modify-write is refused with a [`MemError`] whose `read_only` is set
+//! (a store would fault). Word loads on such a mapping are [`ReadOnly`]
+//! views: Relaxed atomic loads, the only atomic access the standard library
+//! promises works on read-only pages ("Atomic accesses to read-only memory"
+//! in `core::sync::atomic`), followed by a fence when the caller asked for
+//! more than Relaxed.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::sync::word::{Access, ReadOnly, ReadWrite, Words};
 use std::sync::Arc;
 
 use core::fmt;
@@ -381,106 +386,99 @@ impl Region {
         self.check(off, len, align)
     }
 
-    /// An atomic view of the 8-byte word at `off` (must be 8-aligned; the
-    /// mapping must be writable).
-    #[inline]
-    pub fn atomic_u64(&self, off: usize) -> Result<&AtomicU64, MemError> {
-        let p = self.check_writable(off, 8, 8)?;
-        // SAFETY: `p` is in bounds and 8-aligned (checked), in a writable
-        // mapping (checked: `from_ptr` needs memory valid for reads and
-        // writes) that `self` keeps mapped for the returned lifetime. The
-        // memory-model rule (no unsynchronized mixing with non-atomic or
-        // other-sized accesses) is kept by the protocols: each word one
-        // agent shares with another is accessed with one width only (the
-        // ownership tables in docs/design.md).
-        Ok(unsafe { AtomicU64::from_ptr(p.cast()) })
+    /// The whole mapping as atomic words ([`Words`], a view that stores
+    /// when `A` is [`ReadWrite`]) and the mapping offset of this window's
+    /// byte `off`, after the window's bounds and alignment check (and, for
+    /// a view that stores, the writability check). The view is for the
+    /// caller's one access and is dropped before `self`.
+    #[inline(always)]
+    fn words<A: Access>(
+        &self,
+        off: usize,
+        len: usize,
+        align: usize,
+    ) -> Result<(Words<0, A>, usize), MemError> {
+        let p = if A::WRITABLE {
+            self.check_writable(off, len, align)?
+        } else {
+            self.check(off, len, align)?
+        };
+        let map = self.map.ptr.as_ptr();
+        // SAFETY: `map .. map + self.map.len` is the mapping `self` keeps
+        // alive for longer than the view (a local of the caller), page
+        // aligned; a view that stores only over a writable mapping (checked
+        // above). Mapped bytes are never a `&T`: they are reached only
+        // through atomics, each shared word with one width (the ownership
+        // tables in docs/design.md), or volatile bytes at the ragged edges
+        // of a copy, which no other agent writes concurrently.
+        let w = unsafe { Words::<0, A>::from_raw(map, self.map.len) }
+            .map_err(|_| self.err(off, len, align))?;
+        Ok((w, p as usize - map as usize))
     }
 
-    /// An atomic view of the two 8-byte words at `off` (must be 8-aligned;
-    /// the mapping must be writable): a 16-byte record, checked once.
-    #[inline]
-    pub fn atomic_u64_pair(&self, off: usize) -> Result<&[AtomicU64; 2], MemError> {
-        let p = self.check_writable(off, 16, 8)?;
-        // SAFETY: `p .. p + 16` is in bounds and `p` 8-aligned (checked), in
-        // a writable mapping (checked) that `self` keeps mapped for the
-        // returned lifetime; `[AtomicU64; 2]` has the size and alignment of
-        // two consecutive 8-aligned `AtomicU64`s, each valid as in
-        // `atomic_u64` (same one-width-per-shared-word rule).
-        Ok(unsafe { &*p.cast::<[AtomicU64; 2]>() })
-    }
-
-    /// An atomic view of the 4-byte word at `off` (must be 4-aligned; the
-    /// mapping must be writable).
-    #[inline]
-    pub fn atomic_u32(&self, off: usize) -> Result<&AtomicU32, MemError> {
-        let p = self.check_writable(off, 4, 4)?;
-        // SAFETY: as in `atomic_u64`, for a 4-aligned 4-byte word.
-        Ok(unsafe { AtomicU32::from_ptr(p.cast()) })
-    }
-
-    /// Load the u64 at `off` with `order` (on a read-only mapping: a Relaxed
-    /// load, then a fence for a stronger `order`).
+    /// Load the u64 at `off` (8-aligned) with `order` (on a read-only
+    /// mapping: a Relaxed load, then a fence for a stronger `order`).
     #[inline]
     pub fn load_u64(&self, off: usize, order: Ordering) -> Result<u64, MemError> {
         if self.writable {
-            return Ok(self.atomic_u64(off)?.load(order));
+            let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
+            return Ok(w.load_u64(at, order));
         }
-        let p = self.check(off, 8, 8)?;
-        // SAFETY: `p` is in bounds and 8-aligned (checked) in a mapping `self`
-        // keeps alive for this call. The mapping is read-only, so the
-        // reference is only used for one Relaxed 8-byte load, which
-        // `core::sync::atomic` ("Atomic accesses to read-only memory")
-        // guarantees works on read-only pages on 64-bit targets; nothing is
-        // ever stored through it.
-        let v = unsafe { &*p.cast_const().cast::<AtomicU64>() }.load(Ordering::Relaxed);
-        fence_after_relaxed_load(order);
-        Ok(v)
+        let (w, at) = self.words::<ReadOnly>(off, 8, 8)?;
+        Ok(w.load_u64(at, order))
     }
 
-    /// Store `v` at `off` with `order` (writable mappings only).
-    #[inline]
-    pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
-        self.atomic_u64(off)?.store(v, order);
-        Ok(())
-    }
-
-    /// Load the u32 at `off` with `order` (on a read-only mapping: a Relaxed
-    /// load, then a fence for a stronger `order`).
+    /// Load the u32 at `off` (4-aligned) with `order` (on a read-only
+    /// mapping: a Relaxed load, then a fence for a stronger `order`).
     #[inline]
     pub fn load_u32(&self, off: usize, order: Ordering) -> Result<u32, MemError> {
         if self.writable {
-            return Ok(self.atomic_u32(off)?.load(order));
+            let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
+            return Ok(w.load_u32(at, order));
         }
-        let p = self.check(off, 4, 4)?;
-        // SAFETY: as in `load_u64`, for a 4-aligned 4-byte word (4 bytes is
-        // within the read-only load guarantee on every listed target).
-        let v = unsafe { &*p.cast_const().cast::<AtomicU32>() }.load(Ordering::Relaxed);
-        fence_after_relaxed_load(order);
-        Ok(v)
+        let (w, at) = self.words::<ReadOnly>(off, 4, 4)?;
+        Ok(w.load_u32(at, order))
     }
 
-    /// Store `v` at `off` with `order` (writable mappings only).
+    /// Store `v` at `off` (8-aligned) with `order` (writable mappings only).
+    #[inline]
+    pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
+        let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
+        w.store_u64(at, v, order);
+        Ok(())
+    }
+
+    /// Store `v` at `off` (4-aligned) with `order` (writable mappings only).
     #[inline]
     pub fn store_u32(&self, off: usize, v: u32, order: Ordering) -> Result<(), MemError> {
-        self.atomic_u32(off)?.store(v, order);
+        let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
+        w.store_u32(at, v, order);
         Ok(())
+    }
+
+    /// Add `v` to the u64 at `off` (8-aligned, wrapping; writable mappings
+    /// only); the old value. The caller's `order` names its partner.
+    #[inline]
+    pub fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> Result<u64, MemError> {
+        let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
+        Ok(w.fetch_add_u64(at, v, order))
+    }
+
+    /// Add `v` to the u32 at `off` (4-aligned, wrapping; writable mappings
+    /// only); the old value. The caller's `order` names its partner.
+    #[inline]
+    pub fn fetch_add_u32(&self, off: usize, v: u32, order: Ordering) -> Result<u32, MemError> {
+        let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
+        Ok(w.fetch_add_u32(at, v, order))
     }
 
     /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
     /// a Relaxed atomic load; the range is checked once.
     #[inline]
     pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
-        let p = self
-            .check(off, out.len() * 4, 4)?
-            .cast_const()
-            .cast::<AtomicU32>();
-        for (i, w) in out.iter_mut().enumerate() {
-            // SAFETY: `i < out.len()`, so word `i` is inside the checked,
-            // 4-aligned range, mapped while `self` lives. Only Relaxed atomic
-            // loads go through the reference (allowed on read-only pages too,
-            // as in `load_u32`); the protocols access each shared word with
-            // one width only (as in `atomic_u64`).
-            *w = unsafe { &*p.add(i) }.load(Ordering::Relaxed);
+        let (w, at) = self.words::<ReadOnly>(off, out.len() * 4, 4)?;
+        for (i, v) in out.iter_mut().enumerate() {
+            *v = w.load_u32(at + 4 * i, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -490,15 +488,9 @@ impl Region {
     /// once.
     #[inline]
     pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
-        let p = self
-            .check_writable(off, vals.len() * 4, 4)?
-            .cast_const()
-            .cast::<AtomicU32>();
+        let (w, at) = self.words::<ReadWrite>(off, vals.len() * 4, 4)?;
         for (i, &v) in vals.iter().enumerate() {
-            // SAFETY: `i < vals.len()`: word `i` is inside the checked,
-            // 4-aligned range of a writable mapping (checked) that `self`
-            // keeps mapped; accessed atomically only (as in `atomic_u32`).
-            unsafe { &*p.add(i) }.store(v, Ordering::Relaxed);
+            w.store_u32(at + 4 * i, v, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -518,17 +510,11 @@ impl Region {
             // volatile byte read of mapped memory (even read-only) is allowed.
             *b = unsafe { p.add(i).read_volatile() };
         }
-        // SAFETY: `head <= out.len()`, so `p + head` is inside (or one past)
-        // the checked range.
-        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        // The whole words: `p + head` is 4-aligned (`head` is the distance
+        // to the next 4-aligned address) and `head + mid <= out.len()`.
+        let (w, at) = self.words::<ReadOnly>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
-            // SAFETY: word `i` is at `p + head + 4i`, 4-aligned (`head` is
-            // the distance from `p` to the next 4-aligned address) and inside
-            // the checked range (`head + mid <= out.len()`, `i < mid / 4`).
-            // Only Relaxed atomic loads go through the reference (allowed on
-            // read-only pages, as in `load_u32`); one width per shared word
-            // (as in `atomic_u64`).
-            let v = unsafe { &*w.add(i) }.load(Ordering::Relaxed);
+            let v = w.load_u32(at + 4 * i, Ordering::Relaxed);
             chunk.copy_from_slice(&v.to_le_bytes());
         }
         for (i, b) in t.iter_mut().enumerate() {
@@ -553,13 +539,11 @@ impl Region {
             // writable mapping (checked); a byte needs no alignment.
             unsafe { p.add(i).write_volatile(*b) };
         }
-        // SAFETY: as in `copy_out`.
-        let w = unsafe { p.add(head) }.cast_const().cast::<AtomicU32>();
+        // The whole words, as in `copy_out`.
+        let (w, at) = self.words::<ReadWrite>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact(4).enumerate() {
             let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            // SAFETY: as in `copy_out`: word `i` is 4-aligned and inside the
-            // checked range of a writable mapping; accessed atomically only.
-            unsafe { &*w.add(i) }.store(v, Ordering::Relaxed);
+            w.store_u32(at + 4 * i, v, Ordering::Relaxed);
         }
         for (i, b) in t.iter().enumerate() {
             // SAFETY: `head + mid + i < data.len()`: inside the checked range
@@ -682,24 +666,6 @@ fn split_words(at: usize, len: usize) -> (usize, usize, usize) {
     (head, mid, len - head - mid)
 }
 
-/// After a Relaxed load standing in for a load with `order` (on read-only
-/// memory): the fence that gives the load `order`'s synchronization. An
-/// Acquire fence after the load synchronizes with the Release store the load
-/// read from, exactly as an Acquire load would (and orders every later access,
-/// which is at least as strong).
-pub(crate) fn fence_after_relaxed_load(order: Ordering) {
-    match order {
-        Ordering::Relaxed => {}
-        // Ordering: SeqCst fence; its partner (and seed section) is whatever
-        // the caller's protocol pairs its SeqCst load with.
-        Ordering::SeqCst => std::sync::atomic::fence(Ordering::SeqCst),
-        // Ordering: Acquire fence; partner (and seed section): the Release
-        // store or fence the caller's protocol pairs its Acquire load with
-        // (e.g. the docs/abi.md §2.3 header commit for `nds::Reader`).
-        _ => std::sync::atomic::fence(Ordering::Acquire),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,8 +765,14 @@ mod tests {
         assert_eq!(r.load_u64(0, Ordering::Relaxed).unwrap(), 0);
         r.store_u64(8, 0xdead_beef, Ordering::Relaxed).unwrap();
         assert_eq!(r.load_u64(8, Ordering::Relaxed).unwrap(), 0xdead_beef);
-        assert!(r.atomic_u64(4).is_err(), "misaligned");
-        assert!(r.atomic_u64(4092).is_err(), "out of bounds");
+        assert!(
+            r.fetch_add_u64(4, 1, Ordering::Relaxed).is_err(),
+            "misaligned"
+        );
+        assert!(
+            r.fetch_add_u64(4092, 1, Ordering::Relaxed).is_err(),
+            "out of bounds"
+        );
         assert!(r.sub(4000, 200).is_err());
         let s = r.sub(8, 8).unwrap();
         assert_eq!(s.load_u64(0, Ordering::Relaxed).unwrap(), 0xdead_beef);
@@ -838,8 +810,12 @@ mod tests {
             r.store_u32(8, 1, Ordering::Relaxed).unwrap_err(),
             r.copy_in(8, &[1]).unwrap_err(),
             r.fill(0, 64, 0).unwrap_err(),
-            r.atomic_u64(8).map(|_| ()).unwrap_err(),
-            r.atomic_u32(8).map(|_| ()).unwrap_err(),
+            r.fetch_add_u64(8, 1, Ordering::Relaxed)
+                .map(|_| ())
+                .unwrap_err(),
+            r.fetch_add_u32(8, 1, Ordering::Relaxed)
+                .map(|_| ())
+                .unwrap_err(),
         ] {
             assert!(e.read_only, "{e}");
             assert!(e.to_string().contains("read-only"), "{e}");
