@@ -803,6 +803,65 @@ impl Default for StaticSlab {
     }
 }
 
+/// A read-only slab over caller memory (a `PROT_READ` mapping of another
+/// process's slab, a `const` pointer from C): what [`RawSlab`] is to a
+/// writer, for a [`Reader`](super::Reader). It only ever issues Relaxed
+/// loads (a stronger order is a fence after them), the only atomics
+/// `core::sync::atomic` promises on read-only pages.
+#[derive(Clone, Debug)]
+pub struct RawReadSlab(Raw);
+
+impl RawReadSlab {
+    /// A read-only slab over the `len` bytes at `base`. Refuses a null or
+    /// non-8-aligned `base`, or `len < REQUIRED_SIZE` (docs/abi.md §2.2).
+    ///
+    /// # Safety
+    /// While the returned value (or a clone) lives, the `len` bytes at
+    /// `base` stay valid for reads, and every access to them, by any thread,
+    /// process or device, is an aligned 4- or 8-byte atomic; no `&mut` to
+    /// them exists.
+    pub unsafe fn from_raw(base: *const u8, len: usize) -> Result<RawReadSlab, NdsError> {
+        Ok(RawReadSlab(Raw::at(base.cast_mut(), len)?))
+    }
+}
+
+impl Slab for RawReadSlab {
+    #[inline]
+    fn len(&self) -> usize {
+        self.0.len
+    }
+    #[inline]
+    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
+        let v = self.0.load_u64(off);
+        fence_after_load(order);
+        v
+    }
+    #[inline]
+    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
+        let v = self.0.load_u32(off);
+        fence_after_load(order);
+        v
+    }
+    #[inline]
+    fn fence(&self, order: Ordering) {
+        core::sync::atomic::fence(order)
+    }
+    #[inline]
+    fn load_words(&self, off: usize, out: &mut [u8]) {
+        self.0.load_words(off, out)
+    }
+}
+
+/// A Relaxed load made `order`: an Acquire fence after it unless Relaxed.
+#[inline(always)]
+fn fence_after_load(order: Ordering) {
+    if order != Ordering::Relaxed {
+        // Ordering: Acquire fence; upgrades the Relaxed load just made to
+        // the caller's `order` (its partner is that load's writer's Release).
+        core::sync::atomic::fence(Ordering::Acquire);
+    }
+}
+
 impl core::fmt::Debug for StaticSlab {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("StaticSlab").finish_non_exhaustive()
