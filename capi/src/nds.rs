@@ -362,19 +362,14 @@ fn counter(core: u32, index: u32) -> Result<Counter, NRT_STATUS> {
     .map_err(nds_status)
 }
 
-/// Which counter update.
-#[repr(u32)]
-#[derive(Clone, Copy)]
-pub enum xunds_nds_op_t {
-    /// Add (wrapping, `LOCK ADD`).
-    XUNDS_NDS_ADD = 0,
-    /// Subtract (wrapping, `LOCK SUB`).
-    XUNDS_NDS_SUB = 1,
-    /// Store.
-    XUNDS_NDS_SET = 2,
-    /// OR (`LOCK OR`; the only update of FEATURE_BITMAP).
-    XUNDS_NDS_OR = 3,
-}
+/// Counter update: add (wrapping, `LOCK ADD`).
+pub const XUNDS_NDS_ADD: u32 = 0;
+/// Counter update: subtract (wrapping, `LOCK SUB`).
+pub const XUNDS_NDS_SUB: u32 = 1;
+/// Counter update: store.
+pub const XUNDS_NDS_SET: u32 = 2;
+/// Counter update: OR (`LOCK OR`; the only update of FEATURE_BITMAP).
+pub const XUNDS_NDS_OR: u32 = 3;
 
 /// Any thread. Update counter `index` of `core` (XUNDS_ND for the ND
 /// counters, docs/abi.md §2.4; 0..=15 for a core's NC counters, §2.5) with
@@ -396,10 +391,10 @@ pub unsafe extern "C" fn xunds_nds_counter_update(
         let w = unsafe { handle(w) }?;
         let c = counter(core, index)?;
         with_writer!(w, x => match op {
-            0 => x.add(c, v).map(drop),
-            1 => x.sub(c, v).map(drop),
-            2 => x.set(c, v),
-            3 => {
+            XUNDS_NDS_ADD => x.add(c, v).map(drop),
+            XUNDS_NDS_SUB => x.sub(c, v).map(drop),
+            XUNDS_NDS_SET => x.set(c, v),
+            XUNDS_NDS_OR => {
                 x.or(c, v);
                 Ok(())
             }
