@@ -28,9 +28,6 @@
 #include <stddef.h>
 #include <stdbool.h>
 
-// The alignment a ring's memory needs (a cache line).
-#define XUNDS_RING_ALIGN 64
-
 // `NEURON_DATASTORE_SIZE`: a slab file's length.
 #define XUNDS_NDS_SLAB_SIZE 262144
 
@@ -49,6 +46,21 @@
 // Which counter: an ND counter (`core` = XUNDS_ND) or an NC counter of
 // `core` 0..=15.
 #define XUNDS_ND UINT32_MAX
+
+// Counter update: add (wrapping, `LOCK ADD`).
+#define XUNDS_NDS_ADD 0
+
+// Counter update: subtract (wrapping, `LOCK SUB`).
+#define XUNDS_NDS_SUB 1
+
+// Counter update: store.
+#define XUNDS_NDS_SET 2
+
+// Counter update: OR (`LOCK OR`; the only update of FEATURE_BITMAP).
+#define XUNDS_NDS_OR 3
+
+// The alignment a ring's memory needs (a cache line).
+#define XUNDS_RING_ALIGN 64
 
 // A loaded model (opaque), the caller's until `xunds_system_unload`.
 typedef struct xunds_model_t xunds_model_t;
@@ -262,142 +274,6 @@ typedef struct {
 extern "C" {
 #endif // __cplusplus
 
-// The C name of `status` without its `NRT_` prefix ("SUCCESS",
-// "QUEUE_FULL", ...), or NULL for a code the runtime does not define. The
-// string is static. Any thread.
-const char *xunds_status_name(NRT_STATUS status);
-
-// Bytes of caller memory a ring of `capacity` slots needs: the 256-byte
-// `xu_queue_t`, then 32 bytes per slot (docs/abi.md §1.2, §1.3). 0 for a
-// capacity of 0 or above 2^32. Any thread.
-size_t xunds_ring_mem_size(uint64_t capacity);
-
-// Lay a fresh ring of `capacity` slots for XU `xu_id` into the `len` bytes
-// at `mem` (64-byte aligned, at least `xunds_ring_mem_size(capacity)`
-// bytes), cursors at 1, and return the ring and its two single-thread
-// handles. The memory stays the caller's, but until `xunds_ring_fini`
-// nothing else may write it, and anything reading it concurrently (another
-// process) uses 8-byte atomic loads. NRT_INVALID for bad arguments (nothing
-// written). Any thread, once per memory.
-//
-// # Safety
-// `mem` is valid for `len` bytes until `xunds_ring_fini` returns; the out
-// pointers are valid for writes.
-NRT_STATUS xunds_ring_init(void *mem,
-                           size_t len,
-                           uint16_t xu_id,
-                           uint64_t capacity,
-                           xunds_ring_t **ring,
-                           xunds_producer_t **producer,
-                           xunds_worker_t **worker);
-
-// Release the ring's handles and give its memory back to the caller. One
-// call, after the producer and worker threads are done with their handles
-// and no other call on the ring runs. Items still in flight are not
-// completed: their `exec_info` and status words stay the caller's, never
-// written again.
-//
-// # Safety
-// `ring` came from `xunds_ring_init` and is released once.
-NRT_STATUS xunds_ring_fini(xunds_ring_t *ring);
-
-// Producer thread. Write the next slot (seq_id, `exec_status` = `status`,
-// `mark_comp_efd` = -1, `exec_info`) and publish `scheduled_tail`.
-// `*status` is set to XUNDS_STATUS_PENDING here and written by the worker
-// at pop; it must stay valid, and unread, until the handle is observed
-// complete (`xunds_ring_is_completed`, a wait, the completion fd).
-// `exec_info` is the caller's and travels untouched to the worker.
-// NRT_QUEUE_FULL (nothing changed); NRT_FAILURE at the 48-bit cursor limit
-// or when a stray write broke the cursors.
-//
-// # Safety
-// `status` is valid for 4-byte aligned reads and writes until completion.
-NRT_STATUS xunds_producer_submit(xunds_producer_t *p,
-                                 void *exec_info,
-                                 NRT_STATUS *status,
-                                 uint64_t *seq_out);
-
-// Producer thread. Release the oldest submitted, untriggered slot to the
-// worker (publish `scheduled_head`); `*seq_out` is its seq_id.
-// NRT_QUEUE_EMPTY when everything submitted is triggered.
-//
-// # Safety
-// `p` is a live producer; `seq_out` is valid for a write.
-NRT_STATUS xunds_producer_trigger(xunds_producer_t *p, uint64_t *seq_out);
-
-// Worker thread. The triggered slot at `exec_head`, without taking it:
-// its seq_id and `exec_info`. NRT_QUEUE_EMPTY; NRT_FAILURE when the slot
-// fails the seq_id check (see `xunds_worker_discard`).
-//
-// # Safety
-// `w` is a live worker; the out pointers are valid for writes.
-NRT_STATUS xunds_worker_peek(xunds_worker_t *w, uint64_t *seq_out, void **exec_info_out);
-
-// Worker thread. Complete the slot at `exec_head`: write `status` through
-// its status word, capture its fields, publish `exec_head`, signal an
-// installed eventfd. Hands back the seq_id and the `exec_info` the producer
-// gave (the worker now owns what it points at). NRT_QUEUE_EMPTY;
-// NRT_FAILURE when the slot fails the seq_id check (nothing moved), or
-// when it was completed but the eventfd write failed (the out pointers are
-// written then too).
-//
-// # Safety
-// `w` is a live worker; the out pointers are null or valid for writes.
-NRT_STATUS xunds_worker_pop(xunds_worker_t *w,
-                            NRT_STATUS status,
-                            uint64_t *seq_out,
-                            void **exec_info_out);
-
-// Worker thread. Step over a slot whose seq_id was overwritten, trusting
-// none of its words (its status word is not written, its `exec_info` not
-// returned); `*seq_out` is the seq_id the cursor names. NRT_QUEUE_EMPTY;
-// NRT_INVALID when the slot is intact (pop it instead).
-//
-// # Safety
-// `w` is a live worker; `seq_out` is valid for a write.
-NRT_STATUS xunds_worker_discard(xunds_worker_t *w, uint64_t *seq_out);
-
-// Any thread. Whether `seq` is at or below `last_completed` of this ring
-// (docs/abi.md §1.8); after `true` its status word may be read.
-// NRT_INVALID_HANDLE for another XU's seq_id.
-//
-// # Safety
-// `r` is a live ring; `done` is valid for a write.
-NRT_STATUS xunds_ring_is_completed(const xunds_ring_t *r, uint64_t seq, bool *done);
-
-// Any thread. `((exec_head - 1) & 0xFFFFFFFFFFFF) | xu_id << 48`.
-//
-// # Safety
-// `r` is a live ring; `seq_out` is valid for a write.
-NRT_STATUS xunds_ring_last_completed(const xunds_ring_t *r, uint64_t *seq_out);
-
-// Any thread. Submitted and not yet completed (`scheduled_tail -
-// exec_head`).
-//
-// # Safety
-// `r` is a live ring; `n_out` is valid for a write.
-NRT_STATUS xunds_ring_in_flight(const xunds_ring_t *r, uint64_t *n_out);
-
-// std. Any thread. Completion by fd: install a duplicate of the caller's
-// eventfd `efd` for `seq`; the worker writes 1 to it and closes the
-// duplicate at pop. The caller keeps, reads and closes its own `efd`; one
-// eventfd may be armed for many handles (its counter adds up). `*already`
-// is true (nothing installed, no signal will come) when `seq` had
-// completed. NRT_INVALID for a second waiter on the same handle or a bad
-// fd; NRT_INVALID_HANDLE for another XU's or a future seq_id.
-//
-// # Safety
-// `r` is a live ring; `already_out` is valid for a write.
-NRT_STATUS xunds_ring_arm(const xunds_ring_t *r, uint64_t seq, int32_t efd, bool *already_out);
-
-// std. Any thread. Block until `seq` completes (on an eventfd of the
-// ring's pool), at most `timeout_ms`: NRT_SUCCESS, or NRT_TIMEOUT.
-// NRT_INVALID_HANDLE for another XU's or a future seq_id.
-//
-// # Safety
-// `r` is a live ring.
-NRT_STATUS xunds_ring_wait(const xunds_ring_t *r, uint64_t seq, uint32_t timeout_ms);
-
 // Lay out the `len` bytes at `slab` (8-byte aligned, at least
 // XUNDS_NDS_REQUIRED_SIZE) as a fresh slab and commit its header.
 // NRT_INVALID for an already committed slab (use `_attach`) or bad memory.
@@ -554,6 +430,137 @@ NRT_STATUS xunds_nds_read_model(const xunds_nds_reader_t *r,
 NRT_STATUS xunds_nds_read_process_info(const xunds_nds_reader_t *r,
                                        uint32_t *state,
                                        xunds_nds_process_info_t *rec);
+
+// Bytes of caller memory a ring of `capacity` slots needs: the 256-byte
+// `xu_queue_t`, then 32 bytes per slot (docs/abi.md §1.2, §1.3). 0 for a
+// capacity of 0 or above 2^32. Any thread.
+size_t xunds_ring_mem_size(uint64_t capacity);
+
+// Lay a fresh ring of `capacity` slots for XU `xu_id` into the `len` bytes
+// at `mem` (64-byte aligned, at least `xunds_ring_mem_size(capacity)`
+// bytes), cursors at 1, and return the ring and its two single-thread
+// handles. The memory stays the caller's, but until `xunds_ring_fini`
+// nothing else may write it, and anything reading it concurrently (another
+// process) uses 8-byte atomic loads. NRT_INVALID for bad arguments (nothing
+// written). Any thread, once per memory.
+//
+// # Safety
+// `mem` is valid for `len` bytes until `xunds_ring_fini` returns; the out
+// pointers are valid for writes.
+NRT_STATUS xunds_ring_init(void *mem,
+                           size_t len,
+                           uint16_t xu_id,
+                           uint64_t capacity,
+                           xunds_ring_t **ring,
+                           xunds_producer_t **producer,
+                           xunds_worker_t **worker);
+
+// Release the ring's handles and give its memory back to the caller. One
+// call, after the producer and worker threads are done with their handles
+// and no other call on the ring runs. Items still in flight are not
+// completed: their `exec_info` and status words stay the caller's, never
+// written again.
+//
+// # Safety
+// `ring` came from `xunds_ring_init` and is released once.
+NRT_STATUS xunds_ring_fini(xunds_ring_t *ring);
+
+// Producer thread. Write the next slot (seq_id, `exec_status` = `status`,
+// `mark_comp_efd` = -1, `exec_info`) and publish `scheduled_tail`.
+// `*status` is set to XUNDS_STATUS_PENDING here and written by the worker
+// at pop; it must stay valid, and unread, until the handle is observed
+// complete (`xunds_ring_is_completed`, a wait, the completion fd).
+// `exec_info` is the caller's and travels untouched to the worker.
+// NRT_QUEUE_FULL (nothing changed, `*status` untouched); NRT_FAILURE at the
+// 48-bit cursor limit or when a stray write broke the cursors.
+//
+// # Safety
+// `status` is valid for 4-byte aligned reads and writes until completion.
+NRT_STATUS xunds_producer_submit(xunds_producer_t *p,
+                                 void *exec_info,
+                                 NRT_STATUS *status,
+                                 uint64_t *seq_out);
+
+// Producer thread. Release the oldest submitted, untriggered slot to the
+// worker (publish `scheduled_head`); `*seq_out` is its seq_id.
+// NRT_QUEUE_EMPTY when everything submitted is triggered.
+//
+// # Safety
+// `p` is a live producer; `seq_out` is valid for a write.
+NRT_STATUS xunds_producer_trigger(xunds_producer_t *p, uint64_t *seq_out);
+
+// Worker thread. The triggered slot at `exec_head`, without taking it:
+// its seq_id and `exec_info`. NRT_QUEUE_EMPTY; NRT_FAILURE when the slot
+// fails the seq_id check (see `xunds_worker_discard`).
+//
+// # Safety
+// `w` is a live worker; the out pointers are valid for writes.
+NRT_STATUS xunds_worker_peek(xunds_worker_t *w, uint64_t *seq_out, void **exec_info_out);
+
+// Worker thread. Complete the slot at `exec_head`: write `status` through
+// its status word, capture its fields, publish `exec_head`, signal an
+// installed eventfd. Hands back the seq_id and the `exec_info` the producer
+// gave (the worker now owns what it points at). NRT_QUEUE_EMPTY;
+// NRT_FAILURE when the slot fails the seq_id check (nothing moved), or
+// when it was completed but the eventfd write failed (the out pointers are
+// written then too).
+//
+// # Safety
+// `w` is a live worker; the out pointers are null or valid for writes.
+NRT_STATUS xunds_worker_pop(xunds_worker_t *w,
+                            NRT_STATUS status,
+                            uint64_t *seq_out,
+                            void **exec_info_out);
+
+// Worker thread. Step over a slot whose seq_id was overwritten, trusting
+// none of its words (its status word is not written, its `exec_info` not
+// returned); `*seq_out` is the seq_id the cursor names. NRT_QUEUE_EMPTY;
+// NRT_INVALID when the slot is intact (pop it instead).
+//
+// # Safety
+// `w` is a live worker; `seq_out` is valid for a write.
+NRT_STATUS xunds_worker_discard(xunds_worker_t *w, uint64_t *seq_out);
+
+// Any thread. Whether `seq` is at or below `last_completed` of this ring
+// (docs/abi.md §1.8); after `true` its status word may be read.
+// NRT_INVALID_HANDLE for another XU's seq_id.
+//
+// # Safety
+// `r` is a live ring; `done` is valid for a write.
+NRT_STATUS xunds_ring_is_completed(const xunds_ring_t *r, uint64_t seq, bool *done);
+
+// Any thread. `((exec_head - 1) & 0xFFFFFFFFFFFF) | xu_id << 48`.
+//
+// # Safety
+// `r` is a live ring; `seq_out` is valid for a write.
+NRT_STATUS xunds_ring_last_completed(const xunds_ring_t *r, uint64_t *seq_out);
+
+// Any thread. Submitted and not yet completed (`scheduled_tail -
+// exec_head`).
+//
+// # Safety
+// `r` is a live ring; `n_out` is valid for a write.
+NRT_STATUS xunds_ring_in_flight(const xunds_ring_t *r, uint64_t *n_out);
+
+// std. Any thread. Completion by fd: install a duplicate of the caller's
+// eventfd `efd` for `seq`; the worker writes 1 to it and closes the
+// duplicate at pop. The caller keeps, reads and closes its own `efd`; one
+// eventfd may be armed for many handles (its counter adds up). `*already`
+// is true (nothing installed, no signal will come) when `seq` had
+// completed. NRT_INVALID for a second waiter on the same handle or a bad
+// fd; NRT_INVALID_HANDLE for another XU's or a future seq_id.
+//
+// # Safety
+// `r` is a live ring; `already_out` is valid for a write.
+NRT_STATUS xunds_ring_arm(const xunds_ring_t *r, uint64_t seq, int32_t efd, bool *already_out);
+
+// std. Any thread. Block until `seq` completes (on an eventfd of the
+// ring's pool), at most `timeout_ms`: NRT_SUCCESS, or NRT_TIMEOUT.
+// NRT_INVALID_HANDLE for another XU's or a future seq_id.
+//
+// # Safety
+// `r` is a live ring.
+NRT_STATUS xunds_ring_wait(const xunds_ring_t *r, uint64_t seq, uint32_t timeout_ms);
 
 // The example model's spec (4 x 16 -> 32 -> 8, seed 1) into `*spec`.
 //
@@ -712,6 +719,11 @@ NRT_STATUS xunds_system_reset(const xunds_system_t *s, uint32_t xu, uint32_t tim
 // `s` came from `xunds_system_start` and is released once; `executed` is
 // NULL or valid for a write.
 NRT_STATUS xunds_system_stop(xunds_system_t *s, uint64_t *executed);
+
+// The C name of `status` without its `NRT_` prefix ("SUCCESS",
+// "QUEUE_FULL", ...), or NULL for a code the runtime does not define. The
+// string is static. Any thread.
+const char *xunds_status_name(NRT_STATUS status);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -271,7 +271,10 @@ pub unsafe extern "C" fn xunds_nds_writer_attach(
     guard(|| {
         // SAFETY: the caller's contract.
         let s = unsafe { caller_slab(slab, len) }?;
-        new_writer(WriterOver::Caller(Writer::attach(s).map_err(nds_status)?), out)
+        new_writer(
+            WriterOver::Caller(Writer::attach(s).map_err(nds_status)?),
+            out,
+        )
     })
 }
 
@@ -506,7 +509,10 @@ pub unsafe extern "C" fn xunds_nds_reader_attach(
     guard(|| {
         // SAFETY: the caller's contract.
         let s = unsafe { RawReadSlab::from_raw(slab.cast(), len) }.map_err(nds_status)?;
-        new_reader(ReaderOver::Caller(Reader::attach(s).map_err(nds_status)?), out)
+        new_reader(
+            ReaderOver::Caller(Reader::attach(s).map_err(nds_status)?),
+            out,
+        )
     })
 }
 

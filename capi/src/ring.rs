@@ -24,7 +24,7 @@ use xunds_core::NrtStatus;
 
 use crate::status::{
     boxed, checked, guard, handle, handle_mut, out, unbox, NRT_FAILURE, NRT_INVALID,
-    NRT_QUEUE_EMPTY, NRT_STATUS, NRT_TIMEOUT, XUNDS_STATUS_PENDING,
+    NRT_QUEUE_EMPTY, NRT_STATUS, NRT_TIMEOUT,
 };
 
 /// The caller's status word, as a slot's `exec_status` carries it: the
@@ -200,8 +200,8 @@ pub unsafe extern "C" fn xunds_ring_fini(ring: *mut xunds_ring_t) -> NRT_STATUS 
 /// at pop; it must stay valid, and unread, until the handle is observed
 /// complete (`xunds_ring_is_completed`, a wait, the completion fd).
 /// `exec_info` is the caller's and travels untouched to the worker.
-/// NRT_QUEUE_FULL (nothing changed); NRT_FAILURE at the 48-bit cursor limit
-/// or when a stray write broke the cursors.
+/// NRT_QUEUE_FULL (nothing changed, `*status` untouched); NRT_FAILURE at the
+/// 48-bit cursor limit or when a stray write broke the cursors.
 ///
 /// # Safety
 /// `status` is valid for 4-byte aligned reads and writes until completion.
@@ -221,13 +221,14 @@ pub unsafe extern "C" fn xunds_producer_submit(
         if seq_out.is_null() {
             return Err(NRT_INVALID);
         }
-        let cell = CallerStatus(cell);
-        cell.reset();
-        debug_assert_eq!(cell.get(), None);
-        let seq = p
-            .p
-            .submit(exec_info as usize as u64, Some(cell))
-            .map_err(|r| r.error.status().0)?;
+        let seq =
+            p.p.submit(exec_info as usize as u64, Some(CallerStatus(cell)))
+                .map_err(|r| r.error.status().0)?;
+        // Pending only once accepted (a refusal writes nothing). No worker
+        // can write it yet: the slot reaches the worker only through a
+        // trigger, on this thread, whose Release publishes this store.
+        // SAFETY: valid and aligned (checked above) by the caller's contract.
+        unsafe { &*cell.as_ptr() }.reset();
         // SAFETY: non-null (checked above), valid by contract.
         unsafe { out(seq_out, seq.0) }
     })
@@ -480,6 +481,5 @@ pub unsafe extern "C" fn xunds_ring_wait(
     })
 }
 
-const _: () = assert!(
-    core::mem::size_of::<StatusCell>() == 4 && core::mem::align_of::<StatusCell>() == 4
-);
+const _: () =
+    assert!(core::mem::size_of::<StatusCell>() == 4 && core::mem::align_of::<StatusCell>() == 4);

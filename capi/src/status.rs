@@ -44,7 +44,7 @@ pub const NRT_EXEC_COMPLETED_WITH_NUM_ERR: NRT_STATUS = 1003;
 pub const NRT_EXEC_COMPLETED_WITH_ERR: NRT_STATUS = 1004;
 
 const _: () = assert!(
-NRT_SUCCESS == NrtStatus::SUCCESS.0
+    NRT_SUCCESS == NrtStatus::SUCCESS.0
         && NRT_FAILURE == NrtStatus::FAILURE.0
         && NRT_INVALID == NrtStatus::INVALID.0
         && NRT_INVALID_HANDLE == NrtStatus::INVALID_HANDLE.0

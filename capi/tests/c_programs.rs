@@ -116,7 +116,11 @@ fn header_stands_alone() {
     let includes: Vec<&str> = text.lines().filter(|l| l.starts_with("#include")).collect();
     assert_eq!(
         includes,
-        ["#include <stdint.h>", "#include <stddef.h>", "#include <stdbool.h>"]
+        [
+            "#include <stdint.h>",
+            "#include <stddef.h>",
+            "#include <stdbool.h>"
+        ]
     );
 }
 
@@ -154,10 +158,8 @@ fn core_agent_and_its_slab_file() {
         "core_agent",
         &[&static_lib()],
     );
-    let slab = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "core-agent-{}.nds",
-        std::process::id()
-    ));
+    let slab = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("core-agent-{}.nds", std::process::id()));
     let _ = std::fs::remove_file(&slab);
     let out = run(Command::new(bin).arg(&slab));
     assert!(out.contains("ring ok 100000 jobs"), "{out}");
@@ -195,10 +197,7 @@ fn core_agent_and_its_slab_file() {
 #[ignore = "needs gcc; .ci/run runs it"]
 fn readme_example_builds_and_runs() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme
-        .find("```c\n")
-        .expect("README.md has a C example")
-        + 5;
+    let start = readme.find("```c\n").expect("README.md has a C example") + 5;
     let len = readme[start..].find("```").unwrap();
     let src = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme_agent.c");
     std::fs::write(&src, &readme[start..start + len]).unwrap();
