@@ -186,4 +186,50 @@ mod tests {
             assert_eq!(n, 1);
         }
     }
+
+    /// The core reader over a `PROT_READ` mapping of a slab file another
+    /// handle writes: counters and records read, and NRT_CLOSED once the
+    /// writer released the slab.
+    #[test]
+    fn core_reader_over_a_read_only_mapping() {
+        use crate::nds::*;
+        let path = std::env::temp_dir().join(format!("xunds-capi-ro-{}.nds", std::process::id()));
+        let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let (mut w, mut r) = (null_mut(), null_mut());
+        // SAFETY: the mapping is read-only, of the whole file, and unmapped
+        // after the reader is closed; the handles are live until released.
+        unsafe {
+            assert_eq!(xunds_nds_create(cpath.as_ptr(), &mut w), NRT_SUCCESS);
+            assert_eq!(
+                xunds_nds_counter_update(w, 3, 1, XUNDS_NDS_ADD, 9),
+                NRT_SUCCESS
+            );
+            let f = std::fs::File::open(&path).unwrap();
+            let len = XUNDS_NDS_SLAB_SIZE;
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+            let map = libc::mmap(null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0);
+            assert_ne!(map, libc::MAP_FAILED);
+            assert_eq!(xunds_nds_reader_attach(map, len, &mut r), NRT_SUCCESS);
+            let mut v = 0;
+            assert_eq!(xunds_nds_read_counter(r, 3, 1, &mut v), NRT_SUCCESS);
+            assert_eq!(v, 9);
+            assert_eq!(
+                xunds_nds_counter_update(w, 3, 1, XUNDS_NDS_OR, 6),
+                NRT_SUCCESS
+            );
+            assert_eq!(xunds_nds_read_counter(r, 3, 1, &mut v), NRT_SUCCESS);
+            assert_eq!(v, 15);
+            let (mut st, mut m) = (9, core::mem::zeroed());
+            assert_eq!(xunds_nds_read_model(r, 5, &mut st, &mut m), NRT_SUCCESS);
+            assert_eq!(st, XUNDS_RECORD_UNPUBLISHED);
+            assert_eq!(xunds_nds_read_model(r, 64, &mut st, &mut m), NRT_INVALID);
+            assert_eq!(xunds_nds_writer_release(w), NRT_SUCCESS);
+            assert_eq!(xunds_nds_read_counter(r, 3, 1, &mut v), NRT_CLOSED);
+            assert_eq!(xunds_nds_reader_close(r), NRT_SUCCESS);
+            libc::munmap(map, len);
+            let mut r2 = null_mut();
+            assert_eq!(xunds_nds_reader_attach(null(), len, &mut r2), NRT_INVALID);
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
 }

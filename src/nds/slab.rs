@@ -288,7 +288,6 @@ impl Raw {
     }
 
     /// A Relaxed atomic load of the 8-byte word at `off`.
-    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_u64(&self, off: usize) -> u64 {
         let p = self.word(off, 8);
@@ -303,7 +302,6 @@ impl Raw {
     }
 
     /// A Relaxed atomic load of the 4-byte word at `off`.
-    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_u32(&self, off: usize) -> u32 {
         let p = self.word(off, 4);
@@ -313,7 +311,6 @@ impl Raw {
 
     /// Relaxed atomic loads of the words of `[off, off + out.len())` into
     /// `out` (little-endian), after one range check.
-    #[cfg(feature = "std")]
     #[inline(always)]
     fn load_words(&self, off: usize, out: &mut [u8]) {
         let p = self.span(off, out.len());
