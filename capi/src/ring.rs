@@ -103,10 +103,13 @@ pub const XUNDS_RING_ALIGN: usize = 64;
 /// capacity of 0 or above 2^32. Any thread.
 #[no_mangle]
 pub extern "C" fn xunds_ring_mem_size(capacity: u64) -> usize {
-    if capacity == 0 || capacity > 1 << 32 {
-        return 0;
-    }
-    mapped_len(capacity)
+    // Arithmetic that cannot overflow for the capacities let through; the
+    // guard is there because every entry point has one.
+    std::panic::catch_unwind(|| match capacity {
+        1..=0x1_0000_0000 => mapped_len(capacity),
+        _ => 0,
+    })
+    .unwrap_or(0)
 }
 
 /// Lay a fresh ring of `capacity` slots for XU `xu_id` into the `len` bytes
