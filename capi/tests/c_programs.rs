@@ -3,7 +3,8 @@
 //! libxunds.a with gcc (C11, `-Wall -Wextra -Werror`, AddressSanitizer and
 //! UndefinedBehaviorSanitizer, no recovery), run, and their output checked;
 //! `core_agent`'s slab file is read back by `xunds nds dump --json`. The
-//! README example is also linked against libxunds.so.
+//! README example is also linked against libxunds.so, and the header's ABI
+//! mirrors are checked against examples/c/conformance/abi.h.
 //!
 //! They need gcc and build the release libraries and binary with cargo, so
 //! a plain `cargo test` skips them; `.ci/run` runs them:
@@ -212,4 +213,87 @@ fn readme_example_builds_and_runs() {
     );
     let out = run(&mut Command::new(shared));
     assert!(out.contains("status SUCCESS"), "{out}");
+}
+
+/// The header's ABI mirrors agree, field by field, with
+/// examples/c/conformance/abi.h, the header written from docs/abi.md alone
+/// (each `_Static_assert` below fails the compile on a difference).
+#[test]
+#[ignore = "needs gcc; .ci/run runs it"]
+fn header_mirrors_agree_with_the_abi_page() {
+    let pairs: &[(&str, &str, &[(&str, &str)])] = &[
+        (
+            "xunds_infer_resp_t",
+            "infer_resp_t",
+            &[
+                ("status", "status"),
+                ("err_class", "err_class"),
+                ("nq_errors", "nq_errors"),
+                ("nq_records", "nq_records"),
+                ("ts_start.tv_nsec", "ts_start.tv_nsec"),
+                ("ts_end", "ts_end"),
+                ("device_start_ns", "device_start_ns"),
+                ("device_end_ns", "device_end_ns"),
+                ("mac_count", "mac_count"),
+                ("cc_time_ns", "cc_time_ns"),
+                ("num_outputs", "num_outputs"),
+                ("device_id", "device_id"),
+                ("device_tpb_idx", "device_tpb_idx"),
+            ],
+        ),
+        (
+            "xunds_nds_model_record_t",
+            "nds_model_node_data_internal_t",
+            &[
+                ("hash", "hash"),
+                ("model_id", "model_id"),
+                ("model_node_id", "model_node_id"),
+                ("name", "name"),
+                ("uuid", "uuid"),
+                ("nc_index", "nc_index"),
+                ("sg_index", "sg_index"),
+                ("mem_usage", "mem_usage"),
+                ("mem_usage[1][3].chunk_count", "mem_usage[1][3].chunk_count"),
+            ],
+        ),
+        (
+            "xunds_nds_process_info_t",
+            "nds_process_info_internal_t",
+            &[
+                ("hash", "hash"),
+                ("framework_type", "framework_type"),
+                ("tag", "tag"),
+                ("framework_version", "framework_version"),
+                ("fal_version", "fal_version"),
+                ("runtime_version.build", "runtime_version.build"),
+            ],
+        ),
+        (
+            "xunds_nds_mem_usage_t",
+            "nds_mem_usage_info_t",
+            &[("total_size", "total_size"), ("chunk_count", "chunk_count")],
+        ),
+    ];
+    let mut src = String::from("#include \"abi.h\"\n#include \"xunds.h\"\n");
+    for (ours, page, fields) in pairs {
+        src += &format!("_Static_assert(sizeof({ours}) == sizeof({page}), \"{ours}\");\n");
+        for (a, b) in *fields {
+            src += &format!(
+                "_Static_assert(offsetof({ours}, {a}) == offsetof({page}, {b}), \"{ours}.{a}\");\n"
+            );
+        }
+    }
+    src += "_Static_assert(XUNDS_NDS_REQUIRED_SIZE == NDS_REQUIRED_SIZE, \"region map\");\n";
+    let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mirrors.c");
+    std::fs::write(&file, src).unwrap();
+    let o = Command::new("gcc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("examples/c/conformance"))
+        .arg(&file)
+        .output()
+        .expect("run gcc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
