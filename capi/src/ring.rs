@@ -23,7 +23,7 @@ use xunds_core::wire::xu_queue::CURSOR_START;
 use xunds_core::NrtStatus;
 
 use crate::status::{
-    boxed, checked, guard, handle, handle_mut, out, unbox, NRT_FAILURE, NRT_INVALID,
+    boxed, checked, guard, handle, handle_mut, out, retire, NRT_FAILURE, NRT_INVALID,
     NRT_QUEUE_EMPTY, NRT_STATUS, NRT_TIMEOUT,
 };
 
@@ -181,10 +181,11 @@ pub unsafe extern "C" fn xunds_ring_init(
 #[no_mangle]
 pub unsafe extern "C" fn xunds_ring_fini(ring: *mut xunds_ring_t) -> NRT_STATUS {
     guard(|| {
-        // SAFETY: the caller's contract; the ring is the block's first field
-        // (`repr(C)`), so its pointer is the block's.
-        let r = unsafe { unbox(ring) }?;
-        let block = Box::into_raw(r).cast::<RingBlock>();
+        // SAFETY: the caller's contract.
+        unsafe { retire(ring) }?;
+        // The ring is the block's first field (`repr(C)`), and its pointer
+        // was projected from the block's, so it is the block's pointer.
+        let block = ring.cast::<RingBlock>();
         // SAFETY: `block` is the `RingBlock` `xunds_ring_init` allocated;
         // clear the other two magics so a stray use fails its check, then
         // free the whole block (the ring's magic is already clear).

@@ -164,17 +164,26 @@ pub(crate) fn boxed<T>(v: T) -> *mut T {
     Box::into_raw(Box::new(v))
 }
 
+/// Check a handle for release and clear its magic word, so a later use of
+/// the same pointer fails the check while the memory is not reused.
+///
+/// # Safety
+/// [`handle`]'s, and no other call on this handle runs or follows.
+pub(crate) unsafe fn retire<T: Checked>(p: *mut T) -> Result<(), NRT_STATUS> {
+    // SAFETY: forwarded contract.
+    unsafe { handle(p) }?;
+    // SAFETY: a live handle (checked): its magic word is writable.
+    unsafe { (T::magic(p) as *mut u64).write_volatile(0) };
+    Ok(())
+}
+
 /// Take a handle back for release: checked, its magic cleared, then owned.
 ///
 /// # Safety
 /// [`handle`]'s, and no other call on this handle runs or follows.
 pub(crate) unsafe fn unbox<T: Checked>(p: *mut T) -> Result<Box<T>, NRT_STATUS> {
     // SAFETY: forwarded contract.
-    unsafe { handle(p) }?;
-    // SAFETY: a live handle (checked); clearing the magic first makes a
-    // later use of the same pointer fail the check while the memory is not
-    // reused.
-    unsafe { (T::magic(p) as *mut u64).write_volatile(0) };
+    unsafe { retire(p) }?;
     // SAFETY: allocated by `boxed` as a `Box<T>`, released once (magic).
     Ok(unsafe { Box::from_raw(p) })
 }
