@@ -287,7 +287,7 @@ NRT_STATUS xunds_nds_writer_init(void *slab, size_t len, xunds_nds_writer_t **ou
 
 // Attach a writer to a committed slab in caller memory (any number of
 // attached writers may count; one process writes the records).
-// NRT_UNINITIALIZED when the slab is not committed.
+// NRT_UNINITIALIZED when the slab is not committed. Any thread.
 //
 // # Safety
 // As `xunds_nds_writer_init`.
@@ -304,7 +304,7 @@ NRT_STATUS xunds_nds_create(const char *path, xunds_nds_writer_t **out);
 
 // std. Open the slab file at `path` and attach a writer to it (its lock
 // taken as by `xunds_nds_create`). NRT_RESOURCE while another live writer
-// holds it.
+// holds it. Any thread.
 //
 // # Safety
 // As `xunds_nds_create`.
@@ -351,6 +351,7 @@ NRT_STATUS xunds_nds_model_commit(const xunds_nds_writer_t *w,
                                   uint32_t *slot_out);
 
 // Rewrite the live model record in `slot`. NRT_INVALID for a free slot.
+// Any thread of the slab's one record-writing process.
 //
 // # Safety
 // `w` is a live writer; `rec` is valid for a read.
@@ -359,12 +360,14 @@ NRT_STATUS xunds_nds_model_update(const xunds_nds_writer_t *w,
                                   const xunds_nds_model_record_t *rec);
 
 // Delete the live model record in `slot`. NRT_INVALID for a free slot.
+// Any thread of the slab's one record-writing process.
 //
 // # Safety
 // `w` is a live writer.
 NRT_STATUS xunds_nds_model_delete(const xunds_nds_writer_t *w, uint32_t slot);
 
-// Publish the process-info record (the hash word given is ignored).
+// Publish the process-info record (the hash word given is ignored). Any
+// thread of the slab's one record-writing process.
 //
 // # Safety
 // `w` is a live writer; `rec` is valid for a read.
@@ -382,7 +385,7 @@ NRT_STATUS xunds_nds_process_info_publish(const xunds_nds_writer_t *w,
 NRT_STATUS xunds_nds_reader_attach(const void *slab, size_t len, xunds_nds_reader_t **out);
 
 // std. Map the slab file at `path` read-only (PROT_READ) and attach a
-// reader to it.
+// reader to it. Any thread.
 //
 // # Safety
 // `path` is a NUL-terminated string; `out` is valid for a write.
@@ -562,7 +565,7 @@ NRT_STATUS xunds_ring_arm(const xunds_ring_t *r, uint64_t seq, int32_t efd, bool
 // `r` is a live ring.
 NRT_STATUS xunds_ring_wait(const xunds_ring_t *r, uint64_t seq, uint32_t timeout_ms);
 
-// The example model's spec (4 x 16 -> 32 -> 8, seed 1) into `*spec`.
+// The example model's spec into `*spec`. Any thread.
 //
 // # Safety
 // `spec` is valid for a write.
@@ -578,7 +581,8 @@ NRT_STATUS xunds_mlp_example(xunds_mlp_spec_t *spec);
 // string); `out` is valid for a write.
 NRT_STATUS xunds_system_start(const xunds_system_config_t *cfg, xunds_system_t **out_p);
 
-// Load a model of the MLP family on every core under `name`.
+// Load a model of the MLP family on every core under `name` (its NDS
+// records published). Any thread.
 //
 // # Safety
 // `s` is a live system; `spec` valid for a read; `name` a NUL-terminated
@@ -596,7 +600,7 @@ NRT_STATUS xunds_system_load_mlp(const xunds_system_t *s,
 NRT_STATUS xunds_model_lens(const xunds_model_t *m, size_t *input_len, size_t *output_len);
 
 // The outputs the model must give for `input` (a host computation, to
-// check executions against). NRT_INVALID for wrong lengths.
+// check executions against). NRT_INVALID for wrong lengths. Any thread.
 //
 // # Safety
 // `m` is a live model; `input` holds `input_len` floats, `output` room for

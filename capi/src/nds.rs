@@ -258,7 +258,7 @@ pub unsafe extern "C" fn xunds_nds_writer_init(
 
 /// Attach a writer to a committed slab in caller memory (any number of
 /// attached writers may count; one process writes the records).
-/// NRT_UNINITIALIZED when the slab is not committed.
+/// NRT_UNINITIALIZED when the slab is not committed. Any thread.
 ///
 /// # Safety
 /// As `xunds_nds_writer_init`.
@@ -302,7 +302,7 @@ pub unsafe extern "C" fn xunds_nds_create(
 
 /// std. Open the slab file at `path` and attach a writer to it (its lock
 /// taken as by `xunds_nds_create`). NRT_RESOURCE while another live writer
-/// holds it.
+/// holds it. Any thread.
 ///
 /// # Safety
 /// As `xunds_nds_create`.
@@ -439,6 +439,7 @@ pub unsafe extern "C" fn xunds_nds_model_commit(
 }
 
 /// Rewrite the live model record in `slot`. NRT_INVALID for a free slot.
+/// Any thread of the slab's one record-writing process.
 ///
 /// # Safety
 /// `w` is a live writer; `rec` is valid for a read.
@@ -458,6 +459,7 @@ pub unsafe extern "C" fn xunds_nds_model_update(
 }
 
 /// Delete the live model record in `slot`. NRT_INVALID for a free slot.
+/// Any thread of the slab's one record-writing process.
 ///
 /// # Safety
 /// `w` is a live writer.
@@ -474,7 +476,8 @@ pub unsafe extern "C" fn xunds_nds_model_delete(
     })
 }
 
-/// Publish the process-info record (the hash word given is ignored).
+/// Publish the process-info record (the hash word given is ignored). Any
+/// thread of the slab's one record-writing process.
 ///
 /// # Safety
 /// `w` is a live writer; `rec` is valid for a read.
@@ -517,7 +520,7 @@ pub unsafe extern "C" fn xunds_nds_reader_attach(
 }
 
 /// std. Map the slab file at `path` read-only (PROT_READ) and attach a
-/// reader to it.
+/// reader to it. Any thread.
 ///
 /// # Safety
 /// `path` is a NUL-terminated string; `out` is valid for a write.

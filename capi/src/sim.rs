@@ -146,7 +146,7 @@ pub struct xunds_model_t {
 }
 checked!(xunds_model_t, 0x5855_4d4f_4445_4c21);
 
-/// The example model's spec (4 x 16 -> 32 -> 8, seed 1) into `*spec`.
+/// The example model's spec into `*spec`. Any thread.
 ///
 /// # Safety
 /// `spec` is valid for a write.
@@ -212,7 +212,8 @@ pub unsafe extern "C" fn xunds_system_start(
     })
 }
 
-/// Load a model of the MLP family on every core under `name`.
+/// Load a model of the MLP family on every core under `name` (its NDS
+/// records published). Any thread.
 ///
 /// # Safety
 /// `s` is a live system; `spec` valid for a read; `name` a NUL-terminated
@@ -278,7 +279,7 @@ pub unsafe extern "C" fn xunds_model_lens(
 }
 
 /// The outputs the model must give for `input` (a host computation, to
-/// check executions against). NRT_INVALID for wrong lengths.
+/// check executions against). NRT_INVALID for wrong lengths. Any thread.
 ///
 /// # Safety
 /// `m` is a live model; `input` holds `input_len` floats, `output` room for
