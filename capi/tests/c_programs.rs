@@ -221,7 +221,9 @@ fn readme_example_builds_and_runs() {
 #[test]
 #[ignore = "needs gcc; .ci/run runs it"]
 fn header_mirrors_agree_with_the_abi_page() {
-    let pairs: &[(&str, &str, &[(&str, &str)])] = &[
+    // (ours, the page's, [(our field, the page's field)])
+    type Pair<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let pairs: &[Pair] = &[
         (
             "xunds_infer_resp_t",
             "infer_resp_t",
