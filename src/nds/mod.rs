@@ -55,7 +55,7 @@ pub use reader::{Counters, Reader, RecordRead, Snapshot, Stale};
 pub use record::{RecordSpan, TornReason};
 #[cfg(feature = "std")]
 pub use slab::{is_slab_file, Heap, HeapSlab, MappedSlab, ReadOnlySlab};
-pub use slab::{Caller, RawSlab, Slab, SlabMut, StaticSlab, WordSlab};
+pub use slab::{Caller, RawReadSlab, RawSlab, Slab, SlabMut, StaticSlab, WordSlab};
 pub use writer::Writer;
 
 pub use crate::wire::nds::region::{MODEL_SLOTS, REQUIRED_SIZE, SLAB_SIZE};

@@ -646,6 +646,29 @@ impl RawSlab {
     }
 }
 
+/// A read-only slab over caller memory (a `PROT_READ` mapping of another
+/// process's slab, a `const` pointer from C): what [`RawSlab`] is to a
+/// writer, for a [`Reader`](super::Reader). Its loads are Relaxed atomic
+/// loads with a fence for a stronger order ([`ReadOnly`]), what read-only
+/// pages allow.
+pub type RawReadSlab = WordSlab<Caller, ReadOnly>;
+
+impl RawReadSlab {
+    /// A read-only slab over the `len` bytes at `base`. Refuses a null or
+    /// non-8-aligned `base`, or `len < REQUIRED_SIZE` (docs/abi.md §2.2).
+    ///
+    /// # Safety
+    /// While the returned value (or a clone) lives, the `len` bytes at
+    /// `base` stay valid for reads, and every access to them, by any thread,
+    /// process or device, is an aligned 4- or 8-byte atomic; no `&mut` to
+    /// them exists.
+    pub unsafe fn from_raw(base: *const u8, len: usize) -> Result<RawReadSlab, NdsError> {
+        // SAFETY: the caller's contract; a `ReadOnly` view never stores
+        // through the pointer.
+        unsafe { Self::over(Caller, base.cast_mut(), len) }
+    }
+}
+
 // The slab is read from one `StaticSlab` as 8-byte words: its size is whole words.
 const _: () = assert!(SLAB_SIZE % 8 == 0);
 

@@ -94,6 +94,14 @@ impl EventFd {
     }
 }
 
+/// An eventfd descriptor someone else made (a C caller's, duplicated):
+/// owned from now on, closed on drop.
+impl From<OwnedFd> for EventFd {
+    fn from(fd: OwnedFd) -> EventFd {
+        EventFd { fd }
+    }
+}
+
 /// `write(fd, &n, 8)` on a raw eventfd that the caller keeps open.
 pub fn signal_raw(fd: RawFd, n: u64) -> io::Result<()> {
     // SAFETY: writes 8 bytes from a local u64; a bad fd yields EBADF, not UB.
