@@ -17,7 +17,7 @@
 //! | concurrency shim | `sync` | `std` atomics normally, `loom` atomics under `--cfg loom` |
 //! | protocols | [`ring`], [`nds`] | the three-cursor XU ring and the NDS record/counter protocols, generic over where their words live |
 //! | platform | [`hal`] | mmaps, eventfds, volatile/atomic access to shared and device memory |
-//! | simulated platform | [`sim`] | the in-memory fake HAL, the tracer (the HAL event stream, its text and binary forms, replay) and the fault injector |
+//! | simulated platform | `sim` | the in-memory fake HAL, the tracer (the HAL event stream, its text and binary forms, replay) and the fault injector |
 //! | device | `device` | the simulated device: UDMA descriptor rings, request staging, the sequencer and its engines |
 //! | actors | `actors` | Producer, Worker, Device-sequencer-proxy and NDS-publisher actors with non-blocking `poll` |
 //! | system | [`system`] | the public async API, threaded and deterministic runners, trace and replay |
@@ -52,6 +52,8 @@ mod macros;
 
 testkit_mod! {
     #[cfg(feature = "sim")]
+    mod sim;
+    #[cfg(feature = "sim")]
     mod actors;
     #[cfg(feature = "sim")]
     mod device;
@@ -63,8 +65,6 @@ pub mod hal;
 pub mod nds;
 pub mod prng;
 pub mod ring;
-#[cfg(feature = "sim")]
-pub mod sim;
 #[cfg(feature = "sim")]
 pub mod system;
 pub mod wire;

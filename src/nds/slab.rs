@@ -6,8 +6,8 @@
 //! any time: never a `&[u8]`, never a plain `memcpy`, never a reference to
 //! anything but an atomic.
 //!
-//! [`WordSlab`] is the one implementation: [`Words`] (the crate's atomic
-//! words over a raw base, [`crate::sync::word`]) and what keeps that memory
+//! [`WordSlab`] is the one implementation: `Words` (the crate's atomic
+//! words over a raw base, `crate::sync::word`) and what keeps that memory
 //! valid, its [`Backing`]:
 //!
 //! | name | backing | memory | used by |
@@ -210,7 +210,7 @@ impl Backing for Region {
     }
 }
 
-/// A heap block, owned by the slab's [`Words`] (so a [`HeapSlab`] is not
+/// A heap block, owned by the slab's `Words` (so a [`HeapSlab`] is not
 /// `Clone`: share it behind an `Arc`).
 #[cfg(feature = "std")]
 #[derive(Debug)]
@@ -783,7 +783,7 @@ impl ReadOnlySlab {
     }
 }
 
-/// A slab on the heap ([`Words::heap`]): loom checks every access under
+/// A slab on the heap (`Words::heap`): loom checks every access under
 /// `--cfg loom`, and Miri can run it (no `mmap`).
 ///
 /// Its length may be any multiple of 8, so loom models can use a few words;

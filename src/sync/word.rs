@@ -71,7 +71,7 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Whether a [`Words`] may store: [`ReadWrite`] or [`ReadOnly`].
+/// Whether a `Words` may store: [`ReadWrite`] or [`ReadOnly`].
 pub trait Access: sealed::Sealed {
     /// Stores and read-modify-writes are allowed.
     const WRITABLE: bool;

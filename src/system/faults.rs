@@ -1,6 +1,6 @@
 //! The `--faults SPEC` language of `xunds run`: a comma-separated list of
 //! `KIND@TRIGGER[/coreN]` items, each one rule of the HAL's seeded
-//! [`FaultInjector`](crate::sim::fault::FaultInjector) plan.
+//! `FaultInjector` (`crate::sim::fault`) plan.
 //!
 //! | KIND | fault | what the caller sees |
 //! |---|---|---|

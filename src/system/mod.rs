@@ -9,16 +9,23 @@
 //!   `runner::DetRunner` (one thread, seeded schedule, virtual clock,
 //!   livelock guard), both driving the same `crate::actors::Actor`s;
 //! - `clock`: the virtual and monotonic clocks they hand to actors;
-//! - [`trace`]: the line-oriented trace file, its header, digest and diff
+//! - `trace`: the line-oriented trace file, its header, digest and diff
 //!   (what `xunds replay` reports);
-//! - [`sim`]: the seed swarm of `xunds sim` (case derivation, invariant
-//!   checks, shrinking).
+//! - `job` and `sim`: `xunds run` and the seed swarm of `xunds sim` (case
+//!   derivation, invariant checks, shrinking).
+//!
+//! `job`, `sim` and `trace` are the command line's engine: public so the
+//! `xunds` binary and the fuzz targets reach them, hidden from the
+//! documented API, which is [`System`], its configuration and its reports.
 
 pub mod api;
 pub mod error;
 pub mod faults;
+#[doc(hidden)]
 pub mod job;
+#[doc(hidden)]
 pub mod sim;
+#[doc(hidden)]
 pub mod trace;
 
 testkit_mod! {

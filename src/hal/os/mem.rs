@@ -9,7 +9,7 @@
 //! volatile byte copy at a checked offset, because another process (an NDS
 //! monitor) or the simulated device may write the same bytes.
 //!
-//! The atomic words are [`Words`] (`crate::sync::word`), the crate's one
+//! The atomic words are `Words` (`crate::sync::word`), the crate's one
 //! atomic access over a raw base; this module adds the window's checks, as
 //! [`MemError`]s, and the volatile bytes at a copy's ragged edges.
 //!
