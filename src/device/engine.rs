@@ -661,17 +661,6 @@ impl Executor {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    /// Run the execution `req` describes: each engine starts at
-    /// `req.engine_address(engine)` (0 = idle) at `start_cycle`.
-    pub fn run_request(
-        &mut self,
-        mem: &dyn DeviceMemory,
-        req: &DeviceExecRequest,
-        start_cycle: u64,
-    ) -> ExecReport {
-        self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
-    }
-
     /// Check the decoded block at `pa` against memory now, and decode it
     /// (again) when it is new or its words changed. A block whose first
     /// instruction does not decode (or `pa` not an aligned block address)
@@ -1240,7 +1229,7 @@ pub fn execute_request(
     req: &DeviceExecRequest,
     start_cycle: u64,
 ) -> ExecReport {
-    Executor::new(Limits::DEFAULT).run_request(mem, req, start_cycle)
+    execute_blocks(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
 }
 
 /// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]

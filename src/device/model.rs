@@ -40,13 +40,10 @@ wire_enum! {
 }
 
 impl Section {
-    /// The base register that points at the section.
+    /// The base register that points at the section: its code is the
+    /// register's (`R0`, `R1`, `R2`).
     pub const fn base(self) -> Base {
-        match self {
-            Section::Constants => Base::R0,
-            Section::Scratch => Base::R1,
-            Section::Io => Base::R2,
-        }
+        Base::ALL[self as usize]
     }
 }
 
@@ -717,26 +714,19 @@ impl MlpSpec {
             .collect()
     }
 
-    fn check_shape(&self) -> Result<(), ModelError> {
+    /// The builder with the MLP's blocks, layout and reference.
+    pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
         for (what, v) in [
             ("batch", self.batch),
             ("input", self.input),
             ("hidden", self.hidden),
             ("output", self.output),
         ] {
-            if v == 0 || u64::from(v) > 4096 {
-                return Err(ModelError::BadShape {
-                    what,
-                    value: u64::from(v),
-                });
+            if v == 0 || v > 4096 {
+                let value = u64::from(v);
+                return Err(ModelError::BadShape { what, value });
             }
         }
-        Ok(())
-    }
-
-    /// The builder with the MLP's blocks, layout and reference.
-    pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
-        self.check_shape()?;
         let (bt, i, h, o) = (self.batch, self.input, self.hidden, self.output);
         let w = self.weights();
         let mut mb = ModelBuilder::new("mlp");

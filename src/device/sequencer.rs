@@ -163,7 +163,7 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
 /// engine `e` starting at `req.engine_address(e)` (0 = idle) at
 /// `start_cycle`. Implementations must not panic on bad addresses: an access
 /// outside device memory is an engine error in the report, as
-/// [`engine::Executor::run_request`] makes it.
+/// [`engine::Executor::run`] makes it.
 pub trait RequestExecutor: Send {
     /// Execute one request.
     fn execute(
@@ -182,7 +182,7 @@ impl RequestExecutor for engine::Executor {
         req: &DeviceExecRequest,
         start_cycle: u64,
     ) -> ExecReport {
-        self.run_request(mem, req, start_cycle)
+        self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
     }
 }
 
@@ -201,24 +201,20 @@ impl RequestExecutor for NullExecutor {
     fn execute(&mut self, _: &dyn DeviceMemory, req: &DeviceExecRequest, start: u64) -> ExecReport {
         let engines = Engine::ALL.map(|e| {
             let busy = req.engine_address(e) != 0;
-            let status = [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)];
-            let end_cycle = start.saturating_add(if busy { self.cycles } else { 0 });
-            let (steps, fault) = (u64::from(busy), None);
             EngineReport {
-                status,
+                status: [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)],
                 start_cycle: start,
-                end_cycle,
-                steps,
-                fault,
+                end_cycle: start.saturating_add(if busy { self.cycles } else { 0 }),
+                steps: u64::from(busy),
+                fault: None,
             }
         });
         let end_cycle = engines.iter().map(|e| e.end_cycle).max().unwrap_or(start);
-        let first_error = None;
         ExecReport {
             engines,
             macs: 0,
             end_cycle,
-            first_error,
+            first_error: None,
         }
     }
 }
@@ -387,10 +383,9 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// cores are independent, and a sequencer touches only the state of the
     /// cores it polls).
     pub fn poll_one(&mut self, core: u8, now: u64) -> Result<Progress, SequencerError> {
-        let c = usize::from(core);
         let mut p = Progress::default();
-        if c < self.cores.len() {
-            self.poll_core(c, now, &mut p)
+        if usize::from(core) < self.cores.len() {
+            self.poll_core(usize::from(core), now, &mut p)
                 .map_err(|error| SequencerError { core, error })?;
         }
         Ok(p)
