@@ -857,24 +857,6 @@ impl fmt::Display for Insn {
     }
 }
 
-/// Decode a block of instructions from bytes until `END` or the end of
-/// `bytes` (a listing helper; the engines fetch from device memory).
-/// Returns each instruction with its byte offset, and the error that stopped
-/// decoding, if any.
-pub fn disassemble(bytes: &[u8]) -> (Vec<(usize, Insn)>, Option<DecodeError>) {
-    let mut out = Vec::new();
-    for (off, chunk) in bytes.chunks(INSN_BYTES).enumerate() {
-        match Insn::from_bytes(chunk) {
-            Ok(i) => out.push((off * INSN_BYTES, i)),
-            Err(e) => return (out, Some(e)),
-        }
-        if out.last().is_some_and(|(_, i)| *i == Insn::End) {
-            break;
-        }
-    }
-    (out, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
-use super::isa::{self, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
+use super::isa::{ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
 use crate::prng::SplitMix64;
 use crate::wire::nq::ErrorClass;
 
@@ -586,12 +586,22 @@ impl ModelImage {
                 continue;
             };
             let _ = writeln!(s, "{e}: block at +{off:#x} (pa {:#x})", self.load_pa + off);
-            let (insns, err) = isa::disassemble(self.bytes.get(off as usize..).unwrap_or(&[]));
-            for (o, insn) in insns {
-                let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + o);
-            }
-            if let Some(e) = err {
-                let _ = writeln!(s, "  <{e}>");
+            // Disassembled until `END`, the end of the image or a word
+            // that does not decode.
+            let code = self.bytes.get(off as usize..).unwrap_or(&[]);
+            for (j, chunk) in code.chunks(INSN_BYTES).enumerate() {
+                match Insn::from_bytes(chunk) {
+                    Ok(insn) => {
+                        let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + j * INSN_BYTES);
+                        if insn == Insn::End {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = writeln!(s, "  <{e}>");
+                        break;
+                    }
+                }
             }
         }
         s
