@@ -68,11 +68,6 @@ impl TensorDesc {
             .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
-    /// Size in bytes (saturating).
-    pub fn bytes(&self) -> u64 {
-        self.elems().saturating_mul(4)
-    }
-
     /// The operand addressing its first element.
     pub fn operand(&self) -> Operand {
         Operand::new(self.section.base(), self.offset as u32)
@@ -97,11 +92,6 @@ impl MemUsage {
     /// (docs/abi.md §2.6).
     pub const fn as_array(&self) -> [u64; 4] {
         [self.code, self.tensors, self.constants, self.scratchpad]
-    }
-
-    /// Sum of all four.
-    pub const fn total(&self) -> u64 {
-        self.code + self.tensors + self.constants + self.scratchpad
     }
 }
 
