@@ -409,7 +409,9 @@ impl DmaEngine {
         let to = map.translate(dst, n).map_err(bad(Dir::S2m))?;
         let refused = |dir, pa| DmaFault::BadRegisterAccess { dir, pa, len };
         // Registers are not a source.
-        let (region, off) = map.region_of(from).ok_or(refused(Dir::M2s, src))?;
+        let Window::Mem(region, off) = from else {
+            return Err(refused(Dir::M2s, src));
+        };
         // Small copies (the trigger pairs) go through the stack.
         let mut small = [0u8; 64];
         let buf = match small.get_mut(..len as usize) {
@@ -421,9 +423,8 @@ impl DmaEngine {
         };
         hal.copy_out(region, off, buf).map_err(|_| DmaFault::Hal)?;
         let (core, off) = match to {
-            Window::Regs { core, off } => (core, off as usize),
-            to => {
-                let (region, off) = map.region_of(to).ok_or(DmaFault::Hal)?;
+            Window::Regs { core, off } => (core, off),
+            Window::Mem(region, off) => {
                 hal.copy_in(region, off, buf).map_err(|_| DmaFault::Hal)?;
                 return Ok(None);
             }

@@ -277,27 +277,17 @@ error_enum! {
     }
 }
 
-/// Which window a physical range fell in.
+/// Where a physical range lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Window {
-    /// Device DRAM at this offset.
-    Dram {
-        /// Offset from [`DRAM_BASE`].
-        off: u64,
-    },
-    /// A core's DMEM at this offset.
-    Dmem {
-        /// Core.
-        core: u8,
-        /// Offset in the window.
-        off: u64,
-    },
-    /// A core's register block at this offset.
+    /// Bytes of a mapped region (DRAM, or a core's DMEM) from this offset.
+    Mem(RegionHandle, usize),
+    /// A core's register block (reached word by word) at this offset.
     Regs {
         /// Core.
         core: u8,
         /// Offset in the window.
-        off: u64,
+        off: usize,
     },
 }
 
@@ -488,39 +478,22 @@ impl MemMap {
         REGS_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
     }
 
-    /// The region and offset of a DRAM or DMEM window (`None` for a
-    /// register block, which is reached word by word).
-    pub fn region_of(&self, w: Window) -> Option<(RegionHandle, usize)> {
-        match w {
-            Window::Dram { off } => Some((self.dram, off as usize)),
-            Window::Dmem { core, off } => Some((self.dmem[usize::from(core)], off as usize)),
-            Window::Regs { .. } => None,
-        }
-    }
-
     /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].
     pub fn translate(&self, pa: u64, len: u64) -> Result<Window, BadPa> {
         let bad = BadPa { pa, len };
         let end = pa.checked_add(len).ok_or(bad)?;
         if pa >= DRAM_BASE && end <= DRAM_BASE + self.config.dram_size {
-            return Ok(Window::Dram {
-                off: pa - DRAM_BASE,
-            });
+            return Ok(Window::Mem(self.dram, (pa - DRAM_BASE) as usize));
         }
         let cores = u64::from(self.config.cores);
-        for (base, size, is_dmem) in [
-            (DMEM_BASE, DMEM_SIZE as u64, true),
-            (REGS_BASE, REGS_SIZE as u64, false),
-        ] {
+        for (base, size) in [(DMEM_BASE, DMEM_SIZE), (REGS_BASE, REGS_SIZE)] {
             if pa >= base && pa < base + cores * WINDOW_STRIDE {
-                let core = (pa - base) / WINDOW_STRIDE;
-                let off = (pa - base) % WINDOW_STRIDE;
-                if off + len <= size {
-                    let core = core as u8;
-                    return Ok(if is_dmem {
-                        Window::Dmem { core, off }
-                    } else {
-                        Window::Regs { core, off }
+                let (core, off) = ((pa - base) / WINDOW_STRIDE, (pa - base) % WINDOW_STRIDE);
+                if off + len <= size as u64 {
+                    let (core, off) = (core as u8, off as usize);
+                    return Ok(match base {
+                        DMEM_BASE => Window::Mem(self.dmem[usize::from(core)], off),
+                        _ => Window::Regs { core, off },
                     });
                 }
             }
