@@ -25,10 +25,11 @@
 //! | `M2S_TAIL_INC`, `S2M_TAIL_INC` | host (doorbell) | device | `tail_inc`: fetch_add release | load acquire |
 //! | `M2S_HEAD`, `S2M_HEAD` | device | host | store release | load acquire |
 
-use crate::hal::{Dir, Hal, HalError, Ordering, RegionHandle};
+use crate::hal::{Dir, Hal, Ordering, RegionHandle};
 use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
 use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
+use super::staging::StageError;
 
 /// One side's position in a core's descriptor rings: the slot it is at,
 /// the ring id that slot carries on this lap (1 on the first, stepping by 1
@@ -63,17 +64,6 @@ impl Lap {
     }
 }
 
-error_enum! {
-    /// A host-side error while appending.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub enum DmaError {
-        /// The descriptor did not encode (length or ring id out of range).
-        Encode(#[source] UdmaError) => "descriptor: {0}",
-        /// The HAL refused an access.
-        Hal(#[from] HalError) => "{0}",
-    }
-}
-
 /// The host side of one core's request queue: both rings and the doorbell.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueProducer {
@@ -104,7 +94,7 @@ impl QueueProducer {
 
     /// Free slots (same in both rings): ring length minus descriptors
     /// appended and not yet consumed by the device.
-    pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, DmaError> {
+    pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, StageError> {
         // Ordering: Acquire pairs with the DMA engine's Release stores of
         // M2S_HEAD/S2M_HEAD in `DmaEngine::step` after it read the slots, so
         // they may be overwritten (docs/abi.md §1.11: the ring
@@ -124,11 +114,11 @@ impl QueueProducer {
         len: u32,
         src: u64,
         dst: u64,
-    ) -> Result<(), DmaError> {
+    ) -> Result<(), StageError> {
         let (id, i) = (self.lap.ring_id, self.lap.index);
-        let m = M2sDesc::copy(len, id, src).encode().map_err(DmaError::Encode)?;
+        let m = M2sDesc::copy(len, id, src).encode().map_err(StageError::Encode)?;
         hal.write_desc(self.m2s, i, &m)?;
-        let s = S2mDesc::copy(len, id, dst).encode().map_err(DmaError::Encode)?;
+        let s = S2mDesc::copy(len, id, dst).encode().map_err(StageError::Encode)?;
         hal.write_desc(self.s2m, i, &s)?;
         self.lap.advance();
         Ok(())
@@ -136,7 +126,7 @@ impl QueueProducer {
 
     /// Ring the doorbell for `n` appended pairs: add `n` to the S2M tail
     /// increment, then to the M2S one (docs/abi.md §1.11: S2M before M2S).
-    pub fn doorbell<H: Hal + ?Sized>(&self, hal: &H, n: u32) -> Result<(), DmaError> {
+    pub fn doorbell<H: Hal + ?Sized>(&self, hal: &H, n: u32) -> Result<(), StageError> {
         hal.tail_inc(self.regs, reg::S2M_TAIL_INC, n)?;
         hal.tail_inc(self.regs, reg::M2S_TAIL_INC, n)?;
         Ok(())
@@ -419,7 +409,9 @@ impl DmaEngine {
         let to = map.translate(dst, n).map_err(bad(Dir::S2m))?;
         let refused = |dir, pa| DmaFault::BadRegisterAccess { dir, pa, len };
         // Registers are not a source.
-        let (region, off) = map.region_of(from).ok_or(refused(Dir::M2s, src))?;
+        let Window::Mem(region, off) = from else {
+            return Err(refused(Dir::M2s, src));
+        };
         // Small copies (the trigger pairs) go through the stack.
         let mut small = [0u8; 64];
         let buf = match small.get_mut(..len as usize) {
@@ -431,9 +423,8 @@ impl DmaEngine {
         };
         hal.copy_out(region, off, buf).map_err(|_| DmaFault::Hal)?;
         let (core, off) = match to {
-            Window::Regs { core, off } => (core, off as usize),
-            to => {
-                let (region, off) = map.region_of(to).ok_or(DmaFault::Hal)?;
+            Window::Regs { core, off } => (core, off),
+            Window::Mem(region, off) => {
                 hal.copy_in(region, off, buf).map_err(|_| DmaFault::Hal)?;
                 return Ok(None);
             }

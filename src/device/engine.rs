@@ -153,16 +153,6 @@ impl DeviceMemory for VecMemory {
     }
 }
 
-#[cfg(any(test, feature = "testkit"))]
-impl fmt::Debug for VecMemory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VecMemory")
-            .field("base", &format_args!("{:#x}", self.base))
-            .field("len_bytes", &(self.words.len() * 4))
-            .finish()
-    }
-}
-
 /// Write `bytes` at `pa` (4-byte aligned) word by word; a trailing partial
 /// word is merged with the bytes already there.
 pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), MemFault> {
@@ -305,37 +295,27 @@ impl EngineFault {
     /// The error class the engine reports (docs/design.md "Instruction
     /// format", error classes).
     pub const fn class(&self) -> ErrorClass {
-        match *self {
-            EngineFault::Decode { .. } => ErrorClass::Model,
-            EngineFault::Memory { .. }
-            | EngineFault::Misaligned { .. }
-            | EngineFault::AddressOverflow { .. } => ErrorClass::Hw,
-            EngineFault::NonFinite { .. } => ErrorClass::Numerical,
-            EngineFault::Raised { class, .. } => class,
-            EngineFault::Deadlock { .. }
-            | EngineFault::SemaphoreOverflow { .. }
-            | EngineFault::StepBudget { .. }
-            | EngineFault::CycleBudget { .. }
-            | EngineFault::WorkBudget { .. }
-            | EngineFault::Internal { .. } => ErrorClass::Runtime,
-        }
+        self.parts().1
     }
 
     /// The faulting instruction's address.
     pub const fn pc(&self) -> u64 {
+        self.parts().0
+    }
+
+    /// The faulting instruction's address and the class reported.
+    const fn parts(&self) -> (u64, ErrorClass) {
+        use EngineFault as F;
+        use ErrorClass::{Hw, Model, Numerical, Runtime};
         match *self {
-            EngineFault::Decode { pc, .. }
-            | EngineFault::Memory { pc, .. }
-            | EngineFault::Misaligned { pc, .. }
-            | EngineFault::AddressOverflow { pc }
-            | EngineFault::NonFinite { pc, .. }
-            | EngineFault::Raised { pc, .. }
-            | EngineFault::Deadlock { pc, .. }
-            | EngineFault::SemaphoreOverflow { pc, .. }
-            | EngineFault::StepBudget { pc }
-            | EngineFault::CycleBudget { pc }
-            | EngineFault::WorkBudget { pc }
-            | EngineFault::Internal { pc } => pc,
+            F::Decode { pc, .. } => (pc, Model),
+            F::Memory { pc, .. } | F::Misaligned { pc, .. } | F::AddressOverflow { pc } => (pc, Hw),
+            F::NonFinite { pc, .. } => (pc, Numerical),
+            F::Raised { pc, class } => (pc, class),
+            F::Deadlock { pc, .. } | F::SemaphoreOverflow { pc, .. } | F::StepBudget { pc } => {
+                (pc, Runtime)
+            }
+            F::CycleBudget { pc } | F::WorkBudget { pc } | F::Internal { pc } => (pc, Runtime),
         }
     }
 }
@@ -659,17 +639,6 @@ impl Executor {
     #[cfg(any(test, feature = "testkit"))]
     pub fn take_trace(&mut self) -> Vec<TraceLine> {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
-    }
-
-    /// Run the execution `req` describes: each engine starts at
-    /// `req.engine_address(engine)` (0 = idle) at `start_cycle`.
-    pub fn run_request(
-        &mut self,
-        mem: &dyn DeviceMemory,
-        req: &DeviceExecRequest,
-        start_cycle: u64,
-    ) -> ExecReport {
-        self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
     }
 
     /// Check the decoded block at `pa` against memory now, and decode it
@@ -1240,7 +1209,7 @@ pub fn execute_request(
     req: &DeviceExecRequest,
     start_cycle: u64,
 ) -> ExecReport {
-    Executor::new(Limits::DEFAULT).run_request(mem, req, start_cycle)
+    execute_blocks(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
 }
 
 /// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]

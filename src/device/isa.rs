@@ -388,21 +388,27 @@ error_enum! {
     }
 }
 
-/// (operand slots used: bit 0 `d`, 1 `a`, 2 `b`; parameter words used;
-/// flags allowed) per opcode.
-const fn shape(opcode: u8) -> Option<(u8, usize, u8)> {
+/// (mnemonic; operand slots used: bit 0 `d`, 1 `a`, 2 `b`; parameter words
+/// used; flags allowed) per opcode.
+const fn shape(opcode: u8) -> Option<(&'static str, u8, usize, u8)> {
+    let (chk, none) = (FLAG_CHECK, 0);
+    if let Some(b) = BinOp::from_u8(opcode) {
+        return Some((b.name(), 0b111, 2, chk));
+    }
     Some(match opcode {
-        op::END | op::NOP => (0, 0, 0),
-        op::SETBASE => (0, 3, 0),
-        op::COPY => (0b011, 1, 0),
-        op::FILL => (0b001, 2, 0),
-        op::ADD | op::SUB | op::MUL | op::MAX => (0b111, 2, FLAG_CHECK),
-        op::AFFINE => (0b011, 3, FLAG_CHECK),
-        op::MATMUL => (0b111, 3, FLAG_CHECK | FLAG_ACC),
-        op::ACT => (0b011, 2, FLAG_CHECK),
-        op::REDUCE => (0b011, 3, FLAG_CHECK),
-        op::WAIT | op::SIGNAL | op::DELAY => (0, 2, 0),
-        op::RAISE => (0, 1, 0),
+        op::END => ("END", 0, 0, none),
+        op::NOP => ("NOP", 0, 0, none),
+        op::SETBASE => ("SETBASE", 0, 3, none),
+        op::COPY => ("COPY", 0b011, 1, none),
+        op::FILL => ("FILL", 0b001, 2, none),
+        op::AFFINE => ("AFFINE", 0b011, 3, chk),
+        op::MATMUL => ("MATMUL", 0b111, 3, chk | FLAG_ACC),
+        op::ACT => ("ACT", 0b011, 2, chk),
+        op::REDUCE => ("REDUCE", 0b011, 3, chk),
+        op::WAIT => ("WAIT", 0, 2, none),
+        op::SIGNAL => ("SIGNAL", 0, 2, none),
+        op::DELAY => ("DELAY", 0, 2, none),
+        op::RAISE => ("RAISE", 0, 1, none),
         _ => return None,
     })
 }
@@ -450,21 +456,9 @@ impl Insn {
 
     /// The mnemonic (`MATMUL`, ...).
     fn mnemonic(&self) -> &'static str {
-        match self {
-            Insn::End => "END",
-            Insn::Nop => "NOP",
-            Insn::SetBase { .. } => "SETBASE",
-            Insn::Copy { .. } => "COPY",
-            Insn::Fill { .. } => "FILL",
-            Insn::Binary { op, .. } => op.name(),
-            Insn::Affine { .. } => "AFFINE",
-            Insn::MatMul { .. } => "MATMUL",
-            Insn::Act { .. } => "ACT",
-            Insn::Reduce { .. } => "REDUCE",
-            Insn::Wait { .. } => "WAIT",
-            Insn::Signal { .. } => "SIGNAL",
-            Insn::Delay { .. } => "DELAY",
-            Insn::Raise { .. } => "RAISE",
+        match shape(self.opcode()) {
+            Some((name, ..)) => name,
+            None => "?",
         }
     }
 
@@ -585,7 +579,7 @@ impl Insn {
         let opcode = w[0] as u8;
         let flags = (w[0] >> 8) as u8;
         let sel = w[0] >> 16;
-        let (uses, nparams, allowed) = shape(opcode).ok_or(DecodeError::BadOpcode { opcode })?;
+        let (_, uses, nparams, allowed) = shape(opcode).ok_or(DecodeError::BadOpcode { opcode })?;
         if flags & !allowed != 0 {
             return Err(DecodeError::BadFlags { opcode, flags });
         }
@@ -861,24 +855,6 @@ impl fmt::Display for Insn {
             Insn::Raise { class } => write!(f, "{m} {}", class.name()),
         }
     }
-}
-
-/// Decode a block of instructions from bytes until `END` or the end of
-/// `bytes` (a listing helper; the engines fetch from device memory).
-/// Returns each instruction with its byte offset, and the error that stopped
-/// decoding, if any.
-pub fn disassemble(bytes: &[u8]) -> (Vec<(usize, Insn)>, Option<DecodeError>) {
-    let mut out = Vec::new();
-    for (off, chunk) in bytes.chunks(INSN_BYTES).enumerate() {
-        match Insn::from_bytes(chunk) {
-            Ok(i) => out.push((off * INSN_BYTES, i)),
-            Err(e) => return (out, Some(e)),
-        }
-        if out.last().is_some_and(|(_, i)| *i == Insn::End) {
-            break;
-        }
-    }
-    (out, None)
 }
 
 #[cfg(test)]

@@ -82,77 +82,67 @@ const _: () = assert!(dmem::REQUEST + device_request::BUFFER_SIZE <= DMEM_SIZE);
 /// The register block of one core (byte offsets; every register is a u32
 /// unless noted). "Host" is the staging side, "worker" the NQ harvest.
 pub mod reg {
-    /// Tail increment of the request queue's M2S ring: the host adds the
-    /// number of descriptors it appended (the doorbell); the device reads the
-    /// running total with acquire ordering.
-    pub const M2S_TAIL_INC: usize = 0x00;
-    /// Tail increment of the S2M ring (bumped before the M2S one).
-    pub const S2M_TAIL_INC: usize = 0x04;
-    /// Descriptors the device has consumed from the M2S ring (device writes
-    /// with release; the host reads to know the free space).
-    pub const M2S_HEAD: usize = 0x08;
-    /// Descriptors consumed from the S2M ring.
-    pub const S2M_HEAD: usize = 0x0C;
-    /// The sequencer's request tail increment: the third trigger pair's S2M
-    /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.10).
-    pub const SEQ_TAIL_INC: usize = 0x10;
-    /// The request-load event: the second trigger pair writes 1 here.
-    pub const SEQ_EVENT: usize = 0x14;
-    /// Requests the sequencer has executed (device, release); staging reads
-    /// it before reusing a request buffer.
-    pub const SEQ_HEAD: usize = 0x18;
-    /// Sticky DMA fault code (0 none; see `device::dma::DmaFault::code`).
-    pub const DMA_FAULT: usize = 0x1C;
-    /// Model switches the sequencer performed.
-    pub const MODEL_SWITCHES: usize = 0x20;
-    /// NQ records dropped because a ring was full (NQ overflow).
-    pub const NQ_OVERFLOWS: usize = 0x24;
-    /// u64: the device clock (virtual cycles) after the last request.
-    pub const CYCLE: usize = 0x28;
-    /// u64: MACs performed by every request so far (monotone).
-    pub const MAC_COUNT: usize = 0x30;
-    /// The NQ interrupt's arm bit (ours): the worker writes 1 before it
-    /// sleeps on the core's NQ event; the device notifies the event only
-    /// when it finds 1 here, and writes 0 (see `device::irq`).
-    pub const NQ_IRQ_ARM: usize = 0x38;
-    /// Records the worker has consumed from engine `e`'s NQ ring: at
-    /// `NQ_HEAD + 4 * e` (worker writes with release; the device reads
-    /// before writing, to detect overflow).
-    pub const NQ_HEAD: usize = 0x40;
-    /// The XU reset's request counter (ours): the host adds 1 (release) to
-    /// ask the device to stop (odd values: discard every queued descriptor
-    /// pair and start the descriptor rings and request numbering over) or
-    /// to re-initialise its NQ rings (even values); see
-    /// `Sequencer::poll_one` and `actors::worker`.
-    pub const RESET_REQ: usize = 0x58;
-    /// The last reset request the device carried out (device, release).
-    pub const RESET_ACK: usize = 0x5C;
-
-    /// The name of the register at `off`, for traces.
-    pub const fn name(off: usize) -> Option<&'static str> {
-        Some(match off {
-            M2S_TAIL_INC => "M2S_TAIL_INC",
-            S2M_TAIL_INC => "S2M_TAIL_INC",
-            M2S_HEAD => "M2S_HEAD",
-            S2M_HEAD => "S2M_HEAD",
-            SEQ_TAIL_INC => "SEQ_TAIL_INC",
-            SEQ_EVENT => "SEQ_EVENT",
-            SEQ_HEAD => "SEQ_HEAD",
-            DMA_FAULT => "DMA_FAULT",
-            MODEL_SWITCHES => "MODEL_SWITCHES",
-            NQ_OVERFLOWS => "NQ_OVERFLOWS",
-            CYCLE => "CYCLE",
-            MAC_COUNT => "MAC_COUNT",
-            NQ_IRQ_ARM => "NQ_IRQ_ARM",
-            0x40 => "NQ_HEAD[PE]",
-            0x44 => "NQ_HEAD[ACT]",
-            0x48 => "NQ_HEAD[POOL]",
-            0x4C => "NQ_HEAD[DVE]",
-            0x50 => "NQ_HEAD[SP]",
-            RESET_REQ => "RESET_REQ",
-            RESET_ACK => "RESET_ACK",
-            _ => return None,
-        })
+    /// Each register once: its offset, and its name for traces.
+    macro_rules! regs {
+        ($($(#[$doc:meta])* $name:ident = $off:literal;)*) => {
+            $($(#[$doc])* pub const $name: usize = $off;)*
+            /// The name of the register at `off`, for traces.
+            pub fn name(off: usize) -> Option<&'static str> {
+                const NQ: [&str; 5] = ["NQ_HEAD[PE]", "NQ_HEAD[ACT]", "NQ_HEAD[POOL]", "NQ_HEAD[DVE]", "NQ_HEAD[SP]"];
+                match off {
+                    _ if off >= NQ_HEAD && off % 4 == 0 && off < RESET_REQ => NQ.get((off - NQ_HEAD) / 4).copied(),
+                    $($name => Some(stringify!($name)),)*
+                    _ => None,
+                }
+            }
+        };
+    }
+    regs! {
+        /// Tail increment of the request queue's M2S ring: the host adds the
+        /// number of descriptors it appended (the doorbell); the device reads the
+        /// running total with acquire ordering.
+        M2S_TAIL_INC = 0x00;
+        /// Tail increment of the S2M ring (bumped before the M2S one).
+        S2M_TAIL_INC = 0x04;
+        /// Descriptors the device has consumed from the M2S ring (device writes
+        /// with release; the host reads to know the free space).
+        M2S_HEAD = 0x08;
+        /// Descriptors consumed from the S2M ring.
+        S2M_HEAD = 0x0C;
+        /// The sequencer's request tail increment: the third trigger pair's S2M
+        /// half writes 1 here, which adds 1 (the publish, docs/abi.md §1.10).
+        SEQ_TAIL_INC = 0x10;
+        /// The request-load event: the second trigger pair writes 1 here.
+        SEQ_EVENT = 0x14;
+        /// Requests the sequencer has executed (device, release); staging reads
+        /// it before reusing a request buffer.
+        SEQ_HEAD = 0x18;
+        /// Sticky DMA fault code (0 none; see `device::dma::DmaFault::code`).
+        DMA_FAULT = 0x1C;
+        /// Model switches the sequencer performed.
+        MODEL_SWITCHES = 0x20;
+        /// NQ records dropped because a ring was full (NQ overflow).
+        NQ_OVERFLOWS = 0x24;
+        /// u64: the device clock (virtual cycles) after the last request.
+        CYCLE = 0x28;
+        /// u64: MACs performed by every request so far (monotone).
+        MAC_COUNT = 0x30;
+        /// The NQ interrupt's arm bit (ours): the worker writes 1 before it
+        /// sleeps on the core's NQ event; the device notifies the event only
+        /// when it finds 1 here, and writes 0 (see `device::irq`).
+        NQ_IRQ_ARM = 0x38;
+        /// Records the worker has consumed from engine `e`'s NQ ring: at
+        /// `NQ_HEAD + 4 * e` (worker writes with release; the device reads
+        /// before writing, to detect overflow).
+        NQ_HEAD = 0x40;
+        /// The XU reset's request counter (ours): the host adds 1 (release) to
+        /// ask the device to stop (odd values: discard every queued descriptor
+        /// pair and start the descriptor rings and request numbering over) or
+        /// to re-initialise its NQ rings (even values); see
+        /// `Sequencer::poll_one` and `actors::worker`.
+        RESET_REQ = 0x58;
+        /// The last reset request the device carried out (device, release).
+        RESET_ACK = 0x5C;
     }
 }
 
@@ -287,27 +277,17 @@ error_enum! {
     }
 }
 
-/// Which window a physical range fell in.
+/// Where a physical range lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Window {
-    /// Device DRAM at this offset.
-    Dram {
-        /// Offset from [`DRAM_BASE`].
-        off: u64,
-    },
-    /// A core's DMEM at this offset.
-    Dmem {
-        /// Core.
-        core: u8,
-        /// Offset in the window.
-        off: u64,
-    },
-    /// A core's register block at this offset.
+    /// Bytes of a mapped region (DRAM, or a core's DMEM) from this offset.
+    Mem(RegionHandle, usize),
+    /// A core's register block (reached word by word) at this offset.
     Regs {
         /// Core.
         core: u8,
         /// Offset in the window.
-        off: u64,
+        off: usize,
     },
 }
 
@@ -459,18 +439,6 @@ impl MemMap {
         Ok(self.nq[self.core_index(core)?])
     }
 
-    /// The NQ ring of `engine` of `core`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn nq_ring_of(&self, core: u8, engine: u8) -> Result<RegionHandle, UnitError> {
-        self.nq_rings_of(core)?
-            .get(usize::from(engine))
-            .copied()
-            .ok_or(UnitError::Engine {
-                engine,
-                engines: nq::ENGINES,
-            })
-    }
-
     /// DRAM offset of a core's area.
     pub fn core_area_off(&self, core: u8) -> u64 {
         u64::from(core) * CORE_AREA
@@ -510,39 +478,22 @@ impl MemMap {
         REGS_BASE + u64::from(core) * WINDOW_STRIDE + off as u64
     }
 
-    /// The region and offset of a DRAM or DMEM window (`None` for a
-    /// register block, which is reached word by word).
-    pub fn region_of(&self, w: Window) -> Option<(RegionHandle, usize)> {
-        match w {
-            Window::Dram { off } => Some((self.dram, off as usize)),
-            Window::Dmem { core, off } => Some((self.dmem[usize::from(core)], off as usize)),
-            Window::Regs { .. } => None,
-        }
-    }
-
     /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].
     pub fn translate(&self, pa: u64, len: u64) -> Result<Window, BadPa> {
         let bad = BadPa { pa, len };
         let end = pa.checked_add(len).ok_or(bad)?;
         if pa >= DRAM_BASE && end <= DRAM_BASE + self.config.dram_size {
-            return Ok(Window::Dram {
-                off: pa - DRAM_BASE,
-            });
+            return Ok(Window::Mem(self.dram, (pa - DRAM_BASE) as usize));
         }
         let cores = u64::from(self.config.cores);
-        for (base, size, is_dmem) in [
-            (DMEM_BASE, DMEM_SIZE as u64, true),
-            (REGS_BASE, REGS_SIZE as u64, false),
-        ] {
+        for (base, size) in [(DMEM_BASE, DMEM_SIZE), (REGS_BASE, REGS_SIZE)] {
             if pa >= base && pa < base + cores * WINDOW_STRIDE {
-                let core = (pa - base) / WINDOW_STRIDE;
-                let off = (pa - base) % WINDOW_STRIDE;
-                if off + len <= size {
-                    let core = core as u8;
-                    return Ok(if is_dmem {
-                        Window::Dmem { core, off }
-                    } else {
-                        Window::Regs { core, off }
+                let (core, off) = ((pa - base) / WINDOW_STRIDE, (pa - base) % WINDOW_STRIDE);
+                if off + len <= size as u64 {
+                    let (core, off) = (core as u8, off as usize);
+                    return Ok(match base {
+                        DMEM_BASE => Window::Mem(self.dmem[usize::from(core)], off),
+                        _ => Window::Regs { core, off },
                     });
                 }
             }

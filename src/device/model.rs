@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
-use super::isa::{self, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
+use super::isa::{ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES};
 use crate::prng::SplitMix64;
 use crate::wire::nq::ErrorClass;
 
@@ -40,13 +40,10 @@ wire_enum! {
 }
 
 impl Section {
-    /// The base register that points at the section.
+    /// The base register that points at the section: its code is the
+    /// register's (`R0`, `R1`, `R2`).
     pub const fn base(self) -> Base {
-        match self {
-            Section::Constants => Base::R0,
-            Section::Scratch => Base::R1,
-            Section::Io => Base::R2,
-        }
+        Base::ALL[self as usize]
     }
 }
 
@@ -69,11 +66,6 @@ impl TensorDesc {
         self.shape
             .iter()
             .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
-    }
-
-    /// Size in bytes (saturating).
-    pub fn bytes(&self) -> u64 {
-        self.elems().saturating_mul(4)
     }
 
     /// The operand addressing its first element.
@@ -100,11 +92,6 @@ impl MemUsage {
     /// (docs/abi.md §2.6).
     pub const fn as_array(&self) -> [u64; 4] {
         [self.code, self.tensors, self.constants, self.scratchpad]
-    }
-
-    /// Sum of all four.
-    pub const fn total(&self) -> u64 {
-        self.code + self.tensors + self.constants + self.scratchpad
     }
 }
 
@@ -589,12 +576,22 @@ impl ModelImage {
                 continue;
             };
             let _ = writeln!(s, "{e}: block at +{off:#x} (pa {:#x})", self.load_pa + off);
-            let (insns, err) = isa::disassemble(self.bytes.get(off as usize..).unwrap_or(&[]));
-            for (o, insn) in insns {
-                let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + o);
-            }
-            if let Some(e) = err {
-                let _ = writeln!(s, "  <{e}>");
+            // Disassembled until `END`, the end of the image or a word
+            // that does not decode.
+            let code = self.bytes.get(off as usize..).unwrap_or(&[]);
+            for (j, chunk) in code.chunks(INSN_BYTES).enumerate() {
+                match Insn::from_bytes(chunk) {
+                    Ok(insn) => {
+                        let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + j * INSN_BYTES);
+                        if insn == Insn::End {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = writeln!(s, "  <{e}>");
+                        break;
+                    }
+                }
             }
         }
         s
@@ -717,26 +714,19 @@ impl MlpSpec {
             .collect()
     }
 
-    fn check_shape(&self) -> Result<(), ModelError> {
+    /// The builder with the MLP's blocks, layout and reference.
+    pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
         for (what, v) in [
             ("batch", self.batch),
             ("input", self.input),
             ("hidden", self.hidden),
             ("output", self.output),
         ] {
-            if v == 0 || u64::from(v) > 4096 {
-                return Err(ModelError::BadShape {
-                    what,
-                    value: u64::from(v),
-                });
+            if v == 0 || v > 4096 {
+                let value = u64::from(v);
+                return Err(ModelError::BadShape { what, value });
             }
         }
-        Ok(())
-    }
-
-    /// The builder with the MLP's blocks, layout and reference.
-    pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
-        self.check_shape()?;
         let (bt, i, h, o) = (self.batch, self.input, self.hidden, self.output);
         let w = self.weights();
         let mut mb = ModelBuilder::new("mlp");

@@ -46,12 +46,12 @@ impl Lap {
     /// or engine the device does not have.
     #[cfg(any(test, feature = "testkit"))]
     fn new(map: &MemMap, core: u8, engine: u8) -> Result<Lap, UnitError> {
-        Ok(Lap::at(
-            map.nq_ring_of(core, engine)?,
-            map.regs_of(core)?,
+        let ring = map.nq_rings_of(core)?.get(usize::from(engine)).copied();
+        let ring = ring.ok_or(UnitError::Engine {
             engine,
-            map.config.nq_len,
-        ))
+            engines: nq::ENGINES,
+        })?;
+        Ok(Lap::at(ring, map.regs_of(core)?, engine, map.config.nq_len))
     }
 
     /// At the start of `ring` (engine `engine`), whose core's registers are
@@ -228,12 +228,6 @@ impl NqReader {
                 err,
             }),
         }
-    }
-
-    /// Records consumed so far.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn consumed(&self) -> u32 {
-        self.lap.count
     }
 }
 

@@ -73,39 +73,26 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
     /// not all inside the model heap or `pa` is not aligned to `align`.
     fn off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
-        let bad = BadPa {
-            pa,
-            len: len as u64,
-        };
-        match pa.checked_add(len as u64) {
+        let len = len as u64;
+        match pa.checked_add(len) {
             Some(end) if pa >= self.lo && end <= self.hi && pa % align == 0 => {
                 Ok((pa - DRAM_BASE) as usize)
             }
-            _ => Err(bad),
+            _ => Err(BadPa { pa, len }),
         }
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
         let off = self.off(pa, data.len(), 1)?;
-        self.hal
-            .copy_in(self.dram, off, data)
-            .map_err(|_| BadPa {
-                pa,
-                len: data.len() as u64,
-            })
+        let len = data.len() as u64;
+        self.hal.copy_in(self.dram, off, data).map_err(|_| BadPa { pa, len })
     }
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
-        let len = out.len();
-        let off = self.off(pa, len, 1)?;
-        self.hal
-            .copy_out(self.dram, off, out)
-            .map_err(|_| BadPa {
-                pa,
-                len: len as u64,
-            })
+        let (off, len) = (self.off(pa, out.len(), 1)?, out.len() as u64);
+        self.hal.copy_out(self.dram, off, out).map_err(|_| BadPa { pa, len })
     }
 
     /// The word at `pa` (one of a range that was refused as a whole: word
@@ -163,7 +150,7 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
 /// engine `e` starting at `req.engine_address(e)` (0 = idle) at
 /// `start_cycle`. Implementations must not panic on bad addresses: an access
 /// outside device memory is an engine error in the report, as
-/// [`engine::Executor::run_request`] makes it.
+/// [`engine::Executor::run`] makes it.
 pub trait RequestExecutor: Send {
     /// Execute one request.
     fn execute(
@@ -182,7 +169,7 @@ impl RequestExecutor for engine::Executor {
         req: &DeviceExecRequest,
         start_cycle: u64,
     ) -> ExecReport {
-        self.run_request(mem, req, start_cycle)
+        self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
     }
 }
 
@@ -201,24 +188,20 @@ impl RequestExecutor for NullExecutor {
     fn execute(&mut self, _: &dyn DeviceMemory, req: &DeviceExecRequest, start: u64) -> ExecReport {
         let engines = Engine::ALL.map(|e| {
             let busy = req.engine_address(e) != 0;
-            let status = [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)];
-            let end_cycle = start.saturating_add(if busy { self.cycles } else { 0 });
-            let (steps, fault) = (u64::from(busy), None);
             EngineReport {
-                status,
+                status: [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)],
                 start_cycle: start,
-                end_cycle,
-                steps,
-                fault,
+                end_cycle: start.saturating_add(if busy { self.cycles } else { 0 }),
+                steps: u64::from(busy),
+                fault: None,
             }
         });
         let end_cycle = engines.iter().map(|e| e.end_cycle).max().unwrap_or(start);
-        let first_error = None;
         ExecReport {
             engines,
             macs: 0,
             end_cycle,
-            first_error,
+            first_error: None,
         }
     }
 }
@@ -387,10 +370,9 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// cores are independent, and a sequencer touches only the state of the
     /// cores it polls).
     pub fn poll_one(&mut self, core: u8, now: u64) -> Result<Progress, SequencerError> {
-        let c = usize::from(core);
         let mut p = Progress::default();
-        if c < self.cores.len() {
-            self.poll_core(c, now, &mut p)
+        if usize::from(core) < self.cores.len() {
+            self.poll_core(usize::from(core), now, &mut p)
                 .map_err(|error| SequencerError { core, error })?;
         }
         Ok(p)

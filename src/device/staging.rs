@@ -28,7 +28,7 @@ use crate::hal::{Hal, HalError, Ordering};
 use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::udma::UdmaError;
 
-use super::dma::{DmaError, QueueProducer};
+use super::dma::QueueProducer;
 use super::memmap::{core_area, dmem, reg, MemMap, UnitError};
 use super::nq::EngineMask;
 
@@ -144,15 +144,6 @@ error_enum! {
         Encode(#[source] UdmaError) => "descriptor: {0}",
         /// The HAL refused an access.
         Hal(#[from] HalError) => "{0}",
-    }
-}
-
-impl From<DmaError> for StageError {
-    fn from(e: DmaError) -> Self {
-        match e {
-            DmaError::Encode(e) => StageError::Encode(e),
-            DmaError::Hal(e) => StageError::Hal(e),
-        }
     }
 }
 
