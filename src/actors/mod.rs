@@ -17,7 +17,8 @@
 //!   machines with `fsm::step_traced::<M>(state, event, id, cx)` and every
 //!   transition lands in the trace.
 //! - [`TraceSink`] / [`TraceEvent`]: the trace interface (a kind and a stable
-//!   text per event). The file format lives in `crate::system::trace`.
+//!   text per event), defined with the tracer in `crate::sim::events`. The
+//!   file format lives in `crate::system::trace`.
 //! - [`mailbox`]: the bounded SPSC mailbox (`push` gives the item back as
 //!   [`mailbox::Full`] when the mailbox is full).
 //!
@@ -60,51 +61,8 @@ use std::os::fd::RawFd;
 
 use crate::fsm::slot::{SlotEvent, SlotFsm, SlotState};
 use crate::fsm::{step_traced, Transition, TransitionHook};
+pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink, TransitionText};
 use crate::sim::tracer::TraceLog;
-
-/// A time in nanoseconds: virtual (deterministic runner) or since the
-/// runner started (threaded runner). Actors receive it in `Cx`; they never
-/// read a clock themselves.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Nanos(pub u64);
-
-impl Nanos {
-    /// Time zero.
-    pub const ZERO: Nanos = Nanos(0);
-    /// The largest representable time.
-    pub const MAX: Nanos = Nanos(u64::MAX);
-
-    /// `us` microseconds.
-    pub const fn from_micros(us: u64) -> Nanos {
-        Nanos(us.saturating_mul(1_000))
-    }
-
-    /// `ms` milliseconds.
-    pub const fn from_millis(ms: u64) -> Nanos {
-        Nanos(ms.saturating_mul(1_000_000))
-    }
-
-    /// The raw nanosecond count.
-    pub const fn as_u64(self) -> u64 {
-        self.0
-    }
-
-    /// `self + d`, saturating at [`Nanos::MAX`].
-    pub const fn saturating_add(self, d: Nanos) -> Nanos {
-        Nanos(self.0.saturating_add(d.0))
-    }
-
-    /// `self - earlier`, or zero when `earlier` is later.
-    pub const fn saturating_sub(self, earlier: Nanos) -> Nanos {
-        Nanos(self.0.saturating_sub(earlier.0))
-    }
-}
-
-impl fmt::Display for Nanos {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
-    }
-}
 
 /// What one [`Actor::poll`] achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -135,83 +93,6 @@ pub enum Idle {
     /// actor work must publish the work first and signal the fd second, and
     /// the actor itself must not read the fd.
     Fd(RawFd),
-}
-
-/// One trace record as an actor, the HAL tracer or a runner hands it over:
-/// a kind (`fsm`, `hal`, `msg`, `run`, ...) and a stable, single-line text.
-/// The text is formatted only if the sink is enabled, straight into the
-/// sink's preallocated line buffer.
-#[derive(Clone, Copy)]
-pub struct TraceEvent<'a> {
-    /// Short lower-case kind tag; a stable part of the trace format.
-    pub kind: &'static str,
-    /// The event text. It must not depend on addresses, wall time or hash
-    /// seeds (the same seed must give byte-identical traces); newlines are
-    /// escaped by the sink.
-    pub text: &'a dyn fmt::Display,
-}
-
-impl fmt::Debug for TraceEvent<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TraceEvent({} {})", self.kind, self.text)
-    }
-}
-
-/// Where trace events go. Implemented by `crate::system::trace::Trace` (the
-/// file format) and [`NullTrace`] (discard).
-pub trait TraceSink {
-    /// `false` when records are discarded; callers skip formatting then.
-    fn enabled(&self) -> bool;
-    /// Record `event`, stamped with `now` and the name of the acting `actor`.
-    fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>);
-    /// Record a HAL operation (kind `hal`). The default records its text;
-    /// a binary sink encodes the operation instead and formats nothing.
-    fn record_hal(&mut self, now: Nanos, actor: &str, op: &crate::sim::tracer::TraceOp) {
-        let text = crate::sim::tracer::show(op, Some(crate::device::memmap::trace_names));
-        self.record(
-            now,
-            actor,
-            TraceEvent {
-                kind: "hal",
-                text: &text,
-            },
-        );
-    }
-    /// Record HAL operations already encoded in the binary event stream (an
-    /// encoding `TraceLog`, see `crate::sim::tracer::TraceLog::encoding`),
-    /// one `hal` event each. Only a binary trace without a text view takes
-    /// them (the default panics: an encoding log carries no text); the
-    /// simulator attaches an encoding log only to such a trace.
-    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &crate::sim::tracer::Encoded) {
-        let _ = (now, actor, ops);
-        panic!("this trace sink renders text and cannot take encoded HAL operations");
-    }
-    /// Record a state-machine transition (kind `fsm`). The default records
-    /// its [`TransitionText`]; a binary sink encodes the names instead.
-    fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
-        let text = TransitionText(t);
-        self.record(
-            now,
-            actor,
-            TraceEvent {
-                kind: "fsm",
-                text: &text,
-            },
-        );
-    }
-}
-
-/// A sink that discards everything (tracing off).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NullTrace;
-
-impl TraceSink for NullTrace {
-    #[inline]
-    fn enabled(&self) -> bool {
-        false
-    }
-    #[inline]
-    fn record(&mut self, _now: Nanos, _actor: &str, _event: TraceEvent<'_>) {}
 }
 
 /// The context of one poll: the time, the actor's name and the trace.
@@ -316,23 +197,6 @@ impl fmt::Debug for Cx<'_> {
     }
 }
 
-/// The trace text of a state-machine transition:
-/// `<machine>#<id> <FROM> --<event>--> <TO>` (the arrow of
-/// [`crate::fsm::render_table`]).
-#[derive(Clone, Copy, Debug)]
-pub struct TransitionText(pub Transition);
-
-impl fmt::Display for TransitionText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = &self.0;
-        write!(
-            f,
-            "{}#{} {} --{}--> {}",
-            t.machine, t.id, t.from, t.event, t.to
-        )
-    }
-}
-
 impl TransitionHook for Cx<'_> {
     #[inline]
     fn on_transition(&mut self, t: Transition) {
@@ -370,7 +234,8 @@ impl HalTap {
         }
         log.drain_each(|r| {
             if cx.tracing {
-                cx.trace.record_hal(cx.now, cx.actor, &r.op);
+                cx.trace
+                    .record_hal(cx.now, cx.actor, &r.op, Some(crate::device::memmap::trace_names));
             }
         });
     }

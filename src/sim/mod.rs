@@ -14,6 +14,7 @@
 //! Each middleware wraps `Hal::access` once, so it composes over any backend,
 //! the Linux one included.
 
+pub mod events;
 pub mod fake;
 pub mod fault;
 pub mod tracer;

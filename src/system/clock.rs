@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::actors::Nanos;
+use crate::sim::events::Nanos;
 
 /// The deterministic runner's clock: it advances by a fixed quantum per poll
 /// and jumps forward when nobody can make progress.

@@ -74,9 +74,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::actors::{Nanos, TraceEvent, TraceSink, TransitionText};
 use crate::fsm::Transition;
-use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, TraceOp};
+use crate::sim::events::{Nanos, TraceEvent, TraceSink, TransitionText};
+use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, Namer, TraceOp};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -967,8 +967,8 @@ impl TraceSink for Trace {
         );
     }
 
-    fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp) {
-        let text = crate::sim::tracer::show(op, Some(crate::device::memmap::trace_names));
+    fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp, names: Option<Namer>) {
+        let text = crate::sim::tracer::show(op, names);
         self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
     }
 
@@ -1445,7 +1445,12 @@ mod tests {
                 0 => t.record(now, "producer", ev("msg", &Bomb)),
                 1 => {
                     let v = if bad == Some(i) { 7 } else { i as u32 };
-                    t.record_hal(now, "device0", &op(v));
+                    t.record_hal(
+                        now,
+                        "device0",
+                        &op(v),
+                        Some(crate::device::memmap::trace_names),
+                    );
                 }
                 _ => t.record_fsm(now, "worker0", transition()),
             }
@@ -1549,7 +1554,12 @@ mod tests {
                 0 => t.record(now, "producer", ev("msg", &"note")),
                 1 => {
                     let v = if bad == Some(i) { 7 } else { i as u32 };
-                    t.record_hal(now, "device0", &op(v));
+                    t.record_hal(
+                        now,
+                        "device0",
+                        &op(v),
+                        Some(crate::device::memmap::trace_names),
+                    );
                 }
                 _ => t.record_fsm(now, "worker0", transition()),
             }
