@@ -615,7 +615,8 @@ impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
         self.entries.get(index).map(|(_, v)| v)
     }
 
-    /// Every id, in creation order.
+    /// Every id, in creation order (the fake HAL's `Debug`).
+    #[cfg(feature = "sim")]
     pub(crate) fn ids(&self) -> impl Iterator<Item = K> + '_ {
         self.entries.iter().map(|(k, _)| *k)
     }
