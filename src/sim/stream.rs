@@ -1,5 +1,5 @@
 //! The trace's binary event stream, written once beside the encoding of the
-//! HAL operations it carries ([`crate::sim::tracer::TraceOp::encode`]): the
+//! HAL operations it carries (`TraceOp::encode`): the
 //! header line, the event encoding (tag, time delta, actor, payload), the
 //! running digest and checkpoint hash, the checkpoint file's records, and
 //! the checkpoint-by-checkpoint compare of a replay with its recording. The
