@@ -7,6 +7,9 @@
 //!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base):
 //!   the one HAL event stream, its text view, its binary encoding for the
 //!   trace digest and `tracer::replay` (`testkit`).
+//! - [`stream`]: the trace's binary event stream (header, event encoding,
+//!   digest, checkpoints, a replay's compare) that `crate::system::trace`
+//!   writes to its files.
 //! - [`fault::FaultInjector`]: seeded ([`crate::prng::SplitMix64`]) corruption
 //!   of descriptors, dropped doorbells, dropped or rewritten NQ records, stale
 //!   register reads.
@@ -17,4 +20,5 @@
 pub mod events;
 pub mod fake;
 pub mod fault;
+pub mod stream;
 pub mod tracer;
