@@ -25,11 +25,34 @@
 //! | `M2S_TAIL_INC`, `S2M_TAIL_INC` | host (doorbell) | device | `tail_inc`: fetch_add release | load acquire |
 //! | `M2S_HEAD`, `S2M_HEAD` | device | host | store release | load acquire |
 
-use crate::hal::{Dir, Hal, Ordering, RegionHandle};
+use crate::hal::{Dir, Hal, HalError, Ordering, RegionHandle};
 use crate::wire::udma::{self, LenCtrl, M2sDesc, S2mDesc, UdmaError};
 
 use super::memmap::{reg, BadPa, MemMap, UnitError, Window};
-use super::staging::StageError;
+
+error_enum! {
+    /// Why staging refused. Nothing was written and nothing changed: retry later.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum StageError {
+        /// Every request buffer of the core holds a request the device has not
+        /// executed yet.
+        Busy {
+            /// Requests staged and not yet executed.
+            in_flight: u32,
+        } => "all request buffers busy ({in_flight} in flight)",
+        /// The descriptor rings lack room for the three pairs.
+        RingFull {
+            /// Slots needed (3 pairs).
+            need: u32,
+            /// Slots free.
+            free: u32,
+        } => "descriptor ring full (need {need}, {free} free)",
+        /// A descriptor did not encode (a bug: lengths are constants).
+        Encode(#[source] UdmaError) => "descriptor: {0}",
+        /// The HAL refused an access.
+        Hal(#[from] HalError) => "{0}",
+    }
+}
 
 /// One side's position in a core's descriptor rings: the slot it is at,
 /// the ring id that slot carries on this lap (1 on the first, stepping by 1

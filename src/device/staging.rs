@@ -26,7 +26,6 @@ use std::sync::Arc;
 
 use crate::hal::{Hal, HalError, Ordering};
 use crate::wire::device_request::{self, DeviceExecRequest, Engine};
-use crate::wire::udma::UdmaError;
 
 use super::dma::QueueProducer;
 use super::memmap::{core_area, dmem, reg, MemMap, UnitError};
@@ -123,29 +122,7 @@ pub struct Staged {
     pub request: DeviceExecRequest,
 }
 
-error_enum! {
-    /// Why staging refused. Nothing was written and nothing changed: retry later.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub enum StageError {
-        /// Every request buffer of the core holds a request the device has not
-        /// executed yet.
-        Busy {
-            /// Requests staged and not yet executed.
-            in_flight: u32,
-        } => "all request buffers busy ({in_flight} in flight)",
-        /// The descriptor rings lack room for the three pairs.
-        RingFull {
-            /// Slots needed (3 pairs).
-            need: u32,
-            /// Slots free.
-            free: u32,
-        } => "descriptor ring full (need {need}, {free} free)",
-        /// A descriptor did not encode (a bug: lengths are constants).
-        Encode(#[source] UdmaError) => "descriptor: {0}",
-        /// The HAL refused an access.
-        Hal(#[from] HalError) => "{0}",
-    }
-}
+pub use super::dma::StageError;
 
 /// Trigger pairs per request.
 pub const PAIRS_PER_REQUEST: u32 = 3;
