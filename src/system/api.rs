@@ -40,10 +40,10 @@
 //! ```
 
 use std::path::Path;
-use std::sync::{Arc, MutexGuard};
+use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{Lane, Request};
+use crate::actors::producer::{Lane, ProducerStats, Request};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
@@ -234,7 +234,7 @@ pub struct Execution {
 /// assert_eq!(report.device.executed, 3);
 /// assert_eq!((report.nds_errors, report.publisher_fsm_violations), (0, 0));
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SystemReport {
     /// Per worker (core order).
     pub workers: Vec<WorkerStats>,
@@ -639,37 +639,41 @@ impl<H: Hal + 'static> System<H> {
                 "shutdown: executions still in flight after 30 s".into()
             }));
         }
+        Ok(SystemReport::collect(&self.shared, rep.actors).0)
+    }
+}
+
+impl SystemReport {
+    /// What the system's actors did, once their run has ended, and the
+    /// producer's counters when one was among them (`xunds run`'s).
+    pub(crate) fn collect<H: Hal>(
+        shared: &Shared<H>,
+        actors: Vec<SysActor<H>>,
+    ) -> (SystemReport, ProducerStats) {
+        let mut producer = ProducerStats::default();
         let mut workers = Vec::new();
         let mut device = DeviceStats::default();
-        let mut nds_errors = 0;
-        for a in rep.actors {
+        for a in actors {
             match a {
+                SysActor::Producer(p) => producer = p.stats(),
                 SysActor::Worker(w) => workers.push(w.stats().clone()),
                 SysActor::Device(d) => device.merge(&d.stats()),
                 SysActor::Publisher(_) => {}
-                SysActor::Producer(_) => {}
             }
         }
-        // Ordering: Acquire; pairs with the publisher's Release store of
-        // `errors` after its thread has run (report read after join).
-        nds_errors += self
-            .shared
-            .pub_stats
-            .errors
-            .load(std::sync::atomic::Ordering::Acquire);
-        let lanes = self.shared.lane_stats.iter().map(|s| s.get()).collect();
-        let publisher_fsm_violations = self
-            .shared
-            .pub_stats
-            .fsm_violations
-            .load(std::sync::atomic::Ordering::Relaxed);
-        Ok(SystemReport {
+        let report = SystemReport {
             workers,
             device,
-            lanes,
-            nds_errors,
-            publisher_fsm_violations,
-        })
+            lanes: shared.lane_stats.iter().map(|s| s.get()).collect(),
+            // Ordering: Acquire; pairs with the publisher's Release store of
+            // `errors` (read once its run has ended).
+            nds_errors: shared.pub_stats.errors.load(atomic::Ordering::Acquire),
+            publisher_fsm_violations: shared
+                .pub_stats
+                .fsm_violations
+                .load(atomic::Ordering::Relaxed),
+        };
+        (report, producer)
     }
 }
 

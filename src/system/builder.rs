@@ -244,41 +244,34 @@ impl<H: Hal> core::fmt::Debug for SysActor<H> {
     }
 }
 
+/// `$body` with `$a` bound to whichever actor `$actor` holds (a match, so
+/// each arm is a direct, inlinable call).
+macro_rules! each {
+    ($actor:expr, $a:ident => $body:expr) => {
+        match $actor {
+            SysActor::Producer($a) => $body,
+            SysActor::Worker($a) => $body,
+            SysActor::Device($a) => $body,
+            SysActor::Publisher($a) => $body,
+        }
+    };
+}
+
 impl<H: Hal> Actor for SysActor<H> {
     fn name(&self) -> &str {
-        match self {
-            SysActor::Producer(a) => a.name(),
-            SysActor::Worker(a) => a.name(),
-            SysActor::Device(a) => a.name(),
-            SysActor::Publisher(a) => a.name(),
-        }
+        each!(self, a => a.name())
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
-        match self {
-            SysActor::Producer(a) => a.poll(cx),
-            SysActor::Worker(a) => a.poll(cx),
-            SysActor::Device(a) => a.poll(cx),
-            SysActor::Publisher(a) => a.poll(cx),
-        }
+        each!(self, a => a.poll(cx))
     }
 
     fn idle(&self) -> Idle {
-        match self {
-            SysActor::Producer(a) => a.idle(),
-            SysActor::Worker(a) => a.idle(),
-            SysActor::Device(a) => a.idle(),
-            SysActor::Publisher(a) => a.idle(),
-        }
+        each!(self, a => a.idle())
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
-        match self {
-            SysActor::Producer(a) => a.next_deadline(),
-            SysActor::Worker(a) => a.next_deadline(),
-            SysActor::Device(a) => a.next_deadline(),
-            SysActor::Publisher(a) => a.next_deadline(),
-        }
+        each!(self, a => a.next_deadline())
     }
 }
 
@@ -347,35 +340,28 @@ impl Placement {
     }
 }
 
-/// A built system: the shared part and the daemon actors (workers, device
-/// proxy, publisher), not yet running.
+/// A built system: the shared part and the daemon actors (one worker per
+/// core, then one device proxy per core, then the publisher), not yet
+/// running.
 pub struct Built<H: Hal> {
     /// Shared by the API, the producer actor and the daemons.
     pub shared: Arc<Shared<H>>,
-    /// One worker per core.
-    pub workers: Vec<WorkerActor<H>>,
-    /// One device proxy per core.
-    pub devices: Vec<DeviceProxy<H, Executor>>,
-    /// The publisher.
-    pub publisher: PublisherActor<MappedSlab>,
+    /// The daemons, in that order.
+    pub daemons: Vec<SysActor<H>>,
 }
 
 impl<H: Hal> core::fmt::Debug for Built<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Built")
-            .field("workers", &self.workers.len())
+            .field("daemons", &self.daemons)
             .finish_non_exhaustive()
     }
 }
 
 impl<H: Hal> Built<H> {
-    /// The daemons as [`SysActor`]s (workers first, then the device
-    /// proxies, then the publisher).
+    /// The shared part and the daemons.
     pub fn into_daemons(self) -> (Arc<Shared<H>>, Vec<SysActor<H>>) {
-        let mut v: Vec<SysActor<H>> = self.workers.into_iter().map(SysActor::Worker).collect();
-        v.extend(self.devices.into_iter().map(SysActor::Device));
-        v.push(SysActor::Publisher(self.publisher));
-        (self.shared, v)
+        (self.shared, self.daemons)
     }
 }
 
@@ -503,20 +489,14 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             cfg.record_tags.unwrap_or(0),
         ));
     }
-    let devices = device_wakes
-        .into_iter()
-        .enumerate()
-        .map(|(core, wake)| {
-            DeviceProxy::new(
-                dev.sequencer(Executor::new(Limits::DEFAULT)),
-                wake,
-                tap.clone(),
-                Nanos(cfg.ring_id_grace_ns),
-            )
-            .for_core(core as u8)
-        })
-        .collect();
-    let publisher = PublisherActor::new(PublisherParts {
+    let devices = device_wakes.into_iter().enumerate().map(|(core, wake)| {
+        let seq = dev.sequencer(Executor::new(Limits::DEFAULT));
+        let grace = Nanos(cfg.ring_id_grace_ns);
+        SysActor::Device(DeviceProxy::new(seq, wake, tap.clone(), grace).for_core(core as u8))
+    });
+    let mut daemons: Vec<SysActor<H>> = workers.into_iter().map(SysActor::Worker).collect();
+    daemons.extend(devices);
+    daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,
         from_workers,
@@ -525,7 +505,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         wake: Arc::clone(&pub_wake),
         stats: Arc::clone(&pub_stats),
         trace_records: cfg.trace_transitions,
-    });
+    })));
     // The system's own host memory: work items and rings.
     let misc = u64::from(cfg.cores) * mapped_len(u64::from(cfg.ring_capacity)) as u64
         + pools.iter().map(|p| p.host_bytes()).sum::<u64>();
@@ -546,15 +526,12 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         models,
         next_handle: AtomicU32::new(1),
     });
-    for w in &mut workers {
-        w.attach_lanes(Arc::clone(&shared.lanes));
+    for d in &mut daemons {
+        if let SysActor::Worker(w) = d {
+            w.attach_lanes(Arc::clone(&shared.lanes));
+        }
     }
-    Ok(Built {
-        shared,
-        workers,
-        devices,
-        publisher,
-    })
+    Ok(Built { shared, daemons })
 }
 
 impl<H: Hal> Shared<H> {

@@ -45,6 +45,7 @@ use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::status::NrtStatus;
 
+use super::api::SystemReport;
 use super::builder::{build, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
@@ -683,10 +684,10 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
 }
 
 /// Per-run outcome independent of the HAL type.
+#[derive(Default)]
 struct Outcome {
     producer: ProducerStats,
-    workers: Vec<WorkerStats>,
-    device: DeviceStats,
+    sys: SystemReport,
     elapsed: Duration,
     virtual_ns: Option<u64>,
     trace_xxh3: Option<String>,
@@ -698,21 +699,7 @@ struct Outcome {
     injected: usize,
     by_rule: Vec<u64>,
     pools: Vec<PoolAudit>,
-    nds_errors: u64,
-    publisher_fsm_violations: u64,
-    lanes: Vec<(u64, u64, u64)>,
     degraded: Vec<bool>,
-}
-
-fn collect<H: Hal>(actors: Vec<SysActor<H>>, o: &mut Outcome) {
-    for a in actors {
-        match a {
-            SysActor::Producer(p) => o.producer = p.stats(),
-            SysActor::Worker(w) => o.workers.push(w.stats().clone()),
-            SysActor::Device(d) => o.device.merge(&d.stats()),
-            SysActor::Publisher(_) => {}
-        }
-    }
 }
 
 /// Refuse a deterministic run whose trace files cannot be opened, touching
@@ -806,25 +793,8 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let (c, _) = shared.pub_stats.applied();
         c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
     };
-    let mut out = Outcome {
-        producer: ProducerStats::default(),
-        workers: Vec::new(),
-        device: DeviceStats::default(),
-        elapsed: Duration::ZERO,
-        virtual_ns: None,
-        trace_xxh3: None,
-        trace_lines: None,
-        replay: None,
-        read_back: None,
-        slab_shrunk: false,
-        injected: 0,
-        by_rule: Vec::new(),
-        pools: Vec::new(),
-        nds_errors: 0,
-        publisher_fsm_violations: 0,
-        lanes: Vec::new(),
-        degraded: Vec::new(),
-    };
+    let mut out = Outcome::default();
+    let actors;
     if cfg.deterministic {
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
@@ -864,7 +834,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         }
         out.trace_lines = cfg.digest.then_some(summary.lines);
         out.replay = summary.replay;
-        collect(r.into_actors(), &mut out);
+        actors = r.into_actors();
     } else {
         let mut r = ThreadedRunner::new(ThreadedConfig {
             max_wall: cfg.max_wall,
@@ -888,7 +858,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
         }
         let rep = running.join()?;
         out.elapsed = rep.elapsed;
-        collect(rep.actors, &mut out);
+        actors = rep.actors;
     }
     progress(done(&shared), cfg.executions);
     out.injected = shared.dev.hal().injected_count();
@@ -907,22 +877,12 @@ fn execute<H: Hal + InjectedCount + 'static>(
             .map(Box::new),
     );
     out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
-    out.lanes = shared.lane_stats.iter().map(|s| s.get()).collect();
     out.degraded = shared
         .healths
         .iter()
         .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
         .collect();
-    // Ordering: Acquire; pairs with the publisher's Release store of
-    // `errors` (read once the run has ended).
-    out.nds_errors = shared
-        .pub_stats
-        .errors
-        .load(std::sync::atomic::Ordering::Acquire);
-    out.publisher_fsm_violations = shared
-        .pub_stats
-        .fsm_violations
-        .load(std::sync::atomic::Ordering::Relaxed);
+    (out.sys, out.producer) = SystemReport::collect(&shared, actors);
     Ok(out)
 }
 
@@ -973,7 +933,7 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
     let mut latency = LatencyHist::new();
     let mut by_status = StatusCounts::default();
     let (mut ok, mut err, mut timed_out, mut checked, mut wrong, mut fifo) = (0, 0, 0, 0, 0, 0);
-    for w in &o.workers {
+    for w in &o.sys.workers {
         latency.merge(&w.latency);
         by_status.merge(&w.by_status);
         ok += w.ok;
@@ -1013,9 +973,9 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let pr = o.producer;
     let fsm_violations = FsmViolations {
-        worker: o.workers.iter().map(|w| w.fsm_violations).sum(),
-        device_proxy: o.device.fsm_violations,
-        publisher: o.publisher_fsm_violations,
+        worker: o.sys.workers.iter().map(|w| w.fsm_violations).sum(),
+        device_proxy: o.sys.device.fsm_violations,
+        publisher: o.sys.publisher_fsm_violations,
     };
     Ok(JobReport {
         // A run for a time gave out what its time allowed.
@@ -1028,12 +988,12 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         completed_ok: ok,
         completed_err: err,
         timed_out,
-        recoveries: o.workers.iter().map(|w| w.recoveries).sum(),
-        aborted: o.workers.iter().map(|w| w.aborted).sum(),
+        recoveries: o.sys.workers.iter().map(|w| w.recoveries).sum(),
+        aborted: o.sys.workers.iter().map(|w| w.aborted).sum(),
         bad_items: crate::actors::work::BadItem::NAMES
             .iter()
             .enumerate()
-            .map(|(i, name)| (*name, o.workers.iter().map(|w| w.bad_items[i]).sum()))
+            .map(|(i, name)| (*name, o.sys.workers.iter().map(|w| w.bad_items[i]).sum()))
             .collect(),
         refused_full: pr.refused_full,
         refused_unrecoverable: pr.refused_unrecoverable,
@@ -1064,11 +1024,11 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
         faults_injected: o.injected,
         faults_by_rule: o.by_rule,
         pools: o.pools,
-        device: o.device,
+        device: o.sys.device,
         producer: pr,
-        workers: o.workers,
-        nds_errors: o.nds_errors,
-        lanes: o.lanes,
+        workers: o.sys.workers,
+        nds_errors: o.sys.nds_errors,
+        lanes: o.sys.lanes,
         degraded: o.degraded,
         fsm_violations,
     })

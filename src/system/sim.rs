@@ -164,14 +164,8 @@ impl SimCase {
     /// The `xunds sim` arguments that replay exactly this case.
     pub fn sim_args(&self) -> String {
         format!(
-            "--seed {} --executions {} --cores {} --ring {} --models {} --model {} --faults {} --recover {} --timeout-ms {} --arrival {}",
-            self.seed,
-            self.executions,
-            self.cores,
-            self.ring,
-            self.models,
-            self.model.name(),
-            self.faults.text(),
+            "{} --recover {} --timeout-ms {} --arrival {}",
+            self.shared_args("--cores"),
             if self.recover { "on" } else { "off" },
             self.timeout_ms,
             self.rate.map_or("closed".to_string(), |r| r.to_string())
@@ -183,7 +177,18 @@ impl SimCase {
     /// state-machine violations, not every invariant of [`check`]).
     pub fn run_args(&self) -> String {
         format!(
-            "--deterministic --seed {} --executions {} --vncs {} --ring {} --models {} --model {} --faults {}{} --timeout-ms {}{}",
+            "--deterministic {}{} --timeout-ms {}{}",
+            self.shared_args("--vncs"),
+            if self.recover { " --recover" } else { "" },
+            self.timeout_ms,
+            self.rate.map_or(String::new(), |r| format!(" --rate {r}"))
+        )
+    }
+
+    /// The arguments both commands spell alike (the cores flag aside).
+    fn shared_args(&self, cores_flag: &str) -> String {
+        format!(
+            "--seed {} --executions {} {cores_flag} {} --ring {} --models {} --model {} --faults {}",
             self.seed,
             self.executions,
             self.cores,
@@ -191,9 +196,6 @@ impl SimCase {
             self.models,
             self.model.name(),
             self.faults.text(),
-            if self.recover { " --recover" } else { "" },
-            self.timeout_ms,
-            self.rate.map_or(String::new(), |r| format!(" --rate {r}"))
         )
     }
 
