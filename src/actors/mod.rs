@@ -61,7 +61,9 @@ use std::os::fd::RawFd;
 
 use crate::fsm::slot::{SlotEvent, SlotFsm, SlotState};
 use crate::fsm::{step_traced, Transition, TransitionHook};
-pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink, TransitionText};
+pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink};
+#[cfg(any(test, feature = "testkit"))]
+pub use crate::sim::events::TransitionText;
 use crate::sim::tracer::TraceLog;
 
 /// What one [`Actor::poll`] achieved.

@@ -35,7 +35,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, ActFn, BinOp, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
 use crate::fsm;
-pub use crate::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
+pub use crate::wire::device_request::{Engine, NUM_ENGINES};
+#[cfg(any(test, feature = "testkit"))]
+pub use crate::wire::device_request::DeviceExecRequest;
 use crate::wire::nq::ErrorClass;
 
 /// Word access to device memory by physical address. Implemented by the HAL

@@ -40,7 +40,9 @@ pub const FLAG_CHECK: u8 = 1 << 0;
 pub const FLAG_ACC: u8 = 1 << 1;
 
 /// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
-/// zeroed memory is never a program.
+/// zeroed memory is never a program. Every opcode is named here, including
+/// those the decoder reaches only through [`BinOp`]'s codes.
+#[allow(dead_code)]
 pub mod op {
     /// Stop: the engine is done.
     pub const END: u8 = 0x01;

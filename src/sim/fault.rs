@@ -8,7 +8,7 @@
 //!
 //! Every injection is counted ([`FaultInjector::injected_total`], per rule
 //! [`FaultInjector::injected_by_rule`]) and the last [`RECENT_INJECTIONS`]
-//! are kept with their place ([`FaultInjector::injected`]) so a test can show
+//! are kept with their place (`FaultInjector::injected`) so a test can show
 //! which fault produced which error. Memory stays bounded however long a
 //! faulty run lasts: counts, not a list of every injection.
 #![forbid(unsafe_code)]
@@ -163,7 +163,7 @@ pub struct Injected {
     pub at: String,
 }
 
-/// How many of the latest injections [`FaultInjector::injected`] keeps.
+/// How many of the latest injections `FaultInjector::injected` keeps.
 pub const RECENT_INJECTIONS: usize = 64;
 
 #[derive(Debug)]
@@ -220,12 +220,14 @@ impl<H: Hal> FaultInjector<H> {
     }
 
     /// The wrapped backend.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inner(&self) -> &H {
         &self.inner
     }
 
     /// The latest injections, oldest first: all of them up to
     /// [`RECENT_INJECTIONS`], then the last that many.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn injected(&self) -> Vec<Injected> {
         self.lock().recent.iter().cloned().collect()
     }

@@ -679,6 +679,7 @@ pub struct Tracer<H> {
 
 impl<H: Hal> Tracer<H> {
     /// Record every operation on `inner`.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new(inner: H) -> Tracer<H> {
         Tracer::with_filter(inner, TraceFilter::All)
     }
@@ -704,6 +705,7 @@ impl<H: Hal> Tracer<H> {
     }
 
     /// The wrapped backend.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn inner(&self) -> &H {
         &self.inner
     }
