@@ -40,10 +40,10 @@ pub const FLAG_CHECK: u8 = 1 << 0;
 pub const FLAG_ACC: u8 = 1 << 1;
 
 /// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
-/// zeroed memory is never a program. Every opcode is named here, including
-/// those the decoder reaches only through [`BinOp`]'s codes.
-#[allow(dead_code)]
+/// zeroed memory is never a program. The binary operators' codes are
+/// [`BinOp`]'s, named here too for programs written by hand.
 pub mod op {
+
     /// Stop: the engine is done.
     pub const END: u8 = 0x01;
     /// Do nothing for one cycle.
@@ -55,13 +55,17 @@ pub mod op {
     /// Store the word `p1` into `p0` words at `d`.
     pub const FILL: u8 = 0x11;
     /// `d[i] = a[i] + b[i mod b_len]`.
-    pub const ADD: u8 = 0x20;
+    #[cfg(any(test, feature = "testkit"))]
+    pub const ADD: u8 = super::BinOp::Add as u8;
     /// `d[i] = a[i] - b[i mod b_len]`.
-    pub const SUB: u8 = 0x21;
+    #[cfg(any(test, feature = "testkit"))]
+    pub const SUB: u8 = super::BinOp::Sub as u8;
     /// `d[i] = a[i] * b[i mod b_len]`.
-    pub const MUL: u8 = 0x22;
+    #[cfg(any(test, feature = "testkit"))]
+    pub const MUL: u8 = super::BinOp::Mul as u8;
     /// `d[i] = max(a[i], b[i mod b_len])`.
-    pub const MAX: u8 = 0x23;
+    #[cfg(any(test, feature = "testkit"))]
+    pub const MAX: u8 = super::BinOp::Max as u8;
     /// `d[i] = a[i] * scale + bias`.
     pub const AFFINE: u8 = 0x24;
     /// `d[m x n] (+)= a[m x k] . b[k x n]`.
@@ -126,7 +130,6 @@ wire_enum! {
         Max = 0x23 => "MAX",
     }
 }
-const _: () = assert!(BinOp::Add as u8 == op::ADD && BinOp::Max as u8 == op::MAX);
 
 impl BinOp {
     /// Apply it in f32.
