@@ -29,7 +29,7 @@ use super::watch::Sample;
 use crate::Obj;
 
 /// The whole document printed each period.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Document {
     /// One entry per watched runtime that passes the tag filter.
     pub neuron_runtime_data: Vec<RuntimeEntry>,
