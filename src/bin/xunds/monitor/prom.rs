@@ -115,18 +115,17 @@ fn escape(v: &str) -> String {
 }
 
 /// The companion's instance labels: `instance_info`'s fields, some
-/// renamed (all empty offline).
+/// renamed, all empty offline (as [`report::instance_info`]'s).
 fn instance_labels() -> Labels {
-    let i = report::instance_info();
-    let get = |k: &str| i.get(k).map_or(String::new(), |v| v.to_string());
-    vec![
-        ("instance_name", get("instance_name")),
-        ("instance_id", get("instance_id")),
-        ("instance_type", get("instance_type")),
-        ("availability_zone", get("instance_availability_zone")),
-        ("region", get("instance_region")),
-        ("subnet_id", get("subnet_id")),
-    ]
+    let names = [
+        "instance_name",
+        "instance_id",
+        "instance_type",
+        "availability_zone",
+        "region",
+        "subnet_id",
+    ];
+    names.map(|k| (k, String::new())).to_vec()
 }
 
 fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {

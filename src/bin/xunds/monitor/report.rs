@@ -179,27 +179,33 @@ pub struct MemoryUsed {
 /// datastore: 0) and tensors.
 pub const HOST_KINDS: [&str; 4] = ["application_memory", "constants", "dma_buffers", "tensors"];
 
-/// One loaded model (one model record), its memory at load time.
+/// One loaded model: its fresh model record (its memory at load time).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedModel {
-    /// The record's name.
-    pub name: String,
-    /// Hex.
-    pub uuid: String,
-    /// The record's model id.
-    pub model_id: u32,
+    /// The record as read.
+    pub record: ModelRecord,
     /// Its core ran executions during the period.
     pub is_running: bool,
-    /// The record's nc_index and sg_index: one subgraph, `sg_NN`.
-    pub nc_index: u8,
-    /// See `nc_index`.
-    pub sg_index: u8,
+}
+
+impl LoadedModel {
     /// Host bytes by [`HOST_KINDS`].
-    pub host: [u64; 4],
+    pub fn host(&self) -> [u64; 4] {
+        use MemSlot::*;
+        let host = |slot| self.record.usage(MemLocation::Host, slot).total_size;
+        let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
+        [app, host(Constants), 0, host(Tensors)]
+    }
+
     /// Device bytes by [`CORE_MEMORY`] kind; a model's scratchpad is
     /// counted as runtime memory, so its own is 0 (and left out of the
     /// document).
-    pub device: [u64; 5],
+    pub fn device(&self) -> [u64; 5] {
+        use MemSlot::*;
+        let dev = |slot| self.record.usage(MemLocation::Device, slot).total_size;
+        let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
+        [dev(Constants), dev(Code), 0, runtime, dev(Tensors)]
+    }
 }
 
 /// A sum of byte counts read from another process's slab: it saturates
@@ -240,13 +246,13 @@ impl Serialize for MemoryUsed {
 
 impl Serialize for LoadedModel {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let d = &self.device;
+        let (r, d, host) = (&self.record, &self.device(), &self.host());
         let subgraph = obj! {
             memory_used_bytes: obj! {
-                host: byte_sum(self.host),
+                host: byte_sum(host),
                 neuron_device: byte_sum(d),
                 usage_breakdown: obj! {
-                    host: named(HOST_KINDS, &self.host),
+                    host: named(HOST_KINDS, host),
                     neuron_device: obj! {
                         constants: d[0],
                         model_code: d[1],
@@ -255,15 +261,15 @@ impl Serialize for LoadedModel {
                     },
                 },
             },
-            neuroncore_index: u32::from(self.nc_index),
+            neuroncore_index: u32::from(r.nc_index),
             neuron_device_index: 0,
         };
         obj! {
-            name: &self.name,
-            uuid: &self.uuid,
-            model_id: self.model_id,
+            name: r.name_str(),
+            uuid: crate::hex(&r.uuid),
+            model_id: r.model_id,
             is_running: self.is_running,
-            subgraphs: Obj(vec![(format!("sg_{:02}", self.sg_index), subgraph)]),
+            subgraphs: Obj(vec![(format!("sg_{:02}", r.sg_index), subgraph)]),
         }
         .serialize(s)
     }
@@ -492,24 +498,6 @@ pub fn core_memory(now: &Counters) -> Vec<(usize, [u64; 5])> {
     now.cores_in_use().map(|core| (core, kinds(core))).collect()
 }
 
-fn loaded_model(r: &ModelRecord, running: bool) -> LoadedModel {
-    use MemSlot::*;
-    let host = |slot| r.usage(MemLocation::Host, slot).total_size;
-    let dev = |slot| r.usage(MemLocation::Device, slot).total_size;
-    let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
-    let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
-    LoadedModel {
-        name: r.name_str().into_owned(),
-        uuid: crate::hex(&r.uuid),
-        model_id: r.model_id,
-        is_running: running,
-        nc_index: r.nc_index,
-        sg_index: r.sg_index,
-        host: [app, host(Constants), 0, host(Tensors)],
-        device: [dev(Constants), dev(Code), 0, runtime, dev(Tensors)],
-    }
-}
-
 /// `memory_used`: the current totals, and one `loaded_models` entry per
 /// fresh model record; torn records are left out and named in `error`.
 pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
@@ -520,7 +508,10 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
             RecordRead::Fresh(r) => {
                 let core = usize::from(r.nc_index);
                 let running = d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
-                models.push(loaded_model(r, running));
+                models.push(LoadedModel {
+                    record: *r,
+                    is_running: running,
+                });
             }
             RecordRead::Unpublished => {}
             RecordRead::Torn(t) => errors.push(format!(

@@ -391,7 +391,7 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
     };
     let base = usize::from(ui.tab == 0);
     let none = MemoryUsed::default();
-    let host = |m: &LoadedModel| byte_sum(m.host);
+    let host = |m: &LoadedModel| byte_sum(m.host());
     for p in shown(v, ui) {
         let pk = format!("p{}", p.pid);
         let mem = memory(p).unwrap_or(&none);
@@ -406,7 +406,7 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
         }
         for (core, d) in &mem.cores {
             let ck = format!("{pk}/c{core}");
-            let on_core = |m: &&LoadedModel| usize::from(m.nc_index) == *core;
+            let on_core = |m: &&LoadedModel| usize::from(m.record.nc_index) == *core;
             let models: Vec<_> = mem.loaded_models.iter().filter(on_core).collect();
             let bytes = (byte_sum(models.iter().map(|m| host(m))), byte_sum(d));
             row(base, format!("NC {core}"), None, bytes, Some(ck.clone()));
@@ -414,22 +414,18 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
                 continue;
             }
             for m in &models {
-                let mk = format!("{ck}/m{}", m.model_id);
-                let bytes = (host(m), byte_sum(m.device));
-                row(
-                    base + 1,
-                    m.name.clone(),
-                    Some(m.model_id),
-                    bytes,
-                    Some(mk.clone()),
-                );
+                let (id, device) = (m.record.model_id, m.device());
+                let mk = format!("{ck}/m{id}");
+                let bytes = (host(m), byte_sum(device));
+                let name = m.record.name_str().into_owned();
+                row(base + 1, name, Some(id), bytes, Some(mk.clone()));
                 if open(&mk) {
-                    for (kind, b) in DEVICE_KINDS.iter().zip(m.device).filter(|(_, b)| *b > 0) {
+                    for (kind, b) in DEVICE_KINDS.iter().zip(device).filter(|(_, b)| *b > 0) {
                         row(base + 2, kind.to_string(), None, (0, b), None);
                     }
                 }
             }
-            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device)));
+            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device())));
             let outside = byte_sum(d).saturating_sub(in_models);
             row(base + 1, "outside models".into(), None, (0, outside), None);
         }
@@ -619,6 +615,8 @@ mod tests {
     use crate::Obj;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+    use xunds::wire::nds::c_string;
+    use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 
     fn screen(v: &View, ui: &Ui, w: u16, h: u16) -> String {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
@@ -662,15 +660,26 @@ mod tests {
                     .collect(),
                 loaded_models: (cores.iter())
                     .flat_map(|c| {
-                        (0..2).map(move |m| LoadedModel {
-                            name: format!("mlp{m}"),
-                            uuid: String::new(),
-                            model_id: 10 * c.0 as u32 + m,
-                            is_running: true,
-                            nc_index: c.0 as u8,
-                            sg_index: 0,
-                            host: [1024, 0, 0, 0],
-                            device: [mib, mib / 2, 0, 0, mib],
+                        (0..2).map(move |m| {
+                            let mut record = ModelRecord {
+                                name: c_string(&format!("mlp{m}")),
+                                model_id: 10 * c.0 as u32 + m,
+                                nc_index: c.0 as u8,
+                                ..ModelRecord::EMPTY
+                            };
+                            let (host, dev) = (MemLocation::Host, MemLocation::Device);
+                            for (loc, slot, bytes) in [
+                                (host, MemSlot::Code, 1024),
+                                (dev, MemSlot::Constants, mib),
+                                (dev, MemSlot::Code, mib / 2),
+                                (dev, MemSlot::Tensors, mib),
+                            ] {
+                                record.mem_usage[loc as usize][slot as usize].total_size = bytes;
+                            }
+                            LoadedModel {
+                                record,
+                                is_running: true,
+                            }
                         })
                     })
                     .collect(),
