@@ -55,9 +55,9 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         s.to_string()
     };
     full.to_socket_addrs()
-        .map_err(|e| format!("--prometheus {s:?}: {e}"))?
+        .map_err(|e| e.to_string())?
         .next()
-        .ok_or_else(|| format!("--prometheus {s:?}: no address"))
+        .ok_or_else(|| "no address".into())
 }
 
 /// Label names and values of one sample.
