@@ -302,7 +302,8 @@ impl Runtime {
                 RtGroup::MemoryUsed => {
                     let mut m = with_error(report::memory_used(s, was, secs), &err);
                     let running = state == "running";
-                    m.loaded_models
+                    m.values
+                        .loaded_models
                         .iter_mut()
                         .for_each(|x| x.is_running &= running);
                     r.memory_used = Some(m);
@@ -316,10 +317,9 @@ impl Runtime {
                     cpu_now = ticks.as_ref().ok().copied();
                     let v = match ticks {
                         Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
-                        Err(e) => report::RuntimeVcpu {
-                            period: secs,
+                        Err(e) => Group {
                             error: e,
-                            ..Default::default()
+                            ..Group::new(secs, Default::default())
                         },
                     };
                     r.neuron_runtime_vcpu_usage = Some(v);
@@ -362,18 +362,17 @@ impl Runtime {
 
 /// Set a group's error to `err`: on its last value when `keep_last` and
 /// there is one, else on an empty group (no growth).
-fn mark<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
-    let x = slot.get_or_insert_with(T::default);
+fn mark<T: Default>(slot: &mut Option<Group<T>>, err: &str, keep_last: bool) {
+    let x = slot.get_or_insert_with(Group::default);
     if !keep_last {
-        *x = T::default();
+        *x = Group::default();
     }
-    *x.error_mut() = err.into();
+    x.error = err.into();
 }
 
 /// `g` with `err` added to its own error.
-fn with_error<T: Group>(mut g: T, err: &str) -> T {
-    let e = g.error_mut();
-    *e = [e.as_str(), err]
+fn with_error<T>(mut g: Group<T>, err: &str) -> Group<T> {
+    g.error = [g.error.as_str(), err]
         .iter()
         .filter(|x| !x.is_empty())
         .copied()
@@ -384,9 +383,9 @@ fn with_error<T: Group>(mut g: T, err: &str) -> T {
 
 /// Copy a group computed without an error to `good`; drop it when it is
 /// not `on`.
-fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
-    if let Some(x) = now.as_mut() {
-        if x.error_mut().is_empty() {
+fn keep<T: Clone>(now: &mut Option<Group<T>>, good: &mut Option<Group<T>>, on: bool) {
+    if let Some(x) = now.as_ref() {
+        if x.error.is_empty() {
             *good = Some(x.clone());
         }
     }
@@ -590,10 +589,9 @@ impl Monitor {
                                 // A failed read keeps its baseline (time and
                                 // reading) for the next one.
                                 *at = prev;
-                                let v = report::VcpuUsage {
-                                    period: secs,
+                                let v = Group {
                                     error,
-                                    ..Default::default()
+                                    ..Group::new(secs, Default::default())
                                 };
                                 d.vcpu_usage = Some(v);
                             }

@@ -38,7 +38,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::report::{
-    byte_sum, CoreUse, Document, ExecutionStats, LoadedModel, MemoryUsed, RuntimeEntry, RuntimeVcpu,
+    byte_sum, CoreUse, Document, ExecutionStats, Group, LoadedModel, MemoryUsed, RuntimeEntry,
+    RuntimeVcpu,
 };
 
 /// A live terminal view of running xunds processes, as neuron-top.
@@ -106,7 +107,7 @@ fn core_use(p: &RuntimeEntry) -> impl Iterator<Item = &(String, CoreUse)> {
 
 /// A runtime's memory groups (none when it is not reported).
 fn memory(p: &RuntimeEntry) -> Option<&MemoryUsed> {
-    p.report.memory_used.as_ref()
+    p.report.memory_used.as_deref()
 }
 
 /// The runtime's error, or that it has exited ("" when neither).
@@ -120,7 +121,7 @@ fn note(p: &RuntimeEntry) -> String {
 }
 
 /// A vCPU group's (user, system) percentages, when read without an error.
-fn user_system(v: &Option<RuntimeVcpu>) -> Option<(f64, f64)> {
+fn user_system(v: &Option<Group<RuntimeVcpu>>) -> Option<(f64, f64)> {
     let v = v.as_ref().filter(|v| v.error.is_empty())?;
     Some((v.vcpu_usage.user, v.vcpu_usage.system))
 }
@@ -236,7 +237,7 @@ fn draw_utilization(
     let stats = procs
         .iter()
         .filter_map(|p| p.report.execution_stats.as_ref());
-    let per_s = |e: &ExecutionStats| match e.execution_summary.get("completed") {
+    let per_s = |e: &Group<ExecutionStats>| match e.execution_summary.get("completed") {
         Some(n) if e.period > 0.0 => *n as f64 / e.period,
         _ => 0.0,
     };
@@ -635,63 +636,72 @@ mod tests {
     fn proc(pid: u32, tag: &str, cores: &[(usize, f64, u64)]) -> RuntimeEntry {
         let mib = 1 << 20;
         let report = Report {
-            neuroncore_counters: Some(NeuroncoreCounters {
-                neuroncores_in_use: (cores.iter())
-                    .map(|&(core, util, flops)| {
-                        let u = CoreUse {
-                            neuroncore_utilization: util,
-                            flops,
-                        };
-                        (core.to_string(), u)
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            execution_stats: Some(ExecutionStats {
-                period: 1.0,
-                execution_summary: [("completed", 12_345)].into_iter().collect(),
-                error_summary: [("hardware", 3)].into_iter().collect(),
-                ..Default::default()
-            }),
-            memory_used: Some(MemoryUsed {
-                host: [4096, 2048, 0, 1024],
-                cores: (cores.iter())
-                    .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
-                    .collect(),
-                loaded_models: (cores.iter())
-                    .flat_map(|c| {
-                        (0..2).map(move |m| {
-                            let mut record = ModelRecord {
-                                name: c_string(&format!("mlp{m}")),
-                                model_id: 10 * c.0 as u32 + m,
-                                nc_index: c.0 as u8,
-                                ..ModelRecord::EMPTY
+            neuroncore_counters: Some(Group::new(
+                1.0,
+                NeuroncoreCounters {
+                    neuroncores_in_use: (cores.iter())
+                        .map(|&(core, util, flops)| {
+                            let u = CoreUse {
+                                neuroncore_utilization: util,
+                                flops,
                             };
-                            let (host, dev) = (MemLocation::Host, MemLocation::Device);
-                            for (loc, slot, bytes) in [
-                                (host, MemSlot::Code, 1024),
-                                (dev, MemSlot::Constants, mib),
-                                (dev, MemSlot::Code, mib / 2),
-                                (dev, MemSlot::Tensors, mib),
-                            ] {
-                                record.mem_usage[loc as usize][slot as usize].total_size = bytes;
-                            }
-                            LoadedModel {
-                                record,
-                                is_running: true,
-                            }
+                            (core.to_string(), u)
                         })
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            neuron_runtime_vcpu_usage: Some(RuntimeVcpu {
-                vcpu_usage: UserSystem {
-                    user: 35.5,
-                    system: 4.0,
+                        .collect(),
                 },
-                ..Default::default()
-            }),
+            )),
+            execution_stats: Some(Group::new(
+                1.0,
+                ExecutionStats {
+                    execution_summary: [("completed", 12_345)].into_iter().collect(),
+                    error_summary: [("hardware", 3)].into_iter().collect(),
+                    ..Default::default()
+                },
+            )),
+            memory_used: Some(Group::new(
+                1.0,
+                MemoryUsed {
+                    host: [4096, 2048, 0, 1024],
+                    cores: (cores.iter())
+                        .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
+                        .collect(),
+                    loaded_models: (cores.iter())
+                        .flat_map(|c| {
+                            (0..2).map(move |m| {
+                                let mut record = ModelRecord {
+                                    name: c_string(&format!("mlp{m}")),
+                                    model_id: 10 * c.0 as u32 + m,
+                                    nc_index: c.0 as u8,
+                                    ..ModelRecord::EMPTY
+                                };
+                                let (host, dev) = (MemLocation::Host, MemLocation::Device);
+                                for (loc, slot, bytes) in [
+                                    (host, MemSlot::Code, 1024),
+                                    (dev, MemSlot::Constants, mib),
+                                    (dev, MemSlot::Code, mib / 2),
+                                    (dev, MemSlot::Tensors, mib),
+                                ] {
+                                    record.mem_usage[loc as usize][slot as usize].total_size =
+                                        bytes;
+                                }
+                                LoadedModel {
+                                    record,
+                                    is_running: true,
+                                }
+                            })
+                        })
+                        .collect(),
+                },
+            )),
+            neuron_runtime_vcpu_usage: Some(Group::new(
+                1.0,
+                RuntimeVcpu {
+                    vcpu_usage: UserSystem {
+                        user: 35.5,
+                        system: 4.0,
+                    },
+                },
+            )),
         };
         RuntimeEntry {
             pid,
@@ -712,6 +722,7 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
+        let vcpu = Group::new(1.0, vcpu);
         View {
             neuron_runtime_data: vec![
                 proc(
