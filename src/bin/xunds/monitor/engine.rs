@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xunds::nds::Counters;
+use xunds::nds::{Counters, RecordRead};
 use xunds::wire::nds::counters::NcCounter;
 
 use super::config::{Config, RtGroup, SysGroup};
@@ -237,8 +237,10 @@ impl Runtime {
                 self.tag()
             ));
         }
-        self.notes
-            .extend(watch::record_error("process info", &s.snap.process_info));
+        if let RecordRead::Torn(t) = &s.snap.process_info {
+            let why = t.reason;
+            (self.notes).push(format!("process info: torn record ({why:?}), not used"));
+        }
         if self.started.is_none() {
             self.started = Some(self.start_instant(alive.then_some(pid)));
         }

@@ -126,31 +126,28 @@ fn user_system(v: &Option<Group<RuntimeVcpu>>) -> Option<(f64, f64)> {
     Some((v.vcpu_usage.user, v.vcpu_usage.system))
 }
 
-/// `n` bytes in binary units.
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
+/// `x` in the largest of `units` (each `base` times the one before) that
+/// keeps it at least 1, and that unit.
+fn scaled(mut x: f64, base: f64, units: [&'static str; 5]) -> (f64, &'static str) {
     let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
+    while x >= base && u + 1 < units.len() {
+        x /= base;
         u += 1;
     }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+    (x, units[u])
+}
+
+/// `n` bytes in binary units.
+fn bytes(n: u64) -> String {
+    match scaled(n as f64, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB"]) {
+        (_, "B") => format!("{n} B"),
+        (v, unit) => format!("{v:.1} {unit}"),
     }
 }
 
 /// A rate with an SI prefix (`12.3k`).
 fn si(x: f64) -> String {
-    let (v, p) = match x {
-        x if x >= 1e12 => (x / 1e12, "T"),
-        x if x >= 1e9 => (x / 1e9, "G"),
-        x if x >= 1e6 => (x / 1e6, "M"),
-        x if x >= 1e3 => (x / 1e3, "k"),
-        x => (x, ""),
-    };
+    let (v, p) = scaled(x, 1e3, ["", "k", "M", "G", "T"]);
     format!("{v:.1}{p}")
 }
 
