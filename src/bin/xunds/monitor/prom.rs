@@ -191,32 +191,23 @@ pub fn render(monitor: &mut Monitor) -> String {
             x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }
         for (core, bytes) in cores {
+            // The companion leaves this memory_location label unset.
+            let core = [
+                ("memory_location", "None".into()),
+                ("neuroncore", core.to_string()),
+            ];
             for ((kind, _), v) in CORE_MEMORY.iter().zip(bytes) {
-                // The companion leaves this memory_location label unset.
-                let l = with(
-                    &rl,
-                    [
-                        ("memory_location", "None"),
-                        ("neuroncore", &core.to_string()),
-                    ],
-                );
+                let l = with(&rl, core.clone());
                 x.gauge(&format!("neuroncore_memory_usage_{kind}"), l, v as f64);
             }
         }
         // A gauge shows its group's last value without an error, as the
         // companion's does.
         let good = &rt.good;
-        for (core, u) in good
-            .neuroncore_counters
-            .iter()
-            .flat_map(|n| &n.neuroncores_in_use.0)
-        {
-            let l = with(&rl, [("neuroncore", core)]);
-            x.gauge(
-                "neuroncore_utilization_ratio",
-                l,
-                u.neuroncore_utilization / 100.0,
-            );
+        let cores = good.neuroncore_counters.iter();
+        for (core, u) in cores.flat_map(|n| &n.neuroncores_in_use.0) {
+            let (l, ratio) = (with(&rl, [("neuroncore", core)]), u.neuroncore_utilization);
+            x.gauge("neuroncore_utilization_ratio", l, ratio / 100.0);
         }
         if let Some(v) = &good.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
