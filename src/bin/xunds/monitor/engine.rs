@@ -562,45 +562,32 @@ impl Monitor {
     /// from its last computation, or from the boot.
     fn update_system(&mut self, now: Instant) {
         let (st, clock) = (&mut self.system, self.clock);
-        for g in SysGroup::ALL {
-            let on = self.config.system.iter().find(|x| x.0 == g);
-            let at = &mut st.at[g as usize];
-            let d = &mut st.data;
-            match on {
-                None => match g {
-                    SysGroup::HwCounters => d.neuron_hw_counters = None,
-                    SysGroup::VcpuUsage => d.vcpu_usage = None,
-                    SysGroup::MemoryInfo => d.memory_info = None,
-                },
-                Some(&(_, p)) if clock.due(at.map(|a| a.1), p) => {
-                    let prev = at.replace((now, clock.n));
-                    let secs = now
-                        .duration_since(prev.map_or(self.boot, |a| a.0))
-                        .as_secs_f64();
-                    match g {
-                        SysGroup::HwCounters => {
-                            d.neuron_hw_counters = Some(report::HwCounters(secs))
-                        }
-                        SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
-                        SysGroup::VcpuUsage => match sys::proc_stat() {
-                            Ok(s) => {
-                                d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
-                                st.stat = s;
-                            }
-                            Err(error) => {
-                                // A failed read keeps its baseline (time and
-                                // reading) for the next one.
-                                *at = prev;
-                                let v = Group {
-                                    error,
-                                    ..Group::new(secs, Default::default())
-                                };
-                                d.vcpu_usage = Some(v);
-                            }
-                        },
+        // The configuration is fixed: a group it does not enable is never
+        // computed, so never in the document.
+        for &(g, p) in &self.config.system {
+            let (at, d) = (&mut st.at[g as usize], &mut st.data);
+            if !clock.due(at.map(|a| a.1), p) {
+                continue;
+            }
+            let prev = at.replace((now, clock.n));
+            let since = prev.map_or(self.boot, |a| a.0);
+            let secs = now.duration_since(since).as_secs_f64();
+            match g {
+                SysGroup::HwCounters => d.neuron_hw_counters = Some(report::HwCounters(secs)),
+                SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
+                SysGroup::VcpuUsage => match sys::proc_stat() {
+                    Ok(s) => {
+                        d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
+                        st.stat = s;
                     }
-                }
-                Some(_) => {}
+                    Err(error) => {
+                        // A failed read keeps its baseline (time and
+                        // reading) for the next one.
+                        *at = prev;
+                        let v = Group::new(secs, Default::default());
+                        d.vcpu_usage = Some(Group { error, ..v });
+                    }
+                },
             }
         }
     }
