@@ -173,6 +173,10 @@ fn clean(a: CleanArgs) -> Result<(), String> {
     let dir = a.dir.unwrap_or_else(crate::monitor::default_dir);
     let paths = crate::monitor::discover(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let (mut removed, mut kept, mut failed) = (0u32, 0u32, 0u32);
+    let (did, verb) = match a.dry_run {
+        true => ("would remove", "would be removed"),
+        false => ("removed", "removed"),
+    };
     for path in paths {
         let shown = path.display();
         let locked = match left_behind(&path) {
@@ -184,17 +188,14 @@ fn clean(a: CleanArgs) -> Result<(), String> {
             }
         };
         std::thread::sleep(std::time::Duration::from_millis(a.hold_ms));
-        match if a.dry_run {
-            Ok(())
-        } else {
-            std::fs::remove_file(&path)
-        } {
+        let removal = match a.dry_run {
+            true => Ok(()),
+            false => std::fs::remove_file(&path),
+        };
+        match removal {
             Ok(()) => {
                 removed += 1;
-                println!(
-                    "{} {shown}",
-                    if a.dry_run { "would remove" } else { "removed" }
-                );
+                println!("{did} {shown}");
             }
             // Another clean, holding the same shared lock, was first.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -209,11 +210,6 @@ fn clean(a: CleanArgs) -> Result<(), String> {
         // The lock goes with the descriptor, after the unlink.
         drop(locked);
     }
-    let verb = if a.dry_run {
-        "would be removed"
-    } else {
-        "removed"
-    };
     println!("{removed} {verb}, {kept} kept");
     if failed > 0 {
         return Err(format!("{failed} could not be removed"));

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{ModelKind, Setting};
@@ -53,7 +54,8 @@ pub struct Args {
     #[arg(long, value_name = "SPEC", requires = "seed", value_parser = FaultSpec::parse)]
     faults: Option<FaultSpec>,
     /// Override: on or off.
-    #[arg(long, value_name = "on|off", requires = "seed", value_parser = on_off)]
+    #[arg(long, value_name = "on|off", requires = "seed",
+          value_parser = PossibleValuesParser::new(["on", "off"]).map(|s| s == "on"))]
     recover: Option<bool>,
     /// Override: the timeout in virtual ms.
     #[arg(long, value_name = "T", requires = "seed", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
@@ -82,14 +84,6 @@ fn arrival(s: &str) -> Result<Arrival, String> {
         // case before it starts: --arrival comes with --seed).
         Ok(r) if r.is_finite() && r > 0.0 => Ok(Arrival(Some(r))),
         _ => Err("expected closed or a positive rate".into()),
-    }
-}
-
-fn on_off(s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err("expected on or off".into()),
     }
 }
 

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use xunds::nds::Counters;
+use xunds::nds::{Counters, RecordRead};
 use xunds::wire::nds::counters::NcCounter;
 
 use super::config::{Config, RtGroup, SysGroup};
@@ -237,8 +237,10 @@ impl Runtime {
                 self.tag()
             ));
         }
-        self.notes
-            .extend(watch::record_error("process info", &s.snap.process_info));
+        if let RecordRead::Torn(t) = &s.snap.process_info {
+            let why = t.reason;
+            (self.notes).push(format!("process info: torn record ({why:?}), not used"));
+        }
         if self.started.is_none() {
             self.started = Some(self.start_instant(alive.then_some(pid)));
         }
@@ -261,29 +263,18 @@ impl Runtime {
         let force = std::mem::take(&mut self.force);
         let err = self.error();
         let (pid, state) = (self.pid(), self.state());
+        // Not read this time: keep the baseline (the next good read
+        // reports what grew meanwhile, so no count is lost), report no
+        // growth now (none is counted twice), keep the last memory values,
+        // say why. Never read: the group empty with the error.
+        let s = self.latest.as_ref().filter(|_| self.read_error.is_none());
+        let keep_last = self.latest.is_some();
         let r = &mut self.report;
         for &(g, period) in groups {
             let base = &mut self.bases[g as usize];
             if !force && !clock.due(base.as_ref().map(|b| b.tick), period) {
                 continue;
             }
-            let Some(s) = self.latest.as_ref().filter(|_| self.read_error.is_none()) else {
-                // Never read: the group empty with the error. Not read this
-                // time: keep the baseline (the next good read reports what
-                // grew meanwhile, so no count is lost), report no growth
-                // now (none is counted twice), keep the last memory values,
-                // say why.
-                let keep_last = self.latest.is_some() && g == RtGroup::MemoryUsed;
-                match g {
-                    RtGroup::ExecutionStats => mark(&mut r.execution_stats, &err, keep_last),
-                    RtGroup::NeuroncoreCounters => {
-                        mark(&mut r.neuroncore_counters, &err, keep_last)
-                    }
-                    RtGroup::MemoryUsed => mark(&mut r.memory_used, &err, keep_last),
-                    RtGroup::VcpuUsage => mark(&mut r.neuron_runtime_vcpu_usage, &err, keep_last),
-                }
-                continue;
-            };
             let (was, at, cpu_was) = match base {
                 Some(b) => (&b.counters, b.at, b.cpu),
                 None => (&Counters::ZERO, self.started.unwrap_or(now), Some((0, 0))),
@@ -292,46 +283,51 @@ impl Runtime {
             let mut cpu_now = None;
             match g {
                 RtGroup::ExecutionStats => {
-                    let e = report::execution_stats(&s.counters, was, secs);
-                    r.execution_stats = Some(with_error(e, &err));
+                    let e = s.map(|s| report::execution_stats(&s.counters, was, secs));
+                    put(&mut r.execution_stats, e, &err, false);
                 }
                 RtGroup::NeuroncoreCounters => {
-                    let n = report::neuroncore_counters(&s.counters, was, secs);
-                    r.neuroncore_counters = Some(with_error(n, &err));
+                    let n = s.map(|s| report::neuroncore_counters(&s.counters, was, secs));
+                    put(&mut r.neuroncore_counters, n, &err, false);
                 }
                 RtGroup::MemoryUsed => {
-                    let mut m = with_error(report::memory_used(s, was, secs), &err);
-                    let running = state == "running";
-                    m.loaded_models
-                        .iter_mut()
-                        .for_each(|x| x.is_running &= running);
-                    r.memory_used = Some(m);
+                    let m = s.map(|s| {
+                        let mut m = report::memory_used(s, was, secs);
+                        let running = state == "running";
+                        let models = m.values.loaded_models.iter_mut();
+                        models.for_each(|x| x.is_running &= running);
+                        m
+                    });
+                    put(&mut r.memory_used, m, &err, keep_last);
                 }
                 RtGroup::VcpuUsage => {
-                    let ticks = match state {
-                        "running" => sys::process_cpu_ticks(pid),
-                        "exited" => Err(format!("process {pid} has exited")),
-                        _ => Err("no writer holds this slab's lock".into()),
-                    };
-                    cpu_now = ticks.as_ref().ok().copied();
-                    let v = match ticks {
-                        Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
-                        Err(e) => report::RuntimeVcpu {
-                            period: secs,
-                            error: e,
-                            ..Default::default()
-                        },
-                    };
-                    r.neuron_runtime_vcpu_usage = Some(v);
+                    let v = s.map(|_| {
+                        let ticks = match state {
+                            "running" => sys::process_cpu_ticks(pid),
+                            "exited" => Err(format!("process {pid} has exited")),
+                            _ => Err("no writer holds this slab's lock".into()),
+                        };
+                        cpu_now = ticks.as_ref().ok().copied();
+                        match ticks {
+                            Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
+                            Err(error) => Group {
+                                error,
+                                ..Group::new(secs, Default::default())
+                            },
+                        }
+                    });
+                    put(&mut r.neuron_runtime_vcpu_usage, v, &err, false);
                 }
             }
-            let counters = s.counters.clone();
-            *base = Some(Base {
-                at: now,
-                tick: clock.n,
-                counters,
-                cpu: cpu_now,
-            });
+            if let Some(s) = s {
+                let counters = s.counters.clone();
+                *base = Some(Base {
+                    at: now,
+                    tick: clock.n,
+                    counters,
+                    cpu: cpu_now,
+                });
+            }
         }
         // Each group's last good value; the groups the configuration no
         // longer enables for this runtime go.
@@ -360,33 +356,26 @@ impl Runtime {
     }
 }
 
-/// Set a group's error to `err`: on its last value when `keep_last` and
+/// Store a group's new value with `err` added to its own error; without
+/// one (the slab not read), `err` on the last value when `keep_last` and
 /// there is one, else on an empty group (no growth).
-fn mark<T: Group>(slot: &mut Option<T>, err: &str, keep_last: bool) {
-    let x = slot.get_or_insert_with(T::default);
-    if !keep_last {
-        *x = T::default();
-    }
-    *x.error_mut() = err.into();
-}
-
-/// `g` with `err` added to its own error.
-fn with_error<T: Group>(mut g: T, err: &str) -> T {
-    let e = g.error_mut();
-    *e = [e.as_str(), err]
-        .iter()
-        .filter(|x| !x.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join("; ");
-    g
+fn put<T: Default>(slot: &mut Option<Group<T>>, new: Option<Group<T>>, err: &str, keep_last: bool) {
+    let mut g = new.unwrap_or_else(|| {
+        let last = slot.take().filter(|_| keep_last).unwrap_or_default();
+        let error = String::new();
+        Group { error, ..last }
+    });
+    let own = std::mem::take(&mut g.error);
+    let errors = [own.as_str(), err].into_iter().filter(|x| !x.is_empty());
+    g.error = errors.collect::<Vec<_>>().join("; ");
+    *slot = Some(g);
 }
 
 /// Copy a group computed without an error to `good`; drop it when it is
 /// not `on`.
-fn keep<T: Group>(now: &mut Option<T>, good: &mut Option<T>, on: bool) {
-    if let Some(x) = now.as_mut() {
-        if x.error_mut().is_empty() {
+fn keep<T: Clone>(now: &mut Option<Group<T>>, good: &mut Option<Group<T>>, on: bool) {
+    if let Some(x) = now.as_ref() {
+        if x.error.is_empty() {
             *good = Some(x.clone());
         }
     }
@@ -561,46 +550,32 @@ impl Monitor {
     /// from its last computation, or from the boot.
     fn update_system(&mut self, now: Instant) {
         let (st, clock) = (&mut self.system, self.clock);
-        for g in SysGroup::ALL {
-            let on = self.config.system.iter().find(|x| x.0 == g);
-            let at = &mut st.at[g as usize];
-            let d = &mut st.data;
-            match on {
-                None => match g {
-                    SysGroup::HwCounters => d.neuron_hw_counters = None,
-                    SysGroup::VcpuUsage => d.vcpu_usage = None,
-                    SysGroup::MemoryInfo => d.memory_info = None,
-                },
-                Some(&(_, p)) if clock.due(at.map(|a| a.1), p) => {
-                    let prev = at.replace((now, clock.n));
-                    let secs = now
-                        .duration_since(prev.map_or(self.boot, |a| a.0))
-                        .as_secs_f64();
-                    match g {
-                        SysGroup::HwCounters => {
-                            d.neuron_hw_counters = Some(report::HwCounters(secs))
-                        }
-                        SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
-                        SysGroup::VcpuUsage => match sys::proc_stat() {
-                            Ok(s) => {
-                                d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
-                                st.stat = s;
-                            }
-                            Err(error) => {
-                                // A failed read keeps its baseline (time and
-                                // reading) for the next one.
-                                *at = prev;
-                                let v = report::VcpuUsage {
-                                    period: secs,
-                                    error,
-                                    ..Default::default()
-                                };
-                                d.vcpu_usage = Some(v);
-                            }
-                        },
+        // The configuration is fixed: a group it does not enable is never
+        // computed, so never in the document.
+        for &(g, p) in &self.config.system {
+            let (at, d) = (&mut st.at[g as usize], &mut st.data);
+            if !clock.due(at.map(|a| a.1), p) {
+                continue;
+            }
+            let prev = at.replace((now, clock.n));
+            let since = prev.map_or(self.boot, |a| a.0);
+            let secs = now.duration_since(since).as_secs_f64();
+            match g {
+                SysGroup::HwCounters => d.neuron_hw_counters = Some(report::HwCounters(secs)),
+                SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
+                SysGroup::VcpuUsage => match sys::proc_stat() {
+                    Ok(s) => {
+                        d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
+                        st.stat = s;
                     }
-                }
-                Some(_) => {}
+                    Err(error) => {
+                        // A failed read keeps its baseline (time and
+                        // reading) for the next one.
+                        *at = prev;
+                        let v = Group::new(secs, Default::default());
+                        d.vcpu_usage = Some(Group { error, ..v });
+                    }
+                },
             }
         }
     }

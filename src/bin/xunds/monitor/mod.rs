@@ -73,8 +73,8 @@ pub struct MonitorArgs {
     pub config: Option<PathBuf>,
     /// Serve /metrics in the Prometheus text format on ADDR (PORT or :PORT
     /// for 127.0.0.1, or HOST:PORT).
-    #[arg(long, value_name = "ADDR")]
-    pub prometheus: Option<String>,
+    #[arg(long, value_name = "ADDR", value_parser = prom::parse_addr)]
+    pub prometheus: Option<std::net::SocketAddr>,
     /// No JSON on stdout (with --prometheus).
     #[arg(short, long, requires = "prometheus")]
     pub quiet: bool,
@@ -189,11 +189,7 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     };
     let tick = monitor.tick_period();
     let monitor = Arc::new(Mutex::new(monitor));
-    if let Some(a) = &args.prometheus {
-        let addr = match prom::parse_addr(a) {
-            Ok(x) => x,
-            Err(e) => return crate::usage_error(ME, e),
-        };
+    if let Some(addr) = args.prometheus {
         match prom::serve(addr, monitor.clone()) {
             Ok(bound) => eprintln!("{ME}: serving http://{bound}/metrics"),
             Err(e) => return crate::failure(ME, e),

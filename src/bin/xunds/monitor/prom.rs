@@ -55,9 +55,9 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         s.to_string()
     };
     full.to_socket_addrs()
-        .map_err(|e| format!("--prometheus {s:?}: {e}"))?
+        .map_err(|e| e.to_string())?
         .next()
-        .ok_or_else(|| format!("--prometheus {s:?}: no address"))
+        .ok_or_else(|| "no address".into())
 }
 
 /// Label names and values of one sample.
@@ -115,18 +115,17 @@ fn escape(v: &str) -> String {
 }
 
 /// The companion's instance labels: `instance_info`'s fields, some
-/// renamed (all empty offline).
+/// renamed, all empty offline (as [`report::instance_info`]'s).
 fn instance_labels() -> Labels {
-    let i = report::instance_info();
-    let get = |k: &str| i.get(k).map_or(String::new(), |v| v.to_string());
-    vec![
-        ("instance_name", get("instance_name")),
-        ("instance_id", get("instance_id")),
-        ("instance_type", get("instance_type")),
-        ("availability_zone", get("instance_availability_zone")),
-        ("region", get("instance_region")),
-        ("subnet_id", get("subnet_id")),
-    ]
+    let names = [
+        "instance_name",
+        "instance_id",
+        "instance_type",
+        "availability_zone",
+        "region",
+        "subnet_id",
+    ];
+    names.map(|k| (k, String::new())).to_vec()
 }
 
 fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {
@@ -192,32 +191,23 @@ pub fn render(monitor: &mut Monitor) -> String {
             x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
         }
         for (core, bytes) in cores {
+            // The companion leaves this memory_location label unset.
+            let core = [
+                ("memory_location", "None".into()),
+                ("neuroncore", core.to_string()),
+            ];
             for ((kind, _), v) in CORE_MEMORY.iter().zip(bytes) {
-                // The companion leaves this memory_location label unset.
-                let l = with(
-                    &rl,
-                    [
-                        ("memory_location", "None"),
-                        ("neuroncore", &core.to_string()),
-                    ],
-                );
+                let l = with(&rl, core.clone());
                 x.gauge(&format!("neuroncore_memory_usage_{kind}"), l, v as f64);
             }
         }
         // A gauge shows its group's last value without an error, as the
         // companion's does.
         let good = &rt.good;
-        for (core, u) in good
-            .neuroncore_counters
-            .iter()
-            .flat_map(|n| &n.neuroncores_in_use.0)
-        {
-            let l = with(&rl, [("neuroncore", core)]);
-            x.gauge(
-                "neuroncore_utilization_ratio",
-                l,
-                u.neuroncore_utilization / 100.0,
-            );
+        let cores = good.neuroncore_counters.iter();
+        for (core, u) in cores.flat_map(|n| &n.neuroncores_in_use.0) {
+            let (l, ratio) = (with(&rl, [("neuroncore", core)]), u.neuroncore_utilization);
+            x.gauge("neuroncore_utilization_ratio", l, ratio / 100.0);
         }
         if let Some(v) = &good.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {

@@ -29,7 +29,7 @@ use super::watch::Sample;
 use crate::Obj;
 
 /// The whole document printed each period.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Document {
     /// One entry per watched runtime that passes the tag filter.
     pub neuron_runtime_data: Vec<RuntimeEntry>,
@@ -67,27 +67,56 @@ pub struct RuntimeEntry {
 pub struct Report {
     /// `neuroncore_counters`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub neuroncore_counters: Option<NeuroncoreCounters>,
+    pub neuroncore_counters: Option<Group<NeuroncoreCounters>>,
     /// `execution_stats`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub execution_stats: Option<ExecutionStats>,
+    pub execution_stats: Option<Group<ExecutionStats>>,
     /// `memory_used`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_used: Option<MemoryUsed>,
+    pub memory_used: Option<Group<MemoryUsed>>,
     /// `neuron_runtime_vcpu_usage`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub neuron_runtime_vcpu_usage: Option<RuntimeVcpu>,
+    pub neuron_runtime_vcpu_usage: Option<Group<RuntimeVcpu>>,
+}
+
+/// A metric group as neuron-monitor writes each: the seconds its values
+/// cover, its own fields, and its `error`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Group<T> {
+    /// Measured seconds.
+    pub period: f64,
+    /// The group's own fields, between `period` and `error`.
+    #[serde(flatten)]
+    pub values: T,
+    /// "" when fine.
+    pub error: String,
+}
+
+/// A group's own fields are read through it.
+impl<T> std::ops::Deref for Group<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.values
+    }
+}
+
+impl<T> Group<T> {
+    /// `values` over `secs` seconds, without an error.
+    pub fn new(secs: f64, values: T) -> Group<T> {
+        let error = String::new();
+        Group {
+            period: secs,
+            values,
+            error,
+        }
+    }
 }
 
 /// `neuroncore_counters`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NeuroncoreCounters {
-    /// Measured seconds.
-    pub period: f64,
     /// Cores with any non-zero counter.
     pub neuroncores_in_use: Obj<CoreUse>,
-    /// "" when fine.
-    pub error: String,
 }
 
 /// One core's use over the period.
@@ -102,41 +131,20 @@ pub struct CoreUse {
 /// `execution_stats`
 #[derive(Clone, Debug, Serialize)]
 pub struct ExecutionStats {
-    /// Measured seconds.
-    pub period: f64,
     /// Error classes over the period ([`ERROR_CLASSES`]).
     pub error_summary: Obj<u64>,
     /// Outcomes over the period ([`OUTCOMES`]).
     pub execution_summary: Obj<u64>,
     /// Latency over the period.
     pub latency_stats: LatencyStats,
-    /// "" when fine.
-    pub error: String,
 }
 
 /// No execution: every outcome and class there, at zero.
 impl Default for ExecutionStats {
     fn default() -> Self {
-        execution_stats(&Counters::ZERO, &Counters::ZERO, 0.0)
+        execution_stats(&Counters::ZERO, &Counters::ZERO, 0.0).values
     }
 }
-
-/// A runtime-level group: its `error` ("" when computed without one).
-pub trait Group: Clone + Default {
-    /// The group's `error`.
-    fn error_mut(&mut self) -> &mut String;
-}
-
-macro_rules! groups {
-    ($($t:ty),*) => {
-        $(impl Group for $t {
-            fn error_mut(&mut self) -> &mut String {
-                &mut self.error
-            }
-        })*
-    };
-}
-groups!(ExecutionStats, NeuroncoreCounters, MemoryUsed, RuntimeVcpu);
 
 /// `latency_stats`: the percentile objects are `null` (the datastore keeps
 /// no distribution); `mean` is ours.
@@ -162,16 +170,12 @@ pub struct MeanLatency {
 /// `memory_used`: the current totals and one entry per loaded model.
 #[derive(Clone, Debug, Default)]
 pub struct MemoryUsed {
-    /// Measured seconds.
-    pub period: f64,
     /// Host bytes by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST counters).
     pub host: [u64; 4],
     /// Per core in use, its device bytes by [`CORE_MEMORY`] kind.
     pub cores: Vec<(usize, [u64; 5])>,
     /// One entry per fresh model record.
     pub loaded_models: Vec<LoadedModel>,
-    /// "" when fine.
-    pub error: String,
 }
 
 /// Host memory by kind, as neuron-monitor names it: application memory
@@ -179,27 +183,33 @@ pub struct MemoryUsed {
 /// datastore: 0) and tensors.
 pub const HOST_KINDS: [&str; 4] = ["application_memory", "constants", "dma_buffers", "tensors"];
 
-/// One loaded model (one model record), its memory at load time.
+/// One loaded model: its fresh model record (its memory at load time).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadedModel {
-    /// The record's name.
-    pub name: String,
-    /// Hex.
-    pub uuid: String,
-    /// The record's model id.
-    pub model_id: u32,
+    /// The record as read.
+    pub record: ModelRecord,
     /// Its core ran executions during the period.
     pub is_running: bool,
-    /// The record's nc_index and sg_index: one subgraph, `sg_NN`.
-    pub nc_index: u8,
-    /// See `nc_index`.
-    pub sg_index: u8,
+}
+
+impl LoadedModel {
     /// Host bytes by [`HOST_KINDS`].
-    pub host: [u64; 4],
+    pub fn host(&self) -> [u64; 4] {
+        use MemSlot::*;
+        let host = |slot| self.record.usage(MemLocation::Host, slot).total_size;
+        let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
+        [app, host(Constants), 0, host(Tensors)]
+    }
+
     /// Device bytes by [`CORE_MEMORY`] kind; a model's scratchpad is
     /// counted as runtime memory, so its own is 0 (and left out of the
     /// document).
-    pub device: [u64; 5],
+    pub fn device(&self) -> [u64; 5] {
+        use MemSlot::*;
+        let dev = |slot| self.record.usage(MemLocation::Device, slot).total_size;
+        let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
+        [dev(Constants), dev(Code), 0, runtime, dev(Tensors)]
+    }
 }
 
 /// A sum of byte counts read from another process's slab: it saturates
@@ -222,7 +232,6 @@ impl Serialize for MemoryUsed {
             .iter()
             .map(|(c, m)| (c.to_string(), named(kinds, m)));
         obj! {
-            period: self.period,
             neuron_runtime_used_bytes: obj! {
                 host: byte_sum(self.host),
                 neuron_device: byte_sum(self.cores.iter().flat_map(|c| &c.1)),
@@ -232,7 +241,6 @@ impl Serialize for MemoryUsed {
                 },
             },
             loaded_models: &self.loaded_models,
-            error: &self.error,
         }
         .serialize(s)
     }
@@ -240,13 +248,13 @@ impl Serialize for MemoryUsed {
 
 impl Serialize for LoadedModel {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let d = &self.device;
+        let (r, d, host) = (&self.record, &self.device(), &self.host());
         let subgraph = obj! {
             memory_used_bytes: obj! {
-                host: byte_sum(self.host),
+                host: byte_sum(host),
                 neuron_device: byte_sum(d),
                 usage_breakdown: obj! {
-                    host: named(HOST_KINDS, &self.host),
+                    host: named(HOST_KINDS, host),
                     neuron_device: obj! {
                         constants: d[0],
                         model_code: d[1],
@@ -255,15 +263,15 @@ impl Serialize for LoadedModel {
                     },
                 },
             },
-            neuroncore_index: u32::from(self.nc_index),
+            neuroncore_index: u32::from(r.nc_index),
             neuron_device_index: 0,
         };
         obj! {
-            name: &self.name,
-            uuid: &self.uuid,
-            model_id: self.model_id,
+            name: r.name_str(),
+            uuid: crate::hex(&r.uuid),
+            model_id: r.model_id,
             is_running: self.is_running,
-            subgraphs: Obj(vec![(format!("sg_{:02}", self.sg_index), subgraph)]),
+            subgraphs: Obj(vec![(format!("sg_{:02}", r.sg_index), subgraph)]),
         }
         .serialize(s)
     }
@@ -272,12 +280,8 @@ impl Serialize for LoadedModel {
 /// `neuron_runtime_vcpu_usage`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RuntimeVcpu {
-    /// Measured seconds.
-    pub period: f64,
     /// Percent of one vCPU.
     pub vcpu_usage: UserSystem,
-    /// "" when fine.
-    pub error: String,
 }
 
 /// User and system percentages.
@@ -297,10 +301,10 @@ pub struct SystemData {
     pub neuron_hw_counters: Option<HwCounters>,
     /// `vcpu_usage`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub vcpu_usage: Option<VcpuUsage>,
+    pub vcpu_usage: Option<Group<VcpuUsage>>,
     /// `memory_info`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_info: Option<MemoryInfo>,
+    pub memory_info: Option<Group<MemoryInfo>>,
 }
 
 /// `neuron_hw_counters` over a period (seconds): no Neuron driver, so no
@@ -318,16 +322,12 @@ impl Serialize for HwCounters {
 /// `vcpu_usage`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VcpuUsage {
-    /// Measured seconds.
-    pub period: f64,
     /// Over all vCPUs, percent by [`sys::CPU_FIELDS`].
     pub average_usage: Obj<f64>,
     /// Per vCPU, likewise.
     pub usage_data: Obj<Obj<f64>>,
     /// Context switches during the period.
     pub context_switch_count: u64,
-    /// "" when fine.
-    pub error: String,
 }
 
 impl VcpuUsage {
@@ -345,8 +345,6 @@ impl VcpuUsage {
 /// `memory_info`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct MemoryInfo {
-    /// Measured seconds.
-    pub period: f64,
     /// MemTotal
     pub memory_total_bytes: u64,
     /// MemTotal - MemAvailable
@@ -355,20 +353,16 @@ pub struct MemoryInfo {
     pub swap_total_bytes: u64,
     /// SwapTotal - SwapFree
     pub swap_used_bytes: u64,
-    /// "" when fine.
-    pub error: String,
 }
 
 /// `memory_info` now (`/proc/meminfo`), its period `secs`.
-pub fn memory_info(secs: f64) -> MemoryInfo {
-    let mut m = MemoryInfo {
-        period: secs,
-        ..Default::default()
-    };
+pub fn memory_info(secs: f64) -> Group<MemoryInfo> {
+    let mut m = Group::new(secs, MemoryInfo::default());
     match sys::meminfo() {
         Ok(x) => {
-            (m.memory_total_bytes, m.memory_used_bytes) = (x.0, x.1);
-            (m.swap_total_bytes, m.swap_used_bytes) = (x.2, x.3);
+            let v = &mut m.values;
+            (v.memory_total_bytes, v.memory_used_bytes) = (x.0, x.1);
+            (v.swap_total_bytes, v.swap_used_bytes) = (x.2, x.3);
         }
         Err(e) => m.error = e,
     }
@@ -431,12 +425,11 @@ fn growth(now: &Counters, was: &Counters, table: &[(&str, NcCounter)]) -> Obj<u6
 
 /// `execution_stats` from the counter growth between `was` and `now`
 /// over `secs`.
-pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionStats {
+pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> Group<ExecutionStats> {
     let g = |c: NcCounter| now.sum(c).saturating_sub(was.sum(c));
     let count = g(NcCounter::InferenceCount);
     let mean = |c| (count > 0).then(|| g(c) as f64 / count as f64 / 1e9);
-    ExecutionStats {
-        period: secs,
+    let stats = ExecutionStats {
         error_summary: growth(now, was, &ERROR_CLASSES),
         execution_summary: growth(now, was, &OUTCOMES),
         latency_stats: LatencyStats {
@@ -446,14 +439,14 @@ pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> ExecutionSt
             },
             ..LatencyStats::default()
         },
-        error: String::new(),
-    }
+    };
+    Group::new(secs, stats)
 }
 
 /// `neuroncore_counters`: per core in use, device time (LATENCY_DEVICE, in
 /// ns) over the period as a percentage (at most 100), and 2 x MAC_COUNT per
 /// second.
-pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> NeuroncoreCounters {
+pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Group<NeuroncoreCounters> {
     let cores = now.cores_in_use().map(|core| {
         let dev_ns = d(now, was, core, NcCounter::LatencyDevice) as f64;
         let macs = d(now, was, core, NcCounter::MacCount) as f64;
@@ -466,11 +459,8 @@ pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Neuronc
         };
         (core.to_string(), u)
     });
-    NeuroncoreCounters {
-        period: secs,
-        neuroncores_in_use: cores.collect(),
-        error: String::new(),
-    }
+    let neuroncores_in_use = cores.collect();
+    Group::new(secs, NeuroncoreCounters { neuroncores_in_use })
 }
 
 /// The current host memory by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST
@@ -492,27 +482,9 @@ pub fn core_memory(now: &Counters) -> Vec<(usize, [u64; 5])> {
     now.cores_in_use().map(|core| (core, kinds(core))).collect()
 }
 
-fn loaded_model(r: &ModelRecord, running: bool) -> LoadedModel {
-    use MemSlot::*;
-    let host = |slot| r.usage(MemLocation::Host, slot).total_size;
-    let dev = |slot| r.usage(MemLocation::Device, slot).total_size;
-    let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
-    let runtime = byte_sum([dev(Misc), dev(Scratchpad)]);
-    LoadedModel {
-        name: r.name_str().into_owned(),
-        uuid: crate::hex(&r.uuid),
-        model_id: r.model_id,
-        is_running: running,
-        nc_index: r.nc_index,
-        sg_index: r.sg_index,
-        host: [app, host(Constants), 0, host(Tensors)],
-        device: [dev(Constants), dev(Code), 0, runtime, dev(Tensors)],
-    }
-}
-
 /// `memory_used`: the current totals, and one `loaded_models` entry per
 /// fresh model record; torn records are left out and named in `error`.
-pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
+pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
     let mut errors = Vec::new();
     let mut models = Vec::new();
     for (slot, m) in &s.snap.models {
@@ -520,7 +492,10 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
             RecordRead::Fresh(r) => {
                 let core = usize::from(r.nc_index);
                 let running = d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
-                models.push(loaded_model(r, running));
+                models.push(LoadedModel {
+                    record: *r,
+                    is_running: running,
+                });
             }
             RecordRead::Unpublished => {}
             RecordRead::Torn(t) => errors.push(format!(
@@ -530,17 +505,19 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> MemoryUsed {
             )),
         }
     }
-    MemoryUsed {
-        period: secs,
+    let m = MemoryUsed {
         host: host_memory(&s.counters),
         cores: core_memory(&s.counters),
         loaded_models: models,
+    };
+    Group {
         error: errors.join("; "),
+        ..Group::new(secs, m)
     }
 }
 
 /// `neuron_runtime_vcpu_usage` from the process's CPU ticks.
-pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> RuntimeVcpu {
+pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Group<RuntimeVcpu> {
     let pct = |a: u64, b: u64| {
         if secs > 0.0 {
             round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0)
@@ -548,18 +525,15 @@ pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Ru
             0.0
         }
     };
-    RuntimeVcpu {
-        period: secs,
-        vcpu_usage: UserSystem {
-            user: pct(now.0, was.0),
-            system: pct(now.1, was.1),
-        },
-        error: String::new(),
-    }
+    let vcpu_usage = UserSystem {
+        user: pct(now.0, was.0),
+        system: pct(now.1, was.1),
+    };
+    Group::new(secs, RuntimeVcpu { vcpu_usage })
 }
 
 /// `vcpu_usage` between two `/proc/stat` readings.
-pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> VcpuUsage {
+pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> Group<VcpuUsage> {
     let pct = |a, b| {
         sys::CPU_FIELDS
             .into_iter()
@@ -574,13 +548,12 @@ pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> VcpuUsage {
             .map_or(&[0; 7], |(_, e)| e);
         (i.to_string(), pct(t, e))
     });
-    VcpuUsage {
-        period: secs,
+    let v = VcpuUsage {
         average_usage: pct(&now.all, &was.all),
         usage_data: usage_data.collect(),
         context_switch_count: now.ctxt.saturating_sub(was.ctxt),
-        error: String::new(),
-    }
+    };
+    Group::new(secs, v)
 }
 
 #[cfg(test)]

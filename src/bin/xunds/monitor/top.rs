@@ -19,8 +19,8 @@
 //! and `←`/`→` collapse or expand the selected node, `q`/`Esc`/`Ctrl-C`
 //! quit.
 //!
-//! The screen is a pure function of a [`View`] (the data, built from the
-//! monitor each period) and a [`Ui`] (what the keys chose), so every view is
+//! The screen is a pure function of a [`View`] (the monitor's document of
+//! each period) and a [`Ui`] (what the keys chose), so every view is
 //! pinned with ratatui's `TestBackend`.
 
 use std::collections::BTreeSet;
@@ -37,10 +37,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 use ratatui::Frame;
 
-use xunds::nds::reader::ERROR_CLASSES;
-
-use super::engine::Monitor;
-use super::report::byte_sum;
+use super::report::{
+    byte_sum, CoreUse, Document, ExecutionStats, Group, LoadedModel, MemoryUsed, RuntimeEntry,
+    RuntimeVcpu,
+};
 
 /// A live terminal view of running xunds processes, as neuron-top.
 ///
@@ -60,71 +60,12 @@ pub struct TopArgs {
     pub period: Duration,
 }
 
-/// One core of one process over the last period.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Core {
-    /// Core index.
-    pub core: usize,
-    /// Utilization, percent.
-    pub util: f64,
-    /// Floating-point operations per second.
-    pub flops: u64,
-}
-
-/// A model record's memory.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Model {
-    /// Name.
-    pub name: String,
-    /// Model id.
-    pub id: u32,
-    /// Core.
-    pub core: usize,
-    /// Host bytes.
-    pub host: u64,
-    /// Device bytes by [`DEVICE_KINDS`] order (scratchpad 0: a model's is
-    /// counted as runtime memory).
-    pub device: [u64; 5],
-}
-
-/// One process (one runtime).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Proc {
-    /// Writer's pid.
-    pub pid: u32,
-    /// Runtime tag.
-    pub tag: String,
-    /// The runtime's error ("" when fine), or that it has exited.
-    pub note: String,
-    /// Per core in use.
-    pub cores: Vec<Core>,
-    /// Successful executions per second over the last period.
-    pub exec_per_s: f64,
-    /// Errors by class over the last period (nonzero only).
-    pub errors: Vec<(&'static str, u64)>,
-    /// The runtime's vCPU use (user, system), percent.
-    pub vcpu: Option<(f64, f64)>,
-    /// Host bytes by [`HOST_KINDS`] order.
-    pub host: [u64; 4],
-    /// Per core, device bytes by [`DEVICE_KINDS`] order.
-    pub core_memory: Vec<(usize, [u64; 5])>,
-    /// Model records.
-    pub models: Vec<Model>,
-}
-
-/// Everything the screen shows.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct View {
-    /// One per process, in tab order.
-    pub procs: Vec<Proc>,
-    /// The system's vCPU use (user, system), percent.
-    pub system_vcpu: Option<(f64, f64)>,
-    /// vCPUs.
-    pub vcpus: usize,
-}
+/// Everything the screen shows: the monitor's last document, one tab per
+/// runtime.
+pub type View = Document;
 
 /// Host categories as the summary names them, in the order of
-/// [`Proc::host`].
+/// [`MemoryUsed::host`].
 pub const HOST_KINDS: [&str; 4] = ["App. Memory", "Constants", "DMA Buffers", "Tensors"];
 /// Device categories as the summary names them, in the order of
 /// [`xunds::nds::reader::CORE_MEMORY`].
@@ -149,104 +90,64 @@ pub struct Ui {
     pub selected: usize,
 }
 
-/// Build the view from the monitor after a tick.
-pub fn view(monitor: &mut Monitor) -> View {
-    let sys = monitor.system_data().vcpu_usage.clone();
-    let procs = monitor.runtimes().map(|rt| {
-        let (r, pid) = (&rt.report, rt.pid());
-        let mut note = rt.error();
-        if note.is_empty() && rt.state() == "exited" {
-            note = format!("process {pid} has exited: its final counters");
-        }
-        let cores = r
-            .neuroncore_counters
-            .iter()
-            .flat_map(|n| &n.neuroncores_in_use.0);
-        let cores = cores.map(|(k, u)| Core {
-            core: k.parse().unwrap_or(0),
-            util: u.neuroncore_utilization,
-            flops: u.flops,
-        });
-        let e = r.execution_stats.as_ref();
-        let done = e
-            .and_then(|e| e.execution_summary.get("completed"))
-            .copied();
-        let per_s = e
-            .filter(|e| e.period > 0.0)
-            .map(|e| done.unwrap_or(0) as f64 / e.period);
-        let errors = e
-            .iter()
-            .flat_map(|e| e.error_summary.0.iter().zip(ERROR_CLASSES));
-        let errors = errors
-            .filter(|((_, n), _)| *n > 0)
-            .map(|((_, n), (name, _))| (name, *n));
-        let vcpu = r
-            .neuron_runtime_vcpu_usage
-            .as_ref()
-            .filter(|v| v.error.is_empty());
-        let m = r.memory_used.as_ref();
-        let models = m.iter().flat_map(|m| &m.loaded_models).map(|lm| Model {
-            name: lm.name.clone(),
-            id: lm.model_id,
-            core: usize::from(lm.nc_index),
-            host: byte_sum(lm.host),
-            device: lm.device,
-        });
-        Proc {
-            pid,
-            tag: rt.tag(),
-            note,
-            cores: cores.collect(),
-            exec_per_s: per_s.unwrap_or(0.0),
-            errors: errors.collect(),
-            vcpu: vcpu.map(|v| (v.vcpu_usage.user, v.vcpu_usage.system)),
-            host: m.map_or([0; 4], |m| m.host),
-            core_memory: m.map(|m| m.cores.clone()).unwrap_or_default(),
-            models: models.collect(),
-        }
-    });
-    View {
-        procs: procs.collect(),
-        system_vcpu: (sys.as_ref())
-            .filter(|v| v.error.is_empty())
-            .map(|v| v.user_system()),
-        vcpus: sys.map_or(0, |v| v.usage_data.0.len()),
+/// The processes the selected tab sums.
+fn shown<'a>(v: &'a View, ui: &Ui) -> Vec<&'a RuntimeEntry> {
+    let all = &v.neuron_runtime_data;
+    match ui.tab {
+        0 => all.iter().collect(),
+        n => all.get(n - 1).into_iter().collect(),
     }
 }
 
-/// The processes the selected tab sums.
-fn shown<'a>(v: &'a View, ui: &Ui) -> Vec<&'a Proc> {
-    match ui.tab {
-        0 => v.procs.iter().collect(),
-        n => v.procs.get(n - 1).into_iter().collect(),
+/// A runtime's cores in use over its last period, by index.
+fn core_use(p: &RuntimeEntry) -> impl Iterator<Item = &(String, CoreUse)> {
+    let n = p.report.neuroncore_counters.iter();
+    n.flat_map(|n| &n.neuroncores_in_use.0)
+}
+
+/// A runtime's memory groups (none when it is not reported).
+fn memory(p: &RuntimeEntry) -> Option<&MemoryUsed> {
+    p.report.memory_used.as_deref()
+}
+
+/// The runtime's error, or that it has exited ("" when neither).
+fn note(p: &RuntimeEntry) -> String {
+    match p.state {
+        "exited" if p.error.is_empty() => {
+            format!("process {} has exited: its final counters", p.pid)
+        }
+        _ => p.error.clone(),
     }
+}
+
+/// A vCPU group's (user, system) percentages, when read without an error.
+fn user_system(v: &Option<Group<RuntimeVcpu>>) -> Option<(f64, f64)> {
+    let v = v.as_ref().filter(|v| v.error.is_empty())?;
+    Some((v.vcpu_usage.user, v.vcpu_usage.system))
+}
+
+/// `x` in the largest of `units` (each `base` times the one before) that
+/// keeps it at least 1, and that unit.
+fn scaled(mut x: f64, base: f64, units: [&'static str; 5]) -> (f64, &'static str) {
+    let mut u = 0;
+    while x >= base && u + 1 < units.len() {
+        x /= base;
+        u += 1;
+    }
+    (x, units[u])
 }
 
 /// `n` bytes in binary units.
 fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
+    match scaled(n as f64, 1024.0, ["B", "KiB", "MiB", "GiB", "TiB"]) {
+        (_, "B") => format!("{n} B"),
+        (v, unit) => format!("{v:.1} {unit}"),
     }
 }
 
 /// A rate with an SI prefix (`12.3k`).
 fn si(x: f64) -> String {
-    let (v, p) = match x {
-        x if x >= 1e12 => (x / 1e12, "T"),
-        x if x >= 1e9 => (x / 1e9, "G"),
-        x if x >= 1e6 => (x / 1e6, "M"),
-        x if x >= 1e3 => (x / 1e3, "k"),
-        x => (x, ""),
-    };
+    let (v, p) = scaled(x, 1e3, ["", "k", "M", "G", "T"]);
     format!("{v:.1}{p}")
 }
 
@@ -273,12 +174,13 @@ fn bar(label: &str, ratio: f64, text: &str, width: u16) -> Paragraph<'static> {
 /// Draw the view.
 pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
     let procs = shown(v, ui);
-    let cores: Vec<(String, &Core)> = procs
+    let many = v.neuron_runtime_data.len();
+    let cores: Vec<(String, &CoreUse)> = procs
         .iter()
         .flat_map(|p| {
-            p.cores.iter().map(move |c| match ui.tab {
-                0 if v.procs.len() > 1 => (format!("{}/NC{}", p.pid, c.core), c),
-                _ => (format!("NC {}", c.core), c),
+            core_use(p).map(move |(k, c)| match ui.tab {
+                0 if many > 1 => (format!("{}/NC{k}", p.pid), c),
+                _ => (format!("NC {k}"), c),
             })
         })
         .collect();
@@ -303,8 +205,8 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
     let title_text = format!(
         " xunds top {}  |  instance: none (offline)  |  {} process{}",
         env!("CARGO_PKG_VERSION"),
-        v.procs.len(),
-        if v.procs.len() == 1 { "" } else { "es" }
+        many,
+        if many == 1 { "" } else { "es" }
     );
     f.render_widget(
         Paragraph::new(title_text).style(Style::default().bg(Color::Blue).fg(Color::White)),
@@ -315,26 +217,31 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
     draw_summary(f, summary, &procs);
     draw_details(f, details, v, ui);
     draw_tabs(f, tabs, v, ui);
-    let note = procs
-        .iter()
-        .map(|p| p.note.as_str())
-        .find(|n| !n.is_empty());
+    let note = procs.iter().map(|p| note(p)).find(|n| !n.is_empty());
     let help = "1-9 tab  a/d prev/next  f flops  x expand all  \u{2191}\u{2193}\u{2190}\u{2192} tree  q quit";
-    f.render_widget(Paragraph::new(note.unwrap_or(help).to_string()), status);
+    f.render_widget(Paragraph::new(note.unwrap_or(help.into())), status);
 }
 
 fn draw_utilization(
     f: &mut Frame,
     area: Rect,
-    procs: &[&Proc],
-    cores: &[(String, &Core)],
+    procs: &[&RuntimeEntry],
+    cores: &[(String, &CoreUse)],
     grid: (usize, usize),
     flops: bool,
 ) {
     let (cols, rows) = grid;
-    let rate: f64 = procs.iter().map(|p| p.exec_per_s).sum();
+    let stats = procs
+        .iter()
+        .filter_map(|p| p.report.execution_stats.as_ref());
+    let per_s = |e: &Group<ExecutionStats>| match e.execution_summary.get("completed") {
+        Some(n) if e.period > 0.0 => *n as f64 / e.period,
+        _ => 0.0,
+    };
+    let rate: f64 = stats.clone().map(per_s).sum();
     let mut errors: Vec<(&str, u64)> = Vec::new();
-    for (name, n) in procs.iter().flat_map(|p| p.errors.iter()) {
+    let counts = stats.flat_map(|e| &e.error_summary.0);
+    for (name, n) in counts.filter(|(_, n)| *n > 0) {
         match errors.iter_mut().find(|(m, _)| m == name) {
             Some(e) => e.1 += n,
             None => errors.push((name, *n)),
@@ -353,7 +260,11 @@ fn draw_utilization(
     let inner = block.inner(area);
     f.render_widget(block, area);
     let n = cores.len().max(1) as f64;
-    let avg_util = cores.iter().map(|c| c.1.util).sum::<f64>() / n;
+    let avg_util = cores
+        .iter()
+        .map(|c| c.1.neuroncore_utilization)
+        .sum::<f64>()
+        / n;
     let avg_flops = cores.iter().map(|c| c.1.flops as f64).sum::<f64>() / n;
     let peak = cores.iter().map(|c| c.1.flops).max().unwrap_or(0).max(1) as f64;
     let gauge = |label: &str, util: f64, fl: f64, width: u16| {
@@ -376,18 +287,24 @@ fn draw_utilization(
         );
         let cell = Rect::new(x, y, width, 1);
         if cell.y < inner.y + inner.height {
-            f.render_widget(gauge(label, c.util, c.flops as f64, width), cell);
+            let util = c.neuroncore_utilization;
+            f.render_widget(gauge(label, util, c.flops as f64, width), cell);
         }
     }
 }
 
-fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&Proc]) {
-    let block = section(format!("vCPU Utilization ({} vCPUs)", v.vcpus));
+fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
+    let sys = v.system_data.vcpu_usage.as_ref();
+    let vcpus = sys.map_or(0, |v| v.usage_data.0.len());
+    let block = section(format!("vCPU Utilization ({vcpus} vCPUs)"));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let vcpus = procs.iter().filter_map(|p| p.vcpu);
+    let system = sys.filter(|v| v.error.is_empty()).map(|v| v.user_system());
+    let vcpus = procs
+        .iter()
+        .filter_map(|p| user_system(&p.report.neuron_runtime_vcpu_usage));
     let runtime = vcpus.reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
-    for (i, (label, us)) in [("System", v.system_vcpu), ("Runtime", runtime)]
+    for (i, (label, us)) in [("System", system), ("Runtime", runtime)]
         .into_iter()
         .enumerate()
     {
@@ -405,16 +322,16 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&Proc]) {
     }
 }
 
-fn draw_summary(f: &mut Frame, area: Rect, procs: &[&Proc]) {
+fn draw_summary(f: &mut Frame, area: Rect, procs: &[&RuntimeEntry]) {
     fn add<const N: usize>(sum: &mut [u64; N], xs: &[u64; N]) {
         sum.iter_mut()
             .zip(xs)
             .for_each(|(a, b)| *a = a.saturating_add(*b));
     }
     let (mut host, mut device) = ([0u64; 4], [0u64; 5]);
-    for p in procs {
-        add(&mut host, &p.host);
-        p.core_memory.iter().for_each(|(_, d)| add(&mut device, d));
+    for m in procs.iter().filter_map(|p| memory(p)) {
+        add(&mut host, &m.host);
+        m.cores.iter().for_each(|(_, d)| add(&mut device, d));
     }
     let block = section("Memory Usage Summary".into());
     let inner = block.inner(area);
@@ -471,51 +388,47 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
         });
     };
     let base = usize::from(ui.tab == 0);
+    let none = MemoryUsed::default();
+    let host = |m: &LoadedModel| byte_sum(m.host());
     for p in shown(v, ui) {
         let pk = format!("p{}", p.pid);
+        let mem = memory(p).unwrap_or(&none);
         if ui.tab == 0 {
-            let device = byte_sum(p.core_memory.iter().map(|(_, d)| byte_sum(d)));
-            let bytes = (byte_sum(p.host), device);
-            row(
-                0,
-                format!("{} {}", p.pid, p.tag),
-                None,
-                bytes,
-                Some(pk.clone()),
-            );
+            let device = byte_sum(mem.cores.iter().map(|(_, d)| byte_sum(d)));
+            let bytes = (byte_sum(mem.host), device);
+            let label = format!("{} {}", p.pid, p.neuron_runtime_tag);
+            row(0, label, None, bytes, Some(pk.clone()));
             if !open(&pk) {
                 continue;
             }
         }
-        for (core, d) in &p.core_memory {
+        for (core, d) in &mem.cores {
             let ck = format!("{pk}/c{core}");
-            let models: Vec<&Model> = p.models.iter().filter(|m| m.core == *core).collect();
-            let bytes = (byte_sum(models.iter().map(|m| m.host)), byte_sum(d));
+            let on_core = |m: &&LoadedModel| usize::from(m.record.nc_index) == *core;
+            let models: Vec<_> = mem.loaded_models.iter().filter(on_core).collect();
+            let bytes = (byte_sum(models.iter().map(|m| host(m))), byte_sum(d));
             row(base, format!("NC {core}"), None, bytes, Some(ck.clone()));
             if !open(&ck) {
                 continue;
             }
             for m in &models {
-                let mk = format!("{ck}/m{}", m.id);
-                let bytes = (m.host, byte_sum(m.device));
-                row(
-                    base + 1,
-                    m.name.clone(),
-                    Some(m.id),
-                    bytes,
-                    Some(mk.clone()),
-                );
+                let (id, device) = (m.record.model_id, m.device());
+                let mk = format!("{ck}/m{id}");
+                let bytes = (host(m), byte_sum(device));
+                let name = m.record.name_str().into_owned();
+                row(base + 1, name, Some(id), bytes, Some(mk.clone()));
                 if open(&mk) {
-                    for (kind, b) in DEVICE_KINDS.iter().zip(m.device).filter(|(_, b)| *b > 0) {
+                    for (kind, b) in DEVICE_KINDS.iter().zip(device).filter(|(_, b)| *b > 0) {
                         row(base + 2, kind.to_string(), None, (0, b), None);
                     }
                 }
             }
-            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device)));
+            let in_models = byte_sum(models.iter().map(|m| byte_sum(m.device())));
             let outside = byte_sum(d).saturating_sub(in_models);
             row(base + 1, "outside models".into(), None, (0, outside), None);
         }
-        let on_no_core = byte_sum(p.host).saturating_sub(byte_sum(p.models.iter().map(|m| m.host)));
+        let in_models = byte_sum(mem.loaded_models.iter().map(host));
+        let on_no_core = byte_sum(mem.host).saturating_sub(in_models);
         row(base, "host, on no core".into(), None, (on_no_core, 0), None);
     }
     out
@@ -582,8 +495,9 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
 }
 
 fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
-    let names = std::iter::once("all".to_string())
-        .chain(v.procs.iter().map(|p| format!("{} {}", p.pid, p.tag)));
+    let names = std::iter::once("all".to_string()).chain(
+        (v.neuron_runtime_data.iter()).map(|p| format!("{} {}", p.pid, p.neuron_runtime_tag)),
+    );
     let mut spans = Vec::new();
     for (i, name) in names.enumerate() {
         let (l, r) = if i == ui.tab { ('>', '<') } else { (' ', ' ') };
@@ -596,7 +510,7 @@ fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
         };
         spans.push(Span::styled(format!("{}:{l}{name}{r} ", i + 1), style));
     }
-    if v.procs.is_empty() {
+    if v.neuron_runtime_data.is_empty() {
         spans.push(Span::raw(
             " no running xunds process (no slab found); waiting...",
         ));
@@ -606,7 +520,7 @@ fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
 
 /// Apply a key; `false` to quit.
 pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
-    let tabs = v.procs.len() + 1;
+    let tabs = v.neuron_runtime_data.len() + 1;
     let rows = tree(v, ui);
     let selected = rows.get(ui.selected.min(rows.len().saturating_sub(1)));
     match code {
@@ -665,11 +579,10 @@ pub fn main(args: TopArgs) -> ExitCode {
     let mut v = View::default();
     let result = loop {
         if Instant::now() >= next {
-            let _ = monitor.tick();
+            v = monitor.tick();
             // Exits are shown in the view, not logged over the screen.
             monitor.take_log();
-            v = view(&mut monitor);
-            ui.tab = ui.tab.min(v.procs.len());
+            ui.tab = ui.tab.min(v.neuron_runtime_data.len());
             next += args.period;
         }
         if let Err(e) = terminal.draw(|f| draw(f, &v, &ui)) {
@@ -695,9 +608,13 @@ pub fn main(args: TopArgs) -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use super::super::report::{NeuroncoreCounters, Report, SystemData, UserSystem, VcpuUsage};
     use super::*;
+    use crate::Obj;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+    use xunds::wire::nds::c_string;
+    use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 
     fn screen(v: &View, ui: &Ui, w: u16, h: u16) -> String {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
@@ -713,42 +630,98 @@ mod tests {
         s
     }
 
-    fn proc(pid: u32, tag: &str, cores: &[(usize, f64, u64)]) -> Proc {
+    fn proc(pid: u32, tag: &str, cores: &[(usize, f64, u64)]) -> RuntimeEntry {
         let mib = 1 << 20;
-        Proc {
+        let report = Report {
+            neuroncore_counters: Some(Group::new(
+                1.0,
+                NeuroncoreCounters {
+                    neuroncores_in_use: (cores.iter())
+                        .map(|&(core, util, flops)| {
+                            let u = CoreUse {
+                                neuroncore_utilization: util,
+                                flops,
+                            };
+                            (core.to_string(), u)
+                        })
+                        .collect(),
+                },
+            )),
+            execution_stats: Some(Group::new(
+                1.0,
+                ExecutionStats {
+                    execution_summary: [("completed", 12_345)].into_iter().collect(),
+                    error_summary: [("hardware", 3)].into_iter().collect(),
+                    ..Default::default()
+                },
+            )),
+            memory_used: Some(Group::new(
+                1.0,
+                MemoryUsed {
+                    host: [4096, 2048, 0, 1024],
+                    cores: (cores.iter())
+                        .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
+                        .collect(),
+                    loaded_models: (cores.iter())
+                        .flat_map(|c| {
+                            (0..2).map(move |m| {
+                                let mut record = ModelRecord {
+                                    name: c_string(&format!("mlp{m}")),
+                                    model_id: 10 * c.0 as u32 + m,
+                                    nc_index: c.0 as u8,
+                                    ..ModelRecord::EMPTY
+                                };
+                                let (host, dev) = (MemLocation::Host, MemLocation::Device);
+                                for (loc, slot, bytes) in [
+                                    (host, MemSlot::Code, 1024),
+                                    (dev, MemSlot::Constants, mib),
+                                    (dev, MemSlot::Code, mib / 2),
+                                    (dev, MemSlot::Tensors, mib),
+                                ] {
+                                    record.mem_usage[loc as usize][slot as usize].total_size =
+                                        bytes;
+                                }
+                                LoadedModel {
+                                    record,
+                                    is_running: true,
+                                }
+                            })
+                        })
+                        .collect(),
+                },
+            )),
+            neuron_runtime_vcpu_usage: Some(Group::new(
+                1.0,
+                RuntimeVcpu {
+                    vcpu_usage: UserSystem {
+                        user: 35.5,
+                        system: 4.0,
+                    },
+                },
+            )),
+        };
+        RuntimeEntry {
             pid,
-            tag: tag.into(),
-            note: String::new(),
-            cores: cores
-                .iter()
-                .map(|&(core, util, flops)| Core { core, util, flops })
-                .collect(),
-            exec_per_s: 12_345.0,
-            errors: vec![("hardware", 3)],
-            vcpu: Some((35.5, 4.0)),
-            host: [4096, 2048, 0, 1024],
-            core_memory: cores
-                .iter()
-                .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
-                .collect(),
-            models: cores
-                .iter()
-                .flat_map(|c| {
-                    (0..2).map(move |m| Model {
-                        name: format!("mlp{m}"),
-                        id: 10 * c.0 as u32 + m,
-                        core: c.0,
-                        host: 1024,
-                        device: [mib, mib / 2, 0, 0, mib],
-                    })
-                })
-                .collect(),
+            address: String::new(),
+            neuron_runtime_tag: tag.into(),
+            error: String::new(),
+            report,
+            state: "running",
+            slab: String::new(),
         }
     }
 
     fn sample() -> View {
+        let vcpu = VcpuUsage {
+            average_usage: [("user", 22.0), ("system", 5.5)].into_iter().collect(),
+            usage_data: [("0", Obj::default()), ("1", Obj::default())]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        let vcpu = Group::new(1.0, vcpu);
         View {
-            procs: vec![
+            neuron_runtime_data: vec![
                 proc(
                     4242,
                     "4242",
@@ -756,8 +729,11 @@ mod tests {
                 ),
                 proc(77, "trainer", &[(0, 90.0, 2_000_000_000)]),
             ],
-            system_vcpu: Some((22.0, 5.5)),
-            vcpus: 2,
+            system_data: SystemData {
+                vcpu_usage: Some(vcpu),
+                ..Default::default()
+            },
+            ..Default::default()
         }
     }
 

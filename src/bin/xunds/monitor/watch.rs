@@ -25,7 +25,7 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use xunds::nds::{Counters, ReadOnlySlab, Reader, RecordRead, Snapshot, REQUIRED_SIZE};
+use xunds::nds::{Counters, ReadOnlySlab, Reader, Snapshot, REQUIRED_SIZE};
 
 /// A successful read of one slab.
 #[derive(Clone, Debug)]
@@ -175,14 +175,6 @@ pub fn discover(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         .collect();
     out.sort();
     Ok(out)
-}
-
-/// A record's state as a group error ("" when fresh or unpublished).
-pub fn record_error<R>(what: &str, r: &RecordRead<R>) -> Option<String> {
-    match r {
-        RecordRead::Torn(s) => Some(format!("{what}: torn record ({:?}), not used", s.reason)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
