@@ -815,7 +815,8 @@ fn top_runs_in_a_terminal_and_shows_every_view() {
     let first = screen_with(None, "NC 2");
     let tree = screen_with(Some("x"), "mlp-x");
     let flops = screen_with(Some("f"), "NeuronCore FLOPS");
-    let tab = screen_with(Some("d"), ">");
+    // `>all<` is on screen before `d` redraws, so wait for the tab it selects.
+    let tab = screen_with(Some("d"), "monitor-test<");
     let _ = tmux(&["send-keys", "-t", &session, "q"]);
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session])
