@@ -205,144 +205,96 @@ pub enum EngineStatus {
     Error(ErrorClass),
 }
 
-/// Why an engine stopped with an error. `pc` is the address of the
-/// instruction that faulted.
+/// Why an engine stopped with an error: what happened, at the instruction
+/// at `pc` (the one that faulted, or the one not issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineFault {
-    /// The words at `pc` are not an instruction. Class `Model`.
-    Decode {
-        /// Instruction address.
-        pc: u64,
-        /// Why.
-        err: isa::DecodeError,
-    },
-    /// Fetch or operand access outside device memory. Class `Hw`.
-    Memory {
-        /// Instruction address.
-        pc: u64,
-        /// The refused access.
-        fault: MemFault,
-    },
-    /// A block or operand address not 4-byte aligned. Class `Hw`.
-    Misaligned {
-        /// Instruction address.
-        pc: u64,
-        /// The misaligned address.
-        pa: u64,
-    },
-    /// `base + offset` (or the end of the operand) overflows 64 bits. Class `Hw`.
-    AddressOverflow {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// A `.chk` instruction produced NaN or ±Inf (nothing was written).
-    /// Class `Numerical`.
-    NonFinite {
-        /// Instruction address.
-        pc: u64,
-        /// Index of the first non-finite result.
-        index: u32,
-    },
-    /// `RAISE`. Class: the instruction's.
-    Raised {
-        /// Instruction address.
-        pc: u64,
-        /// The class raised.
-        class: ErrorClass,
-    },
-    /// A `WAIT` no engine can ever satisfy. Class `Runtime`.
-    Deadlock {
-        /// Instruction address.
-        pc: u64,
-        /// The semaphore.
-        sem: u8,
-        /// The amount it waited for.
-        value: u32,
-        /// The semaphore's value when the execution gave up.
-        have: u32,
-    },
-    /// `SIGNAL` would overflow the semaphore's `u32`. Class `Runtime`.
-    SemaphoreOverflow {
-        /// Instruction address.
-        pc: u64,
-        /// The semaphore.
-        sem: u8,
-    },
-    /// The request issued [`Limits::max_steps`] instructions. Class `Runtime`.
-    StepBudget {
-        /// The instruction not issued.
-        pc: u64,
-    },
-    /// The instruction would run the clock past [`Limits::max_cycles`] after
-    /// the start. Class `Runtime`.
-    CycleBudget {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// The instruction would take the request past [`Limits::max_work`].
-    /// Class `Runtime`.
-    WorkBudget {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// The engine state machine refused a transition (a bug; kept as an
-    /// error value instead of a panic). Class `Runtime`.
-    Internal {
-        /// Instruction address.
-        pc: u64,
-    },
+pub struct EngineFault {
+    /// Instruction address.
+    pub pc: u64,
+    /// What happened.
+    pub kind: FaultKind,
+}
+
+error_enum! {
+    /// What stopped an engine; each names the class it reports
+    /// ([`EngineFault::class`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FaultKind {
+        /// The words at `pc` are not an instruction. Class `Model`.
+        Decode(isa::DecodeError) => "{0}",
+        /// Fetch or operand access outside device memory. Class `Hw`.
+        Memory(MemFault) => "{0}",
+        /// A block or operand address not 4-byte aligned. Class `Hw`.
+        Misaligned {
+            /// The misaligned address.
+            pa: u64,
+        } => "misaligned address {pa:#x}",
+        /// `base + offset` (or the end of the operand) overflows 64 bits.
+        /// Class `Hw`.
+        AddressOverflow => "address overflow",
+        /// A `.chk` instruction produced NaN or ±Inf (nothing was written).
+        /// Class `Numerical`.
+        NonFinite {
+            /// Index of the first non-finite result.
+            index: u32,
+        } => "non-finite result at element {index}",
+        /// `RAISE`. Class: the instruction's.
+        Raised(ErrorClass) => "RAISE {0}",
+        /// A `WAIT` no engine can ever satisfy. Class `Runtime`.
+        Deadlock {
+            /// The semaphore.
+            sem: u8,
+            /// The amount it waited for.
+            value: u32,
+            /// The semaphore's value when the execution gave up.
+            have: u32,
+        } => "deadlock: WAIT s{sem} for {value}, have {have}",
+        /// `SIGNAL` would overflow the semaphore's `u32`. Class `Runtime`.
+        SemaphoreOverflow {
+            /// The semaphore.
+            sem: u8,
+        } => "semaphore s{sem} overflow",
+        /// The request issued [`Limits::max_steps`] instructions. Class `Runtime`.
+        StepBudget => "step budget exhausted",
+        /// The instruction would run the clock past [`Limits::max_cycles`]
+        /// after the start. Class `Runtime`.
+        CycleBudget => "cycle budget exhausted",
+        /// The instruction would take the request past [`Limits::max_work`].
+        /// Class `Runtime`.
+        WorkBudget => "work budget exhausted",
+        /// The engine state machine refused a transition (a bug; kept as an
+        /// error value instead of a panic). Class `Runtime`.
+        Internal => "internal state-machine error",
+    }
+}
+
+impl FaultKind {
+    /// This fault at the instruction at `pc`.
+    const fn at(self, pc: u64) -> EngineFault {
+        EngineFault { pc, kind: self }
+    }
 }
 
 impl EngineFault {
     /// The error class the engine reports (docs/design.md "Instruction
     /// format", error classes).
     pub const fn class(&self) -> ErrorClass {
-        self.parts().1
-    }
-
-    /// The faulting instruction's address.
-    pub const fn pc(&self) -> u64 {
-        self.parts().0
-    }
-
-    /// The faulting instruction's address and the class reported.
-    const fn parts(&self) -> (u64, ErrorClass) {
-        use EngineFault as F;
-        use ErrorClass::{Hw, Model, Numerical, Runtime};
-        match *self {
-            F::Decode { pc, .. } => (pc, Model),
-            F::Memory { pc, .. } | F::Misaligned { pc, .. } | F::AddressOverflow { pc } => (pc, Hw),
-            F::NonFinite { pc, .. } => (pc, Numerical),
-            F::Raised { pc, class } => (pc, class),
-            F::Deadlock { pc, .. } | F::SemaphoreOverflow { pc, .. } | F::StepBudget { pc } => {
-                (pc, Runtime)
+        match self.kind {
+            FaultKind::Decode(_) => ErrorClass::Model,
+            FaultKind::Memory(_) | FaultKind::Misaligned { .. } | FaultKind::AddressOverflow => {
+                ErrorClass::Hw
             }
-            F::CycleBudget { pc } | F::WorkBudget { pc } | F::Internal { pc } => (pc, Runtime),
+            FaultKind::NonFinite { .. } => ErrorClass::Numerical,
+            FaultKind::Raised(class) => class,
+            _ => ErrorClass::Runtime,
         }
     }
 }
 
 impl fmt::Display for EngineFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error at pc {:#x}: ", self.class().name(), self.pc())?;
-        match *self {
-            EngineFault::Decode { err, .. } => write!(f, "{err}"),
-            EngineFault::Memory { fault, .. } => write!(f, "{fault}"),
-            EngineFault::Misaligned { pa, .. } => write!(f, "misaligned address {pa:#x}"),
-            EngineFault::AddressOverflow { .. } => f.write_str("address overflow"),
-            EngineFault::NonFinite { index, .. } => {
-                write!(f, "non-finite result at element {index}")
-            }
-            EngineFault::Raised { class, .. } => write!(f, "RAISE {}", class.name()),
-            EngineFault::Deadlock {
-                sem, value, have, ..
-            } => write!(f, "deadlock: WAIT s{sem} for {value}, have {have}"),
-            EngineFault::SemaphoreOverflow { sem, .. } => write!(f, "semaphore s{sem} overflow"),
-            EngineFault::StepBudget { .. } => f.write_str("step budget exhausted"),
-            EngineFault::CycleBudget { .. } => f.write_str("cycle budget exhausted"),
-            EngineFault::WorkBudget { .. } => f.write_str("work budget exhausted"),
-            EngineFault::Internal { .. } => f.write_str("internal state-machine error"),
-        }
+        let class = self.class().name();
+        write!(f, "{class} error at pc {:#x}: {}", self.pc, self.kind)
     }
 }
 
@@ -733,7 +685,7 @@ impl Executor {
             let (pc, issue) = (e.pc, e.cycle);
             let mut fetched = None;
             let insn = if total_steps >= limits.max_steps {
-                Err(EngineFault::StepBudget { pc })
+                Err(FaultKind::StepBudget.at(pc))
             } else {
                 total_steps += 1;
                 e.steps += 1;
@@ -762,9 +714,9 @@ impl Executor {
                 cycles
             };
             let result = if end > limit_cycle {
-                Err(EngineFault::CycleBudget { pc })
+                Err(FaultKind::CycleBudget.at(pc))
             } else if total_work.saturating_add(work) > limits.max_work {
-                Err(EngineFault::WorkBudget { pc })
+                Err(FaultKind::WorkBudget.at(pc))
             } else {
                 total_work += work;
                 match *insn {
@@ -788,7 +740,7 @@ impl Executor {
                                 ready_at[s] = ready_at[s].max(end);
                                 Ok(Outcome::Next)
                             }
-                            None => Err(EngineFault::SemaphoreOverflow { pc, sem }),
+                            None => Err(FaultKind::SemaphoreOverflow { sem }.at(pc)),
                         }
                     }
                     Insn::End => Ok(Outcome::End),
@@ -869,12 +821,8 @@ impl Executor {
                 continue;
             }
             let (sem, value) = e.pending.unwrap_or((0, 0));
-            let f = EngineFault::Deadlock {
-                pc: e.pc,
-                sem,
-                value,
-                have: sems[usize::from(sem)],
-            };
+            let have = sems[usize::from(sem)];
+            let f = FaultKind::Deadlock { sem, value, have }.at(e.pc);
             fail(e, f, trace, i);
             first_error.get_or_insert((Engine::ALL[i], f.class()));
         }
@@ -925,7 +873,7 @@ fn fail(e: &mut Eng, f: EngineFault, trace: &mut Option<Vec<TraceLine>>, i: usiz
     transit(e, EngineEvent::Fault);
     e.fault.get_or_insert(f);
     e.cycle = e.cycle.saturating_add(1);
-    note(trace, i, issue, f.pc(), || TraceWhat::Fault(f));
+    note(trace, i, issue, f.pc, || TraceWhat::Fault(f));
 }
 
 fn transit(e: &mut Eng, ev: EngineEvent) {
@@ -933,7 +881,7 @@ fn transit(e: &mut Eng, ev: EngineEvent) {
         Ok(s) => e.state = s,
         Err(_) => {
             e.state = EngineState::Faulted;
-            e.fault.get_or_insert(EngineFault::Internal { pc: e.pc });
+            e.fault.get_or_insert(FaultKind::Internal.at(e.pc));
         }
     }
 }
@@ -941,16 +889,16 @@ fn transit(e: &mut Eng, ev: EngineEvent) {
 /// Fetch and decode the instruction at `pc` (past a block's decoded part).
 fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     if pc % 4 != 0 {
-        return Err(EngineFault::Misaligned { pc, pa: pc });
+        return Err(FaultKind::Misaligned { pa: pc }.at(pc));
     }
     // The last word's address must not overflow; then one range read (its
     // fault names the first refused word, as word-by-word reads would).
     pc.checked_add(4 * (INSN_WORDS as u64 - 1))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     let mut w = [0u32; INSN_WORDS];
     mem.read_u32s(pc, &mut w)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
-    Insn::decode(&w).map_err(|err| EngineFault::Decode { pc, err })
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
+    Insn::decode(&w).map_err(|e| FaultKind::Decode(e).at(pc))
 }
 
 /// The address of `op` spanning `elems` words: checked for overflow and
@@ -965,17 +913,17 @@ fn resolve(
 ) -> Result<u64, EngineFault> {
     let pa = regs[op.base.index()]
         .checked_add(u64::from(op.off))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     if pa % 4 != 0 {
-        return Err(EngineFault::Misaligned { pc, pa });
+        return Err(FaultKind::Misaligned { pa }.at(pc));
     }
     let last = elems
         .checked_sub(1)
         .and_then(|n| n.checked_mul(4))
         .and_then(|b| pa.checked_add(b))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     mem.probe(pa, last)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
     Ok(pa)
 }
 
@@ -999,7 +947,7 @@ fn read<'v>(
 ) -> Result<&'v mut [u32], EngineFault> {
     let w = grow(v, n);
     mem.read_u32s(pa, w)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
     Ok(w)
 }
 
@@ -1017,14 +965,14 @@ fn write(
     let finite = |w: &u32| w & 0x7F80_0000 != 0x7F80_0000;
     if check && !out.iter().fold(true, |ok, w| ok & finite(w)) {
         let index = out.iter().position(|w| !finite(w)).unwrap_or(0);
-        return Err(EngineFault::NonFinite {
-            pc,
+        return Err(FaultKind::NonFinite {
             index: index as u32,
-        });
+        }
+        .at(pc));
     }
     *written = Some((pa, pa + 4 * out.len() as u64));
     mem.write_u32s(pa, out)
-        .map_err(|fault| EngineFault::Memory { pc, fault })
+        .map_err(|f| FaultKind::Memory(f).at(pc))
 }
 
 fn f(w: u32) -> f32 {
@@ -1050,7 +998,7 @@ fn exec(
         | Insn::Wait { .. }
         | Insn::Signal { .. }
         | Insn::Delay { .. } => Ok(()),
-        Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
+        Insn::Raise { class } => Err(FaultKind::Raised(class).at(pc)),
         Insn::Copy { dst, src, n } => {
             let n = u64::from(n);
             let (s, d) = (at(src, n)?, at(dst, n)?);

@@ -5,8 +5,8 @@
 
 use xunds::device::engine::{
     execute_blocks, execute_request, read_f32s, write_f32s, DeviceExecRequest, DeviceMemory,
-    Engine, EngineFault, EngineFsm, EngineStatus, ExecReport, Executor, Limits, MemFault,
-    TraceWhat, VecMemory, NUM_ENGINES,
+    Engine, EngineFault, EngineFsm, EngineStatus, ExecReport, Executor, FaultKind, Limits,
+    MemFault, TraceWhat, VecMemory, NUM_ENGINES,
 };
 use xunds::device::isa::{
     self, op, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
@@ -829,10 +829,12 @@ fn counting_semaphores_are_consumed_by_waits() {
     );
     assert!(matches!(
         r.engines[2].fault,
-        Some(EngineFault::Deadlock {
-            sem: 2,
-            value: 1,
-            have: 0,
+        Some(EngineFault {
+            kind: FaultKind::Deadlock {
+                sem: 2,
+                value: 1,
+                have: 0,
+            },
             ..
         })
     ));
@@ -856,9 +858,9 @@ fn raise_reports_each_class() {
         let f = only_error(&r, 0);
         assert_eq!(
             f,
-            EngineFault::Raised {
+            EngineFault {
                 pc: code_at(0) + INSN_BYTES as u64,
-                class
+                kind: FaultKind::Raised(class)
             }
         );
         assert_eq!(r.error(), Some(class));
@@ -887,9 +889,9 @@ fn a_memory_fault_is_hw_and_writes_nothing() {
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::Memory {
+        EngineFault {
             pc: code_at(0),
-            fault: MemFault { pa: end }
+            kind: FaultKind::Memory(MemFault { pa: end })
         }
     );
     assert_eq!(f.class(), ErrorClass::Hw);
@@ -902,18 +904,24 @@ fn block_addresses_outside_memory_or_misaligned_are_hw() {
     let r = execute_blocks(&m, [0x10, BASE + 2, u64::MAX - 3, 0, 0], 0);
     assert!(matches!(
         r.engines[0].fault,
-        Some(EngineFault::Memory {
-            fault: MemFault { pa: 0x10 },
+        Some(EngineFault {
+            kind: FaultKind::Memory(MemFault { pa: 0x10 }),
             ..
         })
     ));
     assert!(matches!(
         r.engines[1].fault,
-        Some(EngineFault::Misaligned { .. })
+        Some(EngineFault {
+            kind: FaultKind::Misaligned { .. },
+            ..
+        })
     ));
     assert!(matches!(
         r.engines[2].fault,
-        Some(EngineFault::Memory { .. } | EngineFault::AddressOverflow { .. })
+        Some(EngineFault {
+            kind: FaultKind::Memory(_) | FaultKind::AddressOverflow,
+            ..
+        })
     ));
     for e in &r.engines[..3] {
         assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
@@ -937,9 +945,9 @@ fn misaligned_and_overflowing_operands_are_hw() {
     );
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::Misaligned {
+        EngineFault {
             pc: code_at(0),
-            pa: DATA + 2
+            kind: FaultKind::Misaligned { pa: DATA + 2 }
         }
     );
     let r = run1(
@@ -959,7 +967,10 @@ fn misaligned_and_overflowing_operands_are_hw() {
     );
     assert!(matches!(
         only_error(&r, 0),
-        EngineFault::AddressOverflow { .. }
+        EngineFault {
+            kind: FaultKind::AddressOverflow,
+            ..
+        }
     ));
 }
 
@@ -972,9 +983,9 @@ fn a_bad_opcode_is_a_model_error() {
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::Decode {
+        EngineFault {
             pc: code_at(0) + INSN_BYTES as u64,
-            err: DecodeError::BadOpcode { opcode: 0 }
+            kind: FaultKind::Decode(DecodeError::BadOpcode { opcode: 0 })
         }
     );
     assert_eq!(f.class(), ErrorClass::Model);
@@ -1007,11 +1018,13 @@ fn a_deadlocked_wait_is_a_runtime_error_not_a_hang() {
         );
         assert_eq!(
             r.engines[i].fault,
-            Some(EngineFault::Deadlock {
+            Some(EngineFault {
                 pc: code_at(i),
-                sem,
-                value: 1,
-                have: 0
+                kind: FaultKind::Deadlock {
+                    sem,
+                    value: 1,
+                    have: 0
+                }
             })
         );
     }
@@ -1067,9 +1080,9 @@ fn a_non_finite_result_under_chk_is_numerical_and_writes_nothing() {
     let r = run1(&m, &[mul(true, DATA + 0x80), Insn::End]);
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::NonFinite {
+        EngineFault {
             pc: code_at(0),
-            index: 1
+            kind: FaultKind::NonFinite { index: 1 }
         }
     );
     assert_eq!(f32s(&m, DATA + 0x80, 3), [0.0; 3]);
@@ -1110,7 +1123,10 @@ fn semaphore_overflow_is_a_runtime_error() {
     );
     assert!(matches!(
         only_error(&r, 0),
-        EngineFault::SemaphoreOverflow { sem: 4, .. }
+        EngineFault {
+            kind: FaultKind::SemaphoreOverflow { sem: 4 },
+            ..
+        }
     ));
 }
 
@@ -1128,8 +1144,9 @@ fn step_and_cycle_budgets_end_the_execution() {
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::StepBudget {
-            pc: code_at(0) + 5 * INSN_BYTES as u64
+        EngineFault {
+            pc: code_at(0) + 5 * INSN_BYTES as u64,
+            kind: FaultKind::StepBudget
         }
     );
     assert_eq!(r.engines[0].steps, 5);
@@ -1145,7 +1162,10 @@ fn step_and_cycle_budgets_end_the_execution() {
     );
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::CycleBudget { pc: code_at(0) }
+        EngineFault {
+            pc: code_at(0),
+            kind: FaultKind::CycleBudget
+        }
     );
 
     // Work: a 64x64x64 MATMUL (8 + 262144) against a budget of 100000;
@@ -1172,8 +1192,9 @@ fn step_and_cycle_budgets_end_the_execution() {
     let r = Executor::new(limits).run(&m, [code_at(0), 0, 0, 0, 0], 0);
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::WorkBudget {
-            pc: code_at(0) + INSN_BYTES as u64
+        EngineFault {
+            pc: code_at(0) + INSN_BYTES as u64,
+            kind: FaultKind::WorkBudget
         }
     );
     assert_eq!(r.macs, 0);
@@ -1232,9 +1253,9 @@ fn rewritten_code_runs_as_written() {
             let r = ex.run(&m, [code_at(0), code_at(1), 0, 0, 0], 0);
             assert_eq!(
                 only_error(&r, 0),
-                EngineFault::Raised {
+                EngineFault {
                     pc: code_at(0) + INSN_BYTES as u64,
-                    class: ErrorClass::Transient
+                    kind: FaultKind::Raised(ErrorClass::Transient)
                 }
             );
             // The same block unchanged in memory completes.
@@ -1243,7 +1264,7 @@ fn rewritten_code_runs_as_written() {
             // Rewritten between executions: its new words run.
             store_block(&m, code_at(0), &[raise]);
             let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
-            assert!(matches!(only_error(&r, 0), EngineFault::Raised { .. }));
+            assert!(matches!(only_error(&r, 0).kind, FaultKind::Raised(_)));
             store_block(&m, code_at(0), &[Insn::Nop, Insn::Nop, Insn::End]);
             let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
             assert_done(&r);

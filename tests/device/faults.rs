@@ -8,7 +8,7 @@
 //! corrupt NQ record.
 
 use xunds::device::dma::{DmaFault, QueueProducer};
-use xunds::device::engine::{EngineFault, EngineStatus, Executor, Limits, MemFault};
+use xunds::device::engine::{EngineFault, EngineStatus, Executor, FaultKind, Limits, MemFault};
 use xunds::device::isa::{Base, Insn, Operand};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
@@ -656,9 +656,9 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     assert_eq!(pe.status, EngineStatus::Error(ErrorClass::Hw), "{rep:?}");
     assert_eq!(
         pe.fault,
-        Some(EngineFault::Memory {
+        Some(EngineFault {
             pc: code + 32,
-            fault: MemFault { pa: dst + 28 },
+            kind: FaultKind::Memory(MemFault { pa: dst + 28 }),
         })
     );
     let mut inside = [0u32; 4];
@@ -681,9 +681,9 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
     assert_eq!(
         rep.engines[0].fault,
-        Some(EngineFault::Memory {
+        Some(EngineFault {
             pc: code + 32,
-            fault: MemFault { pa: src + 12 },
+            kind: FaultKind::Memory(MemFault { pa: src + 12 }),
         })
     );
 }
@@ -727,7 +727,13 @@ fn the_engines_cannot_write_below_the_model_heap() {
     }
     let rep = Executor::new(Limits::DEFAULT).run(&mem, [code, 0, 0, 0, 0], 0);
     assert!(
-        matches!(rep.engines[0].fault, Some(EngineFault::Memory { .. })),
+        matches!(
+            rep.engines[0].fault,
+            Some(EngineFault {
+                kind: FaultKind::Memory(_),
+                ..
+            })
+        ),
         "{rep:?}"
     );
     let word = dev

@@ -4,7 +4,7 @@
 
 use xunds::device::engine::{
     execute_blocks, execute_request, read_f32s, Engine, EngineFault, EngineStatus, ExecReport,
-    Executor, VecMemory, NUM_ENGINES,
+    Executor, FaultKind, VecMemory, NUM_ENGINES,
 };
 use xunds::device::isa::{ActFn, Insn};
 use xunds::device::model::{Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage};
@@ -310,7 +310,10 @@ fn a_non_finite_input_is_a_numerical_error() {
         assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Numerical)));
         assert!(matches!(
             r.engine(Engine::Pe).fault,
-            Some(EngineFault::NonFinite { .. })
+            Some(EngineFault {
+                kind: FaultKind::NonFinite { .. },
+                ..
+            })
         ));
         // The first MATMUL faulted before counting.
         assert_eq!(r.macs, 0);
