@@ -508,7 +508,7 @@ impl Program {
             let Ok(insn) = Insn::decode(&w) else { break };
             p.words.extend_from_slice(&w);
             p.insns.push(insn);
-            if matches!(insn, Insn::End | Insn::Raise { .. }) {
+            if matches!(insn, Insn::End | Insn::Raise(..)) {
                 break;
             }
         }
@@ -708,7 +708,7 @@ impl Executor {
             };
             let cycles = insn.cycles();
             let end = issue.saturating_add(cycles);
-            let work = if matches!(insn, Insn::Delay { .. }) {
+            let work = if matches!(insn, Insn::Delay(..)) {
                 0
             } else {
                 cycles
@@ -720,7 +720,7 @@ impl Executor {
             } else {
                 total_work += work;
                 match *insn {
-                    Insn::Wait { sem, value } => {
+                    Insn::Wait(sem, value) => {
                         let s = usize::from(sem);
                         if sems[s] >= value {
                             sems[s] -= value;
@@ -732,7 +732,7 @@ impl Executor {
                             Ok(Outcome::Block)
                         }
                     }
-                    Insn::Signal { sem, value } => {
+                    Insn::Signal(sem, value) => {
                         let s = usize::from(sem);
                         match sems[s].checked_add(value) {
                             Some(v) => {
@@ -744,11 +744,11 @@ impl Executor {
                         }
                     }
                     Insn::End => Ok(Outcome::End),
-                    Insn::SetBase { reg, value } => {
+                    Insn::SetBase(reg, value) => {
                         e.regs[reg.index()] = value;
                         Ok(Outcome::Next)
                     }
-                    Insn::Nop | Insn::Delay { .. } => Ok(Outcome::Next),
+                    Insn::Nop | Insn::Delay(..) => Ok(Outcome::Next),
                     _ => exec(mem, buf, &e.regs, insn, pc).map(|()| Outcome::Next),
                 }
             };
@@ -767,7 +767,7 @@ impl Executor {
                     note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::Block) => {
-                    if let Insn::Wait { sem, value } = *insn {
+                    if let Insn::Wait(sem, value) = *insn {
                         e.pending = Some((sem, value));
                     }
                     transit(e, EngineEvent::Block);
@@ -792,7 +792,7 @@ impl Executor {
             }
             // After a SIGNAL on `sem`: complete the pending `WAIT` of every
             // blocked engine it now satisfies, in engine order.
-            if let Insn::Signal { sem, .. } = *insn {
+            if let Insn::Signal(sem, ..) = *insn {
                 let s = usize::from(sem);
                 for (j, e) in engs.iter_mut().enumerate() {
                     let Some((ws, value)) = e.pending else {
@@ -806,7 +806,7 @@ impl Executor {
                     let (pc, issue) = (e.pc, e.cycle);
                     transit(e, EngineEvent::Wake);
                     ready |= 1 << j;
-                    let insn = Insn::Wait { sem: ws, value };
+                    let insn = Insn::Wait(ws, value);
                     e.cycle = e.cycle.max(ready_at[s]).saturating_add(insn.cycles());
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
                     let end = e.cycle;
@@ -994,32 +994,24 @@ fn exec(
     match *insn {
         Insn::Nop
         | Insn::End
-        | Insn::SetBase { .. }
-        | Insn::Wait { .. }
-        | Insn::Signal { .. }
-        | Insn::Delay { .. } => Ok(()),
-        Insn::Raise { class } => Err(FaultKind::Raised(class).at(pc)),
-        Insn::Copy { dst, src, n } => {
+        | Insn::SetBase(..)
+        | Insn::Wait(..)
+        | Insn::Signal(..)
+        | Insn::Delay(..) => Ok(()),
+        Insn::Raise(class) => Err(FaultKind::Raised(class).at(pc)),
+        Insn::Copy(dst, src, n) => {
             let n = u64::from(n);
             let (s, d) = (at(src, n)?, at(dst, n)?);
             let o = read(mem, pc, s, n, out)?;
             write(mem, written, (pc, d), o, false)
         }
-        Insn::Fill { dst, n, value } => {
+        Insn::Fill(dst, n, value) => {
             let d = at(dst, u64::from(n))?;
             let o = grow(out, n.into());
             o.fill(value);
             write(mem, written, (pc, d), o, false)
         }
-        Insn::Binary {
-            op,
-            dst,
-            a,
-            b,
-            n,
-            b_len,
-            check,
-        } => {
+        Insn::Binary(op, dst, a, b, n, b_len, check) => {
             let n = u64::from(n);
             let bl = if b_len == 0 { n } else { u64::from(b_len) };
             let (pa, pb, pd) = (at(a, n)?, at(b, bl)?, at(dst, n)?);
@@ -1035,14 +1027,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Affine {
-            dst,
-            src,
-            n,
-            scale_bits,
-            bias_bits,
-            check,
-        } => {
+        Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => {
             let n = u64::from(n);
             let (s, t) = (f(scale_bits), f(bias_bits));
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
@@ -1050,13 +1035,7 @@ fn exec(
             unary(o, x, |x| x * s + t);
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Act {
-            func,
-            dst,
-            src,
-            n,
-            check,
-        } => {
+        Insn::Act(func, dst, src, n, check) => {
             let n = u64::from(n);
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
             let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
@@ -1068,14 +1047,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Reduce {
-            op,
-            dst,
-            src,
-            rows,
-            cols,
-            check,
-        } => {
+        Insn::Reduce(op, dst, src, rows, cols, check) => {
             let (r, c) = (u64::from(rows), u64::from(cols));
             let (pa, pd) = (at(src, r * c)?, at(dst, r)?);
             let (x, o) = (read(mem, pc, pa, r * c, va)?, grow(out, r));
@@ -1084,16 +1056,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::MatMul {
-            dst,
-            a,
-            b,
-            m,
-            k,
-            n,
-            acc,
-            check,
-        } => {
+        Insn::MatMul(dst, a, b, m, k, n, acc, check) => {
             let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
             let (pa, pb, pd) = (at(a, m * k)?, at(b, k * n)?, at(dst, m * n)?);
             let (x, y) = (read(mem, pc, pa, m * k, va)?, read(mem, pc, pb, k * n, vb)?);

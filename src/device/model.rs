@@ -153,11 +153,7 @@ pub fn null_model() -> Result<ModelBuilder, ModelError> {
     let y = mb.output("y", &[1]);
     mb.push(
         Engine::Sp,
-        Insn::Copy {
-            dst: y.operand(),
-            src: x.operand(),
-            n: 1,
-        },
+        Insn::Copy(y.operand(), x.operand(), 1),
     )?;
     mb.reference(|x| x.to_vec());
     Ok(mb)
@@ -339,18 +335,9 @@ impl ModelBuilder {
         for (i, b) in self.blocks.iter().enumerate() {
             let Some(off) = offsets[i] else { continue };
             let prologue = [
-                Insn::SetBase {
-                    reg: Base::R0,
-                    value: load_pa + const_off,
-                },
-                Insn::SetBase {
-                    reg: Base::R1,
-                    value: load_pa + scratch_off,
-                },
-                Insn::SetBase {
-                    reg: Base::R2,
-                    value: io_pa,
-                },
+                Insn::SetBase(Base::R0, load_pa + const_off),
+                Insn::SetBase(Base::R1, load_pa + scratch_off),
+                Insn::SetBase(Base::R2, io_pa),
             ];
             let all = prologue.iter().chain(b).chain([&Insn::End]);
             for (j, insn) in all.enumerate() {
@@ -743,53 +730,19 @@ impl MlpSpec {
 
         if let Some(inj) = self.inject {
             let (engine, insn) = match inj {
-                Inject::Raise { engine, class } => (engine, Insn::Raise { class }),
-                Inject::Delay { engine, cycles } => (engine, Insn::Delay { cycles }),
+                Inject::Raise { engine, class } => (engine, Insn::Raise(class)),
+                Inject::Delay { engine, cycles } => (engine, Insn::Delay(cycles)),
             };
             mb.push(engine, insn)?;
         }
-        let wait = |sem| Insn::Wait { sem, value: 1 };
-        let signal = |sem| Insn::Signal { sem, value: 1 };
-        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary {
-            op: BinOp::Add,
-            dst: dst.operand(),
-            a: dst.operand(),
-            b: b.operand(),
-            n: dst.elems() as u32,
-            b_len: b.elems() as u32,
-            check,
-        };
-        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul {
-            dst: dst.operand(),
-            a: a.operand(),
-            b: b.operand(),
-            m: bt,
-            k,
-            n: dst.shape[1],
-            acc: false,
-            check,
-        };
+        let wait = |sem| Insn::Wait(sem, 1);
+        let signal = |sem| Insn::Signal(sem, 1);
+        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary(BinOp::Add, dst.operand(), dst.operand(), b.operand(), dst.elems() as u32, b.elems() as u32, check);
+        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul(dst.operand(), a.operand(), b.operand(), bt, k, dst.shape[1], false, check);
         let (copy, act, reduce) = (
-            Insn::Copy {
-                dst: xs.operand(),
-                src: x.operand(),
-                n: bt * i,
-            },
-            Insn::Act {
-                func: self.act,
-                dst: hs.operand(),
-                src: hs.operand(),
-                n: bt * h,
-                check,
-            },
-            Insn::Reduce {
-                op: ReduceOp::Max,
-                dst: m.operand(),
-                src: y.operand(),
-                rows: bt,
-                cols: o,
-                check,
-            },
+            Insn::Copy(xs.operand(), x.operand(), bt * i),
+            Insn::Act(self.act, hs.operand(), hs.operand(), bt * h, check),
+            Insn::Reduce(ReduceOp::Max, m.operand(), y.operand(), bt, o, check),
         );
         use Engine::{Act, Dve, Pe, Pool, Sp};
         for (engine, insn) in [

@@ -638,15 +638,8 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
         }
     };
     load(&[
-        Insn::SetBase {
-            reg: Base::R0,
-            value: dst,
-        },
-        Insn::Fill {
-            dst: at(0),
-            n: 8,
-            value: 0xDEAD_BEEF,
-        },
+        Insn::SetBase(Base::R0, dst),
+        Insn::Fill(at(0), 8, 0xDEAD_BEEF),
         Insn::End,
     ]);
     mem.write_u32s(dst, &[0x1111_1111; 4]).unwrap();
@@ -667,15 +660,8 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     // A source range off the end faults the same way, naming its last word.
     let src = end - 8;
     load(&[
-        Insn::SetBase {
-            reg: Base::R0,
-            value: src,
-        },
-        Insn::Copy {
-            dst: at(0),
-            src: at(0),
-            n: 4,
-        },
+        Insn::SetBase(Base::R0, src),
+        Insn::Copy(at(0), at(0), 4),
         Insn::End,
     ]);
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
@@ -707,18 +693,15 @@ fn the_engines_cannot_write_below_the_model_heap() {
         .unwrap();
     let code = DRAM_BASE + map.config.heap_start();
     let prog = [
-        Insn::SetBase {
-            reg: Base::R0,
-            value: DRAM_BASE + macs,
-        },
-        Insn::Fill {
-            dst: Operand {
+        Insn::SetBase(Base::R0, DRAM_BASE + macs),
+        Insn::Fill(
+            Operand {
                 base: Base::R0,
                 off: 0,
             },
-            n: 2,
-            value: 0xDEAD_BEEF,
-        },
+            2,
+            0xDEAD_BEEF,
+        ),
         Insn::End,
     ];
     for (i, insn) in prog.iter().enumerate() {

@@ -370,7 +370,7 @@ fn builder_refuses_bad_input() {
     ));
     let mut b = ModelBuilder::new("t");
     assert!(matches!(
-        b.push(Engine::Pe, Insn::Wait { sem: 16, value: 1 }),
+        b.push(Engine::Pe, Insn::Wait(16, 1)),
         Err(ModelError::BadInsn {
             engine: Engine::Pe,
             index: 0,
@@ -420,14 +420,14 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     let y = b.output("y", &[4]);
     b.push(
         Engine::Dve,
-        Insn::Affine {
-            dst: y.operand(),
-            src: x.operand(),
-            n: 4,
-            scale_bits: 3.0f32.to_bits(),
-            bias_bits: 1.0f32.to_bits(),
-            check: true,
-        },
+        Insn::Affine(
+            y.operand(),
+            x.operand(),
+            4,
+            3.0f32.to_bits(),
+            1.0f32.to_bits(),
+            true,
+        ),
     )
     .unwrap();
     b.reference(|x| x.iter().map(|v| v * 3.0 + 1.0).collect());
