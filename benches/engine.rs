@@ -15,7 +15,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use xunds::device::engine::{DeviceMemory, Executor, Limits, VecMemory};
+use crate::device_support::VecMemory;
+use xunds::device::engine::{DeviceMemory, Executor, Limits};
 use xunds::device::isa::{Base, Insn, Operand, INSN_BYTES};
 
 use crate::harness::{best_of, env_or, time};

@@ -25,24 +25,20 @@
 //! fetch-at-issue gives, at the same instruction.
 //!
 //! Device memory is reached only through [`DeviceMemory`] (the HAL
-//! implements it over mapped device DRAM; `VecMemory`, built with the
-//! `testkit` feature, is a heap-backed one for tests).
+//! implements it over mapped device DRAM; the device tests bring a
+//! heap-backed one).
 #![forbid(unsafe_code)]
 
 use core::fmt;
-#[cfg(any(test, feature = "testkit"))]
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, ActFn, BinOp, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
 use crate::fsm;
 pub use crate::wire::device_request::{Engine, NUM_ENGINES};
-#[cfg(any(test, feature = "testkit"))]
-pub use crate::wire::device_request::DeviceExecRequest;
 use crate::wire::nq::ErrorClass;
 
 /// Word access to device memory by physical address. Implemented by the HAL
-/// over mapped device DRAM and by `VecMemory` (`testkit`). `pa` is 4-byte aligned
-/// when the engines call it.
+/// over mapped device DRAM (and by the tests' heap-backed memory). `pa` is
+/// 4-byte aligned when the engines call it.
 pub trait DeviceMemory {
     /// Read `out.len()` consecutive words from `pa`. On a fault, which
     /// words of `out` were filled is unspecified, and the fault names the
@@ -84,76 +80,6 @@ impl fmt::Display for MemFault {
 }
 
 impl std::error::Error for MemFault {}
-
-/// Heap-backed device memory covering `base .. base + len`: word-granular,
-/// `Sync` (each word is an `AtomicU32` accessed `Relaxed`; the engines need
-/// no ordering within one execution).
-#[cfg(any(test, feature = "testkit"))]
-pub struct VecMemory {
-    base: u64,
-    words: Box<[AtomicU32]>,
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl VecMemory {
-    /// Zeroed memory of `len_bytes` (rounded up to a word) at `base`.
-    ///
-    /// # Panics
-    /// If `base` is not 4-byte aligned or `base + len_bytes` overflows (a
-    /// programming error in a test, not untrusted input).
-    pub fn new(base: u64, len_bytes: usize) -> Self {
-        assert!(base % 4 == 0, "VecMemory base must be 4-byte aligned");
-        let n = len_bytes.div_ceil(4);
-        assert!(
-            base.checked_add(n as u64 * 4).is_some(),
-            "VecMemory range overflows"
-        );
-        Self {
-            base,
-            words: (0..n).map(|_| AtomicU32::new(0)).collect(),
-        }
-    }
-
-    /// The cells of `n` words from `pa`, or the first refused word.
-    fn cells(&self, pa: u64, n: usize) -> Result<&[AtomicU32], MemFault> {
-        let first = pa
-            .checked_sub(self.base)
-            .filter(|off| off % 4 == 0 && off / 4 < self.words.len() as u64)
-            .ok_or(MemFault { pa })?;
-        let first = (first / 4) as usize;
-        let inside = self.words.len() - first;
-        self.words[first..].get(..n).ok_or(MemFault {
-            pa: pa + 4 * inside as u64,
-        })
-    }
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl DeviceMemory for VecMemory {
-    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        let cells = self.cells(pa, out.len())?;
-        for (w, cell) in out.iter_mut().zip(cells) {
-            *w = cell.load(Ordering::Relaxed);
-        }
-        Ok(())
-    }
-    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        let cells = match self.cells(pa, vals.len()) {
-            Ok(c) => c,
-            // The words before the first refused one are written.
-            Err(f) => self.cells(pa, ((f.pa - pa) / 4) as usize).map_err(|_| f)?,
-        };
-        for (&v, cell) in vals.iter().zip(cells) {
-            cell.store(v, Ordering::Relaxed);
-        }
-        match cells.len() == vals.len() {
-            true => Ok(()),
-            false => Err(MemFault {
-                pa: pa + 4 * cells.len() as u64,
-            }),
-        }
-    }
-}
 
 /// Write `bytes` at `pa` (4-byte aligned) word by word; a trailing partial
 /// word is merged with the bytes already there.
@@ -1111,27 +1037,4 @@ fn matmul(out: &mut [u32], a: &[u32], b: &[u32], k: usize, n: usize) {
             }
         }
     }
-}
-
-/// Run the execution `req` describes with default [`Limits`]: engine `e`'s
-/// block is at `req.engine_address(e)` (0 = idle); all start at
-/// `start_cycle`.
-#[cfg(any(test, feature = "testkit"))]
-pub fn execute_request(
-    mem: &dyn DeviceMemory,
-    req: &DeviceExecRequest,
-    start_cycle: u64,
-) -> ExecReport {
-    execute_blocks(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
-}
-
-/// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]
-/// order) starts at `blocks[i]` (0 = idle) at `start_cycle`.
-#[cfg(any(test, feature = "testkit"))]
-pub fn execute_blocks(
-    mem: &dyn DeviceMemory,
-    blocks: [u64; NUM_ENGINES],
-    start_cycle: u64,
-) -> ExecReport {
-    Executor::new(Limits::DEFAULT).run(mem, blocks, start_cycle)
 }

@@ -3,15 +3,16 @@
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 
+use crate::support::{execute_blocks, execute_request, VecMemory};
 use xunds::device::engine::{
-    execute_blocks, execute_request, read_f32s, write_f32s, DeviceExecRequest, DeviceMemory,
-    Engine, EngineFault, EngineFsm, EngineStatus, ExecReport, Executor, FaultKind, Limits,
-    MemFault, TraceWhat, VecMemory, NUM_ENGINES,
+    read_f32s, write_f32s, DeviceMemory, Engine, EngineFault, EngineFsm, EngineStatus, ExecReport,
+    Executor, FaultKind, Limits, MemFault, TraceWhat, NUM_ENGINES,
 };
 use xunds::device::isa::{
     self, op, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
 };
 use xunds::prng::SplitMix64;
+use xunds::wire::device_request::DeviceExecRequest;
 use xunds::wire::nq::ErrorClass;
 
 /// Test memory: 64 KiB at 0x10000. Engine `i`'s code at CODE + i * 0x1000,

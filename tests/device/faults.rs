@@ -7,13 +7,14 @@
 //! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
 //! corrupt NQ record.
 
+use crate::support::NullExecutor;
 use xunds::device::dma::{DmaFault, QueueProducer};
 use xunds::device::engine::{EngineFault, EngineStatus, Executor, FaultKind, Limits, MemFault};
 use xunds::device::isa::{Base, Insn, Operand};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
 use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overflow};
-use xunds::device::sequencer::{DramMemory, NullExecutor};
+use xunds::device::sequencer::DramMemory;
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
 use xunds::hal::{Dir, Hal, Ordering};

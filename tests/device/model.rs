@@ -2,9 +2,9 @@
 //! reference bit for bit, MACs and memory usage are the spec's, timing is
 //! deterministic and hand-checked, and planted faults give their class.
 
+use crate::support::{execute_blocks, execute_request, VecMemory};
 use xunds::device::engine::{
-    execute_blocks, execute_request, read_f32s, Engine, EngineFault, EngineStatus, ExecReport,
-    Executor, FaultKind, VecMemory, NUM_ENGINES,
+    read_f32s, Engine, EngineFault, EngineStatus, ExecReport, Executor, FaultKind, NUM_ENGINES,
 };
 use xunds::device::isa::{ActFn, Insn};
 use xunds::device::model::{Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage};
