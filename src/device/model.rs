@@ -187,19 +187,6 @@ fn round_up(v: u64) -> u64 {
     v.saturating_add(ALIGN - 1) / ALIGN * ALIGN
 }
 
-/// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary of
-/// a section `len` bytes long; returns its offset. Saturating, so an
-/// absurd shape makes [`ModelBuilder::link`] refuse the section as
-/// [`ModelError::TooLarge`] instead of overflowing.
-fn alloc(len: &mut u64, shape: &[u32]) -> u64 {
-    let off = round_up(*len);
-    let bytes = shape
-        .iter()
-        .fold(4u64, |acc, &d| acc.saturating_mul(u64::from(d)));
-    *len = off.saturating_add(bytes);
-    off
-}
-
 impl ModelBuilder {
     /// An empty model called `name`.
     pub fn new(name: &'static str) -> Self {
@@ -209,22 +196,36 @@ impl ModelBuilder {
         }
     }
 
+    /// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary
+    /// of `section`. Saturating, so an absurd shape makes
+    /// [`ModelBuilder::link`] refuse the section as [`ModelError::TooLarge`]
+    /// instead of overflowing.
+    fn place(&mut self, name: &'static str, section: Section, shape: &[u32]) -> TensorDesc {
+        let len = match section {
+            Section::Constants => &mut self.consts_len,
+            Section::Scratch => &mut self.scratch_len,
+            Section::Io => &mut self.io_len,
+        };
+        let offset = round_up(*len);
+        let bytes = shape.iter().fold(4u64, |n, &d| n.saturating_mul(d.into()));
+        *len = offset.saturating_add(bytes);
+        let shape = shape.to_vec();
+        TensorDesc {
+            name,
+            section,
+            offset,
+            shape,
+        }
+    }
+
     /// A constant tensor holding `data` (row-major, `shape`'s product long;
     /// padded or truncated to it).
     pub fn constant(&mut self, name: &'static str, shape: &[u32], data: &[f32]) -> TensorDesc {
-        let mut len = self.consts_len;
-        let offset = alloc(&mut len, shape);
-        self.consts_len = len;
-        let t = TensorDesc {
-            name,
-            section: Section::Constants,
-            offset,
-            shape: shape.to_vec(),
-        };
+        let t = self.place(name, Section::Constants, shape);
         // Past 4 GiB the section is refused at link (`TooLarge`): the bytes
         // are not made (a shape's product can be any size, or wrap).
-        if len <= u64::from(u32::MAX) {
-            self.consts.resize(offset as usize, 0);
+        if self.consts_len <= u64::from(u32::MAX) {
+            self.consts.resize(t.offset as usize, 0);
             for i in 0..t.elems() as usize {
                 let v = data.get(i).copied().unwrap_or(0.0);
                 self.consts.extend_from_slice(&v.to_le_bytes());
@@ -236,37 +237,23 @@ impl ModelBuilder {
 
     /// A scratch tensor.
     pub fn scratch(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = TensorDesc {
-            name,
-            section: Section::Scratch,
-            offset: alloc(&mut self.scratch_len, shape),
-            shape: shape.to_vec(),
-        };
+        let t = self.place(name, Section::Scratch, shape);
         self.scratch.push(t.clone());
         t
     }
 
     /// An input tensor in the IO area.
     pub fn input(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.io(name, shape);
+        let t = self.place(name, Section::Io, shape);
         self.inputs.push(t.clone());
         t
     }
 
     /// An output tensor in the IO area.
     pub fn output(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.io(name, shape);
+        let t = self.place(name, Section::Io, shape);
         self.outputs.push(t.clone());
         t
-    }
-
-    fn io(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        TensorDesc {
-            name,
-            section: Section::Io,
-            offset: alloc(&mut self.io_len, shape),
-            shape: shape.to_vec(),
-        }
     }
 
     /// The CPU reference for the linked image.
