@@ -15,7 +15,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use xunds::device::engine::{DeviceMemory, Executor, Limits, VecMemory};
+use crate::device_support::VecMemory;
+use xunds::device::engine::{DeviceMemory, Executor, Limits};
 use xunds::device::isa::{Base, Insn, Operand, INSN_BYTES};
 
 use crate::harness::{best_of, env_or, time};
@@ -73,16 +74,16 @@ pub fn engine() {
         at = pd + (m * nn * 4).next_multiple_of(64) as u64;
         xunds::device::engine::write_f32s(&mem, pa, &a).unwrap();
         xunds::device::engine::write_f32s(&mem, pb, &b).unwrap();
-        insns.push(Insn::MatMul {
-            dst: Operand::new(Base::R0, pd as u32),
-            a: Operand::new(Base::R0, pa as u32),
-            b: Operand::new(Base::R0, pb as u32),
-            m: m as u32,
-            k: k as u32,
-            n: nn as u32,
-            acc: false,
-            check: false,
-        });
+        insns.push(Insn::MatMul(
+            Operand::new(Base::R0, pd as u32),
+            Operand::new(Base::R0, pa as u32),
+            Operand::new(Base::R0, pb as u32),
+            m as u32,
+            k as u32,
+            nn as u32,
+            false,
+            false,
+        ));
         operands.push((a, b, pd, m, k, nn));
     }
     insns.push(Insn::End);

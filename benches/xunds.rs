@@ -12,6 +12,10 @@ mod api;
 #[path = "../tests/counting_alloc/mod.rs"]
 mod counting_alloc;
 mod det;
+// The bench uses the heap-backed device memory only.
+#[allow(dead_code)]
+#[path = "../tests/device/support.rs"]
+mod device_support;
 mod engine;
 mod harness;
 mod nds;

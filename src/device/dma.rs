@@ -54,34 +54,34 @@ error_enum! {
     }
 }
 
-/// One side's position in a core's descriptor rings: the slot it is at,
-/// the ring id that slot carries on this lap (1 on the first, stepping by 1
-/// mod 4 at each wrap; docs/abi.md §1.11) and how many descriptors it has
-/// passed in each ring (wrapping).
+/// One side's position in a ring: the slot it is at, the mark that slot
+/// carries on this lap (the descriptor ring id, docs/abi.md §1.11; the NQ
+/// phase, §1.13), stepped at each wrap, and how many records it has passed
+/// (wrapping).
 #[derive(Clone, Copy, Debug)]
-struct Lap {
-    len: u32,
-    index: u32,
-    ring_id: u8,
-    count: u32,
+pub(super) struct Lap<M> {
+    pub(super) len: u32,
+    pub(super) index: u32,
+    pub(super) mark: M,
+    pub(super) count: u32,
 }
 
-impl Lap {
-    fn new(len: u32) -> Lap {
+impl<M: Copy> Lap<M> {
+    pub(super) const fn new(len: u32, mark: M) -> Lap<M> {
         Lap {
             len,
             index: 0,
-            ring_id: udma::FIRST_RING_ID,
+            mark,
             count: 0,
         }
     }
 
-    /// Past the current slot; a wrap steps the ring id.
-    fn advance(&mut self) {
+    /// Past the current slot; a wrap steps the mark.
+    pub(super) fn advance(&mut self, step: fn(M) -> M) {
         self.index += 1;
         if self.index == self.len {
             self.index = 0;
-            self.ring_id = udma::next_ring_id(self.ring_id);
+            self.mark = step(self.mark);
         }
         self.count = self.count.wrapping_add(1);
     }
@@ -93,7 +93,7 @@ pub struct QueueProducer {
     m2s: RegionHandle,
     s2m: RegionHandle,
     regs: RegionHandle,
-    lap: Lap,
+    lap: Lap<u8>,
 }
 
 impl QueueProducer {
@@ -105,7 +105,7 @@ impl QueueProducer {
             m2s,
             s2m,
             regs: map.regs_of(core)?,
-            lap: Lap::new(map.config.ring_len),
+            lap: Lap::new(map.config.ring_len, udma::FIRST_RING_ID),
         })
     }
 
@@ -138,12 +138,12 @@ impl QueueProducer {
         src: u64,
         dst: u64,
     ) -> Result<(), StageError> {
-        let (id, i) = (self.lap.ring_id, self.lap.index);
+        let (id, i) = (self.lap.mark, self.lap.index);
         let m = M2sDesc::copy(len, id, src).encode().map_err(StageError::Encode)?;
         hal.write_desc(self.m2s, i, &m)?;
         let s = S2mDesc::copy(len, id, dst).encode().map_err(StageError::Encode)?;
         hal.write_desc(self.s2m, i, &s)?;
-        self.lap.advance();
+        self.lap.advance(udma::next_ring_id);
         Ok(())
     }
 
@@ -277,7 +277,7 @@ pub struct DmaEngine {
     m2s: RegionHandle,
     s2m: RegionHandle,
     regs: RegionHandle,
-    lap: Lap,
+    lap: Lap<u8>,
     /// Pairs the head registers show consumed.
     released: u32,
     fault: Option<DmaFault>,
@@ -295,7 +295,7 @@ impl DmaEngine {
             m2s,
             s2m,
             regs: map.regs_of(core)?,
-            lap: Lap::new(map.config.ring_len),
+            lap: Lap::new(map.config.ring_len, udma::FIRST_RING_ID),
             released: 0,
             fault: None,
             stalled_since: None,
@@ -382,7 +382,7 @@ impl DmaEngine {
         map: &MemMap,
         now: u64,
     ) -> Result<DmaStep, DmaFault> {
-        let (index, ring_id) = (self.lap.index, self.lap.ring_id);
+        let (index, ring_id) = (self.lap.index, self.lap.mark);
         let m = hal.read_desc(self.m2s, index).map_err(|_| DmaFault::Hal)?;
         let s = hal.read_desc(self.s2m, index).map_err(|_| DmaFault::Hal)?;
         for (d, dir) in [(&m, Dir::M2s), (&s, Dir::S2m)] {
@@ -412,7 +412,7 @@ impl DmaEngine {
             return Err(DmaFault::LengthMismatch { index, m2s: len, s2m });
         }
         let published = self.copy(hal, map, m.src, s.dst, len)?;
-        self.lap.advance();
+        self.lap.advance(udma::next_ring_id);
         Ok(DmaStep::Copied { len, published })
     }
 

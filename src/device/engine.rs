@@ -25,24 +25,20 @@
 //! fetch-at-issue gives, at the same instruction.
 //!
 //! Device memory is reached only through [`DeviceMemory`] (the HAL
-//! implements it over mapped device DRAM; `VecMemory`, built with the
-//! `testkit` feature, is a heap-backed one for tests).
+//! implements it over mapped device DRAM; the device tests bring a
+//! heap-backed one).
 #![forbid(unsafe_code)]
 
 use core::fmt;
-#[cfg(any(test, feature = "testkit"))]
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::isa::{self, ActFn, BinOp, Insn, Operand, INSN_BYTES, INSN_WORDS, NUM_SEMAPHORES};
 use crate::fsm;
 pub use crate::wire::device_request::{Engine, NUM_ENGINES};
-#[cfg(any(test, feature = "testkit"))]
-pub use crate::wire::device_request::DeviceExecRequest;
 use crate::wire::nq::ErrorClass;
 
 /// Word access to device memory by physical address. Implemented by the HAL
-/// over mapped device DRAM and by `VecMemory` (`testkit`). `pa` is 4-byte aligned
-/// when the engines call it.
+/// over mapped device DRAM (and by the tests' heap-backed memory). `pa` is
+/// 4-byte aligned when the engines call it.
 pub trait DeviceMemory {
     /// Read `out.len()` consecutive words from `pa`. On a fault, which
     /// words of `out` were filled is unspecified, and the fault names the
@@ -84,76 +80,6 @@ impl fmt::Display for MemFault {
 }
 
 impl std::error::Error for MemFault {}
-
-/// Heap-backed device memory covering `base .. base + len`: word-granular,
-/// `Sync` (each word is an `AtomicU32` accessed `Relaxed`; the engines need
-/// no ordering within one execution).
-#[cfg(any(test, feature = "testkit"))]
-pub struct VecMemory {
-    base: u64,
-    words: Box<[AtomicU32]>,
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl VecMemory {
-    /// Zeroed memory of `len_bytes` (rounded up to a word) at `base`.
-    ///
-    /// # Panics
-    /// If `base` is not 4-byte aligned or `base + len_bytes` overflows (a
-    /// programming error in a test, not untrusted input).
-    pub fn new(base: u64, len_bytes: usize) -> Self {
-        assert!(base % 4 == 0, "VecMemory base must be 4-byte aligned");
-        let n = len_bytes.div_ceil(4);
-        assert!(
-            base.checked_add(n as u64 * 4).is_some(),
-            "VecMemory range overflows"
-        );
-        Self {
-            base,
-            words: (0..n).map(|_| AtomicU32::new(0)).collect(),
-        }
-    }
-
-    /// The cells of `n` words from `pa`, or the first refused word.
-    fn cells(&self, pa: u64, n: usize) -> Result<&[AtomicU32], MemFault> {
-        let first = pa
-            .checked_sub(self.base)
-            .filter(|off| off % 4 == 0 && off / 4 < self.words.len() as u64)
-            .ok_or(MemFault { pa })?;
-        let first = (first / 4) as usize;
-        let inside = self.words.len() - first;
-        self.words[first..].get(..n).ok_or(MemFault {
-            pa: pa + 4 * inside as u64,
-        })
-    }
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl DeviceMemory for VecMemory {
-    fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        let cells = self.cells(pa, out.len())?;
-        for (w, cell) in out.iter_mut().zip(cells) {
-            *w = cell.load(Ordering::Relaxed);
-        }
-        Ok(())
-    }
-    fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        let cells = match self.cells(pa, vals.len()) {
-            Ok(c) => c,
-            // The words before the first refused one are written.
-            Err(f) => self.cells(pa, ((f.pa - pa) / 4) as usize).map_err(|_| f)?,
-        };
-        for (&v, cell) in vals.iter().zip(cells) {
-            cell.store(v, Ordering::Relaxed);
-        }
-        match cells.len() == vals.len() {
-            true => Ok(()),
-            false => Err(MemFault {
-                pa: pa + 4 * cells.len() as u64,
-            }),
-        }
-    }
-}
 
 /// Write `bytes` at `pa` (4-byte aligned) word by word; a trailing partial
 /// word is merged with the bytes already there.
@@ -205,144 +131,96 @@ pub enum EngineStatus {
     Error(ErrorClass),
 }
 
-/// Why an engine stopped with an error. `pc` is the address of the
-/// instruction that faulted.
+/// Why an engine stopped with an error: what happened, at the instruction
+/// at `pc` (the one that faulted, or the one not issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineFault {
-    /// The words at `pc` are not an instruction. Class `Model`.
-    Decode {
-        /// Instruction address.
-        pc: u64,
-        /// Why.
-        err: isa::DecodeError,
-    },
-    /// Fetch or operand access outside device memory. Class `Hw`.
-    Memory {
-        /// Instruction address.
-        pc: u64,
-        /// The refused access.
-        fault: MemFault,
-    },
-    /// A block or operand address not 4-byte aligned. Class `Hw`.
-    Misaligned {
-        /// Instruction address.
-        pc: u64,
-        /// The misaligned address.
-        pa: u64,
-    },
-    /// `base + offset` (or the end of the operand) overflows 64 bits. Class `Hw`.
-    AddressOverflow {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// A `.chk` instruction produced NaN or ±Inf (nothing was written).
-    /// Class `Numerical`.
-    NonFinite {
-        /// Instruction address.
-        pc: u64,
-        /// Index of the first non-finite result.
-        index: u32,
-    },
-    /// `RAISE`. Class: the instruction's.
-    Raised {
-        /// Instruction address.
-        pc: u64,
-        /// The class raised.
-        class: ErrorClass,
-    },
-    /// A `WAIT` no engine can ever satisfy. Class `Runtime`.
-    Deadlock {
-        /// Instruction address.
-        pc: u64,
-        /// The semaphore.
-        sem: u8,
-        /// The amount it waited for.
-        value: u32,
-        /// The semaphore's value when the execution gave up.
-        have: u32,
-    },
-    /// `SIGNAL` would overflow the semaphore's `u32`. Class `Runtime`.
-    SemaphoreOverflow {
-        /// Instruction address.
-        pc: u64,
-        /// The semaphore.
-        sem: u8,
-    },
-    /// The request issued [`Limits::max_steps`] instructions. Class `Runtime`.
-    StepBudget {
-        /// The instruction not issued.
-        pc: u64,
-    },
-    /// The instruction would run the clock past [`Limits::max_cycles`] after
-    /// the start. Class `Runtime`.
-    CycleBudget {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// The instruction would take the request past [`Limits::max_work`].
-    /// Class `Runtime`.
-    WorkBudget {
-        /// Instruction address.
-        pc: u64,
-    },
-    /// The engine state machine refused a transition (a bug; kept as an
-    /// error value instead of a panic). Class `Runtime`.
-    Internal {
-        /// Instruction address.
-        pc: u64,
-    },
+pub struct EngineFault {
+    /// Instruction address.
+    pub pc: u64,
+    /// What happened.
+    pub kind: FaultKind,
+}
+
+error_enum! {
+    /// What stopped an engine; each names the class it reports
+    /// ([`EngineFault::class`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum FaultKind {
+        /// The words at `pc` are not an instruction. Class `Model`.
+        Decode(isa::DecodeError) => "{0}",
+        /// Fetch or operand access outside device memory. Class `Hw`.
+        Memory(MemFault) => "{0}",
+        /// A block or operand address not 4-byte aligned. Class `Hw`.
+        Misaligned {
+            /// The misaligned address.
+            pa: u64,
+        } => "misaligned address {pa:#x}",
+        /// `base + offset` (or the end of the operand) overflows 64 bits.
+        /// Class `Hw`.
+        AddressOverflow => "address overflow",
+        /// A `.chk` instruction produced NaN or ±Inf (nothing was written).
+        /// Class `Numerical`.
+        NonFinite {
+            /// Index of the first non-finite result.
+            index: u32,
+        } => "non-finite result at element {index}",
+        /// `RAISE`. Class: the instruction's.
+        Raised(ErrorClass) => "RAISE {0}",
+        /// A `WAIT` no engine can ever satisfy. Class `Runtime`.
+        Deadlock {
+            /// The semaphore.
+            sem: u8,
+            /// The amount it waited for.
+            value: u32,
+            /// The semaphore's value when the execution gave up.
+            have: u32,
+        } => "deadlock: WAIT s{sem} for {value}, have {have}",
+        /// `SIGNAL` would overflow the semaphore's `u32`. Class `Runtime`.
+        SemaphoreOverflow {
+            /// The semaphore.
+            sem: u8,
+        } => "semaphore s{sem} overflow",
+        /// The request issued [`Limits::max_steps`] instructions. Class `Runtime`.
+        StepBudget => "step budget exhausted",
+        /// The instruction would run the clock past [`Limits::max_cycles`]
+        /// after the start. Class `Runtime`.
+        CycleBudget => "cycle budget exhausted",
+        /// The instruction would take the request past [`Limits::max_work`].
+        /// Class `Runtime`.
+        WorkBudget => "work budget exhausted",
+        /// The engine state machine refused a transition (a bug; kept as an
+        /// error value instead of a panic). Class `Runtime`.
+        Internal => "internal state-machine error",
+    }
+}
+
+impl FaultKind {
+    /// This fault at the instruction at `pc`.
+    const fn at(self, pc: u64) -> EngineFault {
+        EngineFault { pc, kind: self }
+    }
 }
 
 impl EngineFault {
     /// The error class the engine reports (docs/design.md "Instruction
     /// format", error classes).
     pub const fn class(&self) -> ErrorClass {
-        self.parts().1
-    }
-
-    /// The faulting instruction's address.
-    pub const fn pc(&self) -> u64 {
-        self.parts().0
-    }
-
-    /// The faulting instruction's address and the class reported.
-    const fn parts(&self) -> (u64, ErrorClass) {
-        use EngineFault as F;
-        use ErrorClass::{Hw, Model, Numerical, Runtime};
-        match *self {
-            F::Decode { pc, .. } => (pc, Model),
-            F::Memory { pc, .. } | F::Misaligned { pc, .. } | F::AddressOverflow { pc } => (pc, Hw),
-            F::NonFinite { pc, .. } => (pc, Numerical),
-            F::Raised { pc, class } => (pc, class),
-            F::Deadlock { pc, .. } | F::SemaphoreOverflow { pc, .. } | F::StepBudget { pc } => {
-                (pc, Runtime)
+        match self.kind {
+            FaultKind::Decode(_) => ErrorClass::Model,
+            FaultKind::Memory(_) | FaultKind::Misaligned { .. } | FaultKind::AddressOverflow => {
+                ErrorClass::Hw
             }
-            F::CycleBudget { pc } | F::WorkBudget { pc } | F::Internal { pc } => (pc, Runtime),
+            FaultKind::NonFinite { .. } => ErrorClass::Numerical,
+            FaultKind::Raised(class) => class,
+            _ => ErrorClass::Runtime,
         }
     }
 }
 
 impl fmt::Display for EngineFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error at pc {:#x}: ", self.class().name(), self.pc())?;
-        match *self {
-            EngineFault::Decode { err, .. } => write!(f, "{err}"),
-            EngineFault::Memory { fault, .. } => write!(f, "{fault}"),
-            EngineFault::Misaligned { pa, .. } => write!(f, "misaligned address {pa:#x}"),
-            EngineFault::AddressOverflow { .. } => f.write_str("address overflow"),
-            EngineFault::NonFinite { index, .. } => {
-                write!(f, "non-finite result at element {index}")
-            }
-            EngineFault::Raised { class, .. } => write!(f, "RAISE {}", class.name()),
-            EngineFault::Deadlock {
-                sem, value, have, ..
-            } => write!(f, "deadlock: WAIT s{sem} for {value}, have {have}"),
-            EngineFault::SemaphoreOverflow { sem, .. } => write!(f, "semaphore s{sem} overflow"),
-            EngineFault::StepBudget { .. } => f.write_str("step budget exhausted"),
-            EngineFault::CycleBudget { .. } => f.write_str("cycle budget exhausted"),
-            EngineFault::WorkBudget { .. } => f.write_str("work budget exhausted"),
-            EngineFault::Internal { .. } => f.write_str("internal state-machine error"),
-        }
+        let class = self.class().name();
+        write!(f, "{class} error at pc {:#x}: {}", self.pc, self.kind)
     }
 }
 
@@ -556,7 +434,7 @@ impl Program {
             let Ok(insn) = Insn::decode(&w) else { break };
             p.words.extend_from_slice(&w);
             p.insns.push(insn);
-            if matches!(insn, Insn::End | Insn::Raise { .. }) {
+            if matches!(insn, Insn::End | Insn::Raise(..)) {
                 break;
             }
         }
@@ -733,7 +611,7 @@ impl Executor {
             let (pc, issue) = (e.pc, e.cycle);
             let mut fetched = None;
             let insn = if total_steps >= limits.max_steps {
-                Err(EngineFault::StepBudget { pc })
+                Err(FaultKind::StepBudget.at(pc))
             } else {
                 total_steps += 1;
                 e.steps += 1;
@@ -756,19 +634,19 @@ impl Executor {
             };
             let cycles = insn.cycles();
             let end = issue.saturating_add(cycles);
-            let work = if matches!(insn, Insn::Delay { .. }) {
+            let work = if matches!(insn, Insn::Delay(..)) {
                 0
             } else {
                 cycles
             };
             let result = if end > limit_cycle {
-                Err(EngineFault::CycleBudget { pc })
+                Err(FaultKind::CycleBudget.at(pc))
             } else if total_work.saturating_add(work) > limits.max_work {
-                Err(EngineFault::WorkBudget { pc })
+                Err(FaultKind::WorkBudget.at(pc))
             } else {
                 total_work += work;
                 match *insn {
-                    Insn::Wait { sem, value } => {
+                    Insn::Wait(sem, value) => {
                         let s = usize::from(sem);
                         if sems[s] >= value {
                             sems[s] -= value;
@@ -780,7 +658,7 @@ impl Executor {
                             Ok(Outcome::Block)
                         }
                     }
-                    Insn::Signal { sem, value } => {
+                    Insn::Signal(sem, value) => {
                         let s = usize::from(sem);
                         match sems[s].checked_add(value) {
                             Some(v) => {
@@ -788,15 +666,15 @@ impl Executor {
                                 ready_at[s] = ready_at[s].max(end);
                                 Ok(Outcome::Next)
                             }
-                            None => Err(EngineFault::SemaphoreOverflow { pc, sem }),
+                            None => Err(FaultKind::SemaphoreOverflow { sem }.at(pc)),
                         }
                     }
                     Insn::End => Ok(Outcome::End),
-                    Insn::SetBase { reg, value } => {
+                    Insn::SetBase(reg, value) => {
                         e.regs[reg.index()] = value;
                         Ok(Outcome::Next)
                     }
-                    Insn::Nop | Insn::Delay { .. } => Ok(Outcome::Next),
+                    Insn::Nop | Insn::Delay(..) => Ok(Outcome::Next),
                     _ => exec(mem, buf, &e.regs, insn, pc).map(|()| Outcome::Next),
                 }
             };
@@ -815,7 +693,7 @@ impl Executor {
                     note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Outcome::Block) => {
-                    if let Insn::Wait { sem, value } = *insn {
+                    if let Insn::Wait(sem, value) = *insn {
                         e.pending = Some((sem, value));
                     }
                     transit(e, EngineEvent::Block);
@@ -840,7 +718,7 @@ impl Executor {
             }
             // After a SIGNAL on `sem`: complete the pending `WAIT` of every
             // blocked engine it now satisfies, in engine order.
-            if let Insn::Signal { sem, .. } = *insn {
+            if let Insn::Signal(sem, ..) = *insn {
                 let s = usize::from(sem);
                 for (j, e) in engs.iter_mut().enumerate() {
                     let Some((ws, value)) = e.pending else {
@@ -854,7 +732,7 @@ impl Executor {
                     let (pc, issue) = (e.pc, e.cycle);
                     transit(e, EngineEvent::Wake);
                     ready |= 1 << j;
-                    let insn = Insn::Wait { sem: ws, value };
+                    let insn = Insn::Wait(ws, value);
                     e.cycle = e.cycle.max(ready_at[s]).saturating_add(insn.cycles());
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
                     let end = e.cycle;
@@ -869,12 +747,8 @@ impl Executor {
                 continue;
             }
             let (sem, value) = e.pending.unwrap_or((0, 0));
-            let f = EngineFault::Deadlock {
-                pc: e.pc,
-                sem,
-                value,
-                have: sems[usize::from(sem)],
-            };
+            let have = sems[usize::from(sem)];
+            let f = FaultKind::Deadlock { sem, value, have }.at(e.pc);
             fail(e, f, trace, i);
             first_error.get_or_insert((Engine::ALL[i], f.class()));
         }
@@ -925,7 +799,7 @@ fn fail(e: &mut Eng, f: EngineFault, trace: &mut Option<Vec<TraceLine>>, i: usiz
     transit(e, EngineEvent::Fault);
     e.fault.get_or_insert(f);
     e.cycle = e.cycle.saturating_add(1);
-    note(trace, i, issue, f.pc(), || TraceWhat::Fault(f));
+    note(trace, i, issue, f.pc, || TraceWhat::Fault(f));
 }
 
 fn transit(e: &mut Eng, ev: EngineEvent) {
@@ -933,7 +807,7 @@ fn transit(e: &mut Eng, ev: EngineEvent) {
         Ok(s) => e.state = s,
         Err(_) => {
             e.state = EngineState::Faulted;
-            e.fault.get_or_insert(EngineFault::Internal { pc: e.pc });
+            e.fault.get_or_insert(FaultKind::Internal.at(e.pc));
         }
     }
 }
@@ -941,16 +815,16 @@ fn transit(e: &mut Eng, ev: EngineEvent) {
 /// Fetch and decode the instruction at `pc` (past a block's decoded part).
 fn fetch(mem: &dyn DeviceMemory, pc: u64) -> Result<Insn, EngineFault> {
     if pc % 4 != 0 {
-        return Err(EngineFault::Misaligned { pc, pa: pc });
+        return Err(FaultKind::Misaligned { pa: pc }.at(pc));
     }
     // The last word's address must not overflow; then one range read (its
     // fault names the first refused word, as word-by-word reads would).
     pc.checked_add(4 * (INSN_WORDS as u64 - 1))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     let mut w = [0u32; INSN_WORDS];
     mem.read_u32s(pc, &mut w)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
-    Insn::decode(&w).map_err(|err| EngineFault::Decode { pc, err })
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
+    Insn::decode(&w).map_err(|e| FaultKind::Decode(e).at(pc))
 }
 
 /// The address of `op` spanning `elems` words: checked for overflow and
@@ -965,17 +839,17 @@ fn resolve(
 ) -> Result<u64, EngineFault> {
     let pa = regs[op.base.index()]
         .checked_add(u64::from(op.off))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     if pa % 4 != 0 {
-        return Err(EngineFault::Misaligned { pc, pa });
+        return Err(FaultKind::Misaligned { pa }.at(pc));
     }
     let last = elems
         .checked_sub(1)
         .and_then(|n| n.checked_mul(4))
         .and_then(|b| pa.checked_add(b))
-        .ok_or(EngineFault::AddressOverflow { pc })?;
+        .ok_or(FaultKind::AddressOverflow.at(pc))?;
     mem.probe(pa, last)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
     Ok(pa)
 }
 
@@ -999,7 +873,7 @@ fn read<'v>(
 ) -> Result<&'v mut [u32], EngineFault> {
     let w = grow(v, n);
     mem.read_u32s(pa, w)
-        .map_err(|fault| EngineFault::Memory { pc, fault })?;
+        .map_err(|f| FaultKind::Memory(f).at(pc))?;
     Ok(w)
 }
 
@@ -1017,14 +891,14 @@ fn write(
     let finite = |w: &u32| w & 0x7F80_0000 != 0x7F80_0000;
     if check && !out.iter().fold(true, |ok, w| ok & finite(w)) {
         let index = out.iter().position(|w| !finite(w)).unwrap_or(0);
-        return Err(EngineFault::NonFinite {
-            pc,
+        return Err(FaultKind::NonFinite {
             index: index as u32,
-        });
+        }
+        .at(pc));
     }
     *written = Some((pa, pa + 4 * out.len() as u64));
     mem.write_u32s(pa, out)
-        .map_err(|fault| EngineFault::Memory { pc, fault })
+        .map_err(|f| FaultKind::Memory(f).at(pc))
 }
 
 fn f(w: u32) -> f32 {
@@ -1046,32 +920,24 @@ fn exec(
     match *insn {
         Insn::Nop
         | Insn::End
-        | Insn::SetBase { .. }
-        | Insn::Wait { .. }
-        | Insn::Signal { .. }
-        | Insn::Delay { .. } => Ok(()),
-        Insn::Raise { class } => Err(EngineFault::Raised { pc, class }),
-        Insn::Copy { dst, src, n } => {
+        | Insn::SetBase(..)
+        | Insn::Wait(..)
+        | Insn::Signal(..)
+        | Insn::Delay(..) => Ok(()),
+        Insn::Raise(class) => Err(FaultKind::Raised(class).at(pc)),
+        Insn::Copy(dst, src, n) => {
             let n = u64::from(n);
             let (s, d) = (at(src, n)?, at(dst, n)?);
             let o = read(mem, pc, s, n, out)?;
             write(mem, written, (pc, d), o, false)
         }
-        Insn::Fill { dst, n, value } => {
+        Insn::Fill(dst, n, value) => {
             let d = at(dst, u64::from(n))?;
             let o = grow(out, n.into());
             o.fill(value);
             write(mem, written, (pc, d), o, false)
         }
-        Insn::Binary {
-            op,
-            dst,
-            a,
-            b,
-            n,
-            b_len,
-            check,
-        } => {
+        Insn::Binary(op, dst, a, b, n, b_len, check) => {
             let n = u64::from(n);
             let bl = if b_len == 0 { n } else { u64::from(b_len) };
             let (pa, pb, pd) = (at(a, n)?, at(b, bl)?, at(dst, n)?);
@@ -1087,14 +953,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Affine {
-            dst,
-            src,
-            n,
-            scale_bits,
-            bias_bits,
-            check,
-        } => {
+        Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => {
             let n = u64::from(n);
             let (s, t) = (f(scale_bits), f(bias_bits));
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
@@ -1102,13 +961,7 @@ fn exec(
             unary(o, x, |x| x * s + t);
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Act {
-            func,
-            dst,
-            src,
-            n,
-            check,
-        } => {
+        Insn::Act(func, dst, src, n, check) => {
             let n = u64::from(n);
             let (pa, pd) = (at(src, n)?, at(dst, n)?);
             let (x, o) = (read(mem, pc, pa, n, va)?, grow(out, n));
@@ -1120,14 +973,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::Reduce {
-            op,
-            dst,
-            src,
-            rows,
-            cols,
-            check,
-        } => {
+        Insn::Reduce(op, dst, src, rows, cols, check) => {
             let (r, c) = (u64::from(rows), u64::from(cols));
             let (pa, pd) = (at(src, r * c)?, at(dst, r)?);
             let (x, o) = (read(mem, pc, pa, r * c, va)?, grow(out, r));
@@ -1136,16 +982,7 @@ fn exec(
             }
             write(mem, written, (pc, pd), o, check)
         }
-        Insn::MatMul {
-            dst,
-            a,
-            b,
-            m,
-            k,
-            n,
-            acc,
-            check,
-        } => {
+        Insn::MatMul(dst, a, b, m, k, n, acc, check) => {
             let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
             let (pa, pb, pd) = (at(a, m * k)?, at(b, k * n)?, at(dst, m * n)?);
             let (x, y) = (read(mem, pc, pa, m * k, va)?, read(mem, pc, pb, k * n, vb)?);
@@ -1200,27 +1037,4 @@ fn matmul(out: &mut [u32], a: &[u32], b: &[u32], k: usize, n: usize) {
             }
         }
     }
-}
-
-/// Run the execution `req` describes with default [`Limits`]: engine `e`'s
-/// block is at `req.engine_address(e)` (0 = idle); all start at
-/// `start_cycle`.
-#[cfg(any(test, feature = "testkit"))]
-pub fn execute_request(
-    mem: &dyn DeviceMemory,
-    req: &DeviceExecRequest,
-    start_cycle: u64,
-) -> ExecReport {
-    execute_blocks(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
-}
-
-/// Run one execution with default [`Limits`]: engine `i` ([`Engine::ALL`]
-/// order) starts at `blocks[i]` (0 = idle) at `start_cycle`.
-#[cfg(any(test, feature = "testkit"))]
-pub fn execute_blocks(
-    mem: &dyn DeviceMemory,
-    blocks: [u64; NUM_ENGINES],
-    start_cycle: u64,
-) -> ExecReport {
-    Executor::new(Limits::DEFAULT).run(mem, blocks, start_cycle)
 }

@@ -211,141 +211,45 @@ impl ReduceOp {
 }
 /// One decoded instruction. Element counts are in 4-byte elements (f32 or
 /// raw words); float immediates are kept as bit patterns so that decode and
-/// encode round-trip every NaN payload.
+/// encode round-trip every NaN payload. The fields are in the order the
+/// variant's docs name them; `check` is [`FLAG_CHECK`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Insn {
     /// `END`: the engine is done.
     End,
     /// `NOP`.
     Nop,
-    /// `SETBASE`: `R[reg] = value`.
-    SetBase {
-        /// The register.
-        reg: Base,
-        /// Its new value.
-        value: u64,
-    },
-    /// `COPY`: `n` raw words from `src` to `dst`.
-    Copy {
-        /// Destination (`d`).
-        dst: Operand,
-        /// Source (`a`).
-        src: Operand,
-        /// Word count.
-        n: u32,
-    },
-    /// `FILL`: `n` copies of the word `value` at `dst`.
-    Fill {
-        /// Destination (`d`).
-        dst: Operand,
-        /// Word count.
-        n: u32,
-        /// The word stored.
-        value: u32,
-    },
-    /// `ADD`/`SUB`/`MUL`/`MAX`: `dst[i] = a[i] op b[i mod b_len]`.
-    Binary {
-        /// The operator.
-        op: BinOp,
-        /// Destination (`d`).
-        dst: Operand,
-        /// Left input (`a`), `n` elements.
-        a: Operand,
-        /// Right input (`b`), `b_len` elements.
-        b: Operand,
-        /// Element count.
-        n: u32,
-        /// Elements of `b`, broadcast cyclically; 0 means `n`. Must divide `n`.
-        b_len: u32,
-        /// [`FLAG_CHECK`].
-        check: bool,
-    },
-    /// `AFFINE`: `dst[i] = src[i] * scale + bias` (two f32 roundings).
-    Affine {
-        /// Destination (`d`).
-        dst: Operand,
-        /// Input (`a`).
-        src: Operand,
-        /// Element count.
-        n: u32,
-        /// `scale` as f32 bits.
-        scale_bits: u32,
-        /// `bias` as f32 bits.
-        bias_bits: u32,
-        /// [`FLAG_CHECK`].
-        check: bool,
-    },
-    /// `MATMUL`: `dst[m x n] (+)= a[m x k] . b[k x n]`, row-major.
-    MatMul {
-        /// Destination (`d`), `m x n`.
-        dst: Operand,
-        /// Left matrix (`a`), `m x k`.
-        a: Operand,
-        /// Right matrix (`b`), `k x n`.
-        b: Operand,
-        /// Rows of `a` and `dst`.
-        m: u32,
-        /// Columns of `a`, rows of `b`.
-        k: u32,
-        /// Columns of `b` and `dst`.
-        n: u32,
-        /// [`FLAG_ACC`]: start each sum from `dst` instead of `+0.0`.
-        acc: bool,
-        /// [`FLAG_CHECK`].
-        check: bool,
-    },
-    /// `ACT`: `dst[i] = func(src[i])`.
-    Act {
-        /// The function.
-        func: ActFn,
-        /// Destination (`d`).
-        dst: Operand,
-        /// Input (`a`).
-        src: Operand,
-        /// Element count.
-        n: u32,
-        /// [`FLAG_CHECK`].
-        check: bool,
-    },
-    /// `REDUCE`: `dst[r] = op-fold of src[r, 0..cols]`, row-major.
-    Reduce {
-        /// The reduction.
-        op: ReduceOp,
-        /// Destination (`d`), `rows` elements.
-        dst: Operand,
-        /// Input (`a`), `rows x cols`.
-        src: Operand,
-        /// Rows.
-        rows: u32,
-        /// Columns.
-        cols: u32,
-        /// [`FLAG_CHECK`].
-        check: bool,
-    },
-    /// `WAIT`: block until `S[sem] >= value`, then `S[sem] -= value`.
-    Wait {
-        /// Semaphore index (< [`NUM_SEMAPHORES`]).
-        sem: u8,
-        /// Amount consumed.
-        value: u32,
-    },
-    /// `SIGNAL`: `S[sem] += value`.
-    Signal {
-        /// Semaphore index (< [`NUM_SEMAPHORES`]).
-        sem: u8,
-        /// Amount added.
-        value: u32,
-    },
-    /// `DELAY`: spend `cycles` device cycles.
-    Delay {
-        /// Cycles.
-        cycles: u64,
-    },
-    /// `RAISE`: stop with an error of this class.
-    Raise {
-        /// The class reported.
-        class: ErrorClass,
-    },
+    /// `SETBASE(reg, value)`: `R[reg] = value`.
+    SetBase(Base, u64),
+    /// `COPY(dst, src, n)`: `n` raw words from `src` (`a`) to `dst` (`d`).
+    Copy(Operand, Operand, u32),
+    /// `FILL(dst, n, value)`: `n` copies of the word `value` at `dst` (`d`).
+    Fill(Operand, u32, u32),
+    /// `ADD`/`SUB`/`MUL`/`MAX` `(op, dst, a, b, n, b_len, check)`:
+    /// `dst[i] = a[i] op b[i mod b_len]`; `b_len` elements of `b` are
+    /// broadcast cyclically (0 means `n`; it must divide `n`).
+    Binary(BinOp, Operand, Operand, Operand, u32, u32, bool),
+    /// `AFFINE(dst, src, n, scale_bits, bias_bits, check)`:
+    /// `dst[i] = src[i] * scale + bias` (two f32 roundings; both as f32 bits).
+    Affine(Operand, Operand, u32, u32, u32, bool),
+    /// `MATMUL(dst, a, b, m, k, n, acc, check)`: `dst[m x n] (+)= a[m x k] .
+    /// b[k x n]`, row-major; `acc` ([`FLAG_ACC`]) starts each sum from `dst`
+    /// instead of `+0.0`.
+    MatMul(Operand, Operand, Operand, u32, u32, u32, bool, bool),
+    /// `ACT(func, dst, src, n, check)`: `dst[i] = func(src[i])`.
+    Act(ActFn, Operand, Operand, u32, bool),
+    /// `REDUCE(op, dst, src, rows, cols, check)`: `dst[r] = op-fold of
+    /// src[r, 0..cols]`, row-major.
+    Reduce(ReduceOp, Operand, Operand, u32, u32, bool),
+    /// `WAIT(sem, value)`: block until `S[sem] >= value`, then
+    /// `S[sem] -= value` (`sem` < [`NUM_SEMAPHORES`]).
+    Wait(u8, u32),
+    /// `SIGNAL(sem, value)`: `S[sem] += value`.
+    Signal(u8, u32),
+    /// `DELAY(cycles)`: spend `cycles` device cycles.
+    Delay(u64),
+    /// `RAISE(class)`: stop with an error of this class.
+    Raise(ErrorClass),
 }
 
 error_enum! {
@@ -444,18 +348,18 @@ impl Insn {
         match self {
             Insn::End => op::END,
             Insn::Nop => op::NOP,
-            Insn::SetBase { .. } => op::SETBASE,
-            Insn::Copy { .. } => op::COPY,
-            Insn::Fill { .. } => op::FILL,
-            Insn::Binary { op, .. } => *op as u8,
-            Insn::Affine { .. } => op::AFFINE,
-            Insn::MatMul { .. } => op::MATMUL,
-            Insn::Act { .. } => op::ACT,
-            Insn::Reduce { .. } => op::REDUCE,
-            Insn::Wait { .. } => op::WAIT,
-            Insn::Signal { .. } => op::SIGNAL,
-            Insn::Delay { .. } => op::DELAY,
-            Insn::Raise { .. } => op::RAISE,
+            Insn::SetBase(..) => op::SETBASE,
+            Insn::Copy(..) => op::COPY,
+            Insn::Fill(..) => op::FILL,
+            Insn::Binary(op, ..) => *op as u8,
+            Insn::Affine(..) => op::AFFINE,
+            Insn::MatMul(..) => op::MATMUL,
+            Insn::Act(..) => op::ACT,
+            Insn::Reduce(..) => op::REDUCE,
+            Insn::Wait(..) => op::WAIT,
+            Insn::Signal(..) => op::SIGNAL,
+            Insn::Delay(..) => op::DELAY,
+            Insn::Raise(..) => op::RAISE,
         }
     }
 
@@ -473,76 +377,39 @@ impl Insn {
         let (none, lo, hi) = ([None; 3], |v: u64| v as u32, |v: u64| (v >> 32) as u32);
         let (ops, p, flags): ([Option<Operand>; 3], [u32; 4], u8) = match *self {
             Insn::End | Insn::Nop => (none, [0; 4], 0),
-            Insn::SetBase { reg, value } => (none, [reg as u32, lo(value), hi(value), 0], 0),
-            Insn::Copy { dst, src, n } => ([Some(dst), Some(src), None], [n, 0, 0, 0], 0),
-            Insn::Fill { dst, n, value } => ([Some(dst), None, None], [n, value, 0, 0], 0),
-            Insn::Binary {
-                dst,
-                a,
-                b,
-                n,
-                b_len,
-                check,
-                ..
-            } => (
+            Insn::SetBase(reg, value) => (none, [reg as u32, lo(value), hi(value), 0], 0),
+            Insn::Copy(dst, src, n) => ([Some(dst), Some(src), None], [n, 0, 0, 0], 0),
+            Insn::Fill(dst, n, value) => ([Some(dst), None, None], [n, value, 0, 0], 0),
+            Insn::Binary(_, dst, a, b, n, b_len, check) => (
                 [Some(dst), Some(a), Some(b)],
                 [n, b_len, 0, 0],
                 check_flag(check),
             ),
-            Insn::Affine {
-                dst,
-                src,
-                n,
-                scale_bits,
-                bias_bits,
-                check,
-            } => (
+            Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => (
                 [Some(dst), Some(src), None],
                 [n, scale_bits, bias_bits, 0],
                 check_flag(check),
             ),
-            Insn::MatMul {
-                dst,
-                a,
-                b,
-                m,
-                k,
-                n,
-                acc,
-                check,
-            } => (
+            Insn::MatMul(dst, a, b, m, k, n, acc, check) => (
                 [Some(dst), Some(a), Some(b)],
                 [m, k, n, 0],
                 check_flag(check) | if acc { FLAG_ACC } else { 0 },
             ),
-            Insn::Act {
-                func,
-                dst,
-                src,
-                n,
-                check,
-            } => (
+            Insn::Act(func, dst, src, n, check) => (
                 [Some(dst), Some(src), None],
                 [n, func as u32, 0, 0],
                 check_flag(check),
             ),
-            Insn::Reduce {
-                op,
-                dst,
-                src,
-                rows,
-                cols,
-                check,
-            } => (
+            Insn::Reduce(op, dst, src, rows, cols, check) => (
                 [Some(dst), Some(src), None],
                 [rows, cols, op as u32, 0],
                 check_flag(check),
             ),
-            Insn::Wait { sem, value } | Insn::Signal { sem, value } => {
+            Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
                 (none, [sem.into(), value, 0, 0], 0)
             }
-            Insn::Delay { cycles } => (none, [lo(cycles), hi(cycles), 0, 0], 0),
-            Insn::Raise { class } => (none, [class as u32, 0, 0, 0], 0),
+            Insn::Delay(cycles) => (none, [lo(cycles), hi(cycles), 0, 0], 0),
+            Insn::Raise(class) => (none, [class as u32, 0, 0, 0], 0),
         };
         let mut w = [0u32; INSN_WORDS];
         let mut sel = 0u32;
@@ -624,80 +491,22 @@ impl Insn {
         let insn = match opcode {
             op::END => Insn::End,
             op::NOP => Insn::Nop,
-            op::SETBASE => Insn::SetBase {
-                reg: Base::from_index(p0 as usize).ok_or(bad("reg", p0))?,
-                value: u64::from(p1) | u64::from(p2) << 32,
-            },
-            op::COPY => Insn::Copy {
-                dst: d,
-                src: a,
-                n: p0,
-            },
-            op::FILL => Insn::Fill {
-                dst: d,
-                n: p0,
-                value: p1,
-            },
-            op::AFFINE => Insn::Affine {
-                dst: d,
-                src: a,
-                n: p0,
-                scale_bits: p1,
-                bias_bits: p2,
-                check,
-            },
-            op::MATMUL => Insn::MatMul {
-                dst: d,
-                a,
-                b,
-                m: p0,
-                k: p1,
-                n: p2,
-                acc: flags & FLAG_ACC != 0,
-                check,
-            },
-            op::ACT => Insn::Act {
-                func: ActFn::from_index(p1).ok_or(bad("func", p1))?,
-                dst: d,
-                src: a,
-                n: p0,
-                check,
-            },
-            op::REDUCE => Insn::Reduce {
-                op: ReduceOp::from_index(p2).ok_or(bad("op", p2))?,
-                dst: d,
-                src: a,
-                rows: p0,
-                cols: p1,
-                check,
-            },
-            op::WAIT => Insn::Wait {
-                sem: sem()?,
-                value: p1,
-            },
-            op::SIGNAL => Insn::Signal {
-                sem: sem()?,
-                value: p1,
-            },
-            op::DELAY => Insn::Delay {
-                cycles: u64::from(p0) | u64::from(p1) << 32,
-            },
-            op::RAISE => Insn::Raise {
-                class: u8::try_from(p0)
+            op::SETBASE => Insn::SetBase(Base::from_index(p0 as usize).ok_or(bad("reg", p0))?, u64::from(p1) | u64::from(p2) << 32),
+            op::COPY => Insn::Copy(d, a, p0),
+            op::FILL => Insn::Fill(d, p0, p1),
+            op::AFFINE => Insn::Affine(d, a, p0, p1, p2, check),
+            op::MATMUL => Insn::MatMul(d, a, b, p0, p1, p2, flags & FLAG_ACC != 0, check),
+            op::ACT => Insn::Act(ActFn::from_index(p1).ok_or(bad("func", p1))?, d, a, p0, check),
+            op::REDUCE => Insn::Reduce(ReduceOp::from_index(p2).ok_or(bad("op", p2))?, d, a, p0, p1, check),
+            op::WAIT => Insn::Wait(sem()?, p1),
+            op::SIGNAL => Insn::Signal(sem()?, p1),
+            op::DELAY => Insn::Delay(u64::from(p0) | u64::from(p1) << 32),
+            op::RAISE => Insn::Raise(u8::try_from(p0)
                     .ok()
                     .and_then(ErrorClass::from_u8)
-                    .ok_or(bad("class", p0))?,
-            },
+                    .ok_or(bad("class", p0))?),
             // `shape` admits no other opcode than the four binary ones.
-            _ => Insn::Binary {
-                op: BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?,
-                dst: d,
-                a,
-                b,
-                n: p0,
-                b_len: p1,
-                check,
-            },
+            _ => Insn::Binary(BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?, d, a, b, p0, p1, check),
         };
         insn.validate()?;
         Ok(insn)
@@ -718,21 +527,21 @@ impl Insn {
         match *self {
             Insn::End
             | Insn::Nop
-            | Insn::SetBase { .. }
-            | Insn::Delay { .. }
-            | Insn::Raise { .. } => Ok(()),
-            Insn::Copy { n, .. }
-            | Insn::Fill { n, .. }
-            | Insn::Affine { n, .. }
-            | Insn::Act { n, .. } => count(opcode, "n", n.into()),
-            Insn::Binary { n, b_len, .. } => {
+            | Insn::SetBase(..)
+            | Insn::Delay(..)
+            | Insn::Raise(..) => Ok(()),
+            Insn::Copy(_, _, n)
+            | Insn::Fill(_, n, ..)
+            | Insn::Affine(_, _, n, ..)
+            | Insn::Act(_, _, _, n, ..) => count(opcode, "n", n.into()),
+            Insn::Binary(_, _, _, _, n, b_len, ..) => {
                 count(opcode, "n", n.into())?;
                 if b_len != 0 && n % b_len != 0 {
                     return bad("b_len", b_len.into());
                 }
                 Ok(())
             }
-            Insn::MatMul { m, k, n, .. } => {
+            Insn::MatMul(_, _, _, m, k, n, ..) => {
                 let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
                 for (what, v) in [("m", m), ("k", k), ("n", n), ("m*k", m * k)] {
                     count(opcode, what, v)?;
@@ -744,12 +553,12 @@ impl Insn {
                 }
                 Ok(())
             }
-            Insn::Reduce { rows, cols, .. } => {
+            Insn::Reduce(_, _, _, rows, cols, ..) => {
                 count(opcode, "rows", rows.into())?;
                 count(opcode, "cols", cols.into())?;
                 count(opcode, "rows*cols", u64::from(rows) * u64::from(cols))
             }
-            Insn::Wait { sem, .. } | Insn::Signal { sem, .. } => {
+            Insn::Wait(sem, ..) | Insn::Signal(sem, ..) => {
                 if usize::from(sem) >= NUM_SEMAPHORES {
                     return bad("sem", sem.into());
                 }
@@ -764,14 +573,14 @@ impl Insn {
     /// `WAIT` comes on top).
     pub fn cycles(&self) -> u64 {
         match *self {
-            Insn::Copy { n, .. }
-            | Insn::Fill { n, .. }
-            | Insn::Binary { n, .. }
-            | Insn::Affine { n, .. }
-            | Insn::Act { n, .. } => 4 + u64::from(n),
-            Insn::Reduce { rows, cols, .. } => 4 + u64::from(rows) * u64::from(cols),
-            Insn::MatMul { .. } => 8 + self.macs(),
-            Insn::Delay { cycles } => cycles,
+            Insn::Copy(_, _, n)
+            | Insn::Fill(_, n, ..)
+            | Insn::Binary(_, _, _, _, n, ..)
+            | Insn::Affine(_, _, n, ..)
+            | Insn::Act(_, _, _, n, ..) => 4 + u64::from(n),
+            Insn::Reduce(_, _, _, rows, cols, ..) => 4 + u64::from(rows) * u64::from(cols),
+            Insn::MatMul(..) => 8 + self.macs(),
+            Insn::Delay(cycles) => cycles,
             _ => 1,
         }
     }
@@ -779,7 +588,7 @@ impl Insn {
     /// Multiply-accumulates performed (non-zero only for `MATMUL`).
     pub fn macs(&self) -> u64 {
         match *self {
-            Insn::MatMul { m, k, n, .. } => u64::from(m) * u64::from(k) * u64::from(n),
+            Insn::MatMul(_, _, _, m, k, n, ..) => u64::from(m) * u64::from(k) * u64::from(n),
             _ => 0,
         }
     }
@@ -792,72 +601,35 @@ impl fmt::Display for Insn {
         let chk = |check| if check { ".chk" } else { "" };
         match *self {
             Insn::End | Insn::Nop => f.write_str(m),
-            Insn::SetBase { reg, value } => write!(f, "{m} r{}, {value:#x}", reg.index()),
-            Insn::Copy { dst, src, n } => write!(f, "{m} {dst}, {src}, n={n}"),
-            Insn::Fill { dst, n, value } => write!(f, "{m} {dst}, n={n}, value={value:#x}"),
-            Insn::Binary {
-                dst,
-                a,
-                b,
-                n,
-                b_len,
-                check,
-                ..
-            } => write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check)),
-            Insn::Affine {
-                dst,
-                src,
-                n,
-                scale_bits,
-                bias_bits,
-                check,
-            } => write!(
+            Insn::SetBase(reg, value) => write!(f, "{m} r{}, {value:#x}", reg.index()),
+            Insn::Copy(dst, src, n) => write!(f, "{m} {dst}, {src}, n={n}"),
+            Insn::Fill(dst, n, value) => write!(f, "{m} {dst}, n={n}, value={value:#x}"),
+            Insn::Binary(_, dst, a, b, n, b_len, check) => write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check)),
+            Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => write!(
                 f,
                 "{m}{} {dst}, {src}, n={n}, scale={:?}, bias={:?}",
                 chk(check),
                 f32::from_bits(scale_bits),
                 f32::from_bits(bias_bits)
             ),
-            Insn::MatMul {
-                dst,
-                a,
-                b,
-                m: rows,
-                k,
-                n,
-                acc,
-                check,
-            } => write!(
+            Insn::MatMul(dst, a, b, rows, k, n, acc, check) => write!(
                 f,
                 "{m}{}{} {dst}, {a}, {b}, m={rows} k={k} n={n}",
                 if acc { ".acc" } else { "" },
                 chk(check)
             ),
-            Insn::Act {
-                func,
-                dst,
-                src,
-                n,
-                check,
-            } => write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check)),
-            Insn::Reduce {
-                op,
-                dst,
-                src,
-                rows,
-                cols,
-                check,
-            } => write!(
+            Insn::Act(func, dst, src, n, check) => write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check)),
+            Insn::Reduce(op, dst, src, rows, cols, check) => write!(
                 f,
                 "{m}.{}{} {dst}, {src}, rows={rows} cols={cols}",
                 op.name(),
                 chk(check)
             ),
-            Insn::Wait { sem, value } | Insn::Signal { sem, value } => {
+            Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
                 write!(f, "{m} s{sem}, {value}")
             }
-            Insn::Delay { cycles } => write!(f, "{m} {cycles}"),
-            Insn::Raise { class } => write!(f, "{m} {}", class.name()),
+            Insn::Delay(cycles) => write!(f, "{m} {cycles}"),
+            Insn::Raise(class) => write!(f, "{m} {}", class.name()),
         }
     }
 }
@@ -868,16 +640,7 @@ mod tests {
 
     #[test]
     fn header_packs_opcode_flags_and_selects() {
-        let i = Insn::MatMul {
-            dst: Operand::new(Base::R2, 0x10),
-            a: Operand::new(Base::R1, 0x20),
-            b: Operand::new(Base::R0, 0x30),
-            m: 2,
-            k: 3,
-            n: 4,
-            acc: true,
-            check: true,
-        };
+        let i = Insn::MatMul(Operand::new(Base::R2, 0x10), Operand::new(Base::R1, 0x20), Operand::new(Base::R0, 0x30), 2, 3, 4, true, true);
         let w = i.encode();
         assert_eq!(w, [0x0006_0330, 0x10, 0x20, 0x30, 2, 3, 4, 0]);
         assert_eq!(Insn::decode(&w), Ok(i));

@@ -153,11 +153,7 @@ pub fn null_model() -> Result<ModelBuilder, ModelError> {
     let y = mb.output("y", &[1]);
     mb.push(
         Engine::Sp,
-        Insn::Copy {
-            dst: y.operand(),
-            src: x.operand(),
-            n: 1,
-        },
+        Insn::Copy(y.operand(), x.operand(), 1),
     )?;
     mb.reference(|x| x.to_vec());
     Ok(mb)
@@ -191,19 +187,6 @@ fn round_up(v: u64) -> u64 {
     v.saturating_add(ALIGN - 1) / ALIGN * ALIGN
 }
 
-/// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary of
-/// a section `len` bytes long; returns its offset. Saturating, so an
-/// absurd shape makes [`ModelBuilder::link`] refuse the section as
-/// [`ModelError::TooLarge`] instead of overflowing.
-fn alloc(len: &mut u64, shape: &[u32]) -> u64 {
-    let off = round_up(*len);
-    let bytes = shape
-        .iter()
-        .fold(4u64, |acc, &d| acc.saturating_mul(u64::from(d)));
-    *len = off.saturating_add(bytes);
-    off
-}
-
 impl ModelBuilder {
     /// An empty model called `name`.
     pub fn new(name: &'static str) -> Self {
@@ -213,22 +196,36 @@ impl ModelBuilder {
         }
     }
 
+    /// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary
+    /// of `section`. Saturating, so an absurd shape makes
+    /// [`ModelBuilder::link`] refuse the section as [`ModelError::TooLarge`]
+    /// instead of overflowing.
+    fn place(&mut self, name: &'static str, section: Section, shape: &[u32]) -> TensorDesc {
+        let len = match section {
+            Section::Constants => &mut self.consts_len,
+            Section::Scratch => &mut self.scratch_len,
+            Section::Io => &mut self.io_len,
+        };
+        let offset = round_up(*len);
+        let bytes = shape.iter().fold(4u64, |n, &d| n.saturating_mul(d.into()));
+        *len = offset.saturating_add(bytes);
+        let shape = shape.to_vec();
+        TensorDesc {
+            name,
+            section,
+            offset,
+            shape,
+        }
+    }
+
     /// A constant tensor holding `data` (row-major, `shape`'s product long;
     /// padded or truncated to it).
     pub fn constant(&mut self, name: &'static str, shape: &[u32], data: &[f32]) -> TensorDesc {
-        let mut len = self.consts_len;
-        let offset = alloc(&mut len, shape);
-        self.consts_len = len;
-        let t = TensorDesc {
-            name,
-            section: Section::Constants,
-            offset,
-            shape: shape.to_vec(),
-        };
+        let t = self.place(name, Section::Constants, shape);
         // Past 4 GiB the section is refused at link (`TooLarge`): the bytes
         // are not made (a shape's product can be any size, or wrap).
-        if len <= u64::from(u32::MAX) {
-            self.consts.resize(offset as usize, 0);
+        if self.consts_len <= u64::from(u32::MAX) {
+            self.consts.resize(t.offset as usize, 0);
             for i in 0..t.elems() as usize {
                 let v = data.get(i).copied().unwrap_or(0.0);
                 self.consts.extend_from_slice(&v.to_le_bytes());
@@ -240,37 +237,23 @@ impl ModelBuilder {
 
     /// A scratch tensor.
     pub fn scratch(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = TensorDesc {
-            name,
-            section: Section::Scratch,
-            offset: alloc(&mut self.scratch_len, shape),
-            shape: shape.to_vec(),
-        };
+        let t = self.place(name, Section::Scratch, shape);
         self.scratch.push(t.clone());
         t
     }
 
     /// An input tensor in the IO area.
     pub fn input(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.io(name, shape);
+        let t = self.place(name, Section::Io, shape);
         self.inputs.push(t.clone());
         t
     }
 
     /// An output tensor in the IO area.
     pub fn output(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.io(name, shape);
+        let t = self.place(name, Section::Io, shape);
         self.outputs.push(t.clone());
         t
-    }
-
-    fn io(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        TensorDesc {
-            name,
-            section: Section::Io,
-            offset: alloc(&mut self.io_len, shape),
-            shape: shape.to_vec(),
-        }
     }
 
     /// The CPU reference for the linked image.
@@ -339,18 +322,9 @@ impl ModelBuilder {
         for (i, b) in self.blocks.iter().enumerate() {
             let Some(off) = offsets[i] else { continue };
             let prologue = [
-                Insn::SetBase {
-                    reg: Base::R0,
-                    value: load_pa + const_off,
-                },
-                Insn::SetBase {
-                    reg: Base::R1,
-                    value: load_pa + scratch_off,
-                },
-                Insn::SetBase {
-                    reg: Base::R2,
-                    value: io_pa,
-                },
+                Insn::SetBase(Base::R0, load_pa + const_off),
+                Insn::SetBase(Base::R1, load_pa + scratch_off),
+                Insn::SetBase(Base::R2, io_pa),
             ];
             let all = prologue.iter().chain(b).chain([&Insn::End]);
             for (j, insn) in all.enumerate() {
@@ -743,53 +717,19 @@ impl MlpSpec {
 
         if let Some(inj) = self.inject {
             let (engine, insn) = match inj {
-                Inject::Raise { engine, class } => (engine, Insn::Raise { class }),
-                Inject::Delay { engine, cycles } => (engine, Insn::Delay { cycles }),
+                Inject::Raise { engine, class } => (engine, Insn::Raise(class)),
+                Inject::Delay { engine, cycles } => (engine, Insn::Delay(cycles)),
             };
             mb.push(engine, insn)?;
         }
-        let wait = |sem| Insn::Wait { sem, value: 1 };
-        let signal = |sem| Insn::Signal { sem, value: 1 };
-        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary {
-            op: BinOp::Add,
-            dst: dst.operand(),
-            a: dst.operand(),
-            b: b.operand(),
-            n: dst.elems() as u32,
-            b_len: b.elems() as u32,
-            check,
-        };
-        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul {
-            dst: dst.operand(),
-            a: a.operand(),
-            b: b.operand(),
-            m: bt,
-            k,
-            n: dst.shape[1],
-            acc: false,
-            check,
-        };
+        let wait = |sem| Insn::Wait(sem, 1);
+        let signal = |sem| Insn::Signal(sem, 1);
+        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary(BinOp::Add, dst.operand(), dst.operand(), b.operand(), dst.elems() as u32, b.elems() as u32, check);
+        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul(dst.operand(), a.operand(), b.operand(), bt, k, dst.shape[1], false, check);
         let (copy, act, reduce) = (
-            Insn::Copy {
-                dst: xs.operand(),
-                src: x.operand(),
-                n: bt * i,
-            },
-            Insn::Act {
-                func: self.act,
-                dst: hs.operand(),
-                src: hs.operand(),
-                n: bt * h,
-                check,
-            },
-            Insn::Reduce {
-                op: ReduceOp::Max,
-                dst: m.operand(),
-                src: y.operand(),
-                rows: bt,
-                cols: o,
-                check,
-            },
+            Insn::Copy(xs.operand(), x.operand(), bt * i),
+            Insn::Act(self.act, hs.operand(), hs.operand(), bt * h, check),
+            Insn::Reduce(ReduceOp::Max, m.operand(), y.operand(), bt, o, check),
         );
         use Engine::{Act, Dve, Pe, Pool, Sp};
         for (engine, insn) in [

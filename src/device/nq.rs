@@ -24,47 +24,42 @@ use crate::hal::{Hal, HalError, Ordering, RegionHandle};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, NqError, Source};
 use crate::wire::status::NrtStatus;
 
+use super::dma::Lap;
 use super::memmap::{reg, MemMap, UnitError};
 
-/// One side's position in one engine's NQ ring of a core: the slot it is at,
-/// the phase it expects there (1 on the first lap, flipped at each wrap) and
-/// how many records it has passed (wrapping), which is what `NQ_HEAD`
-/// publishes.
+/// One side's position in one engine's NQ ring of a core: a [`Lap`] whose
+/// mark is the phase it expects (1 on the first lap, flipped at each wrap);
+/// its count is what `NQ_HEAD` publishes.
 #[derive(Clone, Copy, Debug)]
-struct Lap {
+struct Side {
     ring: RegionHandle,
     regs: RegionHandle,
     engine: u8,
-    len: u32,
-    index: u32,
-    phase: bool,
-    count: u32,
+    lap: Lap<bool>,
 }
 
-impl Lap {
+impl Side {
     /// At the start of `engine`'s ring of `core`, or [`UnitError`] for a core
     /// or engine the device does not have.
     #[cfg(any(test, feature = "testkit"))]
-    fn new(map: &MemMap, core: u8, engine: u8) -> Result<Lap, UnitError> {
+    fn new(map: &MemMap, core: u8, engine: u8) -> Result<Side, UnitError> {
         let ring = map.nq_rings_of(core)?.get(usize::from(engine)).copied();
         let ring = ring.ok_or(UnitError::Engine {
             engine,
             engines: nq::ENGINES,
         })?;
-        Ok(Lap::at(ring, map.regs_of(core)?, engine, map.config.nq_len))
+        Ok(Side::at(ring, map.regs_of(core)?, engine, map.config.nq_len))
     }
 
     /// At the start of `ring` (engine `engine`), whose core's registers are
     /// `regs`.
-    const fn at(ring: RegionHandle, regs: RegionHandle, engine: u8, len: u32) -> Lap {
-        Lap {
+    const fn at(ring: RegionHandle, regs: RegionHandle, engine: u8, len: u32) -> Side {
+        let lap = Lap::new(len, true);
+        Side {
             ring,
             regs,
             engine,
-            len,
-            index: 0,
-            phase: true,
-            count: 0,
+            lap,
         }
     }
 
@@ -75,19 +70,14 @@ impl Lap {
 
     /// Past the current slot; a wrap flips the phase.
     fn advance(&mut self) {
-        self.index += 1;
-        if self.index == self.len {
-            self.index = 0;
-            self.phase = !self.phase;
-        }
-        self.count = self.count.wrapping_add(1);
+        self.lap.advance(|p| !p);
     }
 }
 
 /// The writer of one NQ ring (device side).
 #[derive(Clone, Copy, Debug)]
 pub struct NqWriter {
-    lap: Lap,
+    lap: Side,
 }
 
 /// A record the writer had to drop because the ring was full.
@@ -105,7 +95,7 @@ impl NqWriter {
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
         Ok(NqWriter {
-            lap: Lap::new(map, core, engine)?,
+            lap: Side::new(map, core, engine)?,
         })
     }
 
@@ -119,7 +109,7 @@ impl NqWriter {
             .take(usize::from(map.cores()))
             .map(|(rings, &regs)| {
                 core::array::from_fn(|e| NqWriter {
-                    lap: Lap::at(rings[e], regs, e as u8, len),
+                    lap: Side::at(rings[e], regs, e as u8, len),
                 })
             })
             .collect()
@@ -134,7 +124,7 @@ impl NqWriter {
         // NQ_HEAD (docs/abi.md §1.13; the head register is
         // ours).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
-        Ok(l.len.saturating_sub(l.count.wrapping_sub(head)))
+        Ok(l.lap.len.saturating_sub(l.lap.count.wrapping_sub(head)))
     }
 
     /// Write `entry` (its phase is replaced by the ring's current phase).
@@ -150,7 +140,7 @@ impl NqWriter {
         // NQ_HEAD after it read the slots: they may be overwritten
         // (docs/abi.md §1.13).
         let head = hal.load_u32(l.regs, l.head_reg(), Ordering::Acquire)?;
-        if l.count.wrapping_sub(head) >= l.len {
+        if l.lap.count.wrapping_sub(head) >= l.lap.len {
             // Ordering: Release pairs with `Harvester::poll`'s Acquire load
             // of NQ_OVERFLOWS, which then reports the overflow (ours: the
             // EXEC_SW_NQ_OVERFLOW path, docs/abi.md §3 status table).
@@ -161,9 +151,9 @@ impl NqWriter {
             }));
         }
         entry.engine = l.engine;
-        entry.phase = l.phase;
+        entry.phase = l.lap.mark;
         let bytes = entry.encode().map_err(|_| HalError::BadHandle)?;
-        hal.write_nq(l.ring, l.index, &bytes)?;
+        hal.write_nq(l.ring, l.lap.index, &bytes)?;
         l.advance();
         Ok(Ok(()))
     }
@@ -190,7 +180,7 @@ error_enum! {
 /// The reader of one NQ ring (worker side).
 #[derive(Clone, Copy, Debug)]
 pub struct NqReader {
-    lap: Lap,
+    lap: Side,
 }
 
 impl NqReader {
@@ -199,7 +189,7 @@ impl NqReader {
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
         Ok(NqReader {
-            lap: Lap::new(map, core, engine)?,
+            lap: Side::new(map, core, engine)?,
         })
     }
 
@@ -208,18 +198,18 @@ impl NqReader {
     /// reported, so one bad record cannot wedge the ring.
     pub fn poll<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<Option<NqEntry>, NqReadError> {
         let l = &mut self.lap;
-        let bytes = hal.read_nq(l.ring, l.index)?;
+        let bytes = hal.read_nq(l.ring, l.lap.index)?;
         let word = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
-        if NqEntry::phase_of_word(word) != l.phase {
+        if NqEntry::phase_of_word(word) != l.lap.mark {
             return Ok(None);
         }
-        let index = l.index;
+        let index = l.lap.index;
         let res = NqEntry::decode(&bytes);
         l.advance();
         // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
         // `NqWriter::push`/`free`: the slot has been read and may be reused
         // (docs/abi.md §1.13).
-        hal.store_u32(l.regs, l.head_reg(), l.count, Ordering::Release)?;
+        hal.store_u32(l.regs, l.head_reg(), l.lap.count, Ordering::Release)?;
         match res {
             Ok(e) => Ok(Some(e)),
             Err(err) => Err(NqReadError::Corrupt {
@@ -385,7 +375,7 @@ impl<H: Hal> Harvester<H> {
         let rings = map.nq_rings_of(core)?;
         let len = map.config.nq_len;
         let readers = core::array::from_fn(|e| NqReader {
-            lap: Lap::at(rings[e], regs, e as u8, len),
+            lap: Side::at(rings[e], regs, e as u8, len),
         });
         Ok(Harvester {
             hal,
@@ -459,7 +449,7 @@ impl<H: Hal> Harvester<H> {
     pub fn reset(&mut self) {
         for r in &mut self.readers {
             let l = r.lap;
-            r.lap = Lap::at(l.ring, l.regs, l.engine, l.len);
+            r.lap = Side::at(l.ring, l.regs, l.engine, l.lap.len);
         }
         self.pending.clear();
         self.early.clear();

@@ -37,8 +37,6 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaStep};
-#[cfg(any(test, feature = "testkit"))]
-use super::engine::EngineReport;
 use super::engine::{self, DeviceMemory, EngineStatus, ExecReport, MemFault};
 use super::irq;
 use super::memmap::{dmem, reg, BadPa, MemMap, DRAM_BASE};
@@ -170,39 +168,6 @@ impl RequestExecutor for engine::Executor {
         start_cycle: u64,
     ) -> ExecReport {
         self.run(mem, Engine::ALL.map(|e| req.engine_address(e)), start_cycle)
-    }
-}
-
-/// An executor that completes every engine with a block after a fixed
-/// number of cycles, touching no memory (tests, loom models, benches of the
-/// staging path alone).
-#[derive(Clone, Copy, Debug)]
-#[cfg(any(test, feature = "testkit"))]
-pub struct NullExecutor {
-    /// Cycles every non-idle engine takes.
-    pub cycles: u64,
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl RequestExecutor for NullExecutor {
-    fn execute(&mut self, _: &dyn DeviceMemory, req: &DeviceExecRequest, start: u64) -> ExecReport {
-        let engines = Engine::ALL.map(|e| {
-            let busy = req.engine_address(e) != 0;
-            EngineReport {
-                status: [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)],
-                start_cycle: start,
-                end_cycle: start.saturating_add(if busy { self.cycles } else { 0 }),
-                steps: u64::from(busy),
-                fault: None,
-            }
-        });
-        let end_cycle = engines.iter().map(|e| e.end_cycle).max().unwrap_or(start);
-        ExecReport {
-            engines,
-            macs: 0,
-            end_cycle,
-            first_error: None,
-        }
     }
 }
 

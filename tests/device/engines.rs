@@ -3,15 +3,16 @@
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 
+use crate::support::{execute_blocks, execute_request, VecMemory};
 use xunds::device::engine::{
-    execute_blocks, execute_request, read_f32s, write_f32s, DeviceExecRequest, DeviceMemory,
-    Engine, EngineFault, EngineFsm, EngineStatus, ExecReport, Executor, Limits, MemFault,
-    TraceWhat, VecMemory, NUM_ENGINES,
+    read_f32s, write_f32s, DeviceMemory, Engine, EngineFault, EngineFsm, EngineStatus, ExecReport,
+    Executor, FaultKind, Limits, MemFault, TraceWhat, NUM_ENGINES,
 };
 use xunds::device::isa::{
     self, op, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
 };
 use xunds::prng::SplitMix64;
+use xunds::wire::device_request::DeviceExecRequest;
 use xunds::wire::nq::ErrorClass;
 
 /// Test memory: 64 KiB at 0x10000. Engine `i`'s code at CODE + i * 0x1000,
@@ -90,139 +91,54 @@ fn examples() -> Vec<(Insn, [u32; INSN_WORDS])> {
         (Insn::End, [0x01, 0, 0, 0, 0, 0, 0, 0]),
         (Insn::Nop, [0x02, 0, 0, 0, 0, 0, 0, 0]),
         (
-            Insn::SetBase {
-                reg: Base::R3,
-                value: 0x1234_5678_9abc_def0,
-            },
+            Insn::SetBase(Base::R3, 0x1234_5678_9abc_def0),
             [0x03, 0, 0, 0, 3, 0x9abc_def0, 0x1234_5678, 0],
         ),
         (
-            Insn::Copy {
-                dst: d,
-                src: a,
-                n: 7,
-            },
+            Insn::Copy(d, a, 7),
             [0x0009_0010, 0x100, 0x200, 0, 7, 0, 0, 0],
         ),
         (
-            Insn::Fill {
-                dst: d,
-                n: 5,
-                value: 0xdead_beef,
-            },
+            Insn::Fill(d, 5, 0xdead_beef),
             [0x0001_0011, 0x100, 0, 0, 5, 0xdead_beef, 0, 0],
         ),
         (
-            Insn::Binary {
-                op: BinOp::Add,
-                dst: d,
-                a,
-                b,
-                n: 8,
-                b_len: 4,
-                check: true,
-            },
+            Insn::Binary(BinOp::Add, d, a, b, 8, 4, true),
             [0x0039_0120, 0x100, 0x200, 0x300, 8, 4, 0, 0],
         ),
         (
-            Insn::Binary {
-                op: BinOp::Sub,
-                dst: d,
-                a,
-                b,
-                n: 8,
-                b_len: 0,
-                check: false,
-            },
+            Insn::Binary(BinOp::Sub, d, a, b, 8, 0, false),
             [0x0039_0021, 0x100, 0x200, 0x300, 8, 0, 0, 0],
         ),
         (
-            Insn::Binary {
-                op: BinOp::Mul,
-                dst: d,
-                a,
-                b,
-                n: 1,
-                b_len: 1,
-                check: false,
-            },
+            Insn::Binary(BinOp::Mul, d, a, b, 1, 1, false),
             [0x0039_0022, 0x100, 0x200, 0x300, 1, 1, 0, 0],
         ),
         (
-            Insn::Binary {
-                op: BinOp::Max,
-                dst: d,
-                a,
-                b,
-                n: 2,
-                b_len: 0,
-                check: true,
-            },
+            Insn::Binary(BinOp::Max, d, a, b, 2, 0, true),
             [0x0039_0123, 0x100, 0x200, 0x300, 2, 0, 0, 0],
         ),
         (
-            Insn::Affine {
-                dst: d,
-                src: a,
-                n: 3,
-                scale_bits: 2.0f32.to_bits(),
-                bias_bits: 0.5f32.to_bits(),
-                check: false,
-            },
+            Insn::Affine(d, a, 3, 2.0f32.to_bits(), 0.5f32.to_bits(), false),
             [0x0009_0024, 0x100, 0x200, 0, 3, 0x4000_0000, 0x3f00_0000, 0],
         ),
         (
-            Insn::MatMul {
-                dst: d,
-                a,
-                b,
-                m: 2,
-                k: 3,
-                n: 4,
-                acc: true,
-                check: false,
-            },
+            Insn::MatMul(d, a, b, 2, 3, 4, true, false),
             [0x0039_0230, 0x100, 0x200, 0x300, 2, 3, 4, 0],
         ),
         (
-            Insn::Act {
-                func: ActFn::Tanh,
-                dst: d,
-                src: a,
-                n: 6,
-                check: true,
-            },
+            Insn::Act(ActFn::Tanh, d, a, 6, true),
             [0x0009_0140, 0x100, 0x200, 0, 6, 3, 0, 0],
         ),
         (
-            Insn::Reduce {
-                op: ReduceOp::Max,
-                dst: d,
-                src: a,
-                rows: 2,
-                cols: 5,
-                check: false,
-            },
+            Insn::Reduce(ReduceOp::Max, d, a, 2, 5, false),
             [0x0009_0050, 0x100, 0x200, 0, 2, 5, 1, 0],
         ),
+        (Insn::Wait(15, 2), [0x60, 0, 0, 0, 15, 2, 0, 0]),
+        (Insn::Signal(3, 9), [0x61, 0, 0, 0, 3, 9, 0, 0]),
+        (Insn::Delay(0x1_0000_0005), [0x70, 0, 0, 0, 5, 1, 0, 0]),
         (
-            Insn::Wait { sem: 15, value: 2 },
-            [0x60, 0, 0, 0, 15, 2, 0, 0],
-        ),
-        (
-            Insn::Signal { sem: 3, value: 9 },
-            [0x61, 0, 0, 0, 3, 9, 0, 0],
-        ),
-        (
-            Insn::Delay {
-                cycles: 0x1_0000_0005,
-            },
-            [0x70, 0, 0, 0, 5, 1, 0, 0],
-        ),
-        (
-            Insn::Raise {
-                class: ErrorClass::Runtime,
-            },
+            Insn::Raise(ErrorClass::Runtime),
             [0x7f, 0, 0, 0, 5, 0, 0, 0],
         ),
     ]
@@ -274,17 +190,11 @@ fn every_opcode_encodes_to_its_words_and_back() {
 #[test]
 fn every_act_function_and_class_round_trips() {
     for func in ActFn::ALL {
-        let i = Insn::Act {
-            func,
-            dst: at(0),
-            src: at(0),
-            n: 1,
-            check: false,
-        };
+        let i = Insn::Act(func, at(0), at(0), 1, false);
         assert_eq!(Insn::decode(&i.encode()), Ok(i));
     }
     for class in ErrorClass::ALL {
-        let i = Insn::Raise { class };
+        let i = Insn::Raise(class);
         assert_eq!(i.encode()[4], class as u32);
         assert_eq!(Insn::decode(&i.encode()), Ok(i));
     }
@@ -292,12 +202,7 @@ fn every_act_function_and_class_round_trips() {
 
 #[test]
 fn decode_refuses_with_typed_errors() {
-    let good = Insn::Copy {
-        dst: at(0),
-        src: at(4),
-        n: 1,
-    }
-    .encode();
+    let good = Insn::Copy(at(0), at(4), 1).encode();
     let with = |i: usize, v: u32| {
         let mut w = good;
         w[i] = v;
@@ -345,32 +250,12 @@ fn decode_refuses_with_typed_errors() {
         Insn::decode(&with(4, (isa::MAX_ELEMS + 1) as u32)),
         Err(DecodeError::BadParam { what: "n", .. })
     ));
-    let bin = Insn::Binary {
-        op: BinOp::Add,
-        dst: at(0),
-        a: at(0),
-        b: at(0),
-        n: 6,
-        b_len: 4,
-        check: false,
-    };
+    let bin = Insn::Binary(BinOp::Add, at(0), at(0), at(0), 6, 4, false);
     assert!(matches!(
         Insn::decode(&bin.encode()),
         Err(DecodeError::BadParam { what: "b_len", .. })
     ));
-    let mm = |m, k, n| {
-        Insn::MatMul {
-            dst: at(0),
-            a: at(0),
-            b: at(0),
-            m,
-            k,
-            n,
-            acc: false,
-            check: false,
-        }
-        .encode()
-    };
+    let mm = |m, k, n| Insn::MatMul(at(0), at(0), at(0), m, k, n, false, false).encode();
     assert!(matches!(
         Insn::decode(&mm(1 << 11, 1 << 10, 1)),
         Err(DecodeError::BadParam { what: "m*k", .. })
@@ -440,15 +325,8 @@ fn setbase_relocates_operands() {
     let r = run1(
         &m,
         &[
-            Insn::SetBase {
-                reg: Base::R2,
-                value: DATA,
-            },
-            Insn::Copy {
-                dst: Operand::new(Base::R2, 0x40),
-                src: Operand::new(Base::R2, 0),
-                n: 2,
-            },
+            Insn::SetBase(Base::R2, DATA),
+            Insn::Copy(Operand::new(Base::R2, 0x40), Operand::new(Base::R2, 0), 2),
             Insn::End,
         ],
     );
@@ -467,16 +345,8 @@ fn copy_and_fill_move_raw_words() {
     let r = run1(
         &m,
         &[
-            Insn::Copy {
-                dst: at(DATA + 0x100),
-                src: at(DATA),
-                n: 3,
-            },
-            Insn::Fill {
-                dst: at(DATA + 0x200),
-                n: 2,
-                value: 0x1234_5678,
-            },
+            Insn::Copy(at(DATA + 0x100), at(DATA), 3),
+            Insn::Fill(at(DATA + 0x200), 2, 0x1234_5678),
             Insn::End,
         ],
     );
@@ -498,15 +368,8 @@ fn binary_ops_with_and_without_broadcast() {
     let m = mem();
     put(&m, DATA, &[1.0, 2.0, 3.0, 4.0]);
     put(&m, DATA + 0x40, &[10.0, 20.0, 30.0, 40.0]);
-    let bin = |op, dst, n, b_len| Insn::Binary {
-        op,
-        dst: at(dst),
-        a: at(DATA),
-        b: at(DATA + 0x40),
-        n,
-        b_len,
-        check: false,
-    };
+    let bin =
+        |op, dst, n, b_len| Insn::Binary(op, at(dst), at(DATA), at(DATA + 0x40), n, b_len, false);
     let r = run1(
         &m,
         &[
@@ -535,15 +398,15 @@ fn max_is_deterministic_on_nan_and_signed_zero() {
     let r = run1(
         &m,
         &[
-            Insn::Binary {
-                op: BinOp::Max,
-                dst: at(DATA + 0x80),
-                a: at(DATA),
-                b: at(DATA + 0x40),
-                n: 4,
-                b_len: 0,
-                check: false,
-            },
+            Insn::Binary(
+                BinOp::Max,
+                at(DATA + 0x80),
+                at(DATA),
+                at(DATA + 0x40),
+                4,
+                0,
+                false,
+            ),
             Insn::End,
         ],
     );
@@ -563,14 +426,14 @@ fn affine_scales_then_adds() {
     let r = run1(
         &m,
         &[
-            Insn::Affine {
-                dst: at(DATA + 0x40),
-                src: at(DATA),
-                n: 3,
-                scale_bits: 2.0f32.to_bits(),
-                bias_bits: 0.5f32.to_bits(),
-                check: true,
-            },
+            Insn::Affine(
+                at(DATA + 0x40),
+                at(DATA),
+                3,
+                2.0f32.to_bits(),
+                0.5f32.to_bits(),
+                true,
+            ),
             Insn::End,
         ],
     );
@@ -586,16 +449,7 @@ fn matmul_computes_counts_macs_and_accumulates() {
     put(&m, DATA, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     put(&m, DATA + 0x40, &[7.0, 8.0, 9.0, 10.0, 11.0, 12.0]);
     put(&m, DATA + 0xc0, &[1.0, 1.0, 1.0, 1.0]);
-    let mm = |dst, acc| Insn::MatMul {
-        dst: at(dst),
-        a: at(DATA),
-        b: at(DATA + 0x40),
-        m: 2,
-        k: 3,
-        n: 2,
-        acc,
-        check: true,
-    };
+    let mm = |dst, acc| Insn::MatMul(at(dst), at(DATA), at(DATA + 0x40), 2, 3, 2, acc, true);
     let r = run1(
         &m,
         &[mm(DATA + 0x80, false), mm(DATA + 0xc0, true), Insn::End],
@@ -618,16 +472,16 @@ fn matmul_accumulates_in_k_order_without_fma() {
     let r = run1(
         &m,
         &[
-            Insn::MatMul {
-                dst: at(DATA + 0x80),
-                a: at(DATA),
-                b: at(DATA + 0x40),
-                m: 1,
-                k: 3,
-                n: 1,
-                acc: false,
-                check: false,
-            },
+            Insn::MatMul(
+                at(DATA + 0x80),
+                at(DATA),
+                at(DATA + 0x40),
+                1,
+                3,
+                1,
+                false,
+                false,
+            ),
             Insn::End,
         ],
     );
@@ -639,13 +493,7 @@ fn matmul_accumulates_in_k_order_without_fma() {
 fn activations() {
     let m = mem();
     put(&m, DATA, &[-1.0, 0.0, 2.0]);
-    let act = |func, dst| Insn::Act {
-        func,
-        dst: at(dst),
-        src: at(DATA),
-        n: 3,
-        check: false,
-    };
+    let act = |func, dst| Insn::Act(func, at(dst), at(DATA), 3, false);
     let r = run1(
         &m,
         &[
@@ -671,14 +519,7 @@ fn activations() {
 fn reductions_fold_rows_left_to_right() {
     let m = mem();
     put(&m, DATA, &[1.0, 2.0, 3.0, 4.0, -5.0, 6.0]);
-    let red = |op, dst| Insn::Reduce {
-        op,
-        dst: at(dst),
-        src: at(DATA),
-        rows: 2,
-        cols: 3,
-        check: false,
-    };
+    let red = |op, dst| Insn::Reduce(op, at(dst), at(DATA), 2, 3, false);
     let r = run1(
         &m,
         &[
@@ -698,17 +539,7 @@ fn inputs_are_read_before_outputs_are_written() {
     // In-place and overlapping operands: d = a shifted by one element.
     let m = mem();
     put(&m, DATA, &[1.0, 2.0, 3.0, 4.0]);
-    let r = run1(
-        &m,
-        &[
-            Insn::Copy {
-                dst: at(DATA + 4),
-                src: at(DATA),
-                n: 3,
-            },
-            Insn::End,
-        ],
-    );
+    let r = run1(&m, &[Insn::Copy(at(DATA + 4), at(DATA), 3), Insn::End]);
     assert_done(&r);
     assert_eq!(f32s(&m, DATA, 4), [1.0, 1.0, 2.0, 3.0]);
 }
@@ -716,16 +547,7 @@ fn inputs_are_read_before_outputs_are_written() {
 #[test]
 fn delay_spends_exactly_its_cycles() {
     let m = mem();
-    let r = run1(
-        &m,
-        &[
-            Insn::Delay {
-                cycles: 0x1_0000_0000,
-            },
-            Insn::Delay { cycles: 0 },
-            Insn::End,
-        ],
-    );
+    let r = run1(&m, &[Insn::Delay(0x1_0000_0000), Insn::Delay(0), Insn::End]);
     assert_done(&r);
     assert_eq!(r.end_cycle, 0x1_0000_0001);
 }
@@ -765,13 +587,9 @@ fn wait_completes_one_cycle_after_the_signal_that_satisfies_it() {
         &m,
         &[
             // PE: WAIT issued at 0, blocked until ACT's SIGNAL ends at 101.
-            &[Insn::Wait { sem: 0, value: 1 }, Insn::End],
+            &[Insn::Wait(0, 1), Insn::End],
             // ACT: DELAY 0..100, SIGNAL 100..101, END 101..102.
-            &[
-                Insn::Delay { cycles: 100 },
-                Insn::Signal { sem: 0, value: 1 },
-                Insn::End,
-            ],
+            &[Insn::Delay(100), Insn::Signal(0, 1), Insn::End],
         ],
         0,
     );
@@ -788,12 +606,8 @@ fn a_satisfied_wait_does_not_block_but_waits_for_the_signal_time() {
         &m,
         &[
             // PE reaches its WAIT at 50; the SIGNAL already ended at 2.
-            &[
-                Insn::Delay { cycles: 50 },
-                Insn::Wait { sem: 1, value: 2 },
-                Insn::End,
-            ],
-            &[Insn::Nop, Insn::Signal { sem: 1, value: 2 }, Insn::End],
+            &[Insn::Delay(50), Insn::Wait(1, 2), Insn::End],
+            &[Insn::Nop, Insn::Signal(1, 2), Insn::End],
         ],
         0,
     );
@@ -809,14 +623,10 @@ fn counting_semaphores_are_consumed_by_waits() {
     let r = run_on(
         &m,
         &[
-            &[Insn::Wait { sem: 2, value: 1 }, Insn::End],
-            &[Insn::Wait { sem: 2, value: 1 }, Insn::End],
-            &[
-                Insn::Delay { cycles: 10 },
-                Insn::Wait { sem: 2, value: 1 },
-                Insn::End,
-            ],
-            &[Insn::Signal { sem: 2, value: 2 }, Insn::End],
+            &[Insn::Wait(2, 1), Insn::End],
+            &[Insn::Wait(2, 1), Insn::End],
+            &[Insn::Delay(10), Insn::Wait(2, 1), Insn::End],
+            &[Insn::Signal(2, 2), Insn::End],
         ],
         0,
     );
@@ -829,10 +639,12 @@ fn counting_semaphores_are_consumed_by_waits() {
     );
     assert!(matches!(
         r.engines[2].fault,
-        Some(EngineFault::Deadlock {
-            sem: 2,
-            value: 1,
-            have: 0,
+        Some(EngineFault {
+            kind: FaultKind::Deadlock {
+                sem: 2,
+                value: 1,
+                have: 0,
+            },
             ..
         })
     ));
@@ -852,13 +664,13 @@ fn only_error(r: &ExecReport, engine: usize) -> EngineFault {
 fn raise_reports_each_class() {
     for class in ErrorClass::ALL {
         let m = mem();
-        let r = run1(&m, &[Insn::Nop, Insn::Raise { class }, Insn::End]);
+        let r = run1(&m, &[Insn::Nop, Insn::Raise(class), Insn::End]);
         let f = only_error(&r, 0);
         assert_eq!(
             f,
-            EngineFault::Raised {
+            EngineFault {
                 pc: code_at(0) + INSN_BYTES as u64,
-                class
+                kind: FaultKind::Raised(class)
             }
         );
         assert_eq!(r.error(), Some(class));
@@ -876,20 +688,16 @@ fn a_memory_fault_is_hw_and_writes_nothing() {
         &m,
         &[
             // Destination runs 4 bytes past the end of memory.
-            Insn::Copy {
-                dst: at(end - 12),
-                src: at(DATA),
-                n: 4,
-            },
+            Insn::Copy(at(end - 12), at(DATA), 4),
             Insn::End,
         ],
     );
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::Memory {
+        EngineFault {
             pc: code_at(0),
-            fault: MemFault { pa: end }
+            kind: FaultKind::Memory(MemFault { pa: end })
         }
     );
     assert_eq!(f.class(), ErrorClass::Hw);
@@ -902,18 +710,24 @@ fn block_addresses_outside_memory_or_misaligned_are_hw() {
     let r = execute_blocks(&m, [0x10, BASE + 2, u64::MAX - 3, 0, 0], 0);
     assert!(matches!(
         r.engines[0].fault,
-        Some(EngineFault::Memory {
-            fault: MemFault { pa: 0x10 },
+        Some(EngineFault {
+            kind: FaultKind::Memory(MemFault { pa: 0x10 }),
             ..
         })
     ));
     assert!(matches!(
         r.engines[1].fault,
-        Some(EngineFault::Misaligned { .. })
+        Some(EngineFault {
+            kind: FaultKind::Misaligned { .. },
+            ..
+        })
     ));
     assert!(matches!(
         r.engines[2].fault,
-        Some(EngineFault::Memory { .. } | EngineFault::AddressOverflow { .. })
+        Some(EngineFault {
+            kind: FaultKind::Memory(_) | FaultKind::AddressOverflow,
+            ..
+        })
     ));
     for e in &r.engines[..3] {
         assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
@@ -924,42 +738,28 @@ fn block_addresses_outside_memory_or_misaligned_are_hw() {
 #[test]
 fn misaligned_and_overflowing_operands_are_hw() {
     let m = mem();
-    let r = run1(
-        &m,
-        &[
-            Insn::Copy {
-                dst: at(DATA + 2),
-                src: at(DATA),
-                n: 1,
-            },
-            Insn::End,
-        ],
-    );
+    let r = run1(&m, &[Insn::Copy(at(DATA + 2), at(DATA), 1), Insn::End]);
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::Misaligned {
+        EngineFault {
             pc: code_at(0),
-            pa: DATA + 2
+            kind: FaultKind::Misaligned { pa: DATA + 2 }
         }
     );
     let r = run1(
         &m,
         &[
-            Insn::SetBase {
-                reg: Base::R1,
-                value: u64::MAX - 7,
-            },
-            Insn::Fill {
-                dst: Operand::new(Base::R1, 0),
-                n: 4,
-                value: 0,
-            },
+            Insn::SetBase(Base::R1, u64::MAX - 7),
+            Insn::Fill(Operand::new(Base::R1, 0), 4, 0),
             Insn::End,
         ],
     );
     assert!(matches!(
         only_error(&r, 0),
-        EngineFault::AddressOverflow { .. }
+        EngineFault {
+            kind: FaultKind::AddressOverflow,
+            ..
+        }
     ));
 }
 
@@ -972,9 +772,9 @@ fn a_bad_opcode_is_a_model_error() {
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::Decode {
+        EngineFault {
             pc: code_at(0) + INSN_BYTES as u64,
-            err: DecodeError::BadOpcode { opcode: 0 }
+            kind: FaultKind::Decode(DecodeError::BadOpcode { opcode: 0 })
         }
     );
     assert_eq!(f.class(), ErrorClass::Model);
@@ -987,16 +787,8 @@ fn a_deadlocked_wait_is_a_runtime_error_not_a_hang() {
     let r = run_on(
         &m,
         &[
-            &[
-                Insn::Wait { sem: 0, value: 1 },
-                Insn::Signal { sem: 1, value: 1 },
-                Insn::End,
-            ],
-            &[
-                Insn::Wait { sem: 1, value: 1 },
-                Insn::Signal { sem: 0, value: 1 },
-                Insn::End,
-            ],
+            &[Insn::Wait(0, 1), Insn::Signal(1, 1), Insn::End],
+            &[Insn::Wait(1, 1), Insn::Signal(0, 1), Insn::End],
         ],
         0,
     );
@@ -1007,11 +799,13 @@ fn a_deadlocked_wait_is_a_runtime_error_not_a_hang() {
         );
         assert_eq!(
             r.engines[i].fault,
-            Some(EngineFault::Deadlock {
+            Some(EngineFault {
                 pc: code_at(i),
-                sem,
-                value: 1,
-                have: 0
+                kind: FaultKind::Deadlock {
+                    sem,
+                    value: 1,
+                    have: 0
+                }
             })
         );
     }
@@ -1024,13 +818,11 @@ fn the_root_cause_comes_first_when_a_fault_starves_a_waiter() {
     let r = run_on(
         &m,
         &[
-            &[Insn::Wait { sem: 0, value: 1 }, Insn::End],
+            &[Insn::Wait(0, 1), Insn::End],
             &[
-                Insn::Delay { cycles: 10 },
-                Insn::Raise {
-                    class: ErrorClass::Transient,
-                },
-                Insn::Signal { sem: 0, value: 1 },
+                Insn::Delay(10),
+                Insn::Raise(ErrorClass::Transient),
+                Insn::Signal(0, 1),
                 Insn::End,
             ],
         ],
@@ -1051,14 +843,7 @@ fn the_root_cause_comes_first_when_a_fault_starves_a_waiter() {
 fn a_non_finite_result_under_chk_is_numerical_and_writes_nothing() {
     let m = mem();
     put(&m, DATA, &[1.0, f32::MAX, 3.0]);
-    let mul = |check, dst| Insn::Affine {
-        dst: at(dst),
-        src: at(DATA),
-        n: 3,
-        scale_bits: 4.0f32.to_bits(),
-        bias_bits: 0,
-        check,
-    };
+    let mul = |check, dst| Insn::Affine(at(dst), at(DATA), 3, 4.0f32.to_bits(), 0, check);
     // Without .chk the Inf is stored.
     let r = run1(&m, &[mul(false, DATA + 0x40), Insn::End]);
     assert_done(&r);
@@ -1067,9 +852,9 @@ fn a_non_finite_result_under_chk_is_numerical_and_writes_nothing() {
     let r = run1(&m, &[mul(true, DATA + 0x80), Insn::End]);
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::NonFinite {
+        EngineFault {
             pc: code_at(0),
-            index: 1
+            kind: FaultKind::NonFinite { index: 1 }
         }
     );
     assert_eq!(f32s(&m, DATA + 0x80, 3), [0.0; 3]);
@@ -1077,16 +862,7 @@ fn a_non_finite_result_under_chk_is_numerical_and_writes_nothing() {
     let r = run1(
         &m,
         &[
-            Insn::MatMul {
-                dst: at(DATA + 0xc0),
-                a: at(DATA),
-                b: at(DATA),
-                m: 1,
-                k: 3,
-                n: 1,
-                acc: false,
-                check: true,
-            },
+            Insn::MatMul(at(DATA + 0xc0), at(DATA), at(DATA), 1, 3, 1, false, true),
             Insn::End,
         ],
     );
@@ -1099,18 +875,14 @@ fn semaphore_overflow_is_a_runtime_error() {
     let m = mem();
     let r = run1(
         &m,
-        &[
-            Insn::Signal {
-                sem: 4,
-                value: u32::MAX,
-            },
-            Insn::Signal { sem: 4, value: 1 },
-            Insn::End,
-        ],
+        &[Insn::Signal(4, u32::MAX), Insn::Signal(4, 1), Insn::End],
     );
     assert!(matches!(
         only_error(&r, 0),
-        EngineFault::SemaphoreOverflow { sem: 4, .. }
+        EngineFault {
+            kind: FaultKind::SemaphoreOverflow { sem: 4 },
+            ..
+        }
     ));
 }
 
@@ -1128,52 +900,39 @@ fn step_and_cycle_budgets_end_the_execution() {
     let f = only_error(&r, 0);
     assert_eq!(
         f,
-        EngineFault::StepBudget {
-            pc: code_at(0) + 5 * INSN_BYTES as u64
+        EngineFault {
+            pc: code_at(0) + 5 * INSN_BYTES as u64,
+            kind: FaultKind::StepBudget
         }
     );
     assert_eq!(r.engines[0].steps, 5);
 
     let r = run1(
         &m,
-        &[
-            Insn::Delay {
-                cycles: Limits::DEFAULT.max_cycles + 1,
-            },
-            Insn::End,
-        ],
+        &[Insn::Delay(Limits::DEFAULT.max_cycles + 1), Insn::End],
     );
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::CycleBudget { pc: code_at(0) }
+        EngineFault {
+            pc: code_at(0),
+            kind: FaultKind::CycleBudget
+        }
     );
 
     // Work: a 64x64x64 MATMUL (8 + 262144) against a budget of 100000;
     // a long DELAY costs no work.
-    let mm = Insn::MatMul {
-        dst: at(DATA),
-        a: at(DATA),
-        b: at(DATA),
-        m: 64,
-        k: 64,
-        n: 64,
-        acc: false,
-        check: false,
-    };
+    let mm = Insn::MatMul(at(DATA), at(DATA), at(DATA), 64, 64, 64, false, false);
     let limits = Limits {
         max_work: 100_000,
         ..Limits::DEFAULT
     };
-    store_block(
-        &m,
-        code_at(0),
-        &[Insn::Delay { cycles: 1 << 30 }, mm, Insn::End],
-    );
+    store_block(&m, code_at(0), &[Insn::Delay(1 << 30), mm, Insn::End]);
     let r = Executor::new(limits).run(&m, [code_at(0), 0, 0, 0, 0], 0);
     assert_eq!(
         only_error(&r, 0),
-        EngineFault::WorkBudget {
-            pc: code_at(0) + INSN_BYTES as u64
+        EngineFault {
+            pc: code_at(0) + INSN_BYTES as u64,
+            kind: FaultKind::WorkBudget
         }
     );
     assert_eq!(r.macs, 0);
@@ -1183,8 +942,8 @@ fn step_and_cycle_budgets_end_the_execution() {
 fn the_trace_records_each_instruction_with_its_cycles() {
     let m = mem();
     let blocks: [&[Insn]; 2] = [
-        &[Insn::Wait { sem: 0, value: 1 }, Insn::End],
-        &[Insn::Signal { sem: 0, value: 1 }, Insn::End],
+        &[Insn::Wait(0, 1), Insn::End],
+        &[Insn::Signal(0, 1), Insn::End],
     ];
     for (e, b) in blocks.iter().enumerate() {
         store_block(&m, code_at(e), b);
@@ -1209,19 +968,17 @@ fn the_trace_records_each_instruction_with_its_cycles() {
 #[test]
 fn rewritten_code_runs_as_written() {
     let m = mem();
-    let raise = Insn::Raise {
-        class: ErrorClass::Transient,
-    };
+    let raise = Insn::Raise(ErrorClass::Transient);
     put_words(&m, DATA, &raise.encode());
     // PE waits for ACT, which overwrites PE's NOP with the RAISE first.
-    let pe = [Insn::Wait { sem: 0, value: 1 }, Insn::Nop, Insn::End];
+    let pe = [Insn::Wait(0, 1), Insn::Nop, Insn::End];
     let act = [
-        Insn::Copy {
-            dst: at(code_at(0) + INSN_BYTES as u64),
-            src: at(DATA),
-            n: INSN_WORDS as u32,
-        },
-        Insn::Signal { sem: 0, value: 1 },
+        Insn::Copy(
+            at(code_at(0) + INSN_BYTES as u64),
+            at(DATA),
+            INSN_WORDS as u32,
+        ),
+        Insn::Signal(0, 1),
         Insn::End,
     ];
     let mut reused = Executor::default();
@@ -1232,9 +989,9 @@ fn rewritten_code_runs_as_written() {
             let r = ex.run(&m, [code_at(0), code_at(1), 0, 0, 0], 0);
             assert_eq!(
                 only_error(&r, 0),
-                EngineFault::Raised {
+                EngineFault {
                     pc: code_at(0) + INSN_BYTES as u64,
-                    class: ErrorClass::Transient
+                    kind: FaultKind::Raised(ErrorClass::Transient)
                 }
             );
             // The same block unchanged in memory completes.
@@ -1243,7 +1000,7 @@ fn rewritten_code_runs_as_written() {
             // Rewritten between executions: its new words run.
             store_block(&m, code_at(0), &[raise]);
             let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
-            assert!(matches!(only_error(&r, 0), EngineFault::Raised { .. }));
+            assert!(matches!(only_error(&r, 0).kind, FaultKind::Raised(_)));
             store_block(&m, code_at(0), &[Insn::Nop, Insn::Nop, Insn::End]);
             let r = ex.run(&m, [code_at(0), 0, 0, 0, 0], 0);
             assert_done(&r);
@@ -1292,92 +1049,77 @@ fn random_insn(g: &mut SplitMix64, lo: u64, hi: u64, friendly: bool) -> Insn {
     match pick {
         0 => Insn::End,
         1 => Insn::Nop,
-        2 => Insn::SetBase {
-            reg: Base::ALL[(g.below(4) as usize).max(usize::from(friendly))],
-            value: if g.chance(1, 2) { 0 } else { g.next_u64() },
-        },
-        3 => Insn::Copy {
-            dst: operand(g),
-            src: operand(g),
-            n: size(g),
-        },
-        4 => Insn::Fill {
-            dst: operand(g),
-            n: size(g),
-            value: g.next_u32(),
-        },
+        2 => Insn::SetBase(
+            Base::ALL[(g.below(4) as usize).max(usize::from(friendly))],
+            if g.chance(1, 2) { 0 } else { g.next_u64() },
+        ),
+        3 => Insn::Copy(operand(g), operand(g), size(g)),
+        4 => Insn::Fill(operand(g), size(g), g.next_u32()),
         5 | 6 => {
             let n = size(g);
             let b_len = if g.chance(1, 2) { 0 } else { 1 };
-            Insn::Binary {
-                op: [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Max][g.below(4) as usize],
-                dst: operand(g),
-                a: operand(g),
-                b: operand(g),
+            Insn::Binary(
+                [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Max][g.below(4) as usize],
+                operand(g),
+                operand(g),
+                operand(g),
                 n,
                 b_len,
                 check,
-            }
+            )
         }
-        7 => Insn::Affine {
-            dst: operand(g),
-            src: operand(g),
-            n: size(g),
-            scale_bits: g.next_u32(),
-            bias_bits: g.next_u32(),
+        7 => Insn::Affine(
+            operand(g),
+            operand(g),
+            size(g),
+            g.next_u32(),
+            g.next_u32(),
             check,
-        },
-        8 => Insn::MatMul {
-            dst: operand(g),
-            a: operand(g),
-            b: operand(g),
-            m: 1 + g.below(6) as u32,
-            k: 1 + g.below(6) as u32,
-            n: 1 + g.below(6) as u32,
-            acc: g.chance(1, 2),
+        ),
+        8 => Insn::MatMul(
+            operand(g),
+            operand(g),
+            operand(g),
+            1 + g.below(6) as u32,
+            1 + g.below(6) as u32,
+            1 + g.below(6) as u32,
+            g.chance(1, 2),
             check,
-        },
-        9 => Insn::Act {
-            func: ActFn::ALL[g.below(4) as usize],
-            dst: operand(g),
-            src: operand(g),
-            n: size(g),
+        ),
+        9 => Insn::Act(
+            ActFn::ALL[g.below(4) as usize],
+            operand(g),
+            operand(g),
+            size(g),
             check,
-        },
-        10 => Insn::Reduce {
-            op: if g.chance(1, 2) {
+        ),
+        10 => Insn::Reduce(
+            if g.chance(1, 2) {
                 ReduceOp::Sum
             } else {
                 ReduceOp::Max
             },
-            dst: operand(g),
-            src: operand(g),
-            rows: 1 + g.below(4) as u32,
-            cols: 1 + g.below(6) as u32,
+            operand(g),
+            operand(g),
+            1 + g.below(4) as u32,
+            1 + g.below(6) as u32,
             check,
-        },
-        11 | 12 => Insn::Wait {
-            sem: g.below(3) as u8,
-            value: g.below(3) as u32,
-        },
-        13 => Insn::Signal {
-            sem: g.below(3) as u8,
-            value: if g.chance(1, 64) {
+        ),
+        11 | 12 => Insn::Wait(g.below(3) as u8, g.below(3) as u32),
+        13 => Insn::Signal(
+            g.below(3) as u8,
+            if g.chance(1, 64) {
                 u32::MAX
             } else {
                 g.below(3) as u32
             },
-        },
-        14 => Insn::Delay {
-            cycles: if g.chance(1, 16) && !friendly {
-                g.next_u64()
-            } else {
-                g.below(100)
-            },
-        },
-        _ => Insn::Raise {
-            class: ErrorClass::ALL[g.below(6) as usize],
-        },
+        ),
+        14 => Insn::Delay(if g.chance(1, 16) && !friendly {
+            g.next_u64()
+        } else {
+            g.below(100)
+        }),
+        _ => Insn::Raise(ErrorClass::ALL[g.below(6) as usize]),
     }
 }
 

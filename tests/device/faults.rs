@@ -7,13 +7,14 @@
 //! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
 //! corrupt NQ record.
 
+use crate::support::NullExecutor;
 use xunds::device::dma::{DmaFault, QueueProducer};
-use xunds::device::engine::{EngineFault, EngineStatus, Executor, Limits, MemFault};
+use xunds::device::engine::{EngineFault, EngineStatus, Executor, FaultKind, Limits, MemFault};
 use xunds::device::isa::{Base, Insn, Operand};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
 use xunds::device::nq::{ExecCompletion, ExecStatus, Harvest, HarvestError, Overflow};
-use xunds::device::sequencer::{DramMemory, NullExecutor};
+use xunds::device::sequencer::DramMemory;
 use xunds::device::staging::{IbAddr, LoadedModel, ModelId};
 use xunds::device::Device;
 use xunds::hal::{Dir, Hal, Ordering};
@@ -638,15 +639,8 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
         }
     };
     load(&[
-        Insn::SetBase {
-            reg: Base::R0,
-            value: dst,
-        },
-        Insn::Fill {
-            dst: at(0),
-            n: 8,
-            value: 0xDEAD_BEEF,
-        },
+        Insn::SetBase(Base::R0, dst),
+        Insn::Fill(at(0), 8, 0xDEAD_BEEF),
         Insn::End,
     ]);
     mem.write_u32s(dst, &[0x1111_1111; 4]).unwrap();
@@ -656,9 +650,9 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     assert_eq!(pe.status, EngineStatus::Error(ErrorClass::Hw), "{rep:?}");
     assert_eq!(
         pe.fault,
-        Some(EngineFault::Memory {
+        Some(EngineFault {
             pc: code + 32,
-            fault: MemFault { pa: dst + 28 },
+            kind: FaultKind::Memory(MemFault { pa: dst + 28 }),
         })
     );
     let mut inside = [0u32; 4];
@@ -667,23 +661,16 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     // A source range off the end faults the same way, naming its last word.
     let src = end - 8;
     load(&[
-        Insn::SetBase {
-            reg: Base::R0,
-            value: src,
-        },
-        Insn::Copy {
-            dst: at(0),
-            src: at(0),
-            n: 4,
-        },
+        Insn::SetBase(Base::R0, src),
+        Insn::Copy(at(0), at(0), 4),
         Insn::End,
     ]);
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
     assert_eq!(
         rep.engines[0].fault,
-        Some(EngineFault::Memory {
+        Some(EngineFault {
             pc: code + 32,
-            fault: MemFault { pa: src + 12 },
+            kind: FaultKind::Memory(MemFault { pa: src + 12 }),
         })
     );
 }
@@ -707,18 +694,15 @@ fn the_engines_cannot_write_below_the_model_heap() {
         .unwrap();
     let code = DRAM_BASE + map.config.heap_start();
     let prog = [
-        Insn::SetBase {
-            reg: Base::R0,
-            value: DRAM_BASE + macs,
-        },
-        Insn::Fill {
-            dst: Operand {
+        Insn::SetBase(Base::R0, DRAM_BASE + macs),
+        Insn::Fill(
+            Operand {
                 base: Base::R0,
                 off: 0,
             },
-            n: 2,
-            value: 0xDEAD_BEEF,
-        },
+            2,
+            0xDEAD_BEEF,
+        ),
         Insn::End,
     ];
     for (i, insn) in prog.iter().enumerate() {
@@ -727,7 +711,13 @@ fn the_engines_cannot_write_below_the_model_heap() {
     }
     let rep = Executor::new(Limits::DEFAULT).run(&mem, [code, 0, 0, 0, 0], 0);
     assert!(
-        matches!(rep.engines[0].fault, Some(EngineFault::Memory { .. })),
+        matches!(
+            rep.engines[0].fault,
+            Some(EngineFault {
+                kind: FaultKind::Memory(_),
+                ..
+            })
+        ),
         "{rep:?}"
     );
     let word = dev

@@ -7,5 +7,6 @@ mod faults;
 mod hal_backends;
 mod model;
 mod staging;
+mod support;
 mod whole_loop;
 mod wire;

@@ -2,9 +2,9 @@
 //! reference bit for bit, MACs and memory usage are the spec's, timing is
 //! deterministic and hand-checked, and planted faults give their class.
 
+use crate::support::{execute_blocks, execute_request, VecMemory};
 use xunds::device::engine::{
-    execute_blocks, execute_request, read_f32s, Engine, EngineFault, EngineStatus, ExecReport,
-    Executor, VecMemory, NUM_ENGINES,
+    read_f32s, Engine, EngineFault, EngineStatus, ExecReport, Executor, FaultKind, NUM_ENGINES,
 };
 use xunds::device::isa::{ActFn, Insn};
 use xunds::device::model::{Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage};
@@ -310,7 +310,10 @@ fn a_non_finite_input_is_a_numerical_error() {
         assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Numerical)));
         assert!(matches!(
             r.engine(Engine::Pe).fault,
-            Some(EngineFault::NonFinite { .. })
+            Some(EngineFault {
+                kind: FaultKind::NonFinite { .. },
+                ..
+            })
         ));
         // The first MATMUL faulted before counting.
         assert_eq!(r.macs, 0);
@@ -367,7 +370,7 @@ fn builder_refuses_bad_input() {
     ));
     let mut b = ModelBuilder::new("t");
     assert!(matches!(
-        b.push(Engine::Pe, Insn::Wait { sem: 16, value: 1 }),
+        b.push(Engine::Pe, Insn::Wait(16, 1)),
         Err(ModelError::BadInsn {
             engine: Engine::Pe,
             index: 0,
@@ -417,14 +420,14 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     let y = b.output("y", &[4]);
     b.push(
         Engine::Dve,
-        Insn::Affine {
-            dst: y.operand(),
-            src: x.operand(),
-            n: 4,
-            scale_bits: 3.0f32.to_bits(),
-            bias_bits: 1.0f32.to_bits(),
-            check: true,
-        },
+        Insn::Affine(
+            y.operand(),
+            x.operand(),
+            4,
+            3.0f32.to_bits(),
+            1.0f32.to_bits(),
+            true,
+        ),
     )
     .unwrap();
     b.reference(|x| x.iter().map(|v| v * 3.0 + 1.0).collect());

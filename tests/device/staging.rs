@@ -3,8 +3,8 @@
 //! order of the device-side writes (pinned by a tracer snapshot), and flow
 //! control. Then the sequencer consuming what was staged.
 
+use crate::support::NullExecutor;
 use xunds::device::memmap::{self, DeviceConfig, DRAM_BASE};
-use xunds::device::sequencer::NullExecutor;
 use xunds::device::staging::{build_request, IbAddr, LoadedModel, ModelId, StageError};
 use xunds::device::Device;
 use xunds::hal::{Dir, Hal, RegionId};
