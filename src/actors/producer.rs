@@ -146,19 +146,9 @@ pub struct LaneParts<H: Hal> {
 
 /// One XU's producer side.
 pub struct Lane<H: Hal> {
-    core: u8,
-    ring: RingProducer,
-    stager: Stager<H>,
-    hal: Arc<H>,
-    map: Arc<MemMap>,
-    pool: Arc<ItemPool>,
+    /// What the lane was built from (its ring, stager, mailboxes, wakers).
+    p: LaneParts<H>,
     free: Vec<u16>,
-    returns: Receiver<u16>,
-    worker_wake: Arc<Waker>,
-    device_wake: Arc<Waker>,
-    health: Arc<HealthCell>,
-    to_pub: Sender<PubMsg>,
-    pub_wake: Arc<Waker>,
     pending_full: u32,
     pending_unrecoverable: u32,
     corrupt_word: Option<fn(u64) -> u64>,
@@ -166,7 +156,6 @@ pub struct Lane<H: Hal> {
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     slots: SlotTap,
-    tap: HalTap,
     #[cfg(xunds_mutant = "degraded_accepts_one_more")]
     mutant_grace: bool,
 }
@@ -174,7 +163,7 @@ pub struct Lane<H: Hal> {
 impl<H: Hal> core::fmt::Debug for Lane<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Lane")
-            .field("core", &self.core)
+            .field("core", &self.p.core)
             .field("free", &self.free.len())
             .finish_non_exhaustive()
     }
@@ -198,10 +187,10 @@ impl<H: Hal> Lane<H> {
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
         let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
-        let mut seen = vec![false; self.pool.len()];
+        self.p.returns.drain(usize::MAX, |i| free.push(i));
+        let mut seen = vec![false; self.p.pool.len()];
         let mut a = PoolAudit {
-            items: self.pool.len(),
+            items: self.p.pool.len(),
             ..PoolAudit::default()
         };
         for &i in &self.free {
@@ -220,19 +209,7 @@ impl<H: Hal> Lane<H> {
     pub fn new(p: LaneParts<H>) -> Lane<H> {
         let n = p.pool.len();
         Lane {
-            core: p.core,
-            ring: p.ring,
-            stager: p.stager,
-            hal: p.hal,
-            map: p.map,
             free: (0..n as u16).rev().collect(),
-            pool: p.pool,
-            returns: p.returns,
-            worker_wake: p.worker_wake,
-            device_wake: p.device_wake,
-            health: p.health,
-            to_pub: p.to_pub,
-            pub_wake: p.pub_wake,
             pending_full: 0,
             pending_unrecoverable: 0,
             corrupt_word: None,
@@ -240,7 +217,7 @@ impl<H: Hal> Lane<H> {
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
             slots: SlotTap::new(p.trace_slots),
-            tap: p.tap,
+            p,
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
         }
@@ -249,12 +226,12 @@ impl<H: Hal> Lane<H> {
     /// The core.
     #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
-        self.core
+        self.p.core
     }
 
     /// The shared query side of the ring.
     pub fn queue(&self) -> &RingQueue {
-        self.ring.queue()
+        self.p.ring.queue()
     }
 
     /// The lane's counters (shared).
@@ -264,7 +241,7 @@ impl<H: Hal> Lane<H> {
 
     /// Wake the publisher (it may sleep on reports pushed without a wake-up).
     pub fn wake_publisher(&self) {
-        self.pub_wake.wake();
+        self.p.pub_wake.wake();
     }
 
     /// Refusal counts not yet handed to the publisher.
@@ -275,7 +252,7 @@ impl<H: Hal> Lane<H> {
     /// Forward the HAL operations and slot transitions made since the last
     /// funnel step (so each step in a trace follows what it did).
     fn pre(&mut self, cx: &mut Cx<'_>) {
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         self.slot_trace(cx);
     }
 
@@ -289,13 +266,13 @@ impl<H: Hal> Lane<H> {
     pub fn flush(&mut self) -> bool {
         // A slot a failed trigger left submitted (`schedule`, step 6) is
         // published here at the latest, so the XU drains.
-        if self.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
-            self.worker_wake.wake();
+        if self.p.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
+            self.p.worker_wake.wake();
         }
         let pending = self.pending_refusals() != 0;
         let flushed = self.push_refusals();
         if pending && flushed {
-            self.pub_wake.wake();
+            self.p.pub_wake.wake();
         }
         flushed
     }
@@ -310,11 +287,11 @@ impl<H: Hal> Lane<H> {
             return true;
         }
         let msg = PubMsg::Refused {
-            core: self.core,
+            core: self.p.core,
             full: self.pending_full,
             unrecoverable: self.pending_unrecoverable,
         };
-        if self.to_pub.push(msg).is_ok() {
+        if self.p.to_pub.push(msg).is_ok() {
             self.pending_full = 0;
             self.pending_unrecoverable = 0;
             true
@@ -344,16 +321,16 @@ impl<H: Hal> Lane<H> {
     /// consumes the previous one's typed value (`fsm::funnel`); every
     /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
-        let core = self.core;
+        let core = self.p.core;
         let Some(cm) = req.model.per_core.get(usize::from(core)) else {
             return Err(NrtStatus::INVALID);
         };
-        if req.input.len() != req.model.input_len() || cm.variants.len() < self.pool.len() {
+        if req.input.len() != req.model.input_len() || cm.variants.len() < self.p.pool.len() {
             return Err(NrtStatus::INVALID);
         }
         // 1. Admit: a degraded XU is unrecoverable (101); one being reset
         // is full for now.
-        let health = self.health.state();
+        let health = self.p.health.state();
         // Mutant (`xunds sim` must find it): a degraded XU accepts one more
         // schedule.
         #[cfg(xunds_mutant = "degraded_accepts_one_more")]
@@ -372,14 +349,14 @@ impl<H: Hal> Lane<H> {
         let call = funnel::Begun::new(u64::from(core));
         // 2. check_space.
         self.pre(cx);
-        if !self.ring.has_space() {
+        if !self.p.ring.has_space() {
             call.queue_full(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
         }
         let call = call.check_space(cx);
         // 3. take_item (refill the free list from the worker's returns).
         let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
+        self.p.returns.drain(usize::MAX, |i| free.push(i));
         let Some(idx) = self.free.pop() else {
             call.pool_empty(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
@@ -389,7 +366,7 @@ impl<H: Hal> Lane<H> {
         let io = cm.io_pa[i];
         // The input into the item's IO area, then the 208-byte work item
         // into the mapped item region (docs/abi.md §1.6).
-        let mem = DramMemory::new(&*self.hal, &self.map);
+        let mem = DramMemory::new(&*self.p.hal, &self.p.map);
         let mut rest = req.input;
         let mut wrote = true;
         for t in &req.model.inputs {
@@ -405,12 +382,12 @@ impl<H: Hal> Lane<H> {
             TpbExecutionInfo::execute(u64::from(req.model.handle), idx as u64, u32::from(core));
         info.resp.ts_start = Timespec::from_nanos(cx.now().as_u64());
         info.resp.device_tpb_idx = u16::from(core);
-        wrote &= self.pool.write(&*self.hal, idx, &info).is_ok();
+        wrote &= self.p.pool.write(&*self.p.hal, idx, &info).is_ok();
         // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
         let staged = call.stage(cx, |_, cx| {
             let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
-                self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
+                self.p.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
             } else {
                 None
             };
@@ -428,7 +405,7 @@ impl<H: Hal> Lane<H> {
                 });
             }
         };
-        self.device_wake.wake();
+        self.p.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
         let word = self.exec_info_word(idx);
@@ -436,7 +413,7 @@ impl<H: Hal> Lane<H> {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
                 _ => self
-                    .ring
+                    .p.ring
                     .submit(word, req.status)
                     .map_err(|e| e.error.to_string()),
             };
@@ -461,7 +438,7 @@ impl<H: Hal> Lane<H> {
         // it peeked the slot, which the trigger below publishes (a slot a
         // failed trigger left submitted is published later, still after
         // this).
-        let mut side = self.pool.side(idx);
+        let mut side = self.p.pool.side(idx);
         side.exec_id = staged.exec_id;
         side.engines = staged.engines;
         side.expect = req.expect;
@@ -497,7 +474,7 @@ impl<H: Hal> Lane<H> {
             }
         };
         // 7. wake the worker.
-        self.worker_wake.wake();
+        self.p.worker_wake.wake();
         call.wake_worker(cx);
         self.slot_trace(cx);
         cx.event(
@@ -514,7 +491,7 @@ impl<H: Hal> Lane<H> {
 
     /// The XU's health (shared with its worker).
     pub fn health(&self) -> &Arc<HealthCell> {
-        &self.health
+        &self.p.health
     }
 
     /// Start the full reset of this XU (`xu_health`: `reset`, to STOPPING):
@@ -527,7 +504,7 @@ impl<H: Hal> Lane<H> {
     /// between its admission and its trigger. Refused (a value) when the
     /// XU is already being reset.
     pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
-        let state = self.health.state();
+        let state = self.p.health.state();
         if !matches!(state, XuHealthState::Healthy | XuHealthState::Degraded) {
             return Err(HealthViolation {
                 machine: "xu_health",
@@ -535,41 +512,41 @@ impl<H: Hal> Lane<H> {
                 event: XuHealthEvent::Reset,
             });
         }
-        if self.ring.untriggered() > 0 && self.trigger_pending().is_err() {
+        if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
             cx.event(
                 "msg",
-                format_args!("xu={} reset: trigger refused", self.core),
+                format_args!("xu={} reset: trigger refused", self.p.core),
             );
         }
-        self.health.step(XuHealthEvent::Reset, self.core, cx)?;
-        if self.stager.reset().is_err() {
-            cx.event("msg", format_args!("xu={} reset: no stager", self.core));
+        self.p.health.step(XuHealthEvent::Reset, self.p.core, cx)?;
+        if self.p.stager.reset().is_err() {
+            cx.event("msg", format_args!("xu={} reset: no stager", self.p.core));
         }
-        let regs = self.map.regs[usize::from(self.core)];
+        let regs = self.p.map.regs[usize::from(self.p.core)];
         // Ordering: Release pairs with the device's Acquire load of
         // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
         if let Err(e) =
-            self.hal
+            self.p.hal
                 .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
         {
-            cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+            cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
         }
-        self.tap.drain(cx);
-        self.device_wake.wake();
-        self.worker_wake.wake();
+        self.p.tap.drain(cx);
+        self.p.device_wake.wake();
+        self.p.worker_wake.wake();
         cx.event(
             "msg",
-            format_args!("xu={} reset: stop requested", self.core),
+            format_args!("xu={} reset: stop requested", self.p.core),
         );
         Ok(())
     }
 
     /// Publish `scheduled_head` over every submitted, untriggered slot.
     fn trigger_pending(&mut self) -> Result<(), TriggerError> {
-        match self.ring.untriggered() {
+        match self.p.ring.untriggered() {
             0 => Ok(()),
             n => {
-                let last = self.ring.trigger_burst(n)?.seq_num();
+                let last = self.p.ring.trigger_burst(n)?.seq_num();
                 self.slots.triggered(last + 1 - n..last + 1);
                 Ok(())
             }
@@ -581,7 +558,7 @@ impl<H: Hal> Lane<H> {
     fn exec_info_word(&mut self, idx: u16) -> u64 {
         self.corrupt_word
             .take()
-            .map_or_else(|| self.pool.word(idx), |f| f(self.pool.word(idx)))
+            .map_or_else(|| self.p.pool.word(idx), |f| f(self.p.pool.word(idx)))
     }
 
     /// Fault injection for tests: the next schedule call fails at `at`
@@ -607,7 +584,7 @@ impl<H: Hal> Lane<H> {
     #[cfg(any(test, feature = "testkit"))]
     pub fn free_items(&mut self) -> usize {
         let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
+        self.p.returns.drain(usize::MAX, |i| free.push(i));
         self.free.len()
     }
 
@@ -615,13 +592,13 @@ impl<H: Hal> Lane<H> {
     /// [`Stager::in_flight`] of them are taken).
     #[cfg(any(test, feature = "testkit"))]
     pub fn stager(&self) -> &Stager<H> {
-        &self.stager
+        &self.p.stager
     }
 
     /// The core's work items (the mapped region and the side table).
     #[cfg(any(test, feature = "testkit"))]
     pub fn pool(&self) -> &Arc<ItemPool> {
-        &self.pool
+        &self.p.pool
     }
 }
 
