@@ -27,7 +27,6 @@
 //! is full they stay aggregated and go with the next attempt (deadlock rule
 //! R1: nothing is dropped, nothing blocks).
 
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -149,8 +148,8 @@ pub struct Lane<H: Hal> {
     /// What the lane was built from (its ring, stager, mailboxes, wakers).
     p: LaneParts<H>,
     free: Vec<u16>,
-    pending_full: u32,
-    pending_unrecoverable: u32,
+    /// Refusals not yet handed to the publisher.
+    pending: u32,
     corrupt_word: Option<fn(u64) -> u64>,
     inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
@@ -210,8 +209,7 @@ impl<H: Hal> Lane<H> {
         let n = p.pool.len();
         Lane {
             free: (0..n as u16).rev().collect(),
-            pending_full: 0,
-            pending_unrecoverable: 0,
+            pending: 0,
             corrupt_word: None,
             inject: None,
             scratch: Vec::with_capacity(4096),
@@ -246,17 +244,13 @@ impl<H: Hal> Lane<H> {
 
     /// Refusal counts not yet handed to the publisher.
     pub fn pending_refusals(&self) -> u32 {
-        self.pending_full + self.pending_unrecoverable
+        self.pending
     }
 
     /// Forward the HAL operations and slot transitions made since the last
     /// funnel step (so each step in a trace follows what it did).
     fn pre(&mut self, cx: &mut Cx<'_>) {
         self.p.tap.drain(cx);
-        self.slot_trace(cx);
-    }
-
-    fn slot_trace(&mut self, cx: &mut Cx<'_>) {
         self.slots.drain(cx);
     }
 
@@ -283,31 +277,24 @@ impl<H: Hal> Lane<H> {
     /// it). Waking it on every queue-full refusal cost a wake-up, and often
     /// a rescheduling interrupt on the device's CPU, per refusal.
     fn push_refusals(&mut self) -> bool {
-        if self.pending_full == 0 && self.pending_unrecoverable == 0 {
-            return true;
-        }
         let msg = PubMsg::Refused {
             core: self.p.core,
-            full: self.pending_full,
-            unrecoverable: self.pending_unrecoverable,
+            n: self.pending,
         };
-        if self.p.to_pub.push(msg).is_ok() {
-            self.pending_full = 0;
-            self.pending_unrecoverable = 0;
-            true
-        } else {
-            false
+        let pushed = self.pending == 0 || self.p.to_pub.push(msg).is_ok();
+        if pushed {
+            self.pending = 0;
         }
+        pushed
     }
 
     fn refuse(&mut self, status: NrtStatus) -> Result<SeqId, NrtStatus> {
-        if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
-            self.pending_unrecoverable += 1;
-            bump(&self.stats.refused_unrecoverable);
+        self.pending += 1;
+        bump(if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
+            &self.stats.refused_unrecoverable
         } else {
-            self.pending_full += 1;
-            bump(&self.stats.refused_full);
-        }
+            &self.stats.refused_full
+        });
         self.push_refusals();
         Err(status)
     }
@@ -420,7 +407,7 @@ impl<H: Hal> Lane<H> {
             if let Ok(seq) = r {
                 self.slots.submitted(seq.seq_num());
             }
-            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            self.slots.drain(cx); // the ring only: nothing for the HAL tap
             r
         });
         let (call, seq) = match submitted {
@@ -453,7 +440,7 @@ impl<H: Hal> Lane<H> {
                 Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
                 _ => self.trigger_pending().map_err(|e| e.to_string()),
             };
-            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            self.slots.drain(cx); // the ring only: nothing for the HAL tap
             r
         });
         let call = match triggered {
@@ -476,7 +463,7 @@ impl<H: Hal> Lane<H> {
         // 7. wake the worker.
         self.p.worker_wake.wake();
         call.wake_worker(cx);
-        self.slot_trace(cx);
+        self.slots.drain(cx);
         cx.event(
             "msg",
             format_args!(
@@ -1088,23 +1075,18 @@ impl<H: Hal> Actor for ProducerActor<H> {
             let r = lane.schedule(req, cx);
             made = true;
             self.rr = (c + 1) % self.queues.len();
-            match r {
-                Ok(_) => {
-                    self.stats.accepted += 1;
-                    self.advance();
-                }
-                Err(NrtStatus::QUEUE_FULL) => {
-                    self.stats.refused_full += 1;
-                    self.back_off(c, cx);
-                }
-                Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => {
-                    self.stats.refused_unrecoverable += 1;
-                    self.advance();
-                }
-                Err(_) => {
-                    self.stats.failed += 1;
-                    self.advance();
-                }
+            let st = &mut self.stats;
+            *match r {
+                Ok(_) => &mut st.accepted,
+                Err(NrtStatus::QUEUE_FULL) => &mut st.refused_full,
+                Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => &mut st.refused_unrecoverable,
+                Err(_) => &mut st.failed,
+            } += 1;
+            // A full XU: the same execution goes to the next one.
+            if r == Err(NrtStatus::QUEUE_FULL) {
+                self.back_off(c, cx);
+            } else {
+                self.advance();
             }
         }
         drop(held);
@@ -1125,19 +1107,15 @@ impl<H: Hal> Actor for ProducerActor<H> {
     }
 
     fn idle(&self) -> Idle {
-        if self.next >= self.work.executions {
-            // The last phase (waiting for the XUs to drain and the publisher
-            // to catch up) is short: poll it rather than sleep a whole idle
-            // timeout on an fd nobody may write.
-            Idle::Yield
-        } else if self.holding {
-            // Waiting for an XU to come back from a reset: no fd says when.
-            Idle::Yield
-        } else if self.polling() {
-            // A back-off polls before it parks (`PARK_AFTER`).
+        // The last phase (waiting for the XUs to drain and the publisher to
+        // catch up) is short: poll it rather than sleep a whole idle timeout
+        // on an fd nobody may write. Holding for an XU that comes back from
+        // a reset: no fd says when. A back-off polls before it parks
+        // (`PARK_AFTER`).
+        if self.next >= self.work.executions || self.holding || self.polling() {
             Idle::Yield
         } else {
-            Idle::Fd(self.fd())
+            Idle::Fd(self.efd.raw())
         }
     }
 
@@ -1154,11 +1132,5 @@ impl<H: Hal> Actor for ProducerActor<H> {
             .chain(self.until)
             .min()
             .filter(|&d| d != crate::actors::Nanos::MAX)
-    }
-}
-
-impl<H: Hal> ProducerActor<H> {
-    fn fd(&self) -> RawFd {
-        self.efd.raw()
     }
 }

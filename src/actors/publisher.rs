@@ -121,11 +121,7 @@ impl<S: SlabMut> Books<S> {
             return;
         }
         match self.nc(core, c) {
-            Some(k) => {
-                if let Err(e) = self.writer.add(k, v) {
-                    self.fail(format!("{}: {e}", c.name()));
-                }
-            }
+            Some(k) => self.change(k, c.name(), v, false),
             None => self.fail(format!("core {core} has no counter {}", c.name())),
         }
     }
@@ -158,19 +154,23 @@ impl<S: SlabMut> Books<S> {
         }
     }
 
-    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
+    /// Add `v` to (or, `sub`, take it from) counter `k`, named `name`.
+    fn change(&mut self, k: Counter, name: &str, v: u64, sub: bool) {
         if v == 0 {
             return;
         }
-        let k = Counter::nd(c);
         let r = if sub {
             self.writer.sub(k, v)
         } else {
             self.writer.add(k, v)
         };
         if let Err(e) = r {
-            self.fail(format!("{}: {e}", c.name()));
+            self.fail(format!("{name}: {e}"));
         }
+    }
+
+    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
+        self.change(Counter::nd(c), c.name(), v, sub);
     }
 
     fn fail(&mut self, why: String) {
@@ -185,17 +185,8 @@ impl<S: SlabMut> Books<S> {
             (NcCounter::MemUsageConstantsDevice, m.constants),
             (NcCounter::MemUsageScratchpadDevice, m.scratchpad),
         ] {
-            if v == 0 {
-                continue;
-            }
-            let Some(k) = self.nc(core, c) else { continue };
-            let r = if sub {
-                self.writer.sub(k, v)
-            } else {
-                self.writer.add(k, v)
-            };
-            if let Err(e) = r {
-                self.fail(format!("{}: {e}", c.name()));
+            if let Some(k) = self.nc(core, c) {
+                self.change(k, c.name(), v, sub);
             }
         }
     }
@@ -309,14 +300,9 @@ impl<S: SlabMut> Books<S> {
         let _accepted = self.go(event, cx);
         match m {
             PubMsg::Completed(c) => self.completed(&c),
-            PubMsg::Refused {
-                core,
-                full,
-                unrecoverable,
-            } => {
-                let n = u64::from(full) + u64::from(unrecoverable);
-                self.add(core, NcCounter::InferFailedToQueue, n);
-                self.refusals += n;
+            PubMsg::Refused { core, n } => {
+                self.add(core, NcCounter::InferFailedToQueue, n.into());
+                self.refusals += u64::from(n);
             }
             PubMsg::ModelLoaded(m) => {
                 cx.event(
@@ -416,11 +402,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn start(&mut self, cx: &mut Cx<'_>) {
         let w = &self.books.writer;
-        let none = VersionInfo {
-            major: 0,
-            minor: 0,
-            build: 0,
-        };
+        let none = VersionInfo::default();
         w.set_versions(RUNTIME_VERSION, none, none);
         let mut f = Features::empty();
         if self.cores > 1 {
@@ -431,12 +413,9 @@ impl<S: SlabMut> PublisherActor<S> {
         // the process-info record.
         let tag = process_tag();
         let info = ProcessInfo {
-            hash: 0,
-            framework_type: 0,
             tag: c_string(&tag),
-            framework_version: none,
-            fal_version: none,
             runtime_version: RUNTIME_VERSION,
+            ..ProcessInfo::default()
         };
         let r1 = w.publish_process_info(&info);
         let ext = ProcessInfoExt {

@@ -890,10 +890,8 @@ pub enum PubMsg {
     Refused {
         /// The core.
         core: u8,
-        /// Refused with `NRT_QUEUE_FULL`.
-        full: u32,
-        /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
-        unrecoverable: u32,
+        /// Calls refused (`NRT_QUEUE_FULL`, 101, or failed to queue).
+        n: u32,
     },
     /// A model was loaded on a core (control channel).
     ModelLoaded(Box<ModelLoad>),

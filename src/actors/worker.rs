@@ -724,25 +724,21 @@ impl<H: Hal> WorkerActor<H> {
             return;
         };
         let now = cx.now();
-        let (mut status, mut class, mut ext, event) = match outcome {
-            Outcome::Done(c) => {
-                let (class, ext) = match c.status {
-                    ExecStatus::Done => (None, None),
-                    ExecStatus::Error { class, source, .. } => (
-                        Some(class),
-                        (source == Source::Dma).then_some(NcCounter::HwErrDmaAbort),
-                    ),
-                };
-                (c.suggested_status(), class, ext, WorkerEvent::ExecDone)
-            }
-            Outcome::TimedOut => (NrtStatus::TIMEOUT, None, None, WorkerEvent::TimedOut),
-            Outcome::Failed(s) => (s, None, None, WorkerEvent::TimedOut),
-            Outcome::Aborted => (
-                NrtStatus::EXEC_UNIT_UNRECOVERABLE,
-                None,
-                None,
-                WorkerEvent::Aborted,
-            ),
+        let done = match outcome {
+            Outcome::Done(c) => Some(c),
+            _ => None,
+        };
+        // An error record's class, and whether the DMA wrote it (an abort).
+        let (mut class, dma) = match done.map(|c| c.status) {
+            Some(ExecStatus::Error { class, source, .. }) => (Some(class), Some(source == Source::Dma)),
+            _ => (None, None),
+        };
+        let mut ext = (dma == Some(true)).then_some(NcCounter::HwErrDmaAbort);
+        let (mut status, event) = match outcome {
+            Outcome::Done(c) => (c.suggested_status(), WorkerEvent::ExecDone),
+            Outcome::TimedOut => (NrtStatus::TIMEOUT, WorkerEvent::TimedOut),
+            Outcome::Failed(s) => (s, WorkerEvent::TimedOut),
+            Outcome::Aborted => (NrtStatus::EXEC_UNIT_UNRECOVERABLE, WorkerEvent::Aborted),
         };
         if matches!(outcome, Outcome::Aborted) {
             self.stats.aborted += 1;
@@ -771,34 +767,19 @@ impl<H: Hal> WorkerActor<H> {
         if let Some(ev) = fatal(device_status) {
             // A hardware error the device reported in its own record (not a
             // DMA abort): every queue is in step, so the XU may come back.
-            let intact = device_status == NrtStatus::HW_ERROR
-                && matches!(outcome, Outcome::Done(c) if matches!(
-                    c.status,
-                    ExecStatus::Error { source, .. } if source != Source::Dma
-                ));
+            let intact = device_status == NrtStatus::HW_ERROR && dma == Some(false);
             self.degrade(ev, intact, cx);
         }
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
-        let macs = match outcome {
-            Outcome::Done(_) => self
-                .p.hal
-                .load_u64(
-                    self.p.map.dram,
-                    self.p.map.request_macs_off(self.p.core, cur.exec_id) as usize,
-                    Ordering::Relaxed,
-                )
-                .unwrap_or(0),
-            _ => 0,
-        };
-        let (dev_start, dev_cycles, records) = match outcome {
-            Outcome::Done(c) => (
-                u64::from(c.start_cycle),
-                u64::from(c.device_cycles()),
-                c.reported.count_ones(),
-            ),
-            _ => (0, 0, 0),
-        };
+        let macs = done.map_or(0, |_| {
+            let at = self.p.map.request_macs_off(self.p.core, cur.exec_id) as usize;
+            let macs = self.p.hal.load_u64(self.p.map.dram, at, Ordering::Relaxed);
+            macs.unwrap_or(0)
+        });
+        let (dev_start, dev_cycles, records) = done.map_or((0, 0, 0), |c| {
+            (c.start_cycle.into(), c.device_cycles().into(), c.reported.count_ones())
+        });
 
         // fill_resp: outputs, then infer_resp_t in the work item.
         let mut num_outputs = 0;
@@ -1054,9 +1035,7 @@ impl<H: Hal> WorkerActor<H> {
             (r, _) => r.map(drop),
         };
         drop(lane);
-        if let Err(e) = r {
-            cx.refused(&mut self.stats.fsm_violations, e);
-        }
+        cx.counted(&mut self.stats.fsm_violations, r);
     }
 
     /// The lanes, when this worker resets its XU itself (`recover`).
@@ -1091,13 +1070,8 @@ impl<H: Hal> WorkerActor<H> {
 
     /// One reset step (`xu_health`), traced; a refused one is counted.
     fn reset_step(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) -> bool {
-        match self.p.health.step(e, self.p.core, cx) {
-            Ok(_) => true,
-            Err(err) => {
-                cx.refused(&mut self.stats.fsm_violations, err);
-                false
-            }
-        }
+        let r = self.p.health.step(e, self.p.core, cx);
+        cx.counted(&mut self.stats.fsm_violations, r)
     }
 
     /// (`RESET_REQ`, `RESET_ACK`) of this core.
@@ -1142,13 +1116,7 @@ impl<H: Hal> WorkerActor<H> {
                 };
                 let r = lane.begin_reset(cx);
                 drop(lane);
-                match r {
-                    Ok(()) => true,
-                    Err(e) => {
-                        cx.refused(&mut self.stats.fsm_violations, e);
-                        false
-                    }
-                }
+                cx.counted(&mut self.stats.fsm_violations, r)
             }
             XuHealthState::Stopping => match self.reset_regs() {
                 Some((req, ack)) if req == ack && req % 2 == 1 => {
