@@ -185,8 +185,7 @@ impl<H: Hal> Lane<H> {
     /// once a run has drained, every item is free exactly once (`xunds sim`
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
-        let free = &mut self.free;
-        self.p.returns.drain(usize::MAX, |i| free.push(i));
+        self.refill();
         let mut seen = vec![false; self.p.pool.len()];
         let mut a = PoolAudit {
             items: self.p.pool.len(),
@@ -202,6 +201,12 @@ impl<H: Hal> Lane<H> {
             }
         }
         a
+    }
+
+    /// Take back the items the worker returned.
+    fn refill(&mut self) {
+        let free = &mut self.free;
+        self.p.returns.drain(usize::MAX, |i| free.push(i));
     }
 
     /// A lane with every work item free.
@@ -342,8 +347,7 @@ impl<H: Hal> Lane<H> {
         }
         let call = call.check_space(cx);
         // 3. take_item (refill the free list from the worker's returns).
-        let free = &mut self.free;
-        self.p.returns.drain(usize::MAX, |i| free.push(i));
+        self.refill();
         let Some(idx) = self.free.pop() else {
             call.pool_empty(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
@@ -395,7 +399,10 @@ impl<H: Hal> Lane<H> {
         self.p.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
-        let word = self.exec_info_word(idx);
+        // The `exec_info` word: the item's address, unless a test armed a
+        // replacement (`corrupt_next_word`, `testkit`).
+        let word = self.p.pool.word(idx);
+        let word = self.corrupt_word.take().map_or(word, |f| f(word));
         let submitted = call.submit(cx, |cx| {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
@@ -491,14 +498,8 @@ impl<H: Hal> Lane<H> {
     /// between its admission and its trigger. Refused (a value) when the
     /// XU is already being reset.
     pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
-        let state = self.p.health.state();
-        if !matches!(state, XuHealthState::Healthy | XuHealthState::Degraded) {
-            return Err(HealthViolation {
-                machine: "xu_health",
-                state,
-                event: XuHealthEvent::Reset,
-            });
-        }
+        // Refused before anything moves when the state does not take it.
+        crate::fsm::step::<XuHealth>(self.p.health.state(), XuHealthEvent::Reset)?;
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
             cx.event(
                 "msg",
@@ -540,14 +541,6 @@ impl<H: Hal> Lane<H> {
         }
     }
 
-    /// The `exec_info` word for item `idx`: its address, unless a test
-    /// armed a replacement (`corrupt_next_word`, `testkit`).
-    fn exec_info_word(&mut self, idx: u16) -> u64 {
-        self.corrupt_word
-            .take()
-            .map_or_else(|| self.p.pool.word(idx), |f| f(self.p.pool.word(idx)))
-    }
-
     /// Fault injection for tests: the next schedule call fails at `at`
     /// (`StageFailed`, `SubmitFailed` or `TriggerFailed`; others are
     /// ignored), so each failure exit can be driven through the lane.
@@ -570,8 +563,7 @@ impl<H: Hal> Lane<H> {
     /// worker's returns first): the pool is whole when this equals its size.
     #[cfg(any(test, feature = "testkit"))]
     pub fn free_items(&mut self) -> usize {
-        let free = &mut self.free;
-        self.p.returns.drain(usize::MAX, |i| free.push(i));
+        self.refill();
         self.free.len()
     }
 
@@ -739,7 +731,6 @@ impl Pacing {
 /// It finishes when every execution is accounted for, every XU is drained
 /// and the publisher has applied every outcome.
 pub struct ProducerActor<H: Hal> {
-    name: String,
     lanes: Arc<[Mutex<Lane<H>>]>,
     queues: Vec<RingQueue>,
     work: Workload,
@@ -806,7 +797,6 @@ impl<H: Hal> ProducerActor<H> {
         let healths = lanes.iter().map(|l| Arc::clone(lock(l).health())).collect();
         let n = queues.len();
         Ok(ProducerActor {
-            name: "producer".to_string(),
             lanes,
             queues,
             work,
@@ -959,14 +949,10 @@ impl<H: Hal> ProducerActor<H> {
             .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
-    fn all_drained(&self) -> bool {
-        self.queues.iter().all(|q| q.in_flight() == 0)
-    }
-
     /// The end condition: every execution handed out, every XU drained,
     /// every refusal count flushed, and the publisher caught up.
     fn try_finish(&mut self, cx: &mut Cx<'_>) -> bool {
-        if !self.all_drained() {
+        if self.queues.iter().any(|q| q.in_flight() > 0) {
             if !self.end_armed {
                 // Be woken by the last completion of each XU.
                 for q in &self.queues {
@@ -1017,7 +1003,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<H: Hal> Actor for ProducerActor<H> {
     fn name(&self) -> &str {
-        &self.name
+        "producer"
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {

@@ -330,7 +330,6 @@ impl<S: SlabMut> Books<S> {
 
 /// The NDS-publisher actor.
 pub struct PublisherActor<S: SlabMut> {
-    name: String,
     books: Books<S>,
     cores: u8,
     inbound: Vec<Receiver<PubMsg>>,
@@ -370,7 +369,6 @@ impl<S: SlabMut> PublisherActor<S> {
         let mut inbound = p.from_workers;
         inbound.extend(p.from_lanes);
         PublisherActor {
-            name: "publisher".to_string(),
             books: Books {
                 writer: p.writer,
                 nc,
@@ -440,27 +438,19 @@ impl<S: SlabMut> PublisherActor<S> {
     }
 
     fn publish_stats(&self) {
-        // Ordering: Release pairs with the Acquire loads in
-        // `PubStats::applied`: the slab updates behind a count are done.
-        self.stats
-            .completions
-            .store(self.books.completions, Ordering::Release);
-        self.stats
-            .refusals
-            .store(self.books.refusals, Ordering::Release);
-        self.stats
-            .models_committed
-            .store(self.books.models, Ordering::Release);
-        self.stats
-            .errors
-            .store(self.books.errors, Ordering::Release);
-        self.stats
-            .fsm_violations
-            .store(self.books.fsm_violations, Ordering::Relaxed);
-    }
-
-    fn anything_waiting(&self) -> bool {
-        !self.control.is_empty() || self.inbound.iter().any(|r| !r.is_empty())
+        let (s, b) = (&*self.stats, &self.books);
+        for (to, v) in [
+            (&s.completions, b.completions),
+            (&s.refusals, b.refusals),
+            (&s.models_committed, b.models),
+            (&s.errors, b.errors),
+            (&s.fsm_violations, b.fsm_violations),
+        ] {
+            // Ordering: Release pairs with the Acquire loads in
+            // `PubStats::applied` (and the API's): the slab updates behind
+            // a count are done.
+            to.store(v, Ordering::Release);
+        }
     }
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
@@ -499,7 +489,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
 impl<S: SlabMut + Send> Actor for PublisherActor<S> {
     fn name(&self) -> &str {
-        &self.name
+        "publisher"
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
@@ -515,7 +505,7 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
         made |= self.drain_all(cx);
         if !made {
             self.wake.prepare_sleep();
-            if self.anything_waiting() {
+            if !self.control.is_empty() || self.inbound.iter().any(|r| !r.is_empty()) {
                 self.wake.awake();
                 made = self.drain_all(cx);
             }

@@ -134,9 +134,7 @@ impl OutputBuf {
     /// pop's Release).
     pub(crate) fn store_resp(&self, bytes: &[u8; work_item::INFER_RESP_SIZE]) {
         for (w, c) in self.resp.iter().zip(bytes.chunks_exact(8)) {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(c);
-            w.store(u64::from_le_bytes(x), Ordering::Relaxed);
+            w.store(u64::from_le_bytes(c.try_into().unwrap_or_default()), Ordering::Relaxed);
         }
     }
 

@@ -669,6 +669,13 @@ impl<H: Hal> WorkerActor<H> {
         true
     }
 
+    /// Stop expecting execution `id`'s records: it ends as `outcome`.
+    fn abandon(&mut self, id: u32, outcome: Outcome) -> Outcome {
+        let expected = self.p.harvester.abandon(id);
+        debug_assert!(expected, "exec {id} was not expected");
+        outcome
+    }
+
     /// Harvest until the current execution ends (`Some`) or nothing more is
     /// available now (`None`).
     fn harvest(&mut self, cx: &mut Cx<'_>) -> Option<Outcome> {
@@ -676,11 +683,7 @@ impl<H: Hal> WorkerActor<H> {
         let cur_id = self.cur.as_ref().map(|c| c.exec_id)?;
         loop {
             match self.p.harvester.poll(now) {
-                Ok(None) if self.draining => {
-                    let expected = self.p.harvester.abandon(cur_id);
-                    debug_assert!(expected, "exec {cur_id} was not expected");
-                    return Some(Outcome::Aborted);
-                }
+                Ok(None) if self.draining => return Some(self.abandon(cur_id, Outcome::Aborted)),
                 Ok(None) => return None,
                 Ok(Some(Ok(c))) if c.exec_id == cur_id => return Some(Outcome::Done(c)),
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) if exec_id == cur_id => {
@@ -710,9 +713,7 @@ impl<H: Hal> WorkerActor<H> {
                     // it, or its entry stays ahead of the next one's (and a
                     // reset's drain, waiting for no entry, never ends).
                     cx.event("msg", format_args!("xu={} harvest: {e}", self.p.core));
-                    let expected = self.p.harvester.abandon(cur_id);
-                    debug_assert!(expected, "exec {cur_id} was not expected");
-                    return Some(Outcome::Failed(NrtStatus::HW_ERROR));
+                    return Some(self.abandon(cur_id, Outcome::Failed(NrtStatus::HW_ERROR)));
                 }
             }
         }
