@@ -75,7 +75,7 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{InferResp, Timespec};
 
-use super::producer::{Lane, RingWorker};
+use super::producer::{lock, Lane, RingWorker};
 
 /// Everything a worker is built from.
 pub struct WorkerParts<H: Hal> {
@@ -255,7 +255,8 @@ pub struct WorkerActor<H: Hal> {
     known: Vec<Arc<ResidentModel>>,
     /// `Models::removals` when `known` was last valid.
     known_removals: u64,
-    /// The lanes (this XU's starts a reset; [`WorkerActor::attach_lanes`]).
+    /// The lanes, when this worker resets its XU itself (`recover`): this
+    /// XU's starts a reset ([`WorkerActor::attach_lanes`]).
     lanes: Option<Arc<[Mutex<Lane<H>>]>>,
     /// The device stopped for a reset: what it has not completed never
     /// will (DRAINING; this worker's own copy of the state, set and cleared
@@ -489,11 +490,8 @@ impl<H: Hal> WorkerActor<H> {
             }
         };
         self.peeked(cx);
-        if let Some(prev) = self.last_seq {
-            if seq.seq_num() != prev + 1 {
-                self.stats.fifo_violations += 1;
-            }
-        }
+        let in_order = self.last_seq.is_none_or(|prev| seq.seq_num() == prev + 1);
+        self.stats.fifo_violations += u64::from(!in_order);
         self.last_seq = Some(seq.seq_num());
         let now = cx.now();
         let (idx, word_bad) = match self.p.pool.index_of(word) {
@@ -1014,7 +1012,7 @@ impl<H: Hal> WorkerActor<H> {
     /// Give the worker the lanes (built alongside it): with `recover` it
     /// starts its XU's reset through its lane.
     pub fn attach_lanes(&mut self, lanes: Arc<[Mutex<Lane<H>>]>) {
-        self.lanes = Some(lanes);
+        self.lanes = self.p.recover.then_some(lanes);
     }
 
     /// Degrade the XU (`intact`: the fault left every queue in step). An
@@ -1023,8 +1021,8 @@ impl<H: Hal> WorkerActor<H> {
     /// critical section: no schedule call ever sees the XU DEGRADED (it
     /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
-        let lanes = self.reset_lanes();
-        let mut lane = Self::own_lane(&lanes, self.p.core);
+        let lanes = self.lanes.clone();
+        let mut lane = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core))).map(lock);
         let r = self.p.health.degrade(ev, intact, self.p.core, cx);
         if matches!(r, Ok(true)) {
             self.degraded_at = Some(cx.now());
@@ -1037,22 +1035,6 @@ impl<H: Hal> WorkerActor<H> {
         };
         drop(lane);
         cx.counted(&mut self.stats.fsm_violations, r);
-    }
-
-    /// The lanes, when this worker resets its XU itself (`recover`).
-    fn reset_lanes(&self) -> Option<Arc<[Mutex<Lane<H>>]>> {
-        self.lanes.clone().filter(|_| self.p.recover)
-    }
-
-    /// This XU's lane, locked.
-    fn own_lane(
-        lanes: &Option<Arc<[Mutex<Lane<H>>]>>,
-        core: u8,
-    ) -> Option<std::sync::MutexGuard<'_, Lane<H>>> {
-        lanes
-            .as_deref()
-            .and_then(|l| l.get(usize::from(core)))
-            .map(crate::actors::producer::lock)
     }
 
     /// Feed the XU's health an event through the worker's own path (tests
@@ -1111,8 +1093,9 @@ impl<H: Hal> WorkerActor<H> {
                 false
             }
             XuHealthState::Degraded => {
-                let lanes = self.reset_lanes();
-                let Some(mut lane) = Self::own_lane(&lanes, self.p.core) else {
+                let lanes = self.lanes.clone();
+                let own = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core)));
+                let Some(mut lane) = own.map(lock) else {
                     return false;
                 };
                 let r = lane.begin_reset(cx);
