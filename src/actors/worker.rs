@@ -563,9 +563,7 @@ impl<H: Hal> WorkerActor<H> {
         } else {
             deadline
         };
-        if self.degraded_at.is_some_and(|d| from > d) {
-            self.stats.accepted_while_degraded += 1;
-        }
+        self.stats.accepted_while_degraded += u64::from(self.degraded_at.is_some_and(|d| from > d));
         self.p.harvester.expect(exec_id, engines, deadline.as_u64());
         self.cur = Some(Current {
             exec_id,
@@ -739,9 +737,7 @@ impl<H: Hal> WorkerActor<H> {
             Outcome::Failed(s) => (s, WorkerEvent::TimedOut),
             Outcome::Aborted => (NrtStatus::EXEC_UNIT_UNRECOVERABLE, WorkerEvent::Aborted),
         };
-        if matches!(outcome, Outcome::Aborted) {
-            self.stats.aborted += 1;
-        }
+        self.stats.aborted += u64::from(matches!(outcome, Outcome::Aborted));
         if matches!(outcome, Outcome::TimedOut | Outcome::Aborted) {
             if let Some((s, e)) = self.note.take() {
                 status = s;
@@ -818,9 +814,7 @@ impl<H: Hal> WorkerActor<H> {
                                 .zip(&self.vals)
                                 .all(|(a, b)| a.to_bits() == b.to_bits())
                     });
-                    if !same {
-                        self.stats.outputs_wrong += 1;
-                    }
+                    self.stats.outputs_wrong += u64::from(!same);
                 }
             }
         }
@@ -981,9 +975,7 @@ impl<H: Hal> WorkerActor<H> {
         }
         match popped {
             Some((seq, signal)) => {
-                if seq != cur.seq {
-                    self.stats.fifo_violations += 1;
-                }
+                self.stats.fifo_violations += u64::from(seq != cur.seq);
                 self.step_drained(WorkerEvent::Pop, cx);
                 if let Signal::Failed(_) = signal {
                     self.stats.signal_failures += 1;
