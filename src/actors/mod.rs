@@ -168,16 +168,8 @@ where
         Some(id) => crate::fsm::step_traced::<M, _>(*state, event, id, cx),
         None => crate::fsm::step::<M>(*state, event),
     };
-    match r {
-        Ok(s) => {
-            *state = s;
-            true
-        }
-        Err(err) => {
-            cx.refused(violations, err);
-            false
-        }
-    }
+    let r = r.map(|s| *state = s);
+    cx.counted(violations, r)
 }
 
 impl Cx<'_> {
@@ -186,6 +178,12 @@ impl Cx<'_> {
     pub(crate) fn refused(&mut self, violations: &mut u64, why: impl fmt::Display) {
         *violations += 1;
         self.event("fsm_violation", format_args!("{why}"));
+    }
+
+    /// `true` for `Ok`; an `Err` (an event a state machine did not accept)
+    /// is [`refused`](Self::refused) and `false`.
+    pub(crate) fn counted<T, E: fmt::Display>(&mut self, violations: &mut u64, r: Result<T, E>) -> bool {
+        r.map_err(|e| self.refused(violations, e)).is_ok()
     }
 }
 

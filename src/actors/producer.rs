@@ -27,7 +27,6 @@
 //! is full they stay aggregated and go with the next attempt (deadlock rule
 //! R1: nothing is dropped, nothing blocks).
 
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -146,27 +145,16 @@ pub struct LaneParts<H: Hal> {
 
 /// One XU's producer side.
 pub struct Lane<H: Hal> {
-    core: u8,
-    ring: RingProducer,
-    stager: Stager<H>,
-    hal: Arc<H>,
-    map: Arc<MemMap>,
-    pool: Arc<ItemPool>,
+    /// What the lane was built from (its ring, stager, mailboxes, wakers).
+    p: LaneParts<H>,
     free: Vec<u16>,
-    returns: Receiver<u16>,
-    worker_wake: Arc<Waker>,
-    device_wake: Arc<Waker>,
-    health: Arc<HealthCell>,
-    to_pub: Sender<PubMsg>,
-    pub_wake: Arc<Waker>,
-    pending_full: u32,
-    pending_unrecoverable: u32,
+    /// Refusals not yet handed to the publisher.
+    pending: u32,
     corrupt_word: Option<fn(u64) -> u64>,
     inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
     stats: Arc<LaneStats>,
     slots: SlotTap,
-    tap: HalTap,
     #[cfg(xunds_mutant = "degraded_accepts_one_more")]
     mutant_grace: bool,
 }
@@ -174,7 +162,7 @@ pub struct Lane<H: Hal> {
 impl<H: Hal> core::fmt::Debug for Lane<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Lane")
-            .field("core", &self.core)
+            .field("core", &self.p.core)
             .field("free", &self.free.len())
             .finish_non_exhaustive()
     }
@@ -197,11 +185,10 @@ impl<H: Hal> Lane<H> {
     /// once a run has drained, every item is free exactly once (`xunds sim`
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
-        let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
-        let mut seen = vec![false; self.pool.len()];
+        self.refill();
+        let mut seen = vec![false; self.p.pool.len()];
         let mut a = PoolAudit {
-            items: self.pool.len(),
+            items: self.p.pool.len(),
             ..PoolAudit::default()
         };
         for &i in &self.free {
@@ -216,31 +203,24 @@ impl<H: Hal> Lane<H> {
         a
     }
 
+    /// Take back the items the worker returned.
+    fn refill(&mut self) {
+        let free = &mut self.free;
+        self.p.returns.drain(usize::MAX, |i| free.push(i));
+    }
+
     /// A lane with every work item free.
     pub fn new(p: LaneParts<H>) -> Lane<H> {
         let n = p.pool.len();
         Lane {
-            core: p.core,
-            ring: p.ring,
-            stager: p.stager,
-            hal: p.hal,
-            map: p.map,
             free: (0..n as u16).rev().collect(),
-            pool: p.pool,
-            returns: p.returns,
-            worker_wake: p.worker_wake,
-            device_wake: p.device_wake,
-            health: p.health,
-            to_pub: p.to_pub,
-            pub_wake: p.pub_wake,
-            pending_full: 0,
-            pending_unrecoverable: 0,
+            pending: 0,
             corrupt_word: None,
             inject: None,
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
             slots: SlotTap::new(p.trace_slots),
-            tap: p.tap,
+            p,
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
         }
@@ -249,12 +229,12 @@ impl<H: Hal> Lane<H> {
     /// The core.
     #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
-        self.core
+        self.p.core
     }
 
     /// The shared query side of the ring.
     pub fn queue(&self) -> &RingQueue {
-        self.ring.queue()
+        self.p.ring.queue()
     }
 
     /// The lane's counters (shared).
@@ -264,22 +244,18 @@ impl<H: Hal> Lane<H> {
 
     /// Wake the publisher (it may sleep on reports pushed without a wake-up).
     pub fn wake_publisher(&self) {
-        self.pub_wake.wake();
+        self.p.pub_wake.wake();
     }
 
     /// Refusal counts not yet handed to the publisher.
     pub fn pending_refusals(&self) -> u32 {
-        self.pending_full + self.pending_unrecoverable
+        self.pending
     }
 
     /// Forward the HAL operations and slot transitions made since the last
     /// funnel step (so each step in a trace follows what it did).
     fn pre(&mut self, cx: &mut Cx<'_>) {
-        self.tap.drain(cx);
-        self.slot_trace(cx);
-    }
-
-    fn slot_trace(&mut self, cx: &mut Cx<'_>) {
+        self.p.tap.drain(cx);
         self.slots.drain(cx);
     }
 
@@ -289,13 +265,13 @@ impl<H: Hal> Lane<H> {
     pub fn flush(&mut self) -> bool {
         // A slot a failed trigger left submitted (`schedule`, step 6) is
         // published here at the latest, so the XU drains.
-        if self.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
-            self.worker_wake.wake();
+        if self.p.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
+            self.p.worker_wake.wake();
         }
         let pending = self.pending_refusals() != 0;
         let flushed = self.push_refusals();
         if pending && flushed {
-            self.pub_wake.wake();
+            self.p.pub_wake.wake();
         }
         flushed
     }
@@ -306,31 +282,24 @@ impl<H: Hal> Lane<H> {
     /// it). Waking it on every queue-full refusal cost a wake-up, and often
     /// a rescheduling interrupt on the device's CPU, per refusal.
     fn push_refusals(&mut self) -> bool {
-        if self.pending_full == 0 && self.pending_unrecoverable == 0 {
-            return true;
-        }
         let msg = PubMsg::Refused {
-            core: self.core,
-            full: self.pending_full,
-            unrecoverable: self.pending_unrecoverable,
+            core: self.p.core,
+            n: self.pending,
         };
-        if self.to_pub.push(msg).is_ok() {
-            self.pending_full = 0;
-            self.pending_unrecoverable = 0;
-            true
-        } else {
-            false
+        let pushed = self.pending == 0 || self.p.to_pub.push(msg).is_ok();
+        if pushed {
+            self.pending = 0;
         }
+        pushed
     }
 
     fn refuse(&mut self, status: NrtStatus) -> Result<SeqId, NrtStatus> {
-        if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
-            self.pending_unrecoverable += 1;
-            bump(&self.stats.refused_unrecoverable);
+        self.pending += 1;
+        bump(if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
+            &self.stats.refused_unrecoverable
         } else {
-            self.pending_full += 1;
-            bump(&self.stats.refused_full);
-        }
+            &self.stats.refused_full
+        });
         self.push_refusals();
         Err(status)
     }
@@ -344,16 +313,16 @@ impl<H: Hal> Lane<H> {
     /// consumes the previous one's typed value (`fsm::funnel`); every
     /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
-        let core = self.core;
+        let core = self.p.core;
         let Some(cm) = req.model.per_core.get(usize::from(core)) else {
             return Err(NrtStatus::INVALID);
         };
-        if req.input.len() != req.model.input_len() || cm.variants.len() < self.pool.len() {
+        if req.input.len() != req.model.input_len() || cm.variants.len() < self.p.pool.len() {
             return Err(NrtStatus::INVALID);
         }
         // 1. Admit: a degraded XU is unrecoverable (101); one being reset
         // is full for now.
-        let health = self.health.state();
+        let health = self.p.health.state();
         // Mutant (`xunds sim` must find it): a degraded XU accepts one more
         // schedule.
         #[cfg(xunds_mutant = "degraded_accepts_one_more")]
@@ -372,14 +341,13 @@ impl<H: Hal> Lane<H> {
         let call = funnel::Begun::new(u64::from(core));
         // 2. check_space.
         self.pre(cx);
-        if !self.ring.has_space() {
+        if !self.p.ring.has_space() {
             call.queue_full(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
         }
         let call = call.check_space(cx);
         // 3. take_item (refill the free list from the worker's returns).
-        let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
+        self.refill();
         let Some(idx) = self.free.pop() else {
             call.pool_empty(cx);
             return self.refuse(NrtStatus::QUEUE_FULL);
@@ -389,7 +357,7 @@ impl<H: Hal> Lane<H> {
         let io = cm.io_pa[i];
         // The input into the item's IO area, then the 208-byte work item
         // into the mapped item region (docs/abi.md §1.6).
-        let mem = DramMemory::new(&*self.hal, &self.map);
+        let mem = DramMemory::new(&*self.p.hal, &self.p.map);
         let mut rest = req.input;
         let mut wrote = true;
         for t in &req.model.inputs {
@@ -405,12 +373,12 @@ impl<H: Hal> Lane<H> {
             TpbExecutionInfo::execute(u64::from(req.model.handle), idx as u64, u32::from(core));
         info.resp.ts_start = Timespec::from_nanos(cx.now().as_u64());
         info.resp.device_tpb_idx = u16::from(core);
-        wrote &= self.pool.write(&*self.hal, idx, &info).is_ok();
+        wrote &= self.p.pool.write(&*self.p.hal, idx, &info).is_ok();
         // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
         let staged = call.stage(cx, |_, cx| {
             let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
-                self.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
+                self.p.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
             } else {
                 None
             };
@@ -428,22 +396,25 @@ impl<H: Hal> Lane<H> {
                 });
             }
         };
-        self.device_wake.wake();
+        self.p.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
-        let word = self.exec_info_word(idx);
+        // The `exec_info` word: the item's address, unless a test armed a
+        // replacement (`corrupt_next_word`, `testkit`).
+        let word = self.p.pool.word(idx);
+        let word = self.corrupt_word.take().map_or(word, |f| f(word));
         let submitted = call.submit(cx, |cx| {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
                 _ => self
-                    .ring
+                    .p.ring
                     .submit(word, req.status)
                     .map_err(|e| e.error.to_string()),
             };
             if let Ok(seq) = r {
                 self.slots.submitted(seq.seq_num());
             }
-            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            self.slots.drain(cx); // the ring only: nothing for the HAL tap
             r
         });
         let (call, seq) = match submitted {
@@ -461,7 +432,7 @@ impl<H: Hal> Lane<H> {
         // it peeked the slot, which the trigger below publishes (a slot a
         // failed trigger left submitted is published later, still after
         // this).
-        let mut side = self.pool.side(idx);
+        let mut side = self.p.pool.side(idx);
         side.exec_id = staged.exec_id;
         side.engines = staged.engines;
         side.expect = req.expect;
@@ -476,7 +447,7 @@ impl<H: Hal> Lane<H> {
                 Some(FunnelEvent::TriggerFailed) => Err("injected".to_string()),
                 _ => self.trigger_pending().map_err(|e| e.to_string()),
             };
-            self.slot_trace(cx); // the ring only: nothing for the HAL tap
+            self.slots.drain(cx); // the ring only: nothing for the HAL tap
             r
         });
         let call = match triggered {
@@ -497,9 +468,9 @@ impl<H: Hal> Lane<H> {
             }
         };
         // 7. wake the worker.
-        self.worker_wake.wake();
+        self.p.worker_wake.wake();
         call.wake_worker(cx);
-        self.slot_trace(cx);
+        self.slots.drain(cx);
         cx.event(
             "msg",
             format_args!(
@@ -514,7 +485,7 @@ impl<H: Hal> Lane<H> {
 
     /// The XU's health (shared with its worker).
     pub fn health(&self) -> &Arc<HealthCell> {
-        &self.health
+        &self.p.health
     }
 
     /// Start the full reset of this XU (`xu_health`: `reset`, to STOPPING):
@@ -527,61 +498,47 @@ impl<H: Hal> Lane<H> {
     /// between its admission and its trigger. Refused (a value) when the
     /// XU is already being reset.
     pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
-        let state = self.health.state();
-        if !matches!(state, XuHealthState::Healthy | XuHealthState::Degraded) {
-            return Err(HealthViolation {
-                machine: "xu_health",
-                state,
-                event: XuHealthEvent::Reset,
-            });
-        }
-        if self.ring.untriggered() > 0 && self.trigger_pending().is_err() {
+        // Refused before anything moves when the state does not take it.
+        crate::fsm::step::<XuHealth>(self.p.health.state(), XuHealthEvent::Reset)?;
+        if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
             cx.event(
                 "msg",
-                format_args!("xu={} reset: trigger refused", self.core),
+                format_args!("xu={} reset: trigger refused", self.p.core),
             );
         }
-        self.health.step(XuHealthEvent::Reset, self.core, cx)?;
-        if self.stager.reset().is_err() {
-            cx.event("msg", format_args!("xu={} reset: no stager", self.core));
+        self.p.health.step(XuHealthEvent::Reset, self.p.core, cx)?;
+        if self.p.stager.reset().is_err() {
+            cx.event("msg", format_args!("xu={} reset: no stager", self.p.core));
         }
-        let regs = self.map.regs[usize::from(self.core)];
+        let regs = self.p.map.regs[usize::from(self.p.core)];
         // Ordering: Release pairs with the device's Acquire load of
         // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
         if let Err(e) =
-            self.hal
+            self.p.hal
                 .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
         {
-            cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+            cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
         }
-        self.tap.drain(cx);
-        self.device_wake.wake();
-        self.worker_wake.wake();
+        self.p.tap.drain(cx);
+        self.p.device_wake.wake();
+        self.p.worker_wake.wake();
         cx.event(
             "msg",
-            format_args!("xu={} reset: stop requested", self.core),
+            format_args!("xu={} reset: stop requested", self.p.core),
         );
         Ok(())
     }
 
     /// Publish `scheduled_head` over every submitted, untriggered slot.
     fn trigger_pending(&mut self) -> Result<(), TriggerError> {
-        match self.ring.untriggered() {
+        match self.p.ring.untriggered() {
             0 => Ok(()),
             n => {
-                let last = self.ring.trigger_burst(n)?.seq_num();
+                let last = self.p.ring.trigger_burst(n)?.seq_num();
                 self.slots.triggered(last + 1 - n..last + 1);
                 Ok(())
             }
         }
-    }
-
-    /// The `exec_info` word for item `idx`: its address, unless a test
-    /// armed a replacement (`corrupt_next_word`, `testkit`).
-    fn exec_info_word(&mut self, idx: u16) -> u64 {
-        self.corrupt_word
-            .take()
-            .map_or_else(|| self.pool.word(idx), |f| f(self.pool.word(idx)))
     }
 
     /// Fault injection for tests: the next schedule call fails at `at`
@@ -606,8 +563,7 @@ impl<H: Hal> Lane<H> {
     /// worker's returns first): the pool is whole when this equals its size.
     #[cfg(any(test, feature = "testkit"))]
     pub fn free_items(&mut self) -> usize {
-        let free = &mut self.free;
-        self.returns.drain(usize::MAX, |i| free.push(i));
+        self.refill();
         self.free.len()
     }
 
@@ -615,13 +571,13 @@ impl<H: Hal> Lane<H> {
     /// [`Stager::in_flight`] of them are taken).
     #[cfg(any(test, feature = "testkit"))]
     pub fn stager(&self) -> &Stager<H> {
-        &self.stager
+        &self.p.stager
     }
 
     /// The core's work items (the mapped region and the side table).
     #[cfg(any(test, feature = "testkit"))]
     pub fn pool(&self) -> &Arc<ItemPool> {
-        &self.pool
+        &self.p.pool
     }
 }
 
@@ -775,7 +731,6 @@ impl Pacing {
 /// It finishes when every execution is accounted for, every XU is drained
 /// and the publisher has applied every outcome.
 pub struct ProducerActor<H: Hal> {
-    name: String,
     lanes: Arc<[Mutex<Lane<H>>]>,
     queues: Vec<RingQueue>,
     work: Workload,
@@ -842,7 +797,6 @@ impl<H: Hal> ProducerActor<H> {
         let healths = lanes.iter().map(|l| Arc::clone(lock(l).health())).collect();
         let n = queues.len();
         Ok(ProducerActor {
-            name: "producer".to_string(),
             lanes,
             queues,
             work,
@@ -995,14 +949,10 @@ impl<H: Hal> ProducerActor<H> {
             .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
-    fn all_drained(&self) -> bool {
-        self.queues.iter().all(|q| q.in_flight() == 0)
-    }
-
     /// The end condition: every execution handed out, every XU drained,
     /// every refusal count flushed, and the publisher caught up.
     fn try_finish(&mut self, cx: &mut Cx<'_>) -> bool {
-        if !self.all_drained() {
+        if self.queues.iter().any(|q| q.in_flight() > 0) {
             if !self.end_armed {
                 // Be woken by the last completion of each XU.
                 for q in &self.queues {
@@ -1053,7 +1003,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl<H: Hal> Actor for ProducerActor<H> {
     fn name(&self) -> &str {
-        &self.name
+        "producer"
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
@@ -1111,23 +1061,18 @@ impl<H: Hal> Actor for ProducerActor<H> {
             let r = lane.schedule(req, cx);
             made = true;
             self.rr = (c + 1) % self.queues.len();
-            match r {
-                Ok(_) => {
-                    self.stats.accepted += 1;
-                    self.advance();
-                }
-                Err(NrtStatus::QUEUE_FULL) => {
-                    self.stats.refused_full += 1;
-                    self.back_off(c, cx);
-                }
-                Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => {
-                    self.stats.refused_unrecoverable += 1;
-                    self.advance();
-                }
-                Err(_) => {
-                    self.stats.failed += 1;
-                    self.advance();
-                }
+            let st = &mut self.stats;
+            *match r {
+                Ok(_) => &mut st.accepted,
+                Err(NrtStatus::QUEUE_FULL) => &mut st.refused_full,
+                Err(NrtStatus::EXEC_UNIT_UNRECOVERABLE) => &mut st.refused_unrecoverable,
+                Err(_) => &mut st.failed,
+            } += 1;
+            // A full XU: the same execution goes to the next one.
+            if r == Err(NrtStatus::QUEUE_FULL) {
+                self.back_off(c, cx);
+            } else {
+                self.advance();
             }
         }
         drop(held);
@@ -1148,19 +1093,15 @@ impl<H: Hal> Actor for ProducerActor<H> {
     }
 
     fn idle(&self) -> Idle {
-        if self.next >= self.work.executions {
-            // The last phase (waiting for the XUs to drain and the publisher
-            // to catch up) is short: poll it rather than sleep a whole idle
-            // timeout on an fd nobody may write.
-            Idle::Yield
-        } else if self.holding {
-            // Waiting for an XU to come back from a reset: no fd says when.
-            Idle::Yield
-        } else if self.polling() {
-            // A back-off polls before it parks (`PARK_AFTER`).
+        // The last phase (waiting for the XUs to drain and the publisher to
+        // catch up) is short: poll it rather than sleep a whole idle timeout
+        // on an fd nobody may write. Holding for an XU that comes back from
+        // a reset: no fd says when. A back-off polls before it parks
+        // (`PARK_AFTER`).
+        if self.next >= self.work.executions || self.holding || self.polling() {
             Idle::Yield
         } else {
-            Idle::Fd(self.fd())
+            Idle::Fd(self.efd.raw())
         }
     }
 
@@ -1177,11 +1118,5 @@ impl<H: Hal> Actor for ProducerActor<H> {
             .chain(self.until)
             .min()
             .filter(|&d| d != crate::actors::Nanos::MAX)
-    }
-}
-
-impl<H: Hal> ProducerActor<H> {
-    fn fd(&self) -> RawFd {
-        self.efd.raw()
     }
 }

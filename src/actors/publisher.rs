@@ -121,11 +121,7 @@ impl<S: SlabMut> Books<S> {
             return;
         }
         match self.nc(core, c) {
-            Some(k) => {
-                if let Err(e) = self.writer.add(k, v) {
-                    self.fail(format!("{}: {e}", c.name()));
-                }
-            }
+            Some(k) => self.change(k, c.name(), v, false),
             None => self.fail(format!("core {core} has no counter {}", c.name())),
         }
     }
@@ -158,19 +154,23 @@ impl<S: SlabMut> Books<S> {
         }
     }
 
-    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
+    /// Add `v` to (or, `sub`, take it from) counter `k`, named `name`.
+    fn change(&mut self, k: Counter, name: &str, v: u64, sub: bool) {
         if v == 0 {
             return;
         }
-        let k = Counter::nd(c);
         let r = if sub {
             self.writer.sub(k, v)
         } else {
             self.writer.add(k, v)
         };
         if let Err(e) = r {
-            self.fail(format!("{}: {e}", c.name()));
+            self.fail(format!("{name}: {e}"));
         }
+    }
+
+    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
+        self.change(Counter::nd(c), c.name(), v, sub);
     }
 
     fn fail(&mut self, why: String) {
@@ -185,17 +185,8 @@ impl<S: SlabMut> Books<S> {
             (NcCounter::MemUsageConstantsDevice, m.constants),
             (NcCounter::MemUsageScratchpadDevice, m.scratchpad),
         ] {
-            if v == 0 {
-                continue;
-            }
-            let Some(k) = self.nc(core, c) else { continue };
-            let r = if sub {
-                self.writer.sub(k, v)
-            } else {
-                self.writer.add(k, v)
-            };
-            if let Err(e) = r {
-                self.fail(format!("{}: {e}", c.name()));
+            if let Some(k) = self.nc(core, c) {
+                self.change(k, c.name(), v, sub);
             }
         }
     }
@@ -309,14 +300,9 @@ impl<S: SlabMut> Books<S> {
         let _accepted = self.go(event, cx);
         match m {
             PubMsg::Completed(c) => self.completed(&c),
-            PubMsg::Refused {
-                core,
-                full,
-                unrecoverable,
-            } => {
-                let n = u64::from(full) + u64::from(unrecoverable);
-                self.add(core, NcCounter::InferFailedToQueue, n);
-                self.refusals += n;
+            PubMsg::Refused { core, n } => {
+                self.add(core, NcCounter::InferFailedToQueue, n.into());
+                self.refusals += u64::from(n);
             }
             PubMsg::ModelLoaded(m) => {
                 cx.event(
@@ -344,7 +330,6 @@ impl<S: SlabMut> Books<S> {
 
 /// The NDS-publisher actor.
 pub struct PublisherActor<S: SlabMut> {
-    name: String,
     books: Books<S>,
     cores: u8,
     inbound: Vec<Receiver<PubMsg>>,
@@ -384,7 +369,6 @@ impl<S: SlabMut> PublisherActor<S> {
         let mut inbound = p.from_workers;
         inbound.extend(p.from_lanes);
         PublisherActor {
-            name: "publisher".to_string(),
             books: Books {
                 writer: p.writer,
                 nc,
@@ -416,11 +400,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn start(&mut self, cx: &mut Cx<'_>) {
         let w = &self.books.writer;
-        let none = VersionInfo {
-            major: 0,
-            minor: 0,
-            build: 0,
-        };
+        let none = VersionInfo::default();
         w.set_versions(RUNTIME_VERSION, none, none);
         let mut f = Features::empty();
         if self.cores > 1 {
@@ -431,12 +411,9 @@ impl<S: SlabMut> PublisherActor<S> {
         // the process-info record.
         let tag = process_tag();
         let info = ProcessInfo {
-            hash: 0,
-            framework_type: 0,
             tag: c_string(&tag),
-            framework_version: none,
-            fal_version: none,
             runtime_version: RUNTIME_VERSION,
+            ..ProcessInfo::default()
         };
         let r1 = w.publish_process_info(&info);
         let ext = ProcessInfoExt {
@@ -461,27 +438,19 @@ impl<S: SlabMut> PublisherActor<S> {
     }
 
     fn publish_stats(&self) {
-        // Ordering: Release pairs with the Acquire loads in
-        // `PubStats::applied`: the slab updates behind a count are done.
-        self.stats
-            .completions
-            .store(self.books.completions, Ordering::Release);
-        self.stats
-            .refusals
-            .store(self.books.refusals, Ordering::Release);
-        self.stats
-            .models_committed
-            .store(self.books.models, Ordering::Release);
-        self.stats
-            .errors
-            .store(self.books.errors, Ordering::Release);
-        self.stats
-            .fsm_violations
-            .store(self.books.fsm_violations, Ordering::Relaxed);
-    }
-
-    fn anything_waiting(&self) -> bool {
-        !self.control.is_empty() || self.inbound.iter().any(|r| !r.is_empty())
+        let (s, b) = (&*self.stats, &self.books);
+        for (to, v) in [
+            (&s.completions, b.completions),
+            (&s.refusals, b.refusals),
+            (&s.models_committed, b.models),
+            (&s.errors, b.errors),
+            (&s.fsm_violations, b.fsm_violations),
+        ] {
+            // Ordering: Release pairs with the Acquire loads in
+            // `PubStats::applied` (and the API's): the slab updates behind
+            // a count are done.
+            to.store(v, Ordering::Release);
+        }
     }
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
@@ -520,7 +489,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
 impl<S: SlabMut + Send> Actor for PublisherActor<S> {
     fn name(&self) -> &str {
-        &self.name
+        "publisher"
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
@@ -536,7 +505,7 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
         made |= self.drain_all(cx);
         if !made {
             self.wake.prepare_sleep();
-            if self.anything_waiting() {
+            if !self.control.is_empty() || self.inbound.iter().any(|r| !r.is_empty()) {
                 self.wake.awake();
                 made = self.drain_all(cx);
             }

@@ -134,9 +134,7 @@ impl OutputBuf {
     /// pop's Release).
     pub(crate) fn store_resp(&self, bytes: &[u8; work_item::INFER_RESP_SIZE]) {
         for (w, c) in self.resp.iter().zip(bytes.chunks_exact(8)) {
-            let mut x = [0u8; 8];
-            x.copy_from_slice(c);
-            w.store(u64::from_le_bytes(x), Ordering::Relaxed);
+            w.store(u64::from_le_bytes(c.try_into().unwrap_or_default()), Ordering::Relaxed);
         }
     }
 
@@ -747,29 +745,21 @@ impl HealthCell {
     }
 
     /// Step `event` (`Timeout` or `FatalError`), tracing it as
-    /// `xu_health#<core>`, with the queues possibly out of step (only a
-    /// reset brings the XU back). `Ok(true)` when the XU just became
-    /// degraded; an event the state does not accept (a fault while
-    /// `RESETTING`) is the error, for the caller to count.
+    /// `xu_health#<core>`. `intact`: the device reported the fault in an
+    /// error record, every queue in step, so the XU is recoverable once
+    /// drained; otherwise the queues may be out of step (only a reset
+    /// brings the XU back). `Ok(true)` when the XU just became degraded; an
+    /// event the state does not accept (a fault while `RESETTING`) is the
+    /// error, for the caller to count.
     pub fn degrade<H: TransitionHook + ?Sized>(
         &self,
         event: XuHealthEvent,
+        intact: bool,
         core: u8,
         hook: &mut H,
     ) -> Result<bool, HealthViolation> {
-        self.step_as(event, DEGRADED_LOST, core, hook)
-            .map(|(from, to)| from == XuHealthState::Healthy && to == XuHealthState::Degraded)
-    }
-
-    /// [`HealthCell::degrade`] for a fault the device reported in an error
-    /// record, every queue in step: recoverable once drained.
-    pub fn degrade_intact<H: TransitionHook + ?Sized>(
-        &self,
-        event: XuHealthEvent,
-        core: u8,
-        hook: &mut H,
-    ) -> Result<bool, HealthViolation> {
-        self.step_as(event, DEGRADED_INTACT, core, hook)
+        let how = if intact { DEGRADED_INTACT } else { DEGRADED_LOST };
+        self.step_as(event, how, core, hook)
             .map(|(from, to)| from == XuHealthState::Healthy && to == XuHealthState::Degraded)
     }
 
@@ -898,10 +888,8 @@ pub enum PubMsg {
     Refused {
         /// The core.
         core: u8,
-        /// Refused with `NRT_QUEUE_FULL`.
-        full: u32,
-        /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
-        unrecoverable: u32,
+        /// Calls refused (`NRT_QUEUE_FULL`, 101, or failed to queue).
+        n: u32,
     },
     /// A model was loaded on a core (control channel).
     ModelLoaded(Box<ModelLoad>),
@@ -1016,8 +1004,8 @@ mod tests {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.state(), XuHealthState::Healthy);
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, 2, &mut log), Ok(true));
-        assert_eq!(h.degrade(XuHealthEvent::FatalError, 2, &mut log), Ok(false));
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 2, &mut log), Ok(true));
+        assert_eq!(h.degrade(XuHealthEvent::FatalError, false, 2, &mut log), Ok(false));
         assert_eq!(h.state(), XuHealthState::Degraded);
         assert_eq!(log.len(), 2);
         assert_eq!(log[0].machine, "xu_health");
@@ -1034,7 +1022,7 @@ mod tests {
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::NotDegraded));
         assert_eq!(
-            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            h.degrade(XuHealthEvent::FatalError, true, 1, &mut log),
             Ok(true)
         );
         assert!(h.recoverable());
@@ -1043,10 +1031,10 @@ mod tests {
         assert_eq!(log.last().unwrap().to, "HEALTHY");
         // A lost queue entry after an intact fault: no recovery.
         assert_eq!(
-            h.degrade_intact(XuHealthEvent::FatalError, 1, &mut log),
+            h.degrade(XuHealthEvent::FatalError, true, 1, &mut log),
             Ok(true)
         );
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, 1, &mut log), Ok(false));
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 1, &mut log), Ok(false));
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::QueuesLost));
     }
 
@@ -1056,7 +1044,7 @@ mod tests {
     fn health_reset_steps_and_refuses_what_its_state_does_not_accept() {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, 3, &mut log), Ok(true));
+        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 3, &mut log), Ok(true));
         for (e, to) in [
             (XuHealthEvent::Reset, XuHealthState::Stopping),
             (XuHealthEvent::FatalError, XuHealthState::Stopping),
@@ -1066,7 +1054,7 @@ mod tests {
             assert_eq!(h.step(e, 3, &mut log), Ok(to));
             assert_eq!(h.state(), to);
         }
-        let err = h.degrade(XuHealthEvent::Timeout, 3, &mut log).unwrap_err();
+        let err = h.degrade(XuHealthEvent::Timeout, false, 3, &mut log).unwrap_err();
         assert_eq!(err.state, XuHealthState::Resetting);
         assert_eq!(h.recover(3, &mut log), Err(RecoverError::Resetting));
         assert_eq!(h.state(), XuHealthState::Resetting);

@@ -75,7 +75,7 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{InferResp, Timespec};
 
-use super::producer::{Lane, RingWorker};
+use super::producer::{lock, Lane, RingWorker};
 
 /// Everything a worker is built from.
 pub struct WorkerParts<H: Hal> {
@@ -220,16 +220,34 @@ struct Current {
     discard: bool,
 }
 
+impl Current {
+    /// Execution `seq` on item `idx`, completing with `status` unless the
+    /// harvest says otherwise: no request number, deadline, model, bad
+    /// item, expected output, tag or output buffer yet.
+    fn new(seq: SeqId, idx: Option<u16>, status: NrtStatus, ts_start: Timespec) -> Current {
+        Current {
+            seq,
+            idx,
+            exec_id: 0,
+            status,
+            deadline: Nanos::MAX,
+            ts_start,
+            model: None,
+            bad: None,
+            expect: NO_EXPECT,
+            tag: 0,
+            out: None,
+            discard: false,
+        }
+    }
+}
+
 /// One core's worker actor.
 pub struct WorkerActor<H: Hal> {
     name: String,
-    core: u8,
-    ring: RingWorker,
-    harvester: Harvester<H>,
-    hal: Arc<H>,
-    map: Arc<MemMap>,
-    pool: Arc<ItemPool>,
-    models: Arc<Models>,
+    /// What the worker was built from (its ring, harvester, mailboxes,
+    /// wakers and settings).
+    p: WorkerParts<H>,
     /// The models this worker has met, each looked up in `models` once (a
     /// model stays once loaded): no lock and no `Arc` clone per execution
     /// (each writes a line other threads read: the lock word every worker
@@ -237,25 +255,14 @@ pub struct WorkerActor<H: Hal> {
     known: Vec<Arc<ResidentModel>>,
     /// `Models::removals` when `known` was last valid.
     known_removals: u64,
-    returns: Sender<u16>,
-    to_pub: Sender<PubMsg>,
-    pub_wake: Arc<Waker>,
-    has_work: Arc<Waker>,
-    health: Arc<HealthCell>,
-    /// Reset the XU as soon as it is degraded.
-    recover: bool,
-    device_wake: Arc<Waker>,
-    /// The lanes (this XU's starts a reset; [`WorkerActor::attach_lanes`]).
+    /// The lanes, when this worker resets its XU itself (`recover`): this
+    /// XU's starts a reset ([`WorkerActor::attach_lanes`]).
     lanes: Option<Arc<[Mutex<Lane<H>>]>>,
     /// The device stopped for a reset: what it has not completed never
     /// will (DRAINING; this worker's own copy of the state, set and cleared
     /// by its own steps, so harvesting reads no shared word).
     draining: bool,
-    timeout: Nanos,
-    expected: Arc<Expectations>,
-    tap: HalTap,
     slots: SlotTap,
-    record_tags: bool,
     nq_fd: Option<RawFd>,
     state: WorkerState,
     cur: Option<Current>,
@@ -287,7 +294,7 @@ pub struct WorkerActor<H: Hal> {
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WorkerActor")
-            .field("core", &self.core)
+            .field("core", &self.p.core)
             .field("state", &self.state)
             .field("completed", &self.stats.completed)
             .finish_non_exhaustive()
@@ -312,37 +319,19 @@ impl<H: Hal> WorkerActor<H> {
     /// A worker; `tags_capacity` preallocates the tag log (when enabled).
     pub fn new(p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
         let nq_fd = p.hal.event_fd(p.map.nq_irq[usize::from(p.core)]);
-        let ring = p.ring;
         let stats = WorkerStats {
             tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
             ..WorkerStats::default()
         };
         WorkerActor {
             name: format!("worker{}", p.core),
-            core: p.core,
-            ring,
-            harvester: p.harvester,
-            hal: p.hal,
-            map: p.map,
-            pool: p.pool,
-            models: p.models,
             known: Vec::new(),
             known_removals: 0,
-            returns: p.returns,
-            to_pub: p.to_pub,
-            pub_wake: p.pub_wake,
-            has_work: p.has_work,
-            health: p.health,
-            recover: p.recover,
-            device_wake: p.device_wake,
             lanes: None,
             draining: false,
-            timeout: p.timeout,
-            expected: p.expected,
-            tap: p.tap,
             slots: SlotTap::new(p.trace_slots),
-            record_tags: p.record_tags,
             nq_fd,
+            p,
             state: WorkerState::Idle,
             cur: None,
             kept: None,
@@ -382,18 +371,18 @@ impl<H: Hal> WorkerActor<H> {
     /// then failed).
     #[cfg(any(test, feature = "testkit"))]
     pub fn stray_records(&self) -> u64 {
-        self.harvester.stray_records()
+        self.p.harvester.stray_records()
     }
 
     /// The core.
     #[cfg(any(test, feature = "testkit"))]
     pub fn core(&self) -> u8 {
-        self.core
+        self.p.core
     }
 
     fn wake_publisher(&mut self) {
         self.pub_owed = 0;
-        self.pub_wake.wake();
+        self.p.pub_wake.wake();
     }
 
     /// Step the cycle, after the HAL operations made since the last step
@@ -402,7 +391,7 @@ impl<H: Hal> WorkerActor<H> {
     /// the state as it was (a state that matches what the worker holds: the
     /// safe one).
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         self.step_drained(e, cx);
     }
 
@@ -411,8 +400,8 @@ impl<H: Hal> WorkerActor<H> {
     /// move mailboxes and the ring, neither of them HAL memory): the same
     /// trace without taking the HAL log's lock for nothing.
     fn step_drained(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
-        self.slot_trace(cx);
-        let id = Some(u64::from(self.core));
+        self.slots.drain(cx);
+        let id = Some(u64::from(self.p.core));
         step_counted::<WorkerCycle>(&mut self.state, e, id, &mut self.stats.fsm_violations, cx);
     }
 
@@ -424,17 +413,13 @@ impl<H: Hal> WorkerActor<H> {
         self.step(e, cx);
     }
 
-    fn slot_trace(&mut self, cx: &mut Cx<'_>) {
-        self.slots.drain(cx);
-    }
-
     /// Deliver a kept counter report (R1). `true` when none is kept.
     fn flush_kept(&mut self) -> bool {
         match self.kept.take() {
             None => true,
-            Some(m) => match self.to_pub.push(m) {
+            Some(m) => match self.p.to_pub.push(m) {
                 Ok(()) => {
-                    self.pub_wake.wake();
+                    self.p.pub_wake.wake();
                     true
                 }
                 Err(full) => {
@@ -445,10 +430,20 @@ impl<H: Hal> WorkerActor<H> {
         }
     }
 
+    /// A peek found a slot (or a reset's drain takes the one refused): the
+    /// refusal is over, and the cycle wakes (if asleep) and peeks.
+    fn peeked(&mut self, cx: &mut Cx<'_>) {
+        self.refused = None;
+        if self.state == WorkerState::Sleeping {
+            self.step(WorkerEvent::Wake, cx);
+        }
+        self.step(WorkerEvent::Peek, cx);
+    }
+
     /// Peek the next triggered slot and start harvesting it. `false` when
     /// nothing is triggered (after announcing sleep and looking again).
     fn start_next(&mut self, cx: &mut Cx<'_>) -> bool {
-        let (seq, word) = match self.pace.peek(&mut self.ring) {
+        let (seq, word) = match self.pace.peek(&mut self.p.ring) {
             Ok(v) => (v.seq, v.exec_info),
             Err(PopError::Empty) => {
                 if self.state == WorkerState::Idle {
@@ -457,11 +452,11 @@ impl<H: Hal> WorkerActor<H> {
                 if self.pub_owed > 0 {
                     self.wake_publisher();
                 }
-                self.has_work.prepare_sleep();
-                if self.ring.available() == 0 {
+                self.p.has_work.prepare_sleep();
+                if self.p.ring.available() == 0 {
                     return false;
                 }
-                self.has_work.awake();
+                self.p.has_work.awake();
                 return true; // look again on the next round
             }
             Err(e) => {
@@ -473,9 +468,9 @@ impl<H: Hal> WorkerActor<H> {
                 // queueing behind it.
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
-                    cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.core));
+                    cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.p.core));
                     self.refused = Some(e);
-                    if self.health.state() == XuHealthState::Healthy {
+                    if self.p.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
                     }
                 }
@@ -488,30 +483,23 @@ impl<H: Hal> WorkerActor<H> {
                         self.complete_discarded(expected, cx)
                     }
                     _ => {
-                        self.has_work.prepare_sleep();
+                        self.p.has_work.prepare_sleep();
                         false
                     }
                 };
             }
         };
-        self.refused = None;
-        if self.state == WorkerState::Sleeping {
-            self.step(WorkerEvent::Wake, cx);
-        }
-        self.step(WorkerEvent::Peek, cx);
-        if let Some(prev) = self.last_seq {
-            if seq.seq_num() != prev + 1 {
-                self.stats.fifo_violations += 1;
-            }
-        }
+        self.peeked(cx);
+        let in_order = self.last_seq.is_none_or(|prev| seq.seq_num() == prev + 1);
+        self.stats.fifo_violations += u64::from(!in_order);
         self.last_seq = Some(seq.seq_num());
         let now = cx.now();
-        let (idx, word_bad) = match self.pool.index_of(word) {
+        let (idx, word_bad) = match self.p.pool.index_of(word) {
             Ok(idx) => (idx, None),
             // A word that names no item: the item the lane submitted under
             // this seq_id (the side table knows it) still completes, with
             // the word's status, and goes back to the pool.
-            Err(bad) => match self.pool.find_seq(seq.0) {
+            Err(bad) => match self.p.pool.find_seq(seq.0) {
                 Some(idx) => (idx, Some(bad)),
                 None => return self.complete_foreign(seq, word, bad, cx),
             },
@@ -519,7 +507,7 @@ impl<H: Hal> WorkerActor<H> {
         // The item's host side, in one lock: the caller's output buffer
         // moves into `Current` (the next schedule of the item sets it again).
         let (exec_id, engines, expect, tag, out) = {
-            let mut side = self.pool.side(idx);
+            let mut side = self.p.pool.side(idx);
             (
                 side.exec_id,
                 side.engines,
@@ -532,16 +520,16 @@ impl<H: Hal> WorkerActor<H> {
         // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
-            None => self.pool.load(&*self.hal, idx, self.core).and_then(|info| {
+            None => self.p.pool.load(&*self.p.hal, idx, self.p.core).and_then(|info| {
                 match self.model_index(info.mod_ref) {
-                    Some(m) if self.known[m].per_core.len() > usize::from(self.core) => {
+                    Some(m) if self.known[m].per_core.len() > usize::from(self.p.core) => {
                         Ok((info, m))
                     }
                     _ => Err(BadItem::UnknownModRef(info.mod_ref)),
                 }
             }),
         };
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
@@ -550,7 +538,7 @@ impl<H: Hal> WorkerActor<H> {
                     format_args!(
                         "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
                         seq.0,
-                        self.pool.relative(word)
+                        self.p.pool.relative(word)
                     ),
                 );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
@@ -566,32 +554,26 @@ impl<H: Hal> WorkerActor<H> {
             None => u64::try_from(ts_start.as_nanos()).map_or(now, |t| Nanos(t).min(now)),
             Some(_) => now,
         };
-        let deadline = from.saturating_add(self.timeout);
+        let deadline = from.saturating_add(self.p.timeout);
         // Mutant (`xunds sim` must find it): the execution on work item 0,
         // where the pool wraps, gets twice its timeout.
         #[cfg(xunds_mutant = "deadline_late_at_wrap")]
         let deadline = if idx == 0 {
-            deadline.saturating_add(self.timeout)
+            deadline.saturating_add(self.p.timeout)
         } else {
             deadline
         };
-        if self.degraded_at.is_some_and(|d| from > d) {
-            self.stats.accepted_while_degraded += 1;
-        }
-        self.harvester.expect(exec_id, engines, deadline.as_u64());
+        self.stats.accepted_while_degraded += u64::from(self.degraded_at.is_some_and(|d| from > d));
+        self.p.harvester.expect(exec_id, engines, deadline.as_u64());
         self.cur = Some(Current {
-            seq,
-            idx: Some(idx),
             exec_id,
-            status: NrtStatus::SUCCESS,
             deadline,
-            ts_start,
             model,
             bad,
             expect,
             tag,
             out,
-            discard: false,
+            ..Current::new(seq, Some(idx), NrtStatus::SUCCESS, ts_start)
         });
         true
     }
@@ -602,7 +584,7 @@ impl<H: Hal> WorkerActor<H> {
         // An unload since the cache was filled: it may hold the unloaded
         // model, whose executions must now be refused (INVALID_HANDLE).
         // Called between executions only: no `Current` holds an index.
-        let removals = self.models.removals();
+        let removals = self.p.models.removals();
         if removals != self.known_removals {
             debug_assert!(self.cur.as_ref().is_none_or(|c| c.model.is_none()));
             self.known.clear();
@@ -615,7 +597,7 @@ impl<H: Hal> WorkerActor<H> {
         {
             return Some(i);
         }
-        let m = self.models.get(mod_ref)?;
+        let m = self.p.models.get(mod_ref)?;
         self.known.push(m);
         Some(self.known.len() - 1)
     }
@@ -628,22 +610,13 @@ impl<H: Hal> WorkerActor<H> {
             format_args!(
                 "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
                 seq.0,
-                self.pool.relative(word)
+                self.p.pool.relative(word)
             ),
         );
+        let ts_start = Timespec::from_nanos(cx.now().as_u64());
         self.cur = Some(Current {
-            seq,
-            idx: None,
-            exec_id: 0,
-            status: bad.status(),
-            deadline: Nanos::MAX,
-            ts_start: Timespec::from_nanos(cx.now().as_u64()),
-            model: None,
             bad: Some(bad),
-            expect: NO_EXPECT,
-            tag: 0,
-            out: None,
-            discard: false,
+            ..Current::new(seq, None, bad.status(), ts_start)
         });
         self.complete(Outcome::Failed(bad.status()), cx);
         true
@@ -657,16 +630,12 @@ impl<H: Hal> WorkerActor<H> {
     /// (`Worker::discard`): no status reaches the caller's cell, and the
     /// drain goes on to the slots behind it.
     fn complete_discarded(&mut self, seq: SeqId, cx: &mut Cx<'_>) -> bool {
-        self.refused = None;
-        if self.state == WorkerState::Sleeping {
-            self.step(WorkerEvent::Wake, cx);
-        }
-        self.step(WorkerEvent::Peek, cx);
+        self.peeked(cx);
         self.last_seq = Some(seq.seq_num());
-        let idx = self.pool.find_seq(seq.0);
+        let idx = self.p.pool.find_seq(seq.0);
         let (exec_id, tag, out) = match idx {
             Some(i) => {
-                let mut side = self.pool.side(i);
+                let mut side = self.p.pool.side(i);
                 (side.exec_id, side.tag, side.out.take())
             }
             None => (0, 0, None),
@@ -675,31 +644,32 @@ impl<H: Hal> WorkerActor<H> {
         // ring's), bounded by now as for any item; now without one.
         let now = cx.now();
         let ts_start = idx
-            .and_then(|i| self.pool.load(&*self.hal, i, self.core).ok())
+            .and_then(|i| self.p.pool.load(&*self.p.hal, i, self.p.core).ok())
             .and_then(|info| u64::try_from(info.resp.ts_start.as_nanos()).ok())
             .map_or(now, |t| Nanos(t).min(now));
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         self.stats.discarded += 1;
         cx.event(
             "msg",
-            format_args!("xu={} seq={:#x}: slot discarded, item {idx:?}", self.core, seq.0),
+            format_args!("xu={} seq={:#x}: slot discarded, item {idx:?}", self.p.core, seq.0),
         );
+        let ts_start = Timespec::from_nanos(ts_start.as_u64());
         self.cur = Some(Current {
-            seq,
-            idx,
             exec_id,
-            status: NrtStatus::EXEC_UNIT_UNRECOVERABLE,
-            deadline: Nanos::MAX,
-            ts_start: Timespec::from_nanos(ts_start.as_u64()),
-            model: None,
-            bad: None,
-            expect: NO_EXPECT,
             tag,
             out,
             discard: true,
+            ..Current::new(seq, idx, NrtStatus::EXEC_UNIT_UNRECOVERABLE, ts_start)
         });
         self.complete(Outcome::Aborted, cx);
         true
+    }
+
+    /// Stop expecting execution `id`'s records: it ends as `outcome`.
+    fn abandon(&mut self, id: u32, outcome: Outcome) -> Outcome {
+        let expected = self.p.harvester.abandon(id);
+        debug_assert!(expected, "exec {id} was not expected");
+        outcome
     }
 
     /// Harvest until the current execution ends (`Some`) or nothing more is
@@ -708,12 +678,8 @@ impl<H: Hal> WorkerActor<H> {
         let now = cx.now().as_u64();
         let cur_id = self.cur.as_ref().map(|c| c.exec_id)?;
         loop {
-            match self.harvester.poll(now) {
-                Ok(None) if self.draining => {
-                    let expected = self.harvester.abandon(cur_id);
-                    debug_assert!(expected, "exec {cur_id} was not expected");
-                    return Some(Outcome::Aborted);
-                }
+            match self.p.harvester.poll(now) {
+                Ok(None) if self.draining => return Some(self.abandon(cur_id, Outcome::Aborted)),
                 Ok(None) => return None,
                 Ok(Some(Ok(c))) if c.exec_id == cur_id => return Some(Outcome::Done(c)),
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) if exec_id == cur_id => {
@@ -734,7 +700,7 @@ impl<H: Hal> WorkerActor<H> {
                         _ => None,
                     };
                     let status = e.suggested_status();
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.p.core));
                     self.note.get_or_insert((status, ext));
                     self.degrade(XuHealthEvent::FatalError, false, cx);
                 }
@@ -742,10 +708,8 @@ impl<H: Hal> WorkerActor<H> {
                     // The execution completes failed here: stop expecting
                     // it, or its entry stays ahead of the next one's (and a
                     // reset's drain, waiting for no entry, never ends).
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.core));
-                    let expected = self.harvester.abandon(cur_id);
-                    debug_assert!(expected, "exec {cur_id} was not expected");
-                    return Some(Outcome::Failed(NrtStatus::HW_ERROR));
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.p.core));
+                    return Some(self.abandon(cur_id, Outcome::Failed(NrtStatus::HW_ERROR)));
                 }
             }
         }
@@ -757,29 +721,23 @@ impl<H: Hal> WorkerActor<H> {
             return;
         };
         let now = cx.now();
-        let (mut status, mut class, mut ext, event) = match outcome {
-            Outcome::Done(c) => {
-                let (class, ext) = match c.status {
-                    ExecStatus::Done => (None, None),
-                    ExecStatus::Error { class, source, .. } => (
-                        Some(class),
-                        (source == Source::Dma).then_some(NcCounter::HwErrDmaAbort),
-                    ),
-                };
-                (c.suggested_status(), class, ext, WorkerEvent::ExecDone)
-            }
-            Outcome::TimedOut => (NrtStatus::TIMEOUT, None, None, WorkerEvent::TimedOut),
-            Outcome::Failed(s) => (s, None, None, WorkerEvent::TimedOut),
-            Outcome::Aborted => (
-                NrtStatus::EXEC_UNIT_UNRECOVERABLE,
-                None,
-                None,
-                WorkerEvent::Aborted,
-            ),
+        let done = match outcome {
+            Outcome::Done(c) => Some(c),
+            _ => None,
         };
-        if matches!(outcome, Outcome::Aborted) {
-            self.stats.aborted += 1;
-        }
+        // An error record's class, and whether the DMA wrote it (an abort).
+        let (mut class, dma) = match done.map(|c| c.status) {
+            Some(ExecStatus::Error { class, source, .. }) => (Some(class), Some(source == Source::Dma)),
+            _ => (None, None),
+        };
+        let mut ext = (dma == Some(true)).then_some(NcCounter::HwErrDmaAbort);
+        let (mut status, event) = match outcome {
+            Outcome::Done(c) => (c.suggested_status(), WorkerEvent::ExecDone),
+            Outcome::TimedOut => (NrtStatus::TIMEOUT, WorkerEvent::TimedOut),
+            Outcome::Failed(s) => (s, WorkerEvent::TimedOut),
+            Outcome::Aborted => (NrtStatus::EXEC_UNIT_UNRECOVERABLE, WorkerEvent::Aborted),
+        };
+        self.stats.aborted += u64::from(matches!(outcome, Outcome::Aborted));
         if matches!(outcome, Outcome::TimedOut | Outcome::Aborted) {
             if let Some((s, e)) = self.note.take() {
                 status = s;
@@ -804,34 +762,19 @@ impl<H: Hal> WorkerActor<H> {
         if let Some(ev) = fatal(device_status) {
             // A hardware error the device reported in its own record (not a
             // DMA abort): every queue is in step, so the XU may come back.
-            let intact = device_status == NrtStatus::HW_ERROR
-                && matches!(outcome, Outcome::Done(c) if matches!(
-                    c.status,
-                    ExecStatus::Error { source, .. } if source != Source::Dma
-                ));
+            let intact = device_status == NrtStatus::HW_ERROR && dma == Some(false);
             self.degrade(ev, intact, cx);
         }
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
-        let macs = match outcome {
-            Outcome::Done(_) => self
-                .hal
-                .load_u64(
-                    self.map.dram,
-                    self.map.request_macs_off(self.core, cur.exec_id) as usize,
-                    Ordering::Relaxed,
-                )
-                .unwrap_or(0),
-            _ => 0,
-        };
-        let (dev_start, dev_cycles, records) = match outcome {
-            Outcome::Done(c) => (
-                u64::from(c.start_cycle),
-                u64::from(c.device_cycles()),
-                c.reported.count_ones(),
-            ),
-            _ => (0, 0, 0),
-        };
+        let macs = done.map_or(0, |_| {
+            let at = self.p.map.request_macs_off(self.p.core, cur.exec_id) as usize;
+            let macs = self.p.hal.load_u64(self.p.map.dram, at, Ordering::Relaxed);
+            macs.unwrap_or(0)
+        });
+        let (dev_start, dev_cycles, records) = done.map_or((0, 0, 0), |c| {
+            (c.start_cycle.into(), c.device_cycles().into(), c.reported.count_ones())
+        });
 
         // fill_resp: outputs, then infer_resp_t in the work item.
         let mut num_outputs = 0;
@@ -839,8 +782,8 @@ impl<H: Hal> WorkerActor<H> {
         if status == NrtStatus::SUCCESS {
             if let (Some(m), Some(idx)) = (cur.model, cur.idx) {
                 let model = &self.known[m];
-                let io = model.per_core[usize::from(self.core)].io_pa[usize::from(idx)];
-                let mem = DramMemory::new(&*self.hal, &self.map);
+                let io = model.per_core[usize::from(self.p.core)].io_pa[usize::from(idx)];
+                let mem = DramMemory::new(&*self.p.hal, &self.p.map);
                 self.vals.clear();
                 for t in &model.outputs {
                     self.bytes.clear();
@@ -864,16 +807,14 @@ impl<H: Hal> WorkerActor<H> {
                 }
                 if cur.expect != NO_EXPECT {
                     self.stats.outputs_checked += 1;
-                    let want = self.expected.outputs.get(cur.expect as usize);
+                    let want = self.p.expected.outputs.get(cur.expect as usize);
                     let same = want.is_some_and(|w| {
                         w.len() == self.vals.len()
                             && w.iter()
                                 .zip(&self.vals)
                                 .all(|(a, b)| a.to_bits() == b.to_bits())
                     });
-                    if !same {
-                        self.stats.outputs_wrong += 1;
-                    }
+                    self.stats.outputs_wrong += u64::from(!same);
                 }
             }
         }
@@ -894,7 +835,7 @@ impl<H: Hal> WorkerActor<H> {
             cc_time_ns: 0,
             num_outputs,
             device_id: 0,
-            device_tpb_idx: u16::from(self.core),
+            device_tpb_idx: u16::from(self.p.core),
         };
         // The response is the record: stored into the item (two runs),
         // read back, and everything after (the caller's copy, the counters,
@@ -903,8 +844,8 @@ impl<H: Hal> WorkerActor<H> {
         // response's: no trace event comes between them.)
         let stored = match cur.idx {
             Some(idx) => self
-                .pool
-                .store_resp(&*self.hal, idx, &resp, cur.bad.is_some())
+                .p.pool
+                .store_resp(&*self.p.hal, idx, &resp, cur.bad.is_some())
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
                     InferResp::parse(&b)
@@ -913,7 +854,7 @@ impl<H: Hal> WorkerActor<H> {
                 }),
             None => Ok((resp.encode(), resp)),
         };
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         // A response the item does not hold (its store or read-back failed,
         // or what came back does not parse) is no record: the execution
         // completes with `NRT_FAILURE` (a host operation failed, as a failed
@@ -924,7 +865,7 @@ impl<H: Hal> WorkerActor<H> {
             self.stats.resp_failures += 1;
             cx.event(
                 "resp_failure",
-                format_args!("xu={} seq={:#x}: response: {e}", self.core, cur.seq.0),
+                format_args!("xu={} seq={:#x}: response: {e}", self.p.core, cur.seq.0),
             );
             let failed = InferResp {
                 status: NrtStatus::FAILURE,
@@ -936,7 +877,7 @@ impl<H: Hal> WorkerActor<H> {
             if let Some(out) = out.as_ref() {
                 out.store_resp(&bytes);
             }
-            if self.record_tags {
+            if self.p.record_tags {
                 self.stats.tags.push(cur.tag);
             }
         }
@@ -952,11 +893,11 @@ impl<H: Hal> WorkerActor<H> {
         self.step_drained(WorkerEvent::WriteStatus, cx);
         // report_counters (R1: keep it if the mailbox is full).
         let msg = PubMsg::Completed(Completion {
-            core: self.core,
+            core: self.p.core,
             resp: bytes,
             ext,
         });
-        match self.to_pub.push(msg) {
+        match self.p.to_pub.push(msg) {
             Ok(()) => {
                 // Wake the publisher only when its mailbox may be filling
                 // up (half of it pushed since the last wake-up: counted
@@ -964,7 +905,7 @@ impl<H: Hal> WorkerActor<H> {
                 // publisher writes); the rest is flushed when this worker
                 // runs out of work (it needs the counters timely only then).
                 self.pub_owed += 1;
-                if self.pub_owed as usize >= self.to_pub.capacity() / 2 {
+                if self.pub_owed as usize >= self.p.to_pub.capacity() / 2 {
                     self.wake_publisher();
                 }
             }
@@ -978,40 +919,33 @@ impl<H: Hal> WorkerActor<H> {
         let dev_cycles = parsed.latency_device_ns();
         let latency_total = parsed.latency_total_ns();
         self.step_drained(WorkerEvent::ReportCounters, cx);
-        self.stats.by_status.add(status, 1);
+        let st = &mut self.stats;
+        st.by_status.add(status, 1);
         if let Some(c) = class {
-            self.stats.classes[c as usize] += 1;
+            st.classes[c as usize] += 1;
         }
-        match ext {
-            Some(NcCounter::HwErrDmaAbort) => self.stats.dma_aborts += 1,
-            Some(NcCounter::ErrSwNqOverflow) => self.stats.nq_overflows += 1,
-            _ => {}
-        }
+        st.dma_aborts += u64::from(ext == Some(NcCounter::HwErrDmaAbort));
+        st.nq_overflows += u64::from(ext == Some(NcCounter::ErrSwNqOverflow));
         // Wrapping, as the slab's MAC_COUNT adds it: the word is device
         // memory an engine may have written anything into.
-        self.stats.macs = self.stats.macs.wrapping_add(macs);
-        self.stats.device_ns += dev_cycles;
-        if status == NrtStatus::SUCCESS {
-            self.stats.ok += 1;
-        } else {
-            self.stats.err += 1;
-        }
-        if status == NrtStatus::TIMEOUT {
-            self.stats.timed_out += 1;
-        }
-        self.stats.latency.record(latency_total);
+        st.macs = st.macs.wrapping_add(macs);
+        st.device_ns += dev_cycles;
+        st.ok += u64::from(status == NrtStatus::SUCCESS);
+        st.err += u64::from(status != NrtStatus::SUCCESS);
+        st.timed_out += u64::from(status == NrtStatus::TIMEOUT);
+        st.latency.record(latency_total);
         cx.event(
             "msg",
             format_args!(
                 "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_cycles}",
-                self.core, seq.0
+                self.p.core, seq.0
             ),
         );
         // Mutant (`xunds sim` must find it): a timed-out execution's item is
         // returned twice.
         #[cfg(xunds_mutant = "timeout_double_free")]
         if let (NrtStatus::TIMEOUT, Some(i)) = (status, idx) {
-            let _ = self.returns.push(i);
+            let _ = self.p.returns.push(i);
         }
         self.kept_return = idx;
         self.finish_cycle(cx);
@@ -1022,7 +956,7 @@ impl<H: Hal> WorkerActor<H> {
     /// drained the HAL tap (these steps make no HAL operation).
     fn finish_cycle(&mut self, cx: &mut Cx<'_>) -> bool {
         if let Some(idx) = self.kept_return.take() {
-            if let Err(full) = self.returns.push(idx) {
+            if let Err(full) = self.p.returns.push(idx) {
                 self.kept_return = Some(full.into_inner());
                 return false;
             }
@@ -1032,18 +966,16 @@ impl<H: Hal> WorkerActor<H> {
             return true;
         };
         let popped = if cur.discard {
-            self.ring.discard().ok().map(|seq| (seq, Signal::NoWaiter))
+            self.p.ring.discard().ok().map(|seq| (seq, Signal::NoWaiter))
         } else {
-            self.ring.pop(cur.status).ok().map(|p| (p.seq, p.signal))
+            self.p.ring.pop(cur.status).ok().map(|p| (p.seq, p.signal))
         };
         if let Some((seq, _)) = popped {
             self.slots.popped(seq.seq_num());
         }
         match popped {
             Some((seq, signal)) => {
-                if seq != cur.seq {
-                    self.stats.fifo_violations += 1;
-                }
+                self.stats.fifo_violations += u64::from(seq != cur.seq);
                 self.step_drained(WorkerEvent::Pop, cx);
                 if let Signal::Failed(_) = signal {
                     self.stats.signal_failures += 1;
@@ -1063,7 +995,7 @@ impl<H: Hal> WorkerActor<H> {
             }
         }
         self.stats.completed += 1;
-        self.slot_trace(cx);
+        self.slots.drain(cx);
         true
     }
 }
@@ -1072,7 +1004,7 @@ impl<H: Hal> WorkerActor<H> {
     /// Give the worker the lanes (built alongside it): with `recover` it
     /// starts its XU's reset through its lane.
     pub fn attach_lanes(&mut self, lanes: Arc<[Mutex<Lane<H>>]>) {
-        self.lanes = Some(lanes);
+        self.lanes = self.p.recover.then_some(lanes);
     }
 
     /// Degrade the XU (`intact`: the fault left every queue in step). An
@@ -1081,42 +1013,20 @@ impl<H: Hal> WorkerActor<H> {
     /// critical section: no schedule call ever sees the XU DEGRADED (it
     /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
-        let lanes = self.reset_lanes();
-        let mut lane = Self::own_lane(&lanes, self.core);
-        let r = if intact {
-            self.health.degrade_intact(ev, self.core, cx)
-        } else {
-            self.health.degrade(ev, self.core, cx)
-        };
+        let lanes = self.lanes.clone();
+        let mut lane = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core))).map(lock);
+        let r = self.p.health.degrade(ev, intact, self.p.core, cx);
         if matches!(r, Ok(true)) {
             self.degraded_at = Some(cx.now());
         }
         let r = match (r, lane.as_mut()) {
-            (Ok(_), Some(l)) if self.health.state() == XuHealthState::Degraded => {
+            (Ok(_), Some(l)) if self.p.health.state() == XuHealthState::Degraded => {
                 l.begin_reset(cx).map(drop)
             }
             (r, _) => r.map(drop),
         };
         drop(lane);
-        if let Err(e) = r {
-            cx.refused(&mut self.stats.fsm_violations, e);
-        }
-    }
-
-    /// The lanes, when this worker resets its XU itself (`recover`).
-    fn reset_lanes(&self) -> Option<Arc<[Mutex<Lane<H>>]>> {
-        self.lanes.clone().filter(|_| self.recover)
-    }
-
-    /// This XU's lane, locked.
-    fn own_lane(
-        lanes: &Option<Arc<[Mutex<Lane<H>>]>>,
-        core: u8,
-    ) -> Option<std::sync::MutexGuard<'_, Lane<H>>> {
-        lanes
-            .as_deref()
-            .and_then(|l| l.get(usize::from(core)))
-            .map(crate::actors::producer::lock)
+        cx.counted(&mut self.stats.fsm_violations, r);
     }
 
     /// Feed the XU's health an event through the worker's own path (tests
@@ -1135,20 +1045,15 @@ impl<H: Hal> WorkerActor<H> {
 
     /// One reset step (`xu_health`), traced; a refused one is counted.
     fn reset_step(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) -> bool {
-        match self.health.step(e, self.core, cx) {
-            Ok(_) => true,
-            Err(err) => {
-                cx.refused(&mut self.stats.fsm_violations, err);
-                false
-            }
-        }
+        let r = self.p.health.step(e, self.p.core, cx);
+        cx.counted(&mut self.stats.fsm_violations, r)
     }
 
     /// (`RESET_REQ`, `RESET_ACK`) of this core.
     fn reset_regs(&self) -> Option<(u32, u32)> {
-        let regs = self.map.regs[usize::from(self.core)];
+        let regs = self.p.map.regs[usize::from(self.p.core)];
         let req = self
-            .hal
+            .p.hal
             .load_u32(regs, reg::RESET_REQ, Ordering::Relaxed)
             .ok()?;
         // Ordering: Acquire pairs with the device's Release store of
@@ -1156,7 +1061,7 @@ impl<H: Hal> WorkerActor<H> {
         // device wrote is readable; after a re-initialisation the NQ rings
         // are zeroed.
         let ack = self
-            .hal
+            .p.hal
             .load_u32(regs, reg::RESET_ACK, Ordering::Acquire)
             .ok()?;
         Some((req, ack))
@@ -1167,32 +1072,27 @@ impl<H: Hal> WorkerActor<H> {
     fn drained(&self) -> bool {
         self.cur.is_none()
             && matches!(self.state, WorkerState::Idle | WorkerState::Sleeping)
-            && self.ring.queue().in_flight() == 0
-            && self.harvester.in_flight() == 0
+            && self.p.ring.queue().in_flight() == 0
+            && self.p.harvester.in_flight() == 0
     }
 
     /// Drive the XU's reset (module docs). `true` when a step was taken.
     fn drive_reset(&mut self, cx: &mut Cx<'_>) -> bool {
-        match self.health.state() {
+        match self.p.health.state() {
             XuHealthState::Healthy => {
                 // Brought back from outside (`System::recover`).
                 self.degraded_at = None;
                 false
             }
             XuHealthState::Degraded => {
-                let lanes = self.reset_lanes();
-                let Some(mut lane) = Self::own_lane(&lanes, self.core) else {
+                let lanes = self.lanes.clone();
+                let own = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core)));
+                let Some(mut lane) = own.map(lock) else {
                     return false;
                 };
                 let r = lane.begin_reset(cx);
                 drop(lane);
-                match r {
-                    Ok(()) => true,
-                    Err(e) => {
-                        cx.refused(&mut self.stats.fsm_violations, e);
-                        false
-                    }
-                }
+                cx.counted(&mut self.stats.fsm_violations, r)
             }
             XuHealthState::Stopping => match self.reset_regs() {
                 Some((req, ack)) if req == ack && req % 2 == 1 => {
@@ -1205,28 +1105,28 @@ impl<H: Hal> WorkerActor<H> {
                 if !self.drained() {
                     return false;
                 }
-                let regs = self.map.regs[usize::from(self.core)];
+                let regs = self.p.map.regs[usize::from(self.p.core)];
                 // Ordering: Release pairs with the device's Acquire load of
                 // RESET_REQ: the worker reads the NQ rings no more.
                 if let Err(e) = self
-                    .hal
+                    .p.hal
                     .fetch_add_u32(regs, reg::RESET_REQ, 1, Ordering::Release)
                 {
-                    cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+                    cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
                     return false;
                 }
-                self.device_wake.wake();
+                self.p.device_wake.wake();
                 self.reset_step(XuHealthEvent::Drained, cx)
             }
             XuHealthState::Resetting => match self.reset_regs() {
                 Some((req, ack)) if req == ack && req % 2 == 0 => {
-                    self.harvester.reset();
+                    self.p.harvester.reset();
                     self.note = None;
                     self.draining = false;
                     if self.reset_step(XuHealthEvent::DeviceReset, cx) {
                         self.degraded_at = None;
                         self.stats.recoveries += 1;
-                        cx.event("msg", format_args!("xu={} reset done", self.core));
+                        cx.event("msg", format_args!("xu={} reset done", self.p.core));
                     }
                     true
                 }
@@ -1242,7 +1142,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
-        self.has_work.awake();
+        self.p.has_work.awake();
         let mut made = self.drive_reset(cx);
         if self.kept.is_some() {
             made |= self.flush_kept();
@@ -1265,7 +1165,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
                 },
                 WorkerState::CountersReported => {
                     // `finish_cycle` steps without draining the HAL tap.
-                    self.tap.drain(cx);
+                    self.p.tap.drain(cx);
                     if !self.finish_cycle(cx) {
                         break;
                     }
@@ -1279,8 +1179,8 @@ impl<H: Hal> Actor for WorkerActor<H> {
         if !made && self.wants_nq_sleep() {
             // About to sleep on the NQ interrupt: arm it, then look once
             // more (device::irq). A failed arm means no sleep: keep yielding.
-            let regs = self.map.regs[usize::from(self.core)];
-            self.nq_armed = irq::arm(&*self.hal, regs).is_ok();
+            let regs = self.p.map.regs[usize::from(self.p.core)];
+            self.nq_armed = irq::arm(&*self.p.hal, regs).is_ok();
             if self.nq_armed {
                 if let Some(outcome) = self.harvest(cx) {
                     self.complete(outcome, cx);
@@ -1289,7 +1189,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
                 }
             }
         }
-        self.tap.drain(cx);
+        self.p.tap.drain(cx);
         if made {
             self.idle_polls = 0;
             Progress::Made
@@ -1305,7 +1205,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // Waiting for the device to acknowledge a reset step: no fd
             // says when (the NQ interrupt does, if armed).
             _ if matches!(
-                self.health.state(),
+                self.p.health.state(),
                 XuHealthState::Stopping | XuHealthState::Draining | XuHealthState::Resetting
             ) && !self.nq_armed =>
             {
@@ -1317,7 +1217,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // than the wait).
             WorkerState::Current if self.nq_armed => self.nq_fd.map_or(Idle::Yield, Idle::Fd),
             WorkerState::Current => Idle::Yield,
-            _ => Idle::Fd(self.has_work.fd()),
+            _ => Idle::Fd(self.p.has_work.fd()),
         }
     }
 

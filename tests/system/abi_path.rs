@@ -993,7 +993,7 @@ fn refusals_take_nothing() {
         assert_eq!(lane.free_items(), pool - 4, "queue full took no item");
         assert_eq!(lane.stager().in_flight(), Ok(4), "nor a staging slot");
         assert_eq!(
-            shared.healths[0].degrade(XuHealthEvent::Timeout, 0, &mut xunds::fsm::NoHook),
+            shared.healths[0].degrade(XuHealthEvent::Timeout, false, 0, &mut xunds::fsm::NoHook),
             Ok(true)
         );
         let r = lane.schedule(request(&model, &x, None), &mut cx);
