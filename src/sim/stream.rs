@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::fsm::Transition;
 use crate::sim::events::Nanos;
-use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head};
+use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, AGAIN_HEAD};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -365,14 +365,24 @@ impl Binary {
         ops: &Encoded,
         t: &mut Tally,
     ) {
-        let mut ops = ops.ops().peekable();
-        if ops.peek().is_none() {
+        let Some((_, heads)) = ops.ends.split_last() else {
             return;
-        }
+        };
         let outputs = self.checkpoints();
         let mut start = self.begin(now, actor, TAG_HAL);
         let again = self.again_head(TAG_HAL);
-        for (i, op) in ops.enumerate() {
+        if !outputs && again.bytes().len() == AGAIN_HEAD.len() {
+            // The operations and their heads in one copy; each head gets
+            // the actor's index.
+            let base = self.stream.len();
+            self.stream.extend_from_slice(&ops.bytes);
+            for &h in heads {
+                self.stream[base + h as usize + 2] = again.bytes()[2];
+            }
+            t.events += ops.ends.len() as u64;
+            return self.cut(&mut t.hasher);
+        }
+        for (i, op) in ops.ops().enumerate() {
             if i > 0 {
                 start = self.stream.len();
                 self.stream.extend_from_slice(again.bytes());

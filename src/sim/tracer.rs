@@ -361,28 +361,37 @@ struct LogInner {
     encoded: Option<Encoded>,
 }
 
-/// The operations of an encoding [`TraceLog`]: their encodings back to
-/// back, and where each ends.
+/// The operations of an encoding [`TraceLog`], laid out as the event
+/// stream carries them after the first: each one after the first is
+/// preceded by the head of a `hal` event at the same time
+/// ([`AGAIN_HEAD`]: the tag, a zero time delta, an actor byte the stream
+/// fills in), so the stream takes them in one copy.
 #[derive(Debug, Default)]
 pub struct Encoded {
-    /// The encodings, concatenated.
+    /// The heads and encodings, concatenated.
     pub bytes: Vec<u8>,
     /// The end offset in `bytes` of each operation's encoding.
     pub ends: Vec<u32>,
 }
 
+/// The head before each operation of [`Encoded`] but the first.
+pub(crate) const AGAIN_HEAD: [u8; 3] = [crate::sim::stream::TAG_HAL, 0, 0];
+
 impl Encoded {
-    /// Each operation's encoding, in order.
+    /// Each operation's encoding, in order (without the heads).
     pub fn ops(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut start = 0usize;
         self.ends.iter().map(move |&end| {
             let op = &self.bytes[start..end as usize];
-            start = end as usize;
+            start = end as usize + AGAIN_HEAD.len();
             op
         })
     }
 
     fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        if !self.ends.is_empty() {
+            self.bytes.extend_from_slice(&AGAIN_HEAD);
+        }
         encode(&mut self.bytes);
         self.ends.push(self.bytes.len() as u32);
     }
