@@ -307,7 +307,7 @@ struct LogInner {
 /// The operations of an encoding [`TraceLog`], laid out as the event
 /// stream carries them after the first: each one after the first is
 /// preceded by the head of a `hal` event at the same time
-/// ([`AGAIN_HEAD`]: the tag, a zero time delta, an actor byte the stream
+/// (`AGAIN_HEAD`: the tag, a zero time delta, an actor byte the stream
 /// fills in), so the stream takes them in one copy.
 #[derive(Debug, Default)]
 pub struct Encoded {
