@@ -5,8 +5,8 @@
 //!   them under `--cfg loom`), simulated events that never block. Deterministic.
 //! - [`tracer::Tracer`]: records every operation as a deterministic
 //!   [`tracer::TraceOp`] (regions by name, offsets relative to the region base):
-//!   the one HAL event stream, its text view, its binary encoding for the
-//!   trace digest and `tracer::replay` (`testkit`).
+//!   the one HAL event stream, its text view and its binary encoding for
+//!   the trace digest (the device tests re-issue its records).
 //! - [`stream`]: the trace's binary event stream (header, event encoding,
 //!   digest, checkpoints, a replay's compare) that `crate::system::trace`
 //!   writes to its files.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::fsm::Transition;
 use crate::sim::events::Nanos;
-use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head};
+use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, AGAIN_HEAD};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
@@ -225,27 +225,33 @@ pub(crate) struct Binary {
     view: Option<Box<dyn Write + Send>>,
     /// Actor names: an event names its actor by index (and by name too,
     /// the first time).
-    actors: Names,
+    actors: Names<Box<str>>,
     /// State-machine names: a transition names its machine the same way,
     /// and its states and event by their codes ([`Transition::codes`]).
-    machines: Names,
+    machines: Names<&'static str>,
 }
 
 /// Names in order of first appearance (actors, state machines), which the
 /// stream gives by index, followed by the name itself the first time
 /// ([`put_name`]).
+///
+/// A machine's name is a `&'static str`: kept as it is, it is found by its
+/// address before its bytes are compared.
 #[derive(Default)]
-struct Names {
-    names: Vec<Box<str>>,
+struct Names<S> {
+    names: Vec<S>,
     /// The index found last (most events repeat the previous name).
     last: usize,
 }
 
-impl Names {
+impl<S: core::ops::Deref<Target = str>> Names<S> {
     /// `name`'s index, and whether this is its first appearance.
     #[inline(always)]
-    fn index(&mut self, name: &str) -> (usize, bool) {
-        if self.names.get(self.last).is_some_and(|n| &**n == name) {
+    fn index<'a>(&mut self, name: &'a str) -> (usize, bool)
+    where
+        S: From<&'a str>,
+    {
+        if self.names.get(self.last).is_some_and(|n| same(n, name)) {
             return (self.last, false);
         }
         self.find(name)
@@ -253,8 +259,11 @@ impl Names {
 
     /// [`index`](Self::index) when the name is not the last one found.
     #[inline]
-    fn find(&mut self, name: &str) -> (usize, bool) {
-        let (i, first) = match self.names.iter().position(|n| &**n == name) {
+    fn find<'a>(&mut self, name: &'a str) -> (usize, bool)
+    where
+        S: From<&'a str>,
+    {
+        let (i, first) = match self.names.iter().position(|n| same(n, name)) {
             Some(i) => (i, false),
             None => {
                 self.names.push(name.into());
@@ -264,6 +273,12 @@ impl Names {
         self.last = i;
         (i, first)
     }
+}
+
+/// The same name: the same string (address and length), or equal bytes.
+#[inline(always)]
+fn same(n: &str, name: &str) -> bool {
+    core::ptr::eq(n, name) || n == name
 }
 
 /// Append a name as [`Names::index`] found it: its index, then the name
@@ -365,14 +380,24 @@ impl Binary {
         ops: &Encoded,
         t: &mut Tally,
     ) {
-        let mut ops = ops.ops().peekable();
-        if ops.peek().is_none() {
+        let Some((_, heads)) = ops.ends.split_last() else {
             return;
-        }
+        };
         let outputs = self.checkpoints();
         let mut start = self.begin(now, actor, TAG_HAL);
         let again = self.again_head(TAG_HAL);
-        for (i, op) in ops.enumerate() {
+        if !outputs && again.bytes().len() == AGAIN_HEAD.len() {
+            // The operations and their heads in one copy; each head gets
+            // the actor's index.
+            let base = self.stream.len();
+            self.stream.extend_from_slice(&ops.bytes);
+            for &h in heads {
+                self.stream[base + h as usize + 2] = again.bytes()[2];
+            }
+            t.events += ops.ends.len() as u64;
+            return self.cut(&mut t.hasher);
+        }
+        for (i, op) in ops.ops().enumerate() {
             if i > 0 {
                 start = self.stream.len();
                 self.stream.extend_from_slice(again.bytes());
@@ -471,6 +496,11 @@ impl Binary {
         Ok(written)
     }
 
+    /// Whether an event goes anywhere but the digest (a file, a
+    /// comparison or a view).
+    pub(crate) fn has_outputs(&self) -> bool {
+        self.checkpoints() || self.view.is_some()
+    }
     fn checkpoints(&self) -> bool {
         self.file.is_some() || self.compare.is_some()
     }

@@ -1,7 +1,7 @@
 //! The tracer middleware: wraps any [`Hal`] and records every operation as a
 //! deterministic [`TraceOp`] (regions by name, offsets relative to the region
-//! base, never a host address), for insta snapshots and `replay` (the
-//! `testkit` feature's check that a trace re-issues).
+//! base, never a host address), for the run's trace, insta snapshots and
+//! the device tests' replay of a trace.
 //!
 //! Memory accesses all pass through [`Hal::access`], so the tracer wraps that
 //! one method and records one generic [`MemOp`]. [`Op`] is the one table of
@@ -15,8 +15,6 @@
 #![forbid(unsafe_code)]
 
 use core::fmt::{self, Write as _};
-#[cfg(any(test, feature = "testkit"))]
-use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -87,7 +85,7 @@ pub struct MemOp {
     /// A fetch-add's old word; the doorbell's running total after.
     pub result: u64,
     /// The bytes of a copy or a record.
-    pub data: Bytes,
+    pub data: Vec<u8>,
 }
 
 impl MemOp {
@@ -115,7 +113,7 @@ impl MemOp {
             order,
             value,
             result,
-            data: Bytes::new(data),
+            data: data.to_vec(),
         }
     }
 }
@@ -134,61 +132,6 @@ fn fields<'a>(a: &'a Access<'_>, v: u64) -> (Ordering, u64, u64, &'a [u8]) {
         Access::ReadRecord(_, b) => (Ordering::Relaxed, 0, 0, &b[..]),
         Access::WriteRecord(_, b) => (Ordering::Relaxed, 0, 0, &b[..]),
         Access::LoadRun(_) | Access::StoreRun(_) => (Ordering::Relaxed, 0, 0, &[]),
-    }
-}
-
-/// The bytes of a recorded copy or record: up to 16 inline (records and
-/// short copies allocate nothing), longer ones on the heap.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Bytes(Repr);
-
-#[derive(Clone, PartialEq, Eq)]
-enum Repr {
-    Inline(u8, [u8; RECORD]),
-    Heap(Vec<u8>),
-}
-
-impl Default for Repr {
-    fn default() -> Self {
-        Repr::Inline(0, [0; RECORD])
-    }
-}
-
-impl Bytes {
-    /// A copy of `b`.
-    pub fn new(b: &[u8]) -> Bytes {
-        if b.len() <= RECORD {
-            let mut a = [0u8; RECORD];
-            a[..b.len()].copy_from_slice(b);
-            Bytes(Repr::Inline(b.len() as u8, a))
-        } else {
-            Bytes(Repr::Heap(b.to_vec()))
-        }
-    }
-}
-
-impl core::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match &self.0 {
-            Repr::Inline(n, a) => &a[..usize::from(*n)],
-            Repr::Heap(v) => v,
-        }
-    }
-}
-
-impl core::ops::DerefMut for Bytes {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        match &mut self.0 {
-            Repr::Inline(n, a) => &mut a[..usize::from(*n)],
-            Repr::Heap(v) => v,
-        }
-    }
-}
-
-impl fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
     }
 }
 
@@ -361,28 +304,37 @@ struct LogInner {
     encoded: Option<Encoded>,
 }
 
-/// The operations of an encoding [`TraceLog`]: their encodings back to
-/// back, and where each ends.
+/// The operations of an encoding [`TraceLog`], laid out as the event
+/// stream carries them after the first: each one after the first is
+/// preceded by the head of a `hal` event at the same time
+/// (`AGAIN_HEAD`: the tag, a zero time delta, an actor byte the stream
+/// fills in), so the stream takes them in one copy.
 #[derive(Debug, Default)]
 pub struct Encoded {
-    /// The encodings, concatenated.
+    /// The heads and encodings, concatenated.
     pub bytes: Vec<u8>,
     /// The end offset in `bytes` of each operation's encoding.
     pub ends: Vec<u32>,
 }
 
+/// The head before each operation of [`Encoded`] but the first.
+pub(crate) const AGAIN_HEAD: [u8; 3] = [crate::sim::stream::TAG_HAL, 0, 0];
+
 impl Encoded {
-    /// Each operation's encoding, in order.
+    /// Each operation's encoding, in order (without the heads).
     pub fn ops(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut start = 0usize;
         self.ends.iter().map(move |&end| {
             let op = &self.bytes[start..end as usize];
-            start = end as usize;
+            start = end as usize + AGAIN_HEAD.len();
             op
         })
     }
 
     fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        if !self.ends.is_empty() {
+            self.bytes.extend_from_slice(&AGAIN_HEAD);
+        }
         encode(&mut self.bytes);
         self.ends.push(self.bytes.len() as u32);
     }
@@ -447,11 +399,6 @@ impl TraceLog {
         self.len() == 0
     }
 
-    /// Remove and return every record (sequence numbers restart at 0).
-    pub fn take(&self) -> Vec<TraceRecord> {
-        std::mem::take(&mut self.lock().records)
-    }
-
     /// Hand every record to `f` in order, then remove them (sequence
     /// numbers restart at 0) keeping the log's buffer for the next ones.
     /// `f` must not use the traced HAL (the log is locked meanwhile).
@@ -477,15 +424,10 @@ impl TraceLog {
         }
         true
     }
-
-    /// Render records `from..` one per line (see [`render`]).
-    pub fn render_from(&self, from: usize, names: Option<Namer>) -> String {
-        let v = self.lock();
-        render(v.records.get(from..).unwrap_or(&[]), names)
-    }
 }
 
 /// Render records one per line: `seq op details`. Deterministic.
+#[cfg(any(test, feature = "testkit"))]
 pub fn render(records: &[TraceRecord], names: Option<Namer>) -> String {
     let mut out = String::new();
     for r in records {
@@ -1077,144 +1019,4 @@ impl TraceOp {
             }
         }
     }
-}
-
-#[cfg(any(test, feature = "testkit"))]
-/// Where a replay first disagreed with the recording.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Divergence {
-    /// The record's sequence number.
-    pub seq: u64,
-    /// The recorded operation.
-    pub recorded: TraceOp,
-    /// What the replay observed instead (rendered), or the error.
-    pub observed: String,
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl fmt::Display for Divergence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "replay diverged at record {}: recorded `{}`, observed {}",
-            self.seq,
-            Show(&self.recorded, None),
-            self.observed
-        )
-    }
-}
-
-#[cfg(any(test, feature = "testkit"))]
-impl std::error::Error for Divergence {}
-
-#[cfg(any(test, feature = "testkit"))]
-/// What a successful replay did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReplayReport {
-    /// Operations re-issued.
-    pub applied: usize,
-    /// Reads whose value matched the recording.
-    pub checked: usize,
-    /// Records skipped (failed operations).
-    pub skipped: usize,
-}
-
-#[cfg(any(test, feature = "testkit"))]
-/// Test support (`testkit` feature): re-issue a recorded trace (taken with [`TraceFilter::All`]) against a fresh
-/// backend: maps and events are created, every write is applied, and every
-/// read is performed and compared with the recorded value. The first
-/// mismatch is a [`Divergence`]. Waits are compared too (the fake answers
-/// deterministically; a Linux wait is bounded by the recorded timeout).
-pub fn replay<H: Hal>(records: &[TraceRecord], hal: &mut H) -> Result<ReplayReport, Divergence> {
-    let mut regions: HashMap<RegionId, RegionHandle> = HashMap::new();
-    let mut events: HashMap<EventId, EventHandle> = HashMap::new();
-    let mut rep = ReplayReport::default();
-    for r in records {
-        let diverge = |observed: String| Divergence {
-            seq: r.seq,
-            recorded: r.op.clone(),
-            observed,
-        };
-        let err = |e: HalError| diverge(format!("error: {e}"));
-        let mut check = |same: bool, got: String| {
-            if same {
-                rep.checked += 1;
-                Ok(())
-            } else {
-                Err(diverge(got))
-            }
-        };
-        let event = |e: &EventId| {
-            events
-                .get(e)
-                .copied()
-                .ok_or_else(|| diverge(format!("event {e} never created")))
-        };
-        match &r.op {
-            TraceOp::Map { region, len } => {
-                let h = hal.map(*region, *len).map_err(err)?;
-                regions.insert(*region, h);
-            }
-            TraceOp::Event { event } => {
-                let h = hal.event(*event).map_err(err)?;
-                events.insert(*event, h);
-            }
-            TraceOp::Mem(m) => {
-                let reg = *regions
-                    .get(&m.region)
-                    .ok_or_else(|| diverge(format!("region {} was never mapped", m.region)))?;
-                let (mut buf, mut rec) = (m.data.clone(), m.rec());
-                let (order, value) = (m.order, m.value);
-                let width = match m.op {
-                    Op::Load64 | Op::Store64 | Op::FetchAdd64 => Width::W64,
-                    _ => Width::W32,
-                };
-                let a = match m.op {
-                    Op::CopyIn => Access::Write(&m.data),
-                    Op::CopyOut => Access::Read(&mut buf),
-                    Op::Load32 | Op::Load64 => Access::Load(width, order),
-                    Op::Store32 | Op::Store64 => Access::Store(width, value, order),
-                    Op::FetchAdd32 | Op::FetchAdd64 => Access::FetchAdd(width, value, order),
-                    Op::TailInc => Access::TailInc(value as u32),
-                    Op::Write16 => Access::WriteRecord(Record::Plain, &rec),
-                    Op::WriteDesc => Access::WriteRecord(Record::Desc, &rec),
-                    Op::WriteNq => Access::WriteRecord(Record::Nq, &rec),
-                    Op::Read16 => Access::ReadRecord(Record::Plain, &mut rec),
-                    Op::ReadDesc => Access::ReadRecord(Record::Desc, &mut rec),
-                    Op::ReadNq => Access::ReadRecord(Record::Nq, &mut rec),
-                    Op::LoadRun | Op::StoreRun => {
-                        return Err(diverge("a word run is recorded word by word".into()))
-                    }
-                };
-                let got = hal.access(reg, m.off, a).map_err(err)?;
-                match m.op {
-                    Op::Load32 | Op::Load64 => check(got == m.value, format!("{got:#x}"))?,
-                    Op::FetchAdd32 | Op::FetchAdd64 => {
-                        check(got == m.result, format!("old {got:#x}"))?
-                    }
-                    Op::TailInc => check(got == m.result, format!("total {got}"))?,
-                    Op::CopyOut => check(buf == m.data, format!("{:02x?}", &*buf))?,
-                    Op::Read16 | Op::ReadDesc | Op::ReadNq => {
-                        check(rec[..] == m.data[..], format!("{rec:02x?}"))?
-                    }
-                    _ => {}
-                }
-            }
-            TraceOp::Notify { event: e, n } => hal.notify(event(e)?, *n).map_err(err)?,
-            TraceOp::Wait {
-                event: e,
-                timeout_ns,
-                result,
-            } => {
-                let got = hal.wait(event(e)?, *timeout_ns).map_err(err)?;
-                check(got == *result, format!("{got:?}"))?;
-            }
-            TraceOp::Failed { .. } => {
-                rep.skipped += 1;
-                continue;
-            }
-        }
-        rep.applied += 1;
-    }
-    Ok(rep)
 }

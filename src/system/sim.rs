@@ -217,66 +217,41 @@ impl SimCase {
     }
 }
 
-/// The invariants a run is checked against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Invariant {
-    /// The run itself failed (an error other than a bound).
-    Run,
-    /// Every wait is bounded: no livelock, no poll budget exhausted, every
-    /// completion within its timeout (plus the run's slack).
-    BoundedWait,
-    /// Conservation of executions: every schedule call accounted for as
-    /// accepted, refused queue-full or refused 101, and every accepted one
-    /// completed.
-    Conservation,
-    /// FIFO per XU.
-    Fifo,
-    /// Exactly-once completion: each accepted execution's tag once.
-    ExactlyOnce,
-    /// Outputs bit-exact against the CPU reference.
-    Outputs,
-    /// Every counter equal between the run's own truth (worker and lane
-    /// statistics) and the slab read back through the NDS reader.
-    Counters,
-    /// Every model record fresh (no torn record accepted), no NDS update
-    /// refused.
-    Records,
-    /// No state-machine violation.
-    Fsm,
-    /// Every work item back in its pool exactly once.
-    ItemPool,
-    /// A degraded XU refuses every later schedule (until recovered).
-    DegradedRefuses,
-    /// No file descriptor left open.
-    Fds,
-    /// An extra check given by the caller ([`SimOptions::hook`]).
-    Hook,
-}
-
-impl Invariant {
-    /// The name printed in reports.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Invariant::Run => "run",
-            Invariant::BoundedWait => "bounded_wait",
-            Invariant::Conservation => "conservation",
-            Invariant::Fifo => "fifo",
-            Invariant::ExactlyOnce => "exactly_once",
-            Invariant::Outputs => "outputs",
-            Invariant::Counters => "counters",
-            Invariant::Records => "records",
-            Invariant::Fsm => "fsm",
-            Invariant::ItemPool => "item_pool",
-            Invariant::DegradedRefuses => "degraded_refuses",
-            Invariant::Fds => "fds",
-            Invariant::Hook => "hook",
-        }
-    }
-}
-
-impl fmt::Display for Invariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+wire_enum! {
+    /// The invariants a run is checked against, by the name printed in
+    /// reports.
+    pub enum Invariant(usize) {
+        /// The run itself failed (an error other than a bound).
+        Run = 0 => "run",
+        /// Every wait is bounded: no livelock, no poll budget exhausted, every
+        /// completion within its timeout (plus the run's slack).
+        BoundedWait = 1 => "bounded_wait",
+        /// Conservation of executions: every schedule call accounted for as
+        /// accepted, refused queue-full or refused 101, and every accepted one
+        /// completed.
+        Conservation = 2 => "conservation",
+        /// FIFO per XU.
+        Fifo = 3 => "fifo",
+        /// Exactly-once completion: each accepted execution's tag once.
+        ExactlyOnce = 4 => "exactly_once",
+        /// Outputs bit-exact against the CPU reference.
+        Outputs = 5 => "outputs",
+        /// Every counter equal between the run's own truth (worker and lane
+        /// statistics) and the slab read back through the NDS reader.
+        Counters = 6 => "counters",
+        /// Every model record fresh (no torn record accepted), no NDS update
+        /// refused.
+        Records = 7 => "records",
+        /// No state-machine violation.
+        Fsm = 8 => "fsm",
+        /// Every work item back in its pool exactly once.
+        ItemPool = 9 => "item_pool",
+        /// A degraded XU refuses every later schedule (until recovered).
+        DegradedRefuses = 10 => "degraded_refuses",
+        /// No file descriptor left open.
+        Fds = 11 => "fds",
+        /// An extra check given by the caller ([`SimOptions::hook`]).
+        Hook = 12 => "hook",
     }
 }
 
@@ -299,68 +274,73 @@ fn broke(invariant: Invariant, detail: String) -> Result<(), Violation> {
     Err(Violation { invariant, detail })
 }
 
+/// `return` a [`Violation`] of `invariant`, its detail formatted, when
+/// `cond` holds.
+macro_rules! fail_if {
+    ($cond:expr, $invariant:expr, $($detail:tt)+) => {
+        if $cond {
+            return broke($invariant, format!($($detail)+));
+        }
+    };
+}
+
 /// Check a finished run of `case` against every invariant but the fd count
 /// (which needs the process's fds before the run: [`run_case`]).
 pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     use Invariant::*;
     let p = &r.producer;
     // Conservation.
-    if p.attempts != p.accepted + p.refused_full + p.refused_unrecoverable + p.failed {
-        return broke(
-            Conservation,
-            format!(
-                "schedule calls {} != accepted {} + refused full {} + refused 101 {} + failed {}",
-                p.attempts, p.accepted, p.refused_full, p.refused_unrecoverable, p.failed
-            ),
-        );
-    }
-    if p.failed != 0 {
-        return broke(
-            Conservation,
-            format!(
-                "{} schedule calls refused with neither NRT_QUEUE_FULL nor 101",
-                p.failed
-            ),
-        );
-    }
-    if p.accepted + p.refused_unrecoverable != case.executions {
-        return broke(
-            Conservation,
-            format!(
-                "executions {} != accepted {} + given up (101) {}",
-                case.executions, p.accepted, p.refused_unrecoverable
-            ),
-        );
-    }
-    if r.completed_ok + r.completed_err != p.accepted {
-        return broke(
-            Conservation,
-            format!(
-                "accepted {} != completed ok {} + completed with error {}",
-                p.accepted, r.completed_ok, r.completed_err
-            ),
-        );
-    }
+    fail_if!(
+        p.attempts != p.accepted + p.refused_full + p.refused_unrecoverable + p.failed,
+        Conservation,
+        "schedule calls {} != accepted {} + refused full {} + refused 101 {} + failed {}",
+        p.attempts,
+        p.accepted,
+        p.refused_full,
+        p.refused_unrecoverable,
+        p.failed
+    );
+    fail_if!(
+        p.failed != 0,
+        Conservation,
+        "{} schedule calls refused with neither NRT_QUEUE_FULL nor 101",
+        p.failed
+    );
+    fail_if!(
+        p.accepted + p.refused_unrecoverable != case.executions,
+        Conservation,
+        "executions {} != accepted {} + given up (101) {}",
+        case.executions,
+        p.accepted,
+        p.refused_unrecoverable
+    );
+    fail_if!(
+        r.completed_ok + r.completed_err != p.accepted,
+        Conservation,
+        "accepted {} != completed ok {} + completed with error {}",
+        p.accepted,
+        r.completed_ok,
+        r.completed_err
+    );
     let lane_sum = r
         .lanes
         .iter()
         .fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
-    if lane_sum != (p.accepted, p.refused_full, p.refused_unrecoverable) {
-        return broke(
-            Conservation,
-            format!(
-                "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({}, {}, {})",
-                p.accepted, p.refused_full, p.refused_unrecoverable
-            ),
-        );
-    }
+    fail_if!(
+        lane_sum != (p.accepted, p.refused_full, p.refused_unrecoverable),
+        Conservation,
+        "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({}, {}, {})",
+        p.accepted,
+        p.refused_full,
+        p.refused_unrecoverable
+    );
     // FIFO.
-    if r.fifo_violations != 0 {
-        return broke(
-            Fifo,
-            format!("{} completions out of order", r.fifo_violations),
-        );
-    }
+    fail_if!(
+        r.fifo_violations != 0,
+        Fifo,
+        "{} completions out of order",
+        r.fifo_violations
+    );
     // Exactly once.
     let mut tags: Vec<u64> = r
         .workers
@@ -371,16 +351,13 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     if let Some(w) = tags.windows(2).find(|w| w[0] == w[1]) {
         return broke(ExactlyOnce, format!("execution {} completed twice", w[0]));
     }
-    if tags.len() as u64 != p.accepted {
-        return broke(
-            ExactlyOnce,
-            format!(
-                "{} distinct executions completed, {} accepted",
-                tags.len(),
-                p.accepted
-            ),
-        );
-    }
+    fail_if!(
+        tags.len() as u64 != p.accepted,
+        ExactlyOnce,
+        "{} distinct executions completed, {} accepted",
+        tags.len(),
+        p.accepted
+    );
     if let Some(t) = tags.iter().find(|&&t| t >= case.executions) {
         return broke(
             ExactlyOnce,
@@ -388,15 +365,14 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     // Outputs.
-    if r.outputs_wrong != 0 || r.outputs_checked != r.completed_ok {
-        return broke(
-            Outputs,
-            format!(
-                "{} outputs wrong; {} checked of {} completed ok",
-                r.outputs_wrong, r.outputs_checked, r.completed_ok
-            ),
-        );
-    }
+    fail_if!(
+        r.outputs_wrong != 0 || r.outputs_checked != r.completed_ok,
+        Outputs,
+        "{} outputs wrong; {} checked of {} completed ok",
+        r.outputs_wrong,
+        r.outputs_checked,
+        r.completed_ok
+    );
     // State machines (before the counters: a violation explains them).
     let bad_items: u64 = r
         .workers
@@ -420,27 +396,22 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     }
     // Records.
     let want = usize::from(case.cores) * usize::from(case.models);
-    if r.nds_errors != 0 || r.model_records != want {
-        return broke(
-            Records,
-            format!(
-                "{} fresh model records of {want}; {} NDS updates refused",
-                r.model_records, r.nds_errors
-            ),
-        );
-    }
+    fail_if!(
+        r.nds_errors != 0 || r.model_records != want,
+        Records,
+        "{} fresh model records of {want}; {} NDS updates refused",
+        r.model_records,
+        r.nds_errors
+    );
     // Counters: each core's slab counters against its worker and lane.
-    if r.workers.len() != r.per_core.len() || r.lanes.len() != r.per_core.len() {
-        return broke(
-            Counters,
-            format!(
-                "{} workers, {} lanes, {} cores read back",
-                r.workers.len(),
-                r.lanes.len(),
-                r.per_core.len()
-            ),
-        );
-    }
+    fail_if!(
+        r.workers.len() != r.per_core.len() || r.lanes.len() != r.per_core.len(),
+        Counters,
+        "{} workers, {} lanes, {} cores read back",
+        r.workers.len(),
+        r.lanes.len(),
+        r.per_core.len()
+    );
     for ((c, w), l) in r.per_core.iter().zip(&r.workers).zip(&r.lanes) {
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
         let timeouts = w.by_status.get(NrtStatus::TIMEOUT);
@@ -463,68 +434,59 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         for class in ErrorClass::ALL {
             want.push((class.counter(), w.classes[class as usize]));
         }
-        if w.timed_out != timeouts || w.ok + w.err != w.completed {
-            return broke(
-                Counters,
-                format!(
-                    "core {}: worker timed out {} vs by status {timeouts}; ok {} + err {} vs completed {}",
-                    c.core, w.timed_out, w.ok, w.err, w.completed
-                ),
-            );
-        }
+        fail_if!(
+            w.timed_out != timeouts || w.ok + w.err != w.completed,
+            Counters,
+            "core {}: worker timed out {} vs by status {timeouts}; ok {} + err {} vs completed {}",
+            c.core,
+            w.timed_out,
+            w.ok,
+            w.err,
+            w.completed
+        );
         for (k, v) in want {
-            if c.get(k) != v {
-                return broke(
-                    Counters,
-                    format!(
-                        "core {}: {} is {} in the slab, {v} in the run",
-                        c.core,
-                        k.name(),
-                        c.get(k)
-                    ),
-                );
-            }
+            fail_if!(
+                c.get(k) != v,
+                Counters,
+                "core {}: {} is {} in the slab, {v} in the run",
+                c.core,
+                k.name(),
+                c.get(k)
+            );
         }
     }
     // Item pools.
     for (core, a) in r.pools.iter().enumerate() {
-        if a.duplicates != 0 || a.free != a.items {
-            return broke(
-                ItemPool,
-                format!(
-                    "core {core}: {} of {} items free, {} freed twice",
-                    a.free, a.items, a.duplicates
-                ),
-            );
-        }
+        fail_if!(
+            a.duplicates != 0 || a.free != a.items,
+            ItemPool,
+            "core {core}: {} of {} items free, {} freed twice",
+            a.free,
+            a.items,
+            a.duplicates
+        );
     }
     // Degraded XUs refuse.
     for (core, w) in r.workers.iter().enumerate() {
-        if w.accepted_while_degraded != 0 {
-            return broke(
-                DegradedRefuses,
-                format!(
-                    "core {core}: {} executions accepted after the XU degraded",
-                    w.accepted_while_degraded
-                ),
-            );
-        }
+        fail_if!(
+            w.accepted_while_degraded != 0,
+            DegradedRefuses,
+            "core {core}: {} executions accepted after the XU degraded",
+            w.accepted_while_degraded
+        );
     }
     // Bounded waits: every completion within its timeout.
     // A timed-out execution completes once the worker reaches it after its
     // deadline (the ones ahead of it on the ring first): half a timeout of
     // slack.
     let bound = case.timeout_ms * 1_500_000;
-    if r.latency.max() > bound {
-        return broke(
-            BoundedWait,
-            format!(
-                "an execution completed {} ns after submission (timeout {} ms)",
-                r.latency.max(),
-                case.timeout_ms
-            ),
-        );
-    }
+    fail_if!(
+        r.latency.max() > bound,
+        BoundedWait,
+        "an execution completed {} ns after submission (timeout {} ms)",
+        r.latency.max(),
+        case.timeout_ms
+    );
     Ok(())
 }
 

@@ -185,11 +185,7 @@ impl Trace {
 
     /// A text view streamed to a new file at `path` through a 64 KiB buffer.
     pub fn create(header: &TraceHeader, path: &Path) -> io::Result<Trace> {
-        let f = File::create(path)?;
-        Ok(Trace::to_writer(
-            header,
-            BufWriter::with_capacity(64 * 1024, f),
-        ))
+        Ok(Trace::to_writer(header, buffered(path)?))
     }
 
     /// A binary trace that keeps only its event count and digest (for
@@ -206,11 +202,7 @@ impl Trace {
 
     /// A binary trace written to a new file at `path`.
     pub fn create_binary(header: &TraceHeader, path: &Path) -> io::Result<Trace> {
-        let f = File::create(path)?;
-        Ok(Trace::binary_to_writer(
-            header,
-            BufWriter::with_capacity(64 * 1024, f),
-        ))
+        Ok(Trace::binary_to_writer(header, buffered(path)?))
     }
 
     /// A binary trace compared with the binary file `recorded` (read from
@@ -332,11 +324,18 @@ impl Trace {
                 if b.texts() {
                     format_line(&mut self.line, now, actor, kind, text);
                 }
-                b.output(&self.line, &mut self.tally);
+                if b.has_outputs() {
+                    b.output(&self.line, &mut self.tally);
+                }
             }
         }
         self.tally.events += 1;
     }
+}
+
+/// A new file at `path` behind a 64 KiB buffer.
+fn buffered(path: &Path) -> io::Result<BufWriter<File>> {
+    Ok(BufWriter::with_capacity(64 * 1024, File::create(path)?))
 }
 
 /// Format one text-view line into `line` (cleared first).

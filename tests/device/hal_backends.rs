@@ -352,7 +352,7 @@ fn replay_reproduces_and_detects_divergence() {
     let _ = t.wait(ev, 0).unwrap();
     let _ = t.copy_in(r, 40, &[1]); // fails: recorded as Failed, skipped
     let records = log.records();
-    let rep = tracer::replay(&records, &mut LinuxHal::new()).unwrap();
+    let rep = crate::replay::replay(&records, &mut LinuxHal::new()).unwrap();
     assert_eq!(rep.skipped, 1);
     assert!(rep.checked >= 4);
     // Tamper with one recorded read: the replay names the record.
@@ -363,7 +363,7 @@ fn replay_reproduces_and_detects_divergence() {
     } else {
         panic!("record 6 should be the copy_out: {:?}", bad[6]);
     }
-    let d = tracer::replay(&bad, &mut FakeHal::new()).unwrap_err();
+    let d = crate::replay::replay(&bad, &mut FakeHal::new()).unwrap_err();
     assert_eq!(d.seq, 6);
     assert!(d.to_string().contains("record 6"));
 }
@@ -419,8 +419,8 @@ fn every_operation_traces_and_replays() {
     );
     assert!(text.contains("FAILED    fetch_add_u64: other3"), "{text}");
     for rep in [
-        tracer::replay(&records, &mut FakeHal::new()).unwrap(),
-        tracer::replay(&records, &mut LinuxHal::new()).unwrap(),
+        crate::replay::replay(&records, &mut FakeHal::new()).unwrap(),
+        crate::replay::replay(&records, &mut LinuxHal::new()).unwrap(),
     ] {
         assert_eq!(rep.skipped, 3, "the three refused accesses");
     }

@@ -6,6 +6,7 @@ mod engines;
 mod faults;
 mod hal_backends;
 mod model;
+mod replay;
 mod staging;
 mod support;
 mod whole_loop;

@@ -97,7 +97,7 @@ fn snapshot_staging_order() {
     let staged = st.stage_and_doorbell(&m, 0xCC).unwrap();
     assert_eq!(staged.exec_id, 1);
     assert!(staged.model_switch);
-    let rendered = log.render_from(start, Some(memmap::trace_names));
+    let rendered = tracer::render(&log.records()[start..], Some(memmap::trace_names));
     insta::assert_snapshot!(rendered);
 
     // The same order, checked structurally (the snapshot is for humans).
