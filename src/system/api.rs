@@ -59,7 +59,7 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::InferResp;
 
-use super::builder::{build, Shared, SysActor, SystemConfig};
+use super::builder::{build, Built, Shared, SysActor, SystemConfig};
 use super::clock::MonotonicClock;
 use super::runner::{Running, StopHandle, ThreadedConfig, ThreadedRunner};
 
@@ -301,7 +301,7 @@ impl<H: Hal + 'static> System<H> {
     /// says.
     pub fn start(hal: H, cfg: SystemConfig) -> Result<System<H>, Error> {
         let mut seat = cfg.placement.seats(cfg.cores);
-        let (shared, daemons) = build(hal, cfg, None)?.into_daemons();
+        let Built { shared, daemons } = build(hal, cfg, None)?;
         let mut r = ThreadedRunner::new(ThreadedConfig::default())?;
         let clock = MonotonicClock::start();
         r.set_clock(clock);
