@@ -532,12 +532,8 @@ impl<H: Hal> Shared<H> {
     ) -> Result<Arc<ResidentModel>, Error> {
         let dev = &self.dev;
         let items = self.cfg.ring_capacity as usize;
-        let probe = builder
-            .link(
-                crate::device::memmap::DRAM_BASE,
-                crate::device::memmap::DRAM_BASE,
-            )
-            .map_err(|e| err("link", e))?;
+        let dram = crate::device::memmap::DRAM_BASE;
+        let probe = builder.link(dram, dram).map_err(|e| err("link", e))?;
         let handle = self
             .next_handle
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -563,9 +559,7 @@ impl<H: Hal> Shared<H> {
                         .load_model(base, &img.bytes, img.blocks)
                         .map_err(|e| err("load", e))?;
                     variants.push(lm);
-                    if image0.is_none() {
-                        image0 = Some(img);
-                    }
+                    image0.get_or_insert(img);
                 } else {
                     let code_len = img.const_offset;
                     let code = dev
