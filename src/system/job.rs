@@ -171,7 +171,7 @@ impl Default for JobConfig {
             unnamed_slab: false,
             deterministic: false,
             trace: None,
-            faults: FaultSpec::none(),
+            faults: FaultSpec::default(),
             timeout_ns: None,
             ring: 32,
             inputs: 16,

@@ -263,24 +263,6 @@ impl<A> fmt::Debug for DetRunner<A> {
     }
 }
 
-/// The actor names, comma-separated (for the `start` line).
-struct Names<'a, A>(&'a [Member<A>]);
-
-impl<A> fmt::Display for Names<'_, A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, s) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(&s.st.name)?;
-            if s.daemon {
-                f.write_str("(daemon)")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Record a runner event (`kind` `run`) at `now`.
 fn trace_runner(trace: &mut dyn TraceSink, now: Nanos, args: fmt::Arguments<'_>) {
     if trace.enabled() {
@@ -405,11 +387,13 @@ impl<A: Actor> DetRunner<A> {
     pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
         if !self.started {
             self.started = true;
-            trace_runner(
-                trace,
-                self.clock.now(),
-                format_args!("start seed={} actors={}", self.cfg.seed, Names(&self.slots)),
-            );
+            let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
+            let names: Vec<String> = (self.slots.iter())
+                .map(|s| format!("{}{}", s.st.name, daemon(s)))
+                .collect();
+            let (seed, names) = (self.cfg.seed, names.join(","));
+            let now = self.clock.now();
+            trace_runner(trace, now, format_args!("start seed={seed} actors={names}"));
         }
         if self.is_done() {
             return Ok(Step::Done);
