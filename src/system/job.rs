@@ -599,8 +599,9 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("model: {e}")))?;
     let base = crate::device::memmap::DRAM_BASE;
-    let probe = builders[0]
-        .link(base, base)
+    let images = (builders.iter())
+        .map(|b| b.link(base, base))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("link: {e}")))?;
     let inputs: Vec<Vec<f32>> = (0..u64::from(cfg.inputs))
         .map(|k| {
@@ -612,11 +613,10 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         })
         .collect();
     let mut expected = Expectations::default();
-    for b in &builders {
-        let img = b.link(base, base).map_err(|e| bad(format!("link: {e}")))?;
-        for x in &inputs {
-            expected.outputs.push(img.reference(x));
-        }
+    for img in &images {
+        expected
+            .outputs
+            .extend(inputs.iter().map(|x| img.reference(x)));
     }
     let slab = match (cfg.unnamed_slab, &cfg.slab) {
         (true, _) => PathBuf::new(),
@@ -633,7 +633,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     } else {
         SlabTarget::Path(slab.clone())
     };
-    sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
+    sys.dram_size = sys.dram_for(&images[0], u64::from(cfg.models));
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic && cfg.digest;
     sys.recover = cfg.recover;
