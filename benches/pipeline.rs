@@ -102,7 +102,10 @@ fn ours_placed(n: u64, vncs: u8, model: ModelKind, placement: Placement) -> (Dur
     assert_eq!(r.completed_ok, n);
     assert_eq!(r.outputs_wrong, 0);
     let _ = std::fs::remove_file(&r.slab);
-    (r.elapsed, r.device.doorbell_signals as f64 / n as f64)
+    (
+        r.elapsed,
+        r.system.device.doorbell_signals as f64 / n as f64,
+    )
 }
 
 /// Wait for a ring to have an item / a slot: spin a little, then yield.

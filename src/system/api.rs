@@ -59,7 +59,7 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::InferResp;
 
-use super::builder::{build, Shared, SysActor, SystemConfig};
+use super::builder::{build, Built, Shared, SysActor, SystemConfig};
 use super::clock::MonotonicClock;
 use super::runner::{Running, StopHandle, ThreadedConfig, ThreadedRunner};
 
@@ -301,7 +301,7 @@ impl<H: Hal + 'static> System<H> {
     /// says.
     pub fn start(hal: H, cfg: SystemConfig) -> Result<System<H>, Error> {
         let mut seat = cfg.placement.seats(cfg.cores);
-        let (shared, daemons) = build(hal, cfg, None)?.into_daemons();
+        let Built { shared, daemons } = build(hal, cfg, None)?;
         let mut r = ThreadedRunner::new(ThreadedConfig::default())?;
         let clock = MonotonicClock::start();
         r.set_clock(clock);
@@ -369,11 +369,9 @@ impl<H: Hal + 'static> System<H> {
     /// memory (its input would land in this system's memory at that
     /// system's addresses).
     fn own(&self, model: &ModelHandle) -> Result<(), NrtStatus> {
-        if model.1 == self.id {
-            Ok(())
-        } else {
-            Err(NrtStatus::INVALID_HANDLE)
-        }
+        (model.1 == self.id)
+            .then_some(())
+            .ok_or(NrtStatus::INVALID_HANDLE)
     }
 
     fn lane(&self, xu: u8) -> Result<MutexGuard<'_, Lane<H>>, NrtStatus> {
@@ -537,11 +535,9 @@ impl<H: Hal + 'static> System<H> {
     /// `NRT_FAILURE` once the daemons have stopped (one panicked, and the
     /// runner stopped the rest): no execution can complete any more.
     fn running(&self) -> Result<(), NrtStatus> {
-        if self.stop.is_stopped() {
-            Err(NrtStatus::FAILURE)
-        } else {
-            Ok(())
-        }
+        (!self.stop.is_stopped())
+            .then_some(())
+            .ok_or(NrtStatus::FAILURE)
     }
 
     /// Stop the daemons as a panicking actor does (tests of what the API

@@ -358,13 +358,6 @@ impl<H: Hal> core::fmt::Debug for Built<H> {
     }
 }
 
-impl<H: Hal> Built<H> {
-    /// The shared part and the daemons.
-    pub fn into_daemons(self) -> (Arc<Shared<H>>, Vec<SysActor<H>>) {
-        (self.shared, self.daemons)
-    }
-}
-
 fn err(what: &str, e: impl core::fmt::Display) -> Error {
     Error::Other(format!("{what}: {e}"))
 }
@@ -419,22 +412,19 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let pub_wake = Arc::new(Waker::new()?);
     let pub_stats = Arc::new(PubStats::default());
     let (control, control_rx) = crossbeam_channel::bounded(1024);
+    // Per core: its lane, its worker, the waker of its device proxy and the
+    // publisher's two mailboxes from it.
     let mut lanes = Vec::new();
-    let mut queues = Vec::new();
-    let mut lane_stats = Vec::new();
-    let mut healths = Vec::new();
+    let mut daemons = Vec::new();
     let mut device_wakes = Vec::new();
-    let mut workers = Vec::new();
-    let mut from_workers = Vec::new();
-    let mut from_lanes = Vec::new();
-    for core in 0..cfg.cores {
+    let (mut from_workers, mut from_lanes) = (Vec::new(), Vec::new());
+    for (core, pool) in (0..cfg.cores).zip(&pools) {
         let map = Mapping::anonymous(mapped_len(u64::from(cfg.ring_capacity)))?;
         let qcfg = QueueConfig::new(XuId::new(0, 0, core), u64::from(cfg.ring_capacity));
         // SAFETY: the mapping is fresh and anonymous; only this queue ever
         // writes it (the region moves into the queue's storage).
         let (rp, rw) = unsafe { XuQueue::<u64>::mapped(map.into_region(), qcfg) }
             .map_err(|e| err("xu ring", e))?;
-        let pool = Arc::clone(&pools[usize::from(core)]);
         let (ret_tx, ret_rx) = mailbox::bounded::<u16>(cap);
         let (rep_tx, rep_rx) = mailbox::bounded::<PubMsg>(cfg.report_capacity.max(1));
         let (ref_tx, ref_rx) = mailbox::bounded::<PubMsg>(64);
@@ -442,17 +432,14 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         from_lanes.push(ref_rx);
         let has_work = Arc::new(Waker::new()?);
         let device_wake = Arc::new(Waker::new()?);
-        device_wakes.push(Arc::clone(&device_wake));
         let health = Arc::new(HealthCell::new());
-        healths.push(Arc::clone(&health));
-        queues.push(rp.queue().clone());
-        let lane = Lane::new(LaneParts {
+        lanes.push(Lane::new(LaneParts {
             core,
             ring: rp,
             stager: dev.stager(core).map_err(|e| err("device", e))?,
             hal: Arc::clone(dev.hal()),
             map: Arc::clone(dev.map()),
-            pool: Arc::clone(&pool),
+            pool: Arc::clone(pool),
             returns: ret_rx,
             worker_wake: Arc::clone(&has_work),
             device_wake: Arc::clone(&device_wake),
@@ -461,17 +448,15 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             pub_wake: Arc::clone(&pub_wake),
             trace_slots: cfg.trace_transitions,
             tap: tap.clone(),
-        });
-        lane_stats.push(lane.stats());
-        lanes.push(Mutex::new(lane));
-        workers.push(WorkerActor::new(
+        }));
+        daemons.push(SysActor::Worker(WorkerActor::new(
             WorkerParts {
                 core,
                 ring: rw,
                 harvester: dev.harvester(core).map_err(|e| err("device", e))?,
                 hal: Arc::clone(dev.hal()),
                 map: Arc::clone(dev.map()),
-                pool,
+                pool: Arc::clone(pool),
                 models: Arc::clone(&models),
                 returns: ret_tx,
                 to_pub: rep_tx,
@@ -487,15 +472,16 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 device_wake: Arc::clone(&device_wake),
             },
             cfg.record_tags.unwrap_or(0),
-        ));
+        )));
+        device_wakes.push(device_wake);
     }
-    let devices = device_wakes.into_iter().enumerate().map(|(core, wake)| {
+    for (core, wake) in (0..cfg.cores).zip(device_wakes) {
         let seq = dev.sequencer(Executor::new(Limits::DEFAULT));
         let grace = Nanos(cfg.ring_id_grace_ns);
-        SysActor::Device(DeviceProxy::new(seq, wake, tap.clone(), grace).for_core(core as u8))
-    });
-    let mut daemons: Vec<SysActor<H>> = workers.into_iter().map(SysActor::Worker).collect();
-    daemons.extend(devices);
+        daemons.push(SysActor::Device(
+            DeviceProxy::new(seq, wake, tap.clone(), grace).for_core(core),
+        ));
+    }
     daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,
@@ -512,10 +498,10 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let _ = control.try_send(PubMsg::HostMisc { bytes: misc });
     let shared = Arc::new(Shared {
         dev,
-        lanes: lanes.into(),
-        queues,
-        lane_stats,
-        healths,
+        queues: lanes.iter().map(|l| l.queue().clone()).collect(),
+        lane_stats: lanes.iter().map(Lane::stats).collect(),
+        healths: lanes.iter().map(|l| Arc::clone(l.health())).collect(),
+        lanes: lanes.into_iter().map(Mutex::new).collect(),
         control,
         pub_wake,
         pub_stats,
@@ -546,12 +532,8 @@ impl<H: Hal> Shared<H> {
     ) -> Result<Arc<ResidentModel>, Error> {
         let dev = &self.dev;
         let items = self.cfg.ring_capacity as usize;
-        let probe = builder
-            .link(
-                crate::device::memmap::DRAM_BASE,
-                crate::device::memmap::DRAM_BASE,
-            )
-            .map_err(|e| err("link", e))?;
+        let dram = crate::device::memmap::DRAM_BASE;
+        let probe = builder.link(dram, dram).map_err(|e| err("link", e))?;
         let handle = self
             .next_handle
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -577,9 +559,7 @@ impl<H: Hal> Shared<H> {
                         .load_model(base, &img.bytes, img.blocks)
                         .map_err(|e| err("load", e))?;
                     variants.push(lm);
-                    if image0.is_none() {
-                        image0 = Some(img);
-                    }
+                    image0.get_or_insert(img);
                 } else {
                     let code_len = img.const_offset;
                     let code = dev

@@ -40,11 +40,8 @@ impl Error {
     pub fn status(&self) -> NrtStatus {
         match self {
             Error::Status { status, .. } => *status,
-            Error::Wire(_) => NrtStatus::INVALID,
-            Error::Mem(_) => NrtStatus::INVALID,
-            Error::Io(_) => NrtStatus::FAILURE,
-            Error::Run(_) => NrtStatus::FAILURE,
-            Error::Other(_) => NrtStatus::FAILURE,
+            Error::Wire(_) | Error::Mem(_) => NrtStatus::INVALID,
+            Error::Io(_) | Error::Run(_) | Error::Other(_) => NrtStatus::FAILURE,
         }
     }
 

@@ -111,11 +111,6 @@ fn trigger_text(t: &Trigger) -> String {
 }
 
 impl FaultSpec {
-    /// No faults.
-    pub fn none() -> FaultSpec {
-        FaultSpec::default()
-    }
-
     /// `true` without rules.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
@@ -308,7 +303,7 @@ mod tests {
         }
         assert!(FaultSpec::parse("").unwrap().is_empty());
         assert!(FaultSpec::parse("none").unwrap().is_empty());
-        assert_eq!(FaultSpec::none().text(), "none");
+        assert_eq!(FaultSpec::default().text(), "none");
         assert_eq!(parse_chance("1"), Some((1, 1)));
         assert_eq!(parse_chance("0.5"), Some((5, 10)));
         assert_eq!(parse_chance("."), None);

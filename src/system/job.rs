@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::actors::producer::{Pacing, PoolAudit, ProducerActor, ProducerStats, Workload};
-use crate::actors::sequencer::DeviceStats;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
@@ -37,7 +36,7 @@ use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
 use crate::hal::linux::LinuxHal;
 use crate::hal::Hal;
-use crate::nds::{NdsError, Reader, RecordRead, Snapshot};
+use crate::nds::{Reader, RecordRead};
 use crate::sim::fake::FakeHal;
 use crate::sim::fault::FaultInjector;
 use crate::sim::tracer::{TraceFilter, TraceLog, Tracer};
@@ -172,7 +171,7 @@ impl Default for JobConfig {
             unnamed_slab: false,
             deterministic: false,
             trace: None,
-            faults: FaultSpec::none(),
+            faults: FaultSpec::default(),
             timeout_ns: None,
             ring: 32,
             inputs: 16,
@@ -467,13 +466,17 @@ impl CoreCounters {
 /// What a run did.
 #[derive(Clone, Debug)]
 pub struct JobReport {
-    /// Executions asked for.
+    /// The job that ran.
+    pub config: JobConfig,
+    /// Executions asked for (a run for a time: those its time gave out).
     pub executions: u64,
-    /// Schedule calls made (`completed_ok + completed_err + refused_full +
-    /// refused_unrecoverable + failed`).
-    pub submitted: u64,
-    /// Schedule calls accepted.
-    pub accepted: u64,
+    /// The producer's counters: its schedule calls (`attempts` =
+    /// `completed_ok + completed_err + refused_full + refused_unrecoverable
+    /// + failed`), accepted, and refused by kind.
+    pub producer: ProducerStats,
+    /// What the system's actors did (per worker, the device proxies, per
+    /// lane, NDS errors).
+    pub system: SystemReport,
     /// Completed with `SUCCESS`.
     pub completed_ok: u64,
     /// Completed with any other status (timeouts included).
@@ -486,12 +489,6 @@ pub struct JobReport {
     pub aborted: u64,
     /// Executions whose work item was bad, by kind name (every kind).
     pub bad_items: Vec<(&'static str, u64)>,
-    /// Refused with `NRT_QUEUE_FULL` (the execution was retried).
-    pub refused_full: u64,
-    /// Refused with 101 (the execution was given up).
-    pub refused_unrecoverable: u64,
-    /// Refused otherwise (given up).
-    pub failed: u64,
     /// Outputs compared with the CPU reference.
     pub outputs_checked: u64,
     /// Outputs that differed.
@@ -526,36 +523,12 @@ pub struct JobReport {
     pub trace_lines: Option<u64>,
     /// How the trace compared with the recording ([`JobConfig::replay`]).
     pub replay: Option<TraceDiff>,
-    /// The run was deterministic.
-    pub deterministic: bool,
-    /// Cores.
-    pub vncs: u8,
-    /// Models.
-    pub models: u8,
-    /// The model kind (`mlp` or `null`).
-    pub model: ModelKind,
-    /// The open-loop rate asked for (executions per second), if any.
-    pub rate: Option<f64>,
-    /// How the actors were put on threads (threaded runs).
-    pub placement: Placement,
-    /// The fault spec (canonical text).
-    pub faults: String,
     /// Faults the injector applied.
     pub faults_injected: usize,
     /// Faults applied per rule of the spec (same order as its rules).
     pub faults_by_rule: Vec<u64>,
     /// Per lane (core order): its work-item pool after the run.
     pub pools: Vec<PoolAudit>,
-    /// The device's counters.
-    pub device: DeviceStats,
-    /// The producer's counters.
-    pub producer: ProducerStats,
-    /// Per worker.
-    pub workers: Vec<WorkerStats>,
-    /// NDS updates the slab refused (0 unless something is wrong).
-    pub nds_errors: u64,
-    /// Per lane (core order): (accepted, refused queue-full, refused 101).
-    pub lanes: Vec<(u64, u64, u64)>,
     /// Per XU: degraded (unrecoverable) at the end.
     pub degraded: Vec<bool>,
     /// Events an actor's state did not accept, per actor kind (0 in every
@@ -626,8 +599,9 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("model: {e}")))?;
     let base = crate::device::memmap::DRAM_BASE;
-    let probe = builders[0]
-        .link(base, base)
+    let images = (builders.iter())
+        .map(|b| b.link(base, base))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("link: {e}")))?;
     let inputs: Vec<Vec<f32>> = (0..u64::from(cfg.inputs))
         .map(|k| {
@@ -639,11 +613,10 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         })
         .collect();
     let mut expected = Expectations::default();
-    for b in &builders {
-        let img = b.link(base, base).map_err(|e| bad(format!("link: {e}")))?;
-        for x in &inputs {
-            expected.outputs.push(img.reference(x));
-        }
+    for img in &images {
+        expected
+            .outputs
+            .extend(inputs.iter().map(|x| img.reference(x)));
     }
     let slab = match (cfg.unnamed_slab, &cfg.slab) {
         (true, _) => PathBuf::new(),
@@ -660,7 +633,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     } else {
         SlabTarget::Path(slab.clone())
     };
-    sys.dram_size = sys.dram_for(&probe, u64::from(cfg.models));
+    sys.dram_size = sys.dram_for(&images[0], u64::from(cfg.models));
     sys.expected = Arc::new(expected);
     sys.trace_transitions = cfg.deterministic && cfg.digest;
     sys.recover = cfg.recover;
@@ -681,25 +654,6 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         sys,
         slab,
     })
-}
-
-/// Per-run outcome independent of the HAL type.
-#[derive(Default)]
-struct Outcome {
-    producer: ProducerStats,
-    sys: SystemReport,
-    elapsed: Duration,
-    virtual_ns: Option<u64>,
-    trace_xxh3: Option<String>,
-    trace_lines: Option<u64>,
-    replay: Option<TraceDiff>,
-    /// The slab read back through the run's own mapping.
-    read_back: Option<Result<Box<Snapshot>, NdsError>>,
-    slab_shrunk: bool,
-    injected: usize,
-    by_rule: Vec<u64>,
-    pools: Vec<PoolAudit>,
-    degraded: Vec<bool>,
 }
 
 /// Refuse a deterministic run whose trace files cannot be opened, touching
@@ -759,7 +713,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
     cfg: &JobConfig,
     p: &Prepared,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Outcome, Error> {
+) -> Result<JobReport, Error> {
     // Before the system: a run that cannot open its trace files stops
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
@@ -788,13 +742,14 @@ fn execute<H: Hal + InjectedCount + 'static>(
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         producer = producer.until(Nanos(ns));
     }
-    let (_, daemons) = built.into_daemons();
+    let daemons = built.daemons;
     let done = |shared: &super::builder::Shared<H>| {
         let (c, _) = shared.pub_stats.applied();
         c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
     };
-    let mut out = Outcome::default();
-    let actors;
+    // What the run leaves: its wall time, its actors, and for a
+    // deterministic run its virtual end and the trace's summary.
+    let (elapsed, actors, virtual_ns, summary);
     if cfg.deterministic {
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
@@ -825,15 +780,9 @@ fn execute<H: Hal + InjectedCount + 'static>(
             }
             false
         })?;
-        out.elapsed = t0.elapsed();
-        out.virtual_ns = Some(r.now().as_u64());
-        let summary = trace.finish()?;
-        #[cfg(feature = "trace-digest")]
-        if cfg.digest {
-            out.trace_xxh3 = Some(summary.digest_hex());
-        }
-        out.trace_lines = cfg.digest.then_some(summary.lines);
-        out.replay = summary.replay;
+        elapsed = t0.elapsed();
+        virtual_ns = Some(r.now().as_u64());
+        summary = Some(trace.finish()?).filter(|_| cfg.digest);
         actors = r.into_actors();
     } else {
         let mut r = ThreadedRunner::new(ThreadedConfig {
@@ -857,102 +806,27 @@ fn execute<H: Hal + InjectedCount + 'static>(
             stop.wait(Duration::from_millis(50));
         }
         let rep = running.join()?;
-        out.elapsed = rep.elapsed;
-        actors = rep.actors;
+        (elapsed, actors, virtual_ns, summary) = (rep.elapsed, rep.actors, None, None);
     }
     progress(done(&shared), cfg.executions);
-    out.injected = shared.dev.hal().injected_count();
-    out.by_rule = shared.dev.hal().injected_by_rule();
-    out.pools = shared
-        .lanes
-        .iter()
-        .map(|l| crate::actors::producer::lock(l).pool_audit())
-        .collect();
     // Read back through this run's own mapping while its writer's lock is
     // held (`shared` keeps it): by path, once the lock is gone, the file
     // could be another writer's or removed (`xunds nds clean`).
-    out.read_back = Some(
-        Reader::attach(shared.slab.read_only())
-            .and_then(|r| r.snapshot())
-            .map(Box::new),
-    );
-    out.slab_shrunk = crate::nds::Slab::shrunk(&shared.slab);
-    out.degraded = shared
-        .healths
-        .iter()
-        .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
-        .collect();
-    (out.sys, out.producer) = SystemReport::collect(&shared, actors);
-    Ok(out)
-}
-
-/// Run a job (module docs). `progress(done, total)` is called now and then.
-pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobReport, Error> {
-    let p = prepare(cfg)?;
-    let plan = cfg.faults.plan(cfg.seed);
-    let out = if cfg.deterministic && !cfg.digest {
-        // Nothing observes the HAL: no tracer in the stack.
-        execute(
-            FaultInjector::new(FakeHal::new(), plan),
-            None,
-            cfg,
-            &p,
-            progress,
-        )?
-    } else if cfg.deterministic {
-        // Without a text view (no replay to compare with), the tracer's log
-        // keeps only the operations' encodings in the binary stream.
-        let tracer = if cfg.replay.is_none() {
-            Tracer::with_log(FakeHal::new(), TraceFilter::Protocol, TraceLog::encoding())
-        } else {
-            Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
-        };
-        let log = tracer.log();
-        execute(
-            FaultInjector::new(tracer, plan),
-            Some(log),
-            cfg,
-            &p,
-            progress,
-        )?
-    } else if cfg.faults.is_empty() {
-        execute(LinuxHal::new(), None, cfg, &p, progress)?
-    } else {
-        execute(
-            FaultInjector::new(LinuxHal::new(), plan),
-            None,
-            cfg,
-            &p,
-            progress,
-        )?
-    };
-    report(cfg, &p, out)
-}
-
-fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error> {
-    let mut latency = LatencyHist::new();
-    let mut by_status = StatusCounts::default();
-    let (mut ok, mut err, mut timed_out, mut checked, mut wrong, mut fifo) = (0, 0, 0, 0, 0, 0);
-    for w in &o.sys.workers {
-        latency.merge(&w.latency);
-        by_status.merge(&w.by_status);
-        ok += w.ok;
-        err += w.err;
-        timed_out += w.timed_out;
-        checked += w.outputs_checked;
-        wrong += w.outputs_wrong;
-        fifo += w.fifo_violations;
-    }
-    if o.slab_shrunk {
+    let read_back = Reader::attach(shared.slab.read_only()).and_then(|r| r.snapshot());
+    if crate::nds::Slab::shrunk(&shared.slab) {
         return Err(bad(format!(
             "the slab {} was truncated by another process during the run: the counters it held are lost",
             p.slab.display()
         )));
     }
-    let snap = o
-        .read_back
-        .ok_or_else(|| bad("the slab was not read back"))?
-        .map_err(|e| bad(format!("reading the slab back: {e}")))?;
+    let snap = read_back.map_err(|e| bad(format!("reading the slab back: {e}")))?;
+    let (system, producer) = SystemReport::collect(&shared, actors);
+    let mut latency = LatencyHist::new();
+    let mut by_status = StatusCounts::default();
+    for w in &system.workers {
+        latency.merge(&w.latency);
+        by_status.merge(&w.by_status);
+    }
     let per_core = (0..cfg.vncs)
         .map(|core| {
             let mut nc = [0u64; NC_NAMED];
@@ -970,66 +844,94 @@ fn report(cfg: &JobConfig, p: &Prepared, o: Outcome) -> Result<JobReport, Error>
             record_device_bytes += m.mem_usage[1].iter().map(|c| c.total_size).sum::<u64>();
         }
     }
-    let secs = o.elapsed.as_secs_f64().max(1e-9);
-    let pr = o.producer;
-    let fsm_violations = FsmViolations {
-        worker: o.sys.workers.iter().map(|w| w.fsm_violations).sum(),
-        device_proxy: o.sys.device.fsm_violations,
-        publisher: o.sys.publisher_fsm_violations,
-    };
+    let workers = &system.workers;
+    let sum = |f: fn(&WorkerStats) -> u64| workers.iter().map(f).sum();
     Ok(JobReport {
+        config: cfg.clone(),
         // A run for a time gave out what its time allowed.
         executions: match cfg.duration {
-            Some(_) => pr.accepted + pr.refused_unrecoverable + pr.failed,
+            Some(_) => producer.accepted + producer.refused_unrecoverable + producer.failed,
             None => cfg.executions,
         },
-        submitted: pr.attempts,
-        accepted: pr.accepted,
-        completed_ok: ok,
-        completed_err: err,
-        timed_out,
-        recoveries: o.sys.workers.iter().map(|w| w.recoveries).sum(),
-        aborted: o.sys.workers.iter().map(|w| w.aborted).sum(),
+        completed_ok: sum(|w| w.ok),
+        completed_err: sum(|w| w.err),
+        timed_out: sum(|w| w.timed_out),
+        recoveries: sum(|w| w.recoveries),
+        aborted: sum(|w| w.aborted),
         bad_items: crate::actors::work::BadItem::NAMES
             .iter()
             .enumerate()
-            .map(|(i, name)| (*name, o.sys.workers.iter().map(|w| w.bad_items[i]).sum()))
+            .map(|(i, name)| (*name, workers.iter().map(|w| w.bad_items[i]).sum()))
             .collect(),
-        refused_full: pr.refused_full,
-        refused_unrecoverable: pr.refused_unrecoverable,
-        failed: pr.failed,
-        outputs_checked: checked,
-        outputs_wrong: wrong,
-        fifo_violations: fifo,
+        outputs_checked: sum(|w| w.outputs_checked),
+        outputs_wrong: sum(|w| w.outputs_wrong),
+        fifo_violations: sum(|w| w.fifo_violations),
         by_status: by_status.sorted(),
         latency,
-        elapsed: o.elapsed,
-        exec_per_sec: pr.accepted as f64 / secs,
-        virtual_ns: o.virtual_ns,
+        elapsed,
+        exec_per_sec: producer.accepted as f64 / elapsed.as_secs_f64().max(1e-9),
+        virtual_ns,
         per_core,
         nd,
         model_records,
         record_device_bytes,
         slab: p.slab.clone(),
-        trace_xxh3: o.trace_xxh3,
-        trace_lines: o.trace_lines,
-        replay: o.replay,
-        deterministic: cfg.deterministic,
-        vncs: cfg.vncs,
-        models: cfg.models,
-        model: cfg.model,
-        rate: cfg.rate,
-        placement: cfg.placement,
-        faults: cfg.faults.text(),
-        faults_injected: o.injected,
-        faults_by_rule: o.by_rule,
-        pools: o.pools,
-        device: o.sys.device,
-        producer: pr,
-        workers: o.sys.workers,
-        nds_errors: o.sys.nds_errors,
-        lanes: o.sys.lanes,
-        degraded: o.degraded,
-        fsm_violations,
+        #[cfg(feature = "trace-digest")]
+        trace_xxh3: summary.as_ref().map(|s| s.digest_hex()),
+        #[cfg(not(feature = "trace-digest"))]
+        trace_xxh3: None,
+        trace_lines: summary.as_ref().map(|s| s.lines),
+        replay: summary.and_then(|s| s.replay),
+        faults_injected: shared.dev.hal().injected_count(),
+        faults_by_rule: shared.dev.hal().injected_by_rule(),
+        pools: shared
+            .lanes
+            .iter()
+            .map(|l| crate::actors::producer::lock(l).pool_audit())
+            .collect(),
+        degraded: shared
+            .healths
+            .iter()
+            .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
+            .collect(),
+        fsm_violations: FsmViolations {
+            worker: sum(|w| w.fsm_violations),
+            device_proxy: system.device.fsm_violations,
+            publisher: system.publisher_fsm_violations,
+        },
+        producer,
+        system,
     })
+}
+
+/// Run a job (module docs). `progress(done, total)` is called now and then.
+pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobReport, Error> {
+    let p = prepare(cfg)?;
+    let plan = cfg.faults.plan(cfg.seed);
+    if cfg.deterministic && !cfg.digest {
+        // Nothing observes the HAL: no tracer in the stack.
+        let hal = FaultInjector::new(FakeHal::new(), plan);
+        execute(hal, None, cfg, &p, progress)
+    } else if cfg.deterministic {
+        // Without a text view (no replay to compare with), the tracer's log
+        // keeps only the operations' encodings in the binary stream.
+        let tracer = if cfg.replay.is_none() {
+            Tracer::with_log(FakeHal::new(), TraceFilter::Protocol, TraceLog::encoding())
+        } else {
+            Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
+        };
+        let log = tracer.log();
+        execute(
+            FaultInjector::new(tracer, plan),
+            Some(log),
+            cfg,
+            &p,
+            progress,
+        )
+    } else if cfg.faults.is_empty() {
+        execute(LinuxHal::new(), None, cfg, &p, progress)
+    } else {
+        let hal = FaultInjector::new(LinuxHal::new(), plan);
+        execute(hal, None, cfg, &p, progress)
+    }
 }

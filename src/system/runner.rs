@@ -98,18 +98,63 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Poll one actor, turning a panic into an error message.
-fn poll_guarded<A: Actor + ?Sized>(
-    actor: &mut A,
-    now: Nanos,
-    name: &str,
-    trace: &mut dyn TraceSink,
-) -> Result<Progress, String> {
-    catch_unwind(AssertUnwindSafe(|| {
-        let mut cx = Cx::new(now, name, trace);
-        actor.poll(&mut cx)
-    }))
-    .map_err(|p| panic_message(&*p))
+/// One actor in a runner, and what its polls did (both runners).
+struct Member<A> {
+    /// Its `add` index.
+    index: usize,
+    actor: A,
+    daemon: bool,
+    st: ActorStats,
+    /// Returned [`Progress::Finished`] or panicked: not polled again.
+    done: bool,
+    /// The time its last poll was handed (a deadline after it is not yet
+    /// seen: [`Wish::add`], [`DetRunner::step`]).
+    polled_at: Nanos,
+}
+
+impl<A: Actor> Member<A> {
+    fn new(index: usize, actor: A, daemon: bool) -> Member<A> {
+        Member {
+            index,
+            st: ActorStats {
+                name: actor.name().to_string(),
+                ..ActorStats::default()
+            },
+            actor,
+            daemon,
+            done: false,
+            polled_at: Nanos(0),
+        }
+    }
+
+    /// Poll the actor once at `now`, counting the result; a panic is
+    /// [`RunError::ActorPanicked`], and the member is done either way.
+    fn poll(&mut self, now: Nanos, trace: &mut dyn TraceSink) -> Result<Progress, RunError> {
+        self.polled_at = now;
+        self.st.polls += 1;
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            self.actor.poll(&mut Cx::new(now, &self.st.name, trace))
+        }));
+        match polled {
+            Err(p) => {
+                self.done = true;
+                Err(RunError::ActorPanicked {
+                    actor: self.st.name.clone(),
+                    message: panic_message(&*p),
+                    now,
+                })
+            }
+            Ok(Progress::Made) => {
+                self.st.progress += 1;
+                Ok(Progress::Made)
+            }
+            Ok(Progress::Finished) => {
+                (self.st.finished, self.done) = (true, true);
+                Ok(Progress::Finished)
+            }
+            Ok(Progress::Idle) => Ok(Progress::Idle),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -184,21 +229,12 @@ pub enum Step {
     Done,
 }
 
-struct DetSlot<A> {
-    actor: A,
-    name: String,
-    daemon: bool,
-    finished: bool,
-    /// The virtual time of its last poll.
-    polled_at: Nanos,
-}
-
 /// The deterministic single-thread runner.
 pub struct DetRunner<A = Box<dyn Actor>> {
     cfg: DetConfig,
     rng: SplitMix64,
     clock: VirtualClock,
-    slots: Vec<DetSlot<A>>,
+    slots: Vec<Member<A>>,
     /// The actors not finished, in `add` order.
     live: Vec<usize>,
     /// How many of them are not daemons, and how many non-daemons there
@@ -224,24 +260,6 @@ impl<A> fmt::Debug for DetRunner<A> {
             .field("actors", &self.slots.len())
             .field("stats", &self.stats)
             .finish()
-    }
-}
-
-/// The actor names, comma-separated (for the `start` line).
-struct Names<'a, A>(&'a [DetSlot<A>]);
-
-impl<A> fmt::Display for Names<'_, A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, s) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(&s.name)?;
-            if s.daemon {
-                f.write_str("(daemon)")?;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -278,15 +296,8 @@ impl<A: Actor> DetRunner<A> {
     }
 
     fn push(&mut self, actor: A, daemon: bool) -> usize {
-        let name = actor.name().to_string();
-        self.slots.push(DetSlot {
-            actor,
-            name,
-            daemon,
-            finished: false,
-            polled_at: Nanos(0),
-        });
-        let i = self.slots.len() - 1;
+        let i = self.slots.len();
+        self.slots.push(Member::new(i, actor, daemon));
         self.live.push(i);
         // Not idle: pickable at once.
         self.runnable.push(i);
@@ -348,7 +359,7 @@ impl<A: Actor> DetRunner<A> {
     /// Whether actor `i` has finished.
     #[cfg(any(test, feature = "testkit"))]
     pub fn is_finished(&self, i: usize) -> bool {
-        self.slots[i].finished
+        self.slots[i].done
     }
 
     /// The actors, in `add` order.
@@ -362,16 +373,13 @@ impl<A: Actor> DetRunner<A> {
         self.live.is_empty() || (self.non_daemons > 0 && self.live_non_daemons == 0)
     }
 
-    /// Actor `i` finished (or panicked): never polled again.
+    /// Actor `i` finished (or panicked): never polled again, so this runs
+    /// once for it.
     fn finish(&mut self, i: usize) {
-        let s = &mut self.slots[i];
-        if !s.finished {
-            s.finished = true;
-            self.live.retain(|&j| j != i);
-            self.runnable.retain(|&j| j != i);
-            if !s.daemon {
-                self.live_non_daemons -= 1;
-            }
+        self.live.retain(|&j| j != i);
+        self.runnable.retain(|&j| j != i);
+        if !self.slots[i].daemon {
+            self.live_non_daemons -= 1;
         }
     }
 
@@ -379,11 +387,13 @@ impl<A: Actor> DetRunner<A> {
     pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
         if !self.started {
             self.started = true;
-            trace_runner(
-                trace,
-                self.clock.now(),
-                format_args!("start seed={} actors={}", self.cfg.seed, Names(&self.slots)),
-            );
+            let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
+            let names: Vec<String> = (self.slots.iter())
+                .map(|s| format!("{}{}", s.st.name, daemon(s)))
+                .collect();
+            let (seed, names) = (self.cfg.seed, names.join(","));
+            let now = self.clock.now();
+            trace_runner(trace, now, format_args!("start seed={seed} actors={names}"));
         }
         if self.is_done() {
             return Ok(Step::Done);
@@ -419,29 +429,16 @@ impl<A: Actor> DetRunner<A> {
         let k = self.rng.below(self.runnable.len() as u64) as usize;
         let i = self.runnable[k];
         let now = self.clock.now();
-        let slot = &mut self.slots[i];
-        slot.polled_at = now;
-        let polled = poll_guarded(&mut slot.actor, now, &slot.name, trace);
+        let polled = self.slots[i].poll(now, trace);
         self.clock.tick();
         self.stats.polls += 1;
-        let progress = match polled {
-            Ok(p) => p,
-            Err(message) => {
-                let actor = slot.name.clone();
-                self.finish(i);
-                return Err(RunError::ActorPanicked {
-                    actor,
-                    message,
-                    now,
-                });
-            }
-        };
+        let progress = polled.inspect_err(|_| self.finish(i))?;
         match progress {
             Progress::Made => self.progressed(),
             Progress::Finished => {
                 self.finish(i);
                 self.progressed();
-                let name = self.slots[i].name.as_str();
+                let name = self.slots[i].st.name.as_str();
                 trace_runner(trace, now, format_args!("finished {name}"));
             }
             Progress::Idle => {
@@ -454,7 +451,7 @@ impl<A: Actor> DetRunner<A> {
                         waiting: self
                             .live
                             .iter()
-                            .map(|&i| self.slots[i].name.clone())
+                            .map(|&i| self.slots[i].st.name.clone())
                             .collect(),
                     });
                 }
@@ -712,14 +709,14 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     /// index.
     #[cfg(any(test, feature = "testkit"))]
     pub fn add(&mut self, actor: A) -> usize {
-        self.push(actor, false, Seat::Own)
+        self.add_to(Seat::Own, actor, false)
     }
 
     /// Add a daemon, stopped once every non-daemon actor has finished, on a
     /// thread of its own.
     #[cfg(any(test, feature = "testkit"))]
     pub fn add_daemon(&mut self, actor: A) -> usize {
-        self.push(actor, true, Seat::Own)
+        self.add_to(Seat::Own, actor, true)
     }
 
     /// Add an actor (a daemon if `daemon`) where `seat` says. The actors of
@@ -733,10 +730,6 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     /// guessing each actor's cost. Fewer threads than actors keeps a host
     /// with few CPUs from spending them on yields and wake-ups.
     pub fn add_to(&mut self, seat: Seat, actor: A, daemon: bool) -> usize {
-        self.push(actor, daemon, seat)
-    }
-
-    fn push(&mut self, actor: A, daemon: bool, seat: Seat) -> usize {
         self.actors.push((actor, daemon, seat));
         self.actors.len() - 1
     }
@@ -768,17 +761,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         let mut groups: Vec<(Option<u32>, Vec<Home<A>>)> = Vec::new();
         let mut shared_all: Vec<(Option<u32>, SharedMember<A>)> = Vec::new();
         for (index, (actor, daemon, seat)) in self.actors.into_iter().enumerate() {
-            let member = Member {
-                index,
-                st: ActorStats {
-                    name: actor.name().to_string(),
-                    ..ActorStats::default()
-                },
-                actor,
-                daemon,
-                done: false,
-                polled_at: Nanos(0),
-            };
+            let member = Member::new(index, actor, daemon);
             let home = if let Seat::Shared(_) = seat {
                 let m = Arc::new(Mutex::new(member));
                 shared_all.push((seat.group(), m.clone()));
@@ -848,20 +831,6 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     }
 }
 
-/// One actor on a runner thread.
-struct Member<A> {
-    /// Its `add` index.
-    index: usize,
-    actor: A,
-    daemon: bool,
-    st: ActorStats,
-    /// Returned [`Progress::Finished`]: not polled again.
-    done: bool,
-    /// The time its last poll was handed (a deadline after it is not yet
-    /// seen: [`Wish::add`]).
-    polled_at: Nanos,
-}
-
 /// A [`Seat::Shared`] member: its own thread and the others reach it.
 type SharedMember<A> = Arc<Mutex<Member<A>>>;
 
@@ -912,31 +881,18 @@ fn poll_member<A: Actor>(
     if m.done {
         return Ok(false);
     }
-    let now = sh.clock.now();
-    m.polled_at = now;
-    m.st.polls += 1;
-    match poll_guarded(&mut m.actor, now, &m.st.name, trace) {
-        Err(message) => {
-            m.done = true;
+    match m.poll(sh.clock.now(), trace) {
+        Err(e) => {
             sh.stop.stop();
-            Err(RunError::ActorPanicked {
-                actor: m.st.name.clone(),
-                message,
-                now,
-            })
-        }
-        Ok(Progress::Made) => {
-            m.st.progress += 1;
-            Ok(true)
+            Err(e)
         }
         Ok(Progress::Finished) => {
-            (m.st.finished, m.done) = (true, true);
             if !m.daemon {
                 finished_one(sh);
             }
             Ok(true)
         }
-        Ok(Progress::Idle) => Ok(false),
+        Ok(p) => Ok(p == Progress::Made),
     }
 }
 

@@ -323,6 +323,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         r.completed_err
     );
     let lane_sum = r
+        .system
         .lanes
         .iter()
         .fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
@@ -343,6 +344,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     );
     // Exactly once.
     let mut tags: Vec<u64> = r
+        .system
         .workers
         .iter()
         .flat_map(|w| w.tags.iter().copied())
@@ -375,11 +377,13 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     );
     // State machines (before the counters: a violation explains them).
     let bad_items: u64 = r
+        .system
         .workers
         .iter()
         .map(|w| w.bad_items.iter().sum::<u64>())
         .sum();
     let signals: u64 = r
+        .system
         .workers
         .iter()
         .map(|w| w.signal_failures + w.resp_failures)
@@ -397,22 +401,27 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     // Records.
     let want = usize::from(case.cores) * usize::from(case.models);
     fail_if!(
-        r.nds_errors != 0 || r.model_records != want,
+        r.system.nds_errors != 0 || r.model_records != want,
         Records,
         "{} fresh model records of {want}; {} NDS updates refused",
         r.model_records,
-        r.nds_errors
+        r.system.nds_errors
     );
     // Counters: each core's slab counters against its worker and lane.
     fail_if!(
-        r.workers.len() != r.per_core.len() || r.lanes.len() != r.per_core.len(),
+        r.system.workers.len() != r.per_core.len() || r.system.lanes.len() != r.per_core.len(),
         Counters,
         "{} workers, {} lanes, {} cores read back",
-        r.workers.len(),
-        r.lanes.len(),
+        r.system.workers.len(),
+        r.system.lanes.len(),
         r.per_core.len()
     );
-    for ((c, w), l) in r.per_core.iter().zip(&r.workers).zip(&r.lanes) {
+    for ((c, w), l) in r
+        .per_core
+        .iter()
+        .zip(&r.system.workers)
+        .zip(&r.system.lanes)
+    {
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
         let timeouts = w.by_status.get(NrtStatus::TIMEOUT);
         let mut want: Vec<(NcCounter, u64)> = vec![
@@ -467,7 +476,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     // Degraded XUs refuse.
-    for (core, w) in r.workers.iter().enumerate() {
+    for (core, w) in r.system.workers.iter().enumerate() {
         fail_if!(
             w.accepted_while_degraded != 0,
             DegradedRefuses,
@@ -564,7 +573,7 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
             return res;
         }
     };
-    res.executions = rep.accepted;
+    res.executions = rep.producer.accepted;
     for (rule, n) in case.faults.rules.iter().zip(&rep.faults_by_rule) {
         let one = FaultSpec { rules: vec![*rule] };
         let text = one.text();

@@ -49,7 +49,7 @@ fn steady_state_pipeline_makes_no_heap_allocation() {
         shared.tap.clone(),
     )
     .unwrap();
-    let (_, daemons) = built.into_daemons();
+    let daemons = built.daemons;
     let mut r: DetRunner<SysActor<FakeHal>> = DetRunner::new(DetConfig::new(7));
     r.add(SysActor::Producer(producer));
     for d in daemons {

@@ -350,7 +350,7 @@ fn worker_and_device_proxy_count_refused_events() {
     let mut daemons = Vec::new();
     {
         let mut cx = Cx::new(Nanos(0), "test", &mut lines);
-        let (_, ds) = built.into_daemons();
+        let ds = built.daemons;
         for mut d in ds {
             match &mut d {
                 // Pop with nothing peeked; sleep while running.

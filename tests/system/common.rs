@@ -21,17 +21,21 @@ pub const EXAMPLE_DEVICE_CYCLES: u64 = 3508;
 pub fn check_counters(r: &JobReport, ring: u64) {
     // Every schedule call is accounted for exactly once.
     assert_eq!(
-        r.submitted,
-        r.completed_ok + r.completed_err + r.refused_full + r.refused_unrecoverable + r.failed,
+        r.producer.attempts,
+        r.completed_ok
+            + r.completed_err
+            + r.producer.refused_full
+            + r.producer.refused_unrecoverable
+            + r.producer.failed,
         "conservation: {r:#?}"
     );
-    assert_eq!(r.accepted, r.completed_ok + r.completed_err);
+    assert_eq!(r.producer.accepted, r.completed_ok + r.completed_err);
     assert_eq!(
         r.executions,
-        r.accepted + r.refused_unrecoverable + r.failed
+        r.producer.accepted + r.producer.refused_unrecoverable + r.producer.failed
     );
     assert_eq!(r.fifo_violations, 0);
-    assert_eq!(r.nds_errors, 0);
+    assert_eq!(r.system.nds_errors, 0);
     // Device faults are not corrupt events: no actor refuses one.
     assert_eq!(r.fsm_violations.total(), 0, "{:?}", r.fsm_violations);
     assert_eq!(
@@ -39,11 +43,11 @@ pub fn check_counters(r: &JobReport, ring: u64) {
         "every good output checked"
     );
     assert_eq!(r.outputs_wrong, 0);
-    assert_eq!(r.workers.len(), usize::from(r.vncs));
-    let models = u64::from(r.models);
+    assert_eq!(r.system.workers.len(), usize::from(r.config.vncs));
+    let models = u64::from(r.config.models);
     let img = probe();
-    for (c, (w, k)) in r.workers.iter().zip(&r.per_core).enumerate() {
-        let (acc, full, unrec) = r.lanes[c];
+    for (c, (w, k)) in r.system.workers.iter().zip(&r.per_core).enumerate() {
+        let (acc, full, unrec) = r.system.lanes[c];
         let ok = w.by_status.get(NrtStatus::SUCCESS);
         let to = w.by_status.get(NrtStatus::TIMEOUT);
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
@@ -122,15 +126,18 @@ pub fn check_counters(r: &JobReport, ring: u64) {
         r.nd[NdCounter::MemUsageConstantsHost as usize],
         models * img.mem.constants
     );
-    assert_eq!(r.model_records, usize::from(r.vncs) * r.models as usize);
+    assert_eq!(
+        r.model_records,
+        usize::from(r.config.vncs) * r.config.models as usize
+    );
     let per_model_core =
         ring * (img.mem.code + img.mem.tensors) + img.mem.constants + img.mem.scratchpad;
     assert_eq!(
         r.record_device_bytes,
-        u64::from(r.vncs) * models * per_model_core
+        u64::from(r.config.vncs) * models * per_model_core
     );
     let by_status_total: u64 = r.by_status.iter().map(|e| e.1).sum();
-    assert_eq!(by_status_total, r.accepted);
+    assert_eq!(by_status_total, r.producer.accepted);
 }
 
 /// A slab path for a test.
@@ -142,7 +149,7 @@ pub fn slab(name: &str) -> std::path::PathBuf {
 pub fn det_runner<H: xunds::hal::Hal>(
     built: xunds::system::builder::Built<H>,
 ) -> xunds::system::runner::DetRunner<xunds::system::builder::SysActor<H>> {
-    let (_, daemons) = built.into_daemons();
+    let daemons = built.daemons;
     let mut r = xunds::system::runner::DetRunner::new(xunds::system::runner::DetConfig::new(1));
     for d in daemons {
         r.add_daemon(d);

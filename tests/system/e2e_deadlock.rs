@@ -76,7 +76,7 @@ fn fill<H: Hal>(hal: H) -> Filled<H> {
     let built = build(hal, cfg, None).unwrap();
     let shared = Arc::clone(&built.shared);
     let model = shared.load_model(&spec.builder().unwrap(), "mlp").unwrap();
-    let (_, mut daemons) = built.into_daemons();
+    let mut daemons = built.daemons;
 
     // Rings full, then refusals until the refusal mailboxes are full and the
     // lanes aggregate the rest.

@@ -90,7 +90,7 @@ fn non_fatal_error_classes() {
         assert_eq!(count(&r, status), 1, "{class}: {:?}", r.by_status);
         assert_eq!(r.completed_err, 1, "{class}");
         assert_eq!(r.completed_ok, N - 1, "{class}: the XU stays healthy");
-        assert_eq!(r.refused_unrecoverable, 0, "{class}");
+        assert_eq!(r.producer.refused_unrecoverable, 0, "{class}");
         assert_eq!(core0(&r, counter), 1, "{class}");
         assert_eq!(core0(&r, outcome), 1, "{class}");
         assert_eq!(r.per_core[1].get(counter), 0, "{class}");
@@ -107,9 +107,12 @@ fn hw_error_class_degrades_the_xu() {
     // The driver calls no XU that is not healthy while another is: every
     // later execution went to core 1, none was given up with 101 (the 101
     // refusal itself: `check_fatal_single_core`, where no XU is left).
-    assert_eq!(r.refused_unrecoverable, 0);
-    assert_eq!(r.lanes[0].2, 0);
-    assert_eq!(core0(&r, NcCounter::InferFailedToQueue), r.lanes[0].1);
+    assert_eq!(r.producer.refused_unrecoverable, 0);
+    assert_eq!(r.system.lanes[0].2, 0);
+    assert_eq!(
+        core0(&r, NcCounter::InferFailedToQueue),
+        r.system.lanes[0].1
+    );
     assert_eq!(r.completed_ok + r.completed_err, N);
 }
 
@@ -117,11 +120,14 @@ fn hw_error_class_degrades_the_xu() {
 /// remaining execution is refused with 101.
 fn check_fatal_single_core(r: &JobReport, what: &str) {
     assert_eq!(r.degraded, [true], "{what}");
-    assert_eq!(r.accepted, 32, "{what}: the ring's worth was in flight");
-    assert_eq!(r.refused_unrecoverable, N - 32, "{what}");
+    assert_eq!(
+        r.producer.accepted, 32,
+        "{what}: the ring's worth was in flight"
+    );
+    assert_eq!(r.producer.refused_unrecoverable, N - 32, "{what}");
     assert_eq!(
         core0(r, NcCounter::InferFailedToQueue),
-        r.refused_full + r.refused_unrecoverable,
+        r.producer.refused_full + r.producer.refused_unrecoverable,
         "{what}"
     );
     assert_eq!(count(r, NrtStatus::TIMEOUT), r.timed_out, "{what}");
@@ -139,11 +145,14 @@ fn dropped_nq_record_times_out_and_degrades() {
     // With two cores the other XU keeps going.
     let r = run("timeout@#1/core0");
     assert_eq!(r.degraded, [true, false]);
-    assert_eq!(core0(&r, NcCounter::InferTimedOut), r.workers[0].completed);
+    assert_eq!(
+        core0(&r, NcCounter::InferTimedOut),
+        r.system.workers[0].completed
+    );
     assert_eq!(r.per_core[1].get(NcCounter::InferTimedOut), 0);
     assert_eq!(
         r.per_core[1].get(NcCounter::InferCompleted),
-        r.workers[1].completed
+        r.system.workers[1].completed
     );
 }
 
@@ -270,7 +279,7 @@ fn check_nq_overflow(r: &JobReport, what: &str) {
     assert!(r.degraded[0], "{what}");
     assert_eq!(
         core0(r, NcCounter::InferCompleted),
-        r.workers[0].completed - 1,
+        r.system.workers[0].completed - 1,
         "{what}: what was queued behind it completed"
     );
 }
@@ -281,7 +290,7 @@ fn nq_overflow_is_reported_and_degrades() {
     let r = run_on("nq_overflow@#1/core0", 1);
     check_nq_overflow(&r, "#1, one core");
     assert_eq!(r.degraded, [true]);
-    assert_eq!(r.refused_unrecoverable, N - r.accepted);
+    assert_eq!(r.producer.refused_unrecoverable, N - r.producer.accepted);
     // Two cores, a record of a later execution: the worker may see the
     // overflow while it still harvests an earlier (healthy) execution; the
     // status and the counter still go to the one that lost the record.
@@ -292,7 +301,7 @@ fn nq_overflow_is_reported_and_degrades() {
         assert_eq!(r.per_core[1].get(NcCounter::ErrSwNqOverflow), 0);
         assert_eq!(
             r.per_core[1].get(NcCounter::InferCompleted),
-            r.workers[1].completed
+            r.system.workers[1].completed
         );
     }
 }
@@ -329,23 +338,27 @@ fn recover_brings_degraded_xus_back_with_exact_counters() {
     let on = run_recover("error:hw@0.01", true);
     eprintln!(
         "error:hw@0.01 over 3000: accepted {} without recovery, {} with ({} recoveries)",
-        off.accepted, on.accepted, on.recoveries
+        off.producer.accepted, on.producer.accepted, on.recoveries
     );
     assert_eq!(off.recoveries, 0);
     assert!(on.recoveries >= 10, "{}", on.recoveries);
     assert!(on.faults_injected > off.faults_injected);
     assert!(
-        on.accepted >= 2 * off.accepted,
+        on.producer.accepted >= 2 * off.producer.accepted,
         "{} vs {}",
-        on.accepted,
-        off.accepted
+        on.producer.accepted,
+        off.producer.accepted
     );
-    assert!(on.accepted >= on.executions / 2, "{}", on.accepted);
+    assert!(
+        on.producer.accepted >= on.executions / 2,
+        "{}",
+        on.producer.accepted
+    );
     assert_eq!(on.outputs_wrong, 0);
     // A lost NQ record leaves the device queues out of step: the full
     // reset re-initialises them, and the run executes to the end.
     let lost = run_recover("timeout@#50", true);
     assert_eq!(lost.recoveries, 1);
-    assert_eq!(lost.accepted, lost.executions);
+    assert_eq!(lost.producer.accepted, lost.executions);
     assert!(lost.degraded.iter().all(|d| !*d), "{:?}", lost.degraded);
 }

@@ -33,9 +33,9 @@ fn null_model_runs_the_whole_pipeline() {
     assert_eq!(r.outputs_checked, n);
     assert_eq!(r.outputs_wrong, 0);
     assert_eq!(r.latency.count(), n);
-    assert_eq!(r.model, ModelKind::Null);
+    assert_eq!(r.config.model, ModelKind::Null);
     // No MACs: the null model is one COPY.
-    assert_eq!(r.workers.iter().map(|w| w.macs).sum::<u64>(), 0);
+    assert_eq!(r.system.workers.iter().map(|w| w.macs).sum::<u64>(), 0);
     let _ = std::fs::remove_file(&r.slab);
 }
 

@@ -43,14 +43,14 @@ fn whole_run(placement: Placement, name: &str) {
         ..JobConfig::default()
     };
     let r = job::run(&cfg, &mut |_, _| {}).unwrap();
-    assert_eq!(r.placement, placement);
+    assert_eq!(r.config.placement, placement);
     assert_eq!(r.completed_ok, n, "{r:#?}");
     assert_eq!(r.completed_err, 0);
     common::check_counters(&r, 32);
     // Exactly once: every execution's tag completed once, on one XU, and
     // each XU completed its tags in submission order (FIFO).
     let mut all: Vec<u64> = Vec::with_capacity(n as usize);
-    for w in &r.workers {
+    for w in &r.system.workers {
         assert!(w.tags.windows(2).all(|p| p[0] < p[1]), "FIFO per XU");
         all.extend_from_slice(&w.tags);
     }
@@ -83,9 +83,11 @@ fn check_exact_accounting(r: &job::JobReport, n: u64, ring: u64) {
     assert_eq!(p.attempts, p.accepted + p.refused_full, "{p:?}");
     assert_eq!((p.refused_unrecoverable, p.failed), (0, 0), "{p:?}");
     assert!(p.backoffs <= p.refused_full, "{p:?}");
-    assert_eq!(r.lanes.len(), r.workers.len());
+    assert_eq!(r.system.lanes.len(), r.system.workers.len());
     let mut refused = 0;
-    for (c, (&(accepted, full, unrecoverable), w)) in r.lanes.iter().zip(&r.workers).enumerate() {
+    for (c, (&(accepted, full, unrecoverable), w)) in
+        r.system.lanes.iter().zip(&r.system.workers).enumerate()
+    {
         assert_eq!(
             accepted, w.completed,
             "core {c}: accepted = completed there"
@@ -98,7 +100,7 @@ fn check_exact_accounting(r: &job::JobReport, n: u64, ring: u64) {
         );
         refused += full;
     }
-    assert_eq!(refused, p.refused_full, "{:?} vs {p:?}", r.lanes);
+    assert_eq!(refused, p.refused_full, "{:?} vs {p:?}", r.system.lanes);
 }
 
 /// The back-off policy does not starve a core: in a deterministic run (one
@@ -122,7 +124,7 @@ fn round_robin_back_off_shares_evenly_in_virtual_time() {
     let r = job::run(&cfg, &mut |_, _| {}).unwrap();
     assert_eq!(r.completed_ok, n, "{r:#?}");
     check_exact_accounting(&r, n, u64::from(cfg.ring));
-    let split: Vec<u64> = r.workers.iter().map(|w| w.completed).collect();
+    let split: Vec<u64> = r.system.workers.iter().map(|w| w.completed).collect();
     for (c, &k) in split.iter().enumerate() {
         assert!(
             k.abs_diff(n / 4) <= n / 4 / 20,

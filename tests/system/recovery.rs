@@ -69,9 +69,9 @@ fn check_kept_executing(r: &JobReport, what: &str) {
         "{what}: no reset"
     );
     // Nothing was given up: every execution ran (with its own status).
-    assert_eq!(r.refused_unrecoverable, 0, "{what}");
-    assert_eq!(r.failed, 0, "{what}");
-    assert_eq!(r.accepted, r.executions, "{what}");
+    assert_eq!(r.producer.refused_unrecoverable, 0, "{what}");
+    assert_eq!(r.producer.failed, 0, "{what}");
+    assert_eq!(r.producer.accepted, r.executions, "{what}");
     assert_eq!(r.outputs_wrong, 0, "{what}");
 }
 
@@ -116,7 +116,7 @@ fn without_recover_the_mix_gives_executions_up() {
     let _ = std::fs::remove_file(&r.slab);
     common::check_counters(&r, 32);
     assert_eq!(r.recoveries, 0);
-    assert!(r.refused_unrecoverable > r.executions / 2, "{r:?}");
+    assert!(r.producer.refused_unrecoverable > r.executions / 2, "{r:?}");
 }
 
 fn api_cfg(name: &str) -> SystemConfig {
@@ -240,7 +240,7 @@ fn an_event_the_reset_state_refuses_is_a_counted_violation() {
     let h = &shared.healths[0];
     h.step(XuHealthEvent::DeviceStopped, 0, &mut cx).unwrap();
     h.step(XuHealthEvent::Drained, 0, &mut cx).unwrap();
-    let (_, mut daemons) = built.into_daemons();
+    let mut daemons = built.daemons;
     let mut seen = false;
     for d in &mut daemons {
         if let SysActor::Worker(w) = d {

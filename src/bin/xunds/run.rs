@@ -209,7 +209,7 @@ pub fn main(args: Args) -> ExitCode {
     let bad = [
         rep.outputs_wrong,
         rep.fifo_violations,
-        rep.nds_errors,
+        rep.system.nds_errors,
         rep.fsm_violations.total(),
     ];
     if bad.iter().any(|n| *n > 0) {
@@ -233,11 +233,11 @@ fn run_json(r: &JobReport) -> impl Serialize + '_ {
     });
     obj! {
         executions: r.executions,
-        submitted: r.submitted,
+        submitted: r.producer.attempts,
         completed_ok: r.completed_ok,
         completed_err: r.completed_err,
-        refused_full: r.refused_full,
-        refused_unrecoverable: r.refused_unrecoverable,
+        refused_full: r.producer.refused_full,
+        refused_unrecoverable: r.producer.refused_unrecoverable,
         timed_out: r.timed_out,
         // Times an XU came back to healthy (each reset).
         recoveries: r.recoveries,
@@ -247,16 +247,16 @@ fn run_json(r: &JobReport) -> impl Serialize + '_ {
         outputs_wrong: r.outputs_wrong,
         exec_per_sec: (r.exec_per_sec * 10.0).round() / 10.0,
         latency_ns: obj! { p50: q(0.5), p99: q(0.99), p999: q(0.999), max: r.latency.max() },
-        model: r.model.name(),
+        model: r.config.model.name(),
         // The open-loop rate asked for (null: closed loop).
-        rate: r.rate,
+        rate: r.config.rate,
         // How the actors were put on threads (null: deterministic).
-        placement: (!r.deterministic).then(|| r.placement.name()),
+        placement: (!r.config.deterministic).then(|| r.config.placement.name()),
         slab: r.slab.display().to_string(),
-        vncs: r.vncs,
-        models: r.models,
-        deterministic: r.deterministic,
-        faults: r.faults.as_str(),
+        vncs: r.config.vncs,
+        models: r.config.models,
+        deterministic: r.config.deterministic,
+        faults: r.config.faults.text(),
         faults_injected: r.faults_injected,
         elapsed_s: r.elapsed.as_secs_f64(),
         // Events each kind of actor's state refused.
@@ -298,22 +298,26 @@ fn ms(ns: u64) -> String {
 pub fn summary(r: &JobReport) -> String {
     use std::fmt::Write as _;
     use NcCounter::*;
-    let mode = if r.deterministic {
+    let mode = if r.config.deterministic {
         "deterministic (virtual time)".to_string()
     } else {
-        format!("threaded ({} placement)", r.placement.name())
+        format!("threaded ({} placement)", r.config.placement.name())
     };
-    let arrival = r.rate.map_or("closed loop".to_string(), |x| {
+    let arrival = r.config.rate.map_or("closed loop".to_string(), |x| {
         format!("open loop at {x} exec/s (Poisson)")
     });
     let mut s = String::new();
-    let (model, secs, faults) = (r.model.name(), r.elapsed.as_secs_f64(), &r.faults);
-    let (n, cores, models) = (r.executions, r.vncs, r.models);
+    let (model, secs, faults) = (
+        r.config.model.name(),
+        r.elapsed.as_secs_f64(),
+        r.config.faults.text(),
+    );
+    let (n, cores, models) = (r.executions, r.config.vncs, r.config.models);
     let _ = writeln!(
         s,
         "xunds run: {n} executions, {cores} cores, {models} models ({model}), {mode}, {arrival}, faults: {faults}"
     );
-    let (rate, accepted) = (r.exec_per_sec, r.accepted);
+    let (rate, accepted) = (r.exec_per_sec, r.producer.accepted);
     let _ = writeln!(
         s,
         "  {rate:.0} executions/s ({accepted} accepted in {secs:.3} s wall)"
@@ -327,7 +331,7 @@ pub fn summary(r: &JobReport) -> String {
     let _ = writeln!(
         s,
         "  schedule calls {}: completed ok {}, completed with error {} (timed out {}), refused queue-full {}, refused unrecoverable {}",
-        r.submitted, r.completed_ok, r.completed_err, r.timed_out, r.refused_full, r.refused_unrecoverable
+        r.producer.attempts, r.completed_ok, r.completed_err, r.timed_out, r.producer.refused_full, r.producer.refused_unrecoverable
     );
     let (checked, wrong) = (r.outputs_checked, r.outputs_wrong);
     let _ = writeln!(
