@@ -786,11 +786,12 @@ where
         if self.ready() < want {
             self.refresh();
         }
-        let (head, n) = (self.head, self.ready().min(want));
-        for c in head..head + n {
+        let n = self.ready().min(want);
+        let burst = self.head..self.head + n;
+        for c in burst.clone() {
             self.q.checked(c)?;
         }
-        for c in head..head + n {
+        for c in burst {
             out(self.take(status(self.q.seq(c)))?);
         }
         Ok(n as usize)
