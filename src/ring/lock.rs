@@ -143,7 +143,7 @@ impl MarkCompLock {
         }
     }
 
-    /// The worker's entry (pop, pop_burst, discard).
+    /// The worker's entry (pop, discard).
     #[inline]
     pub(crate) fn lock_worker(&self) -> WorkerGuard<'_> {
         self.worker_busy.0.store(true, Ordering::Relaxed);
@@ -206,15 +206,10 @@ impl WorkerGuard<'_> {
         self.word >= INSTALLED
     }
 
-    /// The worker captured `k` installed handles (under this guard).
-    pub(crate) fn removed(&self, k: u32) {
-        if k != 0 {
-            // Relaxed: ordered by the lock, as every change of the count.
-            self.lock
-                .waiters
-                .0
-                .fetch_sub(u64::from(k) * INSTALLED, Ordering::Relaxed);
-        }
+    /// The worker captured an installed handle (under this guard).
+    pub(crate) fn removed(&self) {
+        // Relaxed: ordered by the lock, as every change of the count.
+        self.lock.waiters.0.fetch_sub(INSTALLED, Ordering::Relaxed);
     }
 }
 

@@ -223,6 +223,13 @@ impl RingMem {
     #[inline(always)]
     pub(crate) fn slot(&self, idx: u64) -> Slot<'_> {
         let off = xu_queue::SIZE + idx as usize * exec_slot::SIZE;
+        if idx < self.cap {
+            // SAFETY: `lay` is given exactly `mapped_len(cap)` bytes (every
+            // constructor), so a slot below `cap` lies inside. Said here, the
+            // span's bounds check folds away where the caller's index is
+            // known to be below `cap` (`XuQueue::idx`).
+            unsafe { core::hint::assert_unchecked(off <= self.words.len() - exec_slot::SIZE) };
+        }
         match self.words.span(off) {
             Some(s) => s,
             None => unreachable!("`lay` sized the memory for `capacity` slots"),

@@ -279,24 +279,23 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     }
 
     /// Signal a captured handle and close it unless pooled (docs/abi.md §1.9
-    /// consumer: write, then close a fresh one); `Err(errno)`.
+    /// consumer: write, then close a fresh one).
     #[cold]
     #[inline(never)]
-    fn signal_and_close(&self, efd: i32, pooled: bool) -> Result<(), i32> {
-        #[cfg(feature = "std")]
-        {
-            let r = self.waits.sink.signal(efd);
-            if !pooled {
-                self.waits.sink.close(efd);
-            }
-            r
-        }
+    fn signal(&self, seq: SeqId, efd: i32, pooled: bool) -> Signal {
         // Without `std` there are no waiters: nothing installs a handle,
         // and no sink could signal one (EINVAL).
         #[cfg(not(feature = "std"))]
-        {
-            let _ = (efd, pooled);
-            Err(22)
+        let r = Err(22);
+        #[cfg(feature = "std")]
+        let r = self.waits.sink.signal(efd);
+        #[cfg(feature = "std")]
+        if !pooled {
+            self.waits.sink.close(efd);
+        }
+        match r {
+            Ok(()) => Signal::Signalled { fd: efd, pooled },
+            Err(errno) => Signal::Failed(SignalError { seq, errno }),
         }
     }
 }
@@ -695,10 +694,17 @@ where
     /// `exec_info` and publish `exec_head`; then signal the captured handle.
     #[inline(always)]
     pub fn pop(&mut self, status: NrtStatus) -> Result<Popped<T>, PopError> {
-        let head = self.head;
         if self.ready() == 0 && self.refill() == 0 {
             return Err(PopError::Empty);
         }
+        Ok(self.take(status)?)
+    }
+
+    /// Pop the triggered slot at `exec_head` (the caller saw one ready):
+    /// [`pop`](Self::pop) past its empty check.
+    #[inline(always)]
+    fn take(&mut self, status: NrtStatus) -> Result<Popped<T>, SlotMismatch> {
+        let head = self.head;
         let (slot, seq) = self.q.checked(head)?;
         let (q, header) = (&*self.q, self.q.mem.header());
         // TRIGGERED -> DONE: the status, published by the Release below.
@@ -719,7 +725,7 @@ where
             if lock.any_installed() {
                 handle = handle_fields(slot.load_u64(HANDLE, Relaxed));
                 if handle.0 != NO_EFD {
-                    lock.removed(1);
+                    lock.removed();
                 }
             }
             let info = slot.load_u64(EXEC_INFO, Relaxed);
@@ -739,21 +745,11 @@ where
         // slot (its seq_id checked), and this pop is its one consumer:
         // exec_head has moved past it.
         let item = unsafe { T::from_word(info) };
-        let signal = self.signal(seq, handle);
+        let signal = match handle {
+            (NO_EFD, _) => Signal::NoWaiter,
+            (efd, pooled) => q.signal(seq, efd, pooled),
+        };
         Ok(Popped { seq, item, signal })
-    }
-
-    /// Signal a captured handle (docs/abi.md §1.9: write, then close a
-    /// fresh one).
-    #[inline(always)]
-    fn signal(&self, seq: SeqId, (efd, pooled): (i32, bool)) -> Signal {
-        if efd == NO_EFD {
-            return Signal::NoWaiter;
-        }
-        match self.q.signal_and_close(efd, pooled) {
-            Ok(()) => Signal::Signalled { fd: efd, pooled },
-            Err(errno) => Signal::Failed(SignalError { seq, errno }),
-        }
     }
 
     /// `xuq_worker_peek_current_exec`: the slot at `exec_head`, checked.
@@ -776,58 +772,27 @@ where
         })
     }
 
-    /// Pop up to `max` (at most 64) triggered items with one lock and one
-    /// `exec_head` publish; `status(seq)` gives each item's status, `out`
-    /// receives each popped item in FIFO order. Returns how many. Every
-    /// slot's seq_id is checked before anything is written: a refusal moves
-    /// nothing.
+    /// Pop up to `max` triggered items, one [`pop`](Self::pop) each;
+    /// `status(seq)` gives each item's status, `out` receives each popped
+    /// item in FIFO order. Returns how many. Every slot's seq_id is checked
+    /// before anything is written: a refusal moves nothing.
     pub fn pop_burst(
         &mut self,
         max: usize,
         mut status: impl FnMut(SeqId) -> NrtStatus,
         mut out: impl FnMut(Popped<T>),
     ) -> Result<usize, SlotMismatch> {
-        const BURST: u64 = 64;
-        let want = (max as u64).min(BURST);
+        let want = max as u64;
         if self.ready() < want {
             self.refresh();
         }
-        let (head, n) = (self.head, self.ready().min(want));
-        let cursors = head..head + n;
-        for c in cursors.clone() {
+        let n = self.ready().min(want);
+        let burst = self.head..self.head + n;
+        for c in burst.clone() {
             self.q.checked(c)?;
         }
-        let q = &*self.q;
-        for c in cursors.clone() {
-            write_status::<C>(q.slot(c).load_u64(EXEC_STATUS, Relaxed), status(q.seq(c)));
-        }
-        let mut taken = [(0u64, (NO_EFD, false)); BURST as usize];
-        {
-            let lock = q.lock.lock_worker();
-            // Mutant: the advance before the capture, as in `pop`.
-            #[cfg(xunds_mutant = "advance_before_capture")]
-            q.mem.store(EXEC_HEAD, head + n, PUBLISH);
-            let (installed, mut captured) = (lock.any_installed(), 0);
-            for (c, t) in cursors.clone().zip(&mut taken) {
-                let slot = q.slot(c);
-                if installed {
-                    t.1 = handle_fields(slot.load_u64(HANDLE, Relaxed));
-                    captured += u32::from(t.1 .0 != NO_EFD);
-                }
-                t.0 = slot.load_u64(EXEC_INFO, Relaxed);
-            }
-            lock.removed(captured);
-            // Ordering: Release; as in `pop`, for the n slots at once.
-            #[cfg(not(xunds_mutant = "advance_before_capture"))]
-            q.mem.store(EXEC_HEAD, head + n, PUBLISH);
-        }
-        self.head = head + n;
-        for (c, &(info, handle)) in cursors.zip(&taken) {
-            let seq = q.seq(c);
-            // SAFETY: as in `pop`: the word is from `T::into_word`, consumed once.
-            let item = unsafe { T::from_word(info) };
-            let signal = self.signal(seq, handle);
-            out(Popped { seq, item, signal });
+        for c in burst {
+            out(self.take(status(self.q.seq(c)))?);
         }
         Ok(n as usize)
     }
@@ -1072,7 +1037,7 @@ mod tests {
     /// A handle the worker captures leaves the installed count, by `pop` and
     /// by `pop_burst`, so the worker's fast path (no handle anywhere) comes
     /// back; a handle still in a slot keeps it counted. Mutants:
-    /// `WorkerGuard::removed` -> `()`, its `!=` -> `==`, its `*` -> `/`.
+    /// `WorkerGuard::removed` -> `()`, `take`'s `!=` -> `==`.
     #[test]
     fn a_captured_handle_leaves_the_installed_count() {
         let (mut p, mut w) = XuQueue::<u64>::owned(QueueConfig::new(xu(), 4)).unwrap();

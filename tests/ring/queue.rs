@@ -785,6 +785,19 @@ fn bursts_publish_once_and_are_all_or_nothing<B: Backend>() {
     assert_eq!(n, 1);
     assert_eq!(w.pop_burst(0, |_| NrtStatus::SUCCESS, |_| {}).unwrap(), 0);
     assert_eq!(w.available(), 1);
+    // Every seq_id of a burst is checked before any pop: an overwritten
+    // second slot refuses the whole burst, and the intact first stays.
+    let s = p.submit(60, None).unwrap();
+    p.trigger_next().unwrap();
+    q.corrupt_seq_id(s, 0);
+    let before = q.cursors();
+    let refused = w.pop_burst(
+        4,
+        |_| NrtStatus::SUCCESS,
+        |_| unreachable!("nothing popped"),
+    );
+    assert_eq!(refused.unwrap_err().expected, s);
+    assert_eq!(q.cursors(), before);
 }
 
 fn non_power_of_two_capacity<B: Backend>() {
