@@ -487,7 +487,8 @@ impl<S: Slab> Reader<S> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::nds::{HeapSlab, SlabMut, Writer};

@@ -839,7 +839,8 @@ impl WordSlab<Heap> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

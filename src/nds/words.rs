@@ -95,7 +95,8 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes(a)
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::nds::slab::HeapSlab;

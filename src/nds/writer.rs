@@ -472,7 +472,8 @@ fn step(
     Ok(())
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::fsm::Transition;
