@@ -54,12 +54,7 @@ struct Laid {
 impl Laid {
     /// Store `bytes` at `off` (8-aligned; a length that is a multiple of 4).
     fn put(&mut self, off: usize, bytes: &[u8]) {
-        let whole = bytes.len() & !7;
-        self.slab.store_words(off, &bytes[..whole]);
-        if bytes.len() > whole {
-            let tail = u32::from_le_bytes(bytes[whole..whole + 4].try_into().unwrap());
-            self.slab.store_u32(off + whole, tail, Ordering::Relaxed);
-        }
+        xunds::nds::words::copy_in(&self.slab, off, bytes);
         self.spans.push((off, bytes.len()));
     }
 }

@@ -93,35 +93,6 @@ impl LinuxHal {
     }
 }
 
-#[cold]
-fn mem_err(r: RegionHandle, e: super::mem::MemError) -> HalError {
-    if e.read_only {
-        // Not reachable today: this backend maps every region read-write.
-        return HalError::Os {
-            op: "write",
-            errno: Some(libc::EACCES),
-            text: e.to_string(),
-        };
-    }
-    if e.offset
-        .checked_add(e.len)
-        .is_none_or(|end| end > e.region_len)
-    {
-        HalError::OutOfBounds {
-            region: r.id(),
-            off: e.offset,
-            len: e.len,
-            region_len: e.region_len,
-        }
-    } else {
-        HalError::Misaligned {
-            region: r.id(),
-            off: e.offset,
-            align: e.align,
-        }
-    }
-}
-
 impl Hal for LinuxHal {
     fn name(&self) -> String {
         "linux".to_string()
@@ -148,7 +119,10 @@ impl Hal for LinuxHal {
     }
 
     fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError> {
-        let p = self.region(r)?.ptr_at(0, 0, 1).map_err(|e| mem_err(r, e))?;
+        let p = self
+            .region(r)?
+            .ptr_at(0, 0, 1)
+            .map_err(|_| HalError::BadHandle)?;
         Ok(p as usize as u64)
     }
 
@@ -177,8 +151,9 @@ impl Hal for LinuxHal {
         };
         // Past the check, the region's own checks below fail only on a
         // read-only mapping or a misaligned window base, which this backend
-        // never makes (every region is a whole read-write mapping).
-        let e = |e| mem_err(r, e);
+        // never makes (every region is a whole read-write mapping); such a
+        // failure is reported as the check's own refusal.
+        let e = |_| self.refused(r, off, len, align);
         Ok(match a {
             Access::Load(Width::W32, order) => reg.load_u32(off, order).map_err(e)?.into(),
             Access::Load(Width::W64, order) => reg.load_u64(off, order).map_err(e)?,

@@ -50,7 +50,7 @@ use super::record::{self, RecordSpan, TornReason};
 #[cfg(feature = "std")]
 use super::slab::ReadOnlySlab;
 use super::slab::{DefaultReadSlab, Slab};
-use super::{NdsError, REQUIRED_SIZE};
+use super::NdsError;
 
 /// The header check's pause before its one retry (docs/abi.md §2.3: `usleep(500)`).
 pub const HEADER_RETRY: Duration = Duration::from_micros(500);
@@ -65,26 +65,21 @@ pub trait WireRecord: Sized {
     fn parse(bytes: &[u8]) -> Result<Self, WireError>;
 }
 
-impl WireRecord for ModelRecord {
-    const SIZE: usize = model::RECORD_SIZE;
-    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        ModelRecord::parse(bytes)
-    }
+macro_rules! wire_record {
+    ($($T:ty = $size:expr),*) => {$(
+        impl WireRecord for $T {
+            const SIZE: usize = $size;
+            fn parse(bytes: &[u8]) -> Result<Self, WireError> {
+                <$T>::parse(bytes)
+            }
+        }
+    )*};
 }
-
-impl WireRecord for ProcessInfo {
-    const SIZE: usize = process::PROCESS_INFO_SIZE;
-    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        ProcessInfo::parse(bytes)
-    }
-}
-
-impl WireRecord for ProcessInfoExt {
-    const SIZE: usize = process::PROCESS_INFO_EXT_SIZE;
-    fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-        ProcessInfoExt::parse(bytes)
-    }
-}
+wire_record!(
+    ModelRecord = model::RECORD_SIZE,
+    ProcessInfo = process::PROCESS_INFO_SIZE,
+    ProcessInfoExt = process::PROCESS_INFO_EXT_SIZE
+);
 
 /// The largest record (the model record) bounds the stack copy buffer.
 const MAX_RECORD: usize = model::RECORD_SIZE;
@@ -329,9 +324,7 @@ impl<S: Slab> Reader<S> {
     /// [`Reader::attach`] with `pause` instead of `thread::sleep` for the
     /// header and record retries (deterministic tests, fuzzing).
     pub fn attach_with_pause(slab: S, pause: fn(Duration)) -> Result<Self, NdsError> {
-        if slab.len() < REQUIRED_SIZE {
-            return Err(NdsError::TooSmall { len: slab.len() });
-        }
+        super::slab::require_size(slab.len())?;
         let reader = Reader { slab, pause };
         if reader.header_word() != HEADER_PROTO {
             (reader.pause)(HEADER_RETRY);
@@ -368,28 +361,20 @@ impl<S: Slab> Reader<S> {
     /// A file that shrank under the mapping at any point is
     /// [`NdsError::Shrunk`], whatever was read.
     fn bracketed<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
-        let out = self.between_header_checks(f);
+        let before = self.header_word();
+        let out = (before == HEADER_PROTO).then(|| f(&self.slab));
+        // Ordering: Acquire fence (docs/abi.md §2.3 header gate), partner: the Release fence in
+        // `Writer::release` after it zeroes the header: if `f` saw any word
+        // the release zeroed, the re-load below sees the zero header.
+        self.slab.fence(Ordering::Acquire);
+        let after = self.slab.load_u64(region::HEADER_OFF, Ordering::Relaxed);
         // A fault absorbed anywhere above (a load past the shrunk end read
         // zero) voids whatever was read, header checks included.
         if self.slab.shrunk() {
             return Err(NdsError::Shrunk);
         }
-        out
-    }
-
-    fn between_header_checks<T>(&self, f: impl FnOnce(&S) -> T) -> Result<T, NdsError> {
-        if self.header_word() != HEADER_PROTO {
-            return Err(NdsError::Detached);
-        }
-        let out = f(&self.slab);
-        // Ordering: Acquire fence (docs/abi.md §2.3 header gate), partner: the Release fence in
-        // `Writer::release` after it zeroes the header: if `f` saw any word
-        // the release zeroed, the re-load below sees the zero header.
-        self.slab.fence(Ordering::Acquire);
-        if self.slab.load_u64(region::HEADER_OFF, Ordering::Relaxed) != HEADER_PROTO {
-            return Err(NdsError::Detached);
-        }
-        Ok(out)
+        out.filter(|_| after == HEADER_PROTO)
+            .ok_or(NdsError::Detached)
     }
 
     /// Read counter `c` (a plain 8-byte load, docs/abi.md §2.4).
@@ -487,10 +472,11 @@ impl<S: Slab> Reader<S> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nds::{HeapSlab, SlabMut, Writer};
+    use crate::nds::{HeapSlab, SlabMut, Writer, REQUIRED_SIZE};
     use crate::wire::nds::counters::{NcCounter, NdCounter};
     use crate::wire::nds::header::Header;
     use std::sync::Arc;

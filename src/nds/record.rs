@@ -381,7 +381,8 @@ pub fn erase<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     words::zero(slab, span.off + 8, span.len - 8);
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::nds::slab::HeapSlab;

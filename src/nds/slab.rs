@@ -100,15 +100,6 @@ pub trait Slab: Send + Sync {
     fn shrunk(&self) -> bool {
         false
     }
-
-    /// Load the `out.len() / 8` consecutive 8-byte words at 8-aligned `off`
-    /// into `out` (little-endian bytes; `out.len()` a multiple of 8), one
-    /// Relaxed atomic load per word.
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        for (i, w) in out.chunks_exact_mut(8).enumerate() {
-            w.copy_from_slice(&self.load_u64(off + i * 8, Ordering::Relaxed).to_le_bytes());
-        }
-    }
 }
 
 /// Word-sized atomic writes of a slab (the publisher's side).
@@ -128,17 +119,6 @@ pub trait SlabMut: Slab {
     /// Atomic bitwise OR (`LOCK OR`, docs/abi.md §2.4 FEATURE_BITMAP); returns the
     /// old value.
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
-
-    /// Store `data` (little-endian, `data.len()` a multiple of 8) as
-    /// consecutive 8-byte words at 8-aligned `off`, one Relaxed atomic store
-    /// per word.
-    fn store_words(&self, off: usize, data: &[u8]) {
-        for (i, w) in data.chunks_exact(8).enumerate() {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(w);
-            self.store_u64(off + i * 8, u64::from_le_bytes(a), Ordering::Relaxed);
-        }
-    }
 }
 
 /// Any pointer to a slab is a slab (`&S`, `Arc<S>`, `Box<S>`): every method
@@ -163,9 +143,6 @@ where
     fn shrunk(&self) -> bool {
         (**self).shrunk()
     }
-    fn load_words(&self, off: usize, out: &mut [u8]) {
-        (**self).load_words(off, out)
-    }
 }
 
 /// Any pointer to a writable slab is a writable slab.
@@ -188,9 +165,6 @@ where
     }
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         (**self).fetch_or_u64(off, v, order)
-    }
-    fn store_words(&self, off: usize, data: &[u8]) {
-        (**self).store_words(off, data)
     }
 }
 
@@ -402,7 +376,7 @@ fn open_regular(
     Ok((file, len))
 }
 
-fn require_size(len: usize) -> Result<(), NdsError> {
+pub(super) fn require_size(len: usize) -> Result<(), NdsError> {
     // docs/abi.md §2.2: nds_open refuses a mapping of <= 0x1067f bytes.
     if len < REQUIRED_SIZE {
         Err(NdsError::TooSmall { len })
@@ -839,7 +813,8 @@ impl WordSlab<Heap> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -993,7 +968,7 @@ mod tests {
             assert_eq!(ro.load_u64(SLAB_SIZE - 8, order), 7);
         }
         let mut w = [0u8; 16];
-        ro.load_words(0x518, &mut w);
+        crate::nds::words::copy_out(&ro, 0x518, &mut w);
         assert_eq!(&w[8..], &0x0102_0304_0506_0708u64.to_le_bytes());
         assert!(std::panic::catch_unwind(|| ro.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
         // A read-only mapping is refused as a publisher's slab.

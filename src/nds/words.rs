@@ -17,54 +17,49 @@ use core::sync::atomic::Ordering;
 
 use super::slab::{Slab, SlabMut};
 
-#[inline(always)]
-fn check4(off: usize, len: usize) {
-    assert!(
-        off % 4 == 0 && len % 4 == 0,
-        "word copy of {len} bytes at {off:#x} is not 4-aligned"
-    );
+/// The words of the 4-aligned run `[off, off + len)`, as (offset, width):
+/// 8 bytes where an 8-aligned word fits, else 4 (a head at `off % 8 == 4`,
+/// a 4-byte tail).
+fn words(off: usize, len: usize) -> impl Iterator<Item = (usize, usize)> {
+    let end = off
+        .checked_add(len)
+        .filter(|_| off % 4 == 0 && len % 4 == 0);
+    let end =
+        end.unwrap_or_else(|| panic!("word copy of {len} bytes at {off:#x} is not 4-aligned"));
+    let mut at = off;
+    core::iter::from_fn(move || {
+        let n = if at % 8 == 0 && end - at >= 8 { 8 } else { 4 };
+        (at < end).then(|| {
+            at += n;
+            (at - n, n)
+        })
+    })
 }
 
 /// Copy `out.len()` bytes starting at slab offset `off` into `out`, one
 /// atomic load per word (`Relaxed`).
 #[inline]
 pub fn copy_out<S: Slab + ?Sized>(slab: &S, off: usize, out: &mut [u8]) {
-    check4(off, out.len());
-    let mut at = off;
-    let mut rest: &mut [u8] = out;
-    if at % 8 == 4 && rest.len() >= 4 {
-        let (head, tail) = rest.split_at_mut(4);
-        head.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes());
-        at += 4;
-        rest = tail;
-    }
-    let whole = rest.len() & !7;
-    let (body, tail) = rest.split_at_mut(whole);
-    slab.load_words(at, body);
-    at += whole;
-    if !tail.is_empty() {
-        tail.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes());
+    for (at, n) in words(off, out.len()) {
+        let b = &mut out[at - off..at - off + n];
+        match n {
+            8 => b.copy_from_slice(&slab.load_u64(at, Ordering::Relaxed).to_le_bytes()),
+            _ => b.copy_from_slice(&slab.load_u32(at, Ordering::Relaxed).to_le_bytes()),
+        }
     }
 }
 
 /// Copy `data` to slab offset `off`, one atomic store per word (`Relaxed`).
 #[inline]
 pub fn copy_in<S: SlabMut + ?Sized>(slab: &S, off: usize, data: &[u8]) {
-    check4(off, data.len());
-    let mut at = off;
-    let mut rest = data;
-    if at % 8 == 4 && rest.len() >= 4 {
-        let (head, tail) = rest.split_at(4);
-        slab.store_u32(at, le32(head), Ordering::Relaxed);
-        at += 4;
-        rest = tail;
-    }
-    let whole = rest.len() & !7;
-    let (body, tail) = rest.split_at(whole);
-    slab.store_words(at, body);
-    at += whole;
-    if !tail.is_empty() {
-        slab.store_u32(at, le32(tail), Ordering::Relaxed);
+    for (at, n) in words(off, data.len()) {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&data[at - off..at - off + n]);
+        let v = u64::from_le_bytes(b);
+        match n {
+            8 => slab.store_u64(at, v, Ordering::Relaxed),
+            _ => slab.store_u32(at, v as u32, Ordering::Relaxed),
+        }
     }
 }
 
@@ -72,30 +67,16 @@ pub fn copy_in<S: SlabMut + ?Sized>(slab: &S, off: usize, data: &[u8]) {
 /// (`Relaxed`).
 #[inline]
 pub fn zero<S: SlabMut + ?Sized>(slab: &S, off: usize, len: usize) {
-    check4(off, len);
-    let mut at = off;
-    let end = off + len;
-    if at % 8 == 4 && at < end {
-        slab.store_u32(at, 0, Ordering::Relaxed);
-        at += 4;
-    }
-    while at + 8 <= end {
-        slab.store_u64(at, 0, Ordering::Relaxed);
-        at += 8;
-    }
-    if at < end {
-        slab.store_u32(at, 0, Ordering::Relaxed);
+    for (at, n) in words(off, len) {
+        match n {
+            8 => slab.store_u64(at, 0, Ordering::Relaxed),
+            _ => slab.store_u32(at, 0, Ordering::Relaxed),
+        }
     }
 }
 
-#[inline(always)]
-fn le32(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(b);
-    u32::from_le_bytes(a)
-}
-
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::nds::slab::HeapSlab;

@@ -37,6 +37,7 @@ use crate::wire::nds::region;
 
 use super::index::{Counter, ModelSlot};
 use super::record::{self, RecordSpan};
+use super::slab::require_size;
 #[cfg(feature = "std")]
 use super::slab::MappedSlab;
 use super::slab::{DefaultSlab, SlabMut};
@@ -138,9 +139,7 @@ impl<S: SlabMut> Writer<S> {
     /// Refuses a slab shorter than 67,200 bytes (docs/abi.md §2.2) and one whose header is
     /// already committed (another publisher owns it: see [`Writer::attach`]).
     pub fn new(slab: S) -> Result<Self, NdsError> {
-        if slab.len() < REQUIRED_SIZE {
-            return Err(NdsError::TooSmall { len: slab.len() });
-        }
+        require_size(slab.len())?;
         // Ordering: Acquire, partner: a previous publisher's Release commit
         // below (docs/abi.md §2.3); only used to refuse a live slab.
         if header::check(slab.load_u64(region::HEADER_OFF, Ordering::Acquire))
@@ -156,13 +155,7 @@ impl<S: SlabMut> Writer<S> {
         // `nds_commit_header` / `nds_check_header`): a reader that sees the
         // committed header sees the laid-out regions.
         slab.store_u64(region::HEADER_OFF, HEADER_PROTO, Ordering::Release);
-        Ok(Self::with_books(
-            slab,
-            0,
-            [RecordState::Free; MODEL_SLOTS],
-            RecordState::Free,
-            RecordState::Free,
-        ))
+        Ok(Self::adopt(slab))
     }
 
     /// Attach to a slab another `Writer` (possibly in another process, now
@@ -173,49 +166,33 @@ impl<S: SlabMut> Writer<S> {
     /// Records are written by one process per slab (docs/abi.md §2.6); counters
     /// may be updated through any number of attached writers.
     pub fn attach(slab: S) -> Result<Self, NdsError> {
-        if slab.len() < REQUIRED_SIZE {
-            return Err(NdsError::TooSmall { len: slab.len() });
-        }
+        require_size(slab.len())?;
         // Ordering: Acquire, partner: the Release header commit in
         // `Writer::new` (docs/abi.md §2.3): the layout and everything published before
         // the commit is visible to the adoption below.
         let word = slab.load_u64(region::HEADER_OFF, Ordering::Acquire);
         super::reader::header_verdict(word)?;
-        let bitmap = slab.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
-        let mut models = [RecordState::Free; MODEL_SLOTS];
-        for slot in ModelSlot::all() {
-            if bitmap & slot.bit() != 0 {
-                models[slot.index()] = RecordState::Published;
-            }
-        }
-        let live = |span: RecordSpan| {
-            if record::hashed(&slab, span) {
-                RecordState::Published
-            } else {
-                RecordState::Free
-            }
-        };
-        let pi = live(RecordSpan::PROCESS_INFO);
-        let pie = live(RecordSpan::PROCESS_INFO_EXT);
-        Ok(Self::with_books(slab, bitmap, models, pi, pie))
+        Ok(Self::adopt(slab))
     }
 
-    fn with_books(
-        slab: S,
-        bitmap: u64,
-        models: [RecordState; MODEL_SLOTS],
-        process_info: RecordState,
-        process_info_ext: RecordState,
-    ) -> Self {
+    /// A writer whose books are what `slab` holds (all free on a slab just
+    /// laid out).
+    fn adopt(slab: S) -> Self {
+        let bitmap = slab.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
+        let state = |live: bool| match live {
+            true => RecordState::Published,
+            false => RecordState::Free,
+        };
+        let books = Books {
+            bitmap,
+            models: core::array::from_fn(|i| state(bitmap >> i & 1 != 0)),
+            process_info: state(record::hashed(&slab, RecordSpan::PROCESS_INFO)),
+            process_info_ext: state(record::hashed(&slab, RecordSpan::PROCESS_INFO_EXT)),
+            hook: None,
+        };
         Writer {
             slab,
-            books: Mutex::new(Books {
-                bitmap,
-                models,
-                process_info,
-                process_info_ext,
-                hook: None,
-            }),
+            books: Mutex::new(books),
         }
     }
 
@@ -264,36 +241,41 @@ impl<S: SlabMut> Writer<S> {
 
     // ---- counters (docs/abi.md §2.4, §2.5) ----
 
+    /// The word of counter `c` for anything but OR: `FEATURE_BITMAP` is
+    /// `EINVAL` (it is written only with OR).
+    #[inline]
+    fn arith(c: Counter) -> Result<usize, NdsError> {
+        match c.is_feature_bitmap() {
+            true => Err(NdsError::OrOnly(NdCounter::FeatureBitmap)),
+            false => Ok(c.offset()),
+        }
+    }
+
     /// Add `v` (wrapping, `LOCK ADD`) to counter `c`; returns the old value.
-    /// `FEATURE_BITMAP` is `EINVAL` (it is written only with OR).
+    /// `FEATURE_BITMAP` is `EINVAL`.
     #[inline]
     pub fn add(&self, c: Counter, v: u64) -> Result<u64, NdsError> {
-        if c.is_feature_bitmap() {
-            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
-        }
         // Relaxed: a counter publishes nothing else; readers use a plain
         // 8-byte load (docs/abi.md §2.4), and the RMW is atomic across processes.
-        Ok(self.slab.fetch_add_u64(c.offset(), v, Ordering::Relaxed))
+        Ok(self
+            .slab
+            .fetch_add_u64(Self::arith(c)?, v, Ordering::Relaxed))
     }
 
     /// Subtract `v` (wrapping, `LOCK SUB`) from counter `c`; returns the old
     /// value. `FEATURE_BITMAP` is `EINVAL`.
     #[inline]
     pub fn sub(&self, c: Counter, v: u64) -> Result<u64, NdsError> {
-        if c.is_feature_bitmap() {
-            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
-        }
-        Ok(self.slab.fetch_sub_u64(c.offset(), v, Ordering::Relaxed))
+        Ok(self
+            .slab
+            .fetch_sub_u64(Self::arith(c)?, v, Ordering::Relaxed))
     }
 
     /// Set counter `c` to `v` (one 8-byte atomic store). `FEATURE_BITMAP` is
     /// `EINVAL`.
     #[inline]
     pub fn set(&self, c: Counter, v: u64) -> Result<(), NdsError> {
-        if c.is_feature_bitmap() {
-            return Err(NdsError::OrOnly(NdCounter::FeatureBitmap));
-        }
-        self.slab.store_u64(c.offset(), v, Ordering::Relaxed);
+        self.slab.store_u64(Self::arith(c)?, v, Ordering::Relaxed);
         Ok(())
     }
 
@@ -472,7 +454,8 @@ fn step(
     Ok(())
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(not(loom))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::fsm::Transition;

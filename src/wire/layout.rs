@@ -118,17 +118,6 @@ impl Block {
     }
 }
 
-/// A named byte range of a larger map (the NDS region map rows).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    /// The region name (docs/abi.md §2.2 naming).
-    pub name: &'static str,
-    /// Byte offset from the start of the map.
-    pub offset: usize,
-    /// Size in bytes.
-    pub size: usize,
-}
-
 /// A value with a fixed little-endian wire form: `SIZE` bytes at C
 /// alignment `ALIGN`. `put` and `get` are given exactly `SIZE` bytes; `get`
 /// refuses a value by returning the offset of the row that holds it.

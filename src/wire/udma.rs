@@ -283,49 +283,45 @@ pub const OP_TYPE_SHIFT: u32 = 20;
 pub const OP_SHIFT: u32 = 23;
 /// Width mask of `op_type` and `op`.
 pub const OP_MASK: u32 = 0b111;
-/// M2S `meta_ctrl` bit 0.
-pub const META_IS_LAST_BLOCK: u32 = 1 << 0;
-/// M2S `meta_ctrl` bit 1.
-pub const META_IS_FIRST_BLOCK: u32 = 1 << 1;
-/// M2S `meta_ctrl` bit 19.
-pub const META_COPY_SOURCE_DATA: u32 = 1 << 19;
-/// M2S `meta_ctrl` bit 26.
-pub const META_WRITE_BARRIER: u32 = 1 << 26;
+bitflags! {
+    /// The one-bit fields of M2S `meta_ctrl`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct MetaFlags: u32 {
+        /// Bit 0: last block.
+        const IS_LAST_BLOCK = 1 << 0;
+        /// Bit 1: first block.
+        const IS_FIRST_BLOCK = 1 << 1;
+        /// Bit 19: copy the source data.
+        const COPY_SOURCE_DATA = 1 << 19;
+        /// Bit 26: write barrier.
+        const WRITE_BARRIER = 1 << 26;
+    }
+}
+
 /// Every defined `meta_ctrl` bit; the rest are reserved.
-pub const META_DEFINED: u32 = META_IS_LAST_BLOCK
-    | META_IS_FIRST_BLOCK
-    | META_COPY_SOURCE_DATA
-    | (OP_MASK << OP_TYPE_SHIFT)
-    | (OP_MASK << OP_SHIFT)
-    | META_WRITE_BARRIER;
+pub const META_DEFINED: u32 =
+    MetaFlags::all().bits() | (OP_MASK << OP_TYPE_SHIFT) | (OP_MASK << OP_SHIFT);
 
 /// The decoded M2S `meta_ctrl` word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MetaCtrl {
-    /// Bit 0.
-    pub is_last_block: bool,
-    /// Bit 1.
-    pub is_first_block: bool,
-    /// Bit 19.
-    pub copy_source_data: bool,
+    /// Bits 0, 1, 19 and 26.
+    pub flags: MetaFlags,
     /// Bits 22:20.
     pub op_type: u8,
     /// Bits 25:23.
     pub op: u8,
-    /// Bit 26.
-    pub write_barrier: bool,
 }
 
 impl MetaCtrl {
     /// The usual plain copy (`0x0108_0003`): first and last block, copy
     /// source data, op 2, op_type 0.
     pub const COPY: MetaCtrl = MetaCtrl {
-        is_last_block: true,
-        is_first_block: true,
-        copy_source_data: true,
+        flags: MetaFlags::IS_LAST_BLOCK
+            .union(MetaFlags::IS_FIRST_BLOCK)
+            .union(MetaFlags::COPY_SOURCE_DATA),
         op_type: 0,
         op: 2,
-        write_barrier: false,
     };
 
     /// Encode; refuses an `op_type` or `op` above 7.
@@ -335,10 +331,7 @@ impl MetaCtrl {
         } else if self.op as u32 > OP_MASK {
             ("op", self.op)
         } else {
-            return Ok((self.is_last_block as u32 * META_IS_LAST_BLOCK)
-                | (self.is_first_block as u32 * META_IS_FIRST_BLOCK)
-                | (self.copy_source_data as u32 * META_COPY_SOURCE_DATA)
-                | (self.write_barrier as u32 * META_WRITE_BARRIER)
+            return Ok(self.flags.bits()
                 | (self.op_type as u32) << OP_TYPE_SHIFT
                 | (self.op as u32) << OP_SHIFT);
         };
@@ -354,12 +347,9 @@ impl MetaCtrl {
             });
         }
         Ok(MetaCtrl {
-            is_last_block: w & META_IS_LAST_BLOCK != 0,
-            is_first_block: w & META_IS_FIRST_BLOCK != 0,
-            copy_source_data: w & META_COPY_SOURCE_DATA != 0,
+            flags: MetaFlags::from_bits_truncate(w),
             op_type: ((w >> OP_TYPE_SHIFT) & OP_MASK) as u8,
             op: ((w >> OP_SHIFT) & OP_MASK) as u8,
-            write_barrier: w & META_WRITE_BARRIER != 0,
         })
     }
 }
@@ -540,11 +530,15 @@ pub fn dump(view: View, bytes: &[u8]) -> String {
     };
     if view != View::S2m {
         let _ = match MetaCtrl::decode(read::<u32>(b, field::WORD1)) {
-            Ok(m) => writeln!(
-                out,
-                "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",
-                m.is_first_block, m.is_last_block, m.copy_source_data, m.op_type, m.op, m.write_barrier
-            ),
+            Ok(m) => {
+                let has = |f| m.flags.contains(f);
+                writeln!(
+                    out,
+                    "  meta_ctrl: first_block={} last_block={} copy_source_data={} op_type={} op={} write_barrier={}",
+                    has(MetaFlags::IS_FIRST_BLOCK), has(MetaFlags::IS_LAST_BLOCK),
+                    has(MetaFlags::COPY_SOURCE_DATA), m.op_type, m.op, has(MetaFlags::WRITE_BARRIER)
+                )
+            }
             Err(e) => writeln!(out, "  meta_ctrl: {e}"),
         };
     }

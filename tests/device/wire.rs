@@ -7,7 +7,7 @@
 use xunds::prng::SplitMix64;
 use xunds::wire::nq::{self, ErrorClass, Kind, NqEntry, NqError, Source};
 use xunds::wire::udma::{
-    self, DescFlags, LenCtrl, M2sDesc, M2sMetaDesc, MetaCtrl, S2mDesc, UdmaError, View,
+    self, DescFlags, LenCtrl, M2sDesc, M2sMetaDesc, MetaCtrl, MetaFlags, S2mDesc, UdmaError, View,
 };
 
 const PROPERTY_CASES: usize = 100_000;
@@ -87,8 +87,7 @@ fn views_round_trip() {
         meta: MetaCtrl {
             op_type: 5,
             op: 7,
-            write_barrier: true,
-            ..MetaCtrl::COPY
+            flags: MetaCtrl::COPY.flags | MetaFlags::WRITE_BARRIER,
         },
         meta1: 0x1111_2222,
         meta2: 0x3333_4444,

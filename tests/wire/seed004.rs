@@ -2,7 +2,7 @@
 //! docs/abi.md §2.2 region map and its docs/abi.md §2.2 starts, the docs/abi.md §2.3 header proto (bytes win over the
 //! prose), the docs/abi.md §2.5 three-band resolver exhaustively, and the docs/abi.md §2.8 hash.
 
-use xunds::wire::layout::Span;
+use xunds::wire::layout::Field;
 use xunds::wire::nds::counters::{
     self, nc_counter_off, nc_counter_slot, nd_counter_off, NcBand, NcCounter, NdCounter,
 };
@@ -63,14 +63,7 @@ fn abi_2_2_region_starts_and_sizes() {
         ("ext_nc_data", 0xe280, 9216),
     ];
     for (span, (name, off, size)) in REGIONS.iter().zip(expect) {
-        assert_eq!(
-            *span,
-            Span {
-                name,
-                offset: off,
-                size
-            }
-        );
+        assert_eq!(*span, Field::seed(name, off, size));
     }
     // docs/abi.md §2.2: the starts the three sources agree on, and the end.
     let starts: Vec<usize> = REGIONS[1..].iter().map(|s| s.offset).collect();

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use serde::Serialize;
-use xunds::wire::layout::{Block, Origin, Span};
+use xunds::wire::layout::{Block, Field, Origin};
 use xunds::wire::{all_blocks, nds};
 
 /// Every ABI block and the NDS region map.
@@ -45,7 +45,7 @@ fn by_offset<T>(xs: &[T], offset: fn(&T) -> usize) -> Vec<&T> {
 }
 
 /// The reference JSON document (keys in this order, no others).
-fn to_json(blocks: &[&Block], regions: &[Span]) -> impl Serialize {
+fn to_json(blocks: &[&Block], regions: &[Field]) -> impl Serialize {
     let span = |name, offset, size| obj! { name: name, offset: offset, size: size };
     let blocks = blocks.iter().map(|b| {
         let fields = by_offset(b.fields, |f| f.offset)
@@ -61,7 +61,7 @@ fn to_json(blocks: &[&Block], regions: &[Span]) -> impl Serialize {
 
 /// The readable table: one section per block (padding gaps shown), then the
 /// NDS region map.
-fn to_table(blocks: &[&Block], regions: &[Span]) -> String {
+fn to_table(blocks: &[&Block], regions: &[Field]) -> String {
     let mut out = String::new();
     for b in blocks {
         let _ = writeln!(out, "{} ({} bytes, {:#x})", b.name, b.size, b.size);
@@ -109,7 +109,6 @@ fn pad_row(out: &mut String, offset: usize, size: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xunds::wire::layout::Field;
 
     const DEMO: Block = Block {
         name: "demo_t",
@@ -119,11 +118,7 @@ mod tests {
 
     #[test]
     fn json_shape() {
-        let regions = [Span {
-            name: "header",
-            offset: 0,
-            size: 8,
-        }];
+        let regions = [Field::seed("header", 0, 8)];
         assert_eq!(
             serde_json::to_string(&to_json(&[&DEMO], &regions)).unwrap(),
             r#"{"blocks":[{"name":"demo_t","size":16,"fields":[{"name":"a","offset":0,"size":4},{"name":"b","offset":8,"size":4}]}],"nds_regions":[{"name":"header","offset":0,"size":8}]}"#

@@ -571,11 +571,15 @@ impl Region {
 /// [`Mapping`] made from it), released by the kernel when the holder dies.
 /// Contention is `ErrorKind::WouldBlock`; [`lock_holder`] names the holder.
 pub fn lock_exclusive(file: &File) -> io::Result<()> {
+    flock_nb(file, libc::LOCK_EX)
+}
+
+/// `flock(file, op | LOCK_NB)`.
+fn flock_nb(file: &File, op: libc::c_int) -> io::Result<()> {
     // SAFETY: `flock` on a descriptor `file` keeps open for the call.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    match unsafe { libc::flock(file.as_raw_fd(), op | libc::LOCK_NB) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
@@ -603,12 +607,7 @@ pub fn unnamed_file() -> io::Result<File> {
 /// exclusive holders, so a writer that finds the file locked this way
 /// waits it out instead of reporting a second writer.
 pub fn lock_shared(file: &File) -> io::Result<()> {
-    // SAFETY: `flock` on a descriptor `file` keeps open for the call.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    flock_nb(file, libc::LOCK_SH)
 }
 
 /// Whether `path` still names the open file whose metadata (`fstat`) is

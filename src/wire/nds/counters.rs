@@ -18,7 +18,7 @@
 //! 3, into the EXT NC-data band). [`nc_counter_off`] refuses a counter above 94
 //! for every core.
 
-use super::super::layout::Span;
+use super::super::layout::Field;
 use super::super::WireError;
 use super::region;
 pub use super::region::{
@@ -236,7 +236,7 @@ pub enum NcBand {
 
 impl NcBand {
     /// The region-map row of this band.
-    pub const fn span(self) -> Span {
+    pub const fn span(self) -> Field {
         match self {
             NcBand::Base => region::NC_COUNTERS,
             NcBand::ExtCounters => region::EXT_NC_COUNTERS,

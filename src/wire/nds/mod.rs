@@ -31,7 +31,7 @@ pub mod process;
 pub mod region;
 pub mod version;
 
-use super::layout::{Block, Span};
+use super::layout::{Block, Field};
 #[cfg(feature = "std")]
 use std::borrow::Cow;
 
@@ -50,7 +50,7 @@ pub const BLOCKS: &[Block] = &[
 
 /// The region map rows (docs/abi.md §2.2), in offset order, contiguous from 0 to
 /// [`region::REQUIRED_SIZE`].
-pub const REGIONS: &[Span] = &region::MAP;
+pub const REGIONS: &[Field] = region::MAP;
 
 /// The text of a fixed-size C `char` array: the bytes up to the first NUL (or
 /// all of them when there is none), with invalid UTF-8 replaced.

@@ -18,7 +18,7 @@
 //! The 11,348 bytes between the end of process-info-ext (44,588) and 55,936
 //! are the `ext_pad` row: unused by this layout version.
 
-use super::super::layout::{Block, Span};
+use super::super::layout::Field;
 use super::super::WireError;
 
 /// `NEURON_DATASTORE_SIZE`: the kernel slab that holds the map (neuron_ds.h:17).
@@ -77,35 +77,19 @@ pub use map_off::{
 };
 
 /// The region map (docs/abi.md §2.2) in offset order.
-pub const MAP: [Span; 10] = spans(&MAP_LAYOUT);
+pub const MAP: &[Field] = MAP_LAYOUT.fields;
 /// The `nd_counters` row.
-pub const ND_COUNTERS: Span = MAP[1];
+pub const ND_COUNTERS: Field = MAP[1];
 /// The `nc_counters` row.
-pub const NC_COUNTERS: Span = MAP[2];
+pub const NC_COUNTERS: Field = MAP[2];
 /// The `model_records` row.
-pub const MODEL_RECORDS: Span = MAP[5];
+pub const MODEL_RECORDS: Field = MAP[5];
 /// The `ext_nc_counters` row.
-pub const EXT_NC_COUNTERS: Span = MAP[8];
+pub const EXT_NC_COUNTERS: Field = MAP[8];
 /// The `ext_nc_data` row.
-pub const EXT_NC_DATA: Span = MAP[9];
+pub const EXT_NC_DATA: Field = MAP[9];
 /// Bytes of one model record: the records region over the slots.
 pub const MODEL_RECORD_SIZE: usize = MODEL_RECORDS.size / MODEL_SLOTS;
-
-/// The fields of `block` as spans.
-const fn spans<const N: usize>(block: &Block) -> [Span; N] {
-    let mut out = [Span {
-        name: "",
-        offset: 0,
-        size: 0,
-    }; N];
-    let mut i = 0;
-    while i < N {
-        let f = &block.fields[i];
-        (out[i].name, out[i].offset, out[i].size) = (f.name, f.offset, f.size);
-        i += 1;
-    }
-    out
-}
 
 /// The shared header's region `#define` chain (neuron_driver_shared.h:392-430,
 /// docs/abi.md §2.2, the chain as xunds re-evaluates it), re-evaluated from
@@ -259,7 +243,7 @@ pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
 }
 
 /// The region-map row holding byte `off`, or `None` past [`REQUIRED_SIZE`].
-pub fn region_at(off: usize) -> Option<&'static Span> {
+pub fn region_at(off: usize) -> Option<&'static Field> {
     MAP.iter()
         .find(|s| off >= s.offset && off < s.offset + s.size)
 }
