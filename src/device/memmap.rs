@@ -485,19 +485,64 @@ impl MemMap {
         if pa >= DRAM_BASE && end <= DRAM_BASE + self.config.dram_size {
             return Ok(Window::Mem(self.dram, (pa - DRAM_BASE) as usize));
         }
-        let cores = u64::from(self.config.cores);
-        for (base, size) in [(DMEM_BASE, DMEM_SIZE), (REGS_BASE, REGS_SIZE)] {
-            if pa >= base && pa < base + cores * WINDOW_STRIDE {
-                let (core, off) = ((pa - base) / WINDOW_STRIDE, (pa - base) % WINDOW_STRIDE);
-                if off + len <= size as u64 {
-                    let (core, off) = (core as u8, off as usize);
-                    return Ok(match base {
-                        DMEM_BASE => Window::Mem(self.dmem[usize::from(core)], off),
-                        _ => Window::Regs { core, off },
-                    });
-                }
-            }
+        // The DMEM windows lie below the register windows (asserted above).
+        let (base, size) = match pa >= REGS_BASE {
+            true => (REGS_BASE, REGS_SIZE as u64),
+            false => (DMEM_BASE, DMEM_SIZE as u64),
+        };
+        let rel = pa.checked_sub(base).ok_or(bad)?;
+        let (core, off) = (rel / WINDOW_STRIDE, rel % WINDOW_STRIDE);
+        // `off + len <= end`: no overflow.
+        if core >= u64::from(self.config.cores) || off + len > size {
+            return Err(bad);
         }
-        Err(bad)
+        let (core, off) = (core as u8, off as usize);
+        Ok(match base {
+            DMEM_BASE => Window::Mem(self.dmem[usize::from(core)], off),
+            _ => Window::Regs { core, off },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Device;
+    use crate::sim::fake::FakeHal;
+
+    #[test]
+    fn translate_finds_each_window_and_refuses_gaps_and_straddles() {
+        let config = DeviceConfig {
+            cores: 2,
+            ..DeviceConfig::default()
+        };
+        let dev = Device::new(FakeHal::new(), config).unwrap();
+        let map = dev.map();
+        let size = map.config.dram_size;
+        let ok = |pa, len| map.translate(pa, len).unwrap();
+        let refused = |pa, len| assert_eq!(map.translate(pa, len), Err(BadPa { pa, len }));
+
+        assert_eq!(ok(DRAM_BASE, 4), Window::Mem(map.dram, 0));
+        assert_eq!(ok(DRAM_BASE + size - 4, 4), Window::Mem(map.dram, size as usize - 4));
+        refused(DRAM_BASE + size - 2, 4);
+        refused(u64::MAX - 1, 4);
+
+        let dmem1 = DMEM_BASE + WINDOW_STRIDE;
+        assert_eq!(ok(dmem1 + 0x10, 4), Window::Mem(map.dmem[1], 0x10));
+        let last = DMEM_SIZE as u64 - 4;
+        assert_eq!(ok(dmem1 + last, 4), Window::Mem(map.dmem[1], last as usize));
+        refused(dmem1 + last, 5);
+        refused(dmem1 + DMEM_SIZE as u64, 4);
+        refused(DMEM_BASE + 2 * WINDOW_STRIDE, 4); // no core 2
+        refused(DMEM_BASE - 4, 4);
+        refused(0, 4);
+
+        let tail = REGS_BASE + WINDOW_STRIDE + reg::SEQ_TAIL_INC as u64;
+        let off = reg::SEQ_TAIL_INC;
+        assert_eq!(ok(tail, 4), Window::Regs { core: 1, off });
+        refused(REGS_BASE + REGS_SIZE as u64, 4);
+        refused(REGS_BASE + 2 * WINDOW_STRIDE, 4);
+        refused(REGS_BASE - 4, 4);
+        refused(DRAM_BASE - 4, 4);
     }
 }
