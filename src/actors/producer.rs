@@ -603,7 +603,8 @@ impl PubStats {
     /// (completions, refusals) applied so far.
     pub fn applied(&self) -> (u64, u64) {
         // Ordering: Acquire pairs with the publisher's Release stores: the
-        // counter updates behind these numbers are in the slab.
+        // counter updates behind these numbers are in the slab (docs/abi.md
+        // §2.4).
         (
             self.completions.load(Ordering::Acquire),
             self.refusals.load(Ordering::Acquire),

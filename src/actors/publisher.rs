@@ -448,7 +448,7 @@ impl<S: SlabMut> PublisherActor<S> {
         ] {
             // Ordering: Release pairs with the Acquire loads in
             // `PubStats::applied` (and the API's): the slab updates behind
-            // a count are done.
+            // a count are done (docs/abi.md §2.4).
             to.store(v, Ordering::Release);
         }
     }
