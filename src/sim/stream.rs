@@ -682,9 +682,10 @@ impl fmt::Display for Recorded {
     }
 }
 
-/// Stream tags of the three event kinds.
+/// Stream tags of the three event kinds. The HAL's is the tracer's, whose
+/// log lays a poll's operations out behind it ([`Encoded`]).
 pub(crate) const TAG_NOTE: u8 = 0;
-pub(crate) const TAG_HAL: u8 = 1;
+pub(crate) use crate::sim::tracer::TAG_HAL;
 pub(crate) const TAG_FSM: u8 = 2;
 
 /// The outcome of comparing two traces.

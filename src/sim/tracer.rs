@@ -317,8 +317,11 @@ pub struct Encoded {
     pub ends: Vec<u32>,
 }
 
+/// The stream's tag of a HAL event (the stream's other tags are its own).
+pub(crate) const TAG_HAL: u8 = 1;
+
 /// The head before each operation of [`Encoded`] but the first.
-pub(crate) const AGAIN_HEAD: [u8; 3] = [crate::sim::stream::TAG_HAL, 0, 0];
+pub(crate) const AGAIN_HEAD: [u8; 3] = [TAG_HAL, 0, 0];
 
 impl Encoded {
     /// Each operation's encoding, in order (without the heads).
