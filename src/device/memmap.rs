@@ -486,9 +486,11 @@ impl MemMap {
             return Ok(Window::Mem(self.dram, (pa - DRAM_BASE) as usize));
         }
         // The DMEM windows lie below the register windows (asserted above).
-        let (base, size) = match pa >= REGS_BASE {
-            true => (REGS_BASE, REGS_SIZE as u64),
-            false => (DMEM_BASE, DMEM_SIZE as u64),
+        let regs = pa >= REGS_BASE;
+        let (base, size) = if regs {
+            (REGS_BASE, REGS_SIZE as u64)
+        } else {
+            (DMEM_BASE, DMEM_SIZE as u64)
         };
         let rel = pa.checked_sub(base).ok_or(bad)?;
         let (core, off) = (rel / WINDOW_STRIDE, rel % WINDOW_STRIDE);
@@ -497,9 +499,10 @@ impl MemMap {
             return Err(bad);
         }
         let (core, off) = (core as u8, off as usize);
-        Ok(match base {
-            DMEM_BASE => Window::Mem(self.dmem[usize::from(core)], off),
-            _ => Window::Regs { core, off },
+        Ok(if regs {
+            Window::Regs { core, off }
+        } else {
+            Window::Mem(self.dmem[usize::from(core)], off)
         })
     }
 }
