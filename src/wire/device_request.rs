@@ -7,8 +7,7 @@
 //! interleaved `{lo,hi}` pairs), then two more flag words: padding-free at
 //! exactly 52 bytes. [`DeviceExecRequest`] is the value (its bytes from
 //! [`DeviceExecRequest::encode`], little-endian, field by field, never by
-//! transmute); [`RequestView`] is a checked byte view for reading or
-//! patching single words of a body or buffer in place.
+//! transmute).
 //!
 //! `cc_dma_increment` is **not** a struct field: it is a second, separate
 //! 4-byte copy to buffer offset [`CC_DMA_INCREMENT_OFF`], right past the body
@@ -159,90 +158,6 @@ impl DeviceExecRequest {
     }
 }
 
-/// A checked byte view over a request body (52 bytes) or buffer (56 bytes),
-/// for reading or patching single words in place (smoltcp-style `Packet`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RequestView<T> {
-    buf: T,
-}
-
-impl<T: AsRef<[u8]>> RequestView<T> {
-    /// Wrap `buf` after checking it holds at least the 52-byte body.
-    pub fn new_checked(buf: T) -> Result<Self, WireError> {
-        need(LAYOUT.name, buf.as_ref(), SIZE)?;
-        Ok(RequestView { buf })
-    }
-
-    /// Give the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// `do_model_switch`.
-    pub fn do_model_switch(&self) -> u32 {
-        read::<u32>(self.buf.as_ref(), off::DO_MODEL_SWITCH)
-    }
-
-    /// The engine's 64-bit address, from its low and high words.
-    pub fn engine_address(&self, engine: Engine) -> u64 {
-        let b = self.buf.as_ref();
-        let lo = read::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index());
-        let hi = read::<u32>(b, off::ENG_ADDRESSES_HI + 4 * engine.index());
-        (u64::from(hi) << 32) | u64::from(lo)
-    }
-
-    /// `reload_seq_config`.
-    pub fn reload_seq_config(&self) -> u32 {
-        read::<u32>(self.buf.as_ref(), off::RELOAD_SEQ_CONFIG)
-    }
-
-    /// `load_act_dve_tables`.
-    pub fn load_act_dve_tables(&self) -> u32 {
-        read::<u32>(self.buf.as_ref(), off::LOAD_ACT_DVE_TABLES)
-    }
-
-    /// The trailer, when the view covers the whole 0x38-byte buffer.
-    pub fn cc_dma_increment(&self) -> Option<u32> {
-        let b = self.buf.as_ref();
-        (b.len() >= BUFFER_SIZE).then(|| read::<u32>(b, CC_DMA_INCREMENT_OFF))
-    }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> RequestView<T> {
-    /// Set `do_model_switch`.
-    pub fn set_do_model_switch(&mut self, v: u32) {
-        write::<u32>(self.buf.as_mut(), off::DO_MODEL_SWITCH, v);
-    }
-
-    /// Set one engine's low and high words.
-    pub fn set_engine_address(&mut self, engine: Engine, addr: u64) {
-        let b = self.buf.as_mut();
-        write::<u32>(b, off::ENG_ADDRESSES_LO + 4 * engine.index(), addr as u32);
-        write::<u32>(
-            b,
-            off::ENG_ADDRESSES_HI + 4 * engine.index(),
-            (addr >> 32) as u32,
-        );
-    }
-
-    /// Set `reload_seq_config`.
-    pub fn set_reload_seq_config(&mut self, v: u32) {
-        write::<u32>(self.buf.as_mut(), off::RELOAD_SEQ_CONFIG, v);
-    }
-
-    /// Set `load_act_dve_tables`.
-    pub fn set_load_act_dve_tables(&mut self, v: u32) {
-        write::<u32>(self.buf.as_mut(), off::LOAD_ACT_DVE_TABLES, v);
-    }
-
-    /// Set the trailer; refused when the view holds only the 52-byte body.
-    pub fn set_cc_dma_increment(&mut self, v: u32) -> Result<(), WireError> {
-        need(BUFFER_LAYOUT.name, self.buf.as_ref(), BUFFER_SIZE)?;
-        write::<u32>(self.buf.as_mut(), CC_DMA_INCREMENT_OFF, v);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,21 +175,14 @@ mod tests {
     }
 
     #[test]
-    fn view_matches_value() {
+    fn buffer_carries_the_trailer_past_the_body() {
         let r = DeviceExecRequest::with_engine_addresses([1, 2 << 32, 3, 4, 5 | (6 << 32)]);
-        let mut buf = r.encode_buffer(0xAA);
-        let mut v = RequestView::new_checked(&mut buf[..]).unwrap();
-        assert_eq!(v.engine_address(Engine::Act), 2 << 32);
-        assert_eq!(v.cc_dma_increment(), Some(0xAA));
-        v.set_reload_seq_config(1);
-        v.set_cc_dma_increment(7).unwrap();
+        let buf = r.encode_buffer(0xAA);
+        assert_eq!(&buf[..SIZE], &r.encode());
+        assert_eq!(&buf[CC_DMA_INCREMENT_OFF..], &0xAAu32.to_le_bytes());
         let (back, cc) = DeviceExecRequest::parse_buffer(&buf).unwrap();
-        assert_eq!(back.reload_seq_config, 1);
-        assert_eq!(cc, 7);
-        let mut body = r.encode();
-        let mut v = RequestView::new_checked(&mut body[..]).unwrap();
-        assert_eq!(v.cc_dma_increment(), None);
-        assert!(v.set_cc_dma_increment(1).is_err());
+        assert_eq!((back.engine_address(Engine::Act), cc), (2 << 32, 0xAA));
+        assert_eq!(back, r);
     }
 
     #[test]
@@ -288,6 +196,5 @@ mod tests {
             })
         );
         assert!(DeviceExecRequest::parse_buffer(&[0; 55]).is_err());
-        assert!(RequestView::new_checked(&[0u8; 3][..]).is_err());
     }
 }

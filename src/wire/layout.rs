@@ -81,11 +81,6 @@ impl Block {
         self.fields.iter().find(|f| f.name == name)
     }
 
-    /// The field that starts at byte `offset`, if any.
-    pub fn field_at(&self, offset: usize) -> Option<&'static Field> {
-        self.fields.iter().find(|f| f.offset == offset)
-    }
-
     /// `true` when fields are sorted, non-overlapping and inside the block.
     pub const fn is_well_formed(&self) -> bool {
         let (mut i, mut end) = (0, 0);
@@ -410,7 +405,7 @@ pub(crate) const fn c_layout(rows: &[Row], size: usize) -> bool {
 /// The refusal of the row at byte `at` of `bytes` (a whole `block`): the
 /// field's name and its raw little-endian value (its first 8 bytes).
 pub(crate) fn refused(block: &Block, bytes: &[u8], at: usize) -> super::WireError {
-    let f = block.field_at(at);
+    let f = block.fields.iter().find(|f| f.offset == at);
     let raw = f.and_then(|f| bytes.get(f.offset..f.end())).unwrap_or(&[]);
     let mut v = [0u8; 8];
     let n = raw.len().min(8);
@@ -430,34 +425,17 @@ pub fn annotated_dump(block: &Block, bytes: &[u8]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{} ({} bytes)", block.name, block.size);
     let mut cursor = 0usize;
-    for f in block.fields {
+    // The fields, then an empty one at the end so a tail gap shows too.
+    let end = Field::seed("", block.size, 0);
+    for f in block.fields.iter().chain([&end]) {
         if f.offset > cursor {
-            dump_range(
-                &mut out,
-                "(padding)",
-                cursor,
-                f.offset - cursor,
-                bytes,
-                false,
-            );
+            let gap = f.offset - cursor;
+            dump_range(&mut out, "(padding)", cursor, gap, bytes, false);
         }
-        let name = if f.origin == Origin::Ours {
-            format!("{} [ours]", f.name)
-        } else {
-            f.name.to_string()
-        };
+        let ours = (f.origin == Origin::Ours).then_some(" [ours]");
+        let name = format!("{}{}", f.name, ours.unwrap_or(""));
         dump_range(&mut out, &name, f.offset, f.size, bytes, true);
         cursor = f.end();
-    }
-    if cursor < block.size {
-        dump_range(
-            &mut out,
-            "(padding)",
-            cursor,
-            block.size - cursor,
-            bytes,
-            false,
-        );
     }
     out
 }

@@ -46,8 +46,6 @@ wire_block! {
 pub const PHASE_WORD: usize = field::ENGINE;
 const _: () = assert!(PHASE_WORD % 4 == 0 && field::FLAGS < PHASE_WORD + 4);
 
-/// Index of the phase word among the entry's four little-endian u32 words.
-pub const PHASE_WORD_INDEX: usize = PHASE_WORD / 4;
 /// The phase bit inside the phase word (flags bit 0).
 pub const PHASE_WORD_BIT: u32 = 1 << ((field::FLAGS - PHASE_WORD) * 8);
 

@@ -25,7 +25,7 @@ use bitflags::bitflags;
 #[cfg(feature = "std")]
 use super::layout::annotated_dump;
 use super::layout::Block;
-use super::{read, write, WireError};
+use super::{read, write};
 
 /// Required alignment of a descriptor in its ring.
 pub const ALIGN: usize = 16;
@@ -165,26 +165,6 @@ error_enum! {
             /// The value asked for.
             value: u8,
         } => "udma_desc.meta_ctrl.{field}: value {value} does not fit",
-    }
-}
-
-impl From<UdmaError> for WireError {
-    fn from(e: UdmaError) -> Self {
-        let (field, value) = match e {
-            UdmaError::Truncated { got } => {
-                return WireError::Truncated {
-                    block: LAYOUT.name,
-                    need: SIZE,
-                    got,
-                }
-            }
-            UdmaError::BadLength { len } => ("len_ctrl", len),
-            UdmaError::BadRingId { ring_id } => ("len_ctrl", u32::from(ring_id)),
-            UdmaError::ReservedBits { field, bits } => (field, bits),
-            UdmaError::FlagNotAllowed { flag, .. } => ("len_ctrl", flag),
-            UdmaError::BadMetaField { field, value } => (field, u32::from(value)),
-        };
-        WireError::invalid(LAYOUT.name, field, value)
     }
 }
 

@@ -195,11 +195,6 @@ impl Timespec {
         self.tv_sec as i128 * Self::NANOS_PER_SEC as i128 + self.tv_nsec as i128
     }
 
-    /// `true` when `tv_nsec` is in `0..1_000_000_000` (POSIX).
-    pub const fn is_valid(&self) -> bool {
-        self.tv_nsec >= 0 && self.tv_nsec < Self::NANOS_PER_SEC
-    }
-
     /// `self - earlier` in nanoseconds, clamped at 0 and `u64::MAX`
     /// (`get_timespec_delta`).
     pub fn nanos_since(&self, earlier: &Timespec) -> u64 {

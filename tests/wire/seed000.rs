@@ -3,7 +3,7 @@
 //! the seed's prose disagrees with its bytes (docs/abi.md §1.5 loop bound, docs/abi.md §1.6 overlap claim).
 
 use xunds::wire::device_request::{
-    self, DeviceExecRequest, Engine, RequestView, BUFFER_SIZE, CC_DMA_INCREMENT_OFF,
+    self, DeviceExecRequest, Engine, BUFFER_SIZE, CC_DMA_INCREMENT_OFF,
 };
 use xunds::wire::exec_slot::{self, ExecSlot, NO_EFD};
 use xunds::wire::layout::Origin;
@@ -231,8 +231,8 @@ fn abi_1_5_abi1_flags_are_words_and_arrays_not_interleaved() {
     assert_eq!(u32_at(&b, 0x08), 0xDDDD_DDDD, "ACT lo follows PE lo");
     assert_eq!(u32_at(&b, 0x18), 0xAAAA_AAAA, "PE hi starts the hi array");
     assert_eq!(u32_at(&b, 0x1C), 0xCCCC_CCCC, "ACT hi");
-    let v = RequestView::new_checked(&b[..]).unwrap();
-    assert_eq!(v.do_model_switch(), 0x0403_0201);
+    let v = DeviceExecRequest::parse(&b).unwrap();
+    assert_eq!(v.do_model_switch, 0x0403_0201);
     assert_eq!(v.engine_address(Engine::Act), 0xCCCC_CCCC_DDDD_DDDD);
 }
 

@@ -41,20 +41,13 @@ impl RecordHasher {
     /// Fold the 4 bytes of the little-endian word `w`.
     #[inline(always)]
     pub const fn word32(self, w: u32) -> RecordHasher {
-        let mut h = self.0;
-        let mut i = 0;
-        while i < 4 {
-            h ^= (w >> (8 * i)) & 0xFF;
-            h = h.wrapping_mul(FNV_PRIME);
-            i += 1;
-        }
-        RecordHasher(h)
+        RecordHasher(fold(self.0, &w.to_le_bytes()))
     }
 
     /// Fold the 8 bytes of the little-endian word `w`.
     #[inline(always)]
     pub const fn word64(self, w: u64) -> RecordHasher {
-        self.word32(w as u32).word32((w >> 32) as u32)
+        RecordHasher(fold(self.0, &w.to_le_bytes()))
     }
 
     /// The hash so far.

@@ -54,11 +54,6 @@ pub const HEADER_PROTO: u64 = u64::from_le_bytes(PROTO_BYTES);
 const _: () = assert!(HEADER_PROTO == 0x0001_86a0_0073_646e);
 const _: () = assert!(VERSION == 0x186a0);
 const _: () = assert!(Header::COMMITTED.to_word() == HEADER_PROTO);
-const _: () = {
-    let b = PROTO_BYTES;
-    assert!(b[0] == MAGIC[0] && b[1] == MAGIC[1] && b[2] == MAGIC[2] && b[3] == MAGIC[3]);
-    assert!(i32::from_le_bytes([b[4], b[5], b[6], b[7]]) == VERSION);
-};
 
 // The header fills its region-map row (docs/abi.md §2.2).
 const _: () = assert!(SIZE == chain::NDS_HEADER_SIZE && region::HEADER_OFF == 0);
@@ -72,25 +67,14 @@ impl Header {
 
     /// The header as the single little-endian u64 at slab +0.
     pub const fn to_word(&self) -> u64 {
-        let v = self.version.to_le_bytes();
-        u64::from_le_bytes([
-            self.magic[0],
-            self.magic[1],
-            self.magic[2],
-            self.magic[3],
-            v[0],
-            v[1],
-            v[2],
-            v[3],
-        ])
+        u32::from_le_bytes(self.magic) as u64 | (self.version as u32 as u64) << 32
     }
 
-    /// The header held by the little-endian u64 `word`.
+    /// The header stored as the u64 `word`.
     pub const fn from_word(word: u64) -> Self {
-        let b = word.to_le_bytes();
         Self {
-            magic: [b[0], b[1], b[2], b[3]],
-            version: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            magic: (word as u32).to_le_bytes(),
+            version: (word >> 32) as i32,
         }
     }
 
@@ -126,12 +110,12 @@ pub const fn check(word: u64) -> HeaderState {
     if word == 0 {
         return HeaderState::Zero;
     }
-    let h = Header::from_word(word);
-    let m = h.magic;
-    if m[0] != MAGIC[0] || m[1] != MAGIC[1] || m[2] != MAGIC[2] || m[3] != MAGIC[3] {
-        HeaderState::BadMagic
-    } else {
-        HeaderState::BadVersion { version: h.version }
+    match Header::from_word(word) {
+        Header {
+            magic: MAGIC,
+            version,
+        } => HeaderState::BadVersion { version },
+        _ => HeaderState::BadMagic,
     }
 }
 
@@ -156,6 +140,9 @@ mod tests {
             HeaderState::BadVersion { version: 100_001 }
         );
         assert_eq!(v2.state(), HeaderState::BadVersion { version: 100_001 });
+        // The word is the encoding, read as one little-endian u64.
+        assert_eq!(v2.to_word(), u64::from_le_bytes(v2.encode()));
+        assert_eq!(Header::from_word(v2.to_word()), v2);
     }
 
     #[test]

@@ -178,20 +178,13 @@ pub mod chain {
     pub const NDS_REQUIRED_SIZE: usize =
         NDS_EXT_NEURONCORE_NC_DATA_START + NDS_EXT_NEURONCORE_NC_DATA_SIZE;
 
-    // docs/abi.md §2.2: the intermediate values the seed prints.
-    const _: () = assert!(NDS_ND_COUNTERS_SIZE == 248);
-    const _: () = assert!(NDS_NEURONCORE_COUNTERS_SIZE == 992);
-    const _: () = assert!(NDS_PROCESS_INFO_EXT_END == NDS_EXT_OFFSET_OLD);
+    // docs/abi.md §2.2: the intermediate values the seed prints that are
+    // no row of the map (the rows' starts and sizes are checked against
+    // the chain below).
     const _: () = assert!(NDS_EXT_NEURONCORE_COUNTERS_SIZE_OLD == 2080);
     const _: () = assert!(NDS_EXT_NEURONCORE_NC_DATA_SIZE_OLD == 9216);
     const _: () = assert!(NDS_EXT_SECTION_SIZE_OLD == 11_296);
     const _: () = assert!(NDS_EXT_OFFSET_OLD + NDS_EXT_SECTION_SIZE_OLD == 55_884);
-    const _: () = assert!(NDS_EXT_OFFSET == 55_936);
-    const _: () = assert!(NDS_EXT_NEURONCORE_COUNTERS_SIZE == 2048);
-    const _: () = assert!(NDS_EXT_NEURONCORE_NC_DATA_START == 57_984);
-    const _: () = assert!(NDS_EXT_NEURONCORE_NC_DATA_COUNT == 96);
-    const _: () = assert!(NDS_EXT_NEURONCORE_NC_DATA_SIZE == 9216);
-    const _: () = assert!(NDS_REQUIRED_SIZE == 67_200);
     // NDS_ALIGN itself.
     const _: () = assert!(nds_align(0) == 0 && nds_align(1) == 64 && nds_align(64) == 64);
     const _: () = assert!(nds_align(55_884) == 55_936 && nds_align(57_984) == 57_984);
@@ -221,7 +214,6 @@ const _: () = assert!(MODEL_RECORD_SIZE == chain::NDS_MODEL_NODE_RECORD_SIZE);
 const _: () = assert!(MAP[6].size == chain::NDS_PROCESS_INFO_EXT_SIZE);
 const _: () = assert!(EXT_NC_COUNTERS.size == chain::NDS_EXT_NEURONCORE_COUNTERS_SIZE);
 const _: () = assert!(EXT_NC_DATA.size == chain::NDS_EXT_NEURONCORE_NC_DATA_SIZE);
-const _: () = assert!(REQUIRED_SIZE == 0x10680);
 const _: () = assert!(SLAB_SIZE == 0x40000 && REQUIRED_SIZE <= SLAB_SIZE);
 const _: () = assert!(MODEL_SLOTS == u64::BITS as usize);
 // The u64 regions are naturally aligned (docs/abi.md §2.4: plain aligned 8-byte loads).
@@ -246,20 +238,6 @@ pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
 pub fn region_at(off: usize) -> Option<&'static Field> {
     MAP.iter()
         .find(|s| off >= s.offset && off < s.offset + s.size)
-}
-
-/// Refuse a mapping too small for the map, as `nds_open` does (it requires
-/// at least 0x10680 bytes).
-pub fn check_mapping_len(len: usize) -> Result<(), WireError> {
-    if len < REQUIRED_SIZE {
-        Err(WireError::Truncated {
-            block: "nds region map",
-            need: REQUIRED_SIZE,
-            got: len,
-        })
-    } else {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -290,12 +268,5 @@ mod tests {
             Some("ext_nc_data")
         );
         assert_eq!(region_at(REQUIRED_SIZE), None);
-    }
-
-    #[test]
-    fn mapping_len_gate() {
-        assert!(check_mapping_len(0x1067f).is_err());
-        assert!(check_mapping_len(0x10680).is_ok());
-        assert!(check_mapping_len(SLAB_SIZE).is_ok());
     }
 }
