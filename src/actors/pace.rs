@@ -99,8 +99,10 @@ impl Pace {
         C: StatusRef,
         Q: Deref<Target = XuQueue<T, C>>,
     {
-        self.poll(w);
-        w.pop(status)
+        match self.poll(w) {
+            0 => Err(PopError::Empty),
+            _ => w.pop(status),
+        }
     }
 
     /// [`Worker::peek`], paced.
@@ -111,18 +113,24 @@ impl Pace {
         C: StatusRef,
         Q: Deref<Target = XuQueue<T, C>>,
     {
-        self.poll(w);
-        w.peek()
+        match self.poll(w) {
+            0 => Err(PopError::Empty),
+            _ => w.peek(),
+        }
     }
 
     /// Before a poll of `w`: make the refresh its next pop or peek would
     /// make (its cache says empty) and count it, slipping at a streak.
+    /// Returns the items ready: at 0 the caller reports empty without
+    /// polling, so each empty poll reads the producer's cursor once and
+    /// every refresh that finds items is one this guard counted.
     #[inline(always)]
-    pub fn poll(&mut self, w: &mut impl Polled) {
+    pub fn poll(&mut self, w: &mut impl Polled) -> u64 {
         if w.ready() == 0 {
             let fresh = w.refresh();
             self.observe(fresh, w);
         }
+        w.ready()
     }
 
     /// A refresh of `w` found `fresh` items: count it, slipping at a streak

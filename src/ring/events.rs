@@ -33,6 +33,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::hal::eventfd::{close_raw, dup_cloexec, signal_raw, EventFd, Wait};
+use crate::wire::seq_id::XuId;
+use crate::wire::xu_queue::CURSOR_START;
 
 /// A raw handle as a slot's `mark_comp_efd` holds it (an fd on Linux; the
 /// same `int` as `std::os::fd::RawFd`).
@@ -104,47 +106,116 @@ pub fn eventfd_factory() -> WaitableFactory {
     Arc::new(|| Ok(Box::new(EventFd::new()?) as Box<dyn Waitable>))
 }
 
-/// What a queue's waiters share: the worker's sink and the pool of events
-/// (`efd_from_pool = true`).
+/// What a queue's waiters share: the configuration they wait by (the
+/// worker's sink, the pool's factory, the re-check interval) and the pool of
+/// events (`efd_from_pool = true`).
 pub(crate) struct Waits {
-    pub(crate) sink: Arc<dyn CompletionSink>,
+    pub(crate) cfg: QueueConfig,
     /// Events no signal is pending for.
     pub(crate) free: Mutex<Vec<Box<dyn Waitable>>>,
     /// Events a signal may still reach: kept open, never reused.
     pub(crate) retired: Mutex<Vec<Box<dyn Waitable>>>,
-    make: WaitableFactory,
-    /// Longest single block of a waiter before it re-checks.
-    pub(crate) recheck: Duration,
-}
-
-impl Default for Waits {
-    fn default() -> Self {
-        Waits::new(
-            Arc::new(EventFdSink),
-            eventfd_factory(),
-            Duration::from_millis(10),
-        )
-    }
 }
 
 impl Waits {
-    pub(crate) fn new(
-        sink: Arc<dyn CompletionSink>,
-        make: WaitableFactory,
-        recheck: Duration,
-    ) -> Self {
+    pub(crate) fn new(cfg: QueueConfig) -> Self {
         Waits {
-            sink,
-            free: Mutex::new(Vec::new()),
-            retired: Mutex::new(Vec::new()),
-            make,
-            recheck,
+            cfg,
+            free: Mutex::default(),
+            retired: Mutex::default(),
         }
     }
 
     /// A free pooled event, or a new one.
     pub(crate) fn take(&self) -> io::Result<Box<dyn Waitable>> {
         let got = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        got.map_or_else(|| (self.make)(), Ok)
+        got.map_or_else(|| (self.cfg.pool_factory)(), Ok)
+    }
+}
+
+/// How to build a queue (`std`): where its cursors start and how its
+/// waiters wait.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use xunds::ring::{QueueConfig, WaitMode, Waited, XuQueue};
+/// use xunds::wire::seq_id::XuId;
+/// use xunds::NrtStatus;
+///
+/// let cfg = QueueConfig::new(XuId::new(0, 0, 1), 8).recheck(Duration::from_millis(1));
+/// let (mut producer, mut worker) = XuQueue::<u64>::owned(cfg)?;
+/// let queue = producer.queue().clone();
+/// let seq = producer.submit(1, None)?;
+/// producer.trigger_next()?;
+/// assert_eq!(queue.wait(seq, WaitMode::Poll, Duration::ZERO)?, Waited::Pending);
+/// let waiter = std::thread::spawn(move || queue.wait(seq, WaitMode::Block, Duration::from_secs(10)));
+/// worker.pop(NrtStatus::SUCCESS)?;
+/// assert!(matches!(waiter.join().unwrap()?, Waited::Completed { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct QueueConfig {
+    /// The XU this queue serves (the high 16 bits of every seq_id,
+    /// docs/abi.md §1.4).
+    pub xu: XuId,
+    /// Number of 32-byte slots (any value >= 1; powers of two index by mask).
+    pub capacity: u64,
+    /// First cursor value (1 in the ABI; tests start near the 48-bit limit).
+    pub start: u64,
+    /// Longest single block of a waiter before it re-checks `last_completed`.
+    pub recheck: Duration,
+    /// How the worker signals and closes captured handles.
+    pub sink: std::sync::Arc<dyn CompletionSink>,
+    /// How the pool makes a new event.
+    pub pool_factory: WaitableFactory,
+}
+
+impl QueueConfig {
+    /// Defaults: cursors at 1, 10 ms re-check, real eventfds.
+    pub fn new(xu: XuId, capacity: u64) -> Self {
+        QueueConfig {
+            xu,
+            capacity,
+            start: CURSOR_START,
+            recheck: Duration::from_millis(10),
+            sink: std::sync::Arc::new(EventFdSink),
+            pool_factory: eventfd_factory(),
+        }
+    }
+
+    /// Start every cursor at `start` instead of 1.
+    pub fn start_at(mut self, start: u64) -> Self {
+        self.start = start;
+        self
+    }
+
+    /// Set the waiters' re-check interval.
+    pub fn recheck(mut self, d: Duration) -> Self {
+        self.recheck = d;
+        self
+    }
+
+    /// Use another signalling backend (loom models, fault injection).
+    pub fn signals(
+        mut self,
+        sink: std::sync::Arc<dyn CompletionSink>,
+        pool_factory: WaitableFactory,
+    ) -> Self {
+        self.sink = sink;
+        self.pool_factory = pool_factory;
+        self
+    }
+}
+
+impl core::fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueueConfig")
+            .field("xu", &self.xu)
+            .field("capacity", &self.capacity)
+            .field("start", &self.start)
+            .field("recheck", &self.recheck)
+            .finish_non_exhaustive()
     }
 }

@@ -152,7 +152,7 @@ impl RingMem {
             return Err(refuse);
         }
         // SAFETY: our caller's contract, for the `need` bytes we use.
-        let words = unsafe { Words::from_raw(base, need) }.map_err(|_| refuse)?;
+        let words = unsafe { Words::from_raw(base, need) }.ok_or(refuse)?;
         Ok(Self::lay(words, xu, capacity, start))
     }
 

@@ -71,9 +71,11 @@ pub use error::{
     DiscardError, ForeignXu, InitError, PopError, SlotMismatch, SubmitError, TriggerError,
     WaitError,
 };
+#[cfg(feature = "std")]
+pub use events::QueueConfig;
 pub use mem::{mapped_len, RingMem};
 #[cfg(feature = "std")]
-pub use owner::{Handles, QueueConfig};
+pub use owner::Handles;
 pub use owner::{Split, StaticQueue};
 pub use payload::Payload;
 pub use queue::{

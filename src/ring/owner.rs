@@ -15,8 +15,6 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 use core::sync::atomic::AtomicBool;
-#[cfg(feature = "std")]
-use std::time::Duration;
 
 #[cfg(feature = "std")]
 use crate::hal::mem::Region;
@@ -24,12 +22,10 @@ use crate::sync::atomic::Ordering::Relaxed;
 use crate::wire::exec_slot::off::{EXEC_INFO, EXEC_STATUS, MARK_COMP_EFD};
 use crate::wire::exec_slot::NO_EFD;
 use crate::wire::seq_id::XuId;
-#[cfg(feature = "std")]
-use crate::wire::xu_queue::CURSOR_START;
 
 use super::error::InitError;
 #[cfg(feature = "std")]
-use super::events::{eventfd_factory, CompletionSink, EventFdSink, WaitableFactory, Waits};
+use super::events::{QueueConfig, Waits};
 use super::mem::{handle_fields, RingMem, StaticBlock};
 use super::payload::Payload;
 use super::queue::{Producer, Worker, XuQueue};
@@ -46,103 +42,13 @@ pub type Handles<T, C = super::queue::DefaultStatus> = (
     Worker<crate::sync::Arc<XuQueue<T, C>>>,
 );
 
-/// How to build a queue (`std`): where its cursors start and how its
-/// waiters wait.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use xunds::ring::{QueueConfig, WaitMode, Waited, XuQueue};
-/// use xunds::wire::seq_id::XuId;
-/// use xunds::NrtStatus;
-///
-/// let cfg = QueueConfig::new(XuId::new(0, 0, 1), 8).recheck(Duration::from_millis(1));
-/// let (mut producer, mut worker) = XuQueue::<u64>::owned(cfg)?;
-/// let queue = producer.queue().clone();
-/// let seq = producer.submit(1, None)?;
-/// producer.trigger_next()?;
-/// assert_eq!(queue.wait(seq, WaitMode::Poll, Duration::ZERO)?, Waited::Pending);
-/// let waiter = std::thread::spawn(move || queue.wait(seq, WaitMode::Block, Duration::from_secs(10)));
-/// worker.pop(NrtStatus::SUCCESS)?;
-/// assert!(matches!(waiter.join().unwrap()?, Waited::Completed { .. }));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[cfg(feature = "std")]
-#[derive(Clone)]
-pub struct QueueConfig {
-    /// The XU this queue serves (the high 16 bits of every seq_id,
-    /// docs/abi.md §1.4).
-    pub xu: XuId,
-    /// Number of 32-byte slots (any value >= 1; powers of two index by mask).
-    pub capacity: u64,
-    /// First cursor value (1 in the ABI; tests start near the 48-bit limit).
-    pub start: u64,
-    /// Longest single block of a waiter before it re-checks `last_completed`.
-    pub recheck: Duration,
-    /// How the worker signals and closes captured handles.
-    pub sink: std::sync::Arc<dyn CompletionSink>,
-    /// How the pool makes a new event.
-    pub pool_factory: WaitableFactory,
-}
-
-#[cfg(feature = "std")]
-impl QueueConfig {
-    /// Defaults: cursors at 1, 10 ms re-check, real eventfds.
-    pub fn new(xu: XuId, capacity: u64) -> Self {
-        QueueConfig {
-            xu,
-            capacity,
-            start: CURSOR_START,
-            recheck: Duration::from_millis(10),
-            sink: std::sync::Arc::new(EventFdSink),
-            pool_factory: eventfd_factory(),
-        }
-    }
-
-    /// Start every cursor at `start` instead of 1.
-    pub fn start_at(mut self, start: u64) -> Self {
-        self.start = start;
-        self
-    }
-
-    /// Set the waiters' re-check interval.
-    pub fn recheck(mut self, d: Duration) -> Self {
-        self.recheck = d;
-        self
-    }
-
-    /// Use another signalling backend (loom models, fault injection).
-    pub fn signals(
-        mut self,
-        sink: std::sync::Arc<dyn CompletionSink>,
-        pool_factory: WaitableFactory,
-    ) -> Self {
-        self.sink = sink;
-        self.pool_factory = pool_factory;
-        self
-    }
-}
-
-#[cfg(feature = "std")]
-impl core::fmt::Debug for QueueConfig {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("QueueConfig")
-            .field("xu", &self.xu)
-            .field("capacity", &self.capacity)
-            .field("start", &self.start)
-            .field("recheck", &self.recheck)
-            .finish_non_exhaustive()
-    }
-}
-
 impl<T: Payload, C: StatusRef> XuQueue<T, C> {
     /// A queue over `mem` whose waiters wait as `cfg` says (its `xu`,
     /// `capacity` and `start` are `mem`'s business).
     #[cfg(feature = "std")]
     pub fn configured(mem: RingMem, cfg: QueueConfig) -> Self {
         let mut q = Self::new(mem);
-        q.waits = Waits::new(cfg.sink, cfg.pool_factory, cfg.recheck);
+        q.waits = Waits::new(cfg);
         q
     }
 
@@ -207,7 +113,7 @@ impl<T: Payload, C: StatusRef> Drop for XuQueue<T, C> {
             #[cfg(feature = "std")]
             if efd != NO_EFD && !pooled {
                 // The slot owned this dup (waiter module docs).
-                self.waits.sink.close(efd);
+                self.waits.cfg.sink.close(efd);
             }
             #[cfg(not(feature = "std"))]
             let _ = (efd, pooled, NO_EFD);

@@ -125,7 +125,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             },
             lock: MarkCompLock::new(),
             #[cfg(feature = "std")]
-            waits: super::events::Waits::default(),
+            waits: super::events::Waits::new(super::QueueConfig::new(xu, cap)),
             _items: PhantomData,
         }
     }
@@ -288,10 +288,10 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         #[cfg(not(feature = "std"))]
         let r = Err(22);
         #[cfg(feature = "std")]
-        let r = self.waits.sink.signal(efd);
+        let r = self.waits.cfg.sink.signal(efd);
         #[cfg(feature = "std")]
         if !pooled {
-            self.waits.sink.close(efd);
+            self.waits.cfg.sink.close(efd);
         }
         match r {
             Ok(()) => Signal::Signalled { fd: efd, pooled },
@@ -846,8 +846,9 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::error::{DiscardError, PopError, SlotMismatch, SubmitError, WaitError};
+    use super::super::events::QueueConfig;
     use super::super::mem::{handle_word, mapped_len, RingMem};
-    use super::super::owner::{QueueConfig, StaticQueue};
+    use super::super::owner::StaticQueue;
     use super::super::status::{StatusArc, StatusCell};
     use super::super::waiter::{after, eventfd_factory, CompletionSink, WaitMode, Waited};
     use super::{Producer, Worker, XuQueue};

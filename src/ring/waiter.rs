@@ -90,10 +90,25 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         Ok(())
     }
 
-    /// Install `fd` for `seq` under the mark-completion lock, re-checking
-    /// completion first (docs/abi.md §1.3, §1.9 rule 4; the
-    /// `waiter_no_recheck` mutant skips it).
-    fn install(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, WaitError> {
+    /// Install a handle onto `ev` for `seq` under the mark-completion lock,
+    /// re-checking completion first (docs/abi.md §1.3, §1.9 rule 4; the
+    /// `waiter_no_recheck` mutant skips it): a dup when `dup`, closed again
+    /// unless installed, else `ev`'s own pooled handle. Returns the handle.
+    fn install(&self, seq: SeqId, ev: &dyn Waitable, dup: bool) -> Result<(Armed, i32), WaitError> {
+        let fd = if dup {
+            ev.dup_handle()?
+        } else {
+            ev.raw_handle()
+        };
+        let r = self.install_fd(seq, fd, !dup);
+        if dup && !matches!(r, Ok(Armed::Installed)) {
+            ev.close_handle(fd);
+        }
+        Ok((r?, fd))
+    }
+
+    /// [`install`](Self::install)'s locked part: `fd` into `seq`'s slot.
+    fn install_fd(&self, seq: SeqId, fd: i32, from_pool: bool) -> Result<Armed, WaitError> {
         let lock = self.lock.lock_waiter();
         #[cfg(not(xunds_mutant = "waiter_no_recheck"))]
         if self.done(seq) {
@@ -133,12 +148,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         if self.done(seq) {
             return Ok(Armed::AlreadyComplete);
         }
-        let dup = ev.dup_handle()?;
-        let r = self.install(seq, dup, false);
-        if !matches!(r, Ok(Armed::Installed)) {
-            ev.close_handle(dup);
-        }
-        r
+        Ok(self.install(seq, ev, true)?.0)
     }
 
     /// Wait for `seq` using a pooled event (`efd_from_pool = true`).
@@ -213,36 +223,19 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
         dup: bool,
         deadline: Instant,
     ) -> (Result<Waited, WaitError>, bool) {
-        let fd = if dup {
-            match ev.dup_handle() {
-                Ok(fd) => fd,
-                Err(e) => return (Err(e.into()), false),
+        let fd = match self.install(seq, ev, dup) {
+            Ok((Armed::Installed, fd)) => fd,
+            Ok((Armed::AlreadyComplete, _)) => {
+                return (Ok(Waited::Completed { wakeups: 0 }), false)
             }
-        } else {
-            ev.raw_handle()
+            Err(e) => return (Err(e), false),
         };
-        let close_dup = || {
-            if dup {
-                ev.close_handle(fd);
-            }
-        };
-        match self.install(seq, fd, !dup) {
-            Ok(Armed::Installed) => {}
-            Ok(Armed::AlreadyComplete) => {
-                close_dup();
-                return (Ok(Waited::Completed { wakeups: 0 }), false);
-            }
-            Err(e) => {
-                close_dup();
-                return (Err(e), false);
-            }
-        }
         // Installed: the slot owns the handle until pop captures it.
         let mut wakeups = 0u32;
         loop {
             let slice = deadline
                 .saturating_duration_since(Instant::now())
-                .min(self.waits.recheck);
+                .min(self.waits.cfg.recheck);
             // A broken wait still ends bounded: the re-check and the
             // deadline below.
             if let Ok(Wait::Signalled(_)) = ev.wait(slice) {
@@ -253,7 +246,7 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
                     // Completion seen before the signal: pop captured our
                     // handle before advancing, so exactly one write is on
                     // its way (or failed). Give it one re-check interval.
-                    if let Ok(Wait::Signalled(_)) = ev.wait(self.waits.recheck) {
+                    if let Ok(Wait::Signalled(_)) = ev.wait(self.waits.cfg.recheck) {
                         wakeups += 1;
                     }
                 }
@@ -263,7 +256,9 @@ impl<T: Payload, C: StatusRef> XuQueue<T, C> {
             // If pop captured it meanwhile, uninstall refuses and the next
             // round sees completion.
             if Instant::now() >= deadline && self.uninstall(seq) {
-                close_dup();
+                if dup {
+                    ev.close_handle(fd);
+                }
                 return (Ok(Waited::TimedOut), false);
             }
         }

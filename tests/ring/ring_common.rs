@@ -61,13 +61,20 @@ impl Backend for Mapped {
             p,
             w,
             Box::new(move || {
-                // Word by word with atomic loads: waiters store their handle
-                // word atomically while tests poll (a plain byte copy would
-                // race with that store).
+                // Word by word with 8-byte atomic loads: waiters store their
+                // handle word atomically while tests poll (a plain byte copy,
+                // or a 4-byte load of an 8-byte word, would race with that
+                // store).
+                let base = region.ptr_at(0, len, 8).expect("mapped");
+                // SAFETY: `region` (owned by this closure) keeps the mapping
+                // alive for the view's life, and the ring's words are reached
+                // only through atomics of their own width.
+                let words = unsafe { xunds::sync::word::Words::<0>::from_raw(base, len) };
+                let words = words.expect("page aligned");
                 let mut b = vec![0u8; len];
                 for (i, w) in b.chunks_exact_mut(8).enumerate() {
-                    let v = region.load_u64(i * 8, std::sync::atomic::Ordering::Relaxed);
-                    w.copy_from_slice(&v.expect("read").to_le_bytes());
+                    let v = words.load_u64(i * 8, std::sync::atomic::Ordering::Relaxed);
+                    w.copy_from_slice(&v.to_le_bytes());
                 }
                 b
             }),
