@@ -8,7 +8,7 @@
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering as StdOrdering;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use super::{
     check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
     RegionHandle, RegionId, Table, Wait, Width,
 };
+use crate::sync::word::ReadWrite;
 
 /// Real mappings and eventfds. Clone to share (the tables are `Arc`ed once the
 /// device is built; mapping after a clone affects only that clone).
@@ -29,8 +30,7 @@ pub struct LinuxHal {
 }
 
 /// A mapped region and its id's key ([`RegionId`] packed in one word), so
-/// the fast path of [`LinuxHal::access`](Hal::access) checks a handle with
-/// two compares.
+/// [`LinuxHal::access`](Hal::access) checks a handle with two compares.
 #[derive(Clone, Debug)]
 struct Slot {
     key: u64,
@@ -52,39 +52,13 @@ impl LinuxHal {
         }
     }
 
-    fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
-        match self.regions.get(r.index(), r.id()) {
-            Ok(slot) if slot.region.len() == r.len() => Ok(&slot.region),
-            _ => Err(HalError::BadHandle),
-        }
-    }
-
-    /// [`region`](Self::region) for the fast path: the same acceptance (the
-    /// entry at the handle's index has its id, by key, and its length), no
-    /// error built.
+    /// The region of a handle this backend issued: the entry at its index
+    /// has its id (by key) and its length.
     #[inline(always)]
-    fn region_fast(&self, r: RegionHandle) -> Option<&Region> {
+    fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
         match self.regions.at(r.index()) {
-            Some(slot) if slot.key == r.key() && slot.region.len() == r.len() => Some(&slot.region),
-            _ => None,
-        }
-    }
-
-    /// The error of an access the fast path refused: the same checks in the
-    /// same order as before the fast path existed (bounds and alignment
-    /// against the handle, then the handle), so the same [`HalError`].
-    #[cold]
-    #[inline(never)]
-    fn refused(&self, r: RegionHandle, off: usize, len: usize, align: usize) -> HalError {
-        if let Err(e) = check(r, off, len, align) {
-            return e;
-        }
-        match self.region(r) {
-            Err(e) => e,
-            // Not reachable: the fast path refuses exactly when the check
-            // above or the lookup fails (`region_fast` accepts what `region`
-            // accepts, and the region's length is the handle's).
-            Ok(_) => HalError::BadHandle,
+            Some(slot) if slot.key == r.key() && slot.region.len() == r.len() => Ok(&slot.region),
+            _ => Err(HalError::BadHandle),
         }
     }
 
@@ -138,77 +112,75 @@ impl Hal for LinuxHal {
     #[inline(always)]
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let (len, align) = a.span();
-        // The one check of the fast path: the handle is this backend's, and
-        // `[off, off + len)` lies inside the region at an `align`-aligned
-        // offset. The error is built only on refusal, out of line.
-        let reg = match self.region_fast(r) {
-            Some(reg)
-                if off % align == 0 && off.checked_add(len).is_some_and(|e| e <= reg.len()) =>
-            {
-                reg
-            }
-            _ => return Err(self.refused(r, off, len, align)),
+        // One check: the bounds and alignment against the handle (refused
+        // first), then that the handle is this backend's. Past it, the
+        // region's own checks fail only on a read-only mapping or
+        // a misaligned base, which this backend never makes (every region
+        // is a whole read-write mapping); such a failure is reported as
+        // the handle's.
+        check(r, off, len, align)?;
+        let reg = self.region(r)?;
+        let e = |_| HalError::BadHandle;
+        let w = match a {
+            // Whole aligned words go as relaxed atomic accesses (so a
+            // concurrent reader or writer never races a plain access), the
+            // ragged edges as volatile bytes.
+            Access::Read(out) => return reg.copy_out(off, out).map(|()| 0).map_err(e),
+            Access::Write(data) => return reg.copy_in(off, data).map(|()| 0).map_err(e),
+            _ => reg.words::<ReadWrite>(off, len, align).map_err(e)?,
         };
-        // Past the check, the region's own checks below fail only on a
-        // read-only mapping or a misaligned window base, which this backend
-        // never makes (every region is a whole read-write mapping); such a
-        // failure is reported as the check's own refusal.
-        let e = |_| self.refused(r, off, len, align);
         Ok(match a {
-            Access::Load(Width::W32, order) => reg.load_u32(off, order).map_err(e)?.into(),
-            Access::Load(Width::W64, order) => reg.load_u64(off, order).map_err(e)?,
+            Access::Load(Width::W32, order) => w.load_u32(off, order).into(),
+            Access::Load(Width::W64, order) => w.load_u64(off, order),
             Access::Store(Width::W32, v, order) => {
-                reg.store_u32(off, v as u32, order).map_err(e)?;
+                w.store_u32(off, v as u32, order);
                 0
             }
             Access::Store(Width::W64, v, order) => {
-                reg.store_u64(off, v, order).map_err(e)?;
+                w.store_u64(off, v, order);
                 0
             }
             // Ordering: the caller's ordering applies to the read-modify-write
-            // (partner and seed section named at the caller).
-            Access::FetchAdd(Width::W32, v, order) => {
-                reg.fetch_add_u32(off, v as u32, order).map_err(e)?.into()
-            }
+            // (partner and seed section named off the caller).
+            Access::FetchAdd(Width::W32, v, order) => w.fetch_add_u32(off, v as u32, order).into(),
             // Ordering: as above.
-            Access::FetchAdd(Width::W64, v, order) => {
-                reg.fetch_add_u64(off, v, order).map_err(e)?
+            Access::FetchAdd(Width::W64, v, order) => w.fetch_add_u64(off, v, order),
+            // Ordering: Release pairs with the device's Acquire load of the
+            // same tail register (docs/abi.md §1.10 "device publish boundary").
+            Access::TailInc(n) => w
+                .fetch_add_u32(off, n, Ordering::Release)
+                .wrapping_add(n)
+                .into(),
+            Access::LoadRun(out) => {
+                for (i, v) in out.iter_mut().enumerate() {
+                    *v = w.load_u32(off + 4 * i, Ordering::Relaxed);
+                }
+                0
             }
-            Access::TailInc(n) => {
-                // Ordering: Release pairs with the device's Acquire load of
-                // the same tail register (docs/abi.md §1.10 "device publish
-                // boundary").
-                let old = reg.fetch_add_u32(off, n, StdOrdering::Release).map_err(e)?;
-                old.wrapping_add(n).into()
+            Access::StoreRun(vals) => {
+                for (i, &v) in vals.iter().enumerate() {
+                    w.store_u32(off + 4 * i, v, Ordering::Relaxed);
+                }
+                0
             }
-            Access::LoadRun(out) => reg.load_u32s(off, out).map(|()| 0).map_err(e)?,
-            Access::StoreRun(vals) => reg.store_u32s(off, vals).map(|()| 0).map_err(e)?,
-            // Whole aligned words go as relaxed atomic accesses (so a
-            // concurrent reader or writer never races a plain access), the
-            // ragged edges as volatile bytes; one range check.
-            Access::Read(out) => reg.copy_out(off, out).map(|()| 0).map_err(e)?,
-            Access::Write(data) => reg.copy_in(off, data).map(|()| 0).map_err(e)?,
             Access::ReadRecord(_, out) => {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
                 // other half is too (docs/abi.md §1.11, §1.13).
-                let lo = reg.load_u64(off, StdOrdering::Acquire).map_err(e)?;
-                let hi = reg.load_u64(off + 8, StdOrdering::Relaxed).map_err(e)?;
-                *out = record_from_halves(lo, hi);
+                let lo = w.load_u64(off, Ordering::Acquire);
+                *out = record_from_halves(lo, w.load_u64(off + 8, Ordering::Relaxed));
                 0
             }
             Access::WriteRecord(_, rec) => {
                 let (lo, hi) = record_halves(rec);
-                // The high half first: its check fails before anything is
-                // written when the record runs past the region.
-                reg.store_u64(off + 8, hi, StdOrdering::Relaxed)
-                    .map_err(e)?;
+                w.store_u64(off + 8, hi, Ordering::Relaxed);
                 // Ordering: Release publishes the record; pairs with the
                 // Acquire load of the same half in `ReadRecord` (the
                 // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                reg.store_u64(off, lo, StdOrdering::Release).map_err(e)?;
+                w.store_u64(off, lo, Ordering::Release);
                 0
             }
+            Access::Read(_) | Access::Write(_) => 0,
         })
     }
 

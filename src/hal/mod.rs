@@ -298,7 +298,7 @@ pub enum Width {
 /// the fault injector pick its targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Record {
-    /// Any 16-byte record ([`Hal::write16`], [`Hal::read16`]).
+    /// Any other 16-byte record.
     Plain,
     /// A UDMA descriptor (docs/abi.md §1.11).
     Desc,
@@ -487,20 +487,6 @@ pub trait Hal: Send + Sync {
             .map(drop)
     }
 
-    /// Write a 16-byte record at `off` (16-aligned), [`PUBLISH_HALF`] last
-    /// with Release.
-    #[inline]
-    fn write16(&self, r: RegionHandle, off: usize, rec: &[u8; RECORD]) -> Result<(), HalError> {
-        self.access(r, off, Access::WriteRecord(Record::Plain, rec))
-            .map(drop)
-    }
-
-    /// Read a 16-byte record at `off`, [`PUBLISH_HALF`] first with Acquire.
-    #[inline]
-    fn read16(&self, r: RegionHandle, off: usize) -> Result<[u8; RECORD], HalError> {
-        read_record(self, r, off, Record::Plain)
-    }
-
     /// Append a descriptor: write the 16 bytes (already stamped with the
     /// ring id) at slot `index` of `ring`, `len_ctrl` last with Release.
     #[inline]
@@ -624,6 +610,7 @@ impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
 
 /// Check `[off, off + len)` against a region of `region_len` bytes and the
 /// alignment `align`; the common bounds rule of every backend.
+#[inline]
 pub(crate) fn check(r: RegionHandle, off: usize, len: usize, align: usize) -> Result<(), HalError> {
     let end = off.checked_add(len);
     if end.is_none_or(|e| e > r.len) {

@@ -57,30 +57,6 @@ pub const HEADER_RETRY: Duration = Duration::from_micros(500);
 /// The pause between record read attempts (docs/abi.md §2.8: `usleep(200)`).
 pub const RECORD_RETRY: Duration = Duration::from_micros(record::READ_RETRY_US);
 
-/// A record a [`Reader`] can read: one of the three hashed wire records.
-pub trait WireRecord: Sized {
-    /// Record length in bytes.
-    const SIZE: usize;
-    /// Parse a copy of exactly [`Self::SIZE`] bytes.
-    fn parse(bytes: &[u8]) -> Result<Self, WireError>;
-}
-
-macro_rules! wire_record {
-    ($($T:ty = $size:expr),*) => {$(
-        impl WireRecord for $T {
-            const SIZE: usize = $size;
-            fn parse(bytes: &[u8]) -> Result<Self, WireError> {
-                <$T>::parse(bytes)
-            }
-        }
-    )*};
-}
-wire_record!(
-    ModelRecord = model::RECORD_SIZE,
-    ProcessInfo = process::PROCESS_INFO_SIZE,
-    ProcessInfoExt = process::PROCESS_INFO_EXT_SIZE
-);
-
 /// The largest record (the model record) bounds the stack copy buffer.
 const MAX_RECORD: usize = model::RECORD_SIZE;
 const _: () = assert!(process::PROCESS_INFO_SIZE <= MAX_RECORD);
@@ -326,17 +302,16 @@ impl<S: Slab> Reader<S> {
     pub fn attach_with_pause(slab: S, pause: fn(Duration)) -> Result<Self, NdsError> {
         super::slab::require_size(slab.len())?;
         let reader = Reader { slab, pause };
-        if reader.header_word() != HEADER_PROTO {
+        let mut word = reader.header_word();
+        if word != HEADER_PROTO {
             (reader.pause)(HEADER_RETRY);
-            let verdict = header_verdict(reader.header_word());
-            if reader.slab.shrunk() {
-                return Err(NdsError::Shrunk);
-            }
-            verdict?;
+            word = reader.header_word();
         }
+        // A shrunk file voids the header word too.
         if reader.slab.shrunk() {
             return Err(NdsError::Shrunk);
         }
+        header_verdict(word)?;
         Ok(reader)
     }
 
@@ -390,17 +365,18 @@ impl<S: Slab> Reader<S> {
     /// Read model slot `slot`'s record (docs/abi.md §2.8).
     pub fn model(&self, slot: ModelSlot) -> Result<RecordRead<ModelRecord>, NdsError> {
         let span = RecordSpan::model(slot.index())?;
-        self.bracketed(|s| self.read_record(s, span))?
+        self.bracketed(|s| self.read_record(s, span, ModelRecord::parse))?
     }
 
     /// Read the process-info record (docs/abi.md §2.7, §2.8).
     pub fn process_info(&self) -> Result<RecordRead<ProcessInfo>, NdsError> {
-        self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO))?
+        self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO, ProcessInfo::parse))?
     }
 
     /// Read the process-info-ext record (docs/abi.md §2.7, §2.8).
     pub fn process_info_ext(&self) -> Result<RecordRead<ProcessInfoExt>, NdsError> {
-        self.bracketed(|s| self.read_record(s, RecordSpan::PROCESS_INFO_EXT))?
+        let span = RecordSpan::PROCESS_INFO_EXT;
+        self.bracketed(|s| self.read_record(s, span, ProcessInfoExt::parse))?
     }
 
     /// The verified copy of the record at `span` into `out`
@@ -436,36 +412,42 @@ impl<S: Slab> Reader<S> {
                 let hashed = super::record::hashed(s, span);
                 if model_bitmap & slot.bit() != 0 || hashed {
                     // At most one entry per slot: `ModelSlot::all()` yields each once.
-                    let _ = models.push((slot, self.read_record(s, span)?));
+                    let _ = models.push((slot, self.read_record(s, span, ModelRecord::parse)?));
                 }
             }
             Ok(Snapshot {
                 nd,
                 nc,
                 model_bitmap,
-                process_info: self.read_record(s, RecordSpan::PROCESS_INFO)?,
-                process_info_ext: self.read_record(s, RecordSpan::PROCESS_INFO_EXT)?,
+                process_info: self.read_record(s, RecordSpan::PROCESS_INFO, ProcessInfo::parse)?,
+                process_info_ext: self.read_record(
+                    s,
+                    RecordSpan::PROCESS_INFO_EXT,
+                    ProcessInfoExt::parse,
+                )?,
                 models,
             })
         })?
     }
 
-    fn read_record<R: WireRecord>(
+    /// The docs/abi.md §2.8 read of the record at `span`, its copy parsed
+    /// with `parse`.
+    fn read_record<R>(
         &self,
         slab: &S,
         span: RecordSpan,
+        parse: fn(&[u8]) -> Result<R, WireError>,
     ) -> Result<RecordRead<R>, NdsError> {
-        debug_assert_eq!(span.len(), R::SIZE);
         let mut buf = [0u8; MAX_RECORD];
         let out = &mut buf[..span.len()];
         let pause = self.pause;
         Ok(
             match record::read(slab, span, out, || pause(RECORD_RETRY)) {
-                Verdict::Fresh => RecordRead::Fresh(R::parse(out)?),
+                Verdict::Fresh => RecordRead::Fresh(parse(out)?),
                 Verdict::Unpublished => RecordRead::Unpublished,
                 Verdict::Torn(reason) => RecordRead::Torn(Stale {
                     reason,
-                    copy: R::parse(out)?,
+                    copy: parse(out)?,
                 }),
             },
         )

@@ -17,7 +17,7 @@
 //! bytes. Word 0 works as the sequence word of a seqlock whose "writer
 //! active" value has a zero hash:
 //!
-//! | step | writer ([`invalidate`], then [`stamp_and_publish`]; [`publish`] stores an already stamped record as given) | reader ([`copy_once`]) |
+//! | step | writer ([`invalidate`], then [`stamp_and_publish`]) | reader ([`copy_once`]) |
 //! |---|---|---|
 //! | 1 | word 0 := 0 (Relaxed), then a Release fence | `first` := word 0 (Acquire); hash 0 → Unpublished |
 //! | 2 | body words, Relaxed, in order | body words, Relaxed |
@@ -109,18 +109,16 @@ impl RecordSpan {
     }
 
     /// `nds_process_info_internal` at 0x4e0, 64 bytes (docs/abi.md §2.7).
-    pub const PROCESS_INFO: RecordSpan =
-        match RecordSpan::new(region::PROCESS_INFO_OFF, process::PROCESS_INFO_SIZE) {
-            Some(s) => s,
-            None => panic!("process-info span"),
-        };
+    pub const PROCESS_INFO: RecordSpan = RecordSpan {
+        off: region::PROCESS_INFO_OFF,
+        len: process::PROCESS_INFO_SIZE,
+    };
 
     /// `nds_process_info_ext_internal` at 0xad28, 260 bytes (docs/abi.md §2.7).
-    pub const PROCESS_INFO_EXT: RecordSpan =
-        match RecordSpan::new(region::PROCESS_INFO_EXT_OFF, process::PROCESS_INFO_EXT_SIZE) {
-            Some(s) => s,
-            None => panic!("process-info-ext span"),
-        };
+    pub const PROCESS_INFO_EXT: RecordSpan = RecordSpan {
+        off: region::PROCESS_INFO_EXT_OFF,
+        len: process::PROCESS_INFO_EXT_SIZE,
+    };
 
     /// Model slot `slot`'s record at 0x528 + 672 * slot (docs/abi.md §2.6).
     pub fn model(slot: usize) -> Result<RecordSpan, WireError> {
@@ -145,10 +143,15 @@ impl RecordSpan {
 }
 
 // docs/abi.md §2.6/§2.7: every hashed record starts 8-aligned, so word 0 is one
-// naturally aligned u64 holding the hash word (low half, little-endian).
-const _: () = assert!(region::PROCESS_INFO_OFF % 8 == 0);
+// naturally aligned u64 holding the hash word (low half, little-endian); each
+// is a valid span (what `RecordSpan::new` checks).
+const _: () =
+    assert!(RecordSpan::new(region::PROCESS_INFO_OFF, process::PROCESS_INFO_SIZE).is_some());
 const _: () = assert!(region::MODEL_RECORDS_OFF % 8 == 0 && model::RECORD_SIZE % 8 == 0);
-const _: () = assert!(region::PROCESS_INFO_EXT_OFF % 8 == 0);
+const _: () =
+    assert!(
+        RecordSpan::new(region::PROCESS_INFO_EXT_OFF, process::PROCESS_INFO_EXT_SIZE).is_some()
+    );
 const _: () = assert!(process::PROCESS_INFO_EXT_SIZE % 8 == 4); // a 4-byte tail word
 const _: () = assert!(fnv::HASH_SIZE == 4);
 
@@ -297,7 +300,7 @@ fn zero_word0<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
 }
 
 /// Start rewriting a published record: its hash word becomes 0 (readers see
-/// Unpublished) before any body word changes. Call before [`publish`] on a
+/// Unpublished) before any body word changes. Call before [`stamp_and_publish`] on a
 /// record that may be live.
 pub fn invalidate<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
     #[cfg(not(xunds_mutant = "record_hash_after_body"))]
@@ -309,9 +312,8 @@ pub fn invalidate<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
 /// Stamp and publish in one pass: store the body words of `staged`
 /// (`staged.len() == span.len()`) at `span` (Relaxed), folding each into the
 /// FNV-1a-32 record hash as it goes, then write the hash into `staged` at +0
-/// and store word 0 with Release. Returns the hash. Same bytes and the same
-/// publish order as [`fnv::stamp`] then [`publish`], but the copy runs in
-/// the shadow of the hash's multiply chain (the slab's update window grows
+/// and store word 0 with Release. Returns the hash. The copy runs in the
+/// shadow of the hash's multiply chain (the slab's update window grows
 /// from the copy to the hash, about half a microsecond for a model record).
 /// The record must be invalidated (or never published) first.
 ///
@@ -358,22 +360,6 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes(a)
 }
 
-/// Publish the stamped record `stamped` (`stamped.len() == span.len()`, hash
-/// at +0) at `span`: the body words (Relaxed), then word 0 with Release. The
-/// record must be invalidated (or never published) first.
-///
-/// # Panics
-/// If `stamped.len() != span.len()` (a caller bug).
-pub fn publish<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan, stamped: &[u8]) {
-    assert_eq!(stamped.len(), span.len, "record buffer length");
-    words::copy_in(slab, span.off + 8, &stamped[8..]);
-    let mut w0 = [0u8; 8];
-    w0.copy_from_slice(&stamped[..8]);
-    // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
-    // (docs/abi.md §2.8): a reader that sees this hash sees the whole body.
-    slab.store_u64(span.off, u64::from_le_bytes(w0), Ordering::Release);
-}
-
 /// Delete a record (docs/abi.md §2.6 `nds_delete_model_node_info`): zero the hash
 /// word first (readers see Unpublished), then every other word.
 pub fn erase<S: SlabMut + ?Sized>(slab: &S, span: RecordSpan) {
@@ -415,7 +401,7 @@ mod tests {
     fn a_fresh_record_is_read_without_any_pause() {
         let slab = HeapSlab::zeroed();
         let span = RecordSpan::model(3).unwrap();
-        publish(&slab, span, &stamped(span.len(), 9));
+        stamp_and_publish(&slab, span, &mut stamped(span.len(), 9));
         let mut out = vec![0u8; span.len()];
         let mut pauses = 0;
         assert_eq!(read(&slab, span, &mut out, || pauses += 1), Verdict::Fresh);
@@ -437,15 +423,15 @@ mod tests {
                 Verdict::Unpublished
             );
             assert_eq!(pauses, 1, "one retry after an unpublished attempt");
-            let a = stamped(span.len(), 1);
+            let mut a = stamped(span.len(), 1);
             invalidate(&slab, span);
-            publish(&slab, span, &a);
+            stamp_and_publish(&slab, span, &mut a);
             assert_eq!(read(&slab, span, &mut out, || {}), Verdict::Fresh);
             assert_eq!(out, a);
-            let b = stamped(span.len(), 2);
+            let mut b = stamped(span.len(), 2);
             invalidate(&slab, span);
             assert_eq!(copy_once(&slab, span, &mut out), Attempt::Unpublished);
-            publish(&slab, span, &b);
+            stamp_and_publish(&slab, span, &mut b);
             assert_eq!(read(&slab, span, &mut out, || {}), Verdict::Fresh);
             assert_eq!(out, b);
             erase(&slab, span);
@@ -464,7 +450,7 @@ mod tests {
         let mut b = stamped(span.len(), 2);
         b[..4].copy_from_slice(&a[..4]);
         b[4..8].copy_from_slice(&a[4..8]);
-        publish(&slab, span, &b);
+        words::copy_in(&slab, span.off(), &b);
         let mut out = vec![0u8; span.len()];
         let mut pauses = 0;
         let v = read(&slab, span, &mut out, || pauses += 1);

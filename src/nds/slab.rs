@@ -113,9 +113,6 @@ pub trait SlabMut: Slab {
     /// Atomic wrapping add (`LOCK ADD`, docs/abi.md §2.4); returns the old value.
     fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
 
-    /// Atomic wrapping subtract (`LOCK SUB`); returns the old value.
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
-
     /// Atomic bitwise OR (`LOCK OR`, docs/abi.md §2.4 FEATURE_BITMAP); returns the
     /// old value.
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
@@ -159,9 +156,6 @@ where
     }
     fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         (**self).fetch_add_u64(off, v, order)
-    }
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_sub_u64(off, v, order)
     }
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         (**self).fetch_or_u64(off, v, order)
@@ -241,8 +235,9 @@ impl<M: Backing, A: Access> WordSlab<M, A> {
     unsafe fn over(backing: M, base: *mut u8, len: usize) -> Result<Self, NdsError> {
         require_size(len)?;
         // SAFETY: the caller's contract is `from_raw`'s.
-        let words = unsafe { Words::from_raw(base, len) }
-            .map_err(|m| NdsError::Misaligned { addr: m.addr })?;
+        let words = unsafe { Words::from_raw(base, len) }.ok_or(NdsError::Misaligned {
+            addr: base as usize,
+        })?;
         Ok(WordSlab { words, backing })
     }
 }
@@ -301,10 +296,6 @@ impl<M: Backing> SlabMut for WordSlab<M> {
         self.words.fetch_add_u64(off, v, order)
     }
     #[inline]
-    fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.words.fetch_sub_u64(off, v, order)
-    }
-    #[inline]
     fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
         self.words.fetch_or_u64(off, v, order)
     }
@@ -322,14 +313,21 @@ impl<A: Access> WordSlab<Region, A> {
             )));
         }
         let len = region.len();
-        require_size(len)?;
         let base = region
             .ptr_at(0, len, 8)
             .map_err(|_| NdsError::TooSmall { len })?;
         // SAFETY: the region keeps its mapping (writable when `A` stores,
         // checked above) valid while the slab holds it, and mapped memory is
-        // reached only through atomic or volatile accesses.
+        // reached only through atomic or volatile accesses. `over` refuses
+        // one shorter than `REQUIRED_SIZE`.
         unsafe { Self::over(region, base, len) }
+    }
+
+    /// Map the first `len` bytes of `file` (read-write when `A` stores)
+    /// after the size gate (docs/abi.md §2.2), as [`Self::from_region`].
+    fn map_file(file: std::fs::File, len: usize) -> Result<Self, NdsError> {
+        require_size(len)?;
+        Self::from_region(Mapping::from_file(file, len, A::WRITABLE)?.into_region())
     }
 
     /// The underlying region.
@@ -371,9 +369,14 @@ fn open_regular(
     if !meta.is_file() {
         return Err(NdsError::Io(io::Error::other("not a regular file")));
     }
-    let len = usize::try_from(meta.len())
-        .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
-    Ok((file, len))
+    Ok((file, file_len(&meta)?))
+}
+
+/// A slab file's length as a mapping length.
+#[cfg(feature = "std")]
+fn file_len(meta: &std::fs::Metadata) -> Result<usize, NdsError> {
+    usize::try_from(meta.len())
+        .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))
 }
 
 pub(super) fn require_size(len: usize) -> Result<(), NdsError> {
@@ -411,12 +414,12 @@ impl MappedSlab {
     pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
         use std::os::unix::fs::FileExt;
         let (file, len) = open_locked(path, true)?;
-        if len != 0 && !force && !is_slab_file(&file, len) {
-            return Err(NdsError::NotASlab { len });
+        if len != 0 && !force && !is_slab_file(&file, len as u64) {
+            return Err(NdsError::NotASlab { len: len as u64 });
         }
         file.write_all_at(&[0u8; SLAB_SIZE], 0)?;
         file.set_len(SLAB_SIZE as u64)?;
-        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+        Self::map_file(file, SLAB_SIZE)
     }
 
     /// Map an existing slab file read-write as its one writer (adopting what
@@ -428,10 +431,7 @@ impl MappedSlab {
         // The length once the lock is ours (a writer we waited out may
         // have resized the file).
         let (file, len) = open_locked(path, false)?;
-        let len = usize::try_from(len)
-            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
-        require_size(len)?;
-        Self::from_region(Mapping::from_file(file, len, true)?.into_region())
+        Self::map_file(file, len)
     }
 
     /// Map an existing slab file read-write *without* the writer's lock:
@@ -441,8 +441,7 @@ impl MappedSlab {
     /// `REQUIRED_SIZE`.
     pub fn open_unlocked(path: &Path) -> Result<MappedSlab, NdsError> {
         let (file, len) = open_regular(path, true, false)?;
-        require_size(len)?;
-        Self::from_region(Mapping::from_file(file, len, true)?.into_region())
+        Self::map_file(file, len)
     }
 
     /// A zero-filled `SLAB_SIZE`-byte slab in a file with no name
@@ -453,7 +452,7 @@ impl MappedSlab {
     pub fn unnamed() -> Result<MappedSlab, NdsError> {
         let file = crate::hal::mem::unnamed_file()?;
         file.set_len(SLAB_SIZE as u64)?;
-        Self::from_region(Mapping::from_file(file, SLAB_SIZE, true)?.into_region())
+        Self::map_file(file, SLAB_SIZE)
     }
 
     /// An anonymous zero-filled `MAP_SHARED` slab of `SLAB_SIZE` bytes
@@ -553,7 +552,7 @@ const REPLACED_TRIES: u32 = 8;
 /// second writer could lock the new one. So the path is checked once the
 /// lock is ours, and opened again when it names another file.
 #[cfg(feature = "std")]
-fn open_locked(path: &Path, create: bool) -> Result<(std::fs::File, u64), NdsError> {
+fn open_locked(path: &Path, create: bool) -> Result<(std::fs::File, usize), NdsError> {
     open_locked_with(path, create, || {})
 }
 
@@ -564,14 +563,14 @@ fn open_locked_with(
     path: &Path,
     create: bool,
     mut opened: impl FnMut(),
-) -> Result<(std::fs::File, u64), NdsError> {
+) -> Result<(std::fs::File, usize), NdsError> {
     for _ in 0..REPLACED_TRIES {
         let (file, _) = open_regular(path, true, create)?;
         opened();
         lock(&file)?;
         let held = file.metadata()?;
         if crate::hal::mem::path_names(path, &held, true)? {
-            return Ok((file, held.len()));
+            return Ok((file, file_len(&held)?));
         }
     }
     Err(NdsError::Io(io::Error::other(
@@ -745,15 +744,7 @@ impl ReadOnlySlab {
     /// only for the moment of a read, so the mappings held at once do not
     /// grow with the slabs watched.
     pub fn from_file(file: &std::fs::File) -> Result<ReadOnlySlab, NdsError> {
-        let len = usize::try_from(file.metadata()?.len())
-            .map_err(|_| NdsError::Io(io::Error::other("slab file too large to map")))?;
-        Self::map_file(file.try_clone()?, len)
-    }
-
-    fn map_file(file: std::fs::File, len: usize) -> Result<ReadOnlySlab, NdsError> {
-        require_size(len)?;
-        // O_RDONLY descriptor, PROT_READ mapping.
-        Self::from_region(Mapping::from_file(file, len, false)?.into_region())
+        Self::map_file(file.try_clone()?, file_len(&file.metadata()?)?)
     }
 }
 
@@ -827,7 +818,10 @@ mod tests {
         s.store_u32(8, 1, Ordering::Relaxed);
         assert_eq!(s.load_u64(8, Ordering::Relaxed), 0xaabb_ccdd_0000_0001);
         assert_eq!(s.fetch_add_u64(16, 5, Ordering::Relaxed), 0);
-        assert_eq!(s.fetch_sub_u64(16, 7, Ordering::Relaxed), 5);
+        assert_eq!(
+            s.fetch_add_u64(16, 7u64.wrapping_neg(), Ordering::Relaxed),
+            5
+        );
         assert_eq!(s.load_u64(16, Ordering::Relaxed), u64::MAX - 1);
         assert_eq!(s.fetch_or_u64(24, 0b10, Ordering::Relaxed), 0);
         assert_eq!(s.fetch_or_u64(24, 0b01, Ordering::Relaxed), 0b10);
@@ -972,7 +966,10 @@ mod tests {
         assert_eq!(&w[8..], &0x0102_0304_0506_0708u64.to_le_bytes());
         assert!(std::panic::catch_unwind(|| ro.load_u64(SLAB_SIZE, Ordering::Relaxed)).is_err());
         // A read-only mapping is refused as a publisher's slab.
-        let region = Mapping::open_file(&p, false).unwrap().into_region();
+        let f = std::fs::File::open(&p).unwrap();
+        let region = Mapping::from_file(f, SLAB_SIZE, false)
+            .unwrap()
+            .into_region();
         assert!(matches!(
             MappedSlab::from_region(region),
             Err(NdsError::Io(e)) if e.kind() == io::ErrorKind::PermissionDenied

@@ -5,7 +5,7 @@
 //! regions, commits the header, updates counters, and commits, updates and
 //! deletes the self-describing records through the record protocol
 //! ([`super::record`]) and the record lifecycle machine
-//! ([`RecordFsm`]). The model bitmap and the record
+//! ([`RecordFsm`](crate::fsm::record::RecordFsm)). The model bitmap and the record
 //! states are guarded by a process-local mutex, as in the (docs/abi.md §2.6: the
 //! `nds_instance_t` mutex is same-process only): one process writes records
 //! into a slab. Counters are single atomic read-modify-writes and may be
@@ -26,8 +26,8 @@ use core::sync::atomic::Ordering;
 #[cfg(feature = "std")]
 use std::path::Path;
 
-use crate::fsm::record::{RecordEvent, RecordFsm, RecordState, Staged, Stamped};
-use crate::fsm::{step as fsm_step, step_traced, TransitionHook};
+use crate::fsm::record::{self as fsm_record, RecordEvent, RecordState, Staged, Stamped};
+use crate::fsm::TransitionHook;
 use crate::sync::{Mutex, MutexGuard};
 use crate::wire::nds::counters::{Features, NdCounter};
 use crate::wire::nds::header::{self, HeaderState, HEADER_PROTO};
@@ -262,13 +262,11 @@ impl<S: SlabMut> Writer<S> {
             .fetch_add_u64(Self::arith(c)?, v, Ordering::Relaxed))
     }
 
-    /// Subtract `v` (wrapping, `LOCK SUB`) from counter `c`; returns the old
-    /// value. `FEATURE_BITMAP` is `EINVAL`.
+    /// Subtract `v` (wrapping: adding its two's complement) from counter
+    /// `c`; returns the old value. `FEATURE_BITMAP` is `EINVAL`.
     #[inline]
     pub fn sub(&self, c: Counter, v: u64) -> Result<u64, NdsError> {
-        Ok(self
-            .slab
-            .fetch_sub_u64(Self::arith(c)?, v, Ordering::Relaxed))
+        self.add(c, v.wrapping_neg())
     }
 
     /// Set counter `c` to `v` (one 8-byte atomic store). `FEATURE_BITMAP` is
@@ -357,9 +355,9 @@ impl<S: SlabMut> Writer<S> {
         let b = &mut *books;
         let id = slot.index() as u64;
         let state = &mut b.models[slot.index()];
-        step(state, RecordEvent::Delete, id, b.hook.as_deref_mut())?;
+        fsm_record::go(state, RecordEvent::Delete, id, dyn_hook(&mut b.hook))?;
         record::erase(&self.slab, span);
-        step(state, RecordEvent::Reclaim, id, b.hook.as_deref_mut())?;
+        fsm_record::go(state, RecordEvent::Reclaim, id, dyn_hook(&mut b.hook))?;
         b.bitmap &= !slot.bit();
         // Relaxed: see `commit_model`.
         self.slab
@@ -370,42 +368,30 @@ impl<S: SlabMut> Writer<S> {
     /// Publish (first time) or update (afterwards) the process-info record
     /// (docs/abi.md §2.7, `nds_commit_generic_obj`). `p.hash` is ignored.
     pub fn publish_process_info(&self, p: &ProcessInfo) -> Result<(), NdsError> {
-        self.publish_generic(
-            |b| (&mut b.process_info, b.hook.as_deref_mut()),
-            PROCESS_INFO_ID,
-            RecordSpan::PROCESS_INFO,
-            &mut p.encode(),
-        )
+        self.publish_generic(PROCESS_INFO_ID, &mut p.encode())
     }
 
     /// Publish or update the process-info-ext record (docs/abi.md §2.7).
     /// `p.hash` is ignored.
     pub fn publish_process_info_ext(&self, p: &ProcessInfoExt) -> Result<(), NdsError> {
-        self.publish_generic(
-            |b| (&mut b.process_info_ext, b.hook.as_deref_mut()),
-            PROCESS_INFO_EXT_ID,
-            RecordSpan::PROCESS_INFO_EXT,
-            &mut p.encode(),
-        )
+        self.publish_generic(PROCESS_INFO_EXT_ID, &mut p.encode())
     }
 
-    /// `nds_commit_generic_obj`: commit the record whose state (and the
-    /// books' hook) `pick` borrows if it is free, else update it in place.
-    fn publish_generic(
-        &self,
-        pick: for<'a> fn(&'a mut Books) -> (&'a mut RecordState, Hook<'a>),
-        id: u64,
-        span: RecordSpan,
-        staged: &mut [u8],
-    ) -> Result<(), NdsError> {
+    /// `nds_commit_generic_obj`: commit the process-info record `id` if it
+    /// is free, else update it in place.
+    fn publish_generic(&self, id: u64, staged: &mut [u8]) -> Result<(), NdsError> {
         let mut books = self.lock();
-        let (state, mut hook) = pick(&mut books);
-        let record = if *state == RecordState::Free {
-            Staged::stage(state, id, up(hook.as_deref_mut()))?.stamp(up(hook.as_deref_mut()))?
-        } else {
-            Stamped::begin_update(state, id, up(hook.as_deref_mut()))?
+        let b = &mut *books;
+        let (state, span) = match id {
+            PROCESS_INFO_ID => (&mut b.process_info, RecordSpan::PROCESS_INFO),
+            _ => (&mut b.process_info_ext, RecordSpan::PROCESS_INFO_EXT),
         };
-        self.write_record(record, up(hook), span, staged)
+        let record = if *state == RecordState::Free {
+            Staged::stage(state, id, dyn_hook(&mut b.hook))?.stamp(dyn_hook(&mut b.hook))?
+        } else {
+            Stamped::begin_update(state, id, dyn_hook(&mut b.hook))?
+        };
+        self.write_record(record, dyn_hook(&mut b.hook), span, staged)
     }
 
     /// Write a record this call stamped (or began updating): the lifecycle
@@ -428,30 +414,7 @@ impl<S: SlabMut> Writer<S> {
 
 /// The books' hook as the lifecycle steps take it.
 fn dyn_hook(h: &mut Option<HookBox>) -> Option<&mut dyn TransitionHook> {
-    up(h.as_deref_mut())
-}
-
-/// Drop the `Send` bound of a borrowed hook.
-fn up<'a>(h: Hook<'a>) -> Option<&'a mut dyn TransitionHook> {
-    h.map(|h| h as &mut dyn TransitionHook)
-}
-
-/// The optional trace hook, borrowed from the books.
-type Hook<'a> = Option<&'a mut (dyn TransitionHook + Send + 'static)>;
-
-/// One lifecycle step of record `id`, traced when a hook is installed.
-#[inline]
-fn step(
-    state: &mut RecordState,
-    event: RecordEvent,
-    id: u64,
-    hook: Hook<'_>,
-) -> Result<(), NdsError> {
-    *state = match hook {
-        Some(h) => step_traced::<RecordFsm, _>(*state, event, id, h)?,
-        None => fsm_step::<RecordFsm>(*state, event)?,
-    };
-    Ok(())
+    h.as_deref_mut().map(|h| h as &mut dyn TransitionHook)
 }
 
 #[cfg(not(loom))]
@@ -524,10 +487,6 @@ mod tests {
         fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
             self.log(off, 8);
             self.0.fetch_add_u64(off, v, order)
-        }
-        fn fetch_sub_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-            self.log(off, 8);
-            self.0.fetch_sub_u64(off, v, order)
         }
         fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
             self.log(off, 8);

@@ -43,30 +43,6 @@ use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
 use crate::sync::atomic::AtomicU64 as LoomU64;
 
-/// Memory refused by a [`Words`] constructor: null, not 8-byte aligned, or
-/// shorter than the view's minimum length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Misplaced {
-    /// Its address.
-    pub addr: usize,
-    /// Its length.
-    pub len: usize,
-    /// The least length the view needs.
-    pub need: usize,
-}
-
-impl core::fmt::Display for Misplaced {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "memory at {:#x} ({} bytes) is null, not 8-byte aligned or shorter than {} bytes",
-            self.addr, self.len, self.need
-        )
-    }
-}
-
-impl core::error::Error for Misplaced {}
-
 mod sealed {
     pub trait Sealed {}
 }
@@ -150,8 +126,8 @@ impl<const MIN: usize, A: Access> core::fmt::Debug for Words<MIN, A> {
 pub const HEAP_ALIGN: usize = 64;
 
 impl<const MIN: usize, A: Access> Words<MIN, A> {
-    /// A view of the `len` bytes at `base`; refused ([`Misplaced`]) when
-    /// `base` is null or not 8-byte aligned, or `len < MIN`.
+    /// A view of the `len` bytes at `base`; `None` when `base` is null or
+    /// not 8-byte aligned, or `len < MIN`.
     ///
     /// # Safety
     /// While the view lives, the `len` bytes at `base` stay valid for reads
@@ -159,17 +135,10 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
     /// every access to them, from any thread or process, is atomic and of
     /// the word's own width, except what [`Words::write_unshared`]'s caller
     /// orders before or after every other access.
-    pub unsafe fn from_raw(base: *mut u8, len: usize) -> Result<Self, Misplaced> {
-        let refuse = Misplaced {
-            addr: base as usize,
-            len,
-            need: MIN,
-        };
-        let base = NonNull::new(base).ok_or(refuse)?;
-        if base.as_ptr() as usize % 8 != 0 || len < MIN {
-            return Err(refuse);
-        }
-        Ok(Self::view(base, len, Owner::Borrowed))
+    pub unsafe fn from_raw(base: *mut u8, len: usize) -> Option<Self> {
+        let base = NonNull::new(base)?;
+        (base.as_ptr() as usize % 8 == 0 && len >= MIN)
+            .then(|| Self::view(base, len, Owner::Borrowed))
     }
 
     fn view(base: NonNull<u8>, len: usize, owner: Owner) -> Self {
@@ -299,7 +268,10 @@ impl<const MIN: usize> Words<MIN, ReadWrite> {
     /// atomics under loom. Panics when `len < MIN`.
     #[cfg(feature = "std")]
     pub fn heap(len: usize) -> Self {
-        assert!(len >= MIN, "a heap block of {len} bytes is shorter than {MIN}");
+        assert!(
+            len >= MIN,
+            "a heap block of {len} bytes is shorter than {MIN}"
+        );
         let size = len.div_ceil(HEAP_ALIGN).max(1) * HEAP_ALIGN;
         #[cfg(not(loom))]
         {
@@ -356,16 +328,6 @@ impl<const MIN: usize> Words<MIN, ReadWrite> {
         }
     }
 
-    /// Subtract `v` from the u64 at `off` (wrapping); the old value.
-    #[inline(always)]
-    pub fn fetch_sub_u64(&self, off: usize, v: u64, o: Ordering) -> u64 {
-        match self.loc(off, 8) {
-            Loc::Raw(p, _) => raw64(p).fetch_sub(v, o),
-            #[cfg(loom)]
-            Loc::Loom(w, _) => w.fetch_sub(v, o),
-        }
-    }
-
     /// OR `v` into the u64 at `off`; the old value.
     #[inline(always)]
     pub fn fetch_or_u64(&self, off: usize, v: u64, o: Ordering) -> u64 {
@@ -383,56 +345,6 @@ impl<const MIN: usize> Words<MIN, ReadWrite> {
             Loc::Raw(p, _) => raw32(p).fetch_add(v, o),
             #[cfg(loom)]
             Loc::Loom(w, shift) => loom_update(w, shift, o, |x| x.wrapping_add(v)),
-        }
-    }
-
-    /// Replace the u64 at `off` with `new` if it holds `current`: `Ok(old)`
-    /// on success, `Err(seen)` otherwise (never fails spuriously).
-    #[inline(always)]
-    pub fn compare_exchange_u64(
-        &self,
-        off: usize,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        match self.loc(off, 8) {
-            Loc::Raw(p, _) => raw64(p).compare_exchange(current, new, success, failure),
-            #[cfg(loom)]
-            Loc::Loom(w, _) => w.compare_exchange(current, new, success, failure),
-        }
-    }
-
-    /// Replace the u32 at `off` with `new` if it holds `current`: `Ok(old)`
-    /// on success, `Err(seen)` otherwise (never fails spuriously).
-    #[inline(always)]
-    pub fn compare_exchange_u32(
-        &self,
-        off: usize,
-        current: u32,
-        new: u32,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u32, u32> {
-        match self.loc(off, 4) {
-            Loc::Raw(p, _) => raw32(p).compare_exchange(current, new, success, failure),
-            #[cfg(loom)]
-            Loc::Loom(w, shift) => {
-                let mask = 0xffff_ffffu64 << shift;
-                let mut x = w.load(failure);
-                loop {
-                    let old = (x >> shift) as u32;
-                    if old != current {
-                        return Err(old);
-                    }
-                    let n = (x & !mask) | (u64::from(new) << shift);
-                    match w.compare_exchange(x, n, success, failure) {
-                        Ok(_) => return Ok(old),
-                        Err(seen) => x = seen,
-                    }
-                }
-            }
         }
     }
 
@@ -603,15 +515,12 @@ mod tests {
         w.store_u32(12, 0xaabb_ccdd, r);
         assert_eq!(w.load_u64(8, r), 0xaabb_ccdd_5566_7788);
         assert_eq!(w.fetch_add_u64(16, 5, r), 0);
-        assert_eq!(w.fetch_sub_u64(16, 7, r), 5);
+        assert_eq!(w.fetch_add_u64(16, 7u64.wrapping_neg(), r), 5);
         assert_eq!(w.load_u64(16, r), u64::MAX - 1);
         assert_eq!(w.fetch_or_u64(24, 0b10, r), 0);
         assert_eq!(w.fetch_or_u64(24, 0b01, r), 0b10);
         assert_eq!(w.fetch_add_u32(40, 3, r), 0);
-        assert_eq!(w.compare_exchange_u32(40, 3, 4, r, r), Ok(3));
-        assert_eq!(w.compare_exchange_u32(40, 3, 5, r, r), Err(4));
-        assert_eq!(w.compare_exchange_u64(48, 0, 9, r, r), Ok(0));
-        assert_eq!(w.compare_exchange_u64(48, 0, 1, r, r), Err(9));
+        assert_eq!(w.fetch_add_u32(40, 1, r), 3);
         assert_eq!(w.load_u64(0, r), 0);
         assert_eq!(w.load_u64(32, r), 0);
         assert_eq!(w.load_u32(44, r), 0);
@@ -647,9 +556,9 @@ mod tests {
         // SAFETY: refused before any access, or used only below while `mem`
         // lives, atomically.
         unsafe {
-            assert!(Words::<0>::from_raw(core::ptr::null_mut(), 8).is_err());
-            assert!(Words::<0>::from_raw(p.add(4), 8).is_err());
-            assert!(Words::<40>::from_raw(p, 32).is_err());
+            assert!(Words::<0>::from_raw(core::ptr::null_mut(), 8).is_none());
+            assert!(Words::<0>::from_raw(p.add(4), 8).is_none());
+            assert!(Words::<40>::from_raw(p, 32).is_none());
             let v = Words::<32, ReadOnly>::from_raw(p, 32).unwrap();
             assert_eq!(v.load_u64(24, Ordering::Acquire), 0);
             assert_eq!(v.addr(), p as usize);

@@ -62,7 +62,7 @@ fn contract<H: Hal>(mut hal: H) {
         Err(HalError::OutOfBounds { .. })
     ));
     assert!(matches!(
-        hal.write16(r, 8, &[0; 16]),
+        hal.access(r, 8, Access::WriteRecord(Record::Plain, &[0; 16])),
         Err(HalError::Misaligned { align: 16, .. })
     ));
     // Words. Ordering: every ordering is passed through to the backend once
@@ -285,7 +285,10 @@ fn handles_from_another_backend_are_refused() {
             Err(HalError::BadHandle)
         );
         assert_eq!(small.copy_in(r, 1000, &[1; 8]), Err(HalError::BadHandle));
-        assert_eq!(small.write16(r, 2048, &[0; 16]), Err(HalError::BadHandle));
+        assert_eq!(
+            small.access(r, 2048, Access::WriteRecord(Record::Plain, &[0; 16])),
+            Err(HalError::BadHandle)
+        );
     }
     same_id_other_len(FakeHal::new(), FakeHal::new());
     same_id_other_len(LinuxHal::new(), LinuxHal::new());
@@ -380,8 +383,10 @@ fn every_operation_traces_and_replays() {
     let _ = t.read_desc(r, 0).unwrap();
     t.write_nq(r, 1, &[2; 16]).unwrap();
     let _ = t.read_nq(r, 1).unwrap();
-    t.write16(r, 32, &[3; 16]).unwrap();
-    let _ = t.read16(r, 32).unwrap();
+    t.access(r, 32, Access::WriteRecord(Record::Plain, &[3; 16]))
+        .unwrap();
+    t.access(r, 32, Access::ReadRecord(Record::Plain, &mut [0; 16]))
+        .unwrap();
     let records = log.records();
     let mut seen: Vec<&str> = records
         .iter()

@@ -40,7 +40,7 @@ impl Tally {
         match r {
             RecordRead::Fresh(m) => {
                 self.fresh += 1;
-                if !stress::is_consistent(m) {
+                if !stress::tests::is_consistent(m) {
                     self.torn_accepted += 1;
                 }
             }
@@ -56,7 +56,7 @@ impl Tally {
         match &s.process_info {
             RecordRead::Fresh(p) => {
                 self.fresh += 1;
-                if !stress::process_info_is_consistent(p) {
+                if !stress::tests::process_info_is_consistent(p) {
                     self.torn_accepted += 1;
                 }
             }
@@ -66,7 +66,7 @@ impl Tally {
         match &s.process_info_ext {
             RecordRead::Fresh(p) => {
                 self.fresh += 1;
-                if !stress::process_info_ext_is_consistent(p) {
+                if !stress::tests::process_info_ext_is_consistent(p) {
                     self.torn_accepted += 1;
                 }
             }
@@ -130,7 +130,7 @@ fn a_reader_process_never_accepts_a_torn_record_from_a_live_writer() {
             Attempt::Stable => {
                 stable += 1;
                 let m = ModelRecord::parse(&buf).unwrap();
-                assert!(stress::is_consistent(&m), "stable copy is torn");
+                assert!(stress::tests::is_consistent(&m), "stable copy is torn");
                 assert_eq!(fnv::verify(&buf), fnv::HashState::Valid);
             }
             Attempt::Changed => changed += 1,

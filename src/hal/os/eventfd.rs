@@ -49,48 +49,33 @@ impl EventFd {
 
     /// Read and reset the counter without blocking; `Ok(0)` when it was zero.
     pub fn try_read(&self) -> io::Result<u64> {
-        let mut v = 0u64;
-        // SAFETY: reads 8 bytes into a local u64 from an fd we own.
-        let n = unsafe { libc::read(self.raw(), (&mut v as *mut u64).cast(), 8) };
-        if n == 8 {
-            return Ok(v);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::WouldBlock {
-            Ok(0)
-        } else {
-            Err(e)
-        }
+        read_raw(self.raw())
     }
 
     /// Wait up to `timeout` for the counter to become non-zero, then read it.
     /// `poll(2)` counts whole milliseconds, so a non-zero `timeout` is rounded
     /// up (a sub-millisecond wait blocks for one millisecond instead of
-    /// returning at once, which would make a caller's wait loop spin).
+    /// returning at once, which would make a caller's wait loop spin). Plain
+    /// `poll`, not [`poll_fds`]' `ppoll`: Miri runs the ring's waiters through
+    /// here and models `poll` only.
     pub fn wait(&self, timeout: Duration) -> io::Result<Wait> {
         let v = self.try_read()?;
         if v != 0 {
             return Ok(Wait::Signalled(v));
         }
-        let mut pfd = libc::pollfd {
-            fd: self.raw(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfd = pollin(self.raw());
         let ms = i32::try_from(timeout.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
         // SAFETY: one valid pollfd on the stack.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r < 0 {
+        if unsafe { libc::poll(&mut pfd, 1, ms) } < 0 {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok(Wait::TimedOut);
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
             }
-            return Err(e);
         }
-        match self.try_read()? {
-            0 => Ok(Wait::TimedOut),
-            v => Ok(Wait::Signalled(v)),
-        }
+        Ok(match self.try_read()? {
+            0 => Wait::TimedOut,
+            v => Wait::Signalled(v),
+        })
     }
 }
 
@@ -159,14 +144,27 @@ pub fn poll_fds(pfd: &mut [libc::pollfd], timeout: Duration) -> bool {
     r > 0
 }
 
+/// Read and reset a raw non-blocking eventfd's counter; `Ok(0)` when it
+/// was zero.
+fn read_raw(fd: RawFd) -> io::Result<u64> {
+    let mut v = 0u64;
+    // SAFETY: reads at most 8 bytes into a local u64; a bad fd yields an
+    // error, never undefined behaviour.
+    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    if n == 8 {
+        return Ok(v);
+    }
+    match io::Error::last_os_error() {
+        e if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+        e => Err(e),
+    }
+}
+
 /// Read and discard a raw eventfd's counter (reset it). The caller promises
 /// a non-blocking eventfd; any other fd gives an error or fewer bytes, which
 /// are ignored (the read only resets the counter).
 pub fn reset_raw(fd: RawFd) {
-    let mut v = 0u64;
-    // SAFETY: reads at most 8 bytes into a local u64; a bad fd yields an
-    // error, never undefined behaviour.
-    let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    let _ = read_raw(fd);
 }
 
 /// A new close-on-exec descriptor for the same open file as `fd`

@@ -3,20 +3,20 @@
 //! behaviour).
 //!
 //! [`Mapping`] owns one `mmap` (anonymous `MAP_SHARED`, or a `MAP_SHARED` file
-//! such as a slab under `/dev/shm`). [`Region`] is a bounds-checked window into
-//! a mapping that keeps it alive (`Arc`). Nothing here ever hands out `&T` or
+//! such as a slab under `/dev/shm`). [`Region`] is a bounds-checked, shareable
+//! handle on a mapping that keeps it alive (`Arc`). Nothing here ever hands out `&T` or
 //! `&[u8]` over the mapped bytes: every access is an atomic operation or a
 //! volatile byte copy at a checked offset, because another process (an NDS
 //! monitor) or the simulated device may write the same bytes.
 //!
 //! The atomic words are `Words` (`crate::sync::word`), the crate's one
-//! atomic access over a raw base; this module adds the window's checks, as
+//! atomic access over a raw base; this module adds the region's checks, as
 //! [`MemError`]s, and the volatile bytes at a copy's ragged edges.
 //!
-//! A read-only mapping (`PROT_READ`, [`Mapping::open_file`] with
-//! `writable = false`) is only ever loaded from: every store, fill and
-//! read-modify-write is refused with a [`MemError`] whose `read_only` is set
-//! (a store would fault). Word loads on such a mapping are [`ReadOnly`]
+//! A read-only mapping (`PROT_READ`, [`Mapping::from_file`] with
+//! `writable = false`) is only ever loaded from: a storing word view
+//! (`Region::words` of [`ReadWrite`]) and a copy in are refused with a
+//! [`MemError`] whose `read_only` is set (a store would fault). Word loads on such a mapping are [`ReadOnly`]
 //! views: Relaxed atomic loads, the only atomic access the standard library
 //! promises works on read-only pages ("Atomic accesses to read-only memory"
 //! in `core::sync::atomic`), followed by a fence when the caller asked for
@@ -76,6 +76,7 @@ impl std::error::Error for MemError {}
 /// process truncating it): a writable one regrows the file, a read-only one
 /// is detached onto zero pages, and [`Mapping::shrunk`] says it happened
 /// (see the `hal::sigbus` module). No access through a mapping ever dies of SIGBUS.
+#[derive(Debug)]
 pub struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
@@ -92,18 +93,9 @@ pub struct Mapping {
 // `Region`'s atomic or volatile accesses at checked offsets, which are sound
 // from any thread, so moving the owner to another thread is sound.
 unsafe impl Send for Mapping {}
-// SAFETY: `&Mapping` gives no access to the mapped bytes at all (only `len`
-// and `is_writable`); `Region` does the accesses, each atomic or volatile.
+// SAFETY: `&Mapping` gives no access to the mapped bytes at all (only
+// `shrunk`); `Region` does the accesses, each atomic or volatile.
 unsafe impl Sync for Mapping {}
-
-impl fmt::Debug for Mapping {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Mapping")
-            .field("len", &self.len)
-            .field("writable", &self.writable)
-            .finish()
-    }
-}
 
 impl Mapping {
     /// An anonymous, zero-filled `MAP_SHARED` mapping of `len` bytes (shared
@@ -123,14 +115,6 @@ impl Mapping {
             .open(path)?;
         file.set_len(len as u64)?;
         Self::map(Some(file), len, true)
-    }
-
-    /// Map an existing file whole, read-write or read-only.
-    pub fn open_file(path: &Path, writable: bool) -> io::Result<Mapping> {
-        let file = OpenOptions::new().read(true).write(writable).open(path)?;
-        let len = usize::try_from(file.metadata()?.len())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
-        Self::map(Some(file), len, writable)
     }
 
     /// Map the first `len` bytes of an open file (read-write when
@@ -216,21 +200,6 @@ impl Mapping {
         std::alloc::Layout::from_size_align(len, 4096).expect("mapping layout")
     }
 
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Never true (zero-length mappings are refused); present for clippy.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Whether the mapping may be written.
-    pub fn is_writable(&self) -> bool {
-        self.writable
-    }
-
     /// The whole mapping as a shareable [`Region`].
     pub fn into_region(self) -> Region {
         let (base, len, writable) = (self.ptr, self.len, self.writable);
@@ -263,14 +232,13 @@ impl Drop for Mapping {
     }
 }
 
-/// A bounds-checked window into a [`Mapping`]; cheap to clone, keeps the
-/// mapping alive.
+/// A whole [`Mapping`], bounds-checked; cheap to clone, keeps the mapping
+/// alive.
 ///
-/// The window's first byte and the mapping's writability are cached here
-/// (invariant: `base` is the mapping's base plus the window's offset, and
-/// `base .. base + len` lies inside the mapping), so a checked access reads
-/// this struct only, not the shared `Mapping` behind the `Arc`.
-#[derive(Clone)]
+/// The mapping's base, length and writability are cached here (invariant:
+/// they are the mapping's), so a checked access reads this struct only, not
+/// the shared `Mapping` behind the `Arc`.
+#[derive(Clone, Debug)]
 pub struct Region {
     map: Arc<Mapping>,
     base: NonNull<u8>,
@@ -287,27 +255,14 @@ unsafe impl Send for Region {}
 // atomic or volatile accesses, which are sound from any thread.
 unsafe impl Sync for Region {}
 
-impl fmt::Debug for Region {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Region")
-            .field("map", &self.map)
-            .field(
-                "off",
-                &(self.base.as_ptr() as usize - self.map.ptr.as_ptr() as usize),
-            )
-            .field("len", &self.len)
-            .finish()
-    }
-}
-
 impl Region {
-    /// Length of the window in bytes.
+    /// Length in bytes.
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// `true` for an empty window.
+    /// Never true (zero-length mappings are refused); present for clippy.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -322,18 +277,6 @@ impl Region {
         self.map.shrunk()
     }
 
-    /// A sub-window `[off, off + len)` of this one.
-    pub fn sub(&self, off: usize, len: usize) -> Result<Region, MemError> {
-        let p = self.check(off, len, 1)?;
-        Ok(Region {
-            map: self.map.clone(),
-            // `p` is `base + off`, checked in bounds: never null.
-            base: NonNull::new(p).ok_or_else(|| self.err(off, len, 1))?,
-            len,
-            writable: self.writable,
-        })
-    }
-
     #[inline(always)]
     fn err(&self, off: usize, len: usize, align: usize) -> MemError {
         MemError {
@@ -345,8 +288,13 @@ impl Region {
         }
     }
 
+    /// The raw address of byte `off` after a bounds and alignment check. Only
+    /// the HAL, ring and datastore memory modules use this, to build
+    /// validated atomic handles; the pointer is valid while this region
+    /// lives. On a read-only mapping ([`Region::is_writable`] false) the
+    /// pointer may only be loaded from, with Relaxed atomic loads.
     #[inline(always)]
-    fn check(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
+    pub fn ptr_at(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let err = self.err(off, len, align);
         let end = off.checked_add(len).ok_or(err)?;
         if end > self.len {
@@ -363,10 +311,10 @@ impl Region {
         Ok(p)
     }
 
-    /// [`check`](Self::check), and refuse a read-only mapping.
+    /// [`ptr_at`](Self::ptr_at), and refuse a read-only mapping.
     #[inline(always)]
     fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
-        let p = self.check(off, len, align)?;
+        let p = self.ptr_at(off, len, align)?;
         if !self.writable {
             return Err(MemError {
                 read_only: true,
@@ -376,123 +324,32 @@ impl Region {
         Ok(p)
     }
 
-    /// The raw address of byte `off` after a bounds and alignment check. Only
-    /// the ring and datastore memory modules use this, to build validated
-    /// atomic handles once; the pointer is valid while this region lives.
-    /// On a read-only mapping ([`Region::is_writable`] false) the pointer
-    /// may only be loaded from, with Relaxed atomic loads.
-    #[inline]
-    pub fn ptr_at(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
-        self.check(off, len, align)
-    }
-
-    /// The whole mapping as atomic words ([`Words`], a view that stores
-    /// when `A` is [`ReadWrite`]) and the mapping offset of this window's
-    /// byte `off`, after the window's bounds and alignment check (and, for
-    /// a view that stores, the writability check). The view is for the
-    /// caller's one access and is dropped before `self`.
+    /// The mapping as atomic words ([`Words`], a view that stores when `A`
+    /// is [`ReadWrite`]; its offsets are the region's), after the bounds and
+    /// alignment check of `len` bytes at `off` (and, for a view that
+    /// stores, the writability check). The view is for the caller's one
+    /// access and is dropped before `self`.
     #[inline(always)]
-    fn words<A: Access>(
+    pub(crate) fn words<A: Access>(
         &self,
         off: usize,
         len: usize,
         align: usize,
-    ) -> Result<(Words<0, A>, usize), MemError> {
-        let p = if A::WRITABLE {
-            self.check_writable(off, len, align)?
+    ) -> Result<Words<0, A>, MemError> {
+        if A::WRITABLE {
+            self.check_writable(off, len, align)?;
         } else {
-            self.check(off, len, align)?
-        };
-        let map = self.map.ptr.as_ptr();
-        // SAFETY: `map .. map + self.map.len` is the mapping `self` keeps
-        // alive for longer than the view (a local of the caller), page
-        // aligned; a view that stores only over a writable mapping (checked
-        // above). Mapped bytes are never a `&T`: they are reached only
-        // through atomics, each shared word with one width (the ownership
-        // tables in docs/design.md), or volatile bytes at the ragged edges
-        // of a copy, which no other agent writes concurrently.
-        let w = unsafe { Words::<0, A>::from_raw(map, self.map.len) }
-            .map_err(|_| self.err(off, len, align))?;
-        Ok((w, p as usize - map as usize))
-    }
-
-    /// Load the u64 at `off` (8-aligned) with `order` (on a read-only
-    /// mapping: a Relaxed load, then a fence for a stronger `order`).
-    #[inline]
-    pub fn load_u64(&self, off: usize, order: Ordering) -> Result<u64, MemError> {
-        if self.writable {
-            let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
-            return Ok(w.load_u64(at, order));
+            self.ptr_at(off, len, align)?;
         }
-        let (w, at) = self.words::<ReadOnly>(off, 8, 8)?;
-        Ok(w.load_u64(at, order))
-    }
-
-    /// Load the u32 at `off` (4-aligned) with `order` (on a read-only
-    /// mapping: a Relaxed load, then a fence for a stronger `order`).
-    #[inline]
-    pub fn load_u32(&self, off: usize, order: Ordering) -> Result<u32, MemError> {
-        if self.writable {
-            let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
-            return Ok(w.load_u32(at, order));
-        }
-        let (w, at) = self.words::<ReadOnly>(off, 4, 4)?;
-        Ok(w.load_u32(at, order))
-    }
-
-    /// Store `v` at `off` (8-aligned) with `order` (writable mappings only).
-    #[inline]
-    pub fn store_u64(&self, off: usize, v: u64, order: Ordering) -> Result<(), MemError> {
-        let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
-        w.store_u64(at, v, order);
-        Ok(())
-    }
-
-    /// Store `v` at `off` (4-aligned) with `order` (writable mappings only).
-    #[inline]
-    pub fn store_u32(&self, off: usize, v: u32, order: Ordering) -> Result<(), MemError> {
-        let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
-        w.store_u32(at, v, order);
-        Ok(())
-    }
-
-    /// Add `v` to the u64 at `off` (8-aligned, wrapping; writable mappings
-    /// only); the old value. The caller's `order` names its partner.
-    #[inline]
-    pub fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> Result<u64, MemError> {
-        let (w, at) = self.words::<ReadWrite>(off, 8, 8)?;
-        Ok(w.fetch_add_u64(at, v, order))
-    }
-
-    /// Add `v` to the u32 at `off` (4-aligned, wrapping; writable mappings
-    /// only); the old value. The caller's `order` names its partner.
-    #[inline]
-    pub fn fetch_add_u32(&self, off: usize, v: u32, order: Ordering) -> Result<u32, MemError> {
-        let (w, at) = self.words::<ReadWrite>(off, 4, 4)?;
-        Ok(w.fetch_add_u32(at, v, order))
-    }
-
-    /// Load `out.len()` consecutive u32 words from `off` (4-aligned), each
-    /// a Relaxed atomic load; the range is checked once.
-    #[inline]
-    pub fn load_u32s(&self, off: usize, out: &mut [u32]) -> Result<(), MemError> {
-        let (w, at) = self.words::<ReadOnly>(off, out.len() * 4, 4)?;
-        for (i, v) in out.iter_mut().enumerate() {
-            *v = w.load_u32(at + 4 * i, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Store `vals` as consecutive u32 words at `off` (4-aligned), each a
-    /// Relaxed atomic store (writable mappings only); the range is checked
-    /// once.
-    #[inline]
-    pub fn store_u32s(&self, off: usize, vals: &[u32]) -> Result<(), MemError> {
-        let (w, at) = self.words::<ReadWrite>(off, vals.len() * 4, 4)?;
-        for (i, &v) in vals.iter().enumerate() {
-            w.store_u32(at + 4 * i, v, Ordering::Relaxed);
-        }
-        Ok(())
+        // SAFETY: `base .. base + len` is the mapping `self` keeps alive for
+        // longer than the view (a local of the caller), page aligned; a view
+        // that stores only over a writable mapping (checked above). Mapped
+        // bytes are never a `&T`: they are reached only through atomics, each
+        // shared word with one width (the ownership tables in
+        // docs/design.md), or volatile bytes at the ragged edges of a copy,
+        // which no other agent writes concurrently.
+        unsafe { Words::<0, A>::from_raw(self.base.as_ptr(), self.len) }
+            .ok_or_else(|| self.err(off, len, align))
     }
 
     /// Copy `out.len()` bytes at `off` (any offset, any length) out: the
@@ -501,7 +358,7 @@ impl Region {
     /// range is checked once.
     #[inline]
     pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
-        let p = self.check(off, out.len(), 1)?;
+        let p = self.ptr_at(off, out.len(), 1)?;
         let (head, mid, _) = split_words(p as usize, out.len());
         let (h, rest) = out.split_at_mut(head);
         let (m, t) = rest.split_at_mut(mid);
@@ -512,9 +369,9 @@ impl Region {
         }
         // The whole words: `p + head` is 4-aligned (`head` is the distance
         // to the next 4-aligned address) and `head + mid <= out.len()`.
-        let (w, at) = self.words::<ReadOnly>(off + head, mid, 1)?;
+        let w = self.words::<ReadOnly>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
-            let v = w.load_u32(at + 4 * i, Ordering::Relaxed);
+            let v = w.load_u32(off + head + 4 * i, Ordering::Relaxed);
             chunk.copy_from_slice(&v.to_le_bytes());
         }
         for (i, b) in t.iter_mut().enumerate() {
@@ -540,27 +397,15 @@ impl Region {
             unsafe { p.add(i).write_volatile(*b) };
         }
         // The whole words, as in `copy_out`.
-        let (w, at) = self.words::<ReadWrite>(off + head, mid, 1)?;
+        let w = self.words::<ReadWrite>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact(4).enumerate() {
             let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            w.store_u32(at + 4 * i, v, Ordering::Relaxed);
+            w.store_u32(off + head + 4 * i, v, Ordering::Relaxed);
         }
         for (i, b) in t.iter().enumerate() {
             // SAFETY: `head + mid + i < data.len()`: inside the checked range
             // of a writable mapping.
             unsafe { p.add(head + mid + i).write_volatile(*b) };
-        }
-        Ok(())
-    }
-
-    /// Volatile fill of `len` bytes at `off` with `byte` (writable mappings
-    /// only).
-    pub fn fill(&self, off: usize, len: usize, byte: u8) -> Result<(), MemError> {
-        let p = self.check_writable(off, len, 1)?;
-        for i in 0..len {
-            // SAFETY: `i < len`, so `p + i` is inside the checked range of a
-            // writable mapping (checked); a byte needs no alignment.
-            unsafe { p.add(i).write_volatile(byte) };
         }
         Ok(())
     }
@@ -745,7 +590,7 @@ mod tests {
         let r = Mapping::anonymous(64).unwrap().into_region();
         let data: Vec<u8> = (1..=23).collect();
         for off in 0..8 {
-            r.fill(0, 64, 0).unwrap();
+            r.copy_in(0, &[0; 64]).unwrap();
             r.copy_in(off, &data).unwrap();
             let mut out = vec![0u8; data.len() + 2];
             r.copy_out(off.saturating_sub(1), &mut out).unwrap();
@@ -761,20 +606,14 @@ mod tests {
     #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
     fn anonymous_mapping_is_zeroed_and_checked() {
         let r = Mapping::anonymous(4096).unwrap().into_region();
-        assert_eq!(r.load_u64(0, Ordering::Relaxed).unwrap(), 0);
-        r.store_u64(8, 0xdead_beef, Ordering::Relaxed).unwrap();
-        assert_eq!(r.load_u64(8, Ordering::Relaxed).unwrap(), 0xdead_beef);
-        assert!(
-            r.fetch_add_u64(4, 1, Ordering::Relaxed).is_err(),
-            "misaligned"
-        );
-        assert!(
-            r.fetch_add_u64(4092, 1, Ordering::Relaxed).is_err(),
-            "out of bounds"
-        );
-        assert!(r.sub(4000, 200).is_err());
-        let s = r.sub(8, 8).unwrap();
-        assert_eq!(s.load_u64(0, Ordering::Relaxed).unwrap(), 0xdead_beef);
+        let rw = |off, len, align| r.words::<ReadWrite>(off, len, align);
+        let w = rw(0, 16, 8).unwrap();
+        assert_eq!(w.load_u64(0, Ordering::Relaxed), 0);
+        w.store_u64(8, 0xdead_beef, Ordering::Relaxed);
+        assert_eq!(w.load_u64(8, Ordering::Relaxed), 0xdead_beef);
+        assert!(rw(4, 8, 8).is_err(), "misaligned");
+        assert!(rw(4092, 8, 8).is_err(), "out of bounds");
+        assert!(rw(usize::MAX, 8, 1).is_err(), "wraps");
         let mut b = [0u8; 4];
         r.copy_out(8, &mut b).unwrap();
         assert_eq!(b, [0xef, 0xbe, 0xad, 0xde]);
@@ -787,46 +626,42 @@ mod tests {
         let p = std::env::temp_dir().join(format!("xunds-mem-ro-{}", std::process::id()));
         {
             let w = Mapping::create_file(&p, 64).unwrap().into_region();
-            w.store_u64(8, 0x1122_3344_5566_7788, Ordering::Relaxed)
+            w.copy_in(8, &0x1122_3344_5566_7788u64.to_le_bytes())
                 .unwrap();
         }
-        let r = Mapping::open_file(&p, false).unwrap().into_region();
+        let f = File::open(&p).unwrap();
+        let r = Mapping::from_file(f, 64, false).unwrap().into_region();
         assert!(!r.is_writable());
         // Ordering: each load ordering once, on one thread (the value is
         // what is checked; the read-only path turns them into fences).
-        assert_eq!(
-            r.load_u64(8, Ordering::Acquire).unwrap(),
-            0x1122_3344_5566_7788
-        );
-        assert_eq!(r.load_u32(12, Ordering::SeqCst).unwrap(), 0x1122_3344);
+        let w = r.words::<ReadOnly>(8, 8, 8).unwrap();
+        assert_eq!(w.load_u64(8, Ordering::Acquire), 0x1122_3344_5566_7788);
+        assert_eq!(w.load_u32(12, Ordering::SeqCst), 0x1122_3344);
+        drop(w);
         let mut b = [0u8; 2];
         r.copy_out(8, &mut b).unwrap();
         assert_eq!(b, [0x88, 0x77]);
-        // Before: a store here hit a PROT_READ page (SIGSEGV); now every
-        // write path is refused in bounds, with `read_only` set.
+        // Every write path (a storing word view, a copy in) is refused in
+        // bounds, with `read_only` set: a store would hit a PROT_READ page.
         for e in [
-            r.store_u64(8, 1, Ordering::Relaxed).unwrap_err(),
-            r.store_u32(8, 1, Ordering::Relaxed).unwrap_err(),
+            r.words::<ReadWrite>(8, 8, 8).map(drop).unwrap_err(),
+            r.words::<ReadWrite>(8, 4, 4).map(drop).unwrap_err(),
             r.copy_in(8, &[1]).unwrap_err(),
-            r.fill(0, 64, 0).unwrap_err(),
-            r.fetch_add_u64(8, 1, Ordering::Relaxed)
-                .map(|_| ())
-                .unwrap_err(),
-            r.fetch_add_u32(8, 1, Ordering::Relaxed)
-                .map(|_| ())
-                .unwrap_err(),
+            r.copy_in(0, &[0; 64]).unwrap_err(),
         ] {
             assert!(e.read_only, "{e}");
             assert!(e.to_string().contains("read-only"), "{e}");
         }
         // Bounds still come first.
-        assert!(!r.load_u64(64, Ordering::Relaxed).unwrap_err().read_only);
-        assert!(!r.store_u64(64, 0, Ordering::Relaxed).unwrap_err().read_only);
+        assert!(!r.words::<ReadOnly>(64, 8, 8).unwrap_err().read_only);
+        assert!(!r.words::<ReadWrite>(64, 8, 8).unwrap_err().read_only);
+        let w = r.words::<ReadOnly>(8, 8, 8).unwrap();
         assert_eq!(
-            r.load_u64(8, Ordering::Relaxed).unwrap(),
+            w.load_u64(8, Ordering::Relaxed),
             0x1122_3344_5566_7788,
             "nothing was written"
         );
+        drop(w);
         drop(r);
         std::fs::remove_file(&p).unwrap();
     }

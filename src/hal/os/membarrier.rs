@@ -2,60 +2,30 @@
 //! Under loom and Miri, which cannot model it, it is never available and
 //! callers fall back to `fence(SeqCst)` on both sides.
 
-#[cfg(not(any(loom, miri)))]
-mod sys {
-    use std::sync::OnceLock;
+use std::sync::OnceLock;
 
-    const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
+const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
+const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-    pub(super) fn available() -> bool {
-        static OK: OnceLock<bool> = OnceLock::new();
-        *OK.get_or_init(|| {
-            // SAFETY: a plain syscall with integer arguments; no memory is
-            // passed. Failure (ENOSYS, EINVAL, EPERM) is reported as `false`.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_membarrier,
-                    CMD_REGISTER_PRIVATE_EXPEDITED,
-                    0 as libc::c_long,
-                )
-            };
-            r == 0
-        })
+/// `membarrier(cmd, 0)` succeeded; always `false` under loom and Miri.
+fn membarrier(cmd: libc::c_long) -> bool {
+    if cfg!(any(loom, miri)) {
+        return false;
     }
-
-    pub(super) fn barrier() -> bool {
-        // SAFETY: as above; registration happened in `available`.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_membarrier,
-                CMD_PRIVATE_EXPEDITED,
-                0 as libc::c_long,
-            )
-        };
-        r == 0
-    }
-}
-
-#[cfg(any(loom, miri))]
-mod sys {
-    pub(super) fn available() -> bool {
-        false
-    }
-    pub(super) fn barrier() -> bool {
-        false
-    }
+    // SAFETY: a plain syscall with integer arguments; no memory is passed.
+    // Failure (ENOSYS, EINVAL, EPERM) is reported as `false`.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_long) == 0 }
 }
 
 /// Register this process once; `false` when the kernel refuses (then
 /// [`barrier`] must not be relied on).
 pub fn available() -> bool {
-    sys::available()
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| membarrier(CMD_REGISTER_PRIVATE_EXPEDITED))
 }
 
-/// Force a full barrier on every running thread of this process; `false`
-/// when it failed.
+/// Force a full barrier on every running thread of this process (after
+/// [`available`] registered it); `false` when it failed.
 pub fn barrier() -> bool {
-    sys::barrier()
+    membarrier(CMD_PRIVATE_EXPEDITED)
 }
