@@ -124,7 +124,8 @@ impl QueueProducer {
         // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
-        let used = (self.lap.count.wrapping_sub(m2s_head)).max(self.lap.count.wrapping_sub(s2m_head));
+        let used =
+            (self.lap.count.wrapping_sub(m2s_head)).max(self.lap.count.wrapping_sub(s2m_head));
         Ok(self.lap.len.saturating_sub(used))
     }
 
@@ -139,9 +140,13 @@ impl QueueProducer {
         dst: u64,
     ) -> Result<(), StageError> {
         let (id, i) = (self.lap.mark, self.lap.index);
-        let m = M2sDesc::copy(len, id, src).encode().map_err(StageError::Encode)?;
+        let m = M2sDesc::copy(len, id, src)
+            .encode()
+            .map_err(StageError::Encode)?;
         hal.write_desc(self.m2s, i, &m)?;
-        let s = S2mDesc::copy(len, id, dst).encode().map_err(StageError::Encode)?;
+        let s = S2mDesc::copy(len, id, dst)
+            .encode()
+            .map_err(StageError::Encode)?;
         hal.write_desc(self.s2m, i, &s)?;
         self.lap.advance(udma::next_ring_id);
         Ok(())
@@ -409,7 +414,11 @@ impl DmaEngine {
         let len = m.ctrl.len;
         if len != s.ctrl.len {
             let s2m = s.ctrl.len;
-            return Err(DmaFault::LengthMismatch { index, m2s: len, s2m });
+            return Err(DmaFault::LengthMismatch {
+                index,
+                m2s: len,
+                s2m,
+            });
         }
         let published = self.copy(hal, map, m.src, s.dst, len)?;
         self.lap.advance(udma::next_ring_id);

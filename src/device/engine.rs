@@ -97,19 +97,17 @@ pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), 
     Ok(())
 }
 
-/// Write f32 values at `pa` (4-byte aligned).
+/// Write f32 values at `pa` (4-byte aligned) as one run of words.
 pub fn write_f32s(mem: &dyn DeviceMemory, pa: u64, vals: &[f32]) -> Result<(), MemFault> {
-    for (i, v) in vals.iter().enumerate() {
-        mem.write_u32(word_addr(pa, i)?, v.to_bits())?;
-    }
-    Ok(())
+    let words: Vec<u32> = vals.iter().map(|v| v.to_bits()).collect();
+    mem.write_u32s(word_addr(pa, 0)?, &words)
 }
 
-/// Read `n` f32 values at `pa` (4-byte aligned).
+/// Read `n` f32 values at `pa` (4-byte aligned) as one run of words.
 pub fn read_f32s(mem: &dyn DeviceMemory, pa: u64, n: usize) -> Result<Vec<f32>, MemFault> {
-    (0..n)
-        .map(|i| Ok(f32::from_bits(mem.read_u32(word_addr(pa, i)?)?)))
-        .collect()
+    let mut words = vec![0; n];
+    mem.read_u32s(word_addr(pa, 0)?, &mut words)?;
+    Ok(words.into_iter().map(f32::from_bits).collect())
 }
 
 fn word_addr(pa: u64, i: usize) -> Result<u64, MemFault> {
@@ -448,7 +446,8 @@ impl Program {
 
     /// The decoded instruction at `pc`, if `pc` is inside.
     fn at(&self, pc: u64) -> Option<&Insn> {
-        self.insns.get((pc.wrapping_sub(self.pa) / INSN_BYTES as u64) as usize)
+        self.insns
+            .get((pc.wrapping_sub(self.pa) / INSN_BYTES as u64) as usize)
     }
 }
 
@@ -465,16 +464,6 @@ struct Eng {
     fault: Option<EngineFault>,
     /// Its block in the executor's table, while that is still current.
     program: Option<usize>,
-}
-
-/// What one issued instruction did, for the scheduler.
-enum Outcome {
-    /// Completed; advance pc, charge cycles.
-    Next,
-    /// `WAIT` must block.
-    Block,
-    /// `END`.
-    End,
 }
 
 /// Operand buffers reused across instructions: words as read and as
@@ -626,9 +615,8 @@ impl Executor {
             let insn = match insn {
                 Ok(insn) => insn,
                 Err(f) => {
-                    fail(e, f, trace, i);
+                    fail(e, f, trace, i, &mut first_error);
                     ready &= !(1 << i);
-                    first_error.get_or_insert((Engine::ALL[i], f.class()));
                     continue;
                 }
             };
@@ -639,6 +627,8 @@ impl Executor {
             } else {
                 cycles
             };
+            // The event the instruction ends on (`None`: it completed and
+            // the engine goes on).
             let result = if end > limit_cycle {
                 Err(FaultKind::CycleBudget.at(pc))
             } else if total_work.saturating_add(work) > limits.max_work {
@@ -653,9 +643,9 @@ impl Executor {
                             // The wait completes no earlier than the signal
                             // that made it possible.
                             e.cycle = issue.max(ready_at[s]);
-                            Ok(Outcome::Next)
+                            Ok(None)
                         } else {
-                            Ok(Outcome::Block)
+                            Ok(Some(EngineEvent::Block))
                         }
                     }
                     Insn::Signal(sem, value) => {
@@ -664,35 +654,29 @@ impl Executor {
                             Some(v) => {
                                 sems[s] = v;
                                 ready_at[s] = ready_at[s].max(end);
-                                Ok(Outcome::Next)
+                                Ok(None)
                             }
                             None => Err(FaultKind::SemaphoreOverflow { sem }.at(pc)),
                         }
                     }
-                    Insn::End => Ok(Outcome::End),
+                    Insn::End => Ok(Some(EngineEvent::Finish)),
                     Insn::SetBase(reg, value) => {
                         e.regs[reg.index()] = value;
-                        Ok(Outcome::Next)
+                        Ok(None)
                     }
-                    Insn::Nop | Insn::Delay(..) => Ok(Outcome::Next),
-                    _ => exec(mem, buf, &e.regs, insn, pc).map(|()| Outcome::Next),
+                    Insn::Nop | Insn::Delay(..) => Ok(None),
+                    _ => exec(mem, buf, &e.regs, insn, pc).map(|()| None),
                 }
             };
             match result {
-                Ok(Outcome::Next) => {
+                Ok(None) => {
                     macs += insn.macs();
                     e.cycle = e.cycle.saturating_add(cycles);
                     e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
                     let end = e.cycle;
                     note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
-                Ok(Outcome::End) => {
-                    e.cycle = end;
-                    transit(e, EngineEvent::Finish);
-                    ready &= !(1 << i);
-                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
-                }
-                Ok(Outcome::Block) => {
+                Ok(Some(EngineEvent::Block)) => {
                     if let Insn::Wait(sem, value) = *insn {
                         e.pending = Some((sem, value));
                     }
@@ -700,10 +684,15 @@ impl Executor {
                     ready &= !(1 << i);
                     note(trace, i, issue, pc, || TraceWhat::Blocked { insn: *insn });
                 }
-                Err(f) => {
-                    fail(e, f, trace, i);
+                Ok(Some(ev)) => {
+                    e.cycle = end;
+                    transit(e, ev);
                     ready &= !(1 << i);
-                    first_error.get_or_insert((Engine::ALL[i], f.class()));
+                    note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
+                }
+                Err(f) => {
+                    fail(e, f, trace, i, &mut first_error);
+                    ready &= !(1 << i);
                 }
             }
             // A block written into is fetched word by word from here on.
@@ -749,8 +738,7 @@ impl Executor {
             let (sem, value) = e.pending.unwrap_or((0, 0));
             let have = sems[usize::from(sem)];
             let f = FaultKind::Deadlock { sem, value, have }.at(e.pc);
-            fail(e, f, trace, i);
-            first_error.get_or_insert((Engine::ALL[i], f.class()));
+            fail(e, f, trace, i, &mut first_error);
         }
 
         ExecReport {
@@ -793,13 +781,21 @@ fn note(
     }
 }
 
-/// Stop `e` with `f`: a faulting instruction takes one cycle.
-fn fail(e: &mut Eng, f: EngineFault, trace: &mut Option<Vec<TraceLine>>, i: usize) {
+/// Stop engine `i` with `f`: a faulting instruction takes one cycle. The
+/// execution's first fault is its root cause.
+fn fail(
+    e: &mut Eng,
+    f: EngineFault,
+    trace: &mut Option<Vec<TraceLine>>,
+    i: usize,
+    first_error: &mut Option<(Engine, ErrorClass)>,
+) {
     let issue = e.cycle;
     transit(e, EngineEvent::Fault);
     e.fault.get_or_insert(f);
     e.cycle = e.cycle.saturating_add(1);
     note(trace, i, issue, f.pc, || TraceWhat::Fault(f));
+    first_error.get_or_insert((Engine::ALL[i], f.class()));
 }
 
 fn transit(e: &mut Eng, ev: EngineEvent) {
@@ -916,7 +912,12 @@ fn exec(
     pc: u64,
 ) -> Result<(), EngineFault> {
     let at = |op: Operand, elems: u64| resolve(mem, regs, pc, op, elems);
-    let Buffers { a: va, b: vb, out, written } = buf;
+    let Buffers {
+        a: va,
+        b: vb,
+        out,
+        written,
+    } = buf;
     match *insn {
         Insn::Nop
         | Insn::End

@@ -39,49 +39,43 @@ pub const FLAG_CHECK: u8 = 1 << 0;
 /// Header flag (`MATMUL` only): accumulate into `d` instead of overwriting.
 pub const FLAG_ACC: u8 = 1 << 1;
 
-/// Opcode byte values (word 0 bits 7:0). `0x00` is deliberately invalid, so
-/// zeroed memory is never a program. The binary operators' codes are
-/// [`BinOp`]'s, named here too for programs written by hand.
-pub mod op {
-
-    /// Stop: the engine is done.
-    pub const END: u8 = 0x01;
-    /// Do nothing for one cycle.
-    pub const NOP: u8 = 0x02;
-    /// `R[p0] = p1 | p2 << 32`.
-    pub const SETBASE: u8 = 0x03;
-    /// Copy `p0` words from `a` to `d`.
-    pub const COPY: u8 = 0x10;
-    /// Store the word `p1` into `p0` words at `d`.
-    pub const FILL: u8 = 0x11;
-    /// `d[i] = a[i] + b[i mod b_len]`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub const ADD: u8 = super::BinOp::Add as u8;
-    /// `d[i] = a[i] - b[i mod b_len]`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub const SUB: u8 = super::BinOp::Sub as u8;
-    /// `d[i] = a[i] * b[i mod b_len]`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub const MUL: u8 = super::BinOp::Mul as u8;
-    /// `d[i] = max(a[i], b[i mod b_len])`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub const MAX: u8 = super::BinOp::Max as u8;
-    /// `d[i] = a[i] * scale + bias`.
-    pub const AFFINE: u8 = 0x24;
-    /// `d[m x n] (+)= a[m x k] . b[k x n]`.
-    pub const MATMUL: u8 = 0x30;
-    /// `d[i] = f(a[i])`.
-    pub const ACT: u8 = 0x40;
-    /// `d[r] = fold(a[r, 0..cols])`.
-    pub const REDUCE: u8 = 0x50;
-    /// Block until `S[p0] >= p1`, then `S[p0] -= p1`.
-    pub const WAIT: u8 = 0x60;
-    /// `S[p0] += p1`.
-    pub const SIGNAL: u8 = 0x61;
-    /// Spend `p0 | p1 << 32` cycles.
-    pub const DELAY: u8 = 0x70;
-    /// Stop with an error of class `p0`.
-    pub const RAISE: u8 = 0x7F;
+pub use opcode::Op;
+// Public through the crate's API only when `testkit` is on.
+#[cfg_attr(not(feature = "testkit"), allow(dead_code))]
+mod opcode {
+    wire_enum! {
+        /// An opcode (word 0 bits 7:0) other than the binary operators (whose
+        /// codes are [`BinOp`](super::BinOp)'s), by its mnemonic. `0x00` is deliberately
+        /// invalid, so zeroed memory is never a program.
+        pub enum Op(u8) {
+            /// Stop: the engine is done.
+            End = 0x01 => "END",
+            /// Do nothing for one cycle.
+            Nop = 0x02 => "NOP",
+            /// `R[p0] = p1 | p2 << 32`.
+            SetBase = 0x03 => "SETBASE",
+            /// Copy `p0` words from `a` to `d`.
+            Copy = 0x10 => "COPY",
+            /// Store the word `p1` into `p0` words at `d`.
+            Fill = 0x11 => "FILL",
+            /// `d[i] = a[i] * scale + bias`.
+            Affine = 0x24 => "AFFINE",
+            /// `d[m x n] (+)= a[m x k] . b[k x n]`.
+            MatMul = 0x30 => "MATMUL",
+            /// `d[i] = f(a[i])`.
+            Act = 0x40 => "ACT",
+            /// `d[r] = fold(a[r, 0..cols])`.
+            Reduce = 0x50 => "REDUCE",
+            /// Block until `S[p0] >= p1`, then `S[p0] -= p1`.
+            Wait = 0x60 => "WAIT",
+            /// `S[p0] += p1`.
+            Signal = 0x61 => "SIGNAL",
+            /// Spend `p0 | p1 << 32` cycles.
+            Delay = 0x70 => "DELAY",
+            /// Stop with an error of class `p0`.
+            Raise = 0x7F => "RAISE",
+        }
+    }
 }
 
 wire_enum! {
@@ -300,26 +294,25 @@ error_enum! {
 /// (mnemonic; operand slots used: bit 0 `d`, 1 `a`, 2 `b`; parameter words
 /// used; flags allowed) per opcode.
 const fn shape(opcode: u8) -> Option<(&'static str, u8, usize, u8)> {
-    let (chk, none) = (FLAG_CHECK, 0);
+    let chk = FLAG_CHECK;
     if let Some(b) = BinOp::from_u8(opcode) {
         return Some((b.name(), 0b111, 2, chk));
     }
-    Some(match opcode {
-        op::END => ("END", 0, 0, none),
-        op::NOP => ("NOP", 0, 0, none),
-        op::SETBASE => ("SETBASE", 0, 3, none),
-        op::COPY => ("COPY", 0b011, 1, none),
-        op::FILL => ("FILL", 0b001, 2, none),
-        op::AFFINE => ("AFFINE", 0b011, 3, chk),
-        op::MATMUL => ("MATMUL", 0b111, 3, chk | FLAG_ACC),
-        op::ACT => ("ACT", 0b011, 2, chk),
-        op::REDUCE => ("REDUCE", 0b011, 3, chk),
-        op::WAIT => ("WAIT", 0, 2, none),
-        op::SIGNAL => ("SIGNAL", 0, 2, none),
-        op::DELAY => ("DELAY", 0, 2, none),
-        op::RAISE => ("RAISE", 0, 1, none),
-        _ => return None,
-    })
+    let Some(op) = Op::from_u8(opcode) else {
+        return None;
+    };
+    let (uses, params, flags) = match op {
+        Op::End | Op::Nop => (0, 0, 0),
+        Op::SetBase => (0, 3, 0),
+        Op::Copy => (0b011, 1, 0),
+        Op::Fill => (0b001, 2, 0),
+        Op::Affine | Op::Reduce => (0b011, 3, chk),
+        Op::MatMul => (0b111, 3, chk | FLAG_ACC),
+        Op::Act => (0b011, 2, chk),
+        Op::Wait | Op::Signal | Op::Delay => (0, 2, 0),
+        Op::Raise => (0, 1, 0),
+    };
+    Some((op.name(), uses, params, flags))
 }
 
 /// Check an element count: `1..=MAX_ELEMS`.
@@ -334,32 +327,24 @@ fn count(opcode: u8, what: &'static str, value: u64) -> Result<(), DecodeError> 
     }
 }
 
-const fn check_flag(check: bool) -> u8 {
-    if check {
-        FLAG_CHECK
-    } else {
-        0
-    }
-}
-
 impl Insn {
     /// The opcode byte.
     pub const fn opcode(&self) -> u8 {
         match self {
-            Insn::End => op::END,
-            Insn::Nop => op::NOP,
-            Insn::SetBase(..) => op::SETBASE,
-            Insn::Copy(..) => op::COPY,
-            Insn::Fill(..) => op::FILL,
             Insn::Binary(op, ..) => *op as u8,
-            Insn::Affine(..) => op::AFFINE,
-            Insn::MatMul(..) => op::MATMUL,
-            Insn::Act(..) => op::ACT,
-            Insn::Reduce(..) => op::REDUCE,
-            Insn::Wait(..) => op::WAIT,
-            Insn::Signal(..) => op::SIGNAL,
-            Insn::Delay(..) => op::DELAY,
-            Insn::Raise(..) => op::RAISE,
+            Insn::End => Op::End as u8,
+            Insn::Nop => Op::Nop as u8,
+            Insn::SetBase(..) => Op::SetBase as u8,
+            Insn::Copy(..) => Op::Copy as u8,
+            Insn::Fill(..) => Op::Fill as u8,
+            Insn::Affine(..) => Op::Affine as u8,
+            Insn::MatMul(..) => Op::MatMul as u8,
+            Insn::Act(..) => Op::Act as u8,
+            Insn::Reduce(..) => Op::Reduce as u8,
+            Insn::Wait(..) => Op::Wait as u8,
+            Insn::Signal(..) => Op::Signal as u8,
+            Insn::Delay(..) => Op::Delay as u8,
+            Insn::Raise(..) => Op::Raise as u8,
         }
     }
 
@@ -383,27 +368,27 @@ impl Insn {
             Insn::Binary(_, dst, a, b, n, b_len, check) => (
                 [Some(dst), Some(a), Some(b)],
                 [n, b_len, 0, 0],
-                check_flag(check),
+                u8::from(check) * FLAG_CHECK,
             ),
             Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => (
                 [Some(dst), Some(src), None],
                 [n, scale_bits, bias_bits, 0],
-                check_flag(check),
+                u8::from(check) * FLAG_CHECK,
             ),
             Insn::MatMul(dst, a, b, m, k, n, acc, check) => (
                 [Some(dst), Some(a), Some(b)],
                 [m, k, n, 0],
-                check_flag(check) | if acc { FLAG_ACC } else { 0 },
+                (u8::from(check) * FLAG_CHECK) | (u8::from(acc) * FLAG_ACC),
             ),
             Insn::Act(func, dst, src, n, check) => (
                 [Some(dst), Some(src), None],
                 [n, func as u32, 0, 0],
-                check_flag(check),
+                u8::from(check) * FLAG_CHECK,
             ),
             Insn::Reduce(op, dst, src, rows, cols, check) => (
                 [Some(dst), Some(src), None],
                 [rows, cols, op as u32, 0],
-                check_flag(check),
+                u8::from(check) * FLAG_CHECK,
             ),
             Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
                 (none, [sem.into(), value, 0, 0], 0)
@@ -468,7 +453,13 @@ impl Insn {
         if sel & !sel_mask != 0 {
             return Err(reserved(0));
         }
-        let unused = |i: usize| if i < 4 { uses & (1 << (i - 1)) == 0 } else { i >= 4 + nparams };
+        let unused = |i: usize| {
+            if i < 4 {
+                uses & (1 << (i - 1)) == 0
+            } else {
+                i >= 4 + nparams
+            }
+        };
         if let Some(i) = (1..INSN_WORDS).find(|&i| unused(i) && w[i] != 0) {
             return Err(reserved(i));
         }
@@ -488,25 +479,51 @@ impl Insn {
             Ok(s) if usize::from(s) < NUM_SEMAPHORES => Ok(s),
             _ => Err(bad("sem", p0)),
         };
-        let insn = match opcode {
-            op::END => Insn::End,
-            op::NOP => Insn::Nop,
-            op::SETBASE => Insn::SetBase(Base::from_index(p0 as usize).ok_or(bad("reg", p0))?, u64::from(p1) | u64::from(p2) << 32),
-            op::COPY => Insn::Copy(d, a, p0),
-            op::FILL => Insn::Fill(d, p0, p1),
-            op::AFFINE => Insn::Affine(d, a, p0, p1, p2, check),
-            op::MATMUL => Insn::MatMul(d, a, b, p0, p1, p2, flags & FLAG_ACC != 0, check),
-            op::ACT => Insn::Act(ActFn::from_index(p1).ok_or(bad("func", p1))?, d, a, p0, check),
-            op::REDUCE => Insn::Reduce(ReduceOp::from_index(p2).ok_or(bad("op", p2))?, d, a, p0, p1, check),
-            op::WAIT => Insn::Wait(sem()?, p1),
-            op::SIGNAL => Insn::Signal(sem()?, p1),
-            op::DELAY => Insn::Delay(u64::from(p0) | u64::from(p1) << 32),
-            op::RAISE => Insn::Raise(u8::try_from(p0)
+        let insn = match Op::from_u8(opcode) {
+            Some(Op::End) => Insn::End,
+            Some(Op::Nop) => Insn::Nop,
+            Some(Op::SetBase) => Insn::SetBase(
+                Base::from_index(p0 as usize).ok_or(bad("reg", p0))?,
+                u64::from(p1) | u64::from(p2) << 32,
+            ),
+            Some(Op::Copy) => Insn::Copy(d, a, p0),
+            Some(Op::Fill) => Insn::Fill(d, p0, p1),
+            Some(Op::Affine) => Insn::Affine(d, a, p0, p1, p2, check),
+            Some(Op::MatMul) => Insn::MatMul(d, a, b, p0, p1, p2, flags & FLAG_ACC != 0, check),
+            Some(Op::Act) => Insn::Act(
+                ActFn::from_index(p1).ok_or(bad("func", p1))?,
+                d,
+                a,
+                p0,
+                check,
+            ),
+            Some(Op::Reduce) => Insn::Reduce(
+                ReduceOp::from_index(p2).ok_or(bad("op", p2))?,
+                d,
+                a,
+                p0,
+                p1,
+                check,
+            ),
+            Some(Op::Wait) => Insn::Wait(sem()?, p1),
+            Some(Op::Signal) => Insn::Signal(sem()?, p1),
+            Some(Op::Delay) => Insn::Delay(u64::from(p0) | u64::from(p1) << 32),
+            Some(Op::Raise) => Insn::Raise(
+                u8::try_from(p0)
                     .ok()
                     .and_then(ErrorClass::from_u8)
-                    .ok_or(bad("class", p0))?),
+                    .ok_or(bad("class", p0))?,
+            ),
             // `shape` admits no other opcode than the four binary ones.
-            _ => Insn::Binary(BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?, d, a, b, p0, p1, check),
+            None => Insn::Binary(
+                BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?,
+                d,
+                a,
+                b,
+                p0,
+                p1,
+                check,
+            ),
         };
         insn.validate()?;
         Ok(insn)
@@ -525,11 +542,7 @@ impl Insn {
             })
         };
         match *self {
-            Insn::End
-            | Insn::Nop
-            | Insn::SetBase(..)
-            | Insn::Delay(..)
-            | Insn::Raise(..) => Ok(()),
+            Insn::End | Insn::Nop | Insn::SetBase(..) | Insn::Delay(..) | Insn::Raise(..) => Ok(()),
             Insn::Copy(_, _, n)
             | Insn::Fill(_, n, ..)
             | Insn::Affine(_, _, n, ..)
@@ -604,7 +617,9 @@ impl fmt::Display for Insn {
             Insn::SetBase(reg, value) => write!(f, "{m} r{}, {value:#x}", reg.index()),
             Insn::Copy(dst, src, n) => write!(f, "{m} {dst}, {src}, n={n}"),
             Insn::Fill(dst, n, value) => write!(f, "{m} {dst}, n={n}, value={value:#x}"),
-            Insn::Binary(_, dst, a, b, n, b_len, check) => write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check)),
+            Insn::Binary(_, dst, a, b, n, b_len, check) => {
+                write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check))
+            }
             Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => write!(
                 f,
                 "{m}{} {dst}, {src}, n={n}, scale={:?}, bias={:?}",
@@ -618,7 +633,9 @@ impl fmt::Display for Insn {
                 if acc { ".acc" } else { "" },
                 chk(check)
             ),
-            Insn::Act(func, dst, src, n, check) => write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check)),
+            Insn::Act(func, dst, src, n, check) => {
+                write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check))
+            }
             Insn::Reduce(op, dst, src, rows, cols, check) => write!(
                 f,
                 "{m}.{}{} {dst}, {src}, rows={rows} cols={cols}",
@@ -640,7 +657,16 @@ mod tests {
 
     #[test]
     fn header_packs_opcode_flags_and_selects() {
-        let i = Insn::MatMul(Operand::new(Base::R2, 0x10), Operand::new(Base::R1, 0x20), Operand::new(Base::R0, 0x30), 2, 3, 4, true, true);
+        let i = Insn::MatMul(
+            Operand::new(Base::R2, 0x10),
+            Operand::new(Base::R1, 0x20),
+            Operand::new(Base::R0, 0x30),
+            2,
+            3,
+            4,
+            true,
+            true,
+        );
         let w = i.encode();
         assert_eq!(w, [0x0006_0330, 0x10, 0x20, 0x30, 2, 3, 4, 0]);
         assert_eq!(Insn::decode(&w), Ok(i));

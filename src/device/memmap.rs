@@ -358,39 +358,19 @@ impl MemMap {
         for core in 0..config.cores {
             m.dmem.push(hal.map(RegionId::Dmem { core }, DMEM_SIZE)?);
             m.regs.push(hal.map(RegionId::Regs { core }, REGS_SIZE)?);
-            m.m2s.push(hal.map(
-                RegionId::DescRing {
-                    core,
-                    dir: Dir::M2s,
-                },
-                ring_bytes,
-            )?);
-            m.s2m.push(hal.map(
-                RegionId::DescRing {
-                    core,
-                    dir: Dir::S2m,
-                },
-                ring_bytes,
-            )?);
-            let mut rings = Vec::new();
-            for engine in 0..nq::ENGINES {
-                rings.push(hal.map(RegionId::NqRing { core, engine }, nq_bytes)?);
+            for (dir, rings) in [(Dir::M2s, &mut m.m2s), (Dir::S2m, &mut m.s2m)] {
+                rings.push(hal.map(RegionId::DescRing { core, dir }, ring_bytes)?);
             }
-            let rings: [RegionHandle; nq::ENGINES as usize] =
-                rings.try_into().map_err(|_| HalError::BadHandle)?;
+            let mut rings = [dram; nq::ENGINES as usize];
+            for (engine, ring) in (0..nq::ENGINES).zip(&mut rings) {
+                *ring = hal.map(RegionId::NqRing { core, engine }, nq_bytes)?;
+            }
             m.nq.push(rings);
             m.nq_irq.push(hal.event(EventId::NqIrq { core })?);
-            let area = m.core_area_off(core) as usize;
-            hal.copy_in(
-                dram,
-                area + core_area::EVENT_VALUE as usize,
-                &1u32.to_le_bytes(),
-            )?;
-            hal.copy_in(
-                dram,
-                area + core_area::TAIL_INC_VALUE as usize,
-                &1u32.to_le_bytes(),
-            )?;
+            let area = m.core_area_off(core);
+            for word in [core_area::EVENT_VALUE, core_area::TAIL_INC_VALUE] {
+                hal.copy_in(dram, (area + word) as usize, &1u32.to_le_bytes())?;
+            }
         }
         Ok(m)
     }
@@ -526,7 +506,10 @@ mod tests {
         let refused = |pa, len| assert_eq!(map.translate(pa, len), Err(BadPa { pa, len }));
 
         assert_eq!(ok(DRAM_BASE, 4), Window::Mem(map.dram, 0));
-        assert_eq!(ok(DRAM_BASE + size - 4, 4), Window::Mem(map.dram, size as usize - 4));
+        assert_eq!(
+            ok(DRAM_BASE + size - 4, 4),
+            Window::Mem(map.dram, size as usize - 4)
+        );
         refused(DRAM_BASE + size - 2, 4);
         refused(u64::MAX - 1, 4);
 

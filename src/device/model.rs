@@ -151,10 +151,7 @@ pub fn null_model() -> Result<ModelBuilder, ModelError> {
     let mut mb = ModelBuilder::new("null");
     let x = mb.input("x", &[1]);
     let y = mb.output("y", &[1]);
-    mb.push(
-        Engine::Sp,
-        Insn::Copy(y.operand(), x.operand(), 1),
-    )?;
+    mb.push(Engine::Sp, Insn::Copy(y.operand(), x.operand(), 1))?;
     mb.reference(|x| x.to_vec());
     Ok(mb)
 }
@@ -724,8 +721,29 @@ impl MlpSpec {
         }
         let wait = |sem| Insn::Wait(sem, 1);
         let signal = |sem| Insn::Signal(sem, 1);
-        let add = |dst: &TensorDesc, b: &TensorDesc| Insn::Binary(BinOp::Add, dst.operand(), dst.operand(), b.operand(), dst.elems() as u32, b.elems() as u32, check);
-        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| Insn::MatMul(dst.operand(), a.operand(), b.operand(), bt, k, dst.shape[1], false, check);
+        let add = |dst: &TensorDesc, b: &TensorDesc| {
+            Insn::Binary(
+                BinOp::Add,
+                dst.operand(),
+                dst.operand(),
+                b.operand(),
+                dst.elems() as u32,
+                b.elems() as u32,
+                check,
+            )
+        };
+        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| {
+            Insn::MatMul(
+                dst.operand(),
+                a.operand(),
+                b.operand(),
+                bt,
+                k,
+                dst.shape[1],
+                false,
+                check,
+            )
+        };
         let (copy, act, reduce) = (
             Insn::Copy(xs.operand(), x.operand(), bt * i),
             Insn::Act(self.act, hs.operand(), hs.operand(), bt * h, check),

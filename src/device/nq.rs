@@ -39,28 +39,28 @@ struct Side {
 }
 
 impl Side {
+    /// Every engine's side of `core`'s rings, each at its start, or
+    /// [`UnitError`] for a core the device does not have.
+    fn all(map: &MemMap, core: u8) -> Result<[Side; nq::ENGINES as usize], UnitError> {
+        let (rings, regs) = (map.nq_rings_of(core)?, map.regs_of(core)?);
+        Ok(core::array::from_fn(|e| Side {
+            ring: rings[e],
+            regs,
+            engine: e as u8,
+            lap: Lap::new(map.config.nq_len, true),
+        }))
+    }
+
     /// At the start of `engine`'s ring of `core`, or [`UnitError`] for a core
     /// or engine the device does not have.
     #[cfg(any(test, feature = "testkit"))]
     fn new(map: &MemMap, core: u8, engine: u8) -> Result<Side, UnitError> {
-        let ring = map.nq_rings_of(core)?.get(usize::from(engine)).copied();
-        let ring = ring.ok_or(UnitError::Engine {
-            engine,
-            engines: nq::ENGINES,
-        })?;
-        Ok(Side::at(ring, map.regs_of(core)?, engine, map.config.nq_len))
-    }
-
-    /// At the start of `ring` (engine `engine`), whose core's registers are
-    /// `regs`.
-    const fn at(ring: RegionHandle, regs: RegionHandle, engine: u8, len: u32) -> Side {
-        let lap = Lap::new(len, true);
-        Side {
-            ring,
-            regs,
-            engine,
-            lap,
-        }
+        let sides = Side::all(map, core)?;
+        let engines = nq::ENGINES;
+        sides
+            .get(usize::from(engine))
+            .copied()
+            .ok_or(UnitError::Engine { engine, engines })
     }
 
     /// This engine's `NQ_HEAD` register.
@@ -99,20 +99,10 @@ impl NqWriter {
         })
     }
 
-    /// The writers of every engine of every core of `map`, core by core
-    /// (the sequencer's; cannot name a missing core or engine).
-    pub(crate) fn for_device(map: &MemMap) -> Vec<[NqWriter; nq::ENGINES as usize]> {
-        let len = map.config.nq_len;
-        map.nq
-            .iter()
-            .zip(&map.regs)
-            .take(usize::from(map.cores()))
-            .map(|(rings, &regs)| {
-                core::array::from_fn(|e| NqWriter {
-                    lap: Side::at(rings[e], regs, e as u8, len),
-                })
-            })
-            .collect()
+    /// The writers of every engine of `core` (the sequencer's), or `None`
+    /// for a core `map` does not have.
+    pub(crate) fn for_core(map: &MemMap, core: u8) -> Option<[NqWriter; nq::ENGINES as usize]> {
+        Some(Side::all(map, core).ok()?.map(|lap| NqWriter { lap }))
     }
 
     /// Free slots: the ring length minus records written and not yet
@@ -371,16 +361,10 @@ impl<H: Hal> Harvester<H> {
     /// The harvester for `core`, or [`UnitError::Core`] for a core `map`
     /// does not have.
     pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Result<Harvester<H>, UnitError> {
-        let regs = map.regs_of(core)?;
-        let rings = map.nq_rings_of(core)?;
-        let len = map.config.nq_len;
-        let readers = core::array::from_fn(|e| NqReader {
-            lap: Side::at(rings[e], regs, e as u8, len),
-        });
         Ok(Harvester {
             hal,
-            readers,
-            regs,
+            readers: Side::all(map, core)?.map(|lap| NqReader { lap }),
+            regs: map.regs_of(core)?,
             pending: VecDeque::new(),
             early: VecDeque::new(),
             spare: VecDeque::new(),
@@ -448,8 +432,7 @@ impl<H: Hal> Harvester<H> {
     /// counts are kept (they are totals).
     pub fn reset(&mut self) {
         for r in &mut self.readers {
-            let l = r.lap;
-            r.lap = Side::at(l.ring, l.regs, l.engine, l.lap.len);
+            r.lap.lap = Lap::new(r.lap.lap.len, true);
         }
         self.pending.clear();
         self.early.clear();

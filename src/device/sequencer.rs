@@ -84,63 +84,71 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
         let off = self.off(pa, data.len(), 1)?;
         let len = data.len() as u64;
-        self.hal.copy_in(self.dram, off, data).map_err(|_| BadPa { pa, len })
+        self.hal
+            .copy_in(self.dram, off, data)
+            .map_err(|_| BadPa { pa, len })
     }
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
         let (off, len) = (self.off(pa, out.len(), 1)?, out.len() as u64);
-        self.hal.copy_out(self.dram, off, out).map_err(|_| BadPa { pa, len })
+        self.hal
+            .copy_out(self.dram, off, out)
+            .map_err(|_| BadPa { pa, len })
     }
 
-    /// The word at `pa` (one of a range that was refused as a whole: word
-    /// by word, so the fault names the first bad word).
-    fn word(&self, pa: u64, store: Option<u32>) -> Result<u32, MemFault> {
-        let off = self.off(pa, 4, 4).map_err(|_| MemFault { pa })?;
-        match store {
-            None => self.hal.load_u32(self.dram, off, Ordering::Relaxed),
-            Some(v) => self.hal.store_u32(self.dram, off, v, Ordering::Relaxed).map(|()| v),
+    /// How many of the `n` words at `pa` lie inside the heap before the
+    /// first that does not (none when `pa` is misaligned).
+    fn inside(&self, pa: u64, n: usize) -> usize {
+        if pa % 4 != 0 || pa < self.lo || pa >= self.hi {
+            return 0;
         }
-        .map_err(|_| MemFault { pa })
+        n.min(((self.hi - pa) / 4) as usize)
     }
 }
 
-/// One range check and one HAL call for a range inside the heap;
-/// otherwise word by word, so the fault names the first bad word.
+/// One range check and one HAL call; a fault names the first word outside
+/// the heap.
 impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
     fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.off(pa, out.len() * 4, 4) {
-            if self.hal.load_u32s(self.dram, off, out).is_ok() {
-                return Ok(());
-            }
+        let k = self.inside(pa, out.len());
+        if k < out.len() {
+            return Err(MemFault {
+                pa: pa + 4 * k as u64,
+            });
         }
-        for (i, w) in out.iter_mut().enumerate() {
-            *w = self.word(pa.wrapping_add(4 * i as u64), None)?;
+        if k > 0 {
+            let off = (pa - DRAM_BASE) as usize;
+            self.hal
+                .load_u32s(self.dram, off, out)
+                .map_err(|_| MemFault { pa })?;
         }
         Ok(())
     }
 
     fn write_u32s(&self, pa: u64, vals: &[u32]) -> Result<(), MemFault> {
-        if let Ok(off) = self.off(pa, vals.len() * 4, 4) {
-            if self.hal.store_u32s(self.dram, off, vals).is_ok() {
-                return Ok(());
-            }
+        let k = self.inside(pa, vals.len());
+        if k > 0 {
+            let off = (pa - DRAM_BASE) as usize;
+            self.hal
+                .store_u32s(self.dram, off, &vals[..k])
+                .map_err(|_| MemFault { pa })?;
         }
-        for (i, &v) in vals.iter().enumerate() {
-            self.word(pa.wrapping_add(4 * i as u64), Some(v))?;
+        match k < vals.len() {
+            true => Err(MemFault {
+                pa: pa + 4 * k as u64,
+            }),
+            false => Ok(()),
         }
-        Ok(())
     }
 
     /// Inside the heap and aligned is all a read needs (the HAL refuses
     /// nothing else on the DRAM region).
     fn probe(&self, pa: u64, last: u64) -> Result<(), MemFault> {
-        let inside = |a: u64| self.off(a, 4, 4).map(drop).map_err(|_| MemFault { pa: a });
-        if pa % 4 == 0 && pa >= self.lo && last.checked_add(4).is_some_and(|e| e <= self.hi) {
-            return Ok(());
+        match [pa, last].into_iter().find(|&a| self.inside(a, 1) == 0) {
+            Some(pa) => Err(MemFault { pa }),
+            None => Ok(()),
         }
-        inside(pa)?;
-        inside(last)
     }
 }
 
@@ -243,6 +251,24 @@ struct Core {
     reset_ack: u32,
 }
 
+impl Core {
+    /// Core `c` of `map` as built (and as a reset leaves the parts it
+    /// resets), or `None` for a core `map` does not have.
+    fn new(map: &MemMap, c: u8) -> Option<Core> {
+        Some(Core {
+            dma: DmaEngine::new(map, c).ok()?,
+            writers: NqWriter::for_core(map, c)?,
+            executed: 0,
+            cycle: 0,
+            macs: 0,
+            switches: 0,
+            fault_reported: false,
+            overflows: Vec::new(),
+            reset_ack: 0,
+        })
+    }
+}
+
 /// The device: every core's DMA engine and sequencer.
 pub struct Sequencer<H, X> {
     hal: Arc<H>,
@@ -262,23 +288,9 @@ impl<H, X> fmt::Debug for Sequencer<H, X> {
 impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// The device side of `map`, executing requests with `exec`.
     pub fn new(hal: Arc<H>, map: Arc<MemMap>, exec: X) -> Sequencer<H, X> {
-        // Every core of the map: `DmaEngine::new` cannot refuse one (the
-        // map has every core's rings), and `for_device` names no other.
+        // Every core of the map (`Core::new` refuses none of them).
         let cores = (0..map.cores())
-            .zip(NqWriter::for_device(&map))
-            .filter_map(|(c, writers)| {
-                Some(Core {
-                    dma: DmaEngine::new(&map, c).ok()?,
-                    writers,
-                    executed: 0,
-                    cycle: 0,
-                    macs: 0,
-                    switches: 0,
-                    fault_reported: false,
-                    overflows: Vec::new(),
-                    reset_ack: 0,
-                })
-            })
+            .filter_map(|c| Core::new(&map, c))
             .collect();
         Sequencer {
             hal,
@@ -297,9 +309,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// A core's sticky DMA fault.
     #[cfg(any(test, feature = "testkit"))]
     pub fn dma_fault(&self, core: u8) -> Option<super::dma::DmaFault> {
-        self.cores
-            .get(usize::from(core))
-            .and_then(|c| c.dma.fault())
+        self.cores.get(usize::from(core))?.dma.fault()
     }
 
     /// A core's device clock (virtual cycles).
@@ -319,7 +329,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     pub fn overflows(&self, core: u8) -> &[Overflow] {
         self.cores
             .get(usize::from(core))
-            .map_or(&[], |c| c.overflows.as_slice())
+            .map_or(&[], |c| &c.overflows)
     }
 
     /// Do all the work available now on every core, without blocking.
@@ -397,6 +407,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         let regs = map.regs[c];
         let core = c as u8;
         let zero = |r, len: u32| hal.copy_in(r, 0, &vec![0u8; len as usize * crate::hal::RECORD]);
+        let fresh = Core::new(map, core).ok_or(HalError::BadHandle)?;
         let k = &mut self.cores[c];
         if req % 2 == 1 {
             // Stop: what is queued is discarded (its executions are aborted
@@ -418,9 +429,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             // Ordering: Release pairs with `Stager::in_flight`'s Acquire
             // load: every request buffer is free again.
             hal.store_u32(regs, reg::SEQ_HEAD, 0, Ordering::Release)?;
-            k.dma = DmaEngine::new(map, core).map_err(|_| HalError::BadHandle)?;
-            k.executed = 0;
-            k.fault_reported = false;
+            (k.dma, k.executed, k.fault_reported) = (fresh.dma, 0, false);
         } else {
             // Re-initialise the NQ rings: writers at slot 0, phase 1, every
             // slot zeroed (a zeroed slot never carries the expected phase).
@@ -430,10 +439,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                 hal.store_u32(regs, reg::NQ_HEAD + 4 * e, 0, Ordering::Relaxed)?;
             }
             hal.store_u32(regs, reg::NQ_OVERFLOWS, 0, Ordering::Relaxed)?;
-            if let Some(w) = NqWriter::for_device(map).into_iter().nth(c) {
-                k.writers = w;
-            }
-            k.overflows.clear();
+            (k.writers, k.overflows) = (fresh.writers, Vec::new());
         }
         k.reset_ack = req;
         // Ordering: Release pairs with the worker's Acquire load of
@@ -450,7 +456,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         let cycle = self.cores[c].cycle;
         self.put_macs(c, exec_id, 0)?;
         let kind = Kind::Error(ErrorClass::Hw);
-        self.record(c, Engine::Sp, exec_id, (kind, Source::Dma), (cycle, cycle), p)?;
+        self.record(
+            c,
+            Engine::Sp,
+            exec_id,
+            (kind, Source::Dma),
+            (cycle, cycle),
+            p,
+        )?;
         self.raise_irq(c)
     }
 
@@ -528,7 +541,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             // DMEM. One sequencer error record, nothing executed.
             self.put_macs(c, exec_id, 0)?;
             let kind = Kind::Error(ErrorClass::Runtime);
-            self.record(c, Engine::Sp, exec_id, (kind, Source::Sequencer), (start, start), p)?;
+            self.record(
+                c,
+                Engine::Sp,
+                exec_id,
+                (kind, Source::Sequencer),
+                (start, start),
+                p,
+            )?;
             p.faults += 1;
             return self.finish(c, exec_id, start, 0);
         }

@@ -279,27 +279,25 @@ impl<H: Hal> Stager<H> {
         let hal = &*self.hal;
         let map = &*self.map;
         let core = self.core;
-        // Pair 1: request copy (52 bytes, DRAM request buffer -> DMEM).
-        self.queue.push_copy(
-            hal,
-            REQUEST_COPY_LEN,
-            map.dram_pa(buf),
-            map.dmem_pa(core, dmem::REQUEST),
-        )?;
-        // Pair 2: event poke (4 bytes -> SEQ_EVENT).
-        self.queue.push_copy(
-            hal,
-            4,
-            map.dram_pa(area + core_area::EVENT_VALUE),
-            map.reg_pa(core, reg::SEQ_EVENT),
-        )?;
-        // Pair 3: tail increment (4 bytes -> SEQ_TAIL_INC): the publish.
-        self.queue.push_copy(
-            hal,
-            4,
-            map.dram_pa(area + core_area::TAIL_INC_VALUE),
-            map.reg_pa(core, reg::SEQ_TAIL_INC),
-        )?;
+        let pairs = [
+            // Pair 1: request copy (52 bytes, DRAM request buffer -> DMEM).
+            (REQUEST_COPY_LEN, buf, map.dmem_pa(core, dmem::REQUEST)),
+            // Pair 2: event poke (4 bytes -> SEQ_EVENT).
+            (
+                4,
+                area + core_area::EVENT_VALUE,
+                map.reg_pa(core, reg::SEQ_EVENT),
+            ),
+            // Pair 3: tail increment (4 bytes -> SEQ_TAIL_INC): the publish.
+            (
+                4,
+                area + core_area::TAIL_INC_VALUE,
+                map.reg_pa(core, reg::SEQ_TAIL_INC),
+            ),
+        ];
+        for (len, src, dst) in pairs {
+            self.queue.push_copy(hal, len, map.dram_pa(src), dst)?;
+        }
         // The doorbell: S2M tail increment, then M2S.
         self.queue.doorbell(hal, PAIRS_PER_REQUEST)?;
         Ok(())

@@ -9,7 +9,7 @@ use xunds::device::engine::{
     Executor, FaultKind, Limits, MemFault, TraceWhat, NUM_ENGINES,
 };
 use xunds::device::isa::{
-    self, op, ActFn, Base, BinOp, DecodeError, Insn, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
+    self, ActFn, Base, BinOp, DecodeError, Insn, Op, Operand, ReduceOp, INSN_BYTES, INSN_WORDS,
 };
 use xunds::prng::SplitMix64;
 use xunds::wire::device_request::DeviceExecRequest;
@@ -154,23 +154,23 @@ fn every_opcode_encodes_to_its_words_and_back() {
     assert_eq!(
         opcodes,
         vec![
-            op::END,
-            op::NOP,
-            op::SETBASE,
-            op::COPY,
-            op::FILL,
-            op::ADD,
-            op::SUB,
-            op::MUL,
-            op::MAX,
-            op::AFFINE,
-            op::MATMUL,
-            op::ACT,
-            op::REDUCE,
-            op::WAIT,
-            op::SIGNAL,
-            op::DELAY,
-            op::RAISE
+            Op::End as u8,
+            Op::Nop as u8,
+            Op::SetBase as u8,
+            Op::Copy as u8,
+            Op::Fill as u8,
+            BinOp::Add as u8,
+            BinOp::Sub as u8,
+            BinOp::Mul as u8,
+            BinOp::Max as u8,
+            Op::Affine as u8,
+            Op::MatMul as u8,
+            Op::Act as u8,
+            Op::Reduce as u8,
+            Op::Wait as u8,
+            Op::Signal as u8,
+            Op::Delay as u8,
+            Op::Raise as u8
         ]
     );
     for (insn, words) in ex {
@@ -219,7 +219,7 @@ fn decode_refuses_with_typed_errors() {
     assert_eq!(
         Insn::decode(&with(0, 0x0110)),
         Err(DecodeError::BadFlags {
-            opcode: op::COPY,
+            opcode: Op::Copy as u8,
             flags: 1
         })
     );
