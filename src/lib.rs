@@ -50,21 +50,36 @@
 #[macro_use]
 mod macros;
 
-testkit_mod! {
-    #[cfg(feature = "sim")]
-    mod sim;
-    #[cfg(feature = "sim")]
-    mod actors;
-    #[cfg(feature = "sim")]
-    mod device;
-    mod sync;
-}
+// Public to the testkit (tests and benches drive the simulator's internals),
+// private otherwise; cfg pairs rather than a macro, so rustfmt reaches them.
+#[cfg(feature = "testkit")]
+#[cfg(feature = "sim")]
+pub mod actors;
+#[cfg(not(feature = "testkit"))]
+#[cfg(feature = "sim")]
+mod actors;
+#[cfg(feature = "testkit")]
+#[cfg(feature = "sim")]
+pub mod device;
+#[cfg(not(feature = "testkit"))]
+#[cfg(feature = "sim")]
+mod device;
 pub mod fsm;
 #[cfg(feature = "std")]
 pub mod hal;
 pub mod nds;
 pub mod prng;
 pub mod ring;
+#[cfg(feature = "testkit")]
+#[cfg(feature = "sim")]
+pub mod sim;
+#[cfg(not(feature = "testkit"))]
+#[cfg(feature = "sim")]
+mod sim;
+#[cfg(feature = "testkit")]
+pub mod sync;
+#[cfg(not(feature = "testkit"))]
+mod sync;
 #[cfg(feature = "sim")]
 pub mod system;
 pub mod wire;

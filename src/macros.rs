@@ -419,18 +419,3 @@ macro_rules! error_enum {
     };
     (@from [$($a:tt)*] $Name:ident $V:ident $([$($how:ident)?] $T:ty)?) => {};
 }
-
-/// Declare modules that are not part of the API: `pub` with the `testkit`
-/// feature (the integration tests, benches and loom models drive them
-/// directly), private to the crate otherwise, so `cargo doc` of the default
-/// features does not show them.
-macro_rules! testkit_mod {
-    ($($(#[$m:meta])* mod $name:ident;)*) => {$(
-        #[cfg(feature = "testkit")]
-        $(#[$m])*
-        pub mod $name;
-        #[cfg(not(feature = "testkit"))]
-        $(#[$m])*
-        mod $name;
-    )*};
-}

@@ -76,47 +76,45 @@ impl fmt::Debug for TraceEvent<'_> {
 
 /// Where trace events go. Implemented by `crate::system::trace::Trace` (the
 /// file format) and [`NullTrace`] (discard).
+///
+/// A runner calls [`begin`](Self::begin) before each poll with the time and
+/// the polled actor; the events up to the next `begin` are that actor's at
+/// that time, so an event carries neither.
 pub trait TraceSink {
     /// `false` when records are discarded; callers skip formatting then.
     fn enabled(&self) -> bool;
-    /// Record `event`, stamped with `now` and the name of the acting `actor`.
-    fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>);
+    /// The events that follow are `actor`'s, at `now`.
+    fn begin(&mut self, now: Nanos, actor: &str);
+    /// Record `event`.
+    fn record(&mut self, event: TraceEvent<'_>);
     /// Record a HAL operation (kind `hal`). The default records its text;
     /// a binary sink encodes the operation instead and formats nothing.
     /// `names` labels the regions (the device's memory map; `None`: raw
     /// offsets).
-    fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp, names: Option<Namer>) {
+    fn record_hal(&mut self, op: &TraceOp, names: Option<Namer>) {
         let text = show(op, names);
-        self.record(
-            now,
-            actor,
-            TraceEvent {
-                kind: "hal",
-                text: &text,
-            },
-        );
+        self.record(TraceEvent {
+            kind: "hal",
+            text: &text,
+        });
     }
     /// Record HAL operations already encoded in the binary event stream (an
     /// encoding `TraceLog`, see `crate::sim::tracer::TraceLog::encoding`),
     /// one `hal` event each. Only a binary trace without a text view takes
     /// them (the default panics: an encoding log carries no text); the
     /// simulator attaches an encoding log only to such a trace.
-    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &Encoded) {
-        let _ = (now, actor, ops);
+    fn record_hal_encoded(&mut self, ops: &Encoded) {
+        let _ = ops;
         panic!("this trace sink renders text and cannot take encoded HAL operations");
     }
     /// Record a state-machine transition (kind `fsm`). The default records
     /// its [`TransitionText`]; a binary sink encodes the names instead.
-    fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
+    fn record_fsm(&mut self, t: Transition) {
         let text = TransitionText(t);
-        self.record(
-            now,
-            actor,
-            TraceEvent {
-                kind: "fsm",
-                text: &text,
-            },
-        );
+        self.record(TraceEvent {
+            kind: "fsm",
+            text: &text,
+        });
     }
 }
 
@@ -130,7 +128,9 @@ impl TraceSink for NullTrace {
         false
     }
     #[inline]
-    fn record(&mut self, _now: Nanos, _actor: &str, _event: TraceEvent<'_>) {}
+    fn begin(&mut self, _now: Nanos, _actor: &str) {}
+    #[inline]
+    fn record(&mut self, _event: TraceEvent<'_>) {}
 }
 
 /// The trace text of a state-machine transition:

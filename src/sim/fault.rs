@@ -6,8 +6,8 @@
 //! registers, the device sees a full NQ ring and overflows). Randomness comes only from [`SplitMix64`] seeded by the plan,
 //! so a run with the same seed injects the same faults at the same places.
 //!
-//! Every injection is counted ([`FaultInjector::injected_total`], per rule
-//! [`FaultInjector::injected_by_rule`]) and the last [`RECENT_INJECTIONS`]
+//! Every injection is counted per rule
+//! ([`FaultInjector::injected_by_rule`]) and the last [`RECENT_INJECTIONS`]
 //! are kept with their place (`FaultInjector::injected`) so a test can show
 //! which fault produced which error. Memory stays bounded however long a
 //! faulty run lasts: counts, not a list of every injection.
@@ -173,7 +173,6 @@ struct State {
     rules: Vec<(FaultRule, u64, u64)>,
     /// The last [`RECENT_INJECTIONS`] injections, oldest first.
     recent: VecDeque<Injected>,
-    total: u64,
 }
 
 /// The fault injector middleware. Clones share the plan's state.
@@ -214,7 +213,6 @@ impl<H: Hal> FaultInjector<H> {
                 rng: SplitMix64::new(plan.seed),
                 rules: plan.rules.into_iter().map(|r| (r, 0, 0)).collect(),
                 recent: VecDeque::with_capacity(RECENT_INJECTIONS),
-                total: 0,
             })),
         }
     }
@@ -230,11 +228,6 @@ impl<H: Hal> FaultInjector<H> {
     #[cfg(any(test, feature = "testkit"))]
     pub fn injected(&self) -> Vec<Injected> {
         self.lock().recent.iter().cloned().collect()
-    }
-
-    /// How many faults were injected so far.
-    pub fn injected_total(&self) -> u64 {
-        self.lock().total
     }
 
     /// How many faults each rule of the plan injected so far (plan order).
@@ -276,7 +269,6 @@ impl<H: Hal> FaultInjector<H> {
         }
         let (i, fault) = fired?;
         st.rules[i].2 += 1;
-        st.total += 1;
         if st.recent.len() == RECENT_INJECTIONS {
             st.recent.pop_front();
         }

@@ -1,6 +1,6 @@
 //! The trace's binary event stream, written once beside the encoding of the
 //! HAL operations it carries (`TraceOp::encode`): the
-//! header line, the event encoding (tag, time delta, actor, payload), the
+//! header line, the poll heads (time, actor) and the events (tag, payload), the
 //! running digest and checkpoint hash, the checkpoint file's records, and
 //! the checkpoint-by-checkpoint compare of a replay with its recording. The
 //! format is described in `crate::system::trace`, which owns the file and
@@ -13,14 +13,14 @@ use std::sync::Arc;
 
 use crate::fsm::Transition;
 use crate::sim::events::Nanos;
-use crate::sim::tracer::{put_bytes, put_varint, EncodeOut, Encoded, Head, AGAIN_HEAD};
+use crate::sim::tracer::{put_str, Encoded};
 
 /// The first word of every trace file.
 pub const MAGIC: &str = "xunds-trace";
 /// The text view's format version.
 pub const FORMAT_VERSION: u32 = 1;
 /// The binary file's format version.
-pub const BINARY_VERSION: u32 = 4;
+pub const BINARY_VERSION: u32 = 5;
 /// Events between two checkpoints of a binary file.
 pub const CHECKPOINT_EVENTS: u64 = 16;
 
@@ -46,7 +46,7 @@ error_enum! {
         /// The first line does not start with `xunds-trace`.
         NotATrace(String) => "not an xunds trace (first line {0:?})",
         /// A version this build cannot read.
-        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION} text views and v{BINARY_VERSION} binary traces)",
+        UnsupportedVersion(String) => "unsupported trace version {0:?} (this build reads v{FORMAT_VERSION} text views and v{BINARY_VERSION} binary traces; record an older trace again)",
         /// The seed is missing or not a decimal u64.
         BadSeed(String) => "bad seed field {0:?}",
         /// The `config=` field is missing.
@@ -214,7 +214,6 @@ pub(crate) struct Binary {
     /// more at a time (the digest of the stream does not depend on how it
     /// is cut). Cleared, never shrunk.
     pub(crate) stream: Vec<u8>,
-    last_now: u64,
     /// Running checkpoint hash (kept only with a file or a comparison).
     ck: u64,
     /// The checkpoint file.
@@ -223,71 +222,62 @@ pub(crate) struct Binary {
     compare: Option<Box<Compare>>,
     /// The text view, rendered alongside.
     view: Option<Box<dyn Write + Send>>,
-    /// Actor names: an event names its actor by index (and by name too,
+    /// Actor names: a poll head names its actor by index (and by name too,
     /// the first time).
-    actors: Names<Box<str>>,
+    actors: Names,
     /// State-machine names: a transition names its machine the same way,
     /// and its states and event by their codes ([`Transition::codes`]).
-    machines: Names<&'static str>,
+    machines: Names,
 }
 
 /// Names in order of first appearance (actors, state machines), which the
 /// stream gives by index, followed by the name itself the first time
 /// ([`put_name`]).
-///
-/// A machine's name is a `&'static str`: kept as it is, it is found by its
-/// address before its bytes are compared.
 #[derive(Default)]
-struct Names<S> {
-    names: Vec<S>,
-    /// The index found last (most events repeat the previous name).
-    last: usize,
+struct Names {
+    names: Vec<Box<str>>,
+    /// Where a `&'static str` (a machine's name) was found last, by a hash
+    /// of its address: its address, length and index. Found again there,
+    /// its bytes are not compared (one name may sit at several addresses).
+    at: [(usize, usize, u32); 16],
 }
 
-impl<S: core::ops::Deref<Target = str>> Names<S> {
+impl Names {
     /// `name`'s index, and whether this is its first appearance.
-    #[inline(always)]
-    fn index<'a>(&mut self, name: &'a str) -> (usize, bool)
-    where
-        S: From<&'a str>,
-    {
-        if self.names.get(self.last).is_some_and(|n| same(n, name)) {
-            return (self.last, false);
+    fn index(&mut self, name: &str) -> (u32, bool) {
+        if let Some(i) = self.names.iter().position(|n| **n == *name) {
+            return (i as u32, false);
         }
-        self.find(name)
+        self.names.push(name.into());
+        (self.names.len() as u32 - 1, true)
     }
 
-    /// [`index`](Self::index) when the name is not the last one found.
-    #[inline]
-    fn find<'a>(&mut self, name: &'a str) -> (usize, bool)
-    where
-        S: From<&'a str>,
-    {
-        let (i, first) = match self.names.iter().position(|n| same(n, name)) {
-            Some(i) => (i, false),
-            None => {
-                self.names.push(name.into());
-                (self.names.len() - 1, true)
-            }
-        };
-        self.last = i;
+    /// [`index`](Self::index) of a name that lives as long as the run.
+    #[inline(always)]
+    fn index_static(&mut self, name: &'static str) -> (u32, bool) {
+        let (p, l) = (name.as_ptr() as usize, name.len());
+        let slot = (p >> 3 ^ p >> 7) % self.at.len();
+        match self.at[slot] {
+            (q, m, i) if (q, m) == (p, l) => (i, false),
+            _ => self.add_static(name, slot),
+        }
+    }
+
+    #[inline(never)]
+    fn add_static(&mut self, name: &'static str, slot: usize) -> (u32, bool) {
+        let (i, first) = self.index(name);
+        self.at[slot] = (name.as_ptr() as usize, name.len(), i);
         (i, first)
     }
 }
 
-/// The same name: the same string (address and length), or equal bytes.
+/// Append a name's index (`u32`, little-endian), then, at its first
+/// appearance, the name itself.
 #[inline(always)]
-fn same(n: &str, name: &str) -> bool {
-    core::ptr::eq(n, name) || n == name
-}
-
-/// Append a name as [`Names::index`] found it: its index, then the name
-/// itself at its first appearance.
-#[inline]
-fn put_name(out: &mut Vec<u8>, (index, first): (usize, bool), name: &str) {
-    put_varint(out, index as u64);
+fn put_name(out: &mut Vec<u8>, (index, first): (u32, bool), name: &str) {
+    out.extend_from_slice(&index.to_le_bytes());
     if first {
-        put_bytes(out, name.as_bytes());
+        put_str(out, name);
     }
 }
 
@@ -304,7 +294,6 @@ impl Binary {
     ) -> Binary {
         Binary {
             stream: Vec::with_capacity(STREAM_CHUNK + 256),
-            last_now: 0,
             ck: 0,
             file,
             compare,
@@ -329,32 +318,47 @@ impl Binary {
         }
     }
 
-    /// Append one event (its tag, time, actor, then what `payload`
-    /// appends) and fold it into the checkpoint hash and the digest.
-    #[inline]
-    pub(crate) fn event(
-        &mut self,
-        now: Nanos,
-        actor: &str,
-        tag: u8,
-        payload: impl FnOnce(&mut Vec<u8>),
-        hasher: &mut Hasher,
-    ) {
-        let start = self.begin(now, actor, tag);
-        payload(&mut self.stream);
-        if self.checkpoints() {
-            self.ck = mix(self.ck, &self.stream[start..]);
-        }
-        self.cut(hasher);
+    /// The events up to the next call are `actor`'s at `now`: a poll head
+    /// ([`TAG_POLL`], the actor's index, the time, the actor's name at its
+    /// first appearance), not an event itself; it goes to the checkpoint
+    /// hash with the events.
+    pub(crate) fn begin(&mut self, now: Nanos, actor: &str, hasher: &mut Hasher) {
+        let start = self.stream.len();
+        let at = self.actors.index(actor);
+        self.stream.extend_from_slice(&[TAG_POLL, 0, 0, 0]);
+        put_name(&mut self.stream, at, actor);
+        self.stream.extend_from_slice(&now.as_u64().to_le_bytes());
+        self.mixed(start, hasher);
     }
 
-    /// A transition's payload: its machine (by [`Names`]), id and codes.
-    pub(crate) fn transition(&mut self, t: Transition) -> impl FnOnce(&mut Vec<u8>) {
-        let machine = self.machines.index(t.machine);
-        move |e: &mut Vec<u8>| {
-            put_name(e, machine, t.machine);
-            put_varint(e, t.id);
-            e.extend_from_slice(&t.codes);
+    /// Append one event (what `encode` appends) and fold it into the
+    /// checkpoint hash and the digest.
+    #[inline]
+    pub(crate) fn event(&mut self, encode: impl FnOnce(&mut Binary), hasher: &mut Hasher) {
+        let start = self.stream.len();
+        encode(self);
+        self.mixed(start, hasher);
+    }
+
+    /// A note's encoding: [`TAG_NOTE`], its kind.
+    pub(crate) fn note(&mut self, kind: &str) {
+        self.stream.push(TAG_NOTE);
+        put_str(&mut self.stream, kind);
+    }
+
+    /// A transition's encoding: [`TAG_FSM`], its codes
+    /// ([`Transition::codes`]), its machine (by [`Names`], a `u32`) and its
+    /// id (a `u64`), little-endian.
+    #[inline(always)]
+    pub(crate) fn transition(&mut self, t: &Transition) {
+        let (machine, first) = self.machines.index_static(t.machine);
+        let mut e = [0u8; 16];
+        e[..4].copy_from_slice(&[TAG_FSM, t.codes[0], t.codes[1], t.codes[2]]);
+        e[4..8].copy_from_slice(&machine.to_le_bytes());
+        e[8..].copy_from_slice(&t.id.to_le_bytes());
+        self.stream.extend_from_slice(&e);
+        if first {
+            put_str(&mut self.stream, t.machine);
         }
     }
 
@@ -369,45 +373,19 @@ impl Binary {
 
     /// Append already encoded HAL operations (`TraceOp::encode`) as `hal`
     /// events without a text view: the same stream, digest and checkpoints
-    /// as one [`event`](Self::event) each. The operations after the first
-    /// share its time and actor (a zero delta, the actor's index); the
-    /// stream is cut for the digest once, after them (the digest does not
-    /// depend on where the stream is cut).
-    pub(crate) fn hal_ops(
-        &mut self,
-        now: Nanos,
-        actor: &str,
-        ops: &Encoded,
-        t: &mut Tally,
-    ) {
-        let Some((_, heads)) = ops.ends.split_last() else {
-            return;
-        };
-        let outputs = self.checkpoints();
-        let mut start = self.begin(now, actor, TAG_HAL);
-        let again = self.again_head(TAG_HAL);
-        if !outputs && again.bytes().len() == AGAIN_HEAD.len() {
-            // The operations and their heads in one copy; each head gets
-            // the actor's index.
-            let base = self.stream.len();
+    /// as one [`event`](Self::event) each, in one copy when they go to the
+    /// digest only.
+    pub(crate) fn hal_ops(&mut self, ops: &Encoded, t: &mut Tally) {
+        if !self.checkpoints() {
             self.stream.extend_from_slice(&ops.bytes);
-            for &h in heads {
-                self.stream[base + h as usize + 2] = again.bytes()[2];
-            }
             t.events += ops.ends.len() as u64;
-            return self.cut(&mut t.hasher);
-        }
-        for (i, op) in ops.ops().enumerate() {
-            if i > 0 {
-                start = self.stream.len();
-                self.stream.extend_from_slice(again.bytes());
-            }
-            self.stream.extend_from_slice(op);
-            if outputs {
-                self.ck = mix(self.ck, &self.stream[start..]);
+        } else {
+            for op in ops.ops() {
+                self.stream.extend_from_slice(op);
+                self.ck = mix(self.ck, op);
                 self.output(&[], t);
+                t.events += 1;
             }
-            t.events += 1;
         }
         self.cut(&mut t.hasher);
     }
@@ -434,27 +412,14 @@ impl Binary {
         Ok(replay)
     }
 
-    /// Start an event in the stream: its tag, time and actor. Returns
-    /// where it starts.
-    #[inline]
-    fn begin(&mut self, now: Nanos, actor: &str, tag: u8) -> usize {
-        let start = self.stream.len();
-        self.stream.push(tag);
-        put_varint(&mut self.stream, now.as_u64().wrapping_sub(self.last_now));
-        self.last_now = now.as_u64();
-        let at = self.actors.index(actor);
-        put_name(&mut self.stream, at, actor);
-        start
-    }
-
-    /// The head of an event at the time and by the actor of the previous
-    /// one: the tag, a zero time delta, the last actor.
-    #[inline]
-    fn again_head(&self, tag: u8) -> Head {
-        let mut h = Head::new();
-        h.put_slice(&[tag, 0]);
-        put_varint(&mut h, self.actors.last as u64);
-        h
+    /// Fold the stream from `start` into the checkpoint hash (with a file
+    /// or a comparison), and digest the stream once a chunk has built up.
+    #[inline(always)]
+    fn mixed(&mut self, start: usize, hasher: &mut Hasher) {
+        if self.checkpoints() {
+            self.ck = mix(self.ck, &self.stream[start..]);
+        }
+        self.cut(hasher);
     }
 
     /// Digest the stream once a chunk has built up.
@@ -543,7 +508,10 @@ impl Compare {
     /// A comparison with `recorded`, read from its first byte, whose first
     /// line must be `header`'s (a binary header): otherwise the verdict is
     /// already in.
-    pub(crate) fn new(header: &TraceHeader, mut recorded: impl BufRead + Send + 'static) -> Compare {
+    pub(crate) fn new(
+        header: &TraceHeader,
+        mut recorded: impl BufRead + Send + 'static,
+    ) -> Compare {
         let mut first = Vec::new();
         let read = (&mut recorded)
             .take(64 * 1024)
@@ -682,11 +650,11 @@ impl fmt::Display for Recorded {
     }
 }
 
-/// Stream tags of the three event kinds. The HAL's is the tracer's, whose
-/// log lays a poll's operations out behind it ([`Encoded`]).
-pub(crate) const TAG_NOTE: u8 = 0;
-pub(crate) use crate::sim::tracer::TAG_HAL;
-pub(crate) const TAG_FSM: u8 = 2;
+/// Stream tags of a note, a transition and a poll head. A HAL event's is
+/// its operation's (`crate::sim::tracer::Op`, below these).
+pub(crate) const TAG_NOTE: u8 = 0x40;
+pub(crate) const TAG_FSM: u8 = 0x41;
+pub(crate) const TAG_POLL: u8 = 0x42;
 
 /// The outcome of comparing two traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -774,4 +742,3 @@ impl fmt::Display for TraceDiff {
         }
     }
 }
-

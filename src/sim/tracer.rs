@@ -158,6 +158,17 @@ enum Shape {
     Run,
 }
 
+impl Shape {
+    /// Whether its frame has the second word (a result, a record's second
+    /// half).
+    const fn wide(self) -> bool {
+        matches!(
+            self,
+            Shape::Rmw | Shape::Doorbell | Shape::Record | Shape::Desc | Shape::Nq
+        )
+    }
+}
+
 /// Declares [`Op`]: each memory operation once, with its stream tag, the
 /// [`Hal`] method it is recorded under, its name in the text view and its
 /// shape.
@@ -304,40 +315,30 @@ struct LogInner {
     encoded: Option<Encoded>,
 }
 
-/// The operations of an encoding [`TraceLog`], laid out as the event
-/// stream carries them after the first: each one after the first is
-/// preceded by the head of a `hal` event at the same time
-/// (`AGAIN_HEAD`: the tag, a zero time delta, an actor byte the stream
-/// fills in), so the stream takes them in one copy.
+/// The operations of an encoding [`TraceLog`]: their encodings
+/// (`TraceOp::encode`) back to back, as the event stream carries a poll's
+/// `hal` events, so the stream takes them in one copy.
 #[derive(Debug, Default)]
 pub struct Encoded {
-    /// The heads and encodings, concatenated.
+    /// The encodings, concatenated.
     pub bytes: Vec<u8>,
     /// The end offset in `bytes` of each operation's encoding.
     pub ends: Vec<u32>,
 }
 
-/// The stream's tag of a HAL event (the stream's other tags are its own).
-pub(crate) const TAG_HAL: u8 = 1;
-
-/// The head before each operation of [`Encoded`] but the first.
-pub(crate) const AGAIN_HEAD: [u8; 3] = [TAG_HAL, 0, 0];
-
 impl Encoded {
-    /// Each operation's encoding, in order (without the heads).
+    /// Each operation's encoding, in order.
     pub fn ops(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut start = 0usize;
         self.ends.iter().map(move |&end| {
             let op = &self.bytes[start..end as usize];
-            start = end as usize + AGAIN_HEAD.len();
+            start = end as usize;
             op
         })
     }
 
+    #[inline(always)]
     fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
-        if !self.ends.is_empty() {
-            self.bytes.extend_from_slice(&AGAIN_HEAD);
-        }
         encode(&mut self.bytes);
         self.ends.push(self.bytes.len() as u32);
     }
@@ -777,106 +778,58 @@ impl<H: Hal> Hal for Tracer<H> {
     }
 }
 
-/// Where an encoding is appended: the stream itself (a `Vec`), or a short
-/// [`Head`] on the stack that is appended to it at once.
-pub(crate) trait EncodeOut {
-    /// Append one byte.
-    fn put(&mut self, b: u8);
-    /// Append bytes.
-    fn put_slice(&mut self, b: &[u8]);
-}
+/// The frame every operation's encoding starts with (docs in
+/// `crate::system::trace`, "The event stream"): the tag, the target's kind,
+/// a code (an ordering, a wait's outcome, an error's kind), the target's
+/// number, an offset and a word, little-endian, then a second word for the
+/// shapes that have one ([`Shape::wide`]; the structural operations' frames
+/// all have it). Fixed places, so encoding is a few stores.
+const FRAME: usize = 32;
 
-impl EncodeOut for Vec<u8> {
-    #[inline(always)]
-    fn put(&mut self, b: u8) {
-        self.push(b);
-    }
-    #[inline(always)]
-    fn put_slice(&mut self, b: &[u8]) {
-        self.extend_from_slice(b);
-    }
-}
-
-/// An encoding of at most [`Head::CAP`] bytes built on the stack (no
-/// capacity check per byte), then appended to the stream in one copy.
-pub(crate) struct Head {
-    buf: [u8; Head::CAP],
-    n: usize,
-}
-
-impl Head {
-    /// Room for the longest fixed part of an operation: a tag, a region
-    /// (at most 6 bytes), three varints (at most 10 each) and an order byte,
-    /// or a tag, a region, a varint and a 16-byte record.
-    pub(crate) const CAP: usize = 48;
-
-    #[inline(always)]
-    pub(crate) fn new() -> Head {
-        Head {
-            buf: [0; Head::CAP],
-            n: 0,
-        }
-    }
-
-    /// The bytes built so far.
-    #[inline(always)]
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.buf[..self.n]
-    }
-}
-
-impl EncodeOut for Head {
-    #[inline(always)]
-    fn put(&mut self, b: u8) {
-        self.buf[self.n] = b;
-        self.n += 1;
-    }
-    #[inline(always)]
-    fn put_slice(&mut self, b: &[u8]) {
-        self.buf[self.n..self.n + b.len()].copy_from_slice(b);
-        self.n += b.len();
-    }
-}
-
-/// Append `v` as an LEB128 varint (7 bits a byte, low first).
+/// A frame: `tag`, the target (`kind`, number), `code`, `off`, `tail`.
 #[inline(always)]
-pub(crate) fn put_varint<O: EncodeOut>(out: &mut O, mut v: u64) {
-    while v >= 0x80 {
-        out.put((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.put(v as u8);
+fn frame(tag: u8, (kind, num): (u8, u32), code: u8, off: u64, tail: [u8; 16]) -> [u8; FRAME] {
+    let mut f = [0u8; FRAME];
+    f[..4].copy_from_slice(&[tag, kind, code, 0]);
+    f[4..8].copy_from_slice(&num.to_le_bytes());
+    f[8..16].copy_from_slice(&off.to_le_bytes());
+    f[16..].copy_from_slice(&tail);
+    f
 }
 
-/// Append `b` with its length first.
-pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
-    put_varint(out, b.len() as u64);
-    out.extend_from_slice(b);
-}
-
+/// Two words as a frame's tail.
 #[inline(always)]
-fn put_region<O: EncodeOut>(out: &mut O, r: RegionId) {
+fn words(a: u64, b: u64) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    t[..8].copy_from_slice(&a.to_le_bytes());
+    t[8..].copy_from_slice(&b.to_le_bytes());
+    t
+}
+
+/// Append `s` with its length first (a `u32`, little-endian).
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A region as a frame's target: its kind and number.
+#[inline(always)]
+fn region_code(r: RegionId) -> (u8, u32) {
     match r {
-        RegionId::Dram => out.put(0),
-        RegionId::Dmem { core } => out.put_slice(&[1, core]),
-        RegionId::Regs { core } => out.put_slice(&[2, core]),
-        RegionId::DescRing { core, dir } => out.put_slice(&[3, core, dir as u8]),
-        RegionId::NqRing { core, engine } => out.put_slice(&[4, core, engine]),
-        RegionId::WorkItems { core } => out.put_slice(&[5, core]),
-        RegionId::Other { tag } => {
-            out.put(6);
-            put_varint(out, tag.into());
-        }
+        RegionId::Dram => (0, 0),
+        RegionId::Dmem { core } => (1, core.into()),
+        RegionId::Regs { core } => (2, core.into()),
+        RegionId::DescRing { core, dir } => (3, u32::from(core) | (dir as u32) << 8),
+        RegionId::NqRing { core, engine } => (4, u32::from(core) | u32::from(engine) << 8),
+        RegionId::WorkItems { core } => (5, core.into()),
+        RegionId::Other { tag } => (6, tag),
     }
 }
 
-fn put_event(out: &mut Vec<u8>, e: EventId) {
+fn event_code(e: EventId) -> (u8, u32) {
     match e {
-        EventId::NqIrq { core } => out.extend_from_slice(&[0, core]),
-        EventId::Other { tag } => {
-            out.push(1);
-            put_varint(out, tag.into());
-        }
+        EventId::NqIrq { core } => (0, core.into()),
+        EventId::Other { tag } => (1, tag),
     }
 }
 
@@ -890,46 +843,9 @@ const fn order_code(o: Ordering) -> u8 {
     }
 }
 
-fn put_error(out: &mut Vec<u8>, e: &HalError) {
-    match e {
-        HalError::OutOfBounds {
-            region,
-            off,
-            len,
-            region_len,
-        } => {
-            out.push(0);
-            put_region(out, *region);
-            for v in [*off, *len, *region_len] {
-                put_varint(out, v as u64);
-            }
-        }
-        HalError::Misaligned { region, off, align } => {
-            out.push(1);
-            put_region(out, *region);
-            put_varint(out, *off as u64);
-            put_varint(out, *align as u64);
-        }
-        HalError::BadHandle => out.push(2),
-        HalError::AlreadyMapped(what) => {
-            out.push(3);
-            put_bytes(out, what.as_bytes());
-        }
-        HalError::ZeroLength(region) => {
-            out.push(4);
-            put_region(out, *region);
-        }
-        HalError::Os { op, errno, .. } => {
-            out.push(5);
-            put_bytes(out, op.as_bytes());
-            put_varint(out, errno.map_or(0, |e| u64::from(e.unsigned_abs()) + 1));
-        }
-    }
-}
-
-/// A memory access's encoding in the binary event stream (what
-/// [`TraceOp::encode`] appends for a [`TraceOp::Mem`]): the tag, the region,
-/// then the fields of the operation's shape.
+/// A memory access's encoding (what [`TraceOp::encode`] appends for a
+/// [`TraceOp::Mem`]): one frame (the ordering as its code; the word and
+/// result, the record, or a copy's length as its tail), then a copy's bytes.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn encode_mem(
@@ -942,84 +858,92 @@ fn encode_mem(
     result: u64,
     data: &[u8],
 ) {
-    // The fixed part is built on the stack and appended in one copy; only
-    // a byte copy's data (any length) goes to the stream on its own.
-    let mut h = Head::new();
-    h.put(op as u8);
-    put_region(&mut h, region);
-    match op.shape() {
-        Shape::Bytes => {
-            put_varint(&mut h, off as u64);
-            out.extend_from_slice(h.bytes());
-            put_bytes(out, data);
-            return;
+    let tail = match op.shape() {
+        Shape::Bytes => words(data.len() as u64, 0),
+        Shape::Record | Shape::Desc | Shape::Nq => {
+            let mut rec = [0u8; RECORD];
+            let n = data.len().min(RECORD);
+            rec[..n].copy_from_slice(&data[..n]);
+            rec
         }
-        Shape::Load | Shape::Store | Shape::Rmw | Shape::Doorbell => {
-            put_varint(&mut h, off as u64);
-            h.put(order_code(order));
-            put_varint(&mut h, value);
-            if matches!(op.shape(), Shape::Rmw | Shape::Doorbell) {
-                put_varint(&mut h, result);
-            }
-        }
-        Shape::Record => {
-            put_varint(&mut h, off as u64);
-            h.put_slice(&data[..data.len().min(RECORD)]);
-        }
-        Shape::Desc | Shape::Nq => {
-            // The record slot, as MemOp::index.
-            put_varint(&mut h, u64::from((off / RECORD) as u32));
-            h.put_slice(&data[..data.len().min(RECORD)]);
-        }
-        Shape::Run => put_varint(&mut h, off as u64),
+        _ => words(value, result),
+    };
+    let f = frame(
+        op as u8,
+        region_code(region),
+        order_code(order),
+        off as u64,
+        tail,
+    );
+    out.extend_from_slice(&f[..if op.shape().wide() { FRAME } else { FRAME - 8 }]);
+    if op.shape() == Shape::Bytes {
+        out.extend_from_slice(data);
     }
-    out.extend_from_slice(h.bytes());
 }
 
 impl TraceOp {
     /// The operation as bytes of the binary event stream (what the trace
-    /// digests and checkpoints): a tag byte, the target, then the fields as
-    /// varints or raw bytes. Deterministic, and it formats no text.
+    /// digests and checkpoints): a frame, then a copy's bytes or a
+    /// failure's names. Deterministic, and it formats no text.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        match self {
+        let f = match self {
             TraceOp::Map { region, len } => {
-                out.push(0);
-                put_region(out, *region);
-                put_varint(out, *len as u64);
+                frame(0, region_code(*region), 0, 0, words(*len as u64, 0))
             }
-            TraceOp::Event { event } => {
-                out.push(1);
-                put_event(out, *event);
+            TraceOp::Event { event } => frame(1, event_code(*event), 0, 0, words(0, 0)),
+            TraceOp::Mem(m) => {
+                return encode_mem(
+                    out, m.op, m.region, m.off, m.order, m.value, m.result, &m.data,
+                )
             }
-            TraceOp::Mem(m) => encode_mem(
-                out, m.op, m.region, m.off, m.order, m.value, m.result, &m.data,
-            ),
-            TraceOp::Notify { event, n } => {
-                out.push(16);
-                put_event(out, *event);
-                put_varint(out, *n);
-            }
+            TraceOp::Notify { event, n } => frame(16, event_code(*event), 0, 0, words(*n, 0)),
             TraceOp::Wait {
                 event,
                 timeout_ns,
                 result,
             } => {
-                out.push(17);
-                put_event(out, *event);
-                put_varint(out, *timeout_ns);
-                match result {
-                    Wait::Signalled(v) => {
-                        out.push(1);
-                        put_varint(out, *v);
-                    }
-                    Wait::TimedOut => out.push(0),
-                }
+                let (code, v) = match result {
+                    Wait::Signalled(v) => (1, *v),
+                    Wait::TimedOut => (0, 0),
+                };
+                frame(17, event_code(*event), code, 0, words(*timeout_ns, v))
             }
-            TraceOp::Failed { op, error } => {
-                out.push(18);
-                put_bytes(out, op.as_bytes());
-                put_error(out, error);
-            }
-        }
+            TraceOp::Failed { op, error } => return encode_failure(out, op, error),
+        };
+        out.extend_from_slice(&f);
     }
+}
+
+/// A failure: a frame (the error's kind as its code, its region, offset
+/// and sizes), then the operation's name and the error's text field.
+fn encode_failure(out: &mut Vec<u8>, op: &str, e: &HalError) {
+    let none = (0, 0);
+    let (code, target, off, a, b, text) = match e {
+        HalError::OutOfBounds {
+            region,
+            off,
+            len,
+            region_len,
+        } => (
+            0,
+            region_code(*region),
+            *off,
+            *len as u64,
+            *region_len as u64,
+            "",
+        ),
+        HalError::Misaligned { region, off, align } => {
+            (1, region_code(*region), *off, *align as u64, 0, "")
+        }
+        HalError::BadHandle => (2, none, 0, 0, 0, ""),
+        HalError::AlreadyMapped(what) => (3, none, 0, 0, 0, what.as_str()),
+        HalError::ZeroLength(region) => (4, region_code(*region), 0, 0, 0, ""),
+        HalError::Os { op, errno, .. } => {
+            let errno = errno.map_or(0, |e| u64::from(e.unsigned_abs()) + 1);
+            (5, none, 0, errno, 0, *op)
+        }
+    };
+    out.extend_from_slice(&frame(18, target, code, off as u64, words(a, b)));
+    put_str(out, op);
+    put_str(out, text);
 }

@@ -35,13 +35,13 @@ use crate::device::memmap::{DeviceConfig, CORE_AREA};
 use crate::device::model::{MemUsage, ModelBuilder};
 use crate::device::staging::LoadedModel;
 use crate::device::Device;
-use crate::system::error::Error;
-use crate::system::runner::Seat;
 use crate::hal::mem::Mapping;
-use crate::sim::tracer::TraceLog;
 use crate::hal::Hal;
 use crate::nds::{MappedSlab, Writer};
 use crate::ring::{mapped_len, QueueConfig, XuQueue};
+use crate::sim::tracer::TraceLog;
+use crate::system::error::Error;
+use crate::system::runner::Seat;
 use crate::wire::nds::c_string;
 use crate::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
 use crate::wire::seq_id::XuId;
@@ -215,14 +215,6 @@ pub struct Shared<H: Hal> {
     next_handle: AtomicU32,
 }
 
-impl<H: Hal> core::fmt::Debug for Shared<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Shared")
-            .field("cfg", &self.cfg)
-            .finish_non_exhaustive()
-    }
-}
-
 /// The system's actors in one type, so both runners can drive them without
 /// boxing and hand them back typed. (A handful of long-lived values: the
 /// size difference between variants costs nothing worth a box per poll.)
@@ -236,12 +228,6 @@ pub enum SysActor<H: Hal> {
     Device(DeviceProxy<H, Executor>),
     /// The NDS publisher.
     Publisher(PublisherActor<MappedSlab>),
-}
-
-impl<H: Hal> core::fmt::Debug for SysActor<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// `$body` with `$a` bound to whichever actor `$actor` holds (a match, so
@@ -350,14 +336,6 @@ pub struct Built<H: Hal> {
     pub daemons: Vec<SysActor<H>>,
 }
 
-impl<H: Hal> core::fmt::Debug for Built<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Built")
-            .field("daemons", &self.daemons)
-            .finish_non_exhaustive()
-    }
-}
-
 fn err(what: &str, e: impl core::fmt::Display) -> Error {
     Error::Other(format!("{what}: {e}"))
 }
@@ -365,9 +343,12 @@ fn err(what: &str, e: impl core::fmt::Display) -> Error {
 /// Build a system on `hal` (`log`: the HAL tracer's log, for deterministic
 /// traced runs).
 pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result<Built<H>, Error> {
-    if !(1..=32).contains(&cfg.ring_capacity) {
+    // A request's MAC count lives in its request buffer slot until the
+    // worker read it: no more requests in flight per core than slots.
+    let slots = cfg.device_config().request_slots;
+    if !(1..=slots).contains(&cfg.ring_capacity) {
         return Err(Error::Other(format!(
-            "ring capacity {} (must be 1..=32)",
+            "ring capacity {} (must be 1..={slots}, the device's request buffers)",
             cfg.ring_capacity
         )));
     }
@@ -378,23 +359,14 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             "the execution timeout must be at least 1 ns".into(),
         ));
     }
-    // A request's MAC count lives in its request buffer slot until the
-    // worker read it: no more requests in flight per core than slots.
-    if cfg.ring_capacity > cfg.device_config().request_slots {
-        return Err(Error::Other(
-            "ring capacity exceeds the device's request buffers".into(),
-        ));
-    }
     // Each core's work items: a host region the HAL maps (docs/design.md
     // "Work items"), mapped before the device's regions.
     let mut hal = hal;
     let cap = cfg.ring_capacity as usize;
-    let mut pools = Vec::with_capacity(usize::from(cfg.cores));
-    for core in 0..cfg.cores {
-        pools.push(Arc::new(
-            ItemPool::new(&mut hal, core, cap).map_err(|e| err("work items", e))?,
-        ));
-    }
+    let pools = (0..cfg.cores)
+        .map(|core| ItemPool::new(&mut hal, core, cap).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err("work items", e))?;
     let models = Arc::new(Models::default());
     let dev = Device::new(hal, cfg.device_config()).map_err(|e| err("device", e))?;
     let (slab, slab_path) = match &cfg.slab {
@@ -495,7 +467,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     // The system's own host memory: work items and rings.
     let misc = u64::from(cfg.cores) * mapped_len(u64::from(cfg.ring_capacity)) as u64
         + pools.iter().map(|p| p.host_bytes()).sum::<u64>();
-    let _ = control.try_send(PubMsg::HostMisc { bytes: misc });
+    let _ = control.try_send(PubMsg::HostMisc(misc));
     let shared = Arc::new(Shared {
         dev,
         queues: lanes.iter().map(|l| l.queue().clone()).collect(),
@@ -533,46 +505,39 @@ impl<H: Hal> Shared<H> {
         let dev = &self.dev;
         let items = self.cfg.ring_capacity as usize;
         let dram = crate::device::memmap::DRAM_BASE;
-        let probe = builder.link(dram, dram).map_err(|e| err("link", e))?;
+        let link = |load: u64, io: u64| builder.link(load, io).map_err(|e| err("link", e));
+        let load = |e| err("load", e);
+        let probe = link(dram, dram)?;
         let handle = self
             .next_handle
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut per_core = Vec::with_capacity(usize::from(self.cfg.cores));
         let mut image0 = None;
         for _core in 0..self.cfg.cores {
-            let base = dev
-                .alloc(probe.footprint(), 64)
-                .map_err(|e| err("load", e))?;
-            let mut io_pa = Vec::with_capacity(items);
-            for _ in 0..items {
-                io_pa.push(
-                    dev.alloc(probe.io_bytes.max(64), 64)
-                        .map_err(|e| err("load", e))?
-                        .pa(),
-                );
-            }
-            let mut variants: Vec<LoadedModel> = Vec::with_capacity(items);
-            for (i, &io) in io_pa.iter().enumerate() {
-                let img = builder.link(base.pa(), io).map_err(|e| err("link", e))?;
-                if i == 0 {
-                    let lm = dev
-                        .load_model(base, &img.bytes, img.blocks)
-                        .map_err(|e| err("load", e))?;
-                    variants.push(lm);
-                    image0.get_or_insert(img);
-                } else {
-                    let code_len = img.const_offset;
-                    let code = dev
-                        .alloc(code_len.max(64), 64)
-                        .map_err(|e| err("load", e))?;
-                    let lm = dev
-                        .load_model(code, &img.bytes[..code_len as usize], img.blocks)
-                        .map_err(|e| err("load", e))?;
-                    variants.push(LoadedModel {
-                        id: variants[0].id,
-                        ib: lm.ib,
-                    });
-                }
+            let base = dev.alloc(probe.footprint(), 64).map_err(load)?;
+            let io_pa = (0..items)
+                .map(|_| dev.alloc(probe.io_bytes.max(64), 64).map(|a| a.pa()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(load)?;
+            // The first variant fills the shared load area; each other one
+            // is its own copy of the code (linked to its IO area), under
+            // the first one's id.
+            let first = link(base.pa(), io_pa[0])?;
+            let mut variants = vec![dev
+                .load_model(base, &first.bytes, first.blocks)
+                .map_err(load)?];
+            image0.get_or_insert(first);
+            for &io in &io_pa[1..] {
+                let img = link(base.pa(), io)?;
+                let code_len = img.const_offset;
+                let code = dev.alloc(code_len.max(64), 64).map_err(load)?;
+                let lm = dev
+                    .load_model(code, &img.bytes[..code_len as usize], img.blocks)
+                    .map_err(load)?;
+                variants.push(LoadedModel {
+                    id: variants[0].id,
+                    ib: lm.ib,
+                });
             }
             let n = items as u64;
             per_core.push(CoreModel {
@@ -604,20 +569,7 @@ impl<H: Hal> Shared<H> {
             outputs,
             host,
         });
-        for (core, cm) in model.per_core.iter().enumerate() {
-            let host = if core == 0 { host } else { MemUsage::default() };
-            let load = ModelLoad {
-                handle,
-                core: core as u8,
-                record: model_record(&model, core as u8, cm),
-                device: cm.device,
-                host,
-            };
-            self.control
-                .send(PubMsg::ModelLoaded(Box::new(load)))
-                .map_err(|_| Error::Other("the publisher is gone".into()))?;
-        }
-        self.pub_wake.wake();
+        self.send_models(&model, PubMsg::ModelLoaded)?;
         self.models.insert(Arc::clone(&model));
         Ok(model)
     }
@@ -627,24 +579,33 @@ impl<H: Hal> Shared<H> {
     /// its device memory is not reused (the heap never frees).
     pub fn unload_model(&self, model: &ResidentModel) -> Result<(), Error> {
         if !self.models.remove(model.handle) {
-            return Err(Error::Other(format!(
-                "model {} is not loaded",
-                model.handle
-            )));
+            let handle = model.handle;
+            return Err(Error::Other(format!("model {handle} is not loaded")));
         }
+        self.send_models(model, PubMsg::ModelUnloaded)
+    }
+
+    /// Send the publisher `msg` of `model` on each core (its host memory
+    /// counted once, on core 0's) and wake it.
+    fn send_models(
+        &self,
+        model: &ResidentModel,
+        msg: fn(Box<ModelLoad>) -> PubMsg,
+    ) -> Result<(), Error> {
         for (core, cm) in model.per_core.iter().enumerate() {
-            let host = if core == 0 {
-                model.host
-            } else {
-                MemUsage::default()
+            let load = ModelLoad {
+                handle: model.handle,
+                core: core as u8,
+                record: model_record(model, core as u8, cm),
+                device: cm.device,
+                host: if core == 0 {
+                    model.host
+                } else {
+                    MemUsage::default()
+                },
             };
             self.control
-                .send(PubMsg::ModelUnloaded {
-                    handle: model.handle,
-                    core: core as u8,
-                    device: cm.device,
-                    host,
-                })
+                .send(msg(Box::new(load)))
                 .map_err(|_| Error::Other("the publisher is gone".into()))?;
         }
         self.pub_wake.wake();

@@ -266,14 +266,11 @@ impl<A> fmt::Debug for DetRunner<A> {
 /// Record a runner event (`kind` `run`) at `now`.
 fn trace_runner(trace: &mut dyn TraceSink, now: Nanos, args: fmt::Arguments<'_>) {
     if trace.enabled() {
-        trace.record(
-            now,
-            RUNNER_NAME,
-            TraceEvent {
-                kind: "run",
-                text: &args,
-            },
-        );
+        trace.begin(now, RUNNER_NAME);
+        trace.record(TraceEvent {
+            kind: "run",
+            text: &args,
+        });
     }
 }
 
@@ -795,7 +792,8 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
                     // shared member's lock) ends this thread: stop the
                     // others too, as a panic inside `poll` does, then let
                     // the panic reach `join`.
-                    match catch_unwind(AssertUnwindSafe(|| group_thread(members, helps, &sh, cfg))) {
+                    match catch_unwind(AssertUnwindSafe(|| group_thread(members, helps, &sh, cfg)))
+                    {
                         Ok(r) => r,
                         Err(p) => {
                             sh.stop.stop();
@@ -1366,7 +1364,11 @@ mod tests {
         drop(running);
         let after = polls.load(Ordering::Relaxed);
         thread::sleep(Duration::from_millis(50));
-        assert_eq!(polls.load(Ordering::Relaxed), after, "polled after the drop");
+        assert_eq!(
+            polls.load(Ordering::Relaxed),
+            after,
+            "polled after the drop"
+        );
     }
 
     /// Asleep on an fd nobody writes until its deadline, then finished.
@@ -1421,9 +1423,15 @@ mod tests {
     fn threaded_runner_sleeps_until_a_deadline() {
         let mut r = sleepy_runner();
         r.add(Box::new(Alarm::at(20)));
-        let rep = r.run().expect("woken at the deadline, not at the idle timeout");
+        let rep = r
+            .run()
+            .expect("woken at the deadline, not at the idle timeout");
         assert!(rep.stats[0].finished);
-        assert!(rep.stats[0].polls <= 10, "{} polls: a yield loop", rep.stats[0].polls);
+        assert!(
+            rep.stats[0].polls <= 10,
+            "{} polls: a yield loop",
+            rep.stats[0].polls
+        );
     }
 
     /// A deadline that passes while the rest of its thread's round runs
@@ -1447,7 +1455,11 @@ mod tests {
         }
         let mut r = sleepy_runner();
         r.add_to(Seat::Group(0), Box::new(Alarm::at(10)), false);
-        r.add_to(Seat::Group(0), Box::new(Slow(EventFd::new().unwrap())), true);
+        r.add_to(
+            Seat::Group(0),
+            Box::new(Slow(EventFd::new().unwrap())),
+            true,
+        );
         let rep = r.run().expect("the alarm's deadline passed in the round");
         assert!(rep.stats[0].finished);
     }
@@ -1567,7 +1579,11 @@ mod tests {
         r.add_to(Seat::Group(7), Spread::new("a", 50, 1, Idle::Yield), false);
         r.add(Spread::new("own", 5, 1, Idle::Yield));
         r.add_to(Seat::Group(7), Spread::new("b", 80, 1, Idle::Yield), false);
-        r.add_to(Seat::Group(7), Spread::new("d", u32::MAX, 1, Idle::Yield), true);
+        r.add_to(
+            Seat::Group(7),
+            Spread::new("d", u32::MAX, 1, Idle::Yield),
+            true,
+        );
         let rep = r.run().unwrap();
         let names: Vec<_> = rep.stats.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["a", "own", "b", "d"]);
@@ -1589,8 +1605,16 @@ mod tests {
     #[test]
     fn an_idle_thread_polls_a_shared_actor() {
         let mut r = bounded();
-        r.add_to(Seat::Group(0), Spread::new("idler", 0, 9, Idle::Yield), true);
-        r.add_to(Seat::Shared(1), Spread::new("busy", 1000, 2, Idle::Yield), false);
+        r.add_to(
+            Seat::Group(0),
+            Spread::new("idler", 0, 9, Idle::Yield),
+            true,
+        );
+        r.add_to(
+            Seat::Shared(1),
+            Spread::new("busy", 1000, 2, Idle::Yield),
+            false,
+        );
         let rep = r.run().unwrap();
         let (idler, busy) = (&rep.actors[0], &rep.actors[1]);
         assert_eq!(busy.seen.len(), 2, "polled by both threads");
@@ -1609,7 +1633,11 @@ mod tests {
         loop {
             let fd = EventFd::new().unwrap();
             let mut r = bounded();
-            r.add_to(Seat::Group(0), Spread::new("idler", 0, 9, Idle::Yield), true);
+            r.add_to(
+                Seat::Group(0),
+                Spread::new("idler", 0, 9, Idle::Yield),
+                true,
+            );
             r.add_to(
                 Seat::Shared(1),
                 Spread::new("sleeper", 0, 9, Idle::Fd(fd.raw())),

@@ -6,37 +6,55 @@
 //!
 //! ## The event stream
 //!
-//! Every event (a HAL operation, a state-machine transition, an actor's or
-//! the runner's note) is encoded in binary: a tag byte (0 note, 1 `hal`,
-//! 2 `fsm`), the time as a varint delta from the previous event, the actor
-//! (its index in order of first appearance, and its name that first time),
-//! then the payload: a HAL operation's encoded record
-//! (`sim::tracer::TraceOp::encode`), a
-//! transition's machine (its index in order of first appearance, and its
-//! name that first time), id, and its from state, event and to state as
-//! their codes (`fsm::Transition::codes`: positions in declaration order,
-//! so renaming a state does not change the stream), a note's kind (its text
-//! is commentary on the operations around it and is rendered only in the
-//! text view). The stream starts with the header line. Nothing in it depends
-//! on addresses, wall-clock time or per-process hash seeds, so the same seed
-//! and configuration give the same stream, and its XXH3-128 digest
-//! ([`TraceSummary::digest`], with the `trace-digest` feature) names the run.
-//! A binary trace formats no text unless a text view or a comparison is
-//! attached.
+//! The stream starts with the header line. A runner names the actor and
+//! the time once before each poll (`TraceSink::begin`): a poll head
+//! (`0x42`, three zero bytes, the actor's index in order of first
+//! appearance as a `u32`, its name the first time as a `u32` length and
+//! its bytes, the time as a `u64`). The events of that poll follow, each a
+//! tag and a payload of fixed places (integers little-endian, no varints):
 //!
-//! ## The binary file (version 4)
+//! - a HAL operation (`hal`, `sim::tracer::TraceOp::encode`): its tag
+//!   (0..=21, `sim::tracer::Op`'s discriminant for a memory access) in a
+//!   frame of 24 bytes (tag, target kind, a code: the ordering, a wait's
+//!   outcome or an error's kind; a zero byte; the region's or event's number
+//!   as a `u32`; the offset as a `u64`; a word: the value loaded or stored,
+//!   a copy's length, a map's length, ...), 32 bytes where the operation
+//!   has a second word (a read-modify-write's or the doorbell's result, a
+//!   16-byte record's second half, a wait's or a structural operation's),
+//!   then a copy's bytes, or a failure's operation and error text (each a
+//!   `u32` length and its bytes);
+//! - a transition (`fsm`, 16 bytes): `0x41`, its from state, event and to
+//!   state as their codes (`fsm::Transition::codes`: positions in
+//!   declaration order, so renaming a state does not change the stream),
+//!   its machine's index in order of first appearance (`u32`) and its id
+//!   (`u64`), then the machine's name at its first appearance (a `u32`
+//!   length and its bytes);
+//! - a note (an actor's or the runner's): `0x40` and its kind (a `u32`
+//!   length and its bytes; its text is commentary on the operations around
+//!   it and is rendered only in the text view).
+//!
+//! Nothing in it depends on addresses, wall-clock time or per-process hash
+//! seeds, so the same seed and configuration give the same stream, and its
+//! XXH3-128 digest ([`TraceSummary::digest`], with the `trace-digest`
+//! feature) names the run. A binary trace formats no text unless a text
+//! view or a comparison is attached.
+//!
+//! ## The binary file (version 5)
 //!
 //! ```text
-//! xunds-trace v4 seed=<u64 decimal> config=<free text to end of line>\n
+//! xunds-trace v5 seed=<u64 decimal> config=<free text to end of line>\n
 //! 'C' <u32 LE>        a checkpoint after every CHECKPOINT_EVENTS events
 //! ...
 //! 'E' <u64 LE> <u32 LE>  the end: events recorded, checkpoint of the whole stream
 //! ```
 //!
-//! A checkpoint is a running 64-bit hash of the events (the header line is
-//! compared by itself) folded to 32 bits: a replay recomputes it and stops
-//! at the first block whose checkpoint disagrees (or where the recording
-//! ends), reporting that block's lines of the text view. About 30 bytes per execution of the default workload.
+//! A checkpoint is a running 64-bit hash of the poll heads and the events
+//! (the header line is compared by itself) folded to 32 bits: a replay
+//! recomputes it and stops at the first block whose checkpoint disagrees
+//! (or where the recording ends), reporting that block's lines of the text
+//! view. About 30 bytes per execution of the default workload. A binary
+//! trace of an older version (another event stream, so other checkpoints)
+//! is refused by name ([`TraceError::UnsupportedVersion`]): record it again.
 //!
 //! ## The text view (version 1)
 //!
@@ -63,9 +81,11 @@
 //!
 //! [`Trace::disabled`] reports `enabled() == false`, and `crate::actors::Cx`
 //! caches that, so a disabled trace costs one branch per event and formats
-//! nothing. A binary trace encodes each event into one preallocated buffer
-//! and hashes it; a text trace formats each event into one preallocated line
-//! buffer. No allocation per event once the buffers have grown.
+//! nothing. A binary trace writes each event's fixed frame into one
+//! preallocated buffer (a poll's HAL operations in one copy from the
+//! tracer's log) and hashes it in 64 KiB chunks; a text trace formats each
+//! event into one preallocated line buffer. No allocation per event once
+//! the buffers have grown.
 
 use core::fmt;
 use std::fs::File;
@@ -76,12 +96,12 @@ use std::sync::Arc;
 
 use crate::fsm::Transition;
 use crate::sim::events::{Nanos, TraceEvent, TraceSink, TransitionText};
-use crate::sim::stream::{Binary, Compare, Tally, TAG_FSM, TAG_HAL, TAG_NOTE};
+use crate::sim::stream::{Binary, Compare, Tally};
 pub use crate::sim::stream::{
     Digest, Recorded, TraceDiff, TraceError, TraceHeader, BINARY_VERSION, CHECKPOINT_EVENTS,
     FORMAT_VERSION, MAGIC,
 };
-use crate::sim::tracer::{put_bytes, Encoded, Namer, TraceOp};
+use crate::sim::tracer::{Encoded, Namer, TraceOp};
 
 /// Where a text trace's lines go.
 enum Out {
@@ -100,6 +120,9 @@ pub struct Trace {
     mode: Mode,
     /// Scratch for one text line; cleared, never shrunk.
     line: Vec<u8>,
+    /// The time and actor of the events being recorded (`begin`).
+    now: Nanos,
+    actor: String,
     /// Digest, counts and the first write error ([`Trace::finish`]
     /// reports it).
     tally: Tally,
@@ -148,6 +171,8 @@ impl Trace {
         Trace {
             mode,
             line: Vec::with_capacity(LINE_CAPACITY),
+            now: Nanos::ZERO,
+            actor: String::new(),
             tally: Tally::default(),
         }
     }
@@ -302,31 +327,29 @@ impl Trace {
     }
 
     /// Record one event: in a text trace its line; in a binary trace its
-    /// encoding (`tag`, then what `payload` appends), and the text line
-    /// only when a view or a comparison needs it.
-    fn event(
+    /// encoding (what `encode` appends), and the text line (`text`) only
+    /// when a view or a comparison needs it.
+    #[inline(always)]
+    fn event<D: fmt::Display>(
         &mut self,
-        now: Nanos,
-        actor: &str,
-        tag: u8,
         kind: &str,
-        payload: impl FnOnce(&mut Vec<u8>),
-        text: &dyn fmt::Display,
+        encode: impl FnOnce(&mut Binary),
+        text: impl FnOnce() -> D,
     ) {
         match &mut self.mode {
             Mode::Disabled => return,
-            Mode::Text(_) => {
-                format_line(&mut self.line, now, actor, kind, text);
-                self.emit_text();
-            }
             Mode::Binary(b) => {
-                b.event(now, actor, tag, payload, &mut self.tally.hasher);
-                if b.texts() {
-                    format_line(&mut self.line, now, actor, kind, text);
-                }
+                b.event(encode, &mut self.tally.hasher);
                 if b.has_outputs() {
+                    if b.texts() {
+                        format_line(&mut self.line, self.now, &self.actor, kind, &text());
+                    }
                     b.output(&self.line, &mut self.tally);
                 }
+            }
+            Mode::Text(_) => {
+                format_line(&mut self.line, self.now, &self.actor, kind, &text());
+                self.emit_text();
             }
         }
         self.tally.events += 1;
@@ -379,37 +402,37 @@ impl TraceSink for Trace {
         !matches!(self.mode, Mode::Disabled)
     }
 
-    fn record(&mut self, now: Nanos, actor: &str, event: TraceEvent<'_>) {
+    fn begin(&mut self, now: Nanos, actor: &str) {
+        match &mut self.mode {
+            Mode::Disabled => return,
+            Mode::Binary(b) => b.begin(now, actor, &mut self.tally.hasher),
+            Mode::Text(_) => {}
+        }
+        self.now = now;
+        self.actor.clear();
+        self.actor.push_str(actor);
+    }
+
+    fn record(&mut self, event: TraceEvent<'_>) {
         let kind = event.kind;
-        self.event(
-            now,
-            actor,
-            TAG_NOTE,
-            kind,
-            |e| put_bytes(e, kind.as_bytes()),
-            event.text,
-        );
+        self.event(kind, |b| b.note(kind), || event.text);
     }
 
-    fn record_hal(&mut self, now: Nanos, actor: &str, op: &TraceOp, names: Option<Namer>) {
-        let text = crate::sim::tracer::show(op, names);
-        self.event(now, actor, TAG_HAL, "hal", |e| op.encode(e), &text);
+    fn record_hal(&mut self, op: &TraceOp, names: Option<Namer>) {
+        let text = || crate::sim::tracer::show(op, names);
+        self.event("hal", |b| op.encode(&mut b.stream), text);
     }
 
-    fn record_hal_encoded(&mut self, now: Nanos, actor: &str, ops: &Encoded) {
+    fn record_hal_encoded(&mut self, ops: &Encoded) {
         match &mut self.mode {
             Mode::Disabled => {}
-            Mode::Binary(b) if !b.texts() => b.hal_ops(now, actor, ops, &mut self.tally),
+            Mode::Binary(b) if !b.texts() => b.hal_ops(ops, &mut self.tally),
             _ => panic!("encoded HAL operations reached a trace that renders text"),
         }
     }
 
-    fn record_fsm(&mut self, now: Nanos, actor: &str, t: Transition) {
-        if let Mode::Binary(b) = &mut self.mode {
-            let payload = b.transition(t);
-            return self.event(now, actor, TAG_FSM, "fsm", payload, &TransitionText(t));
-        }
-        self.event(now, actor, TAG_FSM, "fsm", |_| {}, &TransitionText(t));
+    fn record_fsm(&mut self, t: Transition) {
+        self.event("fsm", |b| b.transition(&t), || TransitionText(t));
     }
 }
 
@@ -599,7 +622,7 @@ mod tests {
             Err(TraceError::NotATrace(_))
         ));
         // Older binary formats and a newer one are refused.
-        for old_or_new in ["v2", "v3", "v5"] {
+        for old_or_new in ["v2", "v3", "v4", "v6"] {
             assert!(matches!(
                 TraceHeader::parse(&format!("xunds-trace {old_or_new} seed=1 config=")),
                 Err(TraceError::UnsupportedVersion(_))
@@ -623,8 +646,10 @@ mod tests {
     fn lines_are_stable_and_escaped() {
         let h = TraceHeader::new(7, "k=v");
         let mut t = Trace::in_memory(&h, 1024);
-        t.record(Nanos(0), "producer", ev("msg", &"send 1"));
-        t.record(Nanos(150), "worker0", ev("hal", &"two\nlines\r"));
+        t.begin(Nanos(0), "producer");
+        t.record(ev("msg", &"send 1"));
+        t.begin(Nanos(150), "worker0");
+        t.record(ev("hal", &"two\nlines\r"));
         assert_eq!(t.lines(), 3);
         let s = t.finish().unwrap();
         let text = String::from_utf8(s.memory.clone().unwrap()).unwrap();
@@ -645,7 +670,8 @@ mod tests {
         let h = TraceHeader::new(1, "a=b");
         let feed = |t: &mut Trace| {
             for i in 0..100u64 {
-                t.record(Nanos(i * 10), "a", ev("msg", &i));
+                t.begin(Nanos(i * 10), "a");
+                t.record(ev("msg", &i));
             }
         };
         // Text views digest their text.
@@ -723,17 +749,19 @@ mod tests {
         for i in 0..n {
             let now = Nanos(i / 3 * 100);
             match i % 3 {
-                0 => t.record(now, "producer", ev("msg", &Bomb)),
+                0 => {
+                    t.begin(now, "producer");
+                    t.record(ev("msg", &Bomb));
+                }
                 1 => {
                     let v = if bad == Some(i) { 7 } else { i as u32 };
-                    t.record_hal(
-                        now,
-                        "device0",
-                        &op(v),
-                        Some(crate::device::memmap::trace_names),
-                    );
+                    t.begin(now, "device0");
+                    t.record_hal(&op(v), Some(crate::device::memmap::trace_names));
                 }
-                _ => t.record_fsm(now, "worker0", transition()),
+                _ => {
+                    t.begin(now, "worker0");
+                    t.record_fsm(transition());
+                }
             }
         }
     }
@@ -767,7 +795,8 @@ mod tests {
         let digest = |ts: &[Transition]| {
             let mut d = Trace::digest_only(&TraceHeader::new(2, "k=v"));
             for &t in ts {
-                d.record_fsm(Nanos(100), "worker0", t);
+                d.begin(Nanos(100), "worker0");
+                d.record_fsm(t);
             }
             d.finish().unwrap().digest
         };
@@ -832,17 +861,19 @@ mod tests {
             }
             let now = Nanos(i / 3 * 100);
             match i % 3 {
-                0 => t.record(now, "producer", ev("msg", &"note")),
+                0 => {
+                    t.begin(now, "producer");
+                    t.record(ev("msg", &"note"));
+                }
                 1 => {
                     let v = if bad == Some(i) { 7 } else { i as u32 };
-                    t.record_hal(
-                        now,
-                        "device0",
-                        &op(v),
-                        Some(crate::device::memmap::trace_names),
-                    );
+                    t.begin(now, "device0");
+                    t.record_hal(&op(v), Some(crate::device::memmap::trace_names));
                 }
-                _ => t.record_fsm(now, "worker0", transition()),
+                _ => {
+                    t.begin(now, "worker0");
+                    t.record_fsm(transition());
+                }
             }
         }
         let s = t.finish().unwrap();
@@ -932,7 +963,8 @@ mod tests {
     fn disabled_records_nothing() {
         let mut t = Trace::disabled();
         assert!(!t.enabled());
-        t.record(Nanos(1), "a", ev("msg", &"x"));
+        t.begin(Nanos(1), "a");
+        t.record(ev("msg", &"x"));
         let s = t.finish().unwrap();
         assert_eq!((s.lines, s.bytes), (0, 0));
         #[cfg(feature = "trace-digest")]
@@ -951,7 +983,8 @@ mod tests {
             }
         }
         let mut t = Trace::to_writer(&TraceHeader::new(0, ""), Broken);
-        t.record(Nanos(1), "a", ev("msg", &"x"));
+        t.begin(Nanos(1), "a");
+        t.record(ev("msg", &"x"));
         assert_eq!(t.finish().unwrap_err().to_string(), "disk gone");
     }
 
@@ -1006,8 +1039,10 @@ mod tests {
         let h = TraceHeader::new(3, "x=1");
         for (path, last) in [(&p, "end"), (&q, "END")] {
             let mut t = Trace::create(&h, path).unwrap();
-            t.record(Nanos(5), "a", ev("msg", &"same"));
-            t.record(Nanos(6), "a", ev("msg", &last));
+            t.begin(Nanos(5), "a");
+            t.record(ev("msg", &"same"));
+            t.begin(Nanos(6), "a");
+            t.record(ev("msg", &last));
             t.finish().unwrap();
         }
         let mut r = BufReader::new(File::open(&p).unwrap());

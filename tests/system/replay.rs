@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use xunds::system::job::{self, JobConfig, JobReport};
-use xunds::system::trace::diff_files;
+use xunds::system::trace::{diff_files, BINARY_VERSION};
 use xunds::wire::nds::counters::NcCounter;
 
 fn tmp(name: &str) -> PathBuf {
@@ -140,6 +140,10 @@ fn one_seed_one_trace_and_replay_agrees() {
         format!("{}\n{}", summary(&a), head(&one, 400))
     );
     let _ = std::fs::remove_file(one);
+    // The digest pinned there is of this binary format, whose recording
+    // replays identically (the text views above, `xunds replay` below).
+    assert_eq!(header_of(&pa).version, BINARY_VERSION);
+    assert_eq!(BINARY_VERSION, 5);
 
     // `xunds replay` agrees with the recording...
     let bin = env!("CARGO_BIN_EXE_xunds");
@@ -493,4 +497,26 @@ fn digest_only_and_trace_file_runs_have_one_digest() {
         let _ = std::fs::remove_file(&file);
         assert_eq!(run(None), with_file, "faults {faults}");
     }
+}
+
+/// A binary trace of an older format is refused with a clear error (its
+/// checkpoints hash another event stream): it is recorded again.
+#[test]
+fn an_older_binary_trace_is_refused() {
+    let path = tmp("v4.trace");
+    let mut old = b"xunds-trace v4 seed=1 config=mode=deterministic executions=1\n".to_vec();
+    old.extend_from_slice(&[b'E', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    std::fs::write(&path, old).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xunds"))
+        .arg("replay")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unsupported trace version \"v4\"") && err.contains("v5 binary traces"),
+        "{err}"
+    );
 }
