@@ -63,13 +63,6 @@ mod cell {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Full<T>(pub T);
 
-impl<T> Full<T> {
-    /// The refused item.
-    pub fn into_inner(self) -> T {
-        self.0
-    }
-}
-
 impl<T> fmt::Debug for Full<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Full(..)")
@@ -264,12 +257,6 @@ impl<T> Sender<T> {
     pub fn capacity(&self) -> usize {
         self.shared.capacity()
     }
-
-    /// `true` once the [`Receiver`] has been dropped.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.shared) < 2
-    }
 }
 
 impl<T> fmt::Debug for Sender<T> {
@@ -402,20 +389,6 @@ impl<T> Receiver<T> {
     pub fn is_empty(&self) -> bool {
         self.slots() == 0
     }
-
-    /// The capacity given to [`bounded`].
-    #[inline]
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn capacity(&self) -> usize {
-        self.shared.capacity()
-    }
-
-    /// `true` once the [`Sender`] has been dropped (items already sent can
-    /// still be popped).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.shared) < 2
-    }
 }
 
 impl<T> fmt::Debug for Receiver<T> {
@@ -432,16 +405,22 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize as StdCount;
 
+    /// The other half has been dropped (items already sent can still be
+    /// popped).
+    fn abandoned<T>(shared: &Arc<Shared<T>>) -> bool {
+        Arc::strong_count(shared) < 2
+    }
+
     #[test]
     fn sender_receiver_basics() {
         let (mut tx, mut rx) = bounded::<u8>(2);
-        assert_eq!((tx.capacity(), rx.capacity()), (2, 2));
+        assert_eq!((tx.capacity(), rx.shared.capacity()), (2, 2));
         assert!(rx.is_empty());
         assert_eq!(tx.slots(), 2);
         tx.push(1).unwrap();
         tx.push(2).unwrap();
         assert!(tx.is_full());
-        assert_eq!(tx.push(3).unwrap_err().into_inner(), 3);
+        assert_eq!(tx.push(3).unwrap_err().0, 3);
         assert_eq!(rx.slots(), 2);
         assert_eq!(rx.pop(), Some(1));
         tx.push(3).unwrap();
@@ -449,9 +428,9 @@ mod tests {
         assert_eq!(rx.drain(10, |v| got.push(v)), 2);
         assert_eq!(got, [2, 3]);
         assert_eq!(rx.pop(), None);
-        assert!(!rx.is_abandoned());
+        assert!(!abandoned(&rx.shared));
         drop(tx);
-        assert!(rx.is_abandoned());
+        assert!(abandoned(&rx.shared));
         assert_eq!(Full(0u8).to_string(), "mailbox full");
     }
 
@@ -560,9 +539,9 @@ mod tests {
             p.push(probe.clone()).unwrap();
         }
         drop(c.pop());
-        assert!(!p.is_abandoned());
+        assert!(!abandoned(&p.shared));
         drop(c);
-        assert!(p.is_abandoned());
+        assert!(abandoned(&p.shared));
         assert_eq!(std::sync::Arc::strong_count(&probe), 3);
         drop(p);
         assert_eq!(std::sync::Arc::strong_count(&probe), 1);
@@ -593,7 +572,7 @@ mod tests {
                 }
             }
             t.join().unwrap();
-            assert!(c.is_abandoned());
+            assert!(abandoned(&c.shared));
             assert_eq!(c.pop(), None);
         }
     }

@@ -61,9 +61,9 @@ use std::os::fd::RawFd;
 
 use crate::fsm::slot::{SlotEvent, SlotFsm, SlotState};
 use crate::fsm::{step_traced, Transition, TransitionHook};
-pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink};
 #[cfg(any(test, feature = "testkit"))]
 pub use crate::sim::events::TransitionText;
+pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink};
 use crate::sim::tracer::TraceLog;
 
 /// What one [`Actor::poll`] achieved.
@@ -106,9 +106,13 @@ pub struct Cx<'a> {
 }
 
 impl<'a> Cx<'a> {
-    /// A context for one poll of `actor` at `now`, tracing into `trace`.
+    /// A context for one poll of `actor` at `now`, tracing into `trace`
+    /// (which is told so: [`TraceSink::begin`]).
     pub fn new(now: Nanos, actor: &'a str, trace: &'a mut dyn TraceSink) -> Cx<'a> {
         let tracing = trace.enabled();
+        if tracing {
+            trace.begin(now, actor);
+        }
         Cx {
             now,
             actor,
@@ -143,8 +147,7 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn event(&mut self, kind: &'static str, args: fmt::Arguments<'_>) {
         if self.tracing {
-            self.trace
-                .record(self.now, self.actor, TraceEvent { kind, text: &args });
+            self.trace.record(TraceEvent { kind, text: &args });
         }
     }
 }
@@ -182,7 +185,11 @@ impl Cx<'_> {
 
     /// `true` for `Ok`; an `Err` (an event a state machine did not accept)
     /// is [`refused`](Self::refused) and `false`.
-    pub(crate) fn counted<T, E: fmt::Display>(&mut self, violations: &mut u64, r: Result<T, E>) -> bool {
+    pub(crate) fn counted<T, E: fmt::Display>(
+        &mut self,
+        violations: &mut u64,
+        r: Result<T, E>,
+    ) -> bool {
         r.map_err(|e| self.refused(violations, e)).is_ok()
     }
 }
@@ -201,7 +208,7 @@ impl TransitionHook for Cx<'_> {
     #[inline]
     fn on_transition(&mut self, t: Transition) {
         if self.tracing {
-            self.trace.record_fsm(self.now, self.actor, t);
+            self.trace.record_fsm(t);
         }
     }
 }
@@ -227,7 +234,7 @@ impl HalTap {
         let tracing = cx.tracing;
         if log.drain_encoded(|e| {
             if tracing {
-                cx.trace.record_hal_encoded(cx.now, cx.actor, e);
+                cx.trace.record_hal_encoded(e);
             }
         }) {
             return;
@@ -235,7 +242,7 @@ impl HalTap {
         log.drain_each(|r| {
             if cx.tracing {
                 cx.trace
-                    .record_hal(cx.now, cx.actor, &r.op, Some(crate::device::memmap::trace_names));
+                    .record_hal(&r.op, Some(crate::device::memmap::trace_names));
             }
         });
     }
@@ -339,14 +346,17 @@ mod tests {
 
     /// A sink that keeps formatted lines, for these tests.
     #[derive(Default)]
-    struct Lines(Vec<String>, bool);
+    struct Lines(Vec<String>, bool, String);
 
     impl TraceSink for Lines {
         fn enabled(&self) -> bool {
             !self.1
         }
-        fn record(&mut self, now: Nanos, actor: &str, e: TraceEvent<'_>) {
-            self.0.push(format!("{now} {actor} {} {}", e.kind, e.text));
+        fn begin(&mut self, now: Nanos, actor: &str) {
+            self.2 = format!("{now} {actor}");
+        }
+        fn record(&mut self, e: TraceEvent<'_>) {
+            self.0.push(format!("{} {} {}", self.2, e.kind, e.text));
         }
     }
 
@@ -382,7 +392,7 @@ mod tests {
                 panic!("formatted while tracing is off")
             }
         }
-        let mut sink = Lines(Vec::new(), true);
+        let mut sink = Lines(Vec::new(), true, String::new());
         let mut cx = Cx::new(Nanos(1), "a", &mut sink);
         assert!(!cx.tracing());
         cx.event("msg", format_args!("{}", Bomb));

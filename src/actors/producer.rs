@@ -41,8 +41,8 @@ use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
 use crate::device::staging::Stager;
 use crate::fsm::funnel::{self, FunnelEvent};
-use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::fsm::step_traced;
+use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::hal::eventfd::EventFd;
 use crate::hal::Hal;
 use crate::ring::{Armed, StatusArc, TriggerError, XuQueue};
@@ -268,7 +268,7 @@ impl<H: Hal> Lane<H> {
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
             self.p.worker_wake.wake();
         }
-        let pending = self.pending_refusals() != 0;
+        let pending = self.pending != 0;
         let flushed = self.push_refusals();
         if pending && flushed {
             self.p.pub_wake.wake();
@@ -282,10 +282,7 @@ impl<H: Hal> Lane<H> {
     /// it). Waking it on every queue-full refusal cost a wake-up, and often
     /// a rescheduling interrupt on the device's CPU, per refusal.
     fn push_refusals(&mut self) -> bool {
-        let msg = PubMsg::Refused {
-            core: self.p.core,
-            n: self.pending,
-        };
+        let msg = PubMsg::Refused(self.p.core, self.pending);
         let pushed = self.pending == 0 || self.p.to_pub.push(msg).is_ok();
         if pushed {
             self.pending = 0;
@@ -358,15 +355,12 @@ impl<H: Hal> Lane<H> {
         // The input into the item's IO area, then the 208-byte work item
         // into the mapped item region (docs/abi.md §1.6).
         let mem = DramMemory::new(&*self.p.hal, &self.p.map);
-        let mut rest = req.input;
+        let mut rest = req.input.iter();
         let mut wrote = true;
         for t in &req.model.inputs {
-            let (now, later) = rest.split_at(t.elems as usize);
-            rest = later;
             self.scratch.clear();
-            for v in now {
-                self.scratch.extend_from_slice(&v.to_bits().to_le_bytes());
-            }
+            let now = rest.by_ref().take(t.elems as usize);
+            self.scratch.extend(now.flat_map(|v| v.to_le_bytes()));
             wrote &= mem.write_bytes(io + t.offset, &self.scratch).is_ok();
         }
         let mut info =
@@ -407,7 +401,8 @@ impl<H: Hal> Lane<H> {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
                 _ => self
-                    .p.ring
+                    .p
+                    .ring
                     .submit(word, req.status)
                     .map_err(|e| e.error.to_string()),
             };
@@ -450,8 +445,20 @@ impl<H: Hal> Lane<H> {
             self.slots.drain(cx); // the ring only: nothing for the HAL tap
             r
         });
-        let call = match triggered {
-            Ok(call) => call,
+        match triggered {
+            // 7. wake the worker.
+            Ok(call) => {
+                self.p.worker_wake.wake();
+                call.wake_worker(cx);
+                self.slots.drain(cx);
+                cx.event(
+                    "msg",
+                    format_args!(
+                        "scheduled xu={core} seq={:#x} exec_id={} item={idx} model={} switch={}",
+                        seq.0, staged.exec_id, req.model.handle, staged.model_switch as u8
+                    ),
+                );
+            }
             Err((idx, e)) => {
                 // Unreachable but for injection (this lane just submitted
                 // and is the ring's only producer). The slot stays
@@ -462,22 +469,8 @@ impl<H: Hal> Lane<H> {
                 // at completion, its real result.
                 cx.event("msg", format_args!("trigger failed after the submit: {e}"));
                 cx.event("msg", format_args!("item {idx} stays with its slot"));
-                bump(&self.stats.accepted);
-                self.flush();
-                return Ok(seq);
             }
-        };
-        // 7. wake the worker.
-        self.p.worker_wake.wake();
-        call.wake_worker(cx);
-        self.slots.drain(cx);
-        cx.event(
-            "msg",
-            format_args!(
-                "scheduled xu={core} seq={:#x} exec_id={} item={idx} model={} switch={}",
-                seq.0, staged.exec_id, req.model.handle, staged.model_switch as u8
-            ),
-        );
+        }
         bump(&self.stats.accepted);
         self.flush();
         Ok(seq)
@@ -514,7 +507,8 @@ impl<H: Hal> Lane<H> {
         // Ordering: Release pairs with the device's Acquire load of
         // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
         if let Err(e) =
-            self.p.hal
+            self.p
+                .hal
                 .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
         {
             cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));

@@ -26,7 +26,7 @@
 //! it drains them unconditionally (deadlock rule R2/R3); senders keep what a
 //! full mailbox refuses (R1).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::actors::mailbox::Receiver;
@@ -34,7 +34,6 @@ use crate::actors::producer::PubStats;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
-use crate::device::model::MemUsage;
 use crate::fsm::publisher::{PublisherCycle, PublisherEvent, PublisherState};
 use crate::fsm::{Transition, TransitionHook};
 use crate::nds::{Counter, ModelSlot, SlabMut, Writer};
@@ -88,10 +87,12 @@ struct Books<S: SlabMut> {
     nc: Vec<Vec<Counter>>,
     /// (model handle, core, slot) of every live record.
     records: Vec<(u32, u8, ModelSlot)>,
-    completions: u64,
-    refusals: u64,
-    models: u64,
-    errors: u64,
+    /// What it has applied, shared (only the publisher writes it,
+    /// [`publish`]).
+    stats: Arc<PubStats>,
+    /// Completions applied whose counter increments are still deferred
+    /// (published with them, by [`Books::flush`]).
+    deferred: u64,
     last_error: Option<String>,
     /// Where the publisher is (`fsm::publisher`).
     state: PublisherState,
@@ -102,6 +103,15 @@ struct Books<S: SlabMut> {
     /// batch of completions updates each counter once ([`Books::flush`],
     /// before the applied counts are published), not once per message.
     pending: Vec<([u64; NC_NAMED], u64)>,
+}
+
+/// Add `n` to one of the shared applied counts (only the publisher writes
+/// them: a load and a store, no locked read-modify-write).
+fn publish(count: &AtomicU64, n: u64) {
+    // Ordering: Release pairs with the Acquire loads in `PubStats::applied`
+    // (and the API's): the slab updates behind the count are done
+    // (docs/abi.md §2.4).
+    count.store(count.load(Ordering::Relaxed) + n, Ordering::Release);
 }
 
 /// The named NC counters (indices `0..=HW_ERR_REPAIRABLE_HBM_UE`).
@@ -139,7 +149,8 @@ impl<S: SlabMut> Books<S> {
         }
     }
 
-    /// Apply every deferred increment to the slab.
+    /// Apply every deferred increment to the slab, then publish the
+    /// completions they belong to.
     fn flush(&mut self) {
         for core in 0..self.pending.len() {
             let mut dirty = core::mem::take(&mut self.pending[core].1);
@@ -152,6 +163,7 @@ impl<S: SlabMut> Books<S> {
                 }
             }
         }
+        publish(&self.stats.completions, core::mem::take(&mut self.deferred));
     }
 
     /// Add `v` to (or, `sub`, take it from) counter `k`, named `name`.
@@ -169,33 +181,36 @@ impl<S: SlabMut> Books<S> {
         }
     }
 
-    fn nd_add(&mut self, c: NdCounter, v: u64, sub: bool) {
-        self.change(Counter::nd(c), c.name(), v, sub);
-    }
-
     fn fail(&mut self, why: String) {
-        self.errors += 1;
+        publish(&self.stats.errors, 1);
         self.last_error = Some(why);
     }
 
-    fn device_mem(&mut self, core: u8, m: &MemUsage, sub: bool) {
-        for (c, v) in [
-            (NcCounter::MemUsageCodeDevice, m.code),
-            (NcCounter::MemUsageTensorsDevice, m.tensors),
-            (NcCounter::MemUsageConstantsDevice, m.constants),
-            (NcCounter::MemUsageScratchpadDevice, m.scratchpad),
-        ] {
-            if let Some(k) = self.nc(core, c) {
+    /// Add (or, `sub`, take) a model's memory on its core: the NC
+    /// `MEM_USAGE_*_DEVICE` and the ND `MEM_USAGE_*_HOST` counters, in the
+    /// NDS slot order of [`MemUsage::as_array`](crate::device::model::MemUsage::as_array).
+    fn model_mem(&mut self, m: &ModelLoad, sub: bool) {
+        use {NcCounter as C, NdCounter as D};
+        let device = [
+            C::MemUsageCodeDevice,
+            C::MemUsageTensorsDevice,
+            C::MemUsageConstantsDevice,
+            C::MemUsageScratchpadDevice,
+        ];
+        for (c, v) in device.into_iter().zip(m.device.as_array()) {
+            if let Some(k) = self.nc(m.core, c) {
                 self.change(k, c.name(), v, sub);
             }
         }
-    }
-
-    fn host_mem(&mut self, m: &MemUsage, sub: bool) {
-        self.nd_add(NdCounter::MemUsageCodeHost, m.code, sub);
-        self.nd_add(NdCounter::MemUsageTensorsHost, m.tensors, sub);
-        self.nd_add(NdCounter::MemUsageConstantsHost, m.constants, sub);
-        self.nd_add(NdCounter::MemUsageScratchpadHost, m.scratchpad, sub);
+        let host = [
+            D::MemUsageCodeHost,
+            D::MemUsageTensorsHost,
+            D::MemUsageConstantsHost,
+            D::MemUsageScratchpadHost,
+        ];
+        for (c, v) in host.into_iter().zip(m.host.as_array()) {
+            self.change(Counter::nd(c), c.name(), v, sub);
+        }
     }
 
     /// Apply one completion: every counter comes from the parsed
@@ -235,52 +250,48 @@ impl<S: SlabMut> Books<S> {
         if let Some(ext) = c.ext {
             self.defer(core, ext, 1);
         }
-        self.completions += 1;
+        self.deferred += 1;
     }
 
-    fn loaded(&mut self, m: &ModelLoad) {
-        match self.writer.commit_model(&m.record) {
-            Ok(slot) => {
-                self.records.push((m.handle, m.core, slot));
-                self.models += 1;
-            }
-            Err(e) => self.fail(format!("commit model {} core {}: {e}", m.handle, m.core)),
-        }
-        self.add(m.core, NcCounter::ModelLoadCount, 1);
-        self.device_mem(m.core, &m.device, false);
-        self.host_mem(&m.host, false);
-    }
-
-    fn unloaded(
-        &mut self,
-        handle: u32,
-        core: u8,
-        device: &MemUsage,
-        host: &MemUsage,
-        cx: &mut Cx<'_>,
-    ) {
-        match self
-            .records
-            .iter()
-            .position(|&(h, c, _)| h == handle && c == core)
-        {
-            Some(i) => {
-                let (_, _, slot) = self.records.swap_remove(i);
-                if let Err(e) = self.writer.delete_model(slot) {
-                    self.fail(format!("delete model {handle} core {core}: {e}"));
+    /// A model loaded on (or, `unload`, unloaded from) its core: its
+    /// record committed (deleted), its memory counted.
+    fn model(&mut self, m: &ModelLoad, unload: bool, cx: &mut Cx<'_>) {
+        let (handle, core) = (m.handle, m.core);
+        if !unload {
+            cx.event("msg", format_args!("model {handle} loaded on core {core}"));
+            match self.writer.commit_model(&m.record) {
+                Ok(slot) => {
+                    self.records.push((handle, core, slot));
+                    publish(&self.stats.models_committed, 1);
                 }
+                Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
             }
-            None => {
+            self.add(core, NcCounter::ModelLoadCount, 1);
+        } else {
+            cx.event(
+                "msg",
+                format_args!("model {handle} unloaded from core {core}"),
+            );
+            let found = self
+                .records
+                .iter()
+                .position(|&(h, c, _)| (h, c) == (handle, core));
+            match found {
+                Some(i) => {
+                    let (_, _, slot) = self.records.swap_remove(i);
+                    if let Err(e) = self.writer.delete_model(slot) {
+                        self.fail(format!("delete model {handle} core {core}: {e}"));
+                    }
+                }
                 // An unload the publisher's books do not accept: no record
                 // of that model on that core was committed.
-                cx.refused(
+                None => cx.refused(
                     &mut self.fsm_violations,
                     format_args!("publisher: unload of model {handle} core {core} without a committed record"),
-                );
+                ),
             }
         }
-        self.device_mem(core, device, true);
-        self.host_mem(host, true);
+        self.model_mem(m, unload);
     }
 
     /// Step the publisher's cycle (untraced: one step per message). An
@@ -291,39 +302,26 @@ impl<S: SlabMut> Books<S> {
     }
 
     fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {
-        let event = match m {
-            PubMsg::ModelUnloaded { .. } => PublisherEvent::Unload,
-            _ => PublisherEvent::Apply,
+        let unload = matches!(m, PubMsg::ModelUnloaded(_));
+        let event = if unload {
+            PublisherEvent::Unload
+        } else {
+            PublisherEvent::Apply
         };
         // Refused only before the start (never: `poll` starts first). The
         // message is applied all the same: nothing reported may be lost.
         let _accepted = self.go(event, cx);
         match m {
             PubMsg::Completed(c) => self.completed(&c),
-            PubMsg::Refused { core, n } => {
+            PubMsg::Refused(core, n) => {
                 self.add(core, NcCounter::InferFailedToQueue, n.into());
-                self.refusals += u64::from(n);
+                publish(&self.stats.refusals, n.into());
             }
-            PubMsg::ModelLoaded(m) => {
-                cx.event(
-                    "msg",
-                    format_args!("model {} loaded on core {}", m.handle, m.core),
-                );
-                self.loaded(&m);
+            PubMsg::ModelLoaded(m) | PubMsg::ModelUnloaded(m) => self.model(&m, unload, cx),
+            PubMsg::HostMisc(bytes) => {
+                let c = NdCounter::MemUsageMiscHost;
+                self.change(Counter::nd(c), c.name(), bytes, false);
             }
-            PubMsg::ModelUnloaded {
-                handle,
-                core,
-                device,
-                host,
-            } => {
-                cx.event(
-                    "msg",
-                    format_args!("model {handle} unloaded from core {core}"),
-                );
-                self.unloaded(handle, core, &device, &host, cx);
-            }
-            PubMsg::HostMisc { bytes } => self.nd_add(NdCounter::MemUsageMiscHost, bytes, false),
         }
     }
 }
@@ -335,7 +333,6 @@ pub struct PublisherActor<S: SlabMut> {
     inbound: Vec<Receiver<PubMsg>>,
     control: crossbeam_channel::Receiver<PubMsg>,
     wake: Arc<Waker>,
-    stats: Arc<PubStats>,
     hook: Option<SharedTransitions>,
     reported_errors: u64,
 }
@@ -343,8 +340,7 @@ pub struct PublisherActor<S: SlabMut> {
 impl<S: SlabMut> core::fmt::Debug for PublisherActor<S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("PublisherActor")
-            .field("completions", &self.books.completions)
-            .field("refusals", &self.books.refusals)
+            .field("stats", &self.books.stats)
             .finish_non_exhaustive()
     }
 }
@@ -373,10 +369,8 @@ impl<S: SlabMut> PublisherActor<S> {
                 writer: p.writer,
                 nc,
                 records: Vec::with_capacity(crate::nds::MODEL_SLOTS),
-                completions: 0,
-                refusals: 0,
-                models: 0,
-                errors: 0,
+                stats: p.stats,
+                deferred: 0,
                 last_error: None,
                 state: PublisherState::Starting,
                 fsm_violations: 0,
@@ -386,7 +380,6 @@ impl<S: SlabMut> PublisherActor<S> {
             inbound,
             control: p.control,
             wake: p.wake,
-            stats: p.stats,
             hook,
             reported_errors: 0,
         }
@@ -435,22 +428,6 @@ impl<S: SlabMut> PublisherActor<S> {
                 counters::NC_COUNTER_COUNT
             ),
         );
-    }
-
-    fn publish_stats(&self) {
-        let (s, b) = (&*self.stats, &self.books);
-        for (to, v) in [
-            (&s.completions, b.completions),
-            (&s.refusals, b.refusals),
-            (&s.models_committed, b.models),
-            (&s.errors, b.errors),
-            (&s.fsm_violations, b.fsm_violations),
-        ] {
-            // Ordering: Release pairs with the Acquire loads in
-            // `PubStats::applied` (and the API's): the slab updates behind
-            // a count are done (docs/abi.md §2.4).
-            to.store(v, Ordering::Release);
-        }
     }
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
@@ -510,12 +487,15 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
                 made = self.drain_all(cx);
             }
         }
-        if self.books.errors > self.reported_errors {
-            self.reported_errors = self.books.errors;
+        let errors = self.books.stats.errors.load(Ordering::Relaxed);
+        if errors > self.reported_errors {
+            self.reported_errors = errors;
             let why = self.books.last_error.clone().unwrap_or_default();
             cx.event("msg", format_args!("nds error: {why}"));
         }
-        self.publish_stats();
+        // Ordering: Release pairs with the Acquire loads in
+        // `PubStats::applied`, as in `publish` (docs/abi.md §2.4).
+        (self.books.stats.fsm_violations).store(self.books.fsm_violations, Ordering::Release);
         self.trace_records(cx);
         if made {
             Progress::Made

@@ -134,7 +134,10 @@ impl OutputBuf {
     /// pop's Release).
     pub(crate) fn store_resp(&self, bytes: &[u8; work_item::INFER_RESP_SIZE]) {
         for (w, c) in self.resp.iter().zip(bytes.chunks_exact(8)) {
-            w.store(u64::from_le_bytes(c.try_into().unwrap_or_default()), Ordering::Relaxed);
+            w.store(
+                u64::from_le_bytes(c.try_into().unwrap_or_default()),
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -236,8 +239,8 @@ pub struct HostSide {
     pub seq: u64,
 }
 
-impl HostSide {
-    const fn empty() -> HostSide {
+impl Default for HostSide {
+    fn default() -> HostSide {
         HostSide {
             seq: 0,
             exec_id: 0,
@@ -333,24 +336,6 @@ const LOADED: [(usize, usize); 7] = [
     (work_item::SUBMISSION_TS + 8, 8),
 ];
 
-/// The `infer_resp_t` fields the worker stores (the ones the producer does
-/// not: `ts_start`, `device_id`, `device_tpb_idx` are the schedule path's),
-/// `(offset within infer_resp_t, size)`. The worker writes them in the runs
-/// of [`STORE_RUNS`].
-const STORED: [(usize, usize); 11] = [
-    (work_item::resp_off::STATUS, 4),
-    (work_item::resp_off::ERR_CLASS, 4),
-    (work_item::resp_off::NQ_ERRORS, 4),
-    (work_item::resp_off::NQ_RECORDS, 4),
-    (work_item::resp_off::TS_END, 8),
-    (work_item::resp_off::TS_END + 8, 8),
-    (work_item::resp_off::DEVICE_START_NS, 8),
-    (work_item::resp_off::DEVICE_END_NS, 8),
-    (work_item::resp_off::MAC_COUNT, 8),
-    (work_item::resp_off::CC_TIME_NS, 8),
-    (work_item::resp_off::NUM_OUTPUTS, 4),
-];
-
 /// The byte ranges `[from, to)` of `tpb_execution_info_t` the worker reads,
 /// one HAL read each: `type` .. `sync_point_cpu_timestamp`, and `ts_start`.
 /// They cover every field of `LOADED` and nothing of `infer_resp_t` but
@@ -365,8 +350,8 @@ pub const LOAD_RUNS: [(usize, usize); 2] = [
 
 /// The byte ranges `[from, to)` of `infer_resp_t` the worker writes, one
 /// HAL write each: `status` .. `nq_records` and `ts_end` .. `num_outputs`,
-/// exactly the fields of `STORED` (not `ts_start`, between them, nor the
-/// schedule path's `device_id` and `device_tpb_idx`, after them).
+/// the fields it owns (not the schedule path's `ts_start`, between them,
+/// nor its `device_id` and `device_tpb_idx`, after them).
 pub const STORE_RUNS: [(usize, usize); 2] = [
     (work_item::resp_off::STATUS, work_item::resp_off::TS_START),
     (
@@ -400,15 +385,17 @@ const fn spanned(runs: &[(usize, usize); 2]) -> usize {
     (runs[0].1 - runs[0].0) + (runs[1].1 - runs[1].0)
 }
 
-// The runs hold exactly the fields the tables name (no gap, no extra
-// field): checked at compile time.
+// The load runs hold exactly the fields `LOADED` names (no gap, no extra
+// field), and the store runs none of the schedule path's: checked at
+// compile time.
 const _: () = {
+    use work_item::resp_off::{DEVICE_ID, DEVICE_TPB_IDX, TS_START};
     // Two 4-byte paddings (+0x04, +0x1C) are read and ignored.
     assert!(covered(&LOADED, &LOAD_RUNS) + 8 == spanned(&LOAD_RUNS));
-    assert!(covered(&STORED, &STORE_RUNS) == spanned(&STORE_RUNS));
     // `whole` writes one run from the first to the last: `ts_start` between.
-    assert!(STORE_RUNS[0].1 == work_item::resp_off::TS_START);
-    assert!(STORE_RUNS[1].0 == work_item::resp_off::TS_START + work_item::TIMESPEC_SIZE);
+    assert!(STORE_RUNS[0].1 == TS_START);
+    assert!(STORE_RUNS[1].0 == TS_START + work_item::TIMESPEC_SIZE);
+    assert!(STORE_RUNS[1].1 <= DEVICE_ID && DEVICE_ID < DEVICE_TPB_IDX);
 };
 
 /// A core's work items: a HAL-mapped region of `n` 208-byte
@@ -438,7 +425,7 @@ impl ItemPool {
         Ok(ItemPool {
             region,
             base,
-            side: (0..n).map(|_| Mutex::new(HostSide::empty())).collect(),
+            side: (0..n).map(|_| Mutex::default()).collect(),
         })
     }
 
@@ -500,6 +487,17 @@ impl ItemPool {
         self.side[usize::from(i)]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Item `i`'s side table entry as the worker takes it at `peek`: a copy,
+    /// with the caller's output buffer moved out (the next schedule of the
+    /// item sets it again).
+    pub fn take_side(&self, i: u16) -> HostSide {
+        let mut side = self.side(i);
+        HostSide {
+            out: side.out.take(),
+            ..*side
+        }
     }
 
     /// The item submitted under `seq` (a slow search: the error path of a
@@ -574,7 +572,7 @@ impl ItemPool {
     }
 
     /// Store `resp` into item `i`'s `infer_resp_t`: the fields the worker
-    /// owns (`STORED`) in two HAL writes ([`STORE_RUNS`], each labelled in
+    /// owns in two HAL writes ([`STORE_RUNS`], each labelled in
     /// traces by its first field); `whole` (a bad item, whose own
     /// `ts_start` is not to be trusted) writes `ts_start` too, in one write
     /// from `status` to `num_outputs`. Then the 112 bytes are read back:
@@ -692,40 +690,26 @@ const fn state_of(code: u8) -> XuHealthState {
 /// An event the XU's health did not accept.
 pub type HealthViolation = crate::fsm::InvalidEvent<XuHealthState, XuHealthEvent>;
 
-/// Why `HealthCell::recover` (or a reset) refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecoverError {
-    /// The XU is healthy.
-    NotDegraded,
-    /// A record, doorbell or descriptor was lost or corrupted: the device
-    /// queues are out of step and need the full reset (`System::reset`).
-    QueuesLost,
-    /// Executions are still in flight on the XU: wait for them first.
-    InFlight(u64),
-    /// No such XU.
-    NoSuchXu,
-    /// A reset is already running on the XU.
-    Resetting,
-    /// The reset did not finish in time (it goes on).
-    TimedOut,
-    /// The system's daemons have stopped (one panicked): nothing can reset
-    /// the XU any more.
-    Stopped,
-}
-
-impl core::fmt::Display for RecoverError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            RecoverError::NotDegraded => "the XU is not degraded",
-            RecoverError::QueuesLost => {
-                "the XU lost a record, doorbell or descriptor: its device queues are out of step (reset it)"
-            }
-            RecoverError::InFlight(_) => "executions are still in flight on the XU",
-            RecoverError::NoSuchXu => "no such XU",
-            RecoverError::Resetting => "a reset is already running on the XU",
-            RecoverError::TimedOut => "the reset did not finish in time",
-            RecoverError::Stopped => "the system's daemons have stopped",
-        })
+error_enum! {
+    /// Why `HealthCell::recover` (or a reset) refused.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum RecoverError {
+        /// The XU is healthy.
+        NotDegraded => "the XU is not degraded",
+        /// A record, doorbell or descriptor was lost or corrupted: the device
+        /// queues are out of step and need the full reset (`System::reset`).
+        QueuesLost => "the XU lost a record, doorbell or descriptor: its device queues are out of step (reset it)",
+        /// Executions are still in flight on the XU: wait for them first.
+        InFlight(u64) => "{} executions are still in flight on the XU",
+        /// No such XU.
+        NoSuchXu => "no such XU",
+        /// A reset is already running on the XU.
+        Resetting => "a reset is already running on the XU",
+        /// The reset did not finish in time (it goes on).
+        TimedOut => "the reset did not finish in time",
+        /// The system's daemons have stopped (one panicked): nothing can reset
+        /// the XU any more.
+        Stopped => "the system's daemons have stopped",
     }
 }
 
@@ -758,7 +742,11 @@ impl HealthCell {
         core: u8,
         hook: &mut H,
     ) -> Result<bool, HealthViolation> {
-        let how = if intact { DEGRADED_INTACT } else { DEGRADED_LOST };
+        let how = if intact {
+            DEGRADED_INTACT
+        } else {
+            DEGRADED_LOST
+        };
         self.step_as(event, how, core, hook)
             .map(|(from, to)| from == XuHealthState::Healthy && to == XuHealthState::Degraded)
     }
@@ -884,32 +872,18 @@ pub enum PubMsg {
     /// An execution completed (from a worker).
     Completed(Completion),
     /// Schedule calls refused on a core (from a producer lane, aggregated):
-    /// each counts `INFER_FAILED_TO_QUEUE`.
-    Refused {
-        /// The core.
-        core: u8,
-        /// Calls refused (`NRT_QUEUE_FULL`, 101, or failed to queue).
-        n: u32,
-    },
+    /// (core, calls refused with `NRT_QUEUE_FULL`, 101, or failed to
+    /// queue). Each counts `INFER_FAILED_TO_QUEUE`.
+    Refused(u8, u32),
     /// A model was loaded on a core (control channel).
     ModelLoaded(Box<ModelLoad>),
-    /// A model was unloaded from a core (control channel).
-    ModelUnloaded {
-        /// The API handle.
-        handle: u32,
-        /// The core.
-        core: u8,
-        /// The device bytes to subtract.
-        device: MemUsage,
-        /// The host bytes to subtract (core-0 message only; else zero).
-        host: MemUsage,
-    },
-    /// Host memory the system itself holds (work-item pools, rings):
-    /// `MEM_USAGE_MISC_HOST`.
-    HostMisc {
-        /// Bytes.
-        bytes: u64,
-    },
+    /// A model was unloaded from a core (control channel): its record is
+    /// deleted and its memory subtracted (the message's `record` is not
+    /// read).
+    ModelUnloaded(Box<ModelLoad>),
+    /// Host memory the system itself holds (work-item pools, rings), in
+    /// bytes: `MEM_USAGE_MISC_HOST`.
+    HostMisc(u64),
 }
 
 /// The expected outputs a worker checks against, by `WorkItem::expect`.
@@ -922,8 +896,8 @@ pub struct Expectations {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::fake::FakeHal;
     use crate::hal::Ordering as HalOrdering;
+    use crate::sim::fake::FakeHal;
 
     /// docs/abi.md §1.6: the slot's `exec_info` is the address of the
     /// item's first byte; a word outside the region or off the 208-byte
@@ -1004,8 +978,14 @@ mod tests {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.state(), XuHealthState::Healthy);
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 2, &mut log), Ok(true));
-        assert_eq!(h.degrade(XuHealthEvent::FatalError, false, 2, &mut log), Ok(false));
+        assert_eq!(
+            h.degrade(XuHealthEvent::Timeout, false, 2, &mut log),
+            Ok(true)
+        );
+        assert_eq!(
+            h.degrade(XuHealthEvent::FatalError, false, 2, &mut log),
+            Ok(false)
+        );
         assert_eq!(h.state(), XuHealthState::Degraded);
         assert_eq!(log.len(), 2);
         assert_eq!(log[0].machine, "xu_health");
@@ -1034,7 +1014,10 @@ mod tests {
             h.degrade(XuHealthEvent::FatalError, true, 1, &mut log),
             Ok(true)
         );
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 1, &mut log), Ok(false));
+        assert_eq!(
+            h.degrade(XuHealthEvent::Timeout, false, 1, &mut log),
+            Ok(false)
+        );
         assert_eq!(h.recover(1, &mut log), Err(RecoverError::QueuesLost));
     }
 
@@ -1044,7 +1027,10 @@ mod tests {
     fn health_reset_steps_and_refuses_what_its_state_does_not_accept() {
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
-        assert_eq!(h.degrade(XuHealthEvent::Timeout, false, 3, &mut log), Ok(true));
+        assert_eq!(
+            h.degrade(XuHealthEvent::Timeout, false, 3, &mut log),
+            Ok(true)
+        );
         for (e, to) in [
             (XuHealthEvent::Reset, XuHealthState::Stopping),
             (XuHealthEvent::FatalError, XuHealthState::Stopping),
@@ -1054,7 +1040,9 @@ mod tests {
             assert_eq!(h.step(e, 3, &mut log), Ok(to));
             assert_eq!(h.state(), to);
         }
-        let err = h.degrade(XuHealthEvent::Timeout, false, 3, &mut log).unwrap_err();
+        let err = h
+            .degrade(XuHealthEvent::Timeout, false, 3, &mut log)
+            .unwrap_err();
         assert_eq!(err.state, XuHealthState::Resetting);
         assert_eq!(h.recover(3, &mut log), Err(RecoverError::Resetting));
         assert_eq!(h.state(), XuHealthState::Resetting);

@@ -50,14 +50,15 @@
 //! poll, and the worker starts no new execution while it keeps one (R2).
 
 use std::os::fd::RawFd;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::actors::mailbox::Sender;
+use crate::actors::pace::Pace;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
 use crate::actors::work::ResidentModel;
 use crate::actors::work::{
-    BadItem, Completion, Expectations, HealthCell, ItemPool, Models, OutputBuf, PubMsg, NO_EXPECT,
+    BadItem, Completion, Expectations, HealthCell, HostSide, ItemPool, Models, PubMsg, NO_EXPECT,
 };
 use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
@@ -67,7 +68,6 @@ use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
 use crate::hal::{Hal, Ordering};
-use crate::actors::pace::Pace;
 use crate::ring::{PopError, Signal, SlotMismatch};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
@@ -195,12 +195,15 @@ enum Outcome {
     Aborted,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Current {
     seq: SeqId,
     /// The work item (`None`: the word named none).
     idx: Option<u16>,
-    exec_id: u32,
+    /// The item's host side, read once at `peek` (empty without an item):
+    /// the request number, the expected output's index, the caller's tag
+    /// and output buffer.
+    side: HostSide,
     status: NrtStatus,
     deadline: Nanos,
     /// The submission time, from the item's `ts_start`.
@@ -210,11 +213,6 @@ struct Current {
     model: Option<usize>,
     /// Why the item is not runnable (it still completes, with its status).
     bad: Option<BadItem>,
-    /// From the item's host side (read once, at `peek`): the expected
-    /// output's index, the caller's tag and output buffer.
-    expect: u32,
-    tag: u64,
-    out: Option<Arc<OutputBuf>>,
     /// The slot's seq_id was overwritten: the ring discards it instead of
     /// popping it (`complete_discarded`).
     discard: bool,
@@ -222,24 +220,41 @@ struct Current {
 
 impl Current {
     /// Execution `seq` on item `idx`, completing with `status` unless the
-    /// harvest says otherwise: no request number, deadline, model, bad
-    /// item, expected output, tag or output buffer yet.
-    fn new(seq: SeqId, idx: Option<u16>, status: NrtStatus, ts_start: Timespec) -> Current {
+    /// harvest says otherwise: no deadline, model or bad item yet.
+    fn new(
+        seq: SeqId,
+        idx: Option<u16>,
+        side: HostSide,
+        status: NrtStatus,
+        ts_start: Timespec,
+    ) -> Current {
         Current {
             seq,
             idx,
-            exec_id: 0,
+            side,
             status,
             deadline: Nanos::MAX,
             ts_start,
             model: None,
             bad: None,
-            expect: NO_EXPECT,
-            tag: 0,
-            out: None,
             discard: false,
         }
     }
+}
+
+/// When a submission stamped `ts` happened on the runner's clock: never
+/// later than `now` (a `ts_start` past now, or before the epoch, is not one
+/// the schedule path wrote; a deadline from it could be out of reach).
+fn submitted_at(ts: Timespec, now: Nanos) -> Nanos {
+    u64::try_from(ts.as_nanos()).map_or(now, |t| Nanos(t).min(now))
+}
+
+/// This XU's lane, locked, when the worker resets its XU itself.
+fn own_lane<H: Hal>(
+    lanes: &Option<Arc<[Mutex<Lane<H>>]>>,
+    core: u8,
+) -> Option<MutexGuard<'_, Lane<H>>> {
+    lanes.as_deref()?.get(usize::from(core)).map(lock)
 }
 
 /// One core's worker actor.
@@ -415,19 +430,18 @@ impl<H: Hal> WorkerActor<H> {
 
     /// Deliver a kept counter report (R1). `true` when none is kept.
     fn flush_kept(&mut self) -> bool {
-        match self.kept.take() {
-            None => true,
-            Some(m) => match self.p.to_pub.push(m) {
-                Ok(()) => {
-                    self.p.pub_wake.wake();
-                    true
-                }
-                Err(full) => {
-                    self.kept = Some(full.into_inner());
-                    false
-                }
-            },
+        let Some(m) = self.kept.take() else {
+            return true;
+        };
+        let pushed = self
+            .p
+            .to_pub
+            .push(m)
+            .map_err(|full| self.kept = Some(full.0));
+        if pushed.is_ok() {
+            self.p.pub_wake.wake();
         }
+        pushed.is_ok()
     }
 
     /// A peek found a slot (or a reset's drain takes the one refused): the
@@ -504,30 +518,19 @@ impl<H: Hal> WorkerActor<H> {
                 None => return self.complete_foreign(seq, word, bad, cx),
             },
         };
-        // The item's host side, in one lock: the caller's output buffer
-        // moves into `Current` (the next schedule of the item sets it again).
-        let (exec_id, engines, expect, tag, out) = {
-            let mut side = self.p.pool.side(idx);
-            (
-                side.exec_id,
-                side.engines,
-                side.expect,
-                side.tag,
-                side.out.take(),
-            )
-        };
+        let side = self.p.pool.take_side(idx);
         // Every decision the ABI has a field for comes from the item's bytes
         // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
-            None => self.p.pool.load(&*self.p.hal, idx, self.p.core).and_then(|info| {
-                match self.model_index(info.mod_ref) {
-                    Some(m) if self.known[m].per_core.len() > usize::from(self.p.core) => {
-                        Ok((info, m))
-                    }
-                    _ => Err(BadItem::UnknownModRef(info.mod_ref)),
-                }
-            }),
+            None => self
+                .p
+                .pool
+                .load(&*self.p.hal, idx, self.p.core)
+                .and_then(|info| {
+                    let m = self.model_index(info.mod_ref);
+                    Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
+                }),
         };
         self.p.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
@@ -544,16 +547,10 @@ impl<H: Hal> WorkerActor<H> {
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
         };
-        // The request was staged and doorbelled all the same: harvest it (a
-        // bad item's deadline runs from now: its ts_start is not trusted).
-        // A good item's deadline runs from its submission time, but never
-        // from later than now: a ts_start past now (or before the epoch) is
-        // not one the schedule path wrote, and it pushed the deadline out
-        // of reach (a lost record then never timed out).
-        let from = match bad {
-            None => u64::try_from(ts_start.as_nanos()).map_or(now, |t| Nanos(t).min(now)),
-            Some(_) => now,
-        };
+        // The request was staged and doorbelled all the same: harvest it.
+        // The deadline runs from the submission (a bad item's `ts_start`
+        // is now: its own is not trusted), never from later than now.
+        let from = submitted_at(ts_start, now);
         let deadline = from.saturating_add(self.p.timeout);
         // Mutant (`xunds sim` must find it): the execution on work item 0,
         // where the pool wraps, gets twice its timeout.
@@ -564,22 +561,21 @@ impl<H: Hal> WorkerActor<H> {
             deadline
         };
         self.stats.accepted_while_degraded += u64::from(self.degraded_at.is_some_and(|d| from > d));
-        self.p.harvester.expect(exec_id, engines, deadline.as_u64());
+        self.p
+            .harvester
+            .expect(side.exec_id, side.engines, deadline.as_u64());
         self.cur = Some(Current {
-            exec_id,
             deadline,
             model,
             bad,
-            expect,
-            tag,
-            out,
-            ..Current::new(seq, Some(idx), NrtStatus::SUCCESS, ts_start)
+            ..Current::new(seq, Some(idx), side, NrtStatus::SUCCESS, ts_start)
         });
         true
     }
 
     /// The index in `known` of the model `mod_ref` names, looked up in the
-    /// loaded models the first time.
+    /// loaded models the first time; `None` unless it is resident on this
+    /// core.
     fn model_index(&mut self, mod_ref: u64) -> Option<usize> {
         // An unload since the cache was filled: it may hold the unloaded
         // model, whose executions must now be refused (INVALID_HANDLE).
@@ -590,16 +586,18 @@ impl<H: Hal> WorkerActor<H> {
             self.known.clear();
             self.known_removals = removals;
         }
-        if let Some(i) = self
+        let i = match self
             .known
             .iter()
             .position(|m| u64::from(m.handle) == mod_ref)
         {
-            return Some(i);
-        }
-        let m = self.p.models.get(mod_ref)?;
-        self.known.push(m);
-        Some(self.known.len() - 1)
+            Some(i) => i,
+            None => {
+                self.known.push(self.p.models.get(mod_ref)?);
+                self.known.len() - 1
+            }
+        };
+        (self.known[i].per_core.len() > usize::from(self.p.core)).then_some(i)
     }
 
     /// Complete a slot whose `exec_info` names no item and that no item was
@@ -616,7 +614,7 @@ impl<H: Hal> WorkerActor<H> {
         let ts_start = Timespec::from_nanos(cx.now().as_u64());
         self.cur = Some(Current {
             bad: Some(bad),
-            ..Current::new(seq, None, bad.status(), ts_start)
+            ..Current::new(seq, None, HostSide::default(), bad.status(), ts_start)
         });
         self.complete(Outcome::Failed(bad.status()), cx);
         true
@@ -633,33 +631,28 @@ impl<H: Hal> WorkerActor<H> {
         self.peeked(cx);
         self.last_seq = Some(seq.seq_num());
         let idx = self.p.pool.find_seq(seq.0);
-        let (exec_id, tag, out) = match idx {
-            Some(i) => {
-                let mut side = self.p.pool.side(i);
-                (side.exec_id, side.tag, side.out.take())
-            }
-            None => (0, 0, None),
-        };
+        let side = idx.map(|i| self.p.pool.take_side(i)).unwrap_or_default();
         // The submission time from the item (the pool's memory, not the
         // ring's), bounded by now as for any item; now without one.
         let now = cx.now();
-        let ts_start = idx
+        let ts = idx
             .and_then(|i| self.p.pool.load(&*self.p.hal, i, self.p.core).ok())
-            .and_then(|info| u64::try_from(info.resp.ts_start.as_nanos()).ok())
-            .map_or(now, |t| Nanos(t).min(now));
+            .map_or(Timespec::from_nanos(now.as_u64()), |info| {
+                info.resp.ts_start
+            });
+        let ts_start = Timespec::from_nanos(submitted_at(ts, now).as_u64());
         self.p.tap.drain(cx);
         self.stats.discarded += 1;
         cx.event(
             "msg",
-            format_args!("xu={} seq={:#x}: slot discarded, item {idx:?}", self.p.core, seq.0),
+            format_args!(
+                "xu={} seq={:#x}: slot discarded, item {idx:?}",
+                self.p.core, seq.0
+            ),
         );
-        let ts_start = Timespec::from_nanos(ts_start.as_u64());
         self.cur = Some(Current {
-            exec_id,
-            tag,
-            out,
             discard: true,
-            ..Current::new(seq, idx, NrtStatus::EXEC_UNIT_UNRECOVERABLE, ts_start)
+            ..Current::new(seq, idx, side, NrtStatus::EXEC_UNIT_UNRECOVERABLE, ts_start)
         });
         self.complete(Outcome::Aborted, cx);
         true
@@ -676,7 +669,7 @@ impl<H: Hal> WorkerActor<H> {
     /// available now (`None`).
     fn harvest(&mut self, cx: &mut Cx<'_>) -> Option<Outcome> {
         let now = cx.now().as_u64();
-        let cur_id = self.cur.as_ref().map(|c| c.exec_id)?;
+        let cur_id = self.cur.as_ref().map(|c| c.side.exec_id)?;
         loop {
             match self.p.harvester.poll(now) {
                 Ok(None) if self.draining => return Some(self.abandon(cur_id, Outcome::Aborted)),
@@ -721,22 +714,24 @@ impl<H: Hal> WorkerActor<H> {
             return;
         };
         let now = cx.now();
-        let done = match outcome {
-            Outcome::Done(c) => Some(c),
-            _ => None,
+        let (mut status, event, done) = match outcome {
+            Outcome::Done(c) => (c.suggested_status(), WorkerEvent::ExecDone, Some(c)),
+            Outcome::TimedOut => (NrtStatus::TIMEOUT, WorkerEvent::TimedOut, None),
+            Outcome::Failed(s) => (s, WorkerEvent::TimedOut, None),
+            Outcome::Aborted => (
+                NrtStatus::EXEC_UNIT_UNRECOVERABLE,
+                WorkerEvent::Aborted,
+                None,
+            ),
         };
         // An error record's class, and whether the DMA wrote it (an abort).
         let (mut class, dma) = match done.map(|c| c.status) {
-            Some(ExecStatus::Error { class, source, .. }) => (Some(class), Some(source == Source::Dma)),
+            Some(ExecStatus::Error { class, source, .. }) => {
+                (Some(class), Some(source == Source::Dma))
+            }
             _ => (None, None),
         };
         let mut ext = (dma == Some(true)).then_some(NcCounter::HwErrDmaAbort);
-        let (mut status, event) = match outcome {
-            Outcome::Done(c) => (c.suggested_status(), WorkerEvent::ExecDone),
-            Outcome::TimedOut => (NrtStatus::TIMEOUT, WorkerEvent::TimedOut),
-            Outcome::Failed(s) => (s, WorkerEvent::TimedOut),
-            Outcome::Aborted => (NrtStatus::EXEC_UNIT_UNRECOVERABLE, WorkerEvent::Aborted),
-        };
         self.stats.aborted += u64::from(matches!(outcome, Outcome::Aborted));
         if matches!(outcome, Outcome::TimedOut | Outcome::Aborted) {
             if let Some((s, e)) = self.note.take() {
@@ -767,52 +762,47 @@ impl<H: Hal> WorkerActor<H> {
         }
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
-        let macs = done.map_or(0, |_| {
-            let at = self.p.map.request_macs_off(self.p.core, cur.exec_id) as usize;
+        let (macs, dev_start, dev_cycles, records) = done.map_or((0, 0, 0, 0), |c| {
+            let at = self.p.map.request_macs_off(self.p.core, cur.side.exec_id) as usize;
             let macs = self.p.hal.load_u64(self.p.map.dram, at, Ordering::Relaxed);
-            macs.unwrap_or(0)
-        });
-        let (dev_start, dev_cycles, records) = done.map_or((0, 0, 0), |c| {
-            (c.start_cycle.into(), c.device_cycles().into(), c.reported.count_ones())
+            let dev: (u64, u64) = (c.start_cycle.into(), c.device_cycles().into());
+            (macs.unwrap_or(0), dev.0, dev.1, c.reported.count_ones())
         });
 
-        // fill_resp: outputs, then infer_resp_t in the work item.
+        // fill_resp: outputs (a good item's only: SUCCESS is the device's
+        // and the item's word), then infer_resp_t in the work item.
         let mut num_outputs = 0;
-        let out = cur.out.take();
-        if status == NrtStatus::SUCCESS {
-            if let (Some(m), Some(idx)) = (cur.model, cur.idx) {
-                let model = &self.known[m];
-                let io = model.per_core[usize::from(self.p.core)].io_pa[usize::from(idx)];
-                let mem = DramMemory::new(&*self.p.hal, &self.p.map);
-                self.vals.clear();
-                for t in &model.outputs {
-                    self.bytes.clear();
-                    self.bytes.resize(t.elems as usize * 4, 0);
-                    if mem.read_bytes(io + t.offset, &mut self.bytes).is_err() {
-                        status = NrtStatus::HW_ERROR;
-                        break;
-                    }
-                    num_outputs += 1;
-                    for w in self.bytes.chunks_exact(4) {
-                        let b: [u8; 4] = w.try_into().unwrap_or_default();
-                        self.vals.push(f32::from_le_bytes(b));
-                    }
+        let out = cur.side.out.take();
+        if let (NrtStatus::SUCCESS, Some(m), Some(idx)) = (status, cur.model, cur.idx) {
+            let model = &self.known[m];
+            let io = model.per_core[usize::from(self.p.core)].io_pa[usize::from(idx)];
+            let mem = DramMemory::new(&*self.p.hal, &self.p.map);
+            self.vals.clear();
+            for t in &model.outputs {
+                self.bytes.clear();
+                self.bytes.resize(t.elems as usize * 4, 0);
+                if mem.read_bytes(io + t.offset, &mut self.bytes).is_err() {
+                    status = NrtStatus::HW_ERROR;
+                    break;
                 }
+                num_outputs += 1;
+                let vals = self.bytes.chunks_exact(4);
+                self.vals
+                    .extend(vals.map(|w| f32::from_le_bytes(w.try_into().unwrap_or_default())));
             }
-            if let (NrtStatus::SUCCESS, Some(_)) = (status, cur.idx) {
-                if let Some(out) = out.as_ref() {
+            if status == NrtStatus::SUCCESS {
+                if let Some(out) = &out {
                     for (i, v) in self.vals.iter().enumerate() {
                         out.store(i, *v);
                     }
                 }
-                if cur.expect != NO_EXPECT {
+                if cur.side.expect != NO_EXPECT {
                     self.stats.outputs_checked += 1;
-                    let want = self.p.expected.outputs.get(cur.expect as usize);
+                    let want = self.p.expected.outputs.get(cur.side.expect as usize);
                     let same = want.is_some_and(|w| {
-                        w.len() == self.vals.len()
-                            && w.iter()
-                                .zip(&self.vals)
-                                .all(|(a, b)| a.to_bits() == b.to_bits())
+                        w.iter()
+                            .map(|x| x.to_bits())
+                            .eq(self.vals.iter().map(|x| x.to_bits()))
                     });
                     self.stats.outputs_wrong += u64::from(!same);
                 }
@@ -832,10 +822,9 @@ impl<H: Hal> WorkerActor<H> {
             device_start_ns: dev_start,
             device_end_ns: dev_start + dev_cycles,
             mac_count: macs,
-            cc_time_ns: 0,
             num_outputs,
-            device_id: 0,
             device_tpb_idx: u16::from(self.p.core),
+            ..InferResp::default()
         };
         // The response is the record: stored into the item (two runs),
         // read back, and everything after (the caller's copy, the counters,
@@ -844,7 +833,8 @@ impl<H: Hal> WorkerActor<H> {
         // response's: no trace event comes between them.)
         let stored = match cur.idx {
             Some(idx) => self
-                .p.pool
+                .p
+                .pool
                 .store_resp(&*self.p.hal, idx, &resp, cur.bad.is_some())
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
@@ -873,22 +863,19 @@ impl<H: Hal> WorkerActor<H> {
             };
             (failed.encode(), failed)
         });
-        if cur.idx.is_some() {
-            if let Some(out) = out.as_ref() {
-                out.store_resp(&bytes);
-            }
-            if self.p.record_tags {
-                self.stats.tags.push(cur.tag);
-            }
+        if let Some(out) = out {
+            out.store_resp(&bytes);
         }
-        drop(out);
+        if self.p.record_tags && cur.idx.is_some() {
+            self.stats.tags.push(cur.side.tag);
+        }
         cur.model = None;
         self.step_drained(WorkerEvent::FillResp, cx);
         // write_status: fixed here and in infer_resp_t; the ring writes it
         // through the slot's exec_status inside `pop`, before exec_head moves.
         let status = parsed.status;
         cur.status = status;
-        let (seq, exec_id, idx) = (cur.seq, cur.exec_id, cur.idx);
+        let (seq, exec_id, idx) = (cur.seq, cur.side.exec_id, cur.idx);
         self.cur = Some(cur);
         self.step_drained(WorkerEvent::WriteStatus, cx);
         // report_counters (R1: keep it if the mailbox is full).
@@ -910,18 +897,15 @@ impl<H: Hal> WorkerActor<H> {
                 }
             }
             Err(full) => {
-                self.kept = Some(full.into_inner());
+                self.kept = Some(full.0);
                 self.stats.kept_reports += 1;
             }
         }
-        let class = parsed.err_class;
-        let macs = parsed.mac_count;
-        let dev_cycles = parsed.latency_device_ns();
-        let latency_total = parsed.latency_total_ns();
         self.step_drained(WorkerEvent::ReportCounters, cx);
+        let (macs, dev_ns) = (parsed.mac_count, parsed.latency_device_ns());
         let st = &mut self.stats;
         st.by_status.add(status, 1);
-        if let Some(c) = class {
+        if let Some(c) = parsed.err_class {
             st.classes[c as usize] += 1;
         }
         st.dma_aborts += u64::from(ext == Some(NcCounter::HwErrDmaAbort));
@@ -929,15 +913,15 @@ impl<H: Hal> WorkerActor<H> {
         // Wrapping, as the slab's MAC_COUNT adds it: the word is device
         // memory an engine may have written anything into.
         st.macs = st.macs.wrapping_add(macs);
-        st.device_ns += dev_cycles;
+        st.device_ns += dev_ns;
         st.ok += u64::from(status == NrtStatus::SUCCESS);
         st.err += u64::from(status != NrtStatus::SUCCESS);
         st.timed_out += u64::from(status == NrtStatus::TIMEOUT);
-        st.latency.record(latency_total);
+        st.latency.record(parsed.latency_total_ns());
         cx.event(
             "msg",
             format_args!(
-                "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_cycles}",
+                "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
                 self.p.core, seq.0
             ),
         );
@@ -957,7 +941,7 @@ impl<H: Hal> WorkerActor<H> {
     fn finish_cycle(&mut self, cx: &mut Cx<'_>) -> bool {
         if let Some(idx) = self.kept_return.take() {
             if let Err(full) = self.p.returns.push(idx) {
-                self.kept_return = Some(full.into_inner());
+                self.kept_return = Some(full.0);
                 return false;
             }
         }
@@ -966,15 +950,17 @@ impl<H: Hal> WorkerActor<H> {
             return true;
         };
         let popped = if cur.discard {
-            self.p.ring.discard().ok().map(|seq| (seq, Signal::NoWaiter))
+            self.p
+                .ring
+                .discard()
+                .ok()
+                .map(|seq| (seq, Signal::NoWaiter))
         } else {
             self.p.ring.pop(cur.status).ok().map(|p| (p.seq, p.signal))
         };
-        if let Some((seq, _)) = popped {
-            self.slots.popped(seq.seq_num());
-        }
         match popped {
             Some((seq, signal)) => {
+                self.slots.popped(seq.seq_num());
                 self.stats.fifo_violations += u64::from(seq != cur.seq);
                 self.step_drained(WorkerEvent::Pop, cx);
                 if let Signal::Failed(_) = signal {
@@ -1013,8 +999,7 @@ impl<H: Hal> WorkerActor<H> {
     /// critical section: no schedule call ever sees the XU DEGRADED (it
     /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
-        let lanes = self.lanes.clone();
-        let mut lane = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core))).map(lock);
+        let mut lane = own_lane(&self.lanes, self.p.core);
         let r = self.p.health.degrade(ev, intact, self.p.core, cx);
         if matches!(r, Ok(true)) {
             self.degraded_at = Some(cx.now());
@@ -1053,7 +1038,8 @@ impl<H: Hal> WorkerActor<H> {
     fn reset_regs(&self) -> Option<(u32, u32)> {
         let regs = self.p.map.regs[usize::from(self.p.core)];
         let req = self
-            .p.hal
+            .p
+            .hal
             .load_u32(regs, reg::RESET_REQ, Ordering::Relaxed)
             .ok()?;
         // Ordering: Acquire pairs with the device's Release store of
@@ -1061,7 +1047,8 @@ impl<H: Hal> WorkerActor<H> {
         // device wrote is readable; after a re-initialisation the NQ rings
         // are zeroed.
         let ack = self
-            .p.hal
+            .p
+            .hal
             .load_u32(regs, reg::RESET_ACK, Ordering::Acquire)
             .ok()?;
         Some((req, ack))
@@ -1085,14 +1072,8 @@ impl<H: Hal> WorkerActor<H> {
                 false
             }
             XuHealthState::Degraded => {
-                let lanes = self.lanes.clone();
-                let own = lanes.as_deref().and_then(|l| l.get(usize::from(self.p.core)));
-                let Some(mut lane) = own.map(lock) else {
-                    return false;
-                };
-                let r = lane.begin_reset(cx);
-                drop(lane);
-                cx.counted(&mut self.stats.fsm_violations, r)
+                let begun = own_lane(&self.lanes, self.p.core).map(|mut l| l.begin_reset(cx));
+                begun.is_some_and(|r| cx.counted(&mut self.stats.fsm_violations, r))
             }
             XuHealthState::Stopping => match self.reset_regs() {
                 Some((req, ack)) if req == ack && req % 2 == 1 => {
@@ -1109,7 +1090,8 @@ impl<H: Hal> WorkerActor<H> {
                 // Ordering: Release pairs with the device's Acquire load of
                 // RESET_REQ: the worker reads the NQ rings no more.
                 if let Err(e) = self
-                    .p.hal
+                    .p
+                    .hal
                     .fetch_add_u32(regs, reg::RESET_REQ, 1, Ordering::Release)
                 {
                     cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));

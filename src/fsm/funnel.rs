@@ -91,7 +91,7 @@
 //! assert_eq!(log.len(), 6);
 //! ```
 
-use super::{step_traced, TransitionHook};
+use super::{step_traced, Fsm, TransitionHook};
 use crate::wire::seq_id::SeqId;
 
 super::machine! {
@@ -166,86 +166,83 @@ pub const HAPPY_PATH: [FunnelEvent; 6] = [
     E::WakeWorker,
 ];
 
-/// Trace one typed step (legal by construction: the types only offer the
-/// table's rows).
-fn go<H: TransitionHook + ?Sized>(id: u64, from: S, e: E, hook: &mut H) {
-    let _ = step_traced::<Funnel, H>(from, e, id, hook);
-}
-
-/// A schedule call at the funnel's start (`IDLE`), for instance `id` (the core).
+/// A schedule call on instance `id` (the core), holding work item `idx`
+/// once it took one, at funnel state `AT` (a [`FunnelState`] code): one
+/// type per state, named below, each offering only the table's rows out of
+/// its state.
 #[must_use]
 #[derive(Debug)]
-pub struct Begun {
+pub struct Call<const AT: u8> {
     id: u64,
+    idx: u16,
 }
 
+/// A schedule call at the funnel's start (`IDLE`).
+pub type Begun = Call<{ S::Idle as u8 }>;
 /// The ring has a free slot for this call.
-#[must_use]
-#[derive(Debug)]
-pub struct SpaceChecked {
-    id: u64,
-}
-
+pub type SpaceChecked = Call<{ S::SpaceChecked as u8 }>;
 /// Work item `idx` is this call's.
-#[must_use]
-#[derive(Debug)]
-pub struct ItemTaken {
-    id: u64,
-    idx: u16,
-}
-
+pub type ItemTaken = Call<{ S::ItemTaken as u8 }>;
 /// The request is staged and its doorbell rung.
-#[must_use]
-#[derive(Debug)]
-pub struct Doorbelled {
-    id: u64,
-    idx: u16,
-}
-
+pub type Doorbelled = Call<{ S::Doorbelled as u8 }>;
 /// The slot is written and `scheduled_tail` published.
-#[must_use]
-#[derive(Debug)]
-pub struct Submitted {
-    id: u64,
-    idx: u16,
-}
-
+pub type Submitted = Call<{ S::Submitted as u8 }>;
 /// `scheduled_head` is published.
-#[must_use]
-#[derive(Debug)]
-pub struct Triggered {
-    id: u64,
-    idx: u16,
+pub type Triggered = Call<{ S::Triggered as u8 }>;
+
+impl<const AT: u8> Call<AT> {
+    /// Trace `e` out of this call's state (legal by construction: the types
+    /// only offer the table's rows) and move to state `TO`.
+    fn go<const TO: u8, H: TransitionHook + ?Sized>(self, e: E, hook: &mut H) -> Call<TO> {
+        let _ = step_traced::<Funnel, H>(Funnel::STATES[AT as usize], e, self.id, hook);
+        Call {
+            id: self.id,
+            idx: self.idx,
+        }
+    }
+
+    /// Run `act`: on success trace `ok` and move on with its value; on
+    /// failure trace `fail` (back to `IDLE`) and hand the item's index back
+    /// with the error.
+    fn act<const TO: u8, V, X, H: TransitionHook + ?Sized>(
+        self,
+        hook: &mut H,
+        (ok, fail): (E, E),
+        act: impl FnOnce(u16, &mut H) -> Result<V, X>,
+    ) -> Result<(Call<TO>, V), (u16, X)> {
+        match act(self.idx, hook) {
+            Ok(v) => Ok((self.go(ok, hook), v)),
+            Err(e) => Err((self.go::<{ S::Idle as u8 }, H>(fail, hook).idx, e)),
+        }
+    }
 }
 
 impl Begun {
     /// Start a call on instance `id`.
     pub fn new(id: u64) -> Begun {
-        Begun { id }
+        Call { id, idx: 0 }
     }
 
     /// `check_space` succeeded.
     pub fn check_space<H: TransitionHook + ?Sized>(self, hook: &mut H) -> SpaceChecked {
-        go(self.id, S::Idle, E::CheckSpace, hook);
-        SpaceChecked { id: self.id }
+        self.go(E::CheckSpace, hook)
     }
 
     /// The ring is full: the call ends, nothing taken.
     pub fn queue_full<H: TransitionHook + ?Sized>(self, hook: &mut H) {
-        go(self.id, S::Idle, E::QueueFull, hook);
+        let _: Begun = self.go(E::QueueFull, hook);
     }
 }
 
 impl SpaceChecked {
     /// Item `idx` was taken from the free list.
     pub fn take_item<H: TransitionHook + ?Sized>(self, idx: u16, hook: &mut H) -> ItemTaken {
-        go(self.id, S::SpaceChecked, E::TakeItem, hook);
-        ItemTaken { id: self.id, idx }
+        Call { idx, ..self }.go(E::TakeItem, hook)
     }
 
     /// The pool is empty: the call ends, nothing taken.
     pub fn pool_empty<H: TransitionHook + ?Sized>(self, hook: &mut H) {
-        go(self.id, S::SpaceChecked, E::PoolEmpty, hook);
+        let _: Begun = self.go(E::PoolEmpty, hook);
     }
 }
 
@@ -264,20 +261,7 @@ impl ItemTaken {
         hook: &mut H,
         stage: impl FnOnce(u16, &mut H) -> Result<V, X>,
     ) -> Result<(Doorbelled, V), (u16, X)> {
-        match stage(self.idx, hook) {
-            Ok(staged) => {
-                go(self.id, S::ItemTaken, E::StageAndDoorbell, hook);
-                let d = Doorbelled {
-                    id: self.id,
-                    idx: self.idx,
-                };
-                Ok((d, staged))
-            }
-            Err(e) => {
-                go(self.id, S::ItemTaken, E::StageFailed, hook);
-                Err((self.idx, e))
-            }
-        }
+        self.act(hook, (E::StageAndDoorbell, E::StageFailed), stage)
     }
 }
 
@@ -290,20 +274,7 @@ impl Doorbelled {
         hook: &mut H,
         submit: impl FnOnce(&mut H) -> Result<SeqId, X>,
     ) -> Result<(Submitted, SeqId), (u16, X)> {
-        match submit(hook) {
-            Ok(seq) => {
-                go(self.id, S::Doorbelled, E::Submit, hook);
-                let s = Submitted {
-                    id: self.id,
-                    idx: self.idx,
-                };
-                Ok((s, seq))
-            }
-            Err(e) => {
-                go(self.id, S::Doorbelled, E::SubmitFailed, hook);
-                Err((self.idx, e))
-            }
-        }
+        self.act(hook, (E::Submit, E::SubmitFailed), |_, h| submit(h))
     }
 }
 
@@ -317,19 +288,8 @@ impl Submitted {
         hook: &mut H,
         trigger: impl FnOnce(&mut H) -> Result<(), X>,
     ) -> Result<Triggered, (u16, X)> {
-        match trigger(hook) {
-            Ok(()) => {
-                go(self.id, S::Submitted, E::Trigger, hook);
-                Ok(Triggered {
-                    id: self.id,
-                    idx: self.idx,
-                })
-            }
-            Err(e) => {
-                go(self.id, S::Submitted, E::TriggerFailed, hook);
-                Err((self.idx, e))
-            }
-        }
+        let r = self.act(hook, (E::Trigger, E::TriggerFailed), |_, h| trigger(h));
+        r.map(|(t, ())| t)
     }
 }
 
@@ -337,8 +297,9 @@ impl Triggered {
     /// The worker is woken: the call ends; the item is the worker's now
     /// (its index, for the caller's log).
     pub fn wake_worker<H: TransitionHook + ?Sized>(self, hook: &mut H) -> u16 {
-        go(self.id, S::Triggered, E::WakeWorker, hook);
-        self.idx
+        let idx = self.idx;
+        let _: Begun = self.go(E::WakeWorker, hook);
+        idx
     }
 }
 

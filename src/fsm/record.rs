@@ -80,7 +80,7 @@ super::machine! {
 }
 
 /// One lifecycle step of record `id`, traced when a hook is given.
-fn go(
+pub(crate) fn go(
     state: &mut RecordState,
     event: RecordEvent,
     id: u64,
