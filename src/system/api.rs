@@ -450,12 +450,9 @@ impl<H: Hal + 'static> System<H> {
         ) else {
             return Err(RecoverError::NoSuchXu);
         };
-        if !h.recoverable() {
-            return h.recover(xu, &mut crate::fsm::NoHook);
-        }
         match q.in_flight() {
-            0 => h.recover(xu, &mut crate::fsm::NoHook),
-            n => Err(RecoverError::InFlight(n)),
+            n if n > 0 && h.recoverable() => Err(RecoverError::InFlight(n)),
+            _ => h.recover(xu, &mut crate::fsm::NoHook),
         }
     }
 
@@ -472,19 +469,17 @@ impl<H: Hal + 'static> System<H> {
     /// reset goes on). [`RecoverError::Resetting`] when a reset already
     /// runs.
     pub fn reset(&self, xu: u8, timeout: Duration) -> Result<(), RecoverError> {
-        let (Some(lane), Some(h)) = (
-            self.shared.lanes.get(usize::from(xu)),
-            self.shared.healths.get(usize::from(xu)),
-        ) else {
-            return Err(RecoverError::NoSuchXu);
-        };
-        {
-            let mut lane = lane.lock().unwrap_or_else(|p| p.into_inner());
-            let mut trace = NullTrace;
-            let mut cx = Cx::new(self.now(), "api", &mut trace);
-            lane.begin_reset(&mut cx)
-                .map_err(|_| RecoverError::Resetting)?;
-        }
+        let h = self
+            .shared
+            .healths
+            .get(usize::from(xu))
+            .ok_or(RecoverError::NoSuchXu)?;
+        let mut lane = self.lane(xu).map_err(|_| RecoverError::NoSuchXu)?;
+        let mut trace = NullTrace;
+        let mut cx = Cx::new(self.now(), "api", &mut trace);
+        lane.begin_reset(&mut cx)
+            .map_err(|_| RecoverError::Resetting)?;
+        drop(lane);
         let deadline = after(Instant::now(), timeout);
         while h.state() != crate::fsm::xu_health::XuHealthState::Healthy {
             if self.running().is_err() {

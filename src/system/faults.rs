@@ -155,17 +155,17 @@ impl FaultSpec {
                     })?,
                     dir: None,
                 },
-                None => match KINDS.iter().find(|(n, _)| *n == kind) {
-                    Some(&(_, f)) => f,
-                    None => {
+                _ => KINDS
+                    .iter()
+                    .find(|(n, _)| *n == kind)
+                    .map(|k| k.1)
+                    .ok_or_else(|| {
                         let names = KINDS.map(|(n, _)| n);
-                        return Err(bad(&format!(
+                        bad(&format!(
                             "unknown kind (error:CLASS, corrupt:WHAT, {})",
                             names.join(", ")
-                        )));
-                    }
-                },
-                _ => return Err(bad("unknown kind (error:CLASS, corrupt:WHAT)")),
+                        ))
+                    })?,
             };
             let trigger = if let Some(n) = trig.strip_prefix('#') {
                 Trigger::Nth(digits(n).filter(|&n| n > 0).ok_or_else(|| bad("bad #N"))?)

@@ -36,12 +36,13 @@ use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
 use crate::hal::linux::LinuxHal;
 use crate::hal::Hal;
-use crate::nds::{Reader, RecordRead};
+use crate::nds::Reader;
 use crate::sim::fake::FakeHal;
 use crate::sim::fault::FaultInjector;
 use crate::sim::tracer::{TraceFilter, TraceLog, Tracer};
 use crate::system::error::Error;
 use crate::wire::nds::counters::NcCounter;
+use crate::wire::nds::region::{ND_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT};
 use crate::wire::status::NrtStatus;
 
 use super::api::SystemReport;
@@ -49,9 +50,6 @@ use super::builder::{build, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
 use super::trace::{Trace, TraceDiff, TraceHeader};
-
-/// Named NC counters read back per core (0..=40).
-pub const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -286,14 +284,8 @@ impl JobConfig {
             recover: h.config_value("recover") == Some("1"),
             model: h
                 .config_value("model")
-                .map(ModelKind::parse)
-                .transpose()?
-                .unwrap_or_default(),
-            rate: h
-                .config_value("rate")
-                .map(str::parse)
-                .transpose()
-                .map_err(|_| bad("trace header: bad rate"))?,
+                .map_or(Ok(ModelKind::Mlp), ModelKind::parse)?,
+            rate: h.config_value("rate").map(|_| num(h, "rate")).transpose()?,
             ..JobConfig::default()
         };
         if cfg.header_config() != h.config {
@@ -307,131 +299,64 @@ impl JobConfig {
     /// Refuse a configuration out of range (what [`run`] checks first; the
     /// command line calls it to report a bad combination of flags as a usage
     /// error before anything starts), naming each setting by `xunds run`'s
-    /// flag ([`Setting::run_flag`]).
+    /// flag.
     pub fn check(&self) -> Result<(), Error> {
-        self.check_named(Setting::run_flag)
+        self.check_named(|flag| flag)
     }
 
-    /// [`check`](Self::check), its refusal naming each setting by `name`
-    /// (`xunds sim`'s flags).
-    pub fn check_named(&self, name: fn(Setting) -> &'static str) -> Result<(), Error> {
-        use Setting as S;
-        let refuse = |what: String| Err(bad(what));
-        if !(1..=16).contains(&self.vncs) {
-            return refuse(format!("{} must be 1..=16", name(S::Vncs)));
-        }
-        if self.models == 0 || u32::from(self.vncs) * u32::from(self.models) > 64 {
-            let noun = |s| name(s).trim_start_matches('-');
-            return refuse(format!(
-                "{} must be >= 1 with {} * {} <= 64 (one NDS record per model and core)",
-                name(S::Models),
-                noun(S::Vncs),
-                noun(S::Models)
-            ));
-        }
-        if !(1..=32).contains(&self.ring) {
-            return refuse(format!("{} must be 1..=32", name(S::Ring)));
-        }
-        if !(1..=MAX_INPUTS).contains(&self.inputs) {
-            return refuse(format!("{} must be 1..={MAX_INPUTS}", name(S::Inputs)));
-        }
-        if self.executions > MAX_EXECUTIONS {
-            return refuse(format!(
-                "{} must be <= {MAX_EXECUTIONS}",
-                name(S::Executions)
-            ));
-        }
-        match self.timeout_ns {
-            Some(0) => {
-                return refuse(format!(
-                    "{} must be at least 1 (a zero timeout expires every execution)",
-                    name(S::Timeout)
-                ))
-            }
-            Some(t) if t > MAX_TIMEOUT_NS => {
-                return refuse(format!(
-                    "{} must be at least 1 and at most {} ms (an hour)",
-                    name(S::Timeout),
-                    MAX_TIMEOUT_NS / 1_000_000
-                ))
-            }
-            _ => {}
-        }
-        if let Some(c) = self
+    /// [`check`](Self::check), its refusal naming each setting by
+    /// `name(run_flag)` (`xunds sim`'s flags; `inputs` has no flag).
+    pub fn check_named(&self, name: fn(&'static str) -> &'static str) -> Result<(), Error> {
+        let (vncs, models) = (name("--vncs"), name("--models"));
+        let (timeout, rate) = (name("--timeout-ms"), name("--rate"));
+        let missing_core = self
             .faults
             .rules
             .iter()
             .filter_map(|r| r.core)
-            .find(|&c| c >= self.vncs)
-        {
-            return refuse(format!(
-                "{}: core{c} does not exist ({} {} gives cores 0..={})",
-                name(S::Faults),
-                name(S::Vncs),
+            .find(|&c| c >= self.vncs);
+        let why = if !(1..=16).contains(&self.vncs) {
+            format!("{vncs} must be 1..=16")
+        } else if self.models == 0 || u32::from(self.vncs) * u32::from(self.models) > 64 {
+            let noun = |f: &'static str| f.trim_start_matches('-');
+            format!(
+                "{models} must be >= 1 with {} * {} <= 64 (one NDS record per model and core)",
+                noun(vncs),
+                noun(models)
+            )
+        } else if !(1..=32).contains(&self.ring) {
+            format!("{} must be 1..=32", name("--ring"))
+        } else if !(1..=MAX_INPUTS).contains(&self.inputs) {
+            format!("{} must be 1..={MAX_INPUTS}", name("inputs"))
+        } else if self.executions > MAX_EXECUTIONS {
+            format!("{} must be <= {MAX_EXECUTIONS}", name("--executions"))
+        } else if self.timeout_ns == Some(0) {
+            format!("{timeout} must be at least 1 (a zero timeout expires every execution)")
+        } else if self.timeout_ns > Some(MAX_TIMEOUT_NS) {
+            format!(
+                "{timeout} must be at least 1 and at most {} ms (an hour)",
+                MAX_TIMEOUT_NS / 1_000_000
+            )
+        } else if let Some(c) = missing_core {
+            format!(
+                "{}: core{c} does not exist ({vncs} {} gives cores 0..={})",
+                name("--faults"),
                 self.vncs,
                 self.vncs - 1
-            ));
-        }
-        if !self.digest && (self.trace.is_some() || self.replay.is_some()) {
-            return refuse(
-                "a trace file or a replay needs the event stream: keep the digest on".into(),
-            );
-        }
-        if let Some(r) = self.rate {
-            if !(r.is_finite() && r > 0.0) {
-                return refuse(format!(
-                    "{} must be a positive number of executions per second",
-                    name(S::Rate)
-                ));
-            }
-            if r < MIN_RATE {
-                return refuse(format!(
-                    "{} must be at least 1/3600 = {MIN_RATE} executions per second \
-                     (a mean gap between arrivals of at most an hour)",
-                    name(S::Rate)
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A job setting that [`JobConfig::check_named`] may refuse; each command
-/// names it its own way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Setting {
-    /// The cores.
-    Vncs,
-    /// Models per core.
-    Models,
-    /// Ring slots.
-    Ring,
-    /// Distinct inputs.
-    Inputs,
-    /// Executions.
-    Executions,
-    /// The execution timeout.
-    Timeout,
-    /// The fault mix.
-    Faults,
-    /// The open-loop rate.
-    Rate,
-}
-
-impl Setting {
-    /// `xunds run`'s flag for it.
-    pub fn run_flag(self) -> &'static str {
-        match self {
-            Setting::Vncs => "--vncs",
-            Setting::Models => "--models",
-            Setting::Ring => "--ring",
-            Setting::Inputs => "inputs",
-            Setting::Executions => "--executions",
-            Setting::Timeout => "--timeout-ms",
-            Setting::Faults => "--faults",
-            Setting::Rate => "--rate",
-        }
+            )
+        } else if !self.digest && (self.trace.is_some() || self.replay.is_some()) {
+            "a trace file or a replay needs the event stream: keep the digest on".into()
+        } else if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            format!("{rate} must be a positive number of executions per second")
+        } else if self.rate.is_some_and(|r| r < MIN_RATE) {
+            format!(
+                "{rate} must be at least 1/3600 = {MIN_RATE} executions per second \
+                 (a mean gap between arrivals of at most an hour)"
+            )
+        } else {
+            return Ok(());
+        };
+        Err(bad(why))
     }
 }
 
@@ -452,8 +377,8 @@ pub fn default_slab_path() -> PathBuf {
 pub struct CoreCounters {
     /// The core.
     pub core: u8,
-    /// NC counters 0..=40 by index.
-    pub nc: [u64; NC_NAMED],
+    /// Its NC counter words (base and extended) by index.
+    pub nc: [u64; TOTAL_NC_COUNTER_COUNT],
 }
 
 impl CoreCounters {
@@ -507,8 +432,8 @@ pub struct JobReport {
     pub virtual_ns: Option<u64>,
     /// Per core, read back through the read-only reader.
     pub per_core: Vec<CoreCounters>,
-    /// The named ND counters (0..=13), read back.
-    pub nd: [u64; 14],
+    /// The ND counter words (14 named, then reserved), read back.
+    pub nd: [u64; ND_COUNTER_COUNT],
     /// Fresh model records in the slab.
     pub model_records: usize,
     /// Sum of the device mem-usage cells over every fresh model record.
@@ -555,34 +480,11 @@ impl FsmViolations {
     }
 }
 
-/// Counts injected faults, whatever the HAL stack.
-pub trait InjectedCount {
-    /// Faults applied so far.
-    fn injected_count(&self) -> usize {
-        0
-    }
-    /// Faults applied so far, per rule of the plan.
-    fn injected_by_rule(&self) -> Vec<u64> {
-        Vec::new()
-    }
-}
-
-impl InjectedCount for LinuxHal {}
-impl<H: Hal> InjectedCount for FaultInjector<H> {
-    fn injected_count(&self) -> usize {
-        usize::try_from(self.injected_total()).unwrap_or(usize::MAX)
-    }
-    fn injected_by_rule(&self) -> Vec<u64> {
-        FaultInjector::injected_by_rule(self)
-    }
-}
-
 /// The parts of a job that do not depend on the HAL.
 struct Prepared {
     builders: Vec<ModelBuilder>,
     inputs: Arc<Vec<Vec<f32>>>,
     sys: SystemConfig,
-    slab: PathBuf,
 }
 
 fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
@@ -618,41 +520,32 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
             .outputs
             .extend(inputs.iter().map(|x| img.reference(x)));
     }
-    let slab = match (cfg.unnamed_slab, &cfg.slab) {
-        (true, _) => PathBuf::new(),
-        (false, Some(p)) => p.clone(),
-        (false, None) => default_slab_path(),
-    };
-    let mut sys = SystemConfig::new(cfg.vncs);
-    sys.ring_capacity = cfg.ring;
-    sys.timeout = cfg.timeout();
-    sys.slab = if cfg.unnamed_slab {
-        SlabTarget::Unnamed
-    } else if cfg.force_slab {
-        SlabTarget::Overwrite(slab.clone())
-    } else {
-        SlabTarget::Path(slab.clone())
+    let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
+    let mut sys = SystemConfig {
+        ring_capacity: cfg.ring,
+        timeout: cfg.timeout(),
+        slab: match (cfg.unnamed_slab, cfg.force_slab) {
+            (true, _) => SlabTarget::Unnamed,
+            (false, true) => SlabTarget::Overwrite(slab),
+            (false, false) => SlabTarget::Path(slab),
+        },
+        expected: Arc::new(expected),
+        trace_transitions: cfg.deterministic && cfg.digest,
+        recover: cfg.recover,
+        placement: cfg.placement,
+        record_tags: cfg
+            .record_tags
+            .then(|| cfg.executions.min(1 << 24) as usize),
+        ..SystemConfig::new(cfg.vncs)
     };
     sys.dram_size = sys.dram_for(&images[0], u64::from(cfg.models));
-    sys.expected = Arc::new(expected);
-    sys.trace_transitions = cfg.deterministic && cfg.digest;
-    sys.recover = cfg.recover;
-    sys.placement = cfg.placement;
     if cfg.deterministic {
         sys.ring_id_grace_ns = DET_GRACE_NS;
-    }
-    if cfg.record_tags {
-        sys.record_tags = Some(
-            usize::try_from(cfg.executions)
-                .unwrap_or(usize::MAX)
-                .min(1 << 24),
-        );
     }
     Ok(Prepared {
         builders,
         inputs: Arc::new(inputs),
         sys,
-        slab,
     })
 }
 
@@ -693,12 +586,11 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
             let recorded = std::io::BufReader::new(
                 super::trace::open_recorded(recorded).map_err(at(recorded))?,
             );
-            let kept = match kept {
-                Some(p) => Some(Box::new(std::io::BufWriter::new(
-                    std::fs::File::create(p).map_err(at(p))?,
-                )) as Box<dyn std::io::Write + Send>),
-                None => None,
-            };
+            let kept = kept
+                .as_ref()
+                .map(|p| std::fs::File::create(p).map_err(at(p)))
+                .transpose()?
+                .map(|f| Box::new(std::io::BufWriter::new(f)) as Box<dyn std::io::Write + Send>);
             Trace::comparing(&header, recorded, kept)
         }
         (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,
@@ -707,8 +599,11 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
     })
 }
 
-fn execute<H: Hal + InjectedCount + 'static>(
+/// Run the prepared job on `hal`; `injected(hal)`: the faults it applied
+/// per rule of the plan (none for a HAL without an injector).
+fn execute<H: Hal + 'static>(
     hal: H,
+    injected: fn(&H) -> Vec<u64>,
     log: Option<TraceLog>,
     cfg: &JobConfig,
     p: &Prepared,
@@ -789,7 +684,7 @@ fn execute<H: Hal + InjectedCount + 'static>(
             max_wall: cfg.max_wall,
             ..ThreadedConfig::default()
         })?;
-        let mut seat = p.sys.placement.seats(cfg.vncs);
+        let mut seat = cfg.placement.seats(cfg.vncs);
         let p = SysActor::Producer(producer);
         let at = seat(&p);
         r.add_to(at, p, false);
@@ -813,39 +708,35 @@ fn execute<H: Hal + InjectedCount + 'static>(
     // held (`shared` keeps it): by path, once the lock is gone, the file
     // could be another writer's or removed (`xunds nds clean`).
     let read_back = Reader::attach(shared.slab.read_only()).and_then(|r| r.snapshot());
+    let slab = shared.slab_path.clone().unwrap_or_default();
     if crate::nds::Slab::shrunk(&shared.slab) {
         return Err(bad(format!(
             "the slab {} was truncated by another process during the run: the counters it held are lost",
-            p.slab.display()
+            slab.display()
         )));
     }
     let snap = read_back.map_err(|e| bad(format!("reading the slab back: {e}")))?;
     let (system, producer) = SystemReport::collect(&shared, actors);
-    let mut latency = LatencyHist::new();
-    let mut by_status = StatusCounts::default();
+    let (mut latency, mut by_status) = (LatencyHist::default(), StatusCounts::default());
     for w in &system.workers {
         latency.merge(&w.latency);
         by_status.merge(&w.by_status);
     }
     let per_core = (0..cfg.vncs)
-        .map(|core| {
-            let mut nc = [0u64; NC_NAMED];
-            nc.copy_from_slice(&snap.nc[usize::from(core)][..NC_NAMED]);
-            CoreCounters { core, nc }
+        .map(|core| CoreCounters {
+            core,
+            nc: snap.nc[usize::from(core)],
         })
         .collect();
-    let mut nd = [0u64; 14];
-    nd.copy_from_slice(&snap.nd[..14]);
-    let mut model_records = 0;
-    let mut record_device_bytes = 0;
-    for (_, r) in &snap.models {
-        if let RecordRead::Fresh(m) = r {
-            model_records += 1;
-            record_device_bytes += m.mem_usage[1].iter().map(|c| c.total_size).sum::<u64>();
-        }
-    }
+    let fresh: Vec<_> = snap
+        .models
+        .into_iter()
+        .filter_map(|(_, r)| r.fresh())
+        .collect();
+    let device_bytes = fresh.iter().flat_map(|m| m.mem_usage[1].iter());
     let workers = &system.workers;
     let sum = |f: fn(&WorkerStats) -> u64| workers.iter().map(f).sum();
+    let faults_by_rule = injected(shared.dev.hal());
     Ok(JobReport {
         config: cfg.clone(),
         // A run for a time gave out what its time allowed.
@@ -872,18 +763,18 @@ fn execute<H: Hal + InjectedCount + 'static>(
         exec_per_sec: producer.accepted as f64 / elapsed.as_secs_f64().max(1e-9),
         virtual_ns,
         per_core,
-        nd,
-        model_records,
-        record_device_bytes,
-        slab: p.slab.clone(),
+        nd: snap.nd,
+        model_records: fresh.len(),
+        record_device_bytes: device_bytes.map(|c| c.total_size).sum(),
+        slab,
         #[cfg(feature = "trace-digest")]
         trace_xxh3: summary.as_ref().map(|s| s.digest_hex()),
         #[cfg(not(feature = "trace-digest"))]
         trace_xxh3: None,
         trace_lines: summary.as_ref().map(|s| s.lines),
         replay: summary.and_then(|s| s.replay),
-        faults_injected: shared.dev.hal().injected_count(),
-        faults_by_rule: shared.dev.hal().injected_by_rule(),
+        faults_injected: faults_by_rule.iter().sum::<u64>() as usize,
+        faults_by_rule,
         pools: shared
             .lanes
             .iter()
@@ -911,7 +802,14 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
     if cfg.deterministic && !cfg.digest {
         // Nothing observes the HAL: no tracer in the stack.
         let hal = FaultInjector::new(FakeHal::new(), plan);
-        execute(hal, None, cfg, &p, progress)
+        execute(
+            hal,
+            FaultInjector::injected_by_rule,
+            None,
+            cfg,
+            &p,
+            progress,
+        )
     } else if cfg.deterministic {
         // Without a text view (no replay to compare with), the tracer's log
         // keeps only the operations' encodings in the binary stream.
@@ -920,18 +818,20 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
         } else {
             Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
         };
-        let log = tracer.log();
+        let log = Some(tracer.log());
+        let hal = FaultInjector::new(tracer, plan);
+        execute(hal, FaultInjector::injected_by_rule, log, cfg, &p, progress)
+    } else if cfg.faults.is_empty() {
+        execute(LinuxHal::new(), |_| Vec::new(), None, cfg, &p, progress)
+    } else {
+        let hal = FaultInjector::new(LinuxHal::new(), plan);
         execute(
-            FaultInjector::new(tracer, plan),
-            Some(log),
+            hal,
+            FaultInjector::injected_by_rule,
+            None,
             cfg,
             &p,
             progress,
         )
-    } else if cfg.faults.is_empty() {
-        execute(LinuxHal::new(), None, cfg, &p, progress)
-    } else {
-        let hal = FaultInjector::new(LinuxHal::new(), plan);
-        execute(hal, None, cfg, &p, progress)
     }
 }

@@ -28,11 +28,21 @@ pub mod sim;
 #[doc(hidden)]
 pub mod trace;
 
-testkit_mod! {
-    mod builder;
-    mod clock;
-    mod runner;
-}
+// Public to the testkit (tests and benches drive them directly), private
+// otherwise; written out as cfg pairs (not through a macro) so rustfmt
+// reaches them.
+#[cfg(feature = "testkit")]
+pub mod builder;
+#[cfg(not(feature = "testkit"))]
+mod builder;
+#[cfg(feature = "testkit")]
+pub mod clock;
+#[cfg(not(feature = "testkit"))]
+mod clock;
+#[cfg(feature = "testkit")]
+pub mod runner;
+#[cfg(not(feature = "testkit"))]
+mod runner;
 
 pub use api::{Execution, ModelHandle, ScheduleOpts, System, SystemReport};
 pub use builder::{Placement, SlabTarget, SystemConfig};

@@ -138,24 +138,18 @@ fn an_enabled_trace_allocates_nothing_per_event() {
     // A single long event grows the line buffer once, then it is reused.
     let mut t = Trace::digest_only(&header);
     let long = "x".repeat(1000);
-    t.record(
-        Nanos(0),
-        "a",
-        TraceEvent {
-            kind: "msg",
-            text: &long,
-        },
-    );
+    t.begin(Nanos(0), "a");
+    t.record(TraceEvent {
+        kind: "msg",
+        text: &long,
+    });
     let ((), used) = count_thread(|| {
         for i in 0..1000 {
-            t.record(
-                Nanos(i),
-                "a",
-                TraceEvent {
-                    kind: "msg",
-                    text: &long,
-                },
-            );
+            t.begin(Nanos(i), "a");
+            t.record(TraceEvent {
+                kind: "msg",
+                text: &long,
+            });
         }
     });
     assert_eq!(used.allocations(), 0);

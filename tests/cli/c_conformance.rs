@@ -627,7 +627,10 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 "fresh" => {
                     fresh += 1;
                     let r = model_from_json(m);
-                    assert!(stress::is_consistent(&r), "a torn model read as fresh: {m}");
+                    assert!(
+                        stress::tests::is_consistent(&r),
+                        "a torn model read as fresh: {m}"
+                    );
                 }
                 "unpublished" => unpublished += 1,
                 _ => torn += 1,
@@ -645,7 +648,7 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 runtime_version: version_from_json(&p["runtime_version"]),
             };
             assert!(
-                stress::process_info_is_consistent(&pi),
+                stress::tests::process_info_is_consistent(&pi),
                 "torn process info: {p}"
             );
         }
@@ -656,7 +659,7 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 tag: c_bytes(tag),
             };
             assert!(
-                stress::process_info_ext_is_consistent(&e),
+                stress::tests::process_info_ext_is_consistent(&e),
                 "torn ext: {tag}"
             );
         }

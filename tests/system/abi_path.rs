@@ -329,14 +329,17 @@ fn exec_info_off_stride_completes_invalid_handle() {
 
 /// A sink that keeps every line (`actor kind text`).
 #[derive(Default)]
-struct Lines(Vec<String>);
+struct Lines(Vec<String>, String);
 
 impl TraceSink for Lines {
     fn enabled(&self) -> bool {
         true
     }
-    fn record(&mut self, _now: Nanos, actor: &str, e: TraceEvent<'_>) {
-        self.0.push(format!("{actor} {} {}", e.kind, e.text));
+    fn begin(&mut self, _now: Nanos, actor: &str) {
+        self.1 = actor.to_string();
+    }
+    fn record(&mut self, e: TraceEvent<'_>) {
+        self.0.push(format!("{} {} {}", self.1, e.kind, e.text));
     }
 }
 

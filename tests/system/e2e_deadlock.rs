@@ -134,11 +134,7 @@ fn fill<H: Hal>(hal: H) -> Filled<H> {
     }
     // And the control channel.
     let mut control_msgs = 0;
-    while shared
-        .control
-        .try_send(PubMsg::HostMisc { bytes: 1 })
-        .is_ok()
-    {
+    while shared.control.try_send(PubMsg::HostMisc(1)).is_ok() {
         control_msgs += 1;
     }
     assert!(shared.control.is_full());
