@@ -88,18 +88,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// A usage error found after parsing (a bad combination of flags): one line
-/// `<command>: <message>` on stderr, exit 2, the same style as clap's own.
-pub(crate) fn usage_error(command: &str, msg: impl Display) -> ExitCode {
+/// One line `<command>: <message>` on stderr and exit `code`: 2 for a
+/// usage error found after parsing (a bad combination of flags; the same
+/// style as clap's own), 1 for a failure while running.
+pub(crate) fn fail(code: u8, command: &str, msg: impl Display) -> ExitCode {
     eprintln!("{command}: {msg}");
-    ExitCode::from(2)
-}
-
-/// A failure while running: one line `<command>: <message>` on stderr,
-/// exit 1.
-pub(crate) fn failure(command: &str, msg: impl Display) -> ExitCode {
-    eprintln!("{command}: {msg}");
-    ExitCode::FAILURE
+    ExitCode::from(code)
 }
 
 /// clap's verdict: help and version on stdout with exit 0; the usage on
@@ -123,7 +117,7 @@ fn clap_error(e: clap::Error) -> ExitCode {
             let first = text.split("\n\n").next().unwrap_or_default();
             let msg = first.lines().map(str::trim).collect::<Vec<_>>().join(" ");
             let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-            usage_error(&command_path(), msg)
+            fail(2, &command_path(), msg)
         }
     }
 }
@@ -167,31 +161,38 @@ impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
     }
 }
 
-/// The progress line of a text run on a terminal (stderr): redrawn at most
-/// ten times a second, cleared when dropped if it was drawn.
+/// The progress line of a text run on a terminal (stderr): shown once the
+/// run has taken `after`, redrawn at most ten times a second, cleared when
+/// dropped if it was drawn.
 pub(crate) struct Progress {
     on: bool,
+    start: Instant,
+    after: Duration,
     last: Option<Instant>,
 }
 
 impl Progress {
     /// Off with `--json` or when stderr is not a terminal.
-    pub(crate) fn new(json: bool) -> Progress {
+    pub(crate) fn new(json: bool, after: Duration) -> Progress {
         let on = !json && std::io::stderr().is_terminal();
-        Progress { on, last: None }
+        let (start, last) = (Instant::now(), None);
+        Progress {
+            on,
+            start,
+            after,
+            last,
+        }
     }
 
-    /// Draw `line()` over the last one, unless that was under 100 ms ago.
-    pub(crate) fn draw(&mut self, line: impl FnOnce() -> String) {
-        if !self.on
-            || self
-                .last
-                .is_some_and(|t| t.elapsed() < Duration::from_millis(100))
-        {
+    /// Draw `line(seconds since the start)` over the last line, unless the
+    /// run is younger than `after` or the last line is under 100 ms old.
+    pub(crate) fn draw(&mut self, line: impl FnOnce(f64) -> String) {
+        let recent = |t: Instant| t.elapsed() < Duration::from_millis(100);
+        if !self.on || self.start.elapsed() < self.after || self.last.is_some_and(recent) {
             return;
         }
         self.last = Some(Instant::now());
-        eprint!("\r{}", line());
+        eprint!("\r{}", line(self.start.elapsed().as_secs_f64()));
         let _ = std::io::stderr().flush();
     }
 }

@@ -129,24 +129,19 @@ pub struct AddArgs {
 }
 
 pub fn main(c: Command) -> ExitCode {
-    match c {
-        Command::Dump { path, json } => {
-            let r = dump(&path, json);
-            exit("dump", r.map_err(|e| format!("{}: {e}", path.display())))
-        }
-        Command::Clean(a) => exit("clean", clean(a)),
-        Command::StressWriter(a) => exit("stress-writer", stress_writer(&a)),
-        Command::Add(a) => exit(
-            "add",
-            add(&a).map_err(|e| format!("{}: {e}", a.path.display())),
+    let at = |p: &Path, e: NdsError| format!("{}: {e}", p.display());
+    let (command, r) = match c {
+        Command::Dump { path, json } => ("dump", dump(&path, json).map_err(|e| at(&path, e))),
+        Command::Clean(a) => ("clean", clean(a)),
+        Command::StressWriter(a) => (
+            "stress-writer",
+            stress_writer(&a).map_err(|e| e.to_string()),
         ),
-    }
-}
-
-/// A failure while running: one line `xunds nds <command>: <what>`, exit 1.
-fn exit(command: &str, r: Result<(), impl std::fmt::Display>) -> ExitCode {
+        Command::Add(a) => ("add", add(&a).map_err(|e| at(&a.path, e))),
+    };
+    // A failure while running: one line `xunds nds <command>: <what>`, exit 1.
     r.map_or_else(
-        |e| crate::failure(&format!("xunds nds {command}"), e),
+        |e| crate::fail(1, &format!("xunds nds {command}"), e),
         |()| ExitCode::SUCCESS,
     )
 }
@@ -425,21 +420,14 @@ fn record_state_text<R>(r: &RecordRead<R>) -> String {
 fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
     use std::fmt::Write as _;
     let mut out = format!("nds slab {}\n{}", path.display(), header_text(word));
-    let _ = writeln!(
-        out,
-        "\nprocess_info: {}",
-        record_state_text(&s.process_info)
-    );
+    let state = record_state_text(&s.process_info);
+    let _ = writeln!(out, "\nprocess_info: {state}");
     if let Some(p) = s.process_info.any_copy() {
-        let _ = writeln!(
-            out,
-            "  framework_type {}  tag {:?}  framework {}  fal {}  runtime {}",
-            p.framework_type,
-            p.tag_str(),
-            version_text(&p.framework_version),
-            version_text(&p.fal_version),
-            version_text(&p.runtime_version)
-        );
+        let (ty, tag) = (p.framework_type, p.tag_str());
+        let versions = [&p.framework_version, &p.fal_version, &p.runtime_version];
+        let [fw, fal, rt] = versions.map(version_text);
+        let line = format!("framework {fw}  fal {fal}  runtime {rt}");
+        let _ = writeln!(out, "  framework_type {ty}  tag {tag:?}  {line}");
         out.push_str(&indent(&p.dump()));
     }
     let ext = &s.process_info_ext;
@@ -460,16 +448,10 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
     for (slot, m) in &s.models {
         let _ = writeln!(out, "slot {slot}: {}", record_state_text(m));
         if let Some(r) = m.any_copy() {
-            let _ = writeln!(
-                out,
-                "  model_id {}  model_node_id {}  name {:?}  uuid {}  nc_index {}  sg_index {}",
-                r.model_id,
-                r.model_node_id,
-                r.name_str(),
-                crate::hex(&r.uuid),
-                r.nc_index,
-                r.sg_index
-            );
+            let (id, node, name) = (r.model_id, r.model_node_id, r.name_str());
+            let (uuid, nc, sg) = (crate::hex(&r.uuid), r.nc_index, r.sg_index);
+            let ids = format!("model_id {id}  model_node_id {node}  name {name:?}");
+            let _ = writeln!(out, "  {ids}  uuid {uuid}  nc_index {nc}  sg_index {sg}");
             for (loc, ms, u) in mem_usage(r) {
                 let (l, m, t, c) = (loc.name(), ms.name(), u.total_size, u.chunk_count);
                 let _ = writeln!(out, "  mem_usage {l} {m}: total_size {t} chunk_count {c}");

@@ -84,7 +84,7 @@ pub fn main(args: Args) -> ExitCode {
             if let Some(v) = view {
                 let _ = std::fs::remove_file(v);
             }
-            crate::usage_error("xunds replay", e)
+            crate::fail(2, "xunds replay", e)
         }
     }
 }

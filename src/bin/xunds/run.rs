@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::value_parser;
 use serde::Serialize;
@@ -152,9 +152,9 @@ impl Args {
 pub fn main(args: Args) -> ExitCode {
     let cfg = args.config();
     if let Err(e) = cfg.check() {
-        return crate::usage_error("xunds run", e);
+        return crate::fail(2, "xunds run", e);
     }
-    let fail = |e: &dyn std::fmt::Display| crate::failure("xunds run", e);
+    let fail = |e: &dyn std::fmt::Display| crate::fail(1, "xunds run", e);
     match &args.slab {
         Some(p) if p.is_dir() => {
             return fail(&format_args!("--slab {}: is a directory", p.display()))
@@ -176,15 +176,9 @@ pub fn main(args: Args) -> ExitCode {
     }
     // A progress line once the run has taken `--progress-after-ms`; a run
     // for a time shows its time.
-    let after = Duration::from_millis(args.progress_after_ms);
-    let mut progress = Progress::new(args.json);
-    let start = Instant::now();
+    let mut progress = Progress::new(args.json, Duration::from_millis(args.progress_after_ms));
     let rep = job::run(&cfg, &mut |done, total| {
-        let secs = start.elapsed().as_secs_f64();
-        if start.elapsed() < after {
-            return;
-        }
-        progress.draw(|| {
+        progress.draw(|secs| {
             let done = done.min(total);
             let (frac, count) = match args.duration {
                 Some(d) => (secs / d.as_secs_f64(), format!("{done} executions")),
@@ -298,51 +292,29 @@ fn ms(ns: u64) -> String {
 pub fn summary(r: &JobReport) -> String {
     use std::fmt::Write as _;
     use NcCounter::*;
-    let mode = if r.config.deterministic {
-        "deterministic (virtual time)".to_string()
-    } else {
-        format!("threaded ({} placement)", r.config.placement.name())
+    let (c, p, v) = (&r.config, &r.producer, r.fsm_violations);
+    let mode = match c.deterministic {
+        true => "deterministic (virtual time)".to_string(),
+        false => format!("threaded ({} placement)", c.placement.name()),
     };
-    let arrival = r.config.rate.map_or("closed loop".to_string(), |x| {
+    let arrival = (c.rate).map_or("closed loop".into(), |x| {
         format!("open loop at {x} exec/s (Poisson)")
     });
-    let mut s = String::new();
-    let (model, secs, faults) = (
-        r.config.model.name(),
-        r.elapsed.as_secs_f64(),
-        r.config.faults.text(),
-    );
-    let (n, cores, models) = (r.executions, r.config.vncs, r.config.models);
-    let _ = writeln!(
-        s,
-        "xunds run: {n} executions, {cores} cores, {models} models ({model}), {mode}, {arrival}, faults: {faults}"
-    );
-    let (rate, accepted) = (r.exec_per_sec, r.producer.accepted);
-    let _ = writeln!(
-        s,
-        "  {rate:.0} executions/s ({accepted} accepted in {secs:.3} s wall)"
-    );
+    let (n, cores, models, model) = (r.executions, c.vncs, c.models, c.model.name());
+    let (faults, rate, accepted) = (c.faults.text(), r.exec_per_sec, p.accepted);
     let q = |x| ms(r.latency.quantile(x));
     let (p50, p99, p999, max) = (q(0.5), q(0.99), q(0.999), ms(r.latency.max()));
-    let _ = writeln!(
-        s,
-        "  latency (response ts_end - ts_start): p50 {p50}  p99 {p99}  p999 {p999}  max {max}"
-    );
-    let _ = writeln!(
-        s,
-        "  schedule calls {}: completed ok {}, completed with error {} (timed out {}), refused queue-full {}, refused unrecoverable {}",
-        r.producer.attempts, r.completed_ok, r.completed_err, r.timed_out, r.producer.refused_full, r.producer.refused_unrecoverable
-    );
-    let (checked, wrong) = (r.outputs_checked, r.outputs_wrong);
-    let _ = writeln!(
-        s,
-        "  outputs checked against the CPU reference: {checked} ({wrong} wrong)"
-    );
-    let v = r.fsm_violations;
+    let (secs, checked, wrong) = (r.elapsed.as_secs_f64(), r.outputs_checked, r.outputs_wrong);
     let (worker, proxy, publisher) = (v.worker, v.device_proxy, v.publisher);
-    let _ = writeln!(
-        s,
-        "  fsm_violations: worker {worker}, device proxy {proxy}, publisher {publisher}\n  outcomes by status:"
+    let (calls, full, unrecoverable) = (p.attempts, p.refused_full, p.refused_unrecoverable);
+    let (ok, err, timed_out) = (r.completed_ok, r.completed_err, r.timed_out);
+    let mut s = format!(
+        "xunds run: {n} executions, {cores} cores, {models} models ({model}), {mode}, {arrival}, faults: {faults}\n  \
+         {rate:.0} executions/s ({accepted} accepted in {secs:.3} s wall)\n  \
+         latency (response ts_end - ts_start): p50 {p50}  p99 {p99}  p999 {p999}  max {max}\n  \
+         schedule calls {calls}: completed ok {ok}, completed with error {err} (timed out {timed_out}), refused queue-full {full}, refused unrecoverable {unrecoverable}\n  \
+         outputs checked against the CPU reference: {checked} ({wrong} wrong)\n  \
+         fsm_violations: worker {worker}, device proxy {proxy}, publisher {publisher}\n  outcomes by status:\n"
     );
     for (st, n) in &r.by_status {
         let name = format!("{} ({})", status_name(*st), st.code());
@@ -359,20 +331,18 @@ pub fn summary(r: &JobReport) -> String {
     for c in &r.per_core {
         let _ = write!(s, " {:>14}", format!("core {}", c.core));
     }
-    let shown = [
+    for k in [
         InferCompleted,
         InferCompletedWithErr,
         InferCompletedWithNumErr,
         InferTimedOut,
-    ];
-    let more = [
         InferFailedToQueue,
         InferenceCount,
         MacCount,
         LatencyTotal,
         LatencyDevice,
-    ];
-    for k in shown.into_iter().chain(more).chain([ModelLoadCount]) {
+        ModelLoadCount,
+    ] {
         let _ = write!(s, "\n    {:<28}", k.name());
         for c in &r.per_core {
             let _ = write!(s, " {:>14}", c.get(k));
@@ -392,14 +362,11 @@ pub fn summary(r: &JobReport) -> String {
     }
     let host = r.nd[NdCounter::MemUsageCodeHost as usize]
         + r.nd[NdCounter::MemUsageConstantsHost as usize];
+    let (records, bytes, slab) = (r.model_records, r.record_device_bytes, r.slab.display());
     let _ = writeln!(
         s,
-        "    LATENCY_* in ns (device ns at 1 cycle = 1 ns); model records: {}; device bytes in records: {}; host code+constants: {host}\n\
-         \x20 slab: {}  (xunds nds dump {})",
-        r.model_records,
-        r.record_device_bytes,
-        r.slab.display(),
-        r.slab.display()
+        "    LATENCY_* in ns (device ns at 1 cycle = 1 ns); model records: {records}; device bytes in records: {bytes}; host code+constants: {host}\n\
+         \x20 slab: {slab}  (xunds nds dump {slab})"
     );
     if let Some(h) = &r.trace_xxh3 {
         let (lines, end) = (r.trace_lines.unwrap_or(0), r.virtual_ns.unwrap_or(0));

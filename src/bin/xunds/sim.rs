@@ -3,12 +3,12 @@
 //! seed, the invariant, a shrunk case and the command that replays it.
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
-use xunds::system::job::{ModelKind, Setting};
+use xunds::system::job::ModelKind;
 use xunds::system::sim::{self, CaseResult, SimCase, SimOptions, SwarmReport};
 
 use crate::Progress;
@@ -121,18 +121,15 @@ impl Args {
 }
 
 /// A shrunk failure: the case, its verdict, the runs it took.
-struct Shrunk {
-    case: SimCase,
-    verdict: Option<sim::Violation>,
-    runs: u32,
-}
+type Shrunk = (SimCase, Option<sim::Violation>, u32);
 
-/// This command's flag for a job setting (`xunds run`'s where they agree).
-fn sim_flag(s: Setting) -> &'static str {
-    match s {
-        Setting::Vncs => "--cores",
-        Setting::Rate => "--arrival",
-        other => other.run_flag(),
+/// This command's flag for a job setting named by `xunds run`'s flag (the
+/// same where they agree).
+fn sim_flag(run_flag: &'static str) -> &'static str {
+    match run_flag {
+        "--vncs" => "--cores",
+        "--rate" => "--arrival",
+        same => same,
     }
 }
 
@@ -146,7 +143,7 @@ pub fn main(args: Args) -> ExitCode {
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
         if let Err(e) = args.case(seed).job().check_named(sim_flag) {
-            return crate::usage_error("xunds sim", format_args!("--seed {seed}: {e}"));
+            return crate::fail(2, "xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
     let jobs = args
@@ -157,14 +154,12 @@ pub fn main(args: Args) -> ExitCode {
         check_fds: jobs == 1,
         ..SimOptions::new()
     };
-    let mut progress = Progress::new(args.json);
-    let t0 = Instant::now();
+    let mut progress = Progress::new(args.json, Duration::ZERO);
     let cases = |s: u64| args.case(s);
     let rep = sim::swarm(first..=last, &cases, jobs, &opts, &mut |p| {
-        let secs = t0.elapsed().as_secs_f64().max(1e-9);
-        progress.draw(|| {
+        progress.draw(|secs| {
             let (done, all, n) = (p.seeds_done, p.seeds, p.executions);
-            let rate = n as f64 / secs;
+            let rate = n as f64 / secs.max(1e-9);
             format!("xunds sim: {done}/{all} seeds, {n} executions, {rate:.0} exec/s, {secs:.0} s ")
         });
     });
@@ -172,12 +167,7 @@ pub fn main(args: Args) -> ExitCode {
     let shrunk = rep.failure.as_ref().map(|f| {
         let inv = f.verdict.as_ref().err().map(|v| v.invariant);
         let Some(inv) = inv.filter(|_| !args.no_shrink) else {
-            let (case, verdict) = (f.case.clone(), f.verdict.clone().err());
-            return Shrunk {
-                case,
-                verdict,
-                runs: 0,
-            };
+            return (f.case.clone(), f.verdict.clone().err(), 0);
         };
         let with_fds = SimOptions {
             check_fds: true,
@@ -185,35 +175,28 @@ pub fn main(args: Args) -> ExitCode {
         };
         let (case, runs) = sim::shrink(&f.case, inv, &with_fds);
         let verdict = sim::run_case(&case, &opts).verdict.err();
-        Shrunk {
-            case,
-            verdict,
-            runs,
-        }
+        (case, verdict, runs)
     });
     if args.json {
         crate::print_json(&json(&rep, shrunk.as_ref()));
     } else {
         print!("{}", summary(&rep, jobs, shrunk.as_ref()));
     }
-    if rep.failure.is_some() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(u8::from(rep.failure.is_some()))
 }
 
 fn json<'a>(rep: &'a SwarmReport, shrunk: Option<&'a Shrunk>) -> impl Serialize + 'a {
-    let failure = rep.failure.as_ref().zip(shrunk).map(|(f, s)| {
+    let failure = rep.failure.as_ref().zip(shrunk).map(|(f, shrunk)| {
+        let (small, verdict, _) = shrunk;
         let v = f.verdict.as_ref().err();
         obj! {
             seed: f.case.seed,
             invariant: v.map_or("", |v| v.invariant.name()),
             detail: v.map(|v| v.detail.clone()).unwrap_or_default(),
-            shrunk: s.case.describe(),
-            shrunk_invariant: s.verdict.as_ref().map(|v| v.invariant.name()),
-            replay: format!("xunds sim {}", s.case.sim_args()),
-            replay_run: format!("xunds run {}", s.case.run_args()),
+            shrunk: small.describe(),
+            shrunk_invariant: verdict.as_ref().map(|v| v.invariant.name()),
+            replay: format!("xunds sim {}", small.sim_args()),
+            replay_run: format!("xunds run {}", small.run_args()),
         }
     });
     obj! {
@@ -232,12 +215,8 @@ fn json<'a>(rep: &'a SwarmReport, shrunk: Option<&'a Shrunk>) -> impl Serialize 
 
 fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
     use std::fmt::Write as _;
-    let (seeds, faulty, n, secs) = (
-        rep.seeds,
-        rep.with_faults,
-        rep.executions,
-        rep.elapsed.as_secs_f64(),
-    );
+    let (seeds, faulty, n) = (rep.seeds, rep.with_faults, rep.executions);
+    let secs = rep.elapsed.as_secs_f64();
     let (rate, per_minute) = (rep.exec_per_sec(), rep.seeds_per_minute());
     let fired: Vec<String> = rep.faults.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let mut s = format!(
@@ -246,35 +225,26 @@ fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
          faults injected by kind: {}\n",
         fired.join(", ")
     );
-    let (Some(CaseResult { case, verdict, .. }), Some(sh)) = (&rep.failure, shrunk) else {
+    let (Some(CaseResult { case, verdict, .. }), Some((small, then, runs))) =
+        (&rep.failure, shrunk)
+    else {
         s.push_str("  every invariant held\n");
         return s;
     };
     if let Err(v) = verdict {
-        let _ = writeln!(
-            s,
-            "FAILED seed {}: invariant {}: {}",
-            case.seed, v.invariant, v.detail
-        );
+        let (seed, invariant, detail) = (case.seed, v.invariant, &v.detail);
+        let _ = writeln!(s, "FAILED seed {seed}: invariant {invariant}: {detail}");
     }
-    let _ = writeln!(
-        s,
-        "  case: {} executions, {}",
-        case.executions,
-        case.describe()
-    );
-    let then = sh
-        .verdict
+    let (n, described) = (case.executions, case.describe());
+    let _ = writeln!(s, "  case: {n} executions, {described}");
+    let then = then
         .as_ref()
         .map_or(String::new(), |v| format!("\n    -> {v}"));
-    let (runs, small) = (sh.runs, &sh.case);
+    let (n, described) = (small.executions, small.describe());
+    let (sim, run) = (small.sim_args(), small.run_args());
     let _ = writeln!(
         s,
-        "  shrunk ({runs} runs): {} executions, {}{then}\n  replay: xunds sim {}\n  trace:  xunds run {} --trace sim.trace",
-        small.executions,
-        small.describe(),
-        small.sim_args(),
-        small.run_args()
+        "  shrunk ({runs} runs): {n} executions, {described}{then}\n  replay: xunds sim {sim}\n  trace:  xunds run {run} --trace sim.trace"
     );
     s
 }

@@ -2,7 +2,7 @@
 //!
 //! [`model`] builds the model record for version `v`: every byte of it is a
 //! function of `v` (which is also its `model_id`), so any copy that mixes two
-//! versions fails [`is_consistent`]. A stress writer (`xunds nds
+//! versions fails `tests::is_consistent`. A stress writer (`xunds nds
 //! stress-writer`, another process) publishes, updates and deletes such
 //! records as fast as it can; a reader in the test process checks that every
 //! record it gets back as [`Fresh`](xunds::nds::RecordRead::Fresh) is consistent.
@@ -51,16 +51,6 @@ pub fn model(v: u32) -> ModelRecord {
     r
 }
 
-/// `true` when `r` is exactly [`model`]`(r.model_id)` (the hash word aside).
-#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
-pub fn is_consistent(r: &ModelRecord) -> bool {
-    r.model_id != 0
-        && ModelRecord {
-            hash: r.hash,
-            ..model(r.model_id)
-        } == *r
-}
-
 /// The process-info record for version `v`.
 pub fn process_info(v: u32) -> ProcessInfo {
     let mut tag = [0u8; TAG_LEN];
@@ -88,15 +78,6 @@ pub fn process_info(v: u32) -> ProcessInfo {
     }
 }
 
-/// `true` when `p` is exactly [`process_info`]`(p.framework_type)`.
-#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
-pub fn process_info_is_consistent(p: &ProcessInfo) -> bool {
-    ProcessInfo {
-        hash: p.hash,
-        ..process_info(p.framework_type)
-    } == *p
-}
-
 /// The process-info-ext record for version `v`: the tag is `v` in hex,
 /// repeated (31 times, NUL-terminated).
 pub fn process_info_ext(v: u32) -> ProcessInfoExt {
@@ -106,23 +87,6 @@ pub fn process_info_ext(v: u32) -> ProcessInfoExt {
         *b = unit.as_bytes()[i % 8];
     }
     ProcessInfoExt { hash: 0, tag }
-}
-
-/// `true` when `p` is [`process_info_ext`] of the version its tag encodes.
-#[allow(dead_code)] // the reader side: tests/nds/cross_process.rs
-pub fn process_info_ext_is_consistent(p: &ProcessInfoExt) -> bool {
-    let v = std::str::from_utf8(&p.tag[..8])
-        .ok()
-        .and_then(|h| u32::from_str_radix(h, 16).ok());
-    match v {
-        Some(v) => {
-            ProcessInfoExt {
-                hash: p.hash,
-                ..process_info_ext(v)
-            } == *p
-        }
-        None => false,
-    }
 }
 
 /// One stress step on `w` driven by `rng`, with `next` the next version
@@ -158,9 +122,45 @@ pub fn step<S: SlabMut>(
     }
 }
 
+/// The reader side, for the tests only (`tests/nds/cross_process.rs` and
+/// `tests/cli/c_conformance.rs` include this file): does a record read back
+/// equal the one its version makes?
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
+
+    /// `true` when `r` is exactly [`model`]`(r.model_id)` (the hash word aside).
+    pub fn is_consistent(r: &ModelRecord) -> bool {
+        r.model_id != 0
+            && ModelRecord {
+                hash: r.hash,
+                ..model(r.model_id)
+            } == *r
+    }
+
+    /// `true` when `p` is exactly [`process_info`]`(p.framework_type)`.
+    pub fn process_info_is_consistent(p: &ProcessInfo) -> bool {
+        ProcessInfo {
+            hash: p.hash,
+            ..process_info(p.framework_type)
+        } == *p
+    }
+
+    /// `true` when `p` is [`process_info_ext`] of the version its tag encodes.
+    pub fn process_info_ext_is_consistent(p: &ProcessInfoExt) -> bool {
+        let v = std::str::from_utf8(&p.tag[..8])
+            .ok()
+            .and_then(|h| u32::from_str_radix(h, 16).ok());
+        match v {
+            Some(v) => {
+                ProcessInfoExt {
+                    hash: p.hash,
+                    ..process_info_ext(v)
+                } == *p
+            }
+            None => false,
+        }
+    }
 
     #[test]
     fn records_are_self_checking() {

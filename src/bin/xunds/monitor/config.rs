@@ -137,13 +137,9 @@ impl Config {
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
             let at = format!("neuron_runtimes[{i}]");
             let rule_period = period(&r.period, &format!("{at}."), root)?;
-            let tag_filter = match &r.tag_filter {
-                Some(f) => Some(
-                    regex_lite::Regex::new(&format!("^(?:{f})$"))
-                        .map_err(|e| format!("config: {at}.tag_filter: {e}"))?,
-                ),
-                None => None,
-            };
+            let anchored = |f| regex_lite::Regex::new(&format!("^(?:{f})$"));
+            let tag_filter = (r.tag_filter.as_ref().map(anchored).transpose())
+                .map_err(|e| format!("config: {at}.tag_filter: {e}"))?;
             let mut groups = Vec::new();
             for (j, m) in r.metrics.iter().enumerate() {
                 let p = period(&m.period, &format!("{at}.metrics[{j}]."), rule_period)?;

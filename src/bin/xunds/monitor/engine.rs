@@ -89,6 +89,7 @@ fn went_back(now: &Counters, earlier: &Counters) -> bool {
 }
 
 /// A watched runtime.
+#[derive(Default)]
 pub struct Runtime {
     watch: Watch,
     /// Named on the command line: reported even while unreadable, never
@@ -98,7 +99,7 @@ pub struct Runtime {
     /// The last good read.
     pub latest: Option<Sample>,
     /// When the last good read was.
-    read_at: Instant,
+    read_at: Option<Instant>,
     read_error: Option<String>,
     notes: Vec<String>,
     /// `None` until the first good read.
@@ -106,8 +107,10 @@ pub struct Runtime {
     bases: [Option<Base>; 4],
     /// The last computed groups.
     pub report: Report,
-    /// Each group's last value computed without an error (what a gauge
-    /// shows until the next good one, as the companion keeps it).
+    /// The gauge groups' (`neuroncore_counters`,
+    /// `neuron_runtime_vcpu_usage`) last values computed without an error
+    /// (what a gauge shows until the next good one, as the companion keeps
+    /// it).
     pub good: Report,
     /// When the writer's exit was first seen (and its final report made).
     exited_at: Option<Instant>,
@@ -122,18 +125,7 @@ impl Runtime {
         Runtime {
             watch: Watch::new(path),
             explicit,
-            started: None,
-            latest: None,
-            read_at: Instant::now(),
-            read_error: None,
-            notes: Vec::new(),
-            writer: None,
-            bases: Default::default(),
-            report: Report::default(),
-            good: Report::default(),
-            exited_at: None,
-            force: false,
-            generation_seen: 0,
+            ..Runtime::default()
         }
     }
 
@@ -190,7 +182,7 @@ impl Runtime {
             }
         };
         self.read_error = None;
-        self.read_at = Instant::now();
+        self.read_at = Some(Instant::now());
         self.notes.extend(note);
         let holder = s.holder.map(|pid| (pid, sys::start_ticks(pid)));
         let tag = s.tag();
@@ -329,29 +321,20 @@ impl Runtime {
                 });
             }
         }
-        // Each group's last good value; the groups the configuration no
-        // longer enables for this runtime go.
-        let on = |g: RtGroup| groups.iter().any(|(x, _)| *x == g);
+        // The groups the configuration no longer enables for this runtime
+        // go; the gauges keep their last good values.
+        let off = |g: RtGroup| !groups.iter().any(|(x, _)| *x == g);
+        r.execution_stats.take_if(|_| off(RtGroup::ExecutionStats));
+        r.neuroncore_counters
+            .take_if(|_| off(RtGroup::NeuroncoreCounters));
+        r.memory_used.take_if(|_| off(RtGroup::MemoryUsed));
+        r.neuron_runtime_vcpu_usage
+            .take_if(|_| off(RtGroup::VcpuUsage));
         let good = &mut self.good;
+        keep(&r.neuroncore_counters, &mut good.neuroncore_counters);
         keep(
-            &mut r.execution_stats,
-            &mut good.execution_stats,
-            on(RtGroup::ExecutionStats),
-        );
-        keep(
-            &mut r.neuroncore_counters,
-            &mut good.neuroncore_counters,
-            on(RtGroup::NeuroncoreCounters),
-        );
-        keep(
-            &mut r.memory_used,
-            &mut good.memory_used,
-            on(RtGroup::MemoryUsed),
-        );
-        keep(
-            &mut r.neuron_runtime_vcpu_usage,
+            &r.neuron_runtime_vcpu_usage,
             &mut good.neuron_runtime_vcpu_usage,
-            on(RtGroup::VcpuUsage),
         );
     }
 }
@@ -371,16 +354,10 @@ fn put<T: Default>(slot: &mut Option<Group<T>>, new: Option<Group<T>>, err: &str
     *slot = Some(g);
 }
 
-/// Copy a group computed without an error to `good`; drop it when it is
-/// not `on`.
-fn keep<T: Clone>(now: &mut Option<Group<T>>, good: &mut Option<Group<T>>, on: bool) {
-    if let Some(x) = now.as_ref() {
-        if x.error.is_empty() {
-            *good = Some(x.clone());
-        }
-    }
-    if !on {
-        *now = None;
+/// Copy a group computed without an error to `good`.
+fn keep<T: Clone>(now: &Option<Group<T>>, good: &mut Option<Group<T>>) {
+    if let Some(x) = now.as_ref().filter(|x| x.error.is_empty()) {
+        *good = Some(x.clone());
     }
 }
 
@@ -410,10 +387,11 @@ impl Clock {
 /// tick), the `/proc/stat` reading the next vCPU use starts from, and the
 /// values.
 #[derive(Default)]
-struct SystemState {
+pub struct SystemState {
     at: [Option<(Instant, u64)>; 3],
     stat: sys::ProcStat,
-    data: SystemData,
+    /// The system groups' last values.
+    pub data: SystemData,
 }
 
 /// The whole monitor.
@@ -421,11 +399,14 @@ pub struct Monitor {
     sources: Sources,
     config: Config,
     runtimes: Vec<Runtime>,
-    system: SystemState,
+    /// The system groups.
+    pub system: SystemState,
     tck: u64,
     boot: Instant,
-    clock: Clock,
-    log: Vec<String>,
+    /// Its tick is the loop's (the shortest enabled period).
+    pub clock: Clock,
+    /// The lines to log (exits seen), for the caller to take.
+    pub log: Vec<String>,
 }
 
 impl Monitor {
@@ -449,21 +430,6 @@ impl Monitor {
             clock: Clock { tick, n: 0 },
             log: Vec::new(),
         }
-    }
-
-    /// The loop's tick (the shortest enabled period).
-    pub fn tick_period(&self) -> Duration {
-        self.clock.tick
-    }
-
-    /// The system groups' last values.
-    pub fn system_data(&self) -> &SystemData {
-        &self.system.data
-    }
-
-    /// The lines to log since the last call (exits seen).
-    pub fn take_log(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.log)
     }
 
     /// Why each named slab could not be read at the last tick.
@@ -515,7 +481,7 @@ impl Monitor {
             r.explicit
                 || match (&r.writer, r.exited_at) {
                     (_, Some(t)) => now.duration_since(t) < LINGER,
-                    (Some(w), None) => w.alive || now.duration_since(r.read_at) < LINGER,
+                    (Some(w), None) => w.alive || r.read_at.is_some_and(|t| now - t < LINGER),
                     (None, None) => false,
                 }
         });
@@ -707,12 +673,12 @@ mod tests {
         drop(w);
         prom::render(&mut m);
         assert_eq!(completed(&m.tick()), (5, String::new(), "exited"));
-        let log = m.take_log();
+        let log = std::mem::take(&mut m.log);
         assert_eq!(log.len(), 1, "{log:?}");
         assert!(log[0].contains("has exited"), "{log:?}");
         // Once.
         m.tick();
-        assert!(m.take_log().is_empty());
+        assert!(std::mem::take(&mut m.log).is_empty());
     }
 
     #[test]

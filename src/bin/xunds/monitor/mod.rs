@@ -50,13 +50,8 @@ pub use watch::{discover, pid_from_name};
 /// exports the same documents.
 #[derive(clap::Args, Debug, Clone)]
 pub struct MonitorArgs {
-    /// Slab files to watch. Default: every slab `xunds run` leaves in its
-    /// default place (`xunds-<pid>.nds` in --dir) whose process is running.
-    pub slabs: Vec<PathBuf>,
-    /// Where to look for slabs when none are named (default: /dev/shm, or
-    /// the temporary directory without it).
-    #[arg(long, conflicts_with = "slabs")]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub slabs: SlabArgs,
     /// Time between documents (e.g. 5s, 200ms); a configuration file's
     /// periods take precedence.
     #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
@@ -78,6 +73,18 @@ pub struct MonitorArgs {
     /// No JSON on stdout (with --prometheus).
     #[arg(short, long, requires = "prometheus")]
     pub quiet: bool,
+}
+
+/// The slabs `xunds monitor` and `xunds top` watch.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SlabArgs {
+    /// Slab files to watch. Default: every slab `xunds run` leaves in its
+    /// default place (`xunds-<pid>.nds` in --dir) whose process is running.
+    pub slabs: Vec<PathBuf>,
+    /// Where to look for slabs when none are named (default: /dev/shm, or
+    /// the temporary directory without it).
+    #[arg(long, conflicts_with = "slabs")]
+    pub dir: Option<PathBuf>,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -145,15 +152,11 @@ pub fn default_dir() -> PathBuf {
 /// that cannot be read.
 pub fn build(
     command: &str,
-    slabs: &[PathBuf],
-    dir: Option<&PathBuf>,
+    slabs: &SlabArgs,
     config: Option<&PathBuf>,
     period: Duration,
 ) -> Result<Monitor, ExitCode> {
-    let fail = |code: u8, e: String| {
-        eprintln!("{command}: {e}");
-        ExitCode::from(code)
-    };
+    let fail = |code, e: String| crate::fail(code, command, e);
     let cfg = match config {
         Some(p) => {
             let text =
@@ -163,17 +166,16 @@ pub fn build(
         }
         None => config::Config::all(period),
     };
-    if let Some(d) = dir {
+    if let Some(d) = &slabs.dir {
         match std::fs::metadata(d) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(fail(1, format!("--dir {}: not a directory", d.display()))),
             Err(e) => return Err(fail(1, format!("--dir {}: {e}", d.display()))),
         }
     }
-    let sources = if slabs.is_empty() {
-        Sources::Dir(dir.cloned().unwrap_or_else(default_dir))
-    } else {
-        Sources::Paths(slabs.to_vec())
+    let sources = match (&slabs.slabs, &slabs.dir) {
+        (s, d) if s.is_empty() => Sources::Dir(d.clone().unwrap_or_else(default_dir)),
+        (s, _) => Sources::Paths(s.clone()),
     };
     Ok(Monitor::new(sources, cfg, period))
 }
@@ -182,17 +184,16 @@ pub fn build(
 pub fn main(args: MonitorArgs) -> ExitCode {
     const ME: &str = "xunds monitor";
     install_signals();
-    let (slabs, dir, config) = (&args.slabs, args.dir.as_ref(), args.config.as_ref());
-    let monitor = match build(ME, slabs, dir, config, args.period) {
+    let monitor = match build(ME, &args.slabs, args.config.as_ref(), args.period) {
         Ok(m) => m,
         Err(code) => return code,
     };
-    let tick = monitor.tick_period();
+    let tick = monitor.clock.tick;
     let monitor = Arc::new(Mutex::new(monitor));
     if let Some(addr) = args.prometheus {
         match prom::serve(addr, monitor.clone()) {
             Ok(bound) => eprintln!("{ME}: serving http://{bound}/metrics"),
-            Err(e) => return crate::failure(ME, e),
+            Err(e) => return crate::fail(1, ME, e),
         }
     }
     let limit = if args.once { Some(1) } else { args.count };
@@ -204,28 +205,24 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     // pipe.
     let mut out = match std::io::stdout().as_fd().try_clone_to_owned() {
         Ok(fd) => std::fs::File::from(fd),
-        Err(e) => return crate::failure(ME, format_args!("stdout: {e}")),
+        Err(e) => return crate::fail(1, ME, format_args!("stdout: {e}")),
     };
     loop {
         let Ok(mut m) = monitor.lock() else {
-            return crate::failure(ME, "internal error: state poisoned");
+            return crate::fail(1, ME, "internal error: state poisoned");
         };
         let doc = m.tick();
-        for line in m.take_log() {
+        for line in std::mem::take(&mut m.log) {
             eprintln!("{ME}: {line}");
         }
         // With --once, a named slab that could not be read fails the one
         // document (its `error` says why there too).
-        let unreadable = if args.once {
-            m.unreadable()
-        } else {
-            Vec::new()
-        };
+        let unreadable = m.unreadable();
         drop(m);
         if print {
             let line = match serde_json::to_string(&doc) {
                 Ok(l) => l,
-                Err(e) => return crate::failure(ME, e),
+                Err(e) => return crate::fail(1, ME, e),
             };
             if emit(&mut out, format!("{line}\n").as_bytes()).is_err() {
                 // The reader went away (`| head`), or a stop signal came
@@ -235,10 +232,8 @@ pub fn main(args: MonitorArgs) -> ExitCode {
             }
         }
         n += 1;
-        for e in &unreadable {
-            eprintln!("{ME}: {e}");
-        }
-        if !unreadable.is_empty() {
+        if args.once && !unreadable.is_empty() {
+            unreadable.iter().for_each(|e| eprintln!("{ME}: {e}"));
             return ExitCode::FAILURE;
         }
         if limit.is_some_and(|l| n >= l) || stopping() {

@@ -47,12 +47,10 @@ pub const CONN_TIME: Duration = Duration::from_secs(10);
 /// else is `HOST:PORT` as given.
 pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
-    let full = if s.bytes().all(|b| b.is_ascii_digit()) && !s.is_empty() {
-        format!("127.0.0.1:{s}")
-    } else if let Some(port) = s.strip_prefix(':') {
-        format!("127.0.0.1:{port}")
-    } else {
-        s.to_string()
+    let port = s.strip_prefix(':').unwrap_or(s);
+    let full = match !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) {
+        true => format!("127.0.0.1:{port}"),
+        false => s.to_string(),
     };
     full.to_socket_addrs()
         .map_err(|e| e.to_string())?
@@ -216,7 +214,7 @@ pub fn render(monitor: &mut Monitor) -> String {
             }
         }
     }
-    let sys = monitor.system_data();
+    let sys = &monitor.system.data;
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
         for (name, v) in [
             ("system_memory_total_bytes", m.memory_total_bytes),

@@ -24,22 +24,23 @@
 //! pinned with ratatui's `TestBackend`.
 
 use std::collections::BTreeSet;
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Result};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::layout::Constraint::{Length, Min};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Style, Stylize as _};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
-use ratatui::Frame;
+use ratatui::{DefaultTerminal, Frame};
 
+use xunds::nds::reader::ERROR_CLASSES;
+
+use super::engine::Monitor;
 use super::report::{
     byte_sum, CoreUse, Document, ExecutionStats, Group, LoadedModel, MemoryUsed, RuntimeEntry,
-    RuntimeVcpu,
 };
 
 /// A live terminal view of running xunds processes, as neuron-top.
@@ -50,11 +51,8 @@ use super::report::{
 /// or collapse the tree, arrows move in it, q quits.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TopArgs {
-    /// Slab files to watch. Default: every running `xunds run`'s slab in --dir.
-    pub slabs: Vec<PathBuf>,
-    /// Where to look for slabs when none are named.
-    #[arg(long)]
-    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub slabs: super::SlabArgs,
     /// Refresh period (e.g. 1s, 500ms).
     #[arg(long, default_value = "1s", allow_hyphen_values = true, value_parser = crate::parse_duration)]
     pub period: Duration,
@@ -120,12 +118,6 @@ fn note(p: &RuntimeEntry) -> String {
     }
 }
 
-/// A vCPU group's (user, system) percentages, when read without an error.
-fn user_system(v: &Option<Group<RuntimeVcpu>>) -> Option<(f64, f64)> {
-    let v = v.as_ref().filter(|v| v.error.is_empty())?;
-    Some((v.vcpu_usage.user, v.vcpu_usage.system))
-}
-
 /// `x` in the largest of `units` (each `base` times the one before) that
 /// keeps it at least 1, and that unit.
 fn scaled(mut x: f64, base: f64, units: [&'static str; 5]) -> (f64, &'static str) {
@@ -152,10 +144,7 @@ fn si(x: f64) -> String {
 }
 
 fn section(title: String) -> Block<'static> {
-    Block::default().borders(Borders::TOP).title(Span::styled(
-        title,
-        Style::default().add_modifier(Modifier::BOLD),
-    ))
+    Block::default().borders(Borders::TOP).title(title.bold())
 }
 
 /// A one-line bar: `label [|||||     ] text`, the bar as wide as the line
@@ -166,7 +155,7 @@ fn bar(label: &str, ratio: f64, text: &str, width: u16) -> Paragraph<'static> {
     let filled = (ratio.clamp(0.0, 1.0) * inner as f64).round() as usize;
     Paragraph::new(Line::from(vec![
         Span::raw(format!("{label:<10} [")),
-        Span::styled("|".repeat(filled), Style::default().fg(Color::Green)),
+        "|".repeat(filled).green(),
         Span::raw(format!("{}] {text:>tw$} ", " ".repeat(inner - filled))),
     ]))
 }
@@ -208,10 +197,7 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
         many,
         if many == 1 { "" } else { "es" }
     );
-    f.render_widget(
-        Paragraph::new(title_text).style(Style::default().bg(Color::Blue).fg(Color::White)),
-        title,
-    );
+    f.render_widget(Paragraph::new(title_text).white().on_blue(), title);
     draw_utilization(f, util, &procs, &cores, (cols, rows), ui.flops);
     draw_vcpu(f, vcpu, v, &procs);
     draw_summary(f, summary, &procs);
@@ -239,16 +225,15 @@ fn draw_utilization(
         _ => 0.0,
     };
     let rate: f64 = stats.clone().map(per_s).sum();
-    let mut errors: Vec<(&str, u64)> = Vec::new();
-    let counts = stats.flat_map(|e| &e.error_summary.0);
-    for (name, n) in counts.filter(|(_, n)| *n > 0) {
-        match errors.iter_mut().find(|(m, _)| m == name) {
-            Some(e) => e.1 += n,
-            None => errors.push((name, *n)),
-        }
-    }
-    let errors: Vec<String> = errors.iter().map(|(n, c)| format!("{n} {c}")).collect();
-    let errors = Some(errors.join(", ")).filter(|e| !e.is_empty());
+    // Every summary has every class, in the one order.
+    let errors = ERROR_CLASSES.iter().filter_map(|(name, _)| {
+        let n: u64 = stats
+            .clone()
+            .filter_map(|e| e.error_summary.get(name))
+            .sum();
+        (n > 0).then(|| format!("{name} {n}"))
+    });
+    let errors = Some(errors.collect::<Vec<_>>().join(", ")).filter(|e| !e.is_empty());
     let more = Some(cores.len().saturating_sub(cols * rows)).filter(|m| *m > 0);
     let more = more.map_or(String::new(), |m| format!(" (+{m} more)"));
     let what = if flops { "FLOPS" } else { "Utilization" };
@@ -300,24 +285,23 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let system = sys.filter(|v| v.error.is_empty()).map(|v| v.user_system());
-    let vcpus = procs
+    // The runtimes' groups read without an error, summed.
+    let good = procs
         .iter()
-        .filter_map(|p| user_system(&p.report.neuron_runtime_vcpu_usage));
-    let runtime = vcpus.reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
-    for (i, (label, us)) in [("System", system), ("Runtime", runtime)]
+        .filter_map(|p| p.report.neuron_runtime_vcpu_usage.as_ref());
+    let runtime = (good.filter(|v| v.error.is_empty()))
+        .map(|v| (v.vcpu_usage.user, v.vcpu_usage.system))
+        .reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
+    let lines: [Rect; 2] = Layout::vertical([Length(1); 2]).areas(inner);
+    for (line, (label, us)) in lines
         .into_iter()
-        .enumerate()
+        .zip([("System", system), ("Runtime", runtime)])
     {
-        let y = inner.y + i as u16;
-        if y >= inner.y + inner.height {
-            break;
-        }
         let (u, s) = us.unwrap_or_default();
         let text = match us {
             Some(_) => format!("{u:.1}% usr {s:.1}% sys"),
             None => "n/a".into(),
         };
-        let line = Rect::new(inner.x, y, inner.width, 1);
         f.render_widget(bar(label, (u + s) / 100.0, &text, inner.width), line);
     }
 }
@@ -339,9 +323,8 @@ fn draw_summary(f: &mut Frame, area: Rect, procs: &[&RuntimeEntry]) {
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
     let column = |head: &str, kinds: &[&str], vals: &[u64]| {
-        let underline = Style::default().add_modifier(Modifier::UNDERLINED);
         let mut lines = vec![
-            Line::styled(head.to_string(), underline),
+            Line::raw(head.to_string()).underlined(),
             Line::raw(format!("{:<17}{:>11}", "Total", bytes(byte_sum(vals)))),
         ];
         let rows = kinds.iter().zip(vals);
@@ -470,12 +453,10 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
                 Some(_) => "\u{25b8} ",
                 None => "  ",
             };
-            let on = first + i == selected;
-            let style = Style::default().add_modifier(if on {
-                Modifier::REVERSED
-            } else {
-                Modifier::empty()
-            });
+            let style = match first + i == selected {
+                true => Style::new().reversed(),
+                false => Style::new(),
+            };
             Row::new(vec![
                 format!("{}{mark}{}", "  ".repeat(r.depth), r.label),
                 r.model_id.map(|m| m.to_string()).unwrap_or_default(),
@@ -486,10 +467,7 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
         })
         .collect();
     let table = Table::new(body, [Min(20), Length(9), Length(12), Length(13)])
-        .header(
-            Row::new(vec!["", "Model ID", "Host Memory", "Device Memory"])
-                .style(Style::default().add_modifier(Modifier::UNDERLINED)),
-        )
+        .header(Row::new(vec!["", "Model ID", "Host Memory", "Device Memory"]).underlined())
         .block(block);
     f.render_widget(table, area);
 }
@@ -500,13 +478,9 @@ fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
     );
     let mut spans = Vec::new();
     for (i, name) in names.enumerate() {
-        let (l, r) = if i == ui.tab { ('>', '<') } else { (' ', ' ') };
-        let style = if i == ui.tab {
-            Style::default()
-                .fg(Color::Green)
-                .add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
+        let (l, r, style) = match i == ui.tab {
+            true => ('>', '<', Style::new().green().bold()),
+            false => (' ', ' ', Style::new()),
         };
         spans.push(Span::styled(format!("{}:{l}{name}{r} ", i + 1), style));
     }
@@ -556,8 +530,7 @@ pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
 
 /// Run `xunds top`.
 pub fn main(args: TopArgs) -> ExitCode {
-    let (slabs, dir) = (&args.slabs, args.dir.as_ref());
-    let mut monitor = match super::build("xunds top", slabs, dir, None, args.period) {
+    let mut monitor = match super::build("xunds top", &args.slabs, None, args.period) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -565,50 +538,49 @@ pub fn main(args: TopArgs) -> ExitCode {
     // without one, say so (exit 2) instead of failing inside the terminal
     // library with a panic and escape codes on a pipe.
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        return crate::usage_error(
+        return crate::fail(
+            2,
             "xunds top",
             "needs a terminal on stdin and stdout (`xunds monitor` writes JSON lines to a pipe)",
         );
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
-        Err(e) => return crate::failure("xunds top", format_args!("the terminal: {e}")),
+        Err(e) => return crate::fail(1, "xunds top", format_args!("the terminal: {e}")),
     };
-    let mut ui = Ui::default();
-    let mut next = Instant::now();
-    let mut v = View::default();
-    let result = loop {
+    let result = show(&mut monitor, &mut terminal, args.period);
+    ratatui::restore();
+    result.map_or_else(|e| crate::fail(1, "xunds top", e), |()| ExitCode::SUCCESS)
+}
+
+/// The view until a key quits it: a document each period, drawn again after
+/// each key.
+fn show(monitor: &mut Monitor, terminal: &mut DefaultTerminal, period: Duration) -> Result<()> {
+    let (mut ui, mut v, mut next) = (Ui::default(), View::default(), Instant::now());
+    loop {
         if Instant::now() >= next {
             v = monitor.tick();
             // Exits are shown in the view, not logged over the screen.
-            monitor.take_log();
+            monitor.log.clear();
             ui.tab = ui.tab.min(v.neuron_runtime_data.len());
-            next += args.period;
+            next += period;
         }
-        if let Err(e) = terminal.draw(|f| draw(f, &v, &ui)) {
-            break Err(e.to_string());
-        }
-        match event::poll(next.saturating_duration_since(Instant::now())) {
-            Ok(true) => match event::read() {
-                Ok(Event::Key(k)) if k.kind == KeyEventKind::Press => {
-                    if !key(&mut ui, &v, k.code, k.modifiers) {
-                        break Ok(());
-                    }
+        terminal.draw(|f| draw(f, &v, &ui))?;
+        if event::poll(next.saturating_duration_since(Instant::now()))? {
+            if let Event::Key(k) = event::read()? {
+                if k.kind == KeyEventKind::Press && !key(&mut ui, &v, k.code, k.modifiers) {
+                    return Ok(());
                 }
-                Ok(_) => {}
-                Err(e) => break Err(e.to_string()),
-            },
-            Ok(false) => {}
-            Err(e) => break Err(e.to_string()),
+            }
         }
-    };
-    ratatui::restore();
-    result.map_or_else(|e| crate::failure("xunds top", e), |()| ExitCode::SUCCESS)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::report::{NeuroncoreCounters, Report, SystemData, UserSystem, VcpuUsage};
+    use super::super::report::{
+        NeuroncoreCounters, Report, RuntimeVcpu, SystemData, UserSystem, VcpuUsage,
+    };
     use super::*;
     use crate::Obj;
     use ratatui::backend::TestBackend;

@@ -50,17 +50,12 @@ impl Sample {
     }
 }
 
-/// The file found at the path: our descriptor and its identity.
-struct Opened {
-    file: File,
-    dev: u64,
-    ino: u64,
-}
-
 /// One watched slab path.
+#[derive(Default)]
 pub struct Watch {
     path: PathBuf,
-    opened: Option<Opened>,
+    /// Our descriptor of the file found at the path.
+    opened: Option<File>,
     /// A read found the slab not committed (released, or not yet) since
     /// the last good read: the next good read is of a new commit.
     released: bool,
@@ -72,9 +67,7 @@ impl Watch {
     pub fn new(path: PathBuf) -> Watch {
         Watch {
             path,
-            opened: None,
-            released: false,
-            generation: 0,
+            ..Watch::default()
         }
     }
 
@@ -98,8 +91,8 @@ impl Watch {
         let mut note = None;
         match std::fs::metadata(&self.path) {
             Ok(m) => {
-                let same =
-                    (self.opened.as_ref()).is_some_and(|o| (o.dev, o.ino) == (m.dev(), m.ino()));
+                let id = |f: &File| f.metadata().map(|o| (o.dev(), o.ino())).ok();
+                let same = self.opened.as_ref().and_then(id) == Some((m.dev(), m.ino()));
                 if !same && self.opened.take().is_some() {
                     self.released = true;
                 }
@@ -111,27 +104,19 @@ impl Watch {
                 ))
             }
         }
-        let o = match self.opened.take() {
-            Some(o) => o,
-            None => {
-                let (_, file) = ReadOnlySlab::open_with_file(&self.path).map_err(|e| at(&e))?;
-                let m = file
-                    .metadata()
-                    .map_err(|e| at(&format_args!("fstat: {e}")))?;
-                Opened {
-                    dev: m.dev(),
-                    ino: m.ino(),
-                    file,
-                }
-            }
-        };
-        let read = match o.file.metadata() {
+        let open = || ReadOnlySlab::open_with_file(&self.path).map(|(_, f)| f);
+        let file = self
+            .opened
+            .take()
+            .map_or_else(open, Ok)
+            .map_err(|e| at(&e))?;
+        let read = match file.metadata() {
             Err(e) => Err(at(&format_args!("fstat: {e}"))),
             Ok(m) if m.len() < REQUIRED_SIZE as u64 => Err(at(&format_args!(
                 "slab truncated to {} bytes (needs {REQUIRED_SIZE})",
                 m.len()
             ))),
-            Ok(_) => ReadOnlySlab::from_file(&o.file)
+            Ok(_) => ReadOnlySlab::from_file(&file)
                 .and_then(Reader::attach)
                 .and_then(|r| r.snapshot())
                 .map_err(|e| at(&e)),
@@ -142,8 +127,8 @@ impl Watch {
         if std::mem::take(&mut self.released) {
             self.generation += 1;
         }
-        let holder = xunds::hal::mem::lock_holder(&o.file);
-        self.opened = Some(o);
+        let holder = xunds::hal::mem::lock_holder(&file);
+        self.opened = Some(file);
         Ok((
             Sample {
                 counters: snap.counters(),
