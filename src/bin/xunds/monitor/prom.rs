@@ -22,14 +22,15 @@
 //! are not read); running out of descriptors closes the oldest connection
 //! rather than the listener.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs as _};
 use std::os::fd::AsRawFd as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use prometheus::core::Collector;
+use prometheus::{CounterVec, GaugeVec, Opts, Registry, TextEncoder};
 use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
 
 use super::engine::Monitor;
@@ -61,55 +62,54 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
 /// Label names and values of one sample.
 type Labels = Vec<(&'static str, String)>;
 
-/// The exposition being built: families by name, each with its help, type
-/// and samples by labels. A sample added twice under the same labels (two
-/// runtimes with one tag) adds for a counter and replaces for a gauge, as
-/// the companion's client library does.
+/// The exposition being built: one labelled vector per family, registered
+/// on first use; the registry's text encoder writes it (families by name,
+/// samples by labels, label values escaped). A sample added twice under
+/// the same labels (two runtimes with one tag) adds for a counter and
+/// replaces for a gauge, as the companion's client library does.
 #[derive(Default)]
 struct Exposition {
-    families: BTreeMap<String, (String, &'static str, BTreeMap<Labels, f64>)>,
+    registry: Registry,
+    counters: HashMap<String, CounterVec>,
+    gauges: HashMap<String, GaugeVec>,
+}
+
+/// A family's vector, registered: its name and label names, and its kind's
+/// constructor.
+fn family<V: Collector + Clone + 'static>(
+    registry: &Registry,
+    name: &str,
+    labels: &[&str],
+    new: fn(Opts, &[&str]) -> prometheus::Result<V>,
+) -> V {
+    // The names and help texts are this file's constants, all valid.
+    let v = new(Opts::new(name, help(name)), labels).expect("a valid family");
+    let registered = registry.register(Box::new(v.clone()));
+    registered.expect("a new family");
+    v
 }
 
 impl Exposition {
-    fn put(&mut self, name: &str, counter: bool, labels: Labels, v: f64) {
-        let kind = if counter { "counter" } else { "gauge" };
-        let f = self
-            .families
-            .entry(name.to_string())
-            .or_insert_with(|| (help(name), kind, BTreeMap::new()));
-        let slot = f.2.entry(labels).or_insert(0.0);
-        *slot = if counter { *slot + v } else { v };
-    }
-
     fn counter(&mut self, name: &str, labels: Labels, v: f64) {
-        self.put(name, true, labels, v);
+        let (names, values): (Vec<_>, Vec<_>) = labels.into_iter().unzip();
+        let new = || family(&self.registry, name, &names, CounterVec::new);
+        let f = self.counters.entry(name.into()).or_insert_with(new);
+        f.with_label_values(&values).inc_by(v);
     }
 
     fn gauge(&mut self, name: &str, labels: Labels, v: f64) {
-        self.put(name, false, labels, v);
+        let (names, values): (Vec<_>, Vec<_>) = labels.into_iter().unzip();
+        let new = || family(&self.registry, name, &names, GaugeVec::new);
+        let f = self.gauges.entry(name.into()).or_insert_with(new);
+        f.with_label_values(&values).set(v);
     }
 
     fn text(&self) -> String {
-        let mut out = String::new();
-        for (name, (help, kind, samples)) in &self.families {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for (labels, v) in samples {
-                let l: Vec<String> = labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                    .collect();
-                let _ = writeln!(out, "{name}{{{}}} {v}", l.join(","));
-            }
-        }
-        out
+        let families = self.registry.gather();
+        TextEncoder::new()
+            .encode_to_string(&families)
+            .unwrap_or_else(|e| format!("# {e}\n"))
     }
-}
-
-/// A label value as the text format writes it.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// The companion's instance labels: `instance_info`'s fields, some
@@ -126,10 +126,10 @@ fn instance_labels() -> Labels {
     names.map(|k| (k, String::new())).to_vec()
 }
 
+/// `base` and `extra` (the registry sorts them by name).
 fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {
     let mut l = base.clone();
     l.extend(extra.into_iter().map(|(k, v)| (k, v.to_string())));
-    l.sort();
     l
 }
 
