@@ -61,8 +61,6 @@ use std::os::fd::RawFd;
 
 use crate::fsm::slot::{SlotEvent, SlotFsm, SlotState};
 use crate::fsm::{step_traced, Transition, TransitionHook};
-#[cfg(any(test, feature = "testkit"))]
-pub use crate::sim::events::TransitionText;
 pub use crate::sim::events::{Nanos, NullTrace, TraceEvent, TraceSink};
 use crate::sim::tracer::TraceLog;
 
@@ -125,13 +123,6 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn now(&self) -> Nanos {
         self.now
-    }
-
-    /// The polled actor's name (as the runner recorded it).
-    #[inline]
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn actor(&self) -> &str {
-        self.actor
     }
 
     /// Whether trace records are kept (skip building expensive texts if not).

@@ -123,12 +123,6 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
         self.go(e, cx);
     }
 
-    /// The sequencer (its per-core state).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn sequencer(&self) -> &Sequencer<H, X> {
-        &self.seq
-    }
-
     fn poll_device(&mut self, cx: &mut Cx<'_>) -> bool {
         let now = cx.now().as_u64();
         let polled = match self.core {
@@ -170,13 +164,10 @@ impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.wake.awake();
-        let mut made = match self.state {
-            ProxyState::Sleeping => {
-                self.go(ProxyEvent::Wake, cx);
-                self.poll_device(cx)
-            }
-            ProxyState::Running | ProxyState::Idling => self.poll_device(cx),
-        };
+        if self.state == ProxyState::Sleeping {
+            self.go(ProxyEvent::Wake, cx);
+        }
+        let mut made = self.poll_device(cx);
         if made {
             self.go(ProxyEvent::Work, cx);
         } else {

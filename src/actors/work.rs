@@ -548,19 +548,14 @@ impl ItemPool {
         if b.iter().all(|&x| x == 0) {
             return Err(BadItem::Zeroed);
         }
-        let info = match TpbExecutionInfo::parse(&b) {
-            Ok(info) => info,
-            Err(_) => {
-                let ty = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                return Err(if WorkType::from_index(ty).is_none() {
-                    BadItem::UnknownType(ty)
-                } else {
-                    BadItem::Unparsable
-                });
-            }
-        };
+        // An unknown `type` is what makes bytes unparsable first.
+        let ty = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let info = TpbExecutionInfo::parse(&b).map_err(|_| match WorkType::from_index(ty) {
+            None => BadItem::UnknownType(ty),
+            Some(_) => BadItem::Unparsable,
+        })?;
         if info.ty != WorkType::Execute {
-            return Err(BadItem::UnknownType(info.ty as u32));
+            return Err(BadItem::UnknownType(ty));
         }
         if info.compute_idx != u32::from(core) {
             return Err(BadItem::OtherCore(info.compute_idx));

@@ -67,7 +67,7 @@ use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::hal::{Hal, Ordering};
+use crate::hal::{Hal, Ordering, RegionHandle};
 use crate::ring::{PopError, Signal, SlotMismatch};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
@@ -195,7 +195,7 @@ enum Outcome {
     Aborted,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Current {
     seq: SeqId,
     /// The work item (`None`: the word named none).
@@ -204,8 +204,11 @@ struct Current {
     /// the request number, the expected output's index, the caller's tag
     /// and output buffer.
     side: HostSide,
+    /// What the pop writes through the slot's `exec_status` (set by
+    /// `complete`).
     status: NrtStatus,
-    deadline: Nanos,
+    /// When the harvest gives up (`None`: nothing is harvested).
+    deadline: Option<Nanos>,
     /// The submission time, from the item's `ts_start`.
     ts_start: Timespec,
     /// The model the item's `mod_ref` names (an index into the worker's
@@ -216,30 +219,6 @@ struct Current {
     /// The slot's seq_id was overwritten: the ring discards it instead of
     /// popping it (`complete_discarded`).
     discard: bool,
-}
-
-impl Current {
-    /// Execution `seq` on item `idx`, completing with `status` unless the
-    /// harvest says otherwise: no deadline, model or bad item yet.
-    fn new(
-        seq: SeqId,
-        idx: Option<u16>,
-        side: HostSide,
-        status: NrtStatus,
-        ts_start: Timespec,
-    ) -> Current {
-        Current {
-            seq,
-            idx,
-            side,
-            status,
-            deadline: Nanos::MAX,
-            ts_start,
-            model: None,
-            bad: None,
-            discard: false,
-        }
-    }
 }
 
 /// When a submission stamped `ts` happened on the runner's clock: never
@@ -389,12 +368,6 @@ impl<H: Hal> WorkerActor<H> {
         self.p.harvester.stray_records()
     }
 
-    /// The core.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn core(&self) -> u8 {
-        self.p.core
-    }
-
     fn wake_publisher(&mut self) {
         self.pub_owed = 0;
         self.p.pub_wake.wake();
@@ -428,20 +401,16 @@ impl<H: Hal> WorkerActor<H> {
         self.step(e, cx);
     }
 
-    /// Deliver a kept counter report (R1). `true` when none is kept.
+    /// Deliver the kept counter report (R1). `true` when one went.
     fn flush_kept(&mut self) -> bool {
         let Some(m) = self.kept.take() else {
-            return true;
+            return false;
         };
-        let pushed = self
-            .p
-            .to_pub
-            .push(m)
-            .map_err(|full| self.kept = Some(full.0));
-        if pushed.is_ok() {
+        self.kept = self.p.to_pub.push(m).err().map(|full| full.0);
+        if self.kept.is_none() {
             self.p.pub_wake.wake();
         }
-        pushed.is_ok()
+        self.kept.is_none()
     }
 
     /// A peek found a slot (or a reset's drain takes the one refused): the
@@ -565,10 +534,14 @@ impl<H: Hal> WorkerActor<H> {
             .harvester
             .expect(side.exec_id, side.engines, deadline.as_u64());
         self.cur = Some(Current {
-            deadline,
+            seq,
+            idx: Some(idx),
+            side,
+            deadline: Some(deadline),
+            ts_start,
             model,
             bad,
-            ..Current::new(seq, Some(idx), side, NrtStatus::SUCCESS, ts_start)
+            ..Current::default()
         });
         true
     }
@@ -613,8 +586,10 @@ impl<H: Hal> WorkerActor<H> {
         );
         let ts_start = Timespec::from_nanos(cx.now().as_u64());
         self.cur = Some(Current {
+            seq,
+            ts_start,
             bad: Some(bad),
-            ..Current::new(seq, None, HostSide::default(), bad.status(), ts_start)
+            ..Current::default()
         });
         self.complete(Outcome::Failed(bad.status()), cx);
         true
@@ -635,12 +610,9 @@ impl<H: Hal> WorkerActor<H> {
         // The submission time from the item (the pool's memory, not the
         // ring's), bounded by now as for any item; now without one.
         let now = cx.now();
-        let ts = idx
+        let from = idx
             .and_then(|i| self.p.pool.load(&*self.p.hal, i, self.p.core).ok())
-            .map_or(Timespec::from_nanos(now.as_u64()), |info| {
-                info.resp.ts_start
-            });
-        let ts_start = Timespec::from_nanos(submitted_at(ts, now).as_u64());
+            .map_or(now, |info| submitted_at(info.resp.ts_start, now));
         self.p.tap.drain(cx);
         self.stats.discarded += 1;
         cx.event(
@@ -651,8 +623,12 @@ impl<H: Hal> WorkerActor<H> {
             ),
         );
         self.cur = Some(Current {
+            seq,
+            idx,
+            side,
+            ts_start: Timespec::from_nanos(from.as_u64()),
             discard: true,
-            ..Current::new(seq, idx, side, NrtStatus::EXEC_UNIT_UNRECOVERABLE, ts_start)
+            ..Current::default()
         });
         self.complete(Outcome::Aborted, cx);
         true
@@ -1034,24 +1010,25 @@ impl<H: Hal> WorkerActor<H> {
         cx.counted(&mut self.stats.fsm_violations, r)
     }
 
-    /// (`RESET_REQ`, `RESET_ACK`) of this core.
-    fn reset_regs(&self) -> Option<(u32, u32)> {
-        let regs = self.p.map.regs[usize::from(self.p.core)];
-        let req = self
-            .p
-            .hal
-            .load_u32(regs, reg::RESET_REQ, Ordering::Relaxed)
-            .ok()?;
+    /// This core's register block.
+    fn regs(&self) -> RegionHandle {
+        self.p.map.regs[usize::from(self.p.core)]
+    }
+
+    /// The device acknowledged this core's last reset request
+    /// (`RESET_ACK == RESET_REQ`), a stop (odd) when `stop`, else a
+    /// re-initialisation (even).
+    fn reset_acked(&self, stop: bool) -> bool {
+        let hal = &*self.p.hal;
+        let Ok(req) = hal.load_u32(self.regs(), reg::RESET_REQ, Ordering::Relaxed) else {
+            return false;
+        };
         // Ordering: Acquire pairs with the device's Release store of
         // RESET_ACK in `Sequencer::reset`: after a stop every record the
         // device wrote is readable; after a re-initialisation the NQ rings
         // are zeroed.
-        let ack = self
-            .p
-            .hal
-            .load_u32(regs, reg::RESET_ACK, Ordering::Acquire)
-            .ok()?;
-        Some((req, ack))
+        let ack = hal.load_u32(self.regs(), reg::RESET_ACK, Ordering::Acquire);
+        ack.is_ok_and(|ack| ack == req && (req % 2 == 1) == stop)
     }
 
     /// Nothing of this XU is in flight: no current execution, nothing on
@@ -1075,45 +1052,38 @@ impl<H: Hal> WorkerActor<H> {
                 let begun = own_lane(&self.lanes, self.p.core).map(|mut l| l.begin_reset(cx));
                 begun.is_some_and(|r| cx.counted(&mut self.stats.fsm_violations, r))
             }
-            XuHealthState::Stopping => match self.reset_regs() {
-                Some((req, ack)) if req == ack && req % 2 == 1 => {
-                    self.draining = true;
-                    self.reset_step(XuHealthEvent::DeviceStopped, cx)
-                }
-                _ => false,
-            },
-            XuHealthState::Draining => {
-                if !self.drained() {
-                    return false;
-                }
-                let regs = self.p.map.regs[usize::from(self.p.core)];
+            XuHealthState::Stopping if self.reset_acked(true) => {
+                self.draining = true;
+                self.reset_step(XuHealthEvent::DeviceStopped, cx)
+            }
+            XuHealthState::Draining if self.drained() => {
                 // Ordering: Release pairs with the device's Acquire load of
                 // RESET_REQ: the worker reads the NQ rings no more.
-                if let Err(e) = self
-                    .p
-                    .hal
-                    .fetch_add_u32(regs, reg::RESET_REQ, 1, Ordering::Release)
-                {
+                let req =
+                    self.p
+                        .hal
+                        .fetch_add_u32(self.regs(), reg::RESET_REQ, 1, Ordering::Release);
+                if let Err(e) = req {
                     cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
                     return false;
                 }
                 self.p.device_wake.wake();
                 self.reset_step(XuHealthEvent::Drained, cx)
             }
-            XuHealthState::Resetting => match self.reset_regs() {
-                Some((req, ack)) if req == ack && req % 2 == 0 => {
-                    self.p.harvester.reset();
-                    self.note = None;
-                    self.draining = false;
-                    if self.reset_step(XuHealthEvent::DeviceReset, cx) {
-                        self.degraded_at = None;
-                        self.stats.recoveries += 1;
-                        cx.event("msg", format_args!("xu={} reset done", self.p.core));
-                    }
-                    true
+            XuHealthState::Resetting if self.reset_acked(false) => {
+                self.p.harvester.reset();
+                self.note = None;
+                self.draining = false;
+                if self.reset_step(XuHealthEvent::DeviceReset, cx) {
+                    self.degraded_at = None;
+                    self.stats.recoveries += 1;
+                    cx.event("msg", format_args!("xu={} reset done", self.p.core));
                 }
-                _ => false,
-            },
+                true
+            }
+            // Waiting for the device (or, DRAINING, for the executions in
+            // flight).
+            XuHealthState::Stopping | XuHealthState::Draining | XuHealthState::Resetting => false,
         }
     }
 }
@@ -1126,9 +1096,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
         self.p.has_work.awake();
         let mut made = self.drive_reset(cx);
-        if self.kept.is_some() {
-            made |= self.flush_kept();
-        }
+        made |= self.flush_kept();
         for _ in 0..64 {
             match self.state {
                 WorkerState::Idle | WorkerState::Sleeping => {
@@ -1161,8 +1129,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
         if !made && self.wants_nq_sleep() {
             // About to sleep on the NQ interrupt: arm it, then look once
             // more (device::irq). A failed arm means no sleep: keep yielding.
-            let regs = self.p.map.regs[usize::from(self.p.core)];
-            self.nq_armed = irq::arm(&*self.p.hal, regs).is_ok();
+            self.nq_armed = irq::arm(&*self.p.hal, self.regs()).is_ok();
             if self.nq_armed {
                 if let Some(outcome) = self.harvest(cx) {
                     self.complete(outcome, cx);
@@ -1204,9 +1171,8 @@ impl<H: Hal> Actor for WorkerActor<H> {
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
-        self.cur
-            .as_ref()
-            .map(|c| c.deadline)
-            .filter(|&d| d != Nanos::MAX)
+        // A timeout that saturates at MAX never ends: no deadline.
+        let deadline = self.cur.as_ref().and_then(|c| c.deadline);
+        deadline.filter(|&d| d != Nanos::MAX)
     }
 }
