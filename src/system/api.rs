@@ -395,8 +395,6 @@ impl<H: Hal + 'static> System<H> {
         self.own(model)?;
         self.running()?;
         let mut lane = self.lane(xu)?;
-        let mut trace = NullTrace;
-        let mut cx = Cx::new(self.now(), "api", &mut trace);
         lane.schedule(
             Request {
                 model: &model.0,
@@ -406,7 +404,7 @@ impl<H: Hal + 'static> System<H> {
                 expect: NO_EXPECT,
                 tag: 0,
             },
-            &mut cx,
+            &mut Cx::new(self.now(), "api", &mut NullTrace),
         )
     }
 
@@ -472,9 +470,7 @@ impl<H: Hal + 'static> System<H> {
             .get(usize::from(xu))
             .ok_or(RecoverError::NoSuchXu)?;
         let mut lane = self.lane(xu).map_err(|_| RecoverError::NoSuchXu)?;
-        let mut trace = NullTrace;
-        let mut cx = Cx::new(self.now(), "api", &mut trace);
-        lane.begin_reset(&mut cx)
+        lane.begin_reset(&mut Cx::new(self.now(), "api", &mut NullTrace))
             .map_err(|_| RecoverError::Resetting)?;
         drop(lane);
         let deadline = after(Instant::now(), timeout);

@@ -102,14 +102,6 @@ fn parse_chance(s: &str) -> Option<(u64, u64)> {
     (num <= den).then_some((num, den))
 }
 
-fn trigger_text(t: &Trigger) -> String {
-    match *t {
-        Trigger::Nth(n) => format!("#{n}"),
-        Trigger::From(n) => format!("{n}+"),
-        Trigger::Chance { num, den } => format!("{num}/{den}"),
-    }
-}
-
 impl FaultSpec {
     /// `true` without rules.
     pub fn is_empty(&self) -> bool {
@@ -205,7 +197,12 @@ impl FaultSpec {
                     (None, f) => format!("{f:?}"),
                 };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
-                format!("{kind}@{}{core}", trigger_text(&r.trigger))
+                let trigger = match r.trigger {
+                    Trigger::Nth(n) => format!("#{n}"),
+                    Trigger::From(n) => format!("{n}+"),
+                    Trigger::Chance { num, den } => format!("{num}/{den}"),
+                };
+                format!("{kind}@{trigger}{core}")
             })
             .collect::<Vec<_>>()
             .join(",")

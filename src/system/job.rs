@@ -46,7 +46,7 @@ use crate::wire::nds::region::{ND_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT};
 use crate::wire::status::NrtStatus;
 
 use super::api::SystemReport;
-use super::builder::{build, Placement, SlabTarget, SysActor, SystemConfig};
+use super::builder::{build, Built, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
 use super::trace::{Trace, TraceDiff, TraceHeader};
@@ -609,8 +609,7 @@ fn execute<H: Hal + 'static>(
     // Before the system: a run that cannot open its trace files stops
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
-    let built = build(hal, p.sys.clone(), log)?;
-    let shared = Arc::clone(&built.shared);
+    let Built { shared, daemons } = build(hal, p.sys.clone(), log)?;
     let mut models = Vec::new();
     for (m, b) in p.builders.iter().enumerate() {
         models.push(shared.load_model(b, &format!("{}{m}", cfg.model.name()))?);
@@ -625,8 +624,8 @@ fn execute<H: Hal + 'static>(
         work,
         Arc::clone(&shared.pub_stats),
         shared.tap.clone(),
-    )?;
-    producer = producer.recovering(cfg.recover);
+    )?
+    .recovering(cfg.recover);
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
@@ -634,8 +633,7 @@ fn execute<H: Hal + 'static>(
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         producer = producer.until(Nanos(ns));
     }
-    let daemons = built.daemons;
-    let done = |shared: &super::builder::Shared<H>| {
+    let done = || {
         let (c, _) = shared.pub_stats.applied();
         c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
     };
@@ -645,11 +643,10 @@ fn execute<H: Hal + 'static>(
     if cfg.deterministic {
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
-        {
-            // The setup's HAL operations (mapping, model loads).
-            let mut cx = Cx::new(Nanos::ZERO, "setup", &mut trace);
-            shared.tap.drain(&mut cx);
-        }
+        // The setup's HAL operations (mapping, model loads).
+        shared
+            .tap
+            .drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
         let mut r: DetRunner<SysActor<H>> = DetRunner::new(cfg.det_config());
         r.add(SysActor::Producer(producer));
         for d in daemons {
@@ -667,7 +664,7 @@ fn execute<H: Hal + 'static>(
             }
             n += 1;
             if n % 16_384 == 0 {
-                progress(done(&shared), cfg.executions);
+                progress(done(), cfg.executions);
             }
             false
         })?;
@@ -687,13 +684,13 @@ fn execute<H: Hal + 'static>(
         // Show progress every 50 ms; the stop ends the wait at once. Up to
         // the wall bound: past it, `join` stops the run and says so.
         while !running.over() {
-            progress(done(&shared), cfg.executions);
+            progress(done(), cfg.executions);
             stop.wait(Duration::from_millis(50));
         }
         let rep = running.join()?;
         (elapsed, actors, virtual_ns, summary) = (rep.elapsed, rep.actors, None, None);
     }
-    progress(done(&shared), cfg.executions);
+    progress(done(), cfg.executions);
     // Read back through this run's own mapping while its writer's lock is
     // held (`shared` keeps it): by path, once the lock is gone, the file
     // could be another writer's or removed (`xunds nds clean`).
