@@ -43,7 +43,7 @@ use std::path::Path;
 use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{Lane, ProducerStats, Request};
+use crate::actors::producer::{lock, Lane, ProducerStats, Request};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
@@ -300,15 +300,12 @@ impl<H: Hal + 'static> System<H> {
     /// device proxies and the publisher) on threads as `cfg.placement`
     /// says.
     pub fn start(hal: H, cfg: SystemConfig) -> Result<System<H>, Error> {
-        let mut seat = cfg.placement.seats(cfg.cores);
         let Built { shared, daemons } = build(hal, cfg, None)?;
         let mut r = ThreadedRunner::new(ThreadedConfig::default())?;
         let clock = MonotonicClock::start();
         r.set_clock(clock);
-        for a in daemons {
-            let at = seat(&a);
-            r.add_to(at, a, true);
-        }
+        let cfg = &shared.cfg;
+        cfg.placement.place(cfg.cores, &mut r, daemons);
         let running = r.start()?;
         Ok(System {
             id: SystemId::next(),
@@ -380,7 +377,7 @@ impl<H: Hal + 'static> System<H> {
             .lanes
             .get(usize::from(xu))
             .ok_or(NrtStatus::INVALID)?;
-        Ok(l.lock().unwrap_or_else(|p| p.into_inner()))
+        Ok(lock(l))
     }
 
     /// Schedule one execution of `model` on XU `xu`: a `SeqId`, or the
@@ -398,8 +395,6 @@ impl<H: Hal + 'static> System<H> {
         self.own(model)?;
         self.running()?;
         let mut lane = self.lane(xu)?;
-        let mut trace = NullTrace;
-        let mut cx = Cx::new(self.now(), "api", &mut trace);
         lane.schedule(
             Request {
                 model: &model.0,
@@ -409,7 +404,7 @@ impl<H: Hal + 'static> System<H> {
                 expect: NO_EXPECT,
                 tag: 0,
             },
-            &mut cx,
+            &mut Cx::new(self.now(), "api", &mut NullTrace),
         )
     }
 
@@ -475,9 +470,7 @@ impl<H: Hal + 'static> System<H> {
             .get(usize::from(xu))
             .ok_or(RecoverError::NoSuchXu)?;
         let mut lane = self.lane(xu).map_err(|_| RecoverError::NoSuchXu)?;
-        let mut trace = NullTrace;
-        let mut cx = Cx::new(self.now(), "api", &mut trace);
-        lane.begin_reset(&mut cx)
+        lane.begin_reset(&mut Cx::new(self.now(), "api", &mut NullTrace))
             .map_err(|_| RecoverError::Resetting)?;
         drop(lane);
         let deadline = after(Instant::now(), timeout);
@@ -594,7 +587,7 @@ impl<H: Hal + 'static> System<H> {
             let mut flushed = true;
             let (mut accepted, mut refused) = (0, 0);
             for l in self.shared.lanes.iter() {
-                let mut l = l.lock().unwrap_or_else(|p| p.into_inner());
+                let mut l = lock(l);
                 flushed &= l.flush();
                 let (a, f, u) = l.stats().get();
                 accepted += a;

@@ -41,7 +41,7 @@ use crate::nds::{MappedSlab, Writer};
 use crate::ring::{mapped_len, QueueConfig, XuQueue};
 use crate::sim::tracer::TraceLog;
 use crate::system::error::Error;
-use crate::system::runner::Seat;
+use crate::system::runner::{Seat, ThreadedRunner};
 use crate::wire::nds::c_string;
 use crate::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
 use crate::wire::seq_id::XuId;
@@ -292,13 +292,10 @@ pub enum Placement {
 impl Placement {
     /// `shared` or `per-actor`.
     pub fn parse(s: &str) -> Result<Placement, Error> {
-        match s {
-            "shared" => Ok(Placement::Shared),
-            "per-actor" => Ok(Placement::PerActor),
-            other => Err(Error::Other(format!(
-                "unknown placement {other:?} (shared or per-actor)"
-            ))),
-        }
+        [Placement::Shared, Placement::PerActor]
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| Error::Other(format!("unknown placement {s:?} (shared or per-actor)")))
     }
 
     /// The name `parse` takes.
@@ -309,19 +306,28 @@ impl Placement {
         }
     }
 
-    /// Each actor's seat, asked in `add` order, on a host with the CPUs
-    /// `available_parallelism` reports.
-    pub fn seats<H: Hal>(self, vncs: u8) -> impl FnMut(&SysActor<H>) -> Seat {
+    /// Add `actors` to `r`, each on its seat (every actor but a producer a
+    /// daemon), on a host with the CPUs `available_parallelism` reports.
+    pub fn place<H: Hal + 'static>(
+        self,
+        vncs: u8,
+        r: &mut ThreadedRunner<SysActor<H>>,
+        actors: impl IntoIterator<Item = SysActor<H>>,
+    ) {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = cpus.clamp(1, usize::from(vncs) + 1) as u32;
         let mut dealt = 0u32;
-        move |a| match (self, a) {
-            (Placement::PerActor, _) => Seat::Own,
-            (Placement::Shared, SysActor::Device(_)) => {
-                dealt += 1;
-                Seat::Shared(dealt % threads)
-            }
-            (Placement::Shared, _) => Seat::Group(0),
+        for a in actors {
+            let seat = match (self, &a) {
+                (Placement::PerActor, _) => Seat::Own,
+                (Placement::Shared, SysActor::Device(_)) => {
+                    dealt += 1;
+                    Seat::Shared(dealt % threads)
+                }
+                (Placement::Shared, _) => Seat::Group(0),
+            };
+            let daemon = !matches!(a, SysActor::Producer(_));
+            r.add_to(seat, a, daemon);
         }
     }
 }

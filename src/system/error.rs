@@ -28,6 +28,8 @@ error_enum! {
             /// What was being done.
             context: String,
         } => "{status}: {context}",
+        /// A HAL operation failed.
+        Hal(#[from] HalError) => "hal: {0}",
         /// A run of the actor system failed (livelock, panic, wall bound).
         Run(#[from] crate::system::runner::RunError) => "{0}",
         /// Anything else, described.
@@ -41,7 +43,7 @@ impl Error {
         match self {
             Error::Status { status, .. } => *status,
             Error::Wire(_) | Error::Mem(_) => NrtStatus::INVALID,
-            Error::Io(_) | Error::Run(_) | Error::Other(_) => NrtStatus::FAILURE,
+            Error::Io(_) | Error::Hal(_) | Error::Run(_) | Error::Other(_) => NrtStatus::FAILURE,
         }
     }
 
@@ -67,11 +69,5 @@ impl From<NdsError> for Error {
 impl From<InitError> for Error {
     fn from(e: InitError) -> Self {
         Error::status_with(e.status(), e.to_string())
-    }
-}
-
-impl From<HalError> for Error {
-    fn from(e: HalError) -> Self {
-        Error::Other(format!("hal: {e}"))
     }
 }

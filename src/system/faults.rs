@@ -102,14 +102,6 @@ fn parse_chance(s: &str) -> Option<(u64, u64)> {
     (num <= den).then_some((num, den))
 }
 
-fn trigger_text(t: &Trigger) -> String {
-    match *t {
-        Trigger::Nth(n) => format!("#{n}"),
-        Trigger::From(n) => format!("{n}+"),
-        Trigger::Chance { num, den } => format!("{num}/{den}"),
-    }
-}
-
 impl FaultSpec {
     /// `true` without rules.
     pub fn is_empty(&self) -> bool {
@@ -141,17 +133,16 @@ impl FaultSpec {
                 }
                 _ => (rest, None),
             };
+            let unknown =
+                |what: &str, names: &[&str]| bad(&format!("unknown {what} ({})", names.join(", ")));
             let fault = match kind.split_once(':') {
-                Some(("error", c)) => {
-                    Fault::NqError(ErrorClass::from_name(c).ok_or_else(|| {
-                        let names = ErrorClass::ALL.map(ErrorClass::name);
-                        bad(&format!("unknown class ({})", names.join(", ")))
-                    })?)
-                }
+                Some(("error", c)) => Fault::NqError(
+                    ErrorClass::from_name(c)
+                        .ok_or_else(|| unknown("class", &ErrorClass::ALL.map(ErrorClass::name)))?,
+                ),
                 Some(("corrupt", c)) => Fault::CorruptDesc {
                     what: DescCorruption::from_name(c).ok_or_else(|| {
-                        let names = DescCorruption::ALL.map(DescCorruption::name);
-                        bad(&format!("unknown corruption ({})", names.join(", ")))
+                        unknown("corruption", &DescCorruption::ALL.map(DescCorruption::name))
                     })?,
                     dir: None,
                 },
@@ -160,11 +151,8 @@ impl FaultSpec {
                     .find(|(n, _)| *n == kind)
                     .map(|k| k.1)
                     .ok_or_else(|| {
-                        let names = KINDS.map(|(n, _)| n);
-                        bad(&format!(
-                            "unknown kind (error:CLASS, corrupt:WHAT, {})",
-                            names.join(", ")
-                        ))
+                        let named = ["error:CLASS", "corrupt:WHAT"].into_iter();
+                        unknown("kind", &named.chain(KINDS.map(|k| k.0)).collect::<Vec<_>>())
                     })?,
             };
             let trigger = if let Some(n) = trig.strip_prefix('#') {
@@ -190,9 +178,7 @@ impl FaultSpec {
         if self.rules.is_empty() {
             return "none".to_string();
         }
-        let items: Vec<String> = self
-            .rules
-            .iter()
+        (self.rules.iter())
             .map(|r| {
                 let named = KINDS.iter().find(|k| k.1 == r.fault);
                 let kind = match (named, r.fault) {
@@ -211,10 +197,15 @@ impl FaultSpec {
                     (None, f) => format!("{f:?}"),
                 };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
-                format!("{kind}@{}{core}", trigger_text(&r.trigger))
+                let trigger = match r.trigger {
+                    Trigger::Nth(n) => format!("#{n}"),
+                    Trigger::From(n) => format!("{n}+"),
+                    Trigger::Chance { num, den } => format!("{num}/{den}"),
+                };
+                format!("{kind}@{trigger}{core}")
             })
-            .collect();
-        items.join(",")
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The injector's plan, seeded.

@@ -46,7 +46,7 @@ use crate::wire::nds::region::{ND_COUNTER_COUNT, TOTAL_NC_COUNTER_COUNT};
 use crate::wire::status::NrtStatus;
 
 use super::api::SystemReport;
-use super::builder::{build, Placement, SlabTarget, SysActor, SystemConfig};
+use super::builder::{build, Built, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
 use super::trace::{Trace, TraceDiff, TraceHeader};
@@ -142,11 +142,10 @@ pub enum ModelKind {
 impl ModelKind {
     /// `mlp` or `null`.
     pub fn parse(s: &str) -> Result<ModelKind, Error> {
-        match s {
-            "mlp" => Ok(ModelKind::Mlp),
-            "null" => Ok(ModelKind::Null),
-            other => Err(bad(format!("unknown model {other:?} (mlp or null)"))),
-        }
+        [ModelKind::Mlp, ModelKind::Null]
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| bad(format!("unknown model {s:?} (mlp or null)")))
     }
 
     /// The name `parse` takes.
@@ -236,18 +235,15 @@ impl JobConfig {
 
     /// The trace header's config tokens (everything replay needs).
     pub fn header_config(&self) -> String {
-        // The model only when not the default, so MLP traces keep their bytes.
+        // The model only when not the default, so MLP traces keep their
+        // bytes; the open-loop rate and recovery only when set, likewise.
         let model = match self.model {
             ModelKind::Mlp => String::new(),
             other => format!(" model={}", other.name()),
         };
-        // The open-loop rate only when set, likewise.
-        let model = match self.rate {
-            Some(r) => format!("{model} rate={r}"),
-            None => model,
-        };
+        let rate = self.rate.map(|r| format!(" rate={r}")).unwrap_or_default();
         format!(
-            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS}{model} {}",
+            "mode=deterministic executions={} vncs={} models={} ring={} inputs={} timeout_ns={} faults={} grace_ns={DET_GRACE_NS}{model}{rate} {}{}",
             self.executions,
             self.vncs,
             self.models,
@@ -255,8 +251,9 @@ impl JobConfig {
             self.inputs,
             self.timeout().as_u64(),
             self.faults.text(),
-            self.det_config().config_text()
-        ) + if self.recover { " recover=1" } else { "" }
+            self.det_config().config_text(),
+            if self.recover { " recover=1" } else { "" }
+        )
     }
 
     /// Rebuild a deterministic job from a trace header.
@@ -612,8 +609,7 @@ fn execute<H: Hal + 'static>(
     // Before the system: a run that cannot open its trace files stops
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
-    let built = build(hal, p.sys.clone(), log)?;
-    let shared = Arc::clone(&built.shared);
+    let Built { shared, daemons } = build(hal, p.sys.clone(), log)?;
     let mut models = Vec::new();
     for (m, b) in p.builders.iter().enumerate() {
         models.push(shared.load_model(b, &format!("{}{m}", cfg.model.name()))?);
@@ -628,8 +624,8 @@ fn execute<H: Hal + 'static>(
         work,
         Arc::clone(&shared.pub_stats),
         shared.tap.clone(),
-    )?;
-    producer = producer.recovering(cfg.recover);
+    )?
+    .recovering(cfg.recover);
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }
@@ -637,8 +633,7 @@ fn execute<H: Hal + 'static>(
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         producer = producer.until(Nanos(ns));
     }
-    let daemons = built.daemons;
-    let done = |shared: &super::builder::Shared<H>| {
+    let done = || {
         let (c, _) = shared.pub_stats.applied();
         c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
     };
@@ -648,11 +643,10 @@ fn execute<H: Hal + 'static>(
     if cfg.deterministic {
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
-        {
-            // The setup's HAL operations (mapping, model loads).
-            let mut cx = Cx::new(Nanos::ZERO, "setup", &mut trace);
-            shared.tap.drain(&mut cx);
-        }
+        // The setup's HAL operations (mapping, model loads).
+        shared
+            .tap
+            .drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
         let mut r: DetRunner<SysActor<H>> = DetRunner::new(cfg.det_config());
         r.add(SysActor::Producer(producer));
         for d in daemons {
@@ -660,7 +654,6 @@ fn execute<H: Hal + 'static>(
         }
         let t0 = Instant::now();
         let mut n = 0u64;
-        let total = cfg.executions;
         r.run_until(&mut trace, |_| {
             // Ordering: Relaxed: set by the comparing trace on this thread.
             if differs
@@ -671,7 +664,7 @@ fn execute<H: Hal + 'static>(
             }
             n += 1;
             if n % 16_384 == 0 {
-                progress(done(&shared), total);
+                progress(done(), cfg.executions);
             }
             false
         })?;
@@ -684,26 +677,20 @@ fn execute<H: Hal + 'static>(
             max_wall: cfg.max_wall,
             ..ThreadedConfig::default()
         })?;
-        let mut seat = cfg.placement.seats(cfg.vncs);
-        let p = SysActor::Producer(producer);
-        let at = seat(&p);
-        r.add_to(at, p, false);
-        for d in daemons {
-            let at = seat(&d);
-            r.add_to(at, d, true);
-        }
+        let all = std::iter::once(SysActor::Producer(producer)).chain(daemons);
+        cfg.placement.place(cfg.vncs, &mut r, all);
         let running = r.start()?;
         let stop = running.stop_handle();
         // Show progress every 50 ms; the stop ends the wait at once. Up to
         // the wall bound: past it, `join` stops the run and says so.
         while !running.over() {
-            progress(done(&shared), cfg.executions);
+            progress(done(), cfg.executions);
             stop.wait(Duration::from_millis(50));
         }
         let rep = running.join()?;
         (elapsed, actors, virtual_ns, summary) = (rep.elapsed, rep.actors, None, None);
     }
-    progress(done(&shared), cfg.executions);
+    progress(done(), cfg.executions);
     // Read back through this run's own mapping while its writer's lock is
     // held (`shared` keeps it): by path, once the lock is gone, the file
     // could be another writer's or removed (`xunds nds clean`).
@@ -798,19 +785,14 @@ fn execute<H: Hal + 'static>(
 /// Run a job (module docs). `progress(done, total)` is called now and then.
 pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobReport, Error> {
     let p = prepare(cfg)?;
-    let plan = cfg.faults.plan(cfg.seed);
-    if cfg.deterministic && !cfg.digest {
+    if !cfg.deterministic && cfg.faults.is_empty() {
+        execute(LinuxHal::new(), |_| Vec::new(), None, cfg, &p, progress)
+    } else if !cfg.deterministic {
+        injecting(LinuxHal::new(), None, cfg, &p, progress)
+    } else if !cfg.digest {
         // Nothing observes the HAL: no tracer in the stack.
-        let hal = FaultInjector::new(FakeHal::new(), plan);
-        execute(
-            hal,
-            FaultInjector::injected_by_rule,
-            None,
-            cfg,
-            &p,
-            progress,
-        )
-    } else if cfg.deterministic {
+        injecting(FakeHal::new(), None, cfg, &p, progress)
+    } else {
         // Without a text view (no replay to compare with), the tracer's log
         // keeps only the operations' encodings in the binary stream.
         let tracer = if cfg.replay.is_none() {
@@ -819,19 +801,18 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
             Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
         };
         let log = Some(tracer.log());
-        let hal = FaultInjector::new(tracer, plan);
-        execute(hal, FaultInjector::injected_by_rule, log, cfg, &p, progress)
-    } else if cfg.faults.is_empty() {
-        execute(LinuxHal::new(), |_| Vec::new(), None, cfg, &p, progress)
-    } else {
-        let hal = FaultInjector::new(LinuxHal::new(), plan);
-        execute(
-            hal,
-            FaultInjector::injected_by_rule,
-            None,
-            cfg,
-            &p,
-            progress,
-        )
+        injecting(tracer, log, cfg, &p, progress)
     }
+}
+
+/// [`execute`] on `hal` behind the job's seeded fault injector.
+fn injecting<H: Hal + 'static>(
+    hal: H,
+    log: Option<TraceLog>,
+    cfg: &JobConfig,
+    p: &Prepared,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<JobReport, Error> {
+    let hal = FaultInjector::new(hal, cfg.faults.plan(cfg.seed));
+    execute(hal, FaultInjector::injected_by_rule, log, cfg, p, progress)
 }
