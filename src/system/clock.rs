@@ -29,12 +29,6 @@ impl VirtualClock {
         self.now
     }
 
-    /// The per-poll quantum.
-    #[cfg(any(test, feature = "testkit"))]
-    pub const fn quantum(&self) -> Nanos {
-        self.quantum
-    }
-
     /// Advance by one quantum (after a poll).
     pub fn tick(&mut self) {
         self.now = self.now.saturating_add(self.quantum);
@@ -83,7 +77,6 @@ mod tests {
         assert_eq!(c.now(), Nanos(200));
         assert_eq!(c.jump_to(Nanos(50)), Nanos(200));
         assert_eq!(c.jump_to(Nanos(5_000)), Nanos(5_000));
-        assert_eq!(c.quantum(), Nanos(100));
     }
 
     #[test]

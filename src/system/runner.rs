@@ -32,7 +32,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -316,12 +316,6 @@ impl<A: Actor> DetRunner<A> {
         self.push(actor, true)
     }
 
-    /// The configuration.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn config(&self) -> &DetConfig {
-        &self.cfg
-    }
-
     /// The virtual time.
     pub fn now(&self) -> Nanos {
         self.clock.now()
@@ -333,24 +327,6 @@ impl<A: Actor> DetRunner<A> {
             now: self.clock.now(),
             ..self.stats
         }
-    }
-
-    /// Number of actors.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn len(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// `true` with no actors.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
-    /// Actor `i`.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn actor(&self, i: usize) -> &A {
-        &self.slots[i].actor
     }
 
     /// Whether actor `i` has finished.
@@ -382,6 +358,7 @@ impl<A: Actor> DetRunner<A> {
 
     /// Poll one actor (jumping the clock first if every live actor is idle).
     pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
+        let now = self.clock.now();
         if !self.started {
             self.started = true;
             let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
@@ -389,7 +366,6 @@ impl<A: Actor> DetRunner<A> {
                 .map(|s| format!("{}{}", s.st.name, daemon(s)))
                 .collect();
             let (seed, names) = (self.cfg.seed, names.join(","));
-            let now = self.clock.now();
             trace_runner(trace, now, format_args!("start seed={seed} actors={names}"));
         }
         if self.is_done() {
@@ -398,7 +374,6 @@ impl<A: Actor> DetRunner<A> {
         if self.runnable.is_empty() {
             // A deadline the clock's ticks passed while its actor was idle
             // (not polled since) is due now: poll that actor before any jump.
-            let now = self.clock.now();
             for &i in &self.live {
                 let s = &self.slots[i];
                 let missed = |d: Nanos| d <= now && d > s.polled_at;
@@ -410,7 +385,6 @@ impl<A: Actor> DetRunner<A> {
         if self.runnable.is_empty() {
             // Nobody can make progress at this time: jump to the earliest
             // deadline ahead, or by the idle jump.
-            let now = self.clock.now();
             let target = self
                 .live
                 .iter()
@@ -755,10 +729,11 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         // first actor. A shared member sits in a mutex every thread can
         // reach: its own thread polls it as its other members, the others
         // only when they have time (`try_lock`, never waiting).
-        let mut groups: Vec<(Option<u32>, Vec<Home<A>>)> = Vec::new();
+        let mut groups: Vec<(Option<u32>, String, Vec<Home<A>>)> = Vec::new();
         let mut shared_all: Vec<(Option<u32>, SharedMember<A>)> = Vec::new();
         for (index, (actor, daemon, seat)) in self.actors.into_iter().enumerate() {
             let member = Member::new(index, actor, daemon);
+            let name = member.st.name.clone();
             let home = if let Seat::Shared(_) = seat {
                 let m = Arc::new(Mutex::new(member));
                 shared_all.push((seat.group(), m.clone()));
@@ -769,15 +744,14 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             let group = seat.group();
             match groups
                 .iter_mut()
-                .find(|(g, _)| group.is_some() && *g == group)
+                .find(|(g, ..)| group.is_some() && *g == group)
             {
-                Some((_, members)) => members.push(home),
-                None => groups.push((group, vec![home])),
+                Some((.., members)) => members.push(home),
+                None => groups.push((group, name, vec![home])),
             }
         }
         let mut threads = Vec::with_capacity(groups.len());
-        for (group, members) in groups {
-            let name = members[0].name();
+        for (group, name, members) in groups {
             let helps: Vec<_> = shared_all
                 .iter()
                 .filter(|(g, _)| group.is_none() || *g != group)
@@ -858,40 +832,32 @@ impl<A: Actor> Home<A> {
             Home::Shared(m) => try_member(m).map(|mut g| f(&mut g)),
         }
     }
-
-    fn name(&self) -> String {
-        match self {
-            Home::Alone(m) => m.st.name.clone(),
-            Home::Shared(m) => m.lock().unwrap_or_else(|p| p.into_inner()).st.name.clone(),
-        }
-    }
 }
 
 type ThreadResult<A> = Result<Vec<Home<A>>, RunError>;
 
 /// Poll `m` once (unless finished): whether it made progress (or
 /// finished). A panic stops the run, and the member is never polled again.
-fn poll_member<A: Actor>(
-    m: &mut Member<A>,
-    sh: &ThreadShared,
-    trace: &mut NullTrace,
-) -> Result<bool, RunError> {
+/// The last non-daemon actor to finish ends the run and stops the daemons.
+fn poll_member<A: Actor>(m: &mut Member<A>, sh: &ThreadShared) -> Result<bool, RunError> {
     if m.done {
         return Ok(false);
     }
-    match m.poll(sh.clock.now(), trace) {
-        Err(e) => {
-            sh.stop.stop();
-            Err(e)
-        }
-        Ok(Progress::Finished) => {
-            if !m.daemon {
-                finished_one(sh);
-            }
-            Ok(true)
-        }
-        Ok(p) => Ok(p == Progress::Made),
+    let progress = m
+        .poll(sh.clock.now(), &mut NullTrace)
+        .inspect_err(|_| sh.stop.stop())?;
+    // Ordering: AcqRel: the Release half publishes this actor's work to the
+    // thread that sees the count reach zero; its Acquire half makes every
+    // other finisher's work visible to the one that stops the daemons.
+    if progress == Progress::Finished
+        && !m.daemon
+        && sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1
+    {
+        // Before the stop, so whoever sees the stop also sees the end time.
+        let _ = sh.ended.set(Instant::now());
+        sh.stop.stop();
     }
+    Ok(progress != Progress::Idle)
 }
 
 /// How a thread waits after a round without progress: the least sleepy
@@ -909,13 +875,6 @@ struct Wish {
 }
 
 impl Wish {
-    fn new(now: Nanos) -> Self {
-        Wish {
-            now,
-            ..Wish::default()
-        }
-    }
-
     fn add<A: Actor>(&mut self, m: &mut Member<A>, pfd: &mut Vec<libc::pollfd>) {
         if m.done {
             return;
@@ -960,7 +919,6 @@ fn group_thread<A: Actor>(
     sh: &ThreadShared,
     cfg: ThreadedConfig,
 ) -> ThreadResult<A> {
-    let mut trace = NullTrace;
     let mut pfd = Vec::with_capacity(members.len() + 1);
     while !sh.stop.is_stopped() {
         // Unfinished members, whoever finished them (a shared one may be
@@ -969,7 +927,7 @@ fn group_thread<A: Actor>(
         for home in members.iter_mut() {
             // A member another thread is polling: nothing done here (the
             // wait below yields rather than sleeps for it).
-            let polled = home.with(|m| poll_member(m, sh, &mut trace).map(|p| (p, m.done)));
+            let polled = home.with(|m| poll_member(m, sh).map(|p| (p, m.done)));
             let (progress, done) = polled.transpose()?.unwrap_or((false, false));
             made |= progress;
             live += usize::from(!done);
@@ -987,44 +945,30 @@ fn group_thread<A: Actor>(
             let Some(mut g) = try_member(m) else { continue };
             // An actor asleep on its fd is its own thread's to wake.
             if !g.done && !matches!(g.actor.idle(), Idle::Fd(_)) {
-                made |= poll_member(&mut g, sh, &mut trace)?;
+                made |= poll_member(&mut g, sh)?;
             }
         }
         if made {
             continue;
         }
         // A whole round idle: wait as the least sleepy member asks.
-        let mut wish = Wish::new(sh.clock.now());
+        let mut wish = Wish {
+            now: sh.clock.now(),
+            ..Wish::default()
+        };
         for home in members.iter_mut() {
             if home.with(|m| wish.add(m, &mut pfd)).is_none() {
                 wish.yield_ = true;
             }
         }
-        let sleep = wish.sleep(cfg.idle_timeout);
-        if wish.spin {
-            pfd.clear();
-            std::hint::spin_loop();
-        } else if let (false, Some(t)) = (wish.yield_, sleep) {
-            wait_fds(&mut pfd, sh.stop.fd(), t);
-        } else {
-            pfd.clear();
-            thread::yield_now();
+        match wish.sleep(cfg.idle_timeout) {
+            Some(t) if !wish.spin && !wish.yield_ => wait_fds(&mut pfd, sh.stop.fd(), t),
+            _ if wish.spin => std::hint::spin_loop(),
+            _ => thread::yield_now(),
         }
+        pfd.clear();
     }
     Ok(members)
-}
-
-/// A non-daemon actor finished: the last one ends the run and stops the
-/// daemons.
-fn finished_one(sh: &ThreadShared) {
-    // Ordering: AcqRel: the Release half publishes this actor's work to the
-    // thread that sees the count reach zero; its Acquire half makes every
-    // other finisher's work visible to the one that stops the daemons.
-    if sh.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-        // Before the stop, so whoever sees the stop also sees the end time.
-        let _ = sh.ended.set(Instant::now());
-        sh.stop.stop();
-    }
 }
 
 /// A threaded run in progress.
@@ -1130,10 +1074,10 @@ impl<A> Running<A> {
             .into_iter()
             .map(|h| match h {
                 Home::Alone(m) => m,
-                Home::Shared(m) => match Arc::try_unwrap(m) {
-                    Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
-                    Err(_) => unreachable!("every runner thread has ended: no other handle"),
-                },
+                Home::Shared(m) => Arc::into_inner(m)
+                    .expect("every runner thread has ended: no other handle")
+                    .into_inner()
+                    .unwrap_or_else(PoisonError::into_inner),
             })
             .collect();
         members.sort_by_key(|m| m.index);
@@ -1707,13 +1651,12 @@ mod tests {
             done: false,
             polled_at: Nanos(0),
         };
-        let mut trace = NullTrace;
-        match poll_member(&mut m, &sh, &mut trace) {
+        match poll_member(&mut m, &sh) {
             Err(RunError::ActorPanicked { .. }) => {}
             other => panic!("expected the panic, got {other:?}"),
         }
         assert!(sh.stop.is_stopped());
-        assert!(!poll_member(&mut m, &sh, &mut trace).unwrap());
+        assert!(!poll_member(&mut m, &sh).unwrap());
         assert_eq!(after.load(Ordering::Relaxed), 0, "polled after its panic");
         assert_eq!((m.actor.polls, m.st.polls), (1, 1));
         assert!(!m.st.finished, "a panic is not a finish");

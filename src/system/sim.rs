@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use super::faults::FaultSpec;
 use super::job::{self, JobConfig, JobReport, ModelKind};
+use super::runner::RunError;
+use super::Error;
 use crate::prng::SplitMix64;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::ErrorClass;
@@ -288,7 +290,7 @@ macro_rules! fail_if {
 /// (which needs the process's fds before the run: [`run_case`]).
 pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     use Invariant::*;
-    let p = &r.producer;
+    let (p, workers) = (&r.producer, &r.system.workers);
     // Conservation.
     fail_if!(
         p.attempts != p.accepted + p.refused_full + p.refused_unrecoverable + p.failed,
@@ -343,9 +345,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         r.fifo_violations
     );
     // Exactly once.
-    let mut tags: Vec<u64> = r
-        .system
-        .workers
+    let mut tags: Vec<u64> = workers
         .iter()
         .flat_map(|w| w.tags.iter().copied())
         .collect();
@@ -376,28 +376,20 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         r.completed_ok
     );
     // State machines (before the counters: a violation explains them).
-    let bad_items: u64 = r
-        .system
-        .workers
-        .iter()
-        .map(|w| w.bad_items.iter().sum::<u64>())
-        .sum();
-    let signals: u64 = r
-        .system
-        .workers
+    let bad_items: u64 = workers.iter().flat_map(|w| w.bad_items).sum();
+    let signals: u64 = workers
         .iter()
         .map(|w| w.signal_failures + w.resp_failures)
         .sum();
-    if r.fsm_violations.total() != 0 || bad_items != 0 || signals != 0 {
-        let v = r.fsm_violations;
-        return broke(
-            Fsm,
-            format!(
-                "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals or responses {signals}",
-                v.worker, v.device_proxy, v.publisher
-            ),
-        );
-    }
+    let v = r.fsm_violations;
+    fail_if!(
+        v.total() != 0 || bad_items != 0 || signals != 0,
+        Fsm,
+        "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals or responses {signals}",
+        v.worker,
+        v.device_proxy,
+        v.publisher
+    );
     // Records.
     let want = usize::from(case.cores) * usize::from(case.models);
     fail_if!(
@@ -409,19 +401,14 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     );
     // Counters: each core's slab counters against its worker and lane.
     fail_if!(
-        r.system.workers.len() != r.per_core.len() || r.system.lanes.len() != r.per_core.len(),
+        workers.len() != r.per_core.len() || r.system.lanes.len() != r.per_core.len(),
         Counters,
         "{} workers, {} lanes, {} cores read back",
-        r.system.workers.len(),
+        workers.len(),
         r.system.lanes.len(),
         r.per_core.len()
     );
-    for ((c, w), l) in r
-        .per_core
-        .iter()
-        .zip(&r.system.workers)
-        .zip(&r.system.lanes)
-    {
+    for ((c, w), l) in r.per_core.iter().zip(workers).zip(&r.system.lanes) {
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
         let timeouts = w.by_status.get(NrtStatus::TIMEOUT);
         let mut want: Vec<(NcCounter, u64)> = vec![
@@ -476,7 +463,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         );
     }
     // Degraded XUs refuse.
-    for (core, w) in r.system.workers.iter().enumerate() {
+    for (core, w) in workers.iter().enumerate() {
         fail_if!(
             w.accepted_while_degraded != 0,
             DegradedRefuses,
@@ -512,19 +499,13 @@ pub struct SimOptions {
     pub hook: Option<Hook>,
 }
 
-impl SimOptions {
-    /// Fds checked, no extra check.
-    pub fn new() -> SimOptions {
+/// Fds checked, no extra check.
+impl Default for SimOptions {
+    fn default() -> Self {
         SimOptions {
             check_fds: true,
             hook: None,
         }
-    }
-}
-
-impl Default for SimOptions {
-    fn default() -> Self {
-        SimOptions::new()
     }
 }
 
@@ -554,45 +535,38 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
     let before = if opts.check_fds { open_fds() } else { None };
     let rep = job::run(&case.job(), &mut |_, _| {});
     let after = if opts.check_fds { open_fds() } else { None };
-    let mut res = CaseResult {
-        case: case.clone(),
-        executions: 0,
-        faults: Vec::new(),
-        verdict: Ok(()),
-    };
-    let rep = match rep {
-        Ok(r) => r,
-        Err(e) => {
-            let text = e.to_string();
-            let invariant = if text.contains("livelock") || text.contains("poll budget") {
-                Invariant::BoundedWait
-            } else {
-                Invariant::Run
+    let (executions, faults, verdict) = match rep {
+        Err(e @ Error::Run(RunError::Livelock { .. } | RunError::PollBudget { .. })) => {
+            (0, Vec::new(), broke(Invariant::BoundedWait, e.to_string()))
+        }
+        Err(e) => (0, Vec::new(), broke(Invariant::Run, e.to_string())),
+        Ok(rep) => {
+            let faults = (case.faults.rules.iter().zip(&rep.faults_by_rule))
+                .map(|(rule, n)| {
+                    let text = FaultSpec { rules: vec![*rule] }.text();
+                    (text.split('@').next().unwrap_or_default().to_string(), *n)
+                })
+                .collect();
+            let fds = match (before, after) {
+                (Some(b), Some(a)) if a > b => broke(
+                    Invariant::Fds,
+                    format!("{b} fds open before the run, {a} after"),
+                ),
+                _ => Ok(()),
             };
-            res.verdict = broke(invariant, text);
-            return res;
+            let verdict = check(case, &rep)
+                .and(fds)
+                .and_then(|()| opts.hook.map_or(Ok(()), |hook| hook(case, &rep)));
+            (rep.producer.accepted, faults, verdict)
         }
     };
-    res.executions = rep.producer.accepted;
-    for (rule, n) in case.faults.rules.iter().zip(&rep.faults_by_rule) {
-        let one = FaultSpec { rules: vec![*rule] };
-        let text = one.text();
-        let kind = text.split('@').next().unwrap_or_default().to_string();
-        res.faults.push((kind, *n));
+    let case = case.clone();
+    CaseResult {
+        case,
+        executions,
+        faults,
+        verdict,
     }
-    res.verdict = check(case, &rep).and_then(|()| match (before, after) {
-        (Some(b), Some(a)) if a > b => broke(
-            Invariant::Fds,
-            format!("{b} fds open before the run, {a} after"),
-        ),
-        _ => Ok(()),
-    });
-    if res.verdict.is_ok() {
-        if let Some(hook) = opts.hook {
-            res.verdict = hook(case, &rep);
-        }
-    }
-    res
 }
 
 fn fails(case: &SimCase, invariant: Invariant, opts: &SimOptions, runs: &mut u32) -> bool {
@@ -789,9 +763,7 @@ pub fn swarm(
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    let (by_kind, with_faults, mut failures) =
-        results.into_inner().unwrap_or_else(|p| p.into_inner());
-    failures.sort_by_key(|r| r.case.seed);
+    let (by_kind, with_faults, failures) = results.into_inner().unwrap_or_else(|p| p.into_inner());
     SwarmReport {
         seeds: done.load(Ordering::Relaxed),
         executions: execs.load(Ordering::Relaxed),
@@ -801,7 +773,7 @@ pub fn swarm(
             .map(|k| (k.to_string(), by_kind.get(*k).copied().unwrap_or(0)))
             .collect(),
         with_faults,
-        failure: failures.into_iter().next(),
+        failure: failures.into_iter().min_by_key(|r| r.case.seed),
     }
 }
 
@@ -817,7 +789,7 @@ mod tests {
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(|| {
                 let boom = |_: u64| -> SimCase { panic!("a case that panics") };
-                swarm(1..=1, &boom, 1, &SimOptions::new(), &mut |_| {})
+                swarm(1..=1, &boom, 1, &SimOptions::default(), &mut |_| {})
             });
             let _ = tx.send(r.is_err());
         });
@@ -839,9 +811,13 @@ mod tests {
             ..SimCase::derive(seed, 1)
         };
         let mut seen = 0;
-        let rep = swarm(0..=u64::MAX, &invalid, 1, &SimOptions::new(), &mut |p| {
-            seen = p.seeds
-        });
+        let rep = swarm(
+            0..=u64::MAX,
+            &invalid,
+            1,
+            &SimOptions::default(),
+            &mut |p| seen = p.seeds,
+        );
         assert_eq!(rep.seeds, 1, "the first seed ran and stopped the swarm");
         assert_eq!(rep.failure.map(|f| f.case.seed), Some(0));
         assert!(

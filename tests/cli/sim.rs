@@ -73,7 +73,7 @@ fn failing_case(opts: &SimOptions, executions: u64) -> SimCase {
 fn a_failure_shrinks_and_its_replay_reproduces_it() {
     let opts = SimOptions {
         hook: Some(no_errors),
-        ..SimOptions::new()
+        ..SimOptions::default()
     };
     let case = failing_case(&opts, 400);
     let (small, runs) = sim::shrink(&case, Invariant::Hook, &opts);

@@ -152,7 +152,7 @@ pub fn main(args: Args) -> ExitCode {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let opts = SimOptions {
         check_fds: jobs == 1,
-        ..SimOptions::new()
+        ..SimOptions::default()
     };
     let mut progress = Progress::new(args.json, Duration::ZERO);
     let cases = |s: u64| args.case(s);
