@@ -307,7 +307,7 @@ impl HarvestError {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Pending {
     exec_id: u32,
     expect: EngineMask,
@@ -378,12 +378,7 @@ impl<H: Hal> Harvester<H> {
             exec_id,
             expect: engines,
             deadline,
-            got: 0,
-            error: None,
-            error_end: 0,
-            terminal: false,
-            start: None,
-            end: 0,
+            ..Pending::default()
         });
         self.last_expected = exec_id;
         // Early records matched no pending execution when they came, and

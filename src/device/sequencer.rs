@@ -306,30 +306,33 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         &self.exec
     }
 
+    #[cfg(any(test, feature = "testkit"))]
+    fn core(&self, core: u8) -> Option<&Core> {
+        self.cores.get(usize::from(core))
+    }
+
     /// A core's sticky DMA fault.
     #[cfg(any(test, feature = "testkit"))]
     pub fn dma_fault(&self, core: u8) -> Option<super::dma::DmaFault> {
-        self.cores.get(usize::from(core))?.dma.fault()
+        self.core(core)?.dma.fault()
     }
 
     /// A core's device clock (virtual cycles).
     #[cfg(any(test, feature = "testkit"))]
     pub fn cycle(&self, core: u8) -> u64 {
-        self.cores.get(usize::from(core)).map_or(0, |c| c.cycle)
+        self.core(core).map_or(0, |c| c.cycle)
     }
 
     /// Requests a core has executed.
     #[cfg(any(test, feature = "testkit"))]
     pub fn executed(&self, core: u8) -> u32 {
-        self.cores.get(usize::from(core)).map_or(0, |c| c.executed)
+        self.core(core).map_or(0, |c| c.executed)
     }
 
     /// Records a core dropped because an NQ ring was full.
     #[cfg(any(test, feature = "testkit"))]
     pub fn overflows(&self, core: u8) -> &[Overflow] {
-        self.cores
-            .get(usize::from(core))
-            .map_or(&[], |c| &c.overflows)
+        self.core(core).map_or(&[], |c| &c.overflows)
     }
 
     /// Do all the work available now on every core, without blocking.
