@@ -81,41 +81,24 @@ impl fmt::Display for MemFault {
 
 impl std::error::Error for MemFault {}
 
-/// Write `bytes` at `pa` (4-byte aligned) word by word; a trailing partial
-/// word is merged with the bytes already there.
-pub fn write_bytes(mem: &dyn DeviceMemory, pa: u64, bytes: &[u8]) -> Result<(), MemFault> {
-    word_addr(pa, 0)?;
-    for (i, chunk) in bytes.chunks(4).enumerate() {
-        let a = word_addr(pa, i)?;
-        let mut w = [0u8; 4];
-        if chunk.len() < 4 {
-            w = mem.read_u32(a)?.to_le_bytes();
-        }
-        w[..chunk.len()].copy_from_slice(chunk);
-        mem.write_u32(a, u32::from_le_bytes(w))?;
-    }
-    Ok(())
-}
-
 /// Write f32 values at `pa` (4-byte aligned) as one run of words.
 pub fn write_f32s(mem: &dyn DeviceMemory, pa: u64, vals: &[f32]) -> Result<(), MemFault> {
     let words: Vec<u32> = vals.iter().map(|v| v.to_bits()).collect();
-    mem.write_u32s(word_addr(pa, 0)?, &words)
+    mem.write_u32s(aligned(pa)?, &words)
 }
 
 /// Read `n` f32 values at `pa` (4-byte aligned) as one run of words.
 pub fn read_f32s(mem: &dyn DeviceMemory, pa: u64, n: usize) -> Result<Vec<f32>, MemFault> {
     let mut words = vec![0; n];
-    mem.read_u32s(word_addr(pa, 0)?, &mut words)?;
+    mem.read_u32s(aligned(pa)?, &mut words)?;
     Ok(words.into_iter().map(f32::from_bits).collect())
 }
 
-fn word_addr(pa: u64, i: usize) -> Result<u64, MemFault> {
-    if pa % 4 != 0 {
-        return Err(MemFault { pa });
+fn aligned(pa: u64) -> Result<u64, MemFault> {
+    match pa % 4 {
+        0 => Ok(pa),
+        _ => Err(MemFault { pa }),
     }
-    pa.checked_add(i as u64 * 4)
-        .ok_or(MemFault { pa: u64::MAX })
 }
 
 /// How one engine ended.
@@ -645,6 +628,7 @@ impl Executor {
                             e.cycle = issue.max(ready_at[s]);
                             Ok(None)
                         } else {
+                            e.pending = Some((sem, value));
                             Ok(Some(EngineEvent::Block))
                         }
                     }
@@ -677,9 +661,6 @@ impl Executor {
                     note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Some(EngineEvent::Block)) => {
-                    if let Insn::Wait(sem, value) = *insn {
-                        e.pending = Some((sem, value));
-                    }
                     transit(e, EngineEvent::Block);
                     ready &= !(1 << i);
                     note(trace, i, issue, pc, || TraceWhat::Blocked { insn: *insn });
@@ -770,8 +751,7 @@ fn note(
     what: impl FnOnce() -> TraceWhat,
 ) {
     if let Some(t) = trace {
-        let engine = Engine::ALL[i];
-        let what = what();
+        let (engine, what) = (Engine::ALL[i], what());
         t.push(TraceLine {
             engine,
             cycle,

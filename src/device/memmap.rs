@@ -157,20 +157,15 @@ pub fn trace_names(region: RegionId, off: usize) -> Option<&'static str> {
         RegionId::Regs { .. } => reg::name(off),
         RegionId::Dmem { .. } if off == dmem::REQUEST => Some("REQUEST"),
         RegionId::WorkItems { .. } => crate::wire::work_item::field_name(off),
-        RegionId::Dram => {
-            let in_area = off as u64 % CORE_AREA;
-            if in_area == core_area::EVENT_VALUE {
-                Some("EVENT_VALUE")
-            } else if in_area == core_area::TAIL_INC_VALUE {
-                Some("TAIL_INC_VALUE")
-            } else if in_area < core_area::CONSTANTS && in_area % REQUEST_STRIDE == 0 {
-                Some("REQUEST_BUF")
-            } else if in_area % REQUEST_STRIDE == device_request::CC_DMA_INCREMENT_OFF as u64 {
+        RegionId::Dram => match off as u64 % CORE_AREA {
+            core_area::EVENT_VALUE => Some("EVENT_VALUE"),
+            core_area::TAIL_INC_VALUE => Some("TAIL_INC_VALUE"),
+            a if a < core_area::CONSTANTS && a % REQUEST_STRIDE == 0 => Some("REQUEST_BUF"),
+            a if a % REQUEST_STRIDE == device_request::CC_DMA_INCREMENT_OFF as u64 => {
                 Some("CC_DMA_INCREMENT")
-            } else {
-                None
             }
-        }
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -116,12 +116,6 @@ impl<H: Hal> Device<H> {
         &self.map
     }
 
-    /// The configuration.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn config(&self) -> DeviceConfig {
-        self.map.config
-    }
-
     /// The stager of `core` (the producer's; make one per core), or
     /// [`UnitError::Core`] when the device has no such core.
     pub fn stager(&self, core: u8) -> Result<Stager<H>, UnitError> {

@@ -166,11 +166,10 @@ pub struct ModelBuilder {
     name: &'static str,
     blocks: [Vec<Insn>; NUM_ENGINES],
     consts: Vec<u8>,
-    /// The constants section's length as placed (saturating): `consts`
-    /// holds the bytes only while it fits a section [`Self::link`] accepts.
-    consts_len: u64,
-    scratch_len: u64,
-    io_len: u64,
+    /// Each section's length as placed, by [`Section`] code (saturating):
+    /// `consts` holds the bytes only while the constants fit a section
+    /// [`Self::link`] accepts.
+    lens: [u64; Section::ALL.len()],
     inputs: Vec<TensorDesc>,
     outputs: Vec<TensorDesc>,
     constants: Vec<TensorDesc>,
@@ -194,63 +193,60 @@ impl ModelBuilder {
     }
 
     /// Place a tensor of `shape` (f32 elements) at the next 64-byte boundary
-    /// of `section`. Saturating, so an absurd shape makes
-    /// [`ModelBuilder::link`] refuse the section as [`ModelError::TooLarge`]
-    /// instead of overflowing.
-    fn place(&mut self, name: &'static str, section: Section, shape: &[u32]) -> TensorDesc {
-        let len = match section {
-            Section::Constants => &mut self.consts_len,
-            Section::Scratch => &mut self.scratch_len,
-            Section::Io => &mut self.io_len,
-        };
+    /// of `section` and add it to `list`. Saturating, so an absurd shape
+    /// makes [`ModelBuilder::link`] refuse the section as
+    /// [`ModelError::TooLarge`] instead of overflowing.
+    fn place(
+        &mut self,
+        list: fn(&mut Self) -> &mut Vec<TensorDesc>,
+        name: &'static str,
+        section: Section,
+        shape: &[u32],
+    ) -> TensorDesc {
+        let len = &mut self.lens[section as usize];
         let offset = round_up(*len);
         let bytes = shape.iter().fold(4u64, |n, &d| n.saturating_mul(d.into()));
         *len = offset.saturating_add(bytes);
         let shape = shape.to_vec();
-        TensorDesc {
+        let t = TensorDesc {
             name,
             section,
             offset,
             shape,
-        }
+        };
+        list(self).push(t.clone());
+        t
     }
 
     /// A constant tensor holding `data` (row-major, `shape`'s product long;
     /// padded or truncated to it).
     pub fn constant(&mut self, name: &'static str, shape: &[u32], data: &[f32]) -> TensorDesc {
-        let t = self.place(name, Section::Constants, shape);
+        let t = self.place(|m| &mut m.constants, name, Section::Constants, shape);
         // Past 4 GiB the section is refused at link (`TooLarge`): the bytes
         // are not made (a shape's product can be any size, or wrap).
-        if self.consts_len <= u64::from(u32::MAX) {
+        if self.lens[Section::Constants as usize] <= u64::from(u32::MAX) {
             self.consts.resize(t.offset as usize, 0);
             for i in 0..t.elems() as usize {
                 let v = data.get(i).copied().unwrap_or(0.0);
                 self.consts.extend_from_slice(&v.to_le_bytes());
             }
         }
-        self.constants.push(t.clone());
         t
     }
 
     /// A scratch tensor.
     pub fn scratch(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.place(name, Section::Scratch, shape);
-        self.scratch.push(t.clone());
-        t
+        self.place(|m| &mut m.scratch, name, Section::Scratch, shape)
     }
 
     /// An input tensor in the IO area.
     pub fn input(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.place(name, Section::Io, shape);
-        self.inputs.push(t.clone());
-        t
+        self.place(|m| &mut m.inputs, name, Section::Io, shape)
     }
 
     /// An output tensor in the IO area.
     pub fn output(&mut self, name: &'static str, shape: &[u32]) -> TensorDesc {
-        let t = self.place(name, Section::Io, shape);
-        self.outputs.push(t.clone());
-        t
+        self.place(|m| &mut m.outputs, name, Section::Io, shape)
     }
 
     /// The CPU reference for the linked image.
@@ -295,9 +291,7 @@ impl ModelBuilder {
             }
         }
         let const_off = code_len;
-        let const_len = round_up(self.consts_len);
-        let scratch_len = round_up(self.scratch_len);
-        let io_len = round_up(self.io_len);
+        let [const_len, scratch_len, io_len] = self.lens.map(round_up);
         for (what, len) in [
             ("constants", const_len),
             ("scratch", scratch_len),
@@ -422,18 +416,6 @@ impl ModelImage {
         self.blocks.map(|o| o.map_or(0, |o| self.load_pa + o))
     }
 
-    /// One engine's block address (0 when idle).
-    pub fn engine_address(&self, engine: Engine) -> u64 {
-        self.engine_addresses()[engine.index()]
-    }
-
-    /// A request naming this image's blocks, every flag clear.
-    pub fn request(&self) -> crate::wire::device_request::DeviceExecRequest {
-        crate::wire::device_request::DeviceExecRequest::with_engine_addresses(
-            self.engine_addresses(),
-        )
-    }
-
     /// The physical address of a tensor of this image.
     pub fn tensor_pa(&self, t: &TensorDesc) -> u64 {
         t.offset
@@ -454,11 +436,16 @@ impl ModelImage {
         self.outputs.iter().map(|t| t.elems() as usize).sum()
     }
 
-    /// Copy the image to `load_pa` and zero its scratch.
+    /// Copy the image to `load_pa` and zero its scratch (both whole words:
+    /// `link` makes every section a multiple of [`ALIGN`] bytes).
     pub fn load(&self, mem: &dyn DeviceMemory) -> Result<(), MemFault> {
-        engine::write_bytes(mem, self.load_pa, &self.bytes)?;
-        let zeros = vec![0u8; self.scratch_bytes as usize];
-        engine::write_bytes(mem, self.load_pa + self.scratch_offset, &zeros)
+        let words = self
+            .bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
+        mem.write_u32s(self.load_pa, &words.collect::<Vec<_>>())?;
+        let zeros = vec![0; self.scratch_bytes as usize / 4];
+        mem.write_u32s(self.load_pa + self.scratch_offset, &zeros)
     }
 
     /// Write the concatenated inputs into the IO area.
@@ -489,11 +476,6 @@ impl ModelImage {
             )?);
         }
         Ok(out)
-    }
-
-    /// `true` when the image carries a CPU reference.
-    pub fn has_reference(&self) -> bool {
-        self.reference.is_some()
     }
 
     /// The CPU reference: the outputs the device must produce for `input`

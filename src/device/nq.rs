@@ -67,17 +67,12 @@ impl Side {
     fn head_reg(&self) -> usize {
         reg::NQ_HEAD + 4 * usize::from(self.engine)
     }
-
-    /// Past the current slot; a wrap flips the phase.
-    fn advance(&mut self) {
-        self.lap.advance(|p| !p);
-    }
 }
 
 /// The writer of one NQ ring (device side).
 #[derive(Clone, Copy, Debug)]
 pub struct NqWriter {
-    lap: Side,
+    side: Side,
 }
 
 /// A record the writer had to drop because the ring was full.
@@ -95,21 +90,21 @@ impl NqWriter {
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
         Ok(NqWriter {
-            lap: Side::new(map, core, engine)?,
+            side: Side::new(map, core, engine)?,
         })
     }
 
     /// The writers of every engine of `core` (the sequencer's), or `None`
     /// for a core `map` does not have.
     pub(crate) fn for_core(map: &MemMap, core: u8) -> Option<[NqWriter; nq::ENGINES as usize]> {
-        Some(Side::all(map, core).ok()?.map(|lap| NqWriter { lap }))
+        Some(Side::all(map, core).ok()?.map(|side| NqWriter { side }))
     }
 
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
     #[cfg(any(test, feature = "testkit"))]
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
-        let l = &self.lap;
+        let l = &self.side;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD (docs/abi.md §1.13; the head register is
         // ours).
@@ -125,7 +120,7 @@ impl NqWriter {
         hal: &H,
         mut entry: NqEntry,
     ) -> Result<Result<(), Overflow>, HalError> {
-        let l = &mut self.lap;
+        let l = &mut self.side;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD after it read the slots: they may be overwritten
         // (docs/abi.md §1.13).
@@ -144,7 +139,7 @@ impl NqWriter {
         entry.phase = l.lap.mark;
         let bytes = entry.encode().map_err(|_| HalError::BadHandle)?;
         hal.write_nq(l.ring, l.lap.index, &bytes)?;
-        l.advance();
+        l.lap.advance(|phase| !phase);
         Ok(Ok(()))
     }
 }
@@ -170,7 +165,7 @@ error_enum! {
 /// The reader of one NQ ring (worker side).
 #[derive(Clone, Copy, Debug)]
 pub struct NqReader {
-    lap: Side,
+    side: Side,
 }
 
 impl NqReader {
@@ -179,7 +174,7 @@ impl NqReader {
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
         Ok(NqReader {
-            lap: Side::new(map, core, engine)?,
+            side: Side::new(map, core, engine)?,
         })
     }
 
@@ -187,15 +182,16 @@ impl NqReader {
     /// A slot with the expected phase that does not decode is skipped and
     /// reported, so one bad record cannot wedge the ring.
     pub fn poll<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<Option<NqEntry>, NqReadError> {
-        let l = &mut self.lap;
+        let l = &mut self.side;
         let bytes = hal.read_nq(l.ring, l.lap.index)?;
-        let word = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let w = nq::PHASE_WORD;
+        let word = u32::from_le_bytes([bytes[w], bytes[w + 1], bytes[w + 2], bytes[w + 3]]);
         if NqEntry::phase_of_word(word) != l.lap.mark {
             return Ok(None);
         }
         let index = l.lap.index;
         let res = NqEntry::decode(&bytes);
-        l.advance();
+        l.lap.advance(|phase| !phase);
         // Ordering: Release pairs with the Acquire loads of NQ_HEAD in
         // `NqWriter::push`/`free`: the slot has been read and may be reused
         // (docs/abi.md §1.13).
@@ -311,7 +307,7 @@ impl HarvestError {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Pending {
     exec_id: u32,
     expect: EngineMask,
@@ -363,7 +359,7 @@ impl<H: Hal> Harvester<H> {
     pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Result<Harvester<H>, UnitError> {
         Ok(Harvester {
             hal,
-            readers: Side::all(map, core)?.map(|lap| NqReader { lap }),
+            readers: Side::all(map, core)?.map(|side| NqReader { side }),
             regs: map.regs_of(core)?,
             pending: VecDeque::new(),
             early: VecDeque::new(),
@@ -382,12 +378,7 @@ impl<H: Hal> Harvester<H> {
             exec_id,
             expect: engines,
             deadline,
-            got: 0,
-            error: None,
-            error_end: 0,
-            terminal: false,
-            start: None,
-            end: 0,
+            ..Pending::default()
         });
         self.last_expected = exec_id;
         // Early records matched no pending execution when they came, and
@@ -432,7 +423,7 @@ impl<H: Hal> Harvester<H> {
     /// counts are kept (they are totals).
     pub fn reset(&mut self) {
         for r in &mut self.readers {
-            r.lap.lap = Lap::new(r.lap.lap.len, true);
+            r.side.lap = Lap::new(r.side.lap.len, true);
         }
         self.pending.clear();
         self.early.clear();

@@ -306,30 +306,33 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         &self.exec
     }
 
+    #[cfg(any(test, feature = "testkit"))]
+    fn core(&self, core: u8) -> Option<&Core> {
+        self.cores.get(usize::from(core))
+    }
+
     /// A core's sticky DMA fault.
     #[cfg(any(test, feature = "testkit"))]
     pub fn dma_fault(&self, core: u8) -> Option<super::dma::DmaFault> {
-        self.cores.get(usize::from(core))?.dma.fault()
+        self.core(core)?.dma.fault()
     }
 
     /// A core's device clock (virtual cycles).
     #[cfg(any(test, feature = "testkit"))]
     pub fn cycle(&self, core: u8) -> u64 {
-        self.cores.get(usize::from(core)).map_or(0, |c| c.cycle)
+        self.core(core).map_or(0, |c| c.cycle)
     }
 
     /// Requests a core has executed.
     #[cfg(any(test, feature = "testkit"))]
     pub fn executed(&self, core: u8) -> u32 {
-        self.cores.get(usize::from(core)).map_or(0, |c| c.executed)
+        self.core(core).map_or(0, |c| c.executed)
     }
 
     /// Records a core dropped because an NQ ring was full.
     #[cfg(any(test, feature = "testkit"))]
     pub fn overflows(&self, core: u8) -> &[Overflow] {
-        self.cores
-            .get(usize::from(core))
-            .map_or(&[], |c| &c.overflows)
+        self.core(core).map_or(&[], |c| &c.overflows)
     }
 
     /// Do all the work available now on every core, without blocking.
@@ -389,9 +392,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         let released = self.cores[c].dma.release(&*self.hal);
         match fault.or(released.err()) {
             Some(_) if !self.cores[c].fault_reported => {
-                self.cores[c].fault_reported = true;
+                // A corrupt descriptor aborted the request being assembled:
+                // its one record is a DMA error of class `Hw`.
+                let k = &mut self.cores[c];
+                k.fault_reported = true;
                 p.faults += 1;
-                self.report_dma_fault(c, p)
+                let (exec_id, cycle) = (k.executed.wrapping_add(1), k.cycle);
+                self.lone_error(c, exec_id, (ErrorClass::Hw, Source::Dma), cycle, p)?;
+                self.raise_irq(c)
             }
             _ => Ok(()),
         }
@@ -449,22 +457,19 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         self.raise_irq(c)
     }
 
-    /// A corrupt descriptor aborted the request being assembled: one error
-    /// record (source DMA, class `Hw`) on the SP ring for it.
-    fn report_dma_fault(&mut self, c: usize, p: &mut Progress) -> Result<(), HalError> {
-        let exec_id = self.cores[c].executed.wrapping_add(1);
-        let cycle = self.cores[c].cycle;
+    /// The one record of a request no engine ran: its MACs (0), then an
+    /// error of `class` from `source` on the SP ring at `cycle`.
+    fn lone_error(
+        &mut self,
+        c: usize,
+        exec_id: u32,
+        (class, source): (ErrorClass, Source),
+        cycle: u64,
+        p: &mut Progress,
+    ) -> Result<(), HalError> {
         self.put_macs(c, exec_id, 0)?;
-        let kind = Kind::Error(ErrorClass::Hw);
-        self.record(
-            c,
-            Engine::Sp,
-            exec_id,
-            (kind, Source::Dma),
-            (cycle, cycle),
-            p,
-        )?;
-        self.raise_irq(c)
+        let kind = (Kind::Error(class), source);
+        self.record(c, Engine::Sp, exec_id, kind, (cycle, cycle), p)
     }
 
     /// Write one NQ record; a full ring drops it (counted as a fault).
@@ -539,16 +544,8 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         if event == 0 {
             // Published without the event poke: the sequencer cannot trust
             // DMEM. One sequencer error record, nothing executed.
-            self.put_macs(c, exec_id, 0)?;
-            let kind = Kind::Error(ErrorClass::Runtime);
-            self.record(
-                c,
-                Engine::Sp,
-                exec_id,
-                (kind, Source::Sequencer),
-                (start, start),
-                p,
-            )?;
+            let error = (ErrorClass::Runtime, Source::Sequencer);
+            self.lone_error(c, exec_id, error, start, p)?;
             p.faults += 1;
             return self.finish(c, exec_id, start, 0);
         }

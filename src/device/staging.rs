@@ -206,9 +206,7 @@ impl<H: Hal> Stager<H> {
         model: &LoadedModel,
         cc_dma_increment: u32,
     ) -> Result<Staged, StageError> {
-        let hal = &*self.hal;
-        let map = &*self.map;
-        let core = self.core;
+        let (hal, map, core) = (&*self.hal, &*self.map, self.core);
         let slots = map.config.request_slots;
 
         // Flow control first, so a refusal changes nothing.
@@ -228,18 +226,17 @@ impl<H: Hal> Stager<H> {
         let exec_id = self.staged.wrapping_add(1);
         let slot = map.request_slot(exec_id);
         let buf = map.request_buf_off(core, slot);
-        let area = map.core_area_off(core);
 
         #[cfg(not(xunds_mutant = "device_tail_first"))]
         {
             self.copy_in_body(&req, buf, cc_dma_increment)?;
-            self.trigger(buf, area)?;
+            self.trigger(buf)?;
         }
         // MUTANT: publish (trigger pairs + doorbell) before the body is in
         // device memory; the loom model must catch the torn request.
         #[cfg(xunds_mutant = "device_tail_first")]
         {
-            self.trigger(buf, area)?;
+            self.trigger(buf)?;
             self.copy_in_body(&req, buf, cc_dma_increment)?;
         }
 
@@ -261,8 +258,7 @@ impl<H: Hal> Stager<H> {
         buf: u64,
         cc_dma_increment: u32,
     ) -> Result<(), StageError> {
-        let hal = &*self.hal;
-        let dram = self.map.dram;
+        let (hal, dram) = (&*self.hal, self.map.dram);
         // dmem_buf_copyin(req_buf, &exec_req, 0, 0x34)
         hal.copy_in(dram, buf as usize, &req.encode())?;
         // dmem_buf_copyin(req_buf, &cc_dma_increment, 0x34, 4)
@@ -275,10 +271,9 @@ impl<H: Hal> Stager<H> {
     }
 
     /// Steps 3 and 4: the three trigger pairs, then the doorbell.
-    fn trigger(&mut self, buf: u64, area: u64) -> Result<(), StageError> {
-        let hal = &*self.hal;
-        let map = &*self.map;
-        let core = self.core;
+    fn trigger(&mut self, buf: u64) -> Result<(), StageError> {
+        let (hal, map, core) = (&*self.hal, &*self.map, self.core);
+        let area = map.core_area_off(core);
         let pairs = [
             // Pair 1: request copy (52 bytes, DRAM request buffer -> DMEM).
             (REQUEST_COPY_LEN, buf, map.dmem_pa(core, dmem::REQUEST)),

@@ -22,7 +22,7 @@ fn load<H: Hal>(dev: &Device<H>, spec: &MlpSpec) -> (ModelImage, LoadedModel) {
     let image = spec.link(code.pa(), io.pa()).unwrap();
     let model = dev.load_model(code, &image.bytes, image.blocks).unwrap();
     for e in xunds::wire::device_request::Engine::ALL {
-        assert_eq!(model.engine_address(e), image.engine_address(e));
+        assert_eq!(model.engine_address(e), image.engine_addresses()[e.index()]);
     }
     (image, model)
 }
