@@ -30,7 +30,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::actors::mailbox::Receiver;
-use crate::actors::producer::PubStats;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
@@ -68,6 +67,35 @@ pub struct PublisherParts<S: SlabMut> {
     pub stats: Arc<PubStats>,
     /// Trace the record lifecycle transitions.
     pub trace_records: bool,
+}
+
+/// Counters the publisher keeps for whoever waits for it (the producer
+/// actor's end condition, the API's `quiesce`, progress bars). On its own
+/// cache line (written on every report applied).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct PubStats {
+    /// Completion messages applied to the slab.
+    pub completions: AtomicU64,
+    /// Refused schedule calls applied (`INFER_FAILED_TO_QUEUE`).
+    pub refusals: AtomicU64,
+    /// NDS errors (an update the slab refused; should stay 0).
+    pub errors: AtomicU64,
+    /// Events the publisher's state did not accept (should stay 0).
+    pub fsm_violations: AtomicU64,
+}
+
+impl PubStats {
+    /// (completions, refusals) applied so far.
+    pub fn applied(&self) -> (u64, u64) {
+        // Ordering: Acquire pairs with the publisher's Release stores: the
+        // counter updates behind these numbers are in the slab (docs/abi.md
+        // §2.4).
+        (
+            self.completions.load(Ordering::Acquire),
+            self.refusals.load(Ordering::Acquire),
+        )
+    }
 }
 
 /// Record transitions from the writer's hook, drained into the trace.
@@ -253,45 +281,48 @@ impl<S: SlabMut> Books<S> {
         self.deferred += 1;
     }
 
-    /// A model loaded on (or, `unload`, unloaded from) its core: its
-    /// record committed (deleted), its memory counted.
-    fn model(&mut self, m: &ModelLoad, unload: bool, cx: &mut Cx<'_>) {
+    /// A model loaded on its core: its record committed, its memory
+    /// counted.
+    fn load(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
-        if !unload {
-            cx.event("msg", format_args!("model {handle} loaded on core {core}"));
-            match self.writer.commit_model(&m.record) {
-                Ok(slot) => {
-                    self.records.push((handle, core, slot));
-                    publish(&self.stats.models_committed, 1);
-                }
-                Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
-            }
-            self.add(core, NcCounter::ModelLoadCount, 1);
-        } else {
-            cx.event(
-                "msg",
-                format_args!("model {handle} unloaded from core {core}"),
-            );
-            let found = self
-                .records
-                .iter()
-                .position(|&(h, c, _)| (h, c) == (handle, core));
-            match found {
-                Some(i) => {
-                    let (_, _, slot) = self.records.swap_remove(i);
-                    if let Err(e) = self.writer.delete_model(slot) {
-                        self.fail(format!("delete model {handle} core {core}: {e}"));
-                    }
-                }
-                // An unload the publisher's books do not accept: no record
-                // of that model on that core was committed.
-                None => cx.refused(
-                    &mut self.fsm_violations,
-                    format_args!("publisher: unload of model {handle} core {core} without a committed record"),
-                ),
-            }
+        cx.event("msg", format_args!("model {handle} loaded on core {core}"));
+        match self.writer.commit_model(&m.record) {
+            Ok(slot) => self.records.push((handle, core, slot)),
+            Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
         }
-        self.model_mem(m, unload);
+        self.add(core, NcCounter::ModelLoadCount, 1);
+        self.model_mem(m, false);
+    }
+
+    /// A model unloaded from its core: its record deleted, its memory
+    /// taken back.
+    fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
+        let (handle, core) = (m.handle, m.core);
+        cx.event(
+            "msg",
+            format_args!("model {handle} unloaded from core {core}"),
+        );
+        let found = self
+            .records
+            .iter()
+            .position(|r| (r.0, r.1) == (handle, core));
+        match found {
+            Some(i) => {
+                let (_, _, slot) = self.records.swap_remove(i);
+                if let Err(e) = self.writer.delete_model(slot) {
+                    self.fail(format!("delete model {handle} core {core}: {e}"));
+                }
+            }
+            // An unload the publisher's books do not accept: no record of
+            // that model on that core was committed.
+            None => cx.refused(
+                &mut self.fsm_violations,
+                format_args!(
+                    "publisher: unload of model {handle} core {core} without a committed record"
+                ),
+            ),
+        }
+        self.model_mem(m, true);
     }
 
     /// Step the publisher's cycle (untraced: one step per message). An
@@ -302,11 +333,9 @@ impl<S: SlabMut> Books<S> {
     }
 
     fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {
-        let unload = matches!(m, PubMsg::ModelUnloaded(_));
-        let event = if unload {
-            PublisherEvent::Unload
-        } else {
-            PublisherEvent::Apply
+        let event = match m {
+            PubMsg::ModelUnloaded(_) => PublisherEvent::Unload,
+            _ => PublisherEvent::Apply,
         };
         // Refused only before the start (never: `poll` starts first). The
         // message is applied all the same: nothing reported may be lost.
@@ -317,7 +346,8 @@ impl<S: SlabMut> Books<S> {
                 self.add(core, NcCounter::InferFailedToQueue, n.into());
                 publish(&self.stats.refusals, n.into());
             }
-            PubMsg::ModelLoaded(m) | PubMsg::ModelUnloaded(m) => self.model(&m, unload, cx),
+            PubMsg::ModelLoaded(m) => self.load(&m, cx),
+            PubMsg::ModelUnloaded(m) => self.unload(&m, cx),
             PubMsg::HostMisc(bytes) => {
                 let c = NdCounter::MemUsageMiscHost;
                 self.change(Counter::nd(c), c.name(), bytes, false);
@@ -396,9 +426,7 @@ impl<S: SlabMut> PublisherActor<S> {
         let none = VersionInfo::default();
         w.set_versions(RUNTIME_VERSION, none, none);
         let mut f = Features::empty();
-        if self.cores > 1 {
-            f |= Features::MULTICORE;
-        }
+        f.set(Features::MULTICORE, self.cores > 1);
         w.set_features(f);
         // The tag in full in the ext record (256 bytes), cut to 31 bytes in
         // the process-info record.
@@ -414,11 +442,10 @@ impl<S: SlabMut> PublisherActor<S> {
             tag: c_string(&tag),
         };
         let r2 = w.publish_process_info_ext(&ext);
-        if let Err(e) = r1 {
-            self.books.fail(format!("process info: {e}"));
-        }
-        if let Err(e) = r2 {
-            self.books.fail(format!("process info ext: {e}"));
+        for (what, r) in [("process info", r1), ("process info ext", r2)] {
+            if let Err(e) = r {
+                self.books.fail(format!("{what}: {e}"));
+            }
         }
         cx.event(
             "msg",
@@ -432,16 +459,11 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
         let mut n = 0;
-        for _ in 0..DRAIN {
-            match self.control.try_recv() {
-                Ok(m) => {
-                    self.books.apply(m, cx);
-                    n += 1;
-                }
-                Err(_) => break,
-            }
-        }
         let books = &mut self.books;
+        for m in self.control.try_iter().take(DRAIN) {
+            books.apply(m, cx);
+            n += 1;
+        }
         for r in &mut self.inbound {
             n += r.drain(DRAIN, |m| books.apply(m, cx));
         }
