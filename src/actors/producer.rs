@@ -187,21 +187,16 @@ impl<H: Hal> Lane<H> {
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
         self.refill();
-        let mut seen = vec![false; self.p.pool.len()];
-        let mut a = PoolAudit {
-            items: self.p.pool.len(),
-            ..PoolAudit::default()
-        };
-        for &i in &self.free {
-            match seen.get_mut(usize::from(i)) {
-                Some(s) if !*s => {
-                    *s = true;
-                    a.free += 1;
-                }
-                _ => a.duplicates += 1,
-            }
+        let items = self.p.pool.len();
+        let mut distinct = self.free.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.retain(|&i| usize::from(i) < items);
+        PoolAudit {
+            items,
+            free: distinct.len(),
+            duplicates: self.free.len() - distinct.len(),
         }
-        a
     }
 
     /// Take back the items the worker returned.
@@ -966,12 +961,10 @@ impl<H: Hal> Actor for ProducerActor<H> {
             self.work.executions = self.work.executions.min(self.next);
         }
         let mut made = false;
-        for c in 0..self.backoff.len() {
-            if let Some(b) = self.backoff[c] {
-                if self.queues[c].is_completed(b.target).unwrap_or(true) {
-                    self.backoff[c] = None;
-                    made = true;
-                }
+        for (b, q) in self.backoff.iter_mut().zip(&self.queues) {
+            if b.is_some_and(|b| q.is_completed(b.target).unwrap_or(true)) {
+                *b = None;
+                made = true;
             }
         }
         // The lane last scheduled on stays locked while the batch keeps

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::actors::mailbox::Receiver;
+use crate::actors::producer::lock;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
@@ -104,15 +105,15 @@ struct SharedTransitions(Arc<Mutex<Vec<Transition>>>);
 
 impl TransitionHook for SharedTransitions {
     fn on_transition(&mut self, t: Transition) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+        lock(&self.0).push(t);
     }
 }
 
 /// The writer and what the publisher knows (apart from its mailboxes).
 struct Books<S: SlabMut> {
     writer: Writer<S>,
-    /// Per core, every named NC counter (0..=40), resolved once.
-    nc: Vec<Vec<Counter>>,
+    /// Number of cores.
+    cores: u8,
     /// (model handle, core, slot) of every live record.
     records: Vec<(u32, u8, ModelSlot)>,
     /// What it has applied, shared (only the publisher writes it,
@@ -147,11 +148,11 @@ const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
 const _: () = assert!(NC_NAMED <= 64, "one dirty bit per counter");
 
 impl<S: SlabMut> Books<S> {
+    /// Counter `c` of `core`, when the system has that core.
     fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
-        self.nc
-            .get(usize::from(core))
-            .and_then(|v| v.get(c as usize))
-            .copied()
+        Counter::nc(core.into(), c)
+            .ok()
+            .filter(|_| core < self.cores)
     }
 
     fn add(&mut self, core: u8, c: NcCounter, v: u64) {
@@ -359,7 +360,6 @@ impl<S: SlabMut> Books<S> {
 /// The NDS-publisher actor.
 pub struct PublisherActor<S: SlabMut> {
     books: Books<S>,
-    cores: u8,
     inbound: Vec<Receiver<PubMsg>>,
     control: crossbeam_channel::Receiver<PubMsg>,
     wake: Arc<Waker>,
@@ -381,13 +381,6 @@ const DRAIN: usize = 256;
 impl<S: SlabMut> PublisherActor<S> {
     /// A publisher over `p.writer`.
     pub fn new(p: PublisherParts<S>) -> PublisherActor<S> {
-        let nc = (0..u32::from(p.cores))
-            .map(|core| {
-                (0..=NcCounter::HwErrRepairableHbmUe as u32)
-                    .filter_map(|i| Counter::nc_index(core, i).ok())
-                    .collect()
-            })
-            .collect();
         let hook = p.trace_records.then(SharedTransitions::default);
         if let Some(h) = &hook {
             p.writer.set_hook(Box::new(h.clone()));
@@ -397,7 +390,7 @@ impl<S: SlabMut> PublisherActor<S> {
         PublisherActor {
             books: Books {
                 writer: p.writer,
-                nc,
+                cores: p.cores,
                 records: Vec::with_capacity(crate::nds::MODEL_SLOTS),
                 stats: p.stats,
                 deferred: 0,
@@ -406,7 +399,6 @@ impl<S: SlabMut> PublisherActor<S> {
                 fsm_violations: 0,
                 pending: vec![([0; NC_NAMED], 0); usize::from(p.cores)],
             },
-            cores: p.cores,
             inbound,
             control: p.control,
             wake: p.wake,
@@ -426,7 +418,7 @@ impl<S: SlabMut> PublisherActor<S> {
         let none = VersionInfo::default();
         w.set_versions(RUNTIME_VERSION, none, none);
         let mut f = Features::empty();
-        f.set(Features::MULTICORE, self.cores > 1);
+        f.set(Features::MULTICORE, self.books.cores > 1);
         w.set_features(f);
         // The tag in full in the ext record (256 bytes), cut to 31 bytes in
         // the process-info record.
@@ -451,7 +443,7 @@ impl<S: SlabMut> PublisherActor<S> {
             "msg",
             format_args!(
                 "process info published cores={} counters/core={}",
-                self.cores,
+                self.books.cores,
                 counters::NC_COUNTER_COUNT
             ),
         );
@@ -477,8 +469,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn trace_records(&mut self, cx: &mut Cx<'_>) {
         if let Some(h) = &self.hook {
-            let ts: Vec<Transition> =
-                core::mem::take(&mut *h.0.lock().unwrap_or_else(|p| p.into_inner()));
+            let ts = core::mem::take(&mut *lock(&h.0));
             for t in ts {
                 cx.on_transition(t);
             }
