@@ -292,35 +292,6 @@ impl<T> Receiver<T> {
         tail
     }
 
-    /// Items available, refreshing the cached `tail` only when it shows
-    /// fewer than `want`.
-    #[inline]
-    fn available(&self, want: usize) -> usize {
-        let head = self.head;
-        let n = self.shared.distance(head, self.cached_tail.get());
-        if n < want {
-            self.shared.distance(head, self.load_tail())
-        } else {
-            n
-        }
-    }
-
-    /// Move the item at `head` out of its slot.
-    ///
-    /// # Safety
-    ///
-    /// `head` must be a full slot (in `head..tail` after an Acquire load of
-    /// `tail`), and it must not be read again before the sender rewrites it.
-    #[inline]
-    unsafe fn take(&self, head: usize) -> T {
-        self.shared.slot(head).with(|p| {
-            // SAFETY: by the caller's contract the slot holds an initialised
-            // item published to us; reading moves it out and the slot is
-            // treated as uninitialised from here on.
-            unsafe { (*p).assume_init_read() }
-        })
-    }
-
     /// Publish `head` to the sender.
     #[inline]
     fn publish_head(&self, head: usize) {
@@ -343,7 +314,12 @@ impl<T> Receiver<T> {
     /// taken. If `f` panics, the items already handed over stay consumed.
     #[inline]
     pub fn drain(&mut self, max: usize, mut f: impl FnMut(T)) -> usize {
-        let n = self.available(max).min(max);
+        // The cached `tail` is refreshed only when it shows fewer than `max`.
+        let mut n = self.shared.distance(self.head, self.cached_tail.get());
+        if n < max {
+            n = self.shared.distance(self.head, self.load_tail());
+        }
+        let n = n.min(max);
         if n == 0 {
             return 0;
         }
@@ -368,10 +344,14 @@ impl<T> Receiver<T> {
             let head = g.head;
             #[cfg(xunds_mutant = "mailbox_early_release")]
             g.c.publish_head(g.c.shared.next(head));
-            // SAFETY: `head` is one of the `n` full slots counted above
-            // (after an Acquire load of `tail`); `g.head` moves past it
-            // before `f` runs, so it is read once even if `f` panics.
-            let v = unsafe { g.c.take(head) };
+            let v = g.c.shared.slot(head).with(|p| {
+                // SAFETY: `head` is one of the `n` full slots counted above
+                // (after an Acquire load of `tail`): it holds an initialised
+                // item published to us. Reading moves it out; `g.head` moves
+                // past it before `f` runs, so it is read once even if `f`
+                // panics.
+                unsafe { (*p).assume_init_read() }
+            });
             g.head = g.c.shared.next(head);
             f(v);
         }

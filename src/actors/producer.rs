@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::actors::mailbox::{Receiver, Sender};
+use crate::actors::publisher::PubStats;
 use crate::actors::wake::Waker;
 use crate::actors::work::{
     HealthCell, HealthViolation, ItemPool, OutputBuf, PubMsg, ResidentModel,
@@ -186,21 +187,16 @@ impl<H: Hal> Lane<H> {
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
         self.refill();
-        let mut seen = vec![false; self.p.pool.len()];
-        let mut a = PoolAudit {
-            items: self.p.pool.len(),
-            ..PoolAudit::default()
-        };
-        for &i in &self.free {
-            match seen.get_mut(usize::from(i)) {
-                Some(s) if !*s => {
-                    *s = true;
-                    a.free += 1;
-                }
-                _ => a.duplicates += 1,
-            }
+        let items = self.p.pool.len();
+        let mut distinct = self.free.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.retain(|&i| usize::from(i) < items);
+        PoolAudit {
+            items,
+            free: distinct.len(),
+            duplicates: self.free.len() - distinct.len(),
         }
-        a
     }
 
     /// Take back the items the worker returned.
@@ -224,12 +220,6 @@ impl<H: Hal> Lane<H> {
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
         }
-    }
-
-    /// The core.
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn core(&self) -> u8 {
-        self.p.core
     }
 
     /// The shared query side of the ring.
@@ -493,17 +483,15 @@ impl<H: Hal> Lane<H> {
     pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
         // Refused before anything moves when the state does not take it.
         crate::fsm::step::<XuHealth>(self.p.health.state(), XuHealthEvent::Reset)?;
+        let core = self.p.core;
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
-            cx.event(
-                "msg",
-                format_args!("xu={} reset: trigger refused", self.p.core),
-            );
+            cx.event("msg", format_args!("xu={core} reset: trigger refused"));
         }
-        self.p.health.step(XuHealthEvent::Reset, self.p.core, cx)?;
+        self.p.health.step(XuHealthEvent::Reset, core, cx)?;
         if self.p.stager.reset().is_err() {
-            cx.event("msg", format_args!("xu={} reset: no stager", self.p.core));
+            cx.event("msg", format_args!("xu={core} reset: no stager"));
         }
-        let regs = self.p.map.regs[usize::from(self.p.core)];
+        let regs = self.p.map.regs[usize::from(core)];
         // Ordering: Release pairs with the device's Acquire load of
         // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
         if let Err(e) =
@@ -511,15 +499,12 @@ impl<H: Hal> Lane<H> {
                 .hal
                 .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
         {
-            cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
+            cx.event("msg", format_args!("xu={core} reset request: {e}"));
         }
         self.p.tap.drain(cx);
         self.p.device_wake.wake();
         self.p.worker_wake.wake();
-        cx.event(
-            "msg",
-            format_args!("xu={} reset: stop requested", self.p.core),
-        );
+        cx.event("msg", format_args!("xu={core} reset: stop requested"));
         Ok(())
     }
 
@@ -572,37 +557,6 @@ impl<H: Hal> Lane<H> {
     #[cfg(any(test, feature = "testkit"))]
     pub fn pool(&self) -> &Arc<ItemPool> {
         &self.p.pool
-    }
-}
-
-/// Counters the publisher keeps for whoever waits for it (the producer
-/// actor's end condition, the API's `quiesce`, progress bars). On its own
-/// cache line (written on every report applied).
-#[derive(Debug, Default)]
-#[repr(align(64))]
-pub struct PubStats {
-    /// Completion messages applied to the slab.
-    pub completions: AtomicU64,
-    /// Refused schedule calls applied (`INFER_FAILED_TO_QUEUE`).
-    pub refusals: AtomicU64,
-    /// Model records committed.
-    pub models_committed: AtomicU64,
-    /// NDS errors (an update the slab refused; should stay 0).
-    pub errors: AtomicU64,
-    /// Events the publisher's state did not accept (should stay 0).
-    pub fsm_violations: AtomicU64,
-}
-
-impl PubStats {
-    /// (completions, refusals) applied so far.
-    pub fn applied(&self) -> (u64, u64) {
-        // Ordering: Acquire pairs with the publisher's Release stores: the
-        // counter updates behind these numbers are in the slab (docs/abi.md
-        // §2.4).
-        (
-            self.completions.load(Ordering::Acquire),
-            self.refusals.load(Ordering::Acquire),
-        )
     }
 }
 
@@ -849,12 +803,6 @@ impl<H: Hal> ProducerActor<H> {
         self.stats
     }
 
-    /// Executions handed out so far (accepted or given up).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn done(&self) -> u64 {
-        self.next
-    }
-
     /// The next XU to try: round-robin over healthy XUs that are not
     /// backing off. `None` (hold) when there is none but one will be back
     /// (backing off, being reset, or degraded with `recover`); when every
@@ -907,24 +855,25 @@ impl<H: Hal> ProducerActor<H> {
     fn park(&mut self, cx: &mut Cx<'_>) -> bool {
         let mut made = false;
         for c in 0..self.backoff.len() {
-            let Some(b) = self.backoff[c] else { continue };
-            let Some(since) = b.polling_since else {
+            let Some(Backoff {
+                target,
+                polling_since: Some(since),
+            }) = self.backoff[c]
+            else {
                 continue;
             };
             if cx.now().saturating_sub(since) < PARK_AFTER {
                 continue;
             }
-            match self.queues[c].arm(b.target, &self.efd) {
+            match self.queues[c].arm(target, &self.efd) {
                 Ok(Armed::Installed) => {
                     self.backoff[c] = Some(Backoff {
+                        target,
                         polling_since: None,
-                        ..b
                     });
                     self.stats.backoffs += 1;
-                    cx.event(
-                        "msg",
-                        format_args!("back off xu={c} until seq={:#x}", b.target.0),
-                    );
+                    let seq = target.0;
+                    cx.event("msg", format_args!("back off xu={c} until seq={seq:#x}"));
                 }
                 // Already complete (or the slot has another waiter): retry now.
                 Ok(Armed::AlreadyComplete) | Err(_) => {
@@ -950,27 +899,14 @@ impl<H: Hal> ProducerActor<H> {
         if self.queues.iter().any(|q| q.in_flight() > 0) {
             if !self.end_armed {
                 // Be woken by the last completion of each XU.
-                for q in &self.queues {
-                    if q.in_flight() > 0 {
-                        let _ = q.arm(q.last_submitted(), &self.efd);
-                    }
+                for q in self.queues.iter().filter(|q| q.in_flight() > 0) {
+                    let _ = q.arm(q.last_submitted(), &self.efd);
                 }
                 self.end_armed = true;
             }
             return false;
         }
-        let mut flushed = true;
-        for l in self.lanes.iter() {
-            flushed &= lock(l).flush();
-        }
-        let (completions, refusals) = self.pub_stats.applied();
-        let (mut accepted, mut refused) = (0, 0);
-        for l in self.lanes.iter() {
-            let (a, f, u) = lock(l).stats().get();
-            accepted += a;
-            refused += f + u;
-        }
-        if !flushed || completions < accepted || refusals < refused {
+        if !publisher_caught_up(&self.lanes, &self.pub_stats) {
             // Refusals are pushed without a wake-up (`Lane::push_refusals`):
             // make sure the publisher is not asleep on what is left.
             if let Some(l) = self.lanes.first() {
@@ -996,6 +932,22 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Flush every lane's refusal counts, then check that the publisher has
+/// applied a completion for every accepted call and every refusal (the
+/// producer actor's end condition and the API's `quiesce`).
+pub fn publisher_caught_up<H: Hal>(lanes: &[Mutex<Lane<H>>], applied: &PubStats) -> bool {
+    let (mut flushed, mut accepted, mut refused) = (true, 0, 0);
+    for l in lanes {
+        let mut l = lock(l);
+        flushed &= l.flush();
+        let (a, f, u) = l.stats.get();
+        accepted += a;
+        refused += f + u;
+    }
+    let (completions, refusals) = applied.applied();
+    flushed && completions >= accepted && refusals >= refused
+}
+
 impl<H: Hal> Actor for ProducerActor<H> {
     fn name(&self) -> &str {
         "producer"
@@ -1009,12 +961,10 @@ impl<H: Hal> Actor for ProducerActor<H> {
             self.work.executions = self.work.executions.min(self.next);
         }
         let mut made = false;
-        for c in 0..self.backoff.len() {
-            if let Some(b) = self.backoff[c] {
-                if self.queues[c].is_completed(b.target).unwrap_or(true) {
-                    self.backoff[c] = None;
-                    made = true;
-                }
+        for (b, q) in self.backoff.iter_mut().zip(&self.queues) {
+            if b.is_some_and(|b| q.is_completed(b.target).unwrap_or(true)) {
+                *b = None;
+                made = true;
             }
         }
         // The lane last scheduled on stays locked while the batch keeps

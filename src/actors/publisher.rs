@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::actors::mailbox::Receiver;
-use crate::actors::producer::PubStats;
+use crate::actors::producer::lock;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
@@ -70,21 +70,50 @@ pub struct PublisherParts<S: SlabMut> {
     pub trace_records: bool,
 }
 
+/// Counters the publisher keeps for whoever waits for it (the producer
+/// actor's end condition, the API's `quiesce`, progress bars). On its own
+/// cache line (written on every report applied).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct PubStats {
+    /// Completion messages applied to the slab.
+    pub completions: AtomicU64,
+    /// Refused schedule calls applied (`INFER_FAILED_TO_QUEUE`).
+    pub refusals: AtomicU64,
+    /// NDS errors (an update the slab refused; should stay 0).
+    pub errors: AtomicU64,
+    /// Events the publisher's state did not accept (should stay 0).
+    pub fsm_violations: AtomicU64,
+}
+
+impl PubStats {
+    /// (completions, refusals) applied so far.
+    pub fn applied(&self) -> (u64, u64) {
+        // Ordering: Acquire pairs with the publisher's Release stores: the
+        // counter updates behind these numbers are in the slab (docs/abi.md
+        // §2.4).
+        (
+            self.completions.load(Ordering::Acquire),
+            self.refusals.load(Ordering::Acquire),
+        )
+    }
+}
+
 /// Record transitions from the writer's hook, drained into the trace.
 #[derive(Clone, Default)]
 struct SharedTransitions(Arc<Mutex<Vec<Transition>>>);
 
 impl TransitionHook for SharedTransitions {
     fn on_transition(&mut self, t: Transition) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(t);
+        lock(&self.0).push(t);
     }
 }
 
 /// The writer and what the publisher knows (apart from its mailboxes).
 struct Books<S: SlabMut> {
     writer: Writer<S>,
-    /// Per core, every named NC counter (0..=40), resolved once.
-    nc: Vec<Vec<Counter>>,
+    /// Number of cores.
+    cores: u8,
     /// (model handle, core, slot) of every live record.
     records: Vec<(u32, u8, ModelSlot)>,
     /// What it has applied, shared (only the publisher writes it,
@@ -119,11 +148,11 @@ const NC_NAMED: usize = NcCounter::HwErrRepairableHbmUe as usize + 1;
 const _: () = assert!(NC_NAMED <= 64, "one dirty bit per counter");
 
 impl<S: SlabMut> Books<S> {
+    /// Counter `c` of `core`, when the system has that core.
     fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
-        self.nc
-            .get(usize::from(core))
-            .and_then(|v| v.get(c as usize))
-            .copied()
+        Counter::nc(core.into(), c)
+            .ok()
+            .filter(|_| core < self.cores)
     }
 
     fn add(&mut self, core: u8, c: NcCounter, v: u64) {
@@ -253,45 +282,48 @@ impl<S: SlabMut> Books<S> {
         self.deferred += 1;
     }
 
-    /// A model loaded on (or, `unload`, unloaded from) its core: its
-    /// record committed (deleted), its memory counted.
-    fn model(&mut self, m: &ModelLoad, unload: bool, cx: &mut Cx<'_>) {
+    /// A model loaded on its core: its record committed, its memory
+    /// counted.
+    fn load(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
-        if !unload {
-            cx.event("msg", format_args!("model {handle} loaded on core {core}"));
-            match self.writer.commit_model(&m.record) {
-                Ok(slot) => {
-                    self.records.push((handle, core, slot));
-                    publish(&self.stats.models_committed, 1);
-                }
-                Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
-            }
-            self.add(core, NcCounter::ModelLoadCount, 1);
-        } else {
-            cx.event(
-                "msg",
-                format_args!("model {handle} unloaded from core {core}"),
-            );
-            let found = self
-                .records
-                .iter()
-                .position(|&(h, c, _)| (h, c) == (handle, core));
-            match found {
-                Some(i) => {
-                    let (_, _, slot) = self.records.swap_remove(i);
-                    if let Err(e) = self.writer.delete_model(slot) {
-                        self.fail(format!("delete model {handle} core {core}: {e}"));
-                    }
-                }
-                // An unload the publisher's books do not accept: no record
-                // of that model on that core was committed.
-                None => cx.refused(
-                    &mut self.fsm_violations,
-                    format_args!("publisher: unload of model {handle} core {core} without a committed record"),
-                ),
-            }
+        cx.event("msg", format_args!("model {handle} loaded on core {core}"));
+        match self.writer.commit_model(&m.record) {
+            Ok(slot) => self.records.push((handle, core, slot)),
+            Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
         }
-        self.model_mem(m, unload);
+        self.add(core, NcCounter::ModelLoadCount, 1);
+        self.model_mem(m, false);
+    }
+
+    /// A model unloaded from its core: its record deleted, its memory
+    /// taken back.
+    fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
+        let (handle, core) = (m.handle, m.core);
+        cx.event(
+            "msg",
+            format_args!("model {handle} unloaded from core {core}"),
+        );
+        let found = self
+            .records
+            .iter()
+            .position(|r| (r.0, r.1) == (handle, core));
+        match found {
+            Some(i) => {
+                let (_, _, slot) = self.records.swap_remove(i);
+                if let Err(e) = self.writer.delete_model(slot) {
+                    self.fail(format!("delete model {handle} core {core}: {e}"));
+                }
+            }
+            // An unload the publisher's books do not accept: no record of
+            // that model on that core was committed.
+            None => cx.refused(
+                &mut self.fsm_violations,
+                format_args!(
+                    "publisher: unload of model {handle} core {core} without a committed record"
+                ),
+            ),
+        }
+        self.model_mem(m, true);
     }
 
     /// Step the publisher's cycle (untraced: one step per message). An
@@ -302,11 +334,9 @@ impl<S: SlabMut> Books<S> {
     }
 
     fn apply(&mut self, m: PubMsg, cx: &mut Cx<'_>) {
-        let unload = matches!(m, PubMsg::ModelUnloaded(_));
-        let event = if unload {
-            PublisherEvent::Unload
-        } else {
-            PublisherEvent::Apply
+        let event = match m {
+            PubMsg::ModelUnloaded(_) => PublisherEvent::Unload,
+            _ => PublisherEvent::Apply,
         };
         // Refused only before the start (never: `poll` starts first). The
         // message is applied all the same: nothing reported may be lost.
@@ -317,7 +347,8 @@ impl<S: SlabMut> Books<S> {
                 self.add(core, NcCounter::InferFailedToQueue, n.into());
                 publish(&self.stats.refusals, n.into());
             }
-            PubMsg::ModelLoaded(m) | PubMsg::ModelUnloaded(m) => self.model(&m, unload, cx),
+            PubMsg::ModelLoaded(m) => self.load(&m, cx),
+            PubMsg::ModelUnloaded(m) => self.unload(&m, cx),
             PubMsg::HostMisc(bytes) => {
                 let c = NdCounter::MemUsageMiscHost;
                 self.change(Counter::nd(c), c.name(), bytes, false);
@@ -329,7 +360,6 @@ impl<S: SlabMut> Books<S> {
 /// The NDS-publisher actor.
 pub struct PublisherActor<S: SlabMut> {
     books: Books<S>,
-    cores: u8,
     inbound: Vec<Receiver<PubMsg>>,
     control: crossbeam_channel::Receiver<PubMsg>,
     wake: Arc<Waker>,
@@ -351,13 +381,6 @@ const DRAIN: usize = 256;
 impl<S: SlabMut> PublisherActor<S> {
     /// A publisher over `p.writer`.
     pub fn new(p: PublisherParts<S>) -> PublisherActor<S> {
-        let nc = (0..u32::from(p.cores))
-            .map(|core| {
-                (0..=NcCounter::HwErrRepairableHbmUe as u32)
-                    .filter_map(|i| Counter::nc_index(core, i).ok())
-                    .collect()
-            })
-            .collect();
         let hook = p.trace_records.then(SharedTransitions::default);
         if let Some(h) = &hook {
             p.writer.set_hook(Box::new(h.clone()));
@@ -367,7 +390,7 @@ impl<S: SlabMut> PublisherActor<S> {
         PublisherActor {
             books: Books {
                 writer: p.writer,
-                nc,
+                cores: p.cores,
                 records: Vec::with_capacity(crate::nds::MODEL_SLOTS),
                 stats: p.stats,
                 deferred: 0,
@@ -376,7 +399,6 @@ impl<S: SlabMut> PublisherActor<S> {
                 fsm_violations: 0,
                 pending: vec![([0; NC_NAMED], 0); usize::from(p.cores)],
             },
-            cores: p.cores,
             inbound,
             control: p.control,
             wake: p.wake,
@@ -396,9 +418,7 @@ impl<S: SlabMut> PublisherActor<S> {
         let none = VersionInfo::default();
         w.set_versions(RUNTIME_VERSION, none, none);
         let mut f = Features::empty();
-        if self.cores > 1 {
-            f |= Features::MULTICORE;
-        }
+        f.set(Features::MULTICORE, self.books.cores > 1);
         w.set_features(f);
         // The tag in full in the ext record (256 bytes), cut to 31 bytes in
         // the process-info record.
@@ -414,17 +434,16 @@ impl<S: SlabMut> PublisherActor<S> {
             tag: c_string(&tag),
         };
         let r2 = w.publish_process_info_ext(&ext);
-        if let Err(e) = r1 {
-            self.books.fail(format!("process info: {e}"));
-        }
-        if let Err(e) = r2 {
-            self.books.fail(format!("process info ext: {e}"));
+        for (what, r) in [("process info", r1), ("process info ext", r2)] {
+            if let Err(e) = r {
+                self.books.fail(format!("{what}: {e}"));
+            }
         }
         cx.event(
             "msg",
             format_args!(
                 "process info published cores={} counters/core={}",
-                self.cores,
+                self.books.cores,
                 counters::NC_COUNTER_COUNT
             ),
         );
@@ -432,16 +451,11 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {
         let mut n = 0;
-        for _ in 0..DRAIN {
-            match self.control.try_recv() {
-                Ok(m) => {
-                    self.books.apply(m, cx);
-                    n += 1;
-                }
-                Err(_) => break,
-            }
-        }
         let books = &mut self.books;
+        for m in self.control.try_iter().take(DRAIN) {
+            books.apply(m, cx);
+            n += 1;
+        }
         for r in &mut self.inbound {
             n += r.drain(DRAIN, |m| books.apply(m, cx));
         }
@@ -455,8 +469,7 @@ impl<S: SlabMut> PublisherActor<S> {
 
     fn trace_records(&mut self, cx: &mut Cx<'_>) {
         if let Some(h) = &self.hook {
-            let ts: Vec<Transition> =
-                core::mem::take(&mut *h.0.lock().unwrap_or_else(|p| p.into_inner()));
+            let ts = core::mem::take(&mut *lock(&h.0));
             for t in ts {
                 cx.on_transition(t);
             }

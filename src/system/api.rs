@@ -43,7 +43,7 @@ use std::path::Path;
 use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{lock, Lane, ProducerStats, Request};
+use crate::actors::producer::{lock, publisher_caught_up, Lane, ProducerStats, Request};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
@@ -584,18 +584,8 @@ impl<H: Hal + 'static> System<H> {
                 return false;
             }
             let drained = self.shared.queues.iter().all(|q| q.in_flight() == 0);
-            let mut flushed = true;
-            let (mut accepted, mut refused) = (0, 0);
-            for l in self.shared.lanes.iter() {
-                let mut l = lock(l);
-                flushed &= l.flush();
-                let (a, f, u) = l.stats().get();
-                accepted += a;
-                refused += f + u;
-            }
-            let (c, r) = self.shared.pub_stats.applied();
-            let control_done = self.shared.control.is_empty();
-            if drained && flushed && control_done && c >= accepted && r >= refused {
+            let caught_up = publisher_caught_up(&self.shared.lanes, &self.shared.pub_stats);
+            if drained && caught_up && self.shared.control.is_empty() {
                 return true;
             }
             if Instant::now() >= deadline {

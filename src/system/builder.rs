@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::actors::mailbox;
-use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, PubStats, RingQueue};
-use crate::actors::publisher::{PublisherActor, PublisherParts};
+use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, RingQueue};
+use crate::actors::publisher::{PubStats, PublisherActor, PublisherParts};
 use crate::actors::sequencer::DeviceProxy;
 use crate::actors::wake::Waker;
 use crate::actors::work::{
