@@ -628,15 +628,7 @@ impl<H: Hal> Tracer<H> {
         &self.inner
     }
 
-    /// Record a failure under the operation's name.
-    #[inline]
-    fn rec_failure<T>(&self, op: &'static str, res: Result<T, HalError>) -> Result<T, HalError> {
-        if let Err(e) = &res {
-            self.failed(op, e);
-        }
-        res
-    }
-
+    /// A failure, recorded under the operation's name.
     #[cold]
     #[inline(never)]
     fn failed(&self, op: &'static str, e: &HalError) {
@@ -647,6 +639,8 @@ impl<H: Hal> Tracer<H> {
         self.log.push(|out| failed().encode(out), failed);
     }
 
+    /// Record the outcome of operation `op`: `ok` of its result, or its
+    /// failure.
     #[inline]
     fn rec<T>(
         &self,
@@ -654,10 +648,11 @@ impl<H: Hal> Tracer<H> {
         res: Result<T, HalError>,
         ok: impl Fn(&T) -> TraceOp,
     ) -> Result<T, HalError> {
-        if let Ok(v) = &res {
-            self.log.push(|out| ok(v).encode(out), || ok(v));
+        match &res {
+            Ok(v) => self.log.push(|out| ok(v).encode(out), || ok(v)),
+            Err(e) => self.failed(op, e),
         }
-        self.rec_failure(op, res)
+        res
     }
 
     /// A kept word run, recorded word by word.
@@ -722,7 +717,10 @@ impl<H: Hal> Hal for Tracer<H> {
                 res
             }
         };
-        self.rec_failure(op.name(), res)
+        if let Err(e) = &res {
+            self.failed(op.name(), e);
+        }
+        res
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
