@@ -500,7 +500,9 @@ pub trait Hal: Send + Sync {
     /// Read the descriptor at slot `index` (`len_ctrl` first, Acquire).
     #[inline]
     fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        read_record(self, ring, slot_offset(index), Record::Desc)
+        let mut rec = [0u8; RECORD];
+        let read = Access::ReadRecord(Record::Desc, &mut rec);
+        self.access(ring, slot_offset(index), read).map(|_| rec)
     }
 
     /// The doorbell ([`Access::TailInc`]): add `n` to the tail-increment
@@ -520,20 +522,10 @@ pub trait Hal: Send + Sync {
     /// Read the NQ record at slot `index` (phase half first, Acquire).
     #[inline]
     fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        read_record(self, ring, slot_offset(index), Record::Nq)
+        let mut rec = [0u8; RECORD];
+        let read = Access::ReadRecord(Record::Nq, &mut rec);
+        self.access(ring, slot_offset(index), read).map(|_| rec)
     }
-}
-
-#[inline]
-fn read_record<H: Hal + ?Sized>(
-    hal: &H,
-    r: RegionHandle,
-    off: usize,
-    kind: Record,
-) -> Result<[u8; RECORD], HalError> {
-    let mut rec = [0u8; RECORD];
-    hal.access(r, off, Access::ReadRecord(kind, &mut rec))?;
-    Ok(rec)
 }
 
 /// Byte offset of record slot `index` in a ring.
