@@ -15,8 +15,8 @@ use std::time::Duration;
 use super::eventfd::EventFd;
 use super::mem::{Mapping, Region};
 use super::{
-    check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
-    RegionHandle, RegionId, Table, Wait, Width,
+    check, record_words, Access, EventHandle, EventId, Hal, HalError, RegionHandle, RegionId,
+    Table, Wait, Width,
 };
 use crate::sync::word::ReadWrite;
 
@@ -163,21 +163,12 @@ impl Hal for LinuxHal {
                 }
                 0
             }
-            Access::ReadRecord(_, out) => {
-                // Ordering: Acquire pairs with the Release store of this half
-                // in `WriteRecord` below: if the mark is the expected one, the
-                // other half is too (docs/abi.md §1.11, §1.13).
-                let lo = w.load_u64(off, Ordering::Acquire);
-                *out = record_from_halves(lo, w.load_u64(off + 8, Ordering::Relaxed));
-                0
-            }
-            Access::WriteRecord(_, rec) => {
-                let (lo, hi) = record_halves(rec);
-                w.store_u64(off + 8, hi, Ordering::Relaxed);
-                // Ordering: Release publishes the record; pairs with the
-                // Acquire load of the same half in `ReadRecord` (the
-                // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                w.store_u64(off, lo, Ordering::Release);
+            rec @ (Access::ReadRecord(..) | Access::WriteRecord(..)) => {
+                record_words(
+                    rec,
+                    |d, o| w.load_u64(off + d, o),
+                    |d, v, o| w.store_u64(off + d, v, o),
+                );
                 0
             }
             Access::Read(_) | Access::Write(_) => 0,
