@@ -331,6 +331,13 @@ impl<A: Actor + ?Sized> Actor for Box<A> {
     }
 }
 
+/// Lock `m`, whether or not a thread panicked while holding it: the lanes,
+/// returns and books behind these locks stay consistent between calls, so a
+/// panicked actor's partner keeps going.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::lock;
+
 use crate::actors::mailbox::{Receiver, Sender};
 use crate::actors::publisher::PubStats;
 use crate::actors::wake::Waker;
@@ -926,10 +928,6 @@ impl<H: Hal> ProducerActor<H> {
         );
         true
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Flush every lane's refusal counts, then check that the publisher has

@@ -29,8 +29,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::actors::lock;
 use crate::actors::mailbox::Receiver;
-use crate::actors::producer::lock;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
 use crate::actors::{step_counted, Actor, Cx, Idle, Progress};

@@ -75,7 +75,8 @@ use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{InferResp, Timespec};
 
-use super::producer::{lock, Lane, RingWorker};
+use super::lock;
+use super::producer::{Lane, RingWorker};
 
 /// Everything a worker is built from.
 pub struct WorkerParts<H: Hal> {

@@ -43,7 +43,8 @@ use std::path::Path;
 use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::actors::producer::{lock, publisher_caught_up, Lane, ProducerStats, Request};
+use crate::actors::lock;
+use crate::actors::producer::{publisher_caught_up, Lane, ProducerStats, Request};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;

@@ -765,7 +765,7 @@ fn execute<H: Hal + 'static>(
         pools: shared
             .lanes
             .iter()
-            .map(|l| crate::actors::producer::lock(l).pool_audit())
+            .map(|l| crate::actors::lock(l).pool_audit())
             .collect(),
         degraded: shared
             .healths
