@@ -15,7 +15,8 @@ use std::time::Duration;
 use super::eventfd::EventFd;
 use super::mem::{Mapping, Region};
 use super::{
-    check, Access, EventHandle, EventId, Hal, HalError, RegionHandle, RegionId, Table, Wait, Width,
+    check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
+    RegionHandle, RegionId, Table, Wait, Width,
 };
 use crate::sync::word::ReadWrite;
 
@@ -162,25 +163,21 @@ impl Hal for LinuxHal {
                 }
                 0
             }
-            // The record halves written out here rather than through
-            // `record_words`: its closures cost ~117 instructions per device
-            // execution on this backend (callgrind, examples/device_stage).
             Access::ReadRecord(_, out) => {
                 // Ordering: Acquire pairs with the Release store of this half
                 // in `WriteRecord` below: if the mark is the expected one, the
                 // other half is too (docs/abi.md §1.11, §1.13).
                 let lo = w.load_u64(off, Ordering::Acquire);
-                let hi = w.load_u64(off + 8, Ordering::Relaxed);
-                *out = (u128::from(lo) | u128::from(hi) << 64).to_le_bytes();
+                *out = record_from_halves(lo, w.load_u64(off + 8, Ordering::Relaxed));
                 0
             }
             Access::WriteRecord(_, rec) => {
-                let v = u128::from_le_bytes(*rec);
-                w.store_u64(off + 8, (v >> 64) as u64, Ordering::Relaxed);
+                let (lo, hi) = record_halves(rec);
+                w.store_u64(off + 8, hi, Ordering::Relaxed);
                 // Ordering: Release publishes the record; pairs with the
                 // Acquire load of the same half in `ReadRecord` (the
                 // consumer's ring-id / phase check). docs/abi.md §1.11, §1.13.
-                w.store_u64(off, v as u64, Ordering::Release);
+                w.store_u64(off, lo, Ordering::Release);
                 0
             }
             Access::Read(_) | Access::Write(_) => 0,

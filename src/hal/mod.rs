@@ -91,9 +91,7 @@ pub enum RegionId {
 
 impl RegionId {
     /// The id packed into one word: the variant in bits 32.., its fields
-    /// below, the core in the low byte (one-to-one, so two ids are equal
-    /// exactly when their keys are). The two halves are a trace frame's
-    /// target kind and number (`sim::tracer`).
+    /// below (one-to-one, so two ids are equal exactly when their keys are).
     pub(crate) const fn key(self) -> u64 {
         const fn k(variant: u64, fields: u64) -> u64 {
             variant << 32 | fields
@@ -102,8 +100,8 @@ impl RegionId {
             RegionId::Dram => k(0, 0),
             RegionId::Dmem { core } => k(1, core as u64),
             RegionId::Regs { core } => k(2, core as u64),
-            RegionId::DescRing { core, dir } => k(3, core as u64 | (dir as u64) << 8),
-            RegionId::NqRing { core, engine } => k(4, core as u64 | (engine as u64) << 8),
+            RegionId::DescRing { core, dir } => k(3, (core as u64) << 8 | dir as u64),
+            RegionId::NqRing { core, engine } => k(4, (core as u64) << 8 | engine as u64),
             RegionId::WorkItems { core } => k(5, core as u64),
             RegionId::Other { tag } => k(6, tag as u64),
         }
@@ -500,9 +498,7 @@ pub trait Hal: Send + Sync {
     /// Read the descriptor at slot `index` (`len_ctrl` first, Acquire).
     #[inline]
     fn read_desc(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        let mut rec = [0u8; RECORD];
-        let read = Access::ReadRecord(Record::Desc, &mut rec);
-        self.access(ring, slot_offset(index), read).map(|_| rec)
+        read_record(self, ring, slot_offset(index), Record::Desc)
     }
 
     /// The doorbell ([`Access::TailInc`]): add `n` to the tail-increment
@@ -522,10 +518,20 @@ pub trait Hal: Send + Sync {
     /// Read the NQ record at slot `index` (phase half first, Acquire).
     #[inline]
     fn read_nq(&self, ring: RegionHandle, index: u32) -> Result<[u8; RECORD], HalError> {
-        let mut rec = [0u8; RECORD];
-        let read = Access::ReadRecord(Record::Nq, &mut rec);
-        self.access(ring, slot_offset(index), read).map(|_| rec)
+        read_record(self, ring, slot_offset(index), Record::Nq)
     }
+}
+
+#[inline]
+fn read_record<H: Hal + ?Sized>(
+    hal: &H,
+    r: RegionHandle,
+    off: usize,
+    kind: Record,
+) -> Result<[u8; RECORD], HalError> {
+    let mut rec = [0u8; RECORD];
+    hal.access(r, off, Access::ReadRecord(kind, &mut rec))?;
+    Ok(rec)
 }
 
 /// Byte offset of record slot `index` in a ring.
@@ -533,35 +539,19 @@ pub const fn slot_offset(index: u32) -> usize {
     index as usize * RECORD
 }
 
-/// A record access ([`Access::ReadRecord`] or [`Access::WriteRecord`]) as
-/// a backend performs it: two 8-byte word accesses, `load` or `store` at
-/// `0` ([`PUBLISH_HALF`]) and `8` from the record's offset, the publishing
-/// half last on a write and first on a read. Any other access is left alone.
+/// A 16-byte record as its two little-endian 8-byte halves: (`PUBLISH_HALF`,
+/// the rest). Backends store the second half first and the first half last.
 #[inline(always)]
-pub(crate) fn record_words(
-    a: Access<'_>,
-    load: impl Fn(usize, Ordering) -> u64,
-    store: impl Fn(usize, u64, Ordering),
-) {
-    match a {
-        Access::ReadRecord(_, out) => {
-            // Ordering: Acquire pairs with the Release store of this half
-            // below (`WriteRecord`): if the mark is the expected one, the
-            // other half is too (docs/abi.md §1.11, §1.13).
-            let lo = load(0, Ordering::Acquire);
-            let hi = load(8, Ordering::Relaxed);
-            *out = (u128::from(lo) | u128::from(hi) << 64).to_le_bytes();
-        }
-        Access::WriteRecord(_, rec) => {
-            let v = u128::from_le_bytes(*rec);
-            store(8, (v >> 64) as u64, Ordering::Relaxed);
-            // Ordering: Release publishes the record; pairs with the Acquire
-            // load of the same half above (`ReadRecord`, the consumer's ring
-            // id / phase check; docs/abi.md §1.11, §1.13).
-            store(0, v as u64, Ordering::Release);
-        }
-        _ => {}
-    }
+pub(crate) fn record_halves(rec: &[u8; RECORD]) -> (u64, u64) {
+    let (lo, hi) = rec.split_at(8);
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    (word(lo), word(hi))
+}
+
+/// The inverse of [`record_halves`].
+#[inline(always)]
+pub(crate) fn record_from_halves(lo: u64, hi: u64) -> [u8; RECORD] {
+    (u128::from(lo) | u128::from(hi) << 64).to_le_bytes()
 }
 
 /// A backend's table of regions or events: entries in creation order, each

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use crate::sync::atomic::AtomicU64;
 
 use crate::hal::{
-    check, record_words, Access, EventHandle, EventId, Hal, HalError, Ordering, RegionHandle,
-    RegionId, Table, Wait, Width,
+    check, record_from_halves, record_halves, Access, EventHandle, EventId, Hal, HalError,
+    Ordering, RegionHandle, RegionId, Table, Wait, Width,
 };
 
 /// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
@@ -73,39 +73,43 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
         mask |= 0xFF << sh;
         val |= u64::from(*b) << sh;
     }
-    update(w, order, |cur| (cur & !mask) | val);
+    let mut cur = w.load(Ordering::Relaxed);
+    loop {
+        let new = (cur & !mask) | val;
+        // Ordering: the caller's ordering applies to the successful store
+        // (its partner and seed section are named at the caller); a failed
+        // exchange only re-reads the word.
+        match w.compare_exchange_weak(cur, new, order, load_for(order)) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// A failure ordering valid for `compare_exchange` (no Release/AcqRel): the
+/// load half of the caller's ordering (whose `// Ordering:` reasoning is at
+/// the caller).
+fn load_for(o: Ordering) -> Ordering {
+    match o {
+        Ordering::SeqCst => Ordering::SeqCst,
+        Ordering::Acquire | Ordering::AcqRel => Ordering::Acquire,
+        _ => Ordering::Relaxed,
+    }
 }
 
 /// Add `v` (wrapping) to the 4-byte word at byte `byte` of `w`; returns the
 /// old 4-byte word.
 fn fetch_add32(w: &AtomicU64, byte: usize, v: u32, order: Ordering) -> u32 {
     let sh = 8 * byte;
-    let old = update(w, order, |cur| {
-        let new = ((cur >> sh) as u32).wrapping_add(v);
-        (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(new) << sh)
-    });
-    (old >> sh) as u32
-}
-
-/// Replace word `w` with `f` of it in a compare-and-swap loop, so bytes
-/// of the word another agent writes meanwhile are never lost; returns the
-/// old word.
-fn update(w: &AtomicU64, order: Ordering, f: impl Fn(u64) -> u64) -> u64 {
-    // A failure ordering valid for `compare_exchange` (no Release/AcqRel):
-    // the load half of the caller's ordering.
-    let load = match order {
-        Ordering::SeqCst => Ordering::SeqCst,
-        Ordering::Acquire | Ordering::AcqRel => Ordering::Acquire,
-        _ => Ordering::Relaxed,
-    };
     let mut cur = w.load(Ordering::Relaxed);
     loop {
-        // Ordering: the caller's ordering applies to the successful
-        // exchange (its partner and seed section are named at the caller,
-        // e.g. the doorbell in `access`); a failed one only re-reads the
-        // word.
-        match w.compare_exchange_weak(cur, f(cur), order, load) {
-            Ok(old) => return old,
+        let old = (cur >> sh) as u32;
+        let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
+        // Ordering: the caller's ordering applies to the read-modify-write
+        // (partner and seed section named at the caller, e.g. the doorbell
+        // in `access`).
+        match w.compare_exchange_weak(cur, new, order, load_for(order)) {
+            Ok(_) => return old,
             Err(now) => cur = now,
         }
     }
@@ -296,12 +300,21 @@ impl Hal for FakeHal {
                 write_bytes(words, off, data);
                 0
             }
-            rec @ (Access::ReadRecord(..) | Access::WriteRecord(..)) => {
-                record_words(
-                    rec,
-                    |d, o| words[w + d / 8].load(o),
-                    |d, v, o| words[w + d / 8].store(v, o),
-                );
+            Access::ReadRecord(_, out) => {
+                // Ordering: Acquire pairs with the Release store of the same
+                // word below (`WriteRecord`; docs/abi.md §1.11, §1.13).
+                let lo = words[w].load(Ordering::Acquire);
+                let hi = words[w + 1].load(Ordering::Relaxed);
+                *out = record_from_halves(lo, hi);
+                0
+            }
+            Access::WriteRecord(_, rec) => {
+                let (lo, hi) = record_halves(rec);
+                words[w + 1].store(hi, Ordering::Relaxed);
+                // Ordering: Release publishes the record; pairs with the
+                // Acquire load of the same word in `ReadRecord` (the
+                // consumer's ring-id / phase check: docs/abi.md §1.11, §1.13).
+                words[w].store(lo, Ordering::Release);
                 0
             }
         })

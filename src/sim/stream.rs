@@ -319,13 +319,13 @@ impl Binary {
     }
 
     /// The events up to the next call are `actor`'s at `now`: a poll head
-    /// ([`tag::POLL`], the actor's index, the time, the actor's name at its
+    /// ([`TAG_POLL`], the actor's index, the time, the actor's name at its
     /// first appearance), not an event itself; it goes to the checkpoint
     /// hash with the events.
     pub(crate) fn begin(&mut self, now: Nanos, actor: &str, hasher: &mut Hasher) {
         let start = self.stream.len();
         let at = self.actors.index(actor);
-        self.stream.extend_from_slice(&[tag::POLL, 0, 0, 0]);
+        self.stream.extend_from_slice(&[TAG_POLL, 0, 0, 0]);
         put_name(&mut self.stream, at, actor);
         self.stream.extend_from_slice(&now.as_u64().to_le_bytes());
         self.mixed(start, hasher);
@@ -340,20 +340,20 @@ impl Binary {
         self.mixed(start, hasher);
     }
 
-    /// A note's encoding: [`tag::NOTE`], its kind.
+    /// A note's encoding: [`TAG_NOTE`], its kind.
     pub(crate) fn note(&mut self, kind: &str) {
-        self.stream.push(tag::NOTE);
+        self.stream.push(TAG_NOTE);
         put_str(&mut self.stream, kind);
     }
 
-    /// A transition's encoding: [`tag::FSM`], its codes
+    /// A transition's encoding: [`TAG_FSM`], its codes
     /// ([`Transition::codes`]), its machine (by [`Names`], a `u32`) and its
     /// id (a `u64`), little-endian.
     #[inline(always)]
     pub(crate) fn transition(&mut self, t: &Transition) {
         let (machine, first) = self.machines.index_static(t.machine);
         let mut e = [0u8; 16];
-        e[..4].copy_from_slice(&[tag::FSM, t.codes[0], t.codes[1], t.codes[2]]);
+        e[..4].copy_from_slice(&[TAG_FSM, t.codes[0], t.codes[1], t.codes[2]]);
         e[4..8].copy_from_slice(&machine.to_le_bytes());
         e[8..].copy_from_slice(&t.id.to_le_bytes());
         self.stream.extend_from_slice(&e);
@@ -539,25 +539,29 @@ impl Compare {
     }
 
     fn next(&mut self) -> io::Result<Record> {
-        let mut b = [0u8; 13];
-        if self.recorded.read(&mut b[..1])? == 0 {
+        let mut tag = [0u8; 1];
+        if self.recorded.read(&mut tag)? == 0 {
             return Ok(Record::Eof);
         }
-        let len = match b[0] {
-            TAG_CHECKPOINT => 5,
-            TAG_END => 13,
+        let (mut b8, mut b4) = ([0u8; 8], [0u8; 4]);
+        let fields: &mut [&mut [u8]] = match tag[0] {
+            TAG_CHECKPOINT => &mut [&mut b4],
+            TAG_END => &mut [&mut b8, &mut b4],
             t => return Ok(Record::Bad(t)),
         };
-        match self.recorded.read_exact(&mut b[1..len]) {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Record::Eof),
-            r => r?,
+        for f in fields.iter_mut() {
+            match self.recorded.read_exact(f) {
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Record::Eof),
+                r => r?,
+            }
+            self.offset += f.len() as u64;
         }
-        self.offset += len as u64;
-        let ck = u32::from_le_bytes(core::array::from_fn(|i| b[len - 4 + i]));
-        Ok(match b[0] {
+        self.offset += 1;
+        let ck = u32::from_le_bytes(b4);
+        Ok(match tag[0] {
             TAG_CHECKPOINT => Record::Checkpoint(ck),
             _ => Record::End {
-                events: u64::from_le_bytes(core::array::from_fn(|i| b[1 + i])),
+                events: u64::from_le_bytes(b8),
                 ck,
             },
         })
@@ -646,20 +650,11 @@ impl fmt::Display for Recorded {
     }
 }
 
-/// The event stream's tags, in one table: the structural HAL operations'
-/// (`TraceOp::encode`; a memory access's tag is its operation's,
-/// `crate::sim::tracer::Op`, which fills the gaps below 0x40), a note's, a
-/// transition's and a poll head's.
-pub(crate) mod tag {
-    pub(crate) const MAP: u8 = 0;
-    pub(crate) const EVENT: u8 = 1;
-    pub(crate) const NOTIFY: u8 = 16;
-    pub(crate) const WAIT: u8 = 17;
-    pub(crate) const FAILED: u8 = 18;
-    pub(crate) const NOTE: u8 = 0x40;
-    pub(crate) const FSM: u8 = 0x41;
-    pub(crate) const POLL: u8 = 0x42;
-}
+/// Stream tags of a note, a transition and a poll head. A HAL event's is
+/// its operation's (`crate::sim::tracer::Op`, below these).
+pub(crate) const TAG_NOTE: u8 = 0x40;
+pub(crate) const TAG_FSM: u8 = 0x41;
+pub(crate) const TAG_POLL: u8 = 0x42;
 
 /// The outcome of comparing two traces.
 #[derive(Clone, Debug, PartialEq, Eq)]

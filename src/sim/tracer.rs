@@ -18,7 +18,6 @@ use core::fmt::{self, Write as _};
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::sim::stream::tag;
 use crate::wire::{nq, udma};
 
 use crate::hal::{
@@ -95,6 +94,14 @@ impl MemOp {
         (self.off / RECORD) as u32
     }
 
+    /// The record of a record access (zeros past the data).
+    fn rec(&self) -> [u8; RECORD] {
+        let mut rec = [0u8; RECORD];
+        let n = self.data.len().min(RECORD);
+        rec[..n].copy_from_slice(&self.data[..n]);
+        rec
+    }
+
     /// The record of `a` at `off` of `region`, which returned `v`.
     #[inline(always)]
     fn new(op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) -> MemOp {
@@ -109,15 +116,6 @@ impl MemOp {
             data: data.to_vec(),
         }
     }
-}
-
-/// The first [`RECORD`] bytes of `data`, zeros past its end.
-#[inline(always)]
-fn record_of(data: &[u8]) -> [u8; RECORD] {
-    let mut rec = [0u8; RECORD];
-    let n = data.len().min(RECORD);
-    rec[..n].copy_from_slice(&data[..n]);
-    rec
 }
 
 /// A [`MemOp`]'s fields of access `a`, which returned `v`: ordering, value,
@@ -184,12 +182,9 @@ macro_rules! ops {
             $($(#[$doc])* $op = $tag,)*
         }
 
-        // Tags are unique (they are discriminants) and leave the other
-        // events theirs.
-        const _: () = assert!($(!matches!(
-            $tag,
-            tag::MAP | tag::EVENT | tag::NOTIFY..=tag::FAILED | tag::NOTE..
-        ))&&*);
+        // Tags are unique (they are discriminants) and leave the structural
+        // operations theirs: map 0, event 1, notify 16, wait 17, failed 18.
+        const _: () = assert!($(!matches!($tag, 0 | 1 | 16..=18))&&*);
 
         impl Op {
             /// The [`Hal`] method's name (a failure is recorded under it).
@@ -341,6 +336,12 @@ impl Encoded {
             op
         })
     }
+
+    #[inline(always)]
+    fn push(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        encode(&mut self.bytes);
+        self.ends.push(self.bytes.len() as u32);
+    }
 }
 
 impl TraceLog {
@@ -357,18 +358,30 @@ impl TraceLog {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Record an operation: its encoding (`encode`) in an encoding log,
-    /// else `op()` as the next record. Only one of the two is called.
-    #[inline(always)]
-    fn push(&self, encode: impl FnOnce(&mut Vec<u8>), op: impl FnOnce() -> TraceOp) {
+    fn push(&self, op: TraceOp) {
         let mut v = self.lock();
         if let Some(e) = &mut v.encoded {
-            encode(&mut e.bytes);
-            e.ends.push(e.bytes.len() as u32);
+            e.push(|out| op.encode(out));
             return;
         }
         let seq = v.records.len() as u64;
-        v.records.push(TraceRecord { seq, op: op() });
+        v.records.push(TraceRecord { seq, op });
+    }
+
+    /// Record a memory access: encoded straight from the access in an
+    /// encoding log (no [`MemOp`], no copy of its bytes), as a [`MemOp`]
+    /// otherwise.
+    #[inline(always)]
+    fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
+        {
+            let mut g = self.lock();
+            if let Some(e) = &mut g.encoded {
+                let (order, value, result, data) = fields(a, v);
+                e.push(|out| encode_mem(out, op, region, off, order, value, result, data));
+                return;
+            }
+        }
+        self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v)));
     }
 
     /// A copy of every record so far.
@@ -432,6 +445,17 @@ pub fn render(records: &[TraceRecord], names: Option<Namer>) -> String {
 /// them to the system trace as `hal` events).
 pub fn show(op: &TraceOp, names: Option<Namer>) -> impl fmt::Display + '_ {
     Show(op, names)
+}
+
+/// Short ordering name.
+pub const fn order_name(o: Ordering) -> &'static str {
+    match o {
+        Ordering::Relaxed => "rlx",
+        Ordering::Acquire => "acq",
+        Ordering::Release => "rel",
+        Ordering::AcqRel => "acqrel",
+        _ => "seqcst",
+    }
 }
 
 struct At(RegionId, usize, Option<Namer>);
@@ -546,7 +570,7 @@ impl fmt::Display for Show<'_> {
         let (name, at, order) = (
             m.op.text(),
             At(m.region, m.off, self.1),
-            ordering(m.order).1,
+            order_name(m.order),
         );
         match m.op.shape() {
             Shape::Bytes => {
@@ -570,14 +594,14 @@ impl fmt::Display for Show<'_> {
                 "{name:<9} {}[{}] {}",
                 m.region,
                 m.index(),
-                desc_summary(ring_dir(m.region), &record_of(&m.data))
+                desc_summary(ring_dir(m.region), &m.rec())
             ),
             Shape::Nq => write!(
                 f,
                 "{name:<9} {}[{}] {}",
                 m.region,
                 m.index(),
-                nq_summary(&record_of(&m.data))
+                nq_summary(&m.rec())
             ),
             Shape::Run => write!(f, "{name:<9} {at}"),
         }
@@ -608,7 +632,11 @@ impl<H: Hal> Tracer<H> {
 
     /// Record the operations `filter` keeps.
     pub fn with_filter(inner: H, filter: TraceFilter) -> Tracer<H> {
-        Tracer::with_log(inner, filter, TraceLog::default())
+        Tracer {
+            inner,
+            log: TraceLog::default(),
+            filter,
+        }
     }
 
     /// Record the operations `filter` keeps into `log` (a
@@ -628,31 +656,57 @@ impl<H: Hal> Tracer<H> {
         &self.inner
     }
 
-    /// A failure, recorded under the operation's name.
+    fn keep_word(&self, r: RegionHandle) -> bool {
+        !(self.filter == TraceFilter::Protocol && r.id() == RegionId::Dram)
+    }
+
+    /// Record a failure under the operation's name.
+    #[inline]
+    fn rec_failure<T>(&self, op: &'static str, res: Result<T, HalError>) -> Result<T, HalError> {
+        if let Err(e) = &res {
+            self.failed(op, e);
+        }
+        res
+    }
+
     #[cold]
     #[inline(never)]
     fn failed(&self, op: &'static str, e: &HalError) {
-        let failed = || TraceOp::Failed {
+        self.log.push(TraceOp::Failed {
             op,
             error: e.clone(),
-        };
-        self.log.push(|out| failed().encode(out), failed);
+        });
     }
 
-    /// Record the outcome of operation `op`: `ok` of its result, or its
-    /// failure.
     #[inline]
     fn rec<T>(
         &self,
         op: &'static str,
         res: Result<T, HalError>,
-        ok: impl Fn(&T) -> TraceOp,
+        ok: impl FnOnce(&T) -> TraceOp,
     ) -> Result<T, HalError> {
-        match &res {
-            Ok(v) => self.log.push(|out| ok(v).encode(out), || ok(v)),
-            Err(e) => self.failed(op, e),
+        if let Ok(v) = &res {
+            self.log.push(ok(v));
         }
-        res
+        self.rec_failure(op, res)
+    }
+
+    /// An access the filter keeps: recorded as one [`MemOp`]. Inlined into
+    /// each named method, where the access (so its [`Op`]) is a constant.
+    #[inline(always)]
+    fn record(&self, r: RegionHandle, off: usize, mut a: Access<'_>) -> Result<u64, HalError> {
+        if let Access::LoadRun(_) | Access::StoreRun(_) = a {
+            return self.record_run(r, off, a);
+        }
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a.reborrow());
+        match res {
+            Ok(v) => {
+                self.log.push_mem(op, r.id(), off, &a, v);
+                Ok(v)
+            }
+            Err(e) => self.rec_failure(op.name(), Err(e)),
+        }
     }
 
     /// A kept word run, recorded word by word.
@@ -693,34 +747,20 @@ impl<H: Hal> Hal for Tracer<H> {
         self.rec("event", res, |_| TraceOp::Event { event: id })
     }
 
-    /// Every access the filter keeps is recorded as one [`MemOp`] (a run
-    /// word by word). The filter drops plain words on DRAM (the engines'
-    /// tensor traffic): runs go to the backend whole, only failures are kept.
     #[inline(always)]
-    fn access(&self, r: RegionHandle, off: usize, mut a: Access<'_>) -> Result<u64, HalError> {
-        let op = Op::of(&a);
-        let dropped = self.filter == TraceFilter::Protocol && r.id() == RegionId::Dram;
-        let res = match op.shape() {
-            Shape::Load | Shape::Store | Shape::Run if dropped => self.inner.access(r, off, a),
-            Shape::Run => return self.record_run(r, off, a),
-            _ => {
-                let res = self.inner.access(r, off, a.reborrow());
-                // Encoded straight from the access in an encoding log (no
-                // `MemOp`, no copy of its bytes).
-                if let Ok(v) = res {
-                    let (id, (order, value, result, data)) = (r.id(), fields(&a, v));
-                    self.log.push(
-                        |out| encode_mem(out, op, id, off, order, value, result, data),
-                        || TraceOp::Mem(MemOp::new(op, id, off, &a, v)),
-                    );
-                }
-                res
-            }
-        };
-        if let Err(e) = &res {
-            self.failed(op.name(), e);
+    fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
+        let plain = matches!(
+            a,
+            Access::Load(..) | Access::Store(..) | Access::LoadRun(_) | Access::StoreRun(_)
+        );
+        if !plain || self.keep_word(r) {
+            return self.record(r, off, a);
         }
-        res
+        // The filter drops plain words on DRAM (the engines' tensor
+        // traffic): runs go to the backend whole, only failures are kept.
+        let op = Op::of(&a);
+        let res = self.inner.access(r, off, a);
+        self.rec_failure(op.name(), res)
     }
 
     fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError> {
@@ -772,12 +812,18 @@ pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A region as a frame's target: its kind and number (the halves of its
-/// key).
+/// A region as a frame's target: its kind and number.
 #[inline(always)]
 fn region_code(r: RegionId) -> (u8, u32) {
-    let key = r.key();
-    ((key >> 32) as u8, key as u32)
+    match r {
+        RegionId::Dram => (0, 0),
+        RegionId::Dmem { core } => (1, core.into()),
+        RegionId::Regs { core } => (2, core.into()),
+        RegionId::DescRing { core, dir } => (3, u32::from(core) | (dir as u32) << 8),
+        RegionId::NqRing { core, engine } => (4, u32::from(core) | u32::from(engine) << 8),
+        RegionId::WorkItems { core } => (5, core.into()),
+        RegionId::Other { tag } => (6, tag),
+    }
 }
 
 fn event_code(e: EventId) -> (u8, u32) {
@@ -787,14 +833,13 @@ fn event_code(e: EventId) -> (u8, u32) {
     }
 }
 
-/// An ordering's code in the event stream and its name in the text view.
-const fn ordering(o: Ordering) -> (u8, &'static str) {
+const fn order_code(o: Ordering) -> u8 {
     match o {
-        Ordering::Relaxed => (0, "rlx"),
-        Ordering::Acquire => (1, "acq"),
-        Ordering::Release => (2, "rel"),
-        Ordering::AcqRel => (3, "acqrel"),
-        _ => (4, "seqcst"),
+        Ordering::Relaxed => 0,
+        Ordering::Acquire => 1,
+        Ordering::Release => 2,
+        Ordering::AcqRel => 3,
+        _ => 4,
     }
 }
 
@@ -815,13 +860,18 @@ fn encode_mem(
 ) {
     let tail = match op.shape() {
         Shape::Bytes => words(data.len() as u64, 0),
-        Shape::Record | Shape::Desc | Shape::Nq => record_of(data),
+        Shape::Record | Shape::Desc | Shape::Nq => {
+            let mut rec = [0u8; RECORD];
+            let n = data.len().min(RECORD);
+            rec[..n].copy_from_slice(&data[..n]);
+            rec
+        }
         _ => words(value, result),
     };
     let f = frame(
         op as u8,
         region_code(region),
-        ordering(order).0,
+        order_code(order),
         off as u64,
         tail,
     );
@@ -838,17 +888,15 @@ impl TraceOp {
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let f = match self {
             TraceOp::Map { region, len } => {
-                frame(tag::MAP, region_code(*region), 0, 0, words(*len as u64, 0))
+                frame(0, region_code(*region), 0, 0, words(*len as u64, 0))
             }
-            TraceOp::Event { event } => frame(tag::EVENT, event_code(*event), 0, 0, words(0, 0)),
+            TraceOp::Event { event } => frame(1, event_code(*event), 0, 0, words(0, 0)),
             TraceOp::Mem(m) => {
                 return encode_mem(
                     out, m.op, m.region, m.off, m.order, m.value, m.result, &m.data,
                 )
             }
-            TraceOp::Notify { event, n } => {
-                frame(tag::NOTIFY, event_code(*event), 0, 0, words(*n, 0))
-            }
+            TraceOp::Notify { event, n } => frame(16, event_code(*event), 0, 0, words(*n, 0)),
             TraceOp::Wait {
                 event,
                 timeout_ns,
@@ -858,13 +906,7 @@ impl TraceOp {
                     Wait::Signalled(v) => (1, *v),
                     Wait::TimedOut => (0, 0),
                 };
-                frame(
-                    tag::WAIT,
-                    event_code(*event),
-                    code,
-                    0,
-                    words(*timeout_ns, v),
-                )
+                frame(17, event_code(*event), code, 0, words(*timeout_ns, v))
             }
             TraceOp::Failed { op, error } => return encode_failure(out, op, error),
         };
@@ -901,7 +943,7 @@ fn encode_failure(out: &mut Vec<u8>, op: &str, e: &HalError) {
             (5, none, 0, errno, 0, *op)
         }
     };
-    out.extend_from_slice(&frame(tag::FAILED, target, code, off as u64, words(a, b)));
+    out.extend_from_slice(&frame(18, target, code, off as u64, words(a, b)));
     put_str(out, op);
     put_str(out, text);
 }
