@@ -239,16 +239,19 @@ impl<H: Hal> FaultInjector<H> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The first rule that applies to this operation and fires now.
+    /// The first rule that applies to an operation at `off` of `r` and
+    /// fires now. `slot`: the place is named by its record slot
+    /// (`m2s0[3]`), else by its offset (`regs0+0x4`).
     fn fire(
         &self,
-        region: RegionId,
-        at: impl Fn() -> String,
+        r: RegionHandle,
+        off: usize,
+        slot: bool,
         applies: impl Fn(&Fault) -> bool,
     ) -> Option<Fault> {
         let mut st = self.lock();
         let st = &mut *st;
-        let core = core_of(region);
+        let (region, core) = (r.id(), core_of(r.id()));
         let mut fired = None;
         for i in 0..st.rules.len() {
             let (rule, count, _) = &mut st.rules[i];
@@ -275,7 +278,10 @@ impl<H: Hal> FaultInjector<H> {
         st.recent.push_back(Injected {
             rule: i,
             fault: fault.name(),
-            at: at(),
+            at: match slot {
+                true => format!("{region}[{}]", off / RECORD),
+                false => format!("{region}+{off:#x}"),
+            },
         });
         Some(fault)
     }
@@ -309,19 +315,6 @@ pub fn corrupt_desc(desc: &[u8; RECORD], what: DescCorruption) -> [u8; RECORD] {
     d
 }
 
-/// Rewrite an encoded NQ record into an ERROR record of `class` (same
-/// execution, engine, phase and timestamps). Undecodable input is returned
-/// unchanged.
-pub fn error_nq(entry: &[u8; RECORD], class: ErrorClass) -> [u8; RECORD] {
-    match nq::NqEntry::decode(entry) {
-        Ok(mut e) => {
-            e.kind = nq::Kind::Error(class);
-            e.encode().unwrap_or(*entry)
-        }
-        Err(_) => *entry,
-    }
-}
-
 impl<H: Hal> Hal for FaultInjector<H> {
     fn name(&self) -> String {
         format!("faults({})", self.inner.name())
@@ -340,11 +333,9 @@ impl<H: Hal> Hal for FaultInjector<H> {
         match a {
             Access::Load(Width::W32, order) if stale => {
                 let v = self.inner.load_u32(r, off, order)?;
-                let fault = self.fire(
-                    r.id(),
-                    || format!("{}+{off:#x}", r.id()),
-                    |f| matches!(*f, Fault::StaleRead { off: o, span, .. } if off >= o && off - o < span),
-                );
+                let fault = self.fire(r, off, false, |f| {
+                    matches!(*f, Fault::StaleRead { off: o, span, .. } if off >= o && off - o < span)
+                });
                 match fault {
                     Some(Fault::StaleRead { lag, .. }) => Ok(v.wrapping_sub(lag).into()),
                     _ => Ok(v.into()),
@@ -359,41 +350,45 @@ impl<H: Hal> Hal for FaultInjector<H> {
                 }
                 Ok(0)
             }
-            // Descriptors are corrupted, NQ records dropped or rewritten.
+            // Descriptors are corrupted; NQ records dropped, or a DONE one
+            // rewritten into an ERROR record of the class (same execution,
+            // engine, phase and timestamps).
             Access::WriteRecord(kind @ (Record::Desc | Record::Nq), rec) => {
                 let dir = match r.id() {
                     RegionId::DescRing { dir, .. } => Some(dir),
                     _ => None,
                 };
-                let is_done = kind == Record::Nq
-                    && nq::NqEntry::decode(rec).is_ok_and(|e| e.kind == nq::Kind::Done);
-                let fault = self.fire(
-                    r.id(),
-                    || format!("{}[{}]", r.id(), off / RECORD),
-                    |f| match (kind, f) {
-                        (Record::Desc, Fault::CorruptDesc { dir: d, .. }) => {
-                            dir.is_some() && (d.is_none() || *d == dir)
-                        }
-                        (Record::Nq, Fault::DropNq) => true,
-                        (Record::Nq, Fault::NqError(_)) => is_done,
-                        _ => false,
-                    },
-                );
-                let rec = match fault {
-                    Some(Fault::CorruptDesc { what, .. }) => corrupt_desc(rec, what),
-                    Some(Fault::NqError(class)) => error_nq(rec, class),
-                    Some(Fault::DropNq) => return Ok(0),
+                let done = (kind == Record::Nq)
+                    .then(|| nq::NqEntry::decode(rec).ok())
+                    .flatten()
+                    .filter(|e| e.kind == nq::Kind::Done);
+                let fault = self.fire(r, off, true, |f| match (kind, f) {
+                    (Record::Desc, Fault::CorruptDesc { dir: d, .. }) => {
+                        dir.is_some() && (d.is_none() || *d == dir)
+                    }
+                    (Record::Nq, Fault::DropNq) => true,
+                    (Record::Nq, Fault::NqError(_)) => done.is_some(),
+                    _ => false,
+                });
+                let rec = match (fault, done) {
+                    (Some(Fault::CorruptDesc { what, .. }), _) => corrupt_desc(rec, what),
+                    (Some(Fault::NqError(class)), Some(e)) => {
+                        let e = nq::NqEntry {
+                            kind: nq::Kind::Error(class),
+                            ..e
+                        };
+                        e.encode().unwrap_or(*rec)
+                    }
+                    (Some(Fault::DropNq), _) => return Ok(0),
                     _ => *rec,
                 };
                 self.inner.access(r, off, Access::WriteRecord(kind, &rec))
             }
             Access::TailInc(n) => {
-                let fault = self.fire(
-                    r.id(),
-                    || format!("{}+{off:#x}", r.id()),
-                    |f| matches!(f, Fault::DropDoorbell),
-                );
-                if fault.is_some() {
+                if self
+                    .fire(r, off, false, |f| *f == Fault::DropDoorbell)
+                    .is_some()
+                {
                     // Dropped: report the unchanged total, as if the write
                     // was lost on the bus.
                     return self
