@@ -225,12 +225,7 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
     #[inline(always)]
     pub fn load_u64(&self, off: usize, o: Ordering) -> u64 {
         match self.loc(off, 8) {
-            Loc::Raw(p, _) if A::WRITABLE => raw64(p).load(o),
-            Loc::Raw(p, _) => {
-                let v = raw64(p).load(Ordering::Relaxed);
-                fence_after_load(o);
-                v
-            }
+            Loc::Raw(p, _) => Self::load_raw(o, |o| raw64(p).load(o)),
             #[cfg(loom)]
             Loc::Loom(w, _) => w.load(o),
         }
@@ -240,15 +235,33 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
     #[inline(always)]
     pub fn load_u32(&self, off: usize, o: Ordering) -> u32 {
         match self.loc(off, 4) {
-            Loc::Raw(p, _) if A::WRITABLE => raw32(p).load(o),
-            Loc::Raw(p, _) => {
-                let v = raw32(p).load(Ordering::Relaxed);
-                fence_after_load(o);
-                v
-            }
+            Loc::Raw(p, _) => Self::load_raw(o, |o| raw32(p).load(o)),
             #[cfg(loom)]
             Loc::Loom(w, shift) => (w.load(o) >> shift) as u32,
         }
+    }
+
+    /// A load of memory reached by address with ordering `o`; of read-only
+    /// memory, a Relaxed load followed by the fence a stronger load would
+    /// have given.
+    #[inline(always)]
+    fn load_raw<T>(o: Ordering, load: impl FnOnce(Ordering) -> T) -> T {
+        if A::WRITABLE || o == Ordering::Relaxed {
+            return load(o);
+        }
+        let v = load(Ordering::Relaxed);
+        if o == Ordering::SeqCst {
+            // Ordering: SeqCst fence; its partner (and docs/abi.md section)
+            // is whatever the caller's protocol pairs its SeqCst load with.
+            fence(Ordering::SeqCst);
+        } else {
+            // Ordering: Acquire fence: after the Relaxed load it
+            // synchronizes with the Release store the load read from, as an
+            // Acquire load would; partner (and section): the caller's (e.g.
+            // the docs/abi.md §2.3 header commit for `nds::Reader`).
+            fence(Ordering::Acquire);
+        }
+        v
     }
 
     /// A fence of `o`, of the kind that orders these words' accesses
@@ -479,23 +492,6 @@ fn loom_update(w: &LoomU64, shift: u32, o: Ordering, mut f: impl FnMut(u32) -> u
             Ok(_) => return old,
             Err(seen) => x = seen,
         }
-    }
-}
-
-/// After a Relaxed load of read-only memory, the fence a stronger load
-/// would have given.
-#[inline(always)]
-fn fence_after_load(o: Ordering) {
-    match o {
-        Ordering::Relaxed => {}
-        // Ordering: SeqCst fence; its partner (and docs/abi.md section) is
-        // whatever the caller's protocol pairs its SeqCst load with.
-        Ordering::SeqCst => fence(Ordering::SeqCst),
-        // Ordering: Acquire fence: after the Relaxed load it synchronizes
-        // with the Release store the load read from, as an Acquire load
-        // would; partner (and section): the caller's (e.g. the docs/abi.md
-        // §2.3 header commit for `nds::Reader`).
-        _ => fence(Ordering::Acquire),
     }
 }
 
