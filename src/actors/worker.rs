@@ -208,7 +208,8 @@ struct Current {
     /// What the pop writes through the slot's `exec_status` (set by
     /// `complete`).
     status: NrtStatus,
-    /// When the harvest gives up (`None`: nothing is harvested).
+    /// When the harvest gives up (`None`: nothing is harvested, or a
+    /// timeout that saturates at MAX and so never ends).
     deadline: Option<Nanos>,
     /// The submission time, from the item's `ts_start`.
     ts_start: Timespec,
@@ -538,7 +539,7 @@ impl<H: Hal> WorkerActor<H> {
             seq,
             idx: Some(idx),
             side,
-            deadline: Some(deadline),
+            deadline: Some(deadline).filter(|&d| d != Nanos::MAX),
             ts_start,
             model,
             bad,
@@ -1172,8 +1173,6 @@ impl<H: Hal> Actor for WorkerActor<H> {
     }
 
     fn next_deadline(&self) -> Option<Nanos> {
-        // A timeout that saturates at MAX never ends: no deadline.
-        let deadline = self.cur.as_ref().and_then(|c| c.deadline);
-        deadline.filter(|&d| d != Nanos::MAX)
+        self.cur.as_ref().and_then(|c| c.deadline)
     }
 }
