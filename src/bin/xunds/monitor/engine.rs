@@ -91,7 +91,8 @@ fn went_back(now: &Counters, earlier: &Counters) -> bool {
 /// A watched runtime.
 #[derive(Default)]
 pub struct Runtime {
-    watch: Watch,
+    /// The slab (a scrape reads it too).
+    pub watch: Watch,
     /// Named on the command line: reported even while unreadable, never
     /// forgotten.
     explicit: bool,
@@ -129,11 +130,6 @@ impl Runtime {
         }
     }
 
-    /// The slab path.
-    pub fn path(&self) -> &Path {
-        self.watch.path()
-    }
-
     /// The writing process's pid (0 when unknown).
     pub fn pid(&self) -> u32 {
         self.writer.as_ref().map_or(0, |w| w.pid)
@@ -164,13 +160,6 @@ impl Runtime {
         parts.cloned().collect::<Vec<_>>().join("; ")
     }
 
-    /// Read the slab once more (a scrape): the cumulative counters now. A
-    /// new writer or an exit this read finds is acted on by the next
-    /// period's [`Runtime::read`], which compares the writer itself.
-    pub fn fresh_sample(&mut self) -> Result<Sample, String> {
-        self.watch.sample().map(|(s, _)| s)
-    }
-
     /// Read the slab for a period; `log` gets a line for an exit.
     fn read(&mut self, log: &mut Vec<String>) {
         self.notes.clear();
@@ -186,7 +175,7 @@ impl Runtime {
         self.notes.extend(note);
         let holder = s.holder.map(|pid| (pid, sys::start_ticks(pid)));
         let tag = s.tag();
-        let generation = self.watch.generation();
+        let generation = self.watch.generation;
         fn differs<T: PartialEq>(now: &Option<T>, was: &Option<T>) -> bool {
             now.is_some() && was.is_some() && now != was
         }
@@ -215,7 +204,7 @@ impl Runtime {
         } else if w.pid == 0 {
             // Gone before it was seen: the pid its default name or its
             // default tag (the pid) carries.
-            w.pid = watch::pid_from_name(self.watch.path())
+            w.pid = watch::pid_from_name(&self.watch.path)
                 .or_else(|| w.tag.as_deref()?.parse().ok())
                 .unwrap_or(0);
         }
@@ -225,7 +214,7 @@ impl Runtime {
             self.force = true;
             log.push(format!(
                 "{}: process {pid} (tag {:?}) has exited; its final counters are in this report",
-                self.path().display(),
+                self.watch.path.display(),
                 self.tag()
             ));
         }
@@ -243,7 +232,7 @@ impl Runtime {
     /// modification time, else now.
     fn start_instant(&self, alive: Option<u32>) -> Instant {
         let since = alive.and_then(sys::process_age).or_else(|| {
-            let t = std::fs::metadata(self.path()).ok()?.modified().ok()?;
+            let t = std::fs::metadata(&self.watch.path).ok()?.modified().ok()?;
             std::time::SystemTime::now().duration_since(t).ok()
         });
         let now = Instant::now();
@@ -295,7 +284,9 @@ impl Runtime {
                 RtGroup::VcpuUsage => {
                     let v = s.map(|_| {
                         let ticks = match state {
-                            "running" => sys::process_cpu_ticks(pid),
+                            "running" => {
+                                sys::read(&format!("/proc/{pid}/stat"), sys::parse_cpu_ticks)
+                            }
                             "exited" => Err(format!("process {pid} has exited")),
                             _ => Err("no writer holds this slab's lock".into()),
                         };
@@ -454,7 +445,7 @@ impl Monitor {
         let Sources::Dir(dir) = &self.sources else {
             return;
         };
-        let known: HashSet<PathBuf> = self.runtimes.iter().map(|r| r.path().into()).collect();
+        let known: HashSet<PathBuf> = self.runtimes.iter().map(|r| r.watch.path.clone()).collect();
         // A directory that cannot be read (yet) holds no runtime this tick.
         for p in watch::discover(dir).unwrap_or_default() {
             let running = watch::pid_from_name(&p)
@@ -500,7 +491,7 @@ impl Monitor {
                 error: r.error(),
                 report: r.report.clone(),
                 state: r.state(),
-                slab: r.path().display().to_string(),
+                slab: r.watch.path.display().to_string(),
             });
         }
         self.update_system(now);
@@ -529,7 +520,7 @@ impl Monitor {
             match g {
                 SysGroup::HwCounters => d.neuron_hw_counters = Some(report::HwCounters(secs)),
                 SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
-                SysGroup::VcpuUsage => match sys::proc_stat() {
+                SysGroup::VcpuUsage => match sys::read("/proc/stat", sys::parse_proc_stat) {
                     Ok(s) => {
                         d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
                         st.stat = s;

@@ -59,6 +59,28 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| "no address".into())
 }
 
+/// A family: its name and help text, as the companion's.
+type Family<'a> = (&'a str, &'a str);
+
+const STATUS: Family = ("execution_status_total", "Execution status total");
+const ERRORS: Family = ("execution_errors_total", "Execution errors total");
+const MEMORY_USED: Family = (
+    "neuron_runtime_memory_used_bytes",
+    "Runtime memory used bytes",
+);
+const UTILIZATION: Family = (
+    "neuroncore_utilization_ratio",
+    "NeuronCore utilization ratio",
+);
+const RUNTIME_VCPU: Family = (
+    "neuron_runtime_vcpu_usage_ratio",
+    "Runtime vCPU utilization ratio",
+);
+const VCPU_COUNT: Family = ("system_vcpu_count", "System vCPU count");
+const SYSTEM_VCPU: Family = ("system_vcpu_usage_ratio", "System CPU utilization ratio");
+const INSTANCE: Family = ("instance_info", "EC2 instance information");
+const HARDWARE: Family = ("neuron_hardware_info", "Neuron Hardware Information");
+
 /// Label names and values of one sample.
 type Labels = Vec<(&'static str, String)>;
 
@@ -74,33 +96,33 @@ struct Exposition {
     gauges: HashMap<String, GaugeVec>,
 }
 
-/// A family's vector, registered: its name and label names, and its kind's
-/// constructor.
+/// A family's vector, registered: its name, help text (the companion's)
+/// and label names, and its kind's constructor.
 fn family<V: Collector + Clone + 'static>(
     registry: &Registry,
-    name: &str,
+    (name, help): Family,
     labels: &[&str],
     new: fn(Opts, &[&str]) -> prometheus::Result<V>,
 ) -> V {
     // The names and help texts are this file's constants, all valid.
-    let v = new(Opts::new(name, help(name)), labels).expect("a valid family");
+    let v = new(Opts::new(name, help), labels).expect("a valid family");
     let registered = registry.register(Box::new(v.clone()));
     registered.expect("a new family");
     v
 }
 
 impl Exposition {
-    fn counter(&mut self, name: &str, labels: Labels, v: f64) {
+    fn counter(&mut self, fam: Family, labels: Labels, v: f64) {
         let (names, values): (Vec<_>, Vec<_>) = labels.into_iter().unzip();
-        let new = || family(&self.registry, name, &names, CounterVec::new);
-        let f = self.counters.entry(name.into()).or_insert_with(new);
+        let new = || family(&self.registry, fam, &names, CounterVec::new);
+        let f = self.counters.entry(fam.0.into()).or_insert_with(new);
         f.with_label_values(&values).inc_by(v);
     }
 
-    fn gauge(&mut self, name: &str, labels: Labels, v: f64) {
+    fn gauge(&mut self, fam: Family, labels: Labels, v: f64) {
         let (names, values): (Vec<_>, Vec<_>) = labels.into_iter().unzip();
-        let new = || family(&self.registry, name, &names, GaugeVec::new);
-        let f = self.gauges.entry(name.into()).or_insert_with(new);
+        let new = || family(&self.registry, fam, &names, GaugeVec::new);
+        let f = self.gauges.entry(fam.0.into()).or_insert_with(new);
         f.with_label_values(&values).set(v);
     }
 
@@ -112,20 +134,6 @@ impl Exposition {
     }
 }
 
-/// The companion's instance labels: `instance_info`'s fields, some
-/// renamed, all empty offline (as [`report::instance_info`]'s).
-fn instance_labels() -> Labels {
-    let names = [
-        "instance_name",
-        "instance_id",
-        "instance_type",
-        "availability_zone",
-        "region",
-        "subnet_id",
-    ];
-    names.map(|k| (k, String::new())).to_vec()
-}
-
 /// `base` and `extra` (the registry sorts them by name).
 fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static str, V)>) -> Labels {
     let mut l = base.clone();
@@ -133,41 +141,28 @@ fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static st
     l
 }
 
-/// Each family's help text, as the companion's.
-fn help(name: &str) -> String {
-    let fixed = match name {
-        "execution_status_total" => "Execution status total",
-        "execution_errors_total" => "Execution errors total",
-        "neuron_runtime_memory_used_bytes" => "Runtime memory used bytes",
-        "neuroncore_utilization_ratio" => "NeuronCore utilization ratio",
-        "neuron_runtime_vcpu_usage_ratio" => "Runtime vCPU utilization ratio",
-        "system_vcpu_count" => "System vCPU count",
-        "system_vcpu_usage_ratio" => "System CPU utilization ratio",
-        "instance_info" => "EC2 instance information",
-        "neuron_hardware_info" => "Neuron Hardware Information",
-        _ => "",
-    };
-    if let Some(kind) = name.strip_prefix("neuroncore_memory_usage_") {
-        return format!("NeuronCore memory utilization for {kind}");
-    }
-    if let Some(rest) = name.strip_prefix("system_") {
-        // system_memory_total_bytes -> "System memory total_bytes bytes"
-        if let Some((what, stat)) = rest.split_once('_').filter(|_| fixed.is_empty()) {
-            return format!("System {what} {stat} bytes");
-        }
-    }
-    fixed.into()
-}
-
 /// Render one scrape: read every reported slab now (cumulative counters),
 /// take the rate gauges from each group's last good period.
 pub fn render(monitor: &mut Monitor) -> String {
     let mut x = Exposition::default();
-    let inst = instance_labels();
+    // The companion's instance labels: `instance_info`'s fields, some
+    // renamed, all empty offline (as [`report::instance_info`]'s).
+    let inst: Labels = [
+        "instance_name",
+        "instance_id",
+        "instance_type",
+        "availability_zone",
+        "region",
+        "subnet_id",
+    ]
+    .map(|k| (k, String::new()))
+    .to_vec();
     for rt in monitor.runtimes() {
         // A scrape reads the slab now; if it cannot, the last good read
-        // stands (counters never go back).
-        let fresh = rt.fresh_sample().ok();
+        // stands (counters never go back). A new writer or an exit this read
+        // finds is acted on by the next period's read, which compares the
+        // writer itself.
+        let fresh = rt.watch.sample().ok().map(|(s, _)| s);
         let Some(s) = fresh.as_ref().or(rt.latest.as_ref()) else {
             continue;
         };
@@ -175,18 +170,18 @@ pub fn render(monitor: &mut Monitor) -> String {
         let rl = with(&inst, [("runtime_tag", rt.tag())]);
         for (t, k) in OUTCOMES {
             let l = with(&rl, [("status_type", t)]);
-            x.counter("execution_status_total", l, c.sum(k) as f64);
+            x.counter(STATUS, l, c.sum(k) as f64);
         }
         for (t, k) in ERROR_CLASSES {
             let l = with(&rl, [("error_type", t)]);
-            x.counter("execution_errors_total", l, c.sum(k) as f64);
+            x.counter(ERRORS, l, c.sum(k) as f64);
         }
         let cores = report::core_memory(c);
         let host = report::byte_sum(report::host_memory(c));
         let device = report::byte_sum(cores.iter().flat_map(|m| m.1));
         for (loc, v) in [("host", host), ("neuron_device", device)] {
             let l = with(&rl, [("memory_location", loc)]);
-            x.gauge("neuron_runtime_memory_used_bytes", l, v as f64);
+            x.gauge(MEMORY_USED, l, v as f64);
         }
         for (core, bytes) in cores {
             // The companion leaves this memory_location label unset.
@@ -195,8 +190,9 @@ pub fn render(monitor: &mut Monitor) -> String {
                 ("neuroncore", core.to_string()),
             ];
             for ((kind, _), v) in CORE_MEMORY.iter().zip(bytes) {
-                let l = with(&rl, core.clone());
-                x.gauge(&format!("neuroncore_memory_usage_{kind}"), l, v as f64);
+                let name = format!("neuroncore_memory_usage_{kind}");
+                let help = format!("NeuronCore memory utilization for {kind}");
+                x.gauge((&name, &help), with(&rl, core.clone()), v as f64);
             }
         }
         // A gauge shows its group's last value without an error, as the
@@ -205,40 +201,42 @@ pub fn render(monitor: &mut Monitor) -> String {
         let cores = good.neuroncore_counters.iter();
         for (core, u) in cores.flat_map(|n| &n.neuroncores_in_use.0) {
             let (l, ratio) = (with(&rl, [("neuroncore", core)]), u.neuroncore_utilization);
-            x.gauge("neuroncore_utilization_ratio", l, ratio / 100.0);
+            x.gauge(UTILIZATION, l, ratio / 100.0);
         }
         if let Some(v) = &good.neuron_runtime_vcpu_usage {
             for (t, p) in [("user", v.vcpu_usage.user), ("system", v.vcpu_usage.system)] {
                 let l = with(&rl, [("usage_type", t)]);
-                x.gauge("neuron_runtime_vcpu_usage_ratio", l, p / 100.0);
+                x.gauge(RUNTIME_VCPU, l, p / 100.0);
             }
         }
     }
     let sys = &monitor.system.data;
     if let Some(m) = sys.memory_info.as_ref().filter(|m| m.error.is_empty()) {
-        for (name, v) in [
-            ("system_memory_total_bytes", m.memory_total_bytes),
-            ("system_memory_used_bytes", m.memory_used_bytes),
-            ("system_swap_total_bytes", m.swap_total_bytes),
-            ("system_swap_used_bytes", m.swap_used_bytes),
+        for (what, stat, v) in [
+            ("memory", "total_bytes", m.memory_total_bytes),
+            ("memory", "used_bytes", m.memory_used_bytes),
+            ("swap", "total_bytes", m.swap_total_bytes),
+            ("swap", "used_bytes", m.swap_used_bytes),
         ] {
-            x.gauge(name, inst.clone(), v as f64);
+            let name = format!("system_{what}_{stat}");
+            let help = format!("System {what} {stat} bytes");
+            x.gauge((&name, &help), inst.clone(), v as f64);
         }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
         let vcpus = v.usage_data.0.len() as f64;
-        x.gauge("system_vcpu_count", inst.clone(), vcpus);
+        x.gauge(VCPU_COUNT, inst.clone(), vcpus);
         let (user, system) = v.user_system();
         for (t, p) in [("user", user), ("system", system)] {
             let l = with(&inst, [("usage_type", t)]);
-            x.gauge("system_vcpu_usage_ratio", l, p.min(100.0) / 100.0);
+            x.gauge(SYSTEM_VCPU, l, p.min(100.0) / 100.0);
         }
     }
-    x.gauge("instance_info", inst.clone(), 1.0);
+    x.gauge(INSTANCE, inst.clone(), 1.0);
     let hw = report::hardware_info();
     let count = |k| (k, hw.get(k).map_or(String::new(), |v| v.to_string()));
     let counts = ["neuron_device_count", "neuroncore_per_device_count"].map(count);
-    x.gauge("neuron_hardware_info", with(&inst, counts), 1.0);
+    x.gauge(HARDWARE, with(&inst, counts), 1.0);
     x.text()
 }
 
@@ -444,10 +442,11 @@ mod tests {
     fn samples_merge_as_the_companion_merges_them() {
         let mut x = Exposition::default();
         let l = || vec![("runtime_tag", "a\"b".to_string())];
-        x.counter("execution_status_total", l(), 2.0);
-        x.counter("execution_status_total", l(), 3.0);
-        x.gauge("system_swap_used_bytes", l(), 2.0);
-        x.gauge("system_swap_used_bytes", l(), 3.0);
+        let swap = ("system_swap_used_bytes", "System swap used_bytes bytes");
+        x.counter(STATUS, l(), 2.0);
+        x.counter(STATUS, l(), 3.0);
+        x.gauge(swap, l(), 2.0);
+        x.gauge(swap, l(), 3.0);
         assert_eq!(
             x.text(),
             "# HELP execution_status_total Execution status total\n\

@@ -358,7 +358,7 @@ pub struct MemoryInfo {
 /// `memory_info` now (`/proc/meminfo`), its period `secs`.
 pub fn memory_info(secs: f64) -> Group<MemoryInfo> {
     let mut m = Group::new(secs, MemoryInfo::default());
-    match sys::meminfo() {
+    match sys::read("/proc/meminfo", sys::parse_meminfo) {
         Ok(x) => {
             let v = &mut m.values;
             (v.memory_total_bytes, v.memory_used_bytes) = (x.0, x.1);

@@ -26,13 +26,8 @@ pub fn parse_cpu_ticks(stat: &str) -> Option<(u64, u64)> {
     Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
 }
 
-/// Process `pid`'s (`utime`, `stime`) in clock ticks.
-pub fn process_cpu_ticks(pid: u32) -> Result<(u64, u64), String> {
-    read(&format!("/proc/{pid}/stat"), parse_cpu_ticks)
-}
-
 /// The file at `path` parsed by `parse`, or what went wrong, naming it.
-fn read<T>(path: &str, parse: fn(&str) -> Option<T>) -> Result<T, String> {
+pub fn read<T>(path: &str, parse: fn(&str) -> Option<T>) -> Result<T, String> {
     let s = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     parse(&s).ok_or_else(|| format!("{path}: unexpected format"))
 }
@@ -120,11 +115,6 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
     seen_all.then_some(out)
 }
 
-/// Read `/proc/stat`.
-pub fn proc_stat() -> Result<ProcStat, String> {
-    read("/proc/stat", parse_proc_stat)
-}
-
 /// System memory in bytes: (total, used, swap total, swap used).
 pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
     let kb = |key: &str| -> Option<u64> {
@@ -147,11 +137,6 @@ pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
         swap_total,
         swap_total.saturating_sub(swap_free),
     ))
-}
-
-/// Read `/proc/meminfo`.
-pub fn meminfo() -> Result<(u64, u64, u64, u64), String> {
-    read("/proc/meminfo", parse_meminfo)
 }
 
 /// `x` rounded to two decimals.

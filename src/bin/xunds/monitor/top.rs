@@ -97,12 +97,6 @@ fn shown<'a>(v: &'a View, ui: &Ui) -> Vec<&'a RuntimeEntry> {
     }
 }
 
-/// A runtime's cores in use over its last period, by index.
-fn core_use(p: &RuntimeEntry) -> impl Iterator<Item = &(String, CoreUse)> {
-    let n = p.report.neuroncore_counters.iter();
-    n.flat_map(|n| &n.neuroncores_in_use.0)
-}
-
 /// A runtime's memory groups (none when it is not reported).
 fn memory(p: &RuntimeEntry) -> Option<&MemoryUsed> {
     p.report.memory_used.as_deref()
@@ -167,7 +161,9 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
     let cores: Vec<(String, &CoreUse)> = procs
         .iter()
         .flat_map(|p| {
-            core_use(p).map(move |(k, c)| match ui.tab {
+            let used = p.report.neuroncore_counters.iter();
+            let used = used.flat_map(|n| &n.neuroncores_in_use.0);
+            used.map(move |(k, c)| match ui.tab {
                 0 if many > 1 => (format!("{}/NC{k}", p.pid), c),
                 _ => (format!("NC {k}"), c),
             })
@@ -297,11 +293,8 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
         .into_iter()
         .zip([("System", system), ("Runtime", runtime)])
     {
+        let text = us.map_or("n/a".into(), |(u, s)| format!("{u:.1}% usr {s:.1}% sys"));
         let (u, s) = us.unwrap_or_default();
-        let text = match us {
-            Some(_) => format!("{u:.1}% usr {s:.1}% sys"),
-            None => "n/a".into(),
-        };
         f.render_widget(bar(label, (u + s) / 100.0, &text, inner.width), line);
     }
 }

@@ -53,13 +53,16 @@ impl Sample {
 /// One watched slab path.
 #[derive(Default)]
 pub struct Watch {
-    path: PathBuf,
+    /// The slab's path.
+    pub path: PathBuf,
     /// Our descriptor of the file found at the path.
     opened: Option<File>,
     /// A read found the slab not committed (released, or not yet) since
     /// the last good read: the next good read is of a new commit.
     released: bool,
-    generation: u64,
+    /// Grows each time the slab may hold a new writer's counters: opened
+    /// afresh after an earlier file, or committed again after a release.
+    pub generation: u64,
 }
 
 impl Watch {
@@ -69,17 +72,6 @@ impl Watch {
             path,
             ..Watch::default()
         }
-    }
-
-    /// The slab's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Grows each time the slab may hold a new writer's counters: opened
-    /// afresh after an earlier file, or committed again after a release.
-    pub fn generation(&self) -> u64 {
-        self.generation
     }
 
     /// Read the slab now. `Ok` carries the sample and a non-fatal note
