@@ -97,11 +97,6 @@ fn shown<'a>(v: &'a View, ui: &Ui) -> Vec<&'a RuntimeEntry> {
     }
 }
 
-/// A runtime's memory groups (none when it is not reported).
-fn memory(p: &RuntimeEntry) -> Option<&MemoryUsed> {
-    p.report.memory_used.as_deref()
-}
-
 /// The runtime's error, or that it has exited ("" when neither).
 fn note(p: &RuntimeEntry) -> String {
     match p.state {
@@ -306,7 +301,7 @@ fn draw_summary(f: &mut Frame, area: Rect, procs: &[&RuntimeEntry]) {
             .for_each(|(a, b)| *a = a.saturating_add(*b));
     }
     let (mut host, mut device) = ([0u64; 4], [0u64; 5]);
-    for m in procs.iter().filter_map(|p| memory(p)) {
+    for m in procs.iter().filter_map(|p| p.report.memory_used.as_deref()) {
         add(&mut host, &m.host);
         m.cores.iter().for_each(|(_, d)| add(&mut device, d));
     }
@@ -368,7 +363,7 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
     let host = |m: &LoadedModel| byte_sum(m.host());
     for p in shown(v, ui) {
         let pk = format!("p{}", p.pid);
-        let mem = memory(p).unwrap_or(&none);
+        let mem = p.report.memory_used.as_deref().unwrap_or(&none);
         if ui.tab == 0 {
             let device = byte_sum(mem.cores.iter().map(|(_, d)| byte_sum(d)));
             let bytes = (byte_sum(mem.host), device);
