@@ -518,12 +518,9 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
 
 /// `neuron_runtime_vcpu_usage` from the process's CPU ticks.
 pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Group<RuntimeVcpu> {
-    let pct = |a: u64, b: u64| {
-        if secs > 0.0 {
-            round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0)
-        } else {
-            0.0
-        }
+    let pct = |a: u64, b: u64| match secs > 0.0 {
+        true => round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0),
+        false => 0.0,
     };
     let vcpu_usage = UserSystem {
         user: pct(now.0, was.0),

@@ -66,12 +66,9 @@ pub type CpuTimes = [u64; 7];
 pub fn percent_since(now: &CpuTimes, earlier: &CpuTimes) -> [f64; 7] {
     let parts: [f64; 7] = std::array::from_fn(|i| now[i].saturating_sub(earlier[i]) as f64);
     let total: f64 = parts.iter().sum();
-    parts.map(|p| {
-        if total > 0.0 {
-            round2(p * 100.0 / total)
-        } else {
-            0.0
-        }
+    parts.map(|p| match total > 0.0 {
+        true => round2(p * 100.0 / total),
+        false => 0.0,
     })
 }
 
