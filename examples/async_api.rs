@@ -62,7 +62,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
             println!("completion fd {}: seq_id {:#x} signalled", ev.raw(), seq.0);
         }
-        Armed::AlreadyComplete => println!("seq_id {:#x} completed before arm", seq.0),
+        Armed::AlreadyComplete => println!(
+            "completion fd {}: seq_id {:#x} completed before arm",
+            ev.raw(),
+            seq.0
+        ),
     }
     assert!(nrt(sys.is_completed(seq))?);
     println!(
