@@ -261,49 +261,41 @@ impl<H: Hal> Actor for SysActor<H> {
     }
 }
 
-/// How a threaded run (`xunds run`, the public API) puts the system's
-/// actors on OS threads.
-///
-/// # Examples
-///
-/// ```
-/// use xunds::system::Placement;
-///
-/// assert_eq!(Placement::default(), Placement::Shared);
-/// assert_eq!(Placement::parse("per-actor").unwrap(), Placement::PerActor);
-/// assert!(Placement::parse("one-thread").is_err());
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Placement {
-    /// One thread per CPU, at most one per core plus one: the producer, the
-    /// workers and the publisher take turns on the first; the device
-    /// proxies are dealt round-robin over all of them, starting with the
-    /// second, and shared (the runner's `Seat::Shared`): a thread whose own actors are
-    /// idle polls a proxy that is not asleep, so the simulated device's
-    /// work spreads over the CPUs whatever the model costs. On a host with
-    /// fewer CPUs than actors this leaves no thread yielding to another
-    /// one's work (docs/design.md, "Threads").
-    #[default]
-    Shared,
-    /// One thread per actor: `2 * vncs + 2`.
-    PerActor,
+wire_enum! {
+    /// How a threaded run (`xunds run`, the public API) puts the system's
+    /// actors on OS threads, by the name `--placement` takes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use xunds::system::Placement;
+    ///
+    /// assert_eq!(Placement::default(), Placement::Shared);
+    /// assert_eq!(Placement::parse("per-actor").unwrap(), Placement::PerActor);
+    /// assert!(Placement::parse("one-thread").is_err());
+    /// ```
+    #[derive(Default)]
+    pub enum Placement(usize) {
+        /// One thread per CPU, at most one per core plus one: the producer, the
+        /// workers and the publisher take turns on the first; the device
+        /// proxies are dealt round-robin over all of them, starting with the
+        /// second, and shared (the runner's `Seat::Shared`): a thread whose own actors are
+        /// idle polls a proxy that is not asleep, so the simulated device's
+        /// work spreads over the CPUs whatever the model costs. On a host with
+        /// fewer CPUs than actors this leaves no thread yielding to another
+        /// one's work (docs/design.md, "Threads").
+        #[default]
+        Shared = 0 => "shared",
+        /// One thread per actor: `2 * vncs + 2`.
+        PerActor = 1 => "per-actor",
+    }
 }
 
 impl Placement {
     /// `shared` or `per-actor`.
     pub fn parse(s: &str) -> Result<Placement, Error> {
-        [Placement::Shared, Placement::PerActor]
-            .into_iter()
-            .find(|p| p.name() == s)
+        Placement::from_name(s)
             .ok_or_else(|| Error::Other(format!("unknown placement {s:?} (shared or per-actor)")))
-    }
-
-    /// The name `parse` takes.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Placement::Shared => "shared",
-            Placement::PerActor => "per-actor",
-        }
     }
 
     /// Add `actors` to `r`, each on its seat (every actor but a producer a
@@ -393,8 +385,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     // Per core: its lane, its worker, the waker of its device proxy and the
     // publisher's two mailboxes from it.
     let mut lanes = Vec::new();
-    let mut daemons = Vec::new();
-    let mut device_wakes = Vec::new();
+    let (mut daemons, mut devices) = (Vec::new(), Vec::new());
     let (mut from_workers, mut from_lanes) = (Vec::new(), Vec::new());
     for (core, pool) in (0..cfg.cores).zip(&pools) {
         let map = Mapping::anonymous(mapped_len(u64::from(cfg.ring_capacity)))?;
@@ -451,15 +442,13 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             },
             cfg.record_tags.unwrap_or(0),
         )));
-        device_wakes.push(device_wake);
-    }
-    for (core, wake) in (0..cfg.cores).zip(device_wakes) {
         let seq = dev.sequencer(Executor::new(Limits::DEFAULT));
         let grace = Nanos(cfg.ring_id_grace_ns);
-        daemons.push(SysActor::Device(
-            DeviceProxy::new(seq, wake, tap.clone(), grace).for_core(core),
+        devices.push(SysActor::Device(
+            DeviceProxy::new(seq, device_wake, tap.clone(), grace).for_core(core),
         ));
     }
+    daemons.append(&mut devices);
     daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,

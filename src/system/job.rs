@@ -127,33 +127,24 @@ pub struct JobConfig {
     pub digest: bool,
 }
 
-/// The model a job loads (`--models` variants of it).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ModelKind {
-    /// The example MLP (batch 4, 16 -> 32 -> 8, row max; 3,072 MACs).
-    #[default]
-    Mlp,
-    /// The null model: one instruction, no MACs
-    /// (`null_model`); measures the
-    /// host path.
-    Null,
+wire_enum! {
+    /// The model a job loads (`--models` variants of it), by the name
+    /// `xunds run --model` takes.
+    #[derive(Default)]
+    pub enum ModelKind(usize) {
+        /// The example MLP (batch 4, 16 -> 32 -> 8, row max; 3,072 MACs).
+        #[default]
+        Mlp = 0 => "mlp",
+        /// The null model: one instruction, no MACs (`null_model`); measures
+        /// the host path.
+        Null = 1 => "null",
+    }
 }
 
 impl ModelKind {
     /// `mlp` or `null`.
     pub fn parse(s: &str) -> Result<ModelKind, Error> {
-        [ModelKind::Mlp, ModelKind::Null]
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| bad(format!("unknown model {s:?} (mlp or null)")))
-    }
-
-    /// The name `parse` takes.
-    pub const fn name(self) -> &'static str {
-        match self {
-            ModelKind::Mlp => "mlp",
-            ModelKind::Null => "null",
-        }
+        ModelKind::from_name(s).ok_or_else(|| bad(format!("unknown model {s:?} (mlp or null)")))
     }
 }
 
