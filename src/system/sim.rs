@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -601,54 +601,34 @@ pub fn shrink(case: &SimCase, invariant: Invariant, opts: &SimOptions) -> (SimCa
     }
     best.executions = hi;
     // Then each simplification in turn, kept when it still fails.
-    loop {
-        let mut changed = false;
+    while runs < SHRINK_RUNS {
         let mut tries: Vec<SimCase> = Vec::new();
+        let mut try_with = |change: &dyn Fn(&mut SimCase)| {
+            let mut c = best.clone();
+            change(&mut c);
+            if c != best {
+                tries.push(c);
+            }
+        };
         // Fewer cores (the fault rules on the cores dropped go too).
         for cores in 1..best.cores {
-            let mut c = best.clone();
-            c.cores = cores;
-            c.models = c.models.min((64 / cores).max(1));
-            c.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
-            tries.push(c);
+            try_with(&|c| {
+                c.cores = cores;
+                c.models = c.models.min((64 / cores).max(1));
+                c.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
+            });
         }
         for i in 0..best.faults.rules.len() {
-            let mut c = best.clone();
-            c.faults.rules.remove(i);
-            tries.push(c);
+            try_with(&|c| _ = c.faults.rules.remove(i));
         }
-        let simpler = [
-            SimCase {
-                models: 1,
-                ..best.clone()
-            },
-            SimCase {
-                rate: None,
-                ..best.clone()
-            },
-            SimCase {
-                recover: false,
-                ..best.clone()
-            },
-            SimCase {
-                ring: 1,
-                ..best.clone()
-            },
-        ];
-        tries.extend(simpler.into_iter().filter(|c| *c != best));
-        for c in tries {
-            if runs >= SHRINK_RUNS {
-                break;
-            }
-            if fails(&c, invariant, opts, &mut runs) {
-                best = c;
-                changed = true;
-                break;
-            }
-        }
-        if !changed || runs >= SHRINK_RUNS {
-            break;
-        }
+        try_with(&|c| c.models = 1);
+        try_with(&|c| c.rate = None);
+        try_with(&|c| c.recover = false);
+        try_with(&|c| c.ring = 1);
+        let found = (tries.into_iter())
+            .find(|c| runs < SHRINK_RUNS && fails(c, invariant, opts, &mut runs));
+        let Some(c) = found else { break };
+        best = c;
     }
     (best, runs)
 }
@@ -716,45 +696,38 @@ pub fn swarm(
     let stop = AtomicBool::new(false);
     let done = AtomicU64::new(0);
     let execs = AtomicU64::new(0);
-    let running = AtomicUsize::new(jobs.max(1));
     let results: Mutex<(BTreeMap<String, u64>, u64, Vec<CaseResult>)> =
         Mutex::new((BTreeMap::new(), 0, Vec::new()));
     std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| {
-                // Counted out however the thread ends: a case that panics
-                // must not leave the progress loop below waiting for good
-                // (the scope then passes the panic on).
-                struct Out<'a>(&'a AtomicUsize);
-                impl Drop for Out<'_> {
-                    fn drop(&mut self) {
-                        self.0.fetch_sub(1, Ordering::Relaxed);
+        let threads: Vec<_> = (0..jobs.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    // Ordering: Relaxed throughout: counters and a stop hint;
+                    // the results go through the mutex and the scope's join.
+                    while !stop.load(Ordering::Relaxed) {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if span.is_none_or(|span| k > span) {
+                            break;
+                        }
+                        let res = run_case(&cases(first + k), opts);
+                        execs.fetch_add(res.executions, Ordering::Relaxed);
+                        done.fetch_add(1, Ordering::Relaxed);
+                        let mut g = results.lock().unwrap_or_else(|p| p.into_inner());
+                        for (kind, n) in &res.faults {
+                            *g.0.entry(kind.clone()).or_insert(0) += n;
+                        }
+                        g.1 += u64::from(!res.case.faults.is_empty());
+                        if res.verdict.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                            g.2.push(res);
+                        }
                     }
-                }
-                let _out = Out(&running);
-                // Ordering: Relaxed throughout: counters and a stop hint;
-                // the results go through the mutex and the scope's join.
-                while !stop.load(Ordering::Relaxed) {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    if span.is_none_or(|span| k > span) {
-                        break;
-                    }
-                    let res = run_case(&cases(first + k), opts);
-                    execs.fetch_add(res.executions, Ordering::Relaxed);
-                    done.fetch_add(1, Ordering::Relaxed);
-                    let mut g = results.lock().unwrap_or_else(|p| p.into_inner());
-                    for (kind, n) in &res.faults {
-                        *g.0.entry(kind.clone()).or_insert(0) += n;
-                    }
-                    g.1 += u64::from(!res.case.faults.is_empty());
-                    if res.verdict.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                        g.2.push(res);
-                    }
-                }
-            });
-        }
-        while running.load(Ordering::Relaxed) > 0 {
+                })
+            })
+            .collect();
+        // Until every thread has ended, however: one whose case panicked
+        // is finished too (the scope then passes the panic on).
+        while !threads.iter().all(|t| t.is_finished()) {
             progress(Progress {
                 seeds_done: done.load(Ordering::Relaxed),
                 seeds: total,
