@@ -219,15 +219,11 @@ impl Trace {
         Trace::binary(header, Binary::new(None, None, None))
     }
 
-    /// A binary trace whose checkpoint file goes to `w` (see the module
-    /// docs). It formats no text.
-    pub fn binary_to_writer(header: &TraceHeader, w: impl Write + Send + 'static) -> Trace {
-        Trace::binary(header, Binary::new(Some(Box::new(w)), None, None))
-    }
-
-    /// A binary trace written to a new file at `path`.
+    /// A binary trace whose checkpoint file (see the module docs) goes to
+    /// a new file at `path`. It formats no text.
     pub fn create_binary(header: &TraceHeader, path: &Path) -> io::Result<Trace> {
-        Ok(Trace::binary_to_writer(header, buffered(path)?))
+        let file = Box::new(buffered(path)?);
+        Ok(Trace::binary(header, Binary::new(Some(file), None, None)))
     }
 
     /// A binary trace compared with the binary file `recorded` (read from
@@ -489,6 +485,11 @@ mod tests {
         pub(super) static FORMATTED: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
     }
 
+    /// A binary trace whose checkpoint file goes to `w`.
+    fn binary_to_writer(header: &TraceHeader, w: impl Write + Send + 'static) -> Trace {
+        Trace::binary(header, Binary::new(Some(Box::new(w)), None, None))
+    }
+
     /// (lines formatted, HAL operations rendered) on this thread.
     fn formatted() -> (u64, u64) {
         (
@@ -653,7 +654,7 @@ mod tests {
         let mut w = Trace::to_writer(&h, Vec::<u8>::new());
         // Binary traces digest the event stream, whatever they write.
         let mut d = Trace::digest_only(&h);
-        let mut b = Trace::binary_to_writer(&h, Vec::<u8>::new());
+        let mut b = binary_to_writer(&h, Vec::<u8>::new());
         for t in [&mut m, &mut w, &mut d, &mut b] {
             feed(t);
         }
@@ -745,7 +746,7 @@ mod tests {
         let mut d = Trace::digest_only(&h);
         feed(&mut d, 300, None);
         let out = Shared::default();
-        let mut b = Trace::binary_to_writer(&h, out.clone());
+        let mut b = binary_to_writer(&h, out.clone());
         feed(&mut b, 300, None);
         let (d, b) = (d.finish().unwrap(), b.finish().unwrap());
         #[cfg(feature = "trace-digest")]
@@ -815,7 +816,7 @@ mod tests {
 
     fn recorded(n: u64) -> Vec<u8> {
         let out = Shared::default();
-        let mut b = Trace::binary_to_writer(&TraceHeader::new(2, "k=v"), out.clone());
+        let mut b = binary_to_writer(&TraceHeader::new(2, "k=v"), out.clone());
         feed(&mut b, n, None);
         b.finish().unwrap();
         out.bytes()
