@@ -19,9 +19,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::faults::FaultSpec;
-use super::job::{self, JobConfig, JobReport, ModelKind};
+use super::job::{self, FsmViolations, JobConfig, JobReport, ModelKind};
 use super::runner::RunError;
 use super::Error;
+use crate::actors::producer::ProducerStats;
 use crate::prng::SplitMix64;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::ErrorClass;
@@ -290,39 +291,36 @@ macro_rules! fail_if {
 /// (which needs the process's fds before the run: [`run_case`]).
 pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     use Invariant::*;
-    let (p, workers) = (&r.producer, &r.system.workers);
+    let workers = &r.system.workers;
+    let ProducerStats {
+        attempts,
+        accepted,
+        refused_full: full,
+        refused_unrecoverable: unrec,
+        failed,
+        ..
+    } = r.producer;
+    let (ok, err, executions) = (r.completed_ok, r.completed_err, case.executions);
     // Conservation.
     fail_if!(
-        p.attempts != p.accepted + p.refused_full + p.refused_unrecoverable + p.failed,
+        attempts != accepted + full + unrec + failed,
         Conservation,
-        "schedule calls {} != accepted {} + refused full {} + refused 101 {} + failed {}",
-        p.attempts,
-        p.accepted,
-        p.refused_full,
-        p.refused_unrecoverable,
-        p.failed
+        "schedule calls {attempts} != accepted {accepted} + refused full {full} + refused 101 {unrec} + failed {failed}"
     );
     fail_if!(
-        p.failed != 0,
+        failed != 0,
         Conservation,
-        "{} schedule calls refused with neither NRT_QUEUE_FULL nor 101",
-        p.failed
+        "{failed} schedule calls refused with neither NRT_QUEUE_FULL nor 101"
     );
     fail_if!(
-        p.accepted + p.refused_unrecoverable != case.executions,
+        accepted + unrec != executions,
         Conservation,
-        "executions {} != accepted {} + given up (101) {}",
-        case.executions,
-        p.accepted,
-        p.refused_unrecoverable
+        "executions {executions} != accepted {accepted} + given up (101) {unrec}"
     );
     fail_if!(
-        r.completed_ok + r.completed_err != p.accepted,
+        ok + err != accepted,
         Conservation,
-        "accepted {} != completed ok {} + completed with error {}",
-        p.accepted,
-        r.completed_ok,
-        r.completed_err
+        "accepted {accepted} != completed ok {ok} + completed with error {err}"
     );
     let lane_sum = r
         .system
@@ -330,20 +328,13 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         .iter()
         .fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
     fail_if!(
-        lane_sum != (p.accepted, p.refused_full, p.refused_unrecoverable),
+        lane_sum != (accepted, full, unrec),
         Conservation,
-        "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({}, {}, {})",
-        p.accepted,
-        p.refused_full,
-        p.refused_unrecoverable
+        "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({accepted}, {full}, {unrec})"
     );
     // FIFO.
-    fail_if!(
-        r.fifo_violations != 0,
-        Fifo,
-        "{} completions out of order",
-        r.fifo_violations
-    );
+    let fifo = r.fifo_violations;
+    fail_if!(fifo != 0, Fifo, "{fifo} completions out of order");
     // Exactly once.
     let mut tags: Vec<u64> = workers
         .iter()
@@ -353,27 +344,24 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     if let Some(w) = tags.windows(2).find(|w| w[0] == w[1]) {
         return broke(ExactlyOnce, format!("execution {} completed twice", w[0]));
     }
+    let distinct = tags.len();
     fail_if!(
-        tags.len() as u64 != p.accepted,
+        distinct as u64 != accepted,
         ExactlyOnce,
-        "{} distinct executions completed, {} accepted",
-        tags.len(),
-        p.accepted
+        "{distinct} distinct executions completed, {accepted} accepted"
     );
-    if let Some(t) = tags.iter().find(|&&t| t >= case.executions) {
+    if let Some(t) = tags.iter().find(|&&t| t >= executions) {
         return broke(
             ExactlyOnce,
             format!("completed execution {t} was never scheduled"),
         );
     }
     // Outputs.
+    let (checked, wrong) = (r.outputs_checked, r.outputs_wrong);
     fail_if!(
-        r.outputs_wrong != 0 || r.outputs_checked != r.completed_ok,
+        wrong != 0 || checked != ok,
         Outputs,
-        "{} outputs wrong; {} checked of {} completed ok",
-        r.outputs_wrong,
-        r.outputs_checked,
-        r.completed_ok
+        "{wrong} outputs wrong; {checked} checked of {ok} completed ok"
     );
     // State machines (before the counters: a violation explains them).
     let bad_items: u64 = workers.iter().flat_map(|w| w.bad_items).sum();
@@ -381,32 +369,31 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         .iter()
         .map(|w| w.signal_failures + w.resp_failures)
         .sum();
-    let v = r.fsm_violations;
+    let FsmViolations {
+        worker,
+        device_proxy,
+        publisher,
+    } = r.fsm_violations;
     fail_if!(
-        v.total() != 0 || bad_items != 0 || signals != 0,
+        r.fsm_violations.total() != 0 || bad_items != 0 || signals != 0,
         Fsm,
-        "fsm_violations worker {} device proxy {} publisher {}; bad work items {bad_items}; failed completion signals or responses {signals}",
-        v.worker,
-        v.device_proxy,
-        v.publisher
+        "fsm_violations worker {worker} device proxy {device_proxy} publisher {publisher}; bad work items {bad_items}; failed completion signals or responses {signals}"
     );
     // Records.
     let want = usize::from(case.cores) * usize::from(case.models);
+    let (records, nds_errors) = (r.model_records, r.system.nds_errors);
     fail_if!(
-        r.system.nds_errors != 0 || r.model_records != want,
+        nds_errors != 0 || records != want,
         Records,
-        "{} fresh model records of {want}; {} NDS updates refused",
-        r.model_records,
-        r.system.nds_errors
+        "{records} fresh model records of {want}; {nds_errors} NDS updates refused"
     );
     // Counters: each core's slab counters against its worker and lane.
+    let (lanes, cores) = (r.system.lanes.len(), r.per_core.len());
     fail_if!(
-        workers.len() != r.per_core.len() || r.system.lanes.len() != r.per_core.len(),
+        workers.len() != cores || lanes != cores,
         Counters,
-        "{} workers, {} lanes, {} cores read back",
-        workers.len(),
-        r.system.lanes.len(),
-        r.per_core.len()
+        "{} workers, {lanes} lanes, {cores} cores read back",
+        workers.len()
     );
     for ((c, w), l) in r.per_core.iter().zip(workers).zip(&r.system.lanes) {
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
@@ -430,24 +417,23 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         for class in ErrorClass::ALL {
             want.push((class.counter(), w.classes[class as usize]));
         }
+        let core = c.core;
         fail_if!(
             w.timed_out != timeouts || w.ok + w.err != w.completed,
             Counters,
-            "core {}: worker timed out {} vs by status {timeouts}; ok {} + err {} vs completed {}",
-            c.core,
+            "core {core}: worker timed out {} vs by status {timeouts}; ok {} + err {} vs completed {}",
             w.timed_out,
             w.ok,
             w.err,
             w.completed
         );
         for (k, v) in want {
+            let slab = c.get(k);
             fail_if!(
-                c.get(k) != v,
+                slab != v,
                 Counters,
-                "core {}: {} is {} in the slab, {v} in the run",
-                c.core,
-                k.name(),
-                c.get(k)
+                "core {core}: {} is {slab} in the slab, {v} in the run",
+                k.name()
             );
         }
     }
@@ -464,24 +450,26 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     }
     // Degraded XUs refuse.
     for (core, w) in workers.iter().enumerate() {
+        let n = w.accepted_while_degraded;
         fail_if!(
-            w.accepted_while_degraded != 0,
+            n != 0,
             DegradedRefuses,
-            "core {core}: {} executions accepted after the XU degraded",
-            w.accepted_while_degraded
+            "core {core}: {n} executions accepted after the XU degraded"
         );
     }
     // Bounded waits: every completion within its timeout.
     // A timed-out execution completes once the worker reaches it after its
     // deadline (the ones ahead of it on the ring first): half a timeout of
     // slack.
-    let bound = case.timeout_ms * 1_500_000;
-    fail_if!(
-        r.latency.max() > bound,
-        BoundedWait,
-        "an execution completed {} ns after submission (timeout {} ms)",
+    let (bound, max, timeout_ms) = (
+        case.timeout_ms * 1_500_000,
         r.latency.max(),
-        case.timeout_ms
+        case.timeout_ms,
+    );
+    fail_if!(
+        max > bound,
+        BoundedWait,
+        "an execution completed {max} ns after submission (timeout {timeout_ms} ms)"
     );
     Ok(())
 }
