@@ -558,10 +558,10 @@ impl<H: Hal + 'static> System<H> {
                 Err(e) => return Err(e),
             }
         };
-        match self.wait(seq, deadline.saturating_duration_since(Instant::now()))? {
-            Waited::Completed { .. } => {}
-            _ => return Err(NrtStatus::TIMEOUT),
-        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Waited::Completed { .. } = self.wait(seq, left)? else {
+            return Err(NrtStatus::TIMEOUT);
+        };
         let out = out.ok_or(NrtStatus::FAILURE)?;
         let response = out.response().map_err(|_| NrtStatus::FAILURE)?;
         Ok(Execution {

@@ -601,10 +601,9 @@ fn execute<H: Hal + 'static>(
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
     let Built { shared, daemons } = build(hal, p.sys.clone(), log)?;
-    let mut models = Vec::new();
-    for (m, b) in p.builders.iter().enumerate() {
-        models.push(shared.load_model(b, &format!("{}{m}", cfg.model.name()))?);
-    }
+    let models = (p.builders.iter().enumerate())
+        .map(|(m, b)| shared.load_model(b, &format!("{}{m}", cfg.model.name())))
+        .collect::<Result<_, _>>()?;
     let work = Workload {
         executions: cfg.executions,
         models,

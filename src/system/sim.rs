@@ -77,11 +77,9 @@ impl SimCase {
         // A stream of its own, so the case does not echo the run's draws.
         let mut r = SplitMix64::new(seed ^ 0x5EED_5173_0000_0000);
         let cores = 1 + r.below(16) as u8;
-        let ring = if r.chance(1, 2) {
-            1 + r.below(4) as u32
-        } else {
-            1 + r.below(32) as u32
-        };
+        // Half the cases a ring of at most 4 slots.
+        let most = if r.chance(1, 2) { 4 } else { 32 };
+        let ring = 1 + r.below(most) as u32;
         let models = 1 + r.below(u64::from((64 / cores).min(4))) as u8;
         let model = if r.chance(1, 3) {
             ModelKind::Null
@@ -89,11 +87,8 @@ impl SimCase {
             ModelKind::Mlp
         };
         let timeout_ms = [1, 2, 2, 5][r.below(4) as usize];
-        let rate = if r.chance(1, 2) {
-            None
-        } else {
-            Some([20_000.0, 100_000.0, 500_000.0, 2_000_000.0][r.below(4) as usize])
-        };
+        let rates = [20_000.0, 100_000.0, 500_000.0, 2_000_000.0];
+        let rate = (!r.chance(1, 2)).then(|| rates[r.below(4) as usize]);
         let recover = r.chance(1, 2);
         let mut items: Vec<String> = Vec::new();
         if !r.chance(1, 4) {
