@@ -47,7 +47,7 @@ use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::step_traced;
 use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::hal::eventfd::EventFd;
-use crate::hal::Hal;
+use crate::hal::{Hal, Ordering as HalOrdering, RegionHandle};
 use crate::ring::{Armed, StatusArc, TriggerError, XuQueue};
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
@@ -113,42 +113,70 @@ fn bump(c: &AtomicU64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
-/// Everything a lane is built from.
-pub struct LaneParts<H: Hal> {
+/// What one XU's lane and worker are both built from.
+pub struct XuParts<H: Hal> {
     /// The core (= XU index).
     pub core: u8,
-    /// The ring's producer handle.
-    pub ring: RingProducer,
-    /// The core's stager.
-    pub stager: Stager<H>,
-    /// The HAL (for the IO areas).
+    /// The HAL.
     pub hal: Arc<H>,
     /// The memory map.
     pub map: Arc<MemMap>,
     /// The core's work items.
     pub pool: Arc<ItemPool>,
+    /// The XU's health.
+    pub health: Arc<HealthCell>,
+    /// The device proxy's doorbell waker.
+    pub device_wake: Arc<Waker>,
+    /// The NDS publisher's waker.
+    pub pub_wake: Arc<Waker>,
+    /// HAL trace forwarding (each step is preceded by the HAL operations
+    /// it made).
+    pub tap: HalTap,
+    /// Record slot transitions (deterministic traced runs).
+    pub trace_slots: bool,
+}
+
+impl<H: Hal> XuParts<H> {
+    /// This core's register block.
+    pub(crate) fn regs(&self) -> RegionHandle {
+        self.map.regs[usize::from(self.core)]
+    }
+
+    /// Ask the device for this core's next reset step (`RESET_REQ` + 1:
+    /// odd asks it to stop, even to re-initialise its NQ rings); a refused
+    /// request is traced and `false`.
+    pub(crate) fn request_reset(&self, cx: &mut Cx<'_>) -> bool {
+        // Ordering: Release pairs with the device's Acquire load of
+        // RESET_REQ in `Sequencer::poll_one`: what the caller did before
+        // (the lane's last staging, the worker's last NQ read) is done
+        // before the device acts on the request.
+        let r = (self.hal).fetch_add_u32(self.regs(), reg::RESET_REQ, 1, HalOrdering::Release);
+        if let Err(e) = &r {
+            cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+        }
+        r.is_ok()
+    }
+}
+
+/// Everything else a lane is built from.
+pub struct LaneParts<H: Hal> {
+    /// The ring's producer handle.
+    pub ring: RingProducer,
+    /// The core's stager.
+    pub stager: Stager<H>,
     /// Items coming back from the worker.
     pub returns: Receiver<u16>,
     /// The worker's has-work waker.
     pub worker_wake: Arc<Waker>,
-    /// The device proxy's doorbell waker.
-    pub device_wake: Arc<Waker>,
-    /// The XU's health.
-    pub health: Arc<HealthCell>,
     /// Refusal counts to the NDS publisher.
     pub to_pub: Sender<PubMsg>,
-    /// The publisher's waker.
-    pub pub_wake: Arc<Waker>,
-    /// Record slot transitions (deterministic traced runs).
-    pub trace_slots: bool,
-    /// HAL trace forwarding (each funnel step is preceded by the HAL
-    /// operations it made).
-    pub tap: HalTap,
 }
 
 /// One XU's producer side.
 pub struct Lane<H: Hal> {
-    /// What the lane was built from (its ring, stager, mailboxes, wakers).
+    /// What the lane shares with the XU's worker.
+    xu: XuParts<H>,
+    /// What else the lane was built from (its ring, stager, mailboxes).
     p: LaneParts<H>,
     free: Vec<u16>,
     /// Refusals not yet handed to the publisher.
@@ -165,7 +193,7 @@ pub struct Lane<H: Hal> {
 impl<H: Hal> core::fmt::Debug for Lane<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Lane")
-            .field("core", &self.p.core)
+            .field("core", &self.xu.core)
             .field("free", &self.free.len())
             .finish_non_exhaustive()
     }
@@ -189,7 +217,7 @@ impl<H: Hal> Lane<H> {
     /// checks it).
     pub fn pool_audit(&mut self) -> PoolAudit {
         self.refill();
-        let items = self.p.pool.len();
+        let items = self.xu.pool.len();
         let mut distinct = self.free.clone();
         distinct.sort_unstable();
         distinct.dedup();
@@ -208,8 +236,8 @@ impl<H: Hal> Lane<H> {
     }
 
     /// A lane with every work item free.
-    pub fn new(p: LaneParts<H>) -> Lane<H> {
-        let n = p.pool.len();
+    pub fn new(xu: XuParts<H>, p: LaneParts<H>) -> Lane<H> {
+        let n = xu.pool.len();
         Lane {
             free: (0..n as u16).rev().collect(),
             pending: 0,
@@ -217,7 +245,8 @@ impl<H: Hal> Lane<H> {
             inject: None,
             scratch: Vec::with_capacity(4096),
             stats: Arc::new(LaneStats::default()),
-            slots: SlotTap::new(p.trace_slots),
+            slots: SlotTap::new(xu.trace_slots),
+            xu,
             p,
             #[cfg(xunds_mutant = "degraded_accepts_one_more")]
             mutant_grace: false,
@@ -236,7 +265,7 @@ impl<H: Hal> Lane<H> {
 
     /// Wake the publisher (it may sleep on reports pushed without a wake-up).
     pub fn wake_publisher(&self) {
-        self.p.pub_wake.wake();
+        self.xu.pub_wake.wake();
     }
 
     /// Refusal counts not yet handed to the publisher.
@@ -247,7 +276,7 @@ impl<H: Hal> Lane<H> {
     /// Forward the HAL operations and slot transitions made since the last
     /// funnel step (so each step in a trace follows what it did).
     fn pre(&mut self, cx: &mut Cx<'_>) {
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         self.slots.drain(cx);
     }
 
@@ -263,7 +292,7 @@ impl<H: Hal> Lane<H> {
         let pending = self.pending != 0;
         let flushed = self.push_refusals();
         if pending && flushed {
-            self.p.pub_wake.wake();
+            self.xu.pub_wake.wake();
         }
         flushed
     }
@@ -274,7 +303,7 @@ impl<H: Hal> Lane<H> {
     /// it). Waking it on every queue-full refusal cost a wake-up, and often
     /// a rescheduling interrupt on the device's CPU, per refusal.
     fn push_refusals(&mut self) -> bool {
-        let msg = PubMsg::Refused(self.p.core, self.pending);
+        let msg = PubMsg::Refused(self.xu.core, self.pending);
         let pushed = self.pending == 0 || self.p.to_pub.push(msg).is_ok();
         if pushed {
             self.pending = 0;
@@ -302,16 +331,16 @@ impl<H: Hal> Lane<H> {
     /// consumes the previous one's typed value (`fsm::funnel`); every
     /// failure exit returns the item it took to the free list.
     pub fn schedule(&mut self, req: Request<'_>, cx: &mut Cx<'_>) -> Result<SeqId, NrtStatus> {
-        let core = self.p.core;
+        let core = self.xu.core;
         let Some(cm) = req.model.per_core.get(usize::from(core)) else {
             return Err(NrtStatus::INVALID);
         };
-        if req.input.len() != req.model.input_len() || cm.variants.len() < self.p.pool.len() {
+        if req.input.len() != req.model.input_len() || cm.variants.len() < self.xu.pool.len() {
             return Err(NrtStatus::INVALID);
         }
         // 1. Admit: a degraded XU is unrecoverable (101); one being reset
         // is full for now.
-        let health = self.p.health.state();
+        let health = self.xu.health.state();
         // Mutant (`xunds sim` must find it): a degraded XU accepts one more
         // schedule.
         #[cfg(xunds_mutant = "degraded_accepts_one_more")]
@@ -346,7 +375,7 @@ impl<H: Hal> Lane<H> {
         let io = cm.io_pa[i];
         // The input into the item's IO area, then the 208-byte work item
         // into the mapped item region (docs/abi.md §1.6).
-        let mem = DramMemory::new(&*self.p.hal, &self.p.map);
+        let mem = DramMemory::new(&*self.xu.hal, &self.xu.map);
         let mut rest = req.input.iter();
         let mut wrote = true;
         for t in &req.model.inputs {
@@ -359,7 +388,7 @@ impl<H: Hal> Lane<H> {
             TpbExecutionInfo::execute(u64::from(req.model.handle), idx as u64, u32::from(core));
         info.resp.ts_start = Timespec::from_nanos(cx.now().as_u64());
         info.resp.device_tpb_idx = u16::from(core);
-        wrote &= self.p.pool.write(&*self.p.hal, idx, &info).is_ok();
+        wrote &= self.xu.pool.write(&*self.xu.hal, idx, &info).is_ok();
         // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
         let staged = call.stage(cx, |_, cx| {
@@ -382,12 +411,12 @@ impl<H: Hal> Lane<H> {
                 });
             }
         };
-        self.p.device_wake.wake();
+        self.xu.device_wake.wake();
         // 5. submit (cannot be refused for space: checked above, and this
         // lane is the ring's only producer).
         // The `exec_info` word: the item's address, unless a test armed a
         // replacement (`corrupt_next_word`, `testkit`).
-        let word = self.p.pool.word(idx);
+        let word = self.xu.pool.word(idx);
         let word = self.corrupt_word.take().map_or(word, |f| f(word));
         let submitted = call.submit(cx, |cx| {
             let r = match inject {
@@ -419,7 +448,7 @@ impl<H: Hal> Lane<H> {
         // it peeked the slot, which the trigger below publishes (a slot a
         // failed trigger left submitted is published later, still after
         // this).
-        let mut side = self.p.pool.side(idx);
+        let mut side = self.xu.pool.side(idx);
         side.exec_id = staged.exec_id;
         side.engines = staged.engines;
         side.expect = req.expect;
@@ -470,7 +499,7 @@ impl<H: Hal> Lane<H> {
 
     /// The XU's health (shared with its worker).
     pub fn health(&self) -> &Arc<HealthCell> {
-        &self.p.health
+        &self.xu.health
     }
 
     /// Start the full reset of this XU (`xu_health`: `reset`, to STOPPING):
@@ -484,27 +513,18 @@ impl<H: Hal> Lane<H> {
     /// XU is already being reset.
     pub fn begin_reset(&mut self, cx: &mut Cx<'_>) -> Result<(), HealthViolation> {
         // Refused before anything moves when the state does not take it.
-        crate::fsm::step::<XuHealth>(self.p.health.state(), XuHealthEvent::Reset)?;
-        let core = self.p.core;
+        crate::fsm::step::<XuHealth>(self.xu.health.state(), XuHealthEvent::Reset)?;
+        let core = self.xu.core;
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
             cx.event("msg", format_args!("xu={core} reset: trigger refused"));
         }
-        self.p.health.step(XuHealthEvent::Reset, core, cx)?;
+        self.xu.health.step(XuHealthEvent::Reset, core, cx)?;
         if self.p.stager.reset().is_err() {
             cx.event("msg", format_args!("xu={core} reset: no stager"));
         }
-        let regs = self.p.map.regs[usize::from(core)];
-        // Ordering: Release pairs with the device's Acquire load of
-        // RESET_REQ in `Sequencer::poll_one`: the lane stages nothing more.
-        if let Err(e) =
-            self.p
-                .hal
-                .fetch_add_u32(regs, reg::RESET_REQ, 1, crate::hal::Ordering::Release)
-        {
-            cx.event("msg", format_args!("xu={core} reset request: {e}"));
-        }
-        self.p.tap.drain(cx);
-        self.p.device_wake.wake();
+        self.xu.request_reset(cx);
+        self.xu.tap.drain(cx);
+        self.xu.device_wake.wake();
         self.p.worker_wake.wake();
         cx.event("msg", format_args!("xu={core} reset: stop requested"));
         Ok(())
@@ -558,7 +578,7 @@ impl<H: Hal> Lane<H> {
     /// The core's work items (the mapped region and the side table).
     #[cfg(any(test, feature = "testkit"))]
     pub fn pool(&self) -> &Arc<ItemPool> {
-        &self.p.pool
+        &self.xu.pool
     }
 }
 

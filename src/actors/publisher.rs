@@ -216,29 +216,20 @@ impl<S: SlabMut> Books<S> {
     }
 
     /// Add (or, `sub`, take) a model's memory on its core: the NC
-    /// `MEM_USAGE_*_DEVICE` and the ND `MEM_USAGE_*_HOST` counters, in the
-    /// NDS slot order of [`MemUsage::as_array`](crate::device::model::MemUsage::as_array).
+    /// `MEM_USAGE_*_DEVICE` and the ND `MEM_USAGE_*_HOST` counters, each a
+    /// run of four in the NDS slot order of
+    /// [`MemUsage::as_array`](crate::device::model::MemUsage::as_array).
     fn model_mem(&mut self, m: &ModelLoad, sub: bool) {
-        use {NcCounter as C, NdCounter as D};
-        let device = [
-            C::MemUsageCodeDevice,
-            C::MemUsageTensorsDevice,
-            C::MemUsageConstantsDevice,
-            C::MemUsageScratchpadDevice,
-        ];
-        for (c, v) in device.into_iter().zip(m.device.as_array()) {
-            if let Some(k) = self.nc(m.core, c) {
-                self.change(k, c.name(), v, sub);
+        for (k, v) in (0..).zip(m.device.as_array()) {
+            let c = NcCounter::from_index(NcCounter::MemUsageCodeDevice as u32 + k);
+            if let Some((c, n)) = c.and_then(|c| Some((c, self.nc(m.core, c)?))) {
+                self.change(n, c.name(), v, sub);
             }
         }
-        let host = [
-            D::MemUsageCodeHost,
-            D::MemUsageTensorsHost,
-            D::MemUsageConstantsHost,
-            D::MemUsageScratchpadHost,
-        ];
-        for (c, v) in host.into_iter().zip(m.host.as_array()) {
-            self.change(Counter::nd(c), c.name(), v, sub);
+        for (k, v) in (0..).zip(m.host.as_array()) {
+            if let Some(c) = NdCounter::from_index(NdCounter::MemUsageCodeHost as u32 + k) {
+                self.change(Counter::nd(c), c.name(), v, sub);
+            }
         }
     }
 

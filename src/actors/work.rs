@@ -324,22 +324,9 @@ impl BadItem {
     }
 }
 
-/// The fields of `tpb_execution_info_t` the worker decides on, `(offset,
-/// size)`. The worker reads them in the runs of [`LOAD_RUNS`].
-const LOADED: [(usize, usize); 7] = [
-    (work_item::off::TYPE, 4),
-    (work_item::off::MOD_REF, 8),
-    (work_item::off::RESOURCES, 8),
-    (work_item::off::COMPUTE_IDX, 4),
-    (work_item::off::SYNC_POINT_CPU_TIMESTAMP, 8),
-    (work_item::SUBMISSION_TS, 8),
-    (work_item::SUBMISSION_TS + 8, 8),
-];
-
 /// The byte ranges `[from, to)` of `tpb_execution_info_t` the worker reads,
-/// one HAL read each: `type` .. `sync_point_cpu_timestamp`, and `ts_start`.
-/// They cover every field of `LOADED` and nothing of `infer_resp_t` but
-/// `ts_start` (the producer's).
+/// one HAL read each: `type` .. `sync_point_cpu_timestamp`, and `ts_start`
+/// (nothing else of `infer_resp_t`: that is the worker's to write).
 pub const LOAD_RUNS: [(usize, usize); 2] = [
     (work_item::off::TYPE, work_item::off::RESP),
     (
@@ -347,6 +334,30 @@ pub const LOAD_RUNS: [(usize, usize); 2] = [
         work_item::SUBMISSION_TS + work_item::TIMESPEC_SIZE,
     ),
 ];
+
+/// The bytes of [`LOAD_RUNS`] the worker decides on: `0xFF` on each byte of
+/// a field of [`work_item::LAYOUT`] inside a run, `0` elsewhere (the
+/// layout's gaps, the padding the runs read, are never looked at).
+const LOADED: [u8; work_item::SIZE] = {
+    let (mut mask, fields) = ([0; work_item::SIZE], work_item::LAYOUT.fields);
+    let mut i = 0;
+    while i < fields.len() {
+        let f = &fields[i];
+        let mut r = 0;
+        while r < LOAD_RUNS.len() {
+            if LOAD_RUNS[r].0 <= f.offset && f.end() <= LOAD_RUNS[r].1 {
+                let mut k = f.offset;
+                while k < f.end() {
+                    mask[k] = 0xFF;
+                    k += 1;
+                }
+            }
+            r += 1;
+        }
+        i += 1;
+    }
+    mask
+};
 
 /// The byte ranges `[from, to)` of `infer_resp_t` the worker writes, one
 /// HAL write each: `status` .. `nq_records` and `ts_end` .. `num_outputs`,
@@ -360,38 +371,10 @@ pub const STORE_RUNS: [(usize, usize); 2] = [
     ),
 ];
 
-/// The bytes of `fields`, each of which must lie inside one of `runs`
-/// (a compile-time check: a field outside every run fails the build).
-const fn covered(fields: &[(usize, usize)], runs: &[(usize, usize); 2]) -> usize {
-    let mut total = 0;
-    let mut i = 0;
-    while i < fields.len() {
-        let (off, size) = fields[i];
-        let mut k = 0;
-        let mut inside = false;
-        while k < runs.len() {
-            inside |= off >= runs[k].0 && off + size <= runs[k].1;
-            k += 1;
-        }
-        assert!(inside);
-        total += size;
-        i += 1;
-    }
-    total
-}
-
-/// The bytes the two runs span.
-const fn spanned(runs: &[(usize, usize); 2]) -> usize {
-    (runs[0].1 - runs[0].0) + (runs[1].1 - runs[1].0)
-}
-
-// The load runs hold exactly the fields `LOADED` names (no gap, no extra
-// field), and the store runs none of the schedule path's: checked at
+// The store runs hold none of the schedule path's fields: checked at
 // compile time.
 const _: () = {
     use work_item::resp_off::{DEVICE_ID, DEVICE_TPB_IDX, TS_START};
-    // Two 4-byte paddings (+0x04, +0x1C) are read and ignored.
-    assert!(covered(&LOADED, &LOAD_RUNS) + 8 == spanned(&LOAD_RUNS));
     // `whole` writes one run from the first to the last: `ts_start` between.
     assert!(STORE_RUNS[0].1 == TS_START);
     assert!(STORE_RUNS[1].0 == TS_START + work_item::TIMESPEC_SIZE);
@@ -536,14 +519,13 @@ impl ItemPool {
         core: u8,
     ) -> Result<TpbExecutionInfo, BadItem> {
         let base = Self::offset(i);
-        let mut raw = [0u8; work_item::SIZE];
+        let mut b = [0u8; work_item::SIZE];
         for (from, to) in LOAD_RUNS {
-            hal.copy_out(self.region, base + from, &mut raw[from..to])
+            hal.copy_out(self.region, base + from, &mut b[from..to])
                 .map_err(|_| BadItem::Unparsable)?;
         }
-        let mut b = [0u8; work_item::SIZE];
-        for (off, size) in LOADED {
-            b[off..off + size].copy_from_slice(&raw[off..off + size]);
+        for (x, m) in b.iter_mut().zip(LOADED) {
+            *x &= m;
         }
         if b.iter().all(|&x| x == 0) {
             return Err(BadItem::Zeroed);
@@ -912,6 +894,20 @@ mod tests {
         assert_eq!(pool.index_of(base - 208), Err(BadItem::OutOfRegion));
         assert_eq!(pool.index_of(pool.word(4) + 208), Err(BadItem::OutOfRegion));
         assert_eq!(pool.index_of(u64::MAX), Err(BadItem::OutOfRegion));
+    }
+
+    /// The worker decides on every byte its two runs read but two 4-byte
+    /// paddings (+0x04, +0x1C), and on nothing outside them.
+    #[test]
+    fn loaded_bytes_are_the_runs_but_padding() {
+        let read: usize = LOAD_RUNS.iter().map(|(from, to)| to - from).sum();
+        assert_eq!(LOADED.iter().filter(|&&m| m == 0xFF).count() + 8, read);
+        assert!(LOADED.iter().all(|&m| m == 0 || m == 0xFF));
+        assert_eq!(LOADED[0x04..0x08], [0; 4]);
+        assert_eq!(LOADED[0x1C..0x20], [0; 4]);
+        assert!(LOADED[work_item::off::RESP..work_item::SUBMISSION_TS]
+            .iter()
+            .all(|&m| m == 0));
     }
 
     /// The worker's view of an item: each decision from the bytes.

@@ -57,17 +57,15 @@ use crate::actors::pace::Pace;
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
 use crate::actors::work::ResidentModel;
-use crate::actors::work::{
-    BadItem, Completion, Expectations, HealthCell, HostSide, ItemPool, Models, PubMsg, NO_EXPECT,
-};
-use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
+use crate::actors::work::{BadItem, Completion, Expectations, HostSide, Models, PubMsg, NO_EXPECT};
+use crate::actors::{step_counted, Actor, Cx, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
-use crate::device::memmap::{reg, MemMap};
+use crate::device::memmap::reg;
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
 use crate::device::sequencer::DramMemory;
 use crate::fsm::worker::{WorkerCycle, WorkerEvent, WorkerState};
 use crate::fsm::xu_health::{XuHealthEvent, XuHealthState};
-use crate::hal::{Hal, Ordering, RegionHandle};
+use crate::hal::{Hal, Ordering};
 use crate::ring::{PopError, Signal, SlotMismatch};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::{ErrorClass, Source};
@@ -76,47 +74,29 @@ use crate::wire::status::NrtStatus;
 use crate::wire::work_item::{InferResp, Timespec};
 
 use super::lock;
-use super::producer::{Lane, RingWorker};
+use super::producer::{Lane, RingWorker, XuParts};
 
-/// Everything a worker is built from.
+/// Everything else a worker is built from.
 pub struct WorkerParts<H: Hal> {
-    /// The core (= XU index).
-    pub core: u8,
     /// The ring's worker handle.
     pub ring: RingWorker,
     /// The core's NQ harvester.
     pub harvester: Harvester<H>,
-    /// The HAL.
-    pub hal: Arc<H>,
-    /// The memory map.
-    pub map: Arc<MemMap>,
-    /// The core's work items.
-    pub pool: Arc<ItemPool>,
     /// The loaded models (what a work item's `mod_ref` names).
     pub models: Arc<Models>,
     /// Items back to the producer lane.
     pub returns: Sender<u16>,
     /// Counter reports to the NDS publisher.
     pub to_pub: Sender<PubMsg>,
-    /// The publisher's waker.
-    pub pub_wake: Arc<Waker>,
     /// This worker's has-work waker.
     pub has_work: Arc<Waker>,
-    /// The XU's health.
-    pub health: Arc<HealthCell>,
     /// Reset the XU as soon as it is degraded, whatever the fault
     /// (`xunds run --recover`; module docs).
     pub recover: bool,
-    /// The device proxy's doorbell waker (woken for each reset request).
-    pub device_wake: Arc<Waker>,
     /// Execution timeout (from submission).
     pub timeout: Nanos,
     /// Expected outputs by `WorkItem::expect`.
     pub expected: Arc<Expectations>,
-    /// HAL trace forwarding.
-    pub tap: HalTap,
-    /// Record slot transitions (deterministic traced runs).
-    pub trace_slots: bool,
     /// Keep the tag of every completion (tests: exactly-once checks).
     pub record_tags: bool,
 }
@@ -241,8 +221,10 @@ fn own_lane<H: Hal>(
 /// One core's worker actor.
 pub struct WorkerActor<H: Hal> {
     name: String,
-    /// What the worker was built from (its ring, harvester, mailboxes,
-    /// wakers and settings).
+    /// What the worker shares with the XU's lane.
+    xu: XuParts<H>,
+    /// What else the worker was built from (its ring, harvester,
+    /// mailboxes, waker and settings).
     p: WorkerParts<H>,
     /// The models this worker has met, each looked up in `models` once (a
     /// model stays once loaded): no lock and no `Arc` clone per execution
@@ -290,7 +272,7 @@ pub struct WorkerActor<H: Hal> {
 impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("WorkerActor")
-            .field("core", &self.p.core)
+            .field("core", &self.xu.core)
             .field("state", &self.state)
             .field("completed", &self.stats.completed)
             .finish_non_exhaustive()
@@ -313,20 +295,21 @@ fn fatal(status: NrtStatus) -> Option<XuHealthEvent> {
 
 impl<H: Hal> WorkerActor<H> {
     /// A worker; `tags_capacity` preallocates the tag log (when enabled).
-    pub fn new(p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
-        let nq_fd = p.hal.event_fd(p.map.nq_irq[usize::from(p.core)]);
+    pub fn new(xu: XuParts<H>, p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
+        let nq_fd = xu.hal.event_fd(xu.map.nq_irq[usize::from(xu.core)]);
         let stats = WorkerStats {
             tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
             ..WorkerStats::default()
         };
         WorkerActor {
-            name: format!("worker{}", p.core),
+            name: format!("worker{}", xu.core),
             known: Vec::new(),
             known_removals: 0,
             lanes: None,
             draining: false,
-            slots: SlotTap::new(p.trace_slots),
+            slots: SlotTap::new(xu.trace_slots),
             nq_fd,
+            xu,
             p,
             state: WorkerState::Idle,
             cur: None,
@@ -372,7 +355,7 @@ impl<H: Hal> WorkerActor<H> {
 
     fn wake_publisher(&mut self) {
         self.pub_owed = 0;
-        self.p.pub_wake.wake();
+        self.xu.pub_wake.wake();
     }
 
     /// Step the cycle, after the HAL operations made since the last step
@@ -381,7 +364,7 @@ impl<H: Hal> WorkerActor<H> {
     /// the state as it was (a state that matches what the worker holds: the
     /// safe one).
     fn step(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         self.step_drained(e, cx);
     }
 
@@ -391,7 +374,7 @@ impl<H: Hal> WorkerActor<H> {
     /// trace without taking the HAL log's lock for nothing.
     fn step_drained(&mut self, e: WorkerEvent, cx: &mut Cx<'_>) {
         self.slots.drain(cx);
-        let id = Some(u64::from(self.p.core));
+        let id = Some(u64::from(self.xu.core));
         step_counted::<WorkerCycle>(&mut self.state, e, id, &mut self.stats.fsm_violations, cx);
     }
 
@@ -410,7 +393,7 @@ impl<H: Hal> WorkerActor<H> {
         };
         self.kept = self.p.to_pub.push(m).err().map(|full| full.0);
         if self.kept.is_none() {
-            self.p.pub_wake.wake();
+            self.xu.pub_wake.wake();
         }
         self.kept.is_none()
     }
@@ -453,9 +436,12 @@ impl<H: Hal> WorkerActor<H> {
                 // queueing behind it.
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
-                    cx.event("ring_refusal", format_args!("xu={} peek: {e}", self.p.core));
+                    cx.event(
+                        "ring_refusal",
+                        format_args!("xu={} peek: {e}", self.xu.core),
+                    );
                     self.refused = Some(e);
-                    if self.p.health.state() == XuHealthState::Healthy {
+                    if self.xu.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
                     }
                 }
@@ -479,31 +465,31 @@ impl<H: Hal> WorkerActor<H> {
         self.stats.fifo_violations += u64::from(!in_order);
         self.last_seq = Some(seq.seq_num());
         let now = cx.now();
-        let (idx, word_bad) = match self.p.pool.index_of(word) {
+        let (idx, word_bad) = match self.xu.pool.index_of(word) {
             Ok(idx) => (idx, None),
             // A word that names no item: the item the lane submitted under
             // this seq_id (the side table knows it) still completes, with
             // the word's status, and goes back to the pool.
-            Err(bad) => match self.p.pool.find_seq(seq.0) {
+            Err(bad) => match self.xu.pool.find_seq(seq.0) {
                 Some(idx) => (idx, Some(bad)),
                 None => return self.complete_foreign(seq, word, bad, cx),
             },
         };
-        let side = self.p.pool.take_side(idx);
+        let side = self.xu.pool.take_side(idx);
         // Every decision the ABI has a field for comes from the item's bytes
         // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
             None => self
-                .p
+                .xu
                 .pool
-                .load(&*self.p.hal, idx, self.p.core)
+                .load(&*self.xu.hal, idx, self.xu.core)
                 .and_then(|info| {
                     let m = self.model_index(info.mod_ref);
                     Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
                 }),
         };
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
@@ -512,7 +498,7 @@ impl<H: Hal> WorkerActor<H> {
                     format_args!(
                         "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
                         seq.0,
-                        self.p.pool.relative(word)
+                        self.xu.pool.relative(word)
                     ),
                 );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
@@ -572,7 +558,7 @@ impl<H: Hal> WorkerActor<H> {
                 self.known.len() - 1
             }
         };
-        (self.known[i].per_core.len() > usize::from(self.p.core)).then_some(i)
+        (self.known[i].per_core.len() > usize::from(self.xu.core)).then_some(i)
     }
 
     /// Complete a slot whose `exec_info` names no item and that no item was
@@ -583,7 +569,7 @@ impl<H: Hal> WorkerActor<H> {
             format_args!(
                 "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
                 seq.0,
-                self.p.pool.relative(word)
+                self.xu.pool.relative(word)
             ),
         );
         let ts_start = Timespec::from_nanos(cx.now().as_u64());
@@ -607,21 +593,21 @@ impl<H: Hal> WorkerActor<H> {
     fn complete_discarded(&mut self, seq: SeqId, cx: &mut Cx<'_>) -> bool {
         self.peeked(cx);
         self.last_seq = Some(seq.seq_num());
-        let idx = self.p.pool.find_seq(seq.0);
-        let side = idx.map(|i| self.p.pool.take_side(i)).unwrap_or_default();
+        let idx = self.xu.pool.find_seq(seq.0);
+        let side = idx.map(|i| self.xu.pool.take_side(i)).unwrap_or_default();
         // The submission time from the item (the pool's memory, not the
         // ring's), bounded by now as for any item; now without one.
         let now = cx.now();
         let from = idx
-            .and_then(|i| self.p.pool.load(&*self.p.hal, i, self.p.core).ok())
+            .and_then(|i| self.xu.pool.load(&*self.xu.hal, i, self.xu.core).ok())
             .map_or(now, |info| submitted_at(info.resp.ts_start, now));
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         self.stats.discarded += 1;
         cx.event(
             "msg",
             format_args!(
                 "xu={} seq={:#x}: slot discarded, item {idx:?}",
-                self.p.core, seq.0
+                self.xu.core, seq.0
             ),
         );
         self.cur = Some(Current {
@@ -671,7 +657,7 @@ impl<H: Hal> WorkerActor<H> {
                         _ => None,
                     };
                     let status = e.suggested_status();
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.p.core));
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.xu.core));
                     self.note.get_or_insert((status, ext));
                     self.degrade(XuHealthEvent::FatalError, false, cx);
                 }
@@ -679,7 +665,7 @@ impl<H: Hal> WorkerActor<H> {
                     // The execution completes failed here: stop expecting
                     // it, or its entry stays ahead of the next one's (and a
                     // reset's drain, waiting for no entry, never ends).
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.p.core));
+                    cx.event("msg", format_args!("xu={} harvest: {e}", self.xu.core));
                     return Some(self.abandon(cur_id, Outcome::Failed(NrtStatus::HW_ERROR)));
                 }
             }
@@ -741,8 +727,11 @@ impl<H: Hal> WorkerActor<H> {
         // MACs: what the sequencer reported for this request (written before
         // its NQ records, whose Acquire the harvest did); none without them.
         let (macs, dev_start, dev_cycles, records) = done.map_or((0, 0, 0, 0), |c| {
-            let at = self.p.map.request_macs_off(self.p.core, cur.side.exec_id) as usize;
-            let macs = self.p.hal.load_u64(self.p.map.dram, at, Ordering::Relaxed);
+            let at = self.xu.map.request_macs_off(self.xu.core, cur.side.exec_id) as usize;
+            let macs = self
+                .xu
+                .hal
+                .load_u64(self.xu.map.dram, at, Ordering::Relaxed);
             let dev: (u64, u64) = (c.start_cycle.into(), c.device_cycles().into());
             (macs.unwrap_or(0), dev.0, dev.1, c.reported.count_ones())
         });
@@ -753,8 +742,8 @@ impl<H: Hal> WorkerActor<H> {
         let out = cur.side.out.take();
         if let (NrtStatus::SUCCESS, Some(m), Some(idx)) = (status, cur.model, cur.idx) {
             let model = &self.known[m];
-            let io = model.per_core[usize::from(self.p.core)].io_pa[usize::from(idx)];
-            let mem = DramMemory::new(&*self.p.hal, &self.p.map);
+            let io = model.per_core[usize::from(self.xu.core)].io_pa[usize::from(idx)];
+            let mem = DramMemory::new(&*self.xu.hal, &self.xu.map);
             self.vals.clear();
             for t in &model.outputs {
                 self.bytes.clear();
@@ -801,7 +790,7 @@ impl<H: Hal> WorkerActor<H> {
             device_end_ns: dev_start + dev_cycles,
             mac_count: macs,
             num_outputs,
-            device_tpb_idx: u16::from(self.p.core),
+            device_tpb_idx: u16::from(self.xu.core),
             ..InferResp::default()
         };
         // The response is the record: stored into the item (two runs),
@@ -811,9 +800,9 @@ impl<H: Hal> WorkerActor<H> {
         // response's: no trace event comes between them.)
         let stored = match cur.idx {
             Some(idx) => self
-                .p
+                .xu
                 .pool
-                .store_resp(&*self.p.hal, idx, &resp, cur.bad.is_some())
+                .store_resp(&*self.xu.hal, idx, &resp, cur.bad.is_some())
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
                     InferResp::parse(&b)
@@ -822,7 +811,7 @@ impl<H: Hal> WorkerActor<H> {
                 }),
             None => Ok((resp.encode(), resp)),
         };
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         // A response the item does not hold (its store or read-back failed,
         // or what came back does not parse) is no record: the execution
         // completes with `NRT_FAILURE` (a host operation failed, as a failed
@@ -833,7 +822,7 @@ impl<H: Hal> WorkerActor<H> {
             self.stats.resp_failures += 1;
             cx.event(
                 "resp_failure",
-                format_args!("xu={} seq={:#x}: response: {e}", self.p.core, cur.seq.0),
+                format_args!("xu={} seq={:#x}: response: {e}", self.xu.core, cur.seq.0),
             );
             let failed = InferResp {
                 status: NrtStatus::FAILURE,
@@ -858,7 +847,7 @@ impl<H: Hal> WorkerActor<H> {
         self.step_drained(WorkerEvent::WriteStatus, cx);
         // report_counters (R1: keep it if the mailbox is full).
         let msg = PubMsg::Completed(Completion {
-            core: self.p.core,
+            core: self.xu.core,
             resp: bytes,
             ext,
         });
@@ -900,7 +889,7 @@ impl<H: Hal> WorkerActor<H> {
             "msg",
             format_args!(
                 "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
-                self.p.core, seq.0
+                self.xu.core, seq.0
             ),
         );
         // Mutant (`xunds sim` must find it): a timed-out execution's item is
@@ -977,13 +966,13 @@ impl<H: Hal> WorkerActor<H> {
     /// critical section: no schedule call ever sees the XU DEGRADED (it
     /// would be refused with 101 and its execution given up).
     fn degrade(&mut self, ev: XuHealthEvent, intact: bool, cx: &mut Cx<'_>) {
-        let mut lane = own_lane(&self.lanes, self.p.core);
-        let r = self.p.health.degrade(ev, intact, self.p.core, cx);
+        let mut lane = own_lane(&self.lanes, self.xu.core);
+        let r = self.xu.health.degrade(ev, intact, self.xu.core, cx);
         if matches!(r, Ok(true)) {
             self.degraded_at = Some(cx.now());
         }
         let r = match (r, lane.as_mut()) {
-            (Ok(_), Some(l)) if self.p.health.state() == XuHealthState::Degraded => {
+            (Ok(_), Some(l)) if self.xu.health.state() == XuHealthState::Degraded => {
                 l.begin_reset(cx).map(drop)
             }
             (r, _) => r.map(drop),
@@ -1008,28 +997,23 @@ impl<H: Hal> WorkerActor<H> {
 
     /// One reset step (`xu_health`), traced; a refused one is counted.
     fn reset_step(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) -> bool {
-        let r = self.p.health.step(e, self.p.core, cx);
+        let r = self.xu.health.step(e, self.xu.core, cx);
         cx.counted(&mut self.stats.fsm_violations, r)
-    }
-
-    /// This core's register block.
-    fn regs(&self) -> RegionHandle {
-        self.p.map.regs[usize::from(self.p.core)]
     }
 
     /// The device acknowledged this core's last reset request
     /// (`RESET_ACK == RESET_REQ`), a stop (odd) when `stop`, else a
     /// re-initialisation (even).
     fn reset_acked(&self, stop: bool) -> bool {
-        let hal = &*self.p.hal;
-        let Ok(req) = hal.load_u32(self.regs(), reg::RESET_REQ, Ordering::Relaxed) else {
+        let hal = &*self.xu.hal;
+        let Ok(req) = hal.load_u32(self.xu.regs(), reg::RESET_REQ, Ordering::Relaxed) else {
             return false;
         };
         // Ordering: Acquire pairs with the device's Release store of
         // RESET_ACK in `Sequencer::reset`: after a stop every record the
         // device wrote is readable; after a re-initialisation the NQ rings
         // are zeroed.
-        let ack = hal.load_u32(self.regs(), reg::RESET_ACK, Ordering::Acquire);
+        let ack = hal.load_u32(self.xu.regs(), reg::RESET_ACK, Ordering::Acquire);
         ack.is_ok_and(|ack| ack == req && (req % 2 == 1) == stop)
     }
 
@@ -1044,14 +1028,14 @@ impl<H: Hal> WorkerActor<H> {
 
     /// Drive the XU's reset (module docs). `true` when a step was taken.
     fn drive_reset(&mut self, cx: &mut Cx<'_>) -> bool {
-        match self.p.health.state() {
+        match self.xu.health.state() {
             XuHealthState::Healthy => {
                 // Brought back from outside (`System::recover`).
                 self.degraded_at = None;
                 false
             }
             XuHealthState::Degraded => {
-                let begun = own_lane(&self.lanes, self.p.core).map(|mut l| l.begin_reset(cx));
+                let begun = own_lane(&self.lanes, self.xu.core).map(|mut l| l.begin_reset(cx));
                 begun.is_some_and(|r| cx.counted(&mut self.stats.fsm_violations, r))
             }
             XuHealthState::Stopping if self.reset_acked(true) => {
@@ -1059,17 +1043,10 @@ impl<H: Hal> WorkerActor<H> {
                 self.reset_step(XuHealthEvent::DeviceStopped, cx)
             }
             XuHealthState::Draining if self.drained() => {
-                // Ordering: Release pairs with the device's Acquire load of
-                // RESET_REQ: the worker reads the NQ rings no more.
-                let req =
-                    self.p
-                        .hal
-                        .fetch_add_u32(self.regs(), reg::RESET_REQ, 1, Ordering::Release);
-                if let Err(e) = req {
-                    cx.event("msg", format_args!("xu={} reset request: {e}", self.p.core));
+                if !self.xu.request_reset(cx) {
                     return false;
                 }
-                self.p.device_wake.wake();
+                self.xu.device_wake.wake();
                 self.reset_step(XuHealthEvent::Drained, cx)
             }
             XuHealthState::Resetting if self.reset_acked(false) => {
@@ -1079,7 +1056,7 @@ impl<H: Hal> WorkerActor<H> {
                 if self.reset_step(XuHealthEvent::DeviceReset, cx) {
                     self.degraded_at = None;
                     self.stats.recoveries += 1;
-                    cx.event("msg", format_args!("xu={} reset done", self.p.core));
+                    cx.event("msg", format_args!("xu={} reset done", self.xu.core));
                 }
                 true
             }
@@ -1117,7 +1094,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
                 },
                 WorkerState::CountersReported => {
                     // `finish_cycle` steps without draining the HAL tap.
-                    self.p.tap.drain(cx);
+                    self.xu.tap.drain(cx);
                     if !self.finish_cycle(cx) {
                         break;
                     }
@@ -1131,7 +1108,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
         if !made && self.wants_nq_sleep() {
             // About to sleep on the NQ interrupt: arm it, then look once
             // more (device::irq). A failed arm means no sleep: keep yielding.
-            self.nq_armed = irq::arm(&*self.p.hal, self.regs()).is_ok();
+            self.nq_armed = irq::arm(&*self.xu.hal, self.xu.regs()).is_ok();
             if self.nq_armed {
                 if let Some(outcome) = self.harvest(cx) {
                     self.complete(outcome, cx);
@@ -1140,7 +1117,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
                 }
             }
         }
-        self.p.tap.drain(cx);
+        self.xu.tap.drain(cx);
         if made {
             self.idle_polls = 0;
             Progress::Made
@@ -1156,7 +1133,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // Waiting for the device to acknowledge a reset step: no fd
             // says when (the NQ interrupt does, if armed).
             _ if matches!(
-                self.p.health.state(),
+                self.xu.health.state(),
                 XuHealthState::Stopping | XuHealthState::Draining | XuHealthState::Resetting
             ) && !self.nq_armed =>
             {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::actors::mailbox;
-use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, RingQueue};
+use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, RingQueue, XuParts};
 use crate::actors::publisher::{PubStats, PublisherActor, PublisherParts};
 use crate::actors::sequencer::DeviceProxy;
 use crate::actors::wake::Waker;
@@ -402,43 +402,40 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         let has_work = Arc::new(Waker::new()?);
         let device_wake = Arc::new(Waker::new()?);
         let health = Arc::new(HealthCell::new());
-        lanes.push(Lane::new(LaneParts {
+        let xu = || XuParts {
             core,
-            ring: rp,
-            stager: dev.stager(core).map_err(|e| err("device", e))?,
             hal: Arc::clone(dev.hal()),
             map: Arc::clone(dev.map()),
             pool: Arc::clone(pool),
-            returns: ret_rx,
-            worker_wake: Arc::clone(&has_work),
-            device_wake: Arc::clone(&device_wake),
             health: Arc::clone(&health),
-            to_pub: ref_tx,
+            device_wake: Arc::clone(&device_wake),
             pub_wake: Arc::clone(&pub_wake),
-            trace_slots: cfg.trace_transitions,
             tap: tap.clone(),
-        }));
+            trace_slots: cfg.trace_transitions,
+        };
+        lanes.push(Lane::new(
+            xu(),
+            LaneParts {
+                ring: rp,
+                stager: dev.stager(core).map_err(|e| err("device", e))?,
+                returns: ret_rx,
+                worker_wake: Arc::clone(&has_work),
+                to_pub: ref_tx,
+            },
+        ));
         daemons.push(SysActor::Worker(WorkerActor::new(
+            xu(),
             WorkerParts {
-                core,
                 ring: rw,
                 harvester: dev.harvester(core).map_err(|e| err("device", e))?,
-                hal: Arc::clone(dev.hal()),
-                map: Arc::clone(dev.map()),
-                pool: Arc::clone(pool),
                 models: Arc::clone(&models),
                 returns: ret_tx,
                 to_pub: rep_tx,
-                pub_wake: Arc::clone(&pub_wake),
                 has_work,
-                health,
                 timeout: cfg.timeout,
                 expected: Arc::clone(&cfg.expected),
-                tap: tap.clone(),
-                trace_slots: cfg.trace_transitions,
                 record_tags: cfg.record_tags.is_some(),
                 recover: cfg.recover,
-                device_wake: Arc::clone(&device_wake),
             },
             cfg.record_tags.unwrap_or(0),
         )));
