@@ -36,7 +36,7 @@ use crate::actors::mailbox::{Receiver, Sender};
 use crate::actors::publisher::PubStats;
 use crate::actors::wake::Waker;
 use crate::actors::work::{
-    HealthCell, HealthViolation, ItemPool, OutputBuf, PubMsg, ResidentModel,
+    HealthCell, HealthViolation, HostSide, ItemPool, OutputBuf, PubMsg, ResidentModel,
 };
 use crate::actors::{Actor, Cx, HalTap, Idle, Progress, SlotTap};
 use crate::device::memmap::reg;
@@ -448,14 +448,14 @@ impl<H: Hal> Lane<H> {
         // it peeked the slot, which the trigger below publishes (a slot a
         // failed trigger left submitted is published later, still after
         // this).
-        let mut side = self.xu.pool.side(idx);
-        side.exec_id = staged.exec_id;
-        side.engines = staged.engines;
-        side.expect = req.expect;
-        side.out = req.out;
-        side.tag = req.tag;
-        side.seq = seq.0;
-        drop(side);
+        *self.xu.pool.side(idx) = HostSide {
+            exec_id: staged.exec_id,
+            engines: staged.engines,
+            expect: req.expect,
+            out: req.out,
+            tag: req.tag,
+            seq: seq.0,
+        };
         // 6. trigger: every submitted slot, so one an earlier trigger
         // failure left behind is published before (not instead of) ours.
         let triggered = call.trigger(cx, |cx| {

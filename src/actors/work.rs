@@ -50,7 +50,7 @@ use crate::device::model::{MemUsage, ModelImage, Section};
 use crate::device::nq::EngineMask;
 use crate::device::staging::LoadedModel;
 use crate::fsm::xu_health::{XuHealth, XuHealthEvent, XuHealthState};
-use crate::fsm::{step_traced, TransitionHook};
+use crate::fsm::{step_traced, Fsm, TransitionHook};
 use crate::hal::{Hal, HalError, RegionHandle, RegionId};
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nds::model::ModelRecord;
@@ -635,33 +635,16 @@ impl Models {
 #[repr(align(64))]
 pub struct HealthCell(AtomicU8);
 
-const HEALTHY: u8 = 0;
-/// Degraded with every queue in step: recoverable.
-const DEGRADED_INTACT: u8 = 1;
-/// Degraded with queues possibly out of step: only a reset brings it back.
-const DEGRADED_LOST: u8 = 2;
-const STOPPING: u8 = 3;
-const DRAINING: u8 = 4;
-const RESETTING: u8 = 5;
+/// The cell holds the state's discriminant (its `fsm` code), with [`LOST`]
+/// set on a DEGRADED whose queues may be out of step (only a reset brings
+/// it back); a DEGRADED without it has every queue in step: recoverable.
+const LOST: u8 = 0x80;
+const HEALTHY: u8 = XuHealthState::Healthy as u8;
+const DEGRADED_INTACT: u8 = XuHealthState::Degraded as u8;
+const DEGRADED_LOST: u8 = DEGRADED_INTACT | LOST;
 
-const fn code_of(s: XuHealthState) -> u8 {
-    match s {
-        XuHealthState::Healthy => HEALTHY,
-        XuHealthState::Degraded => DEGRADED_LOST,
-        XuHealthState::Stopping => STOPPING,
-        XuHealthState::Draining => DRAINING,
-        XuHealthState::Resetting => RESETTING,
-    }
-}
-
-const fn state_of(code: u8) -> XuHealthState {
-    match code {
-        HEALTHY => XuHealthState::Healthy,
-        DEGRADED_INTACT | DEGRADED_LOST => XuHealthState::Degraded,
-        STOPPING => XuHealthState::Stopping,
-        DRAINING => XuHealthState::Draining,
-        _ => XuHealthState::Resetting,
-    }
+fn state_of(code: u8) -> XuHealthState {
+    XuHealth::STATES[usize::from(code & !LOST)]
 }
 
 /// An event the XU's health did not accept.
@@ -758,7 +741,7 @@ impl HealthCell {
             let next = match to {
                 XuHealthState::Degraded if from == XuHealthState::Degraded => cur.max(how),
                 XuHealthState::Degraded => how,
-                s => code_of(s),
+                s => s as u8,
             };
             // Ordering: Release pairs with the Acquire load in `state`;
             // Acquire on failure re-reads the state another thread stored.
@@ -966,6 +949,9 @@ mod tests {
 
     #[test]
     fn health_degrades_once_and_stays() {
+        for &s in XuHealth::STATES {
+            assert_eq!(state_of(s as u8), s);
+        }
         let h = HealthCell::new();
         let mut log: Vec<crate::fsm::Transition> = Vec::new();
         assert_eq!(h.state(), XuHealthState::Healthy);
