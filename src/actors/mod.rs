@@ -78,6 +78,17 @@ pub enum Progress {
     Finished,
 }
 
+impl Progress {
+    /// [`Made`](Progress::Made) when `made`, else [`Idle`](Progress::Idle).
+    pub fn of(made: bool) -> Progress {
+        if made {
+            Progress::Made
+        } else {
+            Progress::Idle
+        }
+    }
+}
+
 /// How the threaded runner waits after a poll returned [`Progress::Idle`].
 /// The deterministic runner never waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1048,11 +1048,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
             made = self.park(cx);
         }
         self.tap.drain(cx);
-        if made {
-            Progress::Made
-        } else {
-            Progress::Idle
-        }
+        Progress::of(made)
     }
 
     fn idle(&self) -> Idle {

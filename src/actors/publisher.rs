@@ -501,11 +501,7 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
         // `PubStats::applied`, as in `publish` (docs/abi.md §2.4).
         (self.books.stats.fsm_violations).store(self.books.fsm_violations, Ordering::Release);
         self.trace_records(cx);
-        if made {
-            Progress::Made
-        } else {
-            Progress::Idle
-        }
+        Progress::of(made)
     }
 
     fn idle(&self) -> Idle {

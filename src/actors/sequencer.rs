@@ -186,14 +186,12 @@ impl<H: Hal, X: RequestExecutor> Actor for DeviceProxy<H, X> {
         }
         self.tap.drain(cx);
         if made {
-            self.idle_since = None;
-            self.idle_polls = 0;
-            Progress::Made
+            (self.idle_since, self.idle_polls) = (None, 0);
         } else {
             self.idle_since.get_or_insert(cx.now());
             self.idle_polls = self.idle_polls.saturating_add(1);
-            Progress::Idle
         }
+        Progress::of(made)
     }
 
     fn idle(&self) -> Idle {

@@ -1118,13 +1118,12 @@ impl<H: Hal> Actor for WorkerActor<H> {
             }
         }
         self.xu.tap.drain(cx);
-        if made {
-            self.idle_polls = 0;
-            Progress::Made
+        self.idle_polls = if made {
+            0
         } else {
-            self.idle_polls = self.idle_polls.saturating_add(1);
-            Progress::Idle
-        }
+            self.idle_polls.saturating_add(1)
+        };
+        Progress::of(made)
     }
 
     fn idle(&self) -> Idle {
