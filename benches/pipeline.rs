@@ -588,7 +588,7 @@ fn peer_same_stages(n: u64, lanes: u8, kind: ModelKind) -> Duration {
                     // Ordering: Acquire pairs with the sequencer's Release
                     // store of MAC_COUNT (as our worker reads it).
                     let macs_now = hal
-                        .load_u64(map.regs[lane], reg::MAC_COUNT, HalOrdering::Acquire)
+                        .load_u64(map.cores[lane].regs, reg::MAC_COUNT, HalOrdering::Acquire)
                         .unwrap();
                     let macs = macs_now.wrapping_sub(w.last_macs);
                     w.last_macs = macs_now;
@@ -839,7 +839,7 @@ fn stage_costs(n: u64) -> [f64; 6] {
         // Ordering: Acquire pairs with the sequencer's Release store of
         // MAC_COUNT (as our worker reads it).
         let macs_now = hal
-            .load_u64(map.regs[0], reg::MAC_COUNT, HalOrdering::Acquire)
+            .load_u64(map.cores[0].regs, reg::MAC_COUNT, HalOrdering::Acquire)
             .unwrap();
         let macs = macs_now.wrapping_sub(last_macs);
         last_macs = macs_now;

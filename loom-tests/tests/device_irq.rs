@@ -53,7 +53,7 @@ fn device() -> Device<FakeHal> {
 fn an_armed_worker_is_never_left_asleep() {
     loom::model(|| {
         let dev = device();
-        let (regs, ev) = (dev.map().regs[0], dev.map().nq_irq[0]);
+        let (regs, ev) = (dev.map().cores[0].regs, dev.map().cores[0].nq_irq);
         let hal = dev.hal().clone();
         let mut w = NqWriter::new(dev.map(), 0, 0).unwrap();
         let device = thread::spawn(move || {
@@ -90,7 +90,7 @@ fn an_armed_worker_is_never_left_asleep() {
 fn a_rearm_is_not_lost_to_the_clear() {
     loom::model(|| {
         let dev = device();
-        let (regs, ev) = (dev.map().regs[0], dev.map().nq_irq[0]);
+        let (regs, ev) = (dev.map().cores[0].regs, dev.map().cores[0].nq_irq);
         let hal = dev.hal().clone();
         let done = Arc::new(AtomicBool::new(false));
         let done2 = done.clone();

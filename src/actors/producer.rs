@@ -139,7 +139,7 @@ pub struct XuParts<H: Hal> {
 impl<H: Hal> XuParts<H> {
     /// This core's register block.
     pub(crate) fn regs(&self) -> RegionHandle {
-        self.map.regs[usize::from(self.core)]
+        self.map.cores[usize::from(self.core)].regs
     }
 
     /// Ask the device for this core's next reset step (`RESET_REQ` + 1:

@@ -296,7 +296,7 @@ fn fatal(status: NrtStatus) -> Option<XuHealthEvent> {
 impl<H: Hal> WorkerActor<H> {
     /// A worker; `tags_capacity` preallocates the tag log (when enabled).
     pub fn new(xu: XuParts<H>, p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
-        let nq_fd = xu.hal.event_fd(xu.map.nq_irq[usize::from(xu.core)]);
+        let nq_fd = xu.hal.event_fd(xu.map.cores[usize::from(xu.core)].nq_irq);
         let stats = WorkerStats {
             tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
             ..WorkerStats::default()

@@ -100,11 +100,11 @@ impl QueueProducer {
     /// The producer for `core` of `map`, or [`UnitError`] for a core `map`
     /// does not have.
     pub fn new(map: &MemMap, core: u8) -> Result<QueueProducer, UnitError> {
-        let (m2s, s2m) = map.desc_rings_of(core)?;
+        let r = map.core(core)?;
         Ok(QueueProducer {
-            m2s,
-            s2m,
-            regs: map.regs_of(core)?,
+            m2s: r.m2s,
+            s2m: r.s2m,
+            regs: r.regs,
             lap: Lap::new(map.config.ring_len, udma::FIRST_RING_ID),
         })
     }
@@ -294,12 +294,12 @@ impl DmaEngine {
     /// The engine for `core` of `map`, or [`UnitError`] for a core `map`
     /// does not have.
     pub fn new(map: &MemMap, core: u8) -> Result<DmaEngine, UnitError> {
-        let (m2s, s2m) = map.desc_rings_of(core)?;
+        let r = map.core(core)?;
         Ok(DmaEngine {
             core,
-            m2s,
-            s2m,
-            regs: map.regs_of(core)?,
+            m2s: r.m2s,
+            s2m: r.s2m,
+            regs: r.regs,
             lap: Lap::new(map.config.ring_len, udma::FIRST_RING_ID),
             released: 0,
             fault: None,
@@ -467,7 +467,7 @@ impl DmaEngine {
             }
             _ => return Err(refused(Dir::S2m, dst)),
         };
-        let regs = map.regs[usize::from(core)];
+        let regs = map.cores[usize::from(core)].regs;
         if off == reg::SEQ_TAIL_INC {
             // A tail-increment register adds what is written to it.
             // Ordering: Release pairs with the sequencer's Acquire of the

@@ -74,7 +74,7 @@ mod tests {
         )
         .unwrap();
         let (hal, map) = (dev.hal(), dev.map());
-        let (regs, ev) = (map.regs[0], map.nq_irq[0]);
+        let (regs, ev) = (map.cores[0].regs, map.cores[0].nq_irq);
         assert!(!raise(&**hal, regs, ev).unwrap(), "not armed: no event");
         arm(&**hal, regs).unwrap();
         assert_eq!(

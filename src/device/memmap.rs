@@ -307,6 +307,23 @@ impl fmt::Display for BadPa {
 
 impl std::error::Error for BadPa {}
 
+/// One core's regions and its NQ interrupt event.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreRegions {
+    /// DMEM.
+    pub dmem: RegionHandle,
+    /// Registers.
+    pub regs: RegionHandle,
+    /// The request queue's M2S ring.
+    pub m2s: RegionHandle,
+    /// The request queue's S2M ring.
+    pub s2m: RegionHandle,
+    /// The NQ ring, by engine.
+    pub nq: [RegionHandle; nq::ENGINES as usize],
+    /// The NQ interrupt event.
+    pub nq_irq: EventHandle,
+}
+
 /// Every region of a built device, by handle.
 #[derive(Clone, Debug)]
 pub struct MemMap {
@@ -314,18 +331,8 @@ pub struct MemMap {
     pub config: DeviceConfig,
     /// Device DRAM.
     pub dram: RegionHandle,
-    /// Per core: DMEM.
-    pub dmem: Vec<RegionHandle>,
-    /// Per core: registers.
-    pub regs: Vec<RegionHandle>,
-    /// Per core: the request queue's M2S ring.
-    pub m2s: Vec<RegionHandle>,
-    /// Per core: the request queue's S2M ring.
-    pub s2m: Vec<RegionHandle>,
-    /// Per core, per engine: the NQ ring.
-    pub nq: Vec<[RegionHandle; nq::ENGINES as usize]>,
-    /// Per core: the NQ interrupt event.
-    pub nq_irq: Vec<EventHandle>,
+    /// Per core: its regions.
+    pub cores: Vec<CoreRegions>,
 }
 
 impl MemMap {
@@ -341,27 +348,28 @@ impl MemMap {
         let mut m = MemMap {
             config,
             dram,
-            dmem: Vec::new(),
-            regs: Vec::new(),
-            m2s: Vec::new(),
-            s2m: Vec::new(),
-            nq: Vec::new(),
-            nq_irq: Vec::new(),
+            cores: Vec::new(),
         };
         let ring_bytes = config.ring_len as usize * crate::hal::RECORD;
         let nq_bytes = config.nq_len as usize * crate::hal::RECORD;
         for core in 0..config.cores {
-            m.dmem.push(hal.map(RegionId::Dmem { core }, DMEM_SIZE)?);
-            m.regs.push(hal.map(RegionId::Regs { core }, REGS_SIZE)?);
-            for (dir, rings) in [(Dir::M2s, &mut m.m2s), (Dir::S2m, &mut m.s2m)] {
-                rings.push(hal.map(RegionId::DescRing { core, dir }, ring_bytes)?);
-            }
-            let mut rings = [dram; nq::ENGINES as usize];
-            for (engine, ring) in (0..nq::ENGINES).zip(&mut rings) {
+            let dmem = hal.map(RegionId::Dmem { core }, DMEM_SIZE)?;
+            let regs = hal.map(RegionId::Regs { core }, REGS_SIZE)?;
+            let mut ring = |dir| hal.map(RegionId::DescRing { core, dir }, ring_bytes);
+            let (m2s, s2m) = (ring(Dir::M2s)?, ring(Dir::S2m)?);
+            let mut nq = [dram; nq::ENGINES as usize];
+            for (engine, ring) in (0..nq::ENGINES).zip(&mut nq) {
                 *ring = hal.map(RegionId::NqRing { core, engine }, nq_bytes)?;
             }
-            m.nq.push(rings);
-            m.nq_irq.push(hal.event(EventId::NqIrq { core })?);
+            let nq_irq = hal.event(EventId::NqIrq { core })?;
+            m.cores.push(CoreRegions {
+                dmem,
+                regs,
+                m2s,
+                s2m,
+                nq,
+                nq_irq,
+            });
             let area = m.core_area_off(core);
             for word in [core_area::EVENT_VALUE, core_area::TAIL_INC_VALUE] {
                 hal.copy_in(dram, (area + word) as usize, &1u32.to_le_bytes())?;
@@ -370,48 +378,14 @@ impl MemMap {
         Ok(m)
     }
 
-    /// Number of cores.
-    pub fn cores(&self) -> u8 {
-        self.config.cores
-    }
-
-    /// `core`'s index into the per-core tables, or [`UnitError::Core`].
-    fn core_index(&self, core: u8) -> Result<usize, UnitError> {
-        let c = usize::from(core);
-        // Also below every per-core table's length (a map built by `build`
-        // has `cores` of each; a hand-made one may not).
-        let tables = [
-            self.dmem.len(),
-            self.regs.len(),
-            self.m2s.len(),
-            self.s2m.len(),
-            self.nq.len(),
-            self.nq_irq.len(),
-        ];
-        if core < self.config.cores && tables.iter().all(|&n| c < n) {
-            Ok(c)
-        } else {
-            Err(UnitError::Core {
-                core,
-                cores: self.config.cores,
-            })
+    /// `core`'s regions, or [`UnitError::Core`] for a core the device does
+    /// not have (or a hand-made map lists no regions for).
+    pub fn core(&self, core: u8) -> Result<&CoreRegions, UnitError> {
+        let cores = self.config.cores;
+        match self.cores.get(usize::from(core)) {
+            Some(r) if core < cores => Ok(r),
+            _ => Err(UnitError::Core { core, cores }),
         }
-    }
-
-    /// `core`'s register block.
-    pub fn regs_of(&self, core: u8) -> Result<RegionHandle, UnitError> {
-        Ok(self.regs[self.core_index(core)?])
-    }
-
-    /// `core`'s request-queue rings (M2S, S2M).
-    pub fn desc_rings_of(&self, core: u8) -> Result<(RegionHandle, RegionHandle), UnitError> {
-        let c = self.core_index(core)?;
-        Ok((self.m2s[c], self.s2m[c]))
-    }
-
-    /// `core`'s NQ rings, by engine.
-    pub fn nq_rings_of(&self, core: u8) -> Result<[RegionHandle; nq::ENGINES as usize], UnitError> {
-        Ok(self.nq[self.core_index(core)?])
     }
 
     /// DRAM offset of a core's area.
@@ -477,7 +451,7 @@ impl MemMap {
         Ok(if regs {
             Window::Regs { core, off }
         } else {
-            Window::Mem(self.dmem[usize::from(core)], off)
+            Window::Mem(self.cores[usize::from(core)].dmem, off)
         })
     }
 }
@@ -509,9 +483,12 @@ mod tests {
         refused(u64::MAX - 1, 4);
 
         let dmem1 = DMEM_BASE + WINDOW_STRIDE;
-        assert_eq!(ok(dmem1 + 0x10, 4), Window::Mem(map.dmem[1], 0x10));
+        assert_eq!(ok(dmem1 + 0x10, 4), Window::Mem(map.cores[1].dmem, 0x10));
         let last = DMEM_SIZE as u64 - 4;
-        assert_eq!(ok(dmem1 + last, 4), Window::Mem(map.dmem[1], last as usize));
+        assert_eq!(
+            ok(dmem1 + last, 4),
+            Window::Mem(map.cores[1].dmem, last as usize)
+        );
         refused(dmem1 + last, 5);
         refused(dmem1 + DMEM_SIZE as u64, 4);
         refused(DMEM_BASE + 2 * WINDOW_STRIDE, 4); // no core 2

@@ -291,7 +291,7 @@ mod tests {
         // than its config claims must not index past them.
         let dev = two_cores();
         let mut map = (**dev.map()).clone();
-        map.nq.truncate(1);
+        map.cores.truncate(1);
         let want = Some(UnitError::Core { core: 1, cores: 2 });
         assert_eq!(NqReader::new(&map, 1, 0).err(), want);
         assert_eq!(Harvester::new(Arc::clone(dev.hal()), &map, 1).err(), want);

@@ -42,10 +42,10 @@ impl Side {
     /// Every engine's side of `core`'s rings, each at its start, or
     /// [`UnitError`] for a core the device does not have.
     fn all(map: &MemMap, core: u8) -> Result<[Side; nq::ENGINES as usize], UnitError> {
-        let (rings, regs) = (map.nq_rings_of(core)?, map.regs_of(core)?);
+        let r = map.core(core)?;
         Ok(core::array::from_fn(|e| Side {
-            ring: rings[e],
-            regs,
+            ring: r.nq[e],
+            regs: r.regs,
             engine: e as u8,
             lap: Lap::new(map.config.nq_len, true),
         }))
@@ -360,7 +360,7 @@ impl<H: Hal> Harvester<H> {
         Ok(Harvester {
             hal,
             readers: Side::all(map, core)?.map(|side| NqReader { side }),
-            regs: map.regs_of(core)?,
+            regs: map.core(core)?.regs,
             pending: VecDeque::new(),
             early: VecDeque::new(),
             spare: VecDeque::new(),

@@ -289,7 +289,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// The device side of `map`, executing requests with `exec`.
     pub fn new(hal: Arc<H>, map: Arc<MemMap>, exec: X) -> Sequencer<H, X> {
         // Every core of the map (`Core::new` refuses none of them).
-        let cores = (0..map.cores())
+        let cores = (0..map.config.cores)
             .filter_map(|c| Core::new(&map, c))
             .collect();
         Sequencer {
@@ -362,7 +362,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         // host stopped using the queues the request names.
         let req = self
             .hal
-            .load_u32(self.map.regs[c], reg::RESET_REQ, Ordering::Acquire)?;
+            .load_u32(self.map.cores[c].regs, reg::RESET_REQ, Ordering::Acquire)?;
         if req != self.cores[c].reset_ack {
             p.resets += 1;
             return self.reset(c, req);
@@ -412,17 +412,15 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// starts over only after the re-initialisation is.
     fn reset(&mut self, c: usize, req: u32) -> Result<(), HalError> {
         let (hal, map) = (&*self.hal, &*self.map);
-        let regs = map.regs[c];
-        let core = c as u8;
+        let (r, regs) = (map.cores[c], map.cores[c].regs);
         let zero = |r, len: u32| hal.copy_in(r, 0, &vec![0u8; len as usize * crate::hal::RECORD]);
-        let fresh = Core::new(map, core).ok_or(HalError::BadHandle)?;
+        let fresh = Core::new(map, c as u8).ok_or(HalError::BadHandle)?;
         let k = &mut self.cores[c];
         if req % 2 == 1 {
             // Stop: what is queued is discarded (its executions are aborted
             // by the worker); descriptor rings and request numbering restart.
-            let (m2s, s2m) = map.desc_rings_of(core).map_err(|_| HalError::BadHandle)?;
-            zero(m2s, map.config.ring_len)?;
-            zero(s2m, map.config.ring_len)?;
+            zero(r.m2s, map.config.ring_len)?;
+            zero(r.s2m, map.config.ring_len)?;
             for r in [
                 reg::M2S_TAIL_INC,
                 reg::S2M_TAIL_INC,
@@ -441,8 +439,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         } else {
             // Re-initialise the NQ rings: writers at slot 0, phase 1, every
             // slot zeroed (a zeroed slot never carries the expected phase).
-            let rings = map.nq_rings_of(core).map_err(|_| HalError::BadHandle)?;
-            for (e, ring) in rings.into_iter().enumerate() {
+            for (e, ring) in r.nq.into_iter().enumerate() {
                 zero(ring, map.config.nq_len)?;
                 hal.store_u32(regs, reg::NQ_HEAD + 4 * e, 0, Ordering::Relaxed)?;
             }
@@ -508,7 +505,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         // The HAL and the map are borrowed per statement, never cloned: an
         // `Arc` clone per request writes the count on the line every thread
         // reads the HAL's region table from.
-        let regs = self.map.regs[c];
+        let regs = self.map.cores[c].regs;
         let exec_id = self.cores[c].executed.wrapping_add(1);
         if tail == self.cores[c].executed {
             return Ok(());
@@ -523,7 +520,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             .store_u32(regs, reg::SEQ_EVENT, 0, Ordering::Relaxed)?;
         let mut body = [0u8; device_request::SIZE];
         self.hal
-            .copy_out(self.map.dmem[c], dmem::REQUEST, &mut body)?;
+            .copy_out(self.map.cores[c].dmem, dmem::REQUEST, &mut body)?;
         let req = DeviceExecRequest::parse(&body).unwrap_or_default();
 
         let k = &mut self.cores[c];
@@ -594,7 +591,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// Bookkeeping after a request: clocks, counters, `SEQ_HEAD`, interrupt.
     fn finish(&mut self, c: usize, exec_id: u32, end: u64, macs: u64) -> Result<(), HalError> {
-        let regs = self.map.regs[c];
+        let regs = self.map.cores[c].regs;
         let core = &mut self.cores[c];
         core.executed = exec_id;
         core.cycle = end;
@@ -617,6 +614,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// The core's NQ interrupt, if the worker armed it ([`irq::raise`]).
     fn raise_irq(&self, c: usize) -> Result<(), HalError> {
-        irq::raise(&*self.hal, self.map.regs[c], self.map.nq_irq[c]).map(drop)
+        let r = &self.map.cores[c];
+        irq::raise(&*self.hal, r.regs, r.nq_irq).map(drop)
     }
 }

@@ -178,7 +178,7 @@ impl<H: Hal> Stager<H> {
     /// A slot is given back by the device executing its request (`SEQ_HEAD`
     /// reaching its `exec_id`), whether or not a worker expects it.
     pub fn in_flight(&self) -> Result<u32, HalError> {
-        let regs = self.map.regs[usize::from(self.core)];
+        let regs = self.map.cores[usize::from(self.core)].regs;
         // Ordering: Acquire pairs with `Sequencer::finish`'s Release store of
         // SEQ_HEAD: the request buffers of executed requests are free (ours:
         // flow control over the docs/abi.md §1.5 request buffers).

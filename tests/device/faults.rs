@@ -234,7 +234,7 @@ fn corrupt_descriptor_bad_length() {
     // thread, so the store (Relaxed, `DmaEngine::fail`) is visible anyway.
     let code = dev
         .hal()
-        .load_u32(dev.map().regs[0], reg::DMA_FAULT, Ordering::Acquire)
+        .load_u32(dev.map().cores[0].regs, reg::DMA_FAULT, Ordering::Acquire)
         .unwrap();
     assert_eq!(code, 3);
 }
@@ -301,7 +301,9 @@ fn corrupt_descriptor_address_outside_device_memory() {
         }
         // DMEM untouched: the request copy never happened.
         let mut dmem = [0u8; 52];
-        dev.hal().copy_out(dev.map().dmem[0], 0, &mut dmem).unwrap();
+        dev.hal()
+            .copy_out(dev.map().cores[0].dmem, 0, &mut dmem)
+            .unwrap();
         assert_eq!(dmem, [0u8; 52]);
     }
 }
@@ -326,7 +328,7 @@ fn dma_to_a_read_only_register_is_refused() {
     // Release store; same thread here).
     let head = dev
         .hal()
-        .load_u32(map.regs[0], reg::SEQ_HEAD, Ordering::Acquire)
+        .load_u32(map.cores[0].regs, reg::SEQ_HEAD, Ordering::Acquire)
         .unwrap();
     assert_eq!(head, 0, "the register was not written");
 }
@@ -440,7 +442,7 @@ fn a_tail_increment_into_another_core_runs_nothing() {
     let tail = dev
         .hal()
         .inner()
-        .load_u32(map.regs[1], reg::SEQ_TAIL_INC, Ordering::Acquire);
+        .load_u32(map.cores[1].regs, reg::SEQ_TAIL_INC, Ordering::Acquire);
     assert_eq!(tail, Ok(1));
 }
 
@@ -500,7 +502,7 @@ fn injected_nq_overflow_takes_the_device_overflow_path() {
             exec_id: 1
         }]
     );
-    let regs = dev.map().regs[0];
+    let regs = dev.map().cores[0].regs;
     // Ordering: Acquire, as the harvester reads it (partner: the writer's
     // Release fetch_add; same thread here).
     let dropped = dev
@@ -536,7 +538,7 @@ fn injected_nq_overflow_takes_the_device_overflow_path() {
 #[test]
 fn corrupt_nq_record_is_reported_and_skipped() {
     let dev = device(vec![], cfg());
-    let ring = dev.map().nq[0][0];
+    let ring = dev.map().cores[0].nq[0];
     let mut junk = [0u8; 16];
     junk[4] = 7; // engine 7
     junk[7] = 1; // phase 1
@@ -754,7 +756,7 @@ fn a_tail_past_the_ring_is_a_sticky_fault() {
     // Ordering: Acquire, as a monitor would read it; same thread here.
     let code = dev
         .hal()
-        .load_u32(map.regs[0], reg::DMA_FAULT, Ordering::Acquire)
+        .load_u32(map.cores[0].regs, reg::DMA_FAULT, Ordering::Acquire)
         .unwrap();
     assert_eq!(code, 7);
 }

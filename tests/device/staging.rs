@@ -175,7 +175,7 @@ fn skip_config_diff() {
         ]
     );
     seq.poll(0).unwrap();
-    let regs = dev.map().regs[0];
+    let regs = dev.map().cores[0].regs;
     // Ordering: Acquire for a monitor's read; the Relaxed store in
     // `Sequencer::execute` ran on this thread, so it is visible anyway.
     let switches = dev
@@ -201,7 +201,9 @@ fn sequencer_reads_the_staged_request() {
     let p = seq.poll(0).unwrap();
     assert_eq!((p.copies, p.executed, p.records), (3, 1, 4));
     let mut body = [0u8; 52];
-    dev.hal().copy_out(dev.map().dmem[0], 0, &mut body).unwrap();
+    dev.hal()
+        .copy_out(dev.map().cores[0].dmem, 0, &mut body)
+        .unwrap();
     assert_eq!(DeviceExecRequest::parse(&body).unwrap(), staged.request);
     let mut trailer = [0u8; 4];
     let buf = dev.map().request_buf_off(0, 0) as usize;

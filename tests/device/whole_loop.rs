@@ -57,7 +57,7 @@ fn full_loop<H: Hal>(hal: H) {
     }
     // The first request paid for the model switch; the others did not.
     assert!(latencies[1] == latencies[2], "{latencies:?}");
-    let regs = dev.map().regs[1];
+    let regs = dev.map().cores[1].regs;
     // Ordering: Acquire, partner: `Sequencer::finish`'s Release store of
     // MAC_COUNT (same thread here; the pairing a monitor would rely on).
     let macs = dev.hal().load_u64(regs, 0x30, Ordering::Acquire).unwrap();
