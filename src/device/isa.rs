@@ -350,10 +350,7 @@ impl Insn {
 
     /// The mnemonic (`MATMUL`, ...).
     fn mnemonic(&self) -> &'static str {
-        match shape(self.opcode()) {
-            Some((name, ..)) => name,
-            None => "?",
-        }
+        shape(self.opcode()).map_or("?", |(name, ..)| name)
     }
 
     /// Encode to eight words. Total: any `Insn` encodes; [`Insn::validate`]

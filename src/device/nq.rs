@@ -533,12 +533,11 @@ impl<H: Hal> Harvester<H> {
             // (a RAISE on one engine starves the others into a later
             // deadlock error); ties go to the lower engine index.
             let earlier = match p.error {
-                None => true,
                 Some(ExecStatus::Error { engine, .. }) => {
                     let d = rec.end_cycle.wrapping_sub(p.error_end) as i32;
                     d < 0 || (d == 0 && rec.engine < engine)
                 }
-                Some(ExecStatus::Done) => true,
+                _ => true,
             };
             if earlier {
                 p.error = Some(ExecStatus::Error {

@@ -93,11 +93,9 @@ impl LoadedModel {
 /// Fill the request for `model`; `switch` sets `do_model_switch` and the two
 /// reload flags (the model on the core changed).
 pub fn build_request(model: &LoadedModel, switch: bool) -> DeviceExecRequest {
-    let mut req = DeviceExecRequest::default();
     // All five engines (docs/abi.md §1.5: the struct's arrays are five wide).
-    for e in Engine::ALL {
-        req.set_engine_address(e, model.engine_address(e));
-    }
+    let mut req =
+        DeviceExecRequest::with_engine_addresses(Engine::ALL.map(|e| model.engine_address(e)));
     let flag = u32::from(switch);
     req.do_model_switch = flag;
     req.reload_seq_config = flag;
