@@ -71,9 +71,7 @@ impl Side {
 
 /// The writer of one NQ ring (device side).
 #[derive(Clone, Copy, Debug)]
-pub struct NqWriter {
-    side: Side,
-}
+pub struct NqWriter(Side);
 
 /// A record the writer had to drop because the ring was full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,22 +87,20 @@ impl NqWriter {
     /// engine `map` does not have.
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqWriter, UnitError> {
-        Ok(NqWriter {
-            side: Side::new(map, core, engine)?,
-        })
+        Side::new(map, core, engine).map(NqWriter)
     }
 
     /// The writers of every engine of `core` (the sequencer's), or `None`
     /// for a core `map` does not have.
     pub(crate) fn for_core(map: &MemMap, core: u8) -> Option<[NqWriter; nq::ENGINES as usize]> {
-        Some(Side::all(map, core).ok()?.map(|side| NqWriter { side }))
+        Some(Side::all(map, core).ok()?.map(NqWriter))
     }
 
     /// Free slots: the ring length minus records written and not yet
     /// consumed by the worker (per its `NQ_HEAD` register).
     #[cfg(any(test, feature = "testkit"))]
     pub fn free<H: Hal + ?Sized>(&self, hal: &H) -> Result<u32, HalError> {
-        let l = &self.side;
+        let l = &self.0;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD (docs/abi.md §1.13; the head register is
         // ours).
@@ -120,7 +116,7 @@ impl NqWriter {
         hal: &H,
         mut entry: NqEntry,
     ) -> Result<Result<(), Overflow>, HalError> {
-        let l = &mut self.side;
+        let l = &mut self.0;
         // Ordering: Acquire pairs with `NqReader::poll`'s Release store of
         // NQ_HEAD after it read the slots: they may be overwritten
         // (docs/abi.md §1.13).
@@ -164,25 +160,21 @@ error_enum! {
 
 /// The reader of one NQ ring (worker side).
 #[derive(Clone, Copy, Debug)]
-pub struct NqReader {
-    side: Side,
-}
+pub struct NqReader(Side);
 
 impl NqReader {
     /// The reader for `engine` of `core`, or [`UnitError`] for a core or
     /// engine `map` does not have.
     #[cfg(any(test, feature = "testkit"))]
     pub fn new(map: &MemMap, core: u8, engine: u8) -> Result<NqReader, UnitError> {
-        Ok(NqReader {
-            side: Side::new(map, core, engine)?,
-        })
+        Side::new(map, core, engine).map(NqReader)
     }
 
     /// The next record, if the slot at the head carries the expected phase.
     /// A slot with the expected phase that does not decode is skipped and
     /// reported, so one bad record cannot wedge the ring.
     pub fn poll<H: Hal + ?Sized>(&mut self, hal: &H) -> Result<Option<NqEntry>, NqReadError> {
-        let l = &mut self.side;
+        let l = &mut self.0;
         let bytes = hal.read_nq(l.ring, l.lap.index)?;
         let w = nq::PHASE_WORD;
         let word = u32::from_le_bytes([bytes[w], bytes[w + 1], bytes[w + 2], bytes[w + 3]]);
@@ -359,7 +351,7 @@ impl<H: Hal> Harvester<H> {
     pub fn new(hal: Arc<H>, map: &MemMap, core: u8) -> Result<Harvester<H>, UnitError> {
         Ok(Harvester {
             hal,
-            readers: Side::all(map, core)?.map(|side| NqReader { side }),
+            readers: Side::all(map, core)?.map(NqReader),
             regs: map.core(core)?.regs,
             pending: VecDeque::new(),
             early: VecDeque::new(),
@@ -423,7 +415,7 @@ impl<H: Hal> Harvester<H> {
     /// counts are kept (they are totals).
     pub fn reset(&mut self) {
         for r in &mut self.readers {
-            r.side.lap = Lap::new(r.side.lap.len, true);
+            r.0.lap = Lap::new(r.0.lap.len, true);
         }
         self.pending.clear();
         self.early.clear();

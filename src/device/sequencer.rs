@@ -69,20 +69,18 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     }
 
     /// The DRAM offset of `[pa, pa + len)`, or [`BadPa`] when the range is
-    /// not all inside the model heap or `pa` is not aligned to `align`.
-    fn off(&self, pa: u64, len: usize, align: u64) -> Result<usize, BadPa> {
+    /// not all inside the model heap.
+    fn off(&self, pa: u64, len: usize) -> Result<usize, BadPa> {
         let len = len as u64;
         match pa.checked_add(len) {
-            Some(end) if pa >= self.lo && end <= self.hi && pa % align == 0 => {
-                Ok((pa - DRAM_BASE) as usize)
-            }
+            Some(end) if pa >= self.lo && end <= self.hi => Ok((pa - DRAM_BASE) as usize),
             _ => Err(BadPa { pa, len }),
         }
     }
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let off = self.off(pa, data.len(), 1)?;
+        let off = self.off(pa, data.len())?;
         let len = data.len() as u64;
         self.hal
             .copy_in(self.dram, off, data)
@@ -91,7 +89,7 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
-        let (off, len) = (self.off(pa, out.len(), 1)?, out.len() as u64);
+        let (off, len) = (self.off(pa, out.len())?, out.len() as u64);
         self.hal
             .copy_out(self.dram, off, out)
             .map_err(|_| BadPa { pa, len })
