@@ -16,7 +16,6 @@
 #![forbid(unsafe_code)]
 
 use core::fmt;
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
@@ -483,71 +482,6 @@ impl ModelImage {
     /// image was built without a reference.
     pub fn reference(&self, input: &[f32]) -> Vec<f32> {
         self.reference.as_ref().map_or_else(Vec::new, |f| f(input))
-    }
-
-    /// A human-readable listing: memory map, tensors and each engine's
-    /// disassembled block (used by snapshots).
-    pub fn listing(&self) -> String {
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            "model {}: load {:#x} (+{:#x} bytes, scratch at +{:#x}), io {:#x} (+{:#x})",
-            self.name,
-            self.load_pa,
-            self.footprint(),
-            self.scratch_offset,
-            self.io_pa,
-            self.io_bytes
-        );
-        let m = self.mem;
-        let _ = writeln!(
-            s,
-            "mem: code {} tensors {} constants {} scratchpad {}; macs {}",
-            m.code, m.tensors, m.constants, m.scratchpad, self.macs
-        );
-        for (kind, ts) in [
-            ("input", &self.inputs),
-            ("output", &self.outputs),
-            ("const", &self.constants),
-            ("scratch", &self.scratch),
-        ] {
-            for t in ts {
-                let _ = writeln!(
-                    s,
-                    "{kind:<7} {:<8} {:?} at {}+{:#x} (pa {:#x})",
-                    t.name,
-                    t.shape,
-                    t.section.name(),
-                    t.offset,
-                    self.tensor_pa(t)
-                );
-            }
-        }
-        for (e, off) in Engine::ALL.iter().zip(&self.blocks) {
-            let Some(off) = *off else {
-                let _ = writeln!(s, "{e}: idle");
-                continue;
-            };
-            let _ = writeln!(s, "{e}: block at +{off:#x} (pa {:#x})", self.load_pa + off);
-            // Disassembled until `END`, the end of the image or a word
-            // that does not decode.
-            let code = self.bytes.get(off as usize..).unwrap_or(&[]);
-            for (j, chunk) in code.chunks(INSN_BYTES).enumerate() {
-                match Insn::from_bytes(chunk) {
-                    Ok(insn) => {
-                        let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + j * INSN_BYTES);
-                        if insn == Insn::End {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = writeln!(s, "  <{e}>");
-                        break;
-                    }
-                }
-            }
-        }
-        s
     }
 }
 
