@@ -393,15 +393,13 @@ impl<H: Hal> Harvester<H> {
         }
         let (spare, mut stray) = (&mut self.spare, 0u64);
         self.early.retain(|r| {
-            if r.exec_id == exec_id {
-                spare.push_back(*r);
-                false
-            } else if (r.exec_id.wrapping_sub(exec_id) as i32) > 0 {
-                true
-            } else {
-                stray += 1;
-                false
+            let ahead = r.exec_id.wrapping_sub(exec_id) as i32;
+            match ahead {
+                0 => spare.push_back(*r),
+                _ if ahead < 0 => stray += 1,
+                _ => {}
             }
+            ahead > 0
         });
         self.stray += stray;
         while let Some(rec) = self.spare.pop_front() {
