@@ -206,14 +206,6 @@ impl Progress {
     pub fn made_progress(&self) -> bool {
         self.copies + self.executed + self.records + self.faults + self.resets > 0
     }
-
-    fn add(&mut self, o: Progress) {
-        self.copies += o.copies;
-        self.executed += o.executed;
-        self.records += o.records;
-        self.faults += o.faults;
-        self.resets += o.resets;
-    }
 }
 
 /// The sequencer's own errors (HAL failures on device regions, which a
@@ -335,11 +327,12 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// Do all the work available now on every core, without blocking.
     pub fn poll(&mut self, now: u64) -> Result<Progress, SequencerError> {
-        let mut total = Progress::default();
+        let mut p = Progress::default();
         for core in 0..self.cores.len() as u8 {
-            total.add(self.poll_one(core, now)?);
+            let poll = self.poll_core(usize::from(core), now, &mut p);
+            poll.map_err(|error| SequencerError { core, error })?;
         }
-        Ok(total)
+        Ok(p)
     }
 
     /// Do the work available now on `core` only (one device proxy per core:
