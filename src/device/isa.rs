@@ -568,12 +568,10 @@ impl Insn {
                 count(opcode, "cols", cols.into())?;
                 count(opcode, "rows*cols", u64::from(rows) * u64::from(cols))
             }
-            Insn::Wait(sem, ..) | Insn::Signal(sem, ..) => {
-                if usize::from(sem) >= NUM_SEMAPHORES {
-                    return bad("sem", sem.into());
-                }
-                Ok(())
+            Insn::Wait(sem, ..) | Insn::Signal(sem, ..) if usize::from(sem) >= NUM_SEMAPHORES => {
+                bad("sem", sem.into())
             }
+            Insn::Wait(..) | Insn::Signal(..) => Ok(()),
         }
     }
 
