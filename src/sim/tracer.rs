@@ -11,12 +11,15 @@
 //! Put the tracer innermost (`FaultInjector<Tracer<B>>`) to record what
 //! actually reached memory, outermost to record what the caller asked for.
 //! Records from several threads interleave in one log in the order the
-//! operations completed; with the deterministic runner that order is fixed.
-#![forbid(unsafe_code)]
+//! operations completed; with the deterministic runner (one thread, whose
+//! log takes no lock: [`TraceLog::encoding`]) that order is fixed.
+#![deny(unsafe_code)]
 
+use core::cell::{Cell, RefCell, RefMut};
 use core::fmt::{self, Write as _};
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use crate::wire::{nq, udma};
 
@@ -299,20 +302,84 @@ pub type Namer = fn(RegionId, usize) -> Option<&'static str>;
 
 /// The shared log of a [`Tracer`]; clone it before handing the tracer away.
 ///
-/// A log keeps [`TraceRecord`]s, or, made by [`TraceLog::encoding`] (the
-/// simulator's digest-only and trace-file runs), only the operations'
-/// encodings in the binary event stream (`TraceOp::encode`): one byte
-/// buffer, nothing allocated per operation, drained by
-/// [`TraceLog::drain_encoded`]. An encoding log keeps no records.
+/// A log keeps [`TraceRecord`]s, from any threads (in the order the
+/// operations completed), or, made by [`TraceLog::encoding`] (the
+/// deterministic runner's digest-only and trace-file runs), only the
+/// operations' encodings in the binary event stream (`TraceOp::encode`):
+/// one byte buffer, nothing allocated per operation, drained by
+/// [`TraceLog::drain_encoded`]. An encoding log keeps no records and belongs
+/// to the thread that made it: it takes no lock, and any other thread's use
+/// of it panics.
 #[derive(Clone, Debug, Default)]
 pub struct TraceLog {
-    inner: Arc<Mutex<LogInner>>,
+    inner: Arc<Log>,
 }
 
-#[derive(Debug, Default)]
-struct LogInner {
-    records: Vec<TraceRecord>,
-    encoded: Option<Encoded>,
+#[derive(Debug)]
+enum Log {
+    Records(Mutex<Vec<TraceRecord>>),
+    Encoded(Bound<Encoded>),
+}
+
+impl Default for Log {
+    fn default() -> Log {
+        Log::Records(Mutex::default())
+    }
+}
+
+/// A value only the thread that made it reaches: a [`RefCell`] with no
+/// lock and no locked instruction, for a log the one-thread deterministic
+/// runner writes once per HAL operation.
+#[derive(Debug)]
+struct Bound<T> {
+    owner: ThreadId,
+    cell: RefCell<T>,
+}
+
+// SAFETY: `Sync` lets other threads hold a `&Bound`, but the only way to
+// `cell` is `Bound::with`, which panics unless the calling thread is `owner`
+// (a `ThreadId` is never reused), so one thread alone ever touches the
+// `RefCell`, its borrow flag included. Dropping a `Bound` elsewhere needs
+// ownership (the `Arc` orders it after every use) and `T: Send`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send> Sync for Bound<T> {}
+
+impl<T> Bound<T> {
+    fn new(value: T) -> Bound<T> {
+        Bound {
+            owner: this_thread(),
+            cell: RefCell::new(value),
+        }
+    }
+
+    /// The value; panics on another thread than the owner, or while the
+    /// value is borrowed.
+    #[inline(always)]
+    fn get(&self) -> RefMut<'_, T> {
+        assert!(
+            this_thread() == self.owner,
+            "a trace log used off its thread"
+        );
+        self.cell.borrow_mut()
+    }
+}
+
+thread_local! {
+    /// The thread's id once [`this_thread`] asked for it.
+    static THREAD: Cell<Option<ThreadId>> = const { Cell::new(None) };
+}
+
+/// The calling thread's id, cached (`thread::current()` clones a handle).
+#[inline(always)]
+fn this_thread() -> ThreadId {
+    THREAD.get().unwrap_or_else(first_ask)
+}
+
+#[cold]
+fn first_ask() -> ThreadId {
+    let t = std::thread::current().id();
+    THREAD.set(Some(t));
+    t
 }
 
 /// The operations of an encoding [`TraceLog`]: their encodings
@@ -346,26 +413,36 @@ impl Encoded {
 
 impl TraceLog {
     /// A log that keeps only the operations' encodings (see the type's
-    /// docs): for a binary trace without a text view.
+    /// docs), for the calling thread: for a binary trace without a text
+    /// view.
     pub fn encoding() -> TraceLog {
-        let log = TraceLog::default();
-        log.lock().encoded = Some(Encoded::default());
-        log
+        TraceLog {
+            inner: Arc::new(Log::Encoded(Bound::new(Encoded::default()))),
+        }
     }
 
-    fn lock(&self) -> MutexGuard<'_, LogInner> {
-        // A panic while holding the lock leaves a consistent log: keep going.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// The records of a record-keeping log (`None` for an encoding one).
+    fn lock(&self) -> Option<MutexGuard<'_, Vec<TraceRecord>>> {
+        match &*self.inner {
+            // A panic while holding the lock leaves a consistent log: keep
+            // going.
+            Log::Records(m) => Some(m.lock().unwrap_or_else(|p| p.into_inner())),
+            Log::Encoded(_) => None,
+        }
     }
 
     fn push(&self, op: TraceOp) {
-        let mut v = self.lock();
-        if let Some(e) = &mut v.encoded {
-            e.push(|out| op.encode(out));
-            return;
+        match &*self.inner {
+            Log::Encoded(e) => e.get().push(|out| op.encode(out)),
+            Log::Records(_) => self.push_record(op),
         }
-        let seq = v.records.len() as u64;
-        v.records.push(TraceRecord { seq, op });
+    }
+
+    fn push_record(&self, op: TraceOp) {
+        if let Some(mut v) = self.lock() {
+            let seq = v.len() as u64;
+            v.push(TraceRecord { seq, op });
+        }
     }
 
     /// Record a memory access: encoded straight from the access in an
@@ -373,29 +450,27 @@ impl TraceLog {
     /// otherwise.
     #[inline(always)]
     fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
-        {
-            let mut g = self.lock();
-            if let Some(e) = &mut g.encoded {
+        match &*self.inner {
+            Log::Encoded(e) => {
                 let (order, value, result, data) = fields(a, v);
-                e.push(|out| encode_mem(out, op, region, off, order, value, result, data));
-                return;
+                e.get()
+                    .push(|out| encode_mem(out, op, region, off, order, value, result, data));
             }
+            Log::Records(_) => self.push_record(TraceOp::Mem(MemOp::new(op, region, off, a, v))),
         }
-        self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v)));
     }
 
     /// A copy of every record so far.
     pub fn records(&self) -> Vec<TraceRecord> {
-        self.lock().records.clone()
+        self.lock().map_or_else(Vec::new, |v| v.clone())
     }
 
     /// Number of records (of operations, in an encoding log).
     pub fn len(&self) -> usize {
-        let v = self.lock();
-        if let Some(e) = &v.encoded {
-            return e.ends.len();
+        match &*self.inner {
+            Log::Encoded(e) => e.get().ends.len(),
+            Log::Records(_) => self.lock().map_or(0, |v| v.len()),
         }
-        v.records.len()
     }
 
     /// `true` when nothing was recorded.
@@ -406,23 +481,24 @@ impl TraceLog {
     /// Hand every record to `f` in order, then remove them (sequence
     /// numbers restart at 0) keeping the log's buffer for the next ones.
     /// `f` must not use the traced HAL (the log is locked meanwhile).
-    pub fn drain_each(&self, mut f: impl FnMut(&TraceRecord)) {
-        let mut v = self.lock();
-        v.records.iter().for_each(&mut f);
-        v.records.clear();
+    pub fn drain_each(&self, f: impl FnMut(&TraceRecord)) {
+        if let Some(mut v) = self.lock() {
+            v.iter().for_each(f);
+            v.clear();
+        }
     }
 
     /// For an encoding log: hand the encoded operations so far to `f` (if
     /// there are any), then remove them keeping the buffers. Returns
     /// `false` for a log that keeps records (nothing is handed over).
-    /// `f` must not use the traced HAL (the log is locked meanwhile).
+    /// `f` must not use the traced HAL (the log is borrowed meanwhile).
     pub fn drain_encoded(&self, f: impl FnOnce(&Encoded)) -> bool {
-        let mut v = self.lock();
-        let Some(e) = &mut v.encoded else {
+        let Log::Encoded(e) = &*self.inner else {
             return false;
         };
+        let mut e = e.get();
         if !e.ends.is_empty() {
-            f(e);
+            f(&e);
             e.bytes.clear();
             e.ends.clear();
         }
@@ -946,4 +1022,25 @@ fn encode_failure(out: &mut Vec<u8>, op: &str, e: &HalError) {
     out.extend_from_slice(&frame(18, target, code, off as u64, words(a, b)));
     put_str(out, op);
     put_str(out, text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::fake::FakeHal;
+
+    #[test]
+    fn an_encoding_log_belongs_to_the_thread_that_made_it() {
+        let log = TraceLog::encoding();
+        let mut t = Tracer::with_log(FakeHal::new(), TraceFilter::All, log.clone());
+        let r = t.map(RegionId::Dram, 64).unwrap();
+        t.store_u32(r, 4, 7, Ordering::Relaxed).unwrap();
+        assert_eq!(log.len(), 2);
+        assert!(log.records().is_empty());
+        let elsewhere = log.clone();
+        assert!(std::thread::spawn(move || elsewhere.len()).join().is_err());
+        let mut ops = 0;
+        assert!(log.drain_encoded(|e| ops = e.ops().count()));
+        assert_eq!((ops, log.len()), (2, 0));
+    }
 }
