@@ -236,10 +236,12 @@ pub(crate) struct Binary {
 #[derive(Default)]
 struct Names {
     names: Vec<Box<str>>,
-    /// Where a `&'static str` (a machine's name) was found last, by a hash
-    /// of its address: its address, length and index. Found again there,
-    /// its bytes are not compared (one name may sit at several addresses).
-    at: [(usize, usize, u32); 16],
+    /// Where each `&'static str` (a machine's name) was found, by a hash of
+    /// its address, probing on to the next slot when taken (so names whose
+    /// addresses collide do not evict each other): its address, length and
+    /// index. Found there, its bytes are not compared (one name may sit at
+    /// several addresses).
+    at: [(usize, usize, u32); 32],
 }
 
 impl Names {
@@ -259,15 +261,28 @@ impl Names {
         let slot = (p >> 3 ^ p >> 7) % self.at.len();
         match self.at[slot] {
             (q, m, i) if (q, m) == (p, l) => (i, false),
-            _ => self.add_static(name, slot),
+            _ => self.probe(name, slot),
         }
     }
 
+    /// [`index_static`](Self::index_static) past its first slot: the next
+    /// slots up to the name or an empty one, where it is added.
     #[inline(never)]
-    fn add_static(&mut self, name: &'static str, slot: usize) -> (u32, bool) {
-        let (i, first) = self.index(name);
-        self.at[slot] = (name.as_ptr() as usize, name.len(), i);
-        (i, first)
+    fn probe(&mut self, name: &'static str, mut slot: usize) -> (u32, bool) {
+        let (p, l) = (name.as_ptr() as usize, name.len());
+        for _ in 0..self.at.len() {
+            match self.at[slot] {
+                (q, m, i) if (q, m) == (p, l) => return (i, false),
+                (0, ..) => {
+                    let (i, first) = self.index(name);
+                    self.at[slot] = (p, l, i);
+                    return (i, first);
+                }
+                _ => slot = (slot + 1) % self.at.len(),
+            }
+        }
+        // Every slot taken: found by its bytes.
+        self.index(name)
     }
 }
 
