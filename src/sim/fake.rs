@@ -5,7 +5,9 @@
 //!
 //! Sub-word stores (byte-copy edges, 4-byte stores) are compare-and-swap loops
 //! on the containing word, so two agents writing different bytes of one word
-//! never lose each other's bytes.
+//! never lose each other's bytes. A fake only one thread writes
+//! ([`FakeHal::one_thread`], the deterministic runner's) makes them, and
+//! every read-modify-write, a load and a store: no locked instruction.
 #![forbid(unsafe_code)]
 
 use std::os::fd::RawFd;
@@ -26,6 +28,8 @@ type Words = (usize, Arc<[AtomicU64]>);
 pub struct FakeHal {
     regions: Table<RegionId, Words>,
     events: Table<EventId, Arc<AtomicU64>>,
+    /// Made by [`FakeHal::one_thread`].
+    one: bool,
 }
 
 impl core::fmt::Debug for FakeHal {
@@ -39,8 +43,21 @@ impl core::fmt::Debug for FakeHal {
 
 impl FakeHal {
     /// An empty fake.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn new() -> FakeHal {
         FakeHal::default()
+    }
+
+    /// An empty fake whose memory and events one thread at a time writes
+    /// (the deterministic runner's): its read-modify-writes and sub-word
+    /// stores are a load and a store. Writers on two threads at once could
+    /// lose each other's updates (the words stay atomics: never undefined
+    /// behaviour).
+    pub fn one_thread() -> FakeHal {
+        FakeHal {
+            one: true,
+            ..FakeHal::default()
+        }
     }
 
     /// The words of the region `r` names. Checked against the handle's id
@@ -58,8 +75,54 @@ impl FakeHal {
     }
 }
 
+/// Replace word `w` by `f(old)`; returns `old`. `one`: the fake's one
+/// writer does it with a load and a store; otherwise a compare-and-swap
+/// loop, so no other writer's update in between is lost.
+#[inline(always)]
+fn update(w: &AtomicU64, one: bool, order: Ordering, f: impl Fn(u64) -> u64) -> u64 {
+    if one {
+        // Ordering: the caller's, its load half on the load and its store
+        // half on the store (partner and seed section named at the caller);
+        // with one writer nothing comes between them.
+        let old = w.load(load_for(order));
+        w.store(f(old), store_for(order));
+        return old;
+    }
+    let mut cur = w.load(Ordering::Relaxed);
+    loop {
+        // Ordering: the caller's ordering applies to the successful
+        // exchange (partner and seed section named at the caller); a failed
+        // one only re-reads the word.
+        match w.compare_exchange_weak(cur, f(cur), order, load_for(order)) {
+            Ok(_) => return cur,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// The load half of an ordering (also a failure ordering valid for
+/// `compare_exchange`), whose `// Ordering:` reasoning is at the caller.
+fn load_for(o: Ordering) -> Ordering {
+    match o {
+        Ordering::SeqCst => Ordering::SeqCst,
+        Ordering::Acquire | Ordering::AcqRel => Ordering::Acquire,
+        _ => Ordering::Relaxed,
+    }
+}
+
+/// The store half of an ordering, whose `// Ordering:` reasoning is at the
+/// caller.
+fn store_for(o: Ordering) -> Ordering {
+    match o {
+        Ordering::SeqCst => Ordering::SeqCst,
+        Ordering::Release | Ordering::AcqRel => Ordering::Release,
+        _ => Ordering::Relaxed,
+    }
+}
+
 /// Replace the bytes `[byte, byte + bytes.len())` of word `w` with `bytes`.
-fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
+#[inline(always)]
+fn splice(w: &AtomicU64, one: bool, byte: usize, bytes: &[u8], order: Ordering) {
     if let Ok(whole) = <[u8; 8]>::try_from(bytes) {
         // The whole word: one plain store, no mask to build. Ordering: the
         // caller's (its partner and seed section are named at the caller).
@@ -73,52 +136,24 @@ fn splice(w: &AtomicU64, byte: usize, bytes: &[u8], order: Ordering) {
         mask |= 0xFF << sh;
         val |= u64::from(*b) << sh;
     }
-    let mut cur = w.load(Ordering::Relaxed);
-    loop {
-        let new = (cur & !mask) | val;
-        // Ordering: the caller's ordering applies to the successful store
-        // (its partner and seed section are named at the caller); a failed
-        // exchange only re-reads the word.
-        match w.compare_exchange_weak(cur, new, order, load_for(order)) {
-            Ok(_) => return,
-            Err(now) => cur = now,
-        }
-    }
-}
-
-/// A failure ordering valid for `compare_exchange` (no Release/AcqRel): the
-/// load half of the caller's ordering (whose `// Ordering:` reasoning is at
-/// the caller).
-fn load_for(o: Ordering) -> Ordering {
-    match o {
-        Ordering::SeqCst => Ordering::SeqCst,
-        Ordering::Acquire | Ordering::AcqRel => Ordering::Acquire,
-        _ => Ordering::Relaxed,
-    }
+    update(w, one, order, |cur| (cur & !mask) | val);
 }
 
 /// Add `v` (wrapping) to the 4-byte word at byte `byte` of `w`; returns the
 /// old 4-byte word.
-fn fetch_add32(w: &AtomicU64, byte: usize, v: u32, order: Ordering) -> u32 {
+fn fetch_add32(w: &AtomicU64, one: bool, byte: usize, v: u32, order: Ordering) -> u32 {
     let sh = 8 * byte;
-    let mut cur = w.load(Ordering::Relaxed);
-    loop {
-        let old = (cur >> sh) as u32;
-        let new = (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(old.wrapping_add(v)) << sh);
-        // Ordering: the caller's ordering applies to the read-modify-write
-        // (partner and seed section named at the caller, e.g. the doorbell
-        // in `access`).
-        match w.compare_exchange_weak(cur, new, order, load_for(order)) {
-            Ok(_) => return old,
-            Err(now) => cur = now,
-        }
-    }
+    let add = |cur: u64| {
+        let new = ((cur >> sh) as u32).wrapping_add(v);
+        (cur & !(0xFFFF_FFFFu64 << sh)) | (u64::from(new) << sh)
+    };
+    (update(w, one, order, add) >> sh) as u32
 }
 
 // Runs of words (range checked by the caller; offsets are 4-aligned): an
 // unaligned first word, then whole 8-byte words (one load or one plain
 // store per pair, a straight loop the compiler unrolls), then an odd last
-// word. A lone 4-byte store is a compare-and-swap on its word.
+// word. A lone 4-byte store is spliced into its word.
 fn load_run(words: &[AtomicU64], off: usize, out: &mut [u32]) {
     let (mut out, mut w) = (out, off / 8);
     if off % 8 != 0 {
@@ -184,12 +219,12 @@ fn read_bytes(words: &[AtomicU64], off: usize, out: &mut [u8]) {
 
 /// Write `data` at `off` (bounds checked by the caller): whole words are
 /// stored, partial ones spliced into their neighbours' bytes.
-fn write_bytes(words: &[AtomicU64], off: usize, data: &[u8]) {
+fn write_bytes(words: &[AtomicU64], one: bool, off: usize, data: &[u8]) {
     let (byte, mut w) = (off % 8, off / 8);
     let head = ((8 - byte) % 8).min(data.len());
     let (first, rest) = data.split_at(head);
     if head > 0 {
-        splice(&words[w], byte, first, Ordering::Relaxed);
+        splice(&words[w], one, byte, first, Ordering::Relaxed);
         w += 1;
     }
     let last = w + rest.len() / 8;
@@ -201,17 +236,17 @@ fn write_bytes(words: &[AtomicU64], off: usize, data: &[u8]) {
         }
     }
     if !tail.is_empty() {
-        splice(&words[last], 0, tail, Ordering::Relaxed);
+        splice(&words[last], one, 0, tail, Ordering::Relaxed);
     }
 }
 
-fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
+fn store_run(words: &[AtomicU64], one: bool, off: usize, vals: &[u32]) {
     let (mut vals, mut w) = (vals, off / 8);
     if off % 8 != 0 {
         let Some((first, rest)) = vals.split_first() else {
             return;
         };
-        splice(&words[w], 4, &first.to_le_bytes(), Ordering::Relaxed);
+        splice(&words[w], one, 4, &first.to_le_bytes(), Ordering::Relaxed);
         (vals, w) = (rest, w + 1);
     }
     let n = vals.len() / 2;
@@ -223,7 +258,7 @@ fn store_run(words: &[AtomicU64], off: usize, vals: &[u32]) {
         }
     }
     if let [v] = last {
-        splice(&words[w + n], 0, &v.to_le_bytes(), Ordering::Relaxed);
+        splice(&words[w + n], one, 0, &v.to_le_bytes(), Ordering::Relaxed);
     }
 }
 
@@ -259,12 +294,12 @@ impl Hal for FakeHal {
         let (len, align) = a.span();
         check(r, off, len, align)?;
         let words = self.words(r)?;
-        let (w, byte) = (off / 8, off % 8);
+        let (w, byte, one) = (off / 8, off % 8, self.one);
         Ok(match a {
             Access::Load(Width::W32, order) => (words[w].load(order) >> (8 * byte)) & 0xFFFF_FFFF,
             Access::Load(Width::W64, order) => words[w].load(order),
             Access::Store(Width::W32, v, order) => {
-                splice(&words[w], byte, &(v as u32).to_le_bytes(), order);
+                splice(&words[w], one, byte, &(v as u32).to_le_bytes(), order);
                 0
             }
             Access::Store(Width::W64, v, order) => {
@@ -272,7 +307,10 @@ impl Hal for FakeHal {
                 0
             }
             Access::FetchAdd(Width::W32, v, order) => {
-                fetch_add32(&words[w], byte, v as u32, order).into()
+                fetch_add32(&words[w], one, byte, v as u32, order).into()
+            }
+            Access::FetchAdd(Width::W64, v, order) if one => {
+                update(&words[w], one, order, |cur| cur.wrapping_add(v))
             }
             // Ordering: the caller's ordering applies to the read-modify-write
             // (partner and seed section named at the caller).
@@ -281,7 +319,7 @@ impl Hal for FakeHal {
                 // Ordering: Release pairs with the device's Acquire load of
                 // the same tail register (docs/abi.md §1.10 "device publish
                 // boundary").
-                let old = fetch_add32(&words[w], byte, n, Ordering::Release);
+                let old = fetch_add32(&words[w], one, byte, n, Ordering::Release);
                 old.wrapping_add(n).into()
             }
             Access::LoadRun(out) => {
@@ -289,7 +327,7 @@ impl Hal for FakeHal {
                 0
             }
             Access::StoreRun(vals) => {
-                store_run(words, off, vals);
+                store_run(words, one, off, vals);
                 0
             }
             Access::Read(out) => {
@@ -297,7 +335,7 @@ impl Hal for FakeHal {
                 0
             }
             Access::Write(data) => {
-                write_bytes(words, off, data);
+                write_bytes(words, one, off, data);
                 0
             }
             Access::ReadRecord(_, out) => {
@@ -324,7 +362,12 @@ impl Hal for FakeHal {
         // Ordering: Release pairs with the AcqRel swap in `wait`, like an
         // eventfd write/read pair (docs/abi.md §1.8: the eventfd write is the
         // completion signal; here the NQ interrupt event).
-        self.counter(ev)?.fetch_add(n, Ordering::Release);
+        let c = self.counter(ev)?;
+        if self.one {
+            update(c, true, Ordering::Release, |v| v.wrapping_add(n));
+        } else {
+            c.fetch_add(n, Ordering::Release);
+        }
         Ok(())
     }
 
@@ -332,7 +375,13 @@ impl Hal for FakeHal {
         // Ordering: AcqRel: acquire pairs with `notify`'s Release fetch_add
         // (docs/abi.md §1.8 eventfd signal); release keeps a later notify's
         // counter ordered after this reset.
-        match self.counter(ev)?.swap(0, Ordering::AcqRel) {
+        let c = self.counter(ev)?;
+        let v = if self.one {
+            update(c, true, Ordering::AcqRel, |_| 0)
+        } else {
+            c.swap(0, Ordering::AcqRel)
+        };
+        match v {
             0 => Ok(Wait::TimedOut),
             v => Ok(Wait::Signalled(v)),
         }
@@ -340,5 +389,38 @@ impl Hal for FakeHal {
 
     fn event_fd(&self, _ev: EventHandle) -> Option<RawFd> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-writer fake's loads and stores give what the
+    /// compare-and-swap ones give.
+    #[test]
+    fn one_thread_read_modify_writes_match_the_shared_ones() {
+        let run = |mut hal: FakeHal| {
+            let r = hal.map(RegionId::Dram, 32).unwrap();
+            let ev = hal.event(EventId::Other { tag: 1 }).unwrap();
+            hal.store_u64(r, 0, u64::MAX, Ordering::Relaxed).unwrap();
+            hal.store_u32(r, 4, 0x1234_5678, Ordering::Release).unwrap();
+            hal.copy_in(r, 9, &[1, 2, 3, 4, 5, 6, 7, 8, 9]).unwrap();
+            let a = hal.fetch_add_u32(r, 0, 2, Ordering::AcqRel).unwrap();
+            let b = hal
+                .access(r, 24, Access::FetchAdd(Width::W64, 5, Ordering::Relaxed))
+                .unwrap();
+            let c = hal.tail_inc(r, 20, 3).unwrap();
+            hal.notify(ev, 4).unwrap();
+            hal.notify(ev, 1).unwrap();
+            let waits = [hal.wait(ev, 0).unwrap(), hal.wait(ev, 0).unwrap()];
+            let mut bytes = [0u8; 32];
+            hal.copy_out(r, 0, &mut bytes).unwrap();
+            (a, b, c, waits, bytes)
+        };
+        let one = run(FakeHal::one_thread());
+        assert_eq!(one, run(FakeHal::new()));
+        assert_eq!((one.0, one.2), (u32::MAX, 3));
+        assert_eq!(one.3, [Wait::Signalled(5), Wait::TimedOut]);
     }
 }

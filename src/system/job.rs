@@ -781,14 +781,18 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
         injecting(LinuxHal::new(), None, cfg, &p, progress)
     } else if !cfg.digest {
         // Nothing observes the HAL: no tracer in the stack.
-        injecting(FakeHal::new(), None, cfg, &p, progress)
+        injecting(FakeHal::one_thread(), None, cfg, &p, progress)
     } else {
         // Without a text view (no replay to compare with), the tracer's log
         // keeps only the operations' encodings in the binary stream.
         let tracer = if cfg.replay.is_none() {
-            Tracer::with_log(FakeHal::new(), TraceFilter::Protocol, TraceLog::encoding())
+            Tracer::with_log(
+                FakeHal::one_thread(),
+                TraceFilter::Protocol,
+                TraceLog::encoding(),
+            )
         } else {
-            Tracer::with_filter(FakeHal::new(), TraceFilter::Protocol)
+            Tracer::with_filter(FakeHal::one_thread(), TraceFilter::Protocol)
         };
         let log = Some(tracer.log());
         injecting(tracer, log, cfg, &p, progress)
