@@ -63,6 +63,7 @@ impl FakeHal {
     /// The words of the region `r` names. Checked against the handle's id
     /// and length, so a handle from another backend (even one with the same
     /// index and id) cannot index past this region's words.
+    #[inline(always)]
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
         match self.regions.get(r.index(), r.id()) {
             Ok((len, words)) if *len == r.len() => Ok(words),

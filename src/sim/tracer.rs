@@ -318,7 +318,7 @@ pub struct TraceLog {
 #[derive(Debug)]
 enum Log {
     Records(Mutex<Vec<TraceRecord>>),
-    Encoded(Bound<Encoded>),
+    Encoded(Bound),
 }
 
 impl Default for Log {
@@ -327,35 +327,28 @@ impl Default for Log {
     }
 }
 
-/// A value only the thread that made it reaches: a [`RefCell`] with no
+/// Encodings only the thread that made them reaches: a [`RefCell`] with no
 /// lock and no locked instruction, for a log the one-thread deterministic
 /// runner writes once per HAL operation.
 #[derive(Debug)]
-struct Bound<T> {
+struct Bound {
     owner: ThreadId,
-    cell: RefCell<T>,
+    cell: RefCell<Encoded>,
 }
 
 // SAFETY: `Sync` lets other threads hold a `&Bound`, but the only way to
 // `cell` is `Bound::with`, which panics unless the calling thread is `owner`
 // (a `ThreadId` is never reused), so one thread alone ever touches the
 // `RefCell`, its borrow flag included. Dropping a `Bound` elsewhere needs
-// ownership (the `Arc` orders it after every use) and `T: Send`.
+// ownership (the `Arc` orders it after every use), and `Encoded` is `Send`.
 #[allow(unsafe_code)]
-unsafe impl<T: Send> Sync for Bound<T> {}
+unsafe impl Sync for Bound {}
 
-impl<T> Bound<T> {
-    fn new(value: T) -> Bound<T> {
-        Bound {
-            owner: this_thread(),
-            cell: RefCell::new(value),
-        }
-    }
-
-    /// The value; panics on another thread than the owner, or while the
-    /// value is borrowed.
+impl Bound {
+    /// The encodings; panics on another thread than the owner, or while
+    /// they are borrowed.
     #[inline(always)]
-    fn get(&self) -> RefMut<'_, T> {
+    fn get(&self) -> RefMut<'_, Encoded> {
         assert!(
             this_thread() == self.owner,
             "a trace log used off its thread"
@@ -417,7 +410,10 @@ impl TraceLog {
     /// view.
     pub fn encoding() -> TraceLog {
         TraceLog {
-            inner: Arc::new(Log::Encoded(Bound::new(Encoded::default()))),
+            inner: Arc::new(Log::Encoded(Bound {
+                owner: this_thread(),
+                cell: RefCell::default(),
+            })),
         }
     }
 
@@ -432,13 +428,9 @@ impl TraceLog {
     }
 
     fn push(&self, op: TraceOp) {
-        match &*self.inner {
-            Log::Encoded(e) => e.get().push(|out| op.encode(out)),
-            Log::Records(_) => self.push_record(op),
+        if let Log::Encoded(e) = &*self.inner {
+            return e.get().push(|out| op.encode(out));
         }
-    }
-
-    fn push_record(&self, op: TraceOp) {
         if let Some(mut v) = self.lock() {
             let seq = v.len() as u64;
             v.push(TraceRecord { seq, op });
@@ -456,7 +448,7 @@ impl TraceLog {
                 e.get()
                     .push(|out| encode_mem(out, op, region, off, order, value, result, data));
             }
-            Log::Records(_) => self.push_record(TraceOp::Mem(MemOp::new(op, region, off, a, v))),
+            Log::Records(_) => self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v))),
         }
     }
 
@@ -524,7 +516,7 @@ pub fn show(op: &TraceOp, names: Option<Namer>) -> impl fmt::Display + '_ {
 }
 
 /// Short ordering name.
-pub const fn order_name(o: Ordering) -> &'static str {
+const fn order_name(o: Ordering) -> &'static str {
     match o {
         Ordering::Relaxed => "rlx",
         Ordering::Acquire => "acq",
