@@ -44,7 +44,7 @@ use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::actors::lock;
-use crate::actors::producer::{publisher_caught_up, Lane, ProducerStats, Request};
+use crate::actors::producer::{publisher_caught_up, Lane, ProducerStats, Request, RingQueue};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
@@ -94,9 +94,9 @@ struct SystemId(u64);
 
 impl SystemId {
     fn next() -> SystemId {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        static NEXT: atomic::AtomicU64 = atomic::AtomicU64::new(1);
         // Relaxed: a unique number is all it needs to be.
-        SystemId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        SystemId(NEXT.fetch_add(1, atomic::Ordering::Relaxed))
     }
 }
 
@@ -279,13 +279,15 @@ pub struct SystemReport {
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
 pub struct System<H: Hal + 'static> {
+    /// Dropped first: a system dropped without [`System::shutdown`] stops
+    /// its daemons and waits for them.
+    running: Running<SysActor<H>>,
     id: SystemId,
     /// The daemons' stop: set when one panicked (the runner stops them
     /// all) or at shutdown. A call that needs them fails once it is set.
     stop: StopHandle,
     shared: Arc<Shared<H>>,
     clock: MonotonicClock,
-    running: Option<Running<SysActor<H>>>,
 }
 
 impl<H: Hal + 'static> core::fmt::Debug for System<H> {
@@ -313,7 +315,7 @@ impl<H: Hal + 'static> System<H> {
             stop: running.stop_handle(),
             shared,
             clock,
-            running: Some(running),
+            running,
         })
     }
 
@@ -373,12 +375,8 @@ impl<H: Hal + 'static> System<H> {
     }
 
     fn lane(&self, xu: u8) -> Result<MutexGuard<'_, Lane<H>>, NrtStatus> {
-        let l = self
-            .shared
-            .lanes
-            .get(usize::from(xu))
-            .ok_or(NrtStatus::INVALID)?;
-        Ok(lock(l))
+        let lane = self.shared.lanes.get(usize::from(xu));
+        lane.map(lock).ok_or(NrtStatus::INVALID)
     }
 
     /// Schedule one execution of `model` on XU `xu`: a `SeqId`, or the
@@ -409,7 +407,7 @@ impl<H: Hal + 'static> System<H> {
         )
     }
 
-    fn queue_of(&self, seq: SeqId) -> Result<&crate::actors::producer::RingQueue, NrtStatus> {
+    fn queue_of(&self, seq: SeqId) -> Result<&RingQueue, NrtStatus> {
         self.shared
             .queues
             .get(usize::from(seq.vnc_id()))
@@ -426,11 +424,8 @@ impl<H: Hal + 'static> System<H> {
 
     /// The newest completed handle of XU `xu`.
     pub fn last_completed(&self, xu: u8) -> Result<SeqId, NrtStatus> {
-        self.shared
-            .queues
-            .get(usize::from(xu))
-            .map(|q| q.last_completed())
-            .ok_or(NrtStatus::INVALID)
+        let q = self.shared.queues.get(usize::from(xu));
+        q.map(|q| q.last_completed()).ok_or(NrtStatus::INVALID)
     }
 
     /// Bring XU `xu` back after a fault its queues survived (a hardware
@@ -465,11 +460,8 @@ impl<H: Hal + 'static> System<H> {
     /// reset goes on). [`RecoverError::Resetting`] when a reset already
     /// runs.
     pub fn reset(&self, xu: u8, timeout: Duration) -> Result<(), RecoverError> {
-        let h = self
-            .shared
-            .healths
-            .get(usize::from(xu))
-            .ok_or(RecoverError::NoSuchXu)?;
+        let h = self.shared.healths.get(usize::from(xu));
+        let h = h.ok_or(RecoverError::NoSuchXu)?;
         let mut lane = self.lane(xu).map_err(|_| RecoverError::NoSuchXu)?;
         lane.begin_reset(&mut Cx::new(self.now(), "api", &mut NullTrace))
             .map_err(|_| RecoverError::Resetting)?;
@@ -598,15 +590,11 @@ impl<H: Hal + 'static> System<H> {
     }
 
     /// Quiesce (up to 30 s), stop the daemons and report what they did.
-    pub fn shutdown(mut self) -> Result<SystemReport, Error> {
+    pub fn shutdown(self) -> Result<SystemReport, Error> {
         let stopped = self.running().is_err();
         let quiet = self.quiesce(Duration::from_secs(30));
-        let running = self
-            .running
-            .take()
-            .ok_or_else(|| Error::Other("not running".into()))?;
-        running.stop();
-        let rep = running.join()?;
+        self.stop.stop();
+        let rep = self.running.join()?;
         if !quiet {
             return Err(Error::Other(if stopped {
                 "shutdown: the daemons had stopped before it (one panicked?): what was in flight is lost".into()
@@ -649,14 +637,5 @@ impl SystemReport {
                 .load(atomic::Ordering::Relaxed),
         };
         (report, producer)
-    }
-}
-
-impl<H: Hal + 'static> Drop for System<H> {
-    fn drop(&mut self) {
-        if let Some(r) = self.running.take() {
-            r.stop();
-            let _ = r.join();
-        }
     }
 }

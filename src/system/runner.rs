@@ -99,6 +99,7 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 }
 
 /// One actor in a runner, and what its polls did (both runners).
+#[derive(Debug)]
 struct Member<A> {
     /// Its `add` index.
     index: usize,
@@ -132,28 +133,21 @@ impl<A: Actor> Member<A> {
     fn poll(&mut self, now: Nanos, trace: &mut dyn TraceSink) -> Result<Progress, RunError> {
         self.polled_at = now;
         self.st.polls += 1;
-        let polled = catch_unwind(AssertUnwindSafe(|| {
+        let progress = catch_unwind(AssertUnwindSafe(|| {
             self.actor.poll(&mut Cx::new(now, &self.st.name, trace))
-        }));
-        match polled {
-            Err(p) => {
-                self.done = true;
-                Err(RunError::ActorPanicked {
-                    actor: self.st.name.clone(),
-                    message: panic_message(&*p),
-                    now,
-                })
-            }
-            Ok(Progress::Made) => {
-                self.st.progress += 1;
-                Ok(Progress::Made)
-            }
-            Ok(Progress::Finished) => {
-                (self.st.finished, self.done) = (true, true);
-                Ok(Progress::Finished)
-            }
-            Ok(Progress::Idle) => Ok(Progress::Idle),
+        }))
+        .map_err(|p| RunError::ActorPanicked {
+            actor: self.st.name.clone(),
+            message: panic_message(&*p),
+            now,
+        });
+        match progress {
+            Ok(Progress::Made) => self.st.progress += 1,
+            Ok(Progress::Finished) => (self.st.finished, self.done) = (true, true),
+            Ok(Progress::Idle) => {}
+            Err(_) => self.done = true,
         }
+        progress
     }
 }
 
@@ -230,6 +224,7 @@ pub enum Step {
 }
 
 /// The deterministic single-thread runner.
+#[derive(Debug)]
 pub struct DetRunner<A = Box<dyn Actor>> {
     cfg: DetConfig,
     rng: SplitMix64,
@@ -251,16 +246,6 @@ pub struct DetRunner<A = Box<dyn Actor>> {
     stats: DetStats,
     no_progress: u64,
     started: bool,
-}
-
-impl<A> fmt::Debug for DetRunner<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DetRunner")
-            .field("cfg", &self.cfg)
-            .field("actors", &self.slots.len())
-            .field("stats", &self.stats)
-            .finish()
-    }
 }
 
 /// Record a runner event (`kind` `run`) at `now`.
@@ -493,6 +478,7 @@ impl Default for ThreadedConfig {
 /// On its own cache line: every actor thread loads the flag on every poll,
 /// so a hot neighbour would turn those loads into misses.
 #[repr(align(64))]
+#[derive(Debug)]
 struct StopInner {
     flag: AtomicBool,
     /// Signalled once by `stop` and never read, so it stays readable and
@@ -501,16 +487,8 @@ struct StopInner {
 }
 
 /// Stops a threaded run from anywhere. Cheap to clone.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct StopHandle(Arc<StopInner>);
-
-impl fmt::Debug for StopHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("StopHandle")
-            .field(&self.is_stopped())
-            .finish()
-    }
-}
 
 impl StopHandle {
     fn new() -> io::Result<StopHandle> {
@@ -607,6 +585,7 @@ impl<A> fmt::Debug for ThreadedReport<A> {
     }
 }
 
+#[derive(Debug)]
 struct ThreadShared {
     stop: StopHandle,
     /// Non-daemon actors not finished yet; the one that takes it to zero
@@ -641,21 +620,13 @@ impl Seat {
 
 /// The threaded runner: one thread per actor, or per group of actors
 /// ([`ThreadedRunner::add_to`]).
+#[derive(Debug)]
 pub struct ThreadedRunner<A> {
     cfg: ThreadedConfig,
-    /// Each actor, whether it is a daemon, and where it runs.
-    actors: Vec<(A, bool, Seat)>,
+    /// Each actor, and where it runs.
+    actors: Vec<(Member<A>, Seat)>,
     stop: StopHandle,
     clock: Option<MonotonicClock>,
-}
-
-impl<A> fmt::Debug for ThreadedRunner<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadedRunner")
-            .field("cfg", &self.cfg)
-            .field("actors", &self.actors.len())
-            .finish()
-    }
 }
 
 impl<A: Actor + Send + 'static> ThreadedRunner<A> {
@@ -701,8 +672,9 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     /// guessing each actor's cost. Fewer threads than actors keeps a host
     /// with few CPUs from spending them on yields and wake-ups.
     pub fn add_to(&mut self, seat: Seat, actor: A, daemon: bool) -> usize {
-        self.actors.push((actor, daemon, seat));
-        self.actors.len() - 1
+        let index = self.actors.len();
+        self.actors.push((Member::new(index, actor, daemon), seat));
+        index
     }
 
     /// A handle that stops the run (usable before and after `start`).
@@ -714,7 +686,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     /// Spawn one thread per actor or group (named `xunds-<first actor>`).
     pub fn start(self) -> Result<Running<A>, RunError> {
         let started = Instant::now();
-        let non_daemons = self.actors.iter().filter(|(_, d, _)| !d).count();
+        let non_daemons = self.actors.iter().filter(|(m, _)| !m.daemon).count();
         let shared = Arc::new(ThreadShared {
             stop: self.stop.clone(),
             remaining: AtomicUsize::new(non_daemons),
@@ -731,8 +703,7 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
         // only when they have time (`try_lock`, never waiting).
         let mut groups: Vec<(Option<u32>, String, Vec<Home<A>>)> = Vec::new();
         let mut shared_all: Vec<(Option<u32>, SharedMember<A>)> = Vec::new();
-        for (index, (actor, daemon, seat)) in self.actors.into_iter().enumerate() {
-            let member = Member::new(index, actor, daemon);
+        for (member, seat) in self.actors {
             let name = member.st.name.clone();
             let home = if let Seat::Shared(_) = seat {
                 let m = Arc::new(Mutex::new(member));
@@ -750,14 +721,20 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
                 None => groups.push((group, name, vec![home])),
             }
         }
-        let mut threads = Vec::with_capacity(groups.len());
+        // Dropped on a spawn failure: stops and joins the threads started.
+        let mut running = Running {
+            threads: Vec::with_capacity(groups.len()),
+            started,
+            max_wall: self.cfg.max_wall,
+            shared,
+        };
         for (group, name, members) in groups {
             let helps: Vec<_> = shared_all
                 .iter()
                 .filter(|(g, _)| group.is_none() || *g != group)
                 .map(|(_, m)| m.clone())
                 .collect();
-            let sh = shared.clone();
+            let sh = running.shared.clone();
             let cfg = self.cfg;
             let spawned = thread::Builder::new()
                 .name(format!("xunds-{name}"))
@@ -766,33 +743,16 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
                     // shared member's lock) ends this thread: stop the
                     // others too, as a panic inside `poll` does, then let
                     // the panic reach `join`.
-                    match catch_unwind(AssertUnwindSafe(|| group_thread(members, helps, &sh, cfg)))
-                    {
-                        Ok(r) => r,
-                        Err(p) => {
+                    catch_unwind(AssertUnwindSafe(|| group_thread(members, helps, &sh, cfg)))
+                        .unwrap_or_else(|p| {
                             sh.stop.stop();
                             std::panic::resume_unwind(p)
-                        }
-                    }
-                });
-            match spawned {
-                Ok(h) => threads.push((name, h)),
-                Err(e) => {
-                    shared.stop.stop();
-                    for (_, h) in threads {
-                        let _ = h.join();
-                    }
-                    return Err(RunError::Spawn(e));
-                }
-            }
+                        })
+                })
+                .map_err(RunError::Spawn)?;
+            running.threads.push((name, spawned));
         }
-        Ok(Running {
-            stop: self.stop,
-            threads,
-            started,
-            max_wall: self.cfg.max_wall,
-            shared,
-        })
+        Ok(running)
     }
 
     /// Start, then [`Running::join`]: returns when every non-daemon actor
@@ -971,9 +931,12 @@ fn group_thread<A: Actor>(
     Ok(members)
 }
 
+/// The longest sleep of [`Running::join`] between looks at the wall bound.
+const WALL_CHECK: Duration = Duration::from_millis(100);
+
 /// A threaded run in progress.
+#[derive(Debug)]
 pub struct Running<A> {
-    stop: StopHandle,
     threads: Vec<(String, JoinHandle<ThreadResult<A>>)>,
     started: Instant,
     max_wall: Option<Duration>,
@@ -985,34 +948,17 @@ pub struct Running<A> {
 /// none runs on detached, holding its fds, mappings and the slab's lock.
 impl<A> Drop for Running<A> {
     fn drop(&mut self) {
-        if self.threads.is_empty() {
-            return;
-        }
-        self.stop.stop();
+        self.shared.stop.stop();
         for (_, h) in self.threads.drain(..) {
             let _ = h.join();
         }
     }
 }
 
-impl<A> fmt::Debug for Running<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Running")
-            .field("threads", &self.threads.len())
-            .field("stopped", &self.stop.is_stopped())
-            .finish()
-    }
-}
-
 impl<A> Running<A> {
     /// A handle that stops the run.
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
-    }
-
-    /// Ask every actor to return after its current poll.
-    pub fn stop(&self) {
-        self.stop.stop();
+        self.shared.stop.clone()
     }
 
     /// When the wall bound passes (saturating: `max_wall` may be
@@ -1025,53 +971,46 @@ impl<A> Running<A> {
     /// that shows progress until then calls [`join`](Self::join) next,
     /// which stops a run past its bound and says so.
     pub fn over(&self) -> bool {
-        self.stop.is_stopped() || self.wall_deadline().is_some_and(|d| Instant::now() >= d)
+        self.shared.stop.is_stopped() || self.wall_deadline().is_some_and(|d| Instant::now() >= d)
     }
 
     /// Wait for every thread. Returns the actors and their counters, or the
     /// first error (a panic, or the wall bound).
     pub fn join(mut self) -> Result<ThreadedReport<A>, RunError> {
-        let mut timed_out = None;
+        let (stop, mut timed_out) = (self.shared.stop.clone(), None);
         if let (Some(max), Some(deadline)) = (self.max_wall, self.wall_deadline()) {
-            while !self.stop.is_stopped() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
+            while !stop.wait(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .min(WALL_CHECK),
+            ) {
+                if Instant::now() >= deadline {
                     timed_out = Some(max);
-                    self.stop.stop();
+                    stop.stop();
                     break;
                 }
-                // Sleep on the stop eventfd itself (it never gets reset).
-                poll_readable([self.stop.fd()], left.min(Duration::from_millis(100)));
             }
         }
-        let mut homes = Vec::with_capacity(self.threads.len());
-        let mut first_err = None;
-        for (name, h) in std::mem::take(&mut self.threads) {
-            match h.join() {
-                Ok(Ok(m)) => homes.extend(m),
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(e);
-                }
+        // Every thread, then the first error in thread order.
+        let joined: Vec<ThreadResult<A>> = (std::mem::take(&mut self.threads).into_iter())
+            .map(|(name, h)| {
                 // A panic outside `poll` (in `idle` or `name`).
-                Err(p) => {
-                    first_err.get_or_insert(RunError::ActorPanicked {
+                h.join().unwrap_or_else(|p| {
+                    Err(RunError::ActorPanicked {
                         actor: name,
                         message: panic_message(&*p),
                         now: Nanos::ZERO,
-                    });
-                }
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
+                    })
+                })
+            })
+            .collect();
+        let homes = joined.into_iter().collect::<Result<Vec<_>, _>>()?;
         if let Some(after) = timed_out {
             return Err(RunError::WallTimeout { after });
         }
         // Every thread has ended, so each shared member's other handles
         // are gone.
-        let mut members: Vec<Member<A>> = homes
-            .into_iter()
+        let mut members: Vec<Member<A>> = (homes.into_iter().flatten())
             .map(|h| match h {
                 Home::Alone(m) => m,
                 Home::Shared(m) => Arc::into_inner(m)
@@ -1082,15 +1021,13 @@ impl<A> Running<A> {
             .collect();
         members.sort_by_key(|m| m.index);
         let (actors, stats) = members.into_iter().map(|m| (m.actor, m.st)).unzip();
+        // The run proper ends when its last non-daemon actor finishes,
+        // not when the caller joins (it may have been asleep).
+        let end = *self.shared.ended.get_or_init(Instant::now);
         Ok(ThreadedReport {
             actors,
             stats,
-            // The run proper ends when its last non-daemon actor finishes,
-            // not when the caller joins (it may have been asleep).
-            elapsed: match self.shared.ended.get() {
-                Some(t) => t.saturating_duration_since(self.started),
-                None => self.started.elapsed(),
-            },
+            elapsed: end.saturating_duration_since(self.started),
         })
     }
 }
@@ -1590,7 +1527,7 @@ mod tests {
             // Daemons only: the run lasts until stopped.
             let running = r.start().unwrap();
             thread::sleep(Duration::from_millis(ms));
-            running.stop();
+            running.stop_handle().stop();
             let rep = running.join().unwrap();
             let (idler, sleeper) = (&rep.actors[0], &rep.actors[1]);
             assert!(rep.stats[1].polls >= 1);

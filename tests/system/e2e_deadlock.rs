@@ -232,7 +232,7 @@ fn everything_full_drains_under_the_threaded_runner() {
         assert!(t0.elapsed() < Duration::from_secs(60), "did not drain");
         std::thread::sleep(Duration::from_millis(1));
     }
-    running.stop();
+    running.stop_handle().stop();
     let rep = running.join().unwrap();
     let f2 = Filled {
         shared: Arc::clone(&f.shared),
