@@ -16,7 +16,7 @@
 //! A read-only mapping (`PROT_READ`, [`Mapping::from_file`] with
 //! `writable = false`) is only ever loaded from: a storing word view
 //! (`Region::words` of [`ReadWrite`]) and a copy in are refused with a
-//! [`MemError`] whose `read_only` is set (a store would fault). Word loads on such a mapping are [`ReadOnly`]
+//! [`MemError::ReadOnly`] (a store would fault). Word loads on such a mapping are [`ReadOnly`]
 //! views: Relaxed atomic loads, the only atomic access the standard library
 //! promises works on read-only pages ("Atomic accesses to read-only memory"
 //! in `core::sync::atomic`), followed by a fence when the caller asked for
@@ -32,43 +32,32 @@ use std::sync::atomic::Ordering;
 use crate::sync::word::{Access, ReadOnly, ReadWrite, Words};
 use std::sync::Arc;
 
-use core::fmt;
-
-/// A bad offset, length or alignment for a [`Region`] access, or a write to
-/// a read-only mapping.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemError {
-    /// Requested offset inside the region.
-    pub offset: usize,
-    /// Requested length.
-    pub len: usize,
-    /// Region length.
-    pub region_len: usize,
-    /// Required alignment (1 for byte copies).
-    pub align: usize,
-    /// The access was in bounds but would write (or hand out a writable
-    /// atomic handle to) a read-only mapping.
-    pub read_only: bool,
-}
-
-impl fmt::Display for MemError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.read_only {
-            return write!(
-                f,
-                "write of {} bytes at offset {:#x} to a read-only mapping",
-                self.len, self.offset
-            );
-        }
-        write!(
-            f,
-            "access of {} bytes at offset {:#x} (align {}) outside region of {} bytes",
-            self.len, self.offset, self.align, self.region_len
-        )
+error_enum! {
+    /// A bad offset, length or alignment for a [`Region`] access, or a write to
+    /// a read-only mapping.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum MemError {
+        /// `[offset, offset + len)` is outside the region or not `align`-aligned.
+        OutOfBounds {
+            /// Requested offset inside the region.
+            offset: usize,
+            /// Requested length.
+            len: usize,
+            /// Required alignment (1 for byte copies).
+            align: usize,
+            /// Region length.
+            region_len: usize,
+        } => "access of {len} bytes at offset {offset:#x} (align {align}) outside region of {region_len} bytes",
+        /// The access was in bounds but would write (or hand out a writable
+        /// atomic handle to) a read-only mapping.
+        ReadOnly {
+            /// Requested offset inside the region.
+            offset: usize,
+            /// Requested length.
+            len: usize,
+        } => "write of {len} bytes at offset {offset:#x} to a read-only mapping",
     }
 }
-
-impl std::error::Error for MemError {}
 
 /// One owned `mmap`. Unmapped on drop.
 ///
@@ -278,13 +267,13 @@ impl Region {
     }
 
     #[inline(always)]
-    fn err(&self, off: usize, len: usize, align: usize) -> MemError {
-        MemError {
-            offset: off,
+    fn err(&self, offset: usize, len: usize, align: usize) -> MemError {
+        let region_len = self.len;
+        MemError::OutOfBounds {
+            offset,
             len,
-            region_len: self.len,
             align,
-            read_only: false,
+            region_len,
         }
     }
 
@@ -316,10 +305,7 @@ impl Region {
     fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
         let p = self.ptr_at(off, len, align)?;
         if !self.writable {
-            return Err(MemError {
-                read_only: true,
-                ..self.err(off, len, align)
-            });
+            return Err(MemError::ReadOnly { offset: off, len });
         }
         Ok(p)
     }
@@ -642,19 +628,23 @@ mod tests {
         r.copy_out(8, &mut b).unwrap();
         assert_eq!(b, [0x88, 0x77]);
         // Every write path (a storing word view, a copy in) is refused in
-        // bounds, with `read_only` set: a store would hit a PROT_READ page.
+        // bounds, as `ReadOnly`: a store would hit a PROT_READ page.
         for e in [
             r.words::<ReadWrite>(8, 8, 8).map(drop).unwrap_err(),
             r.words::<ReadWrite>(8, 4, 4).map(drop).unwrap_err(),
             r.copy_in(8, &[1]).unwrap_err(),
             r.copy_in(0, &[0; 64]).unwrap_err(),
         ] {
-            assert!(e.read_only, "{e}");
+            assert!(matches!(e, MemError::ReadOnly { .. }), "{e}");
             assert!(e.to_string().contains("read-only"), "{e}");
         }
         // Bounds still come first.
-        assert!(!r.words::<ReadOnly>(64, 8, 8).unwrap_err().read_only);
-        assert!(!r.words::<ReadWrite>(64, 8, 8).unwrap_err().read_only);
+        for e in [
+            r.words::<ReadOnly>(64, 8, 8).map(drop).unwrap_err(),
+            r.words::<ReadWrite>(64, 8, 8).map(drop).unwrap_err(),
+        ] {
+            assert!(matches!(e, MemError::OutOfBounds { .. }), "{e}");
+        }
         let w = r.words::<ReadOnly>(8, 8, 8).unwrap();
         assert_eq!(
             w.load_u64(8, Ordering::Relaxed),
