@@ -111,16 +111,12 @@ impl Counter {
 
     /// The counter's C name, or `RESERVED_<index>` for an unnamed index.
     pub fn name(self) -> CounterName {
-        match self.id {
-            CounterId::Nd { index } => match NdCounter::from_index(u32::from(index)) {
-                Some(c) => CounterName::Named(c.name()),
-                None => CounterName::Reserved(index),
-            },
-            CounterId::Nc { index, .. } => match NcCounter::from_index(u32::from(index)) {
-                Some(c) => CounterName::Named(c.name()),
-                None => CounterName::Reserved(index),
-            },
-        }
+        let (CounterId::Nd { index } | CounterId::Nc { index, .. }) = self.id;
+        let name = match self.id {
+            CounterId::Nd { .. } => NdCounter::from_index(index.into()).map(NdCounter::name),
+            CounterId::Nc { .. } => NcCounter::from_index(index.into()).map(NcCounter::name),
+        };
+        name.map_or(CounterName::Reserved(index), CounterName::Named)
     }
 }
 
