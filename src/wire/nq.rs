@@ -201,24 +201,11 @@ impl NqEntry {
         let src = (flags >> SOURCE_SHIFT) & SOURCE_MASK;
         let source = Source::from_u8(src).ok_or(NqError::BadSource(src))?;
         let class = bytes[field::CLASS];
-        let kind = match bytes[field::KIND] {
-            KIND_DONE if class == 0 => Kind::Done,
-            KIND_ERROR => match ErrorClass::from_u8(class) {
-                Some(c) => Kind::Error(c),
-                None => {
-                    return Err(NqError::BadClass {
-                        kind: KIND_ERROR,
-                        class,
-                    })
-                }
-            },
-            KIND_DONE => {
-                return Err(NqError::BadClass {
-                    kind: KIND_DONE,
-                    class,
-                })
-            }
-            k => return Err(NqError::BadKind(k)),
+        let kind = match (bytes[field::KIND], ErrorClass::from_u8(class)) {
+            (KIND_DONE, _) if class == 0 => Kind::Done,
+            (KIND_ERROR, Some(c)) => Kind::Error(c),
+            (kind @ (KIND_DONE | KIND_ERROR), _) => return Err(NqError::BadClass { kind, class }),
+            (k, _) => return Err(NqError::BadKind(k)),
         };
         Ok(NqEntry {
             exec_id: read::<u32>(bytes, field::EXEC_ID),
