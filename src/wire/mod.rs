@@ -107,6 +107,22 @@ impl WireError {
     }
 }
 
+/// `value` as an index when it is below `limit`, else
+/// [`WireError::OutOfRange`] naming `what`: the range check of every
+/// numbered ABI slot (counters, cores, model slots, error classes).
+pub(crate) const fn below(
+    what: &'static str,
+    value: u64,
+    limit: usize,
+) -> Result<usize, WireError> {
+    if value < limit as u64 {
+        Ok(value as usize)
+    } else {
+        let limit = limit as u64;
+        Err(WireError::OutOfRange { what, value, limit })
+    }
+}
+
 /// Check that `bytes` holds at least `need` bytes for `block`.
 pub(crate) fn need(block: &'static str, bytes: &[u8], need: usize) -> Result<(), WireError> {
     if bytes.len() < need {

@@ -19,7 +19,7 @@
 //! for every core.
 
 use super::super::layout::Field;
-use super::super::WireError;
+use super::super::{below, WireError};
 use super::region;
 pub use super::region::{
     BASE_CORES, EXT_CORES, EXT_NC_COUNTER_COUNT, EXT_NC_DATA_COUNT, MAX_CORES, NC_COUNTER_COUNT,
@@ -198,28 +198,15 @@ bitflags::bitflags! {
 /// The NC counter for error class `class` (`ERR_GENERIC + class`, docs/abi.md §2.4): class
 /// 0..=5 maps to counters 7..=12; anything else is out of range.
 pub fn error_class_counter(class: u8) -> Result<NcCounter, WireError> {
-    let limit = ErrorClass::ALL.len() as u32;
-    match ErrorClass::from_u8(class) {
-        Some(c) => Ok(c.counter()),
-        None => Err(WireError::OutOfRange {
-            what: "error class",
-            value: u64::from(class),
-            limit: u64::from(limit),
-        }),
-    }
+    let c = below("error class", class as u64, ErrorClass::ALL.len())?;
+    Ok(ErrorClass::ALL[c].counter())
 }
 
 /// Byte offset of ND counter `index` (`index <= 30` -> `8 + 8 * index`, docs/abi.md §2.5).
 pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
-    let i = index as usize;
-    if i < ND_COUNTER_COUNT {
-        Ok((ND_BASE_ELEM + i) * 8)
-    } else {
-        Err(WireError::OutOfRange {
-            what: "nd counter",
-            value: index as u64,
-            limit: ND_COUNTER_COUNT as u64,
-        })
+    match below("nd counter", index as u64, ND_COUNTER_COUNT) {
+        Ok(i) => Ok((ND_BASE_ELEM + i) * 8),
+        Err(e) => Err(e),
     }
 }
 
@@ -265,21 +252,13 @@ impl NcSlot {
 /// `get_neuroncore_counter_value`), returning the band and element index.
 /// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
 pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
-    let (pnc, c) = (core as usize, counter as usize);
-    if pnc >= MAX_CORES {
-        return Err(WireError::OutOfRange {
-            what: "nc core",
-            value: core as u64,
-            limit: MAX_CORES as u64,
-        });
-    }
-    if c >= TOTAL_NC_COUNTER_COUNT {
-        return Err(WireError::OutOfRange {
-            what: "nc counter",
-            value: counter as u64,
-            limit: TOTAL_NC_COUNTER_COUNT as u64,
-        });
-    }
+    let (pnc, c) = match (
+        below("nc core", core as u64, MAX_CORES),
+        below("nc counter", counter as u64, TOTAL_NC_COUNTER_COUNT),
+    ) {
+        (Ok(pnc), Ok(c)) => (pnc, c),
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
     Ok(if pnc < BASE_CORES {
         if c < NC_COUNTER_COUNT {
             NcSlot {

@@ -10,7 +10,7 @@
 //! not verify the hash: check the raw bytes with [`super::fnv::verify`] first.
 
 use super::super::layout::{Block, Codec, Field};
-use super::super::WireError;
+use super::super::{below, WireError};
 #[cfg(feature = "std")]
 use super::c_str_lossy;
 use super::region;
@@ -47,7 +47,7 @@ wire_block! {
     /// let mut r = ModelRecord { model_id: 7, name: c_string("mlp.neff"), ..ModelRecord::EMPTY };
     /// r.usage_mut(MemLocation::Device, MemSlot::Tensors).total_size = 4096;
     /// // What the producer publishes: the record with its FNV-1a hash at +0.
-    /// let bytes = r.encode_stamped();
+    /// let bytes = fnv::stamped(r.encode());
     /// assert_eq!(fnv::verify(&bytes), fnv::HashState::Valid);
     /// let back = ModelRecord::parse(&bytes).unwrap();
     /// assert_eq!((back.model_id, back.name_str().as_ref()), (7, "mlp.neff"));
@@ -224,14 +224,6 @@ impl ModelRecord {
         }; MEM_USAGE_SLOTS]; MEM_USAGE_LOCATIONS],
     };
 
-    /// The 672 wire bytes with the hash stamped (`hash` ignored), as
-    /// `nds_commit_model_node_info` builds its staging record.
-    pub fn encode_stamped(&self) -> [u8; RECORD_SIZE] {
-        let mut b = self.encode();
-        super::fnv::stamp(&mut b);
-        b
-    }
-
     /// The model name up to its NUL, lossy.
     #[cfg(feature = "std")]
     pub fn name_str(&self) -> Cow<'_, str> {
@@ -262,15 +254,7 @@ pub const fn first_free_slot(bitmap: u64) -> Option<usize> {
 
 /// The `model_bitmap` bit of `slot` (`nds_mark_map_slot` @0x508130).
 pub fn slot_bit(slot: usize) -> Result<u64, WireError> {
-    if slot < region::MODEL_SLOTS {
-        Ok(1u64 << slot)
-    } else {
-        Err(WireError::OutOfRange {
-            what: "model slot",
-            value: slot as u64,
-            limit: region::MODEL_SLOTS as u64,
-        })
-    }
+    Ok(1u64 << below("model slot", slot as u64, region::MODEL_SLOTS)?)
 }
 
 #[cfg(test)]
@@ -315,7 +299,10 @@ mod tests {
         b[0x11e] = 0xaa;
         b[o + 13] = 0xbb;
         assert_eq!(ModelRecord::parse(&b), Ok(r));
-        assert_eq!(fnv::verify(&r.encode_stamped()), fnv::HashState::Valid);
+        assert_eq!(
+            fnv::verify(&fnv::stamped(r.encode())),
+            fnv::HashState::Valid
+        );
     }
 
     #[test]

@@ -223,15 +223,8 @@ const _: () = assert!(EXT_NC_COUNTERS_OFF % 64 == 0 && EXT_NC_DATA_OFF % 64 == 0
 
 /// Byte offset of model slot `slot`'s record: `0x528 + slot * 672` (docs/abi.md §2.6).
 pub fn model_record_off(slot: usize) -> Result<usize, WireError> {
-    if slot < MODEL_SLOTS {
-        Ok(MODEL_RECORDS_OFF + slot * MODEL_RECORD_SIZE)
-    } else {
-        Err(WireError::OutOfRange {
-            what: "model slot",
-            value: slot as u64,
-            limit: MODEL_SLOTS as u64,
-        })
-    }
+    let slot = super::super::below("model slot", slot as u64, MODEL_SLOTS)?;
+    Ok(MODEL_RECORDS_OFF + slot * MODEL_RECORD_SIZE)
 }
 
 /// The region-map row holding byte `off`, or `None` past [`REQUIRED_SIZE`].
