@@ -179,7 +179,7 @@ fn fuzz_header() {
 #[test]
 fn fuzz_model_record() {
     let mut rng = SplitMix64::new(0x004_0003);
-    let valid = rand_model(&mut rng).encode_stamped();
+    let valid = fnv::stamped(rand_model(&mut rng).encode());
     fuzz_decoder(
         0x004_0004,
         &model::LAYOUT,
@@ -208,7 +208,7 @@ fn fuzz_mem_usage_info() {
 #[test]
 fn fuzz_process_info() {
     let mut rng = SplitMix64::new(0x004_0006);
-    let valid = rand_process(&mut rng).encode_stamped();
+    let valid = fnv::stamped(rand_process(&mut rng).encode());
     fuzz_decoder(
         0x004_0007,
         &process::PROCESS_INFO_LAYOUT,
@@ -238,11 +238,13 @@ fn fuzz_version_info() {
 #[test]
 fn fuzz_process_info_ext() {
     let mut rng = SplitMix64::new(0x004_0009);
-    let valid = ProcessInfoExt {
-        hash: 0,
-        tag: rand_arr(&mut rng),
-    }
-    .encode_stamped();
+    let valid = fnv::stamped(
+        ProcessInfoExt {
+            hash: 0,
+            tag: rand_arr(&mut rng),
+        }
+        .encode(),
+    );
     fuzz_decoder(
         0x004_000a,
         &process::PROCESS_INFO_EXT_LAYOUT,
@@ -359,7 +361,7 @@ fn round_trips() {
         let h = Header::from_word(rng.next_u64());
         assert_eq!(Header::parse(&h.encode()), Ok(h));
         // Stamped encodings verify and parse back with the stamped hash.
-        let s = m.encode_stamped();
+        let s = fnv::stamped(m.encode());
         assert_eq!(fnv::verify(&s), fnv::HashState::Valid);
         let back = ModelRecord::parse(&s).unwrap();
         assert_eq!(

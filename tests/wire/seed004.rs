@@ -511,7 +511,7 @@ fn abi_2_8_record_hash_scheme() {
     let mut staging = r.encode();
     staging[..4].fill(0);
     let h = fnv::fnv1a32(&staging);
-    let stamped = r.encode_stamped();
+    let stamped = fnv::stamped(r.encode());
     assert_eq!(u32_at(&stamped, 0), h);
     assert_eq!(fnv::record_hash(&stamped), h);
     assert_eq!(fnv::verify(&stamped), fnv::HashState::Valid);
@@ -526,8 +526,8 @@ fn abi_2_8_record_hash_scheme() {
     ));
     assert_eq!(fnv::verify(&[0u8; 672]), fnv::HashState::Unpublished);
     // Process-info and process-info-ext hash their whole 64/260 bytes.
-    let p = ProcessInfo::default().encode_stamped();
+    let p = fnv::stamped(ProcessInfo::default().encode());
     assert_eq!(u32_at(&p, 0), fnv::fnv1a32(&[0u8; 64]));
-    let e = ProcessInfoExt::default().encode_stamped();
+    let e = fnv::stamped(ProcessInfoExt::default().encode());
     assert_eq!(u32_at(&e, 0), fnv::fnv1a32(&[0u8; 260]));
 }

@@ -104,6 +104,14 @@ pub fn stamp(record: &mut [u8]) -> u32 {
     h
 }
 
+/// An encoded record with its hash stamped ([`stamp`]; the `hash` field
+/// it was encoded with is ignored), as `nds_commit_model_node_info` builds
+/// its staging record: `fnv::stamped(model.encode())`.
+pub fn stamped<const N: usize>(mut record: [u8; N]) -> [u8; N] {
+    stamp(&mut record);
+    record
+}
+
 /// A reader's verdict on a record copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HashState {

@@ -55,7 +55,7 @@ wire_block! {
     ///     runtime_version: VersionInfo { major: 2, minor: 31, build: 24 },
     ///     ..ProcessInfo::default()
     /// };
-    /// let bytes = p.encode_stamped();
+    /// let bytes = fnv::stamped(p.encode());
     /// assert_eq!(fnv::verify(&bytes), fnv::HashState::Valid);
     /// let back = ProcessInfo::parse(&bytes).unwrap();
     /// assert_eq!(back.tag_str(), "job-7");
@@ -113,13 +113,6 @@ impl VersionInfo {
 }
 
 impl ProcessInfo {
-    /// The 64 wire bytes with the hash stamped (`hash` ignored).
-    pub fn encode_stamped(&self) -> [u8; PROCESS_INFO_SIZE] {
-        let mut b = self.encode();
-        super::fnv::stamp(&mut b);
-        b
-    }
-
     /// The tag up to its NUL, lossy.
     #[cfg(feature = "std")]
     pub fn tag_str(&self) -> Cow<'_, str> {
@@ -137,13 +130,6 @@ impl Default for ProcessInfoExt {
 }
 
 impl ProcessInfoExt {
-    /// The 260 wire bytes with the hash stamped (`hash` ignored).
-    pub fn encode_stamped(&self) -> [u8; PROCESS_INFO_EXT_SIZE] {
-        let mut b = self.encode();
-        super::fnv::stamp(&mut b);
-        b
-    }
-
     /// The tag up to its NUL, lossy.
     #[cfg(feature = "std")]
     pub fn tag_str(&self) -> Cow<'_, str> {
@@ -175,13 +161,16 @@ mod tests {
             tag: c_string("job"),
             ..ProcessInfo::default()
         };
-        assert_eq!(fnv::verify(&p.encode_stamped()), fnv::HashState::Valid);
+        assert_eq!(
+            fnv::verify(&fnv::stamped(p.encode())),
+            fnv::HashState::Valid
+        );
         assert_eq!(p.tag_str(), "job");
         let e = ProcessInfoExt {
             hash: 0,
             tag: c_string("long tag"),
         };
-        let b = e.encode_stamped();
+        let b = fnv::stamped(e.encode());
         assert_eq!(fnv::verify(&b), fnv::HashState::Valid);
         assert_eq!(ProcessInfoExt::parse(&b).unwrap().tag_str(), "long tag");
     }
