@@ -93,19 +93,10 @@ wire_enum! {
 impl DeviceExecRequest {
     /// A request with the given per-engine addresses (all five, [`Engine`]
     /// order) and every flag clear.
-    pub const fn with_engine_addresses(addrs: [u64; NUM_ENGINES]) -> Self {
-        let mut r = DeviceExecRequest {
-            do_model_switch: 0,
-            eng_addresses_lo: [0; NUM_ENGINES],
-            eng_addresses_hi: [0; NUM_ENGINES],
-            reload_seq_config: 0,
-            load_act_dve_tables: 0,
-        };
-        let mut i = 0;
-        while i < NUM_ENGINES {
-            r.eng_addresses_lo[i] = addrs[i] as u32;
-            r.eng_addresses_hi[i] = (addrs[i] >> 32) as u32;
-            i += 1;
+    pub fn with_engine_addresses(addrs: [u64; NUM_ENGINES]) -> Self {
+        let mut r = DeviceExecRequest::default();
+        for e in Engine::ALL {
+            r.set_engine_address(e, addrs[e.index()]);
         }
         r
     }
