@@ -68,7 +68,7 @@ use core::sync::atomic::Ordering;
 
 use crate::wire::nds::fnv::{self, RecordHasher};
 use crate::wire::nds::{model, process, region};
-use crate::wire::WireError;
+use crate::wire::{read as le, WireError};
 
 use super::slab::{Slab, SlabMut};
 use super::words;
@@ -326,38 +326,26 @@ pub fn stamp_and_publish<S: SlabMut + ?Sized>(
 ) -> u32 {
     assert_eq!(staged.len(), span.len, "record buffer length");
     let (w0, body) = staged.split_at_mut(8);
-    let mut h = RecordHasher::new().word32(le32(&w0[4..]));
+    let mut h = RecordHasher::new().word32(le::<u32>(w0, 4));
     let (words8, tail) = body.split_at(body.len() & !7);
     let mut at = span.off + 8;
     for w in words8.chunks_exact(8) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(w);
-        let v = u64::from_le_bytes(b);
+        let v = le::<u64>(w, 0);
         slab.store_u64(at, v, Ordering::Relaxed);
         h = h.word64(v);
         at += 8;
     }
     if !tail.is_empty() {
-        let v = le32(tail);
+        let v = le::<u32>(tail, 0);
         slab.store_u32(at, v, Ordering::Relaxed);
         h = h.word32(v);
     }
     let hash = h.finish();
     w0[..4].copy_from_slice(&hash.to_le_bytes());
-    let mut b = [0u8; 8];
-    b.copy_from_slice(w0);
     // Ordering: Release, partner: the Acquire load of word 0 in `copy_once`
     // (docs/abi.md §2.8): a reader that sees this hash sees the whole body.
-    slab.store_u64(span.off, u64::from_le_bytes(b), Ordering::Release);
+    slab.store_u64(span.off, le::<u64>(w0, 0), Ordering::Release);
     hash
-}
-
-/// Little-endian u32 of a 4-byte slice.
-#[inline(always)]
-fn le32(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(b);
-    u32::from_le_bytes(a)
 }
 
 /// Delete a record (docs/abi.md §2.6 `nds_delete_model_node_info`): zero the hash
