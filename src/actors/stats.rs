@@ -163,6 +163,11 @@ impl StatusCounts {
         self.entries.iter().find(|e| e.0 == s).map_or(0, |e| e.1)
     }
 
+    /// Every count, whatever its status.
+    pub fn total(&self) -> u64 {
+        self.entries.iter().map(|e| e.1).sum()
+    }
+
     /// Every (status, count), sorted by code.
     pub fn sorted(&self) -> Vec<(NrtStatus, u64)> {
         let mut v: Vec<_> = self.entries.iter().copied().collect();
@@ -225,6 +230,6 @@ mod tests {
             c.sorted(),
             vec![(NrtStatus::SUCCESS, 5), (NrtStatus::TIMEOUT, 3)]
         );
-        assert_eq!(c.sorted().iter().map(|e| e.1).sum::<u64>(), 8);
+        assert_eq!(c.total(), 8);
     }
 }

@@ -106,12 +106,6 @@ pub struct WorkerParts<H: Hal> {
 pub struct WorkerStats {
     /// Executions completed (popped).
     pub completed: u64,
-    /// Completed with `SUCCESS`.
-    pub ok: u64,
-    /// Completed with another status (timeouts included).
-    pub err: u64,
-    /// Completed with `TIMEOUT`.
-    pub timed_out: u64,
     /// Outputs compared with the expected ones.
     pub outputs_checked: u64,
     /// Outputs that differed (bit for bit).
@@ -122,7 +116,7 @@ pub struct WorkerStats {
     pub signal_failures: u64,
     /// Counter reports kept because the publisher's mailbox was full.
     pub kept_reports: u64,
-    /// Completions by status.
+    /// Completions by status (`SUCCESS` the ones that completed ok).
     pub by_status: StatusCounts,
     /// Completions by reported error class (index = class code).
     pub classes: [u64; 6],
@@ -881,9 +875,6 @@ impl<H: Hal> WorkerActor<H> {
         // memory an engine may have written anything into.
         st.macs = st.macs.wrapping_add(macs);
         st.device_ns += dev_ns;
-        st.ok += u64::from(status == NrtStatus::SUCCESS);
-        st.err += u64::from(status != NrtStatus::SUCCESS);
-        st.timed_out += u64::from(status == NrtStatus::TIMEOUT);
         st.latency.record(parsed.latency_total_ns());
         cx.event(
             "msg",

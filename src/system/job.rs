@@ -721,9 +721,9 @@ fn execute<H: Hal + 'static>(
             Some(_) => producer.accepted + producer.refused_unrecoverable + producer.failed,
             None => cfg.executions,
         },
-        completed_ok: sum(|w| w.ok),
-        completed_err: sum(|w| w.err),
-        timed_out: sum(|w| w.timed_out),
+        completed_ok: by_status.get(NrtStatus::SUCCESS),
+        completed_err: by_status.total() - by_status.get(NrtStatus::SUCCESS),
+        timed_out: by_status.get(NrtStatus::TIMEOUT),
         recoveries: sum(|w| w.recoveries),
         aborted: sum(|w| w.aborted),
         bad_items: crate::actors::work::BadItem::NAMES

@@ -258,7 +258,7 @@ fn a_future_submission_time_still_times_out() {
         1_000_000,
     );
     assert_eq!(cell.get(), Some(NrtStatus::TIMEOUT));
-    assert_eq!(worker.timed_out, 1);
+    assert_eq!(worker.by_status.get(NrtStatus::TIMEOUT), 1);
 }
 
 /// Each bad item completes with its status, is counted by kind, loses
@@ -388,7 +388,11 @@ fn worker_and_device_proxy_count_refused_events() {
         match a {
             SysActor::Worker(w) => {
                 assert_eq!(w.stats().fsm_violations, 1);
-                assert_eq!(w.stats().ok, 1, "the worker went on");
+                assert_eq!(
+                    w.stats().by_status.get(NrtStatus::SUCCESS),
+                    1,
+                    "the worker went on"
+                );
             }
             SysActor::Device(d) => {
                 assert_eq!(d.stats().fsm_violations, 1);
@@ -813,7 +817,13 @@ fn hundred_thousand_responses_checked() {
     });
     assert_eq!(*checked.lock().unwrap(), n);
     let rep = sys.shutdown().unwrap();
-    assert_eq!(rep.workers.iter().map(|w| w.ok).sum::<u64>(), n as u64);
+    assert_eq!(
+        rep.workers
+            .iter()
+            .map(|w| w.by_status.get(NrtStatus::SUCCESS))
+            .sum::<u64>(),
+        n as u64
+    );
     assert_eq!(rep.workers.iter().map(|w| w.fsm_violations).sum::<u64>(), 0);
     assert_eq!(rep.device.fsm_violations, 0);
     assert_eq!(rep.publisher_fsm_violations, 0);
@@ -1154,7 +1164,11 @@ fn a_failed_response_store_or_load_completes_with_failure() {
         assert_eq!(cells[1].get(), Some(NrtStatus::SUCCESS), "{what}");
         assert_eq!((w.resp_failures, w.completed), (1, 2), "{what}");
         assert_eq!(w.by_status.get(NrtStatus::FAILURE), 1, "{what}");
-        assert_eq!((w.fsm_violations, w.timed_out), (0, 0), "{what}");
+        assert_eq!(
+            (w.fsm_violations, w.by_status.get(NrtStatus::TIMEOUT)),
+            (0, 0),
+            "{what}"
+        );
         assert_eq!(free.0, free.1, "{what}: the item free list is whole");
         assert_eq!(
             lines

@@ -393,7 +393,7 @@ fn a_reset_discards_an_overwritten_slot() {
             (1, 1, 1, 3)
         );
         assert_eq!((w.fifo_violations, w.fsm_violations), (0, 0));
-        assert_eq!(w.outputs_checked, w.ok);
+        assert_eq!(w.outputs_checked, w.by_status.get(NrtStatus::SUCCESS));
         assert_eq!(w.outputs_wrong, 0);
         assert!(w.aborted >= 1);
     }
