@@ -44,7 +44,7 @@ fn main() {
     let builder = null_model().expect("null model");
     let probe = builder.link(0x8_0000_0000, 0x8_0000_0000).expect("link");
     let code = dev.alloc(probe.footprint(), 64).expect("alloc");
-    let io = dev.alloc(probe.io_bytes, 64).expect("alloc");
+    let io = dev.alloc(probe.mem.tensors, 64).expect("alloc");
     let image = builder.link(code.pa(), io.pa()).expect("link");
     let model = dev
         .load_model(code, &image.bytes, image.blocks)

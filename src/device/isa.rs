@@ -415,18 +415,6 @@ impl Insn {
         b
     }
 
-    /// Decode 32 little-endian bytes (the first [`INSN_BYTES`] of `bytes`).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
-        let Some(b) = bytes.get(..INSN_BYTES) else {
-            return Err(DecodeError::Truncated { got: bytes.len() });
-        };
-        let mut w = [0u32; INSN_WORDS];
-        for (wi, chunk) in w.iter_mut().zip(b.chunks_exact(4)) {
-            *wi = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        }
-        Insn::decode(&w)
-    }
-
     /// Decode eight words. Never panics; refuses anything [`Insn::encode`]
     /// would not produce from a valid instruction.
     pub fn decode(w: &[u32; INSN_WORDS]) -> Result<Insn, DecodeError> {

@@ -331,10 +331,7 @@ impl ModelBuilder {
             io_pa,
             bytes,
             blocks: offsets,
-            const_offset: const_off,
             scratch_offset: scratch_off,
-            scratch_bytes: scratch_len,
-            io_bytes: io_len,
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             constants: self.constants.clone(),
@@ -366,14 +363,8 @@ pub struct ModelImage {
     /// Per engine ([`Engine::index`] order: PE, ACT, POOL, DVE, SP): its
     /// block's byte offset within `bytes`, `None` when idle.
     pub blocks: [Option<u64>; NUM_ENGINES],
-    /// Offset of the constants section within `bytes`.
-    pub const_offset: u64,
     /// Offset of the scratch section from `load_pa` (= `bytes.len()`).
     pub scratch_offset: u64,
-    /// Size of the scratch section.
-    pub scratch_bytes: u64,
-    /// Size of the IO area at `io_pa`.
-    pub io_bytes: u64,
     /// Input tensors (IO area), in reference order.
     pub inputs: Vec<TensorDesc>,
     /// Output tensors (IO area), in reference order.
@@ -384,7 +375,10 @@ pub struct ModelImage {
     pub scratch: Vec<TensorDesc>,
     /// MACs per execution (every `MATMUL` of every block).
     pub macs: u64,
-    /// Memory usage by NDS category.
+    /// Memory usage by NDS category, which is also the layout: code then
+    /// constants in `bytes` (so the constants at offset `mem.code`), then
+    /// `mem.scratchpad` bytes of scratch; `mem.tensors` bytes of IO area at
+    /// `io_pa`.
     pub mem: MemUsage,
     reference: Option<Arc<ReferenceFn>>,
 }
@@ -406,20 +400,14 @@ impl fmt::Debug for ModelImage {
 impl ModelImage {
     /// Bytes to reserve at `load_pa`: the image plus its scratch.
     pub fn footprint(&self) -> u64 {
-        self.scratch_offset + self.scratch_bytes
-    }
-
-    /// Each engine's block address (`load_pa + offset`, 0 when idle), in
-    /// [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
-    pub fn engine_addresses(&self) -> [u64; NUM_ENGINES] {
-        self.blocks.map(|o| o.map_or(0, |o| self.load_pa + o))
+        self.scratch_offset + self.mem.scratchpad
     }
 
     /// The physical address of a tensor of this image.
     pub fn tensor_pa(&self, t: &TensorDesc) -> u64 {
         t.offset
             + match t.section {
-                Section::Constants => self.load_pa + self.const_offset,
+                Section::Constants => self.load_pa + self.mem.code,
                 Section::Scratch => self.load_pa + self.scratch_offset,
                 Section::Io => self.io_pa,
             }
@@ -443,7 +431,7 @@ impl ModelImage {
             .chunks_exact(4)
             .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
         mem.write_u32s(self.load_pa, &words.collect::<Vec<_>>())?;
-        let zeros = vec![0; self.scratch_bytes as usize / 4];
+        let zeros = vec![0; self.mem.scratchpad as usize / 4];
         mem.write_u32s(self.load_pa + self.scratch_offset, &zeros)
     }
 

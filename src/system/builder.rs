@@ -175,7 +175,7 @@ impl SystemConfig {
     pub fn dram_for(&self, probe: &crate::device::model::ModelImage, models: u64) -> u64 {
         let items = u64::from(self.ring_capacity);
         let per = probe.footprint()
-            + items * (probe.const_offset + probe.io_bytes)
+            + items * (probe.mem.code + probe.mem.tensors)
             + (1 + 2 * items) * 128;
         let total = u64::from(self.cores) * (CORE_AREA + models * per) + (1 << 20);
         total.next_multiple_of(1 << 20)
@@ -508,7 +508,7 @@ impl<H: Hal> Shared<H> {
         for _core in 0..self.cfg.cores {
             let base = dev.alloc(probe.footprint(), 64).map_err(load)?;
             let io_pa = (0..items)
-                .map(|_| dev.alloc(probe.io_bytes.max(64), 64).map(|a| a.pa()))
+                .map(|_| dev.alloc(probe.mem.tensors.max(64), 64).map(|a| a.pa()))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(load)?;
             // The first variant fills the shared load area; each other one
@@ -521,7 +521,7 @@ impl<H: Hal> Shared<H> {
             image0.get_or_insert(first);
             for &io in &io_pa[1..] {
                 let img = link(base.pa(), io)?;
-                let code_len = img.const_offset;
+                let code_len = img.mem.code;
                 let code = dev.alloc(code_len.max(64), 64).map_err(load)?;
                 let lm = dev
                     .load_model(code, &img.bytes[..code_len as usize], img.blocks)

@@ -3,7 +3,7 @@
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 
-use crate::support::{execute_blocks, execute_request, VecMemory};
+use crate::support::{execute_blocks, execute_request, insn_from_bytes, VecMemory};
 use xunds::device::engine::{
     read_f32s, write_f32s, DeviceMemory, Engine, EngineFault, EngineFsm, EngineStatus, ExecReport,
     Executor, FaultKind, Limits, MemFault, TraceWhat, NUM_ENGINES,
@@ -178,7 +178,7 @@ fn every_opcode_encodes_to_its_words_and_back() {
         assert_eq!(Insn::decode(&words), Ok(insn), "{insn}");
         let bytes = insn.to_bytes();
         assert_eq!(bytes[0], insn.opcode());
-        assert_eq!(Insn::from_bytes(&bytes), Ok(insn));
+        assert_eq!(insn_from_bytes(&bytes), Ok(insn));
         // Little-endian words.
         assert_eq!(
             u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
@@ -209,7 +209,7 @@ fn decode_refuses_with_typed_errors() {
         w
     };
     assert_eq!(
-        Insn::from_bytes(&[0u8; 31]),
+        insn_from_bytes(&[0u8; 31]),
         Err(DecodeError::Truncated { got: 31 })
     );
     assert_eq!(

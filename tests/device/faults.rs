@@ -127,7 +127,7 @@ fn engine_raise_of_each_class() {
         };
         let probe = spec.link(DRAM_BASE, DRAM_BASE).unwrap();
         let code = dev.alloc(probe.footprint(), 64).unwrap();
-        let io = dev.alloc(probe.io_bytes, 64).unwrap();
+        let io = dev.alloc(probe.mem.tensors, 64).unwrap();
         let image = spec.link(code.pa(), io.pa()).unwrap();
         let model = dev.load_model(code, &image.bytes, image.blocks).unwrap();
         image

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use crate::support::{execute_blocks, execute_request, VecMemory};
+use crate::support::{
+    engine_addresses, execute_blocks, execute_request, insn_from_bytes, VecMemory,
+};
 use xunds::device::engine::{
     read_f32s, Engine, EngineFault, EngineStatus, ExecReport, Executor, FaultKind, NUM_ENGINES,
 };
@@ -28,7 +30,7 @@ fn setup(spec: &MlpSpec) -> (VecMemory, ModelImage) {
 /// Write the input, execute the image's request, read the outputs.
 fn run(m: &VecMemory, img: &ModelImage, input: &[f32], start: u64) -> (ExecReport, Vec<f32>) {
     img.write_input(m, input).unwrap();
-    let req = DeviceExecRequest::with_engine_addresses(img.engine_addresses());
+    let req = DeviceExecRequest::with_engine_addresses(engine_addresses(&img));
     let r = execute_request(m, &req, start);
     (r, img.read_output(m).unwrap())
 }
@@ -153,7 +155,7 @@ fn the_trace_of_the_example_is_pinned() {
     let (m, img) = setup(&spec);
     img.write_input(&m, &spec.example_input(0)).unwrap();
     let mut ex = Executor::default().with_trace();
-    let r = ex.run(&m, img.engine_addresses(), 0);
+    let r = ex.run(&m, engine_addresses(&img), 0);
     assert!(r.is_ok());
     let t: Vec<String> = ex.take_trace().iter().map(|l| l.to_string()).collect();
     insta::assert_snapshot!("mlp_trace", t.join("\n"));
@@ -182,7 +184,7 @@ fn layout_and_memory_usage_are_the_specs() {
     );
     assert_eq!(img.bytes.len() as u64, 1280 + 3264);
     assert_eq!(img.footprint(), 1280 + 3264 + 768);
-    assert_eq!(img.io_bytes, 448);
+    assert_eq!(img.mem.tensors, 448);
     let io: Vec<(&str, u64, Vec<u32>)> = img
         .inputs
         .iter()
@@ -198,7 +200,7 @@ fn layout_and_memory_usage_are_the_specs() {
         ]
     );
     assert_eq!(
-        img.engine_addresses(),
+        engine_addresses(&img),
         [
             LOAD_PA,
             LOAD_PA + 320,
@@ -222,7 +224,7 @@ fn listing(img: &ModelImage) -> String {
         img.footprint(),
         img.scratch_offset,
         img.io_pa,
-        img.io_bytes
+        img.mem.tensors
     );
     let m = img.mem;
     let _ = writeln!(
@@ -258,7 +260,7 @@ fn listing(img: &ModelImage) -> String {
         // that does not decode.
         let code = img.bytes.get(off as usize..).unwrap_or(&[]);
         for (j, chunk) in code.chunks(INSN_BYTES).enumerate() {
-            match Insn::from_bytes(chunk) {
+            match insn_from_bytes(chunk) {
                 Ok(insn) => {
                     let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + j * INSN_BYTES);
                     if insn == Insn::End {
@@ -405,14 +407,14 @@ fn a_model_loaded_outside_device_memory_faults_as_hw() {
     // The image linked for an address the device does not have: fetch fails.
     let img = MlpSpec::EXAMPLE.link(0x4000_0000, IO_PA).unwrap();
     let m = VecMemory::new(MEM_BASE, MEM_BYTES);
-    let r = execute_blocks(&m, img.engine_addresses(), 0);
+    let r = execute_blocks(&m, engine_addresses(&img), 0);
     for e in &r.engines {
         assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
     }
     // Loaded in memory but with its IO area outside: operand faults.
     let img = MlpSpec::EXAMPLE.link(LOAD_PA, 0x4000_0000).unwrap();
     img.load(&m).unwrap();
-    let r = execute_blocks(&m, img.engine_addresses(), 0);
+    let r = execute_blocks(&m, engine_addresses(&img), 0);
     assert_eq!(r.first_error, Some((Engine::Sp, ErrorClass::Hw)));
 }
 
@@ -513,5 +515,5 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     // No reference: an empty vector.
     let img = ModelBuilder::new("empty").link(LOAD_PA, IO_PA).unwrap();
     assert!(img.reference(&[1.0]).is_empty());
-    assert_eq!(img.engine_addresses(), [0; NUM_ENGINES]);
+    assert_eq!(engine_addresses(&img), [0; NUM_ENGINES]);
 }

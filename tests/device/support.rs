@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use xunds::device::engine::{
     DeviceMemory, EngineReport, EngineStatus, ExecReport, Executor, Limits, MemFault,
 };
+use xunds::device::isa::{DecodeError, Insn, INSN_BYTES, INSN_WORDS};
+use xunds::device::model::ModelImage;
 use xunds::device::sequencer::RequestExecutor;
 use xunds::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
 
@@ -127,4 +129,23 @@ pub fn execute_blocks(
     start_cycle: u64,
 ) -> ExecReport {
     Executor::new(Limits::DEFAULT).run(mem, blocks, start_cycle)
+}
+
+/// Decode an instruction from 32 little-endian bytes (the first
+/// [`INSN_BYTES`] of `bytes`).
+pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
+    let Some(b) = bytes.get(..INSN_BYTES) else {
+        return Err(DecodeError::Truncated { got: bytes.len() });
+    };
+    let mut w = [0u32; INSN_WORDS];
+    for (wi, chunk) in w.iter_mut().zip(b.chunks_exact(4)) {
+        *wi = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+    }
+    Insn::decode(&w)
+}
+
+/// Each engine's block address in `img` (`load_pa + offset`, 0 when idle),
+/// in [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
+pub fn engine_addresses(img: &ModelImage) -> [u64; NUM_ENGINES] {
+    img.blocks.map(|o| o.map_or(0, |o| img.load_pa + o))
 }

@@ -4,6 +4,7 @@
 //! the NQ records, and compare the outputs with the CPU reference bit for
 //! bit (the engines accumulate in the reference's order).
 
+use crate::support::engine_addresses;
 use xunds::device::engine::{Executor, Limits};
 use xunds::device::memmap::DeviceConfig;
 use xunds::device::model::{MlpSpec, ModelImage};
@@ -18,11 +19,11 @@ fn load<H: Hal>(dev: &Device<H>, spec: &MlpSpec) -> (ModelImage, LoadedModel) {
     // Link once to learn the sizes, then for real at the allocated addresses.
     let probe = spec.link(0x8_0000_0000, 0x8_0000_0000).unwrap();
     let code = dev.alloc(probe.footprint(), 64).unwrap();
-    let io = dev.alloc(probe.io_bytes, 64).unwrap();
+    let io = dev.alloc(probe.mem.tensors, 64).unwrap();
     let image = spec.link(code.pa(), io.pa()).unwrap();
     let model = dev.load_model(code, &image.bytes, image.blocks).unwrap();
     for e in xunds::wire::device_request::Engine::ALL {
-        assert_eq!(model.engine_address(e), image.engine_addresses()[e.index()]);
+        assert_eq!(model.engine_address(e), engine_addresses(&image)[e.index()]);
     }
     (image, model)
 }
