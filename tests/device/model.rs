@@ -30,7 +30,7 @@ fn setup(spec: &MlpSpec) -> (VecMemory, ModelImage) {
 /// Write the input, execute the image's request, read the outputs.
 fn run(m: &VecMemory, img: &ModelImage, input: &[f32], start: u64) -> (ExecReport, Vec<f32>) {
     img.write_input(m, input).unwrap();
-    let req = DeviceExecRequest::with_engine_addresses(engine_addresses(&img));
+    let req = DeviceExecRequest::with_engine_addresses(engine_addresses(img));
     let r = execute_request(m, &req, start);
     (r, img.read_output(m).unwrap())
 }
