@@ -798,7 +798,9 @@ fn top_runs_in_a_terminal_and_shows_every_view() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let screen_with = |key: Option<&str>, want: &str| {
+    // The screen once every wanted text is on it (a capture may catch a
+    // frame half drawn), or after 10 s whatever is there.
+    let screen_with = |key: Option<&str>, wants: &[&str]| {
         if let Some(k) = key {
             let _ = tmux(&["send-keys", "-t", &session, k]);
         }
@@ -806,17 +808,29 @@ fn top_runs_in_a_terminal_and_shows_every_view() {
         loop {
             let out = tmux(&["capture-pane", "-p", "-t", &session]).unwrap();
             let s = String::from_utf8_lossy(&out.stdout).to_string();
-            if s.contains(want) || t.elapsed() > Duration::from_secs(10) {
+            if wants.iter().all(|w| s.contains(w)) || t.elapsed() > Duration::from_secs(10) {
                 return s;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    let first = screen_with(None, "NC 2");
-    let tree = screen_with(Some("x"), "mlp-x");
-    let flops = screen_with(Some("f"), "NeuronCore FLOPS");
+    let first_wants = [
+        "xunds top",
+        "NeuronCore Utilization",
+        "average",
+        "NC 0",
+        "NC 2",
+        "vCPU Utilization",
+        "Memory Usage Summary",
+        "Memory Usage Details",
+        ">all<",
+        "monitor-test",
+    ];
+    let first = screen_with(None, &first_wants);
+    let tree = screen_with(Some("x"), &["mlp-x"]);
+    let flops = screen_with(Some("f"), &["NeuronCore FLOPS"]);
     // `>all<` is on screen before `d` redraws, so wait for the tab it selects.
-    let tab = screen_with(Some("d"), "monitor-test<");
+    let tab = screen_with(Some("d"), &["monitor-test<"]);
     let _ = tmux(&["send-keys", "-t", &session, "q"]);
     let t = Instant::now();
     while tmux(&["has-session", "-t", &session])
@@ -829,18 +843,7 @@ fn top_runs_in_a_terminal_and_shows_every_view() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    for want in [
-        "xunds top",
-        "NeuronCore Utilization",
-        "average",
-        "NC 0",
-        "NC 2",
-        "vCPU Utilization",
-        "Memory Usage Summary",
-        "Memory Usage Details",
-        ">all<",
-        "monitor-test",
-    ] {
+    for want in first_wants {
         assert!(first.contains(want), "{want:?} missing:\n{first}");
     }
     assert!(tree.contains("mlp-x"), "{tree}");
