@@ -2,6 +2,7 @@
 //! (injected through the test-only hook) shrinks to a smaller case; the
 //! printed replay reproduces the run.
 
+use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 
 use xunds::system::job::{self, JobReport};
@@ -166,12 +167,21 @@ fn an_untraced_run_is_the_same_run() {
 fn an_interrupted_swarm_leaves_no_slab() {
     let dirs = [std::path::PathBuf::from("/dev/shm"), std::env::temp_dir()];
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xunds"))
-            .args(["sim", "--seeds", "1..100000", "--executions", "5000"])
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xunds"));
+        cmd.args(["sim", "--seeds", "1..100000", "--executions", "5000"])
             .args(["--jobs", "2"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("run xunds sim");
+            .stdout(std::process::Stdio::null());
+        // The signal's default action in the child, whatever this process
+        // inherited: a shell's background job ignores SIGINT, and an
+        // ignored disposition survives exec.
+        // SAFETY: `signal` is async-signal-safe, as `pre_exec` requires.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::signal(signal, libc::SIG_DFL);
+                Ok(())
+            })
+        };
+        let mut child = cmd.spawn().expect("run xunds sim");
         // Well into the swarm: runs in flight on both threads.
         std::thread::sleep(std::time::Duration::from_millis(700));
         // SAFETY: a signal to the child this test spawned and has not reaped.
