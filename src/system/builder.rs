@@ -294,8 +294,10 @@ wire_enum! {
 impl Placement {
     /// `shared` or `per-actor`.
     pub fn parse(s: &str) -> Result<Placement, Error> {
-        Placement::from_name(s)
-            .ok_or_else(|| Error::Other(format!("unknown placement {s:?} (shared or per-actor)")))
+        Placement::from_name(s).ok_or_else(|| {
+            let names = Placement::ALL.map(Placement::name).join(" or ");
+            Error::Other(format!("unknown placement {s:?} ({names})"))
+        })
     }
 
     /// Add `actors` to `r`, each on its seat (every actor but a producer a

@@ -144,7 +144,10 @@ wire_enum! {
 impl ModelKind {
     /// `mlp` or `null`.
     pub fn parse(s: &str) -> Result<ModelKind, Error> {
-        ModelKind::from_name(s).ok_or_else(|| bad(format!("unknown model {s:?} (mlp or null)")))
+        ModelKind::from_name(s).ok_or_else(|| {
+            let names = ModelKind::ALL.map(ModelKind::name).join(" or ");
+            bad(format!("unknown model {s:?} ({names})"))
+        })
     }
 }
 
