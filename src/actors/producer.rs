@@ -876,30 +876,22 @@ impl<H: Hal> ProducerActor<H> {
     /// (`true`: something changed).
     fn park(&mut self, cx: &mut Cx<'_>) -> bool {
         let mut made = false;
-        for c in 0..self.backoff.len() {
-            let Some(Backoff {
-                target,
-                polling_since: Some(since),
-            }) = self.backoff[c]
-            else {
-                continue;
-            };
-            if cx.now().saturating_sub(since) < PARK_AFTER {
-                continue;
+        for (c, slot) in self.backoff.iter_mut().enumerate() {
+            let Some(b) = slot else { continue };
+            match b.polling_since {
+                Some(since) if cx.now().saturating_sub(since) >= PARK_AFTER => {}
+                _ => continue,
             }
-            match self.queues[c].arm(target, &self.efd) {
+            match self.queues[c].arm(b.target, &self.efd) {
                 Ok(Armed::Installed) => {
-                    self.backoff[c] = Some(Backoff {
-                        target,
-                        polling_since: None,
-                    });
+                    b.polling_since = None;
                     self.stats.backoffs += 1;
-                    let seq = target.0;
+                    let seq = b.target.0;
                     cx.event("msg", format_args!("back off xu={c} until seq={seq:#x}"));
                 }
                 // Already complete (or the slot has another waiter): retry now.
                 Ok(Armed::AlreadyComplete) | Err(_) => {
-                    self.backoff[c] = None;
+                    *slot = None;
                     made = true;
                 }
             }
@@ -995,10 +987,8 @@ impl<H: Hal> Actor for ProducerActor<H> {
             if self.next >= self.work.executions {
                 break;
             }
-            if let Some(p) = self.pacing.as_mut() {
-                if !p.due(cx.now()) {
-                    break;
-                }
+            if self.pacing.as_mut().is_some_and(|p| !p.due(cx.now())) {
+                break;
             }
             let Some(c) = self.pick_core() else { break };
             let (m, k) = self.work.pick(self.next);

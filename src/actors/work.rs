@@ -467,9 +467,7 @@ impl ItemPool {
     /// Lock item `i`'s side table entry (never contended: ownership moves
     /// with the index, module docs).
     pub fn side(&self, i: u16) -> MutexGuard<'_, HostSide> {
-        self.side[usize::from(i)]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        super::lock(&self.side[usize::from(i)])
     }
 
     /// Item `i`'s side table entry as the worker takes it at `peek`: a copy,
