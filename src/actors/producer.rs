@@ -38,7 +38,7 @@ use crate::actors::wake::Waker;
 use crate::actors::work::{
     HealthCell, HealthViolation, HostSide, ItemPool, OutputBuf, PubMsg, ResidentModel,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Progress, SlotTap};
+use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::memmap::reg;
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;
@@ -641,7 +641,7 @@ pub struct Pacing {
     per_ns: f64,
     rng: crate::prng::SplitMix64,
     /// The first poll's time.
-    start: Option<crate::actors::Nanos>,
+    start: Option<Nanos>,
     /// When the next execution is due, in ns after `start`.
     due_ns: u64,
 }
@@ -666,7 +666,7 @@ impl Pacing {
     }
 
     /// Is the next execution due at `now`?
-    fn due(&mut self, now: crate::actors::Nanos) -> bool {
+    fn due(&mut self, now: Nanos) -> bool {
         let start = *self.start.get_or_insert(now);
         now.as_u64().saturating_sub(start.as_u64()) >= self.due_ns
     }
@@ -681,9 +681,9 @@ impl Pacing {
     /// clock here when every actor is idle: without it the clock crept
     /// forward one idle jump at a time and the runner's livelock guard
     /// fired on the idle gaps of a low rate.
-    fn next_arrival(&self) -> Option<crate::actors::Nanos> {
+    fn next_arrival(&self) -> Option<Nanos> {
         let start = self.start?;
-        Some(start.saturating_add(crate::actors::Nanos(self.due_ns)))
+        Some(start.saturating_add(Nanos(self.due_ns)))
     }
 }
 
@@ -723,7 +723,7 @@ pub struct ProducerActor<H: Hal> {
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
     pacing: Option<Pacing>,
     /// No execution is given out from then on ([`ProducerActor::until`]).
-    until: Option<crate::actors::Nanos>,
+    until: Option<Nanos>,
 }
 
 /// How long a back-off polls before it parks on the eventfd. Arming takes
@@ -736,7 +736,7 @@ pub struct ProducerActor<H: Hal> {
 /// parking only after about the cost of parking is the classic
 /// spin-then-park rule; the mark-completion lock stays biased for the
 /// worker's per-pop entry.
-pub const PARK_AFTER: crate::actors::Nanos = crate::actors::Nanos::from_micros(50);
+pub const PARK_AFTER: Nanos = Nanos::from_micros(50);
 
 /// One XU the producer is backing off from: the completion it waits for,
 /// and either when the back-off started (polling) or that it is armed.
@@ -744,7 +744,7 @@ pub const PARK_AFTER: crate::actors::Nanos = crate::actors::Nanos::from_micros(5
 struct Backoff {
     target: SeqId,
     /// `None` once armed on the eventfd.
-    polling_since: Option<crate::actors::Nanos>,
+    polling_since: Option<Nanos>,
 }
 
 impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
@@ -799,7 +799,7 @@ impl<H: Hal> ProducerActor<H> {
     /// Give out no execution from time `t` on (runner time): the work ends
     /// with the executions given out by then, which complete as usual
     /// (`xunds run --duration`).
-    pub fn until(mut self, t: crate::actors::Nanos) -> Self {
+    pub fn until(mut self, t: Nanos) -> Self {
         self.until = Some(t);
         self
     }
@@ -1054,18 +1054,15 @@ impl<H: Hal> Actor for ProducerActor<H> {
         }
     }
 
-    fn next_deadline(&self) -> Option<crate::actors::Nanos> {
+    fn next_deadline(&self) -> Option<Nanos> {
         // Open loop with executions left: the next arrival is due then even
         // if no message comes; so is the end of a run's time. A saturated arrival (past the end of time) is
         // no deadline, as for the worker's infinite timeout.
         if self.finished || self.next >= self.work.executions {
             return None;
         }
-        let arrival = self.pacing.as_ref().and_then(|p| p.next_arrival());
-        arrival
-            .into_iter()
-            .chain(self.until)
-            .min()
-            .filter(|&d| d != crate::actors::Nanos::MAX)
+        let arrival = self.pacing.as_ref().and_then(Pacing::next_arrival);
+        let d = [arrival, self.until].into_iter().flatten().min();
+        d.filter(|&d| d != Nanos::MAX)
     }
 }
