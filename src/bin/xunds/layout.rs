@@ -36,26 +36,15 @@ pub fn main(args: Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `xs` in offset order (the layouts are already sorted; sorting again
-/// keeps the JSON contract independent of that).
-fn by_offset<T>(xs: &[T], offset: fn(&T) -> usize) -> Vec<&T> {
-    let mut v: Vec<_> = xs.iter().collect();
-    v.sort_by_key(|x| offset(x));
-    v
-}
-
-/// The reference JSON document (keys in this order, no others).
+/// The reference JSON document (keys in this order, no others; fields and
+/// regions in offset order, as every layout keeps them: `Block::is_well_formed`).
 fn to_json(blocks: &[&Block], regions: &[Field]) -> impl Serialize {
     let span = |name, offset, size| obj! { name: name, offset: offset, size: size };
     let blocks = blocks.iter().map(|b| {
-        let fields = by_offset(b.fields, |f| f.offset)
-            .into_iter()
-            .map(|f| span(f.name, f.offset, f.size));
+        let fields = b.fields.iter().map(|f| span(f.name, f.offset, f.size));
         obj! { name: b.name, size: b.size, fields: fields.collect::<Vec<_>>() }
     });
-    let regions = by_offset(regions, |r| r.offset)
-        .into_iter()
-        .map(|r| span(r.name, r.offset, r.size));
+    let regions = regions.iter().map(|r| span(r.name, r.offset, r.size));
     obj! { blocks: blocks.collect::<Vec<_>>(), nds_regions: regions.collect::<Vec<_>>() }
 }
 
@@ -71,7 +60,7 @@ fn to_table(blocks: &[&Block], regions: &[Field]) -> String {
             "offset", "size", "field"
         );
         let mut cursor = 0;
-        for f in by_offset(b.fields, |f| f.offset) {
+        for f in b.fields {
             if f.offset > cursor {
                 pad_row(&mut out, cursor, f.offset - cursor);
             }
@@ -96,7 +85,7 @@ fn to_table(blocks: &[&Block], regions: &[Field]) -> String {
     if regions.is_empty() {
         let _ = writeln!(out, "  (no regions defined)");
     }
-    for r in by_offset(regions, |r| r.offset) {
+    for r in regions {
         let _ = writeln!(out, "  {:>#8x}  {:>8}  {}", r.offset, r.size, r.name);
     }
     out
