@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 /// Byte-exact, hardware-free reimplementation of the libnrt 2.31 XU
 /// execution queue and NDS datastore ABIs, on a simulated device.
@@ -137,30 +137,6 @@ fn command_path() -> String {
     path.join(" ")
 }
 
-/// A JSON object whose keys keep the order given (names in index order, as
-/// the outputs document), unlike `serde_json::Map`, which sorts them.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Obj<V>(pub Vec<(String, V)>);
-
-impl<V> Obj<V> {
-    /// The value under `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&V> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-}
-
-impl<V: Serialize> Serialize for Obj<V> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
-    }
-}
-
-impl<K: Into<String>, V> FromIterator<(K, V)> for Obj<V> {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(it: I) -> Self {
-        Obj(it.into_iter().map(|(k, v)| (k.into(), v)).collect())
-    }
-}
-
 /// The progress line of a text run on a terminal (stderr): shown once the
 /// run has taken `after`, redrawn at most ten times a second, cleared when
 /// dropped if it was drawn.
@@ -234,11 +210,5 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn ordered_objects_keep_their_order() {
-        let o: Obj<u32> = [("b", 1), ("a", 2)].into_iter().collect();
-        assert_eq!(serde_json::to_string(&o).unwrap(), r#"{"b":1,"a":2}"#);
     }
 }

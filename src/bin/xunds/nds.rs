@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
+use indexmap::IndexMap;
 use serde::Serialize;
 use xunds::nds::{
     Counter, MappedSlab, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer,
@@ -36,7 +37,6 @@ use xunds::wire::nds::process::VersionInfo;
 use xunds::wire::nds::region;
 
 use crate::stress;
-use crate::Obj;
 
 /// Read a datastore slab.
 #[derive(clap::Subcommand)]
@@ -337,7 +337,7 @@ fn mem_usage(r: &ModelRecord) -> impl Iterator<Item = (MemLocation, MemSlot, Mem
 fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
     let p = s.process_info.any_copy().copied().unwrap_or_default();
     let counters = nonzero(s);
-    let by_core = |core: Option<usize>| -> Obj<u64> {
+    let by_core = |core: Option<usize>| -> IndexMap<String, u64> {
         let mine = counters.iter().filter(|c| c.0 == core);
         mine.map(|(_, name, _, v)| (name.clone(), *v)).collect()
     };
@@ -349,14 +349,14 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
         .map(|(slot, m)| {
             let r = m.any_copy().unwrap_or(&ModelRecord::EMPTY);
             let mem = MemLocation::ALL.map(|loc| {
-                let cells = mem_usage(r).filter(|c| c.0 == loc);
-                let cells = cells.map(|(_, slot, u)| {
-                    (
-                        slot.name(),
-                        obj! { total_size: u.total_size, chunk_count: u.chunk_count },
-                    )
+                let cells = mem_usage(r).filter(|c| c.0 == loc).map(|(_, slot, u)| {
+                    let cell = obj! { total_size: u.total_size, chunk_count: u.chunk_count };
+                    (slot.name(), cell)
                 });
-                (loc.name().to_ascii_lowercase(), cells.collect::<Obj<_>>())
+                (
+                    loc.name().to_ascii_lowercase(),
+                    IndexMap::<_, _>::from_iter(cells),
+                )
             });
             obj! {
                 slot: slot.index(),
@@ -367,7 +367,7 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
                 nc_index: r.nc_index,
                 sg_index: r.sg_index,
                 state: m.state_name(),
-                mem_usage: mem.into_iter().collect::<Obj<_>>(),
+                mem_usage: mem.into_iter().collect::<IndexMap<_, _>>(),
             }
         })
         .collect();
@@ -386,7 +386,7 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
             tag: s.process_info_ext.clone().fresh().map(|r| r.tag_str().into_owned())
         },
         nd_counters: by_core(None),
-        cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<Obj<_>>(),
+        cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<IndexMap<_, _>>(),
         models: models,
     }
 }

@@ -6,13 +6,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::value_parser;
+use indexmap::IndexMap;
 use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::system::Placement;
 use xunds::wire::nds::counters::{NcCounter, NdCounter};
 
-use crate::{Obj, Progress};
+use crate::Progress;
 
 /// Run the main job on the simulated device.
 ///
@@ -222,7 +223,7 @@ fn run_json(r: &JobReport) -> impl Serialize + '_ {
         let named = NcCounter::ALL.iter().map(|k| (k.name(), c.get(*k)));
         (
             c.core.to_string(),
-            named.filter(|(_, v)| *v != 0).collect::<Obj<_>>(),
+            named.filter(|(_, v)| *v != 0).collect::<IndexMap<_, _>>(),
         )
     });
     obj! {
@@ -260,11 +261,11 @@ fn run_json(r: &JobReport) -> impl Serialize + '_ {
             publisher: v.publisher,
         },
         // Outcomes by status name.
-        by_status: r.by_status.iter().map(|(s, n)| (status_name(*s), *n)).collect::<Obj<_>>(),
+        by_status: r.by_status.iter().map(|(s, n)| (status_name(*s), *n)).collect::<IndexMap<_, _>>(),
         // Executions whose work item was bad, by kind (every kind listed).
-        bad_items: r.bad_items.iter().copied().collect::<Obj<_>>(),
+        bad_items: r.bad_items.iter().copied().collect::<IndexMap<_, _>>(),
         // Per core: its non-zero NC counters by name.
-        cores: cores.collect::<Obj<_>>(),
+        cores: cores.collect::<IndexMap<_, _>>(),
         #[serde(skip_serializing_if = "crate::is_null")]
         virtual_ns: r.virtual_ns,
         #[serde(skip_serializing_if = "crate::is_null")]

@@ -206,7 +206,7 @@ fn json<'a>(rep: &'a SwarmReport, shrunk: Option<&'a Shrunk>) -> impl Serialize 
         exec_per_sec: (rep.exec_per_sec() * 10.0).round() / 10.0,
         seeds_per_minute: (rep.seeds_per_minute() * 10.0).round() / 10.0,
         seeds_with_faults: rep.with_faults,
-        faults_injected: rep.faults.iter().map(|(k, n)| (k.clone(), *n)).collect::<crate::Obj<u64>>(),
+        faults_injected: rep.faults.iter().cloned().collect::<indexmap::IndexMap<_, _>>(),
         passed: rep.failure.is_none(),
         #[serde(skip_serializing_if = "crate::is_null")]
         failure: failure,

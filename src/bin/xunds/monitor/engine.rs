@@ -291,13 +291,9 @@ impl Runtime {
                             _ => Err("no writer holds this slab's lock".into()),
                         };
                         cpu_now = ticks.as_ref().ok().copied();
-                        match ticks {
-                            Ok(t) => report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck),
-                            Err(error) => Group {
-                                error,
-                                ..Group::new(secs, Default::default())
-                            },
-                        }
+                        let usage =
+                            ticks.map(|t| report::runtime_vcpu(t, cpu_was.unwrap_or(t), secs, tck));
+                        Group::of(secs, usage)
                     });
                     put(&mut r.neuron_runtime_vcpu_usage, v, &err, false);
                 }
@@ -498,7 +494,7 @@ impl Monitor {
         Document {
             neuron_runtime_data: entries,
             system_data: self.system.data.clone(),
-            instance_info: report::instance_info(),
+            instance_info: Default::default(),
             neuron_hardware_info: report::hardware_info(),
         }
     }
@@ -519,20 +515,21 @@ impl Monitor {
             let secs = now.duration_since(since).as_secs_f64();
             match g {
                 SysGroup::HwCounters => d.neuron_hw_counters = Some(report::HwCounters(secs)),
-                SysGroup::MemoryInfo => d.memory_info = Some(report::memory_info(secs)),
-                SysGroup::VcpuUsage => match sys::read("/proc/stat", sys::parse_proc_stat) {
-                    Ok(s) => {
-                        d.vcpu_usage = Some(report::vcpu_usage(&s, &st.stat, secs));
-                        st.stat = s;
+                SysGroup::MemoryInfo => {
+                    let m = sys::read("/proc/meminfo", sys::parse_meminfo);
+                    d.memory_info = Some(Group::of(secs, m));
+                }
+                SysGroup::VcpuUsage => {
+                    let read = sys::read("/proc/stat", sys::parse_proc_stat);
+                    let usage = read.as_ref().map(|s| report::vcpu_usage(s, &st.stat));
+                    d.vcpu_usage = Some(Group::of(secs, usage.map_err(String::clone)));
+                    // A failed read keeps its baseline (time and reading)
+                    // for the next one.
+                    match read {
+                        Ok(s) => st.stat = s,
+                        Err(_) => *at = prev,
                     }
-                    Err(error) => {
-                        // A failed read keeps its baseline (time and
-                        // reading) for the next one.
-                        *at = prev;
-                        let v = Group::new(secs, Default::default());
-                        d.vcpu_usage = Some(Group { error, ..v });
-                    }
-                },
+                }
             }
         }
     }

@@ -146,7 +146,7 @@ fn with<V: ToString>(base: &Labels, extra: impl IntoIterator<Item = (&'static st
 pub fn render(monitor: &mut Monitor) -> String {
     let mut x = Exposition::default();
     // The companion's instance labels: `instance_info`'s fields, some
-    // renamed, all empty offline (as [`report::instance_info`]'s).
+    // renamed, all empty offline (as [`report::InstanceInfo`]'s).
     let inst: Labels = [
         "instance_name",
         "instance_id",
@@ -199,7 +199,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         // companion's does.
         let good = &rt.good;
         let cores = good.neuroncore_counters.iter();
-        for (core, u) in cores.flat_map(|n| &n.neuroncores_in_use.0) {
+        for (core, u) in cores.flat_map(|n| &n.neuroncores_in_use) {
             let (l, ratio) = (with(&rl, [("neuroncore", core)]), u.neuroncore_utilization);
             x.gauge(UTILIZATION, l, ratio / 100.0);
         }
@@ -224,7 +224,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        let vcpus = v.usage_data.0.len() as f64;
+        let vcpus = v.usage_data.len() as f64;
         x.gauge(VCPU_COUNT, inst.clone(), vcpus);
         let (user, system) = v.user_system();
         for (t, p) in [("user", user), ("system", system)] {

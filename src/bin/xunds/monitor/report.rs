@@ -16,6 +16,7 @@
 
 use std::borrow::Borrow;
 
+use indexmap::IndexMap;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
@@ -26,7 +27,9 @@ use xunds::wire::nds::model::{MemLocation, MemSlot, ModelRecord};
 
 use super::sys::{self, round2, ProcStat};
 use super::watch::Sample;
-use crate::Obj;
+
+/// A JSON object keyed by fixed names, in the order given.
+pub type Named<V> = IndexMap<&'static str, V>;
 
 /// The whole document printed each period.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -35,10 +38,10 @@ pub struct Document {
     pub neuron_runtime_data: Vec<RuntimeEntry>,
     /// System-level groups.
     pub system_data: SystemData,
-    /// Always present; empty strings offline ([`instance_info`]).
-    pub instance_info: Obj<&'static str>,
+    /// Always present; empty strings offline.
+    pub instance_info: InstanceInfo,
     /// Always present ([`hardware_info`]).
-    pub neuron_hardware_info: Obj<Value>,
+    pub neuron_hardware_info: Named<Value>,
 }
 
 /// One runtime (one slab).
@@ -112,11 +115,24 @@ impl<T> Group<T> {
     }
 }
 
+impl<T: Default> Group<T> {
+    /// `values` over `secs` seconds, or no values and the error.
+    pub fn of(secs: f64, values: Result<T, String>) -> Group<T> {
+        match values {
+            Ok(v) => Group::new(secs, v),
+            Err(error) => Group {
+                error,
+                ..Group::new(secs, T::default())
+            },
+        }
+    }
+}
+
 /// `neuroncore_counters`
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NeuroncoreCounters {
     /// Cores with any non-zero counter.
-    pub neuroncores_in_use: Obj<CoreUse>,
+    pub neuroncores_in_use: IndexMap<String, CoreUse>,
 }
 
 /// One core's use over the period.
@@ -132,9 +148,9 @@ pub struct CoreUse {
 #[derive(Clone, Debug, Serialize)]
 pub struct ExecutionStats {
     /// Error classes over the period ([`ERROR_CLASSES`]).
-    pub error_summary: Obj<u64>,
+    pub error_summary: Named<u64>,
     /// Outcomes over the period ([`OUTCOMES`]).
-    pub execution_summary: Obj<u64>,
+    pub execution_summary: Named<u64>,
     /// Latency over the period.
     pub latency_stats: LatencyStats,
 }
@@ -220,7 +236,7 @@ pub fn byte_sum<T: Borrow<u64>>(xs: impl IntoIterator<Item = T>) -> u64 {
 }
 
 /// `names[i]: values[i]`, in order.
-fn named<const N: usize>(names: [&str; N], values: &[u64; N]) -> Obj<u64> {
+fn named<const N: usize>(names: [&'static str; N], values: &[u64; N]) -> Named<u64> {
     names.into_iter().zip(*values).collect()
 }
 
@@ -237,7 +253,7 @@ impl Serialize for MemoryUsed {
                 neuron_device: byte_sum(self.cores.iter().flat_map(|c| &c.1)),
                 usage_breakdown: obj! {
                     host: named(HOST_KINDS, &self.host),
-                    neuroncore_memory_usage: cores.collect::<Obj<_>>(),
+                    neuroncore_memory_usage: cores.collect::<IndexMap<_, _>>(),
                 },
             },
             loaded_models: &self.loaded_models,
@@ -271,7 +287,7 @@ impl Serialize for LoadedModel {
             uuid: crate::hex(&r.uuid),
             model_id: r.model_id,
             is_running: self.is_running,
-            subgraphs: Obj(vec![(format!("sg_{:02}", r.sg_index), subgraph)]),
+            subgraphs: IndexMap::from([(format!("sg_{:02}", r.sg_index), subgraph)]),
         }
         .serialize(s)
     }
@@ -323,9 +339,9 @@ impl Serialize for HwCounters {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VcpuUsage {
     /// Over all vCPUs, percent by [`sys::CPU_FIELDS`].
-    pub average_usage: Obj<f64>,
+    pub average_usage: Named<f64>,
     /// Per vCPU, likewise.
-    pub usage_data: Obj<Obj<f64>>,
+    pub usage_data: IndexMap<String, Named<f64>>,
     /// Context switches during the period.
     pub context_switch_count: u64,
 }
@@ -334,7 +350,7 @@ impl VcpuUsage {
     /// The average's user and system percentages as the companion sums
     /// them: user + nice, and system + io_wait + irq + soft_irq.
     pub fn user_system(&self) -> (f64, f64) {
-        let sum = |ks: &[&str]| ks.iter().filter_map(|k| self.average_usage.get(k)).sum();
+        let sum = |ks: &[&str]| ks.iter().filter_map(|k| self.average_usage.get(*k)).sum();
         (
             sum(&["user", "nice"]),
             sum(&["system", "io_wait", "irq", "soft_irq"]),
@@ -342,8 +358,8 @@ impl VcpuUsage {
     }
 }
 
-/// `memory_info`
-#[derive(Clone, Debug, Default, Serialize)]
+/// `memory_info` (`/proc/meminfo`)
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MemoryInfo {
     /// MemTotal
     pub memory_total_bytes: u64,
@@ -355,42 +371,24 @@ pub struct MemoryInfo {
     pub swap_used_bytes: u64,
 }
 
-/// `memory_info` now (`/proc/meminfo`), its period `secs`.
-pub fn memory_info(secs: f64) -> Group<MemoryInfo> {
-    let mut m = Group::new(secs, MemoryInfo::default());
-    match sys::read("/proc/meminfo", sys::parse_meminfo) {
-        Ok(x) => {
-            let v = &mut m.values;
-            (v.memory_total_bytes, v.memory_used_bytes) = (x.0, x.1);
-            (v.swap_total_bytes, v.swap_used_bytes) = (x.2, x.3);
-        }
-        Err(e) => m.error = e,
-    }
-    m
-}
-
 /// `instance_info`: no instance metadata service offline, so every field
 /// is an empty string.
-pub fn instance_info() -> Obj<&'static str> {
-    [
-        "instance_name",
-        "instance_id",
-        "instance_type",
-        "instance_availability_zone",
-        "instance_availability_zone_id",
-        "instance_region",
-        "ami_id",
-        "subnet_id",
-        "error",
-    ]
-    .into_iter()
-    .map(|k| (k, ""))
-    .collect()
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstanceInfo {
+    instance_name: &'static str,
+    instance_id: &'static str,
+    instance_type: &'static str,
+    instance_availability_zone: &'static str,
+    instance_availability_zone_id: &'static str,
+    instance_region: &'static str,
+    ami_id: &'static str,
+    subnet_id: &'static str,
+    error: &'static str,
 }
 
 /// `neuron_hardware_info`: no Neuron driver here (the devices are simulated
 /// inside each `xunds` process), so no device and an error saying so.
-pub fn hardware_info() -> Obj<Value> {
+pub fn hardware_info() -> Named<Value> {
     let none = "no Neuron driver: devices are simulated inside each xunds process";
     [
         ("neuron_device_type", json!("")),
@@ -416,11 +414,9 @@ fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
 }
 
 /// `(name, growth)` of each counter of `table` summed over the cores.
-fn growth(now: &Counters, was: &Counters, table: &[(&str, NcCounter)]) -> Obj<u64> {
-    Obj(table
-        .iter()
-        .map(|(n, c)| (n.to_string(), now.sum(*c).saturating_sub(was.sum(*c))))
-        .collect())
+fn growth(now: &Counters, was: &Counters, table: &[(&'static str, NcCounter)]) -> Named<u64> {
+    let g = |c: &NcCounter| now.sum(*c).saturating_sub(was.sum(*c));
+    table.iter().map(|(n, c)| (*n, g(c))).collect()
 }
 
 /// `execution_stats` from the counter growth between `was` and `now`
@@ -517,7 +513,7 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
 }
 
 /// `neuron_runtime_vcpu_usage` from the process's CPU ticks.
-pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Group<RuntimeVcpu> {
+pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> RuntimeVcpu {
     let pct = |a: u64, b: u64| match secs > 0.0 {
         true => round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0),
         false => 0.0,
@@ -526,11 +522,11 @@ pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Gr
         user: pct(now.0, was.0),
         system: pct(now.1, was.1),
     };
-    Group::new(secs, RuntimeVcpu { vcpu_usage })
+    RuntimeVcpu { vcpu_usage }
 }
 
 /// `vcpu_usage` between two `/proc/stat` readings.
-pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> Group<VcpuUsage> {
+pub fn vcpu_usage(now: &ProcStat, was: &ProcStat) -> VcpuUsage {
     let pct = |a, b| {
         sys::CPU_FIELDS
             .into_iter()
@@ -545,12 +541,11 @@ pub fn vcpu_usage(now: &ProcStat, was: &ProcStat, secs: f64) -> Group<VcpuUsage>
             .map_or(&[0; 7], |(_, e)| e);
         (i.to_string(), pct(t, e))
     });
-    let v = VcpuUsage {
+    VcpuUsage {
         average_usage: pct(&now.all, &was.all),
         usage_data: usage_data.collect(),
         context_switch_count: now.ctxt.saturating_sub(was.ctxt),
-    };
-    Group::new(secs, v)
+    }
 }
 
 #[cfg(test)]
@@ -588,12 +583,13 @@ mod tests {
         set(&mut now, 1, NcCounter::MacCount, 1000);
         set(&mut now, 3, NcCounter::LatencyDevice, 5_000_000_000);
         let n = neuroncore_counters(&now, &was, 1.0);
-        assert_eq!(n.neuroncores_in_use.0.len(), 2);
-        assert_eq!(n.neuroncores_in_use.0[0].0, "1");
-        assert_eq!(n.neuroncores_in_use.0[0].1.neuroncore_utilization, 25.0);
-        assert_eq!(n.neuroncores_in_use.0[0].1.flops, 2000);
-        assert_eq!(n.neuroncores_in_use.0[1].1.neuroncore_utilization, 100.0);
+        let cores = &n.neuroncores_in_use;
+        assert_eq!(cores.len(), 2);
+        assert_eq!(cores.get_index(0).unwrap().0, "1");
+        assert_eq!(cores[0].neuroncore_utilization, 25.0);
+        assert_eq!(cores[0].flops, 2000);
+        assert_eq!(cores[1].neuroncore_utilization, 100.0);
         let z = neuroncore_counters(&now, &was, 0.0);
-        assert_eq!(z.neuroncores_in_use.0[0].1, CoreUse::default());
+        assert_eq!(z.neuroncores_in_use[0], CoreUse::default());
     }
 }

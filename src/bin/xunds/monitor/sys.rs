@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use super::report::MemoryInfo;
+
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), 100 when unknown.
 pub fn clk_tck() -> u64 {
     // SAFETY: sysconf only reads a configuration value; no memory is passed.
@@ -112,8 +114,8 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
     seen_all.then_some(out)
 }
 
-/// System memory in bytes: (total, used, swap total, swap used).
-pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
+/// System memory in bytes (`/proc/meminfo`).
+pub fn parse_meminfo(s: &str) -> Option<MemoryInfo> {
     let kb = |key: &str| -> Option<u64> {
         let line = s.lines().find(|l| l.starts_with(key))?;
         let v: u64 = line
@@ -128,12 +130,12 @@ pub fn parse_meminfo(s: &str) -> Option<(u64, u64, u64, u64)> {
     let avail = kb("MemAvailable:").or_else(|| kb("MemFree:"))?;
     let swap_total = kb("SwapTotal:").unwrap_or(0);
     let swap_free = kb("SwapFree:").unwrap_or(0);
-    Some((
-        total,
-        total.saturating_sub(avail),
-        swap_total,
-        swap_total.saturating_sub(swap_free),
-    ))
+    Some(MemoryInfo {
+        memory_total_bytes: total,
+        memory_used_bytes: total.saturating_sub(avail),
+        swap_total_bytes: swap_total,
+        swap_used_bytes: swap_total.saturating_sub(swap_free),
+    })
 }
 
 /// `x` rounded to two decimals.
@@ -169,7 +171,13 @@ mod tests {
     #[test]
     fn meminfo_parses() {
         let s = "MemTotal:  1000 kB\nMemFree: 100 kB\nMemAvailable: 400 kB\nSwapTotal: 10 kB\nSwapFree: 4 kB\n";
-        assert_eq!(parse_meminfo(s), Some((1_024_000, 614_400, 10_240, 6_144)));
+        let m = MemoryInfo {
+            memory_total_bytes: 1_024_000,
+            memory_used_bytes: 614_400,
+            swap_total_bytes: 10_240,
+            swap_used_bytes: 6_144,
+        };
+        assert_eq!(parse_meminfo(s), Some(m));
         assert_eq!(parse_meminfo("nothing"), None);
     }
 }

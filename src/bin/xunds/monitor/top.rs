@@ -157,7 +157,7 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
         .iter()
         .flat_map(|p| {
             let used = p.report.neuroncore_counters.iter();
-            let used = used.flat_map(|n| &n.neuroncores_in_use.0);
+            let used = used.flat_map(|n| &n.neuroncores_in_use);
             used.map(move |(k, c)| match ui.tab {
                 0 if many > 1 => (format!("{}/NC{k}", p.pid), c),
                 _ => (format!("NC {k}"), c),
@@ -271,7 +271,7 @@ fn draw_utilization(
 
 fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let sys = v.system_data.vcpu_usage.as_ref();
-    let vcpus = sys.map_or(0, |v| v.usage_data.0.len());
+    let vcpus = sys.map_or(0, |v| v.usage_data.len());
     let block = section(format!("vCPU Utilization ({vcpus} vCPUs)"));
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -346,8 +346,12 @@ pub struct TreeRow {
 /// them; a model holds its device categories. Each parent is the sum of its
 /// children.
 pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
+    tree_with(v, ui, &|k| ui.expanded.contains(k))
+}
+
+/// The tree with the nodes `open` says are expanded.
+fn tree_with(v: &View, ui: &Ui, open: &dyn Fn(&String) -> bool) -> Vec<TreeRow> {
     let mut out = Vec::new();
-    let open = |k: &String| ui.expanded.contains(k);
     let mut row = |depth, label, model_id, (host, device), key| {
         out.push(TreeRow {
             depth,
@@ -405,19 +409,12 @@ pub fn tree(v: &View, ui: &Ui) -> Vec<TreeRow> {
     out
 }
 
-/// Every key the tree could expand (for `x`).
+/// Every key the tree could expand (for `x`): those of the whole tree.
 fn all_keys(v: &View, ui: &Ui) -> BTreeSet<String> {
-    let mut open = Ui {
-        expanded: BTreeSet::new(),
-        ..ui.clone()
-    };
-    loop {
-        let keys: BTreeSet<String> = tree(v, &open).into_iter().filter_map(|r| r.key).collect();
-        if keys == open.expanded {
-            return keys;
-        }
-        open.expanded = keys;
-    }
+    tree_with(v, ui, &|_| true)
+        .into_iter()
+        .filter_map(|r| r.key)
+        .collect()
 }
 
 fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
@@ -570,7 +567,7 @@ mod tests {
         NeuroncoreCounters, Report, RuntimeVcpu, SystemData, UserSystem, VcpuUsage,
     };
     use super::*;
-    use crate::Obj;
+    use indexmap::IndexMap;
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
     use xunds::wire::nds::c_string;
@@ -674,7 +671,7 @@ mod tests {
     fn sample() -> View {
         let vcpu = VcpuUsage {
             average_usage: [("user", 22.0), ("system", 5.5)].into_iter().collect(),
-            usage_data: [("0", Obj::default()), ("1", Obj::default())]
+            usage_data: [("0".into(), IndexMap::new()), ("1".into(), IndexMap::new())]
                 .into_iter()
                 .collect(),
             ..Default::default()
