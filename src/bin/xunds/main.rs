@@ -96,20 +96,15 @@ pub(crate) fn fail(code: u8, command: &str, msg: impl Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// clap's verdict: help and version on stdout with exit 0; the usage on
-/// stderr with exit 2 when no subcommand is given; any other error as one
-/// line `xunds <subcommand>: <what>` (clap's message, which names the flag
-/// and the allowed range) with exit 2.
+/// clap's verdict: help and version on stdout with exit 0, and the usage
+/// on stderr with exit 2 when no subcommand is given, as clap exits; any
+/// other error as one line `xunds <subcommand>: <what>` (clap's message,
+/// which names the flag and the allowed range) with exit 2.
 fn clap_error(e: clap::Error) -> ExitCode {
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(2)
-        }
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
         _ => {
             // clap renders "error: <what>[\n  <detail>...]\n\n<tip and
             // usage>"; keep the first paragraph, on one line.

@@ -241,6 +241,7 @@ impl Runtime {
 
     /// Recompute the groups that are due (all when forced).
     fn update(&mut self, now: Instant, clock: &Clock, groups: &[(RtGroup, Duration)], tck: u64) {
+        use RtGroup::*;
         let force = std::mem::take(&mut self.force);
         let err = self.error();
         let (pid, state) = (self.pid(), self.state());
@@ -263,15 +264,15 @@ impl Runtime {
             let secs = now.duration_since(at).as_secs_f64();
             let mut cpu_now = None;
             match g {
-                RtGroup::ExecutionStats => {
+                ExecutionStats => {
                     let e = s.map(|s| report::execution_stats(&s.counters, was, secs));
                     put(&mut r.execution_stats, e, &err, false);
                 }
-                RtGroup::NeuroncoreCounters => {
+                NeuroncoreCounters => {
                     let n = s.map(|s| report::neuroncore_counters(&s.counters, was, secs));
                     put(&mut r.neuroncore_counters, n, &err, false);
                 }
-                RtGroup::MemoryUsed => {
+                MemoryUsed => {
                     let m = s.map(|s| {
                         let mut m = report::memory_used(s, was, secs);
                         let running = state == "running";
@@ -281,7 +282,7 @@ impl Runtime {
                     });
                     put(&mut r.memory_used, m, &err, keep_last);
                 }
-                RtGroup::VcpuUsage => {
+                VcpuUsage => {
                     let v = s.map(|_| {
                         let ticks = match state {
                             "running" => {
@@ -311,12 +312,10 @@ impl Runtime {
         // The groups the configuration no longer enables for this runtime
         // go; the gauges keep their last good values.
         let off = |g: RtGroup| !groups.iter().any(|(x, _)| *x == g);
-        r.execution_stats.take_if(|_| off(RtGroup::ExecutionStats));
-        r.neuroncore_counters
-            .take_if(|_| off(RtGroup::NeuroncoreCounters));
-        r.memory_used.take_if(|_| off(RtGroup::MemoryUsed));
-        r.neuron_runtime_vcpu_usage
-            .take_if(|_| off(RtGroup::VcpuUsage));
+        r.execution_stats.take_if(|_| off(ExecutionStats));
+        r.neuroncore_counters.take_if(|_| off(NeuroncoreCounters));
+        r.memory_used.take_if(|_| off(MemoryUsed));
+        r.neuron_runtime_vcpu_usage.take_if(|_| off(VcpuUsage));
         let good = &mut self.good;
         keep(&r.neuroncore_counters, &mut good.neuroncore_counters);
         keep(

@@ -136,6 +136,14 @@ fn section(title: String) -> Block<'static> {
     Block::default().borders(Borders::TOP).title(title.bold())
 }
 
+/// Draw a section's title over `area`; the area under it.
+fn draw_section(f: &mut Frame, area: Rect, title: String) -> Rect {
+    let block = section(title);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    inner
+}
+
 /// A one-line bar: `label [|||||     ] text`, the bar as wide as the line
 /// allows.
 fn bar(label: &str, ratio: f64, text: &str, width: u16) -> Paragraph<'static> {
@@ -182,12 +190,9 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
         Length(1),
     ])
     .areas(area);
-    let title_text = format!(
-        " xunds top {}  |  instance: none (offline)  |  {} process{}",
-        env!("CARGO_PKG_VERSION"),
-        many,
-        if many == 1 { "" } else { "es" }
-    );
+    let (version, es) = (env!("CARGO_PKG_VERSION"), if many == 1 { "" } else { "es" });
+    let title_text =
+        format!(" xunds top {version}  |  instance: none (offline)  |  {many} process{es}");
     f.render_widget(Paragraph::new(title_text).white().on_blue(), title);
     draw_utilization(f, util, &procs, &cores, (cols, rows), ui.flops);
     draw_vcpu(f, vcpu, v, &procs);
@@ -228,20 +233,13 @@ fn draw_utilization(
     let more = Some(cores.len().saturating_sub(cols * rows)).filter(|m| *m > 0);
     let more = more.map_or(String::new(), |m| format!(" (+{m} more)"));
     let what = if flops { "FLOPS" } else { "Utilization" };
-    let block = section(format!(
-        "NeuronCore {what}{more} | {} executions/s | errors: {}",
-        si(rate),
-        errors.as_deref().unwrap_or("none")
-    ));
-    let inner = block.inner(area);
-    f.render_widget(block, area);
+    let (rate, errors) = (si(rate), errors.as_deref().unwrap_or("none"));
+    let title = format!("NeuronCore {what}{more} | {rate} executions/s | errors: {errors}");
+    let inner = draw_section(f, area, title);
     let n = cores.len().max(1) as f64;
-    let avg_util = cores
-        .iter()
-        .map(|c| c.1.neuroncore_utilization)
-        .sum::<f64>()
-        / n;
-    let avg_flops = cores.iter().map(|c| c.1.flops as f64).sum::<f64>() / n;
+    let avg = |x: fn(&CoreUse) -> f64| cores.iter().map(|c| x(c.1)).sum::<f64>() / n;
+    let avg_util = avg(|c| c.neuroncore_utilization);
+    let avg_flops = avg(|c| c.flops as f64);
     let peak = cores.iter().map(|c| c.1.flops).max().unwrap_or(0).max(1) as f64;
     let gauge = |label: &str, util: f64, fl: f64, width: u16| {
         if flops {
@@ -272,9 +270,7 @@ fn draw_utilization(
 fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let sys = v.system_data.vcpu_usage.as_ref();
     let vcpus = sys.map_or(0, |v| v.usage_data.len());
-    let block = section(format!("vCPU Utilization ({vcpus} vCPUs)"));
-    let inner = block.inner(area);
-    f.render_widget(block, area);
+    let inner = draw_section(f, area, format!("vCPU Utilization ({vcpus} vCPUs)"));
     let system = sys.filter(|v| v.error.is_empty()).map(|v| v.user_system());
     // The runtimes' groups read without an error, summed.
     let good = procs
@@ -305,9 +301,7 @@ fn draw_summary(f: &mut Frame, area: Rect, procs: &[&RuntimeEntry]) {
         add(&mut host, &m.host);
         m.cores.iter().for_each(|(_, d)| add(&mut device, d));
     }
-    let block = section("Memory Usage Summary".into());
-    let inner = block.inner(area);
-    f.render_widget(block, area);
+    let inner = draw_section(f, area, "Memory Usage Summary".into());
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
     let column = |head: &str, kinds: &[&str], vals: &[u64]| {
