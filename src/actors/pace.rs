@@ -217,15 +217,15 @@ mod timed {
     /// 2-4 GHz parts. An invariant TSC runs at the nominal clock, and AMD
     /// parts do not report that clock, so the wait is given in ticks, not
     /// converted from a time.
-    const SLIP_TICKS: u64 = 4_096;
+    pub(super) const SLIP_TICKS: u64 = 4_096;
 
     /// The most hints a timed wait spends, whatever its counter says: a
     /// counter that stalls cannot hold the worker longer. A running counter
     /// ends the wait long before (each pass reads it, ~20+ ticks).
-    const MAX_TIMED_HINTS: u32 = 16_384;
+    pub(super) const MAX_TIMED_HINTS: u32 = 16_384;
 
     #[inline(always)]
-    fn tsc() -> u64 {
+    pub(super) fn tsc() -> u64 {
         // SAFETY: RDTSC reads a counter; it has no memory effects and every
         // x86_64 CPU implements it.
         unsafe { core::arch::x86_64::_rdtsc() }
@@ -240,7 +240,7 @@ mod timed {
     /// Spin until `now()` has moved `wait` ticks past its first reading, or
     /// for [`MAX_TIMED_HINTS`] hints. Returns the hints spent.
     #[inline]
-    fn wait_on(mut now: impl FnMut() -> u64, wait: u64) -> u32 {
+    pub(super) fn wait_on(mut now: impl FnMut() -> u64, wait: u64) -> u32 {
         let start = now();
         let mut hints = 0;
         // `wrapping_sub`: a reading behind the first (a migration between
@@ -252,45 +252,13 @@ mod timed {
         }
         hints
     }
-
-    #[cfg(all(test, not(loom), feature = "std"))]
-    mod tests {
-        use super::*;
-
-        /// The slip lasts its ticks, and a running counter, not the hint
-        /// bound, ends it.
-        #[test]
-        fn slip_waits_on_the_counter() {
-            let start = tsc();
-            let hints = slip_wait();
-            let spent = tsc().wrapping_sub(start);
-            assert!(spent >= SLIP_TICKS, "{spent} ticks < {SLIP_TICKS}");
-            assert!(hints < MAX_TIMED_HINTS, "ended by the hint bound");
-        }
-
-        /// A stalled counter ends the wait at the hint bound; one that steps
-        /// ends it once it has moved `wait` ticks (one hint per tick here);
-        /// one that jumps backwards ends it at once.
-        #[test]
-        fn timed_wait_is_bounded() {
-            assert_eq!(wait_on(|| 7, 100), MAX_TIMED_HINTS);
-            let mut t = 0u64;
-            let step = || {
-                t += 1;
-                t
-            };
-            assert_eq!(wait_on(step, 100), 99);
-            let mut back = [1_000u64, 5].into_iter();
-            assert_eq!(wait_on(|| back.next().unwrap_or(0), 100), 0);
-        }
-    }
 }
 
 /// The hint-counted wait, where there is no counter to read.
 #[cfg(not(all(target_arch = "x86_64", not(miri))))]
 mod counted {
     /// The wait in spin hints.
-    const SLIP_HINTS: u32 = 64;
+    pub(super) const SLIP_HINTS: u32 = 64;
 
     /// Spin [`SLIP_HINTS`] hints. Returns the hints spent.
     #[inline]
@@ -299,15 +267,6 @@ mod counted {
             crate::sync::spin_hint();
         }
         SLIP_HINTS
-    }
-
-    #[cfg(all(test, not(loom), feature = "std"))]
-    mod tests {
-        /// It spends its hints.
-        #[test]
-        fn slip_waits_on_the_counter() {
-            assert_eq!(super::slip_wait(), super::SLIP_HINTS);
-        }
     }
 }
 
@@ -379,5 +338,51 @@ mod tests {
             pace.slip_after, LOCKSTEP_STREAK,
             "a slip that finds a batch"
         );
+    }
+
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom), feature = "std"))]
+    mod timed {
+        use super::super::timed::*;
+
+        /// The slip lasts its ticks, and a running counter, not the hint
+        /// bound, ends it.
+        #[test]
+        fn slip_waits_on_the_counter() {
+            let start = tsc();
+            let hints = slip_wait();
+            let spent = tsc().wrapping_sub(start);
+            assert!(spent >= SLIP_TICKS, "{spent} ticks < {SLIP_TICKS}");
+            assert!(hints < MAX_TIMED_HINTS, "ended by the hint bound");
+        }
+
+        /// A stalled counter ends the wait at the hint bound; one that steps
+        /// ends it once it has moved `wait` ticks (one hint per tick here);
+        /// one that jumps backwards ends it at once.
+        #[test]
+        fn timed_wait_is_bounded() {
+            assert_eq!(wait_on(|| 7, 100), MAX_TIMED_HINTS);
+            let mut t = 0u64;
+            let step = || {
+                t += 1;
+                t
+            };
+            assert_eq!(wait_on(step, 100), 99);
+            let mut back = [1_000u64, 5].into_iter();
+            assert_eq!(wait_on(|| back.next().unwrap_or(0), 100), 0);
+        }
+    }
+
+    #[cfg(all(
+        not(all(target_arch = "x86_64", not(miri))),
+        not(loom),
+        feature = "std"
+    ))]
+    mod counted {
+        use super::super::counted::*;
+        /// It spends its hints.
+        #[test]
+        fn slip_waits_on_the_counter() {
+            assert_eq!(slip_wait(), SLIP_HINTS);
+        }
     }
 }
