@@ -18,7 +18,6 @@
 //! 3, into the EXT NC-data band). [`nc_counter_off`] refuses a counter above 94
 //! for every core.
 
-use super::super::layout::Field;
 use super::super::{below, WireError};
 use super::region;
 pub use super::region::{
@@ -210,48 +209,12 @@ pub const fn nd_counter_off(index: u32) -> Result<usize, WireError> {
     }
 }
 
-/// Which of the three NC bands a (core, counter) pair lives in (docs/abi.md §2.4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum NcBand {
-    /// `nc_counters`: cores 0-3, counters 0..=30.
-    Base,
-    /// `ext_nc_counters`: cores 0-3, counters 31..=94.
-    ExtCounters,
-    /// `ext_nc_data`: cores 4-15, counters 0..=94.
-    ExtData,
-}
-
-impl NcBand {
-    /// The region-map row of this band.
-    pub const fn span(self) -> Field {
-        match self {
-            NcBand::Base => region::NC_COUNTERS,
-            NcBand::ExtCounters => region::EXT_NC_COUNTERS,
-            NcBand::ExtData => region::EXT_NC_DATA,
-        }
-    }
-}
-
-/// A resolved NC counter: its band and u64 element index from the slab base.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct NcSlot {
-    /// The band the counter lives in.
-    pub band: NcBand,
-    /// u64 element index (byte offset / 8), as the seed's pseudo-code computes.
-    pub elem: usize,
-}
-
-impl NcSlot {
-    /// Byte offset from the slab base.
-    pub const fn off(&self) -> usize {
-        self.elem * 8
-    }
-}
-
-/// The three-band dispatch of docs/abi.md §2.5 (`nds_*_nc_counter` @0x507220, kernel
-/// `get_neuroncore_counter_value`), returning the band and element index.
-/// Refuses `core > 15` and `counter > 94` for every core (see the module doc).
-pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireError> {
+/// Byte offset of NC counter `counter` of NeuronCore `core`: the three-band
+/// dispatch of docs/abi.md §2.5 (`nds_*_nc_counter` @0x507220, kernel
+/// `get_neuroncore_counter_value`), as the u64 element index the seed's
+/// pseudo-code computes, times 8. Refuses `core > 15` and `counter > 94` for
+/// every core (see the module doc).
+pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
     let (pnc, c) = match (
         below("nc core", core as u64, MAX_CORES),
         below("nc counter", counter as u64, TOTAL_NC_COUNTER_COUNT),
@@ -259,33 +222,14 @@ pub const fn nc_counter_slot(core: u32, counter: u32) -> Result<NcSlot, WireErro
         (Ok(pnc), Ok(c)) => (pnc, c),
         (Err(e), _) | (_, Err(e)) => return Err(e),
     };
-    Ok(if pnc < BASE_CORES {
-        if c < NC_COUNTER_COUNT {
-            NcSlot {
-                band: NcBand::Base,
-                elem: NC_BASE_ELEM + pnc * NC_COUNTER_COUNT + c,
-            }
-        } else {
-            NcSlot {
-                band: NcBand::ExtCounters,
-                elem: EXT_NC_BASE_ELEM + pnc * EXT_NC_COUNTER_COUNT + (c - NC_COUNTER_COUNT),
-            }
-        }
+    let elem = if pnc >= BASE_CORES {
+        EXT_NC_DATA_BASE_ELEM + (pnc - BASE_CORES) * EXT_NC_DATA_COUNT + c
+    } else if c < NC_COUNTER_COUNT {
+        NC_BASE_ELEM + pnc * NC_COUNTER_COUNT + c
     } else {
-        NcSlot {
-            band: NcBand::ExtData,
-            elem: EXT_NC_DATA_BASE_ELEM + (pnc - BASE_CORES) * EXT_NC_DATA_COUNT + c,
-        }
-    })
-}
-
-/// Byte offset of NC counter `counter` of NeuronCore `core` (docs/abi.md §2.5; see
-/// [`nc_counter_slot`]).
-pub const fn nc_counter_off(core: u32, counter: u32) -> Result<usize, WireError> {
-    match nc_counter_slot(core, counter) {
-        Ok(s) => Ok(s.off()),
-        Err(e) => Err(e),
-    }
+        EXT_NC_BASE_ELEM + pnc * EXT_NC_COUNTER_COUNT + (c - NC_COUNTER_COUNT)
+    };
+    Ok(elem * 8)
 }
 
 /// `true` when `r` resolved to `off` (for the compile-time checks below).
