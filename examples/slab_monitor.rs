@@ -48,7 +48,7 @@ fn monitor(path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let snap = reader.snapshot()?;
 
     println!("slab {} (mapped read-only)", path.display());
-    for (core, nc) in snap.nc.iter().enumerate() {
+    for (core, nc) in snap.counters.nc.iter().enumerate() {
         let done = nc[NcCounter::InferCompleted.index() as usize];
         let failed = nc[NcCounter::InferCompletedWithErr.index() as usize];
         if done + failed > 0 {

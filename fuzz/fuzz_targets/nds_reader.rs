@@ -180,6 +180,6 @@ fn check(slab: &(impl Slab + Sync)) {
     assert_eq!(reader.model_bitmap().unwrap(), snap.model_bitmap);
     for i in 0..xunds::nds::index::ND_COUNTERS as u32 {
         let c = Counter::nd_index(i).unwrap();
-        assert_eq!(reader.counter(c).unwrap(), snap.nd[i as usize]);
+        assert_eq!(reader.counter(c).unwrap(), snap.counters.nd[i as usize]);
     }
 }

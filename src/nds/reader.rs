@@ -123,10 +123,8 @@ impl<R> RecordRead<R> {
 /// ([`NdsError::Detached`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
-    /// The 31 ND counter words (docs/abi.md §2.4).
-    pub nd: [u64; ND_COUNTERS],
-    /// Per core 0..=15, the 95 counter words 0..=94 (docs/abi.md §2.5).
-    pub nc: [[u64; NC_COUNTERS]; CORES],
+    /// The ND and NC counter words (docs/abi.md §2.4, §2.5).
+    pub counters: Counters,
     /// The model slot bitmap (docs/abi.md §2.6).
     pub model_bitmap: u64,
     /// The process-info record.
@@ -136,16 +134,6 @@ pub struct Snapshot {
     /// Model slots whose bitmap bit is set or whose hash word is non-zero,
     /// ascending.
     pub models: heapless::Vec<(ModelSlot, RecordRead<ModelRecord>), { super::MODEL_SLOTS }>,
-}
-
-impl Snapshot {
-    /// The counter words alone (what a monitor keeps between two reads).
-    pub fn counters(&self) -> Counters {
-        Counters {
-            nd: self.nd,
-            nc: self.nc,
-        }
-    }
 }
 
 /// The counter words of one [`Snapshot`], with the sums a monitor reports.
@@ -266,7 +254,7 @@ fn sleep(d: Duration) {
 ///     other => panic!("{}", other.state_name()),
 /// }
 /// let snap = r.snapshot().unwrap();
-/// assert_eq!(snap.nc[1][NcCounter::InferenceCount as usize], 7);
+/// assert_eq!(snap.counters.nc(1, NcCounter::InferenceCount), 7);
 /// assert_eq!(snap.models.len(), 1);
 /// # drop((r, w));
 /// # std::fs::remove_file(&path).unwrap();
@@ -394,12 +382,11 @@ impl<S: Slab> Reader<S> {
     /// Everything at once, between two header checks.
     pub fn snapshot(&self) -> Result<Snapshot, NdsError> {
         self.bracketed(|s| -> Result<Snapshot, NdsError> {
-            let mut nd = [0u64; ND_COUNTERS];
-            for (i, v) in nd.iter_mut().enumerate() {
+            let mut counters = Counters::ZERO;
+            for (i, v) in counters.nd.iter_mut().enumerate() {
                 *v = s.load_u64(Counter::nd_index(i as u32)?.offset(), Ordering::Relaxed);
             }
-            let mut nc = [[0u64; NC_COUNTERS]; CORES];
-            for (core, row) in nc.iter_mut().enumerate() {
+            for (core, row) in counters.nc.iter_mut().enumerate() {
                 for (i, v) in row.iter_mut().enumerate() {
                     let c = Counter::nc_index(core as u32, i as u32)?;
                     *v = s.load_u64(c.offset(), Ordering::Relaxed);
@@ -416,8 +403,7 @@ impl<S: Slab> Reader<S> {
                 }
             }
             Ok(Snapshot {
-                nd,
-                nc,
+                counters,
                 model_bitmap,
                 process_info: self.read_record(s, RecordSpan::PROCESS_INFO, ProcessInfo::parse)?,
                 process_info_ext: self.read_record(
@@ -558,9 +544,9 @@ mod tests {
         w.delete_model(ModelSlot::new(0).unwrap()).unwrap();
         let r = Reader::attach_with_pause(slab, no_pause).unwrap();
         let snap = r.snapshot().unwrap();
-        assert_eq!(snap.nd[13], 9);
-        assert_eq!(snap.nc[15][30], 2);
-        assert_eq!(snap.nc[3][33], 4);
+        assert_eq!(snap.counters.nd[13], 9);
+        assert_eq!(snap.counters.nc[15][30], 2);
+        assert_eq!(snap.counters.nc[3][33], 4);
         assert_eq!(snap.model_bitmap, 0b10);
         assert_eq!(snap.models.len(), 1);
         assert_eq!(snap.models[0].0, s1);

@@ -705,7 +705,7 @@ fn execute<H: Hal + 'static>(
     let per_core = (0..cfg.vncs)
         .map(|core| CoreCounters {
             core,
-            nc: snap.nc[usize::from(core)],
+            nc: snap.counters.nc[usize::from(core)],
         })
         .collect();
     let fresh: Vec<_> = snap
@@ -743,7 +743,7 @@ fn execute<H: Hal + 'static>(
         exec_per_sec: producer.accepted as f64 / elapsed.as_secs_f64().max(1e-9),
         virtual_ns,
         per_core,
-        nd: snap.nd,
+        nd: snap.counters.nd,
         model_records: fresh.len(),
         record_device_bytes: device_bytes.map(|c| c.total_size).sum(),
         slab,

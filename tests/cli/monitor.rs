@@ -412,8 +412,13 @@ fn a_scrape_after_the_run_equals_the_slab_counters() {
 
     // The slab's cumulative counters through the library's reader.
     let snap = Reader::open(slab.path()).unwrap().snapshot().unwrap();
-    let sum =
-        |k: NcCounter| -> f64 { snap.nc.iter().map(|row| row[k as usize]).sum::<u64>() as f64 };
+    let sum = |k: NcCounter| -> f64 {
+        snap.counters
+            .nc
+            .iter()
+            .map(|row| row[k as usize])
+            .sum::<u64>() as f64
+    };
     let value = |metric: &str, label: &str, v: &str| -> f64 {
         let s = scrape
             .samples

@@ -123,7 +123,7 @@ impl Watch {
         self.opened = Some(file);
         Ok((
             Sample {
-                counters: snap.counters(),
+                counters: snap.counters.clone(),
                 snap,
                 holder,
             },
