@@ -148,12 +148,6 @@ impl NdCounter {
 }
 
 impl NcCounter {
-    /// `true` for the EXT counters (index >= 31), which live in the EXT NC
-    /// band for cores 0-3.
-    pub const fn is_ext(self) -> bool {
-        self as usize >= NC_COUNTER_COUNT
-    }
-
     /// Byte offset of this counter for NeuronCore `core` ([`nc_counter_off`]).
     pub const fn off(self, core: u32) -> Result<usize, WireError> {
         nc_counter_off(core, self.index())
@@ -276,7 +270,6 @@ mod tests {
             assert_eq!(c.index() as usize, i);
             assert_eq!(NcCounter::from_index(c.index()), Some(*c));
             assert_eq!(NcCounter::from_name(c.name()), Some(*c));
-            assert_eq!(c.is_ext(), i >= 31);
         }
         assert_eq!(NdCounter::from_index(14), None);
         assert_eq!(NcCounter::from_index(41), None);
