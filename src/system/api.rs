@@ -61,8 +61,7 @@ use crate::wire::status::NrtStatus;
 use crate::wire::work_item::InferResp;
 
 use super::builder::{build, Built, Shared, SysActor, SystemConfig};
-use super::clock::MonotonicClock;
-use super::runner::{Running, StopHandle, ThreadedConfig, ThreadedRunner};
+use super::runner::{MonotonicClock, Running, StopHandle, ThreadedConfig, ThreadedRunner};
 
 /// How often a blocked [`System::wait`] looks whether the daemons stopped.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);

@@ -474,10 +474,11 @@ impl FsmViolations {
 /// The parts of a job that do not depend on the HAL.
 struct Prepared {
     builders: Vec<ModelBuilder>,
-    inputs: Arc<Vec<Vec<f32>>>,
+    inputs: Vec<Vec<f32>>,
     sys: SystemConfig,
 }
 
+/// Check the job, then build its models, inputs and system configuration.
 fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     cfg.check()?;
     let builders = (0..u64::from(cfg.models))
@@ -535,7 +536,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
     }
     Ok(Prepared {
         builders,
-        inputs: Arc::new(inputs),
+        inputs,
         sys,
     })
 }
@@ -590,27 +591,27 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
     })
 }
 
-/// Run the prepared job on `hal`; `injected(hal)`: the faults it applied
-/// per rule of the plan (none for a HAL without an injector).
+/// Run the job on `hal`; `injected(hal)`: the faults it applied per rule of
+/// the plan (none for a HAL without an injector).
 fn execute<H: Hal + 'static>(
     hal: H,
     injected: fn(&H) -> Vec<u64>,
     log: Option<TraceLog>,
     cfg: &JobConfig,
-    p: &Prepared,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<JobReport, Error> {
+    let p = prepare(cfg)?;
     // Before the system: a run that cannot open its trace files stops
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
-    let Built { shared, daemons } = build(hal, p.sys.clone(), log)?;
+    let Built { shared, daemons } = build(hal, p.sys, log)?;
     let models = (p.builders.iter().enumerate())
         .map(|(m, b)| shared.load_model(b, &format!("{}{m}", cfg.model.name())))
         .collect::<Result<_, _>>()?;
     let work = Workload {
         executions: cfg.executions,
         models,
-        inputs: Arc::clone(&p.inputs),
+        inputs: Arc::new(p.inputs),
     };
     let mut producer = ProducerActor::new(
         Arc::clone(&shared.lanes),
@@ -777,14 +778,13 @@ fn execute<H: Hal + 'static>(
 
 /// Run a job (module docs). `progress(done, total)` is called now and then.
 pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobReport, Error> {
-    let p = prepare(cfg)?;
     if !cfg.deterministic && cfg.faults.is_empty() {
-        execute(LinuxHal::new(), |_| Vec::new(), None, cfg, &p, progress)
+        execute(LinuxHal::new(), |_| Vec::new(), None, cfg, progress)
     } else if !cfg.deterministic {
-        injecting(LinuxHal::new(), None, cfg, &p, progress)
+        injecting(LinuxHal::new(), None, cfg, progress)
     } else if !cfg.digest {
         // Nothing observes the HAL: no tracer in the stack.
-        injecting(FakeHal::one_thread(), None, cfg, &p, progress)
+        injecting(FakeHal::one_thread(), None, cfg, progress)
     } else {
         // Without a text view (no replay to compare with), the tracer's log
         // keeps only the operations' encodings in the binary stream.
@@ -798,7 +798,7 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
             Tracer::with_filter(FakeHal::one_thread(), TraceFilter::Protocol)
         };
         let log = Some(tracer.log());
-        injecting(tracer, log, cfg, &p, progress)
+        injecting(tracer, log, cfg, progress)
     }
 }
 
@@ -807,9 +807,8 @@ fn injecting<H: Hal + 'static>(
     hal: H,
     log: Option<TraceLog>,
     cfg: &JobConfig,
-    p: &Prepared,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<JobReport, Error> {
     let hal = FaultInjector::new(hal, cfg.faults.plan(cfg.seed));
-    execute(hal, FaultInjector::injected_by_rule, log, cfg, p, progress)
+    execute(hal, FaultInjector::injected_by_rule, log, cfg, progress)
 }

@@ -8,7 +8,6 @@
 //!   shared, [`Placement`]) and
 //!   `runner::DetRunner` (one thread, seeded schedule, virtual clock,
 //!   livelock guard), both driving the same `crate::actors::Actor`s;
-//! - `clock`: the virtual and monotonic clocks they hand to actors;
 //! - `trace`: the line-oriented trace file, its header, digest and diff
 //!   (what `xunds replay` reports);
 //! - `job` and `sim`: `xunds run` and the seed swarm of `xunds sim` (case
@@ -35,10 +34,6 @@ pub mod trace;
 pub mod builder;
 #[cfg(not(feature = "testkit"))]
 mod builder;
-#[cfg(feature = "testkit")]
-pub mod clock;
-#[cfg(not(feature = "testkit"))]
-mod clock;
 #[cfg(feature = "testkit")]
 pub mod runner;
 #[cfg(not(feature = "testkit"))]

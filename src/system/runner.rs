@@ -8,8 +8,8 @@
 //!   request); a shared actor is also polled by other threads with nothing
 //!   to do. Time is a [`MonotonicClock`] since start.
 //! - [`DetRunner`]: one thread, no waiting. A seeded
-//!   [`SplitMix64`] picks the next actor among the runnable ones; a
-//!   [`VirtualClock`] advances by a fixed quantum per poll and, when every
+//!   [`SplitMix64`] picks the next actor among the runnable ones; the
+//!   virtual time advances by a fixed quantum per poll and, when every
 //!   live actor has reported idle since the last progress, jumps to the
 //!   earliest [`Actor::next_deadline`] (or by [`DetConfig::idle_jump`]). The
 //!   same seed and the same actors give the same schedule, the same virtual
@@ -36,7 +36,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::clock::{MonotonicClock, VirtualClock};
 use crate::actors::{Actor, Cx, Idle, Nanos, NullTrace, Progress, TraceEvent, TraceSink};
 use crate::hal::eventfd::{poll_fds, poll_readable, pollin, readable, reset_raw, EventFd};
 use crate::prng::SplitMix64;
@@ -89,13 +88,9 @@ error_enum! {
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
-    }
+    let text = p.downcast_ref::<&str>().copied();
+    let text = text.or_else(|| p.downcast_ref::<String>().map(String::as_str));
+    text.unwrap_or("non-string panic payload").to_string()
 }
 
 /// One actor in a runner, and what its polls did (both runners).
@@ -228,7 +223,9 @@ pub enum Step {
 pub struct DetRunner<A = Box<dyn Actor>> {
     cfg: DetConfig,
     rng: SplitMix64,
-    clock: VirtualClock,
+    /// The virtual time: a quantum more after every poll, and jumped
+    /// forward (never back) when nobody can make progress.
+    now: Nanos,
     slots: Vec<Member<A>>,
     /// The actors not finished, in `add` order.
     live: Vec<usize>,
@@ -265,7 +262,7 @@ impl<A: Actor> DetRunner<A> {
         DetRunner {
             cfg,
             rng: SplitMix64::new(cfg.seed),
-            clock: VirtualClock::new(cfg.quantum),
+            now: Nanos::ZERO,
             slots: Vec::new(),
             live: Vec::new(),
             live_non_daemons: 0,
@@ -303,13 +300,13 @@ impl<A: Actor> DetRunner<A> {
 
     /// The virtual time.
     pub fn now(&self) -> Nanos {
-        self.clock.now()
+        self.now
     }
 
     /// Counters so far.
     pub fn stats(&self) -> DetStats {
         DetStats {
-            now: self.clock.now(),
+            now: self.now,
             ..self.stats
         }
     }
@@ -343,7 +340,7 @@ impl<A: Actor> DetRunner<A> {
 
     /// Poll one actor (jumping the clock first if every live actor is idle).
     pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
-        let now = self.clock.now();
+        let now = self.now;
         if !self.started {
             self.started = true;
             let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
@@ -377,16 +374,17 @@ impl<A: Actor> DetRunner<A> {
                 .filter(|&d| d > now)
                 .min()
                 .unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
-            let to = self.clock.jump_to(target);
+            self.now = self.now.max(target);
+            let to = self.now;
             self.stats.jumps += 1;
             trace_runner(trace, now, format_args!("jump to={to}"));
             self.runnable.clone_from(&self.live);
         }
         let k = self.rng.below(self.runnable.len() as u64) as usize;
         let i = self.runnable[k];
-        let now = self.clock.now();
+        let now = self.now;
         let polled = self.slots[i].poll(now, trace);
-        self.clock.tick();
+        self.now = self.now.saturating_add(self.cfg.quantum);
         self.stats.polls += 1;
         let progress = polled.inspect_err(|_| self.finish(i))?;
         match progress {
@@ -403,7 +401,7 @@ impl<A: Actor> DetRunner<A> {
                 if self.no_progress >= self.cfg.max_polls_without_progress {
                     return Err(RunError::Livelock {
                         polls: self.no_progress,
-                        now: self.clock.now(),
+                        now: self.now,
                         waiting: self
                             .live
                             .iter()
@@ -417,7 +415,7 @@ impl<A: Actor> DetRunner<A> {
             if self.stats.polls >= max && !self.is_done() {
                 return Err(RunError::PollBudget {
                     polls: self.stats.polls,
-                    now: self.clock.now(),
+                    now: self.now,
                 });
             }
         }
@@ -582,6 +580,27 @@ impl<A> fmt::Debug for ThreadedReport<A> {
             .field("stats", &self.stats)
             .field("elapsed", &self.elapsed)
             .finish_non_exhaustive()
+    }
+}
+
+/// The threaded runner's clock: nanoseconds since the runner started
+/// (actors only see it as [`Cx::now`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MonotonicClock {
+    origin: Instant,
+}
+
+impl MonotonicClock {
+    /// A clock whose zero is now.
+    pub fn start() -> MonotonicClock {
+        MonotonicClock {
+            origin: Instant::now(),
+        }
+    }
+
+    /// Nanoseconds since [`MonotonicClock::start`] (saturating).
+    pub fn now(&self) -> Nanos {
+        Nanos(u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
 }
 
@@ -1628,6 +1647,14 @@ mod tests {
             other => panic!("expected the panic, got {other:?}"),
         }
         assert_eq!(after.load(Ordering::Relaxed), 0, "polled after its panic");
+    }
+
+    #[test]
+    fn monotonic_clock_does_not_go_back() {
+        let c = MonotonicClock::start();
+        let a = c.now();
+        let b = c.now();
+        assert!(b >= a);
     }
 
     #[test]

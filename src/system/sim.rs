@@ -317,11 +317,8 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         Conservation,
         "accepted {accepted} != completed ok {ok} + completed with error {err}"
     );
-    let lane_sum = r
-        .system
-        .lanes
-        .iter()
-        .fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
+    let lanes = r.system.lanes.iter();
+    let lane_sum = lanes.fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
     fail_if!(
         lane_sum != (accepted, full, unrec),
         Conservation,
@@ -331,10 +328,7 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     let fifo = r.fifo_violations;
     fail_if!(fifo != 0, Fifo, "{fifo} completions out of order");
     // Exactly once.
-    let mut tags: Vec<u64> = workers
-        .iter()
-        .flat_map(|w| w.tags.iter().copied())
-        .collect();
+    let mut tags: Vec<u64> = workers.iter().flat_map(|w| &w.tags).copied().collect();
     tags.sort_unstable();
     if let Some(w) = tags.windows(2).find(|w| w[0] == w[1]) {
         return broke(ExactlyOnce, format!("execution {} completed twice", w[0]));
@@ -455,13 +449,9 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     // A timed-out execution completes once the worker reaches it after its
     // deadline (the ones ahead of it on the ring first): half a timeout of
     // slack.
-    let (bound, max, timeout_ms) = (
-        case.timeout_ms * 1_500_000,
-        r.latency.max(),
-        case.timeout_ms,
-    );
+    let (max, timeout_ms) = (r.latency.max(), case.timeout_ms);
     fail_if!(
-        max > bound,
+        max > timeout_ms * 1_500_000,
         BoundedWait,
         "an execution completed {max} ns after submission (timeout {timeout_ms} ms)"
     );
@@ -542,9 +532,8 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
             (rep.producer.accepted, faults, verdict)
         }
     };
-    let case = case.clone();
     CaseResult {
-        case,
+        case: case.clone(),
         executions,
         faults,
         verdict,
@@ -674,10 +663,8 @@ pub fn swarm(
     // `span`, not `last - first + 1`, which wraps to 0 for all 2^64 seeds.
     let span = last.checked_sub(first);
     let total = span.map_or(0, |s| s.saturating_add(1));
-    let next = AtomicU64::new(0);
+    let (next, done, execs) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let stop = AtomicBool::new(false);
-    let done = AtomicU64::new(0);
-    let execs = AtomicU64::new(0);
     let results: Mutex<(BTreeMap<String, u64>, u64, Vec<CaseResult>)> =
         Mutex::new((BTreeMap::new(), 0, Vec::new()));
     std::thread::scope(|s| {
