@@ -996,19 +996,15 @@ impl<A> Running<A> {
     /// Wait for every thread. Returns the actors and their counters, or the
     /// first error (a panic, or the wall bound).
     pub fn join(mut self) -> Result<ThreadedReport<A>, RunError> {
-        let (stop, mut timed_out) = (self.shared.stop.clone(), None);
-        if let (Some(max), Some(deadline)) = (self.max_wall, self.wall_deadline()) {
-            while !stop.wait(
-                deadline
-                    .saturating_duration_since(Instant::now())
-                    .min(WALL_CHECK),
-            ) {
-                if Instant::now() >= deadline {
-                    timed_out = Some(max);
-                    stop.stop();
-                    break;
-                }
-            }
+        let stop = self.shared.stop.clone();
+        if let Some(deadline) = self.wall_deadline() {
+            let left = || deadline.saturating_duration_since(Instant::now());
+            while !stop.wait(left().min(WALL_CHECK)) && !left().is_zero() {}
+        }
+        // Not stopped by now: the wall bound passed.
+        let timed_out = self.max_wall.filter(|_| !stop.is_stopped());
+        if timed_out.is_some() {
+            stop.stop();
         }
         // Every thread, then the first error in thread order.
         let joined: Vec<ThreadResult<A>> = (std::mem::take(&mut self.threads).into_iter())
