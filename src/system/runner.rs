@@ -199,7 +199,8 @@ pub struct DetStats {
     pub progress: u64,
     /// Clock jumps (rounds in which every live actor was idle).
     pub jumps: u64,
-    /// The virtual time.
+    /// The virtual time: a quantum more after every poll, jumped forward
+    /// when nobody can make progress.
     pub now: Nanos,
 }
 
@@ -223,9 +224,6 @@ pub enum Step {
 pub struct DetRunner<A = Box<dyn Actor>> {
     cfg: DetConfig,
     rng: SplitMix64,
-    /// The virtual time: a quantum more after every poll, and jumped
-    /// forward (never back) when nobody can make progress.
-    now: Nanos,
     slots: Vec<Member<A>>,
     /// The actors not finished, in `add` order.
     live: Vec<usize>,
@@ -240,6 +238,7 @@ pub struct DetRunner<A = Box<dyn Actor>> {
     /// than rebuilt: a slot holds a whole actor (kilobytes), and a 16-core
     /// `xunds sim` case spent half its time rescanning the slots' flags.
     runnable: Vec<usize>,
+    /// The counters and the virtual time.
     stats: DetStats,
     no_progress: u64,
     started: bool,
@@ -262,7 +261,6 @@ impl<A: Actor> DetRunner<A> {
         DetRunner {
             cfg,
             rng: SplitMix64::new(cfg.seed),
-            now: Nanos::ZERO,
             slots: Vec::new(),
             live: Vec::new(),
             live_non_daemons: 0,
@@ -300,15 +298,12 @@ impl<A: Actor> DetRunner<A> {
 
     /// The virtual time.
     pub fn now(&self) -> Nanos {
-        self.now
+        self.stats.now
     }
 
     /// Counters so far.
     pub fn stats(&self) -> DetStats {
-        DetStats {
-            now: self.now,
-            ..self.stats
-        }
+        self.stats
     }
 
     /// Whether actor `i` has finished.
@@ -340,7 +335,7 @@ impl<A: Actor> DetRunner<A> {
 
     /// Poll one actor (jumping the clock first if every live actor is idle).
     pub fn step(&mut self, trace: &mut dyn TraceSink) -> Result<Step, RunError> {
-        let now = self.now;
+        let now = self.stats.now;
         if !self.started {
             self.started = true;
             let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
@@ -374,17 +369,17 @@ impl<A: Actor> DetRunner<A> {
                 .filter(|&d| d > now)
                 .min()
                 .unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
-            self.now = self.now.max(target);
-            let to = self.now;
+            // Ahead of `now` (or `now` itself, saturated): never back.
+            self.stats.now = target;
             self.stats.jumps += 1;
-            trace_runner(trace, now, format_args!("jump to={to}"));
+            trace_runner(trace, now, format_args!("jump to={target}"));
             self.runnable.clone_from(&self.live);
         }
         let k = self.rng.below(self.runnable.len() as u64) as usize;
         let i = self.runnable[k];
-        let now = self.now;
+        let now = self.stats.now;
         let polled = self.slots[i].poll(now, trace);
-        self.now = self.now.saturating_add(self.cfg.quantum);
+        self.stats.now = now.saturating_add(self.cfg.quantum);
         self.stats.polls += 1;
         let progress = polled.inspect_err(|_| self.finish(i))?;
         match progress {
@@ -401,7 +396,7 @@ impl<A: Actor> DetRunner<A> {
                 if self.no_progress >= self.cfg.max_polls_without_progress {
                     return Err(RunError::Livelock {
                         polls: self.no_progress,
-                        now: self.now,
+                        now: self.stats.now,
                         waiting: self
                             .live
                             .iter()
@@ -415,7 +410,7 @@ impl<A: Actor> DetRunner<A> {
             if self.stats.polls >= max && !self.is_done() {
                 return Err(RunError::PollBudget {
                     polls: self.stats.polls,
-                    now: self.now,
+                    now: self.stats.now,
                 });
             }
         }

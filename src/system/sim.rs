@@ -106,12 +106,10 @@ impl SimCase {
                     4..=6 => format!("1/{}", ops / 2 + r.below(ops * 4)),
                     _ => format!("{}+", 1 + r.below(ops)),
                 };
-                let core = if r.chance(1, 3) {
-                    format!("/core{}", r.below(u64::from(cores)))
-                } else {
-                    String::new()
-                };
-                items.push(format!("{kind}@{trigger}{core}"));
+                let core = r
+                    .chance(1, 3)
+                    .then(|| format!("/core{}", r.below(u64::from(cores))));
+                items.push(format!("{kind}@{trigger}{}", core.unwrap_or_default()));
             }
         }
         // Every item above is in the spec language: a refusal is a bug here,
