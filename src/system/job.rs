@@ -300,12 +300,8 @@ impl JobConfig {
     pub fn check_named(&self, name: fn(&'static str) -> &'static str) -> Result<(), Error> {
         let (vncs, models) = (name("--vncs"), name("--models"));
         let (timeout, rate) = (name("--timeout-ms"), name("--rate"));
-        let missing_core = self
-            .faults
-            .rules
-            .iter()
-            .filter_map(|r| r.core)
-            .find(|&c| c >= self.vncs);
+        let mut cores = self.faults.rules.iter().filter_map(|r| r.core);
+        let missing_core = cores.find(|&c| c >= self.vncs);
         let why = if !(1..=16).contains(&self.vncs) {
             format!("{vncs} must be 1..=16")
         } else if self.models == 0 || u32::from(self.vncs) * u32::from(self.models) > 64 {
@@ -709,11 +705,8 @@ fn execute<H: Hal + 'static>(
             nc: snap.counters.nc[usize::from(core)],
         })
         .collect();
-    let fresh: Vec<_> = snap
-        .models
-        .into_iter()
-        .filter_map(|(_, r)| r.fresh())
-        .collect();
+    let records = snap.models.into_iter();
+    let fresh: Vec<_> = records.filter_map(|(_, r)| r.fresh()).collect();
     let device_bytes = fresh.iter().flat_map(|m| m.mem_usage[1].iter());
     let workers = &system.workers;
     let sum = |f: fn(&WorkerStats) -> u64| workers.iter().map(f).sum();
