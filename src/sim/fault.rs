@@ -75,26 +75,6 @@ pub enum Fault {
     },
 }
 
-impl Fault {
-    fn name(&self) -> String {
-        match self {
-            Fault::CorruptDesc { what, dir } => format!(
-                "corrupt_desc({what:?}{})",
-                dir.map(|d| format!(", {}", d.name())).unwrap_or_default()
-            ),
-            Fault::DropDoorbell => "drop_doorbell".to_string(),
-            Fault::DropNq => "drop_nq".to_string(),
-            Fault::NqError(c) => format!("nq_error({})", c.name()),
-            Fault::StaleRead { off, span, lag } => {
-                format!(
-                    "stale_read(+{off:#x}..+{:#x}, -{lag})",
-                    off.saturating_add(*span)
-                )
-            }
-        }
-    }
-}
-
 /// When a rule fires, counted over the operations it applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Trigger {
@@ -157,8 +137,8 @@ impl FaultPlan {
 pub struct Injected {
     /// Index of the rule in the plan.
     pub rule: usize,
-    /// The fault's name.
-    pub fault: String,
+    /// The fault.
+    pub fault: Fault,
     /// Where (`m2s0[3]`, `regs0+0x4`, `nq0.PE[0]`).
     pub at: String,
 }
@@ -277,7 +257,7 @@ impl<H: Hal> FaultInjector<H> {
         }
         st.recent.push_back(Injected {
             rule: i,
-            fault: fault.name(),
+            fault,
             at: match slot {
                 true => format!("{region}[{}]", off / RECORD),
                 false => format!("{region}+{off:#x}"),
