@@ -97,18 +97,11 @@ impl MemOp {
         (self.off / RECORD) as u32
     }
 
-    /// The record of a record access (zeros past the data).
-    fn rec(&self) -> [u8; RECORD] {
-        let mut rec = [0u8; RECORD];
-        let n = self.data.len().min(RECORD);
-        rec[..n].copy_from_slice(&self.data[..n]);
-        rec
-    }
-
     /// The record of `a` at `off` of `region`, which returned `v`.
     #[inline(always)]
     fn new(op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) -> MemOp {
         let (order, value, result, data) = fields(a, v);
+        let data = data.to_vec();
         MemOp {
             op,
             region,
@@ -116,15 +109,23 @@ impl MemOp {
             order,
             value,
             result,
-            data: data.to_vec(),
+            data,
         }
+    }
+
+    /// Its [`Fields`].
+    fn fields(&self) -> Fields<'_> {
+        (self.order, self.value, self.result, &self.data)
     }
 }
 
-/// A [`MemOp`]'s fields of access `a`, which returned `v`: ordering, value,
-/// result and the bytes moved (empty for a word access).
+/// A [`MemOp`]'s ordering, value, result and the bytes moved (empty for a
+/// word access).
+type Fields<'a> = (Ordering, u64, u64, &'a [u8]);
+
+/// The [`Fields`] of access `a`, which returned `v`.
 #[inline(always)]
-fn fields<'a>(a: &'a Access<'_>, v: u64) -> (Ordering, u64, u64, &'a [u8]) {
+fn fields<'a>(a: &'a Access<'_>, v: u64) -> Fields<'a> {
     match a {
         Access::Load(_, order) => (*order, v, 0, &[]),
         Access::Store(_, value, order) => (*order, *value, 0, &[]),
@@ -172,11 +173,11 @@ impl Shape {
     }
 }
 
-/// Declares [`Op`]: each memory operation once, with its stream tag, the
-/// [`Hal`] method it is recorded under, its name in the text view and its
-/// shape.
+/// Declares [`Op`]: each memory operation once, with the [`Access`] it
+/// records, its stream tag, the [`Hal`] method it is recorded under, its
+/// name in the text view and its shape.
 macro_rules! ops {
-    ($($(#[$doc:meta])* $op:ident = $tag:literal, $name:literal, $text:literal, $shape:ident;)*) => {
+    ($($(#[$doc:meta])* $access:pat => $op:ident = $tag:literal, $name:literal, $text:literal, $shape:ident;)*) => {
         /// A memory operation: the one table of their names (docs/design.md
         /// "HAL"). The discriminant is the tag in the binary event stream.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +191,14 @@ macro_rules! ops {
         const _: () = assert!($(!matches!($tag, 0 | 1 | 16..=18))&&*);
 
         impl Op {
+            /// The operation `a` is.
+            #[inline(always)]
+            pub fn of(a: &Access<'_>) -> Op {
+                match a {
+                    $($access => Op::$op,)*
+                }
+            }
+
             /// The [`Hal`] method's name (a failure is recorded under it).
             pub const fn name(self) -> &'static str {
                 match self {
@@ -215,65 +224,39 @@ macro_rules! ops {
 
 ops! {
     /// [`Access::Write`].
-    CopyIn = 2, "copy_in", "copy_in", Bytes;
+    Access::Write(_) => CopyIn = 2, "copy_in", "copy_in", Bytes;
     /// [`Access::Read`].
-    CopyOut = 3, "copy_out", "copy_out", Bytes;
+    Access::Read(_) => CopyOut = 3, "copy_out", "copy_out", Bytes;
     /// [`Access::Load`] of 4 bytes.
-    Load32 = 4, "load_u32", "load32", Load;
+    Access::Load(Width::W32, _) => Load32 = 4, "load_u32", "load32", Load;
     /// [`Access::Store`] of 4 bytes.
-    Store32 = 5, "store_u32", "store32", Store;
+    Access::Store(Width::W32, ..) => Store32 = 5, "store_u32", "store32", Store;
     /// [`Access::FetchAdd`] of 4 bytes.
-    FetchAdd32 = 6, "fetch_add_u32", "fetch_add", Rmw;
+    Access::FetchAdd(Width::W32, ..) => FetchAdd32 = 6, "fetch_add_u32", "fetch_add", Rmw;
     /// [`Access::Load`] of 8 bytes.
-    Load64 = 7, "load_u64", "load64", Load;
+    Access::Load(Width::W64, _) => Load64 = 7, "load_u64", "load64", Load;
     /// [`Access::Store`] of 8 bytes.
-    Store64 = 8, "store_u64", "store64", Store;
+    Access::Store(Width::W64, ..) => Store64 = 8, "store_u64", "store64", Store;
     /// [`Access::WriteRecord`] of a [`Record::Plain`].
-    Write16 = 9, "write16", "write16", Record;
+    Access::WriteRecord(Record::Plain, _) => Write16 = 9, "write16", "write16", Record;
     /// [`Access::ReadRecord`] of a [`Record::Plain`].
-    Read16 = 10, "read16", "read16", Record;
+    Access::ReadRecord(Record::Plain, _) => Read16 = 10, "read16", "read16", Record;
     /// [`Access::WriteRecord`] of a [`Record::Desc`]: a descriptor appended.
-    WriteDesc = 11, "write_desc", "append", Desc;
+    Access::WriteRecord(Record::Desc, _) => WriteDesc = 11, "write_desc", "append", Desc;
     /// [`Access::ReadRecord`] of a [`Record::Desc`].
-    ReadDesc = 12, "read_desc", "read_desc", Desc;
+    Access::ReadRecord(Record::Desc, _) => ReadDesc = 12, "read_desc", "read_desc", Desc;
     /// [`Access::TailInc`]: the doorbell.
-    TailInc = 13, "tail_inc", "tail_inc", Doorbell;
+    Access::TailInc(_) => TailInc = 13, "tail_inc", "tail_inc", Doorbell;
     /// [`Access::WriteRecord`] of a [`Record::Nq`].
-    WriteNq = 14, "write_nq", "write_nq", Nq;
+    Access::WriteRecord(Record::Nq, _) => WriteNq = 14, "write_nq", "write_nq", Nq;
     /// [`Access::ReadRecord`] of a [`Record::Nq`].
-    ReadNq = 15, "read_nq", "read_nq", Nq;
+    Access::ReadRecord(Record::Nq, _) => ReadNq = 15, "read_nq", "read_nq", Nq;
     /// [`Access::FetchAdd`] of 8 bytes.
-    FetchAdd64 = 19, "fetch_add_u64", "fetch_add", Rmw;
+    Access::FetchAdd(Width::W64, ..) => FetchAdd64 = 19, "fetch_add_u64", "fetch_add", Rmw;
     /// [`Access::LoadRun`] (recorded word by word, or only its failure).
-    LoadRun = 20, "load_u32s", "load_u32s", Run;
+    Access::LoadRun(_) => LoadRun = 20, "load_u32s", "load_u32s", Run;
     /// [`Access::StoreRun`] (recorded word by word, or only its failure).
-    StoreRun = 21, "store_u32s", "store_u32s", Run;
-}
-
-impl Op {
-    /// The operation `a` is.
-    #[inline(always)]
-    pub fn of(a: &Access<'_>) -> Op {
-        match a {
-            Access::Load(Width::W32, _) => Op::Load32,
-            Access::Load(Width::W64, _) => Op::Load64,
-            Access::Store(Width::W32, ..) => Op::Store32,
-            Access::Store(Width::W64, ..) => Op::Store64,
-            Access::FetchAdd(Width::W32, ..) => Op::FetchAdd32,
-            Access::FetchAdd(Width::W64, ..) => Op::FetchAdd64,
-            Access::TailInc(_) => Op::TailInc,
-            Access::LoadRun(_) => Op::LoadRun,
-            Access::StoreRun(_) => Op::StoreRun,
-            Access::Read(_) => Op::CopyOut,
-            Access::Write(_) => Op::CopyIn,
-            Access::ReadRecord(Record::Plain, _) => Op::Read16,
-            Access::ReadRecord(Record::Desc, _) => Op::ReadDesc,
-            Access::ReadRecord(Record::Nq, _) => Op::ReadNq,
-            Access::WriteRecord(Record::Plain, _) => Op::Write16,
-            Access::WriteRecord(Record::Desc, _) => Op::WriteDesc,
-            Access::WriteRecord(Record::Nq, _) => Op::WriteNq,
-        }
-    }
+    Access::StoreRun(_) => StoreRun = 21, "store_u32s", "store_u32s", Run;
 }
 
 /// One record: its sequence number in the log and the operation.
@@ -443,11 +426,9 @@ impl TraceLog {
     #[inline(always)]
     fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
         match &*self.inner {
-            Log::Encoded(e) => {
-                let (order, value, result, data) = fields(a, v);
-                e.get()
-                    .push(|out| encode_mem(out, op, region, off, order, value, result, data));
-            }
+            Log::Encoded(e) => e
+                .get()
+                .push(|out| encode_mem(out, op, region, off, fields(a, v))),
             Log::Records(_) => self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v))),
         }
     }
@@ -515,15 +496,9 @@ pub fn show(op: &TraceOp, names: Option<Namer>) -> impl fmt::Display + '_ {
     Show(op, names)
 }
 
-/// Short ordering name.
+/// Short ordering name (by its [`order_code`]).
 const fn order_name(o: Ordering) -> &'static str {
-    match o {
-        Ordering::Relaxed => "rlx",
-        Ordering::Acquire => "acq",
-        Ordering::Release => "rel",
-        Ordering::AcqRel => "acqrel",
-        _ => "seqcst",
-    }
+    ["rlx", "acq", "rel", "acqrel", "seqcst"][order_code(o) as usize]
 }
 
 struct At(RegionId, usize, Option<Namer>);
@@ -553,39 +528,30 @@ fn hex_words(out: &mut fmt::Formatter<'_>, data: &[u8]) -> fmt::Result {
     Ok(())
 }
 
-fn desc_summary(dir: Option<Dir>, d: &[u8; RECORD]) -> String {
-    match dir {
-        Some(Dir::M2s) => match udma::M2sDesc::decode(d) {
-            Ok(m) => format!(
-                "M2S len={} rid={} {} meta={:#010x} src={:#x}",
-                m.ctrl.len,
-                m.ctrl.ring_id,
-                flag_list(m.ctrl.flags),
-                m.meta.encode().unwrap_or(0),
-                m.src
-            ),
+/// A descriptor as a ring of `region` holds it (nothing off a ring).
+fn desc_summary(region: RegionId, d: &[u8; RECORD]) -> String {
+    let ctrl = |c: udma::LenCtrl| {
+        let flags: Vec<&str> = c.flags.iter_names().map(|(n, _)| n).collect();
+        let flags = if flags.is_empty() {
+            "-".to_string()
+        } else {
+            flags.join("|")
+        };
+        format!("len={} rid={} {flags}", c.len, c.ring_id)
+    };
+    match region {
+        RegionId::DescRing { dir: Dir::M2s, .. } => match udma::M2sDesc::decode(d) {
+            Ok(m) => {
+                let meta = m.meta.encode().unwrap_or(0);
+                format!("M2S {} meta={meta:#010x} src={:#x}", ctrl(m.ctrl), m.src)
+            }
             Err(e) => format!("M2S undecodable ({e})"),
         },
-        Some(Dir::S2m) => match udma::S2mDesc::decode(d) {
-            Ok(s) => format!(
-                "S2M len={} rid={} {} dst={:#x}",
-                s.ctrl.len,
-                s.ctrl.ring_id,
-                flag_list(s.ctrl.flags),
-                s.dst
-            ),
+        RegionId::DescRing { dir: Dir::S2m, .. } => match udma::S2mDesc::decode(d) {
+            Ok(s) => format!("S2M {} dst={:#x}", ctrl(s.ctrl), s.dst),
             Err(e) => format!("S2M undecodable ({e})"),
         },
-        None => String::new(),
-    }
-}
-
-fn flag_list(f: udma::DescFlags) -> String {
-    let v: Vec<&str> = f.iter_names().map(|(n, _)| n).collect();
-    if v.is_empty() {
-        "-".to_string()
-    } else {
-        v.join("|")
+        _ => String::new(),
     }
 }
 
@@ -635,51 +601,31 @@ impl fmt::Display for Show<'_> {
             TraceOp::Failed { op, error } => return write!(f, "FAILED    {op}: {error}"),
             TraceOp::Mem(m) => m,
         };
-        let (name, at, order) = (
-            m.op.text(),
-            At(m.region, m.off, self.1),
-            order_name(m.order),
-        );
+        let (at, order, v) = (At(m.region, m.off, self.1), order_name(m.order), m.value);
+        write!(f, "{:<9} ", m.op.text())?;
         match m.op.shape() {
             Shape::Bytes => {
-                write!(f, "{name:<9} {at} [{}] ", m.data.len())?;
+                write!(f, "{at} [{}] ", m.data.len())?;
                 hex_words(f, &m.data)
             }
-            Shape::Load => write!(f, "{name:<9} {at} {order} = {:#x}", m.value),
-            Shape::Store => write!(f, "{name:<9} {at} {order} {:#x}", m.value),
-            Shape::Rmw => write!(
-                f,
-                "{name:<9} {at} {order} +{} (was {:#x})",
-                m.value, m.result
-            ),
-            Shape::Doorbell => write!(f, "{name:<9} {at} +{} -> {}", m.value, m.result),
+            Shape::Load => write!(f, "{at} {order} = {v:#x}"),
+            Shape::Store => write!(f, "{at} {order} {v:#x}"),
+            Shape::Rmw => write!(f, "{at} {order} +{v} (was {:#x})", m.result),
+            Shape::Doorbell => write!(f, "{at} +{v} -> {}", m.result),
             Shape::Record => {
-                write!(f, "{name:<9} {at} ")?;
+                write!(f, "{at} ")?;
                 hex_words(f, &m.data)
             }
-            Shape::Desc => write!(
-                f,
-                "{name:<9} {}[{}] {}",
-                m.region,
-                m.index(),
-                desc_summary(ring_dir(m.region), &m.rec())
-            ),
-            Shape::Nq => write!(
-                f,
-                "{name:<9} {}[{}] {}",
-                m.region,
-                m.index(),
-                nq_summary(&m.rec())
-            ),
-            Shape::Run => write!(f, "{name:<9} {at}"),
+            Shape::Desc => {
+                let desc = desc_summary(m.region, &padded(&m.data));
+                write!(f, "{}[{}] {desc}", m.region, m.index())
+            }
+            Shape::Nq => {
+                let nq = nq_summary(&padded(&m.data));
+                write!(f, "{}[{}] {nq}", m.region, m.index())
+            }
+            Shape::Run => write!(f, "{at}"),
         }
-    }
-}
-
-fn ring_dir(r: RegionId) -> Option<Dir> {
-    match r {
-        RegionId::DescRing { dir, .. } => Some(dir),
-        _ => None,
     }
 }
 
@@ -700,11 +646,7 @@ impl<H: Hal> Tracer<H> {
 
     /// Record the operations `filter` keeps.
     pub fn with_filter(inner: H, filter: TraceFilter) -> Tracer<H> {
-        Tracer {
-            inner,
-            log: TraceLog::default(),
-            filter,
-        }
+        Tracer::with_log(inner, filter, TraceLog::default())
     }
 
     /// Record the operations `filter` keeps into `log` (a
@@ -911,29 +853,24 @@ const fn order_code(o: Ordering) -> u8 {
     }
 }
 
+/// A record access's record: its bytes, zeros past them.
+#[inline(always)]
+fn padded(data: &[u8]) -> [u8; RECORD] {
+    let mut rec = [0u8; RECORD];
+    let n = data.len().min(RECORD);
+    rec[..n].copy_from_slice(&data[..n]);
+    rec
+}
+
 /// A memory access's encoding (what [`TraceOp::encode`] appends for a
 /// [`TraceOp::Mem`]): one frame (the ordering as its code; the word and
 /// result, the record, or a copy's length as its tail), then a copy's bytes.
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn encode_mem(
-    out: &mut Vec<u8>,
-    op: Op,
-    region: RegionId,
-    off: usize,
-    order: Ordering,
-    value: u64,
-    result: u64,
-    data: &[u8],
-) {
+fn encode_mem(out: &mut Vec<u8>, op: Op, region: RegionId, off: usize, fields: Fields<'_>) {
+    let (order, value, result, data) = fields;
     let tail = match op.shape() {
         Shape::Bytes => words(data.len() as u64, 0),
-        Shape::Record | Shape::Desc | Shape::Nq => {
-            let mut rec = [0u8; RECORD];
-            let n = data.len().min(RECORD);
-            rec[..n].copy_from_slice(&data[..n]);
-            rec
-        }
+        Shape::Record | Shape::Desc | Shape::Nq => padded(data),
         _ => words(value, result),
     };
     let f = frame(
@@ -959,11 +896,7 @@ impl TraceOp {
                 frame(0, region_code(*region), 0, 0, words(*len as u64, 0))
             }
             TraceOp::Event { event } => frame(1, event_code(*event), 0, 0, words(0, 0)),
-            TraceOp::Mem(m) => {
-                return encode_mem(
-                    out, m.op, m.region, m.off, m.order, m.value, m.result, &m.data,
-                )
-            }
+            TraceOp::Mem(m) => return encode_mem(out, m.op, m.region, m.off, m.fields()),
             TraceOp::Notify { event, n } => frame(16, event_code(*event), 0, 0, words(*n, 0)),
             TraceOp::Wait {
                 event,
