@@ -506,17 +506,11 @@ pub(crate) struct Compare {
     stop: Arc<AtomicBool>,
 }
 
-/// One record of a binary file.
+/// One record of a binary file: its end record, or what else is there (a
+/// cut recording's end of file is [`Recorded::End`]).
 enum Record {
-    Checkpoint(u32),
-    End {
-        events: u64,
-        ck: u32,
-    },
-    /// End of file (a cut recording).
-    Eof,
-    /// Bytes that are no record.
-    Bad(u8),
+    End { events: u64, ck: u32 },
+    Other(Recorded),
 }
 
 impl Compare {
@@ -543,10 +537,7 @@ impl Compare {
         if read.is_err() || first != ours.as_bytes() {
             c.block
                 .push(String::from_utf8_lossy(ours.trim_end().as_bytes()).into_owned());
-            c.differs(
-                Some(Recorded::Bad(first.first().copied().unwrap_or(0))),
-                None,
-            );
+            c.differs(Recorded::Bad(first.first().copied().unwrap_or(0)), None);
         } else {
             c.first_line = 2;
         }
@@ -556,17 +547,19 @@ impl Compare {
     fn next(&mut self) -> io::Result<Record> {
         let mut tag = [0u8; 1];
         if self.recorded.read(&mut tag)? == 0 {
-            return Ok(Record::Eof);
+            return Ok(Record::Other(Recorded::End));
         }
         let (mut b8, mut b4) = ([0u8; 8], [0u8; 4]);
         let fields: &mut [&mut [u8]] = match tag[0] {
             TAG_CHECKPOINT => &mut [&mut b4],
             TAG_END => &mut [&mut b8, &mut b4],
-            t => return Ok(Record::Bad(t)),
+            t => return Ok(Record::Other(Recorded::Bad(t))),
         };
         for f in fields.iter_mut() {
             match self.recorded.read_exact(f) {
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Record::Eof),
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return Ok(Record::Other(Recorded::End))
+                }
                 r => r?,
             }
             self.offset += f.len() as u64;
@@ -574,7 +567,7 @@ impl Compare {
         self.offset += 1;
         let ck = u32::from_le_bytes(b4);
         Ok(match tag[0] {
-            TAG_CHECKPOINT => Record::Checkpoint(ck),
+            TAG_CHECKPOINT => Record::Other(Recorded::Checkpoint(ck)),
             _ => Record::End {
                 events: u64::from_le_bytes(b8),
                 ck,
@@ -588,13 +581,12 @@ impl Compare {
             return Ok(());
         }
         match self.next()? {
-            Record::Checkpoint(r) if r == ck => {
+            Record::Other(Recorded::Checkpoint(r)) if r == ck => {
                 self.first_line += self.block.len() as u64;
                 self.block.clear();
             }
-            Record::Checkpoint(r) => self.differs(Some(Recorded::Checkpoint(r)), Some(ck)),
-            Record::End { .. } | Record::Eof => self.differs(Some(Recorded::End), Some(ck)),
-            Record::Bad(t) => self.differs(Some(Recorded::Bad(t)), Some(ck)),
+            Record::End { .. } => self.differs(Recorded::End, Some(ck)),
+            Record::Other(r) => self.differs(r, Some(ck)),
         }
         Ok(())
     }
@@ -617,10 +609,9 @@ impl Compare {
                         ));
                     }
                 }
-                Record::End { ck: c, .. } => self.differs(Some(Recorded::Checkpoint(c)), Some(ck)),
-                Record::Checkpoint(r) => self.differs(Some(Recorded::Checkpoint(r)), None),
-                Record::Eof => self.differs(Some(Recorded::End), Some(ck)),
-                Record::Bad(t) => self.differs(Some(Recorded::Bad(t)), Some(ck)),
+                Record::End { ck: c, .. } => self.differs(Recorded::Checkpoint(c), Some(ck)),
+                Record::Other(r @ Recorded::Checkpoint(_)) => self.differs(r, None),
+                Record::Other(r) => self.differs(r, Some(ck)),
             }
         }
         Ok(self
@@ -629,7 +620,7 @@ impl Compare {
             .unwrap_or(TraceDiff::Identical { lines: events + 1 }))
     }
 
-    fn differs(&mut self, recorded: Option<Recorded>, replayed: Option<u32>) {
+    fn differs(&mut self, recorded: Recorded, replayed: Option<u32>) {
         let n = self.block.len() as u64;
         self.diff = Some(TraceDiff::Block {
             first_line: self.first_line,
@@ -695,8 +686,8 @@ pub enum TraceDiff {
         first_line: u64,
         /// Its last line.
         last_line: u64,
-        /// What the recording holds there; `None`: more than the replay.
-        recorded: Option<Recorded>,
+        /// What the recording holds there.
+        recorded: Recorded,
         /// The replay's checkpoint; `None`: the replay ended there.
         replayed: Option<u32>,
         /// The replay's lines of that block.
@@ -738,13 +729,8 @@ impl fmt::Display for TraceDiff {
             } => {
                 write!(
                     f,
-                    "traces differ first within lines {first_line}..={last_line} (a checkpoint covers {CHECKPOINT_EVENTS} lines)\n  recorded: "
+                    "traces differ first within lines {first_line}..={last_line} (a checkpoint covers {CHECKPOINT_EVENTS} lines)\n  recorded: {recorded}\n  replayed: "
                 )?;
-                match recorded {
-                    Some(r) => write!(f, "{r}")?,
-                    None => f.write_str("more events")?,
-                }
-                f.write_str("\n  replayed: ")?;
                 match replayed {
                     Some(c) => write!(f, "checkpoint {c:#010x}")?,
                     None => f.write_str("<end of trace>")?,

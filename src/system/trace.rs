@@ -264,16 +264,15 @@ impl Trace {
             return Err(e);
         }
         let lines = self.lines();
-        let mut replay = None;
-        let mut memory = None;
-        match core::mem::replace(&mut self.mode, Mode::Disabled) {
-            Mode::Disabled => {}
-            Mode::Text(Out::Memory(v)) => memory = Some(v),
-            Mode::Text(Out::Writer(mut w)) => w.flush()?,
-            Mode::Binary(b) => {
-                replay = b.finish(&mut self.tally)?;
+        let (memory, replay) = match core::mem::replace(&mut self.mode, Mode::Disabled) {
+            Mode::Disabled => (None, None),
+            Mode::Text(Out::Memory(v)) => (Some(v), None),
+            Mode::Text(Out::Writer(mut w)) => {
+                w.flush()?;
+                (None, None)
             }
-        }
+            Mode::Binary(b) => (None, b.finish(&mut self.tally)?),
+        };
         Ok(TraceSummary {
             lines,
             bytes: self.tally.bytes,
@@ -877,7 +876,7 @@ mod tests {
         let TraceDiff::Block {
             first_line,
             last_line,
-            recorded: Some(Recorded::Checkpoint(_)),
+            recorded: Recorded::Checkpoint(_),
             replayed: Some(_),
             ref lines,
         } = d
@@ -917,7 +916,7 @@ mod tests {
                 d,
                 TraceDiff::Block {
                     first_line: 50,
-                    recorded: Some(Recorded::End),
+                    recorded: Recorded::End,
                     ..
                 }
             ),
