@@ -258,7 +258,9 @@ impl Names {
     #[inline(always)]
     fn index_static(&mut self, name: &'static str) -> (u32, bool) {
         let (p, l) = (name.as_ptr() as usize, name.len());
-        let slot = (p >> 3 ^ p >> 7) % self.at.len();
+        // The top 5 bits of a Fibonacci hash (32 slots): names a few bytes
+        // apart (short names sit side by side) land in different slots.
+        let slot = ((p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59) as usize;
         match self.at[slot] {
             (q, m, i) if (q, m) == (p, l) => (i, false),
             _ => self.probe(name, slot),
