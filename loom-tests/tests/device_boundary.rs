@@ -13,7 +13,7 @@
 
 use loom::thread;
 
-use xunds::device::engine::{DeviceMemory, EngineReport, EngineStatus, ExecReport};
+use xunds::device::engine::{DeviceMemory, EngineReport, EngineState, ExecReport};
 use xunds::device::memmap::{DeviceConfig, DRAM_BASE};
 use xunds::device::sequencer::RequestExecutor;
 use xunds::device::staging::{build_request, IbAddr, LoadedModel, ModelId, StageError};
@@ -36,7 +36,7 @@ impl RequestExecutor for Recorder {
     ) -> ExecReport {
         self.seen.push(*req);
         let engines = Engine::ALL.map(|_| EngineReport {
-            status: EngineStatus::Done,
+            state: EngineState::Done,
             start_cycle: start,
             end_cycle: start + 1,
             steps: 1,

@@ -101,17 +101,6 @@ fn aligned(pa: u64) -> Result<u64, MemFault> {
     }
 }
 
-/// How one engine ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineStatus {
-    /// No block (address 0).
-    Idle,
-    /// Reached `END`.
-    Done,
-    /// Stopped by a fault of this class.
-    Error(ErrorClass),
-}
-
 /// Why an engine stopped with an error: what happened, at the instruction
 /// at `pc` (the one that faulted, or the one not issued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,8 +199,9 @@ impl std::error::Error for EngineFault {}
 /// One engine's outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineReport {
-    /// How it ended.
-    pub status: EngineStatus,
+    /// How it ended: `Idle` (no block), `Done` (reached `END`) or
+    /// `Faulted` (see `fault`).
+    pub state: EngineState,
     /// The cycle it started (the request's start cycle).
     pub start_cycle: u64,
     /// The cycle it stopped (its last instruction's completion; equal to
@@ -219,7 +209,7 @@ pub struct EngineReport {
     pub end_cycle: u64,
     /// Instructions issued.
     pub steps: u64,
-    /// The fault, when `status` is `Error`.
+    /// The fault, when `state` is `Faulted`.
     pub fault: Option<EngineFault>,
 }
 
@@ -724,11 +714,7 @@ impl Executor {
 
         ExecReport {
             engines: engs.map(|e| EngineReport {
-                status: match e.state {
-                    EngineState::Idle => EngineStatus::Idle,
-                    EngineState::Done => EngineStatus::Done,
-                    _ => EngineStatus::Error(e.fault.map_or(ErrorClass::Runtime, |f| f.class())),
-                },
+                state: e.state,
                 start_cycle,
                 end_cycle: e.cycle,
                 steps: e.steps,

@@ -247,15 +247,10 @@ pub enum Insn {
 }
 
 error_enum! {
-    /// Why 32 bytes are not an instruction. Each variant carries the opcode byte
-    /// (or the length) so a fault report says exactly what was refused.
+    /// Why eight words are not an instruction. Each variant carries the opcode
+    /// byte so a fault report says exactly what was refused.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum DecodeError {
-        /// Fewer than [`INSN_BYTES`] bytes.
-        Truncated {
-            /// Bytes given.
-            got: usize,
-        } => "instruction needs {INSN_BYTES} bytes, got {got}",
         /// The opcode byte is not assigned.
         BadOpcode {
             /// The byte.

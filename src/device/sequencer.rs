@@ -37,7 +37,7 @@ use crate::wire::device_request::{self, DeviceExecRequest, Engine};
 use crate::wire::nq::{self, ErrorClass, Kind, NqEntry, Source};
 
 use super::dma::{copy_cycles, DmaEngine, DmaStep};
-use super::engine::{self, DeviceMemory, EngineStatus, ExecReport, MemFault};
+use super::engine::{self, DeviceMemory, EngineState, ExecReport, MemFault};
 use super::irq;
 use super::memmap::{dmem, reg, BadPa, MemMap, DRAM_BASE};
 use super::nq::{NqWriter, Overflow};
@@ -550,11 +550,14 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             }
             any = true;
             let o = &out.engines[e.index()];
-            let kind = match o.status {
-                EngineStatus::Done => (Kind::Done, Source::Engine),
-                EngineStatus::Error(class) => (Kind::Error(class), Source::Engine),
+            let kind = match (o.state, o.fault) {
+                (EngineState::Done, _) => (Kind::Done, Source::Engine),
+                (EngineState::Faulted, f) => {
+                    let class = f.map_or(ErrorClass::Runtime, |f| f.class());
+                    (Kind::Error(class), Source::Engine)
+                }
                 // A block that the engines did not run: the sequencer's error.
-                EngineStatus::Idle => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
+                _ => (Kind::Error(ErrorClass::Runtime), Source::Sequencer),
             };
             self.record(c, e, exec_id, kind, (o.start_cycle, o.end_cycle), p)?;
         }

@@ -3,9 +3,11 @@
 //! hand-computed values, the wait/signal timing rules, every error class,
 //! and a property test of >= 100,000 random blocks.
 
-use crate::support::{execute_blocks, execute_request, insn_from_bytes, VecMemory};
+use crate::support::{
+    ended, execute_blocks, execute_request, insn_from_bytes, FromBytesError, VecMemory,
+};
 use xunds::device::engine::{
-    read_f32s, write_f32s, DeviceMemory, Engine, EngineFault, EngineFsm, EngineStatus, ExecReport,
+    read_f32s, write_f32s, DeviceMemory, Engine, EngineFault, EngineFsm, EngineState, ExecReport,
     Executor, FaultKind, Limits, MemFault, TraceWhat, NUM_ENGINES,
 };
 use xunds::device::isa::{
@@ -14,6 +16,7 @@ use xunds::device::isa::{
 use xunds::prng::SplitMix64;
 use xunds::wire::device_request::DeviceExecRequest;
 use xunds::wire::nq::ErrorClass;
+use EngineState::{Done, Faulted, Idle};
 
 /// Test memory: 64 KiB at 0x10000. Engine `i`'s code at CODE + i * 0x1000,
 /// data from DATA on.
@@ -71,9 +74,9 @@ fn put(m: &VecMemory, pa: u64, v: &[f32]) {
 fn assert_done(r: &ExecReport) {
     for (i, e) in r.engines.iter().enumerate() {
         assert!(
-            matches!(e.status, EngineStatus::Done | EngineStatus::Idle),
+            matches!(ended(e), (Done | Idle, None)),
             "engine {i}: {:?} {:?}",
-            e.status,
+            e.state,
             e.fault
         );
     }
@@ -210,7 +213,7 @@ fn decode_refuses_with_typed_errors() {
     };
     assert_eq!(
         insn_from_bytes(&[0u8; 31]),
-        Err(DecodeError::Truncated { got: 31 })
+        Err(FromBytesError::Truncated { got: 31 })
     );
     assert_eq!(
         Insn::decode(&with(0, 0x05)),
@@ -308,11 +311,11 @@ fn end_and_nop_cost_one_cycle() {
     let r = run_on(&m, &[&[Insn::Nop, Insn::Nop, Insn::End]], 1000);
     assert_done(&r);
     let pe = r.engines[0];
-    assert_eq!(pe.status, EngineStatus::Done);
+    assert_eq!(ended(&pe), (Done, None));
     assert_eq!((pe.start_cycle, pe.end_cycle, pe.steps), (1000, 1003, 3));
     // Idle engines: no time, no steps.
     for e in &r.engines[1..] {
-        assert_eq!(e.status, EngineStatus::Idle);
+        assert_eq!(ended(e), (Idle, None));
         assert_eq!((e.start_cycle, e.end_cycle, e.steps), (1000, 1000, 0));
     }
     assert_eq!((r.end_cycle, r.cycles(), r.macs), (1003, 3, 0));
@@ -566,11 +569,11 @@ fn execute_request_reads_each_engines_lo_and_hi_words() {
     assert_eq!(req.eng_addresses_hi[Engine::Act.index()], 2);
     let r = execute_request(&m, &req, 10);
     assert_done(&r);
-    assert_eq!(r.engine(Engine::Act).status, EngineStatus::Done);
+    assert_eq!(ended(r.engine(Engine::Act)), (Done, None));
     assert_eq!(r.engine(Engine::Act).end_cycle, 12);
     assert_eq!(r.engine(Engine::Sp).end_cycle, 11);
     for e in [Engine::Pe, Engine::Pool, Engine::Dve] {
-        assert_eq!(r.engine(e).status, EngineStatus::Idle);
+        assert_eq!(ended(r.engine(e)), (Idle, None));
     }
     // The same with the high word lost: the block is not there.
     req.eng_addresses_hi[Engine::Act.index()] = 0;
@@ -630,13 +633,10 @@ fn counting_semaphores_are_consumed_by_waits() {
         ],
         0,
     );
-    assert_eq!(r.engines[0].status, EngineStatus::Done);
-    assert_eq!(r.engines[1].status, EngineStatus::Done);
-    assert_eq!(r.engines[3].status, EngineStatus::Done);
-    assert_eq!(
-        r.engines[2].status,
-        EngineStatus::Error(ErrorClass::Runtime)
-    );
+    assert_eq!(ended(&r.engines[0]), (Done, None));
+    assert_eq!(ended(&r.engines[1]), (Done, None));
+    assert_eq!(ended(&r.engines[3]), (Done, None));
+    assert_eq!(ended(&r.engines[2]), (Faulted, Some(ErrorClass::Runtime)));
     assert!(matches!(
         r.engines[2].fault,
         Some(EngineFault {
@@ -655,7 +655,7 @@ fn counting_semaphores_are_consumed_by_waits() {
 fn only_error(r: &ExecReport, engine: usize) -> EngineFault {
     let e = r.engines[engine];
     let f = e.fault.expect("a fault");
-    assert_eq!(e.status, EngineStatus::Error(f.class()));
+    assert_eq!(ended(&e), (Faulted, Some(f.class())));
     assert_eq!(r.first_error, Some((Engine::ALL[engine], f.class())));
     f
 }
@@ -730,7 +730,7 @@ fn block_addresses_outside_memory_or_misaligned_are_hw() {
         })
     ));
     for e in &r.engines[..3] {
-        assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
+        assert_eq!(ended(e), (Faulted, Some(ErrorClass::Hw)));
     }
     assert_eq!(r.first_error, Some((Engine::Pe, ErrorClass::Hw)));
 }
@@ -793,10 +793,7 @@ fn a_deadlocked_wait_is_a_runtime_error_not_a_hang() {
         0,
     );
     for (i, sem) in [(0usize, 0u8), (1, 1)] {
-        assert_eq!(
-            r.engines[i].status,
-            EngineStatus::Error(ErrorClass::Runtime)
-        );
+        assert_eq!(ended(&r.engines[i]), (Faulted, Some(ErrorClass::Runtime)));
         assert_eq!(
             r.engines[i].fault,
             Some(EngineFault {
@@ -828,14 +825,8 @@ fn the_root_cause_comes_first_when_a_fault_starves_a_waiter() {
         ],
         0,
     );
-    assert_eq!(
-        r.engines[0].status,
-        EngineStatus::Error(ErrorClass::Runtime)
-    );
-    assert_eq!(
-        r.engines[1].status,
-        EngineStatus::Error(ErrorClass::Transient)
-    );
+    assert_eq!(ended(&r.engines[0]), (Faulted, Some(ErrorClass::Runtime)));
+    assert_eq!(ended(&r.engines[1]), (Faulted, Some(ErrorClass::Transient)));
     assert_eq!(r.first_error, Some((Engine::Act, ErrorClass::Transient)));
 }
 
@@ -1246,20 +1237,19 @@ fn random_blocks_never_panic_never_hang_and_fail_with_typed_errors() {
         for (i, e) in r.engines.iter().enumerate() {
             assert_eq!(e.start_cycle, start);
             assert!(e.end_cycle >= start && e.end_cycle <= r.end_cycle);
-            match e.status {
-                EngineStatus::Idle => {
+            match ended(e) {
+                (Idle, None) => {
                     assert_eq!(addrs[i], 0);
-                    assert_eq!((e.fault, e.steps, e.end_cycle), (None, 0, start));
+                    assert_eq!((e.steps, e.end_cycle), (0, start));
                 }
-                EngineStatus::Done => assert_eq!(e.fault, None),
-                EngineStatus::Error(class) => {
-                    let f = e.fault.expect("an error carries its fault");
-                    assert_eq!(f.class(), class);
+                (Done, None) => {}
+                (Faulted, Some(class)) => {
                     seen[class as usize] += 1;
                     if r.first_error == Some((Engine::ALL[i], class)) {
                         first_seen = true;
                     }
                 }
+                other => panic!("engine {i}: {other:?} (an error carries its fault)"),
             }
         }
         assert_eq!(r.first_error.is_some(), first_seen, "{r:?}");

@@ -7,9 +7,9 @@
 //! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
 //! corrupt NQ record.
 
-use crate::support::NullExecutor;
+use crate::support::{ended, NullExecutor};
 use xunds::device::dma::{DmaFault, QueueProducer};
-use xunds::device::engine::{EngineFault, EngineStatus, Executor, FaultKind, Limits, MemFault};
+use xunds::device::engine::{EngineFault, EngineState, Executor, FaultKind, Limits, MemFault};
 use xunds::device::isa::{Base, Insn, Operand};
 use xunds::device::memmap::{reg, DeviceConfig, DRAM_BASE};
 use xunds::device::model::{Inject, MlpSpec};
@@ -649,7 +649,11 @@ fn an_operand_off_the_end_of_dram_faults_before_any_write() {
     let mut exec = Executor::new(Limits::DEFAULT);
     let rep = exec.run(&mem, [code, 0, 0, 0, 0], 0);
     let pe = &rep.engines[0];
-    assert_eq!(pe.status, EngineStatus::Error(ErrorClass::Hw), "{rep:?}");
+    assert_eq!(
+        ended(pe),
+        (EngineState::Faulted, Some(ErrorClass::Hw)),
+        "{rep:?}"
+    );
     assert_eq!(
         pe.fault,
         Some(EngineFault {

@@ -5,15 +5,16 @@
 use std::fmt::Write as _;
 
 use crate::support::{
-    engine_addresses, execute_blocks, execute_request, insn_from_bytes, VecMemory,
+    ended, engine_addresses, execute_blocks, execute_request, insn_from_bytes, VecMemory,
 };
 use xunds::device::engine::{
-    read_f32s, Engine, EngineFault, EngineStatus, ExecReport, Executor, FaultKind, NUM_ENGINES,
+    read_f32s, Engine, EngineFault, EngineState, ExecReport, Executor, FaultKind, NUM_ENGINES,
 };
 use xunds::device::isa::{ActFn, Insn, INSN_BYTES};
 use xunds::device::model::{Inject, MemUsage, MlpSpec, ModelBuilder, ModelError, ModelImage};
 use xunds::wire::device_request::DeviceExecRequest;
 use xunds::wire::nq::ErrorClass;
+use EngineState::{Done, Faulted, Idle};
 
 const LOAD_PA: u64 = 0x10_0000;
 const IO_PA: u64 = 0x20_0000;
@@ -268,7 +269,7 @@ fn listing(img: &ModelImage) -> String {
                     }
                 }
                 Err(e) => {
-                    let _ = writeln!(s, "  <{e}>");
+                    let _ = writeln!(s, "  <{e:?}>");
                     break;
                 }
             }
@@ -316,17 +317,17 @@ fn a_raise_of_each_class_on_each_engine_is_the_root_cause() {
             let (m, img) = setup(&spec);
             let (r, _) = run(&m, &img, &spec.example_input(0), 0);
             assert_eq!(r.first_error, Some((engine, class)), "{engine} {class:?}");
-            assert_eq!(r.engine(engine).status, EngineStatus::Error(class));
+            assert_eq!(ended(r.engine(engine)), (Faulted, Some(class)));
             // Everyone downstream starves: Runtime (deadlock), never a hang.
             for (i, e) in r.engines.iter().enumerate() {
                 if i != engine.index() {
                     assert!(
                         matches!(
-                            e.status,
-                            EngineStatus::Done | EngineStatus::Error(ErrorClass::Runtime)
+                            ended(e),
+                            (Done, None) | (Faulted, Some(ErrorClass::Runtime))
                         ),
                         "{i}: {:?}",
-                        e.status
+                        e.state
                     );
                 }
             }
@@ -409,7 +410,7 @@ fn a_model_loaded_outside_device_memory_faults_as_hw() {
     let m = VecMemory::new(MEM_BASE, MEM_BYTES);
     let r = execute_blocks(&m, engine_addresses(&img), 0);
     for e in &r.engines {
-        assert_eq!(e.status, EngineStatus::Error(ErrorClass::Hw));
+        assert_eq!(ended(e), (Faulted, Some(ErrorClass::Hw)));
     }
     // Loaded in memory but with its IO area outside: operand faults.
     let img = MlpSpec::EXAMPLE.link(LOAD_PA, 0x4000_0000).unwrap();
@@ -511,7 +512,7 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     assert!(r.is_ok());
     assert_eq!(y, [4.0, 7.0, -2.0, 2.5]);
     assert_eq!(y, img.reference(&[1.0, 2.0, -1.0, 0.5]));
-    assert_eq!(r.engine(Engine::Pe).status, EngineStatus::Idle);
+    assert_eq!(ended(r.engine(Engine::Pe)), (Idle, None));
     // No reference: an empty vector.
     let img = ModelBuilder::new("empty").link(LOAD_PA, IO_PA).unwrap();
     assert!(img.reference(&[1.0]).is_empty());

@@ -5,12 +5,13 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use xunds::device::engine::{
-    DeviceMemory, EngineReport, EngineStatus, ExecReport, Executor, Limits, MemFault,
+    DeviceMemory, EngineReport, EngineState, ExecReport, Executor, Limits, MemFault,
 };
 use xunds::device::isa::{DecodeError, Insn, INSN_BYTES, INSN_WORDS};
 use xunds::device::model::ModelImage;
 use xunds::device::sequencer::RequestExecutor;
 use xunds::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
+use xunds::wire::nq::ErrorClass;
 
 /// Heap-backed device memory covering `base .. base + len`: word-granular,
 /// `Sync` (each word is an `AtomicU32` accessed `Relaxed`; the engines need
@@ -93,7 +94,7 @@ impl RequestExecutor for NullExecutor {
         let engines = Engine::ALL.map(|e| {
             let busy = req.engine_address(e) != 0;
             EngineReport {
-                status: [EngineStatus::Idle, EngineStatus::Done][usize::from(busy)],
+                state: [EngineState::Idle, EngineState::Done][usize::from(busy)],
                 start_cycle: start,
                 end_cycle: start.saturating_add(if busy { self.cycles } else { 0 }),
                 steps: u64::from(busy),
@@ -131,21 +132,40 @@ pub fn execute_blocks(
     Executor::new(Limits::DEFAULT).run(mem, blocks, start_cycle)
 }
 
+/// Why bytes are not an instruction: fewer than [`INSN_BYTES`], or their
+/// words do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FromBytesError {
+    /// Fewer than [`INSN_BYTES`] bytes.
+    Truncated {
+        /// Bytes given.
+        got: usize,
+    },
+    /// The words do not decode.
+    Decode(DecodeError),
+}
+
 /// Decode an instruction from 32 little-endian bytes (the first
 /// [`INSN_BYTES`] of `bytes`).
-pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
+pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, FromBytesError> {
     let Some(b) = bytes.get(..INSN_BYTES) else {
-        return Err(DecodeError::Truncated { got: bytes.len() });
+        return Err(FromBytesError::Truncated { got: bytes.len() });
     };
     let mut w = [0u32; INSN_WORDS];
     for (wi, chunk) in w.iter_mut().zip(b.chunks_exact(4)) {
         *wi = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
     }
-    Insn::decode(&w)
+    Insn::decode(&w).map_err(FromBytesError::Decode)
 }
 
 /// Each engine's block address in `img` (`load_pa + offset`, 0 when idle),
 /// in [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
 pub fn engine_addresses(img: &ModelImage) -> [u64; NUM_ENGINES] {
     img.blocks.map(|o| o.map_or(0, |o| img.load_pa + o))
+}
+
+/// How an engine ended: its state and the class of its fault (`None`
+/// without one).
+pub fn ended(e: &EngineReport) -> (EngineState, Option<ErrorClass>) {
+    (e.state, e.fault.map(|f| f.class()))
 }
