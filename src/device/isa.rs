@@ -286,28 +286,18 @@ error_enum! {
     }
 }
 
-/// (mnemonic; operand slots used: bit 0 `d`, 1 `a`, 2 `b`; parameter words
-/// used; flags allowed) per opcode.
-const fn shape(opcode: u8) -> Option<(&'static str, u8, usize, u8)> {
-    let chk = FLAG_CHECK;
-    if let Some(b) = BinOp::from_u8(opcode) {
-        return Some((b.name(), 0b111, 2, chk));
+/// A decoded enumerated parameter, or (out of range) `stand_in`, its word
+/// and name noted in `bad`.
+fn param<T>(
+    v: Option<T>,
+    stand_in: T,
+    bad: &mut Option<(usize, &'static str)>,
+    at: (usize, &'static str),
+) -> T {
+    if v.is_none() {
+        *bad = Some(at);
     }
-    let Some(op) = Op::from_u8(opcode) else {
-        return None;
-    };
-    let (uses, params, flags) = match op {
-        Op::End | Op::Nop => (0, 0, 0),
-        Op::SetBase => (0, 3, 0),
-        Op::Copy => (0b011, 1, 0),
-        Op::Fill => (0b001, 2, 0),
-        Op::Affine | Op::Reduce => (0b011, 3, chk),
-        Op::MatMul => (0b111, 3, chk | FLAG_ACC),
-        Op::Act => (0b011, 2, chk),
-        Op::Wait | Op::Signal | Op::Delay => (0, 2, 0),
-        Op::Raise => (0, 1, 0),
-    };
-    Some((op.name(), uses, params, flags))
+    v.unwrap_or(stand_in)
 }
 
 /// Check an element count: `1..=MAX_ELEMS`.
@@ -345,7 +335,10 @@ impl Insn {
 
     /// The mnemonic (`MATMUL`, ...).
     fn mnemonic(&self) -> &'static str {
-        shape(self.opcode()).map_or("?", |(name, ..)| name)
+        match *self {
+            Insn::Binary(op, ..) => op.name(),
+            _ => Op::from_u8(self.opcode()).map_or("?", Op::name),
+        }
     }
 
     /// Encode to eight words. Total: any `Insn` encodes; [`Insn::validate`]
@@ -411,100 +404,93 @@ impl Insn {
     }
 
     /// Decode eight words. Never panics; refuses anything [`Insn::encode`]
-    /// would not produce from a valid instruction.
+    /// would not produce from a valid instruction: the words must be the
+    /// encoding of what they decode to (so a flag the opcode does not take
+    /// is [`DecodeError::BadFlags`], and an unused select, word or reserved
+    /// bit is [`DecodeError::Reserved`]), checked before the parameters.
     pub fn decode(w: &[u32; INSN_WORDS]) -> Result<Insn, DecodeError> {
         let opcode = w[0] as u8;
         let flags = (w[0] >> 8) as u8;
-        let sel = w[0] >> 16;
-        let (_, uses, nparams, allowed) = shape(opcode).ok_or(DecodeError::BadOpcode { opcode })?;
-        if flags & !allowed != 0 {
-            return Err(DecodeError::BadFlags { opcode, flags });
-        }
-        let reserved = |word: usize| DecodeError::Reserved {
-            opcode,
-            word: word as u8,
-            value: w[word],
-        };
-        // The reserved byte and the base selects of unused slots (bits 7:6
-        // of the select byte are never used).
-        let sel_mask = (0..3)
-            .filter(|s| uses & (1 << s) != 0)
-            .fold(0, |m, s| m | 3 << (2 * s));
-        if sel & !sel_mask != 0 {
-            return Err(reserved(0));
-        }
-        let unused = |i: usize| {
-            if i < 4 {
-                uses & (1 << (i - 1)) == 0
-            } else {
-                i >= 4 + nparams
-            }
-        };
-        if let Some(i) = (1..INSN_WORDS).find(|&i| unused(i) && w[i] != 0) {
-            return Err(reserved(i));
-        }
         let operand = |slot: usize| Operand {
-            base: Base::ALL[(sel >> (2 * slot)) as usize & 3],
+            base: Base::ALL[(w[0] >> (16 + 2 * slot)) as usize & 3],
             off: w[1 + slot],
         };
         let (d, a, b) = (operand(0), operand(1), operand(2));
         let [p0, p1, p2] = [w[4], w[5], w[6]];
         let check = flags & FLAG_CHECK != 0;
-        let bad = |what, value: u32| DecodeError::BadParam {
-            opcode,
-            what,
-            value: value.into(),
-        };
-        let sem = || match u8::try_from(p0) {
-            Ok(s) if usize::from(s) < NUM_SEMAPHORES => Ok(s),
-            _ => Err(bad("sem", p0)),
-        };
+        // An enumerated parameter out of range decodes as a stand-in, its
+        // error kept (with its word) for after the unused bits are checked.
+        let mut bad = None;
         let insn = match Op::from_u8(opcode) {
             Some(Op::End) => Insn::End,
             Some(Op::Nop) => Insn::Nop,
             Some(Op::SetBase) => Insn::SetBase(
-                Base::from_index(p0 as usize).ok_or(bad("reg", p0))?,
+                param(
+                    Base::from_index(p0 as usize),
+                    Base::R0,
+                    &mut bad,
+                    (4, "reg"),
+                ),
                 u64::from(p1) | u64::from(p2) << 32,
             ),
             Some(Op::Copy) => Insn::Copy(d, a, p0),
             Some(Op::Fill) => Insn::Fill(d, p0, p1),
             Some(Op::Affine) => Insn::Affine(d, a, p0, p1, p2, check),
             Some(Op::MatMul) => Insn::MatMul(d, a, b, p0, p1, p2, flags & FLAG_ACC != 0, check),
-            Some(Op::Act) => Insn::Act(
-                ActFn::from_index(p1).ok_or(bad("func", p1))?,
-                d,
-                a,
-                p0,
-                check,
-            ),
-            Some(Op::Reduce) => Insn::Reduce(
-                ReduceOp::from_index(p2).ok_or(bad("op", p2))?,
-                d,
-                a,
-                p0,
-                p1,
-                check,
-            ),
-            Some(Op::Wait) => Insn::Wait(sem()?, p1),
-            Some(Op::Signal) => Insn::Signal(sem()?, p1),
-            Some(Op::Delay) => Insn::Delay(u64::from(p0) | u64::from(p1) << 32),
-            Some(Op::Raise) => Insn::Raise(
-                u8::try_from(p0)
+            Some(Op::Act) => {
+                let func = param(
+                    ActFn::from_index(p1),
+                    ActFn::Identity,
+                    &mut bad,
+                    (5, "func"),
+                );
+                Insn::Act(func, d, a, p0, check)
+            }
+            Some(Op::Reduce) => {
+                let op = param(ReduceOp::from_index(p2), ReduceOp::Sum, &mut bad, (6, "op"));
+                Insn::Reduce(op, d, a, p0, p1, check)
+            }
+            Some(op @ (Op::Wait | Op::Signal)) => {
+                let sem = u8::try_from(p0)
                     .ok()
-                    .and_then(ErrorClass::from_u8)
-                    .ok_or(bad("class", p0))?,
-            ),
-            // `shape` admits no other opcode than the four binary ones.
-            None => Insn::Binary(
-                BinOp::from_u8(opcode).ok_or(DecodeError::BadOpcode { opcode })?,
-                d,
-                a,
-                b,
-                p0,
-                p1,
-                check,
-            ),
+                    .filter(|&s| usize::from(s) < NUM_SEMAPHORES);
+                let sem = param(sem, 0, &mut bad, (4, "sem"));
+                match op {
+                    Op::Wait => Insn::Wait(sem, p1),
+                    _ => Insn::Signal(sem, p1),
+                }
+            }
+            Some(Op::Delay) => Insn::Delay(u64::from(p0) | u64::from(p1) << 32),
+            Some(Op::Raise) => {
+                let class = u8::try_from(p0).ok().and_then(ErrorClass::from_u8);
+                Insn::Raise(param(class, ErrorClass::Runtime, &mut bad, (4, "class")))
+            }
+            None => match BinOp::from_u8(opcode) {
+                Some(op) => Insn::Binary(op, d, a, b, p0, p1, check),
+                None => return Err(DecodeError::BadOpcode { opcode }),
+            },
         };
+        let e = insn.encode();
+        if (e[0] >> 8) as u8 != flags {
+            return Err(DecodeError::BadFlags { opcode, flags });
+        }
+        let stand_in = |i| bad.is_some_and(|(word, _)| word == i);
+        if let Some(i) = (0..INSN_WORDS).find(|&i| e[i] != w[i] && !stand_in(i)) {
+            let (word, value) = (i as u8, w[i]);
+            return Err(DecodeError::Reserved {
+                opcode,
+                word,
+                value,
+            });
+        }
+        if let Some((word, what)) = bad {
+            let value = w[word].into();
+            return Err(DecodeError::BadParam {
+                opcode,
+                what,
+                value,
+            });
+        }
         insn.validate()?;
         Ok(insn)
     }
