@@ -27,7 +27,8 @@ use crate::wire::nq::ErrorClass;
 pub const ALIGN: u64 = 64;
 
 wire_enum! {
-    /// Where a tensor lives, by its lower-case name.
+    /// Where a tensor lives, by its lower-case name; its code is that of the
+    /// base register that points at the section (`R0`, `R1`, `R2`).
     pub enum Section(u8) {
         /// Constants (base `R0`), part of the image bytes.
         Constants = 0 => "const",
@@ -35,14 +36,6 @@ wire_enum! {
         Scratch = 1 => "scratch",
         /// The IO area (base `R2`).
         Io = 2 => "io",
-    }
-}
-
-impl Section {
-    /// The base register that points at the section: its code is the
-    /// register's (`R0`, `R1`, `R2`).
-    pub const fn base(self) -> Base {
-        Base::ALL[self as usize]
     }
 }
 
@@ -69,7 +62,7 @@ impl TensorDesc {
 
     /// The operand addressing its first element.
     pub fn operand(&self) -> Operand {
-        Operand::new(self.section.base(), self.offset as u32)
+        Operand::new(Base::ALL[self.section as usize], self.offset as u32)
     }
 }
 

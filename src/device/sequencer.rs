@@ -30,6 +30,7 @@
 //! long a wrong ring id below the tail is tolerated.
 
 use core::fmt;
+use core::ops::Range;
 use std::sync::Arc;
 
 use crate::hal::{Hal, HalError, Ordering, RegionHandle};
@@ -327,22 +328,25 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
 
     /// Do all the work available now on every core, without blocking.
     pub fn poll(&mut self, now: u64) -> Result<Progress, SequencerError> {
-        let mut p = Progress::default();
-        for core in 0..self.cores.len() as u8 {
-            let poll = self.poll_core(usize::from(core), now, &mut p);
-            poll.map_err(|error| SequencerError { core, error })?;
-        }
-        Ok(p)
+        self.poll_cores(0..self.cores.len() as u8, now)
     }
 
     /// Do the work available now on `core` only (one device proxy per core:
     /// cores are independent, and a sequencer touches only the state of the
     /// cores it polls).
     pub fn poll_one(&mut self, core: u8, now: u64) -> Result<Progress, SequencerError> {
+        // Empty for a core the device does not have.
+        self.poll_cores(
+            core..(self.cores.len() as u8).min(core.saturating_add(1)),
+            now,
+        )
+    }
+
+    fn poll_cores(&mut self, cores: Range<u8>, now: u64) -> Result<Progress, SequencerError> {
         let mut p = Progress::default();
-        if usize::from(core) < self.cores.len() {
-            self.poll_core(usize::from(core), now, &mut p)
-                .map_err(|error| SequencerError { core, error })?;
+        for core in cores {
+            let poll = self.poll_core(usize::from(core), now, &mut p);
+            poll.map_err(|error| SequencerError { core, error })?;
         }
         Ok(p)
     }
