@@ -320,7 +320,7 @@ pub struct SystemData {
     pub vcpu_usage: Option<Group<VcpuUsage>>,
     /// `memory_info`
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_info: Option<Group<MemoryInfo>>,
+    pub memory_info: Option<Group<sys::MemoryInfo>>,
 }
 
 /// `neuron_hw_counters` over a period (seconds): no Neuron driver, so no
@@ -356,19 +356,6 @@ impl VcpuUsage {
             sum(&["system", "io_wait", "irq", "soft_irq"]),
         )
     }
-}
-
-/// `memory_info` (`/proc/meminfo`)
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct MemoryInfo {
-    /// MemTotal
-    pub memory_total_bytes: u64,
-    /// MemTotal - MemAvailable
-    pub memory_used_bytes: u64,
-    /// SwapTotal
-    pub swap_total_bytes: u64,
-    /// SwapTotal - SwapFree
-    pub swap_used_bytes: u64,
 }
 
 /// `instance_info`: no instance metadata service offline, so every field

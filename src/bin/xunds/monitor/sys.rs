@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::report::MemoryInfo;
+use serde::Serialize;
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), 100 when unknown.
 pub fn clk_tck() -> u64 {
@@ -112,6 +112,19 @@ pub fn parse_proc_stat(s: &str) -> Option<ProcStat> {
         }
     }
     seen_all.then_some(out)
+}
+
+/// `memory_info` (`/proc/meminfo`)
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MemoryInfo {
+    /// MemTotal
+    pub memory_total_bytes: u64,
+    /// MemTotal - MemAvailable
+    pub memory_used_bytes: u64,
+    /// SwapTotal
+    pub swap_total_bytes: u64,
+    /// SwapTotal - SwapFree
+    pub swap_used_bytes: u64,
 }
 
 /// System memory in bytes (`/proc/meminfo`).
