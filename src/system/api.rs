@@ -61,7 +61,7 @@ use crate::wire::status::NrtStatus;
 use crate::wire::work_item::InferResp;
 
 use super::builder::{build, Built, Shared, SysActor, SystemConfig};
-use super::runner::{MonotonicClock, Running, StopHandle, ThreadedConfig, ThreadedRunner};
+use super::runner::{MonotonicClock, Running, ThreadedConfig, ThreadedRunner};
 
 /// How often a blocked [`System::wait`] looks whether the daemons stopped.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -282,9 +282,6 @@ pub struct System<H: Hal + 'static> {
     /// its daemons and waits for them.
     running: Running<SysActor<H>>,
     id: SystemId,
-    /// The daemons' stop: set when one panicked (the runner stops them
-    /// all) or at shutdown. A call that needs them fails once it is set.
-    stop: StopHandle,
     shared: Arc<Shared<H>>,
     clock: MonotonicClock,
 }
@@ -311,7 +308,6 @@ impl<H: Hal + 'static> System<H> {
         let running = r.start()?;
         Ok(System {
             id: SystemId::next(),
-            stop: running.stop_handle(),
             shared,
             clock,
             running,
@@ -515,7 +511,7 @@ impl<H: Hal + 'static> System<H> {
     /// `NRT_FAILURE` once the daemons have stopped (one panicked, and the
     /// runner stopped the rest): no execution can complete any more.
     fn running(&self) -> Result<(), NrtStatus> {
-        (!self.stop.is_stopped())
+        (!self.running.stop_handle().is_stopped())
             .then_some(())
             .ok_or(NrtStatus::FAILURE)
     }
@@ -525,7 +521,7 @@ impl<H: Hal + 'static> System<H> {
     #[doc(hidden)]
     #[cfg(any(test, feature = "testkit"))]
     pub fn stop_daemons(&self) {
-        self.stop.stop();
+        self.running.stop_handle().stop();
     }
 
     /// Schedule, wait, and return the status and outputs. A full queue is
@@ -592,7 +588,7 @@ impl<H: Hal + 'static> System<H> {
     pub fn shutdown(self) -> Result<SystemReport, Error> {
         let stopped = self.running().is_err();
         let quiet = self.quiesce(Duration::from_secs(30));
-        self.stop.stop();
+        self.running.stop_handle().stop();
         let rep = self.running.join()?;
         if !quiet {
             return Err(Error::Other(if stopped {
