@@ -273,38 +273,47 @@ impl<S: SlabMut> Books<S> {
         self.deferred += 1;
     }
 
-    /// A model loaded on (or, `unload`, unloaded from) its core: its record
-    /// committed (deleted), its memory counted (taken back).
-    fn model(&mut self, m: &ModelLoad, unload: bool, cx: &mut Cx<'_>) {
+    /// A model loaded on its core: its record committed, its memory counted.
+    fn load(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
-        let how = if unload { "unloaded from" } else { "loaded on" };
-        cx.event("msg", format_args!("model {handle} {how} core {core}"));
-        if !unload {
-            match self.writer.commit_model(&m.record) {
-                Ok(slot) => self.records.push((handle, core, slot)),
-                Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
-            }
-            self.add(core, NcCounter::ModelLoadCount, 1);
-        } else if let Some(i) = self
+        cx.event("msg", format_args!("model {handle} loaded on core {core}"));
+        match self.writer.commit_model(&m.record) {
+            Ok(slot) => self.records.push((handle, core, slot)),
+            Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
+        }
+        self.add(core, NcCounter::ModelLoadCount, 1);
+        self.model_mem(m, false);
+    }
+
+    /// A model unloaded from its core: its record deleted, its memory
+    /// taken back.
+    fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
+        let (handle, core) = (m.handle, m.core);
+        cx.event(
+            "msg",
+            format_args!("model {handle} unloaded from core {core}"),
+        );
+        let found = self
             .records
             .iter()
-            .position(|r| (r.0, r.1) == (handle, core))
-        {
-            let (_, _, slot) = self.records.swap_remove(i);
-            if let Err(e) = self.writer.delete_model(slot) {
-                self.fail(format!("delete model {handle} core {core}: {e}"));
+            .position(|r| (r.0, r.1) == (handle, core));
+        match found {
+            Some(i) => {
+                let (_, _, slot) = self.records.swap_remove(i);
+                if let Err(e) = self.writer.delete_model(slot) {
+                    self.fail(format!("delete model {handle} core {core}: {e}"));
+                }
             }
-        } else {
             // An unload the publisher's books do not accept: no record of
             // that model on that core was committed.
-            cx.refused(
+            None => cx.refused(
                 &mut self.fsm_violations,
                 format_args!(
                     "publisher: unload of model {handle} core {core} without a committed record"
                 ),
-            );
+            ),
         }
-        self.model_mem(m, unload);
+        self.model_mem(m, true);
     }
 
     /// Step the publisher's cycle (untraced: one step per message). An
@@ -328,8 +337,8 @@ impl<S: SlabMut> Books<S> {
                 self.add(core, NcCounter::InferFailedToQueue, n.into());
                 publish(&self.stats.refusals, n.into());
             }
-            PubMsg::ModelLoaded(m) => self.model(&m, false, cx),
-            PubMsg::ModelUnloaded(m) => self.model(&m, true, cx),
+            PubMsg::ModelLoaded(m) => self.load(&m, cx),
+            PubMsg::ModelUnloaded(m) => self.unload(&m, cx),
             PubMsg::HostMisc(bytes) => {
                 let c = NdCounter::MemUsageMiscHost;
                 self.change(Counter::nd(c), c.name(), bytes, false);
