@@ -241,8 +241,12 @@ struct Names {
     /// addresses collide do not evict each other): its address, length and
     /// index. Found there, its bytes are not compared (one name may sit at
     /// several addresses).
-    at: [(usize, usize, u32); 32],
+    at: [(usize, usize, u32); NAME_SLOTS],
 }
+
+/// Slots of [`Names::at`], a power of two (the hash keeps its top bits).
+const NAME_SLOTS: usize = 32;
+const _: () = assert!(NAME_SLOTS.is_power_of_two());
 
 impl Names {
     /// `name`'s index, and whether this is its first appearance.
@@ -258,9 +262,10 @@ impl Names {
     #[inline(always)]
     fn index_static(&mut self, name: &'static str) -> (u32, bool) {
         let (p, l) = (name.as_ptr() as usize, name.len());
-        // The top 5 bits of a Fibonacci hash (32 slots): names a few bytes
-        // apart (short names sit side by side) land in different slots.
-        let slot = ((p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59) as usize;
+        // The top bits of a Fibonacci hash: names a few bytes apart (short
+        // names sit side by side) land in different slots.
+        let hash = (p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = (hash >> (64 - NAME_SLOTS.trailing_zeros())) as usize;
         match self.at[slot] {
             (q, m, i) if (q, m) == (p, l) => (i, false),
             _ => self.probe(name, slot),
