@@ -324,7 +324,6 @@ impl ModelBuilder {
             io_pa,
             bytes,
             blocks: offsets,
-            scratch_offset: scratch_off,
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             constants: self.constants.clone(),
@@ -356,8 +355,6 @@ pub struct ModelImage {
     /// Per engine ([`Engine::index`] order: PE, ACT, POOL, DVE, SP): its
     /// block's byte offset within `bytes`, `None` when idle.
     pub blocks: [Option<u64>; NUM_ENGINES],
-    /// Offset of the scratch section from `load_pa` (= `bytes.len()`).
-    pub scratch_offset: u64,
     /// Input tensors (IO area), in reference order.
     pub inputs: Vec<TensorDesc>,
     /// Output tensors (IO area), in reference order.
@@ -391,9 +388,14 @@ impl fmt::Debug for ModelImage {
 }
 
 impl ModelImage {
+    /// Offset of the scratch section from `load_pa`: it follows the image.
+    pub fn scratch_offset(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     /// Bytes to reserve at `load_pa`: the image plus its scratch.
     pub fn footprint(&self) -> u64 {
-        self.scratch_offset + self.mem.scratchpad
+        self.scratch_offset() + self.mem.scratchpad
     }
 
     /// The physical address of a tensor of this image.
@@ -401,7 +403,7 @@ impl ModelImage {
         t.offset
             + match t.section {
                 Section::Constants => self.load_pa + self.mem.code,
-                Section::Scratch => self.load_pa + self.scratch_offset,
+                Section::Scratch => self.load_pa + self.scratch_offset(),
                 Section::Io => self.io_pa,
             }
     }
@@ -425,7 +427,7 @@ impl ModelImage {
             .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
         mem.write_u32s(self.load_pa, &words.collect::<Vec<_>>())?;
         let zeros = vec![0; self.mem.scratchpad as usize / 4];
-        mem.write_u32s(self.load_pa + self.scratch_offset, &zeros)
+        mem.write_u32s(self.load_pa + self.scratch_offset(), &zeros)
     }
 
     /// Write the concatenated inputs into the IO area.

@@ -223,7 +223,7 @@ fn listing(img: &ModelImage) -> String {
         img.name,
         img.load_pa,
         img.footprint(),
-        img.scratch_offset,
+        img.scratch_offset(),
         img.io_pa,
         img.mem.tensors
     );
@@ -260,7 +260,7 @@ fn listing(img: &ModelImage) -> String {
         // Disassembled until `END`, the end of the image or a word
         // that does not decode.
         let code = img.bytes.get(off as usize..).unwrap_or(&[]);
-        for (j, chunk) in code.chunks(INSN_BYTES).enumerate() {
+        for (j, chunk) in code.chunks_exact(INSN_BYTES).enumerate() {
             match insn_from_bytes(chunk) {
                 Ok(insn) => {
                     let _ = writeln!(s, "  +{:#06x}  {insn}", off as usize + j * INSN_BYTES);

@@ -132,30 +132,14 @@ pub fn execute_blocks(
     Executor::new(Limits::DEFAULT).run(mem, blocks, start_cycle)
 }
 
-/// Why bytes are not an instruction: fewer than [`INSN_BYTES`], or their
-/// words do not decode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FromBytesError {
-    /// Fewer than [`INSN_BYTES`] bytes.
-    Truncated {
-        /// Bytes given.
-        got: usize,
-    },
-    /// The words do not decode.
-    Decode(DecodeError),
-}
-
-/// Decode an instruction from 32 little-endian bytes (the first
-/// [`INSN_BYTES`] of `bytes`).
-pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, FromBytesError> {
-    let Some(b) = bytes.get(..INSN_BYTES) else {
-        return Err(FromBytesError::Truncated { got: bytes.len() });
-    };
+/// Decode an instruction from its first [`INSN_BYTES`] little-endian bytes
+/// (fewer is a bug in the calling test: it panics).
+pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
     let mut w = [0u32; INSN_WORDS];
-    for (wi, chunk) in w.iter_mut().zip(b.chunks_exact(4)) {
+    for (wi, chunk) in w.iter_mut().zip(bytes[..INSN_BYTES].chunks_exact(4)) {
         *wi = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
     }
-    Insn::decode(&w).map_err(FromBytesError::Decode)
+    Insn::decode(&w)
 }
 
 /// Each engine's block address in `img` (`load_pa + offset`, 0 when idle),
