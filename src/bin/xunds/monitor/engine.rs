@@ -183,7 +183,8 @@ impl Runtime {
             generation != self.generation_seen
                 || differs(&holder, &w.holder)
                 || differs(&tag, &w.tag)
-                || (self.latest.as_ref()).is_some_and(|l| went_back(&s.counters, &l.counters))
+                || (self.latest.as_ref())
+                    .is_some_and(|l| went_back(&s.snap.counters, &l.snap.counters))
         });
         self.generation_seen = generation;
         if new_writer {
@@ -265,11 +266,11 @@ impl Runtime {
             let mut cpu_now = None;
             match g {
                 ExecutionStats => {
-                    let e = s.map(|s| report::execution_stats(&s.counters, was, secs));
+                    let e = s.map(|s| report::execution_stats(&s.snap.counters, was, secs));
                     put(&mut r.execution_stats, e, &err, false);
                 }
                 NeuroncoreCounters => {
-                    let n = s.map(|s| report::neuroncore_counters(&s.counters, was, secs));
+                    let n = s.map(|s| report::neuroncore_counters(&s.snap.counters, was, secs));
                     put(&mut r.neuroncore_counters, n, &err, false);
                 }
                 MemoryUsed => {
@@ -300,7 +301,7 @@ impl Runtime {
                 }
             }
             if let Some(s) = s {
-                let counters = s.counters.clone();
+                let counters = s.snap.counters.clone();
                 *base = Some(Base {
                     at: now,
                     tick: clock.n,
@@ -519,15 +520,20 @@ impl Monitor {
                     d.memory_info = Some(Group::of(secs, m));
                 }
                 SysGroup::VcpuUsage => {
-                    let read = sys::read("/proc/stat", sys::parse_proc_stat);
-                    let usage = read.as_ref().map(|s| report::vcpu_usage(s, &st.stat));
-                    d.vcpu_usage = Some(Group::of(secs, usage.map_err(String::clone)));
                     // A failed read keeps its baseline (time and reading)
                     // for the next one.
-                    match read {
-                        Ok(s) => st.stat = s,
-                        Err(_) => *at = prev,
-                    }
+                    let usage = match sys::read("/proc/stat", sys::parse_proc_stat) {
+                        Ok(s) => {
+                            let usage = report::vcpu_usage(&s, &st.stat);
+                            st.stat = s;
+                            Ok(usage)
+                        }
+                        Err(e) => {
+                            *at = prev;
+                            Err(e)
+                        }
+                    };
+                    d.vcpu_usage = Some(Group::of(secs, usage));
                 }
             }
         }

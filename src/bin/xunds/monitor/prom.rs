@@ -166,7 +166,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         let Some(s) = fresh.as_ref().or(rt.latest.as_ref()) else {
             continue;
         };
-        let c = &s.counters;
+        let c = &s.snap.counters;
         let rl = with(&inst, [("runtime_tag", rt.tag())]);
         for (t, k) in OUTCOMES {
             let l = with(&rl, [("status_type", t)]);

@@ -474,7 +474,7 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
         match m {
             RecordRead::Fresh(r) => {
                 let core = usize::from(r.nc_index);
-                let running = d(&s.counters, was, core, NcCounter::InferenceCount) > 0;
+                let running = d(&s.snap.counters, was, core, NcCounter::InferenceCount) > 0;
                 models.push(LoadedModel {
                     record: *r,
                     is_running: running,
@@ -489,8 +489,8 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
         }
     }
     let m = MemoryUsed {
-        host: host_memory(&s.counters),
-        cores: core_memory(&s.counters),
+        host: host_memory(&s.snap.counters),
+        cores: core_memory(&s.snap.counters),
         loaded_models: models,
     };
     Group {

@@ -25,14 +25,12 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use xunds::nds::{Counters, ReadOnlySlab, Reader, Snapshot, REQUIRED_SIZE};
+use xunds::nds::{ReadOnlySlab, Reader, Snapshot, REQUIRED_SIZE};
 
 /// A successful read of one slab.
 #[derive(Clone, Debug)]
 pub struct Sample {
-    /// The counter words.
-    pub counters: Counters,
-    /// The records as the reader returned them.
+    /// The counter words and the records, as the reader returned them.
     pub snap: Snapshot,
     /// The process holding the writer's lock at the read (every writer
     /// holds it for its life; the kernel drops it when the writer dies).
@@ -121,14 +119,7 @@ impl Watch {
         }
         let holder = xunds::hal::mem::lock_holder(&file);
         self.opened = Some(file);
-        Ok((
-            Sample {
-                counters: snap.counters.clone(),
-                snap,
-                holder,
-            },
-            note,
-        ))
+        Ok((Sample { snap, holder }, note))
     }
 }
 
