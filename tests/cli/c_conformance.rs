@@ -14,9 +14,7 @@
 
 use crate::nds_support;
 
-#[allow(dead_code)] // the writer half (`step`) is the binary's
-#[path = "../../src/bin/xunds/stress.rs"]
-mod stress;
+use crate::nds_support::writer as stress;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -627,10 +625,7 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 "fresh" => {
                     fresh += 1;
                     let r = model_from_json(m);
-                    assert!(
-                        stress::tests::is_consistent(&r),
-                        "a torn model read as fresh: {m}"
-                    );
+                    assert!(stress::is_consistent(&r), "a torn model read as fresh: {m}");
                 }
                 "unpublished" => unpublished += 1,
                 _ => torn += 1,
@@ -648,7 +643,7 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 runtime_version: version_from_json(&p["runtime_version"]),
             };
             assert!(
-                stress::tests::process_info_is_consistent(&pi),
+                stress::process_info_is_consistent(&pi),
                 "torn process info: {p}"
             );
         }
@@ -659,7 +654,7 @@ fn the_c_reader_never_takes_a_torn_record_from_a_live_writer_for_fresh() {
                 tag: c_bytes(tag),
             };
             assert!(
-                stress::tests::process_info_ext_is_consistent(&e),
+                stress::process_info_ext_is_consistent(&e),
                 "torn ext: {tag}"
             );
         }

@@ -36,9 +36,7 @@ fn version_and_every_help_exit_0() {
         &["layout", "--help"],
         &["nds", "--help"],
         &["nds", "dump", "--help"],
-        &["nds", "add", "--help"],
         &["nds", "clean", "--help"],
-        &["nds", "stress-writer", "--help"],
         &["run", "--help"],
         &["run", "-h"],
         &["replay", "--help"],
@@ -139,9 +137,6 @@ fn bad_values_are_one_line_naming_the_flag_with_exit_2() {
         &["run", "--placement", "everywhere"],
         &["--placement", "shared or per-actor"],
     );
-    refused(&["nds", "add", "p", "--core", "x"], &["--core"]);
-    refused(&["nds", "add", "p", "--times", "-3"], &["--times"]);
-    refused(&["nds", "add", "p", "--core", "4294967296"], &["--core"]);
     refused(&["nds", "dump"], &["xunds nds dump:", "<PATH>"]);
     refused(&["frobnicate"], &["frobnicate"]);
     // A combination the library's config check refuses is a usage error
@@ -183,9 +178,6 @@ fn nonsense_the_hardening_run_found_is_refused() {
     let dir = dir.to_str().unwrap();
     failed(&["run", "--slab", dir], &["--slab", "is a directory"]);
     failed(&["nds", "dump", dir], &["is a directory"]);
-    failed(&["nds", "add", dir], &[dir, "s a directory"]);
-    // `nds add` without a path: one clear message.
-    refused(&["nds", "add"], &["xunds nds add:", "required", "<PATH>"]);
 }
 
 /// The second hardening review's usage errors: each names the flag, in the

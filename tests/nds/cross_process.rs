@@ -1,23 +1,19 @@
 //! Cross-process tests of the NDS datastore on a real `MAP_SHARED` file: a
-//! writer process (`xunds nds stress-writer` / `xunds nds add`) and this test
-//! process as the reader (mapped `PROT_READ`).
+//! writer process (`nds_support::writer`: stress or counter adds) and this
+//! test process as the reader (mapped `PROT_READ`).
 //!
-//! The records the stress writer publishes are self-checking
-//! (`src/bin/xunds/stress.rs`, included below): every byte is a function of the version in
-//! `model_id`, so a torn copy that the reader accepted as Fresh would fail
-//! `is_consistent` even if its FNV hash happened to match.
-
-#[allow(dead_code)] // the writer half (`step`) is the binary's
-#[path = "../../src/bin/xunds/stress.rs"]
-mod stress;
+//! The records the stress writer publishes are self-checking: every byte is
+//! a function of the version in `model_id`, so a torn copy that the reader
+//! accepted as Fresh would fail `is_consistent` even if its FNV hash happened
+//! to match.
 
 use crate::nds_support;
+use crate::nds_support::writer as stress;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use nds_support::{live_stress_writer, xunds, Reaped, TempSlab};
+use nds_support::{live_stress_writer, live_writer, writer_process, xunds, Reaped, TempSlab};
 use xunds::nds::record::{self, Attempt};
 use xunds::nds::{Counter, ModelSlot, NdsError, Reader, RecordRead, RecordSpan, Snapshot};
 use xunds::prng::SplitMix64;
@@ -40,7 +36,7 @@ impl Tally {
         match r {
             RecordRead::Fresh(m) => {
                 self.fresh += 1;
-                if !stress::tests::is_consistent(m) {
+                if !stress::is_consistent(m) {
                     self.torn_accepted += 1;
                 }
             }
@@ -56,7 +52,7 @@ impl Tally {
         match &s.process_info {
             RecordRead::Fresh(p) => {
                 self.fresh += 1;
-                if !stress::tests::process_info_is_consistent(p) {
+                if !stress::process_info_is_consistent(p) {
                     self.torn_accepted += 1;
                 }
             }
@@ -66,7 +62,7 @@ impl Tally {
         match &s.process_info_ext {
             RecordRead::Fresh(p) => {
                 self.fresh += 1;
-                if !stress::tests::process_info_ext_is_consistent(p) {
+                if !stress::process_info_ext_is_consistent(p) {
                     self.torn_accepted += 1;
                 }
             }
@@ -76,37 +72,10 @@ impl Tally {
     }
 }
 
-/// Start a stress writer and wait until it says the slab is committed.
-fn start_writer(slab: &TempSlab, create: bool, seed: u64) -> Reaped {
-    let mut args = vec![
-        "nds".to_string(),
-        "stress-writer".into(),
-        slab.path().display().to_string(),
-        "--seed".into(),
-        seed.to_string(),
-    ];
-    if create {
-        args.push("--create".into());
-    }
-    let mut child = Reaped(
-        xunds(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn xunds nds stress-writer"),
-    );
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready", "stress writer did not start");
-    child
-}
-
 #[test]
 fn a_reader_process_never_accepts_a_torn_record_from_a_live_writer() {
     let slab = TempSlab::new("live");
-    let mut writer = start_writer(&slab, true, 7);
+    let mut writer = live_writer(slab.path(), true, 7);
     let reader = Reader::open(slab.path()).unwrap();
     let mut tally = Tally::default();
     for round in 0..3000 {
@@ -130,7 +99,7 @@ fn a_reader_process_never_accepts_a_torn_record_from_a_live_writer() {
             Attempt::Stable => {
                 stable += 1;
                 let m = ModelRecord::parse(&buf).unwrap();
-                assert!(stress::tests::is_consistent(&m), "stable copy is torn");
+                assert!(stress::is_consistent(&m), "stable copy is torn");
                 assert_eq!(fnv::verify(&buf), fnv::HashState::Valid);
             }
             Attempt::Changed => changed += 1,
@@ -157,7 +126,7 @@ fn a_writer_killed_at_random_points_leaves_only_fresh_unpublished_or_torn() {
     for round in 0..ROUNDS {
         // Round 0 creates the slab; later rounds adopt whatever the killed
         // writer left (records mid-update included) and carry on.
-        let mut writer = start_writer(&slab, round == 0, round + 1);
+        let mut writer = live_writer(slab.path(), round == 0, round + 1);
         std::thread::sleep(Duration::from_micros(rng.below(1500)));
         writer.kill().unwrap(); // SIGKILL
         writer.wait().unwrap();
@@ -176,19 +145,10 @@ fn two_processes_adding_one_a_million_times_each_end_at_two_million() {
     let w = xunds::nds::Writer::create(slab.path()).unwrap();
     let c = Counter::nc(5, NcCounter::InferCompleted).unwrap();
     let spawn = || {
-        xunds([
-            "nds",
-            "add",
-            &slab.path().display().to_string(),
-            "--core",
-            "5",
-            "--counter",
-            &NcCounter::InferCompleted.index().to_string(),
-            "--times",
-            &TIMES.to_string(),
-        ])
-        .spawn()
-        .expect("spawn xunds nds add")
+        let job = format!("add 5 {} {TIMES}", NcCounter::InferCompleted.index());
+        writer_process(&job, slab.path())
+            .spawn()
+            .expect("spawn a counter writer")
     };
     let (mut a, mut b) = (spawn(), spawn());
     assert!(a.wait().unwrap().success());
@@ -226,11 +186,7 @@ fn clean_removes_only_the_slabs_whose_writer_exited() {
     // A live writer on a file whose name's process has exited: its lock
     // keeps it.
     let mut writer = live_stress_writer(&live);
-    let done = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
-        .arg(&dead)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
+    let done = writer_process("stress 1 1 20", &dead).status().unwrap();
     assert!(done.success());
     std::fs::copy(&dead, &other).unwrap();
     // A link to a slab: a link is not removed, nor is what it names.
@@ -315,11 +271,7 @@ fn a_run_that_starts_during_clean_waits_it_out() {
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     gone.wait().unwrap();
     let slab = dir.join(format!("xunds-{}.nds", gone.id()));
-    let made = xunds(["nds", "stress-writer", "--create", "--ops", "20"])
-        .arg(&slab)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
+    let made = writer_process("stress 1 1 20", &slab).status().unwrap();
     assert!(made.success());
     let ino = format!(":{}", std::fs::metadata(&slab).unwrap().ino());
     let mut clean = Reaped(

@@ -1,6 +1,9 @@
 //! Shared helpers for the `nds` and `cli` test binaries: slab files that clean up
-//! after themselves, and the `xunds` binary used as a second process.
+//! after themselves, the `xunds` binary, and this test binary as a second
+//! process writing a slab ([`writer`]).
 #![allow(dead_code)]
+
+pub mod writer;
 
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
@@ -109,21 +112,60 @@ impl Drop for Reaped {
     }
 }
 
-/// `xunds nds stress-writer --create PATH` running until dropped, returned
-/// once it has printed `ready` (the slab laid out, its writer's lock held).
-pub fn live_stress_writer(path: &Path) -> Reaped {
+/// The environment variables that carry a writer process's job and slab.
+const JOB: &str = "XUNDS_TEST_WRITER_JOB";
+const SLAB: &str = "XUNDS_TEST_WRITER_SLAB";
+
+/// Not a test: the body of the process [`writer_process`] starts (this test
+/// binary run again, filtered to this one test). Ignored, so the suite
+/// skips it; run without a job it does nothing.
+#[test]
+#[ignore = "the second process of the cross-process tests"]
+fn nds_writer_process() {
+    if let (Ok(job), Ok(slab)) = (std::env::var(JOB), std::env::var(SLAB)) {
+        if let Err(e) = writer::run(&job, Path::new(&slab)) {
+            panic!("writer {job:?} on {slab}: {e}");
+        }
+    }
+}
+
+/// A second process that runs `job` ([`writer::run`]) on `path`: this test
+/// binary again, as its ignored `nds_writer_process` test. It exits 0 when
+/// the job ends well. Its stdout (the harness's lines) goes nowhere unless
+/// the caller pipes it.
+pub fn writer_process(job: &str, path: &Path) -> Command {
+    let mut c = Command::new(std::env::current_exe().expect("the test binary's path"));
+    c.args(["--exact", "nds_support::nds_writer_process", "--ignored"])
+        .args(["--nocapture", "--quiet", "--test-threads", "1"])
+        .env(JOB, job)
+        .env(SLAB, path)
+        .stdout(std::process::Stdio::null());
+    c
+}
+
+/// A stress writer on `path` (created when `create`), returned once it has
+/// printed `ready` (the slab laid out, its writer's lock held); it runs until
+/// dropped.
+pub fn live_writer(path: &Path, create: bool, seed: u64) -> Reaped {
     use std::io::BufRead as _;
+    let job = format!("stress {} {seed} 0", u8::from(create));
     let mut w = Reaped(
-        xunds(["nds", "stress-writer", "--create"])
-            .arg(path)
+        writer_process(&job, path)
             .stdout(std::process::Stdio::piped())
             .spawn()
-            .expect("spawn xunds nds stress-writer"),
+            .expect("spawn a writer process"),
     );
-    let mut ready = String::new();
-    std::io::BufReader::new(w.stdout.take().expect("piped stdout"))
-        .read_line(&mut ready)
-        .expect("read the writer's first line");
-    assert_eq!(ready.trim(), "ready");
+    // The harness prints its own lines first.
+    let out = std::io::BufReader::new(w.stdout.take().expect("piped stdout"));
+    let ready = out
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.trim() == "ready");
+    assert!(ready, "the writer process did not start");
     w
+}
+
+/// [`live_writer`] creating the slab at `path`.
+pub fn live_stress_writer(path: &Path) -> Reaped {
+    live_writer(path, true, 1)
 }

@@ -31,7 +31,6 @@ mod nds;
 mod replay;
 mod run;
 mod sim;
-mod stress;
 
 use std::fmt::Display;
 use std::io::{IsTerminal as _, Write as _};

@@ -1,5 +1,4 @@
-//! `xunds nds`: read a datastore slab, plus hidden helpers the cross-process
-//! tests run as a second process.
+//! `xunds nds`: read a datastore slab, and clean up the slabs of ended runs.
 //!
 //! - `xunds nds dump PATH [--json]`: attach read-only (`PROT_READ`) to any
 //!   slab a conforming writer produced and print the header, process info,
@@ -13,30 +12,18 @@
 //!   "device":{..}}}]}` with only non-zero counters and mem-usage entries.
 //! - `xunds nds clean [--dir DIR] [--dry-run]`: remove the `xunds-<pid>.nds`
 //!   slabs in DIR (default `/dev/shm`) whose writer has exited.
-//! - `xunds nds stress-writer PATH [--create] [--seed S] [--ops N] [--live L]`
-//!   (hidden): publish, update and delete self-checking records
-//!   ([`crate::stress`]) until killed or for N operations.
-//! - `xunds nds add PATH --core C --counter K --times N` (hidden): attach as
-//!   a counter writer and add 1 to NC counter (C, K) N times.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 
 use indexmap::IndexMap;
 use serde::Serialize;
-use xunds::nds::{
-    Counter, MappedSlab, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot, Writer,
-};
-use xunds::prng::SplitMix64;
-use xunds::wire::nds::counters::NcCounter;
+use xunds::nds::{Counter, NdsError, ReadOnlySlab, Reader, RecordRead, Slab, Snapshot};
 use xunds::wire::nds::header::{self, Header};
 use xunds::wire::nds::model::{MemLocation, MemSlot, MemUsageInfo, ModelRecord};
 use xunds::wire::nds::process::VersionInfo;
 use xunds::wire::nds::region;
-
-use crate::stress;
 
 /// Read a datastore slab.
 #[derive(clap::Subcommand)]
@@ -68,14 +55,6 @@ pub enum Command {
     /// waits), is held while the file is unlinked. Prints one line per file,
     /// then the counts; exit 1 when a removal fails.
     Clean(CleanArgs),
-    /// Publish, update and delete self-checking records until killed or for
-    /// N operations (a second process for the cross-process tests).
-    #[command(hide = true)]
-    StressWriter(StressArgs),
-    /// Attach as a counter writer and add 1 to NC counter (core, counter) N
-    /// times (a second process for the cross-process tests).
-    #[command(hide = true, allow_negative_numbers = true)]
-    Add(AddArgs),
 }
 
 #[derive(clap::Args)]
@@ -93,51 +72,11 @@ pub struct CleanArgs {
     hold_ms: u64,
 }
 
-#[derive(clap::Args)]
-pub struct StressArgs {
-    /// The slab file.
-    #[arg(value_name = "PATH")]
-    path: PathBuf,
-    /// Create the slab (else attach to an existing one).
-    #[arg(long)]
-    create: bool,
-    /// Seeds the operations.
-    #[arg(long, value_name = "S", default_value_t = 1)]
-    seed: u64,
-    /// Operations to run (0: until killed).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    ops: u64,
-    /// Records kept live at once.
-    #[arg(long, value_name = "L", default_value_t = 6)]
-    live: u32,
-}
-
-#[derive(clap::Args)]
-pub struct AddArgs {
-    /// The slab file.
-    #[arg(value_name = "PATH")]
-    path: PathBuf,
-    /// The core.
-    #[arg(long, value_name = "C", default_value_t = 0)]
-    core: u32,
-    /// The NC counter's index.
-    #[arg(long, value_name = "K", default_value_t = NcCounter::InferCompleted.index())]
-    counter: u32,
-    /// How many times to add 1.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    times: u64,
-}
-
 pub fn main(c: Command) -> ExitCode {
     let at = |p: &Path, e: NdsError| format!("{}: {e}", p.display());
     let (command, r) = match c {
         Command::Dump { path, json } => ("dump", dump(&path, json).map_err(|e| at(&path, e))),
         Command::Clean(a) => ("clean", clean(a)),
-        Command::StressWriter(a) => (
-            "stress-writer",
-            stress_writer(&a).map_err(|e| e.to_string()),
-        ),
-        Command::Add(a) => ("add", add(&a).map_err(|e| at(&a.path, e))),
     };
     // A failure while running: one line `xunds nds <command>: <what>`, exit 1.
     r.map_or_else(
@@ -462,36 +401,6 @@ fn snapshot_text(path: &Path, word: u64, s: &Snapshot) -> String {
         }
     }
     out
-}
-
-// ---- hidden helpers for the cross-process tests ----
-
-fn stress_writer(a: &StressArgs) -> Result<(), NdsError> {
-    let w = if a.create {
-        Writer::create(&a.path)
-    } else {
-        MappedSlab::open(&a.path).and_then(Writer::attach)
-    }?;
-    // Tell the parent the slab is committed and records are flowing.
-    println!("ready");
-    let _ = std::io::stdout().flush();
-    let mut rng = SplitMix64::new(a.seed);
-    // Versions start from the seed's low bits (any value is fine: the
-    // records are self-checking for whatever version they carry).
-    let mut next = (a.seed as u32).wrapping_mul(1 << 20);
-    let mut done = 0u64;
-    while a.ops == 0 || done < a.ops {
-        stress::step(&w, &mut rng, &mut next, a.live)?;
-        done += 1;
-    }
-    Ok(())
-}
-
-fn add(a: &AddArgs) -> Result<(), NdsError> {
-    let c = Counter::nc_index(a.core, a.counter)?;
-    // A counter co-writer: atomic adds only, so no writer's lock.
-    let w = MappedSlab::open_unlocked(&a.path).and_then(Writer::attach)?;
-    (0..a.times).try_for_each(|_| w.add(c, 1).map(drop))
 }
 
 #[cfg(test)]
