@@ -390,6 +390,7 @@ fn encode(
 
 /// `len_ctrl` (decoded and view-checked), the second word and the tail of
 /// the first 16 bytes of `bytes` read as `view`.
+#[inline]
 fn decode(view: View, bytes: &[u8]) -> Result<(LenCtrl, u32, u64), UdmaError> {
     let Some(b) = bytes.first_chunk::<SIZE>() else {
         return Err(UdmaError::Truncated { got: bytes.len() });
@@ -428,6 +429,7 @@ impl M2sDesc {
     }
 
     /// Decode the first 16 bytes of `bytes`.
+    #[inline]
     pub fn decode(bytes: &[u8]) -> Result<M2sDesc, UdmaError> {
         let (ctrl, meta, src) = decode(View::M2s, bytes)?;
         let meta = MetaCtrl::decode(meta)?;
@@ -476,6 +478,7 @@ impl S2mDesc {
     }
 
     /// Decode the first 16 bytes of `bytes`.
+    #[inline]
     pub fn decode(bytes: &[u8]) -> Result<S2mDesc, UdmaError> {
         let (ctrl, buf2_ptr_lo, dst) = decode(View::S2m, bytes)?;
         Ok(S2mDesc {
