@@ -453,11 +453,11 @@ impl DmaEngine {
                 &mut self.buf[..]
             }
         };
-        hal.copy_out(region, off, buf).map_err(|_| DmaFault::Hal)?;
+        hal.copy_out(*region, off, buf).map_err(|_| DmaFault::Hal)?;
         let (core, off) = match to {
             Window::Regs { core, off } => (core, off),
             Window::Mem(region, off) => {
-                hal.copy_in(region, off, buf).map_err(|_| DmaFault::Hal)?;
+                hal.copy_in(*region, off, buf).map_err(|_| DmaFault::Hal)?;
                 return Ok(None);
             }
         };

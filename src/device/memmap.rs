@@ -272,11 +272,12 @@ error_enum! {
     }
 }
 
-/// Where a physical range lands.
+/// Where a physical range lands. A region is the map's own handle,
+/// borrowed: a translation per DMA end moves no 32-byte handle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Window {
+pub enum Window<'a> {
     /// Bytes of a mapped region (DRAM, or a core's DMEM) from this offset.
-    Mem(RegionHandle, usize),
+    Mem(&'a RegionHandle, usize),
     /// A core's register block (reached word by word) at this offset.
     Regs {
         /// Core.
@@ -428,11 +429,11 @@ impl MemMap {
     }
 
     /// The window that holds all of `[pa, pa + len)`, or [`BadPa`].
-    pub fn translate(&self, pa: u64, len: u64) -> Result<Window, BadPa> {
+    pub fn translate(&self, pa: u64, len: u64) -> Result<Window<'_>, BadPa> {
         let bad = BadPa { pa, len };
         let end = pa.checked_add(len).ok_or(bad)?;
         if pa >= DRAM_BASE && end <= DRAM_BASE + self.config.dram_size {
-            return Ok(Window::Mem(self.dram, (pa - DRAM_BASE) as usize));
+            return Ok(Window::Mem(&self.dram, (pa - DRAM_BASE) as usize));
         }
         // The DMEM windows lie below the register windows (asserted above).
         let regs = pa >= REGS_BASE;
@@ -451,7 +452,7 @@ impl MemMap {
         Ok(if regs {
             Window::Regs { core, off }
         } else {
-            Window::Mem(self.cores[usize::from(core)].dmem, off)
+            Window::Mem(&self.cores[usize::from(core)].dmem, off)
         })
     }
 }
@@ -474,20 +475,20 @@ mod tests {
         let ok = |pa, len| map.translate(pa, len).unwrap();
         let refused = |pa, len| assert_eq!(map.translate(pa, len), Err(BadPa { pa, len }));
 
-        assert_eq!(ok(DRAM_BASE, 4), Window::Mem(map.dram, 0));
+        assert_eq!(ok(DRAM_BASE, 4), Window::Mem(&map.dram, 0));
         assert_eq!(
             ok(DRAM_BASE + size - 4, 4),
-            Window::Mem(map.dram, size as usize - 4)
+            Window::Mem(&map.dram, size as usize - 4)
         );
         refused(DRAM_BASE + size - 2, 4);
         refused(u64::MAX - 1, 4);
 
         let dmem1 = DMEM_BASE + WINDOW_STRIDE;
-        assert_eq!(ok(dmem1 + 0x10, 4), Window::Mem(map.cores[1].dmem, 0x10));
+        assert_eq!(ok(dmem1 + 0x10, 4), Window::Mem(&map.cores[1].dmem, 0x10));
         let last = DMEM_SIZE as u64 - 4;
         assert_eq!(
             ok(dmem1 + last, 4),
-            Window::Mem(map.cores[1].dmem, last as usize)
+            Window::Mem(&map.cores[1].dmem, last as usize)
         );
         refused(dmem1 + last, 5);
         refused(dmem1 + DMEM_SIZE as u64, 4);
