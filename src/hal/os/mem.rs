@@ -327,6 +327,19 @@ impl Region {
         } else {
             self.ptr_at(off, len, align)?;
         }
+        self.view().ok_or_else(|| self.err(off, len, align))
+    }
+
+    /// The whole mapping as atomic words, with no range check of its own:
+    /// every access of the view is checked against the mapping's length
+    /// anyway, so a copy that checked its range once reaches its words
+    /// without a second check. `None` for a view that stores over a
+    /// read-only mapping.
+    #[inline(always)]
+    fn view<A: Access>(&self) -> Option<Words<0, A>> {
+        if A::WRITABLE && !self.writable {
+            return None;
+        }
         // SAFETY: `base .. base + len` is the mapping `self` keeps alive for
         // longer than the view (a local of the caller), page aligned; a view
         // that stores only over a writable mapping (checked above). Mapped
@@ -335,7 +348,6 @@ impl Region {
         // docs/design.md), or volatile bytes at the ragged edges of a copy,
         // which no other agent writes concurrently.
         unsafe { Words::<0, A>::from_raw(self.base.as_ptr(), self.len) }
-            .ok_or_else(|| self.err(off, len, align))
     }
 
     /// Copy `out.len()` bytes at `off` (any offset, any length) out: the
@@ -345,6 +357,7 @@ impl Region {
     #[inline]
     pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.ptr_at(off, out.len(), 1)?;
+        let w = self.view::<ReadOnly>().ok_or(self.err(off, out.len(), 1))?;
         let (head, mid, _) = split_words(p as usize, out.len());
         let (h, rest) = out.split_at_mut(head);
         let (m, t) = rest.split_at_mut(mid);
@@ -355,7 +368,6 @@ impl Region {
         }
         // The whole words: `p + head` is 4-aligned (`head` is the distance
         // to the next 4-aligned address) and `head + mid <= out.len()`.
-        let w = self.words::<ReadOnly>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
             let v = w.load_u32(off + head + 4 * i, Ordering::Relaxed);
             chunk.copy_from_slice(&v.to_le_bytes());
@@ -374,6 +386,9 @@ impl Region {
     #[inline]
     pub fn copy_in(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self.check_writable(off, data.len(), 1)?;
+        let w = self
+            .view::<ReadWrite>()
+            .ok_or(self.err(off, data.len(), 1))?;
         let (head, mid, _) = split_words(p as usize, data.len());
         let (h, rest) = data.split_at(head);
         let (m, t) = rest.split_at(mid);
@@ -383,7 +398,6 @@ impl Region {
             unsafe { p.add(i).write_volatile(*b) };
         }
         // The whole words, as in `copy_out`.
-        let w = self.words::<ReadWrite>(off + head, mid, 1)?;
         for (i, chunk) in m.chunks_exact(4).enumerate() {
             let v = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             w.store_u32(off + head + 4 * i, v, Ordering::Relaxed);
