@@ -113,11 +113,13 @@ impl Hal for LinuxHal {
     fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
         let (len, align) = a.span();
         // One check: the bounds and alignment against the handle (refused
-        // first), then that the handle is this backend's. Past it, the
-        // region's own checks fail only on a read-only mapping or
-        // a misaligned base, which this backend never makes (every region
-        // is a whole read-write mapping); such a failure is reported as
-        // the handle's.
+        // first), then that the handle is this backend's, so the region has
+        // the handle's length and a word access needs no range check of the
+        // region's (the view still checks each word against the mapping).
+        // Past it, a copy's and the view's own checks fail only on a
+        // read-only mapping or a misaligned base, which this backend never
+        // makes (every region is a whole read-write mapping); such a
+        // failure is reported as the handle's.
         check(r, off, len, align)?;
         let reg = self.region(r)?;
         let e = |_| HalError::BadHandle;
@@ -127,7 +129,10 @@ impl Hal for LinuxHal {
             // ragged edges as volatile bytes.
             Access::Read(out) => return reg.copy_out(off, out).map(|()| 0).map_err(e),
             Access::Write(data) => return reg.copy_in(off, data).map(|()| 0).map_err(e),
-            _ => reg.words::<ReadWrite>(off, len, align).map_err(e)?,
+            _ => reg.view::<ReadWrite>(),
+        };
+        let Some(w) = w else {
+            return Err(HalError::BadHandle);
         };
         Ok(match a {
             Access::Load(Width::W32, order) => w.load_u32(off, order).into(),

@@ -310,13 +310,12 @@ impl Region {
         Ok(p)
     }
 
-    /// The mapping as atomic words ([`Words`], a view that stores when `A`
-    /// is [`ReadWrite`]; its offsets are the region's), after the bounds and
-    /// alignment check of `len` bytes at `off` (and, for a view that
-    /// stores, the writability check). The view is for the caller's one
-    /// access and is dropped before `self`.
-    #[inline(always)]
-    pub(crate) fn words<A: Access>(
+    /// [`view`](Self::view) after the bounds and alignment check of `len`
+    /// bytes at `off` (and, for a view that stores, the writability check),
+    /// reported as [`MemError`]s: the tests reach the region's checks
+    /// through it.
+    #[cfg(test)]
+    fn words<A: Access>(
         &self,
         off: usize,
         len: usize,
@@ -330,13 +329,15 @@ impl Region {
         self.view().ok_or_else(|| self.err(off, len, align))
     }
 
-    /// The whole mapping as atomic words, with no range check of its own:
-    /// every access of the view is checked against the mapping's length
-    /// anyway, so a copy that checked its range once reaches its words
-    /// without a second check. `None` for a view that stores over a
-    /// read-only mapping.
+    /// The mapping as atomic words ([`Words`], a view that stores when `A`
+    /// is [`ReadWrite`]; its offsets are the region's), with no range check
+    /// of its own: every access of the view is checked against the
+    /// mapping's length anyway, so a caller that checked its range once
+    /// reaches its words without a second check. `None` for a view that
+    /// stores over a read-only mapping. The view is for the caller's one
+    /// access and is dropped before `self`.
     #[inline(always)]
-    fn view<A: Access>(&self) -> Option<Words<0, A>> {
+    pub(crate) fn view<A: Access>(&self) -> Option<Words<0, A>> {
         if A::WRITABLE && !self.writable {
             return None;
         }
@@ -357,7 +358,9 @@ impl Region {
     #[inline]
     pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.ptr_at(off, out.len(), 1)?;
-        let w = self.view::<ReadOnly>().ok_or(self.err(off, out.len(), 1))?;
+        let w = self
+            .view::<ReadOnly>()
+            .ok_or_else(|| self.err(off, out.len(), 1))?;
         let (head, mid, _) = split_words(p as usize, out.len());
         let (h, rest) = out.split_at_mut(head);
         let (m, t) = rest.split_at_mut(mid);
