@@ -426,7 +426,7 @@ impl Program {
 
 /// The per-engine state of one execution.
 #[derive(Clone, Copy, Debug)]
-struct Eng {
+struct Eng<'p> {
     state: EngineState,
     pc: u64,
     cycle: u64,
@@ -435,8 +435,8 @@ struct Eng {
     /// The `WAIT` (semaphore, amount) it is blocked on.
     pending: Option<(u8, u32)>,
     fault: Option<EngineFault>,
-    /// Its block in the executor's table, while that is still current.
-    program: Option<usize>,
+    /// Its decoded block, while that is still current.
+    program: Option<&'p Program>,
 }
 
 /// Operand buffers reused across instructions: words as read and as
@@ -542,16 +542,20 @@ impl Executor {
         }; NUM_ENGINES];
         // The engines in state READY, one bit each.
         let mut ready = 0u8;
+        let programs = &programs[..];
         for (i, (e, &pc)) in engs.iter_mut().zip(&blocks).enumerate() {
             if pc != 0 {
                 e.pc = pc;
-                e.program = programs.binary_search_by_key(&pc, |p| p.pa).ok();
+                let found = programs.binary_search_by_key(&pc, |p| p.pa);
+                e.program = found.ok().map(|k| &programs[k]);
                 transit(e, EngineEvent::Start);
                 ready |= 1 << i;
             }
         }
         let mut sems = [0u32; NUM_SEMAPHORES];
-        let mut ready_at = [start_cycle; NUM_SEMAPHORES];
+        // The latest completion of a `SIGNAL` on each semaphore; it only
+        // ever raises a clock that starts at `start_cycle`, so 0 does for none.
+        let mut ready_at = [0u64; NUM_SEMAPHORES];
         let mut macs = 0u64;
         let mut total_steps = 0u64;
         let mut total_work = 0u64;
@@ -577,7 +581,7 @@ impl Executor {
             } else {
                 total_steps += 1;
                 e.steps += 1;
-                match e.program.and_then(|k| programs[k].at(pc)) {
+                match e.program.and_then(|p| p.at(pc)) {
                     Some(insn) => Ok(insn),
                     None => match fetch(mem, pc) {
                         Ok(insn) => Ok(&*fetched.insert(insn)),
@@ -669,8 +673,8 @@ impl Executor {
             // A block written into is fetched word by word from here on.
             if let Some((lo, hi)) = buf.written.take() {
                 for e in &mut engs {
-                    if let Some(k) = e.program {
-                        if lo < programs[k].end() && programs[k].pa < hi {
+                    if let Some(p) = e.program {
+                        if lo < p.end() && p.pa < hi {
                             e.program = None;
                         }
                     }
@@ -750,7 +754,7 @@ fn note(
 /// Stop engine `i` with `f`: a faulting instruction takes one cycle. The
 /// execution's first fault is its root cause.
 fn fail(
-    e: &mut Eng,
+    e: &mut Eng<'_>,
     f: EngineFault,
     trace: &mut Option<Vec<TraceLine>>,
     i: usize,
@@ -764,7 +768,7 @@ fn fail(
     first_error.get_or_insert((Engine::ALL[i], f.class()));
 }
 
-fn transit(e: &mut Eng, ev: EngineEvent) {
+fn transit(e: &mut Eng<'_>, ev: EngineEvent) {
     match fsm::step::<EngineFsm>(e.state, ev) {
         Ok(s) => e.state = s,
         Err(_) => {
