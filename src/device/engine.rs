@@ -994,10 +994,23 @@ fn unary(o: &mut [u32], x: &[u32], func: impl Fn(f32) -> f32) {
 /// `a[i][k] * b[k][..]` for `k` ascending, so every element still sums in
 /// the order above (each `out[i][j]` is its own accumulator), and the
 /// inner loop is a contiguous multiply-add over a row that the compiler
-/// vectorizes (no per-element bounds check or dispatch).
+/// vectorizes (no per-element bounds check or dispatch). It takes four
+/// rows of `b` per pass, one after the other for each element, so a row of
+/// `out` is loaded and stored once per four products, not once per product.
 fn matmul(out: &mut [u32], a: &[u32], b: &[u32], k: usize, n: usize) {
     for (a_row, o_row) in a.chunks_exact(k).zip(out.chunks_exact_mut(n)) {
-        for (&x, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+        let (xs, bs) = (a_row.chunks_exact(4), b.chunks_exact(4 * n));
+        let rest = xs.remainder().iter().zip(bs.remainder().chunks_exact(n));
+        for (x, q) in xs.zip(bs) {
+            let [x0, x1, x2, x3] = [0, 1, 2, 3].map(|i| f(x[i]));
+            let ((q0, q1), (q2, q3)) = (q[..2 * n].split_at(n), q[2 * n..].split_at(n));
+            let rows = o_row.iter_mut().zip(q0).zip(q1).zip(q2).zip(q3);
+            for ((((o, &y0), &y1), &y2), &y3) in rows {
+                let s = f(*o) + x0 * f(y0) + x1 * f(y1);
+                *o = (s + x2 * f(y2) + x3 * f(y3)).to_bits();
+            }
+        }
+        for (&x, b_row) in rest {
             let x = f(x);
             for (o, &y) in o_row.iter_mut().zip(b_row) {
                 *o = (f(*o) + x * f(y)).to_bits();
