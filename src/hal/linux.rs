@@ -157,9 +157,7 @@ impl Hal for LinuxHal {
                 .wrapping_add(n)
                 .into(),
             Access::LoadRun(out) => {
-                for (i, v) in out.iter_mut().enumerate() {
-                    *v = w.load_u32(off + 4 * i, Ordering::Relaxed);
-                }
+                w.load_u32s(off, out.len(), Ordering::Relaxed, |i, v| out[i] = v);
                 0
             }
             Access::StoreRun(vals) => {

@@ -241,6 +241,27 @@ impl<const MIN: usize, A: Access> Words<MIN, A> {
         }
     }
 
+    /// Load the `n` 4-byte words at `off` (4-aligned), each with `o`, and
+    /// hand `f` each one's index and value. The run is checked once as a
+    /// whole (past the end or misaligned panics, as for one word), so its
+    /// words take no check each; an empty run accesses nothing, so any
+    /// offset will do.
+    #[inline(always)]
+    pub fn load_u32s(&self, off: usize, n: usize, o: Ordering, mut f: impl FnMut(usize, u32)) {
+        if n > 0 && (off % 4 != 0 || off > self.len || n > (self.len - off) / 4) {
+            out_of_bounds(off, n.saturating_mul(4), self.len);
+        }
+        let p = self.base.as_ptr().wrapping_add(off);
+        for i in 0..n {
+            // A loom block's words are loom's: the one-word load takes them.
+            let v = match cfg!(loom) {
+                true => self.load_u32(off + 4 * i, o),
+                false => Self::load_raw(o, |o| raw32(p.wrapping_add(4 * i)).load(o)),
+            };
+            f(i, v);
+        }
+    }
+
     /// A load of memory reached by address with ordering `o`; of read-only
     /// memory, a Relaxed load followed by the fence a stronger load would
     /// have given.
@@ -461,12 +482,12 @@ enum Loc<'a> {
 #[inline(always)]
 fn raw64<'a>(p: *mut u8) -> &'a AtomicU64 {
     // SAFETY: `p` is an 8-aligned, in-bounds word (`Words`'s 8-aligned base
-    // plus an offset the bounds check passed) of memory valid while the
-    // view lives (`from_raw`'s contract, or a heap block of ours); the
-    // reference serves one operation inside the caller's borrow of the
-    // view. Every access to the word is atomic and of this width (the
-    // contract), as `from_ptr` requires; a view of read-only memory only
-    // ever makes Relaxed loads through it (`load_u64`).
+    // plus an offset the bounds check of the word, or of its run, passed) of
+    // memory valid while the view lives (`from_raw`'s contract, or a heap
+    // block of ours); the reference serves one operation inside the caller's
+    // borrow of the view. Every access to the word is atomic and of this
+    // width (the contract), as `from_ptr` requires; a view of read-only
+    // memory only ever makes Relaxed loads through it (`load_u64`).
     unsafe { AtomicU64::from_ptr(p.cast()) }
 }
 
@@ -547,6 +568,17 @@ mod tests {
             assert!(r.is_err(), "{off:#x}");
         }
         assert!(std::panic::catch_unwind(|| s.load_u64(16, Ordering::Relaxed)).is_err());
+        // A run of words: checked as a whole, loaded in order.
+        let mut got = Vec::new();
+        w.load_u32s(12, 3, Ordering::Relaxed, |i, v| got.push((i, v)));
+        assert_eq!(got, [(0, 0), (1, 3), (2, 0)]);
+        for off in [24, 2, usize::MAX] {
+            w.load_u32s(off, 0, Ordering::Relaxed, |_, _| unreachable!());
+        }
+        for (off, n) in [(16, 3), (2, 1), (28, 1), (4, usize::MAX / 2)] {
+            let r = std::panic::catch_unwind(|| w.load_u32s(off, n, Ordering::Relaxed, |_, _| ()));
+            assert!(r.is_err(), "{off:#x} + {n} words");
+        }
         let mut mem = [0u64; 4];
         let p = mem.as_mut_ptr().cast::<u8>();
         // SAFETY: refused before any access, or used only below while `mem`

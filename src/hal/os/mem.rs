@@ -371,10 +371,9 @@ impl Region {
         }
         // The whole words: `p + head` is 4-aligned (`head` is the distance
         // to the next 4-aligned address) and `head + mid <= out.len()`.
-        for (i, chunk) in m.chunks_exact_mut(4).enumerate() {
-            let v = w.load_u32(off + head + 4 * i, Ordering::Relaxed);
-            chunk.copy_from_slice(&v.to_le_bytes());
-        }
+        w.load_u32s(off + head, mid / 4, Ordering::Relaxed, |i, v| {
+            m[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        });
         for (i, b) in t.iter_mut().enumerate() {
             // SAFETY: `head + mid + i < out.len()`: inside the checked range.
             *b = unsafe { p.add(head + mid + i).read_volatile() };
