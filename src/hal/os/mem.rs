@@ -355,7 +355,7 @@ impl Region {
     /// whole 4-aligned words as Relaxed atomic loads (so a concurrent
     /// writer's word is never torn), the ragged edges as volatile bytes. The
     /// range is checked once.
-    #[inline]
+    #[inline(always)]
     pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
         let p = self.ptr_at(off, out.len(), 1)?;
         let w = self
@@ -385,7 +385,7 @@ impl Region {
     /// only): the whole 4-aligned words as Relaxed atomic stores (so a
     /// concurrent reader never races a plain write), the ragged edges as
     /// volatile bytes. The range is checked once.
-    #[inline]
+    #[inline(always)]
     pub fn copy_in(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
         let p = self.check_writable(off, data.len(), 1)?;
         let w = self
