@@ -341,6 +341,9 @@ impl Region {
         if A::WRITABLE && !self.writable {
             return None;
         }
+        // SAFETY: `base` is what `mmap` returned (or Miri's 4096-aligned
+        // block), page aligned, so the view's alignment check below folds.
+        unsafe { core::hint::assert_unchecked(self.base.as_ptr() as usize % 4096 == 0) };
         // SAFETY: `base .. base + len` is the mapping `self` keeps alive for
         // longer than the view (a local of the caller), page aligned; a view
         // that stores only over a writable mapping (checked above). Mapped
