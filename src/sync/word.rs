@@ -9,7 +9,8 @@
 //! at a byte offset checked against that length. `MIN`, a length every
 //! instance has at least, lets an access at a constant offset below it skip
 //! the check at run time; [`Words::span`] checks `N` bytes once and gives a
-//! view whose `MIN` is `N`.
+//! view whose `MIN` is `N`, and [`Words::load_u32s`] checks a run of 4-byte
+//! words once and loads them with no check each.
 //!
 //! All of the `unsafe` this takes is in this file: the constructor's
 //! contract ([`Words::from_raw`]), the pointer arithmetic behind the checks,
