@@ -603,6 +603,14 @@ mod tests {
             assert_eq!(&out[skip..skip + data.len()], &data[..], "at +{off}");
             assert_eq!(out[skip + data.len()], 0);
         }
+        // Short copies at every offset: some have no whole word at all.
+        for (off, len) in (0..8).flat_map(|off| (0..9).map(move |len| (off, len))) {
+            let data: Vec<u8> = (0..len as u8).map(|b| b ^ 0xa5).collect();
+            r.copy_in(off, &data).unwrap();
+            let mut out = vec![0u8; len];
+            r.copy_out(off, &mut out).unwrap();
+            assert_eq!(out, data, "{len} bytes at +{off}");
+        }
         assert!(r.copy_in(60, &[0; 5]).is_err());
         assert!(r.copy_out(usize::MAX, &mut [0; 1]).is_err());
     }
