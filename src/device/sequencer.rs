@@ -352,6 +352,11 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     }
 
     fn poll_core(&mut self, c: usize, now: u64, p: &mut Progress) -> Result<(), HalError> {
+        // `poll_cores` passes only cores of both tables; checked once here,
+        // so the compiler drops some of the indexing checks below.
+        if c >= self.cores.len().min(self.map.cores.len()) {
+            return Err(HalError::BadHandle);
+        }
         // Ordering: Acquire pairs with the host's Release fetch_add of
         // RESET_REQ (`Lane::begin_reset`, the worker's reset steps): the
         // host stopped using the queues the request names.
@@ -365,13 +370,13 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         let published = self.cores[c].dma.published(&*self.hal);
         let mut fault = published.err();
         for _ in 0..published.unwrap_or(0).min(PAIRS_PER_POLL) {
-            match self.cores[c].dma.step(&*self.hal, &self.map, now) {
+            let k = &mut self.cores[c];
+            match k.dma.step(&*self.hal, &self.map, now) {
                 DmaStep::Waiting => break,
                 DmaStep::Copied { len, published } => {
                     p.copies += 1;
                     // The device clock saturates like the engines' clocks (it is
                     // advanced by program-controlled DELAYs).
-                    let k = &mut self.cores[c];
                     k.cycle = k.cycle.saturating_add(copy_cycles(len));
                     if let Some(tail) = published {
                         self.execute(c, tail, p)?;
@@ -465,6 +470,9 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     }
 
     /// Write one NQ record; a full ring drops it (counted as a fault).
+    /// Inlined into each request path, whose arguments it would otherwise
+    /// take through the stack.
+    #[inline(always)]
     fn record(
         &mut self,
         c: usize,
@@ -588,6 +596,8 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     }
 
     /// Bookkeeping after a request: clocks, counters, `SEQ_HEAD`, interrupt.
+    /// Inlined, as [`Self::record`] is.
+    #[inline(always)]
     fn finish(&mut self, c: usize, exec_id: u32, end: u64, macs: u64) -> Result<(), HalError> {
         let regs = self.map.cores[c].regs;
         let core = &mut self.cores[c];
