@@ -15,8 +15,8 @@
 //!
 //! A read-only mapping (`PROT_READ`, [`Mapping::from_file`] with
 //! `writable = false`) is only ever loaded from: a storing word view
-//! (`Region::words` of [`ReadWrite`]) and a copy in are refused with a
-//! [`MemError::ReadOnly`] (a store would fault). Word loads on such a mapping are [`ReadOnly`]
+//! (`Region::view` of [`ReadWrite`]) is refused (`None`), and a copy in
+//! with a [`MemError::ReadOnly`] (a store would fault). Word loads on such a mapping are [`ReadOnly`]
 //! views: Relaxed atomic loads, the only atomic access the standard library
 //! promises works on read-only pages ("Atomic accesses to read-only memory"
 //! in `core::sync::atomic`), followed by a fence when the caller asked for
