@@ -310,23 +310,22 @@ impl Region {
         Ok(p)
     }
 
-    /// [`view`](Self::view) after the bounds and alignment check of `len`
-    /// bytes at `off` (and, for a view that stores, the writability check),
-    /// reported as [`MemError`]s: the tests reach the region's checks
-    /// through it.
-    #[cfg(test)]
-    fn words<A: Access>(
+    /// The raw address of byte `off` and the mapping's [`view`](Self::view),
+    /// after the bounds and alignment check of `len` bytes at `off` (and,
+    /// for a view that stores, the writability check), as [`MemError`]s.
+    #[inline(always)]
+    fn checked<A: Access>(
         &self,
         off: usize,
         len: usize,
         align: usize,
-    ) -> Result<Words<0, A>, MemError> {
-        if A::WRITABLE {
-            self.check_writable(off, len, align)?;
-        } else {
-            self.ptr_at(off, len, align)?;
-        }
-        self.view().ok_or_else(|| self.err(off, len, align))
+    ) -> Result<(*mut u8, Words<0, A>), MemError> {
+        let p = match A::WRITABLE {
+            true => self.check_writable(off, len, align)?,
+            false => self.ptr_at(off, len, align)?,
+        };
+        let w = self.view().ok_or_else(|| self.err(off, len, align))?;
+        Ok((p, w))
     }
 
     /// The mapping as atomic words ([`Words`], a view that stores when `A`
@@ -360,10 +359,7 @@ impl Region {
     /// range is checked once.
     #[inline(always)]
     pub fn copy_out(&self, off: usize, out: &mut [u8]) -> Result<(), MemError> {
-        let p = self.ptr_at(off, out.len(), 1)?;
-        let w = self
-            .view::<ReadOnly>()
-            .ok_or_else(|| self.err(off, out.len(), 1))?;
+        let (p, w) = self.checked::<ReadOnly>(off, out.len(), 1)?;
         let (head, mid, _) = split_words(p as usize, out.len());
         let (h, rest) = out.split_at_mut(head);
         let (m, t) = rest.split_at_mut(mid);
@@ -390,10 +386,7 @@ impl Region {
     /// volatile bytes. The range is checked once.
     #[inline(always)]
     pub fn copy_in(&self, off: usize, data: &[u8]) -> Result<(), MemError> {
-        let p = self.check_writable(off, data.len(), 1)?;
-        let w = self
-            .view::<ReadWrite>()
-            .ok_or(self.err(off, data.len(), 1))?;
+        let (p, w) = self.checked::<ReadWrite>(off, data.len(), 1)?;
         let (head, mid, _) = split_words(p as usize, data.len());
         let (h, rest) = data.split_at(head);
         let (m, t) = rest.split_at(mid);
@@ -619,7 +612,7 @@ mod tests {
     #[cfg_attr(miri, ignore = "mmap is not available under Miri")]
     fn anonymous_mapping_is_zeroed_and_checked() {
         let r = Mapping::anonymous(4096).unwrap().into_region();
-        let rw = |off, len, align| r.words::<ReadWrite>(off, len, align);
+        let rw = |off, len, align| r.checked::<ReadWrite>(off, len, align).map(|(_, w)| w);
         let w = rw(0, 16, 8).unwrap();
         assert_eq!(w.load_u64(0, Ordering::Relaxed), 0);
         w.store_u64(8, 0xdead_beef, Ordering::Relaxed);
@@ -647,7 +640,7 @@ mod tests {
         assert!(!r.is_writable());
         // Ordering: each load ordering once, on one thread (the value is
         // what is checked; the read-only path turns them into fences).
-        let w = r.words::<ReadOnly>(8, 8, 8).unwrap();
+        let w = r.checked::<ReadOnly>(8, 8, 8).unwrap().1;
         assert_eq!(w.load_u64(8, Ordering::Acquire), 0x1122_3344_5566_7788);
         assert_eq!(w.load_u32(12, Ordering::SeqCst), 0x1122_3344);
         drop(w);
@@ -657,8 +650,8 @@ mod tests {
         // Every write path (a storing word view, a copy in) is refused in
         // bounds, as `ReadOnly`: a store would hit a PROT_READ page.
         for e in [
-            r.words::<ReadWrite>(8, 8, 8).map(drop).unwrap_err(),
-            r.words::<ReadWrite>(8, 4, 4).map(drop).unwrap_err(),
+            r.checked::<ReadWrite>(8, 8, 8).map(drop).unwrap_err(),
+            r.checked::<ReadWrite>(8, 4, 4).map(drop).unwrap_err(),
             r.copy_in(8, &[1]).unwrap_err(),
             r.copy_in(0, &[0; 64]).unwrap_err(),
         ] {
@@ -667,12 +660,12 @@ mod tests {
         }
         // Bounds still come first.
         for e in [
-            r.words::<ReadOnly>(64, 8, 8).map(drop).unwrap_err(),
-            r.words::<ReadWrite>(64, 8, 8).map(drop).unwrap_err(),
+            r.checked::<ReadOnly>(64, 8, 8).map(drop).unwrap_err(),
+            r.checked::<ReadWrite>(64, 8, 8).map(drop).unwrap_err(),
         ] {
             assert!(matches!(e, MemError::OutOfBounds { .. }), "{e}");
         }
-        let w = r.words::<ReadOnly>(8, 8, 8).unwrap();
+        let w = r.checked::<ReadOnly>(8, 8, 8).unwrap().1;
         assert_eq!(
             w.load_u64(8, Ordering::Relaxed),
             0x1122_3344_5566_7788,
