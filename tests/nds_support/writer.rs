@@ -93,16 +93,14 @@ pub fn process_info_ext(v: u32) -> ProcessInfoExt {
     ProcessInfoExt { hash: 0, tag }
 }
 
+/// Model records a stress writer keeps live at once.
+const LIVE: u64 = 6;
+
 /// One stress step on `w` driven by `rng`, with `next` the next version
-/// number (incremented per record written): keep about `live` model
+/// number (incremented per record written): keep about [`LIVE`] model
 /// records, updating in place most of the time, sometimes deleting or
 /// committing, and now and then rewriting the process-info records.
-pub fn step<S: SlabMut>(
-    w: &Writer<S>,
-    rng: &mut SplitMix64,
-    next: &mut u32,
-    live: u32,
-) -> Result<(), NdsError> {
+fn step<S: SlabMut>(w: &Writer<S>, rng: &mut SplitMix64, next: &mut u32) -> Result<(), NdsError> {
     let mut version = || {
         *next = next.wrapping_add(1).max(1);
         *next
@@ -111,7 +109,7 @@ pub fn step<S: SlabMut>(
         0 => w.publish_process_info(&process_info(version())),
         1 => w.publish_process_info_ext(&process_info_ext(version())),
         _ => {
-            let slot = ModelSlot::new(rng.below(u64::from(live.clamp(1, 64))) as usize)?;
+            let slot = ModelSlot::new(rng.below(LIVE) as usize)?;
             match w.model_state(slot) {
                 xunds::fsm::record::RecordState::Published => {
                     if rng.chance(1, 8) {
@@ -149,7 +147,7 @@ pub fn run(job: &str, path: &Path) -> Result<(), NdsError> {
             let mut next = (seed as u32).wrapping_mul(1 << 20);
             let mut done = 0u64;
             while ops == 0 || done < ops {
-                step(&w, &mut rng, &mut next, 6)?;
+                step(&w, &mut rng, &mut next)?;
                 done += 1;
             }
             Ok(())
