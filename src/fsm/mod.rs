@@ -297,16 +297,9 @@ pub use machine;
 /// snapshots): one `FROM --event--> TO` line per row.
 #[cfg(feature = "std")]
 pub fn render_table<M: Fsm>() -> String {
-    let mut s = String::new();
-    for r in M::TABLE {
-        s.push_str(&format!(
-            "{} --{}--> {}\n",
-            M::state_name(r.from),
-            M::event_name(r.event),
-            M::state_name(r.to)
-        ));
-    }
-    s
+    let (s, e) = (M::state_name, M::event_name);
+    let row = |r: &Row<_, _>| format!("{} --{}--> {}\n", s(r.from), e(r.event), s(r.to));
+    M::TABLE.iter().map(row).collect()
 }
 
 #[cfg(test)]

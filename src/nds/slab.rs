@@ -413,7 +413,7 @@ impl MappedSlab {
     ///   short).
     pub fn create_with(path: &Path, force: bool) -> Result<MappedSlab, NdsError> {
         use std::os::unix::fs::FileExt;
-        let (file, len) = open_locked(path, true)?;
+        let (file, len) = open_locked(path, true, || {})?;
         if len != 0 && !force && !is_slab_file(&file, len as u64) {
             return Err(NdsError::NotASlab { len: len as u64 });
         }
@@ -430,7 +430,7 @@ impl MappedSlab {
     pub fn open(path: &Path) -> Result<MappedSlab, NdsError> {
         // The length once the lock is ours (a writer we waited out may
         // have resized the file).
-        let (file, len) = open_locked(path, false)?;
+        let (file, len) = open_locked(path, false, || {})?;
         Self::map_file(file, len)
     }
 
@@ -550,16 +550,10 @@ const REPLACED_TRIES: u32 = 8;
 /// removes a dead writer's slab under its lock) or put another in its place:
 /// a writer that went on would write a file no monitor can reach, and a
 /// second writer could lock the new one. So the path is checked once the
-/// lock is ours, and opened again when it names another file.
+/// lock is ours, and opened again when it names another file. `opened` is
+/// called between each open and its lock (where the tests remove the file).
 #[cfg(feature = "std")]
-fn open_locked(path: &Path, create: bool) -> Result<(std::fs::File, usize), NdsError> {
-    open_locked_with(path, create, || {})
-}
-
-/// [`open_locked`], calling `opened` between each open and its lock (where
-/// the tests remove the file).
-#[cfg(feature = "std")]
-fn open_locked_with(
+fn open_locked(
     path: &Path,
     create: bool,
     mut opened: impl FnMut(),
@@ -1079,7 +1073,7 @@ mod tests {
         let p = scratch_path("removed");
         drop(MappedSlab::create(&p).unwrap());
         let mut tries = 0;
-        let (file, _) = open_locked_with(&p, true, || {
+        let (file, _) = open_locked(&p, true, || {
             tries += 1;
             if tries == 1 {
                 std::fs::remove_file(&p).unwrap();
@@ -1094,7 +1088,7 @@ mod tests {
         drop(file);
 
         let mut tries = 0;
-        let refused = open_locked_with(&p, true, || {
+        let refused = open_locked(&p, true, || {
             tries += 1;
             std::fs::remove_file(&p).unwrap();
         });
@@ -1102,7 +1096,7 @@ mod tests {
         assert_eq!(tries, REPLACED_TRIES);
         // Without `create`, a removed file is not made again.
         drop(MappedSlab::create(&p).unwrap());
-        let gone = open_locked_with(&p, false, || std::fs::remove_file(&p).unwrap());
+        let gone = open_locked(&p, false, || std::fs::remove_file(&p).unwrap());
         assert!(
             matches!(&gone, Err(NdsError::Io(e)) if e.kind() == io::ErrorKind::NotFound),
             "{gone:?}"

@@ -300,16 +300,6 @@ impl Region {
         Ok(p)
     }
 
-    /// [`ptr_at`](Self::ptr_at), and refuse a read-only mapping.
-    #[inline(always)]
-    fn check_writable(&self, off: usize, len: usize, align: usize) -> Result<*mut u8, MemError> {
-        let p = self.ptr_at(off, len, align)?;
-        if !self.writable {
-            return Err(MemError::ReadOnly { offset: off, len });
-        }
-        Ok(p)
-    }
-
     /// The raw address of byte `off` and the mapping's [`view`](Self::view),
     /// after the bounds and alignment check of `len` bytes at `off` (and,
     /// for a view that stores, the writability check), as [`MemError`]s.
@@ -320,10 +310,10 @@ impl Region {
         len: usize,
         align: usize,
     ) -> Result<(*mut u8, Words<0, A>), MemError> {
-        let p = match A::WRITABLE {
-            true => self.check_writable(off, len, align)?,
-            false => self.ptr_at(off, len, align)?,
-        };
+        let p = self.ptr_at(off, len, align)?;
+        if A::WRITABLE && !self.writable {
+            return Err(MemError::ReadOnly { offset: off, len });
+        }
         let w = self.view().ok_or_else(|| self.err(off, len, align))?;
         Ok((p, w))
     }
