@@ -1,7 +1,8 @@
 //! The crate's declarative macros, declared first so every layer can use
 //! them (textual scope): `wire_enum!` (a named wire enum), `wire_block!` (an
-//! ABI block declared once) and `error_enum!` (an error type's `Display`,
-//! `Error` and `From`). No proc-macro dependency.
+//! ABI block declared once), `error_enum!` (an error type's `Display`,
+//! `Error` and `From`) and `forward!` (trait methods that call the same
+//! method on another value). No proc-macro dependency.
 
 /// A fieldless `#[repr(u8)]` wire enum with its names: `ALL` (ascending
 /// code), `name()`, `index()` / `from_index()` (the index type is given after
@@ -418,4 +419,26 @@ macro_rules! error_enum {
         }
     };
     (@from [$($a:tt)*] $Name:ident $V:ident $([$($how:ident)?] $T:ty)?) => {};
+}
+
+/// Trait methods that each call the method of the same name on `$to`, the
+/// same arguments in the same order: `forward!(self => (**self); fn
+/// len(&self) -> usize; fn map(&mut self, id: RegionId) -> Handle;)`. `self`
+/// is passed in so the generated methods and `$to` share it.
+macro_rules! forward {
+    ($s:tt => $to:expr;) => {};
+    ($s:tt => $to:expr; fn $f:ident(&mut self $(, $x:ident: $T:ty)*) $(-> $R:ty)?; $($rest:tt)*) => {
+        #[inline]
+        fn $f(&mut $s $(, $x: $T)*) $(-> $R)? {
+            $to.$f($($x),*)
+        }
+        forward!($s => $to; $($rest)*);
+    };
+    ($s:tt => $to:expr; fn $f:ident(&self $(, $x:ident: $T:ty)*) $(-> $R:ty)?; $($rest:tt)*) => {
+        #[inline]
+        fn $f(&$s $(, $x: $T)*) $(-> $R)? {
+            $to.$f($($x),*)
+        }
+        forward!($s => $to; $($rest)*);
+    };
 }

@@ -641,46 +641,30 @@ macro_rules! forward_hal {
     ($s:tt => $inner:expr; $($method:ident),* $(,)?) => {
         $( $crate::hal::forward_hal!(@ $method, $s, $inner); )*
     };
-    (@ name, $s:tt, $inner:expr) => {
-        fn name(&$s) -> String {
-            $inner.name()
-        }
+    (@ name, $s:tt, $i:expr) => { forward!($s => $i; fn name(&self) -> String;); };
+    (@ map, $s:tt, $i:expr) => {
+        forward!($s => $i;
+            fn map(&mut self, id: RegionId, len: usize) -> Result<RegionHandle, HalError>;);
     };
-    (@ map, $s:tt, $inner:expr) => {
-        fn map(&mut $s, id: RegionId, len: usize) -> Result<RegionHandle, HalError> {
-            $inner.map(id, len)
-        }
+    (@ base_addr, $s:tt, $i:expr) => {
+        forward!($s => $i; fn base_addr(&self, r: RegionHandle) -> Result<u64, HalError>;);
     };
-    (@ base_addr, $s:tt, $inner:expr) => {
-        fn base_addr(&$s, r: RegionHandle) -> Result<u64, HalError> {
-            $inner.base_addr(r)
-        }
+    (@ event, $s:tt, $i:expr) => {
+        forward!($s => $i; fn event(&mut self, id: EventId) -> Result<EventHandle, HalError>;);
     };
-    (@ event, $s:tt, $inner:expr) => {
-        fn event(&mut $s, id: EventId) -> Result<EventHandle, HalError> {
-            $inner.event(id)
-        }
+    (@ access, $s:tt, $i:expr) => {
+        forward!($s => $i;
+            fn access(&self, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError>;);
     };
-    (@ access, $s:tt, $inner:expr) => {
-        #[inline]
-        fn access(&$s, r: RegionHandle, off: usize, a: Access<'_>) -> Result<u64, HalError> {
-            $inner.access(r, off, a)
-        }
+    (@ notify, $s:tt, $i:expr) => {
+        forward!($s => $i; fn notify(&self, ev: EventHandle, n: u64) -> Result<(), HalError>;);
     };
-    (@ notify, $s:tt, $inner:expr) => {
-        fn notify(&$s, ev: EventHandle, n: u64) -> Result<(), HalError> {
-            $inner.notify(ev, n)
-        }
+    (@ wait, $s:tt, $i:expr) => {
+        forward!($s => $i;
+            fn wait(&self, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError>;);
     };
-    (@ wait, $s:tt, $inner:expr) => {
-        fn wait(&$s, ev: EventHandle, timeout_ns: u64) -> Result<Wait, HalError> {
-            $inner.wait(ev, timeout_ns)
-        }
-    };
-    (@ event_fd, $s:tt, $inner:expr) => {
-        fn event_fd(&$s, ev: EventHandle) -> Option<RawFd> {
-            $inner.event_fd(ev)
-        }
+    (@ event_fd, $s:tt, $i:expr) => {
+        forward!($s => $i; fn event_fd(&self, ev: EventHandle) -> Option<RawFd>;);
     };
 }
 pub(crate) use forward_hal;

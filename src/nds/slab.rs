@@ -125,21 +125,13 @@ where
     P: Deref + Send + Sync,
     P::Target: Slab,
 {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        (**self).load_u64(off, order)
-    }
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        (**self).load_u32(off, order)
-    }
-    fn fence(&self, order: Ordering) {
-        (**self).fence(order)
-    }
-    fn shrunk(&self) -> bool {
-        (**self).shrunk()
-    }
+    forward!(self => (**self);
+        fn len(&self) -> usize;
+        fn load_u64(&self, off: usize, order: Ordering) -> u64;
+        fn load_u32(&self, off: usize, order: Ordering) -> u32;
+        fn fence(&self, order: Ordering);
+        fn shrunk(&self) -> bool;
+    );
 }
 
 /// Any pointer to a writable slab is a writable slab.
@@ -148,18 +140,12 @@ where
     P: Deref + Send + Sync,
     P::Target: SlabMut,
 {
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        (**self).store_u64(off, v, order)
-    }
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        (**self).store_u32(off, v, order)
-    }
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_add_u64(off, v, order)
-    }
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        (**self).fetch_or_u64(off, v, order)
-    }
+    forward!(self => (**self);
+        fn store_u64(&self, off: usize, v: u64, order: Ordering);
+        fn store_u32(&self, off: usize, v: u32, order: Ordering);
+        fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+        fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+    );
 }
 
 /// What keeps a [`WordSlab`]'s memory valid: a mapping ([`Region`]), a heap
@@ -261,44 +247,24 @@ impl<M: Backing + Clone, A: Access> Clone for WordSlab<M, A> {
 }
 
 impl<M: Backing, A: Access> Slab for WordSlab<M, A> {
-    #[inline]
-    fn len(&self) -> usize {
-        self.words.len()
-    }
     fn shrunk(&self) -> bool {
         self.backing.shrunk()
     }
-    #[inline]
-    fn load_u64(&self, off: usize, order: Ordering) -> u64 {
-        self.words.load_u64(off, order)
-    }
-    #[inline]
-    fn load_u32(&self, off: usize, order: Ordering) -> u32 {
-        self.words.load_u32(off, order)
-    }
-    #[inline]
-    fn fence(&self, order: Ordering) {
-        self.words.fence(order)
-    }
+    forward!(self => self.words;
+        fn len(&self) -> usize;
+        fn load_u64(&self, off: usize, order: Ordering) -> u64;
+        fn load_u32(&self, off: usize, order: Ordering) -> u32;
+        fn fence(&self, order: Ordering);
+    );
 }
 
 impl<M: Backing> SlabMut for WordSlab<M> {
-    #[inline]
-    fn store_u64(&self, off: usize, v: u64, order: Ordering) {
-        self.words.store_u64(off, v, order)
-    }
-    #[inline]
-    fn store_u32(&self, off: usize, v: u32, order: Ordering) {
-        self.words.store_u32(off, v, order)
-    }
-    #[inline]
-    fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.words.fetch_add_u64(off, v, order)
-    }
-    #[inline]
-    fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64 {
-        self.words.fetch_or_u64(off, v, order)
-    }
+    forward!(self => self.words;
+        fn store_u64(&self, off: usize, v: u64, order: Ordering);
+        fn store_u32(&self, off: usize, v: u32, order: Ordering);
+        fn fetch_add_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+        fn fetch_or_u64(&self, off: usize, v: u64, order: Ordering) -> u64;
+    );
 }
 
 #[cfg(feature = "std")]
