@@ -162,18 +162,16 @@ impl Mapping {
         }
         let ptr =
             NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
-        let guard = match &file {
-            Some(f) => {
-                match super::sigbus::Guard::new(ptr.as_ptr(), len, f.as_raw_fd(), writable) {
-                    Ok(g) => Some(g),
-                    Err(e) => {
-                        // SAFETY: the mapping just made, not yet shared.
-                        unsafe { libc::munmap(p, len) };
-                        return Err(e);
-                    }
-                }
+        let guard = file
+            .as_ref()
+            .map(|f| super::sigbus::Guard::new(ptr.as_ptr(), len, f.as_raw_fd(), writable));
+        let guard = match guard.transpose() {
+            Ok(g) => g,
+            Err(e) => {
+                // SAFETY: the mapping just made, not yet shared.
+                unsafe { libc::munmap(p, len) };
+                return Err(e);
             }
-            None => None,
         };
         Ok(Mapping {
             ptr,
