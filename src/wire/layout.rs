@@ -282,16 +282,14 @@ pub(crate) const fn joined_len(parts: &[(&str, &str)]) -> usize {
 pub(crate) const fn joined<const L: usize>(parts: &[(&str, &str)]) -> [u8; L] {
     let mut out = [0u8; L];
     let (mut i, mut at) = (0, 0);
-    while i < parts.len() {
-        let b = [parts[i].0.as_bytes(), parts[i].1.as_bytes()];
-        let mut k = 0;
-        while k < 2 {
-            let mut j = 0;
-            while j < b[k].len() {
-                out[at] = b[k][j];
-                (at, j) = (at + 1, j + 1);
-            }
-            k += 1;
+    // Each part's two names in turn: the row's, then the inner row's.
+    while i < 2 * parts.len() {
+        let (row, inner) = parts[i / 2];
+        let b = if i % 2 == 0 { row } else { inner }.as_bytes();
+        let mut j = 0;
+        while j < b.len() {
+            out[at] = b[j];
+            (at, j) = (at + 1, j + 1);
         }
         i += 1;
     }
