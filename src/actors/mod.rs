@@ -154,6 +154,15 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// `msg!(cx, "send ping {n}")`: an actor's note in the trace (kind `msg`),
+/// formatted only when tracing is on ([`Cx::event`]).
+macro_rules! msg {
+    ($cx:expr, $($fmt:tt)+) => {
+        $cx.event("msg", format_args!($($fmt)+))
+    };
+}
+pub(crate) use msg;
+
 /// Step `M` from `*state` on `event` (traced as `<machine>#<id>` when `id`
 /// is given): `true` with `*state` moved on, or, for an event the state does
 /// not accept, `false` with the refusal counted in `violations`, traced

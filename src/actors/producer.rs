@@ -27,6 +27,7 @@
 //! is full they stay aggregated and go with the next attempt (deadlock rule
 //! R1: nothing is dropped, nothing blocks).
 
+use crate::actors::msg;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -152,7 +153,7 @@ impl<H: Hal> XuParts<H> {
         // before the device acts on the request.
         let r = (self.hal).fetch_add_u32(self.regs(), reg::RESET_REQ, 1, HalOrdering::Release);
         if let Err(e) = &r {
-            cx.event("msg", format_args!("xu={} reset request: {e}", self.core));
+            msg!(cx, "xu={} reset request: {e}", self.core);
         }
         r.is_ok()
     }
@@ -439,7 +440,7 @@ impl<H: Hal> Lane<H> {
                 // The request was staged and doorbelled: the device runs it
                 // and the worker drops its records as stray; the caller's
                 // call failed to queue (counted, like every refusal).
-                cx.event("msg", format_args!("submit failed after the doorbell: {e}"));
+                msg!(cx, "submit failed after the doorbell: {e}");
                 self.free.push(idx);
                 return self.refuse(NrtStatus::FAILURE);
             }
@@ -472,12 +473,13 @@ impl<H: Hal> Lane<H> {
                 self.p.worker_wake.wake();
                 call.wake_worker(cx);
                 self.slots.drain(cx);
-                cx.event(
-                    "msg",
-                    format_args!(
-                        "scheduled xu={core} seq={:#x} exec_id={} item={idx} model={} switch={}",
-                        seq.0, staged.exec_id, req.model.handle, staged.model_switch as u8
-                    ),
+                msg!(
+                    cx,
+                    "scheduled xu={core} seq={:#x} exec_id={} item={idx} model={} switch={}",
+                    seq.0,
+                    staged.exec_id,
+                    req.model.handle,
+                    staged.model_switch as u8
                 );
             }
             Err((idx, e)) => {
@@ -488,8 +490,8 @@ impl<H: Hal> Lane<H> {
                 // returns the item once it ran (pushing it here too would
                 // hand it out twice). So the caller gets its handle and,
                 // at completion, its real result.
-                cx.event("msg", format_args!("trigger failed after the submit: {e}"));
-                cx.event("msg", format_args!("item {idx} stays with its slot"));
+                msg!(cx, "trigger failed after the submit: {e}");
+                msg!(cx, "item {idx} stays with its slot");
             }
         }
         bump(&self.stats.accepted);
@@ -516,17 +518,17 @@ impl<H: Hal> Lane<H> {
         crate::fsm::step::<XuHealth>(self.xu.health.state(), XuHealthEvent::Reset)?;
         let core = self.xu.core;
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_err() {
-            cx.event("msg", format_args!("xu={core} reset: trigger refused"));
+            msg!(cx, "xu={core} reset: trigger refused");
         }
         self.xu.health.step(XuHealthEvent::Reset, core, cx)?;
         if self.p.stager.reset().is_err() {
-            cx.event("msg", format_args!("xu={core} reset: no stager"));
+            msg!(cx, "xu={core} reset: no stager");
         }
         self.xu.request_reset(cx);
         self.xu.tap.drain(cx);
         self.xu.device_wake.wake();
         self.p.worker_wake.wake();
-        cx.event("msg", format_args!("xu={core} reset: stop requested"));
+        msg!(cx, "xu={core} reset: stop requested");
         Ok(())
     }
 
@@ -887,7 +889,7 @@ impl<H: Hal> ProducerActor<H> {
                     b.polling_since = None;
                     self.stats.backoffs += 1;
                     let seq = b.target.0;
-                    cx.event("msg", format_args!("back off xu={c} until seq={seq:#x}"));
+                    msg!(cx, "back off xu={c} until seq={seq:#x}");
                 }
                 // Already complete (or the slot has another waiter): retry now.
                 Ok(Armed::AlreadyComplete) | Err(_) => {
@@ -928,15 +930,13 @@ impl<H: Hal> ProducerActor<H> {
             }
             return false;
         }
-        cx.event(
-            "msg",
-            format_args!(
-                "workload done: accepted={} refused_full={} refused_unrecoverable={} failed={}",
-                self.stats.accepted,
-                self.stats.refused_full,
-                self.stats.refused_unrecoverable,
-                self.stats.failed
-            ),
+        msg!(
+            cx,
+            "workload done: accepted={} refused_full={} refused_unrecoverable={} failed={}",
+            self.stats.accepted,
+            self.stats.refused_full,
+            self.stats.refused_unrecoverable,
+            self.stats.failed
         );
         true
     }

@@ -26,6 +26,7 @@
 //! it drains them unconditionally (deadlock rule R2/R3); senders keep what a
 //! full mailbox refuses (R1).
 
+use crate::actors::msg;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -276,7 +277,7 @@ impl<S: SlabMut> Books<S> {
     /// A model loaded on its core: its record committed, its memory counted.
     fn load(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
-        cx.event("msg", format_args!("model {handle} loaded on core {core}"));
+        msg!(cx, "model {handle} loaded on core {core}");
         match self.writer.commit_model(&m.record) {
             Ok(slot) => self.records.push((handle, core, slot)),
             Err(e) => self.fail(format!("commit model {handle} core {core}: {e}")),
@@ -289,10 +290,7 @@ impl<S: SlabMut> Books<S> {
     /// taken back.
     fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
-        cx.event(
-            "msg",
-            format_args!("model {handle} unloaded from core {core}"),
-        );
+        msg!(cx, "model {handle} unloaded from core {core}");
         let found = self
             .records
             .iter()
@@ -429,13 +427,11 @@ impl<S: SlabMut> PublisherActor<S> {
                 self.books.fail(format!("{what}: {e}"));
             }
         }
-        cx.event(
-            "msg",
-            format_args!(
-                "process info published cores={} counters/core={}",
-                self.books.cores,
-                counters::NC_COUNTER_COUNT
-            ),
+        msg!(
+            cx,
+            "process info published cores={} counters/core={}",
+            self.books.cores,
+            counters::NC_COUNTER_COUNT
         );
     }
 
@@ -494,7 +490,7 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
         if errors > self.reported_errors {
             self.reported_errors = errors;
             let why = self.books.last_error.clone().unwrap_or_default();
-            cx.event("msg", format_args!("nds error: {why}"));
+            msg!(cx, "nds error: {why}");
         }
         // Ordering: Release pairs with the Acquire loads in
         // `PubStats::applied`, as in `publish` (docs/abi.md §2.4).

@@ -4,9 +4,9 @@
 //! waker that the producer lanes write after ringing a doorbell (only when
 //! the proxy announced it sleeps, see [`Waker`]). The system runs one proxy
 //! per core (the cores of a device are independent, so a threaded run
-//! executes them in parallel); a proxy built with [`DeviceProxy::new`]
-//! without a core serves every core.
+//! executes them in parallel).
 
+use crate::actors::msg;
 use std::sync::Arc;
 
 use crate::actors::wake::Waker;
@@ -48,7 +48,7 @@ pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
     stats: DeviceStats,
     grace: Nanos,
     idle_since: Option<Nanos>,
-    core: Option<u8>,
+    core: u8,
     /// Consecutive polls that found nothing (reset by progress).
     idle_polls: u32,
     state: ProxyState,
@@ -71,30 +71,30 @@ impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
 }
 
 impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
-    /// A proxy for `seq`, woken through `wake`. `grace` is the device's
-    /// `ring_id_grace_ns`: while the proxy is idle it reports a deadline that
-    /// far ahead, so a deterministic run's clock reaches the moment a wrong
-    /// ring id turns into a corrupt descriptor before any later timeout.
-    pub fn new(seq: Sequencer<H, X>, wake: Arc<Waker>, tap: HalTap, grace: Nanos) -> Self {
+    /// A proxy for `core` of `seq` (named `device<core>`), woken through
+    /// `wake`. `grace` is the device's `ring_id_grace_ns`: while the proxy
+    /// is idle it reports a deadline that far ahead, so a deterministic
+    /// run's clock reaches the moment a wrong ring id turns into a corrupt
+    /// descriptor before any later timeout.
+    pub fn new(
+        seq: Sequencer<H, X>,
+        core: u8,
+        wake: Arc<Waker>,
+        tap: HalTap,
+        grace: Nanos,
+    ) -> Self {
         DeviceProxy {
-            name: "device".to_string(),
+            name: format!("device{core}"),
             seq,
             wake,
             tap,
             stats: DeviceStats::default(),
             grace,
             idle_since: None,
-            core: None,
+            core,
             idle_polls: 0,
             state: ProxyState::Running,
         }
-    }
-
-    /// Serve only `core` (named `device<core>`).
-    pub fn for_core(mut self, core: u8) -> Self {
-        self.core = Some(core);
-        self.name = format!("device{core}");
-        self
     }
 
     /// Counters so far.
@@ -124,12 +124,7 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     }
 
     fn poll_device(&mut self, cx: &mut Cx<'_>) -> bool {
-        let now = cx.now().as_u64();
-        let polled = match self.core {
-            Some(c) => self.seq.poll_one(c, now),
-            None => self.seq.poll(now),
-        };
-        match polled {
+        match self.seq.poll_one(self.core, cx.now().as_u64()) {
             Ok(p) => {
                 self.tap.drain(cx);
                 self.stats.copies += u64::from(p.copies);
@@ -138,19 +133,20 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
                 self.stats.faults += u64::from(p.faults);
                 self.stats.resets += u64::from(p.resets);
                 if p.executed > 0 || p.faults > 0 {
-                    cx.event(
-                        "msg",
-                        format_args!(
-                            "device copies={} executed={} records={} faults={}",
-                            p.copies, p.executed, p.records, p.faults
-                        ),
+                    msg!(
+                        cx,
+                        "device copies={} executed={} records={} faults={}",
+                        p.copies,
+                        p.executed,
+                        p.records,
+                        p.faults
                     );
                 }
                 p.made_progress()
             }
             Err(e) => {
                 self.stats.errors += 1;
-                cx.event("msg", format_args!("device error: {e}"));
+                msg!(cx, "device error: {e}");
                 false
             }
         }

@@ -49,6 +49,7 @@
 //! publisher's mailbox refuses is kept (R1) and retried first on the next
 //! poll, and the worker starts no new execution while it keeps one (R2).
 
+use crate::actors::msg;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -487,13 +488,11 @@ impl<H: Hal> WorkerActor<H> {
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
-                cx.event(
-                    "msg",
-                    format_args!(
-                        "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
-                        seq.0,
-                        self.xu.pool.relative(word)
-                    ),
+                msg!(
+                    cx,
+                    "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
+                    seq.0,
+                    self.xu.pool.relative(word)
                 );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
@@ -558,13 +557,11 @@ impl<H: Hal> WorkerActor<H> {
     /// Complete a slot whose `exec_info` names no item and that no item was
     /// submitted under: nothing staged, nothing to harvest or return.
     fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
-        cx.event(
-            "msg",
-            format_args!(
-                "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
-                seq.0,
-                self.xu.pool.relative(word)
-            ),
+        msg!(
+            cx,
+            "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
+            seq.0,
+            self.xu.pool.relative(word)
         );
         let ts_start = Timespec::from_nanos(cx.now().as_u64());
         self.cur = Some(Current {
@@ -597,12 +594,11 @@ impl<H: Hal> WorkerActor<H> {
             .map_or(now, |info| submitted_at(info.resp.ts_start, now));
         self.xu.tap.drain(cx);
         self.stats.discarded += 1;
-        cx.event(
-            "msg",
-            format_args!(
-                "xu={} seq={:#x}: slot discarded, item {idx:?}",
-                self.xu.core, seq.0
-            ),
+        msg!(
+            cx,
+            "xu={} seq={:#x}: slot discarded, item {idx:?}",
+            self.xu.core,
+            seq.0
         );
         self.cur = Some(Current {
             seq,
@@ -637,13 +633,10 @@ impl<H: Hal> WorkerActor<H> {
                     return Some(Outcome::TimedOut)
                 }
                 Ok(Some(Ok(c))) => {
-                    cx.event(
-                        "msg",
-                        format_args!("stray completion exec_id={}", c.exec_id),
-                    );
+                    msg!(cx, "stray completion exec_id={}", c.exec_id);
                 }
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) => {
-                    cx.event("msg", format_args!("stray timeout exec_id={exec_id}"));
+                    msg!(cx, "stray timeout exec_id={exec_id}");
                 }
                 Ok(Some(Err(e))) => {
                     let ext = match e {
@@ -651,7 +644,7 @@ impl<H: Hal> WorkerActor<H> {
                         _ => None,
                     };
                     let status = e.suggested_status();
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.xu.core));
+                    msg!(cx, "xu={} harvest: {e}", self.xu.core);
                     self.note.get_or_insert((status, ext));
                     self.degrade(XuHealthEvent::FatalError, false, cx);
                 }
@@ -659,7 +652,7 @@ impl<H: Hal> WorkerActor<H> {
                     // The execution completes failed here: stop expecting
                     // it, or its entry stays ahead of the next one's (and a
                     // reset's drain, waiting for no entry, never ends).
-                    cx.event("msg", format_args!("xu={} harvest: {e}", self.xu.core));
+                    msg!(cx, "xu={} harvest: {e}", self.xu.core);
                     return Some(self.abandon(cur_id, Outcome::Failed(NrtStatus::HW_ERROR)));
                 }
             }
@@ -876,13 +869,8 @@ impl<H: Hal> WorkerActor<H> {
         st.macs = st.macs.wrapping_add(macs);
         st.device_ns += dev_ns;
         st.latency.record(parsed.latency_total_ns());
-        cx.event(
-            "msg",
-            format_args!(
-                "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
-                self.xu.core, seq.0
-            ),
-        );
+        msg!(cx, "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
+                self.xu.core, seq.0);
         // Mutant (`xunds sim` must find it): a timed-out execution's item is
         // returned twice.
         #[cfg(xunds_mutant = "timeout_double_free")]
@@ -923,7 +911,7 @@ impl<H: Hal> WorkerActor<H> {
                 self.step_drained(WorkerEvent::Pop, cx);
                 if let Signal::Failed(_) = signal {
                     self.stats.signal_failures += 1;
-                    cx.event("msg", format_args!("{signal:?}"));
+                    msg!(cx, "{signal:?}");
                 }
                 self.step_drained(WorkerEvent::SignalWaiter, cx);
             }
@@ -1047,7 +1035,7 @@ impl<H: Hal> WorkerActor<H> {
                 if self.reset_step(XuHealthEvent::DeviceReset, cx) {
                     self.degraded_at = None;
                     self.stats.recoveries += 1;
-                    cx.event("msg", format_args!("xu={} reset done", self.xu.core));
+                    msg!(cx, "xu={} reset done", self.xu.core);
                 }
                 true
             }
