@@ -334,6 +334,30 @@ macro_rules! codec_as {
     };
 }
 
+/// `Debug` written by hand for a type whose fields are not all `Debug` (an
+/// actor, a HAL, a runner of actors), or that would print too much: the
+/// type's name and a few named values (each computed from `s`, the value),
+/// then `..` when they are only part of its state. A derive would ask every
+/// field to be `Debug` and print each whole.
+///
+/// ```ignore
+/// debug_fields!([H: Hal] Lane<H>, |s| core = s.xu.core, free = s.free.len(); ..);
+/// ```
+macro_rules! debug_fields {
+    ([$($g:tt)*] $T:ident $(<$($p:tt),*>)?, |$s:ident| $($f:ident = $e:expr),+ $(; $more:tt)?) => {
+        impl<$($g)*> core::fmt::Debug for $T $(<$($p),*>)? {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                let $s = self;
+                let mut d = f.debug_struct(stringify!($T));
+                $(d.field(stringify!($f), &$e);)+
+                debug_fields!(@end d $($more)?)
+            }
+        }
+    };
+    (@end $d:ident) => { $d.finish() };
+    (@end $d:ident ..) => { $d.finish_non_exhaustive() };
+}
+
 /// An error enum with its `Display` (one message per variant),
 /// `core::error::Error` (whose `source` is the field marked `#[from]` or
 /// `#[source]`) and `From` for each `#[from]` field. A variant's attributes

@@ -259,14 +259,7 @@ impl<T> Sender<T> {
     }
 }
 
-impl<T> fmt::Debug for Sender<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sender")
-            .field("capacity", &self.capacity())
-            .field("slots", &self.slots())
-            .finish()
-    }
-}
+debug_fields!([T] Sender<T>, |s| capacity = s.capacity(), slots = s.slots());
 
 /// The consumer half of a mailbox. `Send` when `T: Send`; not `Clone`.
 pub struct Receiver<T> {
@@ -371,14 +364,7 @@ impl<T> Receiver<T> {
     }
 }
 
-impl<T> fmt::Debug for Receiver<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Receiver")
-            .field("capacity", &self.shared.capacity())
-            .field("slots", &self.slots())
-            .finish()
-    }
-}
+debug_fields!([T] Receiver<T>, |s| capacity = s.shared.capacity(), slots = s.slots());
 
 #[cfg(test)]
 mod tests {

@@ -205,15 +205,7 @@ impl Cx<'_> {
     }
 }
 
-impl fmt::Debug for Cx<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cx")
-            .field("now", &self.now)
-            .field("actor", &self.actor)
-            .field("tracing", &self.tracing)
-            .finish()
-    }
-}
+debug_fields!([] Cx<'_>, |s| now = s.now, actor = s.actor, tracing = s.tracing);
 
 impl TransitionHook for Cx<'_> {
     #[inline]

@@ -191,14 +191,7 @@ pub struct Lane<H: Hal> {
     mutant_grace: bool,
 }
 
-impl<H: Hal> core::fmt::Debug for Lane<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Lane")
-            .field("core", &self.xu.core)
-            .field("free", &self.free.len())
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([H: Hal] Lane<H>, |s| core = s.xu.core, free = s.free.len(); ..);
 
 /// A lane's work-item pool as the lane's audit finds it once a run has
 /// drained (`xunds sim` checks every item is free exactly once).
@@ -393,13 +386,10 @@ impl<H: Hal> Lane<H> {
         // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
         let staged = call.stage(cx, |_, cx| {
-            let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
-                self.p.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
-            } else {
-                None
-            };
+            let go = wrote && inject != Some(FunnelEvent::StageFailed);
+            let staged = go.then(|| self.p.stager.stage_and_doorbell(&cm.variants[i], 0));
             self.pre(cx);
-            staged.ok_or(())
+            staged.and_then(Result::ok).ok_or(())
         });
         let (call, staged) = match staged {
             Ok(s) => s,
@@ -422,11 +412,7 @@ impl<H: Hal> Lane<H> {
         let submitted = call.submit(cx, |cx| {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
-                _ => self
-                    .p
-                    .ring
-                    .submit(word, req.status)
-                    .map_err(|e| e.error.to_string()),
+                _ => (self.p.ring.submit(word, req.status)).map_err(|e| e.error.to_string()),
             };
             if let Ok(seq) = r {
                 self.slots.submitted(seq.seq_num());
@@ -719,7 +705,6 @@ pub struct ProducerActor<H: Hal> {
     efd: EventFd,
     pub_stats: Arc<PubStats>,
     stats: ProducerStats,
-    batch: usize,
     finished: bool,
     tap: HalTap,
     /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
@@ -727,6 +712,9 @@ pub struct ProducerActor<H: Hal> {
     /// No execution is given out from then on ([`ProducerActor::until`]).
     until: Option<Nanos>,
 }
+
+/// Schedule calls one poll makes at most.
+const BATCH: usize = 16;
 
 /// How long a back-off polls before it parks on the eventfd. Arming takes
 /// the waiter side of the ring's mark-completion lock, whose heavy fence
@@ -749,14 +737,7 @@ struct Backoff {
     polling_since: Option<Nanos>,
 }
 
-impl<H: Hal> core::fmt::Debug for ProducerActor<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ProducerActor")
-            .field("next", &self.next)
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([H: Hal] ProducerActor<H>, |s| next = s.next, stats = s.stats; ..);
 
 impl<H: Hal> ProducerActor<H> {
     /// A driver for `work` over `lanes`.
@@ -783,7 +764,6 @@ impl<H: Hal> ProducerActor<H> {
             efd: EventFd::new()?,
             pub_stats,
             stats: ProducerStats::default(),
-            batch: 16,
             finished: false,
             tap,
             pacing: None,
@@ -832,12 +812,10 @@ impl<H: Hal> ProducerActor<H> {
     /// (backing off, being reset, or degraded with `recover`); when every
     /// XU is degraded for good, any XU (each call is refused with 101).
     fn pick_core(&mut self) -> Option<usize> {
-        let n = self.queues.len();
-        let healths = &self.healths;
-        let backoff = &self.backoff;
-        let found = (0..n)
-            .map(|k| (self.rr + k) % n)
-            .find(|&c| backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy);
+        let (n, healths) = (self.queues.len(), &self.healths);
+        let free =
+            |c: usize| self.backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy;
+        let found = (0..n).map(|k| (self.rr + k) % n).find(|&c| free(c));
         self.holding = false;
         if found.is_some() {
             return found;
@@ -864,9 +842,8 @@ impl<H: Hal> ProducerActor<H> {
     /// completion first ([`PARK_AFTER`]; `park` arms it later).
     fn back_off(&mut self, c: usize, cx: &mut Cx<'_>) {
         let q = &self.queues[c];
-        let last = q.last_completed();
         let ahead = (q.capacity() / 2).max(1);
-        let target_num = (last.seq_num() + ahead).min(q.last_submitted().seq_num());
+        let target_num = (q.last_completed().seq_num() + ahead).min(q.last_submitted().seq_num());
         self.backoff[c] = Some(Backoff {
             target: SeqId::from_cursor(target_num, q.xu()),
             polling_since: Some(cx.now()),
@@ -904,9 +881,7 @@ impl<H: Hal> ProducerActor<H> {
     /// Some back-off is still polling (not armed): the runner must not
     /// sleep on the eventfd.
     fn polling(&self) -> bool {
-        self.backoff
-            .iter()
-            .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
+        (self.backoff.iter()).any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
     /// The end condition: every execution handed out, every XU drained,
@@ -983,7 +958,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
         // before another is locked and before the loop ends).
         let lanes = Arc::clone(&self.lanes);
         let mut held: Option<(usize, MutexGuard<'_, Lane<H>>)> = None;
-        for _ in 0..self.batch {
+        for _ in 0..BATCH {
             if self.next >= self.work.executions {
                 break;
             }

@@ -355,13 +355,7 @@ pub struct PublisherActor<S: SlabMut> {
     reported_errors: u64,
 }
 
-impl<S: SlabMut> core::fmt::Debug for PublisherActor<S> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PublisherActor")
-            .field("stats", &self.books.stats)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([S: SlabMut] PublisherActor<S>, |s| stats = s.books.stats; ..);
 
 /// Messages drained from one mailbox per poll (bounded work per poll).
 const DRAIN: usize = 256;

@@ -62,13 +62,7 @@ pub struct DeviceProxy<H: Hal, X: RequestExecutor> {
 /// the producer's `wake` finds the flag clear and makes no system call.
 const DOORBELL_YIELDS: u32 = 128;
 
-impl<H: Hal, X: RequestExecutor> core::fmt::Debug for DeviceProxy<H, X> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DeviceProxy")
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([H: Hal, X: RequestExecutor] DeviceProxy<H, X>, |s| stats = s.stats; ..);
 
 impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
     /// A proxy for `core` of `seq` (named `device<core>`), woken through

@@ -43,14 +43,7 @@ pub struct LatencyHist {
     sum: u128,
 }
 
-impl core::fmt::Debug for LatencyHist {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("LatencyHist")
-            .field("count", &self.count)
-            .field("max", &self.max)
-            .finish()
-    }
-}
+debug_fields!([] LatencyHist, |s| count = s.count, max = s.max);
 
 /// An empty histogram.
 impl Default for LatencyHist {

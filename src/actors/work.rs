@@ -42,7 +42,6 @@
 //! so the skip-config diff sets `do_model_switch` only when the *model* on
 //! the core changes, not when the IO binding does.
 
-use core::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -390,14 +389,7 @@ pub struct ItemPool {
     side: Box<[Mutex<HostSide>]>,
 }
 
-impl fmt::Debug for ItemPool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ItemPool")
-            .field("region", &self.region)
-            .field("len", &self.side.len())
-            .finish()
-    }
-}
+debug_fields!([] ItemPool, |s| region = s.region, len = s.side.len());
 
 impl ItemPool {
     /// Map core `core`'s region of `n` items (`1..=65536`) through `hal`.

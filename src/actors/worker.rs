@@ -264,15 +264,10 @@ pub struct WorkerActor<H: Hal> {
     degraded_at: Option<Nanos>,
 }
 
-impl<H: Hal> core::fmt::Debug for WorkerActor<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("WorkerActor")
-            .field("core", &self.xu.core)
-            .field("state", &self.state)
-            .field("completed", &self.stats.completed)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(
+    [H: Hal] WorkerActor<H>,
+    |s| core = s.xu.core, state = s.state, completed = s.stats.completed; ..
+);
 
 /// Idle polls (each followed by a `yield`) a worker spends waiting for the
 /// records of the execution on the device before it sleeps on the NQ

@@ -286,13 +286,7 @@ pub struct System<H: Hal + 'static> {
     clock: MonotonicClock,
 }
 
-impl<H: Hal + 'static> core::fmt::Debug for System<H> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("System")
-            .field("cores", &self.shared.cfg.cores)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([H: Hal + 'static] System<H>, |s| cores = s.shared.cfg.cores; ..);
 
 impl<H: Hal + 'static> System<H> {
     /// Build the system on `hal` and start its daemons (the workers, the

@@ -244,15 +244,7 @@ pub struct DetRunner<A = Box<dyn Actor>> {
 
 // By hand, not derived: a derive would ask `A: Debug` (actors are not) and
 // print every actor whole; the runners show their counts.
-impl<A> fmt::Debug for DetRunner<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DetRunner")
-            .field("cfg", &self.cfg)
-            .field("actors", &self.slots.len())
-            .field("stats", &self.stats)
-            .finish()
-    }
-}
+debug_fields!([A] DetRunner<A>, |s| cfg = s.cfg, actors = s.slots.len(), stats = s.stats);
 
 /// Record a runner event (`kind` `run`) at `now`.
 fn trace_runner(trace: &mut dyn TraceSink, now: Nanos, args: fmt::Arguments<'_>) {
@@ -579,14 +571,7 @@ pub struct ThreadedReport<A> {
     pub elapsed: Duration,
 }
 
-impl<A> fmt::Debug for ThreadedReport<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadedReport")
-            .field("stats", &self.stats)
-            .field("elapsed", &self.elapsed)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!([A] ThreadedReport<A>, |s| stats = s.stats, elapsed = s.elapsed; ..);
 
 /// The threaded runner's clock: nanoseconds since the runner started
 /// (actors only see it as [`Cx::now`]).
@@ -652,14 +637,7 @@ pub struct ThreadedRunner<A> {
     clock: Option<MonotonicClock>,
 }
 
-impl<A> fmt::Debug for ThreadedRunner<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThreadedRunner")
-            .field("cfg", &self.cfg)
-            .field("actors", &self.actors.len())
-            .finish()
-    }
-}
+debug_fields!([A] ThreadedRunner<A>, |s| cfg = s.cfg, actors = s.actors.len());
 
 impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     /// An empty runner (creates the stop eventfd).
@@ -986,14 +964,7 @@ impl<A> Drop for Running<A> {
     }
 }
 
-impl<A> fmt::Debug for Running<A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Running")
-            .field("threads", &self.threads.len())
-            .field("stopped", &self.shared.stop.is_stopped())
-            .finish()
-    }
-}
+debug_fields!([A] Running<A>, |s| threads = s.threads.len(), stopped = s.shared.stop.is_stopped());
 
 impl<A> Running<A> {
     /// The handle that stops the run (clone it to keep one).

@@ -128,15 +128,7 @@ pub struct Trace {
     tally: Tally,
 }
 
-impl fmt::Debug for Trace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Trace")
-            .field("enabled", &self.enabled())
-            .field("events", &self.tally.events)
-            .field("bytes", &self.tally.bytes)
-            .finish()
-    }
-}
+debug_fields!([] Trace, |s| enabled = s.enabled(), events = s.tally.events, bytes = s.tally.bytes);
 
 /// What a finished trace amounts to.
 #[derive(Clone, Debug, PartialEq, Eq)]
