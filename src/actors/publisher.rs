@@ -291,11 +291,11 @@ impl<S: SlabMut> Books<S> {
     fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
         msg!(cx, "model {handle} unloaded from core {core}");
-        let found = self
+        match self
             .records
             .iter()
-            .position(|r| (r.0, r.1) == (handle, core));
-        match found {
+            .position(|r| (r.0, r.1) == (handle, core))
+        {
             Some(i) => {
                 let (_, _, slot) = self.records.swap_remove(i);
                 if let Err(e) = self.writer.delete_model(slot) {

@@ -113,10 +113,8 @@ impl OutputBuf {
     /// happen-before its `exec_head` Release, which the completion query
     /// acquires.
     pub fn to_vec(&self) -> Vec<f32> {
-        self.vals
-            .iter()
-            .map(|v| f32::from_bits(v.load(Ordering::Relaxed)))
-            .collect()
+        let bits = self.vals.iter().map(|v| v.load(Ordering::Relaxed));
+        bits.map(f32::from_bits).collect()
     }
 
     /// The execution's response, parsed from the bytes the worker copied
@@ -600,9 +598,8 @@ impl Models {
 
     /// The model a `mod_ref` names.
     pub fn get(&self, mod_ref: u64) -> Option<Arc<ResidentModel>> {
-        self.0
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+        let models = self.0.read().unwrap_or_else(|p| p.into_inner());
+        models
             .iter()
             .find(|m| u64::from(m.handle) == mod_ref)
             .cloned()
@@ -735,10 +732,7 @@ impl HealthCell {
             };
             // Ordering: Release pairs with the Acquire load in `state`;
             // Acquire on failure re-reads the state another thread stored.
-            match self
-                .0
-                .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match (self.0).compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
                     let _ = step_traced::<XuHealth, H>(from, event, u64::from(core), hook);
                     return Ok((from, to));

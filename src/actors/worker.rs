@@ -470,14 +470,10 @@ impl<H: Hal> WorkerActor<H> {
         // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
-            None => self
-                .xu
-                .pool
-                .load(&*self.xu.hal, idx, self.xu.core)
-                .and_then(|info| {
-                    let m = self.model_index(info.mod_ref);
-                    Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
-                }),
+            None => (self.xu.pool.load(&*self.xu.hal, idx, self.xu.core)).and_then(|info| {
+                let m = self.model_index(info.mod_ref);
+                Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
+            }),
         };
         self.xu.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
@@ -506,9 +502,7 @@ impl<H: Hal> WorkerActor<H> {
             deadline
         };
         self.stats.accepted_while_degraded += u64::from(self.degraded_at.is_some_and(|d| from > d));
-        self.p
-            .harvester
-            .expect(side.exec_id, side.engines, deadline.as_u64());
+        (self.p.harvester).expect(side.exec_id, side.engines, deadline.as_u64());
         self.cur = Some(Current {
             seq,
             idx: Some(idx),

@@ -325,11 +325,8 @@ impl<H: Hal + 'static> System<H> {
 
     /// Load a model built by `builder` on every core.
     pub fn load_model(&self, builder: &ModelBuilder, name: &str) -> Result<ModelHandle, Error> {
-        self.running()
-            .map_err(|s| Error::status_with(s, "the system's daemons have stopped"))?;
-        self.shared
-            .load_model(builder, name)
-            .map(|m| ModelHandle(m, self.id))
+        self.live()?;
+        Ok(ModelHandle(self.shared.load_model(builder, name)?, self.id))
     }
 
     /// Load an MLP.
@@ -348,8 +345,7 @@ impl<H: Hal + 'static> System<H> {
     pub fn unload_model(&self, model: ModelHandle) -> Result<(), Error> {
         self.own(&model)
             .map_err(|s| Error::status_with(s, "the model was loaded by another system"))?;
-        self.running()
-            .map_err(|s| Error::status_with(s, "the system's daemons have stopped"))?;
+        self.live()?;
         self.shared.unload_model(&model.0)
     }
 
@@ -397,10 +393,8 @@ impl<H: Hal + 'static> System<H> {
     }
 
     fn queue_of(&self, seq: SeqId) -> Result<&RingQueue, NrtStatus> {
-        self.shared
-            .queues
-            .get(usize::from(seq.vnc_id()))
-            .filter(|q| q.xu() == seq.xu_id())
+        let q = self.shared.queues.get(usize::from(seq.vnc_id()));
+        q.filter(|q| q.xu() == seq.xu_id())
             .ok_or(NrtStatus::INVALID_HANDLE)
     }
 
@@ -510,6 +504,11 @@ impl<H: Hal + 'static> System<H> {
             .ok_or(NrtStatus::FAILURE)
     }
 
+    /// [`running`](Self::running) as the API's error.
+    fn live(&self) -> Result<(), Error> {
+        (self.running()).map_err(|s| Error::status_with(s, "the system's daemons have stopped"))
+    }
+
     /// Stop the daemons as a panicking actor does (tests of what the API
     /// does then).
     #[doc(hidden)]
@@ -613,17 +612,15 @@ impl SystemReport {
                 SysActor::Publisher(_) => {}
             }
         }
+        let pub_stats = &shared.pub_stats;
         let report = SystemReport {
             workers,
             device,
             lanes: shared.lane_stats.iter().map(|s| s.get()).collect(),
             // Ordering: Acquire; pairs with the publisher's Release store of
             // `errors` (read once its run has ended).
-            nds_errors: shared.pub_stats.errors.load(atomic::Ordering::Acquire),
-            publisher_fsm_violations: shared
-                .pub_stats
-                .fsm_violations
-                .load(atomic::Ordering::Relaxed),
+            nds_errors: pub_stats.errors.load(atomic::Ordering::Acquire),
+            publisher_fsm_violations: pub_stats.fsm_violations.load(atomic::Ordering::Relaxed),
         };
         (report, producer)
     }
