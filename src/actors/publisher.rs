@@ -151,9 +151,8 @@ const _: () = assert!(NC_NAMED <= 64, "one dirty bit per counter");
 impl<S: SlabMut> Books<S> {
     /// Counter `c` of `core`, when the system has that core.
     fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
-        Counter::nc(core.into(), c)
-            .ok()
-            .filter(|_| core < self.cores)
+        let k = Counter::nc(core.into(), c).ok();
+        k.filter(|_| core < self.cores)
     }
 
     fn add(&mut self, core: u8, c: NcCounter, v: u64) {
@@ -291,11 +290,11 @@ impl<S: SlabMut> Books<S> {
     fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
         msg!(cx, "model {handle} unloaded from core {core}");
-        match self
+        let found = self
             .records
             .iter()
-            .position(|r| (r.0, r.1) == (handle, core))
-        {
+            .position(|r| (r.0, r.1) == (handle, core));
+        match found {
             Some(i) => {
                 let (_, _, slot) = self.records.swap_remove(i);
                 if let Err(e) = self.writer.delete_model(slot) {

@@ -599,10 +599,8 @@ impl Models {
     /// The model a `mod_ref` names.
     pub fn get(&self, mod_ref: u64) -> Option<Arc<ResidentModel>> {
         let models = self.0.read().unwrap_or_else(|p| p.into_inner());
-        models
-            .iter()
-            .find(|m| u64::from(m.handle) == mod_ref)
-            .cloned()
+        let found = models.iter().find(|m| u64::from(m.handle) == mod_ref);
+        found.cloned()
     }
 }
 

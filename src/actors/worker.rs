@@ -529,11 +529,11 @@ impl<H: Hal> WorkerActor<H> {
             self.known.clear();
             self.known_removals = removals;
         }
-        let i = match self
+        let known = self
             .known
             .iter()
-            .position(|m| u64::from(m.handle) == mod_ref)
-        {
+            .position(|m| u64::from(m.handle) == mod_ref);
+        let i = match known {
             Some(i) => i,
             None => {
                 self.known.push(self.p.models.get(mod_ref)?);
@@ -704,10 +704,7 @@ impl<H: Hal> WorkerActor<H> {
         // its NQ records, whose Acquire the harvest did); none without them.
         let (macs, dev_start, dev_cycles, records) = done.map_or((0, 0, 0, 0), |c| {
             let at = self.xu.map.request_macs_off(self.xu.core, cur.side.exec_id) as usize;
-            let macs = self
-                .xu
-                .hal
-                .load_u64(self.xu.map.dram, at, Ordering::Relaxed);
+            let macs = (self.xu.hal).load_u64(self.xu.map.dram, at, Ordering::Relaxed);
             let dev: (u64, u64) = (c.start_cycle.into(), c.device_cycles().into());
             (macs.unwrap_or(0), dev.0, dev.1, c.reported.count_ones())
         });
@@ -885,9 +882,7 @@ impl<H: Hal> WorkerActor<H> {
             return true;
         };
         let popped = if cur.discard {
-            self.p
-                .ring
-                .discard()
+            (self.p.ring.discard())
                 .ok()
                 .map(|seq| (seq, Signal::NoWaiter))
         } else {

@@ -331,9 +331,7 @@ impl<H: Hal + 'static> System<H> {
 
     /// Load an MLP.
     pub fn load_mlp(&self, spec: &MlpSpec, name: &str) -> Result<ModelHandle, Error> {
-        let b = spec
-            .builder()
-            .map_err(|e| Error::Other(format!("model: {e}")))?;
+        let b = (spec.builder()).map_err(|e| Error::Other(format!("model: {e}")))?;
         self.load_model(&b, name)
     }
 

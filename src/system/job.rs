@@ -34,6 +34,7 @@ use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
 use crate::actors::{Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
+use crate::fsm::xu_health::XuHealthState;
 use crate::hal::linux::LinuxHal;
 use crate::hal::Hal;
 use crate::nds::Reader;
@@ -256,9 +257,8 @@ impl JobConfig {
             return Err(bad("the trace is not of a deterministic xunds run"));
         }
         fn num<T: std::str::FromStr>(h: &TraceHeader, k: &str) -> Result<T, Error> {
-            h.config_value(k)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| bad(format!("trace header: missing or bad {k}")))
+            let v = h.config_value(k).and_then(|v| v.parse().ok());
+            v.ok_or_else(|| bad(format!("trace header: missing or bad {k}")))
         }
         let faults = FaultSpec::parse(h.config_value("faults").unwrap_or("none"))
             .map_err(|e| bad(format!("trace header: {e}")))?;
@@ -273,9 +273,7 @@ impl JobConfig {
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
             recover: h.config_value("recover") == Some("1"),
-            model: h
-                .config_value("model")
-                .map_or(Ok(ModelKind::Mlp), ModelKind::parse)?,
+            model: (h.config_value("model")).map_or(Ok(ModelKind::Mlp), ModelKind::parse)?,
             rate: h.config_value("rate").map(|_| num(h, "rate")).transpose()?,
             ..JobConfig::default()
         };
@@ -504,9 +502,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .collect();
     let mut expected = Expectations::default();
     for img in &images {
-        expected
-            .outputs
-            .extend(inputs.iter().map(|x| img.reference(x)));
+        (expected.outputs).extend(inputs.iter().map(|x| img.reference(x)));
     }
     let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
     let mut sys = SystemConfig {
@@ -521,9 +517,7 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         trace_transitions: cfg.deterministic && cfg.digest,
         recover: cfg.recover,
         placement: cfg.placement,
-        record_tags: cfg
-            .record_tags
-            .then(|| cfg.executions.min(1 << 24) as usize),
+        record_tags: (cfg.record_tags).then(|| cfg.executions.min(1 << 24) as usize),
         ..SystemConfig::new(cfg.vncs)
     };
     sys.dram_size = sys.dram_for(&images[0], u64::from(cfg.models));
@@ -634,9 +628,7 @@ fn execute<H: Hal + 'static>(
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
         // The setup's HAL operations (mapping, model loads).
-        shared
-            .tap
-            .drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
+        (shared.tap).drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
         let mut r: DetRunner<SysActor<H>> = DetRunner::new(cfg.det_config());
         r.add(SysActor::Producer(producer));
         for d in daemons {
@@ -646,10 +638,7 @@ fn execute<H: Hal + 'static>(
         let mut n = 0u64;
         r.run_until(&mut trace, |_| {
             // Ordering: Relaxed: set by the comparing trace on this thread.
-            if differs
-                .as_ref()
-                .is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed))
-            {
+            if (differs.as_ref()).is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed)) {
                 return true;
             }
             n += 1;
@@ -749,15 +738,11 @@ fn execute<H: Hal + 'static>(
         replay: summary.and_then(|s| s.replay),
         faults_injected: faults_by_rule.iter().sum::<u64>() as usize,
         faults_by_rule,
-        pools: shared
-            .lanes
-            .iter()
+        pools: (shared.lanes.iter())
             .map(|l| crate::actors::lock(l).pool_audit())
             .collect(),
-        degraded: shared
-            .healths
-            .iter()
-            .map(|h| h.state() == crate::fsm::xu_health::XuHealthState::Degraded)
+        degraded: (shared.healths.iter())
+            .map(|h| h.state() == XuHealthState::Degraded)
             .collect(),
         fsm_violations: FsmViolations {
             worker: sum(|w| w.fsm_violations),

@@ -364,13 +364,12 @@ impl<A: Actor> DetRunner<A> {
         if self.runnable.is_empty() {
             // Nobody can make progress at this time: jump to the earliest
             // deadline ahead, or by the idle jump.
-            let target = self
+            let deadlines = self
                 .live
                 .iter()
-                .filter_map(|&i| self.slots[i].actor.next_deadline())
-                .filter(|&d| d > now)
-                .min()
-                .unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
+                .map(|&i| self.slots[i].actor.next_deadline());
+            let ahead = deadlines.flatten().filter(|&d| d > now).min();
+            let target = ahead.unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
             // Ahead of `now` (or `now` itself, saturated): never back.
             self.stats.now = target;
             self.stats.jumps += 1;
@@ -813,9 +812,7 @@ fn poll_member<A: Actor>(m: &mut Member<A>, sh: &ThreadShared) -> Result<bool, R
     if m.done {
         return Ok(false);
     }
-    let progress = m
-        .poll(sh.clock.now(), &mut NullTrace)
-        .inspect_err(|_| sh.stop.stop())?;
+    let progress = (m.poll(sh.clock.now(), &mut NullTrace)).inspect_err(|_| sh.stop.stop())?;
     // Ordering: AcqRel: the Release half publishes this actor's work to the
     // thread that sees the count reach zero; its Acquire half makes every
     // other finisher's work visible to the one that stops the daemons.

@@ -106,9 +106,7 @@ impl SimCase {
                     4..=6 => format!("1/{}", ops / 2 + r.below(ops * 4)),
                     _ => format!("{}+", 1 + r.below(ops)),
                 };
-                let core = r
-                    .chance(1, 3)
-                    .then(|| format!("/core{}", r.below(u64::from(cores))));
+                let core = (r.chance(1, 3)).then(|| format!("/core{}", r.below(u64::from(cores))));
                 items.push(format!("{kind}@{trigger}{}", core.unwrap_or_default()));
             }
         }
@@ -495,9 +493,8 @@ pub struct CaseResult {
 /// Open fds of this process (`/proc/self/fd`), `None` where unreadable.
 pub fn open_fds() -> Option<usize> {
     // The directory handle itself is one entry while it is read.
-    std::fs::read_dir("/proc/self/fd")
-        .ok()
-        .map(|d| d.count().saturating_sub(1))
+    let dir = std::fs::read_dir("/proc/self/fd").ok();
+    dir.map(|d| d.count().saturating_sub(1))
 }
 
 /// Run one case and check it.
