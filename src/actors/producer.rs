@@ -591,11 +591,8 @@ impl Workload {
 
     /// (model index, input index) of execution `i`.
     pub fn pick(&self, i: u64) -> (usize, usize) {
-        let m = self.models.len() as u64;
-        (
-            (i % m) as usize,
-            ((i / m) % self.inputs.len() as u64) as usize,
-        )
+        let (m, n) = (self.models.len() as u64, self.inputs.len() as u64);
+        ((i % m) as usize, ((i / m) % n) as usize)
     }
 }
 
@@ -813,9 +810,10 @@ impl<H: Hal> ProducerActor<H> {
     /// XU is degraded for good, any XU (each call is refused with 101).
     fn pick_core(&mut self) -> Option<usize> {
         let (n, healths) = (self.queues.len(), &self.healths);
-        let free =
-            |c: usize| self.backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy;
-        let found = (0..n).map(|k| (self.rr + k) % n).find(|&c| free(c));
+        let healthy = |c: usize| healths[c].state() == XuHealthState::Healthy;
+        let found = (0..n)
+            .map(|k| (self.rr + k) % n)
+            .find(|&c| self.backoff[c].is_none() && healthy(c));
         self.holding = false;
         if found.is_some() {
             return found;

@@ -93,10 +93,8 @@ impl PubStats {
         // Ordering: Acquire pairs with the publisher's Release stores: the
         // counter updates behind these numbers are in the slab (docs/abi.md
         // §2.4).
-        (
-            self.completions.load(Ordering::Acquire),
-            self.refusals.load(Ordering::Acquire),
-        )
+        let (c, r) = (&self.completions, &self.refusals);
+        (c.load(Ordering::Acquire), r.load(Ordering::Acquire))
     }
 }
 
@@ -420,12 +418,8 @@ impl<S: SlabMut> PublisherActor<S> {
                 self.books.fail(format!("{what}: {e}"));
             }
         }
-        msg!(
-            cx,
-            "process info published cores={} counters/core={}",
-            self.books.cores,
-            counters::NC_COUNTER_COUNT
-        );
+        let (cores, n) = (self.books.cores, counters::NC_COUNTER_COUNT);
+        msg!(cx, "process info published cores={cores} counters/core={n}");
     }
 
     fn drain_all(&mut self, cx: &mut Cx<'_>) -> bool {

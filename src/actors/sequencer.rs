@@ -121,20 +121,15 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
         match self.seq.poll_one(self.core, cx.now().as_u64()) {
             Ok(p) => {
                 self.tap.drain(cx);
-                self.stats.copies += u64::from(p.copies);
-                self.stats.executed += u64::from(p.executed);
-                self.stats.records += u64::from(p.records);
-                self.stats.faults += u64::from(p.faults);
-                self.stats.resets += u64::from(p.resets);
-                if p.executed > 0 || p.faults > 0 {
-                    msg!(
-                        cx,
-                        "device copies={} executed={} records={} faults={}",
-                        p.copies,
-                        p.executed,
-                        p.records,
-                        p.faults
-                    );
+                let (c, x, r, f) = (p.copies, p.executed, p.records, p.faults);
+                let st = &mut self.stats;
+                st.copies += u64::from(c);
+                st.executed += u64::from(x);
+                st.records += u64::from(r);
+                st.faults += u64::from(f);
+                st.resets += u64::from(p.resets);
+                if x > 0 || f > 0 {
+                    msg!(cx, "device copies={c} executed={x} records={r} faults={f}");
                 }
                 p.made_progress()
             }

@@ -131,10 +131,8 @@ impl OutputBuf {
     /// pop's Release).
     pub(crate) fn store_resp(&self, bytes: &[u8; work_item::INFER_RESP_SIZE]) {
         for (w, c) in self.resp.iter().zip(bytes.chunks_exact(8)) {
-            w.store(
-                u64::from_le_bytes(c.try_into().unwrap_or_default()),
-                Ordering::Relaxed,
-            );
+            let word = u64::from_le_bytes(c.try_into().unwrap_or_default());
+            w.store(word, Ordering::Relaxed);
         }
     }
 

@@ -426,10 +426,8 @@ impl<H: Hal> WorkerActor<H> {
                 // queueing behind it.
                 if self.refused.as_ref() != Some(&e) {
                     self.stats.ring_refusals += 1;
-                    cx.event(
-                        "ring_refusal",
-                        format_args!("xu={} peek: {e}", self.xu.core),
-                    );
+                    let xu = self.xu.core;
+                    cx.event("ring_refusal", format_args!("xu={xu} peek: {e}"));
                     self.refused = Some(e);
                     if self.xu.health.state() == XuHealthState::Healthy {
                         self.degrade(XuHealthEvent::FatalError, false, cx);
@@ -479,11 +477,11 @@ impl<H: Hal> WorkerActor<H> {
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
+                let at = self.xu.pool.relative(word);
                 msg!(
                     cx,
-                    "seq={:#x} exec_info=items{:+#x} item={idx}: {bad:?}",
-                    seq.0,
-                    self.xu.pool.relative(word)
+                    "seq={:#x} exec_info=items{at:+#x} item={idx}: {bad:?}",
+                    seq.0
                 );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
@@ -546,11 +544,11 @@ impl<H: Hal> WorkerActor<H> {
     /// Complete a slot whose `exec_info` names no item and that no item was
     /// submitted under: nothing staged, nothing to harvest or return.
     fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
+        let at = self.xu.pool.relative(word);
         msg!(
             cx,
-            "seq={:#x}: exec_info items{:+#x}: {bad:?}, no item",
-            seq.0,
-            self.xu.pool.relative(word)
+            "seq={:#x}: exec_info items{at:+#x}: {bad:?}, no item",
+            seq.0
         );
         let ts_start = Timespec::from_nanos(cx.now().as_u64());
         self.cur = Some(Current {
@@ -583,12 +581,8 @@ impl<H: Hal> WorkerActor<H> {
             .map_or(now, |info| submitted_at(info.resp.ts_start, now));
         self.xu.tap.drain(cx);
         self.stats.discarded += 1;
-        msg!(
-            cx,
-            "xu={} seq={:#x}: slot discarded, item {idx:?}",
-            self.xu.core,
-            seq.0
-        );
+        let xu = self.xu.core;
+        msg!(cx, "xu={xu} seq={:#x}: slot discarded, item {idx:?}", seq.0);
         self.cur = Some(Current {
             seq,
             idx,
@@ -855,8 +849,12 @@ impl<H: Hal> WorkerActor<H> {
         st.macs = st.macs.wrapping_add(macs);
         st.device_ns += dev_ns;
         st.latency.record(parsed.latency_total_ns());
-        msg!(cx, "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
-                self.xu.core, seq.0);
+        msg!(
+            cx,
+            "completed xu={} seq={:#x} exec_id={exec_id} status={status} macs={macs} device_ns={dev_ns}",
+            self.xu.core,
+            seq.0
+        );
         // Mutant (`xunds sim` must find it): a timed-out execution's item is
         // returned twice.
         #[cfg(xunds_mutant = "timeout_double_free")]

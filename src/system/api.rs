@@ -416,10 +416,8 @@ impl<H: Hal + 'static> System<H> {
     /// ([`RecoverError::QueuesLost`]: use [`System::reset`]). A healthy XU
     /// is [`RecoverError::NotDegraded`]. Schedules are accepted again after.
     pub fn recover(&self, xu: u8) -> Result<(), RecoverError> {
-        let (Some(q), Some(h)) = (
-            self.shared.queues.get(usize::from(xu)),
-            self.shared.healths.get(usize::from(xu)),
-        ) else {
+        let x = usize::from(xu);
+        let (Some(q), Some(h)) = (self.shared.queues.get(x), self.shared.healths.get(x)) else {
             return Err(RecoverError::NoSuchXu);
         };
         match q.in_flight() {

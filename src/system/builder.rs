@@ -443,13 +443,8 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         )));
         let seq = dev.sequencer(Executor::new(Limits::DEFAULT));
         let grace = Nanos(cfg.ring_id_grace_ns);
-        devices.push(SysActor::Device(DeviceProxy::new(
-            seq,
-            core,
-            device_wake,
-            tap.clone(),
-            grace,
-        )));
+        let proxy = DeviceProxy::new(seq, core, device_wake, tap.clone(), grace);
+        devices.push(SysActor::Device(proxy));
     }
     daemons.append(&mut devices);
     daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {

@@ -188,10 +188,8 @@ impl FaultSpec {
                     // Not expressible in the spec language (a rule built by
                     // hand): named without spaces, but it does not parse back.
                     (None, Fault::StaleRead { off, span, lag }) => {
-                        format!(
-                            "stale_read(+{off:#x}..+{:#x},-{lag})",
-                            off.saturating_add(span)
-                        )
+                        let end = off.saturating_add(span);
+                        format!("stale_read(+{off:#x}..+{end:#x},-{lag})")
                     }
                     // DropNq and DropDoorbell have a KINDS row.
                     (None, f) => format!("{f:?}"),

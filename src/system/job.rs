@@ -766,14 +766,11 @@ pub fn run(cfg: &JobConfig, progress: &mut dyn FnMut(u64, u64)) -> Result<JobRep
     } else {
         // Without a text view (no replay to compare with), the tracer's log
         // keeps only the operations' encodings in the binary stream.
+        let (hal, filter) = (FakeHal::one_thread(), TraceFilter::Protocol);
         let tracer = if cfg.replay.is_none() {
-            Tracer::with_log(
-                FakeHal::one_thread(),
-                TraceFilter::Protocol,
-                TraceLog::encoding(),
-            )
+            Tracer::with_log(hal, filter, TraceLog::encoding())
         } else {
-            Tracer::with_filter(FakeHal::one_thread(), TraceFilter::Protocol)
+            Tracer::with_filter(hal, filter)
         };
         let log = Some(tracer.log());
         injecting(tracer, log, cfg, progress)

@@ -450,20 +450,16 @@ pub fn open_recorded(path: &Path) -> io::Result<File> {
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
     if !f.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+        let not_a_file = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(not_a_file);
     }
     Ok(f)
 }
 
 /// Compare two trace files.
 pub fn diff_files(a: &Path, b: &Path) -> io::Result<TraceDiff> {
-    diff_readers(
-        BufReader::new(File::open(a)?),
-        BufReader::new(File::open(b)?),
-    )
+    let (a, b) = (File::open(a)?, File::open(b)?);
+    diff_readers(BufReader::new(a), BufReader::new(b))
 }
 
 #[cfg(test)]
