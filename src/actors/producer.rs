@@ -829,11 +829,7 @@ impl<H: Hal> ProducerActor<H> {
         // Backing off from every healthy XU: sleep on the armed completion
         // (unless an XU is being reset: no fd says when it is back).
         self.holding = resetting;
-        if live || resetting {
-            None
-        } else {
-            Some(self.rr % n)
-        }
+        (!live && !resetting).then_some(self.rr % n)
     }
 
     /// Back off from `c` until half its queue has drained: poll for that

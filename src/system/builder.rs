@@ -490,47 +490,35 @@ impl<H: Hal> Shared<H> {
     /// shared load area per core, one code variant and one IO area per work
     /// item) and tell the publisher (one record per core). Runs on the
     /// caller's thread; only the control-channel send may wait.
-    pub fn load_model(
-        &self,
-        builder: &ModelBuilder,
-        name: &str,
-    ) -> Result<Arc<ResidentModel>, Error> {
+    pub fn load_model(&self, b: &ModelBuilder, name: &str) -> Result<Arc<ResidentModel>, Error> {
         let dev = &self.dev;
         let items = self.cfg.ring_capacity as usize;
         let dram = crate::device::memmap::DRAM_BASE;
-        let link = |load: u64, io: u64| builder.link(load, io).map_err(|e| err("link", e));
+        let link = |load: u64, io: u64| b.link(load, io).map_err(|e| err("link", e));
         let load = |e| err("load", e);
         let probe = link(dram, dram)?;
-        let handle = self
-            .next_handle
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let handle = (self.next_handle).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut per_core = Vec::with_capacity(usize::from(self.cfg.cores));
         let mut image0 = None;
         for _core in 0..self.cfg.cores {
             let base = dev.alloc(probe.footprint(), 64).map_err(load)?;
-            let io_pa = (0..items)
-                .map(|_| dev.alloc(probe.mem.tensors.max(64), 64).map(|a| a.pa()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(load)?;
+            let io = |_| dev.alloc(probe.mem.tensors.max(64), 64).map(|a| a.pa());
+            let io_pa: Result<Vec<_>, _> = (0..items).map(io).collect();
+            let io_pa = io_pa.map_err(load)?;
             // The first variant fills the shared load area; each other one
             // is its own copy of the code (linked to its IO area), under
             // the first one's id.
             let first = link(base.pa(), io_pa[0])?;
-            let mut variants = vec![dev
-                .load_model(base, &first.bytes, first.blocks)
-                .map_err(load)?];
+            let loaded = dev.load_model(base, &first.bytes, first.blocks);
+            let mut variants = vec![loaded.map_err(load)?];
             image0.get_or_insert(first);
             for &io in &io_pa[1..] {
                 let img = link(base.pa(), io)?;
                 let code_len = img.mem.code;
                 let code = dev.alloc(code_len.max(64), 64).map_err(load)?;
-                let lm = dev
-                    .load_model(code, &img.bytes[..code_len as usize], img.blocks)
-                    .map_err(load)?;
-                variants.push(LoadedModel {
-                    id: variants[0].id,
-                    ib: lm.ib,
-                });
+                let lm = dev.load_model(code, &img.bytes[..code_len as usize], img.blocks);
+                let (id, ib) = (variants[0].id, lm.map_err(load)?.ib);
+                variants.push(LoadedModel { id, ib });
             }
             let n = items as u64;
             per_core.push(CoreModel {

@@ -348,12 +348,8 @@ impl JobConfig {
 /// The default slab path: `/dev/shm/xunds-<pid>.nds` (or the temporary
 /// directory).
 pub fn default_slab_path() -> PathBuf {
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
+    let shm = Some(Path::new("/dev/shm")).filter(|d| d.is_dir());
+    let dir = shm.map_or_else(std::env::temp_dir, Path::to_path_buf);
     dir.join(format!("xunds-{}.nds", std::process::id()))
 }
 

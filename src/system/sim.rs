@@ -384,14 +384,13 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         let ok = w.by_status.get(NrtStatus::SUCCESS);
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);
         let timeouts = w.by_status.get(NrtStatus::TIMEOUT);
+        let total = w.by_status.total();
+        let other = total.saturating_sub(ok + timeouts + num);
         let mut want: Vec<(NcCounter, u64)> = vec![
             (NcCounter::InferCompleted, ok),
             (NcCounter::InferTimedOut, timeouts),
             (NcCounter::InferCompletedWithNumErr, num),
-            (
-                NcCounter::InferCompletedWithErr,
-                w.by_status.total().saturating_sub(ok + timeouts + num),
-            ),
+            (NcCounter::InferCompletedWithErr, other),
             (NcCounter::InferenceCount, w.completed),
             (NcCounter::MacCount, w.macs),
             (NcCounter::LatencyDevice, w.device_ns),
@@ -400,36 +399,29 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
             (NcCounter::InferFailedToQueue, l.1 + l.2),
             (NcCounter::ModelLoadCount, u64::from(case.models)),
         ];
-        for class in ErrorClass::ALL {
-            want.push((class.counter(), w.classes[class as usize]));
-        }
-        let core = c.core;
+        want.extend(ErrorClass::ALL.map(|class| (class.counter(), w.classes[class as usize])));
+        let (core, completed) = (c.core, w.completed);
         fail_if!(
-            w.by_status.total() != w.completed,
+            total != completed,
             Counters,
-            "core {core}: {} completions by status vs {} completed",
-            w.by_status.total(),
-            w.completed
+            "core {core}: {total} completions by status vs {completed} completed"
         );
         for (k, v) in want {
-            let slab = c.get(k);
+            let (name, slab) = (k.name(), c.get(k));
             fail_if!(
                 slab != v,
                 Counters,
-                "core {core}: {} is {slab} in the slab, {v} in the run",
-                k.name()
+                "core {core}: {name} is {slab} in the slab, {v} in the run"
             );
         }
     }
     // Item pools.
     for (core, a) in r.pools.iter().enumerate() {
+        let (free, items, twice) = (a.free, a.items, a.duplicates);
         fail_if!(
-            a.duplicates != 0 || a.free != a.items,
+            twice != 0 || free != items,
             ItemPool,
-            "core {core}: {} of {} items free, {} freed twice",
-            a.free,
-            a.items,
-            a.duplicates
+            "core {core}: {free} of {items} items free, {twice} freed twice"
         );
     }
     // Degraded XUs refuse.
