@@ -599,13 +599,9 @@ fn execute<H: Hal + 'static>(
         models,
         inputs: Arc::new(p.inputs),
     };
-    let mut producer = ProducerActor::new(
-        Arc::clone(&shared.lanes),
-        work,
-        Arc::clone(&shared.pub_stats),
-        shared.tap.clone(),
-    )?
-    .recovering(cfg.recover);
+    let (lanes, applied) = (Arc::clone(&shared.lanes), Arc::clone(&shared.pub_stats));
+    let mut producer = ProducerActor::new(lanes, work, applied, shared.tap.clone())?;
+    producer = producer.recovering(cfg.recover);
     if let Some(rate) = cfg.rate {
         producer = producer.paced(Pacing::poisson(rate, cfg.seed));
     }

@@ -364,10 +364,8 @@ impl<A: Actor> DetRunner<A> {
         if self.runnable.is_empty() {
             // Nobody can make progress at this time: jump to the earliest
             // deadline ahead, or by the idle jump.
-            let deadlines = self
-                .live
-                .iter()
-                .map(|&i| self.slots[i].actor.next_deadline());
+            let slots = &self.slots;
+            let deadlines = self.live.iter().map(|&i| slots[i].actor.next_deadline());
             let ahead = deadlines.flatten().filter(|&d| d > now).min();
             let target = ahead.unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
             // Ahead of `now` (or `now` itself, saturated): never back.
@@ -395,14 +393,11 @@ impl<A: Actor> DetRunner<A> {
                 self.runnable.remove(k);
                 self.no_progress += 1;
                 if self.no_progress >= self.cfg.max_polls_without_progress {
+                    let waiting = self.live.iter().map(|&i| &self.slots[i].st.name);
                     return Err(RunError::Livelock {
                         polls: self.no_progress,
                         now: self.stats.now,
-                        waiting: self
-                            .live
-                            .iter()
-                            .map(|&i| self.slots[i].st.name.clone())
-                            .collect(),
+                        waiting: waiting.cloned().collect(),
                     });
                 }
             }
