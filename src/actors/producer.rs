@@ -810,10 +810,9 @@ impl<H: Hal> ProducerActor<H> {
     /// XU is degraded for good, any XU (each call is refused with 101).
     fn pick_core(&mut self) -> Option<usize> {
         let (n, healths) = (self.queues.len(), &self.healths);
-        let healthy = |c: usize| healths[c].state() == XuHealthState::Healthy;
-        let found = (0..n)
-            .map(|k| (self.rr + k) % n)
-            .find(|&c| self.backoff[c].is_none() && healthy(c));
+        let ok =
+            |c: usize| self.backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy;
+        let found = (0..n).map(|k| (self.rr + k) % n).find(|&c| ok(c));
         self.holding = false;
         if found.is_some() {
             return found;

@@ -288,10 +288,8 @@ impl<S: SlabMut> Books<S> {
     fn unload(&mut self, m: &ModelLoad, cx: &mut Cx<'_>) {
         let (handle, core) = (m.handle, m.core);
         msg!(cx, "model {handle} unloaded from core {core}");
-        let found = self
-            .records
-            .iter()
-            .position(|r| (r.0, r.1) == (handle, core));
+        let key = (handle, core);
+        let found = self.records.iter().position(|r| (r.0, r.1) == key);
         match found {
             Some(i) => {
                 let (_, _, slot) = self.records.swap_remove(i);

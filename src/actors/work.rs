@@ -189,18 +189,32 @@ pub struct ResidentModel {
 }
 
 impl ResidentModel {
-    /// The IO tensors of an image (all live in its IO section).
-    pub fn io_tensors(image: &ModelImage) -> (Vec<IoTensor>, Vec<IoTensor>) {
-        let conv = |ts: &[crate::device::model::TensorDesc]| {
-            ts.iter()
-                .filter(|t| t.section == Section::Io)
-                .map(|t| IoTensor {
-                    offset: t.offset,
-                    elems: t.elems() as u32,
-                })
-                .collect::<Vec<_>>()
+    /// Model `handle`, `image` (core 0's first variant) loaded on each core
+    /// as `per_core` says: its IO tensors are the image's (all in its IO
+    /// section), its host bytes the image's code and constants.
+    pub fn new(handle: u32, name: &str, image: ModelImage, per_core: Vec<CoreModel>) -> Self {
+        let io = |ts: &[crate::device::model::TensorDesc]| {
+            let io = ts.iter().filter(|t| t.section == Section::Io);
+            io.map(|t| IoTensor {
+                offset: t.offset,
+                elems: t.elems() as u32,
+            })
+            .collect()
         };
-        (conv(&image.inputs), conv(&image.outputs))
+        let (code, constants) = (image.mem.code, image.mem.constants);
+        ResidentModel {
+            handle,
+            name: name.to_string(),
+            inputs: io(&image.inputs),
+            outputs: io(&image.outputs),
+            host: MemUsage {
+                code,
+                constants,
+                ..MemUsage::default()
+            },
+            image,
+            per_core,
+        }
     }
 
     /// Elements of all inputs together.

@@ -527,11 +527,8 @@ impl<H: Hal> WorkerActor<H> {
             self.known.clear();
             self.known_removals = removals;
         }
-        let known = self
-            .known
-            .iter()
-            .position(|m| u64::from(m.handle) == mod_ref);
-        let i = match known {
+        let named = |m: &Arc<ResidentModel>| u64::from(m.handle) == mod_ref;
+        let i = match self.known.iter().position(named) {
             Some(i) => i,
             None => {
                 self.known.push(self.p.models.get(mod_ref)?);
@@ -880,9 +877,8 @@ impl<H: Hal> WorkerActor<H> {
             return true;
         };
         let popped = if cur.discard {
-            (self.p.ring.discard())
-                .ok()
-                .map(|seq| (seq, Signal::NoWaiter))
+            let seq = self.p.ring.discard().ok();
+            seq.map(|seq| (seq, Signal::NoWaiter))
         } else {
             self.p.ring.pop(cur.status).ok().map(|p| (p.seq, p.signal))
         };

@@ -534,22 +534,7 @@ impl<H: Hal> Shared<H> {
             });
         }
         let image = image0.ok_or_else(|| Error::Other("no cores".into()))?;
-        let (inputs, outputs) = ResidentModel::io_tensors(&image);
-        let host = MemUsage {
-            code: image.mem.code,
-            tensors: 0,
-            constants: image.mem.constants,
-            scratchpad: 0,
-        };
-        let model = Arc::new(ResidentModel {
-            handle,
-            name: name.to_string(),
-            image,
-            per_core,
-            inputs,
-            outputs,
-            host,
-        });
+        let model = Arc::new(ResidentModel::new(handle, name, image, per_core));
         self.send_models(&model, PubMsg::ModelLoaded)?;
         self.models.insert(Arc::clone(&model));
         Ok(model)
