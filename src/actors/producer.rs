@@ -459,13 +459,11 @@ impl<H: Hal> Lane<H> {
                 self.p.worker_wake.wake();
                 call.wake_worker(cx);
                 self.slots.drain(cx);
+                let (seq_id, exec_id) = (seq.0, staged.exec_id);
+                let (model, switch) = (req.model.handle, u8::from(staged.model_switch));
                 msg!(
                     cx,
-                    "scheduled xu={core} seq={:#x} exec_id={} item={idx} model={} switch={}",
-                    seq.0,
-                    staged.exec_id,
-                    req.model.handle,
-                    staged.model_switch as u8
+                    "scheduled xu={core} seq={seq_id:#x} exec_id={exec_id} item={idx} model={model} switch={switch}"
                 );
             }
             Err((idx, e)) => {

@@ -477,12 +477,8 @@ impl<H: Hal> WorkerActor<H> {
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
-                let at = self.xu.pool.relative(word);
-                msg!(
-                    cx,
-                    "seq={:#x} exec_info=items{at:+#x} item={idx}: {bad:?}",
-                    seq.0
-                );
+                let (s, at) = (seq.0, self.xu.pool.relative(word));
+                msg!(cx, "seq={s:#x} exec_info=items{at:+#x} item={idx}: {bad:?}");
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
         };
@@ -541,16 +537,11 @@ impl<H: Hal> WorkerActor<H> {
     /// Complete a slot whose `exec_info` names no item and that no item was
     /// submitted under: nothing staged, nothing to harvest or return.
     fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
-        let at = self.xu.pool.relative(word);
-        msg!(
-            cx,
-            "seq={:#x}: exec_info items{at:+#x}: {bad:?}, no item",
-            seq.0
-        );
-        let ts_start = Timespec::from_nanos(cx.now().as_u64());
+        let (s, at) = (seq.0, self.xu.pool.relative(word));
+        msg!(cx, "seq={s:#x}: exec_info items{at:+#x}: {bad:?}, no item");
         self.cur = Some(Current {
             seq,
-            ts_start,
+            ts_start: Timespec::from_nanos(cx.now().as_u64()),
             bad: Some(bad),
             ..Current::default()
         });

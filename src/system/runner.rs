@@ -856,13 +856,9 @@ impl Wish {
     /// deadline, at most `idle`; `None` when a deadline is too close to
     /// sleep for ([`SLEEP_MIN`]) or already passed: yield instead.
     fn sleep(&self, idle: Duration) -> Option<Duration> {
-        match self.due {
-            None => Some(idle),
-            Some(d) => {
-                let left = Duration::from_nanos(d.as_u64().saturating_sub(self.now.as_u64()));
-                (left >= SLEEP_MIN).then_some(left.min(idle))
-            }
-        }
+        let Some(d) = self.due else { return Some(idle) };
+        let left = Duration::from_nanos(d.as_u64().saturating_sub(self.now.as_u64()));
+        (left >= SLEEP_MIN).then_some(left.min(idle))
     }
 }
 
