@@ -603,9 +603,7 @@ impl<H: Hal> WorkerActor<H> {
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) if exec_id == cur_id => {
                     return Some(Outcome::TimedOut)
                 }
-                Ok(Some(Ok(c))) => {
-                    msg!(cx, "stray completion exec_id={}", c.exec_id);
-                }
+                Ok(Some(Ok(c))) => msg!(cx, "stray completion exec_id={}", c.exec_id),
                 Ok(Some(Err(HarvestError::Timeout { exec_id, .. }))) => {
                     msg!(cx, "stray timeout exec_id={exec_id}");
                 }
@@ -721,11 +719,8 @@ impl<H: Hal> WorkerActor<H> {
                 if cur.side.expect != NO_EXPECT {
                     self.stats.outputs_checked += 1;
                     let want = self.p.expected.outputs.get(cur.side.expect as usize);
-                    let same = want.is_some_and(|w| {
-                        w.iter()
-                            .map(|x| x.to_bits())
-                            .eq(self.vals.iter().map(|x| x.to_bits()))
-                    });
+                    let got = self.vals.iter().map(|x| x.to_bits());
+                    let same = want.is_some_and(|w| w.iter().map(|x| x.to_bits()).eq(got));
                     self.stats.outputs_wrong += u64::from(!same);
                 }
             }

@@ -717,10 +717,8 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
                 Home::Alone(member)
             };
             let group = seat.group();
-            match groups
-                .iter_mut()
-                .find(|(g, ..)| group.is_some() && *g == group)
-            {
+            let same = |g: &Option<u32>| group.is_some() && *g == group;
+            match groups.iter_mut().find(|(g, ..)| same(g)) {
                 Some((.., members)) => members.push(home),
                 None => groups.push((group, name, vec![home])),
             }
