@@ -88,6 +88,7 @@
 //! the buffers have grown.
 
 use core::fmt;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
@@ -332,10 +333,7 @@ fn format_line(line: &mut Vec<u8>, now: Nanos, actor: &str, kind: &str, text: &d
     line.clear();
     // Writing into a Vec cannot fail; a `Display` impl that errors leaves a
     // truncated (but still deterministic) line.
-    let _ = fmt::write(
-        &mut Escaping(line),
-        format_args!("t={now} {actor} {kind} {text}"),
-    );
+    let _ = write!(Escaping(line), "t={now} {actor} {kind} {text}");
     line.push(b'\n');
 }
 
