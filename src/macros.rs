@@ -343,6 +343,7 @@ macro_rules! codec_as {
 /// ```ignore
 /// debug_fields!([H: Hal] Lane<H>, |s| core = s.xu.core, free = s.free.len(); ..);
 /// ```
+#[cfg(feature = "sim")]
 macro_rules! debug_fields {
     ([$($g:tt)*] $T:ident $(<$($p:tt),*>)?, |$s:ident| $($f:ident = $e:expr),+ $(; $more:tt)?) => {
         impl<$($g)*> core::fmt::Debug for $T $(<$($p),*>)? {
