@@ -161,10 +161,9 @@ pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
         (1..=usize::MAX / 2).contains(&capacity),
         "mailbox capacity must be in 1..=usize::MAX/2, got {capacity}"
     );
-    let slots = (0..capacity)
+    let slots: Box<[_]> = (0..capacity)
         .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-        .collect::<Vec<_>>()
-        .into_boxed_slice();
+        .collect();
     let shared = Arc::new(Shared {
         head: Padded(AtomicUsize::new(0)),
         tail: Padded(AtomicUsize::new(0)),

@@ -950,10 +950,8 @@ impl<H: Hal> Actor for ProducerActor<H> {
         let lanes = Arc::clone(&self.lanes);
         let mut held: Option<(usize, MutexGuard<'_, Lane<H>>)> = None;
         for _ in 0..BATCH {
-            if self.next >= self.work.executions {
-                break;
-            }
-            if self.pacing.as_mut().is_some_and(|p| !p.due(cx.now())) {
+            let not_due = |p: &mut Pacing| !p.due(cx.now());
+            if self.next >= self.work.executions || self.pacing.as_mut().is_some_and(not_due) {
                 break;
             }
             let Some(c) = self.pick_core() else { break };

@@ -932,9 +932,7 @@ impl<H: Hal> WorkerActor<H> {
     pub fn inject_health_event(&mut self, e: XuHealthEvent, cx: &mut Cx<'_>) {
         match e {
             XuHealthEvent::Timeout | XuHealthEvent::FatalError => self.degrade(e, false, cx),
-            _ => {
-                self.reset_step(e, cx);
-            }
+            _ => _ = self.reset_step(e, cx),
         }
     }
 

@@ -731,11 +731,9 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             shared,
         };
         for (group, name, members) in groups {
-            let helps: Vec<_> = shared_all
-                .iter()
-                .filter(|(g, _)| group.is_none() || *g != group)
-                .map(|(_, m)| m.clone())
-                .collect();
+            let other = |g: &Option<u32>| group.is_none() || *g != group;
+            let helps = shared_all.iter().filter(|(g, _)| other(g));
+            let helps: Vec<_> = helps.map(|(_, m)| m.clone()).collect();
             let sh = running.shared.clone();
             let cfg = self.cfg;
             let spawned = thread::Builder::new()

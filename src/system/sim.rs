@@ -195,15 +195,13 @@ impl SimCase {
 
     /// One line: the configuration (no seed, no executions).
     pub fn describe(&self) -> String {
+        let arrival = (self.rate).map_or("closed loop".into(), |r| format!("open loop {r} exec/s"));
         format!(
-            "{} cores, ring {}, {} x {}, {}, timeout {} ms, faults {}, recover {}",
+            "{} cores, ring {}, {} x {}, {arrival}, timeout {} ms, faults {}, recover {}",
             self.cores,
             self.ring,
             self.models,
             self.model.name(),
-            self.rate.map_or("closed loop".to_string(), |r| format!(
-                "open loop {r} exec/s"
-            )),
             self.timeout_ms,
             self.faults.text(),
             if self.recover { "on" } else { "off" }
