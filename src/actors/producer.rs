@@ -27,7 +27,6 @@
 //! is full they stay aggregated and go with the next attempt (deadlock rule
 //! R1: nothing is dropped, nothing blocks).
 
-use crate::actors::msg;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -39,7 +38,7 @@ use crate::actors::wake::Waker;
 use crate::actors::work::{
     HealthCell, HealthViolation, HostSide, ItemPool, OutputBuf, PubMsg, ResidentModel,
 };
-use crate::actors::{Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
+use crate::actors::{msg, Actor, Cx, HalTap, Idle, Nanos, Progress, SlotTap};
 use crate::device::memmap::reg;
 use crate::device::memmap::MemMap;
 use crate::device::sequencer::DramMemory;

@@ -26,7 +26,6 @@
 //! it drains them unconditionally (deadlock rule R2/R3); senders keep what a
 //! full mailbox refuses (R1).
 
-use crate::actors::msg;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -34,7 +33,7 @@ use crate::actors::lock;
 use crate::actors::mailbox::Receiver;
 use crate::actors::wake::Waker;
 use crate::actors::work::{Completion, ModelLoad, PubMsg};
-use crate::actors::{step_counted, Actor, Cx, Idle, Progress};
+use crate::actors::{msg, step_counted, Actor, Cx, Idle, Progress};
 use crate::fsm::publisher::{PublisherCycle, PublisherEvent, PublisherState};
 use crate::fsm::{Transition, TransitionHook};
 use crate::nds::{Counter, ModelSlot, SlabMut, Writer};

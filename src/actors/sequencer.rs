@@ -6,11 +6,10 @@
 //! per core (the cores of a device are independent, so a threaded run
 //! executes them in parallel).
 
-use crate::actors::msg;
 use std::sync::Arc;
 
 use crate::actors::wake::Waker;
-use crate::actors::{step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::actors::{msg, step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress};
 use crate::device::sequencer::{RequestExecutor, Sequencer};
 use crate::fsm::proxy::{ProxyCycle, ProxyEvent, ProxyState};
 use crate::hal::Hal;

@@ -49,7 +49,6 @@
 //! publisher's mailbox refuses is kept (R1) and retried first on the next
 //! poll, and the worker starts no new execution while it keeps one (R2).
 
-use crate::actors::msg;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -59,7 +58,7 @@ use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::wake::Waker;
 use crate::actors::work::ResidentModel;
 use crate::actors::work::{BadItem, Completion, Expectations, HostSide, Models, PubMsg, NO_EXPECT};
-use crate::actors::{step_counted, Actor, Cx, Idle, Nanos, Progress, SlotTap};
+use crate::actors::{msg, step_counted, Actor, Cx, Idle, Nanos, Progress, SlotTap};
 use crate::device::irq;
 use crate::device::memmap::reg;
 use crate::device::nq::{ExecCompletion, ExecStatus, HarvestError, Harvester};
