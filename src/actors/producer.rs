@@ -150,7 +150,9 @@ impl<H: Hal> XuParts<H> {
         // RESET_REQ in `Sequencer::poll_one`: what the caller did before
         // (the lane's last staging, the worker's last NQ read) is done
         // before the device acts on the request.
-        let r = (self.hal).fetch_add_u32(self.regs(), reg::RESET_REQ, 1, HalOrdering::Release);
+        let r = self
+            .hal
+            .fetch_add_u32(self.regs(), reg::RESET_REQ, 1, HalOrdering::Release);
         if let Err(e) = &r {
             msg!(cx, "xu={} reset request: {e}", self.core);
         }
@@ -411,7 +413,11 @@ impl<H: Hal> Lane<H> {
         let submitted = call.submit(cx, |cx| {
             let r = match inject {
                 Some(FunnelEvent::SubmitFailed) => Err("injected".to_string()),
-                _ => (self.p.ring.submit(word, req.status)).map_err(|e| e.error.to_string()),
+                _ => self
+                    .p
+                    .ring
+                    .submit(word, req.status)
+                    .map_err(|e| e.error.to_string()),
             };
             if let Ok(seq) = r {
                 self.slots.submitted(seq.seq_num());
@@ -871,7 +877,9 @@ impl<H: Hal> ProducerActor<H> {
     /// Some back-off is still polling (not armed): the runner must not
     /// sleep on the eventfd.
     fn polling(&self) -> bool {
-        (self.backoff.iter()).any(|b| b.is_some_and(|b| b.polling_since.is_some()))
+        self.backoff
+            .iter()
+            .any(|b| b.is_some_and(|b| b.polling_since.is_some()))
     }
 
     /// The end condition: every execution handed out, every XU drained,

@@ -478,7 +478,10 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
         }
         // Ordering: Release pairs with the Acquire loads in
         // `PubStats::applied`, as in `publish` (docs/abi.md §2.4).
-        (self.books.stats.fsm_violations).store(self.books.fsm_violations, Ordering::Release);
+        self.books
+            .stats
+            .fsm_violations
+            .store(self.books.fsm_violations, Ordering::Release);
         self.trace_records(cx);
         Progress::of(made)
     }

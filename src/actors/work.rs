@@ -742,7 +742,10 @@ impl HealthCell {
             };
             // Ordering: Release pairs with the Acquire load in `state`;
             // Acquire on failure re-reads the state another thread stored.
-            match (self.0).compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .0
+                .compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => {
                     let _ = step_traced::<XuHealth, H>(from, event, u64::from(core), hook);
                     return Ok((from, to));

@@ -467,10 +467,14 @@ impl<H: Hal> WorkerActor<H> {
         // (the HAL tap was drained by the `peek` step: nothing since).
         let checked = match word_bad {
             Some(bad) => Err(bad),
-            None => (self.xu.pool.load(&*self.xu.hal, idx, self.xu.core)).and_then(|info| {
-                let m = self.model_index(info.mod_ref);
-                Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
-            }),
+            None => self
+                .xu
+                .pool
+                .load(&*self.xu.hal, idx, self.xu.core)
+                .and_then(|info| {
+                    let m = self.model_index(info.mod_ref);
+                    Ok((info, m.ok_or(BadItem::UnknownModRef(info.mod_ref))?))
+                }),
         };
         self.xu.tap.drain(cx);
         let (ts_start, model, bad) = match checked {
@@ -495,7 +499,9 @@ impl<H: Hal> WorkerActor<H> {
             deadline
         };
         self.stats.accepted_while_degraded += u64::from(self.degraded_at.is_some_and(|d| from > d));
-        (self.p.harvester).expect(side.exec_id, side.engines, deadline.as_u64());
+        self.p
+            .harvester
+            .expect(side.exec_id, side.engines, deadline.as_u64());
         self.cur = Some(Current {
             seq,
             idx: Some(idx),
@@ -683,7 +689,10 @@ impl<H: Hal> WorkerActor<H> {
         // its NQ records, whose Acquire the harvest did); none without them.
         let (macs, dev_start, dev_cycles, records) = done.map_or((0, 0, 0, 0), |c| {
             let at = self.xu.map.request_macs_off(self.xu.core, cur.side.exec_id) as usize;
-            let macs = (self.xu.hal).load_u64(self.xu.map.dram, at, Ordering::Relaxed);
+            let macs = self
+                .xu
+                .hal
+                .load_u64(self.xu.map.dram, at, Ordering::Relaxed);
             let dev: (u64, u64) = (c.start_cycle.into(), c.device_cycles().into());
             (macs.unwrap_or(0), dev.0, dev.1, c.reported.count_ones())
         });

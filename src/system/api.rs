@@ -331,7 +331,9 @@ impl<H: Hal + 'static> System<H> {
 
     /// Load an MLP.
     pub fn load_mlp(&self, spec: &MlpSpec, name: &str) -> Result<ModelHandle, Error> {
-        let b = (spec.builder()).map_err(|e| Error::Other(format!("model: {e}")))?;
+        let b = spec
+            .builder()
+            .map_err(|e| Error::Other(format!("model: {e}")))?;
         self.load_model(&b, name)
     }
 
@@ -502,7 +504,8 @@ impl<H: Hal + 'static> System<H> {
 
     /// [`running`](Self::running) as the API's error.
     fn live(&self) -> Result<(), Error> {
-        (self.running()).map_err(|s| Error::status_with(s, "the system's daemons have stopped"))
+        self.running()
+            .map_err(|s| Error::status_with(s, "the system's daemons have stopped"))
     }
 
     /// Stop the daemons as a panicking actor does (tests of what the API

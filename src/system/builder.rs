@@ -497,7 +497,9 @@ impl<H: Hal> Shared<H> {
         let link = |load: u64, io: u64| b.link(load, io).map_err(|e| err("link", e));
         let load = |e| err("load", e);
         let probe = link(dram, dram)?;
-        let handle = (self.next_handle).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let handle = self
+            .next_handle
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut per_core = Vec::with_capacity(usize::from(self.cfg.cores));
         let mut image0 = None;
         for _core in 0..self.cfg.cores {

@@ -273,7 +273,9 @@ impl JobConfig {
             ring: num(h, "ring")?,
             inputs: num(h, "inputs")?,
             recover: h.config_value("recover") == Some("1"),
-            model: (h.config_value("model")).map_or(Ok(ModelKind::Mlp), ModelKind::parse)?,
+            model: h
+                .config_value("model")
+                .map_or(Ok(ModelKind::Mlp), ModelKind::parse)?,
             rate: h.config_value("rate").map(|_| num(h, "rate")).transpose()?,
             ..JobConfig::default()
         };
@@ -498,7 +500,9 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .collect();
     let mut expected = Expectations::default();
     for img in &images {
-        (expected.outputs).extend(inputs.iter().map(|x| img.reference(x)));
+        expected
+            .outputs
+            .extend(inputs.iter().map(|x| img.reference(x)));
     }
     let slab = cfg.slab.clone().unwrap_or_else(default_slab_path);
     let mut sys = SystemConfig {
@@ -513,7 +517,9 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         trace_transitions: cfg.deterministic && cfg.digest,
         recover: cfg.recover,
         placement: cfg.placement,
-        record_tags: (cfg.record_tags).then(|| cfg.executions.min(1 << 24) as usize),
+        record_tags: cfg
+            .record_tags
+            .then(|| cfg.executions.min(1 << 24) as usize),
         ..SystemConfig::new(cfg.vncs)
     };
     sys.dram_size = sys.dram_for(&images[0], u64::from(cfg.models));
@@ -620,7 +626,9 @@ fn execute<H: Hal + 'static>(
         let mut trace = open_trace(cfg)?;
         let differs = trace.stop_flag();
         // The setup's HAL operations (mapping, model loads).
-        (shared.tap).drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
+        shared
+            .tap
+            .drain(&mut Cx::new(Nanos::ZERO, "setup", &mut trace));
         let mut r: DetRunner<SysActor<H>> = DetRunner::new(cfg.det_config());
         r.add(SysActor::Producer(producer));
         for d in daemons {
@@ -630,7 +638,10 @@ fn execute<H: Hal + 'static>(
         let mut n = 0u64;
         r.run_until(&mut trace, |_| {
             // Ordering: Relaxed: set by the comparing trace on this thread.
-            if (differs.as_ref()).is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed)) {
+            if differs
+                .as_ref()
+                .is_some_and(|d| d.load(std::sync::atomic::Ordering::Relaxed))
+            {
                 return true;
             }
             n += 1;

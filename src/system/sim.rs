@@ -106,7 +106,9 @@ impl SimCase {
                     4..=6 => format!("1/{}", ops / 2 + r.below(ops * 4)),
                     _ => format!("{}+", 1 + r.below(ops)),
                 };
-                let core = (r.chance(1, 3)).then(|| format!("/core{}", r.below(u64::from(cores))));
+                let core = r
+                    .chance(1, 3)
+                    .then(|| format!("/core{}", r.below(u64::from(cores))));
                 items.push(format!("{kind}@{trigger}{}", core.unwrap_or_default()));
             }
         }
@@ -195,7 +197,9 @@ impl SimCase {
 
     /// One line: the configuration (no seed, no executions).
     pub fn describe(&self) -> String {
-        let arrival = (self.rate).map_or("closed loop".into(), |r| format!("open loop {r} exec/s"));
+        let arrival = self
+            .rate
+            .map_or("closed loop".into(), |r| format!("open loop {r} exec/s"));
         format!(
             "{} cores, ring {}, {} x {}, {arrival}, timeout {} ms, faults {}, recover {}",
             self.cores,
