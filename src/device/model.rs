@@ -283,12 +283,9 @@ impl ModelBuilder {
             }
         }
         let const_off = code_len;
-        let [const_len, scratch_len, io_len] = self.lens.map(round_up);
-        for (what, len) in [
-            ("constants", const_len),
-            ("scratch", scratch_len),
-            ("io area", io_len),
-        ] {
+        let lens = self.lens.map(round_up);
+        let [const_len, scratch_len, io_len] = lens;
+        for (what, len) in ["constants", "scratch", "io area"].into_iter().zip(lens) {
             if len > u64::from(u32::MAX) {
                 return Err(ModelError::TooLarge { what });
             }
@@ -451,11 +448,8 @@ impl ModelImage {
     pub fn read_output(&self, mem: &dyn DeviceMemory) -> Result<Vec<f32>, MemFault> {
         let mut out = Vec::with_capacity(self.output_len());
         for t in &self.outputs {
-            out.extend(engine::read_f32s(
-                mem,
-                self.tensor_pa(t),
-                t.elems() as usize,
-            )?);
+            let (pa, n) = (self.tensor_pa(t), t.elems() as usize);
+            out.extend(engine::read_f32s(mem, pa, n)?);
         }
         Ok(out)
     }
@@ -560,11 +554,7 @@ impl MlpSpec {
     /// uniform in `[-1/sqrt(fan_in), 1/sqrt(fan_in))`.
     pub fn weights(&self) -> MlpWeights {
         let mut rng = SplitMix64::new(self.seed);
-        let (i, h, o) = (
-            self.input as usize,
-            self.hidden as usize,
-            self.output as usize,
-        );
+        let [i, h, o] = [self.input, self.hidden, self.output].map(|v| v as usize);
         let s1 = 1.0 / (self.input as f32).sqrt();
         let s2 = 1.0 / (self.hidden as f32).sqrt();
         let mut draw = |n: usize, s: f32| (0..n).map(|_| uniform(&mut rng, s)).collect();
@@ -586,18 +576,14 @@ impl MlpSpec {
 
     /// The builder with the MLP's blocks, layout and reference.
     pub fn builder(&self) -> Result<ModelBuilder, ModelError> {
-        for (what, v) in [
-            ("batch", self.batch),
-            ("input", self.input),
-            ("hidden", self.hidden),
-            ("output", self.output),
-        ] {
+        let dims = [self.batch, self.input, self.hidden, self.output];
+        for (what, v) in ["batch", "input", "hidden", "output"].into_iter().zip(dims) {
             if v == 0 || v > 4096 {
                 let value = u64::from(v);
                 return Err(ModelError::BadShape { what, value });
             }
         }
-        let (bt, i, h, o) = (self.batch, self.input, self.hidden, self.output);
+        let [bt, i, h, o] = dims;
         let w = self.weights();
         let mut mb = ModelBuilder::new("mlp");
         let x = mb.input("x", &[bt, i]);
@@ -620,28 +606,13 @@ impl MlpSpec {
         }
         let wait = |sem| Insn::Wait(sem, 1);
         let signal = |sem| Insn::Signal(sem, 1);
-        let add = |dst: &TensorDesc, b: &TensorDesc| {
-            Insn::Binary(
-                BinOp::Add,
-                dst.operand(),
-                dst.operand(),
-                b.operand(),
-                dst.elems() as u32,
-                b.elems() as u32,
-                check,
-            )
+        let add = |d: &TensorDesc, b: &TensorDesc| {
+            let (od, ob, n, b_len) = (d.operand(), b.operand(), d.elems() as u32, b.elems() as u32);
+            Insn::Binary(BinOp::Add, od, od, ob, n, b_len, check)
         };
-        let matmul = |dst: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| {
-            Insn::MatMul(
-                dst.operand(),
-                a.operand(),
-                b.operand(),
-                bt,
-                k,
-                dst.shape[1],
-                false,
-                check,
-            )
+        let matmul = |d: &TensorDesc, a: &TensorDesc, b: &TensorDesc, k| {
+            let (od, oa, ob, n) = (d.operand(), a.operand(), b.operand(), d.shape[1]);
+            Insn::MatMul(od, oa, ob, bt, k, n, false, check)
         };
         let (copy, act, reduce) = (
             Insn::Copy(xs.operand(), x.operand(), bt * i),
@@ -696,12 +667,7 @@ impl MlpSpec {
     }
 
     fn reference_with(&self, w: &MlpWeights, x: &[f32]) -> Vec<f32> {
-        let (bt, i, h, o) = (
-            self.batch as usize,
-            self.input as usize,
-            self.hidden as usize,
-            self.output as usize,
-        );
+        let [bt, i, h, o] = [self.batch, self.input, self.hidden, self.output].map(|v| v as usize);
         let mut hid = vec![0f32; bt * h];
         let mut y = vec![0f32; bt * o];
         for r in 0..bt {
