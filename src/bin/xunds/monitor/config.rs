@@ -127,11 +127,6 @@ impl Config {
         warn: &mut dyn FnMut(String),
     ) -> Result<Config, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| format!("config: {e}"))?;
-        // A period given at `at`, else `default`.
-        let period = |p: &Option<String>, at: &str, default| match p {
-            Some(p) => parse_period(p).map_err(|e| format!("config: {at}period: {e}")),
-            None => Ok(default),
-        };
         let root = period(&raw.period, "", default)?;
         let mut rules = Vec::new();
         for (i, r) in raw.neuron_runtimes.iter().enumerate() {
@@ -140,34 +135,12 @@ impl Config {
             let anchored = |f| regex_lite::Regex::new(&format!("^(?:{f})$"));
             let tag_filter = (r.tag_filter.as_ref().map(anchored).transpose())
                 .map_err(|e| format!("config: {at}.tag_filter: {e}"))?;
-            let mut groups = Vec::new();
-            for (j, m) in r.metrics.iter().enumerate() {
-                let p = period(&m.period, &format!("{at}.metrics[{j}]."), rule_period)?;
-                match RtGroup::from_name(&m.kind) {
-                    Some(g) => groups.push((g, p)),
-                    None => warn(format!(
-                        "config: {at}.metrics[{j}]: unknown type {:?} ignored",
-                        m.kind
-                    )),
-                }
-            }
-            groups.sort_by_key(|(g, _)| *g);
-            groups.dedup_by_key(|(g, _)| *g);
+            let at = format!("{at}.metrics");
+            let groups = metrics(&r.metrics, &at, rule_period, RtGroup::from_name, warn)?;
             rules.push(RuntimeRule { tag_filter, groups });
         }
-        let mut system = Vec::new();
-        for (j, m) in raw.system_metrics.iter().enumerate() {
-            let p = period(&m.period, &format!("system_metrics[{j}]."), root)?;
-            match SysGroup::from_name(&m.kind) {
-                Some(g) => system.push((g, p)),
-                None => warn(format!(
-                    "config: system_metrics[{j}]: unknown type {:?} ignored",
-                    m.kind
-                )),
-            }
-        }
-        system.sort_by_key(|(g, _)| *g);
-        system.dedup_by_key(|(g, _)| *g);
+        let sys = &raw.system_metrics;
+        let system = metrics(sys, "system_metrics", root, SysGroup::from_name, warn)?;
         Ok(Config { rules, system })
     }
 
@@ -189,6 +162,40 @@ impl Config {
             .unwrap_or(default)
             .max(Duration::from_millis(10))
     }
+}
+
+/// A period given at `at`, else `default`.
+fn period(p: &Option<String>, at: &str, default: Duration) -> Result<Duration, String> {
+    match p {
+        Some(p) => parse_period(p).map_err(|e| format!("config: {at}period: {e}")),
+        None => Ok(default),
+    }
+}
+
+/// The metric list at `at` (its groups' default period `default`): each
+/// known group once, in report order, with its period; an unknown type is
+/// a warning.
+fn metrics<G: Ord + Copy>(
+    list: &[RawMetric],
+    at: &str,
+    default: Duration,
+    from_name: fn(&str) -> Option<G>,
+    warn: &mut dyn FnMut(String),
+) -> Result<Vec<(G, Duration)>, String> {
+    let mut groups = Vec::new();
+    for (j, m) in list.iter().enumerate() {
+        let p = period(&m.period, &format!("{at}[{j}]."), default)?;
+        match from_name(&m.kind) {
+            Some(g) => groups.push((g, p)),
+            None => warn(format!(
+                "config: {at}[{j}]: unknown type {:?} ignored",
+                m.kind
+            )),
+        }
+    }
+    groups.sort_by_key(|(g, _)| *g);
+    groups.dedup_by_key(|(g, _)| *g);
+    Ok(groups)
 }
 
 #[cfg(test)]
