@@ -356,13 +356,8 @@ pub enum TraceWhat {
 
 impl fmt::Display for TraceLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:>8} {:<4} {:#08x}  ",
-            self.cycle,
-            self.engine.name(),
-            self.pc
-        )?;
+        let (cycle, engine, pc) = (self.cycle, self.engine.name(), self.pc);
+        write!(f, "{cycle:>8} {engine:<4} {pc:#08x}  ")?;
         match &self.what {
             TraceWhat::Done { insn, end } => write!(f, "{insn}  -> {end}"),
             TraceWhat::Blocked { insn } => write!(f, "{insn}  (blocked)"),

@@ -566,28 +566,21 @@ impl fmt::Display for Insn {
             Insn::Binary(_, dst, a, b, n, b_len, check) => {
                 write!(f, "{m}{} {dst}, {a}, {b}, n={n}, b_len={b_len}", chk(check))
             }
-            Insn::Affine(dst, src, n, scale_bits, bias_bits, check) => write!(
-                f,
-                "{m}{} {dst}, {src}, n={n}, scale={:?}, bias={:?}",
-                chk(check),
-                f32::from_bits(scale_bits),
-                f32::from_bits(bias_bits)
-            ),
-            Insn::MatMul(dst, a, b, rows, k, n, acc, check) => write!(
-                f,
-                "{m}{}{} {dst}, {a}, {b}, m={rows} k={k} n={n}",
-                if acc { ".acc" } else { "" },
-                chk(check)
-            ),
+            Insn::Affine(dst, src, n, scale, bias, check) => {
+                let (c, s, b) = (chk(check), f32::from_bits(scale), f32::from_bits(bias));
+                write!(f, "{m}{c} {dst}, {src}, n={n}, scale={s:?}, bias={b:?}")
+            }
+            Insn::MatMul(dst, a, b, rows, k, n, acc, check) => {
+                let (acc, c) = (if acc { ".acc" } else { "" }, chk(check));
+                write!(f, "{m}{acc}{c} {dst}, {a}, {b}, m={rows} k={k} n={n}")
+            }
             Insn::Act(func, dst, src, n, check) => {
                 write!(f, "{m}.{}{} {dst}, {src}, n={n}", func.name(), chk(check))
             }
-            Insn::Reduce(op, dst, src, rows, cols, check) => write!(
-                f,
-                "{m}.{}{} {dst}, {src}, rows={rows} cols={cols}",
-                op.name(),
-                chk(check)
-            ),
+            Insn::Reduce(op, dst, src, rows, cols, check) => {
+                let (op, c) = (op.name(), chk(check));
+                write!(f, "{m}.{op}{c} {dst}, {src}, rows={rows} cols={cols}")
+            }
             Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
                 write!(f, "{m} s{sem}, {value}")
             }
