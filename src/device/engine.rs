@@ -851,11 +851,8 @@ fn write(
     // when something is not finite.
     let finite = |w: &u32| w & 0x7F80_0000 != 0x7F80_0000;
     if check && !out.iter().fold(true, |ok, w| ok & finite(w)) {
-        let index = out.iter().position(|w| !finite(w)).unwrap_or(0);
-        return Err(FaultKind::NonFinite {
-            index: index as u32,
-        }
-        .at(pc));
+        let index = out.iter().position(|w| !finite(w)).unwrap_or(0) as u32;
+        return Err(FaultKind::NonFinite { index }.at(pc));
     }
     *written = Some((pa, pa + 4 * out.len() as u64));
     mem.write_u32s(pa, out)

@@ -154,10 +154,8 @@ impl<H: Hal> Device<H> {
         let aligned = base_pa.checked_next_multiple_of(align);
         let total = aligned.and_then(|a| (a - base_pa).checked_add(len));
         let (Some(aligned), Some(total)) = (aligned, total) else {
-            return Err(LoadError::OutOfMemory {
-                len: u64::MAX,
-                free,
-            });
+            let len = u64::MAX;
+            return Err(LoadError::OutOfMemory { len, free });
         };
         let align_offset = aligned - base_pa;
         if total > free {

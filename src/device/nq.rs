@@ -244,21 +244,14 @@ impl ExecCompletion {
     /// a numerical error `EXEC_COMPLETED_WITH_NUM_ERR`; a hardware error
     /// `HW_ERROR`; any other class `EXEC_COMPLETED_WITH_ERR`.
     pub const fn suggested_status(&self) -> NrtStatus {
-        match self.status {
-            ExecStatus::Done => NrtStatus::SUCCESS,
-            ExecStatus::Error {
-                source: Source::Dma,
-                ..
-            } => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
-            ExecStatus::Error {
-                class: ErrorClass::Numerical,
-                ..
-            } => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
-            ExecStatus::Error {
-                class: ErrorClass::Hw,
-                ..
-            } => NrtStatus::HW_ERROR,
-            ExecStatus::Error { .. } => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+        let ExecStatus::Error { class, source, .. } = self.status else {
+            return NrtStatus::SUCCESS;
+        };
+        match (source, class) {
+            (Source::Dma, _) => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
+            (_, ErrorClass::Numerical) => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
+            (_, ErrorClass::Hw) => NrtStatus::HW_ERROR,
+            _ => NrtStatus::EXEC_COMPLETED_WITH_ERR,
         }
     }
 }

@@ -112,9 +112,8 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
     fn read_u32s(&self, pa: u64, out: &mut [u32]) -> Result<(), MemFault> {
         let k = self.inside(pa, out.len());
         if k < out.len() {
-            return Err(MemFault {
-                pa: pa + 4 * k as u64,
-            });
+            let pa = pa + 4 * k as u64;
+            return Err(MemFault { pa });
         }
         if k > 0 {
             let off = (pa - DRAM_BASE) as usize;
@@ -133,10 +132,9 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
                 .store_u32s(self.dram, off, &vals[..k])
                 .map_err(|_| MemFault { pa })?;
         }
+        let pa = pa + 4 * k as u64;
         match k < vals.len() {
-            true => Err(MemFault {
-                pa: pa + 4 * k as u64,
-            }),
+            true => Err(MemFault { pa }),
             false => Ok(()),
         }
     }

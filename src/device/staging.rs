@@ -260,32 +260,25 @@ impl<H: Hal> Stager<H> {
         // dmem_buf_copyin(req_buf, &exec_req, 0, 0x34)
         hal.copy_in(dram, buf as usize, &req.encode())?;
         // dmem_buf_copyin(req_buf, &cc_dma_increment, 0x34, 4)
-        hal.copy_in(
-            dram,
-            buf as usize + device_request::CC_DMA_INCREMENT_OFF,
-            &cc_dma_increment.to_le_bytes(),
-        )?;
+        let trailer = buf as usize + device_request::CC_DMA_INCREMENT_OFF;
+        hal.copy_in(dram, trailer, &cc_dma_increment.to_le_bytes())?;
         Ok(())
     }
 
     /// Steps 3 and 4: the three trigger pairs, then the doorbell.
     fn trigger(&mut self, buf: u64) -> Result<(), StageError> {
         let (hal, map, core) = (&*self.hal, &*self.map, self.core);
-        let area = map.core_area_off(core);
+        let (area, reg_pa) = (map.core_area_off(core), |r| map.reg_pa(core, r));
         let pairs = [
             // Pair 1: request copy (52 bytes, DRAM request buffer -> DMEM).
             (REQUEST_COPY_LEN, buf, map.dmem_pa(core, dmem::REQUEST)),
             // Pair 2: event poke (4 bytes -> SEQ_EVENT).
-            (
-                4,
-                area + core_area::EVENT_VALUE,
-                map.reg_pa(core, reg::SEQ_EVENT),
-            ),
+            (4, area + core_area::EVENT_VALUE, reg_pa(reg::SEQ_EVENT)),
             // Pair 3: tail increment (4 bytes -> SEQ_TAIL_INC): the publish.
             (
                 4,
                 area + core_area::TAIL_INC_VALUE,
-                map.reg_pa(core, reg::SEQ_TAIL_INC),
+                reg_pa(reg::SEQ_TAIL_INC),
             ),
         ];
         for (len, src, dst) in pairs {
