@@ -103,27 +103,20 @@ impl<T> std::ops::Deref for Group<T> {
     }
 }
 
-impl<T> Group<T> {
+impl<T: Default> Group<T> {
     /// `values` over `secs` seconds, without an error.
     pub fn new(secs: f64, values: T) -> Group<T> {
-        let error = String::new();
-        Group {
-            period: secs,
-            values,
-            error,
-        }
+        Group::of(secs, Ok(values))
     }
-}
 
-impl<T: Default> Group<T> {
     /// `values` over `secs` seconds, or no values and the error.
     pub fn of(secs: f64, values: Result<T, String>) -> Group<T> {
-        match values {
-            Ok(v) => Group::new(secs, v),
-            Err(error) => Group {
-                error,
-                ..Group::new(secs, T::default())
-            },
+        let (values, error) = values.map_or_else(|e| (T::default(), e), |v| (v, String::new()));
+        let period = secs;
+        Group {
+            period,
+            values,
+            error,
         }
     }
 }
@@ -211,10 +204,7 @@ pub struct LoadedModel {
 impl LoadedModel {
     /// Host bytes by [`HOST_KINDS`].
     pub fn host(&self) -> [u64; 4] {
-        use MemSlot::*;
-        let host = |slot| self.record.usage(MemLocation::Host, slot).total_size;
-        let app = byte_sum([host(Code), host(Scratchpad), host(Misc)]);
-        [app, host(Constants), 0, host(Tensors)]
+        host_kinds(|slot| self.record.usage(MemLocation::Host, slot).total_size)
     }
 
     /// Device bytes by [`CORE_MEMORY`] kind; a model's scratchpad is
@@ -402,16 +392,22 @@ fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
 
 /// `(name, growth)` of each counter of `table` summed over the cores.
 fn growth(now: &Counters, was: &Counters, table: &[(&'static str, NcCounter)]) -> Named<u64> {
-    let g = |c: &NcCounter| now.sum(*c).saturating_sub(was.sum(*c));
-    table.iter().map(|(n, c)| (*n, g(c))).collect()
+    table
+        .iter()
+        .map(|(n, c)| (*n, grew(now, was, *c)))
+        .collect()
+}
+
+/// Growth of a counter summed over the cores.
+fn grew(now: &Counters, was: &Counters, c: NcCounter) -> u64 {
+    now.sum(c).saturating_sub(was.sum(c))
 }
 
 /// `execution_stats` from the counter growth between `was` and `now`
 /// over `secs`.
 pub fn execution_stats(now: &Counters, was: &Counters, secs: f64) -> Group<ExecutionStats> {
-    let g = |c: NcCounter| now.sum(c).saturating_sub(was.sum(c));
-    let count = g(NcCounter::InferenceCount);
-    let mean = |c| (count > 0).then(|| g(c) as f64 / count as f64 / 1e9);
+    let count = grew(now, was, NcCounter::InferenceCount);
+    let mean = |c| (count > 0).then(|| grew(now, was, c) as f64 / count as f64 / 1e9);
     let stats = ExecutionStats {
         error_summary: growth(now, was, &ERROR_CLASSES),
         execution_summary: growth(now, was, &OUTCOMES),
@@ -449,14 +445,17 @@ pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Group<N
 /// The current host memory by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST
 /// counters).
 pub fn host_memory(now: &Counters) -> [u64; 4] {
-    use NdCounter::*;
-    let n = |c| now.nd(c);
-    let app = byte_sum([
-        n(MemUsageCodeHost),
-        n(MemUsageScratchpadHost),
-        n(MemUsageMiscHost),
-    ]);
-    [app, n(MemUsageConstantsHost), 0, n(MemUsageTensorsHost)]
+    // Those counters are in slot order, from MEM_USAGE_CODE_HOST.
+    let nd = |slot| NdCounter::from_index(NdCounter::MemUsageCodeHost as u32 + slot as u32);
+    host_kinds(|slot| nd(slot).map_or(0, |c| now.nd(c)))
+}
+
+/// Host bytes by [`HOST_KINDS`] from each slot's bytes (application memory:
+/// code, scratchpad and misc).
+fn host_kinds(bytes: impl Fn(MemSlot) -> u64) -> [u64; 4] {
+    use MemSlot::*;
+    let app = byte_sum([bytes(Code), bytes(Scratchpad), bytes(Misc)]);
+    [app, bytes(Constants), 0, bytes(Tensors)]
 }
 
 /// Per core in use, its current device memory by [`CORE_MEMORY`] kind.
