@@ -300,18 +300,6 @@ fn param<T>(
     v.unwrap_or(stand_in)
 }
 
-/// Check an element count: `1..=MAX_ELEMS`.
-fn count(opcode: u8, what: &'static str, value: u64) -> Result<(), DecodeError> {
-    match value {
-        1..=MAX_ELEMS => Ok(()),
-        _ => Err(DecodeError::BadParam {
-            opcode,
-            what,
-            value,
-        }),
-    }
-}
-
 impl Insn {
     /// The opcode byte.
     pub const fn opcode(&self) -> u8 {
@@ -489,14 +477,19 @@ impl Insn {
                 value,
             })
         };
+        // An element count is in `1..=MAX_ELEMS`.
+        let count = |what, value: u64| match value {
+            1..=MAX_ELEMS => Ok(()),
+            _ => bad(what, value),
+        };
         match *self {
             Insn::End | Insn::Nop | Insn::SetBase(..) | Insn::Delay(..) | Insn::Raise(..) => Ok(()),
             Insn::Copy(_, _, n)
             | Insn::Fill(_, n, ..)
             | Insn::Affine(_, _, n, ..)
-            | Insn::Act(_, _, _, n, ..) => count(opcode, "n", n.into()),
+            | Insn::Act(_, _, _, n, ..) => count("n", n.into()),
             Insn::Binary(_, _, _, _, n, b_len, ..) => {
-                count(opcode, "n", n.into())?;
+                count("n", n.into())?;
                 if b_len != 0 && n % b_len != 0 {
                     return bad("b_len", b_len.into());
                 }
@@ -505,19 +498,19 @@ impl Insn {
             Insn::MatMul(_, _, _, m, k, n, ..) => {
                 let (m, k, n) = (u64::from(m), u64::from(k), u64::from(n));
                 for (what, v) in [("m", m), ("k", k), ("n", n), ("m*k", m * k)] {
-                    count(opcode, what, v)?;
+                    count(what, v)?;
                 }
-                count(opcode, "k*n", k * n)?;
-                count(opcode, "m*n", m * n)?;
+                count("k*n", k * n)?;
+                count("m*n", m * n)?;
                 if m * k * n > MAX_MACS_PER_INSN {
                     return bad("m*k*n", m * k * n);
                 }
                 Ok(())
             }
             Insn::Reduce(_, _, _, rows, cols, ..) => {
-                count(opcode, "rows", rows.into())?;
-                count(opcode, "cols", cols.into())?;
-                count(opcode, "rows*cols", u64::from(rows) * u64::from(cols))
+                count("rows", rows.into())?;
+                count("cols", cols.into())?;
+                count("rows*cols", u64::from(rows) * u64::from(cols))
             }
             Insn::Wait(sem, ..) | Insn::Signal(sem, ..) if usize::from(sem) >= NUM_SEMAPHORES => {
                 bad("sem", sem.into())

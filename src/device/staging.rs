@@ -82,10 +82,9 @@ impl LoadedModel {
             .iter()
             .filter(|e| self.engine_address(**e) != 0)
             .fold(0, |m, e| m | (1 << e.index()));
-        if mask == 0 {
-            1 << Engine::Sp.index()
-        } else {
-            mask
+        match mask {
+            0 => 1 << Engine::Sp.index(),
+            m => m,
         }
     }
 }

@@ -317,12 +317,9 @@ impl Runtime {
         r.neuroncore_counters.take_if(|_| off(NeuroncoreCounters));
         r.memory_used.take_if(|_| off(MemoryUsed));
         r.neuron_runtime_vcpu_usage.take_if(|_| off(VcpuUsage));
-        let good = &mut self.good;
+        let (vcpu, good) = (&r.neuron_runtime_vcpu_usage, &mut self.good);
         keep(&r.neuroncore_counters, &mut good.neuroncore_counters);
-        keep(
-            &r.neuron_runtime_vcpu_usage,
-            &mut good.neuron_runtime_vcpu_usage,
-        );
+        keep(vcpu, &mut good.neuron_runtime_vcpu_usage);
     }
 }
 
