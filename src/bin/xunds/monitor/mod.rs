@@ -182,19 +182,20 @@ pub fn build(
 
 /// Run `xunds monitor`.
 pub fn main(args: MonitorArgs) -> ExitCode {
+    run(args).unwrap_or_else(|code| code)
+}
+
+/// `xunds monitor`'s loop; `Err` is a failure's exit code, its line printed.
+fn run(args: MonitorArgs) -> Result<ExitCode, ExitCode> {
     const ME: &str = "xunds monitor";
+    let fail = |e: &dyn std::fmt::Display| crate::fail(1, ME, e);
     install_signals();
-    let monitor = match build(ME, &args.slabs, args.config.as_ref(), args.period) {
-        Ok(m) => m,
-        Err(code) => return code,
-    };
+    let monitor = build(ME, &args.slabs, args.config.as_ref(), args.period)?;
     let tick = monitor.clock.tick;
     let monitor = Arc::new(Mutex::new(monitor));
     if let Some(addr) = args.prometheus {
-        match prom::serve(addr, monitor.clone()) {
-            Ok(bound) => eprintln!("{ME}: serving http://{bound}/metrics"),
-            Err(e) => return crate::fail(1, ME, e),
-        }
+        let bound = prom::serve(addr, monitor.clone()).map_err(|e| fail(&e))?;
+        eprintln!("{ME}: serving http://{bound}/metrics");
     }
     let limit = if args.once { Some(1) } else { args.count };
     let print = !(args.quiet && args.prometheus.is_some());
@@ -203,14 +204,12 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     // Our own descriptor of stdout, written without a buffer that retries
     // an interrupted write: a stop signal ends a write blocked on a full
     // pipe.
-    let mut out = match std::io::stdout().as_fd().try_clone_to_owned() {
-        Ok(fd) => std::fs::File::from(fd),
-        Err(e) => return crate::fail(1, ME, format_args!("stdout: {e}")),
-    };
+    let fd = std::io::stdout().as_fd().try_clone_to_owned();
+    let mut out = std::fs::File::from(fd.map_err(|e| fail(&format_args!("stdout: {e}")))?);
     loop {
-        let Ok(mut m) = monitor.lock() else {
-            return crate::fail(1, ME, "internal error: state poisoned");
-        };
+        let mut m = monitor
+            .lock()
+            .map_err(|_| fail(&"internal error: state poisoned"))?;
         let doc = m.tick();
         for line in std::mem::take(&mut m.log) {
             eprintln!("{ME}: {line}");
@@ -220,28 +219,25 @@ pub fn main(args: MonitorArgs) -> ExitCode {
         let unreadable = m.unreadable();
         drop(m);
         if print {
-            let line = match serde_json::to_string(&doc) {
-                Ok(l) => l,
-                Err(e) => return crate::fail(1, ME, e),
-            };
+            let line = serde_json::to_string(&doc).map_err(|e| fail(&e))?;
             if emit(&mut out, format!("{line}\n").as_bytes()).is_err() {
                 // The reader went away (`| head`), or a stop signal came
                 // while a reader that does not read held the write: done,
                 // not a failure.
-                return ExitCode::SUCCESS;
+                return Ok(ExitCode::SUCCESS);
             }
         }
         n += 1;
         if args.once && !unreadable.is_empty() {
             unreadable.iter().for_each(|e| eprintln!("{ME}: {e}"));
-            return ExitCode::FAILURE;
+            return Ok(ExitCode::FAILURE);
         }
         if limit.is_some_and(|l| n >= l) || stopping() {
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         sleep_until(start + tick.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX)));
         if stopping() {
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
     }
 }
