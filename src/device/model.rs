@@ -418,11 +418,9 @@ impl ModelImage {
     /// Copy the image to `load_pa` and zero its scratch (both whole words:
     /// `link` makes every section a multiple of [`ALIGN`] bytes).
     pub fn load(&self, mem: &dyn DeviceMemory) -> Result<(), MemFault> {
-        let words = self
-            .bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
-        mem.write_u32s(self.load_pa, &words.collect::<Vec<_>>())?;
+        let word = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        let words: Vec<u32> = self.bytes.chunks_exact(4).map(word).collect();
+        mem.write_u32s(self.load_pa, &words)?;
         let zeros = vec![0; self.mem.scratchpad as usize / 4];
         mem.write_u32s(self.load_pa + self.scratch_offset(), &zeros)
     }
@@ -545,9 +543,8 @@ impl MlpSpec {
 
     /// MACs per execution: `batch * (input * hidden + hidden * output)`.
     pub fn macs(&self) -> u64 {
-        u64::from(self.batch)
-            * (u64::from(self.input) * u64::from(self.hidden)
-                + u64::from(self.hidden) * u64::from(self.output))
+        let [b, i, h, o] = [self.batch, self.input, self.hidden, self.output].map(u64::from);
+        b * (i * h + h * o)
     }
 
     /// The weights drawn from `seed`: W1, b1, W2, b2 in that order, each
@@ -686,10 +683,8 @@ impl MlpSpec {
                 y[r * o + j] = s + w.b2[j];
             }
         }
-        let m: Vec<f32> = y
-            .chunks_exact(o)
-            .map(|row| ReduceOp::Max.fold(row.iter().copied()))
-            .collect();
+        let max = |row: &[f32]| ReduceOp::Max.fold(row.iter().copied());
+        let m: Vec<f32> = y.chunks_exact(o).map(max).collect();
         y.extend(m);
         y
     }

@@ -243,12 +243,8 @@ fn version_json(v: &VersionInfo) -> impl Serialize {
 /// Every non-zero counter word in index order, ND first: (core, name, slab
 /// offset, value), `None` for an ND counter.
 fn nonzero(s: &Snapshot) -> Vec<(Option<usize>, String, usize, u64)> {
-    let nd = s
-        .counters
-        .nd
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (None, Counter::nd_index(i as u32), v));
+    let nd = s.counters.nd.iter().enumerate();
+    let nd = nd.map(|(i, v)| (None, Counter::nd_index(i as u32), v));
     let nc = s.counters.nc.iter().enumerate().flat_map(|(core, row)| {
         let counter = move |i| Counter::nc_index(core as u32, i as u32);
         row.iter()

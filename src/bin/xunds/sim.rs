@@ -146,10 +146,8 @@ pub fn main(args: Args) -> ExitCode {
             return crate::fail(2, "xunds sim", format_args!("--seed {seed}: {e}"));
         }
     }
-    let jobs = args
-        .jobs
-        .map(usize::from)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cpus = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = args.jobs.map(usize::from).unwrap_or_else(cpus);
     let opts = SimOptions {
         check_fds: jobs == 1,
         ..SimOptions::default()

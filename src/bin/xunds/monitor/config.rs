@@ -154,13 +154,9 @@ impl Config {
     /// The shortest period of any enabled group (the loop's tick), at least
     /// 10 ms; the default when nothing is enabled.
     pub fn tick(&self, default: Duration) -> Duration {
-        self.rules
-            .iter()
-            .flat_map(|r| r.groups.iter().map(|(_, p)| *p))
-            .chain(self.system.iter().map(|(_, p)| *p))
-            .min()
-            .unwrap_or(default)
-            .max(Duration::from_millis(10))
+        let periods = self.rules.iter().flat_map(|r| &r.groups).map(|g| g.1);
+        let min = periods.chain(self.system.iter().map(|g| g.1)).min();
+        min.unwrap_or(default).max(Duration::from_millis(10))
     }
 }
 

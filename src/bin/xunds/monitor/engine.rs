@@ -190,10 +190,8 @@ impl Runtime {
         if new_writer {
             self.notes
                 .push("a new writer took over the slab: counting from zero again".into());
-            self.writer = None;
+            (self.writer, self.started, self.exited_at) = (None, None, None);
             self.bases = Default::default();
-            self.started = None;
-            self.exited_at = None;
         }
         let first = self.writer.is_none();
         let w = self.writer.get_or_insert_with(Writer::default);
@@ -213,10 +211,9 @@ impl Runtime {
         if !alive && (was_alive || first) && self.exited_at.is_none() && (pid != 0 || !first) {
             self.exited_at = Some(Instant::now());
             self.force = true;
+            let (path, tag) = (self.watch.path.display(), self.tag());
             log.push(format!(
-                "{}: process {pid} (tag {:?}) has exited; its final counters are in this report",
-                self.watch.path.display(),
-                self.tag()
+                "{path}: process {pid} (tag {tag:?}) has exited; its final counters are in this report"
             ));
         }
         if let RecordRead::Torn(t) = &s.snap.process_info {

@@ -140,10 +140,8 @@ pub fn sleep_until(deadline: Instant) {
 
 /// The default slab directory (where `xunds run` puts `xunds-<pid>.nds`).
 pub fn default_dir() -> PathBuf {
-    xunds::system::job::default_slab_path()
-        .parent()
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
+    let slab = xunds::system::job::default_slab_path();
+    slab.parent().map_or_else(std::env::temp_dir, PathBuf::from)
 }
 
 /// Build the monitor from the sources and configuration options; on an

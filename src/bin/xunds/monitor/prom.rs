@@ -53,10 +53,8 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
         true => format!("127.0.0.1:{port}"),
         false => s.to_string(),
     };
-    full.to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or_else(|| "no address".into())
+    let mut addrs = full.to_socket_addrs().map_err(|e| e.to_string())?;
+    addrs.next().ok_or_else(|| "no address".into())
 }
 
 /// A family: its name and help text, as the companion's.

@@ -392,10 +392,7 @@ fn d(now: &Counters, was: &Counters, core: usize, c: NcCounter) -> u64 {
 
 /// `(name, growth)` of each counter of `table` summed over the cores.
 fn growth(now: &Counters, was: &Counters, table: &[(&'static str, NcCounter)]) -> Named<u64> {
-    table
-        .iter()
-        .map(|(n, c)| (*n, grew(now, was, *c)))
-        .collect()
+    table.iter().map(|&(n, c)| (n, grew(now, was, c))).collect()
 }
 
 /// Growth of a counter summed over the cores.
@@ -513,19 +510,10 @@ pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Ru
 
 /// `vcpu_usage` between two `/proc/stat` readings.
 pub fn vcpu_usage(now: &ProcStat, was: &ProcStat) -> VcpuUsage {
-    let pct = |a, b| {
-        sys::CPU_FIELDS
-            .into_iter()
-            .zip(sys::percent_since(a, b))
-            .collect()
-    };
+    let pct = |a, b| Named::from_iter(sys::CPU_FIELDS.into_iter().zip(sys::percent_since(a, b)));
     let usage_data = now.cpus.iter().map(|(i, t)| {
-        let e = was
-            .cpus
-            .iter()
-            .find(|(j, _)| j == i)
-            .map_or(&[0; 7], |(_, e)| e);
-        (i.to_string(), pct(t, e))
+        let e = was.cpus.iter().find(|(j, _)| j == i);
+        (i.to_string(), pct(t, e.map_or(&[0; 7], |(_, e)| e)))
     });
     VcpuUsage {
         average_usage: pct(&now.all, &was.all),

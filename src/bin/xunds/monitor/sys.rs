@@ -131,13 +131,8 @@ pub struct MemoryInfo {
 pub fn parse_meminfo(s: &str) -> Option<MemoryInfo> {
     let kb = |key: &str| -> Option<u64> {
         let line = s.lines().find(|l| l.starts_with(key))?;
-        let v: u64 = line
-            .get(key.len()..)?
-            .split_ascii_whitespace()
-            .next()?
-            .parse()
-            .ok()?;
-        v.checked_mul(1024)
+        let mut words = line.get(key.len()..)?.split_ascii_whitespace();
+        words.next()?.parse::<u64>().ok()?.checked_mul(1024)
     };
     let total = kb("MemTotal:")?;
     let avail = kb("MemAvailable:").or_else(|| kb("MemFree:"))?;

@@ -176,10 +176,8 @@ pub fn draw(f: &mut Frame, v: &View, ui: &Ui) {
     // The cores in as many columns of at least 40 as the width holds, in
     // at most a quarter of the height.
     let cols = usize::from(area.width / 40).clamp(1, cores.len().max(1));
-    let rows = cores
-        .len()
-        .div_ceil(cols)
-        .clamp(1, usize::from(area.height / 4).max(1));
+    let most = usize::from(area.height / 4).max(1);
+    let rows = cores.len().div_ceil(cols).clamp(1, most);
     let [title, util, vcpu, summary, details, tabs, status] = Layout::vertical([
         Length(1),
         Length(rows as u16 + 2),
@@ -223,10 +221,7 @@ fn draw_utilization(
     let rate: f64 = stats.clone().map(per_s).sum();
     // Every summary has every class, in the one order.
     let errors = ERROR_CLASSES.iter().filter_map(|(name, _)| {
-        let n: u64 = stats
-            .clone()
-            .filter_map(|e| e.error_summary.get(name))
-            .sum();
+        let n: u64 = stats.clone().flat_map(|e| e.error_summary.get(name)).sum();
         (n > 0).then(|| format!("{name} {n}"))
     });
     let errors = Some(errors.collect::<Vec<_>>().join(", ")).filter(|e| !e.is_empty());
@@ -405,10 +400,8 @@ fn tree_with(v: &View, ui: &Ui, open: &dyn Fn(&String) -> bool) -> Vec<TreeRow> 
 
 /// Every key the tree could expand (for `x`): those of the whole tree.
 fn all_keys(v: &View, ui: &Ui) -> BTreeSet<String> {
-    tree_with(v, ui, &|_| true)
-        .into_iter()
-        .filter_map(|r| r.key)
-        .collect()
+    let rows = tree_with(v, ui, &|_| true);
+    rows.into_iter().filter_map(|r| r.key).collect()
 }
 
 fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {

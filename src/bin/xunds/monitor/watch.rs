@@ -95,11 +95,8 @@ impl Watch {
             }
         }
         let open = || ReadOnlySlab::open_with_file(&self.path).map(|(_, f)| f);
-        let file = self
-            .opened
-            .take()
-            .map_or_else(open, Ok)
-            .map_err(|e| at(&e))?;
+        let file = self.opened.take().map_or_else(open, Ok);
+        let file = file.map_err(|e| at(&e))?;
         let read = match file.metadata() {
             Err(e) => Err(at(&format_args!("fstat: {e}"))),
             Ok(m) if m.len() < REQUIRED_SIZE as u64 => Err(at(&format_args!(
@@ -136,11 +133,8 @@ pub fn pid_from_name(path: &Path) -> Option<u32> {
 /// The slabs `xunds run` leaves in `dir` by default (`xunds-<pid>.nds`),
 /// sorted by path; an error when `dir` cannot be read.
 pub fn discover(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| pid_from_name(p).is_some())
-        .collect();
+    let paths = std::fs::read_dir(dir)?.filter_map(|e| Some(e.ok()?.path()));
+    let mut out: Vec<PathBuf> = paths.filter(|p| pid_from_name(p).is_some()).collect();
     out.sort();
     Ok(out)
 }
