@@ -54,11 +54,8 @@ fn to_table(blocks: &[&Block], regions: &[Field]) -> String {
     let mut out = String::new();
     for b in blocks {
         let _ = writeln!(out, "{} ({} bytes, {:#x})", b.name, b.size, b.size);
-        let _ = writeln!(
-            out,
-            "  {:>8}  {:>5}  {:<36} origin",
-            "offset", "size", "field"
-        );
+        let (offset, size, field) = ("offset", "size", "field");
+        let _ = writeln!(out, "  {offset:>8}  {size:>5}  {field:<36} origin");
         let mut cursor = 0;
         for f in b.fields {
             if f.offset > cursor {
@@ -68,11 +65,8 @@ fn to_table(blocks: &[&Block], regions: &[Field]) -> String {
                 Origin::Seed => "seed",
                 Origin::Ours => "ours",
             };
-            let _ = writeln!(
-                out,
-                "  {:>#8x}  {:>5}  {:<36} {origin}",
-                f.offset, f.size, f.name
-            );
+            let (offset, size, name) = (f.offset, f.size, f.name);
+            let _ = writeln!(out, "  {offset:>#8x}  {size:>5}  {name:<36} {origin}");
             cursor = cursor.max(f.end());
         }
         if cursor < b.size {

@@ -223,9 +223,9 @@ fn left_behind(path: &Path) -> Result<std::fs::File, String> {
         return Err("replaced while it was looked at".into());
     }
     if !xunds::nds::is_slab_file(&file, m.len()) {
+        let len = m.len();
         return Err(format!(
-            "not a slab ({} bytes, or its header is not a slab's)",
-            m.len()
+            "not a slab ({len} bytes, or its header is not a slab's)"
         ));
     }
     Ok(file)
@@ -290,10 +290,8 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
                     let cell = obj! { total_size: u.total_size, chunk_count: u.chunk_count };
                     (slot.name(), cell)
                 });
-                (
-                    loc.name().to_ascii_lowercase(),
-                    IndexMap::<_, _>::from_iter(cells),
-                )
+                let cells: IndexMap<_, _> = cells.collect();
+                (loc.name().to_ascii_lowercase(), cells)
             });
             obj! {
                 slot: slot.index(),

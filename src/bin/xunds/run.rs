@@ -221,10 +221,8 @@ fn run_json(r: &JobReport) -> impl Serialize + '_ {
     let v = r.fsm_violations;
     let cores = r.per_core.iter().map(|c| {
         let named = NcCounter::ALL.iter().map(|k| (k.name(), c.get(*k)));
-        (
-            c.core.to_string(),
-            named.filter(|(_, v)| *v != 0).collect::<IndexMap<_, _>>(),
-        )
+        let named: IndexMap<_, _> = named.filter(|(_, v)| *v != 0).collect();
+        (c.core.to_string(), named)
     });
     obj! {
         executions: r.executions,

@@ -180,13 +180,10 @@ fn metrics<G: Ord + Copy>(
 ) -> Result<Vec<(G, Duration)>, String> {
     let mut groups = Vec::new();
     for (j, m) in list.iter().enumerate() {
-        let p = period(&m.period, &format!("{at}[{j}]."), default)?;
-        match from_name(&m.kind) {
+        let (p, kind) = (period(&m.period, &format!("{at}[{j}]."), default)?, &m.kind);
+        match from_name(kind) {
             Some(g) => groups.push((g, p)),
-            None => warn(format!(
-                "config: {at}[{j}]: unknown type {:?} ignored",
-                m.kind
-            )),
+            None => warn(format!("config: {at}[{j}]: unknown type {kind:?} ignored")),
         }
     }
     groups.sort_by_key(|(g, _)| *g);

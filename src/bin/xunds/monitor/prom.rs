@@ -376,11 +376,8 @@ fn step(c: &mut Conn, monitor: &Mutex<Monitor>) {
                 if ended {
                     c.out = Some((respond(&c.head, monitor), 0));
                 } else if c.head.len() > MAX_HEAD {
-                    let r = response(
-                        "431 Request Header Fields Too Large",
-                        "request head too large\n",
-                    );
-                    c.out = Some((r, 0));
+                    let status = "431 Request Header Fields Too Large";
+                    c.out = Some((response(status, "request head too large\n"), 0));
                 }
             }
             Err(e) if again(&e) => {}

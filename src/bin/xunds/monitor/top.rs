@@ -250,10 +250,8 @@ fn draw_utilization(
     f.render_widget(gauge("average", avg_util, avg_flops, inner.width), line);
     let width = inner.width / cols as u16;
     for (i, (label, c)) in cores.iter().take(cols * rows).enumerate() {
-        let (x, y) = (
-            inner.x + (i / rows) as u16 * width,
-            inner.y + 1 + (i % rows) as u16,
-        );
+        let x = inner.x + (i / rows) as u16 * width;
+        let y = inner.y + 1 + (i % rows) as u16;
         let cell = Rect::new(x, y, width, 1);
         if cell.y < inner.y + inner.height {
             let util = c.neuroncore_utilization;
