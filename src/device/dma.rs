@@ -177,10 +177,7 @@ error_enum! {
             found: u8,
             /// Ring id expected.
             expected: u8,
-        } => (
-            "{}[{index}]: ring id {found}, expected {expected}, below the published tail",
-            dir.name()
-        ),
+        } => "{dir}[{index}]: ring id {found}, expected {expected}, below the published tail",
         /// A descriptor did not decode.
         Undecodable {
             /// Which ring.
@@ -189,7 +186,7 @@ error_enum! {
             index: u32,
             /// The decoder's error.
             err: UdmaError,
-        } => ("{}[{index}]: {err}", dir.name()),
+        } => "{dir}[{index}]: {err}",
         /// The M2S and S2M halves of a pair disagree on the length.
         LengthMismatch {
             /// Slot.
@@ -205,7 +202,7 @@ error_enum! {
             dir: Dir,
             /// The range.
             bad: BadPa,
-        } => ("{}: {bad}", dir.name()),
+        } => "{dir}: {bad}",
         /// A destination in the register window that is not DMA-writable
         /// (only `SEQ_TAIL_INC` and `SEQ_EVENT`, 4 bytes, are), or a register
         /// source.
@@ -216,10 +213,7 @@ error_enum! {
             pa: u64,
             /// The length.
             len: u32,
-        } => (
-            "{}: {len}-byte access to register pa {pa:#x} is not allowed",
-            dir.name()
-        ),
+        } => "{dir}: {len}-byte access to register pa {pa:#x} is not allowed",
         /// The HAL refused an access the window check allowed (a bug).
         Hal => "device memory access refused by the HAL",
         /// The tail registers claim more published pairs than the ring

@@ -298,11 +298,8 @@ pub struct BadPa {
 
 impl fmt::Display for BadPa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} bytes at pa {:#x} are outside device memory",
-            self.len, self.pa
-        )
+        let (len, pa) = (self.len, self.pa);
+        write!(f, "{len} bytes at pa {pa:#x} are outside device memory")
     }
 }
 
