@@ -28,10 +28,9 @@ pub struct Args {
 pub fn main(args: Args) -> ExitCode {
     let blocks: Vec<&Block> = all_blocks().collect();
     let regions = nds::REGIONS;
-    if args.json {
-        crate::print_json(&to_json(&blocks, regions));
-    } else {
-        print!("{}", to_table(&blocks, regions));
+    match args.json {
+        true => crate::print_json(&to_json(&blocks, regions)),
+        false => print!("{}", to_table(&blocks, regions)),
     }
     ExitCode::SUCCESS
 }

@@ -53,8 +53,7 @@ fn replay(file: &Path, view: Option<&Path>) -> Result<TraceDiff, String> {
     cfg.trace = view.map(Path::to_path_buf);
     cfg.unnamed_slab = true;
     let r = job::run(&cfg, &mut |_, _| {}).map_err(|e| e.to_string())?;
-    r.replay
-        .ok_or_else(|| "the run kept no comparison".to_string())
+    r.replay.ok_or_else(|| "the run kept no comparison".into())
 }
 
 /// Copy the text view to stdout and delete it.
@@ -74,11 +73,8 @@ pub fn main(args: Args) -> ExitCode {
                 eprintln!("xunds replay: the text view: {e}");
             }
             println!("replay: {d}");
-            if d.is_identical() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            // 0 when identical, 1 at a difference.
+            ExitCode::from(u8::from(!d.is_identical()))
         }
         (Err(e), view) => {
             if let Some(v) = view {

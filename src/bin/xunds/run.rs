@@ -196,10 +196,9 @@ pub fn main(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    if args.json {
-        crate::print_json(&run_json(&rep));
-    } else {
-        print!("{}", summary(&rep));
+    match args.json {
+        true => crate::print_json(&run_json(&rep)),
+        false => print!("{}", summary(&rep)),
     }
     let bad = [
         rep.outputs_wrong,

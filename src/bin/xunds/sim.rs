@@ -175,10 +175,9 @@ pub fn main(args: Args) -> ExitCode {
         let verdict = sim::run_case(&case, &opts).verdict.err();
         (case, verdict, runs)
     });
-    if args.json {
-        crate::print_json(&json(&rep, shrunk.as_ref()));
-    } else {
-        print!("{}", summary(&rep, jobs, shrunk.as_ref()));
+    match args.json {
+        true => crate::print_json(&json(&rep, shrunk.as_ref())),
+        false => print!("{}", summary(&rep, jobs, shrunk.as_ref())),
     }
     ExitCode::from(u8::from(rep.failure.is_some()))
 }
