@@ -57,10 +57,8 @@ impl Side {
     fn new(map: &MemMap, core: u8, engine: u8) -> Result<Side, UnitError> {
         let sides = Side::all(map, core)?;
         let engines = nq::ENGINES;
-        sides
-            .get(usize::from(engine))
-            .copied()
-            .ok_or(UnitError::Engine { engine, engines })
+        let side = sides.get(usize::from(engine)).copied();
+        side.ok_or(UnitError::Engine { engine, engines })
     }
 
     /// This engine's `NQ_HEAD` register.

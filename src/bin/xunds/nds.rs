@@ -280,32 +280,28 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
     };
     let mut cores: Vec<usize> = counters.iter().filter_map(|c| c.0).collect();
     cores.dedup();
-    let models: Vec<_> = s
-        .models
-        .iter()
-        .map(|(slot, m)| {
-            let r = m.any_copy().unwrap_or(&ModelRecord::EMPTY);
-            let mem = MemLocation::ALL.map(|loc| {
-                let cells = mem_usage(r).filter(|c| c.0 == loc).map(|(_, slot, u)| {
-                    let cell = obj! { total_size: u.total_size, chunk_count: u.chunk_count };
-                    (slot.name(), cell)
-                });
-                let cells: IndexMap<_, _> = cells.collect();
-                (loc.name().to_ascii_lowercase(), cells)
+    let models = s.models.iter().map(|(slot, m)| {
+        let r = m.any_copy().unwrap_or(&ModelRecord::EMPTY);
+        let mem = MemLocation::ALL.map(|loc| {
+            let cells = mem_usage(r).filter(|c| c.0 == loc).map(|(_, slot, u)| {
+                let cell = obj! { total_size: u.total_size, chunk_count: u.chunk_count };
+                (slot.name(), cell)
             });
-            obj! {
-                slot: slot.index(),
-                model_id: r.model_id,
-                model_node_id: r.model_node_id,
-                name: r.name_str().into_owned(),
-                uuid: crate::hex(&r.uuid),
-                nc_index: r.nc_index,
-                sg_index: r.sg_index,
-                state: m.state_name(),
-                mem_usage: mem.into_iter().collect::<IndexMap<_, _>>(),
-            }
-        })
-        .collect();
+            let cells: IndexMap<_, _> = cells.collect();
+            (loc.name().to_ascii_lowercase(), cells)
+        });
+        obj! {
+            slot: slot.index(),
+            model_id: r.model_id,
+            model_node_id: r.model_node_id,
+            name: r.name_str().into_owned(),
+            uuid: crate::hex(&r.uuid),
+            nc_index: r.nc_index,
+            sg_index: r.sg_index,
+            state: m.state_name(),
+            mem_usage: mem.into_iter().collect::<IndexMap<_, _>>(),
+        }
+    });
     obj! {
         header: header_json(word),
         process_info: obj! {
@@ -322,7 +318,7 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
         },
         nd_counters: by_core(None),
         cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<IndexMap<_, _>>(),
-        models: models,
+        models: models.collect::<Vec<_>>(),
     }
 }
 

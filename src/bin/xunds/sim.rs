@@ -88,10 +88,8 @@ fn arrival(s: &str) -> Result<Arrival, String> {
 }
 
 fn seed_range(s: &str) -> Result<(u64, u64), String> {
-    let (a, b) = s
-        .split_once("..=")
-        .or_else(|| s.split_once(".."))
-        .ok_or("expected A..B")?;
+    let pair = (s.split_once("..=")).or_else(|| s.split_once(".."));
+    let (a, b) = pair.ok_or("expected A..B")?;
     let a: u64 = a.parse().map_err(|_| "bad A in A..B")?;
     let b: u64 = b.parse().map_err(|_| "bad B in A..B")?;
     if b < a {

@@ -211,9 +211,7 @@ fn draw_utilization(
     flops: bool,
 ) {
     let (cols, rows) = grid;
-    let stats = procs
-        .iter()
-        .filter_map(|p| p.report.execution_stats.as_ref());
+    let stats = procs.iter().flat_map(|p| &p.report.execution_stats);
     let per_s = |e: &Group<ExecutionStats>| match e.execution_summary.get("completed") {
         Some(n) if e.period > 0.0 => *n as f64 / e.period,
         _ => 0.0,
@@ -266,17 +264,13 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let inner = draw_section(f, area, format!("vCPU Utilization ({vcpus} vCPUs)"));
     let system = sys.filter(|v| v.error.is_empty()).map(|v| v.user_system());
     // The runtimes' groups read without an error, summed.
-    let good = procs
-        .iter()
-        .filter_map(|p| p.report.neuron_runtime_vcpu_usage.as_ref());
+    let good = (procs.iter()).flat_map(|p| &p.report.neuron_runtime_vcpu_usage);
     let runtime = (good.filter(|v| v.error.is_empty()))
         .map(|v| (v.vcpu_usage.user, v.vcpu_usage.system))
         .reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
     let lines: [Rect; 2] = Layout::vertical([Length(1); 2]).areas(inner);
-    for (line, (label, us)) in lines
-        .into_iter()
-        .zip([("System", system), ("Runtime", runtime)])
-    {
+    let rows = [("System", system), ("Runtime", runtime)];
+    for (line, (label, us)) in lines.into_iter().zip(rows) {
         let text = us.map_or("n/a".into(), |(u, s)| format!("{u:.1}% usr {s:.1}% sys"));
         let (u, s) = us.unwrap_or_default();
         f.render_widget(bar(label, (u + s) / 100.0, &text, inner.width), line);
