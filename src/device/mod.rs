@@ -185,9 +185,8 @@ impl<H: Hal> Device<H> {
         if blocks.iter().flatten().any(|&o| o >= alloc.len) {
             return Err(LoadError::BadImage("block offset outside the allocation"));
         }
-        self.memory()
-            .write_bytes(alloc.pa(), image)
-            .map_err(LoadError::Pa)?;
+        let written = self.memory().write_bytes(alloc.pa(), image);
+        written.map_err(LoadError::Pa)?;
         let id = {
             let mut heap = self.heap.lock().unwrap_or_else(|p| p.into_inner());
             heap.1 += 1;

@@ -55,9 +55,7 @@ pub struct TensorDesc {
 impl TensorDesc {
     /// Element count (saturating: a shape that large is refused at link).
     pub fn elems(&self) -> u64 {
-        self.shape
-            .iter()
-            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
+        (self.shape.iter()).fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
     /// The operand addressing its first element.
@@ -565,10 +563,11 @@ impl MlpSpec {
 
     /// A deterministic input batch (`batch * input` values in `[-1, 1)`).
     pub fn example_input(&self, seed: u64) -> Vec<f32> {
-        let mut rng = SplitMix64::new(seed);
-        (0..self.batch as usize * self.input as usize)
-            .map(|_| uniform(&mut rng, 1.0))
-            .collect()
+        let (mut rng, n) = (
+            SplitMix64::new(seed),
+            self.batch as usize * self.input as usize,
+        );
+        (0..n).map(|_| uniform(&mut rng, 1.0)).collect()
     }
 
     /// The builder with the MLP's blocks, layout and reference.

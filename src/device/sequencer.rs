@@ -81,19 +81,16 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
 
     /// Copy `data` to DRAM at `pa` (model images, inputs).
     pub fn write_bytes(&self, pa: u64, data: &[u8]) -> Result<(), BadPa> {
-        let off = self.off(pa, data.len())?;
-        let len = data.len() as u64;
-        self.hal
-            .copy_in(self.dram, off, data)
-            .map_err(|_| BadPa { pa, len })
+        let (off, len) = (self.off(pa, data.len())?, data.len() as u64);
+        let copied = self.hal.copy_in(self.dram, off, data);
+        copied.map_err(|_| BadPa { pa, len })
     }
 
     /// Copy DRAM at `pa` into `out` (outputs).
     pub fn read_bytes(&self, pa: u64, out: &mut [u8]) -> Result<(), BadPa> {
         let (off, len) = (self.off(pa, out.len())?, out.len() as u64);
-        self.hal
-            .copy_out(self.dram, off, out)
-            .map_err(|_| BadPa { pa, len })
+        let copied = self.hal.copy_out(self.dram, off, out);
+        copied.map_err(|_| BadPa { pa, len })
     }
 
     /// How many of the `n` words at `pa` lie inside the heap before the

@@ -232,9 +232,7 @@ fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
     }
     let (n, described) = (case.executions, case.describe());
     let _ = writeln!(s, "  case: {n} executions, {described}");
-    let then = then
-        .as_ref()
-        .map_or(String::new(), |v| format!("\n    -> {v}"));
+    let then = (then.as_ref()).map_or(String::new(), |v| format!("\n    -> {v}"));
     let (n, described) = (small.executions, small.describe());
     let (sim, run) = (small.sim_args(), small.run_args());
     let _ = writeln!(

@@ -81,11 +81,8 @@ const MONOTONE: [NcCounter; 5] = [
 
 /// Any monotone counter below `earlier`'s: the counters restarted.
 fn went_back(now: &Counters, earlier: &Counters) -> bool {
-    (0..xunds::nds::index::CORES).any(|core| {
-        MONOTONE
-            .iter()
-            .any(|c| now.nc(core, *c) < earlier.nc(core, *c))
-    })
+    let back = |core| (MONOTONE.iter()).any(|&c| now.nc(core, c) < earlier.nc(core, c));
+    (0..xunds::nds::index::CORES).any(back)
 }
 
 /// A watched runtime.
