@@ -140,14 +140,10 @@ impl QueueProducer {
         dst: u64,
     ) -> Result<(), StageError> {
         let (id, i) = (self.lap.mark, self.lap.index);
-        let m = M2sDesc::copy(len, id, src)
-            .encode()
-            .map_err(StageError::Encode)?;
-        hal.write_desc(self.m2s, i, &m)?;
-        let s = S2mDesc::copy(len, id, dst)
-            .encode()
-            .map_err(StageError::Encode)?;
-        hal.write_desc(self.s2m, i, &s)?;
+        let m = M2sDesc::copy(len, id, src).encode();
+        hal.write_desc(self.m2s, i, &m.map_err(StageError::Encode)?)?;
+        let s = S2mDesc::copy(len, id, dst).encode();
+        hal.write_desc(self.s2m, i, &s.map_err(StageError::Encode)?)?;
         self.lap.advance(udma::next_ring_id);
         Ok(())
     }
