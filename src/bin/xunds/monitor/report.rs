@@ -466,19 +466,17 @@ pub fn memory_used(s: &Sample, was: &Counters, secs: f64) -> Group<MemoryUsed> {
     for (slot, m) in &s.snap.models {
         match m {
             RecordRead::Fresh(r) => {
-                let core = usize::from(r.nc_index);
-                let running = d(&s.snap.counters, was, core, NcCounter::InferenceCount) > 0;
-                models.push(LoadedModel {
-                    record: *r,
-                    is_running: running,
-                });
+                let (record, core) = (*r, usize::from(r.nc_index));
+                let is_running = d(&s.snap.counters, was, core, NcCounter::InferenceCount) > 0;
+                models.push(LoadedModel { record, is_running });
             }
             RecordRead::Unpublished => {}
-            RecordRead::Torn(t) => errors.push(format!(
-                "model slot {}: torn record ({:?}), left out",
-                slot.index(),
-                t.reason
-            )),
+            RecordRead::Torn(t) => {
+                let (slot, why) = (slot.index(), t.reason);
+                errors.push(format!(
+                    "model slot {slot}: torn record ({why:?}), left out"
+                ));
+            }
         }
     }
     let m = MemoryUsed {

@@ -502,11 +502,9 @@ pub fn main(args: TopArgs) -> ExitCode {
     // without one, say so (exit 2) instead of failing inside the terminal
     // library with a panic and escape codes on a pipe.
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-        return crate::fail(
-            2,
-            "xunds top",
-            "needs a terminal on stdin and stdout (`xunds monitor` writes JSON lines to a pipe)",
-        );
+        let why =
+            "needs a terminal on stdin and stdout (`xunds monitor` writes JSON lines to a pipe)";
+        return crate::fail(2, "xunds top", why);
     }
     let mut terminal = match ratatui::try_init() {
         Ok(t) => t,
