@@ -389,10 +389,8 @@ impl Insn {
     pub fn decode(w: &[u32; INSN_WORDS]) -> Result<Insn, DecodeError> {
         let opcode = w[0] as u8;
         let flags = (w[0] >> 8) as u8;
-        let operand = |slot: usize| Operand {
-            base: Base::ALL[(w[0] >> (16 + 2 * slot)) as usize & 3],
-            off: w[1 + slot],
-        };
+        let operand =
+            |s: usize| Operand::new(Base::ALL[(w[0] >> (16 + 2 * s)) as usize & 3], w[1 + s]);
         let (d, a, b) = (operand(0), operand(1), operand(2));
         let [p0, p1, p2] = [w[4], w[5], w[6]];
         let check = flags & FLAG_CHECK != 0;

@@ -338,10 +338,9 @@ impl MemMap {
     /// the per-core trigger constants.
     pub fn build<H: Hal>(hal: &mut H, config: DeviceConfig) -> Result<MemMap, ConfigError> {
         config.validate()?;
-        let dram_len = usize::try_from(config.dram_size).map_err(|_| ConfigError::Invalid {
-            field: "dram_size",
-            why: "does not fit the host address space",
-        })?;
+        let (field, why) = ("dram_size", "does not fit the host address space");
+        let dram_len = usize::try_from(config.dram_size);
+        let dram_len = dram_len.map_err(|_| ConfigError::Invalid { field, why })?;
         let dram = hal.map(RegionId::Dram, dram_len)?;
         let mut m = MemMap {
             config,

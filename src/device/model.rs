@@ -291,9 +291,7 @@ impl ModelBuilder {
         // Every section is below 4 GiB now: no overflow from here on.
         let scratch_off = const_off + const_len;
         let too_large = |what| ModelError::TooLarge { what };
-        load_pa
-            .checked_add(scratch_off + scratch_len)
-            .ok_or(too_large("load area"))?;
+        (load_pa.checked_add(scratch_off + scratch_len)).ok_or(too_large("load area"))?;
         io_pa.checked_add(io_len).ok_or(too_large("io area"))?;
 
         let mut bytes = vec![0u8; scratch_off as usize];
@@ -425,11 +423,9 @@ impl ModelImage {
 
     /// Write the concatenated inputs into the IO area.
     pub fn write_input(&self, mem: &dyn DeviceMemory, input: &[f32]) -> Result<(), ModelError> {
-        if input.len() != self.input_len() {
-            return Err(ModelError::InputLength {
-                need: self.input_len(),
-                got: input.len(),
-            });
+        let (need, got) = (self.input_len(), input.len());
+        if got != need {
+            return Err(ModelError::InputLength { need, got });
         }
         let mut rest = input;
         for t in &self.inputs {

@@ -124,10 +124,8 @@ impl NqWriter {
             // of NQ_OVERFLOWS, which then reports the overflow (ours: the
             // EXEC_SW_NQ_OVERFLOW path, docs/abi.md §3 status table).
             hal.fetch_add_u32(l.regs, reg::NQ_OVERFLOWS, 1, Ordering::Release)?;
-            return Ok(Err(Overflow {
-                engine: l.engine,
-                exec_id: entry.exec_id,
-            }));
+            let (engine, exec_id) = (l.engine, entry.exec_id);
+            return Ok(Err(Overflow { engine, exec_id }));
         }
         entry.engine = l.engine;
         entry.phase = l.lap.mark;

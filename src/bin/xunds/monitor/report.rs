@@ -496,10 +496,8 @@ pub fn runtime_vcpu(now: (u64, u64), was: (u64, u64), secs: f64, tck: u64) -> Ru
         true => round2(a.saturating_sub(b) as f64 / tck as f64 / secs * 100.0),
         false => 0.0,
     };
-    let vcpu_usage = UserSystem {
-        user: pct(now.0, was.0),
-        system: pct(now.1, was.1),
-    };
+    let (user, system) = (pct(now.0, was.0), pct(now.1, was.1));
+    let vcpu_usage = UserSystem { user, system };
     RuntimeVcpu { vcpu_usage }
 }
 
