@@ -124,8 +124,10 @@ impl QueueProducer {
         // is reused lap after lap).
         let m2s_head = hal.load_u32(self.regs, reg::M2S_HEAD, Ordering::Acquire)?;
         let s2m_head = hal.load_u32(self.regs, reg::S2M_HEAD, Ordering::Acquire)?;
-        let used =
-            (self.lap.count.wrapping_sub(m2s_head)).max(self.lap.count.wrapping_sub(s2m_head));
+        let count = self.lap.count;
+        let used = count
+            .wrapping_sub(m2s_head)
+            .max(count.wrapping_sub(s2m_head));
         Ok(self.lap.len.saturating_sub(used))
     }
 

@@ -55,7 +55,9 @@ pub struct TensorDesc {
 impl TensorDesc {
     /// Element count (saturating: a shape that large is refused at link).
     pub fn elems(&self) -> u64 {
-        (self.shape.iter()).fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
+        self.shape
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)))
     }
 
     /// The operand addressing its first element.
@@ -291,7 +293,9 @@ impl ModelBuilder {
         // Every section is below 4 GiB now: no overflow from here on.
         let scratch_off = const_off + const_len;
         let too_large = |what| ModelError::TooLarge { what };
-        (load_pa.checked_add(scratch_off + scratch_len)).ok_or(too_large("load area"))?;
+        load_pa
+            .checked_add(scratch_off + scratch_len)
+            .ok_or(too_large("load area"))?;
         io_pa.checked_add(io_len).ok_or(too_large("io area"))?;
 
         let mut bytes = vec![0u8; scratch_off as usize];

@@ -295,7 +295,7 @@ pub fn summary(r: &JobReport) -> String {
         true => "deterministic (virtual time)".to_string(),
         false => format!("threaded ({} placement)", c.placement.name()),
     };
-    let arrival = (c.rate).map_or("closed loop".into(), |x| {
+    let arrival = c.rate.map_or("closed loop".into(), |x| {
         format!("open loop at {x} exec/s (Poisson)")
     });
     let (n, cores, models, model) = (r.executions, c.vncs, c.models, c.model.name());

@@ -88,7 +88,7 @@ fn arrival(s: &str) -> Result<Arrival, String> {
 }
 
 fn seed_range(s: &str) -> Result<(u64, u64), String> {
-    let pair = (s.split_once("..=")).or_else(|| s.split_once(".."));
+    let pair = s.split_once("..=").or_else(|| s.split_once(".."));
     let (a, b) = pair.ok_or("expected A..B")?;
     let a: u64 = a.parse().map_err(|_| "bad A in A..B")?;
     let b: u64 = b.parse().map_err(|_| "bad B in A..B")?;
@@ -232,7 +232,9 @@ fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
     }
     let (n, described) = (case.executions, case.describe());
     let _ = writeln!(s, "  case: {n} executions, {described}");
-    let then = (then.as_ref()).map_or(String::new(), |v| format!("\n    -> {v}"));
+    let then = then
+        .as_ref()
+        .map_or(String::new(), |v| format!("\n    -> {v}"));
     let (n, described) = (small.executions, small.describe());
     let (sim, run) = (small.sim_args(), small.run_args());
     let _ = writeln!(

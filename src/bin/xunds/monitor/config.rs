@@ -146,7 +146,9 @@ impl Config {
 
     /// The rule for a runtime tagged `tag`, if any.
     pub fn rule_for(&self, tag: &str) -> Option<&RuntimeRule> {
-        (self.rules.iter()).find(|r| r.tag_filter.as_ref().is_none_or(|f| f.is_match(tag)))
+        self.rules
+            .iter()
+            .find(|r| r.tag_filter.as_ref().is_none_or(|f| f.is_match(tag)))
     }
 
     /// The shortest period of any enabled group (the loop's tick), at least

@@ -215,7 +215,8 @@ impl Runtime {
         }
         if let RecordRead::Torn(t) = &s.snap.process_info {
             let why = t.reason;
-            (self.notes).push(format!("process info: torn record ({why:?}), not used"));
+            self.notes
+                .push(format!("process info: torn record ({why:?}), not used"));
         }
         if self.started.is_none() {
             self.started = Some(self.start_instant(alive.then_some(pid)));

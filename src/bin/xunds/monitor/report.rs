@@ -233,7 +233,10 @@ fn named<const N: usize>(names: [&'static str; N], values: &[u64; N]) -> Named<u
 impl Serialize for MemoryUsed {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let kinds = CORE_MEMORY.map(|k| k.0);
-        let cores = (self.cores.iter()).map(|(c, m)| (c.to_string(), named(kinds, m)));
+        let cores = self
+            .cores
+            .iter()
+            .map(|(c, m)| (c.to_string(), named(kinds, m)));
         obj! {
             neuron_runtime_used_bytes: obj! {
                 host: byte_sum(self.host),

@@ -264,7 +264,9 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let inner = draw_section(f, area, format!("vCPU Utilization ({vcpus} vCPUs)"));
     let system = sys.filter(|v| v.error.is_empty()).map(|v| v.user_system());
     // The runtimes' groups read without an error, summed.
-    let good = (procs.iter()).flat_map(|p| &p.report.neuron_runtime_vcpu_usage);
+    let good = procs
+        .iter()
+        .flat_map(|p| &p.report.neuron_runtime_vcpu_usage);
     let runtime = (good.filter(|v| v.error.is_empty()))
         .map(|v| (v.vcpu_usage.user, v.vcpu_usage.system))
         .reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
@@ -438,7 +440,9 @@ fn draw_details(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
 
 fn draw_tabs(f: &mut Frame, area: Rect, v: &View, ui: &Ui) {
     let names = std::iter::once("all".to_string()).chain(
-        (v.neuron_runtime_data.iter()).map(|p| format!("{} {}", p.pid, p.neuron_runtime_tag)),
+        v.neuron_runtime_data
+            .iter()
+            .map(|p| format!("{} {}", p.pid, p.neuron_runtime_tag)),
     );
     let mut spans = Vec::new();
     for (i, name) in names.enumerate() {
