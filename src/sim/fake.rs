@@ -20,8 +20,9 @@ use crate::hal::{
     Ordering, RegionHandle, RegionId, Table, Wait, Width,
 };
 
-/// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
-type Words = (usize, Arc<[AtomicU64]>);
+/// One region: its id as one word ([`RegionId::key`]), its length in bytes
+/// and its words (`len.div_ceil(8)` of them).
+type Words = (u64, usize, Arc<[AtomicU64]>);
 
 /// In-memory regions and simulated events. Clone to share.
 #[derive(Clone, Default)]
@@ -61,12 +62,13 @@ impl FakeHal {
     }
 
     /// The words of the region `r` names. Checked against the handle's id
-    /// and length, so a handle from another backend (even one with the same
-    /// index and id) cannot index past this region's words.
+    /// (by its key: one compare, not a match per variant) and length, so a
+    /// handle from another backend (even one with the same index and id)
+    /// cannot index past this region's words.
     #[inline(always)]
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
-        match self.regions.get(r.index(), r.id()) {
-            Ok((len, words)) if *len == r.len() => Ok(words),
+        match self.regions.at(r.index()) {
+            Some((key, len, words)) if *key == r.key() && *len == r.len() => Ok(words),
             _ => Err(HalError::BadHandle),
         }
     }
@@ -273,10 +275,8 @@ impl Hal for FakeHal {
             return Err(HalError::ZeroLength(id));
         }
         let index = self.regions.insert(id, || {
-            Ok((
-                len,
-                (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
-            ))
+            let words = (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
+            Ok((id.key(), len, words))
         })?;
         Ok(RegionHandle::new(index, id, len))
     }

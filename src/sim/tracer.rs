@@ -667,7 +667,7 @@ impl<H: Hal> Tracer<H> {
     }
 
     fn keep_word(&self, r: RegionHandle) -> bool {
-        !(self.filter == TraceFilter::Protocol && r.id() == RegionId::Dram)
+        !(self.filter == TraceFilter::Protocol && r.key() == RegionId::Dram.key())
     }
 
     /// Record a failure under the operation's name.
