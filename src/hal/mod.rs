@@ -91,7 +91,10 @@ pub enum RegionId {
 
 impl RegionId {
     /// The id packed into one word: the variant in bits 32.., its fields
-    /// below (one-to-one, so two ids are equal exactly when their keys are).
+    /// below, the core in the low byte (one-to-one, so two ids are equal
+    /// exactly when their keys are). The trace names a region by the same
+    /// two halves (`sim::tracer`), so a traced access reads them off its
+    /// handle.
     pub(crate) const fn key(self) -> u64 {
         const fn k(variant: u64, fields: u64) -> u64 {
             variant << 32 | fields
@@ -100,8 +103,8 @@ impl RegionId {
             RegionId::Dram => k(0, 0),
             RegionId::Dmem { core } => k(1, core as u64),
             RegionId::Regs { core } => k(2, core as u64),
-            RegionId::DescRing { core, dir } => k(3, (core as u64) << 8 | dir as u64),
-            RegionId::NqRing { core, engine } => k(4, (core as u64) << 8 | engine as u64),
+            RegionId::DescRing { core, dir } => k(3, core as u64 | (dir as u64) << 8),
+            RegionId::NqRing { core, engine } => k(4, core as u64 | (engine as u64) << 8),
             RegionId::WorkItems { core } => k(5, core as u64),
             RegionId::Other { tag } => k(6, tag as u64),
         }

@@ -424,12 +424,12 @@ impl TraceLog {
     /// encoding log (no [`MemOp`], no copy of its bytes), as a [`MemOp`]
     /// otherwise.
     #[inline(always)]
-    fn push_mem(&self, op: Op, region: RegionId, off: usize, a: &Access<'_>, v: u64) {
+    fn push_mem(&self, op: Op, r: RegionHandle, off: usize, a: &Access<'_>, v: u64) {
         match &*self.inner {
             Log::Encoded(e) => e
                 .get()
-                .push(|out| encode_mem(out, op, region, off, fields(a, v))),
-            Log::Records(_) => self.push(TraceOp::Mem(MemOp::new(op, region, off, a, v))),
+                .push(|out| encode_mem(out, op, key_code(r.key()), off, fields(a, v))),
+            Log::Records(_) => self.push(TraceOp::Mem(MemOp::new(op, r.id(), off, a, v))),
         }
     }
 
@@ -712,7 +712,7 @@ impl<H: Hal> Tracer<H> {
         let res = self.inner.access(r, off, a.reborrow());
         match res {
             Ok(v) => {
-                self.log.push_mem(op, r.id(), off, &a, v);
+                self.log.push_mem(op, r, off, &a, v);
                 Ok(v)
             }
             Err(e) => self.rec_failure(op.name(), Err(e)),
@@ -822,18 +822,16 @@ pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A region as a frame's target: its kind and number.
-#[inline(always)]
+/// A region as a frame's target: its kind and number, the halves of its
+/// key ([`RegionId::key`]).
 fn region_code(r: RegionId) -> (u8, u32) {
-    match r {
-        RegionId::Dram => (0, 0),
-        RegionId::Dmem { core } => (1, core.into()),
-        RegionId::Regs { core } => (2, core.into()),
-        RegionId::DescRing { core, dir } => (3, u32::from(core) | (dir as u32) << 8),
-        RegionId::NqRing { core, engine } => (4, u32::from(core) | u32::from(engine) << 8),
-        RegionId::WorkItems { core } => (5, core.into()),
-        RegionId::Other { tag } => (6, tag),
-    }
+    key_code(r.key())
+}
+
+/// A region key's halves: its kind and number.
+#[inline(always)]
+const fn key_code(key: u64) -> (u8, u32) {
+    ((key >> 32) as u8, key as u32)
 }
 
 fn event_code(e: EventId) -> (u8, u32) {
@@ -866,20 +864,14 @@ fn padded(data: &[u8]) -> [u8; RECORD] {
 /// [`TraceOp::Mem`]): one frame (the ordering as its code; the word and
 /// result, the record, or a copy's length as its tail), then a copy's bytes.
 #[inline(always)]
-fn encode_mem(out: &mut Vec<u8>, op: Op, region: RegionId, off: usize, fields: Fields<'_>) {
+fn encode_mem(out: &mut Vec<u8>, op: Op, region: (u8, u32), off: usize, fields: Fields<'_>) {
     let (order, value, result, data) = fields;
     let tail = match op.shape() {
         Shape::Bytes => words(data.len() as u64, 0),
         Shape::Record | Shape::Desc | Shape::Nq => padded(data),
         _ => words(value, result),
     };
-    let f = frame(
-        op as u8,
-        region_code(region),
-        order_code(order),
-        off as u64,
-        tail,
-    );
+    let f = frame(op as u8, region, order_code(order), off as u64, tail);
     out.extend_from_slice(&f[..if op.shape().wide() { FRAME } else { FRAME - 8 }]);
     if op.shape() == Shape::Bytes {
         out.extend_from_slice(data);
@@ -896,7 +888,9 @@ impl TraceOp {
                 frame(0, region_code(*region), 0, 0, words(*len as u64, 0))
             }
             TraceOp::Event { event } => frame(1, event_code(*event), 0, 0, words(0, 0)),
-            TraceOp::Mem(m) => return encode_mem(out, m.op, m.region, m.off, m.fields()),
+            TraceOp::Mem(m) => {
+                return encode_mem(out, m.op, region_code(m.region), m.off, m.fields())
+            }
             TraceOp::Notify { event, n } => frame(16, event_code(*event), 0, 0, words(*n, 0)),
             TraceOp::Wait {
                 event,
