@@ -1,8 +1,9 @@
 //! The crate's declarative macros, declared first so every layer can use
 //! them (textual scope): `wire_enum!` (a named wire enum), `wire_block!` (an
 //! ABI block declared once), `error_enum!` (an error type's `Display`,
-//! `Error` and `From`) and `forward!` (trait methods that call the same
-//! method on another value). No proc-macro dependency.
+//! `Error` and `From`), `forward!` (trait methods that call the same
+//! method on another value) and, for the simulator, `debug_fields!` (a
+//! `Debug` of a few named values). No proc-macro dependency.
 
 /// A fieldless `#[repr(u8)]` wire enum with its names: `ALL` (ascending
 /// code), `name()`, `index()` / `from_index()` (the index type is given after
