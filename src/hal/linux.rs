@@ -25,16 +25,8 @@ use crate::sync::word::ReadWrite;
 #[derive(Clone, Debug, Default)]
 pub struct LinuxHal {
     dir: Option<PathBuf>,
-    regions: Table<RegionId, Slot>,
+    regions: Table<RegionId, Region>,
     events: Table<EventId, Arc<EventFd>>,
-}
-
-/// A mapped region and its id's key ([`RegionId`] packed in one word), so
-/// [`LinuxHal::access`](Hal::access) checks a handle with two compares.
-#[derive(Clone, Debug)]
-struct Slot {
-    key: u64,
-    region: Region,
 }
 
 impl LinuxHal {
@@ -56,14 +48,17 @@ impl LinuxHal {
     /// has its id (by key) and its length.
     #[inline(always)]
     fn region(&self, r: RegionHandle) -> Result<&Region, HalError> {
-        match self.regions.at(r.index()) {
-            Some(slot) if slot.key == r.key() && slot.region.len() == r.len() => Ok(&slot.region),
+        match self.regions.get(r.index(), r.key()) {
+            Some(region) if region.len() == r.len() => Ok(region),
             _ => Err(HalError::BadHandle),
         }
     }
 
     fn efd(&self, ev: EventHandle) -> Result<&EventFd, HalError> {
-        self.events.get(ev.index(), ev.id()).map(|e| &**e)
+        self.events
+            .get(ev.index(), ev.id().key())
+            .map(|e| &**e)
+            .ok_or(HalError::BadHandle)
     }
 }
 
@@ -83,10 +78,7 @@ impl Hal for LinuxHal {
                 Some(d) => Mapping::create_file(&d.join(id.to_string()), len),
             };
             mapping
-                .map(|m| Slot {
-                    key: id.key(),
-                    region: m.into_region(),
-                })
+                .map(Mapping::into_region)
                 .map_err(|e| HalError::os("mmap", &e))
         })?;
         Ok(RegionHandle::new(index, id, len))

@@ -193,6 +193,17 @@ pub enum EventId {
     },
 }
 
+impl EventId {
+    /// The id packed into one word, as [`RegionId::key`] packs a region's
+    /// (the trace names an event by its two halves).
+    pub(crate) const fn key(self) -> u64 {
+        match self {
+            EventId::NqIrq { core } => core as u64,
+            EventId::Other { tag } => 1 << 32 | tag as u64,
+        }
+    }
+}
+
 impl fmt::Display for EventId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -557,12 +568,32 @@ pub(crate) fn record_from_halves(lo: u64, hi: u64) -> [u8; RECORD] {
     (u128::from(lo) | u128::from(hi) << 64).to_le_bytes()
 }
 
+/// An id a backend's [`Table`] keeps: packed into one word, so a lookup
+/// checks it with one compare instead of a match per variant.
+pub(crate) trait Key: Copy + fmt::Display {
+    /// The id as one word, one-to-one.
+    fn key(self) -> u64;
+}
+
+impl Key for RegionId {
+    fn key(self) -> u64 {
+        RegionId::key(self)
+    }
+}
+
+impl Key for EventId {
+    fn key(self) -> u64 {
+        EventId::key(self)
+    }
+}
+
 /// A backend's table of regions or events: entries in creation order, each
-/// found by its handle's index and checked against the handle's id, so a
-/// handle from another backend (or another table) is `BadHandle`.
+/// found by its handle's index and checked against the handle's id (its
+/// [`Key`]), so a handle from another backend (or another table) is
+/// `BadHandle`.
 #[derive(Clone, Debug)]
 pub(crate) struct Table<K, V> {
-    entries: Vec<(K, V)>,
+    entries: Vec<(K, u64, V)>,
 }
 
 impl<K, V> Default for Table<K, V> {
@@ -573,7 +604,7 @@ impl<K, V> Default for Table<K, V> {
     }
 }
 
-impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
+impl<K: Key, V> Table<K, V> {
     /// Add `id` with the value `make` builds; `AlreadyMapped` when `id` is
     /// taken (nothing is built then). Returns the new entry's index.
     pub(crate) fn insert(
@@ -581,33 +612,28 @@ impl<K: Copy + PartialEq + fmt::Display, V> Table<K, V> {
         id: K,
         make: impl FnOnce() -> Result<V, HalError>,
     ) -> Result<u32, HalError> {
-        if self.entries.iter().any(|(k, _)| *k == id) {
+        let key = id.key();
+        if self.entries.iter().any(|&(_, k, _)| k == key) {
             return Err(HalError::AlreadyMapped(id.to_string()));
         }
         let index = u32::try_from(self.entries.len()).map_err(|_| HalError::BadHandle)?;
-        self.entries.push((id, make()?));
+        self.entries.push((id, key, make()?));
         Ok(index)
     }
 
-    /// The value at `index`, if its id is `id`.
-    pub(crate) fn get(&self, index: usize, id: K) -> Result<&V, HalError> {
-        match self.entries.get(index) {
-            Some((k, v)) if *k == id => Ok(v),
-            _ => Err(HalError::BadHandle),
-        }
-    }
-
-    /// The value at `index`, whatever its id (a backend's hot path checks
-    /// the id itself, see `linux::LinuxHal`).
+    /// The value at `index`, if its id's key is `key`.
     #[inline(always)]
-    pub(crate) fn at(&self, index: usize) -> Option<&V> {
-        self.entries.get(index).map(|(_, v)| v)
+    pub(crate) fn get(&self, index: usize, key: u64) -> Option<&V> {
+        match self.entries.get(index) {
+            Some((_, k, v)) if *k == key => Some(v),
+            _ => None,
+        }
     }
 
     /// Every id, in creation order (the fake HAL's `Debug`).
     #[cfg(feature = "sim")]
     pub(crate) fn ids(&self) -> impl Iterator<Item = K> + '_ {
-        self.entries.iter().map(|(k, _)| *k)
+        self.entries.iter().map(|(k, ..)| *k)
     }
 }
 

@@ -20,9 +20,8 @@ use crate::hal::{
     Ordering, RegionHandle, RegionId, Table, Wait, Width,
 };
 
-/// One region: its id as one word ([`RegionId::key`]), its length in bytes
-/// and its words (`len.div_ceil(8)` of them).
-type Words = (u64, usize, Arc<[AtomicU64]>);
+/// One region: its length in bytes and its words (`len.div_ceil(8)` of them).
+type Words = (usize, Arc<[AtomicU64]>);
 
 /// In-memory regions and simulated events. Clone to share.
 #[derive(Clone, Default)]
@@ -62,19 +61,21 @@ impl FakeHal {
     }
 
     /// The words of the region `r` names. Checked against the handle's id
-    /// (by its key: one compare, not a match per variant) and length, so a
-    /// handle from another backend (even one with the same index and id)
-    /// cannot index past this region's words.
+    /// and length, so a handle from another backend (even one with the same
+    /// index and id) cannot index past this region's words.
     #[inline(always)]
     fn words(&self, r: RegionHandle) -> Result<&[AtomicU64], HalError> {
-        match self.regions.at(r.index()) {
-            Some((key, len, words)) if *key == r.key() && *len == r.len() => Ok(words),
+        match self.regions.get(r.index(), r.key()) {
+            Some((len, words)) if *len == r.len() => Ok(words),
             _ => Err(HalError::BadHandle),
         }
     }
 
     fn counter(&self, ev: EventHandle) -> Result<&AtomicU64, HalError> {
-        self.events.get(ev.index(), ev.id()).map(|c| &**c)
+        self.events
+            .get(ev.index(), ev.id().key())
+            .map(|c| &**c)
+            .ok_or(HalError::BadHandle)
     }
 }
 
@@ -276,7 +277,7 @@ impl Hal for FakeHal {
         }
         let index = self.regions.insert(id, || {
             let words = (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
-            Ok((id.key(), len, words))
+            Ok((len, words))
         })?;
         Ok(RegionHandle::new(index, id, len))
     }

@@ -828,17 +828,15 @@ fn region_code(r: RegionId) -> (u8, u32) {
     key_code(r.key())
 }
 
-/// A region key's halves: its kind and number.
+/// An event as a frame's target, the same way ([`EventId::key`]).
+fn event_code(e: EventId) -> (u8, u32) {
+    key_code(e.key())
+}
+
+/// A key's halves: its kind and number.
 #[inline(always)]
 const fn key_code(key: u64) -> (u8, u32) {
     ((key >> 32) as u8, key as u32)
-}
-
-fn event_code(e: EventId) -> (u8, u32) {
-    match e {
-        EventId::NqIrq { core } => (0, core.into()),
-        EventId::Other { tag } => (1, tag),
-    }
 }
 
 const fn order_code(o: Ordering) -> u8 {
