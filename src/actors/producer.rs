@@ -387,10 +387,13 @@ impl<H: Hal> Lane<H> {
         // 4. stage_and_doorbell (refused: the item goes back).
         let inject = self.inject.take();
         let staged = call.stage(cx, |_, cx| {
-            let go = wrote && inject != Some(FunnelEvent::StageFailed);
-            let staged = go.then(|| self.p.stager.stage_and_doorbell(&cm.variants[i], 0));
+            let staged = if wrote && inject != Some(FunnelEvent::StageFailed) {
+                self.p.stager.stage_and_doorbell(&cm.variants[i], 0).ok()
+            } else {
+                None
+            };
             self.pre(cx);
-            staged.and_then(Result::ok).ok_or(())
+            staged.ok_or(())
         });
         let (call, staged) = match staged {
             Ok(s) => s,
@@ -812,10 +815,12 @@ impl<H: Hal> ProducerActor<H> {
     /// (backing off, being reset, or degraded with `recover`); when every
     /// XU is degraded for good, any XU (each call is refused with 101).
     fn pick_core(&mut self) -> Option<usize> {
-        let (n, healths) = (self.queues.len(), &self.healths);
-        let ok =
-            |c: usize| self.backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy;
-        let found = (0..n).map(|k| (self.rr + k) % n).find(|&c| ok(c));
+        let n = self.queues.len();
+        let healths = &self.healths;
+        let backoff = &self.backoff;
+        let found = (0..n)
+            .map(|k| (self.rr + k) % n)
+            .find(|&c| backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy);
         self.holding = false;
         if found.is_some() {
             return found;
@@ -957,8 +962,10 @@ impl<H: Hal> Actor for ProducerActor<H> {
         let lanes = Arc::clone(&self.lanes);
         let mut held: Option<(usize, MutexGuard<'_, Lane<H>>)> = None;
         for _ in 0..BATCH {
-            let not_due = |p: &mut Pacing| !p.due(cx.now());
-            if self.next >= self.work.executions || self.pacing.as_mut().is_some_and(not_due) {
+            if self.next >= self.work.executions {
+                break;
+            }
+            if self.pacing.as_mut().is_some_and(|p| !p.due(cx.now())) {
                 break;
             }
             let Some(c) = self.pick_core() else { break };

@@ -148,8 +148,9 @@ const _: () = assert!(NC_NAMED <= 64, "one dirty bit per counter");
 impl<S: SlabMut> Books<S> {
     /// Counter `c` of `core`, when the system has that core.
     fn nc(&self, core: u8, c: NcCounter) -> Option<Counter> {
-        let k = Counter::nc(core.into(), c).ok();
-        k.filter(|_| core < self.cores)
+        Counter::nc(core.into(), c)
+            .ok()
+            .filter(|_| core < self.cores)
     }
 
     fn add(&mut self, core: u8, c: NcCounter, v: u64) {
@@ -224,7 +225,7 @@ impl<S: SlabMut> Books<S> {
             }
         }
         for (k, v) in (0..).zip(m.host.as_array()) {
-            if let Some(c) = NdCounter::from_index(NdCounter::MemUsageCodeHost as u32 + k) {
+            if let Some(c) = NdCounter::host_memory(k) {
                 self.change(Counter::nd(c), c.name(), v, sub);
             }
         }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::actors::wake::Waker;
 use crate::actors::{msg, step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress};
+use crate::device;
 use crate::device::sequencer::{RequestExecutor, Sequencer};
 use crate::fsm::proxy::{ProxyCycle, ProxyEvent, ProxyState};
 use crate::hal::Hal;
@@ -120,15 +121,21 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
         match self.seq.poll_one(self.core, cx.now().as_u64()) {
             Ok(p) => {
                 self.tap.drain(cx);
-                let (c, x, r, f) = (p.copies, p.executed, p.records, p.faults);
+                let device::sequencer::Progress {
+                    copies,
+                    executed,
+                    records,
+                    faults,
+                    resets,
+                } = p;
                 let st = &mut self.stats;
-                st.copies += u64::from(c);
-                st.executed += u64::from(x);
-                st.records += u64::from(r);
-                st.faults += u64::from(f);
-                st.resets += u64::from(p.resets);
-                if x > 0 || f > 0 {
-                    msg!(cx, "device copies={c} executed={x} records={r} faults={f}");
+                st.copies += u64::from(copies);
+                st.executed += u64::from(executed);
+                st.records += u64::from(records);
+                st.faults += u64::from(faults);
+                st.resets += u64::from(resets);
+                if executed > 0 || faults > 0 {
+                    msg!(cx, "device copies={copies} executed={executed} records={records} faults={faults}");
                 }
                 p.made_progress()
             }

@@ -480,8 +480,12 @@ impl<H: Hal> WorkerActor<H> {
         let (ts_start, model, bad) = match checked {
             Ok((info, m)) => (info.resp.ts_start, Some(m), None),
             Err(bad) => {
-                let (s, at) = (seq.0, self.xu.pool.relative(word));
-                msg!(cx, "seq={s:#x} exec_info=items{at:+#x} item={idx}: {bad:?}");
+                let at = self.xu.pool.relative(word);
+                msg!(
+                    cx,
+                    "seq={:#x} exec_info=items{at:+#x} item={idx}: {bad:?}",
+                    seq.0
+                );
                 (Timespec::from_nanos(now.as_u64()), None, Some(bad))
             }
         };
@@ -542,8 +546,12 @@ impl<H: Hal> WorkerActor<H> {
     /// Complete a slot whose `exec_info` names no item and that no item was
     /// submitted under: nothing staged, nothing to harvest or return.
     fn complete_foreign(&mut self, seq: SeqId, word: u64, bad: BadItem, cx: &mut Cx<'_>) -> bool {
-        let (s, at) = (seq.0, self.xu.pool.relative(word));
-        msg!(cx, "seq={s:#x}: exec_info items{at:+#x}: {bad:?}, no item");
+        let at = self.xu.pool.relative(word);
+        msg!(
+            cx,
+            "seq={:#x}: exec_info items{at:+#x}: {bad:?}, no item",
+            seq.0
+        );
         self.cur = Some(Current {
             seq,
             ts_start: Timespec::from_nanos(cx.now().as_u64()),

@@ -333,31 +333,39 @@ impl Insn {
     /// says whether the words will decode back to it.
     pub fn encode(&self) -> [u32; INSN_WORDS] {
         let (none, lo, hi) = ([None; 3], |v: u64| v as u32, |v: u64| (v >> 32) as u32);
-        let da = |d, a| [Some(d), Some(a), None];
-        let dab = |d, a, b| [Some(d), Some(a), Some(b)];
-        let (ops, p): ([Option<Operand>; 3], [u32; 4]) = match *self {
-            Insn::End | Insn::Nop => (none, [0; 4]),
-            Insn::SetBase(reg, value) => (none, [reg as u32, lo(value), hi(value), 0]),
-            Insn::Copy(dst, src, n) => (da(dst, src), [n, 0, 0, 0]),
-            Insn::Fill(dst, n, value) => ([Some(dst), None, None], [n, value, 0, 0]),
-            Insn::Binary(_, dst, a, b, n, b_len, _) => (dab(dst, a, b), [n, b_len, 0, 0]),
-            Insn::Affine(dst, src, n, scale, bias, _) => (da(dst, src), [n, scale, bias, 0]),
-            Insn::MatMul(dst, a, b, m, k, n, ..) => (dab(dst, a, b), [m, k, n, 0]),
-            Insn::Act(func, dst, src, n, _) => (da(dst, src), [n, func as u32, 0, 0]),
-            Insn::Reduce(op, dst, src, rows, cols, _) => (da(dst, src), [rows, cols, op as u32, 0]),
-            Insn::Wait(sem, value) | Insn::Signal(sem, value) => (none, [sem.into(), value, 0, 0]),
-            Insn::Delay(cycles) => (none, [lo(cycles), hi(cycles), 0, 0]),
-            Insn::Raise(class) => (none, [class as u32, 0, 0, 0]),
-        };
-        let flags = match *self {
-            Insn::Binary(.., check)
-            | Insn::Affine(.., check)
-            | Insn::Act(.., check)
-            | Insn::Reduce(.., check) => u8::from(check) * FLAG_CHECK,
-            Insn::MatMul(.., acc, check) => {
-                (u8::from(check) * FLAG_CHECK) | (u8::from(acc) * FLAG_ACC)
+        let chk = |check: bool| u8::from(check) * FLAG_CHECK;
+        let (ops, p, flags): ([Option<Operand>; 3], [u32; 4], u8) = match *self {
+            Insn::End | Insn::Nop => (none, [0; 4], 0),
+            Insn::SetBase(reg, value) => (none, [reg as u32, lo(value), hi(value), 0], 0),
+            Insn::Copy(dst, src, n) => ([Some(dst), Some(src), None], [n, 0, 0, 0], 0),
+            Insn::Fill(dst, n, value) => ([Some(dst), None, None], [n, value, 0, 0], 0),
+            Insn::Binary(_, dst, a, b, n, b_len, check) => {
+                ([Some(dst), Some(a), Some(b)], [n, b_len, 0, 0], chk(check))
             }
-            _ => 0,
+            Insn::Affine(dst, src, n, scale, bias, check) => (
+                [Some(dst), Some(src), None],
+                [n, scale, bias, 0],
+                chk(check),
+            ),
+            Insn::MatMul(dst, a, b, m, k, n, acc, check) => {
+                let flags = chk(check) | (u8::from(acc) * FLAG_ACC);
+                ([Some(dst), Some(a), Some(b)], [m, k, n, 0], flags)
+            }
+            Insn::Act(func, dst, src, n, check) => (
+                [Some(dst), Some(src), None],
+                [n, func as u32, 0, 0],
+                chk(check),
+            ),
+            Insn::Reduce(op, dst, src, rows, cols, check) => (
+                [Some(dst), Some(src), None],
+                [rows, cols, op as u32, 0],
+                chk(check),
+            ),
+            Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
+                (none, [sem.into(), value, 0, 0], 0)
+            }
+            Insn::Delay(cycles) => (none, [lo(cycles), hi(cycles), 0, 0], 0),
+            Insn::Raise(class) => (none, [class as u32, 0, 0, 0], 0),
         };
         let mut w = [0u32; INSN_WORDS];
         let mut sel = 0u32;

@@ -240,14 +240,14 @@ impl ExecCompletion {
     /// a numerical error `EXEC_COMPLETED_WITH_NUM_ERR`; a hardware error
     /// `HW_ERROR`; any other class `EXEC_COMPLETED_WITH_ERR`.
     pub const fn suggested_status(&self) -> NrtStatus {
-        let ExecStatus::Error { class, source, .. } = self.status else {
-            return NrtStatus::SUCCESS;
-        };
-        match (source, class) {
-            (Source::Dma, _) => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
-            (_, ErrorClass::Numerical) => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
-            (_, ErrorClass::Hw) => NrtStatus::HW_ERROR,
-            _ => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+        match self.status {
+            ExecStatus::Done => NrtStatus::SUCCESS,
+            ExecStatus::Error { class, source, .. } => match (source, class) {
+                (Source::Dma, _) => NrtStatus::EXEC_HW_ERR_DMA_ABORT,
+                (_, ErrorClass::Numerical) => NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR,
+                (_, ErrorClass::Hw) => NrtStatus::HW_ERROR,
+                _ => NrtStatus::EXEC_COMPLETED_WITH_ERR,
+            },
         }
     }
 }

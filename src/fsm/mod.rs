@@ -297,8 +297,10 @@ pub use machine;
 /// snapshots): one `FROM --event--> TO` line per row.
 #[cfg(feature = "std")]
 pub fn render_table<M: Fsm>() -> String {
-    let (s, e) = (M::state_name, M::event_name);
-    let row = |r: &Row<_, _>| format!("{} --{}--> {}\n", s(r.from), e(r.event), s(r.to));
+    let row = |r: &Row<M::State, M::Event>| {
+        let (from, to) = (M::state_name(r.from), M::state_name(r.to));
+        format!("{from} --{}--> {to}\n", M::event_name(r.event))
+    };
     M::TABLE.iter().map(row).collect()
 }
 

@@ -393,7 +393,6 @@ impl<S: Slab> Reader<S> {
                 }
             }
             let model_bitmap = s.load_u64(region::MODEL_BITMAP_OFF, Ordering::Relaxed);
-            let ext = RecordSpan::PROCESS_INFO_EXT;
             let mut models = heapless::Vec::new();
             for slot in ModelSlot::all() {
                 let span = RecordSpan::model(slot.index())?;
@@ -407,7 +406,11 @@ impl<S: Slab> Reader<S> {
                 counters,
                 model_bitmap,
                 process_info: self.read_record(s, RecordSpan::PROCESS_INFO, ProcessInfo::parse)?,
-                process_info_ext: self.read_record(s, ext, ProcessInfoExt::parse)?,
+                process_info_ext: self.read_record(
+                    s,
+                    RecordSpan::PROCESS_INFO_EXT,
+                    ProcessInfoExt::parse,
+                )?,
                 models,
             })
         })?

@@ -504,9 +504,10 @@ impl<H: Hal> Shared<H> {
         let mut image0 = None;
         for _core in 0..self.cfg.cores {
             let base = dev.alloc(probe.footprint(), 64).map_err(load)?;
-            let io = |_| dev.alloc(probe.mem.tensors.max(64), 64).map(|a| a.pa());
-            let io_pa: Result<Vec<_>, _> = (0..items).map(io).collect();
-            let io_pa = io_pa.map_err(load)?;
+            let io_pa = (0..items)
+                .map(|_| dev.alloc(probe.mem.tensors.max(64), 64).map(|a| a.pa()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(load)?;
             // The first variant fills the shared load area; each other one
             // is its own copy of the code (linked to its IO area), under
             // the first one's id.
@@ -519,8 +520,11 @@ impl<H: Hal> Shared<H> {
                 let code_len = img.mem.code;
                 let code = dev.alloc(code_len.max(64), 64).map_err(load)?;
                 let lm = dev.load_model(code, &img.bytes[..code_len as usize], img.blocks);
-                let (id, ib) = (variants[0].id, lm.map_err(load)?.ib);
-                variants.push(LoadedModel { id, ib });
+                let lm = lm.map_err(load)?;
+                variants.push(LoadedModel {
+                    id: variants[0].id,
+                    ib: lm.ib,
+                });
             }
             let n = items as u64;
             per_core.push(CoreModel {

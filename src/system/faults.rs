@@ -178,7 +178,8 @@ impl FaultSpec {
         if self.rules.is_empty() {
             return "none".to_string();
         }
-        (self.rules.iter())
+        self.rules
+            .iter()
             .map(|r| {
                 let named = KINDS.iter().find(|k| k.1 == r.fault);
                 let kind = match (named, r.fault) {

@@ -485,7 +485,8 @@ fn prepare(cfg: &JobConfig) -> Result<Prepared, Error> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("model: {e}")))?;
     let base = crate::device::memmap::DRAM_BASE;
-    let images = (builders.iter())
+    let images = builders
+        .iter()
         .map(|b| b.link(base, base))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("link: {e}")))?;
@@ -597,7 +598,10 @@ fn execute<H: Hal + 'static>(
     // before it creates its slab (which would be left behind).
     check_trace_paths(cfg)?;
     let Built { shared, daemons } = build(hal, p.sys, log)?;
-    let models = (p.builders.iter().enumerate())
+    let models = p
+        .builders
+        .iter()
+        .enumerate()
         .map(|(m, b)| shared.load_model(b, &format!("{}{m}", cfg.model.name())))
         .collect::<Result<_, _>>()?;
     let work = Workload {
@@ -741,10 +745,14 @@ fn execute<H: Hal + 'static>(
         replay: summary.and_then(|s| s.replay),
         faults_injected: faults_by_rule.iter().sum::<u64>() as usize,
         faults_by_rule,
-        pools: (shared.lanes.iter())
+        pools: shared
+            .lanes
+            .iter()
             .map(|l| crate::actors::lock(l).pool_audit())
             .collect(),
-        degraded: (shared.healths.iter())
+        degraded: shared
+            .healths
+            .iter()
             .map(|h| h.state() == XuHealthState::Degraded)
             .collect(),
         fsm_violations: FsmViolations {

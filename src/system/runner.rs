@@ -341,7 +341,9 @@ impl<A: Actor> DetRunner<A> {
         if !self.started {
             self.started = true;
             let daemon = |s: &Member<A>| if s.daemon { "(daemon)" } else { "" };
-            let names: Vec<String> = (self.slots.iter())
+            let names: Vec<String> = self
+                .slots
+                .iter()
                 .map(|s| format!("{}{}", s.st.name, daemon(s)))
                 .collect();
             let (seed, names) = (self.cfg.seed, names.join(","));
@@ -364,10 +366,13 @@ impl<A: Actor> DetRunner<A> {
         if self.runnable.is_empty() {
             // Nobody can make progress at this time: jump to the earliest
             // deadline ahead, or by the idle jump.
-            let slots = &self.slots;
-            let deadlines = self.live.iter().map(|&i| slots[i].actor.next_deadline());
-            let ahead = deadlines.flatten().filter(|&d| d > now).min();
-            let target = ahead.unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
+            let target = self
+                .live
+                .iter()
+                .filter_map(|&i| self.slots[i].actor.next_deadline())
+                .filter(|&d| d > now)
+                .min()
+                .unwrap_or_else(|| now.saturating_add(self.cfg.idle_jump));
             // Ahead of `now` (or `now` itself, saturated): never back.
             self.stats.now = target;
             self.stats.jumps += 1;
@@ -803,7 +808,9 @@ fn poll_member<A: Actor>(m: &mut Member<A>, sh: &ThreadShared) -> Result<bool, R
     if m.done {
         return Ok(false);
     }
-    let progress = (m.poll(sh.clock.now(), &mut NullTrace)).inspect_err(|_| sh.stop.stop())?;
+    let progress = m
+        .poll(sh.clock.now(), &mut NullTrace)
+        .inspect_err(|_| sh.stop.stop())?;
     // Ordering: AcqRel: the Release half publishes this actor's work to the
     // thread that sees the count reach zero; its Acquire half makes every
     // other finisher's work visible to the one that stops the daemons.
@@ -1001,7 +1008,9 @@ impl<A> Running<A> {
         }
         // Every thread has ended, so each shared member's other handles
         // are gone.
-        let mut members: Vec<Member<A>> = (homes.into_iter().flatten())
+        let mut members: Vec<Member<A>> = homes
+            .into_iter()
+            .flatten()
             .map(|h| match h {
                 Home::Alone(m) => m,
                 Home::Shared(m) => Arc::into_inner(m)

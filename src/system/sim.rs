@@ -502,7 +502,11 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
         }
         Err(e) => (0, Vec::new(), broke(Invariant::Run, e.to_string())),
         Ok(rep) => {
-            let faults = (case.faults.rules.iter().zip(&rep.faults_by_rule))
+            let faults = case
+                .faults
+                .rules
+                .iter()
+                .zip(&rep.faults_by_rule)
                 .map(|(rule, n)| {
                     let text = FaultSpec { rules: vec![*rule] }.text();
                     (text.split('@').next().unwrap_or_default().to_string(), *n)
@@ -585,7 +589,8 @@ pub fn shrink(case: &SimCase, invariant: Invariant, opts: &SimOptions) -> (SimCa
         try_with(&|c| c.rate = None);
         try_with(&|c| c.recover = false);
         try_with(&|c| c.ring = 1);
-        let found = (tries.into_iter())
+        let found = tries
+            .into_iter()
             .find(|c| runs < SHRINK_RUNS && fails(c, invariant, opts, &mut runs));
         let Some(c) = found else { break };
         best = c;

@@ -117,7 +117,11 @@ wire_enum! {
 impl View {
     /// The layout descriptor of this view.
     pub const fn layout(self) -> &'static Block {
-        [&LAYOUT, &LAYOUT_M2S_META, &LAYOUT_S2M][self as usize]
+        match self {
+            View::M2s => &LAYOUT,
+            View::M2sMeta => &LAYOUT_M2S_META,
+            View::S2m => &LAYOUT_S2M,
+        }
     }
 }
 

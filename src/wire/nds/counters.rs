@@ -145,6 +145,17 @@ impl NdCounter {
     pub const fn off(self) -> usize {
         (ND_BASE_ELEM + self as usize) * 8
     }
+
+    /// The `MEM_USAGE_*_HOST` counter of host-memory slot `slot`: code,
+    /// tensors, constants, scratchpad, misc, the model record's slot order
+    /// (`model::MemSlot`); `None` past misc.
+    pub const fn host_memory(slot: u32) -> Option<NdCounter> {
+        const FIRST: u32 = NdCounter::MemUsageCodeHost as u32;
+        match slot <= NdCounter::MemUsageMiscHost as u32 - FIRST {
+            true => NdCounter::from_index(FIRST + slot),
+            false => None,
+        }
+    }
 }
 
 impl NcCounter {
@@ -253,6 +264,21 @@ const _: () = assert!(nd_counter_off(30).is_ok() && nd_counter_off(31).is_err())
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_memory_slots_name_the_five_host_counters_in_order() {
+        let named: Vec<_> = (0..6).map(NdCounter::host_memory).collect();
+        use NdCounter::*;
+        let host = [
+            MemUsageCodeHost,
+            MemUsageTensorsHost,
+            MemUsageConstantsHost,
+            MemUsageScratchpadHost,
+            MemUsageMiscHost,
+        ];
+        assert_eq!(named[..5], host.map(Some));
+        assert_eq!(named[5], None, "past misc");
+    }
 
     #[test]
     fn enums_round_trip() {

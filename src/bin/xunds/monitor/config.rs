@@ -133,7 +133,11 @@ impl Config {
             let at = format!("neuron_runtimes[{i}]");
             let rule_period = period(&r.period, &format!("{at}."), root)?;
             let anchored = |f| regex_lite::Regex::new(&format!("^(?:{f})$"));
-            let tag_filter = (r.tag_filter.as_ref().map(anchored).transpose())
+            let tag_filter = r
+                .tag_filter
+                .as_ref()
+                .map(anchored)
+                .transpose()
                 .map_err(|e| format!("config: {at}.tag_filter: {e}"))?;
             let at = format!("{at}.metrics");
             let groups = metrics(&r.metrics, &at, rule_period, RtGroup::from_name, warn)?;
@@ -180,7 +184,8 @@ fn metrics<G: Ord + Copy>(
 ) -> Result<Vec<(G, Duration)>, String> {
     let mut groups = Vec::new();
     for (j, m) in list.iter().enumerate() {
-        let (p, kind) = (period(&m.period, &format!("{at}[{j}]."), default)?, &m.kind);
+        let p = period(&m.period, &format!("{at}[{j}]."), default)?;
+        let kind = &m.kind;
         match from_name(kind) {
             Some(g) => groups.push((g, p)),
             None => warn(format!("config: {at}[{j}]: unknown type {kind:?} ignored")),
@@ -194,6 +199,24 @@ fn metrics<G: Ord + Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_lists_name_the_entry_they_ignore_or_refuse() {
+        let text = r#"{"neuron_runtimes": [{"metrics": [{"type": "memory_used"}, {"type": "gpu"}]}],
+                       "system_metrics": [{"type": "vcpu_usage"}, {"type": "disk"}]}"#;
+        let mut warns = Vec::new();
+        Config::parse(text, Duration::from_secs(5), &mut |w| warns.push(w)).unwrap();
+        assert_eq!(
+            warns,
+            [
+                r#"config: neuron_runtimes[0].metrics[1]: unknown type "gpu" ignored"#,
+                r#"config: system_metrics[1]: unknown type "disk" ignored"#,
+            ]
+        );
+        let text = r#"{"system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info", "period": "soon"}]}"#;
+        let e = Config::parse(text, Duration::from_secs(5), &mut |_| {}).unwrap_err();
+        assert!(e.starts_with("config: system_metrics[1].period: "), "{e}");
+    }
 
     #[test]
     fn the_guides_example_config_parses() {

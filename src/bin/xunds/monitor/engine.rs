@@ -81,7 +81,11 @@ const MONOTONE: [NcCounter; 5] = [
 
 /// Any monotone counter below `earlier`'s: the counters restarted.
 fn went_back(now: &Counters, earlier: &Counters) -> bool {
-    let back = |core| (MONOTONE.iter()).any(|&c| now.nc(core, c) < earlier.nc(core, c));
+    let back = |core| {
+        MONOTONE
+            .iter()
+            .any(|&c| now.nc(core, c) < earlier.nc(core, c))
+    };
     (0..xunds::nds::index::CORES).any(back)
 }
 
@@ -180,7 +184,9 @@ impl Runtime {
             generation != self.generation_seen
                 || differs(&holder, &w.holder)
                 || differs(&tag, &w.tag)
-                || (self.latest.as_ref())
+                || self
+                    .latest
+                    .as_ref()
                     .is_some_and(|l| went_back(&s.snap.counters, &l.snap.counters))
         });
         self.generation_seen = generation;

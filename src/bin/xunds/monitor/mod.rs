@@ -183,7 +183,7 @@ pub fn main(args: MonitorArgs) -> ExitCode {
     run(args).unwrap_or_else(|code| code)
 }
 
-/// `xunds monitor`'s loop; `Err` is a failure's exit code, its line printed.
+/// `xunds monitor`'s loop; `Err` is a failure's exit code, its lines printed.
 fn run(args: MonitorArgs) -> Result<ExitCode, ExitCode> {
     const ME: &str = "xunds monitor";
     let fail = |e: &dyn std::fmt::Display| crate::fail(1, ME, e);
@@ -228,7 +228,7 @@ fn run(args: MonitorArgs) -> Result<ExitCode, ExitCode> {
         n += 1;
         if args.once && !unreadable.is_empty() {
             unreadable.iter().for_each(|e| eprintln!("{ME}: {e}"));
-            return Ok(ExitCode::FAILURE);
+            return Err(ExitCode::FAILURE);
         }
         if limit.is_some_and(|l| n >= l) || stopping() {
             return Ok(ExitCode::SUCCESS);

@@ -103,20 +103,26 @@ impl<T> std::ops::Deref for Group<T> {
     }
 }
 
-impl<T: Default> Group<T> {
+impl<T> Group<T> {
     /// `values` over `secs` seconds, without an error.
     pub fn new(secs: f64, values: T) -> Group<T> {
-        Group::of(secs, Ok(values))
+        Group {
+            period: secs,
+            values,
+            error: String::new(),
+        }
     }
+}
 
+impl<T: Default> Group<T> {
     /// `values` over `secs` seconds, or no values and the error.
     pub fn of(secs: f64, values: Result<T, String>) -> Group<T> {
-        let (values, error) = values.map_or_else(|e| (T::default(), e), |v| (v, String::new()));
-        let period = secs;
-        Group {
-            period,
-            values,
-            error,
+        match values {
+            Ok(v) => Group::new(secs, v),
+            Err(error) => Group {
+                error,
+                ..Group::new(secs, T::default())
+            },
         }
     }
 }
@@ -442,9 +448,7 @@ pub fn neuroncore_counters(now: &Counters, was: &Counters, secs: f64) -> Group<N
 /// The current host memory by [`HOST_KINDS`] (the ND MEM_USAGE_*_HOST
 /// counters).
 pub fn host_memory(now: &Counters) -> [u64; 4] {
-    // Those counters are in slot order, from MEM_USAGE_CODE_HOST.
-    let nd = |slot| NdCounter::from_index(NdCounter::MemUsageCodeHost as u32 + slot as u32);
-    host_kinds(|slot| nd(slot).map_or(0, |c| now.nd(c)))
+    host_kinds(|slot| NdCounter::host_memory(slot.index()).map_or(0, |c| now.nd(c)))
 }
 
 /// Host bytes by [`HOST_KINDS`] from each slot's bytes (application memory:

@@ -267,7 +267,8 @@ fn draw_vcpu(f: &mut Frame, area: Rect, v: &View, procs: &[&RuntimeEntry]) {
     let good = procs
         .iter()
         .flat_map(|p| &p.report.neuron_runtime_vcpu_usage);
-    let runtime = (good.filter(|v| v.error.is_empty()))
+    let runtime = good
+        .filter(|v| v.error.is_empty())
         .map(|v| (v.vcpu_usage.user, v.vcpu_usage.system))
         .reduce(|(u, s), (u2, s2)| (u + u2, s + s2));
     let lines: [Rect; 2] = Layout::vertical([Length(1); 2]).areas(inner);
@@ -574,7 +575,8 @@ mod tests {
             neuroncore_counters: Some(Group::new(
                 1.0,
                 NeuroncoreCounters {
-                    neuroncores_in_use: (cores.iter())
+                    neuroncores_in_use: cores
+                        .iter()
                         .map(|&(core, util, flops)| {
                             let u = CoreUse {
                                 neuroncore_utilization: util,
@@ -597,10 +599,12 @@ mod tests {
                 1.0,
                 MemoryUsed {
                     host: [4096, 2048, 0, 1024],
-                    cores: (cores.iter())
+                    cores: cores
+                        .iter()
                         .map(|c| (c.0, [2 * mib, mib, 0, 512 * 1024, 3 * mib]))
                         .collect(),
-                    loaded_models: (cores.iter())
+                    loaded_models: cores
+                        .iter()
                         .flat_map(|c| {
                             (0..2).map(move |m| {
                                 let mut record = ModelRecord {
