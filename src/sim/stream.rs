@@ -236,11 +236,12 @@ pub(crate) struct Binary {
 #[derive(Default)]
 struct Names {
     names: Vec<Box<str>>,
-    /// Where each `&'static str` (a machine's name) was found, by a hash of
-    /// its address, probing on to the next slot when taken (so names whose
-    /// addresses collide do not evict each other): its address, length and
-    /// index. Found there, its bytes are not compared (one name may sit at
-    /// several addresses).
+    /// Where each name was found, from the slot its [`slot`] hash picks on
+    /// to the next free one: the address and length it was first looked up
+    /// with (what finds a `&'static str` again) and its index. Address 0: a
+    /// free slot. A hash of the bytes, not of the address: which names
+    /// share a slot, and so what a lookup costs, does not depend on where
+    /// the binary puts them.
     at: [(usize, usize, u32); NAME_SLOTS],
 }
 
@@ -248,48 +249,69 @@ struct Names {
 const NAME_SLOTS: usize = 32;
 const _: () = assert!(NAME_SLOTS.is_power_of_two());
 
+/// The slot a name's search starts at: a Fibonacci hash of its length and
+/// last byte. They tell `worker0` from `worker1`, and give each of the
+/// crate's state machines a slot of its own (a test checks it), so a
+/// transition finds its machine at the first slot.
+#[inline(always)]
+fn slot(name: &str) -> usize {
+    let last = name.as_bytes().last().map_or(0, |&b| u64::from(b) << 32);
+    let hash = (last | name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (64 - NAME_SLOTS.trailing_zeros())) as usize
+}
+
 impl Names {
-    /// `name`'s index, and whether this is its first appearance.
+    /// `name`'s index, and whether this is its first appearance: found by
+    /// its bytes.
     fn index(&mut self, name: &str) -> (u32, bool) {
+        self.probe(name, slot(name), |found, _| found == name)
+    }
+
+    /// [`index`](Self::index) of a name that lives as long as the run:
+    /// found by its address, no bytes compared (one name may sit at
+    /// several addresses, each in a slot of its own).
+    #[inline(always)]
+    fn index_static(&mut self, name: &'static str) -> (u32, bool) {
+        let slot = slot(name);
+        let key = (name.as_ptr() as usize, name.len());
+        match self.at[slot] {
+            (q, m, i) if (q, m) == key => (i, false),
+            _ => self.probe(name, slot, |_, at| at == key),
+        }
+    }
+
+    /// The index of the first name from `slot` on that is `same` (given its
+    /// bytes, address and length), or of `name` added in the first free
+    /// slot.
+    #[inline(never)]
+    fn probe(
+        &mut self,
+        name: &str,
+        mut slot: usize,
+        same: impl Fn(&str, (usize, usize)) -> bool,
+    ) -> (u32, bool) {
+        for _ in 0..NAME_SLOTS {
+            match self.at[slot] {
+                (0, ..) => {
+                    let i = self.add(name);
+                    self.at[slot] = (name.as_ptr() as usize, name.len(), i.0);
+                    return i;
+                }
+                (q, m, i) if same(&self.names[i as usize], (q, m)) => return (i, false),
+                _ => slot = (slot + 1) % NAME_SLOTS,
+            }
+        }
+        // Every slot taken.
+        self.add(name)
+    }
+
+    /// `name`'s index, found by comparing it with each name, or added.
+    fn add(&mut self, name: &str) -> (u32, bool) {
         if let Some(i) = self.names.iter().position(|n| **n == *name) {
             return (i as u32, false);
         }
         self.names.push(name.into());
         (self.names.len() as u32 - 1, true)
-    }
-
-    /// [`index`](Self::index) of a name that lives as long as the run.
-    #[inline(always)]
-    fn index_static(&mut self, name: &'static str) -> (u32, bool) {
-        let (p, l) = (name.as_ptr() as usize, name.len());
-        // The top bits of a Fibonacci hash: names a few bytes apart (short
-        // names sit side by side) land in different slots.
-        let hash = (p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (hash >> (64 - NAME_SLOTS.trailing_zeros())) as usize;
-        match self.at[slot] {
-            (q, m, i) if (q, m) == (p, l) => (i, false),
-            _ => self.probe(name, slot),
-        }
-    }
-
-    /// [`index_static`](Self::index_static) past its first slot: the next
-    /// slots up to the name or an empty one, where it is added.
-    #[inline(never)]
-    fn probe(&mut self, name: &'static str, mut slot: usize) -> (u32, bool) {
-        let (p, l) = (name.as_ptr() as usize, name.len());
-        for _ in 0..self.at.len() {
-            match self.at[slot] {
-                (q, m, i) if (q, m) == (p, l) => return (i, false),
-                (0, ..) => {
-                    let (i, first) = self.index(name);
-                    self.at[slot] = (p, l, i);
-                    return (i, first);
-                }
-                _ => slot = (slot + 1) % self.at.len(),
-            }
-        }
-        // Every slot taken: found by its bytes.
-        self.index(name)
     }
 }
 
@@ -747,6 +769,57 @@ impl fmt::Display for TraceDiff {
                 }
                 Ok(())
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsm::Fsm;
+
+    #[test]
+    fn each_state_machine_has_a_slot_of_its_own() {
+        use crate::fsm::{funnel, proxy, publisher, record, slot, worker, xu_health};
+        let names = [
+            funnel::Funnel::NAME,
+            proxy::ProxyCycle::NAME,
+            publisher::PublisherCycle::NAME,
+            record::RecordFsm::NAME,
+            slot::SlotFsm::NAME,
+            worker::WorkerCycle::NAME,
+            xu_health::XuHealth::NAME,
+            crate::device::engine::EngineFsm::NAME,
+        ];
+        let mut slots: Vec<usize> = names.iter().map(|n| super::slot(n)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), names.len(), "{names:?} share slots");
+    }
+
+    #[test]
+    fn a_static_name_at_two_addresses_keeps_its_index() {
+        let mut n = Names::default();
+        assert_eq!(n.index_static("worker"), (0, true));
+        let copy: &'static str = Box::leak(String::from("worker").into_boxed_str());
+        assert_eq!(n.index_static(copy), (0, false));
+        assert_eq!(n.index_static("funnel"), (1, true));
+        assert_eq!(n.index_static(copy), (0, false));
+        assert_eq!(n.index("funnel"), (1, false));
+    }
+
+    #[test]
+    fn names_sharing_a_slot_or_past_the_slots_keep_their_indices() {
+        let names: Vec<String> = (0..NAME_SLOTS + 8)
+            .flat_map(|i| [format!("device{i}"), format!("worker{i}")])
+            .collect();
+        assert_eq!(slot("device0"), slot("worker0"));
+        let mut n = Names::default();
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(n.index(name), (i as u32, true));
+        }
+        for (i, name) in names.iter().enumerate().rev() {
+            assert_eq!(n.index(name), (i as u32, false));
         }
     }
 }
