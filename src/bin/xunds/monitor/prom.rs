@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use prometheus::core::Collector;
 use prometheus::{CounterVec, GaugeVec, Opts, Registry, TextEncoder};
+use xunds::hal::eventfd::{poll_fds, pollin};
 use xunds::nds::reader::{CORE_MEMORY, ERROR_CLASSES, OUTCOMES};
 
 use super::engine::Monitor;
@@ -268,24 +269,16 @@ fn serve_forever(listener: &TcpListener, monitor: &Mutex<Monitor>) {
     loop {
         let now = Instant::now();
         conns.retain(|c| now.duration_since(c.opened) < CONN_TIME);
-        let mut fds = vec![libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
+        let mut fds = vec![pollin(listener.as_raw_fd())];
         fds.extend(conns.iter().map(|c| libc::pollfd {
-            fd: c.stream.as_raw_fd(),
             events: match &c.out {
                 Some((body, at)) if *at < body.len() => libc::POLLOUT,
                 _ => libc::POLLIN,
             },
-            revents: 0,
+            ..pollin(c.stream.as_raw_fd())
         }));
         // Wake at least once a second to close connections past their time.
-        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that
-        // poll(2) only writes `revents` of, for the call's duration.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
-        if n <= 0 {
+        if !poll_fds(&mut fds, Duration::from_secs(1)) {
             continue;
         }
         let ready: Vec<bool> = fds[1..].iter().map(|f| f.revents != 0).collect();
