@@ -204,14 +204,6 @@ impl Timespec {
 }
 
 impl InferResp {
-    /// The raw `err_class` word: 0 for none, else 1 + the class code.
-    pub const fn err_class_raw(&self) -> u32 {
-        match self.err_class {
-            None => ERR_CLASS_NONE,
-            Some(c) => c as u32 + 1,
-        }
-    }
-
     /// Host latency, submission to completion, ns (NC `LATENCY_TOTAL`).
     pub fn latency_total_ns(&self) -> u64 {
         self.ts_end.nanos_since(&self.ts_start)
@@ -263,11 +255,6 @@ impl TpbExecutionInfo {
             ..Self::execute(0, 0, 0)
         }
     }
-
-    /// The submission timestamp at [`SUBMISSION_TS`] (`exec.resp.ts_start`).
-    pub const fn submission_ts(&self) -> Timespec {
-        self.resp.ts_start
-    }
 }
 
 /// The trace label of an access at byte `off` of a work-item region (taken
@@ -316,7 +303,7 @@ const fn label_parts<const N: usize>() -> [(&'static str, &'static str); N] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{write, WireError};
+    use crate::wire::{read, write, WireError};
 
     #[test]
     fn trace_labels() {
@@ -410,7 +397,7 @@ mod tests {
         };
         assert_eq!(r.latency_total_ns(), 500_000_100);
         assert_eq!(r.latency_device_ns(), 15);
-        assert_eq!(r.err_class_raw(), 3);
+        assert_eq!(read::<u32>(&r.encode(), resp_off::ERR_CLASS), 3);
         assert_eq!(InferResp::parse(&r.encode()), Ok(r));
     }
 }

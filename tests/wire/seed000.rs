@@ -308,7 +308,6 @@ fn abi_1_6_tpb_execution_info_t() {
     // Submission timestamp (timespec) at +0x38 = resp+0x10.
     assert_eq!(u64_at(&b, 0x38), 1_700_000_000);
     assert_eq!(u64_at(&b, 0x40), 123_456_789);
-    assert_eq!(w.submission_ts(), w.resp.ts_start);
     // device_id / device_tpb_idx at +0x90 / +0x92.
     assert_eq!(u16_at(&b, 0x90), 0x0A0B);
     assert_eq!(u16_at(&b, 0x92), 0x0C0D);
@@ -353,6 +352,5 @@ fn abi_1_8_result_splits_across_status_and_infer_resp() {
     assert_eq!(r.latency_total_ns(), 1_000_000_000 - 123_456_789 + 5);
     assert_eq!(r.latency_device_ns(), 8000);
     // Numerical is class 1 (NC counter ERR_GENERIC + 1), stored as 1 + 1.
-    assert_eq!(r.err_class_raw(), 2);
     assert_eq!(u32_at(&populated_work_item().encode(), 0x28 + 0x04), 2);
 }
