@@ -156,16 +156,6 @@ super::machine! {
 use FunnelEvent as E;
 use FunnelState as S;
 
-/// The events of one successful schedule call, in the only legal order.
-pub const HAPPY_PATH: [FunnelEvent; 6] = [
-    E::CheckSpace,
-    E::TakeItem,
-    E::StageAndDoorbell,
-    E::Submit,
-    E::Trigger,
-    E::WakeWorker,
-];
-
 /// A schedule call on instance `id` (the core), holding work item `idx`
 /// once it took one, at funnel state `AT` (a [`FunnelState`] code): one
 /// type per state, named below, each offering only the table's rows out of
@@ -307,6 +297,16 @@ impl Triggered {
 mod tests {
     use super::*;
     use crate::fsm::{check_table, render_table, step, NoHook as NoLog, Transition};
+
+    /// The events of one successful schedule call, in the only legal order.
+    const HAPPY_PATH: [FunnelEvent; 6] = [
+        E::CheckSpace,
+        E::TakeItem,
+        E::StageAndDoorbell,
+        E::Submit,
+        E::Trigger,
+        E::WakeWorker,
+    ];
 
     #[test]
     fn every_state_and_event_is_in_a_row() {

@@ -91,24 +91,22 @@ super::machine! {
     }
 }
 
-use WorkerEvent as E;
-#[cfg(test)]
-use WorkerState as S;
-
-/// The completion steps after the harvest, in the only legal order.
-pub const COMPLETION: [WorkerEvent; 6] = [
-    E::FillResp,
-    E::WriteStatus,
-    E::ReportCounters,
-    E::ReturnItem,
-    E::Pop,
-    E::SignalWaiter,
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fsm::{check_table, render_table, step};
+    use WorkerEvent as E;
+    use WorkerState as S;
+
+    /// The completion steps after the harvest, in the only legal order.
+    const COMPLETION: [WorkerEvent; 6] = [
+        E::FillResp,
+        E::WriteStatus,
+        E::ReportCounters,
+        E::ReturnItem,
+        E::Pop,
+        E::SignalWaiter,
+    ];
 
     #[test]
     fn every_state_and_event_is_in_a_row() {
