@@ -328,19 +328,14 @@ pub trait Actor {
     }
 }
 
+/// A boxed actor (the runners' `Box<dyn Actor>`) forwards to its actor.
 impl<A: Actor + ?Sized> Actor for Box<A> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
-        (**self).poll(cx)
-    }
-    fn idle(&self) -> Idle {
-        (**self).idle()
-    }
-    fn next_deadline(&self) -> Option<Nanos> {
-        (**self).next_deadline()
-    }
+    forward!(self => (**self);
+        fn name(&self) -> &str;
+        fn poll(&mut self, cx: &mut Cx<'_>) -> Progress;
+        fn idle(&self) -> Idle;
+        fn next_deadline(&self) -> Option<Nanos>;
+    );
 }
 
 /// Lock `m`, whether or not a thread panicked while holding it: the lanes,
