@@ -154,9 +154,6 @@ pub struct CoreModel {
     pub io_pa: Vec<u64>,
     /// Device bytes this core holds for the model, by NDS category.
     pub device: MemUsage,
-    /// Device allocations (the grid's `chunk_count`).
-    #[cfg_attr(not(feature = "testkit"), allow(dead_code))]
-    pub chunks: u32,
 }
 
 /// A tensor of the IO area: byte offset from the area's start, elements.

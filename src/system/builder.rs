@@ -536,7 +536,6 @@ impl<H: Hal> Shared<H> {
                     constants: probe.mem.constants,
                     scratchpad: probe.mem.scratchpad,
                 },
-                chunks: 2 * items as u32,
             });
         }
         let image = image0.ok_or_else(|| Error::Other("no cores".into()))?;
