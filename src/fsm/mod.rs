@@ -120,13 +120,6 @@ pub trait TransitionHook {
     fn on_transition(&mut self, t: Transition);
 }
 
-/// No hook at all (an `Option<Infallible>` hook is always `None`).
-impl TransitionHook for core::convert::Infallible {
-    fn on_transition(&mut self, _t: Transition) {
-        match *self {}
-    }
-}
-
 /// A hook that records nothing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoHook;
