@@ -224,11 +224,6 @@ pub(crate) fn header_verdict(word: u64) -> Result<(), NdsError> {
     }
 }
 
-#[cfg(feature = "std")]
-fn sleep(d: Duration) {
-    std::thread::sleep(d)
-}
-
 /// A read-only handle on a committed slab.
 ///
 /// # Examples
@@ -282,7 +277,7 @@ impl<S: Slab> Reader<S> {
     /// [`NdsError::BadMagic`] or [`NdsError::BadVersion`].
     #[cfg(feature = "std")]
     pub fn attach(slab: S) -> Result<Self, NdsError> {
-        Self::attach_with_pause(slab, sleep)
+        Self::attach_with_pause(slab, std::thread::sleep)
     }
 
     /// [`Reader::attach`] with `pause` instead of `thread::sleep` for the
@@ -485,7 +480,7 @@ mod tests {
     #[test]
     fn the_default_pause_sleeps() {
         let t = std::time::Instant::now();
-        sleep(HEADER_RETRY);
+        std::thread::sleep(HEADER_RETRY);
         assert!(t.elapsed() >= HEADER_RETRY);
     }
 
