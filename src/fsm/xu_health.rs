@@ -25,14 +25,13 @@
 //! the ring, the descriptor rings, the NQ rings and the staging slots start
 //! over in step). See `actors::work::HealthCell` and `actors::worker`.
 //!
-//! `schedule` is accepted only in `HEALTHY`. [`admit`] maps its refusal to
+//! `schedule` is accepted only in `HEALTHY`. [`refusal`] maps its refusal to
 //! `NRT_EXEC_UNIT_UNRECOVERABLE` (101) in `DEGRADED` and to `NRT_QUEUE_FULL`
 //! (retry later) while a reset runs. Executions already in flight keep
 //! completing (with their own statuses), so further timeouts or errors while
 //! degraded, stopping or draining are legal and change nothing; one during
 //! `RESETTING` (nothing is in flight then) is refused, a counted violation.
 
-use super::step;
 use crate::wire::status::NrtStatus;
 
 super::machine! {
@@ -90,18 +89,9 @@ super::machine! {
     }
 }
 
-use XuHealthEvent as E;
-#[cfg(test)]
-use XuHealthState as S;
-
-/// Admit a schedule call: `Ok` when healthy, else the status the caller
-/// gets: `NRT_EXEC_UNIT_UNRECOVERABLE` (101) when degraded, `NRT_QUEUE_FULL`
-/// while a reset runs (it ends by itself: retry later).
-pub fn admit(state: XuHealthState) -> Result<XuHealthState, NrtStatus> {
-    step::<XuHealth>(state, E::Schedule).map_err(|e| refusal(e.state))
-}
-
-/// The status a schedule call refused in `state` gets (see [`admit`]).
+/// The status a schedule call refused in `state` gets: a degraded XU
+/// refuses with `NRT_EXEC_UNIT_UNRECOVERABLE` (101), one being reset with
+/// `NRT_QUEUE_FULL` (the reset ends by itself: retry later).
 pub const fn refusal(state: XuHealthState) -> NrtStatus {
     match state {
         XuHealthState::Healthy | XuHealthState::Degraded => NrtStatus::EXEC_UNIT_UNRECOVERABLE,
@@ -114,7 +104,15 @@ pub const fn refusal(state: XuHealthState) -> NrtStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsm::{check_table, render_table};
+    use crate::fsm::{check_table, render_table, step};
+    use XuHealthEvent as E;
+    use XuHealthState as S;
+
+    /// Admit a schedule call as the lane does: `Ok` when healthy, else
+    /// the status the caller gets.
+    fn admit(state: XuHealthState) -> Result<XuHealthState, NrtStatus> {
+        step::<XuHealth>(state, E::Schedule).map_err(|e| refusal(e.state))
+    }
 
     #[test]
     fn every_state_and_event_is_in_a_row() {
