@@ -237,11 +237,6 @@ impl SpaceChecked {
 }
 
 impl ItemTaken {
-    /// The item's index.
-    pub fn idx(&self) -> u16 {
-        self.idx
-    }
-
     /// `stage_and_doorbell`: `stage(idx, hook)` stages the device request
     /// for the item and publishes its doorbell (tracing what it did into
     /// `hook` before this step's transition). On failure the call ends and
