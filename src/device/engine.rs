@@ -748,6 +748,7 @@ fn note(
 
 /// Stop engine `i` with `f`: a faulting instruction takes one cycle. The
 /// execution's first fault is its root cause.
+#[cold]
 fn fail(
     e: &mut Eng<'_>,
     f: EngineFault,
