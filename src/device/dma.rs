@@ -382,7 +382,7 @@ impl DmaEngine {
         let (index, ring_id) = (self.lap.index, self.lap.mark);
         let m = hal.read_desc(self.m2s, index).map_err(|_| DmaFault::Hal)?;
         let s = hal.read_desc(self.s2m, index).map_err(|_| DmaFault::Hal)?;
-        for (d, dir) in [(&m, Dir::M2s), (&s, Dir::S2m)] {
+        for &(d, dir) in &[(&m, Dir::M2s), (&s, Dir::S2m)] {
             let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
             if found != ring_id {
                 // Not written yet: wait, up to the grace period, then fault.
