@@ -441,8 +441,6 @@ struct Buffers {
     a: Vec<u32>,
     b: Vec<u32>,
     out: Vec<u32>,
-    /// The range the last instruction wrote (or meant to), `[lo, hi)`.
-    written: Option<(u64, u64)>,
 }
 
 /// Reusable interpreter state: limits, the decoded blocks, scratch buffers
@@ -555,6 +553,9 @@ impl Executor {
         let mut total_steps = 0u64;
         let mut total_work = 0u64;
         let mut first_error = None;
+        // The range the last instruction wrote (or meant to), `[lo, hi)`: a
+        // local, so the check after each instruction reads no memory.
+        let mut written = None;
 
         // Issue instructions in virtual-time order until no engine is ready:
         // the ready engine with the smallest clock, ties to the lowest index.
@@ -638,7 +639,7 @@ impl Executor {
                         Ok(None)
                     }
                     Insn::Nop | Insn::Delay(..) => Ok(None),
-                    _ => exec(mem, buf, &e.regs, insn, pc).map(|()| None),
+                    _ => exec(mem, buf, &mut written, &e.regs, insn, pc).map(|()| None),
                 }
             };
             match result {
@@ -666,7 +667,7 @@ impl Executor {
                 }
             }
             // A block written into is fetched word by word from here on.
-            if let Some((lo, hi)) = buf.written.take() {
+            if let Some((lo, hi)) = written.take() {
                 for e in &mut engs {
                     if let Some(p) = e.program {
                         if lo < p.end() && p.pa < hi {
@@ -866,21 +867,17 @@ fn f(w: u32) -> f32 {
 
 /// Execute a data instruction or `RAISE` (the scheduler runs the others).
 /// Reads every input before writing any output; faults write nothing (on
-/// a contiguous memory).
+/// a contiguous memory). The range it writes (or meant to) goes to `written`.
 fn exec(
     mem: &dyn DeviceMemory,
     buf: &mut Buffers,
+    written: &mut Option<(u64, u64)>,
     regs: &[u64; isa::NUM_BASES],
     insn: &Insn,
     pc: u64,
 ) -> Result<(), EngineFault> {
     let at = |op: Operand, elems: u64| resolve(mem, regs, pc, op, elems);
-    let Buffers {
-        a: va,
-        b: vb,
-        out,
-        written,
-    } = buf;
+    let Buffers { a: va, b: vb, out } = buf;
     match *insn {
         Insn::Raise(class) => Err(FaultKind::Raised(class).at(pc)),
         Insn::Copy(dst, src, n) => {
