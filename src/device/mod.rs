@@ -31,7 +31,6 @@ pub mod nq;
 pub mod sequencer;
 pub mod staging;
 
-use core::fmt;
 use std::sync::{Arc, Mutex};
 
 use crate::hal::Hal;
@@ -87,13 +86,7 @@ pub struct Device<H> {
     heap: Mutex<(u64, u32)>,
 }
 
-impl<H> fmt::Debug for Device<H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Device")
-            .field("config", &self.map.config)
-            .finish()
-    }
-}
+debug_fields!([H] Device<H>, |s| config = s.map.config);
 
 impl<H: Hal> Device<H> {
     /// Map every region of a device sized by `config` through `hal`.

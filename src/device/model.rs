@@ -15,7 +15,6 @@
 //! aligned; `R3` is free for the program.
 #![forbid(unsafe_code)]
 
-use core::fmt;
 use std::sync::Arc;
 
 use super::engine::{self, DeviceMemory, Engine, MemFault, NUM_ENGINES};
@@ -370,19 +369,17 @@ pub struct ModelImage {
     reference: Option<Arc<ReferenceFn>>,
 }
 
-impl fmt::Debug for ModelImage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelImage")
-            .field("name", &self.name)
-            .field("load_pa", &format_args!("{:#x}", self.load_pa))
-            .field("io_pa", &format_args!("{:#x}", self.io_pa))
-            .field("bytes", &self.bytes.len())
-            .field("blocks", &self.blocks)
-            .field("macs", &self.macs)
-            .field("mem", &self.mem)
-            .finish_non_exhaustive()
-    }
-}
+debug_fields!(
+    [] ModelImage,
+    |s| name = s.name,
+    load_pa = format_args!("{:#x}", s.load_pa),
+    io_pa = format_args!("{:#x}", s.io_pa),
+    bytes = s.bytes.len(),
+    blocks = s.blocks,
+    macs = s.macs,
+    mem = s.mem;
+    ..
+);
 
 impl ModelImage {
     /// Offset of the scratch section from `load_pa`: it follows the image.

@@ -16,7 +16,6 @@
 //! | `NQ_HEAD[e]` | worker | device | store release | load acquire |
 //! | `NQ_OVERFLOWS` | device | worker | fetch_add release | load acquire |
 
-use core::fmt;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -321,15 +320,7 @@ pub struct Harvester<H> {
     stray: u64,
 }
 
-impl<H> fmt::Debug for Harvester<H> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Harvester")
-            .field("pending", &self.pending.len())
-            .field("early", &self.early.len())
-            .field("stray", &self.stray)
-            .finish()
-    }
-}
+debug_fields!([H] Harvester<H>, |s| pending = s.pending.len(), early = s.early.len(), stray = s.stray);
 
 /// Outcome of one [`Harvester::poll`].
 pub type Harvest = Result<ExecCompletion, HarvestError>;

@@ -263,13 +263,7 @@ pub struct Sequencer<H, X> {
     cores: Vec<Core>,
 }
 
-impl<H, X> fmt::Debug for Sequencer<H, X> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sequencer")
-            .field("cores", &self.cores.len())
-            .finish()
-    }
-}
+debug_fields!([H, X] Sequencer<H, X>, |s| cores = s.cores.len());
 
 impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
     /// The device side of `map`, executing requests with `exec`.
