@@ -553,8 +553,8 @@ impl Executor {
         let mut total_steps = 0u64;
         let mut total_work = 0u64;
         let mut first_error = None;
-        // The range the last instruction wrote (or meant to), `[lo, hi)`: a
-        // local, so the check after each instruction reads no memory.
+        // The range the last instruction wrote (or meant to), `[lo, hi)`:
+        // state of this run only, not of the reusable buffers.
         let mut written = None;
 
         // Issue instructions in virtual-time order until no engine is ready:

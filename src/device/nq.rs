@@ -320,7 +320,12 @@ pub struct Harvester<H> {
     stray: u64,
 }
 
-debug_fields!([H] Harvester<H>, |s| pending = s.pending.len(), early = s.early.len(), stray = s.stray);
+debug_fields!(
+    [H] Harvester<H>,
+    |s| pending = s.pending.len(),
+    early = s.early.len(),
+    stray = s.stray
+);
 
 /// Outcome of one [`Harvester::poll`].
 pub type Harvest = Result<ExecCompletion, HarvestError>;

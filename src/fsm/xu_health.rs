@@ -25,12 +25,13 @@
 //! the ring, the descriptor rings, the NQ rings and the staging slots start
 //! over in step). See `actors::work::HealthCell` and `actors::worker`.
 //!
-//! `schedule` is accepted only in `HEALTHY`. [`refusal`] maps its refusal to
-//! `NRT_EXEC_UNIT_UNRECOVERABLE` (101) in `DEGRADED` and to `NRT_QUEUE_FULL`
-//! (retry later) while a reset runs. Executions already in flight keep
-//! completing (with their own statuses), so further timeouts or errors while
-//! degraded, stopping or draining are legal and change nothing; one during
-//! `RESETTING` (nothing is in flight then) is refused, a counted violation.
+//! `schedule` is accepted only in `HEALTHY`. [`refusal`] gives the status a
+//! refused `schedule` gets: `NRT_EXEC_UNIT_UNRECOVERABLE` (101) in
+//! `DEGRADED`, `NRT_QUEUE_FULL` (retry later) while a reset runs. Executions
+//! already in flight keep completing (with their own statuses), so further
+//! timeouts or errors while degraded, stopping or draining are legal and
+//! change nothing; one during `RESETTING` (nothing is in flight then) is
+//! refused, a counted violation.
 
 use crate::wire::status::NrtStatus;
 

@@ -237,17 +237,23 @@ pub(crate) struct Binary {
 struct Names {
     names: Vec<Box<str>>,
     /// Where each name was found, from the slot its [`slot`] hash picks on
-    /// to the next free one: the address and length it was first looked up
-    /// with (what finds a `&'static str` again) and its index. Address 0: a
-    /// free slot. A hash of the bytes, not of the address: which names
-    /// share a slot, and so what a lookup costs, does not depend on where
-    /// the binary puts them.
+    /// to the next free one: the address and length of the `&'static str`
+    /// it was first looked up with (what finds it again; [`NOT_STATIC`] for
+    /// a name looked up by its bytes, an address no `str` starts at) and
+    /// its index. Address 0: a free slot. A hash of the bytes, not of the
+    /// address: which names share a slot, and so what a lookup costs, does
+    /// not depend on where the binary puts them.
     at: [(usize, usize, u32); NAME_SLOTS],
 }
 
 /// Slots of [`Names::at`], a power of two (the hash keeps its top bits).
 const NAME_SLOTS: usize = 32;
 const _: () = assert!(NAME_SLOTS.is_power_of_two());
+
+/// The address kept for a name looked up by its bytes: a name borrowed for
+/// one call may be freed, and a `&'static str` of the same length could then
+/// start where it was; no `str` starts at the last address.
+const NOT_STATIC: usize = usize::MAX;
 
 /// The slot a name's search starts at: a Fibonacci hash of its length and
 /// last byte. They tell `worker0` from `worker1`, and give each of the
@@ -264,7 +270,7 @@ impl Names {
     /// `name`'s index, and whether this is its first appearance: found by
     /// its bytes.
     fn index(&mut self, name: &str) -> (u32, bool) {
-        self.probe(name, slot(name), |found, _| found == name)
+        self.probe(name, slot(name), NOT_STATIC, |found, _| found == name)
     }
 
     /// [`index`](Self::index) of a name that lives as long as the run:
@@ -276,25 +282,26 @@ impl Names {
         let key = (name.as_ptr() as usize, name.len());
         match self.at[slot] {
             (q, m, i) if (q, m) == key => (i, false),
-            _ => self.probe(name, slot, |_, at| at == key),
+            _ => self.probe(name, slot, key.0, |_, at| at == key),
         }
     }
 
     /// The index of the first name from `slot` on that is `same` (given its
-    /// bytes, address and length), or of `name` added in the first free
-    /// slot.
+    /// bytes, address and length); else `name`'s index from [`add`](Self::add),
+    /// kept with `addr` in the first free slot if there is one.
     #[inline(never)]
     fn probe(
         &mut self,
         name: &str,
         mut slot: usize,
+        addr: usize,
         same: impl Fn(&str, (usize, usize)) -> bool,
     ) -> (u32, bool) {
         for _ in 0..NAME_SLOTS {
             match self.at[slot] {
                 (0, ..) => {
                     let i = self.add(name);
-                    self.at[slot] = (name.as_ptr() as usize, name.len(), i.0);
+                    self.at[slot] = (addr, name.len(), i.0);
                     return i;
                 }
                 (q, m, i) if same(&self.names[i as usize], (q, m)) => return (i, false),

@@ -271,11 +271,12 @@ fn serve_forever(listener: &TcpListener, monitor: &Mutex<Monitor>) {
         conns.retain(|c| now.duration_since(c.opened) < CONN_TIME);
         let mut fds = vec![pollin(listener.as_raw_fd())];
         fds.extend(conns.iter().map(|c| libc::pollfd {
+            fd: c.stream.as_raw_fd(),
             events: match &c.out {
                 Some((body, at)) if *at < body.len() => libc::POLLOUT,
                 _ => libc::POLLIN,
             },
-            ..pollin(c.stream.as_raw_fd())
+            revents: 0,
         }));
         // Wake at least once a second to close connections past their time.
         if !poll_fds(&mut fds, Duration::from_secs(1)) {
