@@ -579,10 +579,7 @@ impl Executor {
                 e.steps += 1;
                 match e.program.and_then(|p| p.at(pc)) {
                     Some(insn) => Ok(insn),
-                    None => match fetch(mem, pc) {
-                        Ok(insn) => Ok(&*fetched.insert(insn)),
-                        Err(f) => Err(f),
-                    },
+                    None => fetch(mem, pc).map(|insn| &*fetched.insert(insn)),
                 }
             };
             let insn = match insn {
@@ -594,7 +591,7 @@ impl Executor {
                 }
             };
             let cycles = insn.cycles();
-            let end = issue.saturating_add(cycles);
+            let mut end = issue.saturating_add(cycles);
             let work = if matches!(insn, Insn::Delay(..)) {
                 0
             } else {
@@ -615,7 +612,7 @@ impl Executor {
                             sems[s] -= value;
                             // The wait completes no earlier than the signal
                             // that made it possible.
-                            e.cycle = issue.max(ready_at[s]);
+                            end = issue.max(ready_at[s]).saturating_add(cycles);
                             Ok(None)
                         } else {
                             e.pending = Some((sem, value));
@@ -645,9 +642,8 @@ impl Executor {
             match result {
                 Ok(None) => {
                     macs += insn.macs();
-                    e.cycle = e.cycle.saturating_add(cycles);
-                    e.pc = e.pc.wrapping_add(INSN_BYTES as u64);
-                    let end = e.cycle;
+                    e.cycle = end;
+                    e.pc = pc.wrapping_add(INSN_BYTES as u64);
                     note(trace, i, issue, pc, || TraceWhat::Done { insn: *insn, end });
                 }
                 Ok(Some(EngineEvent::Block)) => {
