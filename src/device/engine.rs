@@ -556,6 +556,8 @@ impl Executor {
         // The range the last instruction wrote (or meant to), `[lo, hi)`:
         // state of this run only, not of the reusable buffers.
         let mut written = None;
+        // An instruction fetched at issue (past its block's decoded part).
+        let mut fetched = None;
 
         // Issue instructions in virtual-time order until no engine is ready:
         // the ready engine with the smallest clock, ties to the lowest index.
@@ -571,7 +573,6 @@ impl Executor {
             }
             let e = &mut engs[i];
             let (pc, issue) = (e.pc, e.cycle);
-            let mut fetched = None;
             let insn = if total_steps >= limits.max_steps {
                 Err(FaultKind::StepBudget.at(pc))
             } else {
