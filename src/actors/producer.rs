@@ -816,17 +816,15 @@ impl<H: Hal> ProducerActor<H> {
     /// XU is degraded for good, any XU (each call is refused with 101).
     fn pick_core(&mut self) -> Option<usize> {
         let n = self.queues.len();
-        let healths = &self.healths;
-        let backoff = &self.backoff;
-        let found = (0..n)
-            .map(|k| (self.rr + k) % n)
-            .find(|&c| backoff[c].is_none() && healths[c].state() == XuHealthState::Healthy);
+        let found = (0..n).map(|k| (self.rr + k) % n).find(|&c| {
+            self.backoff[c].is_none() && self.healths[c].state() == XuHealthState::Healthy
+        });
         self.holding = false;
         if found.is_some() {
             return found;
         }
         let (mut live, mut resetting) = (false, false);
-        for h in healths {
+        for h in &self.healths {
             match h.state() {
                 XuHealthState::Healthy => live = true,
                 XuHealthState::Degraded => resetting |= self.recover,

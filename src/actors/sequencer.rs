@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crate::actors::wake::Waker;
 use crate::actors::{msg, step_counted, Actor, Cx, HalTap, Idle, Nanos, Progress};
-use crate::device;
 use crate::device::sequencer::{RequestExecutor, Sequencer};
 use crate::fsm::proxy::{ProxyCycle, ProxyEvent, ProxyState};
 use crate::hal::Hal;
@@ -121,21 +120,21 @@ impl<H: Hal, X: RequestExecutor> DeviceProxy<H, X> {
         match self.seq.poll_one(self.core, cx.now().as_u64()) {
             Ok(p) => {
                 self.tap.drain(cx);
-                let device::sequencer::Progress {
-                    copies,
-                    executed,
-                    records,
-                    faults,
-                    resets,
-                } = p;
                 let st = &mut self.stats;
-                st.copies += u64::from(copies);
-                st.executed += u64::from(executed);
-                st.records += u64::from(records);
-                st.faults += u64::from(faults);
-                st.resets += u64::from(resets);
-                if executed > 0 || faults > 0 {
-                    msg!(cx, "device copies={copies} executed={executed} records={records} faults={faults}");
+                st.copies += u64::from(p.copies);
+                st.executed += u64::from(p.executed);
+                st.records += u64::from(p.records);
+                st.faults += u64::from(p.faults);
+                st.resets += u64::from(p.resets);
+                if p.executed > 0 || p.faults > 0 {
+                    msg!(
+                        cx,
+                        "device copies={} executed={} records={} faults={}",
+                        p.copies,
+                        p.executed,
+                        p.records,
+                        p.faults
+                    );
                 }
                 p.made_progress()
             }

@@ -382,6 +382,8 @@ impl DmaEngine {
         let (index, ring_id) = (self.lap.index, self.lap.mark);
         let m = hal.read_desc(self.m2s, index).map_err(|_| DmaFault::Hal)?;
         let s = hal.read_desc(self.s2m, index).map_err(|_| DmaFault::Hal)?;
+        // By reference: the by-value array iterator is built on the stack
+        // for every pair (27 more instructions per null execution).
         for &(d, dir) in &[(&m, Dir::M2s), (&s, Dir::S2m)] {
             let found = LenCtrl::ring_id_of(u32::from_le_bytes([d[0], d[1], d[2], d[3]]));
             if found != ring_id {

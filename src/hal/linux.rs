@@ -55,10 +55,7 @@ impl LinuxHal {
     }
 
     fn efd(&self, ev: EventHandle) -> Result<&EventFd, HalError> {
-        self.events
-            .get(ev.index(), ev.id().key())
-            .map(|e| &**e)
-            .ok_or(HalError::BadHandle)
+        self.events.event(ev).map(|e| &**e)
     }
 }
 

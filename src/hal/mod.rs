@@ -637,6 +637,14 @@ impl<K: Key, V> Table<K, V> {
     }
 }
 
+impl<V> Table<EventId, V> {
+    /// The event `ev` names: `BadHandle` unless this table made it.
+    pub(crate) fn event(&self, ev: EventHandle) -> Result<&V, HalError> {
+        self.get(ev.index(), ev.id().key())
+            .ok_or(HalError::BadHandle)
+    }
+}
+
 /// Check `[off, off + len)` against a region of `region_len` bytes and the
 /// alignment `align`; the common bounds rule of every backend.
 #[inline]

@@ -72,10 +72,7 @@ impl FakeHal {
     }
 
     fn counter(&self, ev: EventHandle) -> Result<&AtomicU64, HalError> {
-        self.events
-            .get(ev.index(), ev.id().key())
-            .map(|c| &**c)
-            .ok_or(HalError::BadHandle)
+        self.events.event(ev).map(|c| &**c)
     }
 }
 

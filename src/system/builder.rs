@@ -519,8 +519,9 @@ impl<H: Hal> Shared<H> {
                 let img = link(base.pa(), io)?;
                 let code_len = img.mem.code;
                 let code = dev.alloc(code_len.max(64), 64).map_err(load)?;
-                let lm = dev.load_model(code, &img.bytes[..code_len as usize], img.blocks);
-                let lm = lm.map_err(load)?;
+                let lm = dev
+                    .load_model(code, &img.bytes[..code_len as usize], img.blocks)
+                    .map_err(load)?;
                 variants.push(LoadedModel {
                     id: variants[0].id,
                     ib: lm.ib,

@@ -282,9 +282,10 @@ impl Trace {
         self.tally.bytes += self.line.len() as u64;
         match &mut self.mode {
             Mode::Text(Out::Memory(v)) => v.extend_from_slice(&self.line),
-            // The bytes are counted above, written or not.
             Mode::Text(Out::Writer(w)) if self.tally.error.is_none() => {
-                self.tally.wrote(w.write_all(&self.line).map(|()| 0));
+                if let Err(e) = w.write_all(&self.line) {
+                    self.tally.error = Some(e);
+                }
             }
             _ => {}
         }

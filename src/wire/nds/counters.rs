@@ -151,9 +151,10 @@ impl NdCounter {
     /// (`model::MemSlot`); `None` past misc.
     pub const fn host_memory(slot: u32) -> Option<NdCounter> {
         const FIRST: u32 = NdCounter::MemUsageCodeHost as u32;
-        match slot <= NdCounter::MemUsageMiscHost as u32 - FIRST {
-            true => NdCounter::from_index(FIRST + slot),
-            false => None,
+        if slot <= NdCounter::MemUsageMiscHost as u32 - FIRST {
+            NdCounter::from_index(FIRST + slot)
+        } else {
+            None
         }
     }
 }
