@@ -502,9 +502,9 @@ mod tests {
 
     /// A SIGBUS on a writable file mapping whose file is at full length is
     /// not a shrink (a page a full tmpfs cannot supply, an I/O error): the
-    /// guard neither regrows nor counts it and passes the fault on. It used
-    /// to "regrow" the file to its own size, count a shrink and return, and a
-    /// real fault of that kind then faulted again forever. A forked child
+    /// guard neither regrows nor counts it and passes the fault on. A guard
+    /// that "regrew" the file to its own size, counted a shrink and returned
+    /// would fault again forever on a real fault of that kind. A forked child
     /// queues itself such a fault (SIGBUS with a fault's code and an address
     /// in the mapping) and exits with the shrink count it then reads.
     #[test]
