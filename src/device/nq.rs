@@ -301,6 +301,45 @@ struct Pending {
     end: u32,
 }
 
+impl Pending {
+    /// Take in one of the execution's records.
+    fn add(&mut self, rec: &NqEntry) {
+        self.got |= 1 << rec.engine;
+        if self
+            .start
+            .is_none_or(|s| (rec.start_cycle.wrapping_sub(s) as i32) < 0)
+        {
+            self.start = Some(rec.start_cycle);
+        }
+        if self.got == 1 << rec.engine || (rec.end_cycle.wrapping_sub(self.end) as i32) > 0 {
+            self.end = rec.end_cycle;
+        }
+        if let Kind::Error(class) = rec.kind {
+            // The root cause is the error that happened first in device time
+            // (a RAISE on one engine starves the others into a later
+            // deadlock error); ties go to the lower engine index.
+            let earlier = match self.error {
+                Some(ExecStatus::Error { engine, .. }) => {
+                    let d = rec.end_cycle.wrapping_sub(self.error_end) as i32;
+                    d < 0 || (d == 0 && rec.engine < engine)
+                }
+                _ => true,
+            };
+            if earlier {
+                self.error = Some(ExecStatus::Error {
+                    class,
+                    source: rec.source,
+                    engine: rec.engine,
+                });
+                self.error_end = rec.end_cycle;
+            }
+            if rec.source != Source::Engine {
+                self.terminal = true;
+            }
+        }
+    }
+}
+
 /// The worker's view of one core's NQ rings: it reads all five rings and
 /// groups records by execution, in staging order.
 pub struct Harvester<H> {
@@ -310,10 +349,9 @@ pub struct Harvester<H> {
     pending: VecDeque<Pending>,
     /// Records of executions not expected yet (the device may finish before
     /// the worker learns of the execution: docs/abi.md §1.9 publishes to the
-    /// device first).
-    early: VecDeque<NqEntry>,
-    /// Scratch for `expect` (swapped with `early`).
-    spare: VecDeque<NqEntry>,
+    /// device first), per engine in the order they came: the device writes
+    /// an engine's records in execution order. At most a ring's worth each.
+    early: [VecDeque<NqEntry>; nq::ENGINES as usize],
     early_cap: usize,
     last_expected: u32,
     overflows_seen: u32,
@@ -323,7 +361,7 @@ pub struct Harvester<H> {
 debug_fields!(
     [H] Harvester<H>,
     |s| pending = s.pending.len(),
-    early = s.early.len(),
+    early = s.early.iter().map(VecDeque::len).sum::<usize>(),
     stray = s.stray
 );
 
@@ -339,9 +377,8 @@ impl<H: Hal> Harvester<H> {
             readers: Side::all(map, core)?.map(NqReader),
             regs: map.core(core)?.regs,
             pending: VecDeque::new(),
-            early: VecDeque::new(),
-            spare: VecDeque::new(),
-            early_cap: map.config.nq_len as usize * nq::ENGINES as usize,
+            early: Default::default(),
+            early_cap: map.config.nq_len as usize,
             last_expected: 0,
             overflows_seen: 0,
             stray: 0,
@@ -359,36 +396,26 @@ impl<H: Hal> Harvester<H> {
         });
         self.last_expected = exec_id;
         // Early records matched no pending execution when they came, and
-        // only `exec_id` has been added since: move its records out (through
-        // the spare queue, so both keep their capacity: no allocation per
-        // execution in steady state) and absorb them; keep those still
-        // ahead of `exec_id` in order; the rest are strays now, as
-        // `absorb` would count them. One pass of compares, where absorbing
-        // every early record again (a pending search and a requeue each)
-        // cost ~1,400 instructions per execution with 16 in flight.
-        // Records come in staging order, so `exec_id`'s are usually first.
-        while self.early.front().is_some_and(|r| r.exec_id == exec_id) {
-            if let Some(rec) = self.early.pop_front() {
-                self.absorb(rec);
-            }
-        }
-        let behind = |r: &NqEntry| (r.exec_id.wrapping_sub(exec_id) as i32) <= 0;
-        if !self.early.iter().any(behind) {
+        // only `exec_id` has been added since: absorb its records and count
+        // those behind it as strays (as `absorb` would). An engine's records
+        // come in execution order, so they are at the front of its queue: a
+        // few compares, where scanning one queue of every engine's records
+        // cost ~1,300 instructions per execution with 16 in flight. A record
+        // a device wrote out of that order waits behind the one before it,
+        // and its execution times out as if the record had been dropped.
+        let Some(p) = self.pending.back_mut() else {
             return;
-        }
-        let (spare, mut stray) = (&mut self.spare, 0u64);
-        self.early.retain(|r| {
-            let ahead = r.exec_id.wrapping_sub(exec_id) as i32;
-            match ahead {
-                0 => spare.push_back(*r),
-                _ if ahead < 0 => stray += 1,
-                _ => {}
+        };
+        let not_ahead = |r: &NqEntry| r.exec_id.wrapping_sub(exec_id) as i32 <= 0;
+        for early in &mut self.early {
+            while let Some(rec) = early.front().copied().filter(not_ahead) {
+                early.pop_front();
+                if rec.exec_id == exec_id {
+                    p.add(&rec);
+                } else {
+                    self.stray += 1;
+                }
             }
-            ahead > 0
-        });
-        self.stray += stray;
-        while let Some(rec) = self.spare.pop_front() {
-            self.absorb(rec);
         }
     }
 
@@ -401,7 +428,7 @@ impl<H: Hal> Harvester<H> {
             r.0.lap = Lap::new(r.0.lap.len, true);
         }
         self.pending.clear();
-        self.early.clear();
+        self.early.iter_mut().for_each(VecDeque::clear);
         self.last_expected = 0;
         self.overflows_seen = 0;
     }
@@ -483,48 +510,16 @@ impl<H: Hal> Harvester<H> {
     }
 
     fn absorb(&mut self, rec: NqEntry) {
-        let Some(p) = self.pending.iter_mut().find(|p| p.exec_id == rec.exec_id) else {
-            // Ahead of the last expected execution (wrapping): keep it for
-            // `expect`; behind it: the rest of an execution already returned.
-            let ahead = (rec.exec_id.wrapping_sub(self.last_expected) as i32) > 0;
-            if ahead && self.early.len() < self.early_cap {
-                self.early.push_back(rec);
-            } else {
-                self.stray += 1;
-            }
-            return;
-        };
-        p.got |= 1 << rec.engine;
-        if p.start
-            .is_none_or(|s| (rec.start_cycle.wrapping_sub(s) as i32) < 0)
-        {
-            p.start = Some(rec.start_cycle);
+        if let Some(p) = self.pending.iter_mut().find(|p| p.exec_id == rec.exec_id) {
+            return p.add(&rec);
         }
-        if p.got == 1 << rec.engine || (rec.end_cycle.wrapping_sub(p.end) as i32) > 0 {
-            p.end = rec.end_cycle;
-        }
-        if let Kind::Error(class) = rec.kind {
-            // The root cause is the error that happened first in device time
-            // (a RAISE on one engine starves the others into a later
-            // deadlock error); ties go to the lower engine index.
-            let earlier = match p.error {
-                Some(ExecStatus::Error { engine, .. }) => {
-                    let d = rec.end_cycle.wrapping_sub(p.error_end) as i32;
-                    d < 0 || (d == 0 && rec.engine < engine)
-                }
-                _ => true,
-            };
-            if earlier {
-                p.error = Some(ExecStatus::Error {
-                    class,
-                    source: rec.source,
-                    engine: rec.engine,
-                });
-                p.error_end = rec.end_cycle;
-            }
-            if rec.source != Source::Engine {
-                p.terminal = true;
-            }
+        // Ahead of the last expected execution (wrapping): keep it for
+        // `expect`; behind it: the rest of an execution already returned.
+        let ahead = (rec.exec_id.wrapping_sub(self.last_expected) as i32) > 0;
+        let cap = self.early_cap;
+        match self.early.get_mut(usize::from(rec.engine)) {
+            Some(early) if ahead && early.len() < cap => early.push_back(rec),
+            _ => self.stray += 1,
         }
     }
 }
