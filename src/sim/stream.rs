@@ -332,6 +332,11 @@ fn put_name(out: &mut Vec<u8>, (index, first): (u32, bool), name: &str) {
     }
 }
 
+/// A poll's HAL operations at least this long go to the digest without a
+/// copy into the stream: past it the copy costs more than a digest update
+/// of its own (about 520 instructions per deterministic execution).
+const DIRECT_DIGEST: usize = 1024;
+
 /// The stream bytes kept before they are digested at once.
 const STREAM_CHUNK: usize = 64 * 1024;
 
@@ -424,19 +429,26 @@ impl Binary {
 
     /// Append already encoded HAL operations (`TraceOp::encode`) as `hal`
     /// events without a text view: the same stream, digest and checkpoints
-    /// as one [`event`](Self::event) each, in one copy when they go to the
-    /// digest only.
+    /// as one [`event`](Self::event) each; when they go to the digest only,
+    /// in one copy, or digested where they lie when they are many.
     pub(crate) fn hal_ops(&mut self, ops: &Encoded, t: &mut Tally) {
-        if !self.checkpoints() {
-            self.stream.extend_from_slice(&ops.bytes);
-            t.events += ops.ends.len() as u64;
-        } else {
+        if self.checkpoints() {
             for op in ops.ops() {
                 self.stream.extend_from_slice(op);
                 self.ck = mix(self.ck, op);
                 self.output(&[], t);
                 t.events += 1;
             }
+        } else if ops.bytes.len() >= DIRECT_DIGEST {
+            // Digested from the log's buffer, after the stream's pending
+            // bytes (the digest does not depend on how the stream is cut).
+            t.hasher.update(&self.stream);
+            self.stream.clear();
+            t.hasher.update(&ops.bytes);
+            t.events += ops.ends.len() as u64;
+        } else {
+            self.stream.extend_from_slice(&ops.bytes);
+            t.events += ops.ends.len() as u64;
         }
         self.cut(&mut t.hasher);
     }

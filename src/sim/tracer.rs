@@ -360,7 +360,8 @@ fn first_ask() -> ThreadId {
 
 /// The operations of an encoding [`TraceLog`]: their encodings
 /// (`TraceOp::encode`) back to back, as the event stream carries a poll's
-/// `hal` events, so the stream takes them in one copy.
+/// `hal` events, so the stream takes them in one copy or digests them where
+/// they lie.
 #[derive(Debug, Default)]
 pub struct Encoded {
     /// The encodings, concatenated.
