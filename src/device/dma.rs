@@ -254,8 +254,9 @@ pub enum DmaStep {
         /// The new `SEQ_TAIL_INC` total, when the copy added to it.
         published: Option<u32>,
     },
-    /// The queue faulted (now, or earlier).
-    Faulted(DmaFault),
+    /// The queue faulted (now, or earlier; [`DmaEngine`] keeps the fault
+    /// and stores its code in `DMA_FAULT`).
+    Faulted,
 }
 
 /// Virtual cycles a copy of `len` bytes costs.
@@ -364,12 +365,15 @@ impl DmaEngine {
     /// bounds how long a wrong ring id below the tail is tolerated
     /// ([`super::memmap::DeviceConfig::ring_id_grace_ns`]).
     pub fn step<H: Hal + ?Sized>(&mut self, hal: &H, map: &MemMap, now: u64) -> DmaStep {
-        if let Some(f) = self.fault {
-            return DmaStep::Faulted(f);
+        if self.fault.is_some() {
+            return DmaStep::Faulted;
         }
         match self.pair(hal, map, now) {
             Ok(step) => step,
-            Err(f) => DmaStep::Faulted(self.fail(hal, f)),
+            Err(f) => {
+                self.fail(hal, f);
+                DmaStep::Faulted
+            }
         }
     }
 

@@ -357,7 +357,7 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
             return self.reset(c, req);
         }
         let published = self.cores[c].dma.published(&*self.hal);
-        let mut fault = published.err();
+        let mut faulted = published.is_err();
         for _ in 0..published.unwrap_or(0).min(PAIRS_PER_POLL) {
             let k = &mut self.cores[c];
             match k.dma.step(&*self.hal, &self.map, now) {
@@ -371,16 +371,16 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
                         self.execute(c, tail, p)?;
                     }
                 }
-                DmaStep::Faulted(f) => {
-                    fault = Some(f);
+                DmaStep::Faulted => {
+                    faulted = true;
                     break;
                 }
             }
         }
         // The slots of every pair consumed go back at once.
         let released = self.cores[c].dma.release(&*self.hal);
-        match fault.or(released.err()) {
-            Some(_) if !self.cores[c].fault_reported => {
+        match faulted || released.is_err() {
+            true if !self.cores[c].fault_reported => {
                 // A corrupt descriptor aborted the request being assembled:
                 // its one record is a DMA error of class `Hw`.
                 let k = &mut self.cores[c];
