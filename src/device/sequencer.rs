@@ -96,10 +96,10 @@ impl<'a, H: Hal + ?Sized> DramMemory<'a, H> {
     /// How many of the `n` words at `pa` lie inside the heap before the
     /// first that does not (none when `pa` is misaligned).
     fn inside(&self, pa: u64, n: usize) -> usize {
-        if pa % 4 != 0 || pa < self.lo || pa >= self.hi {
-            return 0;
+        match self.hi.checked_sub(pa) {
+            Some(room) if pa % 4 == 0 && pa >= self.lo => n.min((room / 4) as usize),
+            _ => 0,
         }
-        n.min(((self.hi - pa) / 4) as usize)
     }
 }
 
