@@ -379,19 +379,18 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The slots of every pair consumed go back at once.
         let released = self.cores[c].dma.release(&*self.hal);
-        match faulted || released.is_err() {
-            true if !self.cores[c].fault_reported => {
-                // A corrupt descriptor aborted the request being assembled:
-                // its one record is a DMA error of class `Hw`.
-                let k = &mut self.cores[c];
-                k.fault_reported = true;
-                p.faults += 1;
-                let (exec_id, cycle) = (k.executed.wrapping_add(1), k.cycle);
-                self.lone_error(c, exec_id, (ErrorClass::Hw, Source::Dma), cycle, p)?;
-                self.raise_irq(c)
-            }
-            _ => Ok(()),
+        let failed = faulted || released.is_err();
+        if !failed || self.cores[c].fault_reported {
+            return Ok(());
         }
+        // A corrupt descriptor aborted the request being assembled: its one
+        // record is a DMA error of class `Hw`.
+        let k = &mut self.cores[c];
+        k.fault_reported = true;
+        p.faults += 1;
+        let (exec_id, cycle) = (k.executed.wrapping_add(1), k.cycle);
+        self.lone_error(c, exec_id, (ErrorClass::Hw, Source::Dma), cycle, p)?;
+        self.raise_irq(c)
     }
 
     /// Carry out reset request `req` on core `c` (module docs) and
