@@ -195,16 +195,13 @@ impl ModelBuilder {
         shape: &[u32],
     ) -> TensorDesc {
         let len = &mut self.lens[section as usize];
-        let offset = round_up(*len);
-        let bytes = shape.iter().fold(4u64, |n, &d| n.saturating_mul(d.into()));
-        *len = offset.saturating_add(bytes);
-        let shape = shape.to_vec();
         let t = TensorDesc {
             name,
             section,
-            offset,
-            shape,
+            offset: round_up(*len),
+            shape: shape.to_vec(),
         };
+        *len = t.offset.saturating_add(t.elems().saturating_mul(4));
         list(self).push(t.clone());
         t
     }
