@@ -129,11 +129,12 @@ impl<H: Hal + ?Sized> DeviceMemory for DramMemory<'_, H> {
                 .store_u32s(self.dram, off, &vals[..k])
                 .map_err(|_| MemFault { pa })?;
         }
-        let pa = pa + 4 * k as u64;
-        match k < vals.len() {
-            true => Err(MemFault { pa }),
-            false => Ok(()),
+        if k < vals.len() {
+            return Err(MemFault {
+                pa: pa + 4 * k as u64,
+            });
         }
+        Ok(())
     }
 
     /// Inside the heap and aligned is all a read needs (the HAL refuses
@@ -379,18 +380,17 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         }
         // The slots of every pair consumed go back at once.
         let released = self.cores[c].dma.release(&*self.hal);
-        let failed = faulted || released.is_err();
-        if !failed || self.cores[c].fault_reported {
-            return Ok(());
+        if (faulted || released.is_err()) && !self.cores[c].fault_reported {
+            // A corrupt descriptor aborted the request being assembled:
+            // its one record is a DMA error of class `Hw`.
+            let k = &mut self.cores[c];
+            k.fault_reported = true;
+            p.faults += 1;
+            let (exec_id, cycle) = (k.executed.wrapping_add(1), k.cycle);
+            self.lone_error(c, exec_id, (ErrorClass::Hw, Source::Dma), cycle, p)?;
+            return self.raise_irq(c);
         }
-        // A corrupt descriptor aborted the request being assembled: its one
-        // record is a DMA error of class `Hw`.
-        let k = &mut self.cores[c];
-        k.fault_reported = true;
-        p.faults += 1;
-        let (exec_id, cycle) = (k.executed.wrapping_add(1), k.cycle);
-        self.lone_error(c, exec_id, (ErrorClass::Hw, Source::Dma), cycle, p)?;
-        self.raise_irq(c)
+        Ok(())
     }
 
     /// Carry out reset request `req` on core `c` (module docs) and
