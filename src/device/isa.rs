@@ -427,10 +427,8 @@ impl Insn {
                 Insn::Reduce(op, d, a, p0, p1, check)
             }
             Some(op @ (Op::Wait | Op::Signal)) => {
-                let sem = u8::try_from(p0)
-                    .ok()
-                    .filter(|&s| usize::from(s) < NUM_SEMAPHORES);
-                let sem = param(sem, 0, &mut bad, (4, "sem"));
+                // Its range (below `NUM_SEMAPHORES`) is checked by `validate`.
+                let sem = param(u8::try_from(p0).ok(), 0, &mut bad, (4, "sem"));
                 match op {
                     Op::Wait => Insn::Wait(sem, p1),
                     _ => Insn::Signal(sem, p1),
