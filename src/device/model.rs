@@ -557,10 +557,8 @@ impl MlpSpec {
 
     /// A deterministic input batch (`batch * input` values in `[-1, 1)`).
     pub fn example_input(&self, seed: u64) -> Vec<f32> {
-        let (mut rng, n) = (
-            SplitMix64::new(seed),
-            self.batch as usize * self.input as usize,
-        );
+        let mut rng = SplitMix64::new(seed);
+        let n = self.batch as usize * self.input as usize;
         (0..n).map(|_| uniform(&mut rng, 1.0)).collect()
     }
 
@@ -604,11 +602,9 @@ impl MlpSpec {
             let (od, oa, ob, n) = (d.operand(), a.operand(), b.operand(), d.shape[1]);
             Insn::MatMul(od, oa, ob, bt, k, n, false, check)
         };
-        let (copy, act, reduce) = (
-            Insn::Copy(xs.operand(), x.operand(), bt * i),
-            Insn::Act(self.act, hs.operand(), hs.operand(), bt * h, check),
-            Insn::Reduce(ReduceOp::Max, m.operand(), y.operand(), bt, o, check),
-        );
+        let copy = Insn::Copy(xs.operand(), x.operand(), bt * i);
+        let act = Insn::Act(self.act, hs.operand(), hs.operand(), bt * h, check);
+        let reduce = Insn::Reduce(ReduceOp::Max, m.operand(), y.operand(), bt, o, check);
         use Engine::{Act, Dve, Pe, Pool, Sp};
         for (engine, insn) in [
             // SP: stage the input.
