@@ -578,9 +578,7 @@ impl fmt::Display for Insn {
                 let (op, c) = (op.name(), chk(check));
                 write!(f, "{m}.{op}{c} {dst}, {src}, rows={rows} cols={cols}")
             }
-            Insn::Wait(sem, value) | Insn::Signal(sem, value) => {
-                write!(f, "{m} s{sem}, {value}")
-            }
+            Insn::Wait(sem, value) | Insn::Signal(sem, value) => write!(f, "{m} s{sem}, {value}"),
             Insn::Delay(cycles) => write!(f, "{m} {cycles}"),
             Insn::Raise(class) => write!(f, "{m} {}", class.name()),
         }
