@@ -157,6 +157,14 @@ impl SimCase {
         }
     }
 
+    /// The case on `cores` cores: as many models as that many cores hold,
+    /// and only the fault rules of cores that remain.
+    pub fn set_cores(&mut self, cores: u8) {
+        self.cores = cores;
+        self.models = self.models.min(64 / cores);
+        self.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
+    }
+
     /// The `xunds sim` arguments that replay exactly this case.
     pub fn sim_args(&self) -> String {
         format!(
@@ -576,11 +584,7 @@ pub fn shrink(case: &SimCase, invariant: Invariant, opts: &SimOptions) -> (SimCa
         };
         // Fewer cores (the fault rules on the cores dropped go too).
         for cores in 1..best.cores {
-            try_with(&|c| {
-                c.cores = cores;
-                c.models = c.models.min((64 / cores).max(1));
-                c.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
-            });
+            try_with(&|c| c.set_cores(cores));
         }
         for i in 0..best.faults.rules.len() {
             try_with(&|c| _ = c.faults.rules.remove(i));

@@ -103,9 +103,7 @@ impl Args {
     fn case(&self, seed: u64) -> SimCase {
         let mut c = SimCase::derive(seed, self.executions);
         if let Some(v) = self.cores {
-            c.cores = v;
-            c.faults.rules.retain(|r| r.core.is_none_or(|k| k < v));
-            c.models = c.models.min(64 / v);
+            c.set_cores(v);
         }
         c.ring = self.ring.unwrap_or(c.ring);
         c.models = self.models.unwrap_or(c.models);
