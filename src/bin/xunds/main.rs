@@ -144,13 +144,11 @@ pub(crate) struct Progress {
 impl Progress {
     /// Off with `--json` or when stderr is not a terminal.
     pub(crate) fn new(json: bool, after: Duration) -> Progress {
-        let on = !json && std::io::stderr().is_terminal();
-        let (start, last) = (Instant::now(), None);
         Progress {
-            on,
-            start,
+            on: !json && std::io::stderr().is_terminal(),
+            start: Instant::now(),
             after,
-            last,
+            last: None,
         }
     }
 
