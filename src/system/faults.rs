@@ -102,6 +102,25 @@ fn parse_chance(s: &str) -> Option<(u64, u64)> {
     (num <= den).then_some((num, den))
 }
 
+/// The KIND of a rule injecting `fault`, as the spec names it
+/// (`error:hw`, `timeout`, ...).
+pub fn kind_name(fault: Fault) -> String {
+    let named = KINDS.iter().find(|k| k.1 == fault);
+    match (named, fault) {
+        (Some(k), _) => k.0.to_string(),
+        (None, Fault::NqError(c)) => format!("error:{c}"),
+        (None, Fault::CorruptDesc { what, .. }) => format!("corrupt:{what}"),
+        // Not expressible in the spec language (a rule built by hand):
+        // named without spaces, but it does not parse back.
+        (None, Fault::StaleRead { off, span, lag }) => {
+            let end = off.saturating_add(span);
+            format!("stale_read(+{off:#x}..+{end:#x},-{lag})")
+        }
+        // DropNq and DropDoorbell have a KINDS row.
+        (None, f) => format!("{f:?}"),
+    }
+}
+
 impl FaultSpec {
     /// `true` without rules.
     pub fn is_empty(&self) -> bool {
@@ -181,27 +200,13 @@ impl FaultSpec {
         self.rules
             .iter()
             .map(|r| {
-                let named = KINDS.iter().find(|k| k.1 == r.fault);
-                let kind = match (named, r.fault) {
-                    (Some(k), _) => k.0.to_string(),
-                    (None, Fault::NqError(c)) => format!("error:{c}"),
-                    (None, Fault::CorruptDesc { what, .. }) => format!("corrupt:{what}"),
-                    // Not expressible in the spec language (a rule built by
-                    // hand): named without spaces, but it does not parse back.
-                    (None, Fault::StaleRead { off, span, lag }) => {
-                        let end = off.saturating_add(span);
-                        format!("stale_read(+{off:#x}..+{end:#x},-{lag})")
-                    }
-                    // DropNq and DropDoorbell have a KINDS row.
-                    (None, f) => format!("{f:?}"),
-                };
                 let core = r.core.map(|c| format!("/core{c}")).unwrap_or_default();
                 let trigger = match r.trigger {
                     Trigger::Nth(n) => format!("#{n}"),
                     Trigger::From(n) => format!("{n}+"),
                     Trigger::Chance { num, den } => format!("{num}/{den}"),
                 };
-                format!("{kind}@{trigger}{core}")
+                format!("{}@{trigger}{core}", kind_name(r.fault))
             })
             .collect::<Vec<_>>()
             .join(",")

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::faults::FaultSpec;
+use super::faults::{self, FaultSpec};
 use super::job::{self, FsmViolations, JobConfig, JobReport, ModelKind};
 use super::runner::RunError;
 use super::Error;
@@ -515,10 +515,7 @@ pub fn run_case(case: &SimCase, opts: &SimOptions) -> CaseResult {
                 .rules
                 .iter()
                 .zip(&rep.faults_by_rule)
-                .map(|(rule, n)| {
-                    let text = FaultSpec { rules: vec![*rule] }.text();
-                    (text.split('@').next().unwrap_or_default().to_string(), *n)
-                })
+                .map(|(rule, n)| (faults::kind_name(rule.fault), *n))
                 .collect();
             let fds = match (before, after) {
                 (Some(b), Some(a)) if a > b => broke(
@@ -789,8 +786,7 @@ mod tests {
                 })
                 .count();
             for r in &c.faults.rules {
-                let t = FaultSpec { rules: vec![*r] }.text();
-                kinds.insert(t.split('@').next().unwrap().to_string());
+                kinds.insert(faults::kind_name(r.fault));
             }
         }
         // A quarter of the cases draw no faults; more would mean that some
