@@ -162,7 +162,9 @@ impl SimCase {
     pub fn set_cores(&mut self, cores: u8) {
         self.cores = cores;
         self.models = self.models.min(64 / cores);
-        self.faults.rules.retain(|r| r.core.is_none_or(|k| k < cores));
+        self.faults
+            .rules
+            .retain(|r| r.core.is_none_or(|k| k < cores));
     }
 
     /// The `xunds sim` arguments that replay exactly this case.
