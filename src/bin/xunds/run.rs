@@ -11,7 +11,7 @@ use serde::Serialize;
 use xunds::system::faults::FaultSpec;
 use xunds::system::job::{self, JobConfig, JobReport, ModelKind};
 use xunds::system::Placement;
-use xunds::wire::nds::counters::{NcCounter, NdCounter};
+use xunds::wire::nds::counters::{ErrorClass, NcCounter, NdCounter};
 
 use crate::Progress;
 
@@ -347,9 +347,10 @@ pub fn summary(r: &JobReport) -> String {
         }
     }
     s.push('\n');
-    let class = |k: NcCounter| (ErrGeneric as u8..=ErrRt as u8).contains(&(k as u8));
-    let errs: Vec<String> = (NcCounter::ALL.into_iter())
-        .filter(|k| class(*k) || [HwErrDmaAbort, ErrSwNqOverflow].contains(k))
+    // The error classes' counters, then the DMA-abort and NQ-overflow ones.
+    let classes = ErrorClass::ALL.map(ErrorClass::counter).into_iter();
+    let errs: Vec<String> = classes
+        .chain([HwErrDmaAbort, ErrSwNqOverflow])
         .filter_map(|k| {
             let v: u64 = r.per_core.iter().map(|c| c.get(k)).sum();
             (v > 0).then(|| format!("{} {v}", k.name()))
