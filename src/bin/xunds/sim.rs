@@ -225,8 +225,7 @@ fn summary(rep: &SwarmReport, jobs: usize, shrunk: Option<&Shrunk>) -> String {
         return s;
     };
     if let Err(v) = verdict {
-        let (seed, invariant, detail) = (case.seed, v.invariant, &v.detail);
-        let _ = writeln!(s, "FAILED seed {seed}: invariant {invariant}: {detail}");
+        let _ = writeln!(s, "FAILED seed {}: invariant {v}", case.seed);
     }
     let (n, described) = (case.executions, case.describe());
     let _ = writeln!(s, "  case: {n} executions, {described}");
