@@ -153,16 +153,17 @@ fn clean(a: CleanArgs) -> Result<(), String> {
 
 /// How many ended runs' default-named slabs a run leaves in place when it
 /// starts (for `xunds nds dump` and `xunds monitor --once` after a run).
-pub const KEEP_ENDED: usize = 8;
+const KEEP_ENDED: usize = 8;
 
-/// Remove the default-named slabs of ended runs in `dir` (the test of
-/// [`left_behind`]: pid not running, writer's lock free, a slab) but the
-/// `keep` most recently modified: what every `xunds run` without `--slab`
-/// does before it creates its own, so ended runs' slabs do not pile up in
-/// `/dev/shm` (at most `keep` stay, 256 KiB each). Quiet: a slab that
-/// cannot be removed stays for `xunds nds clean` to report.
-pub fn prune_left_behind(dir: &Path, keep: usize) {
-    let Ok(paths) = crate::monitor::discover(dir) else {
+/// Remove the default-named slabs of ended runs in the default directory
+/// (the test of [`left_behind`]: pid not running, writer's lock free, a
+/// slab) but the [`KEEP_ENDED`] most recently modified: what every `xunds
+/// run` without `--slab` does before it creates its own, so ended runs'
+/// slabs do not pile up in `/dev/shm` (at most [`KEEP_ENDED`] stay, 256 KiB
+/// each). Quiet: a slab that cannot be removed stays for `xunds nds clean`
+/// to report.
+pub fn prune_left_behind() {
+    let Ok(paths) = crate::monitor::discover(&crate::monitor::default_dir()) else {
         return;
     };
     let mut ended: Vec<_> = paths
@@ -174,7 +175,7 @@ pub fn prune_left_behind(dir: &Path, keep: usize) {
         })
         .collect();
     ended.sort_by_key(|e| std::cmp::Reverse(e.0));
-    for (_, path, locked) in ended.into_iter().skip(keep) {
+    for (_, path, locked) in ended.into_iter().skip(KEEP_ENDED) {
         let _ = std::fs::remove_file(&path);
         // The lock goes with the descriptor, after the unlink.
         drop(locked);

@@ -169,11 +169,7 @@ pub fn main(args: Args) -> ExitCode {
         }
         // The default-named slabs of ended runs: the newest stay, the rest
         // go (`xunds nds clean` removes them all).
-        None => {
-            if let Some(dir) = job::default_slab_path().parent() {
-                crate::nds::prune_left_behind(dir, crate::nds::KEEP_ENDED);
-            }
-        }
+        None => crate::nds::prune_left_behind(),
     }
     // A progress line once the run has taken `--progress-after-ms`; a run
     // for a time shows its time.
