@@ -662,8 +662,7 @@ pub fn swarm(
     let total = span.map_or(0, |s| s.saturating_add(1));
     let (next, done, execs) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let stop = AtomicBool::new(false);
-    let results: Mutex<(BTreeMap<String, u64>, u64, Vec<CaseResult>)> =
-        Mutex::new((BTreeMap::new(), 0, Vec::new()));
+    let results: Mutex<(BTreeMap<String, u64>, u64, Vec<CaseResult>)> = Mutex::default();
     std::thread::scope(|s| {
         let threads: Vec<_> = (0..jobs.max(1))
             .map(|_| {
