@@ -149,8 +149,7 @@ pub fn main(args: Args) -> ExitCode {
         ..SimOptions::default()
     };
     let mut progress = Progress::new(args.json, Duration::ZERO);
-    let cases = |s: u64| args.case(s);
-    let rep = sim::swarm(first..=last, &cases, jobs, &opts, &mut |p| {
+    let rep = sim::swarm(first..=last, &|s| args.case(s), jobs, &opts, &mut |p| {
         progress.draw(|secs| {
             let (done, all, n) = (p.seeds_done, p.seeds, p.executions);
             let rate = n as f64 / secs.max(1e-9);
