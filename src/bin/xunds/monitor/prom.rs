@@ -223,8 +223,7 @@ pub fn render(monitor: &mut Monitor) -> String {
         }
     }
     if let Some(v) = sys.vcpu_usage.as_ref().filter(|v| v.error.is_empty()) {
-        let vcpus = v.usage_data.len() as f64;
-        x.gauge(VCPU_COUNT, inst.clone(), vcpus);
+        x.gauge(VCPU_COUNT, inst.clone(), v.usage_data.len() as f64);
         let (user, system) = v.user_system();
         for (t, p) in [("user", user), ("system", system)] {
             let l = with(&inst, [("usage_type", t)]);
