@@ -479,8 +479,7 @@ pub fn key(ui: &mut Ui, v: &View, code: KeyCode, mods: KeyModifiers) -> bool {
         KeyCode::Char('f') => ui.flops = !ui.flops,
         // Expand everything, or collapse everything when it all is.
         KeyCode::Char('x') => {
-            let all = all_keys(v, ui);
-            ui.expanded = Some(all)
+            ui.expanded = Some(all_keys(v, ui))
                 .filter(|k| !k.is_subset(&ui.expanded))
                 .unwrap_or_default();
         }
