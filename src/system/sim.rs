@@ -92,8 +92,7 @@ impl SimCase {
         let recover = r.chance(1, 2);
         let mut items: Vec<String> = Vec::new();
         if !r.chance(1, 4) {
-            let n = 1 + r.below(3);
-            for _ in 0..n {
+            for _ in 0..1 + r.below(3) {
                 let kind = FAULT_KINDS[r.below(FAULT_KINDS.len() as u64) as usize];
                 if items.iter().any(|i| i.starts_with(&format!("{kind}@"))) {
                     continue;
