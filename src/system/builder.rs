@@ -16,7 +16,7 @@
 //! (`tests/system/e2e_deadlock.rs`).
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -497,9 +497,7 @@ impl<H: Hal> Shared<H> {
         let link = |load: u64, io: u64| b.link(load, io).map_err(|e| err("link", e));
         let load = |e| err("load", e);
         let probe = link(dram, dram)?;
-        let handle = self
-            .next_handle
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
         let mut per_core = Vec::with_capacity(usize::from(self.cfg.cores));
         let mut image0 = None;
         for _core in 0..self.cfg.cores {
