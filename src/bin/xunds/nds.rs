@@ -279,8 +279,8 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
         let mine = counters.iter().filter(|c| c.0 == core);
         mine.map(|(_, name, _, v)| (name.clone(), *v)).collect()
     };
-    let mut cores: Vec<usize> = counters.iter().filter_map(|c| c.0).collect();
-    cores.dedup();
+    let in_use = s.counters.cores_in_use();
+    let cores = in_use.map(|c| (c.to_string(), by_core(Some(c))));
     let models = s.models.iter().map(|(slot, m)| {
         let r = m.any_copy().unwrap_or(&ModelRecord::EMPTY);
         let mem = MemLocation::ALL.map(|loc| {
@@ -318,7 +318,7 @@ fn snapshot_json(word: u64, s: &Snapshot) -> impl Serialize + '_ {
             tag: s.process_info_ext.clone().fresh().map(|r| r.tag_str().into_owned())
         },
         nd_counters: by_core(None),
-        cores: cores.into_iter().map(|c| (c.to_string(), by_core(Some(c)))).collect::<IndexMap<_, _>>(),
+        cores: cores.collect::<IndexMap<_, _>>(),
         models: models.collect::<Vec<_>>(),
     }
 }
