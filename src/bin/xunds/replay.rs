@@ -67,8 +67,8 @@ fn print_view(view: &Path) -> std::io::Result<()> {
 pub fn main(args: Args) -> ExitCode {
     let tag = format!("xunds-replay-{}.txt", std::process::id());
     let view = args.print.then(|| std::env::temp_dir().join(tag));
-    match (replay(&args.file, view.as_deref()), &view) {
-        (Ok(d), view) => {
+    match replay(&args.file, view.as_deref()) {
+        Ok(d) => {
             if let Some(Err(e)) = view.as_deref().map(print_view) {
                 eprintln!("xunds replay: the text view: {e}");
             }
@@ -76,8 +76,8 @@ pub fn main(args: Args) -> ExitCode {
             // 0 when identical, 1 at a difference.
             ExitCode::from(u8::from(!d.is_identical()))
         }
-        (Err(e), view) => {
-            if let Some(v) = view {
+        Err(e) => {
+            if let Some(v) = &view {
                 let _ = std::fs::remove_file(v);
             }
             crate::fail(2, "xunds replay", e)
