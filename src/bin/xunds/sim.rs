@@ -130,11 +130,8 @@ fn sim_flag(run_flag: &'static str) -> &'static str {
 }
 
 pub fn main(args: Args) -> ExitCode {
-    let (first, last) = match (args.seeds, args.seed) {
-        (Some(r), _) => r,
-        (None, Some(s)) => (s, s),
-        (None, None) => (1, 100),
-    };
+    // --seeds, else the one --seed, else 1..100.
+    let (first, last) = args.seeds.or(args.seed.map(|s| (s, s))).unwrap_or((1, 100));
     // Overrides come with `--seed`: a combination the runner refuses is the
     // user's mistake (exit 2), not an invariant the run broke.
     if let Some(seed) = args.seed {
