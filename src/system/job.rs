@@ -50,7 +50,7 @@ use super::api::SystemReport;
 use super::builder::{build, Built, Placement, SlabTarget, SysActor, SystemConfig};
 use super::faults::FaultSpec;
 use super::runner::{DetConfig, DetRunner, ThreadedConfig, ThreadedRunner};
-use super::trace::{Trace, TraceDiff, TraceHeader};
+use super::trace::{buffered, Trace, TraceDiff, TraceHeader};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -571,11 +571,10 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
             let recorded = std::io::BufReader::new(
                 super::trace::open_recorded(recorded).map_err(at(recorded))?,
             );
+            let kept = kept.as_ref().map(|p| buffered(p).map_err(at(p)));
             let kept = kept
-                .as_ref()
-                .map(|p| std::fs::File::create(p).map_err(at(p)))
                 .transpose()?
-                .map(|f| Box::new(std::io::BufWriter::new(f)) as Box<dyn std::io::Write + Send>);
+                .map(|f| Box::new(f) as Box<dyn std::io::Write + Send>);
             Trace::comparing(&header, recorded, kept)
         }
         (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,

@@ -323,7 +323,7 @@ impl Trace {
 }
 
 /// A new file at `path` behind a 64 KiB buffer.
-fn buffered(path: &Path) -> io::Result<BufWriter<File>> {
+pub(crate) fn buffered(path: &Path) -> io::Result<BufWriter<File>> {
     Ok(BufWriter::with_capacity(64 * 1024, File::create(path)?))
 }
 
