@@ -373,7 +373,7 @@ pub struct InstanceInfo {
 /// inside each `xunds` process), so no device and an error saying so.
 pub fn hardware_info() -> Named<Value> {
     let none = "no Neuron driver: devices are simulated inside each xunds process";
-    [
+    Named::from([
         ("neuron_device_type", json!("")),
         ("neuron_device_version", json!("")),
         ("neuroncore_version", json!("")),
@@ -382,9 +382,7 @@ pub fn hardware_info() -> Named<Value> {
         ("neuroncore_per_device_count", json!(0)),
         ("logical_neuroncore_config", json!(0)),
         ("error", json!(none)),
-    ]
-    .into_iter()
-    .collect()
+    ])
 }
 
 // ---- computing the groups ----
