@@ -571,10 +571,10 @@ fn open_trace(cfg: &JobConfig) -> Result<Trace, Error> {
             let recorded = std::io::BufReader::new(
                 super::trace::open_recorded(recorded).map_err(at(recorded))?,
             );
-            let kept = kept.as_ref().map(|p| buffered(p).map_err(at(p)));
-            let kept = kept
-                .transpose()?
-                .map(|f| Box::new(f) as Box<dyn std::io::Write + Send>);
+            let kept: Option<Box<dyn std::io::Write + Send>> = match kept {
+                Some(p) => Some(Box::new(buffered(p).map_err(at(p))?)),
+                None => None,
+            };
             Trace::comparing(&header, recorded, kept)
         }
         (None, Some(path)) => Trace::create_binary(&header, path).map_err(at(path))?,
