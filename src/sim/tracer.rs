@@ -823,18 +823,8 @@ pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A region as a frame's target: its kind and number, the halves of its
-/// key ([`RegionId::key`]).
-fn region_code(r: RegionId) -> (u8, u32) {
-    key_code(r.key())
-}
-
-/// An event as a frame's target, the same way ([`EventId::key`]).
-fn event_code(e: EventId) -> (u8, u32) {
-    key_code(e.key())
-}
-
-/// A key's halves: its kind and number.
+/// A region's or event's key ([`RegionId::key`], [`EventId::key`]) as a
+/// frame's target: its halves, the kind and the number.
 #[inline(always)]
 const fn key_code(key: u64) -> (u8, u32) {
     ((key >> 32) as u8, key as u32)
@@ -884,13 +874,13 @@ impl TraceOp {
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         let f = match self {
             TraceOp::Map { region, len } => {
-                frame(0, region_code(*region), 0, 0, words(*len as u64, 0))
+                frame(0, key_code(region.key()), 0, 0, words(*len as u64, 0))
             }
-            TraceOp::Event { event } => frame(1, event_code(*event), 0, 0, words(0, 0)),
+            TraceOp::Event { event } => frame(1, key_code(event.key()), 0, 0, words(0, 0)),
             TraceOp::Mem(m) => {
-                return encode_mem(out, m.op, region_code(m.region), m.off, m.fields())
+                return encode_mem(out, m.op, key_code(m.region.key()), m.off, m.fields())
             }
-            TraceOp::Notify { event, n } => frame(16, event_code(*event), 0, 0, words(*n, 0)),
+            TraceOp::Notify { event, n } => frame(16, key_code(event.key()), 0, 0, words(*n, 0)),
             TraceOp::Wait {
                 event,
                 timeout_ns,
@@ -900,7 +890,7 @@ impl TraceOp {
                     Wait::Signalled(v) => (1, *v),
                     Wait::TimedOut => (0, 0),
                 };
-                frame(17, event_code(*event), code, 0, words(*timeout_ns, v))
+                frame(17, key_code(event.key()), code, 0, words(*timeout_ns, v))
             }
             TraceOp::Failed { op, error } => return encode_failure(out, op, error),
         };
@@ -920,18 +910,18 @@ fn encode_failure(out: &mut Vec<u8>, op: &str, e: &HalError) {
             region_len,
         } => (
             0,
-            region_code(*region),
+            key_code(region.key()),
             *off,
             *len as u64,
             *region_len as u64,
             "",
         ),
         HalError::Misaligned { region, off, align } => {
-            (1, region_code(*region), *off, *align as u64, 0, "")
+            (1, key_code(region.key()), *off, *align as u64, 0, "")
         }
         HalError::BadHandle => (2, none, 0, 0, 0, ""),
         HalError::AlreadyMapped(what) => (3, none, 0, 0, 0, what.as_str()),
-        HalError::ZeroLength(region) => (4, region_code(*region), 0, 0, 0, ""),
+        HalError::ZeroLength(region) => (4, key_code(region.key()), 0, 0, 0, ""),
         HalError::Os { op, errno, .. } => {
             let errno = errno.map_or(0, |e| u64::from(e.unsigned_abs()) + 1);
             (5, none, 0, errno, 0, *op)
