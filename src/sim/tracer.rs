@@ -531,15 +531,7 @@ fn hex_words(out: &mut fmt::Formatter<'_>, data: &[u8]) -> fmt::Result {
 
 /// A descriptor as a ring of `region` holds it (nothing off a ring).
 fn desc_summary(region: RegionId, d: &[u8; RECORD]) -> String {
-    let ctrl = |c: udma::LenCtrl| {
-        let flags: Vec<&str> = c.flags.iter_names().map(|(n, _)| n).collect();
-        let flags = if flags.is_empty() {
-            "-".to_string()
-        } else {
-            flags.join("|")
-        };
-        format!("len={} rid={} {flags}", c.len, c.ring_id)
-    };
+    let ctrl = |c: udma::LenCtrl| format!("len={} rid={} {}", c.len, c.ring_id, c.flags.names());
     match region {
         RegionId::DescRing { dir: Dir::M2s, .. } => match udma::M2sDesc::decode(d) {
             Ok(m) => {

@@ -94,6 +94,20 @@ bitflags! {
     }
 }
 
+impl DescFlags {
+    /// The set flags' names joined by `|`, or `-` for none (how a dump and
+    /// the trace's text view show them).
+    #[cfg(feature = "std")]
+    pub fn names(self) -> String {
+        let names: Vec<&str> = self.iter_names().map(|(n, _)| n).collect();
+        if names.is_empty() {
+            "-".to_string()
+        } else {
+            names.join("|")
+        }
+    }
+}
+
 // The flags, the length, the ring id and the reserved bits tile the word.
 const _: () = assert!(
     DescFlags::all().bits() + LEN_CTRL_RESERVED + LEN_MASK + (RING_ID_MASK << RING_ID_SHIFT)
@@ -502,11 +516,7 @@ pub fn dump(view: View, bytes: &[u8]) -> String {
     };
     let _ = match LenCtrl::decode(read::<u32>(b, field::LEN_CTRL)) {
         Ok(c) => {
-            let mut names: Vec<&str> = c.flags.iter_names().map(|(n, _)| n).collect();
-            if names.is_empty() {
-                names.push("-");
-            }
-            let (len, id, flags) = (c.len, c.ring_id, names.join("|"));
+            let (len, id, flags) = (c.len, c.ring_id, c.flags.names());
             writeln!(out, "  len_ctrl: len={len} ring_id={id} flags={flags}")
         }
         Err(e) => writeln!(out, "  len_ctrl: {e}"),
