@@ -775,14 +775,13 @@ impl fmt::Display for TraceDiff {
                 replayed,
                 lines,
             } => {
+                // The replay's side reads as a recording's would: its
+                // checkpoint, or the end of the trace.
+                let replayed = replayed.map_or(Recorded::End, Recorded::Checkpoint);
                 write!(
                     f,
-                    "traces differ first within lines {first_line}..={last_line} (a checkpoint covers {CHECKPOINT_EVENTS} lines)\n  recorded: {recorded}\n  replayed: "
+                    "traces differ first within lines {first_line}..={last_line} (a checkpoint covers {CHECKPOINT_EVENTS} lines)\n  recorded: {recorded}\n  replayed: {replayed}"
                 )?;
-                match replayed {
-                    Some(c) => write!(f, "checkpoint {c:#010x}")?,
-                    None => f.write_str("<end of trace>")?,
-                }
                 for (i, l) in lines.iter().enumerate() {
                     write!(f, "\n  {:>7} {l}", first_line + i as u64)?;
                 }
