@@ -583,8 +583,7 @@ impl Compare {
             stop: Arc::new(AtomicBool::new(false)),
         };
         if read.is_err() || first != ours.as_bytes() {
-            c.block
-                .push(String::from_utf8_lossy(ours.trim_end().as_bytes()).into_owned());
+            c.block.push(ours.trim_end().to_string());
             c.differs(Recorded::Bad(first.first().copied().unwrap_or(0)), None);
         } else {
             c.first_line = 2;
