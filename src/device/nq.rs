@@ -388,12 +388,12 @@ impl<H: Hal> Harvester<H> {
     /// Expect execution `exec_id` with records from the engines in `engines`,
     /// completing by `deadline` (host nanoseconds, compared with `poll`'s `now`).
     pub fn expect(&mut self, exec_id: u32, engines: EngineMask, deadline: u64) {
-        self.pending.push_back(Pending {
+        let mut p = Pending {
             exec_id,
             expect: engines,
             deadline,
             ..Pending::default()
-        });
+        };
         self.last_expected = exec_id;
         // Early records matched no pending execution when they came, and
         // only `exec_id` has been added since: absorb its records and count
@@ -403,9 +403,6 @@ impl<H: Hal> Harvester<H> {
         // cost ~1,300 instructions per execution with 16 in flight. A record
         // a device wrote out of that order waits behind the one before it,
         // and its execution times out as if the record had been dropped.
-        let Some(p) = self.pending.back_mut() else {
-            return;
-        };
         let not_ahead = |r: &NqEntry| r.exec_id.wrapping_sub(exec_id) as i32 <= 0;
         for early in &mut self.early {
             while let Some(rec) = early.front().copied().filter(not_ahead) {
@@ -417,6 +414,7 @@ impl<H: Hal> Harvester<H> {
                 }
             }
         }
+        self.pending.push_back(p);
     }
 
     /// Start over after the device re-initialised the core's NQ rings (the

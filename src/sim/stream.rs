@@ -439,16 +439,17 @@ impl Binary {
                 self.output(&[], t);
                 t.events += 1;
             }
-        } else if ops.bytes.len() >= DIRECT_DIGEST {
-            // Digested from the log's buffer, after the stream's pending
-            // bytes (the digest does not depend on how the stream is cut).
-            t.hasher.update(&self.stream);
-            self.stream.clear();
-            t.hasher.update(&ops.bytes);
-            t.events += ops.ends.len() as u64;
         } else {
-            self.stream.extend_from_slice(&ops.bytes);
             t.events += ops.ends.len() as u64;
+            if ops.bytes.len() >= DIRECT_DIGEST {
+                // Digested from the log's buffer, after the stream's pending
+                // bytes (the digest does not depend on how the stream is cut).
+                t.hasher.update(&self.stream);
+                self.stream.clear();
+                t.hasher.update(&ops.bytes);
+            } else {
+                self.stream.extend_from_slice(&ops.bytes);
+            }
         }
         self.cut(&mut t.hasher);
     }

@@ -84,9 +84,8 @@
 //! nothing. A binary trace writes each event's fixed frame into one
 //! preallocated buffer (a poll's HAL operations in one copy from the
 //! tracer's log, or hashed there when they are many) and hashes it in 64 KiB
-//! chunks; a text trace formats each
-//! event into one preallocated line buffer. No allocation per event once
-//! the buffers have grown.
+//! chunks; a text trace formats each event into one preallocated line
+//! buffer. No allocation per event once the buffers have grown.
 
 use core::fmt;
 use std::fmt::Write as _;
