@@ -22,7 +22,7 @@ use xunds::sim::fake::FakeHal;
 use xunds::sim::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::system::faults::NQ_OVERFLOW;
 use xunds::wire::device_request::Engine;
-use xunds::wire::nq::{ErrorClass, Source};
+use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
 use xunds::NrtStatus;
 
 type Dev = Device<FaultInjector<FakeHal>>;
@@ -596,6 +596,49 @@ fn expect_sorts_interleaved_early_records() {
     }
     assert_eq!(h.poll(0).unwrap(), None);
     assert_eq!(h.stray_records(), 2);
+}
+
+/// An engine's early records are taken from the front of its queue: a
+/// record a device wrote out of execution order waits behind the one
+/// before it, so its execution times out as if the record had been
+/// dropped, and it is a stray once a later execution is expected.
+#[test]
+fn an_out_of_order_early_record_times_its_execution_out() {
+    let dev = device(vec![], cfg());
+    let ring = dev.map().cores[0].nq[0];
+    for (slot, exec_id) in [(0, 3), (1, 2)] {
+        let rec = NqEntry {
+            exec_id,
+            engine: 0,
+            kind: Kind::Done,
+            source: Source::Engine,
+            phase: true,
+            start_cycle: 1,
+            end_cycle: 2,
+        };
+        dev.hal()
+            .write_nq(ring, slot, &rec.encode().unwrap())
+            .unwrap();
+    }
+    let mut h = dev.harvester(0).unwrap();
+    assert_eq!(h.poll(0).unwrap(), None, "both records are early");
+    h.expect(2, 0b1, 10);
+    assert_eq!(
+        h.poll(5).unwrap(),
+        None,
+        "execution 2's record is behind 3's"
+    );
+    assert_eq!(
+        h.poll(10).unwrap(),
+        Some(Err(HarvestError::Timeout {
+            exec_id: 2,
+            reported: 0
+        }))
+    );
+    h.expect(3, 0b1, u64::MAX);
+    let c = h.poll(0).unwrap().unwrap().unwrap();
+    assert_eq!((c.exec_id, c.status), (3, ExecStatus::Done));
+    assert_eq!(h.stray_records(), 1, "execution 2's record, behind 3");
 }
 
 /// A program can run the device clock to the end of u64 (a `DELAY` costs no
