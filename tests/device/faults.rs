@@ -7,7 +7,7 @@
 //! event poke, an NQ overflow (real, and injected as `nq_overflow`) and a
 //! corrupt NQ record.
 
-use crate::support::{ended, NullExecutor};
+use crate::support::{done_record, ended, NullExecutor};
 use xunds::device::dma::{DmaFault, QueueProducer};
 use xunds::device::engine::{EngineFault, EngineState, Executor, FaultKind, Limits, MemFault};
 use xunds::device::isa::{Base, Insn, Operand};
@@ -22,7 +22,7 @@ use xunds::sim::fake::FakeHal;
 use xunds::sim::fault::{DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, WILD_PA};
 use xunds::system::faults::NQ_OVERFLOW;
 use xunds::wire::device_request::Engine;
-use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
+use xunds::wire::nq::{ErrorClass, Source};
 use xunds::NrtStatus;
 
 type Dev = Device<FaultInjector<FakeHal>>;
@@ -607,18 +607,8 @@ fn an_out_of_order_early_record_times_its_execution_out() {
     let dev = device(vec![], cfg());
     let ring = dev.map().cores[0].nq[0];
     for (slot, exec_id) in [(0, 3), (1, 2)] {
-        let rec = NqEntry {
-            exec_id,
-            engine: 0,
-            kind: Kind::Done,
-            source: Source::Engine,
-            phase: true,
-            start_cycle: 1,
-            end_cycle: 2,
-        };
-        dev.hal()
-            .write_nq(ring, slot, &rec.encode().unwrap())
-            .unwrap();
+        let rec = done_record(exec_id, 0, (1, 2));
+        dev.hal().write_nq(ring, slot, &rec).unwrap();
     }
     let mut h = dev.harvester(0).unwrap();
     assert_eq!(h.poll(0).unwrap(), None, "both records are early");

@@ -4,6 +4,7 @@
 //! Plus the tracer's deterministic rendering and replay, and the fault
 //! injector's corruptions.
 
+use crate::support::done_record;
 use xunds::hal::linux::LinuxHal;
 use xunds::hal::{Access, Dir, EventId, Hal, HalError, Ordering, Record, RegionId, Wait, Width};
 use xunds::sim::fake::FakeHal;
@@ -11,7 +12,7 @@ use xunds::sim::fault::{
     self, DescCorruption, Fault, FaultInjector, FaultPlan, FaultRule, Trigger, WILD_PA,
 };
 use xunds::sim::tracer::{self, Op, TraceFilter, TraceOp, Tracer};
-use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
+use xunds::wire::nq::{ErrorClass, Kind, NqEntry};
 use xunds::wire::udma::{self, M2sDesc, S2mDesc};
 
 fn contract<H: Hal>(mut hal: H) {
@@ -317,16 +318,7 @@ fn tracer_is_deterministic_across_backends() {
         let d = M2sDesc::copy(52, 1, 0x8_0000_0000).encode().unwrap();
         t.write_desc(ring, 0, &d).unwrap();
         t.tail_inc(regs, 4, 1).unwrap();
-        let e = NqEntry {
-            exec_id: 1,
-            engine: 1,
-            kind: Kind::Done,
-            source: Source::Engine,
-            phase: true,
-            start_cycle: 10,
-            end_cycle: 20,
-        };
-        t.write_nq(nqr, 0, &e.encode().unwrap()).unwrap();
+        t.write_nq(nqr, 0, &done_record(1, 1, (10, 20))).unwrap();
         let _ = t.read_nq(nqr, 1).unwrap();
         // Ordering: Acquire only so the trace shows the ordering name
         // (`acq`); a misaligned load fails before any access.
@@ -502,17 +494,7 @@ fn corruptions_are_what_they_say() {
 
 #[test]
 fn fault_injector_nq_faults_and_chance_is_seeded() {
-    let entry = NqEntry {
-        exec_id: 4,
-        engine: 0,
-        kind: Kind::Done,
-        source: Source::Engine,
-        phase: true,
-        start_cycle: 1,
-        end_cycle: 2,
-    }
-    .encode()
-    .unwrap();
+    let entry = done_record(4, 0, (1, 2));
     let mut f = FaultInjector::new(
         FakeHal::new(),
         FaultPlan {

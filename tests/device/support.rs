@@ -11,7 +11,7 @@ use xunds::device::isa::{DecodeError, Insn, INSN_BYTES, INSN_WORDS};
 use xunds::device::model::ModelImage;
 use xunds::device::sequencer::RequestExecutor;
 use xunds::wire::device_request::{DeviceExecRequest, Engine, NUM_ENGINES};
-use xunds::wire::nq::ErrorClass;
+use xunds::wire::nq::{ErrorClass, Kind, NqEntry, Source};
 
 /// Heap-backed device memory covering `base .. base + len`: word-granular,
 /// `Sync` (each word is an `AtomicU32` accessed `Relaxed`; the engines need
@@ -152,4 +152,19 @@ pub fn engine_addresses(img: &ModelImage) -> [u64; NUM_ENGINES] {
 /// without one).
 pub fn ended(e: &EngineReport) -> (EngineState, Option<ErrorClass>) {
     (e.state, e.fault.map(|f| f.class()))
+}
+
+/// An engine's DONE record of execution `exec_id`, phase 1, over device
+/// cycles `start..end`: the record NQ tests write by hand.
+pub fn done_record(exec_id: u32, engine: u8, (start, end): (u32, u32)) -> [u8; 16] {
+    let rec = NqEntry {
+        exec_id,
+        engine,
+        kind: Kind::Done,
+        source: Source::Engine,
+        phase: true,
+        start_cycle: start,
+        end_cycle: end,
+    };
+    rec.encode().unwrap()
 }
