@@ -707,25 +707,23 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
             self.stop.stop();
         }
         // Each thread's members, in `add` order; threads in order of their
-        // first actor. A shared member sits in a mutex every thread can
-        // reach: its own thread polls it as its other members, the others
-        // only when they have time (`try_lock`, never waiting).
-        let mut groups: Vec<(Option<u32>, String, Vec<Home<A>>)> = Vec::new();
-        let mut shared_all: Vec<(Option<u32>, SharedMember<A>)> = Vec::new();
+        // first actor. Every member sits in a mutex; a shared one's is
+        // reached by every thread: its own thread polls it as its other
+        // members, the others only when they have time (`try_lock`, never
+        // waiting). Nobody else reaches the others' locks.
+        let mut groups: Vec<(Option<u32>, String, Vec<MemberLock<A>>)> = Vec::new();
+        let mut shared_all: Vec<(Option<u32>, MemberLock<A>)> = Vec::new();
         for (member, seat) in self.actors {
             let name = member.st.name.clone();
-            let home = if let Seat::Shared(_) = seat {
-                let m = Arc::new(Mutex::new(member));
+            let m = Arc::new(Mutex::new(member));
+            if let Seat::Shared(_) = seat {
                 shared_all.push((seat.group(), m.clone()));
-                Home::Shared(m)
-            } else {
-                Home::Alone(member)
-            };
+            }
             let group = seat.group();
             let same = |g: &Option<u32>| group.is_some() && *g == group;
             match groups.iter_mut().find(|(g, ..)| same(g)) {
-                Some((.., members)) => members.push(home),
-                None => groups.push((group, name, vec![home])),
+                Some((.., members)) => members.push(m),
+                None => groups.push((group, name, vec![m])),
             }
         }
         // Dropped on a spawn failure: stops and joins the threads started.
@@ -768,16 +766,11 @@ impl<A: Actor + Send + 'static> ThreadedRunner<A> {
     }
 }
 
-/// A [`Seat::Shared`] member: its own thread and the others reach it.
-type SharedMember<A> = Arc<Mutex<Member<A>>>;
+/// A member: its own thread reaches it, and for a [`Seat::Shared`] one the
+/// other threads too.
+type MemberLock<A> = Arc<Mutex<Member<A>>>;
 
-/// A member on its own thread: kept there, or shared ([`Seat::Shared`]).
-enum Home<A> {
-    Alone(Member<A>),
-    Shared(SharedMember<A>),
-}
-
-/// A shared member's lock, or `None` while another thread polls it.
+/// A member's lock, or `None` while another thread polls it (a shared one).
 fn try_member<A>(m: &Mutex<Member<A>>) -> Option<MutexGuard<'_, Member<A>>> {
     match m.try_lock() {
         Ok(g) => Some(g),
@@ -788,18 +781,7 @@ fn try_member<A>(m: &Mutex<Member<A>>) -> Option<MutexGuard<'_, Member<A>>> {
     }
 }
 
-impl<A: Actor> Home<A> {
-    /// `f` on the member, or `None` while another thread polls it (a
-    /// shared one).
-    fn with<R>(&mut self, f: impl FnOnce(&mut Member<A>) -> R) -> Option<R> {
-        match self {
-            Home::Alone(m) => Some(f(m)),
-            Home::Shared(m) => try_member(m).map(|mut g| f(&mut g)),
-        }
-    }
-}
-
-type ThreadResult<A> = Result<Vec<Home<A>>, RunError>;
+type ThreadResult<A> = Result<Vec<MemberLock<A>>, RunError>;
 
 /// Poll `m` once (unless finished): whether it made progress (or
 /// finished). A panic stops the run, and the member is never polled again.
@@ -875,8 +857,8 @@ const SLEEP_MIN: Duration = Duration::from_micros(100);
 /// progress either, wait as its members ask (see
 /// [`ThreadedRunner::add_to`]).
 fn group_thread<A: Actor>(
-    mut members: Vec<Home<A>>,
-    helps: Vec<SharedMember<A>>,
+    members: Vec<MemberLock<A>>,
+    helps: Vec<MemberLock<A>>,
     sh: &ThreadShared,
     cfg: ThreadedConfig,
 ) -> ThreadResult<A> {
@@ -885,13 +867,15 @@ fn group_thread<A: Actor>(
         // Unfinished members, whoever finished them (a shared one may be
         // finished by another thread).
         let (mut made, mut live) = (false, 0usize);
-        for home in members.iter_mut() {
+        for m in &members {
             // A member another thread is polling: nothing done here (the
             // wait below yields rather than sleeps for it).
-            let polled = home.with(|m| poll_member(m, sh).map(|p| (p, m.done)));
-            let (progress, done) = polled.transpose()?.unwrap_or((false, false));
-            made |= progress;
-            live += usize::from(!done);
+            let Some(mut g) = try_member(m) else {
+                live += 1;
+                continue;
+            };
+            made |= poll_member(&mut g, sh)?;
+            live += usize::from(!g.done);
         }
         if live == 0 {
             break;
@@ -917,9 +901,10 @@ fn group_thread<A: Actor>(
             now: sh.clock.now(),
             ..Wish::default()
         };
-        for home in members.iter_mut() {
-            if home.with(|m| wish.add(m, &mut pfd)).is_none() {
-                wish.yield_ = true;
+        for m in &members {
+            match try_member(m) {
+                Some(mut g) => wish.add(&mut g, &mut pfd),
+                None => wish.yield_ = true,
             }
         }
         match wish.sleep(cfg.idle_timeout) {
@@ -1002,21 +987,20 @@ impl<A> Running<A> {
                 })
             })
             .collect();
-        let homes = joined.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let threads = joined.into_iter().collect::<Result<Vec<_>, _>>()?;
         if let Some(after) = timed_out {
             return Err(RunError::WallTimeout { after });
         }
         // Every thread has ended, so each shared member's other handles
         // are gone.
-        let mut members: Vec<Member<A>> = homes
+        let mut members: Vec<Member<A>> = threads
             .into_iter()
             .flatten()
-            .map(|h| match h {
-                Home::Alone(m) => m,
-                Home::Shared(m) => Arc::into_inner(m)
+            .map(|m| {
+                Arc::into_inner(m)
                     .expect("every runner thread has ended: no other handle")
                     .into_inner()
-                    .unwrap_or_else(PoisonError::into_inner),
+                    .unwrap_or_else(PoisonError::into_inner)
             })
             .collect();
         members.sort_by_key(|m| m.index);
