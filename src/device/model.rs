@@ -8,7 +8,7 @@
 //! | section | base | where | what |
 //! |---|---|---|---|
 //! | constants | `R0` | load area, after the code | weights and biases (in `bytes`) |
-//! | scratch | `R1` | load area, after the constants | intermediates (not in `bytes`; zeroed by [`ModelImage::load`]) |
+//! | scratch | `R1` | load area, after the constants | intermediates (not in `bytes`; zero: the heap is never reused) |
 //! | IO | `R2` | the IO area at `io_pa` | inputs, then outputs |
 //!
 //! The load area is `[code blocks][constants][scratch]`, each 64-byte
@@ -407,16 +407,6 @@ impl ModelImage {
     /// Elements of all outputs together.
     pub fn output_len(&self) -> usize {
         self.outputs.iter().map(|t| t.elems() as usize).sum()
-    }
-
-    /// Copy the image to `load_pa` and zero its scratch (both whole words:
-    /// `link` makes every section a multiple of [`ALIGN`] bytes).
-    pub fn load(&self, mem: &dyn DeviceMemory) -> Result<(), MemFault> {
-        let word = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-        let words: Vec<u32> = self.bytes.chunks_exact(4).map(word).collect();
-        mem.write_u32s(self.load_pa, &words)?;
-        let zeros = vec![0; self.mem.scratchpad as usize / 4];
-        mem.write_u32s(self.load_pa + self.scratch_offset(), &zeros)
     }
 
     /// Write the concatenated inputs into the IO area.

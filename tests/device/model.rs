@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::support::{
-    ended, engine_addresses, execute_blocks, execute_request, insn_from_bytes, VecMemory,
+    ended, engine_addresses, execute_blocks, execute_request, insn_from_bytes, load, VecMemory,
 };
 use xunds::device::engine::{
     read_f32s, Engine, EngineFault, EngineState, ExecReport, Executor, FaultKind, NUM_ENGINES,
@@ -24,7 +24,7 @@ const MEM_BYTES: usize = 0x11_0000;
 fn setup(spec: &MlpSpec) -> (VecMemory, ModelImage) {
     let m = VecMemory::new(MEM_BASE, MEM_BYTES);
     let img = spec.link(LOAD_PA, IO_PA).unwrap();
-    img.load(&m).unwrap();
+    load(&img, &m).unwrap();
     (m, img)
 }
 
@@ -299,7 +299,7 @@ fn linking_elsewhere_moves_only_the_prologues() {
     }
     // And it runs there.
     let m = VecMemory::new(MEM_BASE, MEM_BYTES);
-    b.load(&m).unwrap();
+    load(&b, &m).unwrap();
     let x = spec.example_input(5);
     let (r, y) = run(&m, &b, &x, 0);
     assert!(r.is_ok());
@@ -414,7 +414,7 @@ fn a_model_loaded_outside_device_memory_faults_as_hw() {
     }
     // Loaded in memory but with its IO area outside: operand faults.
     let img = MlpSpec::EXAMPLE.link(LOAD_PA, 0x4000_0000).unwrap();
-    img.load(&m).unwrap();
+    load(&img, &m).unwrap();
     let r = execute_blocks(&m, engine_addresses(&img), 0);
     assert_eq!(r.first_error, Some((Engine::Sp, ErrorClass::Hw)));
 }
@@ -507,7 +507,7 @@ fn a_custom_builder_model_runs_and_idles_unused_engines() {
     assert_eq!(img.blocks, [None, None, None, Some(0), None]);
     assert_eq!(img.macs, 0);
     let m = VecMemory::new(MEM_BASE, MEM_BYTES);
-    img.load(&m).unwrap();
+    load(&img, &m).unwrap();
     let (r, y) = run(&m, &img, &[1.0, 2.0, -1.0, 0.5], 0);
     assert!(r.is_ok());
     assert_eq!(y, [4.0, 7.0, -2.0, 2.5]);

@@ -142,6 +142,16 @@ pub fn insn_from_bytes(bytes: &[u8]) -> Result<Insn, DecodeError> {
     Insn::decode(&w)
 }
 
+/// Copy `img` to its load address in `mem` and zero its scratch (whole
+/// words: `link` makes every section a multiple of 64 bytes).
+pub fn load(img: &ModelImage, mem: &dyn DeviceMemory) -> Result<(), MemFault> {
+    let word = |w: &[u8]| u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    let words: Vec<u32> = img.bytes.chunks_exact(4).map(word).collect();
+    mem.write_u32s(img.load_pa, &words)?;
+    let zeros = vec![0; img.mem.scratchpad as usize / 4];
+    mem.write_u32s(img.load_pa + img.scratch_offset(), &zeros)
+}
+
 /// Each engine's block address in `img` (`load_pa + offset`, 0 when idle),
 /// in [`Engine::ALL`] order: what goes into `eng_addresses_lo/hi`.
 pub fn engine_addresses(img: &ModelImage) -> [u64; NUM_ENGINES] {
