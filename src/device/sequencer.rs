@@ -298,12 +298,6 @@ impl<H: Hal, X: RequestExecutor> Sequencer<H, X> {
         self.core(core)?.dma.fault()
     }
 
-    /// A core's device clock (virtual cycles).
-    #[cfg(any(test, feature = "testkit"))]
-    pub fn cycle(&self, core: u8) -> u64 {
-        self.core(core).map_or(0, |c| c.cycle)
-    }
-
     /// Requests a core has executed.
     #[cfg(any(test, feature = "testkit"))]
     pub fn executed(&self, core: u8) -> u32 {
