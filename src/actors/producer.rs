@@ -127,6 +127,8 @@ pub struct XuParts<H: Hal> {
     pub health: Arc<HealthCell>,
     /// The device proxy's doorbell waker.
     pub device_wake: Arc<Waker>,
+    /// The worker's has-work waker (the lane wakes it after a trigger).
+    pub has_work: Arc<Waker>,
     /// The NDS publisher's waker.
     pub pub_wake: Arc<Waker>,
     /// HAL trace forwarding (each step is preceded by the HAL operations
@@ -168,8 +170,6 @@ pub struct LaneParts<H: Hal> {
     pub stager: Stager<H>,
     /// Items coming back from the worker.
     pub returns: Receiver<u16>,
-    /// The worker's has-work waker.
-    pub worker_wake: Arc<Waker>,
     /// Refusal counts to the NDS publisher.
     pub to_pub: Sender<PubMsg>,
 }
@@ -282,7 +282,7 @@ impl<H: Hal> Lane<H> {
         // A slot a failed trigger left submitted (`schedule`, step 6) is
         // published here at the latest, so the XU drains.
         if self.p.ring.untriggered() > 0 && self.trigger_pending().is_ok() {
-            self.p.worker_wake.wake();
+            self.xu.has_work.wake();
         }
         let pending = self.pending != 0;
         let flushed = self.push_refusals();
@@ -464,7 +464,7 @@ impl<H: Hal> Lane<H> {
         match triggered {
             // 7. wake the worker.
             Ok(call) => {
-                self.p.worker_wake.wake();
+                self.xu.has_work.wake();
                 call.wake_worker(cx);
                 self.slots.drain(cx);
                 let (seq_id, exec_id) = (seq.0, staged.exec_id);
@@ -519,7 +519,7 @@ impl<H: Hal> Lane<H> {
         self.xu.request_reset(cx);
         self.xu.tap.drain(cx);
         self.xu.device_wake.wake();
-        self.p.worker_wake.wake();
+        self.xu.has_work.wake();
         msg!(cx, "xu={core} reset: stop requested");
         Ok(())
     }

@@ -55,7 +55,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::actors::mailbox::Sender;
 use crate::actors::pace::Pace;
 use crate::actors::stats::{LatencyHist, StatusCounts};
-use crate::actors::wake::Waker;
 use crate::actors::work::ResidentModel;
 use crate::actors::work::{BadItem, Completion, Expectations, HostSide, Models, PubMsg, NO_EXPECT};
 use crate::actors::{msg, step_counted, Actor, Cx, Idle, Nanos, Progress, SlotTap};
@@ -88,17 +87,13 @@ pub struct WorkerParts<H: Hal> {
     pub returns: Sender<u16>,
     /// Counter reports to the NDS publisher.
     pub to_pub: Sender<PubMsg>,
-    /// This worker's has-work waker.
-    pub has_work: Arc<Waker>,
-    /// Reset the XU as soon as it is degraded, whatever the fault
-    /// (`xunds run --recover`; module docs).
-    pub recover: bool,
     /// Execution timeout (from submission).
     pub timeout: Nanos,
     /// Expected outputs by `WorkItem::expect`.
     pub expected: Arc<Expectations>,
-    /// Keep the tag of every completion (tests: exactly-once checks).
-    pub record_tags: bool,
+    /// Keep the tag of every completion (tests: exactly-once checks), with
+    /// room for this many preallocated.
+    pub record_tags: Option<usize>,
 }
 
 /// What a worker saw.
@@ -227,8 +222,9 @@ pub struct WorkerActor<H: Hal> {
     known: Vec<Arc<ResidentModel>>,
     /// `Models::removals` when `known` was last valid.
     known_removals: u64,
-    /// The lanes, when this worker resets its XU itself (`recover`): this
-    /// XU's starts a reset ([`WorkerActor::attach_lanes`]).
+    /// The lanes, when this worker resets its XU as soon as it is
+    /// degraded, whatever the fault (`xunds run --recover`; module docs):
+    /// this XU's starts the reset.
     lanes: Option<Arc<[Mutex<Lane<H>>]>>,
     /// The device stopped for a reset: what it has not completed never
     /// will (DRAINING; this worker's own copy of the state, set and cleared
@@ -283,18 +279,22 @@ fn fatal(status: NrtStatus) -> Option<XuHealthEvent> {
 }
 
 impl<H: Hal> WorkerActor<H> {
-    /// A worker; `tags_capacity` preallocates the tag log (when enabled).
-    pub fn new(xu: XuParts<H>, p: WorkerParts<H>, tags_capacity: usize) -> WorkerActor<H> {
+    /// A worker; with `lanes` it resets its XU itself (`recover`).
+    pub fn new(
+        xu: XuParts<H>,
+        p: WorkerParts<H>,
+        lanes: Option<Arc<[Mutex<Lane<H>>]>>,
+    ) -> WorkerActor<H> {
         let nq_fd = xu.hal.event_fd(xu.map.cores[usize::from(xu.core)].nq_irq);
         let stats = WorkerStats {
-            tags: Vec::with_capacity(if p.record_tags { tags_capacity } else { 0 }),
+            tags: Vec::with_capacity(p.record_tags.unwrap_or(0)),
             ..WorkerStats::default()
         };
         WorkerActor {
             name: format!("worker{}", xu.core),
             known: Vec::new(),
             known_removals: 0,
-            lanes: None,
+            lanes,
             draining: false,
             slots: SlotTap::new(xu.trace_slots),
             nq_fd,
@@ -409,11 +409,11 @@ impl<H: Hal> WorkerActor<H> {
                 if self.pub_owed > 0 {
                     self.wake_publisher();
                 }
-                self.p.has_work.prepare_sleep();
+                self.xu.has_work.prepare_sleep();
                 if self.p.ring.available() == 0 {
                     return false;
                 }
-                self.p.has_work.awake();
+                self.xu.has_work.awake();
                 return true; // look again on the next round
             }
             Err(e) => {
@@ -441,7 +441,7 @@ impl<H: Hal> WorkerActor<H> {
                         self.complete_discarded(expected, cx)
                     }
                     _ => {
-                        self.p.has_work.prepare_sleep();
+                        self.xu.has_work.prepare_sleep();
                         false
                     }
                 };
@@ -799,7 +799,7 @@ impl<H: Hal> WorkerActor<H> {
         if let Some(out) = out {
             out.store_resp(&bytes);
         }
-        if self.p.record_tags && cur.idx.is_some() {
+        if self.p.record_tags.is_some() && cur.idx.is_some() {
             self.stats.tags.push(cur.side.tag);
         }
         cur.model = None;
@@ -913,12 +913,6 @@ impl<H: Hal> WorkerActor<H> {
 }
 
 impl<H: Hal> WorkerActor<H> {
-    /// Give the worker the lanes (built alongside it): with `recover` it
-    /// starts its XU's reset through its lane.
-    pub fn attach_lanes(&mut self, lanes: Arc<[Mutex<Lane<H>>]>) {
-        self.lanes = self.p.recover.then_some(lanes);
-    }
-
     /// Degrade the XU (`intact`: the fault left every queue in step). An
     /// event its state does not accept is counted and traced. With
     /// `recover`, under the lane's lock, the reset starts in the same
@@ -1030,7 +1024,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
     }
 
     fn poll(&mut self, cx: &mut Cx<'_>) -> Progress {
-        self.p.has_work.awake();
+        self.xu.has_work.awake();
         let mut made = self.drive_reset(cx);
         made |= self.flush_kept();
         for _ in 0..64 {
@@ -1101,7 +1095,7 @@ impl<H: Hal> Actor for WorkerActor<H> {
             // than the wait).
             WorkerState::Current if self.nq_armed => self.nq_fd.map_or(Idle::Yield, Idle::Fd),
             WorkerState::Current => Idle::Yield,
-            _ => Idle::Fd(self.p.has_work.fd()),
+            _ => Idle::Fd(self.xu.has_work.fd()),
         }
     }
 

@@ -386,8 +386,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let (control, control_rx) = crossbeam_channel::bounded(1024);
     // Per core: its lane, its worker, the waker of its device proxy and the
     // publisher's two mailboxes from it.
-    let mut lanes = Vec::new();
-    let (mut daemons, mut devices) = (Vec::new(), Vec::new());
+    let (mut lanes, mut workers, mut devices) = (Vec::new(), Vec::new(), Vec::new());
     let (mut from_workers, mut from_lanes) = (Vec::new(), Vec::new());
     for (core, pool) in (0..cfg.cores).zip(&pools) {
         let map = Mapping::anonymous(mapped_len(u64::from(cfg.ring_capacity)))?;
@@ -411,6 +410,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
             pool: Arc::clone(pool),
             health: Arc::clone(&health),
             device_wake: Arc::clone(&device_wake),
+            has_work: Arc::clone(&has_work),
             pub_wake: Arc::clone(&pub_wake),
             tap: tap.clone(),
             trace_slots: cfg.trace_transitions,
@@ -421,32 +421,35 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
                 ring: rp,
                 stager: dev.stager(core).map_err(|e| err("device", e))?,
                 returns: ret_rx,
-                worker_wake: Arc::clone(&has_work),
                 to_pub: ref_tx,
             },
         ));
-        daemons.push(SysActor::Worker(WorkerActor::new(
-            xu(),
-            WorkerParts {
-                ring: rw,
-                harvester: dev.harvester(core).map_err(|e| err("device", e))?,
-                models: Arc::clone(&models),
-                returns: ret_tx,
-                to_pub: rep_tx,
-                has_work,
-                timeout: cfg.timeout,
-                expected: Arc::clone(&cfg.expected),
-                record_tags: cfg.record_tags.is_some(),
-                recover: cfg.recover,
-            },
-            cfg.record_tags.unwrap_or(0),
-        )));
+        let parts = WorkerParts {
+            ring: rw,
+            harvester: dev.harvester(core).map_err(|e| err("device", e))?,
+            models: Arc::clone(&models),
+            returns: ret_tx,
+            to_pub: rep_tx,
+            timeout: cfg.timeout,
+            expected: Arc::clone(&cfg.expected),
+            record_tags: cfg.record_tags,
+        };
+        workers.push((xu(), parts));
         let seq = dev.sequencer(Executor::new(Limits::DEFAULT));
         let grace = Nanos(cfg.ring_id_grace_ns);
         let proxy = DeviceProxy::new(seq, core, device_wake, tap.clone(), grace);
         devices.push(SysActor::Device(proxy));
     }
-    daemons.append(&mut devices);
+    let queues = lanes.iter().map(|l| l.queue().clone()).collect();
+    let lane_stats = lanes.iter().map(Lane::stats).collect();
+    let healths = lanes.iter().map(|l| Arc::clone(l.health())).collect();
+    let lanes: Arc<[Mutex<Lane<H>>]> = lanes.into_iter().map(Mutex::new).collect();
+    // With `recover`, each worker starts its XU's reset through its lane.
+    let resets = cfg.recover.then_some(&lanes);
+    let workers = workers
+        .into_iter()
+        .map(|(xu, parts)| SysActor::Worker(WorkerActor::new(xu, parts, resets.cloned())));
+    let mut daemons: Vec<_> = workers.chain(devices).collect();
     daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,
@@ -463,10 +466,10 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let _ = control.try_send(PubMsg::HostMisc(misc));
     let shared = Arc::new(Shared {
         dev,
-        queues: lanes.iter().map(|l| l.queue().clone()).collect(),
-        lane_stats: lanes.iter().map(Lane::stats).collect(),
-        healths: lanes.iter().map(|l| Arc::clone(l.health())).collect(),
-        lanes: lanes.into_iter().map(Mutex::new).collect(),
+        queues,
+        lane_stats,
+        healths,
+        lanes,
         control,
         pub_wake,
         pub_stats,
@@ -477,11 +480,6 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         models,
         next_handle: AtomicU32::new(1),
     });
-    for d in &mut daemons {
-        if let SysActor::Worker(w) = d {
-            w.attach_lanes(Arc::clone(&shared.lanes));
-        }
-    }
     Ok(Built { shared, daemons })
 }
 
