@@ -27,7 +27,6 @@
 //! is full they stay aggregated and go with the next attempt (deadlock rule
 //! R1: nothing is dropped, nothing blocks).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::lock;
@@ -47,7 +46,7 @@ use crate::fsm::funnel::{self, FunnelEvent};
 use crate::fsm::step_traced;
 use crate::fsm::xu_health::{self, XuHealth, XuHealthEvent, XuHealthState};
 use crate::hal::eventfd::EventFd;
-use crate::hal::{Hal, Ordering as HalOrdering, RegionHandle};
+use crate::hal::{Hal, Ordering, RegionHandle};
 use crate::ring::{Armed, StatusArc, TriggerError, XuQueue};
 use crate::wire::seq_id::SeqId;
 use crate::wire::status::NrtStatus;
@@ -78,39 +77,19 @@ pub struct Request<'a> {
     pub tag: u64,
 }
 
-/// Counters of one lane (all schedule calls, whoever made them). On its
-/// own cache line (written on every schedule; see `Waker`). Only the lane
-/// writes them (`bump`).
-#[derive(Debug, Default)]
-#[repr(align(64))]
-pub struct LaneStats {
-    /// Accepted (a seq_id was returned).
-    pub accepted: AtomicU64,
-    /// Refused with `NRT_QUEUE_FULL`, or with `NRT_FAILURE` (a stage or
-    /// submit failure: refused all the same, and counted as failed to
-    /// queue).
-    pub refused_full: AtomicU64,
-    /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
-    pub refused_unrecoverable: AtomicU64,
-}
-
-impl LaneStats {
-    /// (accepted, refused_full, refused_unrecoverable).
-    pub fn get(&self) -> (u64, u64, u64) {
-        (
-            self.accepted.load(Ordering::Relaxed),
-            self.refused_full.load(Ordering::Relaxed),
-            self.refused_unrecoverable.load(Ordering::Relaxed),
-        )
+crate::actors::stats::counters! {
+    /// Counters of one lane (all schedule calls, whoever made them), kept
+    /// under the lane's lock.
+    pub struct LaneStats {
+        /// Accepted (a seq_id was returned).
+        pub accepted,
+        /// Refused with `NRT_QUEUE_FULL`, or with `NRT_FAILURE` (a stage or
+        /// submit failure: refused all the same, and counted as failed to
+        /// queue).
+        pub refused_full,
+        /// Refused with `NRT_EXEC_UNIT_UNRECOVERABLE`.
+        pub refused_unrecoverable,
     }
-}
-
-/// Count one in a lane's counter. Only the lane writes its counters, under
-/// `&mut self` (the lane's lock): a load and a store, not a locked
-/// read-modify-write per schedule call (readers load them Relaxed).
-#[inline]
-fn bump(c: &AtomicU64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
 }
 
 /// What one XU's lane and worker are both built from.
@@ -154,7 +133,7 @@ impl<H: Hal> XuParts<H> {
         // before the device acts on the request.
         let r = self
             .hal
-            .fetch_add_u32(self.regs(), reg::RESET_REQ, 1, HalOrdering::Release);
+            .fetch_add_u32(self.regs(), reg::RESET_REQ, 1, Ordering::Release);
         if let Err(e) = &r {
             msg!(cx, "xu={} reset request: {e}", self.core);
         }
@@ -186,7 +165,7 @@ pub struct Lane<H: Hal> {
     corrupt_word: Option<fn(u64) -> u64>,
     inject: Option<FunnelEvent>,
     scratch: Vec<u8>,
-    stats: Arc<LaneStats>,
+    stats: LaneStats,
     slots: SlotTap,
     #[cfg(xunds_mutant = "degraded_accepts_one_more")]
     mutant_grace: bool,
@@ -239,7 +218,7 @@ impl<H: Hal> Lane<H> {
             corrupt_word: None,
             inject: None,
             scratch: Vec::with_capacity(4096),
-            stats: Arc::new(LaneStats::default()),
+            stats: LaneStats::default(),
             slots: SlotTap::new(xu.trace_slots),
             xu,
             p,
@@ -253,9 +232,9 @@ impl<H: Hal> Lane<H> {
         self.p.ring.queue()
     }
 
-    /// The lane's counters (shared).
-    pub fn stats(&self) -> Arc<LaneStats> {
-        Arc::clone(&self.stats)
+    /// The lane's counters.
+    pub fn stats(&self) -> LaneStats {
+        self.stats
     }
 
     /// Wake the publisher (it may sleep on reports pushed without a wake-up).
@@ -308,11 +287,11 @@ impl<H: Hal> Lane<H> {
 
     fn refuse(&mut self, status: NrtStatus) -> Result<SeqId, NrtStatus> {
         self.pending += 1;
-        bump(if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
-            &self.stats.refused_unrecoverable
+        if status == NrtStatus::EXEC_UNIT_UNRECOVERABLE {
+            self.stats.refused_unrecoverable += 1;
         } else {
-            &self.stats.refused_full
-        });
+            self.stats.refused_full += 1;
+        }
         self.push_refusals();
         Err(status)
     }
@@ -486,7 +465,7 @@ impl<H: Hal> Lane<H> {
                 msg!(cx, "item {idx} stays with its slot");
             }
         }
-        bump(&self.stats.accepted);
+        self.stats.accepted += 1;
         self.flush();
         Ok(seq)
     }
@@ -926,9 +905,8 @@ pub fn publisher_caught_up<H: Hal>(lanes: &[Mutex<Lane<H>>], applied: &PubStats)
     for l in lanes {
         let mut l = lock(l);
         flushed &= l.flush();
-        let (a, f, u) = l.stats.get();
-        accepted += a;
-        refused += f + u;
+        accepted += l.stats.accepted;
+        refused += l.stats.refused_full + l.stats.refused_unrecoverable;
     }
     let (completions, refusals) = applied.applied();
     flushed && completions >= accepted && refusals >= refused

@@ -44,7 +44,9 @@ use std::sync::{atomic, Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::actors::lock;
-use crate::actors::producer::{publisher_caught_up, Lane, ProducerStats, Request, RingQueue};
+use crate::actors::producer::{
+    publisher_caught_up, Lane, LaneStats, ProducerStats, Request, RingQueue,
+};
 use crate::actors::sequencer::DeviceStats;
 use crate::actors::work::{OutputBuf, RecoverError, ResidentModel, NO_EXPECT};
 use crate::actors::worker::WorkerStats;
@@ -230,7 +232,7 @@ pub struct Execution {
 /// }
 /// let report = sys.shutdown().unwrap();
 /// assert_eq!(report.workers.len(), 2);
-/// assert_eq!(report.lanes[1].0, 2, "two accepted on XU 1");
+/// assert_eq!(report.lanes[1].accepted, 2, "two accepted on XU 1");
 /// assert_eq!(report.device.executed, 3);
 /// assert_eq!((report.nds_errors, report.publisher_fsm_violations), (0, 0));
 /// ```
@@ -240,8 +242,8 @@ pub struct SystemReport {
     pub workers: Vec<WorkerStats>,
     /// The device proxies (summed).
     pub device: DeviceStats,
-    /// Per lane: (accepted, refused queue-full, refused 101).
-    pub lanes: Vec<(u64, u64, u64)>,
+    /// Per lane (core order).
+    pub lanes: Vec<LaneStats>,
     /// NDS updates the slab refused (0 unless something is wrong).
     pub nds_errors: u64,
     /// Events the publisher's state did not accept (0 unless something is
@@ -615,7 +617,7 @@ impl SystemReport {
         let report = SystemReport {
             workers,
             device,
-            lanes: shared.lane_stats.iter().map(|s| s.get()).collect(),
+            lanes: shared.lanes.iter().map(|l| lock(l).stats()).collect(),
             // Ordering: Acquire; pairs with the publisher's Release store of
             // `errors` (read once its run has ended).
             nds_errors: pub_stats.errors.load(atomic::Ordering::Acquire),

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::actors::mailbox;
-use crate::actors::producer::{Lane, LaneParts, LaneStats, ProducerActor, RingQueue, XuParts};
+use crate::actors::producer::{Lane, LaneParts, ProducerActor, RingQueue, XuParts};
 use crate::actors::publisher::{PubStats, PublisherActor, PublisherParts};
 use crate::actors::sequencer::DeviceProxy;
 use crate::actors::wake::Waker;
@@ -191,8 +191,6 @@ pub struct Shared<H: Hal> {
     pub lanes: Arc<[Mutex<Lane<H>>]>,
     /// The query side of each XU's ring.
     pub queues: Vec<RingQueue>,
-    /// Each lane's counters.
-    pub lane_stats: Vec<Arc<LaneStats>>,
     /// Each XU's health.
     pub healths: Vec<Arc<HealthCell>>,
     /// To the publisher (model loads, unloads).
@@ -441,7 +439,6 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
         devices.push(SysActor::Device(proxy));
     }
     let queues = lanes.iter().map(|l| l.queue().clone()).collect();
-    let lane_stats = lanes.iter().map(Lane::stats).collect();
     let healths = lanes.iter().map(|l| Arc::clone(l.health())).collect();
     let lanes: Arc<[Mutex<Lane<H>>]> = lanes.into_iter().map(Mutex::new).collect();
     // With `recover`, each worker starts its XU's reset through its lane.
@@ -467,7 +464,6 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     let shared = Arc::new(Shared {
         dev,
         queues,
-        lane_stats,
         healths,
         lanes,
         control,

@@ -32,7 +32,7 @@ use crate::actors::producer::{Pacing, PoolAudit, ProducerActor, ProducerStats, W
 use crate::actors::stats::{LatencyHist, StatusCounts};
 use crate::actors::work::Expectations;
 use crate::actors::worker::WorkerStats;
-use crate::actors::{Cx, Nanos};
+use crate::actors::{lock, Cx, Nanos};
 use crate::device::model::{null_model, MlpSpec, ModelBuilder};
 use crate::fsm::xu_health::XuHealthState;
 use crate::hal::linux::LinuxHal;
@@ -620,7 +620,8 @@ fn execute<H: Hal + 'static>(
     }
     let done = || {
         let (c, _) = shared.pub_stats.applied();
-        c + shared.lane_stats.iter().map(|s| s.get().2).sum::<u64>()
+        let lanes = shared.lanes.iter().map(|l| lock(l).stats());
+        c + lanes.map(|s| s.refused_unrecoverable).sum::<u64>()
     };
     // What the run leaves: its wall time, its actors, and for a
     // deterministic run its virtual end and the trace's summary.
@@ -744,11 +745,7 @@ fn execute<H: Hal + 'static>(
         replay: summary.and_then(|s| s.replay),
         faults_injected: faults_by_rule.iter().sum::<u64>() as usize,
         faults_by_rule,
-        pools: shared
-            .lanes
-            .iter()
-            .map(|l| crate::actors::lock(l).pool_audit())
-            .collect(),
+        pools: shared.lanes.iter().map(|l| lock(l).pool_audit()).collect(),
         degraded: shared
             .healths
             .iter()

@@ -22,7 +22,7 @@ use super::faults::{self, FaultSpec};
 use super::job::{self, FsmViolations, JobConfig, JobReport, ModelKind};
 use super::runner::RunError;
 use super::Error;
-use crate::actors::producer::ProducerStats;
+use crate::actors::producer::{LaneStats, ProducerStats};
 use crate::prng::SplitMix64;
 use crate::wire::nds::counters::NcCounter;
 use crate::wire::nq::ErrorClass;
@@ -324,8 +324,13 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
         Conservation,
         "accepted {accepted} != completed ok {ok} + completed with error {err}"
     );
-    let lanes = r.system.lanes.iter();
-    let lane_sum = lanes.fold((0, 0, 0), |a, l| (a.0 + l.0, a.1 + l.1, a.2 + l.2));
+    let mut lanes = LaneStats::default();
+    r.system.lanes.iter().for_each(|l| lanes.merge(l));
+    let lane_sum = (
+        lanes.accepted,
+        lanes.refused_full,
+        lanes.refused_unrecoverable,
+    );
     fail_if!(
         lane_sum != (accepted, full, unrec),
         Conservation,
@@ -407,7 +412,10 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
             (NcCounter::LatencyDevice, w.device_ns),
             (NcCounter::HwErrDmaAbort, w.dma_aborts),
             (NcCounter::ErrSwNqOverflow, w.nq_overflows),
-            (NcCounter::InferFailedToQueue, l.1 + l.2),
+            (
+                NcCounter::InferFailedToQueue,
+                l.refused_full + l.refused_unrecoverable,
+            ),
             (NcCounter::ModelLoadCount, u64::from(case.models)),
         ];
         want.extend(ErrorClass::ALL.map(|class| (class.counter(), w.classes[class as usize])));

@@ -927,7 +927,7 @@ fn funnel_failure_exits_return_the_item() {
                 Some(s) => assert_eq!(r, Err(s), "{at:?}"),
                 None => assert!(r.is_ok(), "{at:?}: {r:?}"),
             }
-            let (_, full, _) = lane.stats().get();
+            let full = lane.stats().refused_full;
             assert_eq!(full, u64::from(refused.is_some()), "{at:?}: counted");
             assert_eq!(
                 lane.free_items(),

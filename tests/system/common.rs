@@ -47,7 +47,8 @@ pub fn check_counters(r: &JobReport, ring: u64) {
     let models = u64::from(r.config.models);
     let img = probe();
     for (c, (w, k)) in r.system.workers.iter().zip(&r.per_core).enumerate() {
-        let (acc, full, unrec) = r.system.lanes[c];
+        let l = r.system.lanes[c];
+        let (acc, full, unrec) = (l.accepted, l.refused_full, l.refused_unrecoverable);
         let ok = w.by_status.get(NrtStatus::SUCCESS);
         let to = w.by_status.get(NrtStatus::TIMEOUT);
         let num = w.by_status.get(NrtStatus::EXEC_COMPLETED_WITH_NUM_ERR);

@@ -108,10 +108,10 @@ fn hw_error_class_degrades_the_xu() {
     // later execution went to core 1, none was given up with 101 (the 101
     // refusal itself: `check_fatal_single_core`, where no XU is left).
     assert_eq!(r.producer.refused_unrecoverable, 0);
-    assert_eq!(r.system.lanes[0].2, 0);
+    assert_eq!(r.system.lanes[0].refused_unrecoverable, 0);
     assert_eq!(
         core0(&r, NcCounter::InferFailedToQueue),
-        r.system.lanes[0].1
+        r.system.lanes[0].refused_full
     );
     assert_eq!(r.completed_ok + r.completed_err, N);
 }

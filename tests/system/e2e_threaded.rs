@@ -85,20 +85,18 @@ fn check_exact_accounting(r: &job::JobReport, n: u64, ring: u64) {
     assert!(p.backoffs <= p.refused_full, "{p:?}");
     assert_eq!(r.system.lanes.len(), r.system.workers.len());
     let mut refused = 0;
-    for (c, (&(accepted, full, unrecoverable), w)) in
-        r.system.lanes.iter().zip(&r.system.workers).enumerate()
-    {
+    for (c, (l, w)) in r.system.lanes.iter().zip(&r.system.workers).enumerate() {
         assert_eq!(
-            accepted, w.completed,
+            l.accepted, w.completed,
             "core {c}: accepted = completed there"
         );
-        assert_eq!(unrecoverable, 0);
+        assert_eq!(l.refused_unrecoverable, 0);
         assert!(
             w.completed >= ring,
             "core {c} completed only {} (< one ring, {ring}): skipped without a refusal",
             w.completed
         );
-        refused += full;
+        refused += l.refused_full;
     }
     assert_eq!(refused, p.refused_full, "{:?} vs {p:?}", r.system.lanes);
 }
