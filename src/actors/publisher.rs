@@ -56,10 +56,9 @@ pub struct PublisherParts<S: SlabMut> {
     pub writer: Writer<S>,
     /// Number of cores.
     pub cores: u8,
-    /// One mailbox per worker.
-    pub from_workers: Vec<Receiver<PubMsg>>,
-    /// One mailbox per producer lane.
-    pub from_lanes: Vec<Receiver<PubMsg>>,
+    /// One mailbox per worker, then one per producer lane (drained in
+    /// this order).
+    pub inbound: Vec<Receiver<PubMsg>>,
     /// The control channel (API callers, any thread).
     pub control: crossbeam_channel::Receiver<PubMsg>,
     /// This publisher's waker.
@@ -362,8 +361,6 @@ impl<S: SlabMut> PublisherActor<S> {
         if let Some(h) = &hook {
             p.writer.set_hook(Box::new(h.clone()));
         }
-        let mut inbound = p.from_workers;
-        inbound.extend(p.from_lanes);
         PublisherActor {
             books: Books {
                 writer: p.writer,
@@ -376,7 +373,7 @@ impl<S: SlabMut> PublisherActor<S> {
                 fsm_violations: 0,
                 pending: vec![([0; NC_NAMED], 0); usize::from(p.cores)],
             },
-            inbound,
+            inbound: p.inbound,
             control: p.control,
             wake: p.wake,
             hook,

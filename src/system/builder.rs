@@ -450,8 +450,7 @@ pub fn build<H: Hal>(hal: H, cfg: SystemConfig, log: Option<TraceLog>) -> Result
     daemons.push(SysActor::Publisher(PublisherActor::new(PublisherParts {
         writer,
         cores: cfg.cores,
-        from_workers,
-        from_lanes,
+        inbound: from_workers.into_iter().chain(from_lanes).collect(),
         control: control_rx,
         wake: Arc::clone(&pub_wake),
         stats: Arc::clone(&pub_stats),
