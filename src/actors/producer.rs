@@ -570,7 +570,7 @@ pub struct Workload {
 
 impl Workload {
     /// The expected-output index of (model index, input index).
-    pub fn expect_index(&self, model: usize, input: usize) -> u32 {
+    fn expect_index(&self, model: usize, input: usize) -> u32 {
         (model * self.inputs.len() + input) as u32
     }
 

@@ -492,7 +492,7 @@ impl<S: SlabMut + Send> Actor for PublisherActor<S> {
 /// The process's tag as the Neuron runtime publishes it (monitors select
 /// runtimes by it): `NEURON_PROCESS_TAG` when set, else the pid as a
 /// string.
-pub fn process_tag() -> String {
+fn process_tag() -> String {
     std::env::var("NEURON_PROCESS_TAG")
         .ok()
         .filter(|t| !t.is_empty())
