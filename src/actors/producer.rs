@@ -556,7 +556,8 @@ impl<H: Hal> Lane<H> {
 }
 
 /// What `xunds run` executes: `executions` schedule calls of the loaded
-/// models over a fixed set of inputs.
+/// models over a fixed set of inputs, as fast as the rings take them or at
+/// the arrivals of `pacing`, until `until`.
 #[derive(Clone, Debug)]
 pub struct Workload {
     /// Executions to run.
@@ -566,6 +567,13 @@ pub struct Workload {
     /// The distinct inputs (execution `i` uses input
     /// `(i / models.len()) % inputs.len()`).
     pub inputs: Arc<Vec<Vec<f32>>>,
+    /// Open-loop arrivals: each execution is submitted once due (`None`:
+    /// closed loop).
+    pub pacing: Option<Pacing>,
+    /// No execution is given out from this time on (runner time): the work
+    /// ends with the executions given out by then, which complete as usual
+    /// (`xunds run --duration`).
+    pub until: Option<Nanos>,
 }
 
 impl Workload {
@@ -689,10 +697,6 @@ pub struct ProducerActor<H: Hal> {
     stats: ProducerStats,
     finished: bool,
     tap: HalTap,
-    /// Open-loop arrivals, when paced ([`ProducerActor::paced`]).
-    pacing: Option<Pacing>,
-    /// No execution is given out from then on ([`ProducerActor::until`]).
-    until: Option<Nanos>,
 }
 
 /// Schedule calls one poll makes at most.
@@ -748,24 +752,7 @@ impl<H: Hal> ProducerActor<H> {
             stats: ProducerStats::default(),
             finished: false,
             tap,
-            pacing: None,
-            until: None,
         })
-    }
-
-    /// Submit open loop: each execution when `pacing` says it is due,
-    /// instead of as fast as the rings take them.
-    pub fn paced(mut self, pacing: Pacing) -> Self {
-        self.pacing = Some(pacing);
-        self
-    }
-
-    /// Give out no execution from time `t` on (runner time): the work ends
-    /// with the executions given out by then, which complete as usual
-    /// (`xunds run --duration`).
-    pub fn until(mut self, t: Nanos) -> Self {
-        self.until = Some(t);
-        self
     }
 
     /// Degraded XUs will be reset by their workers (`xunds run --recover`):
@@ -779,7 +766,7 @@ impl<H: Hal> ProducerActor<H> {
     /// and to the next arrival when paced.
     fn advance(&mut self) {
         self.next += 1;
-        if let Some(p) = self.pacing.as_mut() {
+        if let Some(p) = self.work.pacing.as_mut() {
             p.advance();
         }
     }
@@ -921,7 +908,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
         if self.finished {
             return Progress::Finished;
         }
-        if self.until.is_some_and(|t| cx.now() >= t) {
+        if self.work.until.is_some_and(|t| cx.now() >= t) {
             self.work.executions = self.work.executions.min(self.next);
         }
         let mut made = false;
@@ -941,7 +928,7 @@ impl<H: Hal> Actor for ProducerActor<H> {
             if self.next >= self.work.executions {
                 break;
             }
-            if self.pacing.as_mut().is_some_and(|p| !p.due(cx.now())) {
+            if self.work.pacing.as_mut().is_some_and(|p| !p.due(cx.now())) {
                 break;
             }
             let Some(c) = self.pick_core() else { break };
@@ -1015,8 +1002,8 @@ impl<H: Hal> Actor for ProducerActor<H> {
         if self.finished || self.next >= self.work.executions {
             return None;
         }
-        let arrival = self.pacing.as_ref().and_then(Pacing::next_arrival);
-        let d = [arrival, self.until].into_iter().flatten().min();
+        let arrival = self.work.pacing.as_ref().and_then(Pacing::next_arrival);
+        let d = [arrival, self.work.until].into_iter().flatten().min();
         d.filter(|&d| d != Nanos::MAX)
     }
 }

@@ -603,21 +603,18 @@ fn execute<H: Hal + 'static>(
         .enumerate()
         .map(|(m, b)| shared.load_model(b, &format!("{}{m}", cfg.model.name())))
         .collect::<Result<_, _>>()?;
+    // A deterministic run has no wall clock: it ignores the duration.
+    let until = cfg.duration.filter(|_| !cfg.deterministic);
     let work = Workload {
         executions: cfg.executions,
         models,
         inputs: Arc::new(p.inputs),
+        pacing: cfg.rate.map(|rate| Pacing::poisson(rate, cfg.seed)),
+        until: until.map(|d| Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))),
     };
     let (lanes, applied) = (Arc::clone(&shared.lanes), Arc::clone(&shared.pub_stats));
-    let mut producer = ProducerActor::new(lanes, work, applied, shared.tap.clone())?;
-    producer = producer.recovering(cfg.recover);
-    if let Some(rate) = cfg.rate {
-        producer = producer.paced(Pacing::poisson(rate, cfg.seed));
-    }
-    if let Some(d) = cfg.duration.filter(|_| !cfg.deterministic) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        producer = producer.until(Nanos(ns));
-    }
+    let producer =
+        ProducerActor::new(lanes, work, applied, shared.tap.clone())?.recovering(cfg.recover);
     let done = || {
         let (c, _) = shared.pub_stats.applied();
         let lanes = shared.lanes.iter().map(|l| lock(l).stats());

@@ -42,6 +42,8 @@ fn steady_state_pipeline_makes_no_heap_allocation() {
         executions: warmup + measured,
         models: vec![model],
         inputs: Arc::new(inputs),
+        pacing: None,
+        until: None,
     };
     let producer = ProducerActor::new(
         Arc::clone(&shared.lanes),
