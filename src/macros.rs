@@ -200,6 +200,7 @@ macro_rules! wire_block {
             #[doc = concat!("Decode the first ", stringify!($size), " bytes (`", $cname,
                 "`): `Truncated` when there are fewer, `InvalidField` naming the first",
                 " refused field.")]
+            #[inline]
             pub fn parse(bytes: &[u8]) -> Result<Self, $crate::wire::WireError> {
                 $crate::wire::need($cname, bytes, $SIZE)?;
                 let b = &bytes[..$SIZE];
@@ -208,6 +209,7 @@ macro_rules! wire_block {
             }
 
             #[doc = concat!("The ", stringify!($size), " bytes, little-endian, padding zero.")]
+            #[inline]
             pub fn encode(&self) -> [u8; $SIZE] {
                 let mut b = [0u8; $SIZE];
                 $crate::wire::layout::Codec::put(self, &mut b);
