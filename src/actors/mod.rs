@@ -231,16 +231,23 @@ impl HalTap {
         HalTap { log }
     }
 
-    /// Move every record so far into `cx`'s trace (into a [`NullTrace`]
-    /// when it keeps nothing, so the log does not grow).
+    /// Move every record so far into `cx`'s trace.
     pub fn drain(&self, cx: &mut Cx<'_>) {
         let Some(log) = &self.log else { return };
-        let sink: &mut dyn TraceSink = if cx.tracing {
-            &mut *cx.trace
-        } else {
-            &mut NullTrace
-        };
-        log.drain_into(sink, Some(crate::device::memmap::trace_names));
+        let tracing = cx.tracing;
+        if log.drain_encoded(|e| {
+            if tracing {
+                cx.trace.record_hal_encoded(e);
+            }
+        }) {
+            return;
+        }
+        log.drain_each(|r| {
+            if cx.tracing {
+                cx.trace
+                    .record_hal(&r.op, Some(crate::device::memmap::trace_names));
+            }
+        });
     }
 }
 

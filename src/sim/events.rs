@@ -131,9 +131,6 @@ impl TraceSink for NullTrace {
     fn begin(&mut self, _now: Nanos, _actor: &str) {}
     #[inline]
     fn record(&mut self, _event: TraceEvent<'_>) {}
-    // Discarded like the rest (the default refuses them: it renders text).
-    #[inline]
-    fn record_hal_encoded(&mut self, _ops: &Encoded) {}
 }
 
 /// The trace text of a state-machine transition:

@@ -21,7 +21,6 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::ThreadId;
 
-use crate::sim::events::TraceSink;
 use crate::wire::{nq, udma};
 
 use crate::hal::{
@@ -290,8 +289,8 @@ pub type Namer = fn(RegionId, usize) -> Option<&'static str>;
 /// operations completed), or, made by [`TraceLog::encoding`] (the
 /// deterministic runner's digest-only and trace-file runs), only the
 /// operations' encodings in the binary event stream (`TraceOp::encode`):
-/// one byte buffer, nothing allocated per operation, drained in one piece
-/// by [`TraceLog::drain_into`]. An encoding log keeps no records and belongs
+/// one byte buffer, nothing allocated per operation, drained by
+/// [`TraceLog::drain_encoded`]. An encoding log keeps no records and belongs
 /// to the thread that made it: it takes no lock, and any other thread's use
 /// of it panics.
 #[derive(Clone, Debug, Default)]
@@ -453,24 +452,31 @@ impl TraceLog {
         self.len() == 0
     }
 
-    /// Hand every operation so far to `sink` as `hal` events, then remove
-    /// them keeping the log's buffers (sequence numbers restart at 0): an
-    /// encoding log's in one piece ([`TraceSink::record_hal_encoded`]), a
-    /// record-keeping log's one record at a time, its regions labelled by
-    /// `names`. `sink` must not use the traced HAL (the log is borrowed
-    /// meanwhile).
-    pub fn drain_into(&self, sink: &mut dyn TraceSink, names: Option<Namer>) {
-        if let Log::Encoded(e) = &*self.inner {
-            let mut e = e.get();
-            if !e.ends.is_empty() {
-                sink.record_hal_encoded(&e);
-                e.bytes.clear();
-                e.ends.clear();
-            }
-        } else if let Some(mut v) = self.lock() {
-            v.iter().for_each(|r| sink.record_hal(&r.op, names));
+    /// Hand every record to `f` in order, then remove them (sequence
+    /// numbers restart at 0) keeping the log's buffer for the next ones.
+    /// `f` must not use the traced HAL (the log is locked meanwhile).
+    pub fn drain_each(&self, f: impl FnMut(&TraceRecord)) {
+        if let Some(mut v) = self.lock() {
+            v.iter().for_each(f);
             v.clear();
         }
+    }
+
+    /// For an encoding log: hand the encoded operations so far to `f` (if
+    /// there are any), then remove them keeping the buffers. Returns
+    /// `false` for a log that keeps records (nothing is handed over).
+    /// `f` must not use the traced HAL (the log is borrowed meanwhile).
+    pub fn drain_encoded(&self, f: impl FnOnce(&Encoded)) -> bool {
+        let Log::Encoded(e) = &*self.inner else {
+            return false;
+        };
+        let mut e = e.get();
+        if !e.ends.is_empty() {
+            f(&e);
+            e.bytes.clear();
+            e.ends.clear();
+        }
+        true
     }
 }
 
@@ -933,22 +939,8 @@ mod tests {
         assert!(log.records().is_empty());
         let elsewhere = log.clone();
         assert!(std::thread::spawn(move || elsewhere.len()).join().is_err());
-        let mut ops = Count(0);
-        log.drain_into(&mut ops, None);
-        assert_eq!((ops.0, log.len()), (2, 0));
-    }
-
-    /// A sink that counts the encoded operations it is handed.
-    struct Count(usize);
-
-    impl TraceSink for Count {
-        fn enabled(&self) -> bool {
-            true
-        }
-        fn begin(&mut self, _now: crate::sim::events::Nanos, _actor: &str) {}
-        fn record(&mut self, _event: crate::sim::events::TraceEvent<'_>) {}
-        fn record_hal_encoded(&mut self, ops: &Encoded) {
-            self.0 += ops.ops().count();
-        }
+        let mut ops = 0;
+        assert!(log.drain_encoded(|e| ops = e.ops().count()));
+        assert_eq!((ops, log.len()), (2, 0));
     }
 }
