@@ -166,6 +166,7 @@ error_enum! {
 
 impl NqEntry {
     /// Encode to 16 bytes; refuses an engine index outside `0..5`.
+    #[inline]
     pub fn encode(&self) -> Result<[u8; SIZE], NqError> {
         if self.engine >= ENGINES {
             return Err(NqError::BadEngine(self.engine));
