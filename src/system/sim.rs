@@ -326,15 +326,15 @@ pub fn check(case: &SimCase, r: &JobReport) -> Result<(), Violation> {
     );
     let mut lanes = LaneStats::default();
     r.system.lanes.iter().for_each(|l| lanes.merge(l));
-    let lane_sum = (
-        lanes.accepted,
-        lanes.refused_full,
-        lanes.refused_unrecoverable,
-    );
+    let producer = LaneStats {
+        accepted,
+        refused_full: full,
+        refused_unrecoverable: unrec,
+    };
     fail_if!(
-        lane_sum != (accepted, full, unrec),
+        lanes != producer,
         Conservation,
-        "lanes (accepted, full, 101) {lane_sum:?} != the producer's ({accepted}, {full}, {unrec})"
+        "lanes {lanes:?} != the producer's {producer:?}"
     );
     // FIFO.
     let fifo = r.fifo_violations;
@@ -769,6 +769,20 @@ mod tests {
             seen == 0 || seen == u64::MAX,
             "progress counted {seen} seeds"
         );
+    }
+
+    /// The lanes' counters add up to the producer's: a run passes, and the
+    /// same report with one lane counting an execution more is a
+    /// conservation violation naming both sides.
+    #[test]
+    fn lanes_that_count_more_than_the_producer_break_conservation() {
+        let case = SimCase::derive(1, 50);
+        let mut r = job::run(&case.job(), &mut |_, _| {}).expect("the case runs");
+        assert_eq!(check(&case, &r), Ok(()));
+        r.system.lanes[0].accepted += 1;
+        let v = check(&case, &r).expect_err("a lane counts one more");
+        assert_eq!(v.invariant, Invariant::Conservation, "{v}");
+        assert!(v.detail.starts_with("lanes LaneStats {"), "{v}");
     }
 
     #[test]
